@@ -1,0 +1,59 @@
+#ifndef LOOM_IR_DTYPE_H_
+#define LOOM_IR_DTYPE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.pb.h"
+
+namespace loom {
+
+// Element types loom computes with.
+enum class DType : uint8_t { kF32, kF64, kI32, kI64, kBool };
+
+inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kI32,
+                                       DType::kI64, DType::kBool};
+
+// Bytes per element.
+int64_t DTypeSize(DType dtype);
+// "f32", "f64", "i32", "i64", "bool": the spelling used in attributes
+// (cast's `to`), messages and dumps.
+std::string_view DTypeName(DType dtype);
+absl::StatusOr<DType> DTypeFromName(std::string_view name);
+bool IsFloat(DType dtype);
+bool IsInteger(DType dtype);  // i32, i64 (not bool)
+
+absl::StatusOr<DType> DTypeFromProto(proto::DType dtype);
+proto::DType DTypeToProto(DType dtype);
+
+// Static shapes. A scalar has rank 0 and one element.
+using Shape = std::vector<int64_t>;
+
+// Product of the dimensions (1 for a scalar).
+int64_t NumElements(const Shape& shape);
+// "[2,16,32]"
+std::string ShapeToString(const Shape& shape);
+// Row-major strides, in elements.
+std::vector<int64_t> ContiguousStrides(const Shape& shape);
+
+struct TensorType {
+  DType dtype = DType::kF32;
+  Shape shape;
+
+  friend bool operator==(const TensorType& a, const TensorType& b) {
+    return a.dtype == b.dtype && a.shape == b.shape;
+  }
+  friend bool operator!=(const TensorType& a, const TensorType& b) {
+    return !(a == b);
+  }
+};
+
+// "f32[2,16,32]"
+std::string TypeToString(const TensorType& type);
+
+}  // namespace loom
+
+#endif  // LOOM_IR_DTYPE_H_

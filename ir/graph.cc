@@ -1,0 +1,152 @@
+#include "ir/graph.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace loom {
+
+void Attrs::Set(std::string name, AttrValue value) {
+  for (auto& [key, existing] : entries_) {
+    if (key == name) {
+      existing = std::move(value);
+      return;
+    }
+  }
+  entries_.emplace_back(std::move(name), std::move(value));
+}
+
+const AttrValue* Attrs::Find(std::string_view name) const {
+  for (const auto& [key, value] : entries_) {
+    if (key == name) return &value;
+  }
+  return nullptr;
+}
+
+namespace {
+
+template <typename T>
+T GetOr(const Attrs& attrs, std::string_view name, T default_value) {
+  const AttrValue* value = attrs.Find(name);
+  if (value == nullptr) return default_value;
+  if (const T* typed = std::get_if<T>(value)) return *typed;
+  return default_value;
+}
+
+}  // namespace
+
+int64_t Attrs::GetInt(std::string_view name, int64_t default_value) const {
+  return GetOr<int64_t>(*this, name, default_value);
+}
+
+double Attrs::GetFloat(std::string_view name, double default_value) const {
+  const AttrValue* value = Find(name);
+  if (value != nullptr && std::holds_alternative<int64_t>(*value)) {
+    return static_cast<double>(std::get<int64_t>(*value));
+  }
+  return GetOr<double>(*this, name, default_value);
+}
+
+std::string Attrs::GetString(std::string_view name,
+                             std::string default_value) const {
+  return GetOr<std::string>(*this, name, std::move(default_value));
+}
+
+std::vector<int64_t> Attrs::GetInts(std::string_view name,
+                                    std::vector<int64_t> default_value) const {
+  return GetOr<std::vector<int64_t>>(*this, name, std::move(default_value));
+}
+
+std::vector<double> Attrs::GetFloats(std::string_view name,
+                                     std::vector<double> default_value) const {
+  return GetOr<std::vector<double>>(*this, name, std::move(default_value));
+}
+
+ValueId Graph::NewValue(std::string name, TensorType type, ValueKind kind) {
+  const ValueId id = static_cast<ValueId>(values_.size());
+  value_by_name_.emplace(name, id);
+  values_.push_back(Value{std::move(name), std::move(type), kind, kNoNode});
+  return id;
+}
+
+absl::StatusOr<ValueId> Graph::AddInput(std::string name, TensorType type) {
+  if (FindValue(name) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value '", name, "' is defined more than once"));
+  }
+  const ValueId id = NewValue(std::move(name), std::move(type), ValueKind::kInput);
+  inputs_.push_back(id);
+  return id;
+}
+
+absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind,
+                                              Tensor data) {
+  if (FindValue(name) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value '", name, "' is defined more than once"));
+  }
+  if (kind != ValueKind::kWeight && kind != ValueKind::kConstant) {
+    return absl::InternalError("an initializer is a weight or a constant");
+  }
+  const ValueId id = NewValue(std::move(name), data.type(), kind);
+  (kind == ValueKind::kWeight ? weights_ : constants_).push_back(id);
+  initializers_.emplace(id, std::move(data));
+  return id;
+}
+
+absl::StatusOr<NodeId> Graph::AddNode(
+    std::string name, std::string op, std::vector<ValueId> inputs,
+    const std::vector<std::string>& output_names, Attrs attrs) {
+  for (ValueId input : inputs) {
+    if (input < 0 || input >= static_cast<ValueId>(values_.size())) {
+      return absl::InternalError(
+          absl::StrCat("node '", name, "' reads an undefined value id"));
+    }
+  }
+  const NodeId id = static_cast<NodeId>(nodes_.size());
+  Node node{std::move(name), std::move(op), std::move(inputs), {},
+            std::move(attrs)};
+  for (const std::string& output : output_names) {
+    if (FindValue(output) >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", node.name, "': value '", output,
+                       "' is defined more than once"));
+    }
+    const ValueId value = NewValue(output, TensorType{}, ValueKind::kIntermediate);
+    values_[value].producer = id;
+    node.outputs.push_back(value);
+  }
+  nodes_.push_back(std::move(node));
+  return id;
+}
+
+ValueId Graph::FindValue(std::string_view name) const {
+  auto it = value_by_name_.find(name);
+  return it == value_by_name_.end() ? -1 : it->second;
+}
+
+const Tensor& Graph::initializer(ValueId id) const {
+  return initializers_.at(id);
+}
+
+std::string Graph::UniqueValueName(std::string_view base) {
+  std::string name;
+  do {
+    name = absl::StrCat(base, ".", next_unique_++);
+  } while (FindValue(name) >= 0);
+  return name;
+}
+
+ValueId Graph::AddIntermediate(std::string_view base, TensorType type) {
+  return NewValue(UniqueValueName(base), std::move(type),
+                  ValueKind::kIntermediate);
+}
+
+void Graph::ReplaceNodes(std::vector<Node> nodes) {
+  for (Value& value : values_) value.producer = kNoNode;
+  nodes_ = std::move(nodes);
+  for (NodeId id = 0; id < static_cast<NodeId>(nodes_.size()); ++id) {
+    for (ValueId output : nodes_[id].outputs) values_[output].producer = id;
+  }
+}
+
+}  // namespace loom

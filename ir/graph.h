@@ -1,0 +1,141 @@
+#ifndef LOOM_IR_GRAPH_H_
+#define LOOM_IR_GRAPH_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "ir/dtype.h"
+#include "ir/tensor.h"
+
+namespace loom {
+
+// Dense ids: indexes into Graph::values() and Graph::nodes().
+using ValueId = int32_t;
+using NodeId = int32_t;
+inline constexpr NodeId kNoNode = -1;
+
+enum class ValueKind : uint8_t {
+  kInput,         // supplied at run time
+  kWeight,        // a model parameter, known at compile time
+  kConstant,      // a literal the compiler may fold
+  kIntermediate,  // produced by a node
+};
+
+// An SSA value: defined once, by a graph input, an initializer or a node.
+struct Value {
+  std::string name;
+  TensorType type;
+  ValueKind kind = ValueKind::kIntermediate;
+  NodeId producer = kNoNode;
+};
+
+using AttrValue = std::variant<int64_t, double, std::string,
+                               std::vector<int64_t>, std::vector<double>>;
+
+// A node's attributes, in the order they were set (so that printing is
+// deterministic). Nodes carry a handful, so lookup is a linear scan.
+class Attrs {
+ public:
+  void Set(std::string name, AttrValue value);
+  const AttrValue* Find(std::string_view name) const;
+  bool Has(std::string_view name) const { return Find(name) != nullptr; }
+
+  // Typed reads with a default for an absent attribute. The op registry
+  // checks types when a node is verified, so a mismatched type here is a
+  // broken invariant and reads as the default.
+  int64_t GetInt(std::string_view name, int64_t default_value) const;
+  double GetFloat(std::string_view name, double default_value) const;
+  std::string GetString(std::string_view name,
+                        std::string default_value) const;
+  std::vector<int64_t> GetInts(std::string_view name,
+                               std::vector<int64_t> default_value = {}) const;
+  std::vector<double> GetFloats(std::string_view name,
+                                std::vector<double> default_value = {}) const;
+
+  const std::vector<std::pair<std::string, AttrValue>>& entries() const {
+    return entries_;
+  }
+
+ private:
+  std::vector<std::pair<std::string, AttrValue>> entries_;
+};
+
+struct Node {
+  std::string name;
+  std::string op;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  Attrs attrs;
+};
+
+// The graph IR: SSA values with static types and nodes kept in topological
+// order (every node's inputs are defined before it). Passes that rewrite
+// the graph build the new node list in order; see ReplaceNodes().
+class Graph {
+ public:
+  std::string name;
+
+  const std::vector<Value>& values() const { return values_; }
+  const Value& value(ValueId id) const { return values_[id]; }
+  Value& mutable_value(ValueId id) { return values_[id]; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Node& node(NodeId id) const { return nodes_[id]; }
+  Node& mutable_node(NodeId id) { return nodes_[id]; }
+
+  const std::vector<ValueId>& inputs() const { return inputs_; }
+  const std::vector<ValueId>& weights() const { return weights_; }
+  const std::vector<ValueId>& constants() const { return constants_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+
+  // Adds a graph input, weight or constant. Names must be unique.
+  absl::StatusOr<ValueId> AddInput(std::string name, TensorType type);
+  absl::StatusOr<ValueId> AddInitializer(std::string name, ValueKind kind,
+                                         Tensor data);
+  // Adds a node that reads `inputs` and defines fresh values named
+  // `output_names` (types unknown until shape inference). The inputs must
+  // already be defined, which keeps nodes in topological order.
+  absl::StatusOr<NodeId> AddNode(std::string name, std::string op,
+                                 std::vector<ValueId> inputs,
+                                 const std::vector<std::string>& output_names,
+                                 Attrs attrs = {});
+  void AddOutput(ValueId id) { outputs_.push_back(id); }
+  void SetOutputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
+
+  // The id of the value with this name, or -1.
+  ValueId FindValue(std::string_view name) const;
+  // Data of a weight or constant.
+  const Tensor& initializer(ValueId id) const;
+  // A name not yet used by any value, built from `base`.
+  std::string UniqueValueName(std::string_view base);
+
+  // A fresh intermediate value named after `base` (made unique), for passes
+  // that build a new node list for ReplaceNodes().
+  ValueId AddIntermediate(std::string_view base, TensorType type = {});
+
+  // Replaces the node list with `nodes`, which must be in topological order
+  // over existing values; values that lose their producer are kept but no
+  // longer reachable. Producers are recomputed.
+  void ReplaceNodes(std::vector<Node> nodes);
+
+ private:
+  ValueId NewValue(std::string name, TensorType type, ValueKind kind);
+
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> weights_;
+  std::vector<ValueId> constants_;
+  std::vector<ValueId> outputs_;
+  absl::flat_hash_map<std::string, ValueId> value_by_name_;
+  absl::flat_hash_map<ValueId, Tensor> initializers_;
+  int64_t next_unique_ = 0;
+};
+
+}  // namespace loom
+
+#endif  // LOOM_IR_GRAPH_H_

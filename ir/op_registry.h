@@ -1,0 +1,77 @@
+#ifndef LOOM_IR_OP_REGISTRY_H_
+#define LOOM_IR_OP_REGISTRY_H_
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace loom {
+
+enum class AttrType { kInt, kFloat, kString, kInts, kFloats };
+
+struct AttrSpec {
+  std::string name;
+  AttrType type;
+  bool required = false;
+};
+
+// Computes a node's output types from its input types and attributes, and
+// checks the op's dtype and shape rules. Errors describe the cause only;
+// callers prefix the node's name and op.
+using ShapeFn = std::function<absl::StatusOr<std::vector<TensorType>>(
+    const Node& node, absl::Span<const TensorType> inputs)>;
+
+// The reference implementation: computes a node's outputs straight from the
+// op's definition with plain loops. `outputs` arrive allocated with the
+// inferred types.
+using EvalFn = std::function<absl::Status(
+    const Node& node, absl::Span<const Tensor* const> inputs,
+    absl::Span<Tensor> outputs)>;
+
+struct OpDef {
+  std::string name;
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: variadic
+  int num_outputs = 1;
+  std::vector<AttrSpec> attrs;
+  ShapeFn infer;
+  EvalFn eval;
+};
+
+// Every op loom knows: arity, attribute schema, shape function and
+// reference implementation.
+class OpRegistry {
+ public:
+  // The registry with all of loom's ops, built on first use.
+  static const OpRegistry& Global();
+
+  absl::Status Register(OpDef def);
+  const OpDef* Find(std::string_view op) const;
+  // Op names in registration order.
+  std::vector<std::string> Names() const;
+
+ private:
+  std::vector<OpDef> defs_;
+  absl::flat_hash_map<std::string, int> index_;
+};
+
+// Checks a node against its op's definition: the op exists, arity, output
+// count, and attribute names and types. Errors name the node and op.
+absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry);
+
+// Runs shape inference over the whole graph in node order, setting every
+// intermediate value's type. Errors name the node and op.
+absl::Status InferShapes(Graph& graph,
+                         const OpRegistry& registry = OpRegistry::Global());
+
+}  // namespace loom
+
+#endif  // LOOM_IR_OP_REGISTRY_H_

@@ -1,0 +1,64 @@
+#ifndef LOOM_IR_TENSOR_H_
+#define LOOM_IR_TENSOR_H_
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace loom {
+
+// A dense, row-major host tensor that owns its bytes (zero-initialised,
+// 64-byte aligned). The interpreter, the runtimes and the tests exchange
+// data as Tensors.
+class Tensor {
+ public:
+  Tensor() : Tensor(TensorType{DType::kF32, {}}) {}
+  explicit Tensor(TensorType type);
+  Tensor(DType dtype, Shape shape) : Tensor(TensorType{dtype, std::move(shape)}) {}
+
+  const TensorType& type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  int64_t rank() const { return static_cast<int64_t>(type_.shape.size()); }
+  int64_t num_elements() const { return num_elements_; }
+  int64_t num_bytes() const { return num_elements_ * DTypeSize(type_.dtype); }
+
+  void* data() { return storage_.data(); }
+  const void* data() const { return storage_.data(); }
+  template <typename T>
+  T* data_as() {
+    return reinterpret_cast<T*>(storage_.data());
+  }
+  template <typename T>
+  const T* data_as() const {
+    return reinterpret_cast<const T*>(storage_.data());
+  }
+
+  // Element access by flat index through a common type, for code that
+  // handles every dtype alike (the interpreter, comparisons, printing).
+  // Bools read as 0/1 and store any non-zero value as true.
+  double GetDouble(int64_t i) const;
+  void SetDouble(int64_t i, double v);
+  int64_t GetInt(int64_t i) const;
+  void SetInt(int64_t i, int64_t v);
+
+  friend bool operator==(const Tensor& a, const Tensor& b) {
+    return a.type_ == b.type_ &&
+           std::memcmp(a.data(), b.data(), a.num_bytes()) == 0;
+  }
+
+ private:
+  struct alignas(64) Block {
+    unsigned char bytes[64];
+  };
+
+  TensorType type_;
+  int64_t num_elements_;
+  std::vector<Block> storage_;
+};
+
+}  // namespace loom
+
+#endif  // LOOM_IR_TENSOR_H_
