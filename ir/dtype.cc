@@ -20,7 +20,7 @@ int64_t DTypeSize(DType dtype) {
   return 0;
 }
 
-std::string_view DTypeName(DType dtype) {
+absl::string_view DTypeName(DType dtype) {
   switch (dtype) {
     case DType::kF32:
       return "f32";
@@ -36,7 +36,7 @@ std::string_view DTypeName(DType dtype) {
   return "?";
 }
 
-absl::StatusOr<DType> DTypeFromName(std::string_view name) {
+absl::StatusOr<DType> DTypeFromName(absl::string_view name) {
   for (DType dtype : kAllDTypes) {
     if (DTypeName(dtype) == name) return dtype;
   }

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,8 +21,8 @@ inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kI32,
 int64_t DTypeSize(DType dtype);
 // "f32", "f64", "i32", "i64", "bool": the spelling used in attributes
 // (cast's `to`), messages and dumps.
-std::string_view DTypeName(DType dtype);
-absl::StatusOr<DType> DTypeFromName(std::string_view name);
+absl::string_view DTypeName(DType dtype);
+absl::StatusOr<DType> DTypeFromName(absl::string_view name);
 bool IsFloat(DType dtype);
 bool IsInteger(DType dtype);  // i32, i64 (not bool)
 

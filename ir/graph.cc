@@ -15,7 +15,7 @@ void Attrs::Set(std::string name, AttrValue value) {
   entries_.emplace_back(std::move(name), std::move(value));
 }
 
-const AttrValue* Attrs::Find(std::string_view name) const {
+const AttrValue* Attrs::Find(absl::string_view name) const {
   for (const auto& [key, value] : entries_) {
     if (key == name) return &value;
   }
@@ -25,7 +25,7 @@ const AttrValue* Attrs::Find(std::string_view name) const {
 namespace {
 
 template <typename T>
-T GetOr(const Attrs& attrs, std::string_view name, T default_value) {
+T GetOr(const Attrs& attrs, absl::string_view name, T default_value) {
   const AttrValue* value = attrs.Find(name);
   if (value == nullptr) return default_value;
   if (const T* typed = std::get_if<T>(value)) return *typed;
@@ -34,11 +34,11 @@ T GetOr(const Attrs& attrs, std::string_view name, T default_value) {
 
 }  // namespace
 
-int64_t Attrs::GetInt(std::string_view name, int64_t default_value) const {
+int64_t Attrs::GetInt(absl::string_view name, int64_t default_value) const {
   return GetOr<int64_t>(*this, name, default_value);
 }
 
-double Attrs::GetFloat(std::string_view name, double default_value) const {
+double Attrs::GetFloat(absl::string_view name, double default_value) const {
   const AttrValue* value = Find(name);
   if (value != nullptr && std::holds_alternative<int64_t>(*value)) {
     return static_cast<double>(std::get<int64_t>(*value));
@@ -46,17 +46,17 @@ double Attrs::GetFloat(std::string_view name, double default_value) const {
   return GetOr<double>(*this, name, default_value);
 }
 
-std::string Attrs::GetString(std::string_view name,
+std::string Attrs::GetString(absl::string_view name,
                              std::string default_value) const {
   return GetOr<std::string>(*this, name, std::move(default_value));
 }
 
-std::vector<int64_t> Attrs::GetInts(std::string_view name,
+std::vector<int64_t> Attrs::GetInts(absl::string_view name,
                                     std::vector<int64_t> default_value) const {
   return GetOr<std::vector<int64_t>>(*this, name, std::move(default_value));
 }
 
-std::vector<double> Attrs::GetFloats(std::string_view name,
+std::vector<double> Attrs::GetFloats(absl::string_view name,
                                      std::vector<double> default_value) const {
   return GetOr<std::vector<double>>(*this, name, std::move(default_value));
 }
@@ -119,7 +119,7 @@ absl::StatusOr<NodeId> Graph::AddNode(
   return id;
 }
 
-ValueId Graph::FindValue(std::string_view name) const {
+ValueId Graph::FindValue(absl::string_view name) const {
   auto it = value_by_name_.find(name);
   return it == value_by_name_.end() ? -1 : it->second;
 }
@@ -128,7 +128,7 @@ const Tensor& Graph::initializer(ValueId id) const {
   return initializers_.at(id);
 }
 
-std::string Graph::UniqueValueName(std::string_view base) {
+std::string Graph::UniqueValueName(absl::string_view base) {
   std::string name;
   do {
     name = absl::StrCat(base, ".", next_unique_++);
@@ -136,7 +136,7 @@ std::string Graph::UniqueValueName(std::string_view base) {
   return name;
 }
 
-ValueId Graph::AddIntermediate(std::string_view base, TensorType type) {
+ValueId Graph::AddIntermediate(absl::string_view base, TensorType type) {
   return NewValue(UniqueValueName(base), std::move(type),
                   ValueKind::kIntermediate);
 }

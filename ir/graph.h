@@ -3,7 +3,7 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
@@ -42,19 +42,19 @@ using AttrValue = std::variant<int64_t, double, std::string,
 class Attrs {
  public:
   void Set(std::string name, AttrValue value);
-  const AttrValue* Find(std::string_view name) const;
-  bool Has(std::string_view name) const { return Find(name) != nullptr; }
+  const AttrValue* Find(absl::string_view name) const;
+  bool Has(absl::string_view name) const { return Find(name) != nullptr; }
 
   // Typed reads with a default for an absent attribute. The op registry
   // checks types when a node is verified, so a mismatched type here is a
   // broken invariant and reads as the default.
-  int64_t GetInt(std::string_view name, int64_t default_value) const;
-  double GetFloat(std::string_view name, double default_value) const;
-  std::string GetString(std::string_view name,
+  int64_t GetInt(absl::string_view name, int64_t default_value) const;
+  double GetFloat(absl::string_view name, double default_value) const;
+  std::string GetString(absl::string_view name,
                         std::string default_value) const;
-  std::vector<int64_t> GetInts(std::string_view name,
+  std::vector<int64_t> GetInts(absl::string_view name,
                                std::vector<int64_t> default_value = {}) const;
-  std::vector<double> GetFloats(std::string_view name,
+  std::vector<double> GetFloats(absl::string_view name,
                                 std::vector<double> default_value = {}) const;
 
   const std::vector<std::pair<std::string, AttrValue>>& entries() const {
@@ -107,15 +107,15 @@ class Graph {
   void SetOutputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
 
   // The id of the value with this name, or -1.
-  ValueId FindValue(std::string_view name) const;
+  ValueId FindValue(absl::string_view name) const;
   // Data of a weight or constant.
   const Tensor& initializer(ValueId id) const;
   // A name not yet used by any value, built from `base`.
-  std::string UniqueValueName(std::string_view base);
+  std::string UniqueValueName(absl::string_view base);
 
   // A fresh intermediate value named after `base` (made unique), for passes
   // that build a new node list for ReplaceNodes().
-  ValueId AddIntermediate(std::string_view base, TensorType type = {});
+  ValueId AddIntermediate(absl::string_view base, TensorType type = {});
 
   // Replaces the node list with `nodes`, which must be in topological order
   // over existing values; values that lose their producer are kept but no

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ir/loop_ir.h"
@@ -16,6 +17,9 @@ struct GeneratedSource {
   std::string text;
   std::string entry;          // the function that runs the whole schedule
   int kernel_functions = 0;   // distinct kernel functions in `text`
+  // Flags the backend's native compiler must use for `text` (optimisation
+  // level, target ISA, OpenMP), chosen by the codegen pass's options.
+  std::vector<std::string> native_flags;
 };
 
 // Everything a pipeline's passes read and write. Each stage fills in its

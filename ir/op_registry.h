@@ -3,7 +3,7 @@
 
 #include <functional>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -31,7 +31,8 @@ using ShapeFn = std::function<absl::StatusOr<std::vector<TensorType>>(
 
 // The reference implementation: computes a node's outputs straight from the
 // op's definition with plain loops. `outputs` arrive allocated with the
-// inferred types.
+// inferred types. Errors (e.g. integer division by zero) describe the cause
+// only; the interpreter prefixes the node's name and op.
 using EvalFn = std::function<absl::Status(
     const Node& node, absl::Span<const Tensor* const> inputs,
     absl::Span<Tensor> outputs)>;
@@ -54,7 +55,7 @@ class OpRegistry {
   static const OpRegistry& Global();
 
   absl::Status Register(OpDef def);
-  const OpDef* Find(std::string_view op) const;
+  const OpDef* Find(absl::string_view op) const;
   // Op names in registration order.
   std::vector<std::string> Names() const;
 
@@ -63,12 +64,19 @@ class OpRegistry {
   absl::flat_hash_map<std::string, int> index_;
 };
 
+// "node 'fc1' (matmul)": how every error names a node.
+std::string DescribeNode(const Node& node);
+// `status` with its message prefixed by "node 'NAME' (OP): ".
+absl::Status AddNodeContext(const Node& node, const absl::Status& status);
+
 // Checks a node against its op's definition: the op exists, arity, output
 // count, and attribute names and types. Errors name the node and op.
 absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry);
 
 // Runs shape inference over the whole graph in node order, setting every
-// intermediate value's type. Errors name the node and op.
+// intermediate value's type. Each node first passes CheckNodeSignature, so
+// shape functions may rely on arity and attribute types. Errors name the
+// node and op.
 absl::Status InferShapes(Graph& graph,
                          const OpRegistry& registry = OpRegistry::Global());
 

@@ -1,0 +1,997 @@
+#include "ir/expr.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+
+// Canonical form (what every constructor returns):
+//   atom      x_i, FloorDiv(dividend, d) or Mod(dividend, d)
+//   monomial  an atom, or a kMul of two or more atoms in structural order
+//   term      a monomial, or a kMul [coefficient, atoms...] (coefficient is
+//             neither 0 nor 1)
+//   sum       a constant, a term, or a kAdd of at least two operands: terms
+//             with distinct monomials in structural order, then the constant
+//             if it is not 0.
+// Products of sums are fully expanded, so equal polynomials over the atoms are
+// the same node. A FloorDiv/Mod dividend by d is reduced: its coefficients lie
+// in [1, d), its constant in [0, d), and d shares no factor with all its
+// coefficients (so (e + d*v) // d == e // d + v for every e and v). Hence, for
+// non-negative variables, every dividend is non-negative and C's / and % agree
+// with floor semantics (see ToCpp).
+//
+// The order is structural (kind, operands, value), not by creation id, so the
+// canonical form and its printed text do not depend on construction order.
+
+namespace loom {
+namespace {
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "loom expr: %s\n", message.c_str());
+  std::abort();
+}
+
+int64_t FloorDivInt(int64_t a, int64_t d) {  // d > 0
+  int64_t q = a / d;
+  if (a % d != 0 && a < 0) --q;
+  return q;
+}
+
+int64_t FloorModInt(int64_t a, int64_t d) { return a - FloorDivInt(a, d) * d; }
+
+// A total order on the nodes of one context that depends on structure only.
+int Compare(Expr a, Expr b) {
+  if (a == b) return 0;
+  if (a->kind() != b->kind()) return a->kind() < b->kind() ? -1 : 1;
+  absl::Span<const Expr> x = a->operands();
+  absl::Span<const Expr> y = b->operands();
+  const size_t n = std::min(x.size(), y.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (int c = Compare(x[i], y[i])) return c;
+  }
+  if (x.size() != y.size()) return x.size() < y.size() ? -1 : 1;
+  if (a->value() != b->value()) return a->value() < b->value() ? -1 : 1;
+  return 0;
+}
+
+bool Before(Expr a, Expr b) { return Compare(a, b) < 0; }
+
+// The atoms of a monomial. `mono` must outlive the span.
+absl::Span<const Expr> AtomsOf(const Expr& mono) {
+  if (mono->kind() == ExprKind::kMul) return mono->operands();
+  return absl::Span<const Expr>(&mono, 1);
+}
+
+// The interning key: a node's kind, value and operand pointers.
+struct NodeKey {
+  ExprKind kind;
+  int64_t value;
+  absl::Span<const Expr> operands;
+
+  template <typename H>
+  friend H AbslHashValue(H h, const NodeKey& key) {
+    h = H::combine(std::move(h), key.kind, key.value, key.operands.size());
+    return H::combine_contiguous(std::move(h), key.operands.data(),
+                                 key.operands.size());
+  }
+};
+
+NodeKey KeyOf(Expr e) { return {e->kind(), e->value(), e->operands()}; }
+
+bool SameKey(const NodeKey& a, const NodeKey& b) {
+  return a.kind == b.kind && a.value == b.value &&
+         std::equal(a.operands.begin(), a.operands.end(), b.operands.begin(),
+                    b.operands.end());
+}
+
+// An interned node with its key's hash, kept so that growing the table
+// touches no node.
+struct Slot {
+  Expr node;
+  size_t hash;
+};
+
+// A lookup: the key of a node that may not exist yet, and its hash.
+struct Probe {
+  const NodeKey& key;
+  size_t hash;
+};
+
+struct SlotHash {
+  using is_transparent = void;
+  size_t operator()(const Slot& s) const { return s.hash; }
+  size_t operator()(const Probe& p) const { return p.hash; }
+};
+
+struct SlotEq {
+  using is_transparent = void;
+  bool operator()(const Slot& a, const Slot& b) const {
+    return a.node == b.node;
+  }
+  bool operator()(const Slot& a, const Probe& b) const {
+    return a.hash == b.hash && SameKey(KeyOf(a.node), b.key);
+  }
+  bool operator()(const Probe& a, const Slot& b) const { return (*this)(b, a); }
+};
+
+// coefficient * monomial, as an intermediate of canonicalisation.
+struct Term {
+  Expr mono;
+  int64_t coeff;  // never 0 inside a Poly
+  Expr node;      // the term's node when already known, else nullptr
+};
+
+// A sum of terms with distinct monomials in structural order, plus a constant.
+struct Poly {
+  absl::InlinedVector<Term, 4> terms;
+  int64_t constant = 0;
+};
+
+// A bound lo <= e <= hi; kInf stands for an unbounded side.
+struct Interval {
+  int64_t lo;
+  int64_t hi;
+};
+
+constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
+
+}  // namespace
+
+// ===========================================================================
+// Construction and canonicalisation.
+// ===========================================================================
+
+struct ExprContext::Impl {
+  class RangeSimplifier;  // the range-based rules, below
+
+  std::deque<ExprNode> nodes;  // stable addresses
+  absl::flat_hash_set<Slot, SlotHash, SlotEq> interned;
+  std::vector<Expr> vars;  // vars[i] is x_i once made
+  // True while Simplify runs: sums then also recombine div/mod pairs.
+  bool simplifying = false;
+
+  Expr Intern(ExprKind kind, int64_t value, absl::Span<const Expr> operands) {
+    const NodeKey key{kind, value, operands};
+    const Probe probe{key, absl::Hash<NodeKey>()(key)};
+    auto it = interned.find(probe);
+    if (it != interned.end()) return it->node;
+    const int32_t id = static_cast<int32_t>(nodes.size());
+    nodes.push_back(ExprNode(
+        kind, value, std::vector<Expr>(operands.begin(), operands.end()), id));
+    interned.insert(Slot{&nodes.back(), probe.hash});
+    return &nodes.back();
+  }
+
+  Expr Const(int64_t v) { return Intern(ExprKind::kConst, v, {}); }
+
+  Expr Var(int index) {
+    if (index < 0) Die(absl::StrCat("negative variable index ", index));
+    if (index >= static_cast<int>(vars.size())) vars.resize(index + 1);
+    if (vars[index] == nullptr) {
+      vars[index] = Intern(ExprKind::kVar, index, {});
+    }
+    return vars[index];
+  }
+
+  // --- Between nodes and polynomials.
+
+  Term SplitTerm(Expr term) {
+    if (term->kind() == ExprKind::kMul && term->operands()[0]->is_const()) {
+      absl::Span<const Expr> atoms = term->operands().subspan(1);
+      return {Monomial(atoms), term->operands()[0]->value(), term};
+    }
+    return {term, 1, term};
+  }
+
+  Expr Monomial(absl::Span<const Expr> atoms) {
+    if (atoms.size() == 1) return atoms[0];
+    return Intern(ExprKind::kMul, 0, atoms);
+  }
+
+  Poly ToPoly(Expr e) {
+    Poly p;
+    if (e->is_const()) {
+      p.constant = e->value();
+    } else if (e->kind() == ExprKind::kAdd) {
+      for (Expr operand : e->operands()) {
+        if (operand->is_const()) {
+          p.constant = operand->value();
+        } else {
+          p.terms.push_back(SplitTerm(operand));
+        }
+      }
+    } else {
+      p.terms.push_back(SplitTerm(e));
+    }
+    return p;
+  }
+
+  Expr TermNode(const Term& t) {
+    if (t.node != nullptr) return t.node;
+    if (t.coeff == 1) return t.mono;
+    absl::InlinedVector<Expr, 4> operands = {Const(t.coeff)};
+    for (Expr atom : AtomsOf(t.mono)) operands.push_back(atom);
+    return Intern(ExprKind::kMul, 0, operands);
+  }
+
+  Expr FromPoly(Poly p) {
+    if (simplifying) Recombine(p);
+    if (p.terms.empty()) return Const(p.constant);
+    if (p.terms.size() == 1 && p.constant == 0) return TermNode(p.terms[0]);
+    absl::InlinedVector<Expr, 8> operands;
+    for (const Term& t : p.terms) operands.push_back(TermNode(t));
+    if (p.constant != 0) operands.push_back(Const(p.constant));
+    return Intern(ExprKind::kAdd, 0, operands);
+  }
+
+  // --- Polynomial arithmetic on sorted term lists.
+
+  // a + scale * b, by merging the two sorted term lists.
+  static Poly Combine(const Poly& a, const Poly& b, int64_t scale) {
+    Poly sum;
+    sum.constant = a.constant + scale * b.constant;
+    size_t i = 0, j = 0;
+    auto push_b = [&](const Term& t) {
+      sum.terms.push_back(
+          {t.mono, scale * t.coeff, scale == 1 ? t.node : nullptr});
+    };
+    while (i < a.terms.size() && j < b.terms.size()) {
+      const int order = Compare(a.terms[i].mono, b.terms[j].mono);
+      if (order < 0) {
+        sum.terms.push_back(a.terms[i++]);
+      } else if (order > 0) {
+        push_b(b.terms[j++]);
+      } else {
+        const int64_t coeff = a.terms[i].coeff + scale * b.terms[j].coeff;
+        if (coeff != 0) sum.terms.push_back({a.terms[i].mono, coeff, nullptr});
+        ++i;
+        ++j;
+      }
+    }
+    for (; i < a.terms.size(); ++i) sum.terms.push_back(a.terms[i]);
+    for (; j < b.terms.size(); ++j) push_b(b.terms[j]);
+    return sum;
+  }
+
+  static Poly Scale(Poly p, int64_t factor) {  // factor != 0
+    if (factor == 1) return p;
+    for (Term& t : p.terms) {
+      t.coeff *= factor;
+      t.node = nullptr;
+    }
+    p.constant *= factor;
+    return p;
+  }
+
+  // Sorts terms by monomial, merges equal monomials and drops zeros.
+  static void Normalize(Poly& p) {
+    std::sort(p.terms.begin(), p.terms.end(), [](const Term& a, const Term& b) {
+      return Before(a.mono, b.mono);
+    });
+    size_t out = 0;
+    for (size_t i = 0; i < p.terms.size();) {
+      Term t = p.terms[i];
+      size_t j = i + 1;
+      for (; j < p.terms.size() && p.terms[j].mono == t.mono; ++j) {
+        t.coeff += p.terms[j].coeff;
+        t.node = nullptr;
+      }
+      if (t.coeff != 0) p.terms[out++] = t;
+      i = j;
+    }
+    p.terms.resize(out);
+  }
+
+  Expr MultiplyMonomials(Expr a, Expr b) {
+    absl::Span<const Expr> x = AtomsOf(a);
+    absl::Span<const Expr> y = AtomsOf(b);
+    absl::InlinedVector<Expr, 8> atoms;
+    std::merge(x.begin(), x.end(), y.begin(), y.end(),
+               std::back_inserter(atoms), Before);
+    return Intern(ExprKind::kMul, 0, atoms);
+  }
+
+  // Fully expanded product.
+  Poly Multiply(const Poly& a, const Poly& b) {
+    Poly product;
+    product.constant = a.constant * b.constant;
+    for (const Term& t : a.terms) {
+      if (b.constant != 0) {
+        product.terms.push_back({t.mono, t.coeff * b.constant, nullptr});
+      }
+      for (const Term& u : b.terms) {
+        product.terms.push_back(
+            {MultiplyMonomials(t.mono, u.mono), t.coeff * u.coeff, nullptr});
+      }
+    }
+    if (a.constant != 0) {
+      for (const Term& u : b.terms) {
+        product.terms.push_back({u.mono, a.constant * u.coeff, nullptr});
+      }
+    }
+    Normalize(product);
+    return product;
+  }
+
+  // The sum of `exprs` in O(n log n) over their terms.
+  Expr Sum(absl::Span<const Expr> exprs) {
+    Poly sum;
+    for (Expr e : exprs) {
+      Poly p = ToPoly(e);
+      sum.constant += p.constant;
+      for (const Term& t : p.terms) sum.terms.push_back(t);
+    }
+    Normalize(sum);
+    return FromPoly(std::move(sum));
+  }
+
+  // Rewrites k*(e % c) + k*c*(e // c) as k*e, which holds for floor
+  // semantics in all cases (it is the definition of %). Only Simplify does
+  // this: as a construction rule it would depend on which partial sums were
+  // formed (a sum may hold the pair or not), and equal polynomials over the
+  // atoms would stop being the same node.
+  void Recombine(Poly& p) {
+    bool changed = true;
+    while (changed && HasDivAndMod(p)) {
+      changed = false;
+      for (size_t i = 0; i < p.terms.size() && !changed; ++i) {
+        const Term mod = p.terms[i];
+        if (mod.mono->kind() != ExprKind::kMod) continue;
+        const Expr dividend = mod.mono->operands()[0];
+        const Expr div = FloorDiv(dividend, mod.mono->value());
+        auto it = std::lower_bound(
+            p.terms.begin(), p.terms.end(), div,
+            [](const Term& t, Expr e) { return Before(t.mono, e); });
+        if (it == p.terms.end() || it->mono != div ||
+            it->coeff != mod.coeff * mod.mono->value()) {
+          continue;
+        }
+        p.terms.erase(it);
+        p.terms.erase(
+            std::find_if(p.terms.begin(), p.terms.end(),
+                         [&](const Term& t) { return t.mono == mod.mono; }));
+        p = Combine(p, ToPoly(dividend), mod.coeff);
+        changed = true;
+      }
+    }
+  }
+
+  static bool HasDivAndMod(const Poly& p) {
+    bool div = false, mod = false;
+    for (const Term& t : p.terms) {
+      div |= t.mono->kind() == ExprKind::kFloorDiv;
+      mod |= t.mono->kind() == ExprKind::kMod;
+    }
+    return div && mod;
+  }
+
+  // --- FloorDiv and Mod.
+
+  // dividend == d*quotient + scale*rest + offset, where `rest` is reduced
+  // for `divisor` (see the top of this file), d == scale*divisor and
+  // 0 <= offset < scale. Then, for floor semantics whatever the signs,
+  //   dividend // d == quotient + rest // divisor
+  //   dividend %  d == scale*(rest % divisor) + offset
+  // since d*quotient is an exact multiple of d, and
+  // (scale*r + offset) // scale == r.
+  struct DivParts {
+    Poly quotient;
+    Poly rest;
+    int64_t divisor;
+    int64_t scale;
+    int64_t offset;
+  };
+
+  static DivParts SplitByDivisor(const Poly& p, int64_t d) {
+    DivParts parts;
+    for (const Term& t : p.terms) {
+      const int64_t q = FloorDivInt(t.coeff, d);
+      const int64_t r = t.coeff - q * d;
+      if (q != 0) parts.quotient.terms.push_back({t.mono, q, nullptr});
+      if (r != 0) {
+        parts.rest.terms.push_back({t.mono, r, q == 0 ? t.node : nullptr});
+      }
+    }
+    parts.quotient.constant = FloorDivInt(p.constant, d);
+    const int64_t constant = FloorModInt(p.constant, d);
+    int64_t g = d;
+    for (const Term& t : parts.rest.terms) g = std::gcd(g, t.coeff);
+    if (g > 1) {
+      for (Term& t : parts.rest.terms) {
+        t.coeff /= g;
+        t.node = nullptr;
+      }
+    }
+    parts.rest.constant = constant / g;
+    parts.offset = constant % g;
+    parts.divisor = d / g;
+    parts.scale = g;
+    return parts;
+  }
+
+  // dividend // d or dividend % d; `ranges` adds the range-based rules.
+  Expr DivMod(const Poly& dividend, int64_t d, bool is_mod,
+              RangeSimplifier* ranges);
+
+  // rest // d or rest % d for a reduced `rest`.
+  Expr DivModReduced(const Poly& rest, int64_t d, bool is_mod,
+                     RangeSimplifier* ranges);
+
+  // As b*(e % c) == b*e - b*c*(e // c), a dividend's terms
+  //   b*(e % c) + m*(e // c)  equal  b*e + (m - b*c)*(e // c),
+  // and when d divides m - b*c the last part is an exact multiple of d. So
+  // (e % a) % d == e % d when d divides a, and
+  // (2*(f // 6) + f % 6) // 4 == f // 4 - f // 6 (a reshape's round trip,
+  // once Simplify has rewritten the atoms). Returns rest // d or rest % d,
+  // or nullptr if no Mod term qualifies.
+  Expr ExpandMod(const Poly& rest, int64_t d, bool is_mod,
+                 RangeSimplifier* ranges) {
+    bool has_div = false;
+    for (const Term& t : rest.terms) {
+      has_div |= t.mono->kind() == ExprKind::kFloorDiv;
+    }
+    for (const Term& t : rest.terms) {
+      if (t.mono->kind() != ExprKind::kMod) continue;
+      const int64_t b = t.coeff;
+      const int64_t c = t.mono->value();
+      // Without a partner m*(e // c), only Mod gains: a FloorDiv would trade
+      // its Mod atom for a FloorDiv term and lose (e // a) // b == e // (a*b).
+      if (!has_div && (!is_mod || (b * c) % d != 0)) continue;
+      const Expr e = t.mono->operands()[0];
+      const Expr div = FloorDiv(e, c);
+      const auto it = std::lower_bound(
+          rest.terms.begin(), rest.terms.end(), div,
+          [](const Term& u, Expr x) { return Before(u.mono, x); });
+      const bool found = it != rest.terms.end() && it->mono == div;
+      const int64_t m = found ? it->coeff : 0;
+      if ((!is_mod && m == 0) || (m - b * c) % d != 0) continue;
+      Poly others;
+      others.constant = rest.constant;
+      for (const Term& u : rest.terms) {
+        if (u.mono != t.mono && u.mono != div) others.terms.push_back(u);
+      }
+      Poly expanded = Combine(others, ToPoly(e), b);
+      if (m != b * c) expanded = Combine(expanded, ToPoly(div), m - b * c);
+      return DivMod(expanded, d, is_mod, ranges);
+    }
+    return nullptr;
+  }
+
+  // --- The public operations.
+
+  Expr Add(Expr a, Expr b) { return AddScaled(a, b, 1); }
+
+  Expr AddScaled(Expr a, Expr b, int64_t scale) {
+    if (a->is_const() && b->is_const()) {
+      return Const(a->value() + scale * b->value());
+    }
+    if (b->is_const(0)) return a;
+    if (a->is_const(0) && scale == 1) return b;
+    return FromPoly(Combine(ToPoly(a), ToPoly(b), scale));
+  }
+
+  Expr Mul(Expr a, Expr b) {
+    if (a->is_const() && b->is_const()) return Const(a->value() * b->value());
+    if (a->is_const()) std::swap(a, b);
+    if (b->is_const()) {
+      if (b->value() == 0) return b;
+      if (b->value() == 1) return a;
+      return FromPoly(Scale(ToPoly(a), b->value()));
+    }
+    return FromPoly(Multiply(ToPoly(a), ToPoly(b)));
+  }
+
+  Expr FloorDiv(Expr a, int64_t d) { return DivModChecked(a, d, false); }
+  Expr Mod(Expr a, int64_t d) { return DivModChecked(a, d, true); }
+
+  Expr DivModChecked(Expr a, int64_t d, bool is_mod) {
+    if (d <= 0) {
+      Die(absl::StrCat(is_mod ? "Mod" : "FloorDiv", " by non-positive ", d));
+    }
+    if (a->is_const()) {
+      return Const(is_mod ? FloorModInt(a->value(), d)
+                          : FloorDivInt(a->value(), d));
+    }
+    return DivMod(ToPoly(a), d, is_mod, nullptr);
+  }
+
+  Expr Substitute(Expr e, absl::Span<const Expr> replacements,
+                  absl::flat_hash_map<Expr, Expr>& memo) {
+    if (e->kind() == ExprKind::kConst) return e;
+    if (e->kind() == ExprKind::kVar) {
+      return e->value() < static_cast<int64_t>(replacements.size())
+                 ? replacements[e->value()]
+                 : e;
+    }
+    auto it = memo.find(e);
+    if (it != memo.end()) return it->second;
+    absl::InlinedVector<Expr, 8> operands;
+    for (Expr operand : e->operands()) {
+      operands.push_back(Substitute(operand, replacements, memo));
+    }
+    Expr result = Rebuild(e, operands);
+    memo[e] = result;
+    return result;
+  }
+
+  // `e` with its operands replaced, through the canonicalising constructors.
+  Expr Rebuild(Expr e, absl::Span<const Expr> operands) {
+    switch (e->kind()) {
+      case ExprKind::kAdd:
+        return Sum(operands);
+      case ExprKind::kMul: {
+        Expr product = operands[0];
+        for (size_t i = 1; i < operands.size(); ++i) {
+          product = Mul(product, operands[i]);
+        }
+        return product;
+      }
+      case ExprKind::kFloorDiv:
+        return FloorDiv(operands[0], e->value());
+      case ExprKind::kMod:
+        return Mod(operands[0], e->value());
+      case ExprKind::kConst:
+      case ExprKind::kVar:
+        break;
+    }
+    return e;
+  }
+};
+
+// ===========================================================================
+// Range-based simplification.
+// ===========================================================================
+
+namespace {
+
+int64_t SatAdd(int64_t a, int64_t b) {
+  if (a == kInf || b == kInf) return kInf;
+  if (a == -kInf || b == -kInf) return -kInf;
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) return a > 0 ? kInf : -kInf;
+  return sum;
+}
+
+int64_t SatMul(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  const bool negative = (a < 0) != (b < 0);
+  int64_t product;
+  if (a == kInf || a == -kInf || b == kInf || b == -kInf ||
+      __builtin_mul_overflow(a, b, &product)) {
+    return negative ? -kInf : kInf;
+  }
+  return product;
+}
+
+Interval AddIntervals(Interval a, Interval b) {
+  return {SatAdd(a.lo, b.lo), SatAdd(a.hi, b.hi)};
+}
+
+Interval MulIntervals(Interval a, Interval b) {
+  const int64_t corners[] = {SatMul(a.lo, b.lo), SatMul(a.lo, b.hi),
+                             SatMul(a.hi, b.lo), SatMul(a.hi, b.hi)};
+  return {*std::min_element(std::begin(corners), std::end(corners)),
+          *std::max_element(std::begin(corners), std::end(corners))};
+}
+
+Interval ScaleInterval(Interval a, int64_t c) {
+  return MulIntervals(a, {c, c});
+}
+
+bool Bounded(Interval a) { return a.lo != -kInf && a.hi != kInf; }
+
+int64_t FloorDivBound(int64_t a, int64_t d) {
+  return (a == kInf || a == -kInf) ? a : FloorDivInt(a, d);
+}
+
+}  // namespace
+
+// One Simplify call: bounds every subexpression from the variables' ranges
+// and applies the rules that need them (see TryDivMod), memoising both.
+class ExprContext::Impl::RangeSimplifier {
+ public:
+  RangeSimplifier(Impl& impl, absl::Span<const int64_t> extents)
+      : impl_(impl), extents_(extents), was_simplifying_(impl.simplifying) {
+    impl_.simplifying = true;
+  }
+  ~RangeSimplifier() { impl_.simplifying = was_simplifying_; }
+
+  Expr Run(Expr e) {
+    if (e->kind() == ExprKind::kConst) return e;
+    auto it = done_.find(e);
+    if (it != done_.end()) return it->second;
+    Expr result;
+    if (e->kind() == ExprKind::kFloorDiv || e->kind() == ExprKind::kMod) {
+      result = impl_.DivMod(impl_.ToPoly(Run(e->operands()[0])), e->value(),
+                            e->kind() == ExprKind::kMod, this);
+    } else {
+      absl::InlinedVector<Expr, 8> operands;
+      for (Expr operand : e->operands()) operands.push_back(Run(operand));
+      result = impl_.Rebuild(e, operands);
+    }
+    // A subexpression with a single possible value is that constant.
+    const Interval bound = Bound(result);
+    if (bound.lo == bound.hi) result = impl_.Const(bound.lo);
+    done_[e] = result;
+    return result;
+  }
+
+  // rest // d or rest % d for a reduced `rest` whose atoms are simplified, or
+  // nullptr when no range rule applies.
+  Expr TryDivMod(const Poly& rest, int64_t d, bool is_mod) {
+    if (Expr e = TryWindow(rest, d, is_mod, /*narrowest=*/false)) return e;
+    if (Expr e = TryWindow(rest, d, is_mod, /*narrowest=*/true)) return e;
+    return TrySplitByFactor(rest, d, is_mod);
+  }
+
+ private:
+  Interval Bound(Expr e) {
+    switch (e->kind()) {
+      case ExprKind::kConst:
+        return {e->value(), e->value()};
+      case ExprKind::kVar: {
+        // Past the span's end a variable is only known to be non-negative.
+        if (e->value() >= static_cast<int64_t>(extents_.size())) {
+          return {0, kInf};
+        }
+        return {0, std::max<int64_t>(extents_[e->value()] - 1, 0)};
+      }
+      default:
+        break;
+    }
+    auto it = bounds_.find(e);
+    if (it != bounds_.end()) return it->second;
+    const Interval bound = ComputeBound(e);
+    bounds_[e] = bound;
+    return bound;
+  }
+
+  Interval ComputeBound(Expr e) {
+    absl::Span<const Expr> operands = e->operands();
+    switch (e->kind()) {
+      case ExprKind::kAdd: {
+        Interval sum{0, 0};
+        for (Expr t : operands) sum = AddIntervals(sum, Bound(t));
+        return sum;
+      }
+      case ExprKind::kMul: {
+        Interval product{1, 1};
+        for (Expr f : operands) product = MulIntervals(product, Bound(f));
+        return product;
+      }
+      case ExprKind::kFloorDiv: {
+        const Interval a = Bound(operands[0]);
+        return {FloorDivBound(a.lo, e->value()),
+                FloorDivBound(a.hi, e->value())};
+      }
+      case ExprKind::kMod: {
+        const Interval a = Bound(operands[0]);
+        const int64_t d = e->value();
+        if (Bounded(a) && FloorDivInt(a.lo, d) == FloorDivInt(a.hi, d)) {
+          return {FloorModInt(a.lo, d), FloorModInt(a.hi, d)};
+        }
+        return {0, d - 1};
+      }
+      default:
+        return {e->value(), e->value()};
+    }
+  }
+
+  Interval BoundOf(const Poly& p) {
+    Interval sum{p.constant, p.constant};
+    for (const Term& t : p.terms) {
+      sum = AddIntervals(sum, ScaleInterval(Bound(t.mono), t.coeff));
+    }
+    return sum;
+  }
+
+  // Replaces each coefficient c by c' == c (mod d): its residue in [1, d),
+  // or (when `narrowest`) whichever of residue and residue - d is smaller
+  // in magnitude, which catches sums like 7 - x0. If the rewritten sum lies
+  // within one multiple of d, q*d <= sum' < (q+1)*d, then
+  //   rest // d == sum((c - c')/d * m) + q   and   rest % d == sum' - q*d.
+  Expr TryWindow(const Poly& rest, int64_t d, bool is_mod, bool narrowest) {
+    Poly shifted = rest;
+    Poly quotient;
+    Interval sum{rest.constant, rest.constant};
+    for (Term& t : shifted.terms) {
+      const Interval bound = Bound(t.mono);
+      if (!Bounded(bound)) return nullptr;
+      int64_t c = FloorModInt(t.coeff, d);
+      if (narrowest && d - c < c) c -= d;
+      if (c != t.coeff) {
+        quotient.terms.push_back({t.mono, (t.coeff - c) / d, nullptr});
+        t.coeff = c;
+        t.node = nullptr;
+      }
+      sum = AddIntervals(sum, ScaleInterval(bound, c));
+    }
+    const int64_t q = FloorDivInt(sum.lo, d);
+    if (q != FloorDivInt(sum.hi, d)) return nullptr;
+    if (is_mod) {
+      shifted.constant -= q * d;
+      return impl_.FromPoly(std::move(shifted));
+    }
+    quotient.constant = q;
+    return impl_.FromPoly(std::move(quotient));
+  }
+
+  // Looks for g dividing d with rest == g*a + b and 0 <= b < g. Then
+  //   rest // d == a // (d/g)   and   rest % d == g*(a % (d/g)) + b,
+  // e.g. (1024*x1 + 32*x2 + x3) // 8192 -> x1 // 8 when 32*x2 + x3 < 1024.
+  Expr TrySplitByFactor(const Poly& rest, int64_t d, bool is_mod) {
+    absl::InlinedVector<int64_t, 4> factors;
+    for (const Term& t : rest.terms) {
+      const int64_t g = std::gcd(t.coeff, d);
+      if (g > 1) factors.push_back(g);
+    }
+    std::sort(factors.begin(), factors.end(), std::greater<int64_t>());
+    factors.erase(std::unique(factors.begin(), factors.end()), factors.end());
+    for (int64_t g : factors) {
+      Poly a, b;
+      for (const Term& t : rest.terms) {
+        if (t.coeff % g == 0) {
+          a.terms.push_back({t.mono, t.coeff / g, nullptr});
+        } else {
+          b.terms.push_back(t);
+        }
+      }
+      a.constant = FloorDivInt(rest.constant, g);
+      b.constant = FloorModInt(rest.constant, g);
+      const Interval bound = BoundOf(b);
+      if (bound.lo < 0 || bound.hi >= g) continue;
+      const Expr inner = impl_.DivMod(a, d / g, is_mod, this);
+      if (!is_mod) return inner;
+      return impl_.Add(impl_.Mul(inner, impl_.Const(g)),
+                       impl_.FromPoly(std::move(b)));
+    }
+    return nullptr;
+  }
+
+  Impl& impl_;
+  absl::Span<const int64_t> extents_;
+  const bool was_simplifying_;
+  absl::flat_hash_map<Expr, Expr> done_;
+  absl::flat_hash_map<Expr, Interval> bounds_;
+};
+
+Expr ExprContext::Impl::DivMod(const Poly& dividend, int64_t d, bool is_mod,
+                               RangeSimplifier* ranges) {
+  if (d == 1) return is_mod ? Const(0) : FromPoly(dividend);
+  DivParts parts = SplitByDivisor(dividend, d);
+  const Expr rest = DivModReduced(parts.rest, parts.divisor, is_mod, ranges);
+  if (is_mod) {
+    return Add(Mul(rest, Const(parts.scale)), Const(parts.offset));
+  }
+  return Add(FromPoly(std::move(parts.quotient)), rest);
+}
+
+Expr ExprContext::Impl::DivModReduced(const Poly& rest, int64_t d, bool is_mod,
+                                      RangeSimplifier* ranges) {
+  if (rest.terms.empty() || d == 1) {
+    const int64_t k = rest.terms.empty() ? rest.constant : 0;
+    return Const(is_mod ? FloorModInt(k, d) : FloorDivInt(k, d));
+  }
+  if (Expr e = ExpandMod(rest, d, is_mod, ranges)) return e;
+  // (e // a + t) // d == ((e + a*t) // a) // d == (e + a*t) // (a*d), as t
+  // is an integer.
+  for (size_t i = 0; !is_mod && i < rest.terms.size(); ++i) {
+    const Term& t = rest.terms[i];
+    if (t.mono->kind() != ExprKind::kFloorDiv || t.coeff != 1) continue;
+    Poly others = rest;
+    others.terms.erase(others.terms.begin() + i);
+    const int64_t a = t.mono->value();
+    return DivMod(Combine(ToPoly(t.mono->operands()[0]), others, a), a * d,
+                  false, ranges);
+  }
+  if (ranges != nullptr) {
+    if (Expr simplified = ranges->TryDivMod(rest, d, is_mod)) return simplified;
+  }
+  const Expr dividend = FromPoly(rest);
+  return Intern(is_mod ? ExprKind::kMod : ExprKind::kFloorDiv, d,
+                absl::MakeConstSpan(&dividend, 1));
+}
+
+// ===========================================================================
+// The public API, printing and evaluation.
+// ===========================================================================
+
+ExprContext::ExprContext() : impl_(new Impl) {}
+ExprContext::~ExprContext() { delete impl_; }
+
+Expr ExprContext::Const(int64_t v) { return impl_->Const(v); }
+Expr ExprContext::Var(int index) { return impl_->Var(index); }
+Expr ExprContext::Add(Expr a, Expr b) { return impl_->Add(a, b); }
+Expr ExprContext::Sub(Expr a, Expr b) { return impl_->AddScaled(a, b, -1); }
+Expr ExprContext::Mul(Expr a, Expr b) { return impl_->Mul(a, b); }
+Expr ExprContext::FloorDiv(Expr a, int64_t divisor) {
+  return impl_->FloorDiv(a, divisor);
+}
+Expr ExprContext::Mod(Expr a, int64_t divisor) {
+  return impl_->Mod(a, divisor);
+}
+
+Expr ExprContext::Simplify(Expr e, absl::Span<const int64_t> var_extents) {
+  return Impl::RangeSimplifier(*impl_, var_extents).Run(e);
+}
+
+Expr ExprContext::Substitute(Expr e, absl::Span<const Expr> replacements) {
+  absl::flat_hash_map<Expr, Expr> memo;
+  return impl_->Substitute(e, replacements, memo);
+}
+
+size_t ExprContext::size() const { return impl_->nodes.size(); }
+
+int64_t Evaluate(Expr e, absl::Span<const int64_t> vars) {
+  switch (e->kind()) {
+    case ExprKind::kConst:
+      return e->value();
+    case ExprKind::kVar:
+      if (e->value() >= static_cast<int64_t>(vars.size())) {
+        Die(absl::StrCat("Evaluate: no value for x", e->value()));
+      }
+      return vars[e->value()];
+    case ExprKind::kAdd: {
+      int64_t sum = 0;
+      for (Expr t : e->operands()) sum += Evaluate(t, vars);
+      return sum;
+    }
+    case ExprKind::kMul: {
+      int64_t product = 1;
+      for (Expr f : e->operands()) product *= Evaluate(f, vars);
+      return product;
+    }
+    case ExprKind::kFloorDiv:
+      return FloorDivInt(Evaluate(e->operands()[0], vars), e->value());
+    case ExprKind::kMod:
+      return FloorModInt(Evaluate(e->operands()[0], vars), e->value());
+  }
+  return 0;
+}
+
+int MaxVar(Expr e) {
+  if (e->kind() == ExprKind::kVar) return static_cast<int>(e->value());
+  int max_var = -1;
+  for (Expr operand : e->operands()) {
+    max_var = std::max(max_var, MaxVar(operand));
+  }
+  return max_var;
+}
+
+namespace {
+
+// Prints expressions in loom's text form (x0, //, %) or as C++ (named
+// variables, /, %, every compound expression in parentheses unless it is a
+// term of a sum or the dividend of a division, where C's precedence and left
+// associativity already group it correctly).
+class Printer {
+ public:
+  // `var_names` is only used for C++.
+  Printer(absl::Span<const std::string> var_names, bool cpp)
+      : var_names_(var_names), cpp_(cpp) {}
+
+  std::string Print(Expr e) {
+    std::string out;
+    Append(e, Position::kTop, out);
+    return out;
+  }
+
+ private:
+  enum class Position { kTop, kTerm, kFactor, kDividend };
+
+  void Append(Expr e, Position pos, std::string& out) {
+    switch (e->kind()) {
+      case ExprKind::kConst:
+        return AppendConst(e->value(), out);
+      case ExprKind::kVar:
+        return AppendVar(e->value(), out);
+      case ExprKind::kAdd:
+        return AppendSum(e, pos, out);
+      case ExprKind::kMul:
+        return AppendProduct(e, /*negate=*/false, pos, out);
+      case ExprKind::kFloorDiv:
+      case ExprKind::kMod:
+        return AppendDivMod(e, pos, out);
+    }
+  }
+
+  // C++ puts negative constants in parentheses, so that no neighbouring
+  // '-' can fuse with their sign.
+  void AppendConst(int64_t v, std::string& out) {
+    if (!cpp_ || v >= 0) return absl::StrAppend(&out, v);
+    // -9223372036854775808 is not a C++ literal.
+    if (v == std::numeric_limits<int64_t>::min()) {
+      return absl::StrAppend(&out, "(", v + 1, " - 1)");
+    }
+    absl::StrAppend(&out, "(", v, ")");
+  }
+
+  void AppendVar(int64_t index, std::string& out) {
+    if (!cpp_) return absl::StrAppend(&out, "x", index);
+    if (index >= static_cast<int64_t>(var_names_.size())) {
+      Die(absl::StrCat("ToCpp: no name for x", index));
+    }
+    out += var_names_[index];
+  }
+
+  void AppendSum(Expr e, Position pos, std::string& out) {
+    const bool parens = cpp_ || pos != Position::kTop;
+    if (parens) out += "(";
+    bool first = true;
+    for (Expr t : e->operands()) {
+      const bool negative = t->is_const() ? t->value() < 0
+                                          : t->kind() == ExprKind::kMul &&
+                                                t->operands()[0]->is_const() &&
+                                                t->operands()[0]->value() < 0;
+      if (!first) out += negative ? " - " : " + ";
+      const bool negate = negative && !first;
+      if (t->is_const()) {
+        absl::StrAppend(&out, negate ? -t->value() : t->value());
+      } else if (t->kind() == ExprKind::kMul) {
+        AppendProduct(t, negate, Position::kTerm, out);
+      } else {
+        Append(t, Position::kTerm, out);
+      }
+      first = false;
+    }
+    if (parens) out += ")";
+  }
+
+  // Constant first: "8*x0", "-x0", "x0*x1"; `negate` flips the coefficient.
+  void AppendProduct(Expr e, bool negate, Position pos, std::string& out) {
+    absl::Span<const Expr> factors = e->operands();
+    int64_t coeff = 1;
+    if (factors[0]->is_const()) {
+      coeff = factors[0]->value();
+      factors.remove_prefix(1);
+    }
+    if (negate) coeff = -coeff;
+    const bool parens = (cpp_ && pos == Position::kTop) ||
+                        (!cpp_ && pos == Position::kDividend);
+    if (parens) out += "(";
+    if (coeff == -1) {
+      out += "-";
+    } else if (coeff != 1) {
+      absl::StrAppend(&out, coeff, "*");
+    }
+    for (size_t i = 0; i < factors.size(); ++i) {
+      if (i > 0) out += "*";
+      Append(factors[i], Position::kFactor, out);
+    }
+    if (parens) out += ")";
+  }
+
+  void AppendDivMod(Expr e, Position pos, std::string& out) {
+    const bool parens =
+        cpp_ || pos == Position::kFactor || pos == Position::kDividend;
+    const char* op = e->kind() == ExprKind::kMod ? " % "
+                     : cpp_                      ? " / "
+                                                 : " // ";
+    if (parens) out += "(";
+    Append(e->operands()[0], Position::kDividend, out);
+    absl::StrAppend(&out, op, e->value());
+    if (parens) out += ")";
+  }
+
+  absl::Span<const std::string> var_names_;
+  bool cpp_;
+};
+
+}  // namespace
+
+std::string ToString(Expr e) { return Printer({}, /*cpp=*/false).Print(e); }
+
+std::string ToCpp(Expr e, absl::Span<const std::string> var_names) {
+  return Printer(var_names, /*cpp=*/true).Print(e);
+}
+
+}  // namespace loom

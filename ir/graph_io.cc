@@ -1,0 +1,465 @@
+#include "ir/graph_io.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <queue>
+#include <sstream>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "ir/op_registry.h"
+#include "ir/random.h"
+#include "ir/verifier.h"
+
+namespace loom {
+namespace {
+
+// Largest tensor loom accepts, in elements: keeps byte counts far from
+// int64 overflow whatever the dtype.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+class CollectFirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit CollectFirstError(absl::string_view filename) : filename_(filename) {}
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) {
+      first_ = absl::StrCat(filename_, ":", line + 1, ":", column + 1, ": ",
+                            message);
+    }
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string filename_;
+  std::string first_;
+};
+
+// Text protos are UTF-8 text; a NUL byte means someone passed a binary file.
+absl::Status CheckLooksLikeText(absl::string_view text,
+                                absl::string_view filename) {
+  if (absl::StripAsciiWhitespace(text).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ": empty file (expected a graph text proto)"));
+  }
+  const size_t nul = text.find('\0');
+  if (nul != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        filename, ": binary data at byte ", nul,
+        " (expected a graph text proto; ONNX models end in .onnx)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> ConvertType(const proto::TensorType& type,
+                                       absl::string_view what) {
+  absl::StatusOr<DType> dtype = DTypeFromProto(type.dtype());
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", dtype.status().message(),
+                     " (set dtype to F32, F64, I32, I64 or BOOL)"));
+  }
+  Shape shape(type.shape().begin(), type.shape().end());
+  int64_t elements = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": negative dimension in shape ", ShapeToString(shape)));
+    }
+    if (dim > 0 && elements > kMaxElements / dim) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": shape ", ShapeToString(shape), " is too large"));
+    }
+    elements *= dim;
+  }
+  return TensorType{*dtype, std::move(shape)};
+}
+
+void FillRandom(const proto::RandomInit& random, Tensor& tensor) {
+  // Both bounds unset means the usual weight range.
+  const bool unset = random.low() == 0 && random.high() == 0;
+  FillUniform(tensor, random.seed(), unset ? -1 : random.low(),
+              unset ? 1 : random.high());
+}
+
+absl::Status FillValues(const proto::Values& values, Tensor& tensor,
+                        absl::string_view what) {
+  const bool floats = values.floats_size() > 0;
+  const int64_t count = floats ? values.floats_size() : values.ints_size();
+  if (floats && values.ints_size() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": give either floats or ints, not both"));
+  }
+  if (floats && !IsFloat(tensor.dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": float values for a ", DTypeName(tensor.dtype()), " tensor"));
+  }
+  if (count != 1 && count != tensor.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", count, " values for shape ",
+        ShapeToString(tensor.shape()), " (", tensor.num_elements(),
+        " elements; give all of them or one to broadcast)"));
+  }
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    const int64_t j = count == 1 ? 0 : i;
+    if (floats) {
+      tensor.SetDouble(i, values.floats(j));
+    } else {
+      tensor.SetInt(i, values.ints(j));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<AttrValue> ConvertAttr(const proto::Attribute& attr) {
+  switch (attr.value_case()) {
+    case proto::Attribute::kI:
+      return AttrValue(attr.i());
+    case proto::Attribute::kF:
+      return AttrValue(attr.f());
+    case proto::Attribute::kS:
+      return AttrValue(attr.s());
+    case proto::Attribute::kInts:
+      return AttrValue(
+          std::vector<int64_t>(attr.ints().v().begin(), attr.ints().v().end()));
+    case proto::Attribute::kFloats:
+      return AttrValue(std::vector<double>(attr.floats().v().begin(),
+                                           attr.floats().v().end()));
+    case proto::Attribute::VALUE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("attribute '", attr.name(), "' has no value"));
+}
+
+std::string NodeLabel(const proto::Node& node) {
+  return absl::StrCat("node '", node.name(), "' (", node.op(), ")");
+}
+
+// Orders node indexes so that every node comes after the producers of its
+// inputs (Kahn's algorithm, ties broken by file order). Errors name an undefined
+// input or the nodes of a cycle.
+absl::StatusOr<std::vector<int>> TopologicalOrder(
+    const proto::Graph& g, const absl::flat_hash_map<std::string, int>& producer,
+    const absl::flat_hash_map<std::string, bool>& defined_outside) {
+  const int n = g.node_size();
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> consumers(n);
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& input : g.node(i).input()) {
+      if (input.empty()) continue;
+      auto it = producer.find(input);
+      if (it != producer.end()) {
+        ++pending[i];
+        consumers[it->second].push_back(i);
+      } else if (!defined_outside.contains(input)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeLabel(g.node(i)), ": input '", input,
+                         "' is not defined by any input, weight, constant "
+                         "or node"));
+      }
+    }
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  // A min-heap on file position: a graph already in order keeps its order.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (pending[i] == 0) ready.push(i);
+  }
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int consumer : consumers[i]) {
+      if (--pending[consumer] == 0) ready.push(consumer);
+    }
+  }
+  if (static_cast<int>(order.size()) == n) return order;
+
+  // Walk back through unfinished producers until a node repeats.
+  int start = 0;
+  while (pending[start] == 0) ++start;
+  std::vector<int> path;
+  absl::flat_hash_map<int, int> position;
+  int current = start;
+  while (!position.contains(current)) {
+    position[current] = static_cast<int>(path.size());
+    path.push_back(current);
+    for (const std::string& input : g.node(current).input()) {
+      auto it = producer.find(input);
+      if (it != producer.end() && pending[it->second] > 0) {
+        current = it->second;
+        break;
+      }
+    }
+  }
+  // The walk went from consumers to producers: reverse it to follow the
+  // data, and start at the node listed first in the file.
+  std::vector<int> cycle(path.begin() + position[current], path.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()),
+              cycle.end());
+  cycle.push_back(cycle.front());
+  std::vector<std::string> names;
+  for (int node : cycle) {
+    names.push_back(absl::StrCat("'", g.node(node).name(), "'"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the graph has a cycle: ", absl::StrJoin(names, " -> ")));
+}
+
+absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
+  absl::flat_hash_map<std::string, int> producer;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const proto::Node& node = g.node(i);
+    if (node.op().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", node.name(), "' (#", i, ") has no op"));
+    }
+    for (const std::string& output : node.output()) {
+      if (output.empty() || graph.FindValue(output) >= 0 ||
+          !producer.emplace(output, i).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeLabel(node), ": output '", output,
+                         output.empty() ? "' has no name"
+                                        : "' is defined more than once"));
+      }
+    }
+  }
+  absl::flat_hash_map<std::string, bool> defined_outside;
+  for (const Value& value : graph.values()) defined_outside[value.name] = true;
+  absl::StatusOr<std::vector<int>> order =
+      TopologicalOrder(g, producer, defined_outside);
+  if (!order.ok()) return order.status();
+
+  for (int i : *order) {
+    const proto::Node& node = g.node(i);
+    std::vector<ValueId> inputs;
+    for (const std::string& input : node.input()) {
+      inputs.push_back(graph.FindValue(input));
+    }
+    Attrs attrs;
+    for (const proto::Attribute& attr : node.attr()) {
+      absl::StatusOr<AttrValue> value = ConvertAttr(attr);
+      if (!value.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeLabel(node), ": ", value.status().message()));
+      }
+      if (attrs.Has(attr.name())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            NodeLabel(node), ": attribute '", attr.name(), "' given twice"));
+      }
+      attrs.Set(attr.name(), *std::move(value));
+    }
+    std::vector<std::string> outputs(node.output().begin(), node.output().end());
+    absl::StatusOr<NodeId> id =
+        graph.AddNode(node.name(), node.op(), std::move(inputs), outputs,
+                      std::move(attrs));
+    if (!id.ok()) return id.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BuildGraph(const proto::Graph& g, Graph& graph) {
+  graph.name = g.name();
+  for (const proto::Input& input : g.input()) {
+    const std::string what = absl::StrCat("input '", input.name(), "'");
+    absl::StatusOr<TensorType> type = ConvertType(input.type(), what);
+    if (!type.ok()) return type.status();
+    absl::StatusOr<ValueId> id = graph.AddInput(input.name(), *type);
+    if (!id.ok()) return id.status();
+  }
+  auto add_initializers =
+      [&](const auto& list, ValueKind kind) -> absl::Status {
+    for (const proto::Initializer& init : list) {
+      absl::StatusOr<Tensor> data = MaterializeInitializer(init);
+      if (!data.ok()) return data.status();
+      absl::StatusOr<ValueId> id =
+          graph.AddInitializer(init.name(), kind, *std::move(data));
+      if (!id.ok()) return id.status();
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = add_initializers(g.weight(), ValueKind::kWeight); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = add_initializers(g.constant(), ValueKind::kConstant);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = AddNodes(g, graph); !s.ok()) return s;
+  if (g.output_size() == 0) {
+    return absl::InvalidArgumentError("the graph has no outputs");
+  }
+  for (const std::string& output : g.output()) {
+    const ValueId id = graph.FindValue(output);
+    if (id < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", output, "' is not defined"));
+    }
+    graph.AddOutput(id);
+  }
+  for (const Node& node : graph.nodes()) {
+    if (absl::Status s = CheckNodeSignature(node, OpRegistry::Global()); !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = InferShapes(graph); !s.ok()) return s;
+  return VerifyGraph(graph);
+}
+
+void SetType(const TensorType& type, proto::TensorType& out) {
+  out.set_dtype(DTypeToProto(type.dtype));
+  for (int64_t d : type.shape) out.add_shape(d);
+}
+
+void SetInitializer(const Graph& graph, ValueId id, proto::Initializer& out) {
+  const Value& value = graph.value(id);
+  const Tensor& data = graph.initializer(id);
+  out.set_name(value.name);
+  SetType(value.type, *out.mutable_type());
+  proto::Values* values = out.mutable_values();
+  for (int64_t i = 0; i < data.num_elements(); ++i) {
+    if (IsFloat(data.dtype())) {
+      values->add_floats(data.GetDouble(i));
+    } else {
+      values->add_ints(data.GetInt(i));
+    }
+  }
+}
+
+proto::Attribute AttrToProto(const std::string& name, const AttrValue& value) {
+  proto::Attribute attr;
+  attr.set_name(name);
+  std::visit(
+      [&attr](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          attr.set_i(v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          attr.set_f(v);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          attr.set_s(v);
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          for (int64_t x : v) attr.mutable_ints()->add_v(x);
+        } else {
+          for (double x : v) attr.mutable_floats()->add_v(x);
+        }
+      },
+      value);
+  return attr;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init) {
+  const std::string what = absl::StrCat("initializer '", init.name(), "'");
+  absl::StatusOr<TensorType> type = ConvertType(init.type(), what);
+  if (!type.ok()) return type.status();
+  Tensor tensor(*type);
+  switch (init.init_case()) {
+    case proto::Initializer::kValues:
+      if (absl::Status s = FillValues(init.values(), tensor, what); !s.ok()) {
+        return s;
+      }
+      break;
+    case proto::Initializer::kRandom:
+      if (init.random().low() > init.random().high()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": random init needs low <= high"));
+      }
+      FillRandom(init.random(), tensor);
+      break;
+    case proto::Initializer::INIT_NOT_SET:
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": give its values or a random init"));
+  }
+  return tensor;
+}
+
+absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text,
+                                            absl::string_view filename) {
+  if (absl::Status s = CheckLooksLikeText(text, filename); !s.ok()) return s;
+  CollectFirstError errors(filename);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  proto::Graph graph;
+  if (!parser.ParseFromString(std::string(text), &graph)) {
+    return absl::InvalidArgumentError(
+        errors.first().empty() ? absl::StrCat(filename, ": malformed text proto")
+                               : errors.first());
+  }
+  return graph;
+}
+
+absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto,
+                                     absl::string_view filename) {
+  Graph graph;
+  if (absl::Status s = BuildGraph(graph_proto, graph); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(filename, ": ", s.message()));
+  }
+  return graph;
+}
+
+absl::StatusOr<Graph> LoadGraphFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot open model file (", std::strerror(errno), ")"));
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  absl::StatusOr<proto::Graph> graph_proto = ParseGraphText(text.str(), path);
+  if (!graph_proto.ok()) return graph_proto.status();
+  return GraphFromProto(*graph_proto, path);
+}
+
+proto::Graph GraphToProto(const Graph& graph) {
+  proto::Graph out;
+  out.set_name(graph.name);
+  for (ValueId id : graph.inputs()) {
+    proto::Input* input = out.add_input();
+    input->set_name(graph.value(id).name);
+    SetType(graph.value(id).type, *input->mutable_type());
+  }
+  for (ValueId id : graph.weights()) SetInitializer(graph, id, *out.add_weight());
+  for (ValueId id : graph.constants()) {
+    SetInitializer(graph, id, *out.add_constant());
+  }
+  for (const Node& node : graph.nodes()) {
+    proto::Node* n = out.add_node();
+    n->set_name(node.name);
+    n->set_op(node.op);
+    for (ValueId id : node.inputs) n->add_input(graph.value(id).name);
+    for (ValueId id : node.outputs) n->add_output(graph.value(id).name);
+    for (const auto& [name, value] : node.attrs.entries()) {
+      *n->add_attr() = AttrToProto(name, value);
+    }
+  }
+  for (ValueId id : graph.outputs()) out.add_output(graph.value(id).name);
+  return out;
+}
+
+std::string GraphProtoToText(const proto::Graph& graph_proto) {
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetUseShortRepeatedPrimitives(true);
+  std::string text;
+  printer.PrintToString(graph_proto, &text);
+  return text;
+}
+
+std::string GraphToText(const Graph& graph) {
+  return GraphProtoToText(GraphToProto(graph));
+}
+
+}  // namespace loom

@@ -1,0 +1,152 @@
+#include "ir/graph_io.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace loom {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<Graph> Load(const std::string& text) {
+  absl::StatusOr<proto::Graph> graph_proto = ParseGraphText(text, "m.pbtxt");
+  if (!graph_proto.ok()) return graph_proto.status();
+  return GraphFromProto(*graph_proto, "m.pbtxt");
+}
+
+std::string ErrorOf(const std::string& text) {
+  absl::StatusOr<Graph> graph = Load(text);
+  EXPECT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(graph.status().message());
+}
+
+constexpr char kMlp[] = R"(
+name: "tiny"
+input { name: "x" type { dtype: F32 shape: [2, 3] } }
+weight { name: "w" type { dtype: F32 shape: [3, 4] } random { seed: 7 } }
+constant { name: "b" type { dtype: F32 shape: [4] } values { floats: [0.5] } }
+node { name: "mm" op: "matmul" input: ["x", "w"] output: "h" }
+node { name: "bias" op: "add" input: ["h", "b"] output: "y" }
+output: "y"
+)";
+
+TEST(GraphIoTest, LoadsInfersShapesAndMaterialisesInitializers) {
+  absl::StatusOr<Graph> graph = Load(kMlp);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->name, "tiny");
+  ASSERT_EQ(graph->nodes().size(), 2);
+  const ValueId y = graph->outputs()[0];
+  EXPECT_EQ(TypeToString(graph->value(y).type), "f32[2,4]");
+  const Tensor& b = graph->initializer(graph->FindValue("b"));
+  EXPECT_EQ(b.GetDouble(3), 0.5);  // one value broadcasts
+  const Tensor& w = graph->initializer(graph->FindValue("w"));
+  for (int64_t i = 0; i < w.num_elements(); ++i) {
+    EXPECT_GE(w.GetDouble(i), -1);
+    EXPECT_LT(w.GetDouble(i), 1);
+  }
+}
+
+TEST(GraphIoTest, RandomInitIsReproducible) {
+  absl::StatusOr<Graph> a = Load(kMlp), b = Load(kMlp);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->initializer(a->FindValue("w")), b->initializer(b->FindValue("w")));
+}
+
+TEST(GraphIoTest, TextRoundTrip) {
+  absl::StatusOr<Graph> graph = Load(kMlp);
+  ASSERT_TRUE(graph.ok());
+  const std::string text = GraphToText(*graph);
+  EXPECT_THAT(text, HasSubstr("shape: [2, 3]"));
+  absl::StatusOr<Graph> again = Load(text);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(GraphToText(*again), text);
+}
+
+TEST(GraphIoTest, NodesOutOfOrderAreSorted) {
+  absl::StatusOr<Graph> graph = Load(R"(
+input { name: "x" type { dtype: F32 shape: [4] } }
+node { name: "second" op: "neg" input: "a" output: "b" }
+node { name: "first" op: "relu" input: "x" output: "a" }
+output: "b"
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->node(0).name, "first");
+  EXPECT_EQ(graph->node(1).name, "second");
+}
+
+TEST(GraphIoTest, MalformedTextNamesLineAndColumn) {
+  EXPECT_THAT(ErrorOf("input { name: \"x\"\n  type { dtype: F33 } }"),
+              HasSubstr("m.pbtxt:2:"));
+}
+
+TEST(GraphIoTest, EmptyAndBinaryFilesAreRejected) {
+  EXPECT_THAT(ErrorOf("  \n"), HasSubstr("m.pbtxt: empty file"));
+  EXPECT_THAT(ErrorOf(std::string("ab\0cd", 5)),
+              HasSubstr("m.pbtxt: binary data at byte 2"));
+}
+
+TEST(GraphIoTest, UndefinedInputNamesTheNode) {
+  EXPECT_THAT(ErrorOf(R"(
+input { name: "x" type { dtype: F32 shape: [4] } }
+node { name: "n" op: "add" input: ["x", "ghost"] output: "y" }
+output: "y"
+)"),
+              HasSubstr("node 'n' (add): input 'ghost' is not defined"));
+}
+
+TEST(GraphIoTest, CycleNamesItsNodesInOrder) {
+  EXPECT_THAT(ErrorOf(R"(
+input { name: "x" type { dtype: F32 shape: [4] } }
+node { name: "a" op: "add" input: ["x", "c_out"] output: "a_out" }
+node { name: "b" op: "neg" input: "a_out" output: "b_out" }
+node { name: "c" op: "neg" input: "b_out" output: "c_out" }
+output: "c_out"
+)"),
+              HasSubstr("cycle: 'a' -> 'b' -> 'c' -> 'a'"));
+}
+
+TEST(GraphIoTest, DuplicateDefinitionsAreRejected) {
+  EXPECT_THAT(ErrorOf(R"(
+input { name: "x" type { dtype: F32 shape: [4] } }
+node { name: "n" op: "neg" input: "x" output: "x" }
+output: "x"
+)"),
+              HasSubstr("'x' is defined more than once"));
+}
+
+TEST(GraphIoTest, BadTypesAndValuesAreRejected) {
+  EXPECT_THAT(ErrorOf(R"(input { name: "x" type { shape: [4] } } output: "x")"),
+              HasSubstr("input 'x'"));
+  EXPECT_THAT(ErrorOf(R"(input { name: "x" type { dtype: F32 shape: [-1] } })"),
+              HasSubstr("negative dimension"));
+  EXPECT_THAT(
+      ErrorOf(R"(input { name: "x" type { dtype: F32 shape: [1048576, 1048576, 1048576] } })"),
+      HasSubstr("too large"));
+  EXPECT_THAT(ErrorOf(R"(
+weight { name: "w" type { dtype: F32 shape: [3] } values { floats: [1, 2] } }
+output: "w")"),
+              HasSubstr("2 values for shape [3]"));
+  EXPECT_THAT(ErrorOf(R"(
+weight { name: "w" type { dtype: I32 shape: [1] } values { floats: [1.5] } }
+output: "w")"),
+              HasSubstr("float values for a i32 tensor"));
+}
+
+TEST(GraphIoTest, MissingOutputsAreRejected) {
+  EXPECT_THAT(ErrorOf(R"(input { name: "x" type { dtype: F32 shape: [4] } })"),
+              HasSubstr("no outputs"));
+  EXPECT_THAT(ErrorOf(R"(
+input { name: "x" type { dtype: F32 shape: [4] } }
+output: "nope")"),
+              HasSubstr("graph output 'nope' is not defined"));
+}
+
+TEST(GraphIoTest, MissingFileNamesThePath) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("/no/such/model.pbtxt");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("/no/such/model.pbtxt: cannot open"));
+}
+
+}  // namespace
+}  // namespace loom

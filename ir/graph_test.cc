@@ -1,0 +1,99 @@
+#include "ir/graph.h"
+
+#include "gtest/gtest.h"
+
+namespace loom {
+namespace {
+
+TEST(DTypeTest, NamesSizesAndShapes) {
+  for (DType dtype : kAllDTypes) {
+    EXPECT_EQ(*DTypeFromName(DTypeName(dtype)), dtype);
+    EXPECT_EQ(*DTypeFromProto(DTypeToProto(dtype)), dtype);
+  }
+  EXPECT_FALSE(DTypeFromName("f16").ok());
+  EXPECT_FALSE(DTypeFromProto(proto::DTYPE_UNSPECIFIED).ok());
+  EXPECT_EQ(DTypeSize(DType::kF64), 8);
+  EXPECT_EQ(DTypeSize(DType::kBool), 1);
+  EXPECT_EQ(NumElements({}), 1);
+  EXPECT_EQ(NumElements({2, 0, 3}), 0);
+  EXPECT_EQ(ContiguousStrides({2, 3, 4}), (std::vector<int64_t>{12, 4, 1}));
+  EXPECT_EQ(TypeToString(TensorType{DType::kI32, {2, 16}}), "i32[2,16]");
+}
+
+TEST(TensorTest, StoresEveryDTypeAndIsAligned) {
+  for (DType dtype : kAllDTypes) {
+    Tensor tensor(dtype, {3, 5});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(tensor.data()) % 64, 0);
+    EXPECT_EQ(tensor.num_bytes(), 15 * DTypeSize(dtype));
+    EXPECT_EQ(tensor.GetDouble(14), 0);  // zero-initialised
+    tensor.SetInt(14, 1);
+    EXPECT_EQ(tensor.GetInt(14), 1);
+  }
+  Tensor f(DType::kF32, {1});
+  f.SetDouble(0, 0.1);
+  EXPECT_EQ(f.GetDouble(0), static_cast<double>(0.1f));
+  Tensor b(DType::kBool, {1});
+  b.SetDouble(0, -3);
+  EXPECT_EQ(b.GetInt(0), 1);
+}
+
+TEST(AttrsTest, TypedReadsWithDefaults) {
+  Attrs attrs;
+  attrs.Set("axis", int64_t{-1});
+  attrs.Set("axes", std::vector<int64_t>{0, 2});
+  attrs.Set("to", std::string("f64"));
+  attrs.Set("axis", int64_t{1});  // overwrites, keeps its position
+  EXPECT_EQ(attrs.GetInt("axis", 0), 1);
+  EXPECT_EQ(attrs.GetInts("axes"), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(attrs.GetString("to", ""), "f64");
+  EXPECT_EQ(attrs.GetFloat("axis", 0), 1.0);  // an int reads as a float
+  EXPECT_EQ(attrs.GetInt("missing", 7), 7);
+  EXPECT_EQ(attrs.GetInt("to", 7), 7);  // wrong type reads as the default
+  ASSERT_EQ(attrs.entries().size(), 3);
+  EXPECT_EQ(attrs.entries()[0].first, "axis");
+}
+
+TEST(GraphTest, BuildsSsaValuesInTopologicalOrder) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
+  const NodeId n = *graph.AddNode("n", "neg", {x}, {"y"});
+  graph.AddOutput(graph.node(n).outputs[0]);
+  EXPECT_EQ(graph.FindValue("y"), graph.node(n).outputs[0]);
+  EXPECT_EQ(graph.value(graph.FindValue("y")).producer, n);
+  EXPECT_EQ(graph.value(x).kind, ValueKind::kInput);
+  EXPECT_EQ(graph.FindValue("nope"), -1);
+
+  EXPECT_FALSE(graph.AddInput("x", TensorType{}).ok());
+  EXPECT_FALSE(graph.AddNode("m", "neg", {x}, {"y"}).ok());
+  EXPECT_FALSE(graph.AddNode("m", "neg", {99}, {"z"}).ok());
+}
+
+TEST(GraphTest, InitializersAndUniqueNames) {
+  Graph graph;
+  Tensor data(DType::kF32, {2});
+  data.SetDouble(1, 3.5);
+  const ValueId w = *graph.AddInitializer("w", ValueKind::kWeight, data);
+  EXPECT_EQ(graph.initializer(w).GetDouble(1), 3.5);
+  EXPECT_EQ(graph.weights(), std::vector<ValueId>{w});
+  EXPECT_FALSE(graph.AddInitializer("c", ValueKind::kInput, data).ok());
+  const ValueId a = graph.AddIntermediate("w");
+  const ValueId b = graph.AddIntermediate("w");
+  EXPECT_NE(graph.value(a).name, "w");
+  EXPECT_NE(graph.value(a).name, graph.value(b).name);
+}
+
+TEST(GraphTest, ReplaceNodesRecomputesProducers) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
+  const NodeId first = *graph.AddNode("a", "neg", {x}, {"a.y"});
+  const NodeId second = *graph.AddNode("b", "relu", {x}, {"b.y"});
+  std::vector<Node> nodes = {graph.node(second)};
+  graph.ReplaceNodes(std::move(nodes));
+  EXPECT_EQ(graph.nodes().size(), 1);
+  EXPECT_EQ(graph.value(graph.FindValue("b.y")).producer, 0);
+  EXPECT_EQ(graph.value(graph.FindValue("a.y")).producer, kNoNode);
+  (void)first;
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,231 @@
+#include "ir/loop_ir.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace loom {
+
+int ScalarFnArity(ScalarFn fn) {
+  if (fn <= ScalarFn::kNot) return 1;
+  if (fn == ScalarFn::kSelect) return 3;
+  return 2;
+}
+
+const char* ScalarFnName(ScalarFn fn) {
+  switch (fn) {
+    case ScalarFn::kNeg: return "neg";
+    case ScalarFn::kAbs: return "abs";
+    case ScalarFn::kExp: return "exp";
+    case ScalarFn::kLog: return "log";
+    case ScalarFn::kSqrt: return "sqrt";
+    case ScalarFn::kRsqrt: return "rsqrt";
+    case ScalarFn::kReciprocal: return "reciprocal";
+    case ScalarFn::kTanh: return "tanh";
+    case ScalarFn::kSigmoid: return "sigmoid";
+    case ScalarFn::kRelu: return "relu";
+    case ScalarFn::kNot: return "not";
+    case ScalarFn::kAdd: return "add";
+    case ScalarFn::kSub: return "sub";
+    case ScalarFn::kMul: return "mul";
+    case ScalarFn::kDiv: return "div";
+    case ScalarFn::kPow: return "pow";
+    case ScalarFn::kMax: return "max";
+    case ScalarFn::kMin: return "min";
+    case ScalarFn::kEq: return "eq";
+    case ScalarFn::kNe: return "ne";
+    case ScalarFn::kLt: return "lt";
+    case ScalarFn::kLe: return "le";
+    case ScalarFn::kGt: return "gt";
+    case ScalarFn::kGe: return "ge";
+    case ScalarFn::kSelect: return "select";
+  }
+  return "?";
+}
+
+const char* ReduceKindName(ReduceKind kind) {
+  switch (kind) {
+    case ReduceKind::kNone: return "none";
+    case ReduceKind::kSum: return "sum";
+    case ReduceKind::kMax: return "max";
+    case ReduceKind::kMin: return "min";
+    case ReduceKind::kProd: return "prod";
+  }
+  return "?";
+}
+
+std::vector<int64_t> ComputeNode::AllRanges() const {
+  std::vector<int64_t> all = ranges;
+  all.insert(all.end(), reduction_ranges.begin(), reduction_ranges.end());
+  return all;
+}
+
+namespace {
+
+absl::Status NodeError(const ComputeNode& node, absl::string_view cause) {
+  return absl::InternalError(
+      absl::StrCat("compute node '", node.name, "': ", cause));
+}
+
+absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node,
+                        int position, int num_vars) {
+  const ScalarOp& op = node.body[position];
+  for (int arg : op.args) {
+    if (arg < 0 || arg >= position) {
+      return NodeError(node, absl::StrCat("step ", position,
+                                          " uses a step that is not before it"));
+    }
+  }
+  switch (op.kind) {
+    case ScalarOp::Kind::kLoad: {
+      if (op.buffer < 0 || op.buffer >= static_cast<int>(program.buffers.size())) {
+        return NodeError(node, absl::StrCat("step ", position,
+                                            " loads from an unknown buffer"));
+      }
+      if (op.index == nullptr || MaxVar(op.index) >= num_vars) {
+        return NodeError(node, absl::StrCat("step ", position,
+                                            " has an index over unknown loops"));
+      }
+      if (program.buffers[op.buffer].dtype != op.dtype) {
+        return NodeError(node, absl::StrCat("step ", position,
+                                            " loads with the wrong dtype"));
+      }
+      return absl::OkStatus();
+    }
+    case ScalarOp::Kind::kConst:
+      return absl::OkStatus();
+    case ScalarOp::Kind::kCast:
+      if (op.args.size() != 1) {
+        return NodeError(node, absl::StrCat("cast at step ", position,
+                                            " needs one operand"));
+      }
+      return absl::OkStatus();
+    case ScalarOp::Kind::kCall:
+      if (static_cast<int>(op.args.size()) != ScalarFnArity(op.fn)) {
+        return NodeError(node, absl::StrCat(ScalarFnName(op.fn), " at step ",
+                                            position, " has ", op.args.size(),
+                                            " operands"));
+      }
+      return absl::OkStatus();
+  }
+  return NodeError(node, "unknown step kind");
+}
+
+}  // namespace
+
+absl::Status VerifyLoopProgram(const LoopProgram& program) {
+  const int num_buffers = static_cast<int>(program.buffers.size());
+  std::vector<bool> written(num_buffers, false);
+  for (const Buffer& buffer : program.buffers) {
+    if (buffer.sizes.size() != buffer.strides.size()) {
+      return absl::InternalError(
+          absl::StrCat("buffer '", buffer.name, "': sizes and strides differ in rank"));
+    }
+  }
+  for (BufferId id : program.inputs) written[id] = true;
+  for (BufferId id : program.weights) written[id] = true;
+  for (const ComputeNode& node : program.nodes) {
+    if (node.output < 0 || node.output >= num_buffers) {
+      return NodeError(node, "writes an unknown buffer");
+    }
+    const int num_vars =
+        static_cast<int>(node.ranges.size() + node.reduction_ranges.size());
+    if (node.body.empty() || node.root < 0 ||
+        node.root >= static_cast<int>(node.body.size())) {
+      return NodeError(node, "has no root step");
+    }
+    if ((node.reduce == ReduceKind::kNone) != node.reduction_ranges.empty()) {
+      return NodeError(node, "reduction loops and reduce kind disagree");
+    }
+    if (node.store_index == nullptr ||
+        MaxVar(node.store_index) >= static_cast<int>(node.ranges.size())) {
+      return NodeError(node, "store index uses loops it does not have");
+    }
+    for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+      if (absl::Status s = VerifyStep(program, node, i, num_vars); !s.ok()) return s;
+      const ScalarOp& op = node.body[i];
+      if (op.kind == ScalarOp::Kind::kLoad && !written[op.buffer]) {
+        return NodeError(node, absl::StrCat("reads buffer '",
+                                            program.buffers[op.buffer].name,
+                                            "' before anything writes it"));
+      }
+    }
+    if (node.body[node.root].dtype != program.buffers[node.output].dtype) {
+      return NodeError(node, "stores a value of the wrong dtype");
+    }
+    written[node.output] = true;
+  }
+  for (BufferId id : program.outputs) {
+    if (!written[id]) {
+      return absl::InternalError(absl::StrCat(
+          "output buffer '", program.buffers[id].name, "' is never written"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string VarNames(int first, int count) {
+  std::vector<std::string> names;
+  for (int i = first; i < first + count; ++i) names.push_back(absl::StrCat("x", i));
+  return absl::StrJoin(names, ",");
+}
+
+std::string PrintStep(const LoopProgram& program, const ScalarOp& op) {
+  switch (op.kind) {
+    case ScalarOp::Kind::kLoad:
+      return absl::StrCat("load ", program.buffers[op.buffer].name, "[",
+                          ToString(op.index), "]");
+    case ScalarOp::Kind::kConst:
+      return absl::StrCat("const ", op.constant);
+    case ScalarOp::Kind::kCast:
+      return absl::StrCat("cast t", op.args[0]);
+    case ScalarOp::Kind::kCall: {
+      std::vector<std::string> args;
+      for (int arg : op.args) args.push_back(absl::StrCat("t", arg));
+      return absl::StrCat(ScalarFnName(op.fn), "(", absl::StrJoin(args, ", "), ")");
+    }
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string PrintComputeNode(const LoopProgram& program,
+                             const ComputeNode& node) {
+  const Buffer& out = program.buffers[node.output];
+  const int n = static_cast<int>(node.ranges.size());
+  std::string text = absl::StrCat(
+      "node ", node.name, ": ", out.name, "[", ToString(node.store_index),
+      "] over (", VarNames(0, n), ") in ", ShapeToString(node.ranges));
+  if (node.reduce != ReduceKind::kNone) {
+    absl::StrAppend(&text, " ", ReduceKindName(node.reduce), " over (",
+                    VarNames(n, static_cast<int>(node.reduction_ranges.size())),
+                    ") in ", ShapeToString(node.reduction_ranges));
+  }
+  absl::StrAppend(&text, "\n");
+  for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+    absl::StrAppend(&text, "  t", i, ": ", DTypeName(node.body[i].dtype), " = ",
+                    PrintStep(program, node.body[i]),
+                    i == node.root ? "  <- root" : "", "\n");
+  }
+  return text;
+}
+
+std::string PrintLoopProgram(const LoopProgram& program) {
+  static constexpr const char* kKindNames[] = {"input", "weight", "output", "temp"};
+  std::string text;
+  for (int i = 0; i < static_cast<int>(program.buffers.size()); ++i) {
+    const Buffer& b = program.buffers[i];
+    absl::StrAppend(&text, "buffer ", b.name, ": ", DTypeName(b.dtype),
+                    ShapeToString(b.sizes), " ",
+                    kKindNames[static_cast<int>(b.kind)], "\n");
+  }
+  for (const ComputeNode& node : program.nodes) {
+    absl::StrAppend(&text, PrintComputeNode(program, node));
+  }
+  return text;
+}
+
+}  // namespace loom

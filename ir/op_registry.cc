@@ -1,0 +1,247 @@
+// The registry itself and the checks every node goes through. The op
+// families live in ir/ops/; OpRegistry::Global() is defined in
+// op_registry_global.cc, which is the only place that names them all.
+#include "ir/op_registry.h"
+
+#include <type_traits>
+#include <variant>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace loom {
+
+absl::Status OpRegistry::Register(OpDef def) {
+  if (def.name.empty()) {
+    return absl::InvalidArgumentError("an op needs a name");
+  }
+  if (index_.contains(def.name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("op '", def.name, "' is registered twice"));
+  }
+  if (def.min_inputs < 0 || def.num_outputs < 0 ||
+      (def.max_inputs != -1 && def.max_inputs < def.min_inputs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", def.name, "' has an invalid arity"));
+  }
+  if (!def.infer || !def.eval) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", def.name, "' needs a shape function and an implementation"));
+  }
+  for (size_t i = 0; i < def.attrs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (def.attrs[i].name == def.attrs[j].name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", def.name, "' declares attribute '",
+                         def.attrs[i].name, "' twice"));
+      }
+    }
+  }
+  index_.emplace(def.name, static_cast<int>(defs_.size()));
+  defs_.push_back(std::move(def));
+  return absl::OkStatus();
+}
+
+const OpDef* OpRegistry::Find(absl::string_view op) const {
+  auto it = index_.find(op);
+  return it == index_.end() ? nullptr : &defs_[it->second];
+}
+
+std::vector<std::string> OpRegistry::Names() const {
+  std::vector<std::string> names;
+  names.reserve(defs_.size());
+  for (const OpDef& def : defs_) names.push_back(def.name);
+  return names;
+}
+
+std::string DescribeNode(const Node& node) {
+  return absl::StrCat("node '", node.name, "' (", node.op, ")");
+}
+
+absl::Status AddNodeContext(const Node& node, const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(DescribeNode(node), ": ", status.message()));
+}
+
+namespace {
+
+absl::string_view AttrTypeName(AttrType type) {
+  switch (type) {
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kInts:
+      return "ints";
+    case AttrType::kFloats:
+      return "floats";
+  }
+  return "?";
+}
+
+// The AttrType a value holds; the variant's alternatives are in AttrType's
+// order.
+static_assert(std::is_same_v<std::variant_alternative_t<
+                                 static_cast<int>(AttrType::kInts), AttrValue>,
+                             std::vector<int64_t>>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<
+                       static_cast<int>(AttrType::kFloats), AttrValue>,
+                   std::vector<double>>);
+AttrType TypeOf(const AttrValue& value) {
+  return static_cast<AttrType>(value.index());
+}
+
+// An int is accepted where a float is declared, as Attrs::GetFloat reads it.
+bool Matches(AttrType declared, const AttrValue& value) {
+  const AttrType actual = TypeOf(value);
+  return actual == declared ||
+         (declared == AttrType::kFloat && actual == AttrType::kInt);
+}
+
+std::string Plural(int64_t n, absl::string_view noun) {
+  return absl::StrCat(n, " ", noun, n == 1 ? "" : "s");
+}
+
+std::string ExpectedInputs(const OpDef& def) {
+  if (def.max_inputs == -1) {
+    return absl::StrCat("at least ", Plural(def.min_inputs, "input"));
+  }
+  if (def.max_inputs == def.min_inputs) {
+    return Plural(def.min_inputs, "input");
+  }
+  return absl::StrCat(def.min_inputs, " to ", def.max_inputs, " inputs");
+}
+
+std::string DeclaredAttrs(const OpDef& def) {
+  if (def.attrs.empty()) return absl::StrCat(def.name, " takes none");
+  return absl::StrCat("known: ",
+                      absl::StrJoin(def.attrs, ", ",
+                                    [](std::string* out, const AttrSpec& spec) {
+                                      out->append(spec.name);
+                                    }));
+}
+
+absl::Status CheckAttrs(const OpDef& def, const Attrs& attrs) {
+  for (const auto& [name, value] : attrs.entries()) {
+    const AttrSpec* spec = nullptr;
+    for (const AttrSpec& candidate : def.attrs) {
+      if (candidate.name == name) spec = &candidate;
+    }
+    if (spec == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown attribute '", name, "' (", DeclaredAttrs(def), ")"));
+    }
+    if (!Matches(spec->type, value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute '", name, "' must be ", AttrTypeName(spec->type), ", got ",
+          AttrTypeName(TypeOf(value))));
+    }
+  }
+  for (const AttrSpec& spec : def.attrs) {
+    if (spec.required && !attrs.Has(spec.name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing required attribute '", spec.name, "' (",
+                       AttrTypeName(spec.type), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSignature(const Node& node, const OpDef& def) {
+  const int64_t num_inputs = node.inputs.size();
+  if (num_inputs < def.min_inputs ||
+      (def.max_inputs != -1 && num_inputs > def.max_inputs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", ExpectedInputs(def), ", got ", num_inputs));
+  }
+  if (static_cast<int64_t>(node.outputs.size()) != def.num_outputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", Plural(def.num_outputs, "output"), ", got ",
+                     node.outputs.size()));
+  }
+  return CheckAttrs(def, node.attrs);
+}
+
+bool HasNegativeDim(const Shape& shape) {
+  for (int64_t d : shape) {
+    if (d < 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry) {
+  const OpDef* def = registry.Find(node.op);
+  if (def == nullptr) {
+    return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
+                                    "unknown op '", node.op, "'")));
+  }
+  return AddNodeContext(node, CheckSignature(node, *def));
+}
+
+absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
+  const int64_t num_values = graph.values().size();
+  // Values defined so far: reading anything else would read a type that
+  // has not been inferred yet.
+  std::vector<bool> defined(num_values, false);
+  for (const auto* ids :
+       {&graph.inputs(), &graph.weights(), &graph.constants()}) {
+    for (ValueId id : *ids) {
+      if (id < 0 || id >= num_values) {
+        return absl::InternalError("a graph argument has an invalid value id");
+      }
+      if (HasNegativeDim(graph.value(id).type.shape)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "value '", graph.value(id).name, "' has a negative dimension: ",
+            TypeToString(graph.value(id).type)));
+      }
+      defined[id] = true;
+    }
+  }
+  std::vector<TensorType> input_types;
+  for (const Node& node : graph.nodes()) {
+    absl::Status signature = CheckNodeSignature(node, registry);
+    if (!signature.ok()) return signature;
+    input_types.clear();
+    for (ValueId id : node.inputs) {
+      if (id < 0 || id >= num_values) {
+        return AddNodeContext(node,
+                              absl::InternalError("reads an invalid value id"));
+      }
+      if (!defined[id]) {
+        return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
+                                        "reads value '", graph.value(id).name,
+                                        "' before it is defined")));
+      }
+      input_types.push_back(graph.value(id).type);
+    }
+    absl::StatusOr<std::vector<TensorType>> output_types =
+        registry.Find(node.op)->infer(node, input_types);
+    if (!output_types.ok()) {
+      return AddNodeContext(node, output_types.status());
+    }
+    if (output_types->size() != node.outputs.size()) {
+      return AddNodeContext(
+          node, absl::InternalError("shape function returned the wrong "
+                                    "number of outputs"));
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const ValueId id = node.outputs[i];
+      if (id < 0 || id >= num_values) {
+        return AddNodeContext(
+            node, absl::InternalError("writes an invalid value id"));
+      }
+      graph.mutable_value(id).type = std::move((*output_types)[i]);
+      defined[id] = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace loom

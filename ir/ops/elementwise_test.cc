@@ -1,0 +1,358 @@
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/ops/op_test_util.h"
+
+namespace loom {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::IsNan;
+
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr int32_t kI32Min = std::numeric_limits<int32_t>::min();
+constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
+
+TEST(BinaryTest, AddBroadcastsTrailingDims) {
+  Tensor a = Iota(DType::kF32, {2, 3});
+  Tensor b = MakeTensor(DType::kF32, {3}, {10, 20, 30});
+  absl::StatusOr<Tensor> y = RunOp("add", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->type(), (TensorType{DType::kF32, {2, 3}}));
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(10, 21, 32, 13, 24, 35));
+}
+
+TEST(BinaryTest, BroadcastsBothWaysAndAgainstScalars) {
+  Tensor col = MakeTensor(DType::kF64, {2, 1}, {1, 2});
+  Tensor row = MakeTensor(DType::kF64, {1, 3}, {10, 20, 30});
+  absl::StatusOr<Tensor> y = RunOp("mul", {col, row});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 3}));
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(10, 20, 30, 20, 40, 60));
+
+  Tensor scalar = MakeTensor(DType::kF64, {}, {5});
+  y = RunOp("sub", {scalar, col});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 1}));
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(4, 3));
+}
+
+TEST(BinaryTest, BroadcastMatchesExplicitLoopsOnOddRank3Shapes) {
+  Tensor a = Iota(DType::kF32, {3, 1, 5}, 0.5, 1);
+  Tensor b = Iota(DType::kF32, {4, 1}, -2, 3);
+  absl::StatusOr<Tensor> y = RunOp("sub", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ(y->shape(), (Shape{3, 4, 5}));
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      for (int k = 0; k < 5; ++k) {
+        EXPECT_EQ(y->GetDouble((i * 4 + j) * 5 + k),
+                  a.GetDouble(i * 5 + k) - b.GetDouble(j));
+      }
+    }
+  }
+}
+
+TEST(BinaryTest, EmptyDimensionsBroadcast) {
+  absl::StatusOr<Tensor> y =
+      RunOp("add", {Tensor(DType::kF32, {0, 3}), Tensor(DType::kF32, {1, 3})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{0, 3}));
+}
+
+TEST(BinaryTest, IntegerDivisionTruncatesTowardZero) {
+  Tensor a = MakeIntTensor(DType::kI32, {4}, {7, -7, 7, -7});
+  Tensor b = MakeIntTensor(DType::kI32, {4}, {2, 2, -2, -2});
+  absl::StatusOr<Tensor> y = RunOp("div", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(3, -3, -3, 3));
+}
+
+TEST(BinaryTest, IntegerDivisionByZeroIsAnErrorNamingTheNode) {
+  Tensor a = MakeIntTensor(DType::kI64, {2}, {1, 2});
+  Tensor b = MakeIntTensor(DType::kI64, {2}, {1, 0});
+  EXPECT_THAT(RunOpError("div", {a, b}),
+              HasSubstr("INVALID_ARGUMENT: node 'test_node' (div): integer "
+                        "division by zero"));
+  // Float division by zero follows IEEE.
+  absl::StatusOr<Tensor> y =
+      RunOp("div", {MakeTensor(DType::kF32, {2}, {1, -1}),
+                    MakeTensor(DType::kF32, {2}, {0, 0})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(INFINITY, -INFINITY));
+}
+
+TEST(BinaryTest, IntegerArithmeticIsExactAndWraps) {
+  Tensor big =
+      MakeIntTensor(DType::kI64, {3}, {kI64Max, kI64Min, (1LL << 53) + 1});
+  Tensor one = MakeIntTensor(DType::kI64, {3}, {1, -1, 2});
+  absl::StatusOr<Tensor> sum = RunOp("add", {big, one});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_THAT(ToInts(*sum), ElementsAre(kI64Min, kI64Max, (1LL << 53) + 3));
+  absl::StatusOr<Tensor> quotient = RunOp("div", {big, one});
+  ASSERT_TRUE(quotient.ok()) << quotient.status();
+  EXPECT_THAT(ToInts(*quotient), ElementsAre(kI64Max, kI64Min, (1LL << 52)));
+
+  absl::StatusOr<Tensor> wrapped =
+      RunOp("mul", {MakeIntTensor(DType::kI32, {2}, {kI32Max, 65536}),
+                    MakeIntTensor(DType::kI32, {2}, {2, 65536})});
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status();
+  EXPECT_THAT(ToInts(*wrapped), ElementsAre(-2, 0));
+}
+
+TEST(BinaryTest, IntegerPower) {
+  Tensor base = MakeIntTensor(DType::kI64, {7}, {2, 3, 2, 1, -1, -1, 0});
+  Tensor exponent = MakeIntTensor(DType::kI64, {7}, {10, 0, -1, -5, -3, -4, 0});
+  absl::StatusOr<Tensor> y = RunOp("pow", {base, exponent});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(1024, 1, 0, 1, -1, 1, 1));
+}
+
+TEST(BinaryTest, FloatPowerMaximumMinimum) {
+  Tensor a = MakeTensor(DType::kF64, {4}, {2, 9, -1, NAN});
+  Tensor b = MakeTensor(DType::kF64, {4}, {0.5, 0.5, 3, 1});
+  absl::StatusOr<Tensor> y = RunOp("pow", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(std::sqrt(2.0), 3, -1, IsNan()));
+  y = RunOp("maximum", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(2, 9, 3, IsNan()));
+  y = RunOp("minimum", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(0.5, 0.5, -1, IsNan()));
+  y = RunOp("maximum", {MakeIntTensor(DType::kI32, {2}, {-3, 4}),
+                        MakeIntTensor(DType::kI32, {1}, {0})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, 4));
+}
+
+TEST(BinaryTest, MixedDTypesAreRejectedNamingBothTypes) {
+  EXPECT_THAT(
+      RunOpError("add", {Tensor(DType::kF32, {2}), Tensor(DType::kF64, {2})}),
+      HasSubstr("node 'test_node' (add): inputs 0 and 1 have different "
+                "dtypes: f32[2] and f64[2]"));
+}
+
+TEST(BinaryTest, BoolArithmeticIsRejected) {
+  EXPECT_THAT(
+      RunOpError("mul", {Tensor(DType::kBool, {2}), Tensor(DType::kBool, {2})}),
+      HasSubstr("node 'test_node' (mul): input 0 has dtype bool"));
+}
+
+TEST(BinaryTest, IncompatibleShapesAreRejected) {
+  EXPECT_THAT(RunOpError("add", {Tensor(DType::kF32, {2, 3}),
+                                 Tensor(DType::kF32, {2})}),
+              HasSubstr("node 'test_node' (add): cannot broadcast shapes "
+                        "[2,3] and [2]"));
+}
+
+TEST(BinaryTest, ArityErrorSaysExpectedAndGiven) {
+  EXPECT_THAT(RunOpError("add", {Tensor(DType::kF32, {2})}),
+              HasSubstr("node 'test_node' (add): expected 2 inputs, got 1"));
+}
+
+TEST(UnaryTest, NumericOpsOnIntsAndFloats) {
+  Tensor ints = MakeIntTensor(DType::kI32, {4}, {-3, 0, 5, kI32Min});
+  absl::StatusOr<Tensor> y = RunOp("neg", {ints});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(3, 0, -5, kI32Min));
+  y = RunOp("abs", {ints});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(3, 0, 5, kI32Min));
+  y = RunOp("relu", {ints});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, 0, 5, 0));
+
+  Tensor floats = MakeTensor(DType::kF32, {2, 2}, {-1.5, 0, 2.25, NAN});
+  y = RunOp("relu", {floats});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 0, 2.25, IsNan()));
+  y = RunOp("abs", {floats});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(1.5, 0, 2.25, IsNan()));
+}
+
+TEST(UnaryTest, FloatOpsMatchTheMathLibrary) {
+  const std::vector<double> x = {0.25, 1, 2.5, 9};
+  struct Case {
+    const char* op;
+    double (*expected)(double);
+  };
+  const Case cases[] = {
+      {"exp", [](double v) { return std::exp(v); }},
+      {"log", [](double v) { return std::log(v); }},
+      {"sqrt", [](double v) { return std::sqrt(v); }},
+      {"rsqrt", [](double v) { return 1 / std::sqrt(v); }},
+      {"reciprocal", [](double v) { return 1 / v; }},
+      {"tanh", [](double v) { return std::tanh(v); }},
+      {"sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
+  };
+  for (const Case& c : cases) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      absl::StatusOr<Tensor> y = RunOp(c.op, {MakeTensor(dtype, {4}, x)});
+      ASSERT_TRUE(y.ok()) << y.status();
+      EXPECT_EQ(y->dtype(), dtype);
+      // Computed in double, then rounded once to the output dtype.
+      Tensor expected(dtype, {4});
+      for (int i = 0; i < 4; ++i) expected.SetDouble(i, c.expected(x[i]));
+      EXPECT_EQ(ToDoubles(*y), ToDoubles(expected))
+          << c.op << " " << DTypeName(dtype);
+    }
+  }
+}
+
+TEST(UnaryTest, SigmoidSaturatesWithoutNan) {
+  absl::StatusOr<Tensor> y =
+      RunOp("sigmoid", {MakeTensor(DType::kF32, {3}, {-1000, 0, 1000})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 0.5, 1));
+}
+
+TEST(UnaryTest, FloatOnlyOpsRejectIntsNamingTheNode) {
+  for (const char* op :
+       {"exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid"}) {
+    EXPECT_THAT(RunOpError(op, {Tensor(DType::kI32, {2})}),
+                HasSubstr(absl::StrCat("node 'test_node' (", op,
+                                       "): input 0 has dtype i32, expected a "
+                                       "float dtype")));
+  }
+  EXPECT_THAT(RunOpError("neg", {Tensor(DType::kBool, {2})}),
+              HasSubstr("(neg): input 0 has dtype bool"));
+}
+
+TEST(ComparisonTest, BroadcastAndProduceBool) {
+  Tensor a = Iota(DType::kI32, {2, 3});
+  Tensor b = MakeIntTensor(DType::kI32, {3}, {1, 4, 2});
+  const std::pair<const char*, std::vector<int64_t>> cases[] = {
+      {"equal", {0, 0, 1, 0, 1, 0}},   {"not_equal", {1, 1, 0, 1, 0, 1}},
+      {"less", {1, 1, 0, 0, 0, 0}},    {"less_equal", {1, 1, 1, 0, 1, 0}},
+      {"greater", {0, 0, 0, 1, 0, 1}}, {"greater_equal", {0, 0, 1, 1, 1, 1}},
+  };
+  for (const auto& [op, expected] : cases) {
+    absl::StatusOr<Tensor> y = RunOp(op, {a, b});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->type(), (TensorType{DType::kBool, {2, 3}}));
+    EXPECT_THAT(ToInts(*y), ElementsAreArray(expected)) << op;
+  }
+}
+
+TEST(ComparisonTest, LargeInt64sCompareExactly) {
+  Tensor a = MakeIntTensor(DType::kI64, {1}, {(1LL << 53) + 1});
+  Tensor b = MakeIntTensor(DType::kI64, {1}, {1LL << 53});
+  absl::StatusOr<Tensor> y = RunOp("greater", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(1));
+}
+
+TEST(ComparisonTest, NanComparesUnequal) {
+  Tensor a = MakeTensor(DType::kF32, {2}, {NAN, 1});
+  absl::StatusOr<Tensor> y = RunOp("equal", {a, a});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, 1));
+}
+
+TEST(ComparisonTest, BoolsOnlyForEquality) {
+  Tensor a = MakeIntTensor(DType::kBool, {2}, {0, 1});
+  Tensor b = MakeIntTensor(DType::kBool, {1}, {1});
+  absl::StatusOr<Tensor> y = RunOp("not_equal", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(1, 0));
+  EXPECT_THAT(RunOpError("less", {a, b}),
+              HasSubstr("node 'test_node' (less): input 0 has dtype bool"));
+  EXPECT_THAT(RunOpError("equal", {a, Tensor(DType::kI32, {2})}),
+              HasSubstr("(equal): inputs 0 and 1 have different dtypes"));
+}
+
+TEST(LogicalNotTest, NegatesBoolsOnly) {
+  absl::StatusOr<Tensor> y =
+      RunOp("logical_not", {MakeIntTensor(DType::kBool, {3}, {0, 1, 0})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(1, 0, 1));
+  EXPECT_THAT(RunOpError("logical_not", {Tensor(DType::kF32, {3})}),
+              HasSubstr("(logical_not): input 0 has dtype f32, expected bool"));
+}
+
+TEST(WhereTest, ThreeWayBroadcast) {
+  Tensor cond = MakeIntTensor(DType::kBool, {2, 1}, {1, 0});
+  Tensor a = MakeIntTensor(DType::kI64, {3}, {1, 2, 3});
+  Tensor b = MakeIntTensor(DType::kI64, {}, {-1});
+  absl::StatusOr<Tensor> y = RunOp("where", {cond, a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->type(), (TensorType{DType::kI64, {2, 3}}));
+  EXPECT_THAT(ToInts(*y), ElementsAre(1, 2, 3, -1, -1, -1));
+}
+
+TEST(WhereTest, RejectsBadDTypes) {
+  EXPECT_THAT(
+      RunOpError("where", {Tensor(DType::kF32, {2}), Tensor(DType::kF32, {2}),
+                           Tensor(DType::kF32, {2})}),
+      HasSubstr("(where): input 0 has dtype f32, expected bool"));
+  EXPECT_THAT(
+      RunOpError("where", {Tensor(DType::kBool, {2}), Tensor(DType::kF32, {2}),
+                           Tensor(DType::kI32, {2})}),
+      HasSubstr("(where): inputs 1 and 2 have different dtypes: f32[2] "
+                "and i32[2]"));
+}
+
+TEST(CastTest, FloatToIntTruncatesSaturatesAndZeroesNan) {
+  Tensor x = MakeTensor(DType::kF64, {6}, {-1.7, 2.9, NAN, 1e10, -1e10, -0.5});
+  absl::StatusOr<Tensor> y =
+      RunOp("cast", {x}, MakeAttrs({{"to", std::string("i32")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), DType::kI32);
+  EXPECT_THAT(ToInts(*y), ElementsAre(-1, 2, 0, kI32Max, kI32Min, 0));
+  y = RunOp("cast", {MakeTensor(DType::kF32, {2}, {1e30, -1e30})},
+            MakeAttrs({{"to", std::string("i64")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(kI64Max, kI64Min));
+}
+
+TEST(CastTest, ToAndFromBool) {
+  Tensor x = MakeTensor(DType::kF32, {4}, {0, -0.0, 0.1, NAN});
+  absl::StatusOr<Tensor> y =
+      RunOp("cast", {x}, MakeAttrs({{"to", std::string("bool")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, 0, 1, 1));
+  y = RunOp("cast", {*y}, MakeAttrs({{"to", std::string("f64")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 0, 1, 1));
+}
+
+TEST(CastTest, IntConversionsWrapAndRoundOnce) {
+  Tensor x =
+      MakeIntTensor(DType::kI64, {2}, {(1LL << 32) + 5, (1LL << 60) + 1});
+  absl::StatusOr<Tensor> y =
+      RunOp("cast", {x}, MakeAttrs({{"to", std::string("i32")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(5, 1));
+  // Through double this would round twice (to 2^54 + 2^30, then a tie to
+  // 2^54); rounded once it is 2^54 + 2^31.
+  const int64_t value = (1LL << 54) + (1LL << 30) + 1;
+  y = RunOp("cast", {MakeIntTensor(DType::kI64, {1}, {value})},
+            MakeAttrs({{"to", std::string("f32")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->data_as<float>()[0], static_cast<float>(value));
+  EXPECT_EQ(y->GetDouble(0), std::ldexp(1.0, 54) + std::ldexp(1.0, 31));
+}
+
+TEST(CastTest, AttributeErrors) {
+  Tensor x(DType::kF32, {2});
+  EXPECT_THAT(RunOpError("cast", {x}),
+              HasSubstr("node 'test_node' (cast): missing required attribute "
+                        "'to'"));
+  EXPECT_THAT(RunOpError("cast", {x}, MakeAttrs({{"to", std::string("f16")}})),
+              HasSubstr("node 'test_node' (cast): attribute 'to': unknown "
+                        "dtype 'f16'"));
+  EXPECT_THAT(RunOpError("cast", {x}, MakeAttrs({{"to", int64_t{1}}})),
+              HasSubstr("(cast): attribute 'to' must be string, got int"));
+}
+
+}  // namespace
+}  // namespace loom

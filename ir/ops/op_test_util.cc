@@ -1,0 +1,92 @@
+#include "ir/ops/op_test_util.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/verifier.h"
+
+namespace loom {
+
+Tensor MakeTensor(DType dtype, Shape shape, const std::vector<double>& values) {
+  Tensor tensor(dtype, std::move(shape));
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    tensor.SetDouble(i, values.at(i));
+  }
+  return tensor;
+}
+
+Tensor MakeIntTensor(DType dtype, Shape shape,
+                     const std::vector<int64_t>& values) {
+  Tensor tensor(dtype, std::move(shape));
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    tensor.SetInt(i, values.at(i));
+  }
+  return tensor;
+}
+
+Tensor Iota(DType dtype, Shape shape, double start, double step) {
+  Tensor tensor(dtype, std::move(shape));
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    tensor.SetDouble(i, start + step * i);
+  }
+  return tensor;
+}
+
+std::vector<double> ToDoubles(const Tensor& tensor) {
+  std::vector<double> values;
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    values.push_back(tensor.GetDouble(i));
+  }
+  return values;
+}
+
+std::vector<int64_t> ToInts(const Tensor& tensor) {
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    values.push_back(tensor.GetInt(i));
+  }
+  return values;
+}
+
+Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list) {
+  Attrs attrs;
+  for (const auto& [name, value] : list) attrs.Set(name, value);
+  return attrs;
+}
+
+absl::StatusOr<Tensor> RunOp(const std::string& op,
+                             const std::vector<Tensor>& inputs,
+                             const Attrs& attrs) {
+  Graph graph;
+  graph.name = op;
+  std::vector<ValueId> ids;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    absl::StatusOr<ValueId> id =
+        graph.AddInput(absl::StrCat("x", i), inputs[i].type());
+    if (!id.ok()) return id.status();
+    ids.push_back(*id);
+  }
+  absl::StatusOr<NodeId> node = graph.AddNode(kTestNode, op, ids, {"y"}, attrs);
+  if (!node.ok()) return node.status();
+  const ValueId output = graph.node(*node).outputs[0];
+  graph.AddOutput(output);
+
+  absl::Status status = InferShapes(graph);
+  if (status.ok()) status = VerifyGraph(graph);
+  if (!status.ok()) return status;
+  absl::StatusOr<std::vector<Tensor>> results = Interpret(graph, inputs);
+  if (!results.ok()) return results.status();
+  if (results->size() != 1 ||
+      (*results)[0].type() != graph.value(output).type) {
+    return absl::InternalError("the interpreter's result has the wrong type");
+  }
+  return std::move((*results)[0]);
+}
+
+std::string RunOpError(const std::string& op, const std::vector<Tensor>& inputs,
+                       const Attrs& attrs) {
+  return RunOp(op, inputs, attrs).status().ToString();
+}
+
+}  // namespace loom

@@ -1,0 +1,75 @@
+// softmax along `axis` (default -1), for floats. Numerically stable: the
+// maximum along the axis is subtracted before exponentiating. Computes in
+// double.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ir/ops/op_util.h"
+#include "ir/ops/ops.h"
+
+namespace loom {
+namespace {
+
+absl::StatusOr<int64_t> SoftmaxAxis(const Node& node, int64_t rank) {
+  absl::StatusOr<int64_t> axis =
+      NormalizeAxis(node.attrs.GetInt("axis", -1), rank);
+  if (!axis.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'axis': ", axis.status().message()));
+  }
+  return axis;
+}
+
+absl::StatusOr<std::vector<TensorType>> SoftmaxShape(
+    const Node& node, absl::Span<const TensorType> in) {
+  absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
+  if (!dtype.ok()) return dtype;
+  absl::StatusOr<int64_t> axis = SoftmaxAxis(node, in[0].shape.size());
+  if (!axis.ok()) return axis.status();
+  return std::vector<TensorType>{in[0]};
+}
+
+absl::Status SoftmaxEval(const Node& node, absl::Span<const Tensor* const> in,
+                         absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  Tensor& result = out[0];
+  absl::StatusOr<int64_t> axis = SoftmaxAxis(node, x.rank());
+  if (!axis.ok()) return axis.status();
+  const int64_t length = x.shape()[*axis];
+  // Element j of the row at (o, inner) is at (o * length + j) * stride + inner.
+  const int64_t stride = ContiguousStrides(x.shape())[*axis];
+  int64_t outer = 1;
+  for (int64_t d = 0; d < *axis; ++d) outer *= x.shape()[d];
+  std::vector<double> exps(length);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t inner = 0; inner < stride; ++inner) {
+      const int64_t base = o * length * stride + inner;
+      double max = -INFINITY;
+      for (int64_t j = 0; j < length; ++j) {
+        max = std::max(max, x.GetDouble(base + j * stride));
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < length; ++j) {
+        exps[j] = std::exp(x.GetDouble(base + j * stride) - max);
+        sum += exps[j];
+      }
+      for (int64_t j = 0; j < length; ++j) {
+        result.SetDouble(base + j * stride, exps[j] / sum);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterSoftmaxOps(OpRegistry& registry) {
+  return registry.Register(FixedArityOp("softmax", 1,
+                                        {{"axis", AttrType::kInt, false}},
+                                        SoftmaxShape, SoftmaxEval));
+}
+
+}  // namespace loom

@@ -1,0 +1,29 @@
+#ifndef LOOM_IR_VERIFIER_H_
+#define LOOM_IR_VERIFIER_H_
+
+#include "absl/status/status.h"
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+
+namespace loom {
+
+// Checks a graph whose types have been inferred (InferShapes):
+// - every value id it names is in range;
+// - graph inputs, weights and constants are values of that kind, with no
+//   negative dimension, and an initializer's data has its value's type;
+// - every node reads only values defined before it (graph inputs,
+//   initializers or outputs of earlier nodes), which makes the graph
+//   acyclic, and every intermediate value has exactly one producer;
+// - every graph output is a defined value;
+// - every node passes CheckNodeSignature;
+// - re-running each node's shape function on its stored input types
+//   reproduces its stored output types.
+// Errors name the node (or value) and the cause: InvalidArgument for what a
+// user's graph can get wrong, Internal for a broken invariant (bad ids,
+// stale producers, stored types that disagree with the shape function).
+absl::Status VerifyGraph(const Graph& graph,
+                         const OpRegistry& registry = OpRegistry::Global());
+
+}  // namespace loom
+
+#endif  // LOOM_IR_VERIFIER_H_
