@@ -1,0 +1,48 @@
+#ifndef LOOM_PASSES_DECOMPOSE_H_
+#define LOOM_PASSES_DECOMPOSE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "ir/module.h"
+#include "ir/pipeline.pb.h"
+#include "passes/pass.h"
+
+namespace loom {
+
+class DecompositionBuilder;
+
+// Appends primitive nodes computing `node` to the builder. Errors describe
+// the cause; the pass adds the node's name and op.
+using DecomposeFn = absl::Status (*)(const Node& node,
+                                     DecompositionBuilder& builder);
+
+// "decompose": replaces composite ops with primitives (DESIGN.md §1.3), e.g.
+// softmax(x) into reduce_max, sub, exp, reduce_sum and div. Each
+// replacement writes the original node's output values, so consumers and
+// graph outputs are untouched. Shapes are re-inferred afterwards.
+class DecomposePass : public Pass {
+ public:
+  // Decomposes the ops in `options.ops`, or every op it knows when empty.
+  // An op it does not know is an InvalidArgumentError naming it.
+  static absl::StatusOr<std::unique_ptr<DecomposePass>> Create(
+      const proto::DecomposeOptions& options);
+
+  absl::StatusOr<bool> Run(Module& module) override;
+
+ private:
+  explicit DecomposePass(absl::flat_hash_map<std::string, DecomposeFn> fns)
+      : decompositions_(std::move(fns)) {}
+
+  absl::flat_hash_map<std::string, DecomposeFn> decompositions_;
+};
+
+// The ops decompose knows, sorted.
+std::vector<std::string> DecomposableOps();
+
+}  // namespace loom
+
+#endif  // LOOM_PASSES_DECOMPOSE_H_

@@ -1,0 +1,175 @@
+#include "passes/decompose.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/verifier.h"
+
+namespace loom {
+namespace {
+
+using ::testing::ElementsAre;
+
+// x:f32[2,5] -> relu "r" -> softmax "sm" (axis) -> y (the graph output).
+Module SoftmaxModule(int64_t axis = -1) {
+  Module module;
+  Graph& graph = module.graph;
+  const ValueId x =
+      graph.AddInput("x", TensorType{DType::kF32, {2, 5}}).value();
+  graph.AddNode("r", "relu", {x}, {"a"}).value();
+  Attrs attrs;
+  attrs.Set("axis", axis);
+  graph.AddNode("sm", "softmax", {graph.FindValue("a")}, {"y"}, attrs).value();
+  graph.AddOutput(graph.FindValue("y"));
+  EXPECT_TRUE(InferShapes(graph).ok());
+  return module;
+}
+
+std::vector<std::string> Ops(const Graph& graph) {
+  std::vector<std::string> ops;
+  for (const Node& node : graph.nodes()) ops.push_back(node.op);
+  return ops;
+}
+
+std::vector<std::string> Names(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const Node& node : graph.nodes()) names.push_back(node.name);
+  return names;
+}
+
+std::unique_ptr<DecomposePass> Decompose(std::vector<std::string> ops = {}) {
+  proto::DecomposeOptions options;
+  for (const std::string& op : ops) options.add_ops(op);
+  return DecomposePass::Create(options).value();
+}
+
+TEST(DecomposeTest, SoftmaxBecomesStableReductions) {
+  Module module = SoftmaxModule(1);
+  const ValueId y = module.graph.FindValue("y");
+  absl::StatusOr<bool> changed = Decompose()->Run(module);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+
+  const Graph& graph = module.graph;
+  EXPECT_THAT(Ops(graph), ElementsAre("relu", "reduce_max", "sub", "exp",
+                                      "reduce_sum", "div"));
+  EXPECT_THAT(Names(graph), ElementsAre("r", "sm/max", "sm/sub", "sm/exp",
+                                        "sm/sum", "sm/div"));
+  const Node& max = graph.node(1);
+  const Node& sub = graph.node(2);
+  const Node& exp = graph.node(3);
+  const Node& sum = graph.node(4);
+  const Node& div = graph.node(5);
+  EXPECT_THAT(max.inputs, ElementsAre(graph.FindValue("a")));
+  EXPECT_THAT(max.attrs.GetInts("axes"), ElementsAre(1));
+  EXPECT_EQ(max.attrs.GetInt("keepdims", 0), 1);
+  EXPECT_THAT(sub.inputs, ElementsAre(graph.FindValue("a"), max.outputs[0]));
+  EXPECT_THAT(exp.inputs, ElementsAre(sub.outputs[0]));
+  EXPECT_THAT(sum.inputs, ElementsAre(exp.outputs[0]));
+  EXPECT_THAT(sum.attrs.GetInts("axes"), ElementsAre(1));
+  EXPECT_THAT(div.inputs, ElementsAre(exp.outputs[0], sum.outputs[0]));
+  // The last node writes the softmax's own output, so readers are untouched.
+  EXPECT_THAT(div.outputs, ElementsAre(y));
+  EXPECT_THAT(graph.outputs(), ElementsAre(y));
+  EXPECT_EQ(graph.value(y).producer, 5);
+
+  // Shapes were re-inferred for the new values.
+  EXPECT_EQ(graph.value(max.outputs[0]).type,
+            (TensorType{DType::kF32, {2, 1}}));
+  EXPECT_EQ(graph.value(exp.outputs[0]).type,
+            (TensorType{DType::kF32, {2, 5}}));
+  EXPECT_EQ(graph.value(y).type, (TensorType{DType::kF32, {2, 5}}));
+  EXPECT_TRUE(VerifyGraph(graph).ok()) << VerifyGraph(graph);
+}
+
+// The decomposition computes what softmax's reference implementation does,
+// also for inputs large enough that a naive exp(x) overflows.
+TEST(DecomposeTest, MatchesTheInterpreter) {
+  for (int64_t axis : {0, 1, -1}) {
+    Module module = SoftmaxModule(axis);
+    const Graph original = module.graph;
+    ASSERT_TRUE(Decompose()->Run(module).value());
+
+    Tensor x(DType::kF32, {2, 5});
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      x.SetDouble(i, (i % 3 == 0 ? 500.0 : 0.0) + 0.25 * i - 1.0);
+    }
+    absl::StatusOr<std::vector<Tensor>> expected = Interpret(original, {x});
+    absl::StatusOr<std::vector<Tensor>> actual = Interpret(module.graph, {x});
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    const Tensor& want = (*expected)[0];
+    const Tensor& got = (*actual)[0];
+    ASSERT_EQ(got.type(), want.type());
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      EXPECT_NEAR(got.GetDouble(i), want.GetDouble(i), 1e-6)
+          << "axis " << axis << ", element " << i;
+    }
+  }
+}
+
+TEST(DecomposeTest, DefaultAxisIsTheLast) {
+  Module module = SoftmaxModule(-1);
+  ASSERT_TRUE(Decompose({"softmax"})->Run(module).value());
+  EXPECT_THAT(module.graph.node(1).attrs.GetInts("axes"), ElementsAre(-1));
+  EXPECT_EQ(module.graph.value(module.graph.node(1).outputs[0]).type,
+            (TensorType{DType::kF32, {2, 1}}));
+}
+
+TEST(DecomposeTest, NothingToDecomposeIsUnchanged) {
+  Module module;
+  Graph& graph = module.graph;
+  const ValueId x = graph.AddInput("x", TensorType{DType::kF32, {3}}).value();
+  graph.AddNode("r", "relu", {x}, {"y"}).value();
+  graph.AddOutput(graph.FindValue("y"));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  const size_t values = graph.values().size();
+
+  absl::StatusOr<bool> changed = Decompose()->Run(module);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_FALSE(*changed);
+  EXPECT_THAT(Ops(graph), ElementsAre("relu"));
+  EXPECT_EQ(graph.values().size(), values);
+}
+
+TEST(DecomposeTest, NewNodeNamesStayUnique) {
+  Module module = SoftmaxModule();
+  Graph& graph = module.graph;
+  graph.AddNode("sm/max", "relu", {graph.FindValue("y")}, {"z"}).value();
+  graph.SetOutputs({graph.FindValue("z")});
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  ASSERT_TRUE(Decompose()->Run(module).value());
+  EXPECT_THAT(Names(graph), ElementsAre("r", "sm/max.1", "sm/sub", "sm/exp",
+                                        "sm/sum", "sm/div", "sm/max"));
+  EXPECT_TRUE(VerifyGraph(graph).ok()) << VerifyGraph(graph);
+}
+
+TEST(DecomposeTest, UnknownOpFailsAtConstruction) {
+  proto::DecomposeOptions options;
+  options.add_ops("softmax");
+  options.add_ops("lstm_typo");
+  absl::Status status = DecomposePass::Create(options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "decompose does not know op 'lstm_typo'; it knows: softmax");
+  EXPECT_THAT(DecomposableOps(), ElementsAre("softmax"));
+}
+
+TEST(DecomposeTest, IsRegisteredWithDecomposeOptions) {
+  proto::PassSpec spec;
+  spec.set_name("decompose");
+  spec.mutable_decompose()->add_ops("nope");
+  EXPECT_EQ(PassRegistry::Global().Create(spec).status().message(),
+            "decompose does not know op 'nope'; it knows: softmax");
+  spec.mutable_decompose()->clear_ops();
+  EXPECT_TRUE(PassRegistry::Global().Create(spec).ok());
+}
+
+}  // namespace
+}  // namespace loom

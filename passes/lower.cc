@@ -1,0 +1,556 @@
+#include "passes/lower.h"
+
+#include <functional>
+#include <numeric>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "passes/pass.h"
+
+namespace loom {
+namespace {
+
+// How a graph value is read: element (i0, ..., ik) of the value is
+// buffer[offset], with offset an expression over variables x0..xk. A view
+// shares its source's buffer with a different offset. A one-element
+// constant is not stored at all.
+struct LoweredValue {
+  BufferId buffer = -1;
+  Expr offset = nullptr;
+  bool inline_constant = false;
+  double constant = 0;
+};
+
+// Normalises a possibly negative axis; the verifier has checked the range.
+int Axis(int64_t axis, size_t rank) {
+  return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
+}
+
+class Lowering {
+ public:
+  explicit Lowering(const Graph& graph)
+      : graph_(graph), ctx_(*program_.exprs), lowered_(graph.values().size()) {}
+
+  absl::StatusOr<LoopProgram> Run();
+
+ private:
+  using Rule = absl::Status (Lowering::*)(const Node& node);
+  static const absl::flat_hash_map<std::string, Rule>& Rules();
+
+  // Buffers and compute nodes.
+  BufferId NewBuffer(const Value& value, BufferKind kind, ValueId source);
+  Expr ContiguousOffset(const Shape& shape, int first_var = 0);
+  // A compute node over the shape of `out`, writing a fresh buffer for it.
+  ComputeNode PointwiseNode(const Node& node, ValueId out);
+  void Finish(ComputeNode node, ValueId out, int root);
+  Expr Var(int i) { return ctx_.Var(i); }
+
+  // Body steps.
+  int Load(ComputeNode& node, ValueId value, const std::vector<Expr>& indices);
+  int Step(ComputeNode& node, ScalarOp op);
+  int Call(ComputeNode& node, ScalarFn fn, DType dtype, std::vector<int> args);
+  int Constant(ComputeNode& node, double value, DType dtype);
+  // Indices into `in_shape` that broadcast it to the node's first
+  // `out_rank` loop variables (numpy rules).
+  std::vector<Expr> BroadcastIndices(const Shape& in_shape, size_t out_rank);
+  std::vector<Expr> Vars(int first, int count);
+
+  // Lowering rules, one per op family.
+  absl::Status LowerElementwise(const Node& node);
+  absl::Status LowerCast(const Node& node);
+  absl::Status LowerReduce(const Node& node);
+  absl::Status LowerMatmul(const Node& node);
+  absl::Status LowerConcat(const Node& node);
+  absl::Status LowerReshape(const Node& node);
+  absl::Status LowerTranspose(const Node& node);
+  absl::Status LowerSqueezeLike(const Node& node);
+  absl::Status LowerExpand(const Node& node);
+  absl::Status LowerSlice(const Node& node);
+  // Defines `out` as a view of `in`: element x of out is element
+  // in_indices(x) of in, with x the variables x0..x{rank-1}.
+  void DefineView(ValueId out, ValueId in, const std::vector<Expr>& in_indices);
+
+  void BindGraphInputsAndWeights();
+  void BindGraphOutputs();
+
+  const Graph& graph_;
+  LoopProgram program_;
+  ExprContext& ctx_;
+  std::vector<LoweredValue> lowered_;
+};
+
+const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
+  static const auto* rules = [] {
+    auto* r = new absl::flat_hash_map<std::string, Rule>;
+    for (const char* op :
+         {"add",     "sub",        "mul",     "div",           "pow",
+          "maximum", "minimum",    "neg",     "abs",           "exp",
+          "log",     "sqrt",       "rsqrt",   "reciprocal",    "tanh",
+          "sigmoid", "relu",       "where",   "equal",         "not_equal",
+          "less",    "less_equal", "greater", "greater_equal", "logical_not"}) {
+      (*r)[op] = &Lowering::LowerElementwise;
+    }
+    (*r)["cast"] = &Lowering::LowerCast;
+    for (const char* op :
+         {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+      (*r)[op] = &Lowering::LowerReduce;
+    }
+    (*r)["matmul"] = &Lowering::LowerMatmul;
+    (*r)["concat"] = &Lowering::LowerConcat;
+    (*r)["reshape"] = &Lowering::LowerReshape;
+    (*r)["transpose"] = &Lowering::LowerTranspose;
+    (*r)["squeeze"] = &Lowering::LowerSqueezeLike;
+    (*r)["unsqueeze"] = &Lowering::LowerSqueezeLike;
+    (*r)["expand"] = &Lowering::LowerExpand;
+    (*r)["slice"] = &Lowering::LowerSlice;
+    return r;
+  }();
+  return *rules;
+}
+
+BufferId Lowering::NewBuffer(const Value& value, BufferKind kind,
+                             ValueId source) {
+  Buffer buffer;
+  buffer.name = value.name;
+  buffer.dtype = value.type.dtype;
+  buffer.sizes = value.type.shape;
+  buffer.strides = ContiguousStrides(value.type.shape);
+  buffer.kind = kind;
+  buffer.source = source;
+  program_.buffers.push_back(std::move(buffer));
+  return static_cast<BufferId>(program_.buffers.size() - 1);
+}
+
+Expr Lowering::ContiguousOffset(const Shape& shape, int first_var) {
+  Expr offset = ctx_.Const(0);
+  const std::vector<int64_t> strides = ContiguousStrides(shape);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;  // its only index is 0
+    offset = ctx_.Add(
+        offset, ctx_.Mul(Var(first_var + static_cast<int>(i)), strides[i]));
+  }
+  return offset;
+}
+
+std::vector<Expr> Lowering::Vars(int first, int count) {
+  std::vector<Expr> vars;
+  for (int i = first; i < first + count; ++i) vars.push_back(Var(i));
+  return vars;
+}
+
+ComputeNode Lowering::PointwiseNode(const Node& node, ValueId out) {
+  ComputeNode compute;
+  compute.name = node.name;
+  compute.ranges = graph_.value(out).type.shape;
+  return compute;
+}
+
+void Lowering::Finish(ComputeNode node, ValueId out, int root) {
+  const Value& value = graph_.value(out);
+  node.output = NewBuffer(value, BufferKind::kTemp, out);
+  node.root = root;
+  node.store_index = ContiguousOffset(node.ranges);
+  lowered_[out] = LoweredValue{node.output, ContiguousOffset(value.type.shape)};
+  program_.nodes.push_back(std::move(node));
+}
+
+int Lowering::Step(ComputeNode& node, ScalarOp op) {
+  node.body.push_back(std::move(op));
+  return static_cast<int>(node.body.size() - 1);
+}
+
+int Lowering::Load(ComputeNode& node, ValueId value,
+                   const std::vector<Expr>& indices) {
+  const LoweredValue& source = lowered_[value];
+  const DType dtype = graph_.value(value).type.dtype;
+  if (source.inline_constant) return Constant(node, source.constant, dtype);
+  ScalarOp load{ScalarOp::Kind::kLoad, dtype};
+  load.buffer = source.buffer;
+  load.index =
+      ctx_.Simplify(ctx_.Substitute(source.offset, indices), node.AllRanges());
+  return Step(node, std::move(load));
+}
+
+int Lowering::Call(ComputeNode& node, ScalarFn fn, DType dtype,
+                   std::vector<int> args) {
+  ScalarOp call{ScalarOp::Kind::kCall, dtype};
+  call.fn = fn;
+  call.args = std::move(args);
+  return Step(node, std::move(call));
+}
+
+int Lowering::Constant(ComputeNode& node, double value, DType dtype) {
+  ScalarOp constant{ScalarOp::Kind::kConst, dtype};
+  constant.constant = value;
+  return Step(node, std::move(constant));
+}
+
+std::vector<Expr> Lowering::BroadcastIndices(const Shape& in_shape,
+                                             size_t out_rank) {
+  std::vector<Expr> indices;
+  const size_t lead = out_rank - in_shape.size();
+  for (size_t i = 0; i < in_shape.size(); ++i) {
+    indices.push_back(in_shape[i] == 1 ? ctx_.Const(0)
+                                       : Var(static_cast<int>(lead + i)));
+  }
+  return indices;
+}
+
+absl::Status Lowering::LowerElementwise(const Node& node) {
+  static const auto* fns = new absl::flat_hash_map<std::string, ScalarFn>{
+      {"add", ScalarFn::kAdd},         {"sub", ScalarFn::kSub},
+      {"mul", ScalarFn::kMul},         {"div", ScalarFn::kDiv},
+      {"pow", ScalarFn::kPow},         {"maximum", ScalarFn::kMax},
+      {"minimum", ScalarFn::kMin},     {"neg", ScalarFn::kNeg},
+      {"abs", ScalarFn::kAbs},         {"exp", ScalarFn::kExp},
+      {"log", ScalarFn::kLog},         {"sqrt", ScalarFn::kSqrt},
+      {"rsqrt", ScalarFn::kRsqrt},     {"reciprocal", ScalarFn::kReciprocal},
+      {"tanh", ScalarFn::kTanh},       {"sigmoid", ScalarFn::kSigmoid},
+      {"relu", ScalarFn::kRelu},       {"where", ScalarFn::kSelect},
+      {"equal", ScalarFn::kEq},        {"not_equal", ScalarFn::kNe},
+      {"less", ScalarFn::kLt},         {"less_equal", ScalarFn::kLe},
+      {"greater", ScalarFn::kGt},      {"greater_equal", ScalarFn::kGe},
+      {"logical_not", ScalarFn::kNot},
+  };
+  const ValueId out = node.outputs[0];
+  ComputeNode compute = PointwiseNode(node, out);
+  const size_t rank = compute.ranges.size();
+  std::vector<int> args;
+  for (ValueId input : node.inputs) {
+    args.push_back(
+        Load(compute, input,
+             BroadcastIndices(graph_.value(input).type.shape, rank)));
+  }
+  const int root = Call(compute, fns->at(node.op), graph_.value(out).type.dtype,
+                        std::move(args));
+  Finish(std::move(compute), out, root);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerCast(const Node& node) {
+  const ValueId out = node.outputs[0];
+  ComputeNode compute = PointwiseNode(node, out);
+  const int arg = Load(compute, node.inputs[0],
+                       Vars(0, static_cast<int>(compute.ranges.size())));
+  ScalarOp cast{ScalarOp::Kind::kCast, graph_.value(out).type.dtype};
+  cast.args = {arg};
+  const int root = Step(compute, std::move(cast));
+  Finish(std::move(compute), out, root);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerReduce(const Node& node) {
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Shape& in_shape = graph_.value(in).type.shape;
+  const DType dtype = graph_.value(out).type.dtype;
+  std::vector<bool> reduced(in_shape.size(),
+                            node.attrs.GetInts("axes").empty());
+  for (int64_t axis : node.attrs.GetInts("axes")) {
+    reduced[Axis(axis, in_shape.size())] = true;
+  }
+  const bool keepdims = node.attrs.GetInt("keepdims", 0) != 0;
+
+  // Pointwise loops follow the output's dims; reduction loops come after.
+  ComputeNode compute = PointwiseNode(node, out);
+  const int num_pointwise = static_cast<int>(compute.ranges.size());
+  std::vector<Expr> indices;
+  int next_pointwise = 0;
+  for (size_t i = 0; i < in_shape.size(); ++i) {
+    if (reduced[i]) {
+      indices.push_back(Var(num_pointwise +
+                            static_cast<int>(compute.reduction_ranges.size())));
+      compute.reduction_ranges.push_back(in_shape[i]);
+      if (keepdims) ++next_pointwise;
+    } else {
+      indices.push_back(Var(next_pointwise++));
+    }
+  }
+  if (compute.reduction_ranges.empty()) compute.reduction_ranges.push_back(1);
+  compute.reduce = node.op == "reduce_max"   ? ReduceKind::kMax
+                   : node.op == "reduce_min" ? ReduceKind::kMin
+                                             : ReduceKind::kSum;
+  const int root = Load(compute, in, indices);
+  if (node.op != "reduce_mean") {
+    Finish(std::move(compute), out, root);
+    return absl::OkStatus();
+  }
+  // Mean: the sum, then a pointwise divide by the reduced element count.
+  int64_t count = 1;
+  for (int64_t r : compute.reduction_ranges) count *= r;
+  const ValueId sum = out;  // the divide below rebinds `out`
+  Finish(std::move(compute), sum, root);
+  ComputeNode divide = PointwiseNode(node, out);
+  const int total =
+      Load(divide, out, Vars(0, static_cast<int>(divide.ranges.size())));
+  const int n = Constant(divide, static_cast<double>(count), dtype);
+  const int quotient = Call(divide, ScalarFn::kDiv, dtype, {total, n});
+  Finish(std::move(divide), out, quotient);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerMatmul(const Node& node) {
+  const ValueId a = node.inputs[0], b = node.inputs[1], out = node.outputs[0];
+  const Shape& a_shape = graph_.value(a).type.shape;
+  const Shape& b_shape = graph_.value(b).type.shape;
+  const DType dtype = graph_.value(out).type.dtype;
+  ComputeNode compute = PointwiseNode(node, out);
+  const int out_rank = static_cast<int>(compute.ranges.size());
+  const int64_t k = a_shape.back();
+  compute.reduction_ranges = {k};
+  compute.reduce = ReduceKind::kSum;
+  const Expr kvar = Var(out_rank);
+
+  // numpy matmul: a 1-D operand gains a dim of 1 (first for a, last for b)
+  // that the output drops; batch dims broadcast.
+  const bool a_vector = a_shape.size() == 1, b_vector = b_shape.size() == 1;
+  const int n_var = out_rank - 1;
+  const int m_var = b_vector ? out_rank - 1 : out_rank - 2;
+  const int batch_rank = out_rank - (a_vector ? 0 : 1) - (b_vector ? 0 : 1);
+  auto batch_indices = [&](const Shape& shape) {
+    Shape batch(shape.begin(), shape.end() - 2);
+    return BroadcastIndices(batch, batch_rank);
+  };
+  std::vector<Expr> a_idx, b_idx;
+  if (a_vector) {
+    a_idx = {kvar};
+  } else {
+    a_idx = batch_indices(a_shape);
+    a_idx.push_back(a_shape[a_shape.size() - 2] == 1 ? ctx_.Const(0)
+                                                     : Var(m_var));
+    a_idx.push_back(kvar);
+  }
+  if (b_vector) {
+    b_idx = {kvar};
+  } else {
+    b_idx = batch_indices(b_shape);
+    b_idx.push_back(kvar);
+    b_idx.push_back(b_shape.back() == 1 ? ctx_.Const(0) : Var(n_var));
+  }
+  const int lhs = Load(compute, a, a_idx);
+  const int rhs = Load(compute, b, b_idx);
+  const int root = Call(compute, ScalarFn::kMul, dtype, {lhs, rhs});
+  Finish(std::move(compute), out, root);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerConcat(const Node& node) {
+  // One compute node per input, each writing its slab of one buffer.
+  const ValueId out = node.outputs[0];
+  const Value& out_value = graph_.value(out);
+  const int axis =
+      Axis(node.attrs.GetInt("axis", 0), out_value.type.shape.size());
+  const BufferId buffer = NewBuffer(out_value, BufferKind::kTemp, out);
+  const Expr out_offset = ContiguousOffset(out_value.type.shape);
+  int64_t start = 0;
+  for (ValueId input : node.inputs) {
+    const Shape& shape = graph_.value(input).type.shape;
+    ComputeNode compute;
+    compute.name = node.name;
+    compute.ranges = shape;
+    const int rank = static_cast<int>(shape.size());
+    const int root = Load(compute, input, Vars(0, rank));
+    std::vector<Expr> shifted = Vars(0, rank);
+    shifted[axis] = ctx_.Add(shifted[axis], ctx_.Const(start));
+    compute.output = buffer;
+    compute.root = root;
+    compute.store_index =
+        ctx_.Simplify(ctx_.Substitute(out_offset, shifted), compute.ranges);
+    program_.nodes.push_back(std::move(compute));
+    start += shape[axis];
+  }
+  lowered_[out] = LoweredValue{buffer, out_offset};
+  return absl::OkStatus();
+}
+
+void Lowering::DefineView(ValueId out, ValueId in,
+                          const std::vector<Expr>& in_indices) {
+  const LoweredValue& source = lowered_[in];
+  if (source.inline_constant) {
+    lowered_[out] = source;
+    return;
+  }
+  lowered_[out] = LoweredValue{
+      source.buffer, ctx_.Simplify(ctx_.Substitute(source.offset, in_indices),
+                                   graph_.value(out).type.shape)};
+}
+
+absl::Status Lowering::LowerReshape(const Node& node) {
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Shape& in_shape = graph_.value(in).type.shape;
+  // Flat position of the output element, unflattened over the input shape.
+  const Expr flat = ContiguousOffset(graph_.value(out).type.shape);
+  const std::vector<int64_t> strides = ContiguousStrides(in_shape);
+  std::vector<Expr> in_indices;
+  for (size_t i = 0; i < in_shape.size(); ++i) {
+    in_indices.push_back(ctx_.Mod(ctx_.FloorDiv(flat, strides[i]),
+                                  std::max<int64_t>(in_shape[i], 1)));
+  }
+  DefineView(out, in, in_indices);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerTranspose(const Node& node) {
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const size_t rank = graph_.value(in).type.shape.size();
+  std::vector<int64_t> perm = node.attrs.GetInts("perm");
+  if (perm.empty()) {
+    for (size_t i = 0; i < rank; ++i) perm.push_back(rank - 1 - i);
+  }
+  // out[x] = in[y] with y[perm[i]] = x[i].
+  std::vector<Expr> in_indices(rank);
+  for (size_t i = 0; i < rank; ++i)
+    in_indices[perm[i]] = Var(static_cast<int>(i));
+  DefineView(out, in, in_indices);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerSqueezeLike(const Node& node) {
+  // Squeeze and unsqueeze only add or drop dims of size 1, so the dims of
+  // size > 1 appear in the same order in both shapes: pair them up.
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Shape& in_shape = graph_.value(in).type.shape;
+  const Shape& out_shape = graph_.value(out).type.shape;
+  std::vector<Expr> in_indices;
+  size_t j = 0;
+  for (size_t i = 0; i < in_shape.size(); ++i) {
+    if (in_shape[i] == 1) {
+      in_indices.push_back(ctx_.Const(0));
+      continue;
+    }
+    while (out_shape[j] == 1) ++j;
+    in_indices.push_back(Var(static_cast<int>(j++)));
+  }
+  DefineView(out, in, in_indices);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerExpand(const Node& node) {
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  DefineView(out, in,
+             BroadcastIndices(graph_.value(in).type.shape,
+                              graph_.value(out).type.shape.size()));
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerSlice(const Node& node) {
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Shape& in_shape = graph_.value(in).type.shape;
+  const size_t rank = in_shape.size();
+  const std::vector<int64_t> starts = node.attrs.GetInts("starts");
+  std::vector<int64_t> axes = node.attrs.GetInts("axes");
+  std::vector<int64_t> steps = node.attrs.GetInts("steps");
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  std::vector<Expr> in_indices = Vars(0, static_cast<int>(rank));
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int axis = Axis(axes[i], rank);
+    const int64_t dim = in_shape[axis];
+    // ONNX Slice: negative starts count from the end, then clamp to the
+    // valid range for the step's direction.
+    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+    start = steps[i] > 0 ? std::clamp<int64_t>(start, 0, dim)
+                         : std::clamp<int64_t>(start, 0, dim - 1);
+    in_indices[axis] =
+        ctx_.Add(ctx_.Const(start), ctx_.Mul(Var(axis), steps[i]));
+  }
+  DefineView(out, in, in_indices);
+  return absl::OkStatus();
+}
+
+void Lowering::BindGraphInputsAndWeights() {
+  for (ValueId id : graph_.inputs()) {
+    const BufferId buffer = NewBuffer(graph_.value(id), BufferKind::kInput, id);
+    program_.inputs.push_back(buffer);
+    lowered_[id] =
+        LoweredValue{buffer, ContiguousOffset(graph_.value(id).type.shape)};
+  }
+  for (const auto* list : {&graph_.weights(), &graph_.constants()}) {
+    for (ValueId id : *list) {
+      const Value& value = graph_.value(id);
+      const Tensor& data = graph_.initializer(id);
+      if (value.kind == ValueKind::kConstant && data.num_elements() == 1) {
+        lowered_[id].inline_constant = true;
+        lowered_[id].constant = data.GetDouble(0);
+        continue;
+      }
+      const BufferId buffer = NewBuffer(value, BufferKind::kWeight, id);
+      program_.weights.push_back(buffer);
+      lowered_[id] = LoweredValue{buffer, ContiguousOffset(value.type.shape)};
+    }
+  }
+}
+
+void Lowering::BindGraphOutputs() {
+  // An output that a compute node wrote contiguously becomes an output
+  // buffer in place; anything else (a view, an input, a weight, an output
+  // listed twice) is copied into one.
+  std::vector<bool> claimed(program_.buffers.size(), false);
+  for (ValueId id : graph_.outputs()) {
+    const LoweredValue& value = lowered_[id];
+    const Shape& shape = graph_.value(id).type.shape;
+    const bool in_place =
+        !value.inline_constant &&
+        program_.buffers[value.buffer].kind == BufferKind::kTemp &&
+        program_.buffers[value.buffer].source == id && !claimed[value.buffer];
+    if (in_place) {
+      program_.buffers[value.buffer].kind = BufferKind::kOutput;
+      claimed[value.buffer] = true;
+      program_.outputs.push_back(value.buffer);
+      continue;
+    }
+    ComputeNode copy;
+    copy.name = absl::StrCat("copy_", graph_.value(id).name);
+    copy.ranges = shape;
+    const int root = Load(copy, id, Vars(0, static_cast<int>(shape.size())));
+    copy.output = NewBuffer(graph_.value(id), BufferKind::kOutput, id);
+    claimed.push_back(true);
+    copy.root = root;
+    copy.store_index = ContiguousOffset(shape);
+    program_.outputs.push_back(copy.output);
+    program_.nodes.push_back(std::move(copy));
+  }
+}
+
+absl::StatusOr<LoopProgram> Lowering::Run() {
+  BindGraphInputsAndWeights();
+  const auto& rules = Rules();
+  for (const Node& node : graph_.nodes()) {
+    auto rule = rules.find(node.op);
+    if (rule == rules.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node.name, "' (", node.op,
+          "): no lowering for this op (decompose it first, e.g. with the "
+          "'decompose' pass)"));
+    }
+    if (absl::Status s = (this->*(rule->second))(node); !s.ok()) return s;
+  }
+  BindGraphOutputs();
+  return std::move(program_);
+}
+
+class LowerPass : public Pass {
+ public:
+  absl::StatusOr<bool> Run(Module& module) override {
+    absl::StatusOr<LoopProgram> program = LowerGraph(module.graph);
+    if (!program.ok()) return program.status();
+    module.loops = *std::move(program);
+    module.schedule.reset();
+    module.source.reset();
+    return true;
+  }
+};
+
+LOOM_REGISTER_PASS("lower", "", [](const proto::PassSpec&) {
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<LowerPass>());
+});
+
+}  // namespace
+
+absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph) {
+  return Lowering(graph).Run();
+}
+
+}  // namespace loom

@@ -1,0 +1,275 @@
+#include "passes/pass_manager.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
+#include "ir/graph_io.h"
+#include "ir/loop_ir.h"
+#include "ir/schedule.h"
+#include "ir/verifier.h"
+#include "pipelines/builtin_pipelines.h"
+#include "re2/re2.h"
+
+namespace loom {
+namespace {
+
+using google::protobuf::TextFormat;
+
+namespace pbio = google::protobuf::io;
+
+// Tokenizer errors while re-reading text the parser has already reported on.
+class IgnoreErrors : public pbio::ErrorCollector {
+ public:
+  void AddError(int, pbio::ColumnNumber, const std::string&) override {}
+};
+
+// TextFormat reports these errors at the token after the field name or enum
+// value they are about, which may be on the next line.
+bool ReportedAfterTheCulprit(absl::string_view message) {
+  for (absl::string_view fragment :
+       {"has no field named", "Unknown enumeration value",
+        "is specified multiple times", "another member of oneof"}) {
+    if (absl::StrContains(message, fragment)) return true;
+  }
+  return false;
+}
+
+// The 0-based position of the last token of `text` that starts before
+// `position`, or `position` when none does.
+std::pair<int, int> PreviousToken(const std::string& text,
+                                  std::pair<int, int> position) {
+  pbio::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  IgnoreErrors ignore;
+  pbio::Tokenizer tokenizer(&input, &ignore);
+  tokenizer.set_comment_style(pbio::Tokenizer::SH_COMMENT_STYLE);
+  std::pair<int, int> previous = position;
+  while (tokenizer.Next()) {
+    const std::pair<int, int> start(tokenizer.current().line,
+                                    tokenizer.current().column);
+    if (start >= position) break;
+    previous = start;
+  }
+  return previous;
+}
+
+// Keeps the first parse error of `text` as "FILE:LINE:COL: message"
+// (1-based), placed at the token the message is about.
+class FirstErrorCollector : public pbio::ErrorCollector {
+ public:
+  FirstErrorCollector(const std::string& text, absl::string_view filename)
+      : text_(text), filename_(filename) {}
+
+  void AddError(int line, pbio::ColumnNumber column,
+                const std::string& message) override {
+    if (!first_error_.empty()) return;
+    if (line < 0) {
+      first_error_ = absl::StrCat(filename_, ": ", message);
+      return;
+    }
+    std::pair<int, int> position(line, column);
+    if (ReportedAfterTheCulprit(message)) {
+      position = PreviousToken(text_, position);
+    }
+    first_error_ =
+        absl::StrFormat("%s:%d:%d: %s", filename_, position.first + 1,
+                        position.second + 1, message);
+  }
+
+  const std::string& first_error() const { return first_error_; }
+
+ private:
+  const std::string& text_;
+  std::string filename_;
+  std::string first_error_;
+};
+
+// "FILE:LINE: " for the index-th `pass` entry.
+std::string PassPlace(absl::string_view filename,
+                      const TextFormat::ParseInfoTree& locations, int index) {
+  const google::protobuf::FieldDescriptor* pass_field =
+      proto::Pipeline::descriptor()->FindFieldByName("pass");
+  const int line = locations.GetLocation(pass_field, index).line;
+  return line < 0 ? absl::StrCat(filename, ": ")
+                  : absl::StrCat(filename, ":", line + 1, ": ");
+}
+
+absl::Status VerifyModule(const Module& module) {
+  absl::Status status = VerifyGraph(module.graph);
+  if (status.ok() && module.loops.has_value()) {
+    status = VerifyLoopProgram(*module.loops);
+  }
+  return status;
+}
+
+// The most advanced stage of the module, as text.
+absl::StatusOr<std::string> DumpText(const Module& module) {
+  if (module.source.has_value()) return module.source->text;
+  if (module.schedule.has_value()) {
+    if (!module.loops.has_value()) {
+      return absl::InternalError("the module has a schedule but no loops");
+    }
+    return PrintSchedule(*module.schedule, *module.loops);
+  }
+  if (module.loops.has_value()) return PrintLoopProgram(*module.loops);
+  return GraphToText(module.graph);
+}
+
+absl::Status WriteDump(const Module& module, const std::string& dump_dir,
+                       int position, const std::string& pass_name) {
+  absl::StatusOr<std::string> text = DumpText(module);
+  if (!text.ok()) return text.status();
+  std::error_code error;
+  std::filesystem::create_directories(dump_dir, error);
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot create dump directory '", dump_dir, "': ", error.message()));
+  }
+  const std::string path =
+      absl::StrFormat("%s/%02d-%s.txt", dump_dir, position, pass_name);
+  std::ofstream file(path, std::ios::binary);
+  file << *text;
+  file.close();
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write dump '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
+                                                absl::string_view filename) {
+  LoadedPipeline pipeline;
+  pipeline.name = std::string(filename);
+
+  const std::string source(text);
+  FirstErrorCollector errors(source, filename);
+  TextFormat::ParseInfoTree locations;
+  TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(&locations);
+  if (!parser.ParseFromString(source, &pipeline.proto)) {
+    return absl::InvalidArgumentError(
+        errors.first_error().empty()
+            ? absl::StrCat(filename, ": malformed pipeline")
+            : errors.first_error());
+  }
+
+  if (pipeline.proto.pass_size() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ": empty pipeline"));
+  }
+  if (pipeline.proto.target() == proto::TARGET_UNSPECIFIED) {
+    // A missing field has no line of its own; line 1 is where it belongs.
+    return absl::InvalidArgumentError(absl::StrCat(
+        filename, ":1: the pipeline has no target (e.g. 'target: CPU')"));
+  }
+  for (int i = 0; i < pipeline.proto.pass_size(); ++i) {
+    const proto::PassSpec& spec = pipeline.proto.pass(i);
+    absl::StatusOr<std::unique_ptr<Pass>> pass =
+        PassRegistry::Global().Create(spec);
+    if (!pass.ok()) {
+      return absl::Status(pass.status().code(),
+                          absl::StrCat(PassPlace(filename, locations, i),
+                                       pass.status().message()));
+    }
+    pipeline.passes.push_back({spec.name(), *std::move(pass)});
+  }
+  return pipeline;
+}
+
+absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot read pipeline file '", path, "': ", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read pipeline file '", path, "'"));
+  }
+  return LoadPipelineText(text.str(), path);
+}
+
+absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path) {
+  if (absl::StrContains(name_or_path, '/') ||
+      absl::EndsWith(name_or_path, ".pbtxt")) {
+    return LoadPipelineFile(name_or_path);
+  }
+  std::optional<absl::string_view> text = BuiltinPipelineText(name_or_path);
+  if (!text.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown pipeline '", name_or_path,
+        "'; built-in pipelines: ", absl::StrJoin(BuiltinPipelineNames(), ", "),
+        " (a file path needs a '/' or the .pbtxt extension)"));
+  }
+  absl::StatusOr<LoadedPipeline> pipeline = LoadPipelineText(
+      *text, absl::StrCat("pipelines/", name_or_path, ".pbtxt"));
+  if (pipeline.ok()) pipeline->name = name_or_path;
+  return pipeline;
+}
+
+absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline,
+                                                 Module& module,
+                                                 const RunOptions& options) {
+  std::unique_ptr<RE2> dump_pattern;
+  if (!options.dump_after.empty()) {
+    dump_pattern = std::make_unique<RE2>(options.dump_after, RE2::Quiet);
+    if (!dump_pattern->ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad dump_after pattern '", options.dump_after,
+                       "': ", dump_pattern->error()));
+    }
+    if (options.dump_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "dump_after is set but dump_dir is not");
+    }
+  }
+
+  std::vector<PassRun> runs;
+  for (size_t i = 0; i < pipeline.passes.size(); ++i) {
+    LoadedPipeline::Entry& entry = pipeline.passes[i];
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<bool> changed = entry.pass->Run(module);
+    const std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    if (!changed.ok()) {
+      return absl::Status(changed.status().code(),
+                          absl::StrCat("pass '", entry.name, "' failed: ",
+                                       changed.status().message()));
+    }
+    runs.push_back({entry.name, elapsed.count(), *changed});
+
+    if (options.verify_each) {
+      absl::Status verified = VerifyModule(module);
+      if (!verified.ok()) {
+        return absl::InternalError(
+            absl::StrCat("verification failed after pass '", entry.name,
+                         "': ", verified.message()));
+      }
+    }
+    if (dump_pattern != nullptr && RE2::FullMatch(entry.name, *dump_pattern)) {
+      absl::Status dumped = WriteDump(module, options.dump_dir,
+                                      static_cast<int>(i) + 1, entry.name);
+      if (!dumped.ok()) return dumped;
+    }
+  }
+  return runs;
+}
+
+}  // namespace loom

@@ -1,0 +1,73 @@
+#ifndef LOOM_PASSES_PASS_MANAGER_H_
+#define LOOM_PASSES_PASS_MANAGER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/module.h"
+#include "ir/pipeline.pb.h"
+#include "passes/pass.h"
+
+namespace loom {
+
+// A pipeline whose every pass exists and accepted its options: running it
+// can fail only inside a pass or in verification.
+struct LoadedPipeline {
+  struct Entry {
+    std::string name;
+    std::unique_ptr<Pass> pass;
+  };
+
+  std::string name;  // the built-in name or the file path
+  proto::Pipeline proto;
+  std::vector<Entry> passes;  // in pipeline order
+};
+
+// Parses a pipeline text proto and instantiates its passes from the global
+// PassRegistry. Every error names the place: "FILE:LINE:COL: cause" for
+// malformed text and unknown option fields, "FILE:LINE: cause" for an
+// unknown pass, an options block that pass does not take, bad option values
+// and a missing target, and "FILE: empty pipeline" when there is no pass.
+absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
+                                                absl::string_view filename);
+
+// Reads and loads a pipeline file. A missing file is an error naming `path`.
+absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path);
+
+// Loads a built-in pipeline (pipelines/<name>.pbtxt, embedded in the binary)
+// when `name_or_path` has no '/' and does not end in ".pbtxt"; otherwise a
+// file. An unknown built-in name is an error that lists the built-in names.
+absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path);
+
+struct PassRun {
+  std::string name;
+  double seconds = 0;
+  bool changed = false;
+};
+
+struct RunOptions {
+  // Verify the graph (and the loop program, once there is one) after every
+  // pass.
+  bool verify_each = true;
+  // Dump the IR after each pass whose name fully matches this re2 pattern
+  // (empty: none) into `dump_dir`, as "<NN>-<pass>.txt" where NN is the
+  // pass's 1-based position in the pipeline. A dump holds the most advanced
+  // stage present: generated source, else the schedule, else the loop
+  // program, else the graph.
+  std::string dump_after;
+  std::string dump_dir;
+};
+
+// Runs the passes in order on `module`, timing each. Errors read
+// "pass 'NAME' failed: <cause>" (the pass's own status code) or
+// "verification failed after pass 'NAME': <cause>" (an InternalError: a pass
+// broke the IR).
+absl::StatusOr<std::vector<PassRun>> RunPipeline(
+    LoadedPipeline& pipeline, Module& module, const RunOptions& options = {});
+
+}  // namespace loom
+
+#endif  // LOOM_PASSES_PASS_MANAGER_H_

@@ -1,0 +1,178 @@
+#include "passes/simplify.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+#include "ir/verifier.h"
+
+namespace loom {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Builds graphs in a line per node: Add("c", "add", {"a", "b"}).
+class GraphBuilder {
+ public:
+  GraphBuilder() {
+    module_.graph.AddInput("x", TensorType{DType::kF32, {2, 3}}).value();
+  }
+
+  GraphBuilder& Add(const std::string& name, const std::string& op,
+                    const std::vector<std::string>& inputs, Attrs attrs = {}) {
+    std::vector<ValueId> ids;
+    for (const std::string& input : inputs) {
+      ids.push_back(module_.graph.FindValue(input));
+    }
+    module_.graph.AddNode(name, op, ids, {name}, std::move(attrs)).value();
+    return *this;
+  }
+
+  Module Build(const std::vector<std::string>& outputs) {
+    for (const std::string& output : outputs) {
+      module_.graph.AddOutput(module_.graph.FindValue(output));
+    }
+    EXPECT_TRUE(InferShapes(module_.graph).ok());
+    return module_;
+  }
+
+ private:
+  Module module_;
+};
+
+Attrs Reduce(std::vector<int64_t> axes, bool axes_first = true) {
+  Attrs attrs;
+  if (axes_first) attrs.Set("axes", axes);
+  attrs.Set("keepdims", int64_t{1});
+  if (!axes_first) attrs.Set("axes", axes);
+  return attrs;
+}
+
+std::vector<std::string> Names(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const Node& node : graph.nodes()) names.push_back(node.name);
+  return names;
+}
+
+// The names of a node's inputs.
+std::vector<std::string> Inputs(const Graph& graph, const std::string& node) {
+  std::vector<std::string> names;
+  for (const Node& n : graph.nodes()) {
+    if (n.name != node) continue;
+    for (ValueId input : n.inputs) names.push_back(graph.value(input).name);
+  }
+  return names;
+}
+
+bool RunSimplify(Module& module) {
+  absl::StatusOr<bool> changed = SimplifyPass().Run(module);
+  EXPECT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(VerifyGraph(module.graph).ok()) << VerifyGraph(module.graph);
+  return changed.value_or(false);
+}
+
+TEST(SimplifyTest, DuplicateReusesTheFirst) {
+  Module module = GraphBuilder()
+                      .Add("a", "relu", {"x"})
+                      .Add("b", "relu", {"x"})
+                      .Add("c", "add", {"a", "b"})
+                      .Build({"c"});
+  EXPECT_TRUE(RunSimplify(module));
+  EXPECT_THAT(Names(module.graph), ElementsAre("a", "c"));
+  EXPECT_THAT(Inputs(module.graph, "c"), ElementsAre("a", "a"));
+}
+
+TEST(SimplifyTest, DuplicatesCascade) {
+  // Once b is a, e = exp(b) is a duplicate of d = exp(a).
+  Module module = GraphBuilder()
+                      .Add("a", "relu", {"x"})
+                      .Add("b", "relu", {"x"})
+                      .Add("d", "exp", {"a"})
+                      .Add("e", "exp", {"b"})
+                      .Add("f", "sub", {"d", "e"})
+                      .Build({"f"});
+  EXPECT_TRUE(RunSimplify(module));
+  EXPECT_THAT(Names(module.graph), ElementsAre("a", "d", "f"));
+  EXPECT_THAT(Inputs(module.graph, "f"), ElementsAre("d", "d"));
+}
+
+TEST(SimplifyTest, AttributesMustMatchInAnyOrder) {
+  Module module = GraphBuilder()
+                      .Add("s0", "reduce_sum", {"x"}, Reduce({0}))
+                      .Add("s1", "reduce_sum", {"x"}, Reduce({1}))
+                      .Add("s0_again", "reduce_sum", {"x"}, Reduce({0}, false))
+                      .Add("t", "add", {"s0", "s1"})
+                      .Add("u", "add", {"t", "s0_again"})
+                      .Build({"u"});
+  EXPECT_TRUE(RunSimplify(module));
+  EXPECT_THAT(Names(module.graph), ElementsAre("s0", "s1", "t", "u"));
+  EXPECT_THAT(Inputs(module.graph, "u"), ElementsAre("t", "s0"));
+}
+
+TEST(SimplifyTest, InputOrderMatters) {
+  Module module = GraphBuilder()
+                      .Add("a", "relu", {"x"})
+                      .Add("d1", "sub", {"x", "a"})
+                      .Add("d2", "sub", {"a", "x"})
+                      .Add("s", "add", {"d1", "d2"})
+                      .Build({"s"});
+  EXPECT_FALSE(RunSimplify(module));
+  EXPECT_THAT(Names(module.graph), ElementsAre("a", "d1", "d2", "s"));
+}
+
+TEST(SimplifyTest, DeadNodesAreRemoved) {
+  Module module = GraphBuilder()
+                      .Add("dead1", "exp", {"x"})
+                      .Add("live", "relu", {"x"})
+                      .Add("dead2", "neg", {"dead1"})
+                      .Add("out", "abs", {"live"})
+                      .Build({"out"});
+  EXPECT_TRUE(RunSimplify(module));
+  EXPECT_THAT(Names(module.graph), ElementsAre("live", "out"));
+  EXPECT_EQ(module.graph.value(module.graph.FindValue("dead1")).producer,
+            kNoNode);
+}
+
+TEST(SimplifyTest, GraphOutputsKeepTheirNodes) {
+  // Both duplicates name a graph output, so neither may go.
+  Module module = GraphBuilder()
+                      .Add("y1", "relu", {"x"})
+                      .Add("y2", "relu", {"x"})
+                      .Add("z", "exp", {"y2"})
+                      .Build({"y1", "y2", "z"});
+  EXPECT_FALSE(RunSimplify(module));
+  EXPECT_THAT(Names(module.graph), ElementsAre("y1", "y2", "z"));
+  EXPECT_THAT(Inputs(module.graph, "z"), ElementsAre("y2"));
+}
+
+TEST(SimplifyTest, DuplicateOfAGraphOutputReusesIt) {
+  Module module = GraphBuilder()
+                      .Add("y", "relu", {"x"})
+                      .Add("again", "relu", {"x"})
+                      .Add("z", "exp", {"again"})
+                      .Build({"y", "z"});
+  EXPECT_TRUE(RunSimplify(module));
+  EXPECT_THAT(Names(module.graph), ElementsAre("y", "z"));
+  EXPECT_THAT(Inputs(module.graph, "z"), ElementsAre("y"));
+}
+
+TEST(SimplifyTest, CleanGraphIsUnchanged) {
+  Module module = GraphBuilder()
+                      .Add("a", "relu", {"x"})
+                      .Add("b", "exp", {"a"})
+                      .Build({"b"});
+  EXPECT_FALSE(RunSimplify(module));
+  EXPECT_THAT(Names(module.graph), ElementsAre("a", "b"));
+}
+
+TEST(SimplifyTest, IsRegisteredAsSimplify) {
+  proto::PassSpec spec;
+  spec.set_name("simplify");
+  EXPECT_TRUE(PassRegistry::Global().Create(spec).ok());
+}
+
+}  // namespace
+}  // namespace loom
