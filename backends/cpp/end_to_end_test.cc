@@ -1,0 +1,256 @@
+// Every starter op through the whole CPU path (decompose, lower, schedule,
+// emit C++, native compile, run), compared with the reference interpreter.
+// Ops are grouped into a few graphs so that each test compiles once.
+
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpp/executable.h"
+#include "gtest/gtest.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/random.h"
+#include "passes/pass_manager.h"
+
+namespace loom {
+namespace {
+
+constexpr char kPipeline[] = R"(
+target: CPU
+pass { name: "verify" }
+pass { name: "decompose" decompose { ops: ["softmax"] } }
+pass { name: "simplify" }
+pass { name: "lower" }
+pass { name: "schedule" }
+pass { name: "codegen-cpp" cpp { simd: NATIVE } }
+)";
+
+// Float outputs: |actual - expected| <= 1e-5 + 1e-4 * |expected|.
+constexpr double kRelTolerance = 1e-4;
+constexpr double kAbsTolerance = 1e-5;
+
+class GraphBuilder {
+ public:
+  ValueId Input(const std::string& name, DType dtype, Shape shape) {
+    return *graph_.AddInput(name, TensorType{dtype, std::move(shape)});
+  }
+  ValueId Weight(const std::string& name, Shape shape, uint64_t seed) {
+    Tensor data(DType::kF32, std::move(shape));
+    FillUniform(data, seed, -1, 1);
+    return *graph_.AddInitializer(name, ValueKind::kWeight, std::move(data));
+  }
+  ValueId Op(const std::string& op, std::vector<ValueId> inputs, Attrs attrs = {}) {
+    const std::string name = absl::StrCat(op, "_", graph_.nodes().size());
+    const NodeId id = *graph_.AddNode(name, op, std::move(inputs), {name + ".y"},
+                                      std::move(attrs));
+    return graph_.node(id).outputs[0];
+  }
+  void Output(ValueId value) { graph_.AddOutput(value); }
+  Graph& graph() { return graph_; }
+
+ private:
+  Graph graph_;
+};
+
+Attrs IntsAttr(const std::string& name, std::vector<int64_t> values) {
+  Attrs attrs;
+  attrs.Set(name, std::move(values));
+  return attrs;
+}
+
+void CompileRunAndCompare(Graph graph) {
+  ASSERT_TRUE(InferShapes(graph).ok());
+  std::vector<Tensor> inputs;
+  for (ValueId id : graph.inputs()) {
+    Tensor tensor(graph.value(id).type);
+    const bool is_float = IsFloat(tensor.dtype());
+    FillUniform(tensor, 100 + id, is_float ? -2 : -5, is_float ? 2 : 6);
+    inputs.push_back(std::move(tensor));
+  }
+  absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  absl::StatusOr<LoadedPipeline> pipeline = LoadPipelineText(kPipeline, "test");
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  Module module;
+  module.graph = std::move(graph);
+  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  absl::StatusOr<cpp::CppExecutable> executable = cpp::CppExecutable::Create(
+      module, absl::StrCat(std::getenv("TEST_TMPDIR"), "/cache"));
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  absl::StatusOr<std::vector<Tensor>> actual = executable->Run(inputs);
+  ASSERT_TRUE(actual.ok()) << actual.status();
+
+  ASSERT_EQ(actual->size(), expected->size());
+  for (size_t o = 0; o < expected->size(); ++o) {
+    const Tensor& e = (*expected)[o];
+    const Tensor& a = (*actual)[o];
+    const std::string output = module.graph.value(module.graph.outputs()[o]).name;
+    ASSERT_EQ(a.type(), e.type()) << output;
+    for (int64_t i = 0; i < e.num_elements(); ++i) {
+      if (IsFloat(e.dtype())) {
+        const double want = e.GetDouble(i);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(a.GetDouble(i))) << output << " element " << i;
+          continue;
+        }
+        ASSERT_NEAR(a.GetDouble(i), want, kAbsTolerance + kRelTolerance * std::fabs(want))
+            << output << " element " << i;
+      } else {
+        ASSERT_EQ(a.GetInt(i), e.GetInt(i)) << output << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(EndToEndTest, UnaryOps) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {3, 17});
+  const ValueId positive = b.Op("add", {b.Op("abs", {x}), b.Weight("one", {1}, 0)});
+  for (const char* op : {"neg", "abs", "exp", "tanh", "sigmoid", "relu"}) {
+    b.Output(b.Op(op, {x}));
+  }
+  for (const char* op : {"log", "sqrt", "rsqrt", "reciprocal"}) {
+    b.Output(b.Op(op, {positive}));
+  }
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(EndToEndTest, BinaryOpsBroadcast) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {2, 1, 5});
+  const ValueId y = b.Input("y", DType::kF32, {3, 1});
+  for (const char* op : {"add", "sub", "mul", "maximum", "minimum"}) {
+    b.Output(b.Op(op, {x, y}));
+  }
+  const ValueId positive = b.Op("add", {b.Op("abs", {y}), b.Weight("one", {1}, 0)});
+  b.Output(b.Op("div", {x, positive}));
+  b.Output(b.Op("pow", {positive, x}));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(EndToEndTest, ComparisonsWhereAndCast) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {4, 6});
+  const ValueId y = b.Input("y", DType::kF32, {6});
+  for (const char* op : {"equal", "not_equal", "less", "less_equal", "greater",
+                         "greater_equal"}) {
+    b.Output(b.Op(op, {x, y}));
+  }
+  const ValueId less = b.Op("less", {x, y});
+  b.Output(b.Op("where", {less, x, y}));
+  b.Output(b.Op("logical_not", {less}));
+  for (const char* to : {"f64", "i32", "i64", "bool"}) {
+    Attrs attrs;
+    attrs.Set("to", std::string(to));
+    b.Output(b.Op("cast", {x}, attrs));
+  }
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(EndToEndTest, NanPropagationAndSaturatingCasts) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {4, 9});
+  const ValueId nan_where_negative = b.Op("sqrt", {x});
+  b.Output(b.Op("maximum", {nan_where_negative, x}));
+  b.Output(b.Op("minimum", {x, nan_where_negative}));
+  b.Output(b.Op("reduce_max", {nan_where_negative}, IntsAttr("axes", {1})));
+  b.Output(b.Op("reduce_min", {nan_where_negative}, IntsAttr("axes", {0})));
+  Tensor huge_data(DType::kF32, {1});
+  huge_data.SetDouble(0, 3e18);
+  const ValueId huge =
+      *b.graph().AddInitializer("huge", ValueKind::kWeight, huge_data);
+  const ValueId big = b.Op("mul", {x, huge});
+  for (const char* to : {"i32", "i64"}) {
+    Attrs attrs;
+    attrs.Set("to", std::string(to));
+    b.Output(b.Op("cast", {big}, attrs));
+    b.Output(b.Op("cast", {nan_where_negative}, attrs));
+  }
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(EndToEndTest, IntegerArithmetic) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kI32, {5, 3});
+  const ValueId y = b.Input("y", DType::kI32, {3});
+  for (const char* op : {"add", "sub", "mul", "maximum", "minimum", "neg", "abs",
+                         "relu"}) {
+    b.Output(op == std::string("neg") || op == std::string("abs") ||
+                     op == std::string("relu")
+                 ? b.Op(op, {x})
+                 : b.Op(op, {x, y}));
+  }
+  const ValueId z = b.Input("z", DType::kI64, {7});
+  Attrs all;
+  all.Set("keepdims", int64_t{1});
+  b.Output(b.Op("reduce_sum", {z}, all));
+  b.Output(b.Op("reduce_max", {z}, all));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(EndToEndTest, Reductions) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {3, 4, 5});
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+    b.Output(b.Op(op, {x}, IntsAttr("axes", {-1})));
+    Attrs keep = IntsAttr("axes", {0, 2});
+    keep.Set("keepdims", int64_t{1});
+    b.Output(b.Op(op, {x}, keep));
+    b.Output(b.Op(op, {x}));
+  }
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(EndToEndTest, ViewsAndConcat) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {2, 3, 4});
+  const ValueId t = b.Op("transpose", {x}, IntsAttr("perm", {2, 0, 1}));
+  b.Output(b.Op("neg", {b.Op("reshape", {t}, IntsAttr("shape", {4, -1}))}));
+  b.Output(b.Op("reshape", {x}, IntsAttr("shape", {6, 4})));
+  const ValueId u = b.Op("unsqueeze", {x}, IntsAttr("axes", {1}));
+  b.Output(b.Op("exp", {u}));
+  b.Output(b.Op("squeeze", {u}, IntsAttr("axes", {1})));
+  const ValueId col = b.Input("col", DType::kF32, {3, 1});
+  b.Output(b.Op("expand", {col}, IntsAttr("shape", {2, 3, 4})));
+  Attrs slice = IntsAttr("starts", {-1, 1});
+  slice.Set("ends", std::vector<int64_t>{-100, 3});
+  slice.Set("axes", std::vector<int64_t>{2, 1});
+  slice.Set("steps", std::vector<int64_t>{-2, 1});
+  b.Output(b.Op("slice", {x}, slice));
+  Attrs concat;
+  concat.Set("axis", int64_t{-1});
+  b.Output(b.Op("concat", {x, b.Op("neg", {x}), x}, concat));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(EndToEndTest, MatmulShapes) {
+  GraphBuilder b;
+  const ValueId a = b.Input("a", DType::kF32, {2, 3, 5});
+  const ValueId w = b.Weight("w", {5, 7}, 1);
+  const ValueId v = b.Input("v", DType::kF32, {5});
+  const ValueId batched = b.Input("batched", DType::kF32, {1, 7, 4});
+  const ValueId aw = b.Op("matmul", {a, w});  // [2,3,7]
+  b.Output(aw);
+  b.Output(b.Op("matmul", {aw, batched}));  // [2,3,4] with batch broadcast
+  b.Output(b.Op("matmul", {a, v}));         // [2,3]
+  b.Output(b.Op("matmul", {v, w}));         // [7]
+  b.Output(b.Op("matmul", {v, v}));         // []
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(EndToEndTest, SoftmaxThroughDecomposition) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {3, 33});
+  Attrs last, first;
+  last.Set("axis", int64_t{-1});
+  first.Set("axis", int64_t{0});
+  b.Output(b.Op("softmax", {x}, last));
+  b.Output(b.Op("softmax", {x}, first));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+}  // namespace
+}  // namespace loom

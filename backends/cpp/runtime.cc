@@ -1,0 +1,341 @@
+#include "backends/cpp/runtime.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backends/cpp/subprocess.h"
+
+namespace loom::cpp {
+namespace {
+
+// How much of a failing compiler's output an error carries (its tail, where
+// the summary and usually the first real error are).
+constexpr size_t kMaxCompilerOutputBytes = 4000;
+
+// 128-bit FNV-1a, fed piece by piece.
+class Fnv1a128 {
+ public:
+  void Update(std::string_view data) {
+    for (unsigned char byte : data) {
+      state_ ^= byte;
+      state_ *= kPrime;
+    }
+  }
+  std::string HexDigest() const {
+    return absl::StrFormat("%016x%016x", static_cast<uint64_t>(state_ >> 64),
+                           static_cast<uint64_t>(state_));
+  }
+
+ private:
+  static constexpr unsigned __int128 kOffsetBasis =
+      (static_cast<unsigned __int128>(0x6c62272e07bb0142ULL) << 64) |
+      0x62b821756295c58dULL;
+  static constexpr unsigned __int128 kPrime =
+      (static_cast<unsigned __int128>(1) << 88) | 0x13b;  // 2^88 + 2^8 + 0x3b
+  unsigned __int128 state_ = kOffsetBasis;
+};
+
+std::string GetEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+absl::Status ErrnoError(absl::string_view operation, absl::string_view path) {
+  return absl::ErrnoToStatus(errno, absl::StrCat(operation, " ", path));
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+// Creates `dir` and its missing parents, each with mode 0700 (the cache holds
+// code this process will run, so nobody else may write it).
+absl::Status MakeDirs(const std::string& dir) {
+  for (size_t end = 1; end <= dir.size(); ++end) {
+    if (end < dir.size() && dir[end] != '/') continue;
+    const std::string prefix = dir.substr(0, end);
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST &&
+        !IsDirectory(prefix)) {
+      return ErrnoError("mkdir", prefix);
+    }
+  }
+  if (!IsDirectory(dir)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cache dir ", dir, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+// `path` plus a suffix no other thread or process picks at the same time.
+std::string TempPathFor(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  uint64_t random = 0;
+  if (getrandom(&random, sizeof(random), GRND_NONBLOCK) !=
+      static_cast<ssize_t>(sizeof(random))) {
+    random = static_cast<uint64_t>(
+        std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+  random ^= counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL;
+  return absl::StrFormat("%s.tmp.%d.%016x", path, getpid(), random);
+}
+
+absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("write", path);
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+// Writes `contents` to a temporary file and renames it onto `path`, so that
+// readers see the old file or the whole new one.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 std::string_view contents) {
+  const std::string temp = TempPathFor(path);
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("open", temp);
+  absl::Status status = WriteAll(fd, contents, temp);
+  if (close(fd) != 0 && status.ok()) status = ErrnoError("close", temp);
+  if (status.ok() && rename(temp.c_str(), path.c_str()) != 0) {
+    status = ErrnoError(absl::StrCat("rename to ", path, " from"), temp);
+  }
+  if (!status.ok()) unlink(temp.c_str());
+  return status;
+}
+
+// This machine's instruction-set extensions ("flags" on x86, "Features" on
+// Arm): code built with -march=native is only valid on a CPU that has them,
+// and a cache dir may be shared between machines (an NFS home).
+const std::string& HostCpuFeatures() {
+  static const std::string* const features = [] {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line)) {
+      if (absl::StartsWith(line, "flags") ||
+          absl::StartsWith(line, "Features")) {
+        return new std::string(line);
+      }
+    }
+    return new std::string();
+  }();
+  return *features;
+}
+
+bool AsksForNativeCode(const std::vector<std::string>& command) {
+  for (const std::string& arg : command) {
+    if (absl::EndsWith(arg, "=native")) return true;
+  }
+  return false;
+}
+
+// The compiler command without its input and output paths.
+std::vector<std::string> CompilerCommand(const NativeCompileOptions& options) {
+  std::vector<std::string> command = {options.compiler};
+  command.insert(command.end(), options.flags.begin(), options.flags.end());
+  if (options.openmp) command.push_back("-fopenmp");
+  return command;
+}
+
+// The cache key: each piece is length-prefixed so that no two different
+// (source, command) pairs hash the same text.
+std::string CacheKey(std::string_view source,
+                     const std::vector<std::string>& command) {
+  Fnv1a128 hash;
+  auto add = [&hash](std::string_view piece) {
+    hash.Update(absl::StrCat(piece.size(), ":"));
+    hash.Update(piece);
+  };
+  add(source);
+  for (const std::string& arg : command) add(arg);
+  if (AsksForNativeCode(command)) add(HostCpuFeatures());
+  return hash.HexDigest();
+}
+
+absl::StatusOr<void*> Load(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    return absl::InternalError(absl::StrCat(
+        "dlopen ", path, ": ", error == nullptr ? "unknown error" : error));
+  }
+  return handle;
+}
+
+// Compiles `source_path` into `library_path` (through a temporary file and a
+// rename) and returns the compiler's wall time in seconds.
+absl::StatusOr<double> Compile(std::vector<std::string> command,
+                               const std::string& source_path,
+                               const std::string& library_path,
+                               const std::string& cache_dir) {
+  const std::string temp = TempPathFor(library_path);
+  command.insert(command.end(), {"-o", temp, source_path});
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<ProcessResult> result =
+      RunProcess(command, cache_dir, kMaxCompilerOutputBytes);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!result.ok()) {
+    return absl::Status(
+        result.status().code(),
+        absl::StrCat("C++ compiler '", command[0],
+                     "' could not be run: ", result.status().message(),
+                     "; set NativeCompileOptions.compiler or $CXX"));
+  }
+  if (!result->Succeeded()) {
+    unlink(temp.c_str());
+    return absl::InternalError(absl::StrCat(
+        "native compile of ", source_path, " failed (", result->Ending(),
+        ")\ncommand: ", FormatCommandLine(command), "\n", result->output));
+  }
+  if (rename(temp.c_str(), library_path.c_str()) != 0) {
+    absl::Status status =
+        ErrnoError(absl::StrCat("rename to ", library_path, " from"), temp);
+    unlink(temp.c_str());
+    return status;
+  }
+  return seconds;
+}
+
+}  // namespace
+
+std::string DefaultCompiler() {
+  std::string cxx = GetEnv("CXX");
+  return cxx.empty() ? "g++" : cxx;
+}
+
+std::vector<std::string> DefaultCompileFlags() {
+  return {"-O2",     "-march=native",   "-fPIC",
+          "-shared", "-fno-math-errno", "-std=c++17"};
+}
+
+std::string DefaultCacheDir() {
+  std::string dir = GetEnv("LOOM_CACHE_DIR");
+  if (!dir.empty()) return dir;
+  std::string home = GetEnv("HOME");
+  return home.empty() ? "" : absl::StrCat(home, "/.cache/loom");
+}
+
+NativeLibrary::NativeLibrary(void* handle, std::string path, bool cache_hit,
+                             double compile_seconds)
+    : handle_(handle),
+      path_(std::move(path)),
+      cache_hit_(cache_hit),
+      compile_seconds_(compile_seconds) {}
+
+NativeLibrary::NativeLibrary(NativeLibrary&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)),
+      path_(std::move(other.path_)),
+      cache_hit_(other.cache_hit_),
+      compile_seconds_(other.compile_seconds_) {}
+
+NativeLibrary& NativeLibrary::operator=(NativeLibrary&& other) noexcept {
+  if (this != &other) {
+    Close();
+    handle_ = std::exchange(other.handle_, nullptr);
+    path_ = std::move(other.path_);
+    cache_hit_ = other.cache_hit_;
+    compile_seconds_ = other.compile_seconds_;
+  }
+  return *this;
+}
+
+NativeLibrary::~NativeLibrary() { Close(); }
+
+void NativeLibrary::Close() {
+  // A failing dlclose leaves nothing to recover; the handle is gone either way.
+  if (handle_ != nullptr) dlclose(handle_);
+  handle_ = nullptr;
+}
+
+absl::StatusOr<void*> NativeLibrary::Symbol(std::string_view name) const {
+  const std::string symbol(name);
+  if (handle_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "looking up symbol '", symbol, "' in a moved-from NativeLibrary"));
+  }
+  dlerror();  // clear any earlier error
+  void* address = dlsym(handle_, symbol.c_str());
+  if (address == nullptr) {
+    const char* error = dlerror();
+    return absl::NotFoundError(
+        absl::StrCat("symbol '", symbol, "' not found in ", path_,
+                     error == nullptr ? "" : absl::StrCat(" (", error, ")")));
+  }
+  return address;
+}
+
+absl::StatusOr<NativeLibrary> CompileAndLoad(
+    std::string_view source, const NativeCompileOptions& options) {
+  if (options.compiler.empty()) {
+    return absl::InvalidArgumentError(
+        "NativeCompileOptions.compiler is empty (and $CXX unset)");
+  }
+  if (options.cache_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "NativeCompileOptions.cache_dir is empty: set $LOOM_CACHE_DIR or "
+        "$HOME");
+  }
+  const std::vector<std::string> command = CompilerCommand(options);
+  const std::string base =
+      absl::StrCat(options.cache_dir, "/", CacheKey(source, command));
+  const std::string library_path = base + ".so";
+  const std::string source_path = base + ".cc";
+  if (absl::Status status = MakeDirs(options.cache_dir); !status.ok()) {
+    return status;
+  }
+
+  struct stat info;
+  if (stat(library_path.c_str(), &info) == 0) {
+    absl::StatusOr<void*> handle = Load(library_path);
+    if (handle.ok()) return NativeLibrary(*handle, library_path, true, 0);
+    // A corrupt entry (truncated on a full disk, damaged by hand): drop it
+    // and build it again.
+    if (unlink(library_path.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoError("unlink of a corrupt cache entry", library_path);
+    }
+  } else if (errno != ENOENT) {
+    return ErrnoError("stat", library_path);
+  }
+
+  if (absl::Status status = WriteFileAtomically(source_path, source);
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<double> seconds =
+      Compile(command, source_path, library_path, options.cache_dir);
+  if (!seconds.ok()) return seconds.status();
+  absl::StatusOr<void*> handle = Load(library_path);
+  if (!handle.ok()) {
+    return absl::InternalError(
+        absl::StrCat("freshly compiled library cannot be loaded: ",
+                     handle.status().message()));
+  }
+  return NativeLibrary(*handle, library_path, false, *seconds);
+}
+
+std::string ContentHash(std::string_view data) {
+  Fnv1a128 hash;
+  hash.Update(data);
+  return hash.HexDigest();
+}
+
+}  // namespace loom::cpp

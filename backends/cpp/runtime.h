@@ -1,0 +1,83 @@
+#ifndef LOOM_BACKENDS_CPP_RUNTIME_H_
+#define LOOM_BACKENDS_CPP_RUNTIME_H_
+
+// The C++ backend's native runtime: compiles a translation unit with the
+// system C++ compiler into a shared object, caches it on disk by content hash
+// and loads it.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace loom::cpp {
+
+// $CXX if set and not empty, else "g++".
+std::string DefaultCompiler();
+// -O2 -march=native -fPIC -shared -fno-math-errno -std=c++17. No
+// -ffast-math: results must match the reference interpreter.
+std::vector<std::string> DefaultCompileFlags();
+// $LOOM_CACHE_DIR if set, else $HOME/.cache/loom; empty if neither is set.
+std::string DefaultCacheDir();
+
+struct NativeCompileOptions {
+  std::string compiler = DefaultCompiler();
+  std::vector<std::string> flags = DefaultCompileFlags();
+  bool openmp = false;  // adds -fopenmp
+  std::string cache_dir = DefaultCacheDir();
+};
+
+// A loaded shared object. Owns the dlopen handle and closes it on
+// destruction, so function pointers from Symbol() are valid only while the
+// library lives. Movable, not copyable.
+class NativeLibrary {
+ public:
+  NativeLibrary(NativeLibrary&& other) noexcept;
+  NativeLibrary& operator=(NativeLibrary&& other) noexcept;
+  NativeLibrary(const NativeLibrary&) = delete;
+  NativeLibrary& operator=(const NativeLibrary&) = delete;
+  ~NativeLibrary();
+
+  // The address of the (extern "C") symbol `name`; NotFound naming the
+  // symbol and the library when it has none.
+  absl::StatusOr<void*> Symbol(std::string_view name) const;
+
+  // Whether the shared object came from the cache without compiling.
+  bool cache_hit() const { return cache_hit_; }
+  // Wall time of the native compile; 0 on a cache hit.
+  double compile_seconds() const { return compile_seconds_; }
+  // The cached shared object, <cache_dir>/<hash>.so.
+  const std::string& path() const { return path_; }
+
+ private:
+  friend absl::StatusOr<NativeLibrary> CompileAndLoad(
+      std::string_view source, const NativeCompileOptions& options);
+  NativeLibrary(void* handle, std::string path, bool cache_hit,
+                double compile_seconds);
+  void Close();
+
+  void* handle_ = nullptr;
+  std::string path_;
+  bool cache_hit_ = false;
+  double compile_seconds_ = 0;
+};
+
+// Compiles `source` (one C++ translation unit) into <cache_dir>/<hash>.so
+// unless that is already cached, and loads it (RTLD_NOW | RTLD_LOCAL). The
+// hash covers the source and the compiler command (compiler, flags, openmp),
+// and the host CPU when a flag asks for "native" code. Safe to call from
+// several threads and processes sharing one cache: entries appear atomically.
+// A compile failure is an InternalError with the compiler's output, its exit
+// status and the command line; a compiler that cannot be started is an error
+// naming it.
+absl::StatusOr<NativeLibrary> CompileAndLoad(
+    std::string_view source, const NativeCompileOptions& options);
+
+// 128-bit FNV-1a of `data` as 32 lower-case hex digits: stable across runs,
+// builds and machines (unlike absl::Hash), so it can name files on disk.
+std::string ContentHash(std::string_view data);
+
+}  // namespace loom::cpp
+
+#endif  // LOOM_BACKENDS_CPP_RUNTIME_H_

@@ -1,0 +1,246 @@
+#include "backends/cpp/runtime.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace loom::cpp {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+constexpr char kAddSource[] =
+    "extern \"C\" int add(int a, int b) { return a + b; }\n";
+
+using AddFn = int (*)(int, int);
+
+// A directory path (not yet created) private to the running test.
+std::string TestDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(
+      tmp == nullptr ? "/tmp" : tmp, "/",
+      testing::UnitTest::GetInstance()->current_test_info()->name(), ".",
+      getpid());
+}
+
+// Options whose cache dir is fresh for the running test.
+NativeCompileOptions FreshCacheOptions(const std::string& subdir = "cache") {
+  NativeCompileOptions options;
+  options.cache_dir = absl::StrCat(TestDir(), "/", subdir);
+  return options;
+}
+
+// Calls add(2, 3) from `library`.
+int CallAdd(const NativeLibrary& library) {
+  absl::StatusOr<void*> add = library.Symbol("add");
+  if (!add.ok()) {
+    ADD_FAILURE() << add.status();
+    return -1;
+  }
+  return reinterpret_cast<AddFn>(*add)(2, 3);
+}
+
+std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* stream = opendir(dir.c_str());
+  if (stream == nullptr) return names;
+  while (dirent* entry = readdir(stream)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(stream);
+  return names;
+}
+
+bool HasTempFiles(const std::string& dir) {
+  for (const std::string& name : FilesIn(dir)) {
+    if (absl::StrContains(name, ".tmp.")) return true;
+  }
+  return false;
+}
+
+TEST(CompileAndLoadTest, CompilesCallsAndThenHitsTheCache) {
+  const NativeCompileOptions options = FreshCacheOptions();
+  absl::StatusOr<NativeLibrary> first = CompileAndLoad(kAddSource, options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(CallAdd(*first), 5);
+  EXPECT_FALSE(first->cache_hit());
+  EXPECT_GT(first->compile_seconds(), 0);
+  EXPECT_THAT(first->path(), MatchesRegex(absl::StrCat(options.cache_dir,
+                                                       "/[0-9a-f]{32}\\.so")));
+  const std::string source_path =
+      first->path().substr(0, first->path().size() - 3) + ".cc";
+  std::ifstream source(source_path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(source), {}),
+            kAddSource);
+
+  absl::StatusOr<NativeLibrary> second = CompileAndLoad(kAddSource, options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->cache_hit());
+  EXPECT_EQ(second->compile_seconds(), 0);
+  EXPECT_EQ(second->path(), first->path());
+  EXPECT_EQ(CallAdd(*second), 5);
+  EXPECT_FALSE(HasTempFiles(options.cache_dir));
+}
+
+TEST(CompileAndLoadTest, MissingSymbolIsNotFoundNamingSymbolAndLibrary) {
+  absl::StatusOr<NativeLibrary> library =
+      CompileAndLoad(kAddSource, FreshCacheOptions());
+  ASSERT_TRUE(library.ok()) << library.status();
+  absl::StatusOr<void*> missing = library->Symbol("subtract");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("'subtract'"));
+  EXPECT_THAT(missing.status().message(), HasSubstr(library->path()));
+
+  NativeLibrary moved = *std::move(library);
+  EXPECT_EQ(CallAdd(moved), 5);
+  EXPECT_EQ(library->Symbol("add").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CompileAndLoadTest, ChangingFlagsOrOpenmpMissesTheCache) {
+  NativeCompileOptions options = FreshCacheOptions();
+  absl::StatusOr<NativeLibrary> o2 = CompileAndLoad(kAddSource, options);
+  ASSERT_TRUE(o2.ok()) << o2.status();
+
+  options.flags[0] = "-O1";
+  absl::StatusOr<NativeLibrary> o1 = CompileAndLoad(kAddSource, options);
+  ASSERT_TRUE(o1.ok()) << o1.status();
+  EXPECT_FALSE(o1->cache_hit());
+  EXPECT_NE(o1->path(), o2->path());
+  EXPECT_EQ(CallAdd(*o1), 5);
+
+  options.openmp = true;
+  absl::StatusOr<NativeLibrary> openmp = CompileAndLoad(kAddSource, options);
+  ASSERT_TRUE(openmp.ok()) << openmp.status();
+  EXPECT_FALSE(openmp->cache_hit());
+  EXPECT_NE(openmp->path(), o1->path());
+}
+
+TEST(CompileAndLoadTest, SyntaxErrorCarriesTheCompilersMessage) {
+  const NativeCompileOptions options = FreshCacheOptions();
+  // Many errors, so the output must be cut to its tail.
+  std::string source;
+  for (int i = 0; i < 200; ++i) {
+    absl::StrAppend(&source, "int broken_", i, " = ;\n");
+  }
+  absl::StatusOr<NativeLibrary> library = CompileAndLoad(source, options);
+  ASSERT_FALSE(library.ok());
+  EXPECT_EQ(library.status().code(), absl::StatusCode::kInternal);
+  const std::string message(library.status().message());
+  EXPECT_THAT(message, HasSubstr("error:"));
+  EXPECT_THAT(message, HasSubstr("exit status 1"));
+  EXPECT_THAT(message, HasSubstr(absl::StrCat("command: ", options.compiler,
+                                              " -O2 -march=native")));
+  EXPECT_THAT(message, HasSubstr("earlier bytes omitted"));
+  EXPECT_LT(message.size(), 6000);
+  EXPECT_FALSE(HasTempFiles(options.cache_dir));
+}
+
+TEST(CompileAndLoadTest, MissingCompilerIsAClearError) {
+  NativeCompileOptions options = FreshCacheOptions();
+  options.compiler = "loom-no-such-compiler";
+  absl::StatusOr<NativeLibrary> library = CompileAndLoad(kAddSource, options);
+  EXPECT_EQ(library.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(
+      library.status().message(),
+      HasSubstr("C++ compiler 'loom-no-such-compiler' could not be run"));
+  EXPECT_THAT(library.status().message(), HasSubstr("No such file"));
+
+  options.compiler = "";
+  EXPECT_EQ(CompileAndLoad(kAddSource, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CompileAndLoadTest, CorruptCacheEntryIsRebuilt) {
+  const NativeCompileOptions options = FreshCacheOptions();
+  std::string path;
+  {
+    // The library must be closed first: dlopen would otherwise hand back the
+    // copy already loaded instead of reading the file.
+    absl::StatusOr<NativeLibrary> library = CompileAndLoad(kAddSource, options);
+    ASSERT_TRUE(library.ok()) << library.status();
+    path = library->path();
+  }
+  std::ofstream(path, std::ios::trunc) << "not an ELF file";
+
+  absl::StatusOr<NativeLibrary> rebuilt = CompileAndLoad(kAddSource, options);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_FALSE(rebuilt->cache_hit());
+  EXPECT_EQ(rebuilt->path(), path);
+  EXPECT_EQ(CallAdd(*rebuilt), 5);
+}
+
+TEST(CompileAndLoadTest, CacheDirAndParentsAreCreatedPrivate) {
+  const NativeCompileOptions options = FreshCacheOptions("a/b/cache");
+  absl::StatusOr<NativeLibrary> library = CompileAndLoad(kAddSource, options);
+  ASSERT_TRUE(library.ok()) << library.status();
+  for (const std::string& dir :
+       {options.cache_dir,
+        options.cache_dir.substr(
+            0, options.cache_dir.size() - strlen("/b/cache"))}) {
+    struct stat info;
+    ASSERT_EQ(stat(dir.c_str(), &info), 0) << dir;
+    EXPECT_TRUE(S_ISDIR(info.st_mode)) << dir;
+    EXPECT_EQ(info.st_mode & 0777, 0700) << dir;
+  }
+}
+
+TEST(CompileAndLoadTest, CacheDirUnderAFileIsAnErrorNamingIt) {
+  const std::string dir = TestDir();
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const std::string file = dir + "/file";
+  std::ofstream(file) << "x";
+  NativeCompileOptions options;
+  options.cache_dir = file + "/cache";
+  absl::StatusOr<NativeLibrary> library = CompileAndLoad(kAddSource, options);
+  EXPECT_FALSE(library.ok());
+  EXPECT_THAT(library.status().message(), HasSubstr(file));
+}
+
+TEST(CompileAndLoadTest, ConcurrentCompilesOfOneSourceAllSucceed) {
+  const NativeCompileOptions options = FreshCacheOptions();
+  constexpr int kThreads = 2;
+  std::vector<absl::StatusOr<NativeLibrary>> libraries;
+  for (int i = 0; i < kThreads; ++i) {
+    libraries.emplace_back(absl::UnknownError("not run"));
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back(
+        [&, i] { libraries[i] = CompileAndLoad(kAddSource, options); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::StatusOr<NativeLibrary>& library : libraries) {
+    ASSERT_TRUE(library.ok()) << library.status();
+    EXPECT_EQ(CallAdd(*library), 5);
+    EXPECT_EQ(library->path(), libraries[0]->path());
+  }
+  EXPECT_FALSE(HasTempFiles(options.cache_dir));
+}
+
+TEST(ContentHashTest, IsStableFnv1a128) {
+  // Published FNV-1a 128-bit values.
+  EXPECT_EQ(ContentHash(""), "6c62272e07bb014262b821756295c58d");
+  EXPECT_EQ(ContentHash("a"), "d228cb696f1a8caf78912b704e4a8964");
+  EXPECT_EQ(ContentHash("loom"), "691e7dbc5e757277b806e95d7414a1c4");
+  EXPECT_NE(ContentHash("loom"), ContentHash("mool"));
+  EXPECT_NE(ContentHash(std::string("a\0b", 3)), ContentHash("a"));
+}
+
+}  // namespace
+}  // namespace loom::cpp
