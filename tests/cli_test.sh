@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The loom command's contract (DESIGN §6): exit codes, messages that name the
+# place and the cause, and the report's fields.
+set -uo pipefail
+
+loom="$1"
+bad="tests/bad_inputs"
+export LOOM_CACHE_DIR="${TEST_TMPDIR:-$(mktemp -d)}/cache"
+out="${TEST_TMPDIR:-$(mktemp -d)}/out"
+mkdir -p "$out"
+failures=0
+
+# expect EXIT_CODE PATTERN ARGS...: runs loom, checks its exit status and
+# that stderr (or stdout for exit 0/1) matches the extended regex PATTERN.
+expect() {
+  local want="$1" pattern="$2"
+  shift 2
+  "$loom" "$@" >"$out/stdout" 2>"$out/stderr"
+  local got=$?
+  local text
+  text="$(cat "$out/stdout" "$out/stderr")"
+  if [[ $got -ne $want ]] || ! grep -qE -- "$pattern" <<<"$text"; then
+    echo "FAIL: loom $* -> exit $got (want $want), output:"
+    echo "$text" | head -20
+    echo "  (expected to match: $pattern)"
+    failures=$((failures + 1))
+  else
+    echo "ok: loom $* -> exit $got"
+  fi
+}
+
+expect 2 "$bad/malformed.pbtxt:5:1: .*" compile --model=$bad/malformed.pbtxt
+expect 2 "node 'frob1' \(frobnicate\): unknown op" compile --model=$bad/unknown_op.pbtxt
+expect 2 "node 'add1' \(add\).*2 inputs.*1" compile --model=$bad/wrong_arity.pbtxt
+expect 2 "node 'mm1' \(matmul\).*\[2,3\].*\[4,5\]" compile --model=$bad/shape_mismatch.pbtxt
+expect 2 "cycle.*'first'.*'second'.*'third'" compile --model=$bad/cycle.pbtxt
+expect 2 "$bad/no_such_model.pbtxt: cannot open" compile --model=$bad/no_such_model.pbtxt
+expect 2 "$bad/empty.pbtxt: empty file" compile --model=$bad/empty.pbtxt
+expect 2 "$bad/binary.pbtxt: binary data at byte" compile --model=$bad/binary.pbtxt
+expect 2 "$bad/unknown_pass.pbtxt:3: .*fuse-everything" compile --model=$bad/good.pbtxt --pipeline=$bad/unknown_pass.pbtxt
+expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
+expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1
+expect 2 "bad value for --iters" run --model=$bad/good.pbtxt --iters=many
+expect 2 "unknown command 'compiel'" compiel
+expect 2 "compile needs --model" compile
+expect 2 "gen needs --kind" gen --out=$out/x.pbtxt
+
+expect 0 "check pass" run --model=examples/mlp.pbtxt --check
+expect 0 "check pass" run --model=examples/softmax.pbtxt --check --iters=3
+expect 0 "buffers" compile --model=examples/mlp.pbtxt --report=$out/report.json --out_dir=$out/src
+for field in model pipeline target graph_nodes buffers kernels kernel_functions \
+             passes frontend_seconds native_compile_seconds cache_hit; do
+  if ! grep -q "\"$field\"" "$out/report.json"; then
+    echo "FAIL: report lacks field $field"
+    failures=$((failures + 1))
+  fi
+done
+[[ -s "$out/src/model.cc" ]] || { echo "FAIL: --out_dir wrote no source"; failures=$((failures + 1)); }
+
+expect 0 "" compile --model=examples/mlp.pbtxt --dump_after='lower|schedule' --dump_dir=$out/dumps
+ls "$out/dumps" | grep -q -- '-lower.txt' || { echo "FAIL: no dump after lower"; failures=$((failures + 1)); }
+ls "$out/dumps" | grep -q -- '-verify.txt' && { echo "FAIL: dumped a pass that does not match"; failures=$((failures + 1)); }
+
+expect 0 "nodes" gen --kind=random --nodes=30 --seed=7 --out=$out/random.pbtxt
+expect 0 "check pass" run --model=$out/random.pbtxt --check
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]

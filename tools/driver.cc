@@ -1,0 +1,255 @@
+#include "tools/driver.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "ir/graph_io.h"
+#include "ir/interpreter.h"
+#include "ir/random.h"
+#include "passes/pass_manager.h"
+
+namespace loom {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+absl::Status WriteFile(const std::filesystem::path& path, absl::string_view text) {
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  file.close();
+  if (error || !file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.string(), ": cannot write file"));
+  }
+  return absl::OkStatus();
+}
+
+std::string TargetName(proto::Target target) {
+  return target == proto::CUDA ? "cuda" : "cpu";
+}
+
+// Bytes the model must move at the least: its inputs, weights and outputs.
+int64_t MinBytes(const Graph& graph) {
+  int64_t bytes = 0;
+  auto add = [&](const std::vector<ValueId>& ids) {
+    for (ValueId id : ids) {
+      const TensorType& type = graph.value(id).type;
+      bytes += NumElements(type.shape) * DTypeSize(type.dtype);
+    }
+  };
+  add(graph.inputs());
+  add(graph.weights());
+  add(graph.constants());
+  add(graph.outputs());
+  return bytes;
+}
+
+// A STREAM-style copy over arrays much larger than the caches, best of a
+// few runs, in GB/s (bytes read plus bytes written).
+double MeasureCopyBandwidth() {
+  constexpr int64_t kElements = int64_t{32} << 20;  // 128 MiB of floats each
+  std::vector<float> src(kElements, 1.0f), dst(kElements, 0.0f);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    std::memcpy(dst.data(), src.data(), kElements * sizeof(float));
+    const double seconds = SecondsSince(start);
+    best = std::max(best, 2.0 * kElements * sizeof(float) / seconds / 1e9);
+  }
+  return best;
+}
+
+struct Comparison {
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  bool pass = true;
+};
+
+void Compare(const Tensor& actual, const Tensor& expected, Comparison& result) {
+  const bool exact = !IsFloat(expected.dtype());
+  for (int64_t i = 0; i < expected.num_elements(); ++i) {
+    const double a = actual.GetDouble(i), e = expected.GetDouble(i);
+    if (std::isnan(a) && std::isnan(e)) continue;
+    const double abs_error = std::fabs(a - e);
+    const double rel_error = e == 0 ? abs_error : abs_error / std::fabs(e);
+    if (!(abs_error <= (exact ? 0 : kCheckAbsTolerance + kCheckRelTolerance * std::fabs(e)))) {
+      result.pass = false;
+    }
+    if (std::isnan(abs_error)) {
+      result.max_abs_error = result.max_rel_error = INFINITY;
+      continue;
+    }
+    result.max_abs_error = std::max(result.max_abs_error, abs_error);
+    result.max_rel_error = std::max(result.max_rel_error, rel_error);
+  }
+}
+
+absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
+  const std::string path = absl::StrCat(dir, "/", value.name, ".bin");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": cannot open the data of input '", value.name, "'"));
+  }
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  const std::string data = bytes.str();
+  Tensor tensor(value.type);
+  if (static_cast<int64_t>(data.size()) != tensor.num_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": ", data.size(), " bytes, but input '", value.name, "' (",
+        TypeToString(value.type), ") needs ", tensor.num_bytes()));
+  }
+  std::memcpy(tensor.data(), data.data(), data.size());
+  return tensor;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph,
+                                               const std::string& dir,
+                                               uint64_t seed) {
+  std::vector<Tensor> inputs;
+  for (ValueId id : graph.inputs()) {
+    const Value& value = graph.value(id);
+    if (!dir.empty()) {
+      absl::StatusOr<Tensor> tensor = ReadInput(dir, value);
+      if (!tensor.ok()) return tensor.status();
+      inputs.push_back(*std::move(tensor));
+      continue;
+    }
+    Tensor tensor(value.type);
+    const bool is_float = IsFloat(value.type.dtype);
+    const double high = is_float ? 1 : value.type.dtype == DType::kBool ? 2 : 10;
+    FillUniform(tensor, SplitMix64(seed) + id, is_float ? -1 : 0, high);
+    inputs.push_back(std::move(tensor));
+  }
+  return inputs;
+}
+
+absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CompiledModel compiled;
+  proto::Report& report = compiled.report;
+  report.set_model(options.model);
+  report.set_pipeline(options.pipeline);
+  absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline(options.pipeline);
+  if (!pipeline.ok()) return pipeline.status();
+  report.set_target(TargetName(pipeline->proto.target()));
+  if (pipeline->proto.target() != proto::CPU) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        pipeline->name, ": target ", proto::Target_Name(pipeline->proto.target()),
+        " has no backend in this build yet (use a CPU pipeline)"));
+  }
+
+  absl::StatusOr<Graph> graph = LoadGraphFile(options.model);
+  if (!graph.ok()) return graph.status();
+  compiled.module.graph = *std::move(graph);
+  report.set_graph_nodes(compiled.module.graph.nodes().size());
+
+  loom::RunOptions run_options;
+  run_options.dump_after = options.dump_after;
+  run_options.dump_dir = options.dump_dir;
+  absl::StatusOr<std::vector<PassRun>> runs =
+      RunPipeline(*pipeline, compiled.module, run_options);
+  if (!runs.ok()) return runs.status();
+  for (const PassRun& run : *runs) {
+    proto::PassTiming* timing = report.add_passes();
+    timing->set_name(run.name);
+    timing->set_seconds(run.seconds);
+    timing->set_changed(run.changed);
+  }
+  const Module& module = compiled.module;
+  if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());
+  if (module.schedule.has_value()) report.set_kernels(module.schedule->kernels.size());
+  if (!module.source.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        pipeline->name, ": the pipeline emits no code (it must end with a "
+        "codegen pass such as 'codegen-cpp')"));
+  }
+  report.set_kernel_functions(module.source->kernel_functions);
+  if (!options.out_dir.empty()) {
+    const std::filesystem::path path =
+        std::filesystem::path(options.out_dir) / "model.cc";
+    if (absl::Status s = WriteFile(path, module.source->text); !s.ok()) return s;
+  }
+  report.set_frontend_seconds(SecondsSince(start));
+
+  absl::StatusOr<cpp::CppExecutable> executable =
+      options.cache_dir.empty()
+          ? cpp::CppExecutable::Create(module)
+          : cpp::CppExecutable::Create(module, options.cache_dir);
+  if (!executable.ok()) return executable.status();
+  compiled.executable.emplace(*std::move(executable));
+  report.set_native_compile_seconds(compiled.executable->compile_seconds());
+  report.set_cache_hit(compiled.executable->cache_hit());
+  report.set_min_bytes(MinBytes(module.graph));
+  return compiled;
+}
+
+absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
+  if (options.iters < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--iters must be at least 1, got ", options.iters));
+  }
+  const Graph& graph = compiled.module.graph;
+  absl::StatusOr<std::vector<Tensor>> inputs =
+      MakeInputs(graph, options.inputs_dir, options.seed);
+  if (!inputs.ok()) return inputs.status();
+
+  std::vector<double> seconds;
+  absl::StatusOr<std::vector<Tensor>> outputs;
+  for (int i = 0; i < options.iters; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = compiled.executable->Run(*inputs);
+    seconds.push_back(SecondsSince(start));
+    if (!outputs.ok()) return outputs.status();
+  }
+  std::sort(seconds.begin(), seconds.end());
+  proto::Report& report = compiled.report;
+  report.set_iters(options.iters);
+  report.set_run_seconds_median(seconds[seconds.size() / 2]);
+  if (options.roofline) report.set_stream_gbps(MeasureCopyBandwidth());
+
+  if (!options.check) {
+    report.set_check("skipped");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, *inputs);
+  if (!expected.ok()) return expected.status();
+  Comparison comparison;
+  for (size_t i = 0; i < expected->size(); ++i) {
+    Compare((*outputs)[i], (*expected)[i], comparison);
+  }
+  report.set_max_abs_error(comparison.max_abs_error);
+  report.set_max_rel_error(comparison.max_rel_error);
+  report.set_check(comparison.pass ? "pass" : "fail");
+  return absl::OkStatus();
+}
+
+std::string ReportToJson(const proto::Report& report) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(report, &json, options).ok()) {
+    return "{}";
+  }
+  return json;
+}
+
+}  // namespace loom

@@ -1,0 +1,68 @@
+#ifndef LOOM_TOOLS_DRIVER_H_
+#define LOOM_TOOLS_DRIVER_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cpp/executable.h"
+#include "ir/module.h"
+#include "ir/report.pb.h"
+#include "ir/tensor.h"
+
+namespace loom {
+
+// What `loom compile` and `loom run` do, as a library the command line and
+// the tests share.
+
+struct CompileOptions {
+  std::string model;               // a .pbtxt graph
+  std::string pipeline = "cpu";    // a built-in name or a pipeline file
+  std::string out_dir;             // where to write the emitted source
+  std::string dump_after;          // re2 pattern of passes to dump after
+  std::string dump_dir;
+  std::string cache_dir;           // empty: the runtime's default
+};
+
+struct CompiledModel {
+  Module module;
+  std::optional<cpp::CppExecutable> executable;
+  proto::Report report;
+};
+
+// Imports the model, runs the pipeline, writes the source to out_dir (if
+// set) and compiles it natively. Fills the compile fields of the report.
+absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options);
+
+struct RunModelOptions {
+  std::string inputs_dir;  // <input name>.bin files of raw bytes; empty: random
+  bool check = false;      // compare with the reference interpreter
+  int iters = 1;
+  bool roofline = false;   // measure copy bandwidth in the same process
+  uint64_t seed = 1;       // for random inputs
+};
+
+// Runs a compiled model `iters` times; fills the run fields of the report
+// (check is "pass", "fail" or "skipped").
+absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options);
+
+// The tolerances of --check for floating-point outputs: an element passes
+// when |actual - expected| <= kCheckAbsTolerance + kCheckRelTolerance *
+// |expected|. Integer and bool outputs must match exactly.
+inline constexpr double kCheckRelTolerance = 1e-4;
+inline constexpr double kCheckAbsTolerance = 1e-5;
+
+// The report as JSON with the proto's snake_case field names.
+std::string ReportToJson(const proto::Report& report);
+
+// Inputs for a model: read from `dir` or drawn uniformly from [-1, 1)
+// (integers from [0, 10)) with `seed`.
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph,
+                                               const std::string& dir,
+                                               uint64_t seed);
+
+}  // namespace loom
+
+#endif  // LOOM_TOOLS_DRIVER_H_

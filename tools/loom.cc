@@ -1,0 +1,288 @@
+// The loom command line (DESIGN §6):
+//   loom                  compile, run and check the built-in examples
+//   loom compile --model=M [--pipeline=P] [--out_dir=D] [--report=R.json]
+//                [--dump_after=RE --dump_dir=D2]
+//   loom run     --model=M [--pipeline=P] [--inputs=DIR] [--check]
+//                [--iters=N] [--roofline] [--report=R.json]
+//   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
+//                --groups= --channels= --nodes= --seed=] --out=M
+// Exit status: 0 success, 1 a --check mismatch, 2 bad input or usage,
+// 3 internal error.
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ir/graph_io.h"
+#include "tools/driver.h"
+#include "tools/gen.h"
+
+ABSL_FLAG(std::string, model, "", "model: a graph text proto (.pbtxt)");
+ABSL_FLAG(std::string, pipeline, "cpu", "built-in pipeline name or pipeline file");
+ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
+ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");
+ABSL_FLAG(std::string, dump_after, "", "dump the IR after passes matching this re2 pattern");
+ABSL_FLAG(std::string, dump_dir, "", "directory for --dump_after");
+ABSL_FLAG(std::string, inputs, "", "run: directory of <input>.bin raw input data");
+ABSL_FLAG(bool, check, false, "run: compare outputs with the reference interpreter");
+ABSL_FLAG(int, iters, 1, "run: how many times to run");
+ABSL_FLAG(bool, roofline, false, "run: measure copy bandwidth in the same process");
+ABSL_FLAG(std::string, kind, "", "gen: what to generate");
+ABSL_FLAG(int, layers, 1, "gen: layers");
+ABSL_FLAG(int, hidden, 64, "gen: hidden size");
+ABSL_FLAG(int, input, 32, "gen: input size");
+ABSL_FLAG(int, seq, 16, "gen: sequence length");
+ABSL_FLAG(int, batch, 2, "gen: batch size");
+ABSL_FLAG(int, groups, 2, "gen: groups");
+ABSL_FLAG(int, channels, 16, "gen: channels");
+ABSL_FLAG(int, nodes, 100, "gen: about how many nodes (random)");
+ABSL_FLAG(uint64_t, seed, 1, "gen: random seed; run: seed of random inputs");
+ABSL_FLAG(std::string, out, "", "gen: the model file to write");
+
+namespace loom {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitCheckFailed = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitInternal = 3;
+
+constexpr char kUsage[] = R"(usage:
+  loom                      compile, run and check the built-in examples
+  loom compile --model=M [--pipeline=P] [--out_dir=D] [--report=R.json]
+               [--dump_after=RE --dump_dir=D2]
+  loom run     --model=M [--pipeline=P] [--inputs=DIR] [--check] [--iters=N]
+               [--roofline] [--report=R.json]
+  loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
+               --groups= --channels= --nodes= --seed=] --out=M
+)";
+
+// Bad input and usage are the user's to fix (2); anything else is loom's (3).
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kUnimplemented:
+      return kExitBadInput;
+    default:
+      return kExitInternal;
+  }
+}
+
+int Fail(const absl::Status& status) {
+  std::cerr << "loom: " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+int UsageError(absl::string_view message) {
+  std::cerr << "loom: " << message << "\n" << kUsage;
+  return kExitBadInput;
+}
+
+// Parses --name=value, --name value-less booleans and --noname; everything
+// else is positional. absl::ParseCommandLine would exit(1) on a bad flag,
+// but a usage error must exit 2.
+absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (!absl::StartsWith(arg, "--")) {
+      positional.emplace_back(arg);
+      continue;
+    }
+    arg.remove_prefix(2);
+    const size_t eq = arg.find('=');
+    std::string name(arg.substr(0, eq));
+    std::string value = eq == absl::string_view::npos ? "" : std::string(arg.substr(eq + 1));
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && eq == absl::string_view::npos &&
+        absl::StartsWith(name, "no")) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+      if (flag != nullptr && flag->IsOfType<bool>()) value = "false";
+      else flag = nullptr;
+    } else if (flag != nullptr && eq == absl::string_view::npos) {
+      if (!flag->IsOfType<bool>()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("flag --", name, " needs a value (--", name, "=...)"));
+      }
+      value = "true";
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad value for --", flag->Name(), ": ", error));
+    }
+  }
+  return positional;
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  file.close();
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write file"));
+  }
+  return absl::OkStatus();
+}
+
+CompileOptions CompileOptionsFromFlags() {
+  CompileOptions options;
+  options.model = absl::GetFlag(FLAGS_model);
+  options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.out_dir = absl::GetFlag(FLAGS_out_dir);
+  options.dump_after = absl::GetFlag(FLAGS_dump_after);
+  options.dump_dir = absl::GetFlag(FLAGS_dump_dir);
+  return options;
+}
+
+absl::Status WriteReportIfAsked(const proto::Report& report) {
+  const std::string path = absl::GetFlag(FLAGS_report);
+  if (path.empty()) return absl::OkStatus();
+  return WriteText(path, ReportToJson(report));
+}
+
+int Compile() {
+  if (absl::GetFlag(FLAGS_model).empty()) return UsageError("compile needs --model");
+  absl::StatusOr<CompiledModel> compiled = CompileModel(CompileOptionsFromFlags());
+  if (!compiled.ok()) return Fail(compiled.status());
+  if (absl::Status s = WriteReportIfAsked(compiled->report); !s.ok()) return Fail(s);
+  const proto::Report& r = compiled->report;
+  std::cout << absl::StrFormat(
+      "%s: %d nodes, %d buffers, %d kernels (%d functions); front end %.2f ms, "
+      "native compile %.2f s%s\n",
+      r.model(), r.graph_nodes(), r.buffers(), r.kernels(), r.kernel_functions(),
+      r.frontend_seconds() * 1e3, r.native_compile_seconds(),
+      r.cache_hit() ? " (cached)" : "");
+  return kExitOk;
+}
+
+int Run() {
+  if (absl::GetFlag(FLAGS_model).empty()) return UsageError("run needs --model");
+  absl::StatusOr<CompiledModel> compiled = CompileModel(CompileOptionsFromFlags());
+  if (!compiled.ok()) return Fail(compiled.status());
+  RunModelOptions options;
+  options.inputs_dir = absl::GetFlag(FLAGS_inputs);
+  options.check = absl::GetFlag(FLAGS_check);
+  options.iters = absl::GetFlag(FLAGS_iters);
+  options.roofline = absl::GetFlag(FLAGS_roofline);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  if (absl::Status s = RunModel(*compiled, options); !s.ok()) return Fail(s);
+  if (absl::Status s = WriteReportIfAsked(compiled->report); !s.ok()) return Fail(s);
+  const proto::Report& r = compiled->report;
+  std::cout << absl::StrFormat("%s: median %.3f ms over %d runs; check %s",
+                               r.model(), r.run_seconds_median() * 1e3, r.iters(),
+                               r.check());
+  if (r.check() != "skipped") {
+    std::cout << absl::StrFormat(" (max abs error %.3g, max rel error %.3g)",
+                                 r.max_abs_error(), r.max_rel_error());
+  }
+  if (options.roofline) {
+    std::cout << absl::StrFormat("; %.2f GB/s moved of %.2f GB/s copy bandwidth",
+                                 r.min_bytes() / r.run_seconds_median() / 1e9,
+                                 r.stream_gbps());
+  }
+  std::cout << "\n";
+  return r.check() == "fail" ? kExitCheckFailed : kExitOk;
+}
+
+int Gen() {
+  GenOptions options;
+  options.kind = absl::GetFlag(FLAGS_kind);
+  options.layers = absl::GetFlag(FLAGS_layers);
+  options.hidden = absl::GetFlag(FLAGS_hidden);
+  options.input = absl::GetFlag(FLAGS_input);
+  options.seq = absl::GetFlag(FLAGS_seq);
+  options.batch = absl::GetFlag(FLAGS_batch);
+  options.groups = absl::GetFlag(FLAGS_groups);
+  options.channels = absl::GetFlag(FLAGS_channels);
+  options.nodes = absl::GetFlag(FLAGS_nodes);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (options.kind.empty()) {
+    return UsageError(absl::StrCat("gen needs --kind (one of ",
+                                   absl::StrJoin(GeneratorKinds(), ", "), ")"));
+  }
+  if (out.empty()) return UsageError("gen needs --out");
+  absl::StatusOr<proto::Graph> graph = GenerateModel(options);
+  if (!graph.ok()) return Fail(graph.status());
+  if (absl::Status s = WriteText(out, GraphProtoToText(*graph)); !s.ok()) {
+    return Fail(s);
+  }
+  std::cout << absl::StrFormat("%s: %d nodes\n", out, graph->node_size());
+  return kExitOk;
+}
+
+// The examples the demo runs; `bazel run //tools:loom` starts in the
+// runfiles tree, where they are data dependencies.
+constexpr const char* kDemoExamples[] = {"examples/mlp.pbtxt",
+                                         "examples/softmax.pbtxt"};
+
+int Demo() {
+  std::cout << "loom demo: compile, run and check each example against the "
+               "reference interpreter\n";
+  int passed = 0, total = 0;
+  for (const char* model : kDemoExamples) {
+    ++total;
+    CompileOptions options;
+    options.model = model;
+    absl::StatusOr<CompiledModel> compiled = CompileModel(options);
+    RunModelOptions run_options;
+    run_options.check = true;
+    run_options.iters = 10;
+    absl::Status status = compiled.ok() ? RunModel(*compiled, run_options)
+                                        : compiled.status();
+    if (!status.ok()) {
+      std::cout << absl::StrFormat("  %-26s error: %s\n", model, status.message());
+      continue;
+    }
+    const proto::Report& r = compiled->report;
+    passed += r.check() == "pass";
+    std::cout << absl::StrFormat(
+        "  %-26s %3d nodes %3d buffers %3d kernels | front end %6.2f ms | "
+        "native %5.2f s%s | run %8.3f ms | check %s (max abs error %.2g)\n",
+        model, r.graph_nodes(), r.buffers(), r.kernels(),
+        r.frontend_seconds() * 1e3, r.native_compile_seconds(),
+        r.cache_hit() ? " (cached)" : "", r.run_seconds_median() * 1e3, r.check(),
+        r.max_abs_error());
+  }
+  std::cout << absl::StrFormat("loom demo: %d of %d examples pass\n", passed, total);
+  return passed == total ? kExitOk : kExitCheckFailed;
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<std::vector<std::string>> positional = ParseFlags(argc, argv);
+  if (!positional.ok()) return UsageError(positional.status().message());
+  if (positional->empty()) return Demo();
+  if (positional->size() > 1) {
+    return UsageError(absl::StrCat("unexpected argument '", (*positional)[1], "'"));
+  }
+  const std::string& command = (*positional)[0];
+  if (command == "compile") return Compile();
+  if (command == "run") return Run();
+  if (command == "gen") return Gen();
+  if (command == "help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  return UsageError(absl::StrCat("unknown command '", command, "'"));
+}
+
+}  // namespace
+}  // namespace loom
+
+int main(int argc, char** argv) { return loom::Main(argc, argv); }
