@@ -254,10 +254,10 @@ int Demo() {
     passed += r.check() == "pass";
     std::cout << absl::StrFormat(
         "  %-26s %3d nodes %3d buffers %3d kernels | front end %6.2f ms | "
-        "native %5.2f s%s | run %8.3f ms | check %s (max abs error %.2g)\n",
+        "native %5.2f s%s | run %8.1f us | check %s (max abs error %.2g)\n",
         model, r.graph_nodes(), r.buffers(), r.kernels(),
         r.frontend_seconds() * 1e3, r.native_compile_seconds(),
-        r.cache_hit() ? " (cached)" : "", r.run_seconds_median() * 1e3, r.check(),
+        r.cache_hit() ? " (cached)" : "", r.run_seconds_median() * 1e6, r.check(),
         r.max_abs_error());
   }
   std::cout << absl::StrFormat("loom demo: %d of %d examples pass\n", passed, total);
