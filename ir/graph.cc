@@ -149,4 +149,9 @@ void Graph::ReplaceNodes(std::vector<Node> nodes) {
   }
 }
 
+std::vector<std::string> Attrs::GetStrings(
+    absl::string_view name, std::vector<std::string> default_value) const {
+  return GetOr<std::vector<std::string>>(*this, name, std::move(default_value));
+}
+
 }  // namespace loom

@@ -34,8 +34,10 @@ struct Value {
   NodeId producer = kNoNode;
 };
 
-using AttrValue = std::variant<int64_t, double, std::string,
-                               std::vector<int64_t>, std::vector<double>>;
+// The alternatives are in the order of AttrType (ir/op_registry.h).
+using AttrValue =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>,
+                 std::vector<double>, std::vector<std::string>>;
 
 // A node's attributes, in the order they were set (so that printing is
 // deterministic). Nodes carry a handful, so lookup is a linear scan.
@@ -56,6 +58,8 @@ class Attrs {
                                std::vector<int64_t> default_value = {}) const;
   std::vector<double> GetFloats(absl::string_view name,
                                 std::vector<double> default_value = {}) const;
+  std::vector<std::string> GetStrings(
+      absl::string_view name, std::vector<std::string> default_value = {}) const;
 
   const std::vector<std::pair<std::string, AttrValue>>& entries() const {
     return entries_;

@@ -134,6 +134,9 @@ absl::StatusOr<AttrValue> ConvertAttr(const proto::Attribute& attr) {
     case proto::Attribute::kFloats:
       return AttrValue(std::vector<double>(attr.floats().v().begin(),
                                            attr.floats().v().end()));
+    case proto::Attribute::kStrings:
+      return AttrValue(std::vector<std::string>(attr.strings().v().begin(),
+                                                attr.strings().v().end()));
     case proto::Attribute::VALUE_NOT_SET:
       break;
   }
@@ -352,8 +355,10 @@ proto::Attribute AttrToProto(const std::string& name, const AttrValue& value) {
           attr.set_s(v);
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
           for (int64_t x : v) attr.mutable_ints()->add_v(x);
-        } else {
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
           for (double x : v) attr.mutable_floats()->add_v(x);
+        } else {
+          for (const std::string& x : v) attr.mutable_strings()->add_v(x);
         }
       },
       value);

@@ -79,6 +79,8 @@ absl::string_view AttrTypeName(AttrType type) {
       return "ints";
     case AttrType::kFloats:
       return "floats";
+    case AttrType::kStrings:
+      return "strings";
   }
   return "?";
 }
@@ -92,6 +94,10 @@ static_assert(
     std::is_same_v<std::variant_alternative_t<
                        static_cast<int>(AttrType::kFloats), AttrValue>,
                    std::vector<double>>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<
+                       static_cast<int>(AttrType::kStrings), AttrValue>,
+                   std::vector<std::string>>);
 AttrType TypeOf(const AttrValue& value) {
   return static_cast<AttrType>(value.index());
 }

@@ -15,7 +15,7 @@
 
 namespace loom {
 
-enum class AttrType { kInt, kFloat, kString, kInts, kFloats };
+enum class AttrType { kInt, kFloat, kString, kInts, kFloats, kStrings };
 
 struct AttrSpec {
   std::string name;

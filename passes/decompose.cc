@@ -9,103 +9,25 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/op_registry.h"
+#include "passes/decomposition.h"
 
 namespace loom {
 
-// Builds the nodes that replace one composite node. Node names are derived
-// from the composite's ("sm" -> "sm/max"), made unique among the graph's
-// node names; fresh values get unique names through Graph::AddIntermediate.
-class DecompositionBuilder {
- public:
-  DecompositionBuilder(Graph& graph, const Node& node,
-                       absl::flat_hash_set<std::string>& node_names,
-                       std::vector<Node>& out)
-      : graph_(graph), node_(node), node_names_(node_names), out_(out) {}
-
-  // Appends a node `<composite>/<suffix>` that writes a fresh value and
-  // returns that value.
-  ValueId Add(absl::string_view suffix, std::string op,
-              std::vector<ValueId> inputs, Attrs attrs = {}) {
-    const ValueId output =
-        graph_.AddIntermediate(absl::StrCat(node_.name, "/", suffix));
-    Emit(suffix, std::move(op), std::move(inputs), output, std::move(attrs));
-    return output;
-  }
-
-  // Appends a node `<composite>/<suffix>` that writes `output`, one of the
-  // composite's own outputs.
-  void AddWriting(absl::string_view suffix, std::string op,
-                  std::vector<ValueId> inputs, ValueId output,
-                  Attrs attrs = {}) {
-    Emit(suffix, std::move(op), std::move(inputs), output, std::move(attrs));
-  }
-
- private:
-  void Emit(absl::string_view suffix, std::string op,
-            std::vector<ValueId> inputs, ValueId output, Attrs attrs) {
-    out_.push_back(Node{UniqueNodeName(absl::StrCat(node_.name, "/", suffix)),
-                        std::move(op),
-                        std::move(inputs),
-                        {output},
-                        std::move(attrs)});
-  }
-
-  std::string UniqueNodeName(std::string base) {
-    std::string name = base;
-    for (int i = 1; node_names_.contains(name); ++i) {
-      name = absl::StrCat(base, ".", i);
-    }
-    node_names_.insert(name);
-    return name;
-  }
-
-  Graph& graph_;
-  const Node& node_;
-  absl::flat_hash_set<std::string>& node_names_;
-  std::vector<Node>& out_;
-};
-
 namespace {
 
-absl::Status CheckArity(const Node& node, size_t inputs, size_t outputs) {
-  if (node.inputs.size() == inputs && node.outputs.size() == outputs) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "expected %d inputs and %d outputs, got %d and %d", inputs, outputs,
-      node.inputs.size(), node.outputs.size()));
-}
-
-Attrs ReduceAttrs(int64_t axis) {
-  Attrs attrs;
-  attrs.Set("axes", std::vector<int64_t>{axis});
-  attrs.Set("keepdims", int64_t{1});
-  return attrs;
-}
-
-// softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))) along `axis`;
-// subtracting the max keeps exp from overflowing.
-absl::Status DecomposeSoftmax(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
-  const ValueId x = node.inputs[0];
-  // The reductions count a negative axis from the end, as softmax does.
-  const int64_t axis = node.attrs.GetInt("axis", -1);
-
-  const ValueId max = b.Add("max", "reduce_max", {x}, ReduceAttrs(axis));
-  const ValueId shifted = b.Add("sub", "sub", {x, max});
-  const ValueId exp = b.Add("exp", "exp", {shifted});
-  const ValueId sum = b.Add("sum", "reduce_sum", {exp}, ReduceAttrs(axis));
-  b.AddWriting("div", "div", {exp, sum}, node.outputs[0]);
-  return absl::OkStatus();
-}
-
-// Every decomposition, by the op it replaces. New op families add a
-// function above and a row here.
+// Every decomposition, by the op it replaces, gathered from the op
+// families' tables (passes/decomposition.h).
 const std::vector<std::pair<std::string, DecomposeFn>>& Decompositions() {
-  static const auto* table =
-      new std::vector<std::pair<std::string, DecomposeFn>>{
-          {"softmax", DecomposeSoftmax},
-      };
+  static const auto* table = [] {
+    auto* all = new std::vector<std::pair<std::string, DecomposeFn>>;
+    for (absl::Span<const Decomposition> family :
+         {SoftmaxDecompositions(), ActivationDecompositions(),
+          NormDecompositions(), TensorOpDecompositions(),
+          RnnDecompositions()}) {
+      for (const Decomposition& d : family) all->emplace_back(d.op, d.fn);
+    }
+    return all;
+  }();
   return *table;
 }
 

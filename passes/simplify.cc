@@ -44,9 +44,12 @@ void AppendAttr(std::string& key, const AttrValue& value) {
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
           absl::StrAppend(&key, v.size(), "[");
           for (int64_t x : v) absl::StrAppend(&key, x, ",");
-        } else {
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
           absl::StrAppend(&key, v.size(), "[");
           for (double x : v) AppendDouble(key, x);
+        } else {
+          absl::StrAppend(&key, v.size(), "[");
+          for (const std::string& x : v) AppendString(key, x);
         }
       },
       value);

@@ -1,0 +1,40 @@
+#include "absl/status/status.h"
+#include "passes/decomposition.h"
+
+namespace loom {
+namespace {
+
+Attrs ReduceAttrs(int64_t axis) {
+  Attrs attrs;
+  attrs.Set("axes", std::vector<int64_t>{axis});
+  attrs.Set("keepdims", int64_t{1});
+  return attrs;
+}
+
+// softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))) along `axis`;
+// subtracting the max keeps exp from overflowing.
+absl::Status DecomposeSoftmax(const Node& node, DecompositionBuilder& b) {
+  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  const ValueId x = node.inputs[0];
+  // The reductions count a negative axis from the end, as softmax does.
+  const int64_t axis = node.attrs.GetInt("axis", -1);
+
+  const ValueId max = b.Add("max", "reduce_max", {x}, ReduceAttrs(axis));
+  const ValueId shifted = b.Add("sub", "sub", {x, max});
+  const ValueId exp = b.Add("exp", "exp", {shifted});
+  const ValueId sum = b.Add("sum", "reduce_sum", {exp}, ReduceAttrs(axis));
+  b.AddWriting("div", "div", {exp, sum}, node.outputs[0]);
+  return absl::OkStatus();
+}
+
+constexpr Decomposition kSoftmaxDecompositions[] = {
+    {"softmax", DecomposeSoftmax},
+};
+
+}  // namespace
+
+absl::Span<const Decomposition> SoftmaxDecompositions() {
+  return kSoftmaxDecompositions;
+}
+
+}  // namespace loom

@@ -1,0 +1,90 @@
+#ifndef LOOM_PASSES_DECOMPOSITION_H_
+#define LOOM_PASSES_DECOMPOSITION_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "ir/graph.h"
+
+namespace loom {
+
+// What the `decompose` pass is made of: per op, a function that appends
+// primitive nodes computing it. Each op family keeps its decompositions in
+// its own file and lists them in a table (declared at the end of this
+// header); passes/decompose.cc gathers the tables.
+
+// Builds the nodes that replace one composite node. Node names are derived
+// from the composite's ("sm" -> "sm/max"), made unique among the graph's
+// node names; fresh values get unique names through Graph::AddIntermediate.
+// Values the builder makes have no type until the pass re-infers shapes,
+// so a decomposition reads the types of the composite's inputs only.
+class DecompositionBuilder {
+ public:
+  DecompositionBuilder(Graph& graph, const Node& node,
+                       absl::flat_hash_set<std::string>& node_names,
+                       std::vector<Node>& out)
+      : graph_(graph), node_(node), node_names_(node_names), out_(out) {}
+
+  // Appends a node `<composite>/<suffix>` that writes a fresh value and
+  // returns that value.
+  ValueId Add(absl::string_view suffix, std::string op,
+              std::vector<ValueId> inputs, Attrs attrs = {});
+
+  // Appends a node `<composite>/<suffix>` that writes `output`, one of the
+  // composite's own outputs.
+  void AddWriting(absl::string_view suffix, std::string op,
+                  std::vector<ValueId> inputs, ValueId output,
+                  Attrs attrs = {});
+
+  // A constant named `<composite>/<suffix>` holding `data`.
+  ValueId Constant(absl::string_view suffix, Tensor data);
+  // A one-element constant (rank 0) of `dtype`, e.g. an epsilon.
+  ValueId Scalar(absl::string_view suffix, double value, DType dtype);
+
+  // The type of an input of the composite (or of any value that existed
+  // before the pass ran).
+  const TensorType& type(ValueId value) const {
+    return graph_.value(value).type;
+  }
+  const Graph& graph() const { return graph_; }
+
+ private:
+  void Emit(absl::string_view suffix, std::string op,
+            std::vector<ValueId> inputs, ValueId output, Attrs attrs);
+  std::string UniqueNodeName(std::string base);
+
+  Graph& graph_;
+  const Node& node_;
+  absl::flat_hash_set<std::string>& node_names_;
+  std::vector<Node>& out_;
+};
+
+// Appends primitive nodes computing `node` to the builder. Errors describe
+// the cause; the pass adds the node's name and op.
+using DecomposeFn = absl::Status (*)(const Node& node,
+                                     DecompositionBuilder& builder);
+
+struct Decomposition {
+  const char* op;
+  DecomposeFn fn;
+};
+
+// The tables of the op families, one per file.
+absl::Span<const Decomposition> SoftmaxDecompositions();     // decompose_softmax.cc
+absl::Span<const Decomposition> ActivationDecompositions();  // decompose_activation.cc
+absl::Span<const Decomposition> NormDecompositions();        // decompose_norm.cc
+absl::Span<const Decomposition> TensorOpDecompositions();    // decompose_tensor_ops.cc
+absl::Span<const Decomposition> RnnDecompositions();         // decompose_rnn.cc
+
+// "expected 3 inputs and 1 output, got 2 and 1" unless the node has
+// exactly that many.
+absl::Status CheckArity(const Node& node, size_t inputs, size_t outputs);
+
+}  // namespace loom
+
+#endif  // LOOM_PASSES_DECOMPOSITION_H_
