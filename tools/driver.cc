@@ -142,6 +142,14 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph,
 
 absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Graph> graph = LoadGraphFile(options.model);
+  if (!graph.ok()) return graph.status();
+  return CompileGraph(*std::move(graph), options, start);
+}
+
+absl::StatusOr<CompiledModel> CompileGraph(
+    Graph graph, const CompileOptions& options,
+    std::chrono::steady_clock::time_point start) {
   CompiledModel compiled;
   proto::Report& report = compiled.report;
   report.set_model(options.model);
@@ -154,10 +162,7 @@ absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
         pipeline->name, ": target ", proto::Target_Name(pipeline->proto.target()),
         " has no backend in this build yet (use a CPU pipeline)"));
   }
-
-  absl::StatusOr<Graph> graph = LoadGraphFile(options.model);
-  if (!graph.ok()) return graph.status();
-  compiled.module.graph = *std::move(graph);
+  compiled.module.graph = std::move(graph);
   report.set_graph_nodes(compiled.module.graph.nodes().size());
 
   loom::RunOptions run_options;

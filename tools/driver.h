@@ -1,6 +1,7 @@
 #ifndef LOOM_TOOLS_DRIVER_H_
 #define LOOM_TOOLS_DRIVER_H_
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,12 @@ struct CompiledModel {
 // Imports the model, runs the pipeline, writes the source to out_dir (if
 // set) and compiles it natively. Fills the compile fields of the report.
 absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options);
+
+// CompileModel for a graph already in memory (options.model only names it
+// in the report); `start` is when its import began, for frontend_seconds.
+absl::StatusOr<CompiledModel> CompileGraph(
+    Graph graph, const CompileOptions& options,
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
 
 struct RunModelOptions {
   std::string inputs_dir;  // <input name>.bin files of raw bytes; empty: random
