@@ -192,6 +192,8 @@ absl::StatusOr<CompiledModel> CompileGraph(
     if (absl::Status s = WriteFile(path, module.source->text); !s.ok()) return s;
   }
   report.set_frontend_seconds(SecondsSince(start));
+  report.set_min_bytes(MinBytes(module.graph));
+  if (!options.native_compile) return compiled;
 
   absl::StatusOr<cpp::CppExecutable> executable =
       options.cache_dir.empty()
@@ -201,11 +203,13 @@ absl::StatusOr<CompiledModel> CompileGraph(
   compiled.executable.emplace(*std::move(executable));
   report.set_native_compile_seconds(compiled.executable->compile_seconds());
   report.set_cache_hit(compiled.executable->cache_hit());
-  report.set_min_bytes(MinBytes(module.graph));
   return compiled;
 }
 
 absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
+  if (!compiled.executable.has_value()) {
+    return absl::FailedPreconditionError("the model was compiled without a native compile");
+  }
   if (options.iters < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--iters must be at least 1, got ", options.iters));

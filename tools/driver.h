@@ -25,11 +25,12 @@ struct CompileOptions {
   std::string dump_after;          // re2 pattern of passes to dump after
   std::string dump_dir;
   std::string cache_dir;           // empty: the runtime's default
+  bool native_compile = true;      // false: stop after emitting source
 };
 
 struct CompiledModel {
   Module module;
-  std::optional<cpp::CppExecutable> executable;
+  std::optional<cpp::CppExecutable> executable;  // after a native compile
   proto::Report report;
 };
 
