@@ -158,9 +158,10 @@ TEST(InterpreterTest, MalformedGraphsAreErrorsNotCrashes) {
   }
   {
     Graph graph = mlp.graph;
-    graph.mutable_node(2).op = "gelu";
+    graph.mutable_node(2).op = "frobnicate";
     EXPECT_EQ(Message(Interpret(graph, {x}).status()),
-              "INVALID_ARGUMENT: node 'act' (gelu): unknown op 'gelu'");
+              "INVALID_ARGUMENT: node 'act' (frobnicate): unknown op "
+              "'frobnicate'");
   }
   {
     Graph graph = mlp.graph;

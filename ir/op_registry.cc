@@ -20,7 +20,7 @@ absl::Status OpRegistry::Register(OpDef def) {
     return absl::AlreadyExistsError(
         absl::StrCat("op '", def.name, "' is registered twice"));
   }
-  if (def.min_inputs < 0 || def.num_outputs < 0 ||
+  if (def.min_inputs < 0 || def.num_outputs < -1 ||
       (def.max_inputs != -1 && def.max_inputs < def.min_inputs)) {
     return absl::InvalidArgumentError(
         absl::StrCat("op '", def.name, "' has an invalid arity"));
@@ -165,10 +165,14 @@ absl::Status CheckSignature(const Node& node, const OpDef& def) {
     return absl::InvalidArgumentError(
         absl::StrCat("expected ", ExpectedInputs(def), ", got ", num_inputs));
   }
-  if (static_cast<int64_t>(node.outputs.size()) != def.num_outputs) {
+  const int64_t num_outputs = node.outputs.size();
+  if (def.num_outputs == -1 && num_outputs < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("expected ", Plural(def.num_outputs, "output"), ", got ",
-                     node.outputs.size()));
+        absl::StrCat("expected at least 1 output, got ", num_outputs));
+  }
+  if (def.num_outputs != -1 && num_outputs != def.num_outputs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected ", Plural(def.num_outputs, "output"), ", got ", num_outputs));
   }
   return CheckAttrs(def, node.attrs);
 }

@@ -41,7 +41,7 @@ struct OpDef {
   std::string name;
   int min_inputs = 1;
   int max_inputs = 1;  // -1: variadic
-  int num_outputs = 1;
+  int num_outputs = 1;  // -1: variadic, one or more (e.g. split)
   std::vector<AttrSpec> attrs;
   ShapeFn infer;
   EvalFn eval;

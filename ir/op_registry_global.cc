@@ -12,7 +12,8 @@ namespace {
 absl::Status RegisterAllFamilies(OpRegistry& registry) {
   for (auto* register_family :
        {RegisterElementwiseOps, RegisterReductionOps, RegisterShapeOps,
-        RegisterMatmulOps, RegisterSoftmaxOps}) {
+        RegisterMatmulOps, RegisterSoftmaxOps, RegisterActivationOps,
+        RegisterTensorOps, RegisterNormOps, RegisterRecurrentOps}) {
     absl::Status status = register_family(registry);
     if (!status.ok()) return status;
   }

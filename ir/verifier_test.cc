@@ -72,9 +72,9 @@ TEST(VerifierTest, SignatureErrors) {
   EXPECT_EQ(Message(VerifyGraph(g.graph)),
             "INVALID_ARGUMENT: node 'fc1' (matmul): unknown attribute "
             "'transpose_a' (matmul takes none)");
-  g.graph.mutable_node(g.matmul).op = "gemm";
+  g.graph.mutable_node(g.matmul).op = "frobnicate";
   EXPECT_THAT(Message(VerifyGraph(g.graph)),
-              HasSubstr("node 'fc1' (gemm): unknown op 'gemm'"));
+              HasSubstr("node 'fc1' (frobnicate): unknown op 'frobnicate'"));
 }
 
 TEST(VerifierTest, NodesOutOfOrderAreRejected) {

@@ -9,6 +9,10 @@
 //   of 1 (gives 1) or -1 (gives +1 or -1 by the exponent's parity). 0 to a
 //   negative power is 0.
 // - maximum and minimum propagate NaN (numpy).
+// - mod: `fmod` 0 (default) gives the divisor's sign (Python, floor mod),
+//   1 gives the dividend's sign (C fmod); an integer divisor of 0 is an error.
+// - round is half to even (ONNX, numpy) and keeps the sign of a zero result;
+//   sign(NaN) is NaN.
 // - cast from float to int truncates toward zero, saturates at the target's
 //   range and maps NaN to 0; cast to bool is (x != 0).
 #include <cmath>
@@ -88,7 +92,52 @@ double Rsqrt(double x) { return 1.0 / std::sqrt(x); }
 double Reciprocal(double x) { return 1.0 / x; }
 double Tanh(double x) { return std::tanh(x); }
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double Erf(double x) { return std::erf(x); }
+double Sin(double x) { return std::sin(x); }
+double Cos(double x) { return std::cos(x); }
+double Floor(double x) { return std::floor(x); }
+double Ceil(double x) { return std::ceil(x); }
+double RoundHalfToEven(double x) {
+  double rounded = std::floor(x);
+  const double fraction = x - rounded;  // NaN for infinities: kept as is
+  if (fraction > 0.5 || (fraction == 0.5 && std::fmod(rounded, 2.0) != 0)) {
+    rounded += 1;
+  }
+  // A non-zero result already has x's sign; a zero one (-0.3) takes it.
+  return std::copysign(rounded, x);
+}
+double FloatSign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+int64_t IntSign(int64_t x) { return x > 0 ? 1 : x < 0 ? -1 : 0; }
 
+// The divisor's sign (Python's %).
+double FloatFloorMod(double a, double b) {
+  double r = std::fmod(a, b);
+  if (r != 0 && (r < 0) != (b < 0)) r += b;
+  return r;
+}
+double FloatTruncMod(double a, double b) { return std::fmod(a, b); }
+// The divisor is known to be non-zero; x % -1 is 0 (INT64_MIN % -1 would
+// overflow in C).
+int64_t IntFloorMod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && (r < 0) != (b < 0)) r += b;
+  return r;
+}
+int64_t IntTruncMod(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
+
+template <typename T>
+bool LogicalAnd(T a, T b) {
+  return a && b;
+}
+template <typename T>
+bool LogicalOr(T a, T b) {
+  return a || b;
+}
+template <typename T>
+bool LogicalXor(T a, T b) {
+  return (a != 0) != (b != 0);
+}
 template <typename T>
 bool Equal(T a, T b) {
   return a == b;
@@ -112,19 +161,6 @@ bool Greater(T a, T b) {
 template <typename T>
 bool GreaterEqual(T a, T b) {
   return a >= b;
-}
-
-// Calls fn(i, walk) for every element i of `out`, where walk.offset(k) is
-// the element of inputs[k] that broadcasts to it.
-template <typename Fn>
-void ForEachBroadcast(absl::Span<const Tensor* const> inputs, const Tensor& out,
-                      Fn fn) {
-  std::vector<std::vector<int64_t>> strides;
-  for (const Tensor* input : inputs) {
-    strides.push_back(BroadcastStrides(input->shape(), out.shape()));
-  }
-  StridedWalk walk(out.shape(), std::move(strides));
-  for (int64_t i = 0; i < out.num_elements(); ++i, walk.Next()) fn(i, walk);
 }
 
 // Broadcasts inputs [0, n) together, after checking they share a dtype of
@@ -180,33 +216,67 @@ absl::Status CheckNoZeroDivisor(const Tensor& divisor, const Tensor& out) {
 }
 
 // `integer_division`: a zero integer divisor is an error, not a crash.
+absl::Status EvalArithmetic(absl::Span<const Tensor* const> in, Tensor& result,
+                            FloatBinaryFn on_float, IntBinaryFn on_int,
+                            bool integer_division) {
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[1];
+  if (integer_division) {
+    absl::Status divisor = CheckNoZeroDivisor(b, result);
+    if (!divisor.ok()) return divisor;
+  }
+  if (IsFloat(result.dtype())) {
+    ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
+      result.SetDouble(
+          i, on_float(a.GetDouble(w.offset(0)), b.GetDouble(w.offset(1))));
+    });
+  } else {
+    ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
+      result.SetInt(i, on_int(a.GetInt(w.offset(0)), b.GetInt(w.offset(1))));
+    });
+  }
+  return absl::OkStatus();
+}
+
 OpDef ArithmeticOp(std::string name, FloatBinaryFn on_float, IntBinaryFn on_int,
                    bool integer_division = false) {
   EvalFn eval = [on_float, on_int, integer_division](
                     const Node&, absl::Span<const Tensor* const> in,
                     absl::Span<Tensor> out) {
-    const Tensor& a = *in[0];
-    const Tensor& b = *in[1];
-    Tensor& result = out[0];
-    if (integer_division) {
-      absl::Status divisor = CheckNoZeroDivisor(b, result);
-      if (!divisor.ok()) return divisor;
-    }
-    if (IsFloat(result.dtype())) {
-      ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
-        result.SetDouble(
-            i, on_float(a.GetDouble(w.offset(0)), b.GetDouble(w.offset(1))));
-      });
-    } else {
-      ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
-        result.SetInt(i, on_int(a.GetInt(w.offset(0)), b.GetInt(w.offset(1))));
-      });
-    }
-    return absl::OkStatus();
+    return EvalArithmetic(in, out[0], on_float, on_int, integer_division);
   };
   return FixedArityOp(std::move(name), 2, {},
                       BroadcastShapeFn(DTypeClass::kNumeric, false),
                       std::move(eval));
+}
+
+// mod's `fmod` attribute: false for floor mod (default), true for C fmod.
+absl::StatusOr<bool> ModIsFmod(const Node& node) {
+  const int64_t fmod = node.attrs.GetInt("fmod", 0);
+  if (fmod != 0 && fmod != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'fmod' must be 0 or 1, got ", fmod));
+  }
+  return fmod == 1;
+}
+
+OpDef ModOp() {
+  const ShapeFn broadcast = BroadcastShapeFn(DTypeClass::kNumeric, false);
+  ShapeFn infer = [broadcast](const Node& node, absl::Span<const TensorType> in)
+      -> absl::StatusOr<std::vector<TensorType>> {
+    absl::StatusOr<bool> fmod = ModIsFmod(node);
+    if (!fmod.ok()) return fmod.status();
+    return broadcast(node, in);
+  };
+  EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
+                   absl::Span<Tensor> out) -> absl::Status {
+    absl::StatusOr<bool> fmod = ModIsFmod(node);
+    if (!fmod.ok()) return fmod.status();
+    return *fmod ? EvalArithmetic(in, out[0], FloatTruncMod, IntTruncMod, true)
+                 : EvalArithmetic(in, out[0], FloatFloorMod, IntFloorMod, true);
+  };
+  return FixedArityOp("mod", 2, {{"fmod", AttrType::kInt, false}},
+                      std::move(infer), std::move(eval));
 }
 
 // `on_int` is null for float-only ops.
@@ -354,6 +424,7 @@ OpDef CastOp() {
 absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   constexpr DTypeClass kNumeric = DTypeClass::kNumeric;
   constexpr DTypeClass kAny = DTypeClass::kAny;
+  constexpr DTypeClass kBool = DTypeClass::kBool;
   return RegisterAll(
       registry,
       {
@@ -364,6 +435,7 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
           ArithmeticOp("pow", Pow, IntPow),
           ArithmeticOp("maximum", FloatMax, IntMax),
           ArithmeticOp("minimum", FloatMin, IntMin),
+          ModOp(),
           UnaryOp("neg", FloatNeg, WrapNeg),
           UnaryOp("abs", FloatAbs, IntAbs),
           UnaryOp("relu", FloatRelu, IntRelu),
@@ -374,6 +446,13 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
           UnaryOp("reciprocal", Reciprocal, nullptr),
           UnaryOp("tanh", Tanh, nullptr),
           UnaryOp("sigmoid", Sigmoid, nullptr),
+          UnaryOp("erf", Erf, nullptr),
+          UnaryOp("sin", Sin, nullptr),
+          UnaryOp("cos", Cos, nullptr),
+          UnaryOp("floor", Floor, nullptr),
+          UnaryOp("ceil", Ceil, nullptr),
+          UnaryOp("round", RoundHalfToEven, nullptr),
+          UnaryOp("sign", FloatSign, IntSign),
           ComparisonOp("equal", kAny, Equal<double>, Equal<int64_t>),
           ComparisonOp("not_equal", kAny, NotEqual<double>, NotEqual<int64_t>),
           ComparisonOp("less", kNumeric, Less<double>, Less<int64_t>),
@@ -383,6 +462,12 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
           ComparisonOp("greater_equal", kNumeric, GreaterEqual<double>,
                        GreaterEqual<int64_t>),
           LogicalNotOp(),
+          ComparisonOp("logical_and", kBool, LogicalAnd<double>,
+                       LogicalAnd<int64_t>),
+          ComparisonOp("logical_or", kBool, LogicalOr<double>,
+                       LogicalOr<int64_t>),
+          ComparisonOp("logical_xor", kBool, LogicalXor<double>,
+                       LogicalXor<int64_t>),
           WhereOp(),
           CastOp(),
       });

@@ -354,5 +354,151 @@ TEST(CastTest, AttributeErrors) {
               HasSubstr("(cast): attribute 'to' must be string, got int"));
 }
 
+TEST(PrimitiveTest, FloatUnaryOpsMatchTheMathLibrary) {
+  struct Case {
+    const char* op;
+    double (*fn)(double);
+  };
+  const Case cases[] = {{"erf", std::erf},
+                        {"sin", std::sin},
+                        {"cos", std::cos},
+                        {"floor", std::floor},
+                        {"ceil", std::ceil}};
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    Tensor x = Iota(dtype, {3, 1, 7}, -5.25, 0.5);
+    for (const Case& c : cases) {
+      absl::StatusOr<Tensor> y = RunOp(c.op, {x});
+      ASSERT_TRUE(y.ok()) << y.status();
+      ASSERT_EQ(y->type(), x.type());
+      for (int64_t i = 0; i < x.num_elements(); ++i) {
+        Tensor expected(dtype, {});
+        expected.SetDouble(0, c.fn(x.GetDouble(i)));
+        EXPECT_EQ(y->GetDouble(i), expected.GetDouble(0)) << c.op << " " << i;
+      }
+    }
+  }
+}
+
+TEST(PrimitiveTest, RoundIsHalfToEvenAndKeepsTheSign) {
+  Tensor x =
+      MakeTensor(DType::kF64, {12},
+                 {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4, -2.6,
+                  0.49999999999999994, 4503599627370497.0, INFINITY, NAN});
+  absl::StatusOr<Tensor> y = RunOp("round", {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y),
+              ElementsAre(-2, -2, 0, 0, 2, 2, 2, -3, 0, 4503599627370497.0,
+                          INFINITY, IsNan()));
+  EXPECT_TRUE(std::signbit(y->GetDouble(2)));   // -0.5 rounds to -0
+  EXPECT_FALSE(std::signbit(y->GetDouble(3)));  // 0.5 rounds to +0
+  y = RunOp("round", {MakeTensor(DType::kF32, {3}, {-0.7f, 3.5f, 1e7f + 1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(-1, 4, 1e7 + 1));
+}
+
+TEST(PrimitiveTest, SignOnFloatsAndInts) {
+  absl::StatusOr<Tensor> y = RunOp(
+      "sign", {MakeTensor(DType::kF32, {5}, {-3.5, 0, 2, -INFINITY, NAN})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(-1, 0, 1, -1, IsNan()));
+  y = RunOp("sign", {MakeIntTensor(DType::kI64, {4}, {kI64Min, -1, 0, 9})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), DType::kI64);
+  EXPECT_THAT(ToInts(*y), ElementsAre(-1, -1, 0, 1));
+}
+
+TEST(PrimitiveTest, FloatOnlyPrimitivesRejectIntsNamingTheNode) {
+  for (const char* op : {"erf", "sin", "cos", "floor", "ceil", "round"}) {
+    EXPECT_THAT(RunOpError(op, {Tensor(DType::kI32, {2})}),
+                HasSubstr(absl::StrCat("node 'test_node' (", op,
+                                       "): input 0 has dtype i32, expected a "
+                                       "float dtype")));
+  }
+  EXPECT_THAT(RunOpError("sign", {Tensor(DType::kBool, {2})}),
+              HasSubstr("(sign): input 0 has dtype bool"));
+}
+
+TEST(ModTest, FloorModTakesTheDivisorsSignFmodTheDividends) {
+  Tensor a = MakeIntTensor(DType::kI32, {4}, {7, -7, 7, -7});
+  Tensor b = MakeIntTensor(DType::kI32, {4}, {3, 3, -3, -3});
+  absl::StatusOr<Tensor> y = RunOp("mod", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(1, 2, -2, -1));
+  y = RunOp("mod", {a, b}, MakeAttrs({{"fmod", int64_t{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(1, -1, 1, -1));
+
+  Tensor fa = MakeTensor(DType::kF64, {5}, {5.5, -5.5, 5.5, -5.5, 4});
+  Tensor fb = MakeTensor(DType::kF64, {5}, {2, 2, -2, -2, 2});
+  y = RunOp("mod", {fa, fb});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(1.5, 0.5, -0.5, -1.5, 0));
+  y = RunOp("mod", {fa, fb}, MakeAttrs({{"fmod", int64_t{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(1.5, -1.5, 1.5, -1.5, 0));
+  // A float divisor of 0 gives NaN, not an error.
+  y = RunOp("mod", {MakeTensor(DType::kF32, {1}, {1}),
+                    MakeTensor(DType::kF32, {1}, {0})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(IsNan()));
+}
+
+TEST(ModTest, BroadcastsAndHandlesExtremeIntegers) {
+  Tensor a = Iota(DType::kI64, {3, 1}, -4, 4);  // -4, 0, 4
+  Tensor b = MakeIntTensor(DType::kI64, {5}, {-3, -1, 1, 3, 5});
+  absl::StatusOr<Tensor> y = RunOp("mod", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ(y->shape(), (Shape{3, 5}));
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 5; ++j) {
+      const int64_t x = a.GetInt(i), d = b.GetInt(j);
+      const int64_t floor_mod = ((x % d) + d) % d;  // Python's x % d
+      EXPECT_EQ(y->GetInt(i * 5 + j), floor_mod) << x << " % " << d;
+    }
+  }
+  y = RunOp("mod", {MakeIntTensor(DType::kI64, {2}, {kI64Min, kI64Max}),
+                    MakeIntTensor(DType::kI64, {2}, {-1, kI64Min})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, -1));
+}
+
+TEST(ModTest, Errors) {
+  Tensor a = MakeIntTensor(DType::kI32, {2}, {1, 2});
+  Tensor zero = MakeIntTensor(DType::kI32, {2}, {1, 0});
+  EXPECT_THAT(RunOpError("mod", {a, zero}),
+              HasSubstr("node 'test_node' (mod): integer division by zero "
+                        "(divisor element 1)"));
+  EXPECT_THAT(RunOpError("mod", {a, a}, MakeAttrs({{"fmod", int64_t{2}}})),
+              HasSubstr("node 'test_node' (mod): attribute 'fmod' must be 0 "
+                        "or 1, got 2"));
+  EXPECT_THAT(RunOpError("mod", {a, Tensor(DType::kI64, {2})}),
+              HasSubstr("(mod): inputs 0 and 1 have different dtypes"));
+  EXPECT_THAT(
+      RunOpError("mod", {Tensor(DType::kBool, {2}), Tensor(DType::kBool, {2})}),
+      HasSubstr("(mod): input 0 has dtype bool"));
+}
+
+TEST(LogicalTest, TruthTablesWithBroadcasting) {
+  Tensor a = MakeIntTensor(DType::kBool, {2, 1}, {0, 1});
+  Tensor b = MakeIntTensor(DType::kBool, {3}, {0, 1, 1});
+  const std::pair<const char*, std::vector<int64_t>> cases[] = {
+      {"logical_and", {0, 0, 0, 0, 1, 1}},
+      {"logical_or", {0, 1, 1, 1, 1, 1}},
+      {"logical_xor", {0, 1, 1, 1, 0, 0}},
+  };
+  for (const auto& [op, expected] : cases) {
+    absl::StatusOr<Tensor> y = RunOp(op, {a, b});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->type(), (TensorType{DType::kBool, {2, 3}})) << op;
+    EXPECT_THAT(ToInts(*y), ElementsAreArray(expected)) << op;
+  }
+  EXPECT_THAT(RunOpError("logical_and",
+                         {Tensor(DType::kF32, {2}), Tensor(DType::kF32, {2})}),
+              HasSubstr("node 'test_node' (logical_and): input 0 has dtype "
+                        "f32, expected bool"));
+  EXPECT_THAT(RunOpError("logical_or", {b, Tensor(DType::kBool, {4})}),
+              HasSubstr("(logical_or): cannot broadcast shapes [3] and [4]"));
+}
+
 }  // namespace
 }  // namespace loom

@@ -72,6 +72,19 @@ class StridedWalk {
   std::vector<int64_t> offsets_;
 };
 
+// Calls fn(i, walk) for every element i of `out`, where walk.offset(k) is
+// the element of inputs[k] that broadcasts to it.
+template <typename Fn>
+void ForEachBroadcast(absl::Span<const Tensor* const> inputs, const Tensor& out,
+                      Fn fn) {
+  std::vector<std::vector<int64_t>> strides;
+  for (const Tensor* input : inputs) {
+    strides.push_back(BroadcastStrides(input->shape(), out.shape()));
+  }
+  StridedWalk walk(out.shape(), std::move(strides));
+  for (int64_t i = 0; i < out.num_elements(); ++i, walk.Next()) fn(i, walk);
+}
+
 // Copies element `from` of `src` to element `to` of `dst` (same dtype), bit
 // for bit: the data-movement ops work for every dtype alike.
 inline void CopyElement(const Tensor& src, int64_t from, Tensor& dst,

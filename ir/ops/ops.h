@@ -9,18 +9,30 @@
 
 namespace loom {
 
-// add, sub, mul, div, pow, maximum, minimum; neg, abs, relu, exp, log, sqrt,
-// rsqrt, reciprocal, tanh, sigmoid; equal, not_equal, less, less_equal,
-// greater, greater_equal; logical_not; where; cast.
+// add, sub, mul, div, pow, maximum, minimum, mod; neg, abs, relu, exp, log,
+// sqrt, rsqrt, reciprocal, tanh, sigmoid, erf, sin, cos, floor, ceil, round,
+// sign; equal, not_equal, less, less_equal, greater, greater_equal;
+// logical_not, logical_and, logical_or, logical_xor; where; cast.
 absl::Status RegisterElementwiseOps(OpRegistry& registry);
-// reduce_sum, reduce_mean, reduce_max, reduce_min.
+// reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, reduce_l1,
+// reduce_l2, reduce_log_sum, reduce_log_sum_exp, reduce_sum_square; argmax,
+// argmin.
 absl::Status RegisterReductionOps(OpRegistry& registry);
 // reshape, transpose, squeeze, unsqueeze, expand, concat, slice.
 absl::Status RegisterShapeOps(OpRegistry& registry);
-// matmul.
+// matmul, linear, gemm.
 absl::Status RegisterMatmulOps(OpRegistry& registry);
-// softmax.
+// softmax, log_softmax.
 absl::Status RegisterSoftmaxOps(OpRegistry& registry);
+// gelu, silu, clip, leaky_relu, elu, selu, softplus, hard_sigmoid,
+// hard_swish, prelu.
+absl::Status RegisterActivationOps(OpRegistry& registry);
+// split (variadic outputs), tile, pad, gather, cumsum, flatten, dropout.
+absl::Status RegisterTensorOps(OpRegistry& registry);
+// layer_norm, group_norm, instance_norm, batch_norm.
+absl::Status RegisterNormOps(OpRegistry& registry);
+// lstm, gru, rnn (ONNX semantics; see recurrent.h).
+absl::Status RegisterRecurrentOps(OpRegistry& registry);
 
 }  // namespace loom
 

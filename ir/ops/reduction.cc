@@ -4,6 +4,19 @@
 // reduce_min over an empty axis are rejected by the shape function, since
 // they have no identity. Floats accumulate in double, integers exactly in
 // int64 (wrapping); max and min propagate NaN.
+//
+// reduce_prod, reduce_l1 (sum |x|) and reduce_sum_square take any numeric
+// dtype; reduce_mean, reduce_l2 (sqrt(sum x^2)), reduce_log_sum (log(sum x))
+// and reduce_log_sum_exp (max + log(sum exp(x - max)); an infinite or NaN max
+// is the result itself) take floats. Over zero elements reduce_prod gives 1
+// and the log reductions -inf.
+//
+// argmax and argmin reduce one `axis` (default 0; `keepdims` default 1) to
+// i64 indices. Ties pick the first index, or the last with
+// `select_last_index` 1. NaN counts as larger than everything for argmax and
+// smaller for argmin, and NaNs tie with each other, so the first NaN wins (the
+// last with select_last_index 1, as ONNX's reference computes it). An empty
+// axis is an error.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -16,7 +29,23 @@
 namespace loom {
 namespace {
 
-enum class Reduction { kSum, kMean, kMax, kMin };
+enum class Reduction {
+  kSum,
+  kMean,
+  kMax,
+  kMin,
+  kProd,
+  kL1,
+  kL2,
+  kLogSum,
+  kLogSumExp,
+  kSumSquare,
+};
+
+bool TakesFloatsOnly(Reduction kind) {
+  return kind == Reduction::kMean || kind == Reduction::kL2 ||
+         kind == Reduction::kLogSum || kind == Reduction::kLogSumExp;
+}
 
 struct ReductionPlan {
   std::vector<bool> reduced;  // per input dimension
@@ -55,7 +84,7 @@ ShapeFn ReductionShapeFn(Reduction kind) {
   return [kind](const Node& node, absl::Span<const TensorType> in)
              -> absl::StatusOr<std::vector<TensorType>> {
     const DTypeClass accepted =
-        kind == Reduction::kMean ? DTypeClass::kFloat : DTypeClass::kNumeric;
+        TakesFloatsOnly(kind) ? DTypeClass::kFloat : DTypeClass::kNumeric;
     absl::Status dtype = CheckDType(in[0].dtype, accepted, 0);
     if (!dtype.ok()) return dtype;
     absl::StatusOr<ReductionPlan> plan = PlanReduction(node, in[0].shape);
@@ -77,15 +106,77 @@ template <typename T>
 T InitialValue(Reduction kind) {
   using Limits = std::numeric_limits<T>;
   switch (kind) {
-    case Reduction::kSum:
-    case Reduction::kMean:
-      return 0;
     case Reduction::kMax:
       return Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
     case Reduction::kMin:
       return Limits::has_infinity ? Limits::infinity() : Limits::max();
+    case Reduction::kProd:
+      return 1;
+    default:
+      return 0;
   }
-  return 0;
+}
+
+// Integers wrap (two's complement); floats are plain double arithmetic.
+template <typename T>
+T WrapAdd(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return a + b;
+  } else {
+    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  }
+}
+template <typename T>
+T WrapMul(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return a * b;
+  } else {
+    return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  }
+}
+
+// Folds element `v` into accumulator `a` (kLogSumExp is not a fold).
+template <typename T>
+void Fold(Reduction kind, T v, T& a) {
+  switch (kind) {
+    case Reduction::kSum:
+    case Reduction::kMean:
+    case Reduction::kLogSum:
+      a = WrapAdd(a, v);
+      break;
+    case Reduction::kL1:
+      a = WrapAdd(a, v < 0 ? WrapMul(v, T(-1)) : v);
+      break;
+    case Reduction::kL2:
+    case Reduction::kSumSquare:
+      a = WrapAdd(a, WrapMul(v, v));
+      break;
+    case Reduction::kProd:
+      a = WrapMul(a, v);
+      break;
+    case Reduction::kMax:
+      if (std::isnan(static_cast<double>(v)) || v > a) a = v;
+      break;
+    case Reduction::kMin:
+      if (std::isnan(static_cast<double>(v)) || v < a) a = v;
+      break;
+    case Reduction::kLogSumExp:
+      break;
+  }
+}
+
+// Calls fn(o, i) for every element i of `x`, where o is the output element
+// that i reduces into.
+template <typename Fn>
+void ForEachReduced(const Tensor& x, const ReductionPlan& plan, Fn fn) {
+  std::vector<int64_t> out_strides = ContiguousStrides(plan.kept_shape);
+  for (size_t d = 0; d < out_strides.size(); ++d) {
+    if (plan.reduced[d]) out_strides[d] = 0;
+  }
+  StridedWalk walk(x.shape(), {std::move(out_strides)});
+  for (int64_t i = 0; i < x.num_elements(); ++i, walk.Next()) {
+    fn(walk.offset(0), i);
+  }
 }
 
 // Folds every input element into its output's accumulator. `T` is double
@@ -93,37 +184,43 @@ T InitialValue(Reduction kind) {
 template <typename T>
 std::vector<T> Accumulate(Reduction kind, const Tensor& x,
                           const ReductionPlan& plan) {
-  constexpr bool kIsFloat = std::is_floating_point_v<T>;
   std::vector<T> acc(NumElements(plan.kept_shape), InitialValue<T>(kind));
-
-  std::vector<int64_t> out_strides = ContiguousStrides(plan.kept_shape);
-  for (size_t d = 0; d < out_strides.size(); ++d) {
-    if (plan.reduced[d]) out_strides[d] = 0;
-  }
-  StridedWalk walk(x.shape(), {std::move(out_strides)});
-  for (int64_t i = 0; i < x.num_elements(); ++i, walk.Next()) {
-    T& a = acc[walk.offset(0)];
-    const T v =
-        kIsFloat ? static_cast<T>(x.GetDouble(i)) : static_cast<T>(x.GetInt(i));
-    switch (kind) {
-      case Reduction::kSum:
-      case Reduction::kMean:
-        if constexpr (kIsFloat) {
-          a += v;
-        } else {
-          a = static_cast<T>(static_cast<uint64_t>(a) +
-                             static_cast<uint64_t>(v));  // wraps
-        }
-        break;
-      case Reduction::kMax:
-        if (std::isnan(static_cast<double>(v)) || v > a) a = v;
-        break;
-      case Reduction::kMin:
-        if (std::isnan(static_cast<double>(v)) || v < a) a = v;
-        break;
+  ForEachReduced(x, plan, [&](int64_t o, int64_t i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      Fold<T>(kind, x.GetDouble(i), acc[o]);
+    } else {
+      Fold<T>(kind, x.GetInt(i), acc[o]);
     }
-  }
+  });
   return acc;
+}
+
+// max + log(sum exp(x - max)), so that exp never overflows.
+std::vector<double> LogSumExp(const Tensor& x, const ReductionPlan& plan) {
+  std::vector<double> max = Accumulate<double>(Reduction::kMax, x, plan);
+  std::vector<double> sum(max.size(), 0.0);
+  ForEachReduced(x, plan, [&](int64_t o, int64_t i) {
+    sum[o] += std::exp(x.GetDouble(i) - max[o]);
+  });
+  for (size_t o = 0; o < max.size(); ++o) {
+    // An infinite max (+inf, or -inf from all -inf or no elements) is the
+    // answer; x - max would be NaN.
+    if (!std::isinf(max[o])) max[o] += std::log(sum[o]);
+  }
+  return max;
+}
+
+double Finish(Reduction kind, double acc, int64_t count) {
+  switch (kind) {
+    case Reduction::kMean:
+      return acc / static_cast<double>(count);
+    case Reduction::kL2:
+      return std::sqrt(acc);
+    case Reduction::kLogSum:
+      return std::log(acc);
+    default:
+      return acc;
+  }
 }
 
 EvalFn ReductionEval(Reduction kind) {
@@ -133,11 +230,13 @@ EvalFn ReductionEval(Reduction kind) {
     absl::StatusOr<ReductionPlan> plan = PlanReduction(node, x.shape());
     if (!plan.ok()) return plan.status();
     Tensor& result = out[0];
-    if (IsFloat(x.dtype())) {
+    if (kind == Reduction::kLogSumExp) {
+      std::vector<double> lse = LogSumExp(x, *plan);
+      for (size_t i = 0; i < lse.size(); ++i) result.SetDouble(i, lse[i]);
+    } else if (IsFloat(x.dtype())) {
       std::vector<double> acc = Accumulate<double>(kind, x, *plan);
-      const double count = static_cast<double>(plan->reduced_count);
       for (size_t i = 0; i < acc.size(); ++i) {
-        result.SetDouble(i, kind == Reduction::kMean ? acc[i] / count : acc[i]);
+        result.SetDouble(i, Finish(kind, acc[i], plan->reduced_count));
       }
     } else {
       std::vector<int64_t> acc = Accumulate<int64_t>(kind, x, *plan);
@@ -145,6 +244,123 @@ EvalFn ReductionEval(Reduction kind) {
     }
     return absl::OkStatus();
   };
+}
+
+// --- argmax / argmin ---------------------------------------------------------
+
+struct ArgPlan {
+  int64_t axis = 0;
+  bool select_last = false;
+  Shape out_shape;
+};
+
+absl::StatusOr<ArgPlan> PlanArg(const Node& node, const TensorType& in) {
+  absl::Status dtype = CheckDType(in.dtype, DTypeClass::kNumeric, 0);
+  if (!dtype.ok()) return dtype;
+  const Shape& shape = in.shape;
+  absl::StatusOr<int64_t> axis =
+      NormalizeAxis(node.attrs.GetInt("axis", 0), shape.size());
+  if (!axis.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'axis': ", axis.status().message()));
+  }
+  const int64_t keepdims = node.attrs.GetInt("keepdims", 1);
+  const int64_t select_last = node.attrs.GetInt("select_last_index", 0);
+  for (const auto& [name, value] :
+       {std::pair<const char*, int64_t>{"keepdims", keepdims},
+        {"select_last_index", select_last}}) {
+    if (value != 0 && value != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute '", name, "' must be 0 or 1, got ", value));
+    }
+  }
+  if (shape[*axis] == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot take ", node.op, " over the empty axis ", *axis,
+                     " of ", ShapeToString(shape)));
+  }
+  ArgPlan plan;
+  plan.axis = *axis;
+  plan.select_last = select_last == 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d != plan.axis) {
+      plan.out_shape.push_back(shape[d]);
+    } else if (keepdims == 1) {
+      plan.out_shape.push_back(1);
+    }
+  }
+  return plan;
+}
+
+// Whether `v` beats `best` for argmax (`is_max`) or argmin, NaN being the
+// most extreme value; `or_equal` also accepts a tie.
+template <typename T>
+bool Beats(T v, T best, bool is_max, bool or_equal) {
+  const bool v_nan = std::isnan(static_cast<double>(v));
+  const bool best_nan = std::isnan(static_cast<double>(best));
+  if (v_nan || best_nan) return v_nan && (!best_nan || or_equal);
+  if (v == best) return or_equal;
+  return is_max ? v > best : v < best;
+}
+
+template <typename T>
+T ElementAs(const Tensor& x, int64_t i) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return x.GetDouble(i);
+  } else {
+    return x.GetInt(i);
+  }
+}
+
+template <typename T>
+void ArgReduce(const Tensor& x, const ArgPlan& plan, bool is_max,
+               Tensor& result) {
+  const int64_t length = x.shape()[plan.axis];
+  // Element j of the row at (o, inner) is at (o * length + j) * stride + inner.
+  const int64_t stride = ContiguousStrides(x.shape())[plan.axis];
+  int64_t outer = 1;
+  for (int64_t d = 0; d < plan.axis; ++d) outer *= x.shape()[d];
+  int64_t* indices = result.data_as<int64_t>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t inner = 0; inner < stride; ++inner) {
+      const int64_t base = o * length * stride + inner;
+      int64_t best_index = 0;
+      T best = ElementAs<T>(x, base);
+      for (int64_t j = 1; j < length; ++j) {
+        const T v = ElementAs<T>(x, base + j * stride);
+        if (Beats(v, best, is_max, plan.select_last)) {
+          best = v;
+          best_index = j;
+        }
+      }
+      indices[o * stride + inner] = best_index;
+    }
+  }
+}
+
+OpDef ArgOp(std::string name, bool is_max) {
+  ShapeFn infer = [](const Node& node, absl::Span<const TensorType> in)
+      -> absl::StatusOr<std::vector<TensorType>> {
+    absl::StatusOr<ArgPlan> plan = PlanArg(node, in[0]);
+    if (!plan.ok()) return plan.status();
+    return std::vector<TensorType>{{DType::kI64, plan->out_shape}};
+  };
+  EvalFn eval = [is_max](const Node& node, absl::Span<const Tensor* const> in,
+                         absl::Span<Tensor> out) -> absl::Status {
+    absl::StatusOr<ArgPlan> plan = PlanArg(node, in[0]->type());
+    if (!plan.ok()) return plan.status();
+    if (IsFloat(in[0]->dtype())) {
+      ArgReduce<double>(*in[0], *plan, is_max, out[0]);
+    } else {
+      ArgReduce<int64_t>(*in[0], *plan, is_max, out[0]);
+    }
+    return absl::OkStatus();
+  };
+  return FixedArityOp(std::move(name), 1,
+                      {{"axis", AttrType::kInt, false},
+                       {"keepdims", AttrType::kInt, false},
+                       {"select_last_index", AttrType::kInt, false}},
+                      std::move(infer), std::move(eval));
 }
 
 OpDef ReductionOp(std::string name, Reduction kind) {
@@ -157,12 +373,21 @@ OpDef ReductionOp(std::string name, Reduction kind) {
 }  // namespace
 
 absl::Status RegisterReductionOps(OpRegistry& registry) {
-  return RegisterAll(registry, {
-                                   ReductionOp("reduce_sum", Reduction::kSum),
-                                   ReductionOp("reduce_mean", Reduction::kMean),
-                                   ReductionOp("reduce_max", Reduction::kMax),
-                                   ReductionOp("reduce_min", Reduction::kMin),
-                               });
+  return RegisterAll(
+      registry, {
+                    ReductionOp("reduce_sum", Reduction::kSum),
+                    ReductionOp("reduce_mean", Reduction::kMean),
+                    ReductionOp("reduce_max", Reduction::kMax),
+                    ReductionOp("reduce_min", Reduction::kMin),
+                    ReductionOp("reduce_prod", Reduction::kProd),
+                    ReductionOp("reduce_l1", Reduction::kL1),
+                    ReductionOp("reduce_l2", Reduction::kL2),
+                    ReductionOp("reduce_log_sum", Reduction::kLogSum),
+                    ReductionOp("reduce_log_sum_exp", Reduction::kLogSumExp),
+                    ReductionOp("reduce_sum_square", Reduction::kSumSquare),
+                    ArgOp("argmax", /*is_max=*/true),
+                    ArgOp("argmin", /*is_max=*/false),
+                });
 }
 
 }  // namespace loom

@@ -1,6 +1,7 @@
-// softmax along `axis` (default -1), for floats. Numerically stable: the
-// maximum along the axis is subtracted before exponentiating. Computes in
-// double.
+// softmax and log_softmax along `axis` (default -1), for floats.
+// Numerically stable: the maximum along the axis is subtracted before
+// exponentiating (log_softmax is x - max - log(sum exp(x - max))). Computes
+// in double.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -32,10 +33,9 @@ absl::StatusOr<std::vector<TensorType>> SoftmaxShape(
   return std::vector<TensorType>{in[0]};
 }
 
-absl::Status SoftmaxEval(const Node& node, absl::Span<const Tensor* const> in,
-                         absl::Span<Tensor> out) {
-  const Tensor& x = *in[0];
-  Tensor& result = out[0];
+// `log`: log_softmax instead of softmax.
+absl::Status SoftmaxEval(const Node& node, const Tensor& x, bool log,
+                         Tensor& result) {
   absl::StatusOr<int64_t> axis = SoftmaxAxis(node, x.rank());
   if (!axis.ok()) return axis.status();
   const int64_t length = x.shape()[*axis];
@@ -56,8 +56,11 @@ absl::Status SoftmaxEval(const Node& node, absl::Span<const Tensor* const> in,
         exps[j] = std::exp(x.GetDouble(base + j * stride) - max);
         sum += exps[j];
       }
+      const double log_sum = std::log(sum);
       for (int64_t j = 0; j < length; ++j) {
-        result.SetDouble(base + j * stride, exps[j] / sum);
+        const int64_t at = base + j * stride;
+        result.SetDouble(at,
+                         log ? x.GetDouble(at) - max - log_sum : exps[j] / sum);
       }
     }
   }
@@ -67,9 +70,15 @@ absl::Status SoftmaxEval(const Node& node, absl::Span<const Tensor* const> in,
 }  // namespace
 
 absl::Status RegisterSoftmaxOps(OpRegistry& registry) {
-  return registry.Register(FixedArityOp("softmax", 1,
-                                        {{"axis", AttrType::kInt, false}},
-                                        SoftmaxShape, SoftmaxEval));
+  auto op = [](std::string name, bool log) {
+    EvalFn eval = [log](const Node& node, absl::Span<const Tensor* const> in,
+                        absl::Span<Tensor> out) {
+      return SoftmaxEval(node, *in[0], log, out[0]);
+    };
+    return FixedArityOp(std::move(name), 1, {{"axis", AttrType::kInt, false}},
+                        SoftmaxShape, std::move(eval));
+  };
+  return RegisterAll(registry, {op("softmax", false), op("log_softmax", true)});
 }
 
 }  // namespace loom

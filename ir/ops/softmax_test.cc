@@ -75,5 +75,45 @@ TEST(SoftmaxTest, Errors) {
               HasSubstr("(softmax): attribute 'axis' must be int, got float"));
 }
 
+TEST(LogSoftmaxTest, IsTheLogOfSoftmaxOnEveryAxis) {
+  Tensor x = Iota(DType::kF64, {2, 3, 5}, -2, 0.37);
+  for (int64_t axis : {-1, 0, 1, -2}) {
+    absl::StatusOr<Tensor> y =
+        RunOp("log_softmax", {x}, MakeAttrs({{"axis", axis}}));
+    ASSERT_TRUE(y.ok()) << y.status();
+    ASSERT_EQ(y->type(), x.type());
+    absl::StatusOr<Tensor> softmax =
+        RunOp("softmax", {x}, MakeAttrs({{"axis", axis}}));
+    ASSERT_TRUE(softmax.ok()) << softmax.status();
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      EXPECT_NEAR(y->GetDouble(i), std::log(softmax->GetDouble(i)), 1e-14)
+          << "axis " << axis;
+    }
+  }
+  // Default axis -1 against the naive formula.
+  absl::StatusOr<Tensor> y =
+      RunOp("log_softmax", {MakeTensor(DType::kF32, {1, 3}, {1, 2, 3})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  std::vector<double> expected;
+  for (double p : NaiveSoftmax({1, 2, 3})) expected.push_back(std::log(p));
+  EXPECT_THAT(ToDoubles(*y), Pointwise(DoubleNear(1e-6), expected));
+}
+
+TEST(LogSoftmaxTest, StableWhereTheNaiveFormulaOverflows) {
+  absl::StatusOr<Tensor> y =
+      RunOp("log_softmax", {MakeTensor(DType::kF32, {3}, {1000, 1000, -1000})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y),
+              Pointwise(DoubleNear(1e-4), {-std::log(2.0), -std::log(2.0),
+                                           -2000 - std::log(2.0)}));
+  EXPECT_THAT(RunOpError("log_softmax", {Tensor(DType::kI64, {2})}),
+              HasSubstr("node 'test_node' (log_softmax): input 0 has dtype "
+                        "i64"));
+  EXPECT_THAT(RunOpError("log_softmax", {Tensor(DType::kF32, {2})},
+                         MakeAttrs({{"axis", int64_t{-2}}})),
+              HasSubstr("(log_softmax): attribute 'axis': axis -2 is out of "
+                        "range for rank 1"));
+}
+
 }  // namespace
 }  // namespace loom

@@ -1,0 +1,569 @@
+// lstm, gru and rnn with ONNX semantics (one layer per node; see
+// recurrent.h): the reference implementation runs
+// plain loops over directions, batch entries, time steps and gates, in
+// double, straight from the ONNX equations:
+//
+//   lstm: i = f(Xt Wi^T + H Ri^T + Wbi + Rbi + Pi . C)
+//         f = f(Xt Wf^T + H Rf^T + Wbf + Rbf + Pf . C)   (1 - i: input_forget)
+//         c = g(Xt Wc^T + H Rc^T + Wbc + Rbc)
+//         C' = f . C + i . c
+//         o = f(Xt Wo^T + H Ro^T + Wbo + Rbo + Po . C')
+//         H' = o . h(C')
+//   gru:  z = f(Xt Wz^T + H Rz^T + Wbz + Rbz)
+//         r = f(Xt Wr^T + H Rr^T + Wbr + Rbr)
+//         h = g(Xt Wh^T + (r . H) Rh^T + Rbh + Wbh)     linear_before_reset 0
+//         h = g(Xt Wh^T + r . (H Rh^T + Rbh) + Wbh)     linear_before_reset 1
+//         H' = (1 - z) . h + z . H
+//   rnn:  H' = f(Xt Wi^T + H Ri^T + Wbi + Rbi)
+//
+// `clip` clamps every pre-activation (peephole terms included) to
+// [-clip, clip]. Entry b runs steps 0 .. len[b]-1 (forward) or len[b]-1 .. 0
+// (backward); Y is 0 at steps past its length, and Y_h / Y_c hold the state
+// after its last processed step (the initial state when len[b] is 0).
+#include "ir/ops/recurrent.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "ir/ops/op_util.h"
+#include "ir/ops/ops.h"
+
+namespace loom {
+
+Shape RecurrentSpec::YShape() const {
+  return batch_first ? Shape{batch, seq, num_directions, hidden}
+                     : Shape{seq, num_directions, batch, hidden};
+}
+
+Shape RecurrentSpec::StateShape() const {
+  return batch_first ? Shape{batch, num_directions, hidden}
+                     : Shape{num_directions, batch, hidden};
+}
+
+namespace {
+
+constexpr const char* kInputNames[] = {
+    "X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
+
+absl::string_view CellName(RecurrentCell cell) {
+  switch (cell) {
+    case RecurrentCell::kLstm:
+      return "lstm";
+    case RecurrentCell::kGru:
+      return "gru";
+    case RecurrentCell::kRnn:
+      return "rnn";
+  }
+  return "?";
+}
+
+int64_t GatesOf(RecurrentCell cell) {
+  switch (cell) {
+    case RecurrentCell::kLstm:
+      return 4;
+    case RecurrentCell::kGru:
+      return 3;
+    case RecurrentCell::kRnn:
+      return 1;
+  }
+  return 1;
+}
+
+int MaxInputs(RecurrentCell cell) {
+  return cell == RecurrentCell::kLstm ? 8 : 6;
+}
+
+int MaxOutputs(RecurrentCell cell) {
+  return cell == RecurrentCell::kLstm ? 3 : 2;
+}
+
+// ONNX's defaults, per direction.
+std::vector<RecurrentActivation> DefaultActivations(RecurrentCell cell) {
+  using A = RecurrentActivation;
+  switch (cell) {
+    case RecurrentCell::kLstm:
+      return {A::kSigmoid, A::kTanh, A::kTanh};
+    case RecurrentCell::kGru:
+      return {A::kSigmoid, A::kTanh};
+    case RecurrentCell::kRnn:
+      return {A::kTanh};
+  }
+  return {};
+}
+
+// "sigmoid", "tanh", "relu"; ONNX's spellings ("Sigmoid", ...) work too.
+absl::StatusOr<RecurrentActivation> ParseActivation(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "sigmoid") return RecurrentActivation::kSigmoid;
+  if (lower == "tanh") return RecurrentActivation::kTanh;
+  if (lower == "relu") return RecurrentActivation::kRelu;
+  return absl::InvalidArgumentError(
+      absl::StrCat("attribute 'activations': unsupported activation '", name,
+                   "' (supported: sigmoid, tanh, relu)"));
+}
+
+absl::Status ParseActivations(const Node& node, RecurrentSpec& spec) {
+  const std::vector<RecurrentActivation> defaults =
+      DefaultActivations(spec.cell);
+  const size_t per_direction = defaults.size();
+  if (!node.attrs.Has("activations")) {
+    spec.activations.assign(spec.num_directions, defaults);
+    return absl::OkStatus();
+  }
+  const std::vector<std::string> names = node.attrs.GetStrings("activations");
+  // One set for every direction, or one per direction (forward first).
+  if (names.size() != per_direction &&
+      names.size() != per_direction * spec.num_directions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'activations' has ", names.size(), " entries, expected ",
+        per_direction,
+        spec.num_directions == 2
+            ? absl::StrCat(" (one set for both directions) or ",
+                           2 * per_direction, " (one set per direction)")
+            : std::string()));
+  }
+  spec.activations.assign(spec.num_directions, {});
+  for (int64_t d = 0; d < spec.num_directions; ++d) {
+    const size_t first = names.size() == per_direction ? 0 : d * per_direction;
+    for (size_t k = 0; k < per_direction; ++k) {
+      absl::StatusOr<RecurrentActivation> activation =
+          ParseActivation(names[first + k]);
+      if (!activation.ok()) return activation.status();
+      spec.activations[d].push_back(*activation);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseAttributes(const Node& node, RecurrentSpec& spec) {
+  spec.hidden = node.attrs.GetInt("hidden_size", 0);
+  if (spec.hidden <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'hidden_size' must be positive, got ", spec.hidden));
+  }
+  const std::string direction = node.attrs.GetString("direction", "forward");
+  if (direction == "bidirectional") {
+    spec.num_directions = 2;
+  } else if (direction == "reverse") {
+    spec.reverse = true;
+  } else if (direction != "forward") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'direction' is '", direction,
+                     "', expected 'forward', 'reverse' or 'bidirectional'"));
+  }
+  const int64_t layout = node.attrs.GetInt("layout", 0);
+  if (layout != 0 && layout != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'layout' must be 0 or 1, got ", layout));
+  }
+  spec.batch_first = layout == 1;
+  if (node.attrs.Has("clip")) {
+    spec.has_clip = true;
+    spec.clip = node.attrs.GetFloat("clip", 0);
+    if (!(spec.clip > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'clip' must be positive, got ", spec.clip));
+    }
+  }
+  spec.input_forget = node.attrs.GetInt("input_forget", 0) != 0;
+  spec.linear_before_reset = node.attrs.GetInt("linear_before_reset", 0) != 0;
+  return ParseActivations(node, spec);
+}
+
+// Checks that input `index` has exactly `expected` as its shape; `meaning`
+// spells out the expected dimensions.
+absl::Status CheckInputShape(absl::Span<const TensorType> inputs, int index,
+                             const Shape& expected, absl::string_view meaning) {
+  const Shape& actual = inputs[index].shape;
+  if (actual == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("input '", kInputNames[index], "' (", index, ") has shape ",
+                   ShapeToString(actual), ", expected ",
+                   ShapeToString(expected), " (", meaning, ")"));
+}
+
+absl::Status CheckFloatInput(absl::Span<const TensorType> inputs, int index) {
+  if (inputs[index].dtype == inputs[kRnnX].dtype) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("input '", kInputNames[index], "' (", index, ") has dtype ",
+                   DTypeName(inputs[index].dtype), " but X has ",
+                   DTypeName(inputs[kRnnX].dtype)));
+}
+
+absl::Status CheckInputs(absl::Span<const TensorType> inputs,
+                         const RecurrentSpec& spec) {
+  const int64_t nd = spec.num_directions;
+  const int64_t rows = spec.gates * spec.hidden;
+  const std::string gates_meaning =
+      spec.gates == 1 ? "hidden_size"
+                      : absl::StrCat(spec.gates, "*hidden_size");
+  const std::string state_meaning = spec.batch_first
+                                        ? "batch, num_directions, hidden_size"
+                                        : "num_directions, batch, hidden_size";
+  struct Expected {
+    int index;
+    Shape shape;
+    std::string meaning;
+  };
+  const Expected expected[] = {
+      {kRnnW,
+       {nd, rows, spec.input},
+       absl::StrCat("num_directions, ", gates_meaning, ", input_size")},
+      {kRnnR,
+       {nd, rows, spec.hidden},
+       absl::StrCat("num_directions, ", gates_meaning, ", hidden_size")},
+      {kRnnB,
+       {nd, 2 * rows},
+       absl::StrCat("num_directions, 2*", gates_meaning)},
+      {kRnnSequenceLens, {spec.batch}, "batch"},
+      {kRnnInitialH, spec.StateShape(), state_meaning},
+      {kRnnInitialC, spec.StateShape(), state_meaning},
+      {kRnnP, {nd, 3 * spec.hidden}, "num_directions, 3*hidden_size"},
+  };
+  for (const Expected& e : expected) {
+    if (!spec.Has(e.index)) continue;
+    if (e.index == kRnnSequenceLens) {
+      const DType dtype = inputs[e.index].dtype;
+      if (dtype != DType::kI32 && dtype != DType::kI64) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input 'sequence_lens' (4) has dtype ",
+                         DTypeName(dtype), ", expected i32 or i64"));
+      }
+    } else {
+      absl::Status dtype = CheckFloatInput(inputs, e.index);
+      if (!dtype.ok()) return dtype;
+    }
+    absl::Status shape = CheckInputShape(inputs, e.index, e.shape, e.meaning);
+    if (!shape.ok()) return shape;
+  }
+  return absl::OkStatus();
+}
+
+// --- shape function ----------------------------------------------------------
+
+absl::StatusOr<std::vector<TensorType>> RecurrentShape(
+    RecurrentCell cell, const Node& node, absl::Span<const TensorType> in) {
+  absl::StatusOr<RecurrentSpec> spec = ParseRecurrent(cell, node, in);
+  if (!spec.ok()) return spec.status();
+  std::vector<TensorType> outputs = {{spec->dtype, spec->YShape()}};
+  for (int i = 1; i < spec->num_outputs; ++i) {
+    outputs.push_back({spec->dtype, spec->StateShape()});
+  }
+  return outputs;
+}
+
+// --- reference implementation ----------------------------------------------
+
+double Activate(RecurrentActivation activation, double x) {
+  switch (activation) {
+    case RecurrentActivation::kSigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case RecurrentActivation::kTanh:
+      return std::tanh(x);
+    case RecurrentActivation::kRelu:
+      return x > 0 ? x : 0.0;
+  }
+  return x;
+}
+
+std::vector<double> Doubles(const Tensor& tensor) {
+  std::vector<double> values(tensor.num_elements());
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    values[i] = tensor.GetDouble(i);
+  }
+  return values;
+}
+
+// One direction's weights: W, R and the biases, flat and row-major.
+struct DirectionWeights {
+  const double* w;   // [gates*hidden, input]
+  const double* r;   // [gates*hidden, hidden]
+  const double* wb;  // [gates*hidden], or null
+  const double* rb;  // [gates*hidden], or null
+  const double* p;   // [3*hidden] (i, o, f), or null
+  const std::vector<RecurrentActivation>* activations;
+};
+
+// One direction's cell: advances the state of a batch entry, kept by the
+// caller in `h` and (lstm) `c`, by one step.
+class Recurrence {
+ public:
+  Recurrence(const RecurrentSpec& spec, const DirectionWeights& weights)
+      : spec_(spec), weights_(weights) {}
+
+  // Advances the state by one step that reads `x` [input].
+  void Step(const double* x, std::vector<double>& h, std::vector<double>& c) {
+    switch (spec_.cell) {
+      case RecurrentCell::kLstm:
+        return LstmStep(x, h, c);
+      case RecurrentCell::kGru:
+        return GruStep(x, h);
+      case RecurrentCell::kRnn:
+        return RnnStep(x, h);
+    }
+  }
+
+ private:
+  int64_t H() const { return spec_.hidden; }
+
+  // Row `row` of W times x, plus Wb[row].
+  double InputTerm(int64_t row, const double* x) const {
+    double sum = weights_.wb != nullptr ? weights_.wb[row] : 0.0;
+    const double* w = weights_.w + row * spec_.input;
+    for (int64_t k = 0; k < spec_.input; ++k) sum += w[k] * x[k];
+    return sum;
+  }
+
+  // Row `row` of R times `state`, plus Rb[row].
+  double RecurrentTerm(int64_t row, const std::vector<double>& state) const {
+    double sum = weights_.rb != nullptr ? weights_.rb[row] : 0.0;
+    const double* r = weights_.r + row * H();
+    for (int64_t k = 0; k < H(); ++k) sum += r[k] * state[k];
+    return sum;
+  }
+
+  double Clip(double x) const {
+    return spec_.has_clip ? std::min(std::max(x, -spec_.clip), spec_.clip) : x;
+  }
+
+  double Act(int which, double x) const {
+    return Activate((*weights_.activations)[which], Clip(x));
+  }
+
+  double Peephole(int gate, int64_t j) const {
+    return weights_.p != nullptr ? weights_.p[gate * H() + j] : 0.0;
+  }
+
+  void LstmStep(const double* x, std::vector<double>& h,
+                std::vector<double>& c) {
+    enum { kI, kO, kF, kC };  // row blocks of W and R
+    enum { kPi, kPo, kPf };   // blocks of P
+    std::vector<double> pre(4 * H());
+    for (int64_t row = 0; row < 4 * H(); ++row) {
+      pre[row] = InputTerm(row, x) + RecurrentTerm(row, h);
+    }
+    for (int64_t j = 0; j < H(); ++j) {
+      const double i = Act(0, pre[kI * H() + j] + Peephole(kPi, j) * c[j]);
+      const double f =
+          spec_.input_forget
+              ? 1.0 - i
+              : Act(0, pre[kF * H() + j] + Peephole(kPf, j) * c[j]);
+      const double candidate = Act(1, pre[kC * H() + j]);
+      c[j] = f * c[j] + i * candidate;
+      const double o = Act(0, pre[kO * H() + j] + Peephole(kPo, j) * c[j]);
+      h[j] = o * Activate((*weights_.activations)[2], c[j]);
+    }
+  }
+
+  void GruStep(const double* x, std::vector<double>& h) {
+    enum { kZ, kR, kH };
+    std::vector<double> z(H()), r(H()), reset_h(H());
+    for (int64_t j = 0; j < H(); ++j) {
+      z[j] =
+          Act(0, InputTerm(kZ * H() + j, x) + RecurrentTerm(kZ * H() + j, h));
+      r[j] =
+          Act(0, InputTerm(kR * H() + j, x) + RecurrentTerm(kR * H() + j, h));
+      reset_h[j] = r[j] * h[j];
+    }
+    std::vector<double> next(H());
+    for (int64_t j = 0; j < H(); ++j) {
+      const int64_t row = kH * H() + j;
+      const double recurrent = spec_.linear_before_reset
+                                   ? r[j] * RecurrentTerm(row, h)
+                                   : RecurrentTerm(row, reset_h);
+      const double candidate = Act(1, InputTerm(row, x) + recurrent);
+      next[j] = (1.0 - z[j]) * candidate + z[j] * h[j];
+    }
+    h = std::move(next);
+  }
+
+  void RnnStep(const double* x, std::vector<double>& h) {
+    std::vector<double> next(H());
+    for (int64_t j = 0; j < H(); ++j) {
+      next[j] = Act(0, InputTerm(j, x) + RecurrentTerm(j, h));
+    }
+    h = std::move(next);
+  }
+
+  const RecurrentSpec& spec_;
+  const DirectionWeights& weights_;
+};
+
+// Each batch entry's sequence length: sequence_lens, or seq for all.
+absl::StatusOr<std::vector<int64_t>> SequenceLengths(
+    const RecurrentSpec& spec, absl::Span<const Tensor* const> in) {
+  std::vector<int64_t> lengths(spec.batch, spec.seq);
+  if (!spec.Has(kRnnSequenceLens)) return lengths;
+  const Tensor& lens = *in[kRnnSequenceLens];
+  for (int64_t b = 0; b < spec.batch; ++b) {
+    lengths[b] = lens.GetInt(b);
+    if (lengths[b] < 0 || lengths[b] > spec.seq) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence_lens[", b, "] is ", lengths[b],
+                       ", outside [0, ", spec.seq, "] (the sequence length)"));
+    }
+  }
+  return lengths;
+}
+
+absl::Status RecurrentEval(RecurrentCell cell, const Node& node,
+                           absl::Span<const Tensor* const> in,
+                           absl::Span<Tensor> out) {
+  std::vector<TensorType> types;
+  for (const Tensor* tensor : in) types.push_back(tensor->type());
+  absl::StatusOr<RecurrentSpec> parsed = ParseRecurrent(cell, node, types);
+  if (!parsed.ok()) return parsed.status();
+  const RecurrentSpec& spec = *parsed;
+  absl::StatusOr<std::vector<int64_t>> lengths = SequenceLengths(spec, in);
+  if (!lengths.ok()) return lengths.status();
+
+  const int64_t H = spec.hidden, nd = spec.num_directions;
+  const int64_t batch = spec.batch, seq = spec.seq;
+  const int64_t rows = spec.gates * H;
+  const std::vector<double> x = Doubles(*in[kRnnX]);
+  const std::vector<double> w = Doubles(*in[kRnnW]);
+  const std::vector<double> r = Doubles(*in[kRnnR]);
+  auto optional = [&](int index) {
+    return spec.Has(index) ? Doubles(*in[index]) : std::vector<double>();
+  };
+  const std::vector<double> bias = optional(kRnnB);
+  const std::vector<double> initial_h = optional(kRnnInitialH);
+  const std::vector<double> initial_c = optional(kRnnInitialC);
+  const std::vector<double> peepholes = optional(kRnnP);
+
+  // Flat offsets in the layout's order.
+  auto x_at = [&](int64_t t, int64_t b) {
+    return (spec.batch_first ? b * seq + t : t * batch + b) * spec.input;
+  };
+  auto y_at = [&](int64_t t, int64_t d, int64_t b) {
+    return (spec.batch_first ? (b * seq + t) * nd + d
+                             : (t * nd + d) * batch + b) *
+           H;
+  };
+  auto state_at = [&](int64_t d, int64_t b) {
+    return (spec.batch_first ? b * nd + d : d * batch + b) * H;
+  };
+
+  for (int64_t d = 0; d < nd; ++d) {
+    const DirectionWeights weights = {
+        w.data() + d * rows * spec.input,
+        r.data() + d * rows * H,
+        bias.empty() ? nullptr : bias.data() + d * 2 * rows,
+        bias.empty() ? nullptr : bias.data() + d * 2 * rows + rows,
+        peepholes.empty() ? nullptr : peepholes.data() + d * 3 * H,
+        &spec.activations[d]};
+    Recurrence recurrence(spec, weights);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<double> h(H, 0.0), c(H, 0.0);
+      if (!initial_h.empty()) {
+        std::copy_n(initial_h.begin() + state_at(d, b), H, h.begin());
+      }
+      if (!initial_c.empty()) {
+        std::copy_n(initial_c.begin() + state_at(d, b), H, c.begin());
+      }
+      const int64_t length = (*lengths)[b];
+      for (int64_t step = 0; step < length; ++step) {
+        const int64_t t = spec.Backward(d) ? length - 1 - step : step;
+        recurrence.Step(x.data() + x_at(t, b), h, c);
+        for (int64_t j = 0; j < H; ++j) {
+          out[kRnnY].SetDouble(y_at(t, d, b) + j, h[j]);
+        }
+      }
+      // Y stays 0 (Tensors start zeroed) at steps past `length`.
+      for (int64_t j = 0; j < H; ++j) {
+        if (spec.num_outputs > kRnnYH) {
+          out[kRnnYH].SetDouble(state_at(d, b) + j, h[j]);
+        }
+        if (spec.num_outputs > kRnnYC) {
+          out[kRnnYC].SetDouble(state_at(d, b) + j, c[j]);
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+OpDef RecurrentOp(RecurrentCell cell) {
+  std::vector<AttrSpec> attrs = {
+      {"hidden_size", AttrType::kInt, true},
+      {"direction", AttrType::kString, false},
+      {"layout", AttrType::kInt, false},
+      {"activations", AttrType::kStrings, false},
+      {"clip", AttrType::kFloat, false},
+  };
+  if (cell == RecurrentCell::kLstm) {
+    attrs.push_back({"input_forget", AttrType::kInt, false});
+  }
+  if (cell == RecurrentCell::kGru) {
+    attrs.push_back({"linear_before_reset", AttrType::kInt, false});
+  }
+  OpDef def;
+  def.name = std::string(CellName(cell));
+  def.min_inputs = 3;
+  def.max_inputs = MaxInputs(cell);
+  // Y, [Y_h, [Y_c]]: the shape function checks the upper bound.
+  def.num_outputs = -1;
+  def.attrs = std::move(attrs);
+  def.infer = [cell](const Node& node, absl::Span<const TensorType> in) {
+    return RecurrentShape(cell, node, in);
+  };
+  def.eval = [cell](const Node& node, absl::Span<const Tensor* const> in,
+                    absl::Span<Tensor> out) {
+    return RecurrentEval(cell, node, in, out);
+  };
+  return def;
+}
+
+}  // namespace
+
+absl::StatusOr<RecurrentSpec> ParseRecurrent(
+    RecurrentCell cell, const Node& node, absl::Span<const TensorType> inputs) {
+  RecurrentSpec spec;
+  spec.cell = cell;
+  spec.gates = GatesOf(cell);
+  spec.num_inputs = static_cast<int>(inputs.size());
+  spec.num_outputs = static_cast<int>(node.outputs.size());
+  if (spec.num_inputs < 3 || spec.num_inputs > MaxInputs(cell) ||
+      spec.num_outputs < 1 || spec.num_outputs > MaxOutputs(cell)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected 3 to ", MaxInputs(cell), " inputs and 1 to ",
+                     MaxOutputs(cell), " outputs, got ", spec.num_inputs,
+                     " and ", spec.num_outputs));
+  }
+  absl::Status attrs = ParseAttributes(node, spec);
+  if (!attrs.ok()) return attrs;
+
+  const TensorType& x = inputs[kRnnX];
+  if (!IsFloat(x.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input 'X' (0) has dtype ", DTypeName(x.dtype),
+                     ", expected a float dtype (f32 or f64)"));
+  }
+  if (x.shape.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input 'X' (0) has shape ", ShapeToString(x.shape),
+        ", expected rank 3 (",
+        spec.batch_first ? "batch, seq, input_size" : "seq, batch, input_size",
+        ")"));
+  }
+  spec.dtype = x.dtype;
+  spec.seq = x.shape[spec.batch_first ? 1 : 0];
+  spec.batch = x.shape[spec.batch_first ? 0 : 1];
+  spec.input = x.shape[2];
+  absl::Status checked = CheckInputs(inputs, spec);
+  if (!checked.ok()) return checked;
+  return spec;
+}
+
+absl::Status RegisterRecurrentOps(OpRegistry& registry) {
+  return RegisterAll(registry, {RecurrentOp(RecurrentCell::kLstm),
+                                RecurrentOp(RecurrentCell::kGru),
+                                RecurrentOp(RecurrentCell::kRnn)});
+}
+
+}  // namespace loom

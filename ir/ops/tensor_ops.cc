@@ -1,0 +1,468 @@
+// Tensor ops beyond plain views: split, tile, pad, gather, flatten and
+// dropout move elements bit for bit (any dtype, except dropout: floats);
+// cumsum adds (numeric dtypes).
+//
+// Semantics worth stating:
+// - split: one output per part (variadic outputs). `split` lists the sizes
+//   along `axis` (each >= 0, one per output, summing to the dim); absent, the
+//   dim is cut into equal parts, one per output, and must divide evenly.
+// - pad: `pads` holds all begins then all ends (ONNX order), each >= 0; only
+//   `mode` "constant" is supported. `value` converts to the data's dtype as
+//   cast does (truncated toward zero and saturated for integers, != 0 for
+//   bool).
+// - gather: a negative index wraps once (i + dim); anything still outside
+//   [0, dim) is an error of the run, naming the index.
+// - cumsum: floats accumulate in double, integers in int64 (wrapping).
+//   `exclusive` 1 leaves out the element itself, `reverse` 1 sums from the
+//   end.
+// - flatten: `axis` (default 1) may be anything in [-rank, rank].
+// - dropout is inference-time: the identity; `ratio` is accepted and ignored.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "ir/ops/op_util.h"
+#include "ir/ops/ops.h"
+
+namespace loom {
+namespace {
+
+using ShapeResult = absl::StatusOr<std::vector<TensorType>>;
+
+absl::Status AttrError(absl::string_view attr, const absl::Status& cause) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("attribute '", attr, "': ", cause.message()));
+}
+
+absl::StatusOr<int64_t> AxisAttr(const Node& node, int64_t default_axis,
+                                 int64_t rank) {
+  absl::StatusOr<int64_t> axis =
+      NormalizeAxis(node.attrs.GetInt("axis", default_axis), rank);
+  if (!axis.ok()) return AttrError("axis", axis.status());
+  return axis;
+}
+
+absl::StatusOr<bool> FlagAttr(const Node& node, absl::string_view name) {
+  const int64_t value = node.attrs.GetInt(name, 0);
+  if (value != 0 && value != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute '", name, "' must be 0 or 1, got ", value));
+  }
+  return value == 1;
+}
+
+// Product of shape[begin, end).
+int64_t DimProduct(const Shape& shape, int64_t begin, int64_t end) {
+  int64_t product = 1;
+  for (int64_t d = begin; d < end; ++d) product *= shape[d];
+  return product;
+}
+
+// --- split -------------------------------------------------------------------
+
+struct SplitPlan {
+  int64_t axis = 0;
+  std::vector<int64_t> sizes;  // one per output
+};
+
+absl::StatusOr<SplitPlan> PlanSplit(const Node& node, const Shape& shape) {
+  SplitPlan plan;
+  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, shape.size());
+  if (!axis.ok()) return axis.status();
+  plan.axis = *axis;
+  const int64_t dim = shape[plan.axis];
+  const int64_t parts = node.outputs.size();
+  if (!node.attrs.Has("split")) {
+    if (dim % parts != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("axis ", plan.axis, " of ", ShapeToString(shape),
+                       " (size ", dim, ") does not split into ", parts,
+                       " equal parts; list the sizes in "
+                       "attribute 'split'"));
+    }
+    plan.sizes.assign(parts, dim / parts);
+    return plan;
+  }
+  plan.sizes = node.attrs.GetInts("split");
+  if (static_cast<int64_t>(plan.sizes.size()) != parts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'split' ", ShapeToString(plan.sizes), " has ",
+                     plan.sizes.size(), " sizes for ", parts, " outputs"));
+  }
+  int64_t total = 0;  // stays <= dim, so it cannot overflow
+  bool fits = true;
+  for (int64_t size : plan.sizes) {
+    if (size < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'split' ",
+                                                     ShapeToString(plan.sizes),
+                                                     " has a negative size"));
+    }
+    fits = fits && size <= dim - total;
+    if (fits) total += size;
+  }
+  if (!fits || total != dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'split' ", ShapeToString(plan.sizes), " does not sum to ",
+        dim, ", the size of axis ", plan.axis, " of ", ShapeToString(shape)));
+  }
+  return plan;
+}
+
+ShapeResult SplitShape(const Node& node, absl::Span<const TensorType> in) {
+  absl::StatusOr<SplitPlan> plan = PlanSplit(node, in[0].shape);
+  if (!plan.ok()) return plan.status();
+  std::vector<TensorType> out;
+  for (int64_t size : plan->sizes) {
+    Shape shape = in[0].shape;
+    shape[plan->axis] = size;
+    out.push_back({in[0].dtype, std::move(shape)});
+  }
+  return out;
+}
+
+absl::Status SplitEval(const Node& node, absl::Span<const Tensor* const> in,
+                       absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  absl::StatusOr<SplitPlan> plan = PlanSplit(node, x.shape());
+  if (!plan.ok()) return plan.status();
+  const int64_t outer = DimProduct(x.shape(), 0, plan->axis);
+  const int64_t inner = DimProduct(x.shape(), plan->axis + 1, x.rank());
+  const int64_t dim = x.shape()[plan->axis];
+  const int64_t element_size = DTypeSize(x.dtype());
+  const char* src = static_cast<const char*>(x.data());
+  int64_t start = 0;  // along the axis
+  for (size_t k = 0; k < out.size(); ++k) {
+    const int64_t chunk = plan->sizes[k] * inner * element_size;
+    char* dst = static_cast<char*>(out[k].data());
+    for (int64_t o = 0; o < outer; ++o) {
+      std::memcpy(dst + o * chunk,
+                  src + (o * dim + start) * inner * element_size, chunk);
+    }
+    start += plan->sizes[k];
+  }
+  return absl::OkStatus();
+}
+
+OpDef SplitOp() {
+  OpDef def = FixedArityOp(
+      "split", 1,
+      {{"axis", AttrType::kInt, false}, {"split", AttrType::kInts, false}},
+      SplitShape, SplitEval);
+  def.num_outputs = -1;
+  return def;
+}
+
+// --- tile --------------------------------------------------------------------
+
+absl::StatusOr<std::vector<int64_t>> TileRepeats(const Node& node,
+                                                 const Shape& shape) {
+  std::vector<int64_t> repeats = node.attrs.GetInts("repeats");
+  if (repeats.size() != shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'repeats' ",
+                                                   ShapeToString(repeats),
+                                                   " needs one entry per "
+                                                   "dim of ",
+                                                   ShapeToString(shape)));
+  }
+  for (int64_t r : repeats) {
+    if (r < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'repeats' ",
+                                                     ShapeToString(repeats),
+                                                     " has a negative "
+                                                     "entry"));
+    }
+  }
+  return repeats;
+}
+
+ShapeResult TileShape(const Node& node, absl::Span<const TensorType> in) {
+  absl::StatusOr<std::vector<int64_t>> repeats = TileRepeats(node, in[0].shape);
+  if (!repeats.ok()) return repeats.status();
+  Shape shape = in[0].shape;
+  for (size_t d = 0; d < shape.size(); ++d) shape[d] *= (*repeats)[d];
+  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+}
+
+// Calls fn(i, index) for every element i of a tensor of `shape`, with its
+// coordinates `index` (row-major order).
+template <typename Fn>
+void ForEachIndex(const Shape& shape, Fn fn) {
+  std::vector<int64_t> index(shape.size(), 0);
+  const int64_t count = NumElements(shape);
+  for (int64_t i = 0; i < count; ++i) {
+    fn(i, index);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+absl::Status TileEval(const Node&, absl::Span<const Tensor* const> in,
+                      absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  const std::vector<int64_t> strides = ContiguousStrides(x.shape());
+  ForEachIndex(out[0].shape(), [&](int64_t i, const std::vector<int64_t>& at) {
+    int64_t from = 0;
+    for (size_t d = 0; d < at.size(); ++d) {
+      from += at[d] % x.shape()[d] * strides[d];
+    }
+    CopyElement(x, from, out[0], i);
+  });
+  return absl::OkStatus();
+}
+
+// --- pad ---------------------------------------------------------------------
+
+absl::StatusOr<std::vector<int64_t>> PadAmounts(const Node& node,
+                                                const Shape& shape) {
+  const std::string mode = node.attrs.GetString("mode", "constant");
+  if (mode != "constant") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'mode' \"", mode,
+                     "\" is not supported (only \"constant\")"));
+  }
+  std::vector<int64_t> pads = node.attrs.GetInts("pads");
+  if (pads.size() != 2 * shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'pads' ", ShapeToString(pads), " has ", pads.size(),
+        " entries; input ", ShapeToString(shape), " needs ", 2 * shape.size(),
+        " (all begins, then all ends)"));
+  }
+  for (int64_t p : pads) {
+    if (p < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute 'pads' ", ShapeToString(pads), " has a negative entry"));
+    }
+  }
+  return pads;
+}
+
+ShapeResult PadShape(const Node& node, absl::Span<const TensorType> in) {
+  absl::StatusOr<std::vector<int64_t>> pads = PadAmounts(node, in[0].shape);
+  if (!pads.ok()) return pads.status();
+  Shape shape = in[0].shape;
+  const size_t rank = shape.size();
+  for (size_t d = 0; d < rank; ++d) {
+    shape[d] += (*pads)[d] + (*pads)[rank + d];
+  }
+  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+}
+
+// `value` in `dtype`, converted as cast converts a float.
+Tensor PadValue(double value, DType dtype) {
+  Tensor t(dtype, {});
+  if (IsFloat(dtype) || dtype == DType::kBool) {
+    t.SetDouble(0, IsFloat(dtype) ? value : static_cast<double>(value != 0));
+    return t;
+  }
+  const bool narrow = dtype == DType::kI32;
+  const double limit = narrow ? 2147483648.0 : 9223372036854775808.0;
+  int64_t v = 0;
+  if (value >= limit) {
+    v = narrow ? std::numeric_limits<int32_t>::max()
+               : std::numeric_limits<int64_t>::max();
+  } else if (value <= -limit) {
+    v = narrow ? std::numeric_limits<int32_t>::min()
+               : std::numeric_limits<int64_t>::min();
+  } else if (!std::isnan(value)) {
+    v = static_cast<int64_t>(value);
+  }
+  t.SetInt(0, v);
+  return t;
+}
+
+absl::Status PadEval(const Node& node, absl::Span<const Tensor* const> in,
+                     absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  Tensor& result = out[0];
+  absl::StatusOr<std::vector<int64_t>> pads = PadAmounts(node, x.shape());
+  if (!pads.ok()) return pads.status();
+  const Tensor fill = PadValue(node.attrs.GetFloat("value", 0), x.dtype());
+  for (int64_t i = 0; i < result.num_elements(); ++i) {
+    CopyElement(fill, 0, result, i);
+  }
+  // Input element `index` lands at index + begins.
+  const std::vector<int64_t> out_strides = ContiguousStrides(result.shape());
+  int64_t base = 0;
+  for (int64_t d = 0; d < x.rank(); ++d) base += (*pads)[d] * out_strides[d];
+  StridedWalk walk(x.shape(), {out_strides}, {base});
+  for (int64_t i = 0; i < x.num_elements(); ++i, walk.Next()) {
+    CopyElement(x, i, result, walk.offset(0));
+  }
+  return absl::OkStatus();
+}
+
+// --- gather ------------------------------------------------------------------
+
+ShapeResult GatherShape(const Node& node, absl::Span<const TensorType> in) {
+  const Shape& data = in[0].shape;
+  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.size());
+  if (!axis.ok()) return axis.status();
+  if (in[1].dtype != DType::kI32 && in[1].dtype != DType::kI64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input 1 (indices) has dtype ", DTypeName(in[1].dtype),
+                     ", expected i32 or i64"));
+  }
+  Shape shape(data.begin(), data.begin() + *axis);
+  shape.insert(shape.end(), in[1].shape.begin(), in[1].shape.end());
+  shape.insert(shape.end(), data.begin() + *axis + 1, data.end());
+  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+}
+
+absl::Status GatherEval(const Node& node, absl::Span<const Tensor* const> in,
+                        absl::Span<Tensor> out) {
+  const Tensor& data = *in[0];
+  const Tensor& indices = *in[1];
+  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.rank());
+  if (!axis.ok()) return axis.status();
+  const int64_t dim = data.shape()[*axis];
+  std::vector<int64_t> wrapped(indices.num_elements());
+  for (int64_t k = 0; k < indices.num_elements(); ++k) {
+    const int64_t index = indices.GetInt(k);
+    wrapped[k] = index < 0 ? index + dim : index;
+    if (wrapped[k] < 0 || wrapped[k] >= dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("index ", index, " (indices element ", k,
+                       ") is out of range for axis ", *axis, " of size ", dim));
+    }
+  }
+  const int64_t outer = DimProduct(data.shape(), 0, *axis);
+  const int64_t inner = DimProduct(data.shape(), *axis + 1, data.rank());
+  int64_t i = 0;  // output element, in row-major order
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t index : wrapped) {
+      for (int64_t r = 0; r < inner; ++r) {
+        CopyElement(data, (o * dim + index) * inner + r, out[0], i++);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --- cumsum ------------------------------------------------------------------
+
+struct CumsumPlan {
+  int64_t axis = 0;
+  bool exclusive = false;
+  bool reverse = false;
+};
+
+absl::StatusOr<CumsumPlan> PlanCumsum(const Node& node, const TensorType& in) {
+  absl::Status dtype = CheckDType(in.dtype, DTypeClass::kNumeric, 0);
+  if (!dtype.ok()) return dtype;
+  CumsumPlan plan;
+  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, in.shape.size());
+  if (!axis.ok()) return axis.status();
+  absl::StatusOr<bool> exclusive = FlagAttr(node, "exclusive");
+  if (!exclusive.ok()) return exclusive.status();
+  absl::StatusOr<bool> reverse = FlagAttr(node, "reverse");
+  if (!reverse.ok()) return reverse.status();
+  plan.axis = *axis;
+  plan.exclusive = *exclusive;
+  plan.reverse = *reverse;
+  return plan;
+}
+
+ShapeResult CumsumShape(const Node& node, absl::Span<const TensorType> in) {
+  absl::StatusOr<CumsumPlan> plan = PlanCumsum(node, in[0]);
+  if (!plan.ok()) return plan.status();
+  return std::vector<TensorType>{in[0]};
+}
+
+absl::Status CumsumEval(const Node& node, absl::Span<const Tensor* const> in,
+                        absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  Tensor& result = out[0];
+  absl::StatusOr<CumsumPlan> plan = PlanCumsum(node, x.type());
+  if (!plan.ok()) return plan.status();
+  const bool is_float = IsFloat(x.dtype());
+  const int64_t length = x.shape()[plan->axis];
+  const int64_t outer = DimProduct(x.shape(), 0, plan->axis);
+  const int64_t inner = DimProduct(x.shape(), plan->axis + 1, x.rank());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t r = 0; r < inner; ++r) {
+      double float_sum = 0;
+      uint64_t int_sum = 0;  // wraps
+      for (int64_t step = 0; step < length; ++step) {
+        const int64_t j = plan->reverse ? length - 1 - step : step;
+        const int64_t at = (o * length + j) * inner + r;
+        if (is_float) {
+          const double v = x.GetDouble(at);
+          result.SetDouble(at, plan->exclusive ? float_sum : float_sum + v);
+          float_sum += v;
+        } else {
+          const uint64_t v = static_cast<uint64_t>(x.GetInt(at));
+          result.SetInt(at, static_cast<int64_t>(
+                                plan->exclusive ? int_sum : int_sum + v));
+          int_sum += v;
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --- flatten / dropout -------------------------------------------------------
+
+ShapeResult FlattenShape(const Node& node, absl::Span<const TensorType> in) {
+  const Shape& shape = in[0].shape;
+  const int64_t rank = shape.size();
+  // The axis may equal the rank (everything goes into the first dim).
+  const int64_t axis = node.attrs.GetInt("axis", 1);
+  if (axis < -rank || axis > rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'axis': axis ", axis, " is out of range [",
+                     -rank, ", ", rank, "] for rank ", rank));
+  }
+  const int64_t split = axis < 0 ? axis + rank : axis;
+  return std::vector<TensorType>{
+      {in[0].dtype,
+       {DimProduct(shape, 0, split), DimProduct(shape, split, rank)}}};
+}
+
+ShapeResult DropoutShape(const Node&, absl::Span<const TensorType> in) {
+  absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
+  if (!dtype.ok()) return dtype;
+  return std::vector<TensorType>{in[0]};
+}
+
+// Same elements in the same order.
+absl::Status CopyAll(const Node&, absl::Span<const Tensor* const> in,
+                     absl::Span<Tensor> out) {
+  std::memcpy(out[0].data(), in[0]->data(), out[0].num_bytes());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterTensorOps(OpRegistry& registry) {
+  return RegisterAll(
+      registry,
+      {
+          SplitOp(),
+          FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}},
+                       TileShape, TileEval),
+          FixedArityOp("pad", 1,
+                       {{"pads", AttrType::kInts, true},
+                        {"value", AttrType::kFloat, false},
+                        {"mode", AttrType::kString, false}},
+                       PadShape, PadEval),
+          FixedArityOp("gather", 2, {{"axis", AttrType::kInt, false}},
+                       GatherShape, GatherEval),
+          FixedArityOp("cumsum", 1,
+                       {{"axis", AttrType::kInt, true},
+                        {"exclusive", AttrType::kInt, false},
+                        {"reverse", AttrType::kInt, false}},
+                       CumsumShape, CumsumEval),
+          FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}},
+                       FlattenShape, CopyAll),
+          FixedArityOp("dropout", 1, {{"ratio", AttrType::kFloat, false}},
+                       DropoutShape, CopyAll),
+      });
+}
+
+}  // namespace loom
