@@ -7,12 +7,13 @@
 namespace loom {
 
 int ScalarFnArity(ScalarFn fn) {
-  if (fn <= ScalarFn::kNot) return 1;
+  if (fn <= ScalarFn::kNot) return 1;  // the unary functions come first
   if (fn == ScalarFn::kSelect) return 3;
   return 2;
 }
 
 const char* ScalarFnName(ScalarFn fn) {
+  // clang-format off
   switch (fn) {
     case ScalarFn::kNeg: return "neg";
     case ScalarFn::kAbs: return "abs";
@@ -24,6 +25,13 @@ const char* ScalarFnName(ScalarFn fn) {
     case ScalarFn::kTanh: return "tanh";
     case ScalarFn::kSigmoid: return "sigmoid";
     case ScalarFn::kRelu: return "relu";
+    case ScalarFn::kErf: return "erf";
+    case ScalarFn::kSin: return "sin";
+    case ScalarFn::kCos: return "cos";
+    case ScalarFn::kFloor: return "floor";
+    case ScalarFn::kCeil: return "ceil";
+    case ScalarFn::kRound: return "round";
+    case ScalarFn::kSign: return "sign";
     case ScalarFn::kNot: return "not";
     case ScalarFn::kAdd: return "add";
     case ScalarFn::kSub: return "sub";
@@ -32,26 +40,43 @@ const char* ScalarFnName(ScalarFn fn) {
     case ScalarFn::kPow: return "pow";
     case ScalarFn::kMax: return "max";
     case ScalarFn::kMin: return "min";
+    case ScalarFn::kMod: return "mod";
+    case ScalarFn::kFmod: return "fmod";
     case ScalarFn::kEq: return "eq";
     case ScalarFn::kNe: return "ne";
     case ScalarFn::kLt: return "lt";
     case ScalarFn::kLe: return "le";
     case ScalarFn::kGt: return "gt";
     case ScalarFn::kGe: return "ge";
+    case ScalarFn::kAnd: return "and";
+    case ScalarFn::kOr: return "or";
+    case ScalarFn::kXor: return "xor";
     case ScalarFn::kSelect: return "select";
   }
+  // clang-format on
   return "?";
 }
 
 const char* ReduceKindName(ReduceKind kind) {
+  // clang-format off
   switch (kind) {
     case ReduceKind::kNone: return "none";
     case ReduceKind::kSum: return "sum";
     case ReduceKind::kMax: return "max";
     case ReduceKind::kMin: return "min";
     case ReduceKind::kProd: return "prod";
+    case ReduceKind::kArgMax: return "argmax";
+    case ReduceKind::kArgMin: return "argmin";
+    case ReduceKind::kArgMaxLast: return "argmax_last";
+    case ReduceKind::kArgMinLast: return "argmin_last";
   }
+  // clang-format on
   return "?";
+}
+
+bool IsArgReduce(ReduceKind kind) {
+  return kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin ||
+         kind == ReduceKind::kArgMaxLast || kind == ReduceKind::kArgMinLast;
 }
 
 std::vector<int64_t> ComputeNode::AllRanges() const {
@@ -72,27 +97,51 @@ absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node,
   const ScalarOp& op = node.body[position];
   for (int arg : op.args) {
     if (arg < 0 || arg >= position) {
-      return NodeError(node, absl::StrCat("step ", position,
-                                          " uses a step that is not before it"));
+      return NodeError(node,
+                       absl::StrCat("step ", position,
+                                    " uses a step that is not before it"));
     }
   }
   switch (op.kind) {
     case ScalarOp::Kind::kLoad: {
-      if (op.buffer < 0 || op.buffer >= static_cast<int>(program.buffers.size())) {
+      if (op.buffer < 0 ||
+          op.buffer >= static_cast<int>(program.buffers.size())) {
         return NodeError(node, absl::StrCat("step ", position,
                                             " loads from an unknown buffer"));
       }
       if (op.index == nullptr || MaxVar(op.index) >= num_vars) {
-        return NodeError(node, absl::StrCat("step ", position,
-                                            " has an index over unknown loops"));
+        return NodeError(node,
+                         absl::StrCat("step ", position,
+                                      " has an index over unknown loops"));
       }
       if (program.buffers[op.buffer].dtype != op.dtype) {
         return NodeError(node, absl::StrCat("step ", position,
                                             " loads with the wrong dtype"));
       }
+      if (op.args.size() > 1 ||
+          (op.args.size() == 1 && !IsInteger(node.body[op.args[0]].dtype))) {
+        return NodeError(node, absl::StrCat("indirect load at step ", position,
+                                            " needs one integer operand"));
+      }
       return absl::OkStatus();
     }
+    case ScalarOp::Kind::kIndex:
+      if (op.index == nullptr || MaxVar(op.index) >= num_vars) {
+        return NodeError(node,
+                         absl::StrCat("step ", position,
+                                      " has an index over unknown loops"));
+      }
+      if (op.dtype != DType::kI64 || !op.args.empty()) {
+        return NodeError(node,
+                         absl::StrCat("index step ", position,
+                                      " must be an i64 with no operands"));
+      }
+      return absl::OkStatus();
     case ScalarOp::Kind::kConst:
+      if (!op.args.empty()) {
+        return NodeError(
+            node, absl::StrCat("constant at step ", position, " has operands"));
+      }
       return absl::OkStatus();
     case ScalarOp::Kind::kCast:
       if (op.args.size() != 1) {
@@ -102,9 +151,9 @@ absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node,
       return absl::OkStatus();
     case ScalarOp::Kind::kCall:
       if (static_cast<int>(op.args.size()) != ScalarFnArity(op.fn)) {
-        return NodeError(node, absl::StrCat(ScalarFnName(op.fn), " at step ",
-                                            position, " has ", op.args.size(),
-                                            " operands"));
+        return NodeError(
+            node, absl::StrCat(ScalarFnName(op.fn), " at step ", position,
+                               " has ", op.args.size(), " operands"));
       }
       return absl::OkStatus();
   }
@@ -118,8 +167,8 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
   std::vector<bool> written(num_buffers, false);
   for (const Buffer& buffer : program.buffers) {
     if (buffer.sizes.size() != buffer.strides.size()) {
-      return absl::InternalError(
-          absl::StrCat("buffer '", buffer.name, "': sizes and strides differ in rank"));
+      return absl::InternalError(absl::StrCat(
+          "buffer '", buffer.name, "': sizes and strides differ in rank"));
     }
   }
   for (BufferId id : program.inputs) written[id] = true;
@@ -142,7 +191,9 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
       return NodeError(node, "store index uses loops it does not have");
     }
     for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
-      if (absl::Status s = VerifyStep(program, node, i, num_vars); !s.ok()) return s;
+      if (absl::Status s = VerifyStep(program, node, i, num_vars); !s.ok()) {
+        return s;
+      }
       const ScalarOp& op = node.body[i];
       if (op.kind == ScalarOp::Kind::kLoad && !written[op.buffer]) {
         return NodeError(node, absl::StrCat("reads buffer '",
@@ -150,8 +201,15 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
                                             "' before anything writes it"));
       }
     }
-    if (node.body[node.root].dtype != program.buffers[node.output].dtype) {
+    // An arg reduction folds values of any type into an i64 position.
+    const DType stored =
+        IsArgReduce(node.reduce) ? DType::kI64 : node.body[node.root].dtype;
+    if (stored != program.buffers[node.output].dtype) {
       return NodeError(node, "stores a value of the wrong dtype");
+    }
+    if (IsArgReduce(node.reduce) &&
+        node.body[node.root].dtype == DType::kBool) {
+      return NodeError(node, "arg reduction over bools");
     }
     written[node.output] = true;
   }
@@ -168,15 +226,24 @@ namespace {
 
 std::string VarNames(int first, int count) {
   std::vector<std::string> names;
-  for (int i = first; i < first + count; ++i) names.push_back(absl::StrCat("x", i));
+  for (int i = first; i < first + count; ++i) {
+    names.push_back(absl::StrCat("x", i));
+  }
   return absl::StrJoin(names, ",");
 }
 
 std::string PrintStep(const LoopProgram& program, const ScalarOp& op) {
   switch (op.kind) {
     case ScalarOp::Kind::kLoad:
+      if (!op.args.empty()) {
+        return absl::StrCat("load ", program.buffers[op.buffer].name, "[",
+                            ToString(op.index), " + ", op.stride, "*t",
+                            op.args[0], "]");
+      }
       return absl::StrCat("load ", program.buffers[op.buffer].name, "[",
                           ToString(op.index), "]");
+    case ScalarOp::Kind::kIndex:
+      return absl::StrCat("index ", ToString(op.index));
     case ScalarOp::Kind::kConst:
       return absl::StrCat("const ", op.constant);
     case ScalarOp::Kind::kCast:
@@ -184,7 +251,8 @@ std::string PrintStep(const LoopProgram& program, const ScalarOp& op) {
     case ScalarOp::Kind::kCall: {
       std::vector<std::string> args;
       for (int arg : op.args) args.push_back(absl::StrCat("t", arg));
-      return absl::StrCat(ScalarFnName(op.fn), "(", absl::StrJoin(args, ", "), ")");
+      return absl::StrCat(ScalarFnName(op.fn), "(", absl::StrJoin(args, ", "),
+                          ")");
     }
   }
   return "?";
@@ -214,7 +282,8 @@ std::string PrintComputeNode(const LoopProgram& program,
 }
 
 std::string PrintLoopProgram(const LoopProgram& program) {
-  static constexpr const char* kKindNames[] = {"input", "weight", "output", "temp"};
+  static constexpr const char* kKindNames[] = {"input", "weight", "output",
+                                               "temp"};
   std::string text;
   for (int i = 0; i < static_cast<int>(program.buffers.size()); ++i) {
     const Buffer& b = program.buffers[i];

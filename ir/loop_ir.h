@@ -21,10 +21,10 @@ namespace loom {
 using BufferId = int32_t;
 
 enum class BufferKind : uint8_t {
-  kInput,     // a graph input
-  kWeight,    // a graph weight or constant, bound from the graph's data
-  kOutput,    // a graph output
-  kTemp,      // an intermediate the runtime allocates
+  kInput,   // a graph input
+  kWeight,  // a graph weight or constant, bound from the graph's data
+  kOutput,  // a graph output
+  kTemp,    // an intermediate the runtime allocates
 };
 
 struct Buffer {
@@ -36,39 +36,72 @@ struct Buffer {
   ValueId source = -1;  // the graph value it holds (inputs, weights, outputs)
 };
 
-// Scalar functions of a compute node's body.
+// Scalar functions of a compute node's body. Their semantics are those of
+// the graph ops they come from (ir/ops), including NaN and integer edge
+// cases; the notes below fix what the op names leave open.
 enum class ScalarFn : uint8_t {
-  // Unary.
+  // Unary. kRound rounds half to even; kSign gives -1, 0 or 1 (NaN stays
+  // NaN).
+  // clang-format off
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kReciprocal, kTanh, kSigmoid, kRelu,
+  kErf, kSin, kCos, kFloor, kCeil, kRound, kSign,
   kNot,
-  // Binary.
-  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
+  // Binary. kMod: the remainder takes the sign of the divisor (Python's %);
+  // kFmod: the sign of the dividend (C's fmod). An integer remainder by zero
+  // is 0 (the interpreter rejects it; generated code must not trap).
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod, kFmod,
   kEq, kNe, kLt, kLe, kGt, kGe,
+  kAnd, kOr, kXor,  // on bools
   // Ternary: select(cond, a, b).
   kSelect,
+  // clang-format on
 };
 
 int ScalarFnArity(ScalarFn fn);
 const char* ScalarFnName(ScalarFn fn);
 
-enum class ReduceKind : uint8_t { kNone, kSum, kMax, kMin, kProd };
+// How a reduction folds its body's root over the reduction loops. Sum, max,
+// min and prod store the folded value (max and min keep the first NaN they
+// meet). The arg kinds store, as i64, the position of the chosen element
+// among the reduction loops' iterations in row-major order (for one
+// reduction loop: its variable's value): kArgMax / kArgMin choose the first
+// maximum / minimum, kArgMaxLast / kArgMinLast the last; a NaN counts as
+// larger (argmax) or smaller (argmin) than every number and ties with other
+// NaNs (so the first NaN wins, or the last for the *Last kinds).
+enum class ReduceKind : uint8_t {
+  // clang-format off
+  kNone, kSum, kMax, kMin, kProd,
+  kArgMax, kArgMin, kArgMaxLast, kArgMinLast,
+  // clang-format on
+};
 const char* ReduceKindName(ReduceKind kind);
+bool IsArgReduce(ReduceKind kind);
 
 // One step of a body: a small DAG stored in order, operands by position.
+//
+// kLoad reads buffer[index]. With one argument it is an indirect load (a
+// gather): it reads buffer[index + stride * t], where t is the value of the
+// earlier integer step args[0]; `index` is then the affine part over the
+// loop variables. kIndex yields the value of the index expression `index`
+// (over the node's loop variables) as an i64, so a body can compare loop
+// positions (e.g. a cumulative sum masks j <= i).
 struct ScalarOp {
-  enum class Kind : uint8_t { kLoad, kConst, kCall, kCast };
+  enum class Kind : uint8_t { kLoad, kConst, kCall, kCast, kIndex };
   Kind kind;
-  DType dtype;               // the type of this step's result
-  BufferId buffer = -1;      // kLoad
-  Expr index = nullptr;      // kLoad: flat element offset into the buffer
-  double constant = 0;       // kConst
+  DType dtype;           // the type of this step's result
+  BufferId buffer = -1;  // kLoad
+  Expr index = nullptr;  // kLoad: flat element offset; kIndex: the value
+  int64_t stride = 0;    // kLoad with an argument: elements per unit of it
+  double constant = 0;   // kConst
   ScalarFn fn = ScalarFn::kAdd;  // kCall
-  std::vector<int> args;     // kCall, kCast: positions of earlier steps
+  std::vector<int> args;  // kCall, kCast, kLoad: positions of earlier steps
 };
 
 // Writes `output` over a pointwise iteration space `ranges` (loop variables
 // x0..x{n-1}), optionally reducing over `reduction_ranges` (variables
 // xn..x{n+r-1}): out[store_index] = reduce(body[root]) or body[root].
+// Several nodes may write parts of one buffer (concat, pad); program order
+// is the order of those writes.
 struct ComputeNode {
   std::string name;
   BufferId output = -1;
@@ -87,10 +120,10 @@ struct LoopProgram {
   // Shared so that copies of a program (dumps, tests) keep expressions alive.
   std::shared_ptr<ExprContext> exprs = std::make_shared<ExprContext>();
   std::vector<Buffer> buffers;
-  std::vector<ComputeNode> nodes;   // in a valid execution order
-  std::vector<BufferId> inputs;     // in the order of Graph::inputs()
-  std::vector<BufferId> outputs;    // in the order of Graph::outputs()
-  std::vector<BufferId> weights;    // weights and constants the runtime binds
+  std::vector<ComputeNode> nodes;  // in a valid execution order
+  std::vector<BufferId> inputs;    // in the order of Graph::inputs()
+  std::vector<BufferId> outputs;   // in the order of Graph::outputs()
+  std::vector<BufferId> weights;   // weights and constants the runtime binds
 };
 
 // Structural checks: buffer ids and argument positions in range, loads
@@ -100,7 +133,8 @@ absl::Status VerifyLoopProgram(const LoopProgram& program);
 
 // A readable listing of buffers and compute nodes, for dumps and tests.
 std::string PrintLoopProgram(const LoopProgram& program);
-std::string PrintComputeNode(const LoopProgram& program, const ComputeNode& node);
+std::string PrintComputeNode(const LoopProgram& program,
+                             const ComputeNode& node);
 
 }  // namespace loom
 

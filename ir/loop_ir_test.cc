@@ -77,10 +77,88 @@ TEST(LoopIrTest, VerifierCatchesBrokenPrograms) {
 
 TEST(LoopIrTest, ScalarFnArity) {
   EXPECT_EQ(ScalarFnArity(ScalarFn::kExp), 1);
+  EXPECT_EQ(ScalarFnArity(ScalarFn::kSign), 1);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kNot), 1);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kAdd), 2);
+  EXPECT_EQ(ScalarFnArity(ScalarFn::kFmod), 2);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kGe), 2);
+  EXPECT_EQ(ScalarFnArity(ScalarFn::kXor), 2);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kSelect), 3);
+  EXPECT_STREQ(ScalarFnName(ScalarFn::kRound), "round");
+  EXPECT_STREQ(ReduceKindName(ReduceKind::kArgMinLast), "argmin_last");
+}
+
+// out[x0] = argmax over x1 of data[8 * x1 + idx[x0]]: an index load, then
+// an indirect load, folded by an arg reduction.
+LoopProgram IndirectArgmax() {
+  LoopProgram program;
+  ExprContext& e = *program.exprs;
+  program.buffers = {
+      Buffer{"data", DType::kF32, {4, 8}, {8, 1}, BufferKind::kInput},
+      Buffer{"idx", DType::kI32, {3}, {1}, BufferKind::kWeight},
+      Buffer{"out", DType::kI64, {3}, {1}, BufferKind::kOutput}};
+  program.inputs = {0};
+  program.weights = {1};
+  program.outputs = {2};
+  ComputeNode node;
+  node.name = "pick";
+  node.output = 2;
+  node.ranges = {3};
+  node.reduction_ranges = {4};
+  node.reduce = ReduceKind::kArgMax;
+  node.store_index = e.Var(0);
+  ScalarOp index{ScalarOp::Kind::kLoad, DType::kI32};
+  index.buffer = 1;
+  index.index = e.Var(0);
+  ScalarOp load{ScalarOp::Kind::kLoad, DType::kF32};
+  load.buffer = 0;
+  load.index = e.Mul(e.Var(1), 8);
+  load.stride = 1;
+  load.args = {0};
+  ScalarOp position{ScalarOp::Kind::kIndex, DType::kI64};
+  position.index = e.Add(e.Var(0), e.Var(1));
+  node.body = {index, load, position};
+  node.root = 1;
+  program.nodes.push_back(node);
+  return program;
+}
+
+TEST(LoopIrTest, IndirectLoadsIndexStepsAndArgReductions) {
+  const LoopProgram program = IndirectArgmax();
+  EXPECT_TRUE(VerifyLoopProgram(program).ok()) << VerifyLoopProgram(program);
+  EXPECT_EQ(PrintLoopProgram(program),
+            "buffer data: f32[4,8] input\n"
+            "buffer idx: i32[3] weight\n"
+            "buffer out: i64[3] output\n"
+            "node pick: out[x0] over (x0) in [3] argmax over (x1) in [4]\n"
+            "  t0: i32 = load idx[x0]\n"
+            "  t1: f32 = load data[8*x1 + 1*t0]  <- root\n"
+            "  t2: i64 = index x0 + x1\n");
+}
+
+TEST(LoopIrTest, VerifierChecksTheNewSteps) {
+  LoopProgram program = IndirectArgmax();
+  program.nodes[0].body[1].args = {1};
+  EXPECT_THAT(VerifyLoopProgram(program).message(), HasSubstr("not before it"));
+
+  program = IndirectArgmax();
+  program.nodes[0].body[0].dtype = DType::kF32;
+  program.buffers[1].dtype = DType::kF32;
+  EXPECT_THAT(VerifyLoopProgram(program).message(),
+              HasSubstr("indirect load at step 1 needs one integer operand"));
+
+  program = IndirectArgmax();
+  program.nodes[0].body[2].dtype = DType::kI32;
+  EXPECT_THAT(VerifyLoopProgram(program).message(),
+              HasSubstr("index step 2 must be an i64"));
+
+  program = IndirectArgmax();
+  program.nodes[0].body[2].index = program.exprs->Var(2);
+  EXPECT_THAT(VerifyLoopProgram(program).message(), HasSubstr("unknown loops"));
+
+  program = IndirectArgmax();  // an arg reduction stores i64 positions
+  program.buffers[2].dtype = DType::kF32;
+  EXPECT_THAT(VerifyLoopProgram(program).message(), HasSubstr("wrong dtype"));
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 #include "passes/decompose.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -49,10 +49,15 @@ std::vector<std::string> DecomposableOps() {
 
 absl::StatusOr<std::unique_ptr<DecomposePass>> DecomposePass::Create(
     const proto::DecomposeOptions& options) {
-  absl::flat_hash_map<std::string, DecomposeFn> selected;
-  if (options.ops().empty()) {
-    for (const auto& [name, fn] : Decompositions()) selected.emplace(name, fn);
+  if (options.rnn() == proto::DecomposeOptions::LOOP) {
+    return absl::UnimplementedError(
+        "decompose: rnn: LOOP (a recurrence kept as a loop) is not supported "
+        "yet; use rnn: UNROLL");
   }
+  absl::flat_hash_map<std::string, DecomposeFn> all;
+  for (const auto& [name, fn] : Decompositions()) all.emplace(name, fn);
+  absl::flat_hash_map<std::string, DecomposeFn> selected;
+  if (options.ops().empty()) selected = all;
   for (const std::string& op : options.ops()) {
     DecomposeFn fn = FindDecomposition(op);
     if (fn == nullptr) {
@@ -62,38 +67,92 @@ absl::StatusOr<std::unique_ptr<DecomposePass>> DecomposePass::Create(
     }
     selected.emplace(op, fn);
   }
-  return absl::WrapUnique(new DecomposePass(std::move(selected)));
+  return std::make_unique<DecomposePass>(std::move(selected), std::move(all));
 }
 
-absl::StatusOr<bool> DecomposePass::Run(Module& module) {
-  Graph& graph = module.graph;
-  absl::flat_hash_set<std::string> node_names;
-  for (const Node& node : graph.nodes()) node_names.insert(node.name);
+DecomposeFn DecomposePass::Find(
+    const absl::flat_hash_map<std::string, DecomposeFn>& table,
+    absl::string_view op) {
+  auto it = table.find(op);
+  return it == table.end() ? nullptr : it->second;
+}
 
+namespace {
+
+// One sweep over the graph's nodes: node i is replaced by its decomposition
+// when pick(i) returns one. On return emitted[i] says whether node i of the
+// new node list came from a decomposition. Returns whether anything was
+// decomposed; the caller re-infers shapes.
+template <typename Pick>
+absl::StatusOr<bool> DecomposeSweep(Graph& graph,
+                                    absl::flat_hash_set<std::string>& names,
+                                    Pick pick, std::vector<bool>& emitted) {
   std::vector<Node> nodes;
   nodes.reserve(graph.nodes().size());
-  bool changed = false;
-  for (const Node& node : graph.nodes()) {
-    auto it = decompositions_.find(node.op);
-    if (it == decompositions_.end()) {
+  std::vector<bool> emitted_now;
+  bool decomposed = false;
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const Node& node = graph.nodes()[i];
+    const DecomposeFn fn = pick(i);
+    if (fn == nullptr) {
       nodes.push_back(node);
+      emitted_now.push_back(false);
       continue;
     }
-    DecompositionBuilder builder(graph, node, node_names, nodes);
-    absl::Status status = it->second(node, builder);
+    DecompositionBuilder builder(graph, node, names, nodes);
+    absl::Status status = fn(node, builder);
     if (!status.ok()) {
       return absl::Status(status.code(),
                           absl::StrCat("node '", node.name, "' (", node.op,
                                        "): ", status.message()));
     }
-    changed = true;
+    emitted_now.resize(nodes.size(), true);
+    decomposed = true;
   }
-  if (!changed) return false;
-
+  if (!decomposed) return false;
   graph.ReplaceNodes(std::move(nodes));
-  absl::Status inferred = InferShapes(graph);
-  if (!inferred.ok()) return inferred;
+  emitted = std::move(emitted_now);
   return true;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> DecomposePass::Run(Module& module) {
+  Graph& graph = module.graph;
+  absl::flat_hash_set<std::string> names;
+  for (const Node& node : graph.nodes()) names.insert(node.name);
+
+  // The first sweep decomposes the selected ops. A decomposition may emit
+  // composite ops: later sweeps decompose the nodes the previous one
+  // emitted (with every decomposition, selected or not, since lowering
+  // needs primitives), after shape inference has typed them.
+  constexpr int kMaxSweeps = 8;
+  std::vector<bool> emitted;
+  absl::StatusOr<bool> changed = DecomposeSweep(
+      graph, names,
+      [&](size_t i) { return Find(selected_, graph.nodes()[i].op); }, emitted);
+  if (!changed.ok() || !*changed) return changed;
+  for (int sweep = 1;; ++sweep) {
+    if (absl::Status s = InferShapes(graph); !s.ok()) return s;
+    bool composite_left = false;
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      composite_left |= emitted[i] && Find(all_, graph.nodes()[i].op);
+    }
+    if (!composite_left) return true;
+    if (sweep == kMaxSweeps) {
+      return absl::InternalError(
+          absl::StrCat("decompositions still emit composite ops after ",
+                       kMaxSweeps, " sweeps"));
+    }
+    const std::vector<bool> previous = emitted;
+    absl::StatusOr<bool> more = DecomposeSweep(
+        graph, names,
+        [&](size_t i) {
+          return previous[i] ? Find(all_, graph.nodes()[i].op) : nullptr;
+        },
+        emitted);
+    if (!more.ok()) return more.status();
+  }
 }
 
 LOOM_REGISTER_PASS("decompose", "decompose", [](const proto::PassSpec& spec) {

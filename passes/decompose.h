@@ -23,7 +23,9 @@ using DecomposeFn = absl::Status (*)(const Node& node,
 // "decompose": replaces composite ops with primitives (DESIGN.md §1.3), e.g.
 // softmax(x) into reduce_max, sub, exp, reduce_sum and div. Each
 // replacement writes the original node's output values, so consumers and
-// graph outputs are untouched. Shapes are re-inferred afterwards.
+// graph outputs are untouched. Shapes are re-inferred afterwards. A
+// decomposition may emit composite ops: those are decomposed in turn (by
+// any decomposition, selected or not) until only primitives are left.
 class DecomposePass : public Pass {
  public:
   // Decomposes the ops in `options.ops`, or every op it knows when empty.
@@ -31,13 +33,22 @@ class DecomposePass : public Pass {
   static absl::StatusOr<std::unique_ptr<DecomposePass>> Create(
       const proto::DecomposeOptions& options);
 
+  // Decomposes the ops in `selected`, and the composite ops their
+  // decompositions emit with `all` (Create passes every known one).
+  DecomposePass(absl::flat_hash_map<std::string, DecomposeFn> selected,
+                absl::flat_hash_map<std::string, DecomposeFn> all)
+      : selected_(std::move(selected)), all_(std::move(all)) {}
+
   absl::StatusOr<bool> Run(Module& module) override;
 
  private:
-  explicit DecomposePass(absl::flat_hash_map<std::string, DecomposeFn> fns)
-      : decompositions_(std::move(fns)) {}
+  // The decomposition of `op` in `table`, or null.
+  static DecomposeFn Find(
+      const absl::flat_hash_map<std::string, DecomposeFn>& table,
+      absl::string_view op);
 
-  absl::flat_hash_map<std::string, DecomposeFn> decompositions_;
+  absl::flat_hash_map<std::string, DecomposeFn> selected_;
+  absl::flat_hash_map<std::string, DecomposeFn> all_;
 };
 
 // The ops decompose knows, sorted.

@@ -1,7 +1,484 @@
+// lstm, gru and rnn unrolled over time into primitives, with the structure
+// Inductor gives aten.lstm:
+//
+//   once per node        X as rows [seq*batch, input] (batch-first X is
+//                        transposed to seq-first first); the sequence masks
+//   once per direction   xw = X_rows @ W_d^T + (Wb_d + Rb_d): ONE matmul for
+//                        the input projection of every time step
+//   once per step        the step's rows of xw, a matmul of the state with
+//                        R_d^T, then the cell's pointwise math on slices of
+//                        the gates (sigmoid / tanh / relu, mul, add)
+//   once per direction   every step's state concatenated once, [seq*batch, H]
+//   once per node        the directions stacked into Y; Y_h / Y_c from the
+//                        last step
+//
+// so the graph grows linearly in seq (and in layers, one node per layer).
+// A backward direction visits steps seq-1 .. 0. With runtime (or uneven)
+// sequence_lens, each step keeps the old state where step >= len[b]
+// (where(mask, new, old)), which also makes a backward entry start at its
+// own last valid step, and Y is zeroed past each entry's length at the end.
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ir/ops/recurrent.h"
+#include "ir/tensor.h"
 #include "passes/decomposition.h"
 
 namespace loom {
+namespace {
 
-absl::Span<const Decomposition> RnnDecompositions() { return {}; }
+Attrs IntsAttr(const char* name, std::vector<int64_t> values) {
+  Attrs attrs;
+  attrs.Set(name, std::move(values));
+  return attrs;
+}
+
+Attrs AxisAttr(int64_t axis) {
+  Attrs attrs;
+  attrs.Set("axis", axis);
+  return attrs;
+}
+
+const char* ActivationOp(RecurrentActivation activation) {
+  switch (activation) {
+    case RecurrentActivation::kSigmoid:
+      return "sigmoid";
+    case RecurrentActivation::kTanh:
+      return "tanh";
+    case RecurrentActivation::kRelu:
+      return "relu";
+  }
+  return "tanh";
+}
+
+// Whether sequence_lens, when given, is a compile-time tensor equal to seq
+// for every batch entry, so that no step needs masking.
+bool NeedsMasking(const Node& node, const RecurrentSpec& spec,
+                  const Graph& graph) {
+  if (!spec.Has(kRnnSequenceLens)) return false;
+  const ValueId lens = node.inputs[kRnnSequenceLens];
+  const ValueKind kind = graph.value(lens).kind;
+  if (kind != ValueKind::kConstant && kind != ValueKind::kWeight) return true;
+  const Tensor& data = graph.initializer(lens);
+  for (int64_t b = 0; b < data.num_elements(); ++b) {
+    if (data.GetInt(b) != spec.seq) return true;
+  }
+  return false;
+}
+
+// The state of one direction between steps.
+struct State {
+  ValueId h;
+  ValueId c;  // lstm only
+};
+
+// One direction's operands, prepared once.
+struct DirectionOperands {
+  ValueId xw;     // [seq*batch, gates*H]: X W^T plus the folded biases
+  ValueId r_t;    // [H, gates*H]: R^T (gru, linear_before_reset 0: [H, 2H])
+  ValueId r_h_t;  // gru, linear_before_reset 0: [H, H]
+  ValueId rb_h;   // gru, linear_before_reset 1 with B: [H], else -1
+  ValueId p[3];   // lstm with P: i, o, f peepholes [H], else -1
+  const std::vector<RecurrentActivation>* activations;
+};
+
+class Unroller {
+ public:
+  Unroller(const Node& node, const RecurrentSpec& spec, DecompositionBuilder& b)
+      : node_(node), spec_(spec), b_(b) {}
+
+  absl::Status Run();
+
+ private:
+  int64_t H() const { return spec_.hidden; }
+  int64_t B() const { return spec_.batch; }
+  ValueId In(int index) const { return node_.inputs[index]; }
+
+  // --- Building blocks -----------------------------------------------------
+  ValueId Op(const std::string& suffix, const char* op,
+             std::vector<ValueId> inputs, Attrs attrs = {}) {
+    return b_.Add(suffix, op, std::move(inputs), std::move(attrs));
+  }
+  ValueId Reshape(const std::string& suffix, ValueId x, Shape shape) {
+    return Op(suffix, "reshape", {x}, IntsAttr("shape", std::move(shape)));
+  }
+  ValueId Transpose(const std::string& suffix, ValueId x) {
+    return Op(suffix, "transpose", {x});
+  }
+  // x[start:end] along `axis`.
+  ValueId Slice(const std::string& suffix, ValueId x, int64_t axis,
+                int64_t start, int64_t end) {
+    Attrs attrs = IntsAttr("starts", {start});
+    attrs.Set("ends", std::vector<int64_t>{end});
+    attrs.Set("axes", std::vector<int64_t>{axis});
+    return Op(suffix, "slice", {x}, std::move(attrs));
+  }
+  // Rows [row, row + rows) and columns [col, col + cols) of a matrix.
+  ValueId Block(const std::string& suffix, ValueId x, int64_t row, int64_t rows,
+                int64_t col, int64_t cols) {
+    Attrs attrs = IntsAttr("starts", {row, col});
+    attrs.Set("ends", std::vector<int64_t>{row + rows, col + cols});
+    return Op(suffix, "slice", {x}, std::move(attrs));
+  }
+  // Direction d's part of a weight whose first axis is num_directions,
+  // reshaped to `shape` (the rest of the dims).
+  ValueId OfDirection(const std::string& suffix, ValueId x, int64_t d,
+                      Shape shape) {
+    if (spec_.num_directions == 2) {
+      x = Slice(absl::StrCat(suffix, "_slice"), x, 0, d, d + 1);
+    }
+    return Reshape(suffix, x, std::move(shape));
+  }
+  ValueId Clip(const std::string& suffix, ValueId x) {
+    if (!spec_.has_clip) return x;
+    const ValueId low =
+        Op(absl::StrCat(suffix, "_clip_lo"), "maximum", {x, clip_low_});
+    return Op(absl::StrCat(suffix, "_clip"), "minimum", {low, clip_high_});
+  }
+  ValueId Activate(const std::string& suffix, int which,
+                   const DirectionOperands& ops, ValueId x) {
+    return Op(suffix, ActivationOp((*ops.activations)[which]), {x});
+  }
+
+  // --- Stages --------------------------------------------------------------
+  void PrepareShared();
+  DirectionOperands PrepareDirection(int64_t d);
+  State InitialState(int64_t d);
+  ValueId InitialStateOf(int input, int64_t d, const std::string& suffix);
+  ValueId StepMask(int64_t t);
+  State LstmStep(const std::string& p, const DirectionOperands& ops, int64_t t,
+                 const State& state);
+  State GruStep(const std::string& p, const DirectionOperands& ops, int64_t t,
+                const State& state);
+  State RnnStep(const std::string& p, const DirectionOperands& ops, int64_t t,
+                const State& state);
+  // Writes output `output` as the directions' `parts` stacked on the
+  // num_directions axis; each part is reshaped to `part_shape` first.
+  void WriteStacked(const std::string& suffix,
+                    const std::vector<ValueId>& parts, Shape part_shape,
+                    int64_t axis, int output);
+
+  const Node& node_;
+  const RecurrentSpec& spec_;
+  DecompositionBuilder& b_;
+
+  ValueId x_rows_ = -1;              // [seq*batch, input], seq-major
+  ValueId mask_rows_ = -1;           // [seq*batch, 1] bool, or -1: no masking
+  std::vector<ValueId> step_masks_;  // [batch, 1] per step, made on demand
+  ValueId zero_state_ = -1;          // [batch, H] zeros
+  ValueId zero_ = -1;                // scalar 0, when masking
+  ValueId one_ = -1;                 // scalar 1, for input_forget
+  ValueId clip_low_ = -1;
+  ValueId clip_high_ = -1;
+};
+
+void Unroller::PrepareShared() {
+  const int64_t rows = spec_.seq * B();
+  ValueId x = In(kRnnX);
+  if (spec_.batch_first) {
+    x = Op("x_seq_first", "transpose", {x}, IntsAttr("perm", {1, 0, 2}));
+  }
+  x_rows_ = Reshape("x_rows", x, {rows, spec_.input});
+
+  const DType dtype = spec_.dtype;
+  if (spec_.input_forget) one_ = b_.Scalar("one", 1.0, dtype);
+  if (spec_.has_clip) {
+    clip_low_ = b_.Scalar("clip_low", -spec_.clip, dtype);
+    clip_high_ = b_.Scalar("clip_high", spec_.clip, dtype);
+  }
+  if (!spec_.Has(kRnnInitialH) ||
+      (spec_.cell == RecurrentCell::kLstm && !spec_.Has(kRnnInitialC))) {
+    zero_state_ = b_.Constant("zero_state", Tensor(dtype, {B(), H()}));
+  }
+  if (NeedsMasking(node_, spec_, b_.graph())) {
+    // mask[t, b] = t < len[b], as rows [seq*batch, 1] like X's.
+    const ValueId lens = In(kRnnSequenceLens);
+    Tensor steps(b_.type(lens).dtype, {spec_.seq, 1});
+    for (int64_t t = 0; t < spec_.seq; ++t) steps.SetInt(t, t);
+    const ValueId lens_row = Reshape("lens_row", lens, {1, B()});
+    const ValueId mask =
+        Op("mask", "less", {b_.Constant("steps", steps), lens_row});
+    mask_rows_ = Reshape("mask_rows", mask, {rows, 1});
+    zero_ = b_.Scalar("zero", 0.0, dtype);
+    step_masks_.assign(spec_.seq, -1);
+  }
+}
+
+DirectionOperands Unroller::PrepareDirection(int64_t d) {
+  const std::string p = absl::StrCat("d", d, "/");
+  const int64_t G = spec_.gates;
+  const bool gru_reset_first =
+      spec_.cell == RecurrentCell::kGru && !spec_.linear_before_reset;
+  DirectionOperands ops{};
+  ops.activations = &spec_.activations[d];
+  ops.rb_h = -1;
+  ops.r_h_t = -1;
+  for (ValueId& peephole : ops.p) peephole = -1;
+
+  const ValueId w = OfDirection(p + "w", In(kRnnW), d, {G * H(), spec_.input});
+  ops.xw = Op(p + "xw", "matmul", {x_rows_, Transpose(p + "w_t", w)});
+  if (spec_.Has(kRnnB)) {
+    const ValueId bias = OfDirection(p + "b", In(kRnnB), d, {2 * G * H()});
+    const ValueId wb = Slice(p + "wb", bias, 0, 0, G * H());
+    ValueId rb = Slice(p + "rb", bias, 0, G * H(), 2 * G * H());
+    if (spec_.cell == RecurrentCell::kGru && spec_.linear_before_reset) {
+      // Rbh sits inside r . (H Rh^T + Rbh): only Rbz and Rbr fold into xw.
+      ops.rb_h = Slice(p + "rb_h", rb, 0, 2 * H(), 3 * H());
+      const ValueId rb_zr = Slice(p + "rb_zr", rb, 0, 0, 2 * H());
+      rb = Op(p + "rb_folded", "concat",
+              {rb_zr, b_.Constant(p + "zero_h", Tensor(spec_.dtype, {H()}))},
+              AxisAttr(0));
+    }
+    const ValueId folded = Op(p + "bias", "add", {wb, rb});
+    ops.xw = Op(p + "xw_bias", "add", {ops.xw, folded});
+  }
+
+  const ValueId r = OfDirection(p + "r", In(kRnnR), d, {G * H(), H()});
+  if (gru_reset_first) {
+    // (r . H) Rh^T needs r first: z and r's rows multiply H on their own.
+    ops.r_t = Transpose(p + "r_zr_t", Slice(p + "r_zr", r, 0, 0, 2 * H()));
+    ops.r_h_t =
+        Transpose(p + "r_h_t", Slice(p + "r_h", r, 0, 2 * H(), 3 * H()));
+  } else {
+    ops.r_t = Transpose(p + "r_t", r);
+  }
+  if (spec_.Has(kRnnP)) {
+    const ValueId peepholes = OfDirection(p + "p", In(kRnnP), d, {3 * H()});
+    const char* names[] = {"p_i", "p_o", "p_f"};
+    for (int k = 0; k < 3; ++k) {
+      ops.p[k] = Slice(p + names[k], peepholes, 0, k * H(), (k + 1) * H());
+    }
+  }
+  return ops;
+}
+
+ValueId Unroller::InitialStateOf(int input, int64_t d,
+                                 const std::string& suffix) {
+  if (!spec_.Has(input)) return zero_state_;
+  ValueId state = In(input);
+  if (spec_.num_directions == 2) {
+    // The direction axis: 0 (layout 0) or 1 (layout 1).
+    state =
+        Slice(suffix + "_slice", state, spec_.batch_first ? 1 : 0, d, d + 1);
+  }
+  return Reshape(suffix, state, {B(), H()});
+}
+
+State Unroller::InitialState(int64_t d) {
+  const std::string p = absl::StrCat("d", d, "/");
+  State state;
+  state.h = InitialStateOf(kRnnInitialH, d, p + "h0");
+  state.c = spec_.cell == RecurrentCell::kLstm
+                ? InitialStateOf(kRnnInitialC, d, p + "c0")
+                : -1;
+  return state;
+}
+
+ValueId Unroller::StepMask(int64_t t) {
+  if (step_masks_[t] < 0) {
+    step_masks_[t] = Slice(absl::StrCat("t", t, "/mask"), mask_rows_, 0,
+                           t * B(), (t + 1) * B());
+  }
+  return step_masks_[t];
+}
+
+// Gates i, o, f, c (blocks of xw's columns).
+State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops,
+                         int64_t t, const State& state) {
+  const bool peepholes = spec_.Has(kRnnP);
+  const ValueId xw = Block(p + "xw", ops.xw, t * B(), B(), 0, 4 * H());
+  const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
+  ValueId gates = Op(p + "gates", "add", {xw, hr});
+  // Without peepholes every pre-activation is final here: clip them at once.
+  if (!peepholes) gates = Clip(p + "gates", gates);
+  auto gate = [&](const char* name, int64_t block) {
+    return Slice(p + name, gates, 1, block * H(), (block + 1) * H());
+  };
+  // Adds the peephole term P_k . cell and clips, when there are peepholes.
+  auto peep = [&](const std::string& name, ValueId pre, int k, ValueId cell) {
+    if (!peepholes) return pre;
+    const ValueId term = Op(p + name + "_peep", "mul", {ops.p[k], cell});
+    return Clip(p + name, Op(p + name + "_pre", "add", {pre, term}));
+  };
+  const ValueId i =
+      Activate(p + "i", 0, ops, peep("i", gate("gate_i", 0), 0, state.c));
+  const ValueId f =
+      spec_.input_forget
+          ? Op(p + "f", "sub", {one_, i})
+          : Activate(p + "f", 0, ops, peep("f", gate("gate_f", 2), 2, state.c));
+  ValueId pre_c = gate("gate_c", 3);
+  if (peepholes) pre_c = Clip(p + "c_pre", pre_c);
+  const ValueId candidate = Activate(p + "c_cand", 1, ops, pre_c);
+  const ValueId keep = Op(p + "c_keep", "mul", {f, state.c});
+  const ValueId write = Op(p + "c_write", "mul", {i, candidate});
+  State next;
+  next.c = Op(p + "c", "add", {keep, write});
+  const ValueId o =
+      Activate(p + "o", 0, ops, peep("o", gate("gate_o", 1), 1, next.c));
+  next.h = Op(p + "h", "mul", {o, Activate(p + "c_act", 2, ops, next.c)});
+  return next;
+}
+
+// Gates z, r, h; H' = h~ + z . (H - h~), which is (1 - z) . h~ + z . H.
+State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
+                        int64_t t, const State& state) {
+  const ValueId xw_zr = Block(p + "xw_zr", ops.xw, t * B(), B(), 0, 2 * H());
+  const ValueId xw_h = Block(p + "xw_h", ops.xw, t * B(), B(), 2 * H(), H());
+  ValueId hr_zr = -1, hr_h = -1;
+  const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
+  if (spec_.linear_before_reset) {
+    hr_zr = Slice(p + "hr_zr", hr, 1, 0, 2 * H());
+    hr_h = Slice(p + "hr_h", hr, 1, 2 * H(), 3 * H());
+    if (ops.rb_h >= 0) hr_h = Op(p + "hr_h_bias", "add", {hr_h, ops.rb_h});
+  } else {
+    hr_zr = hr;
+  }
+  const ValueId zr = Clip(p + "zr", Op(p + "zr", "add", {xw_zr, hr_zr}));
+  const ValueId z =
+      Activate(p + "z", 0, ops, Slice(p + "gate_z", zr, 1, 0, H()));
+  const ValueId r =
+      Activate(p + "r", 0, ops, Slice(p + "gate_r", zr, 1, H(), 2 * H()));
+  ValueId recurrent;
+  if (spec_.linear_before_reset) {
+    recurrent = Op(p + "reset", "mul", {r, hr_h});
+  } else {
+    const ValueId reset_h = Op(p + "reset_h", "mul", {r, state.h});
+    recurrent = Op(p + "reset", "matmul", {reset_h, ops.r_h_t});
+  }
+  const ValueId pre =
+      Clip(p + "h_pre", Op(p + "h_pre", "add", {xw_h, recurrent}));
+  const ValueId candidate = Activate(p + "h_cand", 1, ops, pre);
+  const ValueId diff = Op(p + "h_diff", "sub", {state.h, candidate});
+  const ValueId kept = Op(p + "h_kept", "mul", {z, diff});
+  return State{Op(p + "h", "add", {candidate, kept}), -1};
+}
+
+State Unroller::RnnStep(const std::string& p, const DirectionOperands& ops,
+                        int64_t t, const State& state) {
+  const ValueId xw = Block(p + "xw", ops.xw, t * B(), B(), 0, H());
+  const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
+  const ValueId pre = Clip(p + "pre", Op(p + "pre", "add", {xw, hr}));
+  return State{Activate(p + "h", 0, ops, pre), -1};
+}
+
+void Unroller::WriteStacked(const std::string& suffix,
+                            const std::vector<ValueId>& parts, Shape part_shape,
+                            int64_t axis, int output) {
+  const ValueId out = node_.outputs[output];
+  if (parts.size() == 1) {
+    b_.AddWriting(suffix, "reshape", {parts[0]}, out,
+                  IntsAttr("shape", std::move(part_shape)));
+    return;
+  }
+  std::vector<ValueId> reshaped;
+  for (size_t d = 0; d < parts.size(); ++d) {
+    reshaped.push_back(
+        Reshape(absl::StrCat("d", d, "/", suffix), parts[d], part_shape));
+  }
+  b_.AddWriting(suffix, "concat", reshaped, out, AxisAttr(axis));
+}
+
+absl::Status Unroller::Run() {
+  if (spec_.seq == 0) {
+    return absl::InvalidArgumentError(
+        "cannot unroll an empty sequence (seq is 0)");
+  }
+  PrepareShared();
+  const int64_t seq = spec_.seq;
+  std::vector<ValueId> ys, hs, cs;  // per direction
+  for (int64_t d = 0; d < spec_.num_directions; ++d) {
+    const DirectionOperands ops = PrepareDirection(d);
+    State state = InitialState(d);
+    std::vector<ValueId> outputs(seq);  // by time step
+    for (int64_t k = 0; k < seq; ++k) {
+      const int64_t t = spec_.Backward(d) ? seq - 1 - k : k;
+      const std::string p = absl::StrCat("d", d, "/t", t, "/");
+      State next;
+      switch (spec_.cell) {
+        case RecurrentCell::kLstm:
+          next = LstmStep(p, ops, t, state);
+          break;
+        case RecurrentCell::kGru:
+          next = GruStep(p, ops, t, state);
+          break;
+        case RecurrentCell::kRnn:
+          next = RnnStep(p, ops, t, state);
+          break;
+      }
+      if (mask_rows_ >= 0) {
+        // Past an entry's length the state stays as it was.
+        const ValueId mask = StepMask(t);
+        next.h = Op(p + "h_masked", "where", {mask, next.h, state.h});
+        if (next.c >= 0) {
+          next.c = Op(p + "c_masked", "where", {mask, next.c, state.c});
+        }
+      }
+      state = next;
+      outputs[t] = state.h;
+    }
+    const std::string p = absl::StrCat("d", d, "/");
+    ValueId y = outputs.size() == 1
+                    ? outputs[0]
+                    : Op(p + "y_rows", "concat", outputs, AxisAttr(0));
+    if (mask_rows_ >= 0) {
+      y = Op(p + "y_masked", "where", {mask_rows_, y, zero_});
+    }
+    ys.push_back(y);
+    hs.push_back(state.h);
+    cs.push_back(state.c);
+  }
+
+  // Y: [seq, num_dir, batch, H] (layout 0) or [batch, seq, num_dir, H].
+  const int64_t nd = spec_.num_directions;
+  const Shape y_part = {seq, 1, B(), H()};
+  if (!spec_.batch_first) {
+    WriteStacked("y", ys, y_part, 1, kRnnY);
+  } else {
+    ValueId y = nd == 1 ? Reshape("y_seq_first", ys[0], y_part) : -1;
+    if (nd == 2) {
+      std::vector<ValueId> parts;
+      for (int64_t d = 0; d < nd; ++d) {
+        parts.push_back(Reshape(absl::StrCat("d", d, "/y"), ys[d], y_part));
+      }
+      y = Op("y_seq_first", "concat", parts, AxisAttr(1));
+    }
+    b_.AddWriting("y", "transpose", {y}, node_.outputs[kRnnY],
+                  IntsAttr("perm", {2, 0, 1, 3}));
+  }
+  // Y_h, Y_c: [num_dir, batch, H] (layout 0) or [batch, num_dir, H].
+  const Shape state_part =
+      spec_.batch_first ? Shape{B(), 1, H()} : Shape{1, B(), H()};
+  const int64_t state_axis = spec_.batch_first ? 1 : 0;
+  if (spec_.num_outputs > kRnnYH) {
+    WriteStacked("y_h", hs, state_part, state_axis, kRnnYH);
+  }
+  if (spec_.num_outputs > kRnnYC) {
+    WriteStacked("y_c", cs, state_part, state_axis, kRnnYC);
+  }
+  return absl::OkStatus();
+}
+
+template <RecurrentCell kCell>
+absl::Status DecomposeRecurrent(const Node& node, DecompositionBuilder& b) {
+  std::vector<TensorType> inputs;
+  for (ValueId input : node.inputs) inputs.push_back(b.type(input));
+  absl::StatusOr<RecurrentSpec> spec = ParseRecurrent(kCell, node, inputs);
+  if (!spec.ok()) return spec.status();
+  return Unroller(node, *spec, b).Run();
+}
+
+constexpr Decomposition kRnnDecompositions[] = {
+    {"lstm", DecomposeRecurrent<RecurrentCell::kLstm>},
+    {"gru", DecomposeRecurrent<RecurrentCell::kGru>},
+    {"rnn", DecomposeRecurrent<RecurrentCell::kRnn>},
+};
+
+}  // namespace
+
+absl::Span<const Decomposition> RnnDecompositions() {
+  return kRnnDecompositions;
+}
 
 }  // namespace loom

@@ -27,8 +27,24 @@ absl::Status DecomposeSoftmax(const Node& node, DecompositionBuilder& b) {
   return absl::OkStatus();
 }
 
+// log_softmax(x) = (x - max) - log(sum(exp(x - max))) along `axis`.
+absl::Status DecomposeLogSoftmax(const Node& node, DecompositionBuilder& b) {
+  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  const ValueId x = node.inputs[0];
+  const int64_t axis = node.attrs.GetInt("axis", -1);
+
+  const ValueId max = b.Add("max", "reduce_max", {x}, ReduceAttrs(axis));
+  const ValueId shifted = b.Add("sub", "sub", {x, max});
+  const ValueId exp = b.Add("exp", "exp", {shifted});
+  const ValueId sum = b.Add("sum", "reduce_sum", {exp}, ReduceAttrs(axis));
+  const ValueId log = b.Add("log", "log", {sum});
+  b.AddWriting("log_sub", "sub", {shifted, log}, node.outputs[0]);
+  return absl::OkStatus();
+}
+
 constexpr Decomposition kSoftmaxDecompositions[] = {
     {"softmax", DecomposeSoftmax},
+    {"log_softmax", DecomposeLogSoftmax},
 };
 
 }  // namespace

@@ -64,8 +64,9 @@ class DecompositionBuilder {
   std::vector<Node>& out_;
 };
 
-// Appends primitive nodes computing `node` to the builder. Errors describe
-// the cause; the pass adds the node's name and op.
+// Appends nodes computing `node` to the builder: primitives, or composites
+// that the pass decomposes in turn. Errors describe the cause; the pass adds
+// the node's name and op.
 using DecomposeFn = absl::Status (*)(const Node& node,
                                      DecompositionBuilder& builder);
 

@@ -1,5 +1,6 @@
 #include "passes/lower.h"
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
 
@@ -25,6 +26,69 @@ struct LoweredValue {
 // Normalises a possibly negative axis; the verifier has checked the range.
 int Axis(int64_t axis, size_t rank) {
   return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
+}
+
+// The graph ops that are one scalar function applied elementwise (with
+// numpy broadcasting). mod is too, with the function chosen by an attribute.
+const absl::flat_hash_map<std::string, ScalarFn>& ElementwiseFns() {
+  static const auto* fns = new absl::flat_hash_map<std::string, ScalarFn>{
+      {"add", ScalarFn::kAdd},          {"sub", ScalarFn::kSub},
+      {"mul", ScalarFn::kMul},          {"div", ScalarFn::kDiv},
+      {"pow", ScalarFn::kPow},          {"maximum", ScalarFn::kMax},
+      {"minimum", ScalarFn::kMin},      {"neg", ScalarFn::kNeg},
+      {"abs", ScalarFn::kAbs},          {"exp", ScalarFn::kExp},
+      {"log", ScalarFn::kLog},          {"sqrt", ScalarFn::kSqrt},
+      {"rsqrt", ScalarFn::kRsqrt},      {"reciprocal", ScalarFn::kReciprocal},
+      {"tanh", ScalarFn::kTanh},        {"sigmoid", ScalarFn::kSigmoid},
+      {"relu", ScalarFn::kRelu},        {"erf", ScalarFn::kErf},
+      {"sin", ScalarFn::kSin},          {"cos", ScalarFn::kCos},
+      {"floor", ScalarFn::kFloor},      {"ceil", ScalarFn::kCeil},
+      {"round", ScalarFn::kRound},      {"sign", ScalarFn::kSign},
+      {"where", ScalarFn::kSelect},     {"equal", ScalarFn::kEq},
+      {"not_equal", ScalarFn::kNe},     {"less", ScalarFn::kLt},
+      {"less_equal", ScalarFn::kLe},    {"greater", ScalarFn::kGt},
+      {"greater_equal", ScalarFn::kGe}, {"logical_not", ScalarFn::kNot},
+      {"logical_and", ScalarFn::kAnd},  {"logical_or", ScalarFn::kOr},
+      {"logical_xor", ScalarFn::kXor},
+  };
+  return *fns;
+}
+
+bool UsesVar(Expr e, int var) {
+  if (e->kind() == ExprKind::kVar) return e->value() == var;
+  for (Expr operand : e->operands()) {
+    if (UsesVar(operand, var)) return true;
+  }
+  return false;
+}
+
+// Whether `e` is c * x_var + (terms without x_var); if so, sets
+// `coefficient` to c (0 when x_var does not occur).
+bool IsLinearIn(Expr e, int var, int64_t& coefficient) {
+  const std::vector<Expr> terms =
+      e->kind() == ExprKind::kAdd
+          ? std::vector<Expr>(e->operands().begin(), e->operands().end())
+          : std::vector<Expr>{e};
+  coefficient = 0;
+  for (Expr term : terms) {
+    if (!UsesVar(term, var)) continue;
+    if (term->kind() == ExprKind::kVar) {
+      coefficient += 1;
+      continue;
+    }
+    const absl::Span<const Expr> factors = term->operands();
+    if (term->kind() != ExprKind::kMul || factors.size() != 2 ||
+        !factors[0]->is_const() || factors[1]->kind() != ExprKind::kVar) {
+      return false;
+    }
+    coefficient += factors[0]->value();
+  }
+  return true;
+}
+
+absl::Status NodeError(const Node& node, absl::string_view cause) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("node '", node.name, "' (", node.op, "): ", cause));
 }
 
 class Lowering {
@@ -57,19 +121,34 @@ class Lowering {
   std::vector<Expr> Vars(int first, int count);
 
   // Lowering rules, one per op family.
+  // Pointwise.
   absl::Status LowerElementwise(const Node& node);
   absl::Status LowerCast(const Node& node);
+  // Reductions.
   absl::Status LowerReduce(const Node& node);
+  absl::Status LowerArgReduce(const Node& node);
+  absl::Status LowerCumsum(const Node& node);
   absl::Status LowerMatmul(const Node& node);
+  // Data movement: views, and ops that write one buffer in parts.
   absl::Status LowerConcat(const Node& node);
+  absl::Status LowerPad(const Node& node);
+  absl::Status LowerGather(const Node& node);
   absl::Status LowerReshape(const Node& node);
   absl::Status LowerTranspose(const Node& node);
   absl::Status LowerSqueezeLike(const Node& node);
   absl::Status LowerExpand(const Node& node);
   absl::Status LowerSlice(const Node& node);
+  absl::Status LowerTile(const Node& node);
   // Defines `out` as a view of `in`: element x of out is element
   // in_indices(x) of in, with x the variables x0..x{rank-1}.
   void DefineView(ValueId out, ValueId in, const std::vector<Expr>& in_indices);
+  // A compute node named `name` that copies all of `in` into `buffer`,
+  // element x of `in` going to buffer[Substitute(offset, x + shift)].
+  ComputeNode CopyInto(const std::string& name, ValueId in, BufferId buffer,
+                       Expr offset, const std::vector<int64_t>& shift);
+  // `value` copied into a fresh contiguous buffer, for a reader that needs
+  // a simpler index than the value's view gives.
+  LoweredValue Materialize(const std::string& name, ValueId value);
 
   void BindGraphInputsAndWeights();
   void BindGraphOutputs();
@@ -83,27 +162,32 @@ class Lowering {
 const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
   static const auto* rules = [] {
     auto* r = new absl::flat_hash_map<std::string, Rule>;
-    for (const char* op :
-         {"add",     "sub",        "mul",     "div",           "pow",
-          "maximum", "minimum",    "neg",     "abs",           "exp",
-          "log",     "sqrt",       "rsqrt",   "reciprocal",    "tanh",
-          "sigmoid", "relu",       "where",   "equal",         "not_equal",
-          "less",    "less_equal", "greater", "greater_equal", "logical_not"}) {
+    // Pointwise.
+    for (const auto& [op, fn] : ElementwiseFns()) {
       (*r)[op] = &Lowering::LowerElementwise;
     }
+    (*r)["mod"] = &Lowering::LowerElementwise;
     (*r)["cast"] = &Lowering::LowerCast;
-    for (const char* op :
-         {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+    // Reductions.
+    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max",
+                           "reduce_min", "reduce_prod"}) {
       (*r)[op] = &Lowering::LowerReduce;
     }
+    (*r)["argmax"] = &Lowering::LowerArgReduce;
+    (*r)["argmin"] = &Lowering::LowerArgReduce;
+    (*r)["cumsum"] = &Lowering::LowerCumsum;
     (*r)["matmul"] = &Lowering::LowerMatmul;
+    // Data movement.
     (*r)["concat"] = &Lowering::LowerConcat;
+    (*r)["pad"] = &Lowering::LowerPad;
+    (*r)["gather"] = &Lowering::LowerGather;
     (*r)["reshape"] = &Lowering::LowerReshape;
     (*r)["transpose"] = &Lowering::LowerTranspose;
     (*r)["squeeze"] = &Lowering::LowerSqueezeLike;
     (*r)["unsqueeze"] = &Lowering::LowerSqueezeLike;
     (*r)["expand"] = &Lowering::LowerExpand;
     (*r)["slice"] = &Lowering::LowerSlice;
+    (*r)["tile"] = &Lowering::LowerTile;
     return r;
   }();
   return *rules;
@@ -198,21 +282,10 @@ std::vector<Expr> Lowering::BroadcastIndices(const Shape& in_shape,
 }
 
 absl::Status Lowering::LowerElementwise(const Node& node) {
-  static const auto* fns = new absl::flat_hash_map<std::string, ScalarFn>{
-      {"add", ScalarFn::kAdd},         {"sub", ScalarFn::kSub},
-      {"mul", ScalarFn::kMul},         {"div", ScalarFn::kDiv},
-      {"pow", ScalarFn::kPow},         {"maximum", ScalarFn::kMax},
-      {"minimum", ScalarFn::kMin},     {"neg", ScalarFn::kNeg},
-      {"abs", ScalarFn::kAbs},         {"exp", ScalarFn::kExp},
-      {"log", ScalarFn::kLog},         {"sqrt", ScalarFn::kSqrt},
-      {"rsqrt", ScalarFn::kRsqrt},     {"reciprocal", ScalarFn::kReciprocal},
-      {"tanh", ScalarFn::kTanh},       {"sigmoid", ScalarFn::kSigmoid},
-      {"relu", ScalarFn::kRelu},       {"where", ScalarFn::kSelect},
-      {"equal", ScalarFn::kEq},        {"not_equal", ScalarFn::kNe},
-      {"less", ScalarFn::kLt},         {"less_equal", ScalarFn::kLe},
-      {"greater", ScalarFn::kGt},      {"greater_equal", ScalarFn::kGe},
-      {"logical_not", ScalarFn::kNot},
-  };
+  // mod's attribute picks the sign of the remainder.
+  const ScalarFn fn = node.op != "mod" ? ElementwiseFns().at(node.op)
+                      : node.attrs.GetInt("fmod", 0) != 0 ? ScalarFn::kFmod
+                                                          : ScalarFn::kMod;
   const ValueId out = node.outputs[0];
   ComputeNode compute = PointwiseNode(node, out);
   const size_t rank = compute.ranges.size();
@@ -222,8 +295,8 @@ absl::Status Lowering::LowerElementwise(const Node& node) {
         Load(compute, input,
              BroadcastIndices(graph_.value(input).type.shape, rank)));
   }
-  const int root = Call(compute, fns->at(node.op), graph_.value(out).type.dtype,
-                        std::move(args));
+  const int root =
+      Call(compute, fn, graph_.value(out).type.dtype, std::move(args));
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
 }
@@ -267,9 +340,10 @@ absl::Status Lowering::LowerReduce(const Node& node) {
     }
   }
   if (compute.reduction_ranges.empty()) compute.reduction_ranges.push_back(1);
-  compute.reduce = node.op == "reduce_max"   ? ReduceKind::kMax
-                   : node.op == "reduce_min" ? ReduceKind::kMin
-                                             : ReduceKind::kSum;
+  compute.reduce = node.op == "reduce_max"    ? ReduceKind::kMax
+                   : node.op == "reduce_min"  ? ReduceKind::kMin
+                   : node.op == "reduce_prod" ? ReduceKind::kProd
+                                              : ReduceKind::kSum;
   const int root = Load(compute, in, indices);
   if (node.op != "reduce_mean") {
     Finish(std::move(compute), out, root);
@@ -286,6 +360,71 @@ absl::Status Lowering::LowerReduce(const Node& node) {
   const int n = Constant(divide, static_cast<double>(count), dtype);
   const int quotient = Call(divide, ScalarFn::kDiv, dtype, {total, n});
   Finish(std::move(divide), out, quotient);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerArgReduce(const Node& node) {
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Shape& in_shape = graph_.value(in).type.shape;
+  const int axis = Axis(node.attrs.GetInt("axis", 0), in_shape.size());
+  const bool keepdims = node.attrs.GetInt("keepdims", 1) != 0;
+  const bool last = node.attrs.GetInt("select_last_index", 0) != 0;
+
+  ComputeNode compute = PointwiseNode(node, out);
+  const int num_pointwise = static_cast<int>(compute.ranges.size());
+  compute.reduction_ranges = {in_shape[axis]};
+  if (node.op == "argmax") {
+    compute.reduce = last ? ReduceKind::kArgMaxLast : ReduceKind::kArgMax;
+  } else {
+    compute.reduce = last ? ReduceKind::kArgMinLast : ReduceKind::kArgMin;
+  }
+  std::vector<Expr> indices;
+  int next_pointwise = 0;
+  for (int i = 0; i < static_cast<int>(in_shape.size()); ++i) {
+    if (i == axis) {
+      indices.push_back(Var(num_pointwise));
+      if (keepdims) ++next_pointwise;
+    } else {
+      indices.push_back(Var(next_pointwise++));
+    }
+  }
+  const int root = Load(compute, in, indices);
+  Finish(std::move(compute), out, root);
+  return absl::OkStatus();
+}
+
+// out[.., i, ..] = sum over j of in[.., j, ..] masked to j <= i (j < i when
+// exclusive; j >= i, j > i when reversed): a reduction whose body compares
+// the loop positions. Quadratic in the axis length, which stays small in
+// the models loom targets; a scan kind would make it linear.
+absl::Status Lowering::LowerCumsum(const Node& node) {
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Shape& shape = graph_.value(in).type.shape;
+  const DType dtype = graph_.value(out).type.dtype;
+  const int rank = static_cast<int>(shape.size());
+  const int axis = Axis(node.attrs.GetInt("axis", 0), shape.size());
+  const bool exclusive = node.attrs.GetInt("exclusive", 0) != 0;
+  const bool reverse = node.attrs.GetInt("reverse", 0) != 0;
+
+  ComputeNode compute = PointwiseNode(node, out);
+  compute.reduction_ranges = {shape[axis]};
+  compute.reduce = ReduceKind::kSum;
+  std::vector<Expr> indices = Vars(0, rank);
+  indices[axis] = Var(rank);
+  const int value = Load(compute, in, indices);
+  ScalarOp position{ScalarOp::Kind::kIndex, DType::kI64};
+  position.index = Var(rank);
+  const int j = Step(compute, position);
+  position.index = Var(axis);
+  const int i = Step(compute, position);
+  const ScalarFn compare = reverse
+                               ? (exclusive ? ScalarFn::kGt : ScalarFn::kGe)
+                               : (exclusive ? ScalarFn::kLt : ScalarFn::kLe);
+  const int in_prefix = Call(compute, compare, DType::kBool, {j, i});
+  const int zero = Constant(compute, 0, dtype);
+  const int root =
+      Call(compute, ScalarFn::kSelect, dtype, {in_prefix, value, zero});
+  Finish(std::move(compute), out, root);
   return absl::OkStatus();
 }
 
@@ -342,24 +481,157 @@ absl::Status Lowering::LowerConcat(const Node& node) {
       Axis(node.attrs.GetInt("axis", 0), out_value.type.shape.size());
   const BufferId buffer = NewBuffer(out_value, BufferKind::kTemp, out);
   const Expr out_offset = ContiguousOffset(out_value.type.shape);
-  int64_t start = 0;
+  std::vector<int64_t> shift(out_value.type.shape.size(), 0);
   for (ValueId input : node.inputs) {
-    const Shape& shape = graph_.value(input).type.shape;
-    ComputeNode compute;
-    compute.name = node.name;
-    compute.ranges = shape;
-    const int rank = static_cast<int>(shape.size());
-    const int root = Load(compute, input, Vars(0, rank));
-    std::vector<Expr> shifted = Vars(0, rank);
-    shifted[axis] = ctx_.Add(shifted[axis], ctx_.Const(start));
-    compute.output = buffer;
-    compute.root = root;
-    compute.store_index =
-        ctx_.Simplify(ctx_.Substitute(out_offset, shifted), compute.ranges);
-    program_.nodes.push_back(std::move(compute));
-    start += shape[axis];
+    program_.nodes.push_back(
+        CopyInto(node.name, input, buffer, out_offset, shift));
+    shift[axis] += graph_.value(input).type.shape[axis];
   }
   lowered_[out] = LoweredValue{buffer, out_offset};
+  return absl::OkStatus();
+}
+
+ComputeNode Lowering::CopyInto(const std::string& name, ValueId in,
+                               BufferId buffer, Expr offset,
+                               const std::vector<int64_t>& shift) {
+  const Shape& shape = graph_.value(in).type.shape;
+  const int rank = static_cast<int>(shape.size());
+  ComputeNode compute;
+  compute.name = name;
+  compute.ranges = shape;
+  compute.root = Load(compute, in, Vars(0, rank));
+  std::vector<Expr> shifted = Vars(0, rank);
+  for (int i = 0; i < rank; ++i) {
+    shifted[i] = ctx_.Add(shifted[i], ctx_.Const(shift[i]));
+  }
+  compute.output = buffer;
+  compute.store_index =
+      ctx_.Simplify(ctx_.Substitute(offset, shifted), compute.ranges);
+  return compute;
+}
+
+LoweredValue Lowering::Materialize(const std::string& name, ValueId value) {
+  const Value& v = graph_.value(value);
+  const BufferId buffer = NewBuffer(v, BufferKind::kTemp, -1);
+  const Expr offset = ContiguousOffset(v.type.shape);
+  program_.nodes.push_back(CopyInto(name, value, buffer, offset,
+                                    std::vector<int64_t>(v.type.shape.size())));
+  return LoweredValue{buffer, offset};
+}
+
+// Two compute nodes write the output: one fills it with the pad value, the
+// next copies the input into the interior (the scheduler keeps writes to
+// one buffer in program order).
+absl::Status Lowering::LowerPad(const Node& node) {
+  const std::string mode = node.attrs.GetString("mode", "constant");
+  if (mode != "constant") {
+    return NodeError(node,
+                     absl::StrCat("pad mode '", mode,
+                                  "' is not supported (only 'constant')"));
+  }
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Value& out_value = graph_.value(out);
+  const size_t rank = out_value.type.shape.size();
+  const std::vector<int64_t> pads = node.attrs.GetInts("pads");
+  if (pads.size() != 2 * rank ||
+      std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; })) {
+    return NodeError(node, absl::StrCat("'pads' must be ", 2 * rank,
+                                        " non-negative values"));
+  }
+  const BufferId buffer = NewBuffer(out_value, BufferKind::kTemp, out);
+  const Expr out_offset = ContiguousOffset(out_value.type.shape);
+
+  ComputeNode fill = PointwiseNode(node, out);
+  fill.output = buffer;
+  fill.root =
+      Constant(fill, node.attrs.GetFloat("value", 0), out_value.type.dtype);
+  fill.store_index = out_offset;
+  program_.nodes.push_back(std::move(fill));
+  program_.nodes.push_back(
+      CopyInto(node.name, in, buffer, out_offset,
+               std::vector<int64_t>(pads.begin(), pads.begin() + rank)));
+  lowered_[out] = LoweredValue{buffer, out_offset};
+  return absl::OkStatus();
+}
+
+// out[a, i, b] = data[a, indices[i], b] (a: the dims before `axis`, i: the
+// index's dims, b: the dims after it). Indices must be known at compile time
+// so that every one is checked here; each becomes an indirect load whose
+// flat index is affine in the loop variables plus stride * index.
+absl::Status Lowering::LowerGather(const Node& node) {
+  const ValueId data = node.inputs[0], indices = node.inputs[1],
+                out = node.outputs[0];
+  const Value& index_value = graph_.value(indices);
+  if (index_value.kind != ValueKind::kWeight &&
+      index_value.kind != ValueKind::kConstant) {
+    return NodeError(
+        node, absl::StrCat("indices '", index_value.name,
+                           "' are computed at run time; the compiler needs "
+                           "them as a graph constant or weight"));
+  }
+  const Shape& data_shape = graph_.value(data).type.shape;
+  const int data_rank = static_cast<int>(data_shape.size());
+  const int axis = Axis(node.attrs.GetInt("axis", 0), data_shape.size());
+  const int64_t dim = data_shape[axis];
+  const Tensor& index_data = graph_.initializer(indices);
+  bool any_negative = false;
+  for (int64_t i = 0; i < index_data.num_elements(); ++i) {
+    const int64_t index = index_data.GetInt(i);
+    if (index < -dim || index >= dim) {
+      return NodeError(
+          node, absl::StrCat("index ", index, " (element ", i, " of '",
+                             index_value.name, "') is out of range for axis ",
+                             axis, " of size ", dim));
+    }
+    any_negative |= index < 0;
+  }
+  const int index_rank = static_cast<int>(index_value.type.shape.size());
+  // data's index for the output's loop variables, with `axis` left at 0.
+  std::vector<Expr> data_indices = Vars(0, axis);
+  data_indices.push_back(ctx_.Const(0));
+  for (int i = axis + 1; i < data_rank; ++i) {
+    data_indices.push_back(Var(i - 1 + index_rank));
+  }
+  if (lowered_[indices].inline_constant) {  // one index: a plain view
+    const int64_t index = static_cast<int64_t>(lowered_[indices].constant);
+    data_indices[axis] = ctx_.Const(index < 0 ? index + dim : index);
+    DefineView(out, data, data_indices);
+    return absl::OkStatus();
+  }
+  LoweredValue source = lowered_[data];
+  if (source.inline_constant) {  // one element: every index picks it
+    DefineView(out, data, data_indices);
+    return absl::OkStatus();
+  }
+  int64_t stride;
+  if (!IsLinearIn(source.offset, axis, stride)) {
+    source = Materialize(absl::StrCat(node.name, "/data"), data);
+    IsLinearIn(source.offset, axis, stride);  // contiguous: always linear
+  }
+
+  ComputeNode compute = PointwiseNode(node, out);
+  int index = Load(compute, indices, Vars(axis, index_rank));
+  if (any_negative) {  // negative indices count from the end
+    const DType index_type = index_value.type.dtype;
+    const int zero = Constant(compute, 0, index_type);
+    const int negative =
+        Call(compute, ScalarFn::kLt, DType::kBool, {index, zero});
+    const int size = Constant(compute, static_cast<double>(dim), index_type);
+    const int wrapped =
+        Call(compute, ScalarFn::kAdd, index_type, {index, size});
+    index = Call(compute, ScalarFn::kSelect, index_type,
+                 {negative, wrapped, index});
+  }
+  ScalarOp load{ScalarOp::Kind::kLoad, graph_.value(data).type.dtype};
+  load.buffer = source.buffer;
+  load.index = ctx_.Simplify(ctx_.Substitute(source.offset, data_indices),
+                             compute.AllRanges());
+  if (stride != 0) {  // a data dim of 1 needs no index
+    load.stride = stride;
+    load.args = {index};
+  }
+  const int root = Step(compute, std::move(load));
+  Finish(std::move(compute), out, root);
   return absl::OkStatus();
 }
 
@@ -460,6 +732,20 @@ absl::Status Lowering::LowerSlice(const Node& node) {
   return absl::OkStatus();
 }
 
+absl::Status Lowering::LowerTile(const Node& node) {
+  // out[x] = in[x % in_dims], per dim.
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Shape& in_shape = graph_.value(in).type.shape;
+  std::vector<Expr> in_indices;
+  for (size_t i = 0; i < in_shape.size(); ++i) {
+    in_indices.push_back(in_shape[i] <= 1
+                             ? ctx_.Const(0)
+                             : ctx_.Mod(Var(static_cast<int>(i)), in_shape[i]));
+  }
+  DefineView(out, in, in_indices);
+  return absl::OkStatus();
+}
+
 void Lowering::BindGraphInputsAndWeights() {
   for (ValueId id : graph_.inputs()) {
     const BufferId buffer = NewBuffer(graph_.value(id), BufferKind::kInput, id);
@@ -520,10 +806,9 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
   for (const Node& node : graph_.nodes()) {
     auto rule = rules.find(node.op);
     if (rule == rules.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node '", node.name, "' (", node.op,
-          "): no lowering for this op (decompose it first, e.g. with the "
-          "'decompose' pass)"));
+      return NodeError(node,
+                       "no lowering for this op (decompose it first, e.g. "
+                       "with the 'decompose' pass)");
     }
     if (absl::Status s = (this->*(rule->second))(node); !s.ok()) return s;
   }

@@ -11,9 +11,13 @@ namespace loom {
 // becomes a compute node writing its own buffer; views (reshape, transpose,
 // squeeze, unsqueeze, expand, slice) become index remappings in the loads of
 // their consumers; weights and constants become buffers bound from the
-// graph's data, one-element constants are inlined. An op with no lowering
-// (e.g. softmax before `decompose`) is an InvalidArgumentError naming the
-// node.
+// graph's data, one-element constants are inlined. tile is a view too
+// (indices modulo the input's dims); pad writes its buffer twice (a fill,
+// then the interior); gather is an indirect load and needs its indices as a
+// graph constant or weight, each checked here; argmax / argmin are arg
+// reductions; cumsum is a sum over the axis masked by loop positions. An op
+// with no lowering (e.g. softmax before `decompose`), runtime gather
+// indices or an out-of-range one are InvalidArgumentErrors naming the node.
 absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph);
 
 }  // namespace loom

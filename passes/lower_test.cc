@@ -1,11 +1,14 @@
 #include "passes/lower.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 
 namespace loom {
 namespace {
+
+using ::testing::HasSubstr;
 
 // A graph with one f32 input `x` of `shape`.
 Graph GraphWithInput(const Shape& shape, ValueId& x) {
@@ -147,6 +150,245 @@ TEST(LowerTest, OpWithoutLoweringIsAnErrorNamingTheNode) {
   EXPECT_NE(program.status().message().find("node 'softmax0' (softmax)"),
             absl::string_view::npos)
       << program.status();
+}
+
+TEST(LowerTest, ModChoosesTheRemainderSignByAttribute) {
+  ValueId x;
+  Graph graph = GraphWithInput({4}, x);
+  Attrs fmod;
+  fmod.Set("fmod", int64_t{1});
+  graph.AddOutput(AddNode(graph, "mod", {x, x}));
+  graph.AddOutput(AddNode(graph, "mod", {x, x}, fmod));
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->nodes[0].body.back().fn, ScalarFn::kMod);
+  EXPECT_EQ(program->nodes[1].body.back().fn, ScalarFn::kFmod);
+}
+
+TEST(LowerTest, TileIsAViewModuloTheInputDims) {
+  ValueId x;
+  Graph graph = GraphWithInput({3, 1}, x);
+  Attrs repeats;
+  repeats.Set("repeats", std::vector<int64_t>{2, 4});
+  graph.AddOutput(
+      AddNode(graph, "neg", {AddNode(graph, "tile", {x}, repeats)}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->buffers.size(), 2);  // no buffer for the tile
+  ASSERT_EQ(program->nodes.size(), 1);
+  EXPECT_EQ(program->nodes[0].ranges, (std::vector<int64_t>{6, 4}));
+  EXPECT_EQ(ToString(program->nodes[0].body[0].index), "x0 % 3");
+}
+
+TEST(LowerTest, PadFillsThenCopiesTheInterior) {
+  ValueId x;
+  Graph graph = GraphWithInput({2, 3}, x);
+  Attrs attrs;
+  attrs.Set("pads", std::vector<int64_t>{1, 0, 2, 4});
+  attrs.Set("value", 1.5);
+  graph.AddOutput(AddNode(graph, "pad", {x}, attrs));  // [5, 7]
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_EQ(program->nodes.size(), 2);
+  const ComputeNode& fill = program->nodes[0];
+  const ComputeNode& copy = program->nodes[1];
+  EXPECT_EQ(fill.output, copy.output);
+  EXPECT_EQ(fill.ranges, (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(fill.body[fill.root].kind, ScalarOp::Kind::kConst);
+  EXPECT_EQ(fill.body[fill.root].constant, 1.5);
+  EXPECT_EQ(copy.ranges, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(ToString(copy.store_index), "7*x0 + x1 + 7");  // [x0 + 1, x1]
+  EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+}
+
+TEST(LowerTest, PadModesOtherThanConstantAreErrorsNamingTheNode) {
+  ValueId x;
+  Graph graph = GraphWithInput({2, 3}, x);
+  Attrs attrs;
+  attrs.Set("pads", std::vector<int64_t>{0, 1, 0, 1});
+  attrs.Set("mode", std::string("reflect"));
+  graph.AddOutput(AddNode(graph, "pad", {x}, attrs));
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(program.status().message()),
+              HasSubstr("node 'pad0' (pad): pad mode 'reflect'"));
+}
+
+// x [4, 5] gathered along `axis` by a constant `indices`.
+Graph GatherGraph(const Tensor& indices, int64_t axis, ValueKind kind,
+                  ValueId& out) {
+  ValueId x;
+  Graph graph = GraphWithInput({4, 5}, x);
+  const ValueId idx = *graph.AddInitializer("idx", kind, indices);
+  Attrs attrs;
+  attrs.Set("axis", axis);
+  out = AddNode(graph, "gather", {x, idx}, attrs);
+  graph.AddOutput(out);
+  EXPECT_TRUE(InferShapes(graph).ok());
+  return graph;
+}
+
+Tensor Indices(DType dtype, Shape shape, std::vector<int64_t> values) {
+  Tensor t(dtype, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) t.SetInt(i, values[i]);
+  return t;
+}
+
+TEST(LowerTest, GatherIsAnIndirectLoad) {
+  ValueId out;
+  const Graph graph = GatherGraph(
+      Indices(DType::kI64, {2, 3}, {0, 3, 1, 2, 2, 0}), 1, ValueKind::kWeight,
+      out);  // out [4, 2, 3]
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_EQ(program->nodes.size(), 1);
+  const ComputeNode& node = program->nodes[0];
+  EXPECT_EQ(node.ranges, (std::vector<int64_t>{4, 2, 3}));
+  const ScalarOp& index = node.body[0];
+  EXPECT_EQ(program->buffers[index.buffer].name, "idx");
+  EXPECT_EQ(ToString(index.index), "3*x1 + x2");
+  const ScalarOp& load = node.body[node.root];
+  EXPECT_EQ(program->buffers[load.buffer].name, "x");
+  EXPECT_EQ(ToString(load.index), "5*x0");
+  EXPECT_EQ(load.stride, 1);
+  EXPECT_EQ(load.args, (std::vector<int>{0}));
+  EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+  EXPECT_THAT(PrintComputeNode(*program, node),
+              HasSubstr("load x[5*x0 + 1*t0]"));
+}
+
+TEST(LowerTest, GatherWrapsNegativeIndicesInTheBody) {
+  ValueId out;
+  const Graph graph = GatherGraph(Indices(DType::kI32, {3}, {-1, 0, -4}), 0,
+                                  ValueKind::kConstant, out);
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  const ComputeNode& node = program->nodes[0];
+  const ScalarOp& load = node.body[node.root];
+  EXPECT_EQ(load.stride, 5);
+  const ScalarOp& wrapped = node.body[load.args[0]];
+  EXPECT_EQ(wrapped.fn, ScalarFn::kSelect);  // index < 0 ? index + 4 : index
+  EXPECT_EQ(wrapped.dtype, DType::kI32);
+}
+
+TEST(LowerTest, GatherOfOneConstantIndexIsAView) {
+  ValueId out;
+  const Graph graph =
+      GatherGraph(Indices(DType::kI64, {}, {-2}), 0, ValueKind::kConstant, out);
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_EQ(program->nodes.size(), 1);  // the output copy
+  EXPECT_EQ(ToString(program->nodes[0].body[0].index), "x0 + 10");  // row 2
+}
+
+TEST(LowerTest, GatherFromAViewThatIsNotAffineCopiesItFirst) {
+  ValueId x;
+  Graph graph = GraphWithInput({4, 6}, x);
+  Attrs perm, shape;
+  perm.Set("perm", std::vector<int64_t>{1, 0});
+  shape.Set("shape", std::vector<int64_t>{3, 8});
+  const ValueId view = AddNode(graph, "reshape",
+                               {AddNode(graph, "transpose", {x}, perm)}, shape);
+  const ValueId idx = *graph.AddInitializer("idx", ValueKind::kWeight,
+                                            Indices(DType::kI64, {2}, {7, 0}));
+  Attrs axis;
+  axis.Set("axis", int64_t{1});
+  graph.AddOutput(AddNode(graph, "gather", {view, idx}, axis));
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_EQ(program->nodes.size(), 2);
+  EXPECT_EQ(program->nodes[0].name, "gather2/data");
+  EXPECT_EQ(program->nodes[1].body.back().stride, 1);
+  EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+}
+
+TEST(LowerTest, GatherIndicesAreCheckedAtCompileTime) {
+  ValueId out;
+  const Graph graph = GatherGraph(Indices(DType::kI64, {3}, {0, 4, 1}), 0,
+                                  ValueKind::kWeight, out);
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(program.status().message()),
+              HasSubstr("node 'gather0' (gather): index 4 (element 1 of "
+                        "'idx') is out of range for axis 0 of size 4"));
+
+  ValueId x;
+  Graph runtime = GraphWithInput({4, 5}, x);
+  const ValueId idx = *runtime.AddInput("i", TensorType{DType::kI64, {2}});
+  runtime.AddOutput(AddNode(runtime, "gather", {x, idx}));
+  ASSERT_TRUE(InferShapes(runtime).ok());
+  program = LowerGraph(runtime);
+  EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(program.status().message()),
+              HasSubstr("node 'gather0' (gather): indices 'i' are computed at "
+                        "run time"));
+}
+
+TEST(LowerTest, CumsumIsAReductionMaskedByLoopPositions) {
+  struct Expected {
+    int64_t exclusive, reverse;
+    ScalarFn compare;
+  };
+  for (const Expected& e :
+       {Expected{0, 0, ScalarFn::kLe}, Expected{1, 0, ScalarFn::kLt},
+        Expected{0, 1, ScalarFn::kGe}, Expected{1, 1, ScalarFn::kGt}}) {
+    ValueId x;
+    Graph graph = GraphWithInput({3, 5}, x);
+    Attrs attrs;
+    attrs.Set("axis", int64_t{-1});
+    attrs.Set("exclusive", e.exclusive);
+    attrs.Set("reverse", e.reverse);
+    graph.AddOutput(AddNode(graph, "cumsum", {x}, attrs));
+    ASSERT_TRUE(InferShapes(graph).ok());
+
+    absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+    ASSERT_TRUE(program.ok()) << program.status();
+    const ComputeNode& node = program->nodes[0];
+    EXPECT_EQ(node.reduce, ReduceKind::kSum);
+    EXPECT_EQ(node.reduction_ranges, (std::vector<int64_t>{5}));
+    EXPECT_EQ(ToString(node.body[0].index), "5*x0 + x2");  // x[x0, j]
+    EXPECT_EQ(node.body[1].kind, ScalarOp::Kind::kIndex);  // j
+    EXPECT_EQ(ToString(node.body[1].index), "x2");
+    EXPECT_EQ(ToString(node.body[2].index), "x1");  // i
+    EXPECT_EQ(node.body[3].fn, e.compare);
+    EXPECT_EQ(node.body[node.root].fn, ScalarFn::kSelect);
+    EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+    EXPECT_THAT(PrintComputeNode(*program, node),
+                HasSubstr("t1: i64 = index x2"));
+  }
+}
+
+TEST(LowerTest, ArgmaxReducesOneAxisToPositions) {
+  ValueId x;
+  Graph graph = GraphWithInput({3, 4, 5}, x);
+  Attrs attrs;
+  attrs.Set("axis", int64_t{1});
+  attrs.Set("select_last_index", int64_t{1});
+  graph.AddOutput(AddNode(graph, "argmax", {x}, attrs));
+  attrs.Set("keepdims", int64_t{0});
+  graph.AddOutput(AddNode(graph, "argmin", {x}, attrs));
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  const ComputeNode& max = program->nodes[0];
+  EXPECT_EQ(max.reduce, ReduceKind::kArgMaxLast);
+  EXPECT_EQ(max.ranges, (std::vector<int64_t>{3, 1, 5}));
+  EXPECT_EQ(ToString(max.body[0].index), "20*x0 + x2 + 5*x3");
+  const ComputeNode& min = program->nodes[1];
+  EXPECT_EQ(min.reduce, ReduceKind::kArgMinLast);
+  EXPECT_EQ(min.ranges, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(program->buffers[min.output].dtype, DType::kI64);
+  EXPECT_TRUE(VerifyLoopProgram(*program).ok());
 }
 
 }  // namespace

@@ -9,6 +9,46 @@
 #include "passes/pass.h"
 
 namespace loom {
+
+// Edges that keep every access to a buffer in program order where it
+// matters. Write-after-write: each writer of a buffer follows the previous
+// one (a buffer may have several writers, e.g. one per concat input, or
+// pad's fill and interior copy), so partial writes land in order.
+// Read-after-write: a reader follows the buffer's last writer so far, and
+// through the chain every earlier one. Write-after-read: a writer follows
+// every reader since the previous write, so no read sees a later write.
+// Each access adds O(1) edges, amortised.
+std::vector<std::pair<int, int>> DependencyEdges(const LoopProgram& program) {
+  const int n = static_cast<int>(program.nodes.size());
+  std::vector<int> last_writer(program.buffers.size(), -1);
+  std::vector<std::vector<int>> readers_since_write(program.buffers.size());
+  std::vector<std::pair<int, int>> edges;
+  for (int i = 0; i < n; ++i) {
+    const ComputeNode& node = program.nodes[i];
+    int last_source = -1;  // skip repeated loads of one buffer in a row
+    for (const ScalarOp& op : node.body) {
+      if (op.kind != ScalarOp::Kind::kLoad || op.buffer == last_source)
+        continue;
+      last_source = op.buffer;
+      if (last_writer[op.buffer] >= 0) {
+        edges.emplace_back(last_writer[op.buffer], i);
+      }
+      readers_since_write[op.buffer].push_back(i);
+    }
+    if (last_writer[node.output] >= 0) {
+      edges.emplace_back(last_writer[node.output], i);
+    }
+    for (int reader : readers_since_write[node.output]) {
+      if (reader != i) edges.emplace_back(reader, i);
+    }
+    readers_since_write[node.output].clear();
+    last_writer[node.output] = i;
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  return edges;
+}
+
 namespace {
 
 // Dependency edges in CSR form: the consumers of node i are
@@ -19,25 +59,9 @@ struct Dependencies {
   std::vector<int> in_degree;
 };
 
-// Read-after-write edges from every writer of a buffer to every later node
-// that reads it. A buffer may have several writers (one per concat input).
 Dependencies BuildDependencies(const LoopProgram& program) {
   const int n = static_cast<int>(program.nodes.size());
-  std::vector<std::vector<int>> writers(program.buffers.size());
-  std::vector<std::pair<int, int>> edges;
-  for (int i = 0; i < n; ++i) {
-    const ComputeNode& node = program.nodes[i];
-    int last_source = -1;  // skip repeated loads of one buffer in a row
-    for (const ScalarOp& op : node.body) {
-      if (op.kind != ScalarOp::Kind::kLoad || op.buffer == last_source) continue;
-      last_source = op.buffer;
-      for (int writer : writers[op.buffer]) edges.emplace_back(writer, i);
-    }
-    writers[node.output].push_back(i);
-  }
-  std::sort(edges.begin(), edges.end());
-  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-
+  const std::vector<std::pair<int, int>> edges = DependencyEdges(program);
   Dependencies deps;
   deps.offsets.assign(n + 1, 0);
   deps.in_degree.assign(n, 0);
@@ -68,7 +92,8 @@ class SchedulePass : public Pass {
 };
 
 LOOM_REGISTER_PASS("schedule", "", [](const proto::PassSpec&) {
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<SchedulePass>());
+  return absl::StatusOr<std::unique_ptr<Pass>>(
+      std::make_unique<SchedulePass>());
 });
 
 }  // namespace

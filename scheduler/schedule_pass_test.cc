@@ -12,7 +12,8 @@ LoopProgram MakeProgram(int n, const std::vector<int>& writes,
                         const std::vector<std::vector<int>>& reads) {
   LoopProgram program;
   for (int i = 0; i < n; ++i) {
-    program.buffers.push_back(Buffer{absl::StrCat("b", i), DType::kF32, {1}, {1}});
+    program.buffers.push_back(
+        Buffer{absl::StrCat("b", i), DType::kF32, {1}, {1}});
   }
   for (size_t i = 0; i < writes.size(); ++i) {
     ComputeNode node;
@@ -55,6 +56,33 @@ TEST(ScheduleTest, IndependentNodesKeepProgramOrder) {
   absl::StatusOr<Schedule> schedule = ScheduleProgram(program);
   ASSERT_TRUE(schedule.ok());
   EXPECT_EQ(Order(*schedule), (std::vector<int>{0, 1, 2}));
+}
+
+using Edges = std::vector<std::pair<int, int>>;
+
+TEST(ScheduleTest, WritersOfOneBufferStayInOrderBeforeItsReaders) {
+  // pad-like: n0 fills b1, n1 copies b0 into part of b1, n2 reads b1.
+  LoopProgram program = MakeProgram(3, {1, 1, 2}, {{}, {0}, {1}});
+  // n1 follows n0 (write after write); n2 follows the last writer n1 and,
+  // through it, every writer of b1.
+  EXPECT_EQ(DependencyEdges(program), (Edges{{0, 1}, {1, 2}}));
+  absl::StatusOr<Schedule> schedule = ScheduleProgram(program);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  EXPECT_EQ(Order(*schedule), (std::vector<int>{0, 1, 2}));
+}
+
+TEST(ScheduleTest, ManyWritersAndReadersNeedLinearlyManyEdges) {
+  // concat-like: 4 nodes write parts of b1, then 4 nodes read it.
+  LoopProgram program = MakeProgram(6, {1, 1, 1, 1, 2, 3, 4, 5},
+                                    {{0}, {0}, {0}, {0}, {1}, {1}, {1}, {1}});
+  EXPECT_EQ(DependencyEdges(program),
+            (Edges{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {3, 5}, {3, 6}, {3, 7}}));
+}
+
+TEST(ScheduleTest, AWriteWaitsForEarlierReads) {
+  // n0 writes b1, n1 reads it, n2 overwrites it, n3 reads the new value.
+  LoopProgram program = MakeProgram(4, {1, 2, 1, 3}, {{0}, {1}, {0}, {1}});
+  EXPECT_EQ(DependencyEdges(program), (Edges{{0, 1}, {0, 2}, {1, 2}, {2, 3}}));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "backends/cpp/codegen.h"
 
+#include <bitset>
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
@@ -51,6 +52,39 @@ static inline int64_t loom_f2i64(double x) {
 }
 )";
 
+// Helpers that only some kernels need, emitted after the prelude when one
+// does (so the prelude, and the goldens of programs without them, stay as
+// they are). Remainders follow the interpreter: kMod takes the divisor's
+// sign, kFmod the dividend's; an integer remainder by 0 gives 0, and by -1
+// gives 0 without the overflow trap of INT64_MIN % -1.
+enum Helper : int { kIntMod, kIntFmod, kFloatMod, kDoubleMod, kNumHelpers };
+
+constexpr const char* kHelperText[kNumHelpers] = {
+    R"(static inline int64_t loom_imod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  const int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)",
+    R"(static inline int64_t loom_ifmod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  return a % b;
+}
+)",
+    R"(static inline float loom_modf(float a, float b) {
+  const float r = fmodf(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)",
+    R"(static inline double loom_mod(double a, double b) {
+  const double r = fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)",
+};
+
+using HelperSet = std::bitset<kNumHelpers>;
+
 const char* CType(DType dtype) {
   switch (dtype) {
     case DType::kF32:
@@ -67,7 +101,8 @@ const char* CType(DType dtype) {
   return "void";
 }
 
-// A literal of `dtype` with exactly the value `v` rounded as a cast would.
+// A literal of `dtype` with exactly the value `v` converted as a cast would
+// (for integers: truncated, saturated, NaN as 0).
 std::string Literal(double v, DType dtype) {
   switch (dtype) {
     case DType::kF32:
@@ -85,8 +120,14 @@ std::string Literal(double v, DType dtype) {
     case DType::kBool:
       return v != 0 ? "true" : "false";
     case DType::kI32:
-    case DType::kI64:
+    case DType::kI64: {
+      const bool narrow = dtype == DType::kI32;
+      const double limit = narrow ? 0x1p31 : 0x1p63;
+      if (std::isnan(v)) return absl::StrCat("(", CType(dtype), ")0");
+      if (v >= limit) return narrow ? "INT32_MAX" : "INT64_MAX";
+      if (v <= -limit) return narrow ? "INT32_MIN" : "INT64_MIN";
       return absl::StrFormat("(%s)%dLL", CType(dtype), static_cast<int64_t>(v));
+    }
   }
   return "0";
 }
@@ -101,8 +142,9 @@ std::string NanTest(bool is_float, const std::string& v) {
   return is_float ? absl::StrCat(" || ", v, " != ", v) : "";
 }
 
+// `helpers` collects the helpers the expression calls.
 std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
-                     const std::vector<std::string>& a) {
+                     const std::vector<std::string>& a, HelperSet& helpers) {
   const bool is_float = IsFloat(operand_type);
   const char* t = CType(type);
   switch (fn) {
@@ -128,8 +170,31 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
     case ScalarFn::kSigmoid:
       return absl::StrCat("(", t, ")1 / ((", t, ")1 + ", MathFn("exp", type),
                           "(-", a[0], "))");
-    case ScalarFn::kRelu:
-      return absl::StrCat("(", a[0], " > 0 ? ", a[0], " : (", t, ")0)");
+    case ScalarFn::kRelu:  // keeps NaN
+      return absl::StrCat("(", a[0], " < 0 ? (", t, ")0 : ", a[0], ")");
+    case ScalarFn::kErf:
+      return absl::StrCat(MathFn("erf", type), "(", a[0], ")");
+    case ScalarFn::kSin:
+      return absl::StrCat(MathFn("sin", type), "(", a[0], ")");
+    case ScalarFn::kCos:
+      return absl::StrCat(MathFn("cos", type), "(", a[0], ")");
+    // Integers are already whole. rint rounds half to even in the default
+    // rounding mode, which generated code never changes.
+    case ScalarFn::kFloor:
+      return is_float ? absl::StrCat(MathFn("floor", type), "(", a[0], ")")
+                      : a[0];
+    case ScalarFn::kCeil:
+      return is_float ? absl::StrCat(MathFn("ceil", type), "(", a[0], ")")
+                      : a[0];
+    case ScalarFn::kRound:
+      return is_float ? absl::StrCat(MathFn("rint", type), "(", a[0], ")")
+                      : a[0];
+    // A NaN (and a zero) is its own sign.
+    case ScalarFn::kSign:
+      return is_float ? absl::StrCat("(", a[0], " > 0 ? (", t, ")1 : ", a[0],
+                                     " < 0 ? (", t, ")-1 : ", a[0], ")")
+                      : absl::StrCat("(", t, ")((", a[0], " > 0) - (", a[0],
+                                     " < 0))");
     case ScalarFn::kNot:
       return absl::StrCat("!", a[0]);
     case ScalarFn::kAdd:
@@ -154,6 +219,21 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
     case ScalarFn::kMin:
       return absl::StrCat("(", a[0], " < ", a[1], NanTest(is_float, a[0]),
                           " ? ", a[0], " : ", a[1], ")");
+    case ScalarFn::kMod:
+      if (is_float) {
+        const bool single = type == DType::kF32;
+        helpers.set(single ? kFloatMod : kDoubleMod);
+        return absl::StrCat(single ? "loom_modf(" : "loom_mod(", a[0], ", ",
+                            a[1], ")");
+      }
+      helpers.set(kIntMod);
+      return absl::StrCat("(", t, ")loom_imod(", a[0], ", ", a[1], ")");
+    case ScalarFn::kFmod:
+      if (is_float) {
+        return absl::StrCat(MathFn("fmod", type), "(", a[0], ", ", a[1], ")");
+      }
+      helpers.set(kIntFmod);
+      return absl::StrCat("(", t, ")loom_ifmod(", a[0], ", ", a[1], ")");
     case ScalarFn::kEq:
       return absl::StrCat(a[0], " == ", a[1]);
     case ScalarFn::kNe:
@@ -166,12 +246,19 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
       return absl::StrCat(a[0], " > ", a[1]);
     case ScalarFn::kGe:
       return absl::StrCat(a[0], " >= ", a[1]);
+    case ScalarFn::kAnd:
+      return absl::StrCat(a[0], " && ", a[1]);
+    case ScalarFn::kOr:
+      return absl::StrCat(a[0], " || ", a[1]);
+    case ScalarFn::kXor:
+      return absl::StrCat(a[0], " != ", a[1]);
     case ScalarFn::kSelect:
       return absl::StrCat(a[0], " ? ", a[1], " : ", a[2]);
   }
   return "0";
 }
 
+// The accumulator's first value: `dtype` is the type of the values folded.
 std::string ReduceInit(ReduceKind kind, DType dtype) {
   switch (kind) {
     case ReduceKind::kSum:
@@ -179,9 +266,13 @@ std::string ReduceInit(ReduceKind kind, DType dtype) {
     case ReduceKind::kProd:
       return Literal(1, dtype);
     case ReduceKind::kMax:
+    case ReduceKind::kArgMax:
+    case ReduceKind::kArgMaxLast:
       if (IsFloat(dtype)) return Literal(-INFINITY, dtype);
       return dtype == DType::kI32 ? "INT32_MIN" : "INT64_MIN";
     case ReduceKind::kMin:
+    case ReduceKind::kArgMin:
+    case ReduceKind::kArgMinLast:
       if (IsFloat(dtype)) return Literal(INFINITY, dtype);
       return dtype == DType::kI32 ? "INT32_MAX" : "INT64_MAX";
     case ReduceKind::kNone:
@@ -190,10 +281,24 @@ std::string ReduceInit(ReduceKind kind, DType dtype) {
   return "0";
 }
 
-// Max and min keep the first NaN they meet, like the interpreter.
-std::string ReduceUpdate(ReduceKind kind, DType dtype,
-                         const std::string& value) {
-  const std::string nan = NanTest(IsFloat(dtype), value);
+// Max and min keep the first NaN they meet, like the interpreter. The arg
+// reductions also record `position`. A NaN beats any number and ties with
+// another NaN: the first kinds take strict improvements (so the first NaN
+// or extreme wins), the *Last kinds also take ties (the last one wins).
+// Starting from -inf (or the type's minimum) rather than the first element
+// changes nothing: that element is taken or ties with the start at
+// position 0.
+std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
+                         const std::string& position) {
+  const bool is_float = IsFloat(dtype);
+  // A NaN value: always taken by max, min and the *Last kinds (it beats
+  // or ties anything); by the first kinds only over a number.
+  const std::string nan = NanTest(is_float, value);
+  const std::string nan_beats =
+      is_float ? absl::StrCat(" || (", value, " != ", value, " && acc == acc)")
+               : "";
+  const std::string take =
+      absl::StrCat(") { acc = ", value, "; arg = ", position, "; }");
   switch (kind) {
     case ReduceKind::kSum:
       return absl::StrCat("acc += ", value, ";");
@@ -203,10 +308,30 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype,
       return absl::StrCat("if (", value, " > acc", nan, ") acc = ", value, ";");
     case ReduceKind::kMin:
       return absl::StrCat("if (", value, " < acc", nan, ") acc = ", value, ";");
+    case ReduceKind::kArgMax:
+      return absl::StrCat("if (", value, " > acc", nan_beats, take);
+    case ReduceKind::kArgMaxLast:
+      return absl::StrCat("if (", value, " >= acc", nan, take);
+    case ReduceKind::kArgMin:
+      return absl::StrCat("if (", value, " < acc", nan_beats, take);
+    case ReduceKind::kArgMinLast:
+      return absl::StrCat("if (", value, " <= acc", nan, take);
     case ReduceKind::kNone:
       break;
   }
   return "";
+}
+
+// The row-major position among the reduction loops' iterations, e.g.
+// "x2 * 5 + x3" for reduction loops x2 in [0, 4), x3 in [0, 5).
+std::string ReductionPosition(const ComputeNode& node) {
+  const int first = static_cast<int>(node.ranges.size());
+  std::string position = absl::StrCat("x", first);
+  for (size_t i = 1; i < node.reduction_ranges.size(); ++i) {
+    position = absl::StrCat("(", position, ") * ", node.reduction_ranges[i],
+                            " + x", first + static_cast<int>(i));
+  }
+  return position;
 }
 
 // Emits the function for one kernel. Buffers become parameters p0, p1, ...
@@ -214,8 +339,9 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype,
 // their buffers print identically and can share one function.
 class KernelPrinter {
  public:
-  KernelPrinter(const LoopProgram& program, const proto::CppOptions& options)
-      : program_(program), options_(options) {}
+  KernelPrinter(const LoopProgram& program, const proto::CppOptions& options,
+                HelperSet& helpers)
+      : program_(program), options_(options), helpers_(helpers) {}
 
   // The function's parameter list, body and the buffers its parameters
   // stand for, in order.
@@ -236,6 +362,7 @@ class KernelPrinter {
 
   const LoopProgram& program_;
   const proto::CppOptions& options_;
+  HelperSet& helpers_;
   std::vector<std::string> var_names_;
   absl::flat_hash_map<BufferId, int> param_of_;
   std::vector<BufferId> buffers_;
@@ -258,9 +385,18 @@ std::string KernelPrinter::Param(BufferId buffer, bool is_output) {
 std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
   const ScalarOp& op = node.body[i];
   switch (op.kind) {
-    case ScalarOp::Kind::kLoad:
-      return absl::StrCat(Param(op.buffer, false), "[",
-                          ToCpp(op.index, var_names_), "]");
+    case ScalarOp::Kind::kLoad: {
+      std::string index = ToCpp(op.index, var_names_);
+      if (!op.args.empty()) {  // indirect: plus stride * an earlier step
+        const std::string scaled =
+            absl::StrCat(op.stride, " * (int64_t)t", op.args[0]);
+        index =
+            op.index->is_const(0) ? scaled : absl::StrCat(index, " + ", scaled);
+      }
+      return absl::StrCat(Param(op.buffer, false), "[", index, "]");
+    }
+    case ScalarOp::Kind::kIndex:
+      return ToCpp(op.index, var_names_);
     case ScalarOp::Kind::kConst:
       return Literal(op.constant, op.dtype);
     case ScalarOp::Kind::kCast: {
@@ -276,7 +412,7 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
       std::vector<std::string> args;
       for (int arg : op.args) args.push_back(absl::StrCat("t", arg));
       const DType operand_type = node.body[op.args.back()].dtype;
-      return CallExpr(op.fn, op.dtype, operand_type, args);
+      return CallExpr(op.fn, op.dtype, operand_type, args, helpers_);
     }
   }
   return "0";
@@ -301,9 +437,13 @@ void KernelPrinter::PrintNode(const ComputeNode& node) {
                                 i, ranges[i], i));
   }
   const bool reduces = node.reduce != ReduceKind::kNone;
+  const bool arg_reduce = IsArgReduce(node.reduce);
+  // An arg reduction folds the root's values and stores a position.
+  const DType acc_type = arg_reduce ? node.body[node.root].dtype : out_type;
   if (reduces) {
-    Line(depth, absl::StrCat(CType(out_type), " acc = ",
-                             ReduceInit(node.reduce, out_type), ";"));
+    Line(depth, absl::StrCat(CType(acc_type), " acc = ",
+                             ReduceInit(node.reduce, acc_type), ";"));
+    if (arg_reduce) Line(depth, "int64_t arg = 0;");
     for (size_t i = pointwise; i < ranges.size(); ++i, ++depth) {
       Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i,
                                   i, ranges[i], i));
@@ -315,11 +455,13 @@ void KernelPrinter::PrintNode(const ComputeNode& node) {
   }
   const std::string value = absl::StrCat("t", node.root);
   if (reduces) {
-    Line(depth, ReduceUpdate(node.reduce, out_type, value));
+    Line(depth, ReduceUpdate(node.reduce, acc_type, value,
+                             arg_reduce ? ReductionPosition(node) : ""));
     for (size_t i = pointwise; i < ranges.size(); ++i) Line(--depth, "}");
   }
+  const std::string result = arg_reduce ? "arg" : reduces ? "acc" : value;
   Line(depth, absl::StrCat(out, "[", ToCpp(node.store_index, var_names_),
-                           "] = ", reduces ? "acc" : value, ";"));
+                           "] = ", result, ";"));
   for (int i = 0; i < pointwise; ++i) Line(--depth, "}");
 }
 
@@ -396,9 +538,10 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   std::string entry =
       absl::StrCat("extern \"C\" void ", kEntryName, "(void* const* b) {\n");
   absl::flat_hash_map<std::string, int> function_of_body;
+  HelperSet helpers;
   for (const Kernel& kernel : schedule.kernels) {
     KernelPrinter::Printed printed =
-        KernelPrinter(program, options).Print(kernel);
+        KernelPrinter(program, options, helpers).Print(kernel);
     const std::string signature_and_body =
         absl::StrCat("(", printed.params, ") {\n", printed.body, "}\n");
     auto [it, added] = function_of_body.emplace(
@@ -422,7 +565,11 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
 
   GeneratedSource source;
   source.language = "c++";
-  source.text = absl::StrCat(kPrelude, functions, "\n", entry);
+  std::string helper_text;
+  for (int h = 0; h < kNumHelpers; ++h) {
+    if (helpers[h]) absl::StrAppend(&helper_text, kHelperText[h]);
+  }
+  source.text = absl::StrCat(kPrelude, helper_text, functions, "\n", entry);
   source.entry = kEntryName;
   source.kernel_functions = static_cast<int>(function_of_body.size());
   source.native_flags = NativeFlags(options);

@@ -2,113 +2,17 @@
 // emit C++, native compile, run), compared with the reference interpreter.
 // Ops are grouped into a few graphs so that each test compiles once.
 
-#include <cmath>
-#include <cstdlib>
-
-#include "absl/strings/str_cat.h"
-#include "backends/cpp/executable.h"
+#include "backends/cpp/e2e_test_util.h"
 #include "gtest/gtest.h"
-#include "ir/interpreter.h"
-#include "ir/op_registry.h"
-#include "ir/random.h"
-#include "passes/pass_manager.h"
 
 namespace loom {
 namespace {
 
-constexpr char kPipeline[] = R"(
-target: CPU
-pass { name: "verify" }
-pass { name: "decompose" decompose { ops: ["softmax"] } }
-pass { name: "simplify" }
-pass { name: "lower" }
-pass { name: "schedule" }
-pass { name: "codegen-cpp" cpp { simd: NATIVE } }
-)";
-
-// Float outputs: |actual - expected| <= 1e-5 + 1e-4 * |expected|.
-constexpr double kRelTolerance = 1e-4;
-constexpr double kAbsTolerance = 1e-5;
-
-class GraphBuilder {
- public:
-  ValueId Input(const std::string& name, DType dtype, Shape shape) {
-    return *graph_.AddInput(name, TensorType{dtype, std::move(shape)});
-  }
-  ValueId Weight(const std::string& name, Shape shape, uint64_t seed) {
-    Tensor data(DType::kF32, std::move(shape));
-    FillUniform(data, seed, -1, 1);
-    return *graph_.AddInitializer(name, ValueKind::kWeight, std::move(data));
-  }
-  ValueId Op(const std::string& op, std::vector<ValueId> inputs, Attrs attrs = {}) {
-    const std::string name = absl::StrCat(op, "_", graph_.nodes().size());
-    const NodeId id = *graph_.AddNode(name, op, std::move(inputs), {name + ".y"},
-                                      std::move(attrs));
-    return graph_.node(id).outputs[0];
-  }
-  void Output(ValueId value) { graph_.AddOutput(value); }
-  Graph& graph() { return graph_; }
-
- private:
-  Graph graph_;
-};
-
-Attrs IntsAttr(const std::string& name, std::vector<int64_t> values) {
-  Attrs attrs;
-  attrs.Set(name, std::move(values));
-  return attrs;
-}
-
-void CompileRunAndCompare(Graph graph) {
-  ASSERT_TRUE(InferShapes(graph).ok());
-  std::vector<Tensor> inputs;
-  for (ValueId id : graph.inputs()) {
-    Tensor tensor(graph.value(id).type);
-    const bool is_float = IsFloat(tensor.dtype());
-    FillUniform(tensor, 100 + id, is_float ? -2 : -5, is_float ? 2 : 6);
-    inputs.push_back(std::move(tensor));
-  }
-  absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, inputs);
-  ASSERT_TRUE(expected.ok()) << expected.status();
-
-  absl::StatusOr<LoadedPipeline> pipeline = LoadPipelineText(kPipeline, "test");
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  Module module;
-  module.graph = std::move(graph);
-  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
-  ASSERT_TRUE(runs.ok()) << runs.status();
-  absl::StatusOr<cpp::CppExecutable> executable = cpp::CppExecutable::Create(
-      module, absl::StrCat(std::getenv("TEST_TMPDIR"), "/cache"));
-  ASSERT_TRUE(executable.ok()) << executable.status();
-  absl::StatusOr<std::vector<Tensor>> actual = executable->Run(inputs);
-  ASSERT_TRUE(actual.ok()) << actual.status();
-
-  ASSERT_EQ(actual->size(), expected->size());
-  for (size_t o = 0; o < expected->size(); ++o) {
-    const Tensor& e = (*expected)[o];
-    const Tensor& a = (*actual)[o];
-    const std::string output = module.graph.value(module.graph.outputs()[o]).name;
-    ASSERT_EQ(a.type(), e.type()) << output;
-    for (int64_t i = 0; i < e.num_elements(); ++i) {
-      if (IsFloat(e.dtype())) {
-        const double want = e.GetDouble(i);
-        if (std::isnan(want)) {
-          ASSERT_TRUE(std::isnan(a.GetDouble(i))) << output << " element " << i;
-          continue;
-        }
-        ASSERT_NEAR(a.GetDouble(i), want, kAbsTolerance + kRelTolerance * std::fabs(want))
-            << output << " element " << i;
-      } else {
-        ASSERT_EQ(a.GetInt(i), e.GetInt(i)) << output << " element " << i;
-      }
-    }
-  }
-}
-
 TEST(EndToEndTest, UnaryOps) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 17});
-  const ValueId positive = b.Op("add", {b.Op("abs", {x}), b.Weight("one", {1}, 0)});
+  const ValueId positive =
+      b.Op("add", {b.Op("abs", {x}), b.Weight("one", {1}, 0)});
   for (const char* op : {"neg", "abs", "exp", "tanh", "sigmoid", "relu"}) {
     b.Output(b.Op(op, {x}));
   }
@@ -125,7 +29,8 @@ TEST(EndToEndTest, BinaryOpsBroadcast) {
   for (const char* op : {"add", "sub", "mul", "maximum", "minimum"}) {
     b.Output(b.Op(op, {x, y}));
   }
-  const ValueId positive = b.Op("add", {b.Op("abs", {y}), b.Weight("one", {1}, 0)});
+  const ValueId positive =
+      b.Op("add", {b.Op("abs", {y}), b.Weight("one", {1}, 0)});
   b.Output(b.Op("div", {x, positive}));
   b.Output(b.Op("pow", {positive, x}));
   CompileRunAndCompare(std::move(b.graph()));
@@ -176,8 +81,8 @@ TEST(EndToEndTest, IntegerArithmetic) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kI32, {5, 3});
   const ValueId y = b.Input("y", DType::kI32, {3});
-  for (const char* op : {"add", "sub", "mul", "maximum", "minimum", "neg", "abs",
-                         "relu"}) {
+  for (const char* op :
+       {"add", "sub", "mul", "maximum", "minimum", "neg", "abs", "relu"}) {
     b.Output(op == std::string("neg") || op == std::string("abs") ||
                      op == std::string("relu")
                  ? b.Op(op, {x})
@@ -194,7 +99,8 @@ TEST(EndToEndTest, IntegerArithmetic) {
 TEST(EndToEndTest, Reductions) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 4, 5});
-  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+  for (const char* op :
+       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
     b.Output(b.Op(op, {x}, IntsAttr("axes", {-1})));
     Attrs keep = IntsAttr("axes", {0, 2});
     keep.Set("keepdims", int64_t{1});

@@ -1,0 +1,143 @@
+#include "backends/cpp/e2e_test_util.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpp/executable.h"
+#include "gtest/gtest.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/random.h"
+#include "passes/pass_manager.h"
+
+namespace loom {
+namespace {
+
+// Every composite op is decomposed.
+constexpr char kPipeline[] = R"(
+target: CPU
+pass { name: "verify" }
+pass { name: "decompose" }
+pass { name: "simplify" }
+pass { name: "lower" }
+pass { name: "schedule" }
+pass { name: "codegen-cpp" cpp { simd: NATIVE } }
+)";
+
+constexpr double kRelTolerance = 1e-4;
+constexpr double kAbsTolerance = 1e-5;
+
+}  // namespace
+
+ValueId GraphBuilder::Input(const std::string& name, DType dtype, Shape shape) {
+  return *graph_.AddInput(name, TensorType{dtype, std::move(shape)});
+}
+
+ValueId GraphBuilder::Weight(const std::string& name, Shape shape,
+                             uint64_t seed, double low, double high,
+                             DType dtype) {
+  Tensor data(dtype, std::move(shape));
+  FillUniform(data, seed, low, high);
+  return Initializer(name, ValueKind::kWeight, std::move(data));
+}
+
+ValueId GraphBuilder::Initializer(const std::string& name, ValueKind kind,
+                                  Tensor data) {
+  return *graph_.AddInitializer(name, kind, std::move(data));
+}
+
+ValueId GraphBuilder::Op(const std::string& op, std::vector<ValueId> inputs,
+                         Attrs attrs) {
+  return Ops(op, std::move(inputs), 1, std::move(attrs))[0];
+}
+
+std::vector<ValueId> GraphBuilder::Ops(const std::string& op,
+                                       std::vector<ValueId> inputs,
+                                       int num_outputs, Attrs attrs) {
+  const std::string name = absl::StrCat(op, "_", graph_.nodes().size());
+  std::vector<std::string> outputs;
+  for (int i = 0; i < num_outputs; ++i) {
+    outputs.push_back(absl::StrCat(name, ".y", i));
+  }
+  const NodeId id =
+      *graph_.AddNode(name, op, std::move(inputs), outputs, std::move(attrs));
+  return graph_.node(id).outputs;
+}
+
+Attrs MakeAttrs(std::vector<std::pair<std::string, AttrValue>> entries) {
+  Attrs attrs;
+  for (auto& [name, value] : entries) attrs.Set(name, std::move(value));
+  return attrs;
+}
+
+Attrs IntsAttr(const std::string& name, std::vector<int64_t> values) {
+  Attrs attrs;
+  attrs.Set(name, std::move(values));
+  return attrs;
+}
+
+std::vector<Tensor> MakeInputs(const Graph& graph,
+                               const EndToEndOptions& options) {
+  std::vector<Tensor> inputs;
+  for (ValueId id : graph.inputs()) {
+    Tensor tensor(graph.value(id).type);
+    const bool is_float = IsFloat(tensor.dtype());
+    FillUniform(tensor, 100 + id, is_float ? -2 : -5, is_float ? 2 : 6);
+    if (options.fill) options.fill(inputs.size(), tensor);
+    inputs.push_back(std::move(tensor));
+  }
+  return inputs;
+}
+
+absl::StatusOr<std::vector<Tensor>> CompileAndRun(
+    Graph graph, const std::vector<Tensor>& inputs) {
+  absl::StatusOr<LoadedPipeline> pipeline = LoadPipelineText(kPipeline, "test");
+  if (!pipeline.ok()) return pipeline.status();
+  Module module;
+  module.graph = std::move(graph);
+  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
+  if (!runs.ok()) return runs.status();
+  const char* tmpdir = std::getenv("TEST_TMPDIR");  // set by bazel test
+  absl::StatusOr<cpp::CppExecutable> executable = cpp::CppExecutable::Create(
+      module, absl::StrCat(tmpdir != nullptr ? tmpdir : "/tmp", "/cache"));
+  if (!executable.ok()) return executable.status();
+  return executable->Run(inputs);
+}
+
+void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
+  ASSERT_TRUE(InferShapes(graph).ok()) << InferShapes(graph);
+  const std::vector<Tensor> inputs = MakeInputs(graph, options);
+  absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  std::vector<std::string> names;
+  for (ValueId id : graph.outputs()) names.push_back(graph.value(id).name);
+
+  absl::StatusOr<std::vector<Tensor>> actual =
+      CompileAndRun(std::move(graph), inputs);
+  ASSERT_TRUE(actual.ok()) << actual.status();
+  ASSERT_EQ(actual->size(), expected->size());
+  for (size_t o = 0; o < expected->size(); ++o) {
+    const Tensor& e = (*expected)[o];
+    const Tensor& a = (*actual)[o];
+    const std::string& output = names[o];
+    ASSERT_EQ(a.type(), e.type()) << output;
+    for (int64_t i = 0; i < e.num_elements(); ++i) {
+      if (!IsFloat(e.dtype())) {
+        ASSERT_EQ(a.GetInt(i), e.GetInt(i)) << output << " element " << i;
+        continue;
+      }
+      const double want = e.GetDouble(i), got = a.GetDouble(i);
+      if (std::isnan(want) || std::isinf(want)) {
+        ASSERT_TRUE(std::isnan(want) ? std::isnan(got) : got == want)
+            << output << " element " << i << ": got " << got << ", want "
+            << want;
+        continue;
+      }
+      ASSERT_NEAR(got, want, kAbsTolerance + kRelTolerance * std::fabs(want))
+          << output << " element " << i;
+    }
+  }
+}
+
+}  // namespace loom

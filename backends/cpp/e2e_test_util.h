@@ -1,0 +1,68 @@
+#ifndef LOOM_BACKENDS_CPP_E2E_TEST_UTIL_H_
+#define LOOM_BACKENDS_CPP_E2E_TEST_UTIL_H_
+
+// The harness of the end-to-end tests: build a small graph, run it through
+// the whole CPU path (decompose, simplify, lower, schedule, emit C++, native
+// compile, run) and compare every output with the reference interpreter.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace loom {
+
+// Builds a graph one op at a time; node names are "<op>_<position>".
+class GraphBuilder {
+ public:
+  ValueId Input(const std::string& name, DType dtype, Shape shape);
+  // A weight of `dtype` filled uniformly from [low, high) (integers: the
+  // floor) by `seed`.
+  ValueId Weight(const std::string& name, Shape shape, uint64_t seed,
+                 double low = -1, double high = 1, DType dtype = DType::kF32);
+  // A weight or constant holding `data`.
+  ValueId Initializer(const std::string& name, ValueKind kind, Tensor data);
+  // Adds a node with one output and returns it.
+  ValueId Op(const std::string& op, std::vector<ValueId> inputs,
+             Attrs attrs = {});
+  // Adds a node with `num_outputs` outputs and returns them.
+  std::vector<ValueId> Ops(const std::string& op, std::vector<ValueId> inputs,
+                           int num_outputs, Attrs attrs = {});
+  void Output(ValueId value) { graph_.AddOutput(value); }
+  Graph& graph() { return graph_; }
+
+ private:
+  Graph graph_;
+};
+
+// Attributes from (name, value) pairs, e.g. Attrs({{"axis", int64_t{1}}}).
+Attrs MakeAttrs(std::vector<std::pair<std::string, AttrValue>> entries);
+Attrs IntsAttr(const std::string& name, std::vector<int64_t> values);
+
+struct EndToEndOptions {
+  // Graph inputs are uniform in [-2, 2) (floats) or integers in [-5, 5];
+  // `fill`, when set, may then change input i.
+  std::function<void(size_t i, Tensor& input)> fill;
+};
+
+// The inputs CompileRunAndCompare feeds `graph` (shapes must be inferred).
+std::vector<Tensor> MakeInputs(const Graph& graph,
+                               const EndToEndOptions& options = {});
+
+// Compiles `graph` through the whole CPU path, with a cache under
+// $TEST_TMPDIR, and runs it on `inputs`.
+absl::StatusOr<std::vector<Tensor>> CompileAndRun(
+    Graph graph, const std::vector<Tensor>& inputs);
+
+// Infers shapes, then checks that the compiled graph's outputs match the
+// interpreter's: floats within 1e-5 + 1e-4 * |expected| (NaN where NaN is
+// expected, the same infinity where one is), everything else exactly.
+void CompileRunAndCompare(Graph graph, const EndToEndOptions& options = {});
+
+}  // namespace loom
+
+#endif  // LOOM_BACKENDS_CPP_E2E_TEST_UTIL_H_

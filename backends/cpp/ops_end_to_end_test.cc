@@ -1,0 +1,386 @@
+// The op set of issue 3 (all but the recurrent ops) through the whole CPU
+// path (decompose, lower, schedule, emit C++, native compile, run), compared
+// with the reference interpreter. Each test builds one graph of many ops, so
+// the native compiler runs once per test; shapes include size-1 dims, odd
+// sizes and negative axes, inputs NaN, infinities and ties where the op
+// defines what they do.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpp/e2e_test_util.h"
+#include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+#include "ir/tensor.h"
+
+namespace loom {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+// Overwrites the first elements of `t` with `values`.
+void SetFirst(Tensor& t, const std::vector<double>& values) {
+  for (size_t i = 0; i < values.size() && i < t.num_elements(); ++i) {
+    t.SetDouble(i, values[i]);
+  }
+}
+
+Tensor IntTensor(DType dtype, Shape shape, const std::vector<int64_t>& values) {
+  Tensor t(dtype, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) t.SetInt(i, values[i]);
+  return t;
+}
+
+TEST(OpsEndToEndTest, ElementwisePrimitives) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {3, 17});
+  const ValueId y = b.Input("y", DType::kF32, {17});
+  for (const char* op :
+       {"erf", "sin", "cos", "floor", "ceil", "round", "sign"}) {
+    b.Output(b.Op(op, {x}));
+  }
+  b.Output(b.Op("mod", {x, y}));
+  b.Output(b.Op("mod", {x, y}, MakeAttrs({{"fmod", int64_t{1}}})));
+  const ValueId x64 = b.Input("x64", DType::kF64, {2, 1, 5});
+  const ValueId y64 = b.Input("y64", DType::kF64, {3, 1});
+  for (const char* op : {"erf", "cos", "round", "sign"}) {
+    b.Output(b.Op(op, {x64}));
+  }
+  b.Output(b.Op("mod", {x64, y64}));
+  b.Output(b.Op("mod", {y64, x64}, MakeAttrs({{"fmod", int64_t{1}}})));
+  const ValueId xi = b.Input("xi", DType::kI32, {4, 6});
+  const ValueId yi = b.Input("yi", DType::kI32, {6});
+  b.Output(b.Op("sign", {xi}));
+  b.Output(b.Op("mod", {xi, yi}));
+  b.Output(b.Op("mod", {xi, yi}, MakeAttrs({{"fmod", int64_t{1}}})));
+  const ValueId xl = b.Input("xl", DType::kI64, {5});
+  b.Output(b.Op("sign", {xl}));
+  b.Output(b.Op("mod", {xl, b.Weight("three", {1}, 0, 3, 4, DType::kI64)}));
+  // Logical ops on [3, 17] x [17] bools.
+  const ValueId p = b.Op("less", {x, y});
+  const ValueId q = b.Op("greater", {y, b.Weight("half", {1}, 0, 0.5, 0.5)});
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+    b.Output(b.Op(op, {p, q}));
+    b.Output(b.Op(op, {q, p}));
+  }
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& t) {
+    switch (i) {
+      case 0:  // x: halves (round to even), signed zeros, NaN, infinities
+        SetFirst(t, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.0, -0.0, kNan, kInf,
+                     -kInf, 1e30, -3.0, 3.0});
+        break;
+      case 1:  // y: divisors, one of them zero
+        SetFirst(t, {0.0, 1.5, -1.5, 0.75, -2.0, 1.0, -1.0, 3.0, 2.0});
+        break;
+      case 4:  // xi: the most negative i32 divided by -1
+        SetFirst(t, {std::numeric_limits<int32_t>::min(), -7, 7, 0, -1});
+        break;
+      case 5:  // yi: no zero divisor (the interpreter rejects it)
+        SetFirst(t, {-1, 3, -3, 2, 5, -4});
+        break;
+    }
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+TEST(OpsEndToEndTest, IntegerModByZeroGivesZeroInGeneratedCode) {
+  GraphBuilder b;
+  const ValueId a = b.Input("a", DType::kI32, {5});
+  const ValueId d = b.Input("d", DType::kI32, {5});
+  b.Output(b.Op("mod", {a, d}));
+  b.Output(b.Op("mod", {a, d}, MakeAttrs({{"fmod", int64_t{1}}})));
+  const ValueId al = b.Input("al", DType::kI64, {3});
+  const ValueId dl = b.Input("dl", DType::kI64, {3});
+  b.Output(b.Op("mod", {al, dl}));
+  ASSERT_TRUE(InferShapes(b.graph()).ok());
+  const std::vector<Tensor> inputs = {
+      IntTensor(DType::kI32, {5},
+                {7, -7, std::numeric_limits<int32_t>::min(), -7, 7}),
+      IntTensor(DType::kI32, {5}, {0, 0, -1, 3, -3}),
+      IntTensor(DType::kI64, {3}, {std::numeric_limits<int64_t>::min(), 4, 9}),
+      IntTensor(DType::kI64, {3}, {-1, 0, -4}),
+  };
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      CompileAndRun(std::move(b.graph()), inputs);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  EXPECT_EQ((*outputs)[0], IntTensor(DType::kI32, {5}, {0, 0, 0, 2, -2}));
+  EXPECT_EQ((*outputs)[1], IntTensor(DType::kI32, {5}, {0, 0, 0, -1, 1}));
+  EXPECT_EQ((*outputs)[2], IntTensor(DType::kI64, {3}, {0, 0, -3}));
+}
+
+TEST(OpsEndToEndTest, Activations) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {4, 9});
+  b.Output(b.Op("gelu", {x}));
+  b.Output(
+      b.Op("gelu", {x}, MakeAttrs({{"approximate", std::string("tanh")}})));
+  b.Output(b.Op("silu", {x}));
+  b.Output(b.Op("clip", {x}, MakeAttrs({{"min", -1.5}, {"max", 2.25}})));
+  b.Output(b.Op("clip", {x}, MakeAttrs({{"min", 0.1}})));
+  b.Output(b.Op("clip", {x}, MakeAttrs({{"max", -0.3}})));
+  b.Output(b.Op("clip", {x}, MakeAttrs({{"min", 1.0}, {"max", -1.0}})));
+  b.Output(b.Op("clip", {x}));
+  b.Output(b.Op("leaky_relu", {x}, MakeAttrs({{"alpha", 0.2}})));
+  b.Output(b.Op("leaky_relu", {x}));
+  b.Output(b.Op("elu", {x}, MakeAttrs({{"alpha", 0.7}})));
+  b.Output(b.Op("selu", {x}));
+  b.Output(b.Op("softplus", {x}));
+  b.Output(b.Op("hard_sigmoid", {x}));
+  b.Output(
+      b.Op("hard_sigmoid", {x}, MakeAttrs({{"alpha", 0.5}, {"beta", 0.1}})));
+  b.Output(b.Op("hard_swish", {x}));
+  b.Output(b.Op("prelu", {x, b.Weight("slope", {9}, 1)}));
+  b.Output(b.Op("prelu", {x, b.Weight("column", {4, 1}, 2)}));
+  const ValueId x64 = b.Input("x64", DType::kF64, {7});
+  for (const char* op : {"gelu", "silu", "softplus", "elu", "hard_swish"}) {
+    b.Output(b.Op(op, {x64}));
+  }
+  const ValueId xi = b.Input("xi", DType::kI32, {2, 5});
+  b.Output(b.Op("clip", {xi}, MakeAttrs({{"min", -2.5}, {"max", 3.7}})));
+  b.Output(b.Op("clip", {xi}, MakeAttrs({{"max", 1e20}, {"min", -1e20}})));
+  const ValueId xl = b.Input("xl", DType::kI64, {6});
+  b.Output(b.Op("clip", {xl}, MakeAttrs({{"max", 0.5}})));
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& t) {
+    if (!IsFloat(t.dtype())) return;
+    for (int64_t k = 0; k < t.num_elements(); ++k) {
+      t.SetDouble(k, 3 * t.GetDouble(k));  // [-6, 6): past the kinks
+    }
+    if (i == 0) SetFirst(t, {kNan, kInf, -kInf, 0.0, -0.0, 30.0, -30.0});
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+TEST(OpsEndToEndTest, LinearAlgebra) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {2, 3, 5});
+  const ValueId w = b.Weight("w", {4, 5}, 1);
+  const ValueId bias = b.Weight("bias", {4}, 2);
+  b.Output(b.Op("linear", {x, w, bias}));
+  b.Output(b.Op("linear", {x, w}));
+  const ValueId v = b.Input("v", DType::kF32, {5});
+  b.Output(b.Op("linear", {v, w, bias}));
+  const ValueId xi = b.Input("xi", DType::kI32, {3, 2});
+  b.Output(b.Op("linear", {xi, b.Weight("wi", {1, 2}, 3, -4, 4, DType::kI32),
+                           b.Weight("bi", {1}, 4, -4, 4, DType::kI32)}));
+
+  const ValueId a = b.Input("a", DType::kF32, {3, 5});
+  const ValueId bm = b.Weight("bm", {5, 4}, 5);
+  const ValueId c = b.Weight("c", {4}, 6);
+  b.Output(b.Op("gemm", {a, bm, c}));
+  b.Output(b.Op("gemm", {a, bm}, MakeAttrs({{"alpha", -1.0}})));
+  const ValueId at = b.Input("at", DType::kF32, {5, 3});
+  const ValueId bt = b.Weight("bt", {4, 5}, 7);
+  b.Output(b.Op("gemm", {at, bt, b.Weight("col", {3, 1}, 8)},
+                MakeAttrs({{"trans_a", int64_t{1}},
+                           {"trans_b", int64_t{1}},
+                           {"alpha", 0.5},
+                           {"beta", 2.0}})));
+  b.Output(b.Op("gemm", {a, bt, c},
+                MakeAttrs({{"trans_b", int64_t{1}}, {"beta", 0.0}})));
+  const ValueId row = b.Input("row", DType::kF64, {1, 5});
+  b.Output(b.Op("gemm", {row, b.Weight("colw", {5, 1}, 9, -1, 1, DType::kF64),
+                         b.Weight("one", {1, 1}, 10, -1, 1, DType::kF64)}));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(OpsEndToEndTest, Reductions) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {3, 4, 5});
+  const ValueId positive = b.Input("positive", DType::kF32, {3, 4, 5});
+  Attrs last = IntsAttr("axes", {-1});
+  Attrs keep = IntsAttr("axes", {0, 2});
+  keep.Set("keepdims", int64_t{1});
+  for (const char* op :
+       {"reduce_prod", "reduce_l1", "reduce_l2", "reduce_log_sum",
+        "reduce_log_sum_exp", "reduce_sum_square"}) {
+    const ValueId in = std::string(op) == "reduce_log_sum" ? positive : x;
+    b.Output(b.Op(op, {in}, last));
+    b.Output(b.Op(op, {in}, keep));
+    b.Output(b.Op(op, {in}));
+  }
+  const ValueId ones = b.Input("ones", DType::kF32, {1, 6, 1});
+  b.Output(b.Op("reduce_log_sum_exp", {ones}, IntsAttr("axes", {0, 2})));
+  b.Output(b.Op("reduce_l2", {ones}, IntsAttr("axes", {-2})));
+  const ValueId inf = b.Input("inf", DType::kF32, {4, 3});
+  b.Output(b.Op("reduce_log_sum_exp", {inf}, IntsAttr("axes", {1})));
+  const ValueId xi = b.Input("xi", DType::kI32, {4, 3});
+  b.Output(b.Op("reduce_prod", {xi}, IntsAttr("axes", {0})));
+  Attrs keep_all;
+  keep_all.Set("keepdims", int64_t{1});
+  b.Output(b.Op("reduce_sum_square", {xi}, keep_all));
+  const ValueId xl = b.Input("xl", DType::kI64, {5});
+  b.Output(b.Op("reduce_l1", {xl}));
+  b.Output(b.Op("reduce_prod", {xl}, IntsAttr("axes", {-1})));
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& t) {
+    if (i == 1) {  // positive
+      for (int64_t k = 0; k < t.num_elements(); ++k) {
+        t.SetDouble(k, std::fabs(t.GetDouble(k)) + 0.1);
+      }
+    }
+    if (i == 3) {  // rows: +inf present, all -inf, NaN, finite
+      SetFirst(t, {1.0, kInf, 2.0, -kInf, -kInf, -kInf, 0.0, kNan, 1.0});
+    }
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+TEST(OpsEndToEndTest, ArgmaxAndArgmin) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {4, 5, 3});
+  for (const char* op : {"argmax", "argmin"}) {
+    for (int64_t axis : {0, 1, -1}) {
+      for (int64_t keepdims : {0, 1}) {
+        for (int64_t last : {0, 1}) {
+          b.Output(b.Op(op, {x},
+                        MakeAttrs({{"axis", axis},
+                                   {"keepdims", keepdims},
+                                   {"select_last_index", last}})));
+        }
+      }
+    }
+  }
+  const ValueId xi = b.Input("xi", DType::kI32, {6, 2});
+  b.Output(b.Op("argmax", {xi}));
+  b.Output(
+      b.Op("argmax", {xi}, MakeAttrs({{"select_last_index", int64_t{1}}})));
+  const ValueId xl = b.Input("xl", DType::kI64, {3, 7});
+  b.Output(b.Op("argmin", {xl}, MakeAttrs({{"axis", int64_t{-1}}})));
+  const ValueId single = b.Input("single", DType::kF64, {3, 1});
+  b.Output(b.Op("argmax", {single}, MakeAttrs({{"axis", int64_t{1}}})));
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& t) {
+    if (i != 0) return;
+    // Few distinct values, so that rows have ties; NaNs in some rows.
+    for (int64_t k = 0; k < t.num_elements(); ++k) {
+      t.SetDouble(k, std::floor(t.GetDouble(k)));
+    }
+    for (int64_t k : {7, 11, 22, 40, 41, 55}) t.SetDouble(k, kNan);
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+TEST(OpsEndToEndTest, ShapeOps) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {2, 6, 4});
+  for (ValueId part :
+       b.Ops("split", {x}, 3, MakeAttrs({{"axis", int64_t{1}}}))) {
+    b.Output(part);
+  }
+  for (ValueId part :
+       b.Ops("split", {x}, 3,
+             MakeAttrs({{"axis", int64_t{-1}},
+                        {"split", std::vector<int64_t>{1, 0, 3}}}))) {
+    b.Output(b.Op("neg", {part}));
+  }
+  for (int64_t axis : {0, 1, -1, 3}) {
+    b.Output(b.Op("flatten", {x}, MakeAttrs({{"axis", axis}})));
+  }
+  b.Output(b.Op("exp", {b.Op("dropout", {x}, MakeAttrs({{"ratio", 0.3}}))}));
+
+  const ValueId small = b.Input("small", DType::kF32, {2, 1, 3});
+  b.Output(b.Op("tile", {small}, IntsAttr("repeats", {2, 3, 1})));
+  b.Output(
+      b.Op("neg", {b.Op("tile", {small}, IntsAttr("repeats", {1, 4, 2}))}));
+  b.Output(b.Op("tile", {small}, IntsAttr("repeats", {0, 1, 1})));
+
+  const ValueId m = b.Input("m", DType::kF32, {2, 3});
+  Attrs pad = IntsAttr("pads", {1, 0, 2, 4});
+  pad.Set("value", 1.5);
+  b.Output(b.Op("pad", {m}, pad));
+  b.Output(b.Op("exp", {b.Op("pad", {m}, IntsAttr("pads", {0, 1, 0, 0}))}));
+  b.Output(b.Op("pad", {m}, IntsAttr("pads", {0, 0, 0, 0})));
+  const ValueId mi = b.Input("mi", DType::kI32, {3});
+  Attrs big = IntsAttr("pads", {2, 1});
+  big.Set("value", 1e10);
+  b.Output(b.Op("pad", {mi}, big));
+
+  // gather: weight and constant indices, negative ones, several axes.
+  const ValueId data = b.Input("data", DType::kF32, {4, 5});
+  const ValueId idx2d =
+      b.Initializer("idx2d", ValueKind::kWeight,
+                    IntTensor(DType::kI64, {2, 3}, {0, 3, -1, 2, -5, 4}));
+  b.Output(b.Op("gather", {data, idx2d}, MakeAttrs({{"axis", int64_t{1}}})));
+  const ValueId idx = b.Initializer("idx", ValueKind::kConstant,
+                                    IntTensor(DType::kI32, {3}, {3, -4, 0}));
+  b.Output(b.Op("gather", {data, idx}));
+  const ValueId scalar = b.Initializer("scalar", ValueKind::kConstant,
+                                       IntTensor(DType::kI64, {}, {-2}));
+  b.Output(b.Op("gather", {data, scalar}, MakeAttrs({{"axis", int64_t{-1}}})));
+  const ValueId view =
+      b.Op("reshape", {b.Op("transpose", {data})}, IntsAttr("shape", {2, 10}));
+  const ValueId idx_view = b.Initializer(
+      "idx_view", ValueKind::kWeight, IntTensor(DType::kI32, {3}, {9, 0, -1}));
+  b.Output(b.Op("gather", {view, idx_view}, MakeAttrs({{"axis", int64_t{1}}})));
+  const ValueId ints = b.Input("ints", DType::kI32, {3, 4});
+  b.Output(b.Op("gather", {ints, idx}, MakeAttrs({{"axis", int64_t{-1}}})));
+
+  // cumsum: every mode, two axes, integers, a size-1 axis.
+  const ValueId c = b.Input("c", DType::kF32, {3, 5});
+  for (int64_t axis : {0, -1}) {
+    for (int64_t exclusive : {0, 1}) {
+      for (int64_t reverse : {0, 1}) {
+        b.Output(b.Op("cumsum", {c},
+                      MakeAttrs({{"axis", axis},
+                                 {"exclusive", exclusive},
+                                 {"reverse", reverse}})));
+      }
+    }
+  }
+  const ValueId ci = b.Input("ci", DType::kI64, {7});
+  b.Output(b.Op("cumsum", {ci},
+                MakeAttrs({{"axis", int64_t{0}},
+                           {"exclusive", int64_t{1}},
+                           {"reverse", int64_t{1}}})));
+  const ValueId col = b.Input("col", DType::kF64, {3, 1});
+  b.Output(b.Op("cumsum", {col}, MakeAttrs({{"axis", int64_t{1}}})));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(OpsEndToEndTest, SoftmaxAndNormalisations) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {3, 7});
+  b.Output(b.Op("log_softmax", {x}));
+  b.Output(b.Op("log_softmax", {x}, MakeAttrs({{"axis", int64_t{0}}})));
+
+  const ValueId seq = b.Input("seq", DType::kF32, {2, 3, 8});
+  b.Output(b.Op("layer_norm", {seq, b.Weight("ln_scale", {8}, 1),
+                               b.Weight("ln_bias", {8}, 2)}));
+  b.Output(b.Op("layer_norm", {seq, b.Weight("ln_scale2", {3, 8}, 3)},
+                MakeAttrs({{"axis", int64_t{1}}, {"epsilon", 1e-3}})));
+  b.Output(b.Op("layer_norm", {b.Input("narrow", DType::kF32, {4, 1})}));
+  b.Output(b.Op("layer_norm", {b.Input("wide", DType::kF64, {2, 9})}));
+
+  const ValueId image = b.Input("image", DType::kF32, {2, 6, 3, 5});
+  b.Output(
+      b.Op("group_norm",
+           {image, b.Weight("gn_scale", {6}, 4), b.Weight("gn_bias", {6}, 5)},
+           MakeAttrs({{"num_groups", int64_t{3}}})));
+  const ValueId flat = b.Input("flat", DType::kF32, {2, 4});
+  b.Output(
+      b.Op("group_norm",
+           {flat, b.Weight("gn_scale2", {4}, 6), b.Weight("gn_bias2", {4}, 7)},
+           MakeAttrs({{"num_groups", int64_t{2}}})));
+  b.Output(b.Op("instance_norm", {image, b.Weight("in_scale", {6}, 8),
+                                  b.Weight("in_bias", {6}, 9)}));
+  b.Output(b.Op("instance_norm", {flat, b.Weight("in_scale2", {4}, 10),
+                                  b.Weight("in_bias2", {4}, 11)}));
+  const ValueId batch = b.Input("batch", DType::kF32, {2, 3, 4});
+  b.Output(
+      b.Op("batch_norm",
+           {batch, b.Weight("bn_scale", {3}, 12), b.Weight("bn_bias", {3}, 13),
+            b.Weight("bn_mean", {3}, 14), b.Weight("bn_var", {3}, 15, 0.5, 2)},
+           MakeAttrs({{"epsilon", 1e-3}})));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+}  // namespace
+}  // namespace loom

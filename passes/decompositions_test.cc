@@ -1,0 +1,291 @@
+// Every decomposition of the activation, norm, tensor-op and softmax
+// families against the reference interpreter: the graph before and after
+// `decompose` must compute the same values (in f64, tightly), and what
+// `decompose` leaves must lower.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/random.h"
+#include "passes/decompose.h"
+#include "passes/lower.h"
+
+namespace loom {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+struct Case {
+  std::string op;
+  std::vector<TensorType> inputs;
+  Attrs attrs = {};
+  int outputs = 1;
+  // Input values: uniform in [-3, 3), or in [0.5, 3) when positive (logs,
+  // variances); `specials` overwrites the first elements of input 0 with
+  // NaN, +-inf, +-0 and large values.
+  bool positive = false;
+  bool specials = false;
+};
+
+std::string Describe(const Case& c) {
+  std::string text = c.op;
+  for (const TensorType& type : c.inputs) {
+    absl::StrAppend(&text, " ", TypeToString(type));
+  }
+  for (const auto& [name, value] : c.attrs.entries()) {
+    absl::StrAppend(&text, " ", name);
+  }
+  return text;
+}
+
+Attrs Make(std::vector<std::pair<std::string, AttrValue>> entries) {
+  Attrs attrs;
+  for (auto& [name, value] : entries) attrs.Set(name, value);
+  return attrs;
+}
+
+TensorType F64(Shape shape) { return {DType::kF64, std::move(shape)}; }
+
+Graph BuildGraph(const Case& c) {
+  Graph graph;
+  std::vector<ValueId> inputs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    inputs.push_back(*graph.AddInput(absl::StrCat("in", i), c.inputs[i]));
+  }
+  std::vector<std::string> outputs;
+  for (int i = 0; i < c.outputs; ++i) outputs.push_back(absl::StrCat("y", i));
+  const NodeId node =
+      *graph.AddNode("node", c.op, std::move(inputs), outputs, c.attrs);
+  for (ValueId out : graph.node(node).outputs) graph.AddOutput(out);
+  return graph;
+}
+
+std::vector<Tensor> Inputs(const Case& c) {
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    Tensor t(c.inputs[i]);
+    FillUniform(t, 7 + i, c.positive ? 0.5 : -3, 3);
+    tensors.push_back(std::move(t));
+  }
+  if (c.specials) {
+    const double specials[] = {kNan, kInf, -kInf, 0.0, -0.0, 80.0, -80.0};
+    Tensor& x = tensors[0];
+    for (int64_t i = 0; i < x.num_elements() && i < 7; ++i) {
+      x.SetDouble(i, specials[i]);
+    }
+  }
+  return tensors;
+}
+
+void ExpectSameValues(const Tensor& got, const Tensor& want,
+                      const std::string& where) {
+  ASSERT_EQ(got.type(), want.type()) << where;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    if (!IsFloat(want.dtype())) {
+      ASSERT_EQ(got.GetInt(i), want.GetInt(i)) << where << " element " << i;
+      continue;
+    }
+    const double w = want.GetDouble(i), g = got.GetDouble(i);
+    if (std::isnan(w) || std::isinf(w)) {
+      ASSERT_TRUE(std::isnan(w) ? std::isnan(g) : g == w)
+          << where << " element " << i << ": got " << g << ", want " << w;
+      continue;
+    }
+    ASSERT_NEAR(g, w, 1e-9 + 1e-9 * std::fabs(w)) << where << " element " << i;
+  }
+}
+
+void CheckDecomposition(const Case& c) {
+  const std::string where = Describe(c);
+  Module module;
+  module.graph = BuildGraph(c);
+  ASSERT_TRUE(InferShapes(module.graph).ok())
+      << where << ": " << InferShapes(module.graph);
+  const Graph original = module.graph;
+
+  proto::DecomposeOptions options;
+  options.add_ops(c.op);
+  absl::StatusOr<bool> changed =
+      DecomposePass::Create(options).value()->Run(module);
+  ASSERT_TRUE(changed.ok()) << where << ": " << changed.status();
+  ASSERT_TRUE(*changed) << where;
+  for (const Node& node : module.graph.nodes()) {
+    EXPECT_NE(node.op, c.op) << where;
+  }
+  absl::StatusOr<LoopProgram> lowered = LowerGraph(module.graph);
+  EXPECT_TRUE(lowered.ok()) << where << ": " << lowered.status();
+
+  const std::vector<Tensor> inputs = Inputs(c);
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(original, inputs);
+  absl::StatusOr<std::vector<Tensor>> got = Interpret(module.graph, inputs);
+  ASSERT_TRUE(want.ok()) << where << ": " << want.status();
+  ASSERT_TRUE(got.ok()) << where << ": " << got.status();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t o = 0; o < want->size(); ++o) {
+    ExpectSameValues((*got)[o], (*want)[o], absl::StrCat(where, " output ", o));
+  }
+}
+
+TEST(DecompositionsTest, Activations) {
+  const TensorType x = F64({3, 7});
+  const std::vector<Case> cases = {
+      {"gelu", {x}, {}, 1, false, true},
+      {"gelu",
+       {x},
+       Make({{"approximate", std::string("tanh")}}),
+       1,
+       false,
+       true},
+      {"silu", {x}, {}, 1, false, true},
+      {"clip", {x}, Make({{"min", -1.5}, {"max", 2.0}}), 1, false, true},
+      {"clip", {x}, Make({{"min", 0.25}}), 1, false, true},
+      {"clip", {x}, Make({{"max", -0.5}}), 1, false, true},
+      {"clip", {x}, Make({{"min", 1.0}, {"max", -1.0}}), 1},  // min > max
+      {"clip", {x}, Make({{"min", kNan}}), 1},
+      {"clip", {x}},
+      {"clip", {{DType::kI32, {4, 5}}}, Make({{"min", -2.5}, {"max", 1.5}})},
+      {"clip", {{DType::kI64, {9}}}, Make({{"max", 1e30}, {"min", -0.5}})},
+      {"leaky_relu", {x}, Make({{"alpha", 0.1}}), 1, false, true},
+      {"elu", {x}, Make({{"alpha", 0.5}}), 1, false, true},
+      {"selu", {x}, {}, 1, false, true},
+      {"softplus", {x}, {}, 1, false, true},
+      {"hard_sigmoid", {x}, {}, 1, false, true},
+      {"hard_sigmoid", {x}, Make({{"alpha", 0.5}, {"beta", 0.25}})},
+      {"hard_swish", {x}, {}, 1, false, true},
+      {"prelu", {F64({2, 3, 4}), F64({3, 1})}, {}, 1, false, true},
+      {"prelu", {F64({2, 3, 4}), F64({4})}},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
+TEST(DecompositionsTest, LinearAlgebra) {
+  const std::vector<Case> cases = {
+      {"linear", {F64({2, 3, 5}), F64({4, 5}), F64({4})}},
+      {"linear", {F64({3, 5}), F64({4, 5})}},
+      {"linear", {F64({5}), F64({1, 5}), F64({1})}},
+      {"gemm", {F64({3, 5}), F64({5, 4}), F64({4})}},
+      {"gemm",
+       {F64({5, 3}), F64({4, 5}), F64({3, 1})},
+       Make({{"trans_a", int64_t{1}},
+             {"trans_b", int64_t{1}},
+             {"alpha", 0.5},
+             {"beta", 2.0}})},
+      {"gemm", {F64({3, 5}), F64({5, 4})}, Make({{"alpha", -1.0}})},
+      {"gemm", {F64({1, 5}), F64({5, 1}), F64({1, 1})}},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
+TEST(DecompositionsTest, Reductions) {
+  std::vector<Case> cases;
+  for (const char* op : {"reduce_l1", "reduce_l2", "reduce_log_sum",
+                         "reduce_log_sum_exp", "reduce_sum_square"}) {
+    const bool positive = std::string(op) == "reduce_log_sum";
+    cases.push_back({op,
+                     {F64({2, 3, 4})},
+                     Make({{"axes", std::vector<int64_t>{-1}}}),
+                     1,
+                     positive});
+    cases.push_back(
+        {op,
+         {F64({2, 3, 4})},
+         Make({{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", int64_t{1}}}),
+         1,
+         positive});
+    cases.push_back({op, {F64({3, 1, 5})}, {}, 1, positive});
+  }
+  cases.push_back({"reduce_l1",
+                   {{DType::kI32, {3, 4}}},
+                   Make({{"axes", std::vector<int64_t>{1}}})});
+  cases.push_back({"reduce_sum_square", {{DType::kI64, {3, 4}}}, {}});
+  // Infinite maxima: the result is the max itself.
+  cases.push_back({"reduce_log_sum_exp",
+                   {F64({7, 1})},
+                   Make({{"axes", std::vector<int64_t>{1}}}),
+                   1,
+                   false,
+                   true});
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
+TEST(DecompositionsTest, ShapeOps) {
+  const std::vector<Case> cases = {
+      {"split", {F64({2, 6, 3})}, Make({{"axis", int64_t{1}}}), 3},
+      {"split",
+       {F64({2, 6, 4})},
+       Make({{"axis", int64_t{-1}}, {"split", std::vector<int64_t>{1, 0, 3}}}),
+       3},
+      {"split", {{DType::kI32, {5}}}, {}, 1},
+      {"flatten", {F64({2, 3, 4})}},
+      {"flatten", {F64({2, 3, 4})}, Make({{"axis", int64_t{0}}})},
+      {"flatten", {F64({2, 3, 4})}, Make({{"axis", int64_t{-1}}})},
+      {"flatten", {F64({2, 3, 4})}, Make({{"axis", int64_t{3}}})},
+      {"dropout", {F64({2, 3})}, Make({{"ratio", 0.25}})},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
+TEST(DecompositionsTest, LogSoftmax) {
+  for (int64_t axis : {0, 1, -1}) {
+    Case c{"log_softmax", {F64({3, 5})}, Make({{"axis", axis}})};
+    CheckDecomposition(c);
+  }
+  CheckDecomposition({"log_softmax", {F64({4, 1})}});
+}
+
+TEST(DecompositionsTest, Normalisations) {
+  const std::vector<Case> cases = {
+      {"layer_norm", {F64({2, 3, 5}), F64({5}), F64({5})}},
+      {"layer_norm",
+       {F64({2, 3, 5}), F64({3, 5})},
+       Make({{"axis", int64_t{1}}, {"epsilon", 1e-3}})},
+      {"layer_norm", {F64({4, 1})}},
+      {"group_norm",
+       {F64({2, 6, 3, 2}), F64({6}), F64({6})},
+       Make({{"num_groups", int64_t{3}}})},
+      {"group_norm",
+       {F64({2, 4}), F64({4}), F64({4})},
+       Make({{"num_groups", int64_t{1}}})},
+      {"group_norm",
+       {F64({1, 4, 5}), F64({4}), F64({4})},
+       Make({{"num_groups", int64_t{4}}, {"epsilon", 0.1}})},
+      {"instance_norm", {F64({2, 3, 4, 5}), F64({3}), F64({3})}},
+      {"instance_norm", {F64({2, 3}), F64({3}), F64({3})}},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+  // Variances must be positive: every input from [0.5, 3).
+  CheckDecomposition({"batch_norm",
+                      {F64({2, 3, 4}), F64({3}), F64({3}), F64({3}), F64({3})},
+                      Make({{"epsilon", 1e-3}}),
+                      1,
+                      /*positive=*/true});
+  CheckDecomposition({"batch_norm",
+                      {F64({4, 2}), F64({2}), F64({2}), F64({2}), F64({2})},
+                      {},
+                      1,
+                      /*positive=*/true});
+}
+
+TEST(DecompositionsTest, BadAttributesAreErrorsNamingTheNode) {
+  Module module;
+  module.graph = BuildGraph({"group_norm",
+                             {F64({2, 6}), F64({6}), F64({6})},
+                             Make({{"num_groups", int64_t{4}}})});
+  proto::DecomposeOptions options;
+  absl::Status status =
+      DecomposePass::Create(options).value()->Run(module).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              testing::HasSubstr("node 'node' (group_norm)"));
+}
+
+}  // namespace
+}  // namespace loom
