@@ -38,6 +38,9 @@ expect 2 "$bad/no_such_model.pbtxt: cannot open" compile --model=$bad/no_such_mo
 expect 2 "$bad/empty.pbtxt: empty file" compile --model=$bad/empty.pbtxt
 expect 2 "$bad/binary.pbtxt: binary data at byte" compile --model=$bad/binary.pbtxt
 expect 2 "$bad/unknown_pass.pbtxt:3: .*fuse-everything" compile --model=$bad/good.pbtxt --pipeline=$bad/unknown_pass.pbtxt
+expect 2 "node 'gn' \(group_norm\).*num_groups" compile --model=$bad/group_norm_groups.pbtxt
+expect 2 "node 'cell' \(lstm\).*'W'.*\[1,12,3\].*\[1,16,3\]" compile --model=$bad/lstm_weights.pbtxt
+expect 2 "node 'sm' \(softmax\).*axis" compile --model=$bad/axis_range.pbtxt
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
 expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1
 expect 2 "bad value for --iters" run --model=$bad/good.pbtxt --iters=many

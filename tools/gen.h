@@ -16,11 +16,19 @@ namespace loom {
 
 // Sizes for the generators; each kind reads the ones it needs. Every option
 // must be positive.
+//   lstm, gru, rnn  x [batch, seq, input]; `layers` layers of `hidden`
+//   group_norm      x [batch, channels, input, input]; `groups` divides
+//                   `channels` (GroupNorm(2, 16) on [2, 16, 32, 32] is the
+//                   default; --groups=32 --channels=256 --batch=16
+//                   --input=64 is DESIGN's large one)
+//   layer_norm      x [batch, hidden], normalised over hidden
+//   softmax         x [batch, seq, hidden], over hidden
+//   mlp             x [batch, input]; `layers` hidden layers of `hidden`
 struct GenOptions {
   std::string kind;
   int layers = 1;
   int hidden = 64;
-  int input = 32;
+  int input = 32;  // input features; group_norm: the spatial size H = W
   int seq = 16;
   int batch = 2;
   int groups = 2;

@@ -54,7 +54,162 @@ GenOptions RandomOptions(uint64_t seed, int nodes) {
 }
 
 TEST(GenTest, KindsAreListed) {
-  EXPECT_THAT(GeneratorKinds(), ElementsAre("softmax", "mlp", "random"));
+  EXPECT_THAT(GeneratorKinds(),
+              ElementsAre("lstm", "gru", "rnn", "group_norm", "layer_norm",
+                          "softmax", "mlp", "random"));
+}
+
+// Interprets `graph` on uniform random inputs in [-1, 1) and checks that
+// every output is finite.
+void ExpectInterpretsToFiniteValues(const Graph& graph, uint64_t seed = 7) {
+  std::vector<Tensor> inputs;
+  for (ValueId id : graph.inputs()) {
+    inputs.emplace_back(graph.value(id).type);
+    FillUniform(inputs.back(), seed + inputs.size(), -1.0, 1.0);
+  }
+  absl::StatusOr<std::vector<Tensor>> outputs = Interpret(graph, inputs);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), graph.outputs().size());
+  for (size_t k = 0; k < outputs->size(); ++k) {
+    const Tensor& output = (*outputs)[k];
+    EXPECT_EQ(output.type(), graph.value(graph.outputs()[k]).type);
+    for (int64_t i = 0; i < output.num_elements(); ++i) {
+      ASSERT_TRUE(std::isfinite(output.GetDouble(i)))
+          << "output " << k << ", element " << i;
+    }
+  }
+}
+
+std::vector<std::string> OutputNames(const Graph& graph) {
+  std::vector<std::string> names;
+  for (ValueId id : graph.outputs()) names.push_back(graph.value(id).name);
+  return names;
+}
+
+const Shape& ShapeOf(const Graph& graph, const std::string& name) {
+  const ValueId id = graph.FindValue(name);
+  EXPECT_NE(id, -1) << name;
+  static const Shape kNone;
+  return id == -1 ? kNone : graph.value(id).type.shape;
+}
+
+// DESIGN's seed case: nn.LSTM(32, 64, batch_first=True) on x [2, 16, 32].
+TEST(GenTest, LstmWithDefaults) {
+  const Graph graph = GenerateAndLoad(Kind("lstm"));
+  EXPECT_EQ(ShapeOf(graph, "x"), (Shape{2, 16, 32}));
+  EXPECT_THAT(OutputNames(graph), ElementsAre("y", "h_n", "c_n"));
+  EXPECT_EQ(ShapeOf(graph, "y"), (Shape{2, 16, 64}));
+  EXPECT_EQ(ShapeOf(graph, "h_n"), (Shape{1, 2, 64}));
+  EXPECT_EQ(ShapeOf(graph, "c_n"), (Shape{1, 2, 64}));
+  EXPECT_EQ(ShapeOf(graph, "lstm0_w"), (Shape{1, 256, 32}));
+  EXPECT_EQ(ShapeOf(graph, "lstm0_r"), (Shape{1, 256, 64}));
+  EXPECT_EQ(ShapeOf(graph, "lstm0_b"), (Shape{1, 512}));
+  ASSERT_EQ(graph.nodes().size(), 4);  // lstm, reshape, two transposes
+  const Node& lstm = graph.nodes()[0];
+  EXPECT_EQ(lstm.op, "lstm");
+  EXPECT_EQ(lstm.attrs.GetInt("hidden_size", 0), 64);
+  EXPECT_EQ(lstm.attrs.GetInt("layout", 0), 1);
+  EXPECT_EQ(lstm.outputs.size(), 3);
+}
+
+TEST(GenTest, RecurrentLayersChainAndInterpret) {
+  for (const char* kind : {"lstm", "gru", "rnn"}) {
+    SCOPED_TRACE(kind);
+    GenOptions options = Kind(kind);
+    options.layers = 3;
+    options.hidden = 5;
+    options.input = 3;
+    options.seq = 4;
+    options.batch = 2;
+    const Graph graph = GenerateAndLoad(options);
+    const int64_t gates = kind == std::string("lstm")  ? 4
+                          : kind == std::string("gru") ? 3
+                                                       : 1;
+    EXPECT_EQ(graph.weights().size(), 9);
+    EXPECT_EQ(ShapeOf(graph, absl::StrCat(kind, "0_w")),
+              (Shape{1, gates * 5, 3}));
+    EXPECT_EQ(ShapeOf(graph, absl::StrCat(kind, "1_w")),
+              (Shape{1, gates * 5, 5}));
+    // Layer 1 reads layer 0's output as [batch, seq, hidden].
+    EXPECT_EQ(ShapeOf(graph, absl::StrCat(kind, "0_out")), (Shape{2, 4, 5}));
+    EXPECT_EQ(ShapeOf(graph, "y"), (Shape{2, 4, 5}));
+    EXPECT_EQ(ShapeOf(graph, "h_n"), (Shape{3, 2, 5}));
+    if (kind == std::string("lstm")) {
+      EXPECT_THAT(OutputNames(graph), ElementsAre("y", "h_n", "c_n"));
+    } else {
+      EXPECT_THAT(OutputNames(graph), ElementsAre("y", "h_n"));
+    }
+    ExpectInterpretsToFiniteValues(graph);
+  }
+}
+
+TEST(GenTest, RecurrentWeightsArePyTorchInit) {
+  GenOptions options = Kind("gru");
+  options.layers = 2;
+  options.hidden = 16;
+  absl::StatusOr<proto::Graph> proto = GenerateModel(options);
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  std::set<uint64_t> seeds;
+  for (const proto::Initializer& weight : proto->weight()) {
+    ASSERT_TRUE(weight.has_random()) << weight.name();
+    EXPECT_DOUBLE_EQ(weight.random().high(), 0.25) << weight.name();
+    EXPECT_DOUBLE_EQ(weight.random().low(), -0.25) << weight.name();
+    seeds.insert(weight.random().seed());
+  }
+  EXPECT_EQ(seeds.size(), 6);
+}
+
+TEST(GenTest, GroupNorm) {
+  const Graph graph = GenerateAndLoad(Kind("group_norm"));
+  EXPECT_EQ(ShapeOf(graph, "x"), (Shape{2, 16, 32, 32}));
+  EXPECT_EQ(ShapeOf(graph, "scale"), (Shape{16}));
+  EXPECT_EQ(ShapeOf(graph, "bias"), (Shape{16}));
+  EXPECT_THAT(OutputNames(graph), ElementsAre("y"));
+  EXPECT_EQ(ShapeOf(graph, "y"), (Shape{2, 16, 32, 32}));
+  ASSERT_EQ(graph.nodes().size(), 1);
+  EXPECT_EQ(graph.nodes()[0].op, "group_norm");
+  EXPECT_EQ(graph.nodes()[0].attrs.GetInt("num_groups", 0), 2);
+
+  // DESIGN's large case, GroupNorm(32, 256) on [16, 256, 64, 64].
+  GenOptions large = Kind("group_norm");
+  large.groups = 32;
+  large.channels = 256;
+  large.batch = 16;
+  large.input = 64;
+  EXPECT_EQ(ShapeOf(GenerateAndLoad(large), "x"), (Shape{16, 256, 64, 64}));
+
+  GenOptions small = Kind("group_norm");
+  small.batch = 1;
+  small.channels = 4;
+  small.groups = 2;
+  small.input = 3;
+  ExpectInterpretsToFiniteValues(GenerateAndLoad(small));
+}
+
+TEST(GenTest, GroupsMustDivideChannels) {
+  GenOptions options = Kind("group_norm");
+  options.groups = 3;
+  absl::StatusOr<proto::Graph> graph = GenerateModel(options);
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(graph.status().message(),
+            "gen: --groups (3) must divide --channels (16)");
+}
+
+TEST(GenTest, LayerNorm) {
+  const Graph graph = GenerateAndLoad(Kind("layer_norm"));
+  EXPECT_EQ(ShapeOf(graph, "x"), (Shape{2, 64}));
+  EXPECT_EQ(ShapeOf(graph, "scale"), (Shape{64}));
+  EXPECT_EQ(ShapeOf(graph, "y"), (Shape{2, 64}));
+  ASSERT_EQ(graph.nodes().size(), 1);
+  EXPECT_EQ(graph.nodes()[0].op, "layer_norm");
+  EXPECT_EQ(graph.nodes()[0].attrs.GetInt("axis", 0), -1);
+  ExpectInterpretsToFiniteValues(graph);
+
+  // DESIGN's large case: [8192, 1024] over the last axis.
+  GenOptions large = Kind("layer_norm");
+  large.batch = 8192;
+  large.hidden = 1024;
+  EXPECT_EQ(ShapeOf(GenerateAndLoad(large), "y"), (Shape{8192, 1024}));
 }
 
 TEST(GenTest, MlpWithDefaults) {

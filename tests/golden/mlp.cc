@@ -62,7 +62,7 @@ static void f2(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1) {
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t0 = p1[(64*x0 + x1)];
-      const float t1 = (t0 > 0 ? t0 : (float)0);
+      const float t1 = (t0 < 0 ? (float)0 : t0);
       p0[(64*x0 + x1)] = t1;
     }
   }
