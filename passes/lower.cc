@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "absl/container/flat_hash_map.h"
@@ -21,7 +22,18 @@ struct LoweredValue {
   Expr offset = nullptr;
   bool inline_constant = false;
   double constant = 0;
+  // A pointwise value computed inside each reader instead of stored:
+  // element x is the root of template `inline_node` evaluated at the
+  // template's coordinates inline_indices(x).
+  int inline_node = -1;
+  std::vector<Expr> inline_indices;
 };
+
+// Ops whose result is a view of their first input.
+bool IsView(absl::string_view op) {
+  return op == "reshape" || op == "transpose" || op == "squeeze" ||
+         op == "unsqueeze" || op == "expand" || op == "slice" || op == "tile";
+}
 
 // Normalises a possibly negative axis; the verifier has checked the range.
 int Axis(int64_t axis, size_t rank) {
@@ -94,7 +106,10 @@ absl::Status NodeError(const Node& node, absl::string_view cause) {
 class Lowering {
  public:
   explicit Lowering(const Graph& graph)
-      : graph_(graph), ctx_(*program_.exprs), lowered_(graph.values().size()) {}
+      : graph_(graph),
+        ctx_(*program_.exprs),
+        lowered_(graph.values().size()),
+        reads_(CountReads(graph)) {}
 
   absl::StatusOr<LoopProgram> Run();
 
@@ -107,8 +122,20 @@ class Lowering {
   Expr ContiguousOffset(const Shape& shape, int first_var = 0);
   // A compute node over the shape of `out`, writing a fresh buffer for it.
   ComputeNode PointwiseNode(const Node& node, ValueId out);
+  // Completes `node` as the definition of `out`: stored in a fresh buffer,
+  // or kept as a template that readers inline (see CountReads).
   void Finish(ComputeNode node, ValueId out, int root);
   Expr Var(int i) { return ctx_.Var(i); }
+
+  // How many elements all readers of each value read in total, following
+  // views to their readers; graph outputs and values that must live in a
+  // buffer count as unbounded. A pointwise value whose readers read no more
+  // elements than it has is inlined into them: no buffer, no recompute.
+  static std::vector<double> CountReads(const Graph& graph);
+  // Appends a copy of `tmpl`'s body to `node`, evaluated at `coords` (the
+  // template's loop variables in terms of `node`'s); returns the root.
+  int Inline(ComputeNode& node, const ComputeNode& tmpl,
+             const std::vector<Expr>& coords);
 
   // Body steps.
   int Load(ComputeNode& node, ValueId value, const std::vector<Expr>& indices);
@@ -157,7 +184,40 @@ class Lowering {
   LoopProgram program_;
   ExprContext& ctx_;
   std::vector<LoweredValue> lowered_;
+  const std::vector<double> reads_;
+  std::vector<ComputeNode> inline_templates_;
 };
+
+std::vector<double> Lowering::CountReads(const Graph& graph) {
+  constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+  std::vector<double> reads(graph.values().size(), 0);
+  for (ValueId id : graph.outputs()) reads[id] = kUnbounded;
+  auto size = [&](ValueId id) {
+    return static_cast<double>(NumElements(graph.value(id).type.shape));
+  };
+  for (auto node = graph.nodes().rbegin(); node != graph.nodes().rend(); ++node) {
+    if (IsView(node->op)) {
+      reads[node->inputs[0]] += reads[node->outputs[0]];
+      continue;
+    }
+    // Each input is read once per iteration of the op's loops.
+    double iterations = size(node->outputs[0]);
+    if (node->op == "matmul") {
+      iterations *= graph.value(node->inputs[0]).type.shape.back();
+    }
+    for (size_t i = 0; i < node->inputs.size(); ++i) {
+      const ValueId input = node->inputs[i];
+      if (node->op == "gather" && i == 0) {  // read through a buffer index
+        reads[input] = kUnbounded;
+      } else if (node->op == "cumsum") {  // a masked reduction over the axis
+        reads[input] += size(input) * size(input);
+      } else {
+        reads[input] += std::max(iterations, size(input));
+      }
+    }
+  }
+  return reads;
+}
 
 const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
   static const auto* rules = [] {
@@ -232,6 +292,16 @@ ComputeNode Lowering::PointwiseNode(const Node& node, ValueId out) {
 
 void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   const Value& value = graph_.value(out);
+  if (node.reduce == ReduceKind::kNone &&
+      reads_[out] <= NumElements(value.type.shape)) {
+    node.root = root;
+    LoweredValue inlined;
+    inlined.inline_node = static_cast<int>(inline_templates_.size());
+    inlined.inline_indices = Vars(0, static_cast<int>(value.type.shape.size()));
+    lowered_[out] = std::move(inlined);
+    inline_templates_.push_back(std::move(node));
+    return;
+  }
   node.output = NewBuffer(value, BufferKind::kTemp, out);
   node.root = root;
   node.store_index = ContiguousOffset(node.ranges);
@@ -249,11 +319,31 @@ int Lowering::Load(ComputeNode& node, ValueId value,
   const LoweredValue& source = lowered_[value];
   const DType dtype = graph_.value(value).type.dtype;
   if (source.inline_constant) return Constant(node, source.constant, dtype);
+  if (source.inline_node >= 0) {
+    std::vector<Expr> coords;
+    for (Expr e : source.inline_indices) coords.push_back(ctx_.Substitute(e, indices));
+    return Inline(node, inline_templates_[source.inline_node], coords);
+  }
   ScalarOp load{ScalarOp::Kind::kLoad, dtype};
   load.buffer = source.buffer;
   load.index =
       ctx_.Simplify(ctx_.Substitute(source.offset, indices), node.AllRanges());
   return Step(node, std::move(load));
+}
+
+int Lowering::Inline(ComputeNode& node, const ComputeNode& tmpl,
+                     const std::vector<Expr>& coords) {
+  const int base = static_cast<int>(node.body.size());
+  const std::vector<int64_t> ranges = node.AllRanges();
+  for (const ScalarOp& op : tmpl.body) {
+    ScalarOp copy = op;
+    for (int& arg : copy.args) arg += base;
+    if (copy.index != nullptr) {
+      copy.index = ctx_.Simplify(ctx_.Substitute(op.index, coords), ranges);
+    }
+    node.body.push_back(std::move(copy));
+  }
+  return base + tmpl.root;
 }
 
 int Lowering::Call(ComputeNode& node, ScalarFn fn, DType dtype,
@@ -604,7 +694,7 @@ absl::Status Lowering::LowerGather(const Node& node) {
     return absl::OkStatus();
   }
   int64_t stride;
-  if (!IsLinearIn(source.offset, axis, stride)) {
+  if (source.inline_node >= 0 || !IsLinearIn(source.offset, axis, stride)) {
     source = Materialize(absl::StrCat(node.name, "/data"), data);
     IsLinearIn(source.offset, axis, stride);  // contiguous: always linear
   }
@@ -640,6 +730,15 @@ void Lowering::DefineView(ValueId out, ValueId in,
   const LoweredValue& source = lowered_[in];
   if (source.inline_constant) {
     lowered_[out] = source;
+    return;
+  }
+  if (source.inline_node >= 0) {
+    LoweredValue view = source;
+    for (Expr& e : view.inline_indices) {
+      e = ctx_.Simplify(ctx_.Substitute(e, in_indices),
+                        graph_.value(out).type.shape);
+    }
+    lowered_[out] = std::move(view);
     return;
   }
   lowered_[out] = LoweredValue{
@@ -778,7 +877,7 @@ void Lowering::BindGraphOutputs() {
     const LoweredValue& value = lowered_[id];
     const Shape& shape = graph_.value(id).type.shape;
     const bool in_place =
-        !value.inline_constant &&
+        !value.inline_constant && value.inline_node < 0 &&
         program_.buffers[value.buffer].kind == BufferKind::kTemp &&
         program_.buffers[value.buffer].source == id && !claimed[value.buffer];
     if (in_place) {

@@ -393,3 +393,63 @@ TEST(LowerTest, ArgmaxReducesOneAxisToPositions) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(LowerInliningTest, PointwiseChainsBecomeOneComputeNode) {
+  ValueId x;
+  Graph graph = GraphWithInput({4, 8}, x);
+  const ValueId e = AddNode(graph, "exp", {x});
+  const ValueId n = AddNode(graph, "neg", {e});
+  graph.AddOutput(AddNode(graph, "tanh", {n}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->buffers.size(), 2);  // x and the output
+  ASSERT_EQ(program->nodes.size(), 1);
+  EXPECT_EQ(program->nodes[0].body.size(), 4);  // load, exp, neg, tanh
+}
+
+TEST(LowerInliningTest, ValuesReadMoreThanOnceAreStored) {
+  ValueId x;
+  Graph graph = GraphWithInput({4, 8}, x);
+  const ValueId e = AddNode(graph, "exp", {x});
+  graph.AddOutput(AddNode(graph, "add", {e, e}));  // e read twice
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->nodes.size(), 2);
+}
+
+TEST(LowerInliningTest, ProducersOfAMatmulAreStoredButSlicesOfOneValueInline) {
+  ValueId x;
+  Graph graph = GraphWithInput({8, 8}, x);
+  const ValueId r = AddNode(graph, "relu", {x});
+  graph.AddOutput(AddNode(graph, "matmul", {r, x}));  // r read 8 times
+  const ValueId s = AddNode(graph, "sigmoid", {x});
+  Attrs left, right;
+  left.Set("starts", std::vector<int64_t>{0});
+  left.Set("ends", std::vector<int64_t>{4});
+  left.Set("axes", std::vector<int64_t>{1});
+  right.Set("starts", std::vector<int64_t>{4});
+  right.Set("ends", std::vector<int64_t>{8});
+  right.Set("axes", std::vector<int64_t>{1});
+  const ValueId a = AddNode(graph, "slice", {s}, left);
+  const ValueId b = AddNode(graph, "slice", {s}, right);
+  graph.AddOutput(AddNode(graph, "mul", {a, b}));  // each element of s once
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  // relu, matmul, and mul with sigmoid inlined twice.
+  ASSERT_EQ(program->nodes.size(), 3);
+  EXPECT_EQ(program->nodes[0].name, "relu0");
+  EXPECT_EQ(program->nodes[2].name, "mul5");
+  EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+}
+
+}  // namespace
+}  // namespace loom

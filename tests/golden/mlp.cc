@@ -53,22 +53,13 @@ static void f1(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const flo
       const float t0 = p1[(64*x0 + x1)];
       const float t1 = p2[x1];
       const float t2 = t0 + t1;
-      p0[(64*x0 + x1)] = t2;
+      const float t3 = (t2 < 0 ? (float)0 : t2);
+      p0[(64*x0 + x1)] = t3;
     }
   }
 }
 
-static void f2(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1) {
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t0 = p1[(64*x0 + x1)];
-      const float t1 = (t0 < 0 ? (float)0 : t0);
-      p0[(64*x0 + x1)] = t1;
-    }
-  }
-}
-
-static void f3(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
+static void f2(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 32; ++x1) {
       float acc = (float)0;
@@ -83,7 +74,7 @@ static void f3(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const flo
   }
 }
 
-static void f4(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
+static void f3(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 32; ++x1) {
       const float t0 = p1[(32*x0 + x1)];
@@ -96,8 +87,7 @@ static void f4(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const flo
 
 extern "C" void loom_run(void* const* b) {
   f0((float*)b[5], (const float*)b[0], (const float*)b[1]);  // kernel_0: fc0_matmul
-  f1((float*)b[6], (const float*)b[5], (const float*)b[2]);  // kernel_1: fc0_add
-  f2((float*)b[7], (const float*)b[6]);  // kernel_2: relu0
-  f3((float*)b[8], (const float*)b[7], (const float*)b[3]);  // kernel_3: fc1_matmul
-  f4((float*)b[9], (const float*)b[8], (const float*)b[4]);  // kernel_4: fc1_add
+  f1((float*)b[6], (const float*)b[5], (const float*)b[2]);  // kernel_1: relu0
+  f2((float*)b[7], (const float*)b[6], (const float*)b[3]);  // kernel_2: fc1_matmul
+  f3((float*)b[8], (const float*)b[7], (const float*)b[4]);  // kernel_3: fc1_add
 }
