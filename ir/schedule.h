@@ -1,6 +1,8 @@
 #ifndef LOOM_IR_SCHEDULE_H_
 #define LOOM_IR_SCHEDULE_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,16 +11,42 @@
 namespace loom {
 
 // One kernel launch: compute nodes of the LoopProgram run together, in this
-// order, by one emitted function.
+// order, by one emitted function. Members of a fused kernel share their
+// pointwise loops (equal `ranges`); each runs its own reduction loops inside.
 struct Kernel {
   std::string name;
   std::vector<int> nodes;  // indexes into LoopProgram::nodes
+  // Buffers written and read only inside this kernel, each read at the very
+  // index it was written: their values pass in registers and are never
+  // stored, so they need no memory.
+  std::vector<BufferId> internal;
+};
+
+// Where each buffer lives at run time (the plan-memory pass). Temporaries
+// share one arena; inputs, weights and outputs are bound by the runtime.
+struct MemoryPlan {
+  // Byte offset into the arena of each buffer; -1 for buffers outside the
+  // arena (inputs, weights, outputs) and for internal buffers (no storage).
+  std::vector<int64_t> offsets;
+  int64_t arena_bytes = 0;
+  // Bytes of all temporaries if each had its own storage (before planning).
+  int64_t unplanned_bytes = 0;
+};
+
+// Why two compute nodes were or were not fused (XLA's FusionDecision).
+struct FusionDecision {
+  int producer = -1;  // LoopProgram node indexes; for siblings, the earlier
+  int consumer = -1;
+  bool fused = false;
+  std::string reason;  // empty when fused
 };
 
 // What the scheduler produces and the backends consume: kernels in
 // execution order.
 struct Schedule {
   std::vector<Kernel> kernels;
+  std::vector<FusionDecision> decisions;  // every candidate the fuser weighed
+  std::optional<MemoryPlan> memory;
 };
 
 std::string PrintSchedule(const Schedule& schedule, const LoopProgram& program);
