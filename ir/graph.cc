@@ -61,19 +61,21 @@ std::vector<double> Attrs::GetFloats(absl::string_view name,
   return GetOr<std::vector<double>>(*this, name, std::move(default_value));
 }
 
-ValueId Graph::NewValue(std::string name, TensorType type, ValueKind kind) {
+ValueId Graph::NewValue(absl::string_view name, TensorType& type,
+                        ValueKind kind) {
+  // One hash operation per name: claim it, or learn that it is taken.
   const ValueId id = static_cast<ValueId>(values_.size());
-  value_by_name_.emplace(name, id);
-  values_.push_back(Value{std::move(name), std::move(type), kind, kNoNode});
+  if (!value_by_name_.try_emplace(name, id).second) return -1;
+  values_.push_back(Value{std::string(name), std::move(type), kind, kNoNode});
   return id;
 }
 
 absl::StatusOr<ValueId> Graph::AddInput(std::string name, TensorType type) {
-  if (FindValue(name) >= 0) {
+  const ValueId id = NewValue(name, type, ValueKind::kInput);
+  if (id < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("value '", name, "' is defined more than once"));
   }
-  const ValueId id = NewValue(std::move(name), std::move(type), ValueKind::kInput);
   inputs_.push_back(id);
   return id;
 }
@@ -87,7 +89,8 @@ absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind,
   if (kind != ValueKind::kWeight && kind != ValueKind::kConstant) {
     return absl::InternalError("an initializer is a weight or a constant");
   }
-  const ValueId id = NewValue(std::move(name), data.type(), kind);
+  TensorType type = data.type();
+  const ValueId id = NewValue(name, type, kind);
   (kind == ValueKind::kWeight ? weights_ : constants_).push_back(id);
   initializers_.emplace(id, std::move(data));
   return id;
@@ -105,18 +108,26 @@ absl::StatusOr<NodeId> Graph::AddNode(
   const NodeId id = static_cast<NodeId>(nodes_.size());
   Node node{std::move(name), std::move(op), std::move(inputs), {},
             std::move(attrs)};
+  node.outputs.reserve(output_names.size());
   for (const std::string& output : output_names) {
-    if (FindValue(output) >= 0) {
+    TensorType unknown;
+    const ValueId value = NewValue(output, unknown, ValueKind::kIntermediate);
+    if (value < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("node '", node.name, "': value '", output,
                        "' is defined more than once"));
     }
-    const ValueId value = NewValue(output, TensorType{}, ValueKind::kIntermediate);
     values_[value].producer = id;
     node.outputs.push_back(value);
   }
   nodes_.push_back(std::move(node));
   return id;
+}
+
+void Graph::Reserve(size_t num_values, size_t num_nodes) {
+  values_.reserve(num_values);
+  value_by_name_.reserve(num_values);
+  nodes_.reserve(num_nodes);
 }
 
 ValueId Graph::FindValue(absl::string_view name) const {
@@ -137,8 +148,13 @@ std::string Graph::UniqueValueName(absl::string_view base) {
 }
 
 ValueId Graph::AddIntermediate(absl::string_view base, TensorType type) {
-  return NewValue(UniqueValueName(base), std::move(type),
-                  ValueKind::kIntermediate);
+  // UniqueValueName then NewValue would hash each name twice.
+  for (;;) {
+    const ValueId id =
+        NewValue(absl::StrCat(base, ".", next_unique_++), type,
+                 ValueKind::kIntermediate);
+    if (id >= 0) return id;
+  }
 }
 
 void Graph::ReplaceNodes(std::vector<Node> nodes) {

@@ -126,8 +126,14 @@ class Graph {
   // longer reachable. Producers are recomputed.
   void ReplaceNodes(std::vector<Node> nodes);
 
+  // Makes room for this many values and nodes in all, so that building a
+  // large graph does not regrow (and rehash) its tables step by step.
+  void Reserve(size_t num_values, size_t num_nodes);
+
  private:
-  ValueId NewValue(std::string name, TensorType type, ValueKind kind);
+  // Adds a value named `name` (taking `type`), or returns -1 and leaves
+  // `type` alone when the name is taken.
+  ValueId NewValue(absl::string_view name, TensorType& type, ValueKind kind);
 
   std::vector<Value> values_;
   std::vector<Node> nodes_;

@@ -148,6 +148,23 @@ std::string NodeLabel(const proto::Node& node) {
   return absl::StrCat("node '", node.name(), "' (", node.op(), ")");
 }
 
+absl::StatusOr<Attrs> ConvertAttrs(const proto::Node& node) {
+  Attrs attrs;
+  for (const proto::Attribute& attr : node.attr()) {
+    absl::StatusOr<AttrValue> value = ConvertAttr(attr);
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(NodeLabel(node), ": ", value.status().message()));
+    }
+    if (attrs.Has(attr.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(node), ": attribute '", attr.name(), "' given twice"));
+    }
+    attrs.Set(attr.name(), *std::move(value));
+  }
+  return attrs;
+}
+
 // Orders node indexes so that every node comes after the producers of its
 // inputs (Kahn's algorithm, ties broken by file order). Errors name an undefined
 // input or the nodes of a cycle.
@@ -251,29 +268,55 @@ absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
     for (const std::string& input : node.input()) {
       inputs.push_back(graph.FindValue(input));
     }
-    Attrs attrs;
-    for (const proto::Attribute& attr : node.attr()) {
-      absl::StatusOr<AttrValue> value = ConvertAttr(attr);
-      if (!value.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(NodeLabel(node), ": ", value.status().message()));
-      }
-      if (attrs.Has(attr.name())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            NodeLabel(node), ": attribute '", attr.name(), "' given twice"));
-      }
-      attrs.Set(attr.name(), *std::move(value));
-    }
+    absl::StatusOr<Attrs> attrs = ConvertAttrs(node);
+    if (!attrs.ok()) return attrs.status();
     std::vector<std::string> outputs(node.output().begin(), node.output().end());
     absl::StatusOr<NodeId> id =
         graph.AddNode(node.name(), node.op(), std::move(inputs), outputs,
-                      std::move(attrs));
+                      *std::move(attrs));
     if (!id.ok()) return id.status();
   }
   return absl::OkStatus();
 }
 
-absl::Status BuildGraph(const proto::Graph& g, Graph& graph) {
+// Adds the nodes in file order when that order is topological (every input
+// is a graph input, an initializer or an output of an earlier node), as in
+// every file loom writes. This resolves each name once, where AddNodes first
+// maps every output to its node, sorts and then resolves. Returns false,
+// leaving `graph` partly built, at the first node that does not fit or is
+// invalid in any way; the caller then starts over with AddNodes, which
+// sorts the nodes and reports what is wrong.
+bool AddNodesInFileOrder(const proto::Graph& g, Graph& graph) {
+  size_t num_outputs = 0;
+  for (const proto::Node& node : g.node()) num_outputs += node.output_size();
+  graph.Reserve(graph.values().size() + num_outputs, g.node_size());
+  std::vector<std::string> outputs;  // reused, with its strings' storage
+  for (const proto::Node& node : g.node()) {
+    if (node.op().empty()) return false;
+    std::vector<ValueId> inputs;
+    inputs.reserve(node.input_size());
+    for (const std::string& input : node.input()) {
+      const ValueId id = graph.FindValue(input);
+      if (id < 0) return false;
+      inputs.push_back(id);
+    }
+    outputs.assign(node.output().begin(), node.output().end());
+    for (const std::string& output : outputs) {
+      if (output.empty()) return false;
+    }
+    absl::StatusOr<Attrs> attrs = ConvertAttrs(node);
+    if (!attrs.ok()) return false;
+    if (!graph.AddNode(node.name(), node.op(), std::move(inputs), outputs,
+                       *std::move(attrs))
+             .ok()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The graph's name, inputs, weights and constants.
+absl::Status AddArguments(const proto::Graph& g, Graph& graph) {
   graph.name = g.name();
   for (const proto::Input& input : g.input()) {
     const std::string what = absl::StrCat("input '", input.name(), "'");
@@ -296,11 +339,16 @@ absl::Status BuildGraph(const proto::Graph& g, Graph& graph) {
   if (absl::Status s = add_initializers(g.weight(), ValueKind::kWeight); !s.ok()) {
     return s;
   }
-  if (absl::Status s = add_initializers(g.constant(), ValueKind::kConstant);
-      !s.ok()) {
-    return s;
+  return add_initializers(g.constant(), ValueKind::kConstant);
+}
+
+absl::Status BuildGraph(const proto::Graph& g, Graph& graph) {
+  if (absl::Status s = AddArguments(g, graph); !s.ok()) return s;
+  if (!AddNodesInFileOrder(g, graph)) {
+    graph = Graph();
+    if (absl::Status s = AddArguments(g, graph); !s.ok()) return s;
+    if (absl::Status s = AddNodes(g, graph); !s.ok()) return s;
   }
-  if (absl::Status s = AddNodes(g, graph); !s.ok()) return s;
   if (g.output_size() == 0) {
     return absl::InvalidArgumentError("the graph has no outputs");
   }
@@ -318,7 +366,9 @@ absl::Status BuildGraph(const proto::Graph& g, Graph& graph) {
     }
   }
   if (absl::Status s = InferShapes(graph); !s.ok()) return s;
-  return VerifyGraph(graph);
+  // InferShapes has just set every type with the shape functions that
+  // VerifyGraph would run again.
+  return VerifyGraphStructure(graph);
 }
 
 void SetType(const TensorType& type, proto::TensorType& out) {

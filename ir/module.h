@@ -11,11 +11,32 @@
 
 namespace loom {
 
+// A kernel argument: a buffer, from an element offset on.
+struct BufferRef {
+  BufferId buffer = -1;
+  int64_t offset = 0;
+};
+
+// The kernel launches of a schedule, in order, as a table the runtime walks
+// (the emitted source holds only the distinct functions, so its size does
+// not grow with the number of launches). Launch i calls functions[function[i]]
+// with args[arg_offsets[i] .. arg_offsets[i+1]).
+struct LaunchTable {
+  std::vector<int32_t> function;
+  std::vector<int32_t> arg_offsets = {0};
+  std::vector<BufferRef> args;
+
+  size_t size() const { return function.size(); }
+};
+
 // Source code a backend emitted for a schedule.
 struct GeneratedSource {
   std::string language;       // "c++" or "cuda"
   std::string text;
-  std::string entry;          // the function that runs the whole schedule
+  // The exported kernel functions, by symbol name; each takes the array of
+  // its arguments' addresses (void* const*).
+  std::vector<std::string> functions;
+  LaunchTable launches;
   int kernel_functions = 0;   // distinct kernel functions in `text`
   // Flags the backend's native compiler must use for `text` (optimisation
   // level, target ISA, OpenMP), chosen by the codegen pass's options.

@@ -186,13 +186,21 @@ bool HasNegativeDim(const Shape& shape) {
 
 }  // namespace
 
-absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry) {
+absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
+                                              const OpRegistry& registry) {
   const OpDef* def = registry.Find(node.op);
   if (def == nullptr) {
     return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
                                     "unknown op '", node.op, "'")));
   }
-  return AddNodeContext(node, CheckSignature(node, *def));
+  if (absl::Status s = CheckSignature(node, *def); !s.ok()) {
+    return AddNodeContext(node, s);
+  }
+  return def;
+}
+
+absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry) {
+  return FindCheckedOpDef(node, registry).status();
 }
 
 absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
@@ -214,12 +222,16 @@ absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
       defined[id] = true;
     }
   }
+  // Kept from node to node: assigning a type to a slot reuses the slot's
+  // shape storage, so gathering input types allocates nothing once warm.
   std::vector<TensorType> input_types;
   for (const Node& node : graph.nodes()) {
-    absl::Status signature = CheckNodeSignature(node, registry);
-    if (!signature.ok()) return signature;
-    input_types.clear();
-    for (ValueId id : node.inputs) {
+    absl::StatusOr<const OpDef*> def = FindCheckedOpDef(node, registry);
+    if (!def.ok()) return def.status();
+    const size_t num_inputs = node.inputs.size();
+    if (input_types.size() < num_inputs) input_types.resize(num_inputs);
+    for (size_t i = 0; i < num_inputs; ++i) {
+      const ValueId id = node.inputs[i];
       if (id < 0 || id >= num_values) {
         return AddNodeContext(node,
                               absl::InternalError("reads an invalid value id"));
@@ -229,10 +241,10 @@ absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
                                         "reads value '", graph.value(id).name,
                                         "' before it is defined")));
       }
-      input_types.push_back(graph.value(id).type);
+      input_types[i] = graph.value(id).type;
     }
-    absl::StatusOr<std::vector<TensorType>> output_types =
-        registry.Find(node.op)->infer(node, input_types);
+    absl::StatusOr<std::vector<TensorType>> output_types = (*def)->infer(
+        node, absl::MakeConstSpan(input_types.data(), num_inputs));
     if (!output_types.ok()) {
       return AddNodeContext(node, output_types.status());
     }

@@ -72,6 +72,10 @@ absl::Status AddNodeContext(const Node& node, const absl::Status& status);
 // Checks a node against its op's definition: the op exists, arity, output
 // count, and attribute names and types. Errors name the node and op.
 absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry);
+// CheckNodeSignature that also returns the op's definition when the node
+// passes, for callers that go on to use it (one registry lookup, not two).
+absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
+                                              const OpRegistry& registry);
 
 // Runs shape inference over the whole graph in node order, setting every
 // intermediate value's type. Each node first passes CheckNodeSignature, so

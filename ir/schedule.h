@@ -38,7 +38,11 @@ struct FusionDecision {
   int producer = -1;  // LoopProgram node indexes; for siblings, the earlier
   int consumer = -1;
   bool fused = false;
-  std::string reason;  // empty when fused
+  // A short fixed phrase: the kind of fusion ("vertical", "horizontal") or
+  // the reason for refusing it ("iteration spaces differ", ...), so that
+  // decisions can be counted by reason.
+  std::string reason;
+  std::string detail;  // specifics, e.g. the two iteration spaces
 };
 
 // What the scheduler produces and the backends consume: kernels in

@@ -75,7 +75,7 @@ LOOM_REGISTER_PASS("fake-schedule", "", Factory([](Module& module) {
                    }));
 LOOM_REGISTER_PASS(
     "fake-codegen", "", Factory([](Module& module) {
-      module.source = GeneratedSource{"c++", "void run() {}\n", "run", 1};
+      module.source = GeneratedSource{"c++", "void run() {}\n", {"run"}, {}, 1};
       return true;
     }));
 LOOM_REGISTER_PASS("fake-fuse", "fuse", Factory([](Module&) { return false; }));

@@ -53,6 +53,7 @@ struct Compilation {
 Compilation CompileOnce(const proto::Graph& graph, const std::string& tag) {
   CompileOptions options;
   options.model = "model";
+  options.verify_each = true;
   options.dump_after = ".*";
   options.dump_dir = absl::StrCat(TmpDir(), "/dumps_", tag);
   options.cache_dir = absl::StrCat(TmpDir(), "/cache");

@@ -1,6 +1,9 @@
 #include "tests/golden.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "backends/cpp/codegen.h"
 #include "ir/graph_io.h"
 #include "ir/module.h"
 #include "passes/pass_manager.h"
@@ -11,11 +14,18 @@ const std::vector<GoldenCase>& GoldenCases() {
   static const auto* cases = new std::vector<GoldenCase>{
       {"examples/mlp.pbtxt", "cpu", "tests/golden/mlp.cc"},
       {"examples/softmax.pbtxt", "cpu", "tests/golden/softmax.cc"},
+      {"examples/group_norm.pbtxt", "cpu", "tests/golden/group_norm.cc"},
+      {"examples/lstm_l2_h64.pbtxt", "cpu_unrolled_rnn",
+       "tests/golden/lstm_l2_h64.cc"},
+      {"examples/group_norm.pbtxt", "cpu", "tests/golden/group_norm.schedule.txt",
+       GoldenCase::Kind::kSchedule},
+      {"examples/lstm_l2_h64.pbtxt", "cpu_unrolled_rnn",
+       "tests/golden/lstm_l2_h64.schedule.txt", GoldenCase::Kind::kSchedule},
   };
   return *cases;
 }
 
-absl::StatusOr<std::string> EmitSource(const GoldenCase& golden_case) {
+absl::StatusOr<std::string> EmitGolden(const GoldenCase& golden_case) {
   absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline(golden_case.pipeline);
   if (!pipeline.ok()) return pipeline.status();
   absl::StatusOr<Graph> graph = LoadGraphFile(golden_case.model);
@@ -27,7 +37,13 @@ absl::StatusOr<std::string> EmitSource(const GoldenCase& golden_case) {
   if (!module.source.has_value()) {
     return absl::InternalError("the pipeline emitted no source");
   }
-  return module.source->text;
+  if (golden_case.kind == GoldenCase::Kind::kSchedule) {
+    return PrintSchedule(*module.schedule, *module.loops);
+  }
+  // The launch table as comments, so the file stays valid C++.
+  std::string launches = cpp::PrintLaunches(*module.source, *module.loops, *module.schedule);
+  return absl::StrCat(module.source->text, "\n// Launches:\n// ",
+                      absl::StrReplaceAll(launches, {{"\n", "\n// "}}));
 }
 
 }  // namespace loom

@@ -41,7 +41,7 @@ std::string FirstDifference(const std::string& expected, const std::string& actu
 TEST(GoldenTest, EmittedSourceMatchesGoldenFiles) {
   for (const GoldenCase& golden_case : GoldenCases()) {
     SCOPED_TRACE(golden_case.model);
-    absl::StatusOr<std::string> source = EmitSource(golden_case);
+    absl::StatusOr<std::string> source = EmitGolden(golden_case);
     ASSERT_TRUE(source.ok()) << source.status();
     const std::string golden = ReadFile(golden_case.golden);
     EXPECT_TRUE(*source == golden)

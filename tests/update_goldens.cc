@@ -16,7 +16,7 @@ int main() {
   }
   int failures = 0;
   for (const loom::GoldenCase& golden_case : loom::GoldenCases()) {
-    absl::StatusOr<std::string> source = loom::EmitSource(golden_case);
+    absl::StatusOr<std::string> source = loom::EmitGolden(golden_case);
     if (!source.ok()) {
       std::cerr << golden_case.model << ": " << source.status().message() << "\n";
       ++failures;

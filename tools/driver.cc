@@ -166,6 +166,7 @@ absl::StatusOr<CompiledModel> CompileGraph(
   report.set_graph_nodes(compiled.module.graph.nodes().size());
 
   loom::RunOptions run_options;
+  run_options.verify_each = options.verify_each;
   run_options.dump_after = options.dump_after;
   run_options.dump_dir = options.dump_dir;
   absl::StatusOr<std::vector<PassRun>> runs =
@@ -180,6 +181,10 @@ absl::StatusOr<CompiledModel> CompileGraph(
   const Module& module = compiled.module;
   if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());
   if (module.schedule.has_value()) report.set_kernels(module.schedule->kernels.size());
+  if (module.schedule.has_value() && module.schedule->memory.has_value()) {
+    report.set_temp_bytes_unplanned(module.schedule->memory->unplanned_bytes);
+    report.set_temp_bytes_planned(module.schedule->memory->arena_bytes);
+  }
   if (!module.source.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
         pipeline->name, ": the pipeline emits no code (it must end with a "
@@ -247,6 +252,31 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
   report.set_max_rel_error(comparison.max_rel_error);
   report.set_check(comparison.pass ? "pass" : "fail");
   return absl::OkStatus();
+}
+
+std::string ExplainFusion(const Module& module, const std::string& node) {
+  if (!module.schedule.has_value() || !module.loops.has_value()) {
+    return "no schedule: the pipeline has no 'schedule' pass\n";
+  }
+  const std::vector<ComputeNode>& nodes = module.loops->nodes;
+  std::string text;
+  int found = 0;
+  for (const FusionDecision& d : module.schedule->decisions) {
+    const bool is_producer = nodes[d.producer].name == node;
+    if (!is_producer && nodes[d.consumer].name != node) continue;
+    ++found;
+    const std::string& other = nodes[is_producer ? d.consumer : d.producer].name;
+    if (d.fused) {
+      absl::StrAppend(&text, node, ": fused with '", other, "' (", d.reason, ")\n");
+    } else {
+      absl::StrAppend(&text, node, ": not fused with '", other, "': ", d.reason,
+                      d.detail.empty() ? "" : absl::StrCat(" (", d.detail, ")"), "\n");
+    }
+  }
+  if (found == 0) {
+    absl::StrAppend(&text, node, ": no fusion candidates (or no compute node of that name)\n");
+  }
+  return text;
 }
 
 std::string ReportToJson(const proto::Report& report) {

@@ -26,6 +26,10 @@ struct CompileOptions {
   std::string dump_dir;
   std::string cache_dir;           // empty: the runtime's default
   bool native_compile = true;      // false: stop after emitting source
+  // Verify the IR after every pass (RunOptions::verify_each). Off by
+  // default: it re-checks the whole graph and loop program once per pass,
+  // which costs about as much as the passes themselves; tests turn it on.
+  bool verify_each = false;
 };
 
 struct CompiledModel {
@@ -61,6 +65,10 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options);
 // |expected|. Integer and bool outputs must match exactly.
 inline constexpr double kCheckRelTolerance = 1e-4;
 inline constexpr double kCheckAbsTolerance = 1e-5;
+
+// Every fusion decision that involves a compute node named `node`, one per
+// line: "fused with 'b' (vertical)" or "not fused with 'b': reason (detail)".
+std::string ExplainFusion(const Module& module, const std::string& node);
 
 // The report as JSON with the proto's snake_case field names.
 std::string ReportToJson(const proto::Report& report);

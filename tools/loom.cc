@@ -32,6 +32,9 @@ ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
 ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");
 ABSL_FLAG(std::string, dump_after, "", "dump the IR after passes matching this re2 pattern");
 ABSL_FLAG(std::string, dump_dir, "", "directory for --dump_after");
+ABSL_FLAG(std::string, explain_fusion, "",
+          "compile: print why compute node NODE did or did not fuse with each "
+          "candidate neighbour");
 ABSL_FLAG(std::string, inputs, "", "run: directory of <input>.bin raw input data");
 ABSL_FLAG(bool, check, false, "run: compare outputs with the reference interpreter");
 ABSL_FLAG(int, iters, 1, "run: how many times to run");
@@ -161,6 +164,9 @@ int Compile() {
   absl::StatusOr<CompiledModel> compiled = CompileModel(CompileOptionsFromFlags());
   if (!compiled.ok()) return Fail(compiled.status());
   if (absl::Status s = WriteReportIfAsked(compiled->report); !s.ok()) return Fail(s);
+  if (const std::string node = absl::GetFlag(FLAGS_explain_fusion); !node.empty()) {
+    std::cout << ExplainFusion(compiled->module, node);
+  }
   const proto::Report& r = compiled->report;
   std::cout << absl::StrFormat(
       "%s: %d nodes, %d buffers, %d kernels (%d functions); front end %.2f ms, "

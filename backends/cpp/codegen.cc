@@ -288,34 +288,37 @@ std::string ReduceInit(ReduceKind kind, DType dtype) {
 // Starting from -inf (or the type's minimum) rather than the first element
 // changes nothing: that element is taken or ties with the start at
 // position 0.
+// Folds `value` into the accumulator `acc` (and, for arg reductions, its
+// position into `arg`).
 std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
-                         const std::string& position) {
+                         const std::string& position, const std::string& acc,
+                         const std::string& arg) {
   const bool is_float = IsFloat(dtype);
   // A NaN value: always taken by max, min and the *Last kinds (it beats
   // or ties anything); by the first kinds only over a number.
   const std::string nan = NanTest(is_float, value);
   const std::string nan_beats =
-      is_float ? absl::StrCat(" || (", value, " != ", value, " && acc == acc)")
+      is_float ? absl::StrCat(" || (", value, " != ", value, " && ", acc, " == ", acc, ")")
                : "";
   const std::string take =
-      absl::StrCat(") { acc = ", value, "; arg = ", position, "; }");
+      absl::StrCat(") { ", acc, " = ", value, "; ", arg, " = ", position, "; }");
   switch (kind) {
     case ReduceKind::kSum:
-      return absl::StrCat("acc += ", value, ";");
+      return absl::StrCat(acc, " += ", value, ";");
     case ReduceKind::kProd:
-      return absl::StrCat("acc *= ", value, ";");
+      return absl::StrCat(acc, " *= ", value, ";");
     case ReduceKind::kMax:
-      return absl::StrCat("if (", value, " > acc", nan, ") acc = ", value, ";");
+      return absl::StrCat("if (", value, " > ", acc, nan, ") ", acc, " = ", value, ";");
     case ReduceKind::kMin:
-      return absl::StrCat("if (", value, " < acc", nan, ") acc = ", value, ";");
+      return absl::StrCat("if (", value, " < ", acc, nan, ") ", acc, " = ", value, ";");
     case ReduceKind::kArgMax:
-      return absl::StrCat("if (", value, " > acc", nan_beats, take);
+      return absl::StrCat("if (", value, " > ", acc, nan_beats, take);
     case ReduceKind::kArgMaxLast:
-      return absl::StrCat("if (", value, " >= acc", nan, take);
+      return absl::StrCat("if (", value, " >= ", acc, nan, take);
     case ReduceKind::kArgMin:
-      return absl::StrCat("if (", value, " < acc", nan_beats, take);
+      return absl::StrCat("if (", value, " < ", acc, nan_beats, take);
     case ReduceKind::kArgMinLast:
-      return absl::StrCat("if (", value, " <= acc", nan, take);
+      return absl::StrCat("if (", value, " <= ", acc, nan, take);
     case ReduceKind::kNone:
       break;
   }
@@ -337,70 +340,95 @@ std::string ReductionPosition(const ComputeNode& node) {
 // Emits the function for one kernel. Buffers become parameters p0, p1, ...
 // in order of first use (the output first), so kernels that differ only in
 // their buffers print identically and can share one function.
+// Emits the function for one kernel. Each (buffer, constant offset) pair a
+// kernel touches becomes a parameter p0, p1, ... in order of first use, the
+// constant part of every index moving into the argument the launch passes,
+// so kernels that differ only in where their data lives (the steps of an
+// unrolled recurrence) print identically and share one function.
 class KernelPrinter {
  public:
   KernelPrinter(const LoopProgram& program, const proto::CppOptions& options,
                 HelperSet& helpers)
-      : program_(program), options_(options), helpers_(helpers) {}
+      : program_(program), ctx_(*program.exprs), options_(options), helpers_(helpers) {}
 
-  // The function's parameter list, body and the buffers its parameters
-  // stand for, in order.
+  // The function's body (parameter declarations included) and the
+  // arguments its parameters stand for, in order.
   struct Printed {
-    std::string params;
     std::string body;
-    std::vector<BufferId> buffers;
+    std::vector<BufferRef> args;
   };
   Printed Print(const Kernel& kernel);
 
  private:
-  std::string Param(BufferId buffer, bool is_output);
-  void PrintNode(const ComputeNode& node);
+  // The parameter for `buffer` at `index`, and the index left once the
+  // constant part has moved into the parameter.
+  std::pair<std::string, Expr> Param(BufferId buffer, Expr index, bool is_output);
+  void PrintMember(const ComputeNode& node, int member, bool store, int depth);
   std::string PrintStep(const ComputeNode& node, int i);
+  std::string Temp(int i) const { return absl::StrCat("t", step_base_ + i); }
   void Line(int depth, absl::string_view text) {
     absl::StrAppend(&body_, std::string(2 * depth, ' '), text, "\n");
   }
 
   const LoopProgram& program_;
+  ExprContext& ctx_;
   const proto::CppOptions& options_;
   HelperSet& helpers_;
   std::vector<std::string> var_names_;
-  absl::flat_hash_map<BufferId, int> param_of_;
-  std::vector<BufferId> buffers_;
-  std::vector<std::string> params_;
+  absl::flat_hash_map<std::pair<BufferId, int64_t>, int> param_of_;
+  std::vector<BufferRef> args_;
+  std::string params_;
   std::string body_;
+  // Values stored earlier in this kernel, by (buffer, index): a later
+  // member reads them from these variables instead of memory.
+  absl::flat_hash_map<std::pair<BufferId, Expr>, std::string> stored_;
+  int step_base_ = 0;  // steps of earlier members, so names stay unique
 };
 
-std::string KernelPrinter::Param(BufferId buffer, bool is_output) {
-  auto [it, added] =
-      param_of_.emplace(buffer, static_cast<int>(buffers_.size()));
-  if (added) {
-    buffers_.push_back(buffer);
-    params_.push_back(absl::StrCat(is_output ? "" : "const ",
-                                   CType(program_.buffers[buffer].dtype),
-                                   "* LOOM_RESTRICT p", it->second));
+std::pair<std::string, Expr> KernelPrinter::Param(BufferId buffer, Expr index,
+                                                  bool is_output) {
+  int64_t offset = 0;
+  if (index->is_const()) {
+    offset = index->value();
+  } else if (index->kind() == ExprKind::kAdd && index->operands().back()->is_const()) {
+    offset = index->operands().back()->value();
   }
-  return absl::StrCat("p", it->second);
+  const Expr rest = offset == 0 ? index : ctx_.Sub(index, ctx_.Const(offset));
+  auto [it, added] =
+      param_of_.emplace(std::make_pair(buffer, offset), static_cast<int>(args_.size()));
+  if (added) {
+    args_.push_back(BufferRef{buffer, offset});
+    const char* type = CType(program_.buffers[buffer].dtype);
+    absl::StrAppend(&params_, "  ", is_output ? "" : "const ", type,
+                    "* LOOM_RESTRICT p", it->second, " = (", is_output ? "" : "const ",
+                    type, "*)a[", it->second, "];\n");
+  }
+  return {absl::StrCat("p", it->second), rest};
 }
 
 std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
   const ScalarOp& op = node.body[i];
   switch (op.kind) {
     case ScalarOp::Kind::kLoad: {
-      std::string index = ToCpp(op.index, var_names_);
+      if (op.args.empty()) {
+        auto stored = stored_.find(std::make_pair(op.buffer, op.index));
+        if (stored != stored_.end()) return stored->second;
+      }
+      auto [param, rest] = Param(op.buffer, op.index, false);
+      std::string index = ToCpp(rest, var_names_);
       if (!op.args.empty()) {  // indirect: plus stride * an earlier step
         const std::string scaled =
-            absl::StrCat(op.stride, " * (int64_t)t", op.args[0]);
-        index =
-            op.index->is_const(0) ? scaled : absl::StrCat(index, " + ", scaled);
+            absl::StrCat(op.stride, " * (int64_t)", Temp(op.args[0]));
+        index = rest->is_const(0) ? scaled : absl::StrCat(index, " + ", scaled);
       }
-      return absl::StrCat(Param(op.buffer, false), "[", index, "]");
+      return absl::StrCat(param, "[", index, "]");
     }
     case ScalarOp::Kind::kIndex:
       return ToCpp(op.index, var_names_);
     case ScalarOp::Kind::kConst:
       return Literal(op.constant, op.dtype);
     case ScalarOp::Kind::kCast: {
-      const std::string arg = absl::StrCat("t", op.args[0]);
+      const std::string arg = Temp(op.args[0]);
       if (op.dtype == DType::kBool) return absl::StrCat(arg, " != 0");
       if (IsFloat(node.body[op.args[0]].dtype) && IsInteger(op.dtype)) {
         return absl::StrCat(
@@ -410,7 +438,7 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
     }
     case ScalarOp::Kind::kCall: {
       std::vector<std::string> args;
-      for (int arg : op.args) args.push_back(absl::StrCat("t", arg));
+      for (int arg : op.args) args.push_back(Temp(arg));
       const DType operand_type = node.body[op.args.back()].dtype;
       return CallExpr(op.fn, op.dtype, operand_type, args, helpers_);
     }
@@ -418,75 +446,67 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
   return "0";
 }
 
-void KernelPrinter::PrintNode(const ComputeNode& node) {
+// One member inside the kernel's shared pointwise loops: its own reduction
+// loops, if any, then its store (unless the buffer is internal).
+void KernelPrinter::PrintMember(const ComputeNode& node, int member, bool store,
+                                int depth) {
   const std::vector<int64_t> ranges = node.AllRanges();
   var_names_.clear();
-  for (size_t i = 0; i < ranges.size(); ++i)
-    var_names_.push_back(absl::StrCat("x", i));
-  const std::string out = Param(node.output, true);
+  for (size_t i = 0; i < ranges.size(); ++i) var_names_.push_back(absl::StrCat("x", i));
   const DType out_type = program_.buffers[node.output].dtype;
   const int pointwise = static_cast<int>(node.ranges.size());
-
-  int depth = 1;
-  for (int i = 0; i < pointwise; ++i, ++depth) {
-    if (i == 0 && options_.openmp() &&
-        NumElements(node.AllRanges()) >= (1 << 16)) {
-      Line(depth, "#pragma omp parallel for");
-    }
-    Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i,
-                                i, ranges[i], i));
-  }
   const bool reduces = node.reduce != ReduceKind::kNone;
   const bool arg_reduce = IsArgReduce(node.reduce);
   // An arg reduction folds the root's values and stores a position.
   const DType acc_type = arg_reduce ? node.body[node.root].dtype : out_type;
+  const std::string acc = absl::StrCat("acc", member);
+  const std::string arg = absl::StrCat("arg", member);
   if (reduces) {
-    Line(depth, absl::StrCat(CType(acc_type), " acc = ",
+    Line(depth, absl::StrCat(CType(acc_type), " ", acc, " = ",
                              ReduceInit(node.reduce, acc_type), ";"));
-    if (arg_reduce) Line(depth, "int64_t arg = 0;");
+    if (arg_reduce) Line(depth, absl::StrCat("int64_t ", arg, " = 0;"));
     for (size_t i = pointwise; i < ranges.size(); ++i, ++depth) {
       Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i,
                                   i, ranges[i], i));
     }
   }
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
-    Line(depth, absl::StrCat("const ", CType(node.body[i].dtype), " t", i,
+    Line(depth, absl::StrCat("const ", CType(node.body[i].dtype), " ", Temp(i),
                              " = ", PrintStep(node, i), ";"));
   }
-  const std::string value = absl::StrCat("t", node.root);
+  std::string result = Temp(node.root);
   if (reduces) {
-    Line(depth, ReduceUpdate(node.reduce, acc_type, value,
-                             arg_reduce ? ReductionPosition(node) : ""));
+    Line(depth, ReduceUpdate(node.reduce, acc_type, result,
+                             arg_reduce ? ReductionPosition(node) : "", acc, arg));
     for (size_t i = pointwise; i < ranges.size(); ++i) Line(--depth, "}");
+    result = arg_reduce ? arg : acc;
   }
-  const std::string result = arg_reduce ? "arg" : reduces ? "acc" : value;
-  Line(depth, absl::StrCat(out, "[", ToCpp(node.store_index, var_names_),
-                           "] = ", result, ";"));
-  for (int i = 0; i < pointwise; ++i) Line(--depth, "}");
+  stored_[std::make_pair(node.output, node.store_index)] = result;
+  if (store) {
+    auto [param, rest] = Param(node.output, node.store_index, true);
+    Line(depth, absl::StrCat(param, "[", ToCpp(rest, var_names_), "] = ", result, ";"));
+  }
+  step_base_ += static_cast<int>(node.body.size());
 }
 
 KernelPrinter::Printed KernelPrinter::Print(const Kernel& kernel) {
-  for (int node : kernel.nodes) PrintNode(program_.nodes[node]);
-  return Printed{absl::StrJoin(params_, ", "), std::move(body_),
-                 std::move(buffers_)};
-}
-
-// Model names reach the generated source only inside comments, and only
-// made of characters that cannot end or escape one.
-std::string CommentSafe(absl::string_view name) {
-  std::string safe(name);
-  for (char& c : safe) {
-    if (!absl::ascii_isalnum(c) && c != '_' && c != '.' && c != '-' && c != ':')
-      c = '_';
+  const ComputeNode& first = program_.nodes[kernel.nodes.front()];
+  int depth = 1;
+  for (size_t i = 0; i < first.ranges.size(); ++i, ++depth) {
+    if (i == 0 && options_.openmp() && NumElements(first.AllRanges()) >= (1 << 16)) {
+      Line(depth, "#pragma omp parallel for");
+    }
+    Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i,
+                                first.ranges[i], i));
   }
-  return safe;
-}
-
-std::string EntryArgument(const LoopProgram& program, BufferId buffer,
-                          bool is_output) {
-  return absl::StrCat("(", is_output ? "" : "const ",
-                      CType(program.buffers[buffer].dtype), "*)b[", buffer,
-                      "]");
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    const bool internal = std::find(kernel.internal.begin(), kernel.internal.end(),
+                                    node.output) != kernel.internal.end();
+    PrintMember(node, static_cast<int>(m), !internal, depth);
+  }
+  for (size_t i = 0; i < first.ranges.size(); ++i) Line(--depth, "}");
+  return Printed{absl::StrCat(params_, body_), std::move(args_)};
 }
 
 std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
@@ -534,46 +554,56 @@ LOOM_REGISTER_PASS("codegen-cpp", "cpp", [](const proto::PassSpec& spec) {
 
 GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
                         const proto::CppOptions& options) {
+  GeneratedSource source;
+  source.language = "c++";
   std::string functions;
-  std::string entry =
-      absl::StrCat("extern \"C\" void ", kEntryName, "(void* const* b) {\n");
   absl::flat_hash_map<std::string, int> function_of_body;
   HelperSet helpers;
   for (const Kernel& kernel : schedule.kernels) {
     KernelPrinter::Printed printed =
         KernelPrinter(program, options, helpers).Print(kernel);
-    const std::string signature_and_body =
-        absl::StrCat("(", printed.params, ") {\n", printed.body, "}\n");
     auto [it, added] = function_of_body.emplace(
-        signature_and_body, static_cast<int>(function_of_body.size()));
+        printed.body, static_cast<int>(function_of_body.size()));
     if (added) {
-      absl::StrAppend(&functions, "\nstatic void f", it->second,
-                      signature_and_body);
+      source.functions.push_back(absl::StrCat("loom_f", it->second));
+      absl::StrAppend(&functions, "\nextern \"C\" void ", source.functions.back(),
+                      "(void* const* a) {\n", printed.body, "}\n");
     }
-    std::vector<std::string> args;
-    for (size_t i = 0; i < printed.buffers.size(); ++i) {
-      args.push_back(EntryArgument(program, printed.buffers[i], i == 0));
-    }
-    std::vector<std::string> names;
-    for (int node : kernel.nodes)
-      names.push_back(CommentSafe(program.nodes[node].name));
-    absl::StrAppend(&entry, "  f", it->second, "(", absl::StrJoin(args, ", "),
-                    ");  // ", kernel.name, ": ", absl::StrJoin(names, ", "),
-                    "\n");
+    LaunchTable& launches = source.launches;
+    launches.function.push_back(it->second);
+    launches.args.insert(launches.args.end(), printed.args.begin(), printed.args.end());
+    launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
   }
-  absl::StrAppend(&entry, "}\n");
-
-  GeneratedSource source;
-  source.language = "c++";
   std::string helper_text;
   for (int h = 0; h < kNumHelpers; ++h) {
     if (helpers[h]) absl::StrAppend(&helper_text, kHelperText[h]);
   }
-  source.text = absl::StrCat(kPrelude, helper_text, functions, "\n", entry);
-  source.entry = kEntryName;
+  source.text = absl::StrCat(kPrelude, helper_text, functions);
   source.kernel_functions = static_cast<int>(function_of_body.size());
   source.native_flags = NativeFlags(options);
   return source;
+}
+
+std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
+                          const Schedule& schedule) {
+  std::string text;
+  const LaunchTable& launches = source.launches;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    std::vector<std::string> args;
+    for (int a = launches.arg_offsets[i]; a < launches.arg_offsets[i + 1]; ++a) {
+      const BufferRef& arg = launches.args[a];
+      args.push_back(arg.offset == 0 ? program.buffers[arg.buffer].name
+                                     : absl::StrCat(program.buffers[arg.buffer].name,
+                                                    "+", arg.offset));
+    }
+    std::vector<std::string> nodes;
+    if (i < schedule.kernels.size()) {
+      for (int node : schedule.kernels[i].nodes) nodes.push_back(program.nodes[node].name);
+    }
+    absl::StrAppend(&text, source.functions[launches.function[i]], "(",
+                    absl::StrJoin(args, ", "), ")  # ", absl::StrJoin(nodes, ", "), "\n");
+  }
+  return text;
 }
 
 }  // namespace loom::cpp

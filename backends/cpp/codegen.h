@@ -12,16 +12,17 @@
 
 namespace loom::cpp {
 
-// The function every emitted translation unit exports:
-//   extern "C" void loom_run(void* const* buffers);
-// with buffers[i] the storage of LoopProgram buffer i.
-inline constexpr char kEntryName[] = "loom_run";
-
-// Prints one C++ translation unit for `schedule`: a function per distinct
-// kernel body (kernels that differ only in the buffers they touch share
-// one) and the entry that calls them in order. Output is deterministic.
+// Prints one C++ translation unit for `schedule`: one exported function
+// (`extern "C" void loom_fN(void* const* a)`, a[i] the address of its i-th
+// argument) per distinct kernel body, and the launch table that calls them
+// in order. Kernels that differ only in the buffers and offsets they touch
+// share one function. Output is deterministic.
 GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
                         const proto::CppOptions& options);
+
+// The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes".
+std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
+                          const Schedule& schedule);
 
 }  // namespace loom::cpp
 

@@ -1,6 +1,7 @@
 #ifndef LOOM_BACKENDS_CPP_EXECUTABLE_H_
 #define LOOM_BACKENDS_CPP_EXECUTABLE_H_
 
+#include <cstddef>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,7 +14,10 @@ namespace loom::cpp {
 
 // A compiled module, ready to run: the loaded shared object plus storage for
 // every buffer of the loop program (weights copied from the graph,
-// temporaries and outputs allocated once and reused by every Run).
+// temporaries and outputs allocated once and reused by every Run). When the
+// schedule has a memory plan, the temporaries share one 64-byte-aligned
+// arena at the plan's offsets, and internal buffers get no storage (a null
+// pointer).
 class CppExecutable {
  public:
   // Compiles module.source natively (through the runtime's cache) and binds
@@ -29,13 +33,18 @@ class CppExecutable {
   double compile_seconds() const { return library_.compile_seconds(); }
 
  private:
-  using Entry = void (*)(void* const*);
-  CppExecutable(NativeLibrary library, Entry entry) : library_(std::move(library)), entry_(entry) {}
+  using KernelFn = void (*)(void* const*);
+  explicit CppExecutable(NativeLibrary library) : library_(std::move(library)) {}
 
   NativeLibrary library_;
-  Entry entry_;
-  std::vector<Tensor> storage_;  // one per buffer; inputs stay empty
-  std::vector<void*> pointers_;  // what the entry receives
+  std::vector<KernelFn> functions_;
+  LaunchTable launches_;
+  std::vector<int64_t> element_bytes_;  // per buffer
+  // One per buffer; inputs, and temporaries in the arena, stay empty.
+  std::vector<Tensor> storage_;
+  std::vector<std::byte> arena_;  // the plan's arena, with slack to align it
+  std::vector<void*> pointers_;  // each buffer's storage
+  std::vector<void*> arguments_;  // scratch: the addresses one launch receives
   std::vector<BufferId> inputs_;
   std::vector<TensorType> input_types_;
   std::vector<BufferId> outputs_;

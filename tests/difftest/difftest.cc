@@ -29,6 +29,7 @@ DiffOutcome CheckGraph(const proto::Graph& graph, const std::string& cache_dir,
   CompileOptions options;
   options.model = graph.name();
   options.cache_dir = cache_dir;
+  options.verify_each = true;
   absl::StatusOr<CompiledModel> compiled = CompileGraph(*std::move(loaded), options);
   if (!compiled.ok()) {
     return {Kind::kCompileError, std::string(compiled.status().message())};

@@ -32,62 +32,52 @@ static inline int64_t loom_f2i64(double x) {
   return (int64_t)x;
 }
 
-static void f0(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
+extern "C" void loom_f0(void* const* a) {
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  const float* LOOM_RESTRICT p1 = (const float*)a[1];
+  const float* LOOM_RESTRICT p2 = (const float*)a[2];
+  float* LOOM_RESTRICT p3 = (float*)a[3];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 64; ++x1) {
-      float acc = (float)0;
+      float acc0 = (float)0;
       for (int64_t x2 = 0; x2 < 32; ++x2) {
-        const float t0 = p1[(32*x0 + x2)];
-        const float t1 = p2[(x1 + 64*x2)];
+        const float t0 = p0[(32*x0 + x2)];
+        const float t1 = p1[(x1 + 64*x2)];
         const float t2 = t0 * t1;
-        acc += t2;
+        acc0 += t2;
       }
-      p0[(64*x0 + x1)] = acc;
+      const float t3 = acc0;
+      const float t4 = p2[x1];
+      const float t5 = t3 + t4;
+      const float t6 = (t5 < 0 ? (float)0 : t5);
+      p3[(64*x0 + x1)] = t6;
     }
   }
 }
 
-static void f1(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t0 = p1[(64*x0 + x1)];
-      const float t1 = p2[x1];
-      const float t2 = t0 + t1;
-      const float t3 = (t2 < 0 ? (float)0 : t2);
-      p0[(64*x0 + x1)] = t3;
-    }
-  }
-}
-
-static void f2(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
+extern "C" void loom_f1(void* const* a) {
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  const float* LOOM_RESTRICT p1 = (const float*)a[1];
+  const float* LOOM_RESTRICT p2 = (const float*)a[2];
+  float* LOOM_RESTRICT p3 = (float*)a[3];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 32; ++x1) {
-      float acc = (float)0;
+      float acc0 = (float)0;
       for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p1[(64*x0 + x2)];
-        const float t1 = p2[(x1 + 32*x2)];
+        const float t0 = p0[(64*x0 + x2)];
+        const float t1 = p1[(x1 + 32*x2)];
         const float t2 = t0 * t1;
-        acc += t2;
+        acc0 += t2;
       }
-      p0[(32*x0 + x1)] = acc;
+      const float t3 = acc0;
+      const float t4 = p2[x1];
+      const float t5 = t3 + t4;
+      p3[(32*x0 + x1)] = t5;
     }
   }
 }
 
-static void f3(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 32; ++x1) {
-      const float t0 = p1[(32*x0 + x1)];
-      const float t1 = p2[x1];
-      const float t2 = t0 + t1;
-      p0[(32*x0 + x1)] = t2;
-    }
-  }
-}
-
-extern "C" void loom_run(void* const* b) {
-  f0((float*)b[5], (const float*)b[0], (const float*)b[1]);  // kernel_0: fc0_matmul
-  f1((float*)b[6], (const float*)b[5], (const float*)b[2]);  // kernel_1: relu0
-  f2((float*)b[7], (const float*)b[6], (const float*)b[3]);  // kernel_2: fc1_matmul
-  f3((float*)b[8], (const float*)b[7], (const float*)b[4]);  // kernel_3: fc1_add
-}
+// Launches:
+// loom_f0(x, fc0_weight, fc0_bias, h0)  # fc0_matmul, relu0
+// loom_f1(h0, fc1_weight, fc1_bias, y)  # fc1_matmul, fc1_add
+// 

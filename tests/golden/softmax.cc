@@ -32,66 +32,76 @@ static inline int64_t loom_f2i64(double x) {
   return (int64_t)x;
 }
 
-static void f0(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1) {
+extern "C" void loom_f0(void* const* a) {
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
       for (int64_t x2 = 0; x2 < 1; ++x2) {
-        float acc = (float)(-INFINITY);
+        float acc0 = (float)(-INFINITY);
         for (int64_t x3 = 0; x3 < 64; ++x3) {
-          const float t0 = p1[(1024*x0 + 64*x1 + x3)];
-          if (t0 > acc || t0 != t0) acc = t0;
+          const float t0 = p0[(1024*x0 + 64*x1 + x3)];
+          if (t0 > acc0 || t0 != t0) acc0 = t0;
         }
-        p0[(16*x0 + x1)] = acc;
+        p1[(16*x0 + x1)] = acc0;
       }
     }
   }
 }
 
-static void f1(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
+extern "C" void loom_f1(void* const* a) {
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  const float* LOOM_RESTRICT p1 = (const float*)a[1];
+  float* LOOM_RESTRICT p2 = (float*)a[2];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
       for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p1[(1024*x0 + 64*x1 + x2)];
-        const float t1 = p2[(16*x0 + x1)];
+        const float t0 = p0[(1024*x0 + 64*x1 + x2)];
+        const float t1 = p1[(16*x0 + x1)];
         const float t2 = t0 - t1;
         const float t3 = expf(t2);
-        p0[(1024*x0 + 64*x1 + x2)] = t3;
+        p2[(1024*x0 + 64*x1 + x2)] = t3;
       }
     }
   }
 }
 
-static void f2(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1) {
+extern "C" void loom_f2(void* const* a) {
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
       for (int64_t x2 = 0; x2 < 1; ++x2) {
-        float acc = (float)0;
+        float acc0 = (float)0;
         for (int64_t x3 = 0; x3 < 64; ++x3) {
-          const float t0 = p1[(1024*x0 + 64*x1 + x3)];
-          acc += t0;
+          const float t0 = p0[(1024*x0 + 64*x1 + x3)];
+          acc0 += t0;
         }
-        p0[(16*x0 + x1)] = acc;
+        p1[(16*x0 + x1)] = acc0;
       }
     }
   }
 }
 
-static void f3(float* LOOM_RESTRICT p0, const float* LOOM_RESTRICT p1, const float* LOOM_RESTRICT p2) {
+extern "C" void loom_f3(void* const* a) {
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  const float* LOOM_RESTRICT p1 = (const float*)a[1];
+  float* LOOM_RESTRICT p2 = (float*)a[2];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
       for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p1[(1024*x0 + 64*x1 + x2)];
-        const float t1 = p2[(16*x0 + x1)];
+        const float t0 = p0[(1024*x0 + 64*x1 + x2)];
+        const float t1 = p1[(16*x0 + x1)];
         const float t2 = t0 / t1;
-        p0[(1024*x0 + 64*x1 + x2)] = t2;
+        p2[(1024*x0 + 64*x1 + x2)] = t2;
       }
     }
   }
 }
 
-extern "C" void loom_run(void* const* b) {
-  f0((float*)b[1], (const float*)b[0]);  // kernel_0: softmax_max
-  f1((float*)b[2], (const float*)b[0], (const float*)b[1]);  // kernel_1: softmax_exp
-  f2((float*)b[3], (const float*)b[2]);  // kernel_2: softmax_sum
-  f3((float*)b[4], (const float*)b[2], (const float*)b[3]);  // kernel_3: softmax_div
-}
+// Launches:
+// loom_f0(x, softmax/max.0)  # softmax/max
+// loom_f1(x, softmax/max.0, softmax/exp.2)  # softmax/exp
+// loom_f2(softmax/exp.2, softmax/sum.3)  # softmax/sum
+// loom_f3(softmax/exp.2, softmax/sum.3, y)  # softmax/div
+// 

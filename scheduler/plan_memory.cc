@@ -1,0 +1,419 @@
+#include "scheduler/plan_memory.h"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "passes/pass.h"
+
+namespace loom {
+
+int64_t BufferBytes(const Buffer& buffer) {
+  return NumElements(buffer.sizes) * DTypeSize(buffer.dtype);
+}
+
+namespace {
+
+constexpr int32_t kNoKernel = -1;
+
+int64_t RoundUpToAlignment(int64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+// The free blocks of a growing arena. Allocation is best-fit (smallest
+// block that fits, then lowest offset) and takes the front of the block;
+// release merges the block with free neighbours, and a block that ends at
+// the arena's end shrinks the arena instead. Each call is O(log blocks).
+class Arena {
+ public:
+  int64_t Allocate(int64_t size) {
+    auto fit =
+        by_size_.lower_bound({size, std::numeric_limits<int64_t>::min()});
+    if (fit == by_size_.end()) {
+      const int64_t offset = end_;
+      end_ += size;
+      peak_ = std::max(peak_, end_);
+      return offset;
+    }
+    const auto [block_size, offset] = *fit;
+    by_size_.erase(fit);
+    by_offset_.erase(offset);
+    if (block_size > size) AddFree(offset + size, block_size - size);
+    return offset;
+  }
+
+  void Release(int64_t offset, int64_t size) {
+    auto next = by_offset_.lower_bound(offset);
+    if (next != by_offset_.end() && next->first == offset + size) {
+      size += next->second;
+      RemoveFree(next->first, next->second);
+      next = by_offset_.lower_bound(offset);
+    }
+    if (next != by_offset_.begin()) {
+      const auto [prev_offset, prev_size] = *std::prev(next);
+      if (prev_offset + prev_size == offset) {
+        RemoveFree(prev_offset, prev_size);
+        offset = prev_offset;
+        size += prev_size;
+      }
+    }
+    if (offset + size == end_) {
+      end_ = offset;
+    } else {
+      AddFree(offset, size);
+    }
+  }
+
+  // The arena's largest extent so far: the bytes it needs.
+  int64_t peak() const { return peak_; }
+
+ private:
+  void AddFree(int64_t offset, int64_t size) {
+    by_size_.insert({size, offset});
+    by_offset_.insert({offset, size});
+  }
+  void RemoveFree(int64_t offset, int64_t size) {
+    by_size_.erase({size, offset});
+    by_offset_.erase(offset);
+  }
+
+  absl::btree_set<std::pair<int64_t, int64_t>> by_size_;  // (size, offset)
+  absl::btree_map<int64_t, int64_t> by_offset_;           // offset -> size
+  int64_t end_ = 0;
+  int64_t peak_ = 0;
+};
+
+// True when `index` takes distinct values at distinct points of the loops
+// `ranges`: a constant plus terms c * x_i with positive coefficients whose
+// mixed-radix digits cannot overlap (c exceeds the largest value the terms
+// with smaller coefficients reach), and every loop longer than 1 in it.
+// Anything else (floor division, modulo, products of variables) is treated
+// as possibly not injective.
+bool IsInjectiveIndex(Expr index, absl::Span<const int64_t> ranges) {
+  if (std::any_of(ranges.begin(), ranges.end(),
+                  [](int64_t extent) { return extent <= 0; })) {
+    return false;
+  }
+  const absl::Span<const Expr> terms = index->kind() == ExprKind::kAdd
+                                           ? index->operands()
+                                           : absl::MakeConstSpan(&index, 1);
+  absl::InlinedVector<std::pair<int64_t, int64_t>, 8> digits;  // (c, extent)
+  absl::InlinedVector<bool, 8> used(ranges.size(), false);
+  for (Expr term : terms) {
+    if (term->is_const()) continue;
+    int64_t coefficient = 1;
+    Expr var = term;
+    if (term->kind() == ExprKind::kMul) {
+      if (term->operands().size() != 2 || !term->operands()[0]->is_const()) {
+        return false;
+      }
+      coefficient = term->operands()[0]->value();
+      var = term->operands()[1];
+    }
+    if (var->kind() != ExprKind::kVar || coefficient <= 0) return false;
+    const int64_t v = var->value();
+    if (v >= static_cast<int64_t>(ranges.size()) || used[v]) return false;
+    used[v] = true;
+    digits.emplace_back(coefficient, ranges[v]);
+  }
+  for (size_t v = 0; v < ranges.size(); ++v) {
+    if (!used[v] && ranges[v] > 1) return false;
+  }
+  std::sort(digits.begin(), digits.end());
+  int64_t reach = 0;  // the largest value of the terms so far
+  for (const auto& [coefficient, extent] : digits) {
+    if (extent == 1) continue;
+    if (coefficient <= reach ||
+        coefficient >
+            (std::numeric_limits<int64_t>::max() - reach) / (extent - 1)) {
+      return false;
+    }
+    reach += coefficient * (extent - 1);
+  }
+  return true;
+}
+
+// What the planner knows about one buffer: O(1) words each.
+struct BufferUse {
+  int32_t first = kNoKernel;        // the first kernel touching it
+  int32_t last = kNoKernel;         // the last kernel touching it
+  int32_t internal_to = kNoKernel;  // the kernel that keeps it internal
+  int32_t writers = 0;              // compute nodes that write it
+  // Scratch for the in-place rule, used only while walking kernel `last`
+  // (so never reset): loads of it in that kernel, and those in the node
+  // being examined that qualify.
+  int32_t loads_in_last = 0;
+  int32_t qualifying_loads = 0;
+  bool written_in_last = false;
+  bool handed_over = false;  // its storage went to a buffer written in place
+};
+
+class Planner {
+ public:
+  Planner(const LoopProgram& program, const Schedule& schedule)
+      : program_(program), schedule_(schedule), uses_(program.buffers.size()) {}
+
+  absl::StatusOr<MemoryPlan> Run();
+
+ private:
+  absl::Status MarkInternal();
+  absl::Status RecordUses();
+  absl::Status Touch(BufferId buffer, int kernel);
+  // Temporaries that need arena storage.
+  bool Planned(BufferId buffer) const {
+    const BufferUse& use = uses_[buffer];
+    return program_.buffers[buffer].kind == BufferKind::kTemp &&
+           use.internal_to == kNoKernel && use.first != kNoKernel;
+  }
+  // CSR lists of the planned buffers by their first and last kernel.
+  void BucketLifetimes();
+  void CountLastUses(int kernel);
+  void TryInPlace(const ComputeNode& node, int kernel);
+  bool QualifiesForInPlace(const ComputeNode& node, const ScalarOp& op,
+                           int kernel) const;
+
+  const LoopProgram& program_;
+  const Schedule& schedule_;
+  std::vector<BufferUse> uses_;
+  std::vector<int32_t> start_offsets_, starts_, end_offsets_, ends_;
+  MemoryPlan plan_;
+  Arena arena_;
+};
+
+absl::StatusOr<MemoryPlan> Planner::Run() {
+  if (absl::Status s = MarkInternal(); !s.ok()) return s;
+  if (absl::Status s = RecordUses(); !s.ok()) return s;
+  BucketLifetimes();
+  const int num_buffers = static_cast<int>(program_.buffers.size());
+  plan_.offsets.assign(num_buffers, -1);
+  for (BufferId b = 0; b < num_buffers; ++b) {
+    if (program_.buffers[b].kind == BufferKind::kTemp &&
+        uses_[b].internal_to == kNoKernel) {
+      plan_.unplanned_bytes += BufferBytes(program_.buffers[b]);
+    }
+  }
+  const int num_kernels = static_cast<int>(schedule_.kernels.size());
+  for (int k = 0; k < num_kernels; ++k) {
+    CountLastUses(k);
+    for (int node : schedule_.kernels[k].nodes) {
+      TryInPlace(program_.nodes[node], k);
+    }
+    for (int i = start_offsets_[k]; i < start_offsets_[k + 1]; ++i) {
+      const BufferId b = starts_[i];
+      if (plan_.offsets[b] >= 0) continue;  // in place
+      const int64_t bytes =
+          RoundUpToAlignment(BufferBytes(program_.buffers[b]));
+      plan_.offsets[b] = bytes == 0 ? 0 : arena_.Allocate(bytes);
+    }
+    for (int i = end_offsets_[k]; i < end_offsets_[k + 1]; ++i) {
+      const BufferId b = ends_[i];
+      const int64_t bytes =
+          RoundUpToAlignment(BufferBytes(program_.buffers[b]));
+      if (!uses_[b].handed_over && bytes > 0) {
+        arena_.Release(plan_.offsets[b], bytes);
+      }
+    }
+  }
+  plan_.arena_bytes = arena_.peak();
+  return std::move(plan_);
+}
+
+absl::Status Planner::MarkInternal() {
+  const int num_buffers = static_cast<int>(program_.buffers.size());
+  const int num_nodes = static_cast<int>(program_.nodes.size());
+  for (int k = 0; k < static_cast<int>(schedule_.kernels.size()); ++k) {
+    const Kernel& kernel = schedule_.kernels[k];
+    for (int node : kernel.nodes) {
+      if (node < 0 || node >= num_nodes) {
+        return absl::InternalError(
+            absl::StrCat("kernel '", kernel.name, "' names compute node ", node,
+                         ", but the program has ", num_nodes));
+      }
+    }
+    for (BufferId b : kernel.internal) {
+      if (b < 0 || b >= num_buffers) {
+        return absl::InternalError(
+            absl::StrCat("kernel '", kernel.name, "' lists internal buffer ", b,
+                         ", but the program has ", num_buffers));
+      }
+      if (program_.buffers[b].kind != BufferKind::kTemp) {
+        return absl::InternalError(
+            absl::StrCat("kernel '", kernel.name, "' lists buffer '",
+                         program_.buffers[b].name,
+                         "' as internal, but it is not a temporary"));
+      }
+      if (uses_[b].internal_to != kNoKernel && uses_[b].internal_to != k) {
+        return absl::InternalError(absl::StrCat(
+            "buffer '", program_.buffers[b].name, "' is internal to kernels '",
+            schedule_.kernels[uses_[b].internal_to].name, "' and '",
+            kernel.name, "'"));
+      }
+      uses_[b].internal_to = k;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Planner::RecordUses() {
+  for (int k = 0; k < static_cast<int>(schedule_.kernels.size()); ++k) {
+    for (int n : schedule_.kernels[k].nodes) {
+      const ComputeNode& node = program_.nodes[n];
+      for (const ScalarOp& op : node.body) {
+        if (op.kind != ScalarOp::Kind::kLoad) continue;
+        if (absl::Status s = Touch(op.buffer, k); !s.ok()) return s;
+      }
+      if (absl::Status s = Touch(node.output, k); !s.ok()) return s;
+      ++uses_[node.output].writers;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Planner::Touch(BufferId buffer, int kernel) {
+  if (buffer < 0 || buffer >= static_cast<BufferId>(uses_.size())) {
+    return absl::InternalError(absl::StrCat(
+        "kernel '", schedule_.kernels[kernel].name, "' touches buffer ", buffer,
+        ", but the program has ", uses_.size()));
+  }
+  BufferUse& use = uses_[buffer];
+  if (use.internal_to != kNoKernel && use.internal_to != kernel) {
+    return absl::InternalError(absl::StrCat(
+        "buffer '", program_.buffers[buffer].name, "' is internal to kernel '",
+        schedule_.kernels[use.internal_to].name, "', but kernel '",
+        schedule_.kernels[kernel].name, "' touches it"));
+  }
+  if (use.first == kNoKernel) use.first = kernel;
+  use.last = kernel;  // kernels are visited in order
+  return absl::OkStatus();
+}
+
+void Planner::BucketLifetimes() {
+  const int num_kernels = static_cast<int>(schedule_.kernels.size());
+  const int num_buffers = static_cast<int>(program_.buffers.size());
+  start_offsets_.assign(num_kernels + 1, 0);
+  end_offsets_.assign(num_kernels + 1, 0);
+  for (BufferId b = 0; b < num_buffers; ++b) {
+    if (!Planned(b)) continue;
+    ++start_offsets_[uses_[b].first + 1];
+    ++end_offsets_[uses_[b].last + 1];
+  }
+  for (int k = 0; k < num_kernels; ++k) {
+    start_offsets_[k + 1] += start_offsets_[k];
+    end_offsets_[k + 1] += end_offsets_[k];
+  }
+  starts_.resize(start_offsets_[num_kernels]);
+  ends_.resize(end_offsets_[num_kernels]);
+  std::vector<int32_t> next_start(start_offsets_.begin(),
+                                  start_offsets_.end() - 1);
+  std::vector<int32_t> next_end(end_offsets_.begin(), end_offsets_.end() - 1);
+  for (BufferId b = 0; b < num_buffers; ++b) {  // ascending ids per bucket
+    if (!Planned(b)) continue;
+    starts_[next_start[uses_[b].first]++] = b;
+    ends_[next_end[uses_[b].last]++] = b;
+  }
+}
+
+void Planner::CountLastUses(int kernel) {
+  for (int n : schedule_.kernels[kernel].nodes) {
+    const ComputeNode& node = program_.nodes[n];
+    for (const ScalarOp& op : node.body) {
+      if (op.kind == ScalarOp::Kind::kLoad && uses_[op.buffer].last == kernel) {
+        ++uses_[op.buffer].loads_in_last;
+      }
+    }
+    if (uses_[node.output].last == kernel) {
+      uses_[node.output].written_in_last = true;
+    }
+  }
+}
+
+// A direct load, at the node's store index, of a temporary that dies in
+// this kernel without being written there and whose storage is still its
+// own.
+bool Planner::QualifiesForInPlace(const ComputeNode& node, const ScalarOp& op,
+                                  int kernel) const {
+  if (op.kind != ScalarOp::Kind::kLoad || !op.args.empty() ||
+      op.index != node.store_index || !Planned(op.buffer)) {
+    return false;
+  }
+  const BufferUse& use = uses_[op.buffer];
+  return use.last == kernel && use.first < kernel && !use.written_in_last &&
+         !use.handed_over;
+}
+
+void Planner::TryInPlace(const ComputeNode& node, int kernel) {
+  const BufferId out = node.output;
+  if (!Planned(out) || uses_[out].first != kernel || uses_[out].writers != 1 ||
+      node.reduce != ReduceKind::kNone || !node.reduction_ranges.empty() ||
+      BufferBytes(program_.buffers[out]) == 0 ||
+      !IsInjectiveIndex(node.store_index, node.ranges)) {
+    return;
+  }
+  for (const ScalarOp& op : node.body) {
+    if (QualifiesForInPlace(node, op, kernel)) {
+      ++uses_[op.buffer].qualifying_loads;
+    }
+  }
+  const Buffer& out_buffer = program_.buffers[out];
+  for (const ScalarOp& op : node.body) {
+    if (!QualifiesForInPlace(node, op, kernel)) continue;
+    BufferUse& dying = uses_[op.buffer];
+    const Buffer& dying_buffer = program_.buffers[op.buffer];
+    // Every load of it in the kernel is one of this node's qualifying ones.
+    const bool only_here = dying.qualifying_loads == dying.loads_in_last;
+    dying.qualifying_loads = 0;  // later loads of it see 0 and are skipped
+    if (only_here && plan_.offsets[out] < 0 &&
+        dying_buffer.dtype == out_buffer.dtype &&
+        NumElements(dying_buffer.sizes) == NumElements(out_buffer.sizes)) {
+      plan_.offsets[out] = plan_.offsets[op.buffer];
+      dying.handed_over = true;
+    }
+  }
+}
+
+class PlanMemoryPass : public Pass {
+ public:
+  absl::StatusOr<bool> Run(Module& module) override {
+    if (!module.loops.has_value() || !module.schedule.has_value()) {
+      return absl::FailedPreconditionError(
+          "there is no schedule to plan memory for (run 'lower' and "
+          "'schedule' before 'plan-memory')");
+    }
+    absl::StatusOr<MemoryPlan> plan =
+        PlanMemory(*module.loops, *module.schedule);
+    if (!plan.ok()) return plan.status();
+    const std::optional<MemoryPlan>& old = module.schedule->memory;
+    if (old.has_value() && old->offsets == plan->offsets &&
+        old->arena_bytes == plan->arena_bytes &&
+        old->unplanned_bytes == plan->unplanned_bytes) {
+      return false;
+    }
+    module.schedule->memory = *std::move(plan);
+    module.source.reset();
+    return true;
+  }
+};
+
+LOOM_REGISTER_PASS("plan-memory", "", [](const proto::PassSpec&) {
+  return absl::StatusOr<std::unique_ptr<Pass>>(
+      std::make_unique<PlanMemoryPass>());
+});
+
+}  // namespace
+
+absl::StatusOr<MemoryPlan> PlanMemory(const LoopProgram& program,
+                                      const Schedule& schedule) {
+  return Planner(program, schedule).Run();
+}
+
+}  // namespace loom
