@@ -180,7 +180,16 @@ absl::StatusOr<CompiledModel> CompileGraph(
   }
   const Module& module = compiled.module;
   if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());
-  if (module.schedule.has_value()) report.set_kernels(module.schedule->kernels.size());
+  if (module.schedule.has_value()) {
+    report.set_kernels(module.schedule->kernels.size());
+    for (const FusionDecision& decision : module.schedule->decisions) {
+      if (decision.fused) {
+        report.set_fused_pairs(report.fused_pairs() + 1);
+      } else {
+        ++(*report.mutable_fusion_refusals())[decision.reason];
+      }
+    }
+  }
   if (module.schedule.has_value() && module.schedule->memory.has_value()) {
     report.set_temp_bytes_unplanned(module.schedule->memory->unplanned_bytes);
     report.set_temp_bytes_planned(module.schedule->memory->arena_bytes);

@@ -1,0 +1,167 @@
+#include "scheduler/fuse.h"
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/op_registry.h"
+#include "passes/lower.h"
+#include "scheduler/schedule_pass.h"
+
+namespace loom {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FuseTest : public testing::Test {
+ protected:
+  FuseTest() { x_ = *graph_.AddInput("x", TensorType{DType::kF32, {4, 8}}); }
+
+  ValueId Op(const std::string& op, std::vector<ValueId> inputs, Attrs attrs = {}) {
+    const std::string name = absl::StrCat(op, graph_.nodes().size());
+    const NodeId node =
+        *graph_.AddNode(name, op, std::move(inputs), {name + ".y"}, std::move(attrs));
+    return graph_.node(node).outputs[0];
+  }
+  ValueId Reduce(const std::string& op, ValueId input) {
+    Attrs attrs;
+    attrs.Set("axes", std::vector<int64_t>{1});
+    attrs.Set("keepdims", int64_t{1});
+    return Op(op, {input}, attrs);
+  }
+
+  // Lowers, schedules and fuses the graph built so far.
+  Schedule Fuse(int max_nodes = 0) {
+    EXPECT_TRUE(InferShapes(graph_).ok());
+    absl::StatusOr<LoopProgram> program = LowerGraph(graph_);
+    EXPECT_TRUE(program.ok()) << program.status();
+    program_ = *std::move(program);
+    absl::StatusOr<Schedule> schedule = ScheduleProgram(program_);
+    EXPECT_TRUE(schedule.ok());
+    proto::FuseOptions options;
+    options.set_max_nodes_per_kernel(max_nodes);
+    absl::StatusOr<Schedule> fused = FuseSchedule(program_, *schedule, options);
+    EXPECT_TRUE(fused.ok()) << fused.status();
+    return *std::move(fused);
+  }
+
+  // "reduce_sum1+exp2 | ..." : each kernel's member names.
+  std::string Kernels(const Schedule& schedule) {
+    std::string text;
+    for (const Kernel& kernel : schedule.kernels) {
+      if (!text.empty()) absl::StrAppend(&text, " | ");
+      for (size_t i = 0; i < kernel.nodes.size(); ++i) {
+        absl::StrAppend(&text, i ? "+" : "", program_.nodes[kernel.nodes[i]].name);
+      }
+    }
+    return text;
+  }
+
+  // The reasons of refused decisions, joined.
+  std::string Refusals(const Schedule& schedule) {
+    std::string text;
+    for (const FusionDecision& d : schedule.decisions) {
+      if (!d.fused) absl::StrAppend(&text, d.reason, "; ");
+    }
+    return text;
+  }
+
+  Graph graph_;
+  ValueId x_;
+  LoopProgram program_;
+};
+
+TEST_F(FuseTest, ReductionAndItsEpilogueShareOneLoopAndTheSumStaysInRegisters) {
+  graph_.AddOutput(Op("exp", {Reduce("reduce_sum", x_)}));
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(Kernels(schedule), "reduce_sum0+exp1");
+  ASSERT_EQ(schedule.kernels[0].internal.size(), 1);
+  EXPECT_EQ(program_.buffers[schedule.kernels[0].internal[0]].name, "reduce_sum0.y");
+  EXPECT_TRUE(schedule.decisions[0].fused);
+  EXPECT_EQ(schedule.decisions[0].reason, "vertical");
+}
+
+TEST_F(FuseTest, PointwiseProducerReadTwiceFusesVertically) {
+  const ValueId e = Op("exp", {x_});
+  graph_.AddOutput(Op("add", {e, e}));
+  EXPECT_EQ(Kernels(Fuse()), "exp0+add1");
+}
+
+TEST_F(FuseTest, SiblingsOverOneSpaceFuseHorizontally) {
+  graph_.AddOutput(Reduce("reduce_max", x_));
+  graph_.AddOutput(Reduce("reduce_min", x_));
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(Kernels(schedule), "reduce_max0+reduce_min1");
+  EXPECT_EQ(schedule.decisions.back().reason, "horizontal");
+  EXPECT_TRUE(schedule.kernels[0].internal.empty());  // both are outputs
+}
+
+TEST_F(FuseTest, DifferentIterationSpacesAreRefused) {
+  const ValueId max = Reduce("reduce_max", x_);  // [4,1]
+  graph_.AddOutput(Op("sub", {x_, max}));        // [4,8]
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(Kernels(schedule), "reduce_max0 | sub1");
+  EXPECT_THAT(Refusals(schedule), HasSubstr("iteration spaces differ"));
+  EXPECT_EQ(schedule.decisions[0].detail, "[4,1] vs [4,8]");
+}
+
+TEST_F(FuseTest, ReadingTheProducerAtAnotherIndexIsRefused) {
+  graph_ = Graph();
+  x_ = *graph_.AddInput("x", TensorType{DType::kF32, {4, 4}});
+  const ValueId e = Op("exp", {x_});
+  Attrs perm;
+  perm.Set("perm", std::vector<int64_t>{1, 0});
+  graph_.AddOutput(Op("add", {e, Op("transpose", {e}, perm)}));
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(schedule.kernels.size(), 2);
+  EXPECT_THAT(Refusals(schedule), HasSubstr("data crosses loop iterations"));
+}
+
+TEST_F(FuseTest, AConsumerBetweenSiblingsBlocksTheirFusion) {
+  // a and b both read x over [4,8], but b needs s, which needs a: fusing
+  // a with b would make s run before the kernel that feeds it.
+  const ValueId a = Op("exp", {x_});
+  const ValueId s = Reduce("reduce_sum", a);
+  const ValueId b = Op("sub", {x_, s});
+  graph_.AddOutput(a);
+  graph_.AddOutput(b);
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(schedule.kernels.size(), 3);
+  EXPECT_THAT(Refusals(schedule), HasSubstr("a consumer runs between them"));
+}
+
+TEST_F(FuseTest, KernelsStopGrowingAtTheLimit) {
+  ValueId v = x_;
+  for (int i = 0; i < 4; ++i) {
+    v = Op("exp", {v});
+    v = Op("add", {v, v});  // read twice: every add is stored
+  }
+  graph_.AddOutput(v);
+  const Schedule schedule = Fuse(/*max_nodes=*/2);
+  for (const Kernel& kernel : schedule.kernels) EXPECT_LE(kernel.nodes.size(), 2);
+  EXPECT_THAT(Refusals(schedule), HasSubstr("kernel too large"));
+}
+
+TEST_F(FuseTest, EveryNodeIsScheduledOnceInDependencyOrder) {
+  const ValueId e = Op("exp", {x_});
+  const ValueId m = Reduce("reduce_max", e);
+  const ValueId n = Reduce("reduce_min", e);
+  graph_.AddOutput(Op("add", {Op("add", {e, m}), n}));
+  graph_.AddOutput(Op("mul", {m, n}));
+  const Schedule schedule = Fuse();
+  std::vector<int> seen(program_.nodes.size(), 0);
+  std::vector<int> place(program_.nodes.size(), -1);
+  int next = 0;
+  for (const Kernel& kernel : schedule.kernels) {
+    for (int node : kernel.nodes) {
+      ++seen[node];
+      place[node] = next++;
+    }
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+  for (const auto& [from, to] : DependencyEdges(program_)) {
+    EXPECT_LT(place[from], place[to]);
+  }
+}
+
+}  // namespace
+}  // namespace loom
