@@ -555,14 +555,14 @@ TEST(PlanMemoryTest, NoInPlaceWhenAnotherNodeOfTheKernelReadsTheBuffer) {
 TEST(PlanMemoryTest, NoInPlaceOverABufferTheKernelAlsoWrites) {
   // The kernel rewrites d transposed, then reads it: at a later point the
   // rewrite would land on elements of n already stored.
-  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d,
-                                      std::vector<int>& kernel) {
-    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-    kernel.push_back(
-        b.AddNode(d, {4, 4}, b.Transposed(4), {{0, b.RowMajor({4, 4})}}));
-    kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
-    return n;
-  }));
+  EXPECT_FALSE(
+      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+        kernel.push_back(
+            b.AddNode(d, {4, 4}, b.Transposed(4), {{0, b.RowMajor({4, 4})}}));
+        kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
+        return n;
+      }));
 }
 
 TEST(PlanMemoryTest, NoInPlaceIntoAReduction) {

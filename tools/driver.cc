@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -182,12 +183,18 @@ absl::StatusOr<CompiledModel> CompileGraph(
   if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());
   if (module.schedule.has_value()) {
     report.set_kernels(module.schedule->kernels.size());
+    std::map<std::string, int> refusals;  // sorted, for a deterministic report
     for (const FusionDecision& decision : module.schedule->decisions) {
       if (decision.fused) {
         report.set_fused_pairs(report.fused_pairs() + 1);
       } else {
-        ++(*report.mutable_fusion_refusals())[decision.reason];
+        ++refusals[decision.reason];
       }
+    }
+    for (const auto& [reason, count] : refusals) {
+      proto::Report::FusionRefusals* entry = report.add_fusion_refusals();
+      entry->set_reason(reason);
+      entry->set_count(count);
     }
   }
   if (module.schedule.has_value() && module.schedule->memory.has_value()) {

@@ -516,7 +516,9 @@ std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
       "-shared",
       "-std=c++17",
       "-fno-math-errno",
-      "-fwrapv"};
+      "-fwrapv",
+      // Planned memory reuses one arena for buffers of different types.
+      "-fno-strict-aliasing"};
   if (options.simd() == proto::CppOptions::SCALAR) {
     flags.push_back("-fno-tree-vectorize");
   } else {

@@ -14,7 +14,8 @@
 namespace loom {
 namespace {
 
-// Every composite op is decomposed.
+// The whole CPU path: every composite op decomposed, fusion and memory
+// planning on.
 constexpr char kPipeline[] = R"(
 target: CPU
 pass { name: "verify" }
@@ -22,6 +23,8 @@ pass { name: "decompose" }
 pass { name: "simplify" }
 pass { name: "lower" }
 pass { name: "schedule" }
+pass { name: "fuse" }
+pass { name: "plan-memory" }
 pass { name: "codegen-cpp" cpp { simd: NATIVE } }
 )";
 
