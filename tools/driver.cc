@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "frontends/onnx/onnx_importer.h"
 #include "google/protobuf/util/json_util.h"
 #include "ir/graph_io.h"
 #include "ir/interpreter.h"
@@ -143,7 +145,11 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph,
 
 absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<Graph> graph = LoadGraphFile(options.model);
+  // The model's format follows its extension: .onnx is an ONNX model,
+  // anything else loom's graph text proto.
+  absl::StatusOr<Graph> graph = absl::EndsWith(options.model, ".onnx")
+                                    ? LoadOnnxFile(options.model)
+                                    : LoadGraphFile(options.model);
   if (!graph.ok()) return graph.status();
   return CompileGraph(*std::move(graph), options, start);
 }

@@ -19,7 +19,7 @@ namespace loom {
 // the tests share.
 
 struct CompileOptions {
-  std::string model;               // a .pbtxt graph
+  std::string model;               // a .pbtxt graph or an .onnx model
   std::string pipeline = "cpu";    // a built-in name or a pipeline file
   std::string out_dir;             // where to write the emitted source
   std::string dump_after;          // re2 pattern of passes to dump after

@@ -26,7 +26,8 @@
 #include "tools/driver.h"
 #include "tools/gen.h"
 
-ABSL_FLAG(std::string, model, "", "model: a graph text proto (.pbtxt)");
+ABSL_FLAG(std::string, model, "",
+          "model: a graph text proto (.pbtxt) or an ONNX model (.onnx)");
 ABSL_FLAG(std::string, pipeline, "cpu", "built-in pipeline name or pipeline file");
 ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
 ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");

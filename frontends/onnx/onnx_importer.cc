@@ -1,0 +1,382 @@
+#include "frontends/onnx/onnx_importer.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "frontends/onnx/onnx_context.h"
+#include "frontends/onnx/onnx_ops.h"
+#include "frontends/onnx/onnx_tensor.h"
+#include "ir/interpreter.h"
+#include "ir/verifier.h"
+
+namespace loom {
+namespace {
+
+using onnx_import::Converter;
+using onnx_import::FindConverter;
+using onnx_import::NodeContext;
+using onnx_import::ValueMap;
+
+bool IsDefaultDomain(absl::string_view domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+// The version of the default domain's opset, or 0 when the model imports
+// none (and may then use no op of that domain).
+int64_t DefaultOpset(const onnx::ModelProto& model) {
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    if (IsDefaultDomain(opset.domain())) return opset.version();
+  }
+  return 0;
+}
+
+// ONNX value names whose data loom needs at compile time: the static
+// operands of every node, and everything they are computed from (except
+// through ops that read only their input's type, like Shape).
+absl::flat_hash_set<std::string> NeededAtImport(const onnx::GraphProto& g) {
+  absl::flat_hash_set<std::string> needed;
+  for (int n = g.node_size() - 1; n >= 0; --n) {
+    const onnx::NodeProto& node = g.node(n);
+    for (int i : onnx_import::StaticOperands(node.op_type())) {
+      if (i < node.input_size() && !node.input(i).empty()) {
+        needed.insert(node.input(i));
+      }
+    }
+    if (onnx_import::ReadsOnlyTypes(node.op_type())) continue;
+    bool output_needed = false;
+    for (const std::string& output : node.output()) {
+      output_needed = output_needed || needed.contains(output);
+    }
+    if (!output_needed) continue;
+    for (const std::string& input : node.input()) {
+      if (!input.empty()) needed.insert(input);
+    }
+  }
+  return needed;
+}
+
+// The static type of a graph input: declared dims, or the caller's shape
+// where the model leaves dims symbolic.
+absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
+                                     const OnnxImportOptions& options) {
+  const std::string what = absl::StrCat("graph input '", info.name(), "'");
+  if (!info.type().has_tensor_type()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what,
+                     " is not a tensor (sequences, maps and optionals are not "
+                     "supported)"));
+  }
+  const onnx::TypeProto::Tensor& tensor = info.type().tensor_type();
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(tensor.elem_type(), what);
+  if (!dtype.ok()) return dtype.status();
+  auto given = options.input_shapes.find(info.name());
+  if (!tensor.has_shape()) {
+    if (given != options.input_shapes.end()) {
+      return TensorType{*dtype, given->second};
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has no declared shape; loom needs static shapes"));
+  }
+  const int rank = tensor.shape().dim_size();
+  if (given != options.input_shapes.end() &&
+      static_cast<int>(given->second.size()) != rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has rank ", rank, " but the given shape is ",
+                     ShapeToString(given->second)));
+  }
+  Shape shape;
+  for (int d = 0; d < rank; ++d) {
+    const onnx::TensorShapeProto::Dimension& dim = tensor.shape().dim(d);
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      if (given != options.input_shapes.end() &&
+          given->second[d] != dim.dim_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": the given shape ", ShapeToString(given->second),
+            " contradicts dim ", d, " = ", dim.dim_value()));
+      }
+      shape.push_back(dim.dim_value());
+    } else if (given != options.input_shapes.end()) {
+      shape.push_back(given->second[d]);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": dim ", d, " is dynamic",
+          dim.has_dim_param() ? absl::StrCat(" ('", dim.dim_param(), "')") : "",
+          "; loom needs static shapes (give the input's shape)"));
+    }
+  }
+  return TensorType{*dtype, std::move(shape)};
+}
+
+// Checks a graph output's loom type against what the model declares, where
+// it declares it.
+absl::Status CheckDeclaredType(const onnx::ValueInfoProto& info,
+                               const TensorType& actual) {
+  if (!info.has_type()) return absl::OkStatus();
+  if (!info.type().has_tensor_type()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph output '", info.name(), "' is not declared as a tensor"));
+  }
+  const onnx::TypeProto::Tensor& tensor = info.type().tensor_type();
+  bool matches = true;
+  std::string declared = "?";
+  if (tensor.elem_type() != onnx::TensorProto::UNDEFINED) {
+    absl::StatusOr<DType> dtype = DTypeFromOnnx(
+        tensor.elem_type(), absl::StrCat("graph output '", info.name(), "'"));
+    if (!dtype.ok()) return dtype.status();
+    matches = *dtype == actual.dtype;
+    declared = std::string(DTypeName(*dtype));
+  }
+  if (tensor.has_shape()) {
+    const int rank = tensor.shape().dim_size();
+    matches = matches && rank == static_cast<int>(actual.shape.size());
+    std::vector<std::string> dims;
+    for (int d = 0; d < rank; ++d) {
+      const onnx::TensorShapeProto::Dimension& dim = tensor.shape().dim(d);
+      if (dim.has_dim_value()) {
+        matches = matches && d < static_cast<int>(actual.shape.size()) &&
+                  actual.shape[d] == dim.dim_value();
+        dims.push_back(absl::StrCat(dim.dim_value()));
+      } else {
+        dims.push_back("?");
+      }
+    }
+    absl::StrAppend(&declared, "[", absl::StrJoin(dims, ","), "]");
+  }
+  if (matches) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("graph output '", info.name(), "': the model declares ",
+                   declared, " but loom computes ", TypeToString(actual)));
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, const OnnxImportOptions& options)
+      : model_(model), options_(options) {}
+
+  absl::StatusOr<Graph> Run() {
+    opset_ = DefaultOpset(model_);
+    const onnx::GraphProto& g = model_.graph();
+    graph_.name = g.name();
+    needed_ = NeededAtImport(g);
+    if (absl::Status s = AddArguments(g); !s.ok()) return s;
+    for (const onnx::NodeProto& node : g.node()) {
+      if (absl::Status s = AddNode(node); !s.ok()) return s;
+    }
+    if (absl::Status s = AddOutputs(g); !s.ok()) return s;
+    if (absl::Status s = VerifyGraph(graph_); !s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("the imported graph is invalid: ", s.message()));
+    }
+    return std::move(graph_);
+  }
+
+ private:
+  absl::Status AddArguments(const onnx::GraphProto& g) {
+    if (g.sparse_initializer_size() > 0) {
+      return absl::InvalidArgumentError(
+          "sparse initializers are not supported");
+    }
+    absl::flat_hash_set<std::string> initializers;
+    for (const onnx::TensorProto& init : g.initializer()) {
+      initializers.insert(init.name());
+    }
+    for (const onnx::ValueInfoProto& input : g.input()) {
+      // Before IR 4 initializers were listed as inputs too.
+      if (initializers.contains(input.name())) continue;
+      if (absl::Status s = AddInput(input); !s.ok()) return s;
+    }
+    for (const onnx::TensorProto& init : g.initializer()) {
+      absl::StatusOr<Tensor> data =
+          TensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'"));
+      if (!data.ok()) return data.status();
+      absl::StatusOr<ValueId> id = graph_.AddInitializer(
+          init.name(), ValueKind::kWeight, *std::move(data));
+      if (!id.ok()) return id.status();
+      values_[init.name()] = *id;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddInput(const onnx::ValueInfoProto& input) {
+    absl::StatusOr<TensorType> type = InputType(input, options_);
+    if (!type.ok()) return type.status();
+    auto bound = options_.bound_inputs.find(input.name());
+    absl::StatusOr<ValueId> id;
+    if (needed_.contains(input.name()) &&
+        bound != options_.bound_inputs.end()) {
+      if (bound->second.type() != *type) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph input '", input.name(), "' is ", TypeToString(*type),
+            " but its given value is ", TypeToString(bound->second.type())));
+      }
+      id = graph_.AddInitializer(input.name(), ValueKind::kConstant,
+                                 bound->second);
+    } else {
+      id = graph_.AddInput(input.name(), *std::move(type));
+    }
+    if (!id.ok()) return id.status();
+    values_[input.name()] = *id;
+    return absl::OkStatus();
+  }
+
+  // Whether every input of `node` is known at import.
+  bool InputsKnown(const onnx::NodeProto& node) const {
+    for (const std::string& input : node.input()) {
+      if (input.empty()) continue;
+      auto it = values_.find(input);
+      if (it == values_.end()) return false;
+      const ValueKind kind = graph_.value(it->second).kind;
+      if (kind != ValueKind::kConstant && kind != ValueKind::kWeight) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool OutputNeeded(const onnx::NodeProto& node) const {
+    for (const std::string& output : node.output()) {
+      if (needed_.contains(output)) return true;
+    }
+    return false;
+  }
+
+  absl::Status AddNode(const onnx::NodeProto& node) {
+    const Converter* converter = FindConverter(node.op_type());
+    if (!IsDefaultDomain(node.domain())) {
+      return NodeContext(node, opset_, graph_, values_)
+          .Refuse(absl::StrCat("op ", node.op_type(), " of domain '",
+                               node.domain(), "' is not supported by loom"));
+    }
+    if (opset_ == 0) {
+      return NodeContext(node, opset_, graph_, values_)
+          .Refuse("the model imports no opset of the default ONNX domain");
+    }
+    if (converter == nullptr) {
+      return NodeContext(node, opset_, graph_, values_)
+          .Refuse(absl::StrCat("op ", node.op_type(), " (opset ", opset_,
+                               ") is not supported by loom"));
+    }
+    if (node.input_size() > 0 && OutputNeeded(node) && InputsKnown(node)) {
+      return FoldNode(node, *converter);
+    }
+    NodeContext ctx(node, opset_, graph_, values_);
+    if (absl::Status s = (*converter)(ctx); !s.ok()) return s;
+    if (!ctx.AllOutputsBound()) {
+      return absl::InternalError(
+          absl::StrCat(ctx.label(), ": an output was left undefined"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Converts `node` in a scratch graph whose inputs are the node's (known)
+  // inputs as constants, runs it with the reference interpreter and adds
+  // its outputs as constants.
+  absl::Status FoldNode(const onnx::NodeProto& node,
+                        const Converter& converter) {
+    Graph scratch;
+    ValueMap scratch_values;
+    for (const std::string& input : node.input()) {
+      if (input.empty() || scratch_values.contains(input)) continue;
+      absl::StatusOr<ValueId> id = scratch.AddInitializer(
+          input, ValueKind::kConstant, graph_.initializer(values_.at(input)));
+      if (!id.ok()) return id.status();
+      scratch_values[input] = *id;
+    }
+    NodeContext ctx(node, opset_, scratch, scratch_values);
+    if (absl::Status s = converter(ctx); !s.ok()) return s;
+    std::vector<int> wanted;
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (!ctx.WantsOutput(i)) continue;
+      auto it = scratch_values.find(node.output(i));
+      if (it == scratch_values.end()) {
+        return absl::InternalError(
+            absl::StrCat(ctx.label(), ": an output was left undefined"));
+      }
+      wanted.push_back(i);
+      scratch.AddOutput(it->second);
+    }
+    absl::StatusOr<std::vector<Tensor>> results = Interpret(scratch, {});
+    if (!results.ok()) {
+      return ctx.Refuse(absl::StrCat("cannot compute it at import: ",
+                                     results.status().message()));
+    }
+    for (size_t k = 0; k < wanted.size(); ++k) {
+      const std::string& name = node.output(wanted[k]);
+      absl::StatusOr<ValueId> id = graph_.AddInitializer(
+          graph_.FindValue(name) < 0 ? name : graph_.UniqueValueName(name),
+          ValueKind::kConstant, std::move((*results)[k]));
+      if (!id.ok()) return id.status();
+      values_[name] = *id;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddOutputs(const onnx::GraphProto& g) {
+    if (g.output_size() == 0) {
+      return absl::InvalidArgumentError("the graph has no outputs");
+    }
+    for (const onnx::ValueInfoProto& output : g.output()) {
+      auto it = values_.find(output.name());
+      if (it == values_.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph output '", output.name(), "' is not defined by any node"));
+      }
+      if (absl::Status s =
+              CheckDeclaredType(output, graph_.value(it->second).type);
+          !s.ok()) {
+        return s;
+      }
+      graph_.AddOutput(it->second);
+    }
+    return absl::OkStatus();
+  }
+
+  const onnx::ModelProto& model_;
+  const OnnxImportOptions& options_;
+  int64_t opset_ = 0;
+  Graph graph_;
+  ValueMap values_;
+  absl::flat_hash_set<std::string> needed_;
+};
+
+}  // namespace
+
+absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
+                                      const OnnxImportOptions& options) {
+  return Importer(model, options).Run();
+}
+
+absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
+  }
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes.str())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a binary ONNX model (ModelProto)"));
+  }
+  return model;
+}
+
+absl::StatusOr<Graph> LoadOnnxFile(const std::string& path,
+                                   const OnnxImportOptions& options) {
+  absl::StatusOr<onnx::ModelProto> model = ReadOnnxModelFile(path);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<Graph> graph = ImportOnnxModel(*model, options);
+  if (!graph.ok()) {
+    return absl::Status(graph.status().code(),
+                        absl::StrCat(path, ": ", graph.status().message()));
+  }
+  return graph;
+}
+
+}  // namespace loom

@@ -1,0 +1,65 @@
+#ifndef LOOM_FRONTENDS_ONNX_ONNX_IMPORTER_H_
+#define LOOM_FRONTENDS_ONNX_ONNX_IMPORTER_H_
+
+// The ONNX frontend: an ONNX model (ModelProto) as a loom Graph.
+//
+// - Graph inputs become loom inputs; initializers become weights; Constant
+//   nodes (and values computed from constants at import) become constants.
+// - Every ONNX op maps onto loom ops (see onnx_ops_*.cc), names and
+//   attributes per loom's op conventions. Operands that ONNX passes as
+//   tensors but loom needs at compile time (shapes, axes, pads, split sizes,
+//   repeats, clip bounds, gather indices, ...) must be known at import: an
+//   initializer, a Constant, or computed from them. Shape computations
+//   (Shape, Size, Range, ConstantOfShape and arithmetic on their results)
+//   are folded at import with loom's reference interpreter.
+// - Optional inputs absent in the middle of a recurrence's input list are
+//   materialised (zeros, or full sequence lengths); unused optional outputs
+//   get fresh names.
+// - Shapes are static: every input dim must be known (or given through
+//   OnnxImportOptions::input_shapes), and each node's output types are
+//   inferred as it is added. Graph outputs whose type the model declares
+//   must match loom's inferred type.
+//
+// Anything loom cannot run exactly (an op outside its set, an attribute it
+// does not understand, a dtype other than FLOAT, DOUBLE, INT32, INT64 and
+// BOOL, a dynamic dim, an operand that must be constant but is not) is an
+// InvalidArgument error that names the node, never a crash or a silently
+// different result. Names from the model are only stored in the Graph;
+// loom's code generation never prints them.
+
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "ir/dtype.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+#include "onnx/onnx_pb.h"
+
+namespace loom {
+
+struct OnnxImportOptions {
+  // Values of graph inputs, by name. The importer uses one only where the
+  // model needs that input's data at compile time (a Reshape's target
+  // shape fed as a graph input, as ONNX's node tests do); such an input
+  // then becomes a constant and leaves the graph's inputs. Other inputs
+  // stay inputs even when they have a value here.
+  absl::flat_hash_map<std::string, Tensor> bound_inputs;
+  // Shapes for graph inputs whose declared shape has symbolic or unknown
+  // dims, by name.
+  absl::flat_hash_map<std::string, Shape> input_shapes;
+};
+
+absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
+                                      const OnnxImportOptions& options = {});
+
+// Reads and imports a binary .onnx file. Errors name the path.
+absl::StatusOr<Graph> LoadOnnxFile(const std::string& path,
+                                   const OnnxImportOptions& options = {});
+
+// Reads a binary .onnx file into its proto.
+absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path);
+
+}  // namespace loom
+
+#endif  // LOOM_FRONTENDS_ONNX_ONNX_IMPORTER_H_

@@ -1,0 +1,498 @@
+#include "frontends/onnx/onnx_importer.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/onnx/onnx_tensor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/interpreter.h"
+
+namespace loom {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Builds small ONNX models in memory.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 17) {
+    model_.set_ir_version(8);
+    onnx::OperatorSetIdProto* import = model_.add_opset_import();
+    import->set_domain("");
+    import->set_version(opset);
+    model_.mutable_graph()->set_name("test");
+  }
+
+  ModelBuilder& Input(const std::string& name, int32_t elem_type,
+                      const std::vector<int64_t>& dims) {
+    SetType(model_.mutable_graph()->add_input(), name, elem_type, dims);
+    return *this;
+  }
+  // A dim given as a name (symbolic) instead of a value.
+  ModelBuilder& SymbolicInput(const std::string& name, const std::string& dim) {
+    onnx::ValueInfoProto* info = model_.mutable_graph()->add_input();
+    info->set_name(name);
+    onnx::TypeProto::Tensor* tensor =
+        info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor->mutable_shape()->add_dim()->set_dim_param(dim);
+    return *this;
+  }
+  ModelBuilder& Output(const std::string& name) {
+    model_.mutable_graph()->add_output()->set_name(name);
+    return *this;
+  }
+  ModelBuilder& TypedOutput(const std::string& name, int32_t elem_type,
+                            const std::vector<int64_t>& dims) {
+    SetType(model_.mutable_graph()->add_output(), name, elem_type, dims);
+    return *this;
+  }
+  ModelBuilder& Initializer(const std::string& name, std::vector<int64_t> dims,
+                            const std::vector<float>& values) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    *t = FloatTensor(dims, values);
+    t->set_name(name);
+    return *this;
+  }
+  onnx::NodeProto& Node(const std::string& op,
+                        const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs,
+                        const std::string& name = "") {
+    onnx::NodeProto* node = model_.mutable_graph()->add_node();
+    node->set_op_type(op);
+    node->set_name(name);
+    for (const std::string& input : inputs) node->add_input(input);
+    for (const std::string& output : outputs) node->add_output(output);
+    return *node;
+  }
+
+  const onnx::ModelProto& model() const { return model_; }
+  onnx::ModelProto& model_for_test() { return model_; }
+
+  static onnx::TensorProto FloatTensor(const std::vector<int64_t>& dims,
+                                       const std::vector<float>& values) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t.add_dims(d);
+    for (float v : values) t.add_float_data(v);
+    return t;
+  }
+  static onnx::TensorProto IntTensor(const std::vector<int64_t>& dims,
+                                     const std::vector<int64_t>& values) {
+    onnx::TensorProto t;
+    t.set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t.add_dims(d);
+    for (int64_t v : values) t.add_int64_data(v);
+    return t;
+  }
+
+ private:
+  static void SetType(onnx::ValueInfoProto* info, const std::string& name,
+                      int32_t elem_type, const std::vector<int64_t>& dims) {
+    info->set_name(name);
+    onnx::TypeProto::Tensor* tensor =
+        info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(elem_type);
+    onnx::TensorShapeProto* shape = tensor->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  }
+
+  onnx::ModelProto model_;
+};
+
+void SetAttr(onnx::NodeProto& node, const std::string& name, int64_t value) {
+  onnx::AttributeProto* attr = node.add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::INT);
+  attr->set_i(value);
+}
+
+void SetAttr(onnx::NodeProto& node, const std::string& name,
+             const onnx::TensorProto& value) {
+  onnx::AttributeProto* attr = node.add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::TENSOR);
+  *attr->mutable_t() = value;
+}
+
+Tensor Iota(Shape shape, double scale = 0.1) {
+  Tensor t(DType::kF32, std::move(shape));
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    t.SetDouble(i, scale * static_cast<double>((i * 7) % 11) - 0.4);
+  }
+  return t;
+}
+
+std::vector<std::string> Ops(const Graph& graph) {
+  std::vector<std::string> ops;
+  for (const Node& node : graph.nodes()) ops.push_back(node.op);
+  return ops;
+}
+
+TEST(OnnxImporterTest, MapsInputsInitializersAndConstants) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3})
+      .Initializer("w", {3}, {1, 2, 3})
+      .Output("y");
+  SetAttr(b.Node("Constant", {}, {"c"}), "value",
+          ModelBuilder::FloatTensor({}, {10}));
+  b.Node("Add", {"x", "w"}, {"s"});
+  b.Node("Mul", {"s", "c"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->inputs().size(), 1u);
+  ASSERT_EQ(graph->weights().size(), 1u);
+  ASSERT_EQ(graph->constants().size(), 1u);
+  EXPECT_EQ(graph->value(graph->weights()[0]).name, "w");
+  EXPECT_EQ(graph->value(graph->outputs()[0]).name, "y");
+  EXPECT_EQ(Ops(*graph), (std::vector<std::string>{"add", "mul"}));
+  Tensor x = Iota({2, 3});
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_FLOAT_EQ((*y)[0].GetDouble(i), (x.GetDouble(i) + 1 + i % 3) * 10);
+  }
+}
+
+TEST(OnnxImporterTest, RefusesUnsupportedOpNamingTheNode) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 4, 4}).Output("y");
+  b.Node("MaxPool", {"x"}, {"y"}, "pool1");
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'pool1' (MaxPool): op MaxPool (opset 17) is not "
+                        "supported"));
+}
+
+TEST(OnnxImporterTest, RefusesOtherDomains) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
+  b.Node("Relu", {"x"}, {"y"}).set_domain("com.example");
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  EXPECT_THAT(graph.status().message(), HasSubstr("domain 'com.example'"));
+}
+
+TEST(OnnxImporterTest, RefusesUnsupportedDtypes) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::UINT8, {2}).Output("y");
+  b.Node("Relu", {"x"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(), HasSubstr("graph input 'x'"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("UINT8"));
+
+  ModelBuilder cast;
+  cast.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
+  SetAttr(cast.Node("Cast", {"x"}, {"y"}, "to_half"), "to",
+          int64_t{onnx::TensorProto::FLOAT16});
+  graph = ImportOnnxModel(cast.model());
+  EXPECT_THAT(graph.status().message(), HasSubstr("node 'to_half' (Cast)"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("FLOAT16"));
+}
+
+TEST(OnnxImporterTest, RefusesUnknownAttributes) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
+  SetAttr(b.Node("Relu", {"x"}, {"y"}, "r"), "fancy", 1);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'r' (Relu): attribute 'fancy' is not supported"));
+}
+
+TEST(OnnxImporterTest, DynamicDimsNeedAShape) {
+  ModelBuilder b;
+  b.SymbolicInput("x", "N").Output("y");
+  b.Node("Relu", {"x"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(), HasSubstr("dim 0 is dynamic ('N')"));
+  OnnxImportOptions options;
+  options.input_shapes["x"] = {5};
+  graph = ImportOnnxModel(b.model(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->value(graph->inputs()[0]).type.shape, Shape{5});
+}
+
+TEST(OnnxImporterTest, ShapeOperandsMustBeKnownOrBound) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 6})
+      .Input("shape", onnx::TensorProto::INT64, {3})
+      .Output("y");
+  b.Node("Reshape", {"x", "shape"}, {"y"}, "r");
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'r' (Reshape): input 'shape' (the target shape) "
+                        "must be known at import"));
+
+  OnnxImportOptions options;
+  Tensor shape(DType::kI64, {3});
+  shape.SetInt(0, 0);  // ONNX: copy dim 0 of the input
+  shape.SetInt(1, 3);
+  shape.SetInt(2, -1);
+  options.bound_inputs.emplace("shape", shape);
+  options.bound_inputs.emplace("x", Iota({2, 6}));  // data: stays an input
+  graph = ImportOnnxModel(b.model(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->inputs().size(), 1u);
+  EXPECT_EQ(graph->value(graph->inputs()[0]).name, "x");
+  EXPECT_EQ(graph->value(graph->outputs()[0]).type.shape, (Shape{2, 3, 2}));
+}
+
+// Reshape(x, Concat(Shape(x)[0:1], [-1])) folds to a reshape with a fixed
+// target; nothing of the shape computation is left in the graph.
+TEST(OnnxImporterTest, FoldsShapeComputations) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3, 4}).Output("y");
+  b.Node("Shape", {"x"}, {"s"});
+  SetAttr(b.Node("Constant", {}, {"zero"}), "value",
+          ModelBuilder::IntTensor({1}, {0}));
+  SetAttr(b.Node("Constant", {}, {"one"}), "value",
+          ModelBuilder::IntTensor({1}, {1}));
+  SetAttr(b.Node("Constant", {}, {"minus_one"}), "value",
+          ModelBuilder::IntTensor({1}, {-1}));
+  b.Node("Slice", {"s", "zero", "one"}, {"batch"});
+  SetAttr(b.Node("Concat", {"batch", "minus_one"}, {"target"}), "axis", 0);
+  b.Node("Reshape", {"x", "target"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(Ops(*graph), std::vector<std::string>{"reshape"});
+  EXPECT_EQ(graph->nodes()[0].attrs.GetInts("shape"),
+            (std::vector<int64_t>{2, -1}));
+  EXPECT_EQ(graph->value(graph->outputs()[0]).type.shape, (Shape{2, 12}));
+}
+
+// Before opset 13, softmax flattens to 2-D at `axis` and normalises over
+// everything after it.
+TEST(OnnxImporterTest, OldSoftmaxFlattensAtAxis) {
+  ModelBuilder b(11);
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3, 4}).Output("y");
+  b.Node("Softmax", {"x"}, {"y"});  // axis 1 by default
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Tensor x = Iota({2, 3, 4});
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].shape(), (Shape{2, 3, 4}));
+  for (int64_t row = 0; row < 2; ++row) {
+    double sum = 0;
+    for (int64_t i = 0; i < 12; ++i) sum += std::exp(x.GetDouble(row * 12 + i));
+    for (int64_t i = 0; i < 12; ++i) {
+      EXPECT_NEAR((*y)[0].GetDouble(row * 12 + i),
+                  std::exp(x.GetDouble(row * 12 + i)) / sum, 1e-6);
+    }
+  }
+}
+
+TEST(OnnxImporterTest, LayerNormalizationStatisticsOutputs) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 5})
+      .Initializer("scale", {5}, {1, 1, 1, 1, 1})
+      .TypedOutput("y", onnx::TensorProto::FLOAT, {2, 5})
+      .TypedOutput("mean", onnx::TensorProto::FLOAT, {2, 1})
+      .TypedOutput("inv_std", onnx::TensorProto::FLOAT, {2, 1});
+  b.Node("LayerNormalization", {"x", "scale"}, {"y", "mean", "inv_std"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Tensor x = Iota({2, 5});
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(*graph, {x});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int64_t row = 0; row < 2; ++row) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < 5; ++i) mean += x.GetDouble(row * 5 + i) / 5;
+    for (int64_t i = 0; i < 5; ++i) {
+      var += std::pow(x.GetDouble(row * 5 + i) - mean, 2) / 5;
+    }
+    const double inv_std = 1 / std::sqrt(var + 1e-5);
+    EXPECT_NEAR((*out)[1].GetDouble(row), mean, 1e-6);
+    EXPECT_NEAR((*out)[2].GetDouble(row), inv_std, 1e-4);
+    EXPECT_NEAR((*out)[0].GetDouble(row * 5),
+                (x.GetDouble(row * 5) - mean) * inv_std, 1e-5);
+  }
+}
+
+// ONNX lets a recurrence skip B and sequence_lens but give initial_h; loom's
+// optional inputs are trailing, so the gaps become constants (zeros, full
+// lengths). Y is unused (empty name) but comes before Y_h.
+TEST(OnnxImporterTest, RecurrenceMaterialisesMiddleInputs) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {4, 2, 3})
+      .Input("w", onnx::TensorProto::FLOAT, {1, 15, 3})
+      .Input("r", onnx::TensorProto::FLOAT, {1, 15, 5})
+      .Input("h0", onnx::TensorProto::FLOAT, {1, 2, 5})
+      .TypedOutput("y_h", onnx::TensorProto::FLOAT, {1, 2, 5});
+  onnx::NodeProto& gru =
+      b.Node("GRU", {"x", "w", "r", "", "", "h0"}, {"", "y_h"});
+  SetAttr(gru, "hidden_size", 5);
+  SetAttr(gru, "linear_before_reset", 1);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(Ops(*graph), std::vector<std::string>{"gru"});
+  const Node& node = graph->nodes()[0];
+  ASSERT_EQ(node.inputs.size(), 6u);
+  const Tensor& bias = graph->initializer(node.inputs[3]);
+  EXPECT_EQ(bias.shape(), (Shape{1, 30}));
+  for (int64_t i = 0; i < bias.num_elements(); ++i)
+    EXPECT_EQ(bias.GetDouble(i), 0);
+  const Tensor& lengths = graph->initializer(node.inputs[4]);
+  EXPECT_EQ(lengths.shape(), Shape{2});
+  EXPECT_EQ(lengths.GetInt(0), 4);
+  EXPECT_EQ(node.attrs.GetInt("linear_before_reset", 0), 1);
+  EXPECT_EQ(node.outputs.size(), 2u);
+  EXPECT_EQ(graph->outputs()[0], node.outputs[1]);
+}
+
+TEST(OnnxImporterTest, RecurrenceRefusesActivationParameters) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 2})
+      .Input("w", onnx::TensorProto::FLOAT, {1, 3, 2})
+      .Input("r", onnx::TensorProto::FLOAT, {1, 3, 3})
+      .Output("y");
+  onnx::NodeProto& rnn = b.Node("RNN", {"x", "w", "r"}, {"y"}, "cell");
+  SetAttr(rnn, "hidden_size", 3);
+  onnx::AttributeProto* alpha = rnn.add_attribute();
+  alpha->set_name("activation_alpha");
+  alpha->set_type(onnx::AttributeProto::FLOATS);
+  alpha->add_floats(0.5f);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'cell' (RNN): attribute 'activation_alpha'"));
+}
+
+TEST(OnnxImporterTest, ClipBoundsMustBeKnown) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {3})
+      .Input("lo", onnx::TensorProto::FLOAT, {})
+      .Output("y");
+  b.Node("Clip", {"x", "lo"}, {"y"}, "clip");
+  EXPECT_THAT(ImportOnnxModel(b.model()).status().message(),
+              HasSubstr("input 'lo' (min) must be known at import"));
+
+  ModelBuilder known;
+  known.Input("x", onnx::TensorProto::FLOAT, {3})
+      .Initializer("hi", {}, {0.25f})
+      .Output("y");
+  known.Node("Clip", {"x", "", "hi"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(known.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_FALSE(graph->nodes()[0].attrs.Has("min"));
+  EXPECT_EQ(graph->nodes()[0].attrs.GetFloat("max", 0), 0.25);
+}
+
+TEST(OnnxImporterTest, DeclaredOutputTypesAreChecked) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3})
+      .TypedOutput("y", onnx::TensorProto::FLOAT, {3, 2});
+  b.Node("Relu", {"x"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("graph output 'y': the model declares f32[3,2] but "
+                        "loom computes f32[2,3]"));
+}
+
+TEST(OnnxImporterTest, GatherElementsWithKnownIndices) {
+  ModelBuilder b;
+  b.Input("data", onnx::TensorProto::FLOAT, {2, 3}).Output("y");
+  onnx::TensorProto indices = ModelBuilder::IntTensor({2, 2}, {2, -3, 1, 0});
+  indices.set_name("indices");
+  *b.model_for_test().mutable_graph()->add_initializer() = indices;
+  SetAttr(b.Node("GatherElements", {"data", "indices"}, {"y"}), "axis", 1);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Tensor data = Iota({2, 3}, 1.0);
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {data});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].GetDouble(0), data.GetDouble(2));
+  EXPECT_EQ((*y)[0].GetDouble(1), data.GetDouble(0));
+  EXPECT_EQ((*y)[0].GetDouble(2), data.GetDouble(4));
+  EXPECT_EQ((*y)[0].GetDouble(3), data.GetDouble(3));
+}
+
+TEST(OnnxImporterTest, OldOpsetAttributesAndNewOpsetInputs) {
+  // Opset 11: Squeeze takes axes as an attribute; opset 13 as an input.
+  ModelBuilder old_model(11);
+  old_model.Input("x", onnx::TensorProto::FLOAT, {1, 3, 1}).Output("y");
+  onnx::NodeProto& squeeze = old_model.Node("Squeeze", {"x"}, {"y"});
+  onnx::AttributeProto* axes = squeeze.add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::INTS);
+  axes->add_ints(0);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(old_model.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->value(graph->outputs()[0]).type.shape, (Shape{3, 1}));
+
+  ModelBuilder new_model(13);
+  new_model.Input("x", onnx::TensorProto::FLOAT, {1, 3, 1}).Output("y");
+  onnx::TensorProto axes_tensor = ModelBuilder::IntTensor({1}, {-1});
+  axes_tensor.set_name("axes");
+  *new_model.model_for_test().mutable_graph()->add_initializer() = axes_tensor;
+  new_model.Node("Squeeze", {"x", "axes"}, {"y"});
+  graph = ImportOnnxModel(new_model.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->value(graph->outputs()[0]).type.shape, (Shape{1, 3}));
+}
+
+TEST(OnnxImporterTest, RefusesHugeConstantsWithoutAllocating) {
+  ModelBuilder b;
+  b.Output("y");
+  SetAttr(b.Node("Constant", {}, {"shape"}), "value",
+          ModelBuilder::IntTensor({2}, {int64_t{1} << 30, int64_t{1} << 30}));
+  b.Node("ConstantOfShape", {"shape"}, {"y"}, "fill");
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'fill' (ConstantOfShape): a constant of shape "
+                        "[1073741824,1073741824] is invalid or too large"));
+  // A tensor whose dims claim more than its data holds.
+  onnx::TensorProto lying = ModelBuilder::FloatTensor({}, {1});
+  lying.add_dims(int64_t{1} << 39);
+  EXPECT_THAT(TensorFromOnnx(lying, "t").status().message(),
+              HasSubstr("1 values in float_data"));
+}
+
+TEST(OnnxTensorTest, ReadsRawAndTypedData) {
+  onnx::TensorProto raw;
+  raw.set_data_type(onnx::TensorProto::INT32);
+  raw.add_dims(2);
+  const int32_t values[] = {7, -3};
+  raw.set_raw_data(std::string(reinterpret_cast<const char*>(values), 8));
+  absl::StatusOr<Tensor> t = TensorFromOnnx(raw, "raw");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->GetInt(1), -3);
+
+  onnx::TensorProto bools;
+  bools.set_data_type(onnx::TensorProto::BOOL);
+  bools.add_dims(3);
+  for (int v : {1, 0, 1}) bools.add_int32_data(v);
+  t = TensorFromOnnx(bools, "bools");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kBool);
+  EXPECT_EQ(t->GetInt(2), 1);
+}
+
+TEST(OnnxTensorTest, RefusesBadData) {
+  onnx::TensorProto short_data = ModelBuilder::FloatTensor({3}, {1, 2});
+  EXPECT_THAT(TensorFromOnnx(short_data, "t").status().message(),
+              HasSubstr("2 values in float_data for shape [3]"));
+  onnx::TensorProto external = ModelBuilder::FloatTensor({1}, {1});
+  external.set_data_location(onnx::TensorProto::EXTERNAL);
+  EXPECT_THAT(TensorFromOnnx(external, "t").status().message(),
+              HasSubstr("external"));
+  onnx::TensorProto negative = ModelBuilder::FloatTensor({}, {1});
+  negative.add_dims(-2);
+  EXPECT_EQ(TensorFromOnnx(negative, "t").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnnxImporterTest, LoadOnnxFileNamesThePath) {
+  absl::StatusOr<Graph> graph = LoadOnnxFile("/nonexistent/model.onnx");
+  EXPECT_THAT(graph.status().message(), HasSubstr("/nonexistent/model.onnx"));
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,44 @@
+#ifndef LOOM_FRONTENDS_ONNX_ONNX_OPS_H_
+#define LOOM_FRONTENDS_ONNX_ONNX_OPS_H_
+
+// The ONNX op converters, by family. Internal to frontends/onnx.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "frontends/onnx/onnx_context.h"
+
+namespace loom::onnx_import {
+
+// Converts one ONNX node into loom nodes (or constants) through `ctx`.
+using Converter = std::function<absl::Status(NodeContext& ctx)>;
+using ConverterMap = absl::flat_hash_map<std::string, Converter>;
+
+// Elementwise math, comparisons, logic, casts and activations.
+void AddElementwiseConverters(ConverterMap& map);
+// Shapes, views, data movement and the ops folded at import (Shape, Size,
+// Range, ConstantOfShape, EyeLike, Constant).
+void AddTensorConverters(ConverterMap& map);
+// Matmul, reductions, softmax family, normalisations, recurrences, losses.
+void AddNeuralConverters(ConverterMap& map);
+
+// The converter for an ONNX op of the default domain, or null.
+const Converter* FindConverter(absl::string_view op_type);
+
+// Operand positions of `op_type` whose data loom needs at import (shapes,
+// axes, pads, gather indices, ...): the importer resolves them to constants
+// and refuses the node when it cannot.
+std::vector<int> StaticOperands(absl::string_view op_type);
+
+// Ops whose outputs are computed at import from their inputs' types alone
+// (Shape, Size): their inputs are not needed as constants.
+bool ReadsOnlyTypes(absl::string_view op_type);
+
+}  // namespace loom::onnx_import
+
+#endif  // LOOM_FRONTENDS_ONNX_ONNX_OPS_H_

@@ -1,0 +1,336 @@
+// ONNX elementwise ops: arithmetic, comparisons, logic, casts and
+// activations. Most map 1:1 onto a loom op; the rest are short compositions
+// of loom primitives that follow the ONNX definition term by term.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/onnx/onnx_ops.h"
+#include "frontends/onnx/onnx_tensor.h"
+
+namespace loom::onnx_import {
+namespace {
+
+constexpr AttrKind kInt = onnx::AttributeProto::INT;
+constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
+
+// An op with no attributes whose every output k is loom `op` applied to the
+// node's inputs.
+Converter Direct(std::string op) {
+  return [op](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    std::vector<ValueId> inputs;
+    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.In(i));
+    ctx.EmitOutput(0, op, std::move(inputs));
+    return ctx.status();
+  };
+}
+
+// Max, Min, Sum: a chain of binary loom ops over one or more inputs.
+ValueId Fold(NodeContext& ctx, const std::string& op) {
+  ValueId acc = ctx.In(0);
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    acc = ctx.Emit(op, {acc, ctx.In(i)});
+  }
+  return acc;
+}
+
+Converter Variadic(std::string op) {
+  return [op](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    ctx.Bind(0, Fold(ctx, op));
+    return ctx.status();
+  };
+}
+
+absl::Status ConvertMean(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const ValueId sum = Fold(ctx, "add");
+  ctx.EmitOutput(0, "div",
+                 {sum, ctx.Scalar(ctx.TypeOf(sum).dtype, ctx.num_inputs())});
+  return ctx.status();
+}
+
+// ONNX Pow lets the exponent's type differ from the base's; the result has
+// the base's type. Mixed types compute in f64.
+absl::Status ConvertPow(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const ValueId base = ctx.In(0), exponent = ctx.In(1);
+  const DType dtype = ctx.TypeOf(base).dtype;
+  if (!ctx.ok() || dtype == ctx.TypeOf(exponent).dtype) {
+    ctx.EmitOutput(0, "pow", {base, exponent});
+    return ctx.status();
+  }
+  const ValueId power = ctx.Emit("pow", {ctx.CastTo(base, DType::kF64),
+                                         ctx.CastTo(exponent, DType::kF64)});
+  ctx.EmitOutput(0, "cast", {power},
+                 MakeAttrs({{"to", std::string(DTypeName(dtype))}}));
+  return ctx.status();
+}
+
+absl::Status ConvertMod(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"fmod", kInt}}); !s.ok()) return s;
+  ctx.EmitOutput(0, "mod", {ctx.In(0), ctx.In(1)},
+                 MakeAttrs({{"fmod", ctx.Int("fmod", 0)}}));
+  return ctx.status();
+}
+
+absl::Status ConvertClip(NodeContext& ctx) {
+  Attrs attrs;
+  if (ctx.opset() < 11) {
+    if (absl::Status s = ctx.CheckAttrs({{"min", kFloat}, {"max", kFloat}});
+        !s.ok()) {
+      return s;
+    }
+    for (const char* bound : {"min", "max"}) {
+      if (ctx.HasAttr(bound)) attrs.Set(bound, ctx.Float(bound, 0));
+    }
+  } else {
+    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    const char* const bounds[] = {"min", "max"};
+    for (int i = 1; i <= 2; ++i) {
+      if (!ctx.HasInput(i)) continue;
+      absl::StatusOr<double> bound = ctx.ConstScalar(i, bounds[i - 1]);
+      if (!bound.ok()) return bound.status();
+      attrs.Set(bounds[i - 1], *bound);
+    }
+  }
+  ctx.EmitOutput(0, "clip", {ctx.In(0)}, std::move(attrs));
+  return ctx.status();
+}
+
+absl::Status EmitCast(NodeContext& ctx, DType to) {
+  ctx.EmitOutput(0, "cast", {ctx.In(0)},
+                 MakeAttrs({{"to", std::string(DTypeName(to))}}));
+  return ctx.status();
+}
+
+absl::Status ConvertCast(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"to", kInt}}); !s.ok()) return s;
+  absl::StatusOr<DType> to =
+      DTypeFromOnnx(static_cast<int32_t>(ctx.Int("to", 0)), ctx.label());
+  if (!to.ok()) return to.status();
+  return EmitCast(ctx, *to);
+}
+
+absl::Status ConvertCastLike(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const DType to = ctx.TypeOf(ctx.In(1)).dtype;
+  return EmitCast(ctx, to);
+}
+
+absl::Status ConvertIdentity(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  ctx.Bind(0, ctx.In(0));
+  return ctx.status();
+}
+
+// An activation with float attributes that loom has under the same names;
+// `defaults` are ONNX's (as float32, like the attributes themselves).
+Converter Activation(std::string op,
+                     std::vector<std::pair<std::string, float>> defaults) {
+  return [op, defaults](NodeContext& ctx) -> absl::Status {
+    std::vector<AttrRule> accepted;
+    for (const auto& [name, value] : defaults)
+      accepted.push_back({name, kFloat});
+    if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+    Attrs attrs;
+    for (const auto& [name, value] : defaults) {
+      attrs.Set(name, ctx.Float(name, value));
+    }
+    ctx.EmitOutput(0, op, {ctx.In(0)}, std::move(attrs));
+    return ctx.status();
+  };
+}
+
+// A float attribute of a composite activation, checked to be the only one.
+absl::StatusOr<double> OnlyFloatAttr(NodeContext& ctx, absl::string_view name,
+                                     float default_value) {
+  if (absl::Status s = ctx.CheckAttrs({{name, kFloat}}); !s.ok()) return s;
+  return ctx.Float(name, default_value);
+}
+
+// celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+absl::Status ConvertCelu(NodeContext& ctx) {
+  absl::StatusOr<double> alpha = OnlyFloatAttr(ctx, "alpha", 1.0f);
+  if (!alpha.ok()) return alpha.status();
+  const ValueId x = ctx.In(0);
+  const DType t = ctx.TypeOf(x).dtype;
+  const ValueId a = ctx.Scalar(t, *alpha);
+  const ValueId expm1 = ctx.Emit(
+      "sub", {ctx.Emit("exp", {ctx.Emit("div", {x, a})}), ctx.Scalar(t, 1)});
+  const ValueId negative =
+      ctx.Emit("minimum", {ctx.Scalar(t, 0), ctx.Emit("mul", {a, expm1})});
+  ctx.EmitOutput(0, "add", {ctx.Emit("relu", {x}), negative});
+  return ctx.status();
+}
+
+// thresholded_relu(x) = x > alpha ? x : 0
+absl::Status ConvertThresholdedRelu(NodeContext& ctx) {
+  absl::StatusOr<double> alpha = OnlyFloatAttr(ctx, "alpha", 1.0f);
+  if (!alpha.ok()) return alpha.status();
+  const ValueId x = ctx.In(0);
+  const DType t = ctx.TypeOf(x).dtype;
+  const ValueId above = ctx.Emit("greater", {x, ctx.Scalar(t, *alpha)});
+  ctx.EmitOutput(0, "where", {above, x, ctx.Scalar(t, 0)});
+  return ctx.status();
+}
+
+// softsign(x) = x / (1 + |x|)
+absl::Status ConvertSoftsign(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const ValueId x = ctx.In(0);
+  const ValueId denominator = ctx.Emit(
+      "add", {ctx.Scalar(ctx.TypeOf(x).dtype, 1), ctx.Emit("abs", {x})});
+  ctx.EmitOutput(0, "div", {x, denominator});
+  return ctx.status();
+}
+
+// shrink(x) = x < -lambd ? x + bias : x > lambd ? x - bias : 0
+absl::Status ConvertShrink(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"bias", kFloat}, {"lambd", kFloat}});
+      !s.ok()) {
+    return s;
+  }
+  const ValueId x = ctx.In(0);
+  const DType t = ctx.TypeOf(x).dtype;
+  const double lambd = ctx.Float("lambd", 0.5f);
+  const ValueId bias = ctx.Scalar(t, ctx.Float("bias", 0.0f));
+  const ValueId above = ctx.Emit("greater", {x, ctx.Scalar(t, lambd)});
+  const ValueId below = ctx.Emit("less", {x, ctx.Scalar(t, -lambd)});
+  const ValueId upper =
+      ctx.Emit("where", {above, ctx.Emit("sub", {x, bias}), ctx.Scalar(t, 0)});
+  ctx.EmitOutput(0, "where", {below, ctx.Emit("add", {x, bias}), upper});
+  return ctx.status();
+}
+
+// sinh and cosh from exp: (exp(x) -/+ exp(-x)) / 2.
+Converter Hyperbolic(std::string combine) {
+  return [combine](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    const ValueId x = ctx.In(0);
+    const ValueId sum = ctx.Emit(
+        combine,
+        {ctx.Emit("exp", {x}), ctx.Emit("exp", {ctx.Emit("neg", {x})})});
+    ctx.EmitOutput(0, "mul", {sum, ctx.Scalar(ctx.TypeOf(x).dtype, 0.5)});
+    return ctx.status();
+  };
+}
+
+absl::Status ConvertTan(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const ValueId x = ctx.In(0);
+  ctx.EmitOutput(0, "div", {ctx.Emit("sin", {x}), ctx.Emit("cos", {x})});
+  return ctx.status();
+}
+
+// NaN is the one value not equal to itself.
+absl::Status ConvertIsNaN(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const ValueId x = ctx.In(0);
+  ctx.EmitOutput(0, "not_equal", {x, x});
+  return ctx.status();
+}
+
+absl::Status ConvertIsInf(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs(
+          {{"detect_negative", kInt}, {"detect_positive", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  const bool negative = ctx.Int("detect_negative", 1) != 0;
+  const bool positive = ctx.Int("detect_positive", 1) != 0;
+  const ValueId x = ctx.In(0);
+  const TensorType type = ctx.TypeOf(x);
+  if (!ctx.ok()) return ctx.status();
+  if (!IsFloat(type.dtype)) {
+    return ctx.Refuse(absl::StrCat("input has dtype ", DTypeName(type.dtype),
+                                   ", expected a float type"));
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (negative && positive) {
+    ctx.EmitOutput(0, "equal",
+                   {ctx.Emit("abs", {x}), ctx.Scalar(type.dtype, kInf)});
+  } else if (negative || positive) {
+    ctx.EmitOutput(0, "equal",
+                   {x, ctx.Scalar(type.dtype, positive ? kInf : -kInf)});
+  } else if (absl::Status s = ctx.CheckBuildable(type.shape); !s.ok()) {
+    return s;
+  } else {
+    ctx.ConstantOutput(0, Tensor(DType::kBool, type.shape));  // all false
+  }
+  return ctx.status();
+}
+
+}  // namespace
+
+void AddElementwiseConverters(ConverterMap& map) {
+  const std::pair<const char*, const char*> direct[] = {
+      {"Add", "add"},
+      {"Sub", "sub"},
+      {"Mul", "mul"},
+      {"Div", "div"},
+      {"Neg", "neg"},
+      {"Abs", "abs"},
+      {"Relu", "relu"},
+      {"Exp", "exp"},
+      {"Log", "log"},
+      {"Sqrt", "sqrt"},
+      {"Reciprocal", "reciprocal"},
+      {"Tanh", "tanh"},
+      {"Sigmoid", "sigmoid"},
+      {"Erf", "erf"},
+      {"Sin", "sin"},
+      {"Cos", "cos"},
+      {"Floor", "floor"},
+      {"Ceil", "ceil"},
+      {"Round", "round"},
+      {"Sign", "sign"},
+      {"Equal", "equal"},
+      {"Less", "less"},
+      {"LessOrEqual", "less_equal"},
+      {"Greater", "greater"},
+      {"GreaterOrEqual", "greater_equal"},
+      {"Not", "logical_not"},
+      {"And", "logical_and"},
+      {"Or", "logical_or"},
+      {"Xor", "logical_xor"},
+      {"Where", "where"},
+      {"PRelu", "prelu"},
+      {"Softplus", "softplus"},
+      {"HardSwish", "hard_swish"},
+  };
+  for (const auto& [onnx_op, loom_op] : direct) {
+    map[onnx_op] = Direct(loom_op);
+  }
+  map["Max"] = Variadic("maximum");
+  map["Min"] = Variadic("minimum");
+  map["Sum"] = Variadic("add");
+  map["Mean"] = ConvertMean;
+  map["Pow"] = ConvertPow;
+  map["Mod"] = ConvertMod;
+  map["Clip"] = ConvertClip;
+  map["Cast"] = ConvertCast;
+  map["CastLike"] = ConvertCastLike;
+  map["Identity"] = ConvertIdentity;
+  map["LeakyRelu"] = Activation("leaky_relu", {{"alpha", 0.01f}});
+  map["Elu"] = Activation("elu", {{"alpha", 1.0f}});
+  map["Selu"] = Activation("selu", {{"alpha", 1.67326319217681884765625f},
+                                    {"gamma", 1.05070102214813232421875f}});
+  map["HardSigmoid"] =
+      Activation("hard_sigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}});
+  map["Celu"] = ConvertCelu;
+  map["ThresholdedRelu"] = ConvertThresholdedRelu;
+  map["Softsign"] = ConvertSoftsign;
+  map["Shrink"] = ConvertShrink;
+  map["Sinh"] = Hyperbolic("sub");
+  map["Cosh"] = Hyperbolic("add");
+  map["Tan"] = ConvertTan;
+  map["IsNaN"] = ConvertIsNaN;
+  map["IsInf"] = ConvertIsInf;
+}
+
+}  // namespace loom::onnx_import

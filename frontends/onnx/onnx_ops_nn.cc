@@ -1,0 +1,511 @@
+// ONNX's linear algebra, reductions, softmax family, normalisations and
+// recurrences. Where ONNX's semantics differ from loom's op (softmax before
+// opset 13 flattens to 2-D; LayerNormalization's optional statistics
+// outputs; the recurrences' optional inputs in the middle of the list),
+// the converter spells the difference out in loom ops.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/onnx/onnx_ops.h"
+
+namespace loom::onnx_import {
+namespace {
+
+constexpr AttrKind kInt = onnx::AttributeProto::INT;
+constexpr AttrKind kInts = onnx::AttributeProto::INTS;
+constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
+constexpr AttrKind kString = onnx::AttributeProto::STRING;
+constexpr AttrKind kStrings = onnx::AttributeProto::STRINGS;
+
+// Axes d..rank-1.
+std::vector<int64_t> TrailingAxes(int64_t first, int64_t rank) {
+  std::vector<int64_t> axes;
+  for (int64_t d = first; d < rank; ++d) axes.push_back(d);
+  return axes;
+}
+
+absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis,
+                                       int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    return ctx.Refuse(
+        absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+absl::Status ConvertMatMul(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  ctx.EmitOutput(0, "matmul", {ctx.In(0), ctx.In(1)});
+  return ctx.status();
+}
+
+absl::Status ConvertGemm(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"alpha", kFloat},
+                                       {"beta", kFloat},
+                                       {"transA", kInt},
+                                       {"transB", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
+  if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
+  ctx.EmitOutput(0, "gemm", std::move(inputs),
+                 MakeAttrs({{"alpha", ctx.Float("alpha", 1.0)},
+                            {"beta", ctx.Float("beta", 1.0)},
+                            {"trans_a", ctx.Int("transA", 0)},
+                            {"trans_b", ctx.Int("transB", 0)}}));
+  return ctx.status();
+}
+
+// ReduceSum takes its axes as an input from opset 13 (the others from 18),
+// with noop_with_empty_axes; before that, `axes` is an attribute. ONNX's
+// keepdims defaults to 1, loom's to 0.
+Converter Reduce(std::string loom_op) {
+  return [loom_op](NodeContext& ctx) -> absl::Status {
+    const bool axes_input = ctx.opset() >= 18 ||
+                            (ctx.op_type() == "ReduceSum" && ctx.opset() >= 13);
+    std::vector<int64_t> axes;
+    bool noop_when_empty = false;
+    if (axes_input) {
+      if (absl::Status s = ctx.CheckAttrs(
+              {{"keepdims", kInt}, {"noop_with_empty_axes", kInt}});
+          !s.ok()) {
+        return s;
+      }
+      if (ctx.HasInput(1)) {
+        absl::StatusOr<std::vector<int64_t>> given = ctx.ConstInts(1, "axes");
+        if (!given.ok()) return given.status();
+        axes = *std::move(given);
+      }
+      noop_when_empty = ctx.Int("noop_with_empty_axes", 0) != 0;
+    } else {
+      if (absl::Status s =
+              ctx.CheckAttrs({{"keepdims", kInt}, {"axes", kInts}});
+          !s.ok()) {
+        return s;
+      }
+      axes = ctx.Ints("axes");
+    }
+    const ValueId x = ctx.In(0);
+    if (axes.empty() && noop_when_empty) {
+      ctx.Bind(0, x);
+      return ctx.status();
+    }
+    Attrs attrs = MakeAttrs({{"keepdims", ctx.Int("keepdims", 1)}});
+    if (!axes.empty()) attrs.Set("axes", axes);
+    ctx.EmitOutput(0, loom_op, {x}, std::move(attrs));
+    return ctx.status();
+  };
+}
+
+Converter ArgReduce(std::string loom_op) {
+  return [loom_op](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs(
+            {{"axis", kInt}, {"keepdims", kInt}, {"select_last_index", kInt}});
+        !s.ok()) {
+      return s;
+    }
+    ctx.EmitOutput(
+        0, loom_op, {ctx.In(0)},
+        MakeAttrs({{"axis", ctx.Int("axis", 0)},
+                   {"keepdims", ctx.Int("keepdims", 1)},
+                   {"select_last_index", ctx.Int("select_last_index", 0)}}));
+    return ctx.status();
+  };
+}
+
+// hardmax along `axis` (normalised): 1 at the first maximum, 0 elsewhere.
+ValueId Hardmax(NodeContext& ctx, ValueId x, int64_t axis) {
+  const TensorType type = ctx.TypeOf(x);
+  const ValueId argmax = ctx.Emit(
+      "argmax", {x}, MakeAttrs({{"axis", axis}, {"keepdims", int64_t{1}}}));
+  Shape iota_shape(type.shape.size(), 1);
+  iota_shape[axis] = type.shape[axis];
+  Tensor iota(DType::kI64, iota_shape);
+  for (int64_t i = 0; i < iota.num_elements(); ++i) iota.SetInt(i, i);
+  const ValueId hit =
+      ctx.Emit("equal", {argmax, ctx.Constant(std::move(iota))});
+  return ctx.CastTo(hit, type.dtype);
+}
+
+// Softmax, LogSoftmax and Hardmax. Before opset 13 the input is flattened
+// to 2-D at `axis` (default 1) and the op runs over the second dim.
+Converter SoftmaxLike(std::string loom_op) {
+  return [loom_op](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+    const bool flattens = ctx.opset() < 13;
+    const ValueId x = ctx.In(0);
+    const Shape shape = ctx.TypeOf(x).shape;
+    if (!ctx.ok()) return ctx.status();
+    const int64_t rank = shape.size();
+    absl::StatusOr<int64_t> axis =
+        NormalizedAxis(ctx, ctx.Int("axis", flattens ? 1 : -1), rank);
+    if (!axis.ok()) return axis.status();
+    ValueId input = x;
+    int64_t op_axis = *axis;
+    if (flattens && *axis != rank - 1) {
+      const Shape outer(shape.begin(), shape.begin() + *axis);
+      const Shape inner(shape.begin() + *axis, shape.end());
+      input = ctx.Emit("reshape", {x},
+                       MakeAttrs({{"shape", Shape{NumElements(outer),
+                                                  NumElements(inner)}}}));
+      op_axis = 1;
+    }
+    ValueId result =
+        loom_op == "hardmax"
+            ? Hardmax(ctx, input, op_axis)
+            : ctx.Emit(loom_op, {input}, MakeAttrs({{"axis", op_axis}}));
+    if (input != x) {
+      result = ctx.Emit("reshape", {result}, MakeAttrs({{"shape", shape}}));
+    }
+    ctx.Bind(0, result);
+    return ctx.status();
+  };
+}
+
+// `operand` broadcast to `shape` when it has another shape.
+ValueId BroadcastTo(NodeContext& ctx, ValueId operand, const Shape& shape) {
+  if (ctx.TypeOf(operand).shape == shape) return operand;
+  return ctx.Emit("expand", {operand}, MakeAttrs({{"shape", shape}}));
+}
+
+// Y = layer_norm(X); the optional Mean and InvStdDev outputs are the
+// statistics over axes axis..rank-1, kept as size-1 dims.
+absl::Status ConvertLayerNormalization(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs(
+          {{"axis", kInt}, {"epsilon", kFloat}, {"stash_type", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  if (ctx.Int("stash_type", 1) != 1) {
+    return ctx.Refuse("only stash_type 1 (float) is supported");
+  }
+  const double epsilon = ctx.Float("epsilon", 1e-5f);
+  const ValueId x = ctx.In(0);
+  const TensorType type = ctx.TypeOf(x);
+  if (!ctx.ok()) return ctx.status();
+  const int64_t rank = type.shape.size();
+  absl::StatusOr<int64_t> axis = NormalizedAxis(ctx, ctx.Int("axis", -1), rank);
+  if (!axis.ok()) return axis.status();
+  const Shape normalized(type.shape.begin() + *axis, type.shape.end());
+  std::vector<ValueId> inputs = {x, BroadcastTo(ctx, ctx.In(1), normalized)};
+  if (ctx.HasInput(2))
+    inputs.push_back(BroadcastTo(ctx, ctx.In(2), normalized));
+  ctx.EmitOutput(0, "layer_norm", std::move(inputs),
+                 MakeAttrs({{"axis", *axis}, {"epsilon", epsilon}}));
+  if (!ctx.WantsOutput(1) && !ctx.WantsOutput(2)) return ctx.status();
+  const Attrs stats = MakeAttrs(
+      {{"axes", TrailingAxes(*axis, rank)}, {"keepdims", int64_t{1}}});
+  const ValueId mean = ctx.Emit("reduce_mean", {x}, stats);
+  const ValueId centered = ctx.Emit("sub", {x, mean});
+  const ValueId variance =
+      ctx.Emit("reduce_mean", {ctx.Emit("mul", {centered, centered})}, stats);
+  ctx.Bind(1, mean);
+  if (ctx.WantsOutput(2)) {
+    ctx.EmitOutput(
+        2, "rsqrt",
+        {ctx.Emit("add", {variance, ctx.Scalar(type.dtype, epsilon)})});
+  }
+  return ctx.status();
+}
+
+absl::Status ConvertInstanceNormalization(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"epsilon", kFloat}}); !s.ok()) return s;
+  ctx.EmitOutput(0, "instance_norm", {ctx.In(0), ctx.In(1), ctx.In(2)},
+                 MakeAttrs({{"epsilon", ctx.Float("epsilon", 1e-5f)}}));
+  return ctx.status();
+}
+
+// Inference only: the running statistics are inputs, and the training
+// outputs (updated statistics) are refused.
+absl::Status ConvertBatchNormalization(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"epsilon", kFloat},
+                                       {"momentum", kFloat},
+                                       {"training_mode", kInt},
+                                       {"spatial", kInt},
+                                       {"is_test", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  if (ctx.Int("training_mode", 0) != 0 || ctx.num_outputs() > 1) {
+    return ctx.Refuse("training mode is not supported (loom runs inference)");
+  }
+  if (ctx.Int("spatial", 1) != 1) {
+    return ctx.Refuse("spatial 0 is not supported");
+  }
+  std::vector<ValueId> inputs;
+  for (int i = 0; i < 5; ++i) inputs.push_back(ctx.In(i));
+  ctx.EmitOutput(0, "batch_norm", std::move(inputs),
+                 MakeAttrs({{"epsilon", ctx.Float("epsilon", 1e-5f)}}));
+  return ctx.status();
+}
+
+// GlobalAveragePool and GlobalMaxPool: a reduction over the spatial dims.
+Converter GlobalPool(std::string loom_op) {
+  return [loom_op](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    const ValueId x = ctx.In(0);
+    const int64_t rank = ctx.RankOf(x);
+    if (!ctx.ok()) return ctx.status();
+    if (rank < 3) return ctx.Refuse("the input must have rank >= 3");
+    ctx.EmitOutput(
+        0, loom_op, {x},
+        MakeAttrs({{"axes", TrailingAxes(2, rank)}, {"keepdims", int64_t{1}}}));
+    return ctx.status();
+  };
+}
+
+// ONNX's function: (x - mean) / (sqrt(mean(x^2) - mean(x)^2) + 1e-9).
+absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axes", kInts}}); !s.ok()) return s;
+  const std::vector<int64_t> axes =
+      ctx.HasAttr("axes") ? ctx.Ints("axes") : std::vector<int64_t>{0, 2, 3};
+  const ValueId x = ctx.In(0);
+  const DType t = ctx.TypeOf(x).dtype;
+  const Attrs stats = MakeAttrs({{"axes", axes}, {"keepdims", int64_t{1}}});
+  const ValueId mean = ctx.Emit("reduce_mean", {x}, stats);
+  const ValueId mean_of_squares =
+      ctx.Emit("reduce_mean", {ctx.Emit("mul", {x, x})}, stats);
+  const ValueId variance =
+      ctx.Emit("sub", {mean_of_squares, ctx.Emit("mul", {mean, mean})});
+  const ValueId deviation =
+      ctx.Emit("add", {ctx.Emit("sqrt", {variance}), ctx.Scalar(t, 1e-9)});
+  ctx.EmitOutput(0, "div", {ctx.Emit("sub", {x, mean}), deviation});
+  return ctx.status();
+}
+
+// --- losses ------------------------------------------------------------------
+
+// NegativeLogLikelihoodLoss of `log_prob` [N, C, d...] at `target` [N, d...],
+// which must be known at import (loom gathers at indices known at compile
+// time): loss = -log_prob[n, target, d...] * weight[target], 0 where the
+// target is ignore_index; reduced as ONNX's reference does ("mean" divides
+// by the sum of the weights used).
+absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input,
+                         int weight_input) {
+  absl::StatusOr<Tensor> target = ctx.ConstInput(target_input, "the targets");
+  if (!target.ok()) return target.status();
+  const TensorType type = ctx.TypeOf(log_prob);
+  if (!ctx.ok()) return ctx.status();
+  const Shape& shape = type.shape;
+  const Shape& target_shape = target->shape();
+  Shape expected_target = shape;
+  if (shape.size() >= 2) expected_target.erase(expected_target.begin() + 1);
+  if (shape.size() < 2 || target_shape != expected_target ||
+      !IsInteger(target->dtype())) {
+    return ctx.Refuse(absl::StrCat("targets ", TypeToString(target->type()),
+                                   " do not fit input ", TypeToString(type)));
+  }
+  const std::string reduction = ctx.String("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") {
+    return ctx.Refuse(absl::StrCat("reduction '", reduction, "' is unknown"));
+  }
+  const bool ignores = ctx.HasAttr("ignore_index");
+  const int64_t ignore_index = ctx.Int("ignore_index", 0);
+  const int64_t classes = shape[1];
+  const int64_t inner = NumElements(Shape(shape.begin() + 2, shape.end()));
+  // Per target element: the flat offset of the picked input element, the
+  // class (for the weight) and whether it counts.
+  Tensor offsets(DType::kI64, target_shape),
+      picked_class(DType::kI64, target_shape);
+  Tensor mask(type.dtype, target_shape);
+  for (int64_t i = 0; i < target->num_elements(); ++i) {
+    const int64_t t = target->GetInt(i);
+    const bool counts = !(ignores && t == ignore_index);
+    if (counts && (t < 0 || t >= classes)) {
+      return ctx.Refuse(absl::StrCat("target ", t, " (element ", i,
+                                     ") is not a class in [0, ", classes, ")"));
+    }
+    const int64_t c = counts ? t : 0;
+    const int64_t n = i / inner, d = i % inner;
+    offsets.SetInt(i, (n * classes + c) * inner + d);
+    picked_class.SetInt(i, c);
+    mask.SetInt(i, counts);
+  }
+  const ValueId flat =
+      ctx.Emit("reshape", {log_prob}, MakeAttrs({{"shape", Shape{-1}}}));
+  const Attrs axis0 = MakeAttrs({{"axis", int64_t{0}}});
+  const ValueId picked =
+      ctx.Emit("gather", {flat, ctx.Constant(std::move(offsets))}, axis0);
+  ValueId weight = ctx.Constant(std::move(mask));
+  if (ctx.HasInput(weight_input)) {
+    const ValueId gathered = ctx.Emit(
+        "gather", {ctx.In(weight_input), ctx.Constant(std::move(picked_class))},
+        axis0);
+    weight = ctx.Emit("mul", {gathered, weight});
+  }
+  const ValueId loss = ctx.Emit("neg", {ctx.Emit("mul", {picked, weight})});
+  if (reduction == "none") {
+    ctx.Bind(0, loss);
+  } else if (reduction == "sum") {
+    ctx.EmitOutput(0, "reduce_sum", {loss});
+  } else {
+    ctx.EmitOutput(
+        0, "div",
+        {ctx.Emit("reduce_sum", {loss}), ctx.Emit("reduce_sum", {weight})});
+  }
+  return ctx.status();
+}
+
+absl::Status ConvertNegativeLogLikelihoodLoss(NodeContext& ctx) {
+  if (absl::Status s =
+          ctx.CheckAttrs({{"reduction", kString}, {"ignore_index", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  return EmitNllLoss(ctx, ctx.In(0), 1, 2);
+}
+
+// The NLL loss of log_softmax(scores) over the class axis 1; the optional
+// second output is that log_softmax.
+absl::Status ConvertSoftmaxCrossEntropyLoss(NodeContext& ctx) {
+  if (absl::Status s =
+          ctx.CheckAttrs({{"reduction", kString}, {"ignore_index", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  const ValueId log_prob = ctx.EmitNode(
+      "log_softmax", {ctx.In(0)}, MakeAttrs({{"axis", int64_t{1}}}), 1, {1})[0];
+  return EmitNllLoss(ctx, log_prob, 1, 2);
+}
+
+// --- recurrences -------------------------------------------------------------
+
+struct RecurrentOp {
+  std::string loom_op;
+  int gates;               // 4 lstm, 3 gru, 1 rnn
+  int max_inputs;          // 8 lstm, 6 gru and rnn
+  std::string extra_attr;  // input_forget (lstm), linear_before_reset (gru)
+};
+
+// Zeros for an absent optional input that comes before a present one (loom's
+// optional inputs are trailing only): B, initial_h, initial_c; and the full
+// length for sequence_lens.
+ValueId MaterializeInput(NodeContext& ctx, const RecurrentOp& op, int index,
+                         const TensorType& x, int64_t num_directions,
+                         int64_t hidden, bool batch_first) {
+  const int64_t seq = x.shape[batch_first ? 1 : 0];
+  const int64_t batch = x.shape[batch_first ? 0 : 1];
+  switch (index) {
+    case 3:
+      return ctx.Constant(
+          Tensor(x.dtype, {num_directions, 2 * op.gates * hidden}));
+    case 4: {
+      Tensor lengths(DType::kI32, {batch});
+      for (int64_t b = 0; b < batch; ++b) lengths.SetInt(b, seq);
+      return ctx.Constant(std::move(lengths));
+    }
+    default:  // initial_h, initial_c
+      return ctx.Constant(
+          Tensor(x.dtype, batch_first ? Shape{batch, num_directions, hidden}
+                                      : Shape{num_directions, batch, hidden}));
+  }
+}
+
+// loom's attributes for a recurrence: ONNX's, with hidden_size always set.
+Attrs RecurrentAttrs(const NodeContext& ctx, const RecurrentOp& op,
+                     int64_t hidden) {
+  Attrs attrs = MakeAttrs({{"hidden_size", hidden}});
+  if (ctx.HasAttr("direction")) {
+    attrs.Set("direction", ctx.String("direction", ""));
+  }
+  if (ctx.HasAttr("layout")) attrs.Set("layout", ctx.Int("layout", 0));
+  if (ctx.HasAttr("activations")) {
+    attrs.Set("activations", ctx.Strings("activations"));
+  }
+  if (ctx.HasAttr("clip")) attrs.Set("clip", ctx.Float("clip", 0));
+  if (!op.extra_attr.empty() && ctx.HasAttr(op.extra_attr)) {
+    attrs.Set(op.extra_attr, ctx.Int(op.extra_attr, 0));
+  }
+  return attrs;
+}
+
+// LSTM, GRU and RNN map 1:1 onto loom's ops, whose optional inputs and
+// outputs are trailing only: inputs absent before the last present one are
+// materialised, and outputs up to the last wanted one are all produced.
+Converter Recurrent(RecurrentOp op) {
+  return [op](NodeContext& ctx) -> absl::Status {
+    std::vector<AttrRule> accepted = {{"hidden_size", kInt},
+                                      {"direction", kString},
+                                      {"activations", kStrings},
+                                      {"clip", kFloat},
+                                      {"layout", kInt}};
+    if (!op.extra_attr.empty()) accepted.push_back({op.extra_attr, kInt});
+    if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+    if (ctx.num_inputs() > op.max_inputs) return ctx.Refuse("too many inputs");
+    const ValueId x = ctx.In(0), w = ctx.In(1), r = ctx.In(2);
+    const TensorType x_type = ctx.TypeOf(x);
+    const Shape r_shape = ctx.TypeOf(r).shape;
+    if (!ctx.ok()) return ctx.status();
+    if (x_type.shape.size() != 3 || r_shape.size() != 3) {
+      return ctx.Refuse("X and R must be 3-D");
+    }
+    const int64_t hidden = ctx.Int("hidden_size", r_shape[2]);
+    const int64_t num_directions =
+        ctx.String("direction", "forward") == "bidirectional" ? 2 : 1;
+    const bool batch_first = ctx.Int("layout", 0) == 1;
+    int last_input = 2;
+    for (int i = 3; i < ctx.num_inputs(); ++i) {
+      if (ctx.HasInput(i)) last_input = i;
+    }
+    std::vector<ValueId> inputs = {x, w, r};
+    for (int i = 3; i <= last_input; ++i) {
+      inputs.push_back(ctx.HasInput(i) ? ctx.In(i)
+                                       : MaterializeInput(ctx, op, i, x_type,
+                                                          num_directions,
+                                                          hidden, batch_first));
+    }
+    int last_output = 0;
+    for (int i = 0; i < ctx.num_outputs(); ++i) {
+      if (ctx.WantsOutput(i)) last_output = i;
+    }
+    std::vector<int> outputs;
+    for (int i = 0; i <= last_output; ++i) outputs.push_back(i);
+    ctx.EmitNode(op.loom_op, std::move(inputs), RecurrentAttrs(ctx, op, hidden),
+                 last_output + 1, outputs);
+    return ctx.status();
+  };
+}
+
+}  // namespace
+
+void AddNeuralConverters(ConverterMap& map) {
+  map["MatMul"] = ConvertMatMul;
+  map["Gemm"] = ConvertGemm;
+  const std::pair<const char*, const char*> reductions[] = {
+      {"ReduceSum", "reduce_sum"},
+      {"ReduceMean", "reduce_mean"},
+      {"ReduceMax", "reduce_max"},
+      {"ReduceMin", "reduce_min"},
+      {"ReduceProd", "reduce_prod"},
+      {"ReduceL1", "reduce_l1"},
+      {"ReduceL2", "reduce_l2"},
+      {"ReduceLogSum", "reduce_log_sum"},
+      {"ReduceLogSumExp", "reduce_log_sum_exp"},
+      {"ReduceSumSquare", "reduce_sum_square"},
+  };
+  for (const auto& [onnx_op, loom_op] : reductions) {
+    map[onnx_op] = Reduce(loom_op);
+  }
+  map["ArgMax"] = ArgReduce("argmax");
+  map["ArgMin"] = ArgReduce("argmin");
+  map["Softmax"] = SoftmaxLike("softmax");
+  map["LogSoftmax"] = SoftmaxLike("log_softmax");
+  map["Hardmax"] = SoftmaxLike("hardmax");
+  map["LayerNormalization"] = ConvertLayerNormalization;
+  map["InstanceNormalization"] = ConvertInstanceNormalization;
+  map["BatchNormalization"] = ConvertBatchNormalization;
+  map["GlobalAveragePool"] = GlobalPool("reduce_mean");
+  map["GlobalMaxPool"] = GlobalPool("reduce_max");
+  map["MeanVarianceNormalization"] = ConvertMeanVarianceNormalization;
+  map["NegativeLogLikelihoodLoss"] = ConvertNegativeLogLikelihoodLoss;
+  map["SoftmaxCrossEntropyLoss"] = ConvertSoftmaxCrossEntropyLoss;
+  map["LSTM"] = Recurrent({"lstm", 4, 8, "input_forget"});
+  map["GRU"] = Recurrent({"gru", 3, 6, "linear_before_reset"});
+  map["RNN"] = Recurrent({"rnn", 1, 6, ""});
+}
+
+}  // namespace loom::onnx_import

@@ -1,0 +1,675 @@
+// ONNX ops that shape and move data (reshape, slice, pad, gather, ...) and
+// the ops whose results are known at import (Shape, Size, Range,
+// ConstantOfShape, EyeLike, Constant). Operands that ONNX passes as tensors
+// but loom takes as attributes (shapes, axes, pads, repeats, split sizes)
+// must be known at import.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/onnx/onnx_ops.h"
+#include "frontends/onnx/onnx_tensor.h"
+
+namespace loom::onnx_import {
+namespace {
+
+constexpr AttrKind kInt = onnx::AttributeProto::INT;
+constexpr AttrKind kInts = onnx::AttributeProto::INTS;
+constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
+constexpr AttrKind kFloats = onnx::AttributeProto::FLOATS;
+constexpr AttrKind kString = onnx::AttributeProto::STRING;
+constexpr AttrKind kTensor = onnx::AttributeProto::TENSOR;
+
+Tensor IntsTensor(const std::vector<int64_t>& values) {
+  Tensor t(DType::kI64, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) t.SetInt(i, values[i]);
+  return t;
+}
+
+// `axis` in [-rank, rank) made non-negative, or an error naming `what`.
+absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis,
+                                       int64_t rank, absl::string_view what) {
+  if (axis < -rank || axis >= rank) {
+    return ctx.Refuse(
+        absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+absl::Status ConvertReshape(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"allowzero", kInt}}); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> shape =
+      ctx.ConstInts(1, "the target shape");
+  if (!shape.ok()) return shape.status();
+  const ValueId x = ctx.In(0);
+  const Shape in = ctx.TypeOf(x).shape;
+  if (!ctx.ok()) return ctx.status();
+  // ONNX's 0 copies the input's dimension unless allowzero is set.
+  if (ctx.Int("allowzero", 0) == 0) {
+    for (size_t i = 0; i < shape->size(); ++i) {
+      if ((*shape)[i] != 0) continue;
+      if (i >= in.size()) {
+        return ctx.Refuse(absl::StrCat("target shape ", ShapeToString(*shape),
+                                       " copies dim ", i, " of ",
+                                       ShapeToString(in), ", which has none"));
+      }
+      (*shape)[i] = in[i];
+    }
+  }
+  ctx.EmitOutput(0, "reshape", {x}, MakeAttrs({{"shape", *shape}}));
+  return ctx.status();
+}
+
+// An op whose ONNX operand `index` becomes the loom attribute `attr`.
+Converter OperandAsInts(std::string loom_op, int index, std::string attr,
+                        std::string what) {
+  return [=](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    absl::StatusOr<std::vector<int64_t>> ints = ctx.ConstInts(index, what);
+    if (!ints.ok()) return ints.status();
+    ctx.EmitOutput(0, loom_op, {ctx.In(0)}, MakeAttrs({{attr, *ints}}));
+    return ctx.status();
+  };
+}
+
+absl::Status ConvertTranspose(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"perm", kInts}}); !s.ok()) return s;
+  Attrs attrs;
+  if (ctx.HasAttr("perm")) attrs.Set("perm", ctx.Ints("perm"));
+  ctx.EmitOutput(0, "transpose", {ctx.In(0)}, std::move(attrs));
+  return ctx.status();
+}
+
+// Squeeze and Unsqueeze: axes an attribute before opset 13, then an input.
+Converter SqueezeLike(std::string loom_op) {
+  return [loom_op](NodeContext& ctx) -> absl::Status {
+    Attrs attrs;
+    if (ctx.opset() < 13) {
+      if (absl::Status s = ctx.CheckAttrs({{"axes", kInts}}); !s.ok()) return s;
+      if (ctx.HasAttr("axes")) attrs.Set("axes", ctx.Ints("axes"));
+    } else {
+      if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+      if (ctx.HasInput(1)) {
+        absl::StatusOr<std::vector<int64_t>> axes = ctx.ConstInts(1, "axes");
+        if (!axes.ok()) return axes.status();
+        attrs.Set("axes", *axes);
+      }
+    }
+    if (loom_op == "unsqueeze" && !attrs.Has("axes")) {
+      return ctx.Refuse("axes are required");
+    }
+    ctx.EmitOutput(0, loom_op, {ctx.In(0)}, std::move(attrs));
+    return ctx.status();
+  };
+}
+
+absl::Status ConvertConcat(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+  if (!ctx.HasAttr("axis")) return ctx.Refuse("attribute 'axis' is required");
+  std::vector<ValueId> inputs;
+  for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.In(i));
+  ctx.EmitOutput(0, "concat", std::move(inputs),
+                 MakeAttrs({{"axis", ctx.Int("axis", 0)}}));
+  return ctx.status();
+}
+
+absl::Status ConvertSlice(NodeContext& ctx) {
+  Attrs attrs;
+  if (ctx.opset() < 10) {
+    if (absl::Status s = ctx.CheckAttrs(
+            {{"starts", kInts}, {"ends", kInts}, {"axes", kInts}});
+        !s.ok()) {
+      return s;
+    }
+    for (const char* name : {"starts", "ends", "axes"}) {
+      if (ctx.HasAttr(name)) attrs.Set(name, ctx.Ints(name));
+    }
+  } else {
+    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    const char* const names[] = {"starts", "ends", "axes", "steps"};
+    for (int i = 1; i <= 4; ++i) {
+      if (!ctx.HasInput(i)) continue;
+      absl::StatusOr<std::vector<int64_t>> ints =
+          ctx.ConstInts(i, names[i - 1]);
+      if (!ints.ok()) return ints.status();
+      attrs.Set(names[i - 1], *ints);
+    }
+  }
+  ctx.EmitOutput(0, "slice", {ctx.In(0)}, std::move(attrs));
+  return ctx.status();
+}
+
+absl::Status ConvertSplit(NodeContext& ctx) {
+  Attrs attrs;
+  if (ctx.opset() < 13) {
+    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}, {"split", kInts}});
+        !s.ok()) {
+      return s;
+    }
+    if (ctx.HasAttr("split")) attrs.Set("split", ctx.Ints("split"));
+  } else {
+    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+    if (ctx.HasInput(1)) {
+      absl::StatusOr<std::vector<int64_t>> split =
+          ctx.ConstInts(1, "split sizes");
+      if (!split.ok()) return split.status();
+      attrs.Set("split", *split);
+    }
+  }
+  attrs.Set("axis", ctx.Int("axis", 0));
+  std::vector<int> outputs;
+  for (int i = 0; i < ctx.num_outputs(); ++i) outputs.push_back(i);
+  ctx.EmitNode("split", {ctx.In(0)}, std::move(attrs), ctx.num_outputs(),
+               outputs);
+  return ctx.status();
+}
+
+absl::Status ConvertPad(NodeContext& ctx) {
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (ctx.opset() < 11) {
+    if (absl::Status s = ctx.CheckAttrs(
+            {{"pads", kInts}, {"value", kFloat}, {"mode", kString}});
+        !s.ok()) {
+      return s;
+    }
+    pads = ctx.Ints("pads");
+    value = ctx.Float("value", 0);
+  } else {
+    if (absl::Status s = ctx.CheckAttrs({{"mode", kString}}); !s.ok()) return s;
+    absl::StatusOr<std::vector<int64_t>> listed = ctx.ConstInts(1, "pads");
+    if (!listed.ok()) return listed.status();
+    pads = *std::move(listed);
+    if (ctx.HasInput(2)) {
+      absl::StatusOr<double> constant = ctx.ConstScalar(2, "the pad value");
+      if (!constant.ok()) return constant.status();
+      value = *constant;
+    }
+    if (ctx.HasInput(3)) return ctx.Refuse("input 'axes' is not supported");
+  }
+  const std::string mode = ctx.String("mode", "constant");
+  if (mode != "constant") {
+    return ctx.Refuse(
+        absl::StrCat("mode '", mode, "' is not supported (only 'constant')"));
+  }
+  for (int64_t pad : pads) {
+    if (pad < 0) return ctx.Refuse("negative pads are not supported");
+  }
+  ctx.EmitOutput(0, "pad", {ctx.In(0)},
+                 MakeAttrs({{"pads", pads}, {"value", value}}));
+  return ctx.status();
+}
+
+absl::Status ConvertGather(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> indices =
+      ctx.ConstInts(1, "the gather indices");
+  if (!indices.ok()) return indices.status();
+  ctx.EmitOutput(0, "gather", {ctx.In(0), ctx.In(1)},
+                 MakeAttrs({{"axis", ctx.Int("axis", 0)}}));
+  return ctx.status();
+}
+
+// GatherElements with indices known at import: a gather from the flattened
+// data at precomputed flat offsets.
+absl::Status ConvertGatherElements(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+  absl::StatusOr<Tensor> indices = ctx.ConstInput(1, "the indices");
+  if (!indices.ok()) return indices.status();
+  const ValueId data = ctx.In(0);
+  const Shape shape = ctx.TypeOf(data).shape;
+  if (!ctx.ok()) return ctx.status();
+  const int64_t rank = shape.size();
+  const Shape& index_shape = indices->shape();
+  if (static_cast<int64_t>(index_shape.size()) != rank) {
+    return ctx.Refuse(absl::StrCat("indices of shape ",
+                                   ShapeToString(index_shape),
+                                   " do not have the data's rank ", rank));
+  }
+  absl::StatusOr<int64_t> axis =
+      NormalizedAxis(ctx, ctx.Int("axis", 0), rank, "axis");
+  if (!axis.ok()) return axis.status();
+  const std::vector<int64_t> strides = ContiguousStrides(shape);
+  const std::vector<int64_t> index_strides = ContiguousStrides(index_shape);
+  Tensor flat(DType::kI64, index_shape);
+  for (int64_t i = 0; i < flat.num_elements(); ++i) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t coordinate = i / index_strides[d] % index_shape[d];
+      if (d == *axis) {
+        coordinate = indices->GetInt(i);
+        if (coordinate < 0) coordinate += shape[d];
+      }
+      if (coordinate < 0 || coordinate >= shape[d]) {
+        return ctx.Refuse(absl::StrCat("index element ", i,
+                                       " is out of range for data shape ",
+                                       ShapeToString(shape)));
+      }
+      offset += coordinate * strides[d];
+    }
+    flat.SetInt(i, offset);
+  }
+  const ValueId flat_data =
+      ctx.Emit("reshape", {data}, MakeAttrs({{"shape", Shape{-1}}}));
+  ctx.EmitOutput(0, "gather", {flat_data, ctx.Constant(std::move(flat))},
+                 MakeAttrs({{"axis", int64_t{0}}}));
+  return ctx.status();
+}
+
+absl::Status ConvertCumSum(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"exclusive", kInt}, {"reverse", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<double> axis = ctx.ConstScalar(1, "axis");
+  if (!axis.ok()) return axis.status();
+  ctx.EmitOutput(0, "cumsum", {ctx.In(0)},
+                 MakeAttrs({{"axis", static_cast<int64_t>(*axis)},
+                            {"exclusive", ctx.Int("exclusive", 0)},
+                            {"reverse", ctx.Int("reverse", 0)}}));
+  return ctx.status();
+}
+
+absl::Status ConvertFlatten(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+  ctx.EmitOutput(0, "flatten", {ctx.In(0)},
+                 MakeAttrs({{"axis", ctx.Int("axis", 1)}}));
+  return ctx.status();
+}
+
+// Inference-time dropout is the identity, with a mask of all ones.
+// Training mode is random unless the ratio is 0.
+absl::Status ConvertDropout(NodeContext& ctx) {
+  double ratio = 0.5;
+  bool training = false;
+  if (ctx.opset() < 12) {
+    if (absl::Status s = ctx.CheckAttrs({{"ratio", kFloat}, {"is_test", kInt}});
+        !s.ok()) {
+      return s;
+    }
+    ratio = ctx.Float("ratio", 0.5);
+    training = ctx.opset() < 7 && ctx.Int("is_test", 0) == 0;
+  } else {
+    if (absl::Status s = ctx.CheckAttrs({{"seed", kInt}}); !s.ok()) return s;
+    if (ctx.HasInput(1)) {
+      absl::StatusOr<double> r = ctx.ConstScalar(1, "the ratio");
+      if (!r.ok()) return r.status();
+      ratio = *r;
+    }
+    if (ctx.HasInput(2)) {
+      absl::StatusOr<double> t = ctx.ConstScalar(2, "training_mode");
+      if (!t.ok()) return t.status();
+      training = *t != 0;
+    }
+  }
+  if (training && ratio != 0) {
+    return ctx.Refuse("training-mode dropout is random; loom runs inference");
+  }
+  const ValueId x = ctx.In(0);
+  ctx.Bind(0, x);
+  if (ctx.WantsOutput(1)) {
+    // The mask is bool from opset 10, of the data's type before.
+    const TensorType type = ctx.TypeOf(x);
+    if (absl::Status s = ctx.CheckBuildable(type.shape); !s.ok()) return s;
+    Tensor mask(ctx.opset() >= 10 ? DType::kBool : type.dtype, type.shape);
+    for (int64_t i = 0; i < mask.num_elements(); ++i) mask.SetInt(i, 1);
+    ctx.ConstantOutput(1, std::move(mask));
+  }
+  return ctx.status();
+}
+
+// --- known at import ---------------------------------------------------------
+
+absl::Status ConvertShape(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"start", kInt}, {"end", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  const Shape shape = ctx.TypeOf(ctx.In(0)).shape;
+  const int64_t rank = shape.size();
+  auto clamp = [rank](int64_t i) {
+    if (i < 0) i += rank;
+    return std::max<int64_t>(0, std::min(i, rank));
+  };
+  const int64_t start = clamp(ctx.Int("start", 0));
+  const int64_t end = clamp(ctx.Int("end", rank));
+  std::vector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d) dims.push_back(shape[d]);
+  ctx.ConstantOutput(0, IntsTensor(dims));
+  return ctx.status();
+}
+
+absl::Status ConvertSize(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  Tensor size(DType::kI64, {});
+  size.SetInt(0, NumElements(ctx.TypeOf(ctx.In(0)).shape));
+  ctx.ConstantOutput(0, std::move(size));
+  return ctx.status();
+}
+
+absl::StatusOr<Tensor> ConstantValue(const NodeContext& ctx) {
+  const onnx::NodeProto& node = ctx.proto();
+  if (node.attribute_size() != 1) {
+    return ctx.Refuse("expected exactly one value attribute");
+  }
+  const onnx::AttributeProto& attr = node.attribute(0);
+  const std::string& name = attr.name();
+  if (name == "value" && KindOf(attr) == onnx::AttributeProto::TENSOR) {
+    return TensorFromOnnx(attr.t(), ctx.label());
+  }
+  if (name == "value_float" && KindOf(attr) == kFloat) {
+    Tensor t(DType::kF32, {});
+    t.SetDouble(0, attr.f());
+    return t;
+  }
+  if (name == "value_int" && KindOf(attr) == kInt) {
+    Tensor t(DType::kI64, {});
+    t.SetInt(0, attr.i());
+    return t;
+  }
+  if (name == "value_floats" && KindOf(attr) == kFloats) {
+    Tensor t(DType::kF32, {attr.floats_size()});
+    for (int i = 0; i < attr.floats_size(); ++i) t.SetDouble(i, attr.floats(i));
+    return t;
+  }
+  if (name == "value_ints" && KindOf(attr) == kInts) {
+    return IntsTensor(
+        std::vector<int64_t>(attr.ints().begin(), attr.ints().end()));
+  }
+  return ctx.Refuse(absl::StrCat("attribute '", name, "' is not supported"));
+}
+
+absl::Status ConvertConstant(NodeContext& ctx) {
+  absl::StatusOr<Tensor> value = ConstantValue(ctx);
+  if (!value.ok()) return value.status();
+  ctx.ConstantOutput(0, *std::move(value));
+  return ctx.status();
+}
+
+absl::Status ConvertConstantOfShape(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"value", kTensor}}); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> shape = ctx.ConstInts(0, "the shape");
+  if (!shape.ok()) return shape.status();
+  Tensor fill(DType::kF32, {1});
+  if (const onnx::TensorProto* value = ctx.TensorAttr("value")) {
+    absl::StatusOr<Tensor> data = TensorFromOnnx(*value, ctx.label());
+    if (!data.ok()) return data.status();
+    if (data->num_elements() != 1) {
+      return ctx.Refuse("attribute 'value' must hold one element");
+    }
+    fill = *std::move(data);
+  }
+  if (absl::Status s = ctx.CheckBuildable(*shape); !s.ok()) return s;
+  Tensor out(fill.dtype(), *shape);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    if (IsFloat(fill.dtype())) {
+      out.SetDouble(i, fill.GetDouble(0));
+    } else {
+      out.SetInt(i, fill.GetInt(0));
+    }
+  }
+  ctx.ConstantOutput(0, std::move(out));
+  return ctx.status();
+}
+
+// Range: start + i * delta for i in [0, ceil((limit - start) / delta)).
+absl::Status ConvertRange(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  absl::StatusOr<Tensor> start = ctx.ConstInput(0, "start");
+  absl::StatusOr<Tensor> limit = ctx.ConstInput(1, "limit");
+  absl::StatusOr<Tensor> delta = ctx.ConstInput(2, "delta");
+  for (const auto* operand : {&start, &limit, &delta}) {
+    if (!operand->ok()) return operand->status();
+    if ((*operand)->num_elements() != 1) {
+      return ctx.Refuse("start, limit and delta must be scalars");
+    }
+  }
+  const DType dtype = start->dtype();
+  const bool is_float = IsFloat(dtype);
+  const double first = start->GetDouble(0), step = delta->GetDouble(0);
+  const double length = std::ceil((limit->GetDouble(0) - first) / step);
+  // Also false for NaN (a zero step, or infinite operands).
+  if (!(length < double{int64_t{1} << 40})) {
+    return ctx.Refuse("delta must be non-zero and the range finite");
+  }
+  const int64_t n = std::max<int64_t>(static_cast<int64_t>(length), 0);
+  if (absl::Status s = ctx.CheckBuildable({n}); !s.ok()) return s;
+  Tensor result(dtype, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    if (is_float) {
+      result.SetDouble(i, first + static_cast<double>(i) * step);
+    } else {
+      result.SetInt(i, start->GetInt(0) + i * delta->GetInt(0));
+    }
+  }
+  ctx.ConstantOutput(0, std::move(result));
+  return ctx.status();
+}
+
+absl::Status ConvertEyeLike(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"dtype", kInt}, {"k", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  const TensorType type = ctx.TypeOf(ctx.In(0));
+  if (!ctx.ok()) return ctx.status();
+  if (type.shape.size() != 2) return ctx.Refuse("the input must be 2-D");
+  DType dtype = type.dtype;
+  if (ctx.HasAttr("dtype")) {
+    absl::StatusOr<DType> given =
+        DTypeFromOnnx(static_cast<int32_t>(ctx.Int("dtype", 0)), ctx.label());
+    if (!given.ok()) return given.status();
+    dtype = *given;
+  }
+  const int64_t k = ctx.Int("k", 0);
+  if (absl::Status s = ctx.CheckBuildable(type.shape); !s.ok()) return s;
+  Tensor eye(dtype, type.shape);
+  for (int64_t i = 0; i < type.shape[0]; ++i) {
+    const int64_t j = i + k;
+    if (j >= 0 && j < type.shape[1]) eye.SetInt(i * type.shape[1] + j, 1);
+  }
+  ctx.ConstantOutput(0, std::move(eye));
+  return ctx.status();
+}
+
+// --- compositions ------------------------------------------------------------
+
+// Trilu: the input where a mask known at import holds, zero elsewhere.
+absl::Status ConvertTrilu(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"upper", kInt}}); !s.ok()) return s;
+  int64_t k = 0;
+  if (ctx.HasInput(1)) {
+    absl::StatusOr<double> given = ctx.ConstScalar(1, "k");
+    if (!given.ok()) return given.status();
+    k = static_cast<int64_t>(*given);
+  }
+  const bool upper = ctx.Int("upper", 1) != 0;
+  const ValueId x = ctx.In(0);
+  const TensorType type = ctx.TypeOf(x);
+  if (!ctx.ok()) return ctx.status();
+  const int64_t rank = type.shape.size();
+  if (rank < 2) return ctx.Refuse("the input must have rank >= 2");
+  const int64_t rows = type.shape[rank - 2], cols = type.shape[rank - 1];
+  if (absl::Status s = ctx.CheckBuildable({rows, cols}); !s.ok()) return s;
+  Tensor mask(DType::kBool, {rows, cols});
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      mask.SetInt(i * cols + j, upper ? j - i >= k : j - i <= k);
+    }
+  }
+  ctx.EmitOutput(0, "where",
+                 {ctx.Constant(std::move(mask)), x, ctx.Scalar(type.dtype, 0)});
+  return ctx.status();
+}
+
+// OneHot: where(index == iota along the new axis, on, off); negative indices
+// count from the end, others out of range select nothing.
+absl::Status ConvertOneHot(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+  absl::StatusOr<double> depth_value = ctx.ConstScalar(1, "depth");
+  if (!depth_value.ok()) return depth_value.status();
+  absl::StatusOr<Tensor> values = ctx.ConstInput(2, "the off/on values");
+  if (!values.ok()) return values.status();
+  if (values->num_elements() != 2) {
+    return ctx.Refuse("values must hold two elements, [off, on]");
+  }
+  const int64_t depth = static_cast<int64_t>(*depth_value);
+  if (depth < 1) return ctx.Refuse("depth must be positive");
+  const ValueId indices = ctx.In(0);
+  const TensorType type = ctx.TypeOf(indices);
+  if (!ctx.ok()) return ctx.status();
+  if (type.dtype == DType::kBool) return ctx.Refuse("indices must be numeric");
+  const int64_t out_rank = type.shape.size() + 1;
+  absl::StatusOr<int64_t> axis =
+      NormalizedAxis(ctx, ctx.Int("axis", -1), out_rank, "axis");
+  if (!axis.ok()) return axis.status();
+  const DType t = type.dtype;
+  const ValueId negative = ctx.Emit("less", {indices, ctx.Scalar(t, 0)});
+  const ValueId wrapped = ctx.Emit(
+      "where",
+      {negative, ctx.Emit("add", {indices, ctx.Scalar(t, depth)}), indices});
+  Shape iota_shape(out_rank, 1);
+  iota_shape[*axis] = depth;
+  if (absl::Status s = ctx.CheckBuildable(iota_shape); !s.ok()) return s;
+  Tensor iota(t, iota_shape);
+  for (int64_t i = 0; i < depth; ++i) iota.SetInt(i, i);
+  const ValueId hit = ctx.Emit(
+      "equal",
+      {ctx.Emit("unsqueeze", {wrapped}, MakeAttrs({{"axes", Shape{*axis}}})),
+       ctx.Constant(std::move(iota))});
+  const DType out = values->dtype();
+  ctx.EmitOutput(0, "where",
+                 {hit, ctx.Scalar(out, values->GetDouble(1)),
+                  ctx.Scalar(out, values->GetDouble(0))});
+  return ctx.status();
+}
+
+// DepthToSpace and SpaceToDepth: a reshape, a transpose and a reshape.
+absl::Status EmitBlockShuffle(NodeContext& ctx, const Shape& split,
+                              const std::vector<int64_t>& perm,
+                              const Shape& out) {
+  const ValueId x = ctx.In(0);
+  const ValueId blocks =
+      ctx.Emit("reshape", {x}, MakeAttrs({{"shape", split}}));
+  const ValueId moved =
+      ctx.Emit("transpose", {blocks}, MakeAttrs({{"perm", perm}}));
+  ctx.EmitOutput(0, "reshape", {moved}, MakeAttrs({{"shape", out}}));
+  return ctx.status();
+}
+
+absl::StatusOr<Shape> BlockInput(NodeContext& ctx, int64_t& block) {
+  block = ctx.Int("blocksize", 0);
+  const Shape shape = ctx.TypeOf(ctx.In(0)).shape;
+  if (!ctx.ok()) return ctx.status();
+  if (shape.size() != 4)
+    return ctx.Refuse("the input must be 4-D (N, C, H, W)");
+  if (block < 1) return ctx.Refuse("attribute 'blocksize' must be positive");
+  return shape;
+}
+
+absl::Status ConvertDepthToSpace(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"blocksize", kInt}, {"mode", kString}});
+      !s.ok()) {
+    return s;
+  }
+  int64_t b = 0;
+  absl::StatusOr<Shape> shape = BlockInput(ctx, b);
+  if (!shape.ok()) return shape.status();
+  const int64_t n = (*shape)[0], c = (*shape)[1], h = (*shape)[2],
+                w = (*shape)[3];
+  if (c % (b * b) != 0) {
+    return ctx.Refuse("the channels are not a multiple of blocksize^2");
+  }
+  const Shape out = {n, c / (b * b), h * b, w * b};
+  const std::string mode = ctx.String("mode", "DCR");
+  if (mode == "DCR") {
+    return EmitBlockShuffle(ctx, {n, b, b, c / (b * b), h, w},
+                            {0, 3, 4, 1, 5, 2}, out);
+  }
+  if (mode == "CRD") {
+    return EmitBlockShuffle(ctx, {n, c / (b * b), b, b, h, w},
+                            {0, 1, 4, 2, 5, 3}, out);
+  }
+  return ctx.Refuse(absl::StrCat("mode '", mode, "' is not DCR or CRD"));
+}
+
+absl::Status ConvertSpaceToDepth(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"blocksize", kInt}}); !s.ok()) return s;
+  int64_t b = 0;
+  absl::StatusOr<Shape> shape = BlockInput(ctx, b);
+  if (!shape.ok()) return shape.status();
+  const int64_t n = (*shape)[0], c = (*shape)[1], h = (*shape)[2],
+                w = (*shape)[3];
+  if (h % b != 0 || w % b != 0) {
+    return ctx.Refuse("height and width must be multiples of blocksize");
+  }
+  return EmitBlockShuffle(ctx, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4},
+                          {n, c * b * b, h / b, w / b});
+}
+
+// Compress with a condition known at import: a gather of the kept indices.
+absl::Status ConvertCompress(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+  absl::StatusOr<Tensor> condition = ctx.ConstInput(1, "the condition");
+  if (!condition.ok()) return condition.status();
+  ValueId x = ctx.In(0);
+  const Shape shape = ctx.TypeOf(x).shape;
+  if (!ctx.ok()) return ctx.status();
+  int64_t axis = 0;
+  if (ctx.HasAttr("axis")) {
+    absl::StatusOr<int64_t> normalized =
+        NormalizedAxis(ctx, ctx.Int("axis", 0), shape.size(), "axis");
+    if (!normalized.ok()) return normalized.status();
+    axis = *normalized;
+  } else {
+    x = ctx.Emit("reshape", {x}, MakeAttrs({{"shape", Shape{-1}}}));
+  }
+  const int64_t dim = ctx.HasAttr("axis") ? shape[axis] : NumElements(shape);
+  if (condition->num_elements() > dim) {
+    return ctx.Refuse("the condition is longer than the axis");
+  }
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < condition->num_elements(); ++i) {
+    if (condition->GetDouble(i) != 0) kept.push_back(i);
+  }
+  ctx.EmitOutput(0, "gather", {x, ctx.Constant(IntsTensor(kept))},
+                 MakeAttrs({{"axis", axis}}));
+  return ctx.status();
+}
+
+}  // namespace
+
+void AddTensorConverters(ConverterMap& map) {
+  map["Reshape"] = ConvertReshape;
+  map["Expand"] = OperandAsInts("expand", 1, "shape", "the target shape");
+  map["Tile"] = OperandAsInts("tile", 1, "repeats", "repeats");
+  map["Transpose"] = ConvertTranspose;
+  map["Squeeze"] = SqueezeLike("squeeze");
+  map["Unsqueeze"] = SqueezeLike("unsqueeze");
+  map["Concat"] = ConvertConcat;
+  map["Slice"] = ConvertSlice;
+  map["Split"] = ConvertSplit;
+  map["Pad"] = ConvertPad;
+  map["Gather"] = ConvertGather;
+  map["GatherElements"] = ConvertGatherElements;
+  map["CumSum"] = ConvertCumSum;
+  map["Flatten"] = ConvertFlatten;
+  map["Dropout"] = ConvertDropout;
+  map["Shape"] = ConvertShape;
+  map["Size"] = ConvertSize;
+  map["Constant"] = ConvertConstant;
+  map["ConstantOfShape"] = ConvertConstantOfShape;
+  map["Range"] = ConvertRange;
+  map["EyeLike"] = ConvertEyeLike;
+  map["Trilu"] = ConvertTrilu;
+  map["OneHot"] = ConvertOneHot;
+  map["DepthToSpace"] = ConvertDepthToSpace;
+  map["SpaceToDepth"] = ConvertSpaceToDepth;
+  map["Compress"] = ConvertCompress;
+}
+
+}  // namespace loom::onnx_import

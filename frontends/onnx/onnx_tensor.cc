@@ -1,0 +1,164 @@
+#include "frontends/onnx/onnx_tensor.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace loom {
+namespace {
+
+// Largest tensor loom accepts from a file, in elements (as ir/graph_io.cc).
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto,
+                             absl::string_view what) {
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  int64_t elements = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0 || (dim > 0 && elements > kMaxElements / dim)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": invalid or too large dims ", ShapeToString(shape)));
+    }
+    elements *= dim;
+  }
+  return shape;
+}
+
+// The typed field that holds a `dtype` tensor's values when raw_data is
+// not used (bools are stored as int32_data), and its name.
+int64_t TypedCount(const onnx::TensorProto& proto, DType dtype,
+                   absl::string_view& field) {
+  switch (dtype) {
+    case DType::kF32:
+      field = "float_data";
+      return proto.float_data_size();
+    case DType::kF64:
+      field = "double_data";
+      return proto.double_data_size();
+    case DType::kI64:
+      field = "int64_data";
+      return proto.int64_data_size();
+    case DType::kI32:
+    case DType::kBool:
+      field = "int32_data";
+      return proto.int32_data_size();
+  }
+  return 0;
+}
+
+void CopyTyped(const onnx::TensorProto& proto, Tensor& tensor) {
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    switch (tensor.dtype()) {
+      case DType::kF32:
+        tensor.SetDouble(i, proto.float_data(i));
+        break;
+      case DType::kF64:
+        tensor.SetDouble(i, proto.double_data(i));
+        break;
+      case DType::kI64:
+        tensor.SetInt(i, proto.int64_data(i));
+        break;
+      case DType::kI32:
+      case DType::kBool:
+        tensor.SetInt(i, proto.int32_data(i));
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+std::string OnnxTypeName(int32_t elem_type) {
+  if (!onnx::TensorProto::DataType_IsValid(elem_type)) {
+    return absl::StrCat("type #", elem_type);
+  }
+  return onnx::TensorProto::DataType_Name(
+      static_cast<onnx::TensorProto::DataType>(elem_type));
+}
+
+absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT:
+      return DType::kF32;
+    case onnx::TensorProto::DOUBLE:
+      return DType::kF64;
+    case onnx::TensorProto::INT32:
+      return DType::kI32;
+    case onnx::TensorProto::INT64:
+      return DType::kI64;
+    case onnx::TensorProto::BOOL:
+      return DType::kBool;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, ": element type ", OnnxTypeName(elem_type),
+      " is not supported (loom computes with FLOAT, DOUBLE, INT32, INT64 and "
+      "BOOL)"));
+}
+
+absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
+                                      absl::string_view what) {
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": external tensor data is not supported"));
+  }
+  if (proto.has_segment()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": segmented tensor data is not supported"));
+  }
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(proto.data_type(), what);
+  if (!dtype.ok()) return dtype.status();
+  absl::StatusOr<Shape> shape = DimsOf(proto, what);
+  if (!shape.ok()) return shape.status();
+  // Sizes are checked before allocating: dims may claim far more than the
+  // data holds.
+  const int64_t elements = NumElements(*shape);
+  if (proto.has_raw_data()) {
+    const int64_t bytes = elements * DTypeSize(*dtype);
+    if (static_cast<int64_t>(proto.raw_data().size()) != bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
+          ShapeToString(*shape), " of ", DTypeName(*dtype), " needs ", bytes));
+    }
+    Tensor tensor(*dtype, *std::move(shape));
+    // raw_data is little-endian, like every machine loom runs on.
+    std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
+    if (*dtype == DType::kBool) {  // normalise to 0/1
+      for (int64_t i = 0; i < elements; ++i) {
+        tensor.SetInt(i, tensor.data_as<uint8_t>()[i] != 0);
+      }
+    }
+    return tensor;
+  }
+  absl::string_view field;
+  const int64_t count = TypedCount(proto, *dtype, field);
+  if (count != elements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", count, " values in ", field, " for shape ",
+                     ShapeToString(*shape), " (", elements, " elements)"));
+  }
+  Tensor tensor(*dtype, *std::move(shape));
+  CopyTyped(proto, tensor);
+  return tensor;
+}
+
+absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
+  }
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes.str())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a serialised ONNX TensorProto"));
+  }
+  return proto;
+}
+
+}  // namespace loom

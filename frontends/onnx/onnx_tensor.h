@@ -1,0 +1,36 @@
+#ifndef LOOM_FRONTENDS_ONNX_ONNX_TENSOR_H_
+#define LOOM_FRONTENDS_ONNX_ONNX_TENSOR_H_
+
+// ONNX element types and tensors (TensorProto) in loom's terms.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/dtype.h"
+#include "ir/tensor.h"
+#include "onnx/onnx_pb.h"
+
+namespace loom {
+
+// The loom dtype of an ONNX element type (TensorProto.DataType): FLOAT,
+// DOUBLE, INT32, INT64 and BOOL. Anything else is an InvalidArgument error
+// that names `what` and the type.
+absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what);
+
+// "FLOAT16", "UINT8", ...: an ONNX element type's name, for messages.
+std::string OnnxTypeName(int32_t elem_type);
+
+// The data of an ONNX tensor: raw_data or the typed fields, with every size
+// checked against the dims. External or segmented data and element types
+// outside loom's set are InvalidArgument errors naming `what`.
+absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
+                                      absl::string_view what);
+
+// Reads a serialised TensorProto (an ONNX test's input_N.pb / output_N.pb).
+absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path);
+
+}  // namespace loom
+
+#endif  // LOOM_FRONTENDS_ONNX_ONNX_TENSOR_H_

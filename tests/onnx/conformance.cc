@@ -1,0 +1,533 @@
+// Runs ONNX's backend node tests through loom: for each test directory
+// (model.onnx plus test_data_set_*/input_N.pb and output_N.pb), imports the
+// model, compiles it with the built-in `cpu` pipeline, runs it on every data
+// set and compares with the expected outputs as ONNX's runner does (floats:
+// |actual - expected| <= 1e-7 + 1e-3 |expected|, NaN equals NaN; integers
+// and bools exactly; shapes and dtypes must match). Prints one line per test,
+//   PASS name | FAIL name <largest error> | UNSUPPORTED name <reason>
+// then the unsupported tests counted by reason, and
+//   conformance: P passed, F failed, U unsupported
+// Exit status: 0, or 1 when a test fails or fewer than --min_passed pass;
+// 2 on bad usage.
+//
+// Tests are compiled in batches: the graphs of up to --batch tests are
+// merged into one graph (side by side, sharing nothing), so that the native
+// compiler runs once per batch rather than once per test; a batch that fails
+// to compile or run is retried test by test, so each test gets its own
+// verdict.
+//
+// Inputs that the model needs at compile time (a Reshape's shape, gather
+// indices, ... fed as graph inputs, as node tests do) are bound to the data
+// set's values at import (OnnxImportOptions::bound_inputs). A line before
+// the summary counts the passed tests that had inputs bound, and those
+// whose outputs were all computed at import (Shape, Range, ...), where
+// loom's compiled code only copies constants; --verbose marks the latter.
+//
+// Usage: conformance [--min_passed=N] [--batch=N] [--cache_dir=D] [--verbose]
+//                    PATH...
+// where each PATH is a test directory or a directory of test directories.
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "frontends/onnx/onnx_importer.h"
+#include "frontends/onnx/onnx_tensor.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+#include "tools/driver.h"
+
+ABSL_FLAG(int, min_passed, 0, "fail unless at least this many tests pass");
+ABSL_FLAG(std::string, cache_dir, "",
+          "kernel cache directory (default: the runtime's)");
+ABSL_FLAG(bool, verbose, false, "print the full reason of every UNSUPPORTED");
+ABSL_FLAG(int, batch, 32, "tests compiled together in one translation unit");
+
+namespace loom {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kRtol = 1e-3;
+constexpr double kAtol = 1e-7;
+
+enum class Verdict { kPass, kFail, kUnsupported };
+
+struct Outcome {
+  Verdict verdict = Verdict::kPass;
+  std::string detail;  // the largest error, or the reason
+  bool bound = false;  // see Unit
+  bool folded = false;
+};
+
+Outcome Unsupported(const absl::Status& status) {
+  return {Verdict::kUnsupported, std::string(status.message())};
+}
+
+Outcome Fail(std::string detail) { return {Verdict::kFail, std::move(detail)}; }
+
+// A data set's tensors, input_0.pb, input_1.pb, ... (or output_N.pb).
+absl::StatusOr<std::vector<onnx::TensorProto>> ReadTensors(
+    const fs::path& dir, const std::string& prefix) {
+  std::vector<onnx::TensorProto> tensors;
+  for (int i = 0;; ++i) {
+    const fs::path path = dir / absl::StrCat(prefix, "_", i, ".pb");
+    if (!fs::exists(path)) break;
+    absl::StatusOr<onnx::TensorProto> tensor = ReadTensorProtoFile(path);
+    if (!tensor.ok()) return tensor.status();
+    tensors.push_back(*std::move(tensor));
+  }
+  return tensors;
+}
+
+std::vector<fs::path> SortedSubdirs(const fs::path& dir,
+                                    absl::string_view prefix) {
+  std::vector<fs::path> dirs;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    if (entry.is_directory() &&
+        absl::StartsWith(entry.path().filename().string(), prefix)) {
+      dirs.push_back(entry.path());
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+// Compares one output; on a mismatch describes the largest error.
+bool Matches(const Tensor& actual, const Tensor& expected, int index,
+             std::string& detail) {
+  if (actual.type() != expected.type()) {
+    detail =
+        absl::StrCat("output ", index, ": got ", TypeToString(actual.type()),
+                     ", expected ", TypeToString(expected.type()));
+    return false;
+  }
+  const bool exact = !IsFloat(expected.dtype());
+  double worst_excess = 0;  // error beyond the tolerance
+  int64_t worst = -1;
+  for (int64_t i = 0; i < expected.num_elements(); ++i) {
+    const double a = actual.GetDouble(i), e = expected.GetDouble(i);
+    if (std::isnan(e) && std::isnan(a)) continue;
+    if (exact ? actual.GetInt(i) == expected.GetInt(i) : a == e) continue;
+    double excess;  // how far past the tolerance
+    if (exact) {
+      excess = std::max(std::fabs(a - e), 1.0);  // any mismatch counts
+    } else if (!std::isfinite(a) || !std::isfinite(e)) {
+      excess = INFINITY;  // infinities and NaN must match exactly
+    } else {
+      excess = std::fabs(a - e) - (kAtol + kRtol * std::fabs(e));
+    }
+    if (excess > 0 && (worst < 0 || excess > worst_excess)) {
+      worst_excess = excess;
+      worst = i;
+    }
+  }
+  if (worst < 0) return true;
+  detail = absl::StrFormat(
+      "max_abs_error=%g (output %d, element %d: got %.9g, expected %.9g)",
+      std::fabs(actual.GetDouble(worst) - expected.GetDouble(worst)), index,
+      worst, actual.GetDouble(worst), expected.GetDouble(worst));
+  return false;
+}
+
+// One data set of one test, imported and ready to compile.
+struct Unit {
+  size_t test = 0;  // index into the test list
+  // Some graph inputs were bound to the data set's values at import.
+  bool bound = false;
+  // Every output was computed at import (loom's compiled code only copies).
+  bool folded = false;
+  Graph graph;
+  std::vector<Tensor> inputs;  // in the order of graph.inputs()
+  std::vector<Tensor> expected;
+};
+
+// The graph inputs of `model`, in order: those that are not initializers.
+std::vector<std::string> GraphInputNames(const onnx::ModelProto& model) {
+  std::vector<std::string> names;
+  for (const onnx::ValueInfoProto& input : model.graph().input()) {
+    bool is_initializer = false;
+    for (const onnx::TensorProto& init : model.graph().initializer()) {
+      is_initializer = is_initializer || init.name() == input.name();
+    }
+    if (!is_initializer) names.push_back(input.name());
+  }
+  return names;
+}
+
+// Reads a data set and imports the model with it: a Unit, or the reason
+// why loom cannot run the test.
+absl::StatusOr<Unit> PrepareUnit(const onnx::ModelProto& model,
+                                 const fs::path& data_dir) {
+  for (const auto* list : {&model.graph().input(), &model.graph().output()}) {
+    for (const onnx::ValueInfoProto& value : *list) {
+      if (!value.type().has_tensor_type()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph value '", value.name(),
+            "' is not a tensor (sequences, maps and optionals are not "
+            "supported)"));
+      }
+    }
+  }
+  absl::StatusOr<std::vector<onnx::TensorProto>> input_protos =
+      ReadTensors(data_dir, "input");
+  if (!input_protos.ok()) return input_protos.status();
+  absl::StatusOr<std::vector<onnx::TensorProto>> output_protos =
+      ReadTensors(data_dir, "output");
+  if (!output_protos.ok()) return output_protos.status();
+  const std::vector<std::string> input_names = GraphInputNames(model);
+  if (input_names.size() != input_protos->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the data set has ", input_protos->size(),
+                     " inputs, the model ", input_names.size()));
+  }
+  OnnxImportOptions options;
+  for (size_t i = 0; i < input_names.size(); ++i) {
+    absl::StatusOr<Tensor> tensor = TensorFromOnnx(
+        (*input_protos)[i], absl::StrCat("input '", input_names[i], "'"));
+    if (!tensor.ok()) return tensor.status();
+    options.input_shapes[input_names[i]] = tensor->shape();
+    options.bound_inputs.emplace(input_names[i], *std::move(tensor));
+  }
+  Unit unit;
+  for (size_t i = 0; i < output_protos->size(); ++i) {
+    absl::StatusOr<Tensor> tensor = TensorFromOnnx(
+        (*output_protos)[i], absl::StrCat("expected output ", i));
+    if (!tensor.ok()) return tensor.status();
+    unit.expected.push_back(*std::move(tensor));
+  }
+  absl::StatusOr<Graph> graph = ImportOnnxModel(model, options);
+  if (!graph.ok()) return graph.status();
+  unit.graph = *std::move(graph);
+  for (ValueId id : unit.graph.inputs()) {
+    unit.inputs.push_back(options.bound_inputs.at(unit.graph.value(id).name));
+  }
+  unit.bound = unit.inputs.size() < input_names.size();
+  unit.folded = true;
+  for (ValueId id : unit.graph.outputs()) {
+    const ValueKind kind = unit.graph.value(id).kind;
+    unit.folded = unit.folded &&
+                  (kind == ValueKind::kConstant || kind == ValueKind::kWeight);
+  }
+  return unit;
+}
+
+// Adds a copy of `part` to `merged` with every name prefixed; returns the
+// merged ids of part's outputs.
+absl::StatusOr<std::vector<ValueId>> AppendGraph(const Graph& part,
+                                                 absl::string_view prefix,
+                                                 Graph& merged) {
+  std::vector<ValueId> ids(part.values().size(), -1);
+  auto name = [&](ValueId id) {
+    return absl::StrCat(prefix, part.value(id).name);
+  };
+  for (ValueId id : part.inputs()) {
+    absl::StatusOr<ValueId> added =
+        merged.AddInput(name(id), part.value(id).type);
+    if (!added.ok()) return added.status();
+    ids[id] = *added;
+  }
+  for (const auto* list : {&part.weights(), &part.constants()}) {
+    for (ValueId id : *list) {
+      absl::StatusOr<ValueId> added = merged.AddInitializer(
+          name(id), part.value(id).kind, part.initializer(id));
+      if (!added.ok()) return added.status();
+      ids[id] = *added;
+    }
+  }
+  for (const Node& node : part.nodes()) {
+    std::vector<ValueId> inputs;
+    for (ValueId input : node.inputs) inputs.push_back(ids[input]);
+    std::vector<std::string> outputs;
+    for (ValueId output : node.outputs) outputs.push_back(name(output));
+    absl::StatusOr<NodeId> added =
+        merged.AddNode(absl::StrCat(prefix, node.name), node.op,
+                       std::move(inputs), outputs, node.attrs);
+    if (!added.ok()) return added.status();
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      const ValueId id = merged.node(*added).outputs[k];
+      ids[node.outputs[k]] = id;
+      merged.mutable_value(id).type = part.value(node.outputs[k]).type;
+    }
+  }
+  std::vector<ValueId> outputs;
+  for (ValueId id : part.outputs()) outputs.push_back(ids[id]);
+  return outputs;
+}
+
+Outcome Compare(const Unit& unit, const std::vector<Tensor>& outputs,
+                size_t first) {
+  const size_t count = unit.graph.outputs().size();
+  if (count != unit.expected.size()) {
+    return Fail(
+        absl::StrCat(count, " outputs, expected ", unit.expected.size()));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    std::string detail;
+    if (!Matches(outputs[first + i], unit.expected[i], i, detail)) {
+      return Fail(detail);
+    }
+  }
+  return {};
+}
+
+// Compiles `units` as one graph, runs it once and compares each unit's
+// outputs. Returns one outcome per unit, or an error when the batch as a
+// whole does not compile or run.
+absl::StatusOr<std::vector<Outcome>> RunBatch(
+    const std::vector<const Unit*>& units) {
+  Graph merged;
+  merged.name = "conformance_batch";
+  std::vector<Tensor> inputs;
+  std::vector<size_t> first_output;
+  for (size_t u = 0; u < units.size(); ++u) {
+    absl::StatusOr<std::vector<ValueId>> outputs =
+        AppendGraph(units[u]->graph, absl::StrCat("u", u, "/"), merged);
+    if (!outputs.ok()) return outputs.status();
+    first_output.push_back(merged.outputs().size());
+    for (ValueId id : *outputs) merged.AddOutput(id);
+    inputs.insert(inputs.end(), units[u]->inputs.begin(),
+                  units[u]->inputs.end());
+  }
+  CompileOptions options;
+  options.model = merged.name;
+  options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  absl::StatusOr<CompiledModel> compiled =
+      CompileGraph(std::move(merged), options);
+  if (!compiled.ok()) {
+    return absl::Status(compiled.status().code(),
+                        absl::StrCat("compile: ", compiled.status().message()));
+  }
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      compiled->executable->Run(inputs);
+  if (!outputs.ok()) {
+    return absl::Status(outputs.status().code(),
+                        absl::StrCat("run: ", outputs.status().message()));
+  }
+  std::vector<Outcome> outcomes;
+  for (size_t u = 0; u < units.size(); ++u) {
+    outcomes.push_back(Compare(*units[u], *outputs, first_output[u]));
+  }
+  return outcomes;
+}
+
+// RunBatch, retried unit by unit when the batch fails as a whole.
+std::vector<Outcome> RunUnits(const std::vector<const Unit*>& units) {
+  absl::StatusOr<std::vector<Outcome>> outcomes = RunBatch(units);
+  if (outcomes.ok()) return *std::move(outcomes);
+  if (units.size() == 1) {
+    return {Fail(std::string(outcomes.status().message()))};
+  }
+  std::vector<Outcome> each;
+  for (const Unit* unit : units) each.push_back(RunUnits({unit})[0]);
+  return each;
+}
+
+// A short, countable reason: "op Resize", "dtype UINT8", or the message's
+// cause with the node's name left out.
+std::string ReasonKey(const std::string& detail) {
+  size_t at = detail.find(": op ");
+  if (at != std::string::npos) {
+    const size_t start = at + 5;
+    return absl::StrCat("op ",
+                        detail.substr(start, detail.find(' ', start) - start));
+  }
+  at = detail.find("element type ");
+  if (at != std::string::npos) {
+    const size_t start = at + 13;
+    return absl::StrCat("dtype ",
+                        detail.substr(start, detail.find(' ', start) - start));
+  }
+  if (absl::StrContains(detail, "is not a tensor (")) {
+    return "sequence, map or optional values";
+  }
+  // Drop "node 'NAME' (Op): " and keep the op and the cause.
+  if (absl::StartsWith(detail, "node '")) {
+    const size_t open = detail.find("' (");
+    if (open != std::string::npos) return detail.substr(open + 2);
+  }
+  return detail;
+}
+
+std::vector<fs::path> TestDirs(const std::vector<char*>& args) {
+  std::vector<fs::path> dirs;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const fs::path path(args[i]);
+    if (fs::exists(path / "model.onnx")) {
+      dirs.push_back(path);
+      continue;
+    }
+    for (const fs::path& sub : SortedSubdirs(path, "")) {
+      if (fs::exists(sub / "model.onnx")) dirs.push_back(sub);
+    }
+  }
+  return dirs;
+}
+
+// Tallies and prints verdicts, in test order.
+class Report {
+ public:
+  void Print(const std::string& name, const Outcome& outcome) {
+    switch (outcome.verdict) {
+      case Verdict::kPass:
+        ++passed_;
+        bound_ += outcome.bound;
+        folded_ += outcome.folded;
+        std::cout << "PASS " << name
+                  << (absl::GetFlag(FLAGS_verbose) && outcome.folded
+                          ? " (computed at import)"
+                          : "")
+                  << "\n";
+        break;
+      case Verdict::kFail:
+        ++failed_;
+        std::cout << "FAIL " << name << " " << outcome.detail << "\n";
+        break;
+      case Verdict::kUnsupported: {
+        ++unsupported_;
+        const std::string key = ReasonKey(outcome.detail);
+        ++reasons_[key];
+        std::cout << "UNSUPPORTED " << name << " "
+                  << (absl::GetFlag(FLAGS_verbose) ? outcome.detail : key)
+                  << "\n";
+        break;
+      }
+    }
+    std::cout.flush();
+  }
+
+  // The summary; returns the exit status.
+  int Finish(int min_passed) {
+    std::vector<std::pair<int, std::string>> by_count;
+    for (const auto& [reason, count] : reasons_) {
+      by_count.push_back({-count, reason});
+    }
+    std::sort(by_count.begin(), by_count.end());
+    for (const auto& [count, reason] : by_count) {
+      std::cout << "unsupported: " << -count << " " << reason << "\n";
+    }
+    std::cout << "passed with inputs bound at import: " << bound_
+              << "; passed with every output computed at import: " << folded_
+              << "\n";
+    std::cout << "conformance: " << passed_ << " passed, " << failed_
+              << " failed, " << unsupported_ << " unsupported\n";
+    if (passed_ < min_passed) {
+      std::cout << "conformance: fewer than the required " << min_passed
+                << " passed\n";
+    }
+    return failed_ > 0 || passed_ < min_passed ? 1 : 0;
+  }
+
+ private:
+  int passed_ = 0, failed_ = 0, unsupported_ = 0;
+  int bound_ = 0, folded_ = 0;  // among the passed
+  std::map<std::string, int> reasons_;
+};
+
+// Runs the tests in batches, printing each test's verdict once all of its
+// data sets have run.
+class Runner {
+ public:
+  explicit Runner(std::vector<fs::path> dirs)
+      : dirs_(std::move(dirs)),
+        outcomes_(dirs_.size()),
+        pending_(dirs_.size(), 0) {}
+
+  int Run() {
+    const size_t batch = std::max(1, absl::GetFlag(FLAGS_batch));
+    for (size_t t = 0; t < dirs_.size(); ++t) {
+      Prepare(t);
+      prepared_ = t + 1;
+      if (units_.size() >= batch) Flush();
+      PrintFinished();
+    }
+    Flush();
+    PrintFinished();
+    return report_.Finish(absl::GetFlag(FLAGS_min_passed));
+  }
+
+ private:
+  void Prepare(size_t t) {
+    absl::StatusOr<onnx::ModelProto> model =
+        ReadOnnxModelFile((dirs_[t] / "model.onnx").string());
+    if (!model.ok()) return Record(t, Unsupported(model.status()));
+    const std::vector<fs::path> data_sets =
+        SortedSubdirs(dirs_[t], "test_data_set_");
+    if (data_sets.empty()) {
+      return Record(t, Unsupported(absl::InvalidArgumentError(
+                           "no test_data_set_* directory")));
+    }
+    std::vector<Unit> units;
+    for (const fs::path& data_dir : data_sets) {
+      absl::StatusOr<Unit> unit = PrepareUnit(*model, data_dir);
+      if (!unit.ok()) return Record(t, Unsupported(unit.status()));
+      unit->test = t;
+      units.push_back(*std::move(unit));
+    }
+    for (Unit& unit : units) units_.push_back(std::move(unit));
+    pending_[t] = data_sets.size();
+  }
+
+  void Flush() {
+    if (units_.empty()) return;
+    std::vector<const Unit*> units;
+    for (const Unit& unit : units_) units.push_back(&unit);
+    const std::vector<Outcome> outcomes = RunUnits(units);
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const size_t t = units_[u].test;
+      --pending_[t];
+      if (outcomes_[t].verdict == Verdict::kPass) {
+        const bool bound = outcomes_[t].bound || units_[u].bound;
+        const bool folded = outcomes_[t].folded || units_[u].folded;
+        outcomes_[t] = outcomes[u];
+        outcomes_[t].bound = bound;
+        outcomes_[t].folded = folded;
+      }
+    }
+    units_.clear();
+  }
+
+  void Record(size_t t, Outcome outcome) { outcomes_[t] = std::move(outcome); }
+
+  void PrintFinished() {
+    for (; printed_ < prepared_ && pending_[printed_] == 0; ++printed_) {
+      report_.Print(dirs_[printed_].filename().string(), outcomes_[printed_]);
+    }
+  }
+
+  std::vector<fs::path> dirs_;
+  std::vector<Outcome> outcomes_;
+  std::vector<size_t> pending_;  // data sets not yet run, per test
+  std::vector<Unit> units_;      // prepared, waiting for a batch
+  size_t prepared_ = 0;          // tests [0, prepared_) are prepared
+  size_t printed_ = 0;
+  Report report_;
+};
+
+int Main(int argc, char** argv) {
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  std::vector<fs::path> dirs = TestDirs(args);
+  if (dirs.empty()) {
+    std::cerr << "conformance: no test directories (each holds model.onnx) "
+                 "under the given paths\n";
+    return 2;
+  }
+  return Runner(std::move(dirs)).Run();
+}
+
+}  // namespace
+}  // namespace loom
+
+int main(int argc, char** argv) { return loom::Main(argc, argv); }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `loom compile|run --model=M.onnx`: ONNX models from ONNX's own test data
+# (Debian's libonnx-testdata) through the command line, and the refusals
+# (exit 2, naming the node and the cause) for what loom cannot run.
+set -uo pipefail
+
+loom="$1"
+node="/usr/share/libonnx-testdata/data/node"
+export LOOM_CACHE_DIR="${TEST_TMPDIR:-$(mktemp -d)}/cache"
+out="${TEST_TMPDIR:-$(mktemp -d)}/out"
+mkdir -p "$out"
+failures=0
+
+if [[ ! -d "$node" ]]; then
+  echo "FAIL: $node is missing (Debian package libonnx-testdata; ./bazelw installs it)"
+  exit 1
+fi
+
+# expect EXIT_CODE PATTERN ARGS...: runs loom, checks its exit status and
+# that its output matches the extended regex PATTERN.
+expect() {
+  local want="$1" pattern="$2"
+  shift 2
+  "$loom" "$@" >"$out/stdout" 2>"$out/stderr"
+  local got=$?
+  local text
+  text="$(cat "$out/stdout" "$out/stderr")"
+  if [[ $got -ne $want ]] || ! grep -qE -- "$pattern" <<<"$text"; then
+    echo "FAIL: loom $* -> exit $got (want $want), output:"
+    echo "$text" | head -20
+    echo "  (expected to match: $pattern)"
+    failures=$((failures + 1))
+  else
+    echo "ok: loom $* -> exit $got"
+  fi
+}
+
+expect 0 "check pass" run --check --model="$node/test_lstm_defaults/model.onnx"
+expect 0 "check pass" run --check --model="$node/test_gru_seq_length/model.onnx"
+expect 0 "check pass" run --check --model="$node/test_layer_normalization_4d_axis0/model.onnx"
+expect 0 "check pass" run --check --model="$node/test_softmax_axis_0/model.onnx"
+expect 0 "" compile --model="$node/test_gemm_default_no_bias/model.onnx" \
+  --report="$out/report.json"
+if ! grep -q '"model": ".*test_gemm_default_no_bias/model.onnx"' "$out/report.json"; then
+  echo "FAIL: the report does not name the ONNX model"
+  failures=$((failures + 1))
+fi
+
+# Refusals: exit 2, naming the file, the node and the cause.
+expect 2 "test_reshape_extended_dims/model.onnx: node 'reshaped' \(Reshape\): input 'shape' \(the target shape\) must be known at import" \
+  compile --model="$node/test_reshape_extended_dims/model.onnx"
+expect 2 "node '.*' \(MaxPool\): op MaxPool \(opset [0-9]+\) is not supported" \
+  compile --model="$node/test_maxpool_1d_default/model.onnx"
+expect 2 "node '.*' \(Cast\): element type FLOAT16 is not supported" \
+  compile --model="$node/test_cast_FLOAT_to_FLOAT16/model.onnx"
+expect 2 "graph input 'x': element type UINT8 is not supported" \
+  compile --model="$node/test_add_uint8/model.onnx"
+printf 'not a model' >"$out/garbage.onnx"
+expect 2 "garbage.onnx: not a binary ONNX model" compile --model="$out/garbage.onnx"
+expect 2 "missing.onnx: cannot open" compile --model="$out/missing.onnx"
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
