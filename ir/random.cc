@@ -3,6 +3,23 @@
 #include <cmath>
 
 namespace loom {
+namespace {
+
+// The value of element i: low + unit * (high - low), unit uniform in [0, 1).
+inline double Draw(uint64_t stream, int64_t i, double low, double span) {
+  const double unit = static_cast<double>(SplitMix64(stream + i) >> 11) * 0x1.0p-53;
+  return low + unit * span;
+}
+
+template <typename T>
+void FillFloats(Tensor& tensor, uint64_t stream, double low, double span) {
+  T* data = tensor.data_as<T>();
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    data[i] = static_cast<T>(Draw(stream, i, low, span));
+  }
+}
+
+}  // namespace
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -13,15 +30,13 @@ uint64_t SplitMix64(uint64_t x) {
 
 void FillUniform(Tensor& tensor, uint64_t seed, double low, double high) {
   const uint64_t stream = SplitMix64(seed);
+  const double span = high - low;
+  // Typed loops for the float types: weights of large models are millions
+  // of elements, and they are drawn at every import.
+  if (tensor.dtype() == DType::kF32) return FillFloats<float>(tensor, stream, low, span);
+  if (tensor.dtype() == DType::kF64) return FillFloats<double>(tensor, stream, low, span);
   for (int64_t i = 0; i < tensor.num_elements(); ++i) {
-    const double unit =
-        static_cast<double>(SplitMix64(stream + i) >> 11) * 0x1.0p-53;
-    const double v = low + unit * (high - low);
-    if (IsFloat(tensor.dtype())) {
-      tensor.SetDouble(i, v);
-    } else {
-      tensor.SetInt(i, static_cast<int64_t>(std::floor(v)));
-    }
+    tensor.SetInt(i, static_cast<int64_t>(std::floor(Draw(stream, i, low, span))));
   }
 }
 
