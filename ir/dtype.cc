@@ -92,6 +92,25 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
+absl::Status CheckShapeLimits(const Shape& shape) {
+  int64_t product = 1;  // of the non-zero dimensions so far
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shape ", ShapeToString(shape), " has a negative dimension"));
+    }
+    if (d == 0) continue;
+    if (product > kMaxTensorElements / d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shape ", ShapeToString(shape),
+          " is too large (loom allows at most 2^40 elements per tensor, "
+          "counting dimensions of size 0 as 1)"));
+    }
+    product *= d;
+  }
+  return absl::OkStatus();
+}
+
 std::string ShapeToString(const Shape& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }

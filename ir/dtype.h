@@ -34,6 +34,16 @@ using Shape = std::vector<int64_t>;
 
 // Product of the dimensions (1 for a scalar).
 int64_t NumElements(const Shape& shape);
+
+// The most elements loom accepts in one tensor: element, stride and byte
+// counts of any shape within the limit stay far from int64 overflow.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
+
+// Checks that `shape` has no negative dimension and that its non-zero
+// dimensions multiply to at most kMaxTensorElements (a dimension of size 0
+// must not hide others whose strides would overflow). Errors describe the
+// cause only.
+absl::Status CheckShapeLimits(const Shape& shape);
 // "[2,16,32]"
 std::string ShapeToString(const Shape& shape);
 // Row-major strides, in elements.

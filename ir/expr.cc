@@ -6,6 +6,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <utility>
 
@@ -150,28 +151,73 @@ constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
 // Construction and canonicalisation.
 // ===========================================================================
 
+// Storage for the operand lists of interned nodes: blocks that never move,
+// filled in order, so that a node costs no allocation of its own.
+class OperandArena {
+ public:
+  absl::Span<const Expr> Copy(absl::Span<const Expr> operands) {
+    if (operands.empty()) return {};
+    if (operands.size() > kBlockSize - used_) {
+      // A list longer than a block gets a block of its own size.
+      blocks_.push_back(
+          std::make_unique<Expr[]>(std::max(kBlockSize, operands.size())));
+      used_ = 0;
+    }
+    Expr* out = blocks_.back().get() + used_;
+    std::copy(operands.begin(), operands.end(), out);
+    used_ += operands.size();
+    return absl::Span<const Expr>(out, operands.size());
+  }
+
+ private:
+  static constexpr size_t kBlockSize = 4096;
+  std::vector<std::unique_ptr<Expr[]>> blocks_;
+  size_t used_ = kBlockSize;  // no block yet
+};
+
 struct ExprContext::Impl {
   class RangeSimplifier;  // the range-based rules, below
 
   std::deque<ExprNode> nodes;  // stable addresses
+  OperandArena operands;
   absl::flat_hash_set<Slot, SlotHash, SlotEq> interned;
   std::vector<Expr> vars;  // vars[i] is x_i once made
   // True while Simplify runs: sums then also recombine div/mod pairs.
   bool simplifying = false;
+  // Memo tables kept between calls of Substitute and Simplify (which run
+  // once per load while lowering), so that a call allocates nothing once
+  // they have grown. A call moves a table out and back; a nested call would
+  // find it empty and simply grow its own.
+  absl::flat_hash_map<Expr, Expr> spare_substitutions;
+  absl::flat_hash_map<Expr, Expr> spare_simplified;
+  absl::flat_hash_map<Expr, Interval> spare_bounds;
 
-  Expr Intern(ExprKind kind, int64_t value, absl::Span<const Expr> operands) {
-    const NodeKey key{kind, value, operands};
+  Expr Intern(ExprKind kind, int64_t value,
+              absl::Span<const Expr> operand_list) {
+    const NodeKey key{kind, value, operand_list};
     const Probe probe{key, absl::Hash<NodeKey>()(key)};
     auto it = interned.find(probe);
     if (it != interned.end()) return it->node;
     const int32_t id = static_cast<int32_t>(nodes.size());
-    nodes.push_back(ExprNode(
-        kind, value, std::vector<Expr>(operands.begin(), operands.end()), id));
+    nodes.push_back(ExprNode(kind, value, operands.Copy(operand_list), id));
     interned.insert(Slot{&nodes.back(), probe.hash});
     return &nodes.back();
   }
 
-  Expr Const(int64_t v) { return Intern(ExprKind::kConst, v, {}); }
+  // Small constants come up all the time (coefficients, offsets, sizes), so
+  // they are found in an array rather than in the intern table.
+  static constexpr int64_t kSmallMin = -64;
+  static constexpr int64_t kSmallEnd = 1024;
+  Expr small_consts[kSmallEnd - kSmallMin] = {};
+
+  Expr Const(int64_t v) {
+    if (v < kSmallMin || v >= kSmallEnd) {
+      return Intern(ExprKind::kConst, v, {});
+    }
+    Expr& c = small_consts[v - kSmallMin];
+    if (c == nullptr) c = Intern(ExprKind::kConst, v, {});
+    return c;
+  }
 
   Expr Var(int index) {
     if (index < 0) Die(absl::StrCat("negative variable index ", index));
@@ -600,10 +646,20 @@ int64_t FloorDivBound(int64_t a, int64_t d) {
 class ExprContext::Impl::RangeSimplifier {
  public:
   RangeSimplifier(Impl& impl, absl::Span<const int64_t> extents)
-      : impl_(impl), extents_(extents), was_simplifying_(impl.simplifying) {
+      : impl_(impl),
+        extents_(extents),
+        was_simplifying_(impl.simplifying),
+        done_(std::move(impl.spare_simplified)),
+        bounds_(std::move(impl.spare_bounds)) {
     impl_.simplifying = true;
   }
-  ~RangeSimplifier() { impl_.simplifying = was_simplifying_; }
+  ~RangeSimplifier() {
+    impl_.simplifying = was_simplifying_;
+    done_.clear();
+    bounds_.clear();
+    impl_.spare_simplified = std::move(done_);
+    impl_.spare_bounds = std::move(bounds_);
+  }
 
   Expr Run(Expr e) {
     if (e->kind() == ExprKind::kConst) return e;
@@ -825,8 +881,11 @@ Expr ExprContext::Simplify(Expr e, absl::Span<const int64_t> var_extents) {
 }
 
 Expr ExprContext::Substitute(Expr e, absl::Span<const Expr> replacements) {
-  absl::flat_hash_map<Expr, Expr> memo;
-  return impl_->Substitute(e, replacements, memo);
+  absl::flat_hash_map<Expr, Expr> memo = std::move(impl_->spare_substitutions);
+  const Expr result = impl_->Substitute(e, replacements, memo);
+  memo.clear();
+  impl_->spare_substitutions = std::move(memo);
+  return result;
 }
 
 size_t ExprContext::size() const { return impl_->nodes.size(); }

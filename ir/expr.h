@@ -40,13 +40,15 @@ class ExprNode {
 
  private:
   friend class ExprContext;
-  ExprNode(ExprKind kind, int64_t value, std::vector<Expr> operands, int32_t id)
-      : kind_(kind), value_(value), operands_(std::move(operands)), id_(id) {}
+  // `operands` points into storage that the context owns.
+  ExprNode(ExprKind kind, int64_t value, absl::Span<const Expr> operands,
+           int32_t id)
+      : kind_(kind), id_(id), value_(value), operands_(operands) {}
 
   ExprKind kind_;
-  int64_t value_;
-  std::vector<Expr> operands_;
   int32_t id_;
+  int64_t value_;
+  absl::Span<const Expr> operands_;
 };
 
 // Owns and interns expressions. Not thread-safe.

@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -61,12 +62,87 @@ std::vector<double> Attrs::GetFloats(absl::string_view name,
   return GetOr<std::vector<double>>(*this, name, std::move(default_value));
 }
 
-ValueId Graph::NewValue(absl::string_view name, TensorType& type,
-                        ValueKind kind) {
-  // One hash operation per name: claim it, or learn that it is taken.
+Graph::Graph() { ResetNameIndex(); }
+
+Graph::Graph(const Graph& other)
+    : name(other.name),
+      values_(other.values_),
+      nodes_(other.nodes_),
+      inputs_(other.inputs_),
+      weights_(other.weights_),
+      constants_(other.constants_),
+      outputs_(other.outputs_),
+      initializers_(other.initializers_),
+      next_unique_(other.next_unique_) {
+  RebuildNameIndex();
+}
+
+Graph::Graph(Graph&& other) noexcept : Graph() { Swap(other); }
+
+Graph& Graph::operator=(const Graph& other) {
+  Graph copy(other);
+  Swap(copy);
+  return *this;
+}
+
+Graph& Graph::operator=(Graph&& other) noexcept {
+  Graph moved(std::move(other));
+  Swap(moved);
+  return *this;
+}
+
+Graph::~Graph() = default;
+
+void Graph::Swap(Graph& other) noexcept {
+  using std::swap;
+  swap(name, other.name);
+  swap(values_, other.values_);
+  swap(nodes_, other.nodes_);
+  swap(inputs_, other.inputs_);
+  swap(weights_, other.weights_);
+  swap(constants_, other.constants_);
+  swap(outputs_, other.outputs_);
+  swap(initializers_, other.initializers_);
+  swap(next_unique_, other.next_unique_);
+  // Each index travels with its home, which then points at the values_
+  // now beside it.
+  swap(values_home_, other.values_home_);
+  swap(value_by_name_, other.value_by_name_);
+  *values_home_ = &values_;
+  *other.values_home_ = &other.values_;
+}
+
+void Graph::ResetNameIndex() {
+  values_home_ = std::make_unique<const std::vector<Value>*>(&values_);
+  value_by_name_ =
+      NameIndex(0, NameEntryHash{}, NameEntryEq{values_home_.get()});
+}
+
+void Graph::RebuildNameIndex() {
+  ResetNameIndex();
+  value_by_name_.reserve(values_.size());
+  for (ValueId id = 0; id < static_cast<ValueId>(values_.size()); ++id) {
+    value_by_name_.insert(NameEntry{id, NameHash(values_[id].name)});
+  }
+}
+
+uint32_t Graph::NameHash(absl::string_view name) {
+  // 32 bits keep an index entry small and still address tables far larger
+  // than any graph's.
+  return static_cast<uint32_t>(absl::Hash<absl::string_view>()(name));
+}
+
+ValueId Graph::NewValue(std::string name, TensorType& type, ValueKind kind) {
+  // One hash operation per name: claim it, or learn that it is taken. The
+  // value goes in first, since the index reads names from values_.
   const ValueId id = static_cast<ValueId>(values_.size());
-  if (!value_by_name_.try_emplace(name, id).second) return -1;
-  values_.push_back(Value{std::string(name), std::move(type), kind, kNoNode});
+  const uint32_t hash = NameHash(name);
+  values_.push_back(Value{std::move(name), TensorType{}, kind, kNoNode});
+  if (!value_by_name_.insert(NameEntry{id, hash}).second) {
+    values_.pop_back();
+    return -1;
+  }
+  values_[id].type = std::move(type);
   return id;
 }
 
@@ -90,7 +166,7 @@ absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind,
     return absl::InternalError("an initializer is a weight or a constant");
   }
   TensorType type = data.type();
-  const ValueId id = NewValue(name, type, kind);
+  const ValueId id = NewValue(std::move(name), type, kind);
   (kind == ValueKind::kWeight ? weights_ : constants_).push_back(id);
   initializers_.emplace(id, std::move(data));
   return id;
@@ -106,8 +182,8 @@ absl::StatusOr<NodeId> Graph::AddNode(
     }
   }
   const NodeId id = static_cast<NodeId>(nodes_.size());
-  Node node{std::move(name), std::move(op), std::move(inputs), {},
-            std::move(attrs)};
+  Node node{
+      std::move(name), std::move(op), std::move(inputs), {}, std::move(attrs)};
   node.outputs.reserve(output_names.size());
   for (const std::string& output : output_names) {
     TensorType unknown;
@@ -132,7 +208,7 @@ void Graph::Reserve(size_t num_values, size_t num_nodes) {
 
 ValueId Graph::FindValue(absl::string_view name) const {
   auto it = value_by_name_.find(name);
-  return it == value_by_name_.end() ? -1 : it->second;
+  return it == value_by_name_.end() ? -1 : it->id;
 }
 
 const Tensor& Graph::initializer(ValueId id) const {
@@ -150,16 +226,30 @@ std::string Graph::UniqueValueName(absl::string_view base) {
 ValueId Graph::AddIntermediate(absl::string_view base, TensorType type) {
   // UniqueValueName then NewValue would hash each name twice.
   for (;;) {
-    const ValueId id =
-        NewValue(absl::StrCat(base, ".", next_unique_++), type,
-                 ValueKind::kIntermediate);
+    const ValueId id = NewValue(absl::StrCat(base, ".", next_unique_++), type,
+                                ValueKind::kIntermediate);
     if (id >= 0) return id;
   }
 }
 
 void Graph::ReplaceNodes(std::vector<Node> nodes) {
-  for (Value& value : values_) value.producer = kNoNode;
   nodes_ = std::move(nodes);
+  RecomputeProducers();
+}
+
+void Graph::RemoveNodes(const std::vector<bool>& keep) {
+  size_t kept = 0;
+  for (size_t i = 0; i < nodes_.size() && i < keep.size(); ++i) {
+    if (!keep[i]) continue;
+    if (kept != i) nodes_[kept] = std::move(nodes_[i]);
+    ++kept;
+  }
+  nodes_.erase(nodes_.begin() + kept, nodes_.end());
+  RecomputeProducers();
+}
+
+void Graph::RecomputeProducers() {
+  for (Value& value : values_) value.producer = kNoNode;
   for (NodeId id = 0; id < static_cast<NodeId>(nodes_.size()); ++id) {
     for (ValueId output : nodes_[id].outputs) values_[output].producer = id;
   }

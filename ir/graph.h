@@ -2,13 +2,15 @@
 #define LOOM_IR_GRAPH_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ir/dtype.h"
 #include "ir/tensor.h"
 
@@ -59,7 +61,8 @@ class Attrs {
   std::vector<double> GetFloats(absl::string_view name,
                                 std::vector<double> default_value = {}) const;
   std::vector<std::string> GetStrings(
-      absl::string_view name, std::vector<std::string> default_value = {}) const;
+      absl::string_view name,
+      std::vector<std::string> default_value = {}) const;
 
   const std::vector<std::pair<std::string, AttrValue>>& entries() const {
     return entries_;
@@ -82,10 +85,18 @@ struct Node {
 // the graph build the new node list in order; see ReplaceNodes().
 class Graph {
  public:
+  Graph();
+  Graph(const Graph& other);
+  Graph(Graph&& other) noexcept;
+  Graph& operator=(const Graph& other);
+  Graph& operator=(Graph&& other) noexcept;
+  ~Graph();
+
   std::string name;
 
   const std::vector<Value>& values() const { return values_; }
   const Value& value(ValueId id) const { return values_[id]; }
+  // Values keep their names (FindValue looks names up in place).
   Value& mutable_value(ValueId id) { return values_[id]; }
   const std::vector<Node>& nodes() const { return nodes_; }
   const Node& node(NodeId id) const { return nodes_[id]; }
@@ -108,7 +119,9 @@ class Graph {
                                  const std::vector<std::string>& output_names,
                                  Attrs attrs = {});
   void AddOutput(ValueId id) { outputs_.push_back(id); }
-  void SetOutputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
+  void SetOutputs(std::vector<ValueId> outputs) {
+    outputs_ = std::move(outputs);
+  }
 
   // The id of the value with this name, or -1.
   ValueId FindValue(absl::string_view name) const;
@@ -125,6 +138,10 @@ class Graph {
   // over existing values; values that lose their producer are kept but no
   // longer reachable. Producers are recomputed.
   void ReplaceNodes(std::vector<Node> nodes);
+  // Removes node i for each i with !keep[i] (one flag per node), keeping
+  // the others in order, in place; producers are recomputed as by
+  // ReplaceNodes.
+  void RemoveNodes(const std::vector<bool>& keep);
 
   // Makes room for this many values and nodes in all, so that building a
   // large graph does not regrow (and rehash) its tables step by step.
@@ -133,7 +150,7 @@ class Graph {
  private:
   // Adds a value named `name` (taking `type`), or returns -1 and leaves
   // `type` alone when the name is taken.
-  ValueId NewValue(absl::string_view name, TensorType& type, ValueKind kind);
+  ValueId NewValue(std::string name, TensorType& type, ValueKind kind);
 
   std::vector<Value> values_;
   std::vector<Node> nodes_;
@@ -141,9 +158,52 @@ class Graph {
   std::vector<ValueId> weights_;
   std::vector<ValueId> constants_;
   std::vector<ValueId> outputs_;
-  absl::flat_hash_map<std::string, ValueId> value_by_name_;
   absl::flat_hash_map<ValueId, Tensor> initializers_;
   int64_t next_unique_ = 0;
+
+  // The name index: value ids, found by the names in values_, of which it
+  // keeps no copy (a value's name is stored once). Each entry keeps its
+  // name's hash, so that growing the index reads no names.
+  struct NameEntry {
+    ValueId id;
+    uint32_t hash;
+  };
+  static uint32_t NameHash(absl::string_view name);
+  struct NameEntryHash {
+    using is_transparent = void;
+    size_t operator()(const NameEntry& e) const { return e.hash; }
+    size_t operator()(absl::string_view name) const { return NameHash(name); }
+  };
+  // Reads names through `values`: the address of values_, kept on the heap
+  // so that it stays put when a Graph moves (the move updates it).
+  struct NameEntryEq {
+    using is_transparent = void;
+    const std::vector<Value>* const* values;
+    absl::string_view Name(const NameEntry& e) const {
+      return (**values)[e.id].name;
+    }
+    bool operator()(const NameEntry& a, const NameEntry& b) const {
+      return a.id == b.id || (a.hash == b.hash && Name(a) == Name(b));
+    }
+    bool operator()(const NameEntry& a, absl::string_view b) const {
+      return Name(a) == b;
+    }
+    bool operator()(absl::string_view a, const NameEntry& b) const {
+      return a == Name(b);
+    }
+  };
+  using NameIndex = absl::flat_hash_set<NameEntry, NameEntryHash, NameEntryEq>;
+
+  // Sets each value's producer from nodes_.
+  void RecomputeProducers();
+  // An empty index reading this graph's values_.
+  void ResetNameIndex();
+  // Indexes every value (for a copy).
+  void RebuildNameIndex();
+  void Swap(Graph& other) noexcept;
+
+  std::unique_ptr<const std::vector<Value>*> values_home_;
+  NameIndex value_by_name_;
 };
 
 }  // namespace loom

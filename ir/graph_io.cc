@@ -29,7 +29,8 @@ constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 class CollectFirstError : public google::protobuf::io::ErrorCollector {
  public:
-  explicit CollectFirstError(absl::string_view filename) : filename_(filename) {}
+  explicit CollectFirstError(absl::string_view filename)
+      : filename_(filename) {}
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
     if (first_.empty()) {
@@ -104,10 +105,10 @@ absl::Status FillValues(const proto::Values& values, Tensor& tensor,
         what, ": float values for a ", DTypeName(tensor.dtype()), " tensor"));
   }
   if (count != 1 && count != tensor.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": ", count, " values for shape ",
-        ShapeToString(tensor.shape()), " (", tensor.num_elements(),
-        " elements; give all of them or one to broadcast)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", count, " values for shape ",
+                     ShapeToString(tensor.shape()), " (", tensor.num_elements(),
+                     " elements; give all of them or one to broadcast)"));
   }
   for (int64_t i = 0; i < tensor.num_elements(); ++i) {
     const int64_t j = count == 1 ? 0 : i;
@@ -166,17 +167,17 @@ absl::StatusOr<Attrs> ConvertAttrs(const proto::Node& node) {
 }
 
 // Orders node indexes so that every node comes after the producers of its
-// inputs (Kahn's algorithm, ties broken by file order). Errors name an undefined
-// input or the nodes of a cycle.
+// inputs (Kahn's algorithm, ties broken by file order). Errors name an
+// undefined input or the nodes of a cycle.
 absl::StatusOr<std::vector<int>> TopologicalOrder(
-    const proto::Graph& g, const absl::flat_hash_map<std::string, int>& producer,
+    const proto::Graph& g,
+    const absl::flat_hash_map<std::string, int>& producer,
     const absl::flat_hash_map<std::string, bool>& defined_outside) {
   const int n = g.node_size();
   std::vector<int> pending(n, 0);
   std::vector<std::vector<int>> consumers(n);
   for (int i = 0; i < n; ++i) {
     for (const std::string& input : g.node(i).input()) {
-      if (input.empty()) continue;
       auto it = producer.find(input);
       if (it != producer.end()) {
         ++pending[i];
@@ -234,8 +235,8 @@ absl::StatusOr<std::vector<int>> TopologicalOrder(
   for (int node : cycle) {
     names.push_back(absl::StrCat("'", g.node(node).name(), "'"));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "the graph has a cycle: ", absl::StrJoin(names, " -> ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("the graph has a cycle: ", absl::StrJoin(names, " -> ")));
 }
 
 absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
@@ -249,10 +250,9 @@ absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
     for (const std::string& output : node.output()) {
       if (output.empty() || graph.FindValue(output) >= 0 ||
           !producer.emplace(output, i).second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(NodeLabel(node), ": output '", output,
-                         output.empty() ? "' has no name"
-                                        : "' is defined more than once"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            NodeLabel(node), ": output '", output,
+            output.empty() ? "' has no name" : "' is defined more than once"));
       }
     }
   }
@@ -270,10 +270,10 @@ absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
     }
     absl::StatusOr<Attrs> attrs = ConvertAttrs(node);
     if (!attrs.ok()) return attrs.status();
-    std::vector<std::string> outputs(node.output().begin(), node.output().end());
-    absl::StatusOr<NodeId> id =
-        graph.AddNode(node.name(), node.op(), std::move(inputs), outputs,
-                      *std::move(attrs));
+    std::vector<std::string> outputs(node.output().begin(),
+                                     node.output().end());
+    absl::StatusOr<NodeId> id = graph.AddNode(
+        node.name(), node.op(), std::move(inputs), outputs, *std::move(attrs));
     if (!id.ok()) return id.status();
   }
   return absl::OkStatus();
@@ -287,9 +287,6 @@ absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
 // invalid in any way; the caller then starts over with AddNodes, which
 // sorts the nodes and reports what is wrong.
 bool AddNodesInFileOrder(const proto::Graph& g, Graph& graph) {
-  size_t num_outputs = 0;
-  for (const proto::Node& node : g.node()) num_outputs += node.output_size();
-  graph.Reserve(graph.values().size() + num_outputs, g.node_size());
   std::vector<std::string> outputs;  // reused, with its strings' storage
   for (const proto::Node& node : g.node()) {
     if (node.op().empty()) return false;
@@ -306,8 +303,9 @@ bool AddNodesInFileOrder(const proto::Graph& g, Graph& graph) {
     }
     absl::StatusOr<Attrs> attrs = ConvertAttrs(node);
     if (!attrs.ok()) return false;
-    if (!graph.AddNode(node.name(), node.op(), std::move(inputs), outputs,
-                       *std::move(attrs))
+    if (!graph
+             .AddNode(node.name(), node.op(), std::move(inputs), outputs,
+                      *std::move(attrs))
              .ok()) {
       return false;
     }
@@ -315,8 +313,12 @@ bool AddNodesInFileOrder(const proto::Graph& g, Graph& graph) {
   return true;
 }
 
-// The graph's name, inputs, weights and constants.
+// The graph's name, inputs, weights and constants, in a graph with room
+// for all its values and nodes.
 absl::Status AddArguments(const proto::Graph& g, Graph& graph) {
+  size_t num_values = g.input_size() + g.weight_size() + g.constant_size();
+  for (const proto::Node& node : g.node()) num_values += node.output_size();
+  graph.Reserve(num_values, g.node_size());
   graph.name = g.name();
   for (const proto::Input& input : g.input()) {
     const std::string what = absl::StrCat("input '", input.name(), "'");
@@ -325,8 +327,8 @@ absl::Status AddArguments(const proto::Graph& g, Graph& graph) {
     absl::StatusOr<ValueId> id = graph.AddInput(input.name(), *type);
     if (!id.ok()) return id.status();
   }
-  auto add_initializers =
-      [&](const auto& list, ValueKind kind) -> absl::Status {
+  auto add_initializers = [&](const auto& list,
+                              ValueKind kind) -> absl::Status {
     for (const proto::Initializer& init : list) {
       absl::StatusOr<Tensor> data = MaterializeInitializer(init);
       if (!data.ok()) return data.status();
@@ -336,7 +338,8 @@ absl::Status AddArguments(const proto::Graph& g, Graph& graph) {
     }
     return absl::OkStatus();
   };
-  if (absl::Status s = add_initializers(g.weight(), ValueKind::kWeight); !s.ok()) {
+  if (absl::Status s = add_initializers(g.weight(), ValueKind::kWeight);
+      !s.ok()) {
     return s;
   }
   return add_initializers(g.constant(), ValueKind::kConstant);
@@ -361,7 +364,8 @@ absl::Status BuildGraph(const proto::Graph& g, Graph& graph) {
     graph.AddOutput(id);
   }
   for (const Node& node : graph.nodes()) {
-    if (absl::Status s = CheckNodeSignature(node, OpRegistry::Global()); !s.ok()) {
+    if (absl::Status s = CheckNodeSignature(node, OpRegistry::Global());
+        !s.ok()) {
       return s;
     }
   }
@@ -451,8 +455,9 @@ absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text,
   proto::Graph graph;
   if (!parser.ParseFromString(std::string(text), &graph)) {
     return absl::InvalidArgumentError(
-        errors.first().empty() ? absl::StrCat(filename, ": malformed text proto")
-                               : errors.first());
+        errors.first().empty()
+            ? absl::StrCat(filename, ": malformed text proto")
+            : errors.first());
   }
   return graph;
 }
@@ -469,8 +474,8 @@ absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto,
 absl::StatusOr<Graph> LoadGraphFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": cannot open model file (", std::strerror(errno), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": cannot open model file (", std::strerror(errno), ")"));
   }
   std::stringstream text;
   text << file.rdbuf();
@@ -487,7 +492,8 @@ proto::Graph GraphToProto(const Graph& graph) {
     input->set_name(graph.value(id).name);
     SetType(graph.value(id).type, *input->mutable_type());
   }
-  for (ValueId id : graph.weights()) SetInitializer(graph, id, *out.add_weight());
+  for (ValueId id : graph.weights())
+    SetInitializer(graph, id, *out.add_weight());
   for (ValueId id : graph.constants()) {
     SetInitializer(graph, id, *out.add_constant());
   }

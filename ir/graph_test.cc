@@ -95,5 +95,50 @@ TEST(GraphTest, ReplaceNodesRecomputesProducers) {
   (void)first;
 }
 
+TEST(GraphTest, RemoveNodesKeepsOrderInPlace) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
+  graph.AddNode("a", "neg", {x}, {"a.y"}).value();
+  graph.AddNode("b", "relu", {x}, {"b.y"}).value();
+  graph.AddNode("c", "abs", {x}, {"c.y"}).value();
+  graph.RemoveNodes({true, false, true});
+  ASSERT_EQ(graph.nodes().size(), 2);
+  EXPECT_EQ(graph.node(0).name, "a");
+  EXPECT_EQ(graph.node(1).name, "c");
+  EXPECT_EQ(graph.value(graph.FindValue("c.y")).producer, 1);
+  EXPECT_EQ(graph.value(graph.FindValue("b.y")).producer, kNoNode);
+}
+
+// The name index reads names from the graph's own values: copies and moves
+// must each find their own.
+TEST(GraphTest, CopiesAndMovesFindValuesByName) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
+  graph.AddNode("n", "neg", {x}, {"y"}).value();
+
+  Graph copy = graph;
+  copy.AddIntermediate("t");
+  EXPECT_EQ(copy.FindValue("y"), graph.FindValue("y"));
+  EXPECT_EQ(copy.values().size(), graph.values().size() + 1);
+  EXPECT_FALSE(copy.AddInput("x", TensorType{}).ok());
+
+  Graph moved = std::move(copy);
+  EXPECT_EQ(moved.FindValue("x"), x);
+  EXPECT_GE(moved.FindValue(moved.values().back().name), 0);
+  EXPECT_TRUE(moved.AddInput("z", TensorType{}).ok());
+  EXPECT_EQ(moved.FindValue("z"), moved.values().size() - 1);
+
+  // The moved-from graph is empty and usable.
+  EXPECT_EQ(copy.FindValue("x"), -1);  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(copy.AddInput("x", TensorType{}).ok());
+  EXPECT_EQ(copy.FindValue("x"), 0);
+
+  graph = moved;
+  EXPECT_EQ(graph.FindValue("z"), moved.FindValue("z"));
+  graph = Graph();
+  EXPECT_EQ(graph.FindValue("x"), -1);
+  EXPECT_EQ(moved.FindValue("x"), x);
+}
+
 }  // namespace
 }  // namespace loom

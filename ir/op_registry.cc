@@ -203,48 +203,64 @@ absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry) {
   return FindCheckedOpDef(node, registry).status();
 }
 
-absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
-  const int64_t num_values = graph.values().size();
-  // Values defined so far: reading anything else would read a type that
-  // has not been inferred yet.
-  std::vector<bool> defined(num_values, false);
-  for (const auto* ids :
-       {&graph.inputs(), &graph.weights(), &graph.constants()}) {
-    for (ValueId id : *ids) {
-      if (id < 0 || id >= num_values) {
-        return absl::InternalError("a graph argument has an invalid value id");
+namespace {
+
+// Shape inference node after node. It tracks which values are defined so
+// far: reading anything else would read a type not inferred yet.
+class ShapeInference {
+ public:
+  ShapeInference(Graph& graph, const OpRegistry& registry)
+      : graph_(graph),
+        registry_(registry),
+        num_values_(static_cast<int64_t>(graph.values().size())),
+        defined_(num_values_, false) {}
+
+  // Graph inputs, weights and constants are defined from the start.
+  absl::Status DefineArguments() {
+    for (const auto* ids :
+         {&graph_.inputs(), &graph_.weights(), &graph_.constants()}) {
+      for (ValueId id : *ids) {
+        if (id < 0 || id >= num_values_) {
+          return absl::InternalError(
+              "a graph argument has an invalid value id");
+        }
+        if (HasNegativeDim(graph_.value(id).type.shape)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "value '", graph_.value(id).name, "' has a negative dimension: ",
+              TypeToString(graph_.value(id).type)));
+        }
+        if (absl::Status s = CheckShapeLimits(graph_.value(id).type.shape);
+            !s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "value '", graph_.value(id).name, "': ", s.message()));
+        }
+        defined_[id] = true;
       }
-      if (HasNegativeDim(graph.value(id).type.shape)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "value '", graph.value(id).name, "' has a negative dimension: ",
-            TypeToString(graph.value(id).type)));
-      }
-      defined[id] = true;
     }
+    return absl::OkStatus();
   }
-  // Kept from node to node: assigning a type to a slot reuses the slot's
-  // shape storage, so gathering input types allocates nothing once warm.
-  std::vector<TensorType> input_types;
-  for (const Node& node : graph.nodes()) {
-    absl::StatusOr<const OpDef*> def = FindCheckedOpDef(node, registry);
+
+  // Sets the types of the node's outputs from its inputs' types.
+  absl::Status Infer(const Node& node) {
+    absl::StatusOr<const OpDef*> def = FindCheckedOpDef(node, registry_);
     if (!def.ok()) return def.status();
     const size_t num_inputs = node.inputs.size();
-    if (input_types.size() < num_inputs) input_types.resize(num_inputs);
+    if (input_types_.size() < num_inputs) input_types_.resize(num_inputs);
     for (size_t i = 0; i < num_inputs; ++i) {
       const ValueId id = node.inputs[i];
-      if (id < 0 || id >= num_values) {
+      if (id < 0 || id >= num_values_) {
         return AddNodeContext(node,
                               absl::InternalError("reads an invalid value id"));
       }
-      if (!defined[id]) {
+      if (!defined_[id]) {
         return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
-                                        "reads value '", graph.value(id).name,
+                                        "reads value '", graph_.value(id).name,
                                         "' before it is defined")));
       }
-      input_types[i] = graph.value(id).type;
+      input_types_[i] = graph_.value(id).type;
     }
     absl::StatusOr<std::vector<TensorType>> output_types = (*def)->infer(
-        node, absl::MakeConstSpan(input_types.data(), num_inputs));
+        node, absl::MakeConstSpan(input_types_.data(), num_inputs));
     if (!output_types.ok()) {
       return AddNodeContext(node, output_types.status());
     }
@@ -255,13 +271,68 @@ absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const ValueId id = node.outputs[i];
-      if (id < 0 || id >= num_values) {
+      if (id < 0 || id >= num_values_) {
         return AddNodeContext(
             node, absl::InternalError("writes an invalid value id"));
       }
-      graph.mutable_value(id).type = std::move((*output_types)[i]);
-      defined[id] = true;
+      // Shape functions add and multiply dimensions freely: this keeps
+      // every value within the limits that later size arithmetic relies on.
+      if (absl::Status s = CheckShapeLimits((*output_types)[i].shape);
+          !s.ok()) {
+        return AddNodeContext(
+            node, absl::InvalidArgumentError(absl::StrCat(
+                      "output '", graph_.value(id).name, "': ", s.message())));
+      }
+      graph_.mutable_value(id).type = std::move((*output_types)[i]);
+      defined_[id] = true;
     }
+    return absl::OkStatus();
+  }
+
+  // Takes the node's stored output types as they are.
+  absl::Status Trust(const Node& node) {
+    for (ValueId id : node.outputs) {
+      if (id < 0 || id >= num_values_) {
+        return AddNodeContext(
+            node, absl::InternalError("writes an invalid value id"));
+      }
+      defined_[id] = true;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Graph& graph_;
+  const OpRegistry& registry_;
+  const int64_t num_values_;
+  std::vector<bool> defined_;
+  // Kept from node to node: assigning a type to a slot reuses the slot's
+  // shape storage, so gathering input types allocates nothing once warm.
+  std::vector<TensorType> input_types_;
+};
+
+}  // namespace
+
+absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
+  ShapeInference inference(graph, registry);
+  if (absl::Status s = inference.DefineArguments(); !s.ok()) return s;
+  for (const Node& node : graph.nodes()) {
+    if (absl::Status s = inference.Infer(node); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InferShapesOfNodes(Graph& graph, const std::vector<bool>& which,
+                                const OpRegistry& registry) {
+  if (which.size() != graph.nodes().size()) {
+    return absl::InternalError("InferShapesOfNodes: one flag per node needed");
+  }
+  ShapeInference inference(graph, registry);
+  if (absl::Status s = inference.DefineArguments(); !s.ok()) return s;
+  for (size_t i = 0; i < which.size(); ++i) {
+    const Node& node = graph.nodes()[i];
+    absl::Status s = which[i] ? inference.Infer(node) : inference.Trust(node);
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -84,6 +84,13 @@ absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
 absl::Status InferShapes(Graph& graph,
                          const OpRegistry& registry = OpRegistry::Global());
 
+// InferShapes that runs the shape functions of the nodes i with which[i]
+// only, and takes the stored output types of the others as they are (they
+// must be up to date): for a pass that rewrote a few nodes of a typed graph.
+absl::Status InferShapesOfNodes(
+    Graph& graph, const std::vector<bool>& which,
+    const OpRegistry& registry = OpRegistry::Global());
+
 }  // namespace loom
 
 #endif  // LOOM_IR_OP_REGISTRY_H_

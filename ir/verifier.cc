@@ -167,8 +167,10 @@ absl::Status CheckNodeTypes(const Graph& graph, const Node& node,
   return absl::OkStatus();
 }
 
+// With `check_ops` false, skips what InferShapes checks itself: each
+// node's signature and the types its shape function gives.
 absl::Status Verify(const Graph& graph, const OpRegistry& registry,
-                    bool check_types) {
+                    bool check_ops) {
   std::vector<bool> defined(graph.values().size(), false);
   absl::Status status = CheckArguments(graph, defined);
   if (status.ok()) status = CheckProducers(graph);
@@ -178,9 +180,9 @@ absl::Status Verify(const Graph& graph, const OpRegistry& registry,
     if (status = CheckNodeInputs(graph, node, defined); !status.ok()) {
       return status;
     }
-    absl::StatusOr<const OpDef*> def = FindCheckedOpDef(node, registry);
-    if (!def.ok()) return def.status();
-    if (check_types) {
+    if (check_ops) {
+      absl::StatusOr<const OpDef*> def = FindCheckedOpDef(node, registry);
+      if (!def.ok()) return def.status();
       status = CheckNodeTypes(graph, node, **def, input_types);
       if (!status.ok()) return status;
     }
@@ -202,12 +204,12 @@ absl::Status Verify(const Graph& graph, const OpRegistry& registry,
 }  // namespace
 
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
-  return Verify(graph, registry, /*check_types=*/true);
+  return Verify(graph, registry, /*check_ops=*/true);
 }
 
 absl::Status VerifyGraphStructure(const Graph& graph,
                                   const OpRegistry& registry) {
-  return Verify(graph, registry, /*check_types=*/false);
+  return Verify(graph, registry, /*check_ops=*/false);
 }
 
 }  // namespace loom

@@ -24,8 +24,9 @@ namespace loom {
 absl::Status VerifyGraph(const Graph& graph,
                          const OpRegistry& registry = OpRegistry::Global());
 
-// VerifyGraph without its last check (re-running each shape function), for
-// a graph whose types InferShapes has just set with those same functions.
+// VerifyGraph without the checks that InferShapes makes itself (each
+// node's signature, and re-running its shape function), for a graph that
+// InferShapes has just typed.
 absl::Status VerifyGraphStructure(
     const Graph& graph, const OpRegistry& registry = OpRegistry::Global());
 

@@ -47,6 +47,18 @@ TEST(VerifierTest, StaleTypeIsAnInternalErrorNamingTheNode) {
             "but the op infers f32[2,4]");
 }
 
+// VerifyGraphStructure leaves to InferShapes what it checks itself, and
+// still checks the rest.
+TEST(VerifierTest, StructureOnlySkipsTypesButNotOrder) {
+  SmallGraph g;
+  ASSERT_TRUE(InferShapes(g.graph).ok());
+  g.graph.mutable_value(g.y).type = {DType::kF32, {2, 5}};
+  EXPECT_TRUE(VerifyGraphStructure(g.graph).ok());
+  g.graph.ReplaceNodes({g.graph.node(g.matmul), g.graph.node(g.relu)});
+  EXPECT_THAT(Message(VerifyGraphStructure(g.graph)),
+              HasSubstr("reads value 'h' before it is defined"));
+}
+
 TEST(VerifierTest, StoredIntermediateTypeMustMatch) {
   SmallGraph g;
   ASSERT_TRUE(InferShapes(g.graph).ok());

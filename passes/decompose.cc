@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -82,45 +83,97 @@ namespace {
 // One sweep over the graph's nodes: node i is replaced by its decomposition
 // when pick(i) returns one. On return emitted[i] says whether node i of the
 // new node list came from a decomposition. Returns whether anything was
-// decomposed; the caller re-infers shapes.
+// decomposed; the caller infers the new nodes' shapes. The list is rebuilt only
+// when something was decomposed, and then the nodes move into it (none is
+// copied); on an error the graph's nodes are untouched.
 template <typename Pick>
 absl::StatusOr<bool> DecomposeSweep(Graph& graph,
                                     absl::flat_hash_set<std::string>& names,
                                     Pick pick, std::vector<bool>& emitted) {
-  std::vector<Node> nodes;
-  nodes.reserve(graph.nodes().size());
-  std::vector<bool> emitted_now;
-  bool decomposed = false;
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    const Node& node = graph.nodes()[i];
+  const size_t num_nodes = graph.nodes().size();
+  // The composites' replacements, one after the other: composites[k]
+  // becomes replacements[ends[k - 1] .. ends[k]).
+  std::vector<size_t> composites;
+  std::vector<size_t> ends;
+  std::vector<Node> replacements;
+  for (size_t i = 0; i < num_nodes; ++i) {
     const DecomposeFn fn = pick(i);
-    if (fn == nullptr) {
-      nodes.push_back(node);
-      emitted_now.push_back(false);
-      continue;
-    }
-    DecompositionBuilder builder(graph, node, names, nodes);
+    if (fn == nullptr) continue;
+    const Node& node = graph.nodes()[i];
+    DecompositionBuilder builder(graph, node, names, replacements);
     absl::Status status = fn(node, builder);
     if (!status.ok()) {
       return absl::Status(status.code(),
                           absl::StrCat("node '", node.name, "' (", node.op,
                                        "): ", status.message()));
     }
-    emitted_now.resize(nodes.size(), true);
-    decomposed = true;
+    composites.push_back(i);
+    ends.push_back(replacements.size());
   }
-  if (!decomposed) return false;
+  if (composites.empty()) return false;
+
+  std::vector<Node> nodes;
+  nodes.reserve(num_nodes - composites.size() + replacements.size());
+  std::vector<bool> emitted_now;
+  emitted_now.reserve(nodes.capacity());
+  size_t next = 0;  // the next node of the old list
+  size_t next_replacement = 0;
+  for (size_t k = 0; k <= composites.size(); ++k) {
+    const size_t stop = k < composites.size() ? composites[k] : num_nodes;
+    for (; next < stop; ++next) {
+      nodes.push_back(std::move(graph.mutable_node(next)));
+      emitted_now.push_back(false);
+    }
+    if (k == composites.size()) break;
+    ++next;  // the composite, replaced by:
+    for (; next_replacement < ends[k]; ++next_replacement) {
+      nodes.push_back(std::move(replacements[next_replacement]));
+      emitted_now.push_back(true);
+    }
+  }
   graph.ReplaceNodes(std::move(nodes));
   emitted = std::move(emitted_now);
   return true;
+}
+
+// The node names that a decomposition's new names could collide with.
+// Those are all "<composite>/<suffix>" (made unique with ".N"), so only
+// names with a '/' can: the others, which in a graph written by hand or by
+// a generator are nearly all, stay out of the set.
+absl::flat_hash_set<std::string> NamesWithSlash(const Graph& graph) {
+  absl::flat_hash_set<std::string> names;
+  for (const Node& node : graph.nodes()) {
+    if (absl::StrContains(node.name, '/')) names.insert(node.name);
+  }
+  return names;
+}
+
+// Infers the types of the nodes a sweep emitted (emitted[i]): every other
+// node reads what it read before, so its types stand. The emitted nodes
+// also write the composites' outputs (values below `first_new`); should one
+// of those come out with another type than it had, its readers may change
+// too, and the whole graph is inferred again.
+absl::Status InferEmittedShapes(Graph& graph, const std::vector<bool>& emitted,
+                                ValueId first_new) {
+  std::vector<std::pair<ValueId, TensorType>> rewritten;
+  for (size_t i = 0; i < emitted.size(); ++i) {
+    if (!emitted[i]) continue;
+    for (ValueId id : graph.nodes()[i].outputs) {
+      if (id < first_new) rewritten.emplace_back(id, graph.value(id).type);
+    }
+  }
+  if (absl::Status s = InferShapesOfNodes(graph, emitted); !s.ok()) return s;
+  for (const auto& [id, type] : rewritten) {
+    if (graph.value(id).type != type) return InferShapes(graph);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<bool> DecomposePass::Run(Module& module) {
   Graph& graph = module.graph;
-  absl::flat_hash_set<std::string> names;
-  for (const Node& node : graph.nodes()) names.insert(node.name);
+  absl::flat_hash_set<std::string> names = NamesWithSlash(graph);
 
   // The first sweep decomposes the selected ops. A decomposition may emit
   // composite ops: later sweeps decompose the nodes the previous one
@@ -128,12 +181,16 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
   // needs primitives), after shape inference has typed them.
   constexpr int kMaxSweeps = 8;
   std::vector<bool> emitted;
+  ValueId first_new = static_cast<ValueId>(graph.values().size());
   absl::StatusOr<bool> changed = DecomposeSweep(
       graph, names,
       [&](size_t i) { return Find(selected_, graph.nodes()[i].op); }, emitted);
   if (!changed.ok() || !*changed) return changed;
   for (int sweep = 1;; ++sweep) {
-    if (absl::Status s = InferShapes(graph); !s.ok()) return s;
+    if (absl::Status s = InferEmittedShapes(graph, emitted, first_new);
+        !s.ok()) {
+      return s;
+    }
     bool composite_left = false;
     for (size_t i = 0; i < emitted.size(); ++i) {
       composite_left |= emitted[i] && Find(all_, graph.nodes()[i].op);
@@ -145,6 +202,7 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
                        kMaxSweeps, " sweeps"));
     }
     const std::vector<bool> previous = emitted;
+    first_new = static_cast<ValueId>(graph.values().size());
     absl::StatusOr<bool> more = DecomposeSweep(
         graph, names,
         [&](size_t i) {

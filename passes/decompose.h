@@ -23,7 +23,9 @@ using DecomposeFn = absl::Status (*)(const Node& node,
 // "decompose": replaces composite ops with primitives (DESIGN.md §1.3), e.g.
 // softmax(x) into reduce_max, sub, exp, reduce_sum and div. Each
 // replacement writes the original node's output values, so consumers and
-// graph outputs are untouched. Shapes are re-inferred afterwards. A
+// graph outputs are untouched. The graph must be typed (as it is between
+// passes): afterwards the new nodes' shapes are inferred, and the whole
+// graph's again only if a composite's output changed type. A
 // decomposition may emit composite ops: those are decomposed in turn (by
 // any decomposition, selected or not) until only primitives are left.
 class DecomposePass : public Pass {

@@ -1,13 +1,17 @@
 #include "passes/lower.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <numeric>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -26,7 +30,22 @@ struct LoweredValue {
   // element x is the root of template `inline_node` evaluated at the
   // template's coordinates inline_indices(x).
   int inline_node = -1;
-  std::vector<Expr> inline_indices;
+  absl::InlinedVector<Expr, 4> inline_indices;
+
+  // A value stored in `buffer` at `offset`.
+  static LoweredValue Stored(BufferId buffer, Expr offset) {
+    LoweredValue value;
+    value.buffer = buffer;
+    value.offset = offset;
+    return value;
+  }
+};
+
+// A pointwise computation that readers inline (LoweredValue::inline_node):
+// a body over its own loop variables, and the step that is its value.
+struct InlineTemplate {
+  std::vector<ScalarOp> body;
+  int root = -1;
 };
 
 // Ops whose result is a view of their first input.
@@ -98,10 +117,85 @@ bool IsLinearIn(Expr e, int var, int64_t& coefficient) {
   return true;
 }
 
+// Memoised expression results, by their arguments. Lowering asks for the
+// same ones over and over: a graph's values have few distinct shapes and
+// views, and an unrolled recurrence repeats each step. The cache is
+// direct-mapped and of fixed size (a slot keeps the latest key that hashes
+// to it), so it neither grows nor allocates per entry. Recomputing a result
+// that was evicted gives the same expression (they are hash-consed), so
+// what the cache holds never changes the output.
+class ExprMemo {
+ public:
+  // Longer keys bypass the cache.
+  static constexpr size_t kMaxKey = 16;
+
+  // `slots_log2` sets the size: 2^slots_log2 slots.
+  explicit ExprMemo(int slots_log2) : slots_(size_t{1} << slots_log2) {}
+
+  // The result for `key`, computed by compute() when the cache lacks it.
+  template <typename Compute>
+  Expr Get(absl::Span<const int64_t> key, Compute compute) {
+    if (key.size() > kMaxKey) return compute();
+    const size_t hash = absl::Hash<absl::Span<const int64_t>>()(key);
+    Slot& slot = slots_[hash & (slots_.size() - 1)];
+    if (slot.result != nullptr && slot.hash == hash &&
+        absl::MakeConstSpan(slot.key, slot.size) == key) {
+      return slot.result;
+    }
+    // Copied before compute(): `key` may be scratch space that it reuses.
+    Slot filled;
+    filled.hash = hash;
+    filled.size = static_cast<uint32_t>(key.size());
+    std::copy(key.begin(), key.end(), filled.key);
+    filled.result = compute();
+    slots_[hash & (slots_.size() - 1)] = filled;
+    return filled.result;
+  }
+
+ private:
+  struct Slot {
+    size_t hash = 0;
+    uint32_t size = 0;
+    int64_t key[kMaxKey];
+    Expr result = nullptr;  // null: empty
+  };
+  std::vector<Slot> slots_;
+};
+
+// Memo slots for a graph: about one per node, within [2^8, 2^16], so that
+// small graphs do not pay for a large table.
+int MemoSlotsLog2(const Graph& graph) {
+  int log2 = 8;
+  while (log2 < 16 && (size_t{1} << log2) < graph.nodes().size()) ++log2;
+  return log2;
+}
+
+int64_t Bits(Expr e) {
+  return static_cast<int64_t>(reinterpret_cast<intptr_t>(e));
+}
+
 absl::Status NodeError(const Node& node, absl::string_view cause) {
   return absl::InvalidArgumentError(
       absl::StrCat("node '", node.name, "' (", node.op, "): ", cause));
 }
+
+// Index expressions of one access, one per dimension.
+using Indices = absl::InlinedVector<Expr, 6>;
+
+// The extents of all of a compute node's loop variables (ComputeNode::
+// AllRanges without allocating).
+class Extents {
+ public:
+  explicit Extents(const ComputeNode& node) {
+    extents_.assign(node.ranges.begin(), node.ranges.end());
+    extents_.insert(extents_.end(), node.reduction_ranges.begin(),
+                    node.reduction_ranges.end());
+  }
+  operator absl::Span<const int64_t>() const { return extents_; }
+
+ private:
+  absl::InlinedVector<int64_t, 8> extents_;
+};
 
 class Lowering {
  public:
@@ -109,7 +203,8 @@ class Lowering {
       : graph_(graph),
         ctx_(*program_.exprs),
         lowered_(graph.values().size()),
-        reads_(CountReads(graph)) {}
+        reads_(CountReads(graph)),
+        memo_(MemoSlotsLog2(graph)) {}
 
   absl::StatusOr<LoopProgram> Run();
 
@@ -126,6 +221,11 @@ class Lowering {
   // or kept as a template that readers inline (see CountReads).
   void Finish(ComputeNode node, ValueId out, int root);
   Expr Var(int i) { return ctx_.Var(i); }
+  // ctx_.Substitute(e, indices), memoised (see ExprMemo).
+  Expr Substitute(Expr e, absl::Span<const Expr> indices);
+  // The same, simplified over loop variables of these extents.
+  Expr Reindex(Expr e, absl::Span<const Expr> indices,
+               absl::Span<const int64_t> extents);
 
   // How many elements all readers of each value read in total, following
   // views to their readers; graph outputs and values that must live in a
@@ -134,18 +234,18 @@ class Lowering {
   static std::vector<double> CountReads(const Graph& graph);
   // Appends a copy of `tmpl`'s body to `node`, evaluated at `coords` (the
   // template's loop variables in terms of `node`'s); returns the root.
-  int Inline(ComputeNode& node, const ComputeNode& tmpl,
-             const std::vector<Expr>& coords);
+  int Inline(ComputeNode& node, const InlineTemplate& tmpl,
+             absl::Span<const Expr> coords);
 
   // Body steps.
-  int Load(ComputeNode& node, ValueId value, const std::vector<Expr>& indices);
+  int Load(ComputeNode& node, ValueId value, absl::Span<const Expr> indices);
   int Step(ComputeNode& node, ScalarOp op);
   int Call(ComputeNode& node, ScalarFn fn, DType dtype, std::vector<int> args);
   int Constant(ComputeNode& node, double value, DType dtype);
   // Indices into `in_shape` that broadcast it to the node's first
   // `out_rank` loop variables (numpy rules).
-  std::vector<Expr> BroadcastIndices(const Shape& in_shape, size_t out_rank);
-  std::vector<Expr> Vars(int first, int count);
+  Indices BroadcastIndices(const Shape& in_shape, size_t out_rank);
+  Indices Vars(int first, int count);
 
   // Lowering rules, one per op family.
   // Pointwise.
@@ -168,7 +268,7 @@ class Lowering {
   absl::Status LowerTile(const Node& node);
   // Defines `out` as a view of `in`: element x of out is element
   // in_indices(x) of in, with x the variables x0..x{rank-1}.
-  void DefineView(ValueId out, ValueId in, const std::vector<Expr>& in_indices);
+  void DefineView(ValueId out, ValueId in, absl::Span<const Expr> in_indices);
   // A compute node named `name` that copies all of `in` into `buffer`,
   // element x of `in` going to buffer[Substitute(offset, x + shift)].
   ComputeNode CopyInto(const std::string& name, ValueId in, BufferId buffer,
@@ -185,7 +285,9 @@ class Lowering {
   ExprContext& ctx_;
   std::vector<LoweredValue> lowered_;
   const std::vector<double> reads_;
-  std::vector<ComputeNode> inline_templates_;
+  std::vector<InlineTemplate> inline_templates_;
+  ExprMemo memo_;
+  absl::InlinedVector<int64_t, ExprMemo::kMaxKey> key_;  // scratch: memo keys
 };
 
 std::vector<double> Lowering::CountReads(const Graph& graph) {
@@ -195,7 +297,8 @@ std::vector<double> Lowering::CountReads(const Graph& graph) {
   auto size = [&](ValueId id) {
     return static_cast<double>(NumElements(graph.value(id).type.shape));
   };
-  for (auto node = graph.nodes().rbegin(); node != graph.nodes().rend(); ++node) {
+  for (auto node = graph.nodes().rbegin(); node != graph.nodes().rend();
+       ++node) {
     if (IsView(node->op)) {
       reads[node->inputs[0]] += reads[node->outputs[0]];
       continue;
@@ -266,19 +369,49 @@ BufferId Lowering::NewBuffer(const Value& value, BufferKind kind,
   return static_cast<BufferId>(program_.buffers.size() - 1);
 }
 
+// Memo keys start with a tag naming the computation.
+enum MemoTag : int64_t {
+  kContiguousOffset,
+  kSubstitute,
+  kReindex,
+  kReshapeIndex,
+};
+
 Expr Lowering::ContiguousOffset(const Shape& shape, int first_var) {
-  Expr offset = ctx_.Const(0);
-  const std::vector<int64_t> strides = ContiguousStrides(shape);
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;  // its only index is 0
-    offset = ctx_.Add(
-        offset, ctx_.Mul(Var(first_var + static_cast<int>(i)), strides[i]));
-  }
-  return offset;
+  key_.assign({kContiguousOffset, first_var});
+  key_.insert(key_.end(), shape.begin(), shape.end());
+  return memo_.Get(key_, [&] {
+    Expr offset = ctx_.Const(0);
+    const std::vector<int64_t> strides = ContiguousStrides(shape);
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 1) continue;  // its only index is 0
+      offset = ctx_.Add(
+          offset, ctx_.Mul(Var(first_var + static_cast<int>(i)), strides[i]));
+    }
+    return offset;
+  });
 }
 
-std::vector<Expr> Lowering::Vars(int first, int count) {
-  std::vector<Expr> vars;
+Expr Lowering::Substitute(Expr e, absl::Span<const Expr> indices) {
+  if (e->is_const()) return e;  // what both would return, at no cost
+  key_.assign({kSubstitute, Bits(e)});
+  for (Expr index : indices) key_.push_back(Bits(index));
+  return memo_.Get(key_, [&] { return ctx_.Substitute(e, indices); });
+}
+
+Expr Lowering::Reindex(Expr e, absl::Span<const Expr> indices,
+                       absl::Span<const int64_t> extents) {
+  if (e->is_const()) return e;
+  key_.assign({kReindex, Bits(e), static_cast<int64_t>(indices.size())});
+  for (Expr index : indices) key_.push_back(Bits(index));
+  key_.insert(key_.end(), extents.begin(), extents.end());
+  return memo_.Get(key_, [&] {
+    return ctx_.Simplify(ctx_.Substitute(e, indices), extents);
+  });
+}
+
+Indices Lowering::Vars(int first, int count) {
+  Indices vars;
   for (int i = first; i < first + count; ++i) vars.push_back(Var(i));
   return vars;
 }
@@ -287,25 +420,36 @@ ComputeNode Lowering::PointwiseNode(const Node& node, ValueId out) {
   ComputeNode compute;
   compute.name = node.name;
   compute.ranges = graph_.value(out).type.shape;
+  // A load per input and a step to combine them, for most nodes.
+  compute.body.reserve(node.inputs.size() + 1);
   return compute;
 }
 
 void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   const Value& value = graph_.value(out);
-  if (node.reduce == ReduceKind::kNone &&
+  // Each template is a copy of everything it inlined: without a cap on its
+  // size, a chain of n pointwise ops would hold O(n^2) steps.
+  constexpr size_t kMaxInlineSteps = 64;
+  if (node.reduce == ReduceKind::kNone && node.body.size() <= kMaxInlineSteps &&
       reads_[out] <= NumElements(value.type.shape)) {
-    node.root = root;
     LoweredValue inlined;
     inlined.inline_node = static_cast<int>(inline_templates_.size());
-    inlined.inline_indices = Vars(0, static_cast<int>(value.type.shape.size()));
+    for (int i = 0; i < static_cast<int>(value.type.shape.size()); ++i) {
+      inlined.inline_indices.push_back(Var(i));
+    }
     lowered_[out] = std::move(inlined);
-    inline_templates_.push_back(std::move(node));
+    inline_templates_.push_back({std::move(node.body), root});
     return;
   }
   node.output = NewBuffer(value, BufferKind::kTemp, out);
   node.root = root;
+  // A body grows by doubling while it inlines others: the program keeps
+  // it, so it gives back the slack (an unrolled recurrence's bodies are
+  // most of the loop program's memory).
+  node.body.shrink_to_fit();
   node.store_index = ContiguousOffset(node.ranges);
-  lowered_[out] = LoweredValue{node.output, ContiguousOffset(value.type.shape)};
+  lowered_[out] =
+      LoweredValue::Stored(node.output, ContiguousOffset(value.type.shape));
   program_.nodes.push_back(std::move(node));
 }
 
@@ -315,31 +459,38 @@ int Lowering::Step(ComputeNode& node, ScalarOp op) {
 }
 
 int Lowering::Load(ComputeNode& node, ValueId value,
-                   const std::vector<Expr>& indices) {
+                   absl::Span<const Expr> indices) {
   const LoweredValue& source = lowered_[value];
   const DType dtype = graph_.value(value).type.dtype;
   if (source.inline_constant) return Constant(node, source.constant, dtype);
   if (source.inline_node >= 0) {
-    std::vector<Expr> coords;
-    for (Expr e : source.inline_indices) coords.push_back(ctx_.Substitute(e, indices));
+    absl::InlinedVector<Expr, 4> coords;
+    for (Expr e : source.inline_indices) {
+      coords.push_back(Substitute(e, indices));
+    }
     return Inline(node, inline_templates_[source.inline_node], coords);
   }
   ScalarOp load{ScalarOp::Kind::kLoad, dtype};
   load.buffer = source.buffer;
-  load.index =
-      ctx_.Simplify(ctx_.Substitute(source.offset, indices), node.AllRanges());
+  load.index = Reindex(source.offset, indices, Extents(node));
   return Step(node, std::move(load));
 }
 
-int Lowering::Inline(ComputeNode& node, const ComputeNode& tmpl,
-                     const std::vector<Expr>& coords) {
+int Lowering::Inline(ComputeNode& node, const InlineTemplate& tmpl,
+                     absl::Span<const Expr> coords) {
   const int base = static_cast<int>(node.body.size());
-  const std::vector<int64_t> ranges = node.AllRanges();
+  const Extents ranges(node);
+  // Grows geometrically still (reserving the exact size each time would
+  // reallocate on every inline).
+  const size_t needed = node.body.size() + tmpl.body.size();
+  if (needed > node.body.capacity()) {
+    node.body.reserve(std::max(needed, 2 * node.body.capacity()));
+  }
   for (const ScalarOp& op : tmpl.body) {
     ScalarOp copy = op;
     for (int& arg : copy.args) arg += base;
     if (copy.index != nullptr) {
-      copy.index = ctx_.Simplify(ctx_.Substitute(op.index, coords), ranges);
+      copy.index = Reindex(op.index, coords, ranges);
     }
     node.body.push_back(std::move(copy));
   }
@@ -360,9 +511,8 @@ int Lowering::Constant(ComputeNode& node, double value, DType dtype) {
   return Step(node, std::move(constant));
 }
 
-std::vector<Expr> Lowering::BroadcastIndices(const Shape& in_shape,
-                                             size_t out_rank) {
-  std::vector<Expr> indices;
+Indices Lowering::BroadcastIndices(const Shape& in_shape, size_t out_rank) {
+  Indices indices;
   const size_t lead = out_rank - in_shape.size();
   for (size_t i = 0; i < in_shape.size(); ++i) {
     indices.push_back(in_shape[i] == 1 ? ctx_.Const(0)
@@ -499,7 +649,7 @@ absl::Status Lowering::LowerCumsum(const Node& node) {
   ComputeNode compute = PointwiseNode(node, out);
   compute.reduction_ranges = {shape[axis]};
   compute.reduce = ReduceKind::kSum;
-  std::vector<Expr> indices = Vars(0, rank);
+  Indices indices = Vars(0, rank);
   indices[axis] = Var(rank);
   const int value = Load(compute, in, indices);
   ScalarOp position{ScalarOp::Kind::kIndex, DType::kI64};
@@ -540,7 +690,7 @@ absl::Status Lowering::LowerMatmul(const Node& node) {
     Shape batch(shape.begin(), shape.end() - 2);
     return BroadcastIndices(batch, batch_rank);
   };
-  std::vector<Expr> a_idx, b_idx;
+  Indices a_idx, b_idx;
   if (a_vector) {
     a_idx = {kvar};
   } else {
@@ -577,7 +727,7 @@ absl::Status Lowering::LowerConcat(const Node& node) {
         CopyInto(node.name, input, buffer, out_offset, shift));
     shift[axis] += graph_.value(input).type.shape[axis];
   }
-  lowered_[out] = LoweredValue{buffer, out_offset};
+  lowered_[out] = LoweredValue::Stored(buffer, out_offset);
   return absl::OkStatus();
 }
 
@@ -590,13 +740,12 @@ ComputeNode Lowering::CopyInto(const std::string& name, ValueId in,
   compute.name = name;
   compute.ranges = shape;
   compute.root = Load(compute, in, Vars(0, rank));
-  std::vector<Expr> shifted = Vars(0, rank);
+  Indices shifted = Vars(0, rank);
   for (int i = 0; i < rank; ++i) {
     shifted[i] = ctx_.Add(shifted[i], ctx_.Const(shift[i]));
   }
   compute.output = buffer;
-  compute.store_index =
-      ctx_.Simplify(ctx_.Substitute(offset, shifted), compute.ranges);
+  compute.store_index = Reindex(offset, shifted, compute.ranges);
   return compute;
 }
 
@@ -606,7 +755,7 @@ LoweredValue Lowering::Materialize(const std::string& name, ValueId value) {
   const Expr offset = ContiguousOffset(v.type.shape);
   program_.nodes.push_back(CopyInto(name, value, buffer, offset,
                                     std::vector<int64_t>(v.type.shape.size())));
-  return LoweredValue{buffer, offset};
+  return LoweredValue::Stored(buffer, offset);
 }
 
 // Two compute nodes write the output: one fills it with the pad value, the
@@ -640,7 +789,7 @@ absl::Status Lowering::LowerPad(const Node& node) {
   program_.nodes.push_back(
       CopyInto(node.name, in, buffer, out_offset,
                std::vector<int64_t>(pads.begin(), pads.begin() + rank)));
-  lowered_[out] = LoweredValue{buffer, out_offset};
+  lowered_[out] = LoweredValue::Stored(buffer, out_offset);
   return absl::OkStatus();
 }
 
@@ -677,7 +826,7 @@ absl::Status Lowering::LowerGather(const Node& node) {
   }
   const int index_rank = static_cast<int>(index_value.type.shape.size());
   // data's index for the output's loop variables, with `axis` left at 0.
-  std::vector<Expr> data_indices = Vars(0, axis);
+  Indices data_indices = Vars(0, axis);
   data_indices.push_back(ctx_.Const(0));
   for (int i = axis + 1; i < data_rank; ++i) {
     data_indices.push_back(Var(i - 1 + index_rank));
@@ -714,8 +863,7 @@ absl::Status Lowering::LowerGather(const Node& node) {
   }
   ScalarOp load{ScalarOp::Kind::kLoad, graph_.value(data).type.dtype};
   load.buffer = source.buffer;
-  load.index = ctx_.Simplify(ctx_.Substitute(source.offset, data_indices),
-                             compute.AllRanges());
+  load.index = Reindex(source.offset, data_indices, Extents(compute));
   if (stride != 0) {  // a data dim of 1 needs no index
     load.stride = stride;
     load.args = {index};
@@ -726,36 +874,44 @@ absl::Status Lowering::LowerGather(const Node& node) {
 }
 
 void Lowering::DefineView(ValueId out, ValueId in,
-                          const std::vector<Expr>& in_indices) {
+                          absl::Span<const Expr> in_indices) {
   const LoweredValue& source = lowered_[in];
   if (source.inline_constant) {
     lowered_[out] = source;
     return;
   }
+  const Shape& out_shape = graph_.value(out).type.shape;
   if (source.inline_node >= 0) {
     LoweredValue view = source;
-    for (Expr& e : view.inline_indices) {
-      e = ctx_.Simplify(ctx_.Substitute(e, in_indices),
-                        graph_.value(out).type.shape);
-    }
+    for (Expr& e : view.inline_indices) e = Reindex(e, in_indices, out_shape);
     lowered_[out] = std::move(view);
     return;
   }
-  lowered_[out] = LoweredValue{
-      source.buffer, ctx_.Simplify(ctx_.Substitute(source.offset, in_indices),
-                                   graph_.value(out).type.shape)};
+  lowered_[out] = LoweredValue::Stored(
+      source.buffer, Reindex(source.offset, in_indices, out_shape));
 }
 
 absl::Status Lowering::LowerReshape(const Node& node) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
-  // Flat position of the output element, unflattened over the input shape.
-  const Expr flat = ContiguousOffset(graph_.value(out).type.shape);
-  const std::vector<int64_t> strides = ContiguousStrides(in_shape);
-  std::vector<Expr> in_indices;
+  const Shape& out_shape = graph_.value(out).type.shape;
+  Indices in_indices;
   for (size_t i = 0; i < in_shape.size(); ++i) {
-    in_indices.push_back(ctx_.Mod(ctx_.FloorDiv(flat, strides[i]),
-                                  std::max<int64_t>(in_shape[i], 1)));
+    // Input index i depends on the two shapes only (memoised).
+    key_.assign({kReshapeIndex, static_cast<int64_t>(i),
+                 static_cast<int64_t>(in_shape.size())});
+    key_.insert(key_.end(), in_shape.begin(), in_shape.end());
+    key_.insert(key_.end(), out_shape.begin(), out_shape.end());
+    in_indices.push_back(memo_.Get(key_, [&] {
+      // The flat position of the output element, unflattened over the
+      // input shape. A stride or dim of 0 means the tensor has no
+      // elements: any index will do, as long as building it does not
+      // divide by zero.
+      const Expr flat = ContiguousOffset(out_shape);
+      const int64_t stride = ContiguousStrides(in_shape)[i];
+      return ctx_.Mod(ctx_.FloorDiv(flat, std::max<int64_t>(stride, 1)),
+                      std::max<int64_t>(in_shape[i], 1));
+    }));
   }
   DefineView(out, in, in_indices);
   return absl::OkStatus();
@@ -807,6 +963,7 @@ absl::Status Lowering::LowerExpand(const Node& node) {
 absl::Status Lowering::LowerSlice(const Node& node) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
+  const Shape& out_shape = graph_.value(out).type.shape;
   const size_t rank = in_shape.size();
   const std::vector<int64_t> starts = node.attrs.GetInts("starts");
   std::vector<int64_t> axes = node.attrs.GetInts("axes");
@@ -815,7 +972,7 @@ absl::Status Lowering::LowerSlice(const Node& node) {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
   }
   if (steps.empty()) steps.assign(starts.size(), 1);
-  std::vector<Expr> in_indices = Vars(0, static_cast<int>(rank));
+  Indices in_indices = Vars(0, static_cast<int>(rank));
   for (size_t i = 0; i < axes.size(); ++i) {
     const int axis = Axis(axes[i], rank);
     const int64_t dim = in_shape[axis];
@@ -824,8 +981,11 @@ absl::Status Lowering::LowerSlice(const Node& node) {
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
     start = steps[i] > 0 ? std::clamp<int64_t>(start, 0, dim)
                          : std::clamp<int64_t>(start, 0, dim - 1);
-    in_indices[axis] =
-        ctx_.Add(ctx_.Const(start), ctx_.Mul(Var(axis), steps[i]));
+    // A step only matters between two selected elements (|step| < dim
+    // then); with one or none selected, any step as large as INT64_MIN
+    // would only overflow the index arithmetic, so use 1.
+    const int64_t step = out_shape[axis] <= 1 ? 1 : steps[i];
+    in_indices[axis] = ctx_.Add(ctx_.Const(start), ctx_.Mul(Var(axis), step));
   }
   DefineView(out, in, in_indices);
   return absl::OkStatus();
@@ -849,8 +1009,8 @@ void Lowering::BindGraphInputsAndWeights() {
   for (ValueId id : graph_.inputs()) {
     const BufferId buffer = NewBuffer(graph_.value(id), BufferKind::kInput, id);
     program_.inputs.push_back(buffer);
-    lowered_[id] =
-        LoweredValue{buffer, ContiguousOffset(graph_.value(id).type.shape)};
+    lowered_[id] = LoweredValue::Stored(
+        buffer, ContiguousOffset(graph_.value(id).type.shape));
   }
   for (const auto* list : {&graph_.weights(), &graph_.constants()}) {
     for (ValueId id : *list) {
@@ -863,7 +1023,8 @@ void Lowering::BindGraphInputsAndWeights() {
       }
       const BufferId buffer = NewBuffer(value, BufferKind::kWeight, id);
       program_.weights.push_back(buffer);
-      lowered_[id] = LoweredValue{buffer, ContiguousOffset(value.type.shape)};
+      lowered_[id] =
+          LoweredValue::Stored(buffer, ContiguousOffset(value.type.shape));
     }
   }
 }
@@ -900,6 +1061,11 @@ void Lowering::BindGraphOutputs() {
 }
 
 absl::StatusOr<LoopProgram> Lowering::Run() {
+  // About a buffer per value and a compute node per graph node: room for
+  // them up front spares copying the lists as they grow (capacity left
+  // unused is never touched, so it costs no memory).
+  program_.buffers.reserve(graph_.values().size());
+  program_.nodes.reserve(graph_.nodes().size() + graph_.outputs().size());
   BindGraphInputsAndWeights();
   const auto& rules = Rules();
   for (const Node& node : graph_.nodes()) {

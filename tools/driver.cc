@@ -1,5 +1,7 @@
 #include "tools/driver.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "google/protobuf/util/json_util.h"
 #include "ir/graph_io.h"
@@ -58,6 +61,31 @@ int64_t MinBytes(const Graph& graph) {
   add(graph.constants());
   add(graph.outputs());
   return bytes;
+}
+
+// Refuses a model whose buffers (inputs, weights, outputs, and temporaries:
+// the planned arena, or each on its own) need more bytes than the machine
+// has memory: allocating them would throw std::bad_alloc or draw the OOM
+// killer, a crash instead of an error. Sums in double: cannot overflow.
+absl::Status CheckBuffersFitInMemory(const Module& module) {
+  if (!module.loops.has_value()) return absl::OkStatus();
+  const bool planned =
+      module.schedule.has_value() && module.schedule->memory.has_value();
+  double bytes = planned ? module.schedule->memory->arena_bytes : 0;
+  for (const Buffer& buffer : module.loops->buffers) {
+    if (planned && buffer.kind == BufferKind::kTemp) continue;
+    bytes += static_cast<double>(NumElements(buffer.sizes)) *
+             DTypeSize(buffer.dtype);
+  }
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (memory > 0 && bytes > memory) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the model's buffers need %.4g GB, more than this machine's %.4g GB "
+        "of memory",
+        bytes / 1e9, memory / 1e9));
+  }
+  return absl::OkStatus();
 }
 
 // A STREAM-style copy over arrays much larger than the caches, best of a
@@ -222,6 +250,9 @@ absl::StatusOr<CompiledModel> CompileGraph(
   report.set_min_bytes(MinBytes(module.graph));
   if (!options.native_compile) return compiled;
 
+  if (absl::Status s = CheckBuffersFitInMemory(module); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(options.model, ": ", s.message()));
+  }
   absl::StatusOr<cpp::CppExecutable> executable =
       options.cache_dir.empty()
           ? cpp::CppExecutable::Create(module)

@@ -146,6 +146,10 @@ absl::Status ParseAttributes(const Node& node, RecurrentSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "attribute 'hidden_size' must be positive, got ", spec.hidden));
   }
+  if (spec.hidden > kMaxTensorElements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'hidden_size' must be at most 2^40, got ", spec.hidden));
+  }
   const std::string direction = node.attrs.GetString("direction", "forward");
   if (direction == "bidirectional") {
     spec.num_directions = 2;

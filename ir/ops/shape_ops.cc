@@ -58,6 +58,10 @@ ShapeResult ReshapeShape(const Node& node, absl::Span<const TensorType> in) {
       return absl::InvalidArgumentError(
           absl::StrCat("attribute 'shape' ", ShapeToString(shape),
                        " has invalid entry ", shape[i]));
+    } else if (known > 0 && shape[i] > kMaxTensorElements / known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'shape' ", ShapeToString(shape),
+                       " has more than 2^40 elements"));
     } else {
       known *= shape[i];
     }
@@ -212,6 +216,11 @@ ShapeResult ConcatShape(const Node& node, absl::Span<const TensorType> in) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input ", i, " has shape ", ShapeToString(shape), " but input 0 has ",
           ShapeToString(first), "; they may differ only on axis ", *axis));
+    }
+    if (shape[*axis] > kMaxTensorElements - out[*axis]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the inputs' sizes on axis ", *axis,
+                       " add up to more than 2^40"));
     }
     out[*axis] += shape[*axis];
   }

@@ -182,7 +182,14 @@ ShapeResult TileShape(const Node& node, absl::Span<const TensorType> in) {
   absl::StatusOr<std::vector<int64_t>> repeats = TileRepeats(node, in[0].shape);
   if (!repeats.ok()) return repeats.status();
   Shape shape = in[0].shape;
-  for (size_t d = 0; d < shape.size(); ++d) shape[d] *= (*repeats)[d];
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] > 0 && (*repeats)[d] > kMaxTensorElements / shape[d]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute 'repeats' ", ShapeToString(*repeats), " makes dim ", d,
+          " of ", ShapeToString(shape), " larger than 2^40"));
+    }
+    shape[d] *= (*repeats)[d];
+  }
   return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
 }
 
@@ -236,6 +243,11 @@ absl::StatusOr<std::vector<int64_t>> PadAmounts(const Node& node,
     if (p < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "attribute 'pads' ", ShapeToString(pads), " has a negative entry"));
+    }
+    if (p > kMaxTensorElements) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute 'pads' ", ShapeToString(pads),
+          " has an entry larger than 2^40"));
     }
   }
   return pads;
