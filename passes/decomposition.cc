@@ -44,10 +44,9 @@ void DecompositionBuilder::Emit(absl::string_view suffix, std::string op,
 
 std::string DecompositionBuilder::UniqueNodeName(std::string base) {
   std::string name = base;
-  for (int i = 1; node_names_.contains(name); ++i) {
+  for (int i = 1; !node_names_.insert(name).second; ++i) {
     name = absl::StrCat(base, ".", i);
   }
-  node_names_.insert(name);
   return name;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -558,30 +559,38 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
                         const proto::CppOptions& options) {
   GeneratedSource source;
   source.language = "c++";
-  std::string functions;
-  absl::flat_hash_map<std::string, int> function_of_body;
+  // Each distinct body is kept once, as a key of this map (whose nodes do
+  // not move), and written out at the end.
+  absl::node_hash_map<std::string, int> function_of_body;
+  std::vector<const std::string*> bodies;
   HelperSet helpers;
+  LaunchTable& launches = source.launches;
+  launches.function.reserve(schedule.kernels.size());
+  launches.arg_offsets.reserve(schedule.kernels.size() + 1);
   for (const Kernel& kernel : schedule.kernels) {
     KernelPrinter::Printed printed =
         KernelPrinter(program, options, helpers).Print(kernel);
     auto [it, added] = function_of_body.emplace(
-        printed.body, static_cast<int>(function_of_body.size()));
-    if (added) {
-      source.functions.push_back(absl::StrCat("loom_f", it->second));
-      absl::StrAppend(&functions, "\nextern \"C\" void ", source.functions.back(),
-                      "(void* const* a) {\n", printed.body, "}\n");
-    }
-    LaunchTable& launches = source.launches;
+        std::move(printed.body), static_cast<int>(function_of_body.size()));
+    if (added) bodies.push_back(&it->first);
     launches.function.push_back(it->second);
     launches.args.insert(launches.args.end(), printed.args.begin(), printed.args.end());
     launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
   }
-  std::string helper_text;
+  std::string& text = source.text;
+  size_t size = sizeof(kPrelude);
+  for (const std::string* body : bodies) size += body->size() + 64;
+  text.reserve(size);
+  text = kPrelude;
   for (int h = 0; h < kNumHelpers; ++h) {
-    if (helpers[h]) absl::StrAppend(&helper_text, kHelperText[h]);
+    if (helpers[h]) absl::StrAppend(&text, kHelperText[h]);
   }
-  source.text = absl::StrCat(kPrelude, helper_text, functions);
-  source.kernel_functions = static_cast<int>(function_of_body.size());
+  for (size_t f = 0; f < bodies.size(); ++f) {
+    source.functions.push_back(absl::StrCat("loom_f", f));
+    absl::StrAppend(&text, "\nextern \"C\" void ", source.functions.back(),
+                    "(void* const* a) {\n", *bodies[f], "}\n");
+  }
+  source.kernel_functions = static_cast<int>(bodies.size());
   source.native_flags = NativeFlags(options);
   return source;
 }

@@ -90,6 +90,7 @@ bool RunCase(const Case& c) {
                 std::string(graph.status().message()).c_str());
     return false;
   }
+  graph_proto = proto::Graph();  // the proto is not needed past import
   const double import_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CompileOptions options;
