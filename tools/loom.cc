@@ -236,17 +236,33 @@ int Gen() {
 
 // The examples the demo runs; `bazel run //tools:loom` starts in the
 // runfiles tree, where they are data dependencies.
-constexpr const char* kDemoExamples[] = {"examples/mlp.pbtxt",
-                                         "examples/softmax.pbtxt"};
+// Recurrent models compile with their recurrences unrolled.
+struct DemoExample {
+  const char* model;
+  const char* pipeline;
+};
+constexpr DemoExample kDemoExamples[] = {
+    {"examples/mlp.pbtxt", "cpu"},
+    {"examples/softmax.pbtxt", "cpu"},
+    {"examples/softmax_large.pbtxt", "cpu"},
+    {"examples/layer_norm.pbtxt", "cpu"},
+    {"examples/layer_norm_large.pbtxt", "cpu"},
+    {"examples/group_norm.pbtxt", "cpu"},
+    {"examples/group_norm_large.pbtxt", "cpu"},
+    {"examples/lstm_l2_h64.pbtxt", "cpu_unrolled_rnn"},
+    {"examples/lstm_l6_h256.pbtxt", "cpu_unrolled_rnn"},
+    {"examples/gru_l2_h64.pbtxt", "cpu_unrolled_rnn"},
+};
 
 int Demo() {
   std::cout << "loom demo: compile, run and check each example against the "
                "reference interpreter\n";
   int passed = 0, total = 0;
-  for (const char* model : kDemoExamples) {
+  for (const auto& [model, pipeline] : kDemoExamples) {
     ++total;
     CompileOptions options;
     options.model = model;
+    options.pipeline = pipeline;
     absl::StatusOr<CompiledModel> compiled = CompileModel(options);
     RunModelOptions run_options;
     run_options.check = true;
@@ -254,13 +270,13 @@ int Demo() {
     absl::Status status = compiled.ok() ? RunModel(*compiled, run_options)
                                         : compiled.status();
     if (!status.ok()) {
-      std::cout << absl::StrFormat("  %-26s error: %s\n", model, status.message());
+      std::cout << absl::StrFormat("  %-32s error: %s\n", model, status.message());
       continue;
     }
     const proto::Report& r = compiled->report;
     passed += r.check() == "pass";
     std::cout << absl::StrFormat(
-        "  %-26s %3d nodes %3d buffers %3d kernels | front end %6.2f ms | "
+        "  %-32s %3d nodes %3d buffers %3d kernels | front end %6.2f ms | "
         "native %5.2f s%s | run %8.1f us | check %s (max abs error %.2g)\n",
         model, r.graph_nodes(), r.buffers(), r.kernels(),
         r.frontend_seconds() * 1e3, r.native_compile_seconds(),
