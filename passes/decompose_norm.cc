@@ -15,22 +15,6 @@ namespace {
 
 constexpr double kDefaultEpsilon = 1e-5;
 
-absl::Status CheckInputCount(const Node& node, size_t min, size_t max) {
-  if (node.inputs.size() >= min && node.inputs.size() <= max &&
-      node.outputs.size() == 1) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      absl::StrFormat("expected %d to %d inputs and 1 output, got %d and %d",
-                      min, max, node.inputs.size(), node.outputs.size()));
-}
-
-Attrs Ints(const std::string& name, std::vector<int64_t> values) {
-  Attrs attrs;
-  attrs.Set(name, std::move(values));
-  return attrs;
-}
-
 Attrs MeanOver(std::vector<int64_t> axes) {
   Attrs attrs = Ints("axes", std::move(axes));
   attrs.Set("keepdims", int64_t{1});

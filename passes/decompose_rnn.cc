@@ -29,12 +29,6 @@
 namespace loom {
 namespace {
 
-Attrs IntsAttr(const char* name, std::vector<int64_t> values) {
-  Attrs attrs;
-  attrs.Set(name, std::move(values));
-  return attrs;
-}
-
 Attrs AxisAttr(int64_t axis) {
   Attrs attrs;
   attrs.Set("axis", axis);
@@ -102,7 +96,7 @@ class Unroller {
     return b_.Add(suffix, op, std::move(inputs), std::move(attrs));
   }
   ValueId Reshape(const std::string& suffix, ValueId x, Shape shape) {
-    return Op(suffix, "reshape", {x}, IntsAttr("shape", std::move(shape)));
+    return Op(suffix, "reshape", {x}, Ints("shape", std::move(shape)));
   }
   ValueId Transpose(const std::string& suffix, ValueId x) {
     return Op(suffix, "transpose", {x});
@@ -110,7 +104,7 @@ class Unroller {
   // x[start:end] along `axis`.
   ValueId Slice(const std::string& suffix, ValueId x, int64_t axis,
                 int64_t start, int64_t end) {
-    Attrs attrs = IntsAttr("starts", {start});
+    Attrs attrs = Ints("starts", {start});
     attrs.Set("ends", std::vector<int64_t>{end});
     attrs.Set("axes", std::vector<int64_t>{axis});
     return Op(suffix, "slice", {x}, std::move(attrs));
@@ -118,7 +112,7 @@ class Unroller {
   // Rows [row, row + rows) and columns [col, col + cols) of a matrix.
   ValueId Block(const std::string& suffix, ValueId x, int64_t row, int64_t rows,
                 int64_t col, int64_t cols) {
-    Attrs attrs = IntsAttr("starts", {row, col});
+    Attrs attrs = Ints("starts", {row, col});
     attrs.Set("ends", std::vector<int64_t>{row + rows, col + cols});
     return Op(suffix, "slice", {x}, std::move(attrs));
   }
@@ -178,7 +172,7 @@ void Unroller::PrepareShared() {
   const int64_t rows = spec_.seq * B();
   ValueId x = In(kRnnX);
   if (spec_.batch_first) {
-    x = Op("x_seq_first", "transpose", {x}, IntsAttr("perm", {1, 0, 2}));
+    x = Op("x_seq_first", "transpose", {x}, Ints("perm", {1, 0, 2}));
   }
   x_rows_ = Reshape("x_rows", x, {rows, spec_.input});
 
@@ -369,7 +363,7 @@ void Unroller::WriteStacked(const std::string& suffix,
   const ValueId out = node_.outputs[output];
   if (parts.size() == 1) {
     b_.AddWriting(suffix, "reshape", {parts[0]}, out,
-                  IntsAttr("shape", std::move(part_shape)));
+                  Ints("shape", std::move(part_shape)));
     return;
   }
   std::vector<ValueId> reshaped;
@@ -445,7 +439,7 @@ absl::Status Unroller::Run() {
       y = Op("y_seq_first", "concat", parts, AxisAttr(1));
     }
     b_.AddWriting("y", "transpose", {y}, node_.outputs[kRnnY],
-                  IntsAttr("perm", {2, 0, 1, 3}));
+                  Ints("perm", {2, 0, 1, 3}));
   }
   // Y_h, Y_c: [num_dir, batch, H] (layout 0) or [batch, num_dir, H].
   const Shape state_part =

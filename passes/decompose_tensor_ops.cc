@@ -10,22 +10,6 @@
 namespace loom {
 namespace {
 
-absl::Status CheckInputCount(const Node& node, size_t min, size_t max) {
-  if (node.inputs.size() >= min && node.inputs.size() <= max &&
-      node.outputs.size() == 1) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      absl::StrFormat("expected %d to %d inputs and 1 output, got %d and %d",
-                      min, max, node.inputs.size(), node.outputs.size()));
-}
-
-Attrs Ints(const std::string& name, std::vector<int64_t> values) {
-  Attrs attrs;
-  attrs.Set(name, std::move(values));
-  return attrs;
-}
-
 // Maps a possibly negative axis into [0, rank) (or [0, rank] when
 // `inclusive_end`), or fails naming the attribute.
 absl::StatusOr<int64_t> NormalizedAxis(const Node& node, int64_t default_axis,

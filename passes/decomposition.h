@@ -85,6 +85,11 @@ absl::Span<const Decomposition> RnnDecompositions();         // decompose_rnn.cc
 // "expected 3 inputs and 1 output, got 2 and 1" unless the node has
 // exactly that many.
 absl::Status CheckArity(const Node& node, size_t inputs, size_t outputs);
+// Like CheckArity for ops with optional trailing inputs and one output.
+absl::Status CheckInputCount(const Node& node, size_t min, size_t max);
+
+// Attributes holding one list of ints, e.g. Ints("axes", {1}).
+Attrs Ints(const std::string& name, std::vector<int64_t> values);
 
 }  // namespace loom
 
