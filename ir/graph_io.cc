@@ -408,11 +408,15 @@ proto::Attribute AttrToProto(const std::string& name, const AttrValue& value) {
         } else if constexpr (std::is_same_v<T, std::string>) {
           attr.set_s(v);
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-          for (int64_t x : v) attr.mutable_ints()->add_v(x);
+          // mutable_*() sets the oneof even for an empty list.
+          proto::IntList* list = attr.mutable_ints();
+          for (int64_t x : v) list->add_v(x);
         } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-          for (double x : v) attr.mutable_floats()->add_v(x);
+          proto::FloatList* list = attr.mutable_floats();
+          for (double x : v) list->add_v(x);
         } else {
-          for (const std::string& x : v) attr.mutable_strings()->add_v(x);
+          proto::StringList* list = attr.mutable_strings();
+          for (const std::string& x : v) list->add_v(x);
         }
       },
       value);
@@ -433,9 +437,18 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init) {
       }
       break;
     case proto::Initializer::kRandom:
-      if (init.random().low() > init.random().high()) {
+      if (!(init.random().low() <= init.random().high())) {  // NaN too
         return absl::InvalidArgumentError(
             absl::StrCat(what, ": random init needs low <= high"));
+      }
+      // Integer and bool values are floors of doubles drawn in [low, high):
+      // bounds beyond 2^53 would not convert back to an integer.
+      if (!IsFloat(tensor.dtype()) &&
+          !(std::fabs(init.random().low()) <= 0x1p53 &&
+            std::fabs(init.random().high()) <= 0x1p53)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": random init bounds of an integer or bool tensor must "
+                  "lie within [-2^53, 2^53]"));
       }
       FillRandom(init.random(), tensor);
       break;

@@ -41,6 +41,10 @@ expect 2 "$bad/unknown_pass.pbtxt:3: .*fuse-everything" compile --model=$bad/goo
 expect 2 "node 'gn' \(group_norm\).*num_groups" compile --model=$bad/group_norm_groups.pbtxt
 expect 2 "node 'cell' \(lstm\).*'W'.*\[1,12,3\].*\[1,16,3\]" compile --model=$bad/lstm_weights.pbtxt
 expect 2 "node 'sm' \(softmax\).*axis" compile --model=$bad/axis_range.pbtxt
+expect 2 "node 'big' \(tile\): attribute 'repeats'" compile --model=$bad/tile_overflow.pbtxt
+expect 2 "node 'big' \(expand\): output 'y': shape .* is too large" compile --model=$bad/expand_too_large.pbtxt
+expect 2 "node 'rs' \(reshape\): attribute 'shape' \[-5\]" compile --model=$bad/reshape_negative.pbtxt
+expect 2 "buffers_too_large.pbtxt: the model's buffers need .* GB, more than this machine's" compile --model=$bad/buffers_too_large.pbtxt
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
 expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1
 expect 2 "bad value for --iters" run --model=$bad/good.pbtxt --iters=many

@@ -1,0 +1,45 @@
+// Fuzz target: the whole compile but the native compiler. Whatever graph
+// text loads goes through the built-in `cpu` pipeline to emitted C++, with
+// the IR verified after every pass; it must compile or fail with a user
+// error (see fuzz::CheckUserError), never crash, hang or break the IR.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/graph_io.h"
+#include "tests/fuzz/fuzz_util.h"
+#include "tools/driver.h"
+
+namespace {
+
+// Each input, weight and constant: at most this many elements. Shapes are
+// what the compile looks at; small ones keep each run fast (an unrolled
+// recurrence has a step per time step).
+constexpr int64_t kMaxDeclaredElements = 1 << 12;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const absl::string_view text(reinterpret_cast<const char*>(data), size);
+  absl::StatusOr<loom::proto::Graph> graph_proto =
+      loom::ParseGraphText(text, "fuzz.pbtxt");
+  if (!graph_proto.ok() ||
+      !loom::fuzz::DeclaresSmallTensors(*graph_proto, kMaxDeclaredElements)) {
+    return 0;
+  }
+  absl::StatusOr<loom::Graph> graph =
+      loom::GraphFromProto(*graph_proto, "fuzz.pbtxt");
+  if (!graph.ok()) return 0;
+
+  loom::CompileOptions options;
+  options.model = "fuzz.pbtxt";
+  options.pipeline = "cpu";
+  options.native_compile = false;
+  options.verify_each = true;
+  absl::StatusOr<loom::CompiledModel> compiled =
+      loom::CompileGraph(*std::move(graph), options);
+  loom::fuzz::CheckUserError(compiled.status(), "CompileGraph");
+  return 0;
+}

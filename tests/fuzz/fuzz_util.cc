@@ -1,0 +1,63 @@
+#include "tests/fuzz/fuzz_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace loom {
+namespace fuzz {
+namespace {
+
+bool IsSmall(const proto::TensorType& type, int64_t max_elements) {
+  int64_t elements = 1;
+  for (int64_t dim : type.shape()) {
+    if (dim < 0) return true;  // loom refuses it: nothing to allocate
+    if (dim == 0) return true;
+    if (elements > max_elements / dim) return false;
+    elements *= dim;
+  }
+  return elements <= max_elements;
+}
+
+}  // namespace
+
+void Check(bool condition, absl::string_view message) {
+  if (condition) return;
+  fprintf(stderr, "fuzz: invariant violated: %s\n",
+          std::string(message).c_str());
+  abort();
+}
+
+void CheckUserError(const absl::Status& status, absl::string_view what) {
+  switch (status.code()) {
+    // The codes the loom command reports as bad input (exit status 2).
+    case absl::StatusCode::kOk:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kUnimplemented:
+      return;
+    default:
+      fprintf(stderr,
+              "fuzz: %s returned %s (bad input must give a user error, "
+              "not loom's: see ExitCodeFor in tools/loom.cc)\n",
+              std::string(what).c_str(), status.ToString().c_str());
+      abort();
+  }
+}
+
+bool DeclaresSmallTensors(const proto::Graph& graph, int64_t max_elements) {
+  for (const proto::Input& input : graph.input()) {
+    if (!IsSmall(input.type(), max_elements)) return false;
+  }
+  for (const auto* list : {&graph.weight(), &graph.constant()}) {
+    for (const proto::Initializer& init : *list) {
+      if (!IsSmall(init.type(), max_elements)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace fuzz
+}  // namespace loom
