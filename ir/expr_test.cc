@@ -640,43 +640,31 @@ TEST(ExprRandomTest, ReshapeRoundTrips) {
 
 // --- Performance.
 
-TEST(ExprPerformanceTest, AMillionConstructionsAreFast) {
+// Scale, not speed (speed is measured by tests/bench, never by a unit
+// test): a million constructions intern correctly, and a 2000-term sum
+// substitutes back to itself.
+TEST(ExprScaleTest, AMillionConstructionsIntern) {
   ExprContext ctx;
-  const auto start = std::chrono::steady_clock::now();
-  int64_t checksum = 0;
   // Five constructions per iteration (Mul, Add, Add, FloorDiv, Mod); the
   // offset i makes the last three new nodes every time.
   for (int i = 0; i < 200000; ++i) {
     const Expr sum =
         ctx.Add(ctx.Mul(ctx.Var(i % 8), 1 + i % 64), ctx.Var((i + 3) % 8));
     const Expr shifted = ctx.Add(sum, ctx.Const(i));
-    checksum += ctx.Mod(ctx.FloorDiv(shifted, 2 + i % 16), 7)->id();
+    ctx.Mod(ctx.FloorDiv(shifted, 2 + i % 16), 7);
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::printf("1M constructions: %.3f s, %zu nodes (checksum %lld)\n", seconds,
-              ctx.size(), static_cast<long long>(checksum));
   EXPECT_GT(ctx.size(), 400000);
-  EXPECT_LT(seconds, 3.0);  // about 10x headroom; quadratic blowups fail
 }
 
-TEST(ExprPerformanceTest, LongSumsAreNotQuadratic) {
+TEST(ExprScaleTest, LongSums) {
   ExprContext ctx;
-  const auto start = std::chrono::steady_clock::now();
   Expr sum = ctx.Const(0);
   const int kTerms = 2000;
   for (int i = 0; i < kTerms; ++i) sum = ctx.Add(sum, ctx.Var(kTerms - 1 - i));
   std::vector<Expr> replacements;
   for (int i = 0; i < kTerms; ++i) replacements.push_back(ctx.Var(i));
   EXPECT_EQ(ctx.Substitute(sum, replacements), sum);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
   EXPECT_EQ(sum->operands().size(), kTerms);
-  // Building term by term is quadratic by nature (each Add copies the sum);
-  // 2000 terms stay far below this bound.
-  EXPECT_LT(seconds, 2.0);
 }
 
 }  // namespace
