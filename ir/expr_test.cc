@@ -1,8 +1,6 @@
 #include "ir/expr.h"
 
-#include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <random>
