@@ -8,26 +8,7 @@ bad="tests/bad_inputs"
 export LOOM_CACHE_DIR="${TEST_TMPDIR:-$(mktemp -d)}/cache"
 out="${TEST_TMPDIR:-$(mktemp -d)}/out"
 mkdir -p "$out"
-failures=0
-
-# expect EXIT_CODE PATTERN ARGS...: runs loom, checks its exit status and
-# that stderr (or stdout for exit 0/1) matches the extended regex PATTERN.
-expect() {
-  local want="$1" pattern="$2"
-  shift 2
-  "$loom" "$@" >"$out/stdout" 2>"$out/stderr"
-  local got=$?
-  local text
-  text="$(cat "$out/stdout" "$out/stderr")"
-  if [[ $got -ne $want ]] || ! grep -qE -- "$pattern" <<<"$text"; then
-    echo "FAIL: loom $* -> exit $got (want $want), output:"
-    echo "$text" | head -20
-    echo "  (expected to match: $pattern)"
-    failures=$((failures + 1))
-  else
-    echo "ok: loom $* -> exit $got"
-  fi
-}
+source tests/expect.sh
 
 expect 2 "$bad/malformed.pbtxt:5:1: .*" compile --model=$bad/malformed.pbtxt
 expect 2 "node 'frob1' \(frobnicate\): unknown op" compile --model=$bad/unknown_op.pbtxt

@@ -9,31 +9,12 @@ node="/usr/share/libonnx-testdata/data/node"
 export LOOM_CACHE_DIR="${TEST_TMPDIR:-$(mktemp -d)}/cache"
 out="${TEST_TMPDIR:-$(mktemp -d)}/out"
 mkdir -p "$out"
-failures=0
-
 if [[ ! -d "$node" ]]; then
   echo "FAIL: $node is missing (Debian package libonnx-testdata; ./bazelw installs it)"
   exit 1
 fi
 
-# expect EXIT_CODE PATTERN ARGS...: runs loom, checks its exit status and
-# that its output matches the extended regex PATTERN.
-expect() {
-  local want="$1" pattern="$2"
-  shift 2
-  "$loom" "$@" >"$out/stdout" 2>"$out/stderr"
-  local got=$?
-  local text
-  text="$(cat "$out/stdout" "$out/stderr")"
-  if [[ $got -ne $want ]] || ! grep -qE -- "$pattern" <<<"$text"; then
-    echo "FAIL: loom $* -> exit $got (want $want), output:"
-    echo "$text" | head -20
-    echo "  (expected to match: $pattern)"
-    failures=$((failures + 1))
-  else
-    echo "ok: loom $* -> exit $got"
-  fi
-}
+source tests/expect.sh
 
 expect 0 "check pass" run --check --model="$node/test_lstm_defaults/model.onnx"
 expect 0 "check pass" run --check --model="$node/test_gru_seq_length/model.onnx"
