@@ -8,7 +8,8 @@ namespace loom {
 std::string PrintSchedule(const Schedule& schedule, const LoopProgram& program) {
   std::string text;
   for (const Kernel& kernel : schedule.kernels) {
-    absl::StrAppend(&text, "kernel ", kernel.name, "\n");
+    absl::StrAppend(&text, "kernel ", kernel.name, " (", kernel.outer_loops,
+                    " outer loops)\n");
     if (!kernel.internal.empty()) {
       std::vector<std::string> names;
       for (BufferId b : kernel.internal) names.push_back(program.buffers[b].name);

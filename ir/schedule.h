@@ -12,13 +12,20 @@ namespace loom {
 
 // One kernel launch: compute nodes of the LoopProgram run together, in this
 // order, by one emitted function. Members of a fused kernel share their
-// pointwise loops (equal `ranges`); each runs its own reduction loops inside.
+// first `outer_loops` pointwise loops (equal extents, the same variables
+// x0..x{outer_loops-1}); inside one iteration of those, each member in turn
+// runs its remaining pointwise loops and then its reduction loops. A buffer
+// written by a member and read by a later one is read only within the
+// outer iteration that wrote it (the fuser's legality rule), so the outer
+// loops may run in any order or in parallel.
 struct Kernel {
   std::string name;
   std::vector<int> nodes;  // indexes into LoopProgram::nodes
-  // Buffers written and read only inside this kernel, each read at the very
-  // index it was written: their values pass in registers and are never
-  // stored, so they need no memory.
+  int outer_loops = 0;
+  // Buffers written and read only inside this kernel by a member with no
+  // inner pointwise loops (one element per outer iteration), each read at
+  // the very index it was written: their values pass in registers and are
+  // never stored, so they need no memory.
   std::vector<BufferId> internal;
 };
 

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "passes/pass.h"
+#include "scheduler/refine.h"
 #include "scheduler/schedule_pass.h"
 
 namespace loom {
@@ -19,11 +20,21 @@ constexpr int kDefaultMaxNodesPerKernel = 64;
 // weight read by every step of an unrolled recurrence would only yield
 // candidates that the ordering check refuses.
 constexpr int kMaxSiblingReaders = 8;
+// A buffer written and read only inside one outer iteration of a kernel is
+// kept in a local array of one iteration's slice when the slice is at most
+// this large (it then stays in the L1 or L2 cache), else in memory.
+constexpr int64_t kMaxLocalBytes = 256 << 10;
+
+int64_t Product(absl::Span<const int64_t> extents) {
+  int64_t product = 1;
+  for (int64_t extent : extents) product *= extent;
+  return product;
+}
 
 // The fuser's view of the program: dense per-node and per-buffer tables.
 class Fuser {
  public:
-  Fuser(const LoopProgram& program, const Schedule& schedule, int max_nodes);
+  Fuser(LoopProgram& program, const Schedule& schedule, int max_nodes);
   absl::StatusOr<Schedule> Run();
 
  private:
@@ -31,18 +42,37 @@ class Fuser {
     BufferId buffer;
     Expr index;
   };
+  // A legal merge: the members in place order, the outer loops they will
+  // share and how each member's loops are refined to begin with them.
+  struct MergePlan {
+    int groups[2];  // the two group roots
+    std::vector<int> members;
+    std::vector<int64_t> outer;
+    std::vector<LoopRefinement> refinements;  // one per member
+  };
 
   int Find(int node);
-  // Tries to merge the groups of a and b; records the decision.
+  void CollectLoads(int node);
+  // Tries to merge the groups of a and b; records the decision. Vertical
+  // merges may share fewer loops than either group had (outer-loop fusion).
   void TryFuse(int a, int b, const char* kind);
-  // Empty when merging groups `ga` and `gb` is legal, else the reason.
-  std::pair<std::string, std::string> Refusal(int ga, int gb);
-  bool DataStaysInIteration(const std::vector<int>& members);
+  // Empty and `plan` filled when merging groups `ga` and `gb` is legal,
+  // else the reason.
+  std::pair<std::string, std::string> Refusal(int ga, int gb, bool vertical,
+                                              MergePlan& plan);
+  // Fills in the refinements of plan.members to share plan.outer; false
+  // when some member's data would cross outer iterations.
+  bool RefineMembers(MergePlan& plan);
+  bool ReadsWithinOuterIteration(const MergePlan& plan, size_t writer,
+                                 size_t reader, Expr index);
   bool ConsumerRunsBetween(int ga, int gb, int& consumer);
+  void Merge(int ga, int gb, MergePlan& plan);
   std::vector<Kernel> BuildKernels();
-  std::vector<BufferId> InternalBuffers(const std::vector<int>& members);
+  std::vector<BufferId> InternalBuffers(const std::vector<int>& members,
+                                        int outer_loops);
 
-  const LoopProgram& program_;
+  LoopProgram& program_;
+  ExprContext& ctx_;
   const int max_nodes_;
   const int n_;
   std::vector<int> position_;  // node -> place in the unfused order
@@ -57,10 +87,13 @@ class Fuser {
   std::vector<std::vector<int>> members_;
   std::vector<FusionDecision> decisions_;
   std::vector<int> last_position_;  // per group root: its last member's place
+  std::vector<std::vector<int64_t>> outer_;  // per group root: shared loops
+  std::vector<int> slot_;  // per node: its index in the plan weighed now, or -1
 };
 
-Fuser::Fuser(const LoopProgram& program, const Schedule& schedule, int max_nodes)
+Fuser::Fuser(LoopProgram& program, const Schedule& schedule, int max_nodes)
     : program_(program),
+      ctx_(*program.exprs),
       max_nodes_(max_nodes),
       n_(static_cast<int>(program.nodes.size())),
       position_(n_),
@@ -70,7 +103,9 @@ Fuser::Fuser(const LoopProgram& program, const Schedule& schedule, int max_nodes
       readers_(program.buffers.size()),
       parent_(n_),
       members_(n_),
-      last_position_(n_) {
+      last_position_(n_),
+      outer_(n_),
+      slot_(n_, -1) {
   for (const Kernel& kernel : schedule.kernels) {
     for (int node : kernel.nodes) {
       position_[node] = static_cast<int>(order_.size());
@@ -97,26 +132,31 @@ Fuser::Fuser(const LoopProgram& program, const Schedule& schedule, int max_nodes
   }
 
   for (int v = 0; v < n_; ++v) {
-    const ComputeNode& node = program.nodes[v];
-    for (const ScalarOp& op : node.body) {
-      if (op.kind != ScalarOp::Kind::kLoad) continue;
-      // Indirect loads read anywhere: record them with no index.
-      const Expr index = op.args.empty() ? op.index : nullptr;
-      bool seen = false;
-      for (const Load& load : loads_[v]) {
-        seen |= load.buffer == op.buffer && load.index == index;
-      }
-      if (!seen) loads_[v].push_back({op.buffer, index});
-    }
+    CollectLoads(v);
     for (const Load& load : loads_[v]) {
       if (readers_[load.buffer].empty() || readers_[load.buffer].back() != v) {
         readers_[load.buffer].push_back(v);
       }
     }
-    writers_[node.output].push_back(v);
+    writers_[program.nodes[v].output].push_back(v);
     parent_[v] = v;
     members_[v] = {v};
     last_position_[v] = position_[v];
+    outer_[v] = program.nodes[v].ranges;
+  }
+}
+
+void Fuser::CollectLoads(int v) {
+  loads_[v].clear();
+  for (const ScalarOp& op : program_.nodes[v].body) {
+    if (op.kind != ScalarOp::Kind::kLoad) continue;
+    // Indirect loads read anywhere: record them with no index.
+    const Expr index = op.args.empty() ? op.index : nullptr;
+    bool seen = false;
+    for (const Load& load : loads_[v]) {
+      seen |= load.buffer == op.buffer && load.index == index;
+    }
+    if (!seen) loads_[v].push_back({op.buffer, index});
   }
 }
 
@@ -128,24 +168,68 @@ int Fuser::Find(int node) {
   return node;
 }
 
-// Every load of a buffer written inside the group must read the value the
-// same loop iteration wrote: the buffer has one writer, an earlier member,
-// and is read exactly at that writer's store index.
-bool Fuser::DataStaysInIteration(const std::vector<int>& members) {
-  for (int m : members) {
-    for (const Load& load : loads_[m]) {
+// Every load of a buffer written inside the group must read a value the
+// same outer iteration wrote: the buffer has one writer, an earlier member,
+// and the load stays within the slice that writer stores in one outer
+// iteration.
+bool Fuser::RefineMembers(MergePlan& plan) {
+  plan.refinements.clear();
+  for (int m : plan.members) {
+    std::optional<LoopRefinement> refinement =
+        RefineLeadingLoops(ctx_, program_.nodes[m], plan.outer);
+    if (!refinement.has_value()) return false;
+    plan.refinements.push_back(*std::move(refinement));
+  }
+  // Reads within one group that keeps its loops were checked when it formed.
+  bool unchanged[2];
+  for (int side : {0, 1}) unchanged[side] = outer_[plan.groups[side]] == plan.outer;
+  auto checked_before = [&](int w, int r) {
+    const int group = Find(w);
+    return group == Find(r) && unchanged[group == plan.groups[0] ? 0 : 1];
+  };
+  const std::vector<int>& members = plan.members;
+  for (size_t r = 0; r < members.size(); ++r) {
+    for (const Load& load : loads_[members[r]]) {
       for (int w : writers_[load.buffer]) {
-        if (std::find(members.begin(), members.end(), w) == members.end()) {
-          continue;  // written outside the group
-        }
-        if (writers_[load.buffer].size() != 1 || position_[w] >= position_[m] ||
-            load.index != program_.nodes[w].store_index) {
+        const int writer = slot_[w];
+        if (writer < 0 || checked_before(w, members[r])) continue;
+        if (writers_[load.buffer].size() != 1 || writer >= static_cast<int>(r) ||
+            load.index == nullptr ||
+            !ReadsWithinOuterIteration(plan, writer, r, load.index)) {
           return false;
         }
       }
     }
   }
   return true;
+}
+
+// The writer stores one contiguous slice per outer iteration (row-major
+// over its inner loops) and the reader's index, divided by the slice size,
+// is that outer iteration's row-major position: decided on the simplified
+// expressions, which are equal exactly when their pointers are.
+bool Fuser::ReadsWithinOuterIteration(const MergePlan& plan, size_t writer,
+                                      size_t reader, Expr index) {
+  const LoopRefinement& w = plan.refinements[writer];
+  const LoopRefinement& r = plan.refinements[reader];
+  const ComputeNode& writer_node = program_.nodes[plan.members[writer]];
+  const ComputeNode& reader_node = program_.nodes[plan.members[reader]];
+  const Expr store = RefineExpr(ctx_, w, writer_node.store_index);
+  const Expr load = RefineExpr(ctx_, r, index);
+  const int loops = static_cast<int>(plan.outer.size());
+  const absl::Span<const int64_t> inner =
+      absl::MakeConstSpan(w.identity ? writer_node.ranges : w.ranges).subspan(loops);
+  const int64_t slice = Product(inner);
+  if (slice == 1) return load == store;
+  const std::vector<int64_t> writer_extents =
+      w.identity ? writer_node.AllRanges() : w.extents;
+  const std::vector<int64_t> reader_extents =
+      r.identity ? reader_node.AllRanges() : r.extents;
+  const Expr outer_position = RowMajorOffset(ctx_, plan.outer, 0);
+  return ctx_.Simplify(ctx_.FloorDiv(load, slice), reader_extents) == outer_position &&
+         ctx_.Simplify(ctx_.FloorDiv(store, slice), writer_extents) == outer_position &&
+         ctx_.Simplify(ctx_.Mod(store, slice), writer_extents) ==
+             RowMajorOffset(ctx_, inner, loops);
 }
 
 // Kernels run in the order of their last members' places, and that order
@@ -171,25 +255,21 @@ bool Fuser::ConsumerRunsBetween(int ga, int gb, int& consumer) {
   return false;
 }
 
-std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb) {
-  const ComputeNode& a = program_.nodes[ga];
-  const ComputeNode& b = program_.nodes[gb];
-  if (a.ranges != b.ranges) {
+std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb, bool vertical,
+                                                   MergePlan& plan) {
+  const std::vector<int64_t>& a = outer_[ga];
+  const std::vector<int64_t>& b = outer_[gb];
+  // Siblings only fuse over the same loops; a consumer may share a prefix
+  // of a refinement of both groups' loops.
+  std::vector<int64_t> shared;
+  if (a == b || vertical) shared = CommonLoopPrefix(a, b);
+  if (a != b && shared.empty()) {
     return {"iteration spaces differ",
-            absl::StrCat(ShapeToString(a.ranges), " vs ", ShapeToString(b.ranges))};
+            absl::StrCat(ShapeToString(a), " vs ", ShapeToString(b))};
   }
   const size_t size = members_[ga].size() + members_[gb].size();
   if (static_cast<int>(size) > max_nodes_) {
     return {"kernel too large", absl::StrCat(size, " nodes > ", max_nodes_)};
-  }
-  std::vector<int> merged = members_[ga];
-  merged.insert(merged.end(), members_[gb].begin(), members_[gb].end());
-  std::sort(merged.begin(), merged.end(),
-            [&](int x, int y) { return position_[x] < position_[y]; });
-  if (!DataStaysInIteration(merged)) {
-    return {"data crosses loop iterations",
-            "a member reads a buffer of another at a different index, or one "
-            "with several writers"};
   }
   int consumer = -1;
   if (ConsumerRunsBetween(ga, gb, consumer)) {
@@ -198,50 +278,78 @@ std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb) {
                          "' reads one and runs before the other (fusing could "
                          "create a cycle)")};
   }
-  return {};
+  plan.groups[0] = ga;
+  plan.groups[1] = gb;
+  plan.members = members_[ga];
+  plan.members.insert(plan.members.end(), members_[gb].begin(), members_[gb].end());
+  std::sort(plan.members.begin(), plan.members.end(),
+            [&](int x, int y) { return position_[x] < position_[y]; });
+  // The most shared loops first; a consumer may fall back to fewer.
+  for (size_t i = 0; i < plan.members.size(); ++i) slot_[plan.members[i]] = static_cast<int>(i);
+  const size_t fewest = vertical ? std::min<size_t>(1, shared.size()) : shared.size();
+  bool legal = false;
+  for (size_t loops = shared.size(); !legal; --loops) {
+    plan.outer.assign(shared.begin(), shared.begin() + loops);
+    legal = RefineMembers(plan);
+    if (loops == fewest) break;
+  }
+  for (int m : plan.members) slot_[m] = -1;
+  if (legal) return {};
+  return {"data crosses loop iterations",
+          "a member reads a buffer of another outside the outer iteration "
+          "that wrote it, or one with several writers"};
 }
 
 void Fuser::TryFuse(int a, int b, const char* kind) {
   int ga = Find(a), gb = Find(b);
   if (ga == gb) return;
   FusionDecision decision{a, b, false, "", ""};
-  auto [reason, detail] = Refusal(ga, gb);
+  MergePlan plan;
+  auto [reason, detail] = Refusal(ga, gb, std::string(kind) == "vertical", plan);
   if (!reason.empty()) {
     decision.reason = std::move(reason);
     decision.detail = std::move(detail);
     decisions_.push_back(std::move(decision));
     return;
   }
-  if (members_[ga].size() < members_[gb].size()) std::swap(ga, gb);
-  std::vector<int>& merged = members_[ga];
-  merged.insert(merged.end(), members_[gb].begin(), members_[gb].end());
-  std::sort(merged.begin(), merged.end(),
-            [&](int x, int y) { return position_[x] < position_[y]; });
-  members_[gb].clear();
-  members_[gb].shrink_to_fit();
-  parent_[gb] = ga;
-  last_position_[ga] = std::max(last_position_[ga], last_position_[gb]);
+  Merge(ga, gb, plan);
   decision.fused = true;
   decision.reason = kind;
   decisions_.push_back(std::move(decision));
 }
 
-std::vector<BufferId> Fuser::InternalBuffers(const std::vector<int>& members) {
+// Rewrites the members whose loops were refined and joins the groups.
+void Fuser::Merge(int ga, int gb, MergePlan& plan) {
+  for (size_t i = 0; i < plan.members.size(); ++i) {
+    if (plan.refinements[i].identity) continue;
+    ApplyRefinement(ctx_, plan.refinements[i], program_.nodes[plan.members[i]]);
+    CollectLoads(plan.members[i]);
+  }
+  if (members_[ga].size() < members_[gb].size()) std::swap(ga, gb);
+  members_[ga] = std::move(plan.members);
+  members_[gb].clear();
+  members_[gb].shrink_to_fit();
+  parent_[gb] = ga;
+  last_position_[ga] = std::max(last_position_[ga], last_position_[gb]);
+  outer_[ga] = std::move(plan.outer);
+  outer_[gb].clear();
+}
+
+// Temporaries read only inside their kernel: by the legality rule, only
+// within the outer iteration that wrote them.
+std::vector<BufferId> Fuser::InternalBuffers(const std::vector<int>& members,
+                                             int outer_loops) {
   std::vector<BufferId> internal;
   const int group = Find(members.front());
   for (int m : members) {
-    const BufferId b = program_.nodes[m].output;
-    if (program_.buffers[b].kind != BufferKind::kTemp || writers_[b].size() != 1) continue;
+    const ComputeNode& node = program_.nodes[m];
+    const Buffer& buffer = program_.buffers[node.output];
+    if (buffer.kind != BufferKind::kTemp || writers_[node.output].size() != 1) continue;
+    const int64_t slice = Product(absl::MakeConstSpan(node.ranges).subspan(outer_loops));
+    if (slice * DTypeSize(buffer.dtype) > kMaxLocalBytes) continue;
     bool inside = true;
-    for (int r : readers_[b]) {
-      if (Find(r) != group) inside = false;
-    }
-    for (int r : readers_[b]) {
-      for (const Load& load : loads_[r]) {
-        if (load.buffer == b && load.index != program_.nodes[m].store_index) inside = false;
-      }
-    }
-    if (inside) internal.push_back(b);
+    for (int r : readers_[node.output]) inside &= Find(r) == group;
+    if (inside) internal.push_back(node.output);
   }
   return internal;
 }
@@ -272,7 +380,8 @@ std::vector<Kernel> Fuser::BuildKernels() {
     Kernel kernel;
     kernel.name = absl::StrCat("kernel_", kernels.size());
     kernel.nodes = members_[g];
-    kernel.internal = InternalBuffers(members_[g]);
+    kernel.outer_loops = static_cast<int>(outer_[g].size());
+    kernel.internal = InternalBuffers(members_[g], kernel.outer_loops);
     kernels.push_back(std::move(kernel));
     for (int s : successors[g]) {
       if (--in_degree[s] == 0) ready.push({position_[members_[s].front()], s});
@@ -299,7 +408,7 @@ absl::StatusOr<Schedule> Fuser::Run() {
     const std::vector<int>& readers = readers_[b];
     if (readers.size() < 2 || static_cast<int>(readers.size()) > kMaxSiblingReaders) continue;
     for (size_t i = 1; i < readers.size(); ++i) {
-      if (program_.nodes[readers[i - 1]].ranges == program_.nodes[readers[i]].ranges) {
+      if (outer_[Find(readers[i - 1])] == outer_[Find(readers[i])]) {
         TryFuse(readers[i - 1], readers[i], "horizontal");
       }
     }
@@ -348,7 +457,7 @@ LOOM_REGISTER_PASS("fuse", "fuse", [](const proto::PassSpec& spec) {
 
 }  // namespace
 
-absl::StatusOr<Schedule> FuseSchedule(const LoopProgram& program,
+absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program,
                                       const Schedule& schedule,
                                       const proto::FuseOptions& options) {
   size_t scheduled = 0;

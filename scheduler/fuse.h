@@ -9,23 +9,30 @@
 namespace loom {
 
 // Fuses the kernels of `schedule` (one compute node each, in dependency
-// order) into kernels whose members share their pointwise loops:
-//  - vertical: a consumer with the producer's iteration space that reads
-//    the producer's buffer only at the point being computed (this covers a
-//    reduction with its pointwise epilogue);
+// order) into kernels whose members share outer loops (Kernel):
+//  - vertical: a consumer with the producers of what it reads, sharing as
+//    many leading loops as a common refinement of both iteration spaces
+//    allows (scheduler/refine.h: GroupNorm's statistics over (n, g) and
+//    its normalisation over (n, c, h, w) share (n, g) once c splits into
+//    (g, c_in_group)), provided every value read inside the kernel was
+//    written in the same outer iteration. With equal iteration spaces
+//    this is the classic fusion of a reduction with its epilogue or of a
+//    pointwise chain.
 //  - horizontal: siblings over the same iteration space that read the same
 //    buffer.
-// Pointwise producers read once are already inlined by lowering, which
-// covers prologues. A fusion is refused when a consumer of one group would
-// have to run before the merged kernel (which is what any cycle needs;
-// decided from the kernels' places in a topological order kept valid by
-// every merge, never from ancestor sets or a search), when the kernel would
-// grow past
-// options.max_nodes_per_kernel, or when the data would have to cross loop
-// iterations; each candidate's decision and reason is recorded. Buffers
-// that end up written and read only inside one kernel become
-// Kernel::internal. Nothing is recomputed.
-absl::StatusOr<Schedule> FuseSchedule(const LoopProgram& program,
+// Members whose loops were refined are rewritten in `program` (their loops
+// split, their index expressions substituted), which is why it is not
+// const. Pointwise producers read once are already inlined by lowering,
+// which covers prologues. A fusion is refused when a consumer of one group
+// would have to run before the merged kernel (which is what any cycle
+// needs; decided from the kernels' places in a topological order kept
+// valid by every merge, never from ancestor sets or a search), when the
+// kernel would grow past options.max_nodes_per_kernel, or when the data
+// would have to cross outer iterations; each candidate's decision and
+// reason is recorded. Temporaries written and read only inside one kernel
+// become Kernel::internal (kept in registers or a per-iteration local
+// array). Nothing is recomputed.
+absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program,
                                       const Schedule& schedule,
                                       const proto::FuseOptions& options);
 

@@ -22,9 +22,9 @@ class FuseTest : public testing::Test {
         *graph_.AddNode(name, op, std::move(inputs), {name + ".y"}, std::move(attrs));
     return graph_.node(node).outputs[0];
   }
-  ValueId Reduce(const std::string& op, ValueId input) {
+  ValueId Reduce(const std::string& op, ValueId input, int64_t axis = 1) {
     Attrs attrs;
-    attrs.Set("axes", std::vector<int64_t>{1});
+    attrs.Set("axes", std::vector<int64_t>{axis});
     attrs.Set("keepdims", int64_t{1});
     return Op(op, {input}, attrs);
   }
@@ -95,13 +95,61 @@ TEST_F(FuseTest, SiblingsOverOneSpaceFuseHorizontally) {
   EXPECT_TRUE(schedule.kernels[0].internal.empty());  // both are outputs
 }
 
-TEST_F(FuseTest, DifferentIterationSpacesAreRefused) {
+// Outer-loop fusion: the row maxima [4,1] and their consumer [4,8] share
+// the loop over rows; the maximum stays in a register.
+TEST_F(FuseTest, AReductionAndItsConsumerShareTheOuterLoop) {
   const ValueId max = Reduce("reduce_max", x_);  // [4,1]
   graph_.AddOutput(Op("sub", {x_, max}));        // [4,8]
   const Schedule schedule = Fuse();
+  EXPECT_EQ(Kernels(schedule), "reduce_max0+sub1");
+  ASSERT_EQ(schedule.kernels.size(), 1);
+  EXPECT_EQ(schedule.kernels[0].outer_loops, 1);
+  EXPECT_EQ(schedule.kernels[0].internal.size(), 1);
+  for (int node : schedule.kernels[0].nodes) EXPECT_EQ(program_.nodes[node].ranges[0], 4);
+}
+
+// GroupNorm's shape: statistics per (n, g) and a consumer over (n, c, hw)
+// whose channel loop splits into (g, c_in_group).
+TEST_F(FuseTest, ChannelLoopsSplitIntoGroupsToShareTheOuterLoops) {
+  graph_ = Graph();
+  x_ = *graph_.AddInput("x", TensorType{DType::kF32, {2, 16, 64}});
+  Attrs grouped;
+  grouped.Set("shape", std::vector<int64_t>{2, 2, 512});
+  const ValueId mean = Reduce("reduce_mean", Op("reshape", {x_}, grouped), 2);
+  Attrs per_channel;
+  per_channel.Set("shape", std::vector<int64_t>{2, 2, 1, 1});
+  Attrs broadcast;
+  broadcast.Set("shape", std::vector<int64_t>{2, 2, 8, 64});
+  Attrs back;
+  back.Set("shape", std::vector<int64_t>{2, 16, 64});
+  const ValueId mean_per_channel = Op(
+      "reshape", {Op("expand", {Op("reshape", {mean}, per_channel)}, broadcast)}, back);
+  graph_.AddOutput(Op("sub", {x_, mean_per_channel}));
+  const Schedule schedule = Fuse();
+  ASSERT_EQ(schedule.kernels.size(), 1) << Kernels(schedule);
+  EXPECT_EQ(schedule.kernels[0].outer_loops, 2);
+  EXPECT_EQ(program_.nodes[schedule.kernels[0].nodes.back()].ranges,
+            (std::vector<int64_t>{2, 2, 8, 64}));
+}
+
+TEST_F(FuseTest, IterationSpacesWithNoCommonOuterLoopAreRefused) {
+  graph_ = Graph();
+  x_ = *graph_.AddInput("x", TensorType{DType::kF32, {6, 4}});
+  const ValueId max = Reduce("reduce_max", x_, 0);  // [1,4]
+  graph_.AddOutput(Op("sub", {x_, max}));           // [6,4]
+  const Schedule schedule = Fuse();
   EXPECT_EQ(Kernels(schedule), "reduce_max0 | sub1");
   EXPECT_THAT(Refusals(schedule), HasSubstr("iteration spaces differ"));
-  EXPECT_EQ(schedule.decisions[0].detail, "[4,1] vs [4,8]");
+  EXPECT_EQ(schedule.decisions[0].detail, "[1,4] vs [6,4]");
+}
+
+// Column maxima cannot share the loop over rows with their consumer.
+TEST_F(FuseTest, AConsumerReadingAcrossOuterIterationsIsRefused) {
+  const ValueId max = Reduce("reduce_max", x_, 0);  // [1,8]
+  graph_.AddOutput(Op("sub", {x_, max}));           // [4,8]
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(Kernels(schedule), "reduce_max0 | sub1");
+  EXPECT_THAT(Refusals(schedule), HasSubstr("data crosses loop iterations"));
 }
 
 TEST_F(FuseTest, ReadingTheProducerAtAnotherIndexIsRefused) {
@@ -120,7 +168,7 @@ TEST_F(FuseTest, AConsumerBetweenSiblingsBlocksTheirFusion) {
   // a and b both read x over [4,8], but b needs s, which needs a: fusing
   // a with b would make s run before the kernel that feeds it.
   const ValueId a = Op("exp", {x_});
-  const ValueId s = Reduce("reduce_sum", a);
+  const ValueId s = Reduce("reduce_sum", a, 0);
   const ValueId b = Op("sub", {x_, s});
   graph_.AddOutput(a);
   graph_.AddOutput(b);

@@ -110,8 +110,9 @@ absl::StatusOr<Schedule> ScheduleProgram(const LoopProgram& program) {
   while (!ready.empty()) {
     const int i = ready.top();
     ready.pop();
+    const int loops = static_cast<int>(program.nodes[i].ranges.size());
     schedule.kernels.push_back(
-        Kernel{absl::StrCat("kernel_", schedule.kernels.size()), {i}});
+        Kernel{absl::StrCat("kernel_", schedule.kernels.size()), {i}, loops});
     for (int k = deps.offsets[i]; k < deps.offsets[i + 1]; ++k) {
       if (--deps.in_degree[deps.targets[k]] == 0) ready.push(deps.targets[k]);
     }

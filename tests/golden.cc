@@ -14,6 +14,7 @@ const std::vector<GoldenCase>& GoldenCases() {
   static const auto* cases = new std::vector<GoldenCase>{
       {"examples/mlp.pbtxt", "cpu", "tests/golden/mlp.cc"},
       {"examples/softmax.pbtxt", "cpu", "tests/golden/softmax.cc"},
+      {"examples/layer_norm.pbtxt", "cpu", "tests/golden/layer_norm.cc"},
       {"examples/group_norm.pbtxt", "cpu", "tests/golden/group_norm.cc"},
       {"examples/lstm_l2_h64.pbtxt", "cpu_unrolled_rnn",
        "tests/golden/lstm_l2_h64.cc"},

@@ -278,13 +278,13 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
   if (!inputs.ok()) return inputs.status();
 
   std::vector<double> seconds;
-  absl::StatusOr<std::vector<Tensor>> outputs;
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    outputs = compiled.executable->Run(*inputs);
+    const absl::Status status = compiled.executable->Execute(*inputs);
     seconds.push_back(SecondsSince(start));
-    if (!outputs.ok()) return outputs.status();
+    if (!status.ok()) return status;
   }
+  const std::vector<Tensor> outputs = compiled.executable->Outputs();
   std::sort(seconds.begin(), seconds.end());
   proto::Report& report = compiled.report;
   report.set_iters(options.iters);
@@ -299,7 +299,7 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
   if (!expected.ok()) return expected.status();
   Comparison comparison;
   for (size_t i = 0; i < expected->size(); ++i) {
-    Compare((*outputs)[i], (*expected)[i], comparison);
+    Compare(outputs[i], (*expected)[i], comparison);
   }
   report.set_max_abs_error(comparison.max_abs_error);
   report.set_max_rel_error(comparison.max_rel_error);

@@ -58,7 +58,7 @@ static inline int64_t loom_f2i64(double x) {
 // they are). Remainders follow the interpreter: kMod takes the divisor's
 // sign, kFmod the dividend's; an integer remainder by 0 gives 0, and by -1
 // gives 0 without the overflow trap of INT64_MIN % -1.
-enum Helper : int { kIntMod, kIntFmod, kFloatMod, kDoubleMod, kNumHelpers };
+enum Helper : int { kIntMod, kIntFmod, kFloatMod, kDoubleMod, kFloatExp, kNumHelpers };
 
 constexpr const char* kHelperText[kNumHelpers] = {
     R"(static inline int64_t loom_imod(int64_t a, int64_t b) {
@@ -80,6 +80,32 @@ constexpr const char* kHelperText[kNumHelpers] = {
     R"(static inline double loom_mod(double a, double b) {
   const double r = fmod(a, b);
   return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)",
+    // exp(x) = 2^n exp(r) with |r| <= ln2/2: Cephes' polynomial (about 1
+    // ulp), branch-free so that loops calling it vectorise (libm's expf
+    // does not). 2^n is built in two halves so that results down to the
+    // denormals and up to the overflow to infinity come out right.
+    R"(static inline float loom_pow2i(int32_t k) {
+  const int32_t bits = (k + 127) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+static inline float loom_expf(float x) {
+  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float n = rintf(c * 1.44269504088896341f);
+  const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const int32_t k = (int32_t)n;
+  const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
+  return x != x ? x : y;
 }
 )",
 };
@@ -138,6 +164,13 @@ std::string MathFn(const char* name, DType dtype) {
   return absl::StrCat(name, dtype == DType::kF32 ? "f" : "");
 }
 
+// The exponential: our vectorisable one for floats, libm's for doubles.
+std::string ExpFn(DType dtype, HelperSet& helpers) {
+  if (dtype != DType::kF32) return "exp";
+  helpers.set(kFloatExp);
+  return "loom_expf";
+}
+
 // " || v != v" for floats (true when v is NaN), nothing for integers.
 std::string NanTest(bool is_float, const std::string& v) {
   return is_float ? absl::StrCat(" || ", v, " != ", v) : "";
@@ -156,7 +189,7 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
                  ? absl::StrCat(MathFn("fabs", type), "(", a[0], ")")
                  : absl::StrCat("(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
     case ScalarFn::kExp:
-      return absl::StrCat(MathFn("exp", type), "(", a[0], ")");
+      return absl::StrCat(ExpFn(type, helpers), "(", a[0], ")");
     case ScalarFn::kLog:
       return absl::StrCat(MathFn("log", type), "(", a[0], ")");
     case ScalarFn::kSqrt:
@@ -169,7 +202,7 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
     case ScalarFn::kTanh:
       return absl::StrCat(MathFn("tanh", type), "(", a[0], ")");
     case ScalarFn::kSigmoid:
-      return absl::StrCat("(", t, ")1 / ((", t, ")1 + ", MathFn("exp", type),
+      return absl::StrCat("(", t, ")1 / ((", t, ")1 + ", ExpFn(type, helpers),
                           "(-", a[0], "))");
     case ScalarFn::kRelu:  // keeps NaN
       return absl::StrCat("(", a[0], " < 0 ? (", t, ")0 : ", a[0], ")");
@@ -282,15 +315,16 @@ std::string ReduceInit(ReduceKind kind, DType dtype) {
   return "0";
 }
 
-// Max and min keep the first NaN they meet, like the interpreter. The arg
-// reductions also record `position`. A NaN beats any number and ties with
+// Max and min give NaN when they meet one, like the interpreter: they fold
+// a plain maximum (which vector lanes can share) and set the flag `arg`
+// when a value is NaN. The arg reductions also record `position`. A NaN beats any number and ties with
 // another NaN: the first kinds take strict improvements (so the first NaN
 // or extreme wins), the *Last kinds also take ties (the last one wins).
 // Starting from -inf (or the type's minimum) rather than the first element
 // changes nothing: that element is taken or ties with the start at
 // position 0.
 // Folds `value` into the accumulator `acc` (and, for arg reductions, its
-// position into `arg`).
+// position into `arg`; for floating max and min, whether it is NaN).
 std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
                          const std::string& position, const std::string& acc,
                          const std::string& arg) {
@@ -309,9 +343,11 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
     case ReduceKind::kProd:
       return absl::StrCat(acc, " *= ", value, ";");
     case ReduceKind::kMax:
-      return absl::StrCat("if (", value, " > ", acc, nan, ") ", acc, " = ", value, ";");
     case ReduceKind::kMin:
-      return absl::StrCat("if (", value, " < ", acc, nan, ") ", acc, " = ", value, ";");
+      return absl::StrCat(acc, " = ", value, kind == ReduceKind::kMax ? " > " : " < ", acc,
+                          " ? ", value, " : ", acc, ";",
+                          is_float ? absl::StrCat(" ", arg, " |= ", value, " != ", value, ";")
+                                   : "");
     case ReduceKind::kArgMax:
       return absl::StrCat("if (", value, " > ", acc, nan_beats, take);
     case ReduceKind::kArgMaxLast:
@@ -364,7 +400,14 @@ class KernelPrinter {
   // The parameter for `buffer` at `index`, and the index left once the
   // constant part has moved into the parameter.
   std::pair<std::string, Expr> Param(BufferId buffer, Expr index, bool is_output);
-  void PrintMember(const ComputeNode& node, int member, bool store, int depth);
+  void PrintMember(const ComputeNode& node, int member, bool internal, int depth);
+  void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
+  // Opens loops first .. extents.size()-1; returns the new depth.
+  int OpenLoops(const std::vector<int64_t>& extents, size_t first, int depth,
+                absl::string_view pragma);
+  int CloseLoops(size_t count, int depth);
+  std::vector<std::string> OuterLoopPragmas(const Kernel& kernel,
+                                            const std::vector<int64_t>& outer);
   std::string PrintStep(const ComputeNode& node, int i);
   std::string Temp(int i) const { return absl::StrCat("t", step_base_ + i); }
   void Line(int depth, absl::string_view text) {
@@ -380,9 +423,14 @@ class KernelPrinter {
   std::vector<BufferRef> args_;
   std::string params_;
   std::string body_;
-  // Values stored earlier in this kernel, by (buffer, index): a later
-  // member reads them from these variables instead of memory.
+  int outer_loops_ = 0;
+  // Values stored earlier in this kernel by members with no inner loops,
+  // by (buffer, index): a later member reads them from these variables
+  // instead of memory.
   absl::flat_hash_map<std::pair<BufferId, Expr>, std::string> stored_;
+  // Internal buffers written in inner loops: one outer iteration's slice
+  // lives in a local array; by buffer, the array's name and length.
+  absl::flat_hash_map<BufferId, std::pair<std::string, int64_t>> local_;
   int step_base_ = 0;  // steps of earlier members, so names stay unique
 };
 
@@ -414,6 +462,11 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
       if (op.args.empty()) {
         auto stored = stored_.find(std::make_pair(op.buffer, op.index));
         if (stored != stored_.end()) return stored->second;
+      }
+      if (auto local = local_.find(op.buffer); local != local_.end()) {
+        const auto& [array, slice] = local->second;
+        const Expr offset = ctx_.Simplify(ctx_.Mod(op.index, slice), node.AllRanges());
+        return absl::StrCat(array, "[", ToCpp(offset, var_names_), "]");
       }
       auto [param, rest] = Param(op.buffer, op.index, false);
       std::string index = ToCpp(rest, var_names_);
@@ -447,66 +500,156 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
   return "0";
 }
 
-// One member inside the kernel's shared pointwise loops: its own reduction
-// loops, if any, then its store (unless the buffer is internal).
-void KernelPrinter::PrintMember(const ComputeNode& node, int member, bool store,
-                                int depth) {
+int KernelPrinter::OpenLoops(const std::vector<int64_t>& extents, size_t first,
+                             int depth, absl::string_view pragma) {
+  for (size_t i = first; i < extents.size(); ++i, ++depth) {
+    if (i + 1 == extents.size() && !pragma.empty()) Line(depth, pragma);
+    Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i,
+                                extents[i], i));
+  }
+  return depth;
+}
+
+int KernelPrinter::CloseLoops(size_t count, int depth) {
+  for (size_t i = 0; i < count; ++i) Line(--depth, "}");
+  return depth;
+}
+
+// A member's reduction loops and body; `result` becomes the folded value.
+// Sums and products over floats may be reassociated into vector lanes.
+void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int depth,
+                                   std::string& result) {
   const std::vector<int64_t> ranges = node.AllRanges();
-  var_names_.clear();
-  for (size_t i = 0; i < ranges.size(); ++i) var_names_.push_back(absl::StrCat("x", i));
   const DType out_type = program_.buffers[node.output].dtype;
-  const int pointwise = static_cast<int>(node.ranges.size());
-  const bool reduces = node.reduce != ReduceKind::kNone;
   const bool arg_reduce = IsArgReduce(node.reduce);
   // An arg reduction folds the root's values and stores a position.
   const DType acc_type = arg_reduce ? node.body[node.root].dtype : out_type;
   const std::string acc = absl::StrCat("acc", member);
   const std::string arg = absl::StrCat("arg", member);
-  if (reduces) {
-    Line(depth, absl::StrCat(CType(acc_type), " ", acc, " = ",
-                             ReduceInit(node.reduce, acc_type), ";"));
-    if (arg_reduce) Line(depth, absl::StrCat("int64_t ", arg, " = 0;"));
-    for (size_t i = pointwise; i < ranges.size(); ++i, ++depth) {
-      Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i,
-                                  i, ranges[i], i));
-    }
+  Line(depth, absl::StrCat(CType(acc_type), " ", acc, " = ",
+                           ReduceInit(node.reduce, acc_type), ";"));
+  if (arg_reduce) Line(depth, absl::StrCat("int64_t ", arg, " = 0;"));
+  // Max and min run in vector lanes as a plain maximum plus a flag that
+  // any NaN was seen (which then is the result, as in ReduceUpdate).
+  const bool extreme = node.reduce == ReduceKind::kMax || node.reduce == ReduceKind::kMin;
+  const bool is_float = IsFloat(acc_type);
+  std::string pragma;
+  if (node.reduce == ReduceKind::kSum || node.reduce == ReduceKind::kProd) {
+    pragma = absl::StrCat("#pragma omp simd reduction(",
+                          node.reduce == ReduceKind::kSum ? "+" : "*", ":", acc, ")");
+  } else if (extreme) {
+    pragma = absl::StrCat("#pragma omp simd reduction(",
+                          node.reduce == ReduceKind::kMax ? "max" : "min", ":", acc, ")",
+                          is_float ? absl::StrCat(" reduction(|:", arg, ")") : "");
+    if (is_float) Line(depth, absl::StrCat("int ", arg, " = 0;"));
   }
+  depth = OpenLoops(ranges, node.ranges.size(), depth, pragma);
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     Line(depth, absl::StrCat("const ", CType(node.body[i].dtype), " ", Temp(i),
                              " = ", PrintStep(node, i), ";"));
   }
-  std::string result = Temp(node.root);
-  if (reduces) {
-    Line(depth, ReduceUpdate(node.reduce, acc_type, result,
-                             arg_reduce ? ReductionPosition(node) : "", acc, arg));
-    for (size_t i = pointwise; i < ranges.size(); ++i) Line(--depth, "}");
-    result = arg_reduce ? arg : acc;
+  Line(depth, ReduceUpdate(node.reduce, acc_type, Temp(node.root),
+                           arg_reduce ? ReductionPosition(node) : "", acc, arg));
+  depth = CloseLoops(node.reduction_ranges.size(), depth);
+  if (extreme && is_float) {
+    Line(depth, absl::StrCat("if (", arg, ") ", acc, " = ", Literal(NAN, acc_type), ";"));
   }
-  stored_[std::make_pair(node.output, node.store_index)] = result;
-  if (store) {
+  result = arg_reduce ? arg : acc;
+}
+
+// One member inside the kernel's outer loops: its inner pointwise loops,
+// its reduction loops, then its store. An internal buffer is kept in a
+// variable (one element per outer iteration) or a local array.
+void KernelPrinter::PrintMember(const ComputeNode& node, int member, bool internal,
+                                int depth) {
+  const std::vector<int64_t> ranges = node.AllRanges();
+  var_names_.clear();
+  for (size_t i = 0; i < ranges.size(); ++i) var_names_.push_back(absl::StrCat("x", i));
+  const size_t inner_loops = node.ranges.size() - outer_loops_;
+  // A pointwise loop nest's iterations are independent: its innermost loop
+  // runs in vector lanes.
+  const bool reduces = node.reduce != ReduceKind::kNone;
+  depth = OpenLoops(node.ranges, outer_loops_, depth, reduces ? "" : "#pragma omp simd");
+  std::string result;
+  if (reduces) {
+    PrintReduction(node, member, depth, result);
+  } else {
+    for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+      Line(depth, absl::StrCat("const ", CType(node.body[i].dtype), " ", Temp(i),
+                               " = ", PrintStep(node, i), ";"));
+    }
+    result = Temp(node.root);
+  }
+  if (inner_loops == 0) {
+    stored_[std::make_pair(node.output, node.store_index)] = result;
+  }
+  if (internal && inner_loops > 0) {
+    const auto& [array, slice] = local_.at(node.output);
+    const Expr offset = ctx_.Simplify(ctx_.Mod(node.store_index, slice), ranges);
+    Line(depth, absl::StrCat(array, "[", ToCpp(offset, var_names_), "] = ", result, ";"));
+  } else if (!internal) {
     auto [param, rest] = Param(node.output, node.store_index, true);
     Line(depth, absl::StrCat(param, "[", ToCpp(rest, var_names_), "] = ", result, ";"));
   }
+  CloseLoops(inner_loops, depth);
   step_base_ += static_cast<int>(node.body.size());
 }
 
+// The outer loops run in parallel (OpenMP) when there is enough work; the
+// innermost one runs in vector lanes when it holds no loop of its own.
+std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
+                                                         const std::vector<int64_t>& outer) {
+  std::vector<std::string> pragmas(outer.size());
+  if (outer.empty()) return pragmas;
+  int64_t work = 0;
+  bool flat = true;  // every member runs exactly the outer loops
+  for (int m : kernel.nodes) {
+    const ComputeNode& node = program_.nodes[m];
+    work += NumElements(node.AllRanges());
+    flat &= node.ranges.size() == outer.size() && node.reduce == ReduceKind::kNone;
+  }
+  const bool parallel = options_.openmp() && NumElements(outer) > 1 && work >= (1 << 16);
+  const size_t shared = flat ? outer.size() - 1 : outer.size();  // loops in threads
+  if (flat) pragmas.back() = "#pragma omp simd";
+  if (parallel && shared == 0) pragmas.front() = "#pragma omp parallel for simd";
+  if (parallel && shared > 0) {
+    pragmas.front() = shared == 1 ? "#pragma omp parallel for"
+                                  : absl::StrCat("#pragma omp parallel for collapse(", shared, ")");
+  }
+  return pragmas;
+}
+
 KernelPrinter::Printed KernelPrinter::Print(const Kernel& kernel) {
-  const ComputeNode& first = program_.nodes[kernel.nodes.front()];
+  outer_loops_ = kernel.outer_loops;
+  const std::vector<int64_t>& first_ranges = program_.nodes[kernel.nodes.front()].ranges;
+  const std::vector<int64_t> outer(first_ranges.begin(), first_ranges.begin() + outer_loops_);
   int depth = 1;
-  for (size_t i = 0; i < first.ranges.size(); ++i, ++depth) {
-    if (i == 0 && options_.openmp() && NumElements(first.AllRanges()) >= (1 << 16)) {
-      Line(depth, "#pragma omp parallel for");
-    }
+  const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, outer);
+  for (size_t i = 0; i < outer.size(); ++i, ++depth) {
+    if (!pragmas[i].empty()) Line(depth, pragmas[i]);
     Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i,
-                                first.ranges[i], i));
+                                outer[i], i));
+  }
+  auto is_internal = [&](BufferId b) {
+    return std::find(kernel.internal.begin(), kernel.internal.end(), b) !=
+           kernel.internal.end();
+  };
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    const int64_t slice = NumElements(
+        std::vector<int64_t>(node.ranges.begin() + outer_loops_, node.ranges.end()));
+    if (is_internal(node.output) && static_cast<int>(node.ranges.size()) > outer_loops_) {
+      const std::string array = absl::StrCat("l", m);
+      local_[node.output] = {array, slice};
+      Line(depth, absl::StrCat(CType(program_.buffers[node.output].dtype), " ", array,
+                               "[", slice, "];"));
+    }
   }
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
-    const bool internal = std::find(kernel.internal.begin(), kernel.internal.end(),
-                                    node.output) != kernel.internal.end();
-    PrintMember(node, static_cast<int>(m), !internal, depth);
+    PrintMember(node, static_cast<int>(m), is_internal(node.output), depth);
   }
-  for (size_t i = 0; i < first.ranges.size(); ++i) Line(--depth, "}");
+  CloseLoops(outer.size(), depth);
   return Printed{absl::StrCat(params_, body_), std::move(args_)};
 }
 
@@ -525,7 +668,13 @@ std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
   } else {
     flags.push_back("-march=native");
   }
-  if (options.openmp()) flags.push_back("-fopenmp");
+  // `omp simd` marks reductions whose lanes may be reassociated; with
+  // -fopenmp-simd alone it needs no OpenMP runtime.
+  if (options.openmp()) {
+    flags.push_back("-fopenmp");
+  } else if (options.simd() != proto::CppOptions::SCALAR) {
+    flags.push_back("-fopenmp-simd");
+  }
   return flags;
 }
 

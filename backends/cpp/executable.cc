@@ -102,6 +102,18 @@ absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
 
 absl::StatusOr<std::vector<Tensor>> CppExecutable::Run(
     absl::Span<const Tensor> inputs) {
+  if (absl::Status s = Execute(inputs); !s.ok()) return s;
+  return Outputs();
+}
+
+std::vector<Tensor> CppExecutable::Outputs() const {
+  std::vector<Tensor> outputs;
+  outputs.reserve(outputs_.size());
+  for (BufferId id : outputs_) outputs.push_back(storage_[id]);
+  return outputs;
+}
+
+absl::Status CppExecutable::Execute(absl::Span<const Tensor> inputs) {
   if (inputs.size() != inputs_.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the model takes ", inputs_.size(), " inputs, got ", inputs.size()));
@@ -125,10 +137,7 @@ absl::StatusOr<std::vector<Tensor>> CppExecutable::Run(
     }
     functions_[launches_.function[i]](arguments_.data());
   }
-  std::vector<Tensor> outputs;
-  outputs.reserve(outputs_.size());
-  for (BufferId id : outputs_) outputs.push_back(storage_[id]);
-  return outputs;
+  return absl::OkStatus();
 }
 
 }  // namespace loom::cpp

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -169,6 +170,21 @@ std::string CacheKey(std::string_view source,
   return hash.HexDigest();
 }
 
+// A library built with -fopenmp brings in the OpenMP runtime, whose worker
+// threads outlive any one parallel loop: were the runtime unloaded with the
+// last such library (dlclose), those threads would run unmapped code. It is
+// loaded once for the whole process and never unloaded.
+absl::Status PinOpenMpRuntime() {
+  static const bool pinned =
+      dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr;
+  if (!pinned) {
+    return absl::FailedPreconditionError(
+        "the OpenMP runtime libgomp.so.1 could not be loaded (install libgomp1, "
+        "or compile without OpenMP: codegen-cpp option openmp: false)");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<void*> Load(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
@@ -293,6 +309,9 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
     return absl::InvalidArgumentError(
         "NativeCompileOptions.cache_dir is empty: set $LOOM_CACHE_DIR or "
         "$HOME");
+  }
+  if (absl::c_linear_search(options.flags, "-fopenmp")) {
+    if (absl::Status status = PinOpenMpRuntime(); !status.ok()) return status;
   }
   const std::vector<std::string> command = CompilerCommand(options);
   const std::string base =

@@ -242,5 +242,27 @@ TEST(ContentHashTest, IsStableFnv1a128) {
   EXPECT_NE(ContentHash(std::string("a\0b", 3)), ContentHash("a"));
 }
 
+// The OpenMP runtime's worker threads outlive the library that started
+// them: unloading that library must not unload the runtime under them.
+TEST(RuntimeTest, UnloadingAnOpenMpLibraryLeavesItsThreadsRunnable) {
+  constexpr char kParallelSource[] =
+      "extern \"C\" int parallel_sum() {\n"
+      "  int sum = 0;\n"
+      "  #pragma omp parallel for reduction(+:sum) num_threads(2)\n"
+      "  for (int i = 0; i < 1000; ++i) sum += i;\n"
+      "  return sum;\n"
+      "}\n";
+  NativeCompileOptions options = FreshCacheOptions();
+  options.flags.push_back("-fopenmp");
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<NativeLibrary> library = CompileAndLoad(kParallelSource, options);
+    ASSERT_TRUE(library.ok()) << library.status();
+    absl::StatusOr<void*> fn = library->Symbol("parallel_sum");
+    ASSERT_TRUE(fn.ok()) << fn.status();
+    EXPECT_EQ(reinterpret_cast<int (*)()>(*fn)(), 499500);
+  }  // each round's library is closed here
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // threads idle
+}
+
 }  // namespace
 }  // namespace loom::cpp

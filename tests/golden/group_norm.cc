@@ -34,83 +34,56 @@ static inline int64_t loom_f2i64(double x) {
 
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 2; ++x1) {
-      for (int64_t x2 = 0; x2 < 1; ++x2) {
-        float acc0 = (float)0;
-        for (int64_t x3 = 0; x3 < 8192; ++x3) {
-          const float t0 = p0[(16384*x0 + 8192*x1 + x3)];
-          acc0 += t0;
-        }
-        const float t1 = acc0;
-        const float t2 = (float)8192;
-        const float t3 = t1 / t2;
-        p1[(2*x0 + x1)] = t3;
-      }
-    }
-  }
-}
-
-extern "C" void loom_f1(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 2; ++x1) {
-      for (int64_t x2 = 0; x2 < 8192; ++x2) {
-        const float t0 = p0[(16384*x0 + 8192*x1 + x2)];
-        const float t1 = p1[(2*x0 + x1)];
-        const float t2 = t0 - t1;
-        p2[(16384*x0 + 8192*x1 + x2)] = t2;
-      }
-    }
-  }
-}
-
-extern "C" void loom_f2(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 2; ++x1) {
-      for (int64_t x2 = 0; x2 < 1; ++x2) {
-        float acc0 = (float)0;
-        for (int64_t x3 = 0; x3 < 8192; ++x3) {
-          const float t0 = p0[(16384*x0 + 8192*x1 + x3)];
-          const float t1 = p0[(16384*x0 + 8192*x1 + x3)];
-          const float t2 = t0 * t1;
-          acc0 += t2;
-        }
-        const float t3 = acc0;
-        const float t4 = (float)8192;
-        const float t5 = t3 / t4;
-        const float t6 = (float)0x1.4f8b58p-17;
-        const float t7 = t5 + t6;
-        const float t8 = (float)1 / sqrtf(t7);
-        p1[(2*x0 + x1)] = t8;
-      }
-    }
-  }
-}
-
-extern "C" void loom_f3(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
-  const float* LOOM_RESTRICT p3 = (const float*)a[3];
-  float* LOOM_RESTRICT p4 = (float*)a[4];
+  float* LOOM_RESTRICT p3 = (float*)a[3];
+  #pragma omp parallel for collapse(2)
   for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 16; ++x1) {
-      for (int64_t x2 = 0; x2 < 32; ++x2) {
+    for (int64_t x1 = 0; x1 < 2; ++x1) {
+      float l2[8192];
+      float acc0 = (float)0;
+      #pragma omp simd reduction(+:acc0)
+      for (int64_t x2 = 0; x2 < 8192; ++x2) {
+        const float t0 = p0[(16384*x0 + 8192*x1 + x2)];
+        acc0 += t0;
+      }
+      const float t1 = acc0;
+      const float t2 = (float)8192;
+      const float t3 = t1 / t2;
+      #pragma omp simd
+      for (int64_t x2 = 0; x2 < 8192; ++x2) {
+        const float t4 = p0[(16384*x0 + 8192*x1 + x2)];
+        const float t5 = t3;
+        const float t6 = t4 - t5;
+        l2[x2] = t6;
+      }
+      float acc3 = (float)0;
+      #pragma omp simd reduction(+:acc3)
+      for (int64_t x2 = 0; x2 < 8192; ++x2) {
+        const float t7 = l2[x2];
+        const float t8 = l2[x2];
+        const float t9 = t7 * t8;
+        acc3 += t9;
+      }
+      const float t10 = acc3;
+      const float t11 = (float)8192;
+      const float t12 = t10 / t11;
+      const float t13 = (float)0x1.4f8b58p-17;
+      const float t14 = t12 + t13;
+      const float t15 = (float)1 / sqrtf(t14);
+      for (int64_t x2 = 0; x2 < 8; ++x2) {
         for (int64_t x3 = 0; x3 < 32; ++x3) {
-          const float t0 = p0[(16384*x0 + 1024*x1 + 32*x2 + x3)];
-          const float t1 = p1[(2*x0 + (x1 / 8))];
-          const float t2 = t0 * t1;
-          const float t3 = p2[x1];
-          const float t4 = t2 * t3;
-          const float t5 = p3[x1];
-          const float t6 = t4 + t5;
-          p4[(16384*x0 + 1024*x1 + 32*x2 + x3)] = t6;
+          #pragma omp simd
+          for (int64_t x4 = 0; x4 < 32; ++x4) {
+            const float t16 = l2[(1024*x2 + 32*x3 + x4)];
+            const float t17 = t15;
+            const float t18 = t16 * t17;
+            const float t19 = p1[(8*x1 + x2)];
+            const float t20 = t18 * t19;
+            const float t21 = p2[(8*x1 + x2)];
+            const float t22 = t20 + t21;
+            p3[(16384*x0 + 8192*x1 + 1024*x2 + 32*x3 + x4)] = t22;
+          }
         }
       }
     }
@@ -118,8 +91,5 @@ extern "C" void loom_f3(void* const* a) {
 }
 
 // Launches:
-// loom_f0(x, group_norm/mean.1)  # group_norm/mean, group_norm/mean
-// loom_f1(x, group_norm/mean.1, group_norm/center.2)  # group_norm/center
-// loom_f2(group_norm/center.2, group_norm/inv_std.7)  # group_norm/var, group_norm/inv_std
-// loom_f3(group_norm/center.2, group_norm/inv_std.7, scale, bias, y)  # group_norm/bias
+// loom_f0(x, scale, bias, y)  # group_norm/mean, group_norm/mean, group_norm/center, group_norm/var, group_norm/inv_std, group_norm/bias
 // 

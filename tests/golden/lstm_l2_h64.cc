@@ -31,14 +31,37 @@ static inline int64_t loom_f2i64(double x) {
   if (x <= -9223372036854775808.0) return INT64_MIN;
   return (int64_t)x;
 }
+static inline float loom_pow2i(int32_t k) {
+  const int32_t bits = (k + 127) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+static inline float loom_expf(float x) {
+  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float n = rintf(c * 1.44269504088896341f);
+  const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const int32_t k = (int32_t)n;
+  const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
+  return x != x ? x : y;
+}
 
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
+  #pragma omp parallel for collapse(2)
   for (int64_t x0 = 0; x0 < 32; ++x0) {
     for (int64_t x1 = 0; x1 < 256; ++x1) {
       float acc0 = (float)0;
+      #pragma omp simd reduction(+:acc0)
       for (int64_t x2 = 0; x2 < 32; ++x2) {
         const float t0 = p0[(x2 + 32*(x0 / 2) + 512*(x0 % 2))];
         const float t1 = p1[(32*x1 + x2)];
@@ -54,6 +77,7 @@ extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
+  #pragma omp simd
   for (int64_t x0 = 0; x0 < 256; ++x0) {
     const float t0 = p0[x0];
     const float t1 = p1[x0];
@@ -65,24 +89,6 @@ extern "C" void loom_f1(void* const* a) {
 extern "C" void loom_f2(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc0 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(64*x0 + x2)];
-        const float t1 = p1[(64*x1 + x2)];
-        const float t2 = t0 * t1;
-        acc0 += t2;
-      }
-      p2[(256*x0 + x1)] = acc0;
-    }
-  }
-}
-
-extern "C" void loom_f3(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   const float* LOOM_RESTRICT p3 = (const float*)a[3];
   const float* LOOM_RESTRICT p4 = (const float*)a[4];
@@ -91,46 +97,1031 @@ extern "C" void loom_f3(void* const* a) {
   const float* LOOM_RESTRICT p7 = (const float*)a[7];
   const float* LOOM_RESTRICT p8 = (const float*)a[8];
   const float* LOOM_RESTRICT p9 = (const float*)a[9];
-  float* LOOM_RESTRICT p10 = (float*)a[10];
+  const float* LOOM_RESTRICT p10 = (const float*)a[10];
   const float* LOOM_RESTRICT p11 = (const float*)a[11];
   const float* LOOM_RESTRICT p12 = (const float*)a[12];
   const float* LOOM_RESTRICT p13 = (const float*)a[13];
-  float* LOOM_RESTRICT p14 = (float*)a[14];
+  const float* LOOM_RESTRICT p14 = (const float*)a[14];
+  const float* LOOM_RESTRICT p15 = (const float*)a[15];
+  const float* LOOM_RESTRICT p16 = (const float*)a[16];
+  const float* LOOM_RESTRICT p17 = (const float*)a[17];
+  const float* LOOM_RESTRICT p18 = (const float*)a[18];
+  const float* LOOM_RESTRICT p19 = (const float*)a[19];
+  const float* LOOM_RESTRICT p20 = (const float*)a[20];
+  const float* LOOM_RESTRICT p21 = (const float*)a[21];
+  const float* LOOM_RESTRICT p22 = (const float*)a[22];
+  const float* LOOM_RESTRICT p23 = (const float*)a[23];
+  const float* LOOM_RESTRICT p24 = (const float*)a[24];
+  const float* LOOM_RESTRICT p25 = (const float*)a[25];
+  const float* LOOM_RESTRICT p26 = (const float*)a[26];
+  const float* LOOM_RESTRICT p27 = (const float*)a[27];
+  const float* LOOM_RESTRICT p28 = (const float*)a[28];
+  const float* LOOM_RESTRICT p29 = (const float*)a[29];
+  const float* LOOM_RESTRICT p30 = (const float*)a[30];
+  const float* LOOM_RESTRICT p31 = (const float*)a[31];
+  const float* LOOM_RESTRICT p32 = (const float*)a[32];
+  const float* LOOM_RESTRICT p33 = (const float*)a[33];
+  const float* LOOM_RESTRICT p34 = (const float*)a[34];
+  const float* LOOM_RESTRICT p35 = (const float*)a[35];
+  const float* LOOM_RESTRICT p36 = (const float*)a[36];
+  const float* LOOM_RESTRICT p37 = (const float*)a[37];
+  const float* LOOM_RESTRICT p38 = (const float*)a[38];
+  const float* LOOM_RESTRICT p39 = (const float*)a[39];
+  const float* LOOM_RESTRICT p40 = (const float*)a[40];
+  const float* LOOM_RESTRICT p41 = (const float*)a[41];
+  const float* LOOM_RESTRICT p42 = (const float*)a[42];
+  const float* LOOM_RESTRICT p43 = (const float*)a[43];
+  const float* LOOM_RESTRICT p44 = (const float*)a[44];
+  const float* LOOM_RESTRICT p45 = (const float*)a[45];
+  const float* LOOM_RESTRICT p46 = (const float*)a[46];
+  const float* LOOM_RESTRICT p47 = (const float*)a[47];
+  const float* LOOM_RESTRICT p48 = (const float*)a[48];
+  const float* LOOM_RESTRICT p49 = (const float*)a[49];
+  const float* LOOM_RESTRICT p50 = (const float*)a[50];
+  const float* LOOM_RESTRICT p51 = (const float*)a[51];
+  const float* LOOM_RESTRICT p52 = (const float*)a[52];
+  const float* LOOM_RESTRICT p53 = (const float*)a[53];
+  const float* LOOM_RESTRICT p54 = (const float*)a[54];
+  const float* LOOM_RESTRICT p55 = (const float*)a[55];
+  const float* LOOM_RESTRICT p56 = (const float*)a[56];
+  const float* LOOM_RESTRICT p57 = (const float*)a[57];
+  const float* LOOM_RESTRICT p58 = (const float*)a[58];
+  const float* LOOM_RESTRICT p59 = (const float*)a[59];
+  const float* LOOM_RESTRICT p60 = (const float*)a[60];
+  const float* LOOM_RESTRICT p61 = (const float*)a[61];
+  const float* LOOM_RESTRICT p62 = (const float*)a[62];
+  const float* LOOM_RESTRICT p63 = (const float*)a[63];
+  const float* LOOM_RESTRICT p64 = (const float*)a[64];
+  const float* LOOM_RESTRICT p65 = (const float*)a[65];
+  const float* LOOM_RESTRICT p66 = (const float*)a[66];
+  const float* LOOM_RESTRICT p67 = (const float*)a[67];
+  const float* LOOM_RESTRICT p68 = (const float*)a[68];
+  float* LOOM_RESTRICT p69 = (float*)a[69];
+  const float* LOOM_RESTRICT p70 = (const float*)a[70];
+  float* LOOM_RESTRICT p71 = (float*)a[71];
+  float* LOOM_RESTRICT p72 = (float*)a[72];
+  float* LOOM_RESTRICT p73 = (float*)a[73];
+  float* LOOM_RESTRICT p74 = (float*)a[74];
+  float* LOOM_RESTRICT p75 = (float*)a[75];
+  float* LOOM_RESTRICT p76 = (float*)a[76];
+  float* LOOM_RESTRICT p77 = (float*)a[77];
+  float* LOOM_RESTRICT p78 = (float*)a[78];
+  float* LOOM_RESTRICT p79 = (float*)a[79];
+  float* LOOM_RESTRICT p80 = (float*)a[80];
+  float* LOOM_RESTRICT p81 = (float*)a[81];
+  float* LOOM_RESTRICT p82 = (float*)a[82];
+  float* LOOM_RESTRICT p83 = (float*)a[83];
+  float* LOOM_RESTRICT p84 = (float*)a[84];
+  float* LOOM_RESTRICT p85 = (float*)a[85];
+  float* LOOM_RESTRICT p86 = (float*)a[86];
+  float* LOOM_RESTRICT p87 = (float*)a[87];
+  #pragma omp parallel for
   for (int64_t x0 = 0; x0 < 2; ++x0) {
+    float l0[256];
+    float l1[64];
+    float l2[64];
+    float l3[256];
+    float l4[64];
+    float l5[64];
+    float l6[256];
+    float l7[64];
+    float l8[64];
+    float l9[256];
+    float l10[64];
+    float l11[64];
+    float l12[256];
+    float l13[64];
+    float l14[64];
+    float l15[256];
+    float l16[64];
+    float l17[64];
+    float l18[256];
+    float l19[64];
+    float l20[64];
+    float l21[256];
+    float l22[64];
+    float l23[64];
+    float l24[256];
+    float l25[64];
+    float l26[64];
+    float l27[256];
+    float l28[64];
+    float l29[64];
+    float l30[256];
+    float l31[64];
+    float l32[64];
+    float l33[256];
+    float l34[64];
+    float l35[64];
+    float l36[256];
+    float l37[64];
+    float l38[64];
+    float l39[256];
+    float l40[64];
+    float l41[64];
+    float l42[256];
+    float l43[64];
+    float l44[64];
+    float l45[256];
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc0 = (float)0;
+      #pragma omp simd reduction(+:acc0)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t0 = p0[(64*x0 + x2)];
+        const float t1 = p1[(64*x1 + x2)];
+        const float t2 = t0 * t1;
+        acc0 += t2;
+      }
+      l0[x1] = acc0;
+    }
+    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t0 = p0[(256*x0 + x1)];
-      const float t1 = p1[x1];
-      const float t2 = t0 + t1;
       const float t3 = p2[(256*x0 + x1)];
-      const float t4 = t2 + t3;
-      const float t5 = (float)1 / ((float)1 + expf(-t4));
-      const float t6 = p3[(64*x0 + x1)];
-      const float t7 = t5 * t6;
-      const float t8 = p4[(256*x0 + x1)];
-      const float t9 = p5[x1];
-      const float t10 = t8 + t9;
-      const float t11 = p6[(256*x0 + x1)];
-      const float t12 = t10 + t11;
-      const float t13 = (float)1 / ((float)1 + expf(-t12));
-      const float t14 = p7[(256*x0 + x1)];
-      const float t15 = p8[x1];
-      const float t16 = t14 + t15;
-      const float t17 = p9[(256*x0 + x1)];
-      const float t18 = t16 + t17;
-      const float t19 = tanhf(t18);
-      const float t20 = t13 * t19;
-      const float t21 = t7 + t20;
-      p10[(64*x0 + x1)] = t21;
-      const float t22 = p11[(256*x0 + x1)];
-      const float t23 = p12[x1];
-      const float t24 = t22 + t23;
-      const float t25 = p13[(256*x0 + x1)];
-      const float t26 = t24 + t25;
-      const float t27 = (float)1 / ((float)1 + expf(-t26));
-      const float t28 = t21;
-      const float t29 = tanhf(t28);
-      const float t30 = t27 * t29;
-      p14[(64*x0 + x1)] = t30;
+      const float t4 = p3[x1];
+      const float t5 = t3 + t4;
+      const float t6 = l0[(x1 + 128)];
+      const float t7 = t5 + t6;
+      const float t8 = (float)1 / ((float)1 + loom_expf(-t7));
+      const float t9 = p0[(64*x0 + x1)];
+      const float t10 = t8 * t9;
+      const float t11 = p4[(256*x0 + x1)];
+      const float t12 = p5[x1];
+      const float t13 = t11 + t12;
+      const float t14 = l0[x1];
+      const float t15 = t13 + t14;
+      const float t16 = (float)1 / ((float)1 + loom_expf(-t15));
+      const float t17 = p6[(256*x0 + x1)];
+      const float t18 = p7[x1];
+      const float t19 = t17 + t18;
+      const float t20 = l0[(x1 + 192)];
+      const float t21 = t19 + t20;
+      const float t22 = tanhf(t21);
+      const float t23 = t16 * t22;
+      const float t24 = t10 + t23;
+      l1[x1] = t24;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t25 = p8[(256*x0 + x1)];
+      const float t26 = p9[x1];
+      const float t27 = t25 + t26;
+      const float t28 = l0[(x1 + 64)];
+      const float t29 = t27 + t28;
+      const float t30 = (float)1 / ((float)1 + loom_expf(-t29));
+      const float t31 = l1[x1];
+      const float t32 = tanhf(t31);
+      const float t33 = t30 * t32;
+      l2[x1] = t33;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc3 = (float)0;
+      #pragma omp simd reduction(+:acc3)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t34 = l2[x2];
+        const float t35 = p1[(64*x1 + x2)];
+        const float t36 = t34 * t35;
+        acc3 += t36;
+      }
+      l3[x1] = acc3;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t37 = p10[(256*x0 + x1)];
+      const float t38 = p3[x1];
+      const float t39 = t37 + t38;
+      const float t40 = l3[(x1 + 128)];
+      const float t41 = t39 + t40;
+      const float t42 = (float)1 / ((float)1 + loom_expf(-t41));
+      const float t43 = l1[x1];
+      const float t44 = t42 * t43;
+      const float t45 = p11[(256*x0 + x1)];
+      const float t46 = p5[x1];
+      const float t47 = t45 + t46;
+      const float t48 = l3[x1];
+      const float t49 = t47 + t48;
+      const float t50 = (float)1 / ((float)1 + loom_expf(-t49));
+      const float t51 = p12[(256*x0 + x1)];
+      const float t52 = p7[x1];
+      const float t53 = t51 + t52;
+      const float t54 = l3[(x1 + 192)];
+      const float t55 = t53 + t54;
+      const float t56 = tanhf(t55);
+      const float t57 = t50 * t56;
+      const float t58 = t44 + t57;
+      l4[x1] = t58;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t59 = p13[(256*x0 + x1)];
+      const float t60 = p9[x1];
+      const float t61 = t59 + t60;
+      const float t62 = l3[(x1 + 64)];
+      const float t63 = t61 + t62;
+      const float t64 = (float)1 / ((float)1 + loom_expf(-t63));
+      const float t65 = l4[x1];
+      const float t66 = tanhf(t65);
+      const float t67 = t64 * t66;
+      l5[x1] = t67;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc6 = (float)0;
+      #pragma omp simd reduction(+:acc6)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t68 = l5[x2];
+        const float t69 = p1[(64*x1 + x2)];
+        const float t70 = t68 * t69;
+        acc6 += t70;
+      }
+      l6[x1] = acc6;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t71 = p14[(256*x0 + x1)];
+      const float t72 = p3[x1];
+      const float t73 = t71 + t72;
+      const float t74 = l6[(x1 + 128)];
+      const float t75 = t73 + t74;
+      const float t76 = (float)1 / ((float)1 + loom_expf(-t75));
+      const float t77 = l4[x1];
+      const float t78 = t76 * t77;
+      const float t79 = p15[(256*x0 + x1)];
+      const float t80 = p5[x1];
+      const float t81 = t79 + t80;
+      const float t82 = l6[x1];
+      const float t83 = t81 + t82;
+      const float t84 = (float)1 / ((float)1 + loom_expf(-t83));
+      const float t85 = p16[(256*x0 + x1)];
+      const float t86 = p7[x1];
+      const float t87 = t85 + t86;
+      const float t88 = l6[(x1 + 192)];
+      const float t89 = t87 + t88;
+      const float t90 = tanhf(t89);
+      const float t91 = t84 * t90;
+      const float t92 = t78 + t91;
+      l7[x1] = t92;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t93 = p17[(256*x0 + x1)];
+      const float t94 = p9[x1];
+      const float t95 = t93 + t94;
+      const float t96 = l6[(x1 + 64)];
+      const float t97 = t95 + t96;
+      const float t98 = (float)1 / ((float)1 + loom_expf(-t97));
+      const float t99 = l7[x1];
+      const float t100 = tanhf(t99);
+      const float t101 = t98 * t100;
+      l8[x1] = t101;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc9 = (float)0;
+      #pragma omp simd reduction(+:acc9)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t102 = l8[x2];
+        const float t103 = p1[(64*x1 + x2)];
+        const float t104 = t102 * t103;
+        acc9 += t104;
+      }
+      l9[x1] = acc9;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t105 = p18[(256*x0 + x1)];
+      const float t106 = p3[x1];
+      const float t107 = t105 + t106;
+      const float t108 = l9[(x1 + 128)];
+      const float t109 = t107 + t108;
+      const float t110 = (float)1 / ((float)1 + loom_expf(-t109));
+      const float t111 = l7[x1];
+      const float t112 = t110 * t111;
+      const float t113 = p19[(256*x0 + x1)];
+      const float t114 = p5[x1];
+      const float t115 = t113 + t114;
+      const float t116 = l9[x1];
+      const float t117 = t115 + t116;
+      const float t118 = (float)1 / ((float)1 + loom_expf(-t117));
+      const float t119 = p20[(256*x0 + x1)];
+      const float t120 = p7[x1];
+      const float t121 = t119 + t120;
+      const float t122 = l9[(x1 + 192)];
+      const float t123 = t121 + t122;
+      const float t124 = tanhf(t123);
+      const float t125 = t118 * t124;
+      const float t126 = t112 + t125;
+      l10[x1] = t126;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t127 = p21[(256*x0 + x1)];
+      const float t128 = p9[x1];
+      const float t129 = t127 + t128;
+      const float t130 = l9[(x1 + 64)];
+      const float t131 = t129 + t130;
+      const float t132 = (float)1 / ((float)1 + loom_expf(-t131));
+      const float t133 = l10[x1];
+      const float t134 = tanhf(t133);
+      const float t135 = t132 * t134;
+      l11[x1] = t135;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc12 = (float)0;
+      #pragma omp simd reduction(+:acc12)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t136 = l11[x2];
+        const float t137 = p1[(64*x1 + x2)];
+        const float t138 = t136 * t137;
+        acc12 += t138;
+      }
+      l12[x1] = acc12;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t139 = p22[(256*x0 + x1)];
+      const float t140 = p3[x1];
+      const float t141 = t139 + t140;
+      const float t142 = l12[(x1 + 128)];
+      const float t143 = t141 + t142;
+      const float t144 = (float)1 / ((float)1 + loom_expf(-t143));
+      const float t145 = l10[x1];
+      const float t146 = t144 * t145;
+      const float t147 = p23[(256*x0 + x1)];
+      const float t148 = p5[x1];
+      const float t149 = t147 + t148;
+      const float t150 = l12[x1];
+      const float t151 = t149 + t150;
+      const float t152 = (float)1 / ((float)1 + loom_expf(-t151));
+      const float t153 = p24[(256*x0 + x1)];
+      const float t154 = p7[x1];
+      const float t155 = t153 + t154;
+      const float t156 = l12[(x1 + 192)];
+      const float t157 = t155 + t156;
+      const float t158 = tanhf(t157);
+      const float t159 = t152 * t158;
+      const float t160 = t146 + t159;
+      l13[x1] = t160;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t161 = p25[(256*x0 + x1)];
+      const float t162 = p9[x1];
+      const float t163 = t161 + t162;
+      const float t164 = l12[(x1 + 64)];
+      const float t165 = t163 + t164;
+      const float t166 = (float)1 / ((float)1 + loom_expf(-t165));
+      const float t167 = l13[x1];
+      const float t168 = tanhf(t167);
+      const float t169 = t166 * t168;
+      l14[x1] = t169;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc15 = (float)0;
+      #pragma omp simd reduction(+:acc15)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t170 = l14[x2];
+        const float t171 = p1[(64*x1 + x2)];
+        const float t172 = t170 * t171;
+        acc15 += t172;
+      }
+      l15[x1] = acc15;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t173 = p26[(256*x0 + x1)];
+      const float t174 = p3[x1];
+      const float t175 = t173 + t174;
+      const float t176 = l15[(x1 + 128)];
+      const float t177 = t175 + t176;
+      const float t178 = (float)1 / ((float)1 + loom_expf(-t177));
+      const float t179 = l13[x1];
+      const float t180 = t178 * t179;
+      const float t181 = p27[(256*x0 + x1)];
+      const float t182 = p5[x1];
+      const float t183 = t181 + t182;
+      const float t184 = l15[x1];
+      const float t185 = t183 + t184;
+      const float t186 = (float)1 / ((float)1 + loom_expf(-t185));
+      const float t187 = p28[(256*x0 + x1)];
+      const float t188 = p7[x1];
+      const float t189 = t187 + t188;
+      const float t190 = l15[(x1 + 192)];
+      const float t191 = t189 + t190;
+      const float t192 = tanhf(t191);
+      const float t193 = t186 * t192;
+      const float t194 = t180 + t193;
+      l16[x1] = t194;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t195 = p29[(256*x0 + x1)];
+      const float t196 = p9[x1];
+      const float t197 = t195 + t196;
+      const float t198 = l15[(x1 + 64)];
+      const float t199 = t197 + t198;
+      const float t200 = (float)1 / ((float)1 + loom_expf(-t199));
+      const float t201 = l16[x1];
+      const float t202 = tanhf(t201);
+      const float t203 = t200 * t202;
+      l17[x1] = t203;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc18 = (float)0;
+      #pragma omp simd reduction(+:acc18)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t204 = l17[x2];
+        const float t205 = p1[(64*x1 + x2)];
+        const float t206 = t204 * t205;
+        acc18 += t206;
+      }
+      l18[x1] = acc18;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t207 = p30[(256*x0 + x1)];
+      const float t208 = p3[x1];
+      const float t209 = t207 + t208;
+      const float t210 = l18[(x1 + 128)];
+      const float t211 = t209 + t210;
+      const float t212 = (float)1 / ((float)1 + loom_expf(-t211));
+      const float t213 = l16[x1];
+      const float t214 = t212 * t213;
+      const float t215 = p31[(256*x0 + x1)];
+      const float t216 = p5[x1];
+      const float t217 = t215 + t216;
+      const float t218 = l18[x1];
+      const float t219 = t217 + t218;
+      const float t220 = (float)1 / ((float)1 + loom_expf(-t219));
+      const float t221 = p32[(256*x0 + x1)];
+      const float t222 = p7[x1];
+      const float t223 = t221 + t222;
+      const float t224 = l18[(x1 + 192)];
+      const float t225 = t223 + t224;
+      const float t226 = tanhf(t225);
+      const float t227 = t220 * t226;
+      const float t228 = t214 + t227;
+      l19[x1] = t228;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t229 = p33[(256*x0 + x1)];
+      const float t230 = p9[x1];
+      const float t231 = t229 + t230;
+      const float t232 = l18[(x1 + 64)];
+      const float t233 = t231 + t232;
+      const float t234 = (float)1 / ((float)1 + loom_expf(-t233));
+      const float t235 = l19[x1];
+      const float t236 = tanhf(t235);
+      const float t237 = t234 * t236;
+      l20[x1] = t237;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc21 = (float)0;
+      #pragma omp simd reduction(+:acc21)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t238 = l20[x2];
+        const float t239 = p1[(64*x1 + x2)];
+        const float t240 = t238 * t239;
+        acc21 += t240;
+      }
+      l21[x1] = acc21;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t241 = p34[(256*x0 + x1)];
+      const float t242 = p3[x1];
+      const float t243 = t241 + t242;
+      const float t244 = l21[(x1 + 128)];
+      const float t245 = t243 + t244;
+      const float t246 = (float)1 / ((float)1 + loom_expf(-t245));
+      const float t247 = l19[x1];
+      const float t248 = t246 * t247;
+      const float t249 = p35[(256*x0 + x1)];
+      const float t250 = p5[x1];
+      const float t251 = t249 + t250;
+      const float t252 = l21[x1];
+      const float t253 = t251 + t252;
+      const float t254 = (float)1 / ((float)1 + loom_expf(-t253));
+      const float t255 = p36[(256*x0 + x1)];
+      const float t256 = p7[x1];
+      const float t257 = t255 + t256;
+      const float t258 = l21[(x1 + 192)];
+      const float t259 = t257 + t258;
+      const float t260 = tanhf(t259);
+      const float t261 = t254 * t260;
+      const float t262 = t248 + t261;
+      l22[x1] = t262;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t263 = p37[(256*x0 + x1)];
+      const float t264 = p9[x1];
+      const float t265 = t263 + t264;
+      const float t266 = l21[(x1 + 64)];
+      const float t267 = t265 + t266;
+      const float t268 = (float)1 / ((float)1 + loom_expf(-t267));
+      const float t269 = l22[x1];
+      const float t270 = tanhf(t269);
+      const float t271 = t268 * t270;
+      l23[x1] = t271;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc24 = (float)0;
+      #pragma omp simd reduction(+:acc24)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t272 = l23[x2];
+        const float t273 = p1[(64*x1 + x2)];
+        const float t274 = t272 * t273;
+        acc24 += t274;
+      }
+      l24[x1] = acc24;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t275 = p38[(256*x0 + x1)];
+      const float t276 = p3[x1];
+      const float t277 = t275 + t276;
+      const float t278 = l24[(x1 + 128)];
+      const float t279 = t277 + t278;
+      const float t280 = (float)1 / ((float)1 + loom_expf(-t279));
+      const float t281 = l22[x1];
+      const float t282 = t280 * t281;
+      const float t283 = p39[(256*x0 + x1)];
+      const float t284 = p5[x1];
+      const float t285 = t283 + t284;
+      const float t286 = l24[x1];
+      const float t287 = t285 + t286;
+      const float t288 = (float)1 / ((float)1 + loom_expf(-t287));
+      const float t289 = p40[(256*x0 + x1)];
+      const float t290 = p7[x1];
+      const float t291 = t289 + t290;
+      const float t292 = l24[(x1 + 192)];
+      const float t293 = t291 + t292;
+      const float t294 = tanhf(t293);
+      const float t295 = t288 * t294;
+      const float t296 = t282 + t295;
+      l25[x1] = t296;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t297 = p41[(256*x0 + x1)];
+      const float t298 = p9[x1];
+      const float t299 = t297 + t298;
+      const float t300 = l24[(x1 + 64)];
+      const float t301 = t299 + t300;
+      const float t302 = (float)1 / ((float)1 + loom_expf(-t301));
+      const float t303 = l25[x1];
+      const float t304 = tanhf(t303);
+      const float t305 = t302 * t304;
+      l26[x1] = t305;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc27 = (float)0;
+      #pragma omp simd reduction(+:acc27)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t306 = l26[x2];
+        const float t307 = p1[(64*x1 + x2)];
+        const float t308 = t306 * t307;
+        acc27 += t308;
+      }
+      l27[x1] = acc27;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t309 = p42[(256*x0 + x1)];
+      const float t310 = p3[x1];
+      const float t311 = t309 + t310;
+      const float t312 = l27[(x1 + 128)];
+      const float t313 = t311 + t312;
+      const float t314 = (float)1 / ((float)1 + loom_expf(-t313));
+      const float t315 = l25[x1];
+      const float t316 = t314 * t315;
+      const float t317 = p43[(256*x0 + x1)];
+      const float t318 = p5[x1];
+      const float t319 = t317 + t318;
+      const float t320 = l27[x1];
+      const float t321 = t319 + t320;
+      const float t322 = (float)1 / ((float)1 + loom_expf(-t321));
+      const float t323 = p44[(256*x0 + x1)];
+      const float t324 = p7[x1];
+      const float t325 = t323 + t324;
+      const float t326 = l27[(x1 + 192)];
+      const float t327 = t325 + t326;
+      const float t328 = tanhf(t327);
+      const float t329 = t322 * t328;
+      const float t330 = t316 + t329;
+      l28[x1] = t330;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t331 = p45[(256*x0 + x1)];
+      const float t332 = p9[x1];
+      const float t333 = t331 + t332;
+      const float t334 = l27[(x1 + 64)];
+      const float t335 = t333 + t334;
+      const float t336 = (float)1 / ((float)1 + loom_expf(-t335));
+      const float t337 = l28[x1];
+      const float t338 = tanhf(t337);
+      const float t339 = t336 * t338;
+      l29[x1] = t339;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc30 = (float)0;
+      #pragma omp simd reduction(+:acc30)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t340 = l29[x2];
+        const float t341 = p1[(64*x1 + x2)];
+        const float t342 = t340 * t341;
+        acc30 += t342;
+      }
+      l30[x1] = acc30;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t343 = p46[(256*x0 + x1)];
+      const float t344 = p3[x1];
+      const float t345 = t343 + t344;
+      const float t346 = l30[(x1 + 128)];
+      const float t347 = t345 + t346;
+      const float t348 = (float)1 / ((float)1 + loom_expf(-t347));
+      const float t349 = l28[x1];
+      const float t350 = t348 * t349;
+      const float t351 = p47[(256*x0 + x1)];
+      const float t352 = p5[x1];
+      const float t353 = t351 + t352;
+      const float t354 = l30[x1];
+      const float t355 = t353 + t354;
+      const float t356 = (float)1 / ((float)1 + loom_expf(-t355));
+      const float t357 = p48[(256*x0 + x1)];
+      const float t358 = p7[x1];
+      const float t359 = t357 + t358;
+      const float t360 = l30[(x1 + 192)];
+      const float t361 = t359 + t360;
+      const float t362 = tanhf(t361);
+      const float t363 = t356 * t362;
+      const float t364 = t350 + t363;
+      l31[x1] = t364;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t365 = p49[(256*x0 + x1)];
+      const float t366 = p9[x1];
+      const float t367 = t365 + t366;
+      const float t368 = l30[(x1 + 64)];
+      const float t369 = t367 + t368;
+      const float t370 = (float)1 / ((float)1 + loom_expf(-t369));
+      const float t371 = l31[x1];
+      const float t372 = tanhf(t371);
+      const float t373 = t370 * t372;
+      l32[x1] = t373;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc33 = (float)0;
+      #pragma omp simd reduction(+:acc33)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t374 = l32[x2];
+        const float t375 = p1[(64*x1 + x2)];
+        const float t376 = t374 * t375;
+        acc33 += t376;
+      }
+      l33[x1] = acc33;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t377 = p50[(256*x0 + x1)];
+      const float t378 = p3[x1];
+      const float t379 = t377 + t378;
+      const float t380 = l33[(x1 + 128)];
+      const float t381 = t379 + t380;
+      const float t382 = (float)1 / ((float)1 + loom_expf(-t381));
+      const float t383 = l31[x1];
+      const float t384 = t382 * t383;
+      const float t385 = p51[(256*x0 + x1)];
+      const float t386 = p5[x1];
+      const float t387 = t385 + t386;
+      const float t388 = l33[x1];
+      const float t389 = t387 + t388;
+      const float t390 = (float)1 / ((float)1 + loom_expf(-t389));
+      const float t391 = p52[(256*x0 + x1)];
+      const float t392 = p7[x1];
+      const float t393 = t391 + t392;
+      const float t394 = l33[(x1 + 192)];
+      const float t395 = t393 + t394;
+      const float t396 = tanhf(t395);
+      const float t397 = t390 * t396;
+      const float t398 = t384 + t397;
+      l34[x1] = t398;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t399 = p53[(256*x0 + x1)];
+      const float t400 = p9[x1];
+      const float t401 = t399 + t400;
+      const float t402 = l33[(x1 + 64)];
+      const float t403 = t401 + t402;
+      const float t404 = (float)1 / ((float)1 + loom_expf(-t403));
+      const float t405 = l34[x1];
+      const float t406 = tanhf(t405);
+      const float t407 = t404 * t406;
+      l35[x1] = t407;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc36 = (float)0;
+      #pragma omp simd reduction(+:acc36)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t408 = l35[x2];
+        const float t409 = p1[(64*x1 + x2)];
+        const float t410 = t408 * t409;
+        acc36 += t410;
+      }
+      l36[x1] = acc36;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t411 = p54[(256*x0 + x1)];
+      const float t412 = p3[x1];
+      const float t413 = t411 + t412;
+      const float t414 = l36[(x1 + 128)];
+      const float t415 = t413 + t414;
+      const float t416 = (float)1 / ((float)1 + loom_expf(-t415));
+      const float t417 = l34[x1];
+      const float t418 = t416 * t417;
+      const float t419 = p55[(256*x0 + x1)];
+      const float t420 = p5[x1];
+      const float t421 = t419 + t420;
+      const float t422 = l36[x1];
+      const float t423 = t421 + t422;
+      const float t424 = (float)1 / ((float)1 + loom_expf(-t423));
+      const float t425 = p56[(256*x0 + x1)];
+      const float t426 = p7[x1];
+      const float t427 = t425 + t426;
+      const float t428 = l36[(x1 + 192)];
+      const float t429 = t427 + t428;
+      const float t430 = tanhf(t429);
+      const float t431 = t424 * t430;
+      const float t432 = t418 + t431;
+      l37[x1] = t432;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t433 = p57[(256*x0 + x1)];
+      const float t434 = p9[x1];
+      const float t435 = t433 + t434;
+      const float t436 = l36[(x1 + 64)];
+      const float t437 = t435 + t436;
+      const float t438 = (float)1 / ((float)1 + loom_expf(-t437));
+      const float t439 = l37[x1];
+      const float t440 = tanhf(t439);
+      const float t441 = t438 * t440;
+      l38[x1] = t441;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc39 = (float)0;
+      #pragma omp simd reduction(+:acc39)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t442 = l38[x2];
+        const float t443 = p1[(64*x1 + x2)];
+        const float t444 = t442 * t443;
+        acc39 += t444;
+      }
+      l39[x1] = acc39;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t445 = p58[(256*x0 + x1)];
+      const float t446 = p3[x1];
+      const float t447 = t445 + t446;
+      const float t448 = l39[(x1 + 128)];
+      const float t449 = t447 + t448;
+      const float t450 = (float)1 / ((float)1 + loom_expf(-t449));
+      const float t451 = l37[x1];
+      const float t452 = t450 * t451;
+      const float t453 = p59[(256*x0 + x1)];
+      const float t454 = p5[x1];
+      const float t455 = t453 + t454;
+      const float t456 = l39[x1];
+      const float t457 = t455 + t456;
+      const float t458 = (float)1 / ((float)1 + loom_expf(-t457));
+      const float t459 = p60[(256*x0 + x1)];
+      const float t460 = p7[x1];
+      const float t461 = t459 + t460;
+      const float t462 = l39[(x1 + 192)];
+      const float t463 = t461 + t462;
+      const float t464 = tanhf(t463);
+      const float t465 = t458 * t464;
+      const float t466 = t452 + t465;
+      l40[x1] = t466;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t467 = p61[(256*x0 + x1)];
+      const float t468 = p9[x1];
+      const float t469 = t467 + t468;
+      const float t470 = l39[(x1 + 64)];
+      const float t471 = t469 + t470;
+      const float t472 = (float)1 / ((float)1 + loom_expf(-t471));
+      const float t473 = l40[x1];
+      const float t474 = tanhf(t473);
+      const float t475 = t472 * t474;
+      l41[x1] = t475;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc42 = (float)0;
+      #pragma omp simd reduction(+:acc42)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t476 = l41[x2];
+        const float t477 = p1[(64*x1 + x2)];
+        const float t478 = t476 * t477;
+        acc42 += t478;
+      }
+      l42[x1] = acc42;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t479 = p62[(256*x0 + x1)];
+      const float t480 = p3[x1];
+      const float t481 = t479 + t480;
+      const float t482 = l42[(x1 + 128)];
+      const float t483 = t481 + t482;
+      const float t484 = (float)1 / ((float)1 + loom_expf(-t483));
+      const float t485 = l40[x1];
+      const float t486 = t484 * t485;
+      const float t487 = p63[(256*x0 + x1)];
+      const float t488 = p5[x1];
+      const float t489 = t487 + t488;
+      const float t490 = l42[x1];
+      const float t491 = t489 + t490;
+      const float t492 = (float)1 / ((float)1 + loom_expf(-t491));
+      const float t493 = p64[(256*x0 + x1)];
+      const float t494 = p7[x1];
+      const float t495 = t493 + t494;
+      const float t496 = l42[(x1 + 192)];
+      const float t497 = t495 + t496;
+      const float t498 = tanhf(t497);
+      const float t499 = t492 * t498;
+      const float t500 = t486 + t499;
+      l43[x1] = t500;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t501 = p65[(256*x0 + x1)];
+      const float t502 = p9[x1];
+      const float t503 = t501 + t502;
+      const float t504 = l42[(x1 + 64)];
+      const float t505 = t503 + t504;
+      const float t506 = (float)1 / ((float)1 + loom_expf(-t505));
+      const float t507 = l43[x1];
+      const float t508 = tanhf(t507);
+      const float t509 = t506 * t508;
+      l44[x1] = t509;
+    }
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc45 = (float)0;
+      #pragma omp simd reduction(+:acc45)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t510 = l44[x2];
+        const float t511 = p1[(64*x1 + x2)];
+        const float t512 = t510 * t511;
+        acc45 += t512;
+      }
+      l45[x1] = acc45;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t513 = p66[(256*x0 + x1)];
+      const float t514 = p3[x1];
+      const float t515 = t513 + t514;
+      const float t516 = l45[(x1 + 128)];
+      const float t517 = t515 + t516;
+      const float t518 = (float)1 / ((float)1 + loom_expf(-t517));
+      const float t519 = l43[x1];
+      const float t520 = t518 * t519;
+      const float t521 = p67[(256*x0 + x1)];
+      const float t522 = p5[x1];
+      const float t523 = t521 + t522;
+      const float t524 = l45[x1];
+      const float t525 = t523 + t524;
+      const float t526 = (float)1 / ((float)1 + loom_expf(-t525));
+      const float t527 = p68[(256*x0 + x1)];
+      const float t528 = p7[x1];
+      const float t529 = t527 + t528;
+      const float t530 = l45[(x1 + 192)];
+      const float t531 = t529 + t530;
+      const float t532 = tanhf(t531);
+      const float t533 = t526 * t532;
+      const float t534 = t520 + t533;
+      p69[(64*x0 + x1)] = t534;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t535 = p70[(256*x0 + x1)];
+      const float t536 = p9[x1];
+      const float t537 = t535 + t536;
+      const float t538 = l45[(x1 + 64)];
+      const float t539 = t537 + t538;
+      const float t540 = (float)1 / ((float)1 + loom_expf(-t539));
+      const float t541 = p69[(64*x0 + x1)];
+      const float t542 = tanhf(t541);
+      const float t543 = t540 * t542;
+      p71[(64*x0 + x1)] = t543;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t544 = l2[x1];
+      p72[(64*x0 + x1)] = t544;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t545 = l5[x1];
+      p73[(64*x0 + x1)] = t545;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t546 = l8[x1];
+      p74[(64*x0 + x1)] = t546;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t547 = l11[x1];
+      p75[(64*x0 + x1)] = t547;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t548 = l14[x1];
+      p76[(64*x0 + x1)] = t548;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t549 = l17[x1];
+      p77[(64*x0 + x1)] = t549;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t550 = l20[x1];
+      p78[(64*x0 + x1)] = t550;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t551 = l23[x1];
+      p79[(64*x0 + x1)] = t551;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t552 = l26[x1];
+      p80[(64*x0 + x1)] = t552;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t553 = l29[x1];
+      p81[(64*x0 + x1)] = t553;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t554 = l32[x1];
+      p82[(64*x0 + x1)] = t554;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t555 = l35[x1];
+      p83[(64*x0 + x1)] = t555;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t556 = l38[x1];
+      p84[(64*x0 + x1)] = t556;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t557 = l41[x1];
+      p85[(64*x0 + x1)] = t557;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t558 = l44[x1];
+      p86[(64*x0 + x1)] = t558;
+    }
+    #pragma omp simd
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t559 = p71[(64*x0 + x1)];
+      p87[(64*x0 + x1)] = t559;
+    }
+  }
+}
+
+extern "C" void loom_f3(void* const* a) {
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  const float* LOOM_RESTRICT p1 = (const float*)a[1];
+  float* LOOM_RESTRICT p2 = (float*)a[2];
+  #pragma omp parallel for collapse(2)
+  for (int64_t x0 = 0; x0 < 32; ++x0) {
+    for (int64_t x1 = 0; x1 < 256; ++x1) {
+      float acc0 = (float)0;
+      #pragma omp simd reduction(+:acc0)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t0 = p0[(64*x0 + x2)];
+        const float t1 = p1[(64*x1 + x2)];
+        const float t2 = t0 * t1;
+        acc0 += t2;
+      }
+      p2[(256*x0 + x1)] = acc0;
     }
   }
 }
@@ -139,94 +1130,8 @@ extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t0 = p0[(64*x0 + x1)];
-      p1[(64*x0 + x1)] = t0;
-    }
-  }
-}
-
-extern "C" void loom_f5(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  const float* LOOM_RESTRICT p2 = (const float*)a[2];
-  const float* LOOM_RESTRICT p3 = (const float*)a[3];
-  const float* LOOM_RESTRICT p4 = (const float*)a[4];
-  const float* LOOM_RESTRICT p5 = (const float*)a[5];
-  const float* LOOM_RESTRICT p6 = (const float*)a[6];
-  const float* LOOM_RESTRICT p7 = (const float*)a[7];
-  const float* LOOM_RESTRICT p8 = (const float*)a[8];
-  const float* LOOM_RESTRICT p9 = (const float*)a[9];
-  float* LOOM_RESTRICT p10 = (float*)a[10];
-  const float* LOOM_RESTRICT p11 = (const float*)a[11];
-  const float* LOOM_RESTRICT p12 = (const float*)a[12];
-  const float* LOOM_RESTRICT p13 = (const float*)a[13];
-  float* LOOM_RESTRICT p14 = (float*)a[14];
-  float* LOOM_RESTRICT p15 = (float*)a[15];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t0 = p0[(256*x0 + x1)];
-      const float t1 = p1[x1];
-      const float t2 = t0 + t1;
-      const float t3 = p2[(256*x0 + x1)];
-      const float t4 = t2 + t3;
-      const float t5 = (float)1 / ((float)1 + expf(-t4));
-      const float t6 = p3[(64*x0 + x1)];
-      const float t7 = t5 * t6;
-      const float t8 = p4[(256*x0 + x1)];
-      const float t9 = p5[x1];
-      const float t10 = t8 + t9;
-      const float t11 = p6[(256*x0 + x1)];
-      const float t12 = t10 + t11;
-      const float t13 = (float)1 / ((float)1 + expf(-t12));
-      const float t14 = p7[(256*x0 + x1)];
-      const float t15 = p8[x1];
-      const float t16 = t14 + t15;
-      const float t17 = p9[(256*x0 + x1)];
-      const float t18 = t16 + t17;
-      const float t19 = tanhf(t18);
-      const float t20 = t13 * t19;
-      const float t21 = t7 + t20;
-      p10[(64*x0 + x1)] = t21;
-      const float t22 = p11[(256*x0 + x1)];
-      const float t23 = p12[x1];
-      const float t24 = t22 + t23;
-      const float t25 = p13[(256*x0 + x1)];
-      const float t26 = t24 + t25;
-      const float t27 = (float)1 / ((float)1 + expf(-t26));
-      const float t28 = t21;
-      const float t29 = tanhf(t28);
-      const float t30 = t27 * t29;
-      p14[(64*x0 + x1)] = t30;
-      const float t31 = t30;
-      p15[(64*x0 + x1)] = t31;
-    }
-  }
-}
-
-extern "C" void loom_f6(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  for (int64_t x0 = 0; x0 < 32; ++x0) {
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc0 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(64*x0 + x2)];
-        const float t1 = p1[(64*x1 + x2)];
-        const float t2 = t0 * t1;
-        acc0 += t2;
-      }
-      p2[(256*x0 + x1)] = acc0;
-    }
-  }
-}
-
-extern "C" void loom_f7(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 1; ++x1) {
+      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + x2)];
         p1[(128*x0 + x2)] = t0;
@@ -235,11 +1140,12 @@ extern "C" void loom_f7(void* const* a) {
   }
 }
 
-extern "C" void loom_f8(void* const* a) {
+extern "C" void loom_f5(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
+      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + 128*x1 + x2)];
         p1[(1024*x0 + 64*x1 + x2)] = t0;
@@ -248,11 +1154,12 @@ extern "C" void loom_f8(void* const* a) {
   }
 }
 
-extern "C" void loom_f9(void* const* a) {
+extern "C" void loom_f6(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 2; ++x1) {
+      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + 128*x1 + x2)];
         p1[(128*x0 + 64*x1 + x2)] = t0;
@@ -264,107 +1171,15 @@ extern "C" void loom_f9(void* const* a) {
 // Launches:
 // loom_f0(x, lstm0_w, lstm0/d0/xw.5)  # lstm0/d0/xw
 // loom_f1(lstm0_b, lstm0_b+256, lstm0/d0/bias.9)  # lstm0/d0/bias
-// loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/t0/hr.14)  # lstm0/d0/t0/hr
-// loom_f3(lstm0/d0/xw.5+128, lstm0/d0/bias.9+128, lstm0/d0/t0/hr.14+128, lstm0/zero_state.2, lstm0/d0/xw.5, lstm0/d0/bias.9, lstm0/d0/t0/hr.14, lstm0/d0/xw.5+192, lstm0/d0/bias.9+192, lstm0/d0/t0/hr.14+192, lstm0/d0/t0/c.24, lstm0/d0/xw.5+64, lstm0/d0/bias.9+64, lstm0/d0/t0/hr.14+64, lstm0/d0/t0/h.28)  # lstm0/d0/t0/c, lstm0/d0/t0/h
-// loom_f2(lstm0/d0/t0/h.28, lstm0_r, lstm0/d0/t1/hr.30)  # lstm0/d0/t1/hr
-// loom_f3(lstm0/d0/xw.5+640, lstm0/d0/bias.9+128, lstm0/d0/t1/hr.30+128, lstm0/d0/t0/c.24, lstm0/d0/xw.5+512, lstm0/d0/bias.9, lstm0/d0/t1/hr.30, lstm0/d0/xw.5+704, lstm0/d0/bias.9+192, lstm0/d0/t1/hr.30+192, lstm0/d0/t1/c.40, lstm0/d0/xw.5+576, lstm0/d0/bias.9+64, lstm0/d0/t1/hr.30+64, lstm0/d0/t1/h.44)  # lstm0/d0/t1/c, lstm0/d0/t1/h
-// loom_f2(lstm0/d0/t1/h.44, lstm0_r, lstm0/d0/t2/hr.46)  # lstm0/d0/t2/hr
-// loom_f3(lstm0/d0/xw.5+1152, lstm0/d0/bias.9+128, lstm0/d0/t2/hr.46+128, lstm0/d0/t1/c.40, lstm0/d0/xw.5+1024, lstm0/d0/bias.9, lstm0/d0/t2/hr.46, lstm0/d0/xw.5+1216, lstm0/d0/bias.9+192, lstm0/d0/t2/hr.46+192, lstm0/d0/t2/c.56, lstm0/d0/xw.5+1088, lstm0/d0/bias.9+64, lstm0/d0/t2/hr.46+64, lstm0/d0/t2/h.60)  # lstm0/d0/t2/c, lstm0/d0/t2/h
-// loom_f2(lstm0/d0/t2/h.60, lstm0_r, lstm0/d0/t3/hr.62)  # lstm0/d0/t3/hr
-// loom_f3(lstm0/d0/xw.5+1664, lstm0/d0/bias.9+128, lstm0/d0/t3/hr.62+128, lstm0/d0/t2/c.56, lstm0/d0/xw.5+1536, lstm0/d0/bias.9, lstm0/d0/t3/hr.62, lstm0/d0/xw.5+1728, lstm0/d0/bias.9+192, lstm0/d0/t3/hr.62+192, lstm0/d0/t3/c.72, lstm0/d0/xw.5+1600, lstm0/d0/bias.9+64, lstm0/d0/t3/hr.62+64, lstm0/d0/t3/h.76)  # lstm0/d0/t3/c, lstm0/d0/t3/h
-// loom_f2(lstm0/d0/t3/h.76, lstm0_r, lstm0/d0/t4/hr.78)  # lstm0/d0/t4/hr
-// loom_f3(lstm0/d0/xw.5+2176, lstm0/d0/bias.9+128, lstm0/d0/t4/hr.78+128, lstm0/d0/t3/c.72, lstm0/d0/xw.5+2048, lstm0/d0/bias.9, lstm0/d0/t4/hr.78, lstm0/d0/xw.5+2240, lstm0/d0/bias.9+192, lstm0/d0/t4/hr.78+192, lstm0/d0/t4/c.88, lstm0/d0/xw.5+2112, lstm0/d0/bias.9+64, lstm0/d0/t4/hr.78+64, lstm0/d0/t4/h.92)  # lstm0/d0/t4/c, lstm0/d0/t4/h
-// loom_f2(lstm0/d0/t4/h.92, lstm0_r, lstm0/d0/t5/hr.94)  # lstm0/d0/t5/hr
-// loom_f3(lstm0/d0/xw.5+2688, lstm0/d0/bias.9+128, lstm0/d0/t5/hr.94+128, lstm0/d0/t4/c.88, lstm0/d0/xw.5+2560, lstm0/d0/bias.9, lstm0/d0/t5/hr.94, lstm0/d0/xw.5+2752, lstm0/d0/bias.9+192, lstm0/d0/t5/hr.94+192, lstm0/d0/t5/c.104, lstm0/d0/xw.5+2624, lstm0/d0/bias.9+64, lstm0/d0/t5/hr.94+64, lstm0/d0/t5/h.108)  # lstm0/d0/t5/c, lstm0/d0/t5/h
-// loom_f2(lstm0/d0/t5/h.108, lstm0_r, lstm0/d0/t6/hr.110)  # lstm0/d0/t6/hr
-// loom_f3(lstm0/d0/xw.5+3200, lstm0/d0/bias.9+128, lstm0/d0/t6/hr.110+128, lstm0/d0/t5/c.104, lstm0/d0/xw.5+3072, lstm0/d0/bias.9, lstm0/d0/t6/hr.110, lstm0/d0/xw.5+3264, lstm0/d0/bias.9+192, lstm0/d0/t6/hr.110+192, lstm0/d0/t6/c.120, lstm0/d0/xw.5+3136, lstm0/d0/bias.9+64, lstm0/d0/t6/hr.110+64, lstm0/d0/t6/h.124)  # lstm0/d0/t6/c, lstm0/d0/t6/h
-// loom_f2(lstm0/d0/t6/h.124, lstm0_r, lstm0/d0/t7/hr.126)  # lstm0/d0/t7/hr
-// loom_f3(lstm0/d0/xw.5+3712, lstm0/d0/bias.9+128, lstm0/d0/t7/hr.126+128, lstm0/d0/t6/c.120, lstm0/d0/xw.5+3584, lstm0/d0/bias.9, lstm0/d0/t7/hr.126, lstm0/d0/xw.5+3776, lstm0/d0/bias.9+192, lstm0/d0/t7/hr.126+192, lstm0/d0/t7/c.136, lstm0/d0/xw.5+3648, lstm0/d0/bias.9+64, lstm0/d0/t7/hr.126+64, lstm0/d0/t7/h.140)  # lstm0/d0/t7/c, lstm0/d0/t7/h
-// loom_f2(lstm0/d0/t7/h.140, lstm0_r, lstm0/d0/t8/hr.142)  # lstm0/d0/t8/hr
-// loom_f3(lstm0/d0/xw.5+4224, lstm0/d0/bias.9+128, lstm0/d0/t8/hr.142+128, lstm0/d0/t7/c.136, lstm0/d0/xw.5+4096, lstm0/d0/bias.9, lstm0/d0/t8/hr.142, lstm0/d0/xw.5+4288, lstm0/d0/bias.9+192, lstm0/d0/t8/hr.142+192, lstm0/d0/t8/c.152, lstm0/d0/xw.5+4160, lstm0/d0/bias.9+64, lstm0/d0/t8/hr.142+64, lstm0/d0/t8/h.156)  # lstm0/d0/t8/c, lstm0/d0/t8/h
-// loom_f2(lstm0/d0/t8/h.156, lstm0_r, lstm0/d0/t9/hr.158)  # lstm0/d0/t9/hr
-// loom_f3(lstm0/d0/xw.5+4736, lstm0/d0/bias.9+128, lstm0/d0/t9/hr.158+128, lstm0/d0/t8/c.152, lstm0/d0/xw.5+4608, lstm0/d0/bias.9, lstm0/d0/t9/hr.158, lstm0/d0/xw.5+4800, lstm0/d0/bias.9+192, lstm0/d0/t9/hr.158+192, lstm0/d0/t9/c.168, lstm0/d0/xw.5+4672, lstm0/d0/bias.9+64, lstm0/d0/t9/hr.158+64, lstm0/d0/t9/h.172)  # lstm0/d0/t9/c, lstm0/d0/t9/h
-// loom_f2(lstm0/d0/t9/h.172, lstm0_r, lstm0/d0/t10/hr.174)  # lstm0/d0/t10/hr
-// loom_f3(lstm0/d0/xw.5+5248, lstm0/d0/bias.9+128, lstm0/d0/t10/hr.174+128, lstm0/d0/t9/c.168, lstm0/d0/xw.5+5120, lstm0/d0/bias.9, lstm0/d0/t10/hr.174, lstm0/d0/xw.5+5312, lstm0/d0/bias.9+192, lstm0/d0/t10/hr.174+192, lstm0/d0/t10/c.184, lstm0/d0/xw.5+5184, lstm0/d0/bias.9+64, lstm0/d0/t10/hr.174+64, lstm0/d0/t10/h.188)  # lstm0/d0/t10/c, lstm0/d0/t10/h
-// loom_f2(lstm0/d0/t10/h.188, lstm0_r, lstm0/d0/t11/hr.190)  # lstm0/d0/t11/hr
-// loom_f3(lstm0/d0/xw.5+5760, lstm0/d0/bias.9+128, lstm0/d0/t11/hr.190+128, lstm0/d0/t10/c.184, lstm0/d0/xw.5+5632, lstm0/d0/bias.9, lstm0/d0/t11/hr.190, lstm0/d0/xw.5+5824, lstm0/d0/bias.9+192, lstm0/d0/t11/hr.190+192, lstm0/d0/t11/c.200, lstm0/d0/xw.5+5696, lstm0/d0/bias.9+64, lstm0/d0/t11/hr.190+64, lstm0/d0/t11/h.204)  # lstm0/d0/t11/c, lstm0/d0/t11/h
-// loom_f2(lstm0/d0/t11/h.204, lstm0_r, lstm0/d0/t12/hr.206)  # lstm0/d0/t12/hr
-// loom_f3(lstm0/d0/xw.5+6272, lstm0/d0/bias.9+128, lstm0/d0/t12/hr.206+128, lstm0/d0/t11/c.200, lstm0/d0/xw.5+6144, lstm0/d0/bias.9, lstm0/d0/t12/hr.206, lstm0/d0/xw.5+6336, lstm0/d0/bias.9+192, lstm0/d0/t12/hr.206+192, lstm0/d0/t12/c.216, lstm0/d0/xw.5+6208, lstm0/d0/bias.9+64, lstm0/d0/t12/hr.206+64, lstm0/d0/t12/h.220)  # lstm0/d0/t12/c, lstm0/d0/t12/h
-// loom_f2(lstm0/d0/t12/h.220, lstm0_r, lstm0/d0/t13/hr.222)  # lstm0/d0/t13/hr
-// loom_f3(lstm0/d0/xw.5+6784, lstm0/d0/bias.9+128, lstm0/d0/t13/hr.222+128, lstm0/d0/t12/c.216, lstm0/d0/xw.5+6656, lstm0/d0/bias.9, lstm0/d0/t13/hr.222, lstm0/d0/xw.5+6848, lstm0/d0/bias.9+192, lstm0/d0/t13/hr.222+192, lstm0/d0/t13/c.232, lstm0/d0/xw.5+6720, lstm0/d0/bias.9+64, lstm0/d0/t13/hr.222+64, lstm0/d0/t13/h.236)  # lstm0/d0/t13/c, lstm0/d0/t13/h
-// loom_f2(lstm0/d0/t13/h.236, lstm0_r, lstm0/d0/t14/hr.238)  # lstm0/d0/t14/hr
-// loom_f3(lstm0/d0/xw.5+7296, lstm0/d0/bias.9+128, lstm0/d0/t14/hr.238+128, lstm0/d0/t13/c.232, lstm0/d0/xw.5+7168, lstm0/d0/bias.9, lstm0/d0/t14/hr.238, lstm0/d0/xw.5+7360, lstm0/d0/bias.9+192, lstm0/d0/t14/hr.238+192, lstm0/d0/t14/c.248, lstm0/d0/xw.5+7232, lstm0/d0/bias.9+64, lstm0/d0/t14/hr.238+64, lstm0/d0/t14/h.252)  # lstm0/d0/t14/c, lstm0/d0/t14/h
-// loom_f2(lstm0/d0/t14/h.252, lstm0_r, lstm0/d0/t15/hr.254)  # lstm0/d0/t15/hr
-// loom_f4(lstm0/d0/t0/h.28, lstm0/d0/y_rows.269)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t1/h.44, lstm0/d0/y_rows.269+128)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t2/h.60, lstm0/d0/y_rows.269+256)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t3/h.76, lstm0/d0/y_rows.269+384)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t4/h.92, lstm0/d0/y_rows.269+512)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t5/h.108, lstm0/d0/y_rows.269+640)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t6/h.124, lstm0/d0/y_rows.269+768)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t7/h.140, lstm0/d0/y_rows.269+896)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t8/h.156, lstm0/d0/y_rows.269+1024)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t9/h.172, lstm0/d0/y_rows.269+1152)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t10/h.188, lstm0/d0/y_rows.269+1280)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t11/h.204, lstm0/d0/y_rows.269+1408)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t12/h.220, lstm0/d0/y_rows.269+1536)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t13/h.236, lstm0/d0/y_rows.269+1664)  # lstm0/d0/y_rows
-// loom_f4(lstm0/d0/t14/h.252, lstm0/d0/y_rows.269+1792)  # lstm0/d0/y_rows
-// loom_f5(lstm0/d0/xw.5+7808, lstm0/d0/bias.9+128, lstm0/d0/t15/hr.254+128, lstm0/d0/t14/c.248, lstm0/d0/xw.5+7680, lstm0/d0/bias.9, lstm0/d0/t15/hr.254, lstm0/d0/xw.5+7872, lstm0/d0/bias.9+192, lstm0/d0/t15/hr.254+192, lstm0/d0/t15/c.264, lstm0/d0/xw.5+7744, lstm0/d0/bias.9+64, lstm0/d0/t15/hr.254+64, lstm0/d0/t15/h.268, lstm0/d0/y_rows.269+1920)  # lstm0/d0/t15/c, lstm0/d0/t15/h, lstm0/d0/y_rows
-// loom_f6(lstm0/d0/y_rows.269, lstm1_w, lstm1/d0/xw.276)  # lstm1/d0/xw
+// loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.5+128, lstm0/d0/bias.9+128, lstm0/d0/xw.5, lstm0/d0/bias.9, lstm0/d0/xw.5+192, lstm0/d0/bias.9+192, lstm0/d0/xw.5+64, lstm0/d0/bias.9+64, lstm0/d0/xw.5+640, lstm0/d0/xw.5+512, lstm0/d0/xw.5+704, lstm0/d0/xw.5+576, lstm0/d0/xw.5+1152, lstm0/d0/xw.5+1024, lstm0/d0/xw.5+1216, lstm0/d0/xw.5+1088, lstm0/d0/xw.5+1664, lstm0/d0/xw.5+1536, lstm0/d0/xw.5+1728, lstm0/d0/xw.5+1600, lstm0/d0/xw.5+2176, lstm0/d0/xw.5+2048, lstm0/d0/xw.5+2240, lstm0/d0/xw.5+2112, lstm0/d0/xw.5+2688, lstm0/d0/xw.5+2560, lstm0/d0/xw.5+2752, lstm0/d0/xw.5+2624, lstm0/d0/xw.5+3200, lstm0/d0/xw.5+3072, lstm0/d0/xw.5+3264, lstm0/d0/xw.5+3136, lstm0/d0/xw.5+3712, lstm0/d0/xw.5+3584, lstm0/d0/xw.5+3776, lstm0/d0/xw.5+3648, lstm0/d0/xw.5+4224, lstm0/d0/xw.5+4096, lstm0/d0/xw.5+4288, lstm0/d0/xw.5+4160, lstm0/d0/xw.5+4736, lstm0/d0/xw.5+4608, lstm0/d0/xw.5+4800, lstm0/d0/xw.5+4672, lstm0/d0/xw.5+5248, lstm0/d0/xw.5+5120, lstm0/d0/xw.5+5312, lstm0/d0/xw.5+5184, lstm0/d0/xw.5+5760, lstm0/d0/xw.5+5632, lstm0/d0/xw.5+5824, lstm0/d0/xw.5+5696, lstm0/d0/xw.5+6272, lstm0/d0/xw.5+6144, lstm0/d0/xw.5+6336, lstm0/d0/xw.5+6208, lstm0/d0/xw.5+6784, lstm0/d0/xw.5+6656, lstm0/d0/xw.5+6848, lstm0/d0/xw.5+6720, lstm0/d0/xw.5+7296, lstm0/d0/xw.5+7168, lstm0/d0/xw.5+7360, lstm0/d0/xw.5+7232, lstm0/d0/xw.5+7808, lstm0/d0/xw.5+7680, lstm0/d0/xw.5+7872, lstm0/d0/t15/c.264, lstm0/d0/xw.5+7744, lstm0/d0/t15/h.268, lstm0/d0/y_rows.269, lstm0/d0/y_rows.269+128, lstm0/d0/y_rows.269+256, lstm0/d0/y_rows.269+384, lstm0/d0/y_rows.269+512, lstm0/d0/y_rows.269+640, lstm0/d0/y_rows.269+768, lstm0/d0/y_rows.269+896, lstm0/d0/y_rows.269+1024, lstm0/d0/y_rows.269+1152, lstm0/d0/y_rows.269+1280, lstm0/d0/y_rows.269+1408, lstm0/d0/y_rows.269+1536, lstm0/d0/y_rows.269+1664, lstm0/d0/y_rows.269+1792, lstm0/d0/y_rows.269+1920)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/t15/hr, lstm0/d0/t15/c, lstm0/d0/t15/h, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows
+// loom_f3(lstm0/d0/y_rows.269, lstm1_w, lstm1/d0/xw.276)  # lstm1/d0/xw
 // loom_f1(lstm1_b, lstm1_b+256, lstm1/d0/bias.280)  # lstm1/d0/bias
-// loom_f2(lstm1/zero_state.273, lstm1_r, lstm1/d0/t0/hr.285)  # lstm1/d0/t0/hr
-// loom_f3(lstm1/d0/xw.276+128, lstm1/d0/bias.280+128, lstm1/d0/t0/hr.285+128, lstm1/zero_state.273, lstm1/d0/xw.276, lstm1/d0/bias.280, lstm1/d0/t0/hr.285, lstm1/d0/xw.276+192, lstm1/d0/bias.280+192, lstm1/d0/t0/hr.285+192, lstm1/d0/t0/c.295, lstm1/d0/xw.276+64, lstm1/d0/bias.280+64, lstm1/d0/t0/hr.285+64, lstm1/d0/t0/h.299)  # lstm1/d0/t0/c, lstm1/d0/t0/h
-// loom_f2(lstm1/d0/t0/h.299, lstm1_r, lstm1/d0/t1/hr.301)  # lstm1/d0/t1/hr
-// loom_f3(lstm1/d0/xw.276+640, lstm1/d0/bias.280+128, lstm1/d0/t1/hr.301+128, lstm1/d0/t0/c.295, lstm1/d0/xw.276+512, lstm1/d0/bias.280, lstm1/d0/t1/hr.301, lstm1/d0/xw.276+704, lstm1/d0/bias.280+192, lstm1/d0/t1/hr.301+192, lstm1/d0/t1/c.311, lstm1/d0/xw.276+576, lstm1/d0/bias.280+64, lstm1/d0/t1/hr.301+64, lstm1/d0/t1/h.315)  # lstm1/d0/t1/c, lstm1/d0/t1/h
-// loom_f2(lstm1/d0/t1/h.315, lstm1_r, lstm1/d0/t2/hr.317)  # lstm1/d0/t2/hr
-// loom_f3(lstm1/d0/xw.276+1152, lstm1/d0/bias.280+128, lstm1/d0/t2/hr.317+128, lstm1/d0/t1/c.311, lstm1/d0/xw.276+1024, lstm1/d0/bias.280, lstm1/d0/t2/hr.317, lstm1/d0/xw.276+1216, lstm1/d0/bias.280+192, lstm1/d0/t2/hr.317+192, lstm1/d0/t2/c.327, lstm1/d0/xw.276+1088, lstm1/d0/bias.280+64, lstm1/d0/t2/hr.317+64, lstm1/d0/t2/h.331)  # lstm1/d0/t2/c, lstm1/d0/t2/h
-// loom_f2(lstm1/d0/t2/h.331, lstm1_r, lstm1/d0/t3/hr.333)  # lstm1/d0/t3/hr
-// loom_f3(lstm1/d0/xw.276+1664, lstm1/d0/bias.280+128, lstm1/d0/t3/hr.333+128, lstm1/d0/t2/c.327, lstm1/d0/xw.276+1536, lstm1/d0/bias.280, lstm1/d0/t3/hr.333, lstm1/d0/xw.276+1728, lstm1/d0/bias.280+192, lstm1/d0/t3/hr.333+192, lstm1/d0/t3/c.343, lstm1/d0/xw.276+1600, lstm1/d0/bias.280+64, lstm1/d0/t3/hr.333+64, lstm1/d0/t3/h.347)  # lstm1/d0/t3/c, lstm1/d0/t3/h
-// loom_f2(lstm1/d0/t3/h.347, lstm1_r, lstm1/d0/t4/hr.349)  # lstm1/d0/t4/hr
-// loom_f3(lstm1/d0/xw.276+2176, lstm1/d0/bias.280+128, lstm1/d0/t4/hr.349+128, lstm1/d0/t3/c.343, lstm1/d0/xw.276+2048, lstm1/d0/bias.280, lstm1/d0/t4/hr.349, lstm1/d0/xw.276+2240, lstm1/d0/bias.280+192, lstm1/d0/t4/hr.349+192, lstm1/d0/t4/c.359, lstm1/d0/xw.276+2112, lstm1/d0/bias.280+64, lstm1/d0/t4/hr.349+64, lstm1/d0/t4/h.363)  # lstm1/d0/t4/c, lstm1/d0/t4/h
-// loom_f2(lstm1/d0/t4/h.363, lstm1_r, lstm1/d0/t5/hr.365)  # lstm1/d0/t5/hr
-// loom_f3(lstm1/d0/xw.276+2688, lstm1/d0/bias.280+128, lstm1/d0/t5/hr.365+128, lstm1/d0/t4/c.359, lstm1/d0/xw.276+2560, lstm1/d0/bias.280, lstm1/d0/t5/hr.365, lstm1/d0/xw.276+2752, lstm1/d0/bias.280+192, lstm1/d0/t5/hr.365+192, lstm1/d0/t5/c.375, lstm1/d0/xw.276+2624, lstm1/d0/bias.280+64, lstm1/d0/t5/hr.365+64, lstm1/d0/t5/h.379)  # lstm1/d0/t5/c, lstm1/d0/t5/h
-// loom_f2(lstm1/d0/t5/h.379, lstm1_r, lstm1/d0/t6/hr.381)  # lstm1/d0/t6/hr
-// loom_f3(lstm1/d0/xw.276+3200, lstm1/d0/bias.280+128, lstm1/d0/t6/hr.381+128, lstm1/d0/t5/c.375, lstm1/d0/xw.276+3072, lstm1/d0/bias.280, lstm1/d0/t6/hr.381, lstm1/d0/xw.276+3264, lstm1/d0/bias.280+192, lstm1/d0/t6/hr.381+192, lstm1/d0/t6/c.391, lstm1/d0/xw.276+3136, lstm1/d0/bias.280+64, lstm1/d0/t6/hr.381+64, lstm1/d0/t6/h.395)  # lstm1/d0/t6/c, lstm1/d0/t6/h
-// loom_f2(lstm1/d0/t6/h.395, lstm1_r, lstm1/d0/t7/hr.397)  # lstm1/d0/t7/hr
-// loom_f3(lstm1/d0/xw.276+3712, lstm1/d0/bias.280+128, lstm1/d0/t7/hr.397+128, lstm1/d0/t6/c.391, lstm1/d0/xw.276+3584, lstm1/d0/bias.280, lstm1/d0/t7/hr.397, lstm1/d0/xw.276+3776, lstm1/d0/bias.280+192, lstm1/d0/t7/hr.397+192, lstm1/d0/t7/c.407, lstm1/d0/xw.276+3648, lstm1/d0/bias.280+64, lstm1/d0/t7/hr.397+64, lstm1/d0/t7/h.411)  # lstm1/d0/t7/c, lstm1/d0/t7/h
-// loom_f2(lstm1/d0/t7/h.411, lstm1_r, lstm1/d0/t8/hr.413)  # lstm1/d0/t8/hr
-// loom_f3(lstm1/d0/xw.276+4224, lstm1/d0/bias.280+128, lstm1/d0/t8/hr.413+128, lstm1/d0/t7/c.407, lstm1/d0/xw.276+4096, lstm1/d0/bias.280, lstm1/d0/t8/hr.413, lstm1/d0/xw.276+4288, lstm1/d0/bias.280+192, lstm1/d0/t8/hr.413+192, lstm1/d0/t8/c.423, lstm1/d0/xw.276+4160, lstm1/d0/bias.280+64, lstm1/d0/t8/hr.413+64, lstm1/d0/t8/h.427)  # lstm1/d0/t8/c, lstm1/d0/t8/h
-// loom_f2(lstm1/d0/t8/h.427, lstm1_r, lstm1/d0/t9/hr.429)  # lstm1/d0/t9/hr
-// loom_f3(lstm1/d0/xw.276+4736, lstm1/d0/bias.280+128, lstm1/d0/t9/hr.429+128, lstm1/d0/t8/c.423, lstm1/d0/xw.276+4608, lstm1/d0/bias.280, lstm1/d0/t9/hr.429, lstm1/d0/xw.276+4800, lstm1/d0/bias.280+192, lstm1/d0/t9/hr.429+192, lstm1/d0/t9/c.439, lstm1/d0/xw.276+4672, lstm1/d0/bias.280+64, lstm1/d0/t9/hr.429+64, lstm1/d0/t9/h.443)  # lstm1/d0/t9/c, lstm1/d0/t9/h
-// loom_f2(lstm1/d0/t9/h.443, lstm1_r, lstm1/d0/t10/hr.445)  # lstm1/d0/t10/hr
-// loom_f3(lstm1/d0/xw.276+5248, lstm1/d0/bias.280+128, lstm1/d0/t10/hr.445+128, lstm1/d0/t9/c.439, lstm1/d0/xw.276+5120, lstm1/d0/bias.280, lstm1/d0/t10/hr.445, lstm1/d0/xw.276+5312, lstm1/d0/bias.280+192, lstm1/d0/t10/hr.445+192, lstm1/d0/t10/c.455, lstm1/d0/xw.276+5184, lstm1/d0/bias.280+64, lstm1/d0/t10/hr.445+64, lstm1/d0/t10/h.459)  # lstm1/d0/t10/c, lstm1/d0/t10/h
-// loom_f2(lstm1/d0/t10/h.459, lstm1_r, lstm1/d0/t11/hr.461)  # lstm1/d0/t11/hr
-// loom_f3(lstm1/d0/xw.276+5760, lstm1/d0/bias.280+128, lstm1/d0/t11/hr.461+128, lstm1/d0/t10/c.455, lstm1/d0/xw.276+5632, lstm1/d0/bias.280, lstm1/d0/t11/hr.461, lstm1/d0/xw.276+5824, lstm1/d0/bias.280+192, lstm1/d0/t11/hr.461+192, lstm1/d0/t11/c.471, lstm1/d0/xw.276+5696, lstm1/d0/bias.280+64, lstm1/d0/t11/hr.461+64, lstm1/d0/t11/h.475)  # lstm1/d0/t11/c, lstm1/d0/t11/h
-// loom_f2(lstm1/d0/t11/h.475, lstm1_r, lstm1/d0/t12/hr.477)  # lstm1/d0/t12/hr
-// loom_f3(lstm1/d0/xw.276+6272, lstm1/d0/bias.280+128, lstm1/d0/t12/hr.477+128, lstm1/d0/t11/c.471, lstm1/d0/xw.276+6144, lstm1/d0/bias.280, lstm1/d0/t12/hr.477, lstm1/d0/xw.276+6336, lstm1/d0/bias.280+192, lstm1/d0/t12/hr.477+192, lstm1/d0/t12/c.487, lstm1/d0/xw.276+6208, lstm1/d0/bias.280+64, lstm1/d0/t12/hr.477+64, lstm1/d0/t12/h.491)  # lstm1/d0/t12/c, lstm1/d0/t12/h
-// loom_f2(lstm1/d0/t12/h.491, lstm1_r, lstm1/d0/t13/hr.493)  # lstm1/d0/t13/hr
-// loom_f3(lstm1/d0/xw.276+6784, lstm1/d0/bias.280+128, lstm1/d0/t13/hr.493+128, lstm1/d0/t12/c.487, lstm1/d0/xw.276+6656, lstm1/d0/bias.280, lstm1/d0/t13/hr.493, lstm1/d0/xw.276+6848, lstm1/d0/bias.280+192, lstm1/d0/t13/hr.493+192, lstm1/d0/t13/c.503, lstm1/d0/xw.276+6720, lstm1/d0/bias.280+64, lstm1/d0/t13/hr.493+64, lstm1/d0/t13/h.507)  # lstm1/d0/t13/c, lstm1/d0/t13/h
-// loom_f2(lstm1/d0/t13/h.507, lstm1_r, lstm1/d0/t14/hr.509)  # lstm1/d0/t14/hr
-// loom_f3(lstm1/d0/xw.276+7296, lstm1/d0/bias.280+128, lstm1/d0/t14/hr.509+128, lstm1/d0/t13/c.503, lstm1/d0/xw.276+7168, lstm1/d0/bias.280, lstm1/d0/t14/hr.509, lstm1/d0/xw.276+7360, lstm1/d0/bias.280+192, lstm1/d0/t14/hr.509+192, lstm1/d0/t14/c.519, lstm1/d0/xw.276+7232, lstm1/d0/bias.280+64, lstm1/d0/t14/hr.509+64, lstm1/d0/t14/h.523)  # lstm1/d0/t14/c, lstm1/d0/t14/h
-// loom_f2(lstm1/d0/t14/h.523, lstm1_r, lstm1/d0/t15/hr.525)  # lstm1/d0/t15/hr
-// loom_f4(lstm1/d0/t0/h.299, lstm1/d0/y_rows.540)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t1/h.315, lstm1/d0/y_rows.540+128)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t2/h.331, lstm1/d0/y_rows.540+256)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t3/h.347, lstm1/d0/y_rows.540+384)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t4/h.363, lstm1/d0/y_rows.540+512)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t5/h.379, lstm1/d0/y_rows.540+640)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t6/h.395, lstm1/d0/y_rows.540+768)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t7/h.411, lstm1/d0/y_rows.540+896)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t8/h.427, lstm1/d0/y_rows.540+1024)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t9/h.443, lstm1/d0/y_rows.540+1152)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t10/h.459, lstm1/d0/y_rows.540+1280)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t11/h.475, lstm1/d0/y_rows.540+1408)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t12/h.491, lstm1/d0/y_rows.540+1536)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t13/h.507, lstm1/d0/y_rows.540+1664)  # lstm1/d0/y_rows
-// loom_f4(lstm1/d0/t14/h.523, lstm1/d0/y_rows.540+1792)  # lstm1/d0/y_rows
-// loom_f5(lstm1/d0/xw.276+7808, lstm1/d0/bias.280+128, lstm1/d0/t15/hr.525+128, lstm1/d0/t14/c.519, lstm1/d0/xw.276+7680, lstm1/d0/bias.280, lstm1/d0/t15/hr.525, lstm1/d0/xw.276+7872, lstm1/d0/bias.280+192, lstm1/d0/t15/hr.525+192, lstm1/d0/t15/c.535, lstm1/d0/xw.276+7744, lstm1/d0/bias.280+64, lstm1/d0/t15/hr.525+64, lstm1/d0/t15/h.539, lstm1/d0/y_rows.540+1920)  # lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows
-// loom_f7(lstm0/d0/t15/h.268, h_n_layers)  # h_n_concat
-// loom_f7(lstm1/d0/t15/h.539, h_n_layers+64)  # h_n_concat
-// loom_f7(lstm0/d0/t15/c.264, c_n_layers)  # c_n_concat
-// loom_f7(lstm1/d0/t15/c.535, c_n_layers+64)  # c_n_concat
-// loom_f8(lstm1/d0/y_rows.540, y)  # copy_y
-// loom_f9(h_n_layers, h_n)  # copy_h_n
-// loom_f9(c_n_layers, c_n)  # copy_c_n
+// loom_f2(lstm1/zero_state.273, lstm1_r, lstm1/d0/xw.276+128, lstm1/d0/bias.280+128, lstm1/d0/xw.276, lstm1/d0/bias.280, lstm1/d0/xw.276+192, lstm1/d0/bias.280+192, lstm1/d0/xw.276+64, lstm1/d0/bias.280+64, lstm1/d0/xw.276+640, lstm1/d0/xw.276+512, lstm1/d0/xw.276+704, lstm1/d0/xw.276+576, lstm1/d0/xw.276+1152, lstm1/d0/xw.276+1024, lstm1/d0/xw.276+1216, lstm1/d0/xw.276+1088, lstm1/d0/xw.276+1664, lstm1/d0/xw.276+1536, lstm1/d0/xw.276+1728, lstm1/d0/xw.276+1600, lstm1/d0/xw.276+2176, lstm1/d0/xw.276+2048, lstm1/d0/xw.276+2240, lstm1/d0/xw.276+2112, lstm1/d0/xw.276+2688, lstm1/d0/xw.276+2560, lstm1/d0/xw.276+2752, lstm1/d0/xw.276+2624, lstm1/d0/xw.276+3200, lstm1/d0/xw.276+3072, lstm1/d0/xw.276+3264, lstm1/d0/xw.276+3136, lstm1/d0/xw.276+3712, lstm1/d0/xw.276+3584, lstm1/d0/xw.276+3776, lstm1/d0/xw.276+3648, lstm1/d0/xw.276+4224, lstm1/d0/xw.276+4096, lstm1/d0/xw.276+4288, lstm1/d0/xw.276+4160, lstm1/d0/xw.276+4736, lstm1/d0/xw.276+4608, lstm1/d0/xw.276+4800, lstm1/d0/xw.276+4672, lstm1/d0/xw.276+5248, lstm1/d0/xw.276+5120, lstm1/d0/xw.276+5312, lstm1/d0/xw.276+5184, lstm1/d0/xw.276+5760, lstm1/d0/xw.276+5632, lstm1/d0/xw.276+5824, lstm1/d0/xw.276+5696, lstm1/d0/xw.276+6272, lstm1/d0/xw.276+6144, lstm1/d0/xw.276+6336, lstm1/d0/xw.276+6208, lstm1/d0/xw.276+6784, lstm1/d0/xw.276+6656, lstm1/d0/xw.276+6848, lstm1/d0/xw.276+6720, lstm1/d0/xw.276+7296, lstm1/d0/xw.276+7168, lstm1/d0/xw.276+7360, lstm1/d0/xw.276+7232, lstm1/d0/xw.276+7808, lstm1/d0/xw.276+7680, lstm1/d0/xw.276+7872, lstm1/d0/t15/c.535, lstm1/d0/xw.276+7744, lstm1/d0/t15/h.539, lstm1/d0/y_rows.540, lstm1/d0/y_rows.540+128, lstm1/d0/y_rows.540+256, lstm1/d0/y_rows.540+384, lstm1/d0/y_rows.540+512, lstm1/d0/y_rows.540+640, lstm1/d0/y_rows.540+768, lstm1/d0/y_rows.540+896, lstm1/d0/y_rows.540+1024, lstm1/d0/y_rows.540+1152, lstm1/d0/y_rows.540+1280, lstm1/d0/y_rows.540+1408, lstm1/d0/y_rows.540+1536, lstm1/d0/y_rows.540+1664, lstm1/d0/y_rows.540+1792, lstm1/d0/y_rows.540+1920)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/t15/hr, lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows
+// loom_f4(lstm0/d0/t15/h.268, h_n_layers)  # h_n_concat
+// loom_f4(lstm1/d0/t15/h.539, h_n_layers+64)  # h_n_concat
+// loom_f4(lstm0/d0/t15/c.264, c_n_layers)  # c_n_concat
+// loom_f4(lstm1/d0/t15/c.535, c_n_layers+64)  # c_n_concat
+// loom_f5(lstm1/d0/y_rows.540, y)  # copy_y
+// loom_f6(h_n_layers, h_n)  # copy_h_n
+// loom_f6(c_n_layers, c_n)  # copy_c_n
 // 

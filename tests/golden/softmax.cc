@@ -31,77 +31,67 @@ static inline int64_t loom_f2i64(double x) {
   if (x <= -9223372036854775808.0) return INT64_MIN;
   return (int64_t)x;
 }
+static inline float loom_pow2i(int32_t k) {
+  const int32_t bits = (k + 127) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+static inline float loom_expf(float x) {
+  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float n = rintf(c * 1.44269504088896341f);
+  const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const int32_t k = (int32_t)n;
+  const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
+  return x != x ? x : y;
+}
 
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
-      for (int64_t x2 = 0; x2 < 1; ++x2) {
-        float acc0 = (float)(-INFINITY);
-        for (int64_t x3 = 0; x3 < 64; ++x3) {
-          const float t0 = p0[(1024*x0 + 64*x1 + x3)];
-          if (t0 > acc0 || t0 != t0) acc0 = t0;
-        }
-        p1[(16*x0 + x1)] = acc0;
-      }
-    }
-  }
-}
-
-extern "C" void loom_f1(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 16; ++x1) {
+      float l1[64];
+      float acc0 = (float)(-INFINITY);
+      int arg0 = 0;
+      #pragma omp simd reduction(max:acc0) reduction(|:arg0)
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(1024*x0 + 64*x1 + x2)];
-        const float t1 = p1[(16*x0 + x1)];
-        const float t2 = t0 - t1;
-        const float t3 = expf(t2);
-        p2[(1024*x0 + 64*x1 + x2)] = t3;
+        acc0 = t0 > acc0 ? t0 : acc0; arg0 |= t0 != t0;
       }
-    }
-  }
-}
-
-extern "C" void loom_f2(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 16; ++x1) {
-      for (int64_t x2 = 0; x2 < 1; ++x2) {
-        float acc0 = (float)0;
-        for (int64_t x3 = 0; x3 < 64; ++x3) {
-          const float t0 = p0[(1024*x0 + 64*x1 + x3)];
-          acc0 += t0;
-        }
-        p1[(16*x0 + x1)] = acc0;
-      }
-    }
-  }
-}
-
-extern "C" void loom_f3(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 16; ++x1) {
+      if (arg0) acc0 = (float)NAN;
+      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(1024*x0 + 64*x1 + x2)];
-        const float t1 = p1[(16*x0 + x1)];
-        const float t2 = t0 / t1;
-        p2[(1024*x0 + 64*x1 + x2)] = t2;
+        const float t1 = p0[(1024*x0 + 64*x1 + x2)];
+        const float t2 = acc0;
+        const float t3 = t1 - t2;
+        const float t4 = loom_expf(t3);
+        l1[x2] = t4;
+      }
+      float acc2 = (float)0;
+      #pragma omp simd reduction(+:acc2)
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t5 = l1[x2];
+        acc2 += t5;
+      }
+      #pragma omp simd
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t6 = l1[x2];
+        const float t7 = acc2;
+        const float t8 = t6 / t7;
+        p1[(1024*x0 + 64*x1 + x2)] = t8;
       }
     }
   }
 }
 
 // Launches:
-// loom_f0(x, softmax/max.0)  # softmax/max
-// loom_f1(x, softmax/max.0, softmax/exp.2)  # softmax/exp
-// loom_f2(softmax/exp.2, softmax/sum.3)  # softmax/sum
-// loom_f3(softmax/exp.2, softmax/sum.3, y)  # softmax/div
+// loom_f0(x, y)  # softmax/max, softmax/exp, softmax/sum, softmax/div
 // 

@@ -1,0 +1,61 @@
+#ifndef LOOM_SCHEDULER_REFINE_H_
+#define LOOM_SCHEDULER_REFINE_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "ir/expr.h"
+#include "ir/loop_ir.h"
+
+namespace loom {
+
+// Reshape-aware loop refinement for outer-loop fusion. Two iteration spaces
+// such as GroupNorm's statistics [2, 2] (n, g) and its normalisation
+// [2, 16, 32, 32] (n, c, h, w) share no loop as they are, but splitting c
+// into (g, c_in_group) = (2, 8) gives both the outer loops (n, g): the
+// normalisation becomes [2, 2, 8, 32, 32] with c = 8*g + c_in_group, and
+// every index expression is rewritten through that substitution (it stays
+// affine, with floor divisions and modulos the simplifier folds away).
+
+// The longest common refinement of the leading loops of `a` and `b`: walks
+// both extent lists, skipping extents of 1 and splitting the larger extent
+// when the smaller divides it, until the lists end or the extents cannot
+// be matched. E.g. [2, 2, 1] and [2, 16, 32, 32] give [2, 2].
+std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
+                                      absl::Span<const int64_t> b);
+
+// How one compute node's loops map onto refined loops whose first ones are
+// a given prefix.
+struct LoopRefinement {
+  // The node's loops already begin with the prefix and stay as they are;
+  // the fields below are then left empty.
+  bool identity = false;
+  std::vector<int64_t> ranges;    // the new pointwise loops
+  std::vector<int64_t> extents;   // all new loops, reduction ones last
+  std::vector<Expr> old_vars;     // each old variable over the new ones
+};
+
+// The refinement of `node`'s pointwise loops that makes them begin with
+// `prefix` (which has no extent 1; loops of extent 1 are dropped, their
+// variable becoming 0), or nullopt when `prefix` does not refine them.
+std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx,
+                                                 const ComputeNode& node,
+                                                 absl::Span<const int64_t> prefix);
+
+// `e`, an expression over the node's old loop variables, over the new ones.
+Expr RefineExpr(ExprContext& ctx, const LoopRefinement& refinement, Expr e);
+
+// Rewrites `node` (its loops, store index and every index in its body).
+void ApplyRefinement(ExprContext& ctx, const LoopRefinement& refinement,
+                     ComputeNode& node);
+
+// The row-major position of variables first .. first+extents.size()-1
+// within `extents`: x0*e1 + x1 for first = 0 and extents [e0, e1].
+Expr RowMajorOffset(ExprContext& ctx, absl::Span<const int64_t> extents,
+                    int first);
+
+}  // namespace loom
+
+#endif  // LOOM_SCHEDULER_REFINE_H_
