@@ -1,0 +1,67 @@
+// Fuzz target: the ONNX importer, then the compile (no native compiler).
+// Whatever bytes parse as an onnx::ModelProto are imported and, when that
+// succeeds, compiled with the built-in `cpu` pipeline; every step must
+// succeed or fail with a user error (see fuzz::CheckUserError), never
+// crash, hang or break the IR.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "frontends/onnx/onnx_importer.h"
+#include "tests/fuzz/fuzz_util.h"
+#include "tools/driver.h"
+
+namespace {
+
+// Each initializer and declared input: at most this many elements (as in
+// compile_fuzzer.cc: small shapes keep each run fast).
+constexpr int64_t kMaxDeclaredElements = 1 << 12;
+
+// Multiplies `elements` by one declared dim (a negative one, the
+// importer's to refuse, counts as 1); false once past the limit.
+bool Grow(int64_t& elements, int64_t dim) {
+  elements *= std::clamp<int64_t>(dim, 1, kMaxDeclaredElements + 1);
+  return elements <= kMaxDeclaredElements;
+}
+
+// Whether every initializer and every graph input with static dims is
+// small.
+bool DeclaresSmallTensors(const onnx::ModelProto& model) {
+  for (const onnx::TensorProto& tensor : model.graph().initializer()) {
+    int64_t elements = 1;
+    for (int64_t dim : tensor.dims()) {
+      if (!Grow(elements, dim)) return false;
+    }
+  }
+  for (const onnx::ValueInfoProto& input : model.graph().input()) {
+    int64_t elements = 1;
+    for (const auto& dim : input.type().tensor_type().shape().dim()) {
+      if (dim.has_dim_value() && !Grow(elements, dim.dim_value())) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(data, static_cast<int>(size)) || !DeclaresSmallTensors(model)) {
+    return 0;
+  }
+  absl::StatusOr<loom::Graph> graph = loom::ImportOnnxModel(model);
+  loom::fuzz::CheckUserError(graph.status(), "ImportOnnxModel");
+  if (!graph.ok()) return 0;
+
+  loom::CompileOptions options;
+  options.model = "fuzz.onnx";
+  options.pipeline = "cpu";
+  options.native_compile = false;
+  options.verify_each = true;
+  absl::StatusOr<loom::CompiledModel> compiled =
+      loom::CompileGraph(*std::move(graph), options);
+  loom::fuzz::CheckUserError(compiled.status(), "CompileGraph");
+  return 0;
+}
