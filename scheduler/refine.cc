@@ -12,7 +12,8 @@ std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
   while (true) {
     while (rest_a == 1 && i < a.size()) rest_a = a[i++];
     while (rest_b == 1 && j < b.size()) rest_b = b[j++];
-    if (rest_a == 1 || rest_b == 1) break;  // one list has ended
+    // One list has ended, or a loop has no iterations at all.
+    if (rest_a <= 1 || rest_b <= 1) break;
     const int64_t small = std::min(rest_a, rest_b);
     if (rest_a % small != 0 || rest_b % small != 0) break;
     common.push_back(small);
@@ -27,6 +28,8 @@ std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx,
                                                  absl::Span<const int64_t> prefix) {
   LoopRefinement refinement;
   const std::vector<int64_t>& old = node.ranges;
+  // A loop with no iterations cannot be split (nor dropped like one of 1).
+  if (std::find(old.begin(), old.end(), 0) != old.end()) return std::nullopt;
   if (old.size() >= prefix.size() &&
       std::equal(prefix.begin(), prefix.end(), old.begin()) &&
       std::find(old.begin() + prefix.size(), old.end(), 1) == old.end()) {

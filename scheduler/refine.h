@@ -22,7 +22,8 @@ namespace loom {
 // The longest common refinement of the leading loops of `a` and `b`: walks
 // both extent lists, skipping extents of 1 and splitting the larger extent
 // when the smaller divides it, until the lists end or the extents cannot
-// be matched. E.g. [2, 2, 1] and [2, 16, 32, 32] give [2, 2].
+// be matched (or a loop has no iterations). E.g. [2, 2, 1] and
+// [2, 16, 32, 32] give [2, 2].
 std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
                                       absl::Span<const int64_t> b);
 
@@ -39,7 +40,8 @@ struct LoopRefinement {
 
 // The refinement of `node`'s pointwise loops that makes them begin with
 // `prefix` (which has no extent 1; loops of extent 1 are dropped, their
-// variable becoming 0), or nullopt when `prefix` does not refine them.
+// variable becoming 0), or nullopt when `prefix` does not refine them or
+// a loop has no iterations.
 std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx,
                                                  const ComputeNode& node,
                                                  absl::Span<const int64_t> prefix);

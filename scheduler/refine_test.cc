@@ -15,6 +15,8 @@ TEST(CommonLoopPrefixTest, SplitsTheLargerExtentAndSkipsOnes) {
   EXPECT_THAT(CommonLoopPrefix({6, 4}, {4, 6}), ElementsAre());
   EXPECT_THAT(CommonLoopPrefix({2, 1024}, {2, 256}), ElementsAre(2, 256));
   EXPECT_THAT(CommonLoopPrefix({}, {3}), ElementsAre());
+  EXPECT_THAT(CommonLoopPrefix({2, 0}, {2, 5}), ElementsAre(2));
+  EXPECT_THAT(CommonLoopPrefix({0}, {4}), ElementsAre());
 }
 
 // GroupNorm's normalisation over (n, c, h, w) = [2, 16, 32, 32] refined to
@@ -83,6 +85,8 @@ TEST(RefineLeadingLoopsTest, RefusesAPrefixThatDoesNotDivide) {
   node.ranges = {6, 4};
   EXPECT_FALSE(RefineLeadingLoops(ctx, node, {4}).has_value());
   EXPECT_FALSE(RefineLeadingLoops(ctx, node, {6, 4, 2}).has_value());
+  node.ranges = {6, 0};
+  EXPECT_FALSE(RefineLeadingLoops(ctx, node, {6}).has_value());
 }
 
 }  // namespace
