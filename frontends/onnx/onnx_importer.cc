@@ -14,6 +14,7 @@
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
+#include "onnx/defs/schema.h"
 
 namespace loom {
 namespace {
@@ -246,6 +247,28 @@ class Importer {
     return false;
   }
 
+  // The node's input and output counts against its op's ONNX schema at
+  // the model's opset: the converters rely on them.
+  absl::Status CheckArity(const onnx::NodeProto& node) {
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), opset_, node.domain());
+    if (schema == nullptr) return absl::OkStatus();  // the converter decides
+    auto refuse = [&](const char* what, int count, int low, int high) {
+      return NodeContext(node, opset_, graph_, values_)
+          .Refuse(absl::StrCat("has ", count, " ", what, "; ", node.op_type(), " (opset ",
+                               opset_, ") takes ", low, " to ", high));
+    };
+    if (node.input_size() < schema->min_input() || node.input_size() > schema->max_input()) {
+      return refuse("inputs", node.input_size(), schema->min_input(), schema->max_input());
+    }
+    if (node.output_size() < schema->min_output() ||
+        node.output_size() > schema->max_output()) {
+      return refuse("outputs", node.output_size(), schema->min_output(),
+                    schema->max_output());
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status AddNode(const onnx::NodeProto& node) {
     const Converter* converter = FindConverter(node.op_type());
     if (!IsDefaultDomain(node.domain())) {
@@ -262,6 +285,7 @@ class Importer {
           .Refuse(absl::StrCat("op ", node.op_type(), " (opset ", opset_,
                                ") is not supported by loom"));
     }
+    if (absl::Status s = CheckArity(node); !s.ok()) return s;
     if (node.input_size() > 0 && OutputNeeded(node) && InputsKnown(node)) {
       return FoldNode(node, *converter);
     }
