@@ -248,10 +248,19 @@ class Importer {
   }
 
   // The node's input and output counts against its op's ONNX schema at
-  // the model's opset: the converters rely on them.
+  // the model's opset (or the latest one, for an op newer than the model):
+  // the converters rely on them. And each output must be a new name.
   absl::Status CheckArity(const onnx::NodeProto& node) {
+    for (const std::string& output : node.output()) {
+      if (!output.empty() && values_.contains(output)) {
+        return NodeContext(node, opset_, graph_, values_)
+            .Refuse(absl::StrCat("output '", output,
+                                 "' is already defined (an ONNX graph defines each name once)"));
+      }
+    }
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(node.op_type(), opset_, node.domain());
+    if (schema == nullptr) schema = onnx::OpSchemaRegistry::Schema(node.op_type(), node.domain());
     if (schema == nullptr) return absl::OkStatus();  // the converter decides
     auto refuse = [&](const char* what, int count, int low, int high) {
       return NodeContext(node, opset_, graph_, values_)
