@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "backends/cpp/codegen.h"
+#include "backends/cuda/codegen.h"
 #include "ir/graph_io.h"
 #include "ir/module.h"
 #include "passes/pass_manager.h"
@@ -18,10 +19,15 @@ const std::vector<GoldenCase>& GoldenCases() {
       {"examples/group_norm.pbtxt", "cpu", "tests/golden/group_norm.cc"},
       {"examples/lstm_l2_h64.pbtxt", "cpu_unrolled_rnn",
        "tests/golden/lstm_l2_h64.cc"},
-      {"examples/group_norm.pbtxt", "cpu", "tests/golden/group_norm.schedule.txt",
-       GoldenCase::Kind::kSchedule},
+      {"examples/group_norm.pbtxt", "cpu",
+       "tests/golden/group_norm.schedule.txt", GoldenCase::Kind::kSchedule},
       {"examples/lstm_l2_h64.pbtxt", "cpu_unrolled_rnn",
        "tests/golden/lstm_l2_h64.schedule.txt", GoldenCase::Kind::kSchedule},
+      // CUDA C++ from the same schedules.
+      {"examples/group_norm.pbtxt", "cuda", "tests/golden/group_norm.cu"},
+      {"examples/layer_norm.pbtxt", "cuda", "tests/golden/layer_norm.cu"},
+      {"examples/softmax.pbtxt", "cuda", "tests/golden/softmax.cu"},
+      {"examples/lstm_l2_h64.pbtxt", "cuda", "tests/golden/lstm_l2_h64.cu"},
   };
   return *cases;
 }
@@ -42,7 +48,10 @@ absl::StatusOr<std::string> EmitGolden(const GoldenCase& golden_case) {
     return PrintSchedule(*module.schedule, *module.loops);
   }
   // The launch table as comments, so the file stays valid C++.
-  std::string launches = cpp::PrintLaunches(*module.source, *module.loops, *module.schedule);
+  std::string launches =
+      module.source->language == "cuda"
+          ? cuda::PrintLaunches(*module.source, *module.loops, *module.schedule)
+          : cpp::PrintLaunches(*module.source, *module.loops, *module.schedule);
   return absl::StrCat(module.source->text, "\n// Launches:\n// ",
                       absl::StrReplaceAll(launches, {{"\n", "\n// "}}));
 }

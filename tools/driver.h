@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cpp/executable.h"
+#include "backends/cuda/executable.h"
 #include "ir/module.h"
 #include "ir/report.pb.h"
 #include "ir/tensor.h"
@@ -35,6 +36,8 @@ struct CompileOptions {
 struct CompiledModel {
   Module module;
   std::optional<cpp::CppExecutable> executable;  // after a native compile
+  // The cuda pipeline's instead (needs no GPU until its first run).
+  std::optional<cuda::CudaExecutable> cuda_executable;
   proto::Report report;
 };
 

@@ -1,0 +1,410 @@
+#include "backends/common/c_scalar.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace loom::cscalar {
+namespace {
+
+// The C spelling of a math function for a float type: expf or exp.
+std::string MathFn(const char* name, DType dtype) {
+  return absl::StrCat(name, dtype == DType::kF32 ? "f" : "");
+}
+
+// The exponential of `dtype` under `float_exp`; collects its helper.
+std::string ExpFn(DType dtype, FloatExp float_exp, HelperSet& helpers) {
+  if (dtype != DType::kF32 || float_exp == FloatExp::kLibm) return MathFn("exp", dtype);
+  helpers.set(kFloatExp);
+  return "loom_expf";
+}
+
+// " || v != v" for floats (true when v is NaN), nothing for integers.
+std::string NanTest(bool is_float, const std::string& v) {
+  return is_float ? absl::StrCat(" || ", v, " != ", v) : "";
+}
+
+}  // namespace
+
+// Integer division and power are total: division by zero gives 0 instead of
+// a signal, and the most negative value divided by -1 wraps.
+std::string CoreHelpers(absl::string_view q) {
+  return absl::StrCat(q, R"( int64_t loom_idiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
+  return a / b;
+}
+)",
+                      q, R"( int64_t loom_ipow(int64_t base, int64_t exp) {
+  if (exp < 0) return base == 1 ? 1 : base == -1 ? (exp % 2 ? -1 : 1) : 0;
+  uint64_t result = 1, b = (uint64_t)base;
+  for (; exp > 0; exp >>= 1, b *= b) {
+    if (exp & 1) result *= b;
+  }
+  return (int64_t)result;
+}
+// Float to integer: truncates, saturates at the type's range, NaN gives 0
+// (the reference interpreter's cast; a plain C cast is undefined there).
+)",
+                      q, R"( int32_t loom_f2i32(double x) {
+  if (x != x) return 0;
+  if (x >= 2147483648.0) return INT32_MAX;
+  if (x <= -2147483648.0) return INT32_MIN;
+  return (int32_t)x;
+}
+)",
+                      q, R"( int64_t loom_f2i64(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775808.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)x;
+}
+)");
+}
+
+// Remainders follow the interpreter: kMod takes the divisor's sign, kFmod
+// the dividend's; an integer remainder by 0 gives 0, and by -1 gives 0
+// without the overflow trap of INT64_MIN % -1.
+std::string HelperText(Helper helper, absl::string_view q) {
+  switch (helper) {
+    case kIntMod:
+      return absl::StrCat(q, R"( int64_t loom_imod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  const int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)");
+    case kIntFmod:
+      return absl::StrCat(q, R"( int64_t loom_ifmod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  return a % b;
+}
+)");
+    case kFloatMod:
+      return absl::StrCat(q, R"( float loom_modf(float a, float b) {
+  const float r = fmodf(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)");
+    case kDoubleMod:
+      return absl::StrCat(q, R"( double loom_mod(double a, double b) {
+  const double r = fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)");
+    // exp(x) = 2^n exp(r) with |r| <= ln2/2: Cephes' polynomial (about 1
+    // ulp), branch-free so that loops calling it vectorise. 2^n is built in
+    // two halves so that results down to the denormals and up to the
+    // overflow to infinity come out right.
+    case kFloatExp:
+      return absl::StrCat(q, R"( float loom_pow2i(int32_t k) {
+  const int32_t bits = (k + 127) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+)",
+                          q, R"( float loom_expf(float x) {
+  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float n = rintf(c * 1.44269504088896341f);
+  const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const int32_t k = (int32_t)n;
+  const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
+  return x != x ? x : y;
+}
+)");
+    case kNumHelpers:
+      break;
+  }
+  return "";
+}
+
+const char* CType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "float";
+    case DType::kF64:
+      return "double";
+    case DType::kI32:
+      return "int32_t";
+    case DType::kI64:
+      return "int64_t";
+    case DType::kBool:
+      return "bool";
+  }
+  return "void";
+}
+
+// A literal of `dtype` with exactly the value `v` converted as a cast would
+// (for integers: truncated, saturated, NaN as 0).
+std::string Literal(double v, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+    case DType::kF64:
+      if (std::isnan(v)) return absl::StrCat("(", CType(dtype), ")NAN");
+      if (std::isinf(v)) {
+        return absl::StrCat("(", CType(dtype), ")(", v < 0 ? "-" : "",
+                            "INFINITY)");
+      }
+      // Integers print as such; anything else in hex, which is exact.
+      if (v == std::trunc(v) && std::fabs(v) < 0x1p53) {
+        return absl::StrFormat("(%s)%.0f", CType(dtype), v);
+      }
+      return absl::StrFormat("(%s)%a", CType(dtype), v);
+    case DType::kBool:
+      return v != 0 ? "true" : "false";
+    case DType::kI32:
+    case DType::kI64: {
+      const bool narrow = dtype == DType::kI32;
+      const double limit = narrow ? 0x1p31 : 0x1p63;
+      if (std::isnan(v)) return absl::StrCat("(", CType(dtype), ")0");
+      if (v >= limit) return narrow ? "INT32_MAX" : "INT64_MAX";
+      if (v <= -limit) return narrow ? "INT32_MIN" : "INT64_MIN";
+      return absl::StrFormat("(%s)%dLL", CType(dtype), static_cast<int64_t>(v));
+    }
+  }
+  return "0";
+}
+
+// `helpers` collects the helpers the expression calls.
+std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
+                     const std::vector<std::string>& a, HelperSet& helpers,
+                     FloatExp float_exp) {
+  const bool is_float = IsFloat(operand_type);
+  const char* t = CType(type);
+  switch (fn) {
+    case ScalarFn::kNeg:
+      return absl::StrCat("-", a[0]);
+    case ScalarFn::kAbs:
+      return is_float
+                 ? absl::StrCat(MathFn("fabs", type), "(", a[0], ")")
+                 : absl::StrCat("(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
+    case ScalarFn::kExp:
+      return absl::StrCat(ExpFn(type, float_exp, helpers), "(", a[0], ")");
+    case ScalarFn::kLog:
+      return absl::StrCat(MathFn("log", type), "(", a[0], ")");
+    case ScalarFn::kSqrt:
+      return absl::StrCat(MathFn("sqrt", type), "(", a[0], ")");
+    case ScalarFn::kRsqrt:
+      return absl::StrCat("(", t, ")1 / ", MathFn("sqrt", type), "(", a[0],
+                          ")");
+    case ScalarFn::kReciprocal:
+      return absl::StrCat("(", t, ")1 / ", a[0]);
+    case ScalarFn::kTanh:
+      return absl::StrCat(MathFn("tanh", type), "(", a[0], ")");
+    case ScalarFn::kSigmoid:
+      return absl::StrCat("(", t, ")1 / ((", t, ")1 + ",
+                          ExpFn(type, float_exp, helpers), "(-", a[0], "))");
+    case ScalarFn::kRelu:  // keeps NaN
+      return absl::StrCat("(", a[0], " < 0 ? (", t, ")0 : ", a[0], ")");
+    case ScalarFn::kErf:
+      return absl::StrCat(MathFn("erf", type), "(", a[0], ")");
+    case ScalarFn::kSin:
+      return absl::StrCat(MathFn("sin", type), "(", a[0], ")");
+    case ScalarFn::kCos:
+      return absl::StrCat(MathFn("cos", type), "(", a[0], ")");
+    // Integers are already whole. rint rounds half to even in the default
+    // rounding mode, which generated code never changes.
+    case ScalarFn::kFloor:
+      return is_float ? absl::StrCat(MathFn("floor", type), "(", a[0], ")")
+                      : a[0];
+    case ScalarFn::kCeil:
+      return is_float ? absl::StrCat(MathFn("ceil", type), "(", a[0], ")")
+                      : a[0];
+    case ScalarFn::kRound:
+      return is_float ? absl::StrCat(MathFn("rint", type), "(", a[0], ")")
+                      : a[0];
+    // A NaN (and a zero) is its own sign.
+    case ScalarFn::kSign:
+      return is_float ? absl::StrCat("(", a[0], " > 0 ? (", t, ")1 : ", a[0],
+                                     " < 0 ? (", t, ")-1 : ", a[0], ")")
+                      : absl::StrCat("(", t, ")((", a[0], " > 0) - (", a[0],
+                                     " < 0))");
+    case ScalarFn::kNot:
+      return absl::StrCat("!", a[0]);
+    case ScalarFn::kAdd:
+      return absl::StrCat(a[0], " + ", a[1]);
+    case ScalarFn::kSub:
+      return absl::StrCat(a[0], " - ", a[1]);
+    case ScalarFn::kMul:
+      return absl::StrCat(a[0], " * ", a[1]);
+    case ScalarFn::kDiv:
+      return is_float
+                 ? absl::StrCat(a[0], " / ", a[1])
+                 : absl::StrCat("(", t, ")loom_idiv(", a[0], ", ", a[1], ")");
+    case ScalarFn::kPow:
+      return is_float
+                 ? absl::StrCat(MathFn("pow", type), "(", a[0], ", ", a[1], ")")
+                 : absl::StrCat("(", t, ")loom_ipow(", a[0], ", ", a[1], ")");
+    // Floats propagate NaN: a NaN `a` is picked by `a != a`, a NaN `b`
+    // because the comparison fails.
+    case ScalarFn::kMax:
+      return absl::StrCat("(", a[0], " > ", a[1], NanTest(is_float, a[0]),
+                          " ? ", a[0], " : ", a[1], ")");
+    case ScalarFn::kMin:
+      return absl::StrCat("(", a[0], " < ", a[1], NanTest(is_float, a[0]),
+                          " ? ", a[0], " : ", a[1], ")");
+    case ScalarFn::kMod:
+      if (is_float) {
+        const bool single = type == DType::kF32;
+        helpers.set(single ? kFloatMod : kDoubleMod);
+        return absl::StrCat(single ? "loom_modf(" : "loom_mod(", a[0], ", ",
+                            a[1], ")");
+      }
+      helpers.set(kIntMod);
+      return absl::StrCat("(", t, ")loom_imod(", a[0], ", ", a[1], ")");
+    case ScalarFn::kFmod:
+      if (is_float) {
+        return absl::StrCat(MathFn("fmod", type), "(", a[0], ", ", a[1], ")");
+      }
+      helpers.set(kIntFmod);
+      return absl::StrCat("(", t, ")loom_ifmod(", a[0], ", ", a[1], ")");
+    case ScalarFn::kEq:
+      return absl::StrCat(a[0], " == ", a[1]);
+    case ScalarFn::kNe:
+      return absl::StrCat(a[0], " != ", a[1]);
+    case ScalarFn::kLt:
+      return absl::StrCat(a[0], " < ", a[1]);
+    case ScalarFn::kLe:
+      return absl::StrCat(a[0], " <= ", a[1]);
+    case ScalarFn::kGt:
+      return absl::StrCat(a[0], " > ", a[1]);
+    case ScalarFn::kGe:
+      return absl::StrCat(a[0], " >= ", a[1]);
+    case ScalarFn::kAnd:
+      return absl::StrCat(a[0], " && ", a[1]);
+    case ScalarFn::kOr:
+      return absl::StrCat(a[0], " || ", a[1]);
+    case ScalarFn::kXor:
+      return absl::StrCat(a[0], " != ", a[1]);
+    case ScalarFn::kSelect:
+      return absl::StrCat(a[0], " ? ", a[1], " : ", a[2]);
+  }
+  return "0";
+}
+
+// The accumulator's first value: `dtype` is the type of the values folded.
+std::string ReduceInit(ReduceKind kind, DType dtype) {
+  switch (kind) {
+    case ReduceKind::kSum:
+      return Literal(0, dtype);
+    case ReduceKind::kProd:
+      return Literal(1, dtype);
+    case ReduceKind::kMax:
+    case ReduceKind::kArgMax:
+    case ReduceKind::kArgMaxLast:
+      if (IsFloat(dtype)) return Literal(-INFINITY, dtype);
+      return dtype == DType::kI32 ? "INT32_MIN" : "INT64_MIN";
+    case ReduceKind::kMin:
+    case ReduceKind::kArgMin:
+    case ReduceKind::kArgMinLast:
+      if (IsFloat(dtype)) return Literal(INFINITY, dtype);
+      return dtype == DType::kI32 ? "INT32_MAX" : "INT64_MAX";
+    case ReduceKind::kNone:
+      break;
+  }
+  return "0";
+}
+
+// Max and min keep the first NaN they meet, like the interpreter. The arg
+// reductions also record `position`. A NaN beats any number and ties with
+// another NaN: the first kinds take strict improvements (so the first NaN
+// or extreme wins), the *Last kinds also take ties (the last one wins).
+// Starting from -inf (or the type's minimum) rather than the first element
+// changes nothing: that element is taken or ties with the start at
+// position 0.
+// Folds `value` into the accumulator `acc` (and, for arg reductions, its
+// position into `arg`).
+std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
+                         const std::string& position, const std::string& acc,
+                         const std::string& arg) {
+  const bool is_float = IsFloat(dtype);
+  // A NaN value: always taken by max, min and the *Last kinds (it beats
+  // or ties anything); by the first kinds only over a number.
+  const std::string nan = NanTest(is_float, value);
+  const std::string nan_beats =
+      is_float ? absl::StrCat(" || (", value, " != ", value, " && ", acc,
+                              " == ", acc, ")")
+               : "";
+  const std::string take = absl::StrCat(") { ", acc, " = ", value, "; ", arg,
+                                        " = ", position, "; }");
+  switch (kind) {
+    case ReduceKind::kSum:
+      return absl::StrCat(acc, " += ", value, ";");
+    case ReduceKind::kProd:
+      return absl::StrCat(acc, " *= ", value, ";");
+    case ReduceKind::kMax:
+      return absl::StrCat("if (", value, " > ", acc, nan, ") ", acc, " = ",
+                          value, ";");
+    case ReduceKind::kMin:
+      return absl::StrCat("if (", value, " < ", acc, nan, ") ", acc, " = ",
+                          value, ";");
+    case ReduceKind::kArgMax:
+      return absl::StrCat("if (", value, " > ", acc, nan_beats, take);
+    case ReduceKind::kArgMaxLast:
+      return absl::StrCat("if (", value, " >= ", acc, nan, take);
+    case ReduceKind::kArgMin:
+      return absl::StrCat("if (", value, " < ", acc, nan_beats, take);
+    case ReduceKind::kArgMinLast:
+      return absl::StrCat("if (", value, " <= ", acc, nan, take);
+    case ReduceKind::kNone:
+      break;
+  }
+  return "";
+}
+
+std::string CastExpr(DType from, DType to, const std::string& arg) {
+  if (to == DType::kBool) return absl::StrCat(arg, " != 0");
+  if (IsFloat(from) && IsInteger(to)) {
+    return absl::StrCat(to == DType::kI32 ? "loom_f2i32(" : "loom_f2i64(", arg,
+                        ")");
+  }
+  return absl::StrCat("(", CType(to), ")", arg);
+}
+
+// The same order as ReduceUpdate, for two partial results: a NaN beats any
+// number and ties with another NaN; among ties the first kinds keep the
+// smaller position, the *Last kinds the larger. Max and min keep a NaN.
+std::string ReduceTakesOther(ReduceKind kind, DType dtype, const std::string& a,
+                             const std::string& ai, const std::string& b,
+                             const std::string& bi) {
+  const bool is_float = IsFloat(dtype);
+  const bool is_max = kind == ReduceKind::kMax || kind == ReduceKind::kArgMax ||
+                      kind == ReduceKind::kArgMaxLast;
+  const char* better = is_max ? " > " : " < ";
+  // `b` is strictly better than `a`.
+  const std::string beats =
+      is_float ? absl::StrCat("(", b, better, a, " || (", b, " != ", b, " && ",
+                              a, " == ", a, "))")
+               : absl::StrCat(b, better, a);
+  const std::string ties =
+      is_float ? absl::StrCat("(", b, " == ", a, " || (", b, " != ", b, " && ",
+                              a, " != ", a, "))")
+               : absl::StrCat(b, " == ", a);
+  switch (kind) {
+    case ReduceKind::kMax:
+    case ReduceKind::kMin:
+      return beats;
+    case ReduceKind::kArgMax:
+    case ReduceKind::kArgMin:
+      return absl::StrCat(beats, " || (", ties, " && ", bi, " < ", ai, ")");
+    case ReduceKind::kArgMaxLast:
+    case ReduceKind::kArgMinLast:
+      return absl::StrCat(beats, " || (", ties, " && ", bi, " > ", ai, ")");
+    case ReduceKind::kSum:
+    case ReduceKind::kProd:
+    case ReduceKind::kNone:
+      break;
+  }
+  return "false";
+}
+
+}  // namespace loom::cscalar

@@ -1,0 +1,77 @@
+#ifndef LOOM_BACKENDS_COMMON_C_SCALAR_H_
+#define LOOM_BACKENDS_COMMON_C_SCALAR_H_
+
+// The C spellings of loom's scalar operations (ir/loop_ir.h: ScalarFn,
+// ReduceKind, casts and literals), shared by the backends that print C-family
+// code (C++ for CPUs, CUDA C++). One place fixes the semantics generated code
+// must have: integer division and remainders are total, float-to-integer
+// casts saturate, max and min propagate NaN, and arg reductions break ties
+// as the interpreter does. The text does not depend on the backend except
+// for the qualifier of the helper functions ("static inline" for C++,
+// "static __device__ __forceinline__" for CUDA).
+
+#include <bitset>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "ir/dtype.h"
+#include "ir/loop_ir.h"
+
+namespace loom::cscalar {
+
+// Helpers that only some kernels need: a printer collects the ones its
+// expressions call and emits them after the prelude.
+enum Helper : int { kIntMod, kIntFmod, kFloatMod, kDoubleMod, kFloatExp, kNumHelpers };
+using HelperSet = std::bitset<kNumHelpers>;
+
+// The helpers every kernel may call: loom_idiv, loom_ipow, loom_f2i32,
+// loom_f2i64, each declared with `qualifier`.
+std::string CoreHelpers(absl::string_view qualifier);
+// The text of one optional helper, declared with `qualifier`.
+std::string HelperText(Helper helper, absl::string_view qualifier);
+
+// "float", "double", "int32_t", "int64_t", "bool".
+const char* CType(DType dtype);
+
+// A literal of `dtype` with exactly the value `v` converted as a cast would
+// (for integers: truncated, saturated, NaN as 0).
+std::string Literal(double v, DType dtype);
+
+// How single-precision exponentials (exp, sigmoid) are computed: libm's
+// expf, or loom_expf (helper kFloatExp), a branch-free polynomial that a C++
+// compiler vectorises inside loops (libm's expf stops vectorisation).
+enum class FloatExp { kLibm, kPolynomial };
+
+// The expression for `fn` applied to the operand expressions `a` (already
+// parenthesised where needed: they are variable names). `type` is the
+// result type, `operand_type` the type of the operands. `helpers` collects
+// the helpers the expression calls.
+std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
+                     const std::vector<std::string>& a, HelperSet& helpers,
+                     FloatExp float_exp = FloatExp::kLibm);
+
+// The expression that casts the variable `arg` of type `from` to `to`.
+std::string CastExpr(DType from, DType to, const std::string& arg);
+
+// The accumulator's first value; `dtype` is the type of the values folded.
+std::string ReduceInit(ReduceKind kind, DType dtype);
+
+// A statement folding `value` into the accumulator `acc` (and, for arg
+// reductions, `position` into `arg`), visiting elements in order.
+std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
+                         const std::string& position, const std::string& acc,
+                         const std::string& arg);
+
+// An expression combining two partial results of a reduction over disjoint
+// sets of elements into the result over their union, whatever order the
+// sets had: `a` and `b` (and, for arg reductions, their positions `ai` and
+// `bi`) name values; yields whether `b` must replace `a`. For sum and prod
+// it is never used (they combine with + and *).
+std::string ReduceTakesOther(ReduceKind kind, DType dtype, const std::string& a,
+                             const std::string& ai, const std::string& b,
+                             const std::string& bi);
+
+}  // namespace loom::cscalar
+
+#endif  // LOOM_BACKENDS_COMMON_C_SCALAR_H_

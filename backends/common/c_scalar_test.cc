@@ -1,0 +1,64 @@
+#include "backends/common/c_scalar.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace loom::cscalar {
+namespace {
+
+TEST(CScalarTest, HelpersTakeTheBackendsQualifier) {
+  const std::string cpp = CoreHelpers("static inline");
+  EXPECT_NE(cpp.find("static inline int64_t loom_idiv(int64_t a, int64_t b)"),
+            std::string::npos);
+  EXPECT_NE(cpp.find("static inline int32_t loom_f2i32(double x)"),
+            std::string::npos);
+  EXPECT_NE(
+      HelperText(kIntMod, "__device__").find("__device__ int64_t loom_imod"),
+      std::string::npos);
+}
+
+TEST(CScalarTest, LiteralsAreExact) {
+  EXPECT_EQ(Literal(NAN, DType::kF32), "(float)NAN");
+  EXPECT_EQ(Literal(-INFINITY, DType::kF64), "(double)(-INFINITY)");
+  EXPECT_EQ(Literal(0.1, DType::kF64), "(double)0x1.999999999999ap-4");
+  EXPECT_EQ(Literal(3e10, DType::kI32), "INT32_MAX");
+  EXPECT_EQ(Literal(-7.9, DType::kI64), "(int64_t)-7LL");
+}
+
+TEST(CScalarTest, CastsSaturateAndTestBools) {
+  EXPECT_EQ(CastExpr(DType::kF32, DType::kI32, "t0"), "loom_f2i32(t0)");
+  EXPECT_EQ(CastExpr(DType::kF64, DType::kBool, "t1"), "t1 != 0");
+  EXPECT_EQ(CastExpr(DType::kI32, DType::kF32, "t2"), "(float)t2");
+}
+
+TEST(CScalarTest, IntegerDivisionAndRemainderAreTotal) {
+  HelperSet helpers;
+  EXPECT_EQ(
+      CallExpr(ScalarFn::kDiv, DType::kI32, DType::kI32, {"a", "b"}, helpers),
+      "(int32_t)loom_idiv(a, b)");
+  EXPECT_EQ(
+      CallExpr(ScalarFn::kMod, DType::kI64, DType::kI64, {"a", "b"}, helpers),
+      "(int64_t)loom_imod(a, b)");
+  EXPECT_TRUE(helpers[kIntMod]);
+  EXPECT_FALSE(helpers[kFloatMod]);
+}
+
+// Combining partial results must agree with folding in order: NaN beats
+// numbers, ties go to the first (or last) position.
+TEST(CScalarTest, CombiningPartialArgReductions) {
+  EXPECT_EQ(
+      ReduceTakesOther(ReduceKind::kArgMax, DType::kI32, "a", "ai", "b", "bi"),
+      "b > a || (b == a && bi < ai)");
+  EXPECT_EQ(ReduceTakesOther(ReduceKind::kArgMinLast, DType::kI64, "a", "ai",
+                             "b", "bi"),
+            "b < a || (b == a && bi > ai)");
+  EXPECT_EQ(ReduceTakesOther(ReduceKind::kMax, DType::kF32, "a", "", "b", ""),
+            "(b > a || (b != b && a == a))");
+  EXPECT_EQ(ReduceUpdate(ReduceKind::kArgMaxLast, DType::kF32, "v", "x1", "acc",
+                         "arg"),
+            "if (v >= acc || v != v) { acc = v; arg = x1; }");
+}
+
+}  // namespace
+}  // namespace loom::cscalar

@@ -1,0 +1,55 @@
+#ifndef LOOM_BACKENDS_CUDA_CODEGEN_H_
+#define LOOM_BACKENDS_CUDA_CODEGEN_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/loop_ir.h"
+#include "ir/module.h"
+#include "ir/pipeline.pb.h"
+#include "ir/schedule.h"
+
+namespace loom::cuda {
+
+// Prints one CUDA C++ translation unit for `schedule`: one
+// `extern "C" __global__` function per distinct kernel body, taking its
+// arguments as typed device pointers (p0, p1, ... in the order of the launch
+// table's arguments), and the launch table that calls them in order.
+// Kernels that differ only in the buffers and offsets they touch share one
+// function. The text compiles with NVRTC and with nvcc. Output is
+// deterministic.
+//
+// How a kernel maps onto the GPU: each iteration of the kernel's outer loops
+// (all pointwise loops of a kernel with one member) is run by a team of
+// threads, one thread, a warp or a block, chosen by the work inside one
+// iteration. The team shares each member's inner pointwise loop (a
+// team-stride loop) and reduces cooperatively (warp shuffles, then shared
+// memory), every thread receiving the result; a member with inner loops and
+// a reduction gives each thread whole reductions. Internal buffers of one
+// element per outer iteration live in registers, larger ones in shared
+// memory (such kernels use one block per iteration). Barriers separate
+// members that touch the same memory.
+absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
+                                         const Schedule& schedule,
+                                         const proto::CudaOptions& options);
+
+// How a function is launched: blocks needed to cover its outer iterations
+// (the runtime may launch fewer: the kernels loop over them), threads per
+// block and bytes of dynamic shared memory. The emitted source holds these
+// as `extern "C" { __device__ long long <function>_shape[3]; }`, so a compiled
+// module describes itself.
+struct LaunchShape {
+  int64_t blocks = 1;
+  int64_t threads = 1;
+  int64_t shared_bytes = 0;
+};
+std::string LaunchShapeSymbol(const std::string& function);
+
+// The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes".
+std::string PrintLaunches(const GeneratedSource& source,
+                          const LoopProgram& program, const Schedule& schedule);
+
+}  // namespace loom::cuda
+
+#endif  // LOOM_BACKENDS_CUDA_CODEGEN_H_

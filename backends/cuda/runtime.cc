@@ -1,0 +1,394 @@
+#include "backends/cuda/runtime.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace loom::cuda {
+namespace {
+
+std::string GetEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+// dlopen's last error, or a placeholder.
+std::string DlError() {
+  const char* error = dlerror();
+  return error == nullptr ? "unknown error" : error;
+}
+
+// Looks up `names` in order (newer symbol versions first) and stores the
+// first found in `*function`.
+template <typename Fn>
+absl::Status Bind(void* library, std::vector<const char*> names, Fn* function) {
+  for (const char* name : names) {
+    if (void* symbol = dlsym(library, name)) {
+      *function = reinterpret_cast<Fn>(symbol);
+      return absl::OkStatus();
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the CUDA driver has no ", names.front(), " (driver too old?)"));
+}
+
+absl::StatusOr<Driver> LoadDriver() {
+  std::string path = GetEnv("LOOM_CUDA_DRIVER");
+  if (path.empty()) path = "libcuda.so.1";
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no CUDA driver: ", path, " not found (", DlError(),
+        "); the cuda pipeline needs an NVIDIA GPU and its driver, use "
+        "--pipeline=cpu on this machine"));
+  }
+  Driver d;
+  const absl::Status statuses[] = {
+      Bind(library, {"cuInit"}, &d.Init),
+      Bind(library, {"cuDeviceGetCount"}, &d.DeviceGetCount),
+      Bind(library, {"cuDeviceGet"}, &d.DeviceGet),
+      Bind(library, {"cuDeviceGetAttribute"}, &d.DeviceGetAttribute),
+      Bind(library, {"cuDevicePrimaryCtxRetain"}, &d.DevicePrimaryCtxRetain),
+      Bind(library, {"cuCtxSetCurrent"}, &d.CtxSetCurrent),
+      Bind(library, {"cuCtxSynchronize"}, &d.CtxSynchronize),
+      Bind(library, {"cuModuleLoadData"}, &d.ModuleLoadData),
+      Bind(library, {"cuModuleUnload"}, &d.ModuleUnload),
+      Bind(library, {"cuModuleGetFunction"}, &d.ModuleGetFunction),
+      Bind(library, {"cuModuleGetGlobal_v2"}, &d.ModuleGetGlobal),
+      Bind(library, {"cuFuncSetAttribute"}, &d.FuncSetAttribute),
+      Bind(library, {"cuMemAlloc_v2"}, &d.MemAlloc),
+      Bind(library, {"cuMemFree_v2"}, &d.MemFree),
+      Bind(library, {"cuMemcpyHtoD_v2"}, &d.MemcpyHtoD),
+      Bind(library, {"cuMemcpyDtoH_v2"}, &d.MemcpyDtoH),
+      Bind(library, {"cuMemcpyDtoD_v2"}, &d.MemcpyDtoD),
+      Bind(library, {"cuLaunchKernel"}, &d.LaunchKernel),
+      Bind(library, {"cuEventCreate"}, &d.EventCreate),
+      Bind(library, {"cuEventDestroy_v2", "cuEventDestroy"}, &d.EventDestroy),
+      Bind(library, {"cuEventRecord"}, &d.EventRecord),
+      Bind(library, {"cuEventSynchronize"}, &d.EventSynchronize),
+      Bind(library, {"cuEventElapsedTime_v2", "cuEventElapsedTime"},
+           &d.EventElapsedTime),
+      Bind(library, {"cuGetErrorString"}, &d.GetErrorString),
+  };
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  return d;
+}
+
+// NVRTC's functions.
+struct Nvrtc {
+  decltype(&::nvrtcVersion) Version;
+  decltype(&::nvrtcCreateProgram) CreateProgram;
+  decltype(&::nvrtcDestroyProgram) DestroyProgram;
+  decltype(&::nvrtcCompileProgram) CompileProgram;
+  decltype(&::nvrtcGetProgramLogSize) GetProgramLogSize;
+  decltype(&::nvrtcGetProgramLog) GetProgramLog;
+  decltype(&::nvrtcGetCUBINSize) GetCUBINSize;
+  decltype(&::nvrtcGetCUBIN) GetCUBIN;
+  decltype(&::nvrtcGetErrorString) GetErrorString;
+  std::string version;  // "13.0"
+};
+
+absl::StatusOr<Nvrtc> LoadNvrtc() {
+  std::vector<std::string> candidates;
+  if (std::string path = GetEnv("LOOM_NVRTC"); !path.empty()) {
+    candidates.push_back(path);
+  } else {
+    candidates = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                  "/usr/local/cuda/lib64/libnvrtc.so"};
+  }
+  void* library = nullptr;
+  std::vector<std::string> errors;
+  for (const std::string& path : candidates) {
+    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library != nullptr) break;
+    errors.push_back(DlError());
+  }
+  if (library == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("NVRTC not found (", absl::StrJoin(errors, "; "),
+                     "); install the CUDA toolkit or set LOOM_NVRTC"));
+  }
+  Nvrtc n;
+  const absl::Status statuses[] = {
+      Bind(library, {"nvrtcVersion"}, &n.Version),
+      Bind(library, {"nvrtcCreateProgram"}, &n.CreateProgram),
+      Bind(library, {"nvrtcDestroyProgram"}, &n.DestroyProgram),
+      Bind(library, {"nvrtcCompileProgram"}, &n.CompileProgram),
+      Bind(library, {"nvrtcGetProgramLogSize"}, &n.GetProgramLogSize),
+      Bind(library, {"nvrtcGetProgramLog"}, &n.GetProgramLog),
+      Bind(library, {"nvrtcGetCUBINSize"}, &n.GetCUBINSize),
+      Bind(library, {"nvrtcGetCUBIN"}, &n.GetCUBIN),
+      Bind(library, {"nvrtcGetErrorString"}, &n.GetErrorString),
+  };
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  int major = 0, minor = 0;
+  n.Version(&major, &minor);
+  n.version = absl::StrCat(major, ".", minor);
+  return n;
+}
+
+// 128-bit FNV-1a as 32 hex digits: stable across runs and machines.
+class Fnv1a128 {
+ public:
+  // Length-prefixed, so that no two different lists of pieces hash alike.
+  void Add(std::string_view piece) {
+    Update(absl::StrCat(piece.size(), ":"));
+    Update(piece);
+  }
+  std::string HexDigest() const {
+    return absl::StrFormat("%016x%016x", static_cast<uint64_t>(state_ >> 64),
+                           static_cast<uint64_t>(state_));
+  }
+
+ private:
+  void Update(std::string_view data) {
+    for (unsigned char byte : data) {
+      state_ ^= byte;
+      state_ *= kPrime;
+    }
+  }
+  static constexpr unsigned __int128 kOffsetBasis =
+      (static_cast<unsigned __int128>(0x6c62272e07bb0142ULL) << 64) |
+      0x62b821756295c58dULL;
+  static constexpr unsigned __int128 kPrime =
+      (static_cast<unsigned __int128>(1) << 88) | 0x13b;
+  unsigned __int128 state_ = kOffsetBasis;
+};
+
+absl::Status MakeDirs(const std::string& dir) {
+  for (size_t end = 1; end <= dir.size(); ++end) {
+    if (end < dir.size() && dir[end] != '/') continue;
+    const std::string prefix = dir.substr(0, end);
+    struct stat info;
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST &&
+        !(stat(prefix.c_str(), &info) == 0 && S_ISDIR(info.st_mode))) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", prefix));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Writes `contents` to a temporary file and renames it onto `path`, so that
+// readers see no file or the whole file.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 std::string_view contents) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string temp = absl::StrFormat(
+      "%s.tmp.%d.%d.%d", path, getpid(), counter.fetch_add(1),
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", temp));
+  absl::Status status;
+  while (!contents.empty() && status.ok()) {
+    const ssize_t n = write(fd, contents.data(), contents.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = absl::ErrnoToStatus(errno, absl::StrCat("write ", temp));
+    } else {
+      contents.remove_prefix(static_cast<size_t>(n));
+    }
+  }
+  if (close(fd) != 0 && status.ok()) {
+    status = absl::ErrnoToStatus(errno, absl::StrCat("close ", temp));
+  }
+  if (status.ok() && rename(temp.c_str(), path.c_str()) != 0) {
+    status = absl::ErrnoToStatus(errno, absl::StrCat("rename ", temp));
+  }
+  if (!status.ok()) unlink(temp.c_str());
+  return status;
+}
+
+// The whole file, or nullopt when it cannot be read.
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return std::nullopt;
+  std::stringstream data;
+  data << file.rdbuf();
+  if (!file) return std::nullopt;
+  return data.str();
+}
+
+absl::StatusOr<std::string> CompileWithNvrtc(
+    const Nvrtc& nvrtc, std::string_view source,
+    const std::vector<std::string>& options) {
+  const std::string text(source);
+  nvrtcProgram program = nullptr;
+  nvrtcResult result = nvrtc.CreateProgram(&program, text.c_str(), "model.cu",
+                                           0, nullptr, nullptr);
+  if (result != NVRTC_SUCCESS) {
+    return absl::InternalError(
+        absl::StrCat("nvrtcCreateProgram: ", nvrtc.GetErrorString(result)));
+  }
+  std::vector<const char*> argv;
+  for (const std::string& option : options) argv.push_back(option.c_str());
+  result =
+      nvrtc.CompileProgram(program, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  std::string log;
+  if (nvrtc.GetProgramLogSize(program, &log_size) == NVRTC_SUCCESS &&
+      log_size > 1) {
+    log.resize(log_size);
+    nvrtc.GetProgramLog(program, log.data());
+    log.resize(log_size - 1);
+  }
+  std::string cubin;
+  if (result == NVRTC_SUCCESS) {
+    size_t size = 0;
+    result = nvrtc.GetCUBINSize(program, &size);
+    if (result == NVRTC_SUCCESS) {
+      cubin.resize(size);
+      result = nvrtc.GetCUBIN(program, cubin.data());
+    }
+  }
+  nvrtc.DestroyProgram(&program);
+  if (result != NVRTC_SUCCESS) {
+    return absl::InternalError(
+        absl::StrCat("NVRTC compile of the generated CUDA failed (",
+                     nvrtc.GetErrorString(result), ") with options ",
+                     absl::StrJoin(options, " "), ":\n", log));
+  }
+  return cubin;
+}
+
+}  // namespace
+
+absl::Status Driver::Check(CUresult result, absl::string_view what) const {
+  if (result == CUDA_SUCCESS) return absl::OkStatus();
+  const char* text = nullptr;
+  if (GetErrorString == nullptr ||
+      GetErrorString(result, &text) != CUDA_SUCCESS || text == nullptr) {
+    text = "unknown error";
+  }
+  return absl::InternalError(absl::StrCat(
+      what, " failed: ", text, " (CUresult ", static_cast<int>(result), ")"));
+}
+
+std::string Device::Arch() const { return absl::StrCat("sm_", major, minor); }
+
+absl::StatusOr<Device> OpenDevice() {
+  static const absl::StatusOr<Device>* const device =
+      new absl::StatusOr<Device>([]() -> absl::StatusOr<Device> {
+        static absl::StatusOr<Driver> driver = LoadDriver();
+        if (!driver.ok()) return driver.status();
+        const Driver& d = *driver;
+        const CUresult init = d.Init(0);
+        int count = 0;
+        if (init != CUDA_SUCCESS || d.DeviceGetCount(&count) != CUDA_SUCCESS ||
+            count == 0) {
+          const absl::Status cause = d.Check(
+              init != CUDA_SUCCESS ? init : CUDA_ERROR_NO_DEVICE, "cuInit");
+          return absl::FailedPreconditionError(absl::StrCat(
+              "no CUDA device: ", cause.message(),
+              "; the cuda pipeline needs an NVIDIA GPU, use --pipeline=cpu "
+              "on this machine"));
+        }
+        Device device;
+        device.driver = &d;
+        if (absl::Status s =
+                d.Check(d.DeviceGet(&device.device, 0), "cuDeviceGet");
+            !s.ok()) {
+          return s;
+        }
+        const std::pair<CUdevice_attribute, int*> attributes[] = {
+            {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &device.major},
+            {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &device.minor},
+            {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &device.multiprocessors},
+            {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+             &device.max_shared_per_block},
+        };
+        for (const auto& [attribute, value] : attributes) {
+          if (absl::Status s =
+                  d.Check(d.DeviceGetAttribute(value, attribute, device.device),
+                          "cuDeviceGetAttribute");
+              !s.ok()) {
+            return s;
+          }
+        }
+        if (absl::Status s = d.Check(
+                d.DevicePrimaryCtxRetain(&device.context, device.device),
+                "cuDevicePrimaryCtxRetain");
+            !s.ok()) {
+          return s;
+        }
+        return device;
+      }());
+  if (!device->ok()) return device->status();
+  const Device& d = **device;
+  if (absl::Status s = d.driver->Check(d.driver->CtxSetCurrent(d.context),
+                                       "cuCtxSetCurrent");
+      !s.ok()) {
+    return s;
+  }
+  return d;
+}
+
+absl::StatusOr<Cubin> CompileCubin(std::string_view source,
+                                   const std::string& arch,
+                                   const std::string& cache_dir) {
+  static const absl::StatusOr<Nvrtc>* const nvrtc =
+      new absl::StatusOr<Nvrtc>(LoadNvrtc());
+  if (!nvrtc->ok()) return nvrtc->status();
+  if (cache_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "no kernel cache dir: set $LOOM_CACHE_DIR or $HOME");
+  }
+  const std::vector<std::string> options = {absl::StrCat("-arch=", arch),
+                                            "--std=c++17"};
+  Fnv1a128 hash;
+  hash.Add(source);
+  for (const std::string& option : options) hash.Add(option);
+  hash.Add((*nvrtc)->version);
+  const std::string base = absl::StrCat(cache_dir, "/", hash.HexDigest());
+  const std::string cubin_path = base + ".cubin";
+  Cubin cubin;
+  if (std::optional<std::string> cached = ReadFile(cubin_path);
+      cached.has_value() && !cached->empty()) {
+    cubin.data = *std::move(cached);
+    cubin.cache_hit = true;
+    return cubin;
+  }
+  if (absl::Status s = MakeDirs(cache_dir); !s.ok()) return s;
+  // The source beside its cubin, for whoever debugs a kernel.
+  if (absl::Status s = WriteFileAtomically(base + ".cu", source); !s.ok()) {
+    return s;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::string> data = CompileWithNvrtc(**nvrtc, source, options);
+  if (!data.ok()) return data.status();
+  cubin.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  cubin.data = *std::move(data);
+  if (absl::Status s = WriteFileAtomically(cubin_path, cubin.data); !s.ok()) {
+    return s;
+  }
+  return cubin;
+}
+
+std::string DefaultCacheDir() {
+  std::string dir = GetEnv("LOOM_CACHE_DIR");
+  if (!dir.empty()) return dir;
+  std::string home = GetEnv("HOME");
+  return home.empty() ? "" : absl::StrCat(home, "/.cache/loom");
+}
+
+}  // namespace loom::cuda
