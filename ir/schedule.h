@@ -22,10 +22,12 @@ struct Kernel {
   std::string name;
   std::vector<int> nodes;  // indexes into LoopProgram::nodes
   int outer_loops = 0;
-  // Buffers written and read only inside this kernel by a member with no
-  // inner pointwise loops (one element per outer iteration), each read at
-  // the very index it was written: their values pass in registers and are
-  // never stored, so they need no memory.
+  // Temporaries written and read only inside this kernel (so, by the rule
+  // above, only within the outer iteration that wrote them). They need no
+  // memory: a writer with no inner pointwise loops produces one element per
+  // outer iteration, which passes in a register; any other writer's slice
+  // of one outer iteration (at most a few hundred KiB) lives in a local
+  // array (CPU) or shared memory (GPU).
   std::vector<BufferId> internal;
 };
 
