@@ -9,8 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ir/graph_io.h"
+#include "tests/fuzz/compile_check.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "tools/driver.h"
 
 namespace {
 
@@ -33,13 +33,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       loom::GraphFromProto(*graph_proto, "fuzz.pbtxt");
   if (!graph.ok()) return 0;
 
-  loom::CompileOptions options;
-  options.model = "fuzz.pbtxt";
-  options.pipeline = "cpu";
-  options.native_compile = false;
-  options.verify_each = true;
-  absl::StatusOr<loom::CompiledModel> compiled =
-      loom::CompileGraph(*std::move(graph), options);
-  loom::fuzz::CheckUserError(compiled.status(), "CompileGraph");
+  loom::fuzz::CompileAndCheck(*std::move(graph), "fuzz.pbtxt");
   return 0;
 }

@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "frontends/onnx/onnx_importer.h"
+#include "tests/fuzz/compile_check.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "tools/driver.h"
 
 namespace {
 
@@ -55,13 +55,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   loom::fuzz::CheckUserError(graph.status(), "ImportOnnxModel");
   if (!graph.ok()) return 0;
 
-  loom::CompileOptions options;
-  options.model = "fuzz.onnx";
-  options.pipeline = "cpu";
-  options.native_compile = false;
-  options.verify_each = true;
-  absl::StatusOr<loom::CompiledModel> compiled =
-      loom::CompileGraph(*std::move(graph), options);
-  loom::fuzz::CheckUserError(compiled.status(), "CompileGraph");
+  loom::fuzz::CompileAndCheck(*std::move(graph), "fuzz.onnx");
   return 0;
 }
