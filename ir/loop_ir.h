@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "ir/dtype.h"
 #include "ir/expr.h"
@@ -87,14 +88,18 @@ bool IsArgReduce(ReduceKind kind);
 // positions (e.g. a cumulative sum masks j <= i).
 struct ScalarOp {
   enum class Kind : uint8_t { kLoad, kConst, kCall, kCast, kIndex };
+  // The one-byte fields come first so that they pack together: a program
+  // holds millions of steps, and every pass walks them.
   Kind kind;
-  DType dtype;           // the type of this step's result
-  BufferId buffer = -1;  // kLoad
+  DType dtype;                   // the type of this step's result
+  ScalarFn fn = ScalarFn::kAdd;  // kCall
+  BufferId buffer = -1;          // kLoad
   Expr index = nullptr;  // kLoad: flat element offset; kIndex: the value
   int64_t stride = 0;    // kLoad with an argument: elements per unit of it
   double constant = 0;   // kConst
-  ScalarFn fn = ScalarFn::kAdd;  // kCall
-  std::vector<int> args;  // kCall, kCast, kLoad: positions of earlier steps
+  // kCall, kCast, kLoad: positions of earlier steps. Inline (no heap
+  // allocation) up to a ternary op, since a program has millions of steps.
+  absl::InlinedVector<int, 3> args;
 };
 
 // Writes `output` over a pointwise iteration space `ranges` (loop variables

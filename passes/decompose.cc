@@ -87,9 +87,8 @@ namespace {
 // when something was decomposed, and then the nodes move into it (none is
 // copied); on an error the graph's nodes are untouched.
 template <typename Pick>
-absl::StatusOr<bool> DecomposeSweep(Graph& graph,
-                                    absl::flat_hash_set<std::string>& names,
-                                    Pick pick, std::vector<bool>& emitted) {
+absl::StatusOr<bool> DecomposeSweep(Graph& graph, NameSet& names, Pick pick,
+                                    std::vector<bool>& emitted) {
   const size_t num_nodes = graph.nodes().size();
   // The composites' replacements, one after the other: composites[k]
   // becomes replacements[ends[k - 1] .. ends[k]).
@@ -136,16 +135,14 @@ absl::StatusOr<bool> DecomposeSweep(Graph& graph,
   return true;
 }
 
-// The node names that a decomposition's new names could collide with.
-// Those are all "<composite>/<suffix>" (made unique with ".N"), so only
+// Adds to `names` the node names that a decomposition's new names could collide
+// with. Those are all "<composite>/<suffix>" (made unique with ".N"), so only
 // names with a '/' can: the others, which in a graph written by hand or by
 // a generator are nearly all, stay out of the set.
-absl::flat_hash_set<std::string> NamesWithSlash(const Graph& graph) {
-  absl::flat_hash_set<std::string> names;
+void AddNamesWithSlash(const Graph& graph, NameSet& names) {
   for (const Node& node : graph.nodes()) {
-    if (absl::StrContains(node.name, '/')) names.insert(node.name);
+    if (absl::StrContains(node.name, '/')) names.Insert(node.name);
   }
-  return names;
 }
 
 // Infers the types of the nodes a sweep emitted (emitted[i]): every other
@@ -173,7 +170,8 @@ absl::Status InferEmittedShapes(Graph& graph, const std::vector<bool>& emitted,
 
 absl::StatusOr<bool> DecomposePass::Run(Module& module) {
   Graph& graph = module.graph;
-  absl::flat_hash_set<std::string> names = NamesWithSlash(graph);
+  NameSet names;
+  AddNamesWithSlash(graph, names);
 
   // The first sweep decomposes the selected ops. A decomposition may emit
   // composite ops: later sweeps decompose the nodes the previous one

@@ -1,21 +1,48 @@
 #include "passes/decomposition.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 
 namespace loom {
 
+bool NameSet::Insert(absl::string_view name) {
+  if (names_.contains(name)) return false;
+  names_.insert(Store(name));
+  return true;
+}
+
+absl::string_view NameSet::Store(absl::string_view name) {
+  char* copy;
+  if (name.size() > kBlockSize / 4) {  // a long name gets a block of its own
+    long_names_.push_back(std::make_unique<char[]>(name.size()));
+    copy = long_names_.back().get();
+  } else {
+    if (block_used_ + name.size() > kBlockSize) {
+      blocks_.push_back(std::make_unique<char[]>(kBlockSize));
+      block_used_ = 0;
+    }
+    copy = blocks_.back().get() + block_used_;
+    block_used_ += name.size();
+  }
+  std::copy(name.begin(), name.end(), copy);
+  return absl::string_view(copy, name.size());
+}
+
 ValueId DecompositionBuilder::Add(absl::string_view suffix, std::string op,
                                   std::vector<ValueId> inputs, Attrs attrs) {
-  const ValueId output =
-      graph_.AddIntermediate(absl::StrCat(node_.name, "/", suffix));
-  Emit(suffix, std::move(op), std::move(inputs), output, std::move(attrs));
+  std::string name = absl::StrCat(node_.name, "/", suffix);
+  const ValueId output = graph_.AddIntermediate(name);
+  Emit(std::move(name), std::move(op), std::move(inputs), output,
+       std::move(attrs));
   return output;
 }
 
 void DecompositionBuilder::AddWriting(absl::string_view suffix, std::string op,
                                       std::vector<ValueId> inputs,
                                       ValueId output, Attrs attrs) {
-  Emit(suffix, std::move(op), std::move(inputs), output, std::move(attrs));
+  Emit(absl::StrCat(node_.name, "/", suffix), std::move(op), std::move(inputs),
+       output, std::move(attrs));
 }
 
 ValueId DecompositionBuilder::Constant(absl::string_view suffix, Tensor data) {
@@ -32,10 +59,10 @@ ValueId DecompositionBuilder::Scalar(absl::string_view suffix, double value,
   return Constant(suffix, std::move(data));
 }
 
-void DecompositionBuilder::Emit(absl::string_view suffix, std::string op,
+void DecompositionBuilder::Emit(std::string name, std::string op,
                                 std::vector<ValueId> inputs, ValueId output,
                                 Attrs attrs) {
-  out_.push_back(Node{UniqueNodeName(absl::StrCat(node_.name, "/", suffix)),
+  out_.push_back(Node{UniqueNodeName(std::move(name)),
                       std::move(op),
                       std::move(inputs),
                       {output},
@@ -43,11 +70,11 @@ void DecompositionBuilder::Emit(absl::string_view suffix, std::string op,
 }
 
 std::string DecompositionBuilder::UniqueNodeName(std::string base) {
-  std::string name = base;
-  for (int i = 1; !node_names_.insert(name).second; ++i) {
-    name = absl::StrCat(base, ".", i);
+  if (node_names_.Insert(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string name = absl::StrCat(base, ".", i);
+    if (node_names_.Insert(name)) return name;
   }
-  return name;
 }
 
 absl::Status CheckArity(const Node& node, size_t inputs, size_t outputs) {

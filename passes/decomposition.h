@@ -1,6 +1,7 @@
 #ifndef LOOM_PASSES_DECOMPOSITION_H_
 #define LOOM_PASSES_DECOMPOSITION_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,29 @@ namespace loom {
 // its own file and lists them in a table (declared at the end of this
 // header); passes/decompose.cc gathers the tables.
 
+// A set of node names that owns their bytes in large blocks: a decomposed
+// recurrence names millions of nodes, and a string per name in a
+// flat_hash_set<std::string> would be an allocation (and a copy) each.
+class NameSet {
+ public:
+  NameSet() = default;
+  NameSet(const NameSet&) = delete;
+  NameSet& operator=(const NameSet&) = delete;
+
+  // Adds `name`; false (and no change) when it is already there.
+  bool Insert(absl::string_view name);
+
+ private:
+  static constexpr size_t kBlockSize = 64 * 1024;
+  // A copy of `name` in the current block (or a block of its own).
+  absl::string_view Store(absl::string_view name);
+
+  absl::flat_hash_set<absl::string_view> names_;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  size_t block_used_ = kBlockSize;  // of blocks_.back()
+  std::vector<std::unique_ptr<char[]>> long_names_;
+};
+
 // Builds the nodes that replace one composite node. Node names are derived
 // from the composite's ("sm" -> "sm/max"), made unique among the graph's
 // node names; fresh values get unique names through Graph::AddIntermediate.
@@ -25,8 +49,7 @@ namespace loom {
 // so a decomposition reads the types of the composite's inputs only.
 class DecompositionBuilder {
  public:
-  DecompositionBuilder(Graph& graph, const Node& node,
-                       absl::flat_hash_set<std::string>& node_names,
+  DecompositionBuilder(Graph& graph, const Node& node, NameSet& node_names,
                        std::vector<Node>& out)
       : graph_(graph), node_(node), node_names_(node_names), out_(out) {}
 
@@ -54,13 +77,14 @@ class DecompositionBuilder {
   const Graph& graph() const { return graph_; }
 
  private:
-  void Emit(absl::string_view suffix, std::string op,
-            std::vector<ValueId> inputs, ValueId output, Attrs attrs);
+  // Appends a node named `name` (made unique) that writes `output`.
+  void Emit(std::string name, std::string op, std::vector<ValueId> inputs,
+            ValueId output, Attrs attrs);
   std::string UniqueNodeName(std::string base);
 
   Graph& graph_;
   const Node& node_;
-  absl::flat_hash_set<std::string>& node_names_;
+  NameSet& node_names_;
   std::vector<Node>& out_;
 };
 
@@ -76,11 +100,14 @@ struct Decomposition {
 };
 
 // The tables of the op families, one per file.
-absl::Span<const Decomposition> SoftmaxDecompositions();     // decompose_softmax.cc
-absl::Span<const Decomposition> ActivationDecompositions();  // decompose_activation.cc
-absl::Span<const Decomposition> NormDecompositions();        // decompose_norm.cc
-absl::Span<const Decomposition> TensorOpDecompositions();    // decompose_tensor_ops.cc
-absl::Span<const Decomposition> RnnDecompositions();         // decompose_rnn.cc
+absl::Span<const Decomposition>
+SoftmaxDecompositions();  // decompose_softmax.cc
+absl::Span<const Decomposition>
+ActivationDecompositions();  // decompose_activation.cc
+absl::Span<const Decomposition> NormDecompositions();  // decompose_norm.cc
+absl::Span<const Decomposition>
+TensorOpDecompositions();                             // decompose_tensor_ops.cc
+absl::Span<const Decomposition> RnnDecompositions();  // decompose_rnn.cc
 
 // "expected 3 inputs and 1 output, got 2 and 1" unless the node has
 // exactly that many.

@@ -240,7 +240,8 @@ class Lowering {
   // Body steps.
   int Load(ComputeNode& node, ValueId value, absl::Span<const Expr> indices);
   int Step(ComputeNode& node, ScalarOp op);
-  int Call(ComputeNode& node, ScalarFn fn, DType dtype, std::vector<int> args);
+  int Call(ComputeNode& node, ScalarFn fn, DType dtype,
+           absl::Span<const int> args);
   int Constant(ComputeNode& node, double value, DType dtype);
   // Indices into `in_shape` that broadcast it to the node's first
   // `out_rank` loop variables (numpy rules).
@@ -420,8 +421,16 @@ ComputeNode Lowering::PointwiseNode(const Node& node, ValueId out) {
   ComputeNode compute;
   compute.name = node.name;
   compute.ranges = graph_.value(out).type.shape;
-  // A load per input and a step to combine them, for most nodes.
-  compute.body.reserve(node.inputs.size() + 1);
+  // A load (or an inlined body) per input and a step to combine them, for
+  // most nodes: reserved exactly, so that the body never regrows.
+  size_t steps = 1;
+  for (ValueId input : node.inputs) {
+    const LoweredValue& source = lowered_[input];
+    steps += source.inline_node >= 0
+                 ? inline_templates_[source.inline_node].body.size()
+                 : 1;
+  }
+  compute.body.reserve(steps);
   return compute;
 }
 
@@ -498,10 +507,10 @@ int Lowering::Inline(ComputeNode& node, const InlineTemplate& tmpl,
 }
 
 int Lowering::Call(ComputeNode& node, ScalarFn fn, DType dtype,
-                   std::vector<int> args) {
+                   absl::Span<const int> args) {
   ScalarOp call{ScalarOp::Kind::kCall, dtype};
   call.fn = fn;
-  call.args = std::move(args);
+  call.args.assign(args.begin(), args.end());
   return Step(node, std::move(call));
 }
 
@@ -529,14 +538,13 @@ absl::Status Lowering::LowerElementwise(const Node& node) {
   const ValueId out = node.outputs[0];
   ComputeNode compute = PointwiseNode(node, out);
   const size_t rank = compute.ranges.size();
-  std::vector<int> args;
+  absl::InlinedVector<int, 3> args;
   for (ValueId input : node.inputs) {
     args.push_back(
         Load(compute, input,
              BroadcastIndices(graph_.value(input).type.shape, rank)));
   }
-  const int root =
-      Call(compute, fn, graph_.value(out).type.dtype, std::move(args));
+  const int root = Call(compute, fn, graph_.value(out).type.dtype, args);
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 namespace loom {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A graph with one f32 input `x` of `shape`.
@@ -258,7 +259,7 @@ TEST(LowerTest, GatherIsAnIndirectLoad) {
   EXPECT_EQ(program->buffers[load.buffer].name, "x");
   EXPECT_EQ(ToString(load.index), "5*x0");
   EXPECT_EQ(load.stride, 1);
-  EXPECT_EQ(load.args, (std::vector<int>{0}));
+  EXPECT_THAT(load.args, ElementsAre(0));
   EXPECT_TRUE(VerifyLoopProgram(*program).ok());
   EXPECT_THAT(PrintComputeNode(*program, node),
               HasSubstr("load x[5*x0 + 1*t0]"));

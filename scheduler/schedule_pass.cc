@@ -18,34 +18,59 @@ namespace loom {
 // through the chain every earlier one. Write-after-read: a writer follows
 // every reader since the previous write, so no read sees a later write.
 // Each access adds O(1) edges, amortised.
+//
+// Everything lives in flat arrays (a program has about a million buffers at
+// the scale loom targets): the readers of a buffer since its last write are
+// a linked list threaded through one pool, and the edges come out grouped by
+// their target in program order, so a stable counting sort by source sorts
+// them completely.
 std::vector<std::pair<int, int>> DependencyEdges(const LoopProgram& program) {
   const int n = static_cast<int>(program.nodes.size());
-  std::vector<int> last_writer(program.buffers.size(), -1);
-  std::vector<std::vector<int>> readers_since_write(program.buffers.size());
-  std::vector<std::pair<int, int>> edges;
+  const size_t num_buffers = program.buffers.size();
+  std::vector<int> last_writer(num_buffers, -1);
+  // Readers since the last write: pool entries reader_head[b], then
+  // next[...], until -1.
+  std::vector<int> reader_head(num_buffers, -1);
+  std::vector<int> last_reader(num_buffers, -1);  // to add each reader once
+  std::vector<int> pool_reader, pool_next;
+  // Each edge into node i once: added[source] == i once it is there.
+  std::vector<int> added(n, -1);
+  std::vector<int> from, to;
+  auto add_edge = [&](int source, int target) {
+    if (source == target || added[source] == target) return;
+    added[source] = target;
+    from.push_back(source);
+    to.push_back(target);
+  };
   for (int i = 0; i < n; ++i) {
     const ComputeNode& node = program.nodes[i];
-    int last_source = -1;  // skip repeated loads of one buffer in a row
     for (const ScalarOp& op : node.body) {
-      if (op.kind != ScalarOp::Kind::kLoad || op.buffer == last_source)
+      if (op.kind != ScalarOp::Kind::kLoad || last_reader[op.buffer] == i) {
         continue;
-      last_source = op.buffer;
-      if (last_writer[op.buffer] >= 0) {
-        edges.emplace_back(last_writer[op.buffer], i);
       }
-      readers_since_write[op.buffer].push_back(i);
+      last_reader[op.buffer] = i;
+      if (last_writer[op.buffer] >= 0) add_edge(last_writer[op.buffer], i);
+      pool_reader.push_back(i);
+      pool_next.push_back(reader_head[op.buffer]);
+      reader_head[op.buffer] = static_cast<int>(pool_reader.size()) - 1;
     }
-    if (last_writer[node.output] >= 0) {
-      edges.emplace_back(last_writer[node.output], i);
+    const BufferId out = node.output;
+    if (last_writer[out] >= 0) add_edge(last_writer[out], i);
+    for (int k = reader_head[out]; k >= 0; k = pool_next[k]) {
+      add_edge(pool_reader[k], i);
     }
-    for (int reader : readers_since_write[node.output]) {
-      if (reader != i) edges.emplace_back(reader, i);
-    }
-    readers_since_write[node.output].clear();
-    last_writer[node.output] = i;
+    reader_head[out] = -1;
+    last_reader[out] = -1;
+    last_writer[out] = i;
   }
-  std::sort(edges.begin(), edges.end());
-  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  // Counting sort by source; targets stay in increasing order within each.
+  std::vector<int> start(n + 1, 0);
+  for (int source : from) ++start[source + 1];
+  for (int i = 0; i < n; ++i) start[i + 1] += start[i];
+  std::vector<std::pair<int, int>> edges(from.size());
+  for (size_t k = 0; k < from.size(); ++k) {
+    edges[start[from[k]]++] = {from[k], to[k]};
+  }
   return edges;
 }
 
