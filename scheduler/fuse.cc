@@ -263,7 +263,10 @@ std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb, bool vertical
   // of a refinement of both groups' loops.
   std::vector<int64_t> shared;
   if (a == b || vertical) shared = CommonLoopPrefix(a, b);
-  if (a != b && shared.empty()) {
+  // A group of one outer iteration (a reduction to one row, say) shares
+  // the empty prefix with its consumer: the kernel has no outer loops.
+  const bool single = Product(a) == 1 || Product(b) == 1;
+  if (a != b && shared.empty() && !(vertical && single)) {
     return {"iteration spaces differ",
             absl::StrCat(ShapeToString(a), " vs ", ShapeToString(b))};
   }

@@ -40,6 +40,31 @@ std::string ExtremeUpdate(ReduceKind kind, DType dtype, const std::string& value
                                      : "");
 }
 
+// Below this many outer iterations a kernel may split its members' loops
+// over the threads (more threads than that are rare).
+constexpr int64_t kSplitBelowOuter = 64;
+
+// The OpenMP pragma sharing `loops` perfectly nested loops over threads.
+std::string ParallelFor(size_t loops, absl::string_view condition) {
+  return absl::StrCat("#pragma omp parallel for",
+                      loops > 1 ? absl::StrCat(" collapse(", loops, ")") : "", condition);
+}
+
+// Pragmas for a nest of `count` loops: the innermost runs in vector lanes
+// when `vector`; with `split`, the outermost is shared by the threads when
+// `loom_split` holds. `clauses` (e.g. " reduction(+:acc0)") go with both.
+std::vector<std::string> LoopPragmas(size_t count, bool vector, bool split,
+                                     absl::string_view clauses) {
+  std::vector<std::string> pragmas(count);
+  if (count == 0) return pragmas;
+  if (vector) pragmas.back() = absl::StrCat("#pragma omp simd", clauses);
+  if (split) {
+    pragmas.front() = absl::StrCat("#pragma omp parallel for", vector && count == 1 ? " simd" : "",
+                                   clauses, " if(loom_split)");
+  }
+  return pragmas;
+}
+
 // The row-major position among the reduction loops' iterations, e.g.
 // "x2 * 5 + x3" for reduction loops x2 in [0, 4), x3 in [0, 5).
 std::string ReductionPosition(const ComputeNode& node) {
@@ -71,6 +96,7 @@ class KernelPrinter {
   struct Printed {
     std::string body;
     std::vector<BufferRef> args;
+    bool calls_openmp = false;  // needs <omp.h>
   };
   Printed Print(const Kernel& kernel);
 
@@ -80,9 +106,13 @@ class KernelPrinter {
   std::pair<std::string, Expr> Param(BufferId buffer, Expr index, bool is_output);
   void PrintMember(const ComputeNode& node, int member, bool internal, int depth);
   void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
-  // Opens loops first .. extents.size()-1; returns the new depth.
+  // Opens loops first .. extents.size()-1, each after its pragma (if
+  // any; pragmas[0] is loop `first`'s); returns the new depth.
   int OpenLoops(const std::vector<int64_t>& extents, size_t first, int depth,
-                absl::string_view pragma);
+                const std::vector<std::string>& pragmas);
+  // Whether a member with this much work in one outer iteration splits
+  // its loops over the threads when the outer loops are too few.
+  bool Splits(const ComputeNode& node) const;
   int CloseLoops(size_t count, int depth);
   std::vector<std::string> OuterLoopPragmas(const Kernel& kernel,
                                             const std::vector<int64_t>& outer);
@@ -102,6 +132,12 @@ class KernelPrinter {
   std::string params_;
   std::string body_;
   int outer_loops_ = 0;
+  // The kernel has few outer iterations and members with much work in
+  // each: when there are more threads than outer iterations (`loom_split`
+  // at run time), the members' own loops run in parallel instead of the
+  // outer ones: a reduction in two levels, per thread and then combined.
+  bool few_outer_ = false;  // the outer iterations may be fewer than threads
+  bool may_split_ = false;  // and a member splits
   // Values stored earlier in this kernel by members with no inner loops,
   // by (buffer, index): a later member reads them from these variables
   // instead of memory.
@@ -173,9 +209,11 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
 }
 
 int KernelPrinter::OpenLoops(const std::vector<int64_t>& extents, size_t first,
-                             int depth, absl::string_view pragma) {
+                             int depth, const std::vector<std::string>& pragmas) {
   for (size_t i = first; i < extents.size(); ++i, ++depth) {
-    if (i + 1 == extents.size() && !pragma.empty()) Line(depth, pragma);
+    if (i - first < pragmas.size() && !pragmas[i - first].empty()) {
+      Line(depth, pragmas[i - first]);
+    }
     Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i,
                                 extents[i], i));
   }
@@ -205,17 +243,20 @@ void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int dept
   // any NaN was seen (which then is the result, as in ReduceUpdate).
   const bool extreme = node.reduce == ReduceKind::kMax || node.reduce == ReduceKind::kMin;
   const bool is_float = IsFloat(acc_type);
-  std::string pragma;
+  std::string clauses;
   if (node.reduce == ReduceKind::kSum || node.reduce == ReduceKind::kProd) {
-    pragma = absl::StrCat("#pragma omp simd reduction(",
-                          node.reduce == ReduceKind::kSum ? "+" : "*", ":", acc, ")");
+    clauses = absl::StrCat(" reduction(", node.reduce == ReduceKind::kSum ? "+" : "*", ":", acc,
+                           ")");
   } else if (extreme) {
-    pragma = absl::StrCat("#pragma omp simd reduction(",
-                          node.reduce == ReduceKind::kMax ? "max" : "min", ":", acc, ")",
-                          is_float ? absl::StrCat(" reduction(|:", arg, ")") : "");
+    clauses = absl::StrCat(" reduction(", node.reduce == ReduceKind::kMax ? "max" : "min", ":",
+                           acc, ")", is_float ? absl::StrCat(" reduction(|:", arg, ")") : "");
     if (is_float) Line(depth, absl::StrCat("int ", arg, " = 0;"));
   }
-  depth = OpenLoops(ranges, node.ranges.size(), depth, pragma);
+  // Split over the threads only when no inner loop already is.
+  const bool split = !clauses.empty() && Splits(node) &&
+                     node.ranges.size() == static_cast<size_t>(outer_loops_);
+  depth = OpenLoops(ranges, node.ranges.size(), depth,
+                    LoopPragmas(node.reduction_ranges.size(), !clauses.empty(), split, clauses));
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     Line(depth, absl::StrCat("const ", CType(node.body[i].dtype), " ", Temp(i),
                              " = ", PrintStep(node, i), ";"));
@@ -244,7 +285,8 @@ void KernelPrinter::PrintMember(const ComputeNode& node, int member, bool intern
   // A pointwise loop nest's iterations are independent: its innermost loop
   // runs in vector lanes.
   const bool reduces = node.reduce != ReduceKind::kNone;
-  depth = OpenLoops(node.ranges, outer_loops_, depth, reduces ? "" : "#pragma omp simd");
+  depth = OpenLoops(node.ranges, outer_loops_, depth,
+                    LoopPragmas(inner_loops, !reduces, Splits(node), ""));
   std::string result;
   if (reduces) {
     PrintReduction(node, member, depth, result);
@@ -284,20 +326,37 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
     flat &= node.ranges.size() == outer.size() && node.reduce == ReduceKind::kNone;
   }
   const bool parallel = options_.openmp() && NumElements(outer) > 1 && work >= (1 << 16);
-  const size_t shared = flat ? outer.size() - 1 : outer.size();  // loops in threads
-  if (flat) pragmas.back() = "#pragma omp simd";
-  if (parallel && shared == 0) pragmas.front() = "#pragma omp parallel for simd";
-  if (parallel && shared > 0) {
-    pragmas.front() = shared == 1 ? "#pragma omp parallel for"
-                                  : absl::StrCat("#pragma omp parallel for collapse(", shared, ")");
+  if (flat) {
+    // Threads share the loops around the vector one, unless those are too
+    // few: then they share the vector loop itself.
+    const int64_t around = NumElements(std::vector<int64_t>(outer.begin(), outer.end() - 1));
+    const bool around_shared = parallel && around >= kSplitBelowOuter;
+    pragmas.back() = parallel && !around_shared ? "#pragma omp parallel for simd"
+                                                : "#pragma omp simd";
+    if (around_shared) pragmas.front() = ParallelFor(outer.size() - 1, "");
+  } else if (parallel) {
+    pragmas.front() = ParallelFor(outer.size(), may_split_ ? " if(!loom_split)" : "");
   }
   return pragmas;
+}
+
+bool KernelPrinter::Splits(const ComputeNode& node) const {
+  constexpr int64_t kMinSplitWork = 1 << 15;
+  return few_outer_ && NumElements(node.AllRanges()) >= kMinSplitWork * NumElements(
+      std::vector<int64_t>(node.ranges.begin(), node.ranges.begin() + outer_loops_));
 }
 
 KernelPrinter::Printed KernelPrinter::Print(const Kernel& kernel) {
   outer_loops_ = kernel.outer_loops;
   const std::vector<int64_t>& first_ranges = program_.nodes[kernel.nodes.front()].ranges;
   const std::vector<int64_t> outer(first_ranges.begin(), first_ranges.begin() + outer_loops_);
+  few_outer_ = options_.openmp() && NumElements(outer) < kSplitBelowOuter;
+  may_split_ = false;
+  for (int m : kernel.nodes) may_split_ |= Splits(program_.nodes[m]);
+  if (may_split_) {
+    Line(1, absl::StrCat("const int loom_split = omp_get_max_threads() > ", NumElements(outer),
+                         ";"));
+  }
   int depth = 1;
   const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, outer);
   for (size_t i = 0; i < outer.size(); ++i, ++depth) {
@@ -325,7 +384,7 @@ KernelPrinter::Printed KernelPrinter::Print(const Kernel& kernel) {
     PrintMember(node, static_cast<int>(m), is_internal(node.output), depth);
   }
   CloseLoops(outer.size(), depth);
-  return Printed{absl::StrCat(params_, body_), std::move(args_)};
+  return Printed{absl::StrCat(params_, body_), std::move(args_), may_split_};
 }
 
 std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
@@ -391,9 +450,11 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   LaunchTable& launches = source.launches;
   launches.function.reserve(schedule.kernels.size());
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
+  bool calls_openmp = false;
   for (const Kernel& kernel : schedule.kernels) {
     KernelPrinter::Printed printed =
         KernelPrinter(program, options, helpers).Print(kernel);
+    calls_openmp |= printed.calls_openmp;
     auto [it, added] = function_of_body.emplace(
         std::move(printed.body), static_cast<int>(function_of_body.size()));
     if (added) bodies.push_back(&it->first);
@@ -402,7 +463,8 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
   }
   std::string& text = source.text;
-  text = absl::StrCat(kPreludeHead, cscalar::CoreHelpers(kHelperQualifier));
+  text = absl::StrCat(kPreludeHead, calls_openmp ? "#include <omp.h>\n" : "",
+                      cscalar::CoreHelpers(kHelperQualifier));
   size_t size = text.size();
   for (const std::string* body : bodies) size += body->size() + 64;
   text.reserve(size);
