@@ -132,6 +132,19 @@ TEST_F(FuseTest, ChannelLoopsSplitIntoGroupsToShareTheOuterLoops) {
             (std::vector<int64_t>{2, 2, 8, 64}));
 }
 
+// A reduction to one row shares no loop with its consumer but has only
+// one outer iteration: they fuse over no outer loops at all.
+TEST_F(FuseTest, AGroupOfOneIterationFusesWithItsConsumerOverNoOuterLoops) {
+  graph_ = Graph();
+  x_ = *graph_.AddInput("x", TensorType{DType::kF32, {1, 64}});
+  const ValueId max = Reduce("reduce_max", x_);  // [1,1]
+  graph_.AddOutput(Op("sub", {x_, max}));        // [1,64]
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(Kernels(schedule), "reduce_max0+sub1");
+  ASSERT_EQ(schedule.kernels.size(), 1);
+  EXPECT_EQ(schedule.kernels[0].outer_loops, 0);
+}
+
 TEST_F(FuseTest, IterationSpacesWithNoCommonOuterLoopAreRefused) {
   graph_ = Graph();
   x_ = *graph_.AddInput("x", TensorType{DType::kF32, {6, 4}});

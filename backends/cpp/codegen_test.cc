@@ -174,5 +174,30 @@ TEST(CodegenTest, GatherIsAnIndirectLoadAndCumsumReadsLoopPositions) {
   EXPECT_THAT(text, HasSubstr("const int64_t t2 = x1;"));
 }
 
+// One long row: the reduction has no outer loop to share over threads, so
+// with OpenMP it splits its own loop (two levels: per thread, then
+// combined) when there is more than one thread.
+TEST(CodegenTest, AReductionOverOneLongRowSplitsOverTheThreads) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {1, 1 << 16}});
+  Attrs attrs;
+  attrs.Set("axes", std::vector<int64_t>{1});
+  const NodeId sum = *graph.AddNode("sum", "reduce_sum", {x}, {"sum.y"}, attrs);
+  graph.AddOutput(graph.node(sum).outputs[0]);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<Schedule> schedule = ScheduleProgram(*program);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  proto::CppOptions options;
+  options.set_openmp(true);
+  const std::string text = EmitCpp(*program, *schedule, options).text;
+  EXPECT_THAT(text, HasSubstr("#include <omp.h>"));
+  EXPECT_THAT(text, HasSubstr("const int loom_split = omp_get_max_threads() > 1;"));
+  EXPECT_THAT(text, HasSubstr("#pragma omp parallel for simd reduction(+:acc0) if(loom_split)"));
+  options.set_openmp(false);
+  EXPECT_THAT(EmitCpp(*program, *schedule, options).text, Not(HasSubstr("loom_split")));
+}
+
 }  // namespace
 }  // namespace loom::cpp

@@ -25,7 +25,7 @@ pass { name: "lower" }
 pass { name: "schedule" }
 pass { name: "fuse" }
 pass { name: "plan-memory" }
-pass { name: "codegen-cpp" cpp { simd: NATIVE } }
+pass { name: "codegen-cpp" cpp { simd: NATIVE openmp: true } }
 )";
 
 constexpr double kRelTolerance = 1e-4;

@@ -158,5 +158,19 @@ TEST(EndToEndTest, SoftmaxThroughDecomposition) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// Rows too few for the threads: each member's own loops are shared by the
+// threads, reductions in two levels.
+TEST(EndToEndTest, LongRowsSplitOverTheThreads) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {1, 1 << 16});
+  const ValueId two_rows = b.Input("two_rows", DType::kF32, {2, 1 << 16});
+  Attrs last;
+  last.Set("axis", int64_t{-1});
+  b.Output(b.Op("softmax", {x}, last));
+  b.Output(b.Op("reduce_max", {two_rows}, IntsAttr("axes", {-1})));
+  b.Output(b.Op("reduce_sum", {two_rows}, IntsAttr("axes", {-1})));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
 }  // namespace
 }  // namespace loom
