@@ -34,7 +34,7 @@ int64_t Product(absl::Span<const int64_t> extents) {
 // The fuser's view of the program: dense per-node and per-buffer tables.
 class Fuser {
  public:
-  Fuser(LoopProgram& program, const Schedule& schedule, int max_nodes);
+  Fuser(LoopProgram& program, const Schedule& schedule, const proto::FuseOptions& options);
   absl::StatusOr<Schedule> Run();
 
  private:
@@ -74,6 +74,8 @@ class Fuser {
   LoopProgram& program_;
   ExprContext& ctx_;
   const int max_nodes_;
+  const bool outer_loop_;     // consumers may share fewer loops
+  const bool reshape_aware_;  // loops may split to be shared
   const int n_;
   std::vector<int> position_;  // node -> place in the unfused order
   std::vector<int> order_;     // place -> node
@@ -91,10 +93,14 @@ class Fuser {
   std::vector<int> slot_;  // per node: its index in the plan weighed now, or -1
 };
 
-Fuser::Fuser(LoopProgram& program, const Schedule& schedule, int max_nodes)
+Fuser::Fuser(LoopProgram& program, const Schedule& schedule,
+             const proto::FuseOptions& options)
     : program_(program),
       ctx_(*program.exprs),
-      max_nodes_(max_nodes),
+      max_nodes_(options.max_nodes_per_kernel() > 0 ? options.max_nodes_per_kernel()
+                                                     : kDefaultMaxNodesPerKernel),
+      outer_loop_(options.outer_loop()),
+      reshape_aware_(options.reshape_aware()),
       n_(static_cast<int>(program.nodes.size())),
       position_(n_),
       pred_offsets_(n_ + 1, 0),
@@ -261,12 +267,14 @@ std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb, bool vertical
   const std::vector<int64_t>& b = outer_[gb];
   // Siblings only fuse over the same loops; a consumer may share a prefix
   // of a refinement of both groups' loops.
+  // Without outer-loop fusion, consumers fuse like siblings.
+  const bool outer = vertical && outer_loop_;
   std::vector<int64_t> shared;
-  if (a == b || vertical) shared = CommonLoopPrefix(a, b);
+  if (a == b || outer) shared = CommonLoopPrefix(a, b, reshape_aware_);
   // A group of one outer iteration (a reduction to one row, say) shares
   // the empty prefix with its consumer: the kernel has no outer loops.
   const bool single = Product(a) == 1 || Product(b) == 1;
-  if (a != b && shared.empty() && !(vertical && single)) {
+  if (a != b && ((shared.empty() && !(outer && single)) || !outer)) {
     return {"iteration spaces differ",
             absl::StrCat(ShapeToString(a), " vs ", ShapeToString(b))};
   }
@@ -289,7 +297,7 @@ std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb, bool vertical
             [&](int x, int y) { return position_[x] < position_[y]; });
   // The most shared loops first; a consumer may fall back to fewer.
   for (size_t i = 0; i < plan.members.size(); ++i) slot_[plan.members[i]] = static_cast<int>(i);
-  const size_t fewest = vertical ? std::min<size_t>(1, shared.size()) : shared.size();
+  const size_t fewest = outer ? std::min<size_t>(1, shared.size()) : shared.size();
   bool legal = false;
   for (size_t loops = shared.size(); !legal; --loops) {
     plan.outer.assign(shared.begin(), shared.begin() + loops);
@@ -473,9 +481,7 @@ absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program,
   if (scheduled != program.nodes.size()) {
     return absl::InternalError("the schedule does not cover every compute node");
   }
-  const int max_nodes = options.max_nodes_per_kernel() > 0 ? options.max_nodes_per_kernel()
-                                                            : kDefaultMaxNodesPerKernel;
-  return Fuser(program, schedule, max_nodes).Run();
+  return Fuser(program, schedule, options).Run();
 }
 
 }  // namespace loom

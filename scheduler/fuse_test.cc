@@ -29,8 +29,9 @@ class FuseTest : public testing::Test {
     return Op(op, {input}, attrs);
   }
 
-  // Lowers, schedules and fuses the graph built so far.
-  Schedule Fuse(int max_nodes = 0) {
+  // Lowers, schedules and fuses the graph built so far (outer-loop and
+  // reshape-aware fusion on, as in the built-in pipelines).
+  Schedule Fuse(int max_nodes = 0, bool outer_loop = true) {
     EXPECT_TRUE(InferShapes(graph_).ok());
     absl::StatusOr<LoopProgram> program = LowerGraph(graph_);
     EXPECT_TRUE(program.ok()) << program.status();
@@ -39,6 +40,8 @@ class FuseTest : public testing::Test {
     EXPECT_TRUE(schedule.ok());
     proto::FuseOptions options;
     options.set_max_nodes_per_kernel(max_nodes);
+    options.set_outer_loop(outer_loop);
+    options.set_reshape_aware(outer_loop);
     absl::StatusOr<Schedule> fused = FuseSchedule(program_, *schedule, options);
     EXPECT_TRUE(fused.ok()) << fused.status();
     return *std::move(fused);
@@ -143,6 +146,14 @@ TEST_F(FuseTest, AGroupOfOneIterationFusesWithItsConsumerOverNoOuterLoops) {
   EXPECT_EQ(Kernels(schedule), "reduce_max0+sub1");
   ASSERT_EQ(schedule.kernels.size(), 1);
   EXPECT_EQ(schedule.kernels[0].outer_loops, 0);
+}
+
+TEST_F(FuseTest, WithoutOuterLoopFusionOnlyEqualSpacesFuse) {
+  const ValueId max = Reduce("reduce_max", x_);  // [4,1]
+  graph_.AddOutput(Op("sub", {x_, max}));        // [4,8]
+  const Schedule schedule = Fuse(/*max_nodes=*/0, /*outer_loop=*/false);
+  EXPECT_EQ(Kernels(schedule), "reduce_max0 | sub1");
+  EXPECT_THAT(Refusals(schedule), HasSubstr("iteration spaces differ"));
 }
 
 TEST_F(FuseTest, IterationSpacesWithNoCommonOuterLoopAreRefused) {

@@ -5,7 +5,7 @@
 namespace loom {
 
 std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
-                                      absl::Span<const int64_t> b) {
+                                      absl::Span<const int64_t> b, bool split) {
   std::vector<int64_t> common;
   size_t i = 0, j = 0;
   int64_t rest_a = 1, rest_b = 1;  // what is left of a[i-1] and b[j-1]
@@ -15,7 +15,7 @@ std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
     // One list has ended, or a loop has no iterations at all.
     if (rest_a <= 1 || rest_b <= 1) break;
     const int64_t small = std::min(rest_a, rest_b);
-    if (rest_a % small != 0 || rest_b % small != 0) break;
+    if (rest_a % small != 0 || rest_b % small != 0 || (!split && rest_a != rest_b)) break;
     common.push_back(small);
     rest_a /= small;
     rest_b /= small;

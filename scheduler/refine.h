@@ -24,8 +24,9 @@ namespace loom {
 // when the smaller divides it, until the lists end or the extents cannot
 // be matched (or a loop has no iterations). E.g. [2, 2, 1] and
 // [2, 16, 32, 32] give [2, 2].
+// Without `split`, loops are only matched whole.
 std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
-                                      absl::Span<const int64_t> b);
+                                      absl::Span<const int64_t> b, bool split = true);
 
 // How one compute node's loops map onto refined loops whose first ones are
 // a given prefix.

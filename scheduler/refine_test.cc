@@ -17,6 +17,7 @@ TEST(CommonLoopPrefixTest, SplitsTheLargerExtentAndSkipsOnes) {
   EXPECT_THAT(CommonLoopPrefix({}, {3}), ElementsAre());
   EXPECT_THAT(CommonLoopPrefix({2, 0}, {2, 5}), ElementsAre(2));
   EXPECT_THAT(CommonLoopPrefix({0}, {4}), ElementsAre());
+  EXPECT_THAT(CommonLoopPrefix({2, 2, 1}, {2, 16, 32}, /*split=*/false), ElementsAre(2));
 }
 
 // GroupNorm's normalisation over (n, c, h, w) = [2, 16, 32, 32] refined to

@@ -23,7 +23,7 @@ pass { name: "decompose" }
 pass { name: "simplify" }
 pass { name: "lower" }
 pass { name: "schedule" }
-pass { name: "fuse" }
+pass { name: "fuse" fuse { outer_loop: true reshape_aware: true } }
 pass { name: "plan-memory" }
 pass { name: "codegen-cpp" cpp { simd: NATIVE openmp: true } }
 )";
