@@ -51,8 +51,12 @@ std::string ParallelFor(size_t loops, absl::string_view condition) {
 }
 
 // Pragmas for a nest of `count` loops: the innermost runs in vector lanes
-// when `vector`; with `split`, the outermost is shared by the threads when
-// `loom_split` holds. `clauses` (e.g. " reduction(+:acc0)") go with both.
+// when `vector` (reductions: their lanes may be reassociated); with `split`,
+// the outermost is shared by the threads when `loom_split` holds.
+// `clauses` (e.g. " reduction(+:acc0)") go with both. Pointwise loops get
+// no `omp simd`: GCC 12 at -O2 vectorised such a loop over a slice of a
+// local array with aligned stores at an unaligned address (random graph
+// 5374 crashed); its own vectoriser handles them.
 std::vector<std::string> LoopPragmas(size_t count, bool vector, bool split,
                                      absl::string_view clauses) {
   std::vector<std::string> pragmas(count);
@@ -282,11 +286,9 @@ void KernelPrinter::PrintMember(const ComputeNode& node, int member, bool intern
   var_names_.clear();
   for (size_t i = 0; i < ranges.size(); ++i) var_names_.push_back(absl::StrCat("x", i));
   const size_t inner_loops = node.ranges.size() - outer_loops_;
-  // A pointwise loop nest's iterations are independent: its innermost loop
-  // runs in vector lanes.
   const bool reduces = node.reduce != ReduceKind::kNone;
   depth = OpenLoops(node.ranges, outer_loops_, depth,
-                    LoopPragmas(inner_loops, !reduces, Splits(node), ""));
+                    LoopPragmas(inner_loops, /*vector=*/false, Splits(node), ""));
   std::string result;
   if (reduces) {
     PrintReduction(node, member, depth, result);
@@ -312,8 +314,7 @@ void KernelPrinter::PrintMember(const ComputeNode& node, int member, bool intern
   step_base_ += static_cast<int>(node.body.size());
 }
 
-// The outer loops run in parallel (OpenMP) when there is enough work; the
-// innermost one runs in vector lanes when it holds no loop of its own.
+// The outer loops run in parallel (OpenMP) when there is enough work.
 std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
                                                          const std::vector<int64_t>& outer) {
   std::vector<std::string> pragmas(outer.size());
@@ -327,13 +328,14 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
   }
   const bool parallel = options_.openmp() && NumElements(outer) > 1 && work >= (1 << 16);
   if (flat) {
-    // Threads share the loops around the vector one, unless those are too
-    // few: then they share the vector loop itself.
+    // Threads share the loops around the innermost one (which the compiler
+    // vectorises), unless those are too few: then they share it too.
     const int64_t around = NumElements(std::vector<int64_t>(outer.begin(), outer.end() - 1));
-    const bool around_shared = parallel && around >= kSplitBelowOuter;
-    pragmas.back() = parallel && !around_shared ? "#pragma omp parallel for simd"
-                                                : "#pragma omp simd";
-    if (around_shared) pragmas.front() = ParallelFor(outer.size() - 1, "");
+    if (parallel && around >= kSplitBelowOuter) {
+      pragmas.front() = ParallelFor(outer.size() - 1, "");
+    } else if (parallel) {
+      pragmas.front() = ParallelFor(outer.size(), "");
+    }
   } else if (parallel) {
     pragmas.front() = ParallelFor(outer.size(), may_split_ ? " if(!loom_split)" : "");
   }
@@ -389,7 +391,7 @@ KernelPrinter::Printed KernelPrinter::Print(const Kernel& kernel) {
 
 std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
   std::vector<std::string> flags = {
-      absl::StrCat("-O", options.opt_level() > 0 ? options.opt_level() : 2),
+      absl::StrCat("-O", options.opt_level() > 0 ? options.opt_level() : 3),
       "-fPIC",
       "-shared",
       "-std=c++17",

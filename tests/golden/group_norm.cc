@@ -50,7 +50,6 @@ extern "C" void loom_f0(void* const* a) {
       const float t1 = acc0;
       const float t2 = (float)8192;
       const float t3 = t1 / t2;
-      #pragma omp simd
       for (int64_t x2 = 0; x2 < 8192; ++x2) {
         const float t4 = p0[(16384*x0 + 8192*x1 + x2)];
         const float t5 = t3;
@@ -73,7 +72,6 @@ extern "C" void loom_f0(void* const* a) {
       const float t15 = (float)1 / sqrtf(t14);
       for (int64_t x2 = 0; x2 < 8; ++x2) {
         for (int64_t x3 = 0; x3 < 32; ++x3) {
-          #pragma omp simd
           for (int64_t x4 = 0; x4 < 32; ++x4) {
             const float t16 = l2[(1024*x2 + 32*x3 + x4)];
             const float t17 = t15;

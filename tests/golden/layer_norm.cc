@@ -48,7 +48,6 @@ extern "C" void loom_f0(void* const* a) {
     const float t1 = acc0;
     const float t2 = (float)256;
     const float t3 = t1 / t2;
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 256; ++x1) {
       const float t4 = p0[(256*x0 + x1)];
       const float t5 = t3;
@@ -69,7 +68,6 @@ extern "C" void loom_f0(void* const* a) {
     const float t13 = (float)0x1.4f8b58p-17;
     const float t14 = t12 + t13;
     const float t15 = (float)1 / sqrtf(t14);
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 256; ++x1) {
       const float t16 = l2[x1];
       const float t17 = t15;

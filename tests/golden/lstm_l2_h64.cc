@@ -77,7 +77,6 @@ extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  #pragma omp simd
   for (int64_t x0 = 0; x0 < 256; ++x0) {
     const float t0 = p0[x0];
     const float t1 = p1[x0];
@@ -234,7 +233,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l0[x1] = acc0;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t3 = p2[(256*x0 + x1)];
       const float t4 = p3[x1];
@@ -260,7 +258,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t24 = t10 + t23;
       l1[x1] = t24;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t25 = p8[(256*x0 + x1)];
       const float t26 = p9[x1];
@@ -284,7 +281,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l3[x1] = acc3;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t37 = p10[(256*x0 + x1)];
       const float t38 = p3[x1];
@@ -310,7 +306,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t58 = t44 + t57;
       l4[x1] = t58;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t59 = p13[(256*x0 + x1)];
       const float t60 = p9[x1];
@@ -334,7 +329,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l6[x1] = acc6;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t71 = p14[(256*x0 + x1)];
       const float t72 = p3[x1];
@@ -360,7 +354,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t92 = t78 + t91;
       l7[x1] = t92;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t93 = p17[(256*x0 + x1)];
       const float t94 = p9[x1];
@@ -384,7 +377,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l9[x1] = acc9;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t105 = p18[(256*x0 + x1)];
       const float t106 = p3[x1];
@@ -410,7 +402,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t126 = t112 + t125;
       l10[x1] = t126;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t127 = p21[(256*x0 + x1)];
       const float t128 = p9[x1];
@@ -434,7 +425,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l12[x1] = acc12;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t139 = p22[(256*x0 + x1)];
       const float t140 = p3[x1];
@@ -460,7 +450,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t160 = t146 + t159;
       l13[x1] = t160;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t161 = p25[(256*x0 + x1)];
       const float t162 = p9[x1];
@@ -484,7 +473,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l15[x1] = acc15;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t173 = p26[(256*x0 + x1)];
       const float t174 = p3[x1];
@@ -510,7 +498,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t194 = t180 + t193;
       l16[x1] = t194;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t195 = p29[(256*x0 + x1)];
       const float t196 = p9[x1];
@@ -534,7 +521,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l18[x1] = acc18;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t207 = p30[(256*x0 + x1)];
       const float t208 = p3[x1];
@@ -560,7 +546,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t228 = t214 + t227;
       l19[x1] = t228;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t229 = p33[(256*x0 + x1)];
       const float t230 = p9[x1];
@@ -584,7 +569,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l21[x1] = acc21;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t241 = p34[(256*x0 + x1)];
       const float t242 = p3[x1];
@@ -610,7 +594,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t262 = t248 + t261;
       l22[x1] = t262;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t263 = p37[(256*x0 + x1)];
       const float t264 = p9[x1];
@@ -634,7 +617,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l24[x1] = acc24;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t275 = p38[(256*x0 + x1)];
       const float t276 = p3[x1];
@@ -660,7 +642,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t296 = t282 + t295;
       l25[x1] = t296;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t297 = p41[(256*x0 + x1)];
       const float t298 = p9[x1];
@@ -684,7 +665,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l27[x1] = acc27;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t309 = p42[(256*x0 + x1)];
       const float t310 = p3[x1];
@@ -710,7 +690,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t330 = t316 + t329;
       l28[x1] = t330;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t331 = p45[(256*x0 + x1)];
       const float t332 = p9[x1];
@@ -734,7 +713,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l30[x1] = acc30;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t343 = p46[(256*x0 + x1)];
       const float t344 = p3[x1];
@@ -760,7 +738,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t364 = t350 + t363;
       l31[x1] = t364;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t365 = p49[(256*x0 + x1)];
       const float t366 = p9[x1];
@@ -784,7 +761,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l33[x1] = acc33;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t377 = p50[(256*x0 + x1)];
       const float t378 = p3[x1];
@@ -810,7 +786,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t398 = t384 + t397;
       l34[x1] = t398;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t399 = p53[(256*x0 + x1)];
       const float t400 = p9[x1];
@@ -834,7 +809,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l36[x1] = acc36;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t411 = p54[(256*x0 + x1)];
       const float t412 = p3[x1];
@@ -860,7 +834,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t432 = t418 + t431;
       l37[x1] = t432;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t433 = p57[(256*x0 + x1)];
       const float t434 = p9[x1];
@@ -884,7 +857,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l39[x1] = acc39;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t445 = p58[(256*x0 + x1)];
       const float t446 = p3[x1];
@@ -910,7 +882,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t466 = t452 + t465;
       l40[x1] = t466;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t467 = p61[(256*x0 + x1)];
       const float t468 = p9[x1];
@@ -934,7 +905,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l42[x1] = acc42;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t479 = p62[(256*x0 + x1)];
       const float t480 = p3[x1];
@@ -960,7 +930,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t500 = t486 + t499;
       l43[x1] = t500;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t501 = p65[(256*x0 + x1)];
       const float t502 = p9[x1];
@@ -984,7 +953,6 @@ extern "C" void loom_f2(void* const* a) {
       }
       l45[x1] = acc45;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t513 = p66[(256*x0 + x1)];
       const float t514 = p3[x1];
@@ -1010,7 +978,6 @@ extern "C" void loom_f2(void* const* a) {
       const float t534 = t520 + t533;
       p69[(64*x0 + x1)] = t534;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t535 = p70[(256*x0 + x1)];
       const float t536 = p9[x1];
@@ -1023,82 +990,66 @@ extern "C" void loom_f2(void* const* a) {
       const float t543 = t540 * t542;
       p71[(64*x0 + x1)] = t543;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t544 = l2[x1];
       p72[(64*x0 + x1)] = t544;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t545 = l5[x1];
       p73[(64*x0 + x1)] = t545;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t546 = l8[x1];
       p74[(64*x0 + x1)] = t546;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t547 = l11[x1];
       p75[(64*x0 + x1)] = t547;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t548 = l14[x1];
       p76[(64*x0 + x1)] = t548;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t549 = l17[x1];
       p77[(64*x0 + x1)] = t549;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t550 = l20[x1];
       p78[(64*x0 + x1)] = t550;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t551 = l23[x1];
       p79[(64*x0 + x1)] = t551;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t552 = l26[x1];
       p80[(64*x0 + x1)] = t552;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t553 = l29[x1];
       p81[(64*x0 + x1)] = t553;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t554 = l32[x1];
       p82[(64*x0 + x1)] = t554;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t555 = l35[x1];
       p83[(64*x0 + x1)] = t555;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t556 = l38[x1];
       p84[(64*x0 + x1)] = t556;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t557 = l41[x1];
       p85[(64*x0 + x1)] = t557;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t558 = l44[x1];
       p86[(64*x0 + x1)] = t558;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t559 = p71[(64*x0 + x1)];
       p87[(64*x0 + x1)] = t559;
@@ -1131,7 +1082,6 @@ extern "C" void loom_f4(void* const* a) {
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 1; ++x1) {
-      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + x2)];
         p1[(128*x0 + x2)] = t0;
@@ -1145,7 +1095,6 @@ extern "C" void loom_f5(void* const* a) {
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
-      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + 128*x1 + x2)];
         p1[(1024*x0 + 64*x1 + x2)] = t0;
@@ -1159,7 +1108,6 @@ extern "C" void loom_f6(void* const* a) {
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 2; ++x1) {
-      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + 128*x1 + x2)];
         p1[(128*x0 + 64*x1 + x2)] = t0;

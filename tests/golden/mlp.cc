@@ -54,7 +54,6 @@ extern "C" void loom_f0(void* const* a) {
       }
       l0[x1] = acc0;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t3 = l0[x1];
       const float t4 = p2[x1];
@@ -73,7 +72,6 @@ extern "C" void loom_f0(void* const* a) {
       }
       l2[x1] = acc2;
     }
-    #pragma omp simd
     for (int64_t x1 = 0; x1 < 32; ++x1) {
       const float t10 = l2[x1];
       const float t11 = p4[x1];

@@ -67,7 +67,6 @@ extern "C" void loom_f0(void* const* a) {
         acc0 = t0 > acc0 ? t0 : acc0; arg0 |= t0 != t0;
       }
       if (arg0) acc0 = (float)NAN;
-      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t1 = p0[(1024*x0 + 64*x1 + x2)];
         const float t2 = acc0;
@@ -81,7 +80,6 @@ extern "C" void loom_f0(void* const* a) {
         const float t5 = l1[x2];
         acc2 += t5;
       }
-      #pragma omp simd
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t6 = l1[x2];
         const float t7 = acc2;
