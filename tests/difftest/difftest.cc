@@ -1,5 +1,9 @@
 #include "tests/difftest/difftest.h"
 
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -15,12 +19,15 @@ const char* DiffKindName(DiffOutcome::Kind kind) {
     case DiffOutcome::Kind::kCompileError: return "compile error";
     case DiffOutcome::Kind::kRunError: return "run error";
     case DiffOutcome::Kind::kMismatch: return "mismatch";
+    case DiffOutcome::Kind::kCrash: return "crash";
   }
   return "?";
 }
 
-DiffOutcome CheckGraph(const proto::Graph& graph, const std::string& cache_dir,
-                       uint64_t input_seed) {
+namespace {
+
+DiffOutcome CheckGraphInProcess(const proto::Graph& graph, const std::string& cache_dir,
+                                uint64_t input_seed) {
   using Kind = DiffOutcome::Kind;
   absl::StatusOr<Graph> loaded = GraphFromProto(graph, graph.name());
   if (!loaded.ok()) {
@@ -46,6 +53,52 @@ DiffOutcome CheckGraph(const proto::Graph& graph, const std::string& cache_dir,
                          ", max rel error ", compiled->report.max_rel_error())};
   }
   return {};
+}
+
+// The child writes its outcome as one byte of kind, then the detail.
+void WriteOutcome(int fd, const DiffOutcome& outcome) {
+  const std::string message =
+      absl::StrCat(std::string(1, static_cast<char>(outcome.kind)), outcome.detail);
+  for (size_t done = 0; done < message.size();) {
+    const ssize_t n = write(fd, message.data() + done, message.size() - done);
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+DiffOutcome RunIsolated(const std::function<DiffOutcome()>& check) {
+  using Kind = DiffOutcome::Kind;
+  int fds[2];
+  if (pipe(fds) != 0) return {Kind::kRunError, absl::StrCat("pipe: ", strerror(errno))};
+  const pid_t pid = fork();
+  if (pid < 0) return {Kind::kRunError, absl::StrCat("fork: ", strerror(errno))};
+  if (pid == 0) {
+    close(fds[0]);
+    WriteOutcome(fds[1], check());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string message;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) message.append(buffer, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) {
+    return {Kind::kCrash, absl::StrCat("killed by signal ", WTERMSIG(status), " (",
+                                       strsignal(WTERMSIG(status)), ")")};
+  }
+  if (message.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return {Kind::kCrash, absl::StrCat("the child exited with status ", WEXITSTATUS(status))};
+  }
+  return {static_cast<Kind>(message[0]), message.substr(1)};
+}
+
+DiffOutcome CheckGraph(const proto::Graph& graph, const std::string& cache_dir,
+                       uint64_t input_seed) {
+  return RunIsolated([&] { return CheckGraphInProcess(graph, cache_dir, input_seed); });
 }
 
 namespace {

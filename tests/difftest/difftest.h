@@ -15,7 +15,7 @@ namespace loom {
 // way.
 
 struct DiffOutcome {
-  enum class Kind { kPass, kInvalidGraph, kCompileError, kRunError, kMismatch };
+  enum class Kind { kPass, kInvalidGraph, kCompileError, kRunError, kMismatch, kCrash };
   Kind kind = Kind::kPass;
   std::string detail;
 
@@ -25,9 +25,16 @@ struct DiffOutcome {
 const char* DiffKindName(DiffOutcome::Kind kind);
 
 // Compiles and runs `graph` on inputs drawn from `input_seed`; native
-// objects are cached in `cache_dir`.
+// objects are cached in `cache_dir`. The work runs in a child process
+// (RunIsolated), so that a crash in loom or in a generated kernel is an
+// outcome the sweep reports and the shrinker can minimise, not the end of
+// the sweep.
 DiffOutcome CheckGraph(const proto::Graph& graph, const std::string& cache_dir,
                        uint64_t input_seed = 1);
+
+// Runs `check` in a forked child and returns its outcome, or kCrash (with
+// the signal) when the child dies.
+DiffOutcome RunIsolated(const std::function<DiffOutcome()>& check);
 
 // Delta debugging: repeatedly makes one value the only output and cuts nodes
 // (a node's outputs become graph inputs of the same type, and what only it

@@ -1,9 +1,11 @@
 // The fixed set of random graphs CI checks: seeds 1..300 compile, run and
 // match the reference interpreter. Run //tests/difftest:difftest for more.
 
+#include <csignal>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_io.h"
 #include "tests/difftest/difftest.h"
@@ -65,4 +67,17 @@ TEST(DifftestTest, ShrinkKeepsTheFailureAndDropsTheRest) {
 }
 
 }  // namespace
+TEST(DifftestTest, ACrashIsAnOutcome) {
+  const DiffOutcome crashed = RunIsolated([] {
+    raise(SIGSEGV);
+    return DiffOutcome{};
+  });
+  EXPECT_EQ(crashed.kind, DiffOutcome::Kind::kCrash);
+  EXPECT_THAT(crashed.detail, testing::HasSubstr("signal 11"));
+  const DiffOutcome mismatch =
+      RunIsolated([] { return DiffOutcome{DiffOutcome::Kind::kMismatch, "max abs error 1"}; });
+  EXPECT_EQ(mismatch.kind, DiffOutcome::Kind::kMismatch);
+  EXPECT_EQ(mismatch.detail, "max abs error 1");
+}
+
 }  // namespace loom
