@@ -2,11 +2,9 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -18,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "backends/common/kernel_cache.h"
 #include "backends/cpp/subprocess.h"
 
 namespace loom::cpp {
@@ -28,98 +26,14 @@ namespace {
 // the summary and usually the first real error are).
 constexpr size_t kMaxCompilerOutputBytes = 4000;
 
-// 128-bit FNV-1a, fed piece by piece.
-class Fnv1a128 {
- public:
-  void Update(std::string_view data) {
-    for (unsigned char byte : data) {
-      state_ ^= byte;
-      state_ *= kPrime;
-    }
-  }
-  std::string HexDigest() const {
-    return absl::StrFormat("%016x%016x", static_cast<uint64_t>(state_ >> 64),
-                           static_cast<uint64_t>(state_));
-  }
-
- private:
-  static constexpr unsigned __int128 kOffsetBasis =
-      (static_cast<unsigned __int128>(0x6c62272e07bb0142ULL) << 64) |
-      0x62b821756295c58dULL;
-  static constexpr unsigned __int128 kPrime =
-      (static_cast<unsigned __int128>(1) << 88) | 0x13b;  // 2^88 + 2^8 + 0x3b
-  unsigned __int128 state_ = kOffsetBasis;
-};
-
-std::string GetEnv(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
+using kernel_cache::ContentHasher;
+using kernel_cache::GetEnv;
+using kernel_cache::MakeDirs;
+using kernel_cache::TempPathFor;
+using kernel_cache::WriteFileAtomically;
 
 absl::Status ErrnoError(absl::string_view operation, absl::string_view path) {
   return absl::ErrnoToStatus(errno, absl::StrCat(operation, " ", path));
-}
-
-bool IsDirectory(const std::string& path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-// Creates `dir` and its missing parents, each with mode 0700 (the cache holds
-// code this process will run, so nobody else may write it).
-absl::Status MakeDirs(const std::string& dir) {
-  for (size_t end = 1; end <= dir.size(); ++end) {
-    if (end < dir.size() && dir[end] != '/') continue;
-    const std::string prefix = dir.substr(0, end);
-    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST &&
-        !IsDirectory(prefix)) {
-      return ErrnoError("mkdir", prefix);
-    }
-  }
-  if (!IsDirectory(dir)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cache dir ", dir, " is not a directory"));
-  }
-  return absl::OkStatus();
-}
-
-// `path` plus a suffix no other thread or process picks at the same time.
-std::string TempPathFor(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  uint64_t random = 0;
-  if (getrandom(&random, sizeof(random), GRND_NONBLOCK) !=
-      static_cast<ssize_t>(sizeof(random))) {
-    random = static_cast<uint64_t>(
-        std::chrono::steady_clock::now().time_since_epoch().count());
-  }
-  random ^= counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL;
-  return absl::StrFormat("%s.tmp.%d.%016x", path, getpid(), random);
-}
-
-absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("write", path);
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-// Writes `contents` to a temporary file and renames it onto `path`, so that
-// readers see the old file or the whole new one.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 std::string_view contents) {
-  const std::string temp = TempPathFor(path);
-  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError("open", temp);
-  absl::Status status = WriteAll(fd, contents, temp);
-  if (close(fd) != 0 && status.ok()) status = ErrnoError("close", temp);
-  if (status.ok() && rename(temp.c_str(), path.c_str()) != 0) {
-    status = ErrnoError(absl::StrCat("rename to ", path, " from"), temp);
-  }
-  if (!status.ok()) unlink(temp.c_str());
-  return status;
 }
 
 // This machine's instruction-set extensions ("flags" on x86, "Features" on
@@ -159,14 +73,10 @@ std::vector<std::string> CompilerCommand(const NativeCompileOptions& options) {
 // (source, command) pairs hash the same text.
 std::string CacheKey(std::string_view source,
                      const std::vector<std::string>& command) {
-  Fnv1a128 hash;
-  auto add = [&hash](std::string_view piece) {
-    hash.Update(absl::StrCat(piece.size(), ":"));
-    hash.Update(piece);
-  };
-  add(source);
-  for (const std::string& arg : command) add(arg);
-  if (AsksForNativeCode(command)) add(HostCpuFeatures());
+  ContentHasher hash;
+  hash.Add(source);
+  for (const std::string& arg : command) hash.Add(arg);
+  if (AsksForNativeCode(command)) hash.Add(HostCpuFeatures());
   return hash.HexDigest();
 }
 
@@ -243,12 +153,6 @@ std::vector<std::string> DefaultCompileFlags() {
           "-shared", "-fno-math-errno", "-std=c++17"};
 }
 
-std::string DefaultCacheDir() {
-  std::string dir = GetEnv("LOOM_CACHE_DIR");
-  if (!dir.empty()) return dir;
-  std::string home = GetEnv("HOME");
-  return home.empty() ? "" : absl::StrCat(home, "/.cache/loom");
-}
 
 NativeLibrary::NativeLibrary(void* handle, std::string path, bool cache_hit,
                              double compile_seconds)
@@ -351,10 +255,5 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
   return NativeLibrary(*handle, library_path, false, *seconds);
 }
 
-std::string ContentHash(std::string_view data) {
-  Fnv1a128 hash;
-  hash.Update(data);
-  return hash.HexDigest();
-}
 
 }  // namespace loom::cpp

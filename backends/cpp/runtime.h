@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/common/kernel_cache.h"
 
 namespace loom::cpp {
 
@@ -19,7 +20,7 @@ std::string DefaultCompiler();
 // -ffast-math: results must match the reference interpreter.
 std::vector<std::string> DefaultCompileFlags();
 // $LOOM_CACHE_DIR if set, else $HOME/.cache/loom; empty if neither is set.
-std::string DefaultCacheDir();
+using kernel_cache::DefaultCacheDir;
 
 struct NativeCompileOptions {
   std::string compiler = DefaultCompiler();
@@ -74,9 +75,8 @@ class NativeLibrary {
 absl::StatusOr<NativeLibrary> CompileAndLoad(
     std::string_view source, const NativeCompileOptions& options);
 
-// 128-bit FNV-1a of `data` as 32 lower-case hex digits: stable across runs,
-// builds and machines (unlike absl::Hash), so it can name files on disk.
-std::string ContentHash(std::string_view data);
+// 128-bit FNV-1a of `data` as 32 lower-case hex digits (names cache files).
+using kernel_cache::ContentHash;
 
 }  // namespace loom::cpp
 

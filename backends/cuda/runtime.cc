@@ -1,31 +1,27 @@
 #include "backends/cuda/runtime.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/common/kernel_cache.h"
 
 namespace loom::cuda {
 namespace {
 
-std::string GetEnv(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
+using kernel_cache::GetEnv;
+using kernel_cache::MakeDirs;
+using kernel_cache::ReadFile;
+using kernel_cache::WriteFileAtomically;
+
 
 // dlopen's last error, or a placeholder.
 std::string DlError() {
@@ -144,87 +140,6 @@ absl::StatusOr<Nvrtc> LoadNvrtc() {
   n.Version(&major, &minor);
   n.version = absl::StrCat(major, ".", minor);
   return n;
-}
-
-// 128-bit FNV-1a as 32 hex digits: stable across runs and machines.
-class Fnv1a128 {
- public:
-  // Length-prefixed, so that no two different lists of pieces hash alike.
-  void Add(std::string_view piece) {
-    Update(absl::StrCat(piece.size(), ":"));
-    Update(piece);
-  }
-  std::string HexDigest() const {
-    return absl::StrFormat("%016x%016x", static_cast<uint64_t>(state_ >> 64),
-                           static_cast<uint64_t>(state_));
-  }
-
- private:
-  void Update(std::string_view data) {
-    for (unsigned char byte : data) {
-      state_ ^= byte;
-      state_ *= kPrime;
-    }
-  }
-  static constexpr unsigned __int128 kOffsetBasis =
-      (static_cast<unsigned __int128>(0x6c62272e07bb0142ULL) << 64) |
-      0x62b821756295c58dULL;
-  static constexpr unsigned __int128 kPrime =
-      (static_cast<unsigned __int128>(1) << 88) | 0x13b;
-  unsigned __int128 state_ = kOffsetBasis;
-};
-
-absl::Status MakeDirs(const std::string& dir) {
-  for (size_t end = 1; end <= dir.size(); ++end) {
-    if (end < dir.size() && dir[end] != '/') continue;
-    const std::string prefix = dir.substr(0, end);
-    struct stat info;
-    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST &&
-        !(stat(prefix.c_str(), &info) == 0 && S_ISDIR(info.st_mode))) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", prefix));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// Writes `contents` to a temporary file and renames it onto `path`, so that
-// readers see no file or the whole file.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 std::string_view contents) {
-  static std::atomic<uint64_t> counter{0};
-  const std::string temp = absl::StrFormat(
-      "%s.tmp.%d.%d.%d", path, getpid(), counter.fetch_add(1),
-      std::chrono::steady_clock::now().time_since_epoch().count());
-  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", temp));
-  absl::Status status;
-  while (!contents.empty() && status.ok()) {
-    const ssize_t n = write(fd, contents.data(), contents.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      status = absl::ErrnoToStatus(errno, absl::StrCat("write ", temp));
-    } else {
-      contents.remove_prefix(static_cast<size_t>(n));
-    }
-  }
-  if (close(fd) != 0 && status.ok()) {
-    status = absl::ErrnoToStatus(errno, absl::StrCat("close ", temp));
-  }
-  if (status.ok() && rename(temp.c_str(), path.c_str()) != 0) {
-    status = absl::ErrnoToStatus(errno, absl::StrCat("rename ", temp));
-  }
-  if (!status.ok()) unlink(temp.c_str());
-  return status;
-}
-
-// The whole file, or nullopt when it cannot be read.
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return std::nullopt;
-  std::stringstream data;
-  data << file.rdbuf();
-  if (!file) return std::nullopt;
-  return data.str();
 }
 
 absl::StatusOr<std::string> CompileWithNvrtc(
@@ -353,7 +268,7 @@ absl::StatusOr<Cubin> CompileCubin(std::string_view source,
   }
   const std::vector<std::string> options = {absl::StrCat("-arch=", arch),
                                             "--std=c++17"};
-  Fnv1a128 hash;
+  kernel_cache::ContentHasher hash;
   hash.Add(source);
   for (const std::string& option : options) hash.Add(option);
   hash.Add((*nvrtc)->version);
@@ -384,11 +299,5 @@ absl::StatusOr<Cubin> CompileCubin(std::string_view source,
   return cubin;
 }
 
-std::string DefaultCacheDir() {
-  std::string dir = GetEnv("LOOM_CACHE_DIR");
-  if (!dir.empty()) return dir;
-  std::string home = GetEnv("HOME");
-  return home.empty() ? "" : absl::StrCat(home, "/.cache/loom");
-}
 
 }  // namespace loom::cuda

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "backends/common/kernel_cache.h"
 
 namespace loom::cuda {
 
@@ -86,7 +87,7 @@ absl::StatusOr<Cubin> CompileCubin(std::string_view source,
                                    const std::string& cache_dir);
 
 // $LOOM_CACHE_DIR if set, else $HOME/.cache/loom; empty if neither is set.
-std::string DefaultCacheDir();
+using kernel_cache::DefaultCacheDir;
 
 }  // namespace loom::cuda
 
