@@ -53,6 +53,11 @@ struct Module {
   std::optional<GeneratedSource> source;
 };
 
+// The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes"
+// (the nodes of schedule.kernels[i] for launch i).
+std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
+                          const Schedule& schedule);
+
 }  // namespace loom
 
 #endif  // LOOM_IR_MODULE_H_

@@ -48,10 +48,7 @@ absl::StatusOr<std::string> EmitGolden(const GoldenCase& golden_case) {
     return PrintSchedule(*module.schedule, *module.loops);
   }
   // The launch table as comments, so the file stays valid C++.
-  std::string launches =
-      module.source->language == "cuda"
-          ? cuda::PrintLaunches(*module.source, *module.loops, *module.schedule)
-          : cpp::PrintLaunches(*module.source, *module.loops, *module.schedule);
+  std::string launches = PrintLaunches(*module.source, *module.loops, *module.schedule);
   return absl::StrCat(module.source->text, "\n// Launches:\n// ",
                       absl::StrReplaceAll(launches, {{"\n", "\n// "}}));
 }

@@ -20,9 +20,6 @@ namespace loom::cpp {
 GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
                         const proto::CppOptions& options);
 
-// The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes".
-std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
-                          const Schedule& schedule);
 
 }  // namespace loom::cpp
 

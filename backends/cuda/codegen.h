@@ -46,9 +46,6 @@ struct LaunchShape {
 };
 std::string LaunchShapeSymbol(const std::string& function);
 
-// The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes".
-std::string PrintLaunches(const GeneratedSource& source,
-                          const LoopProgram& program, const Schedule& schedule);
 
 }  // namespace loom::cuda
 

@@ -128,7 +128,7 @@ TEST(CudaCodegenTest, LayerNormIsOneKernelWithItsRowInSharedMemory) {
   EXPECT_EQ(module.source->kernel_functions, 1);
   // Launch: one line per kernel, naming the buffers it gets.
   EXPECT_THAT(
-      cuda::PrintLaunches(*module.source, *module.loops, *module.schedule),
+      PrintLaunches(*module.source, *module.loops, *module.schedule),
       HasSubstr("loom_f0(x, scale, bias, y)"));
 }
 
