@@ -48,6 +48,7 @@ class Fuser {
     int groups[2];  // the two group roots
     std::vector<int> members;
     std::vector<int64_t> outer;
+    Expr outer_position = nullptr;  // row-major position among the outer loops
     std::vector<LoopRefinement> refinements;  // one per member
   };
 
@@ -231,9 +232,8 @@ bool Fuser::ReadsWithinOuterIteration(const MergePlan& plan, size_t writer,
       w.identity ? writer_node.AllRanges() : w.extents;
   const std::vector<int64_t> reader_extents =
       r.identity ? reader_node.AllRanges() : r.extents;
-  const Expr outer_position = RowMajorOffset(ctx_, plan.outer, 0);
-  return ctx_.Simplify(ctx_.FloorDiv(load, slice), reader_extents) == outer_position &&
-         ctx_.Simplify(ctx_.FloorDiv(store, slice), writer_extents) == outer_position &&
+  return ctx_.Simplify(ctx_.FloorDiv(load, slice), reader_extents) == plan.outer_position &&
+         ctx_.Simplify(ctx_.FloorDiv(store, slice), writer_extents) == plan.outer_position &&
          ctx_.Simplify(ctx_.Mod(store, slice), writer_extents) ==
              RowMajorOffset(ctx_, inner, loops);
 }
@@ -301,6 +301,7 @@ std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb, bool vertical
   bool legal = false;
   for (size_t loops = shared.size(); !legal; --loops) {
     plan.outer.assign(shared.begin(), shared.begin() + loops);
+    plan.outer_position = RowMajorOffset(ctx_, plan.outer, 0);
     legal = RefineMembers(plan);
     if (loops == fewest) break;
   }
