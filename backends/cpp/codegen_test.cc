@@ -4,6 +4,7 @@
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
 #include "passes/lower.h"
+#include "scheduler/fuse.h"
 #include "scheduler/schedule_pass.h"
 
 namespace loom::cpp {
@@ -172,6 +173,57 @@ TEST(CodegenTest, GatherIsAnIndirectLoadAndCumsumReadsLoopPositions) {
   EXPECT_THAT(text, HasSubstr("const float t1 = p1[x1 + 5 * (int64_t)t0];"));
   EXPECT_THAT(text, HasSubstr("const int64_t t1 = x2;"));
   EXPECT_THAT(text, HasSubstr("const int64_t t2 = x1;"));
+}
+
+// x - max(x) over rows of `shape` fused into one nest: the subtraction is
+// an inner loop inside the outer loop over rows.
+std::string EmitCenteredRows(Shape shape, DType dtype, const proto::CppOptions& options) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{dtype, shape});
+  Attrs attrs;
+  attrs.Set("axes", std::vector<int64_t>{1});
+  attrs.Set("keepdims", int64_t{1});
+  const NodeId max = *graph.AddNode("max", "reduce_max", {x}, {"max.y"}, attrs);
+  const NodeId sub =
+      *graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]}, {"sub.y"});
+  graph.AddOutput(graph.node(sub).outputs[0]);
+  EXPECT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  EXPECT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<Schedule> unfused = ScheduleProgram(*program);
+  EXPECT_TRUE(unfused.ok()) << unfused.status();
+  proto::FuseOptions fuse;
+  fuse.set_outer_loop(true);
+  absl::StatusOr<Schedule> schedule = FuseSchedule(*program, *unfused, fuse);
+  EXPECT_TRUE(schedule.ok()) << schedule.status();
+  EXPECT_EQ(schedule->kernels.size(), 1);
+  return EmitCpp(*program, *schedule, options).text;
+}
+
+TEST(CodegenTest, LargeOutputsAreStoredAroundTheCachesInWholeLines) {
+  proto::CppOptions options;
+  options.set_streaming_store_min_bytes(1);
+  const std::string text = EmitCenteredRows({8, 64}, DType::kF32, options);
+  EXPECT_THAT(text, HasSubstr("for (int64_t x1r = 0; x1r < 64; x1r += 16) {"));
+  EXPECT_THAT(text, HasSubstr("loom_lanes[x1 - x1r] = "));
+  EXPECT_THAT(text, HasSubstr("loom_stream16(&p1[(64*x0 + x1r)], loom_lanes);"));
+  EXPECT_THAT(text, HasSubstr("loom_stream_fence();"));
+  EXPECT_THAT(text, HasSubstr("static inline void loom_stream16("));
+  // Outputs below the threshold (by default 64 MiB) stay in the caches.
+  EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, proto::CppOptions()),
+              Not(HasSubstr("loom_stream")));
+  options.set_streaming_store_min_bytes(-1);
+  EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, options), Not(HasSubstr("loom_stream")));
+}
+
+TEST(CodegenTest, StreamingNeedsWholeAlignedLinesOfFloats) {
+  proto::CppOptions options;
+  options.set_streaming_store_min_bytes(1);
+  // Rows of 40 floats: no run of 16 starts every row on a line boundary.
+  EXPECT_THAT(EmitCenteredRows({8, 40}, DType::kF32, options), Not(HasSubstr("loom_stream")));
+  EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF64, options), Not(HasSubstr("loom_stream")));
+  options.set_simd(proto::CppOptions::SCALAR);
+  EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, options), Not(HasSubstr("loom_stream")));
 }
 
 // One long row: the reduction has no outer loop to share over threads, so

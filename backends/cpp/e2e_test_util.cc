@@ -15,7 +15,8 @@ namespace loom {
 namespace {
 
 // The whole CPU path: every composite op decomposed, fusion and memory
-// planning on.
+// planning on, and streaming stores from 4 KiB on (by default only huge
+// outputs stream) so that the tests run them too.
 constexpr char kPipeline[] = R"(
 target: CPU
 pass { name: "verify" }
@@ -25,7 +26,7 @@ pass { name: "lower" }
 pass { name: "schedule" }
 pass { name: "fuse" fuse { outer_loop: true reshape_aware: true } }
 pass { name: "plan-memory" }
-pass { name: "codegen-cpp" cpp { simd: NATIVE openmp: true } }
+pass { name: "codegen-cpp" cpp { simd: NATIVE openmp: true streaming_store_min_bytes: 4096 } }
 )";
 
 constexpr double kRelTolerance = 1e-4;
