@@ -1,9 +1,11 @@
 #include "backends/cpp/codegen.h"
 
 #include <cmath>
+#include <deque>
+#include <tuple>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -145,35 +147,90 @@ std::string ReductionPosition(const ComputeNode& node) {
   return position;
 }
 
-// Emits the function for one kernel. Buffers become parameters p0, p1, ...
-// in order of first use (the output first), so kernels that differ only in
-// their buffers print identically and can share one function.
+// The product of extents[first, last).
+int64_t Product(const std::vector<int64_t>& extents, size_t first, size_t last) {
+  int64_t product = 1;
+  for (size_t i = first; i < last; ++i) product *= extents[i];
+  return product;
+}
+
+// The constant term of an index (which moves into a parameter).
+int64_t ConstantTerm(Expr index) {
+  if (index->is_const()) return index->value();
+  if (index->kind() == ExprKind::kAdd && index->operands().back()->is_const()) {
+    return index->operands().back()->value();
+  }
+  return 0;
+}
+
+// The positions in local arrays that the printed kernels use, by (index,
+// length of the array, extents of the loops): kernels repeat them.
+using LocalOffsets =
+    absl::flat_hash_map<std::tuple<Expr, int64_t, std::vector<int64_t>>, Expr>;
+
+// Where a load reads or a store writes, decided once per kernel by Plan.
+struct Ref {
+  enum class Kind : uint8_t {
+    kNone,   // no memory: not a load, or a store kept in a variable
+    kParam,  // p<id>[index], less the constant that the argument holds
+    kLocal,  // l<id>[index % the array's length]: member id's local array
+    kTemp,   // t<id>: a value an earlier member stored (no inner loops)
+    kAcc,    // acc<id>: the same for a reduction
+    kArg,    // arg<id>: the same for an arg reduction
+  };
+  Kind kind = Kind::kNone;
+  int id = -1;
+  Expr index = nullptr;
+};
+
 // Emits the function for one kernel. Each (buffer, constant offset) pair a
 // kernel touches becomes a parameter p0, p1, ... in order of first use, the
 // constant part of every index moving into the argument the launch passes,
 // so kernels that differ only in where their data lives (the steps of an
 // unrolled recurrence) print identically and share one function.
+//
+// Printing is the costly part of code generation, and most kernels of a
+// large program repeat an earlier one. So Plan first resolves every load and
+// store (the arguments) and builds a key holding everything Print reads
+// (besides the options, the same for all kernels): kernels with equal keys
+// print equal functions, and only a new key is printed.
 class KernelPrinter {
  public:
   KernelPrinter(const LoopProgram& program, const proto::CppOptions& options,
-                HelperSet& helpers)
-      : program_(program), ctx_(*program.exprs), options_(options), helpers_(helpers) {}
+                HelperSet& helpers, LocalOffsets& local_offsets)
+      : program_(program),
+        ctx_(*program.exprs),
+        options_(options),
+        helpers_(helpers),
+        local_offsets_(local_offsets) {}
 
-  // The function's body (parameter declarations included) and the
-  // arguments its parameters stand for, in order.
-  struct Printed {
-    std::string body;
-    std::vector<BufferRef> args;
-    bool calls_openmp = false;  // needs <omp.h>
-    bool streams = false;       // needs kStreamHelpers
-  };
-  Printed Print(const Kernel& kernel);
+  void Plan(const Kernel& kernel);
+  // After Plan: the buffers the parameters stand for, in order, and the key.
+  const std::vector<BufferRef>& args() const { return args_; }
+  const std::string& key() const { return key_; }
+  bool calls_openmp() const { return may_split_; }  // needs <omp.h>
+  bool streams() const { return streams_; }         // needs kStreamHelpers
+  // After Plan: the function's body, parameter declarations included.
+  std::string Print(const Kernel& kernel);
 
  private:
-  // The parameter for `buffer` at `index`, and the index left once the
-  // constant part has moved into the parameter.
-  std::pair<std::string, Expr> Param(BufferId buffer, Expr index, bool is_output);
-  void PrintMember(const ComputeNode& node, int member, bool internal, int depth);
+  // Appends a value to the key.
+  template <typename T>
+  void Key(T value) {
+    key_.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  void KeyNode(const ComputeNode& node);
+  void KeyRef(const Ref& ref);
+  // The parameter for `buffer` at `index`.
+  Ref Param(BufferId buffer, Expr index, bool is_output);
+  Ref ResolveLoad(const ScalarOp& op);
+  // A parameter's index, less the constant its argument holds.
+  Expr ParamIndex(const Ref& ref);
+  // The position of `index` in local array `member`.
+  Expr LocalOffset(const ComputeNode& node, Expr index, int member);
+  std::string RefText(const ComputeNode& node, const Ref& ref);
+
+  void PrintMember(const ComputeNode& node, int member, int depth);
   void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
   // Opens loops first .. extents.size()-1, each after its pragma (if
   // any; pragmas[0] is loop `first`'s); returns the new depth.
@@ -186,7 +243,7 @@ class KernelPrinter {
   bool Streams(const ComputeNode& node, bool internal) const;
   // The innermost loop of a streaming member, in runs of kStreamLanes
   // iterations gathered in `loom_lanes` and stored as one line each.
-  void PrintStreamingLoop(const ComputeNode& node, int depth);
+  void PrintStreamingLoop(const ComputeNode& node, int member, int depth);
   void PrintBody(const ComputeNode& node, int depth);
   int CloseLoops(size_t count, int depth);
   std::vector<std::string> OuterLoopPragmas(const Kernel& kernel,
@@ -194,19 +251,21 @@ class KernelPrinter {
   std::string PrintStep(const ComputeNode& node, int i);
   std::string Temp(int i) const { return absl::StrCat("t", step_base_ + i); }
   void Line(int depth, absl::string_view text) {
-    absl::StrAppend(&body_, std::string(2 * depth, ' '), text, "\n");
+    body_.append(2 * depth, ' ');
+    body_.append(text.data(), text.size());
+    body_.push_back('\n');
   }
 
   const LoopProgram& program_;
   ExprContext& ctx_;
   const proto::CppOptions& options_;
   HelperSet& helpers_;
-  std::vector<std::string> var_names_;
-  absl::flat_hash_map<std::pair<BufferId, int64_t>, int> param_of_;
-  std::vector<BufferRef> args_;
-  std::string params_;
-  std::string body_;
+  LocalOffsets& local_offsets_;
+
+  // Set by Plan.
+  std::string key_;
   int outer_loops_ = 0;
+  std::vector<int64_t> outer_;  // the outer loops' extents
   // The kernel has few outer iterations and members with much work in
   // each: when there are more threads than outer iterations (`loom_split`
   // at run time), the members' own loops run in parallel instead of the
@@ -214,58 +273,189 @@ class KernelPrinter {
   bool few_outer_ = false;  // the outer iterations may be fewer than threads
   bool may_split_ = false;  // and a member splits
   bool streams_ = false;    // a member uses streaming stores
+  absl::flat_hash_map<std::pair<BufferId, int64_t>, int> param_of_;
+  std::vector<BufferRef> args_;
+  std::vector<bool> param_is_output_;  // whether its first use stores
   // Values stored earlier in this kernel by members with no inner loops,
   // by (buffer, index): a later member reads them from these variables
   // instead of memory.
-  absl::flat_hash_map<std::pair<BufferId, Expr>, std::string> stored_;
+  absl::flat_hash_map<std::pair<BufferId, Expr>, Ref> stored_;
   // Internal buffers written in inner loops: one outer iteration's slice
-  // lives in a local array; by buffer, the array's name and length.
-  absl::flat_hash_map<BufferId, std::pair<std::string, int64_t>> local_;
+  // lives in a local array; by buffer, the writing member and the length.
+  absl::flat_hash_map<BufferId, int> local_;
+  std::vector<int> locals_;          // members writing a local array
+  std::vector<int64_t> local_length_;  // by member: its slice of one outer iteration
+  std::vector<Ref> load_refs_;       // by step (loads only)
+  std::vector<Ref> store_refs_;      // by member (kParam or kLocal)
+  std::vector<bool> internal_;       // by member: writes an internal buffer
+  std::vector<bool> member_streams_;  // by member
+
+  // Used by Print.
+  std::vector<std::string> var_names_;  // x0, x1, ... (at least one per loop)
+  std::string body_;
   int step_base_ = 0;  // steps of earlier members, so names stay unique
 };
 
-std::pair<std::string, Expr> KernelPrinter::Param(BufferId buffer, Expr index,
-                                                  bool is_output) {
-  int64_t offset = 0;
-  if (index->is_const()) {
-    offset = index->value();
-  } else if (index->kind() == ExprKind::kAdd && index->operands().back()->is_const()) {
-    offset = index->operands().back()->value();
+void KernelPrinter::Plan(const Kernel& kernel) {
+  outer_loops_ = kernel.outer_loops;
+  const std::vector<int64_t>& first_ranges = program_.nodes[kernel.nodes.front()].ranges;
+  outer_.assign(first_ranges.begin(), first_ranges.begin() + outer_loops_);
+  few_outer_ = options_.openmp() && NumElements(outer_) < kSplitBelowOuter;
+  Key(outer_loops_);
+  Key(kernel.nodes.size());
+  auto is_internal = [&](BufferId b) {
+    return std::find(kernel.internal.begin(), kernel.internal.end(), b) !=
+           kernel.internal.end();
+  };
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    const bool internal = is_internal(node.output);
+    internal_.push_back(internal);
+    may_split_ |= Splits(node);
+    local_length_.push_back(Product(node.ranges, outer_loops_, node.ranges.size()));
+    if (internal && static_cast<int>(node.ranges.size()) > outer_loops_) {
+      local_[node.output] = static_cast<int>(m);
+      locals_.push_back(static_cast<int>(m));
+    }
   }
-  const Expr rest = offset == 0 ? index : ctx_.Sub(index, ctx_.Const(offset));
+  int step_base = 0;
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    const bool streams = Streams(node, internal_[m]);
+    member_streams_.push_back(streams);
+    streams_ |= streams;
+    Key(internal_[m]);
+    Key(streams);
+    KeyNode(node);
+    for (const ScalarOp& op : node.body) {
+      load_refs_.push_back(op.kind == ScalarOp::Kind::kLoad ? ResolveLoad(op) : Ref());
+      KeyRef(load_refs_.back());
+    }
+    Ref store;
+    if (auto local = local_.find(node.output); local != local_.end()) {
+      store = {Ref::Kind::kLocal, local->second, node.store_index};
+    } else if (!internal_[m]) {
+      store = Param(node.output, node.store_index, true);
+    }
+    store_refs_.push_back(store);
+    KeyRef(store);
+    if (node.ranges.size() == static_cast<size_t>(outer_loops_)) {
+      const Ref::Kind kind = node.reduce == ReduceKind::kNone ? Ref::Kind::kTemp
+                             : IsArgReduce(node.reduce)       ? Ref::Kind::kArg
+                                                              : Ref::Kind::kAcc;
+      const int id = kind == Ref::Kind::kTemp ? step_base + node.root : static_cast<int>(m);
+      stored_[std::make_pair(node.output, node.store_index)] = Ref{kind, id};
+    }
+    step_base += static_cast<int>(node.body.size());
+  }
+}
+
+void KernelPrinter::KeyNode(const ComputeNode& node) {
+  Key(program_.buffers[node.output].dtype);
+  Key(node.ranges.size());
+  for (int64_t extent : node.ranges) Key(extent);
+  Key(node.reduction_ranges.size());
+  for (int64_t extent : node.reduction_ranges) Key(extent);
+  Key(node.reduce);
+  Key(node.root);
+  Key(node.body.size());
+  for (const ScalarOp& op : node.body) {
+    Key(op.kind);
+    Key(op.dtype);
+    Key(op.fn);
+    Key(op.stride);
+    Key(op.constant);
+    Key(op.kind == ScalarOp::Kind::kIndex ? op.index : nullptr);
+    Key(op.args.size());
+    for (int arg : op.args) Key(arg);
+  }
+}
+
+void KernelPrinter::KeyRef(const Ref& ref) {
+  Key(ref.kind);
+  Key(ref.id);
+  if (ref.kind != Ref::Kind::kParam || ref.index->kind() != ExprKind::kAdd) {
+    Key(ref.index);
+    return;
+  }
+  // A parameter's index without its constant, by its terms (hash-consed):
+  // no need to make that expression unless the kernel is printed.
+  absl::Span<const Expr> terms = ref.index->operands();
+  if (terms.back()->is_const()) terms.remove_suffix(1);
+  Key(terms.size());
+  for (Expr term : terms) Key(term);
+}
+
+Ref KernelPrinter::Param(BufferId buffer, Expr index, bool is_output) {
+  const int64_t offset = ConstantTerm(index);
   auto [it, added] =
       param_of_.emplace(std::make_pair(buffer, offset), static_cast<int>(args_.size()));
   if (added) {
     args_.push_back(BufferRef{buffer, offset});
-    const char* type = CType(program_.buffers[buffer].dtype);
-    absl::StrAppend(&params_, "  ", is_output ? "" : "const ", type,
-                    "* LOOM_RESTRICT p", it->second, " = (", is_output ? "" : "const ",
-                    type, "*)a[", it->second, "];\n");
+    param_is_output_.push_back(is_output);
+    Key(program_.buffers[buffer].dtype);
+    Key(is_output);
   }
-  return {absl::StrCat("p", it->second), rest};
+  return Ref{Ref::Kind::kParam, it->second, index};
+}
+
+Ref KernelPrinter::ResolveLoad(const ScalarOp& op) {
+  if (op.args.empty()) {
+    auto stored = stored_.find(std::make_pair(op.buffer, op.index));
+    if (stored != stored_.end()) return stored->second;
+  }
+  if (auto local = local_.find(op.buffer); local != local_.end()) {
+    return Ref{Ref::Kind::kLocal, local->second, op.index};
+  }
+  return Param(op.buffer, op.index, false);
+}
+
+Expr KernelPrinter::ParamIndex(const Ref& ref) {
+  const int64_t offset = args_[ref.id].offset;
+  return offset == 0 ? ref.index : ctx_.Sub(ref.index, ctx_.Const(offset));
+}
+
+Expr KernelPrinter::LocalOffset(const ComputeNode& node, Expr index, int member) {
+  const int64_t length = local_length_[member];
+  std::vector<int64_t> ranges = node.AllRanges();
+  auto [it, added] = local_offsets_.try_emplace(std::make_tuple(index, length, ranges));
+  if (added) it->second = ctx_.Simplify(ctx_.Mod(index, length), ranges);
+  return it->second;
+}
+
+// A load's or store's place, e.g. "p3[(64*x0 + x1)]", "l1[x1]" or "acc0".
+std::string KernelPrinter::RefText(const ComputeNode& node, const Ref& ref) {
+  switch (ref.kind) {
+    case Ref::Kind::kParam:
+      return absl::StrCat("p", ref.id, "[", ToCpp(ParamIndex(ref), var_names_), "]");
+    case Ref::Kind::kLocal:
+      return absl::StrCat("l", ref.id, "[",
+                          ToCpp(LocalOffset(node, ref.index, ref.id), var_names_), "]");
+    case Ref::Kind::kTemp:
+      return absl::StrCat("t", ref.id);
+    case Ref::Kind::kAcc:
+      return absl::StrCat("acc", ref.id);
+    case Ref::Kind::kArg:
+      return absl::StrCat("arg", ref.id);
+    case Ref::Kind::kNone:
+      break;
+  }
+  return "";
 }
 
 std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
   const ScalarOp& op = node.body[i];
   switch (op.kind) {
     case ScalarOp::Kind::kLoad: {
-      if (op.args.empty()) {
-        auto stored = stored_.find(std::make_pair(op.buffer, op.index));
-        if (stored != stored_.end()) return stored->second;
-      }
-      if (auto local = local_.find(op.buffer); local != local_.end()) {
-        const auto& [array, slice] = local->second;
-        const Expr offset = ctx_.Simplify(ctx_.Mod(op.index, slice), node.AllRanges());
-        return absl::StrCat(array, "[", ToCpp(offset, var_names_), "]");
-      }
-      auto [param, rest] = Param(op.buffer, op.index, false);
-      std::string index = ToCpp(rest, var_names_);
-      if (!op.args.empty()) {  // indirect: plus stride * an earlier step
-        const std::string scaled =
-            absl::StrCat(op.stride, " * (int64_t)", Temp(op.args[0]));
-        index = rest->is_const(0) ? scaled : absl::StrCat(index, " + ", scaled);
-      }
-      return absl::StrCat(param, "[", index, "]");
+      const Ref& ref = load_refs_[step_base_ + i];
+      if (op.args.empty() || ref.kind != Ref::Kind::kParam) return RefText(node, ref);
+      // Indirect: plus stride * an earlier step.
+      const std::string scaled = absl::StrCat(op.stride, " * (int64_t)", Temp(op.args[0]));
+      const Expr index = ParamIndex(ref);
+      return absl::StrCat(
+          "p", ref.id, "[",
+          index->is_const(0) ? scaled : absl::StrCat(ToCpp(index, var_names_), " + ", scaled),
+          "]");
     }
     case ScalarOp::Kind::kIndex:
       return ToCpp(op.index, var_names_);
@@ -372,7 +562,7 @@ bool KernelPrinter::Streams(const ComputeNode& node, bool internal) const {
          WritesWholeLines(node.store_index, static_cast<int>(node.ranges.size()) - 1);
 }
 
-void KernelPrinter::PrintStreamingLoop(const ComputeNode& node, int depth) {
+void KernelPrinter::PrintStreamingLoop(const ComputeNode& node, int member, int depth) {
   const int inner = static_cast<int>(node.ranges.size()) - 1;
   const std::string run = absl::StrCat("x", inner, "r");  // the run's first iteration
   Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run,
@@ -383,53 +573,42 @@ void KernelPrinter::PrintStreamingLoop(const ComputeNode& node, int depth) {
   PrintBody(node, depth + 2);
   Line(depth + 2, absl::StrFormat("loom_lanes[x%d - %s] = %s;", inner, run, Temp(node.root)));
   Line(depth + 1, "}");
-  auto [param, rest] = Param(node.output, node.store_index, true);
+  const Ref& store = store_refs_[member];
   std::vector<std::string> names = var_names_;
   names[inner] = run;
-  Line(depth + 1,
-       absl::StrCat("loom_stream16(&", param, "[", ToCpp(rest, names), "], loom_lanes);"));
+  Line(depth + 1, absl::StrCat("loom_stream16(&p", store.id, "[",
+                               ToCpp(ParamIndex(store), names), "], loom_lanes);"));
   Line(depth, "}");
 }
 
 // One member inside the kernel's outer loops: its inner pointwise loops,
 // its reduction loops, then its store. An internal buffer is kept in a
 // variable (one element per outer iteration) or a local array.
-void KernelPrinter::PrintMember(const ComputeNode& node, int member, bool internal,
-                                int depth) {
-  const std::vector<int64_t> ranges = node.AllRanges();
-  var_names_.clear();
-  for (size_t i = 0; i < ranges.size(); ++i) var_names_.push_back(absl::StrCat("x", i));
+void KernelPrinter::PrintMember(const ComputeNode& node, int member, int depth) {
+  const size_t loops = node.ranges.size() + node.reduction_ranges.size();
+  while (var_names_.size() < loops) var_names_.push_back(absl::StrCat("x", var_names_.size()));
   const size_t inner_loops = node.ranges.size() - outer_loops_;
-  if (Streams(node, internal)) {
+  if (member_streams_[member]) {
     const std::vector<int64_t> around(node.ranges.begin(), node.ranges.end() - 1);
     const int inner_depth = OpenLoops(around, outer_loops_, depth, {});
-    PrintStreamingLoop(node, inner_depth);
+    PrintStreamingLoop(node, member, inner_depth);
     CloseLoops(inner_loops - 1, inner_depth);
     Line(depth, "loom_stream_fence();");
-    streams_ = true;
     step_base_ += static_cast<int>(node.body.size());
     return;
   }
-  const bool reduces = node.reduce != ReduceKind::kNone;
   depth = OpenLoops(node.ranges, outer_loops_, depth,
                     LoopPragmas(inner_loops, /*vector=*/false, Splits(node), ""));
   std::string result;
-  if (reduces) {
+  if (node.reduce != ReduceKind::kNone) {
     PrintReduction(node, member, depth, result);
   } else {
     PrintBody(node, depth);
     result = Temp(node.root);
   }
-  if (inner_loops == 0) {
-    stored_[std::make_pair(node.output, node.store_index)] = result;
-  }
-  if (internal && inner_loops > 0) {
-    const auto& [array, slice] = local_.at(node.output);
-    const Expr offset = ctx_.Simplify(ctx_.Mod(node.store_index, slice), ranges);
-    Line(depth, absl::StrCat(array, "[", ToCpp(offset, var_names_), "] = ", result, ";"));
-  } else if (!internal) {
-    auto [param, rest] = Param(node.output, node.store_index, true);
-    Line(depth, absl::StrCat(param, "[", ToCpp(rest, var_names_), "] = ", result, ";"));
+  // An internal buffer with no inner loops stays in `result`.
+  if (!internal_[member] || inner_loops > 0) {
+    Line(depth, absl::StrCat(RefText(node, store_refs_[member]), " = ", result, ";"));
   }
   CloseLoops(inner_loops, depth);
   step_base_ += static_cast<int>(node.body.size());
@@ -451,7 +630,7 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
   if (flat) {
     // Threads share the loops around the innermost one (which the compiler
     // vectorises), unless those are too few: then they share it too.
-    const int64_t around = NumElements(std::vector<int64_t>(outer.begin(), outer.end() - 1));
+    const int64_t around = Product(outer, 0, outer.size() - 1);
     if (parallel && around >= kSplitBelowOuter) {
       pragmas.front() = ParallelFor(outer.size() - 1, "");
     } else if (parallel) {
@@ -465,49 +644,40 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
 
 bool KernelPrinter::Splits(const ComputeNode& node) const {
   constexpr int64_t kMinSplitWork = 1 << 15;
-  return few_outer_ && NumElements(node.AllRanges()) >= kMinSplitWork * NumElements(
-      std::vector<int64_t>(node.ranges.begin(), node.ranges.begin() + outer_loops_));
+  return few_outer_ && Product(node.ranges, outer_loops_, node.ranges.size()) *
+                           Product(node.reduction_ranges, 0, node.reduction_ranges.size()) >=
+                       kMinSplitWork;
 }
 
-KernelPrinter::Printed KernelPrinter::Print(const Kernel& kernel) {
-  outer_loops_ = kernel.outer_loops;
-  const std::vector<int64_t>& first_ranges = program_.nodes[kernel.nodes.front()].ranges;
-  const std::vector<int64_t> outer(first_ranges.begin(), first_ranges.begin() + outer_loops_);
-  few_outer_ = options_.openmp() && NumElements(outer) < kSplitBelowOuter;
-  may_split_ = false;
-  for (int m : kernel.nodes) may_split_ |= Splits(program_.nodes[m]);
+std::string KernelPrinter::Print(const Kernel& kernel) {
+  std::string params;
+  for (size_t p = 0; p < args_.size(); ++p) {
+    const char* type = CType(program_.buffers[args_[p].buffer].dtype);
+    const char* qualifier = param_is_output_[p] ? "" : "const ";
+    absl::StrAppend(&params, "  ", qualifier, type, "* LOOM_RESTRICT p", p, " = (", qualifier,
+                    type, "*)a[", p, "];\n");
+  }
   if (may_split_) {
-    Line(1, absl::StrCat("const int loom_split = omp_get_max_threads() > ", NumElements(outer),
+    Line(1, absl::StrCat("const int loom_split = omp_get_max_threads() > ", NumElements(outer_),
                          ";"));
   }
   int depth = 1;
-  const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, outer);
-  for (size_t i = 0; i < outer.size(); ++i, ++depth) {
+  const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, outer_);
+  for (size_t i = 0; i < outer_.size(); ++i, ++depth) {
     if (!pragmas[i].empty()) Line(depth, pragmas[i]);
     Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i,
-                                outer[i], i));
+                                outer_[i], i));
   }
-  auto is_internal = [&](BufferId b) {
-    return std::find(kernel.internal.begin(), kernel.internal.end(), b) !=
-           kernel.internal.end();
-  };
-  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+  for (int m : locals_) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
-    const int64_t slice = NumElements(
-        std::vector<int64_t>(node.ranges.begin() + outer_loops_, node.ranges.end()));
-    if (is_internal(node.output) && static_cast<int>(node.ranges.size()) > outer_loops_) {
-      const std::string array = absl::StrCat("l", m);
-      local_[node.output] = {array, slice};
-      Line(depth, absl::StrCat(CType(program_.buffers[node.output].dtype), " ", array,
-                               "[", slice, "];"));
-    }
+    Line(depth, absl::StrCat(CType(program_.buffers[node.output].dtype), " l", m, "[",
+                             local_length_[m], "];"));
   }
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
-    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
-    PrintMember(node, static_cast<int>(m), is_internal(node.output), depth);
+    PrintMember(program_.nodes[kernel.nodes[m]], static_cast<int>(m), depth);
   }
-  CloseLoops(outer.size(), depth);
-  return Printed{absl::StrCat(params_, body_), std::move(args_), may_split_, streams_};
+  CloseLoops(outer_.size(), depth);
+  return absl::StrCat(params, body_);
 }
 
 std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
@@ -565,33 +735,43 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
                         const proto::CppOptions& options) {
   GeneratedSource source;
   source.language = "c++";
-  // Each distinct body is kept once, as a key of this map (whose nodes do
-  // not move), and written out at the end.
-  absl::node_hash_map<std::string, int> function_of_body;
-  std::vector<const std::string*> bodies;
+  // Kernels with equal keys share one function (KernelPrinter): each new
+  // key's body is printed once, and kept once if it repeats an earlier body.
+  absl::flat_hash_map<std::string, int> function_of_key;
+  std::deque<std::string> bodies;  // stable, for the views in function_of_body
+  absl::flat_hash_map<absl::string_view, int> function_of_body;
   HelperSet helpers;
+  LocalOffsets local_offsets;
   LaunchTable& launches = source.launches;
   launches.function.reserve(schedule.kernels.size());
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
   bool calls_openmp = false;
   bool streams = false;
   for (const Kernel& kernel : schedule.kernels) {
-    KernelPrinter::Printed printed =
-        KernelPrinter(program, options, helpers).Print(kernel);
-    calls_openmp |= printed.calls_openmp;
-    streams |= printed.streams;
-    auto [it, added] = function_of_body.emplace(
-        std::move(printed.body), static_cast<int>(function_of_body.size()));
-    if (added) bodies.push_back(&it->first);
+    KernelPrinter printer(program, options, helpers, local_offsets);
+    printer.Plan(kernel);
+    auto [it, added] = function_of_key.try_emplace(printer.key(), -1);
+    if (added) {
+      std::string body = printer.Print(kernel);
+      auto same = function_of_body.find(body);
+      if (same == function_of_body.end()) {
+        bodies.push_back(std::move(body));
+        same = function_of_body.emplace(bodies.back(), static_cast<int>(bodies.size()) - 1)
+                   .first;
+      }
+      it->second = same->second;
+      calls_openmp |= printer.calls_openmp();
+      streams |= printer.streams();
+    }
     launches.function.push_back(it->second);
-    launches.args.insert(launches.args.end(), printed.args.begin(), printed.args.end());
+    launches.args.insert(launches.args.end(), printer.args().begin(), printer.args().end());
     launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
   }
   std::string& text = source.text;
   text = absl::StrCat(kPreludeHead, calls_openmp ? "#include <omp.h>\n" : "",
                       cscalar::CoreHelpers(kHelperQualifier), streams ? kStreamHelpers : "");
   size_t size = text.size();
-  for (const std::string* body : bodies) size += body->size() + 64;
+  for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {
     if (helpers[h]) {
@@ -602,7 +782,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   for (size_t f = 0; f < bodies.size(); ++f) {
     source.functions.push_back(absl::StrCat("loom_f", f));
     absl::StrAppend(&text, "\nextern \"C\" void ", source.functions.back(),
-                    "(void* const* a) {\n", *bodies[f], "}\n");
+                    "(void* const* a) {\n", bodies[f], "}\n");
   }
   source.kernel_functions = static_cast<int>(bodies.size());
   source.native_flags = NativeFlags(options);
