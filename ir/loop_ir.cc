@@ -65,6 +65,7 @@ const char* ReduceKindName(ReduceKind kind) {
     case ReduceKind::kMax: return "max";
     case ReduceKind::kMin: return "min";
     case ReduceKind::kProd: return "prod";
+    case ReduceKind::kVar: return "var";
     case ReduceKind::kArgMax: return "argmax";
     case ReduceKind::kArgMin: return "argmin";
     case ReduceKind::kArgMaxLast: return "argmax_last";

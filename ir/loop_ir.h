@@ -69,10 +69,15 @@ const char* ScalarFnName(ScalarFn fn);
 // maximum / minimum, kArgMaxLast / kArgMinLast the last; a NaN counts as
 // larger (argmax) or smaller (argmin) than every number and ties with other
 // NaNs (so the first NaN wins, or the last for the *Last kinds).
+// kVar stores the population variance of the values (the mean of their
+// squared deviations from their mean; NaN over none), which backends
+// compute in one pass with Welford's update and combine partial results
+// with Chan et al.'s formula.
 enum class ReduceKind : uint8_t {
   // clang-format off
   kNone, kSum, kMax, kMin, kProd,
   kArgMax, kArgMin, kArgMaxLast, kArgMinLast,
+  kVar,
   // clang-format on
 };
 const char* ReduceKindName(ReduceKind kind);

@@ -1,6 +1,6 @@
 // Normalisations as reductions and pointwise ops. Statistics are the mean
-// and the biased (population) variance, computed in two passes
-// (mean, then the mean of squared deviations) for accuracy:
+// and the biased (population) variance (reduce_var: one pass with Welford's
+// update in the backends, as accurate as two):
 //   y = (x - mean) * rsqrt(var + epsilon) * scale + bias.
 #include <algorithm>
 #include <numeric>
@@ -25,13 +25,14 @@ Attrs MeanOver(std::vector<int64_t> axes) {
 // x of `dtype`.
 ValueId Normalize(DecompositionBuilder& b, ValueId x, DType dtype,
                   const std::vector<int64_t>& axes, double epsilon) {
+  // The variance first: a backend may then take the sum of the same values
+  // from its one pass over x as well.
+  const ValueId var = b.Add("var", "reduce_var", {x}, MeanOver(axes));
   const ValueId mean = b.Add("mean", "reduce_mean", {x}, MeanOver(axes));
-  const ValueId centered = b.Add("center", "sub", {x, mean});
-  const ValueId square = b.Add("square", "mul", {centered, centered});
-  const ValueId var = b.Add("var", "reduce_mean", {square}, MeanOver(axes));
   const ValueId shifted =
       b.Add("var_eps", "add", {var, b.Scalar("epsilon", epsilon, dtype)});
   const ValueId inv_std = b.Add("inv_std", "rsqrt", {shifted});
+  const ValueId centered = b.Add("center", "sub", {x, mean});
   return b.Add("normalize", "mul", {centered, inv_std});
 }
 

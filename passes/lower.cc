@@ -334,7 +334,7 @@ const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
     (*r)["cast"] = &Lowering::LowerCast;
     // Reductions.
     for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max",
-                           "reduce_min", "reduce_prod"}) {
+                           "reduce_min", "reduce_prod", "reduce_var"}) {
       (*r)[op] = &Lowering::LowerReduce;
     }
     (*r)["argmax"] = &Lowering::LowerArgReduce;
@@ -591,6 +591,7 @@ absl::Status Lowering::LowerReduce(const Node& node) {
   compute.reduce = node.op == "reduce_max"    ? ReduceKind::kMax
                    : node.op == "reduce_min"  ? ReduceKind::kMin
                    : node.op == "reduce_prod" ? ReduceKind::kProd
+                   : node.op == "reduce_var"  ? ReduceKind::kVar
                                               : ReduceKind::kSum;
   const int root = Load(compute, in, indices);
   if (node.op != "reduce_mean") {

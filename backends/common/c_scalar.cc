@@ -308,6 +308,7 @@ std::string ReduceInit(ReduceKind kind, DType dtype) {
     case ReduceKind::kArgMinLast:
       if (IsFloat(dtype)) return Literal(INFINITY, dtype);
       return dtype == DType::kI32 ? "INT32_MAX" : "INT64_MAX";
+    case ReduceKind::kVar:  // no single accumulator: the backends print it
     case ReduceKind::kNone:
       break;
   }
@@ -355,6 +356,7 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
       return absl::StrCat("if (", value, " < ", acc, nan_beats, take);
     case ReduceKind::kArgMinLast:
       return absl::StrCat("if (", value, " <= ", acc, nan, take);
+    case ReduceKind::kVar:  // no single accumulator: the backends print it
     case ReduceKind::kNone:
       break;
   }
@@ -401,6 +403,7 @@ std::string ReduceTakesOther(ReduceKind kind, DType dtype, const std::string& a,
       return absl::StrCat(beats, " || (", ties, " && ", bi, " > ", ai, ")");
     case ReduceKind::kSum:
     case ReduceKind::kProd:
+    case ReduceKind::kVar:
     case ReduceKind::kNone:
       break;
   }

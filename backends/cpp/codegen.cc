@@ -106,6 +106,10 @@ std::string ExtremeUpdate(ReduceKind kind, DType dtype, const std::string& value
                                      : "");
 }
 
+// Welford's update runs in this many lanes (one vector of floats on
+// AVX-512) when the innermost reduction loop is a multiple of it.
+constexpr int kWelfordLanes = 16;
+
 // Below this many outer iterations a kernel may split its members' loops
 // over the threads (more threads than that are rare).
 constexpr int64_t kSplitBelowOuter = 64;
@@ -232,6 +236,14 @@ class KernelPrinter {
 
   void PrintMember(const ComputeNode& node, int member, int depth);
   void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
+  // A variance (kVar): Welford's update, in kWelfordLanes lanes when the
+  // innermost reduction loop allows, leaving the variance in acc<member>
+  // and the mean in wmean<member>.
+  void PrintWelford(const ComputeNode& node, int member, int depth);
+  // Whether member m sums the same values over the same loops as the
+  // variance that member m - 1 computes, both one value per outer
+  // iteration: its sum is then that pass's mean times the count.
+  bool SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) const;
   // Opens loops first .. extents.size()-1, each after its pragma (if
   // any; pragmas[0] is loop `first`'s); returns the new depth.
   int OpenLoops(const std::vector<int64_t>& extents, size_t first, int depth,
@@ -289,6 +301,7 @@ class KernelPrinter {
   std::vector<Ref> store_refs_;      // by member (kParam or kLocal)
   std::vector<bool> internal_;       // by member: writes an internal buffer
   std::vector<bool> member_streams_;  // by member
+  std::vector<bool> sum_from_variance_;  // by member (SumsWhatTheVarianceRead)
 
   // Used by Print.
   std::vector<std::string> var_names_;  // x0, x1, ... (at least one per loop)
@@ -348,6 +361,38 @@ void KernelPrinter::Plan(const Kernel& kernel) {
     }
     step_base += static_cast<int>(node.body.size());
   }
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    sum_from_variance_.push_back(SumsWhatTheVarianceRead(kernel, m));
+    Key(sum_from_variance_.back());
+  }
+}
+
+bool KernelPrinter::SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) const {
+  if (m == 0) return false;
+  const ComputeNode& var = program_.nodes[kernel.nodes[m - 1]];
+  const ComputeNode& sum = program_.nodes[kernel.nodes[m]];
+  if (var.reduce != ReduceKind::kVar || sum.reduce != ReduceKind::kSum ||
+      var.ranges.size() != static_cast<size_t>(outer_loops_) || var.ranges != sum.ranges ||
+      var.reduction_ranges != sum.reduction_ranges || var.root != sum.root ||
+      var.body.size() != sum.body.size()) {
+    return false;
+  }
+  size_t base = 0;  // the variance's first step
+  for (size_t i = 0; i + 1 < m; ++i) base += program_.nodes[kernel.nodes[i]].body.size();
+  const size_t sum_base = base + var.body.size();
+  for (size_t i = 0; i < var.body.size(); ++i) {
+    const ScalarOp& a = var.body[i];
+    const ScalarOp& b = sum.body[i];
+    const Ref& ra = load_refs_[base + i];
+    const Ref& rb = load_refs_[sum_base + i];
+    if (a.kind != b.kind || a.dtype != b.dtype || a.fn != b.fn || a.stride != b.stride ||
+        a.constant != b.constant || a.args != b.args ||
+        (a.kind == ScalarOp::Kind::kIndex && a.index != b.index) || ra.kind != rb.kind ||
+        ra.id != rb.id || ra.index != rb.index) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void KernelPrinter::KeyNode(const ComputeNode& node) {
@@ -495,6 +540,17 @@ int KernelPrinter::CloseLoops(size_t count, int depth) {
 // Sums and products over floats may be reassociated into vector lanes.
 void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int depth,
                                    std::string& result) {
+  result = absl::StrCat("acc", member);
+  if (node.reduce == ReduceKind::kVar) return PrintWelford(node, member, depth);
+  if (sum_from_variance_[member]) {
+    const DType type = program_.buffers[node.output].dtype;
+    Line(depth, absl::StrCat(CType(type), " ", result, " = wmean", member - 1, " * ",
+                             cscalar::Literal(Product(node.reduction_ranges, 0,
+                                                      node.reduction_ranges.size()),
+                                              type),
+                             ";"));
+    return;
+  }
   const std::vector<int64_t> ranges = node.AllRanges();
   const DType out_type = program_.buffers[node.output].dtype;
   const bool arg_reduce = IsArgReduce(node.reduce);
@@ -534,6 +590,69 @@ void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int dept
                              ";"));
   }
   result = arg_reduce ? arg : acc;
+}
+
+void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth) {
+  const char* t = CType(program_.buffers[node.output].dtype);
+  const std::string mean = absl::StrCat("wmean", member);
+  const std::string m2 = absl::StrCat("wm2", member);
+  const std::string count = absl::StrCat("wn", member);
+  const std::string acc = absl::StrCat("acc", member);
+  const std::string value = Temp(node.root);
+  const std::vector<int64_t> ranges = node.AllRanges();
+  const int inner = static_cast<int>(ranges.size()) - 1;
+  const int64_t inner_extent = ranges.back();
+  Line(depth, absl::StrCat("int64_t ", count, " = 0;"));
+  if (inner_extent % kWelfordLanes != 0) {
+    Line(depth, absl::StrCat(t, " ", mean, " = 0, ", m2, " = 0;"));
+    const int d = OpenLoops(ranges, node.ranges.size(), depth, {});
+    PrintBody(node, d);
+    Line(d, absl::StrCat("const ", t, " ", mean, "_d = ", value, " - ", mean, ";"));
+    Line(d, absl::StrCat(mean, " += ", mean, "_d / (", t, ")++", count, ";"));
+    Line(d, absl::StrCat(m2, " += ", mean, "_d * (", value, " - ", mean, ");"));
+    CloseLoops(node.reduction_ranges.size(), d);
+    Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")", count, ";"));
+    return;
+  }
+  // Lane j takes the values at positions j mod kWelfordLanes of the
+  // innermost loop, so every lane has taken `count` values. The lanes'
+  // loop is the vector loop (`omp simd`: GCC alone keeps the lanes in
+  // memory); the arrays are aligned for its whole-vector stores.
+  for (const std::string& lanes : {mean, m2}) {
+    Line(depth, absl::StrCat(t, " ", lanes, "s[", kWelfordLanes,
+                             "] __attribute__((aligned(64))) = {0};"));
+  }
+  const std::vector<int64_t> around(ranges.begin(), ranges.end() - 1);
+  const int d = OpenLoops(around, node.ranges.size(), depth, {});
+  const std::string run = absl::StrCat("x", inner, "r");
+  Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run, inner_extent,
+                          run, kWelfordLanes));
+  Line(d + 1, absl::StrCat("const ", t, " ", count, "_r = (", t, ")1 / (", t, ")++", count,
+                           ";"));
+  const std::string j = absl::StrCat("x", inner, "j");
+  Line(d + 1, "#pragma omp simd");
+  Line(d + 1, absl::StrFormat("for (int64_t %s = 0; %s < %d; ++%s) {", j, j, kWelfordLanes, j));
+  Line(d + 2, absl::StrFormat("const int64_t x%d = %s + %s;", inner, run, j));
+  PrintBody(node, d + 2);
+  const std::string lane = absl::StrCat("[", j, "]");
+  Line(d + 2, absl::StrCat("const ", t, " ", mean, "_d = ", value, " - ", mean, "s", lane,
+                           ";"));
+  Line(d + 2, absl::StrCat(mean, "s", lane, " += ", mean, "_d * ", count, "_r;"));
+  Line(d + 2, absl::StrCat(m2, "s", lane, " += ", mean, "_d * (", value, " - ", mean, "s", lane,
+                           ");"));
+  Line(d + 1, "}");
+  Line(d, "}");
+  CloseLoops(around.size() - node.ranges.size(), d);
+  // Chan et al.: lane j joins lanes 0..j-1, each of `count` values.
+  Line(depth, absl::StrCat(t, " ", mean, " = ", mean, "s[0], ", m2, " = ", m2, "s[0];"));
+  Line(depth, absl::StrCat("for (int j = 1; j < ", kWelfordLanes, "; ++j) {"));
+  Line(depth + 1, absl::StrCat("const ", t, " ", mean, "_d = ", mean, "s[j] - ", mean, ";"));
+  Line(depth + 1, absl::StrCat(mean, " += ", mean, "_d / (", t, ")(j + 1);"));
+  Line(depth + 1, absl::StrCat(m2, " += ", m2, "s[j] + ", mean, "_d * ", mean, "_d * (", t,
+                               ")", count, " * (", t, ")j / (", t, ")(j + 1);"));
+  Line(depth, "}");
+  Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")(", count, " * ",
+                           kWelfordLanes, ");"));
 }
 
 void KernelPrinter::PrintBody(const ComputeNode& node, int depth) {

@@ -226,6 +226,44 @@ TEST(CodegenTest, StreamingNeedsWholeAlignedLinesOfFloats) {
   EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, options), Not(HasSubstr("loom_stream")));
 }
 
+// The variance and the mean of rows of `shape`, fused into one kernel.
+std::string EmitRowStatistics(Shape shape) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, shape});
+  Attrs attrs;
+  attrs.Set("axes", std::vector<int64_t>{1});
+  const NodeId var = *graph.AddNode("var", "reduce_var", {x}, {"var.y"}, attrs);
+  const NodeId sum = *graph.AddNode("sum", "reduce_sum", {x}, {"sum.y"}, attrs);
+  graph.AddOutput(graph.node(var).outputs[0]);
+  graph.AddOutput(graph.node(sum).outputs[0]);
+  EXPECT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  EXPECT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<Schedule> unfused = ScheduleProgram(*program);
+  EXPECT_TRUE(unfused.ok()) << unfused.status();
+  proto::FuseOptions fuse;
+  fuse.set_outer_loop(true);
+  absl::StatusOr<Schedule> schedule = FuseSchedule(*program, *unfused, fuse);
+  EXPECT_TRUE(schedule.ok()) << schedule.status();
+  EXPECT_EQ(schedule->kernels.size(), 1);
+  return EmitCpp(*program, *schedule, proto::CppOptions()).text;
+}
+
+TEST(CodegenTest, AVarianceIsOnePassOfWelfordInVectorLanes) {
+  const std::string text = EmitRowStatistics({8, 64});
+  EXPECT_THAT(text, HasSubstr("for (int64_t x1r = 0; x1r < 64; x1r += 16) {"));
+  EXPECT_THAT(text, HasSubstr("#pragma omp simd\n      for (int64_t x1j = 0; x1j < 16; ++x1j) {"));
+  EXPECT_THAT(text, HasSubstr("wmean0s[x1j] += wmean0_d * wn0_r;"));
+  // The lanes combine; the sum of the same values is the mean times 64.
+  EXPECT_THAT(text, HasSubstr("float acc0 = wm20 / (float)(wn0 * 16);"));
+  EXPECT_THAT(text, HasSubstr("float acc1 = wmean0 * (float)64;"));
+  // Rows of 40 make no whole vectors: one running mean and M2.
+  const std::string running = EmitRowStatistics({8, 40});
+  EXPECT_THAT(running, HasSubstr("wmean0 += wmean0_d / (float)++wn0;"));
+  EXPECT_THAT(running, HasSubstr("float acc0 = wm20 / (float)wn0;"));
+  EXPECT_THAT(running, HasSubstr("float acc1 = wmean0 * (float)40;"));
+}
+
 // One long row: the reduction has no outer loop to share over threads, so
 // with OpenMP it splits its own loop (two levels: per thread, then
 // combined) when there is more than one thread.

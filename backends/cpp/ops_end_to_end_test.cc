@@ -191,6 +191,26 @@ TEST(OpsEndToEndTest, LinearAlgebra) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// Variances take Welford's update in 16 vector lanes when the innermost
+// reduction loop is a multiple of 16 (64; 4 x 32 over two loops), one
+// running update otherwise (5, 40), and NaN over nothing; a mean over the
+// same values next to a variance comes from the same pass.
+TEST(OpsEndToEndTest, Variances) {
+  GraphBuilder b;
+  for (const Shape& shape : {Shape{3, 64}, Shape{2, 4, 32}, Shape{3, 4, 5}, Shape{2, 40}}) {
+    const ValueId x = b.Input(absl::StrCat("x", shape.size(), "_", shape.back()), DType::kF32,
+                              shape);
+    Attrs last = IntsAttr("axes", {-1});
+    last.Set("keepdims", int64_t{1});
+    b.Output(b.Op("reduce_var", {x}, last));
+    b.Output(b.Op("reduce_mean", {x}, last));
+    b.Output(b.Op("reduce_var", {x}, IntsAttr("axes", {-2, -1})));
+  }
+  b.Output(b.Op("reduce_var", {b.Input("empty", DType::kF32, {2, 0})}, IntsAttr("axes", {1})));
+  b.Output(b.Op("reduce_var", {b.Input("x64", DType::kF64, {2, 48})}, IntsAttr("axes", {1})));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
 TEST(OpsEndToEndTest, Reductions) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 4, 5});

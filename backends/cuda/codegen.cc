@@ -93,6 +93,43 @@ __device__ __forceinline__ T loom_block_reduce(T v, Combine combine,
 }
 )";
 
+// Variances (ReduceKind::kVar): Welford's update per thread; partial
+// results combine by Chan et al.'s formula, whose operands are put in a
+// fixed order first so that it is commutative bit for bit, as the
+// butterfly needs. Counts are kept in the value type.
+constexpr char kWelfordHelpers[] = R"(
+template <typename T>
+struct loom_welford {
+  T n, mean, m2;
+};
+template <typename T>
+__device__ __forceinline__ loom_welford<T> loom_shfl(loom_welford<T> a, int s) {
+  return {loom_shfl(a.n, s), loom_shfl(a.mean, s), loom_shfl(a.m2, s)};
+}
+template <typename T>
+__device__ __forceinline__ void loom_welford_add(loom_welford<T>& w, T v) {
+  w.n += 1;
+  const T d = v - w.mean;
+  w.mean += d / w.n;
+  w.m2 += d * (v - w.mean);
+}
+template <typename T>
+struct loom_welford_combine {
+  __device__ loom_welford<T> operator()(loom_welford<T> a, loom_welford<T> b) const {
+    if (b.n > a.n || (b.n == a.n && b.mean < a.mean)) {
+      const loom_welford<T> t = a;
+      a = b;
+      b = t;
+    }
+    const T n = a.n + b.n;
+    if (n == 0) return a;
+    const T d = b.mean - a.mean;
+    const T fb = b.n / n;
+    return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
+  }
+};
+)";
+
 constexpr int kWarpSize = 32;
 constexpr int kDefaultBlockSize = 256;
 // Work inside one outer iteration (the largest inner loop or reduction of a
@@ -177,6 +214,7 @@ const char* KindWord(ReduceKind kind) {
       return "argmaxlast";
     case ReduceKind::kArgMinLast:
       return "argminlast";
+    case ReduceKind::kVar:  // printed by PrintVariance, with no functor
     case ReduceKind::kNone:
       break;
   }
@@ -187,6 +225,7 @@ const char* KindWord(ReduceKind kind) {
 struct UnitNeeds {
   cscalar::HelperSet helpers;
   bool team_reductions = false;
+  bool welford = false;  // kWelfordHelpers
   // Combine functors, by name, with their definitions (sorted: a std::map).
   std::map<std::string, std::string> combines;
 };
@@ -282,6 +321,8 @@ class KernelPrinter {
   void PrintSteps(const Member& member, int depth);
   void PrintMember(int m);
   void PrintReduction(const Member& member, int m, int depth, bool team);
+  // A variance (kVar), the same way with Welford's update and combine.
+  void PrintVariance(const Member& member, int m, int depth, bool team);
   void PrintStore(const Member& member, const std::string& value, int depth);
   void Barrier(int depth);
   void DecomposeLinear(const std::string& linear, int first,
@@ -759,9 +800,42 @@ void KernelPrinter::Loop(const std::string& linear, int first,
 
 // A reduction over the member's reduction loops, by the whole team
 // (`team`: a team-stride loop, then a team combine) or by each thread alone.
+void KernelPrinter::PrintVariance(const Member& member, int m, int depth, bool team) {
+  const ComputeNode& node = *member.node;
+  const char* t = CType(program_.buffers[node.output].dtype);
+  const std::string w = absl::StrCat("w", m);
+  const std::string type = absl::StrCat("loom_welford<", t, ">");
+  needs_.welford = true;
+  Line(depth, absl::StrCat(type, " ", w, " = {0, 0, 0};"));
+  const bool cooperative = team && team_size_ > 1 && member.reduce_count > 1;
+  Loop("r", static_cast<int>(node.ranges.size()), node.reduction_ranges, cooperative, depth,
+       [&](int d) {
+         PrintSteps(member, d);
+         Line(d, absl::StrCat("loom_welford_add(", w, ", ", Temp(node.root), ");"));
+       });
+  if (cooperative) {
+    needs_.team_reductions = true;
+    const std::string combine = absl::StrCat("loom_welford_combine<", t, ">()");
+    if (team_ == Team::kWarp) {
+      Line(depth, absl::StrCat(w, " = loom_warp_reduce(", w, ", ", combine, ");"));
+    } else {
+      const std::string scratch = absl::StrCat("loom_scratch_welford_", t);
+      scratch_.insert(
+          absl::StrCat("__shared__ ", type, " ", scratch, "[", kWarpSize, "];"));
+      Line(depth, absl::StrCat(w, " = loom_block_reduce(", w, ", ", combine, ", ", type,
+                               "{0, 0, 0}, ", scratch, ");"));
+      // The block reduction's barriers order everything the member read.
+      pending_reads_.clear();
+      pending_writes_.clear();
+    }
+  }
+  Line(depth, absl::StrCat(t, " acc", m, " = ", w, ".m2 / ", w, ".n;"));
+}
+
 void KernelPrinter::PrintReduction(const Member& member, int m, int depth,
                                    bool team) {
   const ComputeNode& node = *member.node;
+  if (node.reduce == ReduceKind::kVar) return PrintVariance(member, m, depth, team);
   const bool arg_reduce = IsArgReduce(node.reduce);
   const DType out_type = program_.buffers[node.output].dtype;
   const DType acc_type = arg_reduce ? node.body[node.root].dtype : out_type;
@@ -1033,6 +1107,7 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
     }
   }
   if (needs.team_reductions) absl::StrAppend(&text, kReductionHelpers);
+  if (needs.welford) absl::StrAppend(&text, kWelfordHelpers);
   for (const auto& [name, definition] : needs.combines) {
     absl::StrAppend(&text, definition);
   }

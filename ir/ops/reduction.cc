@@ -8,7 +8,9 @@
 // reduce_prod, reduce_l1 (sum |x|) and reduce_sum_square take any numeric
 // dtype; reduce_mean, reduce_l2 (sqrt(sum x^2)), reduce_log_sum (log(sum x))
 // and reduce_log_sum_exp (max + log(sum exp(x - max)); an infinite or NaN max
-// is the result itself) take floats. Over zero elements reduce_prod gives 1
+// is the result itself) take floats, and so does reduce_var: the population
+// variance, the mean of the squared deviations from the mean (NaN over zero
+// elements). Over zero elements reduce_prod gives 1
 // and the log reductions -inf.
 //
 // argmax and argmin reduce one `axis` (default 0; `keepdims` default 1) to
@@ -40,11 +42,13 @@ enum class Reduction {
   kLogSum,
   kLogSumExp,
   kSumSquare,
+  kVar,
 };
 
 bool TakesFloatsOnly(Reduction kind) {
   return kind == Reduction::kMean || kind == Reduction::kL2 ||
-         kind == Reduction::kLogSum || kind == Reduction::kLogSumExp;
+         kind == Reduction::kLogSum || kind == Reduction::kLogSumExp ||
+         kind == Reduction::kVar;
 }
 
 struct ReductionPlan {
@@ -161,6 +165,7 @@ void Fold(Reduction kind, T v, T& a) {
       if (std::isnan(static_cast<double>(v)) || v < a) a = v;
       break;
     case Reduction::kLogSumExp:
+    case Reduction::kVar:
       break;
   }
 }
@@ -210,6 +215,20 @@ std::vector<double> LogSumExp(const Tensor& x, const ReductionPlan& plan) {
   return max;
 }
 
+// The population variance, in two passes (the mean first) for accuracy.
+std::vector<double> Variance(const Tensor& x, const ReductionPlan& plan) {
+  const double count = static_cast<double>(plan.reduced_count);
+  std::vector<double> mean = Accumulate<double>(Reduction::kMean, x, plan);
+  for (double& m : mean) m /= count;
+  std::vector<double> var(mean.size(), 0.0);
+  ForEachReduced(x, plan, [&](int64_t o, int64_t i) {
+    const double d = x.GetDouble(i) - mean[o];
+    var[o] += d * d;
+  });
+  for (double& v : var) v /= count;
+  return var;
+}
+
 double Finish(Reduction kind, double acc, int64_t count) {
   switch (kind) {
     case Reduction::kMean:
@@ -230,9 +249,10 @@ EvalFn ReductionEval(Reduction kind) {
     absl::StatusOr<ReductionPlan> plan = PlanReduction(node, x.shape());
     if (!plan.ok()) return plan.status();
     Tensor& result = out[0];
-    if (kind == Reduction::kLogSumExp) {
-      std::vector<double> lse = LogSumExp(x, *plan);
-      for (size_t i = 0; i < lse.size(); ++i) result.SetDouble(i, lse[i]);
+    if (kind == Reduction::kLogSumExp || kind == Reduction::kVar) {
+      std::vector<double> values = kind == Reduction::kVar ? Variance(x, *plan)
+                                                           : LogSumExp(x, *plan);
+      for (size_t i = 0; i < values.size(); ++i) result.SetDouble(i, values[i]);
     } else if (IsFloat(x.dtype())) {
       std::vector<double> acc = Accumulate<double>(kind, x, *plan);
       for (size_t i = 0; i < acc.size(); ++i) {
@@ -385,6 +405,7 @@ absl::Status RegisterReductionOps(OpRegistry& registry) {
                     ReductionOp("reduce_log_sum", Reduction::kLogSum),
                     ReductionOp("reduce_log_sum_exp", Reduction::kLogSumExp),
                     ReductionOp("reduce_sum_square", Reduction::kSumSquare),
+                    ReductionOp("reduce_var", Reduction::kVar),
                     ArgOp("argmax", /*is_max=*/true),
                     ArgOp("argmin", /*is_max=*/false),
                 });

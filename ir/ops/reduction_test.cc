@@ -276,8 +276,29 @@ TEST(ReductionTest, NewReductionsOverNothing) {
   }
 }
 
+TEST(ReductionTest, VarianceIsTheMeanSquaredDeviation) {
+  // Rows {1, 2, 3, 4} and {1e8 + 1, 1e8 + 2, 1e8 + 3, 1e8 + 4}: the same
+  // variance, 1.25, however far the values are from zero.
+  Tensor x = MakeTensor(DType::kF64, {2, 4},
+                        {1, 2, 3, 4, 1e8 + 1, 1e8 + 2, 1e8 + 3, 1e8 + 4});
+  absl::StatusOr<Tensor> y = RunOp("reduce_var", {x}, MakeAttrs({{"axes", Ints{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(1.25, 1.25));
+  // Over everything, keeping the dims; NaN over no values or with a NaN.
+  y = RunOp("reduce_var", {x}, MakeAttrs({{"keepdims", int64_t{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{1, 1}));
+  EXPECT_NEAR(y->GetDouble(0), 1.25 + 0.25e16, 1);
+  y = RunOp("reduce_var", {Tensor(DType::kF32, {2, 0})}, MakeAttrs({{"axes", Ints{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(IsNan(), IsNan()));
+  y = RunOp("reduce_var", {MakeTensor(DType::kF32, {3}, {1, NAN, 2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(IsNan()));
+}
+
 TEST(ReductionTest, FloatOnlyReductionsRejectIntegers) {
-  for (const char* op : {"reduce_l2", "reduce_log_sum", "reduce_log_sum_exp"}) {
+  for (const char* op : {"reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_var"}) {
     EXPECT_THAT(RunOpError(op, {Tensor(DType::kI64, {2})}),
                 HasSubstr(absl::StrCat("node 'test_node' (", op,
                                        "): input 0 has dtype i64, expected a "

@@ -86,6 +86,37 @@ __device__ __forceinline__ T loom_block_reduce(T v, Combine combine,
   v = threadIdx.x % 32 < blockDim.x / 32 ? scratch[threadIdx.x % 32] : identity;
   return loom_warp_reduce(v, combine);
 }
+
+template <typename T>
+struct loom_welford {
+  T n, mean, m2;
+};
+template <typename T>
+__device__ __forceinline__ loom_welford<T> loom_shfl(loom_welford<T> a, int s) {
+  return {loom_shfl(a.n, s), loom_shfl(a.mean, s), loom_shfl(a.m2, s)};
+}
+template <typename T>
+__device__ __forceinline__ void loom_welford_add(loom_welford<T>& w, T v) {
+  w.n += 1;
+  const T d = v - w.mean;
+  w.mean += d / w.n;
+  w.m2 += d * (v - w.mean);
+}
+template <typename T>
+struct loom_welford_combine {
+  __device__ loom_welford<T> operator()(loom_welford<T> a, loom_welford<T> b) const {
+    if (b.n > a.n || (b.n == a.n && b.mean < a.mean)) {
+      const loom_welford<T> t = a;
+      a = b;
+      b = t;
+    }
+    const T n = a.n + b.n;
+    if (n == 0) return a;
+    const T d = b.mean - a.mean;
+    const T fb = b.n / n;
+    return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
+  }
+};
 struct loom_sum_float {
   __device__ float operator()(float a, float b) const {
     return a + b;
@@ -94,72 +125,60 @@ struct loom_sum_float {
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f0_shape[3] = {4, 1024, 32768};
+__device__ long long loom_f0_shape[3] = {4, 1024, 0};
 }
 extern "C" __global__ void __launch_bounds__(1024) loom_f0(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3) {
   __shared__ float loom_scratch_float[32];
-  extern __shared__ __align__(16) unsigned char loom_smem[];
-  float* const l0 = (float*)(loom_smem + 0);
+  __shared__ loom_welford<float> loom_scratch_welford_float[32];
   const int lane = threadIdx.x;
   for (int64_t o = blockIdx.x; o < 4; o += gridDim.x) {
     const int64_t x0 = o / 2;
     const int64_t x1 = o % 2;
-    // group_norm/mean
-    float acc0 = (float)0;
+    // group_norm/var
+    loom_welford<float> w0 = {0, 0, 0};
     for (int64_t r = lane; r < 8192; r += 1024) {
       const int64_t x2 = r;
       const float t0 = p0[(16384*x0 + 8192*x1 + x2)];
-      acc0 += t0;
+      loom_welford_add(w0, t0);
     }
-    acc0 = loom_block_reduce(acc0, loom_sum_float(), (float)0, loom_scratch_float);
+    w0 = loom_block_reduce(w0, loom_welford_combine<float>(), loom_welford<float>{0, 0, 0}, loom_scratch_welford_float);
+    float acc0 = w0.m2 / w0.n;
     // group_norm/mean
-    const float t1 = acc0;
-    const float t2 = (float)8192;
-    const float t3 = t1 / t2;
-    // group_norm/center
-    for (int64_t i = lane; i < 8192; i += 1024) {
-      const int64_t x2 = i;
-      const float t4 = p0[(16384*x0 + 8192*x1 + x2)];
-      const float t5 = t3;
-      const float t6 = t4 - t5;
-      l0[x2] = t6;
-    }
-    __syncthreads();
-    // group_norm/var
-    float acc3 = (float)0;
+    float acc1 = (float)0;
     for (int64_t r = lane; r < 8192; r += 1024) {
       const int64_t x2 = r;
-      const float t7 = l0[x2];
-      const float t8 = l0[x2];
-      const float t9 = t7 * t8;
-      acc3 += t9;
+      const float t1 = p0[(16384*x0 + 8192*x1 + x2)];
+      acc1 += t1;
     }
-    acc3 = loom_block_reduce(acc3, loom_sum_float(), (float)0, loom_scratch_float);
+    acc1 = loom_block_reduce(acc1, loom_sum_float(), (float)0, loom_scratch_float);
+    // group_norm/mean
+    const float t2 = acc1;
+    const float t3 = (float)8192;
+    const float t4 = t2 / t3;
     // group_norm/inv_std
-    const float t10 = acc3;
-    const float t11 = (float)8192;
-    const float t12 = t10 / t11;
-    const float t13 = (float)0x1.4f8b58p-17;
-    const float t14 = t12 + t13;
-    const float t15 = (float)1 / sqrtf(t14);
+    const float t5 = acc0;
+    const float t6 = (float)0x1.4f8b58p-17;
+    const float t7 = t5 + t6;
+    const float t8 = (float)1 / sqrtf(t7);
     // group_norm/bias
     for (int64_t i = lane; i < 8192; i += 1024) {
       const int64_t x2 = i / 1024;
       const int64_t x3 = (i / 32) % 32;
       const int64_t x4 = i % 32;
-      const float t16 = l0[(1024*x2 + 32*x3 + x4)];
-      const float t17 = t15;
-      const float t18 = t16 * t17;
-      const float t19 = p1[(8*x1 + x2)];
-      const float t20 = t18 * t19;
-      const float t21 = p2[(8*x1 + x2)];
-      const float t22 = t20 + t21;
-      p3[(16384*x0 + 8192*x1 + 1024*x2 + 32*x3 + x4)] = t22;
+      const float t9 = p0[(16384*x0 + 8192*x1 + 1024*x2 + 32*x3 + x4)];
+      const float t10 = t4;
+      const float t11 = t9 - t10;
+      const float t12 = t8;
+      const float t13 = t11 * t12;
+      const float t14 = p1[(8*x1 + x2)];
+      const float t15 = t13 * t14;
+      const float t16 = p2[(8*x1 + x2)];
+      const float t17 = t15 + t16;
+      p3[(16384*x0 + 8192*x1 + 1024*x2 + 32*x3 + x4)] = t17;
     }
-    __syncthreads();
   }
 }
 
 // Launches:
-// loom_f0(x, scale, bias, y)  # group_norm/mean, group_norm/mean, group_norm/center, group_norm/var, group_norm/inv_std, group_norm/bias
+// loom_f0(x, scale, bias, y)  # group_norm/var, group_norm/mean, group_norm/mean, group_norm/inv_std, group_norm/bias
 // 

@@ -38,49 +38,50 @@ extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
   for (int64_t x0 = 0; x0 < 32; ++x0) {
-    float l2[256];
-    float acc0 = (float)0;
-    #pragma omp simd reduction(+:acc0)
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      const float t0 = p0[(256*x0 + x1)];
-      acc0 += t0;
+    int64_t wn0 = 0;
+    float wmean0s[16] __attribute__((aligned(64))) = {0};
+    float wm20s[16] __attribute__((aligned(64))) = {0};
+    for (int64_t x1r = 0; x1r < 256; x1r += 16) {
+      const float wn0_r = (float)1 / (float)++wn0;
+      #pragma omp simd
+      for (int64_t x1j = 0; x1j < 16; ++x1j) {
+        const int64_t x1 = x1r + x1j;
+        const float t0 = p0[(256*x0 + x1)];
+        const float wmean0_d = t0 - wmean0s[x1j];
+        wmean0s[x1j] += wmean0_d * wn0_r;
+        wm20s[x1j] += wmean0_d * (t0 - wmean0s[x1j]);
+      }
     }
-    const float t1 = acc0;
-    const float t2 = (float)256;
-    const float t3 = t1 / t2;
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      const float t4 = p0[(256*x0 + x1)];
-      const float t5 = t3;
-      const float t6 = t4 - t5;
-      l2[x1] = t6;
+    float wmean0 = wmean0s[0], wm20 = wm20s[0];
+    for (int j = 1; j < 16; ++j) {
+      const float wmean0_d = wmean0s[j] - wmean0;
+      wmean0 += wmean0_d / (float)(j + 1);
+      wm20 += wm20s[j] + wmean0_d * wmean0_d * (float)wn0 * (float)j / (float)(j + 1);
     }
-    float acc3 = (float)0;
-    #pragma omp simd reduction(+:acc3)
+    float acc0 = wm20 / (float)(wn0 * 16);
+    float acc1 = wmean0 * (float)256;
+    const float t2 = acc1;
+    const float t3 = (float)256;
+    const float t4 = t2 / t3;
+    const float t5 = acc0;
+    const float t6 = (float)0x1.4f8b58p-17;
+    const float t7 = t5 + t6;
+    const float t8 = (float)1 / sqrtf(t7);
     for (int64_t x1 = 0; x1 < 256; ++x1) {
-      const float t7 = l2[x1];
-      const float t8 = l2[x1];
-      const float t9 = t7 * t8;
-      acc3 += t9;
-    }
-    const float t10 = acc3;
-    const float t11 = (float)256;
-    const float t12 = t10 / t11;
-    const float t13 = (float)0x1.4f8b58p-17;
-    const float t14 = t12 + t13;
-    const float t15 = (float)1 / sqrtf(t14);
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      const float t16 = l2[x1];
-      const float t17 = t15;
-      const float t18 = t16 * t17;
-      const float t19 = p1[x1];
-      const float t20 = t18 * t19;
-      const float t21 = p2[x1];
-      const float t22 = t20 + t21;
-      p3[(256*x0 + x1)] = t22;
+      const float t9 = p0[(256*x0 + x1)];
+      const float t10 = t4;
+      const float t11 = t9 - t10;
+      const float t12 = t8;
+      const float t13 = t11 * t12;
+      const float t14 = p1[x1];
+      const float t15 = t13 * t14;
+      const float t16 = p2[x1];
+      const float t17 = t15 + t16;
+      p3[(256*x0 + x1)] = t17;
     }
   }
 }
 
 // Launches:
-// loom_f0(x, scale, bias, y)  # layer_norm/mean, layer_norm/mean, layer_norm/center, layer_norm/var, layer_norm/inv_std, layer_norm/bias
+// loom_f0(x, scale, bias, y)  # layer_norm/var, layer_norm/mean, layer_norm/mean, layer_norm/inv_std, layer_norm/bias
 // 
