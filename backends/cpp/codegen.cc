@@ -236,10 +236,12 @@ class KernelPrinter {
 
   void PrintMember(const ComputeNode& node, int member, int depth);
   void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
-  // A variance (kVar): Welford's update, in kWelfordLanes lanes when the
-  // innermost reduction loop allows, leaving the variance in acc<member>
-  // and the mean in wmean<member>.
+  // A variance (kVar): Welford's update, in kWelfordLanes lanes over the
+  // innermost reduction loop (a running update for its tail), leaving the
+  // variance in acc<member> and the mean in wmean<member>.
   void PrintWelford(const ComputeNode& node, int member, int depth);
+  void PrintRunningUpdate(const char* type, const std::string& mean, const std::string& m2,
+                          const std::string& count, const std::string& value, int depth);
   // Whether member m sums the same values over the same loops as the
   // variance that member m - 1 computes, both one value per outer
   // iteration: its sum is then that pass's mean times the count.
@@ -592,6 +594,15 @@ void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int dept
   result = arg_reduce ? arg : acc;
 }
 
+// Welford's update of a running mean and M2 by `value`.
+void KernelPrinter::PrintRunningUpdate(const char* type, const std::string& mean,
+                                       const std::string& m2, const std::string& count,
+                                       const std::string& value, int depth) {
+  Line(depth, absl::StrCat("const ", type, " ", mean, "_d = ", value, " - ", mean, ";"));
+  Line(depth, absl::StrCat(mean, " += ", mean, "_d / (", type, ")++", count, ";"));
+  Line(depth, absl::StrCat(m2, " += ", mean, "_d * (", value, " - ", mean, ");"));
+}
+
 void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth) {
   const char* t = CType(program_.buffers[node.output].dtype);
   const std::string mean = absl::StrCat("wmean", member);
@@ -602,31 +613,36 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   const std::vector<int64_t> ranges = node.AllRanges();
   const int inner = static_cast<int>(ranges.size()) - 1;
   const int64_t inner_extent = ranges.back();
+  const int64_t full = inner_extent / kWelfordLanes * kWelfordLanes;  // the lanes' part
   Line(depth, absl::StrCat("int64_t ", count, " = 0;"));
-  if (inner_extent % kWelfordLanes != 0) {
+  if (full == 0) {  // too few values for the lanes: one running update
     Line(depth, absl::StrCat(t, " ", mean, " = 0, ", m2, " = 0;"));
     const int d = OpenLoops(ranges, node.ranges.size(), depth, {});
     PrintBody(node, d);
-    Line(d, absl::StrCat("const ", t, " ", mean, "_d = ", value, " - ", mean, ";"));
-    Line(d, absl::StrCat(mean, " += ", mean, "_d / (", t, ")++", count, ";"));
-    Line(d, absl::StrCat(m2, " += ", mean, "_d * (", value, " - ", mean, ");"));
+    PrintRunningUpdate(t, mean, m2, count, value, d);
     CloseLoops(node.reduction_ranges.size(), d);
     Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")", count, ";"));
     return;
   }
   // Lane j takes the values at positions j mod kWelfordLanes of the
-  // innermost loop, so every lane has taken `count` values. The lanes'
-  // loop is the vector loop (`omp simd`: GCC alone keeps the lanes in
-  // memory); the arrays are aligned for its whole-vector stores.
+  // innermost loop, so every lane has taken `count` values; the rest of
+  // that loop (its tail) has a running update of its own. The lanes' loop
+  // is the vector loop (`omp simd`: GCC alone keeps the lanes in memory);
+  // the arrays are aligned for its whole-vector stores.
+  const bool tail = full < inner_extent;
   for (const std::string& lanes : {mean, m2}) {
     Line(depth, absl::StrCat(t, " ", lanes, "s[", kWelfordLanes,
                              "] __attribute__((aligned(64))) = {0};"));
   }
+  if (tail) {
+    Line(depth, absl::StrCat("int64_t ", count, "t = 0;"));
+    Line(depth, absl::StrCat(t, " ", mean, "t = 0, ", m2, "t = 0;"));
+  }
   const std::vector<int64_t> around(ranges.begin(), ranges.end() - 1);
   const int d = OpenLoops(around, node.ranges.size(), depth, {});
   const std::string run = absl::StrCat("x", inner, "r");
-  Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run, inner_extent,
-                          run, kWelfordLanes));
+  Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run, full, run,
+                          kWelfordLanes));
   Line(d + 1, absl::StrCat("const ", t, " ", count, "_r = (", t, ")1 / (", t, ")++", count,
                            ";"));
   const std::string j = absl::StrCat("x", inner, "j");
@@ -642,6 +658,13 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
                            ");"));
   Line(d + 1, "}");
   Line(d, "}");
+  if (tail) {
+    Line(d, absl::StrFormat("for (int64_t x%d = %d; x%d < %d; ++x%d) {", inner, full, inner,
+                            inner_extent, inner));
+    PrintBody(node, d + 1);
+    PrintRunningUpdate(t, mean + "t", m2 + "t", count + "t", value, d + 1);
+    Line(d, "}");
+  }
   CloseLoops(around.size() - node.ranges.size(), d);
   // Chan et al.: lane j joins lanes 0..j-1, each of `count` values.
   Line(depth, absl::StrCat(t, " ", mean, " = ", mean, "s[0], ", m2, " = ", m2, "s[0];"));
@@ -651,8 +674,22 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   Line(depth + 1, absl::StrCat(m2, " += ", m2, "s[j] + ", mean, "_d * ", mean, "_d * (", t,
                                ")", count, " * (", t, ")j / (", t, ")(j + 1);"));
   Line(depth, "}");
-  Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")(", count, " * ",
-                           kWelfordLanes, ");"));
+  if (!tail) {
+    Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")(", count, " * ",
+                             kWelfordLanes, ");"));
+    return;
+  }
+  // Then the tail joins the lanes.
+  const std::string na = count + "a", nb = count + "b";
+  Line(depth, absl::StrCat("const ", t, " ", na, " = (", t, ")(", count, " * ", kWelfordLanes,
+                           "), ", nb, " = (", t, ")", count, "t;"));
+  Line(depth, absl::StrCat("if (", nb, " > 0) {"));
+  Line(depth + 1, absl::StrCat("const ", t, " ", mean, "_d = ", mean, "t - ", mean, ";"));
+  Line(depth + 1, absl::StrCat(mean, " += ", mean, "_d * ", nb, " / (", na, " + ", nb, ");"));
+  Line(depth + 1, absl::StrCat(m2, " += ", m2, "t + ", mean, "_d * ", mean, "_d * ", na, " * ",
+                               nb, " / (", na, " + ", nb, ");"));
+  Line(depth, "}");
+  Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", na, " + ", nb, ");"));
 }
 
 void KernelPrinter::PrintBody(const ComputeNode& node, int depth) {

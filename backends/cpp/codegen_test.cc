@@ -257,11 +257,18 @@ TEST(CodegenTest, AVarianceIsOnePassOfWelfordInVectorLanes) {
   // The lanes combine; the sum of the same values is the mean times 64.
   EXPECT_THAT(text, HasSubstr("float acc0 = wm20 / (float)(wn0 * 16);"));
   EXPECT_THAT(text, HasSubstr("float acc1 = wmean0 * (float)64;"));
-  // Rows of 40 make no whole vectors: one running mean and M2.
-  const std::string running = EmitRowStatistics({8, 40});
+  // Rows of 40: lanes over 32, a running update over the tail of 8, then
+  // the tail joins the lanes.
+  const std::string tail = EmitRowStatistics({8, 40});
+  EXPECT_THAT(tail, HasSubstr("for (int64_t x1r = 0; x1r < 32; x1r += 16) {"));
+  EXPECT_THAT(tail, HasSubstr("for (int64_t x1 = 32; x1 < 40; ++x1) {"));
+  EXPECT_THAT(tail, HasSubstr("wmean0t += wmean0t_d / (float)++wn0t;"));
+  EXPECT_THAT(tail, HasSubstr("float acc0 = wm20 / (wn0a + wn0b);"));
+  EXPECT_THAT(tail, HasSubstr("float acc1 = wmean0 * (float)40;"));
+  // Rows of 5 make no vector: one running mean and M2.
+  const std::string running = EmitRowStatistics({8, 5});
   EXPECT_THAT(running, HasSubstr("wmean0 += wmean0_d / (float)++wn0;"));
   EXPECT_THAT(running, HasSubstr("float acc0 = wm20 / (float)wn0;"));
-  EXPECT_THAT(running, HasSubstr("float acc1 = wmean0 * (float)40;"));
 }
 
 // One long row: the reduction has no outer loop to share over threads, so
