@@ -1,5 +1,7 @@
 #include "ir/graph.h"
 
+#include <algorithm>
+
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -57,6 +59,11 @@ std::vector<int64_t> Attrs::GetInts(absl::string_view name,
   return GetOr<std::vector<int64_t>>(*this, name, std::move(default_value));
 }
 
+const std::vector<int64_t>* Attrs::FindInts(absl::string_view name) const {
+  const AttrValue* value = Find(name);
+  return value == nullptr ? nullptr : std::get_if<std::vector<int64_t>>(value);
+}
+
 std::vector<double> Attrs::GetFloats(absl::string_view name,
                                      std::vector<double> default_value) const {
   return GetOr<std::vector<double>>(*this, name, std::move(default_value));
@@ -73,7 +80,8 @@ Graph::Graph(const Graph& other)
       constants_(other.constants_),
       outputs_(other.outputs_),
       initializers_(other.initializers_),
-      next_unique_(other.next_unique_) {
+      next_unique_(other.next_unique_),
+      numbered_(other.numbered_) {
   RebuildNameIndex();
 }
 
@@ -104,6 +112,7 @@ void Graph::Swap(Graph& other) noexcept {
   swap(outputs_, other.outputs_);
   swap(initializers_, other.initializers_);
   swap(next_unique_, other.next_unique_);
+  swap(numbered_, other.numbered_);
   // Each index travels with its home, which then points at the values_
   // now beside it.
   swap(values_home_, other.values_home_);
@@ -120,8 +129,13 @@ void Graph::ResetNameIndex() {
 
 void Graph::RebuildNameIndex() {
   ResetNameIndex();
+  std::vector<bool> numbered(values_.size(), false);
+  for (ValueId id : numbered_) {
+    if (id >= 0) numbered[id] = true;
+  }
   value_by_name_.reserve(values_.size());
   for (ValueId id = 0; id < static_cast<ValueId>(values_.size()); ++id) {
+    if (numbered[id]) continue;
     value_by_name_.insert(NameEntry{id, NameHash(values_[id].name)});
   }
 }
@@ -135,6 +149,7 @@ uint32_t Graph::NameHash(absl::string_view name) {
 ValueId Graph::NewValue(std::string name, TensorType& type, ValueKind kind) {
   // One hash operation per name: claim it, or learn that it is taken. The
   // value goes in first, since the index reads names from values_.
+  if (FindNumbered(name) >= 0) return -1;
   const ValueId id = static_cast<ValueId>(values_.size());
   const uint32_t hash = NameHash(name);
   values_.push_back(Value{std::move(name), TensorType{}, kind, kNoNode});
@@ -201,14 +216,46 @@ absl::StatusOr<NodeId> Graph::AddNode(
 }
 
 void Graph::Reserve(size_t num_values, size_t num_nodes) {
-  values_.reserve(num_values);
-  value_by_name_.reserve(num_values);
-  nodes_.reserve(num_nodes);
+  if (num_values > values_.capacity()) {
+    num_values = std::max(num_values, 2 * values_.capacity());
+    values_.reserve(num_values);
+    value_by_name_.reserve(num_values);
+  }
+  if (num_nodes > nodes_.capacity()) {
+    nodes_.reserve(std::max(num_nodes, 2 * nodes_.capacity()));
+  }
+}
+
+void Graph::ReserveIntermediates(size_t more) {
+  const size_t needed = values_.size() + more;
+  if (needed > values_.capacity()) {
+    values_.reserve(std::max(needed, 2 * values_.capacity()));
+  }
+  const size_t numbers = static_cast<size_t>(next_unique_) + more;
+  if (numbers > numbered_.capacity()) {
+    numbered_.reserve(std::max(numbers, 2 * numbered_.capacity()));
+  }
 }
 
 ValueId Graph::FindValue(absl::string_view name) const {
   auto it = value_by_name_.find(name);
-  return it == value_by_name_.end() ? -1 : it->id;
+  return it == value_by_name_.end() ? FindNumbered(name) : it->id;
+}
+
+ValueId Graph::FindNumbered(absl::string_view name) const {
+  const size_t dot = name.rfind('.');
+  if (dot == absl::string_view::npos) return -1;
+  const absl::string_view digits = name.substr(dot + 1);
+  // Far more digits than any counter has would overflow.
+  if (digits.empty() || digits.size() > 18) return -1;
+  uint64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (n >= numbered_.size()) return -1;
+  const ValueId id = numbered_[n];
+  return id >= 0 && values_[id].name == name ? id : -1;
 }
 
 const Tensor& Graph::initializer(ValueId id) const {
@@ -224,11 +271,18 @@ std::string Graph::UniqueValueName(absl::string_view base) {
 }
 
 ValueId Graph::AddIntermediate(absl::string_view base, TensorType type) {
-  // UniqueValueName then NewValue would hash each name twice.
+  // Another numbered name cannot be taken (each has its own number), so
+  // only the index of the other names is asked.
   for (;;) {
-    const ValueId id = NewValue(absl::StrCat(base, ".", next_unique_++), type,
-                                ValueKind::kIntermediate);
-    if (id >= 0) return id;
+    const int64_t n = next_unique_++;
+    std::string name = absl::StrCat(base, ".", n);
+    if (value_by_name_.contains(name)) continue;
+    const ValueId id = static_cast<ValueId>(values_.size());
+    values_.push_back(Value{std::move(name), std::move(type),
+                            ValueKind::kIntermediate, kNoNode});
+    numbered_.resize(n + 1, -1);
+    numbered_[n] = id;
+    return id;
   }
 }
 

@@ -46,6 +46,9 @@ using AttrValue =
 class Attrs {
  public:
   void Set(std::string name, AttrValue value);
+  // Makes room for this many attributes, so that setting them one by one
+  // allocates once.
+  void Reserve(size_t n) { entries_.reserve(n); }
   const AttrValue* Find(absl::string_view name) const;
   bool Has(absl::string_view name) const { return Find(name) != nullptr; }
 
@@ -58,6 +61,9 @@ class Attrs {
                         std::string default_value) const;
   std::vector<int64_t> GetInts(absl::string_view name,
                                std::vector<int64_t> default_value = {}) const;
+  // The list of ints `name` in place (no copy), or null when absent (or of
+  // another type).
+  const std::vector<int64_t>* FindInts(absl::string_view name) const;
   std::vector<double> GetFloats(absl::string_view name,
                                 std::vector<double> default_value = {}) const;
   std::vector<std::string> GetStrings(
@@ -130,8 +136,9 @@ class Graph {
   // A name not yet used by any value, built from `base`.
   std::string UniqueValueName(absl::string_view base);
 
-  // A fresh intermediate value named after `base` (made unique), for passes
-  // that build a new node list for ReplaceNodes().
+  // A fresh intermediate value named "<base>.<n>" (n from the counter that
+  // makes names unique), for passes that build a new node list for
+  // ReplaceNodes().
   ValueId AddIntermediate(absl::string_view base, TensorType type = {});
 
   // Replaces the node list with `nodes`, which must be in topological order
@@ -144,13 +151,20 @@ class Graph {
   void RemoveNodes(const std::vector<bool>& keep);
 
   // Makes room for this many values and nodes in all, so that building a
-  // large graph does not regrow (and rehash) its tables step by step.
+  // large graph does not regrow (and rehash) its tables step by step. A
+  // table that must grow at least doubles, so that many calls that each ask
+  // for a little more cost no more than growing one value at a time.
   void Reserve(size_t num_values, size_t num_nodes);
+  // Makes room for this many more AddIntermediate values (which the name
+  // index does not hold; see numbered_), growing as Reserve does.
+  void ReserveIntermediates(size_t more);
 
  private:
   // Adds a value named `name` (taking `type`), or returns -1 and leaves
   // `type` alone when the name is taken.
   ValueId NewValue(std::string name, TensorType& type, ValueKind kind);
+  // The value AddIntermediate named `name`, or -1.
+  ValueId FindNumbered(absl::string_view name) const;
 
   std::vector<Value> values_;
   std::vector<Node> nodes_;
@@ -203,7 +217,14 @@ class Graph {
   void Swap(Graph& other) noexcept;
 
   std::unique_ptr<const std::vector<Value>*> values_home_;
+  // Every value's name but those of AddIntermediate.
   NameIndex value_by_name_;
+  // numbered_[n]: the value AddIntermediate named "<base>.<n>", or -1. Those
+  // names are unique among themselves by their counter, so a new one is
+  // only looked up in value_by_name_ (often far smaller, e.g. when a
+  // decomposition adds millions of values), and FindValue finds them
+  // through the number they end in.
+  std::vector<ValueId> numbered_;
 };
 
 }  // namespace loom

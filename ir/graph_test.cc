@@ -82,6 +82,32 @@ TEST(GraphTest, InitializersAndUniqueNames) {
   EXPECT_NE(graph.value(a).name, graph.value(b).name);
 }
 
+// AddIntermediate's names ("<base>.<n>") are found, and taken, like any
+// other, though the name index does not hold them.
+TEST(GraphTest, NumberedNamesAreFoundAndTaken) {
+  Graph graph;
+  const ValueId taken = *graph.AddInput("t.1", TensorType{DType::kF32, {4}});
+  const ValueId a = graph.AddIntermediate("t");
+  const ValueId b = graph.AddIntermediate("t");  // skips the input's t.1
+  EXPECT_EQ(graph.value(a).name, "t.0");
+  EXPECT_EQ(graph.value(b).name, "t.2");
+  EXPECT_EQ(graph.FindValue("t.0"), a);
+  EXPECT_EQ(graph.FindValue("t.1"), taken);
+  EXPECT_EQ(graph.FindValue("t.2"), b);
+  EXPECT_EQ(graph.FindValue("u.2"), -1);
+  EXPECT_EQ(graph.FindValue("t.02"), -1);
+  EXPECT_EQ(graph.FindValue("t.3"), -1);
+  EXPECT_EQ(graph.FindValue("t."), -1);
+  EXPECT_FALSE(graph.AddInput("t.2", TensorType{}).ok());
+  EXPECT_FALSE(graph.AddNode("n", "neg", {a}, {"t.0"}).ok());
+  EXPECT_EQ(graph.UniqueValueName("t"), "t.3");
+
+  const Graph copy = graph;
+  EXPECT_EQ(copy.FindValue("t.0"), a);
+  EXPECT_EQ(copy.FindValue("t.1"), taken);
+  EXPECT_EQ(copy.FindValue("t.2"), b);
+}
+
 TEST(GraphTest, ReplaceNodesRecomputesProducers) {
   Graph graph;
   const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});

@@ -80,55 +80,74 @@ DecomposeFn DecomposePass::Find(
 
 namespace {
 
+// Moves the old nodes [from, to) to the end of the new list `nodes`.
+void MoveNodes(Graph& graph, size_t from, size_t to, std::vector<Node>& nodes,
+               std::vector<bool>& emitted) {
+  for (size_t i = from; i < to; ++i) {
+    nodes.push_back(std::move(graph.mutable_node(i)));
+    emitted.push_back(false);
+  }
+}
+
+// Undoes MoveNodes after a failed decomposition: the old nodes in `nodes`
+// (those not emitted) go back to their places, between the composites,
+// which never left.
+void RestoreNodes(Graph& graph, const std::vector<size_t>& composites,
+                  std::vector<Node>& nodes, const std::vector<bool>& emitted) {
+  size_t old = 0;
+  size_t next_composite = 0;
+  for (size_t k = 0; k < emitted.size(); ++k) {
+    if (emitted[k]) continue;
+    while (next_composite < composites.size() &&
+           composites[next_composite] == old) {
+      ++old;
+      ++next_composite;
+    }
+    graph.mutable_node(old++) = std::move(nodes[k]);
+  }
+}
+
 // One sweep over the graph's nodes: node i is replaced by its decomposition
 // when pick(i) returns one. On return emitted[i] says whether node i of the
 // new node list came from a decomposition. Returns whether anything was
-// decomposed; the caller infers the new nodes' shapes. The list is rebuilt only
-// when something was decomposed, and then the nodes move into it (none is
-// copied); on an error the graph's nodes are untouched.
+// decomposed; the caller infers the new nodes' shapes. The new list is
+// started at the first composite, and decompositions append to it directly;
+// the old nodes move into it (none is copied). On an error the graph's
+// nodes are as they were.
 template <typename Pick>
 absl::StatusOr<bool> DecomposeSweep(Graph& graph, NameSet& names, Pick pick,
                                     std::vector<bool>& emitted) {
   const size_t num_nodes = graph.nodes().size();
-  // The composites' replacements, one after the other: composites[k]
-  // becomes replacements[ends[k - 1] .. ends[k]).
+  std::vector<Node> nodes;
+  std::vector<bool> emitted_now;
   std::vector<size_t> composites;
-  std::vector<size_t> ends;
-  std::vector<Node> replacements;
+  size_t next = 0;  // the first old node not yet moved or replaced
   for (size_t i = 0; i < num_nodes; ++i) {
     const DecomposeFn fn = pick(i);
     if (fn == nullptr) continue;
+    // Decompositions that emit many nodes reserve room for them; most
+    // others fit in the margin.
+    if (composites.empty()) nodes.reserve(num_nodes + num_nodes / 4);
+    MoveNodes(graph, next, i, nodes, emitted_now);
     const Node& node = graph.nodes()[i];
-    DecompositionBuilder builder(graph, node, names, replacements);
+    DecompositionBuilder builder(graph, node, names, nodes);
     absl::Status status = fn(node, builder);
     if (!status.ok()) {
+      RestoreNodes(graph, composites, nodes, emitted_now);
       return absl::Status(status.code(),
                           absl::StrCat("node '", node.name, "' (", node.op,
                                        "): ", status.message()));
     }
+    emitted_now.resize(nodes.size(), true);
     composites.push_back(i);
-    ends.push_back(replacements.size());
+    next = i + 1;
   }
   if (composites.empty()) return false;
-
-  std::vector<Node> nodes;
-  nodes.reserve(num_nodes - composites.size() + replacements.size());
-  std::vector<bool> emitted_now;
-  emitted_now.reserve(nodes.capacity());
-  size_t next = 0;  // the next node of the old list
-  size_t next_replacement = 0;
-  for (size_t k = 0; k <= composites.size(); ++k) {
-    const size_t stop = k < composites.size() ? composites[k] : num_nodes;
-    for (; next < stop; ++next) {
-      nodes.push_back(std::move(graph.mutable_node(next)));
-      emitted_now.push_back(false);
-    }
-    if (k == composites.size()) break;
-    ++next;  // the composite, replaced by:
-    for (; next_replacement < ends[k]; ++next_replacement) {
-      nodes.push_back(std::move(replacements[next_replacement]));
-      emitted_now.push_back(true);
-    }
+  MoveNodes(graph, next, num_nodes, nodes, emitted_now);
+  // The list may have doubled for a few nodes more than the margin, and the
+  // graph keeps it for the rest of the pipeline.
+  if (nodes.capacity() > nodes.size() + nodes.size() / 4) {
+    nodes.shrink_to_fit();
   }
   graph.ReplaceNodes(std::move(nodes));
   emitted = std::move(emitted_now);

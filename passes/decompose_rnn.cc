@@ -104,7 +104,9 @@ class Unroller {
   // x[start:end] along `axis`.
   ValueId Slice(const std::string& suffix, ValueId x, int64_t axis,
                 int64_t start, int64_t end) {
-    Attrs attrs = Ints("starts", {start});
+    Attrs attrs;
+    attrs.Reserve(3);  // a slice per gate and step: one allocation, not three
+    attrs.Set("starts", std::vector<int64_t>{start});
     attrs.Set("ends", std::vector<int64_t>{end});
     attrs.Set("axes", std::vector<int64_t>{axis});
     return Op(suffix, "slice", {x}, std::move(attrs));
@@ -112,7 +114,9 @@ class Unroller {
   // Rows [row, row + rows) and columns [col, col + cols) of a matrix.
   ValueId Block(const std::string& suffix, ValueId x, int64_t row, int64_t rows,
                 int64_t col, int64_t cols) {
-    Attrs attrs = Ints("starts", {row, col});
+    Attrs attrs;
+    attrs.Reserve(2);
+    attrs.Set("starts", std::vector<int64_t>{row, col});
     attrs.Set("ends", std::vector<int64_t>{row + rows, col + cols});
     return Op(suffix, "slice", {x}, std::move(attrs));
   }
@@ -389,6 +393,7 @@ absl::Status Unroller::Run() {
     for (int64_t k = 0; k < seq; ++k) {
       const int64_t t = spec_.Backward(d) ? seq - 1 - k : k;
       const std::string p = absl::StrCat("d", d, "/t", t, "/");
+      const size_t emitted_before_step = b_.num_emitted();
       State next;
       switch (spec_.cell) {
         case RecurrentCell::kLstm:
@@ -408,6 +413,12 @@ absl::Status Unroller::Run() {
         if (next.c >= 0) {
           next.c = Op(p + "c_masked", "where", {mask, next.c, state.c});
         }
+      }
+      if (d == 0 && k == 0) {
+        // Every step emits about as many nodes as the first: make room for
+        // all of them at once, and a step's worth more for the outputs.
+        b_.Reserve((b_.num_emitted() - emitted_before_step) * seq *
+                   spec_.num_directions);
       }
       state = next;
       outputs[t] = state.h;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -264,6 +265,31 @@ TEST(DecomposeTest, IsRegisteredWithDecomposeOptions) {
       StartsWith("decompose does not know op 'nope'; it knows: "));
   spec.mutable_decompose()->clear_ops();
   EXPECT_TRUE(PassRegistry::Global().Create(spec).ok());
+}
+
+// Names are whole strings: a prefix of a name, or a name with an empty
+// part, is a name of its own; a prefix with many next parts indexes them.
+TEST(NameSetTest, HoldsWholeNames) {
+  NameSet names;
+  EXPECT_TRUE(names.Insert("a/b/c"));
+  EXPECT_FALSE(names.Insert("a/b/c"));
+  EXPECT_TRUE(names.Insert("a/b"));
+  EXPECT_TRUE(names.Insert("a"));
+  EXPECT_TRUE(names.Insert("a/"));
+  EXPECT_TRUE(names.Insert("a//c"));
+  EXPECT_TRUE(names.Insert("/a"));
+  EXPECT_TRUE(names.Insert(""));
+  EXPECT_FALSE(names.Insert("a/b"));
+  EXPECT_FALSE(names.Insert("a/"));
+  EXPECT_FALSE(names.Insert(""));
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_TRUE(names.Insert(absl::StrCat("a/b/", i)));
+  }
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_FALSE(names.Insert(absl::StrCat("a/b/", i)));
+  }
+  EXPECT_FALSE(names.Insert("a/b/c"));
+  EXPECT_TRUE(names.Insert("a/b/100"));
 }
 
 }  // namespace

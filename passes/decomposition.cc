@@ -6,27 +6,78 @@
 
 namespace loom {
 
+NameSet::NameSet() : entries_(1) {}
+
+NameSet::~NameSet() = default;
+
 bool NameSet::Insert(absl::string_view name) {
-  if (names_.contains(name)) return false;
-  names_.insert(Store(name));
+  int32_t entry = 0;
+  for (;;) {
+    const size_t slash = name.find('/');
+    entry = Child(entry, name.substr(0, slash));
+    if (slash == absl::string_view::npos) break;
+    name.remove_prefix(slash + 1);
+  }
+  if (entries_[entry].is_name) return false;
+  entries_[entry].is_name = true;
   return true;
 }
 
-absl::string_view NameSet::Store(absl::string_view name) {
-  char* copy;
-  if (name.size() > kBlockSize / 4) {  // a long name gets a block of its own
-    long_names_.push_back(std::make_unique<char[]>(name.size()));
-    copy = long_names_.back().get();
+int32_t NameSet::Child(int32_t parent, absl::string_view part) {
+  if (const int32_t index = entries_[parent].index; index >= 0) {
+    auto it = indexes_[index].find(part);
+    if (it != indexes_[index].end()) return it->second;
   } else {
-    if (block_used_ + name.size() > kBlockSize) {
+    for (int32_t child = entries_[parent].first_child; child >= 0;
+         child = entries_[child].next_sibling) {
+      if (entries_[child].part == part) return child;
+    }
+  }
+  const int32_t child = static_cast<int32_t>(entries_.size());
+  entries_.emplace_back();
+  entries_[child].part = Store(part);
+  Entry& p = entries_[parent];
+  ++p.num_children;
+  if (p.index >= 0) {
+    indexes_[p.index].emplace(entries_[child].part, child);
+  } else {
+    entries_[child].next_sibling = p.first_child;
+    p.first_child = child;
+    if (p.num_children > kMaxListed) {
+      p.index = static_cast<int32_t>(indexes_.size());
+      auto& index = indexes_.emplace_back();
+      for (int32_t c = p.first_child; c >= 0; c = entries_[c].next_sibling) {
+        index.emplace(entries_[c].part, c);
+      }
+    }
+  }
+  return child;
+}
+
+absl::string_view NameSet::Store(absl::string_view part) {
+  char* copy;
+  if (part.size() > kBlockSize / 4) {  // a long part gets a block of its own
+    long_parts_.push_back(std::make_unique<char[]>(part.size()));
+    copy = long_parts_.back().get();
+  } else {
+    if (block_used_ + part.size() > kBlockSize) {
       blocks_.push_back(std::make_unique<char[]>(kBlockSize));
       block_used_ = 0;
     }
     copy = blocks_.back().get() + block_used_;
-    block_used_ += name.size();
+    block_used_ += part.size();
   }
-  std::copy(name.begin(), name.end(), copy);
-  return absl::string_view(copy, name.size());
+  std::copy(part.begin(), part.end(), copy);
+  return absl::string_view(copy, part.size());
+}
+
+void DecompositionBuilder::Reserve(size_t nodes) {
+  // Growing to at least double keeps many small reservations linear.
+  const size_t needed = out_.size() + nodes;
+  if (needed > out_.capacity()) {
+    out_.reserve(std::max(needed, 2 * out_.capacity()));
+  }
+  graph_.ReserveIntermediates(nodes);
 }
 
 ValueId DecompositionBuilder::Add(absl::string_view suffix, std::string op,

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -19,27 +19,49 @@ namespace loom {
 // its own file and lists them in a table (declared at the end of this
 // header); passes/decompose.cc gathers the tables.
 
-// A set of node names that owns their bytes in large blocks: a decomposed
-// recurrence names millions of nodes, and a string per name in a
-// flat_hash_set<std::string> would be an allocation (and a copy) each.
+// A set of node names, kept as a tree of their '/'-separated parts: a
+// decomposed recurrence names millions of nodes "<composite>/d0/t<step>/
+// <part>", and a flat set of whole names would hash each long name into one
+// huge table (a cache miss or two per name). Here a name walks the short
+// lists of its prefixes' next parts (a step's parts, a decomposition's
+// nodes), which stay in cache while a decomposition fills them; a prefix
+// with many next parts (a direction's steps, the composites) indexes them
+// in a table of its own. Parts are stored once each, in large blocks.
 class NameSet {
  public:
-  NameSet() = default;
+  NameSet();
   NameSet(const NameSet&) = delete;
   NameSet& operator=(const NameSet&) = delete;
+  ~NameSet();
 
   // Adds `name`; false (and no change) when it is already there.
   bool Insert(absl::string_view name);
 
  private:
+  // A prefix of some names that ends before a '/' (or a whole name): the
+  // parent's prefix, a '/' (but for the root's children) and `part`.
+  // Entry 0 is the root, the empty prefix.
+  struct Entry {
+    absl::string_view part;
+    int32_t first_child = -1;  // the children, while listed
+    int32_t next_sibling = -1;
+    int32_t num_children = 0;
+    int32_t index = -1;    // into indexes_, once the children are many
+    bool is_name = false;  // the prefix is itself a name in the set
+  };
+  // Children are listed (and searched one by one) up to this many.
+  static constexpr int32_t kMaxListed = 16;
   static constexpr size_t kBlockSize = 64 * 1024;
-  // A copy of `name` in the current block (or a block of its own).
-  absl::string_view Store(absl::string_view name);
+  // The entry for `part` after entry `parent`, added when absent.
+  int32_t Child(int32_t parent, absl::string_view part);
+  // A copy of `part` in the current block (or a block of its own).
+  absl::string_view Store(absl::string_view part);
 
-  absl::flat_hash_set<absl::string_view> names_;
+  std::vector<Entry> entries_;
+  std::vector<absl::flat_hash_map<absl::string_view, int32_t>> indexes_;
   std::vector<std::unique_ptr<char[]>> blocks_;
   size_t block_used_ = kBlockSize;  // of blocks_.back()
-  std::vector<std::unique_ptr<char[]>> long_names_;
+  std::vector<std::unique_ptr<char[]>> long_parts_;
 };
 
 // Builds the nodes that replace one composite node. Node names are derived
@@ -51,7 +73,16 @@ class DecompositionBuilder {
  public:
   DecompositionBuilder(Graph& graph, const Node& node, NameSet& node_names,
                        std::vector<Node>& out)
-      : graph_(graph), node_(node), node_names_(node_names), out_(out) {}
+      : graph_(graph),
+        node_(node),
+        node_names_(node_names),
+        out_(out),
+        first_(out.size()) {}
+
+  // Makes room for about this many more nodes (and values), for a
+  // decomposition that emits many: the tables then grow once, not step by
+  // step.
+  void Reserve(size_t nodes);
 
   // Appends a node `<composite>/<suffix>` that writes a fresh value and
   // returns that value.
@@ -75,6 +106,8 @@ class DecompositionBuilder {
     return graph_.value(value).type;
   }
   const Graph& graph() const { return graph_; }
+  // How many nodes this builder has appended.
+  size_t num_emitted() const { return out_.size() - first_; }
 
  private:
   // Appends a node named `name` (made unique) that writes `output`.
@@ -86,6 +119,7 @@ class DecompositionBuilder {
   const Node& node_;
   NameSet& node_names_;
   std::vector<Node>& out_;
+  const size_t first_;  // out_'s size before this builder
 };
 
 // Appends nodes computing `node` to the builder: primitives, or composites

@@ -104,7 +104,7 @@ OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs,
     if (!dtype.ok()) return dtype;
     absl::StatusOr<ScalarFn> fn = make(node);
     if (!fn.ok()) return fn.status();
-    return std::vector<TensorType>{in[0]};
+    return OneOutput(in[0]);
   };
   EvalFn eval = [make](const Node& node, absl::Span<const Tensor* const> in,
                        absl::Span<Tensor> out) -> absl::Status {
@@ -125,7 +125,7 @@ absl::StatusOr<std::vector<TensorType>> ClipShape(
     const Node&, absl::Span<const TensorType> in) {
   absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kNumeric, 0);
   if (!dtype.ok()) return dtype;
-  return std::vector<TensorType>{in[0]};
+  return OneOutput(in[0]);
 }
 
 // `bound` rounded up or down to an integer and saturated to [lo, hi].
@@ -178,7 +178,7 @@ absl::StatusOr<std::vector<TensorType>> PreluShape(
   if (!same.ok()) return same;
   absl::StatusOr<Shape> shape = BroadcastShapes(in[0].shape, in[1].shape);
   if (!shape.ok()) return shape.status();
-  return std::vector<TensorType>{{in[0].dtype, *std::move(shape)}};
+  return OneOutput(in[0].dtype, *std::move(shape));
 }
 
 absl::Status PreluEval(const Node&, absl::Span<const Tensor* const> in,

@@ -173,6 +173,8 @@ absl::StatusOr<Shape> BroadcastInputs(absl::Span<const TensorType> inputs,
       absl::Status same = CheckSameDType(inputs, 0, i);
       if (!same.ok()) return same;
     }
+    // Most operands have the shape broadcast so far: that needs no copy.
+    if (i > 0 && inputs[i].shape == shape) continue;
     absl::StatusOr<Shape> broadcast = BroadcastShapes(shape, inputs[i].shape);
     if (!broadcast.ok()) return broadcast.status();
     shape = *std::move(broadcast);
@@ -188,7 +190,7 @@ ShapeFn BroadcastShapeFn(DTypeClass accepted, bool bool_output) {
     absl::StatusOr<Shape> shape = BroadcastInputs(in, accepted);
     if (!shape.ok()) return shape.status();
     const DType dtype = bool_output ? DType::kBool : in[0].dtype;
-    return std::vector<TensorType>{{dtype, *std::move(shape)}};
+    return OneOutput(dtype, *std::move(shape));
   };
 }
 
@@ -197,7 +199,7 @@ ShapeFn SameTypeShapeFn(DTypeClass accepted) {
              -> absl::StatusOr<std::vector<TensorType>> {
     absl::Status dtype = CheckDType(in[0].dtype, accepted, 0);
     if (!dtype.ok()) return dtype;
-    return std::vector<TensorType>{in[0]};
+    return OneOutput(in[0]);
   };
 }
 
@@ -351,7 +353,7 @@ OpDef WhereOp() {
       if (!broadcast.ok()) return broadcast.status();
       shape = *std::move(broadcast);
     }
-    return std::vector<TensorType>{{in[1].dtype, std::move(shape)}};
+    return OneOutput(in[1].dtype, std::move(shape));
   };
   EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) {
@@ -406,7 +408,7 @@ OpDef CastOp() {
       return absl::InvalidArgumentError(
           absl::StrCat("attribute 'to': ", to.status().message()));
     }
-    return std::vector<TensorType>{{*to, in[0].shape}};
+    return OneOutput(*to, in[0].shape);
   };
   EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) {

@@ -71,7 +71,7 @@ absl::StatusOr<std::vector<TensorType>> MatmulShape(
   if (!dtype.ok()) return dtype;
   absl::StatusOr<MatmulPlan> plan = PlanMatmul(in[0].shape, in[1].shape);
   if (!plan.ok()) return plan.status();
-  return std::vector<TensorType>{{in[0].dtype, plan->out}};
+  return OneOutput(in[0].dtype, std::move(plan->out));
 }
 
 // `T` is double for floats; uint64_t for integers, whose wrapping arithmetic
@@ -180,7 +180,7 @@ absl::StatusOr<std::vector<TensorType>> LinearShape(
   }
   Shape out = x;
   out.back() = weight[0];
-  return std::vector<TensorType>{{in[0].dtype, std::move(out)}};
+  return OneOutput(in[0].dtype, std::move(out));
 }
 
 template <typename T>
@@ -277,7 +277,7 @@ absl::StatusOr<std::vector<TensorType>> GemmShape(
     const Node& node, absl::Span<const TensorType> in) {
   absl::StatusOr<GemmPlan> plan = PlanGemm(node, in);
   if (!plan.ok()) return plan.status();
-  return std::vector<TensorType>{{in[0].dtype, {plan->m, plan->n}}};
+  return OneOutput(in[0].dtype, {plan->m, plan->n});
 }
 
 absl::Status GemmEval(const Node& node, absl::Span<const Tensor* const> in,

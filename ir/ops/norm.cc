@@ -113,7 +113,7 @@ ShapeResult LayerNormShape(const Node& node, absl::Span<const TensorType> in) {
   status = CheckParamShape(in, 1, "scale", normalized);
   if (status.ok()) status = CheckParamShape(in, 2, "bias", normalized);
   if (!status.ok()) return status;
-  return std::vector<TensorType>{in[0]};
+  return OneOutput(in[0]);
 }
 
 absl::Status LayerNormEval(const Node& node, absl::Span<const Tensor* const> in,
@@ -157,7 +157,7 @@ ShapeResult ChannelNormShape(const Node& node, absl::Span<const TensorType> in,
   status = CheckParamShape(in, 1, "scale", channels);
   if (status.ok()) status = CheckParamShape(in, 2, "bias", channels);
   if (!status.ok()) return status;
-  return std::vector<TensorType>{in[0]};
+  return OneOutput(in[0]);
 }
 
 absl::Status ChannelNormEval(const Node& node,
@@ -208,7 +208,7 @@ ShapeResult BatchNormShape(const Node&, absl::Span<const TensorType> in) {
     status = CheckParamShape(in, i, names[i - 1], channels);
   }
   if (!status.ok()) return status;
-  return std::vector<TensorType>{in[0]};
+  return OneOutput(in[0]);
 }
 
 absl::Status BatchNormEval(const Node& node, absl::Span<const Tensor* const> in,

@@ -7,6 +7,17 @@
 
 namespace loom {
 
+std::vector<TensorType> OneOutput(DType dtype, Shape shape) {
+  std::vector<TensorType> types(1);
+  types[0].dtype = dtype;
+  types[0].shape = std::move(shape);
+  return types;
+}
+
+std::vector<TensorType> OneOutput(const TensorType& type) {
+  return std::vector<TensorType>(1, type);
+}
+
 OpDef FixedArityOp(std::string name, int num_inputs,
                    std::vector<AttrSpec> attrs, ShapeFn infer, EvalFn eval) {
   OpDef def;

@@ -102,7 +102,7 @@ ShapeFn ReductionShapeFn(Reduction kind) {
         }
       }
     }
-    return std::vector<TensorType>{{in[0].dtype, plan->out_shape}};
+    return OneOutput(in[0].dtype, std::move(plan->out_shape));
   };
 }
 
@@ -363,7 +363,7 @@ OpDef ArgOp(std::string name, bool is_max) {
       -> absl::StatusOr<std::vector<TensorType>> {
     absl::StatusOr<ArgPlan> plan = PlanArg(node, in[0]);
     if (!plan.ok()) return plan.status();
-    return std::vector<TensorType>{{DType::kI64, plan->out_shape}};
+    return OneOutput(DType::kI64, std::move(plan->out_shape));
   };
   EvalFn eval = [is_max](const Node& node, absl::Span<const Tensor* const> in,
                          absl::Span<Tensor> out) -> absl::Status {

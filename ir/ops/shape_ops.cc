@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -80,7 +82,7 @@ ShapeResult ReshapeShape(const Node& node, absl::Span<const TensorType> in) {
     return absl::InvalidArgumentError(
         absl::StrCat(mismatch, " (", known, " elements)"));
   }
-  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+  return OneOutput(in[0].dtype, std::move(shape));
 }
 
 // --- transpose -------------------------------------------------------------
@@ -111,7 +113,7 @@ ShapeResult TransposeShape(const Node& node, absl::Span<const TensorType> in) {
   if (!perm.ok()) return perm.status();
   Shape shape;
   for (int64_t d : *perm) shape.push_back(in[0].shape[d]);
-  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+  return OneOutput(in[0].dtype, std::move(shape));
 }
 
 absl::Status TransposeEval(const Node& node, absl::Span<const Tensor* const> in,
@@ -152,7 +154,7 @@ ShapeResult SqueezeShape(const Node& node, absl::Span<const TensorType> in) {
   for (int64_t d = 0; d < rank; ++d) {
     if (!removed[d]) out.push_back(shape[d]);
   }
-  return std::vector<TensorType>{{in[0].dtype, std::move(out)}};
+  return OneOutput(in[0].dtype, std::move(out));
 }
 
 ShapeResult UnsqueezeShape(const Node& node, absl::Span<const TensorType> in) {
@@ -167,7 +169,7 @@ ShapeResult UnsqueezeShape(const Node& node, absl::Span<const TensorType> in) {
   for (int64_t d = 0; d < out_rank; ++d) {
     out.push_back(inserted[d] ? 1 : *next_input_dim++);
   }
-  return std::vector<TensorType>{{in[0].dtype, std::move(out)}};
+  return OneOutput(in[0].dtype, std::move(out));
 }
 
 // --- expand ----------------------------------------------------------------
@@ -183,7 +185,7 @@ ShapeResult ExpandShape(const Node& node, absl::Span<const TensorType> in) {
   }
   absl::StatusOr<Shape> shape = BroadcastShapes(in[0].shape, target);
   if (!shape.ok()) return shape.status();
-  return std::vector<TensorType>{{in[0].dtype, *std::move(shape)}};
+  return OneOutput(in[0].dtype, *std::move(shape));
 }
 
 absl::Status ExpandEval(const Node&, absl::Span<const Tensor* const> in,
@@ -224,7 +226,7 @@ ShapeResult ConcatShape(const Node& node, absl::Span<const TensorType> in) {
     }
     out[*axis] += shape[*axis];
   }
-  return std::vector<TensorType>{{in[0].dtype, std::move(out)}};
+  return OneOutput(in[0].dtype, std::move(out));
 }
 
 absl::Status ConcatEval(const Node& node, absl::Span<const Tensor* const> in,
@@ -296,34 +298,47 @@ DimSlice SliceDim(int64_t start, int64_t end, int64_t step, int64_t dim) {
 
 absl::StatusOr<std::vector<DimSlice>> PlanSlice(const Node& node,
                                                 const Shape& shape) {
+  // Read in place: shape inference plans every slice of an unrolled
+  // recurrence, millions of them.
+  static const std::vector<int64_t> kNone;
+  auto ints = [&node](absl::string_view name) -> const std::vector<int64_t>& {
+    const std::vector<int64_t>* values = node.attrs.FindInts(name);
+    return values != nullptr ? *values : kNone;
+  };
   const int64_t rank = shape.size();
-  const std::vector<int64_t> starts = node.attrs.GetInts("starts");
-  const std::vector<int64_t> ends = node.attrs.GetInts("ends");
+  const std::vector<int64_t>& starts = ints("starts");
+  const std::vector<int64_t>& ends = ints("ends");
   const size_t count = starts.size();
-  std::vector<int64_t> listed_axes = node.attrs.GetInts("axes");
-  if (!node.attrs.Has("axes")) {
-    for (size_t i = 0; i < count; ++i) listed_axes.push_back(i);
-  }
-  const std::vector<int64_t> steps =
-      node.attrs.GetInts("steps", std::vector<int64_t>(count, 1));
-  if (ends.size() != count || listed_axes.size() != count ||
-      steps.size() != count) {
+  const bool has_axes = node.attrs.Has("axes");
+  // Steps of another type read as absent, as GetInts would have them.
+  const bool has_steps = node.attrs.FindInts("steps") != nullptr;
+  const std::vector<int64_t>& steps = ints("steps");
+  const size_t num_axes = has_axes ? ints("axes").size() : count;
+  const size_t num_steps = has_steps ? steps.size() : count;
+  if (ends.size() != count || num_axes != count || num_steps != count) {
     return absl::InvalidArgumentError(absl::StrCat(
         "attributes 'starts', 'ends', 'axes' and 'steps' must have the same "
         "length, got ",
-        starts.size(), ", ", ends.size(), ", ", listed_axes.size(), " and ",
-        steps.size()));
+        starts.size(), ", ", ends.size(), ", ", num_axes, " and ", num_steps));
   }
-  absl::StatusOr<std::vector<int64_t>> axes = NormalizeAxes(listed_axes, rank);
+  absl::InlinedVector<int64_t, 4> leading_axes;
+  if (!has_axes) {
+    for (size_t i = 0; i < count; ++i) leading_axes.push_back(i);
+  }
+  absl::StatusOr<std::vector<int64_t>> axes =
+      NormalizeAxes(has_axes ? absl::MakeConstSpan(ints("axes"))
+                             : absl::MakeConstSpan(leading_axes),
+                    rank);
   if (!axes.ok()) return AttrError("axes", axes.status());
   std::vector<DimSlice> plan(rank);
   for (int64_t d = 0; d < rank; ++d) plan[d].length = shape[d];
   for (size_t i = 0; i < count; ++i) {
-    if (steps[i] == 0) {
+    const int64_t step = has_steps ? steps[i] : 1;
+    if (step == 0) {
       return absl::InvalidArgumentError("attribute 'steps' has a 0 entry");
     }
     const int64_t d = (*axes)[i];
-    plan[d] = SliceDim(starts[i], ends[i], steps[i], shape[d]);
+    plan[d] = SliceDim(starts[i], ends[i], step, shape[d]);
   }
   return plan;
 }
@@ -333,7 +348,7 @@ ShapeResult SliceShape(const Node& node, absl::Span<const TensorType> in) {
   if (!plan.ok()) return plan.status();
   Shape shape;
   for (const DimSlice& dim : *plan) shape.push_back(dim.length);
-  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+  return OneOutput(in[0].dtype, std::move(shape));
 }
 
 absl::Status SliceEval(const Node& node, absl::Span<const Tensor* const> in,

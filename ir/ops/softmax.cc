@@ -30,7 +30,7 @@ absl::StatusOr<std::vector<TensorType>> SoftmaxShape(
   if (!dtype.ok()) return dtype;
   absl::StatusOr<int64_t> axis = SoftmaxAxis(node, in[0].shape.size());
   if (!axis.ok()) return axis.status();
-  return std::vector<TensorType>{in[0]};
+  return OneOutput(in[0]);
 }
 
 // `log`: log_softmax instead of softmax.

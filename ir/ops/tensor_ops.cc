@@ -190,7 +190,7 @@ ShapeResult TileShape(const Node& node, absl::Span<const TensorType> in) {
     }
     shape[d] *= (*repeats)[d];
   }
-  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+  return OneOutput(in[0].dtype, std::move(shape));
 }
 
 // Calls fn(i, index) for every element i of a tensor of `shape`, with its
@@ -261,7 +261,7 @@ ShapeResult PadShape(const Node& node, absl::Span<const TensorType> in) {
   for (size_t d = 0; d < rank; ++d) {
     shape[d] += (*pads)[d] + (*pads)[rank + d];
   }
-  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+  return OneOutput(in[0].dtype, std::move(shape));
 }
 
 // `value` in `dtype`, converted as cast converts a float.
@@ -322,7 +322,7 @@ ShapeResult GatherShape(const Node& node, absl::Span<const TensorType> in) {
   Shape shape(data.begin(), data.begin() + *axis);
   shape.insert(shape.end(), in[1].shape.begin(), in[1].shape.end());
   shape.insert(shape.end(), data.begin() + *axis + 1, data.end());
-  return std::vector<TensorType>{{in[0].dtype, std::move(shape)}};
+  return OneOutput(in[0].dtype, std::move(shape));
 }
 
 absl::Status GatherEval(const Node& node, absl::Span<const Tensor* const> in,
@@ -382,7 +382,7 @@ absl::StatusOr<CumsumPlan> PlanCumsum(const Node& node, const TensorType& in) {
 ShapeResult CumsumShape(const Node& node, absl::Span<const TensorType> in) {
   absl::StatusOr<CumsumPlan> plan = PlanCumsum(node, in[0]);
   if (!plan.ok()) return plan.status();
-  return std::vector<TensorType>{in[0]};
+  return OneOutput(in[0]);
 }
 
 absl::Status CumsumEval(const Node& node, absl::Span<const Tensor* const> in,
@@ -431,15 +431,14 @@ ShapeResult FlattenShape(const Node& node, absl::Span<const TensorType> in) {
                      -rank, ", ", rank, "] for rank ", rank));
   }
   const int64_t split = axis < 0 ? axis + rank : axis;
-  return std::vector<TensorType>{
-      {in[0].dtype,
-       {DimProduct(shape, 0, split), DimProduct(shape, split, rank)}}};
+  return OneOutput(in[0].dtype, {DimProduct(shape, 0, split),
+                                 DimProduct(shape, split, rank)});
 }
 
 ShapeResult DropoutShape(const Node&, absl::Span<const TensorType> in) {
   absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
   if (!dtype.ok()) return dtype;
-  return std::vector<TensorType>{in[0]};
+  return OneOutput(in[0]);
 }
 
 // Same elements in the same order.
