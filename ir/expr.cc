@@ -7,7 +7,9 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <new>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -151,35 +153,65 @@ constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
 // Construction and canonicalisation.
 // ===========================================================================
 
-// Storage for the operand lists of interned nodes: blocks that never move,
-// filled in order, so that a node costs no allocation of its own.
-class OperandArena {
+// Results memoised by expression for one Substitute or Simplify call. Most
+// index expressions have a handful of nodes, so the entries are searched
+// linearly until there are more than kLinear of them; then they move to a
+// hash map.
+template <typename V>
+class ExprMap {
  public:
-  absl::Span<const Expr> Copy(absl::Span<const Expr> operands) {
-    if (operands.empty()) return {};
-    if (operands.size() > kBlockSize - used_) {
-      // A list longer than a block gets a block of its own size.
-      blocks_.push_back(
-          std::make_unique<Expr[]>(std::max(kBlockSize, operands.size())));
-      used_ = 0;
+  const V* Find(Expr e) const {
+    if (!hashed_.empty()) {
+      auto it = hashed_.find(e);
+      return it == hashed_.end() ? nullptr : &it->second;
     }
-    Expr* out = blocks_.back().get() + used_;
-    std::copy(operands.begin(), operands.end(), out);
-    used_ += operands.size();
-    return absl::Span<const Expr>(out, operands.size());
+    for (const auto& [key, value] : linear_) {
+      if (key == e) return &value;
+    }
+    return nullptr;
+  }
+
+  // `e` must not be in the map yet.
+  void Insert(Expr e, V value) {
+    if (hashed_.empty() && linear_.size() < kLinear) {
+      linear_.emplace_back(e, value);
+      return;
+    }
+    if (hashed_.empty()) {
+      hashed_.insert(linear_.begin(), linear_.end());
+      linear_.clear();
+    }
+    hashed_.emplace(e, value);
+  }
+
+  void Clear() {
+    linear_.clear();
+    hashed_.clear();
+  }
+
+  // Moves the entries' storage out of `spare`, leaving it empty.
+  static ExprMap Take(ExprMap& spare) {
+    ExprMap taken = std::move(spare);
+    spare.Clear();
+    return taken;
   }
 
  private:
-  static constexpr size_t kBlockSize = 4096;
-  std::vector<std::unique_ptr<Expr[]>> blocks_;
-  size_t used_ = kBlockSize;  // no block yet
+  static constexpr size_t kLinear = 16;
+  absl::InlinedVector<std::pair<Expr, V>, kLinear> linear_;
+  absl::flat_hash_map<Expr, V> hashed_;
 };
 
 struct ExprContext::Impl {
   class RangeSimplifier;  // the range-based rules, below
 
-  std::deque<ExprNode> nodes;  // stable addresses
-  OperandArena operands;
+  // Interned nodes, each followed by its operand list, in blocks that never
+  // move: a node costs no allocation of its own, and comparing it with a
+  // key reads one place.
+  std::vector<std::unique_ptr<char[]>> blocks;
+  size_t block_used = kBlockSize;  // no block yet
+  int32_t num_nodes = 0;
+  static constexpr size_t kBlockSize = 1 << 16;
   absl::flat_hash_set<Slot, SlotHash, SlotEq> interned;
   std::vector<Expr> vars;  // vars[i] is x_i once made
   // True while Simplify runs: sums then also recombine div/mod pairs.
@@ -188,21 +220,51 @@ struct ExprContext::Impl {
   // once per load while lowering), so that a call allocates nothing once
   // they have grown. A call moves a table out and back; a nested call would
   // find it empty and simply grow its own.
-  absl::flat_hash_map<Expr, Expr> spare_substitutions;
-  absl::flat_hash_map<Expr, Expr> spare_simplified;
-  absl::flat_hash_map<Expr, Interval> spare_bounds;
+  ExprMap<Expr> spare_substitutions;
+  ExprMap<Expr> spare_simplified;
+  ExprMap<Interval> spare_bounds;
 
   Expr Intern(ExprKind kind, int64_t value,
               absl::Span<const Expr> operand_list) {
     const NodeKey key{kind, value, operand_list};
     const Probe probe{key, absl::Hash<NodeKey>()(key)};
+    Slot& recent = recently_interned[probe.hash % kRecent];
+    if (recent.node != nullptr && SlotEq()(recent, probe)) return recent.node;
     auto it = interned.find(probe);
-    if (it != interned.end()) return it->node;
-    const int32_t id = static_cast<int32_t>(nodes.size());
-    nodes.push_back(ExprNode(kind, value, operands.Copy(operand_list), id));
-    interned.insert(Slot{&nodes.back(), probe.hash});
-    return &nodes.back();
+    if (it != interned.end()) {
+      recent = *it;
+      return it->node;
+    }
+    recent = Slot{NewNode(kind, value, operand_list), probe.hash};
+    interned.insert(recent);
+    return recent.node;
   }
+
+  Expr NewNode(ExprKind kind, int64_t value,
+               absl::Span<const Expr> operand_list) {
+    static_assert(sizeof(ExprNode) % alignof(Expr) == 0, "operands align");
+    static_assert(std::is_trivially_destructible<ExprNode>::value,
+                  "freeing the blocks must be enough");
+    const size_t bytes = sizeof(ExprNode) + operand_list.size() * sizeof(Expr);
+    if (bytes > kBlockSize - block_used) {
+      // A node too large for a block gets a block of its own size.
+      blocks.emplace_back(new char[std::max(kBlockSize, bytes)]);
+      block_used = 0;
+    }
+    char* place = blocks.back().get() + block_used;
+    block_used += bytes;
+    Expr* operands = reinterpret_cast<Expr*>(place + sizeof(ExprNode));
+    std::copy(operand_list.begin(), operand_list.end(), operands);
+    return new (place) ExprNode(
+        kind, value, absl::Span<const Expr>(operands, operand_list.size()),
+        num_nodes++);
+  }
+
+  // A direct-mapped cache in front of `interned`, which is large and so
+  // slow to probe: a program reuses few expressions at a time (those of the
+  // shapes and views at hand), and these stay in the cache.
+  static constexpr size_t kRecent = 4096;
+  std::vector<Slot> recently_interned = std::vector<Slot>(kRecent);
 
   // Small constants come up all the time (coefficients, offsets, sizes), so
   // they are found in an array rather than in the intern table.
@@ -551,22 +613,54 @@ struct ExprContext::Impl {
   }
 
   Expr Substitute(Expr e, absl::Span<const Expr> replacements,
-                  absl::flat_hash_map<Expr, Expr>& memo) {
+                  ExprMap<Expr>& memo) {
     if (e->kind() == ExprKind::kConst) return e;
     if (e->kind() == ExprKind::kVar) {
       return e->value() < static_cast<int64_t>(replacements.size())
                  ? replacements[e->value()]
                  : e;
     }
-    auto it = memo.find(e);
-    if (it != memo.end()) return it->second;
-    absl::InlinedVector<Expr, 8> operands;
-    for (Expr operand : e->operands()) {
-      operands.push_back(Substitute(operand, replacements, memo));
+    if (const Expr* known = memo.Find(e)) return *known;
+    Expr result;
+    if (e->kind() == ExprKind::kAdd) {
+      result = SubstituteSum(e, replacements, memo);
+    } else {
+      absl::InlinedVector<Expr, 8> operands;
+      for (Expr operand : e->operands()) {
+        operands.push_back(Substitute(operand, replacements, memo));
+      }
+      result = Rebuild(e, operands);
     }
-    Expr result = Rebuild(e, operands);
-    memo[e] = result;
+    memo.Insert(e, result);
     return result;
+  }
+
+  // Substitute for a sum: the sum of coefficient * substituted monomial
+  // over its terms, gathered as one polynomial, so that no scaled term
+  // becomes a node of its own on the way (Rebuild would make each).
+  Expr SubstituteSum(Expr sum, absl::Span<const Expr> replacements,
+                     ExprMap<Expr>& memo) {
+    Poly result;
+    for (Expr operand : sum->operands()) {
+      if (operand->is_const()) {
+        result.constant += operand->value();
+        continue;
+      }
+      const Term term = SplitTerm(operand);
+      const Expr mono = Substitute(term.mono, replacements, memo);
+      if (mono == term.mono) {  // the term stays as it is
+        result.terms.push_back(term);
+        continue;
+      }
+      const Poly p = ToPoly(mono);
+      result.constant += term.coeff * p.constant;
+      for (const Term& t : p.terms) {
+        result.terms.push_back(
+            {t.mono, term.coeff * t.coeff, term.coeff == 1 ? t.node : nullptr});
+      }
+    }
+    Normalize(result);
+    return FromPoly(std::move(result));
   }
 
   // `e` with its operands replaced, through the canonicalising constructors.
@@ -649,22 +743,21 @@ class ExprContext::Impl::RangeSimplifier {
       : impl_(impl),
         extents_(extents),
         was_simplifying_(impl.simplifying),
-        done_(std::move(impl.spare_simplified)),
-        bounds_(std::move(impl.spare_bounds)) {
+        done_(ExprMap<Expr>::Take(impl.spare_simplified)),
+        bounds_(ExprMap<Interval>::Take(impl.spare_bounds)) {
     impl_.simplifying = true;
   }
   ~RangeSimplifier() {
     impl_.simplifying = was_simplifying_;
-    done_.clear();
-    bounds_.clear();
+    done_.Clear();
+    bounds_.Clear();
     impl_.spare_simplified = std::move(done_);
     impl_.spare_bounds = std::move(bounds_);
   }
 
   Expr Run(Expr e) {
     if (e->kind() == ExprKind::kConst) return e;
-    auto it = done_.find(e);
-    if (it != done_.end()) return it->second;
+    if (const Expr* known = done_.Find(e)) return *known;
     Expr result;
     if (e->kind() == ExprKind::kFloorDiv || e->kind() == ExprKind::kMod) {
       result = impl_.DivMod(impl_.ToPoly(Run(e->operands()[0])), e->value(),
@@ -677,7 +770,7 @@ class ExprContext::Impl::RangeSimplifier {
     // A subexpression with a single possible value is that constant.
     const Interval bound = Bound(result);
     if (bound.lo == bound.hi) result = impl_.Const(bound.lo);
-    done_[e] = result;
+    done_.Insert(e, result);
     return result;
   }
 
@@ -704,10 +797,9 @@ class ExprContext::Impl::RangeSimplifier {
       default:
         break;
     }
-    auto it = bounds_.find(e);
-    if (it != bounds_.end()) return it->second;
+    if (const Interval* known = bounds_.Find(e)) return *known;
     const Interval bound = ComputeBound(e);
-    bounds_[e] = bound;
+    bounds_.Insert(e, bound);
     return bound;
   }
 
@@ -816,8 +908,8 @@ class ExprContext::Impl::RangeSimplifier {
   Impl& impl_;
   absl::Span<const int64_t> extents_;
   const bool was_simplifying_;
-  absl::flat_hash_map<Expr, Expr> done_;
-  absl::flat_hash_map<Expr, Interval> bounds_;
+  ExprMap<Expr> done_;
+  ExprMap<Interval> bounds_;
 };
 
 Expr ExprContext::Impl::DivMod(const Poly& dividend, int64_t d, bool is_mod,
@@ -876,19 +968,49 @@ Expr ExprContext::Mod(Expr a, int64_t divisor) {
   return impl_->Mod(a, divisor);
 }
 
+namespace {
+
+// Whether Simplify(e, extents) is `e` itself without a doubt: `e` has no
+// FloorDiv or Mod (the only nodes the range rules rewrite) and none of its
+// variables has a single possible value (each takes at least two, so no
+// subexpression has a single possible value either). Most index
+// expressions are such affine sums, and this check costs no allocation.
+bool IsRangeFree(Expr e, absl::Span<const int64_t> extents) {
+  switch (e->kind()) {
+    case ExprKind::kConst:
+      return true;
+    case ExprKind::kVar:
+      return e->value() >= static_cast<int64_t>(extents.size()) ||
+             extents[e->value()] >= 2;
+    case ExprKind::kAdd:
+    case ExprKind::kMul:
+      for (Expr operand : e->operands()) {
+        if (!IsRangeFree(operand, extents)) return false;
+      }
+      return true;
+    case ExprKind::kFloorDiv:
+    case ExprKind::kMod:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
 Expr ExprContext::Simplify(Expr e, absl::Span<const int64_t> var_extents) {
+  if (IsRangeFree(e, var_extents)) return e;
   return Impl::RangeSimplifier(*impl_, var_extents).Run(e);
 }
 
 Expr ExprContext::Substitute(Expr e, absl::Span<const Expr> replacements) {
-  absl::flat_hash_map<Expr, Expr> memo = std::move(impl_->spare_substitutions);
+  ExprMap<Expr> memo = ExprMap<Expr>::Take(impl_->spare_substitutions);
   const Expr result = impl_->Substitute(e, replacements, memo);
-  memo.clear();
+  memo.Clear();
   impl_->spare_substitutions = std::move(memo);
   return result;
 }
 
-size_t ExprContext::size() const { return impl_->nodes.size(); }
+size_t ExprContext::size() const { return impl_->num_nodes; }
 
 int64_t Evaluate(Expr e, absl::Span<const int64_t> vars) {
   switch (e->kind()) {

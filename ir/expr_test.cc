@@ -259,7 +259,28 @@ TEST_F(ExprTest, Substitute) {
             Add(x(1), Div(x(2), 4)));
 }
 
+TEST_F(ExprTest, SubstituteScalesSumsOfReplacements) {
+  // 64*x0 + x1 + 4096 with x0 -> x0 + 3 and x1 -> x1 + 16.
+  const Expr e = Add(Add(Mul(x(0), 64), x(1)), c(4096));
+  EXPECT_EQ(ctx_.Substitute(e, {Add(x(0), c(3)), Add(x(1), c(16))}),
+            Add(Add(Mul(x(0), 64), x(1)), c(4096 + 192 + 16)));
+  // Terms cancel, and a term whose variable stays is kept as it is.
+  EXPECT_EQ(ctx_.Substitute(Sub(x(0), x(1)), {x(2), x(2)}), c(0));
+  EXPECT_EQ(ctx_.Substitute(Add(Mul(x(0), 3), Mul(x(1), 5)), {x(0), x(0)}),
+            Mul(x(0), 8));
+}
+
 // --- Range-based simplification.
+
+TEST_F(ExprTest, SimplifyOfAnAffineSum) {
+  const Expr e = Add(Add(Mul(x(0), 16), x(1)), c(7));
+  // Every variable takes several values: nothing to rewrite.
+  EXPECT_EQ(ctx_.Simplify(e, {4, 16}), e);
+  EXPECT_EQ(ctx_.Simplify(e, {4}), e);
+  // A variable with a single value is that value.
+  EXPECT_EQ(ctx_.Simplify(e, {1, 16}), Add(x(1), c(7)));
+  EXPECT_EQ(ctx_.Simplify(e, {0, 1}), c(7));
+}
 
 TEST_F(ExprTest, SimplifyDivModOfBoundedSum) {
   const std::vector<int64_t> extents = {4, 8};
@@ -548,6 +569,48 @@ TEST(ExprRandomTest, EqualPolynomialsAreTheSameNode) {
       for (int64_t& v : vars) v = static_cast<int64_t>(rng() % 61) - 30;
       ASSERT_EQ(Evaluate(direct, vars), tree->Eval(vars)) << ToString(direct);
     }
+  }
+}
+
+// Substitution through the constructors alone, node by node: what
+// ExprContext::Substitute must equal.
+Expr NaiveSubstitute(ExprContext& ctx, Expr e, absl::Span<const Expr> reps) {
+  switch (e->kind()) {
+    case ExprKind::kConst:
+      return e;
+    case ExprKind::kVar:
+      return e->value() < static_cast<int64_t>(reps.size()) ? reps[e->value()]
+                                                            : e;
+    case ExprKind::kAdd:
+    case ExprKind::kMul: {
+      const bool add = e->kind() == ExprKind::kAdd;
+      Expr result = ctx.Const(add ? 0 : 1);
+      for (Expr operand : e->operands()) {
+        const Expr sub = NaiveSubstitute(ctx, operand, reps);
+        result = add ? ctx.Add(result, sub) : ctx.Mul(result, sub);
+      }
+      return result;
+    }
+    case ExprKind::kFloorDiv:
+      return ctx.FloorDiv(NaiveSubstitute(ctx, e->operands()[0], reps),
+                          e->value());
+    case ExprKind::kMod:
+      return ctx.Mod(NaiveSubstitute(ctx, e->operands()[0], reps), e->value());
+  }
+  return e;
+}
+
+TEST(ExprRandomTest, SubstituteIsCanonical) {
+  std::mt19937 rng(4321);
+  ExprContext ctx;
+  for (int iter = 0; iter < 2000; ++iter) {
+    const Expr e = BuildDirect(ctx, *RandomTree(rng, 4, /*allow_mul=*/true));
+    std::vector<Expr> reps;
+    for (int i = 0; i < kNumVars; ++i) {
+      reps.push_back(BuildDirect(ctx, *RandomTree(rng, 2, /*allow_mul=*/true)));
+    }
+    ASSERT_EQ(ctx.Substitute(e, reps), NaiveSubstitute(ctx, e, reps))
+        << ToString(e);
   }
 }
 

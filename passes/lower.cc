@@ -21,16 +21,22 @@ namespace {
 // buffer[offset], with offset an expression over variables x0..xk. A view
 // shares its source's buffer with a different offset. A one-element
 // constant is not stored at all.
+//
+// A graph has a LoweredValue per value (millions in an unrolled
+// recurrence), so it is kept small: its expressions for inline values live
+// in a pool that Lowering owns.
 struct LoweredValue {
-  BufferId buffer = -1;
   Expr offset = nullptr;
-  bool inline_constant = false;
   double constant = 0;
+  BufferId buffer = -1;
   // A pointwise value computed inside each reader instead of stored:
   // element x is the root of template `inline_node` evaluated at the
-  // template's coordinates inline_indices(x).
-  int inline_node = -1;
-  absl::InlinedVector<Expr, 4> inline_indices;
+  // template's coordinates, expressions over x that are entries
+  // [coords_begin, coords_begin + num_coords) of Lowering::inline_coords_.
+  int32_t inline_node = -1;
+  uint32_t coords_begin = 0;
+  uint16_t num_coords = 0;
+  bool inline_constant = false;
 
   // A value stored in `buffer` at `offset`.
   static LoweredValue Stored(BufferId buffer, Expr offset) {
@@ -42,10 +48,12 @@ struct LoweredValue {
 };
 
 // A pointwise computation that readers inline (LoweredValue::inline_node):
-// a body over its own loop variables, and the step that is its value.
+// a body over its own loop variables, and the step that is its value. The
+// body is freed once its last reader has inlined it.
 struct InlineTemplate {
   std::vector<ScalarOp> body;
   int root = -1;
+  int32_t readers_left = 0;
 };
 
 // Ops whose result is a view of their first input.
@@ -124,24 +132,58 @@ bool IsLinearIn(Expr e, int var, int64_t& coefficient) {
 // to it), so it neither grows nor allocates per entry. Recomputing a result
 // that was evicted gives the same expression (they are hash-consed), so
 // what the cache holds never changes the output.
+int64_t Bits(Expr e) {
+  return static_cast<int64_t>(reinterpret_cast<intptr_t>(e));
+}
+
+// A memo key: the words of a computation's arguments, appended in order
+// into fixed storage (lowering builds one per memoised call, so they must
+// not allocate). Keys longer than kMaxKey are not cached.
+class MemoKey {
+ public:
+  static constexpr size_t kMaxKey = 16;
+
+  MemoKey& Start(int64_t tag) {
+    size_ = 0;
+    return Add(tag);
+  }
+  MemoKey& Add(int64_t word) {
+    if (size_ < kMaxKey) words_[size_] = word;
+    ++size_;
+    return *this;
+  }
+  MemoKey& Add(absl::Span<const int64_t> words) {
+    for (int64_t word : words) Add(word);
+    return *this;
+  }
+  MemoKey& Add(absl::Span<const Expr> exprs) {
+    for (Expr e : exprs) Add(Bits(e));
+    return *this;
+  }
+
+  bool fits() const { return size_ <= kMaxKey; }
+  // Only when it fits.
+  absl::Span<const int64_t> words() const { return {words_, size_}; }
+
+ private:
+  int64_t words_[kMaxKey];
+  size_t size_ = 0;
+};
+
 class ExprMemo {
  public:
-  // Longer keys bypass the cache.
-  static constexpr size_t kMaxKey = 16;
+  static constexpr size_t kMaxKey = MemoKey::kMaxKey;
 
   // `slots_log2` sets the size: 2^slots_log2 slots.
   explicit ExprMemo(int slots_log2) : slots_(size_t{1} << slots_log2) {}
 
   // The result for `key`, computed by compute() when the cache lacks it.
   template <typename Compute>
-  Expr Get(absl::Span<const int64_t> key, Compute compute) {
-    if (key.size() > kMaxKey) return compute();
-    const size_t hash = absl::Hash<absl::Span<const int64_t>>()(key);
-    Slot& slot = slots_[hash & (slots_.size() - 1)];
-    if (slot.result != nullptr && slot.hash == hash &&
-        absl::MakeConstSpan(slot.key, slot.size) == key) {
-      return slot.result;
-    }
+  Expr Get(const MemoKey& memo_key, Compute compute) {
+    if (!memo_key.fits()) return compute();
+    const absl::Span<const int64_t> key = memo_key.words();
+    const uint64_t hash = HashKey(key);
+    if (Expr hit = Find(key, hash)) return hit;
     // Copied before compute(): `key` may be scratch space that it reuses.
     Slot filled;
     filled.hash = hash;
@@ -152,9 +194,44 @@ class ExprMemo {
     return filled.result;
   }
 
+  // Records `result` for `key`.
+  void Put(const MemoKey& memo_key, Expr result) {
+    if (!memo_key.fits()) return;
+    const absl::Span<const int64_t> key = memo_key.words();
+    const uint64_t hash = HashKey(key);
+    Slot& slot = slots_[hash & (slots_.size() - 1)];
+    slot.hash = hash;
+    slot.size = static_cast<uint32_t>(key.size());
+    std::copy(key.begin(), key.end(), slot.key);
+    slot.result = result;
+  }
+
  private:
+  // Keys are short and the table's contents never reach the output, so a
+  // multiply-xor mix (much cheaper than absl::Hash here) is enough.
+  static uint64_t HashKey(absl::Span<const int64_t> key) {
+    uint64_t hash = key.size();
+    for (int64_t word : key) {
+      hash = (hash ^ static_cast<uint64_t>(word)) * 0x9e3779b97f4a7c15u;
+      hash ^= hash >> 32;
+    }
+    return hash;
+  }
+
+  Expr Find(absl::Span<const int64_t> key, uint64_t hash) const {
+    const Slot& slot = slots_[hash & (slots_.size() - 1)];
+    if (slot.result == nullptr || slot.hash != hash ||
+        slot.size != key.size()) {
+      return nullptr;
+    }
+    for (size_t i = 0; i < key.size(); ++i) {
+      if (slot.key[i] != key[i]) return nullptr;
+    }
+    return slot.result;
+  }
+
   struct Slot {
-    size_t hash = 0;
+    uint64_t hash = 0;
     uint32_t size = 0;
     int64_t key[kMaxKey];
     Expr result = nullptr;  // null: empty
@@ -162,16 +239,14 @@ class ExprMemo {
   std::vector<Slot> slots_;
 };
 
-// Memo slots for a graph: about one per node, within [2^8, 2^16], so that
-// small graphs do not pay for a large table.
+// Memo slots for a graph: about one per node, within [2^8, 2^12], so that
+// small graphs do not pay for a large table and a large one stays in cache
+// (lowering reuses few results at a time: those of the shapes and views at
+// hand; a table much larger than the cache makes every lookup a miss).
 int MemoSlotsLog2(const Graph& graph) {
   int log2 = 8;
-  while (log2 < 16 && (size_t{1} << log2) < graph.nodes().size()) ++log2;
+  while (log2 < 12 && (size_t{1} << log2) < graph.nodes().size()) ++log2;
   return log2;
-}
-
-int64_t Bits(Expr e) {
-  return static_cast<int64_t>(reinterpret_cast<intptr_t>(e));
 }
 
 absl::Status NodeError(const Node& node, absl::string_view cause) {
@@ -203,8 +278,11 @@ class Lowering {
       : graph_(graph),
         ctx_(*program_.exprs),
         lowered_(graph.values().size()),
-        reads_(CountReads(graph)),
-        memo_(MemoSlotsLog2(graph)) {}
+        reads_(graph.values().size(), 0),
+        readers_(graph.values().size(), 0),
+        memo_(MemoSlotsLog2(graph)) {
+    CountReads(graph, reads_, readers_);
+  }
 
   absl::StatusOr<LoopProgram> Run();
 
@@ -226,12 +304,30 @@ class Lowering {
   // The same, simplified over loop variables of these extents.
   Expr Reindex(Expr e, absl::Span<const Expr> indices,
                absl::Span<const int64_t> extents);
+  // ctx_.Simplify(e, extents), memoised.
+  Expr Simplify(Expr e, absl::Span<const int64_t> extents);
+  // Sets key_ to the memo key of Simplify(e, extents).
+  void SimplifyKey(Expr e, absl::Span<const int64_t> extents);
+  // Whether substituting `indices` leaves every expression as it is.
+  static bool IsIdentity(absl::Span<const Expr> indices);
 
   // How many elements all readers of each value read in total, following
   // views to their readers; graph outputs and values that must live in a
   // buffer count as unbounded. A pointwise value whose readers read no more
   // elements than it has is inlined into them: no buffer, no recompute.
-  static std::vector<double> CountReads(const Graph& graph);
+  //
+  // Also counts in `readers` how many times lowering loads each value: once
+  // per node input that reads it, following views (and gathers, which may be
+  // views) to their readers. Loads beyond these (of graph outputs,
+  // reductions and gather data) read values that are never inlined.
+  // Both vectors come zeroed, one entry per value.
+  static void CountReads(const Graph& graph, std::vector<double>& reads,
+                         std::vector<int32_t>& readers);
+  // The coordinates of an inline value (LoweredValue::inline_node).
+  absl::Span<const Expr> InlineCoords(const LoweredValue& value) const {
+    return absl::MakeConstSpan(inline_coords_)
+        .subspan(value.coords_begin, value.num_coords);
+  }
   // Appends a copy of `tmpl`'s body to `node`, evaluated at `coords` (the
   // template's loop variables in terms of `node`'s); returns the root.
   int Inline(ComputeNode& node, const InlineTemplate& tmpl,
@@ -285,15 +381,17 @@ class Lowering {
   LoopProgram program_;
   ExprContext& ctx_;
   std::vector<LoweredValue> lowered_;
-  const std::vector<double> reads_;
+  std::vector<double> reads_;     // see CountReads
+  std::vector<int32_t> readers_;  // see CountReads
   std::vector<InlineTemplate> inline_templates_;
+  std::vector<Expr> inline_coords_;  // see LoweredValue::coords_begin
   ExprMemo memo_;
-  absl::InlinedVector<int64_t, ExprMemo::kMaxKey> key_;  // scratch: memo keys
+  MemoKey key_;  // scratch
 };
 
-std::vector<double> Lowering::CountReads(const Graph& graph) {
+void Lowering::CountReads(const Graph& graph, std::vector<double>& reads,
+                          std::vector<int32_t>& readers) {
   constexpr double kUnbounded = std::numeric_limits<double>::infinity();
-  std::vector<double> reads(graph.values().size(), 0);
   for (ValueId id : graph.outputs()) reads[id] = kUnbounded;
   auto size = [&](ValueId id) {
     return static_cast<double>(NumElements(graph.value(id).type.shape));
@@ -302,25 +400,29 @@ std::vector<double> Lowering::CountReads(const Graph& graph) {
        ++node) {
     if (IsView(node->op)) {
       reads[node->inputs[0]] += reads[node->outputs[0]];
+      readers[node->inputs[0]] += readers[node->outputs[0]];
       continue;
     }
+    const bool gather = node->op == "gather";
+    if (gather) readers[node->inputs[0]] += readers[node->outputs[0]];
     // Each input is read once per iteration of the op's loops.
     double iterations = size(node->outputs[0]);
     if (node->op == "matmul") {
       iterations *= graph.value(node->inputs[0]).type.shape.back();
     }
+    const bool cumsum = node->op == "cumsum";
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const ValueId input = node->inputs[i];
-      if (node->op == "gather" && i == 0) {  // read through a buffer index
+      ++readers[input];
+      if (gather && i == 0) {  // read through a buffer index
         reads[input] = kUnbounded;
-      } else if (node->op == "cumsum") {  // a masked reduction over the axis
+      } else if (cumsum) {  // a masked reduction over the axis
         reads[input] += size(input) * size(input);
       } else {
         reads[input] += std::max(iterations, size(input));
       }
     }
   }
-  return reads;
 }
 
 const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
@@ -376,11 +478,11 @@ enum MemoTag : int64_t {
   kSubstitute,
   kReindex,
   kReshapeIndex,
+  kSimplify,
 };
 
 Expr Lowering::ContiguousOffset(const Shape& shape, int first_var) {
-  key_.assign({kContiguousOffset, first_var});
-  key_.insert(key_.end(), shape.begin(), shape.end());
+  key_.Start(kContiguousOffset).Add(first_var).Add(shape);
   return memo_.Get(key_, [&] {
     Expr offset = ctx_.Const(0);
     const std::vector<int64_t> strides = ContiguousStrides(shape);
@@ -395,20 +497,46 @@ Expr Lowering::ContiguousOffset(const Shape& shape, int first_var) {
 
 Expr Lowering::Substitute(Expr e, absl::Span<const Expr> indices) {
   if (e->is_const()) return e;  // what both would return, at no cost
-  key_.assign({kSubstitute, Bits(e)});
-  for (Expr index : indices) key_.push_back(Bits(index));
+  key_.Start(kSubstitute).Add(Bits(e)).Add(indices);
   return memo_.Get(key_, [&] { return ctx_.Substitute(e, indices); });
 }
 
 Expr Lowering::Reindex(Expr e, absl::Span<const Expr> indices,
                        absl::Span<const int64_t> extents) {
   if (e->is_const()) return e;
-  key_.assign({kReindex, Bits(e), static_cast<int64_t>(indices.size())});
-  for (Expr index : indices) key_.push_back(Bits(index));
-  key_.insert(key_.end(), extents.begin(), extents.end());
+  if (IsIdentity(indices)) return Simplify(e, extents);
+  key_.Start(kReindex)
+      .Add(Bits(e))
+      .Add(static_cast<int64_t>(indices.size()))
+      .Add(indices)
+      .Add(extents);
   return memo_.Get(key_, [&] {
-    return ctx_.Simplify(ctx_.Substitute(e, indices), extents);
+    const Expr result = ctx_.Simplify(ctx_.Substitute(e, indices), extents);
+    // Simplify is idempotent, and an index is often reindexed again by the
+    // identity (a value inlined into a reader of the same shape).
+    SimplifyKey(result, extents);
+    memo_.Put(key_, result);
+    return result;
   });
+}
+
+Expr Lowering::Simplify(Expr e, absl::Span<const int64_t> extents) {
+  SimplifyKey(e, extents);
+  return memo_.Get(key_, [&] { return ctx_.Simplify(e, extents); });
+}
+
+void Lowering::SimplifyKey(Expr e, absl::Span<const int64_t> extents) {
+  key_.Start(kSimplify).Add(Bits(e)).Add(extents);
+}
+
+bool Lowering::IsIdentity(absl::Span<const Expr> indices) {
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i]->kind() != ExprKind::kVar ||
+        indices[i]->value() != static_cast<int64_t>(i)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Indices Lowering::Vars(int first, int count) {
@@ -443,11 +571,13 @@ void Lowering::Finish(ComputeNode node, ValueId out, int root) {
       reads_[out] <= NumElements(value.type.shape)) {
     LoweredValue inlined;
     inlined.inline_node = static_cast<int>(inline_templates_.size());
-    for (int i = 0; i < static_cast<int>(value.type.shape.size()); ++i) {
-      inlined.inline_indices.push_back(Var(i));
+    inlined.coords_begin = static_cast<uint32_t>(inline_coords_.size());
+    inlined.num_coords = static_cast<uint16_t>(value.type.shape.size());
+    for (int i = 0; i < inlined.num_coords; ++i) {
+      inline_coords_.push_back(Var(i));
     }
-    lowered_[out] = std::move(inlined);
-    inline_templates_.push_back({std::move(node.body), root});
+    lowered_[out] = inlined;
+    inline_templates_.push_back({std::move(node.body), root, readers_[out]});
     return;
   }
   node.output = NewBuffer(value, BufferKind::kTemp, out);
@@ -474,10 +604,13 @@ int Lowering::Load(ComputeNode& node, ValueId value,
   if (source.inline_constant) return Constant(node, source.constant, dtype);
   if (source.inline_node >= 0) {
     absl::InlinedVector<Expr, 4> coords;
-    for (Expr e : source.inline_indices) {
+    for (Expr e : InlineCoords(source)) {
       coords.push_back(Substitute(e, indices));
     }
-    return Inline(node, inline_templates_[source.inline_node], coords);
+    InlineTemplate& tmpl = inline_templates_[source.inline_node];
+    const int root = Inline(node, tmpl, coords);
+    if (--tmpl.readers_left == 0) tmpl.body = std::vector<ScalarOp>();
+    return root;
   }
   ScalarOp load{ScalarOp::Kind::kLoad, dtype};
   load.buffer = source.buffer;
@@ -892,8 +1025,13 @@ void Lowering::DefineView(ValueId out, ValueId in,
   const Shape& out_shape = graph_.value(out).type.shape;
   if (source.inline_node >= 0) {
     LoweredValue view = source;
-    for (Expr& e : view.inline_indices) e = Reindex(e, in_indices, out_shape);
-    lowered_[out] = std::move(view);
+    view.coords_begin = static_cast<uint32_t>(inline_coords_.size());
+    for (uint32_t i = 0; i < source.num_coords; ++i) {
+      // By position: the pool may move as it grows.
+      const Expr coord = inline_coords_[source.coords_begin + i];
+      inline_coords_.push_back(Reindex(coord, in_indices, out_shape));
+    }
+    lowered_[out] = view;
     return;
   }
   lowered_[out] = LoweredValue::Stored(
@@ -907,10 +1045,11 @@ absl::Status Lowering::LowerReshape(const Node& node) {
   Indices in_indices;
   for (size_t i = 0; i < in_shape.size(); ++i) {
     // Input index i depends on the two shapes only (memoised).
-    key_.assign({kReshapeIndex, static_cast<int64_t>(i),
-                 static_cast<int64_t>(in_shape.size())});
-    key_.insert(key_.end(), in_shape.begin(), in_shape.end());
-    key_.insert(key_.end(), out_shape.begin(), out_shape.end());
+    key_.Start(kReshapeIndex)
+        .Add(static_cast<int64_t>(i))
+        .Add(static_cast<int64_t>(in_shape.size()))
+        .Add(in_shape)
+        .Add(out_shape);
     in_indices.push_back(memo_.Get(key_, [&] {
       // The flat position of the output element, unflattened over the
       // input shape. A stride or dim of 0 means the tensor has no

@@ -80,70 +80,110 @@ bool SameComputation(const Node& a, const Node& b) {
   return true;
 }
 
-// A set of node ids that hashes and compares the nodes themselves, without
-// building a key per node. Hashes are computed once per node (Add).
+// Finds, for each node in turn, the first earlier node that computes the
+// same. Two such nodes read the same inputs, so a node is only compared with
+// the earlier nodes whose last input (by value id) is its own: they are
+// linked in a list per value, usually short and recently touched. The nodes
+// of a value that ends many lists (a weight every step reads, say) move to a
+// hash set instead, so that no list grows long.
 class CseTable {
  public:
   explicit CseTable(const Graph& graph)
       : graph_(graph),
-        hashes_(graph.nodes().size()),
-        first_(graph.nodes().size(), HashById{&hashes_}, EqById{&graph}) {}
+        next_(graph.nodes().size(), kNoNode),
+        head_(graph.values().size(), kNoNode),
+        length_(graph.values().size(), 0),
+        hashed_(0, EntryHash(), EntryEq{&graph}) {}
 
   // The id of the first node computing what `id` computes, or `id` itself
   // when it is the first (and then it is remembered).
   NodeId FindOrAdd(NodeId id) {
-    hashes_[id] = CseHash(graph_.node(id));
-    return *first_.insert(id).first;
+    const Node& node = graph_.node(id);
+    if (node.inputs.empty()) return FindOrAddHashed(id);
+    const ValueId last =
+        *std::max_element(node.inputs.begin(), node.inputs.end());
+    if (length_[last] > kMaxListLength) return FindOrAddHashed(id);
+    for (NodeId other = head_[last]; other != kNoNode; other = next_[other]) {
+      if (SameComputation(graph_.node(other), node)) return other;
+    }
+    next_[id] = head_[last];
+    head_[last] = id;
+    if (++length_[last] > kMaxListLength) {
+      for (NodeId other = head_[last]; other != kNoNode; other = next_[other]) {
+        FindOrAddHashed(other);
+      }
+    }
+    return id;
   }
 
  private:
-  struct HashById {
-    const std::vector<size_t>* hashes;
-    size_t operator()(NodeId id) const { return (*hashes)[id]; }
+  static constexpr uint8_t kMaxListLength = 8;
+
+  NodeId FindOrAddHashed(NodeId id) {
+    return hashed_.insert({CseHash(graph_.node(id)), id}).first->id;
+  }
+
+  // A node of `hashed_` with its CseHash, computed once.
+  struct Entry {
+    size_t hash;
+    NodeId id;
   };
-  struct EqById {
+  struct EntryHash {
+    size_t operator()(const Entry& e) const { return e.hash; }
+  };
+  struct EntryEq {
     const Graph* graph;
-    bool operator()(NodeId a, NodeId b) const {
-      return a == b || SameComputation(graph->node(a), graph->node(b));
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.id == b.id ||
+             (a.hash == b.hash &&
+              SameComputation(graph->node(a.id), graph->node(b.id)));
     }
   };
 
   const Graph& graph_;
-  std::vector<size_t> hashes_;
-  absl::flat_hash_set<NodeId, HashById, EqById> first_;
+  // The list of value v: head_[v], next_[head_[v]], ... (most recent first).
+  std::vector<NodeId> next_;
+  std::vector<NodeId> head_;
+  // The length of each value's list, up to kMaxListLength + 1: past
+  // kMaxListLength, the value's nodes are in `hashed_`.
+  std::vector<uint8_t> length_;
+  absl::flat_hash_set<Entry, EntryHash, EntryEq> hashed_;
 };
 
-// The passes below index vectors by value id; a bad id is a broken invariant,
-// reported rather than read out of bounds.
-absl::Status CheckValueIds(const Graph& graph) {
+// Marks each node that repeats an earlier one as removed (keep[i] false)
+// and rewires its readers to the earlier node's outputs, in place: node
+// inputs change only when some node is removed.
+//
+// The passes here index vectors by value id, so a bad id is a broken
+// invariant, reported rather than read out of bounds: the first node (in
+// order) with one, else a graph output. The check rides along this walk
+// over the nodes rather than taking one of its own; nodes before the bad one
+// may have been rewired by then, to values that compute the same.
+absl::Status EliminateCommonSubexpressions(Graph& graph,
+                                           std::vector<bool>& keep) {
   const ValueId num_values = static_cast<ValueId>(graph.values().size());
   auto bad = [num_values](ValueId id) { return id < 0 || id >= num_values; };
-  for (const Node& node : graph.nodes()) {
+  // What each value is replaced by; made at the first duplicate (most
+  // graphs have none).
+  std::vector<ValueId> replacement;
+  std::vector<bool> is_graph_output(graph.values().size(), false);
+  bool bad_graph_output = false;
+  for (ValueId id : graph.outputs()) {
+    if (bad(id)) {
+      bad_graph_output = true;
+    } else {
+      is_graph_output[id] = true;
+    }
+  }
+  CseTable table(graph);
+  for (NodeId id = 0; id < static_cast<NodeId>(graph.nodes().size()); ++id) {
+    Node& node = graph.mutable_node(id);
     if (std::any_of(node.inputs.begin(), node.inputs.end(), bad) ||
         std::any_of(node.outputs.begin(), node.outputs.end(), bad)) {
       return absl::InternalError(
           absl::StrCat("node '", node.name, "' uses a value id out of range"));
     }
-  }
-  if (std::any_of(graph.outputs().begin(), graph.outputs().end(), bad)) {
-    return absl::InternalError("a graph output's value id is out of range");
-  }
-  return absl::OkStatus();
-}
-
-// Marks each node that repeats an earlier one as removed (keep[i] false)
-// and rewires its readers to the earlier node's outputs, in place: node
-// inputs change only when some node is removed.
-void EliminateCommonSubexpressions(Graph& graph, std::vector<bool>& keep) {
-  std::vector<ValueId> replacement(graph.values().size());
-  std::iota(replacement.begin(), replacement.end(), 0);
-  std::vector<bool> is_graph_output(graph.values().size(), false);
-  for (ValueId id : graph.outputs()) is_graph_output[id] = true;
-  CseTable table(graph);
-  bool replaced_any = false;
-  for (NodeId id = 0; id < static_cast<NodeId>(graph.nodes().size()); ++id) {
-    Node& node = graph.mutable_node(id);
-    if (replaced_any) {
+    if (!replacement.empty()) {
       for (ValueId& input : node.inputs) input = replacement[input];
     }
     const NodeId first = table.FindOrAdd(id);
@@ -152,13 +192,20 @@ void EliminateCommonSubexpressions(Graph& graph, std::vector<bool>& keep) {
                     [&](ValueId v) { return is_graph_output[v]; })) {
       continue;
     }
+    if (replacement.empty()) {
+      replacement.resize(graph.values().size());
+      std::iota(replacement.begin(), replacement.end(), 0);
+    }
     const Node& canonical = graph.node(first);
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       replacement[node.outputs[i]] = canonical.outputs[i];
     }
     keep[id] = false;
-    replaced_any = true;
   }
+  if (bad_graph_output) {
+    return absl::InternalError("a graph output's value id is out of range");
+  }
+  return absl::OkStatus();
 }
 
 // Marks the kept nodes whose outputs reach no graph output as removed.
@@ -180,10 +227,11 @@ void EliminateDeadNodes(const Graph& graph, std::vector<bool>& keep) {
 
 absl::StatusOr<bool> SimplifyPass::Run(Module& module) {
   Graph& graph = module.graph;
-  if (absl::Status ids = CheckValueIds(graph); !ids.ok()) return ids;
   const size_t num_nodes = graph.nodes().size();
   std::vector<bool> keep(num_nodes, true);
-  EliminateCommonSubexpressions(graph, keep);
+  if (absl::Status s = EliminateCommonSubexpressions(graph, keep); !s.ok()) {
+    return s;
+  }
   EliminateDeadNodes(graph, keep);
   if (static_cast<size_t>(std::count(keep.begin(), keep.end(), true)) ==
       num_nodes) {

@@ -159,6 +159,43 @@ TEST(SimplifyTest, DuplicateOfAGraphOutputReusesIt) {
   EXPECT_THAT(Inputs(module.graph, "z"), ElementsAre("y"));
 }
 
+TEST(SimplifyTest, DuplicatesAmongManyReadersOfOneValue) {
+  // x's readers outnumber the short list CSE keeps per value, so the later
+  // ones are found through its hash set; "n0" and "n11" repeat earlier ones.
+  const std::vector<std::string> ops = {"relu", "exp",  "neg",   "abs",
+                                        "sqrt", "tanh", "sin",   "cos",
+                                        "ceil", "sign", "floor", "round"};
+  GraphBuilder builder;
+  std::vector<std::string> outputs;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string name = "u" + std::to_string(i);
+    builder.Add(name, ops[i], {"x"});
+    outputs.push_back(name);
+  }
+  builder.Add("n0", "relu", {"x"}).Add("n11", "round", {"x"});
+  builder.Add("sum0", "add", {"u0", "n0"}).Add("sum11", "add", {"u11", "n11"});
+  outputs.push_back("sum0");
+  outputs.push_back("sum11");
+  Module module = builder.Build(outputs);
+  EXPECT_TRUE(RunSimplify(module));
+  EXPECT_EQ(module.graph.nodes().size(), ops.size() + 2);
+  EXPECT_THAT(Inputs(module.graph, "sum0"), ElementsAre("u0", "u0"));
+  EXPECT_THAT(Inputs(module.graph, "sum11"), ElementsAre("u11", "u11"));
+}
+
+TEST(SimplifyTest, ValueIdOutOfRangeIsAnInternalError) {
+  Module module = GraphBuilder()
+                      .Add("a", "relu", {"x"})
+                      .Add("b", "relu", {"x"})
+                      .Add("c", "add", {"a", "b"})
+                      .Build({"c"});
+  module.graph.mutable_node(2).inputs[1] = 1000;
+  absl::StatusOr<bool> changed = SimplifyPass().Run(module);
+  EXPECT_EQ(changed.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(changed.status().message(),
+            "node 'c' uses a value id out of range");
+}
+
 TEST(SimplifyTest, CleanGraphIsUnchanged) {
   Module module = GraphBuilder()
                       .Add("a", "relu", {"x"})
