@@ -292,5 +292,15 @@ TEST(NameSetTest, HoldsWholeNames) {
   EXPECT_TRUE(names.Insert("a/b/100"));
 }
 
+// An empty part is stored before any other (fuzzer: a recurrent node named
+// "" crashed the decomposition).
+TEST(NameSetTest, EmptyNamesFirst) {
+  NameSet names;
+  EXPECT_TRUE(names.Insert(""));
+  EXPECT_TRUE(names.Insert("/"));
+  EXPECT_FALSE(names.Insert(""));
+  EXPECT_FALSE(names.Insert("/"));
+}
+
 }  // namespace
 }  // namespace loom

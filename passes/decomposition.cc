@@ -60,7 +60,7 @@ absl::string_view NameSet::Store(absl::string_view part) {
     long_parts_.push_back(std::make_unique<char[]>(part.size()));
     copy = long_parts_.back().get();
   } else {
-    if (block_used_ + part.size() > kBlockSize) {
+    if (blocks_.empty() || block_used_ + part.size() > kBlockSize) {
       blocks_.push_back(std::make_unique<char[]>(kBlockSize));
       block_used_ = 0;
     }
