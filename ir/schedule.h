@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/string_view.h"
 #include "ir/loop_ir.h"
 
 namespace loom {
@@ -18,9 +20,13 @@ namespace loom {
 // written by a member and read by a later one is read only within the
 // outer iteration that wrote it (the fuser's legality rule), so the outer
 // loops may run in any order or in parallel.
+//
+// A schedule has a kernel per compute node before fusion (a million at the
+// scale loom targets) and most fused kernels are small, so the lists keep
+// a few entries inline rather than on the heap.
 struct Kernel {
   std::string name;
-  std::vector<int> nodes;  // indexes into LoopProgram::nodes
+  absl::InlinedVector<int, 4> nodes;  // indexes into LoopProgram::nodes
   int outer_loops = 0;
   // Temporaries written and read only inside this kernel (so, by the rule
   // above, only within the outer iteration that wrote them). They need no
@@ -28,7 +34,7 @@ struct Kernel {
   // outer iteration, which passes in a register; any other writer's slice
   // of one outer iteration (at most a few hundred KiB) lives in a local
   // array (CPU) or shared memory (GPU).
-  std::vector<BufferId> internal;
+  absl::InlinedVector<BufferId, 4> internal;
 };
 
 // Where each buffer lives at run time (the plan-memory pass). Temporaries
@@ -42,16 +48,42 @@ struct MemoryPlan {
   int64_t unplanned_bytes = 0;
 };
 
-// Why two compute nodes were or were not fused (XLA's FusionDecision).
+// The kind of a fusion, or the reason for refusing one.
+enum class FusionReason : uint8_t {
+  // Fused:
+  kVertical,    // a consumer with a producer of what it reads
+  kHorizontal,  // siblings that read the same buffer
+  // Refused:
+  kIterationSpacesDiffer,
+  kKernelTooLarge,
+  kConsumerRunsBetween,  // fusing could create a cycle
+  kDataCrossesIterations,
+};
+
+// The reason as a short fixed phrase ("vertical", "iteration spaces
+// differ", ...), by which the report counts decisions.
+absl::string_view FusionReasonText(FusionReason reason);
+
+// Why two compute nodes were or were not fused (XLA's FusionDecision). The
+// fuser weighs a few hundred thousand candidates in a program of a million
+// nodes, so a decision holds numbers, not text: DescribeFusion spells out
+// the specifics of the few decisions someone asks about.
 struct FusionDecision {
-  int producer = -1;  // LoopProgram node indexes; for siblings, the earlier
-  int consumer = -1;
-  bool fused = false;
-  // A short fixed phrase: the kind of fusion ("vertical", "horizontal") or
-  // the reason for refusing it ("iteration spaces differ", ...), so that
-  // decisions can be counted by reason.
-  std::string reason;
-  std::string detail;  // specifics, e.g. the two iteration spaces
+  int32_t producer = -1;  // LoopProgram node indexes; for siblings, the earlier
+  int32_t consumer = -1;
+  FusionReason reason = FusionReason::kVertical;
+  // The specifics of a refusal, by reason:
+  //  - kIterationSpacesDiffer: where the two spaces begin in
+  //    Schedule::refused_spaces;
+  //  - kKernelTooLarge: the nodes the kernel would have, and the limit;
+  //  - kConsumerRunsBetween: the node that reads one and runs before the
+  //    other.
+  int32_t specifics[2] = {-1, -1};
+
+  bool fused() const {
+    return reason == FusionReason::kVertical ||
+           reason == FusionReason::kHorizontal;
+  }
 };
 
 // What the scheduler produces and the backends consume: kernels in
@@ -60,7 +92,16 @@ struct Schedule {
   std::vector<Kernel> kernels;
   std::vector<FusionDecision> decisions;  // every candidate the fuser weighed
   std::optional<MemoryPlan> memory;
+  // The iteration spaces named by kIterationSpacesDiffer decisions, each as
+  // its number of loops followed by their extents.
+  std::vector<int64_t> refused_spaces;
 };
+
+// The specifics of a decision in words, e.g. "[1,4] vs [6,4]" or "65 nodes
+// > 64"; empty for a fusion.
+std::string DescribeFusion(const FusionDecision& decision,
+                           const Schedule& schedule,
+                           const LoopProgram& program);
 
 std::string PrintSchedule(const Schedule& schedule, const LoopProgram& program);
 

@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <functional>
-#include <numeric>
+#include <optional>
 #include <queue>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "passes/pass.h"
 #include "scheduler/refine.h"
 #include "scheduler/schedule_pass.h"
@@ -31,46 +36,106 @@ int64_t Product(absl::Span<const int64_t> extents) {
   return product;
 }
 
-// The fuser's view of the program: dense per-node and per-buffer tables.
+// `num_lists` lists of the (list, item) pairs that for_each_pair(emit)
+// passes to emit, each list in the order of its pairs. for_each_pair runs
+// twice: once to count, once to fill.
+template <typename ForEachPair>
+IntLists BuildLists(int num_lists, const ForEachPair& for_each_pair) {
+  IntLists lists;
+  lists.offsets.assign(num_lists + 1, 0);
+  for_each_pair([&](int list, int) { ++lists.offsets[list + 1]; });
+  for (int i = 0; i < num_lists; ++i) lists.offsets[i + 1] += lists.offsets[i];
+  lists.items.resize(lists.offsets[num_lists]);
+  std::vector<int> next(lists.offsets.begin(), lists.offsets.end() - 1);
+  for_each_pair([&](int list, int item) { lists.items[next[list]++] = item; });
+  return lists;
+}
+
+// A question ReadsWithinOuterIteration asks of a load's or a store's
+// index over loops of `extents`, the first `loops` of them the outer ones,
+// at row-major position `outer_position`: does the index divided by
+// `slice` give that position, and, for a store, its remainder the position
+// among its inner pointwise loops (the next `inner_loops`)?
+struct SliceQuestion {
+  Expr index;
+  int64_t slice;
+  Expr outer_position;
+  int loops;
+  int inner_loops;  // -1 for a load: its remainder is not asked about
+  absl::InlinedVector<int64_t, 8> extents;
+
+  template <typename H>
+  friend H AbslHashValue(H h, const SliceQuestion& q) {
+    return H::combine(std::move(h), q.index, q.slice, q.outer_position, q.loops,
+                      q.inner_loops, q.extents);
+  }
+  friend bool operator==(const SliceQuestion& a, const SliceQuestion& b) {
+    return a.index == b.index && a.slice == b.slice &&
+           a.outer_position == b.outer_position && a.loops == b.loops &&
+           a.inner_loops == b.inner_loops && a.extents == b.extents;
+  }
+};
+
+bool StartsWith(absl::Span<const int64_t> extents,
+                absl::Span<const int64_t> prefix) {
+  return extents.size() >= prefix.size() &&
+         std::equal(prefix.begin(), prefix.end(), extents.begin());
+}
+
+// The index a load reads at, or nullptr for an indirect load (it may read
+// anywhere).
+Expr DirectIndex(const ScalarOp& load) {
+  return load.args.empty() ? load.index : nullptr;
+}
+
+// The fuser's view of the program: dense per-node and per-buffer tables
+// (a program has about a million of each at the scale loom targets).
 class Fuser {
  public:
-  Fuser(LoopProgram& program, const Schedule& schedule, const proto::FuseOptions& options);
+  Fuser(LoopProgram& program, const Schedule& schedule,
+        const proto::FuseOptions& options);
   absl::StatusOr<Schedule> Run();
 
  private:
-  struct Load {
-    BufferId buffer;
-    Expr index;
-  };
-  // A legal merge: the members in place order, the outer loops they will
-  // share and how each member's loops are refined to begin with them.
+  // A legal merge: the outer loops the two groups will share, and how the
+  // members whose loops change are refined to begin with them.
   struct MergePlan {
     int groups[2];  // the two group roots
-    std::vector<int> members;
+    // Whether each group shares exactly `outer` already: its members then
+    // begin with those loops, and its own reads were checked when it formed.
+    bool keeps_loops[2];
     std::vector<int64_t> outer;
     Expr outer_position = nullptr;  // row-major position among the outer loops
-    std::vector<LoopRefinement> refinements;  // one per member
+    // The members whose loops split or drop (refinement_of_ indexes this).
+    std::vector<std::pair<int, LoopRefinement>> refined;
   };
 
   int Find(int node);
-  void CollectLoads(int node);
+  absl::Span<const int64_t> Outer(int group) const;
   // Tries to merge the groups of a and b; records the decision. Vertical
   // merges may share fewer loops than either group had (outer-loop fusion).
-  void TryFuse(int a, int b, const char* kind);
-  // Empty and `plan` filled when merging groups `ga` and `gb` is legal,
-  // else the reason.
-  std::pair<std::string, std::string> Refusal(int ga, int gb, bool vertical,
-                                              MergePlan& plan);
-  // Fills in the refinements of plan.members to share plan.outer; false
-  // when some member's data would cross outer iterations.
-  bool RefineMembers(MergePlan& plan);
-  bool ReadsWithinOuterIteration(const MergePlan& plan, size_t writer,
-                                 size_t reader, Expr index);
+  void TryFuse(int a, int b, FusionReason kind);
+  // True when merging groups `ga` and `gb` is legal, with plan_ filled in;
+  // else false, with the refusal in `decision`.
+  bool Weigh(int ga, int gb, bool vertical, FusionDecision& decision);
   bool ConsumerRunsBetween(int ga, int gb, int& consumer);
-  void Merge(int ga, int gb, MergePlan& plan);
+  // Fills in plan_.refined for the members to share plan_.outer; false
+  // when some member's data would cross outer iterations.
+  bool RefineMembers();
+  bool ReadsOfMemberAreLegal(int reader);
+  bool ReadsFromOtherGroupAreLegal(int group, int other);
+  bool ReadIsLegal(int writer, int reader, BufferId buffer, Expr index);
+  bool ReadsWithinOuterIteration(int writer, int reader, Expr index);
+  const LoopRefinement& RefinementOf(int node) const;
+  absl::Span<const int64_t> RefinedExtents(int node,
+                                           std::vector<int64_t>& scratch) const;
+  bool IndexInSlice(Expr index, int64_t slice, int inner_loops,
+                    absl::Span<const int64_t> extents);
+  void ClearRefinements();
+  void Merge();
+  int MergeMemberLists(int a, int b);
   std::vector<Kernel> BuildKernels();
-  std::vector<BufferId> InternalBuffers(const std::vector<int>& members,
-                                        int outer_loops);
+  Kernel MakeKernel(int group, int index);
 
   LoopProgram& program_;
   ExprContext& ctx_;
@@ -80,90 +145,95 @@ class Fuser {
   const int n_;
   std::vector<int> position_;  // node -> place in the unfused order
   std::vector<int> order_;     // place -> node
-  // Dependencies in CSR form: the predecessors of v are
-  // pred_[pred_offsets_[v] .. pred_offsets_[v+1]), its successors likewise.
-  std::vector<int> pred_offsets_, pred_, succ_offsets_, succ_;
-  std::vector<std::vector<Load>> loads_;  // distinct loads of each node
-  std::vector<std::vector<int>> writers_, readers_;  // per buffer
-  // Union-find over nodes; the root holds its group's members in order.
+  IntLists loaded_;            // per node: the buffers it loads
+  IntLists
+      successors_;  // per node: the nodes that depend on it, in place order
+  IntLists writers_, readers_;  // per buffer, in node order
+  // Union-find over nodes. A group's members form a list in place order,
+  // threaded through next_member_ from first_member_[root].
   std::vector<int> parent_;
-  std::vector<std::vector<int>> members_;
-  std::vector<FusionDecision> decisions_;
+  std::vector<int> first_member_, next_member_;
+  std::vector<int> size_;           // per group root: its members
   std::vector<int> last_position_;  // per group root: its last member's place
-  std::vector<std::vector<int64_t>> outer_;  // per group root: shared loops
-  std::vector<int> slot_;  // per node: its index in the plan weighed now, or -1
+  // Per group root: the loops its members share (Outer), outer_loops_[g]
+  // extents from outer_extents_[outer_begin_[g]]. A group of one node
+  // shares all its loops; the members of a larger group all begin with the
+  // loops it shares (refinement makes them so). Kept apart from the nodes
+  // so that weighing a candidate reads no node.
+  std::vector<int64_t> outer_extents_;
+  std::vector<int> outer_begin_, outer_loops_;
+  MergePlan plan_;  // the merge weighed now
+  std::vector<int>
+      refinement_of_;  // per node: its place in plan_.refined, or -1
+  const LoopRefinement identity_{/*identity=*/true};
+  std::vector<int64_t> writer_extents_, reader_extents_;  // scratch
+  RefinementCache refinements_;
+  absl::flat_hash_map<SliceQuestion, bool> slice_answers_;
+  std::vector<FusionDecision> decisions_;
+  std::vector<int64_t> refused_spaces_;  // Schedule::refused_spaces
 };
 
 Fuser::Fuser(LoopProgram& program, const Schedule& schedule,
              const proto::FuseOptions& options)
     : program_(program),
       ctx_(*program.exprs),
-      max_nodes_(options.max_nodes_per_kernel() > 0 ? options.max_nodes_per_kernel()
-                                                     : kDefaultMaxNodesPerKernel),
+      max_nodes_(options.max_nodes_per_kernel() > 0
+                     ? options.max_nodes_per_kernel()
+                     : kDefaultMaxNodesPerKernel),
       outer_loop_(options.outer_loop()),
       reshape_aware_(options.reshape_aware()),
       n_(static_cast<int>(program.nodes.size())),
       position_(n_),
-      pred_offsets_(n_ + 1, 0),
-      loads_(n_),
-      writers_(program.buffers.size()),
-      readers_(program.buffers.size()),
       parent_(n_),
-      members_(n_),
+      first_member_(n_),
+      next_member_(n_, -1),
+      size_(n_, 1),
       last_position_(n_),
-      outer_(n_),
-      slot_(n_, -1) {
+      outer_begin_(n_),
+      outer_loops_(n_),
+      refinement_of_(n_, -1),
+      refinements_(ctx_) {
+  order_.reserve(n_);
   for (const Kernel& kernel : schedule.kernels) {
     for (int node : kernel.nodes) {
       position_[node] = static_cast<int>(order_.size());
       order_.push_back(node);
     }
   }
-  const std::vector<std::pair<int, int>> edges = DependencyEdges(program);
-  succ_offsets_.assign(n_ + 1, 0);
-  for (const auto& [from, to] : edges) {
-    ++pred_offsets_[to + 1];
-    ++succ_offsets_[from + 1];
-  }
-  for (int v = 0; v < n_; ++v) {
-    pred_offsets_[v + 1] += pred_offsets_[v];
-    succ_offsets_[v + 1] += succ_offsets_[v];
-  }
-  pred_.resize(edges.size());
-  succ_.resize(edges.size());
-  std::vector<int> pred_fill(pred_offsets_.begin(), pred_offsets_.end() - 1);
-  std::vector<int> succ_fill(succ_offsets_.begin(), succ_offsets_.end() - 1);
-  for (const auto& [from, to] : edges) {
-    pred_[pred_fill[to]++] = from;
-    succ_[succ_fill[from]++] = to;
-  }
-
-  for (int v = 0; v < n_; ++v) {
-    CollectLoads(v);
-    for (const Load& load : loads_[v]) {
-      if (readers_[load.buffer].empty() || readers_[load.buffer].back() != v) {
-        readers_[load.buffer].push_back(v);
-      }
+  loaded_ = LoadedBuffers(program);
+  successors_ = Dependencies(program, loaded_);
+  // Dependents come in program order; ConsumerRunsBetween wants them in
+  // place order, which differs only when the schedule reorders the program.
+  if (!std::is_sorted(order_.begin(), order_.end())) {
+    const auto by_place = [&](int x, int y) {
+      return position_[x] < position_[y];
+    };
+    for (int v = 0; v < n_; ++v) {
+      std::sort(successors_.items.begin() + successors_.offsets[v],
+                successors_.items.begin() + successors_.offsets[v + 1],
+                by_place);
     }
-    writers_[program.nodes[v].output].push_back(v);
+  }
+  const int num_buffers = static_cast<int>(program.buffers.size());
+  writers_ = BuildLists(num_buffers, [&](auto emit) {
+    for (int v = 0; v < n_; ++v) emit(program.nodes[v].output, v);
+  });
+  readers_ = BuildLists(num_buffers, [&](auto emit) {
+    for (int v = 0; v < n_; ++v) {
+      for (BufferId buffer : loaded_[v]) emit(buffer, v);
+    }
+  });
+  size_t extents = 0;
+  for (const ComputeNode& node : program.nodes) extents += node.ranges.size();
+  outer_extents_.reserve(extents);
+  for (int v = 0; v < n_; ++v) {
     parent_[v] = v;
-    members_[v] = {v};
+    first_member_[v] = v;
     last_position_[v] = position_[v];
-    outer_[v] = program.nodes[v].ranges;
-  }
-}
-
-void Fuser::CollectLoads(int v) {
-  loads_[v].clear();
-  for (const ScalarOp& op : program_.nodes[v].body) {
-    if (op.kind != ScalarOp::Kind::kLoad) continue;
-    // Indirect loads read anywhere: record them with no index.
-    const Expr index = op.args.empty() ? op.index : nullptr;
-    bool seen = false;
-    for (const Load& load : loads_[v]) {
-      seen |= load.buffer == op.buffer && load.index == index;
-    }
-    if (!seen) loads_[v].push_back({op.buffer, index});
+    const std::vector<int64_t>& ranges = program.nodes[v].ranges;
+    outer_begin_[v] = static_cast<int>(outer_extents_.size());
+    outer_loops_[v] = static_cast<int>(ranges.size());
+    outer_extents_.insert(outer_extents_.end(), ranges.begin(), ranges.end());
   }
 }
 
@@ -175,67 +245,152 @@ int Fuser::Find(int node) {
   return node;
 }
 
+absl::Span<const int64_t> Fuser::Outer(int group) const {
+  return absl::MakeConstSpan(outer_extents_)
+      .subspan(outer_begin_[group], outer_loops_[group]);
+}
+
 // Every load of a buffer written inside the group must read a value the
 // same outer iteration wrote: the buffer has one writer, an earlier member,
 // and the load stays within the slice that writer stores in one outer
-// iteration.
-bool Fuser::RefineMembers(MergePlan& plan) {
-  plan.refinements.clear();
-  for (int m : plan.members) {
-    std::optional<LoopRefinement> refinement =
-        RefineLeadingLoops(ctx_, program_.nodes[m], plan.outer);
-    if (!refinement.has_value()) return false;
-    plan.refinements.push_back(*std::move(refinement));
+// iteration. Reads within a group that keeps its loops were checked when it
+// formed, so only the members of a group whose loops change are refined
+// and have all their reads checked; a group that keeps its loops has only
+// its reads of the other group's buffers checked.
+bool Fuser::RefineMembers() {
+  ClearRefinements();
+  for (int side : {0, 1}) {
+    const int group = plan_.groups[side];
+    plan_.keeps_loops[side] = Outer(group) == absl::MakeConstSpan(plan_.outer);
+    // Already refined: the members begin with the shared loops. (A node on
+    // its own still needs the check for loops without iterations.)
+    if (plan_.keeps_loops[side] && size_[group] > 1) continue;
+    for (int m = first_member_[group]; m >= 0; m = next_member_[m]) {
+      std::optional<LoopRefinement> refinement =
+          RefineLeadingLoops(ctx_, program_.nodes[m], plan_.outer);
+      if (!refinement.has_value()) return false;
+      if (refinement->identity) continue;
+      refinement_of_[m] = static_cast<int>(plan_.refined.size());
+      plan_.refined.emplace_back(m, *std::move(refinement));
+    }
   }
-  // Reads within one group that keeps its loops were checked when it formed.
-  bool unchanged[2];
-  for (int side : {0, 1}) unchanged[side] = outer_[plan.groups[side]] == plan.outer;
-  auto checked_before = [&](int w, int r) {
-    const int group = Find(w);
-    return group == Find(r) && unchanged[group == plan.groups[0] ? 0 : 1];
-  };
-  const std::vector<int>& members = plan.members;
-  for (size_t r = 0; r < members.size(); ++r) {
-    for (const Load& load : loads_[members[r]]) {
-      for (int w : writers_[load.buffer]) {
-        const int writer = slot_[w];
-        if (writer < 0 || checked_before(w, members[r])) continue;
-        if (writers_[load.buffer].size() != 1 || writer >= static_cast<int>(r) ||
-            load.index == nullptr ||
-            !ReadsWithinOuterIteration(plan, writer, r, load.index)) {
-          return false;
-        }
+  for (int side : {0, 1}) {
+    const int group = plan_.groups[side];
+    if (plan_.keeps_loops[side]) {
+      if (!ReadsFromOtherGroupAreLegal(group, plan_.groups[1 - side])) {
+        return false;
+      }
+      continue;
+    }
+    for (int m = first_member_[group]; m >= 0; m = next_member_[m]) {
+      if (!ReadsOfMemberAreLegal(m)) return false;
+    }
+  }
+  return true;
+}
+
+// Every load of `reader` from a buffer that a member of either group writes.
+bool Fuser::ReadsOfMemberAreLegal(int reader) {
+  for (const ScalarOp& op : program_.nodes[reader].body) {
+    if (op.kind != ScalarOp::Kind::kLoad) continue;
+    for (int writer : writers_[op.buffer]) {
+      const int group = Find(writer);
+      if (group != plan_.groups[0] && group != plan_.groups[1]) continue;
+      if (!ReadIsLegal(writer, reader, op.buffer, DirectIndex(op))) {
+        return false;
       }
     }
   }
   return true;
 }
 
+// Every load by a member of `group` from a buffer that a member of `other`
+// writes, found from the writers' side.
+bool Fuser::ReadsFromOtherGroupAreLegal(int group, int other) {
+  for (int writer = first_member_[other]; writer >= 0;
+       writer = next_member_[writer]) {
+    const BufferId buffer = program_.nodes[writer].output;
+    for (int reader : readers_[buffer]) {
+      if (Find(reader) != group) continue;
+      for (const ScalarOp& op : program_.nodes[reader].body) {
+        if (op.kind != ScalarOp::Kind::kLoad || op.buffer != buffer) continue;
+        if (!ReadIsLegal(writer, reader, buffer, DirectIndex(op))) return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool Fuser::ReadIsLegal(int writer, int reader, BufferId buffer, Expr index) {
+  return writers_[buffer].size() == 1 &&
+         position_[writer] < position_[reader] && index != nullptr &&
+         ReadsWithinOuterIteration(writer, reader, index);
+}
+
+const LoopRefinement& Fuser::RefinementOf(int node) const {
+  const int place = refinement_of_[node];
+  return place < 0 ? identity_ : plan_.refined[place].second;
+}
+
+// Extents of all the node's loops once refined: pointwise, then reduction.
+absl::Span<const int64_t> Fuser::RefinedExtents(
+    int node, std::vector<int64_t>& scratch) const {
+  const LoopRefinement& refinement = RefinementOf(node);
+  if (!refinement.identity) return refinement.extents;
+  const ComputeNode& n = program_.nodes[node];
+  scratch.assign(n.ranges.begin(), n.ranges.end());
+  scratch.insert(scratch.end(), n.reduction_ranges.begin(),
+                 n.reduction_ranges.end());
+  return scratch;
+}
+
 // The writer stores one contiguous slice per outer iteration (row-major
 // over its inner loops) and the reader's index, divided by the slice size,
 // is that outer iteration's row-major position: decided on the simplified
 // expressions, which are equal exactly when their pointers are.
-bool Fuser::ReadsWithinOuterIteration(const MergePlan& plan, size_t writer,
-                                      size_t reader, Expr index) {
-  const LoopRefinement& w = plan.refinements[writer];
-  const LoopRefinement& r = plan.refinements[reader];
-  const ComputeNode& writer_node = program_.nodes[plan.members[writer]];
-  const ComputeNode& reader_node = program_.nodes[plan.members[reader]];
-  const Expr store = RefineExpr(ctx_, w, writer_node.store_index);
-  const Expr load = RefineExpr(ctx_, r, index);
-  const int loops = static_cast<int>(plan.outer.size());
-  const absl::Span<const int64_t> inner =
-      absl::MakeConstSpan(w.identity ? writer_node.ranges : w.ranges).subspan(loops);
-  const int64_t slice = Product(inner);
+bool Fuser::ReadsWithinOuterIteration(int writer, int reader, Expr index) {
+  const LoopRefinement& w = RefinementOf(writer);
+  const ComputeNode& writer_node = program_.nodes[writer];
+  const Expr store = refinements_.Refine(w, writer_node.store_index);
+  const Expr load = refinements_.Refine(RefinementOf(reader), index);
+  const int loops = static_cast<int>(plan_.outer.size());
+  const int pointwise = static_cast<int>(w.identity ? writer_node.ranges.size()
+                                                    : w.ranges.size());
+  const int inner_loops = pointwise - loops;
+  const absl::Span<const int64_t> writer_extents =
+      RefinedExtents(writer, writer_extents_);
+  const int64_t slice = Product(writer_extents.subspan(loops, inner_loops));
   if (slice == 1) return load == store;
-  const std::vector<int64_t> writer_extents =
-      w.identity ? writer_node.AllRanges() : w.extents;
-  const std::vector<int64_t> reader_extents =
-      r.identity ? reader_node.AllRanges() : r.extents;
-  return ctx_.Simplify(ctx_.FloorDiv(load, slice), reader_extents) == plan.outer_position &&
-         ctx_.Simplify(ctx_.FloorDiv(store, slice), writer_extents) == plan.outer_position &&
-         ctx_.Simplify(ctx_.Mod(store, slice), writer_extents) ==
-             RowMajorOffset(ctx_, inner, loops);
+  return IndexInSlice(load, slice, -1,
+                      RefinedExtents(reader, reader_extents_)) &&
+         IndexInSlice(store, slice, inner_loops, writer_extents);
+}
+
+// Remembered: the steps of an unrolled recurrence ask the same questions of
+// the same (hash-consed) expressions.
+bool Fuser::IndexInSlice(Expr index, int64_t slice, int inner_loops,
+                         absl::Span<const int64_t> extents) {
+  const int loops = static_cast<int>(plan_.outer.size());
+  SliceQuestion question{index, slice,       plan_.outer_position,
+                         loops, inner_loops, {extents.begin(), extents.end()}};
+  auto [answer, inserted] =
+      slice_answers_.try_emplace(std::move(question), false);
+  if (!inserted) return answer->second;
+  bool in_slice = ctx_.Simplify(ctx_.FloorDiv(index, slice), extents) ==
+                  plan_.outer_position;
+  if (in_slice && inner_loops >= 0) {
+    in_slice = ctx_.Simplify(ctx_.Mod(index, slice), extents) ==
+               RowMajorOffset(ctx_, extents.subspan(loops, inner_loops), loops);
+  }
+  answer->second = in_slice;
+  return in_slice;
+}
+
+void Fuser::ClearRefinements() {
+  for (const auto& [node, refinement] : plan_.refined) {
+    refinement_of_[node] = -1;
+  }
+  plan_.refined.clear();
 }
 
 // Kernels run in the order of their last members' places, and that order
@@ -244,27 +399,31 @@ bool Fuser::ReadsWithinOuterIteration(const MergePlan& plan, size_t writer,
 // the merged kernel's new place. This also refuses every merge that would
 // create a cycle (a cycle needs a consumer of one group that feeds the
 // other, which runs before the later group), with no search at all: the
-// check reads only the members' direct consumers.
+// check reads only the members' direct consumers. Since the order is
+// topological, every consumer of the later group runs after it already,
+// and only consumers of the earlier group placed before the later group's
+// last member can run between; successors_ lists them first.
 bool Fuser::ConsumerRunsBetween(int ga, int gb, int& consumer) {
-  const int last = std::max(last_position_[ga], last_position_[gb]);
-  for (int g : {ga, gb}) {
-    for (int m : members_[g]) {
-      for (int k = succ_offsets_[m]; k < succ_offsets_[m + 1]; ++k) {
-        const int s = Find(succ_[k]);
-        if (s != ga && s != gb && last_position_[s] < last) {
-          consumer = succ_[k];
-          return true;
-        }
+  const bool a_first = last_position_[ga] < last_position_[gb];
+  const int earlier = a_first ? ga : gb;
+  const int later = a_first ? gb : ga;
+  const int last = last_position_[later];
+  for (int m = first_member_[earlier]; m >= 0; m = next_member_[m]) {
+    for (int s : successors_[m]) {
+      if (position_[s] >= last) break;
+      const int group = Find(s);
+      if (group != earlier && group != later && last_position_[group] < last) {
+        consumer = s;
+        return true;
       }
     }
   }
   return false;
 }
 
-std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb, bool vertical,
-                                                   MergePlan& plan) {
-  const std::vector<int64_t>& a = outer_[ga];
-  const std::vector<int64_t>& b = outer_[gb];
+bool Fuser::Weigh(int ga, int gb, bool vertical, FusionDecision& decision) {
+  const absl::Span<const int64_t> a = Outer(ga);
+  const absl::Span<const int64_t> b = Outer(gb);
   // Siblings only fuse over the same loops; a consumer may share a prefix
   // of a refinement of both groups' loops.
   // Without outer-loop fusion, consumers fuse like siblings.
@@ -275,128 +434,141 @@ std::pair<std::string, std::string> Fuser::Refusal(int ga, int gb, bool vertical
   // the empty prefix with its consumer: the kernel has no outer loops.
   const bool single = Product(a) == 1 || Product(b) == 1;
   if (a != b && ((shared.empty() && !(outer && single)) || !outer)) {
-    return {"iteration spaces differ",
-            absl::StrCat(ShapeToString(a), " vs ", ShapeToString(b))};
+    decision.reason = FusionReason::kIterationSpacesDiffer;
+    decision.specifics[0] = static_cast<int32_t>(refused_spaces_.size());
+    for (absl::Span<const int64_t> space : {a, b}) {
+      refused_spaces_.push_back(static_cast<int64_t>(space.size()));
+      refused_spaces_.insert(refused_spaces_.end(), space.begin(), space.end());
+    }
+    return false;
   }
-  const size_t size = members_[ga].size() + members_[gb].size();
-  if (static_cast<int>(size) > max_nodes_) {
-    return {"kernel too large", absl::StrCat(size, " nodes > ", max_nodes_)};
+  const int size = size_[ga] + size_[gb];
+  if (size > max_nodes_) {
+    decision.reason = FusionReason::kKernelTooLarge;
+    decision.specifics[0] = size;
+    decision.specifics[1] = max_nodes_;
+    return false;
   }
   int consumer = -1;
   if (ConsumerRunsBetween(ga, gb, consumer)) {
-    return {"a consumer runs between them",
-            absl::StrCat("'", program_.nodes[consumer].name,
-                         "' reads one and runs before the other (fusing could "
-                         "create a cycle)")};
+    decision.reason = FusionReason::kConsumerRunsBetween;
+    decision.specifics[0] = consumer;
+    return false;
   }
-  plan.groups[0] = ga;
-  plan.groups[1] = gb;
-  plan.members = members_[ga];
-  plan.members.insert(plan.members.end(), members_[gb].begin(), members_[gb].end());
-  std::sort(plan.members.begin(), plan.members.end(),
-            [&](int x, int y) { return position_[x] < position_[y]; });
+  plan_.groups[0] = ga;
+  plan_.groups[1] = gb;
   // The most shared loops first; a consumer may fall back to fewer.
-  for (size_t i = 0; i < plan.members.size(); ++i) slot_[plan.members[i]] = static_cast<int>(i);
-  const size_t fewest = outer ? std::min<size_t>(1, shared.size()) : shared.size();
-  bool legal = false;
-  for (size_t loops = shared.size(); !legal; --loops) {
-    plan.outer.assign(shared.begin(), shared.begin() + loops);
-    plan.outer_position = RowMajorOffset(ctx_, plan.outer, 0);
-    legal = RefineMembers(plan);
+  const size_t fewest =
+      outer ? std::min<size_t>(1, shared.size()) : shared.size();
+  for (size_t loops = shared.size();; --loops) {
+    plan_.outer.assign(shared.begin(), shared.begin() + loops);
+    plan_.outer_position = RowMajorOffset(ctx_, plan_.outer, 0);
+    if (RefineMembers()) return true;
     if (loops == fewest) break;
   }
-  for (int m : plan.members) slot_[m] = -1;
-  if (legal) return {};
-  return {"data crosses loop iterations",
-          "a member reads a buffer of another outside the outer iteration "
-          "that wrote it, or one with several writers"};
+  ClearRefinements();
+  decision.reason = FusionReason::kDataCrossesIterations;
+  return false;
 }
 
-void Fuser::TryFuse(int a, int b, const char* kind) {
-  int ga = Find(a), gb = Find(b);
+void Fuser::TryFuse(int a, int b, FusionReason kind) {
+  const int ga = Find(a), gb = Find(b);
   if (ga == gb) return;
-  FusionDecision decision{a, b, false, "", ""};
-  MergePlan plan;
-  auto [reason, detail] = Refusal(ga, gb, std::string(kind) == "vertical", plan);
-  if (!reason.empty()) {
-    decision.reason = std::move(reason);
-    decision.detail = std::move(detail);
-    decisions_.push_back(std::move(decision));
-    return;
-  }
-  Merge(ga, gb, plan);
-  decision.fused = true;
-  decision.reason = kind;
-  decisions_.push_back(std::move(decision));
+  FusionDecision decision{a, b, kind};
+  if (Weigh(ga, gb, kind == FusionReason::kVertical, decision)) Merge();
+  decisions_.push_back(decision);
 }
 
 // Rewrites the members whose loops were refined and joins the groups.
-void Fuser::Merge(int ga, int gb, MergePlan& plan) {
-  for (size_t i = 0; i < plan.members.size(); ++i) {
-    if (plan.refinements[i].identity) continue;
-    ApplyRefinement(ctx_, plan.refinements[i], program_.nodes[plan.members[i]]);
-    CollectLoads(plan.members[i]);
+void Fuser::Merge() {
+  for (auto& [node, refinement] : plan_.refined) {
+    refinements_.Apply(refinement, program_.nodes[node]);
   }
-  if (members_[ga].size() < members_[gb].size()) std::swap(ga, gb);
-  members_[ga] = std::move(plan.members);
-  members_[gb].clear();
-  members_[gb].shrink_to_fit();
+  ClearRefinements();
+  int ga = plan_.groups[0], gb = plan_.groups[1];
+  if (size_[ga] < size_[gb]) std::swap(ga, gb);
+  first_member_[ga] = MergeMemberLists(first_member_[ga], first_member_[gb]);
   parent_[gb] = ga;
+  size_[ga] += size_[gb];
   last_position_[ga] = std::max(last_position_[ga], last_position_[gb]);
-  outer_[ga] = std::move(plan.outer);
-  outer_[gb].clear();
+  // The shared loops are mostly a prefix of one group's: stored once.
+  const absl::Span<const int64_t> outer = plan_.outer;
+  if (!StartsWith(Outer(ga), outer)) {
+    if (StartsWith(Outer(gb), outer)) {
+      outer_begin_[ga] = outer_begin_[gb];
+    } else {
+      outer_begin_[ga] = static_cast<int>(outer_extents_.size());
+      outer_extents_.insert(outer_extents_.end(), outer.begin(), outer.end());
+    }
+  }
+  outer_loops_[ga] = static_cast<int>(outer.size());
 }
 
-// Temporaries read only inside their kernel: by the legality rule, only
-// within the outer iteration that wrote them.
-std::vector<BufferId> Fuser::InternalBuffers(const std::vector<int>& members,
-                                             int outer_loops) {
-  std::vector<BufferId> internal;
-  const int group = Find(members.front());
-  for (int m : members) {
+// The two member lists (each in place order) as one list in place order.
+int Fuser::MergeMemberLists(int a, int b) {
+  int head = -1;
+  int* tail = &head;
+  while (a >= 0 && b >= 0) {
+    int& earlier = position_[a] < position_[b] ? a : b;
+    *tail = earlier;
+    tail = &next_member_[earlier];
+    earlier = next_member_[earlier];
+  }
+  *tail = a >= 0 ? a : b;
+  return head;
+}
+
+// The kernel of `group`. Its internal buffers are the temporaries read only
+// inside it: by the legality rule, only within the outer iteration that
+// wrote them.
+Kernel Fuser::MakeKernel(int group, int index) {
+  Kernel kernel;
+  kernel.name = KernelName(index);
+  kernel.outer_loops = outer_loops_[group];
+  for (int m = first_member_[group]; m >= 0; m = next_member_[m]) {
+    kernel.nodes.push_back(m);
     const ComputeNode& node = program_.nodes[m];
     const Buffer& buffer = program_.buffers[node.output];
-    if (buffer.kind != BufferKind::kTemp || writers_[node.output].size() != 1) continue;
-    const int64_t slice = Product(absl::MakeConstSpan(node.ranges).subspan(outer_loops));
+    if (buffer.kind != BufferKind::kTemp || writers_[node.output].size() != 1) {
+      continue;
+    }
+    const int64_t slice =
+        Product(absl::MakeConstSpan(node.ranges).subspan(kernel.outer_loops));
     if (slice * DTypeSize(buffer.dtype) > kMaxLocalBytes) continue;
     bool inside = true;
     for (int r : readers_[node.output]) inside &= Find(r) == group;
-    if (inside) internal.push_back(node.output);
+    if (inside) kernel.internal.push_back(node.output);
   }
-  return internal;
+  return kernel;
 }
 
 // Orders the groups by their dependencies (Kahn's algorithm on the quotient
 // graph, ties by the first member's place).
 std::vector<Kernel> Fuser::BuildKernels() {
-  std::vector<int> in_degree(n_, 0);
-  std::vector<std::vector<int>> successors(n_);
-  for (int v = 0; v < n_; ++v) {
-    const int gv = Find(v);
-    for (int k = pred_offsets_[v]; k < pred_offsets_[v + 1]; ++k) {
-      const int gp = Find(pred_[k]);
-      if (gp == gv) continue;
-      successors[gp].push_back(gv);
-      ++in_degree[gv];
+  for (int v = 0; v < n_; ++v) parent_[v] = Find(v);  // now every node's root
+  const IntLists successors = BuildLists(n_, [&](auto emit) {
+    for (int v = 0; v < n_; ++v) {
+      for (int s : successors_[v]) {
+        if (parent_[v] != parent_[s]) emit(parent_[v], parent_[s]);
+      }
     }
-  }
+  });
+  std::vector<int> in_degree(n_, 0);
+  for (int g : successors.items) ++in_degree[g];
   using Entry = std::pair<int, int>;  // (first member's place, group)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
   for (int v = 0; v < n_; ++v) {
-    if (Find(v) == v && in_degree[v] == 0) ready.push({position_[members_[v].front()], v});
+    if (parent_[v] == v && in_degree[v] == 0) {
+      ready.push({position_[first_member_[v]], v});
+    }
   }
   std::vector<Kernel> kernels;
   while (!ready.empty()) {
     const int g = ready.top().second;
     ready.pop();
-    Kernel kernel;
-    kernel.name = absl::StrCat("kernel_", kernels.size());
-    kernel.nodes = members_[g];
-    kernel.outer_loops = static_cast<int>(outer_[g].size());
-    kernel.internal = InternalBuffers(members_[g], kernel.outer_loops);
-    kernels.push_back(std::move(kernel));
+    kernels.push_back(MakeKernel(g, static_cast<int>(kernels.size())));
     for (int s : successors[g]) {
-      if (--in_degree[s] == 0) ready.push({position_[members_[s].front()], s});
+      if (--in_degree[s] == 0) ready.push({position_[first_member_[s]], s});
     }
   }
   return kernels;
@@ -404,24 +576,31 @@ std::vector<Kernel> Fuser::BuildKernels() {
 
 absl::StatusOr<Schedule> Fuser::Run() {
   // Vertical: each node with the producers of what it reads, in order.
-  std::vector<int> tried;  // producers already weighed for this node
+  std::vector<int> producers;
   for (int v : order_) {
-    tried.clear();
-    for (const Load& load : loads_[v]) {
-      if (writers_[load.buffer].size() != 1) continue;
-      const int producer = writers_[load.buffer].front();
-      if (std::find(tried.begin(), tried.end(), producer) != tried.end()) continue;
-      tried.push_back(producer);
-      TryFuse(producer, v, "vertical");
+    producers.clear();
+    for (BufferId buffer : loaded_[v]) {
+      if (writers_[buffer].size() != 1) continue;
+      const int producer = writers_[buffer][0];
+      if (std::find(producers.begin(), producers.end(), producer) ==
+          producers.end()) {
+        producers.push_back(producer);
+      }
+    }
+    for (int producer : producers) {
+      TryFuse(producer, v, FusionReason::kVertical);
     }
   }
   // Horizontal: consecutive readers of one buffer over the same space.
-  for (BufferId b = 0; b < static_cast<BufferId>(readers_.size()); ++b) {
-    const std::vector<int>& readers = readers_[b];
-    if (readers.size() < 2 || static_cast<int>(readers.size()) > kMaxSiblingReaders) continue;
+  for (BufferId b = 0; b < static_cast<BufferId>(program_.buffers.size());
+       ++b) {
+    const absl::Span<const int> readers = readers_[b];
+    if (readers.size() < 2 ||
+        static_cast<int>(readers.size()) > kMaxSiblingReaders)
+      continue;
     for (size_t i = 1; i < readers.size(); ++i) {
-      if (outer_[Find(readers[i - 1])] == outer_[Find(readers[i])]) {
-        TryFuse(readers[i - 1], readers[i], "horizontal");
+      if (Outer(Find(readers[i - 1])) == Outer(Find(readers[i]))) {
+        TryFuse(readers[i - 1], readers[i], FusionReason::kHorizontal);
       }
     }
   }
@@ -430,26 +609,32 @@ absl::StatusOr<Schedule> Fuser::Run() {
   size_t scheduled = 0;
   for (const Kernel& kernel : fused.kernels) scheduled += kernel.nodes.size();
   if (scheduled != static_cast<size_t>(n_)) {
-    return absl::InternalError(absl::StrCat(
-        "fusion left ", n_ - scheduled, " compute nodes unscheduled (a cycle "
-        "between fused kernels)"));
+    return absl::InternalError(
+        absl::StrCat("fusion left ", n_ - scheduled,
+                     " compute nodes unscheduled (a cycle "
+                     "between fused kernels)"));
   }
   fused.decisions = std::move(decisions_);
+  fused.refused_spaces = std::move(refused_spaces_);
   return fused;
 }
 
 class FusePass : public Pass {
  public:
-  explicit FusePass(proto::FuseOptions options) : options_(std::move(options)) {}
+  explicit FusePass(proto::FuseOptions options)
+      : options_(std::move(options)) {}
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {
       return absl::FailedPreconditionError(
-          "there is no schedule to fuse (run 'lower' and 'schedule' before 'fuse')");
+          "there is no schedule to fuse (run 'lower' and 'schedule' before "
+          "'fuse')");
     }
-    absl::StatusOr<Schedule> fused = FuseSchedule(*module.loops, *module.schedule, options_);
+    absl::StatusOr<Schedule> fused =
+        FuseSchedule(*module.loops, *module.schedule, options_);
     if (!fused.ok()) return fused.status();
-    const bool changed = fused->kernels.size() != module.schedule->kernels.size();
+    const bool changed =
+        fused->kernels.size() != module.schedule->kernels.size();
     module.schedule = *std::move(fused);
     module.source.reset();
     return changed;
@@ -464,7 +649,8 @@ LOOM_REGISTER_PASS("fuse", "fuse", [](const proto::PassSpec& spec) {
     return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
         "fuse: max_nodes_per_kernel must not be negative"));
   }
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<FusePass>(spec.fuse()));
+  return absl::StatusOr<std::unique_ptr<Pass>>(
+      std::make_unique<FusePass>(spec.fuse()));
 });
 
 }  // namespace
@@ -475,12 +661,14 @@ absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program,
   size_t scheduled = 0;
   for (const Kernel& kernel : schedule.kernels) {
     if (kernel.nodes.size() != 1) {
-      return absl::FailedPreconditionError("fuse expects one compute node per kernel");
+      return absl::FailedPreconditionError(
+          "fuse expects one compute node per kernel");
     }
     ++scheduled;
   }
   if (scheduled != program.nodes.size()) {
-    return absl::InternalError("the schedule does not cover every compute node");
+    return absl::InternalError(
+        "the schedule does not cover every compute node");
   }
   return Fuser(program, schedule, options).Run();
 }

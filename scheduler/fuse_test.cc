@@ -63,7 +63,7 @@ class FuseTest : public testing::Test {
   std::string Refusals(const Schedule& schedule) {
     std::string text;
     for (const FusionDecision& d : schedule.decisions) {
-      if (!d.fused) absl::StrAppend(&text, d.reason, "; ");
+      if (!d.fused()) absl::StrAppend(&text, FusionReasonText(d.reason), "; ");
     }
     return text;
   }
@@ -79,8 +79,8 @@ TEST_F(FuseTest, ReductionAndItsEpilogueShareOneLoopAndTheSumStaysInRegisters) {
   EXPECT_EQ(Kernels(schedule), "reduce_sum0+exp1");
   ASSERT_EQ(schedule.kernels[0].internal.size(), 1);
   EXPECT_EQ(program_.buffers[schedule.kernels[0].internal[0]].name, "reduce_sum0.y");
-  EXPECT_TRUE(schedule.decisions[0].fused);
-  EXPECT_EQ(schedule.decisions[0].reason, "vertical");
+  EXPECT_TRUE(schedule.decisions[0].fused());
+  EXPECT_EQ(schedule.decisions[0].reason, FusionReason::kVertical);
 }
 
 TEST_F(FuseTest, PointwiseProducerReadTwiceFusesVertically) {
@@ -94,7 +94,7 @@ TEST_F(FuseTest, SiblingsOverOneSpaceFuseHorizontally) {
   graph_.AddOutput(Reduce("reduce_min", x_));
   const Schedule schedule = Fuse();
   EXPECT_EQ(Kernels(schedule), "reduce_max0+reduce_min1");
-  EXPECT_EQ(schedule.decisions.back().reason, "horizontal");
+  EXPECT_EQ(schedule.decisions.back().reason, FusionReason::kHorizontal);
   EXPECT_TRUE(schedule.kernels[0].internal.empty());  // both are outputs
 }
 
@@ -164,7 +164,7 @@ TEST_F(FuseTest, IterationSpacesWithNoCommonOuterLoopAreRefused) {
   const Schedule schedule = Fuse();
   EXPECT_EQ(Kernels(schedule), "reduce_max0 | sub1");
   EXPECT_THAT(Refusals(schedule), HasSubstr("iteration spaces differ"));
-  EXPECT_EQ(schedule.decisions[0].detail, "[1,4] vs [6,4]");
+  EXPECT_EQ(DescribeFusion(schedule.decisions[0], schedule, program_), "[1,4] vs [6,4]");
 }
 
 // Column maxima cannot share the loop over rows with their consumer.

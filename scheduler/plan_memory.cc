@@ -145,16 +145,18 @@ bool IsInjectiveIndex(Expr index, absl::Span<const int64_t> ranges) {
 
 // What the planner knows about one buffer: O(1) words each.
 struct BufferUse {
+  int64_t bytes = 0;  // dense storage, of the temporaries that need some
   int32_t first = kNoKernel;        // the first kernel touching it
   int32_t last = kNoKernel;         // the last kernel touching it
   int32_t internal_to = kNoKernel;  // the kernel that keeps it internal
   int32_t writers = 0;              // compute nodes that write it
-  // Scratch for the in-place rule, used only while walking kernel `last`
-  // (so never reset): loads of it in that kernel, and those in the node
+  // For the in-place rule: loads of it in kernel `last`, and scratch used
+  // only while walking that kernel (so never reset): those loads in the node
   // being examined that qualify.
   int32_t loads_in_last = 0;
   int32_t qualifying_loads = 0;
-  bool written_in_last = false;
+  bool temp = false;             // BufferKind::kTemp
+  bool written_in_last = false;  // a node of kernel `last` writes it
   bool handed_over = false;  // its storage went to a buffer written in place
 };
 
@@ -168,24 +170,27 @@ class Planner {
  private:
   absl::Status MarkInternal();
   absl::Status RecordUses();
-  absl::Status Touch(BufferId buffer, int kernel);
+  absl::Status Touch(BufferId buffer, int kernel, bool write);
   // Temporaries that need arena storage.
   bool Planned(BufferId buffer) const {
     const BufferUse& use = uses_[buffer];
-    return program_.buffers[buffer].kind == BufferKind::kTemp &&
-           use.internal_to == kNoKernel && use.first != kNoKernel;
+    return use.temp && use.internal_to == kNoKernel && use.first != kNoKernel;
   }
   // CSR lists of the planned buffers by their first and last kernel.
   void BucketLifetimes();
-  void CountLastUses(int kernel);
-  void TryInPlace(const ComputeNode& node, int kernel);
-  bool QualifiesForInPlace(const ComputeNode& node, const ScalarOp& op,
-                           int kernel) const;
+  void TryInPlace(const ComputeNode& node, int kernel,
+                  absl::Span<const BufferId> loads_at_store);
+  bool QualifiesForInPlace(BufferId load, int kernel) const;
 
   const LoopProgram& program_;
   const Schedule& schedule_;
   std::vector<BufferUse> uses_;
   std::vector<int32_t> start_offsets_, starts_, end_offsets_, ends_;
+  // The direct loads of each node at its own store index (the in-place
+  // candidates), the nodes in the order of the kernels: the loads of the
+  // i-th node visited are loads_at_store_[offsets[i] .. offsets[i+1]).
+  std::vector<int32_t> loads_at_store_offsets_ = {0};
+  std::vector<BufferId> loads_at_store_;
   MemoryPlan plan_;
   Arena arena_;
 };
@@ -193,32 +198,36 @@ class Planner {
 absl::StatusOr<MemoryPlan> Planner::Run() {
   if (absl::Status s = MarkInternal(); !s.ok()) return s;
   if (absl::Status s = RecordUses(); !s.ok()) return s;
-  BucketLifetimes();
   const int num_buffers = static_cast<int>(program_.buffers.size());
-  plan_.offsets.assign(num_buffers, -1);
   for (BufferId b = 0; b < num_buffers; ++b) {
-    if (program_.buffers[b].kind == BufferKind::kTemp &&
-        uses_[b].internal_to == kNoKernel) {
-      plan_.unplanned_bytes += BufferBytes(program_.buffers[b]);
-    }
+    const Buffer& buffer = program_.buffers[b];
+    BufferUse& use = uses_[b];
+    use.temp = buffer.kind == BufferKind::kTemp;
+    if (!use.temp || use.internal_to != kNoKernel) continue;
+    use.bytes = BufferBytes(buffer);
+    plan_.unplanned_bytes += use.bytes;
   }
+  BucketLifetimes();
+  plan_.offsets.assign(num_buffers, -1);
   const int num_kernels = static_cast<int>(schedule_.kernels.size());
+  int visited = 0;
   for (int k = 0; k < num_kernels; ++k) {
-    CountLastUses(k);
     for (int node : schedule_.kernels[k].nodes) {
-      TryInPlace(program_.nodes[node], k);
+      const int begin = loads_at_store_offsets_[visited];
+      const int end = loads_at_store_offsets_[++visited];
+      TryInPlace(
+          program_.nodes[node], k,
+          absl::MakeConstSpan(loads_at_store_).subspan(begin, end - begin));
     }
     for (int i = start_offsets_[k]; i < start_offsets_[k + 1]; ++i) {
       const BufferId b = starts_[i];
       if (plan_.offsets[b] >= 0) continue;  // in place
-      const int64_t bytes =
-          RoundUpToAlignment(BufferBytes(program_.buffers[b]));
+      const int64_t bytes = RoundUpToAlignment(uses_[b].bytes);
       plan_.offsets[b] = bytes == 0 ? 0 : arena_.Allocate(bytes);
     }
     for (int i = end_offsets_[k]; i < end_offsets_[k + 1]; ++i) {
       const BufferId b = ends_[i];
-      const int64_t bytes =
-          RoundUpToAlignment(BufferBytes(program_.buffers[b]));
+      const int64_t bytes = RoundUpToAlignment(uses_[b].bytes);
       if (!uses_[b].handed_over && bytes > 0) {
         arena_.Release(plan_.offsets[b], bytes);
       }
@@ -270,16 +279,27 @@ absl::Status Planner::RecordUses() {
       const ComputeNode& node = program_.nodes[n];
       for (const ScalarOp& op : node.body) {
         if (op.kind != ScalarOp::Kind::kLoad) continue;
-        if (absl::Status s = Touch(op.buffer, k); !s.ok()) return s;
+        if (absl::Status s = Touch(op.buffer, k, /*write=*/false); !s.ok()) {
+          return s;
+        }
+        if (op.args.empty() && op.index == node.store_index) {
+          loads_at_store_.push_back(op.buffer);
+        }
       }
-      if (absl::Status s = Touch(node.output, k); !s.ok()) return s;
+      loads_at_store_offsets_.push_back(
+          static_cast<int32_t>(loads_at_store_.size()));
+      if (absl::Status s = Touch(node.output, k, /*write=*/true); !s.ok()) {
+        return s;
+      }
       ++uses_[node.output].writers;
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status Planner::Touch(BufferId buffer, int kernel) {
+// Kernels are visited in order, so the counts for the kernel that touches
+// a buffer last are those left when every kernel has been visited.
+absl::Status Planner::Touch(BufferId buffer, int kernel, bool write) {
   if (buffer < 0 || buffer >= static_cast<BufferId>(uses_.size())) {
     return absl::InternalError(absl::StrCat(
         "kernel '", schedule_.kernels[kernel].name, "' touches buffer ", buffer,
@@ -293,7 +313,16 @@ absl::Status Planner::Touch(BufferId buffer, int kernel) {
         schedule_.kernels[kernel].name, "' touches it"));
   }
   if (use.first == kNoKernel) use.first = kernel;
-  use.last = kernel;  // kernels are visited in order
+  if (use.last != kernel) {
+    use.last = kernel;
+    use.loads_in_last = 0;
+    use.written_in_last = false;
+  }
+  if (write) {
+    use.written_in_last = true;
+  } else {
+    ++use.loads_in_last;
+  }
   return absl::OkStatus();
 }
 
@@ -323,59 +352,42 @@ void Planner::BucketLifetimes() {
   }
 }
 
-void Planner::CountLastUses(int kernel) {
-  for (int n : schedule_.kernels[kernel].nodes) {
-    const ComputeNode& node = program_.nodes[n];
-    for (const ScalarOp& op : node.body) {
-      if (op.kind == ScalarOp::Kind::kLoad && uses_[op.buffer].last == kernel) {
-        ++uses_[op.buffer].loads_in_last;
-      }
-    }
-    if (uses_[node.output].last == kernel) {
-      uses_[node.output].written_in_last = true;
-    }
-  }
-}
-
 // A direct load, at the node's store index, of a temporary that dies in
 // this kernel without being written there and whose storage is still its
 // own.
-bool Planner::QualifiesForInPlace(const ComputeNode& node, const ScalarOp& op,
-                                  int kernel) const {
-  if (op.kind != ScalarOp::Kind::kLoad || !op.args.empty() ||
-      op.index != node.store_index || !Planned(op.buffer)) {
-    return false;
-  }
-  const BufferUse& use = uses_[op.buffer];
+bool Planner::QualifiesForInPlace(BufferId load, int kernel) const {
+  if (!Planned(load)) return false;
+  const BufferUse& use = uses_[load];
   return use.last == kernel && use.first < kernel && !use.written_in_last &&
          !use.handed_over;
 }
 
-void Planner::TryInPlace(const ComputeNode& node, int kernel) {
+void Planner::TryInPlace(const ComputeNode& node, int kernel,
+                         absl::Span<const BufferId> loads_at_store) {
   const BufferId out = node.output;
-  if (!Planned(out) || uses_[out].first != kernel || uses_[out].writers != 1 ||
-      node.reduce != ReduceKind::kNone || !node.reduction_ranges.empty() ||
-      BufferBytes(program_.buffers[out]) == 0 ||
+  if (loads_at_store.empty() || !Planned(out) || uses_[out].first != kernel ||
+      uses_[out].writers != 1 || node.reduce != ReduceKind::kNone ||
+      !node.reduction_ranges.empty() || uses_[out].bytes == 0 ||
       !IsInjectiveIndex(node.store_index, node.ranges)) {
     return;
   }
-  for (const ScalarOp& op : node.body) {
-    if (QualifiesForInPlace(node, op, kernel)) {
-      ++uses_[op.buffer].qualifying_loads;
+  absl::InlinedVector<BufferId, 4> qualifying;  // one entry per load
+  for (BufferId b : loads_at_store) {
+    if (QualifiesForInPlace(b, kernel)) {
+      ++uses_[b].qualifying_loads;
+      qualifying.push_back(b);
     }
   }
-  const Buffer& out_buffer = program_.buffers[out];
-  for (const ScalarOp& op : node.body) {
-    if (!QualifiesForInPlace(node, op, kernel)) continue;
-    BufferUse& dying = uses_[op.buffer];
-    const Buffer& dying_buffer = program_.buffers[op.buffer];
+  const DType dtype = program_.buffers[out].dtype;
+  for (BufferId b : qualifying) {
+    BufferUse& dying = uses_[b];
     // Every load of it in the kernel is one of this node's qualifying ones.
     const bool only_here = dying.qualifying_loads == dying.loads_in_last;
     dying.qualifying_loads = 0;  // later loads of it see 0 and are skipped
+    // Of one dtype, equal bytes are equal element counts.
     if (only_here && plan_.offsets[out] < 0 &&
-        dying_buffer.dtype == out_buffer.dtype &&
-        NumElements(dying_buffer.sizes) == NumElements(out_buffer.sizes)) {
-      plan_.offsets[out] = plan_.offsets[op.buffer];
+        program_.buffers[b].dtype == dtype && dying.bytes == uses_[out].bytes) {
+      plan_.offsets[out] = plan_.offsets[b];
       dying.handed_over = true;
     }
   }

@@ -143,7 +143,9 @@ Schedule Kernels(const std::vector<std::vector<int>>& groups) {
   Schedule schedule;
   for (const std::vector<int>& nodes : groups) {
     schedule.kernels.push_back(
-        Kernel{absl::StrCat("kernel_", schedule.kernels.size()), nodes, {}});
+        Kernel{absl::StrCat("kernel_", schedule.kernels.size()),
+               {nodes.begin(), nodes.end()},
+               {}});
   }
   return schedule;
 }

@@ -83,6 +83,24 @@ void ApplyRefinement(ExprContext& ctx, const LoopRefinement& refinement,
   node.ranges = refinement.ranges;
 }
 
+Expr RefinementCache::Refine(const LoopRefinement& refinement, Expr e) {
+  if (refinement.identity || e == nullptr) return e;
+  Key key{e,
+          {refinement.old_vars.begin(), refinement.old_vars.end()},
+          {refinement.extents.begin(), refinement.extents.end()}};
+  auto [it, inserted] = refined_.try_emplace(std::move(key), nullptr);
+  if (inserted) it->second = RefineExpr(ctx_, refinement, e);
+  return it->second;
+}
+
+void RefinementCache::Apply(const LoopRefinement& refinement,
+                            ComputeNode& node) {
+  if (refinement.identity) return;
+  for (ScalarOp& op : node.body) op.index = Refine(refinement, op.index);
+  node.store_index = Refine(refinement, node.store_index);
+  node.ranges = refinement.ranges;
+}
+
 Expr RowMajorOffset(ExprContext& ctx, absl::Span<const int64_t> extents,
                     int first) {
   Expr offset = ctx.Const(0);

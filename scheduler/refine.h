@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "ir/expr.h"
 #include "ir/loop_ir.h"
@@ -53,6 +55,37 @@ Expr RefineExpr(ExprContext& ctx, const LoopRefinement& refinement, Expr e);
 // Rewrites `node` (its loops, store index and every index in its body).
 void ApplyRefinement(ExprContext& ctx, const LoopRefinement& refinement,
                      ComputeNode& node);
+
+// RefineExpr and ApplyRefinement with the rewritten expressions remembered:
+// the fuser refines the same (hash-consed) expressions by the same
+// refinements over and over (the steps of an unrolled recurrence, the
+// recurring shapes of a large graph).
+class RefinementCache {
+ public:
+  explicit RefinementCache(ExprContext& ctx) : ctx_(ctx) {}
+
+  Expr Refine(const LoopRefinement& refinement, Expr e);
+  void Apply(const LoopRefinement& refinement, ComputeNode& node);
+
+ private:
+  // A refinement is its substitution and the new loops' extents.
+  struct Key {
+    Expr e;
+    absl::InlinedVector<Expr, 6> old_vars;
+    absl::InlinedVector<int64_t, 6> extents;
+
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& key) {
+      return H::combine(std::move(h), key.e, key.old_vars, key.extents);
+    }
+    friend bool operator==(const Key& a, const Key& b) {
+      return a.e == b.e && a.old_vars == b.old_vars && a.extents == b.extents;
+    }
+  };
+
+  ExprContext& ctx_;
+  absl::flat_hash_map<Key, Expr> refined_;
+};
 
 // The row-major position of variables first .. first+extents.size()-1
 // within `extents`: x0*e1 + x1 for first = 0 and extents [e0, e1].

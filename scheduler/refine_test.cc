@@ -90,5 +90,28 @@ TEST(RefineLeadingLoopsTest, RefusesAPrefixThatDoesNotDivide) {
   EXPECT_FALSE(RefineLeadingLoops(ctx, node, {6}).has_value());
 }
 
+TEST(RefinementCacheTest, RefinesAsRefineExprAndApplyRefinementDo) {
+  ExprContext ctx;
+  ComputeNode node;
+  node.ranges = {2, 1, 4};
+  node.store_index = ctx.Add(ctx.Mul(ctx.Var(0), 4), ctx.Var(2));
+  ScalarOp load{ScalarOp::Kind::kLoad, DType::kF32};
+  load.buffer = 0;
+  load.index = node.store_index;
+  node.body = {load};
+  std::optional<LoopRefinement> refinement = RefineLeadingLoops(ctx, node, {2, 2});
+  ASSERT_TRUE(refinement.has_value());
+  RefinementCache cache(ctx);
+  const Expr refined = RefineExpr(ctx, *refinement, node.store_index);
+  EXPECT_EQ(cache.Refine(*refinement, node.store_index), refined);
+  EXPECT_EQ(cache.Refine(*refinement, node.store_index), refined);  // remembered
+  ComputeNode applied = node;
+  ApplyRefinement(ctx, *refinement, node);
+  cache.Apply(*refinement, applied);
+  EXPECT_EQ(applied.ranges, node.ranges);
+  EXPECT_EQ(applied.store_index, node.store_index);
+  EXPECT_EQ(applied.body[0].index, node.body[0].index);
+}
+
 }  // namespace
 }  // namespace loom

@@ -85,5 +85,21 @@ TEST(ScheduleTest, AWriteWaitsForEarlierReads) {
   EXPECT_EQ(DependencyEdges(program), (Edges{{0, 1}, {0, 2}, {1, 2}, {2, 3}}));
 }
 
+TEST(ScheduleTest, DependenciesListEachNodesDependentsOnceInOrder) {
+  // n0 writes b1, n1 and n2 read it (n2 twice), n3 overwrites it.
+  LoopProgram program = MakeProgram(4, {1, 2, 3, 1}, {{0}, {1}, {1, 1}, {0}});
+  const IntLists loaded = LoadedBuffers(program);
+  EXPECT_EQ(loaded[2].size(), 1);  // b1 once
+  const IntLists dependents = Dependencies(program, loaded);
+  ASSERT_EQ(dependents.size(), 4);
+  EXPECT_EQ(std::vector<int>(dependents[0].begin(), dependents[0].end()),
+            (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(std::vector<int>(dependents[1].begin(), dependents[1].end()),
+            (std::vector<int>{3}));
+  EXPECT_EQ(std::vector<int>(dependents[2].begin(), dependents[2].end()),
+            (std::vector<int>{3}));
+  EXPECT_TRUE(dependents[3].empty());
+}
+
 }  // namespace
 }  // namespace loom

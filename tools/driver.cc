@@ -225,17 +225,23 @@ absl::StatusOr<CompiledModel> CompileGraph(
   if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());
   if (module.schedule.has_value()) {
     report.set_kernels(module.schedule->kernels.size());
-    std::map<std::string, int> refusals;  // sorted, for a deterministic report
+    int fused_pairs = 0;
+    std::map<FusionReason, int> refusals;
     for (const FusionDecision& decision : module.schedule->decisions) {
-      if (decision.fused) {
-        report.set_fused_pairs(report.fused_pairs() + 1);
+      if (decision.fused()) {
+        ++fused_pairs;
       } else {
         ++refusals[decision.reason];
       }
     }
+    report.set_fused_pairs(fused_pairs);
+    std::map<absl::string_view, int> by_text;  // sorted: a deterministic report
     for (const auto& [reason, count] : refusals) {
+      by_text[FusionReasonText(reason)] = count;
+    }
+    for (const auto& [reason, count] : by_text) {
       proto::Report::FusionRefusals* entry = report.add_fusion_refusals();
-      entry->set_reason(reason);
+      entry->set_reason(std::string(reason));
       entry->set_count(count);
     }
   }
@@ -353,11 +359,13 @@ std::string ExplainFusion(const Module& module, const std::string& node) {
     if (!is_producer && nodes[d.consumer].name != node) continue;
     ++found;
     const std::string& other = nodes[is_producer ? d.consumer : d.producer].name;
-    if (d.fused) {
-      absl::StrAppend(&text, node, ": fused with '", other, "' (", d.reason, ")\n");
+    const absl::string_view reason = FusionReasonText(d.reason);
+    if (d.fused()) {
+      absl::StrAppend(&text, node, ": fused with '", other, "' (", reason, ")\n");
     } else {
-      absl::StrAppend(&text, node, ": not fused with '", other, "': ", d.reason,
-                      d.detail.empty() ? "" : absl::StrCat(" (", d.detail, ")"), "\n");
+      const std::string detail = DescribeFusion(d, *module.schedule, *module.loops);
+      absl::StrAppend(&text, node, ": not fused with '", other, "': ", reason,
+                      detail.empty() ? "" : absl::StrCat(" (", detail, ")"), "\n");
     }
   }
   if (found == 0) {
