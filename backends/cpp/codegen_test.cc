@@ -175,6 +175,22 @@ TEST(CodegenTest, GatherIsAnIndirectLoadAndCumsumReadsLoopPositions) {
   EXPECT_THAT(text, HasSubstr("const int64_t t2 = x1;"));
 }
 
+// The source of `graph` (shapes inferred here) lowered and fused with
+// outer-loop fusion, which must make one kernel.
+std::string EmitFused(Graph& graph, const proto::CppOptions& options) {
+  EXPECT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  EXPECT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<Schedule> unfused = ScheduleProgram(*program);
+  EXPECT_TRUE(unfused.ok()) << unfused.status();
+  proto::FuseOptions fuse;
+  fuse.set_outer_loop(true);
+  absl::StatusOr<Schedule> schedule = FuseSchedule(*program, *unfused, fuse);
+  EXPECT_TRUE(schedule.ok()) << schedule.status();
+  EXPECT_EQ(schedule->kernels.size(), 1);
+  return EmitCpp(*program, *schedule, options).text;
+}
+
 // x - max(x) over rows of `shape` fused into one nest: the subtraction is
 // an inner loop inside the outer loop over rows.
 std::string EmitCenteredRows(Shape shape, DType dtype, const proto::CppOptions& options) {
@@ -187,17 +203,7 @@ std::string EmitCenteredRows(Shape shape, DType dtype, const proto::CppOptions& 
   const NodeId sub =
       *graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]}, {"sub.y"});
   graph.AddOutput(graph.node(sub).outputs[0]);
-  EXPECT_TRUE(InferShapes(graph).ok());
-  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
-  EXPECT_TRUE(program.ok()) << program.status();
-  absl::StatusOr<Schedule> unfused = ScheduleProgram(*program);
-  EXPECT_TRUE(unfused.ok()) << unfused.status();
-  proto::FuseOptions fuse;
-  fuse.set_outer_loop(true);
-  absl::StatusOr<Schedule> schedule = FuseSchedule(*program, *unfused, fuse);
-  EXPECT_TRUE(schedule.ok()) << schedule.status();
-  EXPECT_EQ(schedule->kernels.size(), 1);
-  return EmitCpp(*program, *schedule, options).text;
+  return EmitFused(graph, options);
 }
 
 TEST(CodegenTest, LargeOutputsAreStoredAroundTheCachesInWholeLines) {
@@ -236,17 +242,7 @@ std::string EmitRowStatistics(Shape shape) {
   const NodeId sum = *graph.AddNode("sum", "reduce_sum", {x}, {"sum.y"}, attrs);
   graph.AddOutput(graph.node(var).outputs[0]);
   graph.AddOutput(graph.node(sum).outputs[0]);
-  EXPECT_TRUE(InferShapes(graph).ok());
-  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
-  EXPECT_TRUE(program.ok()) << program.status();
-  absl::StatusOr<Schedule> unfused = ScheduleProgram(*program);
-  EXPECT_TRUE(unfused.ok()) << unfused.status();
-  proto::FuseOptions fuse;
-  fuse.set_outer_loop(true);
-  absl::StatusOr<Schedule> schedule = FuseSchedule(*program, *unfused, fuse);
-  EXPECT_TRUE(schedule.ok()) << schedule.status();
-  EXPECT_EQ(schedule->kernels.size(), 1);
-  return EmitCpp(*program, *schedule, proto::CppOptions()).text;
+  return EmitFused(graph, proto::CppOptions());
 }
 
 TEST(CodegenTest, AVarianceIsOnePassOfWelfordInVectorLanes) {
