@@ -1,11 +1,27 @@
 #include "ir/tensor.h"
 
+#include <atomic>
+
 namespace loom {
+namespace {
+
+// Tensors from this size on start 1 to 31 cache lines into their storage.
+constexpr int64_t kStaggerFromBytes = 64 * 1024;
+constexpr int32_t kStaggerLines = 31;
+
+int32_t NextStagger() {
+  static std::atomic<uint32_t> count{0};
+  return 1 + static_cast<int32_t>(count.fetch_add(1, std::memory_order_relaxed) %
+                                  kStaggerLines);
+}
+
+}  // namespace
 
 Tensor::Tensor(TensorType type)
     : type_(std::move(type)), num_elements_(NumElements(type_.shape)) {
   const int64_t bytes = num_elements_ * DTypeSize(type_.dtype);
-  storage_.resize((bytes + sizeof(Block) - 1) / sizeof(Block) + 1);
+  if (bytes >= kStaggerFromBytes) offset_ = NextStagger();
+  storage_.resize((bytes + sizeof(Block) - 1) / sizeof(Block) + 1 + offset_);
 }
 
 double Tensor::GetDouble(int64_t i) const {
