@@ -244,7 +244,8 @@ class KernelPrinter {
                           const std::string& count, const std::string& value, int depth);
   // Whether member m sums the same values over the same loops as the
   // variance that member m - 1 computes, both one value per outer
-  // iteration: its sum is then that pass's mean times the count.
+  // iteration: its sum is then that pass's mean times the count. Called
+  // by Plan once member m's loads are resolved.
   bool SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) const;
   // Opens loops first .. extents.size()-1, each after its pragma (if
   // any; pragmas[0] is loop `first`'s); returns the new depth.
@@ -300,6 +301,7 @@ class KernelPrinter {
   std::vector<int> locals_;          // members writing a local array
   std::vector<int64_t> local_length_;  // by member: its slice of one outer iteration
   std::vector<Ref> load_refs_;       // by step (loads only)
+  std::vector<int> first_step_;      // by member: its first step
   std::vector<Ref> store_refs_;      // by member (kParam or kLocal)
   std::vector<bool> internal_;       // by member: writes an internal buffer
   std::vector<bool> member_streams_;  // by member
@@ -333,9 +335,10 @@ void KernelPrinter::Plan(const Kernel& kernel) {
       locals_.push_back(static_cast<int>(m));
     }
   }
-  int step_base = 0;
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    const int step_base = static_cast<int>(load_refs_.size());
+    first_step_.push_back(step_base);
     const bool streams = Streams(node, internal_[m]);
     member_streams_.push_back(streams);
     streams_ |= streams;
@@ -361,9 +364,6 @@ void KernelPrinter::Plan(const Kernel& kernel) {
       const int id = kind == Ref::Kind::kTemp ? step_base + node.root : static_cast<int>(m);
       stored_[std::make_pair(node.output, node.store_index)] = Ref{kind, id};
     }
-    step_base += static_cast<int>(node.body.size());
-  }
-  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     sum_from_variance_.push_back(SumsWhatTheVarianceRead(kernel, m));
     Key(sum_from_variance_.back());
   }
@@ -379,14 +379,11 @@ bool KernelPrinter::SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) cons
       var.body.size() != sum.body.size()) {
     return false;
   }
-  size_t base = 0;  // the variance's first step
-  for (size_t i = 0; i + 1 < m; ++i) base += program_.nodes[kernel.nodes[i]].body.size();
-  const size_t sum_base = base + var.body.size();
   for (size_t i = 0; i < var.body.size(); ++i) {
     const ScalarOp& a = var.body[i];
     const ScalarOp& b = sum.body[i];
-    const Ref& ra = load_refs_[base + i];
-    const Ref& rb = load_refs_[sum_base + i];
+    const Ref& ra = load_refs_[first_step_[m - 1] + i];
+    const Ref& rb = load_refs_[first_step_[m] + i];
     if (a.kind != b.kind || a.dtype != b.dtype || a.fn != b.fn || a.stride != b.stride ||
         a.constant != b.constant || a.args != b.args ||
         (a.kind == ScalarOp::Kind::kIndex && a.index != b.index) || ra.kind != rb.kind ||
