@@ -232,6 +232,45 @@ TEST(CodegenTest, StreamingNeedsWholeAlignedLinesOfFloats) {
   EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, options), Not(HasSubstr("loom_stream")));
 }
 
+// exp(x - max(x)) over rows of `shape`, fused into one nest (softmax's
+// numerator).
+std::string EmitExpOfCenteredRows(Shape shape, DType dtype, const proto::CppOptions& options) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{dtype, shape});
+  Attrs attrs;
+  attrs.Set("axes", std::vector<int64_t>{1});
+  attrs.Set("keepdims", int64_t{1});
+  const NodeId max = *graph.AddNode("max", "reduce_max", {x}, {"max.y"}, attrs);
+  const NodeId sub =
+      *graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]}, {"sub.y"});
+  const NodeId exp = *graph.AddNode("exp", "exp", {graph.node(sub).outputs[0]}, {"exp.y"});
+  graph.AddOutput(graph.node(exp).outputs[0]);
+  return EmitFused(graph, options);
+}
+
+TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
+  const std::string text = EmitExpOfCenteredRows({8, 37}, DType::kF32, proto::CppOptions());
+  // Runs of 16 lanes over 32 of the 37 columns, then the rest one by one.
+  EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 0; x1 < 32; x1 += 16) {\n"
+                              "      const loom_f32v16 t1 = loom_load16(&p0[(37*x0 + x1)]);\n"
+                              "      const loom_f32v16 t2 = loom_splat16(acc0);\n"
+                              "      const loom_f32v16 t3 = t1 - t2;\n"
+                              "      const loom_f32v16 t4 = loom_exp16(t3);\n"
+                              "      loom_store16(&p1[(37*x0 + x1)], t4);\n"));
+  EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 32; x1 < 37; ++x1) {"));
+  EXPECT_THAT(text, HasSubstr("static inline loom_f32v16 loom_exp16("));
+  EXPECT_THAT(text, HasSubstr("static inline float loom_expf("));
+  // Not for doubles, for scalar code, or for a loop without an exponential.
+  EXPECT_THAT(EmitExpOfCenteredRows({8, 37}, DType::kF64, proto::CppOptions()),
+              Not(HasSubstr("loom_f32v16")));
+  proto::CppOptions scalar;
+  scalar.set_simd(proto::CppOptions::SCALAR);
+  EXPECT_THAT(EmitExpOfCenteredRows({8, 37}, DType::kF32, scalar),
+              Not(HasSubstr("loom_f32v16")));
+  EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, proto::CppOptions()),
+              Not(HasSubstr("loom_f32v16")));
+}
+
 // The variance and the mean of rows of `shape`, fused into one kernel.
 std::string EmitRowStatistics(Shape shape) {
   Graph graph;

@@ -365,6 +365,32 @@ TEST(OpsEndToEndTest, ShapeOps) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// Rows of 37 run 32 columns in explicit vectors (loom_exp16) and 5 one by
+// one; rows of 16 only vectors, rows of 5 none. The inputs reach every
+// range of the exponential: underflow to 0 and to denormals, overflow to
+// infinity, infinities and NaN.
+TEST(OpsEndToEndTest, ExponentialsInVectorLanes) {
+  GraphBuilder b;
+  Attrs keepdims = IntsAttr("axes", {1});
+  keepdims.Set("keepdims", int64_t{1});
+  for (int64_t columns : {37, 16, 5}) {
+    const ValueId x = b.Input(absl::StrCat("x", columns), DType::kF32, {4, columns});
+    b.Output(b.Op("exp", {b.Op("sub", {x, b.Op("reduce_max", {x}, keepdims)})}));
+    b.Output(b.Op("exp", {b.Op("sub", {x, b.Op("reduce_min", {x}, keepdims)})}));
+    b.Output(b.Op("softmax", {x}));
+  }
+  EndToEndOptions options;
+  options.fill = [](size_t, Tensor& t) {
+    SetFirst(t, {0.0, -100.0, -87.5, -150.0, 45.0, -50.0, 88.0, 1e-3, -1e-3, 3.5,
+                 -20.0, 60.0, -60.0, 0.25, 7.0, -104.5, 30.0, -0.5, 2.0, 1.0});
+    const int64_t columns = t.shape()[1];
+    t.SetDouble(columns + 1, kNan);   // row 1
+    t.SetDouble(2 * columns, -kInf);  // row 2
+    t.SetDouble(3 * columns + 2, kInf);  // row 3
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
 TEST(OpsEndToEndTest, SoftmaxAndNormalisations) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 7});
