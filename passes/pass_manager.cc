@@ -1,5 +1,7 @@
 #include "passes/pass_manager.h"
 
+#include <sys/resource.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -28,6 +30,14 @@ namespace {
 using google::protobuf::TextFormat;
 
 namespace pbio = google::protobuf::io;
+
+// The process's peak resident memory so far (getrusage: a cheap call, where
+// reading the current size from /proc would cost more than a small pass).
+int64_t PeakResidentBytes() {
+  rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return int64_t{usage.ru_maxrss} * 1024;  // Linux reports KiB
+}
 
 // Tokenizer errors while re-reading text the parser has already reported on.
 class IgnoreErrors : public pbio::ErrorCollector {
@@ -253,7 +263,7 @@ absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline,
                           absl::StrCat("pass '", entry.name, "' failed: ",
                                        changed.status().message()));
     }
-    runs.push_back({entry.name, elapsed.count(), *changed});
+    runs.push_back({entry.name, elapsed.count(), *changed, PeakResidentBytes()});
 
     if (options.verify_each) {
       absl::Status verified = VerifyModule(module);

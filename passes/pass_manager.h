@@ -1,6 +1,7 @@
 #ifndef LOOM_PASSES_PASS_MANAGER_H_
 #define LOOM_PASSES_PASS_MANAGER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,7 @@ struct PassRun {
   std::string name;
   double seconds = 0;
   bool changed = false;
+  int64_t peak_resident_bytes = 0;  // of the process, at the end of the pass
 };
 
 struct RunOptions {

@@ -251,7 +251,7 @@ TEST(LoadPipelineTest, FilesAndBuiltins) {
               HasSubstr(": unknown pass 'verify'"));
 }
 
-TEST(RunPipelineTest, RecordsTimingsAndChangedFlags) {
+TEST(RunPipelineTest, RecordsTimingsMemoryAndChangedFlags) {
   absl::StatusOr<LoadedPipeline> pipeline =
       Load({"fake-noop", "fake-rename", "fake-sleep"});
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
@@ -268,6 +268,9 @@ TEST(RunPipelineTest, RecordsTimingsAndChangedFlags) {
   EXPECT_GE((*runs)[0].seconds, 0);
   EXPECT_GE((*runs)[2].seconds, 0.015);
   EXPECT_EQ(module.graph.name, "renamed");
+  // The process's peak memory so far, which never shrinks.
+  EXPECT_GT((*runs)[0].peak_resident_bytes, 0);
+  EXPECT_GE((*runs)[2].peak_resident_bytes, (*runs)[0].peak_resident_bytes);
 }
 
 TEST(RunPipelineTest, PassFailureNamesThePass) {

@@ -220,6 +220,7 @@ absl::StatusOr<CompiledModel> CompileGraph(
     timing->set_name(run.name);
     timing->set_seconds(run.seconds);
     timing->set_changed(run.changed);
+    timing->set_peak_resident_bytes(run.peak_resident_bytes);
   }
   const Module& module = compiled.module;
   if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());

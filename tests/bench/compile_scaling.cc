@@ -5,7 +5,7 @@
 // is its own.
 //
 //   bazel run -c opt //tests/bench:compile_scaling [-- --max_nodes=N
-//       --max_seq=N --only=TEXT]
+//       --max_seq=N --only=TEXT --memory]
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -31,6 +31,8 @@ ABSL_FLAG(int64_t, max_nodes, 1'100'000,
 ABSL_FLAG(int, max_seq, 1'000'000, "skip RNNs with longer sequences");
 ABSL_FLAG(std::string, only, "",
           "run only the cases whose label contains this text");
+ABSL_FLAG(bool, memory, false,
+          "under each case, its peak resident MB at the end of each phase");
 
 namespace loom {
 namespace {
@@ -92,6 +94,12 @@ std::vector<Case> Cases() {
   return cases;
 }
 
+double PeakResidentMegabytes() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;
+}
+
 // Runs one case and prints its row; returns false on an error.
 bool RunCase(const Case& c) {
   absl::StatusOr<proto::Graph> graph_proto = GenerateModel(c.gen);
@@ -111,6 +119,7 @@ bool RunCase(const Case& c) {
   const double import_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  const double import_megabytes = PeakResidentMegabytes();
   CompileOptions options;
   options.model = c.label;
   options.pipeline = c.pipeline;
@@ -123,9 +132,7 @@ bool RunCase(const Case& c) {
     return false;
   }
   const proto::Report& r = compiled->report;
-  rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  const double peak_bytes = usage.ru_maxrss * 1024.0;
+  const double peak_bytes = PeakResidentMegabytes() * (1 << 20);
   std::vector<std::string> phases = {
       absl::StrFormat("import %.1f", import_seconds * 1e3)};
   for (const proto::PassTiming& pass : r.passes()) {
@@ -138,6 +145,16 @@ bool RunCase(const Case& c) {
               r.frontend_seconds() * 1e6 / std::max(1, r.buffers()),
               peak_bytes / std::max(1, r.buffers()),
               absl::StrJoin(phases, ", ").c_str());
+  if (absl::GetFlag(FLAGS_memory)) {
+    std::vector<std::string> peaks = {
+        absl::StrFormat("import %.0f", import_megabytes)};
+    for (const proto::PassTiming& pass : r.passes()) {
+      peaks.push_back(absl::StrFormat("%s %.0f", pass.name(),
+                                      pass.peak_resident_bytes() / 1048576.0));
+    }
+    std::printf("%-22s peak MB after each phase: %s\n", "",
+                absl::StrJoin(peaks, ", ").c_str());
+  }
   return true;
 }
 
