@@ -1,12 +1,14 @@
 #ifndef LOOM_IR_LOOP_IR_H_
 #define LOOM_IR_LOOP_IR_H_
 
+#include <algorithm>
+#include <cassert>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "ir/dtype.h"
 #include "ir/expr.h"
@@ -83,6 +85,50 @@ enum class ReduceKind : uint8_t {
 const char* ReduceKindName(ReduceKind kind);
 bool IsArgReduce(ReduceKind kind);
 
+// The operands of a step: positions of earlier steps, at most three (a
+// select), kept inline in 16 bytes, since a program has millions of steps.
+class StepArgs {
+ public:
+  static constexpr size_t kMaxArgs = 3;
+  using value_type = int;
+  using iterator = int*;
+  using const_iterator = const int*;
+
+  StepArgs() = default;
+  StepArgs(std::initializer_list<int> args) { assign(args.begin(), args.end()); }
+
+  // No step has more than kMaxArgs operands (no function takes more);
+  // debug builds check it, and others drop any further operand.
+  void push_back(int arg) {
+    assert(size_ < kMaxArgs);
+    if (size_ < kMaxArgs) args_[size_++] = arg;
+  }
+  template <typename It>
+  void assign(It first, It last) {
+    size_ = 0;
+    for (; first != last; ++first) push_back(*first);
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int& operator[](size_t i) { return args_[i]; }
+  int operator[](size_t i) const { return args_[i]; }
+  int back() const { return args_[size_ - 1]; }
+  int* begin() { return args_; }
+  int* end() { return args_ + size_; }
+  const int* begin() const { return args_; }
+  const int* end() const { return args_ + size_; }
+
+  friend bool operator==(const StepArgs& a, const StepArgs& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator!=(const StepArgs& a, const StepArgs& b) { return !(a == b); }
+
+ private:
+  int32_t args_[kMaxArgs] = {};
+  uint8_t size_ = 0;
+};
+
 // One step of a body: a small DAG stored in order, operands by position.
 //
 // kLoad reads buffer[index]. With one argument it is an indirect load (a
@@ -102,10 +148,9 @@ struct ScalarOp {
   Expr index = nullptr;  // kLoad: flat element offset; kIndex: the value
   int64_t stride = 0;    // kLoad with an argument: elements per unit of it
   double constant = 0;   // kConst
-  // kCall, kCast, kLoad: positions of earlier steps. Inline (no heap
-  // allocation) up to a ternary op, since a program has millions of steps.
-  absl::InlinedVector<int, 3> args;
+  StepArgs args;  // kCall, kCast, kLoad: positions of earlier steps
 };
+static_assert(sizeof(ScalarOp) <= 48, "a program holds millions of steps");
 
 // Writes `output` over a pointwise iteration space `ranges` (loop variables
 // x0..x{n-1}), optionally reducing over `reduction_ranges` (variables
