@@ -23,8 +23,8 @@ namespace {
 // constant is not stored at all.
 //
 // A graph has a LoweredValue per value (millions in an unrolled
-// recurrence), so it is kept small: its expressions for inline values live
-// in a pool that Lowering owns.
+// recurrence), so it is kept small: the expressions of an inline value live
+// with its template.
 struct LoweredValue {
   Expr offset = nullptr;
   double constant = 0;
@@ -32,7 +32,7 @@ struct LoweredValue {
   // A pointwise value computed inside each reader instead of stored:
   // element x is the root of template `inline_node` evaluated at the
   // template's coordinates, expressions over x that are entries
-  // [coords_begin, coords_begin + num_coords) of Lowering::inline_coords_.
+  // [coords_begin, coords_begin + num_coords) of the template's `coords`.
   int32_t inline_node = -1;
   uint32_t coords_begin = 0;
   uint16_t num_coords = 0;
@@ -48,12 +48,17 @@ struct LoweredValue {
 };
 
 // A pointwise computation that readers inline (LoweredValue::inline_node):
-// a body over its own loop variables, and the step that is its value. The
-// body is freed once its last reader has inlined it.
+// a body over its own loop variables, and the step that is its value. Once
+// its last reader (through any view) has inlined it, its place is reused by
+// a later template: an unrolled recurrence makes millions of templates, few
+// alive at a time.
 struct InlineTemplate {
   std::vector<ScalarOp> body;
   int root = -1;
   int32_t readers_left = 0;
+  // The coordinates of its value and of the views of it, each a run of
+  // entries (LoweredValue::coords_begin).
+  std::vector<Expr> coords;
 };
 
 // Ops whose result is a view of their first input.
@@ -325,9 +330,11 @@ class Lowering {
                          std::vector<int32_t>& readers);
   // The coordinates of an inline value (LoweredValue::inline_node).
   absl::Span<const Expr> InlineCoords(const LoweredValue& value) const {
-    return absl::MakeConstSpan(inline_coords_)
+    return absl::MakeConstSpan(inline_templates_[value.inline_node].coords)
         .subspan(value.coords_begin, value.num_coords);
   }
+  // A place for a new template: one whose readers are done, or a new one.
+  int NewTemplate();
   // Appends a copy of `tmpl`'s body to `node`, evaluated at `coords` (the
   // template's loop variables in terms of `node`'s); returns the root.
   int Inline(ComputeNode& node, const InlineTemplate& tmpl,
@@ -384,7 +391,7 @@ class Lowering {
   std::vector<double> reads_;     // see CountReads
   std::vector<int32_t> readers_;  // see CountReads
   std::vector<InlineTemplate> inline_templates_;
-  std::vector<Expr> inline_coords_;  // see LoweredValue::coords_begin
+  std::vector<int> free_templates_;  // places in inline_templates_ to reuse
   ExprMemo memo_;
   MemoKey key_;  // scratch
 };
@@ -570,14 +577,14 @@ void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   if (node.reduce == ReduceKind::kNone && node.body.size() <= kMaxInlineSteps &&
       reads_[out] <= NumElements(value.type.shape)) {
     LoweredValue inlined;
-    inlined.inline_node = static_cast<int>(inline_templates_.size());
-    inlined.coords_begin = static_cast<uint32_t>(inline_coords_.size());
+    inlined.inline_node = NewTemplate();
+    InlineTemplate& tmpl = inline_templates_[inlined.inline_node];
+    tmpl.body = std::move(node.body);
+    tmpl.root = root;
+    tmpl.readers_left = readers_[out];
     inlined.num_coords = static_cast<uint16_t>(value.type.shape.size());
-    for (int i = 0; i < inlined.num_coords; ++i) {
-      inline_coords_.push_back(Var(i));
-    }
+    for (int i = 0; i < inlined.num_coords; ++i) tmpl.coords.push_back(Var(i));
     lowered_[out] = inlined;
-    inline_templates_.push_back({std::move(node.body), root, readers_[out]});
     return;
   }
   node.output = NewBuffer(value, BufferKind::kTemp, out);
@@ -590,6 +597,16 @@ void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   lowered_[out] =
       LoweredValue::Stored(node.output, ContiguousOffset(value.type.shape));
   program_.nodes.push_back(std::move(node));
+}
+
+int Lowering::NewTemplate() {
+  if (free_templates_.empty()) {
+    inline_templates_.emplace_back();
+    return static_cast<int>(inline_templates_.size()) - 1;
+  }
+  const int place = free_templates_.back();
+  free_templates_.pop_back();
+  return place;
 }
 
 int Lowering::Step(ComputeNode& node, ScalarOp op) {
@@ -609,7 +626,11 @@ int Lowering::Load(ComputeNode& node, ValueId value,
     }
     InlineTemplate& tmpl = inline_templates_[source.inline_node];
     const int root = Inline(node, tmpl, coords);
-    if (--tmpl.readers_left == 0) tmpl.body = std::vector<ScalarOp>();
+    if (--tmpl.readers_left == 0) {
+      tmpl.body = std::vector<ScalarOp>();
+      tmpl.coords.clear();  // its storage serves the next template here
+      free_templates_.push_back(source.inline_node);
+    }
     return root;
   }
   ScalarOp load{ScalarOp::Kind::kLoad, dtype};
@@ -1025,11 +1046,12 @@ void Lowering::DefineView(ValueId out, ValueId in,
   const Shape& out_shape = graph_.value(out).type.shape;
   if (source.inline_node >= 0) {
     LoweredValue view = source;
-    view.coords_begin = static_cast<uint32_t>(inline_coords_.size());
+    std::vector<Expr>& coords = inline_templates_[source.inline_node].coords;
+    view.coords_begin = static_cast<uint32_t>(coords.size());
     for (uint32_t i = 0; i < source.num_coords; ++i) {
-      // By position: the pool may move as it grows.
-      const Expr coord = inline_coords_[source.coords_begin + i];
-      inline_coords_.push_back(Reindex(coord, in_indices, out_shape));
+      // By position: the list may move as it grows.
+      const Expr coord = coords[source.coords_begin + i];
+      coords.push_back(Reindex(coord, in_indices, out_shape));
     }
     lowered_[out] = view;
     return;
