@@ -630,11 +630,11 @@ class FusePass : public Pass {
           "there is no schedule to fuse (run 'lower' and 'schedule' before "
           "'fuse')");
     }
+    const size_t unfused_kernels = module.schedule->kernels.size();
     absl::StatusOr<Schedule> fused =
-        FuseSchedule(*module.loops, *module.schedule, options_);
+        FuseSchedule(*module.loops, *std::move(module.schedule), options_);
     if (!fused.ok()) return fused.status();
-    const bool changed =
-        fused->kernels.size() != module.schedule->kernels.size();
+    const bool changed = fused->kernels.size() != unfused_kernels;
     module.schedule = *std::move(fused);
     module.source.reset();
     return changed;
@@ -655,8 +655,7 @@ LOOM_REGISTER_PASS("fuse", "fuse", [](const proto::PassSpec& spec) {
 
 }  // namespace
 
-absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program,
-                                      const Schedule& schedule,
+absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program, Schedule schedule,
                                       const proto::FuseOptions& options) {
   size_t scheduled = 0;
   for (const Kernel& kernel : schedule.kernels) {
@@ -670,7 +669,9 @@ absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program,
     return absl::InternalError(
         "the schedule does not cover every compute node");
   }
-  return Fuser(program, schedule, options).Run();
+  Fuser fuser(program, schedule, options);
+  schedule = Schedule();
+  return fuser.Run();
 }
 
 }  // namespace loom

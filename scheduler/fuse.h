@@ -31,9 +31,10 @@ namespace loom {
 // would have to cross outer iterations; each candidate's decision and
 // reason is recorded. Temporaries written and read only inside one kernel
 // become Kernel::internal (kept in registers or a per-iteration local
-// array). Nothing is recomputed.
-absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program,
-                                      const Schedule& schedule,
+// array). Nothing is recomputed. `schedule` is taken by value and freed
+// once its order is read (an unrolled recurrence's kernel per node would
+// otherwise live on beside the fuser's tables).
+absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program, Schedule schedule,
                                       const proto::FuseOptions& options);
 
 }  // namespace loom
