@@ -1,25 +1,89 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
 
+#include "absl/base/const_init.h"
+#include "absl/container/node_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace loom {
 
+absl::string_view OpName::Intern(absl::string_view name) {
+  // Nodes are made by the million, nearly all from a few literal op names:
+  // each thread remembers which interned name it last found for the text at
+  // each of a few addresses (checking the text, which may have changed), so
+  // that a name seen before takes no lock.
+  struct Seen {
+    const char* data = nullptr;
+    absl::string_view interned;
+  };
+  thread_local std::array<Seen, 64> seen;
+  const uint64_t address = reinterpret_cast<uintptr_t>(name.data());
+  Seen& slot = seen[(address * 0x9E3779B97F4A7C15u) >> 58];
+  if (slot.data == name.data() && slot.interned == name) return slot.interned;
+
+  static absl::Mutex mutex(absl::kConstInit);
+  static auto* const names = new absl::node_hash_set<std::string>;
+  absl::string_view interned;
+  {
+    absl::MutexLock lock(&mutex);
+    interned = *names->emplace(name).first;
+  }
+  slot = Seen{name.data(), interned};
+  return interned;
+}
+
+Attrs::Attrs(const Attrs& other) {
+  Reserve(other.size_);
+  std::copy(other.entries_.get(), other.entries_.get() + other.size_,
+            entries_.get());
+  size_ = other.size_;
+}
+
+Attrs::Attrs(Attrs&& other) noexcept
+    : entries_(std::move(other.entries_)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
+
+Attrs& Attrs::operator=(const Attrs& other) {
+  if (this != &other) *this = Attrs(other);
+  return *this;
+}
+
+Attrs& Attrs::operator=(Attrs&& other) noexcept {
+  entries_ = std::move(other.entries_);
+  size_ = std::exchange(other.size_, 0);
+  capacity_ = std::exchange(other.capacity_, 0);
+  return *this;
+}
+
+void Attrs::Reserve(size_t n) {
+  if (n <= capacity_) return;
+  auto grown = std::make_unique<Entry[]>(n);
+  std::move(entries_.get(), entries_.get() + size_, grown.get());
+  entries_ = std::move(grown);
+  capacity_ = static_cast<uint32_t>(n);
+}
+
 void Attrs::Set(std::string name, AttrValue value) {
-  for (auto& [key, existing] : entries_) {
-    if (key == name) {
-      existing = std::move(value);
+  for (Entry& entry : absl::MakeSpan(entries_.get(), size_)) {
+    if (entry.first == name) {
+      entry.second = std::move(value);
       return;
     }
   }
-  entries_.emplace_back(std::move(name), std::move(value));
+  if (size_ == capacity_) Reserve(std::max<size_t>(2 * capacity_, 1));
+  entries_[size_++] = Entry(std::move(name), std::move(value));
 }
 
 const AttrValue* Attrs::Find(absl::string_view name) const {
-  for (const auto& [key, value] : entries_) {
+  for (const auto& [key, value] : entries()) {
     if (key == name) return &value;
   }
   return nullptr;
@@ -188,7 +252,7 @@ absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind,
 }
 
 absl::StatusOr<NodeId> Graph::AddNode(
-    std::string name, std::string op, std::vector<ValueId> inputs,
+    std::string name, OpName op, absl::Span<const ValueId> inputs,
     const std::vector<std::string>& output_names, Attrs attrs) {
   for (ValueId input : inputs) {
     if (input < 0 || input >= static_cast<ValueId>(values_.size())) {
@@ -197,8 +261,11 @@ absl::StatusOr<NodeId> Graph::AddNode(
     }
   }
   const NodeId id = static_cast<NodeId>(nodes_.size());
-  Node node{
-      std::move(name), std::move(op), std::move(inputs), {}, std::move(attrs)};
+  Node node{std::move(name),
+            op,
+            ValueIds(inputs.begin(), inputs.end()),
+            {},
+            std::move(attrs)};
   node.outputs.reserve(output_names.size());
   for (const std::string& output : output_names) {
     TensorType unknown;

@@ -4,13 +4,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "ir/dtype.h"
 #include "ir/tensor.h"
 
@@ -20,6 +23,21 @@ namespace loom {
 using ValueId = int32_t;
 using NodeId = int32_t;
 inline constexpr NodeId kNoNode = -1;
+
+// A node's inputs or outputs. Nearly every node has one to four, which are
+// kept in place (a node of a decomposed graph then owns no heap block for
+// them); the type is no larger than a std::vector, and converts to one for
+// code that wants one.
+class ValueIds : public absl::InlinedVector<ValueId, 4> {
+ public:
+  using InlinedVector::InlinedVector;
+  using InlinedVector::operator=;
+
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::vector<ValueId>() const {
+    return std::vector<ValueId>(begin(), end());
+  }
+};
 
 enum class ValueKind : uint8_t {
   kInput,         // supplied at run time
@@ -45,10 +63,19 @@ using AttrValue =
 // deterministic). Nodes carry a handful, so lookup is a linear scan.
 class Attrs {
  public:
+  using Entry = std::pair<std::string, AttrValue>;
+
+  Attrs() = default;
+  Attrs(const Attrs& other);
+  Attrs(Attrs&& other) noexcept;
+  Attrs& operator=(const Attrs& other);
+  Attrs& operator=(Attrs&& other) noexcept;
+  ~Attrs() = default;
+
   void Set(std::string name, AttrValue value);
   // Makes room for this many attributes, so that setting them one by one
   // allocates once.
-  void Reserve(size_t n) { entries_.reserve(n); }
+  void Reserve(size_t n);
   const AttrValue* Find(absl::string_view name) const;
   bool Has(absl::string_view name) const { return Find(name) != nullptr; }
 
@@ -70,19 +97,48 @@ class Attrs {
       absl::string_view name,
       std::vector<std::string> default_value = {}) const;
 
-  const std::vector<std::pair<std::string, AttrValue>>& entries() const {
-    return entries_;
+  absl::Span<const Entry> entries() const {
+    return absl::MakeConstSpan(entries_.get(), size_);
   }
 
  private:
-  std::vector<std::pair<std::string, AttrValue>> entries_;
+  // Entries [0, size_) of room for capacity_: one heap block, and 16 bytes
+  // in every node (a std::vector would take 24; most nodes have no
+  // attributes, and a decomposed graph has millions of nodes).
+  std::unique_ptr<Entry[]> entries_;
+  uint32_t size_ = 0;
+  uint32_t capacity_ = 0;
+};
+
+// A node's op: a view of its name interned for the life of the process
+// (every OpName with the same text shares one copy), so that a node holds
+// 16 bytes instead of a std::string's 32. It is an absl::string_view, so it
+// compares with strings and goes into StrCat as they do; it is made from
+// any string, which it then interns.
+class OpName : public absl::string_view {
+ public:
+  OpName() = default;
+  OpName(absl::string_view name)  // NOLINT(google-explicit-constructor)
+      : absl::string_view(Intern(name)) {}
+  OpName(const char* name)  // NOLINT(google-explicit-constructor)
+      : OpName(absl::string_view(name)) {}
+  OpName(const std::string& name)  // NOLINT(google-explicit-constructor)
+      : OpName(absl::string_view(name)) {}
+
+  template <typename H>
+  friend H AbslHashValue(H state, const OpName& op) {
+    return H::combine(std::move(state), absl::string_view(op));
+  }
+
+ private:
+  static absl::string_view Intern(absl::string_view name);
 };
 
 struct Node {
   std::string name;
-  std::string op;
-  std::vector<ValueId> inputs;
-  std::vector<ValueId> outputs;
+  OpName op;
+  ValueIds inputs;
+  ValueIds outputs;
   Attrs attrs;
 };
 
@@ -120,8 +176,8 @@ class Graph {
   // Adds a node that reads `inputs` and defines fresh values named
   // `output_names` (types unknown until shape inference). The inputs must
   // already be defined, which keeps nodes in topological order.
-  absl::StatusOr<NodeId> AddNode(std::string name, std::string op,
-                                 std::vector<ValueId> inputs,
+  absl::StatusOr<NodeId> AddNode(std::string name, OpName op,
+                                 absl::Span<const ValueId> inputs,
                                  const std::vector<std::string>& output_names,
                                  Attrs attrs = {});
   void AddOutput(ValueId id) { outputs_.push_back(id); }

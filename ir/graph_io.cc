@@ -513,7 +513,7 @@ proto::Graph GraphToProto(const Graph& graph) {
   for (const Node& node : graph.nodes()) {
     proto::Node* n = out.add_node();
     n->set_name(node.name);
-    n->set_op(node.op);
+    n->set_op(std::string(node.op));
     for (ValueId id : node.inputs) n->add_input(graph.value(id).name);
     for (ValueId id : node.outputs) n->add_output(graph.value(id).name);
     for (const auto& [name, value] : node.attrs.entries()) {

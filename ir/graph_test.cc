@@ -1,5 +1,10 @@
 #include "ir/graph.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace loom {
@@ -53,6 +58,40 @@ TEST(AttrsTest, TypedReadsWithDefaults) {
   EXPECT_EQ(attrs.entries()[0].first, "axis");
 }
 
+TEST(AttrsTest, CopiesAndMovesTheirEntries) {
+  Attrs attrs;
+  attrs.Reserve(1);
+  attrs.Set("axis", int64_t{2});
+  attrs.Set("axes", std::vector<int64_t>{0, 1});  // grows past the room
+  const Attrs copy = attrs;
+  Attrs moved = std::move(attrs);
+  Attrs assigned;
+  assigned = copy;
+  for (const Attrs* a : std::vector<const Attrs*>{&copy, &moved, &assigned}) {
+    ASSERT_EQ(a->entries().size(), 2);
+    EXPECT_EQ(a->GetInt("axis", 0), 2);
+    EXPECT_EQ(*a->FindInts("axes"), (std::vector<int64_t>{0, 1}));
+  }
+  EXPECT_TRUE(Attrs().entries().empty());
+}
+
+// Equal op names share one copy of their text, whatever they were made from.
+TEST(OpNameTest, EqualNamesShareTheirText) {
+  const OpName add("add");
+  EXPECT_EQ(add, "add");
+  EXPECT_EQ(OpName(std::string("add")).data(), add.data());
+  EXPECT_EQ(OpName(absl::string_view("addx", 3)).data(), add.data());
+  EXPECT_NE(OpName("mul"), add);
+  EXPECT_EQ(absl::StrCat("(", add, ")"), "(add)");
+  EXPECT_EQ(OpName(), "");
+  // Text that changed at an address seen before is looked up again.
+  char buffer[] = "sub";
+  const OpName sub(buffer);
+  buffer[0] = 'n';
+  EXPECT_EQ(OpName(buffer), "nub");
+  EXPECT_EQ(sub, "sub");
+}
+
 TEST(GraphTest, BuildsSsaValuesInTopologicalOrder) {
   Graph graph;
   const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
@@ -66,6 +105,19 @@ TEST(GraphTest, BuildsSsaValuesInTopologicalOrder) {
   EXPECT_FALSE(graph.AddInput("x", TensorType{}).ok());
   EXPECT_FALSE(graph.AddNode("m", "neg", {x}, {"y"}).ok());
   EXPECT_FALSE(graph.AddNode("m", "neg", {99}, {"z"}).ok());
+}
+
+// A node's value ids are kept in place and read as a std::vector too.
+TEST(GraphTest, NodeValueIdsConvertToVectors) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
+  const ValueId y = *graph.AddInput("y", TensorType{DType::kF32, {4}});
+  const NodeId n = *graph.AddNode("n", "add", {x, y}, {"z"});
+  const std::vector<ValueId> inputs = graph.node(n).inputs;
+  EXPECT_EQ(inputs, (std::vector<ValueId>{x, y}));
+  graph.mutable_node(n).inputs = {y, x, y};
+  EXPECT_EQ(graph.node(n).inputs.size(), 3);
+  EXPECT_EQ(graph.node(n).inputs[2], y);
 }
 
 TEST(GraphTest, InitializersAndUniqueNames) {

@@ -29,7 +29,7 @@ absl::Status CheckInputs(const Graph& graph, absl::Span<const Tensor> inputs) {
 // Every value id the graph names is in range, so the run can index freely.
 absl::Status CheckIds(const Graph& graph) {
   const ValueId num_values = graph.values().size();
-  auto valid = [&](const std::vector<ValueId>& ids) {
+  auto valid = [&](absl::Span<const ValueId> ids) {
     for (ValueId id : ids) {
       if (id < 0 || id >= num_values) return false;
     }

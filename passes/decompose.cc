@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -107,6 +108,27 @@ void RestoreNodes(Graph& graph, const std::vector<size_t>& composites,
   }
 }
 
+// Composites that one decomposition replaces usually decompose alike (the
+// layers of a stacked RNN): once one has emitted `emitted_nodes` nodes and
+// added `added_values` values, room is made for the `left` others at its
+// size (and for the `old_nodes_left` old nodes still to come), so that the
+// node list, the values and the name set do not regrow, moving all they
+// hold, once per composite. A sixteenth more is kept spare: a
+// decomposition's own reservation (see DecompositionBuilder::Reserve) may
+// ask for a few more than it emits, which would double the tables.
+void ReserveForLikeComposites(size_t left, size_t emitted_nodes,
+                              size_t added_values, size_t old_nodes_left,
+                              std::vector<Node>& nodes, Graph& graph,
+                              NameSet& names) {
+  if (left == 0) return;
+  auto with_spare = [left](size_t n) { return (n + n / 16) * left; };
+  const size_t needed =
+      nodes.size() + with_spare(emitted_nodes) + old_nodes_left;
+  if (needed > nodes.capacity()) nodes.reserve(needed);
+  graph.ReserveIntermediates(with_spare(added_values));
+  names.Reserve(with_spare(emitted_nodes));
+}
+
 // One sweep over the graph's nodes: node i is replaced by its decomposition
 // when pick(i) returns one. On return emitted[i] says whether node i of the
 // new node list came from a decomposition. Returns whether anything was
@@ -118,6 +140,11 @@ template <typename Pick>
 absl::StatusOr<bool> DecomposeSweep(Graph& graph, NameSet& names, Pick pick,
                                     std::vector<bool>& emitted) {
   const size_t num_nodes = graph.nodes().size();
+  // How many composites each decomposition has left to replace.
+  absl::flat_hash_map<DecomposeFn, size_t> left;
+  for (size_t i = 0; i < num_nodes; ++i) {
+    if (const DecomposeFn fn = pick(i); fn != nullptr) ++left[fn];
+  }
   std::vector<Node> nodes;
   std::vector<bool> emitted_now;
   std::vector<size_t> composites;
@@ -129,6 +156,8 @@ absl::StatusOr<bool> DecomposeSweep(Graph& graph, NameSet& names, Pick pick,
     // others fit in the margin.
     if (composites.empty()) nodes.reserve(num_nodes + num_nodes / 4);
     MoveNodes(graph, next, i, nodes, emitted_now);
+    const size_t first_emitted = nodes.size();
+    const size_t first_value = graph.values().size();
     const Node& node = graph.nodes()[i];
     DecompositionBuilder builder(graph, node, names, nodes);
     absl::Status status = fn(node, builder);
@@ -141,6 +170,9 @@ absl::StatusOr<bool> DecomposeSweep(Graph& graph, NameSet& names, Pick pick,
     emitted_now.resize(nodes.size(), true);
     composites.push_back(i);
     next = i + 1;
+    ReserveForLikeComposites(--left[fn], nodes.size() - first_emitted,
+                             graph.values().size() - first_value,
+                             num_nodes - next, nodes, graph, names);
   }
   if (composites.empty()) return false;
   MoveNodes(graph, next, num_nodes, nodes, emitted_now);

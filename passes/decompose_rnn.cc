@@ -92,8 +92,8 @@ class Unroller {
 
   // --- Building blocks -----------------------------------------------------
   ValueId Op(const std::string& suffix, const char* op,
-             std::vector<ValueId> inputs, Attrs attrs = {}) {
-    return b_.Add(suffix, op, std::move(inputs), std::move(attrs));
+             absl::Span<const ValueId> inputs, Attrs attrs = {}) {
+    return b_.Add(suffix, op, inputs, std::move(attrs));
   }
   ValueId Reshape(const std::string& suffix, ValueId x, Shape shape) {
     return Op(suffix, "reshape", {x}, Ints("shape", std::move(shape)));

@@ -128,7 +128,7 @@ const std::set<std::string>& Primitives() {
 
 std::map<std::string, int> OpCounts(const Graph& graph) {
   std::map<std::string, int> counts;
-  for (const Node& node : graph.nodes()) ++counts[node.op];
+  for (const Node& node : graph.nodes()) ++counts[std::string(node.op)];
   return counts;
 }
 
@@ -155,7 +155,8 @@ void ExpectDecompositionMatches(const RnnCase& c) {
   absl::Status verified = VerifyGraph(unrolled);
   ASSERT_TRUE(verified.ok()) << verified;
   for (const Node& node : unrolled.nodes()) {
-    EXPECT_TRUE(Primitives().count(node.op)) << node.name << ": " << node.op;
+    EXPECT_TRUE(Primitives().count(std::string(node.op)))
+        << node.name << ": " << node.op;
   }
 
   std::vector<Tensor> inputs;

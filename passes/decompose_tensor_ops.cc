@@ -57,10 +57,10 @@ absl::Status DecomposeGemm(const Node& node, DecompositionBuilder& b) {
   const double beta = node.attrs.GetFloat("beta", 1.0);
   const bool scaled = alpha != 1.0, has_c = node.inputs.size() == 3;
   // The last step writes the composite's output.
-  auto step = [&](absl::string_view suffix, std::string op,
-                  std::vector<ValueId> inputs, bool last) {
-    if (!last) return b.Add(suffix, std::move(op), std::move(inputs));
-    b.AddWriting(suffix, std::move(op), std::move(inputs), node.outputs[0]);
+  auto step = [&](absl::string_view suffix, OpName op,
+                  absl::Span<const ValueId> inputs, bool last) {
+    if (!last) return b.Add(suffix, op, inputs);
+    b.AddWriting(suffix, op, inputs, node.outputs[0]);
     return node.outputs[0];
   };
   ValueId y = step("matmul", "matmul", {a, bm}, !scaled && !has_c);

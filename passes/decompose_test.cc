@@ -39,7 +39,7 @@ Module SoftmaxModule(int64_t axis = -1) {
 
 std::vector<std::string> Ops(const Graph& graph) {
   std::vector<std::string> ops;
-  for (const Node& node : graph.nodes()) ops.push_back(node.op);
+  for (const Node& node : graph.nodes()) ops.emplace_back(node.op);
   return ops;
 }
 
@@ -290,6 +290,22 @@ TEST(NameSetTest, HoldsWholeNames) {
   }
   EXPECT_FALSE(names.Insert("a/b/c"));
   EXPECT_TRUE(names.Insert("a/b/100"));
+}
+
+// Names come in runs under one prefix; a prefix met again after another,
+// or a name that is also a prefix, is found all the same.
+TEST(NameSetTest, RunsUnderOnePrefix) {
+  NameSet names;
+  names.Reserve(8);
+  EXPECT_TRUE(names.Insert("x/t0/a"));
+  EXPECT_TRUE(names.Insert("x/t0/b"));
+  EXPECT_TRUE(names.Insert("x/t1/a"));
+  EXPECT_FALSE(names.Insert("x/t0/a"));
+  EXPECT_TRUE(names.Insert("x/t0"));
+  EXPECT_TRUE(names.Insert("x/t0/a/c"));
+  EXPECT_FALSE(names.Insert("x/t1/a"));
+  EXPECT_FALSE(names.Insert("x/t0/b"));
+  EXPECT_FALSE(names.Insert("x/t0"));
 }
 
 // An empty part is stored before any other (fuzzer: a recurrent node named

@@ -12,15 +12,37 @@ NameSet::~NameSet() = default;
 
 bool NameSet::Insert(absl::string_view name) {
   int32_t entry = 0;
-  for (;;) {
-    const size_t slash = name.find('/');
-    entry = Child(entry, name.substr(0, slash));
-    if (slash == absl::string_view::npos) break;
+  if (const size_t slash = name.rfind('/'); slash != absl::string_view::npos) {
+    entry = PrefixEntry(name.substr(0, slash));
     name.remove_prefix(slash + 1);
   }
+  entry = Child(entry, name);
   if (entries_[entry].is_name) return false;
   entries_[entry].is_name = true;
   return true;
+}
+
+int32_t NameSet::PrefixEntry(absl::string_view prefix) {
+  if (last_prefix_entry_ >= 0 && prefix == last_prefix_) {
+    return last_prefix_entry_;
+  }
+  int32_t entry = 0;
+  for (absl::string_view rest = prefix;;) {
+    const size_t slash = rest.find('/');
+    entry = Child(entry, rest.substr(0, slash));
+    if (slash == absl::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  last_prefix_.assign(prefix.data(), prefix.size());
+  last_prefix_entry_ = entry;
+  return entry;
+}
+
+void NameSet::Reserve(size_t more) {
+  const size_t needed = entries_.size() + more;
+  if (needed > entries_.capacity()) {
+    entries_.reserve(std::max(needed, 2 * entries_.capacity()));
+  }
 }
 
 int32_t NameSet::Child(int32_t parent, absl::string_view part) {
@@ -77,23 +99,24 @@ void DecompositionBuilder::Reserve(size_t nodes) {
   if (needed > out_.capacity()) {
     out_.reserve(std::max(needed, 2 * out_.capacity()));
   }
+  node_names_.Reserve(nodes);
   graph_.ReserveIntermediates(nodes);
 }
 
-ValueId DecompositionBuilder::Add(absl::string_view suffix, std::string op,
-                                  std::vector<ValueId> inputs, Attrs attrs) {
+ValueId DecompositionBuilder::Add(absl::string_view suffix, OpName op,
+                                  absl::Span<const ValueId> inputs,
+                                  Attrs attrs) {
   std::string name = absl::StrCat(node_.name, "/", suffix);
   const ValueId output = graph_.AddIntermediate(name);
-  Emit(std::move(name), std::move(op), std::move(inputs), output,
-       std::move(attrs));
+  Emit(std::move(name), op, inputs, output, std::move(attrs));
   return output;
 }
 
-void DecompositionBuilder::AddWriting(absl::string_view suffix, std::string op,
-                                      std::vector<ValueId> inputs,
+void DecompositionBuilder::AddWriting(absl::string_view suffix, OpName op,
+                                      absl::Span<const ValueId> inputs,
                                       ValueId output, Attrs attrs) {
-  Emit(absl::StrCat(node_.name, "/", suffix), std::move(op), std::move(inputs),
-       output, std::move(attrs));
+  Emit(absl::StrCat(node_.name, "/", suffix), op, inputs, output,
+       std::move(attrs));
 }
 
 ValueId DecompositionBuilder::Constant(absl::string_view suffix, Tensor data) {
@@ -110,12 +133,12 @@ ValueId DecompositionBuilder::Scalar(absl::string_view suffix, double value,
   return Constant(suffix, std::move(data));
 }
 
-void DecompositionBuilder::Emit(std::string name, std::string op,
-                                std::vector<ValueId> inputs, ValueId output,
-                                Attrs attrs) {
+void DecompositionBuilder::Emit(std::string name, OpName op,
+                                absl::Span<const ValueId> inputs,
+                                ValueId output, Attrs attrs) {
   out_.push_back(Node{UniqueNodeName(std::move(name)),
-                      std::move(op),
-                      std::move(inputs),
+                      op,
+                      ValueIds(inputs.begin(), inputs.end()),
                       {output},
                       std::move(attrs)});
 }

@@ -36,6 +36,9 @@ class NameSet {
 
   // Adds `name`; false (and no change) when it is already there.
   bool Insert(absl::string_view name);
+  // Makes room for about this many more names that share their prefixes
+  // (each then adds one part), so that the set grows once, not step by step.
+  void Reserve(size_t more);
 
  private:
   // A prefix of some names that ends before a '/' (or a whole name): the
@@ -52,6 +55,8 @@ class NameSet {
   // Children are listed (and searched one by one) up to this many.
   static constexpr int32_t kMaxListed = 16;
   static constexpr size_t kBlockSize = 64 * 1024;
+  // The entry for `prefix` (a name up to its last '/'), added when absent.
+  int32_t PrefixEntry(absl::string_view prefix);
   // The entry for `part` after entry `parent`, added when absent.
   int32_t Child(int32_t parent, absl::string_view part);
   // A copy of `part` in the current block (or a block of its own).
@@ -62,6 +67,11 @@ class NameSet {
   std::vector<std::unique_ptr<char[]>> blocks_;
   size_t block_used_ = kBlockSize;  // of blocks_.back()
   std::vector<std::unique_ptr<char[]>> long_parts_;
+  // The prefix PrefixEntry found last, and its entry (-1: none yet). Names
+  // come in runs that differ in their last part only (a step's nodes), and
+  // a run's names then walk no prefix but the first.
+  std::string last_prefix_;
+  int32_t last_prefix_entry_ = -1;
 };
 
 // Builds the nodes that replace one composite node. Node names are derived
@@ -86,13 +96,13 @@ class DecompositionBuilder {
 
   // Appends a node `<composite>/<suffix>` that writes a fresh value and
   // returns that value.
-  ValueId Add(absl::string_view suffix, std::string op,
-              std::vector<ValueId> inputs, Attrs attrs = {});
+  ValueId Add(absl::string_view suffix, OpName op,
+              absl::Span<const ValueId> inputs, Attrs attrs = {});
 
   // Appends a node `<composite>/<suffix>` that writes `output`, one of the
   // composite's own outputs.
-  void AddWriting(absl::string_view suffix, std::string op,
-                  std::vector<ValueId> inputs, ValueId output,
+  void AddWriting(absl::string_view suffix, OpName op,
+                  absl::Span<const ValueId> inputs, ValueId output,
                   Attrs attrs = {});
 
   // A constant named `<composite>/<suffix>` holding `data`.
@@ -111,7 +121,7 @@ class DecompositionBuilder {
 
  private:
   // Appends a node named `name` (made unique) that writes `output`.
-  void Emit(std::string name, std::string op, std::vector<ValueId> inputs,
+  void Emit(std::string name, OpName op, absl::Span<const ValueId> inputs,
             ValueId output, Attrs attrs);
   std::string UniqueNodeName(std::string base);
 

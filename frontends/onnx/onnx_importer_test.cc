@@ -128,7 +128,7 @@ Tensor Iota(Shape shape, double scale = 0.1) {
 
 std::vector<std::string> Ops(const Graph& graph) {
   std::vector<std::string> ops;
-  for (const Node& node : graph.nodes()) ops.push_back(node.op);
+  for (const Node& node : graph.nodes()) ops.emplace_back(node.op);
   return ops;
 }
 
