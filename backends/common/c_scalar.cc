@@ -108,15 +108,8 @@ std::string HelperText(Helper helper, absl::string_view q) {
                           q, R"( float loom_expf(float x) {
   const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float n = rintf(c * 1.44269504088896341f);
-  const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = p * r * r + r + 1.0f;
-  const int32_t k = (int32_t)n;
+)",
+                          ExpfReduction("float"), R"(  const int32_t k = (int32_t)n;
   const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
   return x != x ? x : y;
 }
@@ -125,6 +118,17 @@ std::string HelperText(Helper helper, absl::string_view q) {
       break;
   }
   return "";
+}
+
+std::string ExpfReduction(absl::string_view type) {
+  return absl::StrCat("  const ", type, " r = c - n * 0.693359375f - n * -2.12194440e-4f;\n  ",
+                      type, R"( p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const )", type, R"( e = p * r * r + r + 1.0f;
+)");
 }
 
 const char* CType(DType dtype) {

@@ -43,6 +43,13 @@ std::string Literal(double v, DType dtype);
 // compiler vectorises inside loops (libm's expf stops vectorisation).
 enum class FloatExp { kLibm, kPolynomial };
 
+// The lines of loom_expf that, given `c` (its argument, clamped) and `n`
+// (c * log2(e) rounded to an integer), leave exp(c - n ln 2) in `e`, for C
+// type `type` (float, or a vector of floats); scaling by 2^n is the
+// caller's. One text for the scalar and the vector exponential, so that
+// they give the same bits.
+std::string ExpfReduction(absl::string_view type);
+
 // The expression for `fn` applied to the operand expressions `a` (already
 // parenthesised where needed: they are variable names). `type` is the
 // result type, `operand_type` the type of the operands. `helpers` collects

@@ -96,15 +96,9 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   /* rounding by the current mode (nearest), as rintf */
   const loom_f32v16 n = __builtin_ia32_rndscaleps_mask(
       c * 1.44269504088896341f, 4, c, (unsigned short)-1, 4);
-  const loom_f32v16 r = c - n * 0.693359375f - n * -2.12194440e-4f;
-  loom_f32v16 p = loom_splat16(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const loom_f32v16 e = p * r * r + r + 1.0f;
-  return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
+)";
+// kVectorHelpers continues after cscalar::ExpfReduction("loom_f32v16").
+constexpr char kVectorHelpersEnd[] = R"(  return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
 }
 #else
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
@@ -1142,7 +1136,10 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
                       cscalar::HelperText(static_cast<cscalar::Helper>(h), kHelperQualifier));
     }
   }
-  if (vectorizes) text += kVectorHelpers;
+  if (vectorizes) {
+    absl::StrAppend(&text, kVectorHelpers, cscalar::ExpfReduction("loom_f32v16"),
+                    kVectorHelpersEnd);
+  }
   for (size_t f = 0; f < bodies.size(); ++f) {
     source.functions.push_back(absl::StrCat("loom_f", f));
     absl::StrAppend(&text, "\nextern \"C\" void ", source.functions.back(),

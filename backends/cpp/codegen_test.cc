@@ -192,17 +192,21 @@ std::string EmitFused(Graph& graph, const proto::CppOptions& options) {
 }
 
 // x - max(x) over rows of `shape` fused into one nest: the subtraction is
-// an inner loop inside the outer loop over rows.
-std::string EmitCenteredRows(Shape shape, DType dtype, const proto::CppOptions& options) {
+// an inner loop inside the outer loop over rows. With `exp`, its
+// exponential instead (softmax's numerator).
+std::string EmitCenteredRows(Shape shape, DType dtype, const proto::CppOptions& options,
+                             bool exp = false) {
   Graph graph;
   const ValueId x = *graph.AddInput("x", TensorType{dtype, shape});
   Attrs attrs;
   attrs.Set("axes", std::vector<int64_t>{1});
   attrs.Set("keepdims", int64_t{1});
   const NodeId max = *graph.AddNode("max", "reduce_max", {x}, {"max.y"}, attrs);
-  const NodeId sub =
-      *graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]}, {"sub.y"});
-  graph.AddOutput(graph.node(sub).outputs[0]);
+  ValueId y = graph.node(*graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]},
+                                        {"sub.y"}))
+                  .outputs[0];
+  if (exp) y = graph.node(*graph.AddNode("exp", "exp", {y}, {"exp.y"})).outputs[0];
+  graph.AddOutput(y);
   return EmitFused(graph, options);
 }
 
@@ -232,24 +236,8 @@ TEST(CodegenTest, StreamingNeedsWholeAlignedLinesOfFloats) {
   EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, options), Not(HasSubstr("loom_stream")));
 }
 
-// exp(x - max(x)) over rows of `shape`, fused into one nest (softmax's
-// numerator).
-std::string EmitExpOfCenteredRows(Shape shape, DType dtype, const proto::CppOptions& options) {
-  Graph graph;
-  const ValueId x = *graph.AddInput("x", TensorType{dtype, shape});
-  Attrs attrs;
-  attrs.Set("axes", std::vector<int64_t>{1});
-  attrs.Set("keepdims", int64_t{1});
-  const NodeId max = *graph.AddNode("max", "reduce_max", {x}, {"max.y"}, attrs);
-  const NodeId sub =
-      *graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]}, {"sub.y"});
-  const NodeId exp = *graph.AddNode("exp", "exp", {graph.node(sub).outputs[0]}, {"exp.y"});
-  graph.AddOutput(graph.node(exp).outputs[0]);
-  return EmitFused(graph, options);
-}
-
 TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
-  const std::string text = EmitExpOfCenteredRows({8, 37}, DType::kF32, proto::CppOptions());
+  const std::string text = EmitCenteredRows({8, 37}, DType::kF32, proto::CppOptions(), /*exp=*/true);
   // Runs of 16 lanes over 32 of the 37 columns, then the rest one by one.
   EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 0; x1 < 32; x1 += 16) {\n"
                               "      const loom_f32v16 t1 = loom_load16(&p0[(37*x0 + x1)]);\n"
@@ -261,11 +249,11 @@ TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
   EXPECT_THAT(text, HasSubstr("static inline loom_f32v16 loom_exp16("));
   EXPECT_THAT(text, HasSubstr("static inline float loom_expf("));
   // Not for doubles, for scalar code, or for a loop without an exponential.
-  EXPECT_THAT(EmitExpOfCenteredRows({8, 37}, DType::kF64, proto::CppOptions()),
+  EXPECT_THAT(EmitCenteredRows({8, 37}, DType::kF64, proto::CppOptions(), /*exp=*/true),
               Not(HasSubstr("loom_f32v16")));
   proto::CppOptions scalar;
   scalar.set_simd(proto::CppOptions::SCALAR);
-  EXPECT_THAT(EmitExpOfCenteredRows({8, 37}, DType::kF32, scalar),
+  EXPECT_THAT(EmitCenteredRows({8, 37}, DType::kF32, scalar, /*exp=*/true),
               Not(HasSubstr("loom_f32v16")));
   EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, proto::CppOptions()),
               Not(HasSubstr("loom_f32v16")));

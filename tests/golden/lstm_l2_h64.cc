@@ -41,8 +41,7 @@ static inline float loom_expf(float x) {
   const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float n = rintf(c * 1.44269504088896341f);
   const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
+  float p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
