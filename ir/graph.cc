@@ -14,8 +14,8 @@
 
 namespace loom {
 
-absl::string_view OpName::Intern(absl::string_view name) {
-  // Nodes are made by the million, nearly all from a few literal op names:
+absl::string_view InternedName::Intern(absl::string_view name) {
+  // Nodes are made by the million, nearly all from a few literal names:
   // each thread remembers which interned name it last found for the text at
   // each of a few addresses (checking the text, which may have changed), so
   // that a name seen before takes no lock.
@@ -71,7 +71,7 @@ void Attrs::Reserve(size_t n) {
   capacity_ = static_cast<uint32_t>(n);
 }
 
-void Attrs::Set(std::string name, AttrValue value) {
+void Attrs::Set(AttrName name, AttrValue value) {
   for (Entry& entry : absl::MakeSpan(entries_.get(), size_)) {
     if (entry.first == name) {
       entry.second = std::move(value);
@@ -79,7 +79,7 @@ void Attrs::Set(std::string name, AttrValue value) {
     }
   }
   if (size_ == capacity_) Reserve(std::max<size_t>(2 * capacity_, 1));
-  entries_[size_++] = Entry(std::move(name), std::move(value));
+  entries_[size_++] = Entry(name, std::move(value));
 }
 
 const AttrValue* Attrs::Find(absl::string_view name) const {
@@ -120,12 +120,14 @@ std::string Attrs::GetString(absl::string_view name,
 
 std::vector<int64_t> Attrs::GetInts(absl::string_view name,
                                     std::vector<int64_t> default_value) const {
-  return GetOr<std::vector<int64_t>>(*this, name, std::move(default_value));
+  const AttrInts* ints = FindInts(name);
+  return ints == nullptr ? std::move(default_value)
+                         : std::vector<int64_t>(*ints);
 }
 
-const std::vector<int64_t>* Attrs::FindInts(absl::string_view name) const {
+const AttrInts* Attrs::FindInts(absl::string_view name) const {
   const AttrValue* value = Find(name);
-  return value == nullptr ? nullptr : std::get_if<std::vector<int64_t>>(value);
+  return value == nullptr ? nullptr : std::get_if<AttrInts>(value);
 }
 
 std::vector<double> Attrs::GetFloats(absl::string_view name,

@@ -1,6 +1,7 @@
 #ifndef LOOM_IR_GRAPH_H_
 #define LOOM_IR_GRAPH_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -54,16 +55,71 @@ struct Value {
   NodeId producer = kNoNode;
 };
 
-// The alternatives are in the order of AttrType (ir/op_registry.h).
-using AttrValue =
-    std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                 std::vector<double>, std::vector<std::string>>;
+// A name interned for the life of the process: a view of the one copy
+// that every InternedName with the same text shares, so that it takes 16
+// bytes instead of a std::string's 32 (and no heap block for long text). It
+// is an absl::string_view, so it compares with strings and goes into StrCat
+// as they do; it is made from any string, which it then interns.
+class InternedName : public absl::string_view {
+ public:
+  InternedName() = default;
+  InternedName(absl::string_view name)  // NOLINT(google-explicit-constructor)
+      : absl::string_view(Intern(name)) {}
+  InternedName(const char* name)  // NOLINT(google-explicit-constructor)
+      : InternedName(absl::string_view(name)) {}
+  InternedName(const std::string& name)  // NOLINT(google-explicit-constructor)
+      : InternedName(absl::string_view(name)) {}
+
+  template <typename H>
+  friend H AbslHashValue(H state, const InternedName& name) {
+    return H::combine(std::move(state), absl::string_view(name));
+  }
+
+ private:
+  static absl::string_view Intern(absl::string_view name);
+};
+
+// A node's op, and an attribute's name: a decomposed graph has millions of
+// nodes, nearly all named from a few literals.
+using OpName = InternedName;
+using AttrName = InternedName;
+
+// A list of ints as an attribute holds it: up to three in place (the axes,
+// starts and ends of a slice, most shapes), so that a short list takes no
+// heap block of its own. It converts from and to a std::vector.
+class AttrInts : public absl::InlinedVector<int64_t, 3> {
+ public:
+  using InlinedVector::InlinedVector;
+  using InlinedVector::operator=;
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  AttrInts(const std::vector<int64_t>& v) : InlinedVector(v.begin(), v.end()) {}
+
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::vector<int64_t>() const {
+    return std::vector<int64_t>(begin(), end());
+  }
+
+  friend bool operator==(const AttrInts& a, const std::vector<int64_t>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator==(const std::vector<int64_t>& a, const AttrInts& b) {
+    return b == a;
+  }
+};
+
+// The alternatives are in the order of AttrType (ir/op_registry.h). No
+// larger than a std::string and its index (40 bytes).
+using AttrValue = std::variant<int64_t, double, std::string, AttrInts,
+                               std::vector<double>, std::vector<std::string>>;
 
 // A node's attributes, in the order they were set (so that printing is
 // deterministic). Nodes carry a handful, so lookup is a linear scan.
 class Attrs {
  public:
-  using Entry = std::pair<std::string, AttrValue>;
+  // 56 bytes (the interned name 16, the value 40), with no heap block for
+  // the name or a short list of ints: a slice's three attributes take 168
+  // bytes, all in the one block of entries.
+  using Entry = std::pair<AttrName, AttrValue>;
 
   Attrs() = default;
   Attrs(const Attrs& other);
@@ -72,7 +128,7 @@ class Attrs {
   Attrs& operator=(Attrs&& other) noexcept;
   ~Attrs() = default;
 
-  void Set(std::string name, AttrValue value);
+  void Set(AttrName name, AttrValue value);
   // Makes room for this many attributes, so that setting them one by one
   // allocates once.
   void Reserve(size_t n);
@@ -90,7 +146,7 @@ class Attrs {
                                std::vector<int64_t> default_value = {}) const;
   // The list of ints `name` in place (no copy), or null when absent (or of
   // another type).
-  const std::vector<int64_t>* FindInts(absl::string_view name) const;
+  const AttrInts* FindInts(absl::string_view name) const;
   std::vector<double> GetFloats(absl::string_view name,
                                 std::vector<double> default_value = {}) const;
   std::vector<std::string> GetStrings(
@@ -108,30 +164,6 @@ class Attrs {
   std::unique_ptr<Entry[]> entries_;
   uint32_t size_ = 0;
   uint32_t capacity_ = 0;
-};
-
-// A node's op: a view of its name interned for the life of the process
-// (every OpName with the same text shares one copy), so that a node holds
-// 16 bytes instead of a std::string's 32. It is an absl::string_view, so it
-// compares with strings and goes into StrCat as they do; it is made from
-// any string, which it then interns.
-class OpName : public absl::string_view {
- public:
-  OpName() = default;
-  OpName(absl::string_view name)  // NOLINT(google-explicit-constructor)
-      : absl::string_view(Intern(name)) {}
-  OpName(const char* name)  // NOLINT(google-explicit-constructor)
-      : OpName(absl::string_view(name)) {}
-  OpName(const std::string& name)  // NOLINT(google-explicit-constructor)
-      : OpName(absl::string_view(name)) {}
-
-  template <typename H>
-  friend H AbslHashValue(H state, const OpName& op) {
-    return H::combine(std::move(state), absl::string_view(op));
-  }
-
- private:
-  static absl::string_view Intern(absl::string_view name);
 };
 
 struct Node {

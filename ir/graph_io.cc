@@ -131,7 +131,7 @@ absl::StatusOr<AttrValue> ConvertAttr(const proto::Attribute& attr) {
       return AttrValue(attr.s());
     case proto::Attribute::kInts:
       return AttrValue(
-          std::vector<int64_t>(attr.ints().v().begin(), attr.ints().v().end()));
+          AttrInts(attr.ints().v().begin(), attr.ints().v().end()));
     case proto::Attribute::kFloats:
       return AttrValue(std::vector<double>(attr.floats().v().begin(),
                                            attr.floats().v().end()));
@@ -395,9 +395,9 @@ void SetInitializer(const Graph& graph, ValueId id, proto::Initializer& out) {
   }
 }
 
-proto::Attribute AttrToProto(const std::string& name, const AttrValue& value) {
+proto::Attribute AttrToProto(absl::string_view name, const AttrValue& value) {
   proto::Attribute attr;
-  attr.set_name(name);
+  attr.set_name(std::string(name));
   std::visit(
       [&attr](const auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -407,7 +407,7 @@ proto::Attribute AttrToProto(const std::string& name, const AttrValue& value) {
           attr.set_f(v);
         } else if constexpr (std::is_same_v<T, std::string>) {
           attr.set_s(v);
-        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+        } else if constexpr (std::is_same_v<T, AttrInts>) {
           // mutable_*() sets the oneof even for an empty list.
           proto::IntList* list = attr.mutable_ints();
           for (int64_t x : v) list->add_v(x);

@@ -75,8 +75,41 @@ TEST(AttrsTest, CopiesAndMovesTheirEntries) {
   EXPECT_TRUE(Attrs().entries().empty());
 }
 
-// Equal op names share one copy of their text, whatever they were made from.
-TEST(OpNameTest, EqualNamesShareTheirText) {
+// Attribute names are interned: equal names share one copy of their text,
+// whatever string they were set from, and op names share it too.
+TEST(AttrsTest, NamesAreInterned) {
+  Attrs a, b;
+  a.Set("axes", std::vector<int64_t>{0});
+  b.Set(std::string("axes"), std::vector<int64_t>{1});
+  EXPECT_EQ(a.entries()[0].first.data(), b.entries()[0].first.data());
+  EXPECT_EQ(a.entries()[0].first.data(), OpName("axes").data());
+  b.Set(absl::string_view("axes"), int64_t{2});  // replaces, keeps one entry
+  ASSERT_EQ(b.entries().size(), 1);
+  EXPECT_EQ(b.GetInt("axes", 0), 2);
+}
+
+// Short int lists live in the entry; longer ones on the heap. Both read back
+// alike, as a vector or in place.
+TEST(AttrsTest, IntListsOfAnyLength) {
+  static_assert(sizeof(AttrValue) <= sizeof(std::string) + 8);
+  Attrs attrs;
+  attrs.Set("short", std::vector<int64_t>{1, 2, 3});
+  attrs.Set("long", AttrInts{1, 2, 3, 4, 5});
+  attrs.Set("empty", std::vector<int64_t>{});
+  EXPECT_EQ(attrs.GetInts("short"), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(attrs.GetInts("long"), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(*attrs.FindInts("long"), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  ASSERT_NE(attrs.FindInts("empty"), nullptr);
+  EXPECT_TRUE(attrs.FindInts("empty")->empty());
+  EXPECT_EQ(attrs.FindInts("missing"), nullptr);
+  EXPECT_EQ(attrs.GetInts("missing", {9}), (std::vector<int64_t>{9}));
+  const std::vector<int64_t> as_vector = *attrs.FindInts("short");
+  EXPECT_EQ(as_vector, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_FALSE(*attrs.FindInts("short") == (std::vector<int64_t>{1, 2}));
+}
+
+// Equal names share one copy of their text, whatever they were made from.
+TEST(InternedNameTest, EqualNamesShareTheirText) {
   const OpName add("add");
   EXPECT_EQ(add, "add");
   EXPECT_EQ(OpName(std::string("add")).data(), add.data());

@@ -111,7 +111,7 @@ absl::Status RunNode(const Graph& graph, const Node& node,
     types.push_back(arg->type());
   }
   const OpDef& def = *registry.Find(node.op);
-  absl::StatusOr<std::vector<TensorType>> out_types = def.infer(node, types);
+  absl::StatusOr<OutputTypes> out_types = def.infer(node, types);
   if (!out_types.ok()) return AddNodeContext(node, out_types.status());
   if (out_types->size() != node.outputs.size()) {
     return AddNodeContext(

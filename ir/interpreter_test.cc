@@ -190,9 +190,7 @@ TEST(InterpreterTest, UsesTheGivenRegistry) {
   OpDef fail;
   fail.name = "fail";
   fail.infer = [](const Node&, absl::Span<const TensorType> in)
-      -> absl::StatusOr<std::vector<TensorType>> {
-    return std::vector<TensorType>{in[0]};
-  };
+      -> absl::StatusOr<OutputTypes> { return OutputTypes{in[0]}; };
   fail.eval = [](const Node&, absl::Span<const Tensor* const>,
                  absl::Span<Tensor>) {
     return absl::FailedPreconditionError("on purpose");

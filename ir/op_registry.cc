@@ -89,7 +89,7 @@ absl::string_view AttrTypeName(AttrType type) {
 // order.
 static_assert(std::is_same_v<std::variant_alternative_t<
                                  static_cast<int>(AttrType::kInts), AttrValue>,
-                             std::vector<int64_t>>);
+                             AttrInts>);
 static_assert(
     std::is_same_v<std::variant_alternative_t<
                        static_cast<int>(AttrType::kFloats), AttrValue>,
@@ -259,7 +259,7 @@ class ShapeInference {
       }
       input_types_[i] = graph_.value(id).type;
     }
-    absl::StatusOr<std::vector<TensorType>> output_types = (*def)->infer(
+    absl::StatusOr<OutputTypes> output_types = (*def)->infer(
         node, absl::MakeConstSpan(input_types_.data(), num_inputs));
     if (!output_types.ok()) {
       return AddNodeContext(node, output_types.status());

@@ -3,12 +3,13 @@
 
 #include <functional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
@@ -23,10 +24,15 @@ struct AttrSpec {
   bool required = false;
 };
 
+// A node's output types. Nearly every op has one output, which is kept in
+// place: inferring the types of a graph of millions of nodes then takes no
+// heap block per node beyond each output's shape.
+using OutputTypes = absl::InlinedVector<TensorType, 1>;
+
 // Computes a node's output types from its input types and attributes, and
 // checks the op's dtype and shape rules. Errors describe the cause only;
 // callers prefix the node's name and op.
-using ShapeFn = std::function<absl::StatusOr<std::vector<TensorType>>(
+using ShapeFn = std::function<absl::StatusOr<OutputTypes>(
     const Node& node, absl::Span<const TensorType> inputs)>;
 
 // The reference implementation: computes a node's outputs straight from the

@@ -15,9 +15,9 @@ using ::testing::IsEmpty;
 
 std::string Message(const absl::Status& status) { return status.ToString(); }
 
-absl::StatusOr<std::vector<TensorType>> PassThrough(
-    const Node&, absl::Span<const TensorType> in) {
-  return std::vector<TensorType>{in.empty() ? TensorType{} : in[0]};
+absl::StatusOr<OutputTypes> PassThrough(const Node&,
+                                        absl::Span<const TensorType> in) {
+  return OutputTypes{in.empty() ? TensorType{} : in[0]};
 }
 
 absl::Status Nothing(const Node&, absl::Span<const Tensor* const>,

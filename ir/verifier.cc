@@ -146,7 +146,7 @@ absl::Status CheckNodeTypes(const Graph& graph, const Node& node,
   for (size_t i = 0; i < num_inputs; ++i) {
     input_types[i] = graph.value(node.inputs[i]).type;
   }
-  absl::StatusOr<std::vector<TensorType>> inferred =
+  absl::StatusOr<OutputTypes> inferred =
       def.infer(node, absl::MakeConstSpan(input_types.data(), num_inputs));
   if (!inferred.ok()) return AddNodeContext(node, inferred.status());
   if (inferred->size() != node.outputs.size()) {

@@ -106,9 +106,9 @@ class Unroller {
                 int64_t start, int64_t end) {
     Attrs attrs;
     attrs.Reserve(3);  // a slice per gate and step: one allocation, not three
-    attrs.Set("starts", std::vector<int64_t>{start});
-    attrs.Set("ends", std::vector<int64_t>{end});
-    attrs.Set("axes", std::vector<int64_t>{axis});
+    attrs.Set("starts", AttrInts{start});
+    attrs.Set("ends", AttrInts{end});
+    attrs.Set("axes", AttrInts{axis});
     return Op(suffix, "slice", {x}, std::move(attrs));
   }
   // Rows [row, row + rows) and columns [col, col + cols) of a matrix.
@@ -116,8 +116,8 @@ class Unroller {
                 int64_t col, int64_t cols) {
     Attrs attrs;
     attrs.Reserve(2);
-    attrs.Set("starts", std::vector<int64_t>{row, col});
-    attrs.Set("ends", std::vector<int64_t>{row + rows, col + cols});
+    attrs.Set("starts", AttrInts{row, col});
+    attrs.Set("ends", AttrInts{row + rows, col + cols});
     return Op(suffix, "slice", {x}, std::move(attrs));
   }
   // Direction d's part of a weight whose first axis is num_directions,

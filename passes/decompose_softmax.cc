@@ -6,7 +6,7 @@ namespace {
 
 Attrs ReduceAttrs(int64_t axis) {
   Attrs attrs;
-  attrs.Set("axes", std::vector<int64_t>{axis});
+  attrs.Set("axes", AttrInts{axis});
   attrs.Set("keepdims", int64_t{1});
   return attrs;
 }

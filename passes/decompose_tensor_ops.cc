@@ -195,8 +195,8 @@ absl::Status DecomposeSplit(const Node& node, DecompositionBuilder& b) {
   int64_t start = 0;
   for (int64_t i = 0; i < parts; ++i) {
     Attrs slice = Ints("starts", {start});
-    slice.Set("ends", std::vector<int64_t>{start + sizes[i]});
-    slice.Set("axes", std::vector<int64_t>{*axis});
+    slice.Set("ends", AttrInts{start + sizes[i]});
+    slice.Set("axes", AttrInts{*axis});
     b.AddWriting(absl::StrCat("part", i), "slice", {x}, node.outputs[i],
                  std::move(slice));
     start += sizes[i];

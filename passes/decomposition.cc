@@ -170,7 +170,7 @@ absl::Status CheckInputCount(const Node& node, size_t min, size_t max) {
                       min, max, node.inputs.size(), node.outputs.size()));
 }
 
-Attrs Ints(const std::string& name, std::vector<int64_t> values) {
+Attrs Ints(AttrName name, AttrInts values) {
   Attrs attrs;
   attrs.Set(name, std::move(values));
   return attrs;

@@ -160,7 +160,7 @@ absl::Status CheckArity(const Node& node, size_t inputs, size_t outputs);
 absl::Status CheckInputCount(const Node& node, size_t min, size_t max);
 
 // Attributes holding one list of ints, e.g. Ints("axes", {1}).
-Attrs Ints(const std::string& name, std::vector<int64_t> values);
+Attrs Ints(AttrName name, AttrInts values);
 
 }  // namespace loom
 

@@ -17,6 +17,14 @@
 namespace loom {
 namespace {
 
+// A node's list of ints `name`, or an empty list: read by value without a
+// heap block when short, as the attributes of nearly every slice are (an
+// unrolled recurrence lowers millions of them).
+AttrInts IntsOrEmpty(const Node& node, absl::string_view name) {
+  const AttrInts* ints = node.attrs.FindInts(name);
+  return ints == nullptr ? AttrInts() : *ints;
+}
+
 // How a graph value is read: element (i0, ..., ik) of the value is
 // buffer[offset], with offset an expression over variables x0..xk. A view
 // shares its source's buffer with a different offset. A one-element
@@ -719,9 +727,9 @@ absl::Status Lowering::LowerReduce(const Node& node) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
   const DType dtype = graph_.value(out).type.dtype;
-  std::vector<bool> reduced(in_shape.size(),
-                            node.attrs.GetInts("axes").empty());
-  for (int64_t axis : node.attrs.GetInts("axes")) {
+  const AttrInts axes = IntsOrEmpty(node, "axes");
+  std::vector<bool> reduced(in_shape.size(), axes.empty());
+  for (int64_t axis : axes) {
     reduced[Axis(axis, in_shape.size())] = true;
   }
   const bool keepdims = node.attrs.GetInt("keepdims", 0) != 0;
@@ -1090,7 +1098,7 @@ absl::Status Lowering::LowerReshape(const Node& node) {
 absl::Status Lowering::LowerTranspose(const Node& node) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const size_t rank = graph_.value(in).type.shape.size();
-  std::vector<int64_t> perm = node.attrs.GetInts("perm");
+  AttrInts perm = IntsOrEmpty(node, "perm");
   if (perm.empty()) {
     for (size_t i = 0; i < rank; ++i) perm.push_back(rank - 1 - i);
   }
@@ -1135,9 +1143,9 @@ absl::Status Lowering::LowerSlice(const Node& node) {
   const Shape& in_shape = graph_.value(in).type.shape;
   const Shape& out_shape = graph_.value(out).type.shape;
   const size_t rank = in_shape.size();
-  const std::vector<int64_t> starts = node.attrs.GetInts("starts");
-  std::vector<int64_t> axes = node.attrs.GetInts("axes");
-  std::vector<int64_t> steps = node.attrs.GetInts("steps");
+  const AttrInts starts = IntsOrEmpty(node, "starts");
+  AttrInts axes = IntsOrEmpty(node, "axes");
+  AttrInts steps = IntsOrEmpty(node, "steps");
   if (axes.empty()) {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
   }

@@ -248,9 +248,9 @@ std::vector<ValueId> NodeContext::EmitNode(
       FindCheckedOpDef(node, OpRegistry::Global());
   std::vector<TensorType> types;
   for (ValueId input : node.inputs) types.push_back(graph_.value(input).type);
-  absl::StatusOr<std::vector<TensorType>> inferred =
+  absl::StatusOr<OutputTypes> inferred =
       def.ok() ? (*def)->infer(node, types)
-               : absl::StatusOr<std::vector<TensorType>>(def.status());
+               : absl::StatusOr<OutputTypes>(def.status());
   if (!inferred.ok()) {
     Fail(Refuse(absl::StrCat("loom ", op, ": ", inferred.status().message())));
     return failed;

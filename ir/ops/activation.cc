@@ -98,8 +98,9 @@ absl::StatusOr<ScalarFn> MakeHardSwish(const Node&) {
 // An op y = f(x) on floats whose f depends only on attributes.
 OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs,
                         ScalarFnMaker make) {
-  ShapeFn infer = [make](const Node& node, absl::Span<const TensorType> in)
-      -> absl::StatusOr<std::vector<TensorType>> {
+  ShapeFn infer =
+      [make](const Node& node,
+             absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
     if (!dtype.ok()) return dtype;
     absl::StatusOr<ScalarFn> fn = make(node);
@@ -121,8 +122,8 @@ OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs,
 
 // --- clip --------------------------------------------------------------------
 
-absl::StatusOr<std::vector<TensorType>> ClipShape(
-    const Node&, absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> ClipShape(const Node&,
+                                      absl::Span<const TensorType> in) {
   absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kNumeric, 0);
   if (!dtype.ok()) return dtype;
   return OneOutput(in[0]);
@@ -170,8 +171,8 @@ absl::Status ClipEval(const Node& node, absl::Span<const Tensor* const> in,
 
 // --- prelu -------------------------------------------------------------------
 
-absl::StatusOr<std::vector<TensorType>> PreluShape(
-    const Node&, absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> PreluShape(const Node&,
+                                       absl::Span<const TensorType> in) {
   absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
   if (!dtype.ok()) return dtype;
   absl::Status same = CheckSameDType(in, 0, 1);

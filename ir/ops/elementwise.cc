@@ -185,8 +185,9 @@ absl::StatusOr<Shape> BroadcastInputs(absl::Span<const TensorType> inputs,
 }
 
 ShapeFn BroadcastShapeFn(DTypeClass accepted, bool bool_output) {
-  return [accepted, bool_output](const Node&, absl::Span<const TensorType> in)
-             -> absl::StatusOr<std::vector<TensorType>> {
+  return [accepted, bool_output](
+             const Node&,
+             absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     absl::StatusOr<Shape> shape = BroadcastInputs(in, accepted);
     if (!shape.ok()) return shape.status();
     const DType dtype = bool_output ? DType::kBool : in[0].dtype;
@@ -195,8 +196,9 @@ ShapeFn BroadcastShapeFn(DTypeClass accepted, bool bool_output) {
 }
 
 ShapeFn SameTypeShapeFn(DTypeClass accepted) {
-  return [accepted](const Node&, absl::Span<const TensorType> in)
-             -> absl::StatusOr<std::vector<TensorType>> {
+  return [accepted](
+             const Node&,
+             absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     absl::Status dtype = CheckDType(in[0].dtype, accepted, 0);
     if (!dtype.ok()) return dtype;
     return OneOutput(in[0]);
@@ -265,7 +267,7 @@ absl::StatusOr<bool> ModIsFmod(const Node& node) {
 OpDef ModOp() {
   const ShapeFn broadcast = BroadcastShapeFn(DTypeClass::kNumeric, false);
   ShapeFn infer = [broadcast](const Node& node, absl::Span<const TensorType> in)
-      -> absl::StatusOr<std::vector<TensorType>> {
+      -> absl::StatusOr<OutputTypes> {
     absl::StatusOr<bool> fmod = ModIsFmod(node);
     if (!fmod.ok()) return fmod.status();
     return broadcast(node, in);
@@ -341,8 +343,9 @@ OpDef LogicalNotOp() {
 }
 
 OpDef WhereOp() {
-  ShapeFn infer = [](const Node&, absl::Span<const TensorType> in)
-      -> absl::StatusOr<std::vector<TensorType>> {
+  ShapeFn infer =
+      [](const Node&,
+         absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     absl::Status cond = CheckDType(in[0].dtype, DTypeClass::kBool, 0);
     if (!cond.ok()) return cond;
     absl::Status same = CheckSameDType(in, 1, 2);
@@ -401,8 +404,9 @@ void CastElement(const Tensor& x, int64_t i, Tensor& result) {
 }
 
 OpDef CastOp() {
-  ShapeFn infer = [](const Node& node, absl::Span<const TensorType> in)
-      -> absl::StatusOr<std::vector<TensorType>> {
+  ShapeFn infer =
+      [](const Node& node,
+         absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     absl::StatusOr<DType> to = DTypeFromName(node.attrs.GetString("to", ""));
     if (!to.ok()) {
       return absl::InvalidArgumentError(

@@ -63,8 +63,8 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const Shape& a, const Shape& b) {
   return plan;
 }
 
-absl::StatusOr<std::vector<TensorType>> MatmulShape(
-    const Node&, absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> MatmulShape(const Node&,
+                                        absl::Span<const TensorType> in) {
   absl::Status same = CheckSameDType(in, 0, 1);
   if (!same.ok()) return same;
   absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kNumeric, 0);
@@ -156,8 +156,8 @@ absl::Status CheckAllSameDType(absl::Span<const TensorType> in,
 
 // --- linear ------------------------------------------------------------------
 
-absl::StatusOr<std::vector<TensorType>> LinearShape(
-    const Node&, absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> LinearShape(const Node&,
+                                        absl::Span<const TensorType> in) {
   absl::Status dtype = CheckAllSameDType(in, DTypeClass::kNumeric);
   if (!dtype.ok()) return dtype;
   const Shape& x = in[0].shape;
@@ -273,8 +273,8 @@ absl::StatusOr<GemmPlan> PlanGemm(const Node& node,
   return plan;
 }
 
-absl::StatusOr<std::vector<TensorType>> GemmShape(
-    const Node& node, absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> GemmShape(const Node& node,
+                                      absl::Span<const TensorType> in) {
   absl::StatusOr<GemmPlan> plan = PlanGemm(node, in);
   if (!plan.ok()) return plan.status();
   return OneOutput(in[0].dtype, {plan->m, plan->n});

@@ -25,7 +25,7 @@
 namespace loom {
 namespace {
 
-using ShapeResult = absl::StatusOr<std::vector<TensorType>>;
+using ShapeResult = absl::StatusOr<OutputTypes>;
 
 constexpr double kDefaultEpsilon = 1e-5;
 

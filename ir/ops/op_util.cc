@@ -7,16 +7,14 @@
 
 namespace loom {
 
-std::vector<TensorType> OneOutput(DType dtype, Shape shape) {
-  std::vector<TensorType> types(1);
+OutputTypes OneOutput(DType dtype, Shape shape) {
+  OutputTypes types(1);
   types[0].dtype = dtype;
   types[0].shape = std::move(shape);
   return types;
 }
 
-std::vector<TensorType> OneOutput(const TensorType& type) {
-  return std::vector<TensorType>(1, type);
-}
+OutputTypes OneOutput(const TensorType& type) { return OutputTypes(1, type); }
 
 OpDef FixedArityOp(std::string name, int num_inputs,
                    std::vector<AttrSpec> attrs, ShapeFn infer, EvalFn eval) {

@@ -21,8 +21,8 @@ namespace loom {
 
 // A shape function's result for an op with one output. (A braced list
 // would copy the type, shape included, out of its initializer_list.)
-std::vector<TensorType> OneOutput(DType dtype, Shape shape);
-std::vector<TensorType> OneOutput(const TensorType& type);
+OutputTypes OneOutput(DType dtype, Shape shape);
+OutputTypes OneOutput(const TensorType& type);
 
 // An op with exactly `num_inputs` inputs and one output.
 OpDef FixedArityOp(std::string name, int num_inputs,

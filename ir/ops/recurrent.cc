@@ -250,11 +250,11 @@ absl::Status CheckInputs(absl::Span<const TensorType> inputs,
 
 // --- shape function ----------------------------------------------------------
 
-absl::StatusOr<std::vector<TensorType>> RecurrentShape(
-    RecurrentCell cell, const Node& node, absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> RecurrentShape(RecurrentCell cell, const Node& node,
+                                           absl::Span<const TensorType> in) {
   absl::StatusOr<RecurrentSpec> spec = ParseRecurrent(cell, node, in);
   if (!spec.ok()) return spec.status();
-  std::vector<TensorType> outputs = {{spec->dtype, spec->YShape()}};
+  OutputTypes outputs = {{spec->dtype, spec->YShape()}};
   for (int i = 1; i < spec->num_outputs; ++i) {
     outputs.push_back({spec->dtype, spec->StateShape()});
   }

@@ -85,8 +85,9 @@ absl::StatusOr<ReductionPlan> PlanReduction(const Node& node, const Shape& in) {
 }
 
 ShapeFn ReductionShapeFn(Reduction kind) {
-  return [kind](const Node& node, absl::Span<const TensorType> in)
-             -> absl::StatusOr<std::vector<TensorType>> {
+  return [kind](
+             const Node& node,
+             absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     const DTypeClass accepted =
         TakesFloatsOnly(kind) ? DTypeClass::kFloat : DTypeClass::kNumeric;
     absl::Status dtype = CheckDType(in[0].dtype, accepted, 0);
@@ -359,8 +360,9 @@ void ArgReduce(const Tensor& x, const ArgPlan& plan, bool is_max,
 }
 
 OpDef ArgOp(std::string name, bool is_max) {
-  ShapeFn infer = [](const Node& node, absl::Span<const TensorType> in)
-      -> absl::StatusOr<std::vector<TensorType>> {
+  ShapeFn infer =
+      [](const Node& node,
+         absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     absl::StatusOr<ArgPlan> plan = PlanArg(node, in[0]);
     if (!plan.ok()) return plan.status();
     return OneOutput(DType::kI64, std::move(plan->out_shape));

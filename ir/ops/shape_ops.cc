@@ -28,7 +28,7 @@
 namespace loom {
 namespace {
 
-using ShapeResult = absl::StatusOr<std::vector<TensorType>>;
+using ShapeResult = absl::StatusOr<OutputTypes>;
 
 absl::Status AttrError(absl::string_view attr, const absl::Status& cause) {
   return absl::InvalidArgumentError(
@@ -300,19 +300,19 @@ absl::StatusOr<std::vector<DimSlice>> PlanSlice(const Node& node,
                                                 const Shape& shape) {
   // Read in place: shape inference plans every slice of an unrolled
   // recurrence, millions of them.
-  static const std::vector<int64_t> kNone;
-  auto ints = [&node](absl::string_view name) -> const std::vector<int64_t>& {
-    const std::vector<int64_t>* values = node.attrs.FindInts(name);
-    return values != nullptr ? *values : kNone;
+  auto ints = [&node](absl::string_view name) -> absl::Span<const int64_t> {
+    const AttrInts* values = node.attrs.FindInts(name);
+    if (values == nullptr) return {};
+    return *values;
   };
   const int64_t rank = shape.size();
-  const std::vector<int64_t>& starts = ints("starts");
-  const std::vector<int64_t>& ends = ints("ends");
+  const absl::Span<const int64_t> starts = ints("starts");
+  const absl::Span<const int64_t> ends = ints("ends");
   const size_t count = starts.size();
   const bool has_axes = node.attrs.Has("axes");
   // Steps of another type read as absent, as GetInts would have them.
   const bool has_steps = node.attrs.FindInts("steps") != nullptr;
-  const std::vector<int64_t>& steps = ints("steps");
+  const absl::Span<const int64_t> steps = ints("steps");
   const size_t num_axes = has_axes ? ints("axes").size() : count;
   const size_t num_steps = has_steps ? steps.size() : count;
   if (ends.size() != count || num_axes != count || num_steps != count) {
@@ -325,10 +325,8 @@ absl::StatusOr<std::vector<DimSlice>> PlanSlice(const Node& node,
   if (!has_axes) {
     for (size_t i = 0; i < count; ++i) leading_axes.push_back(i);
   }
-  absl::StatusOr<std::vector<int64_t>> axes =
-      NormalizeAxes(has_axes ? absl::MakeConstSpan(ints("axes"))
-                             : absl::MakeConstSpan(leading_axes),
-                    rank);
+  absl::StatusOr<std::vector<int64_t>> axes = NormalizeAxes(
+      has_axes ? ints("axes") : absl::MakeConstSpan(leading_axes), rank);
   if (!axes.ok()) return AttrError("axes", axes.status());
   std::vector<DimSlice> plan(rank);
   for (int64_t d = 0; d < rank; ++d) plan[d].length = shape[d];

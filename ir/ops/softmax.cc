@@ -24,8 +24,8 @@ absl::StatusOr<int64_t> SoftmaxAxis(const Node& node, int64_t rank) {
   return axis;
 }
 
-absl::StatusOr<std::vector<TensorType>> SoftmaxShape(
-    const Node& node, absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> SoftmaxShape(const Node& node,
+                                         absl::Span<const TensorType> in) {
   absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
   if (!dtype.ok()) return dtype;
   absl::StatusOr<int64_t> axis = SoftmaxAxis(node, in[0].shape.size());

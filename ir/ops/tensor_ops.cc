@@ -30,7 +30,7 @@
 namespace loom {
 namespace {
 
-using ShapeResult = absl::StatusOr<std::vector<TensorType>>;
+using ShapeResult = absl::StatusOr<OutputTypes>;
 
 absl::Status AttrError(absl::string_view attr, const absl::Status& cause) {
   return absl::InvalidArgumentError(
@@ -114,7 +114,7 @@ absl::StatusOr<SplitPlan> PlanSplit(const Node& node, const Shape& shape) {
 ShapeResult SplitShape(const Node& node, absl::Span<const TensorType> in) {
   absl::StatusOr<SplitPlan> plan = PlanSplit(node, in[0].shape);
   if (!plan.ok()) return plan.status();
-  std::vector<TensorType> out;
+  OutputTypes out;
   for (int64_t size : plan->sizes) {
     Shape shape = in[0].shape;
     shape[plan->axis] = size;
