@@ -99,6 +99,12 @@ class AttrInts : public absl::InlinedVector<int64_t, 3> {
     return std::vector<int64_t>(begin(), end());
   }
 
+  // Exact overloads for two AttrInts, which the vector ones would otherwise
+  // make ambiguous (clang) with InlinedVector's own.
+  friend bool operator==(const AttrInts& a, const AttrInts& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator!=(const AttrInts& a, const AttrInts& b) { return !(a == b); }
   friend bool operator==(const AttrInts& a, const std::vector<int64_t>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
