@@ -838,7 +838,7 @@ bool KernelPrinter::VectorizesExp(const ComputeNode& node, int member) {
   if (options_.simd() == proto::CppOptions::SCALAR || node.reduce != ReduceKind::kNone ||
       member_streams_[member] || Splits(node) ||
       node.ranges.size() <= static_cast<size_t>(outer_loops_) ||
-      node.ranges.back() < kVectorLanes || RefStride(node, store_refs_[member]) != 1) {
+      node.ranges.back() < kVectorLanes) {
     return false;
   }
   bool exp = false;
@@ -873,7 +873,8 @@ bool KernelPrinter::VectorizesExp(const ComputeNode& node, int member) {
         return false;
     }
   }
-  return exp;
+  // Last: a local store's offset takes a simplification to know.
+  return exp && RefStride(node, store_refs_[member]) == 1;
 }
 
 void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int depth) {
