@@ -848,12 +848,9 @@ bool KernelPrinter::VectorizesExp(const ComputeNode& node, int member) {
     switch (op.kind) {
       case ScalarOp::Kind::kConst:
         break;
-      case ScalarOp::Kind::kLoad: {
+      case ScalarOp::Kind::kLoad:
         if (!op.args.empty()) return false;
-        const int64_t stride = RefStride(node, load_refs_[first_step_[member] + i]);
-        if (stride != 0 && stride != 1) return false;
         break;
-      }
       case ScalarOp::Kind::kCall:
         switch (op.fn) {
           case ScalarFn::kExp:
@@ -873,8 +870,15 @@ bool KernelPrinter::VectorizesExp(const ComputeNode& node, int member) {
         return false;
     }
   }
-  // Last: a local store's offset takes a simplification to know.
-  return exp && RefStride(node, store_refs_[member]) == 1;
+  // Strides last: a local array's offset takes a simplification to know,
+  // and most members have no exp.
+  if (!exp || RefStride(node, store_refs_[member]) != 1) return false;
+  for (size_t i = 0; i < node.body.size(); ++i) {
+    if (node.body[i].kind != ScalarOp::Kind::kLoad) continue;
+    const int64_t stride = RefStride(node, load_refs_[first_step_[member] + i]);
+    if (stride != 0 && stride != 1) return false;
+  }
+  return true;
 }
 
 void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int depth) {
