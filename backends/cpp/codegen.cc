@@ -88,11 +88,24 @@ static inline void loom_store16(float* p, loom_f32v16 v) {
 static inline loom_f32v16 loom_splat16(float s) {
   return (loom_f32v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
 }
+typedef float loom_f32v8 __attribute__((vector_size(32)));
+typedef float loom_f32v4 __attribute__((vector_size(16)));
+/* The lanes' sum, halving the vector in a tree. */
+static inline float loom_sum16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  const loom_f32v8 eight = halves[0] + halves[1];
+  loom_f32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_f32v4 four = quarters[0] + quarters[1];
+  return (four[0] + four[2]) + (four[1] + four[3]);
+}
 #if defined(__AVX512F__)
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   const loom_f32v16 lo = loom_splat16(-104.0f), hi = loom_splat16(89.0f);
-  loom_f32v16 c = lo > x ? lo : x;  /* NaN passes both bounds */
-  c = hi < c ? hi : c;
+  /* vmaxps(a, b) is a > b ? a : b, so a NaN x passes both bounds */
+  loom_f32v16 c = __builtin_ia32_maxps512_mask(lo, x, x, (unsigned short)-1, 4);
+  c = __builtin_ia32_minps512_mask(hi, c, c, (unsigned short)-1, 4);
   /* rounding by the current mode (nearest), as rintf */
   const loom_f32v16 n = __builtin_ia32_rndscaleps_mask(
       c * 1.44269504088896341f, 4, c, (unsigned short)-1, 4);
@@ -312,6 +325,12 @@ class KernelPrinter {
   // iteration: its sum is then that pass's mean times the count. Called
   // by Plan once member m's loads are resolved.
   bool SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) const;
+  // Whether member m sums, one value per outer iteration, the local array
+  // that member m - 1 stores in explicit vectors (VectorizesExp) in its one
+  // inner loop: softmax's sum of exponentials. That loop then adds its
+  // vectors up as it stores them, and member m has no loop of its own.
+  // Called by Plan once member m's loads are resolved.
+  bool SumsWhatTheVectorLoopStored(const Kernel& kernel, size_t m);
   // Opens loops first .. extents.size()-1, each after its pragma (if
   // any; pragmas[0] is loop `first`'s); returns the new depth.
   int OpenLoops(const std::vector<int64_t>& extents, size_t first, int depth,
@@ -386,6 +405,7 @@ class KernelPrinter {
   std::vector<bool> member_streams_;  // by member
   std::vector<bool> member_vectorizes_;  // by member (VectorizesExp)
   std::vector<bool> sum_from_variance_;  // by member (SumsWhatTheVarianceRead)
+  std::vector<bool> sum_in_vector_loop_;  // by member (SumsWhatTheVectorLoopStored)
 
   // Used by Print.
   std::vector<std::string> var_names_;  // x0, x1, ... (at least one per loop)
@@ -449,6 +469,8 @@ void KernelPrinter::Plan(const Kernel& kernel) {
     }
     sum_from_variance_.push_back(SumsWhatTheVarianceRead(kernel, m));
     Key(sum_from_variance_.back());
+    sum_in_vector_loop_.push_back(SumsWhatTheVectorLoopStored(kernel, m));
+    Key(sum_in_vector_loop_.back());
   }
 }
 
@@ -475,6 +497,25 @@ bool KernelPrinter::SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) cons
     }
   }
   return true;
+}
+
+bool KernelPrinter::SumsWhatTheVectorLoopStored(const Kernel& kernel, size_t m) {
+  if (m == 0 || !member_vectorizes_[m - 1]) return false;
+  const ComputeNode& vector = program_.nodes[kernel.nodes[m - 1]];
+  const ComputeNode& sum = program_.nodes[kernel.nodes[m]];
+  const size_t outer = static_cast<size_t>(outer_loops_);
+  if (sum.reduce != ReduceKind::kSum || program_.buffers[sum.output].dtype != DType::kF32 ||
+      vector.ranges.size() != outer + 1 || sum.ranges.size() != outer ||
+      sum.reduction_ranges.size() != 1 || sum.reduction_ranges[0] != vector.ranges.back() ||
+      sum.body.size() != 1 || sum.body[0].kind != ScalarOp::Kind::kLoad ||
+      !sum.body[0].args.empty()) {
+    return false;
+  }
+  const Ref& stored = store_refs_[m - 1];
+  const Ref& load = load_refs_[first_step_[m]];
+  return stored.kind == Ref::Kind::kLocal && load.kind == Ref::Kind::kLocal &&
+         load.id == stored.id &&
+         LocalOffset(sum, load.index, load.id) == LocalOffset(vector, stored.index, stored.id);
 }
 
 void KernelPrinter::KeyNode(const ComputeNode& node) {
@@ -623,6 +664,7 @@ int KernelPrinter::CloseLoops(size_t count, int depth) {
 void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int depth,
                                    std::string& result) {
   result = absl::StrCat("acc", member);
+  if (sum_in_vector_loop_[member]) return;  // the previous member's loop summed
   if (node.reduce == ReduceKind::kVar) return PrintWelford(node, member, depth);
   if (sum_from_variance_[member]) {
     const DType type = program_.buffers[node.output].dtype;
@@ -887,6 +929,12 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
   const int64_t extent = node.ranges.back();
   const int64_t full = extent / kVectorLanes * kVectorLanes;
   const std::string store = RefText(node, store_refs_[member]);
+  // The next member's sum (SumsWhatTheVectorLoopStored): lanes, then a tail.
+  const bool sums = static_cast<size_t>(member) + 1 < sum_in_vector_loop_.size() &&
+                    sum_in_vector_loop_[member + 1];
+  const std::string sum = absl::StrCat("acc", member + 1);
+  const std::string lanes = absl::StrCat("lanes", member + 1);
+  if (sums) Line(depth, absl::StrCat("loom_f32v16 ", lanes, " = loom_splat16(0.0f);"));
   Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", x, x, full, x,
                               kVectorLanes));
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
@@ -894,11 +942,14 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
          absl::StrCat("const loom_f32v16 ", Temp(i), " = ", PrintVectorStep(node, i), ";"));
   }
   Line(depth + 1, absl::StrCat("loom_store16(&", store, ", ", Temp(node.root), ");"));
+  if (sums) Line(depth + 1, absl::StrCat(lanes, " += ", Temp(node.root), ";"));
   Line(depth, "}");
+  if (sums) Line(depth, absl::StrCat("float ", sum, " = loom_sum16(", lanes, ");"));
   if (full == extent) return;
   Line(depth, absl::StrFormat("for (int64_t %s = %d; %s < %d; ++%s) {", x, full, x, extent, x));
   PrintBody(node, depth + 1);
   Line(depth + 1, absl::StrCat(store, " = ", Temp(node.root), ";"));
+  if (sums) Line(depth + 1, absl::StrCat(sum, " += ", Temp(node.root), ";"));
   Line(depth, "}");
 }
 

@@ -259,6 +259,35 @@ TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
               Not(HasSubstr("loom_f32v16")));
 }
 
+// Softmax over rows of `shape` from its primitives, fused into one nest.
+std::string EmitSoftmaxRows(Shape shape) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, shape});
+  Attrs rows;
+  rows.Set("axes", std::vector<int64_t>{1});
+  rows.Set("keepdims", int64_t{1});
+  auto add = [&](const std::string& name, const char* op, std::vector<ValueId> inputs,
+                 const Attrs& attrs = Attrs()) {
+    return graph.node(*graph.AddNode(name, op, inputs, {name + ".y"}, attrs)).outputs[0];
+  };
+  const ValueId max = add("max", "reduce_max", {x}, rows);
+  const ValueId exp = add("exp", "exp", {add("sub", "sub", {x, max})});
+  graph.AddOutput(add("div", "div", {exp, add("sum", "reduce_sum", {exp}, rows)}));
+  return EmitFused(graph, proto::CppOptions());
+}
+
+TEST(CodegenTest, TheSumOfExponentialsAddsUpInTheirVectorLoop) {
+  const std::string text = EmitSoftmaxRows({8, 37});
+  EXPECT_THAT(text, HasSubstr("loom_f32v16 lanes2 = loom_splat16(0.0f);\n"
+                              "    for (int64_t x1 = 0; x1 < 32; x1 += 16) {"));
+  EXPECT_THAT(text, HasSubstr("      loom_store16(&l1[x1], t4);\n"
+                              "      lanes2 += t4;\n"
+                              "    }\n"
+                              "    float acc2 = loom_sum16(lanes2);\n"));
+  EXPECT_THAT(text, HasSubstr("      l1[x1] = t4;\n      acc2 += t4;\n"));  // the tail
+  EXPECT_THAT(text, Not(HasSubstr("reduction(+:acc2)")));
+}
+
 // The variance and the mean of rows of `shape`, fused into one kernel.
 std::string EmitRowStatistics(Shape shape) {
   Graph graph;

@@ -66,11 +66,24 @@ static inline void loom_store16(float* p, loom_f32v16 v) {
 static inline loom_f32v16 loom_splat16(float s) {
   return (loom_f32v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
 }
+typedef float loom_f32v8 __attribute__((vector_size(32)));
+typedef float loom_f32v4 __attribute__((vector_size(16)));
+/* The lanes' sum, halving the vector in a tree. */
+static inline float loom_sum16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  const loom_f32v8 eight = halves[0] + halves[1];
+  loom_f32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_f32v4 four = quarters[0] + quarters[1];
+  return (four[0] + four[2]) + (four[1] + four[3]);
+}
 #if defined(__AVX512F__)
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   const loom_f32v16 lo = loom_splat16(-104.0f), hi = loom_splat16(89.0f);
-  loom_f32v16 c = lo > x ? lo : x;  /* NaN passes both bounds */
-  c = hi < c ? hi : c;
+  /* vmaxps(a, b) is a > b ? a : b, so a NaN x passes both bounds */
+  loom_f32v16 c = __builtin_ia32_maxps512_mask(lo, x, x, (unsigned short)-1, 4);
+  c = __builtin_ia32_minps512_mask(hi, c, c, (unsigned short)-1, 4);
   /* rounding by the current mode (nearest), as rintf */
   const loom_f32v16 n = __builtin_ia32_rndscaleps_mask(
       c * 1.44269504088896341f, 4, c, (unsigned short)-1, 4);
@@ -105,19 +118,16 @@ extern "C" void loom_f0(void* const* a) {
         acc0 = t0 > acc0 ? t0 : acc0; arg0 |= t0 != t0;
       }
       if (arg0) acc0 = (float)NAN;
+      loom_f32v16 lanes2 = loom_splat16(0.0f);
       for (int64_t x2 = 0; x2 < 64; x2 += 16) {
         const loom_f32v16 t1 = loom_load16(&p0[(1024*x0 + 64*x1 + x2)]);
         const loom_f32v16 t2 = loom_splat16(acc0);
         const loom_f32v16 t3 = t1 - t2;
         const loom_f32v16 t4 = loom_exp16(t3);
         loom_store16(&l1[x2], t4);
+        lanes2 += t4;
       }
-      float acc2 = (float)0;
-      #pragma omp simd reduction(+:acc2)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t5 = l1[x2];
-        acc2 += t5;
-      }
+      float acc2 = loom_sum16(lanes2);
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t6 = l1[x2];
         const float t7 = acc2;
