@@ -11,8 +11,10 @@ Attrs ReduceAttrs(int64_t axis) {
   return attrs;
 }
 
-// softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))) along `axis`;
-// subtracting the max keeps exp from overflowing.
+// softmax(x) = exp(x - max(x)) * (1 / sum(exp(x - max(x)))) along `axis`;
+// subtracting the max keeps exp from overflowing. One reciprocal per row
+// and a product per element, as PyTorch's CPU kernel computes it: a
+// division per element costs several products.
 absl::Status DecomposeSoftmax(const Node& node, DecompositionBuilder& b) {
   if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
   const ValueId x = node.inputs[0];
@@ -23,7 +25,8 @@ absl::Status DecomposeSoftmax(const Node& node, DecompositionBuilder& b) {
   const ValueId shifted = b.Add("sub", "sub", {x, max});
   const ValueId exp = b.Add("exp", "exp", {shifted});
   const ValueId sum = b.Add("sum", "reduce_sum", {exp}, ReduceAttrs(axis));
-  b.AddWriting("div", "div", {exp, sum}, node.outputs[0]);
+  const ValueId inverse = b.Add("inverse", "reciprocal", {sum});
+  b.AddWriting("scale", "mul", {exp, inverse}, node.outputs[0]);
   return absl::OkStatus();
 }
 

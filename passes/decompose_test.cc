@@ -64,14 +64,15 @@ TEST(DecomposeTest, SoftmaxBecomesStableReductions) {
 
   const Graph& graph = module.graph;
   EXPECT_THAT(Ops(graph), ElementsAre("relu", "reduce_max", "sub", "exp",
-                                      "reduce_sum", "div"));
+                                      "reduce_sum", "reciprocal", "mul"));
   EXPECT_THAT(Names(graph), ElementsAre("r", "sm/max", "sm/sub", "sm/exp",
-                                        "sm/sum", "sm/div"));
+                                        "sm/sum", "sm/inverse", "sm/scale"));
   const Node& max = graph.node(1);
   const Node& sub = graph.node(2);
   const Node& exp = graph.node(3);
   const Node& sum = graph.node(4);
-  const Node& div = graph.node(5);
+  const Node& inverse = graph.node(5);
+  const Node& scale = graph.node(6);
   EXPECT_THAT(max.inputs, ElementsAre(graph.FindValue("a")));
   EXPECT_THAT(max.attrs.GetInts("axes"), ElementsAre(1));
   EXPECT_EQ(max.attrs.GetInt("keepdims", 0), 1);
@@ -79,11 +80,12 @@ TEST(DecomposeTest, SoftmaxBecomesStableReductions) {
   EXPECT_THAT(exp.inputs, ElementsAre(sub.outputs[0]));
   EXPECT_THAT(sum.inputs, ElementsAre(exp.outputs[0]));
   EXPECT_THAT(sum.attrs.GetInts("axes"), ElementsAre(1));
-  EXPECT_THAT(div.inputs, ElementsAre(exp.outputs[0], sum.outputs[0]));
+  EXPECT_THAT(inverse.inputs, ElementsAre(sum.outputs[0]));
+  EXPECT_THAT(scale.inputs, ElementsAre(exp.outputs[0], inverse.outputs[0]));
   // The last node writes the softmax's own output, so readers are untouched.
-  EXPECT_THAT(div.outputs, ElementsAre(y));
+  EXPECT_THAT(scale.outputs, ElementsAre(y));
   EXPECT_THAT(graph.outputs(), ElementsAre(y));
-  EXPECT_EQ(graph.value(y).producer, 5);
+  EXPECT_EQ(graph.value(y).producer, 6);
 
   // Shapes were re-inferred for the new values.
   EXPECT_EQ(graph.value(max.outputs[0]).type,
@@ -153,7 +155,7 @@ TEST(DecomposeTest, NewNodeNamesStayUnique) {
 
   ASSERT_TRUE(Decompose()->Run(module).value());
   EXPECT_THAT(Names(graph), ElementsAre("r", "sm/max.1", "sm/sub", "sm/exp",
-                                        "sm/sum", "sm/div", "sm/max"));
+                                        "sm/sum", "sm/inverse", "sm/scale", "sm/max"));
   EXPECT_TRUE(VerifyGraph(graph).ok()) << VerifyGraph(graph);
 }
 

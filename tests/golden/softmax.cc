@@ -128,16 +128,18 @@ extern "C" void loom_f0(void* const* a) {
         lanes2 += t4;
       }
       float acc2 = loom_sum16(lanes2);
+      const float t6 = acc2;
+      const float t7 = (float)1 / t6;
       for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t6 = l1[x2];
-        const float t7 = acc2;
-        const float t8 = t6 / t7;
-        p1[(1024*x0 + 64*x1 + x2)] = t8;
+        const float t8 = l1[x2];
+        const float t9 = t7;
+        const float t10 = t8 * t9;
+        p1[(1024*x0 + 64*x1 + x2)] = t10;
       }
     }
   }
 }
 
 // Launches:
-// loom_f0(x, y)  # softmax/max, softmax/exp, softmax/sum, softmax/div
+// loom_f0(x, y)  # softmax/max, softmax/exp, softmax/sum, softmax/inverse, softmax/scale
 // 

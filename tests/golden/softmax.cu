@@ -135,18 +135,21 @@ extern "C" __global__ void __launch_bounds__(64) loom_f0(const float* __restrict
       acc2 += t5;
     }
     acc2 = loom_block_reduce(acc2, loom_sum_float(), (float)0, loom_scratch_float);
-    // softmax/div
+    // softmax/inverse
+    const float t6 = acc2;
+    const float t7 = (float)1 / t6;
+    // softmax/scale
     for (int64_t i = lane; i < 64; i += 64) {
       const int64_t x2 = i;
-      const float t6 = l0[x2];
-      const float t7 = acc2;
-      const float t8 = t6 / t7;
-      p1[(1024*x0 + 64*x1 + x2)] = t8;
+      const float t8 = l0[x2];
+      const float t9 = t7;
+      const float t10 = t8 * t9;
+      p1[(1024*x0 + 64*x1 + x2)] = t10;
     }
     __syncthreads();
   }
 }
 
 // Launches:
-// loom_f0(x, y)  # softmax/max, softmax/exp, softmax/sum, softmax/div
+// loom_f0(x, y)  # softmax/max, softmax/exp, softmax/sum, softmax/inverse, softmax/scale
 // 
