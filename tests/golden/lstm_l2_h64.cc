@@ -46,7 +46,7 @@ static inline float loom_expf(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const float e = p * r * r + r + 1.0f;
+  const float e = (p * r + 1.0f) * r + 1.0f;
   const int32_t k = (int32_t)n;
   const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
   return x != x ? x : y;
