@@ -73,6 +73,11 @@ static inline void loom_stream_fence(void) {
 // type works on every target (GCC splits it for narrower ones); without
 // AVX-512 the exponential is loom_expf in each lane.
 constexpr int kVectorLanes = 16;
+// A maximum or minimum in explicit vectors keeps kExtremeChains running
+// vectors, each waiting on its own last step only, so a block of the loop
+// is that many vectors.
+constexpr int kExtremeChains = 4;
+constexpr int kExtremeBlock = kExtremeChains * kVectorLanes;
 constexpr char kVectorHelpers[] = R"(
 /* Only inlined helpers pass these vectors, so the ABI note is moot. */
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -100,6 +105,43 @@ static inline float loom_sum16(loom_f32v16 v) {
   const loom_f32v4 four = quarters[0] + quarters[1];
   return (four[0] + four[2]) + (four[1] + four[3]);
 }
+/* Lane by lane a > b ? a : b (a < b ? a : b), and whether a lane is NaN. */
+#if defined(__AVX512F__)
+static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
+  return __builtin_ia32_maxps512_mask(a, b, b, (unsigned short)-1, 4);
+}
+static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
+  return __builtin_ia32_minps512_mask(a, b, b, (unsigned short)-1, 4);
+}
+static inline int loom_nan16(loom_f32v16 v) {
+  return __builtin_ia32_cmpps512_mask(v, v, 3 /* unordered */, (unsigned short)-1, 4);
+}
+#else
+static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
+  return a > b ? a : b;
+}
+static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
+  return a < b ? a : b;
+}
+static inline int loom_nan16(loom_f32v16 v) {
+  int nan = 0;
+  for (int i = 0; i < 16; ++i) nan |= v[i] != v[i];
+  return nan;
+}
+#endif
+/* The lanes' maximum (minimum), halving the vector in a tree. */
+static inline float loom_hmax16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  const loom_f32v8 eight = halves[0] > halves[1] ? halves[0] : halves[1];
+  loom_f32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_f32v4 four = quarters[0] > quarters[1] ? quarters[0] : quarters[1];
+  const float a = four[0] > four[2] ? four[0] : four[2];
+  const float b = four[1] > four[3] ? four[1] : four[3];
+  return a > b ? a : b;
+}
+static inline float loom_hmin16(loom_f32v16 v) { return -loom_hmax16(-v); }
 #if defined(__AVX512F__)
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   const loom_f32v16 lo = loom_splat16(-104.0f), hi = loom_splat16(89.0f);
@@ -343,15 +385,30 @@ class KernelPrinter {
   // The innermost loop of a streaming member, in runs of kStreamLanes
   // iterations gathered in `loom_lanes` and stored as one line each.
   void PrintStreamingLoop(const ComputeNode& node, int member, int depth);
-  // The stride of a load's or store's place along the innermost loop (see
-  // InnerStride); a variable (kTemp, kAcc, kArg) has stride 0.
+  // The stride of a load's or store's place along the member's innermost
+  // loop, pointwise or reduction (see InnerStride); a variable (kTemp,
+  // kAcc, kArg) has stride 0.
   int64_t RefStride(const ComputeNode& node, const Ref& ref);
+  // Whether explicit vectors (PrintVectorStep) can run every step of a
+  // member's body: each f32, a load (no gather), constant, +, -, *, /,
+  // negation or exp. Sets `exp` if one is an exponential.
+  static bool VectorSteps(const ComputeNode& node, bool& exp);
+  // Whether the member's loads have unit or zero stride along its
+  // innermost loop. Called once its loads are resolved.
+  bool VectorLoads(const ComputeNode& node, int member);
   // Whether a member computes an f32 exponential in a pointwise innermost
-  // loop that explicit vectors can run (kVectorHelpers): every step f32, a
-  // load, constant, +, -, *, /, negation or exp; loads of unit or zero
-  // stride, a store of unit stride. Called by Plan once the member's loads
-  // and store are resolved.
+  // loop that explicit vectors can run (kVectorHelpers): VectorSteps and
+  // VectorLoads, and a store of unit stride. Called by Plan once the
+  // member's loads and store are resolved.
   bool VectorizesExp(const ComputeNode& node, int member);
+  // Whether a member is an f32 maximum or minimum, one per outer
+  // iteration, over one reduction loop that explicit vectors can run
+  // (VectorSteps, VectorLoads) in blocks of kExtremeBlock.
+  bool VectorizesExtreme(const ComputeNode& node, int member);
+  // Such a member: kExtremeChains vectors of running extremes (so that each
+  // waits on its own previous maximum only) and a NaN flag, then the rest
+  // of the loop one by one.
+  void PrintVectorExtreme(const ComputeNode& node, int member, int depth);
   // Such a member's innermost loop: runs of kVectorLanes iterations as
   // vectors, then the rest one by one.
   void PrintVectorLoop(const ComputeNode& node, int member, int depth);
@@ -404,6 +461,7 @@ class KernelPrinter {
   std::vector<bool> internal_;       // by member: writes an internal buffer
   std::vector<bool> member_streams_;  // by member
   std::vector<bool> member_vectorizes_;  // by member (VectorizesExp)
+  std::vector<bool> vector_extreme_;     // by member (VectorizesExtreme)
   std::vector<bool> sum_from_variance_;  // by member (SumsWhatTheVarianceRead)
   std::vector<bool> sum_in_vector_loop_;  // by member (SumsWhatTheVectorLoopStored)
 
@@ -458,8 +516,10 @@ void KernelPrinter::Plan(const Kernel& kernel) {
     store_refs_.push_back(store);
     KeyRef(store);
     member_vectorizes_.push_back(VectorizesExp(node, static_cast<int>(m)));
-    vectorizes_ |= member_vectorizes_.back();
+    vector_extreme_.push_back(VectorizesExtreme(node, static_cast<int>(m)));
+    vectorizes_ |= member_vectorizes_.back() || vector_extreme_.back();
     Key(member_vectorizes_.back());
+    Key(vector_extreme_.back());
     if (node.ranges.size() == static_cast<size_t>(outer_loops_)) {
       const Ref::Kind kind = node.reduce == ReduceKind::kNone ? Ref::Kind::kTemp
                              : IsArgReduce(node.reduce)       ? Ref::Kind::kArg
@@ -665,6 +725,7 @@ void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int dept
                                    std::string& result) {
   result = absl::StrCat("acc", member);
   if (sum_in_vector_loop_[member]) return;  // the previous member's loop summed
+  if (vector_extreme_[member]) return PrintVectorExtreme(node, member, depth);
   if (node.reduce == ReduceKind::kVar) return PrintWelford(node, member, depth);
   if (sum_from_variance_[member]) {
     const DType type = program_.buffers[node.output].dtype;
@@ -860,7 +921,7 @@ void KernelPrinter::PrintStreamingLoop(const ComputeNode& node, int member, int 
 }
 
 int64_t KernelPrinter::RefStride(const ComputeNode& node, const Ref& ref) {
-  const int inner = static_cast<int>(node.ranges.size()) - 1;
+  const int inner = static_cast<int>(node.ranges.size() + node.reduction_ranges.size()) - 1;
   switch (ref.kind) {
     case Ref::Kind::kParam:
       return InnerStride(ref.index, inner);
@@ -876,16 +937,8 @@ int64_t KernelPrinter::RefStride(const ComputeNode& node, const Ref& ref) {
   return -1;
 }
 
-bool KernelPrinter::VectorizesExp(const ComputeNode& node, int member) {
-  if (options_.simd() == proto::CppOptions::SCALAR || node.reduce != ReduceKind::kNone ||
-      member_streams_[member] || Splits(node) ||
-      node.ranges.size() <= static_cast<size_t>(outer_loops_) ||
-      node.ranges.back() < kVectorLanes) {
-    return false;
-  }
-  bool exp = false;
-  for (size_t i = 0; i < node.body.size(); ++i) {
-    const ScalarOp& op = node.body[i];
+bool KernelPrinter::VectorSteps(const ComputeNode& node, bool& exp) {
+  for (const ScalarOp& op : node.body) {
     if (op.dtype != DType::kF32) return false;
     switch (op.kind) {
       case ScalarOp::Kind::kConst:
@@ -912,15 +965,93 @@ bool KernelPrinter::VectorizesExp(const ComputeNode& node, int member) {
         return false;
     }
   }
-  // Strides last: a local array's offset takes a simplification to know,
-  // and most members have no exp.
-  if (!exp || RefStride(node, store_refs_[member]) != 1) return false;
+  return true;
+}
+
+bool KernelPrinter::VectorLoads(const ComputeNode& node, int member) {
   for (size_t i = 0; i < node.body.size(); ++i) {
     if (node.body[i].kind != ScalarOp::Kind::kLoad) continue;
     const int64_t stride = RefStride(node, load_refs_[first_step_[member] + i]);
     if (stride != 0 && stride != 1) return false;
   }
   return true;
+}
+
+bool KernelPrinter::VectorizesExp(const ComputeNode& node, int member) {
+  if (options_.simd() == proto::CppOptions::SCALAR || node.reduce != ReduceKind::kNone ||
+      member_streams_[member] || Splits(node) ||
+      node.ranges.size() <= static_cast<size_t>(outer_loops_) ||
+      node.ranges.back() < kVectorLanes) {
+    return false;
+  }
+  bool exp = false;
+  // Strides last: a local array's offset takes a simplification to know,
+  // and most members have no exp.
+  return VectorSteps(node, exp) && exp && RefStride(node, store_refs_[member]) == 1 &&
+         VectorLoads(node, member);
+}
+
+bool KernelPrinter::VectorizesExtreme(const ComputeNode& node, int member) {
+  bool exp = false;
+  return options_.simd() != proto::CppOptions::SCALAR &&
+         (node.reduce == ReduceKind::kMax || node.reduce == ReduceKind::kMin) &&
+         program_.buffers[node.output].dtype == DType::kF32 &&
+         node.ranges.size() == static_cast<size_t>(outer_loops_) &&
+         node.reduction_ranges.size() == 1 && node.reduction_ranges[0] >= kExtremeBlock &&
+         !Splits(node) && VectorSteps(node, exp) && VectorLoads(node, member);
+}
+
+void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int depth) {
+  if (std::any_of(node.body.begin(), node.body.end(),
+                  [](const ScalarOp& op) {
+                    return op.kind == ScalarOp::Kind::kCall && op.fn == ScalarFn::kExp;
+                  })) {
+    helpers_.set(cscalar::kFloatExp);  // the lanes' exp without AVX-512
+  }
+  const bool max = node.reduce == ReduceKind::kMax;
+  const std::string acc = absl::StrCat("acc", member);
+  const std::string nan = absl::StrCat("arg", member);
+  const std::string chain = absl::StrCat("extreme", member, "_");
+  const std::string x = var_names_[node.ranges.size()];
+  const std::string block = absl::StrCat(x, "b");
+  const int64_t extent = node.reduction_ranges[0];
+  const int64_t full = extent / kExtremeBlock * kExtremeBlock;
+  Line(depth, absl::StrCat("float ", acc, " = ", cscalar::ReduceInit(node.reduce, DType::kF32),
+                           ";"));
+  Line(depth, absl::StrCat("int ", nan, " = 0;"));
+  std::vector<std::string> chains;
+  for (int c = 0; c < kExtremeChains; ++c) {
+    chains.push_back(absl::StrCat(chain, c));
+    Line(depth, absl::StrCat("loom_f32v16 ", chains[c], " = loom_splat16(", acc, ");"));
+  }
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block, full,
+                              block, kExtremeBlock));
+  for (int c = 0; c < kExtremeChains; ++c) {
+    Line(depth + 1, "{");
+    Line(depth + 2, absl::StrCat("const int64_t ", x, " = ", block, " + ", c * kVectorLanes, ";"));
+    for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+      Line(depth + 2,
+           absl::StrCat("const loom_f32v16 ", Temp(i), " = ", PrintVectorStep(node, i), ";"));
+    }
+    Line(depth + 2, absl::StrCat(chains[c], " = loom_", max ? "max" : "min", "16(",
+                                 Temp(node.root), ", ", chains[c], ");"));
+    Line(depth + 2, absl::StrCat(nan, " |= loom_nan16(", Temp(node.root), ");"));
+    Line(depth + 1, "}");
+  }
+  Line(depth, "}");
+  std::string lanes = chains[0];
+  for (int c = 1; c < kExtremeChains; ++c) {
+    lanes = absl::StrCat("loom_", max ? "max" : "min", "16(", lanes, ", ", chains[c], ")");
+  }
+  Line(depth, absl::StrCat(acc, " = loom_h", max ? "max" : "min", "16(", lanes, ");"));
+  if (full < extent) {
+    Line(depth, absl::StrFormat("for (int64_t %s = %d; %s < %d; ++%s) {", x, full, x, extent, x));
+    PrintBody(node, depth + 1);
+    Line(depth + 1, ExtremeUpdate(node.reduce, DType::kF32, Temp(node.root), acc, nan));
+    Line(depth, "}");
+  }
+  Line(depth, absl::StrCat("if (", nan, ") ", acc, " = ", cscalar::Literal(NAN, DType::kF32),
+                           ";"));
 }
 
 void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int depth) {

@@ -391,6 +391,32 @@ TEST(OpsEndToEndTest, ExponentialsInVectorLanes) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
+// Maxima and minima over rows of 64 columns and more run in blocks of 64 in
+// explicit vectors and the rest one by one; a NaN anywhere in a row (a block
+// or the rest) is the row's result, and infinities are extremes.
+TEST(OpsEndToEndTest, MaximaAndMinimaInVectorBlocks) {
+  GraphBuilder b;
+  const Attrs rows = IntsAttr("axes", {1});
+  for (int64_t columns : {64, 101}) {
+    const ValueId x = b.Input(absl::StrCat("x", columns), DType::kF32, {5, columns});
+    b.Output(b.Op("reduce_max", {x}, rows));
+    b.Output(b.Op("reduce_min", {x}, rows));
+    b.Output(b.Op("softmax", {x}));
+  }
+  EndToEndOptions options;
+  options.fill = [](size_t, Tensor& t) {
+    const int64_t columns = t.shape()[1];
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.SetDouble(i, 50 * std::sin(0.37 * i));
+    t.SetDouble(columns + 3, kNan);        // row 1: in the first block
+    t.SetDouble(3 * columns - 1, kNan);    // row 2: in the last column
+    t.SetDouble(3 * columns + 17, kInf);   // row 3
+    t.SetDouble(3 * columns + 40, -kInf);
+    t.SetDouble(5 * columns - 2, 1000);    // row 4: both extremes in the last columns
+    t.SetDouble(5 * columns - 1, -1000);
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
 TEST(OpsEndToEndTest, SoftmaxAndNormalisations) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 7});

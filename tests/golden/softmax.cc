@@ -78,6 +78,43 @@ static inline float loom_sum16(loom_f32v16 v) {
   const loom_f32v4 four = quarters[0] + quarters[1];
   return (four[0] + four[2]) + (four[1] + four[3]);
 }
+/* Lane by lane a > b ? a : b (a < b ? a : b), and whether a lane is NaN. */
+#if defined(__AVX512F__)
+static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
+  return __builtin_ia32_maxps512_mask(a, b, b, (unsigned short)-1, 4);
+}
+static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
+  return __builtin_ia32_minps512_mask(a, b, b, (unsigned short)-1, 4);
+}
+static inline int loom_nan16(loom_f32v16 v) {
+  return __builtin_ia32_cmpps512_mask(v, v, 3 /* unordered */, (unsigned short)-1, 4);
+}
+#else
+static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
+  return a > b ? a : b;
+}
+static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
+  return a < b ? a : b;
+}
+static inline int loom_nan16(loom_f32v16 v) {
+  int nan = 0;
+  for (int i = 0; i < 16; ++i) nan |= v[i] != v[i];
+  return nan;
+}
+#endif
+/* The lanes' maximum (minimum), halving the vector in a tree. */
+static inline float loom_hmax16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  const loom_f32v8 eight = halves[0] > halves[1] ? halves[0] : halves[1];
+  loom_f32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_f32v4 four = quarters[0] > quarters[1] ? quarters[0] : quarters[1];
+  const float a = four[0] > four[2] ? four[0] : four[2];
+  const float b = four[1] > four[3] ? four[1] : four[3];
+  return a > b ? a : b;
+}
+static inline float loom_hmin16(loom_f32v16 v) { return -loom_hmax16(-v); }
 #if defined(__AVX512F__)
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   const loom_f32v16 lo = loom_splat16(-104.0f), hi = loom_splat16(89.0f);
@@ -112,11 +149,37 @@ extern "C" void loom_f0(void* const* a) {
       float l1[64];
       float acc0 = (float)(-INFINITY);
       int arg0 = 0;
-      #pragma omp simd reduction(max:acc0) reduction(|:arg0)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(1024*x0 + 64*x1 + x2)];
-        acc0 = t0 > acc0 ? t0 : acc0; arg0 |= t0 != t0;
+      loom_f32v16 extreme0_0 = loom_splat16(acc0);
+      loom_f32v16 extreme0_1 = loom_splat16(acc0);
+      loom_f32v16 extreme0_2 = loom_splat16(acc0);
+      loom_f32v16 extreme0_3 = loom_splat16(acc0);
+      for (int64_t x2b = 0; x2b < 64; x2b += 64) {
+        {
+          const int64_t x2 = x2b + 0;
+          const loom_f32v16 t0 = loom_load16(&p0[(1024*x0 + 64*x1 + x2)]);
+          extreme0_0 = loom_max16(t0, extreme0_0);
+          arg0 |= loom_nan16(t0);
+        }
+        {
+          const int64_t x2 = x2b + 16;
+          const loom_f32v16 t0 = loom_load16(&p0[(1024*x0 + 64*x1 + x2)]);
+          extreme0_1 = loom_max16(t0, extreme0_1);
+          arg0 |= loom_nan16(t0);
+        }
+        {
+          const int64_t x2 = x2b + 32;
+          const loom_f32v16 t0 = loom_load16(&p0[(1024*x0 + 64*x1 + x2)]);
+          extreme0_2 = loom_max16(t0, extreme0_2);
+          arg0 |= loom_nan16(t0);
+        }
+        {
+          const int64_t x2 = x2b + 48;
+          const loom_f32v16 t0 = loom_load16(&p0[(1024*x0 + 64*x1 + x2)]);
+          extreme0_3 = loom_max16(t0, extreme0_3);
+          arg0 |= loom_nan16(t0);
+        }
       }
+      acc0 = loom_hmax16(loom_max16(loom_max16(loom_max16(extreme0_0, extreme0_1), extreme0_2), extreme0_3));
       if (arg0) acc0 = (float)NAN;
       loom_f32v16 lanes2 = loom_splat16(0.0f);
       for (int64_t x2 = 0; x2 < 64; x2 += 16) {
