@@ -143,25 +143,42 @@ class Fuser {
   const bool outer_loop_;     // consumers may share fewer loops
   const bool reshape_aware_;  // loops may split to be shared
   const int n_;
-  std::vector<int> position_;  // node -> place in the unfused order
-  std::vector<int> order_;     // place -> node
-  IntLists loaded_;            // per node: the buffers it loads
+  std::vector<int> order_;  // place -> node
+  IntLists loaded_;         // per node: the buffers it loads
   IntLists
       successors_;  // per node: the nodes that depend on it, in place order
+  // Per node: the place of its first dependent, or n_ when it has none.
+  // ConsumerRunsBetween mostly learns from this alone that none of a
+  // member's dependents runs early, without reading its list.
+  std::vector<int> first_successor_place_;
   IntLists writers_, readers_;  // per buffer, in node order
+  // Per buffer: its one writer, or -1 when it has none or several. Most
+  // questions are about the sole writer, and this answers them from one
+  // place rather than from writers_'s offsets and then its items.
+  std::vector<int> sole_writer_;
   // Union-find over nodes. A group's members form a list in place order,
-  // threaded through next_member_ from first_member_[root].
-  std::vector<int> parent_;
-  std::vector<int> first_member_, next_member_;
-  std::vector<int> size_;           // per group root: its members
-  std::vector<int> last_position_;  // per group root: its last member's place
-  // Per group root: the loops its members share (Outer), outer_loops_[g]
-  // extents from outer_extents_[outer_begin_[g]]. A group of one node
-  // shares all its loops; the members of a larger group all begin with the
-  // loops it shares (refinement makes them so). Kept apart from the nodes
-  // so that weighing a candidate reads no node.
+  // threaded through next_member from its root's first_member. Per group
+  // root: the loops its members share (Outer), outer_loops extents from
+  // outer_extents_[outer_begin]. A group of one node shares all its loops;
+  // the members of a larger group all begin with the loops it shares
+  // (refinement makes them so). Kept apart from the nodes so that weighing
+  // a candidate reads no node.
+  struct NodeState {
+    int parent;
+    int position;       // place in the unfused order
+    int last_position;  // per group root: its last member's place
+    int size;           // per group root: its members
+    int first_member;   // per group root
+    int next_member;
+    int outer_begin;  // per group root
+    int outer_loops;  // per group root
+  };
+  // One struct per node rather than one table per field: weighing a
+  // candidate reads a few nodes far apart in a big program (the two groups,
+  // the consumers of one), and each then costs one cache miss, not one per
+  // table.
+  std::vector<NodeState> state_;
   std::vector<int64_t> outer_extents_;
-  std::vector<int> outer_begin_, outer_loops_;
   MergePlan plan_;  // the merge weighed now
   std::vector<int>
       refinement_of_;  // per node: its place in plan_.refined, or -1
@@ -183,20 +200,13 @@ Fuser::Fuser(LoopProgram& program, const Schedule& schedule,
       outer_loop_(options.outer_loop()),
       reshape_aware_(options.reshape_aware()),
       n_(static_cast<int>(program.nodes.size())),
-      position_(n_),
-      parent_(n_),
-      first_member_(n_),
-      next_member_(n_, -1),
-      size_(n_, 1),
-      last_position_(n_),
-      outer_begin_(n_),
-      outer_loops_(n_),
+      state_(n_),
       refinement_of_(n_, -1),
       refinements_(ctx_) {
   order_.reserve(n_);
   for (const Kernel& kernel : schedule.kernels) {
     for (int node : kernel.nodes) {
-      position_[node] = static_cast<int>(order_.size());
+      state_[node].position = static_cast<int>(order_.size());
       order_.push_back(node);
     }
   }
@@ -206,7 +216,7 @@ Fuser::Fuser(LoopProgram& program, const Schedule& schedule,
   // place order, which differs only when the schedule reorders the program.
   if (!std::is_sorted(order_.begin(), order_.end())) {
     const auto by_place = [&](int x, int y) {
-      return position_[x] < position_[y];
+      return state_[x].position < state_[y].position;
     };
     for (int v = 0; v < n_; ++v) {
       std::sort(successors_.items.begin() + successors_.offsets[v],
@@ -214,10 +224,20 @@ Fuser::Fuser(LoopProgram& program, const Schedule& schedule,
                 by_place);
     }
   }
+  first_successor_place_.resize(n_);
+  for (int v = 0; v < n_; ++v) {
+    const absl::Span<const int> successors = successors_[v];
+    first_successor_place_[v] =
+        successors.empty() ? n_ : state_[successors.front()].position;
+  }
   const int num_buffers = static_cast<int>(program.buffers.size());
   writers_ = BuildLists(num_buffers, [&](auto emit) {
     for (int v = 0; v < n_; ++v) emit(program.nodes[v].output, v);
   });
+  sole_writer_.resize(num_buffers);
+  for (int b = 0; b < num_buffers; ++b) {
+    sole_writer_[b] = writers_[b].size() == 1 ? writers_[b][0] : -1;
+  }
   readers_ = BuildLists(num_buffers, [&](auto emit) {
     for (int v = 0; v < n_; ++v) {
       for (BufferId buffer : loaded_[v]) emit(buffer, v);
@@ -227,27 +247,30 @@ Fuser::Fuser(LoopProgram& program, const Schedule& schedule,
   for (const ComputeNode& node : program.nodes) extents += node.ranges.size();
   outer_extents_.reserve(extents);
   for (int v = 0; v < n_; ++v) {
-    parent_[v] = v;
-    first_member_[v] = v;
-    last_position_[v] = position_[v];
+    NodeState& state = state_[v];
+    state.parent = v;
+    state.last_position = state.position;
+    state.size = 1;
+    state.first_member = v;
+    state.next_member = -1;
     const std::vector<int64_t>& ranges = program.nodes[v].ranges;
-    outer_begin_[v] = static_cast<int>(outer_extents_.size());
-    outer_loops_[v] = static_cast<int>(ranges.size());
+    state.outer_begin = static_cast<int>(outer_extents_.size());
+    state.outer_loops = static_cast<int>(ranges.size());
     outer_extents_.insert(outer_extents_.end(), ranges.begin(), ranges.end());
   }
 }
 
 int Fuser::Find(int node) {
-  while (parent_[node] != node) {
-    parent_[node] = parent_[parent_[node]];
-    node = parent_[node];
+  while (state_[node].parent != node) {
+    state_[node].parent = state_[state_[node].parent].parent;
+    node = state_[node].parent;
   }
   return node;
 }
 
 absl::Span<const int64_t> Fuser::Outer(int group) const {
   return absl::MakeConstSpan(outer_extents_)
-      .subspan(outer_begin_[group], outer_loops_[group]);
+      .subspan(state_[group].outer_begin, state_[group].outer_loops);
 }
 
 // Every load of a buffer written inside the group must read a value the
@@ -264,8 +287,9 @@ bool Fuser::RefineMembers() {
     plan_.keeps_loops[side] = Outer(group) == absl::MakeConstSpan(plan_.outer);
     // Already refined: the members begin with the shared loops. (A node on
     // its own still needs the check for loops without iterations.)
-    if (plan_.keeps_loops[side] && size_[group] > 1) continue;
-    for (int m = first_member_[group]; m >= 0; m = next_member_[m]) {
+    if (plan_.keeps_loops[side] && state_[group].size > 1) continue;
+    for (int m = state_[group].first_member; m >= 0;
+         m = state_[m].next_member) {
       std::optional<LoopRefinement> refinement =
           RefineLeadingLoops(ctx_, program_.nodes[m], plan_.outer);
       if (!refinement.has_value()) return false;
@@ -282,7 +306,8 @@ bool Fuser::RefineMembers() {
       }
       continue;
     }
-    for (int m = first_member_[group]; m >= 0; m = next_member_[m]) {
+    for (int m = state_[group].first_member; m >= 0;
+         m = state_[m].next_member) {
       if (!ReadsOfMemberAreLegal(m)) return false;
     }
   }
@@ -307,8 +332,8 @@ bool Fuser::ReadsOfMemberAreLegal(int reader) {
 // Every load by a member of `group` from a buffer that a member of `other`
 // writes, found from the writers' side.
 bool Fuser::ReadsFromOtherGroupAreLegal(int group, int other) {
-  for (int writer = first_member_[other]; writer >= 0;
-       writer = next_member_[writer]) {
+  for (int writer = state_[other].first_member; writer >= 0;
+       writer = state_[writer].next_member) {
     const BufferId buffer = program_.nodes[writer].output;
     for (int reader : readers_[buffer]) {
       if (Find(reader) != group) continue;
@@ -322,9 +347,9 @@ bool Fuser::ReadsFromOtherGroupAreLegal(int group, int other) {
 }
 
 bool Fuser::ReadIsLegal(int writer, int reader, BufferId buffer, Expr index) {
-  return writers_[buffer].size() == 1 &&
-         position_[writer] < position_[reader] && index != nullptr &&
-         ReadsWithinOuterIteration(writer, reader, index);
+  return sole_writer_[buffer] == writer &&
+         state_[writer].position < state_[reader].position &&
+         index != nullptr && ReadsWithinOuterIteration(writer, reader, index);
 }
 
 const LoopRefinement& Fuser::RefinementOf(int node) const {
@@ -404,15 +429,18 @@ void Fuser::ClearRefinements() {
 // and only consumers of the earlier group placed before the later group's
 // last member can run between; successors_ lists them first.
 bool Fuser::ConsumerRunsBetween(int ga, int gb, int& consumer) {
-  const bool a_first = last_position_[ga] < last_position_[gb];
+  const bool a_first = state_[ga].last_position < state_[gb].last_position;
   const int earlier = a_first ? ga : gb;
   const int later = a_first ? gb : ga;
-  const int last = last_position_[later];
-  for (int m = first_member_[earlier]; m >= 0; m = next_member_[m]) {
+  const int last = state_[later].last_position;
+  for (int m = state_[earlier].first_member; m >= 0;
+       m = state_[m].next_member) {
+    if (first_successor_place_[m] >= last) continue;
     for (int s : successors_[m]) {
-      if (position_[s] >= last) break;
+      if (state_[s].position >= last) break;
       const int group = Find(s);
-      if (group != earlier && group != later && last_position_[group] < last) {
+      if (group != earlier && group != later &&
+          state_[group].last_position < last) {
         consumer = s;
         return true;
       }
@@ -442,7 +470,7 @@ bool Fuser::Weigh(int ga, int gb, bool vertical, FusionDecision& decision) {
     }
     return false;
   }
-  const int size = size_[ga] + size_[gb];
+  const int size = state_[ga].size + state_[gb].size;
   if (size > max_nodes_) {
     decision.reason = FusionReason::kKernelTooLarge;
     decision.specifics[0] = size;
@@ -486,22 +514,24 @@ void Fuser::Merge() {
   }
   ClearRefinements();
   int ga = plan_.groups[0], gb = plan_.groups[1];
-  if (size_[ga] < size_[gb]) std::swap(ga, gb);
-  first_member_[ga] = MergeMemberLists(first_member_[ga], first_member_[gb]);
-  parent_[gb] = ga;
-  size_[ga] += size_[gb];
-  last_position_[ga] = std::max(last_position_[ga], last_position_[gb]);
+  if (state_[ga].size < state_[gb].size) std::swap(ga, gb);
+  state_[ga].first_member =
+      MergeMemberLists(state_[ga].first_member, state_[gb].first_member);
+  state_[gb].parent = ga;
+  state_[ga].size += state_[gb].size;
+  state_[ga].last_position =
+      std::max(state_[ga].last_position, state_[gb].last_position);
   // The shared loops are mostly a prefix of one group's: stored once.
   const absl::Span<const int64_t> outer = plan_.outer;
   if (!StartsWith(Outer(ga), outer)) {
     if (StartsWith(Outer(gb), outer)) {
-      outer_begin_[ga] = outer_begin_[gb];
+      state_[ga].outer_begin = state_[gb].outer_begin;
     } else {
-      outer_begin_[ga] = static_cast<int>(outer_extents_.size());
+      state_[ga].outer_begin = static_cast<int>(outer_extents_.size());
       outer_extents_.insert(outer_extents_.end(), outer.begin(), outer.end());
     }
   }
-  outer_loops_[ga] = static_cast<int>(outer.size());
+  state_[ga].outer_loops = static_cast<int>(outer.size());
 }
 
 // The two member lists (each in place order) as one list in place order.
@@ -509,10 +539,10 @@ int Fuser::MergeMemberLists(int a, int b) {
   int head = -1;
   int* tail = &head;
   while (a >= 0 && b >= 0) {
-    int& earlier = position_[a] < position_[b] ? a : b;
+    int& earlier = state_[a].position < state_[b].position ? a : b;
     *tail = earlier;
-    tail = &next_member_[earlier];
-    earlier = next_member_[earlier];
+    tail = &state_[earlier].next_member;
+    earlier = state_[earlier].next_member;
   }
   *tail = a >= 0 ? a : b;
   return head;
@@ -524,12 +554,12 @@ int Fuser::MergeMemberLists(int a, int b) {
 Kernel Fuser::MakeKernel(int group, int index) {
   Kernel kernel;
   kernel.name = KernelName(index);
-  kernel.outer_loops = outer_loops_[group];
-  for (int m = first_member_[group]; m >= 0; m = next_member_[m]) {
+  kernel.outer_loops = state_[group].outer_loops;
+  for (int m = state_[group].first_member; m >= 0; m = state_[m].next_member) {
     kernel.nodes.push_back(m);
     const ComputeNode& node = program_.nodes[m];
     const Buffer& buffer = program_.buffers[node.output];
-    if (buffer.kind != BufferKind::kTemp || writers_[node.output].size() != 1) {
+    if (buffer.kind != BufferKind::kTemp || sole_writer_[node.output] != m) {
       continue;
     }
     const int64_t slice =
@@ -545,11 +575,13 @@ Kernel Fuser::MakeKernel(int group, int index) {
 // Orders the groups by their dependencies (Kahn's algorithm on the quotient
 // graph, ties by the first member's place).
 std::vector<Kernel> Fuser::BuildKernels() {
-  for (int v = 0; v < n_; ++v) parent_[v] = Find(v);  // now every node's root
+  // From here on, every node's parent is its root.
+  for (int v = 0; v < n_; ++v) state_[v].parent = Find(v);
   const IntLists successors = BuildLists(n_, [&](auto emit) {
     for (int v = 0; v < n_; ++v) {
+      const int group = state_[v].parent;
       for (int s : successors_[v]) {
-        if (parent_[v] != parent_[s]) emit(parent_[v], parent_[s]);
+        if (group != state_[s].parent) emit(group, state_[s].parent);
       }
     }
   });
@@ -558,8 +590,8 @@ std::vector<Kernel> Fuser::BuildKernels() {
   using Entry = std::pair<int, int>;  // (first member's place, group)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
   for (int v = 0; v < n_; ++v) {
-    if (parent_[v] == v && in_degree[v] == 0) {
-      ready.push({position_[first_member_[v]], v});
+    if (state_[v].parent == v && in_degree[v] == 0) {
+      ready.push({state_[state_[v].first_member].position, v});
     }
   }
   std::vector<Kernel> kernels;
@@ -568,7 +600,9 @@ std::vector<Kernel> Fuser::BuildKernels() {
     ready.pop();
     kernels.push_back(MakeKernel(g, static_cast<int>(kernels.size())));
     for (int s : successors[g]) {
-      if (--in_degree[s] == 0) ready.push({position_[first_member_[s]], s});
+      if (--in_degree[s] == 0) {
+        ready.push({state_[state_[s].first_member].position, s});
+      }
     }
   }
   return kernels;
@@ -580,8 +614,8 @@ absl::StatusOr<Schedule> Fuser::Run() {
   for (int v : order_) {
     producers.clear();
     for (BufferId buffer : loaded_[v]) {
-      if (writers_[buffer].size() != 1) continue;
-      const int producer = writers_[buffer][0];
+      const int producer = sole_writer_[buffer];
+      if (producer < 0) continue;
       if (std::find(producers.begin(), producers.end(), producer) ==
           producers.end()) {
         producers.push_back(producer);
