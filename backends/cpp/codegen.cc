@@ -849,14 +849,22 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
     Line(d, "}");
   }
   CloseLoops(around.size() - node.ranges.size(), d);
-  // Chan et al.: lane j joins lanes 0..j-1, each of `count` values.
-  Line(depth, absl::StrCat(t, " ", mean, " = ", mean, "s[0], ", m2, " = ", m2, "s[0];"));
-  Line(depth, absl::StrCat("for (int j = 1; j < ", kWelfordLanes, "; ++j) {"));
-  Line(depth + 1, absl::StrCat("const ", t, " ", mean, "_d = ", mean, "s[j] - ", mean, ";"));
-  Line(depth + 1, absl::StrCat(mean, " += ", mean, "_d / (", t, ")(j + 1);"));
-  Line(depth + 1, absl::StrCat(m2, " += ", m2, "s[j] + ", mean, "_d * ", mean, "_d * (", t,
-                               ")", count, " * (", t, ")j / (", t, ")(j + 1);"));
+  // Chan et al. in a tree: lanes j and j + w, each of n values, join into
+  // lane j with equal weights (n * n / (n + n) = n / 2), w halving and n
+  // doubling: four short vector steps, not fifteen dependent scalar ones.
+  const std::string half = count + "_h";
+  Line(depth, absl::StrCat(t, " ", half, " = (", t, ")", count, " * (", t, ")0.5;"));
+  Line(depth, absl::StrFormat("for (int w = %d; w > 0; w /= 2, %s *= 2) {", kWelfordLanes / 2,
+                              half));
+  Line(depth + 1, "for (int j = 0; j < w; ++j) {");
+  Line(depth + 2, absl::StrCat("const ", t, " ", mean, "_d = ", mean, "s[j + w] - ", mean,
+                               "s[j];"));
+  Line(depth + 2, absl::StrCat(mean, "s[j] += ", mean, "_d * (", t, ")0.5;"));
+  Line(depth + 2, absl::StrCat(m2, "s[j] += ", m2, "s[j + w] + ", mean, "_d * ", mean, "_d * ",
+                               half, ";"));
+  Line(depth + 1, "}");
   Line(depth, "}");
+  Line(depth, absl::StrCat(t, " ", mean, " = ", mean, "s[0], ", m2, " = ", m2, "s[0];"));
   if (!tail) {
     Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")(", count, " * ",
                              kWelfordLanes, ");"));

@@ -323,7 +323,10 @@ TEST(CodegenTest, AVarianceIsOnePassOfWelfordInVectorLanes) {
   EXPECT_THAT(text, HasSubstr("for (int64_t x1r = 0; x1r < 64; x1r += 16) {"));
   EXPECT_THAT(text, HasSubstr("#pragma omp simd\n      for (int64_t x1j = 0; x1j < 16; ++x1j) {"));
   EXPECT_THAT(text, HasSubstr("wmean0s[x1j] += wmean0_d * wn0_r;"));
-  // The lanes combine; the sum of the same values is the mean times 64.
+  // The lanes combine in a tree, pairs of equal counts; the sum of the same
+  // values is the mean times 64.
+  EXPECT_THAT(text, HasSubstr("for (int w = 8; w > 0; w /= 2, wn0_h *= 2) {"));
+  EXPECT_THAT(text, HasSubstr("wm20s[j] += wm20s[j + w] + wmean0_d * wmean0_d * wn0_h;"));
   EXPECT_THAT(text, HasSubstr("float acc0 = wm20 / (float)(wn0 * 16);"));
   EXPECT_THAT(text, HasSubstr("float acc1 = wmean0 * (float)64;"));
   // Rows of 40: lanes over 32, a running update over the tail of 8, then

@@ -54,12 +54,15 @@ extern "C" void loom_f0(void* const* a) {
           wm20s[x2j] += wmean0_d * (t0 - wmean0s[x2j]);
         }
       }
-      float wmean0 = wmean0s[0], wm20 = wm20s[0];
-      for (int j = 1; j < 16; ++j) {
-        const float wmean0_d = wmean0s[j] - wmean0;
-        wmean0 += wmean0_d / (float)(j + 1);
-        wm20 += wm20s[j] + wmean0_d * wmean0_d * (float)wn0 * (float)j / (float)(j + 1);
+      float wn0_h = (float)wn0 * (float)0.5;
+      for (int w = 8; w > 0; w /= 2, wn0_h *= 2) {
+        for (int j = 0; j < w; ++j) {
+          const float wmean0_d = wmean0s[j + w] - wmean0s[j];
+          wmean0s[j] += wmean0_d * (float)0.5;
+          wm20s[j] += wm20s[j + w] + wmean0_d * wmean0_d * wn0_h;
+        }
       }
+      float wmean0 = wmean0s[0], wm20 = wm20s[0];
       float acc0 = wm20 / (float)(wn0 * 16);
       float acc1 = wmean0 * (float)8192;
       const float t2 = acc1;
