@@ -225,9 +225,17 @@ std::string ExtremeUpdate(ReduceKind kind, DType dtype, const std::string& value
                                      : "");
 }
 
-// Welford's update runs in this many lanes (one vector of floats on
-// AVX-512) when the innermost reduction loop is a multiple of it.
+// Welford's update runs in lanes over the innermost reduction loop: one
+// vector of floats on AVX-512, or four when that loop is a multiple of four
+// vectors. A lane's running mean waits on its previous update (a
+// subtraction, then a multiply-add), so one vector leaves the units idle
+// most of the time; four independent ones keep them busy.
 constexpr int kWelfordLanes = 16;
+constexpr int kWelfordChains = 4;
+int WelfordLanes(int64_t extent) {
+  const int chains = kWelfordLanes * kWelfordChains;
+  return extent % chains == 0 ? chains : kWelfordLanes;
+}
 
 // Below this many outer iterations a kernel may split its members' loops
 // over the threads (more threads than that are rare).
@@ -356,7 +364,7 @@ class KernelPrinter {
 
   void PrintMember(const ComputeNode& node, int member, int depth);
   void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
-  // A variance (kVar): Welford's update, in kWelfordLanes lanes over the
+  // A variance (kVar): Welford's update, in WelfordLanes lanes over the
   // innermost reduction loop (a running update for its tail), leaving the
   // variance in acc<member> and the mean in wmean<member>.
   void PrintWelford(const ComputeNode& node, int member, int depth);
@@ -796,7 +804,8 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   const std::vector<int64_t> ranges = node.AllRanges();
   const int inner = static_cast<int>(ranges.size()) - 1;
   const int64_t inner_extent = ranges.back();
-  const int64_t full = inner_extent / kWelfordLanes * kWelfordLanes;  // the lanes' part
+  const int lanes = WelfordLanes(inner_extent);
+  const int64_t full = inner_extent / lanes * lanes;  // the lanes' part
   Line(depth, absl::StrCat("int64_t ", count, " = 0;"));
   if (full == 0) {  // too few values for the lanes: one running update
     Line(depth, absl::StrCat(t, " ", mean, " = 0, ", m2, " = 0;"));
@@ -807,15 +816,14 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
     Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")", count, ";"));
     return;
   }
-  // Lane j takes the values at positions j mod kWelfordLanes of the
+  // Lane j takes the values at positions j mod `lanes` of the
   // innermost loop, so every lane has taken `count` values; the rest of
   // that loop (its tail) has a running update of its own. The lanes' loop
   // is the vector loop (`omp simd`: GCC alone keeps the lanes in memory);
   // the arrays are aligned for its whole-vector stores.
   const bool tail = full < inner_extent;
-  for (const std::string& lanes : {mean, m2}) {
-    Line(depth, absl::StrCat(t, " ", lanes, "s[", kWelfordLanes,
-                             "] __attribute__((aligned(64))) = {0};"));
+  for (const std::string& array : {mean, m2}) {
+    Line(depth, absl::StrCat(t, " ", array, "s[", lanes, "] __attribute__((aligned(64))) = {0};"));
   }
   if (tail) {
     Line(depth, absl::StrCat("int64_t ", count, "t = 0;"));
@@ -825,12 +833,12 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   const int d = OpenLoops(around, node.ranges.size(), depth, {});
   const std::string run = absl::StrCat("x", inner, "r");
   Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run, full, run,
-                          kWelfordLanes));
+                          lanes));
   Line(d + 1, absl::StrCat("const ", t, " ", count, "_r = (", t, ")1 / (", t, ")++", count,
                            ";"));
   const std::string j = absl::StrCat("x", inner, "j");
   Line(d + 1, "#pragma omp simd");
-  Line(d + 1, absl::StrFormat("for (int64_t %s = 0; %s < %d; ++%s) {", j, j, kWelfordLanes, j));
+  Line(d + 1, absl::StrFormat("for (int64_t %s = 0; %s < %d; ++%s) {", j, j, lanes, j));
   Line(d + 2, absl::StrFormat("const int64_t x%d = %s + %s;", inner, run, j));
   PrintBody(node, d + 2);
   const std::string lane = absl::StrCat("[", j, "]");
@@ -851,11 +859,12 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   CloseLoops(around.size() - node.ranges.size(), d);
   // Chan et al. in a tree: lanes j and j + w, each of n values, join into
   // lane j with equal weights (n * n / (n + n) = n / 2), w halving and n
-  // doubling: four short vector steps, not fifteen dependent scalar ones.
+  // doubling: log2(lanes) short vector steps, not lanes - 1 dependent
+  // scalar ones.
   const std::string half = count + "_h";
   Line(depth, absl::StrCat(t, " ", half, " = (", t, ")", count, " * (", t, ")0.5;"));
-  Line(depth, absl::StrFormat("for (int w = %d; w > 0; w /= 2, %s *= 2) {", kWelfordLanes / 2,
-                              half));
+  Line(depth,
+       absl::StrFormat("for (int w = %d; w > 0; w /= 2, %s *= 2) {", lanes / 2, half));
   Line(depth + 1, "for (int j = 0; j < w; ++j) {");
   Line(depth + 2, absl::StrCat("const ", t, " ", mean, "_d = ", mean, "s[j + w] - ", mean,
                                "s[j];"));
@@ -866,13 +875,12 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   Line(depth, "}");
   Line(depth, absl::StrCat(t, " ", mean, " = ", mean, "s[0], ", m2, " = ", m2, "s[0];"));
   if (!tail) {
-    Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")(", count, " * ",
-                             kWelfordLanes, ");"));
+    Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", t, ")(", count, " * ", lanes, ");"));
     return;
   }
   // Then the tail joins the lanes.
   const std::string na = count + "a", nb = count + "b";
-  Line(depth, absl::StrCat("const ", t, " ", na, " = (", t, ")(", count, " * ", kWelfordLanes,
+  Line(depth, absl::StrCat("const ", t, " ", na, " = (", t, ")(", count, " * ", lanes,
                            "), ", nb, " = (", t, ")", count, "t;"));
   Line(depth, absl::StrCat("if (", nb, " > 0) {"));
   Line(depth + 1, absl::StrCat("const ", t, " ", mean, "_d = ", mean, "t - ", mean, ";"));

@@ -319,16 +319,22 @@ std::string EmitRowStatistics(Shape shape) {
 }
 
 TEST(CodegenTest, AVarianceIsOnePassOfWelfordInVectorLanes) {
-  const std::string text = EmitRowStatistics({8, 64});
-  EXPECT_THAT(text, HasSubstr("for (int64_t x1r = 0; x1r < 64; x1r += 16) {"));
+  const std::string text = EmitRowStatistics({8, 48});
+  EXPECT_THAT(text, HasSubstr("for (int64_t x1r = 0; x1r < 48; x1r += 16) {"));
   EXPECT_THAT(text, HasSubstr("#pragma omp simd\n      for (int64_t x1j = 0; x1j < 16; ++x1j) {"));
   EXPECT_THAT(text, HasSubstr("wmean0s[x1j] += wmean0_d * wn0_r;"));
   // The lanes combine in a tree, pairs of equal counts; the sum of the same
-  // values is the mean times 64.
+  // values is the mean times 48.
   EXPECT_THAT(text, HasSubstr("for (int w = 8; w > 0; w /= 2, wn0_h *= 2) {"));
   EXPECT_THAT(text, HasSubstr("wm20s[j] += wm20s[j + w] + wmean0_d * wmean0_d * wn0_h;"));
   EXPECT_THAT(text, HasSubstr("float acc0 = wm20 / (float)(wn0 * 16);"));
-  EXPECT_THAT(text, HasSubstr("float acc1 = wmean0 * (float)64;"));
+  EXPECT_THAT(text, HasSubstr("float acc1 = wmean0 * (float)48;"));
+  // Rows that are a multiple of four vectors run four independent vectors.
+  const std::string four = EmitRowStatistics({8, 128});
+  EXPECT_THAT(four, HasSubstr("for (int64_t x1r = 0; x1r < 128; x1r += 64) {"));
+  EXPECT_THAT(four, HasSubstr("for (int64_t x1j = 0; x1j < 64; ++x1j) {"));
+  EXPECT_THAT(four, HasSubstr("for (int w = 32; w > 0; w /= 2, wn0_h *= 2) {"));
+  EXPECT_THAT(four, HasSubstr("float acc0 = wm20 / (float)(wn0 * 64);"));
   // Rows of 40: lanes over 32, a running update over the tail of 8, then
   // the tail joins the lanes.
   const std::string tail = EmitRowStatistics({8, 40});

@@ -41,12 +41,12 @@ extern "C" void loom_f0(void* const* a) {
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 2; ++x1) {
       int64_t wn0 = 0;
-      float wmean0s[16] __attribute__((aligned(64))) = {0};
-      float wm20s[16] __attribute__((aligned(64))) = {0};
-      for (int64_t x2r = 0; x2r < 8192; x2r += 16) {
+      float wmean0s[64] __attribute__((aligned(64))) = {0};
+      float wm20s[64] __attribute__((aligned(64))) = {0};
+      for (int64_t x2r = 0; x2r < 8192; x2r += 64) {
         const float wn0_r = (float)1 / (float)++wn0;
         #pragma omp simd
-        for (int64_t x2j = 0; x2j < 16; ++x2j) {
+        for (int64_t x2j = 0; x2j < 64; ++x2j) {
           const int64_t x2 = x2r + x2j;
           const float t0 = p0[(16384*x0 + 8192*x1 + x2)];
           const float wmean0_d = t0 - wmean0s[x2j];
@@ -55,7 +55,7 @@ extern "C" void loom_f0(void* const* a) {
         }
       }
       float wn0_h = (float)wn0 * (float)0.5;
-      for (int w = 8; w > 0; w /= 2, wn0_h *= 2) {
+      for (int w = 32; w > 0; w /= 2, wn0_h *= 2) {
         for (int j = 0; j < w; ++j) {
           const float wmean0_d = wmean0s[j + w] - wmean0s[j];
           wmean0s[j] += wmean0_d * (float)0.5;
@@ -63,7 +63,7 @@ extern "C" void loom_f0(void* const* a) {
         }
       }
       float wmean0 = wmean0s[0], wm20 = wm20s[0];
-      float acc0 = wm20 / (float)(wn0 * 16);
+      float acc0 = wm20 / (float)(wn0 * 64);
       float acc1 = wmean0 * (float)8192;
       const float t2 = acc1;
       const float t3 = (float)8192;
