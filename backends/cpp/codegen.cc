@@ -420,6 +420,15 @@ class KernelPrinter {
   // Such a member's innermost loop: runs of kVectorLanes iterations as
   // vectors, then the rest one by one.
   void PrintVectorLoop(const ComputeNode& node, int member, int depth);
+  // The stores of later members that write, in each outer iteration, the
+  // same places a vector member's loop runs over (softmax's normalised
+  // row): that loop prefetches them (PrintPrefetches).
+  std::vector<Ref> LaterStoresAlongside(const Kernel& kernel, size_t m);
+  // In one run of a vector loop: prefetches of the lines its loads of
+  // parameters read in the next outer iteration, and of those the later
+  // stores write in this one. The loop computes long enough for the memory
+  // to fetch them, which would otherwise idle until the next pass asks.
+  void PrintPrefetches(const ComputeNode& node, int member, int depth);
   std::string PrintVectorStep(const ComputeNode& node, int i);
   void PrintBody(const ComputeNode& node, int depth);
   int CloseLoops(size_t count, int depth);
@@ -472,6 +481,7 @@ class KernelPrinter {
   std::vector<bool> vector_extreme_;     // by member (VectorizesExtreme)
   std::vector<bool> sum_from_variance_;  // by member (SumsWhatTheVarianceRead)
   std::vector<bool> sum_in_vector_loop_;  // by member (SumsWhatTheVectorLoopStored)
+  std::vector<std::vector<Ref>> stores_alongside_;  // by member (LaterStoresAlongside)
 
   // Used by Print.
   std::vector<std::string> var_names_;  // x0, x1, ... (at least one per loop)
@@ -540,6 +550,26 @@ void KernelPrinter::Plan(const Kernel& kernel) {
     sum_in_vector_loop_.push_back(SumsWhatTheVectorLoopStored(kernel, m));
     Key(sum_in_vector_loop_.back());
   }
+  // Once every store is resolved (the stores themselves are in the key).
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    stores_alongside_.push_back(LaterStoresAlongside(kernel, m));
+    Key(stores_alongside_.back().size());
+  }
+}
+
+std::vector<Ref> KernelPrinter::LaterStoresAlongside(const Kernel& kernel, size_t m) {
+  std::vector<Ref> stores;
+  if (!member_vectorizes_[m]) return stores;
+  const std::vector<int64_t>& ranges = program_.nodes[kernel.nodes[m]].ranges;
+  for (size_t later = m + 1; later < kernel.nodes.size(); ++later) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[later]];
+    const Ref& store = store_refs_[later];
+    if (store.kind == Ref::Kind::kParam && node.ranges == ranges &&
+        node.reduction_ranges.empty() && RefStride(node, store) == 1) {
+      stores.push_back(store);
+    }
+  }
+  return stores;
 }
 
 bool KernelPrinter::SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) const {
@@ -1084,6 +1114,7 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
   if (sums) Line(depth, absl::StrCat("loom_f32v16 ", lanes, " = loom_splat16(0.0f);"));
   Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", x, x, full, x,
                               kVectorLanes));
+  PrintPrefetches(node, member, depth + 1);
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     Line(depth + 1,
          absl::StrCat("const loom_f32v16 ", Temp(i), " = ", PrintVectorStep(node, i), ";"));
@@ -1098,6 +1129,20 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
   Line(depth + 1, absl::StrCat(store, " = ", Temp(node.root), ";"));
   if (sums) Line(depth + 1, absl::StrCat(sum, " += ", Temp(node.root), ";"));
   Line(depth, "}");
+}
+
+void KernelPrinter::PrintPrefetches(const ComputeNode& node, int member, int depth) {
+  std::vector<std::string> next = var_names_;
+  next[outer_loops_ - 1] = absl::StrCat("(", next[outer_loops_ - 1], " + 1)");
+  for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+    const Ref& load = load_refs_[step_base_ + i];
+    if (load.kind != Ref::Kind::kParam || RefStride(node, load) != 1) continue;
+    Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[",
+                             ToCpp(ParamIndex(load), next), "]);"));
+  }
+  for (const Ref& store : stores_alongside_[member]) {
+    Line(depth, absl::StrCat("__builtin_prefetch(&", RefText(node, store), ", 1);"));
+  }
 }
 
 std::string KernelPrinter::PrintVectorStep(const ComputeNode& node, int i) {

@@ -240,6 +240,7 @@ TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
   const std::string text = EmitCenteredRows({8, 37}, DType::kF32, proto::CppOptions(), /*exp=*/true);
   // Runs of 16 lanes over 32 of the 37 columns, then the rest one by one.
   EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 0; x1 < 32; x1 += 16) {\n"
+                              "      __builtin_prefetch(&p0[(37*(x0 + 1) + x1)]);\n"
                               "      const loom_f32v16 t1 = loom_load16(&p0[(37*x0 + x1)]);\n"
                               "      const loom_f32v16 t2 = loom_splat16(acc0);\n"
                               "      const loom_f32v16 t3 = t1 - t2;\n"
@@ -285,6 +286,9 @@ TEST(CodegenTest, TheSumOfExponentialsAddsUpInTheirVectorLoop) {
                               "    }\n"
                               "    float acc2 = loom_sum16(lanes2);\n"));
   EXPECT_THAT(text, HasSubstr("      l1[x1] = t4;\n      acc2 += t4;\n"));  // the tail
+  // The loop also fetches the row the normalisation will write.
+  EXPECT_THAT(text, HasSubstr("      __builtin_prefetch(&p0[(37*(x0 + 1) + x1)]);\n"
+                              "      __builtin_prefetch(&p1[(37*x0 + x1)], 1);\n"));
   EXPECT_THAT(text, Not(HasSubstr("reduction(+:acc2)")));
 }
 

@@ -183,6 +183,8 @@ extern "C" void loom_f0(void* const* a) {
       if (arg0) acc0 = (float)NAN;
       loom_f32v16 lanes2 = loom_splat16(0.0f);
       for (int64_t x2 = 0; x2 < 64; x2 += 16) {
+        __builtin_prefetch(&p0[(1024*x0 + 64*(x1 + 1) + x2)]);
+        __builtin_prefetch(&p1[(1024*x0 + 64*x1 + x2)], 1);
         const loom_f32v16 t1 = loom_load16(&p0[(1024*x0 + 64*x1 + x2)]);
         const loom_f32v16 t2 = loom_splat16(acc0);
         const loom_f32v16 t3 = t1 - t2;
