@@ -1132,13 +1132,15 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
 }
 
 void KernelPrinter::PrintPrefetches(const ComputeNode& node, int member, int depth) {
-  std::vector<std::string> next = var_names_;
-  next[outer_loops_ - 1] = absl::StrCat("(", next[outer_loops_ - 1], " + 1)");
-  for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
-    const Ref& load = load_refs_[step_base_ + i];
-    if (load.kind != Ref::Kind::kParam || RefStride(node, load) != 1) continue;
-    Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[",
-                             ToCpp(ParamIndex(load), next), "]);"));
+  if (outer_loops_ > 0) {  // a kernel may have no outer loop
+    std::vector<std::string> next = var_names_;
+    next[outer_loops_ - 1] = absl::StrCat("(", next[outer_loops_ - 1], " + 1)");
+    for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+      const Ref& load = load_refs_[step_base_ + i];
+      if (load.kind != Ref::Kind::kParam || RefStride(node, load) != 1) continue;
+      Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[",
+                               ToCpp(ParamIndex(load), next), "]);"));
+    }
   }
   for (const Ref& store : stores_alongside_[member]) {
     Line(depth, absl::StrCat("__builtin_prefetch(&", RefText(node, store), ", 1);"));
