@@ -1048,12 +1048,6 @@ bool KernelPrinter::VectorizesExtreme(const ComputeNode& node, int member) {
 }
 
 void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int depth) {
-  if (std::any_of(node.body.begin(), node.body.end(),
-                  [](const ScalarOp& op) {
-                    return op.kind == ScalarOp::Kind::kCall && op.fn == ScalarFn::kExp;
-                  })) {
-    helpers_.set(cscalar::kFloatExp);  // the lanes' exp without AVX-512
-  }
   const bool max = node.reduce == ReduceKind::kMax;
   const std::string acc = absl::StrCat("acc", member);
   const std::string nan = absl::StrCat("arg", member);
@@ -1101,7 +1095,6 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
 }
 
 void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int depth) {
-  helpers_.set(cscalar::kFloatExp);  // the lanes' exp without AVX-512
   const std::string x = absl::StrCat("x", node.ranges.size() - 1);
   const int64_t extent = node.ranges.back();
   const int64_t full = extent / kVectorLanes * kVectorLanes;
@@ -1380,6 +1373,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   size_t size = text.size();
   for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
+  if (vectorizes) helpers.set(cscalar::kFloatExp);  // loom_exp16 without AVX-512
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {
     if (helpers[h]) {
       absl::StrAppend(&text,
