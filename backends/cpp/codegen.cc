@@ -145,9 +145,8 @@ static inline float loom_hmin16(loom_f32v16 v) { return -loom_hmax16(-v); }
 #if defined(__AVX512F__)
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   const loom_f32v16 lo = loom_splat16(-104.0f), hi = loom_splat16(89.0f);
-  /* vmaxps(a, b) is a > b ? a : b, so a NaN x passes both bounds */
-  loom_f32v16 c = __builtin_ia32_maxps512_mask(lo, x, x, (unsigned short)-1, 4);
-  c = __builtin_ia32_minps512_mask(hi, c, c, (unsigned short)-1, 4);
+  /* a NaN x passes both bounds (loom_max16(a, b) is a > b ? a : b) */
+  const loom_f32v16 c = loom_min16(hi, loom_max16(lo, x));
   /* rounding by the current mode (nearest), as rintf */
   const loom_f32v16 n = __builtin_ia32_rndscaleps_mask(
       c * 1.44269504088896341f, 4, c, (unsigned short)-1, 4);
