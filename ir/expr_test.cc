@@ -203,6 +203,23 @@ TEST_F(ExprTest, InterningIsStable) {
   EXPECT_LT(x(0)->id(), first->id());
 }
 
+
+// Far more nodes than the recent-node cache and the intern table's first
+// sizes hold: each is still found again, as itself, after the table grew.
+TEST_F(ExprTest, InterningSurvivesGrowth) {
+  constexpr int kMany = 50'000;
+  std::vector<Expr> sums;
+  for (int i = 0; i < kMany; ++i) {
+    sums.push_back(Add(Mul(x(0), 64), c(4096 + 128 * i)));
+  }
+  const size_t size = ctx_.size();
+  for (int i = kMany - 1; i >= 0; --i) {
+    ASSERT_EQ(Add(Mul(x(0), 64), c(4096 + 128 * i)), sums[i]);
+  }
+  EXPECT_EQ(ctx_.size(), size);
+  EXPECT_GE(size, size_t{2} * kMany);  // a constant and a sum each
+}
+
 // --- Printing, evaluation, substitution.
 
 TEST_F(ExprTest, ToStringForms) {
