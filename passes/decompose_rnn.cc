@@ -291,9 +291,12 @@ State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops,
   ValueId gates = Op(p + "gates", "add", {xw, hr});
   // Without peepholes every pre-activation is final here: clip them at once.
   if (!peepholes) gates = Clip(p + "gates", gates);
-  auto gate = [&](const char* name, int64_t block) {
-    return Slice(p + name, gates, 1, block * H(), (block + 1) * H());
-  };
+  // The gates' blocks of columns, as views: one split, not a slice each.
+  const ValueIds blocks = b_.AddWithOutputs(
+      p + "gates_split", "split", {gates},
+      {p + "gate_i", p + "gate_o", p + "gate_f", p + "gate_c"}, AxisAttr(1));
+  const ValueId gate_i = blocks[0], gate_o = blocks[1], gate_f = blocks[2],
+                gate_c = blocks[3];
   // Adds the peephole term P_k . cell and clips, when there are peepholes.
   auto peep = [&](const std::string& name, ValueId pre, int k, ValueId cell) {
     if (!peepholes) return pre;
@@ -301,12 +304,12 @@ State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops,
     return Clip(p + name, Op(p + name + "_pre", "add", {pre, term}));
   };
   const ValueId i =
-      Activate(p + "i", 0, ops, peep("i", gate("gate_i", 0), 0, state.c));
+      Activate(p + "i", 0, ops, peep("i", gate_i, 0, state.c));
   const ValueId f =
       spec_.input_forget
           ? Op(p + "f", "sub", {one_, i})
-          : Activate(p + "f", 0, ops, peep("f", gate("gate_f", 2), 2, state.c));
-  ValueId pre_c = gate("gate_c", 3);
+          : Activate(p + "f", 0, ops, peep("f", gate_f, 2, state.c));
+  ValueId pre_c = gate_c;
   if (peepholes) pre_c = Clip(p + "c_pre", pre_c);
   const ValueId candidate = Activate(p + "c_cand", 1, ops, pre_c);
   const ValueId keep = Op(p + "c_keep", "mul", {f, state.c});
@@ -314,7 +317,7 @@ State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops,
   State next;
   next.c = Op(p + "c", "add", {keep, write});
   const ValueId o =
-      Activate(p + "o", 0, ops, peep("o", gate("gate_o", 1), 1, next.c));
+      Activate(p + "o", 0, ops, peep("o", gate_o, 1, next.c));
   next.h = Op(p + "h", "mul", {o, Activate(p + "c_act", 2, ops, next.c)});
   return next;
 }

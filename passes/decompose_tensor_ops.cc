@@ -169,41 +169,6 @@ absl::Status DecomposeReduceLogSumExp(const Node& node,
   return absl::OkStatus();
 }
 
-// split: one slice per output along `axis`; sizes from `split`, or equal
-// parts.
-absl::Status DecomposeSplit(const Node& node, DecompositionBuilder& b) {
-  if (node.inputs.size() != 1 || node.outputs.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected 1 input and at least 1 output, got ",
-                     node.inputs.size(), " and ", node.outputs.size()));
-  }
-  const ValueId x = node.inputs[0];
-  const int64_t rank = b.type(x).shape.size();
-  absl::StatusOr<int64_t> axis = NormalizedAxis(node, 0, rank);
-  if (!axis.ok()) return axis.status();
-  const int64_t dim = b.type(x).shape[*axis];
-  const int64_t parts = node.outputs.size();
-  std::vector<int64_t> sizes = node.attrs.GetInts("split");
-  if (sizes.empty()) {
-    if (dim % parts != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot split axis ", *axis, " of size ", dim, " into ",
-                       parts, " equal parts"));
-    }
-    sizes.assign(parts, dim / parts);
-  }
-  int64_t start = 0;
-  for (int64_t i = 0; i < parts; ++i) {
-    Attrs slice = Ints("starts", {start});
-    slice.Set("ends", AttrInts{start + sizes[i]});
-    slice.Set("axes", AttrInts{*axis});
-    b.AddWriting(absl::StrCat("part", i), "slice", {x}, node.outputs[i],
-                 std::move(slice));
-    start += sizes[i];
-  }
-  return absl::OkStatus();
-}
-
 // flatten(x) = reshape to [prod(dims[:axis]), prod(dims[axis:])].
 absl::Status DecomposeFlatten(const Node& node, DecompositionBuilder& b) {
   if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
@@ -236,7 +201,6 @@ constexpr Decomposition kTensorOpDecompositions[] = {
     {"reduce_log_sum", DecomposeReduceLogSum},
     {"reduce_log_sum_exp", DecomposeReduceLogSumExp},
     {"reduce_sum_square", DecomposeReduceSumSquare},
-    {"split", DecomposeSplit},
     {"flatten", DecomposeFlatten},
     {"dropout", DecomposeDropout},
 };

@@ -198,8 +198,7 @@ TEST(DecomposeTest, KnowsTheCompositeOpsSorted) {
                                  "selu",
                                  "silu",
                                  "softmax",
-                                 "softplus",
-                                 "split"}));
+                                 "softplus"}));
 }
 
 // Test decompositions that emit composite ops.

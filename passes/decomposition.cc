@@ -108,14 +108,27 @@ ValueId DecompositionBuilder::Add(absl::string_view suffix, OpName op,
                                   Attrs attrs) {
   std::string name = absl::StrCat(node_.name, "/", suffix);
   const ValueId output = graph_.AddIntermediate(name);
-  Emit(std::move(name), op, inputs, output, std::move(attrs));
+  Emit(std::move(name), op, inputs, {output}, std::move(attrs));
   return output;
+}
+
+ValueIds DecompositionBuilder::AddWithOutputs(
+    absl::string_view suffix, OpName op, absl::Span<const ValueId> inputs,
+    absl::Span<const std::string> output_suffixes, Attrs attrs) {
+  ValueIds outputs;
+  for (const std::string& output : output_suffixes) {
+    outputs.push_back(
+        graph_.AddIntermediate(absl::StrCat(node_.name, "/", output)));
+  }
+  Emit(absl::StrCat(node_.name, "/", suffix), op, inputs, outputs,
+       std::move(attrs));
+  return outputs;
 }
 
 void DecompositionBuilder::AddWriting(absl::string_view suffix, OpName op,
                                       absl::Span<const ValueId> inputs,
                                       ValueId output, Attrs attrs) {
-  Emit(absl::StrCat(node_.name, "/", suffix), op, inputs, output,
+  Emit(absl::StrCat(node_.name, "/", suffix), op, inputs, {output},
        std::move(attrs));
 }
 
@@ -135,11 +148,11 @@ ValueId DecompositionBuilder::Scalar(absl::string_view suffix, double value,
 
 void DecompositionBuilder::Emit(std::string name, OpName op,
                                 absl::Span<const ValueId> inputs,
-                                ValueId output, Attrs attrs) {
+                                ValueIds outputs, Attrs attrs) {
   out_.push_back(Node{UniqueNodeName(std::move(name)),
                       op,
                       ValueIds(inputs.begin(), inputs.end()),
-                      {output},
+                      std::move(outputs),
                       std::move(attrs)});
 }
 

@@ -99,6 +99,14 @@ class DecompositionBuilder {
   ValueId Add(absl::string_view suffix, OpName op,
               absl::Span<const ValueId> inputs, Attrs attrs = {});
 
+  // Appends a node `<composite>/<suffix>` that writes a fresh value for
+  // each of `output_suffixes` (named `<composite>/<output suffix>`, as Add
+  // names its value), e.g. the parts of a split; returns those values.
+  ValueIds AddWithOutputs(absl::string_view suffix, OpName op,
+                          absl::Span<const ValueId> inputs,
+                          absl::Span<const std::string> output_suffixes,
+                          Attrs attrs = {});
+
   // Appends a node `<composite>/<suffix>` that writes `output`, one of the
   // composite's own outputs.
   void AddWriting(absl::string_view suffix, OpName op,
@@ -120,9 +128,9 @@ class DecompositionBuilder {
   size_t num_emitted() const { return out_.size() - first_; }
 
  private:
-  // Appends a node named `name` (made unique) that writes `output`.
+  // Appends a node named `name` (made unique) that writes `outputs`.
   void Emit(std::string name, OpName op, absl::Span<const ValueId> inputs,
-            ValueId output, Attrs attrs);
+            ValueIds outputs, Attrs attrs);
   std::string UniqueNodeName(std::string base);
 
   Graph& graph_;

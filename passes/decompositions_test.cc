@@ -218,12 +218,6 @@ TEST(DecompositionsTest, Reductions) {
 
 TEST(DecompositionsTest, ShapeOps) {
   const std::vector<Case> cases = {
-      {"split", {F64({2, 6, 3})}, Make({{"axis", int64_t{1}}}), 3},
-      {"split",
-       {F64({2, 6, 4})},
-       Make({{"axis", int64_t{-1}}, {"split", std::vector<int64_t>{1, 0, 3}}}),
-       3},
-      {"split", {{DType::kI32, {5}}}, {}, 1},
       {"flatten", {F64({2, 3, 4})}},
       {"flatten", {F64({2, 3, 4})}, Make({{"axis", int64_t{0}}})},
       {"flatten", {F64({2, 3, 4})}, Make({{"axis", int64_t{-1}}})},

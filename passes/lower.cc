@@ -72,7 +72,8 @@ struct InlineTemplate {
 // Ops whose result is a view of their first input.
 bool IsView(absl::string_view op) {
   return op == "reshape" || op == "transpose" || op == "squeeze" ||
-         op == "unsqueeze" || op == "expand" || op == "slice" || op == "tile";
+         op == "unsqueeze" || op == "expand" || op == "slice" ||
+         op == "split" || op == "tile";
 }
 
 // Normalises a possibly negative axis; the verifier has checked the range.
@@ -377,6 +378,7 @@ class Lowering {
   absl::Status LowerSqueezeLike(const Node& node);
   absl::Status LowerExpand(const Node& node);
   absl::Status LowerSlice(const Node& node);
+  absl::Status LowerSplit(const Node& node);
   absl::Status LowerTile(const Node& node);
   // Defines `out` as a view of `in`: element x of out is element
   // in_indices(x) of in, with x the variables x0..x{rank-1}.
@@ -414,8 +416,10 @@ void Lowering::CountReads(const Graph& graph, std::vector<double>& reads,
   for (auto node = graph.nodes().rbegin(); node != graph.nodes().rend();
        ++node) {
     if (IsView(node->op)) {
-      reads[node->inputs[0]] += reads[node->outputs[0]];
-      readers[node->inputs[0]] += readers[node->outputs[0]];
+      for (ValueId out : node->outputs) {  // split's parts, one for the rest
+        reads[node->inputs[0]] += reads[out];
+        readers[node->inputs[0]] += readers[out];
+      }
       continue;
     }
     const bool gather = node->op == "gather";
@@ -468,6 +472,7 @@ const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
     (*r)["unsqueeze"] = &Lowering::LowerSqueezeLike;
     (*r)["expand"] = &Lowering::LowerExpand;
     (*r)["slice"] = &Lowering::LowerSlice;
+    (*r)["split"] = &Lowering::LowerSplit;
     (*r)["tile"] = &Lowering::LowerTile;
     return r;
   }();
@@ -1166,6 +1171,22 @@ absl::Status Lowering::LowerSlice(const Node& node) {
     in_indices[axis] = ctx_.Add(ctx_.Const(start), ctx_.Mul(Var(axis), step));
   }
   DefineView(out, in, in_indices);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerSplit(const Node& node) {
+  // Each part is a view of the input from where the parts before it end
+  // along the axis (shape inference has checked that they tile it).
+  const ValueId in = node.inputs[0];
+  const size_t rank = graph_.value(in).type.shape.size();
+  const int axis = Axis(node.attrs.GetInt("axis", 0), rank);
+  int64_t start = 0;
+  for (ValueId out : node.outputs) {
+    Indices in_indices = Vars(0, static_cast<int>(rank));
+    in_indices[axis] = ctx_.Add(Var(axis), ctx_.Const(start));
+    DefineView(out, in, in_indices);
+    start += graph_.value(out).type.shape[axis];
+  }
   return absl::OkStatus();
 }
 

@@ -301,6 +301,9 @@ TEST(OpsEndToEndTest, ShapeOps) {
                         {"split", std::vector<int64_t>{1, 0, 3}}}))) {
     b.Output(b.Op("neg", {part}));
   }
+  // One part: the whole input, as a view.
+  const ValueId xi = b.Input("xi", DType::kI32, {5});
+  b.Output(b.Op("neg", b.Ops("split", {xi}, 1)));
   for (int64_t axis : {0, 1, -1, 3}) {
     b.Output(b.Op("flatten", {x}, MakeAttrs({{"axis", axis}})));
   }
