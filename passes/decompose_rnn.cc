@@ -35,6 +35,13 @@ Attrs AxisAttr(int64_t axis) {
   return attrs;
 }
 
+// A split along `axis` into parts of these sizes.
+Attrs SplitAttrs(int64_t axis, AttrInts sizes) {
+  Attrs attrs = AxisAttr(axis);
+  attrs.Set("split", std::move(sizes));
+  return attrs;
+}
+
 const char* ActivationOp(RecurrentActivation activation) {
   switch (activation) {
     case RecurrentActivation::kSigmoid:
@@ -330,17 +337,21 @@ State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
   ValueId hr_zr = -1, hr_h = -1;
   const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
   if (spec_.linear_before_reset) {
-    hr_zr = Slice(p + "hr_zr", hr, 1, 0, 2 * H());
-    hr_h = Slice(p + "hr_h", hr, 1, 2 * H(), 3 * H());
+    const ValueIds parts = b_.AddWithOutputs(
+        p + "hr_split", "split", {hr}, {p + "hr_zr", p + "hr_h"},
+        SplitAttrs(1, {2 * H(), H()}));
+    hr_zr = parts[0];
+    hr_h = parts[1];
     if (ops.rb_h >= 0) hr_h = Op(p + "hr_h_bias", "add", {hr_h, ops.rb_h});
   } else {
     hr_zr = hr;
   }
   const ValueId zr = Clip(p + "zr", Op(p + "zr", "add", {xw_zr, hr_zr}));
-  const ValueId z =
-      Activate(p + "z", 0, ops, Slice(p + "gate_z", zr, 1, 0, H()));
-  const ValueId r =
-      Activate(p + "r", 0, ops, Slice(p + "gate_r", zr, 1, H(), 2 * H()));
+  const ValueIds gates = b_.AddWithOutputs(
+      p + "gates_split", "split", {zr}, {p + "gate_z", p + "gate_r"},
+      AxisAttr(1));
+  const ValueId z = Activate(p + "z", 0, ops, gates[0]);
+  const ValueId r = Activate(p + "r", 0, ops, gates[1]);
   ValueId recurrent;
   if (spec_.linear_before_reset) {
     recurrent = Op(p + "reset", "mul", {r, hr_h});
