@@ -587,8 +587,17 @@ void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   // Each template is a copy of everything it inlined: without a cap on its
   // size, a chain of n pointwise ops would hold O(n^2) steps.
   constexpr size_t kMaxInlineSteps = 64;
+  // Each reader gets a copy of the body, too: a value that very many
+  // readers each read a part of (through views: an unrolled recurrence's
+  // steps reading their rows of the input projection plus bias) is stored
+  // once instead, and every reader loads it. That adds no memory traffic
+  // where its operands then stay inside its kernel (a matmul and its bias
+  // add), and keeps the program from growing with body x readers.
+  constexpr int32_t kMaxInlineReaders = 64;
+  const bool many_copies =
+      readers_[out] > kMaxInlineReaders && node.body.size() > 1;
   if (node.reduce == ReduceKind::kNone && node.body.size() <= kMaxInlineSteps &&
-      reads_[out] <= NumElements(value.type.shape)) {
+      !many_copies && reads_[out] <= NumElements(value.type.shape)) {
     LoweredValue inlined;
     inlined.inline_node = NewTemplate();
     InlineTemplate& tmpl = inline_templates_[inlined.inline_node];

@@ -452,5 +452,48 @@ TEST(LowerInliningTest, ProducersOfAMatmulAreStoredButSlicesOfOneValueInline) {
   EXPECT_TRUE(VerifyLoopProgram(*program).ok());
 }
 
+// x + b read row by row by one reader per row: `rows` copies of its body
+// if inlined. Returns the program's compute node count.
+size_t ComputeNodesForRowReaders(int64_t rows) {
+  ValueId x;
+  Graph graph = GraphWithInput({rows, 4}, x);
+  const ValueId b = *graph.AddInput("b", TensorType{DType::kF32, {4}});
+  const ValueId sum = AddNode(graph, "add", {x, b});
+  for (int64_t row = 0; row < rows; ++row) {
+    Attrs slice;
+    slice.Set("starts", std::vector<int64_t>{row});
+    slice.Set("ends", std::vector<int64_t>{row + 1});
+    graph.AddOutput(AddNode(graph, "neg", {AddNode(graph, "slice", {sum}, slice)}));
+  }
+  EXPECT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  EXPECT_TRUE(program.ok()) << program.status();
+  EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+  return program.ok() ? program->nodes.size() : 0;
+}
+
+TEST(LowerInliningTest, AValueWithVeryManyReadersIsStoredOnce) {
+  EXPECT_EQ(ComputeNodesForRowReaders(64), 64);      // inlined into each neg
+  EXPECT_EQ(ComputeNodesForRowReaders(65), 65 + 1);  // stored, then loaded
+}
+
+TEST(LowerTest, SplitPartsAreViewsFromWhereTheLastEnds) {
+  ValueId x;
+  Graph graph = GraphWithInput({2, 7}, x);
+  Attrs attrs;
+  attrs.Set("axis", int64_t{-1});
+  attrs.Set("split", std::vector<int64_t>{3, 0, 4});
+  const NodeId split =
+      *graph.AddNode("sp", "split", {x}, {"a", "empty", "c"}, attrs);
+  const ValueId c = graph.node(split).outputs[2];
+  graph.AddOutput(AddNode(graph, "neg", {c}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_EQ(program->nodes.size(), 1);  // the neg; no copy for the parts
+  EXPECT_EQ(ToString(program->nodes[0].body[0].index), "7*x0 + x1 + 3");
+}
+
 }  // namespace
 }  // namespace loom
