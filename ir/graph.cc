@@ -290,9 +290,7 @@ void Graph::Reserve(size_t num_values, size_t num_nodes) {
     values_.reserve(num_values);
     value_by_name_.reserve(num_values);
   }
-  if (num_nodes > nodes_.capacity()) {
-    nodes_.reserve(std::max(num_nodes, 2 * nodes_.capacity()));
-  }
+  nodes_.reserve(num_nodes);
 }
 
 void Graph::ReserveIntermediates(size_t more) {
@@ -355,7 +353,30 @@ ValueId Graph::AddIntermediate(absl::string_view base, TensorType type) {
   }
 }
 
-void Graph::ReplaceNodes(std::vector<Node> nodes) {
+void NodeList::push_back(Node node) {
+  if (blocks_.empty() || blocks_.back().size() == kBlockNodes) {
+    blocks_.emplace_back();
+    if (blocks_.size() > 1) blocks_.back().reserve(kBlockNodes);
+  }
+  blocks_.back().push_back(std::move(node));
+  ++size_;
+}
+
+void NodeList::Truncate(size_t size) {
+  if (size >= size_) return;
+  const size_t keep_blocks = (size + kBlockNodes - 1) >> kBlockShift;
+  blocks_.resize(keep_blocks);
+  if (keep_blocks > 0) blocks_.back().resize(size - ((keep_blocks - 1) << kBlockShift));
+  size_ = size;
+}
+
+void NodeList::ReleaseBefore(size_t end) {
+  for (size_t b = 0; b < std::min(end >> kBlockShift, blocks_.size()); ++b) {
+    std::vector<Node>().swap(blocks_[b]);
+  }
+}
+
+void Graph::ReplaceNodes(NodeList nodes) {
   nodes_ = std::move(nodes);
   RecomputeProducers();
 }
@@ -367,7 +388,7 @@ void Graph::RemoveNodes(const std::vector<bool>& keep) {
     if (kept != i) nodes_[kept] = std::move(nodes_[i]);
     ++kept;
   }
-  nodes_.erase(nodes_.begin() + kept, nodes_.end());
+  nodes_.Truncate(kept);
   RecomputeProducers();
 }
 

@@ -2,9 +2,13 @@
 #define LOOM_IR_GRAPH_H_
 
 #include <algorithm>
+#include <cstddef>
+#include <iterator>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -180,6 +184,110 @@ struct Node {
   Attrs attrs;
 };
 
+// A graph's nodes, in order, in blocks of up to kBlockNodes that never move:
+// a list of millions (a decomposed recurrence) grows without copying what it
+// holds, and a pass that consumes it front to back (lowering) frees each
+// block once it is past it. Indexing and iterating read like a vector's.
+class NodeList {
+ public:
+  static constexpr int kBlockShift = 12;
+  static constexpr size_t kBlockNodes = size_t{1} << kBlockShift;
+
+  template <bool kConst>
+  class Iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = Node;
+    using difference_type = std::ptrdiff_t;
+    using reference = std::conditional_t<kConst, const Node&, Node&>;
+    using pointer = std::conditional_t<kConst, const Node*, Node*>;
+    using List = std::conditional_t<kConst, const NodeList, NodeList>;
+
+    Iterator() = default;
+    Iterator(List* list, size_t position) : list_(list), position_(position) {}
+
+    reference operator*() const { return (*list_)[position_]; }
+    pointer operator->() const { return &(*list_)[position_]; }
+    reference operator[](difference_type n) const { return *(*this + n); }
+    Iterator& operator++() { ++position_; return *this; }
+    Iterator& operator--() { --position_; return *this; }
+    Iterator operator++(int) { Iterator old = *this; ++position_; return old; }
+    Iterator operator--(int) { Iterator old = *this; --position_; return old; }
+    Iterator& operator+=(difference_type n) { position_ += n; return *this; }
+    Iterator& operator-=(difference_type n) { position_ -= n; return *this; }
+    friend Iterator operator+(Iterator it, difference_type n) { return it += n; }
+    friend Iterator operator-(Iterator it, difference_type n) { return it -= n; }
+    friend difference_type operator-(const Iterator& a, const Iterator& b) {
+      return static_cast<difference_type>(a.position_) -
+             static_cast<difference_type>(b.position_);
+    }
+    friend bool operator==(const Iterator& a, const Iterator& b) {
+      return a.position_ == b.position_;
+    }
+    friend bool operator!=(const Iterator& a, const Iterator& b) {
+      return a.position_ != b.position_;
+    }
+    friend bool operator<(const Iterator& a, const Iterator& b) {
+      return a.position_ < b.position_;
+    }
+
+   private:
+    List* list_ = nullptr;
+    size_t position_ = 0;
+  };
+  using iterator = Iterator<false>;
+  using const_iterator = Iterator<true>;
+  using value_type = Node;
+
+  NodeList() = default;
+  NodeList(std::initializer_list<Node> nodes) {
+    for (const Node& node : nodes) push_back(node);
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Node& operator[](size_t i) {
+    return blocks_[i >> kBlockShift][i & (kBlockNodes - 1)];
+  }
+  const Node& operator[](size_t i) const {
+    return blocks_[i >> kBlockShift][i & (kBlockNodes - 1)];
+  }
+  Node& front() { return (*this)[0]; }
+  const Node& front() const { return (*this)[0]; }
+  Node& back() { return (*this)[size_ - 1]; }
+  const Node& back() const { return (*this)[size_ - 1]; }
+  iterator begin() { return {this, 0}; }
+  iterator end() { return {this, size_}; }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size_}; }
+  std::reverse_iterator<const_iterator> rbegin() const {
+    return std::reverse_iterator<const_iterator>(end());
+  }
+  std::reverse_iterator<const_iterator> rend() const {
+    return std::reverse_iterator<const_iterator>(begin());
+  }
+
+  void push_back(Node node);
+  // Keeps the first `size` nodes.
+  void Truncate(size_t size);
+  void clear() { Truncate(0); }
+  // Makes room in the table of blocks for this many nodes (blocks are
+  // allocated as the list reaches them).
+  void reserve(size_t nodes) {
+    blocks_.reserve((nodes + kBlockNodes - 1) >> kBlockShift);
+  }
+  // Destroys the nodes of every block that lies wholly before position
+  // `end` and frees those blocks; size() stays, and those positions must
+  // not be read again. For a pass that consumes the list front to back.
+  void ReleaseBefore(size_t end);
+
+ private:
+  // Each block but the first is allocated whole; the first grows with the
+  // list, so that a small graph takes little memory.
+  std::vector<std::vector<Node>> blocks_;
+  size_t size_ = 0;
+};
+
 // The graph IR: SSA values with static types and nodes kept in topological
 // order (every node's inputs are defined before it). Passes that rewrite
 // the graph build the new node list in order; see ReplaceNodes().
@@ -198,7 +306,7 @@ class Graph {
   const Value& value(ValueId id) const { return values_[id]; }
   // Values keep their names (FindValue looks names up in place).
   Value& mutable_value(ValueId id) { return values_[id]; }
-  const std::vector<Node>& nodes() const { return nodes_; }
+  const NodeList& nodes() const { return nodes_; }
   const Node& node(NodeId id) const { return nodes_[id]; }
   Node& mutable_node(NodeId id) { return nodes_[id]; }
 
@@ -238,7 +346,7 @@ class Graph {
   // Replaces the node list with `nodes`, which must be in topological order
   // over existing values; values that lose their producer are kept but no
   // longer reachable. Producers are recomputed.
-  void ReplaceNodes(std::vector<Node> nodes);
+  void ReplaceNodes(NodeList nodes);
   // Removes node i for each i with !keep[i] (one flag per node), keeping
   // the others in order, in place; producers are recomputed as by
   // ReplaceNodes.
@@ -261,7 +369,7 @@ class Graph {
   ValueId FindNumbered(absl::string_view name) const;
 
   std::vector<Value> values_;
-  std::vector<Node> nodes_;
+  NodeList nodes_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> weights_;
   std::vector<ValueId> constants_;

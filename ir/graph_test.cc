@@ -198,12 +198,43 @@ TEST(GraphTest, ReplaceNodesRecomputesProducers) {
   const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
   const NodeId first = *graph.AddNode("a", "neg", {x}, {"a.y"});
   const NodeId second = *graph.AddNode("b", "relu", {x}, {"b.y"});
-  std::vector<Node> nodes = {graph.node(second)};
+  NodeList nodes;
+  nodes.push_back(graph.node(second));
   graph.ReplaceNodes(std::move(nodes));
   EXPECT_EQ(graph.nodes().size(), 1);
   EXPECT_EQ(graph.value(graph.FindValue("b.y")).producer, 0);
   EXPECT_EQ(graph.value(graph.FindValue("a.y")).producer, kNoNode);
   (void)first;
+}
+
+// Blocks hold NodeList::kBlockNodes nodes: lists across several of them
+// index, iterate both ways, shrink and free their consumed blocks.
+TEST(NodeListTest, ReadsLikeAVectorAcrossBlocks) {
+  const size_t n = 2 * NodeList::kBlockNodes + 5;
+  NodeList list;
+  for (size_t i = 0; i < n; ++i) list.push_back(Node{absl::StrCat("n", i)});
+  ASSERT_EQ(list.size(), n);
+  EXPECT_EQ(list[NodeList::kBlockNodes].name, absl::StrCat("n", NodeList::kBlockNodes));
+  EXPECT_EQ(list.back().name, absl::StrCat("n", n - 1));
+  size_t i = 0;
+  for (const Node& node : list) EXPECT_EQ(node.name, absl::StrCat("n", i++));
+  EXPECT_EQ(i, n);
+  EXPECT_EQ(list.rbegin()->name, absl::StrCat("n", n - 1));
+  EXPECT_EQ(std::distance(list.rbegin(), list.rend()), static_cast<ptrdiff_t>(n));
+
+  NodeList copy = list;
+  copy.Truncate(NodeList::kBlockNodes + 1);
+  EXPECT_EQ(copy.size(), NodeList::kBlockNodes + 1);
+  EXPECT_EQ(copy.back().name, absl::StrCat("n", NodeList::kBlockNodes));
+  copy.push_back(Node{"again"});
+  EXPECT_EQ(copy[NodeList::kBlockNodes + 1].name, "again");
+  EXPECT_EQ(list.size(), n);  // the copy is its own
+
+  // Freeing the first block leaves the rest readable.
+  list.ReleaseBefore(NodeList::kBlockNodes + 3);
+  EXPECT_EQ(list.size(), n);
+  EXPECT_EQ(list[NodeList::kBlockNodes + 3].name,
+            absl::StrCat("n", NodeList::kBlockNodes + 3));
 }
 
 TEST(GraphTest, RemoveNodesKeepsOrderInPlace) {

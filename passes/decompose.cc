@@ -82,7 +82,7 @@ DecomposeFn DecomposePass::Find(
 namespace {
 
 // Moves the old nodes [from, to) to the end of the new list `nodes`.
-void MoveNodes(Graph& graph, size_t from, size_t to, std::vector<Node>& nodes,
+void MoveNodes(Graph& graph, size_t from, size_t to, NodeList& nodes,
                std::vector<bool>& emitted) {
   for (size_t i = from; i < to; ++i) {
     nodes.push_back(std::move(graph.mutable_node(i)));
@@ -94,7 +94,7 @@ void MoveNodes(Graph& graph, size_t from, size_t to, std::vector<Node>& nodes,
 // (those not emitted) go back to their places, between the composites,
 // which never left.
 void RestoreNodes(Graph& graph, const std::vector<size_t>& composites,
-                  std::vector<Node>& nodes, const std::vector<bool>& emitted) {
+                  NodeList& nodes, const std::vector<bool>& emitted) {
   size_t old = 0;
   size_t next_composite = 0;
   for (size_t k = 0; k < emitted.size(); ++k) {
@@ -112,19 +112,19 @@ void RestoreNodes(Graph& graph, const std::vector<size_t>& composites,
 // layers of a stacked RNN): once one has emitted `emitted_nodes` nodes and
 // added `added_values` values, room is made for the `left` others at its
 // size (and for the `old_nodes_left` old nodes still to come), so that the
-// node list, the values and the name set do not regrow, moving all they
-// hold, once per composite. A sixteenth more is kept spare: a
+// values and the name set do not regrow, moving all they hold, once per
+// composite (the node list never moves its nodes). A sixteenth more is kept spare: a
 // decomposition's own reservation (see DecompositionBuilder::Reserve) may
 // ask for a few more than it emits, which would double the tables.
 void ReserveForLikeComposites(size_t left, size_t emitted_nodes,
                               size_t added_values, size_t old_nodes_left,
-                              std::vector<Node>& nodes, Graph& graph,
+                              NodeList& nodes, Graph& graph,
                               NameSet& names) {
   if (left == 0) return;
   auto with_spare = [left](size_t n) { return (n + n / 16) * left; };
   const size_t needed =
       nodes.size() + with_spare(emitted_nodes) + old_nodes_left;
-  if (needed > nodes.capacity()) nodes.reserve(needed);
+  nodes.reserve(needed);
   graph.ReserveIntermediates(with_spare(added_values));
   names.Reserve(with_spare(emitted_nodes));
 }
@@ -145,7 +145,7 @@ absl::StatusOr<bool> DecomposeSweep(Graph& graph, NameSet& names, Pick pick,
   for (size_t i = 0; i < num_nodes; ++i) {
     if (const DecomposeFn fn = pick(i); fn != nullptr) ++left[fn];
   }
-  std::vector<Node> nodes;
+  NodeList nodes;
   std::vector<bool> emitted_now;
   std::vector<size_t> composites;
   size_t next = 0;  // the first old node not yet moved or replaced
@@ -176,11 +176,6 @@ absl::StatusOr<bool> DecomposeSweep(Graph& graph, NameSet& names, Pick pick,
   }
   if (composites.empty()) return false;
   MoveNodes(graph, next, num_nodes, nodes, emitted_now);
-  // The list may have doubled for a few nodes more than the margin, and the
-  // graph keeps it for the rest of the pipeline.
-  if (nodes.capacity() > nodes.size() + nodes.size() / 4) {
-    nodes.shrink_to_fit();
-  }
   graph.ReplaceNodes(std::move(nodes));
   emitted = std::move(emitted_now);
   return true;

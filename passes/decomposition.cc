@@ -94,11 +94,7 @@ absl::string_view NameSet::Store(absl::string_view part) {
 }
 
 void DecompositionBuilder::Reserve(size_t nodes) {
-  // Growing to at least double keeps many small reservations linear.
-  const size_t needed = out_.size() + nodes;
-  if (needed > out_.capacity()) {
-    out_.reserve(std::max(needed, 2 * out_.capacity()));
-  }
+  out_.reserve(out_.size() + nodes);
   node_names_.Reserve(nodes);
   graph_.ReserveIntermediates(nodes);
 }

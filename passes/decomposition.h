@@ -82,7 +82,7 @@ class NameSet {
 class DecompositionBuilder {
  public:
   DecompositionBuilder(Graph& graph, const Node& node, NameSet& node_names,
-                       std::vector<Node>& out)
+                       NodeList& out)
       : graph_(graph),
         node_(node),
         node_names_(node_names),
@@ -136,7 +136,7 @@ class DecompositionBuilder {
   Graph& graph_;
   const Node& node_;
   NameSet& node_names_;
-  std::vector<Node>& out_;
+  NodeList& out_;
   const size_t first_;  // out_'s size before this builder
 };
 
