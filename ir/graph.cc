@@ -366,13 +366,15 @@ void NodeList::Truncate(size_t size) {
   if (size >= size_) return;
   const size_t keep_blocks = (size + kBlockNodes - 1) >> kBlockShift;
   blocks_.resize(keep_blocks);
+  released_blocks_ = std::min(released_blocks_, keep_blocks);
   if (keep_blocks > 0) blocks_.back().resize(size - ((keep_blocks - 1) << kBlockShift));
   size_ = size;
 }
 
 void NodeList::ReleaseBefore(size_t end) {
-  for (size_t b = 0; b < std::min(end >> kBlockShift, blocks_.size()); ++b) {
-    std::vector<Node>().swap(blocks_[b]);
+  const size_t blocks = std::min(end >> kBlockShift, blocks_.size());
+  for (; released_blocks_ < blocks; ++released_blocks_) {
+    std::vector<Node>().swap(blocks_[released_blocks_]);
   }
 }
 

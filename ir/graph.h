@@ -286,6 +286,7 @@ class NodeList {
   // list, so that a small graph takes little memory.
   std::vector<std::vector<Node>> blocks_;
   size_t size_ = 0;
+  size_t released_blocks_ = 0;  // blocks_[0, released_blocks_) are freed
 };
 
 // The graph IR: SSA values with static types and nodes kept in topological
@@ -347,6 +348,10 @@ class Graph {
   // over existing values; values that lose their producer are kept but no
   // longer reachable. Producers are recomputed.
   void ReplaceNodes(NodeList nodes);
+  // Frees the nodes before position `end` as NodeList::ReleaseBefore does
+  // (whole blocks of them), for a pass that has consumed them and will
+  // replace the node list: until then, those nodes must not be read.
+  void ReleaseNodesBefore(size_t end) { nodes_.ReleaseBefore(end); }
   // Removes node i for each i with !keep[i] (one flag per node), keeping
   // the others in order, in place; producers are recomputed as by
   // ReplaceNodes.

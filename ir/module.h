@@ -45,7 +45,9 @@ struct GeneratedSource {
 
 // Everything a pipeline's passes read and write. Each stage fills in its
 // part: graph passes rewrite `graph`, lowering sets `loops`, the scheduler
-// `schedule` and a backend's codegen `source`.
+// `schedule` and a backend's codegen `source`. Lowering consumes the graph's
+// nodes: afterwards `graph` holds only the values and the interface (inputs,
+// weights and their data, constants, outputs) that the runtime binds.
 struct Module {
   Graph graph;
   std::optional<LoopProgram> loops;

@@ -288,8 +288,11 @@ class Extents {
 
 class Lowering {
  public:
-  explicit Lowering(const Graph& graph)
+  // With `release` (the graph itself, which the caller is done with), each
+  // block of nodes is freed once lowered, and the node list at the end.
+  explicit Lowering(const Graph& graph, Graph* release = nullptr)
       : graph_(graph),
+        release_(release),
         ctx_(*program_.exprs),
         lowered_(graph.values().size()),
         reads_(graph.values().size(), 0),
@@ -395,6 +398,7 @@ class Lowering {
   void BindGraphOutputs();
 
   const Graph& graph_;
+  Graph* const release_;
   LoopProgram program_;
   ExprContext& ctx_;
   std::vector<LoweredValue> lowered_;
@@ -1276,7 +1280,9 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
   program_.nodes.reserve(graph_.nodes().size() + graph_.outputs().size());
   BindGraphInputsAndWeights();
   const auto& rules = Rules();
-  for (const Node& node : graph_.nodes()) {
+  const NodeList& nodes = graph_.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& node = nodes[i];
     auto rule = rules.find(node.op);
     if (rule == rules.end()) {
       return NodeError(node,
@@ -1284,6 +1290,8 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
                        "with the 'decompose' pass)");
     }
     if (absl::Status s = (this->*(rule->second))(node); !s.ok()) return s;
+    // Nothing reads a node once it is lowered.
+    if (release_ != nullptr) release_->ReleaseNodesBefore(i + 1);
   }
   BindGraphOutputs();
   return std::move(program_);
@@ -1292,7 +1300,13 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
 class LowerPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Module& module) override {
-    absl::StatusOr<LoopProgram> program = LowerGraph(module.graph);
+    if (module.loops.has_value()) {
+      return absl::FailedPreconditionError(
+          "the module is already lowered: lowering consumes the graph's "
+          "nodes, so a pipeline lowers once");
+    }
+    absl::StatusOr<LoopProgram> program =
+        LowerGraphReleasingNodes(module.graph);
     if (!program.ok()) return program.status();
     module.loops = *std::move(program);
     module.schedule.reset();
@@ -1309,6 +1323,12 @@ LOOM_REGISTER_PASS("lower", "", [](const proto::PassSpec&) {
 
 absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph) {
   return Lowering(graph).Run();
+}
+
+absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(Graph& graph) {
+  absl::StatusOr<LoopProgram> program = Lowering(graph, &graph).Run();
+  graph.ReplaceNodes({});  // also after a failure part way
+  return program;
 }
 
 }  // namespace loom

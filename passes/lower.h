@@ -20,6 +20,14 @@ namespace loom {
 // indices or an out-of-range one are InvalidArgumentErrors naming the node.
 absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph);
 
+// LowerGraph for a graph the caller is done with (the `lower` pass): each
+// block of its nodes is freed once lowered, so that the nodes and the loop
+// program they become are never both held whole (an unrolled recurrence's
+// nodes take more memory than its program). On return, failed or not, the
+// graph has no nodes; it keeps its values and its inputs, weights,
+// constants and outputs, which the runtime binds.
+absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(Graph& graph);
+
 }  // namespace loom
 
 #endif  // LOOM_PASSES_LOWER_H_

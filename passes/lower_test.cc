@@ -3,7 +3,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "ir/module.h"
 #include "ir/op_registry.h"
+#include "passes/pass.h"
 
 namespace loom {
 namespace {
@@ -493,6 +495,55 @@ TEST(LowerTest, SplitPartsAreViewsFromWhereTheLastEnds) {
   ASSERT_TRUE(program.ok()) << program.status();
   ASSERT_EQ(program->nodes.size(), 1);  // the neg; no copy for the parts
   EXPECT_EQ(ToString(program->nodes[0].body[0].index), "7*x0 + x1 + 3");
+}
+
+// The `lower` pass consumes the graph's nodes: the program is the one
+// LowerGraph makes, the graph keeps its values and interface, and a second
+// lowering (which would find no nodes) is refused.
+TEST(LowerPassTest, ConsumesTheGraphsNodesAndLowersOnce) {
+  ValueId x;
+  Graph graph = GraphWithInput({4, 8}, x);
+  const ValueId e = AddNode(graph, "exp", {x});
+  graph.AddOutput(AddNode(graph, "add", {e, e}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> expected = LowerGraph(graph);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  Module module;
+  module.graph = graph;
+  proto::PassSpec spec;
+  spec.set_name("lower");
+  absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  ASSERT_TRUE((*pass)->Run(module).ok());
+  ASSERT_TRUE(module.loops.has_value());
+  EXPECT_EQ(PrintLoopProgram(*module.loops), PrintLoopProgram(*expected));
+  EXPECT_TRUE(module.graph.nodes().empty());
+  EXPECT_EQ(module.graph.values().size(), graph.values().size());
+  EXPECT_EQ(module.graph.outputs(), graph.outputs());
+
+  const absl::Status again = (*pass)->Run(module).status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(again.message()), HasSubstr("already lowered"));
+}
+
+// Lowering more nodes than a block of the node list holds frees the blocks
+// behind it as it goes, and still lowers them all.
+TEST(LowerPassTest, ReleasingNodesBlockByBlockLowersTheSameProgram) {
+  ValueId x;
+  Graph graph = GraphWithInput({2, 3}, x);
+  ValueId v = x;
+  for (size_t i = 0; i < NodeList::kBlockNodes + 100; ++i) {
+    v = AddNode(graph, i % 2 == 0 ? "exp" : "neg", {v});
+    if (i % 50 == 0) graph.AddOutput(v);  // stored, so not one long chain
+  }
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> expected = LowerGraph(graph);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  absl::StatusOr<LoopProgram> released = LowerGraphReleasingNodes(graph);
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_EQ(PrintLoopProgram(*released), PrintLoopProgram(*expected));
+  EXPECT_TRUE(graph.nodes().empty());
 }
 
 }  // namespace

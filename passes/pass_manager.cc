@@ -116,11 +116,10 @@ std::string PassPlace(absl::string_view filename,
 }
 
 absl::Status VerifyModule(const Module& module) {
-  absl::Status status = VerifyGraph(module.graph);
-  if (status.ok() && module.loops.has_value()) {
-    status = VerifyLoopProgram(*module.loops);
-  }
-  return status;
+  // Lowering consumes the graph's nodes: from then on the loop program is
+  // the IR, and the graph only its interface.
+  if (module.loops.has_value()) return VerifyLoopProgram(*module.loops);
+  return VerifyGraph(module.graph);
 }
 
 // The most advanced stage of the module, as text.

@@ -205,6 +205,7 @@ absl::StatusOr<CompiledModel> CompileGraph(
   absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline(options.pipeline);
   if (!pipeline.ok()) return pipeline.status();
   report.set_target(TargetName(pipeline->proto.target()));
+  if (options.keep_input_graph) compiled.input_graph = graph;
   compiled.module.graph = std::move(graph);
   report.set_graph_nodes(compiled.module.graph.nodes().size());
 
@@ -300,6 +301,10 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--iters must be at least 1, got ", options.iters));
   }
+  if (options.check && !compiled.input_graph.has_value()) {
+    return absl::FailedPreconditionError(
+        "a check needs the model as imported: compile with keep_input_graph");
+  }
   const Graph& graph = compiled.module.graph;
   absl::StatusOr<std::vector<Tensor>> inputs =
       MakeInputs(graph, options.inputs_dir, options.seed);
@@ -336,7 +341,8 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     report.set_check("skipped");
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, *inputs);
+  absl::StatusOr<std::vector<Tensor>> expected =
+      Interpret(*compiled.input_graph, *inputs);
   if (!expected.ok()) return expected.status();
   Comparison comparison;
   for (size_t i = 0; i < expected->size(); ++i) {

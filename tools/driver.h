@@ -31,10 +31,15 @@ struct CompileOptions {
   // default: it re-checks the whole graph and loop program once per pass,
   // which costs about as much as the passes themselves; tests turn it on.
   bool verify_each = false;
+  // Keep a copy of the graph as imported (CompiledModel::input_graph), the
+  // reference of RunModelOptions::check: the pipeline's lowering consumes
+  // the module's.
+  bool keep_input_graph = false;
 };
 
 struct CompiledModel {
   Module module;
+  std::optional<Graph> input_graph;  // with CompileOptions::keep_input_graph
   std::optional<cpp::CppExecutable> executable;  // after a native compile
   // The cuda pipeline's instead (needs no GPU until its first run).
   std::optional<cuda::CudaExecutable> cuda_executable;
@@ -53,7 +58,9 @@ absl::StatusOr<CompiledModel> CompileGraph(
 
 struct RunModelOptions {
   std::string inputs_dir;  // <input name>.bin files of raw bytes; empty: random
-  bool check = false;      // compare with the reference interpreter
+  // Compare with the reference interpreter run on the model as imported
+  // (needs CompileOptions::keep_input_graph).
+  bool check = false;
   int iters = 1;
   bool roofline = false;   // measure copy bandwidth in the same process
   uint64_t seed = 1;       // for random inputs

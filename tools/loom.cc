@@ -180,7 +180,9 @@ int Compile() {
 
 int Run() {
   if (absl::GetFlag(FLAGS_model).empty()) return UsageError("run needs --model");
-  absl::StatusOr<CompiledModel> compiled = CompileModel(CompileOptionsFromFlags());
+  CompileOptions compile_options = CompileOptionsFromFlags();
+  compile_options.keep_input_graph = absl::GetFlag(FLAGS_check);
+  absl::StatusOr<CompiledModel> compiled = CompileModel(compile_options);
   if (!compiled.ok()) return Fail(compiled.status());
   RunModelOptions options;
   options.inputs_dir = absl::GetFlag(FLAGS_inputs);
@@ -263,6 +265,7 @@ int Demo() {
     CompileOptions options;
     options.model = model;
     options.pipeline = pipeline;
+    options.keep_input_graph = true;
     absl::StatusOr<CompiledModel> compiled = CompileModel(options);
     RunModelOptions run_options;
     run_options.check = true;

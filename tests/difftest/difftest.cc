@@ -37,6 +37,7 @@ DiffOutcome CheckGraphInProcess(const proto::Graph& graph, const std::string& ca
   options.model = graph.name();
   options.cache_dir = cache_dir;
   options.verify_each = true;
+  options.keep_input_graph = true;
   absl::StatusOr<CompiledModel> compiled = CompileGraph(*std::move(loaded), options);
   if (!compiled.ok()) {
     return {Kind::kCompileError, std::string(compiled.status().message())};
