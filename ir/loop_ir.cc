@@ -166,12 +166,6 @@ absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node,
 absl::Status VerifyLoopProgram(const LoopProgram& program) {
   const int num_buffers = static_cast<int>(program.buffers.size());
   std::vector<bool> written(num_buffers, false);
-  for (const Buffer& buffer : program.buffers) {
-    if (buffer.sizes.size() != buffer.strides.size()) {
-      return absl::InternalError(absl::StrCat(
-          "buffer '", buffer.name, "': sizes and strides differ in rank"));
-    }
-  }
   for (BufferId id : program.inputs) written[id] = true;
   for (BufferId id : program.weights) written[id] = true;
   for (const ComputeNode& node : program.nodes) {

@@ -30,11 +30,11 @@ enum class BufferKind : uint8_t {
   kTemp,    // an intermediate the runtime allocates
 };
 
+// A dense row-major array.
 struct Buffer {
   std::string name;
   DType dtype = DType::kF32;
   Shape sizes;
-  std::vector<int64_t> strides;  // in elements
   BufferKind kind = BufferKind::kTemp;
   ValueId source = -1;  // the graph value it holds (inputs, weights, outputs)
 };
@@ -146,11 +146,15 @@ struct ScalarOp {
   ScalarFn fn = ScalarFn::kAdd;  // kCall
   BufferId buffer = -1;          // kLoad
   Expr index = nullptr;  // kLoad: flat element offset; kIndex: the value
-  int64_t stride = 0;    // kLoad with an argument: elements per unit of it
-  double constant = 0;   // kConst
+  // One or the other, by kind (read the one the kind has): a million-buffer
+  // program holds ten million steps.
+  union {
+    int64_t stride = 0;  // kLoad with an argument: elements per unit of it
+    double constant;     // kConst
+  };
   StepArgs args;  // kCall, kCast, kLoad: positions of earlier steps
 };
-static_assert(sizeof(ScalarOp) <= 48, "a program holds millions of steps");
+static_assert(sizeof(ScalarOp) <= 40, "a program holds millions of steps");
 
 // Writes `output` over a pointwise iteration space `ranges` (loop variables
 // x0..x{n-1}), optionally reducing over `reduction_ranges` (variables

@@ -11,8 +11,8 @@ using ::testing::HasSubstr;
 // out[x0] = in[x0] + 1 over 8 elements.
 LoopProgram AddOne() {
   LoopProgram program;
-  program.buffers = {Buffer{"in", DType::kF32, {8}, {1}, BufferKind::kInput},
-                     Buffer{"out", DType::kF32, {8}, {1}, BufferKind::kOutput}};
+  program.buffers = {Buffer{"in", DType::kF32, {8}, BufferKind::kInput},
+                     Buffer{"out", DType::kF32, {8}, BufferKind::kOutput}};
   program.inputs = {0};
   program.outputs = {1};
   ComputeNode node;
@@ -94,9 +94,9 @@ LoopProgram IndirectArgmax() {
   LoopProgram program;
   ExprContext& e = *program.exprs;
   program.buffers = {
-      Buffer{"data", DType::kF32, {4, 8}, {8, 1}, BufferKind::kInput},
-      Buffer{"idx", DType::kI32, {3}, {1}, BufferKind::kWeight},
-      Buffer{"out", DType::kI64, {3}, {1}, BufferKind::kOutput}};
+      Buffer{"data", DType::kF32, {4, 8}, BufferKind::kInput},
+      Buffer{"idx", DType::kI32, {3}, BufferKind::kWeight},
+      Buffer{"out", DType::kI64, {3}, BufferKind::kOutput}};
   program.inputs = {0};
   program.weights = {1};
   program.outputs = {2};

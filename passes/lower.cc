@@ -31,11 +31,13 @@ AttrInts IntsOrEmpty(const Node& node, absl::string_view name) {
 // constant is not stored at all.
 //
 // A graph has a LoweredValue per value (millions in an unrolled
-// recurrence), so it is kept small: the expressions of an inline value live
-// with its template.
+// recurrence), so it is kept small (24 bytes): the expressions of an inline
+// value live with its template.
 struct LoweredValue {
-  Expr offset = nullptr;
-  double constant = 0;
+  union {
+    Expr offset = nullptr;  // a stored value's (or view's)
+    double constant;        // with inline_constant
+  };
   BufferId buffer = -1;
   // A pointwise value computed inside each reader instead of stored:
   // element x is the root of template `inline_node` evaluated at the
@@ -489,7 +491,6 @@ BufferId Lowering::NewBuffer(const Value& value, BufferKind kind,
   buffer.name = value.name;
   buffer.dtype = value.type.dtype;
   buffer.sizes = value.type.shape;
-  buffer.strides = ContiguousStrides(value.type.shape);
   buffer.kind = kind;
   buffer.source = source;
   program_.buffers.push_back(std::move(buffer));

@@ -37,12 +37,6 @@ class Builder {
     buffer.name = absl::StrCat("b", program_.buffers.size());
     buffer.dtype = dtype;
     buffer.sizes = sizes;
-    int64_t stride = 1;
-    buffer.strides.assign(sizes.size(), 0);
-    for (int i = static_cast<int>(sizes.size()) - 1; i >= 0; --i) {
-      buffer.strides[i] = stride;
-      stride *= sizes[i];
-    }
     buffer.kind = kind;
     const BufferId id = static_cast<BufferId>(program_.buffers.size());
     program_.buffers.push_back(std::move(buffer));

@@ -13,7 +13,7 @@ LoopProgram MakeProgram(int n, const std::vector<int>& writes,
   LoopProgram program;
   for (int i = 0; i < n; ++i) {
     program.buffers.push_back(
-        Buffer{absl::StrCat("b", i), DType::kF32, {1}, {1}});
+        Buffer{absl::StrCat("b", i), DType::kF32, {1}});
   }
   for (size_t i = 0; i < writes.size(); ++i) {
     ComputeNode node;

@@ -586,8 +586,10 @@ bool KernelPrinter::SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) cons
     const ScalarOp& b = sum.body[i];
     const Ref& ra = load_refs_[first_step_[m - 1] + i];
     const Ref& rb = load_refs_[first_step_[m] + i];
-    if (a.kind != b.kind || a.dtype != b.dtype || a.fn != b.fn || a.stride != b.stride ||
-        a.constant != b.constant || a.args != b.args ||
+    const bool same_payload = a.kind == ScalarOp::Kind::kConst ? a.constant == b.constant
+                                                               : a.stride == b.stride;
+    if (a.kind != b.kind || a.dtype != b.dtype || a.fn != b.fn || !same_payload ||
+        a.args != b.args ||
         (a.kind == ScalarOp::Kind::kIndex && a.index != b.index) || ra.kind != rb.kind ||
         ra.id != rb.id || ra.index != rb.index) {
       return false;
@@ -628,8 +630,11 @@ void KernelPrinter::KeyNode(const ComputeNode& node) {
     Key(op.kind);
     Key(op.dtype);
     Key(op.fn);
-    Key(op.stride);
-    Key(op.constant);
+    if (op.kind == ScalarOp::Kind::kConst) {
+      Key(op.constant);
+    } else {
+      Key(op.stride);
+    }
     Key(op.kind == ScalarOp::Kind::kIndex ? op.index : nullptr);
     Key(op.args.size());
     for (int arg : op.args) Key(arg);
