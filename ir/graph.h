@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <iterator>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -209,12 +209,26 @@ class NodeList {
     reference operator*() const { return (*list_)[position_]; }
     pointer operator->() const { return &(*list_)[position_]; }
     reference operator[](difference_type n) const { return *(*this + n); }
-    Iterator& operator++() { ++position_; return *this; }
-    Iterator& operator--() { --position_; return *this; }
-    Iterator operator++(int) { Iterator old = *this; ++position_; return old; }
-    Iterator operator--(int) { Iterator old = *this; --position_; return old; }
-    Iterator& operator+=(difference_type n) { position_ += n; return *this; }
-    Iterator& operator-=(difference_type n) { position_ -= n; return *this; }
+    Iterator& operator++() { return *this += 1; }
+    Iterator& operator--() { return *this -= 1; }
+    Iterator operator++(int) {
+      Iterator old = *this;
+      ++*this;
+      return old;
+    }
+    Iterator operator--(int) {
+      Iterator old = *this;
+      --*this;
+      return old;
+    }
+    Iterator& operator+=(difference_type n) {
+      position_ += n;
+      return *this;
+    }
+    Iterator& operator-=(difference_type n) {
+      position_ -= n;
+      return *this;
+    }
     friend Iterator operator+(Iterator it, difference_type n) { return it += n; }
     friend Iterator operator-(Iterator it, difference_type n) { return it -= n; }
     friend difference_type operator-(const Iterator& a, const Iterator& b) {
@@ -242,6 +256,20 @@ class NodeList {
   NodeList() = default;
   NodeList(std::initializer_list<Node> nodes) {
     for (const Node& node : nodes) push_back(node);
+  }
+  NodeList(const NodeList& other) = default;
+  NodeList& operator=(const NodeList& other) = default;
+  // A moved-from list is empty.
+  NodeList(NodeList&& other) noexcept
+      : blocks_(std::move(other.blocks_)),
+        size_(std::exchange(other.size_, 0)),
+        released_blocks_(std::exchange(other.released_blocks_, 0)) {}
+  NodeList& operator=(NodeList&& other) noexcept {
+    blocks_ = std::move(other.blocks_);
+    other.blocks_.clear();
+    size_ = std::exchange(other.size_, 0);
+    released_blocks_ = std::exchange(other.released_blocks_, 0);
+    return *this;
   }
 
   size_t size() const { return size_; }

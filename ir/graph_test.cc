@@ -229,6 +229,9 @@ TEST(NodeListTest, ReadsLikeAVectorAcrossBlocks) {
   copy.push_back(Node{"again"});
   EXPECT_EQ(copy[NodeList::kBlockNodes + 1].name, "again");
   EXPECT_EQ(list.size(), n);  // the copy is its own
+  NodeList moved = std::move(copy);
+  EXPECT_EQ(moved.size(), NodeList::kBlockNodes + 2);
+  EXPECT_TRUE(copy.empty());  // NOLINT(bugprone-use-after-move): it is
 
   // Freeing the first block leaves the rest readable.
   list.ReleaseBefore(NodeList::kBlockNodes + 3);
