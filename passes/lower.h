@@ -8,9 +8,10 @@
 namespace loom {
 
 // Lowers a graph of primitive ops into loop IR: every op that computes
-// becomes a compute node writing its own buffer; views (reshape, transpose,
-// squeeze, unsqueeze, expand, slice) become index remappings in the loads of
-// their consumers; weights and constants become buffers bound from the
+// becomes a compute node writing its own buffer; views (reshape,
+// transpose, squeeze, unsqueeze, expand, slice, split) become index
+// remappings in the loads of their consumers; weights and constants become
+// buffers bound from the
 // graph's data, one-element constants are inlined. tile is a view too
 // (indices modulo the input's dims); pad writes its buffer twice (a fill,
 // then the interior); gather is an indirect load and needs its indices as a
