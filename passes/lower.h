@@ -11,8 +11,8 @@ namespace loom {
 // becomes a compute node writing its own buffer; views (reshape,
 // transpose, squeeze, unsqueeze, expand, slice, split) become index
 // remappings in the loads of their consumers; weights and constants become
-// buffers bound from the
-// graph's data, one-element constants are inlined. tile is a view too
+// buffers bound from the graph's data, one-element constants are inlined.
+// tile is a view too
 // (indices modulo the input's dims); pad writes its buffer twice (a fill,
 // then the interior); gather is an indirect load and needs its indices as a
 // graph constant or weight, each checked here; argmax / argmin are arg
