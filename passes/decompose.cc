@@ -113,9 +113,10 @@ void RestoreNodes(Graph& graph, const std::vector<size_t>& composites,
 // added `added_values` values, room is made for the `left` others at its
 // size (and for the `old_nodes_left` old nodes still to come), so that the
 // values and the name set do not regrow, moving all they hold, once per
-// composite (the node list never moves its nodes). A sixteenth more is kept spare: a
-// decomposition's own reservation (see DecompositionBuilder::Reserve) may
-// ask for a few more than it emits, which would double the tables.
+// composite (the node list never moves its nodes). A sixteenth more is kept
+// spare: a decomposition's own reservation (see
+// DecompositionBuilder::Reserve) may ask for a few more than it emits, which
+// would double the tables.
 void ReserveForLikeComposites(size_t left, size_t emitted_nodes,
                               size_t added_values, size_t old_nodes_left,
                               NodeList& nodes, Graph& graph,

@@ -7,9 +7,10 @@
 
 namespace loom {
 
-// "verify": checks the graph with the IR verifier (ir/verifier.h) and
-// changes nothing. Pipelines start with it so that a bad model is reported
-// as such, before any pass could be blamed for it.
+// "verify": checks the graph with the IR verifier (ir/verifier.h), or the
+// loop program once lowering has consumed the graph's nodes, and changes
+// nothing. Pipelines start with it so that a bad model is reported as such,
+// before any pass could be blamed for it.
 class VerifyPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Module& module) override;
