@@ -212,4 +212,9 @@ absl::Status VerifyGraphStructure(const Graph& graph,
   return Verify(graph, registry, /*check_ops=*/false);
 }
 
+absl::Status VerifyModule(const Module& module) {
+  if (module.loops.has_value()) return VerifyLoopProgram(*module.loops);
+  return VerifyGraph(module.graph);
+}
+
 }  // namespace loom

@@ -3,6 +3,7 @@
 
 #include "absl/status/status.h"
 #include "ir/graph.h"
+#include "ir/module.h"
 #include "ir/op_registry.h"
 
 namespace loom {
@@ -29,6 +30,11 @@ absl::Status VerifyGraph(const Graph& graph,
 // InferShapes has just typed.
 absl::Status VerifyGraphStructure(
     const Graph& graph, const OpRegistry& registry = OpRegistry::Global());
+
+// The module's IR, checked: the graph as VerifyGraph does, or the loop
+// program (VerifyLoopProgram) once lowering has consumed the graph's nodes
+// (the graph is then only its interface).
+absl::Status VerifyModule(const Module& module);
 
 }  // namespace loom
 

@@ -115,13 +115,6 @@ std::string PassPlace(absl::string_view filename,
                   : absl::StrCat(filename, ":", line + 1, ": ");
 }
 
-absl::Status VerifyModule(const Module& module) {
-  // Lowering consumes the graph's nodes: from then on the loop program is
-  // the IR, and the graph only its interface.
-  if (module.loops.has_value()) return VerifyLoopProgram(*module.loops);
-  return VerifyGraph(module.graph);
-}
-
 // The most advanced stage of the module, as text.
 absl::StatusOr<std::string> DumpText(const Module& module) {
   if (module.source.has_value()) return module.source->text;

@@ -2,17 +2,12 @@
 
 #include <memory>
 
-#include "ir/loop_ir.h"
 #include "ir/verifier.h"
 
 namespace loom {
 
 absl::StatusOr<bool> VerifyPass::Run(Module& module) {
-  // After lowering, which consumes the graph's nodes, the loop program.
-  absl::Status status = module.loops.has_value()
-                            ? VerifyLoopProgram(*module.loops)
-                            : VerifyGraph(module.graph);
-  if (!status.ok()) return status;
+  if (absl::Status status = VerifyModule(module); !status.ok()) return status;
   return false;
 }
 

@@ -7,10 +7,9 @@
 
 namespace loom {
 
-// "verify": checks the graph with the IR verifier (ir/verifier.h), or the
-// loop program once lowering has consumed the graph's nodes, and changes
-// nothing. Pipelines start with it so that a bad model is reported as such,
-// before any pass could be blamed for it.
+// "verify": VerifyModule (ir/verifier.h), changing nothing. Pipelines start
+// with it so that a bad model is reported as such, before any pass could be
+// blamed for it.
 class VerifyPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Module& module) override;
