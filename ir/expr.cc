@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
@@ -233,7 +234,9 @@ struct ExprContext::Impl {
   size_t block_used = kBlockSize;  // no block yet
   int32_t num_nodes = 0;
   static constexpr size_t kBlockSize = 1 << 16;
-  InternTable interned;
+  InternTable interned;  // every node but the sums with a constant
+  // The sums with a constant, by base and constant (InternSumWithConstant).
+  absl::flat_hash_map<Expr, absl::btree_map<int64_t, Expr>> sums_by_base;
   std::vector<Expr> vars;  // vars[i] is x_i once made
   // True while Simplify runs: sums then also recombine div/mod pairs.
   bool simplifying = false;
@@ -359,8 +362,27 @@ struct ExprContext::Impl {
     if (p.terms.size() == 1 && p.constant == 0) return TermNode(p.terms[0]);
     absl::InlinedVector<Expr, 8> operands;
     for (const Term& t : p.terms) operands.push_back(TermNode(t));
-    if (p.constant != 0) operands.push_back(Const(p.constant));
+    if (p.constant != 0) return InternSumWithConstant(operands, p.constant);
     return Intern(ExprKind::kAdd, 0, operands);
+  }
+
+  // The sum of `terms` (canonical, in order) and `constant` (not 0). Such
+  // sums are kept apart from the intern table, by their other terms (the
+  // base) and then by the constant, in order: an unrolled loop makes
+  // millions that differ only in the constant (the offset of each step's
+  // rows), and revisits them a layer later in the order it made them, so
+  // that each is found beside the last one found, where in the intern
+  // table it was a cache miss (two, with its constant's).
+  Expr InternSumWithConstant(absl::Span<const Expr> terms, int64_t constant) {
+    const Expr base =
+        terms.size() == 1 ? terms[0] : Intern(ExprKind::kAdd, 0, terms);
+    Expr& sum = sums_by_base[base][constant];
+    if (sum == nullptr) {
+      absl::InlinedVector<Expr, 8> operands(terms.begin(), terms.end());
+      operands.push_back(Const(constant));
+      sum = NewNode(ExprKind::kAdd, 0, operands);
+    }
+    return sum;
   }
 
   // --- Polynomial arithmetic on sorted term lists.
