@@ -234,7 +234,7 @@ struct ExprContext::Impl {
   size_t block_used = kBlockSize;  // no block yet
   int32_t num_nodes = 0;
   static constexpr size_t kBlockSize = 1 << 16;
-  InternTable interned;  // every node but the sums with a constant
+  InternTable interned;  // every node but constants and sums with one
   // The sums with a constant, by base and constant (InternSumWithConstant).
   absl::flat_hash_map<Expr, absl::btree_map<int64_t, Expr>> sums_by_base;
   std::vector<Expr> vars;  // vars[i] is x_i once made
@@ -297,12 +297,18 @@ struct ExprContext::Impl {
   static constexpr int64_t kSmallEnd = 1024;
   Expr small_consts[kSmallEnd - kSmallMin] = {};
 
+  // Larger constants, in order: like the sums with a constant, they are
+  // the offsets of an unrolled loop's steps, made and revisited in order.
+  absl::btree_map<int64_t, Expr> large_consts;
+
   Expr Const(int64_t v) {
     if (v < kSmallMin || v >= kSmallEnd) {
-      return Intern(ExprKind::kConst, v, {});
+      Expr& c = large_consts[v];
+      if (c == nullptr) c = NewNode(ExprKind::kConst, v, {});
+      return c;
     }
     Expr& c = small_consts[v - kSmallMin];
-    if (c == nullptr) c = Intern(ExprKind::kConst, v, {});
+    if (c == nullptr) c = NewNode(ExprKind::kConst, v, {});
     return c;
   }
 
