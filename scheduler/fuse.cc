@@ -133,7 +133,7 @@ class Fuser {
                     absl::Span<const int64_t> extents);
   void ClearRefinements();
   void Merge();
-  int MergeMemberLists(int a, int b);
+  int MergeMemberLists(int ga, int gb);
   std::vector<Kernel> BuildKernels();
   Kernel MakeKernel(int group, int index);
 
@@ -515,8 +515,7 @@ void Fuser::Merge() {
   ClearRefinements();
   int ga = plan_.groups[0], gb = plan_.groups[1];
   if (state_[ga].size < state_[gb].size) std::swap(ga, gb);
-  state_[ga].first_member =
-      MergeMemberLists(state_[ga].first_member, state_[gb].first_member);
+  state_[ga].first_member = MergeMemberLists(ga, gb);
   state_[gb].parent = ga;
   state_[ga].size += state_[gb].size;
   state_[ga].last_position =
@@ -534,8 +533,22 @@ void Fuser::Merge() {
   state_[ga].outer_loops = static_cast<int>(outer.size());
 }
 
-// The two member lists (each in place order) as one list in place order.
-int Fuser::MergeMemberLists(int a, int b) {
+// The member lists of groups ga and gb (each in place order) as one list in
+// place order. Most merges join a group to one that lies wholly before it
+// (a consumer to its producers): the later list is then appended to the
+// earlier one's last member, found by its place, instead of walking both.
+int Fuser::MergeMemberLists(int ga, int gb) {
+  // Appends the later group's list to the earlier's, if it lies wholly after.
+  auto append = [&](int earlier, int later) {
+    const int first = state_[later].first_member;
+    const int last_place = state_[earlier].last_position;
+    if (last_place >= state_[first].position) return false;
+    state_[order_[last_place]].next_member = first;
+    return true;
+  };
+  if (append(ga, gb)) return state_[ga].first_member;
+  if (append(gb, ga)) return state_[gb].first_member;
+  int a = state_[ga].first_member, b = state_[gb].first_member;
   int head = -1;
   int* tail = &head;
   while (a >= 0 && b >= 0) {
