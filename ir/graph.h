@@ -88,6 +88,25 @@ class InternedName : public absl::string_view {
 using OpName = InternedName;
 using AttrName = InternedName;
 
+// What a lookup by op name found, remembered by the address of the interned
+// name (equal names share one address): a pass that looks up the ops of
+// millions of nodes then hashes a pointer per node rather than the text.
+// Not thread-safe: one per run of a pass.
+template <typename V>
+class OpLookupCache {
+ public:
+  // find(op), called once per distinct op.
+  template <typename Find>
+  const V& Get(OpName op, Find&& find) {
+    auto [it, inserted] = found_.try_emplace(op.data());
+    if (inserted) it->second = find(op);
+    return it->second;
+  }
+
+ private:
+  absl::flat_hash_map<const char*, V> found_;
+};
+
 // A list of ints as an attribute holds it: up to three in place (the axes,
 // starts and ends of a slice, most shapes), so that a short list takes no
 // heap block of its own. It converts from and to a std::vector.

@@ -188,7 +188,10 @@ bool HasNegativeDim(const Shape& shape) {
 
 absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
                                               const OpRegistry& registry) {
-  const OpDef* def = registry.Find(node.op);
+  return CheckedOpDef(node, registry.Find(node.op));
+}
+
+absl::StatusOr<const OpDef*> CheckedOpDef(const Node& node, const OpDef* def) {
   if (def == nullptr) {
     return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
                                     "unknown op '", node.op, "'")));
@@ -242,7 +245,9 @@ class ShapeInference {
 
   // Sets the types of the node's outputs from its inputs' types.
   absl::Status Infer(const Node& node) {
-    absl::StatusOr<const OpDef*> def = FindCheckedOpDef(node, registry_);
+    const OpDef* found =
+        defs_.Get(node.op, [&](OpName op) { return registry_.Find(op); });
+    absl::StatusOr<const OpDef*> def = CheckedOpDef(node, found);
     if (!def.ok()) return def.status();
     const size_t num_inputs = node.inputs.size();
     if (input_types_.size() < num_inputs) input_types_.resize(num_inputs);
@@ -304,6 +309,7 @@ class ShapeInference {
  private:
   Graph& graph_;
   const OpRegistry& registry_;
+  OpLookupCache<const OpDef*> defs_;
   const int64_t num_values_;
   std::vector<bool> defined_;
   // Kept from node to node: assigning a type to a slot reuses the slot's

@@ -82,6 +82,9 @@ absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry);
 // passes, for callers that go on to use it (one registry lookup, not two).
 absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
                                               const OpRegistry& registry);
+// FindCheckedOpDef with the op's definition already looked up (null: the op
+// is unknown).
+absl::StatusOr<const OpDef*> CheckedOpDef(const Node& node, const OpDef* def);
 
 // Runs shape inference over the whole graph in node order, setting every
 // intermediate value's type. Each node first passes CheckNodeSignature, so

@@ -225,6 +225,10 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
   // emitted (with every decomposition, selected or not, since lowering
   // needs primitives), after shape inference has typed them.
   constexpr int kMaxSweeps = 8;
+  OpLookupCache<DecomposeFn> found_in_all;
+  auto find_in_all = [&](OpName op) {
+    return found_in_all.Get(op, [&](OpName op) { return Find(all_, op); });
+  };
   std::vector<bool> emitted;
   ValueId first_new = static_cast<ValueId>(graph.values().size());
   absl::StatusOr<bool> changed = DecomposeSweep(
@@ -238,7 +242,7 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
     }
     bool composite_left = false;
     for (size_t i = 0; i < emitted.size(); ++i) {
-      composite_left |= emitted[i] && Find(all_, graph.nodes()[i].op);
+      composite_left |= emitted[i] && find_in_all(graph.nodes()[i].op);
     }
     if (!composite_left) return true;
     if (sweep == kMaxSweeps) {
@@ -251,7 +255,7 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
     absl::StatusOr<bool> more = DecomposeSweep(
         graph, names,
         [&](size_t i) {
-          return previous[i] ? Find(all_, graph.nodes()[i].op) : nullptr;
+          return previous[i] ? find_in_all(graph.nodes()[i].op) : nullptr;
         },
         emitted);
     if (!more.ok()) return more.status();

@@ -409,6 +409,7 @@ class Lowering {
   std::vector<InlineTemplate> inline_templates_;
   std::vector<int> free_templates_;  // places in inline_templates_ to reuse
   ExprMemo memo_;
+  OpLookupCache<ScalarFn> elementwise_fns_;
   MemoKey key_;  // scratch
 };
 
@@ -712,10 +713,14 @@ Indices Lowering::BroadcastIndices(const Shape& in_shape, size_t out_rank) {
 }
 
 absl::Status Lowering::LowerElementwise(const Node& node) {
-  // mod's attribute picks the sign of the remainder.
-  const ScalarFn fn = node.op != "mod" ? ElementwiseFns().at(node.op)
-                      : node.attrs.GetInt("fmod", 0) != 0 ? ScalarFn::kFmod
-                                                          : ScalarFn::kMod;
+  ScalarFn fn;
+  if (node.op == "mod") {
+    // Its attribute picks the sign of the remainder.
+    fn = node.attrs.GetInt("fmod", 0) != 0 ? ScalarFn::kFmod : ScalarFn::kMod;
+  } else {
+    fn = elementwise_fns_.Get(
+        node.op, [](OpName op) { return ElementwiseFns().at(op); });
+  }
   const ValueId out = node.outputs[0];
   ComputeNode compute = PointwiseNode(node, out);
   const size_t rank = compute.ranges.size();
@@ -1280,17 +1285,21 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
   program_.buffers.reserve(graph_.values().size());
   program_.nodes.reserve(graph_.nodes().size() + graph_.outputs().size());
   BindGraphInputsAndWeights();
-  const auto& rules = Rules();
+  OpLookupCache<Rule> rules;
+  auto find_rule = [](OpName op) -> Rule {
+    auto it = Rules().find(op);
+    return it == Rules().end() ? nullptr : it->second;
+  };
   const NodeList& nodes = graph_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& node = nodes[i];
-    auto rule = rules.find(node.op);
-    if (rule == rules.end()) {
+    const Rule rule = rules.Get(node.op, find_rule);
+    if (rule == nullptr) {
       return NodeError(node,
                        "no lowering for this op (decompose it first, e.g. "
                        "with the 'decompose' pass)");
     }
-    if (absl::Status s = (this->*(rule->second))(node); !s.ok()) return s;
+    if (absl::Status s = (this->*rule)(node); !s.ok()) return s;
     // Nothing reads a node once it is lowered.
     if (release_ != nullptr) release_->ReleaseNodesBefore(i + 1);
   }
