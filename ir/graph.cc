@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "absl/base/const_init.h"
@@ -179,6 +180,7 @@ void Graph::Swap(Graph& other) noexcept {
   swap(initializers_, other.initializers_);
   swap(next_unique_, other.next_unique_);
   swap(numbered_, other.numbered_);
+  swap(index_has_numbered_names_, other.index_has_numbered_names_);
   // Each index travels with its home, which then points at the values_
   // now beside it.
   swap(values_home_, other.values_home_);
@@ -191,6 +193,7 @@ void Graph::ResetNameIndex() {
   values_home_ = std::make_unique<const std::vector<Value>*>(&values_);
   value_by_name_ =
       NameIndex(0, NameEntryHash{}, NameEntryEq{values_home_.get()});
+  index_has_numbered_names_ = false;
 }
 
 void Graph::RebuildNameIndex() {
@@ -201,9 +204,36 @@ void Graph::RebuildNameIndex() {
   }
   value_by_name_.reserve(values_.size());
   for (ValueId id = 0; id < static_cast<ValueId>(values_.size()); ++id) {
-    if (numbered[id]) continue;
-    value_by_name_.insert(NameEntry{id, NameHash(values_[id].name)});
+    if (!numbered[id]) IndexName(id);
   }
+}
+
+namespace {
+
+// n when `name` ends in ".<n>", the form of AddIntermediate's names.
+std::optional<uint64_t> NumberSuffix(absl::string_view name) {
+  const size_t dot = name.rfind('.');
+  if (dot == absl::string_view::npos) return std::nullopt;
+  const absl::string_view digits = name.substr(dot + 1);
+  // Far more digits than any counter has would overflow.
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n;
+}
+
+}  // namespace
+
+bool Graph::IndexName(ValueId id) {
+  const absl::string_view name = values_[id].name;
+  if (!value_by_name_.insert(NameEntry{id, NameHash(name)}).second) {
+    return false;
+  }
+  if (NumberSuffix(name).has_value()) index_has_numbered_names_ = true;
+  return true;
 }
 
 uint32_t Graph::NameHash(absl::string_view name) {
@@ -217,9 +247,8 @@ ValueId Graph::NewValue(std::string name, TensorType& type, ValueKind kind) {
   // value goes in first, since the index reads names from values_.
   if (FindNumbered(name) >= 0) return -1;
   const ValueId id = static_cast<ValueId>(values_.size());
-  const uint32_t hash = NameHash(name);
   values_.push_back(Value{std::move(name), TensorType{}, kind, kNoNode});
-  if (!value_by_name_.insert(NameEntry{id, hash}).second) {
+  if (!IndexName(id)) {
     values_.pop_back();
     return -1;
   }
@@ -310,18 +339,9 @@ ValueId Graph::FindValue(absl::string_view name) const {
 }
 
 ValueId Graph::FindNumbered(absl::string_view name) const {
-  const size_t dot = name.rfind('.');
-  if (dot == absl::string_view::npos) return -1;
-  const absl::string_view digits = name.substr(dot + 1);
-  // Far more digits than any counter has would overflow.
-  if (digits.empty() || digits.size() > 18) return -1;
-  uint64_t n = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return -1;
-    n = n * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (n >= numbered_.size()) return -1;
-  const ValueId id = numbered_[n];
+  const std::optional<uint64_t> n = NumberSuffix(name);
+  if (!n.has_value() || *n >= numbered_.size()) return -1;
+  const ValueId id = numbered_[*n];
   return id >= 0 && values_[id].name == name ? id : -1;
 }
 
@@ -343,7 +363,7 @@ ValueId Graph::AddIntermediate(absl::string_view base, TensorType type) {
   for (;;) {
     const int64_t n = next_unique_++;
     std::string name = absl::StrCat(base, ".", n);
-    if (value_by_name_.contains(name)) continue;
+    if (index_has_numbered_names_ && value_by_name_.contains(name)) continue;
     const ValueId id = static_cast<ValueId>(values_.size());
     values_.push_back(Value{std::move(name), std::move(type),
                             ValueKind::kIntermediate, kNoNode});

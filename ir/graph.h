@@ -469,6 +469,9 @@ class Graph {
   // Indexes every value (for a copy).
   void RebuildNameIndex();
   void Swap(Graph& other) noexcept;
+  // Adds value `id` (not numbered) to value_by_name_; false when its name
+  // is taken.
+  bool IndexName(ValueId id);
 
   std::unique_ptr<const std::vector<Value>*> values_home_;
   // Every value's name but those of AddIntermediate.
@@ -479,6 +482,10 @@ class Graph {
   // decomposition adds millions of values), and FindValue finds them
   // through the number they end in.
   std::vector<ValueId> numbered_;
+  // Whether some name in value_by_name_ ends in ".<digits>" as those do:
+  // until one does, a new numbered name cannot be taken, and is not looked
+  // up at all.
+  bool index_has_numbered_names_ = false;
 };
 
 }  // namespace loom

@@ -193,6 +193,19 @@ TEST(GraphTest, NumberedNamesAreFoundAndTaken) {
   EXPECT_EQ(copy.FindValue("t.2"), b);
 }
 
+// A copy, or a moved graph, knows the names its index holds that look
+// numbered, and still skips them.
+TEST(GraphTest, CopiesAndMovesSkipTakenNumberedNames) {
+  Graph graph;
+  ASSERT_TRUE(graph.AddInput("t.1", TensorType{DType::kF32, {4}}).ok());
+  Graph copy = graph;
+  EXPECT_EQ(copy.value(copy.AddIntermediate("t")).name, "t.0");
+  EXPECT_EQ(copy.value(copy.AddIntermediate("t")).name, "t.2");
+  Graph moved = std::move(copy);
+  ASSERT_TRUE(moved.AddInput("t.3", TensorType{DType::kF32, {4}}).ok());
+  EXPECT_EQ(moved.value(moved.AddIntermediate("t")).name, "t.4");
+}
+
 TEST(GraphTest, ReplaceNodesRecomputesProducers) {
   Graph graph;
   const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
