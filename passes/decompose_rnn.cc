@@ -155,6 +155,19 @@ class Unroller {
   ValueId StepMask(int64_t t);
   State LstmStep(const std::string& p, const DirectionOperands& ops, int64_t t,
                  const State& state);
+  // An LSTM step's gates: i, f activated, o too unless there are peepholes,
+  // and c before its activation.
+  struct Gates {
+    ValueId i, o, f, c;
+  };
+  Gates ActivateGatesTogether(const std::string& p,
+                              const DirectionOperands& ops, ValueId gates);
+  Gates ActivateGatesOneByOne(const std::string& p,
+                              const DirectionOperands& ops, ValueId gates,
+                              ValueId cell);
+  ValueId Peephole(const std::string& p, const std::string& name,
+                   const DirectionOperands& ops, ValueId pre, int k,
+                   ValueId cell);
   State GruStep(const std::string& p, const DirectionOperands& ops, int64_t t,
                 const State& state);
   State RnnStep(const std::string& p, const DirectionOperands& ops, int64_t t,
@@ -298,35 +311,65 @@ State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops,
   ValueId gates = Op(p + "gates", "add", {xw, hr});
   // Without peepholes every pre-activation is final here: clip them at once.
   if (!peepholes) gates = Clip(p + "gates", gates);
+  const Gates g = peepholes || spec_.input_forget
+                      ? ActivateGatesOneByOne(p, ops, gates, state.c)
+                      : ActivateGatesTogether(p, ops, gates);
+  const ValueId candidate = Activate(p + "c_cand", 1, ops, g.c);
+  const ValueId keep = Op(p + "c_keep", "mul", {g.f, state.c});
+  const ValueId write = Op(p + "c_write", "mul", {g.i, candidate});
+  State next;
+  next.c = Op(p + "c", "add", {keep, write});
+  const ValueId o = peepholes ? Activate(p + "o", 0, ops,
+                                         Peephole(p, "o", ops, g.o, 1, next.c))
+                              : g.o;
+  next.h = Op(p + "h", "mul", {o, Activate(p + "c_act", 2, ops, next.c)});
+  return next;
+}
+
+// i, o and f share an activation and are adjacent columns: the gates split
+// in two, and one node activates all three (a node fewer a step).
+Unroller::Gates Unroller::ActivateGatesTogether(const std::string& p,
+                                                const DirectionOperands& ops,
+                                                ValueId gates) {
+  const ValueIds halves = b_.AddWithOutputs(p + "gates_split", "split", {gates},
+                                            {p + "gates_iof", p + "gate_c"},
+                                            SplitAttrs(1, {3 * H(), H()}));
+  const ValueId iof = Activate(p + "iof", 0, ops, halves[0]);
+  const ValueIds activated =
+      b_.AddWithOutputs(p + "iof_split", "split", {iof},
+                        {p + "i", p + "o", p + "f"}, AxisAttr(1));
+  return Gates{activated[0], activated[1], activated[2], halves[1]};
+}
+
+// Each gate on its own, for peepholes (each adds its own term before its
+// activation) or a forget gate of 1 - i. o's peephole reads the new cell:
+// with peepholes, the caller activates o.
+Unroller::Gates Unroller::ActivateGatesOneByOne(const std::string& p,
+                                                const DirectionOperands& ops,
+                                                ValueId gates, ValueId cell) {
   // The gates' blocks of columns, as views: one split, not a slice each.
   const ValueIds blocks = b_.AddWithOutputs(
       p + "gates_split", "split", {gates},
       {p + "gate_i", p + "gate_o", p + "gate_f", p + "gate_c"}, AxisAttr(1));
-  const ValueId gate_i = blocks[0], gate_o = blocks[1], gate_f = blocks[2],
-                gate_c = blocks[3];
-  // Adds the peephole term P_k . cell and clips, when there are peepholes.
-  auto peep = [&](const std::string& name, ValueId pre, int k, ValueId cell) {
-    if (!peepholes) return pre;
-    const ValueId term = Op(p + name + "_peep", "mul", {ops.p[k], cell});
-    return Clip(p + name, Op(p + name + "_pre", "add", {pre, term}));
-  };
-  const ValueId i =
-      Activate(p + "i", 0, ops, peep("i", gate_i, 0, state.c));
-  const ValueId f =
-      spec_.input_forget
-          ? Op(p + "f", "sub", {one_, i})
-          : Activate(p + "f", 0, ops, peep("f", gate_f, 2, state.c));
-  ValueId pre_c = gate_c;
-  if (peepholes) pre_c = Clip(p + "c_pre", pre_c);
-  const ValueId candidate = Activate(p + "c_cand", 1, ops, pre_c);
-  const ValueId keep = Op(p + "c_keep", "mul", {f, state.c});
-  const ValueId write = Op(p + "c_write", "mul", {i, candidate});
-  State next;
-  next.c = Op(p + "c", "add", {keep, write});
-  const ValueId o =
-      Activate(p + "o", 0, ops, peep("o", gate_o, 1, next.c));
-  next.h = Op(p + "h", "mul", {o, Activate(p + "c_act", 2, ops, next.c)});
-  return next;
+  Gates g;
+  g.i = Activate(p + "i", 0, ops, Peephole(p, "i", ops, blocks[0], 0, cell));
+  const bool peepholes = spec_.Has(kRnnP);
+  g.o = peepholes ? blocks[1] : Activate(p + "o", 0, ops, blocks[1]);
+  g.f = spec_.input_forget
+            ? Op(p + "f", "sub", {one_, g.i})
+            : Activate(p + "f", 0, ops,
+                       Peephole(p, "f", ops, blocks[2], 2, cell));
+  g.c = peepholes ? Clip(p + "c_pre", blocks[3]) : blocks[3];
+  return g;
+}
+
+// pre + P_k . cell, clipped, with peepholes; else pre as it is.
+ValueId Unroller::Peephole(const std::string& p, const std::string& name,
+                           const DirectionOperands& ops, ValueId pre, int k,
+                           ValueId cell) {
+  if (!spec_.Has(kRnnP)) return pre;
+  const ValueId term = Op(p + name + "_peep", "mul", {ops.p[k], cell});
+  return Clip(p + name, Op(p + name + "_pre", "add", {pre, term}));
 }
 
 // Gates z, r, h; H' = h~ + z . (H - h~), which is (1 - z) . h~ + z . H.
@@ -337,9 +380,9 @@ State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
   ValueId hr_zr = -1, hr_h = -1;
   const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
   if (spec_.linear_before_reset) {
-    const ValueIds parts = b_.AddWithOutputs(
-        p + "hr_split", "split", {hr}, {p + "hr_zr", p + "hr_h"},
-        SplitAttrs(1, {2 * H(), H()}));
+    const ValueIds parts = b_.AddWithOutputs(p + "hr_split", "split", {hr},
+                                             {p + "hr_zr", p + "hr_h"},
+                                             SplitAttrs(1, {2 * H(), H()}));
     hr_zr = parts[0];
     hr_h = parts[1];
     if (ops.rb_h >= 0) hr_h = Op(p + "hr_h_bias", "add", {hr_h, ops.rb_h});
@@ -347,11 +390,11 @@ State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
     hr_zr = hr;
   }
   const ValueId zr = Clip(p + "zr", Op(p + "zr", "add", {xw_zr, hr_zr}));
-  const ValueIds gates = b_.AddWithOutputs(
-      p + "gates_split", "split", {zr}, {p + "gate_z", p + "gate_r"},
-      AxisAttr(1));
-  const ValueId z = Activate(p + "z", 0, ops, gates[0]);
-  const ValueId r = Activate(p + "r", 0, ops, gates[1]);
+  // z and r share an activation: one node activates both, then they split.
+  const ValueIds gates = b_.AddWithOutputs(p + "gates_split", "split",
+                                           {Activate(p + "zr_act", 0, ops, zr)},
+                                           {p + "z", p + "r"}, AxisAttr(1));
+  const ValueId z = gates[0], r = gates[1];
   ValueId recurrent;
   if (spec_.linear_before_reset) {
     recurrent = Op(p + "reset", "mul", {r, hr_h});
