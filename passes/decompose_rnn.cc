@@ -4,10 +4,11 @@
 //   once per node        X as rows [seq*batch, input] (batch-first X is
 //                        transposed to seq-first first); the sequence masks
 //   once per direction   xw = X_rows @ W_d^T + (Wb_d + Rb_d): ONE matmul for
-//                        the input projection of every time step
-//   once per step        the step's rows of xw, a matmul of the state with
-//                        R_d^T, then the cell's pointwise math on slices of
-//                        the gates (sigmoid / tanh / relu, mul, add)
+//                        the input projection of every time step, and one
+//                        split of it into each step's rows (views)
+//   once per step        a matmul of the state with R_d^T, added to the
+//                        step's rows of xw, then the cell's pointwise math on
+//                        parts of the gates (sigmoid / tanh / relu, mul, add)
 //   once per direction   every step's state concatenated once, [seq*batch, H]
 //   once per node        the directions stacked into Y; Y_h / Y_c from the
 //                        last step
@@ -77,11 +78,12 @@ struct State {
 
 // One direction's operands, prepared once.
 struct DirectionOperands {
-  ValueId xw;     // [seq*batch, gates*H]: X W^T plus the folded biases
-  ValueId r_t;    // [H, gates*H]: R^T (gru, linear_before_reset 0: [H, 2H])
-  ValueId r_h_t;  // gru, linear_before_reset 0: [H, H]
-  ValueId rb_h;   // gru, linear_before_reset 1 with B: [H], else -1
-  ValueId p[3];   // lstm with P: i, o, f peepholes [H], else -1
+  ValueId xw;         // [seq*batch, gates*H]: X W^T plus the folded biases
+  ValueIds xw_steps;  // by time step: its rows of xw, [batch, gates*H]
+  ValueId r_t;        // [H, gates*H]: R^T (gru, linear_before_reset 0: [H, 2H])
+  ValueId r_h_t;      // gru, linear_before_reset 0: [H, H]
+  ValueId rb_h;       // gru, linear_before_reset 1 with B: [H], else -1
+  ValueId p[3];       // lstm with P: i, o, f peepholes [H], else -1
   const std::vector<RecurrentActivation>* activations;
 };
 
@@ -116,15 +118,6 @@ class Unroller {
     attrs.Set("starts", AttrInts{start});
     attrs.Set("ends", AttrInts{end});
     attrs.Set("axes", AttrInts{axis});
-    return Op(suffix, "slice", {x}, std::move(attrs));
-  }
-  // Rows [row, row + rows) and columns [col, col + cols) of a matrix.
-  ValueId Block(const std::string& suffix, ValueId x, int64_t row, int64_t rows,
-                int64_t col, int64_t cols) {
-    Attrs attrs;
-    attrs.Reserve(2);
-    attrs.Set("starts", AttrInts{row, col});
-    attrs.Set("ends", AttrInts{row + rows, col + cols});
     return Op(suffix, "slice", {x}, std::move(attrs));
   }
   // Direction d's part of a weight whose first axis is num_directions,
@@ -253,6 +246,16 @@ DirectionOperands Unroller::PrepareDirection(int64_t d) {
     ops.xw = Op(p + "xw_bias", "add", {ops.xw, folded});
   }
 
+  // Each step's rows of xw, as views: one split (as aten's lstm unbinds its
+  // input), not a slice per step.
+  std::vector<std::string> step_names;
+  step_names.reserve(spec_.seq);
+  for (int64_t t = 0; t < spec_.seq; ++t) {
+    step_names.push_back(absl::StrCat(p, "t", t, "/xw"));
+  }
+  ops.xw_steps = b_.AddWithOutputs(p + "xw_steps", "split", {ops.xw},
+                                   step_names, AxisAttr(0));
+
   const ValueId r = OfDirection(p + "r", In(kRnnR), d, {G * H(), H()});
   if (gru_reset_first) {
     // (r . H) Rh^T needs r first: z and r's rows multiply H on their own.
@@ -306,9 +309,8 @@ ValueId Unroller::StepMask(int64_t t) {
 State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops,
                          int64_t t, const State& state) {
   const bool peepholes = spec_.Has(kRnnP);
-  const ValueId xw = Block(p + "xw", ops.xw, t * B(), B(), 0, 4 * H());
   const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
-  ValueId gates = Op(p + "gates", "add", {xw, hr});
+  ValueId gates = Op(p + "gates", "add", {ops.xw_steps[t], hr});
   // Without peepholes every pre-activation is final here: clip them at once.
   if (!peepholes) gates = Clip(p + "gates", gates);
   const Gates g = peepholes || spec_.input_forget
@@ -375,8 +377,10 @@ ValueId Unroller::Peephole(const std::string& p, const std::string& name,
 // Gates z, r, h; H' = h~ + z . (H - h~), which is (1 - z) . h~ + z . H.
 State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
                         int64_t t, const State& state) {
-  const ValueId xw_zr = Block(p + "xw_zr", ops.xw, t * B(), B(), 0, 2 * H());
-  const ValueId xw_h = Block(p + "xw_h", ops.xw, t * B(), B(), 2 * H(), H());
+  const ValueIds xw = b_.AddWithOutputs(
+      p + "xw_split", "split", {ops.xw_steps[t]}, {p + "xw_zr", p + "xw_h"},
+      SplitAttrs(1, {2 * H(), H()}));
+  const ValueId xw_zr = xw[0], xw_h = xw[1];
   ValueId hr_zr = -1, hr_h = -1;
   const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
   if (spec_.linear_before_reset) {
@@ -412,9 +416,9 @@ State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
 
 State Unroller::RnnStep(const std::string& p, const DirectionOperands& ops,
                         int64_t t, const State& state) {
-  const ValueId xw = Block(p + "xw", ops.xw, t * B(), B(), 0, H());
   const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
-  const ValueId pre = Clip(p + "pre", Op(p + "pre", "add", {xw, hr}));
+  const ValueId pre =
+      Clip(p + "pre", Op(p + "pre", "add", {ops.xw_steps[t], hr}));
   return State{Activate(p + "h", 0, ops, pre), -1};
 }
 

@@ -326,13 +326,14 @@ TEST(DecomposeRnnTest, NodesPerStep) {
     const char* op;
     int per_step;
   };
-  // lstm: xw rows, matmul, add, a split into i-o-f and c, a sigmoid of
-  // i-o-f and a split of it, tanh of c, 2 muls and an add for the cell, tanh
-  // and mul for h. gru: 2 xw slices, matmul, add, a sigmoid of z-r and a
-  // split of it, r.H, matmul, add, tanh, sub, mul, add. rnn: xw rows,
-  // matmul, add, tanh.
+  // (Each step's rows of xw come from one split per direction.) lstm:
+  // matmul, add, a split into i-o-f and c, a sigmoid of i-o-f and a split of
+  // it, tanh of c, 2 muls and an add for the cell, tanh and mul for h. gru:
+  // a split of the rows into z-r and h, matmul, add, a sigmoid of z-r and a
+  // split of it, r.H, matmul, add, tanh, sub, mul, add. rnn: matmul, add,
+  // tanh.
   for (const Expected& e :
-       {Expected{"lstm", 12}, Expected{"gru", 13}, Expected{"rnn", 4}}) {
+       {Expected{"lstm", 11}, Expected{"gru", 12}, Expected{"rnn", 3}}) {
     RnnCase c;
     c.op = e.op;
     c.inputs = 4;
