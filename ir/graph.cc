@@ -180,7 +180,7 @@ void Graph::Swap(Graph& other) noexcept {
   swap(initializers_, other.initializers_);
   swap(next_unique_, other.next_unique_);
   swap(numbered_, other.numbered_);
-  swap(index_has_numbered_names_, other.index_has_numbered_names_);
+  swap(largest_indexed_number_, other.largest_indexed_number_);
   // Each index travels with its home, which then points at the values_
   // now beside it.
   swap(values_home_, other.values_home_);
@@ -193,7 +193,7 @@ void Graph::ResetNameIndex() {
   values_home_ = std::make_unique<const std::vector<Value>*>(&values_);
   value_by_name_ =
       NameIndex(0, NameEntryHash{}, NameEntryEq{values_home_.get()});
-  index_has_numbered_names_ = false;
+  largest_indexed_number_ = -1;
 }
 
 void Graph::RebuildNameIndex() {
@@ -232,7 +232,11 @@ bool Graph::IndexName(ValueId id) {
   if (!value_by_name_.insert(NameEntry{id, NameHash(name)}).second) {
     return false;
   }
-  if (NumberSuffix(name).has_value()) index_has_numbered_names_ = true;
+  if (const std::optional<uint64_t> n = NumberSuffix(name); n.has_value()) {
+    // At most 18 digits: the number fits.
+    largest_indexed_number_ =
+        std::max(largest_indexed_number_, static_cast<int64_t>(*n));
+  }
   return true;
 }
 
@@ -363,7 +367,9 @@ ValueId Graph::AddIntermediate(absl::string_view base, TensorType type) {
   for (;;) {
     const int64_t n = next_unique_++;
     std::string name = absl::StrCat(base, ".", n);
-    if (index_has_numbered_names_ && value_by_name_.contains(name)) continue;
+    if (n <= largest_indexed_number_ && value_by_name_.contains(name)) {
+      continue;
+    }
     const ValueId id = static_cast<ValueId>(values_.size());
     values_.push_back(Value{std::move(name), std::move(type),
                             ValueKind::kIntermediate, kNoNode});

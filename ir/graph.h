@@ -482,10 +482,12 @@ class Graph {
   // decomposition adds millions of values), and FindValue finds them
   // through the number they end in.
   std::vector<ValueId> numbered_;
-  // Whether some name in value_by_name_ ends in ".<digits>" as those do:
-  // until one does, a new numbered name cannot be taken, and is not looked
-  // up at all.
-  bool index_has_numbered_names_ = false;
+  // The largest n of the names "<base>.<n>" in value_by_name_ (-1: none).
+  // A new numbered name with a larger n cannot be taken, so it is not
+  // looked up at all: names from UniqueValueName take their numbers from
+  // the same counter, which has passed them, and other names rarely end in
+  // a number.
+  int64_t largest_indexed_number_ = -1;
 };
 
 }  // namespace loom
