@@ -193,6 +193,23 @@ TEST(GraphTest, NumberedNamesAreFoundAndTaken) {
   EXPECT_EQ(copy.FindValue("t.2"), b);
 }
 
+// A cache finds each distinct op once, whatever string the name was made
+// from, and tells ops apart.
+TEST(GraphTest, OpLookupCacheFindsEachOpOnce) {
+  OpLookupCache<int> cache;
+  int finds = 0;
+  auto find = [&](OpName op) {
+    ++finds;
+    return static_cast<int>(op.size());
+  };
+  const std::string add = "add";
+  EXPECT_EQ(cache.Get("add", find), 3);
+  EXPECT_EQ(cache.Get(add, find), 3);
+  EXPECT_EQ(cache.Get("matmul", find), 6);
+  EXPECT_EQ(cache.Get(OpName("add"), find), 3);
+  EXPECT_EQ(finds, 2);
+}
+
 // A copy, or a moved graph, knows the names its index holds that look
 // numbered, and still skips them.
 TEST(GraphTest, CopiesAndMovesSkipTakenNumberedNames) {
