@@ -95,9 +95,10 @@ using AttrName = InternedName;
 template <typename V>
 class OpLookupCache {
  public:
-  // find(op), called once per distinct op.
+  // find(op), called once per distinct op. (A copy: V is a small handle,
+  // and a reference into the table would not outlive its next growth.)
   template <typename Find>
-  const V& Get(OpName op, Find&& find) {
+  V Get(OpName op, Find&& find) {
     auto [it, inserted] = found_.try_emplace(op.data());
     if (inserted) it->second = find(op);
     return it->second;

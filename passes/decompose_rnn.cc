@@ -349,13 +349,13 @@ Unroller::Gates Unroller::ActivateGatesTogether(const std::string& p,
 Unroller::Gates Unroller::ActivateGatesOneByOne(const std::string& p,
                                                 const DirectionOperands& ops,
                                                 ValueId gates, ValueId cell) {
+  const bool peepholes = spec_.Has(kRnnP);
   // The gates' blocks of columns, as views: one split, not a slice each.
   const ValueIds blocks = b_.AddWithOutputs(
       p + "gates_split", "split", {gates},
       {p + "gate_i", p + "gate_o", p + "gate_f", p + "gate_c"}, AxisAttr(1));
   Gates g;
   g.i = Activate(p + "i", 0, ops, Peephole(p, "i", ops, blocks[0], 0, cell));
-  const bool peepholes = spec_.Has(kRnnP);
   g.o = peepholes ? blocks[1] : Activate(p + "o", 0, ops, blocks[1]);
   g.f = spec_.input_forget
             ? Op(p + "f", "sub", {one_, g.i})
