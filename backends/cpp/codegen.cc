@@ -1,8 +1,12 @@
 #include "backends/cpp/codegen.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
+#include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -313,6 +317,29 @@ struct Ref {
   Expr index = nullptr;
 };
 
+// A kernel's key (see KernelPrinter): the bytes of a few values per step of
+// its body, appended millions of times for a large program. Kept from
+// kernel to kernel, so that its room is allocated once, and appended to in
+// place: an append is a store, not a call.
+class KernelKey {
+ public:
+  void Clear() { size_ = 0; }
+  template <typename T>
+  void Append(T value) {
+    static_assert(std::is_trivially_copyable<T>::value, "raw bytes");
+    if (size_ + sizeof value > room_.size()) {
+      room_.resize(std::max(2 * room_.size(), size_t{1024}));
+    }
+    std::memcpy(&room_[size_], &value, sizeof value);
+    size_ += sizeof value;
+  }
+  absl::string_view bytes() const { return {room_.data(), size_}; }
+
+ private:
+  std::string room_;  // bytes [0, size_) are the key
+  size_t size_ = 0;
+};
+
 // Emits the function for one kernel. Each (buffer, constant offset) pair a
 // kernel touches becomes a parameter p0, p1, ... in order of first use, the
 // constant part of every index moving into the argument the launch passes,
@@ -326,18 +353,21 @@ struct Ref {
 // print equal functions, and only a new key is printed.
 class KernelPrinter {
  public:
+  // `key`: where Plan builds the key (shared by the printers of a program).
   KernelPrinter(const LoopProgram& program, const proto::CppOptions& options,
-                HelperSet& helpers, LocalOffsets& local_offsets)
+                HelperSet& helpers, LocalOffsets& local_offsets,
+                KernelKey& key)
       : program_(program),
         ctx_(*program.exprs),
         options_(options),
         helpers_(helpers),
-        local_offsets_(local_offsets) {}
+        local_offsets_(local_offsets),
+        key_(key) {}
 
   void Plan(const Kernel& kernel);
   // After Plan: the buffers the parameters stand for, in order, and the key.
   const std::vector<BufferRef>& args() const { return args_; }
-  const std::string& key() const { return key_; }
+  absl::string_view key() const { return key_.bytes(); }
   bool calls_openmp() const { return may_split_; }  // needs <omp.h>
   bool streams() const { return streams_; }         // needs kStreamHelpers
   bool vectorizes() const { return vectorizes_; }   // needs kVectorHelpers
@@ -348,8 +378,11 @@ class KernelPrinter {
   // Appends a value to the key.
   template <typename T>
   void Key(T value) {
-    key_.append(reinterpret_cast<const char*>(&value), sizeof value);
+    key_.Append(value);
   }
+  // A flag of a std::vector<bool> by its value: the proxy's own bytes are
+  // where the bit lives, not the bit.
+  void Key(std::vector<bool>::reference flag) { Key(static_cast<bool>(flag)); }
   void KeyNode(const ComputeNode& node);
   void KeyRef(const Ref& ref);
   // The parameter for `buffer` at `index`.
@@ -446,9 +479,9 @@ class KernelPrinter {
   const proto::CppOptions& options_;
   HelperSet& helpers_;
   LocalOffsets& local_offsets_;
+  KernelKey& key_;  // set by Plan
 
   // Set by Plan.
-  std::string key_;
   int outer_loops_ = 0;
   std::vector<int64_t> outer_;  // the outer loops' extents
   // The kernel has few outer iterations and members with much work in
@@ -489,6 +522,7 @@ class KernelPrinter {
 };
 
 void KernelPrinter::Plan(const Kernel& kernel) {
+  key_.Clear();
   outer_loops_ = kernel.outer_loops;
   const std::vector<int64_t>& first_ranges = program_.nodes[kernel.nodes.front()].ranges;
   outer_.assign(first_ranges.begin(), first_ranges.begin() + outer_loops_);
@@ -1344,6 +1378,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   absl::flat_hash_map<absl::string_view, int> function_of_body;
   HelperSet helpers;
   LocalOffsets local_offsets;
+  KernelKey key;
   LaunchTable& launches = source.launches;
   launches.function.reserve(schedule.kernels.size());
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
@@ -1351,7 +1386,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   bool streams = false;
   bool vectorizes = false;
   for (const Kernel& kernel : schedule.kernels) {
-    KernelPrinter printer(program, options, helpers, local_offsets);
+    KernelPrinter printer(program, options, helpers, local_offsets, key);
     printer.Plan(kernel);
     auto [it, added] = function_of_key.try_emplace(printer.key(), -1);
     if (added) {
