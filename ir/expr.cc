@@ -1098,6 +1098,34 @@ int MaxVar(Expr e) {
   return max_var;
 }
 
+bool AffineCoefficients(Expr e, absl::Span<int64_t> coefficients,
+                        int64_t& constant) {
+  std::fill(coefficients.begin(), coefficients.end(), 0);
+  constant = 0;
+  const absl::Span<const Expr> terms =
+      e->kind() == ExprKind::kAdd ? e->operands() : absl::MakeConstSpan(&e, 1);
+  for (Expr term : terms) {
+    int64_t factor = 1;
+    Expr var = term;
+    if (term->is_const()) {
+      constant += term->value();
+      continue;
+    }
+    if (term->kind() == ExprKind::kMul) {
+      const absl::Span<const Expr> factors = term->operands();
+      if (factors.size() != 2 || !factors[0]->is_const()) return false;
+      factor = factors[0]->value();
+      var = factors[1];
+    }
+    if (var->kind() != ExprKind::kVar ||
+        var->value() >= static_cast<int64_t>(coefficients.size())) {
+      return false;
+    }
+    coefficients[var->value()] += factor;
+  }
+  return true;
+}
+
 namespace {
 
 // Prints expressions in loom's text form (x0, //, %) or as C++ (named

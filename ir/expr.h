@@ -97,6 +97,12 @@ std::string ToCpp(Expr e, absl::Span<const std::string> var_names);
 // The largest variable index used in `e`, or -1 if it uses none.
 int MaxVar(Expr e);
 
+// Whether `e` is affine in the variables: constant + sum of c_i * x_i with
+// i < coefficients.size(). If so, sets coefficients[i] to c_i (0 for a
+// variable that does not occur) and `constant` to the constant term.
+bool AffineCoefficients(Expr e, absl::Span<int64_t> coefficients,
+                        int64_t& constant);
+
 }  // namespace loom
 
 #endif  // LOOM_IR_EXPR_H_

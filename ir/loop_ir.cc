@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/gemm.h"
 
 namespace loom {
 
@@ -196,6 +197,9 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
                                             "' before anything writes it"));
       }
     }
+    if (node.extern_op == ExternOp::kGemm && !MatchGemm(node).has_value()) {
+      return NodeError(node, "is marked as a gemm but is not a product gemm calls can compute");
+    }
     // An arg reduction folds values of any type into an i64 position.
     const DType stored =
         IsArgReduce(node.reduce) ? DType::kI64 : node.body[node.root].dtype;
@@ -267,6 +271,7 @@ std::string PrintComputeNode(const LoopProgram& program,
                     VarNames(n, static_cast<int>(node.reduction_ranges.size())),
                     ") in ", ShapeToString(node.reduction_ranges));
   }
+  if (node.extern_op == ExternOp::kGemm) absl::StrAppend(&text, " as gemm");
   absl::StrAppend(&text, "\n");
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     absl::StrAppend(&text, "  t", i, ": ", DTypeName(node.body[i].dtype), " = ",

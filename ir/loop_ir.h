@@ -156,6 +156,15 @@ struct ScalarOp {
 };
 static_assert(sizeof(ScalarOp) <= 40, "a program holds millions of steps");
 
+// A node that a backend may run as a call into a library instead of its
+// loops. The body still defines the result (an interpreter or a backend
+// without the library runs the loops), so every pass reads it as usual.
+//  - kGemm: a matrix product, out[..., m, n] = sum over k of
+//    a[..., m, k] * b[..., k, n]: the body is exactly two affine loads and
+//    their product, summed over one reduction loop (ir/gemm.h, MatchGemm,
+//    describes the call). The library may sum in another order.
+enum class ExternOp : uint8_t { kNone, kGemm };
+
 // Writes `output` over a pointwise iteration space `ranges` (loop variables
 // x0..x{n-1}), optionally reducing over `reduction_ranges` (variables
 // xn..x{n+r-1}): out[store_index] = reduce(body[root]) or body[root].
@@ -170,6 +179,7 @@ struct ComputeNode {
   std::vector<ScalarOp> body;
   int root = -1;
   Expr store_index = nullptr;  // over the pointwise variables only
+  ExternOp extern_op = ExternOp::kNone;
 
   // Extents of all loop variables: ranges then reduction_ranges.
   std::vector<int64_t> AllRanges() const;

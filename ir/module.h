@@ -41,6 +41,9 @@ struct GeneratedSource {
   // Flags the backend's native compiler must use for `text` (optimisation
   // level, target ISA, OpenMP), chosen by the codegen pass's options.
   std::vector<std::string> native_flags;
+  // Whether `text` calls CBLAS (cblas_sgemm, cblas_dgemm): the native
+  // build must link a BLAS library.
+  bool calls_blas = false;
 };
 
 // Everything a pipeline's passes read and write. Each stage fills in its

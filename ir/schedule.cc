@@ -34,6 +34,8 @@ absl::string_view FusionReasonText(FusionReason reason) {
       return "a consumer runs between them";
     case FusionReason::kDataCrossesIterations:
       return "data crosses loop iterations";
+    case FusionReason::kExternCall:
+      return "library call";
   }
   return "unknown";
 }
@@ -62,6 +64,9 @@ std::string DescribeFusion(const FusionDecision& decision,
     case FusionReason::kDataCrossesIterations:
       return "a member reads a buffer of another outside the outer iteration "
              "that wrote it, or one with several writers";
+    case FusionReason::kExternCall:
+      return absl::StrCat("'", program.nodes[decision.specifics[0]].name,
+                          "' is a gemm call, which runs alone");
   }
   return "";
 }

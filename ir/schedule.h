@@ -58,6 +58,7 @@ enum class FusionReason : uint8_t {
   kKernelTooLarge,
   kConsumerRunsBetween,  // fusing could create a cycle
   kDataCrossesIterations,
+  kExternCall,  // one is a library call (ExternOp), which runs alone
 };
 
 // The reason as a short fixed phrase ("vertical", "iteration spaces
@@ -77,7 +78,8 @@ struct FusionDecision {
   //    Schedule::refused_spaces;
   //  - kKernelTooLarge: the nodes the kernel would have, and the limit;
   //  - kConsumerRunsBetween: the node that reads one and runs before the
-  //    other.
+  //    other;
+  //  - kExternCall: the node that is a library call.
   int32_t specifics[2] = {-1, -1};
 
   bool fused() const {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
@@ -12,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "ir/gemm.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -292,8 +294,10 @@ class Lowering {
  public:
   // With `release` (the graph itself, which the caller is done with), each
   // block of nodes is freed once lowered, and the node list at the end.
-  explicit Lowering(const Graph& graph, Graph* release = nullptr)
+  explicit Lowering(const Graph& graph, const LowerOptions& options,
+                    Graph* release = nullptr)
       : graph_(graph),
+        options_(options),
         release_(release),
         ctx_(*program_.exprs),
         lowered_(graph.values().size()),
@@ -356,6 +360,9 @@ class Lowering {
 
   // Body steps.
   int Load(ComputeNode& node, ValueId value, absl::Span<const Expr> indices);
+  // The same for a value lowered as `source` (of type `dtype`).
+  int LoadFrom(ComputeNode& node, const LoweredValue& source, DType dtype,
+               absl::Span<const Expr> indices);
   int Step(ComputeNode& node, ScalarOp op);
   int Call(ComputeNode& node, ScalarFn fn, DType dtype,
            absl::Span<const int> args);
@@ -374,6 +381,18 @@ class Lowering {
   absl::Status LowerArgReduce(const Node& node);
   absl::Status LowerCumsum(const Node& node);
   absl::Status LowerMatmul(const Node& node);
+  // Whether matmul `node` has operands a gemm call can take (dtypes,
+  // ranks) and the options allow calls.
+  bool MayBeGemm(const Node& node) const;
+  // Matmul `node` as a gemm call (ExternOp::kGemm), or nullopt when it
+  // stays loops (LowerOptions::gemm_min_rows).
+  std::optional<ComputeNode> GemmNode(const Node& node);
+  // The matmul `node` over its operands lowered as `a` and `b`.
+  ComputeNode MatmulNode(const Node& node, const LoweredValue& a,
+                         const LoweredValue& b);
+  // Whether `value` is stored at an affine offset (a buffer, or a view
+  // of one without divisions).
+  bool IsAffineView(ValueId value);
   // Data movement: views, and ops that write one buffer in parts.
   absl::Status LowerConcat(const Node& node);
   absl::Status LowerPad(const Node& node);
@@ -400,6 +419,7 @@ class Lowering {
   void BindGraphOutputs();
 
   const Graph& graph_;
+  const LowerOptions options_;
   Graph* const release_;
   LoopProgram program_;
   ExprContext& ctx_;
@@ -644,8 +664,12 @@ int Lowering::Step(ComputeNode& node, ScalarOp op) {
 
 int Lowering::Load(ComputeNode& node, ValueId value,
                    absl::Span<const Expr> indices) {
-  const LoweredValue& source = lowered_[value];
-  const DType dtype = graph_.value(value).type.dtype;
+  return LoadFrom(node, lowered_[value], graph_.value(value).type.dtype,
+                  indices);
+}
+
+int Lowering::LoadFrom(ComputeNode& node, const LoweredValue& source,
+                       DType dtype, absl::Span<const Expr> indices) {
   if (source.inline_constant) return Constant(node, source.constant, dtype);
   if (source.inline_node >= 0) {
     absl::InlinedVector<Expr, 4> coords;
@@ -865,6 +889,66 @@ absl::Status Lowering::LowerCumsum(const Node& node) {
 
 absl::Status Lowering::LowerMatmul(const Node& node) {
   const ValueId a = node.inputs[0], b = node.inputs[1], out = node.outputs[0];
+  std::optional<ComputeNode> gemm;
+  if (MayBeGemm(node)) gemm = GemmNode(node);
+  ComputeNode compute = gemm.has_value()
+                            ? *std::move(gemm)
+                            : MatmulNode(node, lowered_[a], lowered_[b]);
+  const int root = compute.root;
+  Finish(std::move(compute), out, root);
+  return absl::OkStatus();
+}
+
+bool Lowering::MayBeGemm(const Node& node) const {
+  const Value& a = graph_.value(node.inputs[0]);
+  const Value& b = graph_.value(node.inputs[1]);
+  const DType dtype = graph_.value(node.outputs[0]).type.dtype;
+  return options_.gemm_min_rows >= 0 && a.type.shape.size() >= 2 &&
+         b.type.shape.size() >= 2 && a.type.dtype == dtype &&
+         b.type.dtype == dtype &&
+         (dtype == DType::kF32 || dtype == DType::kF64);
+}
+
+std::optional<ComputeNode> Lowering::GemmNode(const Node& node) {
+  const ValueId a = node.inputs[0], b = node.inputs[1];
+  ComputeNode compute;
+  auto match = [&](const LoweredValue& a_source, const LoweredValue& b_source) {
+    compute = MatmulNode(node, a_source, b_source);
+    compute.store_index = ContiguousOffset(compute.ranges);  // as Finish will
+    return MatchGemm(compute);
+  };
+  // A call reads its operands where they are stored: an inline value, or
+  // a view that is no strided matrix (a reshape of a transpose, say), is
+  // copied into a buffer first. Materialize counts as the value's reader,
+  // so each operand is copied at most once.
+  const bool a_view = IsAffineView(a), b_view = IsAffineView(b);
+  const LoweredValue a_source = a_view ? lowered_[a] : Materialize(node.name, a);
+  const LoweredValue b_source = b_view ? lowered_[b] : Materialize(node.name, b);
+  std::optional<Gemm> gemm = match(a_source, b_source);
+  if (gemm.has_value() && a_view && b_view && gemm->m < options_.gemm_min_rows &&
+      gemm->b.transposed) {
+    return std::nullopt;  // dot products that fuse with their consumers
+  }
+  if (!gemm.has_value()) {  // strided along both dims: copy the views too
+    gemm = match(a_view ? Materialize(node.name, a) : a_source,
+                 b_view ? Materialize(node.name, b) : b_source);
+  }
+  if (!gemm.has_value()) return std::nullopt;  // not reached: all contiguous
+  compute.extern_op = ExternOp::kGemm;
+  return compute;
+}
+
+bool Lowering::IsAffineView(ValueId value) {
+  const LoweredValue& lowered = lowered_[value];
+  if (lowered.inline_node >= 0 || lowered.inline_constant) return false;
+  std::vector<int64_t> coefficients(graph_.value(value).type.shape.size());
+  int64_t constant;
+  return AffineCoefficients(lowered.offset, absl::MakeSpan(coefficients), constant);
+}
+
+ComputeNode Lowering::MatmulNode(const Node& node, const LoweredValue& a_source,
+                                 const LoweredValue& b_source) {
+  const ValueId a = node.inputs[0], b = node.inputs[1], out = node.outputs[0];
   const Shape& a_shape = graph_.value(a).type.shape;
   const Shape& b_shape = graph_.value(b).type.shape;
   const DType dtype = graph_.value(out).type.dtype;
@@ -901,11 +985,10 @@ absl::Status Lowering::LowerMatmul(const Node& node) {
     b_idx.push_back(kvar);
     b_idx.push_back(b_shape.back() == 1 ? ctx_.Const(0) : Var(n_var));
   }
-  const int lhs = Load(compute, a, a_idx);
-  const int rhs = Load(compute, b, b_idx);
-  const int root = Call(compute, ScalarFn::kMul, dtype, {lhs, rhs});
-  Finish(std::move(compute), out, root);
-  return absl::OkStatus();
+  const int lhs = LoadFrom(compute, a_source, graph_.value(a).type.dtype, a_idx);
+  const int rhs = LoadFrom(compute, b_source, graph_.value(b).type.dtype, b_idx);
+  compute.root = Call(compute, ScalarFn::kMul, dtype, {lhs, rhs});
+  return compute;
 }
 
 absl::Status Lowering::LowerConcat(const Node& node) {
@@ -1309,6 +1392,8 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
 
 class LowerPass : public Pass {
  public:
+  explicit LowerPass(const LowerOptions& options) : options_(options) {}
+
   absl::StatusOr<bool> Run(Module& module) override {
     if (module.loops.has_value()) {
       return absl::FailedPreconditionError(
@@ -1316,27 +1401,41 @@ class LowerPass : public Pass {
           "nodes, so a pipeline lowers once");
     }
     absl::StatusOr<LoopProgram> program =
-        LowerGraphReleasingNodes(module.graph);
+        LowerGraphReleasingNodes(module.graph, options_);
     if (!program.ok()) return program.status();
     module.loops = *std::move(program);
     module.schedule.reset();
     module.source.reset();
     return true;
   }
+
+ private:
+  const LowerOptions options_;
 };
 
-LOOM_REGISTER_PASS("lower", "", [](const proto::PassSpec&) {
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<LowerPass>());
+LOOM_REGISTER_PASS("lower", "lower", [](const proto::PassSpec& spec) {
+  LowerOptions options;
+  const int64_t min_rows = spec.lower().gemm_min_rows();
+  if (min_rows < -1) {
+    return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
+        absl::StrCat("lower: gemm_min_rows must be -1 (no gemm calls), 0 "
+                     "(the default) or positive, got ", min_rows)));
+  }
+  if (min_rows != 0) options.gemm_min_rows = min_rows;
+  return absl::StatusOr<std::unique_ptr<Pass>>(
+      std::make_unique<LowerPass>(options));
 });
 
 }  // namespace
 
-absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph) {
-  return Lowering(graph).Run();
+absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph,
+                                       const LowerOptions& options) {
+  return Lowering(graph, options).Run();
 }
 
-absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(Graph& graph) {
-  absl::StatusOr<LoopProgram> program = Lowering(graph, &graph).Run();
+absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(
+    Graph& graph, const LowerOptions& options) {
+  absl::StatusOr<LoopProgram> program = Lowering(graph, options, &graph).Run();
   graph.ReplaceNodes({});  // also after a failure part way
   return program;
 }

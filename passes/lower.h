@@ -1,25 +1,32 @@
 #ifndef LOOM_PASSES_LOWER_H_
 #define LOOM_PASSES_LOWER_H_
 
+#include <cstdint>
+
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "ir/loop_ir.h"
 
 namespace loom {
 
-// Lowers a graph of primitive ops into loop IR: every op that computes
-// becomes a compute node writing its own buffer; views (reshape,
-// transpose, squeeze, unsqueeze, expand, slice, split) become index
-// remappings in the loads of their consumers; weights and constants become
-// buffers bound from the graph's data, one-element constants are inlined.
-// tile is a view too
-// (indices modulo the input's dims); pad writes its buffer twice (a fill,
-// then the interior); gather is an indirect load and needs its indices as a
-// graph constant or weight, each checked here; argmax / argmin are arg
-// reductions; cumsum is a sum over the axis masked by loop positions. An op
-// with no lowering (e.g. softmax before `decompose`), runtime gather
-// indices or an out-of-range one are InvalidArgumentErrors naming the node.
-absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph);
+// The fewest rows for which a product that reads its second operand
+// contiguously along the sum is a gemm call by default (LowerOptions).
+// Below it, the loops of such a product are dot products that the compiler
+// vectorises, and they fuse with their consumers: an LSTM step of batch 2
+// and hidden 256 runs its product and gates as one kernel in about half
+// the time of a gemm call plus a gates kernel (the call packs the whole
+// weight for two rows). Every other product is a call: its loops would
+// read the second operand down its columns. Measured by tests/bench/peers
+// (README, "Matrix products").
+constexpr int64_t kDefaultGemmMinRows = 8;
+
+struct LowerOptions {
+  // See kDefaultGemmMinRows; -1: no product is a gemm call.
+  int64_t gemm_min_rows = kDefaultGemmMinRows;
+};
+
+absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph,
+                                       const LowerOptions& options = {});
 
 // LowerGraph for a graph the caller is done with (the `lower` pass): each
 // block of its nodes is freed once lowered, so that the nodes and the loop
@@ -27,7 +34,8 @@ absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph);
 // nodes take more memory than its program). On return, failed or not, the
 // graph has no nodes; it keeps its values and its inputs, weights,
 // constants and outputs, which the runtime binds.
-absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(Graph& graph);
+absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(
+    Graph& graph, const LowerOptions& options = {});
 
 }  // namespace loom
 

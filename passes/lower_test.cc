@@ -546,5 +546,71 @@ TEST(LowerPassTest, ReleasingNodesBlockByBlockLowersTheSameProgram) {
   EXPECT_TRUE(graph.nodes().empty());
 }
 
+// x [rows, 8] times w^T, w [16, 8] (a linear layer), and x times v [8, 16].
+Graph Products(int64_t rows, ValueId& x) {
+  Graph graph = GraphWithInput({rows, 8}, x);
+  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {16, 8}});
+  const ValueId v = *graph.AddInput("v", TensorType{DType::kF32, {8, 16}});
+  Attrs perm;
+  perm.Set("perm", std::vector<int64_t>{1, 0});
+  graph.AddOutput(AddNode(graph, "matmul", {x, AddNode(graph, "transpose", {w}, perm)}));
+  graph.AddOutput(AddNode(graph, "matmul", {x, v}));
+  return graph;
+}
+
+TEST(LowerTest, MatrixProductsBecomeGemmCallsExceptFewRowsOfDotProducts) {
+  for (int64_t rows : {2, 8}) {
+    SCOPED_TRACE(rows);
+    ValueId x;
+    Graph graph = Products(rows, x);
+    ASSERT_TRUE(InferShapes(graph).ok());
+    absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+    ASSERT_TRUE(program.ok()) << program.status();
+    ASSERT_EQ(program->nodes.size(), 2);
+    // Fewer than kDefaultGemmMinRows rows times a transposed weight: loops.
+    EXPECT_EQ(program->nodes[0].extern_op,
+              rows < kDefaultGemmMinRows ? ExternOp::kNone : ExternOp::kGemm);
+    EXPECT_EQ(program->nodes[1].extern_op, ExternOp::kGemm);
+    EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+
+    LowerOptions never;
+    never.gemm_min_rows = -1;
+    program = LowerGraph(graph, never);
+    ASSERT_TRUE(program.ok()) << program.status();
+    for (const ComputeNode& node : program->nodes) EXPECT_EQ(node.extern_op, ExternOp::kNone);
+  }
+}
+
+TEST(LowerTest, AGemmOperandThatIsNoStridedMatrixIsCopiedFirst) {
+  // exp(x) would be inlined into a reader; a reshape of a transpose reads
+  // with divisions. Both are copied into buffers the call reads.
+  ValueId x;
+  Graph graph = GraphWithInput({8, 8}, x);
+  Attrs perm;
+  perm.Set("perm", std::vector<int64_t>{1, 0});
+  Attrs shape;
+  shape.Set("shape", std::vector<int64_t>{8, 8});
+  const ValueId wide = *graph.AddInput("y", TensorType{DType::kF32, {4, 16}});
+  const ValueId folded = AddNode(graph, "reshape", {AddNode(graph, "transpose", {wide}, perm)}, shape);
+  graph.AddOutput(AddNode(graph, "matmul", {AddNode(graph, "exp", {x}), folded}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_EQ(program->nodes.size(), 3);  // two copies, then the call
+  EXPECT_EQ(program->nodes[2].extern_op, ExternOp::kGemm);
+  EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+}
+
+TEST(LowerTest, VerifierRefusesAGemmMarkOnANodeNoCallComputes) {
+  ValueId x;
+  Graph graph = GraphWithInput({4, 8}, x);
+  graph.AddOutput(AddNode(graph, "relu", {x}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  program->nodes[0].extern_op = ExternOp::kGemm;
+  EXPECT_THAT(VerifyLoopProgram(*program).message(), HasSubstr("marked as a gemm"));
+}
+
 }  // namespace
 }  // namespace loom

@@ -503,6 +503,15 @@ void Fuser::TryFuse(int a, int b, FusionReason kind) {
   const int ga = Find(a), gb = Find(b);
   if (ga == gb) return;
   FusionDecision decision{a, b, kind};
+  // A library call never joins a group, so its group is itself.
+  for (int node : {a, b}) {
+    if (program_.nodes[node].extern_op != ExternOp::kNone) {
+      decision.reason = FusionReason::kExternCall;
+      decision.specifics[0] = node;
+      decisions_.push_back(decision);
+      return;
+    }
+  }
   if (Weigh(ga, gb, kind == FusionReason::kVertical, decision)) Merge();
   decisions_.push_back(decision);
 }

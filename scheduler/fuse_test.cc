@@ -235,5 +235,18 @@ TEST_F(FuseTest, EveryNodeIsScheduledOnceInDependencyOrder) {
   }
 }
 
+TEST_F(FuseTest, AGemmCallFusesWithNothing) {
+  const ValueId w = *graph_.AddInput("w", TensorType{DType::kF32, {8, 8}});
+  graph_.AddOutput(Op("relu", {Op("matmul", {Op("exp", {x_}), w})}));
+  const Schedule schedule = Fuse();
+  ASSERT_EQ(program_.nodes.size(), 3);
+  EXPECT_EQ(program_.nodes[1].extern_op, ExternOp::kGemm);
+  EXPECT_EQ(Kernels(schedule), "exp0 | matmul1 | relu2");
+  EXPECT_EQ(Refusals(schedule), "library call; library call; ");
+  for (const FusionDecision& d : schedule.decisions) {
+    EXPECT_EQ(DescribeFusion(d, schedule, program_), "'matmul1' is a gemm call, which runs alone");
+  }
+}
+
 }  // namespace
 }  // namespace loom

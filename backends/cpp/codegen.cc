@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/common/c_scalar.h"
+#include "ir/gemm.h"
 #include "passes/pass.h"
 
 namespace loom::cpp {
@@ -166,6 +168,71 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
 }
 #endif
 )";
+
+// A gemm kernel (ExternOp::kGemm) calls the CBLAS routine of its dtype
+// (cblas_sgemm or cblas_dgemm: row-major, 101; no transpose, 111, or
+// transpose, 112), once per position of its batch loops. The runtime links
+// a BLAS library (runtime.h, NativeCompileOptions::link_blas). Declared
+// here rather than through <cblas.h>, which not every BLAS ships.
+constexpr char kBlasDeclarations[] = R"(
+extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k,
+                            float alpha, const float* a, int lda, const float* b, int ldb,
+                            float beta, float* c, int ldc);
+extern "C" void cblas_dgemm(int order, int trans_a, int trans_b, int m, int n, int k,
+                            double alpha, const double* a, int lda, const double* b, int ldb,
+                            double beta, double* c, int ldc);
+)";
+
+// `p` advanced to the batch position x0, x1, ... of `matrix`.
+std::string BatchAddress(const std::string& p, const GemmMatrix& matrix) {
+  std::string address = p;
+  for (size_t i = 0; i < matrix.batch_strides.size(); ++i) {
+    if (matrix.batch_strides[i] != 0) {
+      absl::StrAppend(&address, " + x", i, " * ", matrix.batch_strides[i]);
+    }
+  }
+  return address;
+}
+
+// The body of the function for a gemm kernel; its arguments (a, b and c,
+// each at its constant offset) go to `args`.
+std::string PrintGemm(const Gemm& gemm, std::vector<BufferRef>& args) {
+  const char* type = CType(gemm.dtype);
+  args = {{gemm.a.buffer, gemm.a.offset}, {gemm.b.buffer, gemm.b.offset},
+          {gemm.c.buffer, gemm.c.offset}};
+  std::string body = absl::StrFormat(
+      "  const %s* p0 = (const %s*)a[0];\n  const %s* p1 = (const %s*)a[1];\n"
+      "  %s* p2 = (%s*)a[2];\n",
+      type, type, type, type, type, type);
+  int depth = 1;
+  for (size_t i = 0; i < gemm.batch.size(); ++i, ++depth) {
+    absl::StrAppend(&body, std::string(2 * depth, ' '),
+                    absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {\n", i, i,
+                                    gemm.batch[i], i));
+  }
+  const char* literal_one = gemm.dtype == DType::kF32 ? "1.0f" : "1.0";
+  const char* literal_zero = gemm.dtype == DType::kF32 ? "0.0f" : "0.0";
+  absl::StrAppend(
+      &body, std::string(2 * depth, ' '),
+      absl::StrFormat("cblas_%cgemm(101, %d, %d, %d, %d, %d, %s, %s, %d, %s, %d, %s, %s, %d);\n",
+                      gemm.dtype == DType::kF32 ? 's' : 'd', gemm.a.transposed ? 112 : 111,
+                      gemm.b.transposed ? 112 : 111, gemm.m, gemm.n, gemm.k, literal_one,
+                      BatchAddress("p0", gemm.a), gemm.a.leading, BatchAddress("p1", gemm.b),
+                      gemm.b.leading, literal_zero, BatchAddress("p2", gemm.c),
+                      gemm.c.leading));
+  for (--depth; depth >= 1; --depth) {
+    absl::StrAppend(&body, std::string(2 * depth, ' '), "}\n");
+  }
+  return body;
+}
+
+// The gemm call of `kernel`, when it is one (a lone ExternOp::kGemm node).
+std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel) {
+  if (kernel.nodes.size() != 1) return std::nullopt;
+  const ComputeNode& node = program.nodes[kernel.nodes[0]];
+  if (node.extern_op != ExternOp::kGemm) return std::nullopt;
+  return MatchGemm(node);
+}
 
 // Whether `index` is affine with unit stride in variable `inner` and every
 // other coefficient and the constant multiples of kStreamLanes: each run of
@@ -1385,19 +1452,31 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   bool calls_openmp = false;
   bool streams = false;
   bool vectorizes = false;
+  bool calls_blas = false;
+  std::vector<BufferRef> gemm_args;
+  // A body printed for the first time becomes a new function; returns the
+  // function's index.
+  auto function_for = [&](std::string body) {
+    auto same = function_of_body.find(body);
+    if (same == function_of_body.end()) {
+      bodies.push_back(std::move(body));
+      same = function_of_body.emplace(bodies.back(), static_cast<int>(bodies.size()) - 1).first;
+    }
+    return same->second;
+  };
   for (const Kernel& kernel : schedule.kernels) {
+    if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
+      calls_blas = true;
+      launches.function.push_back(function_for(PrintGemm(*gemm, gemm_args)));
+      launches.args.insert(launches.args.end(), gemm_args.begin(), gemm_args.end());
+      launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
+      continue;
+    }
     KernelPrinter printer(program, options, helpers, local_offsets, key);
     printer.Plan(kernel);
     auto [it, added] = function_of_key.try_emplace(printer.key(), -1);
     if (added) {
-      std::string body = printer.Print(kernel);
-      auto same = function_of_body.find(body);
-      if (same == function_of_body.end()) {
-        bodies.push_back(std::move(body));
-        same = function_of_body.emplace(bodies.back(), static_cast<int>(bodies.size()) - 1)
-                   .first;
-      }
-      it->second = same->second;
+      it->second = function_for(printer.Print(kernel));
       calls_openmp |= printer.calls_openmp();
       streams |= printer.streams();
       vectorizes |= printer.vectorizes();
@@ -1408,7 +1487,8 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   }
   std::string& text = source.text;
   text = absl::StrCat(kPreludeHead, calls_openmp ? "#include <omp.h>\n" : "",
-                      cscalar::CoreHelpers(kHelperQualifier), streams ? kStreamHelpers : "");
+                      cscalar::CoreHelpers(kHelperQualifier), streams ? kStreamHelpers : "",
+                      calls_blas ? kBlasDeclarations : "");
   size_t size = text.size();
   for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
@@ -1430,6 +1510,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   }
   source.kernel_functions = static_cast<int>(bodies.size());
   source.native_flags = NativeFlags(options);
+  source.calls_blas = calls_blas;
   return source;
 }
 

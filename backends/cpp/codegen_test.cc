@@ -36,6 +36,22 @@ GeneratedSource Emit(const Graph& graph) {
   return EmitCpp(*program, *schedule, proto::CppOptions());
 }
 
+TEST(CodegenTest, AGemmKernelCallsCblasPerBatchPosition) {
+  Graph graph;
+  const ValueId a = *graph.AddInput("a", TensorType{DType::kF32, {4, 16, 8}});
+  const ValueId b = *graph.AddInput("b", TensorType{DType::kF32, {4, 8, 32}});
+  const NodeId mm = *graph.AddNode("mm", "matmul", {a, b}, {"c"});
+  graph.AddOutput(graph.node(mm).outputs[0]);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  const GeneratedSource source = Emit(graph);
+  EXPECT_TRUE(source.calls_blas);
+  EXPECT_THAT(source.text, HasSubstr("  for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
+                                     "    cblas_sgemm(101, 111, 111, 16, 32, 8, 1.0f, p0 + x0 * "
+                                     "128, 8, p1 + x0 * 256, 32, 0.0f, p2 + x0 * 512, 32);\n"
+                                     "  }\n"));
+  EXPECT_FALSE(Emit(DoublingChain(2)).calls_blas);
+}
+
 TEST(CodegenTest, IdenticalKernelsShareOneFunction) {
   const GeneratedSource source = Emit(DoublingChain(5));
   EXPECT_EQ(source.kernel_functions, 1);

@@ -147,6 +147,29 @@ TEST(EndToEndTest, MatmulShapes) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// Products that become gemm calls (passes/lower.h): transposed operands,
+// batch loops of their own, broadcast ones, a shared weight folded into
+// the rows, f64, an operand at an offset (a slice) and one computed first.
+TEST(EndToEndTest, GemmCalls) {
+  GraphBuilder b;
+  Attrs swap;
+  swap.Set("perm", std::vector<int64_t>{0, 2, 1});
+  const ValueId a = b.Input("a", DType::kF32, {3, 17, 9});
+  const ValueId bb = b.Input("b", DType::kF32, {3, 9, 11});
+  b.Output(b.Op("matmul", {a, bb}));                                // batched
+  b.Output(b.Op("matmul", {b.Op("transpose", {bb}, swap), b.Op("transpose", {a}, swap)}));
+  b.Output(b.Op("matmul", {a, b.Weight("w", {9, 13}, 2)}));         // folded rows
+  b.Output(b.Op("matmul", {a, b.Input("shared", DType::kF32, {1, 9, 5})}));
+  Attrs rows;
+  rows.Set("starts", std::vector<int64_t>{4});
+  rows.Set("ends", std::vector<int64_t>{16});
+  rows.Set("axes", std::vector<int64_t>{1});
+  b.Output(b.Op("matmul", {b.Op("exp", {b.Op("slice", {a}, rows)}), bb}));
+  const ValueId d = b.Input("d", DType::kF64, {12, 10});
+  b.Output(b.Op("matmul", {d, b.Input("e", DType::kF64, {10, 12})}));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
 TEST(EndToEndTest, SoftmaxThroughDecomposition) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 33});

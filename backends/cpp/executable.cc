@@ -50,6 +50,7 @@ absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
   }
   NativeCompileOptions options;
   options.flags = module.source->native_flags;
+  options.link_blas = module.source->calls_blas;
   options.cache_dir = std::move(cache_dir);
   absl::StatusOr<NativeLibrary> library = CompileAndLoad(module.source->text, options);
   if (!library.ok()) return library.status();

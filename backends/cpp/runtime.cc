@@ -61,22 +61,37 @@ bool AsksForNativeCode(const std::vector<std::string>& command) {
   return false;
 }
 
-// The compiler command without its input and output paths.
-std::vector<std::string> CompilerCommand(const NativeCompileOptions& options) {
-  std::vector<std::string> command = {options.compiler};
-  command.insert(command.end(), options.flags.begin(), options.flags.end());
-  if (options.openmp) command.push_back("-fopenmp");
-  return command;
+// The compiler command without its input and output paths, and the
+// libraries to link, which follow the source.
+struct CompilerCommand {
+  std::vector<std::string> command;
+  std::vector<std::string> libraries;
+};
+
+absl::StatusOr<CompilerCommand> MakeCompilerCommand(
+    const NativeCompileOptions& options) {
+  CompilerCommand compiler;
+  compiler.command = {options.compiler};
+  compiler.command.insert(compiler.command.end(), options.flags.begin(),
+                          options.flags.end());
+  if (options.openmp) compiler.command.push_back("-fopenmp");
+  if (options.link_blas) {
+    absl::StatusOr<std::vector<std::string>> blas = BlasLinkArgs();
+    if (!blas.ok()) return blas.status();
+    compiler.libraries = *std::move(blas);
+  }
+  return compiler;
 }
 
 // The cache key: each piece is length-prefixed so that no two different
 // (source, command) pairs hash the same text.
 std::string CacheKey(std::string_view source,
-                     const std::vector<std::string>& command) {
+                     const CompilerCommand& compiler) {
   ContentHasher hash;
   hash.Add(source);
-  for (const std::string& arg : command) hash.Add(arg);
-  if (AsksForNativeCode(command)) hash.Add(HostCpuFeatures());
+  for (const std::string& arg : compiler.command) hash.Add(arg);
+  for (const std::string& arg : compiler.libraries) hash.Add(arg);
+  if (AsksForNativeCode(compiler.command)) hash.Add(HostCpuFeatures());
   return hash.HexDigest();
 }
 
@@ -107,12 +122,15 @@ absl::StatusOr<void*> Load(const std::string& path) {
 
 // Compiles `source_path` into `library_path` (through a temporary file and a
 // rename) and returns the compiler's wall time in seconds.
-absl::StatusOr<double> Compile(std::vector<std::string> command,
+absl::StatusOr<double> Compile(const CompilerCommand& compiler,
                                const std::string& source_path,
                                const std::string& library_path,
                                const std::string& cache_dir) {
   const std::string temp = TempPathFor(library_path);
+  std::vector<std::string> command = compiler.command;
   command.insert(command.end(), {"-o", temp, source_path});
+  command.insert(command.end(), compiler.libraries.begin(),
+                 compiler.libraries.end());
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ProcessResult> result =
       RunProcess(command, cache_dir, kMaxCompilerOutputBytes);
@@ -142,6 +160,36 @@ absl::StatusOr<double> Compile(std::vector<std::string> command,
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
+  const std::string chosen = GetEnv("LOOM_BLAS");
+  if (!chosen.empty()) {
+    if (access(chosen.c_str(), R_OK) != 0) {
+      return ErrnoError("$LOOM_BLAS names a BLAS library that cannot be read:",
+                        chosen);
+    }
+    return std::vector<std::string>{chosen};
+  }
+  // Library folders of Debian's multiarch layouts and others, and the
+  // libraries in the order of preference. A library in a folder of its
+  // own is found there at load time through the run path.
+  static constexpr const char* kFolders[] = {
+      "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+      "/usr/lib"};
+  static constexpr const char* kLibraries[] = {
+      "openblas-openmp/libopenblas.so.0", "libopenblas.so.0", "libblas.so.3"};
+  for (const char* library : kLibraries) {
+    for (const char* folder : kFolders) {
+      const std::string path = absl::StrCat(folder, "/", library);
+      if (access(path.c_str(), R_OK) != 0) continue;
+      const std::string dir = path.substr(0, path.rfind('/'));
+      return std::vector<std::string>{path, absl::StrCat("-Wl,-rpath,", dir)};
+    }
+  }
+  return absl::FailedPreconditionError(
+      "no BLAS library found for the model's matrix products (install "
+      "libopenblas0-openmp, or set $LOOM_BLAS to a CBLAS shared library)");
+}
 
 std::string DefaultCompiler() {
   std::string cxx = GetEnv("CXX");
@@ -217,9 +265,10 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
   if (absl::c_linear_search(options.flags, "-fopenmp")) {
     if (absl::Status status = PinOpenMpRuntime(); !status.ok()) return status;
   }
-  const std::vector<std::string> command = CompilerCommand(options);
+  absl::StatusOr<CompilerCommand> command = MakeCompilerCommand(options);
+  if (!command.ok()) return command.status();
   const std::string base =
-      absl::StrCat(options.cache_dir, "/", CacheKey(source, command));
+      absl::StrCat(options.cache_dir, "/", CacheKey(source, *command));
   const std::string library_path = base + ".so";
   const std::string source_path = base + ".cc";
   if (absl::Status status = MakeDirs(options.cache_dir); !status.ok()) {
@@ -244,7 +293,7 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
     return status;
   }
   absl::StatusOr<double> seconds =
-      Compile(command, source_path, library_path, options.cache_dir);
+      Compile(*command, source_path, library_path, options.cache_dir);
   if (!seconds.ok()) return seconds.status();
   absl::StatusOr<void*> handle = Load(library_path);
   if (!handle.ok()) {

@@ -26,8 +26,18 @@ struct NativeCompileOptions {
   std::string compiler = DefaultCompiler();
   std::vector<std::string> flags = DefaultCompileFlags();
   bool openmp = false;  // adds -fopenmp
+  // Links a BLAS library with CBLAS (the source calls cblas_sgemm):
+  // $LOOM_BLAS if set (the path of a shared library), else the first found
+  // of OpenBLAS built with OpenMP (Debian's libopenblas0-openmp, whose
+  // threads are the kernels' own OpenMP threads), any OpenBLAS, the
+  // system's libblas.so.3.
+  bool link_blas = false;
   std::string cache_dir = DefaultCacheDir();
 };
+
+// The linker arguments that link_blas adds, or a FailedPreconditionError
+// naming what to install when no BLAS library is found.
+absl::StatusOr<std::vector<std::string>> BlasLinkArgs();
 
 // A loaded shared object. Owns the dlopen handle and closes it on
 // destruction, so function pointers from Symbol() are valid only while the

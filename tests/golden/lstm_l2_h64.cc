@@ -31,6 +31,13 @@ static inline int64_t loom_f2i64(double x) {
   if (x <= -9223372036854775808.0) return INT64_MIN;
   return (int64_t)x;
 }
+
+extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k,
+                            float alpha, const float* a, int lda, const float* b, int ldb,
+                            float beta, float* c, int ldc);
+extern "C" void cblas_dgemm(int order, int trans_a, int trans_b, int m, int n, int k,
+                            double alpha, const double* a, int lda, const double* b, int ldb,
+                            double beta, double* c, int ldc);
 static inline float loom_pow2i(int32_t k) {
   const int32_t bits = (k + 127) << 23;
   float f;
@@ -54,25 +61,23 @@ static inline float loom_expf(float x) {
 
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  #pragma omp parallel for collapse(2)
+  float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 32; ++x0) {
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc0 = (float)0;
-      #pragma omp simd reduction(+:acc0)
-      for (int64_t x2 = 0; x2 < 32; ++x2) {
-        const float t0 = p0[(x2 + 32*(x0 / 2) + 512*(x0 % 2))];
-        const float t1 = p1[(32*x1 + x2)];
-        const float t2 = t0 * t1;
-        acc0 += t2;
-      }
-      p2[(256*x0 + x1)] = acc0;
+    for (int64_t x1 = 0; x1 < 32; ++x1) {
+      const float t0 = p0[(x1 + 32*(x0 / 2) + 512*(x0 % 2))];
+      p1[(32*x0 + x1)] = t0;
     }
   }
 }
 
 extern "C" void loom_f1(void* const* a) {
+  const float* p0 = (const float*)a[0];
+  const float* p1 = (const float*)a[1];
+  float* p2 = (float*)a[2];
+  cblas_sgemm(101, 111, 112, 32, 256, 32, 1.0f, p0, 32, p1, 32, 0.0f, p2, 256);
+}
+
+extern "C" void loom_f2(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
@@ -84,7 +89,7 @@ extern "C" void loom_f1(void* const* a) {
   }
 }
 
-extern "C" void loom_f2(void* const* a) {
+extern "C" void loom_f3(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
@@ -1056,27 +1061,14 @@ extern "C" void loom_f2(void* const* a) {
   }
 }
 
-extern "C" void loom_f3(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  #pragma omp parallel for collapse(2)
-  for (int64_t x0 = 0; x0 < 32; ++x0) {
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc0 = (float)0;
-      #pragma omp simd reduction(+:acc0)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(64*x0 + x2)];
-        const float t1 = p1[(64*x1 + x2)];
-        const float t2 = t0 * t1;
-        acc0 += t2;
-      }
-      p2[(256*x0 + x1)] = acc0;
-    }
-  }
+extern "C" void loom_f4(void* const* a) {
+  const float* p0 = (const float*)a[0];
+  const float* p1 = (const float*)a[1];
+  float* p2 = (float*)a[2];
+  cblas_sgemm(101, 111, 112, 32, 256, 64, 1.0f, p0, 64, p1, 64, 0.0f, p2, 256);
 }
 
-extern "C" void loom_f4(void* const* a) {
+extern "C" void loom_f5(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
@@ -1089,7 +1081,7 @@ extern "C" void loom_f4(void* const* a) {
   }
 }
 
-extern "C" void loom_f5(void* const* a) {
+extern "C" void loom_f6(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
@@ -1102,7 +1094,7 @@ extern "C" void loom_f5(void* const* a) {
   }
 }
 
-extern "C" void loom_f6(void* const* a) {
+extern "C" void loom_f7(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
@@ -1116,17 +1108,18 @@ extern "C" void loom_f6(void* const* a) {
 }
 
 // Launches:
-// loom_f0(x, lstm0_w, lstm0/d0/xw.5)  # lstm0/d0/xw
-// loom_f1(lstm0_b, lstm0_b+256, lstm0/d0/bias.9)  # lstm0/d0/bias
-// loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.5+128, lstm0/d0/bias.9+128, lstm0/d0/xw.5, lstm0/d0/bias.9, lstm0/d0/xw.5+192, lstm0/d0/bias.9+192, lstm0/d0/xw.5+64, lstm0/d0/bias.9+64, lstm0/d0/xw.5+640, lstm0/d0/xw.5+512, lstm0/d0/xw.5+704, lstm0/d0/xw.5+576, lstm0/d0/xw.5+1152, lstm0/d0/xw.5+1024, lstm0/d0/xw.5+1216, lstm0/d0/xw.5+1088, lstm0/d0/xw.5+1664, lstm0/d0/xw.5+1536, lstm0/d0/xw.5+1728, lstm0/d0/xw.5+1600, lstm0/d0/xw.5+2176, lstm0/d0/xw.5+2048, lstm0/d0/xw.5+2240, lstm0/d0/xw.5+2112, lstm0/d0/xw.5+2688, lstm0/d0/xw.5+2560, lstm0/d0/xw.5+2752, lstm0/d0/xw.5+2624, lstm0/d0/xw.5+3200, lstm0/d0/xw.5+3072, lstm0/d0/xw.5+3264, lstm0/d0/xw.5+3136, lstm0/d0/xw.5+3712, lstm0/d0/xw.5+3584, lstm0/d0/xw.5+3776, lstm0/d0/xw.5+3648, lstm0/d0/xw.5+4224, lstm0/d0/xw.5+4096, lstm0/d0/xw.5+4288, lstm0/d0/xw.5+4160, lstm0/d0/xw.5+4736, lstm0/d0/xw.5+4608, lstm0/d0/xw.5+4800, lstm0/d0/xw.5+4672, lstm0/d0/xw.5+5248, lstm0/d0/xw.5+5120, lstm0/d0/xw.5+5312, lstm0/d0/xw.5+5184, lstm0/d0/xw.5+5760, lstm0/d0/xw.5+5632, lstm0/d0/xw.5+5824, lstm0/d0/xw.5+5696, lstm0/d0/xw.5+6272, lstm0/d0/xw.5+6144, lstm0/d0/xw.5+6336, lstm0/d0/xw.5+6208, lstm0/d0/xw.5+6784, lstm0/d0/xw.5+6656, lstm0/d0/xw.5+6848, lstm0/d0/xw.5+6720, lstm0/d0/xw.5+7296, lstm0/d0/xw.5+7168, lstm0/d0/xw.5+7360, lstm0/d0/xw.5+7232, lstm0/d0/xw.5+7808, lstm0/d0/xw.5+7680, lstm0/d0/xw.5+7872, lstm0/d0/t15/c.250, lstm0/d0/xw.5+7744, lstm0/d0/t15/h.252, lstm0/d0/y_rows.253, lstm0/d0/y_rows.253+128, lstm0/d0/y_rows.253+256, lstm0/d0/y_rows.253+384, lstm0/d0/y_rows.253+512, lstm0/d0/y_rows.253+640, lstm0/d0/y_rows.253+768, lstm0/d0/y_rows.253+896, lstm0/d0/y_rows.253+1024, lstm0/d0/y_rows.253+1152, lstm0/d0/y_rows.253+1280, lstm0/d0/y_rows.253+1408, lstm0/d0/y_rows.253+1536, lstm0/d0/y_rows.253+1664, lstm0/d0/y_rows.253+1792, lstm0/d0/y_rows.253+1920)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/t15/hr, lstm0/d0/t15/c, lstm0/d0/t15/h, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows
-// loom_f3(lstm0/d0/y_rows.253, lstm1_w, lstm1/d0/xw.260)  # lstm1/d0/xw
-// loom_f1(lstm1_b, lstm1_b+256, lstm1/d0/bias.264)  # lstm1/d0/bias
-// loom_f2(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.260+128, lstm1/d0/bias.264+128, lstm1/d0/xw.260, lstm1/d0/bias.264, lstm1/d0/xw.260+192, lstm1/d0/bias.264+192, lstm1/d0/xw.260+64, lstm1/d0/bias.264+64, lstm1/d0/xw.260+640, lstm1/d0/xw.260+512, lstm1/d0/xw.260+704, lstm1/d0/xw.260+576, lstm1/d0/xw.260+1152, lstm1/d0/xw.260+1024, lstm1/d0/xw.260+1216, lstm1/d0/xw.260+1088, lstm1/d0/xw.260+1664, lstm1/d0/xw.260+1536, lstm1/d0/xw.260+1728, lstm1/d0/xw.260+1600, lstm1/d0/xw.260+2176, lstm1/d0/xw.260+2048, lstm1/d0/xw.260+2240, lstm1/d0/xw.260+2112, lstm1/d0/xw.260+2688, lstm1/d0/xw.260+2560, lstm1/d0/xw.260+2752, lstm1/d0/xw.260+2624, lstm1/d0/xw.260+3200, lstm1/d0/xw.260+3072, lstm1/d0/xw.260+3264, lstm1/d0/xw.260+3136, lstm1/d0/xw.260+3712, lstm1/d0/xw.260+3584, lstm1/d0/xw.260+3776, lstm1/d0/xw.260+3648, lstm1/d0/xw.260+4224, lstm1/d0/xw.260+4096, lstm1/d0/xw.260+4288, lstm1/d0/xw.260+4160, lstm1/d0/xw.260+4736, lstm1/d0/xw.260+4608, lstm1/d0/xw.260+4800, lstm1/d0/xw.260+4672, lstm1/d0/xw.260+5248, lstm1/d0/xw.260+5120, lstm1/d0/xw.260+5312, lstm1/d0/xw.260+5184, lstm1/d0/xw.260+5760, lstm1/d0/xw.260+5632, lstm1/d0/xw.260+5824, lstm1/d0/xw.260+5696, lstm1/d0/xw.260+6272, lstm1/d0/xw.260+6144, lstm1/d0/xw.260+6336, lstm1/d0/xw.260+6208, lstm1/d0/xw.260+6784, lstm1/d0/xw.260+6656, lstm1/d0/xw.260+6848, lstm1/d0/xw.260+6720, lstm1/d0/xw.260+7296, lstm1/d0/xw.260+7168, lstm1/d0/xw.260+7360, lstm1/d0/xw.260+7232, lstm1/d0/xw.260+7808, lstm1/d0/xw.260+7680, lstm1/d0/xw.260+7872, lstm1/d0/t15/c.505, lstm1/d0/xw.260+7744, lstm1/d0/t15/h.507, lstm1/d0/y_rows.508, lstm1/d0/y_rows.508+128, lstm1/d0/y_rows.508+256, lstm1/d0/y_rows.508+384, lstm1/d0/y_rows.508+512, lstm1/d0/y_rows.508+640, lstm1/d0/y_rows.508+768, lstm1/d0/y_rows.508+896, lstm1/d0/y_rows.508+1024, lstm1/d0/y_rows.508+1152, lstm1/d0/y_rows.508+1280, lstm1/d0/y_rows.508+1408, lstm1/d0/y_rows.508+1536, lstm1/d0/y_rows.508+1664, lstm1/d0/y_rows.508+1792, lstm1/d0/y_rows.508+1920)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/t15/hr, lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows
-// loom_f4(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat
-// loom_f4(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat
-// loom_f4(lstm0/d0/t15/c.250, c_n_layers)  # c_n_concat
-// loom_f4(lstm1/d0/t15/c.505, c_n_layers+64)  # c_n_concat
-// loom_f5(lstm1/d0/y_rows.508, y)  # copy_y
-// loom_f6(h_n_layers, h_n)  # copy_h_n
-// loom_f6(c_n_layers, c_n)  # copy_c_n
+// loom_f0(x, lstm0/x_rows.1)  # lstm0/d0/xw
+// loom_f1(lstm0/x_rows.1, lstm0_w, lstm0/d0/xw.5)  # lstm0/d0/xw
+// loom_f2(lstm0_b, lstm0_b+256, lstm0/d0/bias.9)  # lstm0/d0/bias
+// loom_f3(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.5+128, lstm0/d0/bias.9+128, lstm0/d0/xw.5, lstm0/d0/bias.9, lstm0/d0/xw.5+192, lstm0/d0/bias.9+192, lstm0/d0/xw.5+64, lstm0/d0/bias.9+64, lstm0/d0/xw.5+640, lstm0/d0/xw.5+512, lstm0/d0/xw.5+704, lstm0/d0/xw.5+576, lstm0/d0/xw.5+1152, lstm0/d0/xw.5+1024, lstm0/d0/xw.5+1216, lstm0/d0/xw.5+1088, lstm0/d0/xw.5+1664, lstm0/d0/xw.5+1536, lstm0/d0/xw.5+1728, lstm0/d0/xw.5+1600, lstm0/d0/xw.5+2176, lstm0/d0/xw.5+2048, lstm0/d0/xw.5+2240, lstm0/d0/xw.5+2112, lstm0/d0/xw.5+2688, lstm0/d0/xw.5+2560, lstm0/d0/xw.5+2752, lstm0/d0/xw.5+2624, lstm0/d0/xw.5+3200, lstm0/d0/xw.5+3072, lstm0/d0/xw.5+3264, lstm0/d0/xw.5+3136, lstm0/d0/xw.5+3712, lstm0/d0/xw.5+3584, lstm0/d0/xw.5+3776, lstm0/d0/xw.5+3648, lstm0/d0/xw.5+4224, lstm0/d0/xw.5+4096, lstm0/d0/xw.5+4288, lstm0/d0/xw.5+4160, lstm0/d0/xw.5+4736, lstm0/d0/xw.5+4608, lstm0/d0/xw.5+4800, lstm0/d0/xw.5+4672, lstm0/d0/xw.5+5248, lstm0/d0/xw.5+5120, lstm0/d0/xw.5+5312, lstm0/d0/xw.5+5184, lstm0/d0/xw.5+5760, lstm0/d0/xw.5+5632, lstm0/d0/xw.5+5824, lstm0/d0/xw.5+5696, lstm0/d0/xw.5+6272, lstm0/d0/xw.5+6144, lstm0/d0/xw.5+6336, lstm0/d0/xw.5+6208, lstm0/d0/xw.5+6784, lstm0/d0/xw.5+6656, lstm0/d0/xw.5+6848, lstm0/d0/xw.5+6720, lstm0/d0/xw.5+7296, lstm0/d0/xw.5+7168, lstm0/d0/xw.5+7360, lstm0/d0/xw.5+7232, lstm0/d0/xw.5+7808, lstm0/d0/xw.5+7680, lstm0/d0/xw.5+7872, lstm0/d0/t15/c.250, lstm0/d0/xw.5+7744, lstm0/d0/t15/h.252, lstm0/d0/y_rows.253, lstm0/d0/y_rows.253+128, lstm0/d0/y_rows.253+256, lstm0/d0/y_rows.253+384, lstm0/d0/y_rows.253+512, lstm0/d0/y_rows.253+640, lstm0/d0/y_rows.253+768, lstm0/d0/y_rows.253+896, lstm0/d0/y_rows.253+1024, lstm0/d0/y_rows.253+1152, lstm0/d0/y_rows.253+1280, lstm0/d0/y_rows.253+1408, lstm0/d0/y_rows.253+1536, lstm0/d0/y_rows.253+1664, lstm0/d0/y_rows.253+1792, lstm0/d0/y_rows.253+1920)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/t15/hr, lstm0/d0/t15/c, lstm0/d0/t15/h, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows
+// loom_f4(lstm0/d0/y_rows.253, lstm1_w, lstm1/d0/xw.260)  # lstm1/d0/xw
+// loom_f2(lstm1_b, lstm1_b+256, lstm1/d0/bias.264)  # lstm1/d0/bias
+// loom_f3(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.260+128, lstm1/d0/bias.264+128, lstm1/d0/xw.260, lstm1/d0/bias.264, lstm1/d0/xw.260+192, lstm1/d0/bias.264+192, lstm1/d0/xw.260+64, lstm1/d0/bias.264+64, lstm1/d0/xw.260+640, lstm1/d0/xw.260+512, lstm1/d0/xw.260+704, lstm1/d0/xw.260+576, lstm1/d0/xw.260+1152, lstm1/d0/xw.260+1024, lstm1/d0/xw.260+1216, lstm1/d0/xw.260+1088, lstm1/d0/xw.260+1664, lstm1/d0/xw.260+1536, lstm1/d0/xw.260+1728, lstm1/d0/xw.260+1600, lstm1/d0/xw.260+2176, lstm1/d0/xw.260+2048, lstm1/d0/xw.260+2240, lstm1/d0/xw.260+2112, lstm1/d0/xw.260+2688, lstm1/d0/xw.260+2560, lstm1/d0/xw.260+2752, lstm1/d0/xw.260+2624, lstm1/d0/xw.260+3200, lstm1/d0/xw.260+3072, lstm1/d0/xw.260+3264, lstm1/d0/xw.260+3136, lstm1/d0/xw.260+3712, lstm1/d0/xw.260+3584, lstm1/d0/xw.260+3776, lstm1/d0/xw.260+3648, lstm1/d0/xw.260+4224, lstm1/d0/xw.260+4096, lstm1/d0/xw.260+4288, lstm1/d0/xw.260+4160, lstm1/d0/xw.260+4736, lstm1/d0/xw.260+4608, lstm1/d0/xw.260+4800, lstm1/d0/xw.260+4672, lstm1/d0/xw.260+5248, lstm1/d0/xw.260+5120, lstm1/d0/xw.260+5312, lstm1/d0/xw.260+5184, lstm1/d0/xw.260+5760, lstm1/d0/xw.260+5632, lstm1/d0/xw.260+5824, lstm1/d0/xw.260+5696, lstm1/d0/xw.260+6272, lstm1/d0/xw.260+6144, lstm1/d0/xw.260+6336, lstm1/d0/xw.260+6208, lstm1/d0/xw.260+6784, lstm1/d0/xw.260+6656, lstm1/d0/xw.260+6848, lstm1/d0/xw.260+6720, lstm1/d0/xw.260+7296, lstm1/d0/xw.260+7168, lstm1/d0/xw.260+7360, lstm1/d0/xw.260+7232, lstm1/d0/xw.260+7808, lstm1/d0/xw.260+7680, lstm1/d0/xw.260+7872, lstm1/d0/t15/c.505, lstm1/d0/xw.260+7744, lstm1/d0/t15/h.507, lstm1/d0/y_rows.508, lstm1/d0/y_rows.508+128, lstm1/d0/y_rows.508+256, lstm1/d0/y_rows.508+384, lstm1/d0/y_rows.508+512, lstm1/d0/y_rows.508+640, lstm1/d0/y_rows.508+768, lstm1/d0/y_rows.508+896, lstm1/d0/y_rows.508+1024, lstm1/d0/y_rows.508+1152, lstm1/d0/y_rows.508+1280, lstm1/d0/y_rows.508+1408, lstm1/d0/y_rows.508+1536, lstm1/d0/y_rows.508+1664, lstm1/d0/y_rows.508+1792, lstm1/d0/y_rows.508+1920)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/t15/hr, lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows
+// loom_f5(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat
+// loom_f5(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat
+// loom_f5(lstm0/d0/t15/c.250, c_n_layers)  # c_n_concat
+// loom_f5(lstm1/d0/t15/c.505, c_n_layers+64)  # c_n_concat
+// loom_f6(lstm1/d0/y_rows.508, y)  # copy_y
+// loom_f7(h_n_layers, h_n)  # copy_h_n
+// loom_f7(c_n_layers, c_n)  # copy_c_n
 // 

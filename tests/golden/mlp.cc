@@ -32,55 +32,59 @@ static inline int64_t loom_f2i64(double x) {
   return (int64_t)x;
 }
 
+extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k,
+                            float alpha, const float* a, int lda, const float* b, int ldb,
+                            float beta, float* c, int ldc);
+extern "C" void cblas_dgemm(int order, int trans_a, int trans_b, int m, int n, int k,
+                            double alpha, const double* a, int lda, const double* b, int ldb,
+                            double beta, double* c, int ldc);
+
 extern "C" void loom_f0(void* const* a) {
+  const float* p0 = (const float*)a[0];
+  const float* p1 = (const float*)a[1];
+  float* p2 = (float*)a[2];
+  cblas_sgemm(101, 111, 111, 2, 64, 32, 1.0f, p0, 32, p1, 64, 0.0f, p2, 64);
+}
+
+extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  const float* LOOM_RESTRICT p2 = (const float*)a[2];
-  const float* LOOM_RESTRICT p3 = (const float*)a[3];
-  const float* LOOM_RESTRICT p4 = (const float*)a[4];
-  float* LOOM_RESTRICT p5 = (float*)a[5];
+  float* LOOM_RESTRICT p2 = (float*)a[2];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
-    float l0[64];
-    float l1[64];
-    float l2[32];
     for (int64_t x1 = 0; x1 < 64; ++x1) {
-      float acc0 = (float)0;
-      #pragma omp simd reduction(+:acc0)
-      for (int64_t x2 = 0; x2 < 32; ++x2) {
-        const float t0 = p0[(32*x0 + x2)];
-        const float t1 = p1[(x1 + 64*x2)];
-        const float t2 = t0 * t1;
-        acc0 += t2;
-      }
-      l0[x1] = acc0;
+      const float t0 = p0[(64*x0 + x1)];
+      const float t1 = p1[x1];
+      const float t2 = t0 + t1;
+      const float t3 = (t2 < 0 ? (float)0 : t2);
+      p2[(64*x0 + x1)] = t3;
     }
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t3 = l0[x1];
-      const float t4 = p2[x1];
-      const float t5 = t3 + t4;
-      const float t6 = (t5 < 0 ? (float)0 : t5);
-      l1[x1] = t6;
-    }
+  }
+}
+
+extern "C" void loom_f2(void* const* a) {
+  const float* p0 = (const float*)a[0];
+  const float* p1 = (const float*)a[1];
+  float* p2 = (float*)a[2];
+  cblas_sgemm(101, 111, 111, 2, 32, 64, 1.0f, p0, 64, p1, 32, 0.0f, p2, 32);
+}
+
+extern "C" void loom_f3(void* const* a) {
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  const float* LOOM_RESTRICT p1 = (const float*)a[1];
+  float* LOOM_RESTRICT p2 = (float*)a[2];
+  for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 32; ++x1) {
-      float acc2 = (float)0;
-      #pragma omp simd reduction(+:acc2)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t7 = l1[x2];
-        const float t8 = p3[(x1 + 32*x2)];
-        const float t9 = t7 * t8;
-        acc2 += t9;
-      }
-      l2[x1] = acc2;
-    }
-    for (int64_t x1 = 0; x1 < 32; ++x1) {
-      const float t10 = l2[x1];
-      const float t11 = p4[x1];
-      const float t12 = t10 + t11;
-      p5[(32*x0 + x1)] = t12;
+      const float t0 = p0[(32*x0 + x1)];
+      const float t1 = p1[x1];
+      const float t2 = t0 + t1;
+      p2[(32*x0 + x1)] = t2;
     }
   }
 }
 
 // Launches:
-// loom_f0(x, fc0_weight, fc0_bias, fc1_weight, fc1_bias, y)  # fc0_matmul, relu0, fc1_matmul, fc1_add
+// loom_f0(x, fc0_weight, fc0_mm)  # fc0_matmul
+// loom_f1(fc0_mm, fc0_bias, h0)  # relu0
+// loom_f2(h0, fc1_weight, fc1_mm)  # fc1_matmul
+// loom_f3(fc1_mm, fc1_bias, y)  # fc1_add
 // 

@@ -1,0 +1,130 @@
+#include "ir/gemm.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace loom {
+namespace {
+
+// A product node over `ranges` (batch loops, then m and n) summing over k,
+// reading a and b at the given indices and storing at `store`.
+ComputeNode Product(std::vector<int64_t> ranges, int64_t k, Expr a_index, Expr b_index,
+                    Expr store) {
+  ComputeNode node;
+  node.name = "mm";
+  node.output = 2;
+  node.ranges = std::move(ranges);
+  node.reduction_ranges = {k};
+  node.reduce = ReduceKind::kSum;
+  node.store_index = store;
+  ScalarOp a{ScalarOp::Kind::kLoad, DType::kF32};
+  a.buffer = 0;
+  a.index = a_index;
+  ScalarOp b{ScalarOp::Kind::kLoad, DType::kF32};
+  b.buffer = 1;
+  b.index = b_index;
+  ScalarOp mul{ScalarOp::Kind::kCall, DType::kF32};
+  mul.fn = ScalarFn::kMul;
+  mul.args = {0, 1};
+  node.body = {a, b, mul};
+  node.root = 2;
+  return node;
+}
+
+class GemmTest : public ::testing::Test {
+ protected:
+  Expr X(int i) { return ctx_.Var(i); }
+  Expr C(int64_t v) { return ctx_.Const(v); }
+  // sum of coefficient * variable terms plus a constant
+  Expr Affine(std::vector<std::pair<int64_t, int>> terms, int64_t constant = 0) {
+    Expr e = C(constant);
+    for (auto [coefficient, var] : terms) e = ctx_.Add(e, ctx_.Mul(X(var), coefficient));
+    return e;
+  }
+  ExprContext ctx_;
+};
+
+TEST_F(GemmTest, RowMajorProduct) {
+  // c[m][n] over [3, 5], sum over k in [4]: x0 = m, x1 = n, x2 = k.
+  const std::optional<Gemm> gemm = MatchGemm(
+      Product({3, 5}, 4, Affine({{4, 0}, {1, 2}}), Affine({{5, 2}, {1, 1}}),
+              Affine({{5, 0}, {1, 1}})));
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_EQ(gemm->m, 3);
+  EXPECT_EQ(gemm->n, 5);
+  EXPECT_EQ(gemm->k, 4);
+  EXPECT_TRUE(gemm->batch.empty());
+  EXPECT_FALSE(gemm->a.transposed);
+  EXPECT_EQ(gemm->a.leading, 4);
+  EXPECT_FALSE(gemm->b.transposed);
+  EXPECT_EQ(gemm->b.leading, 5);
+  EXPECT_EQ(gemm->c.leading, 5);
+}
+
+TEST_F(GemmTest, TransposedWeightAndOffsets) {
+  // b[k][n] = w[n][k] (a linear layer's weight); a starts at element 7.
+  const std::optional<Gemm> gemm = MatchGemm(
+      Product({3, 5}, 4, Affine({{4, 0}, {1, 2}}, 7), Affine({{4, 1}, {1, 2}}),
+              Affine({{5, 0}, {1, 1}})));
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_EQ(gemm->a.offset, 7);
+  EXPECT_TRUE(gemm->b.transposed);
+  EXPECT_EQ(gemm->b.leading, 4);
+}
+
+TEST_F(GemmTest, SharedWeightFoldsBatchIntoRows) {
+  // [2, 3, 4] x [4, 5]: the batch loop x0 steps over 3 rows of a and c.
+  const std::optional<Gemm> gemm = MatchGemm(Product(
+      {2, 3, 5}, 4, Affine({{12, 0}, {4, 1}, {1, 3}}), Affine({{5, 3}, {1, 2}}),
+      Affine({{15, 0}, {5, 1}, {1, 2}})));
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_TRUE(gemm->batch.empty());
+  EXPECT_EQ(gemm->m, 6);
+}
+
+TEST_F(GemmTest, BatchedOperandsKeepTheirBatchLoop) {
+  // [2, 3, 4] x [2, 4, 5].
+  const std::optional<Gemm> gemm = MatchGemm(Product(
+      {2, 3, 5}, 4, Affine({{12, 0}, {4, 1}, {1, 3}}), Affine({{20, 0}, {5, 3}, {1, 2}}),
+      Affine({{15, 0}, {5, 1}, {1, 2}})));
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_EQ(gemm->batch, std::vector<int64_t>{2});
+  EXPECT_EQ(gemm->m, 3);
+  EXPECT_EQ(gemm->b.batch_strides, std::vector<int64_t>{20});
+}
+
+TEST_F(GemmTest, RefusesWhatNoGemmCallComputes) {
+  const Expr a = Affine({{4, 0}, {1, 2}}), b = Affine({{5, 2}, {1, 1}});
+  const Expr c = Affine({{5, 0}, {1, 1}});
+  ComputeNode node = Product({3, 5}, 4, a, b, c);
+  node.body[2].fn = ScalarFn::kAdd;
+  EXPECT_FALSE(MatchGemm(node).has_value()) << "not a product";
+  node = Product({3, 5}, 4, a, ctx_.FloorDiv(b, 2), c);
+  EXPECT_FALSE(MatchGemm(node).has_value()) << "not affine";
+  node = Product({3, 5}, 4, a, Affine({{10, 2}, {2, 1}}), c);
+  EXPECT_FALSE(MatchGemm(node).has_value()) << "no unit stride";
+  node = Product({3, 5}, 4, Affine({{4, 0}, {1, 2}, {1, 1}}), b, c);
+  EXPECT_FALSE(MatchGemm(node).has_value()) << "a reads along n";
+  node = Product({3, 5}, 4, a, b, Affine({{1, 0}, {3, 1}}));
+  EXPECT_FALSE(MatchGemm(node).has_value()) << "c is column-major";
+  node = Product({3, 5}, 4, a, b, c);
+  node.reduce = ReduceKind::kMax;
+  EXPECT_FALSE(MatchGemm(node).has_value()) << "not a sum";
+}
+
+TEST(AffineCoefficientsTest, ReadsCoefficientsAndConstant) {
+  ExprContext ctx;
+  std::vector<int64_t> coefficients(3);
+  int64_t constant = -1;
+  const Expr e = ctx.Add(ctx.Add(ctx.Mul(ctx.Var(2), 6), ctx.Var(0)), ctx.Const(9));
+  ASSERT_TRUE(AffineCoefficients(e, absl::MakeSpan(coefficients), constant));
+  EXPECT_EQ(coefficients, (std::vector<int64_t>{1, 0, 6}));
+  EXPECT_EQ(constant, 9);
+  EXPECT_FALSE(AffineCoefficients(ctx.Mod(ctx.Var(0), 4), absl::MakeSpan(coefficients),
+                                  constant));
+  std::vector<int64_t> too_few(2);
+  EXPECT_FALSE(AffineCoefficients(e, absl::MakeSpan(too_few), constant));
+}
+
+}  // namespace
+}  // namespace loom
