@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs the peers benchmark (peers.py) with the virtualenv that setup_venv.sh
+# made, passing its arguments on:
+#
+#   tests/bench/peers/run.sh [--cases=REGEX] [--rounds=5] [--iters=20] [--loom=PATH] [--out_dir=DIR]
+#
+# LOOM_PEERS_VENV names another virtualenv (default $HOME/.venvs/loom-peers).
+# Sets up the peers' environment: the NVIDIA libraries PyPI's torch wheel
+# links at import and the CUDA toolkit's lib64 on LD_LIBRARY_PATH, TCMalloc
+# preloaded (peers.py drops it again for loom, whose binaries link TCMalloc
+# themselves), and no OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE, which slow
+# numpy's OpenBLAS.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+venv="${LOOM_PEERS_VENV:-$HOME/.venvs/loom-peers}"
+py="$venv/bin/python"
+if [[ ! -x "$py" ]]; then
+  echo "no virtualenv at $venv: run $here/setup_venv.sh first" >&2
+  exit 2
+fi
+
+libs=""
+for dir in "$venv"/lib/python3*/site-packages/nvidia/*/lib; do
+  [[ -d "$dir" ]] && libs="$libs${libs:+:}$dir"
+done
+[[ -d /usr/local/cuda/lib64 ]] && libs="$libs${libs:+:}/usr/local/cuda/lib64"
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+if [[ -f "$tcmalloc" ]]; then
+  export LD_PRELOAD="$tcmalloc${LD_PRELOAD:+:$LD_PRELOAD}"
+else
+  echo "note: $tcmalloc not found (Debian's libgoogle-perftools4); peers use the default allocator" >&2
+fi
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+
+exec "$py" "$here/peers.py" "$@"
