@@ -22,7 +22,7 @@ namespace loom::cscalar {
 
 // Helpers that only some kernels need: a printer collects the ones its
 // expressions call and emits them after the prelude.
-enum Helper : int { kIntMod, kIntFmod, kFloatMod, kDoubleMod, kFloatExp, kNumHelpers };
+enum Helper : int { kIntMod, kIntFmod, kFloatMod, kDoubleMod, kFloatExp, kFloatTanh, kNumHelpers };
 using HelperSet = std::bitset<kNumHelpers>;
 
 // The helpers every kernel may call: loom_idiv, loom_ipow, loom_f2i32,
@@ -40,7 +40,9 @@ std::string Literal(double v, DType dtype);
 
 // How single-precision exponentials (exp, sigmoid) are computed: libm's
 // expf, or loom_expf (helper kFloatExp), a branch-free polynomial that a C++
-// compiler vectorises inside loops (libm's expf stops vectorisation).
+// compiler vectorises inside loops (libm's expf stops vectorisation); f32
+// tanh likewise: tanhf, or loom_tanhf (helper kFloatTanh, which calls
+// loom_expf).
 enum class FloatExp { kLibm, kPolynomial };
 
 // The lines of loom_expf that, given `c` (its argument, clamped) and `n`

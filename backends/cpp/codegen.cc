@@ -77,7 +77,9 @@ static inline void loom_stream_fence(void) {
 // scales by 2^n with vscalefps (exact, denormals, overflow to infinity and
 // NaN included) and otherwise matches loom_expf step for step. The vector
 // type works on every target (GCC splits it for narrower ones); without
-// AVX-512 the exponential is loom_expf in each lane.
+// AVX-512 the exponential is the same steps in GCC's generic vectors (no ISA
+// builtins: AVX2, SSE and Arm alike), with 2^n built in the exponent bits
+// as loom_expf builds it, so every target computes the same bits.
 constexpr int kVectorLanes = 16;
 // A maximum or minimum in explicit vectors keeps kExtremeChains running
 // vectors, each waiting on its own last step only, so a block of the loop
@@ -87,7 +89,32 @@ constexpr int kExtremeBlock = kExtremeChains * kVectorLanes;
 constexpr char kVectorHelpers[] = R"(
 /* Only inlined helpers pass these vectors, so the ABI note is moot. */
 #pragma GCC diagnostic ignored "-Wpsabi"
+typedef float loom_f32v8 __attribute__((vector_size(32)));
+typedef float loom_f32v4 __attribute__((vector_size(16)));
+typedef int32_t loom_i32v8 __attribute__((vector_size(32)));
+typedef int32_t loom_i32v4 __attribute__((vector_size(16)));
+#if defined(__AVX512F__)
 typedef float loom_f32v16 __attribute__((vector_size(64)));
+static inline loom_f32v16 loom_splat16(float s) {
+  return (loom_f32v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
+}
+#else
+/* Two halves of eight lanes: GCC keeps a generic vector wider than the
+   target's registers in memory, and splits one of eight into registers. */
+struct loom_f32v16 {
+  loom_f32v8 lo, hi;
+};
+static inline loom_f32v16 operator+(loom_f32v16 a, loom_f32v16 b) { return {a.lo + b.lo, a.hi + b.hi}; }
+static inline loom_f32v16 operator-(loom_f32v16 a, loom_f32v16 b) { return {a.lo - b.lo, a.hi - b.hi}; }
+static inline loom_f32v16 operator*(loom_f32v16 a, loom_f32v16 b) { return {a.lo * b.lo, a.hi * b.hi}; }
+static inline loom_f32v16 operator/(loom_f32v16 a, loom_f32v16 b) { return {a.lo / b.lo, a.hi / b.hi}; }
+static inline loom_f32v16 operator-(loom_f32v16 a) { return {-a.lo, -a.hi}; }
+static inline loom_f32v16& operator+=(loom_f32v16& a, loom_f32v16 b) { return a = a + b; }
+static inline loom_f32v16 loom_splat16(float s) {
+  const loom_f32v8 half = {s, s, s, s, s, s, s, s};
+  return {half, half};
+}
+#endif
 static inline loom_f32v16 loom_load16(const float* p) {
   loom_f32v16 v;
   __builtin_memcpy(&v, p, sizeof v);
@@ -96,11 +123,6 @@ static inline loom_f32v16 loom_load16(const float* p) {
 static inline void loom_store16(float* p, loom_f32v16 v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
-static inline loom_f32v16 loom_splat16(float s) {
-  return (loom_f32v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
-}
-typedef float loom_f32v8 __attribute__((vector_size(32)));
-typedef float loom_f32v4 __attribute__((vector_size(16)));
 /* The lanes' sum, halving the vector in a tree. */
 static inline float loom_sum16(loom_f32v16 v) {
   loom_f32v8 halves[2];
@@ -124,15 +146,18 @@ static inline int loom_nan16(loom_f32v16 v) {
 }
 #else
 static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
-  return a > b ? a : b;
+  return {a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
 }
 static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
-  return a < b ? a : b;
+  return {a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
 }
+/* The lanes' unordered-compare masks or-ed in a tree, as loom_sum16. */
 static inline int loom_nan16(loom_f32v16 v) {
-  int nan = 0;
-  for (int i = 0; i < 16; ++i) nan |= v[i] != v[i];
-  return nan;
+  const loom_i32v8 eight = (v.lo != v.lo) | (v.hi != v.hi);
+  loom_i32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_i32v4 four = quarters[0] | quarters[1];
+  return ((four[0] | four[2]) | (four[1] | four[3])) != 0;
 }
 #endif
 /* The lanes' maximum (minimum), halving the vector in a tree. */
@@ -161,11 +186,28 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
 constexpr char kVectorHelpersEnd[] = R"(  return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
 }
 #else
-static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
-  loom_f32v16 y;
-  for (int i = 0; i < 16; ++i) y[i] = loom_expf(x[i]);
-  return y;
+/* 2^k for k in [-126, 127], built in the exponent bits. */
+static inline loom_f32v8 loom_pow2i8(loom_i32v8 k) {
+  const loom_i32v8 bits = (k + 127) << 23;
+  loom_f32v8 f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
 }
+static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
+  const loom_f32v8 lo = x > -104.0f ? x : -104.0f;
+  /* a NaN x fails both comparisons and comes out as itself at the end */
+  const loom_f32v8 c = lo < 89.0f ? lo : 89.0f;
+  /* rounding to nearest even, as rintf: |c * log2(e)| < 2^22, so adding
+     and subtracting 1.5 * 2^23 leaves the nearest integer */
+  const loom_f32v8 n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+)";
+// The generic exponential continues after cscalar::ExpfReduction again.
+constexpr char kGenericExpEnd[] = R"(  const loom_i32v8 k = __builtin_convertvector(n, loom_i32v8);
+  const loom_i32v8 half = k >> 1;
+  const loom_f32v8 y = e * loom_pow2i8(half) * loom_pow2i8(k - half);
+  return x != x ? x : y;
+}
+static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
 #endif
 )";
 
@@ -1396,7 +1438,7 @@ std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
   if (options.simd() == proto::CppOptions::SCALAR) {
     flags.push_back("-fno-tree-vectorize");
   } else {
-    flags.push_back("-march=native");
+    flags.push_back(absl::StrCat("-march=", options.march().empty() ? "native" : options.march()));
   }
   // `omp simd` marks reductions whose lanes may be reassociated; with
   // -fopenmp-simd alone it needs no OpenMP runtime.
@@ -1492,7 +1534,6 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   size_t size = text.size();
   for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
-  if (vectorizes) helpers.set(cscalar::kFloatExp);  // loom_exp16 without AVX-512
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {
     if (helpers[h]) {
       absl::StrAppend(&text,
@@ -1501,7 +1542,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   }
   if (vectorizes) {
     absl::StrAppend(&text, kVectorHelpers, cscalar::ExpfReduction("loom_f32v16"),
-                    kVectorHelpersEnd);
+                    kVectorHelpersEnd, cscalar::ExpfReduction("loom_f32v8"), kGenericExpEnd);
   }
   for (size_t f = 0; f < bodies.size(); ++f) {
     source.functions.push_back(absl::StrCat("loom_f", f));

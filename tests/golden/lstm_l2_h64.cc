@@ -58,6 +58,18 @@ static inline float loom_expf(float x) {
   const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
   return x != x ? x : y;
 }
+static inline float loom_tanhf(float x) {
+  const float u = x * x;
+  float p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  p = p * u + 2.18694885361552028e-2f;
+  p = p * u - 5.39682539682539683e-2f;
+  p = p * u + 1.33333333333333333e-1f;
+  p = p * u - 3.33333333333333333e-1f;
+  const float near_zero = x + x * u * p;
+  const float a = fabsf(x);
+  const float away = copysignf(1.0f - 2.0f / (loom_expf(2.0f * a) + 1.0f), x);
+  return a < 0.4f ? near_zero : away;
+}
 
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
@@ -257,7 +269,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t19 = t17 + t18;
       const float t20 = l0[(x1 + 192)];
       const float t21 = t19 + t20;
-      const float t22 = tanhf(t21);
+      const float t22 = loom_tanhf(t21);
       const float t23 = t16 * t22;
       const float t24 = t10 + t23;
       l1[x1] = t24;
@@ -270,7 +282,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t29 = t27 + t28;
       const float t30 = (float)1 / ((float)1 + loom_expf(-t29));
       const float t31 = l1[x1];
-      const float t32 = tanhf(t31);
+      const float t32 = loom_tanhf(t31);
       const float t33 = t30 * t32;
       l2[x1] = t33;
     }
@@ -305,7 +317,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t53 = t51 + t52;
       const float t54 = l3[(x1 + 192)];
       const float t55 = t53 + t54;
-      const float t56 = tanhf(t55);
+      const float t56 = loom_tanhf(t55);
       const float t57 = t50 * t56;
       const float t58 = t44 + t57;
       l4[x1] = t58;
@@ -318,7 +330,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t63 = t61 + t62;
       const float t64 = (float)1 / ((float)1 + loom_expf(-t63));
       const float t65 = l4[x1];
-      const float t66 = tanhf(t65);
+      const float t66 = loom_tanhf(t65);
       const float t67 = t64 * t66;
       l5[x1] = t67;
     }
@@ -353,7 +365,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t87 = t85 + t86;
       const float t88 = l6[(x1 + 192)];
       const float t89 = t87 + t88;
-      const float t90 = tanhf(t89);
+      const float t90 = loom_tanhf(t89);
       const float t91 = t84 * t90;
       const float t92 = t78 + t91;
       l7[x1] = t92;
@@ -366,7 +378,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t97 = t95 + t96;
       const float t98 = (float)1 / ((float)1 + loom_expf(-t97));
       const float t99 = l7[x1];
-      const float t100 = tanhf(t99);
+      const float t100 = loom_tanhf(t99);
       const float t101 = t98 * t100;
       l8[x1] = t101;
     }
@@ -401,7 +413,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t121 = t119 + t120;
       const float t122 = l9[(x1 + 192)];
       const float t123 = t121 + t122;
-      const float t124 = tanhf(t123);
+      const float t124 = loom_tanhf(t123);
       const float t125 = t118 * t124;
       const float t126 = t112 + t125;
       l10[x1] = t126;
@@ -414,7 +426,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t131 = t129 + t130;
       const float t132 = (float)1 / ((float)1 + loom_expf(-t131));
       const float t133 = l10[x1];
-      const float t134 = tanhf(t133);
+      const float t134 = loom_tanhf(t133);
       const float t135 = t132 * t134;
       l11[x1] = t135;
     }
@@ -449,7 +461,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t155 = t153 + t154;
       const float t156 = l12[(x1 + 192)];
       const float t157 = t155 + t156;
-      const float t158 = tanhf(t157);
+      const float t158 = loom_tanhf(t157);
       const float t159 = t152 * t158;
       const float t160 = t146 + t159;
       l13[x1] = t160;
@@ -462,7 +474,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t165 = t163 + t164;
       const float t166 = (float)1 / ((float)1 + loom_expf(-t165));
       const float t167 = l13[x1];
-      const float t168 = tanhf(t167);
+      const float t168 = loom_tanhf(t167);
       const float t169 = t166 * t168;
       l14[x1] = t169;
     }
@@ -497,7 +509,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t189 = t187 + t188;
       const float t190 = l15[(x1 + 192)];
       const float t191 = t189 + t190;
-      const float t192 = tanhf(t191);
+      const float t192 = loom_tanhf(t191);
       const float t193 = t186 * t192;
       const float t194 = t180 + t193;
       l16[x1] = t194;
@@ -510,7 +522,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t199 = t197 + t198;
       const float t200 = (float)1 / ((float)1 + loom_expf(-t199));
       const float t201 = l16[x1];
-      const float t202 = tanhf(t201);
+      const float t202 = loom_tanhf(t201);
       const float t203 = t200 * t202;
       l17[x1] = t203;
     }
@@ -545,7 +557,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t223 = t221 + t222;
       const float t224 = l18[(x1 + 192)];
       const float t225 = t223 + t224;
-      const float t226 = tanhf(t225);
+      const float t226 = loom_tanhf(t225);
       const float t227 = t220 * t226;
       const float t228 = t214 + t227;
       l19[x1] = t228;
@@ -558,7 +570,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t233 = t231 + t232;
       const float t234 = (float)1 / ((float)1 + loom_expf(-t233));
       const float t235 = l19[x1];
-      const float t236 = tanhf(t235);
+      const float t236 = loom_tanhf(t235);
       const float t237 = t234 * t236;
       l20[x1] = t237;
     }
@@ -593,7 +605,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t257 = t255 + t256;
       const float t258 = l21[(x1 + 192)];
       const float t259 = t257 + t258;
-      const float t260 = tanhf(t259);
+      const float t260 = loom_tanhf(t259);
       const float t261 = t254 * t260;
       const float t262 = t248 + t261;
       l22[x1] = t262;
@@ -606,7 +618,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t267 = t265 + t266;
       const float t268 = (float)1 / ((float)1 + loom_expf(-t267));
       const float t269 = l22[x1];
-      const float t270 = tanhf(t269);
+      const float t270 = loom_tanhf(t269);
       const float t271 = t268 * t270;
       l23[x1] = t271;
     }
@@ -641,7 +653,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t291 = t289 + t290;
       const float t292 = l24[(x1 + 192)];
       const float t293 = t291 + t292;
-      const float t294 = tanhf(t293);
+      const float t294 = loom_tanhf(t293);
       const float t295 = t288 * t294;
       const float t296 = t282 + t295;
       l25[x1] = t296;
@@ -654,7 +666,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t301 = t299 + t300;
       const float t302 = (float)1 / ((float)1 + loom_expf(-t301));
       const float t303 = l25[x1];
-      const float t304 = tanhf(t303);
+      const float t304 = loom_tanhf(t303);
       const float t305 = t302 * t304;
       l26[x1] = t305;
     }
@@ -689,7 +701,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t325 = t323 + t324;
       const float t326 = l27[(x1 + 192)];
       const float t327 = t325 + t326;
-      const float t328 = tanhf(t327);
+      const float t328 = loom_tanhf(t327);
       const float t329 = t322 * t328;
       const float t330 = t316 + t329;
       l28[x1] = t330;
@@ -702,7 +714,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t335 = t333 + t334;
       const float t336 = (float)1 / ((float)1 + loom_expf(-t335));
       const float t337 = l28[x1];
-      const float t338 = tanhf(t337);
+      const float t338 = loom_tanhf(t337);
       const float t339 = t336 * t338;
       l29[x1] = t339;
     }
@@ -737,7 +749,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t359 = t357 + t358;
       const float t360 = l30[(x1 + 192)];
       const float t361 = t359 + t360;
-      const float t362 = tanhf(t361);
+      const float t362 = loom_tanhf(t361);
       const float t363 = t356 * t362;
       const float t364 = t350 + t363;
       l31[x1] = t364;
@@ -750,7 +762,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t369 = t367 + t368;
       const float t370 = (float)1 / ((float)1 + loom_expf(-t369));
       const float t371 = l31[x1];
-      const float t372 = tanhf(t371);
+      const float t372 = loom_tanhf(t371);
       const float t373 = t370 * t372;
       l32[x1] = t373;
     }
@@ -785,7 +797,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t393 = t391 + t392;
       const float t394 = l33[(x1 + 192)];
       const float t395 = t393 + t394;
-      const float t396 = tanhf(t395);
+      const float t396 = loom_tanhf(t395);
       const float t397 = t390 * t396;
       const float t398 = t384 + t397;
       l34[x1] = t398;
@@ -798,7 +810,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t403 = t401 + t402;
       const float t404 = (float)1 / ((float)1 + loom_expf(-t403));
       const float t405 = l34[x1];
-      const float t406 = tanhf(t405);
+      const float t406 = loom_tanhf(t405);
       const float t407 = t404 * t406;
       l35[x1] = t407;
     }
@@ -833,7 +845,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t427 = t425 + t426;
       const float t428 = l36[(x1 + 192)];
       const float t429 = t427 + t428;
-      const float t430 = tanhf(t429);
+      const float t430 = loom_tanhf(t429);
       const float t431 = t424 * t430;
       const float t432 = t418 + t431;
       l37[x1] = t432;
@@ -846,7 +858,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t437 = t435 + t436;
       const float t438 = (float)1 / ((float)1 + loom_expf(-t437));
       const float t439 = l37[x1];
-      const float t440 = tanhf(t439);
+      const float t440 = loom_tanhf(t439);
       const float t441 = t438 * t440;
       l38[x1] = t441;
     }
@@ -881,7 +893,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t461 = t459 + t460;
       const float t462 = l39[(x1 + 192)];
       const float t463 = t461 + t462;
-      const float t464 = tanhf(t463);
+      const float t464 = loom_tanhf(t463);
       const float t465 = t458 * t464;
       const float t466 = t452 + t465;
       l40[x1] = t466;
@@ -894,7 +906,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t471 = t469 + t470;
       const float t472 = (float)1 / ((float)1 + loom_expf(-t471));
       const float t473 = l40[x1];
-      const float t474 = tanhf(t473);
+      const float t474 = loom_tanhf(t473);
       const float t475 = t472 * t474;
       l41[x1] = t475;
     }
@@ -929,7 +941,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t495 = t493 + t494;
       const float t496 = l42[(x1 + 192)];
       const float t497 = t495 + t496;
-      const float t498 = tanhf(t497);
+      const float t498 = loom_tanhf(t497);
       const float t499 = t492 * t498;
       const float t500 = t486 + t499;
       l43[x1] = t500;
@@ -942,7 +954,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t505 = t503 + t504;
       const float t506 = (float)1 / ((float)1 + loom_expf(-t505));
       const float t507 = l43[x1];
-      const float t508 = tanhf(t507);
+      const float t508 = loom_tanhf(t507);
       const float t509 = t506 * t508;
       l44[x1] = t509;
     }
@@ -977,7 +989,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t529 = t527 + t528;
       const float t530 = l45[(x1 + 192)];
       const float t531 = t529 + t530;
-      const float t532 = tanhf(t531);
+      const float t532 = loom_tanhf(t531);
       const float t533 = t526 * t532;
       const float t534 = t520 + t533;
       p69[(64*x0 + x1)] = t534;
@@ -990,7 +1002,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t539 = t537 + t538;
       const float t540 = (float)1 / ((float)1 + loom_expf(-t539));
       const float t541 = p69[(64*x0 + x1)];
-      const float t542 = tanhf(t541);
+      const float t542 = loom_tanhf(t541);
       const float t543 = t540 * t542;
       p71[(64*x0 + x1)] = t543;
     }

@@ -31,30 +31,35 @@ static inline int64_t loom_f2i64(double x) {
   if (x <= -9223372036854775808.0) return INT64_MIN;
   return (int64_t)x;
 }
-static inline float loom_pow2i(int32_t k) {
-  const int32_t bits = (k + 127) << 23;
-  float f;
-  __builtin_memcpy(&f, &bits, sizeof f);
-  return f;
-}
-static inline float loom_expf(float x) {
-  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  const float n = rintf(c * 1.44269504088896341f);
-  const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
-  float p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = (p * r + 1.0f) * r + 1.0f;
-  const int32_t k = (int32_t)n;
-  const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
-  return x != x ? x : y;
-}
 
 /* Only inlined helpers pass these vectors, so the ABI note is moot. */
 #pragma GCC diagnostic ignored "-Wpsabi"
+typedef float loom_f32v8 __attribute__((vector_size(32)));
+typedef float loom_f32v4 __attribute__((vector_size(16)));
+typedef int32_t loom_i32v8 __attribute__((vector_size(32)));
+typedef int32_t loom_i32v4 __attribute__((vector_size(16)));
+#if defined(__AVX512F__)
 typedef float loom_f32v16 __attribute__((vector_size(64)));
+static inline loom_f32v16 loom_splat16(float s) {
+  return (loom_f32v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
+}
+#else
+/* Two halves of eight lanes: GCC keeps a generic vector wider than the
+   target's registers in memory, and splits one of eight into registers. */
+struct loom_f32v16 {
+  loom_f32v8 lo, hi;
+};
+static inline loom_f32v16 operator+(loom_f32v16 a, loom_f32v16 b) { return {a.lo + b.lo, a.hi + b.hi}; }
+static inline loom_f32v16 operator-(loom_f32v16 a, loom_f32v16 b) { return {a.lo - b.lo, a.hi - b.hi}; }
+static inline loom_f32v16 operator*(loom_f32v16 a, loom_f32v16 b) { return {a.lo * b.lo, a.hi * b.hi}; }
+static inline loom_f32v16 operator/(loom_f32v16 a, loom_f32v16 b) { return {a.lo / b.lo, a.hi / b.hi}; }
+static inline loom_f32v16 operator-(loom_f32v16 a) { return {-a.lo, -a.hi}; }
+static inline loom_f32v16& operator+=(loom_f32v16& a, loom_f32v16 b) { return a = a + b; }
+static inline loom_f32v16 loom_splat16(float s) {
+  const loom_f32v8 half = {s, s, s, s, s, s, s, s};
+  return {half, half};
+}
+#endif
 static inline loom_f32v16 loom_load16(const float* p) {
   loom_f32v16 v;
   __builtin_memcpy(&v, p, sizeof v);
@@ -63,11 +68,6 @@ static inline loom_f32v16 loom_load16(const float* p) {
 static inline void loom_store16(float* p, loom_f32v16 v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
-static inline loom_f32v16 loom_splat16(float s) {
-  return (loom_f32v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
-}
-typedef float loom_f32v8 __attribute__((vector_size(32)));
-typedef float loom_f32v4 __attribute__((vector_size(16)));
 /* The lanes' sum, halving the vector in a tree. */
 static inline float loom_sum16(loom_f32v16 v) {
   loom_f32v8 halves[2];
@@ -91,15 +91,18 @@ static inline int loom_nan16(loom_f32v16 v) {
 }
 #else
 static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
-  return a > b ? a : b;
+  return {a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
 }
 static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
-  return a < b ? a : b;
+  return {a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
 }
+/* The lanes' unordered-compare masks or-ed in a tree, as loom_sum16. */
 static inline int loom_nan16(loom_f32v16 v) {
-  int nan = 0;
-  for (int i = 0; i < 16; ++i) nan |= v[i] != v[i];
-  return nan;
+  const loom_i32v8 eight = (v.lo != v.lo) | (v.hi != v.hi);
+  loom_i32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_i32v4 four = quarters[0] | quarters[1];
+  return ((four[0] | four[2]) | (four[1] | four[3])) != 0;
 }
 #endif
 /* The lanes' maximum (minimum), halving the vector in a tree. */
@@ -133,11 +136,33 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
 }
 #else
-static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
-  loom_f32v16 y;
-  for (int i = 0; i < 16; ++i) y[i] = loom_expf(x[i]);
-  return y;
+/* 2^k for k in [-126, 127], built in the exponent bits. */
+static inline loom_f32v8 loom_pow2i8(loom_i32v8 k) {
+  const loom_i32v8 bits = (k + 127) << 23;
+  loom_f32v8 f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
 }
+static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
+  const loom_f32v8 lo = x > -104.0f ? x : -104.0f;
+  /* a NaN x fails both comparisons and comes out as itself at the end */
+  const loom_f32v8 c = lo < 89.0f ? lo : 89.0f;
+  /* rounding to nearest even, as rintf: |c * log2(e)| < 2^22, so adding
+     and subtracting 1.5 * 2^23 leaves the nearest integer */
+  const loom_f32v8 n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const loom_f32v8 r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  loom_f32v8 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const loom_f32v8 e = (p * r + 1.0f) * r + 1.0f;
+  const loom_i32v8 k = __builtin_convertvector(n, loom_i32v8);
+  const loom_i32v8 half = k >> 1;
+  const loom_f32v8 y = e * loom_pow2i8(half) * loom_pow2i8(k - half);
+  return x != x ? x : y;
+}
+static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
 #endif
 
 extern "C" void loom_f0(void* const* a) {
