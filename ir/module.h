@@ -41,9 +41,10 @@ struct GeneratedSource {
   // Flags the backend's native compiler must use for `text` (optimisation
   // level, target ISA, OpenMP), chosen by the codegen pass's options.
   std::vector<std::string> native_flags;
-  // Whether `text` calls CBLAS (cblas_sgemm, cblas_dgemm): the native
-  // build must link a BLAS library.
+  // Whether `text` calls CBLAS (cblas_dgemm) or oneDNN (dnnl_sgemm): the
+  // native build must link a BLAS library or oneDNN.
   bool calls_blas = false;
+  bool calls_dnnl = false;
 };
 
 // Everything a pipeline's passes read and write. Each stage fills in its

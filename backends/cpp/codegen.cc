@@ -211,70 +211,6 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), l
 #endif
 )";
 
-// A gemm kernel (ExternOp::kGemm) calls the CBLAS routine of its dtype
-// (cblas_sgemm or cblas_dgemm: row-major, 101; no transpose, 111, or
-// transpose, 112), once per position of its batch loops. The runtime links
-// a BLAS library (runtime.h, NativeCompileOptions::link_blas). Declared
-// here rather than through <cblas.h>, which not every BLAS ships.
-constexpr char kBlasDeclarations[] = R"(
-extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k,
-                            float alpha, const float* a, int lda, const float* b, int ldb,
-                            float beta, float* c, int ldc);
-extern "C" void cblas_dgemm(int order, int trans_a, int trans_b, int m, int n, int k,
-                            double alpha, const double* a, int lda, const double* b, int ldb,
-                            double beta, double* c, int ldc);
-)";
-
-// `p` advanced to the batch position x0, x1, ... of `matrix`.
-std::string BatchAddress(const std::string& p, const GemmMatrix& matrix) {
-  std::string address = p;
-  for (size_t i = 0; i < matrix.batch_strides.size(); ++i) {
-    if (matrix.batch_strides[i] != 0) {
-      absl::StrAppend(&address, " + x", i, " * ", matrix.batch_strides[i]);
-    }
-  }
-  return address;
-}
-
-// The body of the function for a gemm kernel; its arguments (a, b and c,
-// each at its constant offset) go to `args`.
-std::string PrintGemm(const Gemm& gemm, std::vector<BufferRef>& args) {
-  const char* type = CType(gemm.dtype);
-  args = {{gemm.a.buffer, gemm.a.offset}, {gemm.b.buffer, gemm.b.offset},
-          {gemm.c.buffer, gemm.c.offset}};
-  std::string body = absl::StrFormat(
-      "  const %s* p0 = (const %s*)a[0];\n  const %s* p1 = (const %s*)a[1];\n"
-      "  %s* p2 = (%s*)a[2];\n",
-      type, type, type, type, type, type);
-  int depth = 1;
-  for (size_t i = 0; i < gemm.batch.size(); ++i, ++depth) {
-    absl::StrAppend(&body, std::string(2 * depth, ' '),
-                    absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {\n", i, i,
-                                    gemm.batch[i], i));
-  }
-  const char* literal_one = gemm.dtype == DType::kF32 ? "1.0f" : "1.0";
-  const char* literal_zero = gemm.dtype == DType::kF32 ? "0.0f" : "0.0";
-  absl::StrAppend(
-      &body, std::string(2 * depth, ' '),
-      absl::StrFormat("cblas_%cgemm(101, %d, %d, %d, %d, %d, %s, %s, %d, %s, %d, %s, %s, %d);\n",
-                      gemm.dtype == DType::kF32 ? 's' : 'd', gemm.a.transposed ? 112 : 111,
-                      gemm.b.transposed ? 112 : 111, gemm.m, gemm.n, gemm.k, literal_one,
-                      BatchAddress("p0", gemm.a), gemm.a.leading, BatchAddress("p1", gemm.b),
-                      gemm.b.leading, literal_zero, BatchAddress("p2", gemm.c),
-                      gemm.c.leading));
-  for (--depth; depth >= 1; --depth) {
-    absl::StrAppend(&body, std::string(2 * depth, ' '), "}\n");
-  }
-  return body;
-}
-
-// The gemm call of `kernel`, when it is one (a lone ExternOp::kGemm node).
-std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel) {
-  if (kernel.nodes.size() != 1) return std::nullopt;
-  const ComputeNode& node = program.nodes[kernel.nodes[0]];
-  if (node.extern_op != ExternOp::kGemm) return std::nullopt;
-  return MatchGemm(node);
-}
 
 // Whether `index` is affine with unit stride in variable `inner` and every
 // other coefficient and the constant multiples of kStreamLanes: each run of
@@ -395,6 +331,101 @@ int64_t Product(const std::vector<int64_t>& extents, size_t first, size_t last) 
   int64_t product = 1;
   for (size_t i = first; i < last; ++i) product *= extents[i];
   return product;
+}
+
+// A gemm kernel (ExternOp::kGemm) calls a GEMM library once per position of
+// its batch loops: an f32 product oneDNN's dnnl_sgemm (row-major; 'N' or
+// 'T'), which beat OpenBLAS 0.3.21 on every shape of tests/bench/peers; an
+// f64 one CBLAS's cblas_dgemm (row-major, 101; no transpose, 111, or
+// transpose, 112), as oneDNN has no f64 GEMM. The runtime links the
+// libraries (runtime.h, NativeCompileOptions::link_dnnl and link_blas).
+// Declared here: the machine that compiles the kernels need not have the
+// libraries' headers.
+constexpr char kDnnlDeclaration[] = R"(
+extern "C" int dnnl_sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k,
+                          float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                          float beta, float* c, int64_t ldc);
+)";
+constexpr char kBlasDeclaration[] = R"(
+extern "C" void cblas_dgemm(int order, int trans_a, int trans_b, int m, int n, int k,
+                            double alpha, const double* a, int lda, const double* b, int ldb,
+                            double beta, double* c, int ldc);
+)";
+
+// `p` advanced to the batch position x0, x1, ... of `matrix`.
+std::string BatchAddress(const std::string& p, const GemmMatrix& matrix) {
+  std::string address = p;
+  for (size_t i = 0; i < matrix.batch_strides.size(); ++i) {
+    if (matrix.batch_strides[i] != 0) {
+      absl::StrAppend(&address, " + x", i, " * ", matrix.batch_strides[i]);
+    }
+  }
+  return address;
+}
+
+// The library call of one product of `gemm`.
+std::string GemmCall(const Gemm& gemm) {
+  const std::string a = BatchAddress("p0", gemm.a);
+  const std::string b = BatchAddress("p1", gemm.b);
+  const std::string c = BatchAddress("p2", gemm.c);
+  if (gemm.dtype == DType::kF32) {
+    return absl::StrFormat("dnnl_sgemm('%c', '%c', %d, %d, %d, 1.0f, %s, %d, %s, %d, 0.0f, %s, %d);",
+                           gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', gemm.m,
+                           gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, c,
+                           gemm.c.leading);
+  }
+  return absl::StrFormat("cblas_dgemm(101, %d, %d, %d, %d, %d, 1.0, %s, %d, %s, %d, 0.0, %s, %d);",
+                         gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111, gemm.m,
+                         gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, c, gemm.c.leading);
+}
+
+// Whether the threads share a gemm's batch loops, each making its calls
+// alone (the libraries run serially inside a parallel region), rather than
+// each call sharing its product among them: for batches of small products
+// a call's own parallel region costs more than its work (16 products of
+// 128x64x128 took 0.124 ms one after the other, 0.097 ms shared). Only
+// where every thread gets the same number of calls or at least four, so
+// the last round leaves threads idle a quarter of the time at most.
+constexpr char kSplitBatch[] =
+    "const int loom_threads = omp_get_max_threads();\n"
+    "  const int loom_split = %d %% loom_threads == 0 || %d >= 4 * loom_threads;\n";
+
+// The body of the function for a gemm kernel; its arguments (a, b and c,
+// each at its constant offset) go to `args`. `openmp`: whether the kernels
+// may open parallel regions; `splits` says whether this one does.
+std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& args, bool& splits) {
+  const char* type = CType(gemm.dtype);
+  args = {{gemm.a.buffer, gemm.a.offset}, {gemm.b.buffer, gemm.b.offset},
+          {gemm.c.buffer, gemm.c.offset}};
+  std::string body = absl::StrFormat(
+      "  const %s* p0 = (const %s*)a[0];\n  const %s* p1 = (const %s*)a[1];\n"
+      "  %s* p2 = (%s*)a[2];\n",
+      type, type, type, type, type, type);
+  const int64_t calls = Product(gemm.batch, 0, gemm.batch.size());
+  splits = openmp && calls > 1;
+  if (splits) {
+    absl::StrAppend(&body, "  ", absl::StrFormat(kSplitBatch, calls, calls),
+                    "  ", ParallelFor(gemm.batch.size(), " if(loom_split)"), "\n");
+  }
+  int depth = 1;
+  for (size_t i = 0; i < gemm.batch.size(); ++i, ++depth) {
+    absl::StrAppend(&body, std::string(2 * depth, ' '),
+                    absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {\n", i, i,
+                                    gemm.batch[i], i));
+  }
+  absl::StrAppend(&body, std::string(2 * depth, ' '), GemmCall(gemm), "\n");
+  for (--depth; depth >= 1; --depth) {
+    absl::StrAppend(&body, std::string(2 * depth, ' '), "}\n");
+  }
+  return body;
+}
+
+// The gemm call of `kernel`, when it is one (a lone ExternOp::kGemm node).
+std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel) {
+  if (kernel.nodes.size() != 1) return std::nullopt;
+  const ComputeNode& node = program.nodes[kernel.nodes[0]];
+  if (node.extern_op != ExternOp::kGemm) return std::nullopt;
+  return MatchGemm(node);
 }
 
 // The constant term of an index (which moves into a parameter).
@@ -1495,6 +1526,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   bool streams = false;
   bool vectorizes = false;
   bool calls_blas = false;
+  bool calls_dnnl = false;
   std::vector<BufferRef> gemm_args;
   // A body printed for the first time becomes a new function; returns the
   // function's index.
@@ -1508,8 +1540,11 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   };
   for (const Kernel& kernel : schedule.kernels) {
     if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
-      calls_blas = true;
-      launches.function.push_back(function_for(PrintGemm(*gemm, gemm_args)));
+      (gemm->dtype == DType::kF32 ? calls_dnnl : calls_blas) = true;
+      bool splits = false;
+      launches.function.push_back(
+          function_for(PrintGemm(*gemm, options.openmp(), gemm_args, splits)));
+      calls_openmp |= splits;
       launches.args.insert(launches.args.end(), gemm_args.begin(), gemm_args.end());
       launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
       continue;
@@ -1530,7 +1565,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   std::string& text = source.text;
   text = absl::StrCat(kPreludeHead, calls_openmp ? "#include <omp.h>\n" : "",
                       cscalar::CoreHelpers(kHelperQualifier), streams ? kStreamHelpers : "",
-                      calls_blas ? kBlasDeclarations : "");
+                      calls_dnnl ? kDnnlDeclaration : "", calls_blas ? kBlasDeclaration : "");
   size_t size = text.size();
   for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
@@ -1552,6 +1587,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   source.kernel_functions = static_cast<int>(bodies.size());
   source.native_flags = NativeFlags(options);
   source.calls_blas = calls_blas;
+  source.calls_dnnl = calls_dnnl;
   return source;
 }
 

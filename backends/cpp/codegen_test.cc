@@ -28,28 +28,42 @@ Graph DoublingChain(int depth, const std::string& name_prefix = "double") {
   return graph;
 }
 
-GeneratedSource Emit(const Graph& graph) {
+GeneratedSource Emit(const Graph& graph, const proto::CppOptions& options = {}) {
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   EXPECT_TRUE(program.ok()) << program.status();
   absl::StatusOr<Schedule> schedule = ScheduleProgram(*program);
   EXPECT_TRUE(schedule.ok()) << schedule.status();
-  return EmitCpp(*program, *schedule, proto::CppOptions());
+  return EmitCpp(*program, *schedule, options);
 }
 
-TEST(CodegenTest, AGemmKernelCallsCblasPerBatchPosition) {
+TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   Graph graph;
   const ValueId a = *graph.AddInput("a", TensorType{DType::kF32, {4, 16, 8}});
   const ValueId b = *graph.AddInput("b", TensorType{DType::kF32, {4, 8, 32}});
   const NodeId mm = *graph.AddNode("mm", "matmul", {a, b}, {"c"});
   graph.AddOutput(graph.node(mm).outputs[0]);
+  const ValueId d = *graph.AddInput("d", TensorType{DType::kF64, {16, 8}});
+  const ValueId e = *graph.AddInput("e", TensorType{DType::kF64, {8, 32}});
+  const NodeId mm64 = *graph.AddNode("mm64", "matmul", {d, e}, {"f"});
+  graph.AddOutput(graph.node(mm64).outputs[0]);
   ASSERT_TRUE(InferShapes(graph).ok());
-  const GeneratedSource source = Emit(graph);
+  proto::CppOptions openmp;
+  openmp.set_openmp(true);
+  const GeneratedSource source = Emit(graph, openmp);
+  EXPECT_TRUE(source.calls_dnnl);
   EXPECT_TRUE(source.calls_blas);
-  EXPECT_THAT(source.text, HasSubstr("  for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
-                                     "    cblas_sgemm(101, 111, 111, 16, 32, 8, 1.0f, p0 + x0 * "
-                                     "128, 8, p1 + x0 * 256, 32, 0.0f, p2 + x0 * 512, 32);\n"
-                                     "  }\n"));
-  EXPECT_FALSE(Emit(DoublingChain(2)).calls_blas);
+  // The threads share the batch when each gets as many calls.
+  EXPECT_THAT(source.text,
+              HasSubstr("  const int loom_split = 4 % loom_threads == 0 || 4 >= 4 * loom_threads;\n"
+                        "  #pragma omp parallel for if(loom_split)\n"
+                        "  for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
+                        "    dnnl_sgemm('N', 'N', 16, 32, 8, 1.0f, p0 + x0 * 128, 8, p1 + x0 * 256, "
+                        "32, 0.0f, p2 + x0 * 512, 32);\n"
+                        "  }\n"));
+  EXPECT_THAT(source.text, HasSubstr("  cblas_dgemm(101, 111, 111, 16, 32, 8, 1.0, p0, 8, p1, 32, "
+                                     "0.0, p2, 32);\n"));
+  const GeneratedSource plain = Emit(DoublingChain(2));
+  EXPECT_FALSE(plain.calls_blas || plain.calls_dnnl);
 }
 
 TEST(CodegenTest, IdenticalKernelsShareOneFunction) {

@@ -148,8 +148,9 @@ TEST(EndToEndTest, MatmulShapes) {
 }
 
 // Products that become gemm calls (passes/lower.h): transposed operands,
-// batch loops of their own, broadcast ones, a shared weight folded into
-// the rows, f64, an operand at an offset (a slice) and one computed first.
+// batch loops of their own (shared by the threads when there are 8),
+// broadcast ones, a shared weight folded into the rows, f64, an operand at
+// an offset (a slice) and one computed first.
 TEST(EndToEndTest, GemmCalls) {
   GraphBuilder b;
   Attrs swap;
@@ -157,6 +158,8 @@ TEST(EndToEndTest, GemmCalls) {
   const ValueId a = b.Input("a", DType::kF32, {3, 17, 9});
   const ValueId bb = b.Input("b", DType::kF32, {3, 9, 11});
   b.Output(b.Op("matmul", {a, bb}));                                // batched
+  b.Output(b.Op("matmul", {b.Input("a8", DType::kF32, {8, 5, 6}),
+                           b.Input("b8", DType::kF32, {8, 6, 4})}));
   b.Output(b.Op("matmul", {b.Op("transpose", {bb}, swap), b.Op("transpose", {a}, swap)}));
   b.Output(b.Op("matmul", {a, b.Weight("w", {9, 13}, 2)}));         // folded rows
   b.Output(b.Op("matmul", {a, b.Input("shared", DType::kF32, {1, 9, 5})}));

@@ -51,6 +51,7 @@ absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
   NativeCompileOptions options;
   options.flags = module.source->native_flags;
   options.link_blas = module.source->calls_blas;
+  options.link_dnnl = module.source->calls_dnnl;
   options.cache_dir = std::move(cache_dir);
   absl::StatusOr<NativeLibrary> library = CompileAndLoad(module.source->text, options);
   if (!library.ok()) return library.status();

@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <utility>
 
 #include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "backends/common/kernel_cache.h"
 #include "backends/cpp/subprocess.h"
 
@@ -75,10 +77,12 @@ absl::StatusOr<CompilerCommand> MakeCompilerCommand(
   compiler.command.insert(compiler.command.end(), options.flags.begin(),
                           options.flags.end());
   if (options.openmp) compiler.command.push_back("-fopenmp");
-  if (options.link_blas) {
-    absl::StatusOr<std::vector<std::string>> blas = BlasLinkArgs();
-    if (!blas.ok()) return blas.status();
-    compiler.libraries = *std::move(blas);
+  for (auto [wanted, link_args] : {std::pair{options.link_blas, &BlasLinkArgs},
+                                  std::pair{options.link_dnnl, &DnnlLinkArgs}}) {
+    if (!wanted) continue;
+    absl::StatusOr<std::vector<std::string>> args = link_args();
+    if (!args.ok()) return args.status();
+    compiler.libraries.insert(compiler.libraries.end(), args->begin(), args->end());
   }
   return compiler;
 }
@@ -108,6 +112,17 @@ absl::Status PinOpenMpRuntime() {
         "or compile without OpenMP: codegen-cpp option openmp: false)");
   }
   return absl::OkStatus();
+}
+
+// The libraries the kernels call (BLAS, oneDNN) keep thread pools, JIT
+// kernels and thread-local buffers alive between calls; like the OpenMP
+// runtime they stay loaded for the whole process (a failure here shows when
+// the kernel library loads).
+void PinCalledLibraries(const CompilerCommand& compiler) {
+  for (const std::string& library : compiler.libraries) {
+    if (absl::StartsWith(library, "-")) continue;
+    dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  }
 }
 
 absl::StatusOr<void*> Load(const std::string& path) {
@@ -159,26 +174,25 @@ absl::StatusOr<double> Compile(const CompilerCommand& compiler,
   return seconds;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
-  const std::string chosen = GetEnv("LOOM_BLAS");
+// A shared library the kernels call: the path in `$<variable>` if set, else
+// the first of `libraries` found in a library folder of Debian's multiarch
+// layouts or others. A library in a folder of its own is found there at load
+// time through the run path. `missing` says what to install.
+absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
+    const char* variable, std::initializer_list<const char*> libraries,
+    absl::string_view missing) {
+  const std::string chosen = GetEnv(variable);
   if (!chosen.empty()) {
     if (access(chosen.c_str(), R_OK) != 0) {
-      return ErrnoError("$LOOM_BLAS names a BLAS library that cannot be read:",
+      return ErrnoError(absl::StrCat("$", variable, " names a library that cannot be read:"),
                         chosen);
     }
     return std::vector<std::string>{chosen};
   }
-  // Library folders of Debian's multiarch layouts and others, and the
-  // libraries in the order of preference. A library in a folder of its
-  // own is found there at load time through the run path.
   static constexpr const char* kFolders[] = {
       "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
       "/usr/lib"};
-  static constexpr const char* kLibraries[] = {
-      "openblas-openmp/libopenblas.so.0", "libopenblas.so.0", "libblas.so.3"};
-  for (const char* library : kLibraries) {
+  for (const char* library : libraries) {
     for (const char* folder : kFolders) {
       const std::string path = absl::StrCat(folder, "/", library);
       if (access(path.c_str(), R_OK) != 0) continue;
@@ -186,9 +200,24 @@ absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
       return std::vector<std::string>{path, absl::StrCat("-Wl,-rpath,", dir)};
     }
   }
-  return absl::FailedPreconditionError(
-      "no BLAS library found for the model's matrix products (install "
-      "libopenblas0-openmp, or set $LOOM_BLAS to a CBLAS shared library)");
+  return absl::FailedPreconditionError(absl::StrCat(
+      missing, " (or set $", variable, " to the path of a shared library)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
+  return LibraryLinkArgs(
+      "LOOM_BLAS",
+      {"openblas-openmp/libopenblas.so.0", "libopenblas.so.0", "libblas.so.3"},
+      "no BLAS library found for the model's f64 matrix products: install "
+      "libopenblas0-openmp");
+}
+
+absl::StatusOr<std::vector<std::string>> DnnlLinkArgs() {
+  return LibraryLinkArgs(
+      "LOOM_DNNL", {"libdnnl.so.2"},
+      "oneDNN not found for the model's f32 matrix products: install libdnnl2");
 }
 
 std::string DefaultCompiler() {
@@ -267,6 +296,7 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
   }
   absl::StatusOr<CompilerCommand> command = MakeCompilerCommand(options);
   if (!command.ok()) return command.status();
+  PinCalledLibraries(*command);
   const std::string base =
       absl::StrCat(options.cache_dir, "/", CacheKey(source, *command));
   const std::string library_path = base + ".so";

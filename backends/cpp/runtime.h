@@ -26,18 +26,23 @@ struct NativeCompileOptions {
   std::string compiler = DefaultCompiler();
   std::vector<std::string> flags = DefaultCompileFlags();
   bool openmp = false;  // adds -fopenmp
-  // Links a BLAS library with CBLAS (the source calls cblas_sgemm):
+  // Links a BLAS library with CBLAS (the source calls cblas_dgemm):
   // $LOOM_BLAS if set (the path of a shared library), else the first found
   // of OpenBLAS built with OpenMP (Debian's libopenblas0-openmp, whose
   // threads are the kernels' own OpenMP threads), any OpenBLAS, the
   // system's libblas.so.3.
   bool link_blas = false;
+  // Links oneDNN (the source calls dnnl_sgemm): $LOOM_DNNL if set, else
+  // Debian's libdnnl.so.2 (libdnnl2, built with the same OpenMP runtime).
+  bool link_dnnl = false;
   std::string cache_dir = DefaultCacheDir();
 };
 
-// The linker arguments that link_blas adds, or a FailedPreconditionError
-// naming what to install when no BLAS library is found.
+// The linker arguments that link_blas and link_dnnl add, or a
+// FailedPreconditionError naming what to install when the library is not
+// found.
 absl::StatusOr<std::vector<std::string>> BlasLinkArgs();
+absl::StatusOr<std::vector<std::string>> DnnlLinkArgs();
 
 // A loaded shared object. Owns the dlopen handle and closes it on
 // destruction, so function pointers from Symbol() are valid only while the

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -262,6 +263,41 @@ TEST(RuntimeTest, UnloadingAnOpenMpLibraryLeavesItsThreadsRunnable) {
     EXPECT_EQ(reinterpret_cast<int (*)()>(*fn)(), 499500);
   }  // each round's library is closed here
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // threads idle
+}
+
+// A library a user names for the gemm calls must exist; the error names the
+// variable and the path.
+TEST(RuntimeTest, AnUnreadableChosenGemmLibraryIsAnErrorNamingIt) {
+  for (auto [variable, link_args] : {std::pair{"LOOM_DNNL", &DnnlLinkArgs},
+                                     std::pair{"LOOM_BLAS", &BlasLinkArgs}}) {
+    setenv(variable, "/nonexistent/libgemm.so", 1);
+    absl::StatusOr<std::vector<std::string>> args = link_args();
+    unsetenv(variable);
+    ASSERT_FALSE(args.ok()) << variable;
+    EXPECT_THAT(args.status().message(), HasSubstr(absl::StrCat("$", variable)));
+    EXPECT_THAT(args.status().message(), HasSubstr("/nonexistent/libgemm.so"));
+  }
+}
+
+// A library compiled against oneDNN loads and calls it (Debian's libdnnl2).
+TEST(RuntimeTest, LinksOneDnnForSgemm) {
+  constexpr char kSgemmSource[] =
+      "#include <cstdint>\n"
+      "extern \"C\" int dnnl_sgemm(char, char, int64_t, int64_t, int64_t, float, const float*,\n"
+      "                            int64_t, const float*, int64_t, float, float*, int64_t);\n"
+      "extern \"C\" float dot() {\n"
+      "  const float a[2] = {1, 2}, b[2] = {3, 4};\n"
+      "  float c = 0;\n"
+      "  dnnl_sgemm('N', 'N', 1, 1, 2, 1.0f, a, 2, b, 1, 0.0f, &c, 1);\n"
+      "  return c;\n"
+      "}\n";
+  NativeCompileOptions options = FreshCacheOptions();
+  options.link_dnnl = true;
+  absl::StatusOr<NativeLibrary> library = CompileAndLoad(kSgemmSource, options);
+  ASSERT_TRUE(library.ok()) << library.status();
+  absl::StatusOr<void*> fn = library->Symbol("dot");
+  ASSERT_TRUE(fn.ok()) << fn.status();
+  EXPECT_EQ(reinterpret_cast<float (*)()>(*fn)(), 11.0f);
 }
 
 }  // namespace
