@@ -74,6 +74,7 @@ extern "C" void loom_f0(void* const* a) {
       const float t8 = (float)1 / sqrtf(t7);
       for (int64_t x2 = 0; x2 < 8; ++x2) {
         for (int64_t x3 = 0; x3 < 32; ++x3) {
+          #pragma GCC ivdep
           for (int64_t x4 = 0; x4 < 32; ++x4) {
             const float t9 = p0[(16384*x0 + 8192*x1 + 1024*x2 + 32*x3 + x4)];
             const float t10 = t4;

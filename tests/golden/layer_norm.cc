@@ -70,6 +70,7 @@ extern "C" void loom_f0(void* const* a) {
     const float t6 = (float)0x1.4f8b58p-17;
     const float t7 = t5 + t6;
     const float t8 = (float)1 / sqrtf(t7);
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 256; ++x1) {
       const float t9 = p0[(256*x0 + x1)];
       const float t10 = t4;

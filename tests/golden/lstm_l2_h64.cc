@@ -246,6 +246,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l0[x1] = acc0;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t3 = p2[(256*x0 + x1)];
       const float t4 = p3[x1];
@@ -271,6 +272,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t24 = t10 + t23;
       l1[x1] = t24;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t25 = p8[(256*x0 + x1)];
       const float t26 = p9[x1];
@@ -294,6 +296,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l3[x1] = acc3;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t37 = p10[(256*x0 + x1)];
       const float t38 = p3[x1];
@@ -319,6 +322,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t58 = t44 + t57;
       l4[x1] = t58;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t59 = p13[(256*x0 + x1)];
       const float t60 = p9[x1];
@@ -342,6 +346,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l6[x1] = acc6;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t71 = p14[(256*x0 + x1)];
       const float t72 = p3[x1];
@@ -367,6 +372,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t92 = t78 + t91;
       l7[x1] = t92;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t93 = p17[(256*x0 + x1)];
       const float t94 = p9[x1];
@@ -390,6 +396,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l9[x1] = acc9;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t105 = p18[(256*x0 + x1)];
       const float t106 = p3[x1];
@@ -415,6 +422,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t126 = t112 + t125;
       l10[x1] = t126;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t127 = p21[(256*x0 + x1)];
       const float t128 = p9[x1];
@@ -438,6 +446,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l12[x1] = acc12;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t139 = p22[(256*x0 + x1)];
       const float t140 = p3[x1];
@@ -463,6 +472,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t160 = t146 + t159;
       l13[x1] = t160;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t161 = p25[(256*x0 + x1)];
       const float t162 = p9[x1];
@@ -486,6 +496,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l15[x1] = acc15;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t173 = p26[(256*x0 + x1)];
       const float t174 = p3[x1];
@@ -511,6 +522,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t194 = t180 + t193;
       l16[x1] = t194;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t195 = p29[(256*x0 + x1)];
       const float t196 = p9[x1];
@@ -534,6 +546,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l18[x1] = acc18;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t207 = p30[(256*x0 + x1)];
       const float t208 = p3[x1];
@@ -559,6 +572,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t228 = t214 + t227;
       l19[x1] = t228;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t229 = p33[(256*x0 + x1)];
       const float t230 = p9[x1];
@@ -582,6 +596,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l21[x1] = acc21;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t241 = p34[(256*x0 + x1)];
       const float t242 = p3[x1];
@@ -607,6 +622,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t262 = t248 + t261;
       l22[x1] = t262;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t263 = p37[(256*x0 + x1)];
       const float t264 = p9[x1];
@@ -630,6 +646,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l24[x1] = acc24;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t275 = p38[(256*x0 + x1)];
       const float t276 = p3[x1];
@@ -655,6 +672,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t296 = t282 + t295;
       l25[x1] = t296;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t297 = p41[(256*x0 + x1)];
       const float t298 = p9[x1];
@@ -678,6 +696,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l27[x1] = acc27;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t309 = p42[(256*x0 + x1)];
       const float t310 = p3[x1];
@@ -703,6 +722,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t330 = t316 + t329;
       l28[x1] = t330;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t331 = p45[(256*x0 + x1)];
       const float t332 = p9[x1];
@@ -726,6 +746,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l30[x1] = acc30;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t343 = p46[(256*x0 + x1)];
       const float t344 = p3[x1];
@@ -751,6 +772,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t364 = t350 + t363;
       l31[x1] = t364;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t365 = p49[(256*x0 + x1)];
       const float t366 = p9[x1];
@@ -774,6 +796,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l33[x1] = acc33;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t377 = p50[(256*x0 + x1)];
       const float t378 = p3[x1];
@@ -799,6 +822,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t398 = t384 + t397;
       l34[x1] = t398;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t399 = p53[(256*x0 + x1)];
       const float t400 = p9[x1];
@@ -822,6 +846,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l36[x1] = acc36;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t411 = p54[(256*x0 + x1)];
       const float t412 = p3[x1];
@@ -847,6 +872,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t432 = t418 + t431;
       l37[x1] = t432;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t433 = p57[(256*x0 + x1)];
       const float t434 = p9[x1];
@@ -870,6 +896,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l39[x1] = acc39;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t445 = p58[(256*x0 + x1)];
       const float t446 = p3[x1];
@@ -895,6 +922,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t466 = t452 + t465;
       l40[x1] = t466;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t467 = p61[(256*x0 + x1)];
       const float t468 = p9[x1];
@@ -918,6 +946,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l42[x1] = acc42;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t479 = p62[(256*x0 + x1)];
       const float t480 = p3[x1];
@@ -943,6 +972,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t500 = t486 + t499;
       l43[x1] = t500;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t501 = p65[(256*x0 + x1)];
       const float t502 = p9[x1];
@@ -966,6 +996,7 @@ extern "C" void loom_f3(void* const* a) {
       }
       l45[x1] = acc45;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t513 = p66[(256*x0 + x1)];
       const float t514 = p3[x1];
@@ -991,6 +1022,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t534 = t520 + t533;
       p69[(64*x0 + x1)] = t534;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t535 = p70[(256*x0 + x1)];
       const float t536 = p9[x1];
@@ -1003,66 +1035,82 @@ extern "C" void loom_f3(void* const* a) {
       const float t543 = t540 * t542;
       p71[(64*x0 + x1)] = t543;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t544 = l2[x1];
       p72[(64*x0 + x1)] = t544;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t545 = l5[x1];
       p73[(64*x0 + x1)] = t545;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t546 = l8[x1];
       p74[(64*x0 + x1)] = t546;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t547 = l11[x1];
       p75[(64*x0 + x1)] = t547;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t548 = l14[x1];
       p76[(64*x0 + x1)] = t548;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t549 = l17[x1];
       p77[(64*x0 + x1)] = t549;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t550 = l20[x1];
       p78[(64*x0 + x1)] = t550;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t551 = l23[x1];
       p79[(64*x0 + x1)] = t551;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t552 = l26[x1];
       p80[(64*x0 + x1)] = t552;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t553 = l29[x1];
       p81[(64*x0 + x1)] = t553;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t554 = l32[x1];
       p82[(64*x0 + x1)] = t554;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t555 = l35[x1];
       p83[(64*x0 + x1)] = t555;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t556 = l38[x1];
       p84[(64*x0 + x1)] = t556;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t557 = l41[x1];
       p85[(64*x0 + x1)] = t557;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t558 = l44[x1];
       p86[(64*x0 + x1)] = t558;
     }
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t559 = p71[(64*x0 + x1)];
       p87[(64*x0 + x1)] = t559;
