@@ -413,5 +413,30 @@ TEST(CodegenTest, AReductionOverOneLongRowSplitsOverTheThreads) {
   EXPECT_THAT(EmitCpp(*program, *schedule, options).text, Not(HasSubstr("loom_split")));
 }
 
+// Two rows times a transposed weight stay loops (passes/lower.h); fused
+// with a sum over each row of the product, so that the rows are an inner
+// loop, their dot products go to loom_matvec, all 256 at once.
+TEST(CodegenTest, AFewRowsTimesATransposedMatrixAreMatrixVectorCalls) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {2, 64}});
+  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {256, 64}});
+  Attrs perm;
+  perm.Set("perm", std::vector<int64_t>{1, 0});
+  const NodeId wt = *graph.AddNode("wt", "transpose", {w}, {"wt"}, std::move(perm));
+  const NodeId mm = *graph.AddNode("mm", "matmul", {x, graph.node(wt).outputs[0]}, {"y"});
+  Attrs last;
+  last.Set("axes", std::vector<int64_t>{-1});
+  const NodeId sum =
+      *graph.AddNode("sum", "reduce_sum", {graph.node(mm).outputs[0]}, {"s"}, std::move(last));
+  graph.AddOutput(graph.node(sum).outputs[0]);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  proto::CppOptions vectors;
+  vectors.set_simd(proto::CppOptions::NATIVE);
+  const std::string text = EmitFused(graph, vectors);
+  EXPECT_THAT(text, HasSubstr("static __attribute__((noinline)) void loom_matvec("));
+  EXPECT_THAT(text, HasSubstr("loom_matvec<64>(&p0[(64*x0 + 0)], &p1[(64*0 + 0)], 64, 256, "
+                              "&l0[0], 1);"));
+}
+
 }  // namespace
 }  // namespace loom::cpp

@@ -68,6 +68,211 @@ static inline float loom_tanhf(float x) {
   return a < 0.4f ? near_zero : away;
 }
 
+/* Only inlined helpers pass these vectors, so the ABI note is moot. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float loom_f32v8 __attribute__((vector_size(32)));
+typedef float loom_f32v4 __attribute__((vector_size(16)));
+typedef int32_t loom_i32v8 __attribute__((vector_size(32)));
+typedef int32_t loom_i32v4 __attribute__((vector_size(16)));
+#if defined(__AVX512F__)
+typedef float loom_f32v16 __attribute__((vector_size(64)));
+static inline loom_f32v16 loom_splat16(float s) {
+  return (loom_f32v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
+}
+static inline loom_f32v16 loom_load16(const float* p) {
+  loom_f32v16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void loom_store16(float* p, loom_f32v16 v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+#else
+/* Two halves of eight lanes: GCC keeps a generic vector wider than the
+   target's registers in memory, and splits one of eight into registers. */
+struct loom_f32v16 {
+  loom_f32v8 lo, hi;
+};
+static inline loom_f32v16 operator+(loom_f32v16 a, loom_f32v16 b) { return {a.lo + b.lo, a.hi + b.hi}; }
+static inline loom_f32v16 operator-(loom_f32v16 a, loom_f32v16 b) { return {a.lo - b.lo, a.hi - b.hi}; }
+static inline loom_f32v16 operator*(loom_f32v16 a, loom_f32v16 b) { return {a.lo * b.lo, a.hi * b.hi}; }
+static inline loom_f32v16 operator/(loom_f32v16 a, loom_f32v16 b) { return {a.lo / b.lo, a.hi / b.hi}; }
+static inline loom_f32v16 operator-(loom_f32v16 a) { return {-a.lo, -a.hi}; }
+static inline loom_f32v16& operator+=(loom_f32v16& a, loom_f32v16 b) { return a = a + b; }
+static inline loom_f32v16 loom_splat16(float s) {
+  const loom_f32v8 half = {s, s, s, s, s, s, s, s};
+  return {half, half};
+}
+/* Half by half: GCC copies the whole struct in four pieces of 16 bytes
+   through the stack, and the loads of its halves then wait on those
+   stores (softmax_large for AVX2: 8.1 ms, 2.0 half by half). */
+static inline loom_f32v16 loom_load16(const float* p) {
+  loom_f32v16 v;
+  __builtin_memcpy(&v.lo, p, sizeof v.lo);
+  __builtin_memcpy(&v.hi, p + 8, sizeof v.hi);
+  return v;
+}
+static inline void loom_store16(float* p, loom_f32v16 v) {
+  __builtin_memcpy(p, &v.lo, sizeof v.lo);
+  __builtin_memcpy(p + 8, &v.hi, sizeof v.hi);
+}
+#endif
+/* The lanes' sum, halving the vector in a tree. */
+static inline float loom_sum16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  const loom_f32v8 eight = halves[0] + halves[1];
+  loom_f32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_f32v4 four = quarters[0] + quarters[1];
+  return (four[0] + four[2]) + (four[1] + four[3]);
+}
+/* Lane by lane a > b ? a : b (a < b ? a : b), and whether a lane is NaN. */
+#if defined(__AVX512F__)
+static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
+  return __builtin_ia32_maxps512_mask(a, b, b, (unsigned short)-1, 4);
+}
+static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
+  return __builtin_ia32_minps512_mask(a, b, b, (unsigned short)-1, 4);
+}
+static inline int loom_nan16(loom_f32v16 v) {
+  return __builtin_ia32_cmpps512_mask(v, v, 3 /* unordered */, (unsigned short)-1, 4);
+}
+#else
+static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
+  return {a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+}
+static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
+  return {a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+}
+/* The lanes' unordered-compare masks or-ed in a tree, as loom_sum16. */
+static inline int loom_nan16(loom_f32v16 v) {
+  const loom_i32v8 eight = (v.lo != v.lo) | (v.hi != v.hi);
+  loom_i32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_i32v4 four = quarters[0] | quarters[1];
+  return ((four[0] | four[2]) | (four[1] | four[3])) != 0;
+}
+#endif
+/* The lanes' maximum (minimum), halving the vector in a tree. */
+static inline float loom_hmax16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  const loom_f32v8 eight = halves[0] > halves[1] ? halves[0] : halves[1];
+  loom_f32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_f32v4 four = quarters[0] > quarters[1] ? quarters[0] : quarters[1];
+  const float a = four[0] > four[2] ? four[0] : four[2];
+  const float b = four[1] > four[3] ? four[1] : four[3];
+  return a > b ? a : b;
+}
+static inline float loom_hmin16(loom_f32v16 v) { return -loom_hmax16(-v); }
+/* The sums of eight vectors' lanes, sum i in lane i: each vector halved
+   to eight lanes, then neighbouring lanes of two vectors added in a tree
+   (pairs, fours, eights), so the eight share every add. */
+static inline loom_f32v8 loom_pairs8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 8, 2, 10, 4, 12, 6, 14) +
+         __builtin_shufflevector(a, b, 1, 9, 3, 11, 5, 13, 7, 15);
+}
+static inline loom_f32v8 loom_fours8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13) +
+         __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+}
+static inline loom_f32v8 loom_eights8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+static inline loom_f32v8 loom_half_sum16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  return halves[0] + halves[1];
+}
+static inline loom_f32v8 loom_sums8x16(loom_f32v16 v0, loom_f32v16 v1, loom_f32v16 v2,
+                                      loom_f32v16 v3, loom_f32v16 v4, loom_f32v16 v5,
+                                      loom_f32v16 v6, loom_f32v16 v7) {
+  const loom_f32v8 p01 = loom_pairs8(loom_half_sum16(v0), loom_half_sum16(v1));
+  const loom_f32v8 p23 = loom_pairs8(loom_half_sum16(v2), loom_half_sum16(v3));
+  const loom_f32v8 p45 = loom_pairs8(loom_half_sum16(v4), loom_half_sum16(v5));
+  const loom_f32v8 p67 = loom_pairs8(loom_half_sum16(v6), loom_half_sum16(v7));
+  return loom_eights8(loom_fours8(p01, p23), loom_fours8(p45, p67));
+}
+/* Eight rows' dot products with the vector v of K floats (K a multiple of
+   16), row r at m + r * ld. */
+template <int64_t K>
+static inline loom_f32v8 loom_dots8(const float* v, const float* m, int64_t ld) {
+  loom_f32v16 d0 = loom_splat16(0.0f), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0,
+              d7 = d0;
+  for (int64_t j = 0; j < K; j += 16) {
+    const loom_f32v16 x = loom_load16(v + j);
+    d0 += x * loom_load16(m + j);
+    d1 += x * loom_load16(m + ld + j);
+    d2 += x * loom_load16(m + 2 * ld + j);
+    d3 += x * loom_load16(m + 3 * ld + j);
+    d4 += x * loom_load16(m + 4 * ld + j);
+    d5 += x * loom_load16(m + 5 * ld + j);
+    d6 += x * loom_load16(m + 6 * ld + j);
+    d7 += x * loom_load16(m + 7 * ld + j);
+  }
+  return loom_sums8x16(d0, d1, d2, d3, d4, d5, d6, d7);
+}
+/* A matrix-vector product, out[r * out_stride] for the rows r < rows (a
+   multiple of 8): one function for each K, not inlined, so that a
+   recurrence's many products compile once. */
+template <int64_t K>
+static __attribute__((noinline)) void loom_matvec(const float* v, const float* m, int64_t ld,
+                                                  int64_t rows, float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < rows; r += 8) {
+    const loom_f32v8 sums = loom_dots8<K>(v, m + r * ld, ld);
+    for (int i = 0; i < 8; ++i) out[(r + i) * out_stride] = sums[i];
+  }
+}
+#if defined(__AVX512F__)
+static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
+  const loom_f32v16 lo = loom_splat16(-104.0f), hi = loom_splat16(89.0f);
+  /* a NaN x passes both bounds (loom_max16(a, b) is a > b ? a : b) */
+  const loom_f32v16 c = loom_min16(hi, loom_max16(lo, x));
+  /* rounding by the current mode (nearest), as rintf */
+  const loom_f32v16 n = __builtin_ia32_rndscaleps_mask(
+      c * 1.44269504088896341f, 4, c, (unsigned short)-1, 4);
+  const loom_f32v16 r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  loom_f32v16 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const loom_f32v16 e = (p * r + 1.0f) * r + 1.0f;
+  return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
+}
+#else
+/* 2^k for k in [-126, 127], built in the exponent bits. */
+static inline loom_f32v8 loom_pow2i8(loom_i32v8 k) {
+  const loom_i32v8 bits = (k + 127) << 23;
+  loom_f32v8 f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
+  const loom_f32v8 lo = x > -104.0f ? x : -104.0f;
+  /* a NaN x fails both comparisons and comes out as itself at the end */
+  const loom_f32v8 c = lo < 89.0f ? lo : 89.0f;
+  /* rounding to nearest even, as rintf: |c * log2(e)| < 2^22, so adding
+     and subtracting 1.5 * 2^23 leaves the nearest integer */
+  const loom_f32v8 n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const loom_f32v8 r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  loom_f32v8 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const loom_f32v8 e = (p * r + 1.0f) * r + 1.0f;
+  const loom_i32v8 k = __builtin_convertvector(n, loom_i32v8);
+  const loom_i32v8 half = k >> 1;
+  const loom_f32v8 y = e * loom_pow2i8(half) * loom_pow2i8(k - half);
+  return x != x ? x : y;
+}
+static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
+#endif
+
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
@@ -235,17 +440,7 @@ extern "C" void loom_f3(void* const* a) {
     float l43[64];
     float l44[64];
     float l45[256];
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc0 = (float)0;
-      #pragma omp simd reduction(+:acc0)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(64*x0 + x2)];
-        const float t1 = p1[(64*x1 + x2)];
-        const float t2 = t0 * t1;
-        acc0 += t2;
-      }
-      l0[x1] = acc0;
-    }
+    loom_matvec<64>(&p0[(64*x0 + 0)], &p1[(64*0 + 0)], 64, 256, &l0[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t3 = p2[(256*x0 + x1)];
@@ -285,17 +480,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t33 = t30 * t32;
       l2[x1] = t33;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc3 = (float)0;
-      #pragma omp simd reduction(+:acc3)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t34 = l2[x2];
-        const float t35 = p1[(64*x1 + x2)];
-        const float t36 = t34 * t35;
-        acc3 += t36;
-      }
-      l3[x1] = acc3;
-    }
+    loom_matvec<64>(&l2[0], &p1[(64*0 + 0)], 64, 256, &l3[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t37 = p10[(256*x0 + x1)];
@@ -335,17 +520,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t67 = t64 * t66;
       l5[x1] = t67;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc6 = (float)0;
-      #pragma omp simd reduction(+:acc6)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t68 = l5[x2];
-        const float t69 = p1[(64*x1 + x2)];
-        const float t70 = t68 * t69;
-        acc6 += t70;
-      }
-      l6[x1] = acc6;
-    }
+    loom_matvec<64>(&l5[0], &p1[(64*0 + 0)], 64, 256, &l6[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t71 = p14[(256*x0 + x1)];
@@ -385,17 +560,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t101 = t98 * t100;
       l8[x1] = t101;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc9 = (float)0;
-      #pragma omp simd reduction(+:acc9)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t102 = l8[x2];
-        const float t103 = p1[(64*x1 + x2)];
-        const float t104 = t102 * t103;
-        acc9 += t104;
-      }
-      l9[x1] = acc9;
-    }
+    loom_matvec<64>(&l8[0], &p1[(64*0 + 0)], 64, 256, &l9[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t105 = p18[(256*x0 + x1)];
@@ -435,17 +600,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t135 = t132 * t134;
       l11[x1] = t135;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc12 = (float)0;
-      #pragma omp simd reduction(+:acc12)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t136 = l11[x2];
-        const float t137 = p1[(64*x1 + x2)];
-        const float t138 = t136 * t137;
-        acc12 += t138;
-      }
-      l12[x1] = acc12;
-    }
+    loom_matvec<64>(&l11[0], &p1[(64*0 + 0)], 64, 256, &l12[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t139 = p22[(256*x0 + x1)];
@@ -485,17 +640,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t169 = t166 * t168;
       l14[x1] = t169;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc15 = (float)0;
-      #pragma omp simd reduction(+:acc15)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t170 = l14[x2];
-        const float t171 = p1[(64*x1 + x2)];
-        const float t172 = t170 * t171;
-        acc15 += t172;
-      }
-      l15[x1] = acc15;
-    }
+    loom_matvec<64>(&l14[0], &p1[(64*0 + 0)], 64, 256, &l15[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t173 = p26[(256*x0 + x1)];
@@ -535,17 +680,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t203 = t200 * t202;
       l17[x1] = t203;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc18 = (float)0;
-      #pragma omp simd reduction(+:acc18)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t204 = l17[x2];
-        const float t205 = p1[(64*x1 + x2)];
-        const float t206 = t204 * t205;
-        acc18 += t206;
-      }
-      l18[x1] = acc18;
-    }
+    loom_matvec<64>(&l17[0], &p1[(64*0 + 0)], 64, 256, &l18[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t207 = p30[(256*x0 + x1)];
@@ -585,17 +720,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t237 = t234 * t236;
       l20[x1] = t237;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc21 = (float)0;
-      #pragma omp simd reduction(+:acc21)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t238 = l20[x2];
-        const float t239 = p1[(64*x1 + x2)];
-        const float t240 = t238 * t239;
-        acc21 += t240;
-      }
-      l21[x1] = acc21;
-    }
+    loom_matvec<64>(&l20[0], &p1[(64*0 + 0)], 64, 256, &l21[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t241 = p34[(256*x0 + x1)];
@@ -635,17 +760,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t271 = t268 * t270;
       l23[x1] = t271;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc24 = (float)0;
-      #pragma omp simd reduction(+:acc24)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t272 = l23[x2];
-        const float t273 = p1[(64*x1 + x2)];
-        const float t274 = t272 * t273;
-        acc24 += t274;
-      }
-      l24[x1] = acc24;
-    }
+    loom_matvec<64>(&l23[0], &p1[(64*0 + 0)], 64, 256, &l24[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t275 = p38[(256*x0 + x1)];
@@ -685,17 +800,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t305 = t302 * t304;
       l26[x1] = t305;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc27 = (float)0;
-      #pragma omp simd reduction(+:acc27)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t306 = l26[x2];
-        const float t307 = p1[(64*x1 + x2)];
-        const float t308 = t306 * t307;
-        acc27 += t308;
-      }
-      l27[x1] = acc27;
-    }
+    loom_matvec<64>(&l26[0], &p1[(64*0 + 0)], 64, 256, &l27[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t309 = p42[(256*x0 + x1)];
@@ -735,17 +840,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t339 = t336 * t338;
       l29[x1] = t339;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc30 = (float)0;
-      #pragma omp simd reduction(+:acc30)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t340 = l29[x2];
-        const float t341 = p1[(64*x1 + x2)];
-        const float t342 = t340 * t341;
-        acc30 += t342;
-      }
-      l30[x1] = acc30;
-    }
+    loom_matvec<64>(&l29[0], &p1[(64*0 + 0)], 64, 256, &l30[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t343 = p46[(256*x0 + x1)];
@@ -785,17 +880,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t373 = t370 * t372;
       l32[x1] = t373;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc33 = (float)0;
-      #pragma omp simd reduction(+:acc33)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t374 = l32[x2];
-        const float t375 = p1[(64*x1 + x2)];
-        const float t376 = t374 * t375;
-        acc33 += t376;
-      }
-      l33[x1] = acc33;
-    }
+    loom_matvec<64>(&l32[0], &p1[(64*0 + 0)], 64, 256, &l33[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t377 = p50[(256*x0 + x1)];
@@ -835,17 +920,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t407 = t404 * t406;
       l35[x1] = t407;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc36 = (float)0;
-      #pragma omp simd reduction(+:acc36)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t408 = l35[x2];
-        const float t409 = p1[(64*x1 + x2)];
-        const float t410 = t408 * t409;
-        acc36 += t410;
-      }
-      l36[x1] = acc36;
-    }
+    loom_matvec<64>(&l35[0], &p1[(64*0 + 0)], 64, 256, &l36[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t411 = p54[(256*x0 + x1)];
@@ -885,17 +960,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t441 = t438 * t440;
       l38[x1] = t441;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc39 = (float)0;
-      #pragma omp simd reduction(+:acc39)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t442 = l38[x2];
-        const float t443 = p1[(64*x1 + x2)];
-        const float t444 = t442 * t443;
-        acc39 += t444;
-      }
-      l39[x1] = acc39;
-    }
+    loom_matvec<64>(&l38[0], &p1[(64*0 + 0)], 64, 256, &l39[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t445 = p58[(256*x0 + x1)];
@@ -935,17 +1000,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t475 = t472 * t474;
       l41[x1] = t475;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc42 = (float)0;
-      #pragma omp simd reduction(+:acc42)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t476 = l41[x2];
-        const float t477 = p1[(64*x1 + x2)];
-        const float t478 = t476 * t477;
-        acc42 += t478;
-      }
-      l42[x1] = acc42;
-    }
+    loom_matvec<64>(&l41[0], &p1[(64*0 + 0)], 64, 256, &l42[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t479 = p62[(256*x0 + x1)];
@@ -985,17 +1040,7 @@ extern "C" void loom_f3(void* const* a) {
       const float t509 = t506 * t508;
       l44[x1] = t509;
     }
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      float acc45 = (float)0;
-      #pragma omp simd reduction(+:acc45)
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t510 = l44[x2];
-        const float t511 = p1[(64*x1 + x2)];
-        const float t512 = t510 * t511;
-        acc45 += t512;
-      }
-      l45[x1] = acc45;
-    }
+    loom_matvec<64>(&l44[0], &p1[(64*0 + 0)], 64, 256, &l45[0], 1);
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t513 = p66[(256*x0 + x1)];

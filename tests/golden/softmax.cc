@@ -131,6 +131,65 @@ static inline float loom_hmax16(loom_f32v16 v) {
   return a > b ? a : b;
 }
 static inline float loom_hmin16(loom_f32v16 v) { return -loom_hmax16(-v); }
+/* The sums of eight vectors' lanes, sum i in lane i: each vector halved
+   to eight lanes, then neighbouring lanes of two vectors added in a tree
+   (pairs, fours, eights), so the eight share every add. */
+static inline loom_f32v8 loom_pairs8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 8, 2, 10, 4, 12, 6, 14) +
+         __builtin_shufflevector(a, b, 1, 9, 3, 11, 5, 13, 7, 15);
+}
+static inline loom_f32v8 loom_fours8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13) +
+         __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+}
+static inline loom_f32v8 loom_eights8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+static inline loom_f32v8 loom_half_sum16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  return halves[0] + halves[1];
+}
+static inline loom_f32v8 loom_sums8x16(loom_f32v16 v0, loom_f32v16 v1, loom_f32v16 v2,
+                                      loom_f32v16 v3, loom_f32v16 v4, loom_f32v16 v5,
+                                      loom_f32v16 v6, loom_f32v16 v7) {
+  const loom_f32v8 p01 = loom_pairs8(loom_half_sum16(v0), loom_half_sum16(v1));
+  const loom_f32v8 p23 = loom_pairs8(loom_half_sum16(v2), loom_half_sum16(v3));
+  const loom_f32v8 p45 = loom_pairs8(loom_half_sum16(v4), loom_half_sum16(v5));
+  const loom_f32v8 p67 = loom_pairs8(loom_half_sum16(v6), loom_half_sum16(v7));
+  return loom_eights8(loom_fours8(p01, p23), loom_fours8(p45, p67));
+}
+/* Eight rows' dot products with the vector v of K floats (K a multiple of
+   16), row r at m + r * ld. */
+template <int64_t K>
+static inline loom_f32v8 loom_dots8(const float* v, const float* m, int64_t ld) {
+  loom_f32v16 d0 = loom_splat16(0.0f), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0,
+              d7 = d0;
+  for (int64_t j = 0; j < K; j += 16) {
+    const loom_f32v16 x = loom_load16(v + j);
+    d0 += x * loom_load16(m + j);
+    d1 += x * loom_load16(m + ld + j);
+    d2 += x * loom_load16(m + 2 * ld + j);
+    d3 += x * loom_load16(m + 3 * ld + j);
+    d4 += x * loom_load16(m + 4 * ld + j);
+    d5 += x * loom_load16(m + 5 * ld + j);
+    d6 += x * loom_load16(m + 6 * ld + j);
+    d7 += x * loom_load16(m + 7 * ld + j);
+  }
+  return loom_sums8x16(d0, d1, d2, d3, d4, d5, d6, d7);
+}
+/* A matrix-vector product, out[r * out_stride] for the rows r < rows (a
+   multiple of 8): one function for each K, not inlined, so that a
+   recurrence's many products compile once. */
+template <int64_t K>
+static __attribute__((noinline)) void loom_matvec(const float* v, const float* m, int64_t ld,
+                                                  int64_t rows, float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < rows; r += 8) {
+    const loom_f32v8 sums = loom_dots8<K>(v, m + r * ld, ld);
+    for (int i = 0; i < 8; ++i) out[(r + i) * out_stride] = sums[i];
+  }
+}
 #if defined(__AVX512F__)
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   const loom_f32v16 lo = loom_splat16(-104.0f), hi = loom_splat16(89.0f);
