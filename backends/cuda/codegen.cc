@@ -900,7 +900,11 @@ void KernelPrinter::PrintStore(const Member& member, const std::string& value,
     return;
   }
   const std::string target = Access(node.output, index);
+  // Every lane computed the value; lane 0 stores it. When the store
+  // overwrites what the member read (in place: plan-memory may give a dying
+  // input's storage to its output), the other lanes must have read first.
   const bool one_thread = member.scalar() && team_size_ > 1;
+  if (one_thread && AnyOverlap(member.reads, member.writes)) Barrier(depth);
   Line(depth, absl::StrCat(one_thread ? "if (lane == 0) " : "", target, " = ",
                            value, ";"));
   if (member.scalar()) forwarded_[std::make_pair(node.output, index)] = value;
