@@ -4,25 +4,52 @@
 #include "absl/strings/str_join.h"
 
 namespace loom {
+namespace {
+
+std::string BufferText(const LoopProgram& program, BufferId buffer, int64_t offset) {
+  return offset == 0 ? program.buffers[buffer].name
+                     : absl::StrCat(program.buffers[buffer].name, "+", offset);
+}
+
+std::string GemmText(const Gemm& gemm, const LoopProgram& program) {
+  auto matrix = [&](const GemmMatrix& m) {
+    return absl::StrCat(BufferText(program, m.buffer, m.offset), m.transposed ? "^T" : "");
+  };
+  std::string text =
+      absl::StrCat("gemm ", DTypeName(gemm.dtype), " m=", gemm.m, " n=", gemm.n, " k=", gemm.k,
+                   " (", matrix(gemm.a), ", ", matrix(gemm.b), ", ", matrix(gemm.c), ") ld ",
+                   gemm.a.leading, " ", gemm.b.leading, " ", gemm.c.leading);
+  if (!gemm.batch.empty()) {
+    absl::StrAppend(&text, " batch [", absl::StrJoin(gemm.batch, ", "), "] strides ",
+                    absl::StrJoin(gemm.a.batch_strides, ","), " ",
+                    absl::StrJoin(gemm.b.batch_strides, ","), " ",
+                    absl::StrJoin(gemm.c.batch_strides, ","));
+  }
+  return text;
+}
+
+}  // namespace
 
 std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
                           const Schedule& schedule) {
   std::string text;
   const LaunchTable& launches = source.launches;
   for (size_t i = 0; i < launches.size(); ++i) {
-    std::vector<std::string> args;
-    for (int a = launches.arg_offsets[i]; a < launches.arg_offsets[i + 1]; ++a) {
-      const BufferRef& arg = launches.args[a];
-      args.push_back(arg.offset == 0 ? program.buffers[arg.buffer].name
-                                     : absl::StrCat(program.buffers[arg.buffer].name,
-                                                    "+", arg.offset));
+    if (launches.IsGemm(i)) {
+      absl::StrAppend(&text, GemmText(launches.gemms[launches.GemmOf(i)], program));
+    } else {
+      std::vector<std::string> args;
+      for (int a = launches.arg_offsets[i]; a < launches.arg_offsets[i + 1]; ++a) {
+        args.push_back(BufferText(program, launches.args[a].buffer, launches.args[a].offset));
+      }
+      absl::StrAppend(&text, source.functions[launches.function[i]], "(", absl::StrJoin(args, ", "),
+                      ")");
     }
     std::vector<std::string> nodes;
     if (i < schedule.kernels.size()) {
       for (int node : schedule.kernels[i].nodes) nodes.push_back(program.nodes[node].name);
     }
-    absl::StrAppend(&text, source.functions[launches.function[i]], "(",
-                    absl::StrJoin(args, ", "), ")  # ", absl::StrJoin(nodes, ", "), "\n");
+    absl::StrAppend(&text, "  # ", absl::StrJoin(nodes, ", "), "\n");
   }
   return text;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/gemm.h"
 #include "ir/graph.h"
 #include "ir/loop_ir.h"
 #include "ir/schedule.h"
@@ -20,11 +21,19 @@ struct BufferRef {
 // The kernel launches of a schedule, in order, as a table the runtime walks
 // (the emitted source holds only the distinct functions, so its size does
 // not grow with the number of launches). Launch i calls functions[function[i]]
-// with args[arg_offsets[i] .. arg_offsets[i+1]).
+// with args[arg_offsets[i] .. arg_offsets[i+1]). A negative function[i] is
+// a library call instead, the matrix product gemms[GemmOf(i)] (a backend
+// that calls its library from the runtime, as the CUDA one calls cuBLAS;
+// the Gemm names its buffers, the launch has no args).
 struct LaunchTable {
   std::vector<int32_t> function;
   std::vector<int32_t> arg_offsets = {0};
   std::vector<BufferRef> args;
+  std::vector<Gemm> gemms;
+
+  static int32_t GemmFunction(size_t gemm) { return -1 - static_cast<int32_t>(gemm); }
+  bool IsGemm(size_t launch) const { return function[launch] < 0; }
+  int32_t GemmOf(size_t launch) const { return -1 - function[launch]; }
 
   size_t size() const { return function.size(); }
 };
@@ -60,7 +69,9 @@ struct Module {
 };
 
 // The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes"
-// (the nodes of schedule.kernels[i] for launch i).
+// (the nodes of schedule.kernels[i] for launch i); a library call as
+// "gemm f32 m=8 n=4 k=16 (a, b^T, c) ld 16 16 4", with "batch [2] strides
+// 128 0 32" when it has batch loops.
 std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
                           const Schedule& schedule);
 

@@ -15,7 +15,8 @@ export LOOM_CUDA_DRIVER=/nonexistent/libcuda.so.1
 expect 2 "no CUDA driver: /nonexistent/libcuda.so.1 not found.*--pipeline=cpu" \
   run --model=examples/mlp.pbtxt --pipeline=cuda
 expect 2 "no CUDA driver" run --model=examples/softmax.pbtxt --pipeline=cuda --check
-expect 0 "1 kernels" compile --model=examples/mlp.pbtxt --pipeline=cuda \
+# Two products (cuBLAS calls) and the two kernels of their epilogues.
+expect 0 "4 kernels \(2 functions\)" compile --model=examples/mlp.pbtxt --pipeline=cuda \
   --out_dir=$out/src --report=$out/report.json
 [[ -s "$out/src/model.cu" ]] || { echo "FAIL: no model.cu"; failures=$((failures + 1)); }
 [[ -e "$out/src/model.cc" ]] && { echo "FAIL: wrote model.cc"; failures=$((failures + 1)); }

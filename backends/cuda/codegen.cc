@@ -1,7 +1,9 @@
 #include "backends/cuda/codegen.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -1050,6 +1052,15 @@ class CodegenCudaPass : public Pass {
   proto::CudaOptions options_;
 };
 
+// The gemm call of `kernel`, when it is one (a lone ExternOp::kGemm node).
+std::optional<Gemm> KernelGemm(const LoopProgram& program,
+                               const Kernel& kernel) {
+  if (kernel.nodes.size() != 1) return std::nullopt;
+  const ComputeNode& node = program.nodes[kernel.nodes[0]];
+  if (node.extern_op != ExternOp::kGemm) return std::nullopt;
+  return MatchGemm(node);
+}
+
 LOOM_REGISTER_PASS("codegen-cuda", "cuda", [](const proto::PassSpec& spec) {
   const int block = spec.cuda().block_size();
   if (block != 0 &&
@@ -1069,6 +1080,64 @@ std::string LaunchShapeSymbol(const std::string& function) {
   return absl::StrCat(function, "_shape");
 }
 
+std::vector<CublasCall> CublasCalls(const Gemm& gemm) {
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  std::vector<int64_t> batch = gemm.batch;
+  // In cuBLAS's order: a, b, c.
+  std::vector<int64_t> strides[3] = {gemm.b.batch_strides, gemm.a.batch_strides,
+                                     gemm.c.batch_strides};
+  // A loop merges into the one inside it when one step of it is a whole
+  // run of the inner one in every matrix ([b, h] batches of a contiguous
+  // [b, h, m, k]).
+  while (batch.size() >= 2) {
+    const size_t outer = batch.size() - 2, inner = outer + 1;
+    bool even = batch[outer] * batch[inner] <= kMaxInt;
+    for (const std::vector<int64_t>& s : strides) {
+      even &= s[outer] == s[inner] * batch[inner];
+    }
+    if (!even) break;
+    batch[inner] *= batch[outer];
+    batch.erase(batch.begin() + outer);
+    for (std::vector<int64_t>& s : strides) s.erase(s.begin() + outer);
+  }
+  CublasCall call;
+  call.dtype = gemm.dtype;
+  call.transpose_a = gemm.b.transposed;
+  call.transpose_b = gemm.a.transposed;
+  // MatchGemm keeps extents and leading dimensions within an int.
+  call.m = static_cast<int>(gemm.n);
+  call.n = static_cast<int>(gemm.m);
+  call.k = static_cast<int>(gemm.k);
+  call.a = BufferRef{gemm.b.buffer, gemm.b.offset};
+  call.b = BufferRef{gemm.a.buffer, gemm.a.offset};
+  call.c = BufferRef{gemm.c.buffer, gemm.c.offset};
+  call.lda = static_cast<int>(gemm.b.leading);
+  call.ldb = static_cast<int>(gemm.a.leading);
+  call.ldc = static_cast<int>(gemm.c.leading);
+  if (!batch.empty() && batch.back() <= kMaxInt) {
+    call.batch_count = static_cast<int>(batch.back());
+    call.stride_a = strides[0].back();
+    call.stride_b = strides[1].back();
+    call.stride_c = strides[2].back();
+    batch.pop_back();
+    for (std::vector<int64_t>& s : strides) s.pop_back();
+  }
+  // Each position of the loops left is a call.
+  std::vector<CublasCall> calls;
+  for (int64_t p = 0, positions = Product(batch); p < positions; ++p) {
+    CublasCall& at = calls.emplace_back(call);
+    int64_t rest = p;
+    for (size_t loop = batch.size(); loop-- > 0;) {
+      const int64_t x = rest % batch[loop];
+      rest /= batch[loop];
+      at.a.offset += x * strides[0][loop];
+      at.b.offset += x * strides[1][loop];
+      at.c.offset += x * strides[2][loop];
+    }
+  }
+  return calls;
+}
+
 absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
                                          const Schedule& schedule,
                                          const proto::CudaOptions& options) {
@@ -1084,6 +1153,14 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
   launches.function.reserve(schedule.kernels.size());
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
   for (const Kernel& kernel : schedule.kernels) {
+    if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
+      launches.function.push_back(
+          LaunchTable::GemmFunction(launches.gemms.size()));
+      launches.gemms.push_back(*std::move(gemm));
+      launches.arg_offsets.push_back(
+          static_cast<int32_t>(launches.args.size()));
+      continue;
+    }
     absl::StatusOr<KernelPrinter::Printed> printed =
         KernelPrinter(program, schedule, options, needs).Print(kernel);
     if (!printed.ok()) return printed.status();

@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/gemm.h"
 #include "ir/loop_ir.h"
 #include "ir/module.h"
 #include "ir/pipeline.pb.h"
@@ -30,6 +32,10 @@ namespace loom::cuda {
 // element per outer iteration live in registers, larger ones in shared
 // memory (such kernels use one block per iteration). Barriers separate
 // members that touch the same memory.
+//
+// A matrix product (a kernel that is one ExternOp::kGemm node) is no
+// kernel: its launch is a library call (LaunchTable::gemms) that the
+// runtime makes with cuBLAS (CublasCalls).
 absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
                                          const Schedule& schedule,
                                          const proto::CudaOptions& options);
@@ -46,6 +52,28 @@ struct LaunchShape {
 };
 std::string LaunchShapeSymbol(const std::string& function);
 
+// One cublas<t>gemmStridedBatched call, in cuBLAS's column-major terms: for
+// each of `batch_count` positions p, c + p * stride_c = op(a + p * stride_a)
+// * op(b + p * stride_b), op(a) m x k, op(b) k x n, c m x n; op transposes
+// where `transpose_*` (CUBLAS_OP_T). Pointers are buffers at element
+// offsets.
+struct CublasCall {
+  DType dtype = DType::kF32;
+  bool transpose_a = false, transpose_b = false;
+  int m = 0, n = 0, k = 0;
+  BufferRef a, b, c;
+  int lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  int batch_count = 1;
+};
+
+// The calls that compute `gemm` (row-major, ir/gemm.h): its row-major
+// c = a b is the column-major c^T = b^T a^T, so cuBLAS's a is the gemm's b,
+// m and n swap, and a matrix stored column-major (GemmMatrix::transposed) is
+// passed transposed. The innermost batch loop, merged with those outside it
+// that step evenly, is cuBLAS's batch; each position of the other batch
+// loops is a call of its own.
+std::vector<CublasCall> CublasCalls(const Gemm& gemm);
 
 }  // namespace loom::cuda
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_io.h"
@@ -12,6 +13,7 @@
 namespace loom {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -148,6 +150,73 @@ TEST(CudaCodegenTest, IdenticalKernelsShareAFunction) {
   EXPECT_LT(module.source->kernel_functions,
             static_cast<int>(module.schedule->kernels.size()));
   EXPECT_EQ(module.source->launches.size(), module.schedule->kernels.size());
+}
+
+// The launches of the gemm test model, one line each.
+std::vector<std::string> GemmLaunches(Module& module) {
+  absl::StatusOr<Graph> graph =
+      LoadGraphFile("backends/cuda/testdata/gemms.pbtxt");
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  module.graph = *std::move(graph);
+  absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline("cuda");
+  EXPECT_TRUE(pipeline.ok());
+  EXPECT_TRUE(RunPipeline(*pipeline, module).ok());
+  return absl::StrSplit(
+      PrintLaunches(*module.source, *module.loops, *module.schedule), '\n',
+      absl::SkipEmpty());
+}
+
+// A cuBLAS call as "<op a><op b> m n k, a/lda, b/ldb, c/ldc, xcount strides".
+std::string CallText(const cuda::CublasCall& call, const LoopProgram& program) {
+  auto matrix = [&](const BufferRef& ref, int leading) {
+    return absl::StrCat(program.buffers[ref.buffer].name, "+", ref.offset, "/",
+                        leading);
+  };
+  return absl::StrCat(call.transpose_a ? "T" : "N",
+                      call.transpose_b ? "T" : "N", " ", call.m, " ", call.n,
+                      " ", call.k, ", ", matrix(call.a, call.lda), ", ",
+                      matrix(call.b, call.ldb), ", ", matrix(call.c, call.ldc),
+                      ", x", call.batch_count, " ", call.stride_a, " ",
+                      call.stride_b, " ", call.stride_c);
+}
+
+// Each product is a launch of a library call, not a kernel: the gemm as
+// MatchGemm reads it (row-major), then as the cuBLAS calls it becomes.
+TEST(CudaCodegenTest, MatrixProductsAreCublasCalls) {
+  Module module;
+  EXPECT_THAT(
+      GemmLaunches(module),
+      ElementsAre("gemm f32 m=9 n=6 k=4 (a, b, ab) ld 4 6 6 "
+                  "batch [2, 3] strides 108,36 72,24 162,54  # batched",
+                  "gemm f32 m=15 n=7 k=8 (x, w^T, lin/matmul.1) ld 8 8 7  "
+                  "# lin/matmul",
+                  "loom_f0(lin/matmul.1, bias, y)  # lin/bias",
+                  "gemm f32 m=4 n=4 k=9 (a^T, a, ata) ld 4 4 4 "
+                  "batch [2, 3] strides 108,36 108,36 48,16  # transposed",
+                  "gemm f32 m=9 n=6 k=4 (q, b, qb) ld 12 6 6 "
+                  "batch [2, 3] strides 108,4 72,24 162,54  # strided",
+                  "gemm f64 m=10 n=5 k=12 (d, e, de) ld 12 5 5  # f64"));
+  EXPECT_EQ(module.source->functions, std::vector<std::string>{"loom_f0"});
+  EXPECT_THAT(module.source->text, Not(HasSubstr("batched")));
+  const LaunchTable& launches = module.source->launches;
+  ASSERT_EQ(launches.gemms.size(), 5);
+  std::vector<std::string> calls;
+  for (const Gemm& gemm : launches.gemms) {
+    for (const cuda::CublasCall& call : cuda::CublasCalls(gemm)) {
+      calls.push_back(CallText(call, *module.loops));
+    }
+  }
+  EXPECT_THAT(calls,
+              ElementsAre(
+                  // [2, 3] batches of contiguous matrices: one batch of 6.
+                  "NN 6 9 4, b+0/6, a+0/4, ab+0/6, x6 24 36 54",
+                  // x [3, 5, 8] times w^T: 15 rows, w column-major.
+                  "TN 7 15 8, w+0/8, x+0/8, lin/matmul.1+0/7, x1 0 0 0",
+                  "NT 4 4 9, a+0/4, a+0/4, ata+0/4, x6 36 36 16",
+                  // q's batch loops do not merge: a call for each of the 2.
+                  "NN 6 9 4, b+0/6, q+0/12, qb+0/6, x3 24 4 54",
+                  "NN 6 9 4, b+72/6, q+108/12, qb+162/6, x3 24 4 54",
+                  "NN 5 10 12, e+0/5, d+0/12, de+0/5, x1 0 0 0"));
 }
 
 TEST(CudaCodegenTest, BadBlockSizeFailsWhenThePipelineLoads) {

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "backends/cuda/codegen.h"
 #include "gtest/gtest.h"
 #include "ir/graph_io.h"
 #include "ir/interpreter.h"
@@ -80,8 +81,37 @@ absl::StatusOr<void*> CompileEmulated(const GeneratedSource& source,
   return handle;
 }
 
+// What cuBLAS computes for `call` (column-major, cuda::CublasCall), with
+// plain loops: checks the row-major to column-major translation too.
+template <typename T>
+void EmulateCublasCall(const cuda::CublasCall& call,
+                       const std::vector<char*>& pointers) {
+  auto matrix = [&](const BufferRef& ref) {
+    return reinterpret_cast<T*>(pointers[ref.buffer]) + ref.offset;
+  };
+  for (int p = 0; p < call.batch_count; ++p) {
+    const T* a = matrix(call.a) + p * call.stride_a;
+    const T* b = matrix(call.b) + p * call.stride_b;
+    T* c = matrix(call.c) + p * call.stride_c;
+    for (int j = 0; j < call.n; ++j) {
+      for (int i = 0; i < call.m; ++i) {
+        double sum = 0;
+        for (int l = 0; l < call.k; ++l) {
+          const T op_a =
+              call.transpose_a ? a[l + i * call.lda] : a[i + l * call.lda];
+          const T op_b =
+              call.transpose_b ? b[j + l * call.ldb] : b[l + j * call.ldb];
+          sum += static_cast<double>(op_a) * op_b;
+        }
+        c[i + j * call.ldc] = static_cast<T>(sum);
+      }
+    }
+  }
+}
+
 // Runs the module like CudaExecutable, with host memory for device memory
-// (temporaries and outputs start as 0xff bytes, NaN as floats).
+// (temporaries and outputs start as 0xff bytes, NaN as floats) and
+// EmulateCublasCall for cuBLAS.
 absl::StatusOr<std::vector<Tensor>> RunEmulated(
     const Module& module, const std::vector<Tensor>& inputs,
     const std::string& name) {
@@ -118,6 +148,17 @@ absl::StatusOr<std::vector<Tensor>> RunEmulated(
   using Launch = void (*)(void* const*, int, int, long long);
   const LaunchTable& launches = module.source->launches;
   for (size_t i = 0; i < launches.size(); ++i) {
+    if (launches.IsGemm(i)) {
+      for (const cuda::CublasCall& call :
+           cuda::CublasCalls(launches.gemms[launches.GemmOf(i)])) {
+        if (call.dtype == DType::kF32) {
+          EmulateCublasCall<float>(call, pointers);
+        } else {
+          EmulateCublasCall<double>(call, pointers);
+        }
+      }
+      continue;
+    }
     const std::string& f = module.source->functions[launches.function[i]];
     auto launch =
         reinterpret_cast<Launch>(dlsym(*handle, (f + "_emu").c_str()));
@@ -211,6 +252,15 @@ TEST(EmulationTest, Reductions) {
       LoadGraphFile("backends/cuda/testdata/reductions.pbtxt");
   ASSERT_TRUE(graph.ok()) << graph.status();
   CheckEmulated(*std::move(graph), "reductions");
+}
+
+// Matrix products as cuBLAS calls: merged and unmerged batches, transposed
+// operands, f64.
+TEST(EmulationTest, Gemms) {
+  absl::StatusOr<Graph> graph =
+      LoadGraphFile("backends/cuda/testdata/gemms.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "gemms");
 }
 
 // Recurrences, smaller than the examples (emulated barriers are slow).

@@ -51,6 +51,43 @@ absl::StatusOr<double> TimeOnDevice(const Driver& d, Work work) {
   return milliseconds / 1e3;
 }
 
+// Makes `call` with cuBLAS's `gemm` for element type T, on the pointers
+// `p` of its a, b and c.
+template <typename T, typename GemmFunction>
+cublasStatus_t CallGemm(GemmFunction gemm, cublasHandle_t handle,
+                        const CublasCall& call, const CUdeviceptr (&p)[3]) {
+  const T one = 1, zero = 0;
+  return gemm(handle, call.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+              call.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, call.m, call.n,
+              call.k, &one, reinterpret_cast<const T*>(p[0]), call.lda,
+              call.stride_a, reinterpret_cast<const T*>(p[1]), call.ldb,
+              call.stride_b, &zero, reinterpret_cast<T*>(p[2]), call.ldc,
+              call.stride_c, call.batch_count);
+}
+
+// Enqueues `calls` on the buffers at `pointers` (on the handle's stream).
+absl::Status CallCublas(const Cublas& cublas, cublasHandle_t handle,
+                        const std::vector<CublasCall>& calls,
+                        const std::vector<CUdeviceptr>& pointers) {
+  for (const CublasCall& call : calls) {
+    const int64_t bytes = DTypeSize(call.dtype);
+    const CUdeviceptr p[3] = {pointers[call.a.buffer] + call.a.offset * bytes,
+                              pointers[call.b.buffer] + call.b.offset * bytes,
+                              pointers[call.c.buffer] + call.c.offset * bytes};
+    const bool f32 = call.dtype == DType::kF32;
+    const cublasStatus_t status =
+        f32 ? CallGemm<float>(cublas.SgemmStridedBatched, handle, call, p)
+            : CallGemm<double>(cublas.DgemmStridedBatched, handle, call, p);
+    if (absl::Status s =
+            cublas.Check(status, f32 ? "cublasSgemmStridedBatched"
+                                     : "cublasDgemmStridedBatched");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CudaExecutable> CudaExecutable::Create(const Module& module,
@@ -73,6 +110,9 @@ absl::StatusOr<CudaExecutable> CudaExecutable::Create(const Module& module,
   e.cache_dir_ = std::move(cache_dir);
   e.functions_ = module.source->functions;
   e.launches_ = module.source->launches;
+  for (const Gemm& gemm : e.launches_.gemms) {
+    e.gemm_calls_.push_back(CublasCalls(gemm));
+  }
   e.arena_bytes_ = plan != nullptr ? plan->arena_bytes : 0;
   for (BufferId id = 0; id < static_cast<BufferId>(program.buffers.size());
        ++id) {
@@ -114,6 +154,7 @@ CudaExecutable& CudaExecutable::operator=(CudaExecutable&& other) noexcept {
   cache_dir_ = std::move(other.cache_dir_);
   functions_ = std::move(other.functions_);
   launches_ = std::move(other.launches_);
+  gemm_calls_ = std::move(other.gemm_calls_);
   buffer_bytes_ = std::move(other.buffer_bytes_);
   element_bytes_ = std::move(other.element_bytes_);
   arena_offsets_ = std::move(other.arena_offsets_);
@@ -129,6 +170,8 @@ CudaExecutable& CudaExecutable::operator=(CudaExecutable&& other) noexcept {
   module_ = std::exchange(other.module_, nullptr);
   kernels_ = std::move(other.kernels_);
   shapes_ = std::move(other.shapes_);
+  cublas_ = other.cublas_;
+  cublas_handle_ = std::exchange(other.cublas_handle_, nullptr);
   allocations_ = std::move(other.allocations_);
   other.allocations_.clear();
   pointers_ = std::move(other.pointers_);
@@ -148,6 +191,8 @@ void CudaExecutable::Release() {
   allocations_.clear();
   if (module_ != nullptr) device_.driver->ModuleUnload(module_);
   module_ = nullptr;
+  if (cublas_handle_ != nullptr) cublas_->Destroy(cublas_handle_);
+  cublas_handle_ = nullptr;
   kernels_.clear();
   shapes_.clear();
   pointers_.clear();
@@ -159,15 +204,31 @@ absl::Status CudaExecutable::Bind() {
   if (!device.ok()) return device.status();
   device_ = *device;
   const Driver& d = *device_.driver;
-  absl::StatusOr<Cubin> cubin =
-      CompileCubin(source_, device_.Arch(), cache_dir_);
-  if (!cubin.ok()) return cubin.status();
-  cache_hit_ = cubin->cache_hit;
-  compile_seconds_ = cubin->compile_seconds;
-  if (absl::Status s = d.Check(d.ModuleLoadData(&module_, cubin->data.data()),
-                               "cuModuleLoadData");
-      !s.ok()) {
-    return s;
+  if (!gemm_calls_.empty()) {
+    static const absl::StatusOr<Cublas>* const cublas =
+        new absl::StatusOr<Cublas>(LoadCublas());
+    if (!cublas->ok()) return cublas->status();
+    cublas_ = &**cublas;
+    // The handle's stream is the default one, the kernels' own.
+    if (absl::Status s =
+            cublas_->Check(cublas_->Create(&cublas_handle_), "cublasCreate");
+        !s.ok()) {
+      cublas_handle_ = nullptr;
+      return s;
+    }
+  }
+  // A module of library calls alone has no kernels to compile.
+  if (!functions_.empty()) {
+    absl::StatusOr<Cubin> cubin =
+        CompileCubin(source_, device_.Arch(), cache_dir_);
+    if (!cubin.ok()) return cubin.status();
+    cache_hit_ = cubin->cache_hit;
+    compile_seconds_ = cubin->compile_seconds;
+    if (absl::Status s = d.Check(d.ModuleLoadData(&module_, cubin->data.data()),
+                                 "cuModuleLoadData");
+        !s.ok()) {
+      return s;
+    }
   }
   for (const std::string& name : functions_) {
     CUfunction function = nullptr;
@@ -305,6 +366,15 @@ absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
   std::vector<void*> params;
   absl::StatusOr<double> seconds = TimeOnDevice(d, [&]() -> absl::Status {
     for (size_t i = 0; i < launches_.size(); ++i) {
+      if (launches_.IsGemm(i)) {
+        if (absl::Status s =
+                CallCublas(*cublas_, cublas_handle_,
+                           gemm_calls_[launches_.GemmOf(i)], pointers_);
+            !s.ok()) {
+          return s;
+        }
+        continue;
+      }
       values.clear();
       for (int a = launches_.arg_offsets[i]; a < launches_.arg_offsets[i + 1];
            ++a) {

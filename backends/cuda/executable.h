@@ -18,9 +18,11 @@ namespace loom::cuda {
 // no GPU; the first Run opens the device, compiles the source with NVRTC for
 // its architecture (through the kernel cache), loads it, allocates device
 // memory for every buffer (temporaries in one arena at the memory plan's
-// offsets; internal buffers get none) and uploads the weights. Each Run then
-// copies the inputs in, launches the kernels of the launch table in order
-// and copies the outputs out. Movable, not copyable.
+// offsets; internal buffers get none) and uploads the weights; a module with
+// matrix products also loads cuBLAS and creates a handle. Each Run then
+// copies the inputs in, launches the kernels and makes the cuBLAS calls of
+// the launch table in order (all on the default stream) and copies the
+// outputs out. Movable, not copyable.
 class CudaExecutable {
  public:
   // The module must have been through lowering and codegen-cuda.
@@ -35,7 +37,8 @@ class CudaExecutable {
 
   // Runs the schedule on `inputs` (in the order of the graph's inputs;
   // types are checked) and returns the graph's outputs. Without a driver or
-  // a device: a FailedPreconditionError saying so.
+  // a device, or without cuBLAS for a module that calls it: a
+  // FailedPreconditionError saying so.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs);
 
   // Run, leaving the outputs in the executable's host storage, where
@@ -43,7 +46,8 @@ class CudaExecutable {
   absl::Status Execute(absl::Span<const Tensor> inputs);
   std::vector<Tensor> Outputs() const { return host_outputs_; }
 
-  // Device time of the last Run's kernel launches (no copies), in seconds.
+  // Device time of the last Run's kernels and cuBLAS calls (no copies), in
+  // seconds.
   double kernel_seconds() const { return kernel_seconds_; }
   // Of the NVRTC compile, once the first Run has happened.
   bool cache_hit() const { return cache_hit_; }
@@ -64,6 +68,7 @@ class CudaExecutable {
   std::string cache_dir_;
   std::vector<std::string> functions_;
   LaunchTable launches_;
+  std::vector<std::vector<CublasCall>> gemm_calls_;  // per launches_.gemms
   std::vector<int64_t> buffer_bytes_;
   std::vector<int64_t> element_bytes_;
   std::vector<int64_t> arena_offsets_;  // per buffer; -1 outside the arena
@@ -81,6 +86,8 @@ class CudaExecutable {
   CUmodule module_ = nullptr;
   std::vector<CUfunction> kernels_;
   std::vector<LaunchShape> shapes_;
+  const Cublas* cublas_ = nullptr;  // with a handle when the module calls it
+  cublasHandle_t cublas_handle_ = nullptr;
   std::vector<CUdeviceptr> allocations_;
   std::vector<CUdeviceptr> pointers_;  // per buffer; 0 for internal ones
   bool cache_hit_ = false;

@@ -32,15 +32,27 @@ std::string DlError() {
 // Looks up `names` in order (newer symbol versions first) and stores the
 // first found in `*function`.
 template <typename Fn>
-absl::Status Bind(void* library, std::vector<const char*> names, Fn* function) {
+absl::Status Bind(void* library, std::vector<const char*> names, Fn* function,
+                  absl::string_view what = "the CUDA driver") {
   for (const char* name : names) {
     if (void* symbol = dlsym(library, name)) {
       *function = reinterpret_cast<Fn>(symbol);
       return absl::OkStatus();
     }
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the CUDA driver has no ", names.front(), " (driver too old?)"));
+  return absl::FailedPreconditionError(
+      absl::StrCat(what, " has no ", names.front(), " (too old?)"));
+}
+
+// Opens the first of `candidates` that loads; an error lists each failure.
+absl::StatusOr<void*> OpenFirst(const std::vector<std::string>& candidates) {
+  std::vector<std::string> errors;
+  for (const std::string& path : candidates) {
+    if (void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return library;
+    errors.push_back(DlError());
+  }
+  return absl::NotFoundError(absl::StrJoin(errors, "; "));
 }
 
 absl::StatusOr<Driver> LoadDriver() {
@@ -109,18 +121,13 @@ absl::StatusOr<Nvrtc> LoadNvrtc() {
     candidates = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
                   "/usr/local/cuda/lib64/libnvrtc.so"};
   }
-  void* library = nullptr;
-  std::vector<std::string> errors;
-  for (const std::string& path : candidates) {
-    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library != nullptr) break;
-    errors.push_back(DlError());
-  }
-  if (library == nullptr) {
+  absl::StatusOr<void*> opened = OpenFirst(candidates);
+  if (!opened.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("NVRTC not found (", absl::StrJoin(errors, "; "),
+        absl::StrCat("NVRTC not found (", opened.status().message(),
                      "); install the CUDA toolkit or set LOOM_NVRTC"));
   }
+  void* library = *opened;
   Nvrtc n;
   const absl::Status statuses[] = {
       Bind(library, {"nvrtcVersion"}, &n.Version),
@@ -195,6 +202,46 @@ absl::Status Driver::Check(CUresult result, absl::string_view what) const {
   }
   return absl::InternalError(absl::StrCat(
       what, " failed: ", text, " (CUresult ", static_cast<int>(result), ")"));
+}
+
+absl::StatusOr<Cublas> LoadCublas() {
+  std::vector<std::string> candidates;
+  if (std::string path = GetEnv("LOOM_CUBLAS"); !path.empty()) {
+    candidates.push_back(path);
+  } else {
+    candidates = {"libcublas.so.13", "libcublas.so",
+                  "/usr/local/cuda/lib64/libcublas.so"};
+  }
+  absl::StatusOr<void*> library = OpenFirst(candidates);
+  if (!library.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cuBLAS not found (", library.status().message(),
+        "); the model's matrix products call it: install cuBLAS (libcublas) "
+        "or set LOOM_CUBLAS"));
+  }
+  Cublas c;
+  const absl::Status statuses[] = {
+      Bind(*library, {"cublasCreate_v2"}, &c.Create, "cuBLAS"),
+      Bind(*library, {"cublasDestroy_v2"}, &c.Destroy, "cuBLAS"),
+      Bind(*library, {"cublasSgemmStridedBatched"}, &c.SgemmStridedBatched,
+           "cuBLAS"),
+      Bind(*library, {"cublasDgemmStridedBatched"}, &c.DgemmStridedBatched,
+           "cuBLAS"),
+      Bind(*library, {"cublasGetStatusString"}, &c.GetStatusString, "cuBLAS"),
+  };
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  return c;
+}
+
+absl::Status Cublas::Check(cublasStatus_t status,
+                           absl::string_view what) const {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  const char* text = GetStatusString(status);
+  return absl::InternalError(
+      absl::StrCat(what, " failed: ", text != nullptr ? text : "unknown error",
+                   " (cublasStatus_t ", static_cast<int>(status), ")"));
 }
 
 std::string Device::Arch() const { return absl::StrCat("sm_", major, minor); }

@@ -1,11 +1,13 @@
 #ifndef LOOM_BACKENDS_CUDA_RUNTIME_H_
 #define LOOM_BACKENDS_CUDA_RUNTIME_H_
 
-// The CUDA backend's native runtime: the driver API and NVRTC, both loaded
-// with dlopen when first needed (loom never links them, so it builds and
-// runs its CPU path on machines without a GPU, a driver or a toolkit), and
-// a disk cache of compiled kernels keyed by content hash.
+// The CUDA backend's native runtime: the driver API, NVRTC and cuBLAS, all
+// loaded with dlopen when first needed (loom never links them, so it builds
+// and runs its CPU path on machines without a GPU, a driver or a toolkit;
+// the headers give only types), and a disk cache of compiled kernels keyed
+// by content hash.
 
+#include <cublas_v2.h>
 #include <cuda.h>
 #include <nvrtc.h>
 
@@ -68,6 +70,25 @@ struct Device {
 // only make its context current). Without a driver or a device: a
 // FailedPreconditionError that says so and suggests the cpu pipeline.
 absl::StatusOr<Device> OpenDevice();
+
+// The cuBLAS functions loom calls (matrix products: LaunchTable::gemms).
+// The library is $LOOM_CUBLAS if set, else the first of libcublas.so.13,
+// libcublas.so and /usr/local/cuda/lib64/libcublas.so that loads.
+struct Cublas {
+  decltype(&::cublasCreate_v2) Create;
+  decltype(&::cublasDestroy_v2) Destroy;
+  decltype(&::cublasSgemmStridedBatched) SgemmStridedBatched;
+  decltype(&::cublasDgemmStridedBatched) DgemmStridedBatched;
+  decltype(&::cublasGetStatusString) GetStatusString;
+
+  // OK for CUBLAS_STATUS_SUCCESS, else an InternalError naming `what` and
+  // the status.
+  absl::Status Check(cublasStatus_t status, absl::string_view what) const;
+};
+
+// Loads cuBLAS (each call anew; dlopen keeps one copy). Without it: a
+// FailedPreconditionError naming the library.
+absl::StatusOr<Cublas> LoadCublas();
 
 // A compiled module image.
 struct Cubin {

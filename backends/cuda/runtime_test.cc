@@ -78,5 +78,30 @@ TEST(CudaRuntimeTest, MissingDriverIsAFailedPreconditionSayingSo) {
               HasSubstr("no CUDA driver: /nonexistent/libcuda.so.1 not found"));
 }
 
+// Binds every function loom calls (no GPU needed); skips where cuBLAS is
+// missing.
+TEST(CudaRuntimeTest, LoadsCublas) {
+  absl::StatusOr<Cublas> cublas = LoadCublas();
+  if (!cublas.ok() && absl::IsFailedPrecondition(cublas.status())) {
+    GTEST_SKIP() << cublas.status();
+  }
+  ASSERT_TRUE(cublas.ok()) << cublas.status();
+  EXPECT_NE(cublas->SgemmStridedBatched, nullptr);
+  EXPECT_NE(cublas->DgemmStridedBatched, nullptr);
+  // Callable: the library answers without a GPU.
+  EXPECT_NE(std::string(cublas->GetStatusString(CUBLAS_STATUS_SUCCESS)), "");
+}
+
+TEST(CudaRuntimeTest, MissingCublasIsAFailedPreconditionNamingIt) {
+  setenv("LOOM_CUBLAS", "/nonexistent/libcublas.so.13", 1);
+  absl::StatusOr<Cublas> cublas = LoadCublas();
+  unsetenv("LOOM_CUBLAS");
+  ASSERT_FALSE(cublas.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(cublas.status()));
+  EXPECT_THAT(cublas.status().message(), HasSubstr("cuBLAS not found"));
+  EXPECT_THAT(cublas.status().message(),
+              HasSubstr("/nonexistent/libcublas.so.13"));
+}
+
 }  // namespace
 }  // namespace loom::cuda

@@ -42,76 +42,17 @@ __device__ __forceinline__ int64_t loom_f2i64(double x) {
   return (int64_t)x;
 }
 
-__device__ __forceinline__ float loom_shfl(float v, int s) {
-  return __shfl_xor_sync(0xffffffffu, v, s);
-}
-__device__ __forceinline__ double loom_shfl(double v, int s) {
-  return __shfl_xor_sync(0xffffffffu, v, s);
-}
-__device__ __forceinline__ int32_t loom_shfl(int32_t v, int s) {
-  return __shfl_xor_sync(0xffffffffu, v, s);
-}
-__device__ __forceinline__ int64_t loom_shfl(int64_t v, int s) {
-  return __shfl_xor_sync(0xffffffffu, (long long)v, s);
-}
-__device__ __forceinline__ bool loom_shfl(bool v, int s) {
-  return __shfl_xor_sync(0xffffffffu, (int)v, s) != 0;
-}
-// A partial arg reduction: the chosen value and its position.
-template <typename T>
-struct loom_arg {
-  T v;
-  int64_t i;
-};
-template <typename T>
-__device__ __forceinline__ loom_arg<T> loom_shfl(loom_arg<T> a, int s) {
-  return {loom_shfl(a.v, s), loom_shfl(a.i, s)};
-}
-// Every lane of the warp gets the combination of the 32 lanes' values.
-template <typename T, typename Combine>
-__device__ __forceinline__ T loom_warp_reduce(T v, Combine combine) {
-#pragma unroll
-  for (int s = 16; s > 0; s >>= 1) v = combine(v, loom_shfl(v, s));
-  return v;
-}
-// Every thread of the block gets the combination of all threads' values.
-// `scratch` holds one partial per warp.
-template <typename T, typename Combine>
-__device__ __forceinline__ T loom_block_reduce(T v, Combine combine,
-                                               T identity, T* scratch) {
-  v = loom_warp_reduce(v, combine);
-  __syncthreads();  // an earlier reduction may still be reading `scratch`
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = threadIdx.x % 32 < blockDim.x / 32 ? scratch[threadIdx.x % 32] : identity;
-  return loom_warp_reduce(v, combine);
-}
-struct loom_sum_float {
-  __device__ float operator()(float a, float b) const {
-    return a + b;
-  }
-};
-
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f0_shape[3] = {1024, 256, 0};
+__device__ long long loom_f0_shape[3] = {4, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f0(const float* __restrict__ p0, const float* __restrict__ p1, float* p2) {
-  const int lane = threadIdx.x % 32;
-  for (int64_t o = (int64_t)blockIdx.x * 8 + threadIdx.x / 32; o < 8192; o += (int64_t)gridDim.x * 8) {
-    const int64_t x0 = o / 256;
-    const int64_t x1 = o % 256;
+extern "C" __global__ void __launch_bounds__(256) loom_f0(const float* __restrict__ p0, float* p1) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 1024; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o / 32;
+    const int64_t x1 = o % 32;
     // lstm0/d0/xw
-    float acc0 = (float)0;
-    for (int64_t r = lane; r < 32; r += 32) {
-      const int64_t x2 = r;
-      const float t0 = p0[(x2 + 32*(x0 / 2) + 512*(x0 % 2))];
-      const float t1 = p1[(32*x1 + x2)];
-      const float t2 = t0 * t1;
-      acc0 += t2;
-    }
-    acc0 = loom_warp_reduce(acc0, loom_sum_float());
-    if (lane == 0) p2[(256*x0 + x1)] = acc0;
+    const float t0 = p0[(x1 + 32*(x0 / 2) + 512*(x0 % 2))];
+    p1[(32*x0 + x1)] = t0;
   }
 }
 
@@ -1197,32 +1138,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f3_shape[3] = {1024, 256, 0};
+__device__ long long loom_f3_shape[3] = {1, 256, 0};
 }
 extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, const float* __restrict__ p1, float* p2) {
-  const int lane = threadIdx.x % 32;
-  for (int64_t o = (int64_t)blockIdx.x * 8 + threadIdx.x / 32; o < 8192; o += (int64_t)gridDim.x * 8) {
-    const int64_t x0 = o / 256;
-    const int64_t x1 = o % 256;
-    // lstm1/d0/xw
-    float acc0 = (float)0;
-    for (int64_t r = lane; r < 64; r += 32) {
-      const int64_t x2 = r;
-      const float t0 = p0[(64*x0 + x2)];
-      const float t1 = p1[(64*x1 + x2)];
-      const float t2 = t0 * t1;
-      acc0 += t2;
-    }
-    acc0 = loom_warp_reduce(acc0, loom_sum_float());
-    if (lane == 0) p2[(256*x0 + x1)] = acc0;
-  }
-}
-
-// blocks, threads per block, bytes of dynamic shared memory
-extern "C" {
-__device__ long long loom_f4_shape[3] = {1, 256, 0};
-}
-extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restrict__ p0, const float* __restrict__ p1, float* p2) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 256; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o;
     // lstm1/d0/bias
@@ -1235,9 +1153,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f5_shape[3] = {2, 256, 5120};
+__device__ long long loom_f4_shape[3] = {2, 256, 5120};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f5(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, const float* __restrict__ p3, const float* __restrict__ p4, const float* __restrict__ p5, const float* __restrict__ p6, const float* __restrict__ p7, const float* __restrict__ p8, const float* __restrict__ p9, const float* __restrict__ p10, const float* __restrict__ p11, const float* __restrict__ p12, const float* __restrict__ p13, const float* __restrict__ p14, const float* __restrict__ p15, const float* __restrict__ p16, const float* __restrict__ p17, const float* __restrict__ p18, const float* __restrict__ p19, const float* __restrict__ p20, const float* __restrict__ p21, const float* __restrict__ p22, const float* __restrict__ p23, const float* __restrict__ p24, const float* __restrict__ p25, const float* __restrict__ p26, const float* __restrict__ p27, const float* __restrict__ p28, const float* __restrict__ p29, const float* __restrict__ p30, const float* __restrict__ p31, const float* __restrict__ p32, const float* __restrict__ p33, const float* __restrict__ p34, const float* __restrict__ p35, const float* __restrict__ p36, const float* __restrict__ p37, const float* __restrict__ p38, const float* __restrict__ p39, const float* __restrict__ p40, const float* __restrict__ p41, const float* __restrict__ p42, const float* __restrict__ p43, const float* __restrict__ p44, const float* __restrict__ p45, const float* __restrict__ p46, const float* __restrict__ p47, const float* __restrict__ p48, const float* __restrict__ p49, const float* __restrict__ p50, const float* __restrict__ p51, const float* __restrict__ p52, const float* __restrict__ p53, const float* __restrict__ p54, const float* __restrict__ p55, const float* __restrict__ p56, const float* __restrict__ p57, const float* __restrict__ p58, const float* __restrict__ p59, const float* __restrict__ p60, const float* __restrict__ p61, const float* __restrict__ p62, const float* __restrict__ p63, const float* __restrict__ p64, const float* __restrict__ p65, const float* __restrict__ p66, const float* __restrict__ p67, const float* __restrict__ p68, float* p69, const float* __restrict__ p70, float* p71, float* p72, float* p73, float* p74, float* p75, float* p76, float* p77, float* p78, float* p79, float* p80, float* p81, float* p82, float* p83, float* p84, float* p85, float* p86, float* p87) {
+extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, const float* __restrict__ p3, const float* __restrict__ p4, const float* __restrict__ p5, const float* __restrict__ p6, const float* __restrict__ p7, const float* __restrict__ p8, const float* __restrict__ p9, const float* __restrict__ p10, const float* __restrict__ p11, const float* __restrict__ p12, const float* __restrict__ p13, const float* __restrict__ p14, const float* __restrict__ p15, const float* __restrict__ p16, const float* __restrict__ p17, const float* __restrict__ p18, const float* __restrict__ p19, const float* __restrict__ p20, const float* __restrict__ p21, const float* __restrict__ p22, const float* __restrict__ p23, const float* __restrict__ p24, const float* __restrict__ p25, const float* __restrict__ p26, const float* __restrict__ p27, const float* __restrict__ p28, const float* __restrict__ p29, const float* __restrict__ p30, const float* __restrict__ p31, const float* __restrict__ p32, const float* __restrict__ p33, const float* __restrict__ p34, const float* __restrict__ p35, const float* __restrict__ p36, const float* __restrict__ p37, const float* __restrict__ p38, const float* __restrict__ p39, const float* __restrict__ p40, const float* __restrict__ p41, const float* __restrict__ p42, const float* __restrict__ p43, const float* __restrict__ p44, const float* __restrict__ p45, const float* __restrict__ p46, const float* __restrict__ p47, const float* __restrict__ p48, const float* __restrict__ p49, const float* __restrict__ p50, const float* __restrict__ p51, const float* __restrict__ p52, const float* __restrict__ p53, const float* __restrict__ p54, const float* __restrict__ p55, const float* __restrict__ p56, const float* __restrict__ p57, const float* __restrict__ p58, const float* __restrict__ p59, const float* __restrict__ p60, const float* __restrict__ p61, const float* __restrict__ p62, const float* __restrict__ p63, const float* __restrict__ p64, const float* __restrict__ p65, const float* __restrict__ p66, const float* __restrict__ p67, const float* __restrict__ p68, float* p69, const float* __restrict__ p70, float* p71, float* p72, float* p73, float* p74, float* p75, float* p76, float* p77, float* p78, float* p79, float* p80, float* p81, float* p82, float* p83, float* p84, float* p85, float* p86, float* p87) {
   extern __shared__ __align__(16) unsigned char loom_smem[];
   float* const l0 = (float*)(loom_smem + 0);
   float* const l1 = (float*)(loom_smem + 1024);
@@ -2300,9 +2218,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f5(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f6_shape[3] = {1, 256, 0};
+__device__ long long loom_f5_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f6(const float* __restrict__ p0, float* p1) {
+extern "C" __global__ void __launch_bounds__(256) loom_f5(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 128; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 64;
     const int64_t x2 = o % 64;
@@ -2314,9 +2232,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f6(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f7_shape[3] = {1, 256, 0};
+__device__ long long loom_f6_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f7(const float* __restrict__ p0, float* p1) {
+extern "C" __global__ void __launch_bounds__(256) loom_f6(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 128; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 64;
     const int64_t x2 = o % 64;
@@ -2328,9 +2246,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f7(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f8_shape[3] = {8, 256, 0};
+__device__ long long loom_f7_shape[3] = {8, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f8(const float* __restrict__ p0, float* p1) {
+extern "C" __global__ void __launch_bounds__(256) loom_f7(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 2048; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 1024;
     const int64_t x1 = (o / 64) % 16;
@@ -2343,9 +2261,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f8(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f9_shape[3] = {1, 256, 0};
+__device__ long long loom_f8_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f9(const float* __restrict__ p0, float* p1) {
+extern "C" __global__ void __launch_bounds__(256) loom_f8(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 256; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 128;
     const int64_t x1 = (o / 64) % 2;
@@ -2358,9 +2276,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f9(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f10_shape[3] = {1, 256, 0};
+__device__ long long loom_f9_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f10(const float* __restrict__ p0, float* p1) {
+extern "C" __global__ void __launch_bounds__(256) loom_f9(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 256; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 128;
     const int64_t x1 = (o / 64) % 2;
@@ -2372,17 +2290,18 @@ extern "C" __global__ void __launch_bounds__(256) loom_f10(const float* __restri
 }
 
 // Launches:
-// loom_f0(x, lstm0_w, lstm0/d0/xw.5)  # lstm0/d0/xw
+// loom_f0(x, lstm0/x_rows.1)  # lstm0/d0/xw
+// gemm f32 m=32 n=256 k=32 (lstm0/x_rows.1, lstm0_w^T, lstm0/d0/xw.5) ld 32 32 256  # lstm0/d0/xw
 // loom_f1(lstm0_b, lstm0_b+256, lstm0/d0/bias.9)  # lstm0/d0/bias
 // loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.5+128, lstm0/d0/bias.9+128, lstm0/d0/xw.5, lstm0/d0/bias.9, lstm0/d0/xw.5+192, lstm0/d0/bias.9+192, lstm0/d0/xw.5+64, lstm0/d0/bias.9+64, lstm0/d0/xw.5+640, lstm0/d0/xw.5+512, lstm0/d0/xw.5+704, lstm0/d0/xw.5+576, lstm0/d0/xw.5+1152, lstm0/d0/xw.5+1024, lstm0/d0/xw.5+1216, lstm0/d0/xw.5+1088, lstm0/d0/xw.5+1664, lstm0/d0/xw.5+1536, lstm0/d0/xw.5+1728, lstm0/d0/xw.5+1600, lstm0/d0/xw.5+2176, lstm0/d0/xw.5+2048, lstm0/d0/xw.5+2240, lstm0/d0/xw.5+2112, lstm0/d0/xw.5+2688, lstm0/d0/xw.5+2560, lstm0/d0/xw.5+2752, lstm0/d0/xw.5+2624, lstm0/d0/xw.5+3200, lstm0/d0/xw.5+3072, lstm0/d0/xw.5+3264, lstm0/d0/xw.5+3136, lstm0/d0/xw.5+3712, lstm0/d0/xw.5+3584, lstm0/d0/xw.5+3776, lstm0/d0/xw.5+3648, lstm0/d0/xw.5+4224, lstm0/d0/xw.5+4096, lstm0/d0/xw.5+4288, lstm0/d0/xw.5+4160, lstm0/d0/xw.5+4736, lstm0/d0/xw.5+4608, lstm0/d0/xw.5+4800, lstm0/d0/xw.5+4672, lstm0/d0/xw.5+5248, lstm0/d0/xw.5+5120, lstm0/d0/xw.5+5312, lstm0/d0/xw.5+5184, lstm0/d0/xw.5+5760, lstm0/d0/xw.5+5632, lstm0/d0/xw.5+5824, lstm0/d0/xw.5+5696, lstm0/d0/xw.5+6272, lstm0/d0/xw.5+6144, lstm0/d0/xw.5+6336, lstm0/d0/xw.5+6208, lstm0/d0/xw.5+6784, lstm0/d0/xw.5+6656, lstm0/d0/xw.5+6848, lstm0/d0/xw.5+6720, lstm0/d0/xw.5+7296, lstm0/d0/xw.5+7168, lstm0/d0/xw.5+7360, lstm0/d0/xw.5+7232, lstm0/d0/xw.5+7808, lstm0/d0/xw.5+7680, lstm0/d0/xw.5+7872, lstm0/d0/t15/c.250, lstm0/d0/xw.5+7744, lstm0/d0/t15/h.252, lstm0/d0/y_rows.253, lstm0/d0/y_rows.253+128, lstm0/d0/y_rows.253+256, lstm0/d0/y_rows.253+384, lstm0/d0/y_rows.253+512, lstm0/d0/y_rows.253+640, lstm0/d0/y_rows.253+768, lstm0/d0/y_rows.253+896, lstm0/d0/y_rows.253+1024, lstm0/d0/y_rows.253+1152, lstm0/d0/y_rows.253+1280, lstm0/d0/y_rows.253+1408, lstm0/d0/y_rows.253+1536, lstm0/d0/y_rows.253+1664, lstm0/d0/y_rows.253+1792, lstm0/d0/y_rows.253+1920)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/t15/hr, lstm0/d0/t15/c, lstm0/d0/t15/h, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows
-// loom_f3(lstm0/d0/y_rows.253, lstm1_w, lstm1/d0/xw.260)  # lstm1/d0/xw
-// loom_f4(lstm1_b, lstm1_b+256, lstm1/d0/bias.264)  # lstm1/d0/bias
-// loom_f5(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.260+128, lstm1/d0/bias.264+128, lstm1/d0/xw.260, lstm1/d0/bias.264, lstm1/d0/xw.260+192, lstm1/d0/bias.264+192, lstm1/d0/xw.260+64, lstm1/d0/bias.264+64, lstm1/d0/xw.260+640, lstm1/d0/xw.260+512, lstm1/d0/xw.260+704, lstm1/d0/xw.260+576, lstm1/d0/xw.260+1152, lstm1/d0/xw.260+1024, lstm1/d0/xw.260+1216, lstm1/d0/xw.260+1088, lstm1/d0/xw.260+1664, lstm1/d0/xw.260+1536, lstm1/d0/xw.260+1728, lstm1/d0/xw.260+1600, lstm1/d0/xw.260+2176, lstm1/d0/xw.260+2048, lstm1/d0/xw.260+2240, lstm1/d0/xw.260+2112, lstm1/d0/xw.260+2688, lstm1/d0/xw.260+2560, lstm1/d0/xw.260+2752, lstm1/d0/xw.260+2624, lstm1/d0/xw.260+3200, lstm1/d0/xw.260+3072, lstm1/d0/xw.260+3264, lstm1/d0/xw.260+3136, lstm1/d0/xw.260+3712, lstm1/d0/xw.260+3584, lstm1/d0/xw.260+3776, lstm1/d0/xw.260+3648, lstm1/d0/xw.260+4224, lstm1/d0/xw.260+4096, lstm1/d0/xw.260+4288, lstm1/d0/xw.260+4160, lstm1/d0/xw.260+4736, lstm1/d0/xw.260+4608, lstm1/d0/xw.260+4800, lstm1/d0/xw.260+4672, lstm1/d0/xw.260+5248, lstm1/d0/xw.260+5120, lstm1/d0/xw.260+5312, lstm1/d0/xw.260+5184, lstm1/d0/xw.260+5760, lstm1/d0/xw.260+5632, lstm1/d0/xw.260+5824, lstm1/d0/xw.260+5696, lstm1/d0/xw.260+6272, lstm1/d0/xw.260+6144, lstm1/d0/xw.260+6336, lstm1/d0/xw.260+6208, lstm1/d0/xw.260+6784, lstm1/d0/xw.260+6656, lstm1/d0/xw.260+6848, lstm1/d0/xw.260+6720, lstm1/d0/xw.260+7296, lstm1/d0/xw.260+7168, lstm1/d0/xw.260+7360, lstm1/d0/xw.260+7232, lstm1/d0/xw.260+7808, lstm1/d0/xw.260+7680, lstm1/d0/xw.260+7872, lstm1/d0/t15/c.505, lstm1/d0/xw.260+7744, lstm1/d0/t15/h.507, lstm1/d0/y_rows.508, lstm1/d0/y_rows.508+128, lstm1/d0/y_rows.508+256, lstm1/d0/y_rows.508+384, lstm1/d0/y_rows.508+512, lstm1/d0/y_rows.508+640, lstm1/d0/y_rows.508+768, lstm1/d0/y_rows.508+896, lstm1/d0/y_rows.508+1024, lstm1/d0/y_rows.508+1152, lstm1/d0/y_rows.508+1280, lstm1/d0/y_rows.508+1408, lstm1/d0/y_rows.508+1536, lstm1/d0/y_rows.508+1664, lstm1/d0/y_rows.508+1792, lstm1/d0/y_rows.508+1920)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/t15/hr, lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows
-// loom_f6(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat
-// loom_f6(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat
-// loom_f7(lstm0/d0/t15/c.250, c_n_layers)  # c_n_concat
-// loom_f7(lstm1/d0/t15/c.505, c_n_layers+64)  # c_n_concat
-// loom_f8(lstm1/d0/y_rows.508, y)  # copy_y
-// loom_f9(h_n_layers, h_n)  # copy_h_n
-// loom_f10(c_n_layers, c_n)  # copy_c_n
+// gemm f32 m=32 n=256 k=64 (lstm0/d0/y_rows.253, lstm1_w^T, lstm1/d0/xw.260) ld 64 64 256  # lstm1/d0/xw
+// loom_f3(lstm1_b, lstm1_b+256, lstm1/d0/bias.264)  # lstm1/d0/bias
+// loom_f4(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.260+128, lstm1/d0/bias.264+128, lstm1/d0/xw.260, lstm1/d0/bias.264, lstm1/d0/xw.260+192, lstm1/d0/bias.264+192, lstm1/d0/xw.260+64, lstm1/d0/bias.264+64, lstm1/d0/xw.260+640, lstm1/d0/xw.260+512, lstm1/d0/xw.260+704, lstm1/d0/xw.260+576, lstm1/d0/xw.260+1152, lstm1/d0/xw.260+1024, lstm1/d0/xw.260+1216, lstm1/d0/xw.260+1088, lstm1/d0/xw.260+1664, lstm1/d0/xw.260+1536, lstm1/d0/xw.260+1728, lstm1/d0/xw.260+1600, lstm1/d0/xw.260+2176, lstm1/d0/xw.260+2048, lstm1/d0/xw.260+2240, lstm1/d0/xw.260+2112, lstm1/d0/xw.260+2688, lstm1/d0/xw.260+2560, lstm1/d0/xw.260+2752, lstm1/d0/xw.260+2624, lstm1/d0/xw.260+3200, lstm1/d0/xw.260+3072, lstm1/d0/xw.260+3264, lstm1/d0/xw.260+3136, lstm1/d0/xw.260+3712, lstm1/d0/xw.260+3584, lstm1/d0/xw.260+3776, lstm1/d0/xw.260+3648, lstm1/d0/xw.260+4224, lstm1/d0/xw.260+4096, lstm1/d0/xw.260+4288, lstm1/d0/xw.260+4160, lstm1/d0/xw.260+4736, lstm1/d0/xw.260+4608, lstm1/d0/xw.260+4800, lstm1/d0/xw.260+4672, lstm1/d0/xw.260+5248, lstm1/d0/xw.260+5120, lstm1/d0/xw.260+5312, lstm1/d0/xw.260+5184, lstm1/d0/xw.260+5760, lstm1/d0/xw.260+5632, lstm1/d0/xw.260+5824, lstm1/d0/xw.260+5696, lstm1/d0/xw.260+6272, lstm1/d0/xw.260+6144, lstm1/d0/xw.260+6336, lstm1/d0/xw.260+6208, lstm1/d0/xw.260+6784, lstm1/d0/xw.260+6656, lstm1/d0/xw.260+6848, lstm1/d0/xw.260+6720, lstm1/d0/xw.260+7296, lstm1/d0/xw.260+7168, lstm1/d0/xw.260+7360, lstm1/d0/xw.260+7232, lstm1/d0/xw.260+7808, lstm1/d0/xw.260+7680, lstm1/d0/xw.260+7872, lstm1/d0/t15/c.505, lstm1/d0/xw.260+7744, lstm1/d0/t15/h.507, lstm1/d0/y_rows.508, lstm1/d0/y_rows.508+128, lstm1/d0/y_rows.508+256, lstm1/d0/y_rows.508+384, lstm1/d0/y_rows.508+512, lstm1/d0/y_rows.508+640, lstm1/d0/y_rows.508+768, lstm1/d0/y_rows.508+896, lstm1/d0/y_rows.508+1024, lstm1/d0/y_rows.508+1152, lstm1/d0/y_rows.508+1280, lstm1/d0/y_rows.508+1408, lstm1/d0/y_rows.508+1536, lstm1/d0/y_rows.508+1664, lstm1/d0/y_rows.508+1792, lstm1/d0/y_rows.508+1920)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/t15/hr, lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows
+// loom_f5(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat
+// loom_f5(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat
+// loom_f6(lstm0/d0/t15/c.250, c_n_layers)  # c_n_concat
+// loom_f6(lstm1/d0/t15/c.505, c_n_layers+64)  # c_n_concat
+// loom_f7(lstm1/d0/y_rows.508, y)  # copy_y
+// loom_f8(h_n_layers, h_n)  # copy_h_n
+// loom_f9(c_n_layers, c_n)  # copy_c_n
 // 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: builds loom, runs every example with the
-# cuda pipeline against the reference interpreter (--check), then prints for
+# On a machine with an NVIDIA GPU: builds loom, runs every example and the
+# cuBLAS test model (backends/cuda/testdata/gemms.pbtxt: batched, transposed
+# and f64 products) with the cuda pipeline against the reference interpreter
+# (--check; mlp, lstm, gru and that model call cuBLAS), then prints for
 # the large norms and softmax the bandwidth achieved (the least bytes the
 # model must move / the median kernel time) next to a device-to-device copy
 # measured in the same process. Exit status: the number of failures (0 when
@@ -27,7 +29,7 @@ field() {
 
 failures=0
 large="group_norm_large layer_norm_large softmax_large"
-for model in examples/*.pbtxt; do
+for model in examples/*.pbtxt backends/cuda/testdata/gemms.pbtxt; do
   name="$(basename "$model" .pbtxt)"
   args=(run --model="$model" --pipeline=cuda --check --report="$out/$name.json")
   # The large ones also time 20 runs and the copy roofline.
@@ -40,6 +42,19 @@ for model in examples/*.pbtxt; do
     failures=$((failures + 1))
   fi
 done
+
+# Without cuBLAS, a model with products fails naming it (exit 2); one
+# without runs.
+line="$(LOOM_CUBLAS=/nonexistent/libcublas.so "$LOOM" run --model=examples/mlp.pbtxt --pipeline=cuda 2>&1)"
+status=$?
+if [[ $status -ne 2 || "$line" != *"cuBLAS not found"* ]]; then
+  echo "FAIL (exit $status, want 2 naming cuBLAS) mlp without cuBLAS: $line"
+  failures=$((failures + 1))
+fi
+if ! line="$(LOOM_CUBLAS=/nonexistent/libcublas.so "$LOOM" run --model=examples/softmax.pbtxt --pipeline=cuda --check 2>&1)"; then
+  echo "FAIL softmax without cuBLAS: $line"
+  failures=$((failures + 1))
+fi
 
 echo
 echo "== bandwidth: min_bytes / median kernel time, against a device copy"
