@@ -384,9 +384,10 @@ class Lowering {
   // Whether matmul `node` has operands a gemm call can take (dtypes,
   // ranks) and the options allow calls.
   bool MayBeGemm(const Node& node) const;
-  // Matmul `node` as a gemm call (ExternOp::kGemm), or nullopt when it
-  // stays loops (LowerOptions::gemm_min_rows).
-  std::optional<ComputeNode> GemmNode(const Node& node);
+  // Matmul `node` as a gemm call (ExternOp::kGemm), or as loops where
+  // LowerOptions::gemm_min_rows keeps it so (the node built to ask
+  // MatchGemm, not built twice).
+  ComputeNode GemmNode(const Node& node);
   // The matmul `node` over its operands lowered as `a` and `b`.
   ComputeNode MatmulNode(const Node& node, const LoweredValue& a,
                          const LoweredValue& b);
@@ -889,11 +890,8 @@ absl::Status Lowering::LowerCumsum(const Node& node) {
 
 absl::Status Lowering::LowerMatmul(const Node& node) {
   const ValueId a = node.inputs[0], b = node.inputs[1], out = node.outputs[0];
-  std::optional<ComputeNode> gemm;
-  if (MayBeGemm(node)) gemm = GemmNode(node);
-  ComputeNode compute = gemm.has_value()
-                            ? *std::move(gemm)
-                            : MatmulNode(node, lowered_[a], lowered_[b]);
+  ComputeNode compute =
+      MayBeGemm(node) ? GemmNode(node) : MatmulNode(node, lowered_[a], lowered_[b]);
   const int root = compute.root;
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
@@ -909,7 +907,7 @@ bool Lowering::MayBeGemm(const Node& node) const {
          (dtype == DType::kF32 || dtype == DType::kF64);
 }
 
-std::optional<ComputeNode> Lowering::GemmNode(const Node& node) {
+ComputeNode Lowering::GemmNode(const Node& node) {
   const ValueId a = node.inputs[0], b = node.inputs[1];
   ComputeNode compute;
   auto match = [&](const LoweredValue& a_source, const LoweredValue& b_source) {
@@ -927,13 +925,13 @@ std::optional<ComputeNode> Lowering::GemmNode(const Node& node) {
   std::optional<Gemm> gemm = match(a_source, b_source);
   if (gemm.has_value() && a_view && b_view && gemm->m < options_.gemm_min_rows &&
       gemm->b.transposed) {
-    return std::nullopt;  // dot products that fuse with their consumers
+    return compute;  // dot products that fuse with their consumers
   }
   if (!gemm.has_value()) {  // strided along both dims: copy the views too
     gemm = match(a_view ? Materialize(node.name, a) : a_source,
                  b_view ? Materialize(node.name, b) : b_source);
   }
-  if (!gemm.has_value()) return std::nullopt;  // not reached: all contiguous
+  if (!gemm.has_value()) return compute;  // not reached: all contiguous
   compute.extern_op = ExternOp::kGemm;
   return compute;
 }
@@ -941,7 +939,7 @@ std::optional<ComputeNode> Lowering::GemmNode(const Node& node) {
 bool Lowering::IsAffineView(ValueId value) {
   const LoweredValue& lowered = lowered_[value];
   if (lowered.inline_node >= 0 || lowered.inline_constant) return false;
-  std::vector<int64_t> coefficients(graph_.value(value).type.shape.size());
+  absl::InlinedVector<int64_t, 8> coefficients(graph_.value(value).type.shape.size());
   int64_t constant;
   return AffineCoefficients(lowered.offset, absl::MakeSpan(coefficients), constant);
 }

@@ -736,7 +736,7 @@ class KernelPrinter {
   std::vector<bool> member_streams_;  // by member
   std::vector<bool> member_vectorizes_;  // by member (VectorizesExp)
   std::vector<bool> vector_extreme_;     // by member (VectorizesExtreme)
-  std::vector<std::optional<MatVec>> matvecs_;  // by member (MatchMatVec)
+  std::vector<std::optional<MatVec>> matvecs_;  // by member (MatchMatVec), in Print
   std::vector<bool> sum_from_variance_;  // by member (SumsWhatTheVarianceRead)
   std::vector<bool> sum_in_vector_loop_;  // by member (SumsWhatTheVectorLoopStored)
   std::vector<std::vector<Ref>> stores_alongside_;  // by member (LaterStoresAlongside)
@@ -794,11 +794,9 @@ void KernelPrinter::Plan(const Kernel& kernel) {
     KeyRef(store);
     member_vectorizes_.push_back(VectorizesExp(node, static_cast<int>(m)));
     vector_extreme_.push_back(VectorizesExtreme(node, static_cast<int>(m)));
-    matvecs_.push_back(MatchMatVec(node, static_cast<int>(m)));
-    vectorizes_ |= member_vectorizes_.back() || vector_extreme_.back() || matvecs_.back();
+    vectorizes_ |= member_vectorizes_.back() || vector_extreme_.back();
     Key(member_vectorizes_.back());
     Key(vector_extreme_.back());
-    Key(matvecs_.back().has_value());
     if (node.ranges.size() == static_cast<size_t>(outer_loops_)) {
       const Ref::Kind kind = node.reduce == ReduceKind::kNone ? Ref::Kind::kTemp
                              : IsArgReduce(node.reduce)       ? Ref::Kind::kArg
@@ -1617,6 +1615,11 @@ bool KernelPrinter::Splits(const ComputeNode& node) const {
 }
 
 std::string KernelPrinter::Print(const Kernel& kernel) {
+  // What the key holds decides these: found only for a kernel printed.
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    matvecs_.push_back(MatchMatVec(program_.nodes[kernel.nodes[m]], static_cast<int>(m)));
+    vectorizes_ |= matvecs_.back().has_value();
+  }
   std::string params;
   for (size_t p = 0; p < args_.size(); ++p) {
     const char* type = CType(program_.buffers[args_[p].buffer].dtype);
