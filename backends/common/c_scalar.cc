@@ -124,23 +124,29 @@ std::string HelperText(Helper helper, absl::string_view q) {
     // computed and one chosen, so that loops calling it vectorise. NaN
     // fails the comparison and comes out of the second form.
     case kFloatTanh:
-      return absl::StrCat(q, R"( float loom_tanhf(float x) {
-  const float u = x * x;
-  float p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
-  p = p * u + 2.18694885361552028e-2f;
-  p = p * u - 5.39682539682539683e-2f;
-  p = p * u + 1.33333333333333333e-1f;
-  p = p * u - 3.33333333333333333e-1f;
-  const float near_zero = x + x * u * p;
-  const float a = fabsf(x);
-  const float away = copysignf(1.0f - 2.0f / (loom_expf(2.0f * a) + 1.0f), x);
-  return a < 0.4f ? near_zero : away;
-}
-)");
+      return TanhfFunction(q, "loom_tanhf", "float", "loom_expf");
     case kNumHelpers:
       break;
   }
   return "";
+}
+
+std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,
+                          absl::string_view type, absl::string_view exp) {
+  const std::string t(type);
+  return absl::StrCat(qualifier, " ", t, " ", name, "(", t, " x) {\n  const ", t,
+                      R"( u = x * x;
+  )", t, R"( p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  p = p * u + 2.18694885361552028e-2f;
+  p = p * u - 5.39682539682539683e-2f;
+  p = p * u + 1.33333333333333333e-1f;
+  p = p * u - 3.33333333333333333e-1f;
+  const )", t, R"( near_zero = x + x * u * p;
+  const )", t, R"( a = x < 0.0f ? -x : x;
+  const )", t, " away = 1.0f - 2.0f / (", exp, R"((2.0f * a) + 1.0f);
+  return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
+}
+)");
 }
 
 std::string ExpfReduction(absl::string_view type) {

@@ -52,6 +52,13 @@ enum class FloatExp { kLibm, kPolynomial };
 // they give the same bits.
 std::string ExpfReduction(absl::string_view type);
 
+// The f32 tanh function `name` for C type `type` (float, or a vector of
+// floats: its comparisons select lane by lane) calling the exponential
+// `exp` of that type, declared with `qualifier`: loom_tanhf, and the same
+// steps in vectors, so that they give the same bits.
+std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,
+                          absl::string_view type, absl::string_view exp);
+
 // The expression for `fn` applied to the operand expressions `a` (already
 // parenthesised where needed: they are variable names). `type` is the
 // result type, `operand_type` the type of the operands. `helpers` collects

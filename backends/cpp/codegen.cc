@@ -283,6 +283,16 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), l
 #endif
 )";
 
+// loom_tanh16: loom_tanhf's steps on the lanes of a vector, in halves of
+// eight lanes without AVX-512 (as loom_exp16).
+std::string VectorTanh() {
+  return absl::StrCat(
+      "#if defined(__AVX512F__)\n",
+      cscalar::TanhfFunction(kHelperQualifier, "loom_tanh16", "loom_f32v16", "loom_exp16"),
+      "#else\n", cscalar::TanhfFunction(kHelperQualifier, "loom_tanh8", "loom_f32v8", "loom_exp8"),
+      "static inline loom_f32v16 loom_tanh16(loom_f32v16 x) { return {loom_tanh8(x.lo), "
+      "loom_tanh8(x.hi)}; }\n#endif\n");
+}
 
 // Whether `index` is affine with unit stride in variable `inner` and every
 // other coefficient and the constant multiples of kStreamLanes: each run of
@@ -1259,6 +1269,8 @@ bool KernelPrinter::VectorSteps(const ComputeNode& node, bool& exp) {
       case ScalarOp::Kind::kCall:
         switch (op.fn) {
           case ScalarFn::kExp:
+          case ScalarFn::kSigmoid:
+          case ScalarFn::kTanh:
             exp = true;
             break;
           case ScalarFn::kAdd:
@@ -1419,6 +1431,10 @@ std::string KernelPrinter::PrintVectorStep(const ComputeNode& node, int i) {
   switch (op.fn) {
     case ScalarFn::kExp:
       return absl::StrCat("loom_exp16(", a, ")");
+    case ScalarFn::kSigmoid:  // as cscalar::CallExpr
+      return absl::StrCat("loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-", a, "))");
+    case ScalarFn::kTanh:
+      return absl::StrCat("loom_tanh16(", a, ")");
     case ScalarFn::kNeg:
       return absl::StrCat("-", a);
     case ScalarFn::kAdd:
@@ -1771,7 +1787,8 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   }
   if (vectorizes) {
     absl::StrAppend(&text, kVectorHelpers, cscalar::ExpfReduction("loom_f32v16"),
-                    kVectorHelpersEnd, cscalar::ExpfReduction("loom_f32v8"), kGenericExpEnd);
+                    kVectorHelpersEnd, cscalar::ExpfReduction("loom_f32v8"), kGenericExpEnd,
+                    VectorTanh());
   }
   for (size_t f = 0; f < bodies.size(); ++f) {
     source.functions.push_back(absl::StrCat("loom_f", f));

@@ -236,6 +236,34 @@ static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
 }
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
 #endif
+#if defined(__AVX512F__)
+static inline loom_f32v16 loom_tanh16(loom_f32v16 x) {
+  const loom_f32v16 u = x * x;
+  loom_f32v16 p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  p = p * u + 2.18694885361552028e-2f;
+  p = p * u - 5.39682539682539683e-2f;
+  p = p * u + 1.33333333333333333e-1f;
+  p = p * u - 3.33333333333333333e-1f;
+  const loom_f32v16 near_zero = x + x * u * p;
+  const loom_f32v16 a = x < 0.0f ? -x : x;
+  const loom_f32v16 away = 1.0f - 2.0f / (loom_exp16(2.0f * a) + 1.0f);
+  return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
+}
+#else
+static inline loom_f32v8 loom_tanh8(loom_f32v8 x) {
+  const loom_f32v8 u = x * x;
+  loom_f32v8 p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  p = p * u + 2.18694885361552028e-2f;
+  p = p * u - 5.39682539682539683e-2f;
+  p = p * u + 1.33333333333333333e-1f;
+  p = p * u - 3.33333333333333333e-1f;
+  const loom_f32v8 near_zero = x + x * u * p;
+  const loom_f32v8 a = x < 0.0f ? -x : x;
+  const loom_f32v8 away = 1.0f - 2.0f / (loom_exp8(2.0f * a) + 1.0f);
+  return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
+}
+static inline loom_f32v16 loom_tanh16(loom_f32v16 x) { return {loom_tanh8(x.lo), loom_tanh8(x.hi)}; }
+#endif
 
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
