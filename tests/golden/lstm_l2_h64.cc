@@ -273,6 +273,7 @@ extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 32; ++x0) {
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 32; ++x1) {
       const float t0 = p0[(x1 + 32*(x0 / 2) + 512*(x0 % 2))];
       p1[(32*x0 + x1)] = t0;
@@ -291,6 +292,7 @@ extern "C" void loom_f2(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
+  #pragma GCC ivdep
   for (int64_t x0 = 0; x0 < 256; ++x0) {
     const float t0 = p0[x0];
     const float t1 = p1[x0];
@@ -1842,6 +1844,7 @@ extern "C" void loom_f5(void* const* a) {
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 1; ++x1) {
+      #pragma GCC ivdep
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + x2)];
         p1[(128*x0 + x2)] = t0;
@@ -1855,6 +1858,7 @@ extern "C" void loom_f6(void* const* a) {
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
+      #pragma GCC ivdep
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + 128*x1 + x2)];
         p1[(1024*x0 + 64*x1 + x2)] = t0;
@@ -1868,6 +1872,7 @@ extern "C" void loom_f7(void* const* a) {
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 2; ++x1) {
+      #pragma GCC ivdep
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t0 = p0[(64*x0 + 128*x1 + x2)];
         p1[(128*x0 + 64*x1 + x2)] = t0;

@@ -48,6 +48,7 @@ extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t0 = p0[(64*x0 + x1)];
       const float t1 = p1[x1];
@@ -70,6 +71,7 @@ extern "C" void loom_f3(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
+    #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 32; ++x1) {
       const float t0 = p0[(32*x0 + x1)];
       const float t1 = p1[x1];
