@@ -438,5 +438,26 @@ TEST(CodegenTest, AFewRowsTimesATransposedMatrixAreMatrixVectorCalls) {
                               "&l0[0], 1);"));
 }
 
+// A kernel that is one such product, its rows the outer loop: one call for
+// all rows (too little work to share).
+TEST(CodegenTest, AKernelOfOneMatrixVectorProductIsOneCall) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {1, 128}});
+  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {512, 128}});
+  Attrs perm;
+  perm.Set("perm", std::vector<int64_t>{1, 0});
+  const NodeId wt = *graph.AddNode("wt", "transpose", {w}, {"wt"}, std::move(perm));
+  const NodeId mm = *graph.AddNode("mm", "matmul", {x, graph.node(wt).outputs[0]}, {"y"});
+  graph.AddOutput(graph.node(mm).outputs[0]);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  proto::CppOptions options;
+  options.set_simd(proto::CppOptions::NATIVE);
+  options.set_openmp(true);
+  EXPECT_THAT(EmitFused(graph, options),
+              HasSubstr("  for (int64_t x0 = 0; x0 < 1; ++x0) {\n"
+                        "    loom_matvec<128>(&p0[0], &p1[(128*0 + 0)], 128, 512, &p2[0], 1);\n"
+                        "  }\n"));
+}
+
 }  // namespace
 }  // namespace loom::cpp
