@@ -125,6 +125,8 @@ std::string HelperText(Helper helper, absl::string_view q) {
     // fails the comparison and comes out of the second form.
     case kFloatTanh:
       return TanhfFunction(q, "loom_tanhf", "float", "loom_expf");
+    case kFloatErf:
+      return ErffFunction(q, "loom_erff", "float");
     case kNumHelpers:
       break;
   }
@@ -145,6 +147,34 @@ std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,
   const )", t, R"( a = x < 0.0f ? -x : x;
   const )", t, " away = 1.0f - 2.0f / (", exp, R"((2.0f * a) + 1.0f);
   return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
+}
+)");
+}
+
+// erf(x) = x p(x^2) / q(x^2) on x clamped to [-4, 4] (erf(4) rounds to 1
+// in f32), the rational approximation of XLA's ErfImpl32 and Eigen's
+// generic_fast_erf_float: within 5.5 ulp of erf where the compiler fuses
+// multiply-adds, 7.4 where it cannot (backends/cpp:vector_math_test);
+// branch-free, so that loops calling it vectorise (libm's erff stops
+// vectorisation: a GELU's erf was a call per element). A NaN x fails both
+// comparisons and comes out NaN.
+std::string ErffFunction(absl::string_view qualifier, absl::string_view name,
+                         absl::string_view type) {
+  const std::string t(type);
+  return absl::StrCat(qualifier, " ", t, " ", name, "(", t, " x) {\n  const ", t,
+                      R"( c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  const )", t, R"( u = c * c;
+  )", t, R"( p = u * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  p = p * u - 2.10102402082508e-06f;
+  p = p * u - 5.69250639462346e-05f;
+  p = p * u - 7.34990630326855e-04f;
+  p = p * u - 2.95459980854025e-03f;
+  p = p * u - 1.60960333262415e-02f;
+  )", t, R"( q = u * -1.45660718464996e-05f - 2.13374055278905e-04f;
+  q = q * u - 1.68282697438203e-03f;
+  q = q * u - 7.37332916720468e-03f;
+  q = q * u - 1.42647390514189e-02f;
+  return c * p / q;
 }
 )");
 }
@@ -244,6 +274,10 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
     case ScalarFn::kRelu:  // keeps NaN
       return absl::StrCat("(", a[0], " < 0 ? (", t, ")0 : ", a[0], ")");
     case ScalarFn::kErf:
+      if (type == DType::kF32 && float_exp == FloatExp::kPolynomial) {
+        helpers.set(kFloatErf);
+        return absl::StrCat("loom_erff(", a[0], ")");
+      }
       return absl::StrCat(MathFn("erf", type), "(", a[0], ")");
     case ScalarFn::kSin:
       return absl::StrCat(MathFn("sin", type), "(", a[0], ")");

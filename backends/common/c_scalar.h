@@ -22,7 +22,16 @@ namespace loom::cscalar {
 
 // Helpers that only some kernels need: a printer collects the ones its
 // expressions call and emits them after the prelude.
-enum Helper : int { kIntMod, kIntFmod, kFloatMod, kDoubleMod, kFloatExp, kFloatTanh, kNumHelpers };
+enum Helper : int {
+  kIntMod,
+  kIntFmod,
+  kFloatMod,
+  kDoubleMod,
+  kFloatExp,
+  kFloatTanh,
+  kFloatErf,
+  kNumHelpers
+};
 using HelperSet = std::bitset<kNumHelpers>;
 
 // The helpers every kernel may call: loom_idiv, loom_ipow, loom_f2i32,
@@ -42,7 +51,7 @@ std::string Literal(double v, DType dtype);
 // expf, or loom_expf (helper kFloatExp), a branch-free polynomial that a C++
 // compiler vectorises inside loops (libm's expf stops vectorisation); f32
 // tanh likewise: tanhf, or loom_tanhf (helper kFloatTanh, which calls
-// loom_expf).
+// loom_expf); and erf: erff, or loom_erff (helper kFloatErf).
 enum class FloatExp { kLibm, kPolynomial };
 
 // The lines of loom_expf that, given `c` (its argument, clamped) and `n`
@@ -58,6 +67,12 @@ std::string ExpfReduction(absl::string_view type);
 // steps in vectors, so that they give the same bits.
 std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,
                           absl::string_view type, absl::string_view exp);
+
+// The f32 erf function `name` for C type `type` (float, or a vector of
+// floats), declared with `qualifier`: loom_erff, and the same steps in
+// vectors.
+std::string ErffFunction(absl::string_view qualifier, absl::string_view name,
+                         absl::string_view type);
 
 // The expression for `fn` applied to the operand expressions `a` (already
 // parenthesised where needed: they are variable names). `type` is the

@@ -283,15 +283,20 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), l
 #endif
 )";
 
-// loom_tanh16: loom_tanhf's steps on the lanes of a vector, in halves of
-// eight lanes without AVX-512 (as loom_exp16).
-std::string VectorTanh() {
+// loom_tanh16 and loom_erf16: loom_tanhf's and loom_erff's steps on the
+// lanes of a vector, in halves of eight lanes without AVX-512 (as
+// loom_exp16).
+std::string VectorTanhAndErf() {
   return absl::StrCat(
       "#if defined(__AVX512F__)\n",
       cscalar::TanhfFunction(kHelperQualifier, "loom_tanh16", "loom_f32v16", "loom_exp16"),
-      "#else\n", cscalar::TanhfFunction(kHelperQualifier, "loom_tanh8", "loom_f32v8", "loom_exp8"),
+      cscalar::ErffFunction(kHelperQualifier, "loom_erf16", "loom_f32v16"), "#else\n",
+      cscalar::TanhfFunction(kHelperQualifier, "loom_tanh8", "loom_f32v8", "loom_exp8"),
+      cscalar::ErffFunction(kHelperQualifier, "loom_erf8", "loom_f32v8"),
       "static inline loom_f32v16 loom_tanh16(loom_f32v16 x) { return {loom_tanh8(x.lo), "
-      "loom_tanh8(x.hi)}; }\n#endif\n");
+      "loom_tanh8(x.hi)}; }\n"
+      "static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), "
+      "loom_erf8(x.hi)}; }\n#endif\n");
 }
 
 // Whether `index` is affine with unit stride in variable `inner` and every
@@ -1281,6 +1286,7 @@ bool KernelPrinter::VectorSteps(const ComputeNode& node, bool& exp) {
           case ScalarFn::kExp:
           case ScalarFn::kSigmoid:
           case ScalarFn::kTanh:
+          case ScalarFn::kErf:
             exp = true;
             break;
           case ScalarFn::kAdd:
@@ -1445,6 +1451,8 @@ std::string KernelPrinter::PrintVectorStep(const ComputeNode& node, int i) {
       return absl::StrCat("loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-", a, "))");
     case ScalarFn::kTanh:
       return absl::StrCat("loom_tanh16(", a, ")");
+    case ScalarFn::kErf:
+      return absl::StrCat("loom_erf16(", a, ")");
     case ScalarFn::kNeg:
       return absl::StrCat("-", a);
     case ScalarFn::kAdd:
@@ -1840,7 +1848,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   if (vectorizes) {
     absl::StrAppend(&text, kVectorHelpers, cscalar::ExpfReduction("loom_f32v16"),
                     kVectorHelpersEnd, cscalar::ExpfReduction("loom_f32v8"), kGenericExpEnd,
-                    VectorTanh());
+                    VectorTanhAndErf());
   }
   for (size_t f = 0; f < bodies.size(); ++f) {
     source.functions.push_back(absl::StrCat("loom_f", f));

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "backends/cpp/executable.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
@@ -95,8 +96,13 @@ std::vector<Tensor> MakeInputs(const Graph& graph,
 }
 
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(
-    Graph graph, const std::vector<Tensor>& inputs) {
-  absl::StatusOr<LoadedPipeline> pipeline = LoadPipelineText(kPipeline, "test");
+    Graph graph, const std::vector<Tensor>& inputs, const std::string& march) {
+  std::string text = kPipeline;
+  if (!march.empty()) {
+    absl::StrReplaceAll({{"simd: NATIVE", absl::StrCat("simd: NATIVE march: \"", march, "\"")}},
+                        &text);
+  }
+  absl::StatusOr<LoadedPipeline> pipeline = LoadPipelineText(text, "test");
   if (!pipeline.ok()) return pipeline.status();
   Module module;
   module.graph = std::move(graph);

@@ -54,9 +54,10 @@ std::vector<Tensor> MakeInputs(const Graph& graph,
                                const EndToEndOptions& options = {});
 
 // Compiles `graph` through the whole CPU path, with a cache under
-// $TEST_TMPDIR, and runs it on `inputs`.
+// $TEST_TMPDIR, and runs it on `inputs`; the native code is for `march`
+// (CppOptions.march; empty: this machine).
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(
-    Graph graph, const std::vector<Tensor>& inputs);
+    Graph graph, const std::vector<Tensor>& inputs, const std::string& march = "");
 
 // Infers shapes, then checks that the compiled graph's outputs match the
 // interpreter's: floats within 1e-5 + 1e-4 * |expected| (NaN where NaN is

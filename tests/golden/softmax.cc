@@ -249,6 +249,21 @@ static inline loom_f32v16 loom_tanh16(loom_f32v16 x) {
   const loom_f32v16 away = 1.0f - 2.0f / (loom_exp16(2.0f * a) + 1.0f);
   return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
 }
+static inline loom_f32v16 loom_erf16(loom_f32v16 x) {
+  const loom_f32v16 c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  const loom_f32v16 u = c * c;
+  loom_f32v16 p = u * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  p = p * u - 2.10102402082508e-06f;
+  p = p * u - 5.69250639462346e-05f;
+  p = p * u - 7.34990630326855e-04f;
+  p = p * u - 2.95459980854025e-03f;
+  p = p * u - 1.60960333262415e-02f;
+  loom_f32v16 q = u * -1.45660718464996e-05f - 2.13374055278905e-04f;
+  q = q * u - 1.68282697438203e-03f;
+  q = q * u - 7.37332916720468e-03f;
+  q = q * u - 1.42647390514189e-02f;
+  return c * p / q;
+}
 #else
 static inline loom_f32v8 loom_tanh8(loom_f32v8 x) {
   const loom_f32v8 u = x * x;
@@ -262,7 +277,23 @@ static inline loom_f32v8 loom_tanh8(loom_f32v8 x) {
   const loom_f32v8 away = 1.0f - 2.0f / (loom_exp8(2.0f * a) + 1.0f);
   return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
 }
+static inline loom_f32v8 loom_erf8(loom_f32v8 x) {
+  const loom_f32v8 c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  const loom_f32v8 u = c * c;
+  loom_f32v8 p = u * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  p = p * u - 2.10102402082508e-06f;
+  p = p * u - 5.69250639462346e-05f;
+  p = p * u - 7.34990630326855e-04f;
+  p = p * u - 2.95459980854025e-03f;
+  p = p * u - 1.60960333262415e-02f;
+  loom_f32v8 q = u * -1.45660718464996e-05f - 2.13374055278905e-04f;
+  q = q * u - 1.68282697438203e-03f;
+  q = q * u - 7.37332916720468e-03f;
+  q = q * u - 1.42647390514189e-02f;
+  return c * p / q;
+}
 static inline loom_f32v16 loom_tanh16(loom_f32v16 x) { return {loom_tanh8(x.lo), loom_tanh8(x.hi)}; }
+static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), loom_erf8(x.hi)}; }
 #endif
 
 extern "C" void loom_f0(void* const* a) {
