@@ -368,12 +368,15 @@ TEST(CodegenTest, AVarianceIsOnePassOfWelfordInVectorLanes) {
   EXPECT_THAT(text, HasSubstr("wm20s[j] += wm20s[j + w] + wmean0_d * wmean0_d * wn0_h;"));
   EXPECT_THAT(text, HasSubstr("float acc0 = wm20 / (float)(wn0 * 16);"));
   EXPECT_THAT(text, HasSubstr("float acc1 = wmean0 * (float)48;"));
-  // Rows that are a multiple of four vectors run four independent vectors.
-  const std::string four = EmitRowStatistics({8, 128});
-  EXPECT_THAT(four, HasSubstr("for (int64_t x1r = 0; x1r < 128; x1r += 64) {"));
-  EXPECT_THAT(four, HasSubstr("for (int64_t x1j = 0; x1j < 64; ++x1j) {"));
-  EXPECT_THAT(four, HasSubstr("for (int w = 32; w > 0; w /= 2, wn0_h *= 2) {"));
-  EXPECT_THAT(four, HasSubstr("float acc0 = wm20 / (float)(wn0 * 64);"));
+  // Rows that are a multiple of two vectors run two chains of explicit
+  // vectors, kept in registers, stored into the lanes for the tree.
+  const std::string chains = EmitRowStatistics({8, 128});
+  EXPECT_THAT(chains, HasSubstr("for (int64_t x1r = 0; x1r < 128; x1r += 32) {"));
+  EXPECT_THAT(chains, HasSubstr("wmean0v1 += wmean0_d * wn0_rv;"));
+  EXPECT_THAT(chains, HasSubstr("wm20v1 += wmean0_d * (t0 - wmean0v1);"));
+  EXPECT_THAT(chains, HasSubstr("loom_store16(&wmean0s[16], wmean0v1);"));
+  EXPECT_THAT(chains, HasSubstr("for (int w = 16; w > 0; w /= 2, wn0_h *= 2) {"));
+  EXPECT_THAT(chains, HasSubstr("float acc0 = wm20 / (float)(wn0 * 32);"));
   // Rows of 40: lanes over 32, a running update over the tail of 8, then
   // the tail joins the lanes.
   const std::string tail = EmitRowStatistics({8, 40});

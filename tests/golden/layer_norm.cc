@@ -32,6 +32,270 @@ static inline int64_t loom_f2i64(double x) {
   return (int64_t)x;
 }
 
+/* Only inlined helpers pass these vectors, so the ABI note is moot. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float loom_f32v8 __attribute__((vector_size(32)));
+typedef float loom_f32v4 __attribute__((vector_size(16)));
+typedef int32_t loom_i32v8 __attribute__((vector_size(32)));
+typedef int32_t loom_i32v4 __attribute__((vector_size(16)));
+#if defined(__AVX512F__)
+typedef float loom_f32v16 __attribute__((vector_size(64)));
+static inline loom_f32v16 loom_splat16(float s) {
+  return (loom_f32v16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
+}
+static inline loom_f32v16 loom_load16(const float* p) {
+  loom_f32v16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void loom_store16(float* p, loom_f32v16 v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+#else
+/* Two halves of eight lanes: GCC keeps a generic vector wider than the
+   target's registers in memory, and splits one of eight into registers. */
+struct loom_f32v16 {
+  loom_f32v8 lo, hi;
+};
+static inline loom_f32v16 operator+(loom_f32v16 a, loom_f32v16 b) { return {a.lo + b.lo, a.hi + b.hi}; }
+static inline loom_f32v16 operator-(loom_f32v16 a, loom_f32v16 b) { return {a.lo - b.lo, a.hi - b.hi}; }
+static inline loom_f32v16 operator*(loom_f32v16 a, loom_f32v16 b) { return {a.lo * b.lo, a.hi * b.hi}; }
+static inline loom_f32v16 operator/(loom_f32v16 a, loom_f32v16 b) { return {a.lo / b.lo, a.hi / b.hi}; }
+static inline loom_f32v16 operator-(loom_f32v16 a) { return {-a.lo, -a.hi}; }
+static inline loom_f32v16& operator+=(loom_f32v16& a, loom_f32v16 b) { return a = a + b; }
+static inline loom_f32v16 loom_splat16(float s) {
+  const loom_f32v8 half = {s, s, s, s, s, s, s, s};
+  return {half, half};
+}
+/* Half by half: GCC copies the whole struct in four pieces of 16 bytes
+   through the stack, and the loads of its halves then wait on those
+   stores (softmax_large for AVX2: 8.1 ms, 2.0 half by half). */
+static inline loom_f32v16 loom_load16(const float* p) {
+  loom_f32v16 v;
+  __builtin_memcpy(&v.lo, p, sizeof v.lo);
+  __builtin_memcpy(&v.hi, p + 8, sizeof v.hi);
+  return v;
+}
+static inline void loom_store16(float* p, loom_f32v16 v) {
+  __builtin_memcpy(p, &v.lo, sizeof v.lo);
+  __builtin_memcpy(p + 8, &v.hi, sizeof v.hi);
+}
+#endif
+/* The lanes' sum, halving the vector in a tree. */
+static inline float loom_sum16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  const loom_f32v8 eight = halves[0] + halves[1];
+  loom_f32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_f32v4 four = quarters[0] + quarters[1];
+  return (four[0] + four[2]) + (four[1] + four[3]);
+}
+/* Lane by lane a > b ? a : b (a < b ? a : b), and whether a lane is NaN. */
+#if defined(__AVX512F__)
+static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
+  return __builtin_ia32_maxps512_mask(a, b, b, (unsigned short)-1, 4);
+}
+static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
+  return __builtin_ia32_minps512_mask(a, b, b, (unsigned short)-1, 4);
+}
+static inline int loom_nan16(loom_f32v16 v) {
+  return __builtin_ia32_cmpps512_mask(v, v, 3 /* unordered */, (unsigned short)-1, 4);
+}
+#else
+static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
+  return {a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+}
+static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
+  return {a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+}
+/* The lanes' unordered-compare masks or-ed in a tree, as loom_sum16. */
+static inline int loom_nan16(loom_f32v16 v) {
+  const loom_i32v8 eight = (v.lo != v.lo) | (v.hi != v.hi);
+  loom_i32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_i32v4 four = quarters[0] | quarters[1];
+  return ((four[0] | four[2]) | (four[1] | four[3])) != 0;
+}
+#endif
+/* The lanes' maximum (minimum), halving the vector in a tree. */
+static inline float loom_hmax16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  const loom_f32v8 eight = halves[0] > halves[1] ? halves[0] : halves[1];
+  loom_f32v4 quarters[2];
+  __builtin_memcpy(quarters, &eight, sizeof eight);
+  const loom_f32v4 four = quarters[0] > quarters[1] ? quarters[0] : quarters[1];
+  const float a = four[0] > four[2] ? four[0] : four[2];
+  const float b = four[1] > four[3] ? four[1] : four[3];
+  return a > b ? a : b;
+}
+static inline float loom_hmin16(loom_f32v16 v) { return -loom_hmax16(-v); }
+/* The sums of eight vectors' lanes, sum i in lane i: each vector halved
+   to eight lanes, then neighbouring lanes of two vectors added in a tree
+   (pairs, fours, eights), so the eight share every add. */
+static inline loom_f32v8 loom_pairs8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 8, 2, 10, 4, 12, 6, 14) +
+         __builtin_shufflevector(a, b, 1, 9, 3, 11, 5, 13, 7, 15);
+}
+static inline loom_f32v8 loom_fours8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13) +
+         __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+}
+static inline loom_f32v8 loom_eights8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+static inline loom_f32v8 loom_half_sum16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  return halves[0] + halves[1];
+}
+static inline loom_f32v8 loom_sums8x16(loom_f32v16 v0, loom_f32v16 v1, loom_f32v16 v2,
+                                      loom_f32v16 v3, loom_f32v16 v4, loom_f32v16 v5,
+                                      loom_f32v16 v6, loom_f32v16 v7) {
+  const loom_f32v8 p01 = loom_pairs8(loom_half_sum16(v0), loom_half_sum16(v1));
+  const loom_f32v8 p23 = loom_pairs8(loom_half_sum16(v2), loom_half_sum16(v3));
+  const loom_f32v8 p45 = loom_pairs8(loom_half_sum16(v4), loom_half_sum16(v5));
+  const loom_f32v8 p67 = loom_pairs8(loom_half_sum16(v6), loom_half_sum16(v7));
+  return loom_eights8(loom_fours8(p01, p23), loom_fours8(p45, p67));
+}
+/* Eight rows' dot products with the vector v of K floats (K a multiple of
+   16), row r at m + r * ld. */
+template <int64_t K>
+static inline loom_f32v8 loom_dots8(const float* v, const float* m, int64_t ld) {
+  loom_f32v16 d0 = loom_splat16(0.0f), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0,
+              d7 = d0;
+  for (int64_t j = 0; j < K; j += 16) {
+    const loom_f32v16 x = loom_load16(v + j);
+    d0 += x * loom_load16(m + j);
+    d1 += x * loom_load16(m + ld + j);
+    d2 += x * loom_load16(m + 2 * ld + j);
+    d3 += x * loom_load16(m + 3 * ld + j);
+    d4 += x * loom_load16(m + 4 * ld + j);
+    d5 += x * loom_load16(m + 5 * ld + j);
+    d6 += x * loom_load16(m + 6 * ld + j);
+    d7 += x * loom_load16(m + 7 * ld + j);
+  }
+  return loom_sums8x16(d0, d1, d2, d3, d4, d5, d6, d7);
+}
+/* A matrix-vector product, out[r * out_stride] for the rows r < rows (a
+   multiple of 8): one function for each K, not inlined, so that a
+   recurrence's many products compile once. */
+template <int64_t K>
+static __attribute__((noinline)) void loom_matvec(const float* v, const float* m, int64_t ld,
+                                                  int64_t rows, float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < rows; r += 8) {
+    const loom_f32v8 sums = loom_dots8<K>(v, m + r * ld, ld);
+    for (int i = 0; i < 8; ++i) out[(r + i) * out_stride] = sums[i];
+  }
+}
+#if defined(__AVX512F__)
+static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
+  const loom_f32v16 lo = loom_splat16(-104.0f), hi = loom_splat16(89.0f);
+  /* a NaN x passes both bounds (loom_max16(a, b) is a > b ? a : b) */
+  const loom_f32v16 c = loom_min16(hi, loom_max16(lo, x));
+  /* rounding by the current mode (nearest), as rintf */
+  const loom_f32v16 n = __builtin_ia32_rndscaleps_mask(
+      c * 1.44269504088896341f, 4, c, (unsigned short)-1, 4);
+  const loom_f32v16 r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  loom_f32v16 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const loom_f32v16 e = (p * r + 1.0f) * r + 1.0f;
+  return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
+}
+#else
+/* 2^k for k in [-126, 127], built in the exponent bits. */
+static inline loom_f32v8 loom_pow2i8(loom_i32v8 k) {
+  const loom_i32v8 bits = (k + 127) << 23;
+  loom_f32v8 f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
+  const loom_f32v8 lo = x > -104.0f ? x : -104.0f;
+  /* a NaN x fails both comparisons and comes out as itself at the end */
+  const loom_f32v8 c = lo < 89.0f ? lo : 89.0f;
+  /* rounding to nearest even, as rintf: |c * log2(e)| < 2^22, so adding
+     and subtracting 1.5 * 2^23 leaves the nearest integer */
+  const loom_f32v8 n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const loom_f32v8 r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  loom_f32v8 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const loom_f32v8 e = (p * r + 1.0f) * r + 1.0f;
+  const loom_i32v8 k = __builtin_convertvector(n, loom_i32v8);
+  const loom_i32v8 half = k >> 1;
+  const loom_f32v8 y = e * loom_pow2i8(half) * loom_pow2i8(k - half);
+  return x != x ? x : y;
+}
+static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
+#endif
+#if defined(__AVX512F__)
+static inline loom_f32v16 loom_tanh16(loom_f32v16 x) {
+  const loom_f32v16 u = x * x;
+  loom_f32v16 p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  p = p * u + 2.18694885361552028e-2f;
+  p = p * u - 5.39682539682539683e-2f;
+  p = p * u + 1.33333333333333333e-1f;
+  p = p * u - 3.33333333333333333e-1f;
+  const loom_f32v16 near_zero = x + x * u * p;
+  const loom_f32v16 a = x < 0.0f ? -x : x;
+  const loom_f32v16 away = 1.0f - 2.0f / (loom_exp16(2.0f * a) + 1.0f);
+  return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
+}
+static inline loom_f32v16 loom_erf16(loom_f32v16 x) {
+  const loom_f32v16 c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  const loom_f32v16 u = c * c;
+  loom_f32v16 p = u * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  p = p * u - 2.10102402082508e-06f;
+  p = p * u - 5.69250639462346e-05f;
+  p = p * u - 7.34990630326855e-04f;
+  p = p * u - 2.95459980854025e-03f;
+  p = p * u - 1.60960333262415e-02f;
+  loom_f32v16 q = u * -1.45660718464996e-05f - 2.13374055278905e-04f;
+  q = q * u - 1.68282697438203e-03f;
+  q = q * u - 7.37332916720468e-03f;
+  q = q * u - 1.42647390514189e-02f;
+  return c * p / q;
+}
+#else
+static inline loom_f32v8 loom_tanh8(loom_f32v8 x) {
+  const loom_f32v8 u = x * x;
+  loom_f32v8 p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  p = p * u + 2.18694885361552028e-2f;
+  p = p * u - 5.39682539682539683e-2f;
+  p = p * u + 1.33333333333333333e-1f;
+  p = p * u - 3.33333333333333333e-1f;
+  const loom_f32v8 near_zero = x + x * u * p;
+  const loom_f32v8 a = x < 0.0f ? -x : x;
+  const loom_f32v8 away = 1.0f - 2.0f / (loom_exp8(2.0f * a) + 1.0f);
+  return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
+}
+static inline loom_f32v8 loom_erf8(loom_f32v8 x) {
+  const loom_f32v8 c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  const loom_f32v8 u = c * c;
+  loom_f32v8 p = u * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  p = p * u - 2.10102402082508e-06f;
+  p = p * u - 5.69250639462346e-05f;
+  p = p * u - 7.34990630326855e-04f;
+  p = p * u - 2.95459980854025e-03f;
+  p = p * u - 1.60960333262415e-02f;
+  loom_f32v8 q = u * -1.45660718464996e-05f - 2.13374055278905e-04f;
+  q = q * u - 1.68282697438203e-03f;
+  q = q * u - 7.37332916720468e-03f;
+  q = q * u - 1.42647390514189e-02f;
+  return c * p / q;
+}
+static inline loom_f32v16 loom_tanh16(loom_f32v16 x) { return {loom_tanh8(x.lo), loom_tanh8(x.hi)}; }
+static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), loom_erf8(x.hi)}; }
+#endif
+
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
@@ -39,21 +303,36 @@ extern "C" void loom_f0(void* const* a) {
   float* LOOM_RESTRICT p3 = (float*)a[3];
   for (int64_t x0 = 0; x0 < 32; ++x0) {
     int64_t wn0 = 0;
-    float wmean0s[64] __attribute__((aligned(64))) = {0};
-    float wm20s[64] __attribute__((aligned(64))) = {0};
-    for (int64_t x1r = 0; x1r < 256; x1r += 64) {
+    float wmean0s[32] __attribute__((aligned(64))) = {0};
+    loom_f32v16 wmean0v0 = loom_splat16(0.0f);
+    loom_f32v16 wmean0v1 = loom_splat16(0.0f);
+    float wm20s[32] __attribute__((aligned(64))) = {0};
+    loom_f32v16 wm20v0 = loom_splat16(0.0f);
+    loom_f32v16 wm20v1 = loom_splat16(0.0f);
+    for (int64_t x1r = 0; x1r < 256; x1r += 32) {
       const float wn0_r = (float)1 / (float)++wn0;
-      #pragma omp simd
-      for (int64_t x1j = 0; x1j < 64; ++x1j) {
-        const int64_t x1 = x1r + x1j;
-        const float t0 = p0[(256*x0 + x1)];
-        const float wmean0_d = t0 - wmean0s[x1j];
-        wmean0s[x1j] += wmean0_d * wn0_r;
-        wm20s[x1j] += wmean0_d * (t0 - wmean0s[x1j]);
+      const loom_f32v16 wn0_rv = loom_splat16(wn0_r);
+      {
+        const int64_t x1 = x1r + 0;
+        const loom_f32v16 t0 = loom_load16(&p0[(256*x0 + x1)]);
+        const loom_f32v16 wmean0_d = t0 - wmean0v0;
+        wmean0v0 += wmean0_d * wn0_rv;
+        wm20v0 += wmean0_d * (t0 - wmean0v0);
+      }
+      {
+        const int64_t x1 = x1r + 16;
+        const loom_f32v16 t0 = loom_load16(&p0[(256*x0 + x1)]);
+        const loom_f32v16 wmean0_d = t0 - wmean0v1;
+        wmean0v1 += wmean0_d * wn0_rv;
+        wm20v1 += wmean0_d * (t0 - wmean0v1);
       }
     }
+    loom_store16(&wmean0s[0], wmean0v0);
+    loom_store16(&wm20s[0], wm20v0);
+    loom_store16(&wmean0s[16], wmean0v1);
+    loom_store16(&wm20s[16], wm20v1);
     float wn0_h = (float)wn0 * (float)0.5;
-    for (int w = 32; w > 0; w /= 2, wn0_h *= 2) {
+    for (int w = 16; w > 0; w /= 2, wn0_h *= 2) {
       for (int j = 0; j < w; ++j) {
         const float wmean0_d = wmean0s[j + w] - wmean0s[j];
         wmean0s[j] += wmean0_d * (float)0.5;
@@ -61,7 +340,7 @@ extern "C" void loom_f0(void* const* a) {
       }
     }
     float wmean0 = wmean0s[0], wm20 = wm20s[0];
-    float acc0 = wm20 / (float)(wn0 * 64);
+    float acc0 = wm20 / (float)(wn0 * 32);
     float acc1 = wmean0 * (float)256;
     const float t2 = acc1;
     const float t3 = (float)256;
