@@ -93,6 +93,24 @@ TEST_F(GemmTest, BatchedOperandsKeepTheirBatchLoop) {
   EXPECT_EQ(gemm->b.batch_strides, std::vector<int64_t>{20});
 }
 
+TEST_F(GemmTest, TheLongestSharedLoopGivesTheRows) {
+  // A sequence-first view of a batch-first [2, 16, 8] input times a shared
+  // [8, 6]: loops x0 (position, 16), x1 (sequence, 2: the rows as matched),
+  // x2 = n, x3 = k; c is [16, 2, 6]. The 16 positions become the rows, the
+  // 2 sequences the batch.
+  const std::optional<Gemm> gemm = MatchGemm(Product(
+      {16, 2, 6}, 8, Affine({{8, 0}, {128, 1}, {1, 3}}), Affine({{6, 3}, {1, 2}}),
+      Affine({{12, 0}, {6, 1}, {1, 2}})));
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_EQ(gemm->m, 16);
+  EXPECT_EQ(gemm->batch, std::vector<int64_t>{2});
+  EXPECT_EQ(gemm->a.leading, 8);
+  EXPECT_EQ(gemm->a.batch_strides, std::vector<int64_t>{128});
+  EXPECT_EQ(gemm->c.leading, 12);
+  EXPECT_EQ(gemm->c.batch_strides, std::vector<int64_t>{6});
+  EXPECT_EQ(gemm->b.batch_strides, std::vector<int64_t>{0});
+}
+
 TEST_F(GemmTest, RefusesWhatNoGemmCallComputes) {
   const Expr a = Affine({{4, 0}, {1, 2}}), b = Affine({{5, 2}, {1, 1}});
   const Expr c = Affine({{5, 0}, {1, 1}});
