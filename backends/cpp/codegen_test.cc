@@ -416,21 +416,29 @@ TEST(CodegenTest, AReductionOverOneLongRowSplitsOverTheThreads) {
   EXPECT_THAT(EmitCpp(*program, *schedule, options).text, Not(HasSubstr("loom_split")));
 }
 
-// Two rows times a transposed weight stay loops (passes/lower.h); fused
-// with a sum over each row of the product, so that the rows are an inner
-// loop, their dot products go to loom_matvec, all 256 at once.
-TEST(CodegenTest, AFewRowsTimesATransposedMatrixAreMatrixVectorCalls) {
+// x [rows, k] times the transpose of w [n, k], the product's value id in
+// `product`.
+Graph TimesTransposed(int64_t rows, int64_t k, int64_t n, ValueId& product) {
   Graph graph;
-  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {2, 64}});
-  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {256, 64}});
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {rows, k}});
+  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {n, k}});
   Attrs perm;
   perm.Set("perm", std::vector<int64_t>{1, 0});
   const NodeId wt = *graph.AddNode("wt", "transpose", {w}, {"wt"}, std::move(perm));
   const NodeId mm = *graph.AddNode("mm", "matmul", {x, graph.node(wt).outputs[0]}, {"y"});
+  product = graph.node(mm).outputs[0];
+  return graph;
+}
+
+// Two rows times a transposed weight stay loops (passes/lower.h); fused
+// with a sum over each row of the product, so that the rows are an inner
+// loop, their dot products go to loom_matvec, all 256 at once.
+TEST(CodegenTest, AFewRowsTimesATransposedMatrixAreMatrixVectorCalls) {
+  ValueId product;
+  Graph graph = TimesTransposed(2, 64, 256, product);
   Attrs last;
   last.Set("axes", std::vector<int64_t>{-1});
-  const NodeId sum =
-      *graph.AddNode("sum", "reduce_sum", {graph.node(mm).outputs[0]}, {"s"}, std::move(last));
+  const NodeId sum = *graph.AddNode("sum", "reduce_sum", {product}, {"s"}, std::move(last));
   graph.AddOutput(graph.node(sum).outputs[0]);
   ASSERT_TRUE(InferShapes(graph).ok());
   proto::CppOptions vectors;
@@ -444,14 +452,9 @@ TEST(CodegenTest, AFewRowsTimesATransposedMatrixAreMatrixVectorCalls) {
 // A kernel that is one such product, its rows the outer loop: one call for
 // all rows (too little work to share).
 TEST(CodegenTest, AKernelOfOneMatrixVectorProductIsOneCall) {
-  Graph graph;
-  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {1, 128}});
-  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {512, 128}});
-  Attrs perm;
-  perm.Set("perm", std::vector<int64_t>{1, 0});
-  const NodeId wt = *graph.AddNode("wt", "transpose", {w}, {"wt"}, std::move(perm));
-  const NodeId mm = *graph.AddNode("mm", "matmul", {x, graph.node(wt).outputs[0]}, {"y"});
-  graph.AddOutput(graph.node(mm).outputs[0]);
+  ValueId product;
+  Graph graph = TimesTransposed(1, 128, 512, product);
+  graph.AddOutput(product);
   ASSERT_TRUE(InferShapes(graph).ok());
   proto::CppOptions options;
   options.set_simd(proto::CppOptions::NATIVE);
