@@ -55,6 +55,12 @@ static inline loom_f32v16 loom_load16(const float* p) {
 static inline void loom_store16(float* p, loom_f32v16 v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
+/* The two halves of eight lanes added. */
+static inline loom_f32v8 loom_half_sum16(loom_f32v16 v) {
+  loom_f32v8 halves[2];
+  __builtin_memcpy(halves, &v, sizeof v);
+  return halves[0] + halves[1];
+}
 #else
 /* Two halves of eight lanes: GCC keeps a generic vector wider than the
    target's registers in memory, and splits one of eight into registers. */
@@ -84,12 +90,11 @@ static inline void loom_store16(float* p, loom_f32v16 v) {
   __builtin_memcpy(p, &v.lo, sizeof v.lo);
   __builtin_memcpy(p + 8, &v.hi, sizeof v.hi);
 }
+static inline loom_f32v8 loom_half_sum16(loom_f32v16 v) { return v.lo + v.hi; }
 #endif
 /* The lanes' sum, halving the vector in a tree. */
 static inline float loom_sum16(loom_f32v16 v) {
-  loom_f32v8 halves[2];
-  __builtin_memcpy(halves, &v, sizeof v);
-  const loom_f32v8 eight = halves[0] + halves[1];
+  const loom_f32v8 eight = loom_half_sum16(v);
   loom_f32v4 quarters[2];
   __builtin_memcpy(quarters, &eight, sizeof eight);
   const loom_f32v4 four = quarters[0] + quarters[1];
@@ -149,11 +154,6 @@ static inline loom_f32v8 loom_fours8(loom_f32v8 a, loom_f32v8 b) {
 static inline loom_f32v8 loom_eights8(loom_f32v8 a, loom_f32v8 b) {
   return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) +
          __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
-}
-static inline loom_f32v8 loom_half_sum16(loom_f32v16 v) {
-  loom_f32v8 halves[2];
-  __builtin_memcpy(halves, &v, sizeof v);
-  return halves[0] + halves[1];
 }
 static inline loom_f32v8 loom_sums8x16(loom_f32v16 v0, loom_f32v16 v1, loom_f32v16 v2,
                                       loom_f32v16 v3, loom_f32v16 v4, loom_f32v16 v5,
