@@ -35,6 +35,8 @@ expect 2 "gen needs --kind" gen --out=$out/x.pbtxt
 
 expect 0 "check pass" run --model=examples/mlp.pbtxt --check
 expect 0 "check pass" run --model=examples/softmax.pbtxt --check --iters=3
+expect 0 "over 2 runs" run --model=examples/softmax.pbtxt --warmup=3 --iters=2
+expect 2 "--warmup must be at least 0, got -1" run --model=examples/softmax.pbtxt --warmup=-1
 expect 0 "buffers" compile --model=examples/mlp.pbtxt --report=$out/report.json --out_dir=$out/src
 for field in model pipeline target graph_nodes buffers kernels kernel_functions \
              passes frontend_seconds native_compile_seconds cache_hit; do

@@ -301,6 +301,10 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--iters must be at least 1, got ", options.iters));
   }
+  if (options.warmup < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--warmup must be at least 0, got ", options.warmup));
+  }
   if (options.check && !compiled.input_graph.has_value()) {
     return absl::FailedPreconditionError(
         "a check needs the model as imported: compile with keep_input_graph");
@@ -310,6 +314,11 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
       MakeInputs(graph, options.inputs_dir, options.seed);
   if (!inputs.ok()) return inputs.status();
 
+  for (int i = 0; i < options.warmup; ++i) {
+    const absl::Status status =
+        gpu != nullptr ? gpu->Execute(*inputs) : compiled.executable->Execute(*inputs);
+    if (!status.ok()) return status;
+  }
   std::vector<double> seconds;
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();

@@ -62,11 +62,12 @@ struct RunModelOptions {
   // (needs CompileOptions::keep_input_graph).
   bool check = false;
   int iters = 1;
+  int warmup = 0;          // untimed runs before the `iters` timed ones
   bool roofline = false;   // measure copy bandwidth in the same process
   uint64_t seed = 1;       // for random inputs
 };
 
-// Runs a compiled model `iters` times; fills the run fields of the report
+// Runs a compiled model `warmup` times untimed, then `iters` times; fills the run fields of the report
 // (check is "pass", "fail" or "skipped").
 absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options);
 

@@ -39,6 +39,7 @@ ABSL_FLAG(std::string, explain_fusion, "",
 ABSL_FLAG(std::string, inputs, "", "run: directory of <input>.bin raw input data");
 ABSL_FLAG(bool, check, false, "run: compare outputs with the reference interpreter");
 ABSL_FLAG(int, iters, 1, "run: how many times to run");
+ABSL_FLAG(int, warmup, 0, "run: untimed runs before the timed ones");
 ABSL_FLAG(bool, roofline, false, "run: measure copy bandwidth in the same process");
 ABSL_FLAG(std::string, kind, "", "gen: what to generate");
 ABSL_FLAG(int, layers, 1, "gen: layers");
@@ -65,7 +66,7 @@ constexpr char kUsage[] = R"(usage:
   loom compile --model=M [--pipeline=P] [--out_dir=D] [--report=R.json]
                [--dump_after=RE --dump_dir=D2]
   loom run     --model=M [--pipeline=P] [--inputs=DIR] [--check] [--iters=N]
-               [--roofline] [--report=R.json]
+               [--warmup=N] [--roofline] [--report=R.json]
   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
                --groups= --channels= --nodes= --seed=] --out=M
 )";
@@ -188,6 +189,7 @@ int Run() {
   options.inputs_dir = absl::GetFlag(FLAGS_inputs);
   options.check = absl::GetFlag(FLAGS_check);
   options.iters = absl::GetFlag(FLAGS_iters);
+  options.warmup = absl::GetFlag(FLAGS_warmup);
   options.roofline = absl::GetFlag(FLAGS_roofline);
   options.seed = absl::GetFlag(FLAGS_seed);
   if (absl::Status s = RunModel(*compiled, options); !s.ok()) return Fail(s);
