@@ -32,7 +32,8 @@ static inline int64_t loom_f2i64(double x) {
   return (int64_t)x;
 }
 
-/* Only inlined helpers pass these vectors, so the ABI note is moot. */
+/* Only this file's static helpers pass these vectors, so the ABI note is
+   moot. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float loom_f32v8 __attribute__((vector_size(32)));
 typedef float loom_f32v4 __attribute__((vector_size(16)));
@@ -237,7 +238,7 @@ static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
 #endif
 #if defined(__AVX512F__)
-static inline loom_f32v16 loom_tanh16(loom_f32v16 x) {
+static __attribute__((noinline)) loom_f32v16 loom_tanh16(loom_f32v16 x) {
   const loom_f32v16 u = x * x;
   loom_f32v16 p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
   p = p * u + 2.18694885361552028e-2f;
@@ -265,7 +266,7 @@ static inline loom_f32v16 loom_erf16(loom_f32v16 x) {
   return c * p / q;
 }
 #else
-static inline loom_f32v8 loom_tanh8(loom_f32v8 x) {
+static __attribute__((noinline)) loom_f32v8 loom_tanh8(loom_f32v8 x) {
   const loom_f32v8 u = x * x;
   loom_f32v8 p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
   p = p * u + 2.18694885361552028e-2f;
