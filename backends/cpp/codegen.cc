@@ -600,6 +600,10 @@ class KernelPrinter {
         key_(key) {}
 
   void Plan(const Kernel& kernel);
+  // In Print: how members run in explicit vectors (VectorizesExp,
+  // VectorizesExtreme, MatchMatVec and what follows from them). What the
+  // key holds decides these, so only a kernel printed needs them.
+  void PlanVectors(const Kernel& kernel);
   // After Plan: the buffers the parameters stand for, in order, and the key.
   const std::vector<BufferRef>& args() const { return args_; }
   absl::string_view key() const { return key_.bytes(); }
@@ -828,11 +832,6 @@ void KernelPrinter::Plan(const Kernel& kernel) {
     }
     store_refs_.push_back(store);
     KeyRef(store);
-    member_vectorizes_.push_back(VectorizesExp(node, static_cast<int>(m)));
-    vector_extreme_.push_back(VectorizesExtreme(node, static_cast<int>(m)));
-    vectorizes_ |= member_vectorizes_.back() || vector_extreme_.back();
-    Key(member_vectorizes_.back());
-    Key(vector_extreme_.back());
     if (node.ranges.size() == static_cast<size_t>(outer_loops_)) {
       const Ref::Kind kind = node.reduce == ReduceKind::kNone ? Ref::Kind::kTemp
                              : IsArgReduce(node.reduce)       ? Ref::Kind::kArg
@@ -842,13 +841,21 @@ void KernelPrinter::Plan(const Kernel& kernel) {
     }
     sum_from_variance_.push_back(SumsWhatTheVarianceRead(kernel, m));
     Key(sum_from_variance_.back());
-    sum_in_vector_loop_.push_back(SumsWhatTheVectorLoopStored(kernel, m));
-    Key(sum_in_vector_loop_.back());
   }
-  // Once every store is resolved (the stores themselves are in the key).
+}
+
+void KernelPrinter::PlanVectors(const Kernel& kernel) {
+  const bool alone = kernel.nodes.size() == 1;
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    member_vectorizes_.push_back(VectorizesExp(node, static_cast<int>(m)));
+    vector_extreme_.push_back(VectorizesExtreme(node, static_cast<int>(m)));
+    matvecs_.push_back(MatchMatVec(node, static_cast<int>(m), alone));
+    vectorizes_ |= member_vectorizes_.back() || vector_extreme_.back() || matvecs_.back();
+  }
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    sum_in_vector_loop_.push_back(SumsWhatTheVectorLoopStored(kernel, m));
     stores_alongside_.push_back(LaterStoresAlongside(kernel, m));
-    Key(stores_alongside_.back().size());
   }
 }
 
@@ -1752,13 +1759,8 @@ bool KernelPrinter::Splits(const ComputeNode& node) const {
 }
 
 std::string KernelPrinter::Print(const Kernel& kernel) {
-  // What the key holds decides these: found only for a kernel printed.
+  PlanVectors(kernel);
   const bool alone = kernel.nodes.size() == 1;
-  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
-    matvecs_.push_back(
-        MatchMatVec(program_.nodes[kernel.nodes[m]], static_cast<int>(m), alone));
-    vectorizes_ |= matvecs_.back().has_value();
-  }
   std::string params;
   for (size_t p = 0; p < args_.size(); ++p) {
     const char* type = CType(program_.buffers[args_[p].buffer].dtype);
