@@ -30,6 +30,11 @@ expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_p
 expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1
 expect 2 "bad value for --iters" run --model=$bad/good.pbtxt --iters=many
 expect 2 "unknown command 'compiel'" compiel
+expect 0 "loom compile --model=M" --help
+expect 0 "^  --warmup +run: untimed runs" run --help
+expect 0 "^  --seed +gen: random seed; run: seed" run --help
+expect 0 "^flags of compile:" compile --help
+expect 0 "usage:" help
 expect 2 "compile needs --model" compile
 expect 2 "gen needs --kind" gen --out=$out/x.pbtxt
 

@@ -9,6 +9,7 @@
 // Exit status: 0 success, 1 a --check mismatch, 2 bad input or usage,
 // 3 internal error.
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -27,7 +28,7 @@
 #include "tools/gen.h"
 
 ABSL_FLAG(std::string, model, "",
-          "model: a graph text proto (.pbtxt) or an ONNX model (.onnx)");
+          "the model: a graph text proto (.pbtxt) or an ONNX model (.onnx)");
 ABSL_FLAG(std::string, pipeline, "cpu", "built-in pipeline name or pipeline file");
 ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
 ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");
@@ -52,6 +53,7 @@ ABSL_FLAG(int, channels, 16, "gen: channels");
 ABSL_FLAG(int, nodes, 100, "gen: about how many nodes (random)");
 ABSL_FLAG(uint64_t, seed, 1, "gen: random seed; run: seed of random inputs");
 ABSL_FLAG(std::string, out, "", "gen: the model file to write");
+ABSL_FLAG(bool, help, false, "print the usage and the flags (of a command, after it)");
 
 namespace loom {
 namespace {
@@ -292,9 +294,34 @@ int Demo() {
   return passed == total ? kExitOk : kExitCheckFailed;
 }
 
+// The usage, then one line per flag of this file that `command` takes
+// (its help starts with "<command>:") or every command takes (no such
+// prefix); every flag for no command.
+std::string Help(const std::string& command) {
+  std::vector<std::string> lines;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (!absl::EndsWith(flag->Filename(), "tools/loom.cc")) continue;
+    const std::string help = flag->Help();
+    const size_t colon = help.find(": ");
+    const bool for_some = colon != std::string::npos && help.find(' ') > colon;
+    const bool for_command = absl::StartsWith(help, command + ":") ||
+                             absl::StrContains(help, absl::StrCat("; ", command, ":"));
+    if (!command.empty() && for_some && !for_command) continue;
+    lines.push_back(absl::StrFormat("  --%-15s %s (default: %s)", name, help,
+                                    flag->DefaultValue().empty() ? "none" : flag->DefaultValue()));
+  }
+  std::sort(lines.begin(), lines.end());
+  return absl::StrCat(kUsage, "flags", command.empty() ? "" : absl::StrCat(" of ", command),
+                      ":\n", absl::StrJoin(lines, "\n"), "\n");
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<std::vector<std::string>> positional = ParseFlags(argc, argv);
   if (!positional.ok()) return UsageError(positional.status().message());
+  if (absl::GetFlag(FLAGS_help)) {
+    std::cout << Help(positional->empty() ? "" : (*positional)[0]);
+    return kExitOk;
+  }
   if (positional->empty()) return Demo();
   if (positional->size() > 1) {
     return UsageError(absl::StrCat("unexpected argument '", (*positional)[1], "'"));
@@ -304,7 +331,7 @@ int Main(int argc, char** argv) {
   if (command == "run") return Run();
   if (command == "gen") return Gen();
   if (command == "help") {
-    std::cout << kUsage;
+    std::cout << Help("");
     return kExitOk;
   }
   return UsageError(absl::StrCat("unknown command '", command, "'"));
