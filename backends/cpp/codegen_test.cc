@@ -412,6 +412,12 @@ TEST(CodegenTest, AReductionOverOneLongRowSplitsOverTheThreads) {
   EXPECT_THAT(text, HasSubstr("#include <omp.h>"));
   EXPECT_THAT(text, HasSubstr("const int loom_split = omp_get_max_threads() > 1;"));
   EXPECT_THAT(text, HasSubstr("#pragma omp parallel for simd reduction(+:acc0) if(loom_split)"));
+  // The members are one function of the outer position, called from a
+  // serial loop when they split, so their parallel regions are never
+  // nested in the outer loop's.
+  EXPECT_THAT(text, HasSubstr("const auto loom_row = [&](int64_t x0) __attribute__((noinline)) {"));
+  EXPECT_THAT(text, HasSubstr("  if (loom_split) {\n    for (int64_t x0 = 0; x0 < 1; ++x0) {\n"
+                              "      loom_row(x0);\n    }\n  } else {\n"));
   options.set_openmp(false);
   EXPECT_THAT(EmitCpp(*program, *schedule, options).text, Not(HasSubstr("loom_split")));
 }
