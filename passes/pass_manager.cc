@@ -31,13 +31,6 @@ using google::protobuf::TextFormat;
 
 namespace pbio = google::protobuf::io;
 
-// The process's peak resident memory so far (getrusage: a cheap call, where
-// reading the current size from /proc would cost more than a small pass).
-int64_t PeakResidentBytes() {
-  rusage usage;
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
-  return int64_t{usage.ru_maxrss} * 1024;  // Linux reports KiB
-}
 
 // Tokenizer errors while re-reading text the parser has already reported on.
 class IgnoreErrors : public pbio::ErrorCollector {
@@ -226,6 +219,14 @@ absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path) {
   return pipeline;
 }
 
+// getrusage: a cheap call, where reading the current size from /proc would
+// cost more than a small pass.
+int64_t PeakResidentBytes() {
+  rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return int64_t{usage.ru_maxrss} * 1024;  // Linux reports KiB
+}
+
 absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline,
                                                  Module& module,
                                                  const RunOptions& options) {
@@ -246,6 +247,7 @@ absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline,
   std::vector<PassRun> runs;
   for (size_t i = 0; i < pipeline.passes.size(); ++i) {
     LoadedPipeline::Entry& entry = pipeline.passes[i];
+    if (options.before_pass) options.before_pass(entry.name);
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<bool> changed = entry.pass->Run(module);
     const std::chrono::duration<double> elapsed =

@@ -2,6 +2,7 @@
 #define LOOM_PASSES_PASS_MANAGER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,7 +62,12 @@ struct RunOptions {
   // program, else the graph.
   std::string dump_after;
   std::string dump_dir;
+  // Called with each pass's name before it runs (a progress line).
+  std::function<void(absl::string_view pass)> before_pass;
 };
+
+// The process's peak resident memory so far, in bytes.
+int64_t PeakResidentBytes();
 
 // Runs the passes in order on `module`, timing each. Errors read
 // "pass 'NAME' failed: <cause>" (the pass's own status code) or

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -195,9 +196,41 @@ absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
   return CompileGraph(*std::move(graph), options, start);
 }
 
+namespace {
+
+// CompileOptions::progress.
+class ProgressLine {
+ public:
+  ProgressLine(bool enabled, std::chrono::steady_clock::time_point start)
+      : enabled_(enabled), start_(start) {}
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  ~ProgressLine() {
+    if (shown_) std::fputs("\r\033[K", stderr);
+  }
+
+  void Stage(absl::string_view stage) {
+    const double seconds = SecondsSince(start_);
+    if (!enabled_ || seconds < 1.0) return;
+    shown_ = true;
+    std::fprintf(stderr, "\r\033[Kloom: %.*s, %.1f s, peak %lld MB",
+                 static_cast<int>(stage.size()), stage.data(), seconds,
+                 static_cast<long long>(PeakResidentBytes() >> 20));
+    std::fflush(stderr);
+  }
+
+ private:
+  const bool enabled_;
+  const std::chrono::steady_clock::time_point start_;
+  bool shown_ = false;
+};
+
+}  // namespace
+
 absl::StatusOr<CompiledModel> CompileGraph(
     Graph graph, const CompileOptions& options,
     std::chrono::steady_clock::time_point start) {
+  ProgressLine progress(options.progress, start);
   CompiledModel compiled;
   proto::Report& report = compiled.report;
   report.set_model(options.model);
@@ -213,6 +246,7 @@ absl::StatusOr<CompiledModel> CompileGraph(
   run_options.verify_each = options.verify_each;
   run_options.dump_after = options.dump_after;
   run_options.dump_dir = options.dump_dir;
+  run_options.before_pass = [&progress](absl::string_view pass) { progress.Stage(pass); };
   absl::StatusOr<std::vector<PassRun>> runs =
       RunPipeline(*pipeline, compiled.module, run_options);
   if (!runs.ok()) return runs.status();
@@ -270,6 +304,7 @@ absl::StatusOr<CompiledModel> CompileGraph(
   if (absl::Status s = CheckBuffersFitInMemory(module); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(options.model, ": ", s.message()));
   }
+  progress.Stage("native compile");
   // CUDA: NVRTC compiles for the device on the first run (no GPU needed here).
   if (module.source->language == "cuda") {
     absl::StatusOr<cuda::CudaExecutable> executable =

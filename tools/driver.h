@@ -35,6 +35,10 @@ struct CompileOptions {
   // reference of RunModelOptions::check: the pipeline's lowering consumes
   // the module's.
   bool keep_input_graph = false;
+  // Once the compile has run a second, one line on stderr naming its stage
+  // (each pass, then the native compile), its time so far and the peak
+  // memory, rewritten in place and erased at the end. For a terminal.
+  bool progress = false;
 };
 
 struct CompiledModel {

@@ -9,6 +9,8 @@
 // Exit status: 0 success, 1 a --check mismatch, 2 bad input or usage,
 // 3 internal error.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -54,6 +56,8 @@ ABSL_FLAG(int, nodes, 100, "gen: about how many nodes (random)");
 ABSL_FLAG(uint64_t, seed, 1, "gen: random seed; run: seed of random inputs");
 ABSL_FLAG(std::string, out, "", "gen: the model file to write");
 ABSL_FLAG(bool, help, false, "print the usage and the flags (of a command, after it)");
+ABSL_FLAG(bool, quiet, false,
+          "no progress line on a terminal (shown once a compile has run a second)");
 
 namespace loom {
 namespace {
@@ -66,7 +70,7 @@ constexpr int kExitInternal = 3;
 constexpr char kUsage[] = R"(usage:
   loom                      compile, run and check the built-in examples
   loom compile --model=M [--pipeline=P] [--out_dir=D] [--report=R.json]
-               [--dump_after=RE --dump_dir=D2]
+               [--dump_after=RE --dump_dir=D2] [--quiet]
   loom run     --model=M [--pipeline=P] [--inputs=DIR] [--check] [--iters=N]
                [--warmup=N] [--roofline] [--report=R.json]
   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
@@ -154,6 +158,7 @@ CompileOptions CompileOptionsFromFlags() {
   options.out_dir = absl::GetFlag(FLAGS_out_dir);
   options.dump_after = absl::GetFlag(FLAGS_dump_after);
   options.dump_dir = absl::GetFlag(FLAGS_dump_dir);
+  options.progress = !absl::GetFlag(FLAGS_quiet) && isatty(STDERR_FILENO);
   return options;
 }
 
