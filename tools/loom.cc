@@ -28,6 +28,7 @@
 #include "ir/graph_io.h"
 #include "tools/driver.h"
 #include "tools/gen.h"
+#include "tools/graph_dot.h"
 
 ABSL_FLAG(std::string, model, "",
           "the model: a graph text proto (.pbtxt) or an ONNX model (.onnx)");
@@ -36,6 +37,8 @@ ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
 ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");
 ABSL_FLAG(std::string, dump_after, "", "dump the IR after passes matching this re2 pattern");
 ABSL_FLAG(std::string, dump_dir, "", "directory for --dump_after");
+ABSL_FLAG(std::string, graph, "",
+          "compile: draw the fused schedule into this .dot file (.svg, .png or .pdf with Graphviz)");
 ABSL_FLAG(std::string, explain_fusion, "",
           "compile: print why compute node NODE did or did not fuse with each "
           "candidate neighbour");
@@ -70,7 +73,7 @@ constexpr int kExitInternal = 3;
 constexpr char kUsage[] = R"(usage:
   loom                      compile, run and check the built-in examples
   loom compile --model=M [--pipeline=P] [--out_dir=D] [--report=R.json]
-               [--dump_after=RE --dump_dir=D2] [--quiet]
+               [--dump_after=RE --dump_dir=D2] [--graph=G.dot|.svg|.png] [--quiet]
   loom run     --model=M [--pipeline=P] [--inputs=DIR] [--check] [--iters=N]
                [--warmup=N] [--roofline] [--report=R.json]
   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
@@ -175,6 +178,9 @@ int Compile() {
   if (absl::Status s = WriteReportIfAsked(compiled->report); !s.ok()) return Fail(s);
   if (const std::string node = absl::GetFlag(FLAGS_explain_fusion); !node.empty()) {
     std::cout << ExplainFusion(compiled->module, node);
+  }
+  if (const std::string graph = absl::GetFlag(FLAGS_graph); !graph.empty()) {
+    if (absl::Status s = WriteScheduleGraph(compiled->module, graph); !s.ok()) return Fail(s);
   }
   const proto::Report& r = compiled->report;
   std::cout << absl::StrFormat(

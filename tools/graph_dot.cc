@@ -1,0 +1,252 @@
+#include "tools/graph_dot.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "backends/cpp/subprocess.h"
+#include "ir/dtype.h"
+#include "ir/loop_ir.h"
+#include "ir/schedule.h"
+
+namespace loom {
+namespace {
+
+constexpr int kNodesListed = 10;  // per box; the rest are counted
+
+// `text` inside a double-quoted dot string, its lines left-aligned.
+std::string Quoted(absl::string_view text) {
+  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\l"}}),
+                      "\\l\"");
+}
+
+std::string Extents(const std::vector<int64_t>& extents) {
+  return absl::StrCat("[", absl::StrJoin(extents, ","), "]");
+}
+
+std::string Bytes(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 20)) return absl::StrCat(bytes >> 20, " MiB");
+  if (bytes >= 1024) return absl::StrCat(bytes >> 10, " KiB");
+  return absl::StrCat(bytes, " B");
+}
+
+std::string BufferText(const Buffer& buffer) {
+  return absl::StrCat(buffer.name, " ", DTypeName(buffer.dtype), Extents(buffer.sizes), " ",
+                      Bytes(NumElements(buffer.sizes) * DTypeSize(buffer.dtype)));
+}
+
+// What the code of function `name` in `text` does, read from the helpers it
+// calls and its pragmas.
+std::string CodeTraits(const std::string& text, const std::string& name) {
+  const size_t start = text.find(absl::StrCat(" ", name, "("));
+  if (start == std::string::npos) return "";
+  const size_t end = text.find("\n}\n", start);
+  const absl::string_view body(text.data() + start, (end == std::string::npos ? text.size() : end) - start);
+  std::vector<std::string> traits;
+  static constexpr std::pair<const char*, const char*> kMarkers[] = {
+      {"omp parallel", "threads"},        {"loom_load16", "explicit vectors"},
+      {"ivdep", "vector loops"},          {"omp simd", "vector loops"},
+      {"loom_matvec", "matrix-vector"},   {"dnnl_sgemm", "oneDNN gemm"},
+      {"cblas_dgemm", "CBLAS gemm"},      {"loom_stream16", "streaming stores"},
+  };
+  for (const auto& [marker, trait] : kMarkers) {
+    if (absl::StrContains(body, marker) && absl::c_find(traits, trait) == traits.end()) {
+      traits.push_back(trait);
+    }
+  }
+  return absl::StrJoin(traits, ", ");
+}
+
+std::string NodeText(const ComputeNode& node) {
+  std::string text = absl::StrCat(node.name, " ", Extents(node.ranges));
+  if (!node.reduction_ranges.empty()) {
+    absl::StrAppend(&text, " reduce ", Extents(node.reduction_ranges));
+  }
+  if (node.extern_op == ExternOp::kGemm) absl::StrAppend(&text, " (gemm call)");
+  return text;
+}
+
+// The kernels grouped by the function they call: one box each.
+struct Box {
+  std::string id;
+  std::vector<int> kernels;
+};
+
+}  // namespace
+
+std::string ScheduleDot(const Module& module) {
+  if (!module.loops.has_value() || !module.schedule.has_value()) {
+    return "digraph loom {\n  label=\"no schedule\";\n}\n";
+  }
+  const LoopProgram& program = *module.loops;
+  const Schedule& schedule = *module.schedule;
+  const GeneratedSource* source = module.source.has_value() ? &*module.source : nullptr;
+
+  // Boxes, and the box of every kernel and compute node.
+  std::map<int, int> box_of_function;
+  std::vector<Box> boxes;
+  std::vector<int> box_of_kernel(schedule.kernels.size());
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const bool launched = source != nullptr && k < source->launches.size();
+    // A kernel without a shared function (no source yet, or a library
+    // call) is a box of its own.
+    const int function = launched && source->launches.function[k] >= 0
+                             ? source->launches.function[k]
+                             : -1 - static_cast<int>(k);
+    auto [it, added] = box_of_function.try_emplace(function, static_cast<int>(boxes.size()));
+    if (added) boxes.push_back({absl::StrCat("k", k), {}});
+    boxes[it->second].kernels.push_back(static_cast<int>(k));
+    box_of_kernel[k] = it->second;
+  }
+  std::vector<int> box_of_node(program.nodes.size(), -1);
+  std::vector<int> box_of_writer(program.buffers.size(), -1);
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    for (int n : schedule.kernels[k].nodes) {
+      box_of_node[n] = box_of_kernel[k];
+      box_of_writer[program.nodes[n].output] = box_of_kernel[k];
+    }
+  }
+
+  std::string dot =
+      "digraph loom {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n"
+      "  edge [fontname=\"monospace\", fontsize=9];\n";
+  for (const Box& box : boxes) {
+    const Kernel& first = schedule.kernels[box.kernels.front()];
+    const ComputeNode& lead = program.nodes[first.nodes.front()];
+    std::string label;
+    if (source != nullptr && source->launches.size() > static_cast<size_t>(box.kernels.front()) &&
+        source->launches.function[box.kernels.front()] >= 0) {
+      const std::string& function =
+          source->functions[source->launches.function[box.kernels.front()]];
+      absl::StrAppend(&label, function);
+      const std::string traits = CodeTraits(source->text, function);
+      if (!traits.empty()) absl::StrAppend(&label, " (", traits, ")");
+    } else {
+      absl::StrAppend(&label, first.name);
+    }
+    if (box.kernels.size() > 1) absl::StrAppend(&label, ", called by ", box.kernels.size(), " kernels");
+    const std::vector<int64_t> outer(lead.ranges.begin(), lead.ranges.begin() + first.outer_loops);
+    absl::StrAppend(&label, "\nouter loops ", Extents(outer), ", ", first.nodes.size(), " nodes",
+                    first.internal.empty() ? "" : absl::StrCat(", ", first.internal.size(), " kept inside"));
+    for (int i = 0; i < static_cast<int>(first.nodes.size()) && i < kNodesListed; ++i) {
+      absl::StrAppend(&label, "\n  ", NodeText(program.nodes[first.nodes[i]]));
+    }
+    if (first.nodes.size() > kNodesListed) {
+      absl::StrAppend(&label, "\n  ... ", first.nodes.size() - kNodesListed, " more");
+    }
+    absl::StrAppend(&dot, "  ", box.id, " [label=", Quoted(label), "];\n");
+  }
+
+  // Buffers: from the box (or model input) that writes one to each box that
+  // reads it, several between the same two boxes as one edge.
+  std::map<std::pair<std::string, std::string>, std::vector<BufferId>> flows;
+  std::set<BufferId> inputs;
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const Kernel& kernel = schedule.kernels[k];
+    const std::string& to = boxes[box_of_kernel[k]].id;
+    for (int n : kernel.nodes) {
+      for (const ScalarOp& op : program.nodes[n].body) {
+        if (op.kind != ScalarOp::Kind::kLoad) continue;
+        const Buffer& buffer = program.buffers[op.buffer];
+        if (buffer.kind == BufferKind::kWeight) continue;
+        std::string from;
+        if (buffer.kind == BufferKind::kInput) {
+          from = absl::StrCat("in", op.buffer);
+          inputs.insert(op.buffer);
+        } else if (box_of_writer[op.buffer] >= 0 && boxes[box_of_writer[op.buffer]].id != to) {
+          from = boxes[box_of_writer[op.buffer]].id;
+        } else {
+          continue;
+        }
+        std::vector<BufferId>& buffers = flows[{from, to}];
+        if (absl::c_find(buffers, op.buffer) == buffers.end()) buffers.push_back(op.buffer);
+      }
+    }
+  }
+  for (BufferId b : inputs) {
+    absl::StrAppend(&dot, "  in", b, " [shape=ellipse, label=", Quoted(BufferText(program.buffers[b])),
+                    "];\n");
+  }
+  for (BufferId b : program.outputs) {
+    absl::StrAppend(&dot, "  out", b, " [shape=ellipse, label=", Quoted(BufferText(program.buffers[b])),
+                    "];\n");
+    if (box_of_writer[b] >= 0) flows[{boxes[box_of_writer[b]].id, absl::StrCat("out", b)}];
+  }
+  for (const auto& [ends, buffers] : flows) {
+    std::string label;
+    if (buffers.size() == 1) {
+      label = BufferText(program.buffers[buffers.front()]);
+    } else if (!buffers.empty()) {
+      int64_t bytes = 0;
+      for (BufferId b : buffers) {
+        bytes += NumElements(program.buffers[b].sizes) * DTypeSize(program.buffers[b].dtype);
+      }
+      label = absl::StrCat(buffers.size(), " buffers, ", Bytes(bytes));
+    }
+    absl::StrAppend(&dot, "  ", ends.first, " -> ", ends.second,
+                    label.empty() ? "" : absl::StrCat(" [label=", Quoted(label), "]"), ";\n");
+  }
+
+  // Refused fusions between boxes, one edge per pair of boxes and reason.
+  std::map<std::tuple<int, int, FusionReason>, int> refusals;
+  for (const FusionDecision& decision : schedule.decisions) {
+    if (decision.fused() || decision.producer < 0 || decision.consumer < 0) continue;
+    const int a = box_of_node[decision.producer], b = box_of_node[decision.consumer];
+    if (a < 0 || b < 0 || a == b) continue;
+    ++refusals[{a, b, decision.reason}];
+  }
+  for (const auto& [key, count] : refusals) {
+    const auto& [a, b, reason] = key;
+    const std::string label = absl::StrCat("not fused: ", FusionReasonText(reason),
+                                           count > 1 ? absl::StrCat(" (x", count, ")") : "");
+    absl::StrAppend(&dot, "  ", boxes[a].id, " -> ", boxes[b].id,
+                    " [style=dashed, color=gray40, fontcolor=gray40, constraint=false, label=",
+                    Quoted(label), "];\n");
+  }
+  absl::StrAppend(&dot, "}\n");
+  return dot;
+}
+
+absl::Status WriteScheduleGraph(const Module& module, const std::string& path) {
+  const size_t dot_at = path.rfind('.');
+  const std::string format = dot_at == std::string::npos ? "" : path.substr(dot_at + 1);
+  if (format != "dot" && format != "svg" && format != "png" && format != "pdf") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": --graph writes .dot, .svg, .png or .pdf, not '", format, "'"));
+  }
+  const std::string dot = ScheduleDot(module);
+  const std::string text_path = format == "dot" ? path : absl::StrCat(path, ".dot");
+  {
+    std::ofstream out(text_path, std::ios::binary);
+    out << dot;
+    if (!out.good()) return absl::InvalidArgumentError(absl::StrCat(text_path, ": cannot write"));
+  }
+  if (format == "dot") return absl::OkStatus();
+  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  absl::StatusOr<cpp::ProcessResult> rendered =
+      cpp::RunProcess({"dot", absl::StrCat("-T", format), text_path, "-o", path}, dir);
+  std::remove(text_path.c_str());
+  if (!rendered.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Graphviz's dot could not be run to draw ", path, " (install graphviz, or ask for a "
+        ".dot file): ", rendered.status().message()));
+  }
+  if (!rendered->Succeeded()) {
+    return absl::InternalError(absl::StrCat("dot failed drawing ", path, " (",
+                                            rendered->Ending(), "): ", rendered->output));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace loom
