@@ -95,9 +95,14 @@ std::vector<Tensor> MakeInputs(const Graph& graph,
   return inputs;
 }
 
-absl::StatusOr<std::vector<Tensor>> CompileAndRun(
-    Graph graph, const std::vector<Tensor>& inputs, const std::string& march) {
+absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
+                                                  const std::string& march,
+                                                  int64_t streaming_store_min_bytes) {
   std::string text = kPipeline;
+  absl::StrReplaceAll(
+      {{"streaming_store_min_bytes: 4096",
+        absl::StrCat("streaming_store_min_bytes: ", streaming_store_min_bytes)}},
+      &text);
   if (!march.empty()) {
     absl::StrReplaceAll({{"simd: NATIVE", absl::StrCat("simd: NATIVE march: \"", march, "\"")}},
                         &text);

@@ -55,9 +55,11 @@ std::vector<Tensor> MakeInputs(const Graph& graph,
 
 // Compiles `graph` through the whole CPU path, with a cache under
 // $TEST_TMPDIR, and runs it on `inputs`; the native code is for `march`
-// (CppOptions.march; empty: this machine).
-absl::StatusOr<std::vector<Tensor>> CompileAndRun(
-    Graph graph, const std::vector<Tensor>& inputs, const std::string& march = "");
+// (CppOptions.march; empty: this machine), and outputs of at least
+// `streaming_store_min_bytes` are streamed (CppOptions; -1: none).
+absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
+                                                  const std::string& march = "",
+                                                  int64_t streaming_store_min_bytes = 4096);
 
 // Infers shapes, then checks that the compiled graph's outputs match the
 // interpreter's: floats within 1e-5 + 1e-4 * |expected| (NaN where NaN is

@@ -97,7 +97,22 @@ static inline float loom_sum16(loom_f32v16 v) {
   const loom_f32v4 four = quarters[0] + quarters[1];
   return (four[0] + four[2]) + (four[1] + four[3]);
 }
-/* Lane by lane a > b ? a : b (a < b ? a : b), and whether a lane is NaN. */
+/* Lane by lane a > b ? a : b (a < b ? a : b): a NaN b comes out, a NaN a
+   does not. GCC keeps such a ternary of vectors a compare and a blend; the
+   instructions are the ternary's exact form. */
+#if defined(__AVX__)
+static inline loom_f32v8 loom_max8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_ia32_maxps256(a, b);
+}
+static inline loom_f32v8 loom_min8(loom_f32v8 a, loom_f32v8 b) {
+  return __builtin_ia32_minps256(a, b);
+}
+#else
+static inline loom_f32v8 loom_max8(loom_f32v8 a, loom_f32v8 b) { return a > b ? a : b; }
+static inline loom_f32v8 loom_min8(loom_f32v8 a, loom_f32v8 b) { return a < b ? a : b; }
+#endif
+/* Which lanes of a vector are NaN, as a mask that a loop ors together
+   (loom_nan_lanes16), and whether any is (loom_any16). */
 #if defined(__AVX512F__)
 static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
   return __builtin_ia32_maxps512_mask(a, b, b, (unsigned short)-1, 4);
@@ -105,21 +120,26 @@ static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
 static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
   return __builtin_ia32_minps512_mask(a, b, b, (unsigned short)-1, 4);
 }
-static inline int loom_nan16(loom_f32v16 v) {
+typedef unsigned short loom_nanmask16;
+static inline loom_nanmask16 loom_nan_lanes16(loom_f32v16 v) {
   return __builtin_ia32_cmpps512_mask(v, v, 3 /* unordered */, (unsigned short)-1, 4);
 }
+static inline int loom_any16(loom_nanmask16 m) { return m != 0; }
 #else
 static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
-  return {a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+  return {loom_max8(a.lo, b.lo), loom_max8(a.hi, b.hi)};
 }
 static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
-  return {a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+  return {loom_min8(a.lo, b.lo), loom_min8(a.hi, b.hi)};
 }
-/* The lanes' unordered-compare masks or-ed in a tree, as loom_sum16. */
-static inline int loom_nan16(loom_f32v16 v) {
-  const loom_i32v8 eight = (v.lo != v.lo) | (v.hi != v.hi);
+typedef loom_i32v8 loom_nanmask16;
+static inline loom_nanmask16 loom_nan_lanes16(loom_f32v16 v) {
+  return (v.lo != v.lo) | (v.hi != v.hi);
+}
+/* The mask's lanes or-ed in a tree, as loom_sum16. */
+static inline int loom_any16(loom_nanmask16 m) {
   loom_i32v4 quarters[2];
-  __builtin_memcpy(quarters, &eight, sizeof eight);
+  __builtin_memcpy(quarters, &m, sizeof m);
   const loom_i32v4 four = quarters[0] | quarters[1];
   return ((four[0] | four[2]) | (four[1] | four[3])) != 0;
 }
@@ -217,9 +237,10 @@ static inline loom_f32v8 loom_pow2i8(loom_i32v8 k) {
   return f;
 }
 static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
-  const loom_f32v8 lo = x > -104.0f ? x : -104.0f;
-  /* a NaN x fails both comparisons and comes out as itself at the end */
-  const loom_f32v8 c = lo < 89.0f ? lo : 89.0f;
+  const loom_f32v8 lo = {-104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f};
+  const loom_f32v8 hi = {89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f};
+  /* a NaN x passes both bounds, and every step after keeps it NaN */
+  const loom_f32v8 c = loom_min8(hi, loom_max8(lo, x));
   /* rounding to nearest even, as rintf: |c * log2(e)| < 2^22, so adding
      and subtracting 1.5 * 2^23 leaves the nearest integer */
   const loom_f32v8 n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
@@ -232,8 +253,7 @@ static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
   const loom_f32v8 e = (p * r + 1.0f) * r + 1.0f;
   const loom_i32v8 k = __builtin_convertvector(n, loom_i32v8);
   const loom_i32v8 half = k >> 1;
-  const loom_f32v8 y = e * loom_pow2i8(half) * loom_pow2i8(k - half);
-  return x != x ? x : y;
+  return e * loom_pow2i8(half) * loom_pow2i8(k - half);
 }
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
 #endif
