@@ -22,7 +22,7 @@ namespace loom {
 struct CompileOptions {
   std::string model;               // a .pbtxt graph or an .onnx model
   std::string pipeline = "cpu";    // a built-in name or a pipeline file
-  std::string out_dir;             // where to write the emitted source
+  std::string out_dir;             // where to write the emitted source and model.loom
   std::string dump_after;          // re2 pattern of passes to dump after
   std::string dump_dir;
   std::string cache_dir;           // empty: the runtime's default
@@ -74,6 +74,12 @@ struct RunModelOptions {
 // Runs a compiled model `warmup` times untimed, then `iters` times; fills the run fields of the report
 // (check is "pass", "fail" or "skipped").
 absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options);
+
+// `loom run` of an artifact (D/model.loom from `loom compile --out_dir=D`):
+// loads it without the compiler, runs it as RunModel does (no --check: an
+// artifact holds no reference) and fills the run fields of `report`.
+absl::Status RunArtifact(const std::string& path, const RunModelOptions& options,
+                         proto::Report& report);
 
 // The tolerances of --check for floating-point outputs: an element passes
 // when |actual - expected| <= kCheckAbsTolerance + kCheckRelTolerance *

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -193,11 +194,19 @@ int Compile() {
 }
 
 int Run() {
-  if (absl::GetFlag(FLAGS_model).empty()) return UsageError("run needs --model");
-  CompileOptions compile_options = CompileOptionsFromFlags();
-  compile_options.keep_input_graph = absl::GetFlag(FLAGS_check);
-  absl::StatusOr<CompiledModel> compiled = CompileModel(compile_options);
-  if (!compiled.ok()) return Fail(compiled.status());
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return UsageError("run needs --model");
+  const bool artifact = absl::EndsWith(model, ".loom");
+  std::optional<CompiledModel> compiled;
+  if (artifact) {
+    compiled.emplace();
+  } else {
+    CompileOptions compile_options = CompileOptionsFromFlags();
+    compile_options.keep_input_graph = absl::GetFlag(FLAGS_check);
+    absl::StatusOr<CompiledModel> compiled_now = CompileModel(compile_options);
+    if (!compiled_now.ok()) return Fail(compiled_now.status());
+    compiled.emplace(*std::move(compiled_now));
+  }
   RunModelOptions options;
   options.inputs_dir = absl::GetFlag(FLAGS_inputs);
   options.check = absl::GetFlag(FLAGS_check);
@@ -205,7 +214,11 @@ int Run() {
   options.warmup = absl::GetFlag(FLAGS_warmup);
   options.roofline = absl::GetFlag(FLAGS_roofline);
   options.seed = absl::GetFlag(FLAGS_seed);
-  if (absl::Status s = RunModel(*compiled, options); !s.ok()) return Fail(s);
+  if (absl::Status s = artifact ? RunArtifact(model, options, compiled->report)
+                                : RunModel(*compiled, options);
+      !s.ok()) {
+    return Fail(s);
+  }
   if (absl::Status s = WriteReportIfAsked(compiled->report); !s.ok()) return Fail(s);
   const proto::Report& r = compiled->report;
   std::cout << absl::StrFormat("%s: median %.3f ms over %d runs; check %s",

@@ -1,145 +1,62 @@
 #include "backends/cpp/executable.h"
 
-#include <cstddef>
-#include <cstdint>
+#include <cstring>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "scheduler/plan_memory.h"
+#include "backends/cpp/artifact.h"
 
 namespace loom::cpp {
-namespace {
 
-std::byte* AlignUp(std::byte* pointer) {
-  const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
-  const uintptr_t aligned =
-      (address + kArenaAlignment - 1) & ~uintptr_t{kArenaAlignment - 1};
-  return pointer + (aligned - address);
-}
-
-// A plan that places a temporary outside the arena is a broken invariant,
-// not something to run.
-absl::Status CheckPlan(const LoopProgram& program, const MemoryPlan& plan) {
-  if (plan.offsets.size() != program.buffers.size()) {
-    return absl::InternalError(absl::StrCat("the memory plan has ", plan.offsets.size(),
-                                            " offsets for ", program.buffers.size(),
-                                            " buffers"));
-  }
-  for (size_t id = 0; id < program.buffers.size(); ++id) {
-    const Buffer& buffer = program.buffers[id];
-    const int64_t offset = plan.offsets[id];
-    if (offset < 0) continue;
-    if (buffer.kind != BufferKind::kTemp || offset % kArenaAlignment != 0 ||
-        offset + BufferBytes(buffer) > plan.arena_bytes) {
-      return absl::InternalError(absl::StrCat(
-          "the memory plan puts buffer '", buffer.name, "' at offset ", offset,
-          " of an arena of ", plan.arena_bytes, " bytes"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
+CppExecutable::CppExecutable(Model model, bool cache_hit, double compile_seconds)
+    : model_(std::move(model)),
+      session_(model_.NewSession()),
+      cache_hit_(cache_hit),
+      compile_seconds_(compile_seconds) {}
 
 absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
                                                     std::string cache_dir) {
-  if (!module.loops.has_value() || !module.source.has_value() ||
-      module.source->language != "c++") {
-    return absl::FailedPreconditionError(
-        "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
-  }
-  NativeCompileOptions options;
-  options.flags = module.source->native_flags;
-  options.link_blas = module.source->calls_blas;
-  options.link_dnnl = module.source->calls_dnnl;
-  options.cache_dir = std::move(cache_dir);
-  absl::StatusOr<NativeLibrary> library = CompileAndLoad(module.source->text, options);
+  absl::StatusOr<NativeLibrary> library = CompileModule(module, cache_dir);
   if (!library.ok()) return library.status();
-  CppExecutable executable(*std::move(library));
-  for (const std::string& name : module.source->functions) {
-    absl::StatusOr<void*> function = executable.library_.Symbol(name);
-    if (!function.ok()) return function.status();
-    executable.functions_.push_back(reinterpret_cast<KernelFn>(*function));
-  }
-  executable.launches_ = module.source->launches;
-  const LoopProgram& program = *module.loops;
-  for (const Buffer& buffer : program.buffers) {
-    executable.element_bytes_.push_back(DTypeSize(buffer.dtype));
-  }
-  const MemoryPlan* plan = module.schedule.has_value() && module.schedule->memory.has_value()
-                               ? &*module.schedule->memory
-                               : nullptr;
-  if (plan != nullptr) {
-    if (absl::Status s = CheckPlan(program, *plan); !s.ok()) return s;
-    executable.arena_.resize(plan->arena_bytes + kArenaAlignment - 1);
-  }
-  for (const Buffer& buffer : program.buffers) {
-    if (buffer.kind == BufferKind::kInput ||
-        (plan != nullptr && buffer.kind == BufferKind::kTemp)) {
-      executable.storage_.emplace_back(DType::kF32, Shape{0});
-    } else if (buffer.kind == BufferKind::kWeight) {
-      executable.storage_.push_back(module.graph.initializer(buffer.source));
-    } else {
-      executable.storage_.emplace_back(buffer.dtype, buffer.sizes);
-    }
-  }
-  std::byte* const arena = AlignUp(executable.arena_.data());
-  for (BufferId id = 0; id < static_cast<BufferId>(program.buffers.size()); ++id) {
-    if (plan != nullptr && program.buffers[id].kind == BufferKind::kTemp) {
-      // Internal buffers (offset -1) get no storage: no kernel touches them.
-      const int64_t offset = plan->offsets[id];
-      executable.pointers_.push_back(offset < 0 ? nullptr : arena + offset);
-    } else {
-      executable.pointers_.push_back(executable.storage_[id].data());
-    }
-  }
-  executable.inputs_ = program.inputs;
-  for (BufferId id : program.inputs) {
-    executable.input_types_.push_back(
-        TensorType{program.buffers[id].dtype, program.buffers[id].sizes});
-  }
-  executable.outputs_ = program.outputs;
-  return executable;
+  absl::StatusOr<runtime::proto::Artifact> artifact =
+      MakeArtifact(module, *library, /*embed_kernels=*/false);
+  if (!artifact.ok()) return artifact.status();
+  const bool cache_hit = library->cache_hit();
+  const double compile_seconds = library->compile_seconds();
+  absl::StatusOr<Model> model = Model::Bind(*std::move(library), *artifact);
+  if (!model.ok()) return model.status();
+  return CppExecutable(*std::move(model), cache_hit, compile_seconds);
 }
 
-absl::StatusOr<std::vector<Tensor>> CppExecutable::Run(
-    absl::Span<const Tensor> inputs) {
+absl::StatusOr<std::vector<Tensor>> CppExecutable::Run(absl::Span<const Tensor> inputs) {
   if (absl::Status s = Execute(inputs); !s.ok()) return s;
   return Outputs();
 }
 
 std::vector<Tensor> CppExecutable::Outputs() const {
   std::vector<Tensor> outputs;
-  outputs.reserve(outputs_.size());
-  for (BufferId id : outputs_) outputs.push_back(storage_[id]);
+  outputs.reserve(model_.outputs().size());
+  for (size_t i = 0; i < model_.outputs().size(); ++i) {
+    const TensorInfo& info = model_.outputs()[i];
+    Tensor& tensor = outputs.emplace_back(info.dtype, info.shape);
+    std::memcpy(tensor.data(), session_.output(i), static_cast<size_t>(info.bytes()));
+  }
   return outputs;
 }
 
 absl::Status CppExecutable::Execute(absl::Span<const Tensor> inputs) {
-  if (inputs.size() != inputs_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the model takes ", inputs_.size(), " inputs, got ", inputs.size()));
+  const std::vector<TensorInfo>& expected = model_.inputs();
+  if (inputs.size() != expected.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the model takes ", expected.size(),
+                                                   " inputs, got ", inputs.size()));
   }
+  input_views_.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].type() != input_types_[i]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input #", i, " is ", TypeToString(inputs[i].type()),
-          ", the model expects ", TypeToString(input_types_[i])));
-    }
-    // Kernels only read inputs: the const_cast never leads to a write.
-    pointers_[inputs_[i]] = const_cast<void*>(inputs[i].data());
+    input_views_.push_back(
+        {expected[i].name, inputs[i].dtype(), inputs[i].shape(), inputs[i].data()});
   }
-  for (size_t i = 0; i < launches_.size(); ++i) {
-    arguments_.clear();
-    for (int a = launches_.arg_offsets[i]; a < launches_.arg_offsets[i + 1]; ++a) {
-      const BufferRef& arg = launches_.args[a];
-      char* const base = static_cast<char*>(pointers_[arg.buffer]);
-      arguments_.push_back(base == nullptr ? nullptr
-                                           : base + arg.offset * element_bytes_[arg.buffer]);
-    }
-    functions_[launches_.function[i]](arguments_.data());
-  }
-  return absl::OkStatus();
+  return session_.Run(input_views_);
 }
 
 }  // namespace loom::cpp

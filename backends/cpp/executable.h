@@ -9,15 +9,14 @@
 #include "backends/cpp/runtime.h"
 #include "ir/module.h"
 #include "ir/tensor.h"
+#include "runtime/model.h"
 
 namespace loom::cpp {
 
-// A compiled module, ready to run: the loaded shared object plus storage for
-// every buffer of the loop program (weights copied from the graph,
-// temporaries and outputs allocated once and reused by every Run). When the
-// schedule has a memory plan, the temporaries share one 64-byte-aligned
-// arena at the plan's offsets, and internal buffers get no storage (a null
-// pointer).
+// A compiled module, ready to run: its kernels compiled and loaded, bound
+// as a loom::Model (weights copied from the graph, temporaries in one
+// 64-byte-aligned arena at the memory plan's offsets) with one session whose
+// outputs every Run reuses.
 class CppExecutable {
  public:
   // Compiles module.source natively (through the runtime's cache) and binds
@@ -35,25 +34,18 @@ class CppExecutable {
   absl::Status Execute(absl::Span<const Tensor> inputs);
   std::vector<Tensor> Outputs() const;
 
-  bool cache_hit() const { return library_.cache_hit(); }
-  double compile_seconds() const { return library_.compile_seconds(); }
+  bool cache_hit() const { return cache_hit_; }
+  double compile_seconds() const { return compile_seconds_; }
+  const Model& model() const { return model_; }
 
  private:
-  using KernelFn = void (*)(void* const*);
-  explicit CppExecutable(NativeLibrary library) : library_(std::move(library)) {}
+  CppExecutable(Model model, bool cache_hit, double compile_seconds);
 
-  NativeLibrary library_;
-  std::vector<KernelFn> functions_;
-  LaunchTable launches_;
-  std::vector<int64_t> element_bytes_;  // per buffer
-  // One per buffer; inputs, and temporaries in the arena, stay empty.
-  std::vector<Tensor> storage_;
-  std::vector<std::byte> arena_;  // the plan's arena, with slack to align it
-  std::vector<void*> pointers_;  // each buffer's storage
-  std::vector<void*> arguments_;  // scratch: the addresses one launch receives
-  std::vector<BufferId> inputs_;
-  std::vector<TensorType> input_types_;
-  std::vector<BufferId> outputs_;
+  Model model_;
+  Model::Session session_;
+  bool cache_hit_ = false;
+  double compile_seconds_ = 0;
+  std::vector<InputTensor> input_views_;  // scratch of Execute
 };
 
 }  // namespace loom::cpp

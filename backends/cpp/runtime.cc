@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,24 +37,6 @@ using kernel_cache::WriteFileAtomically;
 
 absl::Status ErrnoError(absl::string_view operation, absl::string_view path) {
   return absl::ErrnoToStatus(errno, absl::StrCat(operation, " ", path));
-}
-
-// This machine's instruction-set extensions ("flags" on x86, "Features" on
-// Arm): code built with -march=native is only valid on a CPU that has them,
-// and a cache dir may be shared between machines (an NFS home).
-const std::string& HostCpuFeatures() {
-  static const std::string* const features = [] {
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(cpuinfo, line)) {
-      if (absl::StartsWith(line, "flags") ||
-          absl::StartsWith(line, "Features")) {
-        return new std::string(line);
-      }
-    }
-    return new std::string();
-  }();
-  return *features;
 }
 
 bool AsksForNativeCode(const std::vector<std::string>& command) {
@@ -118,8 +101,8 @@ absl::Status PinOpenMpRuntime() {
 // kernels and thread-local buffers alive between calls; like the OpenMP
 // runtime they stay loaded for the whole process (a failure here shows when
 // the kernel library loads).
-void PinCalledLibraries(const CompilerCommand& compiler) {
-  for (const std::string& library : compiler.libraries) {
+void PinCalledLibraries(const std::vector<std::string>& libraries) {
+  for (const std::string& library : libraries) {
     if (absl::StartsWith(library, "-")) continue;
     dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   }
@@ -206,6 +189,24 @@ absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
 
 }  // namespace
 
+// This machine's instruction-set extensions ("flags" on x86, "Features" on
+// Arm): code built with -march=native is only valid on a CPU that has them,
+// and a cache dir may be shared between machines (an NFS home).
+const std::string& HostCpuFeatures() {
+  static const std::string* const features = [] {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line)) {
+      if (absl::StartsWith(line, "flags") ||
+          absl::StartsWith(line, "Features")) {
+        return new std::string(line);
+      }
+    }
+    return new std::string();
+  }();
+  return *features;
+}
+
 absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
   return LibraryLinkArgs(
       "LOOM_BLAS",
@@ -230,6 +231,34 @@ std::vector<std::string> DefaultCompileFlags() {
           "-shared", "-fno-math-errno", "-std=c++17"};
 }
 
+
+absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool openmp,
+                                               const std::vector<std::string>& libraries,
+                                               absl::string_view name) {
+  if (openmp) {
+    if (absl::Status status = PinOpenMpRuntime(); !status.ok()) return status;
+  }
+  PinCalledLibraries(libraries);
+  const int fd = memfd_create("loom-kernels", MFD_CLOEXEC);
+  if (fd < 0) return ErrnoError("memfd_create for the kernels of", name);
+  for (size_t written = 0; written < bytes.size();) {
+    const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      absl::Status status = ErrnoError("writing the kernels of", name);
+      close(fd);
+      return status;
+    }
+    written += static_cast<size_t>(n);
+  }
+  absl::StatusOr<void*> handle = Load(absl::StrCat("/proc/self/fd/", fd));
+  close(fd);
+  if (!handle.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the kernels of ", name, " cannot be loaded: ", handle.status().message()));
+  }
+  return NativeLibrary(*handle, std::string(name), false, 0);
+}
 
 NativeLibrary::NativeLibrary(void* handle, std::string path, bool cache_hit,
                              double compile_seconds)
@@ -296,7 +325,7 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
   }
   absl::StatusOr<CompilerCommand> command = MakeCompilerCommand(options);
   if (!command.ok()) return command.status();
-  PinCalledLibraries(*command);
+  PinCalledLibraries(command->libraries);
   const std::string base =
       absl::StrCat(options.cache_dir, "/", CacheKey(source, *command));
   const std::string library_path = base + ".so";

@@ -69,6 +69,9 @@ class NativeLibrary {
  private:
   friend absl::StatusOr<NativeLibrary> CompileAndLoad(
       std::string_view source, const NativeCompileOptions& options);
+  friend absl::StatusOr<NativeLibrary> LoadSharedObject(
+      absl::string_view bytes, bool openmp, const std::vector<std::string>& libraries,
+      absl::string_view name);
   NativeLibrary(void* handle, std::string path, bool cache_hit,
                 double compile_seconds);
   void Close();
@@ -89,6 +92,19 @@ class NativeLibrary {
 // naming it.
 absl::StatusOr<NativeLibrary> CompileAndLoad(
     std::string_view source, const NativeCompileOptions& options);
+
+// Loads a shared object from memory (`bytes`, such as an artifact's
+// kernels), after the OpenMP runtime when `openmp` and the `libraries` it
+// calls (link arguments, as BlasLinkArgs gives them), all kept loaded for
+// the whole process as CompileAndLoad keeps them. `name` names it in errors
+// and is its path().
+absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool openmp,
+                                               const std::vector<std::string>& libraries,
+                                               absl::string_view name);
+
+// This machine's instruction-set extensions (the "flags" line of
+// /proc/cpuinfo on x86, "Features" on Arm).
+const std::string& HostCpuFeatures();
 
 // 128-bit FNV-1a of `data` as 32 lower-case hex digits (names cache files).
 using kernel_cache::ContentHash;

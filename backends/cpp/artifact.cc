@@ -1,0 +1,176 @@
+#include "backends/cpp/artifact.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/algorithm/container.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/model.h"
+#include "scheduler/plan_memory.h"
+
+namespace loom::cpp {
+namespace {
+
+namespace rproto = runtime::proto;
+
+// A plan that places a temporary outside the arena is a broken invariant,
+// not something to run.
+absl::Status CheckPlan(const LoopProgram& program, const MemoryPlan& plan) {
+  if (plan.offsets.size() != program.buffers.size()) {
+    return absl::InternalError(absl::StrCat("the memory plan has ", plan.offsets.size(),
+                                            " offsets for ", program.buffers.size(),
+                                            " buffers"));
+  }
+  for (size_t id = 0; id < program.buffers.size(); ++id) {
+    const Buffer& buffer = program.buffers[id];
+    const int64_t offset = plan.offsets[id];
+    if (offset < 0) continue;
+    if (buffer.kind != BufferKind::kTemp || offset % kArenaAlignment != 0 ||
+        offset + BufferBytes(buffer) > plan.arena_bytes) {
+      return absl::InternalError(absl::StrCat(
+          "the memory plan puts buffer '", buffer.name, "' at offset ", offset,
+          " of an arena of ", plan.arena_bytes, " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream contents;
+  contents << file.rdbuf();
+  return contents.str();
+}
+
+rproto::Buffer::Kind KindOf(const Buffer& buffer, const MemoryPlan* plan, BufferId id) {
+  switch (buffer.kind) {
+    case BufferKind::kInput:
+      return rproto::Buffer::INPUT;
+    case BufferKind::kWeight:
+      return rproto::Buffer::WEIGHT;
+    case BufferKind::kOutput:
+      return rproto::Buffer::OUTPUT;
+    case BufferKind::kTemp:
+      break;
+  }
+  if (plan == nullptr) return rproto::Buffer::TEMP;
+  // Internal buffers (offset -1) get no storage: no kernel touches them.
+  return plan->offsets[id] < 0 ? rproto::Buffer::NONE : rproto::Buffer::ARENA;
+}
+
+void AddSpec(const Graph& graph, ValueId value, BufferId buffer,
+             google::protobuf::RepeatedPtrField<rproto::TensorSpec>& specs,
+             const LoopProgram& program) {
+  rproto::TensorSpec& spec = *specs.Add();
+  spec.set_name(graph.value(value).name);
+  spec.set_dtype(std::string(DTypeName(program.buffers[buffer].dtype)));
+  for (int64_t d : program.buffers[buffer].sizes) spec.add_shape(d);
+  spec.set_buffer(buffer);
+}
+
+}  // namespace
+
+absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::string& cache_dir) {
+  if (!module.loops.has_value() || !module.source.has_value() ||
+      module.source->language != "c++") {
+    return absl::FailedPreconditionError(
+        "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
+  }
+  NativeCompileOptions options;
+  options.flags = module.source->native_flags;
+  options.link_blas = module.source->calls_blas;
+  options.link_dnnl = module.source->calls_dnnl;
+  options.cache_dir = cache_dir;
+  return CompileAndLoad(module.source->text, options);
+}
+
+absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, const NativeLibrary& library,
+                                              bool embed_kernels) {
+  if (!module.loops.has_value() || !module.source.has_value()) {
+    return absl::FailedPreconditionError("the module has no loops or no source");
+  }
+  const LoopProgram& program = *module.loops;
+  const GeneratedSource& source = *module.source;
+  const MemoryPlan* plan = module.schedule.has_value() && module.schedule->memory.has_value()
+                               ? &*module.schedule->memory
+                               : nullptr;
+  if (plan != nullptr) {
+    if (absl::Status s = CheckPlan(program, *plan); !s.ok()) return s;
+  }
+  rproto::Artifact artifact;
+  artifact.set_model_name(module.graph.name);
+  if (embed_kernels) {
+    absl::StatusOr<std::string> bytes = ReadFile(library.path());
+    if (!bytes.ok()) return bytes.status();
+    artifact.set_shared_object(*std::move(bytes));
+  }
+  for (const std::string& flag : source.native_flags) artifact.add_native_flags(flag);
+  if (absl::c_any_of(source.native_flags,
+                     [](const std::string& f) { return absl::EndsWith(f, "=native"); })) {
+    artifact.set_cpu_features(HostCpuFeatures());
+  }
+  for (const auto& [wanted, link_args] :
+       {std::pair{source.calls_dnnl, &DnnlLinkArgs}, std::pair{source.calls_blas, &BlasLinkArgs}}) {
+    if (!wanted) continue;
+    absl::StatusOr<std::vector<std::string>> args = link_args();
+    if (!args.ok()) return args.status();
+    for (const std::string& arg : *args) artifact.add_libraries(arg);
+  }
+  for (const std::string& name : source.functions) artifact.add_functions(name);
+  artifact.set_arena_bytes(plan != nullptr ? plan->arena_bytes : 0);
+  for (BufferId id = 0; id < static_cast<BufferId>(program.buffers.size()); ++id) {
+    const Buffer& buffer = program.buffers[id];
+    rproto::Buffer& out = *artifact.add_buffers();
+    out.set_name(buffer.name);
+    out.set_kind(KindOf(buffer, plan, id));
+    out.set_dtype(std::string(DTypeName(buffer.dtype)));
+    out.set_elements(NumElements(buffer.sizes));
+    if (out.kind() == rproto::Buffer::ARENA) out.set_arena_offset(plan->offsets[id]);
+    if (out.kind() == rproto::Buffer::WEIGHT) {
+      const Tensor& weight = module.graph.initializer(buffer.source);
+      out.set_data(weight.data(), weight.num_elements() * DTypeSize(weight.dtype()));
+    }
+  }
+  const LaunchTable& launches = source.launches;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    if (launches.IsGemm(i)) {
+      return absl::UnimplementedError("the C++ runtime runs no library-call launches");
+    }
+    rproto::Launch& launch = *artifact.add_launches();
+    launch.set_function(launches.function[i]);
+    for (int a = launches.arg_offsets[i]; a < launches.arg_offsets[i + 1]; ++a) {
+      const BufferRef& arg = launches.args[a];
+      launch.add_buffer(arg.buffer);
+      launch.add_offset(arg.offset * DTypeSize(program.buffers[arg.buffer].dtype));
+    }
+  }
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    AddSpec(module.graph, module.graph.inputs()[i], program.inputs[i], *artifact.mutable_inputs(),
+            program);
+  }
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    AddSpec(module.graph, module.graph.outputs()[i], program.outputs[i],
+            *artifact.mutable_outputs(), program);
+  }
+  return artifact;
+}
+
+absl::Status WriteArtifact(const Module& module, const std::string& cache_dir,
+                           const std::string& path) {
+  absl::StatusOr<NativeLibrary> library = CompileModule(module, cache_dir);
+  if (!library.ok()) return library.status();
+  absl::StatusOr<rproto::Artifact> artifact = MakeArtifact(module, *library, true);
+  if (!artifact.ok()) return artifact.status();
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << Model::Serialize(*artifact);
+  file.close();
+  if (!file) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write the artifact"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace loom::cpp

@@ -1,0 +1,456 @@
+#include "runtime/model.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "backends/common/kernel_cache.h"
+
+namespace loom {
+namespace {
+
+namespace rproto = runtime::proto;
+
+constexpr char kMagic[] = "loom-artifact";
+constexpr int64_t kAlignment = 64;  // the arena's and every buffer's
+
+using KernelFn = void (*)(void* const*);
+
+// 64-byte aligned bytes, zeroed.
+struct AlignedBytes {
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte[], Free> bytes;
+
+  static AlignedBytes Zeroed(int64_t size) {
+    const size_t rounded = static_cast<size_t>((size + kAlignment - 1) / kAlignment * kAlignment);
+    AlignedBytes result;
+    result.bytes.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)));
+    if (result.bytes != nullptr) std::memset(result.bytes.get(), 0, rounded);
+    return result;
+  }
+  std::byte* get() const { return bytes.get(); }
+};
+
+std::string ShapeString(absl::Span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+std::string TypeString(DType dtype, absl::Span<const int64_t> shape) {
+  return absl::StrCat(DTypeName(dtype), ShapeString(shape));
+}
+
+bool MultiplyChecked(int64_t a, int64_t b, int64_t& product) {
+  return !__builtin_mul_overflow(a, b, &product);
+}
+
+}  // namespace
+
+int64_t TensorInfo::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t TensorInfo::bytes() const { return elements() * DTypeSize(dtype); }
+
+// What every context of one model shares: the kernels, the launch table,
+// the weights and the interface. Immutable once built.
+struct Model::Shared {
+  cpp::NativeLibrary library;
+  std::string name;
+  std::vector<KernelFn> functions;
+  std::vector<int32_t> launch_function;
+  std::vector<int32_t> arg_offsets = {0};
+  std::vector<int32_t> arg_buffer;
+  std::vector<int64_t> arg_byte_offset;
+  std::vector<rproto::Buffer::Kind> kinds;
+  std::vector<int64_t> bytes;         // per buffer
+  std::vector<int64_t> arena_offset;  // per buffer (ARENA only)
+  std::vector<AlignedBytes> weights;  // per buffer (WEIGHT only)
+  int64_t arena_bytes = 0;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<int32_t> input_buffers, output_buffers;
+
+  explicit Shared(cpp::NativeLibrary lib) : library(std::move(lib)) {}
+};
+
+// One execution's storage: the arena, the temporaries and outputs, and the
+// address of every buffer.
+class Model::Context {
+ public:
+  explicit Context(const Shared& shared) : shared_(shared) {
+    arena_ = AlignedBytes::Zeroed(std::max<int64_t>(shared.arena_bytes, 1));
+    const size_t n = shared.kinds.size();
+    own_.resize(n);
+    pointers_.assign(n, nullptr);
+    for (size_t b = 0; b < n; ++b) {
+      switch (shared.kinds[b]) {
+        case rproto::Buffer::TEMP:
+        case rproto::Buffer::OUTPUT:
+          own_[b] = AlignedBytes::Zeroed(std::max<int64_t>(shared.bytes[b], 1));
+          pointers_[b] = own_[b].get();
+          break;
+        case rproto::Buffer::ARENA:
+          pointers_[b] = arena_.get() + shared.arena_offset[b];
+          break;
+        case rproto::Buffer::WEIGHT:
+          pointers_[b] = shared.weights[b].get();
+          break;
+        case rproto::Buffer::INPUT:
+        case rproto::Buffer::NONE:
+        default:
+          break;
+      }
+    }
+    own_pointers_ = pointers_;
+    arguments_.reserve(shared.arg_buffer.size());
+  }
+
+  // Binds the inputs and the outputs (`outputs[i]` null: the context's own)
+  // and runs every launch.
+  void Execute(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      // Kernels only read inputs: the const_cast never leads to a write.
+      pointers_[shared_.input_buffers[i]] = const_cast<void*>(inputs[i]);
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int32_t b = shared_.output_buffers[i];
+      if (shared_.kinds[b] == rproto::Buffer::OUTPUT) {
+        pointers_[b] = outputs[i] != nullptr ? outputs[i] : own_pointers_[b];
+      }
+    }
+    for (size_t l = 0; l < shared_.launch_function.size(); ++l) {
+      arguments_.clear();
+      for (int32_t a = shared_.arg_offsets[l]; a < shared_.arg_offsets[l + 1]; ++a) {
+        char* const base = static_cast<char*>(pointers_[shared_.arg_buffer[a]]);
+        arguments_.push_back(base == nullptr ? nullptr : base + shared_.arg_byte_offset[a]);
+      }
+      shared_.functions[shared_.launch_function[l]](arguments_.data());
+    }
+    // An output that is not an output buffer of its own (an input or a
+    // weight the graph returns) is copied.
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int32_t b = shared_.output_buffers[i];
+      if (outputs[i] != nullptr && pointers_[b] != outputs[i]) {
+        std::memcpy(outputs[i], pointers_[b], static_cast<size_t>(shared_.bytes[b]));
+      }
+    }
+  }
+
+  const void* output(size_t i) const { return pointers_[shared_.output_buffers[i]]; }
+
+ private:
+  const Shared& shared_;
+  AlignedBytes arena_;
+  std::vector<AlignedBytes> own_;
+  std::vector<void*> pointers_, own_pointers_;
+  std::vector<void*> arguments_;
+};
+
+// Contexts free for the next Run.
+struct Model::Pool {
+  absl::Mutex mutex;
+  std::vector<std::unique_ptr<Context>> free ABSL_GUARDED_BY(mutex);
+};
+
+struct Model::Session::State {
+  std::shared_ptr<const Shared> shared;
+  std::unique_ptr<Context> context;
+  std::vector<const void*> input_pointers;
+};
+
+namespace {
+
+absl::StatusOr<DType> DTypeOf(const std::string& name, absl::string_view what) {
+  absl::StatusOr<DType> dtype = DTypeFromName(name);
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has an unknown element type '", name, "'"));
+  }
+  return *dtype;
+}
+
+// The checks of the caller's tensors against the model's, by name.
+template <typename Tensor>
+absl::StatusOr<std::vector<int>> MatchByName(absl::Span<const Tensor> given,
+                                             const std::vector<TensorInfo>& expected,
+                                             absl::string_view what, bool all_required) {
+  std::vector<int> slot_of(expected.size(), -1);
+  for (size_t g = 0; g < given.size(); ++g) {
+    const Tensor& tensor = given[g];
+    size_t e = 0;
+    while (e < expected.size() && expected[e].name != tensor.name) ++e;
+    if (e == expected.size()) {
+      std::vector<std::string> names;
+      for (const TensorInfo& info : expected) names.push_back(info.name);
+      return absl::InvalidArgumentError(absl::StrCat("the model has no ", what, " '",
+                                                     tensor.name, "' (its ", what, "s: ",
+                                                     absl::StrJoin(names, ", "), ")"));
+    }
+    if (slot_of[e] >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " '", tensor.name, "' is given twice"));
+    }
+    const TensorInfo& info = expected[e];
+    if (tensor.dtype != info.dtype || tensor.shape != absl::MakeConstSpan(info.shape)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " '", tensor.name, "' is ", TypeString(tensor.dtype, tensor.shape),
+          ", the model's is ", TypeString(info.dtype, info.shape)));
+    }
+    if (tensor.data == nullptr && info.bytes() > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " '", tensor.name, "' has no data (a null pointer)"));
+    }
+    slot_of[e] = static_cast<int>(g);
+  }
+  if (all_required) {
+    for (size_t e = 0; e < expected.size(); ++e) {
+      if (slot_of[e] < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the model's ", what, " '", expected[e].name, "' is not given"));
+      }
+    }
+  }
+  return slot_of;
+}
+
+absl::StatusOr<TensorInfo> InfoOf(const rproto::TensorSpec& spec, int buffers,
+                                  absl::string_view what) {
+  TensorInfo info;
+  info.name = spec.name();
+  absl::StatusOr<DType> dtype = DTypeOf(spec.dtype(), absl::StrCat(what, " '", spec.name(), "'"));
+  if (!dtype.ok()) return dtype.status();
+  info.dtype = *dtype;
+  info.shape.assign(spec.shape().begin(), spec.shape().end());
+  if (spec.buffer() < 0 || spec.buffer() >= buffers) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", spec.name(), "' names buffer ",
+                                                   spec.buffer(), " of ", buffers));
+  }
+  return info;
+}
+
+}  // namespace
+
+std::string Model::Serialize(const rproto::Artifact& artifact) {
+  rproto::ArtifactFile file;
+  file.set_magic(kMagic);
+  file.set_format_version(kArtifactFormatVersion);
+  file.set_payload(artifact.SerializeAsString());
+  file.set_payload_hash(kernel_cache::ContentHash(file.payload()));
+  return file.SerializeAsString();
+}
+
+absl::StatusOr<Model> Model::Load(const std::string& path) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) return absl::NotFoundError(absl::StrCat(path, ": cannot be read (no such file?)"));
+  std::stringstream contents;
+  contents << stream.rdbuf();
+  if (stream.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  rproto::ArtifactFile file;
+  if (!file.ParseFromString(contents.str()) || file.magic() != kMagic) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a loom artifact (truncated or corrupt?)"));
+  }
+  if (file.format_version() != kArtifactFormatVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": artifact format ", file.format_version(), ", this loom reads format ",
+        kArtifactFormatVersion, " only: compile the model again with this loom"));
+  }
+  rproto::Artifact artifact;
+  if (kernel_cache::ContentHash(file.payload()) != file.payload_hash() ||
+      !artifact.ParseFromString(file.payload())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the artifact is damaged (its checksum does not match)"));
+  }
+  absl::StatusOr<Model> model = FromArtifact(artifact);
+  if (!model.ok()) {
+    return absl::Status(model.status().code(),
+                        absl::StrCat(path, ": ", model.status().message()));
+  }
+  return model;
+}
+
+absl::StatusOr<Model> Model::FromArtifact(const rproto::Artifact& artifact) {
+  if (!artifact.cpu_features().empty() &&
+      artifact.cpu_features() != cpp::HostCpuFeatures()) {
+    return absl::FailedPreconditionError(
+        "the kernels were compiled for the native instruction set of another CPU "
+        "(codegen-cpp march: native); compile them here, or for a named target "
+        "(march: \"x86-64-v3\")");
+  }
+  bool openmp = false;
+  for (const std::string& flag : artifact.native_flags()) openmp |= flag == "-fopenmp";
+  const std::vector<std::string> libraries(artifact.libraries().begin(),
+                                           artifact.libraries().end());
+  absl::StatusOr<cpp::NativeLibrary> library =
+      cpp::LoadSharedObject(artifact.shared_object(), openmp, libraries,
+                            absl::StrCat("model '", artifact.model_name(), "'"));
+  if (!library.ok()) return library.status();
+  return Bind(*std::move(library), artifact);
+}
+
+absl::StatusOr<Model> Model::Bind(cpp::NativeLibrary library, const rproto::Artifact& artifact) {
+  auto shared = std::make_shared<Shared>(std::move(library));
+  shared->name = artifact.model_name();
+  for (const std::string& name : artifact.functions()) {
+    absl::StatusOr<void*> function = shared->library.Symbol(name);
+    if (!function.ok()) return function.status();
+    shared->functions.push_back(reinterpret_cast<KernelFn>(*function));
+  }
+  shared->arena_bytes = artifact.arena_bytes();
+  if (shared->arena_bytes < 0) return absl::InvalidArgumentError("negative arena size");
+  const int buffers = artifact.buffers_size();
+  for (const rproto::Buffer& buffer : artifact.buffers()) {
+    absl::StatusOr<DType> dtype = DTypeOf(buffer.dtype(), absl::StrCat("buffer '", buffer.name(), "'"));
+    if (!dtype.ok()) return dtype.status();
+    int64_t bytes = 0;
+    if (buffer.elements() < 0 || !MultiplyChecked(buffer.elements(), DTypeSize(*dtype), bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer '", buffer.name(), "' has ", buffer.elements(), " elements"));
+    }
+    shared->kinds.push_back(buffer.kind());
+    shared->bytes.push_back(bytes);
+    shared->arena_offset.push_back(buffer.arena_offset());
+    AlignedBytes weight;
+    if (buffer.kind() == rproto::Buffer::ARENA &&
+        (buffer.arena_offset() < 0 || buffer.arena_offset() % kAlignment != 0 ||
+         buffer.arena_offset() > shared->arena_bytes - bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer '", buffer.name(),
+                                                     "' lies outside the arena"));
+    }
+    if (buffer.kind() == rproto::Buffer::WEIGHT) {
+      if (static_cast<int64_t>(buffer.data().size()) != bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("weight '", buffer.name(), "' has ",
+                                                       buffer.data().size(), " bytes, not ",
+                                                       bytes));
+      }
+      weight = AlignedBytes::Zeroed(std::max<int64_t>(bytes, 1));
+      if (weight.get() == nullptr) return absl::ResourceExhaustedError("out of memory");
+      std::memcpy(weight.get(), buffer.data().data(), buffer.data().size());
+    }
+    shared->weights.push_back(std::move(weight));
+  }
+  for (const rproto::Launch& launch : artifact.launches()) {
+    if (launch.function() < 0 || launch.function() >= artifact.functions_size() ||
+        launch.buffer_size() != launch.offset_size()) {
+      return absl::InvalidArgumentError("a launch names no function of the artifact");
+    }
+    shared->launch_function.push_back(launch.function());
+    for (int a = 0; a < launch.buffer_size(); ++a) {
+      const int32_t b = launch.buffer(a);
+      if (b < 0 || b >= buffers || launch.offset(a) < 0 || launch.offset(a) > shared->bytes[b]) {
+        return absl::InvalidArgumentError("a launch's argument lies outside its buffers");
+      }
+      shared->arg_buffer.push_back(b);
+      shared->arg_byte_offset.push_back(launch.offset(a));
+    }
+    shared->arg_offsets.push_back(static_cast<int32_t>(shared->arg_buffer.size()));
+  }
+  for (const rproto::TensorSpec& spec : artifact.inputs()) {
+    absl::StatusOr<TensorInfo> info = InfoOf(spec, buffers, "input");
+    if (!info.ok()) return info.status();
+    if (info->bytes() != shared->bytes[spec.buffer()]) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name(), "' does not fit its buffer"));
+    }
+    shared->inputs.push_back(*std::move(info));
+    shared->input_buffers.push_back(spec.buffer());
+  }
+  for (const rproto::TensorSpec& spec : artifact.outputs()) {
+    absl::StatusOr<TensorInfo> info = InfoOf(spec, buffers, "output");
+    if (!info.ok()) return info.status();
+    if (info->bytes() != shared->bytes[spec.buffer()]) {
+      return absl::InvalidArgumentError(absl::StrCat("output '", spec.name(), "' does not fit its buffer"));
+    }
+    shared->outputs.push_back(*std::move(info));
+    shared->output_buffers.push_back(spec.buffer());
+  }
+  return Model(std::move(shared));
+}
+
+Model::Model(std::shared_ptr<const Shared> shared)
+    : shared_(std::move(shared)), pool_(std::make_unique<Pool>()) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const std::string& Model::name() const { return shared_->name; }
+const std::vector<TensorInfo>& Model::inputs() const { return shared_->inputs; }
+const std::vector<TensorInfo>& Model::outputs() const { return shared_->outputs; }
+
+absl::Status Model::Run(absl::Span<const InputTensor> inputs,
+                        absl::Span<const OutputTensor> outputs) const {
+  absl::StatusOr<std::vector<int>> input_slots =
+      MatchByName(inputs, shared_->inputs, "input", /*all_required=*/true);
+  if (!input_slots.ok()) return input_slots.status();
+  absl::StatusOr<std::vector<int>> output_slots =
+      MatchByName(outputs, shared_->outputs, "output", /*all_required=*/false);
+  if (!output_slots.ok()) return output_slots.status();
+  std::unique_ptr<Context> context;
+  {
+    absl::MutexLock lock(&pool_->mutex);
+    if (!pool_->free.empty()) {
+      context = std::move(pool_->free.back());
+      pool_->free.pop_back();
+    }
+  }
+  if (context == nullptr) context = std::make_unique<Context>(*shared_);
+  // The matched pointers, on the stack for the usual handful of tensors.
+  absl::InlinedVector<const void*, 8> input_data(shared_->inputs.size());
+  for (size_t i = 0; i < input_data.size(); ++i) input_data[i] = inputs[(*input_slots)[i]].data;
+  absl::InlinedVector<void*, 8> output_data(shared_->outputs.size(), nullptr);
+  absl::InlinedVector<void*, 8> copy_to(shared_->outputs.size(), nullptr);
+  for (size_t o = 0; o < output_data.size(); ++o) {
+    if ((*output_slots)[o] < 0) continue;
+    void* data = outputs[(*output_slots)[o]].data;
+    if (reinterpret_cast<uintptr_t>(data) % kAlignment == 0) {
+      output_data[o] = data;
+    } else {
+      copy_to[o] = data;
+    }
+  }
+  context->Execute(input_data, output_data);
+  for (size_t o = 0; o < copy_to.size(); ++o) {
+    if (copy_to[o] != nullptr) {
+      std::memcpy(copy_to[o], context->output(o), static_cast<size_t>(shared_->outputs[o].bytes()));
+    }
+  }
+  absl::MutexLock lock(&pool_->mutex);
+  pool_->free.push_back(std::move(context));
+  return absl::OkStatus();
+}
+
+Model::Session Model::NewSession() const {
+  auto state = std::make_unique<Session::State>();
+  state->shared = shared_;
+  state->context = std::make_unique<Context>(*shared_);
+  state->input_pointers.resize(shared_->inputs.size());
+  return Session(std::move(state));
+}
+
+Model::Session::Session(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Model::Session::Session(Session&&) noexcept = default;
+Model::Session& Model::Session::operator=(Session&&) noexcept = default;
+Model::Session::~Session() = default;
+
+absl::Status Model::Session::Run(absl::Span<const InputTensor> inputs) {
+  absl::StatusOr<std::vector<int>> slots =
+      MatchByName(inputs, state_->shared->inputs, "input", /*all_required=*/true);
+  if (!slots.ok()) return slots.status();
+  for (size_t i = 0; i < state_->input_pointers.size(); ++i) {
+    state_->input_pointers[i] = inputs[(*slots)[i]].data;
+  }
+  state_->context->Execute(state_->input_pointers, {});
+  return absl::OkStatus();
+}
+
+const void* Model::Session::output(size_t i) const { return state_->context->output(i); }
+
+}  // namespace loom

@@ -1,0 +1,117 @@
+#ifndef LOOM_RUNTIME_MODEL_H_
+#define LOOM_RUNTIME_MODEL_H_
+
+// A compiled model loaded from its artifact (`loom compile --out_dir=D`
+// writes D/model.loom) and run from the caller's own program: no model file,
+// no compiler, none of loom's passes (README, "Using a compiled model").
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "backends/cpp/runtime.h"
+#include "ir/dtype.h"
+#include "runtime/artifact.pb.h"
+
+namespace loom {
+
+// The format of the artifacts this runtime reads and loom writes.
+inline constexpr int kArtifactFormatVersion = 1;
+
+// An input or output of a model: its name, element type and shape.
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  int64_t elements() const;
+  int64_t bytes() const;
+};
+
+// The caller's tensors: memory the caller owns, described so that Run can
+// check it against the model (the name, the type and the shape must match).
+// An output's memory is written in place when it is 64-byte aligned (the
+// kernels' streaming stores need that), else through the context's own.
+struct InputTensor {
+  absl::string_view name;
+  DType dtype;
+  absl::Span<const int64_t> shape;
+  const void* data;
+};
+struct OutputTensor {
+  absl::string_view name;
+  DType dtype;
+  absl::Span<const int64_t> shape;
+  void* data;
+};
+
+class Model {
+ public:
+  // Reads and loads the artifact at `path`. A missing, truncated or corrupt
+  // file, another format version, or kernels built for a CPU this one is
+  // not, is an error naming the file and the cause.
+  static absl::StatusOr<Model> Load(const std::string& path);
+  // The artifact as its file holds it (Load's input).
+  static std::string Serialize(const runtime::proto::Artifact& artifact);
+  // Loads an artifact already in memory (its kernels from shared_object).
+  static absl::StatusOr<Model> FromArtifact(const runtime::proto::Artifact& artifact);
+  // Binds an artifact whose kernels `library` already holds (its
+  // shared_object may then be empty).
+  static absl::StatusOr<Model> Bind(cpp::NativeLibrary library,
+                                    const runtime::proto::Artifact& artifact);
+
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  const std::string& name() const;
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+
+  // Runs the model on every input, each named once, in any order, and
+  // writes the named outputs into the caller's memory (outputs not named are
+  // computed and dropped). Safe to call from several threads at once: each
+  // call takes an execution context (temporaries) from a pool, and
+  // allocates only when more calls run at once than ever before. A missing,
+  // unknown or repeated name, another type or shape, or a null pointer is an
+  // InvalidArgumentError naming the tensor; nothing runs then.
+  absl::Status Run(absl::Span<const InputTensor> inputs,
+                   absl::Span<const OutputTensor> outputs) const;
+
+  // An execution context of its own, for one thread at a time, whose
+  // outputs stay in its own memory (64-byte aligned) until its next Run.
+  class Session {
+   public:
+    Session(Session&&) noexcept;
+    Session& operator=(Session&&) noexcept;
+    ~Session();
+    absl::Status Run(absl::Span<const InputTensor> inputs);
+    // Output `i` (in the order of Model::outputs()) of the last Run.
+    const void* output(size_t i) const;
+
+   private:
+    friend class Model;
+    struct State;
+    explicit Session(std::unique_ptr<State> state);
+    std::unique_ptr<State> state_;
+  };
+  Session NewSession() const;
+
+ private:
+  struct Shared;
+  class Context;
+  struct Pool;
+  Model(std::shared_ptr<const Shared> shared);
+
+  std::shared_ptr<const Shared> shared_;
+  std::unique_ptr<Pool> pool_;
+};
+
+}  // namespace loom
+
+#endif  // LOOM_RUNTIME_MODEL_H_
