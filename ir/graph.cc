@@ -146,6 +146,7 @@ Graph::Graph(const Graph& other)
       weights_(other.weights_),
       constants_(other.constants_),
       outputs_(other.outputs_),
+      output_names_(other.output_names_),
       initializers_(other.initializers_),
       next_unique_(other.next_unique_),
       numbered_(other.numbered_) {
@@ -177,6 +178,7 @@ void Graph::Swap(Graph& other) noexcept {
   swap(weights_, other.weights_);
   swap(constants_, other.constants_);
   swap(outputs_, other.outputs_);
+  swap(output_names_, other.output_names_);
   swap(initializers_, other.initializers_);
   swap(next_unique_, other.next_unique_);
   swap(numbered_, other.numbered_);
@@ -335,6 +337,16 @@ void Graph::ReserveIntermediates(size_t more) {
   if (numbers > numbered_.capacity()) {
     numbered_.reserve(std::max(numbers, 2 * numbered_.capacity()));
   }
+}
+
+const std::string& Graph::output_name(size_t i) const {
+  if (i < output_names_.size() && !output_names_[i].empty()) return output_names_[i];
+  return values_[outputs_[i]].name;
+}
+
+void Graph::SetOutputName(size_t i, std::string name) {
+  if (output_names_.size() <= i) output_names_.resize(i + 1);
+  output_names_[i] = std::move(name);
 }
 
 ValueId Graph::FindValue(absl::string_view name) const {

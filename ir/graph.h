@@ -376,6 +376,11 @@ class Graph {
                                  const std::vector<std::string>& output_names,
                                  Attrs attrs = {});
   void AddOutput(ValueId id) { outputs_.push_back(id); }
+  // The name a caller knows output `i` by: its value's, unless the importer
+  // gave it another (an ONNX output keeps its name when the op's
+  // translation defines the value under a name of its own).
+  const std::string& output_name(size_t i) const;
+  void SetOutputName(size_t i, std::string name);
   void SetOutputs(std::vector<ValueId> outputs) {
     outputs_ = std::move(outputs);
   }
@@ -427,6 +432,7 @@ class Graph {
   std::vector<ValueId> weights_;
   std::vector<ValueId> constants_;
   std::vector<ValueId> outputs_;
+  std::vector<std::string> output_names_;  // by output; "" for the value's name
   absl::flat_hash_map<ValueId, Tensor> initializers_;
   int64_t next_unique_ = 0;
 

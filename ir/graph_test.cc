@@ -315,5 +315,21 @@ TEST(GraphTest, CopiesAndMovesFindValuesByName) {
   EXPECT_EQ(moved.FindValue("x"), x);
 }
 
+TEST(GraphTest, OutputNamesTravelWithTheGraph) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
+  graph.AddNode("n", "neg", {x}, {"n/neg.0"}).value();
+  graph.AddOutput(graph.FindValue("n/neg.0"));
+  graph.AddOutput(x);
+  EXPECT_EQ(graph.output_name(0), "n/neg.0");
+  graph.SetOutputName(0, "y");
+  EXPECT_EQ(graph.output_name(0), "y");
+  EXPECT_EQ(graph.output_name(1), "x");
+  const Graph copy = graph;
+  EXPECT_EQ(copy.output_name(0), "y");
+  const Graph moved = std::move(graph);
+  EXPECT_EQ(moved.output_name(0), "y");
+}
+
 }  // namespace
 }  // namespace loom

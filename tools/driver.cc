@@ -242,6 +242,9 @@ absl::StatusOr<CompiledModel> CompileGraph(
   if (!pipeline.ok()) return pipeline.status();
   report.set_target(TargetName(pipeline->proto.target()));
   if (options.keep_input_graph) compiled.input_graph = graph;
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    compiled.output_names.push_back(graph.output_name(i));
+  }
   compiled.module.graph = std::move(graph);
   report.set_graph_nodes(compiled.module.graph.nodes().size());
 
@@ -329,7 +332,8 @@ absl::StatusOr<CompiledModel> CompileGraph(
   if (!options.out_dir.empty()) {
     const std::filesystem::path path = std::filesystem::path(options.out_dir) / "model.loom";
     if (absl::Status s = cpp::WriteArtifact(
-            module, options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir, path);
+            module, compiled.output_names,
+            options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir, path);
         !s.ok()) {
       return s;
     }

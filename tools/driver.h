@@ -43,6 +43,8 @@ struct CompileOptions {
 
 struct CompiledModel {
   Module module;
+  // The graph's output names as imported (passes may rename the values).
+  std::vector<std::string> output_names;
   std::optional<Graph> input_graph;  // with CompileOptions::keep_input_graph
   std::optional<cpp::CppExecutable> executable;  // after a native compile
   // The cuda pipeline's instead (needs no GPU until its first run).

@@ -88,7 +88,8 @@ absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::str
 }
 
 absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, const NativeLibrary& library,
-                                              bool embed_kernels) {
+                                              bool embed_kernels,
+                                              absl::Span<const std::string> output_names) {
   if (!module.loops.has_value() || !module.source.has_value()) {
     return absl::FailedPreconditionError("the module has no loops or no source");
   }
@@ -151,18 +152,23 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, const Native
     AddSpec(module.graph, module.graph.inputs()[i], program.inputs[i], *artifact.mutable_inputs(),
             program);
   }
+  if (!output_names.empty() && output_names.size() != program.outputs.size()) {
+    return absl::InternalError(absl::StrCat(output_names.size(), " output names for ",
+                                            program.outputs.size(), " outputs"));
+  }
   for (size_t i = 0; i < program.outputs.size(); ++i) {
     AddSpec(module.graph, module.graph.outputs()[i], program.outputs[i],
             *artifact.mutable_outputs(), program);
+    if (!output_names.empty()) artifact.mutable_outputs()->rbegin()->set_name(output_names[i]);
   }
   return artifact;
 }
 
-absl::Status WriteArtifact(const Module& module, const std::string& cache_dir,
-                           const std::string& path) {
+absl::Status WriteArtifact(const Module& module, absl::Span<const std::string> output_names,
+                           const std::string& cache_dir, const std::string& path) {
   absl::StatusOr<NativeLibrary> library = CompileModule(module, cache_dir);
   if (!library.ok()) return library.status();
-  absl::StatusOr<rproto::Artifact> artifact = MakeArtifact(module, *library, true);
+  absl::StatusOr<rproto::Artifact> artifact = MakeArtifact(module, *library, true, output_names);
   if (!artifact.ok()) return artifact.status();
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file << Model::Serialize(*artifact);

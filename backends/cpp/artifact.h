@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "backends/cpp/runtime.h"
 #include "ir/module.h"
 #include "runtime/artifact.pb.h"
@@ -17,15 +18,17 @@ absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::str
 // What loom::Model runs: the module's launch table, buffers, weights and
 // interface, and the kernels `library` holds (its shared object's bytes in
 // the artifact when `embed_kernels`, else none: Model::Bind then takes the
-// loaded library itself).
-absl::StatusOr<runtime::proto::Artifact> MakeArtifact(const Module& module,
-                                                      const NativeLibrary& library,
-                                                      bool embed_kernels);
+// loaded library itself). The outputs are named `output_names` (the graph's
+// as imported: passes that replace an output value rename it), or the
+// module's graph's when empty.
+absl::StatusOr<runtime::proto::Artifact> MakeArtifact(
+    const Module& module, const NativeLibrary& library, bool embed_kernels,
+    absl::Span<const std::string> output_names = {});
 
 // MakeArtifact with the kernels embedded, compiled through the cache in
 // `cache_dir` (a hit after CppExecutable::Create), written to `path`.
-absl::Status WriteArtifact(const Module& module, const std::string& cache_dir,
-                           const std::string& path);
+absl::Status WriteArtifact(const Module& module, absl::Span<const std::string> output_names,
+                           const std::string& cache_dir, const std::string& path);
 
 }  // namespace loom::cpp
 

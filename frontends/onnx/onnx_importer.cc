@@ -366,6 +366,9 @@ class Importer {
         return s;
       }
       graph_.AddOutput(it->second);
+      if (graph_.value(it->second).name != output.name()) {
+        graph_.SetOutputName(graph_.outputs().size() - 1, output.name());
+      }
     }
     return absl::OkStatus();
   }

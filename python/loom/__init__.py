@@ -1,0 +1,189 @@
+"""loom from Python: compile a model (or load a compiled one) and run it on
+numpy arrays.
+
+    import loom
+    m = loom.compile("model.onnx")       # or loom.load("D/model.loom")
+    outputs = m.run({"x": x})            # {name: numpy array}; or y = m(x)
+
+Over loom's C interface (runtime/loom_c.h) in libloom.so, found at
+$LOOM_LIBRARY, else beside this package. Errors are loom.Error with loom's
+message (loom.InvalidArgumentError, also a ValueError, for a bad model or
+tensor).
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+__all__ = ["Error", "InvalidArgumentError", "Model", "compile", "load"]
+
+
+class Error(Exception):
+    """A failed loom call; `status` is loom_c.h's loom_status."""
+
+    def __init__(self, message, status):
+        super().__init__(message)
+        self.status = status
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A bad model file, artifact or tensor: the caller's to fix."""
+
+
+_INVALID_ARGUMENT = 1
+
+# loom_dtype, in loom_c.h's order.
+_DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),
+           np.dtype(np.int64), np.dtype(np.bool_)]
+_DTYPE_NAMES = ["f32", "f64", "i32", "i64", "bool"]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
+
+
+def _library_path():
+    path = os.environ.get("LOOM_LIBRARY")
+    if path:
+        return path
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libloom.so")
+
+
+_lib = None
+
+
+def _library():
+    global _lib
+    if _lib is None:
+        lib = ctypes.CDLL(_library_path())
+        handle = ctypes.POINTER(ctypes.c_void_p)
+        lib.loom_last_error.restype = ctypes.c_char_p
+        lib.loom_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(handle)]
+        lib.loom_model_compile.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.POINTER(handle)]
+        lib.loom_model_free.argtypes = [handle]
+        lib.loom_model_free.restype = None
+        for count in (lib.loom_model_num_inputs, lib.loom_model_num_outputs):
+            count.argtypes = [handle]
+        for describe in (lib.loom_model_input, lib.loom_model_output):
+            describe.argtypes = [handle, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
+                                 ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
+                                 ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))]
+        for run in (lib.loom_model_run, lib.loom_model_reference_run):
+            run.argtypes = [handle, ctypes.POINTER(_Tensor), ctypes.c_int,
+                            ctypes.POINTER(_Tensor), ctypes.c_int]
+        _lib = lib
+    return _lib
+
+
+def _check(status):
+    if status != 0:
+        message = _library().loom_last_error().decode()
+        error = InvalidArgumentError if status == _INVALID_ARGUMENT else Error
+        raise error(message, status)
+
+
+def _aligned_empty(shape, dtype):
+    """An array whose data is 64-byte aligned: loom writes it in place."""
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(size + 64, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + size].view(dtype).reshape(shape)
+
+
+class Model:
+    """A compiled model. `inputs` and `outputs` are lists of (name, numpy
+    dtype, shape); calls may come from several threads at once."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        lib = _library()
+        self.inputs = [self._describe(lib.loom_model_input, i)
+                       for i in range(lib.loom_model_num_inputs(handle))]
+        self.outputs = [self._describe(lib.loom_model_output, i)
+                        for i in range(lib.loom_model_num_outputs(handle))]
+
+    def _describe(self, function, index):
+        name, dtype, rank = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int()
+        shape = ctypes.POINTER(ctypes.c_int64)()
+        _check(function(self._handle, index, ctypes.byref(name), ctypes.byref(dtype),
+                        ctypes.byref(rank), ctypes.byref(shape)))
+        return name.value.decode(), _DTYPES[dtype.value], tuple(shape[i] for i in range(rank.value))
+
+    def run(self, feeds):
+        """Runs on `feeds` ({input name: array}); returns {output name: array}."""
+        return self._call(_library().loom_model_run, feeds)
+
+    def reference(self, feeds):
+        """What run() computes, by loom's reference interpreter (what `loom
+        run --check` compares with); compiled models only."""
+        return self._call(_library().loom_model_reference_run, feeds)
+
+    def __call__(self, *arrays):
+        """The outputs for the inputs in order: one array, or a tuple."""
+        if len(arrays) != len(self.inputs):
+            raise InvalidArgumentError(
+                "the model takes %d inputs (%s), got %d" % (
+                    len(self.inputs), ", ".join(n for n, _, _ in self.inputs), len(arrays)),
+                _INVALID_ARGUMENT)
+        results = self.run({name: a for (name, _, _), a in zip(self.inputs, arrays)})
+        values = tuple(results[name] for name, _, _ in self.outputs)
+        return values[0] if len(values) == 1 else values
+
+    def _call(self, function, feeds):
+        if self._handle is None:
+            raise Error("the model was closed", 0)
+        keep = []  # what the C structs point into, alive for the call
+        inputs = (_Tensor * max(len(feeds), 1))()
+        for i, (name, value) in enumerate(feeds.items()):
+            array = np.ascontiguousarray(value)
+            keep.append(array)
+            inputs[i] = self._tensor(name, array, keep)
+        results = {}
+        outputs = (_Tensor * max(len(self.outputs), 1))()
+        for i, (name, dtype, shape) in enumerate(self.outputs):
+            results[name] = _aligned_empty(shape, dtype)
+            outputs[i] = self._tensor(name, results[name], keep)
+        _check(function(self._handle, inputs, len(feeds), outputs, len(self.outputs)))
+        return results
+
+    @staticmethod
+    def _tensor(name, array, keep):
+        if array.dtype not in _DTYPES:
+            raise InvalidArgumentError(
+                "input '%s' is %s, which loom has no type for (it has %s)" % (
+                    name, array.dtype, ", ".join(_DTYPE_NAMES)), _INVALID_ARGUMENT)
+        shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
+        encoded = str(name).encode()
+        keep.extend([shape, encoded])
+        return _Tensor(encoded, _DTYPES.index(array.dtype), array.ndim, shape,
+                       array.ctypes.data)
+
+    def close(self):
+        if self._handle is not None:
+            _library().loom_model_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # the interpreter is shutting down
+            pass
+
+
+def _open(function, *args):
+    handle = ctypes.POINTER(ctypes.c_void_p)()
+    _check(function(*args, ctypes.byref(handle)))
+    return Model(handle)
+
+
+def compile(model_path, pipeline="cpu"):
+    """Compiles a model file (.onnx, or loom's .pbtxt graph) for this CPU."""
+    return _open(_library().loom_model_compile, os.fsencode(model_path), pipeline.encode())
+
+
+def load(artifact_path):
+    """Loads a compiled model (`loom compile --out_dir=D` writes D/model.loom)."""
+    return _open(_library().loom_model_load, os.fsencode(artifact_path))

@@ -1,0 +1,101 @@
+"""The loom Python package on real models: a graph and an ONNX model
+compiled and run on numpy inputs give the reference interpreter's outputs
+(--check's tolerance); a bad tensor, file or model raises loom's message; an
+artifact loads and runs without the compiler."""
+
+import os
+import sys
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+
+import loom
+
+ONNX_SOFTMAX = "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1/model.onnx"
+ABS_TOLERANCE, REL_TOLERANCE = 1e-5, 1e-4  # tools/driver.h, kCheck*Tolerance
+
+
+def assert_close(test, actual, expected):
+    test.assertEqual(actual.shape, expected.shape)
+    bound = ABS_TOLERANCE + REL_TOLERANCE * np.abs(expected)
+    test.assertTrue(np.all(np.abs(actual - expected) <= bound),
+                    "max error %g" % np.max(np.abs(actual - expected)))
+
+
+class LoomTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lstm = loom.compile("examples/lstm_l2_h64.pbtxt")
+        cls.x = np.random.default_rng(1).uniform(-1, 1, (2, 16, 32)).astype(np.float32)
+
+    def test_a_graph_gives_the_interpreters_outputs(self):
+        self.assertEqual(self.lstm.inputs, [("x", np.dtype(np.float32), (2, 16, 32))])
+        self.assertEqual([name for name, _, _ in self.lstm.outputs], ["y", "h_n", "c_n"])
+        outputs = self.lstm.run({"x": self.x})
+        expected = self.lstm.reference({"x": self.x})
+        for name in expected:
+            assert_close(self, outputs[name], expected[name])
+        y, h_n, c_n = self.lstm(self.x)
+        assert_close(self, y, expected["y"])
+
+    def test_an_onnx_model_keeps_its_output_names(self):
+        model = loom.compile(ONNX_SOFTMAX)
+        self.assertEqual([name for name, _, _ in model.outputs], ["y"])
+        x = np.random.default_rng(2).standard_normal((3, 4, 5)).astype(np.float32)
+        assert_close(self, model(x), model.reference({"x": x})["y"])
+
+    def test_bad_tensors_raise_naming_them(self):
+        cases = [
+            ({"x": self.x.astype(np.float64)}, "input 'x' is f64[2, 16, 32], the model's is f32"),
+            ({"y": self.x}, "the model has no input 'y' (its inputs: x)"),
+            ({"x": self.x[:1]}, "input 'x' is f32[1, 16, 32]"),
+            ({}, "the model's input 'x' is not given"),
+            ({"x": self.x.astype(np.float16)}, "input 'x' is float16, which loom has no type for"),
+        ]
+        for feeds, message in cases:
+            with self.assertRaises(loom.InvalidArgumentError) as raised:
+                self.lstm.run(feeds)
+            self.assertIn(message, str(raised.exception))
+        with self.assertRaises(ValueError):  # also a ValueError
+            self.lstm(self.x, self.x)
+
+    def test_bad_files_raise(self):
+        with self.assertRaises(loom.Error) as raised:
+            loom.load("/nonexistent/model.loom")
+        self.assertIn("/nonexistent/model.loom: cannot be read", str(raised.exception))
+        with tempfile.NamedTemporaryFile(suffix=".pbtxt", mode="w") as bad:
+            bad.write('name: "g"\nnode { name: "n" op: "no_such_op" }\n')
+            bad.flush()
+            with self.assertRaises(loom.InvalidArgumentError):
+                loom.compile(bad.name)
+
+    def test_an_artifact_runs_without_the_compiler(self):
+        artifact = os.environ["LOOM_TEST_ARTIFACT"]
+        model = loom.load(artifact)
+        expected = self.lstm.reference({"x": self.x})
+        assert_close(self, model.run({"x": self.x})["h_n"], expected["h_n"])
+        with self.assertRaises(loom.Error) as raised:
+            model.reference({"x": self.x})
+        self.assertIn("holds no reference graph", str(raised.exception))
+
+    def test_threads_share_a_model(self):
+        first = self.lstm(self.x)[0]
+        mismatches = []
+
+        def calls():
+            for _ in range(50):
+                if not np.array_equal(self.lstm(self.x)[0], first):
+                    mismatches.append(1)
+
+        threads = [threading.Thread(target=calls) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(mismatches, [])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,0 +1,147 @@
+#include "runtime/loom_c.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "runtime/loom_c_internal.h"
+#include "runtime/model.h"
+
+namespace {
+
+thread_local std::string last_error;
+
+}  // namespace
+
+loom_status loom_c::Report(const absl::Status& status) {
+  last_error = std::string(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return LOOM_OK;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kUnimplemented:
+      return LOOM_INVALID_ARGUMENT;
+    case absl::StatusCode::kNotFound:
+      return LOOM_NOT_FOUND;
+    case absl::StatusCode::kFailedPrecondition:
+      return LOOM_FAILED_PRECONDITION;
+    default:
+      return LOOM_INTERNAL;
+  }
+}
+
+namespace {
+
+using loom_c::Report;
+
+loom_status Invalid(const std::string& message) {
+  return Report(absl::InvalidArgumentError(message));
+}
+
+// loom_dtype and loom::DType list the same types in the same order.
+bool ToDType(loom_dtype dtype, loom::DType& out) {
+  if (dtype < LOOM_F32 || dtype > LOOM_BOOL) return false;
+  out = static_cast<loom::DType>(dtype);
+  return true;
+}
+
+loom_status Describe(const std::vector<loom::TensorInfo>& tensors, int index, const char* what,
+                     const char** name, loom_dtype* dtype, int* rank, const int64_t** shape) {
+  if (index < 0 || index >= static_cast<int>(tensors.size())) {
+    return Invalid(absl::StrCat("the model has no ", what, " ", index, " (it has ",
+                                tensors.size(), ")"));
+  }
+  const loom::TensorInfo& info = tensors[index];
+  if (name != nullptr) *name = info.name.c_str();
+  if (dtype != nullptr) *dtype = static_cast<loom_dtype>(info.dtype);
+  if (rank != nullptr) *rank = static_cast<int>(info.shape.size());
+  if (shape != nullptr) *shape = info.shape.data();
+  return LOOM_OK;
+}
+
+// The C tensors as the C++ API's, or an error naming the bad one.
+template <typename CTensor, typename Tensor>
+loom_status Convert(const CTensor* given, int count, const char* what, std::vector<Tensor>& out) {
+  if (count < 0 || (count > 0 && given == nullptr)) {
+    return Invalid(absl::StrCat("no array of ", count, " ", what, "s"));
+  }
+  out.clear();
+  for (int i = 0; i < count; ++i) {
+    const CTensor& t = given[i];
+    if (t.name == nullptr) return Invalid(absl::StrCat(what, " #", i, " has no name"));
+    loom::DType dtype;
+    if (!ToDType(t.dtype, dtype)) {
+      return Invalid(absl::StrCat(what, " '", t.name, "' has an unknown dtype ", int{t.dtype}));
+    }
+    if (t.rank < 0 || (t.rank > 0 && t.shape == nullptr)) {
+      return Invalid(absl::StrCat(what, " '", t.name, "' has no shape of rank ", t.rank));
+    }
+    out.push_back({t.name, dtype, absl::MakeConstSpan(t.shape, t.rank), t.data});
+  }
+  return LOOM_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* loom_last_error(void) { return last_error.c_str(); }
+
+loom_status loom_model_load(const char* path, loom_model** model) {
+  if (path == nullptr || model == nullptr) return Invalid("loom_model_load: a null argument");
+  absl::StatusOr<loom::Model> loaded = loom::Model::Load(path);
+  if (!loaded.ok()) return Report(loaded.status());
+  *model = new loom_model{*std::move(loaded)};
+  return LOOM_OK;
+}
+
+void loom_model_free(loom_model* model) { delete model; }
+
+int loom_model_num_inputs(const loom_model* model) {
+  return model == nullptr ? 0 : static_cast<int>(model->model.inputs().size());
+}
+
+int loom_model_num_outputs(const loom_model* model) {
+  return model == nullptr ? 0 : static_cast<int>(model->model.outputs().size());
+}
+
+loom_status loom_model_input(const loom_model* model, int index, const char** name,
+                             loom_dtype* dtype, int* rank, const int64_t** shape) {
+  if (model == nullptr) return Invalid("loom_model_input: no model");
+  return Describe(model->model.inputs(), index, "input", name, dtype, rank, shape);
+}
+
+loom_status loom_model_output(const loom_model* model, int index, const char** name,
+                              loom_dtype* dtype, int* rank, const int64_t** shape) {
+  if (model == nullptr) return Invalid("loom_model_output: no model");
+  return Describe(model->model.outputs(), index, "output", name, dtype, rank, shape);
+}
+
+loom_status loom_model_run(const loom_model* model, const loom_input* inputs, int num_inputs,
+                           const loom_output* outputs, int num_outputs) {
+  if (model == nullptr) return Invalid("loom_model_run: no model");
+  // Per thread, so that a steady caller allocates nothing.
+  thread_local std::vector<loom::InputTensor> in;
+  thread_local std::vector<loom::OutputTensor> out;
+  if (loom_status s = Convert(inputs, num_inputs, "input", in); s != LOOM_OK) return s;
+  if (loom_status s = Convert(outputs, num_outputs, "output", out); s != LOOM_OK) return s;
+  return Report(model->model.Run(in, out));
+}
+
+loom_status loom_model_reference_run(const loom_model* model, const loom_input* inputs,
+                                     int num_inputs, const loom_output* outputs,
+                                     int num_outputs) {
+  if (model == nullptr) return Invalid("loom_model_reference_run: no model");
+  if (!model->reference) {
+    return Report(absl::FailedPreconditionError(
+        "the model was loaded from an artifact, which holds no reference graph: "
+        "compile it (loom_model_compile) to run the reference"));
+  }
+  return model->reference(inputs, num_inputs, outputs, num_outputs);
+}
+
+}  // extern "C"

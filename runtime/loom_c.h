@@ -1,0 +1,92 @@
+/* The C interface of loom's runtime, for programs in other languages: load a
+   compiled model (an artifact, `loom compile --out_dir=D` writes D/model.loom)
+   or compile one, ask for its inputs and outputs, run it. Handles are
+   opaque; every call returns a status, and on failure loom_last_error()
+   says why (the same message the C++ API gives). No C++ type or exception
+   crosses this boundary. A model may be run from several threads at once. */
+#ifndef LOOM_RUNTIME_LOOM_C_H_
+#define LOOM_RUNTIME_LOOM_C_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  LOOM_OK = 0,
+  LOOM_INVALID_ARGUMENT = 1,   /* a bad file, model or tensor: the caller's to fix */
+  LOOM_NOT_FOUND = 2,          /* a missing file */
+  LOOM_FAILED_PRECONDITION = 3, /* something to install, or another CPU */
+  LOOM_INTERNAL = 4,           /* loom's own failure */
+} loom_status;
+
+typedef enum {
+  LOOM_F32 = 0,
+  LOOM_F64 = 1,
+  LOOM_I32 = 2,
+  LOOM_I64 = 3,
+  LOOM_BOOL = 4, /* one byte per element */
+} loom_dtype;
+
+typedef struct loom_model loom_model;
+
+/* A tensor of the caller's: its name, type, shape and memory. */
+typedef struct {
+  const char* name;
+  loom_dtype dtype;
+  int rank;
+  const int64_t* shape;
+  const void* data;
+} loom_input;
+
+typedef struct {
+  const char* name;
+  loom_dtype dtype;
+  int rank;
+  const int64_t* shape;
+  void* data;
+} loom_output;
+
+/* The message of this thread's last failed call ("" if none). */
+const char* loom_last_error(void);
+
+/* Loads an artifact. On success *model is a handle to free. */
+loom_status loom_model_load(const char* path, loom_model** model);
+
+/* Compiles a model file (.pbtxt graph or .onnx) with `pipeline` ("cpu" or a
+   pipeline file; NULL: "cpu") and loads it. */
+loom_status loom_model_compile(const char* model_path, const char* pipeline, loom_model** model);
+
+void loom_model_free(loom_model* model);
+
+int loom_model_num_inputs(const loom_model* model);
+int loom_model_num_outputs(const loom_model* model);
+
+/* Input (output) `index`: its name, type and shape, valid while the model
+   lives. */
+loom_status loom_model_input(const loom_model* model, int index, const char** name,
+                             loom_dtype* dtype, int* rank, const int64_t** shape);
+loom_status loom_model_output(const loom_model* model, int index, const char** name,
+                              loom_dtype* dtype, int* rank, const int64_t** shape);
+
+/* Runs the model on every input (by name, any order) into the named outputs
+   (outputs not named are computed and dropped). A missing, unknown or
+   repeated name, another type or shape, or a null pointer is
+   LOOM_INVALID_ARGUMENT naming the tensor; nothing runs then. */
+loom_status loom_model_run(const loom_model* model, const loom_input* inputs, int num_inputs,
+                           const loom_output* outputs, int num_outputs);
+
+/* loom_model_run's work done by loom's reference interpreter on the model
+   as imported, for a model from loom_model_compile (one loaded from an
+   artifact has no reference: LOOM_FAILED_PRECONDITION). What `loom run
+   --check` compares with. */
+loom_status loom_model_reference_run(const loom_model* model, const loom_input* inputs,
+                                     int num_inputs, const loom_output* outputs,
+                                     int num_outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_RUNTIME_LOOM_C_H_ */

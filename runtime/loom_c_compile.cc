@@ -1,0 +1,109 @@
+// loom_model_compile: the C interface's half that needs the compiler.
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "backends/cpp/artifact.h"
+#include "ir/interpreter.h"
+#include "runtime/loom_c.h"
+#include "runtime/loom_c_internal.h"
+#include "tools/driver.h"
+
+namespace {
+
+// The caller's tensor named `name`, or null.
+template <typename CTensor>
+const CTensor* Find(const CTensor* tensors, int count, const std::string& name) {
+  for (int i = 0; i < count; ++i) {
+    if (tensors[i].name != nullptr && name == tensors[i].name) return &tensors[i];
+  }
+  return nullptr;
+}
+
+// Whether the caller's tensor has `type`; the error names it otherwise.
+template <typename CTensor>
+absl::Status CheckType(const CTensor& tensor, const loom::TensorType& type, const char* what) {
+  const bool same = static_cast<int>(tensor.dtype) == static_cast<int>(type.dtype) &&
+                    tensor.rank == static_cast<int>(type.shape.size()) &&
+                    (tensor.rank == 0 ||
+                     std::memcmp(tensor.shape, type.shape.data(), tensor.rank * sizeof(int64_t)) == 0);
+  if (!same) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", tensor.name,
+                                                   "' is not the model's ",
+                                                   loom::TypeToString(type)));
+  }
+  if (tensor.data == nullptr && loom::NumElements(type.shape) > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", tensor.name, "' has no data"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Interpret(const loom::Graph& graph, const loom_input* inputs, int num_inputs,
+                       const loom_output* outputs, int num_outputs) {
+  std::vector<loom::Tensor> tensors;
+  for (loom::ValueId id : graph.inputs()) {
+    const loom::Value& value = graph.value(id);
+    const loom_input* given = Find(inputs, num_inputs, value.name);
+    if (given == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model's input '", value.name, "' is not given"));
+    }
+    if (absl::Status s = CheckType(*given, value.type, "input"); !s.ok()) return s;
+    loom::Tensor& tensor = tensors.emplace_back(value.type);
+    std::memcpy(tensor.data(), given->data,
+                loom::NumElements(value.type.shape) * loom::DTypeSize(value.type.dtype));
+  }
+  absl::StatusOr<std::vector<loom::Tensor>> results = loom::Interpret(graph, tensors);
+  if (!results.ok()) return results.status();
+  for (size_t o = 0; o < graph.outputs().size(); ++o) {
+    const loom::Value& value = graph.value(graph.outputs()[o]);
+    const loom_output* wanted = Find(outputs, num_outputs, graph.output_name(o));
+    if (wanted == nullptr) continue;
+    if (absl::Status s = CheckType(*wanted, value.type, "output"); !s.ok()) return s;
+    std::memcpy(wanted->data, (*results)[o].data(),
+                loom::NumElements(value.type.shape) * loom::DTypeSize(value.type.dtype));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+extern "C" loom_status loom_model_compile(const char* model_path, const char* pipeline,
+                                          loom_model** model) {
+  if (model_path == nullptr || model == nullptr) {
+    return loom_c::Report(absl::InvalidArgumentError("loom_model_compile: a null argument"));
+  }
+  loom::CompileOptions options;
+  options.model = model_path;
+  if (pipeline != nullptr) options.pipeline = pipeline;
+  options.keep_input_graph = true;
+  absl::StatusOr<loom::CompiledModel> compiled = loom::CompileModel(options);
+  if (!compiled.ok()) return loom_c::Report(compiled.status());
+  if (!compiled->executable.has_value()) {
+    return loom_c::Report(absl::InvalidArgumentError(
+        "loom_model_compile: the pipeline's target is not the CPU"));
+  }
+  // The kernels come from the cache the compile just filled.
+  absl::StatusOr<loom::cpp::NativeLibrary> library =
+      loom::cpp::CompileModule(compiled->module, loom::cpp::DefaultCacheDir());
+  if (!library.ok()) return loom_c::Report(library.status());
+  absl::StatusOr<loom::runtime::proto::Artifact> artifact =
+      loom::cpp::MakeArtifact(compiled->module, *library, /*embed_kernels=*/false,
+                              compiled->output_names);
+  if (!artifact.ok()) return loom_c::Report(artifact.status());
+  absl::StatusOr<loom::Model> bound = loom::Model::Bind(*std::move(library), *artifact);
+  if (!bound.ok()) return loom_c::Report(bound.status());
+  auto graph = std::make_shared<const loom::Graph>(*std::move(compiled->input_graph));
+  *model = new loom_model{*std::move(bound),
+                          [graph](const loom_input* inputs, int num_inputs,
+                                  const loom_output* outputs, int num_outputs) {
+                            return loom_c::Report(
+                                Interpret(*graph, inputs, num_inputs, outputs, num_outputs));
+                          }};
+  return LOOM_OK;
+}
