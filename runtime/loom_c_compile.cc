@@ -93,8 +93,7 @@ extern "C" loom_status loom_model_compile(const char* model_path, const char* pi
       loom::cpp::CompileModule(compiled->module, loom::cpp::DefaultCacheDir());
   if (!library.ok()) return loom_c::Report(library.status());
   absl::StatusOr<loom::runtime::proto::Artifact> artifact =
-      loom::cpp::MakeArtifact(compiled->module, *library, /*embed_kernels=*/false,
-                              compiled->output_names);
+      loom::cpp::MakeArtifact(compiled->module, /*shared_object=*/"", compiled->output_names);
   if (!artifact.ok()) return loom_c::Report(artifact.status());
   absl::StatusOr<loom::Model> bound = loom::Model::Bind(*std::move(library), *artifact);
   if (!bound.ok()) return loom_c::Report(bound.status());

@@ -20,7 +20,6 @@ namespace rproto = runtime::proto;
 constexpr char kMagic[] = "loom-artifact";
 constexpr int64_t kAlignment = 64;  // the arena's and every buffer's
 
-using KernelFn = void (*)(void* const*);
 
 // 64-byte aligned bytes, zeroed.
 struct AlignedBytes {
@@ -64,9 +63,9 @@ int64_t TensorInfo::bytes() const { return elements() * DTypeSize(dtype); }
 // What every context of one model shares: the kernels, the launch table,
 // the weights and the interface. Immutable once built.
 struct Model::Shared {
-  cpp::NativeLibrary library;
+  std::optional<cpp::NativeLibrary> library;  // none: the kernels are linked in
   std::string name;
-  std::vector<KernelFn> functions;
+  std::vector<KernelFunction> functions;
   std::vector<int32_t> launch_function;
   std::vector<int32_t> arg_offsets = {0};
   std::vector<int32_t> arg_buffer;
@@ -79,7 +78,6 @@ struct Model::Shared {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<int32_t> input_buffers, output_buffers;
 
-  explicit Shared(cpp::NativeLibrary lib) : library(std::move(lib)) {}
 };
 
 // One execution's storage: the arena, the temporaries and outputs, and the
@@ -298,13 +296,31 @@ absl::StatusOr<Model> Model::FromArtifact(const rproto::Artifact& artifact) {
 }
 
 absl::StatusOr<Model> Model::Bind(cpp::NativeLibrary library, const rproto::Artifact& artifact) {
-  auto shared = std::make_shared<Shared>(std::move(library));
-  shared->name = artifact.model_name();
+  std::vector<KernelFunction> functions;
   for (const std::string& name : artifact.functions()) {
-    absl::StatusOr<void*> function = shared->library.Symbol(name);
+    absl::StatusOr<void*> function = library.Symbol(name);
     if (!function.ok()) return function.status();
-    shared->functions.push_back(reinterpret_cast<KernelFn>(*function));
+    functions.push_back(reinterpret_cast<KernelFunction>(*function));
   }
+  return Assemble(std::move(functions), std::move(library), artifact);
+}
+
+absl::StatusOr<Model> Model::BindFunctions(absl::Span<const KernelFunction> functions,
+                                           const rproto::Artifact& artifact) {
+  if (static_cast<int>(functions.size()) != artifact.functions_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(functions.size(), " kernel functions for ",
+                                                   artifact.functions_size()));
+  }
+  return Assemble({functions.begin(), functions.end()}, std::nullopt, artifact);
+}
+
+absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
+                                      std::optional<cpp::NativeLibrary> library,
+                                      const rproto::Artifact& artifact) {
+  auto shared = std::make_shared<Shared>();
+  shared->library = std::move(library);
+  shared->functions = std::move(functions);
+  shared->name = artifact.model_name();
   shared->arena_bytes = artifact.arena_bytes();
   if (shared->arena_bytes < 0) return absl::InvalidArgumentError("negative arena size");
   const int buffers = artifact.buffers_size();

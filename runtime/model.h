@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
@@ -52,6 +53,9 @@ struct OutputTensor {
 
 class Model {
  public:
+  // A kernel of the launch table: the addresses of its arguments.
+  using KernelFunction = void (*)(void* const*);
+
   // Reads and loads the artifact at `path`. A missing, truncated or corrupt
   // file, another format version, or kernels built for a CPU this one is
   // not, is an error naming the file and the cause.
@@ -64,6 +68,10 @@ class Model {
   // shared_object may then be empty).
   static absl::StatusOr<Model> Bind(cpp::NativeLibrary library,
                                     const runtime::proto::Artifact& artifact);
+  // Binds an artifact whose kernels are linked into the program, in the
+  // order of artifact.functions (loom_cc_library's generated code).
+  static absl::StatusOr<Model> BindFunctions(absl::Span<const KernelFunction> functions,
+                                             const runtime::proto::Artifact& artifact);
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -107,6 +115,9 @@ class Model {
   class Context;
   struct Pool;
   Model(std::shared_ptr<const Shared> shared);
+  static absl::StatusOr<Model> Assemble(std::vector<KernelFunction> functions,
+                                        std::optional<cpp::NativeLibrary> library,
+                                        const runtime::proto::Artifact& artifact);
 
   std::shared_ptr<const Shared> shared_;
   std::unique_ptr<Pool> pool_;

@@ -51,6 +51,15 @@ for field in model pipeline target graph_nodes buffers kernels kernel_functions 
   fi
 done
 [[ -s "$out/src/model.cc" ]] || { echo "FAIL: --out_dir wrote no source"; failures=$((failures + 1)); }
+[[ -s "$out/src/model.loom" ]] || { echo "FAIL: --out_dir wrote no artifact"; failures=$((failures + 1)); }
+expect 0 "model.loom: median .* over 3 runs" run --model=$out/src/model.loom --iters=3
+head -c 1000 "$out/src/model.loom" > "$out/truncated.loom"
+expect 2 "truncated.loom: not a loom artifact \(truncated or corrupt\?\)" run --model=$out/truncated.loom
+expect 2 "no_such.loom: cannot be read" run --model=$out/no_such.loom
+expect 2 "--check needs the model file" run --model=$out/src/model.loom --check
+expect 2 "--aot_class: '1x' is not a C\+\+ identifier" compile --model=examples/mlp.pbtxt --aot=$out/mlp --aot_class=1x
+expect 0 "" compile --model=examples/mlp.pbtxt --aot=$out/mlp --aot_class=Mlp
+grep -q "class Mlp {" "$out/mlp.h" || { echo "FAIL: --aot wrote no class"; failures=$((failures + 1)); }
 
 expect 0 "" compile --model=examples/mlp.pbtxt --dump_after='lower|schedule' --dump_dir=$out/dumps
 ls "$out/dumps" | grep -q -- '-lower.txt' || { echo "FAIL: no dump after lower"; failures=$((failures + 1)); }

@@ -1,6 +1,6 @@
 // The loom command line (DESIGN §6):
 //   loom                  compile, run and check the built-in examples
-//   loom compile --model=M [--pipeline=P] [--out_dir=D] [--report=R.json]
+//   loom compile --model=M [--pipeline=P] [--out_dir=D] [--aot=P --aot_class=C] [--report=R.json]
 //                [--dump_after=RE --dump_dir=D2]
 //   loom run     --model=M [--pipeline=P] [--inputs=DIR] [--check]
 //                [--iters=N] [--roofline] [--report=R.json]
@@ -27,6 +27,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/graph_io.h"
+#include "tools/aot.h"
 #include "tools/driver.h"
 #include "tools/gen.h"
 #include "tools/graph_dot.h"
@@ -36,6 +37,10 @@ ABSL_FLAG(std::string, model, "",
 ABSL_FLAG(std::string, pipeline, "cpu", "built-in pipeline name or pipeline file");
 ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
 ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");
+ABSL_FLAG(std::string, aot, "",
+          "compile: write the model as C++ to build into a program, <aot>.h and <aot>.cc "
+          "(what loom_cc_library runs)");
+ABSL_FLAG(std::string, aot_class, "", "compile: the class --aot declares (default: Model)");
 ABSL_FLAG(std::string, dump_after, "", "dump the IR after passes matching this re2 pattern");
 ABSL_FLAG(std::string, dump_dir, "", "directory for --dump_after");
 ABSL_FLAG(std::string, graph, "",
@@ -75,7 +80,8 @@ constexpr char kUsage[] = R"(usage:
   loom                      compile, run and check the built-in examples
   loom compile --model=M [--pipeline=P] [--out_dir=D] [--report=R.json]
                [--dump_after=RE --dump_dir=D2] [--graph=G.dot|.svg|.png] [--quiet]
-  loom run     --model=M [--pipeline=P] [--inputs=DIR] [--check] [--iters=N]
+               [--aot=P [--aot_class=C]]
+  loom run     --model=M|D/model.loom [--pipeline=P] [--inputs=DIR] [--check] [--iters=N]
                [--warmup=N] [--roofline] [--report=R.json]
   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
                --groups= --channels= --nodes= --seed=] --out=M
@@ -174,8 +180,18 @@ absl::Status WriteReportIfAsked(const proto::Report& report) {
 
 int Compile() {
   if (absl::GetFlag(FLAGS_model).empty()) return UsageError("compile needs --model");
-  absl::StatusOr<CompiledModel> compiled = CompileModel(CompileOptionsFromFlags());
+  const std::string aot = absl::GetFlag(FLAGS_aot);
+  CompileOptions options = CompileOptionsFromFlags();
+  options.native_compile = aot.empty();  // the program that links it compiles it
+  absl::StatusOr<CompiledModel> compiled = CompileModel(options);
   if (!compiled.ok()) return Fail(compiled.status());
+  if (!aot.empty()) {
+    const std::string class_name = absl::GetFlag(FLAGS_aot_class);
+    if (absl::Status s = WriteAotLibrary(*compiled, aot, class_name.empty() ? "Model" : class_name);
+        !s.ok()) {
+      return Fail(s);
+    }
+  }
   if (absl::Status s = WriteReportIfAsked(compiled->report); !s.ok()) return Fail(s);
   if (const std::string node = absl::GetFlag(FLAGS_explain_fusion); !node.empty()) {
     std::cout << ExplainFusion(compiled->module, node);

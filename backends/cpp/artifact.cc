@@ -87,8 +87,7 @@ absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::str
   return CompileAndLoad(module.source->text, options);
 }
 
-absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, const NativeLibrary& library,
-                                              bool embed_kernels,
+absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string shared_object,
                                               absl::Span<const std::string> output_names) {
   if (!module.loops.has_value() || !module.source.has_value()) {
     return absl::FailedPreconditionError("the module has no loops or no source");
@@ -103,11 +102,7 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, const Native
   }
   rproto::Artifact artifact;
   artifact.set_model_name(module.graph.name);
-  if (embed_kernels) {
-    absl::StatusOr<std::string> bytes = ReadFile(library.path());
-    if (!bytes.ok()) return bytes.status();
-    artifact.set_shared_object(*std::move(bytes));
-  }
+  artifact.set_shared_object(std::move(shared_object));
   for (const std::string& flag : source.native_flags) artifact.add_native_flags(flag);
   if (absl::c_any_of(source.native_flags,
                      [](const std::string& f) { return absl::EndsWith(f, "=native"); })) {
@@ -168,7 +163,10 @@ absl::Status WriteArtifact(const Module& module, absl::Span<const std::string> o
                            const std::string& cache_dir, const std::string& path) {
   absl::StatusOr<NativeLibrary> library = CompileModule(module, cache_dir);
   if (!library.ok()) return library.status();
-  absl::StatusOr<rproto::Artifact> artifact = MakeArtifact(module, *library, true, output_names);
+  absl::StatusOr<std::string> kernels = ReadFile(library->path());
+  if (!kernels.ok()) return kernels.status();
+  absl::StatusOr<rproto::Artifact> artifact =
+      MakeArtifact(module, *std::move(kernels), output_names);
   if (!artifact.ok()) return artifact.status();
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file << Model::Serialize(*artifact);

@@ -16,13 +16,13 @@ namespace loom::cpp {
 absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::string& cache_dir);
 
 // What loom::Model runs: the module's launch table, buffers, weights and
-// interface, and the kernels `library` holds (its shared object's bytes in
-// the artifact when `embed_kernels`, else none: Model::Bind then takes the
-// loaded library itself). The outputs are named `output_names` (the graph's
-// as imported: passes that replace an output value rename it), or the
-// module's graph's when empty.
+// interface, with the kernels' shared object `shared_object` (empty: none,
+// for Model::Bind and Model::BindFunctions, which take the kernels
+// themselves). The outputs are named `output_names` (the graph's as
+// imported: passes that replace an output value rename it), or the module's
+// graph's when empty.
 absl::StatusOr<runtime::proto::Artifact> MakeArtifact(
-    const Module& module, const NativeLibrary& library, bool embed_kernels,
+    const Module& module, std::string shared_object,
     absl::Span<const std::string> output_names = {});
 
 // MakeArtifact with the kernels embedded, compiled through the cache in

@@ -20,7 +20,7 @@ absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
   absl::StatusOr<NativeLibrary> library = CompileModule(module, cache_dir);
   if (!library.ok()) return library.status();
   absl::StatusOr<runtime::proto::Artifact> artifact =
-      MakeArtifact(module, *library, /*embed_kernels=*/false);
+      MakeArtifact(module, /*shared_object=*/"");
   if (!artifact.ok()) return artifact.status();
   const bool cache_hit = library->cache_hit();
   const double compile_seconds = library->compile_seconds();
