@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -176,12 +177,16 @@ absl::StatusOr<DType> DTypeOf(const std::string& name, absl::string_view what) {
   return *dtype;
 }
 
-// The checks of the caller's tensors against the model's, by name.
+// The caller's tensor for each of the model's (-1: not given), after
+// checking every one against the model's by name. No allocation for the
+// usual handful of tensors.
+using Slots = absl::InlinedVector<int, 8>;
+
 template <typename Tensor>
-absl::StatusOr<std::vector<int>> MatchByName(absl::Span<const Tensor> given,
+absl::StatusOr<Slots> MatchByName(absl::Span<const Tensor> given,
                                              const std::vector<TensorInfo>& expected,
                                              absl::string_view what, bool all_required) {
-  std::vector<int> slot_of(expected.size(), -1);
+  Slots slot_of(expected.size(), -1);
   for (size_t g = 0; g < given.size(); ++g) {
     const Tensor& tensor = given[g];
     size_t e = 0;
@@ -228,6 +233,13 @@ absl::StatusOr<TensorInfo> InfoOf(const rproto::TensorSpec& spec, int buffers,
   if (!dtype.ok()) return dtype.status();
   info.dtype = *dtype;
   info.shape.assign(spec.shape().begin(), spec.shape().end());
+  int64_t elements = 1;
+  for (int64_t d : info.shape) {
+    if (d < 0 || !MultiplyChecked(elements, d, elements)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " '", spec.name(), "' has shape ",
+                                                     ShapeString(info.shape)));
+    }
+  }
   if (spec.buffer() < 0 || spec.buffer() >= buffers) {
     return absl::InvalidArgumentError(absl::StrCat(what, " '", spec.name(), "' names buffer ",
                                                    spec.buffer(), " of ", buffers));
@@ -403,10 +415,10 @@ const std::vector<TensorInfo>& Model::outputs() const { return shared_->outputs;
 
 absl::Status Model::Run(absl::Span<const InputTensor> inputs,
                         absl::Span<const OutputTensor> outputs) const {
-  absl::StatusOr<std::vector<int>> input_slots =
+  absl::StatusOr<Slots> input_slots =
       MatchByName(inputs, shared_->inputs, "input", /*all_required=*/true);
   if (!input_slots.ok()) return input_slots.status();
-  absl::StatusOr<std::vector<int>> output_slots =
+  absl::StatusOr<Slots> output_slots =
       MatchByName(outputs, shared_->outputs, "output", /*all_required=*/false);
   if (!output_slots.ok()) return output_slots.status();
   std::unique_ptr<Context> context;
@@ -457,7 +469,7 @@ Model::Session& Model::Session::operator=(Session&&) noexcept = default;
 Model::Session::~Session() = default;
 
 absl::Status Model::Session::Run(absl::Span<const InputTensor> inputs) {
-  absl::StatusOr<std::vector<int>> slots =
+  absl::StatusOr<Slots> slots =
       MatchByName(inputs, state_->shared->inputs, "input", /*all_required=*/true);
   if (!slots.ok()) return slots.status();
   for (size_t i = 0; i < state_->input_pointers.size(); ++i) {
