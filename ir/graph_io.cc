@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <queue>
@@ -315,7 +316,7 @@ bool AddNodesInFileOrder(const proto::Graph& g, Graph& graph) {
 
 // The graph's name, inputs, weights and constants, in a graph with room
 // for all its values and nodes.
-absl::Status AddArguments(const proto::Graph& g, Graph& graph) {
+absl::Status AddArguments(const proto::Graph& g, absl::string_view filename, Graph& graph) {
   size_t num_values = g.input_size() + g.weight_size() + g.constant_size();
   for (const proto::Node& node : g.node()) num_values += node.output_size();
   graph.Reserve(num_values, g.node_size());
@@ -330,7 +331,7 @@ absl::Status AddArguments(const proto::Graph& g, Graph& graph) {
   auto add_initializers = [&](const auto& list,
                               ValueKind kind) -> absl::Status {
     for (const proto::Initializer& init : list) {
-      absl::StatusOr<Tensor> data = MaterializeInitializer(init);
+      absl::StatusOr<Tensor> data = MaterializeInitializer(init, filename);
       if (!data.ok()) return data.status();
       absl::StatusOr<ValueId> id =
           graph.AddInitializer(init.name(), kind, *std::move(data));
@@ -345,11 +346,11 @@ absl::Status AddArguments(const proto::Graph& g, Graph& graph) {
   return add_initializers(g.constant(), ValueKind::kConstant);
 }
 
-absl::Status BuildGraph(const proto::Graph& g, Graph& graph) {
-  if (absl::Status s = AddArguments(g, graph); !s.ok()) return s;
+absl::Status BuildGraph(const proto::Graph& g, absl::string_view filename, Graph& graph) {
+  if (absl::Status s = AddArguments(g, filename, graph); !s.ok()) return s;
   if (!AddNodesInFileOrder(g, graph)) {
     graph = Graph();
-    if (absl::Status s = AddArguments(g, graph); !s.ok()) return s;
+    if (absl::Status s = AddArguments(g, filename, graph); !s.ok()) return s;
     if (absl::Status s = AddNodes(g, graph); !s.ok()) return s;
   }
   if (g.output_size() == 0) {
@@ -425,7 +426,31 @@ proto::Attribute AttrToProto(absl::string_view name, const AttrValue& value) {
 
 }  // namespace
 
-absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init) {
+absl::Status ReadExternalData(const proto::ExternalData& external, absl::string_view model_path,
+                              const std::string& what, Tensor& tensor) {
+  std::filesystem::path path(external.file());
+  if (path.is_relative()) path = std::filesystem::path(std::string(model_path)).parent_path() / path;
+  const int64_t bytes = tensor.num_elements() * DTypeSize(tensor.dtype());
+  std::ifstream file(path, std::ios::binary);
+  if (external.file().empty() || !file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": cannot open its external data '", path.string(), "'"));
+  }
+  if (external.offset() < 0 || !file.seekg(external.offset()) ||
+      !file.read(static_cast<char*>(tensor.data()), bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": its external data '", path.string(),
+                                                   "' has fewer than ", bytes,
+                                                   " bytes from offset ", external.offset()));
+  }
+  if (tensor.dtype() == DType::kBool) {
+    auto* flags = static_cast<uint8_t*>(tensor.data());
+    for (int64_t i = 0; i < bytes; ++i) flags[i] = flags[i] != 0;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
+                                              absl::string_view model_path) {
   const std::string what = absl::StrCat("initializer '", init.name(), "'");
   absl::StatusOr<TensorType> type = ConvertType(init.type(), what);
   if (!type.ok()) return type.status();
@@ -452,9 +477,14 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init) {
       }
       FillRandom(init.random(), tensor);
       break;
+    case proto::Initializer::kExternal:
+      if (absl::Status s = ReadExternalData(init.external(), model_path, what, tensor); !s.ok()) {
+        return s;
+      }
+      break;
     case proto::Initializer::INIT_NOT_SET:
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": give its values or a random init"));
+          absl::StrCat(what, ": give its values, a random init or external data"));
   }
   return tensor;
 }
@@ -478,7 +508,7 @@ absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text,
 absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto,
                                      absl::string_view filename) {
   Graph graph;
-  if (absl::Status s = BuildGraph(graph_proto, graph); !s.ok()) {
+  if (absl::Status s = BuildGraph(graph_proto, filename, graph); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(filename, ": ", s.message()));
   }
   return graph;

@@ -31,9 +31,11 @@ std::string GraphProtoToText(const proto::Graph& graph_proto);
 // GraphToProto printed as GraphProtoToText does.
 std::string GraphToText(const Graph& graph);
 
-// An initializer's data: inline values (one value broadcasts) or a seeded
-// random init, which gives the same values on every machine.
-absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init);
+// An initializer's data: inline values (one value broadcasts), a seeded
+// random init, which gives the same values on every machine, or bytes in an
+// external file (relative to the folder of `model_path`).
+absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
+                                              absl::string_view model_path = "");
 
 }  // namespace loom
 

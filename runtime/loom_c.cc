@@ -109,6 +109,10 @@ int loom_model_num_outputs(const loom_model* model) {
   return model == nullptr ? 0 : static_cast<int>(model->model.outputs().size());
 }
 
+int loom_model_num_launches(const loom_model* model) {
+  return model == nullptr ? 0 : model->model.launches();
+}
+
 loom_status loom_model_input(const loom_model* model, int index, const char** name,
                              loom_dtype* dtype, int* rank, const int64_t** shape) {
   if (model == nullptr) return Invalid("loom_model_input: no model");

@@ -62,6 +62,8 @@ void loom_model_free(loom_model* model);
 
 int loom_model_num_inputs(const loom_model* model);
 int loom_model_num_outputs(const loom_model* model);
+/* How many kernel launches a run makes (a fused model's few). */
+int loom_model_num_launches(const loom_model* model);
 
 /* Input (output) `index`: its name, type and shape, valid while the model
    lives. */

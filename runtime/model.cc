@@ -412,6 +412,7 @@ Model::~Model() = default;
 const std::string& Model::name() const { return shared_->name; }
 const std::vector<TensorInfo>& Model::inputs() const { return shared_->inputs; }
 const std::vector<TensorInfo>& Model::outputs() const { return shared_->outputs; }
+int Model::launches() const { return static_cast<int>(shared_->launch_function.size()); }
 
 absl::Status Model::Run(absl::Span<const InputTensor> inputs,
                         absl::Span<const OutputTensor> outputs) const {

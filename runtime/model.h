@@ -80,6 +80,8 @@ class Model {
   const std::string& name() const;
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
+  // How many kernel launches a Run makes.
+  int launches() const;
 
   // Runs the model on every input, each named once, in any order, and
   // writes the named outputs into the caller's memory (outputs not named are

@@ -65,7 +65,8 @@ def _library():
                                            ctypes.POINTER(handle)]
         lib.loom_model_free.argtypes = [handle]
         lib.loom_model_free.restype = None
-        for count in (lib.loom_model_num_inputs, lib.loom_model_num_outputs):
+        for count in (lib.loom_model_num_inputs, lib.loom_model_num_outputs,
+                      lib.loom_model_num_launches):
             count.argtypes = [handle]
         for describe in (lib.loom_model_input, lib.loom_model_output):
             describe.argtypes = [handle, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
@@ -95,7 +96,8 @@ def _aligned_empty(shape, dtype):
 
 class Model:
     """A compiled model. `inputs` and `outputs` are lists of (name, numpy
-    dtype, shape); calls may come from several threads at once."""
+    dtype, shape), `launches` how many kernel launches a run makes; calls may
+    come from several threads at once."""
 
     def __init__(self, handle):
         self._handle = handle
@@ -104,6 +106,7 @@ class Model:
                        for i in range(lib.loom_model_num_inputs(handle))]
         self.outputs = [self._describe(lib.loom_model_output, i)
                         for i in range(lib.loom_model_num_outputs(handle))]
+        self.launches = lib.loom_model_num_launches(handle)
 
     def _describe(self, function, index):
         name, dtype, rank = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int()

@@ -4,6 +4,12 @@
 #
 #   tests/bench/peers/run.sh [--cases=REGEX] [--rounds=5] [--iters=20] [--loom=PATH] [--out_dir=DIR]
 #
+# or, with --compile_time first, torch.compile's first call with loom's backend
+# against Inductor's, each in a fresh process with empty caches
+# (compile_time.py):
+#
+#   tests/bench/peers/run.sh --compile_time [--rounds=3]
+#
 # LOOM_PEERS_VENV names another virtualenv (default $HOME/.venvs/loom-peers).
 # Sets up the peers' environment: the NVIDIA libraries PyPI's torch wheel
 # links at import and the CUDA toolkit's lib64 on LD_LIBRARY_PATH, TCMalloc
@@ -35,4 +41,8 @@ else
 fi
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 
+if [[ "${1:-}" == "--compile_time" ]]; then
+  shift
+  exec "$py" "$here/compile_time.py" "$@"
+fi
 exec "$py" "$here/peers.py" "$@"

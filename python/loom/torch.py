@@ -1,0 +1,362 @@
+"""torch.compile(model, backend="loom"): dynamo's FX graphs compiled by loom.
+
+    import loom.torch                    # registers the backend "loom"
+    compiled = torch.compile(model, backend="loom")
+    with torch.no_grad():
+        y = compiled(x)
+
+The backend translates the FX graph dynamo hands it (torch-level ops:
+torch.lstm, torch.gru, F.group_norm, F.layer_norm, F.linear, softmax,
+pointwise ops, views) straight into a loom graph, rather than through
+torch.onnx, whose exporter re-traces the model and takes seconds: the
+translation takes milliseconds. The module's parameters and buffers become
+the graph's weights (their values when the graph is compiled: loom compiles
+inference), the other tensors its inputs. A graph with an op the translation
+does not know, or compiled while gradients are required, runs eagerly
+instead, after one warning naming the reason: the program never fails
+because of the backend. Each new set of input shapes (and of the symbolic
+sizes dynamo passes, under its dynamic-shape guards) compiles and caches a
+new loom model; loom's kernel cache makes the next process's compile fast.
+"""
+
+import operator
+import os
+import tempfile
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import loom
+
+__all__ = ["loom_backend"]
+
+_TORCH_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32",
+                 torch.int64: "I64", torch.bool: "BOOL"}
+
+
+class Unsupported(Exception):
+    """Something in the graph loom does not compile."""
+
+
+class _Zeros:
+    """torch.zeros(...) of the graph: an lstm's or gru's default state."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+class _Writer:
+    """A loom graph text proto, with the weights' bytes in one file beside it."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.lines = []
+        self.weights = open(os.path.join(folder, "weights.bin"), "wb")
+        self.offset = 0
+        self.count = 0
+
+    def fresh(self, hint):
+        self.count += 1
+        return "%s_%d" % (hint, self.count)
+
+    @staticmethod
+    def _type(dtype, shape):
+        return "type { dtype: %s shape: [%s] }" % (dtype, ", ".join(str(int(d)) for d in shape))
+
+    def input(self, name, tensor):
+        if tensor.dtype not in _TORCH_DTYPES:
+            raise Unsupported("input of dtype %s" % tensor.dtype)
+        self.lines.append('input { name: "%s" %s }' % (
+            name, self._type(_TORCH_DTYPES[tensor.dtype], tensor.shape)))
+
+    def weight(self, hint, array):
+        array = np.ascontiguousarray(array)
+        dtype = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64",
+                 np.dtype(np.int32): "I32", np.dtype(np.int64): "I64"}.get(array.dtype)
+        if dtype is None:
+            raise Unsupported("a weight of dtype %s" % array.dtype)
+        name = self.fresh(hint)
+        self.weights.write(array.astype(array.dtype.newbyteorder("<")).tobytes())
+        self.lines.append('weight { name: "%s" %s external { file: "weights.bin" offset: %d } }' % (
+            name, self._type(dtype, array.shape), self.offset))
+        self.offset += array.nbytes
+        return name
+
+    def node(self, op, inputs, outputs=1, **attrs):
+        names = [self.fresh(op) for _ in range(outputs)]
+        text = ['node { name: "%s" op: "%s"' % (self.fresh(op + "_node"), op)]
+        text += ['input: "%s"' % i for i in inputs]
+        text += ['output: "%s"' % o for o in names]
+        for key, value in attrs.items():
+            if isinstance(value, bool):
+                value = int(value)
+            if isinstance(value, int):
+                text.append('attr { name: "%s" i: %d }' % (key, value))
+            elif isinstance(value, float):
+                text.append('attr { name: "%s" f: %r }' % (key, value))
+            elif isinstance(value, str):
+                text.append('attr { name: "%s" s: "%s" }' % (key, value))
+            else:
+                text.append('attr { name: "%s" ints { v: [%s] } }' % (
+                    key, ", ".join(str(int(v)) for v in value)))
+        self.lines.append(" ".join(text) + " }")
+        return names[0] if outputs == 1 else names
+
+    def finish(self, outputs):
+        self.weights.close()
+        self.lines += ['output: "%s"' % o for o in outputs]
+        path = os.path.join(self.folder, "graph.pbtxt")
+        with open(path, "w") as f:
+            f.write('name: "torch_compile"\n' + "\n".join(self.lines) + "\n")
+        return path
+
+
+def _gates(weight, order, hidden):
+    """PyTorch's gate blocks in loom's (ONNX's) order."""
+    return np.concatenate([weight[g * hidden:(g + 1) * hidden] for g in order])
+
+
+class _Translator:
+    def __init__(self, gm, args, folder):
+        self.gm = gm
+        self.args = args
+        self.out = _Writer(folder)
+        self.env = {}
+        self.inputs = []  # positions of the args that are the loom graph's inputs
+
+    def run(self):
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        for position, (node, arg) in enumerate(zip(placeholders, self.args)):
+            if not isinstance(arg, torch.Tensor):
+                self.env[node] = arg  # a symbolic size: its value for this entry
+            elif "_parameters_" in node.name or "_buffers_" in node.name or isinstance(
+                    arg, torch.nn.Parameter):
+                self.env[node] = ("weight", arg)
+            else:
+                name = "input_%d" % position
+                self.out.input(name, arg)
+                self.env[node] = name
+                self.inputs.append(position)
+        outputs = None
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                outputs = [self.value(v) for v in node.args[0]]
+                break
+            self.env[node] = self.translate(node)
+        return self.out.finish(outputs)
+
+    def value(self, arg):
+        """A loom value name for an FX argument (weights written on first use)."""
+        if isinstance(arg, torch.fx.Node):
+            v = self.env[arg]
+        else:
+            v = arg
+        if isinstance(v, tuple) and len(v) == 2 and v[0] == "weight":
+            name = self.out.weight("w", v[1].detach().cpu().numpy())
+            if isinstance(arg, torch.fx.Node):
+                self.env[arg] = name
+            return name
+        if not isinstance(v, str):
+            raise Unsupported("a value of type %s where a tensor goes" % type(v).__name__)
+        return v
+
+    def raw(self, arg):
+        """A weight's array, or a plain Python value."""
+        v = self.env[arg] if isinstance(arg, torch.fx.Node) else arg
+        if isinstance(v, tuple) and len(v) == 2 and v[0] == "weight":
+            return v[1].detach().cpu().numpy()
+        if isinstance(v, (list, tuple)):
+            return type(v)(self.raw(a) for a in v)
+        return v
+
+    def shape_of(self, arg):
+        meta = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
+        if meta is None:
+            raise Unsupported("a value of unknown shape")
+        return [int(d) for d in meta.shape]
+
+    def ints(self, values):
+        return [int(self.raw(v)) for v in values]
+
+    def translate(self, node):
+        target, args, kwargs = node.target, node.args, node.kwargs
+        if node.op == "call_method":
+            return self.method(node, target, args, kwargs)
+        if node.op != "call_function":
+            raise Unsupported("%s %s" % (node.op, target))
+        if target is operator.getitem:
+            return self.env[args[0]][args[1]]
+        if target is torch.zeros:
+            return _Zeros(self.ints(args[0] if isinstance(args[0], (list, tuple)) else args))
+        if target in (torch.lstm, torch.gru):
+            return self.recurrent(node, target is torch.lstm, *args)
+        if target is F.group_norm:
+            x, groups, w, b, eps = (list(args) + [None, None, 1e-5])[:5]
+            return self.out.node("group_norm", [self.value(x), self.value(w), self.value(b)],
+                                 num_groups=int(groups), epsilon=float(kwargs.get("eps", eps)))
+        if target is F.layer_norm:
+            x, shape, w, b, eps = (list(args) + [None, None, 1e-5])[:5]
+            if w is None or b is None:
+                raise Unsupported("layer_norm without affine parameters")
+            return self.out.node("layer_norm", [self.value(x), self.value(w), self.value(b)],
+                                 axis=-len(shape), epsilon=float(kwargs.get("eps", eps)))
+        if target is F.linear:
+            x, w = args[0], args[1]
+            b = args[2] if len(args) > 2 else kwargs.get("bias")
+            if b is None:
+                raise Unsupported("linear without a bias")
+            return self.out.node("linear", [self.value(x), self.value(w), self.value(b)])
+        if target in (torch.softmax, F.softmax, torch.log_softmax, F.log_softmax):
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            op = "log_softmax" if target in (torch.log_softmax, F.log_softmax) else "softmax"
+            return self.out.node(op, [self.value(args[0])], axis=int(dim))
+        unary = {torch.relu: "relu", F.relu: "relu", torch.tanh: "tanh", torch.sigmoid: "sigmoid",
+                 F.gelu: "gelu", torch.exp: "exp", torch.neg: "neg", F.silu: "silu"}
+        if target in unary:
+            return self.out.node(unary[target], [self.value(args[0])])
+        binary = {operator.add: "add", torch.add: "add", operator.mul: "mul", torch.mul: "mul",
+                  operator.sub: "sub", torch.sub: "sub", operator.truediv: "div",
+                  torch.div: "div", torch.matmul: "matmul", torch.bmm: "matmul",
+                  torch.mm: "matmul"}
+        if target in binary and not kwargs:
+            return self.out.node(binary[target], [self.value(a) for a in args[:2]])
+        raise Unsupported("op %s" % getattr(target, "__name__", target))
+
+    def method(self, node, name, args, kwargs):
+        x = args[0]
+        if name in ("view", "reshape"):
+            return self.out.node("reshape", [self.value(x)], shape=self.shape_of(node))
+        if name == "contiguous":
+            return self.value(x)
+        if name == "permute":
+            dims = args[1] if isinstance(args[1], (list, tuple)) else args[1:]
+            return self.out.node("transpose", [self.value(x)], perm=self.ints(dims))
+        if name == "transpose":
+            rank = len(self.shape_of(x))
+            a, b = (int(self.raw(d)) % rank for d in args[1:3])
+            perm = list(range(rank))
+            perm[a], perm[b] = perm[b], perm[a]
+            return self.out.node("transpose", [self.value(x)], perm=perm)
+        raise Unsupported("method %s" % name)
+
+    def recurrent(self, node, lstm, x, hx, params, has_biases, layers, dropout, train,
+                  bidirectional, batch_first):
+        states = hx if lstm else (hx,)
+        if not all(isinstance(self.env.get(s, s), _Zeros) for s in states):
+            raise Unsupported("%s with a given initial state" % ("lstm" if lstm else "gru"))
+        if not has_biases:
+            raise Unsupported("%s without biases" % ("lstm" if lstm else "gru"))
+        weights = [self.raw(p) for p in params]
+        directions = 2 if bidirectional else 1
+        per_layer = 4 * directions
+        hidden = weights[1].shape[1]
+        order = [0, 3, 1, 2] if lstm else [1, 0, 2]  # (i,f,g,o) -> (i,o,f,c); (r,z,n) -> (z,r,h)
+        shape = self.shape_of(x)
+        batch, seq = (shape[0], shape[1]) if batch_first else (shape[1], shape[0])
+        y = self.value(x)
+        finals_h, finals_c = [], []
+        for layer in range(int(layers)):
+            w, r, b = [], [], []
+            for d in range(directions):
+                w_ih, w_hh, b_ih, b_hh = weights[layer * per_layer + 4 * d:][:4]
+                w.append(_gates(w_ih, order, hidden))
+                r.append(_gates(w_hh, order, hidden))
+                b.append(np.concatenate([_gates(b_ih, order, hidden), _gates(b_hh, order, hidden)]))
+            inputs = [y, self.out.weight("W", np.stack(w)), self.out.weight("R", np.stack(r)),
+                      self.out.weight("B", np.stack(b))]
+            attrs = dict(hidden_size=int(hidden), layout=1 if batch_first else 0,
+                         direction="bidirectional" if bidirectional else "forward")
+            if not lstm:
+                attrs["linear_before_reset"] = 1
+            outs = self.out.node("lstm" if lstm else "gru", inputs, outputs=3 if lstm else 2,
+                                 **attrs)
+            finals_h.append(outs[1])
+            if lstm:
+                finals_c.append(outs[2])
+            # Y: [batch, seq, dirs, hidden] (layout 1) or [seq, dirs, batch, hidden].
+            seq_out = outs[0]
+            if not batch_first:
+                seq_out = self.out.node("transpose", [seq_out], perm=[0, 2, 1, 3])
+            y = self.out.node("reshape", [seq_out],
+                              shape=[batch, seq, directions * hidden] if batch_first
+                              else [seq, batch, directions * hidden])
+
+        def stacked(finals):
+            # Y_h: [batch, dirs, hidden] (layout 1) or [dirs, batch, hidden]:
+            # PyTorch's h_n is [layers * dirs, batch, hidden].
+            axis = 1 if batch_first else 0
+            v = finals[0] if len(finals) == 1 else self.out.node("concat", finals, axis=axis)
+            return self.out.node("transpose", [v], perm=[1, 0, 2]) if batch_first else v
+
+        # torch.lstm's results are (output, h_n, c_n); torch.gru's (output, h_n).
+        return (y, stacked(finals_h), stacked(finals_c)) if lstm else (y, stacked(finals_h))
+
+
+class _Compiled:
+    """The callable torch.compile gets: a loom model per set of shapes."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        self.entries = {}
+        self.folder = tempfile.mkdtemp(prefix="loom_torch_")
+
+    def key(self, args):
+        return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else int(a)
+                     for a in args)
+
+    def entry(self, args):
+        key = self.key(args)
+        if key not in self.entries:
+            folder = os.path.join(self.folder, str(len(self.entries)))
+            os.makedirs(folder)
+            translator = _Translator(self.gm, args, folder)
+            path = translator.run()
+            self.entries[key] = (loom.compile(path), translator.inputs)
+        return self.entries[key]
+
+    def __call__(self, *args):
+        model, positions = self.entry(args)
+        feeds = {}
+        for i, position in enumerate(positions):
+            tensor = args[position].detach()
+            if tensor.device.type != "cpu":
+                raise Unsupported("a tensor on %s" % tensor.device)
+            feeds["input_%d" % position] = tensor.contiguous().numpy()
+        results = model.run(feeds)
+        return tuple(torch.from_numpy(results[name]) for name, _, _ in model.outputs)
+
+
+def loom_backend(gm, example_inputs):
+    """The torch.compile backend: loom's compiled graph, or eager with a warning."""
+    if torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs):
+        warnings.warn("loom compiles inference: gradients are required here (use "
+                      "torch.no_grad()), so this graph runs eagerly")
+        return gm.forward
+    compiled = _Compiled(gm)
+    try:
+        compiled.entry(example_inputs)
+    except (Unsupported, loom.Error) as e:
+        warnings.warn("loom cannot compile this graph (%s); it runs eagerly" % e)
+        return gm.forward
+
+    def run(*args):
+        try:
+            return compiled(*args)
+        except (Unsupported, loom.Error) as e:
+            warnings.warn("loom cannot run this graph (%s); it runs eagerly" % e)
+            return gm.forward(*args)
+
+    run.loom_compiled = compiled  # its entries, for tests and the curious
+    return run
+
+
+try:
+    from torch._dynamo import register_backend
+    register_backend(name="loom")(loom_backend)
+except Exception as e:  # noqa: BLE001 - a torch without the registry
+    warnings.warn("loom: could not register the torch.compile backend: %s" % e)

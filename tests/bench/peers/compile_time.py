@@ -1,0 +1,94 @@
+"""torch.compile's first call (the compile) with backend="loom" against
+Inductor's, on the seed reports' models, each in a fresh process with empty
+caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1; an empty $LOOM_CACHE_DIR),
+alternated in rounds; medians, and loom's outputs against eager.
+
+    tests/bench/peers/run.sh --compile_time [--rounds=3]
+
+Needs torch (the venv of setup_venv.sh) and libloom.so
+(./bazelw build -c opt //runtime:libloom.so).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+CASES = {
+    "lstm_l2_h64": "nn.LSTM(32, 64, num_layers=2, batch_first=True)",
+    "lstm_l6_h256": "nn.LSTM(32, 256, num_layers=6, batch_first=True)",
+    "gru_l2_h64": "nn.GRU(32, 64, num_layers=2, batch_first=True)",
+    "group_norm": "nn.GroupNorm(2, 16)",
+}
+SHAPES = {"group_norm": "(2, 16, 32, 32)"}
+
+CHILD = r"""
+import json, os, sys, time
+import torch, torch.nn as nn
+torch._dynamo.config.allow_rnn = True
+backend = sys.argv[1]
+if backend == "loom":
+    import loom.torch
+torch.manual_seed(0)
+model = {model}.eval()
+x = torch.randn(*{shape})
+compiled = torch.compile(model, backend=backend, fullgraph=True)
+with torch.no_grad():
+    start = time.perf_counter()
+    out = compiled(x)
+    first = time.perf_counter() - start
+    ref = model(x)
+out = out if isinstance(out, tuple) else (out,)
+ref = ref if isinstance(ref, tuple) else (ref,)
+flat = lambda v: [t for e in v for t in (e if isinstance(e, tuple) else (e,))]
+error = max((a - b).abs().max().item() for a, b in zip(flat(out), flat(ref)))
+print(json.dumps({{"first_call_s": first, "max_abs_error": error}}))
+"""
+
+
+def run_child(case, backend):
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1", LOOM_CACHE_DIR=cache,
+                   TORCHINDUCTOR_CACHE_DIR=cache, PYTHONPATH=os.path.join(ROOT, "python"))
+        env.setdefault("LOOM_LIBRARY", os.path.join(ROOT, "bazel-bin", "runtime", "libloom.so"))
+        code = CHILD.format(model=CASES[case], shape=SHAPES.get(case, "(2, 16, 32)"))
+        result = subprocess.run([sys.executable, "-c", code, backend], env=env,
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            return None, result.stderr.strip().splitlines()[-1:]
+        return json.loads(result.stdout.strip().splitlines()[-1]), None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cases", default="")
+    args = parser.parse_args()
+    print("| case | loom first call s | inductor first call s | loom / inductor | loom max abs error vs eager |")
+    print("| --- | --- | --- | --- | --- |")
+    for case in CASES:
+        if args.cases and args.cases not in case:
+            continue
+        times = {"loom": [], "inductor": []}
+        errors = []
+        for _ in range(args.rounds):
+            for backend in ("loom", "inductor"):
+                result, failure = run_child(case, backend)
+                if result is None:
+                    print("  %s with %s failed: %s" % (case, backend, failure), file=sys.stderr)
+                    continue
+                times[backend].append(result["first_call_s"])
+                if backend == "loom":
+                    errors.append(result["max_abs_error"])
+        loom_s = statistics.median(times["loom"]) if times["loom"] else float("nan")
+        inductor_s = statistics.median(times["inductor"]) if times["inductor"] else float("nan")
+        print("| %s | %.3f | %.2f | %.3f | %.2g |" % (case, loom_s, inductor_s, loom_s / inductor_s,
+                                                     max(errors) if errors else float("nan")))
+
+
+if __name__ == "__main__":
+    main()
