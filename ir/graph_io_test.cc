@@ -1,5 +1,8 @@
 #include "ir/graph_io.h"
 
+#include <cstdlib>
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -45,6 +48,37 @@ TEST(GraphIoTest, LoadsInfersShapesAndMaterialisesInitializers) {
     EXPECT_GE(w.GetDouble(i), -1);
     EXPECT_LT(w.GetDouble(i), 1);
   }
+}
+
+TEST(GraphIoTest, ExternalDataIsReadBesideTheModelFile) {
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  const float values[] = {1.5f, -2.0f, 3.25f, 0.0f, 4.0f};
+  std::ofstream(dir + "/data.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(values), sizeof values);
+  const std::string text = R"(
+name: "g"
+input { name: "x" type { dtype: F32 shape: [4] } }
+weight { name: "w" type { dtype: F32 shape: [4] } external { file: "data.bin" offset: 4 } }
+node { name: "add" op: "add" input: ["x", "w"] output: "y" }
+output: "y"
+)";
+  std::ofstream(dir + "/model.pbtxt") << text;
+  absl::StatusOr<Graph> graph = LoadGraphFile(dir + "/model.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Tensor& w = graph->initializer(graph->FindValue("w"));
+  EXPECT_EQ(w.GetDouble(0), -2.0);
+  EXPECT_EQ(w.GetDouble(3), 4.0);
+  std::string short_text = text;
+  short_text.replace(short_text.find("offset: 4"), 9, "offset: 8");
+  std::ofstream(dir + "/short.pbtxt") << short_text;
+  EXPECT_THAT(std::string(LoadGraphFile(dir + "/short.pbtxt").status().message()),
+              HasSubstr("initializer 'w': its external data '" + dir +
+                        "/data.bin' has fewer than 16 bytes from offset 8"));
+  std::string missing = text;
+  missing.replace(missing.find("data.bin"), 8, "none.bin");
+  std::ofstream(dir + "/missing.pbtxt") << missing;
+  EXPECT_THAT(std::string(LoadGraphFile(dir + "/missing.pbtxt").status().message()),
+              HasSubstr("cannot open its external data '" + dir + "/none.bin'"));
 }
 
 TEST(GraphIoTest, RandomInitIsReproducible) {
