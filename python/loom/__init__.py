@@ -13,6 +13,7 @@ tensor).
 
 import ctypes
 import os
+import threading
 
 import numpy as np
 
@@ -86,12 +87,48 @@ def _check(status):
         raise error(message, status)
 
 
-def _aligned_empty(shape, dtype):
-    """An array whose data is 64-byte aligned: loom writes it in place."""
+_ALIGNED_FROM_BYTES = 1 << 16
+
+
+def _output_array(shape, dtype):
+    """A new output array; a large one 64-byte aligned, which loom writes in
+    place (a small one it copies into, which costs less than aligning)."""
     size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if size < _ALIGNED_FROM_BYTES:
+        return np.empty(shape, dtype)
     raw = np.empty(size + 64, dtype=np.uint8)
     start = (-raw.ctypes.data) % 64
     return raw[start:start + size].view(dtype).reshape(shape)
+
+
+class _Plan:
+    """The C structs of a call with given input names, in that order."""
+
+    def __init__(self, model, names):
+        self.names = [str(n).encode() for n in names]
+        self.inputs = (_Tensor * max(len(names), 1))()
+        self.types = [None] * len(names)
+        self.shapes = [None] * len(names)
+        self.outputs = (_Tensor * max(len(model.outputs), 1))()
+        self.output_shapes = []
+        for i, (name, dtype, shape) in enumerate(model.outputs):
+            encoded = name.encode()
+            dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+            self.output_shapes.append((encoded, dims))  # alive as long as the structs
+            self.outputs[i] = _Tensor(encoded, _DTYPES.index(dtype), len(shape), dims, None)
+
+    def bind_input(self, i, array):
+        if self.types[i] != (array.dtype, array.shape):
+            if array.dtype not in _DTYPES:
+                raise InvalidArgumentError(
+                    "input '%s' is %s, which loom has no type for (it has %s)" % (
+                        self.names[i].decode(), array.dtype, ", ".join(_DTYPE_NAMES)),
+                    _INVALID_ARGUMENT)
+            self.shapes[i] = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
+            self.types[i] = (array.dtype, array.shape)
+            self.inputs[i] = _Tensor(self.names[i], _DTYPES.index(array.dtype), array.ndim,
+                                     self.shapes[i], None)
+        self.inputs[i].data = array.ctypes.data
 
 
 class Model:
@@ -107,6 +144,7 @@ class Model:
         self.outputs = [self._describe(lib.loom_model_output, i)
                         for i in range(lib.loom_model_num_outputs(handle))]
         self.launches = lib.loom_model_num_launches(handle)
+        self._plans = threading.local()
 
     def _describe(self, function, index):
         name, dtype, rank = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int()
@@ -138,31 +176,25 @@ class Model:
     def _call(self, function, feeds):
         if self._handle is None:
             raise Error("the model was closed", 0)
-        keep = []  # what the C structs point into, alive for the call
-        inputs = (_Tensor * max(len(feeds), 1))()
-        for i, (name, value) in enumerate(feeds.items()):
-            array = np.ascontiguousarray(value)
+        # The C structs of the last call from this thread with these names,
+        # reused: only the data pointers change while the types do.
+        plans = self._plans.__dict__
+        plan = plans.get(tuple(feeds))
+        if plan is None:
+            plan = plans[tuple(feeds)] = _Plan(self, list(feeds))
+        keep = []  # arrays the structs point into, alive for the call
+        for i, value in enumerate(feeds.values()):
+            array = value if isinstance(value, np.ndarray) else np.asarray(value)
+            if not array.flags.c_contiguous:
+                array = np.ascontiguousarray(array)
             keep.append(array)
-            inputs[i] = self._tensor(name, array, keep)
+            plan.bind_input(i, array)
         results = {}
-        outputs = (_Tensor * max(len(self.outputs), 1))()
         for i, (name, dtype, shape) in enumerate(self.outputs):
-            results[name] = _aligned_empty(shape, dtype)
-            outputs[i] = self._tensor(name, results[name], keep)
-        _check(function(self._handle, inputs, len(feeds), outputs, len(self.outputs)))
+            results[name] = _output_array(shape, dtype)
+            plan.outputs[i].data = results[name].ctypes.data
+        _check(function(self._handle, plan.inputs, len(feeds), plan.outputs, len(self.outputs)))
         return results
-
-    @staticmethod
-    def _tensor(name, array, keep):
-        if array.dtype not in _DTYPES:
-            raise InvalidArgumentError(
-                "input '%s' is %s, which loom has no type for (it has %s)" % (
-                    name, array.dtype, ", ".join(_DTYPE_NAMES)), _INVALID_ARGUMENT)
-        shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
-        encoded = str(name).encode()
-        keep.extend([shape, encoded])
-        return _Tensor(encoded, _DTYPES.index(array.dtype), array.ndim, shape,
-                       array.ctypes.data)
 
     def close(self):
         if self._handle is not None:
