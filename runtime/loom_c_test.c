@@ -1,0 +1,73 @@
+/* loom_c.h from C: the header compiles as C, and a compiled model runs and
+   reports its errors through status codes and loom_last_error(). */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/loom_c.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define EXPECT(condition)                                              \
+  do {                                                                 \
+    if (!(condition)) {                                                \
+      fprintf(stderr, "%s:%d: failed: %s (last error: %s)\n", __FILE__, \
+              __LINE__, #condition, loom_last_error());                \
+      ++failures;                                                      \
+    }                                                                  \
+  } while (0)
+
+int main(void) {
+  /* The kernel cache: Bazel's test sandbox has no $HOME. */
+  const char* tmp = getenv("TEST_TMPDIR");
+  char cache[4096];
+  snprintf(cache, sizeof cache, "%s/cache", tmp != NULL ? tmp : "/tmp");
+  setenv("LOOM_CACHE_DIR", cache, 1);
+
+  loom_model* model = NULL;
+  EXPECT(loom_model_load("/no/such/model.loom", &model) == LOOM_NOT_FOUND);
+  EXPECT(strstr(loom_last_error(), "/no/such/model.loom") != NULL);
+  EXPECT(loom_model_compile("examples/lstm_l2_h64.pbtxt", NULL, &model) == LOOM_OK);
+  if (model == NULL) return 1;
+  EXPECT(loom_model_num_inputs(model) == 1);
+  EXPECT(loom_model_num_outputs(model) == 3);
+
+  const char* name = NULL;
+  loom_dtype dtype;
+  int rank = 0;
+  const int64_t* shape = NULL;
+  EXPECT(loom_model_input(model, 0, &name, &dtype, &rank, &shape) == LOOM_OK);
+  EXPECT(strcmp(name, "x") == 0 && dtype == LOOM_F32 && rank == 3 && shape[2] == 32);
+  EXPECT(loom_model_input(model, 1, &name, &dtype, &rank, &shape) == LOOM_INVALID_ARGUMENT);
+
+  static float x[2 * 16 * 32], y[2 * 16 * 64], reference[2 * 16 * 64];
+  for (int i = 0; i < 2 * 16 * 32; ++i) x[i] = (float)sin(0.01 * i);
+  const int64_t x_shape[] = {2, 16, 32}, y_shape[] = {2, 16, 64};
+  const loom_input inputs[] = {{"x", LOOM_F32, 3, x_shape, x}};
+  const loom_output outputs[] = {{"y", LOOM_F32, 3, y_shape, y}};
+  const loom_output references[] = {{"y", LOOM_F32, 3, y_shape, reference}};
+  EXPECT(loom_model_run(model, inputs, 1, outputs, 1) == LOOM_OK);
+  EXPECT(loom_model_reference_run(model, inputs, 1, references, 1) == LOOM_OK);
+  double worst = 0;
+  for (int i = 0; i < 2 * 16 * 64; ++i) {
+    const double error = fabs(y[i] - reference[i]) - 1e-4 * fabs(reference[i]);
+    if (error > worst) worst = error;
+  }
+  EXPECT(worst <= 1e-5);
+
+  const int64_t wrong_shape[] = {2, 16, 31};
+  const loom_input wrong[] = {{"x", LOOM_F32, 3, wrong_shape, x}};
+  EXPECT(loom_model_run(model, wrong, 1, outputs, 1) == LOOM_INVALID_ARGUMENT);
+  EXPECT(strstr(loom_last_error(), "input 'x' is f32[2, 16, 31]") != NULL);
+  const loom_input unnamed[] = {{NULL, LOOM_F32, 3, x_shape, x}};
+  EXPECT(loom_model_run(model, unnamed, 1, outputs, 1) == LOOM_INVALID_ARGUMENT);
+  const loom_input bad_dtype[] = {{"x", (loom_dtype)42, 3, x_shape, x}};
+  EXPECT(loom_model_run(model, bad_dtype, 1, outputs, 1) == LOOM_INVALID_ARGUMENT);
+  EXPECT(loom_model_run(NULL, inputs, 1, outputs, 1) == LOOM_INVALID_ARGUMENT);
+  loom_model_free(model);
+  loom_model_free(NULL);
+  if (failures == 0) printf("loom_c_test: all passed\n");
+  return failures == 0 ? 0 : 1;
+}
