@@ -1311,8 +1311,12 @@ void Lowering::BindGraphInputsAndWeights() {
     lowered_[id] = LoweredValue::Stored(
         buffer, ContiguousOffset(graph_.value(id).type.shape));
   }
+  std::vector<bool> is_output(graph_.values().size(), false);
+  for (ValueId id : graph_.outputs()) is_output[id] = true;
   for (const auto* list : {&graph_.weights(), &graph_.constants()}) {
     for (ValueId id : *list) {
+      // One that nothing reads (replaced by a folded copy) needs no buffer.
+      if (readers_[id] == 0 && !is_output[id]) continue;
       const Value& value = graph_.value(id);
       const Tensor& data = graph_.initializer(id);
       if (value.kind == ValueKind::kConstant && data.num_elements() == 1) {

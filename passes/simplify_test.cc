@@ -211,5 +211,39 @@ TEST(SimplifyTest, IsRegisteredAsSimplify) {
   EXPECT_TRUE(PassRegistry::Global().Create(spec).ok());
 }
 
+// A weight transposed into a matrix product of many rows (a GEMM) becomes
+// a transposed weight of its own; into one of few rows (a matrix-vector
+// product, which reads the weight as stored) it stays a transpose.
+TEST(SimplifyTest, WeightTransposesIntoGemmsAreFolded) {
+  for (const int64_t rows : {int64_t{32}, int64_t{2}}) {
+    Module module;
+    Graph& graph = module.graph;
+    const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {rows, 3}});
+    Tensor w(DType::kF32, {2, 3});  // [n, k]
+    for (int64_t i = 0; i < 6; ++i) w.SetDouble(i, static_cast<double>(i));
+    const ValueId weight = *graph.AddInitializer("w", ValueKind::kWeight, w);
+    graph.AddNode("t", "transpose", {weight}, {"w_t"}).value();
+    graph.AddNode("mm", "matmul", {x, graph.FindValue("w_t")}, {"y"}).value();
+    graph.AddOutput(graph.FindValue("y"));
+    ASSERT_TRUE(InferShapes(graph).ok());
+    SimplifyPass pass;
+    ASSERT_TRUE(pass.Run(module).ok());
+    ASSERT_TRUE(VerifyGraph(graph).ok());
+    const Node& mm = graph.nodes().back();
+    const ValueId b = mm.inputs[1];
+    if (rows == 2) {
+      EXPECT_EQ(graph.nodes().size(), 2u);
+      EXPECT_EQ(b, graph.FindValue("w_t"));
+      continue;
+    }
+    EXPECT_EQ(graph.nodes().size(), 1u);
+    ASSERT_EQ(graph.value(b).kind, ValueKind::kWeight);
+    const Tensor& folded = graph.initializer(b);
+    EXPECT_EQ(TypeToString(folded.type()), "f32[3,2]");
+    EXPECT_EQ(folded.GetDouble(1), 3.0);  // w[1][0]
+    EXPECT_EQ(folded.GetDouble(2), 1.0);  // w[0][1]
+  }
+}
+
 }  // namespace
 }  // namespace loom
