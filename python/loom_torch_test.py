@@ -2,7 +2,9 @@
 eager's, GroupNorm in one kernel, a new shape a new entry, and eager (after
 a warning) where loom does not compile. Skips without torch."""
 
+import os
 import sys
+import tempfile
 import unittest
 import warnings
 
@@ -64,8 +66,33 @@ class LoomTorchTest(unittest.TestCase):
         module = nn.GroupNorm(2, 16)
         x = torch.randn(2, 16, 32, 32)
         compiled = self.check_against_eager(module, x, tolerance=1e-3)
-        (model, _), = compiled.entries.values()
-        self.assertEqual(model.launches, 1)
+        entry, = compiled.entries.values()
+        entry.thread.join()
+        self.assertEqual(entry.model.launches, 1)
+
+    def test_the_first_call_is_interpreted_while_the_kernels_compile(self):
+        module = nn.LSTM(32, 64, num_layers=2, batch_first=True).eval()
+        x = torch.randn(2, 16, 32)
+        captured = []
+        compiled = compile_with_loom(module, captured)
+        saved = loom.torch.FIRST_CALL_WAIT_S, os.environ.get("LOOM_CACHE_DIR")
+        loom.torch.FIRST_CALL_WAIT_S = 0
+        os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp()  # an empty kernel cache: a real compile
+        try:
+            with torch.no_grad():
+                for call in range(3):  # the reference's, then the kernels'
+                    y = compiled(x)
+                    for a, e in zip(flat(y), flat(module(x))):
+                        self.assertLessEqual((a - e).abs().max().item(), 1e-5, "call %d" % call)
+        finally:
+            loom.torch.FIRST_CALL_WAIT_S = saved[0]
+            if saved[1] is None:
+                del os.environ["LOOM_CACHE_DIR"]
+            else:
+                os.environ["LOOM_CACHE_DIR"] = saved[1]
+        entry, = captured[0].loom_compiled.entries.values()
+        self.assertEqual(entry.interpreted_calls, 1)
+        self.assertIsNotNone(entry.model)
 
     def test_a_new_shape_is_a_new_entry(self):
         module = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4), nn.Softmax(dim=-1))

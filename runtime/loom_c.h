@@ -87,6 +87,15 @@ loom_status loom_model_reference_run(const loom_model* model, const loom_input* 
                                      int num_inputs, const loom_output* outputs,
                                      int num_outputs);
 
+/* A model file (.pbtxt or .onnx) imported for loom's reference interpreter
+   alone, with no native compile: what a caller may run while the kernels
+   compile (loom.torch's first call). Slow: plain loops in double. */
+typedef struct loom_reference loom_reference;
+loom_status loom_reference_load(const char* model_path, loom_reference** reference);
+loom_status loom_reference_run(const loom_reference* reference, const loom_input* inputs,
+                               int num_inputs, const loom_output* outputs, int num_outputs);
+void loom_reference_free(loom_reference* reference);
+
 #ifdef __cplusplus
 }
 #endif

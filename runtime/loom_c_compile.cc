@@ -1,4 +1,5 @@
-// loom_model_compile: the C interface's half that needs the compiler.
+// loom_model_compile and loom_reference_*: the C interface's half that needs
+// the compiler.
 
 #include <cstring>
 #include <memory>
@@ -7,7 +8,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "frontends/onnx/onnx_importer.h"
+#include "ir/graph_io.h"
 #include "backends/cpp/artifact.h"
 #include "ir/interpreter.h"
 #include "runtime/loom_c.h"
@@ -72,6 +76,33 @@ absl::Status Interpret(const loom::Graph& graph, const loom_input* inputs, int n
 }
 
 }  // namespace
+
+struct loom_reference {
+  loom::Graph graph;
+};
+
+extern "C" loom_status loom_reference_load(const char* model_path, loom_reference** reference) {
+  if (model_path == nullptr || reference == nullptr) {
+    return loom_c::Report(absl::InvalidArgumentError("loom_reference_load: a null argument"));
+  }
+  const std::string path = model_path;
+  absl::StatusOr<loom::Graph> graph = absl::EndsWith(path, ".onnx") ? loom::LoadOnnxFile(path)
+                                                                     : loom::LoadGraphFile(path);
+  if (!graph.ok()) return loom_c::Report(graph.status());
+  *reference = new loom_reference{*std::move(graph)};
+  return LOOM_OK;
+}
+
+extern "C" loom_status loom_reference_run(const loom_reference* reference, const loom_input* inputs,
+                                          int num_inputs, const loom_output* outputs,
+                                          int num_outputs) {
+  if (reference == nullptr) {
+    return loom_c::Report(absl::InvalidArgumentError("loom_reference_run: no reference"));
+  }
+  return loom_c::Report(Interpret(reference->graph, inputs, num_inputs, outputs, num_outputs));
+}
+
+extern "C" void loom_reference_free(loom_reference* reference) { delete reference; }
 
 extern "C" loom_status loom_model_compile(const char* model_path, const char* pipeline,
                                           loom_model** model) {

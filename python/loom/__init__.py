@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["Error", "InvalidArgumentError", "Model", "compile", "load"]
+__all__ = ["Error", "InvalidArgumentError", "Model", "Reference", "compile", "load"]
 
 
 class Error(Exception):
@@ -73,9 +73,12 @@ def _library():
             describe.argtypes = [handle, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
                                  ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
                                  ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))]
-        for run in (lib.loom_model_run, lib.loom_model_reference_run):
+        for run in (lib.loom_model_run, lib.loom_model_reference_run, lib.loom_reference_run):
             run.argtypes = [handle, ctypes.POINTER(_Tensor), ctypes.c_int,
                             ctypes.POINTER(_Tensor), ctypes.c_int]
+        lib.loom_reference_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(handle)]
+        lib.loom_reference_free.argtypes = [handle]
+        lib.loom_reference_free.restype = None
         _lib = lib
     return _lib
 
@@ -199,6 +202,35 @@ class Model:
     def close(self):
         if self._handle is not None:
             _library().loom_model_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # the interpreter is shutting down
+            pass
+
+
+class Reference:
+    """A model file run by loom's reference interpreter alone (plain loops
+    in double: slow), with no native compile; `outputs` lists the (name,
+    numpy dtype, shape) wanted."""
+
+    def __init__(self, model_path, outputs):
+        self._handle = ctypes.POINTER(ctypes.c_void_p)()
+        _check(_library().loom_reference_load(os.fsencode(model_path), ctypes.byref(self._handle)))
+        self.outputs = list(outputs)
+        self._plans = threading.local()
+
+    def run(self, feeds):
+        """Runs on `feeds` ({input name: array}); returns {output name: array}."""
+        return self._call(_library().loom_reference_run, feeds)
+
+    _call = Model._call
+
+    def close(self):
+        if self._handle is not None:
+            _library().loom_reference_free(self._handle)
             self._handle = None
 
     def __del__(self):

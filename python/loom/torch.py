@@ -22,6 +22,7 @@ new loom model; loom's kernel cache makes the next process's compile fast.
 import operator
 import os
 import tempfile
+import threading
 import warnings
 
 import numpy as np
@@ -125,6 +126,8 @@ class _Translator:
         self.out = _Writer(folder)
         self.env = {}
         self.inputs = []  # positions of the args that are the loom graph's inputs
+        self.outputs = []  # (loom name, numpy dtype, shape) of the graph's outputs
+        self.macs = 0  # multiply-adds of its matrix products and recurrences
 
     def run(self):
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
@@ -145,6 +148,10 @@ class _Translator:
                 continue
             if node.op == "output":
                 outputs = [self.value(v) for v in node.args[0]]
+                for name, v in zip(outputs, node.args[0]):
+                    meta = v.meta["example_value"]
+                    self.outputs.append((name, np.dtype(str(meta.dtype).replace("torch.", "")),
+                                         tuple(int(d) for d in meta.shape)))
                 break
             self.env[node] = self.translate(node)
         return self.out.finish(outputs)
@@ -209,6 +216,7 @@ class _Translator:
             b = args[2] if len(args) > 2 else kwargs.get("bias")
             if b is None:
                 raise Unsupported("linear without a bias")
+            self.macs += np.prod(self.shape_of(node), dtype=np.float64) * self.shape_of(x)[-1]
             return self.out.node("linear", [self.value(x), self.value(w), self.value(b)])
         if target in (torch.softmax, F.softmax, torch.log_softmax, F.log_softmax):
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -223,6 +231,8 @@ class _Translator:
                   torch.div: "div", torch.matmul: "matmul", torch.bmm: "matmul",
                   torch.mm: "matmul"}
         if target in binary and not kwargs:
+            if binary[target] == "matmul":
+                self.macs += np.prod(self.shape_of(node), dtype=np.float64) * self.shape_of(args[0])[-1]
             return self.out.node(binary[target], [self.value(a) for a in args[:2]])
         raise Unsupported("op %s" % getattr(target, "__name__", target))
 
@@ -258,6 +268,8 @@ class _Translator:
         shape = self.shape_of(x)
         batch, seq = (shape[0], shape[1]) if batch_first else (shape[1], shape[0])
         y = self.value(x)
+        self.macs += float(batch * seq * layers * directions) * sum(w.size for w in weights) / (
+            layers * directions)
         finals_h, finals_c = [], []
         for layer in range(int(layers)):
             w, r, b = [], [], []
@@ -296,6 +308,48 @@ class _Translator:
         return (y, stacked(finals_h), stacked(finals_c)) if lstm else (y, stacked(finals_h))
 
 
+# The first call of a new entry waits this long for its native compile;
+# after that it runs in loom's reference interpreter while the compile goes
+# on (a tiered start, as a JIT's), when the graph is small enough for the
+# interpreter (multiply-adds of its matrix products and recurrences).
+FIRST_CALL_WAIT_S = 0.05
+INTERPRETED_MAX_MACS = 2e8
+
+
+class _Entry:
+    """One set of shapes: the graph, its compile (in the background) and
+    what the first call runs in the meantime."""
+
+    def __init__(self, path, positions, outputs, macs):
+        self.path, self.positions, self.outputs = path, positions, outputs
+        self.macs = macs
+        self.model = None
+        self.error = None
+        self.calls = 0
+        self.interpreted_calls = 0
+        self.thread = threading.Thread(target=self._compile, daemon=True)
+        self.thread.start()
+
+    def _compile(self):
+        try:
+            self.model = loom.compile(self.path)
+        except loom.Error as e:
+            self.error = e
+
+    def runner(self):
+        """The compiled model, or on the first call (only), the reference."""
+        self.calls += 1
+        if self.calls == 1 and self.macs <= INTERPRETED_MAX_MACS:
+            self.thread.join(FIRST_CALL_WAIT_S)
+            if self.thread.is_alive():
+                self.interpreted_calls += 1
+                return loom.Reference(self.path, self.outputs)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.model
+
+
 class _Compiled:
     """The callable torch.compile gets: a loom model per set of shapes."""
 
@@ -315,19 +369,21 @@ class _Compiled:
             os.makedirs(folder)
             translator = _Translator(self.gm, args, folder)
             path = translator.run()
-            self.entries[key] = (loom.compile(path), translator.inputs)
+            self.entries[key] = _Entry(path, translator.inputs, translator.outputs,
+                                       translator.macs)
         return self.entries[key]
 
     def __call__(self, *args):
-        model, positions = self.entry(args)
+        entry = self.entry(args)
+        runner = entry.runner()
         feeds = {}
-        for i, position in enumerate(positions):
+        for position in entry.positions:
             tensor = args[position].detach()
             if tensor.device.type != "cpu":
                 raise Unsupported("a tensor on %s" % tensor.device)
             feeds["input_%d" % position] = tensor.contiguous().numpy()
-        results = model.run(feeds)
-        return tuple(torch.from_numpy(results[name]) for name, _, _ in model.outputs)
+        results = runner.run(feeds)
+        return tuple(torch.from_numpy(results[name]) for name, _, _ in entry.outputs)
 
 
 def loom_backend(gm, example_inputs):
