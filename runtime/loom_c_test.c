@@ -57,6 +57,16 @@ int main(void) {
   }
   EXPECT(worst <= 1e-5);
 
+  /* The reference interpreter alone, without a compile. */
+  loom_reference* reference_only = NULL;
+  static float y_reference_only[2 * 16 * 64];
+  const loom_output reference_only_outputs[] = {{"y", LOOM_F32, 3, y_shape, y_reference_only}};
+  EXPECT(loom_reference_load("examples/lstm_l2_h64.pbtxt", &reference_only) == LOOM_OK);
+  EXPECT(loom_reference_run(reference_only, inputs, 1, reference_only_outputs, 1) == LOOM_OK);
+  EXPECT(memcmp(y_reference_only, reference, sizeof reference) == 0);
+  EXPECT(loom_reference_load("/no/such/model.pbtxt", &reference_only) != LOOM_OK);
+  loom_reference_free(reference_only);
+
   const int64_t wrong_shape[] = {2, 16, 31};
   const loom_input wrong[] = {{"x", LOOM_F32, 3, wrong_shape, x}};
   EXPECT(loom_model_run(model, wrong, 1, outputs, 1) == LOOM_INVALID_ARGUMENT);
