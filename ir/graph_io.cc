@@ -1,13 +1,9 @@
 #include "ir/graph_io.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <queue>
-#include <sstream>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -16,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "ir/file_io.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
 #include "ir/verifier.h"
@@ -485,14 +482,9 @@ absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto,
 }
 
 absl::StatusOr<Graph> LoadGraphFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": cannot open model file (", std::strerror(errno), ")"));
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  absl::StatusOr<proto::Graph> graph_proto = ParseGraphText(text.str(), path);
+  absl::StatusOr<std::string> text = ReadFileBytes(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<proto::Graph> graph_proto = ParseGraphText(*text, path);
   if (!graph_proto.ok()) return graph_proto.status();
   return GraphFromProto(*graph_proto, path);
 }

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -19,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "google/protobuf/util/json_util.h"
+#include "ir/file_io.h"
 #include "ir/graph_io.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
@@ -144,14 +144,12 @@ void Compare(const Tensor& actual, const Tensor& expected, Comparison& result) {
 
 absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
   const std::string path = absl::StrCat(dir, "/", value.name, ".bin");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": cannot open the data of input '", value.name, "'"));
+        bytes.status().message(), " (the data of input '", value.name, "')"));
   }
-  std::stringstream bytes;
-  bytes << file.rdbuf();
-  const std::string data = bytes.str();
+  const std::string& data = *bytes;
   Tensor tensor(value.type);
   if (static_cast<int64_t>(data.size()) != tensor.num_bytes()) {
     return absl::InvalidArgumentError(absl::StrCat(

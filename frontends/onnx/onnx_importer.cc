@@ -1,7 +1,5 @@
 #include "frontends/onnx/onnx_importer.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -12,6 +10,7 @@
 #include "frontends/onnx/onnx_context.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "frontends/onnx/onnx_tensor.h"
+#include "ir/file_io.h"
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
 #include "onnx/defs/schema.h"
@@ -386,14 +385,10 @@ absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
 }
 
 absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
-  }
-  std::stringstream bytes;
-  bytes << file.rdbuf();
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes.str())) {
+  if (!model.ParseFromString(*bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a binary ONNX model (ModelProto)"));
   }

@@ -1,11 +1,10 @@
 #include "frontends/onnx/onnx_tensor.h"
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/file_io.h"
 
 namespace loom {
 namespace {
@@ -147,14 +146,10 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
 }
 
 absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
-  }
-  std::stringstream bytes;
-  bytes << file.rdbuf();
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
   onnx::TensorProto proto;
-  if (!proto.ParseFromString(bytes.str())) {
+  if (!proto.ParseFromString(*bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a serialised ONNX TensorProto"));
   }
