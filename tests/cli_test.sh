@@ -26,6 +26,7 @@ expect 2 "node 'big' \(tile\): attribute 'repeats'" compile --model=$bad/tile_ov
 expect 2 "node 'big' \(expand\): output 'y': shape .* is too large" compile --model=$bad/expand_too_large.pbtxt
 expect 2 "node 'rs' \(reshape\): attribute 'shape' \[-5\]" compile --model=$bad/reshape_negative.pbtxt
 expect 2 "buffers_too_large.pbtxt: the model's buffers need .* GB, more than this machine's" compile --model=$bad/buffers_too_large.pbtxt
+expect 2 "negative_dim.onnx: graph input 'x': dim 0 is -3, a negative dimension" compile --model=$bad/negative_dim.onnx
 expect 2 "directory.onnx: is a directory" compile --model=$bad/directory.onnx
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
 expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1

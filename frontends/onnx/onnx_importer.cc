@@ -93,7 +93,12 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
   Shape shape;
   for (int d = 0; d < rank; ++d) {
     const onnx::TensorShapeProto::Dimension& dim = tensor.shape().dim(d);
-    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+    if (dim.has_dim_value() && dim.dim_value() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": dim ", d, " is ", dim.dim_value(),
+                       ", a negative dimension (sizes are at least 0)"));
+    }
+    if (dim.has_dim_value()) {
       if (given != options.input_shapes.end() &&
           given->second[d] != dim.dim_value()) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -176,6 +176,14 @@ TEST(OnnxImporterTest, RefusesOtherDomains) {
   EXPECT_THAT(graph.status().message(), HasSubstr("domain 'com.example'"));
 }
 
+TEST(OnnxImporterTest, RefusesInputShapesBeyondTheLimits) {
+  ModelBuilder negative;
+  negative.Input("x", onnx::TensorProto::FLOAT, {-3, 4}).Output("y");
+  negative.Node("Relu", {"x"}, {"y"});
+  EXPECT_THAT(ImportOnnxModel(negative.model()).status().message(),
+              HasSubstr("graph input 'x': dim 0 is -3, a negative dimension"));
+}
+
 TEST(OnnxImporterTest, RefusesUnsupportedDtypes) {
   ModelBuilder b;
   b.Input("x", onnx::TensorProto::UINT8, {2}).Output("y");
