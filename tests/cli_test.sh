@@ -27,6 +27,10 @@ expect 2 "node 'big' \(expand\): output 'y': shape .* is too large" compile --mo
 expect 2 "node 'rs' \(reshape\): attribute 'shape' \[-5\]" compile --model=$bad/reshape_negative.pbtxt
 expect 2 "buffers_too_large.pbtxt: the model's buffers need .* GB, more than this machine's" compile --model=$bad/buffers_too_large.pbtxt
 expect 2 "negative_dim.onnx: graph input 'x': dim 0 is -3, a negative dimension" compile --model=$bad/negative_dim.onnx
+expect 2 "future_opset.onnx: the model imports opset 999 of the default ONNX domain, newer than the newest" \
+  compile --model=$bad/future_opset.onnx
+expect 2 "unknown_domain.onnx: the model imports opset 1 of domain 'com.example.frobnicate', a domain loom's ONNX importer does not know" \
+  compile --model=$bad/unknown_domain.onnx
 expect 2 "directory.onnx: is a directory" compile --model=$bad/directory.onnx
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
 expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1

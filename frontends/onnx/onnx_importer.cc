@@ -36,6 +36,33 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
   return 0;
 }
 
+// Refuses an opset_import that the ONNX release this importer is built
+// with does not know: an unknown domain, or a version newer than its newest
+// (ops would be read with another version's semantics), as ONNX Runtime
+// refuses them.
+absl::Status CheckOpsetImports(const onnx::ModelProto& model) {
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    const bool is_default = IsDefaultDomain(opset.domain());
+    const std::string name =
+        is_default ? "the default ONNX domain" : absl::StrCat("domain '", opset.domain(), "'");
+    auto range = known.find(is_default ? "" : opset.domain());
+    if (range == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model imports opset ", opset.version(), " of ", name,
+          ", a domain loom's ONNX importer does not know"));
+    }
+    const auto [oldest, newest] = range->second;
+    if (opset.version() < oldest || opset.version() > newest) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model imports opset ", opset.version(), " of ", name,
+          opset.version() > newest ? ", newer than the newest" : ", not an opset",
+          " loom's ONNX importer knows (", oldest, " to ", newest, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // ONNX value names whose data loom needs at compile time: the static
 // operands of every node, and everything they are computed from (except
 // through ops that read only their input's type, like Shape).
@@ -165,6 +192,7 @@ class Importer {
       : model_(model), options_(options) {}
 
   absl::StatusOr<Graph> Run() {
+    if (absl::Status s = CheckOpsetImports(model_); !s.ok()) return s;
     opset_ = DefaultOpset(model_);
     const onnx::GraphProto& g = model_.graph();
     graph_.name = g.name();

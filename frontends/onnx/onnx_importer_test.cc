@@ -176,6 +176,31 @@ TEST(OnnxImporterTest, RefusesOtherDomains) {
   EXPECT_THAT(graph.status().message(), HasSubstr("domain 'com.example'"));
 }
 
+TEST(OnnxImporterTest, RefusesOpsetsTheImporterDoesNotKnow) {
+  ModelBuilder future(999);
+  future.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
+  future.Node("Relu", {"x"}, {"y"});
+  EXPECT_THAT(ImportOnnxModel(future.model()).status().message(),
+              HasSubstr("imports opset 999 of the default ONNX domain, newer than the newest "
+                        "loom's ONNX importer knows (1 to 17)"));
+
+  ModelBuilder unknown;
+  unknown.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
+  unknown.Node("Relu", {"x"}, {"y"});
+  onnx::OperatorSetIdProto* import = unknown.model_for_test().add_opset_import();
+  import->set_domain("com.example");
+  import->set_version(1);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(unknown.model());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("imports opset 1 of domain 'com.example', a domain loom's ONNX "
+                        "importer does not know"));
+
+  // A domain ONNX knows, imported but unused, is fine.
+  import->set_domain("ai.onnx.ml");
+  EXPECT_TRUE(ImportOnnxModel(unknown.model()).ok());
+}
+
 TEST(OnnxImporterTest, RefusesInputShapesBeyondTheLimits) {
   ModelBuilder negative;
   negative.Input("x", onnx::TensorProto::FLOAT, {-3, 4}).Output("y");
