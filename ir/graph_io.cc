@@ -20,10 +20,6 @@
 namespace loom {
 namespace {
 
-// Largest tensor loom accepts, in elements: keeps byte counts far from
-// int64 overflow whatever the dtype.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-
 class CollectFirstError : public google::protobuf::io::ErrorCollector {
  public:
   explicit CollectFirstError(absl::string_view filename)
@@ -67,17 +63,8 @@ absl::StatusOr<TensorType> ConvertType(const proto::TensorType& type,
                      " (set dtype to F32, F64, I32, I64 or BOOL)"));
   }
   Shape shape(type.shape().begin(), type.shape().end());
-  int64_t elements = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": negative dimension in shape ", ShapeToString(shape)));
-    }
-    if (dim > 0 && elements > kMaxElements / dim) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": shape ", ShapeToString(shape), " is too large"));
-    }
-    elements *= dim;
+  if (absl::Status s = CheckShapeLimits(shape); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return TensorType{*dtype, std::move(shape)};
 }

@@ -118,6 +118,9 @@ absl::Status RunNode(const Graph& graph, const Node& node,
         node, absl::InternalError("shape function returned the wrong number "
                                   "of outputs"));
   }
+  if (absl::Status s = CheckOutputLimits(graph, node, *out_types); !s.ok()) {
+    return AddNodeContext(node, s);
+  }
   std::vector<Tensor> results;
   results.reserve(out_types->size());
   for (TensorType& type : *out_types) results.emplace_back(std::move(type));

@@ -86,6 +86,13 @@ absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
 // is unknown).
 absl::StatusOr<const OpDef*> CheckedOpDef(const Node& node, const OpDef* def);
 
+// Checks the output types a shape function inferred for `node` against the
+// tensor limits (CheckShapeLimits): shape functions add and multiply
+// dimensions freely, and every size computed later relies on the limits.
+// Errors name the output value; callers add the node.
+absl::Status CheckOutputLimits(const Graph& graph, const Node& node,
+                               absl::Span<const TensorType> types);
+
 // Runs shape inference over the whole graph in node order, setting every
 // intermediate value's type. Each node first passes CheckNodeSignature, so
 // shape functions may rely on arity and attribute types. Errors name the

@@ -55,7 +55,7 @@ int64_t MinBytes(const Graph& graph) {
   auto add = [&](const std::vector<ValueId>& ids) {
     for (ValueId id : ids) {
       const TensorType& type = graph.value(id).type;
-      bytes += NumElements(type.shape) * DTypeSize(type.dtype);
+      bytes += NumBytes(type.dtype, type.shape);
     }
   };
   add(graph.inputs());

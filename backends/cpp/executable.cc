@@ -39,6 +39,18 @@ absl::Status CheckPlan(const LoopProgram& program, const MemoryPlan& plan) {
   return absl::OkStatus();
 }
 
+// Buffers are allocated and addressed by byte counts: within the limits
+// these cannot overflow.
+absl::Status CheckBufferLimits(const LoopProgram& program) {
+  for (const Buffer& buffer : program.buffers) {
+    if (absl::Status s = CheckShapeLimits(buffer.sizes); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer '", buffer.name, "': ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
@@ -48,6 +60,7 @@ absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
     return absl::FailedPreconditionError(
         "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
   }
+  if (absl::Status s = CheckBufferLimits(*module.loops); !s.ok()) return s;
   NativeCompileOptions options;
   options.flags = module.source->native_flags;
   options.link_blas = module.source->calls_blas;

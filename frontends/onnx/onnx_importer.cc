@@ -88,6 +88,15 @@ absl::flat_hash_set<std::string> NeededAtImport(const onnx::GraphProto& g) {
   return needed;
 }
 
+// `type`, or an error naming `what` when its shape is beyond loom's limits
+// (a product of its dims that overflows int64 included).
+absl::StatusOr<TensorType> WithinLimits(absl::string_view what, TensorType type) {
+  if (absl::Status s = CheckShapeLimits(type.shape); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+  }
+  return type;
+}
+
 // The static type of a graph input: declared dims, or the caller's shape
 // where the model leaves dims symbolic.
 absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
@@ -105,7 +114,7 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
   auto given = options.input_shapes.find(info.name());
   if (!tensor.has_shape()) {
     if (given != options.input_shapes.end()) {
-      return TensorType{*dtype, given->second};
+      return WithinLimits(what, TensorType{*dtype, given->second});
     }
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has no declared shape; loom needs static shapes"));
@@ -142,7 +151,7 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
           "; loom needs static shapes (give the input's shape)"));
     }
   }
-  return TensorType{*dtype, std::move(shape)};
+  return WithinLimits(what, TensorType{*dtype, std::move(shape)});
 }
 
 // Checks a graph output's loom type against what the model declares, where

@@ -9,19 +9,11 @@
 namespace loom {
 namespace {
 
-// Largest tensor loom accepts from a file, in elements (as ir/graph_io.cc).
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-
 absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto,
                              absl::string_view what) {
   Shape shape(proto.dims().begin(), proto.dims().end());
-  int64_t elements = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0 || (dim > 0 && elements > kMaxElements / dim)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": invalid or too large dims ", ShapeToString(shape)));
-    }
-    elements *= dim;
+  if (absl::Status s = CheckShapeLimits(shape); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return shape;
 }
@@ -117,7 +109,7 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
   // data holds.
   const int64_t elements = NumElements(*shape);
   if (proto.has_raw_data()) {
-    const int64_t bytes = elements * DTypeSize(*dtype);
+    const int64_t bytes = NumBytes(*dtype, *shape);
     if (static_cast<int64_t>(proto.raw_data().size()) != bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",

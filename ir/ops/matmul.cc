@@ -97,8 +97,8 @@ void Multiply(const Tensor& a_tensor, const Tensor& b_tensor,
   const int64_t m = plan.m, k = plan.k, n = plan.n;
   std::vector<int64_t> a_strides = BroadcastStrides(plan.a_batch, plan.batch);
   std::vector<int64_t> b_strides = BroadcastStrides(plan.b_batch, plan.batch);
-  for (int64_t& s : a_strides) s *= m * k;
-  for (int64_t& s : b_strides) s *= k * n;
+  for (int64_t& s : a_strides) s = SaturatingMul(s, SaturatingMul(m, k));
+  for (int64_t& s : b_strides) s = SaturatingMul(s, SaturatingMul(k, n));
   StridedWalk walk(plan.batch, {std::move(a_strides), std::move(b_strides)});
   std::vector<T> row(n);
   const int64_t batches = NumElements(plan.batch);

@@ -121,8 +121,7 @@ absl::Status LayerNormEval(const Node& node, absl::Span<const Tensor* const> in,
   const Tensor& x = *in[0];
   absl::StatusOr<int64_t> axis = LayerNormAxis(node, x.rank());
   if (!axis.ok()) return axis.status();
-  int64_t length = 1;
-  for (int64_t d = *axis; d < x.rank(); ++d) length *= x.shape()[d];
+  const int64_t length = NumElements(absl::MakeConstSpan(x.shape()).subspan(*axis));
   NormalizeRuns(
       x, length, node.attrs.GetFloat("epsilon", kDefaultEpsilon),
       OptionalInput(in, 1), OptionalInput(in, 2),
@@ -171,8 +170,7 @@ absl::Status ChannelNormEval(const Node& node,
     if (!num_groups.ok()) return num_groups.status();
     groups = *num_groups;
   }
-  int64_t spatial = 1;
-  for (int64_t d = 2; d < x.rank(); ++d) spatial *= x.shape()[d];
+  const int64_t spatial = NumElements(absl::MakeConstSpan(x.shape()).subspan(2));
   // In [N, C, spatial] order the channels of one (n, group) are contiguous.
   const int64_t length = channels / groups * spatial;
   NormalizeRuns(
@@ -216,8 +214,7 @@ absl::Status BatchNormEval(const Node& node, absl::Span<const Tensor* const> in,
   const Tensor& x = *in[0];
   const double epsilon = node.attrs.GetFloat("epsilon", kDefaultEpsilon);
   const int64_t channels = x.shape()[1];
-  int64_t spatial = 1;
-  for (int64_t d = 2; d < x.rank(); ++d) spatial *= x.shape()[d];
+  const int64_t spatial = NumElements(absl::MakeConstSpan(x.shape()).subspan(2));
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     const int64_t c = i / spatial % channels;
     const double normalized = (x.GetDouble(i) - in[3]->GetDouble(c)) /

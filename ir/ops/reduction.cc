@@ -76,7 +76,7 @@ absl::StatusOr<ReductionPlan> PlanReduction(const Node& node, const Shape& in) {
   for (int64_t axis : *axes) plan.reduced[axis] = true;
   for (int64_t d = 0; d < rank; ++d) {
     plan.kept_shape.push_back(plan.reduced[d] ? 1 : in[d]);
-    if (plan.reduced[d]) plan.reduced_count *= in[d];
+    if (plan.reduced[d]) plan.reduced_count = SaturatingMul(plan.reduced_count, in[d]);
     if (!plan.reduced[d] || keepdims) {
       plan.out_shape.push_back(plan.kept_shape.back());
     }
@@ -339,8 +339,7 @@ void ArgReduce(const Tensor& x, const ArgPlan& plan, bool is_max,
   const int64_t length = x.shape()[plan.axis];
   // Element j of the row at (o, inner) is at (o * length + j) * stride + inner.
   const int64_t stride = ContiguousStrides(x.shape())[plan.axis];
-  int64_t outer = 1;
-  for (int64_t d = 0; d < plan.axis; ++d) outer *= x.shape()[d];
+  const int64_t outer = NumElements(absl::MakeConstSpan(x.shape()).first(plan.axis));
   int64_t* indices = result.data_as<int64_t>();
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t inner = 0; inner < stride; ++inner) {

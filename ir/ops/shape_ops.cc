@@ -60,12 +60,14 @@ ShapeResult ReshapeShape(const Node& node, absl::Span<const TensorType> in) {
       return absl::InvalidArgumentError(
           absl::StrCat("attribute 'shape' ", ShapeToString(shape),
                        " has invalid entry ", shape[i]));
-    } else if (known > 0 && shape[i] > kMaxTensorElements / known) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("attribute 'shape' ", ShapeToString(shape),
-                       " has more than 2^40 elements"));
     } else {
-      known *= shape[i];
+      const std::optional<int64_t> product = CheckedMul(known, shape[i]);
+      if (!product.has_value() || *product > kMaxTensorElements) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("attribute 'shape' ", ShapeToString(shape),
+                         " has more than 2^40 elements"));
+      }
+      known = *product;
     }
   }
   const int64_t total = NumElements(in[0].shape);
@@ -237,8 +239,7 @@ absl::Status ConcatEval(const Node& node, absl::Span<const Tensor* const> in,
   if (!axis.ok()) return axis.status();
   // Each input contributes a contiguous chunk to every row of the dims
   // before the axis.
-  int64_t outer = 1;
-  for (int64_t d = 0; d < *axis; ++d) outer *= result.shape()[d];
+  const int64_t outer = NumElements(absl::MakeConstSpan(result.shape()).first(*axis));
   if (outer == 0) return absl::OkStatus();
   const int64_t element_size = DTypeSize(result.dtype());
   const int64_t row_bytes = result.num_bytes() / outer;

@@ -41,8 +41,7 @@ absl::Status SoftmaxEval(const Node& node, const Tensor& x, bool log,
   const int64_t length = x.shape()[*axis];
   // Element j of the row at (o, inner) is at (o * length + j) * stride + inner.
   const int64_t stride = ContiguousStrides(x.shape())[*axis];
-  int64_t outer = 1;
-  for (int64_t d = 0; d < *axis; ++d) outer *= x.shape()[d];
+  const int64_t outer = NumElements(absl::MakeConstSpan(x.shape()).first(*axis));
   std::vector<double> exps(length);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t inner = 0; inner < stride; ++inner) {

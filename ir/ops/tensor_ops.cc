@@ -56,9 +56,7 @@ absl::StatusOr<bool> FlagAttr(const Node& node, absl::string_view name) {
 
 // Product of shape[begin, end).
 int64_t DimProduct(const Shape& shape, int64_t begin, int64_t end) {
-  int64_t product = 1;
-  for (int64_t d = begin; d < end; ++d) product *= shape[d];
-  return product;
+  return NumElements(absl::MakeConstSpan(shape).subspan(begin, end - begin));
 }
 
 // --- split -------------------------------------------------------------------
@@ -183,12 +181,13 @@ ShapeResult TileShape(const Node& node, absl::Span<const TensorType> in) {
   if (!repeats.ok()) return repeats.status();
   Shape shape = in[0].shape;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] > 0 && (*repeats)[d] > kMaxTensorElements / shape[d]) {
+    const std::optional<int64_t> tiled = CheckedMul(shape[d], (*repeats)[d]);
+    if (!tiled.has_value() || *tiled > kMaxTensorElements) {
       return absl::InvalidArgumentError(absl::StrCat(
           "attribute 'repeats' ", ShapeToString(*repeats), " makes dim ", d,
           " of ", ShapeToString(shape), " larger than 2^40"));
     }
-    shape[d] *= (*repeats)[d];
+    shape[d] = *tiled;
   }
   return OneOutput(in[0].dtype, std::move(shape));
 }
