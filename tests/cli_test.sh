@@ -46,6 +46,20 @@ expect 0 "usage:" help
 expect 2 "compile needs --model" compile
 expect 2 "gen needs --kind" gen --out=$out/x.pbtxt
 
+# Every bad input, through compile and run alike: exit 2 and a message that
+# names the file at fault. good.pbtxt is the model the bad pipeline runs on.
+for input in "$bad"/*.pbtxt "$bad"/*.onnx; do
+  name="$(basename "$input")"
+  args=(--model="$input")
+  if [[ "$name" == good.pbtxt ]]; then
+    name=unknown_pass.pbtxt
+    args+=(--pipeline="$bad/unknown_pass.pbtxt")
+  fi
+  for command in compile run; do
+    expect 2 "^loom: .*$name" "$command" "${args[@]}"
+  done
+done
+
 expect 0 "check pass" run --model=examples/mlp.pbtxt --check
 expect 0 "check pass" run --model=examples/softmax.pbtxt --check --iters=3
 expect 0 "over 2 runs" run --model=examples/softmax.pbtxt --warmup=3 --iters=2
