@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -235,11 +236,11 @@ absl::Status RegisterNormOps(OpRegistry& registry) {
   return RegisterAll(
       registry,
       {
-          std::move(layer_norm),
-          ChannelNormOp("group_norm", /*grouped=*/true),
-          ChannelNormOp("instance_norm", /*grouped=*/false),
-          FixedArityOp("batch_norm", 5, {{"epsilon", AttrType::kFloat, false}},
-                       BatchNormShape, BatchNormEval),
+          Composite(std::move(layer_norm)),
+          Composite(ChannelNormOp("group_norm", /*grouped=*/true)),
+          Composite(ChannelNormOp("instance_norm", /*grouped=*/false)),
+          Composite(FixedArityOp("batch_norm", 5, {{"epsilon", AttrType::kFloat, false}},
+                                 BatchNormShape, BatchNormEval)),
       });
 }
 

@@ -22,6 +22,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -378,27 +379,28 @@ OpDef ConcatOp() {
 }  // namespace
 
 absl::Status RegisterShapeOps(OpRegistry& registry) {
-  return RegisterAll(
-      registry,
-      {
-          FixedArityOp("reshape", 1, {{"shape", AttrType::kInts, true}},
-                       ReshapeShape, CopyAll),
-          FixedArityOp("transpose", 1, {{"perm", AttrType::kInts, false}},
-                       TransposeShape, TransposeEval),
-          FixedArityOp("squeeze", 1, {{"axes", AttrType::kInts, false}},
-                       SqueezeShape, CopyAll),
-          FixedArityOp("unsqueeze", 1, {{"axes", AttrType::kInts, true}},
-                       UnsqueezeShape, CopyAll),
-          FixedArityOp("expand", 1, {{"shape", AttrType::kInts, true}},
-                       ExpandShape, ExpandEval),
-          ConcatOp(),
-          FixedArityOp("slice", 1,
-                       {{"starts", AttrType::kInts, true},
-                        {"ends", AttrType::kInts, true},
-                        {"axes", AttrType::kInts, false},
-                        {"steps", AttrType::kInts, false}},
-                       SliceShape, SliceEval),
-      });
+  std::vector<OpDef> defs = {
+      FixedArityOp("reshape", 1, {{"shape", AttrType::kInts, true}},
+                   ReshapeShape, CopyAll),
+      FixedArityOp("transpose", 1, {{"perm", AttrType::kInts, false}},
+                   TransposeShape, TransposeEval),
+      FixedArityOp("squeeze", 1, {{"axes", AttrType::kInts, false}},
+                   SqueezeShape, CopyAll),
+      FixedArityOp("unsqueeze", 1, {{"axes", AttrType::kInts, true}},
+                   UnsqueezeShape, CopyAll),
+      FixedArityOp("expand", 1, {{"shape", AttrType::kInts, true}},
+                   ExpandShape, ExpandEval),
+      ConcatOp(),
+      FixedArityOp("slice", 1,
+                   {{"starts", AttrType::kInts, true},
+                    {"ends", AttrType::kInts, true},
+                    {"axes", AttrType::kInts, false},
+                    {"steps", AttrType::kInts, false}},
+                   SliceShape, SliceEval),
+  };
+  // Data movement: every result is a copy of an input element.
+  for (OpDef& def : defs) def = Exact(std::move(def));
+  return RegisterAll(registry, std::move(defs));
 }
 
 }  // namespace loom

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -74,8 +75,8 @@ absl::Status RegisterSoftmaxOps(OpRegistry& registry) {
                         absl::Span<Tensor> out) {
       return SoftmaxEval(node, *in[0], log, out[0]);
     };
-    return FixedArityOp(std::move(name), 1, {{"axis", AttrType::kInt, false}},
-                        SoftmaxShape, std::move(eval));
+    return Composite(FixedArityOp(std::move(name), 1, {{"axis", AttrType::kInt, false}},
+                                  SoftmaxShape, std::move(eval)));
   };
   return RegisterAll(registry, {op("softmax", false), op("log_softmax", true)});
 }

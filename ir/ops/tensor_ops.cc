@@ -24,6 +24,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -384,6 +385,12 @@ ShapeResult CumsumShape(const Node& node, absl::Span<const TensorType> in) {
   return OneOutput(in[0]);
 }
 
+// Each running sum has at most the axis's length of terms.
+double CumsumTermUnits(const BoundContext& context) {
+  absl::StatusOr<CumsumPlan> plan = PlanCumsum(context.node, context.inputs[0]->type());
+  return SumRoundingUnits(plan.ok() ? context.inputs[0]->shape()[plan->axis] : 1);
+}
+
 absl::Status CumsumEval(const Node& node, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
@@ -450,28 +457,31 @@ absl::Status CopyAll(const Node&, absl::Span<const Tensor* const> in,
 }  // namespace
 
 absl::Status RegisterTensorOps(OpRegistry& registry) {
+  // Data movement is exact: every result is a copy of an input element (or
+  // pad's value).
   return RegisterAll(
       registry,
       {
-          SplitOp(),
-          FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}},
-                       TileShape, TileEval),
-          FixedArityOp("pad", 1,
-                       {{"pads", AttrType::kInts, true},
-                        {"value", AttrType::kFloat, false},
-                        {"mode", AttrType::kString, false}},
-                       PadShape, PadEval),
-          FixedArityOp("gather", 2, {{"axis", AttrType::kInt, false}},
-                       GatherShape, GatherEval),
-          FixedArityOp("cumsum", 1,
-                       {{"axis", AttrType::kInt, true},
-                        {"exclusive", AttrType::kInt, false},
-                        {"reverse", AttrType::kInt, false}},
-                       CumsumShape, CumsumEval),
-          FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}},
-                       FlattenShape, CopyAll),
-          FixedArityOp("dropout", 1, {{"ratio", AttrType::kFloat, false}},
-                       DropoutShape, CopyAll),
+          Exact(SplitOp()),
+          Exact(FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}}, TileShape,
+                             TileEval)),
+          Exact(FixedArityOp("pad", 1,
+                             {{"pads", AttrType::kInts, true},
+                              {"value", AttrType::kFloat, false},
+                              {"mode", AttrType::kString, false}},
+                             PadShape, PadEval)),
+          Exact(FixedArityOp("gather", 2, {{"axis", AttrType::kInt, false}}, GatherShape,
+                             GatherEval)),
+          WithBound(FixedArityOp("cumsum", 1,
+                                 {{"axis", AttrType::kInt, true},
+                                  {"exclusive", AttrType::kInt, false},
+                                  {"reverse", AttrType::kInt, false}},
+                                 CumsumShape, CumsumEval),
+                    SumOfProductsBound(CumsumTermUnits)),
+          Exact(FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}}, FlattenShape,
+                             CopyAll)),
+          Exact(FixedArityOp("dropout", 1, {{"ratio", AttrType::kFloat, false}}, DropoutShape,
+                             CopyAll)),
       });
 }
 
