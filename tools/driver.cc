@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -20,9 +19,9 @@
 #include "google/protobuf/util/json_util.h"
 #include "ir/file_io.h"
 #include "ir/graph_io.h"
-#include "ir/interpreter.h"
 #include "ir/random.h"
 #include "passes/pass_manager.h"
+#include "tools/check.h"
 
 namespace loom {
 namespace {
@@ -115,31 +114,6 @@ double MeasureCopyBandwidth() {
     best = std::max(best, 2.0 * kElements * sizeof(float) / seconds / 1e9);
   }
   return best;
-}
-
-struct Comparison {
-  double max_abs_error = 0;
-  double max_rel_error = 0;
-  bool pass = true;
-};
-
-void Compare(const Tensor& actual, const Tensor& expected, Comparison& result) {
-  const bool exact = !IsFloat(expected.dtype());
-  for (int64_t i = 0; i < expected.num_elements(); ++i) {
-    const double a = actual.GetDouble(i), e = expected.GetDouble(i);
-    if (std::isnan(a) && std::isnan(e)) continue;
-    const double abs_error = std::fabs(a - e);
-    const double rel_error = e == 0 ? abs_error : abs_error / std::fabs(e);
-    if (!(abs_error <= (exact ? 0 : kCheckAbsTolerance + kCheckRelTolerance * std::fabs(e)))) {
-      result.pass = false;
-    }
-    if (std::isnan(abs_error)) {
-      result.max_abs_error = result.max_rel_error = INFINITY;
-      continue;
-    }
-    result.max_abs_error = std::max(result.max_abs_error, abs_error);
-    result.max_rel_error = std::max(result.max_rel_error, rel_error);
-  }
 }
 
 absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
@@ -383,16 +357,12 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     report.set_check("skipped");
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<Tensor>> expected =
-      Interpret(*compiled.input_graph, *inputs);
-  if (!expected.ok()) return expected.status();
-  Comparison comparison;
-  for (size_t i = 0; i < expected->size(); ++i) {
-    Compare(outputs[i], (*expected)[i], comparison);
-  }
-  report.set_max_abs_error(comparison.max_abs_error);
-  report.set_max_rel_error(comparison.max_rel_error);
-  report.set_check(comparison.pass ? "pass" : "fail");
+  absl::StatusOr<CheckResult> check = CheckOutputs(*compiled.input_graph, *inputs, outputs);
+  if (!check.ok()) return check.status();
+  report.set_max_abs_error(check->max_abs_error);
+  report.set_max_rel_error(check->max_rel_error);
+  report.set_check(check->pass ? "pass" : "fail");
+  report.set_check_detail(check->worst);
   return absl::OkStatus();
 }
 

@@ -62,8 +62,8 @@ absl::StatusOr<CompiledModel> CompileGraph(
 
 struct RunModelOptions {
   std::string inputs_dir;  // <input name>.bin files of raw bytes; empty: random
-  // Compare with the reference interpreter run on the model as imported
-  // (needs CompileOptions::keep_input_graph).
+  // Judge the outputs by the --check rule (tools/check.h) for the model as
+  // imported (needs CompileOptions::keep_input_graph).
   bool check = false;
   int iters = 1;
   int warmup = 0;          // untimed runs before the `iters` timed ones
@@ -74,12 +74,6 @@ struct RunModelOptions {
 // Runs a compiled model `warmup` times untimed, then `iters` times; fills the run fields of the report
 // (check is "pass", "fail" or "skipped").
 absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options);
-
-// The tolerances of --check for floating-point outputs: an element passes
-// when |actual - expected| <= kCheckAbsTolerance + kCheckRelTolerance *
-// |expected|. Integer and bool outputs must match exactly.
-inline constexpr double kCheckRelTolerance = 1e-4;
-inline constexpr double kCheckAbsTolerance = 1e-5;
 
 // Every fusion decision that involves a compute node named `node`, one per
 // line: "fused with 'b' (vertical)" or "not fused with 'b': reason (detail)".
