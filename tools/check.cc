@@ -49,6 +49,13 @@ absl::StatusOr<CheckReferences> ComputeCheckReferences(const Graph& graph,
   return references;
 }
 
+bool CloserToTruthThanReference(double actual, double reference, double truth, double bound,
+                                double tolerance_at_truth) {
+  const double own_error = std::fabs(reference - truth);
+  return std::fabs(actual - truth) <= own_error &&
+         own_error <= tolerance_at_truth + kCheckBoundFactor * bound;
+}
+
 namespace {
 
 bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }

@@ -43,6 +43,18 @@ struct CheckReferences {
 absl::StatusOr<CheckReferences> ComputeCheckReferences(const Graph& graph,
                                                        absl::Span<const Tensor> inputs);
 
+// For a float element judged against another implementation's reference
+// data r with a tolerance (ONNX's test data): whether it passes although
+// outside that tolerance, because the reference's own error against the
+// truth t is one that float32 rounding allows,
+//   |r - t| <= tolerance_at_truth + kCheckBoundFactor * bound,
+// and the element's is no larger, |actual - t| <= |r - t|. It never passes
+// a result further from the truth than the reference, nor one whose
+// reference disagrees with the truth beyond rounding (a question of
+// semantics, which the truth, loom's own interpreter, cannot settle).
+bool CloserToTruthThanReference(double actual, double reference, double truth, double bound,
+                                double tolerance_at_truth);
+
 struct CheckResult {
   bool pass = true;
   // Against the float64 truth, over the elements that differ from it.

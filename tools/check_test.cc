@@ -113,5 +113,18 @@ TEST(CheckTest, IntegersMatchUnlessTheBoundsLeaveThemOpen) {
   EXPECT_FALSE(CheckOutputs(graph, inputs, outputs)->pass);
 }
 
+TEST(CheckTest, CloserToTruthThanReference) {
+  // The BERT feed-forward element: truth -1.0e-4, PyTorch's
+  // reference 3.0e-7 off, loom's result 1.3e-7 off, outside ONNX's
+  // tolerance (1e-7 + 1e-3 |r|) of the reference.
+  const double truth = -1.0e-4, reference = truth + 3.0e-7, tolerance = 1e-7 + 1e-3 * 1e-4;
+  const double bound = 2e-7;  // float32 rounding of values near 1 that cancel
+  EXPECT_TRUE(CloserToTruthThanReference(truth - 1.3e-7, reference, truth, bound, tolerance));
+  // Never further from the truth than the reference.
+  EXPECT_FALSE(CloserToTruthThanReference(truth - 3.1e-7, reference, truth, bound, tolerance));
+  // Nor against a reference that disagrees beyond rounding.
+  EXPECT_FALSE(CloserToTruthThanReference(truth, truth + 1e-5, truth, bound, tolerance));
+}
+
 }  // namespace
 }  // namespace loom
