@@ -1,5 +1,8 @@
 #include "ir/dtype.h"
 
+#include <limits>
+
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -86,27 +89,65 @@ proto::DType DTypeToProto(DType dtype) {
   return proto::DTYPE_UNSPECIFIED;
 }
 
-int64_t NumElements(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
+  int64_t product;
+  if (__builtin_mul_overflow(a, b, &product)) return std::nullopt;
+  return product;
+}
+
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  std::optional<int64_t> product = CheckedMul(a, b);
+  if (product.has_value()) return *product;
+  return (a < 0) != (b < 0) ? std::numeric_limits<int64_t>::min()
+                            : std::numeric_limits<int64_t>::max();
+}
+
+std::optional<int64_t> CheckedProduct(absl::Span<const int64_t> dims) {
+  if (absl::c_linear_search(dims, 0)) return 0;
+  int64_t product = 1;
+  for (int64_t d : dims) {
+    std::optional<int64_t> next = CheckedMul(product, d);
+    if (!next.has_value()) return std::nullopt;
+    product = *next;
+  }
+  return product;
+}
+
+int64_t NumElements(absl::Span<const int64_t> dims) {
+  if (absl::c_linear_search(dims, 0)) return 0;
+  int64_t product = 1;
+  for (int64_t d : dims) product = SaturatingMul(product, d);
+  return product;
+}
+
+int64_t NumBytes(DType dtype, absl::Span<const int64_t> dims) {
+  return SaturatingMul(NumElements(dims), DTypeSize(dtype));
 }
 
 absl::Status CheckShapeLimits(const Shape& shape) {
-  int64_t product = 1;  // of the non-zero dimensions so far
+  // The product of the non-zero dimensions: a 0 must not hide others whose
+  // strides would overflow.
+  std::optional<int64_t> elements = 1;
   for (int64_t d : shape) {
     if (d < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "shape ", ShapeToString(shape), " has a negative dimension"));
     }
-    if (d == 0) continue;
-    if (product > kMaxTensorElements / d) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shape ", ShapeToString(shape),
-          " is too large (loom allows at most 2^40 elements per tensor, "
-          "counting dimensions of size 0 as 1)"));
-    }
-    product *= d;
+    if (d > 0 && elements.has_value()) elements = CheckedMul(*elements, d);
+  }
+  constexpr char kLimit[] =
+      "loom allows at most 2^40 elements per tensor, counting dimensions of "
+      "size 0 as 1";
+  if (!elements.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", ShapeToString(shape),
+                     " is too large: its element count overflows int64 (",
+                     kLimit, ")"));
+  }
+  if (*elements > kMaxTensorElements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", ShapeToString(shape), " is too large: ",
+                     *elements, " elements (", kLimit, ")"));
   }
   return absl::OkStatus();
 }
@@ -120,7 +161,7 @@ std::vector<int64_t> ContiguousStrides(const Shape& shape) {
   int64_t stride = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     strides[i] = stride;
-    stride *= shape[i];
+    stride = SaturatingMul(stride, shape[i]);
   }
   return strides;
 }

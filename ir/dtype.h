@@ -2,11 +2,13 @@
 #define LOOM_IR_DTYPE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "ir/graph.pb.h"
 
 namespace loom {
@@ -32,8 +34,24 @@ proto::DType DTypeToProto(DType dtype);
 // Static shapes. A scalar has rank 0 and one element.
 using Shape = std::vector<int64_t>;
 
-// Product of the dimensions (1 for a scalar).
-int64_t NumElements(const Shape& shape);
+// Size arithmetic. Every product of dimensions, strides, element and byte
+// counts goes through CheckedMul or the helpers built on it, never through a
+// bare `*` that could wrap.
+//
+// a * b, or nullopt when the product does not fit in int64.
+std::optional<int64_t> CheckedMul(int64_t a, int64_t b);
+// a * b, or INT64_MAX (INT64_MIN for a negative product) when it does not
+// fit: a size that overflows never reads as a small one.
+int64_t SaturatingMul(int64_t a, int64_t b);
+// The product of `dims` (1 for none; 0 when any is 0, however large the
+// others), or nullopt when it does not fit in int64.
+std::optional<int64_t> CheckedProduct(absl::Span<const int64_t> dims);
+// The product of the dimensions (1 for a scalar), saturating as
+// SaturatingMul does. Exact for shapes within the limits below
+// (CheckShapeLimits), which every shape that enters loom is checked against.
+int64_t NumElements(absl::Span<const int64_t> dims);
+// NumElements(dims) * DTypeSize(dtype), saturating likewise.
+int64_t NumBytes(DType dtype, absl::Span<const int64_t> dims);
 
 // The most elements loom accepts in one tensor: element, stride and byte
 // counts of any shape within the limit stay far from int64 overflow.
@@ -46,7 +64,7 @@ inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 absl::Status CheckShapeLimits(const Shape& shape);
 // "[2,16,32]"
 std::string ShapeToString(const Shape& shape);
-// Row-major strides, in elements.
+// Row-major strides, in elements (saturating as NumElements does).
 std::vector<int64_t> ContiguousStrides(const Shape& shape);
 
 struct TensorType {

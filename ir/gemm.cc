@@ -56,11 +56,11 @@ void FoldBatchIntoRows(Gemm& gemm) {
     const int64_t extent = gemm.batch[last];
     const bool folds =
         gemm.b.batch_strides[last] == 0 && !gemm.a.transposed &&
-        gemm.a.batch_strides[last] == gemm.m * gemm.a.leading &&
-        gemm.c.batch_strides[last] == gemm.m * gemm.c.leading &&
-        gemm.m * extent <= kMaxBlasInt;
+        gemm.a.batch_strides[last] == SaturatingMul(gemm.m, gemm.a.leading) &&
+        gemm.c.batch_strides[last] == SaturatingMul(gemm.m, gemm.c.leading) &&
+        SaturatingMul(gemm.m, extent) <= kMaxBlasInt;
     if (!folds && extent != 1) return;
-    if (folds) gemm.m *= extent;
+    if (folds) gemm.m = SaturatingMul(gemm.m, extent);
     gemm.batch.pop_back();
     for (GemmMatrix* matrix : {&gemm.a, &gemm.b, &gemm.c}) matrix->batch_strides.pop_back();
   }

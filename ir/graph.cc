@@ -365,6 +365,11 @@ const Tensor& Graph::initializer(ValueId id) const {
   return initializers_.at(id);
 }
 
+void Graph::ReplaceInitializer(ValueId id, Tensor data) {
+  values_[id].type = data.type();
+  initializers_.at(id) = std::move(data);
+}
+
 std::string Graph::UniqueValueName(absl::string_view base) {
   std::string name;
   do {

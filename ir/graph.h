@@ -389,6 +389,9 @@ class Graph {
   ValueId FindValue(absl::string_view name) const;
   // Data of a weight or constant.
   const Tensor& initializer(ValueId id) const;
+  // Replaces a weight's or constant's data, and its value's type with the
+  // data's.
+  void ReplaceInitializer(ValueId id, Tensor data);
   // A name not yet used by any value, built from `base`.
   std::string UniqueValueName(absl::string_view base);
 

@@ -1,14 +1,11 @@
 #include "ir/graph_io.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <queue>
-#include <sstream>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -17,16 +14,13 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "ir/file_io.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
 #include "ir/verifier.h"
 
 namespace loom {
 namespace {
-
-// Largest tensor loom accepts, in elements: keeps byte counts far from
-// int64 overflow whatever the dtype.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 class CollectFirstError : public google::protobuf::io::ErrorCollector {
  public:
@@ -71,17 +65,8 @@ absl::StatusOr<TensorType> ConvertType(const proto::TensorType& type,
                      " (set dtype to F32, F64, I32, I64 or BOOL)"));
   }
   Shape shape(type.shape().begin(), type.shape().end());
-  int64_t elements = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": negative dimension in shape ", ShapeToString(shape)));
-    }
-    if (dim > 0 && elements > kMaxElements / dim) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": shape ", ShapeToString(shape), " is too large"));
-    }
-    elements *= dim;
+  if (absl::Status s = CheckShapeLimits(shape); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return TensorType{*dtype, std::move(shape)};
 }
@@ -515,14 +500,9 @@ absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto,
 }
 
 absl::StatusOr<Graph> LoadGraphFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": cannot open model file (", std::strerror(errno), ")"));
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  absl::StatusOr<proto::Graph> graph_proto = ParseGraphText(text.str(), path);
+  absl::StatusOr<std::string> text = ReadFileBytes(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<proto::Graph> graph_proto = ParseGraphText(*text, path);
   if (!graph_proto.ok()) return graph_proto.status();
   return GraphFromProto(*graph_proto, path);
 }

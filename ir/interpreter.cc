@@ -1,10 +1,12 @@
 #include "ir/interpreter.h"
 
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 
 namespace loom {
 namespace {
@@ -49,12 +51,14 @@ absl::Status CheckIds(const Graph& graph) {
 }
 
 // The values of a run: borrowed (inputs, initializers) or owned
-// (intermediates, freed after their last reader).
+// (intermediates, freed after their last reader), and, when the run bounds
+// errors, each value's bound (none: known exactly).
 class Environment {
  public:
   explicit Environment(const Graph& graph)
       : live_(graph.values().size(), nullptr),
         owned_(graph.values().size()),
+        bounds_(graph.values().size()),
         readers_left_(graph.values().size(), 0) {
     // Graph outputs count as readers that never finish, so they survive.
     for (const Node& node : graph.nodes()) {
@@ -64,15 +68,23 @@ class Environment {
   }
 
   const Tensor* Get(ValueId id) const { return live_[id]; }
+  const Tensor* Bound(ValueId id) const { return bounds_[id].get(); }
   void Borrow(ValueId id, const Tensor& tensor) { live_[id] = &tensor; }
-  void Own(ValueId id, Tensor tensor) {
+  void Own(ValueId id, Tensor tensor, std::optional<Tensor> bound = std::nullopt) {
     owned_[id] = std::make_unique<Tensor>(std::move(tensor));
     live_[id] = owned_[id].get();
+    if (bound.has_value()) bounds_[id] = std::make_unique<Tensor>(*std::move(bound));
     if (readers_left_[id] == 0) Release(id);  // nothing reads it
   }
   // One reader of `id` is done with it.
   void Read(ValueId id) {
     if (--readers_left_[id] == 0) Release(id);
+  }
+  // The bound of a graph output (zeros when it is known exactly); before
+  // TakeOutput, which may move the value out.
+  Tensor OutputBound(ValueId id) const {
+    if (bounds_[id] != nullptr) return *bounds_[id];
+    return Tensor(DType::kF64, live_[id]->shape());
   }
   // The value of a graph output; moved out at its last occurrence.
   Tensor TakeOutput(ValueId id) {
@@ -84,6 +96,7 @@ class Environment {
 
  private:
   void Release(ValueId id) {
+    bounds_[id].reset();
     if (owned_[id] == nullptr) return;
     owned_[id].reset();
     live_[id] = nullptr;
@@ -91,11 +104,43 @@ class Environment {
 
   std::vector<const Tensor*> live_;
   std::vector<std::unique_ptr<Tensor>> owned_;
+  std::vector<std::unique_ptr<Tensor>> bounds_;
   std::vector<int32_t> readers_left_;
 };
 
+// The rounding unit of each value's dtype in `graph`: what its error bounds
+// are made of.
+std::vector<double> RoundingUnits(const Graph& graph) {
+  std::vector<double> units;
+  units.reserve(graph.values().size());
+  for (const Value& value : graph.values()) units.push_back(RoundingUnit(value.type.dtype));
+  return units;
+}
+
+// The bounds of a node's outputs from its op's error model.
+absl::StatusOr<std::vector<Tensor>> NodeBounds(const OpDef& def, const Node& node,
+                                               absl::Span<const Tensor* const> args,
+                                               const Environment& env,
+                                               absl::Span<const Tensor> results,
+                                               const std::vector<double>& units) {
+  std::vector<const Tensor*> arg_bounds;
+  for (ValueId id : node.inputs) arg_bounds.push_back(env.Bound(id));
+  std::vector<double> output_units;
+  for (ValueId id : node.outputs) output_units.push_back(units[id]);
+  const BoundContext context{node, def.eval, args, arg_bounds, results, output_units};
+  std::vector<Tensor> bounds;
+  for (const Tensor& result : results) bounds.emplace_back(DType::kF64, result.shape());
+  const absl::Status status = def.bound ? def.bound(context, absl::MakeSpan(bounds))
+                                        : PointwiseBound(context, def.rounding_ulps,
+                                                         absl::MakeSpan(bounds));
+  if (!status.ok()) return status;
+  return bounds;
+}
+
+// Runs one node; with `units` (InterpretWithErrorBounds), bounds its outputs.
 absl::Status RunNode(const Graph& graph, const Node& node,
-                     const OpRegistry& registry, Environment& env) {
+                     const OpRegistry& registry, const std::vector<double>* units,
+                     Environment& env) {
   absl::Status signature = CheckNodeSignature(node, registry);
   if (!signature.ok()) return signature;
   std::vector<const Tensor*> args;
@@ -118,11 +163,21 @@ absl::Status RunNode(const Graph& graph, const Node& node,
         node, absl::InternalError("shape function returned the wrong number "
                                   "of outputs"));
   }
+  if (absl::Status s = CheckOutputLimits(graph, node, *out_types); !s.ok()) {
+    return AddNodeContext(node, s);
+  }
   std::vector<Tensor> results;
   results.reserve(out_types->size());
   for (TensorType& type : *out_types) results.emplace_back(std::move(type));
   absl::Status eval = def.eval(node, args, absl::MakeSpan(results));
   if (!eval.ok()) return AddNodeContext(node, eval);
+  std::vector<Tensor> bounds;
+  if (units != nullptr) {
+    absl::StatusOr<std::vector<Tensor>> node_bounds =
+        NodeBounds(def, node, args, env, results, *units);
+    if (!node_bounds.ok()) return AddNodeContext(node, node_bounds.status());
+    bounds = *std::move(node_bounds);
+  }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const ValueId id = node.outputs[i];
     if (env.Get(id) != nullptr) {
@@ -130,17 +185,17 @@ absl::Status RunNode(const Graph& graph, const Node& node,
                                       "writes value '", graph.value(id).name,
                                       "', which is already defined")));
     }
-    env.Own(id, std::move(results[i]));
+    env.Own(id, std::move(results[i]),
+            units != nullptr ? std::optional<Tensor>(std::move(bounds[i])) : std::nullopt);
   }
   for (ValueId id : node.inputs) env.Read(id);
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph,
-                                              absl::Span<const Tensor> inputs,
-                                              const OpRegistry& registry) {
+// Interpret, bounding errors with `units` (one per value) when given.
+absl::StatusOr<BoundedOutputs> Run(const Graph& graph, absl::Span<const Tensor> inputs,
+                                   const OpRegistry& registry,
+                                   const std::vector<double>* units) {
   absl::Status status = CheckIds(graph);
   if (status.ok()) status = CheckInputs(graph, inputs);
   if (!status.ok()) return status;
@@ -153,20 +208,82 @@ absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph,
     for (ValueId id : *ids) env.Borrow(id, graph.initializer(id));
   }
   for (const Node& node : graph.nodes()) {
-    status = RunNode(graph, node, registry, env);
+    status = RunNode(graph, node, registry, units, env);
     if (!status.ok()) return status;
   }
 
-  std::vector<Tensor> outputs;
-  outputs.reserve(graph.outputs().size());
+  BoundedOutputs outputs;
+  outputs.values.reserve(graph.outputs().size());
   for (ValueId id : graph.outputs()) {
     if (env.Get(id) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "graph output '", graph.value(id).name, "' is never computed"));
     }
-    outputs.push_back(env.TakeOutput(id));
+    if (units != nullptr) outputs.bounds.push_back(env.OutputBound(id));
+    outputs.values.push_back(env.TakeOutput(id));
   }
   return outputs;
+}
+
+std::vector<Tensor> WidenedToFloat64(absl::Span<const Tensor> tensors) {
+  std::vector<Tensor> wide;
+  wide.reserve(tensors.size());
+  for (const Tensor& tensor : tensors) wide.push_back(WidenedToFloat64(tensor));
+  return wide;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph,
+                                              absl::Span<const Tensor> inputs,
+                                              const OpRegistry& registry) {
+  absl::StatusOr<BoundedOutputs> outputs = Run(graph, inputs, registry, nullptr);
+  if (!outputs.ok()) return outputs.status();
+  return std::move(outputs->values);
+}
+
+Tensor WidenedToFloat64(const Tensor& tensor) {
+  if (tensor.dtype() != DType::kF32) return tensor;
+  Tensor wide(DType::kF64, tensor.shape());
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) wide.SetDouble(i, tensor.GetDouble(i));
+  return wide;
+}
+
+Graph WidenedToFloat64(const Graph& graph, const OpRegistry& registry) {
+  Graph wide = graph;
+  for (ValueId id = 0; id < static_cast<ValueId>(graph.values().size()); ++id) {
+    TensorType& type = wide.mutable_value(id).type;
+    if (type.dtype == DType::kF32) type.dtype = DType::kF64;
+  }
+  for (const auto* ids : {&graph.weights(), &graph.constants()}) {
+    for (ValueId id : *ids) wide.ReplaceInitializer(id, WidenedToFloat64(graph.initializer(id)));
+  }
+  for (NodeId n = 0; n < static_cast<NodeId>(graph.nodes().size()); ++n) {
+    const OpDef* def = registry.Find(graph.node(n).op);
+    if (def == nullptr) continue;  // the run reports it
+    Attrs& attrs = wide.mutable_node(n).attrs;
+    for (const std::string& name : def->dtype_attrs) {
+      if (attrs.GetString(name, "") == DTypeName(DType::kF32)) {
+        attrs.Set(name, std::string(DTypeName(DType::kF64)));
+      }
+    }
+  }
+  return wide;
+}
+
+absl::StatusOr<std::vector<Tensor>> InterpretInFloat64(const Graph& graph,
+                                                       absl::Span<const Tensor> inputs,
+                                                       const OpRegistry& registry) {
+  if (absl::Status s = CheckInputs(graph, inputs); !s.ok()) return s;
+  return Interpret(WidenedToFloat64(graph, registry), WidenedToFloat64(inputs), registry);
+}
+
+absl::StatusOr<BoundedOutputs> InterpretWithErrorBounds(const Graph& graph,
+                                                        absl::Span<const Tensor> inputs,
+                                                        const OpRegistry& registry) {
+  if (absl::Status s = CheckInputs(graph, inputs); !s.ok()) return s;
+  const std::vector<double> units = RoundingUnits(graph);
+  return Run(WidenedToFloat64(graph, registry), WidenedToFloat64(inputs), registry, &units);
 }
 
 }  // namespace loom

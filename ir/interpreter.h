@@ -28,6 +28,39 @@ absl::StatusOr<std::vector<Tensor>> Interpret(
     const Graph& graph, absl::Span<const Tensor> inputs,
     const OpRegistry& registry = OpRegistry::Global());
 
+// The graph with its float32 arithmetic widened to float64: every f32 value
+// (inputs, weights and constants exactly) becomes f64, and so does every
+// dtype attribute naming f32 (OpDef::dtype_attrs: cast's "to"). Value ids
+// are kept.
+Graph WidenedToFloat64(const Graph& graph,
+                       const OpRegistry& registry = OpRegistry::Global());
+// An f32 tensor as f64, exactly; any other as it is.
+Tensor WidenedToFloat64(const Tensor& tensor);
+
+// Interprets the graph's float32 computation in float64 (WidenedToFloat64),
+// on inputs typed as the graph declares them: the truth that a float32
+// computation approximates, up to float64's own rounding. Outputs that the
+// graph declares f32 come back f64.
+absl::StatusOr<std::vector<Tensor>> InterpretInFloat64(
+    const Graph& graph, absl::Span<const Tensor> inputs,
+    const OpRegistry& registry = OpRegistry::Global());
+
+struct BoundedOutputs {
+  std::vector<Tensor> values;  // as InterpretInFloat64 computes them
+  // Per output, f64 of its shape: per element, how far a float32 (or
+  // float64, where the graph says f64) implementation's result may
+  // legitimately be from the value. Each op's error model (OpDef::bound,
+  // ir/ops/error_bound.h) bounds its own rounding and carries its inputs'
+  // bounds through, so the bounds grow where the computation cancels.
+  std::vector<Tensor> bounds;
+};
+
+// InterpretInFloat64 with error bounds, for a graph of primitive ops
+// (decompose composite ops first: their bounds are an Unimplemented error).
+absl::StatusOr<BoundedOutputs> InterpretWithErrorBounds(
+    const Graph& graph, absl::Span<const Tensor> inputs,
+    const OpRegistry& registry = OpRegistry::Global());
+
 }  // namespace loom
 
 #endif  // LOOM_IR_INTERPRETER_H_

@@ -109,6 +109,18 @@ TEST(InterpreterTest, OpErrorsNameTheNode) {
             "(divisor element 0)");
 }
 
+TEST(InterpreterTest, RefusesOutputsBeyondTheLimitsBeforeAllocating) {
+  Graph graph;
+  ValueId x = *graph.AddInput("x", {DType::kF32, {2, 3}});
+  Attrs shape;
+  shape.Set("shape", std::vector<int64_t>{int64_t{1} << 40, 2, 3});
+  graph.AddOutput(graph.node(*graph.AddNode("big", "expand", {x}, {"y"}, shape)).outputs[0]);
+  EXPECT_EQ(Message(Interpret(graph, {Tensor(DType::kF32, {2, 3})}).status()),
+            "INVALID_ARGUMENT: node 'big' (expand): output 'y': shape [1099511627776,2,3] is "
+            "too large: 6597069766656 elements (loom allows at most 2^40 elements per tensor, "
+            "counting dimensions of size 0 as 1)");
+}
+
 TEST(InterpreterTest, SharedAndDeadValues) {
   // a = neg(x); c = mul(a, a) + exp(a); dead = abs(x) is never read.
   Graph graph;

@@ -280,14 +280,12 @@ class ShapeInference {
         return AddNodeContext(
             node, absl::InternalError("writes an invalid value id"));
       }
-      // Shape functions add and multiply dimensions freely: this keeps
-      // every value within the limits that later size arithmetic relies on.
-      if (absl::Status s = CheckShapeLimits((*output_types)[i].shape);
-          !s.ok()) {
-        return AddNodeContext(
-            node, absl::InvalidArgumentError(absl::StrCat(
-                      "output '", graph_.value(id).name, "': ", s.message())));
-      }
+    }
+    if (absl::Status s = CheckOutputLimits(graph_, node, *output_types); !s.ok()) {
+      return AddNodeContext(node, s);
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const ValueId id = node.outputs[i];
       graph_.mutable_value(id).type = std::move((*output_types)[i]);
       defined_[id] = true;
     }
@@ -318,6 +316,17 @@ class ShapeInference {
 };
 
 }  // namespace
+
+absl::Status CheckOutputLimits(const Graph& graph, const Node& node,
+                               absl::Span<const TensorType> types) {
+  for (size_t i = 0; i < types.size() && i < node.outputs.size(); ++i) {
+    if (absl::Status s = CheckShapeLimits(types[i].shape); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", graph.value(node.outputs[i]).name, "': ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
   ShapeInference inference(graph, registry);

@@ -43,6 +43,27 @@ using EvalFn = std::function<absl::Status(
     const Node& node, absl::Span<const Tensor* const> inputs,
     absl::Span<Tensor> outputs)>;
 
+// What an error bound (InterpretWithErrorBounds, ir/interpreter.h) is
+// computed from: a node's inputs (float values in float64) with bounds on
+// their errors, and the outputs the reference implementation computed.
+struct BoundContext {
+  const Node& node;
+  const EvalFn& eval;  // the op's reference implementation
+  absl::Span<const Tensor* const> inputs;
+  // Float64, shaped as the inputs; null for an input known exactly.
+  absl::Span<const Tensor* const> input_bounds;
+  absl::Span<const Tensor> outputs;
+  // Per output: the rounding unit of its dtype in the graph as written
+  // (2^-24 for f32, 2^-53 for f64), 0 for integers and bools.
+  absl::Span<const double> units;
+};
+
+// Sets `bounds` (float64, shaped as the outputs, zero on entry): per
+// element, how far a float32 implementation's result may be from the exact
+// result on exact inputs, given the input bounds.
+using BoundFn =
+    std::function<absl::Status(const BoundContext& context, absl::Span<Tensor> bounds)>;
+
 struct OpDef {
   std::string name;
   int min_inputs = 1;
@@ -51,6 +72,16 @@ struct OpDef {
   std::vector<AttrSpec> attrs;
   ShapeFn infer;
   EvalFn eval;
+  // String attributes that name a dtype (cast's "to"): the interpreter's
+  // float64 mode widens "f32" there as it widens the values.
+  std::vector<std::string> dtype_attrs;
+  // The op's error model. Unset: each output element depends on at most
+  // one element of each input (elementwise ops, data movement), and the
+  // bound is PointwiseBound (ir/ops/error_bound.h) with `rounding_ulps`:
+  // units in the last place an implementation's own rounding may add (0
+  // for ops whose results are exact: data movement, comparisons, max).
+  double rounding_ulps = 4;
+  BoundFn bound;
 };
 
 // Every op loom knows: arity, attribute schema, shape function and
@@ -85,6 +116,13 @@ absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
 // FindCheckedOpDef with the op's definition already looked up (null: the op
 // is unknown).
 absl::StatusOr<const OpDef*> CheckedOpDef(const Node& node, const OpDef* def);
+
+// Checks the output types a shape function inferred for `node` against the
+// tensor limits (CheckShapeLimits): shape functions add and multiply
+// dimensions freely, and every size computed later relies on the limits.
+// Errors name the output value; callers add the node.
+absl::Status CheckOutputLimits(const Graph& graph, const Node& node,
+                               absl::Span<const TensorType> types);
 
 // Runs shape inference over the whole graph in node order, setting every
 // intermediate value's type. Each node first passes CheckNodeSignature, so

@@ -19,7 +19,7 @@ int32_t NextStagger() {
 
 Tensor::Tensor(TensorType type)
     : type_(std::move(type)), num_elements_(NumElements(type_.shape)) {
-  const int64_t bytes = num_elements_ * DTypeSize(type_.dtype);
+  const int64_t bytes = num_bytes();
   if (bytes >= kStaggerFromBytes) offset_ = NextStagger();
   storage_.resize((bytes + sizeof(Block) - 1) / sizeof(Block) + 1 + offset_);
 }

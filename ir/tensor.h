@@ -23,7 +23,7 @@ class Tensor {
   const Shape& shape() const { return type_.shape; }
   int64_t rank() const { return static_cast<int64_t>(type_.shape.size()); }
   int64_t num_elements() const { return num_elements_; }
-  int64_t num_bytes() const { return num_elements_ * DTypeSize(type_.dtype); }
+  int64_t num_bytes() const { return SaturatingMul(num_elements_, DTypeSize(type_.dtype)); }
 
   void* data() { return storage_.data() + offset_; }
   const void* data() const { return storage_.data() + offset_; }

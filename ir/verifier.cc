@@ -62,6 +62,10 @@ absl::Status CheckArguments(const Graph& graph, std::vector<bool>& defined) {
             KindName(kind), " '", value.name,
             "' has a negative dimension: ", TypeToString(value.type)));
       }
+      if (absl::Status s = CheckShapeLimits(value.type.shape); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(KindName(kind), " '", value.name, "': ", s.message()));
+      }
       if (kind != ValueKind::kInput &&
           graph.initializer(id).type() != value.type) {
         return absl::InternalError(

@@ -107,7 +107,7 @@ absl::Status DecomposeLayerNorm(const Node& node, DecompositionBuilder& b) {
 absl::Status ChannelNorm(const Node& node, DecompositionBuilder& b,
                          const Shape& shape, int64_t groups) {
   const int64_t per_group =
-      NumElements(shape) / std::max<int64_t>(shape[0] * groups, 1);
+      NumElements(shape) / std::max<int64_t>(SaturatingMul(shape[0], groups), 1);
   const ValueId grouped = b.Add("group", "reshape", {node.inputs[0]},
                                 Ints("shape", {shape[0], groups, per_group}));
   const ValueId normalized =

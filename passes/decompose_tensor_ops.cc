@@ -176,10 +176,8 @@ absl::Status DecomposeFlatten(const Node& node, DecompositionBuilder& b) {
   absl::StatusOr<int64_t> axis =
       NormalizedAxis(node, 1, shape.size(), /*inclusive_end=*/true);
   if (!axis.ok()) return axis.status();
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    (d < *axis ? outer : inner) *= shape[d];
-  }
+  const int64_t outer = NumElements(absl::MakeConstSpan(shape).first(*axis));
+  const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(*axis));
   b.AddWriting("reshape", "reshape", {node.inputs[0]}, node.outputs[0],
                Ints("shape", {outer, inner}));
   return absl::OkStatus();

@@ -810,8 +810,7 @@ absl::Status Lowering::LowerReduce(const Node& node) {
     return absl::OkStatus();
   }
   // Mean: the sum, then a pointwise divide by the reduced element count.
-  int64_t count = 1;
-  for (int64_t r : compute.reduction_ranges) count *= r;
+  const int64_t count = NumElements(compute.reduction_ranges);
   const ValueId sum = out;  // the divide below rebinds `out`
   Finish(std::move(compute), sum, root);
   ComputeNode divide = PointwiseNode(node, out);
@@ -1364,6 +1363,14 @@ void Lowering::BindGraphOutputs() {
 }
 
 absl::StatusOr<LoopProgram> Lowering::Run() {
+  // Sizes, strides and indices in the loop program are products of
+  // dimensions: within the limits, none of them can overflow.
+  for (const Value& value : graph_.values()) {
+    if (absl::Status s = CheckShapeLimits(value.type.shape); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("value '", value.name, "': ", s.message()));
+    }
+  }
   // About a buffer per value and a compute node per graph node: room for
   // them up front spares copying the lists as they grow (capacity left
   // unused is never touched, so it costs no memory).

@@ -155,6 +155,19 @@ TEST(LowerTest, OpWithoutLoweringIsAnErrorNamingTheNode) {
       << program.status();
 }
 
+TEST(LowerTest, RefusesValuesBeyondTheLimits) {
+  ValueId x;
+  // As a caller that skipped the verifier might hand it over: sizes and
+  // strides of [2^40, 2^40] would overflow.
+  Graph graph = GraphWithInput({int64_t{1} << 40, int64_t{1} << 40}, x);
+  graph.AddOutput(AddNode(graph, "relu", {x}));
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(program.status().message()),
+              HasSubstr("value 'x': shape [1099511627776,1099511627776] is too large: its "
+                        "element count overflows int64"));
+}
+
 TEST(LowerTest, ModChoosesTheRemainderSignByAttribute) {
   ValueId x;
   Graph graph = GraphWithInput({4}, x);

@@ -2,12 +2,9 @@
 
 #include <sys/resource.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -17,6 +14,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
+#include "ir/file_io.h"
 #include "ir/graph_io.h"
 #include "ir/loop_ir.h"
 #include "ir/schedule.h"
@@ -187,18 +185,12 @@ absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
 }
 
 absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot read pipeline file '", path, "': ", std::strerror(errno)));
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
+  absl::StatusOr<std::string> text = ReadFileBytes(path);
+  if (!text.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot read pipeline file '", path, "'"));
+        absl::StrCat("pipeline file ", text.status().message()));
   }
-  return LoadPipelineText(text.str(), path);
+  return LoadPipelineText(*text, path);
 }
 
 absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path) {

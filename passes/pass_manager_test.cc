@@ -236,10 +236,12 @@ TEST(LoadPipelineTest, FilesAndBuiltins) {
   absl::Status status = LoadPipeline(missing).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              StartsWith("cannot read pipeline file '" + missing + "'"));
+              StartsWith("pipeline file " + missing + ": cannot open"));
   // A .pbtxt name is a file even without a '/'.
   EXPECT_THAT(std::string(LoadPipeline("absent.pbtxt").status().message()),
-              StartsWith("cannot read pipeline file 'absent.pbtxt'"));
+              StartsWith("pipeline file absent.pbtxt: cannot open"));
+  EXPECT_THAT(std::string(LoadPipeline(testing::TempDir() + "/").status().message()),
+              HasSubstr(": is a directory"));
 
   EXPECT_THAT(std::string(LoadPipeline("nope").status().message()),
               StartsWith("unknown pipeline 'nope'; built-in pipelines: cpu"));

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
+#include "tools/check.h"
 #include "tools/driver.h"
 
 namespace loom {

@@ -30,12 +30,6 @@ constexpr int kMaxSiblingReaders = 8;
 // this large (it then stays in the L1 or L2 cache), else in memory.
 constexpr int64_t kMaxLocalBytes = 256 << 10;
 
-int64_t Product(absl::Span<const int64_t> extents) {
-  int64_t product = 1;
-  for (int64_t extent : extents) product *= extent;
-  return product;
-}
-
 // `num_lists` lists of the (list, item) pairs that for_each_pair(emit)
 // passes to emit, each list in the order of its pairs. for_each_pair runs
 // twice: once to count, once to fill.
@@ -384,7 +378,7 @@ bool Fuser::ReadsWithinOuterIteration(int writer, int reader, Expr index) {
   const int inner_loops = pointwise - loops;
   const absl::Span<const int64_t> writer_extents =
       RefinedExtents(writer, writer_extents_);
-  const int64_t slice = Product(writer_extents.subspan(loops, inner_loops));
+  const int64_t slice = NumElements(writer_extents.subspan(loops, inner_loops));
   if (slice == 1) return load == store;
   return IndexInSlice(load, slice, -1,
                       RefinedExtents(reader, reader_extents_)) &&
@@ -460,7 +454,7 @@ bool Fuser::Weigh(int ga, int gb, bool vertical, FusionDecision& decision) {
   if (a == b || outer) shared = CommonLoopPrefix(a, b, reshape_aware_);
   // A group of one outer iteration (a reduction to one row, say) shares
   // the empty prefix with its consumer: the kernel has no outer loops.
-  const bool single = Product(a) == 1 || Product(b) == 1;
+  const bool single = NumElements(a) == 1 || NumElements(b) == 1;
   if (a != b && ((shared.empty() && !(outer && single)) || !outer)) {
     decision.reason = FusionReason::kIterationSpacesDiffer;
     decision.specifics[0] = static_cast<int32_t>(refused_spaces_.size());
@@ -585,8 +579,8 @@ Kernel Fuser::MakeKernel(int group, int index) {
       continue;
     }
     const int64_t slice =
-        Product(absl::MakeConstSpan(node.ranges).subspan(kernel.outer_loops));
-    if (slice * DTypeSize(buffer.dtype) > kMaxLocalBytes) continue;
+        NumElements(absl::MakeConstSpan(node.ranges).subspan(kernel.outer_loops));
+    if (SaturatingMul(slice, DTypeSize(buffer.dtype)) > kMaxLocalBytes) continue;
     bool inside = true;
     for (int r : readers_[node.output]) inside &= Find(r) == group;
     if (inside) kernel.internal.push_back(node.output);

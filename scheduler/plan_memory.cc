@@ -19,7 +19,7 @@
 namespace loom {
 
 int64_t BufferBytes(const Buffer& buffer) {
-  return NumElements(buffer.sizes) * DTypeSize(buffer.dtype);
+  return NumBytes(buffer.dtype, buffer.sizes);
 }
 
 namespace {
@@ -133,12 +133,12 @@ bool IsInjectiveIndex(Expr index, absl::Span<const int64_t> ranges) {
   int64_t reach = 0;  // the largest value of the terms so far
   for (const auto& [coefficient, extent] : digits) {
     if (extent == 1) continue;
-    if (coefficient <= reach ||
-        coefficient >
-            (std::numeric_limits<int64_t>::max() - reach) / (extent - 1)) {
+    const std::optional<int64_t> span = CheckedMul(coefficient, extent - 1);
+    if (coefficient <= reach || !span.has_value() ||
+        *span > std::numeric_limits<int64_t>::max() - reach) {
       return false;
     }
-    reach += coefficient * (extent - 1);
+    reach += *span;
   }
   return true;
 }

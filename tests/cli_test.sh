@@ -26,6 +26,14 @@ expect 2 "node 'big' \(tile\): attribute 'repeats'" compile --model=$bad/tile_ov
 expect 2 "node 'big' \(expand\): output 'y': shape .* is too large" compile --model=$bad/expand_too_large.pbtxt
 expect 2 "node 'rs' \(reshape\): attribute 'shape' \[-5\]" compile --model=$bad/reshape_negative.pbtxt
 expect 2 "buffers_too_large.pbtxt: the model's buffers need .* GB, more than this machine's" compile --model=$bad/buffers_too_large.pbtxt
+expect 2 "overflow_input.onnx: graph input 'x': shape \[1099511627776,1099511627776\] is too large: its element count overflows int64" \
+  run --model=$bad/overflow_input.onnx
+expect 2 "negative_dim.onnx: graph input 'x': dim 0 is -3, a negative dimension" compile --model=$bad/negative_dim.onnx
+expect 2 "future_opset.onnx: the model imports opset 999 of the default ONNX domain, newer than the newest" \
+  compile --model=$bad/future_opset.onnx
+expect 2 "unknown_domain.onnx: the model imports opset 1 of domain 'com.example.frobnicate', a domain loom's ONNX importer does not know" \
+  compile --model=$bad/unknown_domain.onnx
+expect 2 "directory.onnx: is a directory" compile --model=$bad/directory.onnx
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
 expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1
 expect 2 "bad value for --iters" run --model=$bad/good.pbtxt --iters=many
@@ -37,6 +45,20 @@ expect 0 "^flags of compile:" compile --help
 expect 0 "usage:" help
 expect 2 "compile needs --model" compile
 expect 2 "gen needs --kind" gen --out=$out/x.pbtxt
+
+# Every bad input, through compile and run alike: exit 2 and a message that
+# names the file at fault. good.pbtxt is the model the bad pipeline runs on.
+for input in "$bad"/*.pbtxt "$bad"/*.onnx; do
+  name="$(basename "$input")"
+  args=(--model="$input")
+  if [[ "$name" == good.pbtxt ]]; then
+    name=unknown_pass.pbtxt
+    args+=(--pipeline="$bad/unknown_pass.pbtxt")
+  fi
+  for command in compile run; do
+    expect 2 "^loom: .*$name" "$command" "${args[@]}"
+  done
+done
 
 expect 0 "check pass" run --model=examples/mlp.pbtxt --check
 expect 0 "check pass" run --model=examples/softmax.pbtxt --check --iters=3

@@ -132,8 +132,8 @@ TEST(LimitsTest, ShapesThatWouldOverflowAreRefusedAtTheNode) {
          input { name: "z" type { dtype: F32
                  shape: [0, 4611686018427387904, 4611686018427387904] } }
          node { name: "r" op: "relu" input: "z" output: "y" })"),
-       "value 'z': shape [0,4611686018427387904,4611686018427387904] is too "
-       "large"},
+       "input 'z': shape [0,4611686018427387904,4611686018427387904] is too "
+       "large: its element count overflows int64"},
   };
   for (const BadCase& c : cases) ExpectRefused(c);
 }

@@ -6,13 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -22,10 +20,11 @@
 #include "backends/cpp/artifact.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "google/protobuf/util/json_util.h"
+#include "ir/file_io.h"
 #include "ir/graph_io.h"
-#include "ir/interpreter.h"
 #include "ir/random.h"
 #include "passes/pass_manager.h"
+#include "tools/check.h"
 
 namespace loom {
 namespace {
@@ -58,7 +57,7 @@ int64_t MinBytes(const Graph& graph) {
   auto add = [&](const std::vector<ValueId>& ids) {
     for (ValueId id : ids) {
       const TensorType& type = graph.value(id).type;
-      bytes += NumElements(type.shape) * DTypeSize(type.dtype);
+      bytes += NumBytes(type.dtype, type.shape);
     }
   };
   add(graph.inputs());
@@ -120,41 +119,14 @@ double MeasureCopyBandwidth() {
   return best;
 }
 
-struct Comparison {
-  double max_abs_error = 0;
-  double max_rel_error = 0;
-  bool pass = true;
-};
-
-void Compare(const Tensor& actual, const Tensor& expected, Comparison& result) {
-  const bool exact = !IsFloat(expected.dtype());
-  for (int64_t i = 0; i < expected.num_elements(); ++i) {
-    const double a = actual.GetDouble(i), e = expected.GetDouble(i);
-    if (std::isnan(a) && std::isnan(e)) continue;
-    const double abs_error = std::fabs(a - e);
-    const double rel_error = e == 0 ? abs_error : abs_error / std::fabs(e);
-    if (!(abs_error <= (exact ? 0 : kCheckAbsTolerance + kCheckRelTolerance * std::fabs(e)))) {
-      result.pass = false;
-    }
-    if (std::isnan(abs_error)) {
-      result.max_abs_error = result.max_rel_error = INFINITY;
-      continue;
-    }
-    result.max_abs_error = std::max(result.max_abs_error, abs_error);
-    result.max_rel_error = std::max(result.max_rel_error, rel_error);
-  }
-}
-
 absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
   const std::string path = absl::StrCat(dir, "/", value.name, ".bin");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": cannot open the data of input '", value.name, "'"));
+        bytes.status().message(), " (the data of input '", value.name, "')"));
   }
-  std::stringstream bytes;
-  bytes << file.rdbuf();
-  const std::string data = bytes.str();
+  const std::string& data = *bytes;
   Tensor tensor(value.type);
   if (static_cast<int64_t>(data.size()) != tensor.num_bytes()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -447,16 +419,12 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     report.set_check("skipped");
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<Tensor>> expected =
-      Interpret(*compiled.input_graph, *inputs);
-  if (!expected.ok()) return expected.status();
-  Comparison comparison;
-  for (size_t i = 0; i < expected->size(); ++i) {
-    Compare(outputs[i], (*expected)[i], comparison);
-  }
-  report.set_max_abs_error(comparison.max_abs_error);
-  report.set_max_rel_error(comparison.max_rel_error);
-  report.set_check(comparison.pass ? "pass" : "fail");
+  absl::StatusOr<CheckResult> check = CheckOutputs(*compiled.input_graph, *inputs, outputs);
+  if (!check.ok()) return check.status();
+  report.set_max_abs_error(check->max_abs_error);
+  report.set_max_rel_error(check->max_rel_error);
+  report.set_check(check->pass ? "pass" : "fail");
+  report.set_check_detail(check->worst);
   return absl::OkStatus();
 }
 

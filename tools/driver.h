@@ -64,8 +64,8 @@ absl::StatusOr<CompiledModel> CompileGraph(
 
 struct RunModelOptions {
   std::string inputs_dir;  // <input name>.bin files of raw bytes; empty: random
-  // Compare with the reference interpreter run on the model as imported
-  // (needs CompileOptions::keep_input_graph).
+  // Judge the outputs by the --check rule (tools/check.h) for the model as
+  // imported (needs CompileOptions::keep_input_graph).
   bool check = false;
   int iters = 1;
   int warmup = 0;          // untimed runs before the `iters` timed ones
@@ -82,12 +82,6 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options);
 // artifact holds no reference) and fills the run fields of `report`.
 absl::Status RunArtifact(const std::string& path, const RunModelOptions& options,
                          proto::Report& report);
-
-// The tolerances of --check for floating-point outputs: an element passes
-// when |actual - expected| <= kCheckAbsTolerance + kCheckRelTolerance *
-// |expected|. Integer and bool outputs must match exactly.
-inline constexpr double kCheckRelTolerance = 1e-4;
-inline constexpr double kCheckAbsTolerance = 1e-5;
 
 // Every fusion decision that involves a compute node named `node`, one per
 // line: "fused with 'b' (vertical)" or "not fused with 'b': reason (detail)".

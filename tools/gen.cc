@@ -315,12 +315,6 @@ constexpr int64_t kDims[] = {1, 2, 3, 5, 7, 8, 16};
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
-int64_t Elements(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t dim : shape) n *= dim;
-  return n;
-}
-
 int64_t Rank(const Shape& shape) { return static_cast<int64_t>(shape.size()); }
 
 // numpy broadcasting, or nullopt when the shapes do not broadcast.
@@ -519,7 +513,7 @@ class RandomGraphBuilder {
       do {
         shape.assign(1 + rng_.Below(kMaxRank), 0);
         for (int64_t& dim : shape) dim = rng_.Pick<int64_t>(kDims);
-      } while (Elements(shape) > kMaxInputElements);
+      } while (NumElements(shape) > kMaxInputElements);
       const std::string name = absl::StrCat("x", i);
       AddInput(name, shape, graph_);
       AddValue(name, std::move(shape), 1.0, /*is_input=*/true);
@@ -573,7 +567,7 @@ class RandomGraphBuilder {
       const int c = PickCandidate();
       if (c == a) continue;
       const std::optional<Shape> shape = Broadcast(ShapeOf(a), ShapeOf(c));
-      if (shape && Elements(*shape) <= kMaxElements) return Squash(c);
+      if (shape && NumElements(*shape) <= kMaxElements) return Squash(c);
     }
     if (Rank(ShapeOf(a)) > 0 && rng_.Chance(0.5)) {
       static constexpr absl::string_view kOps[] = {"reduce_mean", "reduce_max",
@@ -632,7 +626,7 @@ class RandomGraphBuilder {
     Shape out;
     int64_t count = 1;
     for (int64_t d = 0; d < rank; ++d) {
-      if (reduced[d]) count *= in[d];
+      if (reduced[d]) count = SaturatingMul(count, in[d]);
       if (!reduced[d]) out.push_back(in[d]);
       if (reduced[d] && keepdims) out.push_back(1);
     }
@@ -659,8 +653,9 @@ class RandomGraphBuilder {
   bool EmitReshape() {
     const int x = PickOperand();
     Shape out(1 + rng_.Below(kMaxRank), 1);
-    for (int64_t prime : PrimeFactors(Elements(ShapeOf(x)))) {
-      out[rng_.Below(Rank(out))] *= prime;
+    for (int64_t prime : PrimeFactors(NumElements(ShapeOf(x)))) {
+      int64_t& dim = out[rng_.Below(Rank(out))];
+      dim = SaturatingMul(dim, prime);
     }
     std::vector<int64_t> spelled = out;
     if (rng_.Chance(0.2)) spelled[rng_.Below(Rank(out))] = -1;  // inferred
@@ -748,7 +743,7 @@ class RandomGraphBuilder {
       out.push_back(dim == 1 && rng_.Chance(0.6) ? rng_.Pick<int64_t>(kDims)
                                                  : dim);
     }
-    if (out == in || Elements(out) > kMaxElements) return false;
+    if (out == in || NumElements(out) > kMaxElements) return false;
     proto::Node* node;
     EmitValue("expand", {Use(x)}, out, BoundOf(x), &node);
     SetIntsAttr("shape", out, node);
@@ -829,7 +824,7 @@ class RandomGraphBuilder {
       const int c = PickCandidate();
       if (c == a) continue;
       axis = ConcatAxis(ShapeOf(a), ShapeOf(c));
-      if (axis && Elements(ShapeOf(a)) + Elements(ShapeOf(c)) <= kMaxElements) {
+      if (axis && NumElements(ShapeOf(a)) + NumElements(ShapeOf(c)) <= kMaxElements) {
         parts.push_back(Squash(c));
       }
     }
@@ -841,7 +836,7 @@ class RandomGraphBuilder {
     Shape out = ShapeOf(a);
     out[*axis] = 0;
     for (int part : parts) out[*axis] += ShapeOf(part)[*axis];
-    if (Elements(out) > kMaxElements) return false;
+    if (NumElements(out) > kMaxElements) return false;
     std::vector<std::string> inputs;
     double bound = 0;
     for (int part : parts) {
@@ -861,18 +856,18 @@ class RandomGraphBuilder {
     const Shape in = ShapeOf(x);
     if (Rank(in) < 2) return false;
     const int64_t k = in.back();
-    const int64_t rows = Elements(in) / k;
+    const int64_t rows = NumElements(in) / k;
     for (int t = 0; t < kPartnerTries; ++t) {
       const int c = PickCandidate();
       const Shape& w = ShapeOf(c);
-      if (c != x && Rank(w) == 2 && w[0] == k && rows * w[1] <= kMaxElements) {
+      if (c != x && Rank(w) == 2 && w[0] == k && SaturatingMul(rows, w[1]) <= kMaxElements) {
         const int weight = Squash(c);
         return Matmul(x, Use(weight), ShapeOf(weight)[1], BoundOf(weight));
       }
     }
     std::vector<int64_t> widths;
     for (int64_t n : kDims) {
-      if (std::max(rows, k) * n <= kMaxElements) widths.push_back(n);
+      if (SaturatingMul(std::max(rows, k), n) <= kMaxElements) widths.push_back(n);
     }
     if (widths.empty()) return false;
     const int64_t n = rng_.Pick<int64_t>(widths);
@@ -930,7 +925,7 @@ class RandomGraphBuilder {
   // a + b, reducing b to a scalar first when the two do not broadcast.
   int Merge(int a, int b) {
     const std::optional<Shape> shape = Broadcast(ShapeOf(a), ShapeOf(b));
-    if (!shape || Elements(*shape) > kMaxElements) {
+    if (!shape || NumElements(*shape) > kMaxElements) {
       const int64_t rank = Rank(ShapeOf(b));
       proto::Node* node;
       b = EmitValue("reduce_mean", {Use(b)}, {}, BoundOf(b), &node);

@@ -43,7 +43,7 @@ std::string Bytes(int64_t bytes) {
 
 std::string BufferText(const Buffer& buffer) {
   return absl::StrCat(buffer.name, " ", DTypeName(buffer.dtype), Extents(buffer.sizes), " ",
-                      Bytes(NumElements(buffer.sizes) * DTypeSize(buffer.dtype)));
+                      Bytes(NumBytes(buffer.dtype, buffer.sizes)));
 }
 
 // What the code of function `name` in `text` does, read from the helpers it
@@ -190,7 +190,7 @@ std::string ScheduleDot(const Module& module) {
     } else if (!buffers.empty()) {
       int64_t bytes = 0;
       for (BufferId b : buffers) {
-        bytes += NumElements(program.buffers[b].sizes) * DTypeSize(program.buffers[b].dtype);
+        bytes += NumBytes(program.buffers[b].dtype, program.buffers[b].sizes);
       }
       label = absl::StrCat(buffers.size(), " buffers, ", Bytes(bytes));
     }

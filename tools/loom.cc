@@ -49,7 +49,7 @@ ABSL_FLAG(std::string, explain_fusion, "",
           "compile: print why compute node NODE did or did not fuse with each "
           "candidate neighbour");
 ABSL_FLAG(std::string, inputs, "", "run: directory of <input>.bin raw input data");
-ABSL_FLAG(bool, check, false, "run: compare outputs with the reference interpreter");
+ABSL_FLAG(bool, check, false, "run: judge outputs against the model evaluated in float64");
 ABSL_FLAG(int, iters, 1, "run: how many times to run");
 ABSL_FLAG(int, warmup, 0, "run: untimed runs before the timed ones");
 ABSL_FLAG(bool, roofline, false, "run: measure copy bandwidth in the same process");
@@ -241,8 +241,10 @@ int Run() {
                                r.model(), r.run_seconds_median() * 1e3, r.iters(),
                                r.check());
   if (r.check() != "skipped") {
-    std::cout << absl::StrFormat(" (max abs error %.3g, max rel error %.3g)",
-                                 r.max_abs_error(), r.max_rel_error());
+    std::cout << absl::StrFormat(
+        " (against the float64 truth: max abs error %.3g, max rel error %.3g%s)",
+        r.max_abs_error(), r.max_rel_error(),
+        r.check_detail().empty() ? "" : absl::StrCat("; worst: ", r.check_detail()));
   }
   if (options.roofline) {
     std::cout << absl::StrFormat("; %.2f GB/s moved of %.2f GB/s copy bandwidth",
@@ -302,7 +304,7 @@ constexpr DemoExample kDemoExamples[] = {
 
 int Demo() {
   std::cout << "loom demo: compile, run and check each example against the "
-               "reference interpreter\n";
+               "model evaluated in float64\n";
   int passed = 0, total = 0;
   for (const auto& [model, pipeline] : kDemoExamples) {
     ++total;

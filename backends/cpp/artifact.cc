@@ -37,6 +37,17 @@ absl::Status CheckPlan(const LoopProgram& program, const MemoryPlan& plan) {
   return absl::OkStatus();
 }
 
+// Buffers are allocated and addressed by byte counts: within the limits
+// these cannot overflow.
+absl::Status CheckBufferLimits(const LoopProgram& program) {
+  for (const Buffer& buffer : program.buffers) {
+    if (absl::Status s = CheckShapeLimits(buffer.sizes); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer '", buffer.name, "': ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return absl::NotFoundError(absl::StrCat("cannot read ", path));
@@ -79,6 +90,7 @@ absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::str
     return absl::FailedPreconditionError(
         "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
   }
+  if (absl::Status s = CheckBufferLimits(*module.loops); !s.ok()) return s;
   NativeCompileOptions options;
   options.flags = module.source->native_flags;
   options.link_blas = module.source->calls_blas;
@@ -93,6 +105,7 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
     return absl::FailedPreconditionError("the module has no loops or no source");
   }
   const LoopProgram& program = *module.loops;
+  if (absl::Status s = CheckBufferLimits(program); !s.ok()) return s;
   const GeneratedSource& source = *module.source;
   const MemoryPlan* plan = module.schedule.has_value() && module.schedule->memory.has_value()
                                ? &*module.schedule->memory

@@ -444,9 +444,7 @@ std::string ReductionPosition(const ComputeNode& node) {
 
 // The product of extents[first, last).
 int64_t Product(const std::vector<int64_t>& extents, size_t first, size_t last) {
-  int64_t product = 1;
-  for (size_t i = first; i < last; ++i) product *= extents[i];
-  return product;
+  return NumElements(absl::MakeConstSpan(extents).subspan(first, last - first));
 }
 
 // A gemm kernel (ExternOp::kGemm) calls a GEMM library once per position of
@@ -1330,7 +1328,7 @@ bool KernelPrinter::Streams(const ComputeNode& node, bool internal) const {
          node.reduce == ReduceKind::kNone &&
          node.ranges.size() > static_cast<size_t>(outer_loops_) && !Splits(node) &&
          output.dtype == DType::kF32 &&
-         NumElements(output.sizes) * int64_t{4} >= min_bytes &&
+         NumBytes(output.dtype, output.sizes) >= min_bytes &&
          node.ranges.back() % kStreamLanes == 0 &&
          WritesWholeLines(node.store_index, static_cast<int>(node.ranges.size()) - 1);
 }
@@ -1779,8 +1777,9 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
 
 bool KernelPrinter::Splits(const ComputeNode& node) const {
   constexpr int64_t kMinSplitWork = 1 << 15;
-  return few_outer_ && Product(node.ranges, outer_loops_, node.ranges.size()) *
-                           Product(node.reduction_ranges, 0, node.reduction_ranges.size()) >=
+  return few_outer_ && SaturatingMul(Product(node.ranges, outer_loops_, node.ranges.size()),
+                                     Product(node.reduction_ranges, 0,
+                                             node.reduction_ranges.size())) >=
                        kMinSplitWork;
 }
 

@@ -171,9 +171,7 @@ bool AnyOverlap(const std::vector<Region>& a, const std::vector<Region>& b) {
 }
 
 int64_t Product(const std::vector<int64_t>& extents, size_t from = 0) {
-  int64_t product = 1;
-  for (size_t i = from; i < extents.size(); ++i) product *= extents[i];
-  return product;
+  return NumElements(absl::MakeConstSpan(extents).subspan(from));
 }
 
 int64_t RoundUp(int64_t value, int64_t multiple) {
@@ -400,14 +398,14 @@ Region KernelPrinter::RegionOf(BufferId buffer) const {
   if (shared != shared_.end()) {
     const SharedArray& a = shared->second;
     return {Region::kShared, a.offset,
-            a.offset + a.elements * DTypeSize(a.dtype)};
+            a.offset + SaturatingMul(a.elements, DTypeSize(a.dtype))};
   }
   const Buffer& b = program_.buffers[buffer];
   if (schedule_.memory.has_value() && b.kind == BufferKind::kTemp &&
       schedule_.memory->offsets[buffer] >= 0) {
     const int64_t offset = schedule_.memory->offsets[buffer];
     return {Region::kArena, offset,
-            offset + NumElements(b.sizes) * DTypeSize(b.dtype)};
+            offset + NumBytes(b.dtype, b.sizes)};
   }
   return {buffer, 0, 1};
 }
@@ -567,7 +565,7 @@ absl::Status KernelPrinter::PlanSharedArrays() {
     array.shift = -low;
     array.elements = high - low + 1;
     const int64_t bytes =
-        RoundUp(array.elements * DTypeSize(array.dtype), kSharedAlignment);
+        RoundUp(SaturatingMul(array.elements, DTypeSize(array.dtype)), kSharedAlignment);
     active.erase(std::remove_if(active.begin(), active.end(),
                                 [&](const Placed& p) {
                                   return p.last_reader < array.writer;
@@ -734,7 +732,7 @@ void KernelPrinter::DecomposeLinear(const std::string& linear, int first,
       }
       lines.push_back(absl::StrCat("const int64_t x", var, " = ", value, ";"));
     }
-    inner *= extents[v];
+    inner = SaturatingMul(inner, extents[v]);
   }
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) Line(depth, *it);
 }
@@ -1091,12 +1089,12 @@ std::vector<CublasCall> CublasCalls(const Gemm& gemm) {
   // [b, h, m, k]).
   while (batch.size() >= 2) {
     const size_t outer = batch.size() - 2, inner = outer + 1;
-    bool even = batch[outer] * batch[inner] <= kMaxInt;
+    bool even = SaturatingMul(batch[outer], batch[inner]) <= kMaxInt;
     for (const std::vector<int64_t>& s : strides) {
-      even &= s[outer] == s[inner] * batch[inner];
+      even &= s[outer] == SaturatingMul(s[inner], batch[inner]);
     }
     if (!even) break;
-    batch[inner] *= batch[outer];
+    batch[inner] = SaturatingMul(batch[inner], batch[outer]);
     batch.erase(batch.begin() + outer);
     for (std::vector<int64_t>& s : strides) s.erase(s.begin() + outer);
   }

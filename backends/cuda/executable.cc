@@ -118,8 +118,7 @@ absl::StatusOr<CudaExecutable> CudaExecutable::Create(const Module& module,
        ++id) {
     const Buffer& buffer = program.buffers[id];
     e.element_bytes_.push_back(DTypeSize(buffer.dtype));
-    e.buffer_bytes_.push_back(NumElements(buffer.sizes) *
-                              DTypeSize(buffer.dtype));
+    e.buffer_bytes_.push_back(NumBytes(buffer.dtype, buffer.sizes));
     const bool temp = buffer.kind == BufferKind::kTemp;
     const int64_t offset = plan != nullptr && temp ? plan->offsets[id] : -1;
     e.arena_offsets_.push_back(offset);

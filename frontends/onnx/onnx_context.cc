@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "ir/op_registry.h"
 
@@ -260,6 +261,10 @@ std::vector<ValueId> NodeContext::EmitNode(
                                           inferred->size(), " outputs")));
     return failed;
   }
+  if (absl::Status s = CheckOutputLimits(graph_, node, *inferred); !s.ok()) {
+    Fail(Refuse(absl::StrCat("loom ", op, ": ", s.message())));
+    return failed;
+  }
   std::vector<ValueId> outputs = node.outputs;
   for (int k = 0; k < num_outputs; ++k) {
     graph_.mutable_value(outputs[k]).type = std::move((*inferred)[k]);
@@ -289,14 +294,11 @@ ValueId NodeContext::CastTo(ValueId value, DType dtype) {
 absl::Status NodeContext::CheckBuildable(const Shape& shape) const {
   // Constants built at import stay far below memory limits.
   constexpr int64_t kMaxElements = int64_t{1} << 28;
-  int64_t elements = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0 || (dim > 0 && elements > kMaxElements / dim)) {
-      return Refuse(absl::StrCat("a constant of shape ", ShapeToString(shape),
-                                 " is invalid or too large to build at "
-                                 "import"));
-    }
-    elements *= dim;
+  const std::optional<int64_t> elements = CheckedProduct(shape);
+  if (absl::c_any_of(shape, [](int64_t dim) { return dim < 0; }) ||
+      !elements.has_value() || *elements > kMaxElements) {
+    return Refuse(absl::StrCat("a constant of shape ", ShapeToString(shape),
+                               " is invalid or too large to build at import"));
   }
   return absl::OkStatus();
 }

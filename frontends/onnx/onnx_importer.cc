@@ -1,7 +1,5 @@
 #include "frontends/onnx/onnx_importer.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -12,6 +10,7 @@
 #include "frontends/onnx/onnx_context.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "frontends/onnx/onnx_tensor.h"
+#include "ir/file_io.h"
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
 #include "onnx/defs/schema.h"
@@ -35,6 +34,33 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
     if (IsDefaultDomain(opset.domain())) return opset.version();
   }
   return 0;
+}
+
+// Refuses an opset_import that the ONNX release this importer is built
+// with does not know: an unknown domain, or a version newer than its newest
+// (ops would be read with another version's semantics), as ONNX Runtime
+// refuses them.
+absl::Status CheckOpsetImports(const onnx::ModelProto& model) {
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    const bool is_default = IsDefaultDomain(opset.domain());
+    const std::string name =
+        is_default ? "the default ONNX domain" : absl::StrCat("domain '", opset.domain(), "'");
+    auto range = known.find(is_default ? "" : opset.domain());
+    if (range == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model imports opset ", opset.version(), " of ", name,
+          ", a domain loom's ONNX importer does not know"));
+    }
+    const auto [oldest, newest] = range->second;
+    if (opset.version() < oldest || opset.version() > newest) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model imports opset ", opset.version(), " of ", name,
+          opset.version() > newest ? ", newer than the newest" : ", not an opset",
+          " loom's ONNX importer knows (", oldest, " to ", newest, ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // ONNX value names whose data loom needs at compile time: the static
@@ -62,6 +88,15 @@ absl::flat_hash_set<std::string> NeededAtImport(const onnx::GraphProto& g) {
   return needed;
 }
 
+// `type`, or an error naming `what` when its shape is beyond loom's limits
+// (a product of its dims that overflows int64 included).
+absl::StatusOr<TensorType> WithinLimits(absl::string_view what, TensorType type) {
+  if (absl::Status s = CheckShapeLimits(type.shape); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+  }
+  return type;
+}
+
 // The static type of a graph input: declared dims, or the caller's shape
 // where the model leaves dims symbolic.
 absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
@@ -79,7 +114,7 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
   auto given = options.input_shapes.find(info.name());
   if (!tensor.has_shape()) {
     if (given != options.input_shapes.end()) {
-      return TensorType{*dtype, given->second};
+      return WithinLimits(what, TensorType{*dtype, given->second});
     }
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has no declared shape; loom needs static shapes"));
@@ -94,7 +129,12 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
   Shape shape;
   for (int d = 0; d < rank; ++d) {
     const onnx::TensorShapeProto::Dimension& dim = tensor.shape().dim(d);
-    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+    if (dim.has_dim_value() && dim.dim_value() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": dim ", d, " is ", dim.dim_value(),
+                       ", a negative dimension (sizes are at least 0)"));
+    }
+    if (dim.has_dim_value()) {
       if (given != options.input_shapes.end() &&
           given->second[d] != dim.dim_value()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -111,7 +151,7 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
           "; loom needs static shapes (give the input's shape)"));
     }
   }
-  return TensorType{*dtype, std::move(shape)};
+  return WithinLimits(what, TensorType{*dtype, std::move(shape)});
 }
 
 // Checks a graph output's loom type against what the model declares, where
@@ -161,6 +201,7 @@ class Importer {
       : model_(model), options_(options) {}
 
   absl::StatusOr<Graph> Run() {
+    if (absl::Status s = CheckOpsetImports(model_); !s.ok()) return s;
     opset_ = DefaultOpset(model_);
     const onnx::GraphProto& g = model_.graph();
     graph_.name = g.name();
@@ -389,14 +430,10 @@ absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
 }
 
 absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
-  }
-  std::stringstream bytes;
-  bytes << file.rdbuf();
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes.str())) {
+  if (!model.ParseFromString(*bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a binary ONNX model (ModelProto)"));
   }

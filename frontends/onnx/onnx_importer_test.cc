@@ -1,6 +1,8 @@
 #include "frontends/onnx/onnx_importer.h"
 
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -174,6 +176,109 @@ TEST(OnnxImporterTest, RefusesOtherDomains) {
   b.Node("Relu", {"x"}, {"y"}).set_domain("com.example");
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   EXPECT_THAT(graph.status().message(), HasSubstr("domain 'com.example'"));
+}
+
+TEST(OnnxImporterTest, RefusesOpsetsTheImporterDoesNotKnow) {
+  ModelBuilder future(999);
+  future.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
+  future.Node("Relu", {"x"}, {"y"});
+  EXPECT_THAT(ImportOnnxModel(future.model()).status().message(),
+              HasSubstr("imports opset 999 of the default ONNX domain, newer than the newest "
+                        "loom's ONNX importer knows (1 to 17)"));
+
+  ModelBuilder unknown;
+  unknown.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
+  unknown.Node("Relu", {"x"}, {"y"});
+  onnx::OperatorSetIdProto* import = unknown.model_for_test().add_opset_import();
+  import->set_domain("com.example");
+  import->set_version(1);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(unknown.model());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("imports opset 1 of domain 'com.example', a domain loom's ONNX "
+                        "importer does not know"));
+
+  // A domain ONNX knows, imported but unused, is fine.
+  import->set_domain("ai.onnx.ml");
+  EXPECT_TRUE(ImportOnnxModel(unknown.model()).ok());
+}
+
+TEST(OnnxImporterTest, RefusesInputShapesBeyondTheLimits) {
+  ModelBuilder overflow;
+  overflow.Input("x", onnx::TensorProto::FLOAT, {int64_t{1} << 40, int64_t{1} << 40})
+      .Output("y");
+  overflow.Node("Relu", {"x"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(overflow.model());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("graph input 'x': shape [1099511627776,1099511627776] is too large: "
+                        "its element count overflows int64"));
+
+  ModelBuilder negative;
+  negative.Input("x", onnx::TensorProto::FLOAT, {-3, 4}).Output("y");
+  negative.Node("Relu", {"x"}, {"y"});
+  EXPECT_THAT(ImportOnnxModel(negative.model()).status().message(),
+              HasSubstr("graph input 'x': dim 0 is -3, a negative dimension"));
+}
+
+TEST(OnnxImporterTest, RefusesNodeOutputsBeyondTheLimits) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3}).Output("y");
+  SetAttr(b.Node("Constant", {}, {"shape"}), "value",
+          ModelBuilder::IntTensor({3}, {int64_t{1} << 40, 2, 3}));
+  b.Node("Expand", {"x", "shape"}, {"y"}, "big");
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'big' (Expand): loom expand: output 'y': shape "
+                        "[1099511627776,2,3] is too large"));
+}
+
+TEST(OnnxImporterTest, AbsurdSizeAttributesAreRefusedWithoutOverflow) {
+  ModelBuilder depth;
+  depth.Input("x", onnx::TensorProto::FLOAT, {1, 0, 2, 2}).Output("y");
+  SetAttr(depth.Node("DepthToSpace", {"x"}, {"y"}, "d2s"), "blocksize", int64_t{1} << 32);
+  EXPECT_THAT(ImportOnnxModel(depth.model()).status().message(),
+              HasSubstr("node 'd2s' (DepthToSpace): attribute 'blocksize' 4294967296 is too "
+                        "large"));
+
+  ModelBuilder rnn;
+  rnn.Input("x", onnx::TensorProto::FLOAT, {4, 2, 3})
+      .Input("w", onnx::TensorProto::FLOAT, {1, 5, 3})
+      .Input("r", onnx::TensorProto::FLOAT, {1, 5, 5})
+      .Input("h0", onnx::TensorProto::FLOAT, {1, 2, 5})
+      .Output("y_h");
+  SetAttr(rnn.Node("RNN", {"x", "w", "r", "", "", "h0"}, {"", "y_h"}, "cell"), "hidden_size",
+          int64_t{1} << 62);
+  EXPECT_THAT(ImportOnnxModel(rnn.model()).status().message(),
+              HasSubstr("node 'cell' (RNN): attribute 'hidden_size' is 4611686018427387904 but "
+                        "R [1,5,5] has hidden size 5"));
+}
+
+TEST(OnnxImporterTest, ExtremeIntegersInFoldedConstantsDoNotOverflow) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  ModelBuilder range;
+  range.Output("y");
+  const std::pair<const char*, int64_t> operands[] = {
+      {"start", kMin}, {"limit", kMax}, {"delta", int64_t{1} << 62}};
+  for (const auto& [name, value] : operands) {
+    SetAttr(range.Node("Constant", {}, {name}), "value", ModelBuilder::IntTensor({}, {value}));
+  }
+  range.Node("Range", {"start", "limit", "delta"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(range.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Tensor& values = graph->initializer(graph->outputs()[0]);
+  ASSERT_EQ(values.shape(), Shape{4});
+  EXPECT_EQ(values.GetInt(3), int64_t{1} << 62);
+
+  ModelBuilder eye;
+  eye.Input("x", onnx::TensorProto::FLOAT, {3, 3}).Output("y");
+  SetAttr(eye.Node("EyeLike", {"x"}, {"y"}), "k", kMax);
+  graph = ImportOnnxModel(eye.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Tensor& ones = graph->initializer(graph->outputs()[0]);
+  for (int64_t i = 0; i < ones.num_elements(); ++i) EXPECT_EQ(ones.GetDouble(i), 0);
 }
 
 TEST(OnnxImporterTest, RefusesUnsupportedDtypes) {
@@ -491,7 +596,9 @@ TEST(OnnxTensorTest, RefusesBadData) {
 
 TEST(OnnxImporterTest, LoadOnnxFileNamesThePath) {
   absl::StatusOr<Graph> graph = LoadOnnxFile("/nonexistent/model.onnx");
-  EXPECT_THAT(graph.status().message(), HasSubstr("/nonexistent/model.onnx"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("/nonexistent/model.onnx: cannot open"));
+  graph = LoadOnnxFile(testing::TempDir());
+  EXPECT_THAT(graph.status().message(), HasSubstr(": is a directory"));
 }
 
 }  // namespace

@@ -444,6 +444,11 @@ Converter Recurrent(RecurrentOp op) {
       return ctx.Refuse("X and R must be 3-D");
     }
     const int64_t hidden = ctx.Int("hidden_size", r_shape[2]);
+    if (hidden != r_shape[2]) {  // R is [num_directions, gates * hidden, hidden]
+      return ctx.Refuse(absl::StrCat("attribute 'hidden_size' is ", hidden, " but R ",
+                                     ShapeToString(r_shape), " has hidden size ",
+                                     r_shape[2]));
+    }
     const int64_t num_directions =
         ctx.String("direction", "forward") == "bidirectional" ? 2 : 1;
     const bool batch_first = ctx.Int("layout", 0) == 1;

@@ -443,7 +443,9 @@ absl::Status ConvertRange(NodeContext& ctx) {
     if (is_float) {
       result.SetDouble(i, first + static_cast<double>(i) * step);
     } else {
-      result.SetInt(i, start->GetInt(0) + i * delta->GetInt(0));
+      // Wraps as int64 arithmetic does on the hardware, without UB.
+      const uint64_t offset = static_cast<uint64_t>(i) * static_cast<uint64_t>(delta->GetInt(0));
+      result.SetInt(i, static_cast<int64_t>(static_cast<uint64_t>(start->GetInt(0)) + offset));
     }
   }
   ctx.ConstantOutput(0, std::move(result));
@@ -469,8 +471,8 @@ absl::Status ConvertEyeLike(NodeContext& ctx) {
   if (absl::Status s = ctx.CheckBuildable(type.shape); !s.ok()) return s;
   Tensor eye(dtype, type.shape);
   for (int64_t i = 0; i < type.shape[0]; ++i) {
-    const int64_t j = i + k;
-    if (j >= 0 && j < type.shape[1]) eye.SetInt(i * type.shape[1] + j, 1);
+    // Column i + k, when in range (compared so that a huge k cannot overflow).
+    if (k >= -i && k < type.shape[1] - i) eye.SetInt(i * type.shape[1] + i + k, 1);
   }
   ctx.ConstantOutput(0, std::move(eye));
   return ctx.status();
@@ -568,6 +570,12 @@ absl::StatusOr<Shape> BlockInput(NodeContext& ctx, int64_t& block) {
   if (shape.size() != 4)
     return ctx.Refuse("the input must be 4-D (N, C, H, W)");
   if (block < 1) return ctx.Refuse("attribute 'blocksize' must be positive");
+  // Every dimension either side is at most the element count times the
+  // block's area: within the limits when that area is.
+  const std::optional<int64_t> area = CheckedMul(block, block);
+  if (!area.has_value() || *area > kMaxTensorElements) {
+    return ctx.Refuse(absl::StrCat("attribute 'blocksize' ", block, " is too large"));
+  }
   return shape;
 }
 
@@ -608,7 +616,7 @@ absl::Status ConvertSpaceToDepth(NodeContext& ctx) {
     return ctx.Refuse("height and width must be multiples of blocksize");
   }
   return EmitBlockShuffle(ctx, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4},
-                          {n, c * b * b, h / b, w / b});
+                          {n, SaturatingMul(c, b * b), h / b, w / b});
 }
 
 // Compress with a condition known at import: a gather of the kept indices.

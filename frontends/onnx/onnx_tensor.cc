@@ -1,28 +1,19 @@
 #include "frontends/onnx/onnx_tensor.h"
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/file_io.h"
 
 namespace loom {
 namespace {
 
-// Largest tensor loom accepts from a file, in elements (as ir/graph_io.cc).
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-
 absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto,
                              absl::string_view what) {
   Shape shape(proto.dims().begin(), proto.dims().end());
-  int64_t elements = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0 || (dim > 0 && elements > kMaxElements / dim)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": invalid or too large dims ", ShapeToString(shape)));
-    }
-    elements *= dim;
+  if (absl::Status s = CheckShapeLimits(shape); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
   }
   return shape;
 }
@@ -118,7 +109,7 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
   // data holds.
   const int64_t elements = NumElements(*shape);
   if (proto.has_raw_data()) {
-    const int64_t bytes = elements * DTypeSize(*dtype);
+    const int64_t bytes = NumBytes(*dtype, *shape);
     if (static_cast<int64_t>(proto.raw_data().size()) != bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
@@ -147,14 +138,10 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
 }
 
 absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open"));
-  }
-  std::stringstream bytes;
-  bytes << file.rdbuf();
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
   onnx::TensorProto proto;
-  if (!proto.ParseFromString(bytes.str())) {
+  if (!proto.ParseFromString(*bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a serialised ONNX TensorProto"));
   }

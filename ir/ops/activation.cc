@@ -20,6 +20,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -198,23 +199,22 @@ absl::Status RegisterActivationOps(OpRegistry& registry) {
   return RegisterAll(
       registry,
       {
-          FloatActivationOp("gelu", {{"approximate", AttrType::kString, false}},
-                            MakeGelu),
-          FloatActivationOp("silu", {}, MakeSilu),
-          FixedArityOp("clip", 1,
-                       {{"min", AttrType::kFloat, false},
-                        {"max", AttrType::kFloat, false}},
-                       ClipShape, ClipEval),
-          FloatActivationOp("leaky_relu", {alpha}, MakeLeakyRelu),
-          FloatActivationOp("elu", {alpha}, MakeElu),
-          FloatActivationOp("selu", {alpha, {"gamma", AttrType::kFloat, false}},
-                            MakeSelu),
-          FloatActivationOp("softplus", {}, MakeSoftplus),
-          FloatActivationOp("hard_sigmoid",
-                            {alpha, {"beta", AttrType::kFloat, false}},
-                            MakeHardSigmoid),
-          FloatActivationOp("hard_swish", {}, MakeHardSwish),
-          FixedArityOp("prelu", 2, {}, PreluShape, PreluEval),
+          Composite(FloatActivationOp("gelu", {{"approximate", AttrType::kString, false}},
+                                      MakeGelu)),
+          Composite(FloatActivationOp("silu", {}, MakeSilu)),
+          Exact(FixedArityOp("clip", 1,
+                             {{"min", AttrType::kFloat, false},
+                              {"max", AttrType::kFloat, false}},
+                             ClipShape, ClipEval)),
+          Composite(FloatActivationOp("leaky_relu", {alpha}, MakeLeakyRelu)),
+          Composite(FloatActivationOp("elu", {alpha}, MakeElu)),
+          Composite(
+              FloatActivationOp("selu", {alpha, {"gamma", AttrType::kFloat, false}}, MakeSelu)),
+          Composite(FloatActivationOp("softplus", {}, MakeSoftplus)),
+          Composite(FloatActivationOp("hard_sigmoid", {alpha, {"beta", AttrType::kFloat, false}},
+                                      MakeHardSigmoid)),
+          Composite(FloatActivationOp("hard_swish", {}, MakeHardSwish)),
+          Composite(FixedArityOp("prelu", 2, {}, PreluShape, PreluEval)),
       });
 }
 

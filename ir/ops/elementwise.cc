@@ -20,6 +20,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -325,9 +326,9 @@ OpDef ComparisonOp(std::string name, DTypeClass accepted,
     });
     return absl::OkStatus();
   };
-  return FixedArityOp(std::move(name), 2, {},
-                      BroadcastShapeFn(accepted, /*bool_output=*/true),
-                      std::move(eval));
+  return Exact(FixedArityOp(std::move(name), 2, {},
+                            BroadcastShapeFn(accepted, /*bool_output=*/true),
+                            std::move(eval)));
 }
 
 OpDef LogicalNotOp() {
@@ -338,8 +339,8 @@ OpDef LogicalNotOp() {
     for (int64_t i = 0; i < out[0].num_elements(); ++i) result[i] = !x[i];
     return absl::OkStatus();
   };
-  return FixedArityOp("logical_not", 1, {}, SameTypeShapeFn(DTypeClass::kBool),
-                      std::move(eval));
+  return Exact(FixedArityOp("logical_not", 1, {}, SameTypeShapeFn(DTypeClass::kBool),
+                            std::move(eval)));
 }
 
 OpDef WhereOp() {
@@ -367,7 +368,7 @@ OpDef WhereOp() {
     });
     return absl::OkStatus();
   };
-  return FixedArityOp("where", 3, {}, std::move(infer), std::move(eval));
+  return Exact(FixedArityOp("where", 3, {}, std::move(infer), std::move(eval)));
 }
 
 // Truncates toward zero, saturating at the range of `to` (i32 or i64).
@@ -421,8 +422,11 @@ OpDef CastOp() {
     }
     return absl::OkStatus();
   };
-  return FixedArityOp("cast", 1, {{"to", AttrType::kString, true}},
-                      std::move(infer), std::move(eval));
+  OpDef cast = FixedArityOp("cast", 1, {{"to", AttrType::kString, true}},
+                            std::move(infer), std::move(eval));
+  cast.dtype_attrs = {"to"};
+  cast.rounding_ulps = 1;  // narrowing to f32 rounds once
+  return cast;
 }
 
 }  // namespace
@@ -439,12 +443,12 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
           ArithmeticOp("mul", Mul, WrapMul),
           ArithmeticOp("div", Div, IntDiv, /*integer_division=*/true),
           ArithmeticOp("pow", Pow, IntPow),
-          ArithmeticOp("maximum", FloatMax, IntMax),
-          ArithmeticOp("minimum", FloatMin, IntMin),
+          Exact(ArithmeticOp("maximum", FloatMax, IntMax)),
+          Exact(ArithmeticOp("minimum", FloatMin, IntMin)),
           ModOp(),
-          UnaryOp("neg", FloatNeg, WrapNeg),
-          UnaryOp("abs", FloatAbs, IntAbs),
-          UnaryOp("relu", FloatRelu, IntRelu),
+          Exact(UnaryOp("neg", FloatNeg, WrapNeg)),
+          Exact(UnaryOp("abs", FloatAbs, IntAbs)),
+          Exact(UnaryOp("relu", FloatRelu, IntRelu)),
           UnaryOp("exp", Exp, nullptr),
           UnaryOp("log", Log, nullptr),
           UnaryOp("sqrt", Sqrt, nullptr),
@@ -452,13 +456,13 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
           UnaryOp("reciprocal", Reciprocal, nullptr),
           UnaryOp("tanh", Tanh, nullptr),
           UnaryOp("sigmoid", Sigmoid, nullptr),
-          UnaryOp("erf", Erf, nullptr),
+          WithRoundingUlps(UnaryOp("erf", Erf, nullptr), 16),
           UnaryOp("sin", Sin, nullptr),
           UnaryOp("cos", Cos, nullptr),
-          UnaryOp("floor", Floor, nullptr),
-          UnaryOp("ceil", Ceil, nullptr),
-          UnaryOp("round", RoundHalfToEven, nullptr),
-          UnaryOp("sign", FloatSign, IntSign),
+          Exact(UnaryOp("floor", Floor, nullptr)),
+          Exact(UnaryOp("ceil", Ceil, nullptr)),
+          Exact(UnaryOp("round", RoundHalfToEven, nullptr)),
+          Exact(UnaryOp("sign", FloatSign, IntSign)),
           ComparisonOp("equal", kAny, Equal<double>, Equal<int64_t>),
           ComparisonOp("not_equal", kAny, NotEqual<double>, NotEqual<int64_t>),
           ComparisonOp("less", kNumeric, Less<double>, Less<int64_t>),

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -97,8 +98,8 @@ void Multiply(const Tensor& a_tensor, const Tensor& b_tensor,
   const int64_t m = plan.m, k = plan.k, n = plan.n;
   std::vector<int64_t> a_strides = BroadcastStrides(plan.a_batch, plan.batch);
   std::vector<int64_t> b_strides = BroadcastStrides(plan.b_batch, plan.batch);
-  for (int64_t& s : a_strides) s *= m * k;
-  for (int64_t& s : b_strides) s *= k * n;
+  for (int64_t& s : a_strides) s = SaturatingMul(s, SaturatingMul(m, k));
+  for (int64_t& s : b_strides) s = SaturatingMul(s, SaturatingMul(k, n));
   StridedWalk walk(plan.batch, {std::move(a_strides), std::move(b_strides)});
   std::vector<T> row(n);
   const int64_t batches = NumElements(plan.batch);
@@ -314,11 +315,17 @@ absl::Status GemmEval(const Node& node, absl::Span<const Tensor* const> in,
   return absl::OkStatus();
 }
 
+// Each dot product has the inner dimension's count of terms.
+double DotTermUnits(const BoundContext& context) {
+  return SumRoundingUnits(context.inputs[0]->shape().back());
+}
+
 }  // namespace
 
 absl::Status RegisterMatmulOps(OpRegistry& registry) {
   OpDef linear = FixedArityOp("linear", 3, {}, LinearShape, LinearEval);
   linear.min_inputs = 2;
+  linear = Composite(std::move(linear));
   OpDef gemm = FixedArityOp("gemm", 3,
                             {{"alpha", AttrType::kFloat, false},
                              {"beta", AttrType::kFloat, false},
@@ -326,9 +333,11 @@ absl::Status RegisterMatmulOps(OpRegistry& registry) {
                              {"trans_b", AttrType::kInt, false}},
                             GemmShape, GemmEval);
   gemm.min_inputs = 2;
+  gemm = Composite(std::move(gemm));
   return RegisterAll(registry,
                      {
-                         FixedArityOp("matmul", 2, {}, MatmulShape, MatmulEval),
+                         WithBound(FixedArityOp("matmul", 2, {}, MatmulShape, MatmulEval),
+                                   SumOfProductsBound(DotTermUnits)),
                          std::move(linear),
                          std::move(gemm),
                      });

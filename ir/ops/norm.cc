@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -121,8 +122,7 @@ absl::Status LayerNormEval(const Node& node, absl::Span<const Tensor* const> in,
   const Tensor& x = *in[0];
   absl::StatusOr<int64_t> axis = LayerNormAxis(node, x.rank());
   if (!axis.ok()) return axis.status();
-  int64_t length = 1;
-  for (int64_t d = *axis; d < x.rank(); ++d) length *= x.shape()[d];
+  const int64_t length = NumElements(absl::MakeConstSpan(x.shape()).subspan(*axis));
   NormalizeRuns(
       x, length, node.attrs.GetFloat("epsilon", kDefaultEpsilon),
       OptionalInput(in, 1), OptionalInput(in, 2),
@@ -171,8 +171,7 @@ absl::Status ChannelNormEval(const Node& node,
     if (!num_groups.ok()) return num_groups.status();
     groups = *num_groups;
   }
-  int64_t spatial = 1;
-  for (int64_t d = 2; d < x.rank(); ++d) spatial *= x.shape()[d];
+  const int64_t spatial = NumElements(absl::MakeConstSpan(x.shape()).subspan(2));
   // In [N, C, spatial] order the channels of one (n, group) are contiguous.
   const int64_t length = channels / groups * spatial;
   NormalizeRuns(
@@ -216,8 +215,7 @@ absl::Status BatchNormEval(const Node& node, absl::Span<const Tensor* const> in,
   const Tensor& x = *in[0];
   const double epsilon = node.attrs.GetFloat("epsilon", kDefaultEpsilon);
   const int64_t channels = x.shape()[1];
-  int64_t spatial = 1;
-  for (int64_t d = 2; d < x.rank(); ++d) spatial *= x.shape()[d];
+  const int64_t spatial = NumElements(absl::MakeConstSpan(x.shape()).subspan(2));
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     const int64_t c = i / spatial % channels;
     const double normalized = (x.GetDouble(i) - in[3]->GetDouble(c)) /
@@ -238,11 +236,11 @@ absl::Status RegisterNormOps(OpRegistry& registry) {
   return RegisterAll(
       registry,
       {
-          std::move(layer_norm),
-          ChannelNormOp("group_norm", /*grouped=*/true),
-          ChannelNormOp("instance_norm", /*grouped=*/false),
-          FixedArityOp("batch_norm", 5, {{"epsilon", AttrType::kFloat, false}},
-                       BatchNormShape, BatchNormEval),
+          Composite(std::move(layer_norm)),
+          Composite(ChannelNormOp("group_norm", /*grouped=*/true)),
+          Composite(ChannelNormOp("instance_norm", /*grouped=*/false)),
+          Composite(FixedArityOp("batch_norm", 5, {{"epsilon", AttrType::kFloat, false}},
+                                 BatchNormShape, BatchNormEval)),
       });
 }
 

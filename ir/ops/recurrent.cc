@@ -30,6 +30,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -565,9 +566,9 @@ absl::StatusOr<RecurrentSpec> ParseRecurrent(
 }
 
 absl::Status RegisterRecurrentOps(OpRegistry& registry) {
-  return RegisterAll(registry, {RecurrentOp(RecurrentCell::kLstm),
-                                RecurrentOp(RecurrentCell::kGru),
-                                RecurrentOp(RecurrentCell::kRnn)});
+  return RegisterAll(registry, {Composite(RecurrentOp(RecurrentCell::kLstm)),
+                                Composite(RecurrentOp(RecurrentCell::kGru)),
+                                Composite(RecurrentOp(RecurrentCell::kRnn))});
 }
 
 }  // namespace loom

@@ -19,12 +19,15 @@
 // smaller for argmin, and NaNs tie with each other, so the first NaN wins (the
 // last with select_last_index 1, as ONNX's reference computes it). An empty
 // axis is an error.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -76,7 +79,7 @@ absl::StatusOr<ReductionPlan> PlanReduction(const Node& node, const Shape& in) {
   for (int64_t axis : *axes) plan.reduced[axis] = true;
   for (int64_t d = 0; d < rank; ++d) {
     plan.kept_shape.push_back(plan.reduced[d] ? 1 : in[d]);
-    if (plan.reduced[d]) plan.reduced_count *= in[d];
+    if (plan.reduced[d]) plan.reduced_count = SaturatingMul(plan.reduced_count, in[d]);
     if (!plan.reduced[d] || keepdims) {
       plan.out_shape.push_back(plan.kept_shape.back());
     }
@@ -333,30 +336,63 @@ T ElementAs(const Tensor& x, int64_t i) {
   }
 }
 
+// Calls fn(out, base, stride) for each row along the plan's axis: element j
+// of the row is x's element base + j * stride, its index output element out.
+template <typename Fn>
+void ForEachArgRow(const Shape& shape, const ArgPlan& plan, Fn fn) {
+  const int64_t length = shape[plan.axis];
+  const int64_t stride = ContiguousStrides(shape)[plan.axis];
+  const int64_t outer = NumElements(absl::MakeConstSpan(shape).first(plan.axis));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t inner = 0; inner < stride; ++inner) {
+      fn(o * stride + inner, o * length * stride + inner, stride);
+    }
+  }
+}
+
 template <typename T>
 void ArgReduce(const Tensor& x, const ArgPlan& plan, bool is_max,
                Tensor& result) {
   const int64_t length = x.shape()[plan.axis];
-  // Element j of the row at (o, inner) is at (o * length + j) * stride + inner.
-  const int64_t stride = ContiguousStrides(x.shape())[plan.axis];
-  int64_t outer = 1;
-  for (int64_t d = 0; d < plan.axis; ++d) outer *= x.shape()[d];
   int64_t* indices = result.data_as<int64_t>();
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t inner = 0; inner < stride; ++inner) {
-      const int64_t base = o * length * stride + inner;
-      int64_t best_index = 0;
-      T best = ElementAs<T>(x, base);
-      for (int64_t j = 1; j < length; ++j) {
-        const T v = ElementAs<T>(x, base + j * stride);
-        if (Beats(v, best, is_max, plan.select_last)) {
-          best = v;
-          best_index = j;
-        }
+  ForEachArgRow(x.shape(), plan, [&](int64_t out, int64_t base, int64_t stride) {
+    int64_t best_index = 0;
+    T best = ElementAs<T>(x, base);
+    for (int64_t j = 1; j < length; ++j) {
+      const T v = ElementAs<T>(x, base + j * stride);
+      if (Beats(v, best, is_max, plan.select_last)) {
+        best = v;
+        best_index = j;
       }
-      indices[o * stride + inner] = best_index;
     }
-  }
+    indices[out] = best_index;
+  });
+}
+
+// An index is as uncertain as the values it picks between: where another
+// element lies within both their bounds of the chosen one, either may be
+// the extreme, and the bound is how far apart their indices are.
+absl::Status ArgBound(const BoundContext& context, absl::Span<Tensor> bounds) {
+  const Tensor& x = *context.inputs[0];
+  const Tensor* e = context.input_bounds[0];
+  if (e == nullptr) return absl::OkStatus();
+  absl::StatusOr<ArgPlan> plan = PlanArg(context.node, x.type());
+  if (!plan.ok()) return plan.status();
+  const int64_t length = x.shape()[plan->axis];
+  ForEachArgRow(x.shape(), *plan, [&](int64_t out, int64_t base, int64_t stride) {
+    const int64_t chosen = context.outputs[0].GetInt(out);
+    const double value = x.GetDouble(base + chosen * stride);
+    const double bound = e->GetDouble(base + chosen * stride);
+    int64_t farthest = 0;
+    for (int64_t j = 0; j < length; ++j) {
+      const int64_t at = base + j * stride;
+      if (std::fabs(x.GetDouble(at) - value) <= e->GetDouble(at) + bound) {
+        farthest = std::max(farthest, std::abs(j - chosen));
+      }
+    }
+    bounds[0].SetDouble(out, static_cast<double>(farthest));
+  });
+  return absl::OkStatus();
 }
 
 OpDef ArgOp(std::string name, bool is_max) {
@@ -378,18 +414,84 @@ OpDef ArgOp(std::string name, bool is_max) {
     }
     return absl::OkStatus();
   };
-  return FixedArityOp(std::move(name), 1,
-                      {{"axis", AttrType::kInt, false},
-                       {"keepdims", AttrType::kInt, false},
-                       {"select_last_index", AttrType::kInt, false}},
-                      std::move(infer), std::move(eval));
+  return WithBound(FixedArityOp(std::move(name), 1,
+                                {{"axis", AttrType::kInt, false},
+                                 {"keepdims", AttrType::kInt, false},
+                                 {"select_last_index", AttrType::kInt, false}},
+                                std::move(infer), std::move(eval)),
+                   ArgBound);
+}
+
+// reduce_var: an element moved by e moves the variance by at most
+// 2 |x - mean| e / n + e^2 / n. The implementation's own rounding (Welford's
+// updates in lanes joined by Chan's formula, or two passes) is that of a
+// sum of n squared deviations, 2 r var with r = SumRoundingUnits(n) units,
+// plus the running means' rounding (a few units of |mean|) entering every
+// deviation: 8 units of |mean| mean|x - mean|.
+absl::Status VarianceBound(const BoundContext& context, absl::Span<Tensor> bounds) {
+  const Tensor& x = *context.inputs[0];
+  const Tensor* e = context.input_bounds[0];
+  absl::StatusOr<ReductionPlan> plan = PlanReduction(context.node, x.shape());
+  if (!plan.ok()) return plan.status();
+  const double n = static_cast<double>(plan->reduced_count);
+  std::vector<double> mean = Accumulate<double>(Reduction::kMean, x, *plan);
+  for (double& m : mean) m /= n;
+  std::vector<double> spread(mean.size(), 0.0), carried(mean.size(), 0.0);
+  ForEachReduced(x, *plan, [&](int64_t o, int64_t i) {
+    const double deviation = std::fabs(x.GetDouble(i) - mean[o]);
+    spread[o] += deviation / n;
+    if (e != nullptr) {
+      const double moved = e->GetDouble(i);
+      carried[o] += (2 * deviation * moved + moved * moved) / n;
+    }
+  });
+  const double unit = context.units[0];
+  const double r = SumRoundingUnits(plan->reduced_count) * unit;
+  for (size_t o = 0; o < mean.size(); ++o) {
+    const double var = context.outputs[0].GetDouble(o);
+    bounds[0].SetDouble(o, carried[o] + 2 * r * var + 8 * unit * std::fabs(mean[o]) * spread[o]);
+  }
+  return absl::OkStatus();
+}
+
+// Each term of a sum over the reduced elements carries SumRoundingUnits of
+// their count.
+double ReducedTermUnits(const BoundContext& context) {
+  absl::StatusOr<ReductionPlan> plan = PlanReduction(context.node, context.inputs[0]->shape());
+  return SumRoundingUnits(plan.ok() ? plan->reduced_count : 1);
+}
+
+// The error model of each reduction: sums (and a product, each factor
+// rounding once) of their elements' magnitudes, the exact max and min,
+// the variance's own; the log and squared sums are decomposed first.
+OpDef WithErrorModel(OpDef def, Reduction kind) {
+  switch (kind) {
+    case Reduction::kSum:
+    case Reduction::kMean:
+    case Reduction::kL1:
+    case Reduction::kL2:
+      return WithBound(std::move(def), SumOfProductsBound(ReducedTermUnits));
+    case Reduction::kProd:
+      return WithBound(std::move(def), SumOfProductsBound([](const BoundContext&) { return 2; }));
+    case Reduction::kMax:
+    case Reduction::kMin:
+      return Exact(std::move(def));
+    case Reduction::kVar:
+      return WithBound(std::move(def), VarianceBound);
+    case Reduction::kLogSum:
+    case Reduction::kLogSumExp:
+    case Reduction::kSumSquare:
+      break;
+  }
+  return Composite(std::move(def));
 }
 
 OpDef ReductionOp(std::string name, Reduction kind) {
-  return FixedArityOp(
-      std::move(name), 1,
-      {{"axes", AttrType::kInts, false}, {"keepdims", AttrType::kInt, false}},
-      ReductionShapeFn(kind), ReductionEval(kind));
+  return WithErrorModel(
+      FixedArityOp(std::move(name), 1,
+                   {{"axes", AttrType::kInts, false}, {"keepdims", AttrType::kInt, false}},
+                   ReductionShapeFn(kind), ReductionEval(kind)),
+      kind);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -60,12 +61,14 @@ ShapeResult ReshapeShape(const Node& node, absl::Span<const TensorType> in) {
       return absl::InvalidArgumentError(
           absl::StrCat("attribute 'shape' ", ShapeToString(shape),
                        " has invalid entry ", shape[i]));
-    } else if (known > 0 && shape[i] > kMaxTensorElements / known) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("attribute 'shape' ", ShapeToString(shape),
-                       " has more than 2^40 elements"));
     } else {
-      known *= shape[i];
+      const std::optional<int64_t> product = CheckedMul(known, shape[i]);
+      if (!product.has_value() || *product > kMaxTensorElements) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("attribute 'shape' ", ShapeToString(shape),
+                         " has more than 2^40 elements"));
+      }
+      known = *product;
     }
   }
   const int64_t total = NumElements(in[0].shape);
@@ -237,8 +240,7 @@ absl::Status ConcatEval(const Node& node, absl::Span<const Tensor* const> in,
   if (!axis.ok()) return axis.status();
   // Each input contributes a contiguous chunk to every row of the dims
   // before the axis.
-  int64_t outer = 1;
-  for (int64_t d = 0; d < *axis; ++d) outer *= result.shape()[d];
+  const int64_t outer = NumElements(absl::MakeConstSpan(result.shape()).first(*axis));
   if (outer == 0) return absl::OkStatus();
   const int64_t element_size = DTypeSize(result.dtype());
   const int64_t row_bytes = result.num_bytes() / outer;
@@ -377,27 +379,28 @@ OpDef ConcatOp() {
 }  // namespace
 
 absl::Status RegisterShapeOps(OpRegistry& registry) {
-  return RegisterAll(
-      registry,
-      {
-          FixedArityOp("reshape", 1, {{"shape", AttrType::kInts, true}},
-                       ReshapeShape, CopyAll),
-          FixedArityOp("transpose", 1, {{"perm", AttrType::kInts, false}},
-                       TransposeShape, TransposeEval),
-          FixedArityOp("squeeze", 1, {{"axes", AttrType::kInts, false}},
-                       SqueezeShape, CopyAll),
-          FixedArityOp("unsqueeze", 1, {{"axes", AttrType::kInts, true}},
-                       UnsqueezeShape, CopyAll),
-          FixedArityOp("expand", 1, {{"shape", AttrType::kInts, true}},
-                       ExpandShape, ExpandEval),
-          ConcatOp(),
-          FixedArityOp("slice", 1,
-                       {{"starts", AttrType::kInts, true},
-                        {"ends", AttrType::kInts, true},
-                        {"axes", AttrType::kInts, false},
-                        {"steps", AttrType::kInts, false}},
-                       SliceShape, SliceEval),
-      });
+  std::vector<OpDef> defs = {
+      FixedArityOp("reshape", 1, {{"shape", AttrType::kInts, true}},
+                   ReshapeShape, CopyAll),
+      FixedArityOp("transpose", 1, {{"perm", AttrType::kInts, false}},
+                   TransposeShape, TransposeEval),
+      FixedArityOp("squeeze", 1, {{"axes", AttrType::kInts, false}},
+                   SqueezeShape, CopyAll),
+      FixedArityOp("unsqueeze", 1, {{"axes", AttrType::kInts, true}},
+                   UnsqueezeShape, CopyAll),
+      FixedArityOp("expand", 1, {{"shape", AttrType::kInts, true}},
+                   ExpandShape, ExpandEval),
+      ConcatOp(),
+      FixedArityOp("slice", 1,
+                   {{"starts", AttrType::kInts, true},
+                    {"ends", AttrType::kInts, true},
+                    {"axes", AttrType::kInts, false},
+                    {"steps", AttrType::kInts, false}},
+                   SliceShape, SliceEval),
+  };
+  // Data movement: every result is a copy of an input element.
+  for (OpDef& def : defs) def = Exact(std::move(def));
+  return RegisterAll(registry, std::move(defs));
 }
 
 }  // namespace loom

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -41,8 +42,7 @@ absl::Status SoftmaxEval(const Node& node, const Tensor& x, bool log,
   const int64_t length = x.shape()[*axis];
   // Element j of the row at (o, inner) is at (o * length + j) * stride + inner.
   const int64_t stride = ContiguousStrides(x.shape())[*axis];
-  int64_t outer = 1;
-  for (int64_t d = 0; d < *axis; ++d) outer *= x.shape()[d];
+  const int64_t outer = NumElements(absl::MakeConstSpan(x.shape()).first(*axis));
   std::vector<double> exps(length);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t inner = 0; inner < stride; ++inner) {
@@ -75,8 +75,8 @@ absl::Status RegisterSoftmaxOps(OpRegistry& registry) {
                         absl::Span<Tensor> out) {
       return SoftmaxEval(node, *in[0], log, out[0]);
     };
-    return FixedArityOp(std::move(name), 1, {{"axis", AttrType::kInt, false}},
-                        SoftmaxShape, std::move(eval));
+    return Composite(FixedArityOp(std::move(name), 1, {{"axis", AttrType::kInt, false}},
+                                  SoftmaxShape, std::move(eval)));
   };
   return RegisterAll(registry, {op("softmax", false), op("log_softmax", true)});
 }

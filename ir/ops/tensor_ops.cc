@@ -24,6 +24,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
 
@@ -56,9 +57,7 @@ absl::StatusOr<bool> FlagAttr(const Node& node, absl::string_view name) {
 
 // Product of shape[begin, end).
 int64_t DimProduct(const Shape& shape, int64_t begin, int64_t end) {
-  int64_t product = 1;
-  for (int64_t d = begin; d < end; ++d) product *= shape[d];
-  return product;
+  return NumElements(absl::MakeConstSpan(shape).subspan(begin, end - begin));
 }
 
 // --- split -------------------------------------------------------------------
@@ -183,12 +182,13 @@ ShapeResult TileShape(const Node& node, absl::Span<const TensorType> in) {
   if (!repeats.ok()) return repeats.status();
   Shape shape = in[0].shape;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] > 0 && (*repeats)[d] > kMaxTensorElements / shape[d]) {
+    const std::optional<int64_t> tiled = CheckedMul(shape[d], (*repeats)[d]);
+    if (!tiled.has_value() || *tiled > kMaxTensorElements) {
       return absl::InvalidArgumentError(absl::StrCat(
           "attribute 'repeats' ", ShapeToString(*repeats), " makes dim ", d,
           " of ", ShapeToString(shape), " larger than 2^40"));
     }
-    shape[d] *= (*repeats)[d];
+    shape[d] = *tiled;
   }
   return OneOutput(in[0].dtype, std::move(shape));
 }
@@ -385,6 +385,12 @@ ShapeResult CumsumShape(const Node& node, absl::Span<const TensorType> in) {
   return OneOutput(in[0]);
 }
 
+// Each running sum has at most the axis's length of terms.
+double CumsumTermUnits(const BoundContext& context) {
+  absl::StatusOr<CumsumPlan> plan = PlanCumsum(context.node, context.inputs[0]->type());
+  return SumRoundingUnits(plan.ok() ? context.inputs[0]->shape()[plan->axis] : 1);
+}
+
 absl::Status CumsumEval(const Node& node, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
@@ -451,28 +457,31 @@ absl::Status CopyAll(const Node&, absl::Span<const Tensor* const> in,
 }  // namespace
 
 absl::Status RegisterTensorOps(OpRegistry& registry) {
+  // Data movement is exact: every result is a copy of an input element (or
+  // pad's value).
   return RegisterAll(
       registry,
       {
-          SplitOp(),
-          FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}},
-                       TileShape, TileEval),
-          FixedArityOp("pad", 1,
-                       {{"pads", AttrType::kInts, true},
-                        {"value", AttrType::kFloat, false},
-                        {"mode", AttrType::kString, false}},
-                       PadShape, PadEval),
-          FixedArityOp("gather", 2, {{"axis", AttrType::kInt, false}},
-                       GatherShape, GatherEval),
-          FixedArityOp("cumsum", 1,
-                       {{"axis", AttrType::kInt, true},
-                        {"exclusive", AttrType::kInt, false},
-                        {"reverse", AttrType::kInt, false}},
-                       CumsumShape, CumsumEval),
-          FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}},
-                       FlattenShape, CopyAll),
-          FixedArityOp("dropout", 1, {{"ratio", AttrType::kFloat, false}},
-                       DropoutShape, CopyAll),
+          Exact(SplitOp()),
+          Exact(FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}}, TileShape,
+                             TileEval)),
+          Exact(FixedArityOp("pad", 1,
+                             {{"pads", AttrType::kInts, true},
+                              {"value", AttrType::kFloat, false},
+                              {"mode", AttrType::kString, false}},
+                             PadShape, PadEval)),
+          Exact(FixedArityOp("gather", 2, {{"axis", AttrType::kInt, false}}, GatherShape,
+                             GatherEval)),
+          WithBound(FixedArityOp("cumsum", 1,
+                                 {{"axis", AttrType::kInt, true},
+                                  {"exclusive", AttrType::kInt, false},
+                                  {"reverse", AttrType::kInt, false}},
+                                 CumsumShape, CumsumEval),
+                    SumOfProductsBound(CumsumTermUnits)),
+          Exact(FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}}, FlattenShape,
+                             CopyAll)),
+          Exact(FixedArityOp("dropout", 1, {{"ratio", AttrType::kFloat, false}}, DropoutShape,
+                             CopyAll)),
       });
 }
 

@@ -51,7 +51,9 @@ DiffOutcome CheckGraphInProcess(const proto::Graph& graph, const std::string& ca
   if (compiled->report.check() != "pass") {
     return {Kind::kMismatch,
             absl::StrCat("max abs error ", compiled->report.max_abs_error(),
-                         ", max rel error ", compiled->report.max_rel_error())};
+                         ", max rel error ", compiled->report.max_rel_error(),
+                         " (against the float64 truth); worst: ",
+                         compiled->report.check_detail())};
   }
   return {};
 }

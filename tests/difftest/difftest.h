@@ -10,9 +10,9 @@
 namespace loom {
 
 // Differential testing: compile a graph with the `cpu` pipeline, run it and
-// compare with the reference interpreter (the same rule as `loom run
-// --check`), and shrink a failing graph to a small one that fails the same
-// way.
+// judge the results by the rule of `loom run --check` (tools/check.h:
+// against the float64 truth, within the computation's error bound), and
+// shrink a failing graph to a small one that fails the same way.
 
 struct DiffOutcome {
   enum class Kind { kPass, kInvalidGraph, kCompileError, kRunError, kMismatch, kCrash };

@@ -1,5 +1,5 @@
 // The fixed set of random graphs CI checks: seeds 1..300 compile, run and
-// match the reference interpreter. Run //tests/difftest:difftest for more.
+// pass the --check rule (tools/check.h). Run //tests/difftest:difftest for more.
 
 #include <csignal>
 #include <cstdlib>

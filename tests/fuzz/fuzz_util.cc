@@ -2,21 +2,22 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+
+#include "absl/algorithm/container.h"
+#include "ir/dtype.h"
 
 namespace loom {
 namespace fuzz {
 namespace {
 
 bool IsSmall(const proto::TensorType& type, int64_t max_elements) {
-  int64_t elements = 1;
-  for (int64_t dim : type.shape()) {
-    if (dim < 0) return true;  // loom refuses it: nothing to allocate
-    if (dim == 0) return true;
-    if (elements > max_elements / dim) return false;
-    elements *= dim;
-  }
-  return elements <= max_elements;
+  const Shape shape(type.shape().begin(), type.shape().end());
+  // A negative dim loom refuses, a zero one leaves nothing to allocate.
+  if (absl::c_any_of(shape, [](int64_t dim) { return dim <= 0; })) return true;
+  const std::optional<int64_t> elements = CheckedProduct(shape);
+  return elements.has_value() && *elements <= max_elements;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "frontends/onnx/onnx_importer.h"
+#include "ir/dtype.h"
 #include "tests/fuzz/compile_check.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -22,7 +23,7 @@ constexpr int64_t kMaxDeclaredElements = 1 << 12;
 // Multiplies `elements` by one declared dim (a negative one, the
 // importer's to refuse, counts as 1); false once past the limit.
 bool Grow(int64_t& elements, int64_t dim) {
-  elements *= std::clamp<int64_t>(dim, 1, kMaxDeclaredElements + 1);
+  elements = loom::SaturatingMul(elements, std::clamp<int64_t>(dim, 1, kMaxDeclaredElements + 1));
   return elements <= kMaxDeclaredElements;
 }
 

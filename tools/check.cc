@@ -1,0 +1,135 @@
+#include "tools/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "ir/interpreter.h"
+#include "ir/module.h"
+#include "passes/decompose.h"
+
+namespace loom {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+absl::StatusOr<Graph> Decomposed(const Graph& graph) {
+  absl::StatusOr<std::unique_ptr<DecomposePass>> pass =
+      DecomposePass::Create(proto::DecomposeOptions());
+  if (!pass.ok()) return pass.status();
+  Module module;
+  module.graph = graph;
+  if (absl::StatusOr<bool> changed = (*pass)->Run(module); !changed.ok()) {
+    return changed.status();
+  }
+  return std::move(module.graph);
+}
+
+}  // namespace
+
+absl::StatusOr<CheckReferences> ComputeCheckReferences(const Graph& graph,
+                                                       absl::Span<const Tensor> inputs) {
+  CheckReferences references;
+  absl::StatusOr<std::vector<Tensor>> float32 = Interpret(graph, inputs);
+  if (!float32.ok()) return float32.status();
+  references.float32 = *std::move(float32);
+  absl::StatusOr<std::vector<Tensor>> truth = InterpretInFloat64(graph, inputs);
+  if (!truth.ok()) return truth.status();
+  references.truth = *std::move(truth);
+  absl::StatusOr<Graph> decomposed = Decomposed(graph);
+  if (!decomposed.ok()) return decomposed.status();
+  absl::StatusOr<BoundedOutputs> bounded = InterpretWithErrorBounds(*decomposed, inputs);
+  if (!bounded.ok()) return bounded.status();
+  references.bounds = std::move(bounded->bounds);
+  return references;
+}
+
+bool CloserToTruthThanReference(double actual, double reference, double truth, double bound,
+                                double tolerance_at_truth) {
+  const double own_error = std::fabs(reference - truth);
+  return std::fabs(actual - truth) <= own_error &&
+         own_error <= tolerance_at_truth + kCheckBoundFactor * bound;
+}
+
+namespace {
+
+bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+double Tolerance(double expected) {
+  return kCheckAbsTolerance + kCheckRelTolerance * std::fabs(expected);
+}
+
+// How far past what the rule allows `actual` is (<= 0: it passes).
+double Excess(double actual, double reference, double truth, double bound, bool exact) {
+  if (Same(actual, reference) || Same(actual, truth)) return 0;
+  if (std::isnan(bound) || std::isinf(bound)) return 0;  // the computation leaves it open
+  const double error = std::fabs(actual - truth);
+  if (std::isnan(error)) return kInfinity;
+  if (exact) return error - bound;
+  if (std::fabs(actual - reference) <= Tolerance(reference)) return 0;
+  const double own_error = std::fabs(reference - truth);
+  const double allowed =
+      Tolerance(truth) +
+      kCheckBoundFactor * std::max(bound, std::isnan(own_error) ? 0.0 : own_error);
+  return error - allowed;
+}
+
+void CheckOutput(const std::string& name, const Tensor& actual, const Tensor& reference,
+                 const Tensor& truth, const Tensor& bound, CheckResult& result,
+                 double& worst_excess) {
+  const bool exact = !IsFloat(reference.dtype());
+  for (int64_t i = 0; i < reference.num_elements(); ++i) {
+    const double a = actual.GetDouble(i), t = truth.GetDouble(i);
+    const double excess = Excess(a, reference.GetDouble(i), t, bound.GetDouble(i), exact);
+    if (excess > 0) {
+      result.pass = false;
+      if (excess > worst_excess) {
+        worst_excess = excess;
+        result.worst = absl::StrFormat(
+            "output '%s' element %d: %.9g, the float64 truth %.9g, the float32 reference "
+            "%.9g, error bound %.3g",
+            name, i, a, t, reference.GetDouble(i), bound.GetDouble(i));
+      }
+    }
+    if (Same(a, t)) continue;
+    const double error = std::fabs(a - t);
+    if (std::isnan(error)) {
+      result.max_abs_error = result.max_rel_error = kInfinity;
+      continue;
+    }
+    result.max_abs_error = std::max(result.max_abs_error, error);
+    result.max_rel_error = std::max(result.max_rel_error, t == 0 ? error : error / std::fabs(t));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph,
+                                         absl::Span<const Tensor> inputs,
+                                         absl::Span<const Tensor> outputs) {
+  if (outputs.size() != graph.outputs().size()) {
+    return absl::InternalError(absl::StrFormat("%d outputs to check, the graph has %d",
+                                               outputs.size(), graph.outputs().size()));
+  }
+  absl::StatusOr<CheckReferences> references = ComputeCheckReferences(graph, inputs);
+  if (!references.ok()) return references.status();
+  CheckResult result;
+  double worst_excess = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].type() != references->float32[i].type()) {
+      return absl::InternalError(absl::StrFormat(
+          "output %d is %s, the model's is %s", i, TypeToString(outputs[i].type()),
+          TypeToString(references->float32[i].type())));
+    }
+    CheckOutput(graph.value(graph.outputs()[i]).name, outputs[i], references->float32[i],
+                references->truth[i], references->bounds[i], result, worst_excess);
+  }
+  return result;
+}
+
+}  // namespace loom

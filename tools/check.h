@@ -1,0 +1,75 @@
+#ifndef LOOM_TOOLS_CHECK_H_
+#define LOOM_TOOLS_CHECK_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace loom {
+
+// The rule of `loom run --check` (README, "Checking results"): a compiled
+// model's outputs judged against the truth, the model evaluated in float64,
+// rather than against another float32 computation.
+//
+// A float element passes when it is within the usual tolerance of the
+// float32 reference interpreter's value r,
+//   |actual - r| <= kCheckAbsTolerance + kCheckRelTolerance * |r|,
+// or when its error against the float64 truth t is no more than the usual
+// tolerance plus kCheckBoundFactor times what the computation allows,
+//   |actual - t| <= kCheckAbsTolerance + kCheckRelTolerance * |t|
+//                   + kCheckBoundFactor * max(bound, |r - t|),
+// where `bound` carries each op's own rounding through the model as loom
+// computes it (InterpretWithErrorBounds on the decomposed graph) and
+// |r - t| is the float32 reference's own error. Integers and bools must
+// match the reference or the truth, or lie within the bound (an index or a
+// comparison that the inputs' errors leave open).
+inline constexpr double kCheckRelTolerance = 1e-4;
+inline constexpr double kCheckAbsTolerance = 1e-5;
+inline constexpr double kCheckBoundFactor = 2;
+
+// What a result is judged against.
+struct CheckReferences {
+  std::vector<Tensor> float32;  // the reference interpreter, dtypes as the graph says
+  std::vector<Tensor> truth;    // the graph in float64 (InterpretInFloat64)
+  // InterpretWithErrorBounds on the decomposed graph: loom's computation.
+  std::vector<Tensor> bounds;
+};
+
+// The references of `graph` (as imported) on `inputs`.
+absl::StatusOr<CheckReferences> ComputeCheckReferences(const Graph& graph,
+                                                       absl::Span<const Tensor> inputs);
+
+// For a float element judged against another implementation's reference
+// data r with a tolerance (ONNX's test data): whether it passes although
+// outside that tolerance, because the reference's own error against the
+// truth t is one that float32 rounding allows,
+//   |r - t| <= tolerance_at_truth + kCheckBoundFactor * bound,
+// and the element's is no larger, |actual - t| <= |r - t|. It never passes
+// a result further from the truth than the reference, nor one whose
+// reference disagrees with the truth beyond rounding (a question of
+// semantics, which the truth, loom's own interpreter, cannot settle).
+bool CloserToTruthThanReference(double actual, double reference, double truth, double bound,
+                                double tolerance_at_truth);
+
+struct CheckResult {
+  bool pass = true;
+  // Against the float64 truth, over the elements that differ from it.
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  // The element furthest past what the rule allows, when one is.
+  std::string worst;
+};
+
+// Judges `outputs`, a compiled model's results for `graph` (as imported,
+// composite ops included) on `inputs`, by the rule above.
+absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph,
+                                         absl::Span<const Tensor> inputs,
+                                         absl::Span<const Tensor> outputs);
+
+}  // namespace loom
+
+#endif  // LOOM_TOOLS_CHECK_H_

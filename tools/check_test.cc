@@ -1,0 +1,130 @@
+#include "tools/check.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/op_registry.h"
+#include "tools/driver.h"
+
+namespace loom {
+namespace {
+
+using ::testing::HasSubstr;
+
+// y = mean over a row of (x / 100 + c) - c, for x [4, 2401] in [-1, 1):
+// results near 0 made by cancellation after long sums of nearly equal
+// terms, seed 7058's pattern. `kept` < 2401 builds a wrong kernel: the
+// sum drops the row's last terms but still divides by 2401.
+Graph CancellingMeans(int64_t kept = 2401) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", {DType::kF32, {4, 2401}});
+  auto scalar = [&](const std::string& name, double value) {
+    Tensor data(DType::kF32, {});
+    data.SetDouble(0, value);
+    return *graph.AddInitializer(name, ValueKind::kConstant, std::move(data));
+  };
+  auto op = [&](const std::string& name, OpName kind, std::vector<ValueId> inputs,
+                Attrs attrs = {}) {
+    return graph.node(*graph.AddNode(name, kind, inputs, {name}, std::move(attrs))).outputs[0];
+  };
+  const ValueId c = scalar("c", 0.877);
+  ValueId terms = op("terms", "add", {op("scaled", "mul", {x, scalar("scale", 0.01)}), c});
+  if (kept < 2401) {
+    Attrs slice;
+    slice.Set("starts", std::vector<int64_t>{0});
+    slice.Set("ends", std::vector<int64_t>{kept});
+    slice.Set("axes", std::vector<int64_t>{1});
+    terms = op("kept", "slice", {terms}, std::move(slice));
+  }
+  Attrs axes;
+  axes.Set("axes", std::vector<int64_t>{1});
+  const ValueId sum = op("sum", "reduce_sum", {terms}, std::move(axes));
+  graph.AddOutput(op("y", "sub", {op("mean", "div", {sum, scalar("n", 2401)}), c}));
+  if (!InferShapes(graph).ok()) std::abort();
+  return graph;
+}
+
+// loom's outputs for `graph` on `inputs`.
+std::vector<Tensor> RunLoom(Graph graph, const std::vector<Tensor>& inputs) {
+  CompileOptions options;
+  options.model = graph.name;
+  options.cache_dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cache");
+  absl::StatusOr<CompiledModel> compiled = CompileGraph(std::move(graph), options);
+  if (!compiled.ok()) std::abort();
+  absl::StatusOr<std::vector<Tensor>> outputs = compiled->executable->Run(inputs);
+  if (!outputs.ok()) std::abort();
+  return *std::move(outputs);
+}
+
+TEST(CheckTest, LoomsResultsPass) {
+  const Graph graph = CancellingMeans();
+  const std::vector<Tensor> inputs = *MakeInputs(graph, "", 1);
+  absl::StatusOr<CheckResult> check = CheckOutputs(graph, inputs, RunLoom(graph, inputs));
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_TRUE(check->pass) << check->worst;
+}
+
+TEST(CheckTest, AWrongKernelFails) {
+  // A sum that drops one term of the 2401: off by 0.877 / 2401, about
+  // 3.7e-4, where the long sums and the cancellation allow about 5e-5.
+  const Graph graph = CancellingMeans();
+  const std::vector<Tensor> inputs = *MakeInputs(graph, "", 1);
+  absl::StatusOr<CheckResult> check =
+      CheckOutputs(graph, inputs, RunLoom(CancellingMeans(2400), inputs));
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_FALSE(check->pass);
+  EXPECT_NEAR(check->max_abs_error, 0.877 / 2401, 1e-5);
+  EXPECT_THAT(check->worst, HasSubstr("output 'y' element"));
+}
+
+TEST(CheckTest, AResultJustPastWhatTheRuleAllowsFails) {
+  const Graph graph = CancellingMeans();
+  const std::vector<Tensor> inputs = *MakeInputs(graph, "", 1);
+  absl::StatusOr<CheckReferences> references = ComputeCheckReferences(graph, inputs);
+  ASSERT_TRUE(references.ok()) << references.status();
+  const double truth = references->truth[0].GetDouble(0);
+  const double own_error = std::fabs(references->float32[0].GetDouble(0) - truth);
+  const double allowed = kCheckAbsTolerance + kCheckRelTolerance * std::fabs(truth) +
+                         kCheckBoundFactor * std::max(references->bounds[0].GetDouble(0), own_error);
+  for (const double factor : {0.99, 1.01}) {
+    std::vector<Tensor> outputs = {references->float32[0]};
+    outputs[0].SetDouble(0, truth + factor * allowed);
+    absl::StatusOr<CheckResult> check = CheckOutputs(graph, inputs, outputs);
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_EQ(check->pass, factor < 1) << factor;
+  }
+}
+
+TEST(CheckTest, IntegersMatchUnlessTheBoundsLeaveThemOpen) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", {DType::kF32, {3, 50}});
+  Attrs axis;
+  axis.Set("axis", int64_t{1});
+  graph.AddOutput(graph.node(*graph.AddNode("arg", "argmax", {x}, {"i"}, axis)).outputs[0]);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  const std::vector<Tensor> inputs = *MakeInputs(graph, "", 1);
+  std::vector<Tensor> outputs = RunLoom(graph, inputs);
+  EXPECT_TRUE(CheckOutputs(graph, inputs, outputs)->pass);
+  outputs[0].SetInt(1, (outputs[0].GetInt(1) + 1) % 50);
+  EXPECT_FALSE(CheckOutputs(graph, inputs, outputs)->pass);
+}
+
+TEST(CheckTest, CloserToTruthThanReference) {
+  // The BERT feed-forward element: truth -1.0e-4, PyTorch's
+  // reference 3.0e-7 off, loom's result 1.3e-7 off, outside ONNX's
+  // tolerance (1e-7 + 1e-3 |r|) of the reference.
+  const double truth = -1.0e-4, reference = truth + 3.0e-7, tolerance = 1e-7 + 1e-3 * 1e-4;
+  const double bound = 2e-7;  // float32 rounding of values near 1 that cancel
+  EXPECT_TRUE(CloserToTruthThanReference(truth - 1.3e-7, reference, truth, bound, tolerance));
+  // Never further from the truth than the reference.
+  EXPECT_FALSE(CloserToTruthThanReference(truth - 3.1e-7, reference, truth, bound, tolerance));
+  // Nor against a reference that disagrees beyond rounding.
+  EXPECT_FALSE(CloserToTruthThanReference(truth, truth + 1e-5, truth, bound, tolerance));
+}
+
+}  // namespace
+}  // namespace loom
