@@ -382,23 +382,29 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
     }
     shared->arg_offsets.push_back(static_cast<int32_t>(shared->arg_buffer.size()));
   }
-  for (const rproto::TensorSpec& spec : artifact.inputs()) {
-    absl::StatusOr<TensorInfo> info = InfoOf(spec, buffers, "input");
-    if (!info.ok()) return info.status();
-    if (info->bytes() != shared->bytes[spec.buffer()]) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name(), "' does not fit its buffer"));
+  auto add_interface = [&](const auto& specs, const char* what, std::vector<TensorInfo>& infos,
+                           std::vector<int32_t>& buffer_of) -> absl::Status {
+    for (const rproto::TensorSpec& spec : specs) {
+      absl::StatusOr<TensorInfo> info = InfoOf(spec, buffers, what);
+      if (!info.ok()) return info.status();
+      if (info->bytes() != shared->bytes[spec.buffer()]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " '", spec.name(), "' does not fit its buffer"));
+      }
+      infos.push_back(*std::move(info));
+      buffer_of.push_back(spec.buffer());
     }
-    shared->inputs.push_back(*std::move(info));
-    shared->input_buffers.push_back(spec.buffer());
+    return absl::OkStatus();
+  };
+  if (absl::Status s = add_interface(artifact.inputs(), "input", shared->inputs,
+                                     shared->input_buffers);
+      !s.ok()) {
+    return s;
   }
-  for (const rproto::TensorSpec& spec : artifact.outputs()) {
-    absl::StatusOr<TensorInfo> info = InfoOf(spec, buffers, "output");
-    if (!info.ok()) return info.status();
-    if (info->bytes() != shared->bytes[spec.buffer()]) {
-      return absl::InvalidArgumentError(absl::StrCat("output '", spec.name(), "' does not fit its buffer"));
-    }
-    shared->outputs.push_back(*std::move(info));
-    shared->output_buffers.push_back(spec.buffer());
+  if (absl::Status s = add_interface(artifact.outputs(), "output", shared->outputs,
+                                     shared->output_buffers);
+      !s.ok()) {
+    return s;
   }
   return Model(std::move(shared));
 }

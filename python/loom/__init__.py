@@ -200,9 +200,14 @@ class Model:
         return results
 
     def close(self):
+        """Frees the model now (else when it is collected)."""
         if self._handle is not None:
-            _library().loom_model_free(self._handle)
+            self._free(self._handle)
             self._handle = None
+
+    @staticmethod
+    def _free(handle):
+        _library().loom_model_free(handle)
 
     def __del__(self):
         try:
@@ -211,7 +216,7 @@ class Model:
             pass
 
 
-class Reference:
+class Reference(Model):
     """A model file run by loom's reference interpreter alone (plain loops
     in double: slow), with no native compile; `outputs` lists the (name,
     numpy dtype, shape) wanted."""
@@ -226,18 +231,12 @@ class Reference:
         """Runs on `feeds` ({input name: array}); returns {output name: array}."""
         return self._call(_library().loom_reference_run, feeds)
 
-    _call = Model._call
+    def reference(self, feeds):
+        return self.run(feeds)
 
-    def close(self):
-        if self._handle is not None:
-            _library().loom_reference_free(self._handle)
-            self._handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # the interpreter is shutting down
-            pass
+    @staticmethod
+    def _free(handle):
+        _library().loom_reference_free(handle)
 
 
 def _open(function, *args):
