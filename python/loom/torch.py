@@ -220,11 +220,20 @@ class _Translator:
             return self.out.node("linear", [self.value(x), self.value(w), self.value(b)])
         if target in (torch.softmax, F.softmax, torch.log_softmax, F.log_softmax):
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            if dim is None or kwargs.get("dtype") is not None or (
+                    len(args) > 3 and args[3] is not None):
+                raise Unsupported("softmax without a dim, or with a dtype")
             op = "log_softmax" if target in (torch.log_softmax, F.log_softmax) else "softmax"
             return self.out.node(op, [self.value(args[0])], axis=int(dim))
         unary = {torch.relu: "relu", F.relu: "relu", torch.tanh: "tanh", torch.sigmoid: "sigmoid",
                  F.gelu: "gelu", torch.exp: "exp", torch.neg: "neg", F.silu: "silu"}
         if target in unary:
+            extra = {k: v for k, v in kwargs.items() if k not in ("inplace", "approximate")}
+            if extra or len(args) > 1:
+                raise Unsupported("%s with arguments %s" % (unary[target], list(extra) or args[1:]))
+            if target is F.gelu:
+                return self.out.node("gelu", [self.value(args[0])],
+                                     approximate=kwargs.get("approximate", "none"))
             return self.out.node(unary[target], [self.value(args[0])])
         binary = {operator.add: "add", torch.add: "add", operator.mul: "mul", torch.mul: "mul",
                   operator.sub: "sub", torch.sub: "sub", operator.truediv: "div",
