@@ -130,6 +130,12 @@ class _Translator:
         self.macs = 0  # multiply-adds of its matrix products and recurrences
 
     def run(self):
+        try:
+            return self._run()
+        finally:
+            self.out.weights.close()  # finish() closed it, unless a node was refused
+
+    def _run(self):
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
         for position, (node, arg) in enumerate(zip(placeholders, self.args)):
             if not isinstance(arg, torch.Tensor):
@@ -269,9 +275,13 @@ class _Translator:
             raise Unsupported("%s with a given initial state" % ("lstm" if lstm else "gru"))
         if not has_biases:
             raise Unsupported("%s without biases" % ("lstm" if lstm else "gru"))
+        if train and dropout > 0:
+            raise Unsupported("a recurrence with dropout in training mode")
         weights = [self.raw(p) for p in params]
         directions = 2 if bidirectional else 1
         per_layer = 4 * directions
+        if len(weights) != int(layers) * per_layer:  # e.g. an LSTM's proj_size
+            raise Unsupported("a recurrence with %d weights for %d layers" % (len(weights), layers))
         hidden = weights[1].shape[1]
         order = [0, 3, 1, 2] if lstm else [1, 0, 2]  # (i,f,g,o) -> (i,o,f,c); (r,z,n) -> (z,r,h)
         shape = self.shape_of(x)
