@@ -87,6 +87,93 @@ constexpr int kVectorLanes = 16;
 // is that many vectors.
 constexpr int kExtremeChains = 4;
 constexpr int kExtremeBlock = kExtremeChains * kVectorLanes;
+// Matrix-vector products of a few vectors with the same matrix, each row
+// of the matrix loaded once for two vectors (PrintTeam: a recurrence's batch
+// rows share its weights). After kVectorHelpers.
+constexpr char kTeamHelpers[] = R"(/* loom_dots8 for the vectors v and w at once. */
+#if defined(__AVX512F__)
+template <int64_t K>
+static inline void loom_dots8x2(const float* v, const float* w, const float* m, int64_t ld,
+                                loom_f32v8* dv, loom_f32v8* dw) {
+  loom_f32v16 a0 = loom_splat16(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+              a7 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+  for (int64_t j = 0; j < K; j += 16) {
+    const loom_f32v16 x = loom_load16(v + j), y = loom_load16(w + j);
+    loom_f32v16 r = loom_load16(m + j);
+    a0 += x * r; b0 += y * r; r = loom_load16(m + ld + j);
+    a1 += x * r; b1 += y * r; r = loom_load16(m + 2 * ld + j);
+    a2 += x * r; b2 += y * r; r = loom_load16(m + 3 * ld + j);
+    a3 += x * r; b3 += y * r; r = loom_load16(m + 4 * ld + j);
+    a4 += x * r; b4 += y * r; r = loom_load16(m + 5 * ld + j);
+    a5 += x * r; b5 += y * r; r = loom_load16(m + 6 * ld + j);
+    a6 += x * r; b6 += y * r; r = loom_load16(m + 7 * ld + j);
+    a7 += x * r; b7 += y * r;
+  }
+  *dv = loom_sums8x16(a0, a1, a2, a3, a4, a5, a6, a7);
+  *dw = loom_sums8x16(b0, b1, b2, b3, b4, b5, b6, b7);
+}
+#else
+/* Four rows at a time in eight lanes: the eight sums and three operands fit
+   the sixteen registers of AVX2 (eight rows in sixteen lanes spill:
+   lstm_l6_h256 for AVX2 1.09 ms, 0.87 so). */
+static inline loom_f32v8 loom_load8(const float* p) {
+  loom_f32v8 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <int64_t K>
+static inline void loom_dots4x2(const float* v, const float* w, const float* m, int64_t ld,
+                                loom_f32v8* a, loom_f32v8* b) {
+  loom_f32v8 a0 = {}, a1 = {}, a2 = {}, a3 = {}, b0 = {}, b1 = {}, b2 = {}, b3 = {};
+  for (int64_t j = 0; j < K; j += 8) {
+    const loom_f32v8 x = loom_load8(v + j), y = loom_load8(w + j);
+    loom_f32v8 r = loom_load8(m + j);
+    a0 += x * r; b0 += y * r; r = loom_load8(m + ld + j);
+    a1 += x * r; b1 += y * r; r = loom_load8(m + 2 * ld + j);
+    a2 += x * r; b2 += y * r; r = loom_load8(m + 3 * ld + j);
+    a3 += x * r; b3 += y * r;
+  }
+  a[0] = a0; a[1] = a1; a[2] = a2; a[3] = a3;
+  b[0] = b0; b[1] = b1; b[2] = b2; b[3] = b3;
+}
+static inline loom_f32v8 loom_sums8x8(const loom_f32v8* s) {
+  return loom_eights8(loom_fours8(loom_pairs8(s[0], s[1]), loom_pairs8(s[2], s[3])),
+                      loom_fours8(loom_pairs8(s[4], s[5]), loom_pairs8(s[6], s[7])));
+}
+template <int64_t K>
+static inline void loom_dots8x2(const float* v, const float* w, const float* m, int64_t ld,
+                                loom_f32v8* dv, loom_f32v8* dw) {
+  loom_f32v8 a[8], b[8];
+  loom_dots4x2<K>(v, w, m, ld, a, b);
+  loom_dots4x2<K>(v, w, m + 4 * ld, ld, a + 4, b + 4);
+  *dv = loom_sums8x8(a);
+  *dw = loom_sums8x8(b);
+}
+#endif
+/* loom_matvec for N vectors, vector i at v + i * vs and its results at
+   out + i * os, in pairs. */
+template <int64_t K, int N>
+static __attribute__((noinline)) void loom_matvecs(const float* v, int64_t vs, const float* m,
+                                                   int64_t ld, int64_t rows, float* out,
+                                                   int64_t out_stride, int64_t os) {
+  for (int64_t r = 0; r < rows; r += 8) {
+    int i = 0;
+    for (; i + 1 < N; i += 2) {
+      loom_f32v8 s, t;
+      loom_dots8x2<K>(v + i * vs, v + (i + 1) * vs, m + r * ld, ld, &s, &t);
+      for (int j = 0; j < 8; ++j) {
+        out[i * os + (r + j) * out_stride] = s[j];
+        out[(i + 1) * os + (r + j) * out_stride] = t[j];
+      }
+    }
+    if (i < N) {
+      const loom_f32v8 s = loom_dots8<K>(v + i * vs, m + r * ld, ld);
+      for (int j = 0; j < 8; ++j) out[i * os + (r + j) * out_stride] = s[j];
+    }
+  }
+}
+)";
+
 constexpr char kVectorHelpers[] = R"(
 /* Only this file's static helpers pass these vectors, so the ABI note is
    moot. */
@@ -629,6 +716,7 @@ class KernelPrinter {
   bool calls_openmp() const { return may_split_; }  // needs <omp.h>
   bool streams() const { return streams_; }         // needs kStreamHelpers
   bool vectorizes() const { return vectorizes_; }   // needs kVectorHelpers
+  bool teams() const { return team_; }              // needs kTeamHelpers
   // After Plan: the function's body, parameter declarations included.
   std::string Print(const Kernel& kernel);
   // The local arrays and every member, inside the outer loops.
@@ -728,6 +816,27 @@ class KernelPrinter {
   void PrintMatVec(const ComputeNode& node, int member, int depth, const MatVec& matvec);
   // The body of a kernel that is one matrix-vector product, rows outermost.
   std::string PrintAloneMatVec(const ComputeNode& node, const MatVec& matvec);
+  // In Print, after PlanVectors: whether the kernel runs as a team (see
+  // PrintTeam): one outer loop of at most kTeamRows iterations, members
+  // with inner loops that are pointwise or products shared by the threads
+  // (whose matrix is the same in every outer iteration), at least one such
+  // product, and no streaming store. Sets team_ if so.
+  bool RunsAsTeam(const Kernel& kernel);
+  // The body of such a kernel: one parallel region in which every member
+  // runs for all outer iterations before the next starts (a barrier
+  // between), its local arrays holding every outer iteration's slice. A
+  // product is shared by blocks of its rows, each block's matrix rows
+  // loaded once for all outer iterations (loom_matvecs); a pointwise
+  // member by its outer iterations.
+  std::string PrintTeam(const Kernel& kernel);
+  // A product's loads and store in a team, their row strides along the
+  // outer loop; nullopt when the matrix depends on it.
+  struct TeamStrides {
+    int64_t vector = 0, out = 0;
+  };
+  std::optional<TeamStrides> TeamMatVecStrides(const ComputeNode& node, int member,
+                                               const MatVec& matvec);
+  void PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec);
   // The coefficients of a param or local reference's index in the loop
   // variables, when it is affine.
   std::optional<std::vector<int64_t>> AffineRef(const ComputeNode& node, const Ref& ref);
@@ -778,6 +887,7 @@ class KernelPrinter {
   bool may_split_ = false;  // and a member splits
   bool streams_ = false;    // a member uses streaming stores
   bool vectorizes_ = false;  // a member runs in explicit vectors
+  bool team_ = false;        // RunsAsTeam, decided in Print
   absl::flat_hash_map<std::pair<BufferId, int64_t>, int> param_of_;
   std::vector<BufferRef> args_;
   std::vector<bool> param_is_output_;  // whether its first use stores
@@ -1010,7 +1120,7 @@ Expr KernelPrinter::ParamIndex(const Ref& ref) {
 }
 
 Expr KernelPrinter::LocalOffset(const ComputeNode& node, Expr index, int member) {
-  const int64_t length = local_length_[member];
+  const int64_t length = local_length_[member] * (team_ ? NumElements(outer_) : 1);
   std::vector<int64_t> ranges = node.AllRanges();
   auto [it, added] = local_offsets_.try_emplace(std::make_tuple(index, length, ranges));
   if (added) it->second = ctx_.Simplify(ctx_.Mod(index, length), ranges);
@@ -1775,9 +1885,96 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
   return pragmas;
 }
 
+// At most this many outer iterations run as a team (RunsAsTeam): their
+// products load each matrix row once for all of them.
+constexpr int64_t kTeamRows = 4;
+
+bool KernelPrinter::RunsAsTeam(const Kernel& kernel) {
+  if (!options_.openmp() || outer_.size() != 1 || outer_[0] > kTeamRows) return false;
+  bool shares_a_product = false;
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    const size_t inner_loops = node.ranges.size() - outer_loops_;
+    if (inner_loops == 0 || member_streams_[m]) return false;
+    if (matvecs_[m].has_value() && inner_loops == 1 && Splits(node)) {
+      shares_a_product = true;
+    } else if (node.reduce != ReduceKind::kNone) {
+      return false;
+    }
+  }
+  if (!shares_a_product) return false;
+  // The strides along the outer loop are those of a team's local arrays.
+  team_ = true;
+  for (size_t m = 0; m < kernel.nodes.size() && team_; ++m) {
+    team_ = !matvecs_[m].has_value() ||
+            TeamMatVecStrides(program_.nodes[kernel.nodes[m]], static_cast<int>(m), *matvecs_[m]);
+  }
+  return team_;
+}
+
+std::optional<KernelPrinter::TeamStrides> KernelPrinter::TeamMatVecStrides(
+    const ComputeNode& node, int member, const MatVec& matvec) {
+  const int base = first_step_[member];
+  const std::optional<std::vector<int64_t>> vector =
+      AffineRef(node, load_refs_[base + matvec.vector_step]);
+  const std::optional<std::vector<int64_t>> matrix =
+      AffineRef(node, load_refs_[base + matvec.matrix_step]);
+  const std::optional<std::vector<int64_t>> out = AffineRef(node, store_refs_[member]);
+  if (!vector || !matrix || !out || (*matrix)[0] != 0) return std::nullopt;
+  return TeamStrides{(*vector)[0], (*out)[0]};
+}
+
+void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec) {
+  const TeamStrides strides = *TeamMatVecStrides(node, member, matvec);
+  const std::string block = "x1b";
+  var_names_[0] = "0";
+  var_names_[1] = block;
+  var_names_[2] = "0";
+  Line(2, "#pragma omp for");
+  Line(2, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block,
+                          node.ranges.back(), block, kDotRows));
+  Line(3, absl::StrCat("loom_matvecs<", node.reduction_ranges[0], ", ", outer_[0], ">(&",
+                       RefText(node, load_refs_[step_base_ + matvec.vector_step]), ", ",
+                       strides.vector, ", &",
+                       RefText(node, load_refs_[step_base_ + matvec.matrix_step]), ", ",
+                       matvec.leading, ", ", kDotRows, ", &",
+                       RefText(node, store_refs_[member]), ", ", matvec.out_stride, ", ",
+                       strides.out, ");"));
+  Line(2, "}");
+  for (size_t i = 0; i < 3; ++i) var_names_[i] = absl::StrCat("x", i);
+}
+
+std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
+  const int64_t rows = NumElements(outer_);
+  for (int m : locals_) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    Line(1, absl::StrCat(CType(program_.buffers[node.output].dtype), " l", m, "[",
+                         rows * local_length_[m], "];"));
+  }
+  Line(1, "#pragma omp parallel");
+  Line(1, "{");
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    while (var_names_.size() < node.ranges.size() + node.reduction_ranges.size()) {
+      var_names_.push_back(absl::StrCat("x", var_names_.size()));
+    }
+    if (matvecs_[m].has_value()) {
+      PrintTeamMatVec(node, static_cast<int>(m), *matvecs_[m]);
+      step_base_ += static_cast<int>(node.body.size());
+      continue;
+    }
+    Line(2, "#pragma omp for");
+    const int depth = OpenLoops(outer_, 0, 2, {});
+    PrintMember(node, static_cast<int>(m), depth);
+    CloseLoops(outer_.size(), depth);
+  }
+  Line(1, "}");
+  return body_;
+}
+
 bool KernelPrinter::Splits(const ComputeNode& node) const {
   constexpr int64_t kMinSplitWork = 1 << 15;
-  return few_outer_ && SaturatingMul(Product(node.ranges, outer_loops_, node.ranges.size()),
+  return few_outer_ && !team_ && SaturatingMul(Product(node.ranges, outer_loops_, node.ranges.size()),
                                      Product(node.reduction_ranges, 0,
                                              node.reduction_ranges.size())) >=
                        kMinSplitWork;
@@ -1799,6 +1996,7 @@ std::string KernelPrinter::Print(const Kernel& kernel) {
     for (size_t i = 0; i <= first.ranges.size(); ++i) var_names_.push_back(absl::StrCat("x", i));
     return absl::StrCat(params, PrintAloneMatVec(first, *matvecs_[0]));
   }
+  if (may_split_ && RunsAsTeam(kernel)) return absl::StrCat(params, PrintTeam(kernel));
   const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, outer_);
   if (!may_split_) {
     const int depth = OpenLoops(outer_, 0, 1, pragmas);
@@ -1915,6 +2113,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   bool calls_openmp = false;
   bool streams = false;
   bool vectorizes = false;
+  bool teams = false;
   bool calls_blas = false;
   bool calls_dnnl = false;
   std::vector<BufferRef> gemm_args;
@@ -1947,6 +2146,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
       calls_openmp |= printer.calls_openmp();
       streams |= printer.streams();
       vectorizes |= printer.vectorizes();
+      teams |= printer.teams();
     }
     launches.function.push_back(it->second);
     launches.args.insert(launches.args.end(), printer.args().begin(), printer.args().end());
@@ -1968,7 +2168,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   if (vectorizes) {
     absl::StrAppend(&text, kVectorHelpers, cscalar::ExpfReduction("loom_f32v16"),
                     kVectorHelpersEnd, cscalar::ExpfReduction("loom_f32v8"), kGenericExpEnd,
-                    VectorTanhAndErf());
+                    VectorTanhAndErf(), teams ? kTeamHelpers : "");
   }
   for (size_t f = 0; f < bodies.size(); ++f) {
     source.functions.push_back(absl::StrCat("loom_f", f));

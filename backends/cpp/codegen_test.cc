@@ -455,6 +455,45 @@ TEST(CodegenTest, AFewRowsTimesATransposedMatrixAreMatrixVectorCalls) {
                               "&l0[0], 1);"));
 }
 
+// Two rows times a large transposed weight, then a pointwise op: the
+// kernel runs as a team (one parallel region), the product shared by
+// blocks of the weight's rows, each block loaded once for both rows; the
+// product's local array holds both rows. Five rows are too many.
+TEST(CodegenTest, AFewRowsSharingALargeProductRunAsATeam) {
+  auto emit = [](int64_t rows) {
+    ValueId product;
+    Graph graph = TimesTransposed(rows, 256, 1024, product);
+    // Each half of the product's row, as a recurrence's gates.
+    auto half = [&](int64_t start, const char* name) {
+      Attrs attrs;
+      attrs.Set("starts", std::vector<int64_t>{start});
+      attrs.Set("ends", std::vector<int64_t>{start + 512});
+      attrs.Set("axes", std::vector<int64_t>{1});
+      return graph.node(*graph.AddNode(name, "slice", {product}, {name}, std::move(attrs)))
+          .outputs[0];
+    };
+    const NodeId sum = *graph.AddNode("sum", "add", {half(0, "lo"), half(512, "hi")}, {"s"});
+    graph.AddOutput(graph.node(sum).outputs[0]);
+    EXPECT_TRUE(InferShapes(graph).ok());
+    proto::CppOptions options;
+    options.set_simd(proto::CppOptions::NATIVE);
+    options.set_openmp(true);
+    return EmitFused(graph, options);
+  };
+  const std::string team = emit(2);
+  EXPECT_THAT(team, HasSubstr("  float l0[2048];\n  #pragma omp parallel\n  {\n"
+                              "    #pragma omp for\n"
+                              "    for (int64_t x1b = 0; x1b < 1024; x1b += 8) {\n"
+                              "      loom_matvecs<256, 2>(&p0[(256*0 + 0)], 256, "
+                              "&p1[(256*x1b + 0)], 256, 8, &l0[(1024*0 + x1b)], 1, 1024);\n"));
+  EXPECT_THAT(team, HasSubstr("    #pragma omp for\n    for (int64_t x0 = 0; x0 < 2; ++x0) {\n"));
+  EXPECT_THAT(team, HasSubstr("static inline void loom_dots8x2("));
+  EXPECT_THAT(team, Not(HasSubstr("loom_split")));
+  const std::string rows = emit(5);
+  EXPECT_THAT(rows, Not(HasSubstr("loom_matvecs<")));
+  EXPECT_THAT(rows, HasSubstr("loom_split"));
+}
+
 // A kernel that is one such product, its rows the outer loop: one call for
 // all rows (too little work to share).
 TEST(CodegenTest, AKernelOfOneMatrixVectorProductIsOneCall) {
