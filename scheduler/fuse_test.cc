@@ -156,24 +156,40 @@ TEST_F(FuseTest, WithoutOuterLoopFusionOnlyEqualSpacesFuse) {
   EXPECT_THAT(Refusals(schedule), HasSubstr("iteration spaces differ"));
 }
 
+// Large enough for the outer loops to matter (Weigh's few iterations).
+constexpr int64_t kManyRows = 1024;
+
 TEST_F(FuseTest, IterationSpacesWithNoCommonOuterLoopAreRefused) {
   graph_ = Graph();
-  x_ = *graph_.AddInput("x", TensorType{DType::kF32, {6, 4}});
-  const ValueId max = Reduce("reduce_max", x_, 0);  // [1,4]
-  graph_.AddOutput(Op("sub", {x_, max}));           // [6,4]
+  x_ = *graph_.AddInput("x", TensorType{DType::kF32, {6, 8 * kManyRows}});
+  const ValueId max = Reduce("reduce_max", x_, 0);  // [1,8192]
+  graph_.AddOutput(Op("sub", {x_, max}));           // [6,8192]
   const Schedule schedule = Fuse();
   EXPECT_EQ(Kernels(schedule), "reduce_max0 | sub1");
   EXPECT_THAT(Refusals(schedule), HasSubstr("iteration spaces differ"));
-  EXPECT_EQ(DescribeFusion(schedule.decisions[0], schedule, program_), "[1,4] vs [6,4]");
+  EXPECT_EQ(DescribeFusion(schedule.decisions[0], schedule, program_), "[1,8192] vs [6,8192]");
 }
 
 // Column maxima cannot share the loop over rows with their consumer.
 TEST_F(FuseTest, AConsumerReadingAcrossOuterIterationsIsRefused) {
+  graph_ = Graph();
+  x_ = *graph_.AddInput("x", TensorType{DType::kF32, {kManyRows, 8}});
   const ValueId max = Reduce("reduce_max", x_, 0);  // [1,8]
-  graph_.AddOutput(Op("sub", {x_, max}));           // [4,8]
+  graph_.AddOutput(Op("sub", {x_, max}));           // [1024,8]
   const Schedule schedule = Fuse();
   EXPECT_EQ(Kernels(schedule), "reduce_max0 | sub1");
   EXPECT_THAT(Refusals(schedule), HasSubstr("data crosses loop iterations"));
+}
+
+// Small groups whose loops begin with a single iteration (a batch of one)
+// share no loop instead: a recurrence's product on a batch of one and the
+// gates that read it across the hidden units.
+TEST_F(FuseTest, SmallGroupsOfABatchOfOneFuseSharingNoLoop) {
+  const ValueId max = Reduce("reduce_max", x_, 0);  // [1,8]
+  graph_.AddOutput(Op("sub", {x_, max}));           // [4,8]
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(Kernels(schedule), "reduce_max0+sub1");
+  EXPECT_EQ(schedule.kernels[0].outer_loops, 0);
 }
 
 TEST_F(FuseTest, ReadingTheProducerAtAnotherIndexIsRefused) {
@@ -189,8 +205,10 @@ TEST_F(FuseTest, ReadingTheProducerAtAnotherIndexIsRefused) {
 }
 
 TEST_F(FuseTest, AConsumerBetweenSiblingsBlocksTheirFusion) {
-  // a and b both read x over [4,8], but b needs s, which needs a: fusing
+  // a and b both read x over [1024,8], but b needs s, which needs a: fusing
   // a with b would make s run before the kernel that feeds it.
+  graph_ = Graph();
+  x_ = *graph_.AddInput("x", TensorType{DType::kF32, {kManyRows, 8}});
   const ValueId a = Op("exp", {x_});
   const ValueId s = Reduce("reduce_sum", a, 0);
   const ValueId b = Op("sub", {x_, s});

@@ -817,7 +817,7 @@ class KernelPrinter {
   // The body of a kernel that is one matrix-vector product, rows outermost.
   std::string PrintAloneMatVec(const ComputeNode& node, const MatVec& matvec);
   // In Print, after PlanVectors: whether the kernel runs as a team (see
-  // PrintTeam): one outer loop of at most kTeamRows iterations, members
+  // PrintTeam): at most one outer loop, of at most kTeamRows iterations, members
   // with inner loops that are pointwise or products shared by the threads
   // (whose matrix is the same in every outer iteration), at least one such
   // product, and no streaming store. Sets team_ if so.
@@ -827,7 +827,7 @@ class KernelPrinter {
   // between), its local arrays holding every outer iteration's slice. A
   // product is shared by blocks of its rows, each block's matrix rows
   // loaded once for all outer iterations (loom_matvecs); a pointwise
-  // member by its outer iterations.
+  // member by its outer iterations (run by one thread without any).
   std::string PrintTeam(const Kernel& kernel);
   // A product's loads and store in a team, their row strides along the
   // outer loop; nullopt when the matrix depends on it.
@@ -837,6 +837,8 @@ class KernelPrinter {
   std::optional<TeamStrides> TeamMatVecStrides(const ComputeNode& node, int member,
                                                const MatVec& matvec);
   void PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec);
+  // Names the node's loop variables x0, x1, ... where none is named yet.
+  void NameLoopVariables(const ComputeNode& node);
   // The coefficients of a param or local reference's index in the loop
   // variables, when it is affine.
   std::optional<std::vector<int64_t>> AffineRef(const ComputeNode& node, const Ref& ref);
@@ -1797,8 +1799,7 @@ std::string KernelPrinter::PrintAloneMatVec(const ComputeNode& node, const MatVe
 }
 
 void KernelPrinter::PrintMember(const ComputeNode& node, int member, int depth) {
-  const size_t loops = node.ranges.size() + node.reduction_ranges.size();
-  while (var_names_.size() < loops) var_names_.push_back(absl::StrCat("x", var_names_.size()));
+  NameLoopVariables(node);
   const size_t inner_loops = node.ranges.size() - outer_loops_;
   if (member_streams_[member]) {
     const std::vector<int64_t> around(node.ranges.begin(), node.ranges.end() - 1);
@@ -1890,7 +1891,7 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
 constexpr int64_t kTeamRows = 4;
 
 bool KernelPrinter::RunsAsTeam(const Kernel& kernel) {
-  if (!options_.openmp() || outer_.size() != 1 || outer_[0] > kTeamRows) return false;
+  if (!options_.openmp() || outer_.size() > 1 || NumElements(outer_) > kTeamRows) return false;
   bool shares_a_product = false;
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
@@ -1920,20 +1921,23 @@ std::optional<KernelPrinter::TeamStrides> KernelPrinter::TeamMatVecStrides(
   const std::optional<std::vector<int64_t>> matrix =
       AffineRef(node, load_refs_[base + matvec.matrix_step]);
   const std::optional<std::vector<int64_t>> out = AffineRef(node, store_refs_[member]);
-  if (!vector || !matrix || !out || (*matrix)[0] != 0) return std::nullopt;
+  if (!vector || !matrix || !out) return std::nullopt;
+  if (outer_.empty()) return TeamStrides{};
+  if ((*matrix)[0] != 0) return std::nullopt;
   return TeamStrides{(*vector)[0], (*out)[0]};
 }
 
 void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec) {
   const TeamStrides strides = *TeamMatVecStrides(node, member, matvec);
-  const std::string block = "x1b";
-  var_names_[0] = "0";
-  var_names_[1] = block;
-  var_names_[2] = "0";
+  const size_t row = node.ranges.size() - 1;  // the reduction variable is row + 1
+  const std::string block = absl::StrCat("x", row, "b");
+  if (!outer_.empty()) var_names_[0] = "0";
+  var_names_[row] = block;
+  var_names_[row + 1] = "0";
   Line(2, "#pragma omp for");
   Line(2, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block,
                           node.ranges.back(), block, kDotRows));
-  Line(3, absl::StrCat("loom_matvecs<", node.reduction_ranges[0], ", ", outer_[0], ">(&",
+  Line(3, absl::StrCat("loom_matvecs<", node.reduction_ranges[0], ", ", NumElements(outer_), ">(&",
                        RefText(node, load_refs_[step_base_ + matvec.vector_step]), ", ",
                        strides.vector, ", &",
                        RefText(node, load_refs_[step_base_ + matvec.matrix_step]), ", ",
@@ -1941,7 +1945,7 @@ void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const M
                        RefText(node, store_refs_[member]), ", ", matvec.out_stride, ", ",
                        strides.out, ");"));
   Line(2, "}");
-  for (size_t i = 0; i < 3; ++i) var_names_[i] = absl::StrCat("x", i);
+  for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
 }
 
 std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
@@ -1953,23 +1957,37 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
   }
   Line(1, "#pragma omp parallel");
   Line(1, "{");
-  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
-    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
-    while (var_names_.size() < node.ranges.size() + node.reduction_ranges.size()) {
-      var_names_.push_back(absl::StrCat("x", var_names_.size()));
-    }
+  for (size_t m = 0; m < kernel.nodes.size();) {
     if (matvecs_[m].has_value()) {
+      const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+      NameLoopVariables(node);
       PrintTeamMatVec(node, static_cast<int>(m), *matvecs_[m]);
       step_base_ += static_cast<int>(node.body.size());
+      ++m;
       continue;
     }
-    Line(2, "#pragma omp for");
-    const int depth = OpenLoops(outer_, 0, 2, {});
-    PrintMember(node, static_cast<int>(m), depth);
+    // The pointwise members up to the next product, in one loop over the
+    // outer iterations (the fuser made each legal within one), or run by
+    // one thread without an outer loop.
+    Line(2, outer_.empty() ? "#pragma omp single" : "#pragma omp for");
+    const int depth = outer_.empty() ? 3 : OpenLoops(outer_, 0, 2, {});
+    if (outer_.empty()) Line(2, "{");
+    for (; m < kernel.nodes.size() && !matvecs_[m].has_value(); ++m) {
+      const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+      NameLoopVariables(node);
+      PrintMember(node, static_cast<int>(m), depth);
+    }
+    if (outer_.empty()) Line(2, "}");
     CloseLoops(outer_.size(), depth);
   }
   Line(1, "}");
   return body_;
+}
+
+void KernelPrinter::NameLoopVariables(const ComputeNode& node) {
+  while (var_names_.size() < node.ranges.size() + node.reduction_ranges.size()) {
+    var_names_.push_back(absl::StrCat("x", var_names_.size()));
+  }
 }
 
 bool KernelPrinter::Splits(const ComputeNode& node) const {

@@ -489,6 +489,11 @@ TEST(CodegenTest, AFewRowsSharingALargeProductRunAsATeam) {
   EXPECT_THAT(team, HasSubstr("    #pragma omp for\n    for (int64_t x0 = 0; x0 < 2; ++x0) {\n"));
   EXPECT_THAT(team, HasSubstr("static inline void loom_dots8x2("));
   EXPECT_THAT(team, Not(HasSubstr("loom_split")));
+  // A batch of one: no outer loop, one thread runs the pointwise members.
+  const std::string one = emit(1);
+  EXPECT_THAT(one, HasSubstr("loom_matvecs<256, 1>(&p0[0], 0, &p1[(256*x0b + 0)], 256, 8, "
+                             "&l0[x0b], 1, 0);\n"));
+  EXPECT_THAT(one, HasSubstr("    #pragma omp single\n    {\n"));
   const std::string rows = emit(5);
   EXPECT_THAT(rows, Not(HasSubstr("loom_matvecs<")));
   EXPECT_THAT(rows, HasSubstr("loom_split"));
