@@ -263,6 +263,14 @@ TEST(EmulationTest, Gemms) {
   CheckEmulated(*std::move(graph), "gemms");
 }
 
+// conv (im2col through a cuBLAS call, and direct), pools, fused batch norm.
+TEST(EmulationTest, Convs) {
+  absl::StatusOr<Graph> graph =
+      LoadGraphFile("backends/cuda/testdata/convs.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "convs");
+}
+
 // Recurrences, smaller than the examples (emulated barriers are slow).
 void CheckGenerated(const std::string& kind) {
   GenOptions options;
