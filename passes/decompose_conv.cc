@@ -125,8 +125,6 @@ Shape Concat(Shape front, absl::Span<const int64_t> back) {
   return front;
 }
 
-int64_t Product(absl::Span<const int64_t> dims) { return NumElements(dims); }
-
 // Writes `value` (of the output's element count) into `output` of shape
 // `shape`, adding the per-channel bias [M] when there is one.
 void WriteConvOutput(DecompositionBuilder& b, const Node& node, ValueId value, const Shape& shape) {
@@ -157,7 +155,7 @@ void ConvIm2col(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
       columns.size() == 1 ? columns[0] : b.Add("columns", "concat", columns, AxisAttr(2));
   const int64_t groups = spec.groups;
   const int64_t rows = spec.in_channels / groups * static_cast<int64_t>(taps.size());
-  const int64_t positions = Product(g.output);
+  const int64_t positions = NumElements(g.output);
   const int64_t group_out = spec.out_channels / groups;
   const Shape column_shape =
       groups == 1 ? Shape{spec.batch, rows, positions} : Shape{spec.batch, groups, rows, positions};

@@ -1,8 +1,9 @@
-// ONNX's linear algebra, reductions, softmax family, normalisations and
-// recurrences. Where ONNX's semantics differ from loom's op (softmax before
-// opset 13 flattens to 2-D; LayerNormalization's optional statistics
-// outputs; the recurrences' optional inputs in the middle of the list),
-// the converter spells the difference out in loom ops.
+// ONNX's linear algebra, reductions, softmax family, normalisations,
+// convolutions and pools, and recurrences. Where ONNX's semantics differ
+// from loom's op (softmax before opset 13 flattens to 2-D;
+// LayerNormalization's optional statistics outputs; auto_pad, resolved into
+// explicit pads; the recurrences' optional inputs in the middle of the
+// list), the converter spells the difference out in loom ops.
 #include <algorithm>
 #include <cstdint>
 #include <string>

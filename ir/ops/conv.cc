@@ -274,8 +274,10 @@ ShapeResult PoolShape(const Node& node, absl::Span<const TensorType> in) {
   return OneOutput(in[0].dtype, OutputShape(in[0].shape, in[0].shape[1], *g));
 }
 
-// Calls fold(input offset or -1, tap) for every window position of every
-// output element in order, and sets each element to finish().
+// For every output element in order: start(), then fold(offset, inside)
+// for each window position (its offset in x, or -1 in the padding; whether
+// it lies inside x and its explicit padding), then the element is set to
+// finish().
 template <typename Start, typename Fold, typename Finish>
 absl::Status EvalPool(const Node& node, const Tensor& x, Tensor& y, Start start, Fold fold,
                       Finish finish) {
