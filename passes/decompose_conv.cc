@@ -15,7 +15,8 @@
 // - max_pool: the maximum over the slices of the input padded with -inf;
 //   average_pool: their sum (padded with 0s) divided by the count of
 //   positions each window counts, a scalar when every window counts the
-//   whole kernel and a constant tensor over the output positions otherwise.
+//   whole kernel, and otherwise the same windows summed over ones where
+//   positions count (an element per output position, broadcast over N, C).
 //
 // Which conv: direct for grouped convs whose groups are small, i.e. when
 // G > 1 and (C/G) * (M/G) <= 8 (depthwise convs, with a
@@ -51,6 +52,8 @@ namespace loom {
 namespace {
 
 constexpr int64_t kDirectMaxGroupSize = 8;
+// Each kernel position is a few nodes.
+constexpr int64_t kMaxKernelPositions = int64_t{1} << 16;
 
 Attrs AxisAttr(int64_t axis) {
   Attrs attrs;
@@ -71,6 +74,13 @@ std::vector<std::vector<int64_t>> KernelPositions(const WindowGeometry& g) {
     }
     if (d < 0) return positions;
   }
+}
+
+absl::Status CheckKernelSize(const WindowGeometry& g) {
+  if (g.KernelSize() <= kMaxKernelPositions) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("the kernel has ", g.KernelSize(),
+                                                 " positions; loom decomposes kernels of at "
+                                                 "most 2^16 positions"));
 }
 
 bool NeedsPadding(const WindowGeometry& g) {
@@ -228,6 +238,7 @@ absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
   absl::StatusOr<ConvSpec> spec =
       ReadConvSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr);
   if (!spec.ok()) return spec.status();
+  if (absl::Status s = CheckKernelSize(spec->window); !s.ok()) return s;
   const Shape out_shape = Concat({spec->batch, spec->out_channels}, spec->window.output);
   const ValueId padded = PadInput(b, node.inputs[0], spec->window, 0);
   if (UsesDirectConv(*spec)) {
@@ -238,39 +249,54 @@ absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
   return absl::OkStatus();
 }
 
-// How many positions of window `out` along spatial dim `d` average_pool
-// divides by: those inside x, or with `count_pads` inside x and its
-// explicit padding.
-int64_t CountedPositions(const WindowGeometry& g, int d, int64_t out, bool count_pads) {
-  const int64_t low = count_pads ? -g.pads_begin[d] : 0;
-  const int64_t high = count_pads ? g.input[d] + g.pads_end[d] : g.input[d];
-  int64_t count = 0;
-  for (int64_t j = 0; j < g.kernel[d]; ++j) {
-    const int64_t position = out * g.strides[d] - g.pads_begin[d] + j * g.dilations[d];
-    count += position >= low && position < high;
+// Whether every window of average_pool counts all its kernel positions (a
+// sufficient condition: no window reaches a position that is not counted).
+bool CountsWholeKernels(const WindowGeometry& g, bool count_pads) {
+  for (int d = 0; d < g.num_spatial(); ++d) {
+    const bool uncounted_pads = !count_pads && (g.pads_begin[d] != 0 || g.pads_end[d] != 0);
+    if (uncounted_pads || g.ceil_extra[d] != 0) return false;
   }
-  return count;
+  return true;
 }
 
-// The divisor of every output position [O...], or nullopt when every
-// window counts the whole kernel.
-std::optional<Tensor> PoolCounts(const WindowGeometry& g, bool count_pads, DType dtype) {
-  Tensor counts(dtype, g.output);
-  std::vector<int64_t> position(g.num_spatial(), 0);
-  bool uniform = true;
-  for (int64_t i = 0; i < counts.num_elements(); ++i) {
-    int64_t count = 1;
-    for (int d = 0; d < g.num_spatial(); ++d) {
-      count *= CountedPositions(g, d, position[d], count_pads);
+// The sum over kernel positions of the window slices of `padded`
+// (written to `output` when given), combined with `combine`.
+ValueId CombineWindows(DecompositionBuilder& b, ValueId padded, const WindowGeometry& g,
+                       absl::Span<const std::vector<int64_t>> taps, const char* combine,
+                       absl::string_view name, std::optional<ValueId> output = std::nullopt) {
+  ValueId result = WindowSlice(b, padded, g, taps[0], absl::StrCat(name, "_tap0"));
+  for (size_t k = 1; k < taps.size(); ++k) {
+    const ValueId slice = WindowSlice(b, padded, g, taps[k], absl::StrCat(name, "_tap", k));
+    const std::string suffix = absl::StrCat(name, "_combine", k);
+    if (output.has_value() && k + 1 == taps.size()) {
+      b.AddWriting(suffix, combine, {result, slice}, *output);
+      return *output;
     }
-    uniform &= count == g.KernelSize();
-    counts.SetDouble(i, static_cast<double>(count));
-    for (int d = g.num_spatial() - 1; d >= 0 && ++position[d] == g.output[d]; --d) {
-      position[d] = 0;
-    }
+    result = b.Add(suffix, combine, {result, slice});
   }
-  if (uniform) return std::nullopt;
-  return counts;
+  return result;
+}
+
+// How many positions each window of average_pool divides by, [1, 1, O...]:
+// the same windows summed over ones where positions count (x, and with
+// `count_pads` its explicit padding) and zeros elsewhere. Computed in the
+// graph: a constant would hold an element per output position.
+ValueId WindowCounts(DecompositionBuilder& b, const WindowGeometry& g, bool count_pads,
+                     absl::Span<const std::vector<int64_t>> taps, DType dtype) {
+  Shape counted = {1, 1};
+  std::vector<int64_t> begins = {0, 0}, ends = {0, 0};
+  for (int d = 0; d < g.num_spatial(); ++d) {
+    counted.push_back(g.input[d] + (count_pads ? g.pads_begin[d] + g.pads_end[d] : 0));
+    begins.push_back(count_pads ? 0 : g.pads_begin[d]);
+    ends.push_back(g.ceil_extra[d] + (count_pads ? 0 : g.pads_end[d]));
+  }
+  const ValueId ones =
+      b.Add("ones", "expand", {b.Scalar("one", 1, dtype)}, Ints("shape", std::move(counted)));
+  begins.insert(begins.end(), ends.begin(), ends.end());
+  Attrs pads = Ints("pads", std::move(begins));
+  pads.Set("value", 0.0);
+  const ValueId padded = b.Add("ones_pad", "pad", {ones}, std::move(pads));
+  return CombineWindows(b, padded, g, taps, "add", "count");
 }
 
 // max_pool and average_pool: a maximum or a sum over the window slices.
@@ -280,31 +306,24 @@ absl::Status DecomposePool(const Node& node, DecompositionBuilder& b, bool avera
   const TensorType type = b.type(x);  // a copy: Add() moves values
   absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, type.shape);
   if (!g.ok()) return g.status();
+  if (absl::Status s = CheckKernelSize(*g); !s.ok()) return s;
   const double fill = average ? 0 : -std::numeric_limits<double>::infinity();
   const ValueId padded = PadInput(b, x, *g, fill);
   const std::vector<std::vector<int64_t>> taps = KernelPositions(*g);
-  const char* combine = average ? "add" : "maximum";
-  ValueId result = WindowSlice(b, padded, *g, taps[0], "tap0");
-  for (size_t k = 1; k < taps.size(); ++k) {
-    const ValueId slice = WindowSlice(b, padded, *g, taps[k], absl::StrCat("tap", k));
-    const std::string suffix = absl::StrCat("combine", k);
-    if (!average && k + 1 == taps.size()) {  // the maximum is the output
-      b.AddWriting(suffix, combine, {result, slice}, node.outputs[0]);
-      return absl::OkStatus();
+  if (!average) {
+    const ValueId max = CombineWindows(b, padded, *g, taps, "maximum", "max", node.outputs[0]);
+    if (max != node.outputs[0]) {  // a kernel of one position
+      b.AddWriting("output", "reshape", {max}, node.outputs[0],
+                   Ints("shape", Concat({type.shape[0], type.shape[1]}, g->output)));
     }
-    result = b.Add(suffix, combine, {result, slice});
-  }
-  if (!average) {  // a kernel of one position
-    b.AddWriting("output", "reshape", {result}, node.outputs[0],
-                 Ints("shape", Concat({type.shape[0], type.shape[1]}, g->output)));
     return absl::OkStatus();
   }
-  std::optional<Tensor> counts =
-      PoolCounts(*g, node.attrs.GetInt("count_include_pad", 0) != 0, type.dtype);
-  const ValueId divisor = counts.has_value()
-                              ? b.Constant("counts", *std::move(counts))
-                              : b.Scalar("count", static_cast<double>(g->KernelSize()), type.dtype);
-  b.AddWriting("average", "div", {result, divisor}, node.outputs[0]);
+  const ValueId sum = CombineWindows(b, padded, *g, taps, "add", "sum");
+  const bool count_pads = node.attrs.GetInt("count_include_pad", 0) != 0;
+  const ValueId divisor = CountsWholeKernels(*g, count_pads)
+                              ? b.Scalar("count", static_cast<double>(g->KernelSize()), type.dtype)
+                              : WindowCounts(b, *g, count_pads, taps, type.dtype);
+  b.AddWriting("average", "div", {sum, divisor}, node.outputs[0]);
   return absl::OkStatus();
 }
 

@@ -378,6 +378,21 @@ TEST(DecompositionsTest, ConvChoosesIm2colOrDirect) {
   EXPECT_EQ(direct["add"], 8);
 }
 
+// A window of 2^17 positions would be 2^17 slices: refused by name.
+TEST(DecompositionsTest, HugeKernelsAreRefused) {
+  Module module;
+  module.graph = BuildGraph({"max_pool",
+                             {F64({1, 1, 1, 1})},
+                             Make({{"kernel_shape", Ints{512, 256}},
+                                   {"pads", Ints{256, 128, 255, 127}}})});
+  ASSERT_TRUE(InferShapes(module.graph).ok());
+  absl::Status status = DecomposePass::Create({}).value()->Run(module).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              testing::HasSubstr("node 'node' (max_pool): the kernel has 131072 positions; loom "
+                                 "decomposes kernels of at most 2^16 positions"));
+}
+
 TEST(DecompositionsTest, BadAttributesAreErrorsNamingTheNode) {
   Module module;
   module.graph = BuildGraph({"group_norm",
