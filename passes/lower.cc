@@ -1402,6 +1402,7 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
 class LowerPass : public Pass {
  public:
   explicit LowerPass(const LowerOptions& options) : options_(options) {}
+  StageRule stages() const override { return StageRule::From(Stage::kGraph, Stage::kLoops); }
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (module.loops.has_value()) {

@@ -35,6 +35,14 @@ expect 2 "unknown_domain.onnx: the model imports opset 1 of domain 'com.example.
   compile --model=$bad/unknown_domain.onnx
 expect 2 "directory.onnx: is a directory" compile --model=$bad/directory.onnx
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
+# Passes out of their stage's order, or for another target, fail at load.
+pipelines="$bad/pipelines"
+expect 2 "lowers_twice.pbtxt:4: pass 'lower' runs on the graph, but here the module holds loop IR \\(after 'lower' at .*lowers_twice.pbtxt:3\\)" \
+  compile --model=$bad/good.pbtxt --pipeline=$pipelines/lowers_twice.pbtxt
+expect 2 "emits_before_fusing.pbtxt:4: pass 'codegen-cpp' runs on a memory plan, but here the module holds a schedule" \
+  compile --model=$bad/good.pbtxt --pipeline=$pipelines/emits_before_fusing.pbtxt
+expect 2 "cuda_target_cpp_codegen.pbtxt:6: pass 'codegen-cpp' is for target CPU, but the pipeline's target is CUDA" \
+  run --model=$bad/good.pbtxt --pipeline=$pipelines/cuda_target_cpp_codegen.pbtxt
 expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1
 expect 2 "bad value for --iters" run --model=$bad/good.pbtxt --iters=many
 expect 2 "unknown command 'compiel'" compiel

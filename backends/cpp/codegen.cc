@@ -2091,6 +2091,11 @@ class CodegenCppPass : public Pass {
  public:
   explicit CodegenCppPass(proto::CppOptions options)
       : options_(std::move(options)) {}
+  StageRule stages() const override {
+    StageRule rule = StageRule::From(Stage::kPlanned, Stage::kEmitted);
+    rule.target = proto::CPU;
+    return rule;
+  }
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {

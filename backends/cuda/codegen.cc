@@ -1032,6 +1032,11 @@ class CodegenCudaPass : public Pass {
  public:
   explicit CodegenCudaPass(proto::CudaOptions options)
       : options_(std::move(options)) {}
+  StageRule stages() const override {
+    StageRule rule = StageRule::From(Stage::kPlanned, Stage::kEmitted);
+    rule.target = proto::CUDA;
+    return rule;
+  }
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {
