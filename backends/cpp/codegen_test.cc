@@ -66,6 +66,27 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   EXPECT_FALSE(plain.calls_blas || plain.calls_dnnl);
 }
 
+TEST(CodegenTest, IndicesKnownAtRunTimeAreCheckedWhereTheyAreLoaded) {
+  Graph graph;
+  const ValueId table = *graph.AddInput("table", TensorType{DType::kF32, {10, 8}});
+  const ValueId ids = *graph.AddInput("ids", TensorType{DType::kI32, {3}});
+  const NodeId lookup = *graph.AddNode("lookup", "gather", {table, ids}, {"rows"});
+  const NodeId act = *graph.AddNode("act", "tanh", {graph.node(lookup).outputs[0]}, {"y"});
+  graph.AddOutput(graph.node(act).outputs[0]);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  const GeneratedSource source = Emit(graph);
+  // One kernel: the lookup inlined into its consumer, the index error slot
+  // a parameter of its own.
+  EXPECT_EQ(source.launches.size(), 1);
+  EXPECT_THAT(source.text, HasSubstr("  int64_t* LOOM_RESTRICT p1 = (int64_t*)a[1];\n"));
+  EXPECT_THAT(source.text,
+              HasSubstr("      const int32_t t0 = p0[x0];\n"
+                        "      const int64_t t1 = loom_check_index((int64_t)t0, 10, 0, p1);\n"
+                        "      const float t2 = p2[x1 + 8 * (int64_t)t1];\n"));
+  EXPECT_THAT(source.text, HasSubstr("__atomic_compare_exchange_n(&errors[0], &none, site + 1"));
+  EXPECT_THAT(Emit(DoublingChain(2)).text, Not(HasSubstr("loom_check_index")));
+}
+
 TEST(CodegenTest, IdenticalKernelsShareOneFunction) {
   const GeneratedSource source = Emit(DoublingChain(5));
   EXPECT_EQ(source.kernel_functions, 1);
