@@ -27,8 +27,6 @@ std::vector<int> StaticOperands(absl::string_view op_type) {
           {"Pad", {1, 2, 3}},
           {"Clip", {1, 2}},
           {"CumSum", {1}},
-          {"Gather", {1}},
-          {"GatherElements", {1}},
           {"Compress", {1}},
           {"OneHot", {1, 2}},
           {"Trilu", {1}},
