@@ -31,8 +31,6 @@ std::vector<int> StaticOperands(absl::string_view op_type) {
           {"OneHot", {1, 2}},
           {"Trilu", {1}},
           {"Dropout", {1, 2}},
-          {"NegativeLogLikelihoodLoss", {1}},
-          {"SoftmaxCrossEntropyLoss", {1}},
           {"ConstantOfShape", {0}},
           {"Range", {0, 1, 2}},
           {"ReduceSum", {1}},
