@@ -405,9 +405,13 @@ class Lowering {
   // Indices (see the definitions).
   // Whether `value`'s data is known at compile time (a weight or constant).
   bool IsKnown(ValueId value) const;
-  absl::StatusOr<int> IndexStep(ComputeNode& compute, const Node& node, ValueId indices,
-                                int index, int64_t axis, int64_t extent, int64_t first = 0,
-                                int64_t every = 1);
+  absl::StatusOr<int> IndexAt(ComputeNode& compute, const Node& node, ValueId indices,
+                              absl::Span<const Expr> coords, int64_t axis, int64_t extent,
+                              int component = -1);
+  absl::StatusOr<int> KnownIndexStep(ComputeNode& compute, const Node& node, ValueId indices,
+                                     int index, int64_t axis, int64_t extent, int component);
+  LoweredValue CheckedIndices(const Node& node, ValueId indices, int64_t axis, int64_t extent,
+                              int component);
   int CheckIndex(ComputeNode& compute, const Node& node, int index, int64_t axis,
                  int64_t extent);
   LoweredValue LinearSource(const std::string& name, ValueId value, int var, int64_t& stride);
@@ -1108,20 +1112,36 @@ absl::Status Lowering::LowerPad(const Node& node) {
   return absl::OkStatus();
 }
 
-// A step that gives the index into a dim of `extent` (dim `axis` of
-// `node`'s data) that `index`, a step loading `node`'s input `indices`,
-// holds. Indices known at compile time (elements first, first + every, ...
-// of `indices`) are all checked here (an error names the first out of
-// range) and wrapped when one is negative; indices known only at run time
-// go through a kCheckIndex step.
-absl::StatusOr<int> Lowering::IndexStep(ComputeNode& compute, const Node& node,
-                                        ValueId indices, int index, int64_t axis,
-                                        int64_t extent, int64_t first, int64_t every) {
+// A step giving the index that `indices` holds at `coords` (over
+// `compute`'s loops) into dim `axis` (of size `extent`) of `node`'s data,
+// wrapped when negative; with `component` >= 0 (scatter_nd), the index is
+// indices[coords..., component]. Indices known at compile time are read and
+// checked here (KnownIndexStep); indices known only at run time are read
+// from CheckedIndices, which checks each once.
+absl::StatusOr<int> Lowering::IndexAt(ComputeNode& compute, const Node& node, ValueId indices,
+                                      absl::Span<const Expr> coords, int64_t axis,
+                                      int64_t extent, int component) {
+  if (!IsKnown(indices)) {
+    const LoweredValue checked = CheckedIndices(node, indices, axis, extent, component);
+    return LoadFrom(compute, checked, DType::kI64, coords);
+  }
+  Indices at(coords.begin(), coords.end());
+  if (component >= 0) at.push_back(ctx_.Const(component));
+  const int loaded = Load(compute, indices, at);
+  return KnownIndexStep(compute, node, indices, loaded, axis, extent, component);
+}
+
+// `index`, a step loading `indices` known at compile time, whose elements
+// (those of `component`, or all) are checked here: an error names the
+// first out of range; wrapped in the body when one is negative.
+absl::StatusOr<int> Lowering::KnownIndexStep(ComputeNode& compute, const Node& node,
+                                             ValueId indices, int index, int64_t axis,
+                                             int64_t extent, int component) {
   const Value& index_value = graph_.value(indices);
-  if (!IsKnown(indices)) return CheckIndex(compute, node, index, axis, extent);
   const Tensor& index_data = graph_.initializer(indices);
+  const int64_t every = component < 0 ? 1 : index_value.type.shape.back();
   bool any_negative = false;
-  for (int64_t i = first; i < index_data.num_elements(); i += every) {
+  for (int64_t i = std::max(component, 0); i < index_data.num_elements(); i += every) {
     const int64_t value = index_data.GetInt(i);
     if (value < -extent || value >= extent) {
       return NodeError(node, absl::StrCat(IndexOutOfRangeCause(value, axis, extent),
@@ -1136,6 +1156,29 @@ absl::StatusOr<int> Lowering::IndexStep(ComputeNode& compute, const Node& node,
   const int size = Constant(compute, static_cast<double>(extent), index_type);
   const int wrapped = Call(compute, ScalarFn::kAdd, index_type, {index, size});
   return Call(compute, ScalarFn::kSelect, index_type, {negative, wrapped, index});
+}
+
+// Indices known only at run time, each checked once (kCheckIndex) by a
+// node of its own into an i64 temporary of the indices' shape (without the
+// last dim for a `component`): a reader loads them checked and wrapped. An
+// embedding's reader then checks once per token, not per element, in the
+// outer loop it shares with this node once they are fused (its inner loop
+// stays free to vectorise), and every index is checked even where no
+// element reads it (an empty data dim), as the interpreter checks it.
+LoweredValue Lowering::CheckedIndices(const Node& node, ValueId indices, int64_t axis,
+                                      int64_t extent, int component) {
+  const Shape& shape = graph_.value(indices).type.shape;
+  const std::string name = absl::StrCat(node.name, "/indices");
+  const Shape ranges(shape.begin(), component < 0 ? shape.end() : shape.end() - 1);
+  ComputeNode checker;
+  checker.name = name;
+  checker.ranges = ranges;
+  Indices at = Vars(0, static_cast<int>(ranges.size()));
+  if (component >= 0) at.push_back(ctx_.Const(component));
+  const int loaded = Load(checker, indices, at);
+  const int checked = CheckIndex(checker, node, loaded, axis, extent);
+  const BufferId buffer = StoreTemp(std::move(checker), checked, DType::kI64, name);
+  return LoweredValue::Stored(buffer, ContiguousOffset(ranges));
 }
 
 int Lowering::CheckIndex(ComputeNode& compute, const Node& node, int index,
@@ -1194,8 +1237,7 @@ int Lowering::IndirectLoad(ComputeNode& compute, ValueId data, const LoweredValu
 // out[a, i, b] = data[a, indices[i], b] (a: the dims before `axis`, i: the
 // index's dims, b: the dims after it). Each index becomes an indirect load
 // whose flat index is affine in the loop variables plus stride * index;
-// indices known only at run time are checked as they are loaded
-// (IndexStep).
+// indices known only at run time are checked once each (IndexAt).
 absl::Status Lowering::LowerGather(const Node& node) {
   const ValueId data = node.inputs[0], indices = node.inputs[1],
                 out = node.outputs[0];
@@ -1220,8 +1262,7 @@ absl::Status Lowering::LowerGather(const Node& node) {
     return absl::OkStatus();
   }
   ComputeNode compute = PointwiseNode(node, out);
-  const int loaded = Load(compute, indices, Vars(axis, index_rank));
-  absl::StatusOr<int> index = IndexStep(compute, node, indices, loaded, axis, dim);
+  absl::StatusOr<int> index = IndexAt(compute, node, indices, Vars(axis, index_rank), axis, dim);
   if (!index.ok()) return index.status();
   if (lowered_[data].inline_constant && IsKnown(indices)) {
     DefineView(out, data, data_indices);  // one element: every index picks it
@@ -1241,8 +1282,8 @@ absl::Status Lowering::LowerGatherElements(const Node& node) {
   const int rank = static_cast<int>(data_shape.size());
   const int axis = Axis(node.attrs.GetInt("axis", 0), data_shape.size());
   ComputeNode compute = PointwiseNode(node, out);
-  const int loaded = Load(compute, indices, Vars(0, rank));
-  absl::StatusOr<int> index = IndexStep(compute, node, indices, loaded, axis, data_shape[axis]);
+  absl::StatusOr<int> index =
+      IndexAt(compute, node, indices, Vars(0, rank), axis, data_shape[axis]);
   if (!index.ok()) return index.status();
   Indices data_indices = Vars(0, rank);
   data_indices[axis] = ctx_.Const(0);
@@ -1396,8 +1437,7 @@ absl::Status Lowering::LowerScatterElements(const Node& node) {
     match = And(pull, match,
                 Call(pull, ScalarFn::kLt, DType::kBool, {Position(pull, Var(d)), bound}));
   }
-  const int loaded = Load(pull, indices, update_coords);
-  absl::StatusOr<int> index = IndexStep(pull, node, indices, loaded, axis, shape[axis]);
+  absl::StatusOr<int> index = IndexAt(pull, node, indices, update_coords, axis, shape[axis]);
   if (!index.ok()) return index.status();
   const int target = AsI64(pull, *index);
   match = And(pull, match,
@@ -1427,10 +1467,7 @@ absl::Status Lowering::LowerScatterNd(const Node& node) {
   Indices tuple = Vars(rank, tuple_rank);
   int match = -1;
   for (int c = 0; c < k; ++c) {
-    tuple.push_back(ctx_.Const(c));
-    const int loaded = Load(pull, indices, tuple);
-    tuple.pop_back();
-    absl::StatusOr<int> index = IndexStep(pull, node, indices, loaded, c, shape[c], c, k);
+    absl::StatusOr<int> index = IndexAt(pull, node, indices, tuple, c, shape[c], c);
     if (!index.ok()) return index.status();
     const int target = AsI64(pull, *index);
     match = And(pull, match,

@@ -350,21 +350,28 @@ Graph RuntimeGatherGraph(DType index_type) {
   return graph;
 }
 
-TEST(LowerTest, IndicesKnownAtRunTimeAreCheckedAsTheyAreLoaded) {
+TEST(LowerTest, IndicesKnownAtRunTimeAreCheckedOnceEach) {
   for (DType index_type : {DType::kI64, DType::kI32}) {
     absl::StatusOr<LoopProgram> program = LowerGraph(RuntimeGatherGraph(index_type));
     ASSERT_TRUE(program.ok()) << program.status();
     ASSERT_TRUE(VerifyLoopProgram(*program).ok()) << VerifyLoopProgram(*program);
-    ASSERT_EQ(program->nodes.size(), 1);  // the gather inlined into relu
-    const ComputeNode& node = program->nodes[0];
+    // The checker over the indices, then the gather inlined into relu,
+    // loading the checked index.
+    ASSERT_EQ(program->nodes.size(), 2);
+    const ComputeNode& checker = program->nodes[0];
+    EXPECT_EQ(checker.name, "gather0/indices");
+    EXPECT_EQ(checker.ranges, (std::vector<int64_t>{2}));
+    EXPECT_EQ(program->buffers[checker.output].dtype, DType::kI64);
+    const ComputeNode& node = program->nodes[1];
     const ScalarOp& load = node.body[node.root - 1];
     ASSERT_EQ(load.args.size(), 1);
     EXPECT_EQ(load.stride, 1);
-    const ScalarOp& check = node.body[load.args[0]];
+    EXPECT_EQ(node.body[load.args[0]].buffer, checker.output);
+    const ScalarOp& check = checker.body[checker.root];
     EXPECT_EQ(check.kind, ScalarOp::Kind::kCheckIndex);
     EXPECT_EQ(check.dtype, DType::kI64);
     EXPECT_EQ(check.extent, 5);
-    EXPECT_EQ(node.body[check.args[0]].dtype, index_type);
+    EXPECT_EQ(checker.body[check.args[0]].dtype, index_type);
     ASSERT_EQ(program->index_checks.size(), 1);
     const IndexCheck& site = program->index_checks[check.site];
     EXPECT_EQ(site.node, "gather0");
@@ -400,10 +407,14 @@ TEST(LowerTest, GatherElementsIsAnIndirectLoadAlongTheAxis) {
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   ASSERT_TRUE(program.ok()) << program.status();
   ASSERT_TRUE(VerifyLoopProgram(*program).ok());
-  const ComputeNode& node = program->nodes.back();
+  ASSERT_EQ(program->nodes.size(), 2);
+  EXPECT_THAT(PrintComputeNode(*program, program->nodes[0]),
+              HasSubstr("check_index t0 in 5 at 0"));
+  const ComputeNode& node = program->nodes[1];
   EXPECT_EQ(node.ranges, (std::vector<int64_t>{4, 2}));
-  EXPECT_THAT(PrintComputeNode(*program, node), HasSubstr("load x[5*x0 + 1*t1]"));
-  EXPECT_THAT(PrintComputeNode(*program, node), HasSubstr("check_index t0 in 5 at 0"));
+  EXPECT_THAT(PrintComputeNode(*program, node),
+              HasSubstr("t0: i64 = load gather_elements0/indices[2*x0 + x1]\n"
+                        "  t1: f32 = load x[5*x0 + 1*t0]"));
 }
 
 // A scatter of `updates` [2] into x [6] at indices `i` [2], a graph input.
@@ -423,13 +434,15 @@ TEST(LowerTest, ScatterPullsTheLastMatchingUpdate) {
   absl::StatusOr<LoopProgram> program = LowerGraph(ScatterGraph("none"));
   ASSERT_TRUE(program.ok()) << program.status();
   ASSERT_TRUE(VerifyLoopProgram(*program).ok()) << VerifyLoopProgram(*program);
-  ASSERT_EQ(program->nodes.size(), 2);
-  const ComputeNode& pull = program->nodes[0];
+  ASSERT_EQ(program->nodes.size(), 3);  // checker, pull, take
+  EXPECT_THAT(PrintComputeNode(*program, program->nodes[0]),
+              HasSubstr("check_index t0 in 6 at 0"));
+  const ComputeNode& pull = program->nodes[1];
   EXPECT_EQ(pull.reduce, ReduceKind::kMax);  // the last matching position
   EXPECT_EQ(pull.reduction_ranges, (std::vector<int64_t>{2}));
   EXPECT_EQ(program->buffers[pull.output].dtype, DType::kI64);
-  EXPECT_THAT(PrintComputeNode(*program, pull), HasSubstr("check_index t0 in 6 at 0"));
-  const ComputeNode& take = program->nodes[1];
+  EXPECT_THAT(PrintComputeNode(*program, pull), HasSubstr("load scatter_elements0/indices[x1]"));
+  const ComputeNode& take = program->nodes[2];
   EXPECT_THAT(PrintComputeNode(*program, take), HasSubstr("load u[0 + 1*t"));
 }
 
@@ -440,9 +453,9 @@ TEST(LowerTest, ScatterWithAReductionFoldsTheMatchingUpdates) {
     absl::StatusOr<LoopProgram> program = LowerGraph(ScatterGraph(reduction));
     ASSERT_TRUE(program.ok()) << program.status();
     ASSERT_TRUE(VerifyLoopProgram(*program).ok());
-    ASSERT_EQ(program->nodes.size(), 2);
-    EXPECT_EQ(program->nodes[0].reduce, kind) << reduction;
-    EXPECT_EQ(program->buffers[program->nodes[0].output].dtype, DType::kF32);
+    ASSERT_EQ(program->nodes.size(), 3);
+    EXPECT_EQ(program->nodes[1].reduce, kind) << reduction;
+    EXPECT_EQ(program->buffers[program->nodes[1].output].dtype, DType::kF32);
   }
 }
 
@@ -460,7 +473,9 @@ TEST(LowerTest, ScatterNdMatchesEveryComponentOfTheTuple) {
   EXPECT_EQ(program->index_checks[0].extent, 3);
   EXPECT_EQ(program->index_checks[1].axis, 1);
   EXPECT_EQ(program->index_checks[1].extent, 4);
-  EXPECT_EQ(program->nodes[0].reduction_ranges, (std::vector<int64_t>{5}));
+  ASSERT_EQ(program->nodes.size(), 4);  // a checker per component, pull, take
+  EXPECT_EQ(program->nodes[1].ranges, (std::vector<int64_t>{5}));
+  EXPECT_EQ(program->nodes[2].reduction_ranges, (std::vector<int64_t>{5}));
 }
 
 TEST(LowerTest, ScatterNdChecksKnownIndicesPerComponent) {

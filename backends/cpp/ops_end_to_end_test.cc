@@ -520,6 +520,7 @@ TEST(OpsEndToEndTest, AnIndexOutOfRangeFailsTheRunNamingTheNode) {
     std::string op;
     std::vector<int64_t> indices;
     std::string message;
+    Shape data = {4};
   };
   for (const Case& c :
        {Case{"gather", {0, 2, 1000000}, "node 'gather_0' (gather): index 1000000 is out of range "
@@ -528,9 +529,12 @@ TEST(OpsEndToEndTest, AnIndexOutOfRangeFailsTheRunNamingTheNode) {
                                    "axis 0 of size 4"},
         Case{"scatter_elements", {1, 4, 0},
              "node 'scatter_elements_0' (scatter_elements): index 4 is out of range for axis 0 "
-             "of size 4"}}) {
+             "of size 4"},
+        // No element reads the indices: each is checked all the same.
+        Case{"gather", {0, 4, 1}, "node 'gather_0' (gather): index 4 is out of range for axis 0 "
+                                  "of size 4", {4, 0}}}) {
     GraphBuilder b;
-    const ValueId data = b.Input("data", DType::kF32, {4});
+    const ValueId data = b.Input("data", DType::kF32, c.data);
     const ValueId indices = b.Input("indices", DType::kI64, {3});
     if (c.op == "gather") {
       b.Output(b.Op("gather", {data, indices}));

@@ -87,18 +87,19 @@ extern "C" void loom_f0(void* const* a) {
   float* LOOM_RESTRICT p3 = (float*)a[3];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 3; ++x1) {
+      const int64_t t0 = p0[(3*x0 + x1)];
+      const int64_t t1 = loom_check_index((int64_t)t0, 5, 0, p1);
       #pragma GCC ivdep
       for (int64_t x2 = 0; x2 < 4; ++x2) {
-        const int64_t t0 = p0[(3*x0 + x1)];
-        const int64_t t1 = loom_check_index((int64_t)t0, 5, 0, p1);
-        const float t2 = p2[x2 + 4 * (int64_t)t1];
-        const float t3 = loom_tanhf(t2);
-        p3[(12*x0 + 4*x1 + x2)] = t3;
+        const int64_t t2 = t1;
+        const float t3 = p2[x2 + 4 * (int64_t)t2];
+        const float t4 = loom_tanhf(t3);
+        p3[(12*x0 + 4*x1 + x2)] = t4;
       }
     }
   }
 }
 
 // Launches:
-// loom_f0(ids, index_errors, table, y)  # act
+// loom_f0(ids, index_errors, table, y)  # lookup/indices, act
 // 

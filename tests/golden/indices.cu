@@ -57,19 +57,24 @@ __device__ __forceinline__ int64_t loom_check_index(int64_t index, int64_t exten
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f0_shape[3] = {1, 256, 0};
+__device__ long long loom_f0_shape[3] = {2, 256, 0};
 }
 extern "C" __global__ void __launch_bounds__(256) loom_f0(const int64_t* __restrict__ p0, int64_t* p1, const float* __restrict__ p2, float* p3) {
-  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 192; o += (int64_t)gridDim.x * 256) {
-    const int64_t x0 = o / 64;
-    const int64_t x1 = (o / 16) % 4;
-    const int64_t x2 = o % 16;
-    // act
+  const int lane = threadIdx.x % 32;
+  for (int64_t o = (int64_t)blockIdx.x * 8 + threadIdx.x / 32; o < 12; o += (int64_t)gridDim.x * 8) {
+    const int64_t x0 = o / 4;
+    const int64_t x1 = o % 4;
+    // lookup/indices
     const int64_t t0 = p0[(4*x0 + x1)];
     const int64_t t1 = loom_check_index((int64_t)t0, 12, 0, p1);
-    const float t2 = p2[x2 + 16 * (int64_t)t1];
-    const float t3 = tanhf(t2);
-    p3[(64*x0 + 16*x1 + x2)] = t3;
+    // act
+    for (int64_t i = lane; i < 16; i += 32) {
+      const int64_t x2 = i;
+      const int64_t t2 = t1;
+      const float t3 = p2[x2 + 16 * (int64_t)t2];
+      const float t4 = tanhf(t3);
+      p3[(64*x0 + 16*x1 + x2)] = t4;
+    }
   }
 }
 
@@ -77,15 +82,13 @@ extern "C" __global__ void __launch_bounds__(256) loom_f0(const int64_t* __restr
 extern "C" {
 __device__ long long loom_f1_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f1(const int32_t* __restrict__ p0, int64_t* p1, const float* __restrict__ p2, float* p3) {
-  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 72; o += (int64_t)gridDim.x * 256) {
-    const int64_t x0 = o / 6;
-    const int64_t x1 = o % 6;
-    // columns
-    const int32_t t0 = p0[x1];
+extern "C" __global__ void __launch_bounds__(256) loom_f1(const int32_t* __restrict__ p0, int64_t* p1, int64_t* p2) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 6; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o;
+    // columns/indices
+    const int32_t t0 = p0[x0];
     const int64_t t1 = loom_check_index((int64_t)t0, 16, 1, p1);
-    const float t2 = p2[(16*x0) + 1 * (int64_t)t1];
-    p3[(6*x0 + x1)] = t2;
+    p2[x0] = t1;
   }
 }
 
@@ -93,15 +96,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f1(const int32_t* __restr
 extern "C" {
 __device__ long long loom_f2_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f2(const int64_t* __restrict__ p0, int64_t* p1, const float* __restrict__ p2, float* p3) {
-  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 48; o += (int64_t)gridDim.x * 256) {
-    const int64_t x0 = o / 12;
-    const int64_t x1 = o % 12;
-    // picked
-    const int64_t t0 = p0[(12*x0 + x1)];
-    const int64_t t1 = loom_check_index((int64_t)t0, 16, 2, p1);
-    const float t2 = p2[(16*x0) + 1 * (int64_t)t1];
-    p3[(12*x0 + x1)] = t2;
+extern "C" __global__ void __launch_bounds__(256) loom_f2(const int64_t* __restrict__ p0, const float* __restrict__ p1, float* p2) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 72; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o / 6;
+    const int64_t x1 = o % 6;
+    // columns
+    const int64_t t0 = p0[x1];
+    const float t1 = p1[(16*x0) + 1 * (int64_t)t0];
+    p2[(6*x0 + x1)] = t1;
   }
 }
 
@@ -109,47 +111,17 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const int64_t* __restr
 extern "C" {
 __device__ long long loom_f3_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f3(const int64_t* __restrict__ p0, int64_t* p1, const float* __restrict__ p2, const float* __restrict__ p3, float* p4, float* p5) {
-  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 12; o += (int64_t)gridDim.x * 256) {
-    const int64_t x0 = o;
-    // put
-    int64_t acc0 = INT64_MIN;
-    for (int64_t x1 = 0; x1 < 5; ++x1) {
-      const int64_t t0 = p0[x1];
-      const int64_t t1 = loom_check_index((int64_t)t0, 12, 3, p1);
-      const int64_t t2 = x0;
-      const bool t3 = t1 == t2;
-      const int64_t t4 = x1;
-      const int64_t t5 = (int64_t)-1LL;
-      const int64_t t6 = t3 ? t4 : t5;
-      if (t6 > acc0) acc0 = t6;
-    }
-    // put
-    const float t7 = p2[x0];
-    const int64_t t8 = acc0;
-    const int64_t t9 = (int64_t)0LL;
-    const bool t10 = t8 >= t9;
-    const int64_t t11 = (t8 > t9 ? t8 : t9);
-    const float t12 = p3[0 + 1 * (int64_t)t11];
-    const float t13 = t10 ? t12 : t7;
-    p4[x0] = t13;
-    // added
-    float acc2 = (float)0;
-    for (int64_t x1 = 0; x1 < 5; ++x1) {
-      const int64_t t14 = p0[x1];
-      const int64_t t15 = loom_check_index((int64_t)t14, 12, 4, p1);
-      const int64_t t16 = x0;
-      const bool t17 = t15 == t16;
-      const float t18 = p3[x1];
-      const float t19 = (float)0;
-      const float t20 = t17 ? t18 : t19;
-      acc2 += t20;
-    }
-    // added
-    const float t21 = p2[x0];
-    const float t22 = acc2;
-    const float t23 = t21 + t22;
-    p5[x0] = t23;
+extern "C" __global__ void __launch_bounds__(256) loom_f3(const int64_t* __restrict__ p0, int64_t* p1, const float* __restrict__ p2, float* p3) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 48; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o / 12;
+    const int64_t x1 = o % 12;
+    // picked/indices
+    const int64_t t0 = p0[(12*x0 + x1)];
+    const int64_t t1 = loom_check_index((int64_t)t0, 16, 2, p1);
+    // picked
+    const int64_t t2 = t1;
+    const float t3 = p2[(16*x0) + 1 * (int64_t)t2];
+    p3[(12*x0 + x1)] = t3;
   }
 }
 
@@ -157,38 +129,129 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const int64_t* __restr
 extern "C" {
 __device__ long long loom_f4_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f4(const int32_t* __restrict__ p0, int64_t* p1, const float* __restrict__ p2, const float* __restrict__ p3, float* p4) {
+extern "C" __global__ void __launch_bounds__(256) loom_f4(const int64_t* __restrict__ p0, int64_t* p1, int64_t* p2) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 5; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o;
+    // put/indices
+    const int64_t t0 = p0[x0];
+    const int64_t t1 = loom_check_index((int64_t)t0, 12, 3, p1);
+    p2[x0] = t1;
+  }
+}
+
+// blocks, threads per block, bytes of dynamic shared memory
+extern "C" {
+__device__ long long loom_f5_shape[3] = {1, 256, 0};
+}
+extern "C" __global__ void __launch_bounds__(256) loom_f5(const int64_t* __restrict__ p0, int64_t* p1, int64_t* p2) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 5; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o;
+    // added/indices
+    const int64_t t0 = p0[x0];
+    const int64_t t1 = loom_check_index((int64_t)t0, 12, 4, p1);
+    p2[x0] = t1;
+  }
+}
+
+// blocks, threads per block, bytes of dynamic shared memory
+extern "C" {
+__device__ long long loom_f6_shape[3] = {1, 256, 0};
+}
+extern "C" __global__ void __launch_bounds__(256) loom_f6(const int64_t* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3, const int64_t* __restrict__ p4, float* p5) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 12; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o;
+    // put
+    int64_t acc0 = INT64_MIN;
+    for (int64_t x1 = 0; x1 < 5; ++x1) {
+      const int64_t t0 = p0[x1];
+      const int64_t t1 = x0;
+      const bool t2 = t0 == t1;
+      const int64_t t3 = x1;
+      const int64_t t4 = (int64_t)-1LL;
+      const int64_t t5 = t2 ? t3 : t4;
+      if (t5 > acc0) acc0 = t5;
+    }
+    // put
+    const float t6 = p1[x0];
+    const int64_t t7 = acc0;
+    const int64_t t8 = (int64_t)0LL;
+    const bool t9 = t7 >= t8;
+    const int64_t t10 = (t7 > t8 ? t7 : t8);
+    const float t11 = p2[0 + 1 * (int64_t)t10];
+    const float t12 = t9 ? t11 : t6;
+    p3[x0] = t12;
+    // added
+    float acc2 = (float)0;
+    for (int64_t x1 = 0; x1 < 5; ++x1) {
+      const int64_t t13 = p4[x1];
+      const int64_t t14 = x0;
+      const bool t15 = t13 == t14;
+      const float t16 = p2[x1];
+      const float t17 = (float)0;
+      const float t18 = t15 ? t16 : t17;
+      acc2 += t18;
+    }
+    // added
+    const float t19 = p1[x0];
+    const float t20 = acc2;
+    const float t21 = t19 + t20;
+    p5[x0] = t21;
+  }
+}
+
+// blocks, threads per block, bytes of dynamic shared memory
+extern "C" {
+__device__ long long loom_f7_shape[3] = {1, 256, 0};
+}
+extern "C" __global__ void __launch_bounds__(256) loom_f7(const int32_t* __restrict__ p0, int64_t* p1, int64_t* p2) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 4; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o;
+    // rows_put/indices
+    const int32_t t0 = p0[x0];
+    const int64_t t1 = loom_check_index((int64_t)t0, 12, 5, p1);
+    p2[x0] = t1;
+  }
+}
+
+// blocks, threads per block, bytes of dynamic shared memory
+extern "C" {
+__device__ long long loom_f8_shape[3] = {1, 256, 0};
+}
+extern "C" __global__ void __launch_bounds__(256) loom_f8(const int64_t* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 192; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 16;
     const int64_t x1 = o % 16;
     // rows_put
     int64_t acc0 = INT64_MIN;
     for (int64_t x2 = 0; x2 < 4; ++x2) {
-      const int32_t t0 = p0[x2];
-      const int64_t t1 = loom_check_index((int64_t)t0, 12, 5, p1);
-      const int64_t t2 = x0;
-      const bool t3 = t1 == t2;
-      const int64_t t4 = x2;
-      const int64_t t5 = (int64_t)-1LL;
-      const int64_t t6 = t3 ? t4 : t5;
-      if (t6 > acc0) acc0 = t6;
+      const int64_t t0 = p0[x2];
+      const int64_t t1 = x0;
+      const bool t2 = t0 == t1;
+      const int64_t t3 = x2;
+      const int64_t t4 = (int64_t)-1LL;
+      const int64_t t5 = t2 ? t3 : t4;
+      if (t5 > acc0) acc0 = t5;
     }
     // rows_put
-    const float t7 = p2[(16*x0 + x1)];
-    const int64_t t8 = acc0;
-    const int64_t t9 = (int64_t)0LL;
-    const bool t10 = t8 >= t9;
-    const int64_t t11 = (t8 > t9 ? t8 : t9);
-    const float t12 = p3[x1 + 16 * (int64_t)t11];
-    const float t13 = t10 ? t12 : t7;
-    p4[(16*x0 + x1)] = t13;
+    const float t6 = p1[(16*x0 + x1)];
+    const int64_t t7 = acc0;
+    const int64_t t8 = (int64_t)0LL;
+    const bool t9 = t7 >= t8;
+    const int64_t t10 = (t7 > t8 ? t7 : t8);
+    const float t11 = p2[x1 + 16 * (int64_t)t10];
+    const float t12 = t9 ? t11 : t6;
+    p3[(16*x0 + x1)] = t12;
   }
 }
 
 // Launches:
-// loom_f0(ids, index_errors, table, o1)  # act
-// loom_f1(ids32, index_errors, table, o2)  # columns
-// loom_f2(picks, index_errors, table, o3)  # picked
-// loom_f3(targets, index_errors, values, updates, o4, o5)  # put, put, added, added
-// loom_f4(where, index_errors, table, rows, o6)  # rows_put, rows_put
+// loom_f0(ids, index_errors, table, o1)  # lookup/indices, act
+// loom_f1(ids32, index_errors, columns/indices)  # columns/indices
+// loom_f2(columns/indices, table, o2)  # columns
+// loom_f3(picks, index_errors, table, o3)  # picked/indices, picked
+// loom_f4(targets, index_errors, put/indices)  # put/indices
+// loom_f5(targets, index_errors, added/indices)  # added/indices
+// loom_f6(put/indices, values, updates, o4, added/indices, o5)  # put, put, added, added
+// loom_f7(where, index_errors, rows_put/indices)  # rows_put/indices
+// loom_f8(rows_put/indices, table, rows, o6)  # rows_put, rows_put
 // 
