@@ -95,6 +95,26 @@ expect 0 "" compile --model=examples/mlp.pbtxt --dump_after='lower|schedule' --d
 ls "$out/dumps" | grep -q -- '-lower.txt' || { echo "FAIL: no dump after lower"; failures=$((failures + 1)); }
 ls "$out/dumps" | grep -q -- '-verify.txt' && { echo "FAIL: dumped a pass that does not match"; failures=$((failures + 1)); }
 
+# Index inputs (--inputs=DIR: raw little-endian data) out of range at run
+# time: exit 2 with a message naming the node and the index, from the
+# compiled model and from its artifact alike; in range, the run checks.
+le64() { perl -e 'print pack("q<*", @ARGV)' -- "$@"; }
+ranges="tests/index_range"
+mkdir -p "$out/ids_ok" "$out/ids_bad" "$out/idx_ok" "$out/idx_bad"
+le64 0 4 -5 1 2 3 >"$out/ids_ok/ids.bin"
+le64 0 4 7 1 2 3 >"$out/ids_bad/ids.bin"
+le64 1 -1 1 >"$out/idx_ok/idx.bin"
+le64 1 -7 1 >"$out/idx_bad/idx.bin"
+expect 0 "check pass" run --model=$ranges/gather.pbtxt --inputs=$out/ids_ok --check
+expect 2 "^loom: node 'lookup' \(gather\): index 7 is out of range for axis 0 of size 5$" \
+  run --model=$ranges/gather.pbtxt --inputs=$out/ids_bad --check
+expect 0 "check pass" run --model=$ranges/scatter.pbtxt --inputs=$out/idx_ok --check
+expect 2 "^loom: node 'write' \(scatter_elements\): index -7 is out of range for axis 0 of size 6$" \
+  run --model=$ranges/scatter.pbtxt --inputs=$out/idx_bad
+expect 0 "" compile --model=$ranges/gather.pbtxt --out_dir=$out/gather
+expect 2 "^loom: node 'lookup' \(gather\): index 7 is out of range" \
+  run --model=$out/gather/model.loom --inputs=$out/ids_bad
+
 expect 0 "nodes" gen --kind=random --nodes=30 --seed=7 --out=$out/random.pbtxt
 expect 0 "check pass" run --model=$out/random.pbtxt --check
 
