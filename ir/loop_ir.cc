@@ -94,6 +94,28 @@ absl::Status NodeError(const ComputeNode& node, absl::string_view cause) {
       absl::StrCat("compute node '", node.name, "': ", cause));
 }
 
+absl::Status VerifyCheckIndex(const LoopProgram& program, const ComputeNode& node,
+                              int position) {
+  const ScalarOp& op = node.body[position];
+  const std::string step = absl::StrCat("index check at step ", position);
+  if (op.args.size() != 1 || !IsInteger(node.body[op.args[0]].dtype) ||
+      op.dtype != DType::kI64) {
+    return NodeError(node, absl::StrCat(step, " needs one integer operand and an i64 result"));
+  }
+  if (op.site < 0 || op.site >= static_cast<int>(program.index_checks.size())) {
+    return NodeError(node, absl::StrCat(step, " names an unknown site"));
+  }
+  const BufferId errors = program.index_errors;
+  if (errors < 0 || errors >= static_cast<int>(program.buffers.size()) ||
+      program.buffers[errors].kind != BufferKind::kIndexErrors ||
+      program.buffers[errors].dtype != DType::kI64 ||
+      NumElements(program.buffers[errors].sizes) != 2) {
+    return NodeError(node, absl::StrCat(step, ": the program has no index error slot"));
+  }
+  if (op.extent < 0) return NodeError(node, absl::StrCat(step, " has a negative extent"));
+  return absl::OkStatus();
+}
+
 absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node,
                         int position, int num_vars) {
   const ScalarOp& op = node.body[position];
@@ -139,6 +161,8 @@ absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node,
                                       " must be an i64 with no operands"));
       }
       return absl::OkStatus();
+    case ScalarOp::Kind::kCheckIndex:
+      return VerifyCheckIndex(program, node, position);
     case ScalarOp::Kind::kConst:
       if (!op.args.empty()) {
         return NodeError(
@@ -243,6 +267,9 @@ std::string PrintStep(const LoopProgram& program, const ScalarOp& op) {
                           ToString(op.index), "]");
     case ScalarOp::Kind::kIndex:
       return absl::StrCat("index ", ToString(op.index));
+    case ScalarOp::Kind::kCheckIndex:
+      return absl::StrCat("check_index t", op.args[0], " in ", op.extent, " at ",
+                          op.site);
     case ScalarOp::Kind::kConst:
       return absl::StrCat("const ", op.constant);
     case ScalarOp::Kind::kCast:
@@ -283,13 +310,18 @@ std::string PrintComputeNode(const LoopProgram& program,
 
 std::string PrintLoopProgram(const LoopProgram& program) {
   static constexpr const char* kKindNames[] = {"input", "weight", "output",
-                                               "temp"};
+                                               "temp", "index_errors"};
   std::string text;
   for (int i = 0; i < static_cast<int>(program.buffers.size()); ++i) {
     const Buffer& b = program.buffers[i];
     absl::StrAppend(&text, "buffer ", b.name, ": ", DTypeName(b.dtype),
                     ShapeToString(b.sizes), " ",
                     kKindNames[static_cast<int>(b.kind)], "\n");
+  }
+  for (size_t i = 0; i < program.index_checks.size(); ++i) {
+    const IndexCheck& check = program.index_checks[i];
+    absl::StrAppend(&text, "index check ", i, ": node ", check.node, " (", check.op,
+                    ") axis ", check.axis, " of size ", check.extent, "\n");
   }
   for (const ComputeNode& node : program.nodes) {
     absl::StrAppend(&text, PrintComputeNode(program, node));

@@ -28,6 +28,10 @@ enum class BufferKind : uint8_t {
   kWeight,  // a graph weight or constant, bound from the graph's data
   kOutput,  // a graph output
   kTemp,    // an intermediate the runtime allocates
+  // The run's index error slot (LoopProgram::index_errors): two i64, the
+  // first failed index check's site + 1 (0: none failed) and its index.
+  // Every execution context has its own, zeroed before each run.
+  kIndexErrors,
 };
 
 // A dense row-major array.
@@ -137,20 +141,34 @@ class StepArgs {
 // loop variables. kIndex yields the value of the index expression `index`
 // (over the node's loop variables) as an i64, so a body can compare loop
 // positions (e.g. a cumulative sum masks j <= i).
+//
+// kCheckIndex makes an index known only at run time safe to load at: for
+// the integer step t = args[0] it yields (as an i64) t + extent when t < 0
+// (ONNX's negative indices) and t otherwise, when that lies in [0, extent);
+// any other t is a failed check: it yields 0, a safe index, and records
+// (site, t) in the program's index error slot (BufferKind::kIndexErrors)
+// unless an earlier failure of the run is there (the first wins, whichever
+// thread it was); the runtime then fails the run with a message naming
+// LoopProgram::index_checks[site]'s node (ir/index_error.h).
 struct ScalarOp {
-  enum class Kind : uint8_t { kLoad, kConst, kCall, kCast, kIndex };
+  enum class Kind : uint8_t { kLoad, kConst, kCall, kCast, kIndex, kCheckIndex };
   // The one-byte fields come first so that they pack together: a program
   // holds millions of steps, and every pass walks them.
   Kind kind;
   DType dtype;                   // the type of this step's result
   ScalarFn fn = ScalarFn::kAdd;  // kCall
-  BufferId buffer = -1;          // kLoad
+  // One or the other, by kind, as in the union below.
+  union {
+    BufferId buffer = -1;  // kLoad
+    int32_t site;          // kCheckIndex: its entry of LoopProgram::index_checks
+  };
   Expr index = nullptr;  // kLoad: flat element offset; kIndex: the value
   // One or the other, by kind (read the one the kind has): a million-buffer
   // program holds ten million steps.
   union {
     int64_t stride = 0;  // kLoad with an argument: elements per unit of it
     double constant;     // kConst
+    int64_t extent;      // kCheckIndex: the size of the dim it indexes
   };
   StepArgs args;  // kCall, kCast, kLoad: positions of earlier steps
 };
@@ -185,6 +203,16 @@ struct ComputeNode {
   std::vector<int64_t> AllRanges() const;
 };
 
+// Where a kCheckIndex step checks, for the run's error message
+// (ir/index_error.h): the graph node whose index operand it checks, and the
+// dim it indexes.
+struct IndexCheck {
+  std::string node;
+  std::string op;
+  int64_t axis = 0;
+  int64_t extent = 0;
+};
+
 struct LoopProgram {
   // Shared so that copies of a program (dumps, tests) keep expressions alive.
   std::shared_ptr<ExprContext> exprs = std::make_shared<ExprContext>();
@@ -193,6 +221,10 @@ struct LoopProgram {
   std::vector<BufferId> inputs;    // in the order of Graph::inputs()
   std::vector<BufferId> outputs;   // in the order of Graph::outputs()
   std::vector<BufferId> weights;   // weights and constants the runtime binds
+  // The kCheckIndex steps' sites, by ScalarOp::site, and the buffer they
+  // record a failure in (-1 when there are none).
+  std::vector<IndexCheck> index_checks;
+  BufferId index_errors = -1;
 };
 
 // Structural checks: buffer ids and argument positions in range, loads

@@ -46,6 +46,69 @@ TEST(LoopIrTest, ValidProgramVerifiesAndPrints) {
             "  t2: f32 = add(t0, t1)  <- root\n");
 }
 
+// out[x0] = table[check(idx[x0])] over 4 elements: a gather at indices
+// known only at run time.
+LoopProgram CheckedGather() {
+  LoopProgram program;
+  program.buffers = {Buffer{"table", DType::kF32, {8}, BufferKind::kInput},
+                     Buffer{"idx", DType::kI32, {4}, BufferKind::kInput},
+                     Buffer{"out", DType::kF32, {4}, BufferKind::kOutput},
+                     Buffer{"index_errors", DType::kI64, {2}, BufferKind::kIndexErrors}};
+  program.inputs = {0, 1};
+  program.outputs = {2};
+  program.index_errors = 3;
+  program.index_checks = {IndexCheck{"lookup", "gather", 0, 8}};
+  ComputeNode node;
+  node.name = "lookup";
+  node.output = 2;
+  node.ranges = {4};
+  node.store_index = program.exprs->Var(0);
+  ScalarOp index{ScalarOp::Kind::kLoad, DType::kI32};
+  index.buffer = 1;
+  index.index = program.exprs->Var(0);
+  ScalarOp check{ScalarOp::Kind::kCheckIndex, DType::kI64};
+  check.site = 0;
+  check.extent = 8;
+  check.args = {0};
+  ScalarOp load{ScalarOp::Kind::kLoad, DType::kF32};
+  load.buffer = 0;
+  load.index = program.exprs->Const(0);
+  load.stride = 1;
+  load.args = {1};
+  node.body = {index, check, load};
+  node.root = 2;
+  program.nodes.push_back(node);
+  return program;
+}
+
+TEST(LoopIrTest, IndexChecksVerifyAndPrint) {
+  const LoopProgram program = CheckedGather();
+  EXPECT_TRUE(VerifyLoopProgram(program).ok()) << VerifyLoopProgram(program);
+  EXPECT_THAT(PrintLoopProgram(program),
+              HasSubstr("buffer index_errors: i64[2] index_errors\n"
+                        "index check 0: node lookup (gather) axis 0 of size 8\n"));
+  EXPECT_THAT(PrintLoopProgram(program), HasSubstr("t1: i64 = check_index t0 in 8 at 0\n"));
+}
+
+TEST(LoopIrTest, VerifierCatchesBrokenIndexChecks) {
+  LoopProgram program = CheckedGather();
+  program.index_errors = -1;
+  EXPECT_THAT(VerifyLoopProgram(program).message(), HasSubstr("no index error slot"));
+  program = CheckedGather();
+  program.buffers[3].sizes = {1};
+  EXPECT_THAT(VerifyLoopProgram(program).message(), HasSubstr("no index error slot"));
+  program = CheckedGather();
+  program.nodes[0].body[1].site = 1;
+  EXPECT_THAT(VerifyLoopProgram(program).message(), HasSubstr("unknown site"));
+  program = CheckedGather();
+  program.nodes[0].body[1].dtype = DType::kI32;
+  EXPECT_THAT(VerifyLoopProgram(program).message(),
+              HasSubstr("index check at step 1 needs one integer operand and an i64 result"));
+  program = CheckedGather();
+  program.nodes[0].body[1].extent = -1;
+  EXPECT_THAT(VerifyLoopProgram(program).message(), HasSubstr("negative extent"));
+}
+
 TEST(LoopIrTest, VerifierCatchesBrokenPrograms) {
   LoopProgram program = AddOne();
   program.nodes[0].body[2].args = {0, 2};

@@ -42,6 +42,7 @@ class DecomposePass : public Pass {
       : selected_(std::move(selected)), all_(std::move(all)) {}
 
   absl::StatusOr<bool> Run(Module& module) override;
+  StageRule stages() const override { return StageRule::From(Stage::kGraph, Stage::kGraph); }
 
  private:
   // The decomposition of `op` in `table`, or null.

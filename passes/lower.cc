@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "ir/gemm.h"
+#include "ir/index_error.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -398,6 +399,38 @@ class Lowering {
   absl::Status LowerConcat(const Node& node);
   absl::Status LowerPad(const Node& node);
   absl::Status LowerGather(const Node& node);
+  absl::Status LowerGatherElements(const Node& node);
+  absl::Status LowerScatterElements(const Node& node);
+  absl::Status LowerScatterNd(const Node& node);
+  // Indices (see the definitions).
+  // Whether `value`'s data is known at compile time (a weight or constant).
+  bool IsKnown(ValueId value) const;
+  absl::StatusOr<int> IndexAt(ComputeNode& compute, const Node& node, ValueId indices,
+                              absl::Span<const Expr> coords, int64_t axis, int64_t extent,
+                              int component = -1);
+  absl::StatusOr<int> KnownIndexStep(ComputeNode& compute, const Node& node, ValueId indices,
+                                     int index, int64_t axis, int64_t extent, int component);
+  LoweredValue CheckedIndices(const Node& node, ValueId indices, int64_t axis, int64_t extent,
+                              int component);
+  int CheckIndex(ComputeNode& compute, const Node& node, int index, int64_t axis,
+                 int64_t extent);
+  LoweredValue LinearSource(const std::string& name, ValueId value, int var, int64_t& stride);
+  // Steps: the value of `value` (over the loop variables), `step` as an
+  // i64, a && b (a < 0: b alone).
+  int Position(ComputeNode& compute, Expr value);
+  int AsI64(ComputeNode& compute, int step);
+  int And(ComputeNode& compute, int a, int b);
+  // Stores `compute`'s value `root` in a fresh temporary over its ranges.
+  BufferId StoreTemp(ComputeNode compute, int root, DType dtype, const std::string& name);
+  // Whether scatter `node` replaces elements (reduction "none"), rather
+  // than folding updates into them.
+  static bool Replaces(const Node& node);
+  absl::Status FinishScatter(const Node& node, ComputeNode pull, int match, Expr position,
+                             absl::Span<const Expr> update_coords,
+                             const LoweredValue& last_source,
+                             absl::Span<const Expr> last_coords, int64_t last_stride);
+  int IndirectLoad(ComputeNode& compute, ValueId data, const LoweredValue& source,
+                   absl::Span<const Expr> data_indices, int64_t stride, int index);
   absl::Status LowerReshape(const Node& node);
   absl::Status LowerTranspose(const Node& node);
   absl::Status LowerSqueezeLike(const Node& node);
@@ -434,6 +467,14 @@ class Lowering {
   MemoKey key_;  // scratch
 };
 
+// Inputs that must be stored: read at computed places (a gather's data),
+// or once per element of the output and of the updates (a scatter's
+// indices and updates, which its output pulls; LowerScatterElements).
+bool ReadsUnbounded(absl::string_view op, size_t input) {
+  if (op == "gather" || op == "gather_elements") return input == 0;
+  return (op == "scatter_elements" || op == "scatter_nd") && input > 0;
+}
+
 void Lowering::CountReads(const Graph& graph, std::vector<double>& reads,
                           std::vector<int32_t>& readers) {
   constexpr double kUnbounded = std::numeric_limits<double>::infinity();
@@ -461,7 +502,7 @@ void Lowering::CountReads(const Graph& graph, std::vector<double>& reads,
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const ValueId input = node->inputs[i];
       ++readers[input];
-      if (gather && i == 0) {  // read through a buffer index
+      if (ReadsUnbounded(node->op, i)) {
         reads[input] = kUnbounded;
       } else if (cumsum) {  // a masked reduction over the axis
         reads[input] += size(input) * size(input);
@@ -494,6 +535,9 @@ const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
     (*r)["concat"] = &Lowering::LowerConcat;
     (*r)["pad"] = &Lowering::LowerPad;
     (*r)["gather"] = &Lowering::LowerGather;
+    (*r)["gather_elements"] = &Lowering::LowerGatherElements;
+    (*r)["scatter_elements"] = &Lowering::LowerScatterElements;
+    (*r)["scatter_nd"] = &Lowering::LowerScatterNd;
     (*r)["reshape"] = &Lowering::LowerReshape;
     (*r)["transpose"] = &Lowering::LowerTranspose;
     (*r)["squeeze"] = &Lowering::LowerSqueezeLike;
@@ -1068,38 +1112,140 @@ absl::Status Lowering::LowerPad(const Node& node) {
   return absl::OkStatus();
 }
 
+// A step giving the index that `indices` holds at `coords` (over
+// `compute`'s loops) into dim `axis` (of size `extent`) of `node`'s data,
+// wrapped when negative; with `component` >= 0 (scatter_nd), the index is
+// indices[coords..., component]. Indices known at compile time are read and
+// checked here (KnownIndexStep); indices known only at run time are read
+// from CheckedIndices, which checks each once.
+absl::StatusOr<int> Lowering::IndexAt(ComputeNode& compute, const Node& node, ValueId indices,
+                                      absl::Span<const Expr> coords, int64_t axis,
+                                      int64_t extent, int component) {
+  if (!IsKnown(indices)) {
+    const LoweredValue checked = CheckedIndices(node, indices, axis, extent, component);
+    return LoadFrom(compute, checked, DType::kI64, coords);
+  }
+  Indices at(coords.begin(), coords.end());
+  if (component >= 0) at.push_back(ctx_.Const(component));
+  const int loaded = Load(compute, indices, at);
+  return KnownIndexStep(compute, node, indices, loaded, axis, extent, component);
+}
+
+// `index`, a step loading `indices` known at compile time, whose elements
+// (those of `component`, or all) are checked here: an error names the
+// first out of range; wrapped in the body when one is negative.
+absl::StatusOr<int> Lowering::KnownIndexStep(ComputeNode& compute, const Node& node,
+                                             ValueId indices, int index, int64_t axis,
+                                             int64_t extent, int component) {
+  const Value& index_value = graph_.value(indices);
+  const Tensor& index_data = graph_.initializer(indices);
+  const int64_t every = component < 0 ? 1 : index_value.type.shape.back();
+  bool any_negative = false;
+  for (int64_t i = std::max(component, 0); i < index_data.num_elements(); i += every) {
+    const int64_t value = index_data.GetInt(i);
+    if (value < -extent || value >= extent) {
+      return NodeError(node, absl::StrCat(IndexOutOfRangeCause(value, axis, extent),
+                                          " (element ", i, " of '", index_value.name, "')"));
+    }
+    any_negative |= value < 0;
+  }
+  if (!any_negative) return index;
+  const DType index_type = index_value.type.dtype;
+  const int zero = Constant(compute, 0, index_type);
+  const int negative = Call(compute, ScalarFn::kLt, DType::kBool, {index, zero});
+  const int size = Constant(compute, static_cast<double>(extent), index_type);
+  const int wrapped = Call(compute, ScalarFn::kAdd, index_type, {index, size});
+  return Call(compute, ScalarFn::kSelect, index_type, {negative, wrapped, index});
+}
+
+// Indices known only at run time, each checked once (kCheckIndex) by a
+// node of its own into an i64 temporary of the indices' shape (without the
+// last dim for a `component`): a reader loads them checked and wrapped. An
+// embedding's reader then checks once per token, not per element, in the
+// outer loop it shares with this node once they are fused (its inner loop
+// stays free to vectorise), and every index is checked even where no
+// element reads it (an empty data dim), as the interpreter checks it.
+LoweredValue Lowering::CheckedIndices(const Node& node, ValueId indices, int64_t axis,
+                                      int64_t extent, int component) {
+  const Shape& shape = graph_.value(indices).type.shape;
+  const std::string name = absl::StrCat(node.name, "/indices");
+  const Shape ranges(shape.begin(), component < 0 ? shape.end() : shape.end() - 1);
+  ComputeNode checker;
+  checker.name = name;
+  checker.ranges = ranges;
+  Indices at = Vars(0, static_cast<int>(ranges.size()));
+  if (component >= 0) at.push_back(ctx_.Const(component));
+  const int loaded = Load(checker, indices, at);
+  const int checked = CheckIndex(checker, node, loaded, axis, extent);
+  const BufferId buffer = StoreTemp(std::move(checker), checked, DType::kI64, name);
+  return LoweredValue::Stored(buffer, ContiguousOffset(ranges));
+}
+
+int Lowering::CheckIndex(ComputeNode& compute, const Node& node, int index,
+                         int64_t axis, int64_t extent) {
+  if (program_.index_errors < 0) {
+    Buffer errors;
+    errors.name = "index_errors";
+    errors.dtype = DType::kI64;
+    errors.sizes = {2};
+    errors.kind = BufferKind::kIndexErrors;
+    program_.buffers.push_back(std::move(errors));
+    program_.index_errors = static_cast<BufferId>(program_.buffers.size() - 1);
+  }
+  ScalarOp check{ScalarOp::Kind::kCheckIndex, DType::kI64};
+  check.site = static_cast<int32_t>(program_.index_checks.size());
+  check.extent = extent;
+  check.args = {index};
+  program_.index_checks.push_back(IndexCheck{node.name, std::string(node.op), axis, extent});
+  return Step(compute, std::move(check));
+}
+
+bool Lowering::IsKnown(ValueId value) const {
+  const ValueKind kind = graph_.value(value).kind;
+  return kind == ValueKind::kWeight || kind == ValueKind::kConstant;
+}
+
+// `value` as a stored buffer whose offset is linear in variable `var` (with
+// the coefficient in `stride`): as it is, or copied into a contiguous one
+// (a compute node named `name`).
+LoweredValue Lowering::LinearSource(const std::string& name, ValueId value, int var,
+                                    int64_t& stride) {
+  LoweredValue source = lowered_[value];
+  if (source.inline_constant || source.inline_node >= 0 ||
+      !IsLinearIn(source.offset, var, stride)) {
+    source = Materialize(name, value);
+    IsLinearIn(source.offset, var, stride);  // contiguous: always linear
+  }
+  return source;
+}
+
+// A load of `data` (lowered as `source`, linear in its dim `axis` with
+// `stride`) at `data_indices` with dim `axis` moved by the value of step
+// `index`.
+int Lowering::IndirectLoad(ComputeNode& compute, ValueId data, const LoweredValue& source,
+                           absl::Span<const Expr> data_indices, int64_t stride, int index) {
+  ScalarOp load{ScalarOp::Kind::kLoad, graph_.value(data).type.dtype};
+  load.buffer = source.buffer;
+  load.index = Reindex(source.offset, data_indices, Extents(compute));
+  if (stride != 0) {  // a data dim of 1 needs no index
+    load.stride = stride;
+    load.args = {index};
+  }
+  return Step(compute, std::move(load));
+}
+
 // out[a, i, b] = data[a, indices[i], b] (a: the dims before `axis`, i: the
-// index's dims, b: the dims after it). Indices must be known at compile time
-// so that every one is checked here; each becomes an indirect load whose
-// flat index is affine in the loop variables plus stride * index.
+// index's dims, b: the dims after it). Each index becomes an indirect load
+// whose flat index is affine in the loop variables plus stride * index;
+// indices known only at run time are checked once each (IndexAt).
 absl::Status Lowering::LowerGather(const Node& node) {
   const ValueId data = node.inputs[0], indices = node.inputs[1],
                 out = node.outputs[0];
-  const Value& index_value = graph_.value(indices);
-  if (index_value.kind != ValueKind::kWeight &&
-      index_value.kind != ValueKind::kConstant) {
-    return NodeError(
-        node, absl::StrCat("indices '", index_value.name,
-                           "' are computed at run time; the compiler needs "
-                           "them as a graph constant or weight"));
-  }
   const Shape& data_shape = graph_.value(data).type.shape;
   const int data_rank = static_cast<int>(data_shape.size());
   const int axis = Axis(node.attrs.GetInt("axis", 0), data_shape.size());
   const int64_t dim = data_shape[axis];
-  const Tensor& index_data = graph_.initializer(indices);
-  bool any_negative = false;
-  for (int64_t i = 0; i < index_data.num_elements(); ++i) {
-    const int64_t index = index_data.GetInt(i);
-    if (index < -dim || index >= dim) {
-      return NodeError(
-          node, absl::StrCat("index ", index, " (element ", i, " of '",
-                             index_value.name, "') is out of range for axis ",
-                             axis, " of size ", dim));
-    }
-    any_negative |= index < 0;
-  }
-  const int index_rank = static_cast<int>(index_value.type.shape.size());
+  const int index_rank = static_cast<int>(graph_.value(indices).type.shape.size());
   // data's index for the output's loop variables, with `axis` left at 0.
   Indices data_indices = Vars(0, axis);
   data_indices.push_back(ctx_.Const(0));
@@ -1108,44 +1254,242 @@ absl::Status Lowering::LowerGather(const Node& node) {
   }
   if (lowered_[indices].inline_constant) {  // one index: a plain view
     const int64_t index = static_cast<int64_t>(lowered_[indices].constant);
+    if (index < -dim || index >= dim) {
+      return NodeError(node, IndexOutOfRangeCause(index, axis, dim));
+    }
     data_indices[axis] = ctx_.Const(index < 0 ? index + dim : index);
     DefineView(out, data, data_indices);
     return absl::OkStatus();
   }
-  LoweredValue source = lowered_[data];
-  if (source.inline_constant) {  // one element: every index picks it
-    DefineView(out, data, data_indices);
+  ComputeNode compute = PointwiseNode(node, out);
+  absl::StatusOr<int> index = IndexAt(compute, node, indices, Vars(axis, index_rank), axis, dim);
+  if (!index.ok()) return index.status();
+  if (lowered_[data].inline_constant && IsKnown(indices)) {
+    DefineView(out, data, data_indices);  // one element: every index picks it
     return absl::OkStatus();
   }
   int64_t stride;
-  if (source.inline_node >= 0 || !IsLinearIn(source.offset, axis, stride)) {
-    source = Materialize(absl::StrCat(node.name, "/data"), data);
-    IsLinearIn(source.offset, axis, stride);  // contiguous: always linear
-  }
-
-  ComputeNode compute = PointwiseNode(node, out);
-  int index = Load(compute, indices, Vars(axis, index_rank));
-  if (any_negative) {  // negative indices count from the end
-    const DType index_type = index_value.type.dtype;
-    const int zero = Constant(compute, 0, index_type);
-    const int negative =
-        Call(compute, ScalarFn::kLt, DType::kBool, {index, zero});
-    const int size = Constant(compute, static_cast<double>(dim), index_type);
-    const int wrapped =
-        Call(compute, ScalarFn::kAdd, index_type, {index, size});
-    index = Call(compute, ScalarFn::kSelect, index_type,
-                 {negative, wrapped, index});
-  }
-  ScalarOp load{ScalarOp::Kind::kLoad, graph_.value(data).type.dtype};
-  load.buffer = source.buffer;
-  load.index = Reindex(source.offset, data_indices, Extents(compute));
-  if (stride != 0) {  // a data dim of 1 needs no index
-    load.stride = stride;
-    load.args = {index};
-  }
-  const int root = Step(compute, std::move(load));
+  const LoweredValue source = LinearSource(absl::StrCat(node.name, "/data"), data, axis, stride);
+  const int root = IndirectLoad(compute, data, source, data_indices, stride, *index);
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
+}
+
+// out[x] = data[x with x[axis] = indices[x]], over the indices' shape.
+absl::Status Lowering::LowerGatherElements(const Node& node) {
+  const ValueId data = node.inputs[0], indices = node.inputs[1], out = node.outputs[0];
+  const Shape& data_shape = graph_.value(data).type.shape;
+  const int rank = static_cast<int>(data_shape.size());
+  const int axis = Axis(node.attrs.GetInt("axis", 0), data_shape.size());
+  ComputeNode compute = PointwiseNode(node, out);
+  absl::StatusOr<int> index =
+      IndexAt(compute, node, indices, Vars(0, rank), axis, data_shape[axis]);
+  if (!index.ok()) return index.status();
+  Indices data_indices = Vars(0, rank);
+  data_indices[axis] = ctx_.Const(0);
+  int64_t stride;
+  const LoweredValue source = LinearSource(absl::StrCat(node.name, "/data"), data, axis, stride);
+  const int root = IndirectLoad(compute, data, source, data_indices, stride, *index);
+  Finish(std::move(compute), out, root);
+  return absl::OkStatus();
+}
+
+int Lowering::Position(ComputeNode& compute, Expr value) {
+  ScalarOp position{ScalarOp::Kind::kIndex, DType::kI64};
+  position.index = value;
+  return Step(compute, std::move(position));
+}
+
+int Lowering::AsI64(ComputeNode& compute, int step) {
+  if (compute.body[step].dtype == DType::kI64) return step;
+  ScalarOp cast{ScalarOp::Kind::kCast, DType::kI64};
+  cast.args = {step};
+  return Step(compute, std::move(cast));
+}
+
+int Lowering::And(ComputeNode& compute, int a, int b) {
+  return a < 0 ? b : Call(compute, ScalarFn::kAnd, DType::kBool, {a, b});
+}
+
+BufferId Lowering::StoreTemp(ComputeNode compute, int root, DType dtype,
+                             const std::string& name) {
+  Buffer buffer;
+  buffer.name = name;
+  buffer.dtype = dtype;
+  buffer.sizes = compute.ranges;
+  program_.buffers.push_back(std::move(buffer));
+  compute.output = static_cast<BufferId>(program_.buffers.size() - 1);
+  compute.root = root;
+  compute.store_index = ContiguousOffset(compute.ranges);
+  program_.nodes.push_back(std::move(compute));
+  return static_cast<BufferId>(program_.buffers.size() - 1);
+}
+
+namespace {
+
+// A scatter's fold of its updates into the data, by its "reduction".
+struct ScatterFold {
+  ReduceKind reduce;  // over the updates that address an element
+  ScalarFn combine;   // of the data's element with that fold
+};
+
+ScatterFold FoldOf(const std::string& reduction) {
+  if (reduction == "add") return {ReduceKind::kSum, ScalarFn::kAdd};
+  if (reduction == "mul") return {ReduceKind::kProd, ScalarFn::kMul};
+  if (reduction == "max") return {ReduceKind::kMax, ScalarFn::kMax};
+  return {ReduceKind::kMin, ScalarFn::kMin};
+}
+
+// The value a fold starts from, which leaves what it folds unchanged.
+double FoldIdentity(ReduceKind kind, DType dtype) {
+  switch (kind) {
+    case ReduceKind::kSum:
+      return 0;
+    case ReduceKind::kProd:
+      return 1;
+    case ReduceKind::kMax:
+      return IsFloat(dtype) ? -std::numeric_limits<double>::infinity()
+                            : static_cast<double>(std::numeric_limits<int64_t>::min());
+    default:
+      return IsFloat(dtype) ? std::numeric_limits<double>::infinity()
+                            : static_cast<double>(std::numeric_limits<int64_t>::max());
+  }
+}
+
+}  // namespace
+
+bool Lowering::Replaces(const Node& node) {
+  return node.attrs.GetString("reduction", "none") == "none";
+}
+
+// A scatter is lowered as a pull from its output: element x of the output
+// looks at every update position j (the reduction loops of `pull`, whose
+// step `match` says whether update j addresses x, its index checked) and
+// takes from the updates either the last j that matches ("none") or the
+// fold of those that match, which a second node combines with data[x]. No
+// store goes to a computed place, so any two elements may be computed in
+// any order or at once; the cost is the output's size times the updates'.
+// `position`: j's row-major position among the update positions;
+// `update_coords`: the updates' coordinates of j in `pull`; for "none",
+// `last_source`, `last_coords` and `last_stride`: the updates lowered so
+// that update j's element for output x is at last_coords + last_stride *
+// position.
+absl::Status Lowering::FinishScatter(const Node& node, ComputeNode pull, int match, Expr position,
+                                     absl::Span<const Expr> update_coords,
+                                     const LoweredValue& last_source,
+                                     absl::Span<const Expr> last_coords, int64_t last_stride) {
+  const ValueId data = node.inputs[0], updates = node.inputs[2], out = node.outputs[0];
+  const DType dtype = graph_.value(out).type.dtype;
+  const int rank = static_cast<int>(pull.ranges.size());
+  const bool replaces = Replaces(node);
+  const ScatterFold fold = replaces ? ScatterFold{ReduceKind::kMax, ScalarFn::kMax}
+                                    : FoldOf(node.attrs.GetString("reduction", "none"));
+  pull.reduce = fold.reduce;
+  const int chosen =
+      replaces ? Position(pull, position) : Load(pull, updates, update_coords);
+  const DType chosen_type = replaces ? DType::kI64 : dtype;
+  const int none = Constant(pull, replaces ? -1 : FoldIdentity(fold.reduce, dtype), chosen_type);
+  const int pulled = Call(pull, ScalarFn::kSelect, chosen_type, {match, chosen, none});
+  const BufferId folded =
+      StoreTemp(std::move(pull), pulled, chosen_type, absl::StrCat(node.name, "/pulled"));
+
+  ComputeNode compute = PointwiseNode(node, out);
+  const int old = Load(compute, data, Vars(0, rank));
+  ScalarOp load{ScalarOp::Kind::kLoad, chosen_type};
+  load.buffer = folded;
+  load.index = ContiguousOffset(compute.ranges);
+  const int found = Step(compute, std::move(load));
+  int root;
+  if (replaces) {  // found: the last update's position, or -1
+    const int zero = Constant(compute, 0, DType::kI64);
+    const int any = Call(compute, ScalarFn::kGe, DType::kBool, {found, zero});
+    const int last = Call(compute, ScalarFn::kMax, DType::kI64, {found, zero});
+    const int update =
+        IndirectLoad(compute, updates, last_source, last_coords, last_stride, last);
+    root = Call(compute, ScalarFn::kSelect, dtype, {any, update, old});
+  } else {
+    root = Call(compute, fold.combine, dtype, {old, found});
+  }
+  Finish(std::move(compute), out, root);
+  return absl::OkStatus();
+}
+
+// Update j (the indices' and updates' element) goes to the output element
+// at j with j[axis] = indices[j].
+absl::Status Lowering::LowerScatterElements(const Node& node) {
+  const ValueId indices = node.inputs[1], updates = node.inputs[2], out = node.outputs[0];
+  const Shape& shape = graph_.value(out).type.shape;
+  const Shape& index_shape = graph_.value(indices).type.shape;
+  const int rank = static_cast<int>(shape.size());
+  const int axis = Axis(node.attrs.GetInt("axis", 0), shape.size());
+  ComputeNode pull = PointwiseNode(node, out);
+  pull.reduction_ranges = {index_shape[axis]};
+  // Update j for output element x: x but along the axis, where the
+  // reduction loop runs; a dim the indices have fewer of than the data is
+  // read in range (modulo) and masked.
+  Indices update_coords = Vars(0, rank);
+  update_coords[axis] = Var(rank);
+  int match = -1;
+  for (int d = 0; d < rank; ++d) {
+    if (d == axis || index_shape[d] == shape[d]) continue;
+    update_coords[d] = ctx_.Mod(Var(d), index_shape[d]);
+    const int bound = Constant(pull, static_cast<double>(index_shape[d]), DType::kI64);
+    match = And(pull, match,
+                Call(pull, ScalarFn::kLt, DType::kBool, {Position(pull, Var(d)), bound}));
+  }
+  absl::StatusOr<int> index = IndexAt(pull, node, indices, update_coords, axis, shape[axis]);
+  if (!index.ok()) return index.status();
+  const int target = AsI64(pull, *index);
+  match = And(pull, match,
+              Call(pull, ScalarFn::kEq, DType::kBool, {target, Position(pull, Var(axis))}));
+  Indices last_coords = update_coords;
+  last_coords[axis] = ctx_.Const(0);
+  int64_t stride = 0;
+  LoweredValue source;
+  if (Replaces(node)) {
+    source = LinearSource(absl::StrCat(node.name, "/updates"), updates, axis, stride);
+  }
+  return FinishScatter(node, std::move(pull), match, Var(rank), update_coords, source,
+                       last_coords, stride);
+}
+
+// Update slice j (the indices' leading dims) goes to the output at the k
+// coordinates indices[j, :] (and every element of the remaining dims).
+absl::Status Lowering::LowerScatterNd(const Node& node) {
+  const ValueId indices = node.inputs[1], updates = node.inputs[2], out = node.outputs[0];
+  const Shape& shape = graph_.value(out).type.shape;
+  const Shape& index_shape = graph_.value(indices).type.shape;
+  const int rank = static_cast<int>(shape.size());
+  const int tuple_rank = static_cast<int>(index_shape.size()) - 1;
+  const int k = static_cast<int>(index_shape.back());
+  ComputeNode pull = PointwiseNode(node, out);
+  pull.reduction_ranges.assign(index_shape.begin(), index_shape.end() - 1);
+  Indices tuple = Vars(rank, tuple_rank);
+  int match = -1;
+  for (int c = 0; c < k; ++c) {
+    absl::StatusOr<int> index = IndexAt(pull, node, indices, tuple, c, shape[c], c);
+    if (!index.ok()) return index.status();
+    const int target = AsI64(pull, *index);
+    match = And(pull, match,
+                Call(pull, ScalarFn::kEq, DType::kBool, {target, Position(pull, Var(c))}));
+  }
+  if (match < 0) match = Constant(pull, 1, DType::kBool);  // k = 0: the whole data
+  Indices update_coords = tuple;
+  for (int d = k; d < rank; ++d) update_coords.push_back(Var(d));
+  // Update j's slice read from a contiguous copy: j's row-major position
+  // times the slice's size, plus the place within the slice.
+  LoweredValue source = lowered_[updates];
+  if (Replaces(node) &&
+      (source.inline_constant || source.inline_node >= 0 ||
+       source.offset != ContiguousOffset(graph_.value(updates).type.shape))) {
+    source = Materialize(absl::StrCat(node.name, "/updates"), updates);
+  }
+  Indices last_coords(tuple_rank, ctx_.Const(0));
+  for (int d = k; d < rank; ++d) last_coords.push_back(Var(d));
+  const int64_t slice = NumElements(absl::MakeConstSpan(shape).subspan(k));
+  return FinishScatter(node, std::move(pull), match,
+                       ContiguousOffset(Shape(index_shape.begin(), index_shape.end() - 1), rank),
+                       update_coords, source, last_coords, slice);
 }
 
 void Lowering::DefineView(ValueId out, ValueId in,
@@ -1402,6 +1746,7 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
 class LowerPass : public Pass {
  public:
   explicit LowerPass(const LowerOptions& options) : options_(options) {}
+  StageRule stages() const override { return StageRule::From(Stage::kGraph, Stage::kLoops); }
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (module.loops.has_value()) {

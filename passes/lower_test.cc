@@ -334,19 +334,161 @@ TEST(LowerTest, GatherIndicesAreCheckedAtCompileTime) {
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(program.status().message()),
-              HasSubstr("node 'gather0' (gather): index 4 (element 1 of "
-                        "'idx') is out of range for axis 0 of size 4"));
+              HasSubstr("node 'gather0' (gather): index 4 is out of range for axis 0 of size 4 "
+                        "(element 1 of 'idx')"));
+}
 
+// x [4, 5] gathered along axis 1 by indices `i` [2], a graph input.
+Graph RuntimeGatherGraph(DType index_type) {
   ValueId x;
-  Graph runtime = GraphWithInput({4, 5}, x);
-  const ValueId idx = *runtime.AddInput("i", TensorType{DType::kI64, {2}});
-  runtime.AddOutput(AddNode(runtime, "gather", {x, idx}));
-  ASSERT_TRUE(InferShapes(runtime).ok());
-  program = LowerGraph(runtime);
-  EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(program.status().message()),
-              HasSubstr("node 'gather0' (gather): indices 'i' are computed at "
-                        "run time"));
+  Graph graph = GraphWithInput({4, 5}, x);
+  const ValueId idx = *graph.AddInput("i", TensorType{index_type, {2}});
+  Attrs axis;
+  axis.Set("axis", int64_t{1});
+  graph.AddOutput(AddNode(graph, "relu", {AddNode(graph, "gather", {x, idx}, axis)}));
+  EXPECT_TRUE(InferShapes(graph).ok());
+  return graph;
+}
+
+TEST(LowerTest, IndicesKnownAtRunTimeAreCheckedOnceEach) {
+  for (DType index_type : {DType::kI64, DType::kI32}) {
+    absl::StatusOr<LoopProgram> program = LowerGraph(RuntimeGatherGraph(index_type));
+    ASSERT_TRUE(program.ok()) << program.status();
+    ASSERT_TRUE(VerifyLoopProgram(*program).ok()) << VerifyLoopProgram(*program);
+    // The checker over the indices, then the gather inlined into relu,
+    // loading the checked index.
+    ASSERT_EQ(program->nodes.size(), 2);
+    const ComputeNode& checker = program->nodes[0];
+    EXPECT_EQ(checker.name, "gather0/indices");
+    EXPECT_EQ(checker.ranges, (std::vector<int64_t>{2}));
+    EXPECT_EQ(program->buffers[checker.output].dtype, DType::kI64);
+    const ComputeNode& node = program->nodes[1];
+    const ScalarOp& load = node.body[node.root - 1];
+    ASSERT_EQ(load.args.size(), 1);
+    EXPECT_EQ(load.stride, 1);
+    EXPECT_EQ(node.body[load.args[0]].buffer, checker.output);
+    const ScalarOp& check = checker.body[checker.root];
+    EXPECT_EQ(check.kind, ScalarOp::Kind::kCheckIndex);
+    EXPECT_EQ(check.dtype, DType::kI64);
+    EXPECT_EQ(check.extent, 5);
+    EXPECT_EQ(checker.body[check.args[0]].dtype, index_type);
+    ASSERT_EQ(program->index_checks.size(), 1);
+    const IndexCheck& site = program->index_checks[check.site];
+    EXPECT_EQ(site.node, "gather0");
+    EXPECT_EQ(site.op, "gather");
+    EXPECT_EQ(site.axis, 1);
+    EXPECT_EQ(site.extent, 5);
+    ASSERT_GE(program->index_errors, 0);
+    const Buffer& errors = program->buffers[program->index_errors];
+    EXPECT_EQ(errors.kind, BufferKind::kIndexErrors);
+    EXPECT_EQ(errors.sizes, Shape{2});
+    EXPECT_THAT(PrintLoopProgram(*program),
+                HasSubstr("index check 0: node gather0 (gather) axis 1 of size 5"));
+  }
+}
+
+TEST(LowerTest, ProgramsWithoutRuntimeIndicesHaveNoErrorSlot) {
+  ValueId out;
+  const Graph graph = GatherGraph(Indices(DType::kI64, {2}, {0, 3}), 0, ValueKind::kWeight, out);
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->index_errors, -1);
+  EXPECT_TRUE(program->index_checks.empty());
+}
+
+TEST(LowerTest, GatherElementsIsAnIndirectLoadAlongTheAxis) {
+  ValueId x;
+  Graph graph = GraphWithInput({4, 5}, x);
+  const ValueId idx = *graph.AddInput("i", TensorType{DType::kI64, {4, 2}});
+  Attrs axis;
+  axis.Set("axis", int64_t{1});
+  graph.AddOutput(AddNode(graph, "gather_elements", {x, idx}, axis));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_TRUE(VerifyLoopProgram(*program).ok());
+  ASSERT_EQ(program->nodes.size(), 2);
+  EXPECT_THAT(PrintComputeNode(*program, program->nodes[0]),
+              HasSubstr("check_index t0 in 5 at 0"));
+  const ComputeNode& node = program->nodes[1];
+  EXPECT_EQ(node.ranges, (std::vector<int64_t>{4, 2}));
+  EXPECT_THAT(PrintComputeNode(*program, node),
+              HasSubstr("t0: i64 = load gather_elements0/indices[2*x0 + x1]\n"
+                        "  t1: f32 = load x[5*x0 + 1*t0]"));
+}
+
+// A scatter of `updates` [2] into x [6] at indices `i` [2], a graph input.
+Graph ScatterGraph(const std::string& reduction) {
+  ValueId x;
+  Graph graph = GraphWithInput({6}, x);
+  const ValueId idx = *graph.AddInput("i", TensorType{DType::kI64, {2}});
+  const ValueId updates = *graph.AddInput("u", TensorType{DType::kF32, {2}});
+  Attrs attrs;
+  attrs.Set("reduction", reduction);
+  graph.AddOutput(AddNode(graph, "scatter_elements", {x, idx, updates}, attrs));
+  EXPECT_TRUE(InferShapes(graph).ok());
+  return graph;
+}
+
+TEST(LowerTest, ScatterPullsTheLastMatchingUpdate) {
+  absl::StatusOr<LoopProgram> program = LowerGraph(ScatterGraph("none"));
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_TRUE(VerifyLoopProgram(*program).ok()) << VerifyLoopProgram(*program);
+  ASSERT_EQ(program->nodes.size(), 3);  // checker, pull, take
+  EXPECT_THAT(PrintComputeNode(*program, program->nodes[0]),
+              HasSubstr("check_index t0 in 6 at 0"));
+  const ComputeNode& pull = program->nodes[1];
+  EXPECT_EQ(pull.reduce, ReduceKind::kMax);  // the last matching position
+  EXPECT_EQ(pull.reduction_ranges, (std::vector<int64_t>{2}));
+  EXPECT_EQ(program->buffers[pull.output].dtype, DType::kI64);
+  EXPECT_THAT(PrintComputeNode(*program, pull), HasSubstr("load scatter_elements0/indices[x1]"));
+  const ComputeNode& take = program->nodes[2];
+  EXPECT_THAT(PrintComputeNode(*program, take), HasSubstr("load u[0 + 1*t"));
+}
+
+TEST(LowerTest, ScatterWithAReductionFoldsTheMatchingUpdates) {
+  for (const auto& [reduction, kind] :
+       {std::pair{"add", ReduceKind::kSum}, std::pair{"mul", ReduceKind::kProd},
+        std::pair{"max", ReduceKind::kMax}, std::pair{"min", ReduceKind::kMin}}) {
+    absl::StatusOr<LoopProgram> program = LowerGraph(ScatterGraph(reduction));
+    ASSERT_TRUE(program.ok()) << program.status();
+    ASSERT_TRUE(VerifyLoopProgram(*program).ok());
+    ASSERT_EQ(program->nodes.size(), 3);
+    EXPECT_EQ(program->nodes[1].reduce, kind) << reduction;
+    EXPECT_EQ(program->buffers[program->nodes[1].output].dtype, DType::kF32);
+  }
+}
+
+TEST(LowerTest, ScatterNdMatchesEveryComponentOfTheTuple) {
+  ValueId x;
+  Graph graph = GraphWithInput({3, 4, 2}, x);
+  const ValueId idx = *graph.AddInput("i", TensorType{DType::kI32, {5, 2}});
+  const ValueId updates = *graph.AddInput("u", TensorType{DType::kF32, {5, 2}});
+  graph.AddOutput(AddNode(graph, "scatter_nd", {x, idx, updates}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_TRUE(VerifyLoopProgram(*program).ok()) << VerifyLoopProgram(*program);
+  ASSERT_EQ(program->index_checks.size(), 2);
+  EXPECT_EQ(program->index_checks[0].extent, 3);
+  EXPECT_EQ(program->index_checks[1].axis, 1);
+  EXPECT_EQ(program->index_checks[1].extent, 4);
+  ASSERT_EQ(program->nodes.size(), 4);  // a checker per component, pull, take
+  EXPECT_EQ(program->nodes[1].ranges, (std::vector<int64_t>{5}));
+  EXPECT_EQ(program->nodes[2].reduction_ranges, (std::vector<int64_t>{5}));
+}
+
+TEST(LowerTest, ScatterNdChecksKnownIndicesPerComponent) {
+  ValueId x;
+  Graph graph = GraphWithInput({3, 4}, x);
+  const ValueId idx = *graph.AddInitializer("i", ValueKind::kConstant,
+                                            Indices(DType::kI64, {1, 2}, {0, 3}));
+  const ValueId updates = *graph.AddInput("u", TensorType{DType::kF32, {1}});
+  graph.AddOutput(AddNode(graph, "scatter_nd", {x, idx, updates}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();  // 3 is in range of dim 1, not of dim 0
+  EXPECT_TRUE(program->index_checks.empty());
 }
 
 TEST(LowerTest, CumsumIsAReductionMaskedByLoopPositions) {

@@ -11,6 +11,24 @@ namespace loom {
 
 Pass::~Pass() = default;
 
+const char* StageName(Stage stage) {
+  switch (stage) {
+    case Stage::kGraph:
+      return "the graph";
+    case Stage::kLoops:
+      return "loop IR";
+    case Stage::kScheduled:
+      return "a schedule";
+    case Stage::kFused:
+      return "a fused schedule";
+    case Stage::kPlanned:
+      return "a memory plan";
+    case Stage::kEmitted:
+      return "emitted source";
+  }
+  return "an unknown stage";
+}
+
 namespace {
 
 // The options block `spec` carries (a field of PassSpec's `options` oneof),
@@ -105,6 +123,7 @@ absl::StatusOr<std::unique_ptr<Pass>> PassRegistry::Create(
     return absl::InternalError(
         absl::StrCat("the factory of pass '", spec.name(), "' returned null"));
   }
+  (*pass)->name_ = spec.name();
   return pass;
 }
 

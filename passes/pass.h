@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,28 @@
 
 namespace loom {
 
+// The stages a module goes through, in pipeline order: the graph (imported,
+// then decomposed and simplified), loop IR (lowered), a schedule of one
+// node per kernel, the fused schedule, a memory plan, emitted source.
+enum class Stage : uint8_t { kGraph, kLoops, kScheduled, kFused, kPlanned, kEmitted };
+constexpr int kNumStages = 6;
+// E.g. "the graph", "a fused schedule".
+const char* StageName(Stage stage);
+
+// Where a pass may run in a pipeline, checked when the pipeline loads
+// (passes/pass_manager.h): the stages it runs on, the stage it leaves, and
+// the target its output is for.
+struct StageRule {
+  static constexpr uint32_t kAnyStage = (1u << kNumStages) - 1;
+  uint32_t runs_on = kAnyStage;  // a bit per Stage
+  std::optional<Stage> leaves;   // none: the stage it found
+  proto::Target target = proto::TARGET_UNSPECIFIED;  // unspecified: any
+
+  static constexpr uint32_t Bit(Stage stage) { return 1u << static_cast<int>(stage); }
+  // Runs on `from` only and leaves `to`.
+  static StageRule From(Stage from, Stage to) { return {Bit(from), to}; }
+};
+
 // One step of a pipeline. A pass reads and rewrites the parts of the Module
 // its stage owns. The pass manager (passes/pass_manager.h) owns the shared
 // work: verification after each pass, timing and dumps.
@@ -22,6 +45,15 @@ class Pass {
   virtual ~Pass();
   // Returns true when the pass changed the IR.
   virtual absl::StatusOr<bool> Run(Module& module) = 0;
+  // Where the pass may run; by default anywhere, leaving the stage as it was
+  // (verification).
+  virtual StageRule stages() const { return {}; }
+  // Its name in the registry (and in pipelines), once the registry made it.
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class PassRegistry;
+  std::string name_;
 };
 
 // Builds a pass from its pipeline entry. Bad options (e.g. an op the pass

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
@@ -106,6 +107,44 @@ std::string PassPlace(absl::string_view filename,
                   : absl::StrCat(filename, ":", line + 1, ": ");
 }
 
+// The stage a pipeline's module is at, pass after pass, as the passes'
+// StageRules say.
+class StageTracker {
+ public:
+  // Whether `pass` may come next in a pipeline for `target`; if so, moves
+  // on to the stage it leaves. `place` ("FILE:LINE: ") is the pass's.
+  absl::Status Admit(const Pass& pass, proto::Target target, absl::string_view place) {
+    const StageRule rule = pass.stages();
+    if ((rule.runs_on & StageRule::Bit(stage_)) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pass '", pass.name(), "' runs on ", StagesText(rule.runs_on),
+          ", but here the module holds ", StageName(stage_), " (", origin_, ")"));
+    }
+    if (rule.target != proto::TARGET_UNSPECIFIED && rule.target != target) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pass '", pass.name(), "' is for target ", proto::Target_Name(rule.target),
+                       ", but the pipeline's target is ", proto::Target_Name(target)));
+    }
+    if (rule.leaves.has_value() && *rule.leaves != stage_) {
+      stage_ = *rule.leaves;
+      origin_ = absl::StrCat("after '", pass.name(), "' at ", absl::StripSuffix(place, ": "));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static std::string StagesText(uint32_t stages) {
+    std::vector<std::string> names;
+    for (int s = 0; s < kNumStages; ++s) {
+      if (stages & (1u << s)) names.push_back(StageName(static_cast<Stage>(s)));
+    }
+    return absl::StrJoin(names, " or ");
+  }
+
+  Stage stage_ = Stage::kGraph;
+  std::string origin_ = "where the pipeline starts";
+};
+
 // The most advanced stage of the module, as text.
 absl::StatusOr<std::string> DumpText(const Module& module) {
   if (module.source.has_value()) return module.source->text;
@@ -170,14 +209,19 @@ absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
     return absl::InvalidArgumentError(absl::StrCat(
         filename, ":1: the pipeline has no target (e.g. 'target: CPU')"));
   }
+  StageTracker stages;
   for (int i = 0; i < pipeline.proto.pass_size(); ++i) {
     const proto::PassSpec& spec = pipeline.proto.pass(i);
     absl::StatusOr<std::unique_ptr<Pass>> pass =
         PassRegistry::Global().Create(spec);
-    if (!pass.ok()) {
-      return absl::Status(pass.status().code(),
-                          absl::StrCat(PassPlace(filename, locations, i),
-                                       pass.status().message()));
+    absl::Status status = pass.status();
+    if (status.ok()) {
+      status = stages.Admit(**pass, pipeline.proto.target(),
+                            PassPlace(filename, locations, i));
+    }
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(PassPlace(filename, locations, i),
+                                                      status.message()));
     }
     pipeline.passes.push_back({spec.name(), *std::move(pass)});
   }

@@ -92,6 +92,30 @@ LOOM_REGISTER_PASS(
       return std::make_unique<LambdaPass>([](Module&) { return false; });
     });
 
+// A pass with a stage rule and nothing to do.
+class StagedPass : public Pass {
+ public:
+  explicit StagedPass(StageRule rule) : rule_(rule) {}
+  absl::StatusOr<bool> Run(Module&) override { return false; }
+  StageRule stages() const override { return rule_; }
+
+ private:
+  StageRule rule_;
+};
+
+PassFactory Staged(StageRule rule) {
+  return [rule](const proto::PassSpec&) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    return std::make_unique<StagedPass>(rule);
+  };
+}
+
+LOOM_REGISTER_PASS("staged-lower", "", Staged(StageRule::From(Stage::kGraph, Stage::kLoops)));
+LOOM_REGISTER_PASS("staged-emit", "", [](const proto::PassSpec&) {
+  StageRule rule = StageRule::From(Stage::kLoops, Stage::kEmitted);
+  rule.target = proto::CUDA;
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<StagedPass>(rule));
+});
+
 std::string ErrorOf(absl::string_view text) {
   return std::string(LoadPipelineText(text, "p.pbtxt").status().message());
 }
@@ -208,6 +232,26 @@ TEST(LoadPipelineTest, BadOptionValueFailsAtLoad) {
       ErrorOf("target: CPU\npass { name: \"fake-noop\" }\n"
               "pass { name: \"fake-picky\" decompose { ops: [\"lstm\"] } }\n"),
       "p.pbtxt:3: fake-picky cannot take 'lstm'");
+}
+
+// Passes out of their stage's order, or for another target, fail at load,
+// naming the place and the pass that made the stage.
+TEST(LoadPipelineTest, APassOutOfItsStageFailsAtLoad) {
+  EXPECT_EQ(ErrorOf("target: CUDA\npass { name: \"staged-lower\" }\n"
+                    "pass { name: \"fake-noop\" }\npass { name: \"staged-lower\" }\n"),
+            "p.pbtxt:4: pass 'staged-lower' runs on the graph, but here the module holds "
+            "loop IR (after 'staged-lower' at p.pbtxt:2)");
+  EXPECT_EQ(ErrorOf("target: CUDA\npass { name: \"staged-emit\" }\n"),
+            "p.pbtxt:2: pass 'staged-emit' runs on loop IR, but here the module holds the "
+            "graph (where the pipeline starts)");
+  EXPECT_EQ(ErrorOf("target: CPU\npass { name: \"staged-lower\" }\n"
+                    "pass { name: \"staged-emit\" }\n"),
+            "p.pbtxt:3: pass 'staged-emit' is for target CUDA, but the pipeline's target is CPU");
+  absl::StatusOr<LoadedPipeline> fine = LoadPipelineText(
+      "target: CUDA\npass { name: \"staged-lower\" }\npass { name: \"staged-emit\" }\n",
+      "p.pbtxt");
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ(fine->passes[1].pass->name(), "staged-emit");
 }
 
 TEST(LoadPipelineTest, EmptyPipeline) {

@@ -18,6 +18,7 @@ namespace loom {
 class SimplifyPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Module& module) override;
+  StageRule stages() const override { return StageRule::From(Stage::kGraph, Stage::kGraph); }
 };
 
 }  // namespace loom

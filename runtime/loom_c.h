@@ -75,7 +75,10 @@ loom_status loom_model_output(const loom_model* model, int index, const char** n
 /* Runs the model on every input (by name, any order) into the named outputs
    (outputs not named are computed and dropped). A missing, unknown or
    repeated name, another type or shape, or a null pointer is
-   LOOM_INVALID_ARGUMENT naming the tensor; nothing runs then. */
+   LOOM_INVALID_ARGUMENT naming the tensor; nothing runs then. An index
+   input holding an index out of range (a gather's, a scatter's) is
+   LOOM_INVALID_ARGUMENT naming the node and the index, after the run (the
+   outputs are then unspecified; nothing is read or written out of bounds). */
 loom_status loom_model_run(const loom_model* model, const loom_input* inputs, int num_inputs,
                            const loom_output* outputs, int num_outputs);
 

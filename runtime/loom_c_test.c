@@ -78,6 +78,22 @@ int main(void) {
   EXPECT(loom_model_run(NULL, inputs, 1, outputs, 1) == LOOM_INVALID_ARGUMENT);
   loom_model_free(model);
   loom_model_free(NULL);
+
+  /* An index input out of range: the run fails naming the node and the
+     index; the next run, in range, succeeds. */
+  EXPECT(loom_model_compile("tests/index_range/gather.pbtxt", NULL, &model) == LOOM_OK);
+  if (model == NULL) return 1;
+  int64_t ids[6] = {0, 4, 5, 1, 2, 3};
+  static float rows[2 * 3 * 4];
+  const int64_t ids_shape[] = {2, 3}, rows_shape[] = {2, 3, 4};
+  const loom_input lookup[] = {{"ids", LOOM_I64, 2, ids_shape, ids}};
+  const loom_output looked_up[] = {{"y", LOOM_F32, 3, rows_shape, rows}};
+  EXPECT(loom_model_run(model, lookup, 1, looked_up, 1) == LOOM_INVALID_ARGUMENT);
+  EXPECT(strcmp(loom_last_error(),
+                "node 'lookup' (gather): index 5 is out of range for axis 0 of size 5") == 0);
+  ids[2] = -5;
+  EXPECT(loom_model_run(model, lookup, 1, looked_up, 1) == LOOM_OK);
+  loom_model_free(model);
   if (failures == 0) printf("loom_c_test: all passed\n");
   return failures == 0 ? 0 : 1;
 }

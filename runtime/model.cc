@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "backends/common/kernel_cache.h"
+#include "ir/index_error.h"
 
 namespace loom {
 namespace {
@@ -78,7 +79,8 @@ struct Model::Shared {
   int64_t arena_bytes = 0;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<int32_t> input_buffers, output_buffers;
-
+  int32_t index_errors = -1;  // the INDEX_ERRORS buffer, if any
+  std::vector<rproto::IndexCheck> index_checks;
 };
 
 // One execution's storage: the arena, the temporaries and outputs, and the
@@ -94,6 +96,7 @@ class Model::Context {
       switch (shared.kinds[b]) {
         case rproto::Buffer::TEMP:
         case rproto::Buffer::OUTPUT:
+        case rproto::Buffer::INDEX_ERRORS:
           own_[b] = AlignedBytes::Zeroed(std::max<int64_t>(shared.bytes[b], 1));
           pointers_[b] = own_[b].get();
           break;
@@ -114,8 +117,13 @@ class Model::Context {
   }
 
   // Binds the inputs and the outputs (`outputs[i]` null: the context's own)
-  // and runs every launch.
-  void Execute(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) {
+  // and runs every launch. A failed index check fails the run (after every
+  // launch: a kernel goes on with a safe index) with its message.
+  absl::Status Execute(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) {
+    int64_t* const errors = shared_.index_errors < 0
+                                ? nullptr
+                                : static_cast<int64_t*>(pointers_[shared_.index_errors]);
+    if (errors != nullptr) errors[0] = errors[1] = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
       // Kernels only read inputs: the const_cast never leads to a write.
       pointers_[shared_.input_buffers[i]] = const_cast<void*>(inputs[i]);
@@ -134,6 +142,7 @@ class Model::Context {
       }
       shared_.functions[shared_.launch_function[l]](arguments_.data());
     }
+    if (errors != nullptr && errors[0] != 0) return IndexError(errors[0] - 1, errors[1]);
     // An output that is not an output buffer of its own (an input or a
     // weight the graph returns) is copied.
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -142,11 +151,22 @@ class Model::Context {
         std::memcpy(outputs[i], pointers_[b], static_cast<size_t>(shared_.bytes[b]));
       }
     }
+    return absl::OkStatus();
   }
 
   const void* output(size_t i) const { return pointers_[shared_.output_buffers[i]]; }
 
  private:
+  absl::Status IndexError(int64_t check, int64_t index) const {
+    if (check < 0 || check >= static_cast<int64_t>(shared_.index_checks.size())) {
+      return absl::InternalError(absl::StrCat("a kernel reports index ", index,
+                                              " out of range at an unknown check ", check));
+    }
+    const rproto::IndexCheck& site = shared_.index_checks[check];
+    return absl::InvalidArgumentError(
+        IndexOutOfRangeMessage(site.node(), site.op(), index, site.axis(), site.size()));
+  }
+
   const Shared& shared_;
   AlignedBytes arena_;
   std::vector<AlignedBytes> own_;
@@ -365,7 +385,15 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
       std::memcpy(weight.get(), buffer.data().data(), buffer.data().size());
     }
     shared->weights.push_back(std::move(weight));
+    if (buffer.kind() == rproto::Buffer::INDEX_ERRORS) {
+      if (shared->index_errors >= 0 || *dtype != DType::kI64 || buffer.elements() != 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("buffer '", buffer.name(), "' is not the one index error slot"));
+      }
+      shared->index_errors = static_cast<int32_t>(shared->kinds.size() - 1);
+    }
   }
+  shared->index_checks.assign(artifact.index_checks().begin(), artifact.index_checks().end());
   for (const rproto::Launch& launch : artifact.launches()) {
     if (launch.function() < 0 || launch.function() >= artifact.functions_size() ||
         launch.buffer_size() != launch.offset_size()) {
@@ -451,15 +479,15 @@ absl::Status Model::Run(absl::Span<const InputTensor> inputs,
       copy_to[o] = data;
     }
   }
-  context->Execute(input_data, output_data);
-  for (size_t o = 0; o < copy_to.size(); ++o) {
+  const absl::Status status = context->Execute(input_data, output_data);
+  for (size_t o = 0; o < copy_to.size() && status.ok(); ++o) {
     if (copy_to[o] != nullptr) {
       std::memcpy(copy_to[o], context->output(o), static_cast<size_t>(shared_->outputs[o].bytes()));
     }
   }
   absl::MutexLock lock(&pool_->mutex);
   pool_->free.push_back(std::move(context));
-  return absl::OkStatus();
+  return status;
 }
 
 Model::Session Model::NewSession() const {
@@ -482,8 +510,7 @@ absl::Status Model::Session::Run(absl::Span<const InputTensor> inputs) {
   for (size_t i = 0; i < state_->input_pointers.size(); ++i) {
     state_->input_pointers[i] = inputs[(*slots)[i]].data;
   }
-  state_->context->Execute(state_->input_pointers, {});
-  return absl::OkStatus();
+  return state_->context->Execute(state_->input_pointers, {});
 }
 
 const void* Model::Session::output(size_t i) const { return state_->context->output(i); }

@@ -89,7 +89,11 @@ class Model {
   // call takes an execution context (temporaries) from a pool, and
   // allocates only when more calls run at once than ever before. A missing,
   // unknown or repeated name, another type or shape, or a null pointer is an
-  // InvalidArgumentError naming the tensor; nothing runs then.
+  // InvalidArgumentError naming the tensor; nothing runs then. An index
+  // input holding an index out of range (a gather's or a scatter's) is an
+  // InvalidArgumentError naming the node and the index, after the run,
+  // whose outputs are then unspecified (the kernels never read or write
+  // out of bounds: they go on with a safe index).
   absl::Status Run(absl::Span<const InputTensor> inputs,
                    absl::Span<const OutputTensor> outputs) const;
 

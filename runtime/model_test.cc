@@ -39,9 +39,9 @@ struct Compiled {
   std::vector<Tensor> expected;
 };
 
-Compiled CompileExample(const std::string& name) {
+Compiled CompileModelFile(const std::string& path, const std::string& name) {
   CompileOptions options;
-  options.model = absl::StrCat("examples/", name, ".pbtxt");
+  options.model = path;
   options.out_dir = absl::StrCat(TempDir(), "/", name);
   options.cache_dir = absl::StrCat(TempDir(), "/cache");
   options.keep_input_graph = true;
@@ -60,6 +60,10 @@ Compiled CompileExample(const std::string& name) {
   EXPECT_TRUE(expected.ok()) << expected.status();
   if (expected.ok()) result.expected = *std::move(expected);
   return result;
+}
+
+Compiled CompileExample(const std::string& name) {
+  return CompileModelFile(absl::StrCat("examples/", name, ".pbtxt"), name);
 }
 
 const Compiled& Lstm() {
@@ -174,6 +178,52 @@ TEST(ModelTest, EightThreadsShareOneModel) {
     EXPECT_EQ(failures[t], 0) << "thread " << t;
     EXPECT_EQ(mismatches[t], 0) << "thread " << t;
   }
+}
+
+// tests/index_range/gather.pbtxt: y = tanh(table[ids]), table [5, 4], ids
+// i64 [2, 3] an input.
+TEST(ModelTest, AnIndexOutOfRangeFailsThatRunAlone) {
+  const Compiled gather = CompileModelFile("tests/index_range/gather.pbtxt", "gather");
+  absl::StatusOr<Model> model = Model::Load(gather.artifact);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TensorInfo& y = model->outputs()[0];
+  const std::vector<int64_t> good = {0, 4, -5, 1, 2, -1}, bad = {0, 4, 5, 1, -6, -1};
+  const std::vector<int64_t> shape = {2, 3};
+  std::vector<float> out(y.elements());
+  auto run = [&](const std::vector<int64_t>& ids) {
+    return model->Run({{"ids", DType::kI64, shape, ids.data()}},
+                      {{y.name, y.dtype, y.shape, out.data()}});
+  };
+  ASSERT_TRUE(run(good).ok());
+  std::vector<float> expected = out;
+  const absl::Status failed = run(bad);
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInvalidArgument);
+  // The first failure of the run: which one, threads decide.
+  EXPECT_THAT(std::string(failed.message()),
+              testing::AnyOf("node 'lookup' (gather): index 5 is out of range for axis 0 of size 5",
+                             "node 'lookup' (gather): index -6 is out of range for axis 0 of "
+                             "size 5"));
+  ASSERT_TRUE(run(good).ok());  // the context's error slot starts clean
+  EXPECT_EQ(out, expected);
+
+  // Contexts of their own: each run's verdict is its own.
+  constexpr int kThreads = 8, kCalls = 200;
+  std::vector<int> wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<float> mine(y.elements());
+      for (int call = 0; call < kCalls; ++call) {
+        const bool fails = (t + call) % 2 == 1;
+        const std::vector<int64_t>& ids = fails ? bad : good;
+        const absl::Status status = model->Run({{"ids", DType::kI64, shape, ids.data()}},
+                                               {{y.name, y.dtype, y.shape, mine.data()}});
+        wrong[t] += status.ok() == fails || (!fails && mine != expected);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
 }
 
 std::string ReadFile(const std::string& path) {

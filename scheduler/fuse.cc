@@ -683,6 +683,9 @@ class FusePass : public Pass {
  public:
   explicit FusePass(proto::FuseOptions options)
       : options_(std::move(options)) {}
+  StageRule stages() const override {
+    return StageRule::From(Stage::kScheduled, Stage::kFused);
+  }
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {

@@ -395,6 +395,7 @@ void Planner::TryInPlace(const ComputeNode& node, int kernel,
 
 class PlanMemoryPass : public Pass {
  public:
+  StageRule stages() const override { return StageRule::From(Stage::kFused, Stage::kPlanned); }
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {
       return absl::FailedPreconditionError(

@@ -104,6 +104,9 @@ namespace {
 
 class SchedulePass : public Pass {
  public:
+  StageRule stages() const override {
+    return StageRule::From(Stage::kLoops, Stage::kScheduled);
+  }
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value()) {
       return absl::FailedPreconditionError(

@@ -35,6 +35,14 @@ expect 2 "unknown_domain.onnx: the model imports opset 1 of domain 'com.example.
   compile --model=$bad/unknown_domain.onnx
 expect 2 "directory.onnx: is a directory" compile --model=$bad/directory.onnx
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
+# Passes out of their stage's order, or for another target, fail at load.
+pipelines="$bad/pipelines"
+expect 2 "lowers_twice.pbtxt:4: pass 'lower' runs on the graph, but here the module holds loop IR \\(after 'lower' at .*lowers_twice.pbtxt:3\\)" \
+  compile --model=$bad/good.pbtxt --pipeline=$pipelines/lowers_twice.pbtxt
+expect 2 "emits_before_fusing.pbtxt:4: pass 'codegen-cpp' runs on a memory plan, but here the module holds a schedule" \
+  compile --model=$bad/good.pbtxt --pipeline=$pipelines/emits_before_fusing.pbtxt
+expect 2 "cuda_target_cpp_codegen.pbtxt:6: pass 'codegen-cpp' is for target CPU, but the pipeline's target is CUDA" \
+  run --model=$bad/good.pbtxt --pipeline=$pipelines/cuda_target_cpp_codegen.pbtxt
 expect 2 "unknown flag --frobnicate" compile --model=$bad/good.pbtxt --frobnicate=1
 expect 2 "bad value for --iters" run --model=$bad/good.pbtxt --iters=many
 expect 2 "unknown command 'compiel'" compiel
@@ -86,6 +94,26 @@ grep -q "class Mlp {" "$out/mlp.h" || { echo "FAIL: --aot wrote no class"; failu
 expect 0 "" compile --model=examples/mlp.pbtxt --dump_after='lower|schedule' --dump_dir=$out/dumps
 ls "$out/dumps" | grep -q -- '-lower.txt' || { echo "FAIL: no dump after lower"; failures=$((failures + 1)); }
 ls "$out/dumps" | grep -q -- '-verify.txt' && { echo "FAIL: dumped a pass that does not match"; failures=$((failures + 1)); }
+
+# Index inputs (--inputs=DIR: raw little-endian data) out of range at run
+# time: exit 2 with a message naming the node and the index, from the
+# compiled model and from its artifact alike; in range, the run checks.
+le64() { perl -e 'print pack("q<*", @ARGV)' -- "$@"; }
+ranges="tests/index_range"
+mkdir -p "$out/ids_ok" "$out/ids_bad" "$out/idx_ok" "$out/idx_bad"
+le64 0 4 -5 1 2 3 >"$out/ids_ok/ids.bin"
+le64 0 4 7 1 2 3 >"$out/ids_bad/ids.bin"
+le64 1 -1 1 >"$out/idx_ok/idx.bin"
+le64 1 -7 1 >"$out/idx_bad/idx.bin"
+expect 0 "check pass" run --model=$ranges/gather.pbtxt --inputs=$out/ids_ok --check
+expect 2 "^loom: node 'lookup' \(gather\): index 7 is out of range for axis 0 of size 5$" \
+  run --model=$ranges/gather.pbtxt --inputs=$out/ids_bad --check
+expect 0 "check pass" run --model=$ranges/scatter.pbtxt --inputs=$out/idx_ok --check
+expect 2 "^loom: node 'write' \(scatter_elements\): index -7 is out of range for axis 0 of size 6$" \
+  run --model=$ranges/scatter.pbtxt --inputs=$out/idx_bad
+expect 0 "" compile --model=$ranges/gather.pbtxt --out_dir=$out/gather
+expect 2 "^loom: node 'lookup' \(gather\): index 7 is out of range" \
+  run --model=$out/gather/model.loom --inputs=$out/ids_bad
 
 expect 0 "nodes" gen --kind=random --nodes=30 --seed=7 --out=$out/random.pbtxt
 expect 0 "check pass" run --model=$out/random.pbtxt --check

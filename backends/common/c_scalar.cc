@@ -127,10 +127,28 @@ std::string HelperText(Helper helper, absl::string_view q) {
       return TanhfFunction(q, "loom_tanhf", "float", "loom_expf");
     case kFloatErf:
       return ErffFunction(q, "loom_erff", "float");
+    // A compare and a predicted branch per index on the hot path; the
+    // failure is out of line.
+    case kCheckIndex:
+      return absl::StrCat(q, R"( int64_t loom_check_index(int64_t index, int64_t extent, int64_t site,
+                                        int64_t* errors) {
+  const int64_t wrapped = index < 0 ? index + extent : index;
+  if (__builtin_expect((uint64_t)wrapped < (uint64_t)extent, 1)) return wrapped;
+  loom_index_error(errors, site, index);
+  return 0;
+}
+)");
     case kNumHelpers:
       break;
   }
   return "";
+}
+
+std::string CheckIndexExpr(const std::string& index, int64_t extent, int32_t site,
+                           const std::string& errors, HelperSet& helpers) {
+  helpers.set(kCheckIndex);
+  return absl::StrCat("loom_check_index((int64_t)", index, ", ", extent, ", ", site, ", ",
+                      errors, ")");
 }
 
 std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,

@@ -30,6 +30,7 @@ enum Helper : int {
   kFloatExp,
   kFloatTanh,
   kFloatErf,
+  kCheckIndex,  // loom_check_index, which calls the backend's loom_index_error
   kNumHelpers
 };
 using HelperSet = std::bitset<kNumHelpers>;
@@ -81,6 +82,17 @@ std::string ErffFunction(absl::string_view qualifier, absl::string_view name,
 std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
                      const std::vector<std::string>& a, HelperSet& helpers,
                      FloatExp float_exp = FloatExp::kLibm);
+
+// The expression for a kCheckIndex step (ir/loop_ir.h) of the integer
+// variable `index`: loom_check_index(index, extent, site, errors), with
+// `errors` the expression of the index error slot's int64_t pointer. The
+// helper wraps a negative index, and one still outside [0, extent) gives 0
+// and calls loom_index_error(int64_t* errors, int64_t site, int64_t index),
+// which each backend defines before it: it records the first failure of a
+// run (an atomic compare-and-swap on errors[0] from 0 to site + 1, then
+// errors[1] = index).
+std::string CheckIndexExpr(const std::string& index, int64_t extent, int32_t site,
+                           const std::string& errors, HelperSet& helpers);
 
 // The expression that casts the variable `arg` of type `from` to `to`.
 std::string CastExpr(DType from, DType to, const std::string& arg);

@@ -64,6 +64,8 @@ rproto::Buffer::Kind KindOf(const Buffer& buffer, const MemoryPlan* plan, Buffer
       return rproto::Buffer::WEIGHT;
     case BufferKind::kOutput:
       return rproto::Buffer::OUTPUT;
+    case BufferKind::kIndexErrors:
+      return rproto::Buffer::INDEX_ERRORS;
     case BufferKind::kTemp:
       break;
   }
@@ -142,6 +144,13 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
       const Tensor& weight = module.graph.initializer(buffer.source);
       out.set_data(weight.data(), weight.num_elements() * DTypeSize(weight.dtype()));
     }
+  }
+  for (const IndexCheck& check : program.index_checks) {
+    rproto::IndexCheck& out = *artifact.add_index_checks();
+    out.set_node(check.node);
+    out.set_op(check.op);
+    out.set_axis(check.axis);
+    out.set_size(check.extent);
   }
   const LaunchTable& launches = source.launches;
   for (size_t i = 0; i < launches.size(); ++i) {

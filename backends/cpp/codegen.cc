@@ -71,6 +71,21 @@ static inline void loom_stream_fence(void) {
 }
 )";
 
+// loom_index_error for loom_check_index (backends/common/c_scalar.h): the
+// first failed index check of a run, whichever OpenMP thread makes it,
+// records its site and index in the context's slot; the runtime reads it
+// after the launches, past the parallel regions' closing barriers.
+constexpr char kIndexErrorRecorder[] = R"(
+static __attribute__((noinline, cold)) void loom_index_error(int64_t* errors, int64_t site,
+                                                             int64_t index) {
+  int64_t none = 0;
+  if (__atomic_compare_exchange_n(&errors[0], &none, site + 1, 0, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED)) {
+    __atomic_store_n(&errors[1], index, __ATOMIC_RELAXED);
+  }
+}
+)";
+
 // Explicit vectors for pointwise loops that compute an f32 exponential
 // (VectorizesExp): GCC vectorises the branch-free scalar loom_expf, but
 // only into about twice the instructions of the AVX-512 form below, which
@@ -491,6 +506,11 @@ int WelfordLanes(int64_t extent) {
 // Below this many outer iterations a kernel may split its members' loops
 // over the threads (more threads than that are rare).
 constexpr int64_t kSplitBelowOuter = 64;
+// Below this many iterations of the loops around a flat kernel's innermost,
+// the threads share the innermost too (collapsed with them, which GCC does
+// not vectorise: a linear layer's bias over [32, 8000] ran scalar, 80 us of
+// a 0.62 ms language model); from it on, a row or more each.
+constexpr int64_t kShareInnermostBelow = 8;
 
 // The OpenMP pragma sharing `loops` perfectly nested loops over threads.
 std::string ParallelFor(size_t loops, absl::string_view condition) {
@@ -735,6 +755,9 @@ class KernelPrinter {
   void KeyRef(const Ref& ref);
   // The parameter for `buffer` at `index`.
   Ref Param(BufferId buffer, Expr index, bool is_output);
+  // The memory a step touches: a load's place, the index error slot of a
+  // kCheckIndex; none for the others.
+  Ref StepRef(const ScalarOp& op);
   Ref ResolveLoad(const ScalarOp& op);
   // A parameter's index, less the constant its argument holds.
   Expr ParamIndex(const Ref& ref);
@@ -902,7 +925,7 @@ class KernelPrinter {
   absl::flat_hash_map<BufferId, int> local_;
   std::vector<int> locals_;          // members writing a local array
   std::vector<int64_t> local_length_;  // by member: its slice of one outer iteration
-  std::vector<Ref> load_refs_;       // by step (loads only)
+  std::vector<Ref> load_refs_;       // by step (StepRef)
   std::vector<int> first_step_;      // by member: its first step
   std::vector<Ref> store_refs_;      // by member (kParam or kLocal)
   std::vector<bool> internal_;       // by member: writes an internal buffer
@@ -954,7 +977,7 @@ void KernelPrinter::Plan(const Kernel& kernel) {
     Key(streams);
     KeyNode(node);
     for (const ScalarOp& op : node.body) {
-      load_refs_.push_back(op.kind == ScalarOp::Kind::kLoad ? ResolveLoad(op) : Ref());
+      load_refs_.push_back(StepRef(op));
       KeyRef(load_refs_.back());
     }
     Ref store;
@@ -1072,6 +1095,7 @@ void KernelPrinter::KeyNode(const ComputeNode& node) {
       Key(op.stride);
     }
     Key(op.kind == ScalarOp::Kind::kIndex ? op.index : nullptr);
+    Key(op.kind == ScalarOp::Kind::kCheckIndex ? op.site : -1);
     Key(op.args.size());
     for (int arg : op.args) Key(arg);
   }
@@ -1103,6 +1127,17 @@ Ref KernelPrinter::Param(BufferId buffer, Expr index, bool is_output) {
     Key(is_output);
   }
   return Ref{Ref::Kind::kParam, it->second, index};
+}
+
+Ref KernelPrinter::StepRef(const ScalarOp& op) {
+  switch (op.kind) {
+    case ScalarOp::Kind::kLoad:
+      return ResolveLoad(op);
+    case ScalarOp::Kind::kCheckIndex:
+      return Param(program_.index_errors, ctx_.Const(0), true);
+    default:
+      return Ref();
+  }
 }
 
 Ref KernelPrinter::ResolveLoad(const ScalarOp& op) {
@@ -1165,6 +1200,9 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
     }
     case ScalarOp::Kind::kIndex:
       return ToCpp(op.index, var_names_);
+    case ScalarOp::Kind::kCheckIndex:
+      return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site,
+                                     absl::StrCat("p", load_refs_[step_base_ + i].id), helpers_);
     case ScalarOp::Kind::kConst:
       return cscalar::Literal(op.constant, op.dtype);
     case ScalarOp::Kind::kCast:
@@ -1871,7 +1909,7 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
     // run-time overlap check (an elementwise add of 2^20 floats stayed
     // scalar).
     const int64_t around = Product(outer, 0, outer.size() - 1);
-    const bool shares_innermost = parallel && around < kSplitBelowOuter;
+    const bool shares_innermost = parallel && around < kShareInnermostBelow;
     if (parallel) {
       pragmas.front() = ParallelFor(shares_innermost ? outer.size() : outer.size() - 1, "");
     }
@@ -2091,6 +2129,11 @@ class CodegenCppPass : public Pass {
  public:
   explicit CodegenCppPass(proto::CppOptions options)
       : options_(std::move(options)) {}
+  StageRule stages() const override {
+    StageRule rule = StageRule::From(Stage::kPlanned, Stage::kEmitted);
+    rule.target = proto::CPU;
+    return rule;
+  }
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {
@@ -2177,6 +2220,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   size_t size = text.size();
   for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
+  if (helpers[cscalar::kCheckIndex]) absl::StrAppend(&text, kIndexErrorRecorder);
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {
     if (helpers[h]) {
       absl::StrAppend(&text,

@@ -515,5 +515,28 @@ TEST(CodegenTest, AKernelOfOneMatrixVectorProductIsOneCall) {
                         "  }\n"));
 }
 
+TEST(CodegenTest, IndicesKnownAtRunTimeAreCheckedOnceInTheOuterLoop) {
+  Graph graph;
+  const ValueId table = *graph.AddInput("table", TensorType{DType::kF32, {10, 8}});
+  const ValueId ids = *graph.AddInput("ids", TensorType{DType::kI32, {3}});
+  const NodeId lookup = *graph.AddNode("lookup", "gather", {table, ids}, {"rows"});
+  const NodeId act = *graph.AddNode("act", "tanh", {graph.node(lookup).outputs[0]}, {"y"});
+  graph.AddOutput(graph.node(act).outputs[0]);
+  // One kernel: each index checked once, in the outer loop, the index error
+  // slot a parameter of its own; the lookup inlined into its consumer, whose
+  // inner loop has no check.
+  const std::string text = EmitFused(graph, proto::CppOptions());
+  EXPECT_THAT(text, HasSubstr("  int64_t* LOOM_RESTRICT p1 = (int64_t*)a[1];\n"));
+  EXPECT_THAT(text,
+              HasSubstr("    const int32_t t0 = p0[x0];\n"
+                        "    const int64_t t1 = loom_check_index((int64_t)t0, 10, 0, p1);\n"
+                        "    #pragma GCC ivdep\n"
+                        "    for (int64_t x1 = 0; x1 < 8; ++x1) {\n"
+                        "      const int64_t t2 = t1;\n"
+                        "      const float t3 = p2[x1 + 8 * (int64_t)t2];\n"));
+  EXPECT_THAT(text, HasSubstr("__atomic_compare_exchange_n(&errors[0], &none, site + 1"));
+  EXPECT_THAT(Emit(DoublingChain(2)).text, Not(HasSubstr("loom_check_index")));
+}
+
 }  // namespace
 }  // namespace loom::cpp

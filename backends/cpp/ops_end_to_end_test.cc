@@ -15,6 +15,7 @@
 #include "backends/cpp/e2e_test_util.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
 
@@ -455,6 +456,101 @@ TEST(OpsEndToEndTest, SoftmaxAndNormalisations) {
             b.Weight("bn_mean", {3}, 14), b.Weight("bn_var", {3}, 15, 0.5, 2)},
            MakeAttrs({{"epsilon", 1e-3}})));
   CompileRunAndCompare(std::move(b.graph()));
+}
+
+// The values of index input `i` of the graph of IndicesKnownOnlyAtRunTime
+// (in range, negative ones and repeats among them); other inputs keep
+// MakeInputs' values.
+void FillRunTimeIndices(size_t i, Tensor& t) {
+  static const std::vector<std::vector<int64_t>>* const values =
+      new std::vector<std::vector<int64_t>>{
+          {},                               // table
+          {0, 6, -1, 3, 3, -7},             // ids: i64 [2, 3]
+          {4, -5, 0, 2},                    // ids32: i32 [4]
+          {},                               // data
+          {2, -3, 1, 0, 0, 2, -1, 1},       // picks: [2, 4] along axis 1 of 5
+          {},                               // updates
+          {1, -4, 1, 3, 0, 0, 2, -1},       // targets: [2, 4] along axis 0 of 4
+          {},                               // rows
+          {-1, 0, -1},                      // where: [3, 1] into dim 0 of 4
+      };
+  if (i >= values->size()) return;
+  const std::vector<int64_t>& v = (*values)[i];
+  for (size_t k = 0; k < v.size() && k < static_cast<size_t>(t.num_elements()); ++k) {
+    t.SetInt(k, v[k]);
+  }
+}
+
+// gather, gather_elements, scatter_elements and scatter_nd whose indices
+// are graph inputs (checked as the kernels run), fused into consumers.
+TEST(OpsEndToEndTest, IndicesKnownOnlyAtRunTime) {
+  GraphBuilder b;
+  const ValueId table = b.Input("table", DType::kF32, {7, 6});
+  const ValueId ids = b.Input("ids", DType::kI64, {2, 3});
+  const ValueId ids32 = b.Input("ids32", DType::kI32, {4});
+  // An embedding lookup and its consumer, and a gather along an inner axis.
+  const ValueId rows = b.Op("gather", {table, ids});
+  b.Output(b.Op("tanh", {b.Op("mul", {rows, rows})}));
+  b.Output(b.Op("gather", {table, ids32}, MakeAttrs({{"axis", int64_t{1}}})));
+  b.Output(b.Op("gather", {b.Op("transpose", {table}), ids32}));
+  const ValueId data = b.Input("data", DType::kF32, {4, 5});
+  const ValueId picks = b.Input("picks", DType::kI64, {2, 4});
+  b.Output(b.Op("gather_elements", {data, picks}, MakeAttrs({{"axis", int64_t{1}}})));
+  const ValueId updates = b.Input("updates", DType::kF32, {2, 4});
+  const ValueId targets = b.Input("targets", DType::kI64, {2, 4});
+  for (const char* reduction : {"none", "add", "mul", "max", "min"}) {
+    b.Output(b.Op("scatter_elements", {data, targets, updates},
+                  MakeAttrs({{"reduction", std::string(reduction)}})));
+  }
+  const ValueId slices = b.Input("rows", DType::kF32, {3, 5});
+  const ValueId where = b.Input("where", DType::kI64, {3, 1});
+  b.Output(b.Op("scatter_nd", {data, where, slices}));
+  b.Output(b.Op("scatter_nd", {data, where, slices},
+                MakeAttrs({{"reduction", std::string("add")}})));
+  EndToEndOptions options;
+  options.fill = FillRunTimeIndices;
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+// A run on an index out of range fails with the message the interpreter
+// gives, naming the node and the index: never a read or write out of
+// bounds.
+TEST(OpsEndToEndTest, AnIndexOutOfRangeFailsTheRunNamingTheNode) {
+  struct Case {
+    std::string op;
+    std::vector<int64_t> indices;
+    std::string message;
+    Shape data = {4};
+  };
+  for (const Case& c :
+       {Case{"gather", {0, 2, 1000000}, "node 'gather_0' (gather): index 1000000 is out of range "
+                                        "for axis 0 of size 4"},
+        Case{"gather", {-5, 0, 0}, "node 'gather_0' (gather): index -5 is out of range for "
+                                   "axis 0 of size 4"},
+        Case{"scatter_elements", {1, 4, 0},
+             "node 'scatter_elements_0' (scatter_elements): index 4 is out of range for axis 0 "
+             "of size 4"},
+        // No element reads the indices: each is checked all the same.
+        Case{"gather", {0, 4, 1}, "node 'gather_0' (gather): index 4 is out of range for axis 0 "
+                                  "of size 4", {4, 0}}}) {
+    GraphBuilder b;
+    const ValueId data = b.Input("data", DType::kF32, c.data);
+    const ValueId indices = b.Input("indices", DType::kI64, {3});
+    if (c.op == "gather") {
+      b.Output(b.Op("gather", {data, indices}));
+    } else {
+      b.Output(b.Op("scatter_elements", {data, indices, b.Weight("updates", {3}, 1)}));
+    }
+    Graph& graph = b.graph();
+    ASSERT_TRUE(InferShapes(graph).ok());
+    std::vector<Tensor> inputs = MakeInputs(graph);
+    for (size_t k = 0; k < c.indices.size(); ++k) inputs[1].SetInt(k, c.indices[k]);
+    absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, inputs);
+    EXPECT_EQ(expected.status().message(), c.message);
+    absl::StatusOr<std::vector<Tensor>> actual = CompileAndRun(graph, inputs);
+    EXPECT_EQ(actual.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(actual.status().message(), c.message);
+  }
 }
 
 }  // namespace

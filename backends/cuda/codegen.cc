@@ -45,6 +45,18 @@ typedef unsigned long long uint64_t;
 // Inline functions with external linkage: nvcc warns about unused static ones.
 constexpr char kQualifier[] = "__device__ __forceinline__";
 
+// loom_index_error for loom_check_index (backends/common/c_scalar.h): the
+// first failed index check of a run, whichever thread makes it, records
+// its site and index in the slot, which the runtime reads after the
+// launches.
+constexpr char kIndexErrorRecorder[] = R"(
+__device__ void loom_index_error(int64_t* errors, int64_t site, int64_t index) {
+  if (atomicCAS((unsigned long long*)&errors[0], 0ull, (unsigned long long)(site + 1)) == 0ull) {
+    errors[1] = index;
+  }
+}
+)";
+
 // Team reductions. The butterfly pairs lanes symmetrically and every
 // combine is commutative, so all lanes end with the same value; in a block,
 // every warp then combines the same per-warp partials the same way.
@@ -627,7 +639,7 @@ std::string KernelPrinter::Param(BufferId buffer, Expr index,
     const char* type = CType(program_.buffers[buffer].dtype);
     // Read-only data that nothing in the kernel writes may go through the
     // read-only cache; anything the kernel writes must not.
-    const bool written = stored_.contains(buffer);
+    const bool written = stored_.contains(buffer) || buffer == program_.index_errors;
     const bool read_only =
         !written && !AnyOverlap({RegionOf(buffer)}, kernel_writes_);
     params_.push_back(absl::StrCat(written ? "" : "const ", type,
@@ -683,6 +695,12 @@ std::string KernelPrinter::PrintStep(const Member& member, int i) {
     }
     case ScalarOp::Kind::kIndex:
       return Index(Substituted(member, op.index));
+    case ScalarOp::Kind::kCheckIndex: {
+      std::string rest;
+      const std::string errors = Param(program_.index_errors, ctx_.Const(0), &rest);
+      return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site, errors,
+                                     needs_.helpers);
+    }
     case ScalarOp::Kind::kConst:
       return cscalar::Literal(op.constant, op.dtype);
     case ScalarOp::Kind::kCast:
@@ -1032,6 +1050,11 @@ class CodegenCudaPass : public Pass {
  public:
   explicit CodegenCudaPass(proto::CudaOptions options)
       : options_(std::move(options)) {}
+  StageRule stages() const override {
+    StageRule rule = StageRule::From(Stage::kPlanned, Stage::kEmitted);
+    rule.target = proto::CUDA;
+    return rule;
+  }
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {
@@ -1179,6 +1202,7 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
   std::string& text = source.text;
   text = kPrelude;
   absl::StrAppend(&text, cscalar::CoreHelpers(kQualifier));
+  if (needs.helpers[cscalar::kCheckIndex]) absl::StrAppend(&text, kIndexErrorRecorder);
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {
     if (needs.helpers[h]) {
       absl::StrAppend(&text, cscalar::HelperText(

@@ -22,6 +22,7 @@
 #include "backends/cuda/codegen.h"
 #include "gtest/gtest.h"
 #include "ir/graph_io.h"
+#include "ir/index_error.h"
 #include "ir/interpreter.h"
 #include "ir/module.h"
 #include "ir/random.h"
@@ -134,7 +135,9 @@ absl::StatusOr<std::vector<Tensor>> RunEmulated(
       }
       continue;
     }
-    storage[id].assign(bytes / 8 + 1, ~uint64_t{0});
+    // The index error slot starts clear, as CudaExecutable clears it.
+    const uint64_t fill = buffer.kind == BufferKind::kIndexErrors ? 0 : ~uint64_t{0};
+    storage[id].assign(bytes / 8 + 1, fill);
     pointers[id] = reinterpret_cast<char*>(storage[id].data());
     if (buffer.kind == BufferKind::kWeight) {
       const Tensor& data = module.graph.initializer(buffer.source);
@@ -182,6 +185,14 @@ absl::StatusOr<std::vector<Tensor>> RunEmulated(
            static_cast<int>(std::min<long long>(shape[0], kMaxBlocks)),
            static_cast<int>(shape[1]), shape[2]);
   }
+  if (program.index_errors >= 0) {
+    const int64_t* errors = reinterpret_cast<const int64_t*>(pointers[program.index_errors]);
+    if (errors[0] != 0) {
+      const IndexCheck& check = program.index_checks[errors[0] - 1];
+      return absl::InvalidArgumentError(
+          IndexOutOfRangeMessage(check.node, check.op, errors[1], check.axis, check.extent));
+    }
+  }
   std::vector<Tensor> outputs;
   for (BufferId id : program.outputs) {
     Tensor tensor(program.buffers[id].dtype, program.buffers[id].sizes);
@@ -189,6 +200,17 @@ absl::StatusOr<std::vector<Tensor>> RunEmulated(
     outputs.push_back(std::move(tensor));
   }
   return outputs;
+}
+
+// `graph` through the cuda pipeline.
+absl::StatusOr<Module> CompileForCuda(Graph graph) {
+  absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline("cuda");
+  if (!pipeline.ok()) return pipeline.status();
+  Module module;
+  module.graph = std::move(graph);
+  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
+  if (!runs.ok()) return runs.status();
+  return module;
 }
 
 // Compiles `graph` with the cuda pipeline, runs it emulated and compares
@@ -207,14 +229,9 @@ void CheckEmulated(Graph graph, const std::string& name) {
   }
   absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, inputs);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline("cuda");
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  Module module;
-  module.graph = std::move(graph);
-  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
-  ASSERT_TRUE(runs.ok()) << runs.status();
-  absl::StatusOr<std::vector<Tensor>> actual =
-      RunEmulated(module, inputs, name);
+  absl::StatusOr<Module> module = CompileForCuda(std::move(graph));
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::vector<Tensor>> actual = RunEmulated(*module, inputs, name);
   ASSERT_TRUE(actual.ok()) << actual.status();
   ASSERT_EQ(actual->size(), expected->size());
   for (size_t o = 0; o < actual->size(); ++o) {
@@ -269,6 +286,35 @@ TEST(EmulationTest, Convs) {
       LoadGraphFile("backends/cuda/testdata/convs.pbtxt");
   ASSERT_TRUE(graph.ok()) << graph.status();
   CheckEmulated(*std::move(graph), "convs");
+}
+
+// Gathers and scatters at indices known only at run time, each checked.
+TEST(EmulationTest, IndicesKnownOnlyAtRunTime) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/indices.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "indices");
+}
+
+// An index out of range: the kernel records it (the first of the run) and
+// reads a safe element; the run fails naming the node and the index.
+TEST(EmulationTest, AnIndexOutOfRangeIsRecorded) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/indices.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<Tensor> inputs;
+  for (ValueId id : graph->inputs()) {
+    Tensor tensor(graph->value(id).type);
+    FillUniform(tensor, id, 0, 10);
+    inputs.push_back(std::move(tensor));
+  }
+  inputs[1].SetInt(4, -17);  // ids32, which the gather along axis 1 of 16 reads
+  absl::StatusOr<Module> module = CompileForCuda(*std::move(graph));
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::vector<Tensor>> outputs = RunEmulated(*module, inputs, "indices_bad");
+  EXPECT_EQ(outputs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(outputs.status().message(),
+            "node 'columns' (gather): index -17 is out of range for axis 1 of size 16");
+  inputs[1].SetInt(4, -16);  // the first column, counted from the end
+  EXPECT_TRUE(RunEmulated(*module, inputs, "indices_good").ok());
 }
 
 // Recurrences, smaller than the examples (emulated barriers are slow).

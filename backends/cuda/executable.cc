@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/index_error.h"
 
 namespace loom::cuda {
 namespace {
@@ -134,6 +135,8 @@ absl::StatusOr<CudaExecutable> CudaExecutable::Create(const Module& module,
     e.input_types_.push_back(
         TensorType{program.buffers[id].dtype, program.buffers[id].sizes});
   }
+  e.index_errors_ = program.index_errors;
+  e.index_checks_ = program.index_checks;
   e.outputs_ = program.outputs;
   for (BufferId id : program.outputs) {
     e.output_types_.push_back(
@@ -164,6 +167,8 @@ CudaExecutable& CudaExecutable::operator=(CudaExecutable&& other) noexcept {
   input_types_ = std::move(other.input_types_);
   outputs_ = std::move(other.outputs_);
   output_types_ = std::move(other.output_types_);
+  index_errors_ = other.index_errors_;
+  index_checks_ = std::move(other.index_checks_);
   bound_ = std::exchange(other.bound_, false);
   device_ = other.device_;
   module_ = std::exchange(other.module_, nullptr);
@@ -359,6 +364,14 @@ absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
       return s;
     }
   }
+  int64_t errors[2] = {0, 0};  // the index error slot (BufferKind::kIndexErrors)
+  if (index_errors_ >= 0) {
+    if (absl::Status s = d.Check(d.MemcpyHtoD(pointers_[index_errors_], errors, sizeof(errors)),
+                                 "clearing the index error slot (cuMemcpyHtoD)");
+        !s.ok()) {
+      return s;
+    }
+  }
   const int64_t max_blocks =
       std::max<int64_t>(1, device_.multiprocessors * kBlocksPerMultiprocessor);
   std::vector<CUdeviceptr> values;
@@ -402,6 +415,14 @@ absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
   });
   if (!seconds.ok()) return seconds.status();
   kernel_seconds_ = *seconds;
+  if (index_errors_ >= 0) {
+    if (absl::Status s = d.Check(d.MemcpyDtoH(errors, pointers_[index_errors_], sizeof(errors)),
+                                 "reading the index error slot (cuMemcpyDtoH)");
+        !s.ok()) {
+      return s;
+    }
+    if (errors[0] != 0) return IndexError(errors[0] - 1, errors[1]);
+  }
   host_outputs_.resize(outputs_.size());
   for (size_t i = 0; i < outputs_.size(); ++i) {
     Tensor& tensor = host_outputs_[i];
@@ -415,6 +436,16 @@ absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CudaExecutable::IndexError(int64_t check, int64_t index) const {
+  if (check < 0 || check >= static_cast<int64_t>(index_checks_.size())) {
+    return absl::InternalError(absl::StrCat("a kernel reports index ", index,
+                                            " out of range at an unknown check ", check));
+  }
+  const IndexCheck& site = index_checks_[check];
+  return absl::InvalidArgumentError(
+      IndexOutOfRangeMessage(site.node, site.op, index, site.axis, site.extent));
 }
 
 absl::StatusOr<double> CudaExecutable::MeasureCopyBandwidth() {

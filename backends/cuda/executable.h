@@ -62,6 +62,8 @@ class CudaExecutable {
   CudaExecutable() = default;
   absl::Status Bind();
   void Release();
+  // The run's error for a failed index check at index_checks_[check].
+  absl::Status IndexError(int64_t check, int64_t index) const;
 
   // From the module.
   std::string source_;
@@ -79,6 +81,8 @@ class CudaExecutable {
   std::vector<TensorType> input_types_;
   std::vector<BufferId> outputs_;
   std::vector<TensorType> output_types_;
+  BufferId index_errors_ = -1;  // LoopProgram::index_errors
+  std::vector<IndexCheck> index_checks_;
 
   // On the device, after Bind.
   bool bound_ = false;

@@ -8,8 +8,11 @@
 // - Every ONNX op maps onto loom ops (see onnx_ops_*.cc), names and
 //   attributes per loom's op conventions. Operands that ONNX passes as
 //   tensors but loom needs at compile time (shapes, axes, pads, split sizes,
-//   repeats, clip bounds, gather indices, ...) must be known at import: an
-//   initializer, a Constant, or computed from them. Shape computations
+//   repeats, clip bounds, ...) must be known at import: an initializer, a
+//   Constant, or computed from them. Indices of Gather, GatherElements,
+//   ScatterElements and ScatterND may be graph inputs: the kernels check
+//   them as they run, and a run on an index out of range fails naming the
+//   node and the index. Shape computations
 //   (Shape, Size, Range, ConstantOfShape and arithmetic on their results)
 //   are folded at import with loom's reference interpreter.
 // - Optional inputs absent in the middle of a recurrence's input list are

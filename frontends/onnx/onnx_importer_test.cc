@@ -16,6 +16,7 @@
 namespace loom {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // Builds small ONNX models in memory.
@@ -533,6 +534,65 @@ TEST(OnnxImporterTest, GatherElementsWithKnownIndices) {
   EXPECT_EQ((*y)[0].GetDouble(1), data.GetDouble(0));
   EXPECT_EQ((*y)[0].GetDouble(2), data.GetDouble(4));
   EXPECT_EQ((*y)[0].GetDouble(3), data.GetDouble(3));
+}
+
+Tensor I64(Shape shape, const std::vector<int64_t>& values) {
+  Tensor t(DType::kI64, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) t.SetInt(i, values[i]);
+  return t;
+}
+
+TEST(OnnxImporterTest, IndicesKnownOnlyAtRunTimeStayInputs) {
+  ModelBuilder b;
+  b.Input("table", onnx::TensorProto::FLOAT, {4, 2})
+      .Input("ids", onnx::TensorProto::INT64, {3})
+      .Input("where", onnx::TensorProto::INT64, {2, 1})
+      .Input("rows", onnx::TensorProto::FLOAT, {2, 2})
+      .Output("looked_up")
+      .Output("written");
+  b.Node("Gather", {"table", "ids"}, {"looked_up"}, "embedding");
+  b.Node("ScatterND", {"table", "where", "rows"}, {"written"}, "write");
+  OnnxImportOptions options;  // values given, but no node needs them at import
+  options.bound_inputs.emplace("ids", I64({3}, {0, 3, -1}));
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->inputs().size(), 4);
+  EXPECT_THAT(Ops(*graph), ElementsAre("gather", "scatter_nd"));
+  const Tensor table = Iota({4, 2}, 1.0), rows = Iota({2, 2}, 2.0);
+  absl::StatusOr<std::vector<Tensor>> y =
+      Interpret(*graph, {table, I64({3}, {0, 3, -1}), I64({2, 1}, {-1, 1}), rows});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].GetDouble(2), table.GetDouble(6));  // row 3
+  EXPECT_EQ((*y)[0].GetDouble(5), table.GetDouble(7));  // row -1: 3
+  EXPECT_EQ((*y)[1].GetDouble(6), rows.GetDouble(0));   // row 3 written
+  EXPECT_EQ((*y)[1].GetDouble(2), rows.GetDouble(2));   // row 1 written
+  EXPECT_EQ((*y)[1].GetDouble(0), table.GetDouble(0));  // row 0 kept
+
+  y = Interpret(*graph, {table, I64({3}, {0, 4, 1}), I64({2, 1}, {0, 1}), rows});
+  ASSERT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(y.status().message(),
+              HasSubstr("node 'embedding' (gather): index 4 is out of range for axis 0 of "
+                        "size 4"));
+}
+
+TEST(OnnxImporterTest, ScatterElementsAndItsOldName) {
+  for (const char* op : {"ScatterElements", "Scatter"}) {
+    ModelBuilder b(op == std::string("Scatter") ? 10 : 17);
+    b.Input("data", onnx::TensorProto::FLOAT, {2, 3})
+        .Input("indices", onnx::TensorProto::INT64, {1, 2})
+        .Input("updates", onnx::TensorProto::FLOAT, {1, 2})
+        .Output("y");
+    SetAttr(b.Node(op, {"data", "indices", "updates"}, {"y"}, "s"), "axis", 1);
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    ASSERT_TRUE(graph.ok()) << op << ": " << graph.status();
+    const Tensor data = Iota({2, 3}, 1.0), updates = Iota({1, 2}, 3.0);
+    absl::StatusOr<std::vector<Tensor>> y =
+        Interpret(*graph, {data, I64({1, 2}, {2, -3}), updates});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ((*y)[0].GetDouble(2), updates.GetDouble(0)) << op;
+    EXPECT_EQ((*y)[0].GetDouble(0), updates.GetDouble(1)) << op;
+    EXPECT_EQ((*y)[0].GetDouble(1), data.GetDouble(1)) << op;
+  }
 }
 
 TEST(OnnxImporterTest, OldOpsetAttributesAndNewOpsetInputs) {

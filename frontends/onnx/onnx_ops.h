@@ -32,7 +32,7 @@ void AddNeuralConverters(ConverterMap& map);
 const Converter* FindConverter(absl::string_view op_type);
 
 // Operand positions of `op_type` whose data loom needs at import (shapes,
-// axes, pads, gather indices, ...): the importer resolves them to constants
+// axes, pads, repeats, ...): the importer resolves them to constants
 // and refuses the node when it cannot.
 std::vector<int> StaticOperands(absl::string_view op_type);
 

@@ -423,62 +423,56 @@ absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
 
 // --- losses ------------------------------------------------------------------
 
-// NegativeLogLikelihoodLoss of `log_prob` [N, C, d...] at `target` [N, d...],
-// which must be known at import (loom gathers at indices known at compile
-// time): loss = -log_prob[n, target, d...] * weight[target], 0 where the
-// target is ignore_index; reduced as ONNX's reference does ("mean" divides
-// by the sum of the weights used).
+// NegativeLogLikelihoodLoss of `log_prob` [N, C, d...] at `target` [N, d...]
+// (known at import or only at run time: a gather_elements along the class
+// axis, which checks each target as it runs; a negative one counts from the
+// end, as numpy's take_along_axis in ONNX's reference): loss =
+// -log_prob[n, target, d...] * weight[target], 0 where the target is
+// ignore_index; reduced as ONNX's reference does ("mean" divides by the sum
+// of the weights used).
 absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input,
                          int weight_input) {
-  absl::StatusOr<Tensor> target = ctx.ConstInput(target_input, "the targets");
-  if (!target.ok()) return target.status();
+  const ValueId target = ctx.In(target_input);
   const TensorType type = ctx.TypeOf(log_prob);
+  const TensorType target_type = ctx.TypeOf(target);
   if (!ctx.ok()) return ctx.status();
   const Shape& shape = type.shape;
-  const Shape& target_shape = target->shape();
   Shape expected_target = shape;
   if (shape.size() >= 2) expected_target.erase(expected_target.begin() + 1);
-  if (shape.size() < 2 || target_shape != expected_target ||
-      !IsInteger(target->dtype())) {
-    return ctx.Refuse(absl::StrCat("targets ", TypeToString(target->type()),
+  if (shape.size() < 2 || target_type.shape != expected_target ||
+      !IsInteger(target_type.dtype)) {
+    return ctx.Refuse(absl::StrCat("targets ", TypeToString(target_type),
                                    " do not fit input ", TypeToString(type)));
   }
   const std::string reduction = ctx.String("reduction", "mean");
   if (reduction != "mean" && reduction != "sum" && reduction != "none") {
     return ctx.Refuse(absl::StrCat("reduction '", reduction, "' is unknown"));
   }
-  const bool ignores = ctx.HasAttr("ignore_index");
-  const int64_t ignore_index = ctx.Int("ignore_index", 0);
-  const int64_t classes = shape[1];
-  const int64_t inner = NumElements(Shape(shape.begin() + 2, shape.end()));
-  // Per target element: the flat offset of the picked input element, the
-  // class (for the weight) and whether it counts.
-  Tensor offsets(DType::kI64, target_shape),
-      picked_class(DType::kI64, target_shape);
-  Tensor mask(type.dtype, target_shape);
-  for (int64_t i = 0; i < target->num_elements(); ++i) {
-    const int64_t t = target->GetInt(i);
-    const bool counts = !(ignores && t == ignore_index);
-    if (counts && (t < 0 || t >= classes)) {
-      return ctx.Refuse(absl::StrCat("target ", t, " (element ", i,
-                                     ") is not a class in [0, ", classes, ")"));
-    }
-    const int64_t c = counts ? t : 0;
-    const int64_t n = i / inner, d = i % inner;
-    offsets.SetInt(i, (n * classes + c) * inner + d);
-    picked_class.SetInt(i, c);
-    mask.SetInt(i, counts);
+  // Per target element: whether it counts, and the class it picks (0 for
+  // an ignored one, which may lie outside the classes).
+  ValueId mask, picked_class = target;
+  if (ctx.HasAttr("ignore_index")) {
+    const double ignored = static_cast<double>(ctx.Int("ignore_index", 0));
+    const ValueId counts =
+        ctx.Emit("not_equal", {target, ctx.Scalar(target_type.dtype, ignored)});
+    picked_class = ctx.Emit("where", {counts, target, ctx.Scalar(target_type.dtype, 0)});
+    mask = ctx.CastTo(counts, type.dtype);
+  } else {
+    if (absl::Status s = ctx.CheckBuildable(target_type.shape); !s.ok()) return s;
+    Tensor ones(type.dtype, target_type.shape);
+    for (int64_t i = 0; i < ones.num_elements(); ++i) ones.SetDouble(i, 1);
+    mask = ctx.Constant(std::move(ones));
   }
-  const ValueId flat =
-      ctx.Emit("reshape", {log_prob}, MakeAttrs({{"shape", Shape{-1}}}));
-  const Attrs axis0 = MakeAttrs({{"axis", int64_t{0}}});
-  const ValueId picked =
-      ctx.Emit("gather", {flat, ctx.Constant(std::move(offsets))}, axis0);
-  ValueId weight = ctx.Constant(std::move(mask));
+  const ValueId picked = ctx.Emit(
+      "squeeze",
+      {ctx.Emit("gather_elements",
+                {log_prob, ctx.Emit("unsqueeze", {picked_class}, MakeAttrs({{"axes", Shape{1}}}))},
+                MakeAttrs({{"axis", int64_t{1}}}))},
+      MakeAttrs({{"axes", Shape{1}}}));
+  ValueId weight = mask;
   if (ctx.HasInput(weight_input)) {
-    const ValueId gathered = ctx.Emit(
-        "gather", {ctx.In(weight_input), ctx.Constant(std::move(picked_class))},
-        axis0);
+    const ValueId gathered = ctx.Emit("gather", {ctx.In(weight_input), picked_class},
+                                      MakeAttrs({{"axis", int64_t{0}}}));
     weight = ctx.Emit("mul", {gathered, weight});
   }
   const ValueId loss = ctx.Emit("neg", {ctx.Emit("mul", {picked, weight})});

@@ -204,60 +204,27 @@ absl::Status ConvertPad(NodeContext& ctx) {
   return ctx.status();
 }
 
-absl::Status ConvertGather(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> indices =
-      ctx.ConstInts(1, "the gather indices");
-  if (!indices.ok()) return indices.status();
-  ctx.EmitOutput(0, "gather", {ctx.In(0), ctx.In(1)},
-                 MakeAttrs({{"axis", ctx.Int("axis", 0)}}));
-  return ctx.status();
+// Gather and GatherElements: the loom ops of the same semantics; indices
+// known only at run time are checked as the kernels load them.
+Converter IndexedRead(std::string loom_op) {
+  return [=](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+    ctx.EmitOutput(0, loom_op, {ctx.In(0), ctx.In(1)}, MakeAttrs({{"axis", ctx.Int("axis", 0)}}));
+    return ctx.status();
+  };
 }
 
-// GatherElements with indices known at import: a gather from the flattened
-// data at precomputed flat offsets.
-absl::Status ConvertGatherElements(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
-  absl::StatusOr<Tensor> indices = ctx.ConstInput(1, "the indices");
-  if (!indices.ok()) return indices.status();
-  const ValueId data = ctx.In(0);
-  const Shape shape = ctx.TypeOf(data).shape;
-  if (!ctx.ok()) return ctx.status();
-  const int64_t rank = shape.size();
-  const Shape& index_shape = indices->shape();
-  if (static_cast<int64_t>(index_shape.size()) != rank) {
-    return ctx.Refuse(absl::StrCat("indices of shape ",
-                                   ShapeToString(index_shape),
-                                   " do not have the data's rank ", rank));
-  }
-  absl::StatusOr<int64_t> axis =
-      NormalizedAxis(ctx, ctx.Int("axis", 0), rank, "axis");
-  if (!axis.ok()) return axis.status();
-  const std::vector<int64_t> strides = ContiguousStrides(shape);
-  const std::vector<int64_t> index_strides = ContiguousStrides(index_shape);
-  Tensor flat(DType::kI64, index_shape);
-  for (int64_t i = 0; i < flat.num_elements(); ++i) {
-    int64_t offset = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      int64_t coordinate = i / index_strides[d] % index_shape[d];
-      if (d == *axis) {
-        coordinate = indices->GetInt(i);
-        if (coordinate < 0) coordinate += shape[d];
-      }
-      if (coordinate < 0 || coordinate >= shape[d]) {
-        return ctx.Refuse(absl::StrCat("index element ", i,
-                                       " is out of range for data shape ",
-                                       ShapeToString(shape)));
-      }
-      offset += coordinate * strides[d];
-    }
-    flat.SetInt(i, offset);
-  }
-  const ValueId flat_data =
-      ctx.Emit("reshape", {data}, MakeAttrs({{"shape", Shape{-1}}}));
-  ctx.EmitOutput(0, "gather", {flat_data, ctx.Constant(std::move(flat))},
-                 MakeAttrs({{"axis", int64_t{0}}}));
-  return ctx.status();
+// ScatterElements (and Scatter, its name before opset 11) and ScatterND.
+Converter IndexedWrite(std::string loom_op, bool has_axis) {
+  return [=](NodeContext& ctx) -> absl::Status {
+    std::vector<AttrRule> accepted = {{"reduction", kString}};
+    if (has_axis) accepted.push_back({"axis", kInt});
+    if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+    Attrs attrs = MakeAttrs({{"reduction", ctx.String("reduction", "none")}});
+    if (has_axis) attrs.Set("axis", ctx.Int("axis", 0));
+    ctx.EmitOutput(0, loom_op, {ctx.In(0), ctx.In(1), ctx.In(2)}, std::move(attrs));
+    return ctx.status();
+  };
 }
 
 absl::Status ConvertCumSum(NodeContext& ctx) {
@@ -662,8 +629,11 @@ void AddTensorConverters(ConverterMap& map) {
   map["Slice"] = ConvertSlice;
   map["Split"] = ConvertSplit;
   map["Pad"] = ConvertPad;
-  map["Gather"] = ConvertGather;
-  map["GatherElements"] = ConvertGatherElements;
+  map["Gather"] = IndexedRead("gather");
+  map["GatherElements"] = IndexedRead("gather_elements");
+  map["Scatter"] = IndexedWrite("scatter_elements", true);
+  map["ScatterElements"] = IndexedWrite("scatter_elements", true);
+  map["ScatterND"] = IndexedWrite("scatter_nd", false);
   map["CumSum"] = ConvertCumSum;
   map["Flatten"] = ConvertFlatten;
   map["Dropout"] = ConvertDropout;

@@ -1,6 +1,7 @@
-// Tensor ops beyond plain views: split, tile, pad, gather, flatten and
-// dropout move elements bit for bit (any dtype, except dropout: floats);
-// cumsum adds (numeric dtypes).
+// Tensor ops beyond plain views: split, tile, pad, the gathers and
+// scatters, flatten and dropout move elements bit for bit (any dtype, except
+// dropout: floats; a scatter's reduction may also combine them); cumsum adds
+// (numeric dtypes).
 //
 // Semantics worth stating:
 // - split: one output per part (variadic outputs). `split` lists the sizes
@@ -10,8 +11,17 @@
 //   `mode` "constant" is supported. `value` converts to the data's dtype as
 //   cast does (truncated toward zero and saturated for integers, != 0 for
 //   bool).
-// - gather: a negative index wraps once (i + dim); anything still outside
-//   [0, dim) is an error of the run, naming the index.
+// - gather, gather_elements, scatter_elements, scatter_nd: a negative index
+//   wraps once (i + dim); anything still outside [0, dim) is an error of the
+//   run, naming the index (ir/index_error.h). gather_elements' output and
+//   scatter_elements' updates have the indices' shape (the data's rank, no
+//   dim larger than the data's but along `axis`); scatter_nd's indices
+//   [..., k] address the data's first k dims, its updates are the indices'
+//   leading dims and the data's remaining ones. A scatter copies the data
+//   and combines each update in index order by `reduction`: "none" (the
+//   default) replaces, so the last update of an element wins; "add",
+//   "mul", "max", "min" fold (numeric dtypes; integers wrap, max and min
+//   keep NaN).
 // - cumsum: floats accumulate in double, integers in int64 (wrapping).
 //   `exclusive` 1 leaves out the element itself, `reverse` 1 sums from the
 //   end.
@@ -24,6 +34,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ir/index_error.h"
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
@@ -337,9 +348,7 @@ absl::Status GatherEval(const Node& node, absl::Span<const Tensor* const> in,
     const int64_t index = indices.GetInt(k);
     wrapped[k] = index < 0 ? index + dim : index;
     if (wrapped[k] < 0 || wrapped[k] >= dim) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("index ", index, " (indices element ", k,
-                       ") is out of range for axis ", *axis, " of size ", dim));
+      return absl::InvalidArgumentError(IndexOutOfRangeCause(index, *axis, dim));
     }
   }
   const int64_t outer = DimProduct(data.shape(), 0, *axis);
@@ -350,6 +359,241 @@ absl::Status GatherEval(const Node& node, absl::Span<const Tensor* const> in,
       for (int64_t r = 0; r < inner; ++r) {
         CopyElement(data, (o * dim + index) * inner + r, out[0], i++);
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --- gather_elements, scatter_elements, scatter_nd ---------------------------
+
+// The index at element k of `indices` into a dim of `size` (dim `axis` of
+// the data), wrapped once when negative; an error when still out of range.
+absl::StatusOr<int64_t> WrappedIndex(const Tensor& indices, int64_t k, int64_t axis,
+                                     int64_t size) {
+  const int64_t index = indices.GetInt(k);
+  const int64_t wrapped = index < 0 ? index + size : index;
+  if (wrapped < 0 || wrapped >= size) {
+    return absl::InvalidArgumentError(IndexOutOfRangeCause(index, axis, size));
+  }
+  return wrapped;
+}
+
+absl::Status CheckIndexDType(DType dtype, int input) {
+  if (dtype == DType::kI32 || dtype == DType::kI64) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("input ", input, " (indices) has dtype ",
+                                                 DTypeName(dtype), ", expected i32 or i64"));
+}
+
+// Indices of the data's rank, each dim but `axis` at most the data's.
+absl::Status CheckElementIndices(const Shape& data, const Shape& indices, int64_t axis) {
+  bool fits = indices.size() == data.size();
+  for (size_t d = 0; fits && d < data.size(); ++d) {
+    fits = static_cast<int64_t>(d) == axis || indices[d] <= data[d];
+  }
+  if (fits) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "indices ", ShapeToString(indices), " must have the rank of the data ",
+      ShapeToString(data), " and no larger dim but along axis ", axis));
+}
+
+ShapeResult GatherElementsShape(const Node& node, absl::Span<const TensorType> in) {
+  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, in[0].shape.size());
+  if (!axis.ok()) return axis.status();
+  if (absl::Status s = CheckIndexDType(in[1].dtype, 1); !s.ok()) return s;
+  if (absl::Status s = CheckElementIndices(in[0].shape, in[1].shape, *axis); !s.ok()) return s;
+  return OneOutput(in[0].dtype, in[1].shape);
+}
+
+// The flat offset in a tensor of `strides` of coordinates `at` with dim
+// `axis` replaced by `index`.
+int64_t OffsetWithIndex(const std::vector<int64_t>& at, const std::vector<int64_t>& strides,
+                        int64_t axis, int64_t index) {
+  int64_t offset = 0;
+  for (size_t d = 0; d < at.size(); ++d) {
+    offset += (static_cast<int64_t>(d) == axis ? index : at[d]) * strides[d];
+  }
+  return offset;
+}
+
+absl::Status GatherElementsEval(const Node& node, absl::Span<const Tensor* const> in,
+                                absl::Span<Tensor> out) {
+  const Tensor& data = *in[0];
+  const Tensor& indices = *in[1];
+  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.rank());
+  if (!axis.ok()) return axis.status();
+  const std::vector<int64_t> strides = ContiguousStrides(data.shape());
+  absl::Status status;
+  ForEachIndex(indices.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
+    if (!status.ok()) return;
+    absl::StatusOr<int64_t> index = WrappedIndex(indices, i, *axis, data.shape()[*axis]);
+    if (!index.ok()) {
+      status = index.status();
+      return;
+    }
+    CopyElement(data, OffsetWithIndex(at, strides, *axis, *index), out[0], i);
+  });
+  return status;
+}
+
+// How a scatter combines an update with what the output holds: "none"
+// replaces it (a later update of the same element wins), the others fold
+// every update into it in order.
+enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
+
+absl::StatusOr<ScatterReduction> ReductionAttr(const Node& node, DType dtype) {
+  const std::string name = node.attrs.GetString("reduction", "none");
+  ScatterReduction reduction;
+  if (name == "none") {
+    return ScatterReduction::kNone;
+  } else if (name == "add") {
+    reduction = ScatterReduction::kAdd;
+  } else if (name == "mul") {
+    reduction = ScatterReduction::kMul;
+  } else if (name == "max") {
+    reduction = ScatterReduction::kMax;
+  } else if (name == "min") {
+    reduction = ScatterReduction::kMin;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'reduction' \"", name, "\" is not one of none, add, mul, max, min"));
+  }
+  if (absl::Status s = CheckDType(dtype, DTypeClass::kNumeric, 0); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reduction \"", name, "\": ", s.message()));
+  }
+  return reduction;
+}
+
+// out[to] combined with updates[from] by `reduction`. Integers wrap; max and
+// min keep a NaN.
+void Combine(ScatterReduction reduction, const Tensor& updates, int64_t from, Tensor& out,
+             int64_t to) {
+  if (reduction == ScatterReduction::kNone) return CopyElement(updates, from, out, to);
+  if (IsFloat(out.dtype())) {  // f32 through f64: the same rounding
+    const double a = out.GetDouble(to), b = updates.GetDouble(from);
+    const double nan = std::isnan(a) ? a : b;
+    double v = 0;
+    switch (reduction) {
+      case ScatterReduction::kAdd:
+        v = a + b;
+        break;
+      case ScatterReduction::kMul:
+        v = a * b;
+        break;
+      case ScatterReduction::kMax:
+        v = std::isnan(a) || std::isnan(b) ? nan : std::max(a, b);
+        break;
+      default:
+        v = std::isnan(a) || std::isnan(b) ? nan : std::min(a, b);
+        break;
+    }
+    return out.SetDouble(to, v);
+  }
+  const int64_t a = out.GetInt(to), b = updates.GetInt(from);
+  const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  int64_t v = 0;
+  switch (reduction) {
+    case ScatterReduction::kAdd:
+      v = static_cast<int64_t>(ua + ub);
+      break;
+    case ScatterReduction::kMul:
+      v = static_cast<int64_t>(ua * ub);
+      break;
+    case ScatterReduction::kMax:
+      v = std::max(a, b);
+      break;
+    default:
+      v = std::min(a, b);
+      break;
+  }
+  out.SetInt(to, v);
+}
+
+ShapeResult ScatterElementsShape(const Node& node, absl::Span<const TensorType> in) {
+  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, in[0].shape.size());
+  if (!axis.ok()) return axis.status();
+  if (absl::Status s = CheckIndexDType(in[1].dtype, 1); !s.ok()) return s;
+  if (absl::Status s = CheckElementIndices(in[0].shape, in[1].shape, *axis); !s.ok()) return s;
+  if (in[2].shape != in[1].shape || in[2].dtype != in[0].dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input 2 (updates) is ", TypeToString(in[2]), ", expected the data's dtype ",
+        DTypeName(in[0].dtype), " and the indices' shape ", ShapeToString(in[1].shape)));
+  }
+  if (absl::StatusOr<ScatterReduction> r = ReductionAttr(node, in[0].dtype); !r.ok()) {
+    return r.status();
+  }
+  return OneOutput(in[0]);
+}
+
+absl::Status ScatterElementsEval(const Node& node, absl::Span<const Tensor* const> in,
+                                 absl::Span<Tensor> out) {
+  const Tensor& data = *in[0];
+  const Tensor& indices = *in[1];
+  const Tensor& updates = *in[2];
+  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.rank());
+  if (!axis.ok()) return axis.status();
+  absl::StatusOr<ScatterReduction> reduction = ReductionAttr(node, data.dtype());
+  if (!reduction.ok()) return reduction.status();
+  std::memcpy(out[0].data(), data.data(), out[0].num_bytes());
+  const std::vector<int64_t> strides = ContiguousStrides(data.shape());
+  absl::Status status;
+  ForEachIndex(indices.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
+    if (!status.ok()) return;
+    absl::StatusOr<int64_t> index = WrappedIndex(indices, i, *axis, data.shape()[*axis]);
+    if (!index.ok()) {
+      status = index.status();
+      return;
+    }
+    Combine(*reduction, updates, i, out[0], OffsetWithIndex(at, strides, *axis, *index));
+  });
+  return status;
+}
+
+// indices [..., k] address k leading dims of the data; updates are
+// indices' leading dims followed by the data's dims after those k.
+ShapeResult ScatterNdShape(const Node& node, absl::Span<const TensorType> in) {
+  const Shape& data = in[0].shape;
+  const Shape& indices = in[1].shape;
+  if (absl::Status s = CheckIndexDType(in[1].dtype, 1); !s.ok()) return s;
+  if (indices.empty() || indices.back() > static_cast<int64_t>(data.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "indices ", ShapeToString(indices), " must have rank 1 or more and a last dim of at most ",
+        data.size(), ", the data's rank"));
+  }
+  Shape expected(indices.begin(), indices.end() - 1);
+  expected.insert(expected.end(), data.begin() + indices.back(), data.end());
+  if (in[2].shape != expected || in[2].dtype != in[0].dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input 2 (updates) is ", TypeToString(in[2]), ", expected ",
+                     TypeToString(TensorType{in[0].dtype, expected})));
+  }
+  if (absl::StatusOr<ScatterReduction> r = ReductionAttr(node, in[0].dtype); !r.ok()) {
+    return r.status();
+  }
+  return OneOutput(in[0]);
+}
+
+absl::Status ScatterNdEval(const Node& node, absl::Span<const Tensor* const> in,
+                           absl::Span<Tensor> out) {
+  const Tensor& data = *in[0];
+  const Tensor& indices = *in[1];
+  const Tensor& updates = *in[2];
+  absl::StatusOr<ScatterReduction> reduction = ReductionAttr(node, data.dtype());
+  if (!reduction.ok()) return reduction.status();
+  std::memcpy(out[0].data(), data.data(), out[0].num_bytes());
+  const int64_t k = indices.shape().back();
+  const int64_t tuples = DimProduct(indices.shape(), 0, indices.rank() - 1);
+  const int64_t slice = DimProduct(data.shape(), k, data.rank());
+  const std::vector<int64_t> strides = ContiguousStrides(data.shape());
+  for (int64_t j = 0; j < tuples; ++j) {
+    int64_t offset = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      absl::StatusOr<int64_t> index = WrappedIndex(indices, j * k + c, c, data.shape()[c]);
+      if (!index.ok()) return index.status();
+      offset += *index * strides[c];
+    }
+    for (int64_t r = 0; r < slice; ++r) {
+      Combine(*reduction, updates, j * slice + r, out[0], offset + r);
     }
   }
   return absl::OkStatus();
@@ -472,6 +716,14 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
                              PadShape, PadEval)),
           Exact(FixedArityOp("gather", 2, {{"axis", AttrType::kInt, false}}, GatherShape,
                              GatherEval)),
+          Exact(FixedArityOp("gather_elements", 2, {{"axis", AttrType::kInt, false}},
+                             GatherElementsShape, GatherElementsEval)),
+          Exact(FixedArityOp("scatter_elements", 3,
+                             {{"axis", AttrType::kInt, false},
+                              {"reduction", AttrType::kString, false}},
+                             ScatterElementsShape, ScatterElementsEval)),
+          Exact(FixedArityOp("scatter_nd", 3, {{"reduction", AttrType::kString, false}},
+                             ScatterNdShape, ScatterNdEval)),
           WithBound(FixedArityOp("cumsum", 1,
                                  {{"axis", AttrType::kInt, true},
                                   {"exclusive", AttrType::kInt, false},

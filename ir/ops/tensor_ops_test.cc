@@ -204,15 +204,115 @@ TEST(GatherTest, InnerAxisAndScalarIndices) {
   EXPECT_THAT(ToInts(*y), ElementsAre(3, 8));
 }
 
+TEST(GatherElementsTest, PicksAlongTheAxisWithNegativeIndices) {
+  Tensor data = Iota(DType::kF32, {2, 3});  // [[0, 1, 2], [3, 4, 5]]
+  Tensor indices = MakeIntTensor(DType::kI64, {2, 2}, {2, -3, 1, 0});
+  absl::StatusOr<Tensor> y =
+      RunOp("gather_elements", {data, indices}, MakeAttrs({{"axis", int64_t{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 2}));
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(2, 0, 4, 3));
+  y = RunOp("gather_elements", {data, MakeIntTensor(DType::kI32, {1, 3}, {1, 0, 1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(3, 1, 5));
+}
+
+TEST(GatherElementsTest, Errors) {
+  Tensor data(DType::kF32, {2, 3});
+  EXPECT_THAT(RunOpError("gather_elements", {data, MakeIntTensor(DType::kI64, {1, 1}, {2})}),
+              HasSubstr("(gather_elements): index 2 is out of range for axis 0 of size 2"));
+  EXPECT_THAT(RunOpError("gather_elements", {data, MakeIntTensor(DType::kI64, {3, 1}, {0, 0, 0}),
+                                            },
+                         MakeAttrs({{"axis", int64_t{1}}})),
+              HasSubstr("no larger dim but along axis 1"));
+  EXPECT_THAT(RunOpError("gather_elements", {data, MakeIntTensor(DType::kI64, {2}, {0, 0})}),
+              HasSubstr("must have the rank of the data"));
+}
+
+TEST(ScatterElementsTest, ReplacesInOrderOrFolds) {
+  Tensor data = Iota(DType::kF32, {2, 3});  // [[0, 1, 2], [3, 4, 5]]
+  Tensor indices = MakeIntTensor(DType::kI64, {1, 3}, {1, -1, 1});
+  Tensor updates = MakeIntTensor(DType::kI64, {1, 3}, {10, 20, 30});
+  Tensor float_updates(DType::kF32, {1, 3});
+  for (int i = 0; i < 3; ++i) float_updates.SetDouble(i, updates.GetInt(i));
+  absl::StatusOr<Tensor> y = RunOp("scatter_elements", {data, indices, float_updates},
+                                   MakeAttrs({{"axis", int64_t{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 30, 20, 3, 4, 5));  // the last of two wins
+  y = RunOp("scatter_elements", {data, indices, float_updates},
+            MakeAttrs({{"axis", int64_t{1}}, {"reduction", std::string("add")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 41, 22, 3, 4, 5));
+  Tensor ints = Iota(DType::kI64, {2, 3});
+  y = RunOp("scatter_elements", {ints, indices, updates},
+            MakeAttrs({{"axis", int64_t{1}}, {"reduction", std::string("min")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, 1, 2, 3, 4, 5));
+}
+
+TEST(ScatterElementsTest, Errors) {
+  Tensor data(DType::kF32, {2, 3});
+  Tensor updates(DType::kF32, {1, 2});
+  EXPECT_THAT(RunOpError("scatter_elements",
+                         {data, MakeIntTensor(DType::kI64, {1, 2}, {0, -3}), updates}),
+              HasSubstr("(scatter_elements): index -3 is out of range for axis 0 of size 2"));
+  EXPECT_THAT(RunOpError("scatter_elements",
+                         {data, MakeIntTensor(DType::kI64, {1, 2}, {0, 1}), Tensor(DType::kF32, {2})}),
+              HasSubstr("input 2 (updates) is f32[2], expected the data's dtype f32 and the "
+                        "indices' shape [1,2]"));
+  EXPECT_THAT(RunOpError("scatter_elements",
+                         {data, MakeIntTensor(DType::kI64, {1, 2}, {0, 1}), updates},
+                         MakeAttrs({{"reduction", std::string("sub")}})),
+              HasSubstr("attribute 'reduction' \"sub\" is not one of none, add, mul, max, min"));
+  Tensor flags(DType::kBool, {2, 3});
+  EXPECT_THAT(RunOpError("scatter_elements",
+                         {flags, MakeIntTensor(DType::kI64, {1, 2}, {0, 1}),
+                          Tensor(DType::kBool, {1, 2})},
+                         MakeAttrs({{"reduction", std::string("add")}})),
+              HasSubstr("reduction \"add\""));
+}
+
+TEST(ScatterNdTest, WritesSlicesAtIndexTuples) {
+  Tensor data = Iota(DType::kF32, {3, 2});  // [[0, 1], [2, 3], [4, 5]]
+  Tensor indices = MakeIntTensor(DType::kI64, {2, 1}, {-1, 0});
+  Tensor updates(DType::kF32, {2, 2});
+  for (int i = 0; i < 4; ++i) updates.SetDouble(i, 10 + i);
+  absl::StatusOr<Tensor> y = RunOp("scatter_nd", {data, indices, updates});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(12, 13, 2, 3, 10, 11));
+  y = RunOp("scatter_nd", {data, MakeIntTensor(DType::kI32, {2, 2}, {1, 1, 1, 1}),
+                           MakeIntTensor(DType::kI64, {2}, {0, 0})});
+  EXPECT_FALSE(y.ok());  // updates of another dtype
+  Tensor pair_updates(DType::kF32, {2});
+  pair_updates.SetDouble(0, 7);
+  pair_updates.SetDouble(1, 8);
+  y = RunOp("scatter_nd", {data, MakeIntTensor(DType::kI32, {2, 2}, {1, 1, 1, 1}), pair_updates},
+            MakeAttrs({{"reduction", std::string("mul")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 1, 2, 168, 4, 5));
+}
+
+TEST(ScatterNdTest, Errors) {
+  Tensor data(DType::kF32, {3, 2});
+  EXPECT_THAT(RunOpError("scatter_nd", {data, MakeIntTensor(DType::kI64, {1, 2}, {0, 2}),
+                                       Tensor(DType::kF32, {1})}),
+              HasSubstr("(scatter_nd): index 2 is out of range for axis 1 of size 2"));
+  EXPECT_THAT(RunOpError("scatter_nd", {data, MakeIntTensor(DType::kI64, {1, 3}, {0, 0, 0}),
+                                       Tensor(DType::kF32, {1})}),
+              HasSubstr("a last dim of at most 2"));
+  EXPECT_THAT(RunOpError("scatter_nd", {data, MakeIntTensor(DType::kI64, {1, 1}, {0}),
+                                       Tensor(DType::kF32, {1, 3})}),
+              HasSubstr("input 2 (updates) is f32[1,3], expected f32[1,2]"));
+}
+
 TEST(GatherTest, Errors) {
   Tensor data(DType::kF32, {3, 2});
   EXPECT_THAT(
       RunOpError("gather", {data, MakeIntTensor(DType::kI64, {2}, {1, 3})}),
-      HasSubstr("node 'test_node' (gather): index 3 (indices element 1) is "
-                "out of range for axis 0 of size 3"));
+      HasSubstr("node 'test_node' (gather): index 3 is out of range for axis 0 of size 3"));
   EXPECT_THAT(
       RunOpError("gather", {data, MakeIntTensor(DType::kI32, {1}, {-4})}),
-      HasSubstr("(gather): index -4 (indices element 0) is out of range"));
+      HasSubstr("(gather): index -4 is out of range"));
   EXPECT_THAT(RunOpError("gather", {data, Tensor(DType::kF32, {1})}),
               HasSubstr("node 'test_node' (gather): input 1 (indices) has "
                         "dtype f32, expected i32 or i64"));

@@ -30,6 +30,16 @@ if ! grep -q '"model": ".*test_gemm_default_no_bias/model.onnx"' "$out/report.js
   failures=$((failures + 1))
 fi
 
+# A language model exported from PyTorch (tests/onnx/models), its token ids
+# the graph's input: an id outside the vocabulary exits 2 naming the node.
+models="tests/onnx/models"
+mkdir -p "$out/ids_ok" "$out/ids_bad"
+cp "$models/embedding_gru.ids.bin" "$out/ids_ok/ids.bin"
+perl -e 'print pack("q<*", @ARGV)' -- 1 2 3 4 5 6 7 8 9 10 11 12 13 20 >"$out/ids_bad/ids.bin"
+expect 0 "check pass" run --check --model="$models/embedding_gru.onnx" --inputs="$out/ids_ok"
+expect 2 "^loom: node '/embedding/Gather' \(gather\): index 20 is out of range for axis 0 of size 20$" \
+  run --model="$models/embedding_gru.onnx" --inputs="$out/ids_bad"
+
 # Refusals: exit 2, naming the file, the node and the cause.
 expect 2 "test_reshape_extended_dims/model.onnx: node 'reshaped' \(Reshape\): input 'shape' \(the target shape\) must be known at import" \
   compile --model="$node/test_reshape_extended_dims/model.onnx"

@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/onnx_importer.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
@@ -168,6 +170,55 @@ TEST(OnnxEndToEndTest, LstmWithGapsInOptionalInputsAndOutputs) {
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_TRUE((*a)[0] == (*b)[0]);
   ExpectCompiledMatchesInterpreter(*std::move(gaps));
+}
+
+// A file's bytes as a tensor of `type`.
+Tensor ReadTensor(const std::string& path, const TensorType& type) {
+  Tensor tensor(type);
+  std::ifstream file(path, std::ios::binary);
+  file.read(static_cast<char*>(tensor.data()), tensor.num_bytes());
+  EXPECT_EQ(file.gcount(), tensor.num_bytes()) << path;
+  return tensor;
+}
+
+// nn.Embedding -> 2-layer nn.GRU -> nn.Linear as torch.onnx.export writes
+// it (tests/onnx/models/make_embedding_gru.py), its token ids a graph input:
+// loom's logits are PyTorch's; an id outside the vocabulary fails the run
+// naming the embedding's node, as the interpreter does.
+TEST(OnnxEndToEndTest, EmbeddingGruLinearFromPyTorch) {
+  const std::string base = "tests/onnx/models/embedding_gru";
+  CompileOptions options;
+  options.model = base + ".onnx";
+  options.keep_input_graph = true;
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  if (tmp != nullptr) options.cache_dir = absl::StrCat(tmp, "/cache");
+  absl::StatusOr<CompiledModel> compiled = CompileModel(options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const Graph& graph = *compiled->input_graph;
+  ASSERT_EQ(graph.inputs().size(), 1);  // the ids, not bound at import
+  Tensor ids = ReadTensor(base + ".ids.bin", TensorType{DType::kI64, {2, 7}});
+  const Tensor torch_logits = ReadTensor(base + ".logits.bin", TensorType{DType::kF32, {2, 7, 20}});
+  absl::StatusOr<std::vector<Tensor>> logits = compiled->executable->Run({ids});
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  ASSERT_EQ((*logits)[0].type(), torch_logits.type());
+  for (int64_t k = 0; k < torch_logits.num_elements(); ++k) {
+    EXPECT_NEAR((*logits)[0].GetDouble(k), torch_logits.GetDouble(k),
+                1e-5 + 1e-4 * std::abs(torch_logits.GetDouble(k)))
+        << "element " << k;
+  }
+
+  ids.SetInt(9, 20);
+  ids.SetInt(3, -21);
+  auto message = [](int index) {
+    return absl::StrCat("node '/embedding/Gather' (gather): index ", index,
+                        " is out of range for axis 0 of size 20");
+  };
+  absl::StatusOr<std::vector<Tensor>> reference = Interpret(graph, {ids});
+  EXPECT_EQ(reference.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(reference.status().message(), message(-21));  // the first
+  logits = compiled->executable->Run({ids});
+  EXPECT_EQ(logits.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(logits.status().message()), testing::AnyOf(message(-21), message(20)));
 }
 
 }  // namespace

@@ -82,6 +82,13 @@ T __shfl_xor_sync(unsigned, T v, int s) {
   return result;
 }
 
+inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare,
+                                    unsigned long long value) {
+  __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
+  return compare;
+}
+
 template <typename... P, size_t... I>
 void LoomEmuCall(void (*f)(P...), void* const* a, std::index_sequence<I...>) {
   f(static_cast<P>(a[I])...);

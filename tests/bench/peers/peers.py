@@ -123,12 +123,24 @@ class Case:
     flops: float = 0.0  # matmul cases: floating-point operations per call
 
 
+# Integer inputs (token ids) are uniform in [0, this), like loom's own.
+INT_INPUT_HIGH = 10
+
+
 def random_inputs(shapes):
-    """Uniform in [-1, 1), like loom's own random inputs."""
+    """Uniform in [-1, 1), like loom's own random inputs; a shape given as
+    ("int64", shape) is of token ids in [0, INT_INPUT_HIGH)."""
     import torch
 
     generator = torch.Generator().manual_seed(SEED)
-    return {name: torch.rand(shape, generator=generator) * 2 - 1 for name, shape in shapes.items()}
+    inputs = {}
+    for name, shape in shapes.items():
+        if isinstance(shape, tuple):
+            inputs[name] = torch.randint(0, INT_INPUT_HIGH, shape[1], generator=generator,
+                                         dtype=getattr(torch, shape[0]))
+        else:
+            inputs[name] = torch.rand(shape, generator=generator) * 2 - 1
+    return inputs
 
 
 def torch_modules():
@@ -179,7 +191,20 @@ def torch_modules():
         def forward(self, x):
             return torch.log_softmax(self.fc(self.lstm(x)[0]), dim=-1)
 
+    class EmbeddingGruLm(nn.Module):
+        """A language model: token embedding, GRU, a linear head to the vocabulary."""
+
+        def __init__(self, vocab, embed, hidden, layers):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab, embed)
+            self.gru = nn.GRU(embed, hidden, layers, batch_first=True)
+            self.head = nn.Linear(hidden, vocab)
+
+        def forward(self, ids):
+            return self.head(self.gru(self.embedding(ids))[0])
+
     return {
+        "EmbeddingGruLm": EmbeddingGruLm,
         "MatMul": MatMul,
         "Softmax": Softmax,
         "FeedForward": FeedForward,
@@ -287,6 +312,8 @@ def all_cases():
                   {"x": [2, 16, 128]}),
         onnx_case("bilstm_classifier", "rnn", lambda m: m["BiLstmClassifier"](40, 128, 2, 10),
                   {"x": [1, 50, 40]}),
+        onnx_case("embedding_gru_lm", "rnn", lambda m: m["EmbeddingGruLm"](8000, 128, 256, 2),
+                  {"ids": ("int64", [1, 32])}),
     ]
 
 
