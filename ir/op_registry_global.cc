@@ -13,7 +13,8 @@ absl::Status RegisterAllFamilies(OpRegistry& registry) {
   for (auto* register_family :
        {RegisterElementwiseOps, RegisterReductionOps, RegisterShapeOps,
         RegisterMatmulOps, RegisterSoftmaxOps, RegisterActivationOps,
-        RegisterTensorOps, RegisterNormOps, RegisterRecurrentOps}) {
+        RegisterTensorOps, RegisterNormOps, RegisterRecurrentOps,
+        RegisterConvOps}) {
     absl::Status status = register_family(registry);
     if (!status.ok()) return status;
   }

@@ -66,7 +66,9 @@ TEST(OpRegistryTest, GlobalHoldsTheStarterAndContractOps) {
         "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square", "argmax",
         "argmin", "split", "tile", "pad", "gather", "cumsum", "flatten",
         "dropout", "log_softmax", "layer_norm", "group_norm", "batch_norm",
-        "instance_norm"}) {
+        "instance_norm",
+        // issue 19
+        "conv", "max_pool", "average_pool"}) {
     EXPECT_NE(OpRegistry::Global().Find(op), nullptr) << op;
   }
   EXPECT_EQ(OpRegistry::Global().Find("split")->num_outputs, -1);
@@ -86,6 +88,7 @@ TEST(OpRegistryTest, FamiliesRegisterIntoAFreshRegistryOnce) {
   EXPECT_TRUE(RegisterTensorOps(registry).ok());
   EXPECT_TRUE(RegisterNormOps(registry).ok());
   EXPECT_TRUE(RegisterRecurrentOps(registry).ok());
+  EXPECT_TRUE(RegisterConvOps(registry).ok());
   EXPECT_EQ(registry.Names(), OpRegistry::Global().Names());
   EXPECT_THAT(Message(RegisterMatmulOps(registry)),
               HasSubstr("op 'matmul' is registered twice"));

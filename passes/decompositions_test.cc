@@ -1,9 +1,10 @@
-// Every decomposition of the activation, norm, tensor-op and softmax
-// families against the reference interpreter: the graph before and after
+// Every decomposition of the activation, norm, tensor-op, softmax and
+// convolution families against the reference interpreter: the graph before and after
 // `decompose` must compute the same values (in f64, tightly), and what
 // `decompose` leaves must lower.
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -266,6 +267,130 @@ TEST(DecompositionsTest, Normalisations) {
                       {},
                       1,
                       /*positive=*/true});
+}
+
+using Ints = std::vector<int64_t>;
+
+// im2col and direct (grouped, small groups) convs.
+TEST(DecompositionsTest, Convolutions) {
+  const std::vector<Case> cases = {
+      // im2col: asymmetric pads, strides, bias.
+      {"conv",
+       {F64({2, 4, 6, 7}), F64({6, 4, 3, 3}), F64({6})},
+       Make({{"pads", Ints{1, 0, 2, 1}}, {"strides", Ints{2, 1}}})},
+      // im2col, batched over two groups.
+      {"conv", {F64({1, 8, 5, 5}), F64({10, 4, 3, 3})}, Make({{"group", int64_t{2}}})},
+      // im2col, 1-D, dilated.
+      {"conv",
+       {F64({2, 6, 9}), F64({8, 6, 3}), F64({8})},
+       Make({{"dilations", Ints{2}}, {"pads", Ints{2, 2}}})},
+      // im2col, 3-D.
+      {"conv",
+       {F64({1, 3, 4, 4, 4}), F64({5, 3, 2, 2, 2})},
+       Make({{"strides", Ints{2, 2, 2}}, {"pads", Ints{1, 1, 1, 1, 1, 1}}})},
+      // im2col with one kernel position: the strided input is the column.
+      {"conv", {F64({2, 32, 3, 3}), F64({8, 32, 1, 1})}, Make({{"strides", Ints{2, 2}}})},
+      {"conv", {F64({1, 32, 3, 3}), F64({8, 32, 1, 1}), F64({8})}},
+      // direct: depthwise, with a multiplier, 3-D.
+      {"conv",
+       {F64({2, 4, 5, 5}), F64({4, 1, 3, 3}), F64({4})},
+       Make({{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}})},
+      {"conv",
+       {F64({1, 3, 6}), F64({6, 1, 3})},
+       Make({{"group", int64_t{3}}, {"strides", Ints{2}}})},
+      {"conv", {F64({1, 2, 3, 3, 3}), F64({2, 1, 2, 2, 2})}, Make({{"group", int64_t{2}}})},
+      // im2col: one input channel; few channels.
+      {"conv", {F64({1, 1, 5, 5}), F64({8, 1, 3, 3})}},
+      {"conv", {F64({1, 2, 4, 4}), F64({3, 2, 2, 2}), F64({3})}},
+      // direct: two input channels per group.
+      {"conv",
+       {F64({1, 4, 4, 4}), F64({6, 2, 2, 2})},
+       Make({{"group", int64_t{2}}, {"dilations", Ints{1, 2}}})},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
+TEST(DecompositionsTest, Pools) {
+  const TensorType x = F64({2, 3, 7, 6});
+  const std::vector<Case> cases = {
+      {"max_pool",
+       {x},
+       Make({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}),
+       1,
+       false,
+       true},
+      {"max_pool",
+       {x},
+       Make({{"kernel_shape", Ints{2, 3}}, {"dilations", Ints{2, 1}}, {"ceil_mode", int64_t{1}},
+             {"strides", Ints{2, 2}}})},
+      {"max_pool", {F64({1, 2, 5})}, Make({{"kernel_shape", Ints{1}}, {"strides", Ints{2}}})},
+      {"max_pool", {F64({1, 1, 3, 3, 3})}, Make({{"kernel_shape", Ints{2, 2, 2}}})},
+      {"average_pool", {x}, Make({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}})},
+      {"average_pool",
+       {x},
+       Make({{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 0, 1, 2}}})},
+      {"average_pool",
+       {x},
+       Make({{"kernel_shape", Ints{3, 3}},
+             {"pads", Ints{1, 0, 1, 2}},
+             {"count_include_pad", int64_t{1}}})},
+      {"average_pool",
+       {x},
+       Make({{"kernel_shape", Ints{3, 2}},
+             {"strides", Ints{2, 2}},
+             {"pads", Ints{1, 1, 0, 0}},
+             {"ceil_mode", int64_t{1}},
+             {"count_include_pad", int64_t{1}}})},
+      {"average_pool", {F64({1, 2, 3, 4, 4})}, Make({{"kernel_shape", Ints{1, 2, 2}}})},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
+// The ops a decomposition of the one node of `c` leaves, counted.
+std::map<std::string, int> DecomposedOps(const Case& c) {
+  Module module;
+  module.graph = BuildGraph(c);
+  EXPECT_TRUE(InferShapes(module.graph).ok());
+  EXPECT_TRUE(DecomposePass::Create({}).value()->Run(module).ok());
+  std::map<std::string, int> ops;
+  for (const Node& node : module.graph.nodes()) ++ops[std::string(node.op)];
+  return ops;
+}
+
+// A 3x3 conv of 8 channels into 16 is one matmul of the column matrix that
+// the 9 kernel positions' views fill, and so is one of a single channel; a
+// depthwise one sums 9 products.
+TEST(DecompositionsTest, ConvChoosesIm2colOrDirect) {
+  std::map<std::string, int> im2col = DecomposedOps(
+      {"conv", {F64({1, 8, 6, 6}), F64({16, 8, 3, 3})}, Make({{"pads", Ints{1, 1, 1, 1}}})});
+  EXPECT_EQ(im2col["matmul"], 1);
+  EXPECT_EQ(im2col["pad"], 1);
+  EXPECT_EQ(im2col["slice"], 9);
+  EXPECT_EQ(im2col["concat"], 1);
+  EXPECT_EQ(im2col["mul"], 0);
+  EXPECT_EQ(DecomposedOps({"conv", {F64({1, 1, 6, 6}), F64({4, 1, 3, 3})}})["matmul"], 1);
+  std::map<std::string, int> direct =
+      DecomposedOps({"conv",
+                     {F64({1, 8, 6, 6}), F64({8, 1, 3, 3})},
+                     Make({{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{8}}})});
+  EXPECT_EQ(direct["matmul"], 0);
+  EXPECT_EQ(direct["mul"], 9);
+  EXPECT_EQ(direct["add"], 8);
+}
+
+// A window of 2^17 positions would be 2^17 slices: refused by name.
+TEST(DecompositionsTest, HugeKernelsAreRefused) {
+  Module module;
+  module.graph = BuildGraph({"max_pool",
+                             {F64({1, 1, 1, 1})},
+                             Make({{"kernel_shape", Ints{512, 256}},
+                                   {"pads", Ints{256, 128, 255, 127}}})});
+  ASSERT_TRUE(InferShapes(module.graph).ok());
+  absl::Status status = DecomposePass::Create({}).value()->Run(module).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              testing::HasSubstr("node 'node' (max_pool): the kernel has 131072 positions; loom "
+                                 "decomposes kernels of at most 2^16 positions"));
 }
 
 TEST(DecompositionsTest, BadAttributesAreErrorsNamingTheNode) {

@@ -280,6 +280,14 @@ TEST(EmulationTest, Gemms) {
   CheckEmulated(*std::move(graph), "gemms");
 }
 
+// conv (im2col through a cuBLAS call, and direct), pools, fused batch norm.
+TEST(EmulationTest, Convs) {
+  absl::StatusOr<Graph> graph =
+      LoadGraphFile("backends/cuda/testdata/convs.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "convs");
+}
+
 // Gathers and scatters at indices known only at run time, each checked.
 TEST(EmulationTest, IndicesKnownOnlyAtRunTime) {
   absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/indices.pbtxt");

@@ -1,6 +1,7 @@
 #include "frontends/onnx/onnx_importer.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <utility>
 #include <string>
@@ -121,6 +122,22 @@ void SetAttr(onnx::NodeProto& node, const std::string& name,
   *attr->mutable_t() = value;
 }
 
+void SetInts(onnx::NodeProto& node, const std::string& name,
+             const std::vector<int64_t>& values) {
+  onnx::AttributeProto* attr = node.add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) attr->add_ints(v);
+}
+
+void SetString(onnx::NodeProto& node, const std::string& name,
+               const std::string& value) {
+  onnx::AttributeProto* attr = node.add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::STRING);
+  attr->set_s(value);
+}
+
 Tensor Iota(Shape shape, double scale = 0.1) {
   Tensor t(DType::kF32, std::move(shape));
   for (int64_t i = 0; i < t.num_elements(); ++i) {
@@ -163,11 +180,11 @@ TEST(OnnxImporterTest, MapsInputsInitializersAndConstants) {
 TEST(OnnxImporterTest, RefusesUnsupportedOpNamingTheNode) {
   ModelBuilder b;
   b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 4, 4}).Output("y");
-  b.Node("MaxPool", {"x"}, {"y"}, "pool1");
+  b.Node("LRN", {"x"}, {"y"}, "norm1");
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(graph.status().message(),
-              HasSubstr("node 'pool1' (MaxPool): op MaxPool (opset 17) is not "
+              HasSubstr("node 'norm1' (LRN): op LRN (opset 17) is not "
                         "supported"));
 }
 
@@ -600,6 +617,129 @@ TEST(OnnxImporterTest, OldOpsetAttributesAndNewOpsetInputs) {
   graph = ImportOnnxModel(new_model.model());
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(graph->value(graph->outputs()[0]).type.shape, (Shape{1, 3}));
+}
+
+// The pads loom's conv gets for auto_pad on X [1, 1, 4], W [1, 1, 2].
+std::vector<int64_t> ConvPads(const std::string& auto_pad, int64_t stride) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 4}).Initializer("w", {1, 1, 2}, {1, 1}).Output("y");
+  onnx::NodeProto& conv = b.Node("Conv", {"x", "w"}, {"y"});
+  SetString(conv, "auto_pad", auto_pad);
+  SetInts(conv, "strides", {stride});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  if (!graph.ok()) return {};
+  EXPECT_EQ(Ops(*graph), std::vector<std::string>{"conv"});
+  return graph->nodes()[0].attrs.GetInts("pads");
+}
+
+// SAME pads so that the output has ceil(4 / stride) positions, the odd
+// position at the end (UPPER) or the beginning (LOWER).
+TEST(OnnxImporterTest, ConvAutoPadBecomesExplicitPads) {
+  EXPECT_EQ(ConvPads("SAME_UPPER", 1), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(ConvPads("SAME_LOWER", 1), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(ConvPads("SAME_UPPER", 3), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(ConvPads("VALID", 1), (std::vector<int64_t>{0, 0}));
+}
+
+TEST(OnnxImporterTest, ConvWithBiasComputes) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 2, 3})
+      .Initializer("w", {1, 2, 2}, {1, 2, 3, 4})
+      .Initializer("bias", {1}, {0.5})
+      .Output("y");
+  b.Node("Conv", {"x", "w", "bias"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor x(DType::kF32, {1, 2, 3});
+  for (int64_t i = 0; i < 6; ++i) x.SetDouble(i, i + 1);  // [1 2 3], [4 5 6]
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ((*y)[0].shape(), (Shape{1, 1, 2}));
+  EXPECT_EQ((*y)[0].GetDouble(0), 1 * 1 + 2 * 2 + 3 * 4 + 4 * 5 + 0.5);
+  EXPECT_EQ((*y)[0].GetDouble(1), 1 * 2 + 2 * 3 + 3 * 5 + 4 * 6 + 0.5);
+}
+
+TEST(OnnxImporterTest, ConvAndPoolRefusals) {
+  auto refusal = [](const std::string& op, std::vector<std::string> outputs,
+                    const std::function<void(onnx::NodeProto&)>& set) {
+    ModelBuilder b;
+    b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 4, 4})
+        .Initializer("w", {1, 1, 3, 3}, std::vector<float>(9, 1));
+    for (const std::string& output : outputs) b.Output(output);
+    onnx::NodeProto& node = b.Node(
+        op, op == "Conv" ? std::vector<std::string>{"x", "w"} : std::vector<std::string>{"x"},
+        outputs, "n");
+    set(node);
+    return std::string(ImportOnnxModel(b.model()).status().message());
+  };
+  EXPECT_THAT(refusal("Conv", {"y"},
+                      [](onnx::NodeProto& n) {
+                        SetInts(n, "kernel_shape", {2, 2});
+                      }),
+              HasSubstr("node 'n' (Conv): attribute 'kernel_shape' [2,2] disagrees with W "
+                        "[1,1,3,3]"));
+  EXPECT_THAT(refusal("Conv", {"y"}, [](onnx::NodeProto& n) { SetString(n, "auto_pad", "SAME"); }),
+              HasSubstr("node 'n' (Conv): attribute 'auto_pad' 'SAME' is not one of"));
+  EXPECT_THAT(refusal("Conv", {"y"},
+                      [](onnx::NodeProto& n) {
+                        SetInts(n, "pads", {1, 1});
+                      }),
+              HasSubstr("node 'n' (Conv): attribute 'pads' [1,1] has 2 entries; expected 4"));
+  EXPECT_THAT(refusal("MaxPool", {"y", "indices"},
+                      [](onnx::NodeProto& n) {
+                        SetInts(n, "kernel_shape", {2, 2});
+                      }),
+              HasSubstr("node 'n' (MaxPool): the Indices output is not supported (only Y)"));
+  EXPECT_THAT(refusal("AveragePool", {"y"}, [](onnx::NodeProto&) {}),
+              HasSubstr("node 'n' (AveragePool): attribute 'kernel_shape' is required"));
+  EXPECT_THAT(refusal("MaxPool", {"y"},
+                      [](onnx::NodeProto& n) {
+                        SetInts(n, "kernel_shape", {5, 5});
+                      }),
+              HasSubstr("node 'n' (MaxPool): loom max_pool: the kernel spans 5 positions along "
+                        "spatial dim 0"));
+}
+
+TEST(OnnxImporterTest, AveragePoolCountsPadsWhenAsked) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 3}).Output("y");
+  onnx::NodeProto& pool = b.Node("AveragePool", {"x"}, {"y"});
+  SetInts(pool, "kernel_shape", {2});
+  SetInts(pool, "pads", {1, 1});
+  SetAttr(pool, "count_include_pad", 1);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor x(DType::kF32, {1, 1, 3});
+  for (int64_t i = 0; i < 3; ++i) x.SetDouble(i, i + 1);
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  const std::vector<double> expected = {0.5, 1.5, 2.5, 1.5};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ((*y)[0].GetDouble(i), expected[i]);
+}
+
+// Before opset 7 a slope [C] is per channel; from 7 on it broadcasts as
+// numpy does, along the last dim.
+TEST(OnnxImporterTest, PReluSlopePerChannelBeforeOpset7) {
+  for (const int64_t opset : {6, 17}) {
+    ModelBuilder b(opset);
+    b.Input("x", onnx::TensorProto::FLOAT, {1, 2, 2})
+        .Initializer("slope", {2}, {0.5, 0.25})
+        .Output("y");
+    b.Node("PRelu", {"x", "slope"}, {"y"});
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    Tensor x(DType::kF32, {1, 2, 2});
+    const double values[] = {-1, 1, -2, 2};
+    for (int64_t i = 0; i < 4; ++i) x.SetDouble(i, values[i]);
+    absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+    ASSERT_TRUE(y.ok()) << y.status();
+    const std::vector<double> expected =
+        opset < 7 ? std::vector<double>{-0.5, 1, -0.5, 2} : std::vector<double>{-0.5, 1, -1, 2};
+    for (int64_t i = 0; i < 4; ++i) {
+      EXPECT_EQ((*y)[0].GetDouble(i), expected[i]) << "opset " << opset << " element " << i;
+    }
+  }
 }
 
 TEST(OnnxImporterTest, RefusesHugeConstantsWithoutAllocating) {

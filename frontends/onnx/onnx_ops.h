@@ -24,7 +24,8 @@ void AddElementwiseConverters(ConverterMap& map);
 // Shapes, views, data movement and the ops folded at import (Shape, Size,
 // Range, ConstantOfShape, EyeLike, Constant).
 void AddTensorConverters(ConverterMap& map);
-// Matmul, reductions, softmax family, normalisations, recurrences, losses.
+// Matmul, reductions, softmax family, normalisations, convolutions and
+// pools, recurrences, losses.
 void AddNeuralConverters(ConverterMap& map);
 
 // The converter for an ONNX op of the default domain, or null.

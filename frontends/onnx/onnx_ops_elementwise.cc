@@ -153,6 +153,24 @@ absl::StatusOr<double> OnlyFloatAttr(NodeContext& ctx, absl::string_view name,
   return ctx.Float(name, default_value);
 }
 
+// PRelu. Before opset 7 a slope [C] is per channel (X [N, C, ...]), and is
+// viewed as [C, 1, ...] for loom's numpy broadcasting.
+absl::Status ConvertPRelu(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const ValueId x = ctx.In(0);
+  ValueId slope = ctx.In(1);
+  const Shape x_shape = ctx.TypeOf(x).shape;
+  const Shape slope_shape = ctx.TypeOf(slope).shape;
+  if (!ctx.ok()) return ctx.status();
+  if (ctx.opset() < 7 && x_shape.size() >= 2 && slope_shape == Shape{x_shape[1]}) {
+    Shape channel(x_shape.size() - 1, 1);
+    channel[0] = x_shape[1];
+    slope = ctx.Emit("reshape", {slope}, MakeAttrs({{"shape", channel}}));
+  }
+  ctx.EmitOutput(0, "prelu", {x, slope});
+  return ctx.status();
+}
+
 // celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
 absl::Status ConvertCelu(NodeContext& ctx) {
   absl::StatusOr<double> alpha = OnlyFloatAttr(ctx, "alpha", 1.0f);
@@ -299,7 +317,6 @@ void AddElementwiseConverters(ConverterMap& map) {
       {"Or", "logical_or"},
       {"Xor", "logical_xor"},
       {"Where", "where"},
-      {"PRelu", "prelu"},
       {"Softplus", "softplus"},
       {"HardSwish", "hard_swish"},
   };
@@ -322,6 +339,7 @@ void AddElementwiseConverters(ConverterMap& map) {
                                     {"gamma", 1.05070102214813232421875f}});
   map["HardSigmoid"] =
       Activation("hard_sigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}});
+  map["PRelu"] = ConvertPRelu;
   map["Celu"] = ConvertCelu;
   map["ThresholdedRelu"] = ConvertThresholdedRelu;
   map["Softsign"] = ConvertSoftsign;

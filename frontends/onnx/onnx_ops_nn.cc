@@ -1,8 +1,10 @@
-// ONNX's linear algebra, reductions, softmax family, normalisations and
-// recurrences. Where ONNX's semantics differ from loom's op (softmax before
-// opset 13 flattens to 2-D; LayerNormalization's optional statistics
-// outputs; the recurrences' optional inputs in the middle of the list),
-// the converter spells the difference out in loom ops.
+// ONNX's linear algebra, reductions, softmax family, normalisations,
+// convolutions and pools, and recurrences. Where ONNX's semantics differ
+// from loom's op (softmax before opset 13 flattens to 2-D;
+// LayerNormalization's optional statistics outputs; auto_pad, resolved into
+// explicit pads; the recurrences' optional inputs in the middle of the
+// list), the converter spells the difference out in loom ops.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -258,6 +260,148 @@ Converter GlobalPool(std::string loom_op) {
   };
 }
 
+// --- convolutions and pools -----------------------------------------------
+
+// Checks that X is [N, C, spatial...] and returns its shape.
+absl::StatusOr<Shape> SpatialInputShape(NodeContext& ctx) {
+  const Shape shape = ctx.TypeOf(ctx.In(0)).shape;
+  if (!ctx.ok()) return ctx.status();
+  if (shape.size() < 3) {
+    return ctx.Refuse(
+        absl::StrCat("X must have rank >= 3 ([N, C, spatial...]), got ", ShapeToString(shape)));
+  }
+  return shape;
+}
+
+// The list attribute `name` with one entry per spatial dim, `fill` for each
+// when absent.
+absl::StatusOr<std::vector<int64_t>> SpatialAttr(const NodeContext& ctx, absl::string_view name,
+                                                 size_t count, int64_t fill) {
+  if (!ctx.HasAttr(name)) return std::vector<int64_t>(count, fill);
+  std::vector<int64_t> values = ctx.Ints(name);
+  if (values.size() != count) {
+    return ctx.Refuse(absl::StrCat("attribute '", name, "' ", ShapeToString(values), " has ",
+                                   values.size(), " entries; expected ", count));
+  }
+  return values;
+}
+
+// The attributes of loom's sliding-window ops (strides, dilations and
+// explicit pads) for X of `shape` and a kernel of `kernel` positions per
+// spatial dim. auto_pad SAME_UPPER / SAME_LOWER pads so that the output has
+// ceil(size / stride) positions, the odd one at the end / the beginning;
+// VALID pads nothing; NOTSET (the default) takes `pads`.
+absl::StatusOr<Attrs> WindowAttrs(const NodeContext& ctx, const Shape& shape,
+                                  const std::vector<int64_t>& kernel) {
+  const size_t spatial = shape.size() - 2;
+  absl::StatusOr<std::vector<int64_t>> strides = SpatialAttr(ctx, "strides", spatial, 1);
+  if (!strides.ok()) return strides.status();
+  absl::StatusOr<std::vector<int64_t>> dilations = SpatialAttr(ctx, "dilations", spatial, 1);
+  if (!dilations.ok()) return dilations.status();
+  const std::string auto_pad = ctx.String("auto_pad", "NOTSET");
+  std::vector<int64_t> pads(2 * spatial, 0);
+  if (auto_pad == "NOTSET") {
+    absl::StatusOr<std::vector<int64_t>> given = SpatialAttr(ctx, "pads", 2 * spatial, 0);
+    if (!given.ok()) return given.status();
+    pads = *std::move(given);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t d = 0; d < spatial; ++d) {
+      const int64_t size = shape[d + 2], stride = (*strides)[d];
+      const int64_t dilation = (*dilations)[d];
+      for (int64_t v : {stride, dilation, kernel[d]}) {
+        if (v < 1 || v > kMaxTensorElements) {
+          return ctx.Refuse(absl::StrCat("auto_pad ", auto_pad, " needs strides ",
+                                         ShapeToString(*strides), ", dilations ",
+                                         ShapeToString(*dilations), " and kernel ",
+                                         ShapeToString(kernel), " in [1, 2^40]"));
+        }
+      }
+      const int64_t out = (size + stride - 1) / stride;
+      const int64_t extent =
+          std::min(SaturatingMul(dilation, kernel[d] - 1), kMaxTensorElements) + 1;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - size);
+      const int64_t smaller = total / 2;
+      pads[d] = auto_pad == "SAME_UPPER" ? smaller : total - smaller;
+      pads[d + spatial] = total - pads[d];
+    }
+  } else if (auto_pad != "VALID") {
+    return ctx.Refuse(absl::StrCat("attribute 'auto_pad' '", auto_pad,
+                                   "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID"));
+  }
+  return MakeAttrs({{"strides", *std::move(strides)},
+                    {"dilations", *std::move(dilations)},
+                    {"pads", std::move(pads)}});
+}
+
+// Conv; the kernel is the weight's spatial shape (kernel_shape, when given,
+// must agree).
+absl::Status ConvertConv(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"auto_pad", kString},
+                                       {"dilations", kInts},
+                                       {"group", kInt},
+                                       {"kernel_shape", kInts},
+                                       {"pads", kInts},
+                                       {"strides", kInts}});
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Shape> shape = SpatialInputShape(ctx);
+  if (!shape.ok()) return shape.status();
+  const Shape weight = ctx.TypeOf(ctx.In(1)).shape;
+  if (!ctx.ok()) return ctx.status();
+  if (weight.size() != shape->size()) {
+    return ctx.Refuse(absl::StrCat("W ", ShapeToString(weight), " must have X's rank ",
+                                   shape->size(), " ([M, C/group, kernel...])"));
+  }
+  const std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
+  if (ctx.HasAttr("kernel_shape") && ctx.Ints("kernel_shape") != kernel) {
+    return ctx.Refuse(absl::StrCat("attribute 'kernel_shape' ",
+                                   ShapeToString(ctx.Ints("kernel_shape")), " disagrees with W ",
+                                   ShapeToString(weight)));
+  }
+  absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, *shape, kernel);
+  if (!attrs.ok()) return attrs.status();
+  attrs->Set("group", ctx.Int("group", 1));
+  std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
+  if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
+  ctx.EmitOutput(0, "conv", std::move(inputs), *std::move(attrs));
+  return ctx.status();
+}
+
+// MaxPool (without its Indices output) and AveragePool.
+Converter Pool(std::string loom_op) {
+  return [loom_op](NodeContext& ctx) -> absl::Status {
+    const bool average = loom_op == "average_pool";
+    std::vector<AttrRule> accepted = {{"auto_pad", kString}, {"ceil_mode", kInt},
+                                      {"dilations", kInts},  {"kernel_shape", kInts},
+                                      {"pads", kInts},       {"strides", kInts}};
+    accepted.push_back(average ? AttrRule{"count_include_pad", kInt}
+                               : AttrRule{"storage_order", kInt});
+    if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+    if (ctx.WantsOutput(1)) {
+      return ctx.Refuse("the Indices output is not supported (only Y)");
+    }
+    if (!ctx.HasAttr("kernel_shape")) {
+      return ctx.Refuse("attribute 'kernel_shape' is required");
+    }
+    absl::StatusOr<Shape> shape = SpatialInputShape(ctx);
+    if (!shape.ok()) return shape.status();
+    const std::vector<int64_t> kernel = ctx.Ints("kernel_shape");
+    if (kernel.size() != shape->size() - 2) {
+      return ctx.Refuse(absl::StrCat("attribute 'kernel_shape' ", ShapeToString(kernel),
+                                     " needs one entry per spatial dim of X ",
+                                     ShapeToString(*shape)));
+    }
+    absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, *shape, kernel);
+    if (!attrs.ok()) return attrs.status();
+    attrs->Set("kernel_shape", kernel);
+    attrs->Set("ceil_mode", ctx.Int("ceil_mode", 0));
+    if (average) attrs->Set("count_include_pad", ctx.Int("count_include_pad", 0));
+    ctx.EmitOutput(0, loom_op, {ctx.In(0)}, *std::move(attrs));
+    return ctx.status();
+  };
+}
+
 // ONNX's function: (x - mean) / (sqrt(mean(x^2) - mean(x)^2) + 1e-9).
 absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
   if (absl::Status s = ctx.CheckAttrs({{"axes", kInts}}); !s.ok()) return s;
@@ -497,6 +641,9 @@ void AddNeuralConverters(ConverterMap& map) {
   map["LayerNormalization"] = ConvertLayerNormalization;
   map["InstanceNormalization"] = ConvertInstanceNormalization;
   map["BatchNormalization"] = ConvertBatchNormalization;
+  map["Conv"] = ConvertConv;
+  map["MaxPool"] = Pool("max_pool");
+  map["AveragePool"] = Pool("average_pool");
   map["GlobalAveragePool"] = GlobalPool("reduce_mean");
   map["GlobalMaxPool"] = GlobalPool("reduce_max");
   map["MeanVarianceNormalization"] = ConvertMeanVarianceNormalization;

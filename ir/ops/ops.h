@@ -33,6 +33,8 @@ absl::Status RegisterTensorOps(OpRegistry& registry);
 absl::Status RegisterNormOps(OpRegistry& registry);
 // lstm, gru, rnn (ONNX semantics; see recurrent.h).
 absl::Status RegisterRecurrentOps(OpRegistry& registry);
+// conv, max_pool, average_pool (see conv.h).
+absl::Status RegisterConvOps(OpRegistry& registry);
 
 }  // namespace loom
 

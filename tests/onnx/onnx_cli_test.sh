@@ -20,6 +20,9 @@ expect 0 "check pass" run --check --model="$node/test_lstm_defaults/model.onnx"
 expect 0 "check pass" run --check --model="$node/test_gru_seq_length/model.onnx"
 expect 0 "check pass" run --check --model="$node/test_layer_normalization_4d_axis0/model.onnx"
 expect 0 "check pass" run --check --model="$node/test_softmax_axis_0/model.onnx"
+expect 0 "check pass" run --check --model="$node/test_conv_with_strides_and_asymmetric_padding/model.onnx"
+expect 0 "check pass" run --check --model="$node/test_maxpool_2d_same_lower/model.onnx"
+expect 0 "check pass" run --check --model="$node/test_averagepool_2d_pads_count_include_pad/model.onnx"
 expect 0 "" compile --model="$node/test_gemm_default_no_bias/model.onnx" \
   --report="$out/report.json"
 if ! grep -q '"model": ".*test_gemm_default_no_bias/model.onnx"' "$out/report.json"; then
@@ -40,8 +43,10 @@ expect 2 "^loom: node '/embedding/Gather' \(gather\): index 20 is out of range f
 # Refusals: exit 2, naming the file, the node and the cause.
 expect 2 "test_reshape_extended_dims/model.onnx: node 'reshaped' \(Reshape\): input 'shape' \(the target shape\) must be known at import" \
   compile --model="$node/test_reshape_extended_dims/model.onnx"
-expect 2 "node '.*' \(MaxPool\): op MaxPool \(opset [0-9]+\) is not supported" \
-  compile --model="$node/test_maxpool_1d_default/model.onnx"
+expect 2 "node '.*' \(LRN\): op LRN \(opset [0-9]+\) is not supported" \
+  compile --model="$node/test_lrn_default/model.onnx"
+expect 2 "node '.*' \(MaxPool\): the Indices output is not supported \(only Y\)" \
+  compile --model="$node/test_maxpool_with_argmax_2d_precomputed_pads/model.onnx"
 expect 2 "node '.*' \(Cast\): element type FLOAT16 is not supported" \
   compile --model="$node/test_cast_FLOAT_to_FLOAT16/model.onnx"
 expect 2 "graph input 'x': element type UINT8 is not supported" \

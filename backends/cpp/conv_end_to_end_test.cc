@@ -1,0 +1,135 @@
+// conv, max_pool and average_pool through the whole CPU path (decompose
+// into im2col GEMMs or direct sums, lower, schedule, emit C++, native
+// compile, run), compared with the reference interpreter: 1-D, 2-D and 3-D,
+// strides, dilations, asymmetric pads, groups, depthwise, ceil_mode, pads
+// counted or not, and NaN and infinities in the pools' inputs. Each test
+// builds one graph of many nodes, so the native compiler runs once per test.
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpp/e2e_test_util.h"
+#include "gtest/gtest.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace loom {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+// conv(x, a weight of `weight` shape[, a bias]) with `attrs`, an output;
+// the weights are named after `seed`.
+void AddConv(GraphBuilder& b, ValueId x, Shape weight, bool bias, Attrs attrs, uint64_t seed) {
+  std::vector<ValueId> inputs = {x, b.Weight(absl::StrCat("w", seed), weight, seed)};
+  if (bias) inputs.push_back(b.Weight(absl::StrCat("b", seed), {weight[0]}, seed + 1));
+  b.Output(b.Op("conv", std::move(inputs), std::move(attrs)));
+}
+
+TEST(ConvEndToEndTest, Im2colConvolutions) {
+  GraphBuilder b;
+  const ValueId x2 = b.Input("x2", DType::kF32, {2, 8, 9, 10});
+  AddConv(b, x2, {12, 8, 3, 3}, true, IntsAttr("pads", {1, 1, 1, 1}), 1);
+  Attrs strided = MakeAttrs({{"strides", Ints{2, 3}}, {"pads", Ints{0, 2, 1, 0}}});
+  AddConv(b, x2, {6, 8, 3, 2}, false, strided, 3);
+  AddConv(b, x2, {10, 4, 3, 3}, true, MakeAttrs({{"group", int64_t{2}}, {"dilations", Ints{2, 1}}}),
+          5);
+  AddConv(b, x2, {16, 8, 1, 1}, true, {}, 7);
+  AddConv(b, x2, {16, 8, 1, 1}, false, IntsAttr("strides", {2, 2}), 9);
+  const ValueId gray = b.Input("gray", DType::kF32, {1, 1, 12, 13});
+  AddConv(b, gray, {8, 1, 3, 3}, true, IntsAttr("pads", {2, 0, 0, 1}), 17);
+  const ValueId x1 = b.Input("x1", DType::kF32, {3, 6, 17});
+  AddConv(b, x1, {7, 6, 5}, true,
+          MakeAttrs({{"dilations", Ints{3}}, {"pads", Ints{2, 4}}, {"strides", Ints{2}}}), 11);
+  const ValueId x3 = b.Input("x3", DType::kF32, {1, 4, 5, 6, 7});
+  AddConv(b, x3, {6, 4, 3, 3, 3}, true, IntsAttr("pads", {1, 1, 1, 1, 1, 1}), 13);
+  AddConv(b, x3, {5, 4, 2, 2, 2}, false, IntsAttr("strides", {2, 2, 2}), 15);
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(ConvEndToEndTest, DirectConvolutions) {
+  GraphBuilder b;
+  const ValueId x2 = b.Input("x2", DType::kF32, {2, 6, 11, 9});
+  // Depthwise, padded; with a multiplier, strided.
+  AddConv(b, x2, {6, 1, 3, 3}, true, MakeAttrs({{"group", int64_t{6}}, {"pads", Ints{1, 1, 1, 1}}}),
+          1);
+  AddConv(b, x2, {12, 1, 3, 3}, false, MakeAttrs({{"group", int64_t{6}}, {"strides", Ints{2, 2}}}),
+          3);
+  // Two channels per group, dilated.
+  AddConv(b, x2, {9, 2, 2, 2}, true, MakeAttrs({{"group", int64_t{3}}, {"dilations", Ints{2, 3}}}),
+          5);
+  const ValueId x1 = b.Input("x1", DType::kF32, {2, 4, 15});
+  AddConv(b, x1, {4, 1, 5}, true, MakeAttrs({{"group", int64_t{4}}, {"pads", Ints{2, 2}}}), 9);
+  const ValueId x3 = b.Input("x3", DType::kF32, {1, 3, 5, 6, 4});
+  AddConv(b, x3, {3, 1, 3, 3, 3}, true,
+          MakeAttrs({{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1, 1, 1}}}), 11);
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+TEST(ConvEndToEndTest, Pools) {
+  GraphBuilder b;
+  const ValueId x2 = b.Input("x2", DType::kF32, {2, 3, 9, 8});
+  for (const char* op : {"max_pool", "average_pool"}) {
+    b.Output(b.Op(
+        op, {x2},
+        MakeAttrs(
+            {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})));
+    b.Output(b.Op(
+        op, {x2},
+        MakeAttrs(
+            {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}})));
+    b.Output(b.Op(op, {x2}, IntsAttr("kernel_shape", {2, 2})));
+  }
+  b.Output(
+      b.Op("max_pool", {x2}, MakeAttrs({{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 3}}})));
+  b.Output(b.Op("average_pool", {x2},
+                MakeAttrs({{"kernel_shape", Ints{3, 3}},
+                           {"pads", Ints{1, 0, 2, 1}},
+                           {"count_include_pad", int64_t{1}}})));
+  const ValueId x1 = b.Input("x1", DType::kF32, {2, 4, 11});
+  b.Output(b.Op("max_pool", {x1}, MakeAttrs({{"kernel_shape", Ints{3}}, {"strides", Ints{2}}})));
+  b.Output(b.Op("average_pool", {x1},
+                MakeAttrs({{"kernel_shape", Ints{4}},
+                           {"strides", Ints{3}},
+                           {"pads", Ints{1, 1}},
+                           {"ceil_mode", int64_t{1}}})));
+  const ValueId x3 = b.Input("x3", DType::kF32, {1, 2, 4, 5, 6});
+  b.Output(b.Op("max_pool", {x3}, IntsAttr("kernel_shape", {2, 2, 2})));
+  b.Output(b.Op("average_pool", {x3},
+                MakeAttrs({{"kernel_shape", Ints{3, 3, 3}}, {"pads", Ints{1, 1, 1, 1, 1, 1}}})));
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& t) {
+    if (i != 0) return;
+    const double specials[] = {kNan, kInf, -kInf, 1e30, -1e30};
+    for (int k = 0; k < 5; ++k) t.SetDouble(37 * k + 5, specials[k]);
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+// conv -> batch_norm -> relu -> max_pool, and a residual add: the ops fuse
+// around the conv's GEMM.
+TEST(ConvEndToEndTest, ResidualBlock) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {1, 16, 12, 12});
+  const Attrs same = IntsAttr("pads", {1, 1, 1, 1});
+  ValueId y = b.Op("conv", {x, b.Weight("w1", {16, 16, 3, 3}, 1, -0.2, 0.2)}, same);
+  y = b.Op("batch_norm", {y, b.Weight("scale", {16}, 2), b.Weight("shift", {16}, 3),
+                          b.Weight("mean", {16}, 4), b.Weight("var", {16}, 5, 0.5, 2)});
+  y = b.Op("relu", {y});
+  y = b.Op("conv", {y, b.Weight("w2", {16, 16, 3, 3}, 6, -0.2, 0.2), b.Weight("b2", {16}, 7)},
+           same);
+  y = b.Op("relu", {b.Op("add", {y, x})});
+  b.Output(b.Op(
+      "max_pool", {y},
+      MakeAttrs(
+          {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,369 @@
+// conv, max_pool and average_pool (see conv.h for their attributes and
+// output sizes), for floats, computed in double straight from their
+// definitions:
+// - conv(x [N, C, S...], w [M, C/G, K...], optional bias [M]):
+//     y[n, m, o] = bias[m] + sum over c < C/G and kernel positions k of
+//                  x[n, g C/G + c, o * stride - pad_begin + k * dilation]
+//                  * w[m, c, k],  with g = m / (M/G) the group of m,
+//   where positions outside x (the padding) contribute nothing.
+// - max_pool: the largest of the window's elements inside x (NaN
+//   propagates; -inf for a window with none).
+// - average_pool: their sum divided by their count, or with
+//   count_include_pad by the number of window positions inside x and its
+//   explicit padding (padding elements are zeros); 0/0 is NaN.
+#include "ir/ops/conv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "ir/ops/error_bound.h"
+#include "ir/ops/op_util.h"
+#include "ir/ops/ops.h"
+
+namespace loom {
+
+int64_t WindowGeometry::KernelSize() const {
+  int64_t size = 1;
+  for (int64_t k : kernel) size = SaturatingMul(size, k);
+  return size;
+}
+
+namespace {
+
+using ShapeResult = absl::StatusOr<OutputTypes>;
+
+// The list attribute `name` with one entry per spatial dim (`count` of
+// them), each at least `min` (and at most 2^40); `fill` for each when absent.
+absl::StatusOr<std::vector<int64_t>> SpatialInts(const Node& node, absl::string_view name,
+                                                 size_t count, int64_t min, int64_t fill) {
+  if (!node.attrs.Has(name)) return std::vector<int64_t>(count, fill);
+  std::vector<int64_t> values = node.attrs.GetInts(name);
+  if (values.size() != count) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' ", ShapeToString(values),
+                                                   " has ", values.size(), " entries; expected ",
+                                                   count));
+  }
+  for (int64_t v : values) {
+    if (v < min || v > kMaxTensorElements) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' ",
+                                                     ShapeToString(values),
+                                                     " has an entry outside [", min, ", 2^40]"));
+    }
+  }
+  return values;
+}
+
+// Reads the attributes every sliding-window op has, for x [N, C,
+// spatial...] and the given kernel; computes the output size.
+absl::StatusOr<WindowGeometry> ReadWindow(const Node& node, const Shape& x,
+                                          std::vector<int64_t> kernel, bool ceil_mode) {
+  WindowGeometry g;
+  const size_t spatial = kernel.size();
+  g.input.assign(x.begin() + 2, x.end());
+  g.kernel = std::move(kernel);
+  absl::StatusOr<std::vector<int64_t>> strides = SpatialInts(node, "strides", spatial, 1, 1);
+  if (!strides.ok()) return strides.status();
+  absl::StatusOr<std::vector<int64_t>> dilations = SpatialInts(node, "dilations", spatial, 1, 1);
+  if (!dilations.ok()) return dilations.status();
+  absl::StatusOr<std::vector<int64_t>> pads = SpatialInts(node, "pads", 2 * spatial, 0, 0);
+  if (!pads.ok()) return pads.status();
+  g.strides = *std::move(strides);
+  g.dilations = *std::move(dilations);
+  g.pads_begin.assign(pads->begin(), pads->begin() + spatial);
+  g.pads_end.assign(pads->begin() + spatial, pads->end());
+  for (size_t d = 0; d < spatial; ++d) {
+    // Capped (the padded input is at most 3 * 2^40): no overflow below.
+    const int64_t extent =
+        std::min(SaturatingMul(g.dilations[d], g.kernel[d] - 1), kMaxTensorElements) + 1;
+    const int64_t padded = g.input[d] + g.pads_begin[d] + g.pads_end[d];
+    if (extent > padded) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the kernel spans ", extent, " positions along spatial dim ", d,
+                       ", more than the ", padded, " of the padded input ", ShapeToString(x)));
+    }
+    const int64_t span = padded - extent;
+    int64_t out = span / g.strides[d] + 1;
+    if (ceil_mode && span % g.strides[d] != 0) {
+      ++out;
+      // A last window starting past the input and its begin padding is
+      // dropped.
+      if ((out - 1) * g.strides[d] >= g.input[d] + g.pads_begin[d]) --out;
+    }
+    g.output.push_back(out);
+    g.ceil_extra.push_back(std::max<int64_t>(0, (out - 1) * g.strides[d] + extent - padded));
+  }
+  return g;
+}
+
+absl::Status CheckSpatialInput(absl::string_view name, const Shape& x) {
+  if (x.size() >= 3) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must have rank >= 3 ([N, C, spatial...]), got ", ShapeToString(x)));
+}
+
+}  // namespace
+
+absl::StatusOr<ConvSpec> ReadConvSpec(const Node& node, const Shape& x, const Shape& weight,
+                                      const Shape* bias) {
+  if (absl::Status s = CheckSpatialInput("x", x); !s.ok()) return s;
+  if (weight.size() != x.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the weight ", ShapeToString(weight), " must have x's rank ", x.size(),
+                     " ([M, C/group, kernel...]); x is ", ShapeToString(x)));
+  }
+  ConvSpec spec;
+  spec.batch = x[0];
+  spec.in_channels = x[1];
+  spec.out_channels = weight[0];
+  spec.groups = node.attrs.GetInt("group", 1);
+  if (spec.groups < 1 || spec.in_channels % spec.groups != 0 ||
+      spec.out_channels % spec.groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'group' (", spec.groups, ") must be positive and divide the input channels (",
+        spec.in_channels, ") and the output channels (", spec.out_channels, ")"));
+  }
+  if (weight[1] != spec.in_channels / spec.groups) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the weight ", ShapeToString(weight), " has ", weight[1], " input channels per group; x ",
+        ShapeToString(x), " with group ", spec.groups, " has ", spec.in_channels / spec.groups));
+  }
+  std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
+  for (int64_t k : kernel) {
+    if (k < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the weight ", ShapeToString(weight), " has an empty kernel"));
+    }
+  }
+  if (bias != nullptr && *bias != Shape{spec.out_channels}) {
+    return absl::InvalidArgumentError(absl::StrCat("the bias must have shape [", spec.out_channels,
+                                                   "], got ", ShapeToString(*bias)));
+  }
+  absl::StatusOr<WindowGeometry> window =
+      ReadWindow(node, x, std::move(kernel), /*ceil_mode=*/false);
+  if (!window.ok()) return window.status();
+  spec.window = *std::move(window);
+  return spec;
+}
+
+absl::StatusOr<WindowGeometry> ReadPoolGeometry(const Node& node, const Shape& x) {
+  if (absl::Status s = CheckSpatialInput("x", x); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> kernel =
+      SpatialInts(node, "kernel_shape", x.size() - 2, 1, 1);
+  if (!kernel.ok()) return kernel.status();
+  const int64_t ceil_mode = node.attrs.GetInt("ceil_mode", 0);
+  if (ceil_mode != 0 && ceil_mode != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'ceil_mode' must be 0 or 1, got ", ceil_mode));
+  }
+  return ReadWindow(node, x, *std::move(kernel), ceil_mode == 1);
+}
+
+namespace {
+
+// Steps `index` to the next coordinates of `shape` in row-major order;
+// false (and all zeros) after the last.
+bool NextIndex(std::vector<int64_t>& index, absl::Span<const int64_t> shape) {
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    if (++index[d] < shape[d]) return true;
+    index[d] = 0;
+  }
+  return false;
+}
+
+// The flat offset, in x [N, C, S...], of window position `tap` of output
+// position `out` in channel plane `plane` (n * C + c); -1 when the position
+// lies in the padding.
+int64_t InputOffset(const WindowGeometry& g, int64_t plane, absl::Span<const int64_t> out,
+                    absl::Span<const int64_t> tap) {
+  int64_t offset = plane;
+  for (int d = 0; d < g.num_spatial(); ++d) {
+    const int64_t position = out[d] * g.strides[d] - g.pads_begin[d] + tap[d] * g.dilations[d];
+    if (position < 0 || position >= g.input[d]) return -1;
+    offset = offset * g.input[d] + position;
+  }
+  return offset;
+}
+
+// Whether window position `tap` of output position `out` lies inside x and
+// its explicit padding.
+bool InsidePadded(const WindowGeometry& g, absl::Span<const int64_t> out,
+                  absl::Span<const int64_t> tap) {
+  for (int d = 0; d < g.num_spatial(); ++d) {
+    const int64_t position = out[d] * g.strides[d] - g.pads_begin[d] + tap[d] * g.dilations[d];
+    if (position < -g.pads_begin[d] || position >= g.input[d] + g.pads_end[d]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Shape OutputShape(const Shape& x, int64_t channels, const WindowGeometry& g) {
+  Shape shape = {x[0], channels};
+  shape.insert(shape.end(), g.output.begin(), g.output.end());
+  return shape;
+}
+
+// --- conv --------------------------------------------------------------------
+
+const Shape* OptionalShape(absl::Span<const TensorType> in, int index) {
+  return index < static_cast<int>(in.size()) ? &in[index].shape : nullptr;
+}
+
+ShapeResult ConvShape(const Node& node, absl::Span<const TensorType> in) {
+  absl::Status status = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
+  for (int i = 1; status.ok() && i < static_cast<int>(in.size()); ++i) {
+    status = CheckSameDType(in, 0, i);
+  }
+  if (!status.ok()) return status;
+  absl::StatusOr<ConvSpec> spec =
+      ReadConvSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2));
+  if (!spec.ok()) return spec.status();
+  return OneOutput(in[0].dtype, OutputShape(in[0].shape, spec->out_channels, spec->window));
+}
+
+absl::Status ConvEval(const Node& node, absl::Span<const Tensor* const> in,
+                      absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[1];
+  const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
+  absl::StatusOr<ConvSpec> spec =
+      ReadConvSpec(node, x.shape(), w.shape(), bias == nullptr ? nullptr : &bias->shape());
+  if (!spec.ok()) return spec.status();
+  const WindowGeometry& g = spec->window;
+  const int64_t group_in = spec->in_channels / spec->groups;
+  const int64_t group_out = spec->out_channels / spec->groups;
+  const int64_t kernel_size = g.KernelSize();
+  std::vector<int64_t> position(g.num_spatial(), 0);
+  std::vector<int64_t> tap(g.num_spatial(), 0);
+  int64_t i = 0;  // the output element
+  for (int64_t n = 0; n < spec->batch; ++n) {
+    for (int64_t m = 0; m < spec->out_channels; ++m) {
+      const int64_t first_channel = m / group_out * group_in;
+      do {
+        double sum = bias == nullptr ? 0 : bias->GetDouble(m);
+        for (int64_t c = 0; c < group_in; ++c) {
+          const int64_t plane = n * spec->in_channels + first_channel + c;
+          int64_t k = 0;  // the kernel position, flat
+          do {
+            const int64_t at = InputOffset(g, plane, position, tap);
+            if (at >= 0) {
+              sum += x.GetDouble(at) * w.GetDouble((m * group_in + c) * kernel_size + k);
+            }
+            ++k;
+          } while (NextIndex(tap, g.kernel));
+        }
+        out[0].SetDouble(i++, sum);
+      } while (NextIndex(position, g.output));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --- max_pool / average_pool -------------------------------------------------
+
+ShapeResult PoolShape(const Node& node, absl::Span<const TensorType> in) {
+  if (absl::Status s = CheckDType(in[0].dtype, DTypeClass::kFloat, 0); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, in[0].shape);
+  if (!g.ok()) return g.status();
+  return OneOutput(in[0].dtype, OutputShape(in[0].shape, in[0].shape[1], *g));
+}
+
+// For every output element in order: start(), then fold(offset, inside)
+// for each window position (its offset in x, or -1 in the padding; whether
+// it lies inside x and its explicit padding), then the element is set to
+// finish().
+template <typename Start, typename Fold, typename Finish>
+absl::Status EvalPool(const Node& node, const Tensor& x, Tensor& y, Start start, Fold fold,
+                      Finish finish) {
+  absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, x.shape());
+  if (!g.ok()) return g.status();
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  std::vector<int64_t> position(g->num_spatial(), 0);
+  std::vector<int64_t> tap(g->num_spatial(), 0);
+  int64_t i = 0;
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    do {
+      start();
+      do {
+        fold(InputOffset(*g, plane, position, tap), InsidePadded(*g, position, tap));
+      } while (NextIndex(tap, g->kernel));
+      y.SetDouble(i++, finish());
+    } while (NextIndex(position, g->output));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MaxPoolEval(const Node& node, absl::Span<const Tensor* const> in,
+                         absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  double max = 0;
+  return EvalPool(
+      node, x, out[0], [&] { max = -std::numeric_limits<double>::infinity(); },
+      [&](int64_t at, bool) {
+        if (at < 0 || std::isnan(max)) return;
+        const double v = x.GetDouble(at);
+        if (std::isnan(v) || v > max) max = v;
+      },
+      [&] { return max; });
+}
+
+absl::Status AveragePoolEval(const Node& node, absl::Span<const Tensor* const> in,
+                             absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  const bool count_pads = node.attrs.GetInt("count_include_pad", 0) != 0;
+  double sum = 0;
+  int64_t count = 0;
+  return EvalPool(
+      node, x, out[0],
+      [&] {
+        sum = 0;
+        count = 0;
+      },
+      [&](int64_t at, bool inside_padded) {
+        if (at >= 0) sum += x.GetDouble(at);
+        if (at >= 0 || (count_pads && inside_padded)) ++count;
+      },
+      [&] { return sum / static_cast<double>(count); });
+}
+
+std::vector<AttrSpec> WindowAttrs() {
+  return {{"strides", AttrType::kInts, false},
+          {"dilations", AttrType::kInts, false},
+          {"pads", AttrType::kInts, false}};
+}
+
+std::vector<AttrSpec> PoolAttrs(bool average) {
+  std::vector<AttrSpec> attrs = WindowAttrs();
+  attrs.push_back({"kernel_shape", AttrType::kInts, true});
+  attrs.push_back({"ceil_mode", AttrType::kInt, false});
+  if (average) attrs.push_back({"count_include_pad", AttrType::kInt, false});
+  return attrs;
+}
+
+OpDef ConvOp() {
+  std::vector<AttrSpec> attrs = WindowAttrs();
+  attrs.push_back({"group", AttrType::kInt, false});
+  OpDef def = FixedArityOp("conv", 3, std::move(attrs), ConvShape, ConvEval);
+  def.min_inputs = 2;
+  return def;
+}
+
+}  // namespace
+
+absl::Status RegisterConvOps(OpRegistry& registry) {
+  return RegisterAll(
+      registry,
+      {
+          Composite(ConvOp()),
+          Composite(FixedArityOp("max_pool", 1, PoolAttrs(false), PoolShape, MaxPoolEval)),
+          Composite(FixedArityOp("average_pool", 1, PoolAttrs(true), PoolShape, AveragePoolEval)),
+      });
+}
+
+}  // namespace loom

@@ -1,0 +1,252 @@
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/ops/op_test_util.h"
+
+namespace loom {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+Tensor F32(Shape shape, const std::vector<double>& values) {
+  return MakeTensor(DType::kF32, std::move(shape), values);
+}
+
+Tensor Ones(Shape shape) {
+  Tensor t(DType::kF32, std::move(shape));
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.SetDouble(i, 1);
+  return t;
+}
+
+// Runs `op` and returns its output's shape and values.
+struct Result {
+  Shape shape;
+  std::vector<double> values;
+};
+Result Evaluate(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}) {
+  absl::StatusOr<Tensor> y = RunOp(op, inputs, attrs);
+  EXPECT_TRUE(y.ok()) << y.status();
+  if (!y.ok()) return {};
+  return {y->shape(), ToDoubles(*y)};
+}
+
+// --- conv --------------------------------------------------------------------
+
+// ONNX's test_basic_conv_with_padding / _without_padding: a 3x3 box sum.
+TEST(ConvTest, BoxSumWithAndWithoutPadding) {
+  const Tensor x = Iota(DType::kF32, {1, 1, 5, 5});
+  const Tensor w = Ones({1, 1, 3, 3});
+  Result padded = Evaluate("conv", {x, w}, MakeAttrs({{"pads", Ints{1, 1, 1, 1}}}));
+  EXPECT_EQ(padded.shape, (Shape{1, 1, 5, 5}));
+  EXPECT_THAT(padded.values,
+              ElementsAreArray({12,  21, 27, 33,  24,  33,  54,  63, 72,  51,  63,  99, 108,
+                                117, 81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84}));
+  Result valid = Evaluate("conv", {x, w});
+  EXPECT_EQ(valid.shape, (Shape{1, 1, 3, 3}));
+  EXPECT_THAT(valid.values, ElementsAre(54, 63, 72, 99, 108, 117, 144, 153, 162));
+}
+
+// ONNX's test_conv_with_strides_and_asymmetric_padding.
+TEST(ConvTest, StridesAndAsymmetricPadding) {
+  Result y = Evaluate("conv", {Iota(DType::kF32, {1, 1, 7, 5}), Ones({1, 1, 3, 3})},
+                      MakeAttrs({{"strides", Ints{2, 2}}, {"pads", Ints{1, 0, 1, 0}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 1, 4, 2}));
+  EXPECT_THAT(y.values, ElementsAre(21, 33, 99, 117, 189, 207, 171, 183));
+}
+
+// y[o] = 2 x[o] - x[o + 2] + 10.
+TEST(ConvTest, OneDimensionalDilatedWithBias) {
+  Result y =
+      Evaluate("conv", {F32({1, 1, 5}, {1, 2, 3, 4, 5}), F32({1, 1, 2}, {2, -1}), F32({1}, {10})},
+               MakeAttrs({{"dilations", Ints{2}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 1, 3}));
+  EXPECT_THAT(y.values, ElementsAre(9, 10, 11));
+}
+
+TEST(ConvTest, SumsOverInputChannels) {
+  Result y = Evaluate("conv", {F32({1, 2, 1, 2}, {1, 2, 3, 4}), F32({1, 2, 1, 1}, {1, 10})});
+  EXPECT_EQ(y.shape, (Shape{1, 1, 1, 2}));
+  EXPECT_THAT(y.values, ElementsAre(31, 42));
+}
+
+TEST(ConvTest, GroupsSeeOnlyTheirChannels) {
+  Result y = Evaluate("conv", {F32({1, 2, 2}, {1, 2, 3, 4}), F32({2, 1, 1}, {10, 100})},
+                      MakeAttrs({{"group", int64_t{2}}}));
+  EXPECT_THAT(y.values, ElementsAre(10, 20, 300, 400));
+}
+
+// Two output channels per input channel: m0, m1 read channel 0, m2, m3
+// channel 1.
+TEST(ConvTest, DepthwiseWithMultiplier) {
+  Result y = Evaluate(
+      "conv", {F32({1, 2, 3}, {1, 2, 3, 4, 5, 6}), F32({4, 1, 2}, {1, 0, 0, 1, 1, 1, 1, -1})},
+      MakeAttrs({{"group", int64_t{2}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 4, 2}));
+  EXPECT_THAT(y.values, ElementsAre(1, 2, 2, 3, 9, 11, -1, -1));
+}
+
+// A 2x2x2 box over ones padded by one: 8 inside, 1 at a corner.
+TEST(ConvTest, ThreeDimensionalPadded) {
+  Result y = Evaluate("conv", {Ones({1, 1, 3, 3, 3}), Ones({1, 1, 2, 2, 2})},
+                      MakeAttrs({{"pads", Ints{1, 1, 1, 1, 1, 1}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 1, 4, 4, 4}));
+  EXPECT_EQ(y.values[0], 1);
+  EXPECT_EQ(y.values[(1 * 4 + 1) * 4 + 1], 8);
+  EXPECT_EQ(y.values[(0 * 4 + 1) * 4 + 1], 4);  // a face
+}
+
+TEST(ConvTest, BatchesAreIndependent) {
+  Result y = Evaluate("conv", {F32({2, 1, 2}, {1, 2, 3, 4}), F32({1, 1, 2}, {1, 1})});
+  EXPECT_EQ(y.shape, (Shape{2, 1, 1}));
+  EXPECT_THAT(y.values, ElementsAre(3, 7));
+}
+
+TEST(ConvTest, Errors) {
+  const Tensor x = Ones({1, 2, 4, 4});
+  EXPECT_THAT(RunOpError("conv", {Ones({2, 4}), Ones({1, 2})}),
+              HasSubstr("node 'test_node' (conv): x must have rank >= 3 "
+                        "([N, C, spatial...]), got [2,4]"));
+  EXPECT_THAT(RunOpError("conv", {x, Ones({1, 2, 3})}),
+              HasSubstr("(conv): the weight [1,2,3] must have x's rank 4"));
+  EXPECT_THAT(RunOpError("conv", {x, Ones({1, 3, 3, 3})}),
+              HasSubstr("(conv): the weight [1,3,3,3] has 3 input channels per "
+                        "group; x [1,2,4,4] with group 1 has 2"));
+  EXPECT_THAT(RunOpError("conv", {x, Ones({3, 1, 3, 3})}, MakeAttrs({{"group", int64_t{2}}})),
+              HasSubstr("(conv): attribute 'group' (2) must be positive and "
+                        "divide the input channels (2) and the output channels (3)"));
+  EXPECT_THAT(RunOpError("conv", {x, Ones({1, 2, 3, 3})}, MakeAttrs({{"strides", Ints{1}}})),
+              HasSubstr("(conv): attribute 'strides' [1] has 1 entries; expected 2"));
+  EXPECT_THAT(RunOpError("conv", {x, Ones({1, 2, 3, 3})}, MakeAttrs({{"dilations", Ints{1, 0}}})),
+              HasSubstr("(conv): attribute 'dilations' [1,0] has an entry outside [1, 2^40]"));
+  EXPECT_THAT(RunOpError("conv", {x, Ones({1, 2, 3, 3})}, MakeAttrs({{"pads", Ints{0, -1, 0, 0}}})),
+              HasSubstr("(conv): attribute 'pads' [0,-1,0,0] has an entry outside"));
+  EXPECT_THAT(RunOpError("conv", {x, Ones({1, 2, 5, 3})}),
+              HasSubstr("(conv): the kernel spans 5 positions along spatial dim 0, "
+                        "more than the 4 of the padded input [1,2,4,4]"));
+  EXPECT_THAT(RunOpError("conv", {x, Ones({2, 2, 3, 3}), Ones({3})}),
+              HasSubstr("(conv): the bias must have shape [2], got [3]"));
+  EXPECT_THAT(RunOpError("conv", {MakeTensor(DType::kI32, {1, 1, 2}, {1, 2}),
+                                  MakeTensor(DType::kI32, {1, 1, 1}, {1})}),
+              HasSubstr("(conv): input 0 has dtype i32"));
+}
+
+// --- max_pool ----------------------------------------------------------------
+
+TEST(MaxPoolTest, StridedWindows) {
+  Result y = Evaluate("max_pool", {Iota(DType::kF32, {1, 1, 4, 4})},
+                      MakeAttrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 1, 2, 2}));
+  EXPECT_THAT(y.values, ElementsAre(5, 7, 13, 15));
+}
+
+// Padding never wins, even over negative values.
+TEST(MaxPoolTest, PaddingIsIgnored) {
+  Result y = Evaluate("max_pool", {Iota(DType::kF32, {1, 1, 3, 3}, -9, 1)},
+                      MakeAttrs({{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 1, 3, 3}));
+  EXPECT_THAT(y.values, ElementsAre(-5, -4, -4, -2, -1, -1, -2, -1, -1));
+}
+
+// Taps o and o + 2.
+TEST(MaxPoolTest, Dilations) {
+  Result y = Evaluate("max_pool", {F32({1, 1, 5}, {5, 1, 4, 2, 3})},
+                      MakeAttrs({{"kernel_shape", Ints{2}}, {"dilations", Ints{2}}}));
+  EXPECT_THAT(y.values, ElementsAre(5, 2, 4));
+}
+
+TEST(MaxPoolTest, NaNPropagates) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Result y = Evaluate("max_pool", {F32({1, 1, 4}, {1, nan, 3, 4})},
+                      MakeAttrs({{"kernel_shape", Ints{2}}, {"strides", Ints{2}}}));
+  ASSERT_EQ(y.values.size(), 2u);
+  EXPECT_TRUE(std::isnan(y.values[0]));
+  EXPECT_EQ(y.values[1], 4);
+}
+
+// --- average_pool ------------------------------------------------------------
+
+TEST(AveragePoolTest, PadsCountedOrNot) {
+  const Tensor x = F32({1, 1, 3}, {1, 2, 3});
+  Result excluded =
+      Evaluate("average_pool", {x}, MakeAttrs({{"kernel_shape", Ints{2}}, {"pads", Ints{1, 1}}}));
+  EXPECT_EQ(excluded.shape, (Shape{1, 1, 4}));
+  EXPECT_THAT(excluded.values, ElementsAre(1, 1.5, 2.5, 3));
+  Result included = Evaluate(
+      "average_pool", {x},
+      MakeAttrs(
+          {{"kernel_shape", Ints{2}}, {"pads", Ints{1, 1}}, {"count_include_pad", int64_t{1}}}));
+  EXPECT_THAT(included.values, ElementsAre(0.5, 1.5, 2.5, 1.5));
+}
+
+// ONNX's test_averagepool_2d_ceil.
+TEST(AveragePoolTest, CeilMode) {
+  Result y = Evaluate(
+      "average_pool", {Iota(DType::kF32, {1, 1, 4, 4}, 1)},
+      MakeAttrs(
+          {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 1, 2, 2}));
+  EXPECT_THAT(y.values, ElementsAre(6, 7.5, 12, 13.5));
+}
+
+// The ceiling's extra window holds x[4] only; what it reaches past the
+// input is never counted.
+TEST(AveragePoolTest, CeilModeNeverCountsBeyondThePadding) {
+  const Tensor x = F32({1, 1, 5}, {1, 2, 3, 4, 5});
+  const Attrs ceil = MakeAttrs({{"kernel_shape", Ints{2}},
+                                {"strides", Ints{2}},
+                                {"ceil_mode", int64_t{1}},
+                                {"count_include_pad", int64_t{1}}});
+  EXPECT_THAT(Evaluate("average_pool", {x}, ceil).values, ElementsAre(1.5, 3.5, 5));
+  EXPECT_THAT(
+      Evaluate(
+          "max_pool", {x},
+          MakeAttrs({{"kernel_shape", Ints{2}}, {"strides", Ints{2}}, {"ceil_mode", int64_t{1}}}))
+          .values,
+      ElementsAre(2, 4, 5));
+  EXPECT_THAT(
+      Evaluate("average_pool", {x}, MakeAttrs({{"kernel_shape", Ints{2}}, {"strides", Ints{2}}}))
+          .values,
+      ElementsAre(1.5, 3.5));
+}
+
+// A last window that would start in the end padding is dropped.
+TEST(AveragePoolTest, CeilModeDropsAWindowInTheEndPadding) {
+  Result y = Evaluate("average_pool", {F32({1, 1, 4}, {1, 2, 3, 4})},
+                      MakeAttrs({{"kernel_shape", Ints{2}},
+                                 {"strides", Ints{2}},
+                                 {"pads", Ints{0, 1}},
+                                 {"ceil_mode", int64_t{1}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 1, 2}));
+}
+
+TEST(AveragePoolTest, ThreeDimensional) {
+  Result y = Evaluate("average_pool", {Iota(DType::kF32, {1, 2, 2, 2, 2})},
+                      MakeAttrs({{"kernel_shape", Ints{2, 2, 2}}}));
+  EXPECT_EQ(y.shape, (Shape{1, 2, 1, 1, 1}));
+  EXPECT_THAT(y.values, ElementsAre(3.5, 11.5));
+}
+
+TEST(PoolTest, Errors) {
+  const Tensor x = Ones({1, 1, 4, 4});
+  EXPECT_THAT(RunOpError("max_pool", {x}),
+              HasSubstr("(max_pool): missing required attribute 'kernel_shape'"));
+  EXPECT_THAT(RunOpError("max_pool", {x}, MakeAttrs({{"kernel_shape", Ints{2}}})),
+              HasSubstr("(max_pool): attribute 'kernel_shape' [2] has 1 entries; "
+                        "expected 2"));
+  EXPECT_THAT(RunOpError("average_pool", {x},
+                         MakeAttrs({{"kernel_shape", Ints{2, 2}}, {"ceil_mode", int64_t{2}}})),
+              HasSubstr("(average_pool): attribute 'ceil_mode' must be 0 or 1, got 2"));
+  EXPECT_THAT(RunOpError("average_pool", {Ones({4, 4})}, MakeAttrs({{"kernel_shape", Ints{2, 2}}})),
+              HasSubstr("(average_pool): x must have rank >= 3"));
+  EXPECT_THAT(RunOpError("max_pool", {x}, MakeAttrs({{"kernel_shape", Ints{5, 2}}})),
+              HasSubstr("(max_pool): the kernel spans 5 positions along spatial dim 0"));
+}
+
+}  // namespace
+}  // namespace loom
