@@ -203,8 +203,35 @@ def torch_modules():
         def forward(self, ids):
             return self.head(self.gru(self.embedding(ids))[0])
 
+    class ResNetBlock(nn.Module):
+        """A ResNet basic block: conv3x3, BatchNorm, ReLU, conv3x3, BatchNorm, + x, ReLU."""
+
+        def __init__(self, channels):
+            super().__init__()
+            self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(channels)
+            self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(channels)
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            return torch.relu(self.bn2(self.conv2(y)) + x)
+
+    class UNetBlock(nn.Module):
+        """A diffusion UNet's block: conv3x3, GroupNorm, SiLU."""
+
+        def __init__(self, channels, out_channels, groups):
+            super().__init__()
+            self.conv = nn.Conv2d(channels, out_channels, 3, padding=1)
+            self.norm = nn.GroupNorm(groups, out_channels)
+
+        def forward(self, x):
+            return nn.functional.silu(self.norm(self.conv(x)))
+
     return {
         "EmbeddingGruLm": EmbeddingGruLm,
+        "ResNetBlock": ResNetBlock,
+        "UNetBlock": UNetBlock,
         "MatMul": MatMul,
         "Softmax": Softmax,
         "FeedForward": FeedForward,
@@ -314,6 +341,9 @@ def all_cases():
                   {"x": [1, 50, 40]}),
         onnx_case("embedding_gru_lm", "rnn", lambda m: m["EmbeddingGruLm"](8000, 128, 256, 2),
                   {"ids": ("int64", [1, 32])}),
+        onnx_case("resnet_block", "conv", lambda m: m["ResNetBlock"](64), {"x": [1, 64, 56, 56]}),
+        onnx_case("unet_block", "conv", lambda m: m["UNetBlock"](64, 128, 32),
+                  {"x": [1, 64, 32, 32]}),
     ]
 
 
