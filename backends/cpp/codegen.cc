@@ -2030,10 +2030,10 @@ void KernelPrinter::NameLoopVariables(const ComputeNode& node) {
 
 bool KernelPrinter::Splits(const ComputeNode& node) const {
   constexpr int64_t kMinSplitWork = 1 << 15;
-  return few_outer_ && !team_ && SaturatingMul(Product(node.ranges, outer_loops_, node.ranges.size()),
-                                     Product(node.reduction_ranges, 0,
-                                             node.reduction_ranges.size())) >=
-                       kMinSplitWork;
+  const int64_t work =
+      SaturatingMul(Product(node.ranges, outer_loops_, node.ranges.size()),
+                    Product(node.reduction_ranges, 0, node.reduction_ranges.size()));
+  return few_outer_ && !team_ && work >= kMinSplitWork;
 }
 
 std::string KernelPrinter::Print(const Kernel& kernel) {
