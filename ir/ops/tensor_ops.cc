@@ -525,6 +525,14 @@ ShapeResult ScatterElementsShape(const Node& node, absl::Span<const TensorType> 
   return OneOutput(in[0]);
 }
 
+// A scatter's reduction, with the output starting as a copy of the data.
+absl::StatusOr<ScatterReduction> StartScatter(const Node& node, const Tensor& data,
+                                              Tensor& out) {
+  absl::StatusOr<ScatterReduction> reduction = ReductionAttr(node, data.dtype());
+  if (reduction.ok()) std::memcpy(out.data(), data.data(), out.num_bytes());
+  return reduction;
+}
+
 absl::Status ScatterElementsEval(const Node& node, absl::Span<const Tensor* const> in,
                                  absl::Span<Tensor> out) {
   const Tensor& data = *in[0];
@@ -532,9 +540,8 @@ absl::Status ScatterElementsEval(const Node& node, absl::Span<const Tensor* cons
   const Tensor& updates = *in[2];
   absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.rank());
   if (!axis.ok()) return axis.status();
-  absl::StatusOr<ScatterReduction> reduction = ReductionAttr(node, data.dtype());
+  absl::StatusOr<ScatterReduction> reduction = StartScatter(node, data, out[0]);
   if (!reduction.ok()) return reduction.status();
-  std::memcpy(out[0].data(), data.data(), out[0].num_bytes());
   const std::vector<int64_t> strides = ContiguousStrides(data.shape());
   absl::Status status;
   ForEachIndex(indices.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
@@ -578,9 +585,8 @@ absl::Status ScatterNdEval(const Node& node, absl::Span<const Tensor* const> in,
   const Tensor& data = *in[0];
   const Tensor& indices = *in[1];
   const Tensor& updates = *in[2];
-  absl::StatusOr<ScatterReduction> reduction = ReductionAttr(node, data.dtype());
+  absl::StatusOr<ScatterReduction> reduction = StartScatter(node, data, out[0]);
   if (!reduction.ok()) return reduction.status();
-  std::memcpy(out[0].data(), data.data(), out[0].num_bytes());
   const int64_t k = indices.shape().back();
   const int64_t tuples = DimProduct(indices.shape(), 0, indices.rank() - 1);
   const int64_t slice = DimProduct(data.shape(), k, data.rank());
