@@ -11,19 +11,41 @@ namespace {
 
 constexpr int64_t kMaxBlasInt = std::numeric_limits<int32_t>::max();
 
-// The strides of an affine `index` over the node's loops: the batch loops'
-// into `batch_strides`, then those of the loops that give its rows and
-// columns. False when the index is not affine or uses another loop.
-bool Strides(Expr index, int num_vars, int batch_loops, int row_var, int col_var,
-             GemmMatrix& matrix) {
+// The loops of a product's node: batch loops [0, m), m, the column loops
+// (m, first_k) that merge into n, accumulation loops [first_k, k), k.
+struct GemmLoops {
+  int m = 0, first_k = 0, k = 0;
+};
+
+// The strides of an affine `index` over the node's loops (`coefficients`
+// of every loop, none of the loops after `loops.k` used): the batch and
+// accumulation loops' into `matrix`, `row_loop`'s and the merged column
+// loops' (`col_loop` = -1 for the merged n loops, whose innermost stride
+// counts) as its row and column strides. False when the index is not
+// affine or uses another loop.
+bool Strides(Expr index, int num_vars, const GemmLoops& loops, int row_loop, int col_loop,
+             absl::Span<const int64_t> extents, GemmMatrix& matrix) {
   std::vector<int64_t> coefficients(num_vars);
   if (!AffineCoefficients(index, absl::MakeSpan(coefficients), matrix.offset)) return false;
-  for (int v = batch_loops; v < num_vars; ++v) {
-    if (v != row_var && v != col_var && coefficients[v] != 0) return false;
+  const auto uses = [&](int v) {
+    return v == row_loop || v == col_loop || (col_loop < 0 && v > loops.m && v < loops.first_k);
+  };
+  for (int v = loops.m; v < num_vars; ++v) {
+    const bool accumulation = v >= loops.first_k && v < loops.k;
+    if (!uses(v) && !accumulation && coefficients[v] != 0) return false;
   }
-  matrix.batch_strides.assign(coefficients.begin(), coefficients.begin() + batch_loops);
-  matrix.row_stride = row_var < 0 ? 0 : coefficients[row_var];
-  matrix.col_stride = col_var < 0 ? 0 : coefficients[col_var];
+  // Merged column loops: each outer step is a whole run of the one inside.
+  if (col_loop < 0) {
+    for (int v = loops.m + 1; v + 1 < loops.first_k; ++v) {
+      if (coefficients[v] != SaturatingMul(coefficients[v + 1], extents[v + 1])) return false;
+    }
+  }
+  matrix.batch_strides.assign(coefficients.begin(), coefficients.begin() + loops.m);
+  matrix.accumulate_strides.assign(coefficients.begin() + std::min(loops.first_k, num_vars),
+                                   coefficients.begin() + std::min(loops.k, num_vars));
+  matrix.row_stride = row_loop < 0 ? 0 : coefficients[row_loop];
+  const int col = col_loop < 0 ? loops.first_k - 1 : col_loop;
+  matrix.col_stride = coefficients[col];
   return true;
 }
 
@@ -90,11 +112,45 @@ bool IsDirectLoad(const ScalarOp& op) {
   return op.kind == ScalarOp::Kind::kLoad && op.args.empty();
 }
 
+// The product with the column loops (loops.m, loops.first_k) merged into n.
+std::optional<Gemm> MatchLoops(const ComputeNode& node, const GemmLoops& loops) {
+  const std::vector<ScalarOp>& body = node.body;
+  std::vector<int64_t> extents = node.ranges;
+  extents.insert(extents.end(), node.reduction_ranges.begin(), node.reduction_ranges.end());
+  Gemm gemm;
+  gemm.dtype = body[2].dtype;
+  gemm.batch.assign(extents.begin(), extents.begin() + loops.m);
+  gemm.accumulate.assign(extents.begin() + loops.first_k, extents.begin() + loops.k);
+  gemm.m = extents[loops.m];
+  gemm.n = 1;
+  for (int v = loops.m + 1; v < loops.first_k; ++v) gemm.n = SaturatingMul(gemm.n, extents[v]);
+  gemm.k = extents[loops.k];
+  for (int64_t extent : {gemm.m, gemm.n, gemm.k}) {
+    if (extent < 1 || extent > kMaxBlasInt) return std::nullopt;
+  }
+  gemm.a.buffer = body[0].buffer;
+  gemm.b.buffer = body[1].buffer;
+  gemm.c.buffer = node.output;
+  const int num_vars = static_cast<int>(extents.size());
+  // The store index is over the pointwise loops only: no k.
+  if (!Strides(body[0].index, num_vars, loops, loops.m, loops.k, extents, gemm.a) ||
+      !Strides(body[1].index, num_vars, loops, loops.k, -1, extents, gemm.b) ||
+      !Strides(node.store_index, loops.first_k, loops, loops.m, -1, extents, gemm.c) ||
+      !ChooseLayout(gemm.m, gemm.k, gemm.a) || !ChooseLayout(gemm.k, gemm.n, gemm.b) ||
+      !ChooseLayout(gemm.m, gemm.n, gemm.c) || gemm.c.transposed) {
+    return std::nullopt;
+  }
+  gemm.c.accumulate_strides.assign(gemm.accumulate.size(), 0);
+  TakeTheLongestRows(gemm);
+  FoldBatchIntoRows(gemm);
+  return gemm;
+}
+
 }  // namespace
 
 std::optional<Gemm> MatchGemm(const ComputeNode& node) {
   const std::vector<ScalarOp>& body = node.body;
-  if (node.reduce != ReduceKind::kSum || node.reduction_ranges.size() != 1 ||
+  if (node.reduce != ReduceKind::kSum || node.reduction_ranges.empty() ||
       node.ranges.size() < 2 || body.size() != 3 || node.root != 2) {
     return std::nullopt;
   }
@@ -104,36 +160,19 @@ std::optional<Gemm> MatchGemm(const ComputeNode& node) {
       product.args != StepArgs{0, 1}) {
     return std::nullopt;
   }
-  Gemm gemm;
-  gemm.dtype = product.dtype;
-  if ((gemm.dtype != DType::kF32 && gemm.dtype != DType::kF64) ||
-      body[0].dtype != gemm.dtype || body[1].dtype != gemm.dtype) {
+  if ((product.dtype != DType::kF32 && product.dtype != DType::kF64) ||
+      body[0].dtype != product.dtype || body[1].dtype != product.dtype) {
     return std::nullopt;
   }
-  const int batch_loops = static_cast<int>(node.ranges.size()) - 2;
-  const int m_var = batch_loops, n_var = batch_loops + 1, k_var = batch_loops + 2;
-  const int num_vars = k_var + 1;
-  gemm.batch.assign(node.ranges.begin(), node.ranges.begin() + batch_loops);
-  gemm.m = node.ranges[m_var];
-  gemm.n = node.ranges[n_var];
-  gemm.k = node.reduction_ranges[0];
-  for (int64_t extent : {gemm.m, gemm.n, gemm.k}) {
-    if (extent < 1 || extent > kMaxBlasInt) return std::nullopt;
+  const int pointwise = static_cast<int>(node.ranges.size());
+  GemmLoops loops;
+  loops.first_k = pointwise;
+  loops.k = pointwise + static_cast<int>(node.reduction_ranges.size()) - 1;
+  // n the last pointwise loop, else the fewest last loops that merge.
+  for (loops.m = pointwise - 2; loops.m >= 0; --loops.m) {
+    if (std::optional<Gemm> gemm = MatchLoops(node, loops)) return gemm;
   }
-  gemm.a.buffer = body[0].buffer;
-  gemm.b.buffer = body[1].buffer;
-  gemm.c.buffer = node.output;
-  // The store index is over the pointwise loops only: no k.
-  if (!Strides(body[0].index, num_vars, batch_loops, m_var, k_var, gemm.a) ||
-      !Strides(body[1].index, num_vars, batch_loops, k_var, n_var, gemm.b) ||
-      !Strides(node.store_index, num_vars - 1, batch_loops, m_var, n_var, gemm.c) ||
-      !ChooseLayout(gemm.m, gemm.k, gemm.a) || !ChooseLayout(gemm.k, gemm.n, gemm.b) ||
-      !ChooseLayout(gemm.m, gemm.n, gemm.c) || gemm.c.transposed) {
-    return std::nullopt;
-  }
-  TakeTheLongestRows(gemm);
-  FoldBatchIntoRows(gemm);
-  return gemm;
+  return std::nullopt;
 }
 
 }  // namespace loom

@@ -130,6 +130,38 @@ TEST_F(GemmTest, RefusesWhatNoGemmCallComputes) {
   EXPECT_FALSE(MatchGemm(node).has_value()) << "not a sum";
 }
 
+TEST_F(GemmTest, KernelPositionsAccumulateOverMergedColumns) {
+  // A 3x3 conv on a padded [C=4, 7 rows, 6 cols] image, 4 x 6 output
+  // positions on the padded width (x1, x2: n), weight [M=8, 3, 3, C]:
+  // loops x0 = m, x1, x2, then the kernel's x3, x4 (accumulation) and
+  // x5 = k, the channel.
+  ComputeNode node = Product({8, 4, 6}, 4, Affine({{36, 0}, {12, 3}, {4, 4}, {1, 5}}),
+                             Affine({{6, 1}, {1, 2}, {6, 3}, {1, 4}, {42, 5}}),
+                             Affine({{24, 0}, {6, 1}, {1, 2}}));
+  node.reduction_ranges = {3, 3, 4};
+  const std::optional<Gemm> conv = MatchGemm(node);
+  ASSERT_TRUE(conv.has_value());
+  EXPECT_EQ(conv->m, 8);
+  EXPECT_EQ(conv->n, 24);
+  EXPECT_EQ(conv->k, 4);
+  EXPECT_EQ(conv->accumulate, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(conv->a.accumulate_strides, (std::vector<int64_t>{12, 4}));
+  EXPECT_EQ(conv->b.accumulate_strides, (std::vector<int64_t>{6, 1}));
+  EXPECT_EQ(conv->c.accumulate_strides, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(conv->a.leading, 36);
+  EXPECT_EQ(conv->b.leading, 42);
+  EXPECT_EQ(conv->c.leading, 24);
+  // Columns that do not step through as one: rows of 6 read 7 apart.
+  node.body[1].index = Affine({{7, 1}, {1, 2}, {6, 3}, {1, 4}, {42, 5}});
+  EXPECT_FALSE(MatchGemm(node).has_value());
+  node = Product({8, 4, 6}, 4, Affine({{36, 0}, {12, 3}, {4, 4}, {1, 5}}),
+                 Affine({{6, 1}, {1, 2}, {6, 3}, {1, 4}, {42, 5}}),
+                 Affine({{24, 0}, {6, 1}, {1, 2}}));
+  node.reduction_ranges = {3, 3, 4};
+  node.body[0].index = Affine({{36, 0}, {12, 3}, {4, 4}, {1, 5}, {1, 1}});
+  EXPECT_FALSE(MatchGemm(node).has_value()) << "a reads along n";
+}
+
 TEST(AffineCoefficientsTest, ReadsCoefficientsAndConstant) {
   ExprContext ctx;
   std::vector<int64_t> coefficients(3);

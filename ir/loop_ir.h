@@ -179,8 +179,9 @@ static_assert(sizeof(ScalarOp) <= 40, "a program holds millions of steps");
 // without the library runs the loops), so every pass reads it as usual.
 //  - kGemm: a matrix product, out[..., m, n] = sum over k of
 //    a[..., m, k] * b[..., k, n]: the body is exactly two affine loads and
-//    their product, summed over one reduction loop (ir/gemm.h, MatchGemm,
-//    describes the call). The library may sum in another order.
+//    their product, summed over k and any accumulation loops before it
+//    (ir/gemm.h, MatchGemm, describes the calls). The library may sum in
+//    another order.
 enum class ExternOp : uint8_t { kNone, kGemm };
 
 // Writes `output` over a pointwise iteration space `ranges` (loop variables

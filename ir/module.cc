@@ -25,6 +25,11 @@ std::string GemmText(const Gemm& gemm, const LoopProgram& program) {
                     absl::StrJoin(gemm.b.batch_strides, ","), " ",
                     absl::StrJoin(gemm.c.batch_strides, ","));
   }
+  if (!gemm.accumulate.empty()) {
+    absl::StrAppend(&text, " accumulate [", absl::StrJoin(gemm.accumulate, ", "), "] strides ",
+                    absl::StrJoin(gemm.a.accumulate_strides, ","), " ",
+                    absl::StrJoin(gemm.b.accumulate_strides, ","));
+  }
   return text;
 }
 

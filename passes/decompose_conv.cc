@@ -9,6 +9,16 @@
 //   weight's order, so that one matmul with the weight viewed as
 //   [G, M/G, C/G * K] gives [N, G, M/G, P], the output (a GEMM call,
 //   batched over the groups).
+// - conv, shifted: a gemm call per kernel position over the padded input
+//   in place. On the padded width (outputs [N, M, O_0, P_1, ...], of which
+//   the first O_d of each dim past the first are the conv's), kernel
+//   position t reads the image [C, P] shifted by t's offset, so the output
+//   is the sum over t of weight_t [M, C] x image_t [C, P]: as_strided
+//   gives the image as [N, 1, G..., K..., C] (G the grid, K the positions),
+//   and reduce_sum of its product with the weight as [1, M, 1..., K..., C]
+//   over K and C lowers to one product node whose calls accumulate over K
+//   (ir/gemm.h). No column matrix; extra zero rows at the end keep the last
+//   channel's reads past its image inside the padded input.
 // - conv, direct: the sum over input channels of a group and kernel
 //   positions of slice * weight element, pointwise ops over the output
 //   [N, G, M/G, O...] that fuse into one loop; no column buffer.
@@ -18,10 +28,20 @@
 //   whole kernel, and otherwise the same windows summed over ones where
 //   positions count (an element per output position, broadcast over N, C).
 //
-// Which conv: direct for grouped convs whose groups are small, i.e. when
-// G > 1 and (C/G) * (M/G) <= 8 (depthwise convs, with a
-// channel multiplier up to 8); im2col otherwise, even for one input
-// channel, where a single GEMM still wins. Measured with `loom run
+// Which conv: shifted for stride 1, one group, C >= 16, a known weight and
+// a grid of at most 1.25x the output positions; direct for grouped convs
+// whose groups are small, i.e. when G > 1 and (C/G) * (M/G) <= 8
+// (depthwise convs, with a channel multiplier up to 8); im2col otherwise,
+// even for one input channel, where a single GEMM still wins. Shifted
+// against im2col, 3x3 pads 1, batch 1, two threads, `loom run --iters=50`
+// alternating, medians in ms:
+//   C=64  M=64  56x56 (ResNet block, both convs)   1.08-1.12 vs 1.22-1.32
+//   C=128 M=128 28x28                              0.607 vs 0.669-0.679
+//   C=256 M=256 14x14                              0.542-0.550 vs 0.551-0.564
+//   C=32  M=64  56x56                              0.270-0.274 vs 0.271-0.272
+//   C=16  M=64  56x56                              0.291-0.341 vs 0.304-0.315
+// (7x7 of 512 channels would compute 63 positions for 49: im2col.) The
+// measurements of the direct rule, with `loom run
 // --iters=50` on one thread (OMP_NUM_THREADS=1; two threads measured mostly
 // the scheduling of this loaded 2-core machine), 3x3 pads 1 on 56x56, batch
 // 1, direct vs im2col in ms:
@@ -52,6 +72,7 @@ namespace loom {
 namespace {
 
 constexpr int64_t kDirectMaxGroupSize = 8;
+constexpr int64_t kShiftedMinChannels = 16;
 // Each kernel position is a few nodes.
 constexpr int64_t kMaxKernelPositions = int64_t{1} << 16;
 
@@ -225,6 +246,119 @@ void ConvDirect(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
   WriteConvOutput(b, node, *sum, out_shape);
 }
 
+// The weight [M, C, K...] as [M, K..., C], computed now: the kernel
+// positions' products read it as row-major [M, C] matrices. None for a
+// weight known only at run time.
+std::optional<ValueId> ChannelsLastWeight(DecompositionBuilder& b, ValueId weight) {
+  const Value& value = b.graph().value(weight);
+  if (value.kind != ValueKind::kWeight && value.kind != ValueKind::kConstant) return std::nullopt;
+  const Tensor& w = b.graph().initializer(weight);
+  const Shape& shape = w.shape();
+  const int64_t out_channels = shape[0], channels = shape[1];
+  const int64_t taps = NumElements(absl::MakeConstSpan(shape).subspan(2));
+  Shape permuted = {out_channels};
+  permuted.insert(permuted.end(), shape.begin() + 2, shape.end());
+  permuted.push_back(channels);
+  Tensor t(w.dtype(), permuted);
+  for (int64_t m = 0; m < out_channels; ++m) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t k = 0; k < taps; ++k) {
+        t.SetDouble((m * taps + k) * channels + c, w.GetDouble((m * channels + c) * taps + k));
+      }
+    }
+  }
+  return b.Constant("weight_channels_last", std::move(t));
+}
+
+// conv as gemm calls that read the padded input in place (see the top):
+// for each kernel position, [M, C] weights times the padded image [C, P]
+// shifted by the position, summed over the positions into the output on
+// the padded width.
+void ConvShifted(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
+                 ValueId weight, const Shape& out_shape) {
+  const WindowGeometry& g = spec.window;
+  const int spatial = g.num_spatial();
+  // Padded sizes, and the strides of the padded image's spatial dims.
+  std::vector<int64_t> padded(spatial), strides(spatial, 1);
+  for (int d = 0; d < spatial; ++d) padded[d] = g.input[d] + g.pads_begin[d] + g.pads_end[d];
+  for (int d = spatial - 2; d >= 0; --d) strides[d] = strides[d + 1] * padded[d + 1];
+  // Output positions on the padded width: O_0 x P_1 x ... The last ones of
+  // the last channel read this far past the image; extra rows of zeros
+  // keep them inside it.
+  int64_t overrun = 0;
+  for (int d = 1; d < spatial; ++d) overrun += (g.KernelExtent(d) - 1) * strides[d];
+  const int64_t extra_rows = (overrun + strides[0] - 1) / strides[0];
+  std::vector<int64_t> pads = {0, 0};
+  pads.insert(pads.end(), g.pads_begin.begin(), g.pads_begin.end());
+  pads.insert(pads.end(), {0, 0});
+  for (int d = 0; d < spatial; ++d) pads.push_back(g.pads_end[d] + (d == 0 ? extra_rows : 0));
+  Attrs pad_attrs = Ints("pads", std::move(pads));
+  pad_attrs.Set("value", 0.0);
+  const ValueId image = b.Add("pad", "pad", {node.inputs[0]}, std::move(pad_attrs));
+  const int64_t channel_stride = (padded[0] + extra_rows) * strides[0];
+  // The image as [N, 1, G..., K..., C] (G the positions on the padded
+  // width, K the kernel positions), broadcast over the output channels.
+  Shape view_shape = {spec.batch, 1}, view_strides = {spec.in_channels * channel_stride, 0};
+  Shape grid = {g.output[0]};
+  grid.insert(grid.end(), padded.begin() + 1, padded.end());
+  view_shape.insert(view_shape.end(), grid.begin(), grid.end());
+  view_strides.insert(view_strides.end(), strides.begin(), strides.end());
+  for (int d = 0; d < spatial; ++d) {
+    view_shape.push_back(g.kernel[d]);
+    view_strides.push_back(g.dilations[d] * strides[d]);
+  }
+  view_shape.push_back(spec.in_channels);
+  view_strides.push_back(channel_stride);
+  Attrs view = Ints("shape", view_shape);
+  view.Set("strides", std::move(view_strides));
+  const ValueId windows = b.Add("windows", "as_strided", {image}, std::move(view));
+  // The weight as [1, M, 1..., K..., C].
+  Shape weight_shape = Concat({1, spec.out_channels}, Shape(spatial, 1));
+  weight_shape.insert(weight_shape.end(), g.kernel.begin(), g.kernel.end());
+  weight_shape.push_back(spec.in_channels);
+  const ValueId weights = b.Add("weight_shape", "reshape", {weight}, Ints("shape", weight_shape));
+  const ValueId products = b.Add("products", "mul", {weights, windows});
+  std::vector<int64_t> summed;
+  for (int d = 0; d <= spatial; ++d) summed.push_back(2 + spatial + d);
+  Attrs sum = Ints("axes", std::move(summed));
+  sum.Set("keepdims", int64_t{0});
+  const ValueId on_grid = b.Add("sum", "reduce_sum", {products}, std::move(sum));
+  // The output positions of the grid.
+  std::vector<int64_t> starts, ends, axes;
+  for (int d = 1; d < spatial; ++d) {
+    starts.push_back(0);
+    ends.push_back(g.output[d]);
+    axes.push_back(2 + d);
+  }
+  if (axes.empty()) {
+    WriteConvOutput(b, node, on_grid, out_shape);
+    return;
+  }
+  Attrs crop = Ints("starts", std::move(starts));
+  crop.Set("ends", std::move(ends));
+  crop.Set("axes", std::move(axes));
+  WriteConvOutput(b, node, b.Add("crop", "slice", {on_grid}, std::move(crop)), out_shape);
+}
+
+// Whether a conv's kernel positions are gemm calls over the padded image
+// (ConvShifted): stride 1, one group, a kernel of several positions and a
+// weight known at compile time; and enough input channels (each call's
+// sum) and few enough extra positions (those on the padding) that the
+// calls beat one call on a column matrix the conv copies out first.
+bool UsesShiftedConv(const ConvSpec& spec) {
+  const WindowGeometry& g = spec.window;
+  int64_t grid = g.output[0], positions = g.output[0];
+  for (int d = 0; d < g.num_spatial(); ++d) {
+    if (g.strides[d] != 1) return false;
+    if (d > 0) {
+      grid *= g.input[d] + g.pads_begin[d] + g.pads_end[d];
+      positions *= g.output[d];
+    }
+  }
+  return spec.groups == 1 && g.KernelSize() > 1 && spec.in_channels >= kShiftedMinChannels &&
+         grid <= positions + positions / 4;
+}
+
 bool UsesDirectConv(const ConvSpec& spec) {
   const int64_t group_size = spec.in_channels / spec.groups * (spec.out_channels / spec.groups);
   return spec.groups > 1 && group_size <= kDirectMaxGroupSize;
@@ -240,6 +374,12 @@ absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
   if (!spec.ok()) return spec.status();
   if (absl::Status s = CheckKernelSize(spec->window); !s.ok()) return s;
   const Shape out_shape = Concat({spec->batch, spec->out_channels}, spec->window.output);
+  if (UsesShiftedConv(*spec)) {
+    if (std::optional<ValueId> w = ChannelsLastWeight(b, node.inputs[1])) {
+      ConvShifted(b, node, *spec, *w, out_shape);
+      return absl::OkStatus();
+    }
+  }
   const ValueId padded = PadInput(b, node.inputs[0], spec->window, 0);
   if (UsesDirectConv(*spec)) {
     ConvDirect(b, node, *spec, padded, out_shape);

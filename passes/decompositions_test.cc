@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/gemm.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
@@ -376,6 +377,44 @@ TEST(DecompositionsTest, ConvChoosesIm2colOrDirect) {
   EXPECT_EQ(direct["matmul"], 0);
   EXPECT_EQ(direct["mul"], 9);
   EXPECT_EQ(direct["add"], 8);
+}
+
+// A 3x3 conv of 16 channels with a known weight reads the padded image in
+// place: one gemm call per kernel position, each adding to the output
+// (lowered as one product node summing over the positions and channels).
+TEST(DecompositionsTest, ConvOfManyChannelsIsShiftedGemmCalls) {
+  Module module;
+  Graph& graph = module.graph;
+  const ValueId x = *graph.AddInput("x", F64({2, 16, 6, 20}));
+  Tensor w(DType::kF64, {8, 16, 3, 3});
+  FillUniform(w, 3, -1, 1);
+  const ValueId weight = *graph.AddInitializer("w", ValueKind::kWeight, std::move(w));
+  const NodeId conv = *graph.AddNode("conv", "conv", {x, weight}, {"y"},
+                                     Make({{"pads", Ints{1, 1, 1, 1}}}));
+  graph.AddOutput(graph.node(conv).outputs[0]);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  ASSERT_TRUE(DecomposePass::Create({}).value()->Run(module).ok());
+  std::map<std::string, int> ops;
+  for (const Node& node : graph.nodes()) ++ops[std::string(node.op)];
+  EXPECT_EQ(ops["as_strided"], 1);
+  EXPECT_EQ(ops["reduce_sum"], 1);
+  EXPECT_EQ(ops["matmul"], 0);
+  EXPECT_EQ(ops["concat"], 0);
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  int calls = 0;
+  for (const ComputeNode& node : program->nodes) {
+    if (node.extern_op != ExternOp::kGemm) continue;
+    ++calls;
+    const std::optional<Gemm> gemm = MatchGemm(node);
+    ASSERT_TRUE(gemm.has_value());
+    EXPECT_EQ(gemm->batch, Ints{2});
+    EXPECT_EQ(gemm->accumulate, (Ints{3, 3}));
+    EXPECT_EQ(gemm->m, 8);
+    EXPECT_EQ(gemm->n, 6 * 22);  // 6 rows of the padded width, 22
+    EXPECT_EQ(gemm->k, 16);
+  }
+  EXPECT_EQ(calls, 1);
 }
 
 // A window of 2^17 positions would be 2^17 slices: refused by name.

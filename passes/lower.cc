@@ -78,7 +78,7 @@ struct InlineTemplate {
 bool IsView(absl::string_view op) {
   return op == "reshape" || op == "transpose" || op == "squeeze" ||
          op == "unsqueeze" || op == "expand" || op == "slice" ||
-         op == "split" || op == "tile";
+         op == "split" || op == "tile" || op == "as_strided";
 }
 
 // Normalises a possibly negative axis; the verifier has checked the range.
@@ -382,6 +382,11 @@ class Lowering {
   absl::Status LowerArgReduce(const Node& node);
   absl::Status LowerCumsum(const Node& node);
   absl::Status LowerMatmul(const Node& node);
+  // Makes a sum of products that gemm calls compute (ir/gemm.h: over
+  // several loops, a convolution's kernel positions and channels, say) one,
+  // when calls are allowed and it has at least LowerOptions::gemm_min_rows
+  // rows.
+  void MarkContraction(ComputeNode& compute, int root);
   // Whether matmul `node` has operands a gemm call can take (dtypes,
   // ranks) and the options allow calls.
   bool MayBeGemm(const Node& node) const;
@@ -436,6 +441,7 @@ class Lowering {
   absl::Status LowerSqueezeLike(const Node& node);
   absl::Status LowerExpand(const Node& node);
   absl::Status LowerSlice(const Node& node);
+  absl::Status LowerAsStrided(const Node& node);
   absl::Status LowerSplit(const Node& node);
   absl::Status LowerTile(const Node& node);
   // Defines `out` as a view of `in`: element x of out is element
@@ -544,6 +550,7 @@ const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
     (*r)["unsqueeze"] = &Lowering::LowerSqueezeLike;
     (*r)["expand"] = &Lowering::LowerExpand;
     (*r)["slice"] = &Lowering::LowerSlice;
+    (*r)["as_strided"] = &Lowering::LowerAsStrided;
     (*r)["split"] = &Lowering::LowerSplit;
     (*r)["tile"] = &Lowering::LowerTile;
     return r;
@@ -849,6 +856,7 @@ absl::Status Lowering::LowerReduce(const Node& node) {
                    : node.op == "reduce_var"  ? ReduceKind::kVar
                                               : ReduceKind::kSum;
   const int root = Load(compute, in, indices);
+  if (node.op == "reduce_sum") MarkContraction(compute, root);
   if (node.op != "reduce_mean") {
     Finish(std::move(compute), out, root);
     return absl::OkStatus();
@@ -938,6 +946,14 @@ absl::Status Lowering::LowerMatmul(const Node& node) {
   const int root = compute.root;
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
+}
+
+void Lowering::MarkContraction(ComputeNode& compute, int root) {
+  if (options_.gemm_min_rows < 0) return;
+  compute.root = root;                                     // as Finish will
+  compute.store_index = ContiguousOffset(compute.ranges);  // set them
+  const std::optional<Gemm> gemm = MatchGemm(compute);
+  if (gemm.has_value() && gemm->m >= options_.gemm_min_rows) compute.extern_op = ExternOp::kGemm;
 }
 
 bool Lowering::MayBeGemm(const Node& node) const {
@@ -1612,6 +1628,40 @@ absl::Status Lowering::LowerSlice(const Node& node) {
     // would only overflow the index arithmetic, so use 1.
     const int64_t step = out_shape[axis] <= 1 ? 1 : steps[i];
     in_indices[axis] = ctx_.Add(ctx_.Const(start), ctx_.Mul(Var(axis), step));
+  }
+  DefineView(out, in, in_indices);
+  return absl::OkStatus();
+}
+
+// out[x] = the input's element offset + sum_i strides[i] * x[i] in row-major
+// order: an affine view of a buffer that stores the input so (a padded
+// image whose overlapping windows a convolution reads as one matrix), and
+// otherwise that position unflattened over the input's shape.
+absl::Status Lowering::LowerAsStrided(const Node& node) {
+  const ValueId in = node.inputs[0], out = node.outputs[0];
+  const Shape& in_shape = graph_.value(in).type.shape;
+  const std::vector<int64_t> strides = node.attrs.GetInts("strides");
+  Expr flat = ctx_.Const(node.attrs.GetInt("offset", 0));
+  for (size_t i = 0; i < strides.size(); ++i) {
+    flat = ctx_.Add(flat, ctx_.Mul(Var(static_cast<int>(i)), strides[i]));
+  }
+  const LoweredValue& source = lowered_[in];
+  std::vector<int64_t> coefficients(in_shape.size());
+  int64_t base = 0;
+  bool contiguous = source.inline_node < 0 && !source.inline_constant &&
+                    AffineCoefficients(source.offset, absl::MakeSpan(coefficients), base);
+  const std::vector<int64_t> contiguous_strides = ContiguousStrides(in_shape);
+  for (size_t d = 0; contiguous && d < in_shape.size(); ++d) {
+    contiguous = in_shape[d] == 1 || coefficients[d] == contiguous_strides[d];
+  }
+  if (contiguous) {
+    lowered_[out] = LoweredValue::Stored(source.buffer, ctx_.Add(flat, ctx_.Const(base)));
+    return absl::OkStatus();
+  }
+  Indices in_indices;
+  for (size_t d = 0; d < in_shape.size(); ++d) {
+    in_indices.push_back(ctx_.Mod(ctx_.FloorDiv(flat, std::max<int64_t>(contiguous_strides[d], 1)),
+                                  std::max<int64_t>(in_shape[d], 1)));
   }
   DefineView(out, in, in_indices);
   return absl::OkStatus();

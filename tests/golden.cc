@@ -28,6 +28,9 @@ const std::vector<GoldenCase>& GoldenCases() {
       {"examples/layer_norm.pbtxt", "cuda", "tests/golden/layer_norm.cu"},
       {"examples/softmax.pbtxt", "cuda", "tests/golden/softmax.cu"},
       {"examples/lstm_l2_h64.pbtxt", "cuda", "tests/golden/lstm_l2_h64.cu"},
+      // Convolutions as gemm calls per kernel position over padded images.
+      {"examples/resnet_block.pbtxt", "cpu", "tests/golden/resnet_block.cc"},
+      {"examples/resnet_block.pbtxt", "cuda", "tests/golden/resnet_block.cu"},
       // Indices known only at run time, checked as the kernels load them.
       {"tests/index_range/gather.pbtxt", "cpu", "tests/golden/gather_indices.cc"},
       {"tests/index_range/scatter.pbtxt", "cpu", "tests/golden/scatter_indices.cc"},

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "backends/common/c_scalar.h"
 #include "ir/gemm.h"
 #include "passes/pass.h"
@@ -573,31 +574,42 @@ extern "C" void cblas_dgemm(int order, int trans_a, int trans_b, int m, int n, i
                             double beta, double* c, int ldc);
 )";
 
-// `p` advanced to the batch position x0, x1, ... of `matrix`.
-std::string BatchAddress(const std::string& p, const GemmMatrix& matrix) {
+// `p` advanced to the batch position x0, x1, ... and the accumulation
+// position s0, s1, ... of `matrix`.
+std::string MatrixAddress(const std::string& p, const GemmMatrix& matrix) {
   std::string address = p;
   for (size_t i = 0; i < matrix.batch_strides.size(); ++i) {
     if (matrix.batch_strides[i] != 0) {
       absl::StrAppend(&address, " + x", i, " * ", matrix.batch_strides[i]);
     }
   }
+  for (size_t j = 0; j < matrix.accumulate_strides.size(); ++j) {
+    if (matrix.accumulate_strides[j] != 0) {
+      absl::StrAppend(&address, " + s", j, " * ", matrix.accumulate_strides[j]);
+    }
+  }
   return address;
 }
 
-// The library call of one product of `gemm`.
+// The library call of one product of `gemm`: it sets c, or with
+// accumulation loops adds to it after their first position (`beta`, a
+// variable of the loops).
 std::string GemmCall(const Gemm& gemm) {
-  const std::string a = BatchAddress("p0", gemm.a);
-  const std::string b = BatchAddress("p1", gemm.b);
-  const std::string c = BatchAddress("p2", gemm.c);
-  if (gemm.dtype == DType::kF32) {
-    return absl::StrFormat("dnnl_sgemm('%c', '%c', %d, %d, %d, 1.0f, %s, %d, %s, %d, 0.0f, %s, %d);",
+  const std::string a = MatrixAddress("p0", gemm.a);
+  const std::string b = MatrixAddress("p1", gemm.b);
+  const std::string c = MatrixAddress("p2", gemm.c);
+  const bool f32 = gemm.dtype == DType::kF32;
+  const std::string beta = gemm.accumulate.empty() ? (f32 ? "0.0f" : "0.0") : "beta";
+  if (f32) {
+    return absl::StrFormat("dnnl_sgemm('%c', '%c', %d, %d, %d, 1.0f, %s, %d, %s, %d, %s, %s, %d);",
                            gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', gemm.m,
-                           gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, c,
+                           gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, beta, c,
                            gemm.c.leading);
   }
-  return absl::StrFormat("cblas_dgemm(101, %d, %d, %d, %d, %d, 1.0, %s, %d, %s, %d, 0.0, %s, %d);",
+  return absl::StrFormat("cblas_dgemm(101, %d, %d, %d, %d, %d, 1.0, %s, %d, %s, %d, %s, %s, %d);",
                          gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111, gemm.m,
-                         gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, c, gemm.c.leading);
+                         gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, beta, c,
+                         gemm.c.leading);
 }
 
 // Whether the threads share a gemm's batch loops, each making its calls
@@ -633,6 +645,20 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
     absl::StrAppend(&body, std::string(2 * depth, ' '),
                     absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {\n", i, i,
                                     gemm.batch[i], i));
+  }
+  // Accumulation loops, each position's call adding to what the ones
+  // before it summed.
+  for (size_t j = 0; j < gemm.accumulate.size(); ++j, ++depth) {
+    absl::StrAppend(&body, std::string(2 * depth, ' '),
+                    absl::StrFormat("for (int64_t s%d = 0; s%d < %d; ++s%d) {\n", j, j,
+                                    gemm.accumulate[j], j));
+  }
+  if (!gemm.accumulate.empty()) {
+    std::vector<std::string> first;
+    for (size_t j = 0; j < gemm.accumulate.size(); ++j) first.push_back(absl::StrCat("s", j, " == 0"));
+    absl::StrAppend(&body, std::string(2 * depth, ' '),
+                    absl::StrFormat("const %s beta = %s ? 0 : 1;\n", type,
+                                    absl::StrJoin(first, " && ")));
   }
   absl::StrAppend(&body, std::string(2 * depth, ' '), GemmCall(gemm), "\n");
   for (--depth; depth >= 1; --depth) {

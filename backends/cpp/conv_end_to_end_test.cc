@@ -52,6 +52,24 @@ TEST(ConvEndToEndTest, Im2colConvolutions) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// Stride 1, one group, 16 channels or more: gemm calls per kernel position
+// over the padded image, on its padded width (decompose_conv.cc).
+TEST(ConvEndToEndTest, ShiftedConvolutions) {
+  GraphBuilder b;
+  const ValueId x2 = b.Input("x2", DType::kF32, {2, 16, 9, 10});
+  AddConv(b, x2, {12, 16, 3, 3}, true, IntsAttr("pads", {1, 1, 1, 1}), 1);
+  AddConv(b, x2, {8, 16, 3, 3}, false,
+          MakeAttrs({{"dilations", Ints{2, 1}}, {"pads", Ints{1, 0, 2, 1}}}), 3);
+  const ValueId x1 = b.Input("x1", DType::kF32, {2, 16, 20});
+  AddConv(b, x1, {8, 16, 5}, true, MakeAttrs({{"dilations", Ints{2}}, {"pads", Ints{4, 4}}}), 5);
+  const ValueId x3 = b.Input("x3", DType::kF32, {1, 16, 3, 20, 40});
+  AddConv(b, x3, {6, 16, 3, 3, 3}, true, IntsAttr("pads", {1, 1, 1, 1, 1, 1}), 7);
+  // The same 2-D conv with the weight an input: im2col.
+  const ValueId w = b.Input("w", DType::kF32, {12, 16, 3, 3});
+  b.Output(b.Op("conv", {x2, w}, IntsAttr("pads", {1, 1, 1, 1})));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
 TEST(ConvEndToEndTest, DirectConvolutions) {
   GraphBuilder b;
   const ValueId x2 = b.Input("x2", DType::kF32, {2, 6, 11, 9});

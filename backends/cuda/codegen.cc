@@ -1143,10 +1143,19 @@ std::vector<CublasCall> CublasCalls(const Gemm& gemm) {
     batch.pop_back();
     for (std::vector<int64_t>& s : strides) s.pop_back();
   }
-  // Each position of the loops left is a call.
+  // Each position of the batch loops left, then of the accumulation
+  // loops, is a call. (The accumulation loops do not move c.)
+  batch.insert(batch.end(), gemm.accumulate.begin(), gemm.accumulate.end());
+  strides[0].insert(strides[0].end(), gemm.b.accumulate_strides.begin(),
+                    gemm.b.accumulate_strides.end());
+  strides[1].insert(strides[1].end(), gemm.a.accumulate_strides.begin(),
+                    gemm.a.accumulate_strides.end());
+  strides[2].resize(batch.size(), 0);
+  const int64_t accumulations = Product(gemm.accumulate);
   std::vector<CublasCall> calls;
   for (int64_t p = 0, positions = Product(batch); p < positions; ++p) {
     CublasCall& at = calls.emplace_back(call);
+    at.accumulate = p % accumulations != 0;
     int64_t rest = p;
     for (size_t loop = batch.size(); loop-- > 0;) {
       const int64_t x = rest % batch[loop];

@@ -65,6 +65,7 @@ struct CublasCall {
   int lda = 0, ldb = 0, ldc = 0;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   int batch_count = 1;
+  bool accumulate = false;  // beta 1: adds to c (else beta 0: sets it)
 };
 
 // The calls that compute `gemm` (row-major, ir/gemm.h): its row-major
@@ -72,7 +73,8 @@ struct CublasCall {
 // m and n swap, and a matrix stored column-major (GemmMatrix::transposed) is
 // passed transposed. The innermost batch loop, merged with those outside it
 // that step evenly, is cuBLAS's batch; each position of the other batch
-// loops is a call of its own.
+// loops is a call of its own, and within it each position of the
+// accumulation loops (all but the first adding to c).
 std::vector<CublasCall> CublasCalls(const Gemm& gemm);
 
 }  // namespace loom::cuda

@@ -104,6 +104,7 @@ void EmulateCublasCall(const cuda::CublasCall& call,
               call.transpose_b ? b[j + l * call.ldb] : b[l + j * call.ldb];
           sum += static_cast<double>(op_a) * op_b;
         }
+        if (call.accumulate) sum += c[i + j * call.ldc];
         c[i + j * call.ldc] = static_cast<T>(sum);
       }
     }

@@ -62,7 +62,8 @@ cublasStatus_t CallGemm(GemmFunction gemm, cublasHandle_t handle,
               call.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, call.m, call.n,
               call.k, &one, reinterpret_cast<const T*>(p[0]), call.lda,
               call.stride_a, reinterpret_cast<const T*>(p[1]), call.ldb,
-              call.stride_b, &zero, reinterpret_cast<T*>(p[2]), call.ldc,
+              call.stride_b, call.accumulate ? &one : &zero,
+              reinterpret_cast<T*>(p[2]), call.ldc,
               call.stride_c, call.batch_count);
 }
 

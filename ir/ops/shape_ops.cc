@@ -1,6 +1,6 @@
 // Ops that move data without computing: reshape, transpose, squeeze,
-// unsqueeze, expand, concat, slice. They copy elements bit for bit, so they
-// work for every dtype.
+// unsqueeze, expand, concat, slice, as_strided. They copy elements bit for
+// bit, so they work for every dtype.
 //
 // Semantics worth stating:
 // - reshape: at most one -1, inferred from the element count; 0 is a
@@ -15,6 +15,10 @@
 //   style) and negative steps. Where that wording and numpy differ, the
 //   wording wins: with a negative step a start before the first element
 //   clamps to 0 and selects it (numpy selects nothing).
+// - as_strided: element x of the output (`shape`) is element
+//   offset + sum_i strides[i] * x[i] of the input in row-major order, as
+//   torch.as_strided; windows may overlap (a convolution's taps over a
+//   padded image), every element read must exist.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -369,6 +373,53 @@ absl::Status SliceEval(const Node& node, absl::Span<const Tensor* const> in,
   return absl::OkStatus();
 }
 
+// --- as_strided --------------------------------------------------------------
+
+ShapeResult AsStridedShape(const Node& node, absl::Span<const TensorType> in) {
+  const std::vector<int64_t> shape = node.attrs.GetInts("shape");
+  const std::vector<int64_t> strides = node.attrs.GetInts("strides");
+  const int64_t offset = node.attrs.GetInt("offset", 0);
+  if (shape.size() != strides.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attributes 'shape' and 'strides' must have the same length, got ", shape.size(),
+        " and ", strides.size()));
+  }
+  if (offset < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'offset' is negative: ", offset));
+  }
+  Shape out = shape;
+  if (absl::Status status = CheckShapeLimits(out); !status.ok()) return AttrError("shape", status);
+  // The last element read; nothing is read from an empty output.
+  int64_t last = offset;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (strides[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'strides' has a negative entry: ", strides[i]));
+    }
+    if (shape[i] == 0) return OneOutput(in[0].dtype, std::move(out));
+    last = SaturatingMul(shape[i] - 1, strides[i]) > INT64_MAX - last
+               ? INT64_MAX
+               : last + SaturatingMul(shape[i] - 1, strides[i]);
+  }
+  const int64_t available = NumElements(in[0].shape);
+  if (last >= available) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the view reads element ", last, " of an input of ", available,
+                     " elements (", TypeToString(in[0]), ")"));
+  }
+  return OneOutput(in[0].dtype, std::move(out));
+}
+
+absl::Status AsStridedEval(const Node& node, absl::Span<const Tensor* const> in,
+                           absl::Span<Tensor> out) {
+  StridedWalk walk(out[0].shape(), {node.attrs.GetInts("strides")},
+                   {node.attrs.GetInt("offset", 0)});
+  for (int64_t i = 0; i < out[0].num_elements(); ++i, walk.Next()) {
+    CopyElement(*in[0], walk.offset(0), out[0], i);
+  }
+  return absl::OkStatus();
+}
+
 OpDef ConcatOp() {
   OpDef def = FixedArityOp("concat", 1, {{"axis", AttrType::kInt, true}},
                            ConcatShape, ConcatEval);
@@ -397,6 +448,11 @@ absl::Status RegisterShapeOps(OpRegistry& registry) {
                     {"axes", AttrType::kInts, false},
                     {"steps", AttrType::kInts, false}},
                    SliceShape, SliceEval),
+      FixedArityOp("as_strided", 1,
+                   {{"shape", AttrType::kInts, true},
+                    {"strides", AttrType::kInts, true},
+                    {"offset", AttrType::kInt, false}},
+                   AsStridedShape, AsStridedEval),
   };
   // Data movement: every result is a copy of an input element.
   for (OpDef& def : defs) def = Exact(std::move(def));

@@ -406,5 +406,47 @@ TEST(SliceTest, Errors) {
               HasSubstr("(slice): missing required attribute 'ends'"));
 }
 
+// --- as_strided ------------------------------------------------------------
+
+TEST(AsStridedTest, OverlappingWindows) {
+  // The 2-element windows of [0..5] at steps of 1, and a broadcast column.
+  Tensor x = Iota(DType::kI32, {2, 3});
+  absl::StatusOr<Tensor> y = RunOp(
+      "as_strided", {x}, MakeAttrs({{"shape", Ints{5, 2}}, {"strides", Ints{1, 1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->type(), (TensorType{DType::kI32, {5, 2}}));
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, 1, 1, 2, 2, 3, 3, 4, 4, 5));
+  y = RunOp("as_strided", {x},
+            MakeAttrs({{"shape", Ints{2, 3}}, {"strides", Ints{0, 2}}, {"offset", int64_t{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(1, 3, 5, 1, 3, 5));
+  y = RunOp("as_strided", {x}, MakeAttrs({{"shape", Ints{0, 9}}, {"strides", Ints{100, 100}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{0, 9}));
+}
+
+TEST(AsStridedTest, Errors) {
+  Tensor x(DType::kF32, {2, 3});
+  EXPECT_THAT(RunOpError("as_strided", {x},
+                         MakeAttrs({{"shape", Ints{2, 3}}, {"strides", Ints{3, 1}},
+                                    {"offset", int64_t{1}}})),
+              HasSubstr("node 'test_node' (as_strided): the view reads element 6 of an "
+                        "input of 6 elements (f32[2,3])"));
+  EXPECT_THAT(RunOpError("as_strided", {x},
+                         MakeAttrs({{"shape", Ints{2}}, {"strides", Ints{1, 1}}})),
+              HasSubstr("attributes 'shape' and 'strides' must have the same length, got 1 "
+                        "and 2"));
+  EXPECT_THAT(RunOpError("as_strided", {x},
+                         MakeAttrs({{"shape", Ints{2}}, {"strides", Ints{-1}}})),
+              HasSubstr("attribute 'strides' has a negative entry: -1"));
+  EXPECT_THAT(RunOpError("as_strided", {x},
+                         MakeAttrs({{"shape", Ints{2}}, {"strides", Ints{1}},
+                                    {"offset", int64_t{-1}}})),
+              HasSubstr("attribute 'offset' is negative: -1"));
+  EXPECT_THAT(RunOpError("as_strided", {x},
+                         MakeAttrs({{"shape", Ints{2, 2}}, {"strides", Ints{kMax, kMax}}})),
+              HasSubstr("the view reads element"));
+}
+
 }  // namespace
 }  // namespace loom
