@@ -8,12 +8,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "ir/ops/ops.h"
 #include "passes/decomposition.h"
 
 namespace loom {
 namespace {
-
-constexpr double kDefaultEpsilon = 1e-5;
 
 Attrs MeanOver(std::vector<int64_t> axes) {
   Attrs attrs = Ints("axes", std::move(axes));
@@ -97,7 +96,7 @@ absl::Status DecomposeLayerNorm(const Node& node, DecompositionBuilder& b) {
   std::vector<int64_t> axes(rank - axis);
   std::iota(axes.begin(), axes.end(), axis);
   const ValueId y = Normalize(b, x, b.type(x).dtype, axes,
-                              node.attrs.GetFloat("epsilon", kDefaultEpsilon));
+                              node.attrs.GetFloat("epsilon", kDefaultNormEpsilon));
   Affine(b, y, Input(node, 1), Input(node, 2), node.outputs[0], shape);
   return absl::OkStatus();
 }
@@ -112,7 +111,7 @@ absl::Status ChannelNorm(const Node& node, DecompositionBuilder& b,
                                 Ints("shape", {shape[0], groups, per_group}));
   const ValueId normalized =
       Normalize(b, grouped, b.type(node.inputs[0]).dtype, {2},
-                node.attrs.GetFloat("epsilon", kDefaultEpsilon));
+                node.attrs.GetFloat("epsilon", kDefaultNormEpsilon));
   const ValueId y =
       b.Add("ungroup", "reshape", {normalized}, Ints("shape", shape));
   Affine(b, y, Input(node, 1), Input(node, 2), node.outputs[0], shape,
@@ -157,7 +156,7 @@ absl::Status DecomposeBatchNorm(const Node& node, DecompositionBuilder& b) {
   const DType dtype = b.type(x).dtype;
   const ValueId shifted = b.Add(
       "var_eps", "add",
-      {var, b.Scalar("epsilon", node.attrs.GetFloat("epsilon", kDefaultEpsilon),
+      {var, b.Scalar("epsilon", node.attrs.GetFloat("epsilon", kDefaultNormEpsilon),
                      dtype)});
   const ValueId factor =
       b.Add("factor", "div", {scale, b.Add("std", "sqrt", {shifted})});

@@ -21,6 +21,7 @@ namespace {
 constexpr char kPipeline[] = R"(
 target: CPU
 pass { name: "verify" }
+pass { name: "fold-batch-norm" }
 pass { name: "decompose" }
 pass { name: "simplify" }
 pass { name: "lower" }

@@ -28,8 +28,6 @@ namespace {
 
 using ShapeResult = absl::StatusOr<OutputTypes>;
 
-constexpr double kDefaultEpsilon = 1e-5;
-
 // Every input is a float of input 0's dtype.
 absl::Status CheckFloatInputs(absl::Span<const TensorType> in) {
   absl::Status status = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
@@ -124,7 +122,7 @@ absl::Status LayerNormEval(const Node& node, absl::Span<const Tensor* const> in,
   if (!axis.ok()) return axis.status();
   const int64_t length = NumElements(absl::MakeConstSpan(x.shape()).subspan(*axis));
   NormalizeRuns(
-      x, length, node.attrs.GetFloat("epsilon", kDefaultEpsilon),
+      x, length, node.attrs.GetFloat("epsilon", kDefaultNormEpsilon),
       OptionalInput(in, 1), OptionalInput(in, 2),
       [length](int64_t i) { return i % length; }, out[0]);
   return absl::OkStatus();
@@ -175,7 +173,7 @@ absl::Status ChannelNormEval(const Node& node,
   // In [N, C, spatial] order the channels of one (n, group) are contiguous.
   const int64_t length = channels / groups * spatial;
   NormalizeRuns(
-      x, length, node.attrs.GetFloat("epsilon", kDefaultEpsilon), in[1], in[2],
+      x, length, node.attrs.GetFloat("epsilon", kDefaultNormEpsilon), in[1], in[2],
       [spatial, channels](int64_t i) { return i / spatial % channels; },
       out[0]);
   return absl::OkStatus();
@@ -213,7 +211,7 @@ ShapeResult BatchNormShape(const Node&, absl::Span<const TensorType> in) {
 absl::Status BatchNormEval(const Node& node, absl::Span<const Tensor* const> in,
                            absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
-  const double epsilon = node.attrs.GetFloat("epsilon", kDefaultEpsilon);
+  const double epsilon = node.attrs.GetFloat("epsilon", kDefaultNormEpsilon);
   const int64_t channels = x.shape()[1];
   const int64_t spatial = NumElements(absl::MakeConstSpan(x.shape()).subspan(2));
   for (int64_t i = 0; i < x.num_elements(); ++i) {

@@ -18,7 +18,7 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry);
 // reduce_l2, reduce_log_sum, reduce_log_sum_exp, reduce_sum_square; argmax,
 // argmin.
 absl::Status RegisterReductionOps(OpRegistry& registry);
-// reshape, transpose, squeeze, unsqueeze, expand, concat, slice.
+// reshape, transpose, squeeze, unsqueeze, expand, concat, slice, as_strided.
 absl::Status RegisterShapeOps(OpRegistry& registry);
 // matmul, linear, gemm.
 absl::Status RegisterMatmulOps(OpRegistry& registry);
@@ -31,6 +31,8 @@ absl::Status RegisterActivationOps(OpRegistry& registry);
 absl::Status RegisterTensorOps(OpRegistry& registry);
 // layer_norm, group_norm, instance_norm, batch_norm.
 absl::Status RegisterNormOps(OpRegistry& registry);
+// The normalizations' epsilon when their attribute is absent (ONNX's).
+inline constexpr double kDefaultNormEpsilon = 1e-5;
 // lstm, gru, rnn (ONNX semantics; see recurrent.h).
 absl::Status RegisterRecurrentOps(OpRegistry& registry);
 // conv, max_pool, average_pool (see conv.h).

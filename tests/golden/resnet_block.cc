@@ -84,38 +84,18 @@ extern "C" void loom_f2(void* const* a) {
 extern "C" void loom_f3(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  const float* LOOM_RESTRICT p2 = (const float*)a[2];
-  const float* LOOM_RESTRICT p3 = (const float*)a[3];
-  const float* LOOM_RESTRICT p4 = (const float*)a[4];
-  float* LOOM_RESTRICT p5 = (float*)a[5];
-  #pragma omp parallel for
+  float* LOOM_RESTRICT p2 = (float*)a[2];
+  #pragma omp parallel for collapse(2)
   for (int64_t x0 = 0; x0 < 64; ++x0) {
-    float l1[3136];
-    const float t0 = p0[x0];
-    const float t1 = p1[x0];
-    const float t2 = (float)0x1.4f8b58p-17;
-    const float t3 = t1 + t2;
-    const float t4 = sqrtf(t3);
-    const float t5 = t0 / t4;
     for (int64_t x1 = 0; x1 < 56; ++x1) {
       #pragma GCC ivdep
       for (int64_t x2 = 0; x2 < 56; ++x2) {
-        const float t6 = p2[(3248*x0 + 58*x1 + x2)];
-        const float t7 = p3[x0];
-        const float t8 = t6 - t7;
-        const float t9 = t5;
-        const float t10 = t8 * t9;
-        const float t11 = p4[x0];
-        const float t12 = t10 + t11;
-        const float t13 = (t12 < 0 ? (float)0 : t12);
-        l1[(56*x1 + x2)] = t13;
-      }
-    }
-    for (int64_t x1 = 0; x1 < 56; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 56; ++x2) {
-        const float t14 = l1[(56*x1 + x2)];
-        p5[(3422*x0 + 58*x1 + x2)] = t14;
+        const float t0 = p0[(3248*x0 + 58*x1 + x2)];
+        const float t1 = p1[x0];
+        const float t2 = t0 + t1;
+        const float t3 = (t2 < 0 ? (float)0 : t2);
+        const float t4 = t3;
+        p2[(3422*x0 + 58*x1 + x2)] = t4;
       }
     }
   }
@@ -125,43 +105,32 @@ extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
-  const float* LOOM_RESTRICT p3 = (const float*)a[3];
-  const float* LOOM_RESTRICT p4 = (const float*)a[4];
-  const float* LOOM_RESTRICT p5 = (const float*)a[5];
-  float* LOOM_RESTRICT p6 = (float*)a[6];
-  #pragma omp parallel for
-  for (int64_t x0 = 0; x0 < 64; ++x0) {
-    const float t0 = p0[x0];
-    const float t1 = p1[x0];
-    const float t2 = (float)0x1.4f8b58p-17;
-    const float t3 = t1 + t2;
-    const float t4 = sqrtf(t3);
-    const float t5 = t0 / t4;
-    for (int64_t x1 = 0; x1 < 56; ++x1) {
-      #pragma GCC ivdep
+  float* LOOM_RESTRICT p3 = (float*)a[3];
+  #pragma omp parallel for collapse(3)
+  for (int64_t x0 = 0; x0 < 1; ++x0) {
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
       for (int64_t x2 = 0; x2 < 56; ++x2) {
-        const float t6 = p2[(3248*x0 + 58*x1 + x2)];
-        const float t7 = p3[x0];
-        const float t8 = t6 - t7;
-        const float t9 = t5;
-        const float t10 = t8 * t9;
-        const float t11 = p4[x0];
-        const float t12 = t10 + t11;
-        const float t13 = p5[(3136*x0 + 56*x1 + x2)];
-        const float t14 = t12 + t13;
-        const float t15 = (t14 < 0 ? (float)0 : t14);
-        p6[(3136*x0 + 56*x1 + x2)] = t15;
+        #pragma GCC ivdep
+        for (int64_t x3 = 0; x3 < 56; ++x3) {
+          const float t0 = p0[(3248*x1 + 58*x2 + x3)];
+          const float t1 = p1[x1];
+          const float t2 = t0 + t1;
+          const float t3 = p2[(3136*x1 + 56*x2 + x3)];
+          const float t4 = t2 + t3;
+          const float t5 = (t4 < 0 ? (float)0 : t4);
+          p3[(3136*x1 + 56*x2 + x3)] = t5;
+        }
       }
     }
   }
 }
 
 // Launches:
-// loom_f0(conv1/pad.1)  # conv1/pad
-// loom_f1(x, conv1/pad.1+59)  # conv1/pad
-// loom_f2(conv1/weight_channels_last.0, conv1/pad.1, conv1/sum.5)  # conv1/sum
-// loom_f0(conv2/pad.17)  # conv2/pad
-// loom_f3(bn1_scale, bn1_var, conv1/sum.5, bn1_mean, bn1_shift, conv2/pad.17+59)  # bn1/factor, relu1, conv2/pad
-// loom_f2(conv2/weight_channels_last.16, conv2/pad.17, conv2/sum.21)  # conv2/sum
-// loom_f4(bn2_scale, bn2_var, conv2/sum.21, bn2_mean, bn2_shift, x, y)  # bn2/factor, relu2
+// loom_f0(bn1/pad.5)  # bn1/pad
+// loom_f1(x, bn1/pad.5+59)  # bn1/pad
+// loom_f2(bn1/weight_channels_last.4, bn1/pad.5, bn1/sum.9)  # bn1/sum
+// loom_f0(bn2/pad.14)  # bn2/pad
+// loom_f3(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad
+// loom_f2(bn2/weight_channels_last.13, bn2/pad.14, bn2/sum.18)  # bn2/sum
+// loom_f4(bn2/sum.18, n2/folded_bias.3, x, y)  # relu2
 // 

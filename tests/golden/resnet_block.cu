@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f0(float* p0) {
     const int64_t x1 = o / 3422;
     const int64_t x2 = (o / 58) % 59;
     const int64_t x3 = o % 58;
-    // conv1/pad
+    // bn1/pad
     const float t0 = (float)0;
     p0[(3422*x1 + 58*x2 + x3)] = t0;
   }
@@ -66,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f1(const float* __restric
     const int64_t x1 = o / 3136;
     const int64_t x2 = (o / 56) % 56;
     const int64_t x3 = o % 56;
-    // conv1/pad
+    // bn1/pad
     const float t0 = p0[(3136*x1 + 56*x2 + x3)];
     p1[(3422*x1 + 58*x2 + x3)] = t0;
   }
@@ -81,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(float* p0) {
     const int64_t x1 = o / 3422;
     const int64_t x2 = (o / 58) % 59;
     const int64_t x3 = o % 58;
-    // conv2/pad
+    // bn2/pad
     const float t0 = (float)0;
     p0[(3422*x1 + 58*x2 + x3)] = t0;
   }
@@ -89,87 +89,50 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(float* p0) {
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f3_shape[3] = {64, 256, 12544};
+__device__ long long loom_f3_shape[3] = {784, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, const float* __restrict__ p3, const float* __restrict__ p4, float* p5) {
-  extern __shared__ __align__(16) unsigned char loom_smem[];
-  float* const l0 = (float*)(loom_smem + 0);
-  const int lane = threadIdx.x;
-  for (int64_t o = blockIdx.x; o < 64; o += gridDim.x) {
-    const int64_t x0 = o;
-    // bn1/factor
-    const float t0 = p0[x0];
-    const float t1 = p1[x0];
-    const float t2 = (float)0x1.4f8b58p-17;
-    const float t3 = t1 + t2;
-    const float t4 = sqrtf(t3);
-    const float t5 = t0 / t4;
+extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, const float* __restrict__ p1, float* p2) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 200704; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o / 3136;
+    const int64_t x1 = (o / 56) % 56;
+    const int64_t x2 = o % 56;
     // relu1
-    for (int64_t i = lane; i < 3136; i += 256) {
-      const int64_t x1 = i / 56;
-      const int64_t x2 = i % 56;
-      const float t6 = p2[(3248*x0 + 58*x1 + x2)];
-      const float t7 = p3[x0];
-      const float t8 = t6 - t7;
-      const float t9 = t5;
-      const float t10 = t8 * t9;
-      const float t11 = p4[x0];
-      const float t12 = t10 + t11;
-      const float t13 = (t12 < 0 ? (float)0 : t12);
-      l0[(56*x1 + x2)] = t13;
-    }
-    __syncthreads();
-    // conv2/pad
-    for (int64_t i = lane; i < 3136; i += 256) {
-      const int64_t x1 = i / 56;
-      const int64_t x2 = i % 56;
-      const float t14 = l0[(56*x1 + x2)];
-      p5[(3422*x0 + 58*x1 + x2)] = t14;
-    }
-    __syncthreads();
+    const float t0 = p0[(3248*x0 + 58*x1 + x2)];
+    const float t1 = p1[x0];
+    const float t2 = t0 + t1;
+    const float t3 = (t2 < 0 ? (float)0 : t2);
+    // bn2/pad
+    const float t4 = t3;
+    p2[(3422*x0 + 58*x1 + x2)] = t4;
   }
 }
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f4_shape[3] = {64, 256, 0};
+__device__ long long loom_f4_shape[3] = {784, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, const float* __restrict__ p3, const float* __restrict__ p4, const float* __restrict__ p5, float* p6) {
-  const int lane = threadIdx.x;
-  for (int64_t o = blockIdx.x; o < 64; o += gridDim.x) {
-    const int64_t x0 = o;
-    // bn2/factor
-    const float t0 = p0[x0];
-    const float t1 = p1[x0];
-    const float t2 = (float)0x1.4f8b58p-17;
-    const float t3 = t1 + t2;
-    const float t4 = sqrtf(t3);
-    const float t5 = t0 / t4;
+extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 200704; o += (int64_t)gridDim.x * 256) {
+    const int64_t x1 = o / 3136;
+    const int64_t x2 = (o / 56) % 56;
+    const int64_t x3 = o % 56;
     // relu2
-    for (int64_t i = lane; i < 3136; i += 256) {
-      const int64_t x1 = i / 56;
-      const int64_t x2 = i % 56;
-      const float t6 = p2[(3248*x0 + 58*x1 + x2)];
-      const float t7 = p3[x0];
-      const float t8 = t6 - t7;
-      const float t9 = t5;
-      const float t10 = t8 * t9;
-      const float t11 = p4[x0];
-      const float t12 = t10 + t11;
-      const float t13 = p5[(3136*x0 + 56*x1 + x2)];
-      const float t14 = t12 + t13;
-      const float t15 = (t14 < 0 ? (float)0 : t14);
-      p6[(3136*x0 + 56*x1 + x2)] = t15;
-    }
+    const float t0 = p0[(3248*x1 + 58*x2 + x3)];
+    const float t1 = p1[x1];
+    const float t2 = t0 + t1;
+    const float t3 = p2[(3136*x1 + 56*x2 + x3)];
+    const float t4 = t2 + t3;
+    const float t5 = (t4 < 0 ? (float)0 : t4);
+    p3[(3136*x1 + 56*x2 + x3)] = t5;
   }
 }
 
 // Launches:
-// loom_f0(conv1/pad.1)  # conv1/pad
-// loom_f1(x, conv1/pad.1+59)  # conv1/pad
-// gemm f32 m=64 n=3248 k=64 (conv1/weight_channels_last.0, conv1/pad.1, conv1/sum.5) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # conv1/sum
-// loom_f2(conv2/pad.17)  # conv2/pad
-// loom_f3(bn1_scale, bn1_var, conv1/sum.5, bn1_mean, bn1_shift, conv2/pad.17+59)  # bn1/factor, relu1, conv2/pad
-// gemm f32 m=64 n=3248 k=64 (conv2/weight_channels_last.16, conv2/pad.17, conv2/sum.21) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # conv2/sum
-// loom_f4(bn2_scale, bn2_var, conv2/sum.21, bn2_mean, bn2_shift, x, y)  # bn2/factor, relu2
+// loom_f0(bn1/pad.5)  # bn1/pad
+// loom_f1(x, bn1/pad.5+59)  # bn1/pad
+// gemm f32 m=64 n=3248 k=64 (bn1/weight_channels_last.4, bn1/pad.5, bn1/sum.9) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn1/sum
+// loom_f2(bn2/pad.14)  # bn2/pad
+// loom_f3(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad
+// gemm f32 m=64 n=3248 k=64 (bn2/weight_channels_last.13, bn2/pad.14, bn2/sum.18) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn2/sum
+// loom_f4(bn2/sum.18, n2/folded_bias.3, x, y)  # relu2
 // 
