@@ -742,6 +742,93 @@ TEST(OnnxImporterTest, PReluSlopePerChannelBeforeOpset7) {
   }
 }
 
+// Before opset 7, Add and the other binary ops broadcast only with
+// broadcast=1; B's dims then align with A's from `axis` on.
+TEST(OnnxImporterTest, LegacyBroadcastAlignsAtAxis) {
+  auto run = [](const std::vector<int64_t>& b_dims, std::vector<float> b_values,
+                const std::function<void(onnx::NodeProto&)>& set) {
+    ModelBuilder b(6);
+    b.Input("x", onnx::TensorProto::FLOAT, {2, 3, 2})
+        .Initializer("b", b_dims, b_values)
+        .Output("y");
+    set(b.Node("Add", {"x", "b"}, {"y"}, "add"));
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    if (!graph.ok()) return absl::StatusOr<std::vector<Tensor>>(graph.status());
+    Tensor x(DType::kF32, {2, 3, 2});  // zeros: y is b broadcast
+    return Interpret(*graph, {x});
+  };
+  absl::StatusOr<std::vector<Tensor>> y = run({3}, {1, 2, 3}, [](onnx::NodeProto& n) {
+    SetAttr(n, "broadcast", 1);
+    SetAttr(n, "axis", 1);
+  });
+  ASSERT_TRUE(y.ok()) << y.status();
+  const std::vector<double> along_axis1 = {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3};
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*y)[0].GetDouble(i), along_axis1[i]) << i;
+  // Without axis, B's dims are A's trailing ones (numpy's rule).
+  y = run({2}, {1, 2}, [](onnx::NodeProto& n) { SetAttr(n, "broadcast", 1); });
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*y)[0].GetDouble(i), 1 + i % 2) << i;
+  // A size-1 dim stretches.
+  y = run({2, 1}, {1, 2}, [](onnx::NodeProto& n) {
+    SetAttr(n, "broadcast", 1);
+    SetAttr(n, "axis", 0);
+  });
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*y)[0].GetDouble(i), 1 + i / 6) << i;
+  EXPECT_THAT(run({3}, {1, 2, 3}, [](onnx::NodeProto&) {}).status().message(),
+              HasSubstr("node 'add' (Add): operands [2,3,2] and [3] differ in shape; before "
+                        "opset 7 they broadcast only with attribute broadcast=1"));
+  EXPECT_THAT(run({3}, {1, 2, 3},
+                  [](onnx::NodeProto& n) {
+                    SetAttr(n, "broadcast", 1);
+                    SetAttr(n, "axis", 2);
+                  })
+                  .status()
+                  .message(),
+              HasSubstr("node 'add' (Add): with broadcast=1 and axis 2 the second operand [3] "
+                        "must match"));
+  EXPECT_THAT(run({3}, {1, 2, 3}, [](onnx::NodeProto& n) { SetAttr(n, "broadcast", 2); })
+                  .status()
+                  .message(),
+              HasSubstr("node 'add' (Add): attribute 'broadcast' must be 0 or 1, got 2"));
+}
+
+// From opset 7 the attributes are gone: refused like any unknown one.
+TEST(OnnxImporterTest, BroadcastAttributeRefusedFromOpset7) {
+  ModelBuilder b(7);
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3}).Initializer("b", {3}, {1, 2, 3}).Output("y");
+  SetAttr(b.Node("Mul", {"x", "b"}, {"y"}, "mul"), "broadcast", 1);
+  EXPECT_THAT(ImportOnnxModel(b.model()).status().message(),
+              HasSubstr("node 'mul' (Mul): attribute 'broadcast' is not supported"));
+}
+
+// Gemm before opset 7: C [N] broadcasts with broadcast=1 and must be [M, N]
+// without it.
+TEST(OnnxImporterTest, LegacyGemmBroadcast) {
+  for (const int64_t broadcast : {0, 1}) {
+    ModelBuilder b(6);
+    b.Input("a", onnx::TensorProto::FLOAT, {2, 2})
+        .Initializer("w", {2, 2}, {1, 0, 0, 1})
+        .Initializer("c", {2}, {10, 20})
+        .Output("y");
+    SetAttr(b.Node("Gemm", {"a", "w", "c"}, {"y"}, "gemm"), "broadcast", broadcast);
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    if (broadcast == 0) {
+      EXPECT_THAT(graph.status().message(),
+                  HasSubstr("node 'gemm' (Gemm): C [2] must have shape [2,2]: before opset 7 it "
+                            "broadcasts only with attribute broadcast=1"));
+      continue;
+    }
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    Tensor a(DType::kF32, {2, 2});
+    for (int64_t i = 0; i < 4; ++i) a.SetDouble(i, i + 1);
+    absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {a});
+    ASSERT_TRUE(y.ok()) << y.status();
+    const double expected[] = {11, 22, 13, 24};
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ((*y)[0].GetDouble(i), expected[i]) << i;
+  }
+}
+
 TEST(OnnxImporterTest, RefusesHugeConstantsWithoutAllocating) {
   ModelBuilder b;
   b.Output("y");

@@ -44,16 +44,37 @@ absl::Status ConvertMatMul(NodeContext& ctx) {
   return ctx.status();
 }
 
+// Before opset 7, C broadcasts to [M, N] only with attribute broadcast=1.
 absl::Status ConvertGemm(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"alpha", kFloat},
-                                       {"beta", kFloat},
-                                       {"transA", kInt},
-                                       {"transB", kInt}});
+  if (absl::Status s = ctx.CheckAttrs(WithLegacyBroadcast(
+          ctx,
+          {{"alpha", kFloat}, {"beta", kFloat}, {"transA", kInt}, {"transB", kInt}},
+          /*with_axis=*/false));
       !s.ok()) {
     return s;
   }
   std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
   if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
+  const int64_t broadcast = ctx.Int("broadcast", 0);
+  if (ctx.opset() < 7 && broadcast != 1 && inputs.size() == 3) {
+    const Shape a = ctx.TypeOf(inputs[0]).shape;
+    const Shape b = ctx.TypeOf(inputs[1]).shape;
+    const Shape c = ctx.TypeOf(inputs[2]).shape;
+    if (!ctx.ok()) return ctx.status();
+    if (broadcast != 0) {
+      return ctx.Refuse(absl::StrCat(
+          "attribute 'broadcast' must be 0 or 1, got ", broadcast));
+    }
+    if (a.size() == 2 && b.size() == 2) {
+      const Shape mn = {a[ctx.Int("transA", 0) != 0 ? 1 : 0],
+                        b[ctx.Int("transB", 0) != 0 ? 0 : 1]};
+      if (c != mn) {
+        return ctx.Refuse(absl::StrCat(
+            "C ", ShapeToString(c), " must have shape ", ShapeToString(mn),
+            ": before opset 7 it broadcasts only with attribute broadcast=1"));
+      }
+    }
+  }
   ctx.EmitOutput(0, "gemm", std::move(inputs),
                  MakeAttrs({{"alpha", ctx.Float("alpha", 1.0)},
                             {"beta", ctx.Float("beta", 1.0)},
