@@ -354,6 +354,25 @@ absl::StatusOr<Attrs> WindowAttrs(const NodeContext& ctx, const Shape& shape,
                     {"pads", std::move(pads)}});
 }
 
+// The kernel of Conv or ConvTranspose: W's spatial shape (W has X's
+// `rank`, laid out as `layout`); kernel_shape, when given, must agree.
+absl::StatusOr<std::vector<int64_t>> WeightKernel(NodeContext& ctx, size_t rank,
+                                                  absl::string_view layout) {
+  const Shape weight = ctx.TypeOf(ctx.In(1)).shape;
+  if (!ctx.ok()) return ctx.status();
+  if (weight.size() != rank) {
+    return ctx.Refuse(absl::StrCat("W ", ShapeToString(weight), " must have X's rank ", rank,
+                                   " (", layout, ")"));
+  }
+  std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
+  if (ctx.HasAttr("kernel_shape") && ctx.Ints("kernel_shape") != kernel) {
+    return ctx.Refuse(absl::StrCat("attribute 'kernel_shape' ",
+                                   ShapeToString(ctx.Ints("kernel_shape")), " disagrees with W ",
+                                   ShapeToString(weight)));
+  }
+  return kernel;
+}
+
 // Conv; the kernel is the weight's spatial shape (kernel_shape, when given,
 // must agree).
 absl::Status ConvertConv(NodeContext& ctx) {
@@ -368,24 +387,119 @@ absl::Status ConvertConv(NodeContext& ctx) {
   }
   absl::StatusOr<Shape> shape = SpatialInputShape(ctx);
   if (!shape.ok()) return shape.status();
-  const Shape weight = ctx.TypeOf(ctx.In(1)).shape;
-  if (!ctx.ok()) return ctx.status();
-  if (weight.size() != shape->size()) {
-    return ctx.Refuse(absl::StrCat("W ", ShapeToString(weight), " must have X's rank ",
-                                   shape->size(), " ([M, C/group, kernel...])"));
-  }
-  const std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
-  if (ctx.HasAttr("kernel_shape") && ctx.Ints("kernel_shape") != kernel) {
-    return ctx.Refuse(absl::StrCat("attribute 'kernel_shape' ",
-                                   ShapeToString(ctx.Ints("kernel_shape")), " disagrees with W ",
-                                   ShapeToString(weight)));
-  }
-  absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, *shape, kernel);
+  absl::StatusOr<std::vector<int64_t>> kernel =
+      WeightKernel(ctx, shape->size(), "[M, C/group, kernel...]");
+  if (!kernel.ok()) return kernel.status();
+  absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, *shape, *kernel);
   if (!attrs.ok()) return attrs.status();
   attrs->Set("group", ctx.Int("group", 1));
   std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
   if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
   ctx.EmitOutput(0, "conv", std::move(inputs), *std::move(attrs));
+  return ctx.status();
+}
+
+// Python's floor division (for the negative total paddings of an
+// output_shape larger than the full result).
+int64_t FloorHalf(int64_t value) { return value >= 0 ? value / 2 : -((1 - value) / 2); }
+
+// ConvTranspose. Explicit pads (NOTSET, the default), none (VALID), or pads
+// that give the output `output_shape` (spatial dims, or all), or with
+// SAME_UPPER / SAME_LOWER input * stride positions: of the total padding
+// stride (S - 1) + output_padding + dilation (K - 1) + 1 - output, the
+// begin gets the smaller half with SAME_UPPER and the larger otherwise
+// (ONNX's equations; a negative total adds positions only the bias
+// reaches).
+absl::Status ConvertConvTranspose(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"auto_pad", kString},
+                                       {"dilations", kInts},
+                                       {"group", kInt},
+                                       {"kernel_shape", kInts},
+                                       {"output_padding", kInts},
+                                       {"output_shape", kInts},
+                                       {"pads", kInts},
+                                       {"strides", kInts}});
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Shape> shape = SpatialInputShape(ctx);
+  if (!shape.ok()) return shape.status();
+  absl::StatusOr<std::vector<int64_t>> kernel =
+      WeightKernel(ctx, shape->size(), "[C, M/group, kernel...]");
+  if (!kernel.ok()) return kernel.status();
+  const size_t spatial = shape->size() - 2;
+  absl::StatusOr<std::vector<int64_t>> strides = SpatialAttr(ctx, "strides", spatial, 1);
+  if (!strides.ok()) return strides.status();
+  absl::StatusOr<std::vector<int64_t>> dilations = SpatialAttr(ctx, "dilations", spatial, 1);
+  if (!dilations.ok()) return dilations.status();
+  absl::StatusOr<std::vector<int64_t>> output_padding =
+      SpatialAttr(ctx, "output_padding", spatial, 0);
+  if (!output_padding.ok()) return output_padding.status();
+  const std::string auto_pad = ctx.String("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    return ctx.Refuse(absl::StrCat("attribute 'auto_pad' '", auto_pad,
+                                   "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID"));
+  }
+  std::vector<int64_t> output;  // the spatial sizes asked for, if any
+  if (ctx.HasAttr("output_shape")) {
+    output = ctx.Ints("output_shape");
+    if (output.size() == spatial + 2) output.erase(output.begin(), output.begin() + 2);
+    if (output.size() != spatial) {
+      return ctx.Refuse(absl::StrCat("attribute 'output_shape' ",
+                                     ShapeToString(ctx.Ints("output_shape")), " needs ", spatial,
+                                     " (or ", spatial + 2, ") entries for X ",
+                                     ShapeToString(*shape)));
+    }
+    if (ctx.HasAttr("pads")) {
+      return ctx.Refuse("attributes 'pads' and 'output_shape' are both given; loom takes one");
+    }
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t d = 0; d < spatial; ++d) {
+      output.push_back(SaturatingMul((*shape)[d + 2], (*strides)[d]));
+    }
+  }
+  std::vector<int64_t> pads(2 * spatial, 0);
+  if (!output.empty()) {
+    for (size_t d = 0; d < spatial; ++d) {
+      for (int64_t v : {(*strides)[d], (*dilations)[d], (*kernel)[d], (*shape)[d + 2], output[d],
+                        (*output_padding)[d]}) {
+        if (v < 0 || v > kMaxTensorElements) {
+          return ctx.Refuse(absl::StrCat(
+              "output_shape ", ShapeToString(output), ", strides ", ShapeToString(*strides),
+              ", dilations ", ShapeToString(*dilations), ", output_padding ",
+              ShapeToString(*output_padding), " and X ", ShapeToString(*shape),
+              " must lie in [0, 2^40]"));
+        }
+      }
+      const int64_t total =
+          std::min(SaturatingMul((*strides)[d], (*shape)[d + 2] - 1), kMaxTensorElements) +
+          (*output_padding)[d] +
+          std::min(SaturatingMul((*dilations)[d], (*kernel)[d] - 1), kMaxTensorElements) + 1 -
+          output[d];
+      const int64_t half = FloorHalf(total);
+      pads[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[d + spatial] = total - pads[d];
+    }
+  } else if (auto_pad == "NOTSET") {
+    absl::StatusOr<std::vector<int64_t>> given = SpatialAttr(ctx, "pads", 2 * spatial, 0);
+    if (!given.ok()) return given.status();
+    pads = *std::move(given);
+    for (int64_t p : pads) {
+      if (p < 0) {
+        return ctx.Refuse(
+            absl::StrCat("attribute 'pads' ", ShapeToString(pads), " has a negative entry"));
+      }
+    }
+  }
+  std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
+  if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
+  ctx.EmitOutput(0, "conv_transpose", std::move(inputs),
+                 MakeAttrs({{"strides", *std::move(strides)},
+                            {"dilations", *std::move(dilations)},
+                            {"pads", std::move(pads)},
+                            {"output_padding", *std::move(output_padding)},
+                            {"group", ctx.Int("group", 1)}}));
   return ctx.status();
 }
 
@@ -663,6 +777,7 @@ void AddNeuralConverters(ConverterMap& map) {
   map["InstanceNormalization"] = ConvertInstanceNormalization;
   map["BatchNormalization"] = ConvertBatchNormalization;
   map["Conv"] = ConvertConv;
+  map["ConvTranspose"] = ConvertConvTranspose;
   map["MaxPool"] = Pool("max_pool");
   map["AveragePool"] = Pool("average_pool");
   map["GlobalAveragePool"] = GlobalPool("reduce_mean");
