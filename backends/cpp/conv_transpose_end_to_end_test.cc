@@ -1,11 +1,14 @@
 // conv_transpose and the reflect and edge pads through the whole CPU path
 // (decompose, lower, schedule, emit C++, native compile, run), compared
 // with the reference interpreter. conv_transpose takes both of its ways:
-// the columns (a GEMM, then a sum of slices of the zero-interleaved
+// the columns (a GEMM, then per output phase a sum of slices of the
 // columns) and the conv of the zero-interleaved input; 1-D, 2-D and 3-D,
 // strides, dilations, pads (negative ones too), output_padding, groups.
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -29,7 +32,7 @@ void AddConvTranspose(GraphBuilder& b, ValueId x, Shape weight, int64_t out_chan
   b.Output(b.Op("conv_transpose", std::move(inputs), std::move(attrs)));
 }
 
-// Strided, with groups of more than 8 channel pairs.
+// Groups of more than one input channel.
 TEST(ConvTransposeEndToEndTest, Columns) {
   GraphBuilder b;
   const ValueId x2 = b.Input("x2", DType::kF32, {2, 8, 5, 6});
@@ -48,6 +51,10 @@ TEST(ConvTransposeEndToEndTest, Columns) {
   // Negative pads (ONNX's output_shape past the full result).
   AddConvTranspose(b, x2, {8, 5, 3, 3}, 5, true,
                    MakeAttrs({{"strides", Ints{2, 2}}, {"pads", Ints{-1, 0, 1, -2}}}), 7);
+  // Unstrided; pads beyond the kernel's reach.
+  AddConvTranspose(b, x2, {8, 3, 3, 3}, 3, true, IntsAttr("pads", {1, 1, 1, 1}), 13);
+  AddConvTranspose(b, x2, {8, 2, 2, 2}, 2, false,
+                   MakeAttrs({{"strides", Ints{2, 1}}, {"pads", Ints{3, 2, 4, 0}}}), 15);
   const ValueId x1 = b.Input("x1", DType::kF32, {3, 6, 7});
   AddConvTranspose(b, x1, {6, 4, 5}, 4, true,
                    MakeAttrs({{"strides", Ints{3}}, {"pads", Ints{2, 1}}, {"dilations", Ints{2}}}),
@@ -58,28 +65,38 @@ TEST(ConvTransposeEndToEndTest, Columns) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
-// Unstrided, and strided groups of few channels.
+// Groups of one input channel: depthwise, with a multiplier, one input
+// channel; unstrided and strided.
 TEST(ConvTransposeEndToEndTest, ConvOfTheInterleavedInput) {
   GraphBuilder b;
   const ValueId x2 = b.Input("x2", DType::kF32, {2, 6, 7, 5});
-  AddConvTranspose(b, x2, {6, 8, 3, 3}, 8, true, IntsAttr("pads", {1, 1, 1, 1}), 1);
-  AddConvTranspose(b, x2, {6, 4, 2, 3}, 4, false,
-                   MakeAttrs({{"dilations", Ints{2, 2}}, {"output_padding", Ints{1, 0}}}), 3);
-  // Pads beyond the kernel's reach crop the input.
-  AddConvTranspose(b, x2, {6, 3, 2, 2}, 3, true, IntsAttr("pads", {2, 0, 3, 1}), 5);
-  AddConvTranspose(b, x2, {6, 3, 3, 3}, 3, true, IntsAttr("pads", {-1, 0, 0, -2}), 7);
-  // Depthwise and two output channels per input channel, strided.
+  const Attrs depthwise = MakeAttrs({{"group", int64_t{6}}});
+  auto with = [&depthwise](std::initializer_list<std::pair<std::string, AttrValue>> more) {
+    Attrs attrs = depthwise;
+    for (const auto& [name, value] : more) attrs.Set(name, value);
+    return attrs;
+  };
+  AddConvTranspose(b, x2, {6, 1, 3, 3}, 6, true, with({{"pads", Ints{1, 1, 1, 1}}}), 1);
+  AddConvTranspose(b, x2, {6, 2, 2, 3}, 12, false,
+                   with({{"dilations", Ints{2, 2}}, {"output_padding", Ints{1, 0}}}), 3);
+  // Pads beyond the kernel's reach crop the input; negative ones add
+  // positions.
+  AddConvTranspose(b, x2, {6, 1, 2, 2}, 6, true, with({{"pads", Ints{2, 0, 3, 1}}}), 5);
+  AddConvTranspose(b, x2, {6, 1, 3, 3}, 6, true, with({{"pads", Ints{-1, 0, 0, -2}}}), 7);
   AddConvTranspose(b, x2, {6, 1, 3, 3}, 6, true,
-                   MakeAttrs({{"group", int64_t{6}},
-                              {"strides", Ints{2, 2}},
-                              {"pads", Ints{1, 1, 1, 1}},
-                              {"output_padding", Ints{1, 1}}}),
+                   with({{"strides", Ints{2, 2}},
+                         {"pads", Ints{1, 1, 1, 1}},
+                         {"output_padding", Ints{1, 1}}}),
                    9);
   AddConvTranspose(b, x2, {6, 2, 4, 4}, 12, false,
-                   MakeAttrs({{"group", int64_t{6}}, {"strides", Ints{2, 3}}, {"pads", Ints{1, 0, 1, 2}}}),
-                   11);
+                   with({{"strides", Ints{2, 3}}, {"pads", Ints{1, 0, 1, 2}}}), 11);
+  const ValueId gray = b.Input("gray", DType::kF32, {1, 1, 6, 7});
+  AddConvTranspose(b, gray, {1, 4, 3, 3}, 4, true,
+                   MakeAttrs({{"strides", Ints{2, 2}}, {"pads", Ints{0, 1, 1, 0}}}), 13);
   const ValueId x1 = b.Input("x1", DType::kF32, {2, 3, 9});
-  AddConvTranspose(b, x1, {3, 2, 4}, 2, true, IntsAttr("pads", {1, 2}), 13);
+  AddConvTranspose(b, x1, {3, 2, 4}, 6, true,
+                   MakeAttrs({{"group", int64_t{3}}, {"pads", Ints{1, 2}}, {"strides", Ints{2}}}),
+                   15);
   CompileRunAndCompare(std::move(b.graph()));
 }
 
