@@ -83,8 +83,8 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((b - 1 - a) /
 absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
                                   const ConvTransposeSpec& spec, const Shape& out_shape,
                                   DType dtype) {
-  const int spatial = spec.num_spatial();
-  const int64_t taps = spec.KernelSize();
+  const int spatial = spec.window.num_spatial();
+  const int64_t taps = spec.window.KernelSize();
   if (taps > kMaxColumnTaps) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the kernel has ", taps, " positions; loom decomposes kernels of at most 2^16 positions"));
@@ -92,7 +92,7 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
   const int64_t groups = spec.groups;
   const int64_t group_in = spec.in_channels / groups;
   const int64_t rows = spec.out_channels / groups * taps;
-  const int64_t positions = NumElements(spec.input);
+  const int64_t positions = NumElements(spec.window.input);
   const ValueId x_matrix =
       b.Add("x_matrix", "reshape", {node.inputs[0]},
             Ints("shape", groups == 1 ? Shape{spec.batch, group_in, positions}
@@ -111,17 +111,17 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
   // positions) by `before` and `after` so that every slice lies inside.
   std::vector<int64_t> first, last, before, after;
   for (int d = 0; d < spatial; ++d) {
-    const int64_t s = spec.strides[d];
-    first.push_back(FloorDiv(spec.pads_begin[d], s));
-    last.push_back(FloorDiv(spec.pads_begin[d] + spec.output[d] - 1, s) + 1);
-    const int64_t most_shift = spec.dilations[d] * (spec.kernel[d] - 1) / s;
+    const int64_t s = spec.window.strides[d];
+    first.push_back(FloorDiv(spec.window.pads_begin[d], s));
+    last.push_back(FloorDiv(spec.window.pads_begin[d] + spec.window.output[d] - 1, s) + 1);
+    const int64_t most_shift = spec.window.dilations[d] * (spec.window.kernel[d] - 1) / s;
     before.push_back(std::max<int64_t>(0, most_shift - first.back()));
-    after.push_back(std::max<int64_t>(0, last.back() - spec.input[d]));
+    after.push_back(std::max<int64_t>(0, last.back() - spec.window.input[d]));
   }
   // [N, M, K..., S...], padded.
   Shape columns_shape = {spec.batch, spec.out_channels};
-  columns_shape.insert(columns_shape.end(), spec.kernel.begin(), spec.kernel.end());
-  columns_shape.insert(columns_shape.end(), spec.input.begin(), spec.input.end());
+  columns_shape.insert(columns_shape.end(), spec.window.kernel.begin(), spec.window.kernel.end());
+  columns_shape.insert(columns_shape.end(), spec.window.input.begin(), spec.window.input.end());
   ValueId columns = b.Add("columns_taps", "reshape", {product}, Ints("shape", columns_shape));
   if (std::any_of(before.begin(), before.end(), [](int64_t v) { return v > 0; }) ||
       std::any_of(after.begin(), after.end(), [](int64_t v) { return v > 0; })) {
@@ -137,7 +137,7 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
   // slices, [N, M, 1, Q...] (a zero tensor when none reaches it).
   Shape phase_counts, phase_shape = {spec.batch, spec.out_channels, 1};
   for (int d = 0; d < spatial; ++d) {
-    phase_counts.push_back(spec.strides[d]);
+    phase_counts.push_back(spec.window.strides[d]);
     phase_shape.push_back(last[d] - first[d]);
   }
   const int64_t num_phases = NumElements(phase_counts);
@@ -150,10 +150,10 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
       starts.push_back(tap[d]);
       ends.push_back(tap[d] + 1);
       axes.push_back(2 + d);
-      phase = phase * spec.strides[d] + tap[d] * spec.dilations[d] % spec.strides[d];
+      phase = phase * spec.window.strides[d] + tap[d] * spec.window.dilations[d] % spec.window.strides[d];
     }
     for (int d = 0; d < spatial; ++d) {
-      const int64_t shift = tap[d] * spec.dilations[d] / spec.strides[d];
+      const int64_t shift = tap[d] * spec.window.dilations[d] / spec.window.strides[d];
       starts.push_back(first[d] - shift + before[d]);
       ends.push_back(last[d] - shift + before[d]);
       axes.push_back(2 + spatial + d);
@@ -164,7 +164,7 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
     const ValueId slice = b.Add(absl::StrCat("tap", k), "slice", {columns}, std::move(pick));
     std::optional<ValueId>& sum = sums[phase];
     sum = sum.has_value() ? b.Add(absl::StrCat("tap", k, "_add"), "add", {*sum, slice}) : slice;
-    for (int d = spatial - 1; d >= 0 && ++tap[d] == spec.kernel[d]; --d) tap[d] = 0;
+    for (int d = spatial - 1; d >= 0 && ++tap[d] == spec.window.kernel[d]; --d) tap[d] = 0;
   }
   std::vector<ValueId> phases;
   for (int64_t r = 0; r < num_phases; ++r) {
@@ -192,9 +192,9 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
   for (int d = 0; d < spatial; ++d) {
     perm.push_back(2 + spatial + d);
     perm.push_back(2 + d);
-    merged.push_back(phase_shape[3 + d] * spec.strides[d]);
-    starts.push_back(spec.pads_begin[d] - first[d] * spec.strides[d]);
-    ends.push_back(starts.back() + spec.output[d]);
+    merged.push_back(phase_shape[3 + d] * spec.window.strides[d]);
+    starts.push_back(spec.window.pads_begin[d] - first[d] * spec.window.strides[d]);
+    ends.push_back(starts.back() + spec.window.output[d]);
     axes.push_back(2 + d);
   }
   full = b.Add("phases_split", "reshape", {full}, Ints("shape", split));
@@ -216,14 +216,14 @@ ValueId Interleave(DecompositionBuilder& b, ValueId x, const Shape& shape,
   Shape split = {shape[0], shape[1]};
   Shape merged = split;
   std::vector<int64_t> ends = {0, 0};
-  for (int d = 0; d < spec.num_spatial(); ++d) {
+  for (int d = 0; d < spec.window.num_spatial(); ++d) {
     split.push_back(shape[2 + d]);
     ends.push_back(0);
-    if (spec.strides[d] > 1) {
+    if (spec.window.strides[d] > 1) {
       split.push_back(1);
-      ends.push_back(spec.strides[d] - 1);
+      ends.push_back(spec.window.strides[d] - 1);
     }
-    merged.push_back(shape[2 + d] * spec.strides[d]);
+    merged.push_back(shape[2 + d] * spec.window.strides[d]);
   }
   if (split.size() == shape.size()) return x;  // no stride
   std::vector<int64_t> pads(split.size(), 0);
@@ -239,17 +239,17 @@ ValueId Interleave(DecompositionBuilder& b, ValueId x, const Shape& shape,
 // flipped, transposed weight (see the top).
 void ConvOfInterleaved(DecompositionBuilder& b, const Node& node, const ConvTransposeSpec& spec,
                        const Shape& x_shape, const Shape& weight_shape) {
-  const int spatial = spec.num_spatial();
+  const int spatial = spec.window.num_spatial();
   ValueId z = Interleave(b, node.inputs[0], x_shape, spec);
   // Pads of the conv over z (z has stride - 1 zeros after its last element).
   std::vector<int64_t> pads_begin, pads_end;
   std::vector<int64_t> starts, ends, axes;
   for (int d = 0; d < spatial; ++d) {
-    const int64_t reach = spec.dilations[d] * (spec.kernel[d] - 1);
-    const int64_t length = spec.input[d] * spec.strides[d];
-    const int64_t begin = reach - spec.pads_begin[d];
+    const int64_t reach = spec.window.dilations[d] * (spec.window.kernel[d] - 1);
+    const int64_t length = spec.window.input[d] * spec.window.strides[d];
+    const int64_t begin = reach - spec.window.pads_begin[d];
     const int64_t end =
-        reach - spec.pads_end[d] + spec.output_padding[d] - (spec.strides[d] - 1);
+        reach - spec.window.pads_end[d] + spec.output_padding[d] - (spec.window.strides[d] - 1);
     pads_begin.push_back(std::max<int64_t>(begin, 0));
     pads_end.push_back(std::max<int64_t>(end, 0));
     if (begin < 0 || end < 0) {
@@ -297,7 +297,7 @@ void ConvOfInterleaved(DecompositionBuilder& b, const Node& node, const ConvTran
   if (node.inputs.size() > 2) inputs.push_back(node.inputs[2]);
   pads_begin.insert(pads_begin.end(), pads_end.begin(), pads_end.end());
   Attrs attrs = Ints("pads", std::move(pads_begin));
-  attrs.Set("dilations", AttrInts(spec.dilations.begin(), spec.dilations.end()));
+  attrs.Set("dilations", AttrInts(spec.window.dilations.begin(), spec.window.dilations.end()));
   attrs.Set("group", groups);
   b.AddWriting("conv", "conv", inputs, node.outputs[0], std::move(attrs));
 }
@@ -308,18 +308,17 @@ bool UsesColumns(const ConvTransposeSpec& spec) { return spec.in_channels / spec
 
 absl::Status DecomposeConvTranspose(const Node& node, DecompositionBuilder& b) {
   if (absl::Status s = CheckInputCount(node, 2, 3); !s.ok()) return s;
-  const Shape x = b.type(node.inputs[0]).shape;  // copies: Add() moves values
-  const Shape weight = b.type(node.inputs[1]).shape;
-  const Shape bias = node.inputs.size() > 2 ? b.type(node.inputs[2]).shape : Shape{};
-  absl::StatusOr<ConvTransposeSpec> spec =
-      ReadConvTransposeSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr);
+  std::vector<TensorType> in;  // copies: Add() moves values
+  for (ValueId input : node.inputs) in.push_back(b.type(input));
+  absl::StatusOr<ConvTransposeSpec> spec = ReadConvTransposeSpec(
+      node, in[0].shape, in[1].shape, in.size() > 2 ? &in[2].shape : nullptr);
   if (!spec.ok()) return spec.status();
   Shape out_shape = {spec->batch, spec->out_channels};
-  out_shape.insert(out_shape.end(), spec->output.begin(), spec->output.end());
+  out_shape.insert(out_shape.end(), spec->window.output.begin(), spec->window.output.end());
   if (UsesColumns(*spec)) {
-    return ColumnsConvTranspose(b, node, *spec, out_shape, b.type(node.inputs[0]).dtype);
+    return ColumnsConvTranspose(b, node, *spec, out_shape, in[0].dtype);
   }
-  ConvOfInterleaved(b, node, *spec, x, weight);
+  ConvOfInterleaved(b, node, *spec, in[0].shape, in[1].shape);
   return absl::OkStatus();
 }
 

@@ -373,24 +373,36 @@ absl::StatusOr<std::vector<int64_t>> WeightKernel(NodeContext& ctx, size_t rank,
   return kernel;
 }
 
+// Checks the attributes of Conv (with ConvTranspose's `extra` ones) and
+// reads X's shape [N, C, spatial...] and W's kernel (W laid out as
+// `layout`).
+absl::Status ReadConvOperands(NodeContext& ctx, std::vector<AttrRule> extra,
+                              absl::string_view layout, Shape& shape,
+                              std::vector<int64_t>& kernel) {
+  std::vector<AttrRule> accepted = {{"auto_pad", kString}, {"dilations", kInts},
+                                    {"group", kInt},       {"kernel_shape", kInts},
+                                    {"pads", kInts},       {"strides", kInts}};
+  accepted.insert(accepted.end(), extra.begin(), extra.end());
+  if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+  absl::StatusOr<Shape> x = SpatialInputShape(ctx);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<std::vector<int64_t>> w = WeightKernel(ctx, x->size(), layout);
+  if (!w.ok()) return w.status();
+  shape = *std::move(x);
+  kernel = *std::move(w);
+  return absl::OkStatus();
+}
+
 // Conv; the kernel is the weight's spatial shape (kernel_shape, when given,
 // must agree).
 absl::Status ConvertConv(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"auto_pad", kString},
-                                       {"dilations", kInts},
-                                       {"group", kInt},
-                                       {"kernel_shape", kInts},
-                                       {"pads", kInts},
-                                       {"strides", kInts}});
+  Shape shape;
+  std::vector<int64_t> kernel;
+  if (absl::Status s = ReadConvOperands(ctx, {}, "[M, C/group, kernel...]", shape, kernel);
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<Shape> shape = SpatialInputShape(ctx);
-  if (!shape.ok()) return shape.status();
-  absl::StatusOr<std::vector<int64_t>> kernel =
-      WeightKernel(ctx, shape->size(), "[M, C/group, kernel...]");
-  if (!kernel.ok()) return kernel.status();
-  absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, *shape, *kernel);
+  absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, shape, kernel);
   if (!attrs.ok()) return attrs.status();
   attrs->Set("group", ctx.Int("group", 1));
   std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
@@ -411,23 +423,14 @@ int64_t FloorHalf(int64_t value) { return value >= 0 ? value / 2 : -((1 - value)
 // (ONNX's equations; a negative total adds positions only the bias
 // reaches).
 absl::Status ConvertConvTranspose(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"auto_pad", kString},
-                                       {"dilations", kInts},
-                                       {"group", kInt},
-                                       {"kernel_shape", kInts},
-                                       {"output_padding", kInts},
-                                       {"output_shape", kInts},
-                                       {"pads", kInts},
-                                       {"strides", kInts}});
+  Shape x;
+  std::vector<int64_t> kernel;
+  if (absl::Status s = ReadConvOperands(ctx, {{"output_padding", kInts}, {"output_shape", kInts}},
+                                        "[C, M/group, kernel...]", x, kernel);
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<Shape> shape = SpatialInputShape(ctx);
-  if (!shape.ok()) return shape.status();
-  absl::StatusOr<std::vector<int64_t>> kernel =
-      WeightKernel(ctx, shape->size(), "[C, M/group, kernel...]");
-  if (!kernel.ok()) return kernel.status();
-  const size_t spatial = shape->size() - 2;
+  const size_t spatial = x.size() - 2;
   absl::StatusOr<std::vector<int64_t>> strides = SpatialAttr(ctx, "strides", spatial, 1);
   if (!strides.ok()) return strides.status();
   absl::StatusOr<std::vector<int64_t>> dilations = SpatialAttr(ctx, "dilations", spatial, 1);
@@ -449,33 +452,33 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
       return ctx.Refuse(absl::StrCat("attribute 'output_shape' ",
                                      ShapeToString(ctx.Ints("output_shape")), " needs ", spatial,
                                      " (or ", spatial + 2, ") entries for X ",
-                                     ShapeToString(*shape)));
+                                     ShapeToString(x)));
     }
     if (ctx.HasAttr("pads")) {
       return ctx.Refuse("attributes 'pads' and 'output_shape' are both given; loom takes one");
     }
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t d = 0; d < spatial; ++d) {
-      output.push_back(SaturatingMul((*shape)[d + 2], (*strides)[d]));
+      output.push_back(SaturatingMul(x[d + 2], (*strides)[d]));
     }
   }
   std::vector<int64_t> pads(2 * spatial, 0);
   if (!output.empty()) {
     for (size_t d = 0; d < spatial; ++d) {
-      for (int64_t v : {(*strides)[d], (*dilations)[d], (*kernel)[d], (*shape)[d + 2], output[d],
+      for (int64_t v : {(*strides)[d], (*dilations)[d], kernel[d], x[d + 2], output[d],
                         (*output_padding)[d]}) {
         if (v < 0 || v > kMaxTensorElements) {
           return ctx.Refuse(absl::StrCat(
               "output_shape ", ShapeToString(output), ", strides ", ShapeToString(*strides),
               ", dilations ", ShapeToString(*dilations), ", output_padding ",
-              ShapeToString(*output_padding), " and X ", ShapeToString(*shape),
+              ShapeToString(*output_padding), " and X ", ShapeToString(x),
               " must lie in [0, 2^40]"));
         }
       }
       const int64_t total =
-          std::min(SaturatingMul((*strides)[d], (*shape)[d + 2] - 1), kMaxTensorElements) +
+          std::min(SaturatingMul((*strides)[d], x[d + 2] - 1), kMaxTensorElements) +
           (*output_padding)[d] +
-          std::min(SaturatingMul((*dilations)[d], (*kernel)[d] - 1), kMaxTensorElements) + 1 -
+          std::min(SaturatingMul((*dilations)[d], kernel[d] - 1), kMaxTensorElements) + 1 -
           output[d];
       const int64_t half = FloorHalf(total);
       pads[d] = auto_pad == "SAME_UPPER" ? half : total - half;

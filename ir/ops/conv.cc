@@ -109,19 +109,12 @@ absl::Status CheckSpatialInput(absl::string_view name, const Shape& x) {
       absl::StrCat(name, " must have rank >= 3 ([N, C, spatial...]), got ", ShapeToString(x)));
 }
 
-// What conv and conv_transpose read alike from x [N, C, S...], the weight
-// ([M, C/group, K...] for conv, [C, M/group, K...] transposed) and the bias
-// [M].
-struct Channels {
-  int64_t batch = 0;
-  int64_t in_channels = 0;   // C
-  int64_t out_channels = 0;  // M
-  int64_t groups = 1;
-  std::vector<int64_t> kernel;
-};
-
-absl::StatusOr<Channels> ReadChannels(const Node& node, const Shape& x, const Shape& weight,
-                                      const Shape* bias, bool transposed) {
+// Reads the channels that conv and conv_transpose read alike from x [N,
+// C, S...], the weight ([M, C/group, K...] for conv, [C, M/group, K...]
+// transposed) and the bias [M] into `c`; returns the kernel.
+absl::StatusOr<std::vector<int64_t>> ReadChannels(const Node& node, const Shape& x,
+                                                  const Shape& weight, const Shape* bias,
+                                                  bool transposed, ConvChannels& c) {
   if (absl::Status s = CheckSpatialInput("x", x); !s.ok()) return s;
   const char* layout = transposed ? "[C, M/group, kernel...]" : "[M, C/group, kernel...]";
   if (weight.size() != x.size()) {
@@ -129,7 +122,6 @@ absl::StatusOr<Channels> ReadChannels(const Node& node, const Shape& x, const Sh
                                                    " must have x's rank ", x.size(), " (",
                                                    layout, "); x is ", ShapeToString(x)));
   }
-  Channels c;
   c.batch = x[0];
   c.in_channels = x[1];
   c.groups = node.attrs.GetInt("group", 1);
@@ -154,8 +146,8 @@ absl::StatusOr<Channels> ReadChannels(const Node& node, const Shape& x, const Sh
         "the weight ", ShapeToString(weight), " has ", weight[1], " input channels per group; x ",
         ShapeToString(x), " with group ", c.groups, " has ", c.in_channels / c.groups));
   }
-  c.kernel.assign(weight.begin() + 2, weight.end());
-  for (int64_t k : c.kernel) {
+  std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
+  for (int64_t k : kernel) {
     if (k < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("the weight ", ShapeToString(weight), " has an empty kernel"));
@@ -165,45 +157,33 @@ absl::StatusOr<Channels> ReadChannels(const Node& node, const Shape& x, const Sh
     return absl::InvalidArgumentError(absl::StrCat("the bias must have shape [", c.out_channels,
                                                    "], got ", ShapeToString(*bias)));
   }
-  return c;
+  return kernel;
 }
 
 }  // namespace
 
 absl::StatusOr<ConvSpec> ReadConvSpec(const Node& node, const Shape& x, const Shape& weight,
                                       const Shape* bias) {
-  absl::StatusOr<Channels> c = ReadChannels(node, x, weight, bias, /*transposed=*/false);
-  if (!c.ok()) return c.status();
   ConvSpec spec;
-  spec.batch = c->batch;
-  spec.in_channels = c->in_channels;
-  spec.out_channels = c->out_channels;
-  spec.groups = c->groups;
+  absl::StatusOr<std::vector<int64_t>> kernel =
+      ReadChannels(node, x, weight, bias, /*transposed=*/false, spec);
+  if (!kernel.ok()) return kernel.status();
   absl::StatusOr<WindowGeometry> window =
-      ReadWindow(node, x, std::move(c->kernel), /*ceil_mode=*/false);
+      ReadWindow(node, x, *std::move(kernel), /*ceil_mode=*/false);
   if (!window.ok()) return window.status();
   spec.window = *std::move(window);
   return spec;
 }
 
-int64_t ConvTransposeSpec::KernelSize() const {
-  int64_t size = 1;
-  for (int64_t k : kernel) size = SaturatingMul(size, k);
-  return size;
-}
-
 absl::StatusOr<ConvTransposeSpec> ReadConvTransposeSpec(const Node& node, const Shape& x,
                                                         const Shape& weight, const Shape* bias) {
-  absl::StatusOr<Channels> c = ReadChannels(node, x, weight, bias, /*transposed=*/true);
-  if (!c.ok()) return c.status();
   ConvTransposeSpec spec;
-  spec.batch = c->batch;
-  spec.in_channels = c->in_channels;
-  spec.out_channels = c->out_channels;
-  spec.groups = c->groups;
-  spec.kernel = std::move(c->kernel);
-  spec.input.assign(x.begin() + 2, x.end());
-  const size_t spatial = spec.input.size();
+  absl::StatusOr<std::vector<int64_t>> kernel =
+      ReadChannels(node, x, weight, bias, /*transposed=*/true, spec);
+  if (!kernel.ok()) return kernel.status();
+  spec.window.kernel = *std::move(kernel);
+  spec.window.input.assign(x.begin() + 2, x.end());
+  const size_t spatial = spec.window.input.size();
   absl::StatusOr<std::vector<int64_t>> strides = SpatialInts(node, "strides", spatial, 1, 1);
   if (!strides.ok()) return strides.status();
   absl::StatusOr<std::vector<int64_t>> dilations = SpatialInts(node, "dilations", spatial, 1, 1);
@@ -214,27 +194,27 @@ absl::StatusOr<ConvTransposeSpec> ReadConvTransposeSpec(const Node& node, const 
   absl::StatusOr<std::vector<int64_t>> output_padding =
       SpatialInts(node, "output_padding", spatial, 0, 0);
   if (!output_padding.ok()) return output_padding.status();
-  spec.strides = *std::move(strides);
-  spec.dilations = *std::move(dilations);
-  spec.pads_begin.assign(pads->begin(), pads->begin() + spatial);
-  spec.pads_end.assign(pads->begin() + spatial, pads->end());
+  spec.window.strides = *std::move(strides);
+  spec.window.dilations = *std::move(dilations);
+  spec.window.pads_begin.assign(pads->begin(), pads->begin() + spatial);
+  spec.window.pads_end.assign(pads->begin() + spatial, pads->end());
   spec.output_padding = *std::move(output_padding);
   for (size_t d = 0; d < spatial; ++d) {
     // Each term is capped at 2^40 (in magnitude): no overflow.
     const int64_t spread =
-        std::min(SaturatingMul(spec.strides[d], spec.input[d] - 1), kMaxTensorElements);
+        std::min(SaturatingMul(spec.window.strides[d], spec.window.input[d] - 1), kMaxTensorElements);
     const int64_t extent =
-        std::min(SaturatingMul(spec.dilations[d], spec.kernel[d] - 1), kMaxTensorElements) + 1;
-    const int64_t out = spread + extent + spec.output_padding[d] - spec.pads_begin[d] -
-                        spec.pads_end[d];
-    if (spec.input[d] < 1 || out < 1 || out > kMaxTensorElements) {
+        std::min(SaturatingMul(spec.window.dilations[d], spec.window.kernel[d] - 1), kMaxTensorElements) + 1;
+    const int64_t out = spread + extent + spec.output_padding[d] - spec.window.pads_begin[d] -
+                        spec.window.pads_end[d];
+    if (spec.window.input[d] < 1 || out < 1 || out > kMaxTensorElements) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the output would have ", out, " positions along spatial dim ", d,
           " (stride * (input - 1) + dilation * (kernel - 1) + 1 + output_padding - pads, "
           "with input ",
-          spec.input[d], "); it must have 1 to 2^40"));
+          spec.window.input[d], "); it must have 1 to 2^40"));
     }
-    spec.output.push_back(out);
+    spec.window.output.push_back(out);
   }
   return spec;
 }
@@ -303,12 +283,17 @@ const Shape* OptionalShape(absl::Span<const TensorType> in, int index) {
   return index < static_cast<int>(in.size()) ? &in[index].shape : nullptr;
 }
 
-ShapeResult ConvShape(const Node& node, absl::Span<const TensorType> in) {
+// x a float, the weight and the bias of its dtype.
+absl::Status CheckConvDTypes(absl::Span<const TensorType> in) {
   absl::Status status = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
   for (int i = 1; status.ok() && i < static_cast<int>(in.size()); ++i) {
     status = CheckSameDType(in, 0, i);
   }
-  if (!status.ok()) return status;
+  return status;
+}
+
+ShapeResult ConvShape(const Node& node, absl::Span<const TensorType> in) {
+  if (absl::Status s = CheckConvDTypes(in); !s.ok()) return s;
   absl::StatusOr<ConvSpec> spec =
       ReadConvSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2));
   if (!spec.ok()) return spec.status();
@@ -356,16 +341,12 @@ absl::Status ConvEval(const Node& node, absl::Span<const Tensor* const> in,
 // --- conv_transpose ------------------------------------------------------------
 
 ShapeResult ConvTransposeShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::Status status = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
-  for (int i = 1; status.ok() && i < static_cast<int>(in.size()); ++i) {
-    status = CheckSameDType(in, 0, i);
-  }
-  if (!status.ok()) return status;
+  if (absl::Status s = CheckConvDTypes(in); !s.ok()) return s;
   absl::StatusOr<ConvTransposeSpec> spec =
       ReadConvTransposeSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2));
   if (!spec.ok()) return spec.status();
   Shape shape = {spec->batch, spec->out_channels};
-  shape.insert(shape.end(), spec->output.begin(), spec->output.end());
+  shape.insert(shape.end(), spec->window.output.begin(), spec->window.output.end());
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
@@ -379,11 +360,11 @@ absl::Status ConvTransposeEval(const Node& node, absl::Span<const Tensor* const>
   absl::StatusOr<ConvTransposeSpec> spec = ReadConvTransposeSpec(
       node, x.shape(), w.shape(), bias == nullptr ? nullptr : &bias->shape());
   if (!spec.ok()) return spec.status();
-  const int spatial = spec->num_spatial();
+  const int spatial = spec->window.num_spatial();
   const int64_t group_in = spec->in_channels / spec->groups;
   const int64_t group_out = spec->out_channels / spec->groups;
-  const int64_t kernel_size = spec->KernelSize();
-  const int64_t positions = NumElements(spec->output);
+  const int64_t kernel_size = spec->window.KernelSize();
+  const int64_t positions = NumElements(spec->window.output);
   std::vector<double> y(out[0].num_elements(), 0.0);
   for (int64_t n = 0; n < spec->batch; ++n) {
     for (int64_t m = 0; m < spec->out_channels; ++m) {
@@ -403,9 +384,9 @@ absl::Status ConvTransposeEval(const Node& node, absl::Span<const Tensor* const>
         do {
           int64_t at = 0;  // the output position, flat; -1 outside
           for (int d = 0; d < spatial && at >= 0; ++d) {
-            const int64_t o = position[d] * spec->strides[d] + tap[d] * spec->dilations[d] -
-                              spec->pads_begin[d];
-            at = o < 0 || o >= spec->output[d] ? -1 : at * spec->output[d] + o;
+            const int64_t o = position[d] * spec->window.strides[d] + tap[d] * spec->window.dilations[d] -
+                              spec->window.pads_begin[d];
+            at = o < 0 || o >= spec->window.output[d] ? -1 : at * spec->window.output[d] + o;
           }
           if (at >= 0) {
             for (int64_t j = 0; j < group_out; ++j) {
@@ -415,8 +396,8 @@ absl::Status ConvTransposeEval(const Node& node, absl::Span<const Tensor* const>
             }
           }
           ++k;
-        } while (NextIndex(tap, spec->kernel));
-      } while (NextIndex(position, spec->input));
+        } while (NextIndex(tap, spec->window.kernel));
+      } while (NextIndex(position, spec->window.input));
     }
   }
   for (int64_t e = 0; e < static_cast<int64_t>(y.size()); ++e) out[0].SetDouble(e, y[e]);

@@ -16,7 +16,8 @@
 // - pools: kernel_shape (required), ceil_mode (int, default 0);
 //   average_pool: count_include_pad (int, default 0).
 //
-// Output size per spatial dim (conv_transpose: see ConvTransposeSpec), with the kernel's extent e = d (k - 1) + 1:
+// Output size per spatial dim (conv_transpose: see ConvTransposeSpec), with
+// the kernel's extent e = d (k - 1) + 1:
 //   floor((S + pad_begin + pad_end - e) / stride) + 1,
 // or with ceil_mode the ceiling of the division, less one when the last
 // window would start past the input and its begin padding (PyTorch's rule,
@@ -52,13 +53,17 @@ struct WindowGeometry {
   int64_t KernelSize() const;
 };
 
-// One conv node: x [N, C, S...], weight [M, C / group, K...], bias [M].
-struct ConvSpec {
-  WindowGeometry window;
+// The channels of a conv or conv_transpose node.
+struct ConvChannels {
   int64_t batch = 0;
   int64_t in_channels = 0;   // C
   int64_t out_channels = 0;  // M
   int64_t groups = 1;
+};
+
+// One conv node: x [N, C, S...], weight [M, C / group, K...], bias [M].
+struct ConvSpec : ConvChannels {
+  WindowGeometry window;
 };
 
 // One conv_transpose node: x [N, C, S...], weight [C, M/group, K...],
@@ -72,22 +77,11 @@ struct ConvSpec {
 // pads (begins, then ends; negative entries, which ONNX's output_shape can
 // ask for, add positions that only the bias reaches), output_padding
 // (each >= 0, default 0s) and group (divides C and M).
-struct ConvTransposeSpec {
-  std::vector<int64_t> input;  // the input's spatial sizes
-  std::vector<int64_t> kernel;
-  std::vector<int64_t> strides;
-  std::vector<int64_t> dilations;
-  std::vector<int64_t> pads_begin;
-  std::vector<int64_t> pads_end;
+struct ConvTransposeSpec : ConvChannels {
+  // The input's and the output's sizes, kernel, strides, dilations and pads
+  // (ceil_extra unused).
+  WindowGeometry window;
   std::vector<int64_t> output_padding;
-  std::vector<int64_t> output;  // the output's spatial sizes
-  int64_t batch = 0;
-  int64_t in_channels = 0;   // C
-  int64_t out_channels = 0;  // M
-  int64_t groups = 1;
-
-  int num_spatial() const { return static_cast<int>(input.size()); }
-  int64_t KernelSize() const;
 };
 
 // Reads and checks a conv node against its input shapes (bias null when
