@@ -56,18 +56,19 @@
 namespace loom {
 namespace {
 
-// The columns way emits a few nodes per kernel position.
+// The columns way emits a few nodes per kernel position and per output
+// phase (the product of the strides).
 constexpr int64_t kMaxColumnTaps = int64_t{1} << 16;
+constexpr int64_t kMaxPhases = int64_t{1} << 12;
 
 // Writes `sum` (the output without its bias, of the output's element
 // count) to the node's output of shape `shape`, adding the bias [M].
 void WriteOutput(DecompositionBuilder& b, const Node& node, ValueId sum, const Shape& shape) {
-  const bool has_bias = node.inputs.size() > 2;
-  const ValueId y = has_bias ? b.Add("output", "reshape", {sum}, Ints("shape", shape)) : sum;
-  if (!has_bias) {
+  if (node.inputs.size() < 3) {
     b.AddWriting("output", "reshape", {sum}, node.outputs[0], Ints("shape", shape));
     return;
   }
+  const ValueId y = b.Add("output", "reshape", {sum}, Ints("shape", shape));
   Shape per_channel(shape.size() - 1, 1);
   per_channel[0] = shape[1];
   const ValueId bias =
@@ -304,7 +305,11 @@ void ConvOfInterleaved(DecompositionBuilder& b, const Node& node, const ConvTran
 
 // The conv way for groups of one input channel (depthwise, or C = 1): the
 // columns' GEMM would be an outer product, its columns K times the input.
-bool UsesColumns(const ConvTransposeSpec& spec) { return spec.in_channels / spec.groups > 1; }
+// Also when the strides make more phases than the columns way emits nodes
+// for.
+bool UsesColumns(const ConvTransposeSpec& spec) {
+  return spec.in_channels / spec.groups > 1 && NumElements(spec.window.strides) <= kMaxPhases;
+}
 
 absl::Status DecomposeConvTranspose(const Node& node, DecompositionBuilder& b) {
   if (absl::Status s = CheckInputCount(node, 2, 3); !s.ok()) return s;
@@ -315,6 +320,11 @@ absl::Status DecomposeConvTranspose(const Node& node, DecompositionBuilder& b) {
   if (!spec.ok()) return spec.status();
   Shape out_shape = {spec->batch, spec->out_channels};
   out_shape.insert(out_shape.end(), spec->window.output.begin(), spec->window.output.end());
+  if (NumElements(in[0].shape) == 0 || NumElements(in[1].shape) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "x ", ShapeToString(in[0].shape), " or the weight ", ShapeToString(in[1].shape),
+        " is empty; loom compiles conv_transpose of non-empty tensors only"));
+  }
   if (UsesColumns(*spec)) {
     return ColumnsConvTranspose(b, node, *spec, out_shape, in[0].dtype);
   }

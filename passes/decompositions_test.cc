@@ -340,6 +340,8 @@ TEST(DecompositionsTest, ConvTransposes) {
       {"conv_transpose",
        {F64({2, 1, 4, 3}), F64({1, 3, 2, 2}), F64({3})},
        Make({{"strides", Ints{1, 2}}, {"pads", Ints{2, -1, 1, 0}}})},
+      // conv: strides of more phases than the columns way makes.
+      {"conv_transpose", {F64({1, 2, 2, 2}), F64({2, 1, 2, 1})}, Make({{"strides", Ints{100, 100}}})},
   };
   for (const Case& c : cases) CheckDecomposition(c);
 }
@@ -431,6 +433,17 @@ TEST(DecompositionsTest, ConvTransposeChoosesColumnsOrConv) {
                      Make({{"strides", Ints{2, 2}}, {"group", int64_t{8}}})});
   EXPECT_EQ(conv["matmul"], 0);
   EXPECT_EQ(conv["mul"], 9);
+}
+
+TEST(DecompositionsTest, EmptyConvTransposeIsRefused) {
+  Module module;
+  module.graph = BuildGraph({"conv_transpose", {F64({1, 0, 3}), F64({0, 2, 2})}});
+  ASSERT_TRUE(InferShapes(module.graph).ok());
+  absl::Status status = DecomposePass::Create({}).value()->Run(module).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              testing::HasSubstr("node 'node' (conv_transpose): x [1,0,3] or the weight [0,2,2] "
+                                 "is empty"));
 }
 
 // A window of 2^17 positions would be 2^17 slices: refused by name.

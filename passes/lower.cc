@@ -1145,7 +1145,6 @@ void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offs
     Indices source = Vars(0, rank);
     Indices target = Vars(0, rank);
     int64_t code = r;
-    bool empty = false;
     for (int d : padded) {
       const int part = static_cast<int>(code % 3);
       code /= 3;
@@ -1161,9 +1160,8 @@ void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offs
                             : ctx_.Const(size - 1);
         target[d] = ctx_.Add(Var(d), ctx_.Const(begin + size));
       }
-      empty |= copy.ranges[d] == 0;
     }
-    if (empty) continue;
+    if (NumElements(copy.ranges) == 0) continue;
     copy.root = Load(copy, in, source);
     copy.output = buffer;
     copy.store_index = Reindex(out_offset, target, copy.ranges);

@@ -268,6 +268,7 @@ absl::StatusOr<std::vector<int64_t>> PadAmounts(const Node& node,
   const size_t rank = shape.size();
   for (size_t d = 0; d < rank; ++d) {
     const int64_t most = std::max(pads[d], pads[rank + d]);
+    if (most == 0) continue;
     // reflect mirrors about the first and last elements, which it leaves
     // out; edge repeats them.
     const int64_t limit = mode == "reflect" ? shape[d] - 1 : (shape[d] > 0 ? most : 0);

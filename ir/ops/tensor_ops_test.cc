@@ -212,6 +212,11 @@ TEST(PadTest, ReflectAndEdgeModes) {
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (Shape{4, 3}));
   EXPECT_THAT(ToInts(*y), ElementsAre(7, 7, 8, 7, 7, 8, 7, 7, 8, 7, 7, 8));
+  // An empty dim left unpadded.
+  y = RunOp("pad", {Tensor(DType::kF32, {3, 0})},
+            MakeAttrs({{"pads", Ints{1, 0, 1, 0}}, {"mode", std::string("reflect")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{5, 0}));
 }
 
 TEST(GatherTest, AxisZeroWithMatrixIndicesAndNegativeIndices) {
