@@ -68,7 +68,7 @@ TEST(OpRegistryTest, GlobalHoldsTheStarterAndContractOps) {
         "dropout", "log_softmax", "layer_norm", "group_norm", "batch_norm",
         "instance_norm",
         // issue 19
-        "conv", "max_pool", "average_pool"}) {
+        "conv", "max_pool", "average_pool", "conv_transpose"}) {
     EXPECT_NE(OpRegistry::Global().Find(op), nullptr) << op;
   }
   EXPECT_EQ(OpRegistry::Global().Find("split")->num_outputs, -1);

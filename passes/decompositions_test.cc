@@ -311,6 +311,42 @@ TEST(DecompositionsTest, Convolutions) {
   for (const Case& c : cases) CheckDecomposition(c);
 }
 
+// Both ways of conv_transpose: columns (groups of several input channels)
+// and the conv of the zero-interleaved input (one input channel a group).
+TEST(DecompositionsTest, ConvTransposes) {
+  const std::vector<Case> cases = {
+      // columns: strides, pads, output_padding, bias; unstrided; grouped.
+      {"conv_transpose",
+       {F64({2, 4, 3, 4}), F64({4, 3, 3, 3}), F64({3})},
+       Make({{"strides", Ints{2, 2}}, {"pads", Ints{1, 0, 1, 2}}, {"output_padding", Ints{1, 0}}})},
+      {"conv_transpose", {F64({1, 3, 4, 4}), F64({3, 2, 2, 2})}, Make({{"pads", Ints{1, 1, 0, 0}}})},
+      {"conv_transpose",
+       {F64({1, 4, 3, 3}), F64({4, 3, 2, 3})},
+       Make({{"group", int64_t{2}}, {"strides", Ints{3, 2}}, {"dilations", Ints{1, 2}}})},
+      // columns, 1-D with negative pads; 3-D.
+      {"conv_transpose",
+       {F64({2, 3, 5}), F64({3, 2, 4}), F64({2})},
+       Make({{"strides", Ints{2}}, {"pads", Ints{-2, 3}}})},
+      {"conv_transpose",
+       {F64({1, 2, 2, 3, 2}), F64({2, 2, 2, 2, 2})},
+       Make({{"strides", Ints{2, 1, 2}}, {"pads", Ints{0, 1, 1, 1, 0, 0}}})},
+      // conv: depthwise, strided and not; one input channel; pads past the
+      // kernel's reach, negative pads.
+      {"conv_transpose",
+       {F64({1, 3, 4, 4}), F64({3, 1, 3, 3}), F64({3})},
+       Make({{"group", int64_t{3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})},
+      {"conv_transpose",
+       {F64({1, 2, 5}), F64({2, 2, 3})},
+       Make({{"group", int64_t{2}}, {"dilations", Ints{2}}, {"output_padding", Ints{1}}})},
+      {"conv_transpose",
+       {F64({2, 1, 4, 3}), F64({1, 3, 2, 2}), F64({3})},
+       Make({{"strides", Ints{1, 2}}, {"pads", Ints{2, -1, 1, 0}}})},
+      // conv: strides of more phases than the columns way makes.
+      {"conv_transpose", {F64({1, 2, 2, 2}), F64({2, 1, 2, 1})}, Make({{"strides", Ints{100, 100}}})},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
 TEST(DecompositionsTest, Pools) {
   const TensorType x = F64({2, 3, 7, 6});
   const std::vector<Case> cases = {
@@ -415,6 +451,38 @@ TEST(DecompositionsTest, ConvOfManyChannelsIsShiftedGemmCalls) {
     EXPECT_EQ(gemm->k, 16);
   }
   EXPECT_EQ(calls, 1);
+}
+
+// conv_transpose of 8 channels into 4, 3x3, stride 2: one GEMM and 4
+// phases (of 4, 2, 2 and 1 kernel positions) concatenated; a depthwise one
+// is a conv of the interleaved input.
+TEST(DecompositionsTest, ConvTransposeChoosesColumnsOrConv) {
+  std::map<std::string, int> columns =
+      DecomposedOps({"conv_transpose",
+                     {F64({1, 8, 5, 5}), F64({8, 4, 3, 3})},
+                     Make({{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}})});
+  EXPECT_EQ(columns["matmul"], 1);
+  EXPECT_EQ(columns["slice"], 9 + 1);  // the kernel positions and the crop
+  EXPECT_EQ(columns["add"], 5);
+  EXPECT_EQ(columns["concat"], 1);
+  EXPECT_EQ(columns["mul"], 0);
+  std::map<std::string, int> conv =
+      DecomposedOps({"conv_transpose",
+                     {F64({1, 8, 5, 5}), F64({8, 1, 3, 3})},
+                     Make({{"strides", Ints{2, 2}}, {"group", int64_t{8}}})});
+  EXPECT_EQ(conv["matmul"], 0);
+  EXPECT_EQ(conv["mul"], 9);
+}
+
+TEST(DecompositionsTest, EmptyConvTransposeIsRefused) {
+  Module module;
+  module.graph = BuildGraph({"conv_transpose", {F64({1, 0, 3}), F64({0, 2, 2})}});
+  ASSERT_TRUE(InferShapes(module.graph).ok());
+  absl::Status status = DecomposePass::Create({}).value()->Run(module).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              testing::HasSubstr("node 'node' (conv_transpose): x [1,0,3] or the weight [0,2,2] "
+                                 "is empty"));
 }
 
 // A window of 2^17 positions would be 2^17 slices: refused by name.

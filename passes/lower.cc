@@ -449,6 +449,8 @@ class Lowering {
   void DefineView(ValueId out, ValueId in, absl::Span<const Expr> in_indices);
   // A compute node named `name` that copies all of `in` into `buffer`,
   // element x of `in` going to buffer[Substitute(offset, x + shift)].
+  // Pad modes "reflect" and "edge" (see LowerPad).
+  void LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offset, bool reflect);
   ComputeNode CopyInto(const std::string& name, ValueId in, BufferId buffer,
                        Expr offset, const std::vector<int64_t>& shift);
   // `value` copied into a fresh contiguous buffer, for a reader that needs
@@ -1093,15 +1095,20 @@ LoweredValue Lowering::Materialize(const std::string& name, ValueId value) {
   return LoweredValue::Stored(buffer, offset);
 }
 
-// Two compute nodes write the output: one fills it with the pad value, the
-// next copies the input into the interior (the scheduler keeps writes to
-// one buffer in program order).
+// Mode "constant": two compute nodes write the output: one fills it with
+// the pad value, the next copies the input into the interior (the scheduler
+// keeps writes to one buffer in program order). Modes "reflect" and "edge":
+// the output is cut, along each padded dim, into the begin pad, the
+// interior and the end pad; each of those regions is one copy of the
+// input, whose index along a dim is, in a begin pad at position v,
+// begin - v (reflect) or 0 (edge), and in an end pad at v, size - 2 - v or
+// size - 1: affine, so every region is a plain loop.
 absl::Status Lowering::LowerPad(const Node& node) {
   const std::string mode = node.attrs.GetString("mode", "constant");
-  if (mode != "constant") {
-    return NodeError(node,
-                     absl::StrCat("pad mode '", mode,
-                                  "' is not supported (only 'constant')"));
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    return NodeError(node, absl::StrCat("pad mode '", mode,
+                                        "' is not supported (only 'constant', "
+                                        "'reflect', 'edge')"));
   }
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Value& out_value = graph_.value(out);
@@ -1114,6 +1121,11 @@ absl::Status Lowering::LowerPad(const Node& node) {
   }
   const BufferId buffer = NewBuffer(out_value, BufferKind::kTemp, out);
   const Expr out_offset = ContiguousOffset(out_value.type.shape);
+  if (mode != "constant") {
+    LowerMirroredPad(node, buffer, out_offset, mode == "reflect");
+    lowered_[out] = LoweredValue::Stored(buffer, out_offset);
+    return absl::OkStatus();
+  }
 
   ComputeNode fill = PointwiseNode(node, out);
   fill.output = buffer;
@@ -1126,6 +1138,51 @@ absl::Status Lowering::LowerPad(const Node& node) {
                std::vector<int64_t>(pads.begin(), pads.begin() + rank)));
   lowered_[out] = LoweredValue::Stored(buffer, out_offset);
   return absl::OkStatus();
+}
+
+void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offset,
+                                bool reflect) {
+  const ValueId in = node.inputs[0];
+  const Shape& in_shape = graph_.value(in).type.shape;
+  const int rank = static_cast<int>(in_shape.size());
+  const std::vector<int64_t> pads = node.attrs.GetInts("pads");
+  std::vector<int> padded;  // the dims with a pad
+  for (int d = 0; d < rank; ++d) {
+    if (pads[d] != 0 || pads[rank + d] != 0) padded.push_back(d);
+  }
+  // Region r is, along padded dim padded[j], part (r / 3^j) % 3: 0 the
+  // begin pad, 1 the interior, 2 the end pad.
+  int64_t regions = 1;
+  for (size_t j = 0; j < padded.size(); ++j) regions *= 3;
+  for (int64_t r = 0; r < regions; ++r) {
+    ComputeNode copy;
+    copy.name = node.name;
+    copy.ranges = in_shape;
+    Indices source = Vars(0, rank);
+    Indices target = Vars(0, rank);
+    int64_t code = r;
+    for (int d : padded) {
+      const int part = static_cast<int>(code % 3);
+      code /= 3;
+      const int64_t begin = pads[d], size = in_shape[d];
+      if (part == 0) {
+        copy.ranges[d] = begin;
+        source[d] = reflect ? ctx_.Add(ctx_.Const(begin), ctx_.Mul(Var(d), -1)) : ctx_.Const(0);
+      } else if (part == 1) {
+        target[d] = ctx_.Add(Var(d), ctx_.Const(begin));
+      } else {
+        copy.ranges[d] = pads[rank + d];
+        source[d] = reflect ? ctx_.Add(ctx_.Const(size - 2), ctx_.Mul(Var(d), -1))
+                            : ctx_.Const(size - 1);
+        target[d] = ctx_.Add(Var(d), ctx_.Const(begin + size));
+      }
+    }
+    if (NumElements(copy.ranges) == 0) continue;
+    copy.root = Load(copy, in, source);
+    copy.output = buffer;
+    copy.store_index = Reindex(out_offset, target, copy.ranges);
+    program_.nodes.push_back(std::move(copy));
+  }
 }
 
 // A step giving the index that `indices` holds at `coords` (over

@@ -223,18 +223,37 @@ TEST(LowerTest, PadFillsThenCopiesTheInterior) {
   EXPECT_TRUE(VerifyLoopProgram(*program).ok());
 }
 
-TEST(LowerTest, PadModesOtherThanConstantAreErrorsNamingTheNode) {
+TEST(LowerTest, UnknownPadModesAreErrorsNamingTheNode) {
   ValueId x;
   Graph graph = GraphWithInput({2, 3}, x);
   Attrs attrs;
   attrs.Set("pads", std::vector<int64_t>{0, 1, 0, 1});
-  attrs.Set("mode", std::string("reflect"));
+  attrs.Set("mode", std::string("wrap"));
   graph.AddOutput(AddNode(graph, "pad", {x}, attrs));
 
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(program.status().message()),
-              HasSubstr("node 'pad0' (pad): pad mode 'reflect'"));
+              HasSubstr("node 'pad0' (pad): pad mode 'wrap' is not supported"));
+}
+
+// reflect and edge: one copy of the input per region (begin pad, interior,
+// end pad along each padded dim), no fill.
+TEST(LowerTest, MirroredPadIsOneCopyPerRegion) {
+  for (const char* mode : {"reflect", "edge"}) {
+    ValueId x;
+    Graph graph = GraphWithInput({2, 3}, x);
+    Attrs attrs;
+    attrs.Set("pads", std::vector<int64_t>{1, 2, 0, 1});
+    attrs.Set("mode", std::string(mode));
+    graph.AddOutput(AddNode(graph, "pad", {x}, attrs));
+    ASSERT_TRUE(InferShapes(graph).ok());
+    absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+    ASSERT_TRUE(program.ok()) << program.status();
+    // Dim 0: begin pad and interior (no end pad); dim 1: all three.
+    EXPECT_EQ(program->nodes.size(), 6u) << mode;
+    EXPECT_TRUE(VerifyLoopProgram(*program).ok()) << mode;
+  }
 }
 
 // x [4, 5] gathered along `axis` by a constant `indices`.

@@ -289,6 +289,15 @@ TEST(EmulationTest, Convs) {
   CheckEmulated(*std::move(graph), "convs");
 }
 
+// conv_transpose (columns through a cuBLAS call, and the conv of the
+// interleaved input), reflect and edge pads.
+TEST(EmulationTest, ConvTransposes) {
+  absl::StatusOr<Graph> graph =
+      LoadGraphFile("backends/cuda/testdata/conv_transposes.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "conv_transposes");
+}
+
 // Gathers and scatters at indices known only at run time, each checked.
 TEST(EmulationTest, IndicesKnownOnlyAtRunTime) {
   absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/indices.pbtxt");

@@ -642,6 +642,122 @@ TEST(OnnxImporterTest, ConvAutoPadBecomesExplicitPads) {
   EXPECT_EQ(ConvPads("VALID", 1), (std::vector<int64_t>{0, 0}));
 }
 
+// The pads loom's conv_transpose gets on X [1, 1, 3], W [1, 1, 3], stride
+// 2 (a full result of 7 positions), from `set`.
+std::vector<int64_t> ConvTransposePads(const std::function<void(onnx::NodeProto&)>& set) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 3})
+      .Initializer("w", {1, 1, 3}, {1, 1, 1})
+      .Output("y");
+  onnx::NodeProto& node = b.Node("ConvTranspose", {"x", "w"}, {"y"});
+  SetInts(node, "strides", {2});
+  set(node);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  if (!graph.ok()) return {};
+  EXPECT_EQ(Ops(*graph), std::vector<std::string>{"conv_transpose"});
+  return graph->nodes()[0].attrs.GetInts("pads");
+}
+
+// Of the total padding 7 - output, SAME_UPPER puts the smaller half first,
+// the others the larger (floor halves: a negative total adds positions).
+TEST(OnnxImporterTest, ConvTransposeOutputShapeBecomesPads) {
+  using Ints = std::vector<int64_t>;
+  auto auto_pad = [](const std::string& mode) {
+    return [mode](onnx::NodeProto& n) { SetString(n, "auto_pad", mode); };
+  };
+  EXPECT_EQ(ConvTransposePads(auto_pad("SAME_UPPER")), (Ints{0, 1}));  // 6 positions
+  EXPECT_EQ(ConvTransposePads(auto_pad("SAME_LOWER")), (Ints{1, 0}));
+  EXPECT_EQ(ConvTransposePads(auto_pad("VALID")), (Ints{0, 0}));
+  EXPECT_EQ(ConvTransposePads([](onnx::NodeProto& n) { SetInts(n, "pads", {2, 1}); }),
+            (Ints{2, 1}));
+  auto output_shape = [](Ints shape) {
+    return [shape](onnx::NodeProto& n) { SetInts(n, "output_shape", shape); };
+  };
+  EXPECT_EQ(ConvTransposePads(output_shape({5})), (Ints{1, 1}));
+  EXPECT_EQ(ConvTransposePads(output_shape({1, 1, 4})), (Ints{2, 1}));
+  EXPECT_EQ(ConvTransposePads(output_shape({8})), (Ints{0, -1}));
+  EXPECT_EQ(ConvTransposePads(output_shape({9})), (Ints{-1, -1}));
+}
+
+TEST(OnnxImporterTest, ConvTransposeComputesAndRefuses) {
+  auto import = [](const std::function<void(onnx::NodeProto&)>& set,
+                   const std::vector<int64_t>& weight = {1, 2, 2}) {
+    ModelBuilder b;
+    b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 2})
+        .Initializer("w", weight, std::vector<float>(NumElements(weight), 1))
+        .Initializer("bias", {2}, {0.5, -1})
+        .Output("y");
+    set(b.Node("ConvTranspose", {"x", "w", "bias"}, {"y"}, "up"));
+    return ImportOnnxModel(b.model());
+  };
+  absl::StatusOr<Graph> graph = import([](onnx::NodeProto& n) { SetInts(n, "strides", {2}); });
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor x(DType::kF32, {1, 1, 2});
+  x.SetDouble(0, 1);
+  x.SetDouble(1, 2);
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ((*y)[0].shape(), (Shape{1, 2, 4}));
+  const double expected[] = {1.5, 1.5, 2.5, 2.5, 0, 0, 1, 1};
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ((*y)[0].GetDouble(i), expected[i]) << i;
+  auto refusal = [&](const std::function<void(onnx::NodeProto&)>& set,
+                     const std::vector<int64_t>& weight = {1, 2, 2}) {
+    return std::string(import(set, weight).status().message());
+  };
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) {
+                SetInts(n, "pads", {0, 0});
+                SetInts(n, "output_shape", {3});
+              }),
+              HasSubstr("node 'up' (ConvTranspose): attributes 'pads' and 'output_shape' are "
+                        "both given"));
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetInts(n, "output_shape", {3, 3}); }),
+              HasSubstr("node 'up' (ConvTranspose): attribute 'output_shape' [3,3] needs 1 (or "
+                        "3) entries"));
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetString(n, "auto_pad", "SAME"); }),
+              HasSubstr("node 'up' (ConvTranspose): attribute 'auto_pad' 'SAME' is not one of"));
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetInts(n, "pads", {-1, 0}); }),
+              HasSubstr("node 'up' (ConvTranspose): attribute 'pads' [-1,0] has a negative "
+                        "entry"));
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetInts(n, "kernel_shape", {3}); }),
+              HasSubstr("node 'up' (ConvTranspose): attribute 'kernel_shape' [3] disagrees with "
+                        "W [1,2,2]"));
+  EXPECT_THAT(refusal([](onnx::NodeProto&) {}, {1, 2}),
+              HasSubstr("node 'up' (ConvTranspose): W [1,2] must have X's rank 3 ([C, "
+                        "M/group, kernel...])"));
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetInts(n, "pads", {2, 2}); }),
+              HasSubstr("node 'up' (ConvTranspose): loom conv_transpose: the output would have "
+                        "-1 positions"));
+}
+
+// Pad's reflect and edge modes (opset 11: pads as an input).
+TEST(OnnxImporterTest, PadModes) {
+  for (const char* mode : {"reflect", "edge", "wrap"}) {
+    ModelBuilder b(11);
+    b.Input("x", onnx::TensorProto::FLOAT, {1, 3}).Output("y");
+    onnx::TensorProto pads = ModelBuilder::IntTensor({4}, {0, 2, 0, 1});
+    pads.set_name("pads");
+    *b.model_for_test().mutable_graph()->add_initializer() = pads;
+    SetString(b.Node("Pad", {"x", "pads"}, {"y"}, "pad"), "mode", mode);
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    if (std::string(mode) == "wrap") {
+      EXPECT_THAT(graph.status().message(),
+                  HasSubstr("node 'pad' (Pad): mode 'wrap' is not supported (only 'constant', "
+                            "'reflect', 'edge')"));
+      continue;
+    }
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    Tensor x(DType::kF32, {1, 3});
+    for (int64_t i = 0; i < 3; ++i) x.SetDouble(i, i + 1);
+    absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+    ASSERT_TRUE(y.ok()) << y.status();
+    const std::vector<double> expected = std::string(mode) == "reflect"
+                                             ? std::vector<double>{3, 2, 1, 2, 3, 2}
+                                             : std::vector<double>{1, 1, 1, 2, 3, 3};
+    for (int64_t i = 0; i < 6; ++i) EXPECT_EQ((*y)[0].GetDouble(i), expected[i]) << mode << i;
+  }
+}
+
 TEST(OnnxImporterTest, ConvWithBiasComputes) {
   ModelBuilder b;
   b.Input("x", onnx::TensorProto::FLOAT, {1, 2, 3})
@@ -739,6 +855,93 @@ TEST(OnnxImporterTest, PReluSlopePerChannelBeforeOpset7) {
     for (int64_t i = 0; i < 4; ++i) {
       EXPECT_EQ((*y)[0].GetDouble(i), expected[i]) << "opset " << opset << " element " << i;
     }
+  }
+}
+
+// Before opset 7, Add and the other binary ops broadcast only with
+// broadcast=1; B's dims then align with A's from `axis` on.
+TEST(OnnxImporterTest, LegacyBroadcastAlignsAtAxis) {
+  auto run = [](const std::vector<int64_t>& b_dims, std::vector<float> b_values,
+                const std::function<void(onnx::NodeProto&)>& set) {
+    ModelBuilder b(6);
+    b.Input("x", onnx::TensorProto::FLOAT, {2, 3, 2})
+        .Initializer("b", b_dims, b_values)
+        .Output("y");
+    set(b.Node("Add", {"x", "b"}, {"y"}, "add"));
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    if (!graph.ok()) return absl::StatusOr<std::vector<Tensor>>(graph.status());
+    Tensor x(DType::kF32, {2, 3, 2});  // zeros: y is b broadcast
+    return Interpret(*graph, {x});
+  };
+  absl::StatusOr<std::vector<Tensor>> y = run({3}, {1, 2, 3}, [](onnx::NodeProto& n) {
+    SetAttr(n, "broadcast", 1);
+    SetAttr(n, "axis", 1);
+  });
+  ASSERT_TRUE(y.ok()) << y.status();
+  const std::vector<double> along_axis1 = {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3};
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*y)[0].GetDouble(i), along_axis1[i]) << i;
+  // Without axis, B's dims are A's trailing ones (numpy's rule).
+  y = run({2}, {1, 2}, [](onnx::NodeProto& n) { SetAttr(n, "broadcast", 1); });
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*y)[0].GetDouble(i), 1 + i % 2) << i;
+  // A size-1 dim stretches.
+  y = run({2, 1}, {1, 2}, [](onnx::NodeProto& n) {
+    SetAttr(n, "broadcast", 1);
+    SetAttr(n, "axis", 0);
+  });
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*y)[0].GetDouble(i), 1 + i / 6) << i;
+  EXPECT_THAT(run({3}, {1, 2, 3}, [](onnx::NodeProto&) {}).status().message(),
+              HasSubstr("node 'add' (Add): operands [2,3,2] and [3] differ in shape; before "
+                        "opset 7 they broadcast only with attribute broadcast=1"));
+  EXPECT_THAT(run({3}, {1, 2, 3},
+                  [](onnx::NodeProto& n) {
+                    SetAttr(n, "broadcast", 1);
+                    SetAttr(n, "axis", 2);
+                  })
+                  .status()
+                  .message(),
+              HasSubstr("node 'add' (Add): with broadcast=1 and axis 2 the second operand [3] "
+                        "must match"));
+  EXPECT_THAT(run({3}, {1, 2, 3}, [](onnx::NodeProto& n) { SetAttr(n, "broadcast", 2); })
+                  .status()
+                  .message(),
+              HasSubstr("node 'add' (Add): attribute 'broadcast' must be 0 or 1, got 2"));
+}
+
+// From opset 7 the attributes are gone: refused like any unknown one.
+TEST(OnnxImporterTest, BroadcastAttributeRefusedFromOpset7) {
+  ModelBuilder b(7);
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3}).Initializer("b", {3}, {1, 2, 3}).Output("y");
+  SetAttr(b.Node("Mul", {"x", "b"}, {"y"}, "mul"), "broadcast", 1);
+  EXPECT_THAT(ImportOnnxModel(b.model()).status().message(),
+              HasSubstr("node 'mul' (Mul): attribute 'broadcast' is not supported"));
+}
+
+// Gemm before opset 7: C [N] broadcasts with broadcast=1 and must be [M, N]
+// without it.
+TEST(OnnxImporterTest, LegacyGemmBroadcast) {
+  for (const int64_t broadcast : {0, 1}) {
+    ModelBuilder b(6);
+    b.Input("a", onnx::TensorProto::FLOAT, {2, 2})
+        .Initializer("w", {2, 2}, {1, 0, 0, 1})
+        .Initializer("c", {2}, {10, 20})
+        .Output("y");
+    SetAttr(b.Node("Gemm", {"a", "w", "c"}, {"y"}, "gemm"), "broadcast", broadcast);
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    if (broadcast == 0) {
+      EXPECT_THAT(graph.status().message(),
+                  HasSubstr("node 'gemm' (Gemm): C [2] must have shape [2,2]: before opset 7 it "
+                            "broadcasts only with attribute broadcast=1"));
+      continue;
+    }
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    Tensor a(DType::kF32, {2, 2});
+    for (int64_t i = 0; i < 4; ++i) a.SetDouble(i, i + 1);
+    absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {a});
+    ASSERT_TRUE(y.ok()) << y.status();
+    const double expected[] = {11, 22, 13, 24};
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ((*y)[0].GetDouble(i), expected[i]) << i;
   }
 }
 

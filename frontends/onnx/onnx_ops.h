@@ -28,6 +28,21 @@ void AddTensorConverters(ConverterMap& map);
 // pools, recurrences, losses.
 void AddNeuralConverters(ConverterMap& map);
 
+// Before opset 7, binary ops (Add, Sub, Mul, Div, Pow, the comparisons and
+// logic ops) and Gemm broadcast only with attribute broadcast=1; otherwise
+// their operands' shapes must be equal. With broadcast=1, B's dims align
+// with A's starting at attribute `axis` (default: B's trailing dims align
+// with A's, as numpy does). Returns the converter's accepted attributes
+// plus these two (broadcast alone with `with_axis` false) for opset < 7.
+std::vector<AttrRule> WithLegacyBroadcast(const NodeContext& ctx,
+                                          std::vector<AttrRule> accepted,
+                                          bool with_axis = true);
+// Operand `b` of a binary op viewed so that loom's numpy broadcasting does
+// what the legacy attributes say (reshaped to A's rank when `axis` is
+// given); refuses shapes they do not allow. From opset 7 it is `b`.
+absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a,
+                                               ValueId b);
+
 // The converter for an ONNX op of the default domain, or null.
 const Converter* FindConverter(absl::string_view op_type);
 

@@ -17,6 +17,22 @@ namespace {
 constexpr AttrKind kInt = onnx::AttributeProto::INT;
 constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
 
+// A binary op that maps onto loom `op` (numpy broadcasting), with the
+// legacy broadcast attributes before opset 7.
+Converter Binary(std::string op) {
+  return [op](NodeContext& ctx) -> absl::Status {
+    if (absl::Status s = ctx.CheckAttrs(WithLegacyBroadcast(ctx, {}));
+        !s.ok()) {
+      return s;
+    }
+    const ValueId a = ctx.In(0);
+    absl::StatusOr<ValueId> b = LegacyBroadcastOperand(ctx, a, ctx.In(1));
+    if (!b.ok()) return b.status();
+    ctx.EmitOutput(0, op, {a, *b});
+    return ctx.status();
+  };
+}
+
 // An op with no attributes whose every output k is loom `op` applied to the
 // node's inputs.
 Converter Direct(std::string op) {
@@ -57,8 +73,13 @@ absl::Status ConvertMean(NodeContext& ctx) {
 // ONNX Pow lets the exponent's type differ from the base's; the result has
 // the base's type. Mixed types compute in f64.
 absl::Status ConvertPow(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
-  const ValueId base = ctx.In(0), exponent = ctx.In(1);
+  if (absl::Status s = ctx.CheckAttrs(WithLegacyBroadcast(ctx, {})); !s.ok()) {
+    return s;
+  }
+  const ValueId base = ctx.In(0);
+  absl::StatusOr<ValueId> legacy = LegacyBroadcastOperand(ctx, base, ctx.In(1));
+  if (!legacy.ok()) return legacy.status();
+  const ValueId exponent = *legacy;
   const DType dtype = ctx.TypeOf(base).dtype;
   if (!ctx.ok() || dtype == ctx.TypeOf(exponent).dtype) {
     ctx.EmitOutput(0, "pow", {base, exponent});
@@ -285,12 +306,64 @@ absl::Status ConvertIsInf(NodeContext& ctx) {
 
 }  // namespace
 
+std::vector<AttrRule> WithLegacyBroadcast(const NodeContext& ctx,
+                                          std::vector<AttrRule> accepted,
+                                          bool with_axis) {
+  if (ctx.opset() >= 7) return accepted;
+  accepted.push_back({"broadcast", kInt});
+  if (with_axis) accepted.push_back({"axis", kInt});
+  return accepted;
+}
+
+absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a,
+                                               ValueId b) {
+  if (ctx.opset() >= 7) return b;
+  const Shape a_shape = ctx.TypeOf(a).shape;
+  const Shape b_shape = ctx.TypeOf(b).shape;
+  if (!ctx.ok()) return ctx.status();
+  const int64_t broadcast = ctx.Int("broadcast", 0);
+  if (broadcast != 0 && broadcast != 1) {
+    return ctx.Refuse(absl::StrCat("attribute 'broadcast' must be 0 or 1, got ",
+                                   broadcast));
+  }
+  if (broadcast == 0) {
+    if (a_shape == b_shape) return b;
+    return ctx.Refuse(absl::StrCat(
+        "operands ", ShapeToString(a_shape), " and ", ShapeToString(b_shape),
+        " differ in shape; before opset 7 they broadcast only with attribute "
+        "broadcast=1"));
+  }
+  const int64_t a_rank = a_shape.size(), b_rank = b_shape.size();
+  const int64_t axis = ctx.Int("axis", a_rank - b_rank);
+  const int64_t first = axis < 0 ? axis + a_rank : axis;
+  bool fits = first >= 0 && first + b_rank <= a_rank;
+  for (int64_t d = 0; fits && d < b_rank; ++d) {
+    fits = b_shape[d] == 1 || b_shape[d] == a_shape[first + d];
+  }
+  if (!fits) {
+    return ctx.Refuse(absl::StrCat(
+        "with broadcast=1 and axis ", axis, " the second operand ",
+        ShapeToString(b_shape), " must match (or have 1s in) consecutive dims of ",
+        ShapeToString(a_shape), " starting at the axis"));
+  }
+  if (first + b_rank == a_rank) return b;  // numpy aligns the trailing dims
+  Shape viewed = b_shape;
+  viewed.resize(a_rank - first, 1);
+  return ctx.Emit("reshape", {b}, MakeAttrs({{"shape", viewed}}));
+}
+
 void AddElementwiseConverters(ConverterMap& map) {
+  // The binary ops that had the legacy broadcast attributes (opset < 7).
+  const std::pair<const char*, const char*> binary[] = {
+      {"Add", "add"},         {"Sub", "sub"},       {"Mul", "mul"},
+      {"Div", "div"},         {"Equal", "equal"},   {"Less", "less"},
+      {"Greater", "greater"}, {"And", "logical_and"}, {"Or", "logical_or"},
+      {"Xor", "logical_xor"},
+  };
+  for (const auto& [onnx_op, loom_op] : binary) {
+    map[onnx_op] = Binary(loom_op);
+  }
   const std::pair<const char*, const char*> direct[] = {
-      {"Add", "add"},
-      {"Sub", "sub"},
-      {"Mul", "mul"},
-      {"Div", "div"},
       {"Neg", "neg"},
       {"Abs", "abs"},
       {"Relu", "relu"},
@@ -307,15 +380,9 @@ void AddElementwiseConverters(ConverterMap& map) {
       {"Ceil", "ceil"},
       {"Round", "round"},
       {"Sign", "sign"},
-      {"Equal", "equal"},
-      {"Less", "less"},
       {"LessOrEqual", "less_equal"},
-      {"Greater", "greater"},
       {"GreaterOrEqual", "greater_equal"},
       {"Not", "logical_not"},
-      {"And", "logical_and"},
-      {"Or", "logical_or"},
-      {"Xor", "logical_xor"},
       {"Where", "where"},
       {"Softplus", "softplus"},
       {"HardSwish", "hard_swish"},

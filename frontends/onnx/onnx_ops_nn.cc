@@ -44,16 +44,37 @@ absl::Status ConvertMatMul(NodeContext& ctx) {
   return ctx.status();
 }
 
+// Before opset 7, C broadcasts to [M, N] only with attribute broadcast=1.
 absl::Status ConvertGemm(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"alpha", kFloat},
-                                       {"beta", kFloat},
-                                       {"transA", kInt},
-                                       {"transB", kInt}});
+  if (absl::Status s = ctx.CheckAttrs(WithLegacyBroadcast(
+          ctx,
+          {{"alpha", kFloat}, {"beta", kFloat}, {"transA", kInt}, {"transB", kInt}},
+          /*with_axis=*/false));
       !s.ok()) {
     return s;
   }
   std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
   if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
+  const int64_t broadcast = ctx.Int("broadcast", 0);
+  if (ctx.opset() < 7 && broadcast != 1 && inputs.size() == 3) {
+    const Shape a = ctx.TypeOf(inputs[0]).shape;
+    const Shape b = ctx.TypeOf(inputs[1]).shape;
+    const Shape c = ctx.TypeOf(inputs[2]).shape;
+    if (!ctx.ok()) return ctx.status();
+    if (broadcast != 0) {
+      return ctx.Refuse(absl::StrCat(
+          "attribute 'broadcast' must be 0 or 1, got ", broadcast));
+    }
+    if (a.size() == 2 && b.size() == 2) {
+      const Shape mn = {a[ctx.Int("transA", 0) != 0 ? 1 : 0],
+                        b[ctx.Int("transB", 0) != 0 ? 0 : 1]};
+      if (c != mn) {
+        return ctx.Refuse(absl::StrCat(
+            "C ", ShapeToString(c), " must have shape ", ShapeToString(mn),
+            ": before opset 7 it broadcasts only with attribute broadcast=1"));
+      }
+    }
+  }
   ctx.EmitOutput(0, "gemm", std::move(inputs),
                  MakeAttrs({{"alpha", ctx.Float("alpha", 1.0)},
                             {"beta", ctx.Float("beta", 1.0)},
@@ -333,38 +354,155 @@ absl::StatusOr<Attrs> WindowAttrs(const NodeContext& ctx, const Shape& shape,
                     {"pads", std::move(pads)}});
 }
 
-// Conv; the kernel is the weight's spatial shape (kernel_shape, when given,
-// must agree).
-absl::Status ConvertConv(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"auto_pad", kString},
-                                       {"dilations", kInts},
-                                       {"group", kInt},
-                                       {"kernel_shape", kInts},
-                                       {"pads", kInts},
-                                       {"strides", kInts}});
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<Shape> shape = SpatialInputShape(ctx);
-  if (!shape.ok()) return shape.status();
+// The kernel of Conv or ConvTranspose: W's spatial shape (W has X's
+// `rank`, laid out as `layout`); kernel_shape, when given, must agree.
+absl::StatusOr<std::vector<int64_t>> WeightKernel(NodeContext& ctx, size_t rank,
+                                                  absl::string_view layout) {
   const Shape weight = ctx.TypeOf(ctx.In(1)).shape;
   if (!ctx.ok()) return ctx.status();
-  if (weight.size() != shape->size()) {
-    return ctx.Refuse(absl::StrCat("W ", ShapeToString(weight), " must have X's rank ",
-                                   shape->size(), " ([M, C/group, kernel...])"));
+  if (weight.size() != rank) {
+    return ctx.Refuse(absl::StrCat("W ", ShapeToString(weight), " must have X's rank ", rank,
+                                   " (", layout, ")"));
   }
-  const std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
+  std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
   if (ctx.HasAttr("kernel_shape") && ctx.Ints("kernel_shape") != kernel) {
     return ctx.Refuse(absl::StrCat("attribute 'kernel_shape' ",
                                    ShapeToString(ctx.Ints("kernel_shape")), " disagrees with W ",
                                    ShapeToString(weight)));
   }
-  absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, *shape, kernel);
+  return kernel;
+}
+
+// Checks the attributes of Conv (with ConvTranspose's `extra` ones) and
+// reads X's shape [N, C, spatial...] and W's kernel (W laid out as
+// `layout`).
+absl::Status ReadConvOperands(NodeContext& ctx, std::vector<AttrRule> extra,
+                              absl::string_view layout, Shape& shape,
+                              std::vector<int64_t>& kernel) {
+  std::vector<AttrRule> accepted = {{"auto_pad", kString}, {"dilations", kInts},
+                                    {"group", kInt},       {"kernel_shape", kInts},
+                                    {"pads", kInts},       {"strides", kInts}};
+  accepted.insert(accepted.end(), extra.begin(), extra.end());
+  if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+  absl::StatusOr<Shape> x = SpatialInputShape(ctx);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<std::vector<int64_t>> w = WeightKernel(ctx, x->size(), layout);
+  if (!w.ok()) return w.status();
+  shape = *std::move(x);
+  kernel = *std::move(w);
+  return absl::OkStatus();
+}
+
+// Conv; the kernel is the weight's spatial shape (kernel_shape, when given,
+// must agree).
+absl::Status ConvertConv(NodeContext& ctx) {
+  Shape shape;
+  std::vector<int64_t> kernel;
+  if (absl::Status s = ReadConvOperands(ctx, {}, "[M, C/group, kernel...]", shape, kernel);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, shape, kernel);
   if (!attrs.ok()) return attrs.status();
   attrs->Set("group", ctx.Int("group", 1));
   std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
   if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
   ctx.EmitOutput(0, "conv", std::move(inputs), *std::move(attrs));
+  return ctx.status();
+}
+
+// Python's floor division (for the negative total paddings of an
+// output_shape larger than the full result).
+int64_t FloorHalf(int64_t value) { return value >= 0 ? value / 2 : -((1 - value) / 2); }
+
+// ConvTranspose. Explicit pads (NOTSET, the default), none (VALID), or pads
+// that give the output `output_shape` (spatial dims, or all), or with
+// SAME_UPPER / SAME_LOWER input * stride positions: of the total padding
+// stride (S - 1) + output_padding + dilation (K - 1) + 1 - output, the
+// begin gets the smaller half with SAME_UPPER and the larger otherwise
+// (ONNX's equations; a negative total adds positions only the bias
+// reaches).
+absl::Status ConvertConvTranspose(NodeContext& ctx) {
+  Shape x;
+  std::vector<int64_t> kernel;
+  if (absl::Status s = ReadConvOperands(ctx, {{"output_padding", kInts}, {"output_shape", kInts}},
+                                        "[C, M/group, kernel...]", x, kernel);
+      !s.ok()) {
+    return s;
+  }
+  const size_t spatial = x.size() - 2;
+  absl::StatusOr<std::vector<int64_t>> strides = SpatialAttr(ctx, "strides", spatial, 1);
+  if (!strides.ok()) return strides.status();
+  absl::StatusOr<std::vector<int64_t>> dilations = SpatialAttr(ctx, "dilations", spatial, 1);
+  if (!dilations.ok()) return dilations.status();
+  absl::StatusOr<std::vector<int64_t>> output_padding =
+      SpatialAttr(ctx, "output_padding", spatial, 0);
+  if (!output_padding.ok()) return output_padding.status();
+  const std::string auto_pad = ctx.String("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    return ctx.Refuse(absl::StrCat("attribute 'auto_pad' '", auto_pad,
+                                   "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID"));
+  }
+  std::vector<int64_t> output;  // the spatial sizes asked for, if any
+  if (ctx.HasAttr("output_shape")) {
+    output = ctx.Ints("output_shape");
+    if (output.size() == spatial + 2) output.erase(output.begin(), output.begin() + 2);
+    if (output.size() != spatial) {
+      return ctx.Refuse(absl::StrCat("attribute 'output_shape' ",
+                                     ShapeToString(ctx.Ints("output_shape")), " needs ", spatial,
+                                     " (or ", spatial + 2, ") entries for X ",
+                                     ShapeToString(x)));
+    }
+    if (ctx.HasAttr("pads")) {
+      return ctx.Refuse("attributes 'pads' and 'output_shape' are both given; loom takes one");
+    }
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t d = 0; d < spatial; ++d) {
+      output.push_back(SaturatingMul(x[d + 2], (*strides)[d]));
+    }
+  }
+  std::vector<int64_t> pads(2 * spatial, 0);
+  if (!output.empty()) {
+    for (size_t d = 0; d < spatial; ++d) {
+      for (int64_t v : {(*strides)[d], (*dilations)[d], kernel[d], x[d + 2], output[d],
+                        (*output_padding)[d]}) {
+        if (v < 0 || v > kMaxTensorElements) {
+          return ctx.Refuse(absl::StrCat(
+              "output_shape ", ShapeToString(output), ", strides ", ShapeToString(*strides),
+              ", dilations ", ShapeToString(*dilations), ", output_padding ",
+              ShapeToString(*output_padding), " and X ", ShapeToString(x),
+              " must lie in [0, 2^40]"));
+        }
+      }
+      const int64_t total =
+          std::min(SaturatingMul((*strides)[d], x[d + 2] - 1), kMaxTensorElements) +
+          (*output_padding)[d] +
+          std::min(SaturatingMul((*dilations)[d], kernel[d] - 1), kMaxTensorElements) + 1 -
+          output[d];
+      const int64_t half = FloorHalf(total);
+      pads[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[d + spatial] = total - pads[d];
+    }
+  } else if (auto_pad == "NOTSET") {
+    absl::StatusOr<std::vector<int64_t>> given = SpatialAttr(ctx, "pads", 2 * spatial, 0);
+    if (!given.ok()) return given.status();
+    pads = *std::move(given);
+    for (int64_t p : pads) {
+      if (p < 0) {
+        return ctx.Refuse(
+            absl::StrCat("attribute 'pads' ", ShapeToString(pads), " has a negative entry"));
+      }
+    }
+  }
+  std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
+  if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
+  ctx.EmitOutput(0, "conv_transpose", std::move(inputs),
+                 MakeAttrs({{"strides", *std::move(strides)},
+                            {"dilations", *std::move(dilations)},
+                            {"pads", std::move(pads)},
+                            {"output_padding", *std::move(output_padding)},
+                            {"group", ctx.Int("group", 1)}}));
   return ctx.status();
 }
 
@@ -642,6 +780,7 @@ void AddNeuralConverters(ConverterMap& map) {
   map["InstanceNormalization"] = ConvertInstanceNormalization;
   map["BatchNormalization"] = ConvertBatchNormalization;
   map["Conv"] = ConvertConv;
+  map["ConvTranspose"] = ConvertConvTranspose;
   map["MaxPool"] = Pool("max_pool");
   map["AveragePool"] = Pool("average_pool");
   map["GlobalAveragePool"] = GlobalPool("reduce_mean");

@@ -192,15 +192,16 @@ absl::Status ConvertPad(NodeContext& ctx) {
     if (ctx.HasInput(3)) return ctx.Refuse("input 'axes' is not supported");
   }
   const std::string mode = ctx.String("mode", "constant");
-  if (mode != "constant") {
-    return ctx.Refuse(
-        absl::StrCat("mode '", mode, "' is not supported (only 'constant')"));
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    return ctx.Refuse(absl::StrCat(
+        "mode '", mode, "' is not supported (only 'constant', 'reflect', 'edge')"));
   }
   for (int64_t pad : pads) {
     if (pad < 0) return ctx.Refuse("negative pads are not supported");
   }
-  ctx.EmitOutput(0, "pad", {ctx.In(0)},
-                 MakeAttrs({{"pads", pads}, {"value", value}}));
+  Attrs attrs = MakeAttrs({{"pads", pads}, {"value", value}});
+  if (mode != "constant") attrs.Set("mode", mode);
+  ctx.EmitOutput(0, "pad", {ctx.In(0)}, std::move(attrs));
   return ctx.status();
 }
 

@@ -6,6 +6,10 @@
 //                  x[n, g C/G + c, o * stride - pad_begin + k * dilation]
 //                  * w[m, c, k],  with g = m / (M/G) the group of m,
 //   where positions outside x (the padding) contribute nothing.
+// - conv_transpose(x [N, C, S...], w [C, M/G, K...], optional bias [M]):
+//     y[n, m, o] = bias[m] + the sum of x[n, c, s] * w[c, m - g M/G, k]
+//   over the input positions s, the channels c of m's group g and the
+//   kernel positions k with o = s * stride + k * dilation - pad_begin.
 // - max_pool: the largest of the window's elements inside x (NaN
 //   propagates; -inf for a window with none).
 // - average_pool: their sum divided by their count, or with
@@ -105,31 +109,42 @@ absl::Status CheckSpatialInput(absl::string_view name, const Shape& x) {
       absl::StrCat(name, " must have rank >= 3 ([N, C, spatial...]), got ", ShapeToString(x)));
 }
 
-}  // namespace
-
-absl::StatusOr<ConvSpec> ReadConvSpec(const Node& node, const Shape& x, const Shape& weight,
-                                      const Shape* bias) {
+// Reads the channels that conv and conv_transpose read alike from x [N,
+// C, S...], the weight ([M, C/group, K...] for conv, [C, M/group, K...]
+// transposed) and the bias [M] into `c`; returns the kernel.
+absl::StatusOr<std::vector<int64_t>> ReadChannels(const Node& node, const Shape& x,
+                                                  const Shape& weight, const Shape* bias,
+                                                  bool transposed, ConvChannels& c) {
   if (absl::Status s = CheckSpatialInput("x", x); !s.ok()) return s;
+  const char* layout = transposed ? "[C, M/group, kernel...]" : "[M, C/group, kernel...]";
   if (weight.size() != x.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the weight ", ShapeToString(weight), " must have x's rank ", x.size(),
-                     " ([M, C/group, kernel...]); x is ", ShapeToString(x)));
+    return absl::InvalidArgumentError(absl::StrCat("the weight ", ShapeToString(weight),
+                                                   " must have x's rank ", x.size(), " (",
+                                                   layout, "); x is ", ShapeToString(x)));
   }
-  ConvSpec spec;
-  spec.batch = x[0];
-  spec.in_channels = x[1];
-  spec.out_channels = weight[0];
-  spec.groups = node.attrs.GetInt("group", 1);
-  if (spec.groups < 1 || spec.in_channels % spec.groups != 0 ||
-      spec.out_channels % spec.groups != 0) {
+  c.batch = x[0];
+  c.in_channels = x[1];
+  c.groups = node.attrs.GetInt("group", 1);
+  if (transposed) {
+    if (weight[0] != c.in_channels) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the weight ", ShapeToString(weight), " (", layout, ") has ", weight[0],
+                       " input channels; x ", ShapeToString(x), " has ", c.in_channels));
+    }
+    c.out_channels = c.groups >= 1 ? SaturatingMul(weight[1], c.groups) : 0;
+  } else {
+    c.out_channels = weight[0];
+  }
+  if (c.groups < 1 || c.in_channels % c.groups != 0 || c.out_channels % c.groups != 0 ||
+      c.out_channels > kMaxTensorElements) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'group' (", spec.groups, ") must be positive and divide the input channels (",
-        spec.in_channels, ") and the output channels (", spec.out_channels, ")"));
+        "attribute 'group' (", c.groups, ") must be positive and divide the input channels (",
+        c.in_channels, ") and the output channels (", c.out_channels, ")"));
   }
-  if (weight[1] != spec.in_channels / spec.groups) {
+  if (!transposed && weight[1] != c.in_channels / c.groups) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the weight ", ShapeToString(weight), " has ", weight[1], " input channels per group; x ",
-        ShapeToString(x), " with group ", spec.groups, " has ", spec.in_channels / spec.groups));
+        ShapeToString(x), " with group ", c.groups, " has ", c.in_channels / c.groups));
   }
   std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
   for (int64_t k : kernel) {
@@ -138,14 +153,69 @@ absl::StatusOr<ConvSpec> ReadConvSpec(const Node& node, const Shape& x, const Sh
           absl::StrCat("the weight ", ShapeToString(weight), " has an empty kernel"));
     }
   }
-  if (bias != nullptr && *bias != Shape{spec.out_channels}) {
-    return absl::InvalidArgumentError(absl::StrCat("the bias must have shape [", spec.out_channels,
+  if (bias != nullptr && *bias != Shape{c.out_channels}) {
+    return absl::InvalidArgumentError(absl::StrCat("the bias must have shape [", c.out_channels,
                                                    "], got ", ShapeToString(*bias)));
   }
+  return kernel;
+}
+
+}  // namespace
+
+absl::StatusOr<ConvSpec> ReadConvSpec(const Node& node, const Shape& x, const Shape& weight,
+                                      const Shape* bias) {
+  ConvSpec spec;
+  absl::StatusOr<std::vector<int64_t>> kernel =
+      ReadChannels(node, x, weight, bias, /*transposed=*/false, spec);
+  if (!kernel.ok()) return kernel.status();
   absl::StatusOr<WindowGeometry> window =
-      ReadWindow(node, x, std::move(kernel), /*ceil_mode=*/false);
+      ReadWindow(node, x, *std::move(kernel), /*ceil_mode=*/false);
   if (!window.ok()) return window.status();
   spec.window = *std::move(window);
+  return spec;
+}
+
+absl::StatusOr<ConvTransposeSpec> ReadConvTransposeSpec(const Node& node, const Shape& x,
+                                                        const Shape& weight, const Shape* bias) {
+  ConvTransposeSpec spec;
+  absl::StatusOr<std::vector<int64_t>> kernel =
+      ReadChannels(node, x, weight, bias, /*transposed=*/true, spec);
+  if (!kernel.ok()) return kernel.status();
+  spec.window.kernel = *std::move(kernel);
+  spec.window.input.assign(x.begin() + 2, x.end());
+  const size_t spatial = spec.window.input.size();
+  absl::StatusOr<std::vector<int64_t>> strides = SpatialInts(node, "strides", spatial, 1, 1);
+  if (!strides.ok()) return strides.status();
+  absl::StatusOr<std::vector<int64_t>> dilations = SpatialInts(node, "dilations", spatial, 1, 1);
+  if (!dilations.ok()) return dilations.status();
+  absl::StatusOr<std::vector<int64_t>> pads =
+      SpatialInts(node, "pads", 2 * spatial, -kMaxTensorElements, 0);
+  if (!pads.ok()) return pads.status();
+  absl::StatusOr<std::vector<int64_t>> output_padding =
+      SpatialInts(node, "output_padding", spatial, 0, 0);
+  if (!output_padding.ok()) return output_padding.status();
+  spec.window.strides = *std::move(strides);
+  spec.window.dilations = *std::move(dilations);
+  spec.window.pads_begin.assign(pads->begin(), pads->begin() + spatial);
+  spec.window.pads_end.assign(pads->begin() + spatial, pads->end());
+  spec.output_padding = *std::move(output_padding);
+  for (size_t d = 0; d < spatial; ++d) {
+    // Each term is capped at 2^40 (in magnitude): no overflow.
+    const int64_t spread =
+        std::min(SaturatingMul(spec.window.strides[d], spec.window.input[d] - 1), kMaxTensorElements);
+    const int64_t extent =
+        std::min(SaturatingMul(spec.window.dilations[d], spec.window.kernel[d] - 1), kMaxTensorElements) + 1;
+    const int64_t out = spread + extent + spec.output_padding[d] - spec.window.pads_begin[d] -
+                        spec.window.pads_end[d];
+    if (spec.window.input[d] < 1 || out < 1 || out > kMaxTensorElements) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the output would have ", out, " positions along spatial dim ", d,
+          " (stride * (input - 1) + dilation * (kernel - 1) + 1 + output_padding - pads, "
+          "with input ",
+          spec.window.input[d], "); it must have 1 to 2^40"));
+    }
+    spec.window.output.push_back(out);
+  }
   return spec;
 }
 
@@ -213,12 +283,17 @@ const Shape* OptionalShape(absl::Span<const TensorType> in, int index) {
   return index < static_cast<int>(in.size()) ? &in[index].shape : nullptr;
 }
 
-ShapeResult ConvShape(const Node& node, absl::Span<const TensorType> in) {
+// x a float, the weight and the bias of its dtype.
+absl::Status CheckConvDTypes(absl::Span<const TensorType> in) {
   absl::Status status = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
   for (int i = 1; status.ok() && i < static_cast<int>(in.size()); ++i) {
     status = CheckSameDType(in, 0, i);
   }
-  if (!status.ok()) return status;
+  return status;
+}
+
+ShapeResult ConvShape(const Node& node, absl::Span<const TensorType> in) {
+  if (absl::Status s = CheckConvDTypes(in); !s.ok()) return s;
   absl::StatusOr<ConvSpec> spec =
       ReadConvSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2));
   if (!spec.ok()) return spec.status();
@@ -260,6 +335,72 @@ absl::Status ConvEval(const Node& node, absl::Span<const Tensor* const> in,
       } while (NextIndex(position, g.output));
     }
   }
+  return absl::OkStatus();
+}
+
+// --- conv_transpose ------------------------------------------------------------
+
+ShapeResult ConvTransposeShape(const Node& node, absl::Span<const TensorType> in) {
+  if (absl::Status s = CheckConvDTypes(in); !s.ok()) return s;
+  absl::StatusOr<ConvTransposeSpec> spec =
+      ReadConvTransposeSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2));
+  if (!spec.ok()) return spec.status();
+  Shape shape = {spec->batch, spec->out_channels};
+  shape.insert(shape.end(), spec->window.output.begin(), spec->window.output.end());
+  return OneOutput(in[0].dtype, std::move(shape));
+}
+
+// Scatters every product x[n, c, s] * w[c, m, k] into its output position
+// (see conv.h), summed in double.
+absl::Status ConvTransposeEval(const Node& node, absl::Span<const Tensor* const> in,
+                               absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[1];
+  const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
+  absl::StatusOr<ConvTransposeSpec> spec = ReadConvTransposeSpec(
+      node, x.shape(), w.shape(), bias == nullptr ? nullptr : &bias->shape());
+  if (!spec.ok()) return spec.status();
+  const int spatial = spec->window.num_spatial();
+  const int64_t group_in = spec->in_channels / spec->groups;
+  const int64_t group_out = spec->out_channels / spec->groups;
+  const int64_t kernel_size = spec->window.KernelSize();
+  const int64_t positions = NumElements(spec->window.output);
+  std::vector<double> y(out[0].num_elements(), 0.0);
+  for (int64_t n = 0; n < spec->batch; ++n) {
+    for (int64_t m = 0; m < spec->out_channels; ++m) {
+      const double b = bias == nullptr ? 0 : bias->GetDouble(m);
+      for (int64_t i = 0; i < positions; ++i) y[(n * spec->out_channels + m) * positions + i] = b;
+    }
+  }
+  std::vector<int64_t> position(spatial, 0);
+  std::vector<int64_t> tap(spatial, 0);
+  int64_t i = 0;  // the input element
+  for (int64_t n = 0; n < spec->batch; ++n) {
+    for (int64_t c = 0; c < spec->in_channels; ++c) {
+      const int64_t first_out = c / group_in * group_out;
+      do {
+        const double value = x.GetDouble(i++);
+        int64_t k = 0;  // the kernel position, flat
+        do {
+          int64_t at = 0;  // the output position, flat; -1 outside
+          for (int d = 0; d < spatial && at >= 0; ++d) {
+            const int64_t o = position[d] * spec->window.strides[d] + tap[d] * spec->window.dilations[d] -
+                              spec->window.pads_begin[d];
+            at = o < 0 || o >= spec->window.output[d] ? -1 : at * spec->window.output[d] + o;
+          }
+          if (at >= 0) {
+            for (int64_t j = 0; j < group_out; ++j) {
+              const int64_t m = first_out + j;
+              y[(n * spec->out_channels + m) * positions + at] +=
+                  value * w.GetDouble((c * group_out + j) * kernel_size + k);
+            }
+          }
+          ++k;
+        } while (NextIndex(tap, spec->window.kernel));
+      } while (NextIndex(position, spec->window.input));
+    }
+  }
+  for (int64_t e = 0; e < static_cast<int64_t>(y.size()); ++e) out[0].SetDouble(e, y[e]);
   return absl::OkStatus();
 }
 
@@ -354,6 +495,16 @@ OpDef ConvOp() {
   return def;
 }
 
+OpDef ConvTransposeOp() {
+  std::vector<AttrSpec> attrs = WindowAttrs();
+  attrs.push_back({"group", AttrType::kInt, false});
+  attrs.push_back({"output_padding", AttrType::kInts, false});
+  OpDef def = FixedArityOp("conv_transpose", 3, std::move(attrs), ConvTransposeShape,
+                           ConvTransposeEval);
+  def.min_inputs = 2;
+  return def;
+}
+
 }  // namespace
 
 absl::Status RegisterConvOps(OpRegistry& registry) {
@@ -361,6 +512,7 @@ absl::Status RegisterConvOps(OpRegistry& registry) {
       registry,
       {
           Composite(ConvOp()),
+          Composite(ConvTransposeOp()),
           Composite(FixedArityOp("max_pool", 1, PoolAttrs(false), PoolShape, MaxPoolEval)),
           Composite(FixedArityOp("average_pool", 1, PoolAttrs(true), PoolShape, AveragePoolEval)),
       });

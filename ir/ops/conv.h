@@ -1,20 +1,23 @@
 #ifndef LOOM_IR_OPS_CONV_H_
 #define LOOM_IR_OPS_CONV_H_
 
-// The sliding-window ops conv, max_pool and average_pool over x [N, C,
-// spatial...] (one or more spatial dims): their attributes and shapes, read
-// and checked in one place for the op definitions (conv.cc) and the
-// decompositions (passes/decompose_conv.cc).
+// The sliding-window ops conv, conv_transpose, max_pool and average_pool
+// over x [N, C, spatial...] (one or more spatial dims): their attributes and
+// shapes, read and checked in one place for the op definitions (conv.cc)
+// and the decompositions (passes/decompose_conv.cc,
+// passes/decompose_conv_transpose.cc).
 //
 // Attributes, each a list with one entry per spatial dim unless said:
 // - strides (default 1s) and dilations (default 1s), each >= 1;
-// - pads: all begins, then all ends (ONNX order; default 0s), each >= 0;
+// - pads: all begins, then all ends (ONNX order; default 0s), each >= 0
+//   (conv_transpose: see ConvTransposeSpec);
 // - conv: group (int, default 1) divides C and M; the kernel is the
 //   weight's spatial shape;
 // - pools: kernel_shape (required), ceil_mode (int, default 0);
 //   average_pool: count_include_pad (int, default 0).
 //
-// Output size per spatial dim, with the kernel's extent e = d (k - 1) + 1:
+// Output size per spatial dim (conv_transpose: see ConvTransposeSpec), with
+// the kernel's extent e = d (k - 1) + 1:
 //   floor((S + pad_begin + pad_end - e) / stride) + 1,
 // or with ceil_mode the ceiling of the division, less one when the last
 // window would start past the input and its begin padding (PyTorch's rule,
@@ -50,19 +53,46 @@ struct WindowGeometry {
   int64_t KernelSize() const;
 };
 
-// One conv node: x [N, C, S...], weight [M, C / group, K...], bias [M].
-struct ConvSpec {
-  WindowGeometry window;
+// The channels of a conv or conv_transpose node.
+struct ConvChannels {
   int64_t batch = 0;
   int64_t in_channels = 0;   // C
   int64_t out_channels = 0;  // M
   int64_t groups = 1;
 };
 
+// One conv node: x [N, C, S...], weight [M, C / group, K...], bias [M].
+struct ConvSpec : ConvChannels {
+  WindowGeometry window;
+};
+
+// One conv_transpose node: x [N, C, S...], weight [C, M/group, K...],
+// bias [M]; the gradient of conv with respect to its input. Input position
+// s and kernel position k add x[n, c, s] * w[c, m, k] to output position
+//   o = s * stride + k * dilation - pad_begin   (per spatial dim),
+// kept when 0 <= o < O, where the output has, per spatial dim,
+//   O = stride (S - 1) + dilation (K - 1) + 1 + output_padding
+//       - pad_begin - pad_end
+// positions (at least 1). Attributes: strides, dilations (each >= 1),
+// pads (begins, then ends; negative entries, which ONNX's output_shape can
+// ask for, add positions that only the bias reaches), output_padding
+// (each >= 0, default 0s) and group (divides C and M).
+struct ConvTransposeSpec : ConvChannels {
+  // The input's and the output's sizes, kernel, strides, dilations and pads
+  // (ceil_extra unused).
+  WindowGeometry window;
+  std::vector<int64_t> output_padding;
+};
+
 // Reads and checks a conv node against its input shapes (bias null when
 // absent). Errors describe the cause only; callers add the node.
 absl::StatusOr<ConvSpec> ReadConvSpec(const Node& node, const Shape& x, const Shape& weight,
                                       const Shape* bias);
+
+// Reads and checks a conv_transpose node against its input shapes (bias
+// null when absent).
+absl::StatusOr<ConvTransposeSpec> ReadConvTransposeSpec(const Node& node, const Shape& x,
+                                                        const Shape& weight, const Shape* bias);
 
 // Reads and checks a max_pool or average_pool node against x's shape.
 absl::StatusOr<WindowGeometry> ReadPoolGeometry(const Node& node, const Shape& x);

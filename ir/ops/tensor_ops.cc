@@ -7,10 +7,12 @@
 // - split: one output per part (variadic outputs). `split` lists the sizes
 //   along `axis` (each >= 0, one per output, summing to the dim); absent, the
 //   dim is cut into equal parts, one per output, and must divide evenly.
-// - pad: `pads` holds all begins then all ends (ONNX order), each >= 0; only
-//   `mode` "constant" is supported. `value` converts to the data's dtype as
-//   cast does (truncated toward zero and saturated for integers, != 0 for
-//   bool).
+// - pad: `pads` holds all begins then all ends (ONNX order), each >= 0.
+//   `mode` "constant" (the default) fills with `value`, converted to the
+//   data's dtype as cast does (truncated toward zero and saturated for
+//   integers, != 0 for bool); "reflect" mirrors the data about its first
+//   and last elements (excluded: pads of at most dim - 1), "edge" repeats
+//   them (a dim of at least 1 when padded); `value` is then unused.
 // - gather, gather_elements, scatter_elements, scatter_nd: a negative index
 //   wraps once (i + dim); anything still outside [0, dim) is an error of the
 //   run, naming the index (ir/index_error.h). gather_elements' output and
@@ -27,6 +29,7 @@
 //   end.
 // - flatten: `axis` (default 1) may be anything in [-rank, rank].
 // - dropout is inference-time: the identity; `ratio` is accepted and ignored.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -238,10 +241,10 @@ absl::Status TileEval(const Node&, absl::Span<const Tensor* const> in,
 absl::StatusOr<std::vector<int64_t>> PadAmounts(const Node& node,
                                                 const Shape& shape) {
   const std::string mode = node.attrs.GetString("mode", "constant");
-  if (mode != "constant") {
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
     return absl::InvalidArgumentError(
         absl::StrCat("attribute 'mode' \"", mode,
-                     "\" is not supported (only \"constant\")"));
+                     "\" is not supported (only \"constant\", \"reflect\", \"edge\")"));
   }
   std::vector<int64_t> pads = node.attrs.GetInts("pads");
   if (pads.size() != 2 * shape.size()) {
@@ -261,7 +264,32 @@ absl::StatusOr<std::vector<int64_t>> PadAmounts(const Node& node,
           " has an entry larger than 2^40"));
     }
   }
+  if (mode == "constant") return pads;
+  const size_t rank = shape.size();
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t most = std::max(pads[d], pads[rank + d]);
+    if (most == 0) continue;
+    // reflect mirrors about the first and last elements, which it leaves
+    // out; edge repeats them.
+    const int64_t limit = mode == "reflect" ? shape[d] - 1 : (shape[d] > 0 ? most : 0);
+    if (most > limit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "mode \"", mode, "\" pads dim ", d, " of ", ShapeToString(shape), " by ", most,
+          mode == "reflect" ? "; it allows at most the dim's size - 1"
+                            : "; it needs a non-empty dim"));
+    }
+  }
   return pads;
+}
+
+// The input position that output position `o` (of a dim of `size` input
+// elements padded by `begin` before) copies in mode "reflect" or "edge"
+// (whose pads PadAmounts has checked).
+int64_t PaddedSource(int64_t o, int64_t begin, int64_t size, bool reflect) {
+  const int64_t i = o - begin;
+  if (i < 0) return reflect ? -i : 0;
+  if (i >= size) return reflect ? 2 * (size - 1) - i : size - 1;
+  return i;
 }
 
 ShapeResult PadShape(const Node& node, absl::Span<const TensorType> in) {
@@ -304,6 +332,24 @@ absl::Status PadEval(const Node& node, absl::Span<const Tensor* const> in,
   Tensor& result = out[0];
   absl::StatusOr<std::vector<int64_t>> pads = PadAmounts(node, x.shape());
   if (!pads.ok()) return pads.status();
+  const std::string mode = node.attrs.GetString("mode", "constant");
+  if (mode != "constant") {
+    const bool reflect = mode == "reflect";
+    const int64_t rank = x.rank();
+    const std::vector<int64_t> in_strides = ContiguousStrides(x.shape());
+    std::vector<int64_t> position(rank, 0);
+    for (int64_t i = 0; i < result.num_elements(); ++i) {
+      int64_t source = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        source += in_strides[d] * PaddedSource(position[d], (*pads)[d], x.shape()[d], reflect);
+      }
+      CopyElement(x, source, result, i);
+      for (int64_t d = rank - 1; d >= 0 && ++position[d] == result.shape()[d]; --d) {
+        position[d] = 0;
+      }
+    }
+    return absl::OkStatus();
+  }
   const Tensor fill = PadValue(node.attrs.GetFloat("value", 0), x.dtype());
   for (int64_t i = 0; i < result.num_elements(); ++i) {
     CopyElement(fill, 0, result, i);

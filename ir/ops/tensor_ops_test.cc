@@ -174,9 +174,49 @@ TEST(PadTest, Errors) {
                         "entry"));
   EXPECT_THAT(RunOpError("pad", {x},
                          MakeAttrs({{"pads", Ints{0, 0, 0, 0}},
+                                    {"mode", std::string("wrap")}})),
+              HasSubstr("node 'test_node' (pad): attribute 'mode' \"wrap\" "
+                        "is not supported (only \"constant\", \"reflect\", \"edge\")"));
+  // reflect leaves the edge element out: at most dim - 1 per side.
+  EXPECT_THAT(RunOpError("pad", {x},
+                         MakeAttrs({{"pads", Ints{0, 3, 0, 0}},
                                     {"mode", std::string("reflect")}})),
-              HasSubstr("node 'test_node' (pad): attribute 'mode' \"reflect\" "
-                        "is not supported (only \"constant\")"));
+              HasSubstr("(pad): mode \"reflect\" pads dim 1 of [2,3] by 3; it allows at "
+                        "most the dim's size - 1"));
+  EXPECT_THAT(RunOpError("pad", {Tensor(DType::kF32, {2, 0})},
+                         MakeAttrs({{"pads", Ints{0, 0, 0, 1}},
+                                    {"mode", std::string("edge")}})),
+              HasSubstr("(pad): mode \"edge\" pads dim 1 of [2,0] by 1; it needs a "
+                        "non-empty dim"));
+}
+
+// ONNX's test_reflect_pad / test_edge_pad layout: [2, 3] padded by one row
+// before and two columns on each side.
+TEST(PadTest, ReflectAndEdgeModes) {
+  const Tensor x = Iota(DType::kF32, {2, 3}, 1);  // 1 2 3 / 4 5 6
+  const Attrs pads = MakeAttrs({{"pads", Ints{1, 2, 0, 2}}, {"mode", std::string("reflect")}});
+  absl::StatusOr<Tensor> y = RunOp("pad", {x}, pads);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{3, 7}));
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(6, 5, 4, 5, 6, 5, 4,  //
+                                         3, 2, 1, 2, 3, 2, 1,  //
+                                         6, 5, 4, 5, 6, 5, 4));
+  y = RunOp("pad", {x}, MakeAttrs({{"pads", Ints{1, 2, 0, 2}}, {"mode", std::string("edge")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(1, 1, 1, 2, 3, 3, 3,  //
+                                         1, 1, 1, 2, 3, 3, 3,  //
+                                         4, 4, 4, 5, 6, 6, 6));
+  // Any dtype; a dim of one element repeats under edge.
+  y = RunOp("pad", {MakeIntTensor(DType::kI64, {1, 2}, {7, 8})},
+            MakeAttrs({{"pads", Ints{1, 1, 2, 0}}, {"mode", std::string("edge")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{4, 3}));
+  EXPECT_THAT(ToInts(*y), ElementsAre(7, 7, 8, 7, 7, 8, 7, 7, 8, 7, 7, 8));
+  // An empty dim left unpadded.
+  y = RunOp("pad", {Tensor(DType::kF32, {3, 0})},
+            MakeAttrs({{"pads", Ints{1, 0, 1, 0}}, {"mode", std::string("reflect")}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{5, 0}));
 }
 
 TEST(GatherTest, AxisZeroWithMatrixIndicesAndNegativeIndices) {
