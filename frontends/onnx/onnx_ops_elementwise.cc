@@ -78,6 +78,25 @@ absl::Status ConvertMod(NodeContext& ctx) {
   return ctx.status();
 }
 
+// BitShift on unsigned integers: direction LEFT or RIGHT (required).
+absl::Status ConvertBitShift(NodeContext& ctx) {
+  constexpr AttrKind kString = onnx::AttributeProto::STRING;
+  if (absl::Status s = ctx.CheckAttrs({{"direction", kString}}); !s.ok()) {
+    return s;
+  }
+  const std::string direction = ctx.String("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return ctx.Refuse(absl::StrCat(
+        "attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"",
+        direction, "\""));
+  }
+  ctx.EmitOutput(0, "bit_shift", {ctx.In(0), ctx.In(1)},
+                 MakeAttrs({{"direction", std::string(direction == "LEFT"
+                                                          ? "left"
+                                                          : "right")}}));
+  return ctx.status();
+}
+
 absl::Status ConvertClip(NodeContext& ctx) {
   Attrs attrs;
   if (ctx.opset() < 11) {
@@ -329,6 +348,7 @@ void AddElementwiseConverters(ConverterMap& map) {
   map["Mean"] = ConvertMean;
   map["Pow"] = ConvertPow;
   map["Mod"] = ConvertMod;
+  map["BitShift"] = ConvertBitShift;
   map["Clip"] = ConvertClip;
   map["Cast"] = ConvertCast;
   map["CastLike"] = ConvertCastLike;
