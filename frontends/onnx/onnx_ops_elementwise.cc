@@ -141,6 +141,153 @@ absl::Status ConvertCastLike(NodeContext& ctx) {
   return EmitCast(ctx, to);
 }
 
+// A quantization parameter (scale or zero point) of x: a scalar or a
+// one-element tensor applies to every element; a 1-D tensor of
+// x.shape[axis] elements (per axis) is reshaped to broadcast along `axis`.
+absl::StatusOr<ValueId> AlongAxis(NodeContext& ctx, ValueId param, const Shape& x,
+                                  absl::string_view what) {
+  const Shape shape = ctx.TypeOf(param).shape;
+  if (!ctx.ok()) return ctx.status();
+  if (NumElements(shape) == 1 && shape.size() <= 1) return param;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = ctx.Int("axis", 1);
+  if (axis < -rank || axis >= rank) {
+    return ctx.Refuse(absl::StrCat("attribute 'axis' ", axis, " is out of range for rank ", rank));
+  }
+  if (axis < 0) axis += rank;
+  if (shape.size() != 1 || shape[0] != x[axis]) {
+    return ctx.Refuse(absl::StrCat(what, " must be a scalar or have shape [", x[axis],
+                                   "] (axis ", axis, " of ", ShapeToString(x), "), got ",
+                                   ShapeToString(shape)));
+  }
+  Shape along(x.size(), 1);
+  along[axis] = x[axis];
+  return ctx.Emit("reshape", {param}, MakeAttrs({{"shape", along}}));
+}
+
+// Refuses what the linear (de)quantizers of loom leave out: blocked
+// quantization (opset 21) and the float scales loom has no type for.
+absl::Status CheckQuantization(NodeContext& ctx, DType scale) {
+  if (ctx.Int("block_size", 0) != 0) {
+    return ctx.Refuse("attribute 'block_size' (blocked quantization) is not supported");
+  }
+  if (!IsFloat(scale)) {
+    return ctx.Refuse(absl::StrCat("the scale must be a float tensor, got ", DTypeName(scale)));
+  }
+  return absl::OkStatus();
+}
+
+// round(x / scale) + zero (zero: kNoValue for none) in `float_type`, the
+// scale's; QuantizeLinear's output before its saturating cast.
+ValueId QuantizedValues(NodeContext& ctx, ValueId x, ValueId scale, ValueId zero,
+                        DType float_type) {
+  ValueId y = ctx.Emit("round", {ctx.Emit("div", {ctx.CastTo(x, float_type), scale})});
+  if (zero == NodeContext::kNoValue) return y;
+  return ctx.Emit("add", {y, ctx.CastTo(zero, float_type)});
+}
+
+// QuantizeLinear: y = saturate(round(x / y_scale) + y_zero_point), rounding
+// half to even, in the scale's float type; the final cast saturates to the
+// zero point's integer type (u8 without one).
+absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs(
+          {{"axis", kInt}, {"saturate", kInt}, {"block_size", kInt}, {"output_dtype", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  const ValueId x = ctx.In(0), scale = ctx.In(1);
+  const TensorType x_type = ctx.TypeOf(x);
+  const DType float_type = ctx.TypeOf(scale).dtype;
+  if (!ctx.ok()) return ctx.status();
+  if (absl::Status s = CheckQuantization(ctx, float_type); !s.ok()) return s;
+  DType to = DType::kU8;
+  if (ctx.HasAttr("output_dtype")) {
+    absl::StatusOr<DType> dtype =
+        DTypeFromOnnx(static_cast<int32_t>(ctx.Int("output_dtype", 0)), ctx.label());
+    if (!dtype.ok()) return dtype.status();
+    to = *dtype;
+  }
+  if (ctx.HasInput(2)) to = ctx.TypeOf(ctx.In(2)).dtype;
+  if (!IsInteger(to) || DTypeSize(to) > 2) {
+    return ctx.Refuse(absl::StrCat("quantizing to ", DTypeName(to),
+                                   " is not supported (u8, i8, u16 or i16)"));
+  }
+  if (x_type.dtype != float_type && x_type.dtype != DType::kI32) {
+    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype), ", expected ",
+                                   DTypeName(float_type), " (the scale's) or i32"));
+  }
+  absl::StatusOr<ValueId> scale_b = AlongAxis(ctx, scale, x_type.shape, "y_scale");
+  if (!scale_b.ok()) return scale_b.status();
+  ValueId zero = NodeContext::kNoValue;
+  if (ctx.HasInput(2)) {
+    absl::StatusOr<ValueId> zero_b = AlongAxis(ctx, ctx.In(2), x_type.shape, "y_zero_point");
+    if (!zero_b.ok()) return zero_b.status();
+    zero = *zero_b;
+  }
+  ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, *scale_b, zero, float_type)},
+                 MakeAttrs({{"to", std::string(DTypeName(to))}}));
+  return ctx.status();
+}
+
+// DynamicQuantizeLinear, as ONNX defines it by a function: the range
+// [min(x, 0), max(x, 0)] maps onto [0, 255]; scale = range / 255, zero point
+// = round(clip(-min / scale, 0, 255)) as u8; y = QuantizeLinear(x, scale,
+// zero point).
+absl::Status ConvertDynamicQuantizeLinear(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const ValueId x = ctx.In(0);
+  const DType dtype = ctx.TypeOf(x).dtype;
+  if (!ctx.ok()) return ctx.status();
+  if (dtype != DType::kF32) {
+    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(dtype), ", expected f32"));
+  }
+  const ValueId zero = ctx.Scalar(dtype, 0);
+  const ValueId low = ctx.Emit("minimum", {ctx.Emit("reduce_min", {x}), zero});
+  const ValueId high = ctx.Emit("maximum", {ctx.Emit("reduce_max", {x}), zero});
+  const ValueId scale =
+      ctx.EmitOutput(1, "div", {ctx.Emit("sub", {high, low}), ctx.Scalar(dtype, 255)});
+  const ValueId initial = ctx.Emit("sub", {zero, ctx.Emit("div", {low, scale})});
+  const ValueId clipped =
+      ctx.Emit("clip", {initial}, MakeAttrs({{"min", 0.0}, {"max", 255.0}}));
+  const ValueId zero_point =
+      ctx.EmitOutput(2, "cast", {ctx.Emit("round", {clipped})}, MakeAttrs({{"to", std::string("u8")}}));
+  ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, scale, zero_point, dtype)},
+                 MakeAttrs({{"to", std::string("u8")}}));
+  return ctx.status();
+}
+
+// DequantizeLinear: y = (x - x_zero_point) * x_scale in the scale's float
+// type.
+absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}, {"block_size", kInt}}); !s.ok()) {
+    return s;
+  }
+  const ValueId x = ctx.In(0), scale = ctx.In(1);
+  const TensorType x_type = ctx.TypeOf(x);
+  const DType float_type = ctx.TypeOf(scale).dtype;
+  if (!ctx.ok()) return ctx.status();
+  if (absl::Status s = CheckQuantization(ctx, float_type); !s.ok()) return s;
+  if (!IsInteger(x_type.dtype)) {
+    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype),
+                                   ", expected an integer type"));
+  }
+  ValueId y = ctx.CastTo(x, float_type);
+  if (ctx.HasInput(2)) {
+    const ValueId zero = ctx.In(2);
+    if (ctx.TypeOf(zero).dtype != x_type.dtype) {
+      return ctx.Refuse(absl::StrCat("x_zero_point has dtype ", DTypeName(ctx.TypeOf(zero).dtype),
+                                     ", x has ", DTypeName(x_type.dtype)));
+    }
+    absl::StatusOr<ValueId> zero_b = AlongAxis(ctx, zero, x_type.shape, "x_zero_point");
+    if (!zero_b.ok()) return zero_b.status();
+    y = ctx.Emit("sub", {y, ctx.CastTo(*zero_b, float_type)});
+  }
+  absl::StatusOr<ValueId> scale_b = AlongAxis(ctx, scale, x_type.shape, "x_scale");
+  if (!scale_b.ok()) return scale_b.status();
+  ctx.EmitOutput(0, "mul", {y, *scale_b});
+  return ctx.status();
+}
+
 absl::Status ConvertIdentity(NodeContext& ctx) {
   if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
   ctx.Bind(0, ctx.In(0));
@@ -352,6 +499,9 @@ void AddElementwiseConverters(ConverterMap& map) {
   map["Clip"] = ConvertClip;
   map["Cast"] = ConvertCast;
   map["CastLike"] = ConvertCastLike;
+  map["QuantizeLinear"] = ConvertQuantizeLinear;
+  map["DequantizeLinear"] = ConvertDequantizeLinear;
+  map["DynamicQuantizeLinear"] = ConvertDynamicQuantizeLinear;
   map["Identity"] = ConvertIdentity;
   map["LeakyRelu"] = Activation("leaky_relu", {{"alpha", 0.01f}});
   map["Elu"] = Activation("elu", {{"alpha", 1.0f}});
