@@ -62,7 +62,7 @@ __device__ void loom_index_error(int64_t* errors, int64_t site, int64_t index) {
 }
 )";
 
-// Team reductions. The butterfly pairs lanes symmetrically and every
+// Team reductions (the narrower integers promote to int32_t). The butterfly pairs lanes symmetrically and every
 // combine is commutative, so all lanes end with the same value; in a block,
 // every warp then combines the same per-warp partials the same way.
 constexpr char kReductionHelpers[] = R"(
@@ -77,6 +77,12 @@ __device__ __forceinline__ int32_t loom_shfl(int32_t v, int s) {
 }
 __device__ __forceinline__ int64_t loom_shfl(int64_t v, int s) {
   return __shfl_xor_sync(0xffffffffu, (long long)v, s);
+}
+__device__ __forceinline__ uint32_t loom_shfl(uint32_t v, int s) {
+  return __shfl_xor_sync(0xffffffffu, v, s);
+}
+__device__ __forceinline__ uint64_t loom_shfl(uint64_t v, int s) {
+  return __shfl_xor_sync(0xffffffffu, (unsigned long long)v, s);
 }
 __device__ __forceinline__ bool loom_shfl(bool v, int s) {
   return __shfl_xor_sync(0xffffffffu, (int)v, s) != 0;

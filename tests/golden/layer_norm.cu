@@ -59,6 +59,12 @@ __device__ __forceinline__ int32_t loom_shfl(int32_t v, int s) {
 __device__ __forceinline__ int64_t loom_shfl(int64_t v, int s) {
   return __shfl_xor_sync(0xffffffffu, (long long)v, s);
 }
+__device__ __forceinline__ uint32_t loom_shfl(uint32_t v, int s) {
+  return __shfl_xor_sync(0xffffffffu, v, s);
+}
+__device__ __forceinline__ uint64_t loom_shfl(uint64_t v, int s) {
+  return __shfl_xor_sync(0xffffffffu, (unsigned long long)v, s);
+}
 __device__ __forceinline__ bool loom_shfl(bool v, int s) {
   return __shfl_xor_sync(0xffffffffu, (int)v, s) != 0;
 }
