@@ -165,16 +165,32 @@ absl::StatusOr<ValueId> AlongAxis(NodeContext& ctx, ValueId param, const Shape& 
   return ctx.Emit("reshape", {param}, MakeAttrs({{"shape", along}}));
 }
 
-// Refuses what the linear (de)quantizers of loom leave out: blocked
-// quantization (opset 21) and the float scales loom has no type for.
-absl::Status CheckQuantization(NodeContext& ctx, DType scale) {
+// The operands every linear (de)quantizer reads: x, the scale (input 1)
+// and the scale's float type, in which it computes. Refuses what loom
+// leaves out: blocked quantization (opset 21) and scales of a type loom
+// has no float for.
+struct QuantizationOperands {
+  ValueId x = NodeContext::kNoValue;
+  ValueId scale = NodeContext::kNoValue;
+  TensorType x_type;
+  DType float_type = DType::kF32;
+};
+
+absl::StatusOr<QuantizationOperands> ReadQuantizationOperands(NodeContext& ctx) {
+  QuantizationOperands q;
+  q.x = ctx.In(0);
+  q.scale = ctx.In(1);
+  q.x_type = ctx.TypeOf(q.x);
+  q.float_type = ctx.TypeOf(q.scale).dtype;
+  if (!ctx.ok()) return ctx.status();
   if (ctx.Int("block_size", 0) != 0) {
     return ctx.Refuse("attribute 'block_size' (blocked quantization) is not supported");
   }
-  if (!IsFloat(scale)) {
-    return ctx.Refuse(absl::StrCat("the scale must be a float tensor, got ", DTypeName(scale)));
+  if (!IsFloat(q.float_type)) {
+    return ctx.Refuse(
+        absl::StrCat("the scale must be a float tensor, got ", DTypeName(q.float_type)));
   }
-  return absl::OkStatus();
+  return q;
 }
 
 // round(x / scale) + zero (zero: kNoValue for none) in `float_type`, the
@@ -195,11 +211,9 @@ absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
       !s.ok()) {
     return s;
   }
-  const ValueId x = ctx.In(0), scale = ctx.In(1);
-  const TensorType x_type = ctx.TypeOf(x);
-  const DType float_type = ctx.TypeOf(scale).dtype;
-  if (!ctx.ok()) return ctx.status();
-  if (absl::Status s = CheckQuantization(ctx, float_type); !s.ok()) return s;
+  absl::StatusOr<QuantizationOperands> q = ReadQuantizationOperands(ctx);
+  if (!q.ok()) return q.status();
+  const auto& [x, scale, x_type, float_type] = *q;
   DType to = DType::kU8;
   if (ctx.HasAttr("output_dtype")) {
     absl::StatusOr<DType> dtype =
@@ -262,11 +276,9 @@ absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
   if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}, {"block_size", kInt}}); !s.ok()) {
     return s;
   }
-  const ValueId x = ctx.In(0), scale = ctx.In(1);
-  const TensorType x_type = ctx.TypeOf(x);
-  const DType float_type = ctx.TypeOf(scale).dtype;
-  if (!ctx.ok()) return ctx.status();
-  if (absl::Status s = CheckQuantization(ctx, float_type); !s.ok()) return s;
+  absl::StatusOr<QuantizationOperands> q = ReadQuantizationOperands(ctx);
+  if (!q.ok()) return q.status();
+  const auto& [x, scale, x_type, float_type] = *q;
   if (!IsInteger(x_type.dtype)) {
     return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype),
                                    ", expected an integer type"));

@@ -279,14 +279,21 @@ absl::StatusOr<bool> ModIsFmod(const Node& node) {
   return fmod == 1;
 }
 
-OpDef ModOp() {
-  const ShapeFn broadcast = BroadcastShapeFn(DTypeClass::kNumeric, false);
-  ShapeFn infer = [broadcast](const Node& node, absl::Span<const TensorType> in)
-      -> absl::StatusOr<OutputTypes> {
-    absl::StatusOr<bool> fmod = ModIsFmod(node);
-    if (!fmod.ok()) return fmod.status();
+// A broadcasting op's shape function for inputs of class `accepted`, after
+// `read_attr` has accepted the node's attribute.
+ShapeFn BroadcastWithAttr(DTypeClass accepted,
+                          absl::StatusOr<bool> (*read_attr)(const Node&)) {
+  const ShapeFn broadcast = BroadcastShapeFn(accepted, false);
+  return [broadcast, read_attr](const Node& node, absl::Span<const TensorType> in)
+             -> absl::StatusOr<OutputTypes> {
+    absl::StatusOr<bool> attr = read_attr(node);
+    if (!attr.ok()) return attr.status();
     return broadcast(node, in);
   };
+}
+
+OpDef ModOp() {
+  ShapeFn infer = BroadcastWithAttr(DTypeClass::kNumeric, ModIsFmod);
   EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) -> absl::Status {
     absl::StatusOr<bool> fmod = ModIsFmod(node);
@@ -435,13 +442,7 @@ absl::StatusOr<bool> ShiftsLeft(const Node& node) {
 // On unsigned integers of the same dtype; a shift by the width or more
 // gives 0 (C leaves it undefined).
 OpDef BitShiftOp() {
-  const ShapeFn broadcast = BroadcastShapeFn(DTypeClass::kUnsigned, false);
-  ShapeFn infer = [broadcast](const Node& node, absl::Span<const TensorType> in)
-      -> absl::StatusOr<OutputTypes> {
-    absl::StatusOr<bool> left = ShiftsLeft(node);
-    if (!left.ok()) return left.status();
-    return broadcast(node, in);
-  };
+  ShapeFn infer = BroadcastWithAttr(DTypeClass::kUnsigned, ShiftsLeft);
   EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) -> absl::Status {
     absl::StatusOr<bool> left = ShiftsLeft(node);
