@@ -905,6 +905,39 @@ TEST(OnnxImporterTest, QuantizeAndDequantizePerAxis) {
                         "(axis 1 of [2,3]), got [2]"));
 }
 
+TEST(OnnxImporterTest, MatMulIntegerZeroPointsPerRowAndColumn) {
+  ModelBuilder b;
+  b.Input("a", onnx::TensorProto::UINT8, {2, 2})
+      .Input("b", onnx::TensorProto::INT8, {2, 3})
+      .Input("a_zero", onnx::TensorProto::UINT8, {2})
+      .Input("b_zero", onnx::TensorProto::INT8, {3})
+      .Output("y");
+  b.Node("MatMulInteger", {"a", "b", "a_zero", "b_zero"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor a(DType::kU8, {2, 2}), bm(DType::kI8, {2, 3}), a_zero(DType::kU8, {2}),
+      b_zero(DType::kI8, {3});
+  const int64_t a_values[] = {255, 1, 10, 12}, b_values[] = {-128, 0, 127, 1, 2, 3};
+  for (int64_t i = 0; i < 4; ++i) a.SetInt(i, a_values[i]);
+  for (int64_t i = 0; i < 6; ++i) bm.SetInt(i, b_values[i]);
+  a_zero.SetInt(0, 1);  // row 0: [254, 0]; row 1: [0, 2]
+  a_zero.SetInt(1, 10);
+  b_zero.SetInt(0, -1);  // columns: [-127, 2], [-1, 1], [127, 3]
+  b_zero.SetInt(1, 1);
+  b_zero.SetInt(2, 0);
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {a, bm, a_zero, b_zero});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ((*y)[0].dtype(), DType::kI32);
+  const int64_t expected[] = {254 * -127, -254, 254 * 127, 4, 2, 6};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ((*y)[0].GetInt(i), expected[i]) << i;
+
+  ModelBuilder floats;
+  floats.Input("a", onnx::TensorProto::FLOAT, {2, 2}).Output("y");
+  floats.Node("MatMulInteger", {"a", "a"}, {"y"}, "mmi");
+  EXPECT_THAT(ImportOnnxModel(floats.model()).status().message(),
+              HasSubstr("node 'mmi' (MatMulInteger): A has dtype f32, expected u8 or i8"));
+}
+
 TEST(OnnxImporterTest, LoadOnnxFileNamesThePath) {
   absl::StatusOr<Graph> graph = LoadOnnxFile("/nonexistent/model.onnx");
   EXPECT_THAT(graph.status().message(), HasSubstr("/nonexistent/model.onnx: cannot open"));

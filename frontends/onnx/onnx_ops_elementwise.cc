@@ -300,6 +300,42 @@ absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
   return ctx.status();
 }
 
+// MatMulInteger: (A - a_zero_point) @ (B - b_zero_point) in i32 (wrapping
+// as loom's integers do). A zero point is a scalar, per row of A ([M], or
+// [..., M, 1]) or per column of B ([N], or [..., 1, N]).
+absl::Status ConvertMatMulInteger(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  std::vector<ValueId> operands;
+  for (int i = 0; i < 2; ++i) {
+    const ValueId x = ctx.In(i);
+    const TensorType type = ctx.TypeOf(x);
+    if (!ctx.ok()) return ctx.status();
+    if (!IsInteger(type.dtype) || DTypeSize(type.dtype) != 1) {
+      return ctx.Refuse(absl::StrCat(i == 0 ? "A" : "B", " has dtype ", DTypeName(type.dtype),
+                                     ", expected u8 or i8"));
+    }
+    ValueId shifted = ctx.CastTo(x, DType::kI32);
+    if (ctx.HasInput(i + 2)) {
+      ValueId zero = ctx.In(i + 2);
+      const Shape zero_shape = ctx.TypeOf(zero).shape;
+      if (!ctx.ok()) return ctx.status();
+      if (ctx.TypeOf(zero).dtype != type.dtype) {
+        return ctx.Refuse(absl::StrCat(i == 0 ? "a" : "b", "_zero_point has dtype ",
+                                       DTypeName(ctx.TypeOf(zero).dtype), ", its operand ",
+                                       DTypeName(type.dtype)));
+      }
+      // A's per-row vector [M] lines up with A's rows as [M, 1].
+      if (i == 0 && zero_shape.size() == 1 && type.shape.size() >= 2 && zero_shape[0] != 1) {
+        zero = ctx.Emit("reshape", {zero}, MakeAttrs({{"shape", Shape{zero_shape[0], 1}}}));
+      }
+      shifted = ctx.Emit("sub", {shifted, ctx.CastTo(zero, DType::kI32)});
+    }
+    operands.push_back(shifted);
+  }
+  ctx.EmitOutput(0, "matmul", std::move(operands));
+  return ctx.status();
+}
+
 absl::Status ConvertIdentity(NodeContext& ctx) {
   if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
   ctx.Bind(0, ctx.In(0));
@@ -514,6 +550,7 @@ void AddElementwiseConverters(ConverterMap& map) {
   map["QuantizeLinear"] = ConvertQuantizeLinear;
   map["DequantizeLinear"] = ConvertDequantizeLinear;
   map["DynamicQuantizeLinear"] = ConvertDynamicQuantizeLinear;
+  map["MatMulInteger"] = ConvertMatMulInteger;
   map["Identity"] = ConvertIdentity;
   map["LeakyRelu"] = Activation("leaky_relu", {{"alpha", 0.01f}});
   map["Elu"] = Activation("elu", {{"alpha", 1.0f}});
