@@ -1,5 +1,6 @@
 #include "ir/dtype.h"
 
+#include <cmath>
 #include <limits>
 
 #include "absl/algorithm/container.h"
@@ -18,7 +19,16 @@ int64_t DTypeSize(DType dtype) {
     case DType::kI64:
       return 8;
     case DType::kBool:
+    case DType::kI8:
+    case DType::kU8:
       return 1;
+    case DType::kI16:
+    case DType::kU16:
+      return 2;
+    case DType::kU32:
+      return 4;
+    case DType::kU64:
+      return 8;
   }
   return 0;
 }
@@ -35,6 +45,18 @@ absl::string_view DTypeName(DType dtype) {
       return "i64";
     case DType::kBool:
       return "bool";
+    case DType::kI8:
+      return "i8";
+    case DType::kI16:
+      return "i16";
+    case DType::kU8:
+      return "u8";
+    case DType::kU16:
+      return "u16";
+    case DType::kU32:
+      return "u32";
+    case DType::kU64:
+      return "u64";
   }
   return "?";
 }
@@ -44,7 +66,8 @@ absl::StatusOr<DType> DTypeFromName(absl::string_view name) {
     if (DTypeName(dtype) == name) return dtype;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown dtype '", name, "' (expected f32, f64, i32, i64 or bool)"));
+      "unknown dtype '", name,
+      "' (expected f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 or bool)"));
 }
 
 bool IsFloat(DType dtype) {
@@ -52,7 +75,84 @@ bool IsFloat(DType dtype) {
 }
 
 bool IsInteger(DType dtype) {
-  return dtype == DType::kI32 || dtype == DType::kI64;
+  return !IsFloat(dtype) && dtype != DType::kBool;
+}
+
+bool IsUnsigned(DType dtype) {
+  return dtype == DType::kU8 || dtype == DType::kU16 || dtype == DType::kU32 ||
+         dtype == DType::kU64;
+}
+
+int64_t WrapToDType(int64_t v, DType dtype) {
+  switch (dtype) {
+    case DType::kI8:
+      return static_cast<int8_t>(v);
+    case DType::kI16:
+      return static_cast<int16_t>(v);
+    case DType::kI32:
+      return static_cast<int32_t>(v);
+    case DType::kU8:
+      return static_cast<uint8_t>(v);
+    case DType::kU16:
+      return static_cast<uint16_t>(v);
+    case DType::kU32:
+      return static_cast<uint32_t>(v);
+    case DType::kBool:
+      return v != 0;
+    case DType::kI64:
+    case DType::kU64:
+    case DType::kF32:
+    case DType::kF64:
+      break;
+  }
+  return v;
+}
+
+int64_t IntegerMinBits(DType dtype) {
+  if (IsUnsigned(dtype)) return 0;
+  return dtype == DType::kI64 ? std::numeric_limits<int64_t>::min()
+                              : -(int64_t{1} << (8 * DTypeSize(dtype) - 1));
+}
+
+int64_t IntegerMaxBits(DType dtype) {
+  if (dtype == DType::kI64) return std::numeric_limits<int64_t>::max();
+  if (dtype == DType::kU64) return -1;  // all ones
+  const int bits = 8 * static_cast<int>(DTypeSize(dtype));
+  return IsUnsigned(dtype) ? (int64_t{1} << bits) - 1
+                           : (int64_t{1} << (bits - 1)) - 1;
+}
+
+bool IntegerLess(int64_t a, int64_t b, DType dtype) {
+  return IsUnsigned(dtype) ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b)
+                           : a < b;
+}
+
+int64_t FloatToIntegerBits(double x, DType dtype) {
+  if (std::isnan(x)) return 0;
+  const double upper = IntegerSaturationBound(dtype, /*high=*/true);
+  const double lower = IntegerSaturationBound(dtype, /*high=*/false);
+  if (x >= upper) return IntegerMaxBits(dtype);
+  if (x <= lower) return IntegerMinBits(dtype);
+  if (IsUnsigned(dtype)) return static_cast<int64_t>(static_cast<uint64_t>(x));
+  return static_cast<int64_t>(x);
+}
+
+double IntegerSaturationBound(DType dtype, bool high) {
+  const int bits = 8 * static_cast<int>(DTypeSize(dtype));
+  if (IsUnsigned(dtype)) return high ? std::ldexp(1.0, bits) : -1.0;
+  const double half = std::ldexp(1.0, bits - 1);
+  return high ? half : -half - 1.0;
+}
+
+int64_t IntegerClipBoundBits(double bound, bool is_lower, DType dtype) {
+  const double rounded = is_lower ? std::ceil(bound) : std::floor(bound);
+  if (std::isnan(rounded)) return IntegerMinBits(dtype);
+  return FloatToIntegerBits(rounded, dtype);
+}
+
+double IntegerBitsToDouble(int64_t bits, DType dtype) {
+  return dtype == DType::kU64 ? static_cast<double>(static_cast<uint64_t>(bits))
+                              : static_cast<double>(bits);
 }
 
 absl::StatusOr<DType> DTypeFromProto(proto::DType dtype) {
@@ -67,6 +167,18 @@ absl::StatusOr<DType> DTypeFromProto(proto::DType dtype) {
       return DType::kI64;
     case proto::BOOL:
       return DType::kBool;
+    case proto::I8:
+      return DType::kI8;
+    case proto::I16:
+      return DType::kI16;
+    case proto::U8:
+      return DType::kU8;
+    case proto::U16:
+      return DType::kU16;
+    case proto::U32:
+      return DType::kU32;
+    case proto::U64:
+      return DType::kU64;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("unsupported dtype ", proto::DType_Name(dtype)));
@@ -85,6 +197,18 @@ proto::DType DTypeToProto(DType dtype) {
       return proto::I64;
     case DType::kBool:
       return proto::BOOL;
+    case DType::kI8:
+      return proto::I8;
+    case DType::kI16:
+      return proto::I16;
+    case DType::kU8:
+      return proto::U8;
+    case DType::kU16:
+      return proto::U16;
+    case DType::kU32:
+      return proto::U32;
+    case DType::kU64:
+      return proto::U64;
   }
   return proto::DTYPE_UNSPECIFIED;
 }

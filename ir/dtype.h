@@ -14,19 +14,52 @@
 namespace loom {
 
 // Element types loom computes with.
-enum class DType : uint8_t { kF32, kF64, kI32, kI64, kBool };
+enum class DType : uint8_t {
+  kF32, kF64, kI32, kI64, kBool, kI8, kI16, kU8, kU16, kU32, kU64
+};
 
-inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kI32,
-                                       DType::kI64, DType::kBool};
+inline constexpr DType kAllDTypes[] = {
+    DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kBool, DType::kI8,
+    DType::kI16, DType::kU8,  DType::kU16, DType::kU32, DType::kU64};
 
 // Bytes per element.
 int64_t DTypeSize(DType dtype);
-// "f32", "f64", "i32", "i64", "bool": the spelling used in attributes
-// (cast's `to`), messages and dumps.
+// "f32", "f64", "i32", "i64", "bool", "i8", "i16", "u8", "u16", "u32",
+// "u64": the spelling used in attributes (cast's `to`), messages and dumps.
 absl::string_view DTypeName(DType dtype);
 absl::StatusOr<DType> DTypeFromName(absl::string_view name);
 bool IsFloat(DType dtype);
-bool IsInteger(DType dtype);  // i32, i64 (not bool)
+bool IsInteger(DType dtype);   // signed and unsigned, not bool
+bool IsUnsigned(DType dtype);  // u8, u16, u32, u64
+
+// Integer values in loom's common integer type (Tensor::GetInt, the
+// interpreter) are int64 "bits": a value of a narrower type is sign- or
+// zero-extended, a u64 value is its bit pattern (those above INT64_MAX read
+// as negative int64s, so order and division must go through the helpers
+// below or through uint64_t).
+//
+// `v` wrapped to the width of the integer (or bool) dtype, as a C cast to
+// the type does, then extended back to int64 bits.
+int64_t WrapToDType(int64_t v, DType dtype);
+// The bits of the integer dtype's smallest and largest values.
+int64_t IntegerMinBits(DType dtype);
+int64_t IntegerMaxBits(DType dtype);
+// a < b for bits of the integer dtype (unsigned order for u*).
+bool IntegerLess(int64_t a, int64_t b, DType dtype);
+// The bits of `x` cast to the integer dtype: truncated toward zero,
+// saturated at the type's range, NaN as 0 (generated code does the same:
+// backends/common/c_scalar.h).
+int64_t FloatToIntegerBits(double x, DType dtype);
+// The thresholds of that saturation: x >= the high bound gives the
+// maximum, x <= the low bound the minimum; between them the truncation is
+// in range (max + 1 and min - 1, as doubles).
+double IntegerSaturationBound(DType dtype, bool high);
+// A clip bound for the integer dtype: the bits of the integers inside it
+// (ceil of a lower bound, floor of an upper one), saturated to the dtype's
+// range; a NaN bound gives the minimum.
+int64_t IntegerClipBoundBits(double bound, bool is_lower, DType dtype);
+// The value of integer bits of `dtype` as a double (rounded once).
+double IntegerBitsToDouble(int64_t bits, DType dtype);
 
 absl::StatusOr<DType> DTypeFromProto(proto::DType dtype);
 proto::DType DTypeToProto(DType dtype);

@@ -1,5 +1,6 @@
 #include "ir/dtype.h"
 
+#include <cmath>
 #include <limits>
 
 #include "gmock/gmock.h"
@@ -54,6 +55,45 @@ TEST(SizeArithmeticTest, ShapeLimitsNameTheOverflow) {
               HasSubstr("overflows int64"));
   EXPECT_THAT(std::string(CheckShapeLimits({4, -3}).message()),
               HasSubstr("shape [4,-3] has a negative dimension"));
+}
+
+TEST(DTypeTest, NamesSizesAndProtoRoundTrip) {
+  for (DType dtype : kAllDTypes) {
+    EXPECT_EQ(*DTypeFromName(DTypeName(dtype)), dtype);
+    EXPECT_EQ(*DTypeFromProto(DTypeToProto(dtype)), dtype);
+  }
+  EXPECT_EQ(DTypeName(DType::kU16), "u16");
+  EXPECT_EQ(DTypeSize(DType::kI8), 1);
+  EXPECT_EQ(DTypeSize(DType::kU16), 2);
+  EXPECT_EQ(DTypeSize(DType::kU32), 4);
+  EXPECT_EQ(DTypeSize(DType::kU64), 8);
+  EXPECT_TRUE(IsInteger(DType::kU8) && IsUnsigned(DType::kU8));
+  EXPECT_TRUE(IsInteger(DType::kI16) && !IsUnsigned(DType::kI16));
+  EXPECT_FALSE(IsInteger(DType::kBool) || IsUnsigned(DType::kBool));
+  EXPECT_THAT(DTypeFromName("u128").status().message(), HasSubstr("u8, u16, u32, u64"));
+}
+
+TEST(DTypeTest, IntegerBits) {
+  EXPECT_EQ(WrapToDType(300, DType::kU8), 44);
+  EXPECT_EQ(WrapToDType(-1, DType::kU16), 65535);
+  EXPECT_EQ(WrapToDType(128, DType::kI8), -128);
+  EXPECT_EQ(IntegerMinBits(DType::kI16), -32768);
+  EXPECT_EQ(IntegerMaxBits(DType::kU32), 4294967295);
+  EXPECT_EQ(IntegerMaxBits(DType::kU64), -1);
+  EXPECT_TRUE(IntegerLess(1, -1, DType::kU64));
+  EXPECT_FALSE(IntegerLess(1, -1, DType::kI64));
+  EXPECT_EQ(FloatToIntegerBits(1e300, DType::kU64), -1);
+  EXPECT_EQ(FloatToIntegerBits(0x1p63, DType::kU64), kInt64Min);  // 2^63
+  EXPECT_EQ(FloatToIntegerBits(-0.5, DType::kU32), 0);
+  EXPECT_EQ(FloatToIntegerBits(-1e9, DType::kI16), -32768);
+  EXPECT_EQ(FloatToIntegerBits(-1e300, DType::kI64), kInt64Min);
+  EXPECT_EQ(FloatToIntegerBits(NAN, DType::kI8), 0);
+  EXPECT_EQ(IntegerBitsToDouble(-1, DType::kU64), 0x1p64);
+  EXPECT_EQ(IntegerBitsToDouble(-1, DType::kI64), -1.0);
+  EXPECT_EQ(IntegerClipBoundBits(2.5, /*is_lower=*/true, DType::kU8), 3);
+  EXPECT_EQ(IntegerClipBoundBits(-7, /*is_lower=*/true, DType::kU8), 0);
+  EXPECT_EQ(IntegerClipBoundBits(1e10, /*is_lower=*/false, DType::kI8), 127);
+  EXPECT_EQ(IntegerClipBoundBits(NAN, /*is_lower=*/false, DType::kI8), -128);
 }
 
 }  // namespace

@@ -43,6 +43,8 @@ const char* ScalarFnName(ScalarFn fn) {
     case ScalarFn::kMin: return "min";
     case ScalarFn::kMod: return "mod";
     case ScalarFn::kFmod: return "fmod";
+    case ScalarFn::kShl: return "shl";
+    case ScalarFn::kShr: return "shr";
     case ScalarFn::kEq: return "eq";
     case ScalarFn::kNe: return "ne";
     case ScalarFn::kLt: return "lt";

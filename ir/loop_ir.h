@@ -57,6 +57,7 @@ enum class ScalarFn : uint8_t {
   // kFmod: the sign of the dividend (C's fmod). An integer remainder by zero
   // is 0 (the interpreter rejects it; generated code must not trap).
   kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod, kFmod,
+  kShl, kShr,  // on unsigned integers; by the width or more gives 0
   kEq, kNe, kLt, kLe, kGt, kGe,
   kAnd, kOr, kXor,  // on bools
   // Ternary: select(cond, a, b).

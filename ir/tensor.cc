@@ -30,14 +30,11 @@ double Tensor::GetDouble(int64_t i) const {
       return data_as<float>()[i];
     case DType::kF64:
       return data_as<double>()[i];
-    case DType::kI32:
-      return data_as<int32_t>()[i];
-    case DType::kI64:
-      return static_cast<double>(data_as<int64_t>()[i]);
     case DType::kBool:
       return data_as<bool>()[i] ? 1.0 : 0.0;
+    default:
+      return IntegerBitsToDouble(GetInt(i), dtype());
   }
-  return 0;
 }
 
 void Tensor::SetDouble(int64_t i, double v) {
@@ -48,14 +45,11 @@ void Tensor::SetDouble(int64_t i, double v) {
     case DType::kF64:
       data_as<double>()[i] = v;
       return;
-    case DType::kI32:
-      data_as<int32_t>()[i] = static_cast<int32_t>(v);
-      return;
-    case DType::kI64:
-      data_as<int64_t>()[i] = static_cast<int64_t>(v);
-      return;
     case DType::kBool:
       data_as<bool>()[i] = v != 0;
+      return;
+    default:  // as cast converts (the bits are in range)
+      SetInt(i, FloatToIntegerBits(v, dtype()));
       return;
   }
 }
@@ -72,6 +66,18 @@ int64_t Tensor::GetInt(int64_t i) const {
       return data_as<int64_t>()[i];
     case DType::kBool:
       return data_as<bool>()[i] ? 1 : 0;
+    case DType::kI8:
+      return data_as<int8_t>()[i];
+    case DType::kI16:
+      return data_as<int16_t>()[i];
+    case DType::kU8:
+      return data_as<uint8_t>()[i];
+    case DType::kU16:
+      return data_as<uint16_t>()[i];
+    case DType::kU32:
+      return data_as<uint32_t>()[i];
+    case DType::kU64:
+      return static_cast<int64_t>(data_as<uint64_t>()[i]);
   }
   return 0;
 }
@@ -92,6 +98,24 @@ void Tensor::SetInt(int64_t i, int64_t v) {
       return;
     case DType::kBool:
       data_as<bool>()[i] = v != 0;
+      return;
+    case DType::kI8:
+      data_as<int8_t>()[i] = static_cast<int8_t>(v);
+      return;
+    case DType::kI16:
+      data_as<int16_t>()[i] = static_cast<int16_t>(v);
+      return;
+    case DType::kU8:
+      data_as<uint8_t>()[i] = static_cast<uint8_t>(v);
+      return;
+    case DType::kU16:
+      data_as<uint16_t>()[i] = static_cast<uint16_t>(v);
+      return;
+    case DType::kU32:
+      data_as<uint32_t>()[i] = static_cast<uint32_t>(v);
+      return;
+    case DType::kU64:
+      data_as<uint64_t>()[i] = static_cast<uint64_t>(v);
       return;
   }
 }

@@ -38,7 +38,10 @@ class Tensor {
 
   // Element access by flat index through a common type, for code that
   // handles every dtype alike (the interpreter, comparisons, printing).
-  // Bools read as 0/1 and store any non-zero value as true.
+  // Bools read as 0/1 and store any non-zero value as true. Integers read
+  // through GetInt as int64 bits (ir/dtype.h: a u64 is its bit pattern) and
+  // SetInt wraps to the width; SetDouble on an integer converts as cast does
+  // (truncating, saturating, NaN as 0).
   double GetDouble(int64_t i) const;
   void SetDouble(int64_t i, double v);
   int64_t GetInt(int64_t i) const;

@@ -68,20 +68,7 @@ ValueId ClipBound(DecompositionBuilder& b, absl::string_view suffix,
                   double bound, bool is_min, ValueId x) {
   const DType dtype = b.type(x).dtype;
   if (IsFloat(dtype)) return b.Scalar(suffix, bound, dtype);
-  const bool narrow = dtype == DType::kI32;
-  const int64_t lo = narrow ? std::numeric_limits<int32_t>::min()
-                            : std::numeric_limits<int64_t>::min();
-  const int64_t hi = narrow ? std::numeric_limits<int32_t>::max()
-                            : std::numeric_limits<int64_t>::max();
-  const double rounded = is_min ? std::ceil(bound) : std::floor(bound);
-  int64_t value;
-  if (!(rounded > static_cast<double>(lo))) {
-    value = lo;
-  } else if (rounded >= static_cast<double>(hi)) {
-    value = hi;
-  } else {
-    value = static_cast<int64_t>(rounded);
-  }
+  const int64_t value = IntegerClipBoundBits(bound, is_min, dtype);
   Tensor data(dtype, {});
   data.SetInt(0, value);
   return b.Constant(suffix, std::move(data));

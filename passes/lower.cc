@@ -87,7 +87,8 @@ int Axis(int64_t axis, size_t rank) {
 }
 
 // The graph ops that are one scalar function applied elementwise (with
-// numpy broadcasting). mod is too, with the function chosen by an attribute.
+// numpy broadcasting). mod and bit_shift are too, with the function chosen
+// by an attribute.
 const absl::flat_hash_map<std::string, ScalarFn>& ElementwiseFns() {
   static const auto* fns = new absl::flat_hash_map<std::string, ScalarFn>{
       {"add", ScalarFn::kAdd},          {"sub", ScalarFn::kSub},
@@ -529,6 +530,7 @@ const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
       (*r)[op] = &Lowering::LowerElementwise;
     }
     (*r)["mod"] = &Lowering::LowerElementwise;
+    (*r)["bit_shift"] = &Lowering::LowerElementwise;
     (*r)["cast"] = &Lowering::LowerCast;
     // Reductions.
     for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max",
@@ -795,6 +797,9 @@ absl::Status Lowering::LowerElementwise(const Node& node) {
   if (node.op == "mod") {
     // Its attribute picks the sign of the remainder.
     fn = node.attrs.GetInt("fmod", 0) != 0 ? ScalarFn::kFmod : ScalarFn::kMod;
+  } else if (node.op == "bit_shift") {
+    fn = node.attrs.GetString("direction", "") == "left" ? ScalarFn::kShl
+                                                        : ScalarFn::kShr;
   } else {
     fn = elementwise_fns_.Get(
         node.op, [](OpName op) { return ElementwiseFns().at(op); });

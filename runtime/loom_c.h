@@ -27,6 +27,12 @@ typedef enum {
   LOOM_I32 = 2,
   LOOM_I64 = 3,
   LOOM_BOOL = 4, /* one byte per element */
+  LOOM_I8 = 5,
+  LOOM_I16 = 6,
+  LOOM_U8 = 7,
+  LOOM_U16 = 8,
+  LOOM_U32 = 9,
+  LOOM_U64 = 10,
 } loom_dtype;
 
 typedef struct loom_model loom_model;

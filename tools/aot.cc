@@ -9,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/common/c_scalar.h"
 #include "backends/cpp/artifact.h"
+#include "ir/dtype.h"
 #include "re2/re2.h"
 
 namespace loom {
@@ -38,20 +40,17 @@ std::string ShapeConstant(const std::string& id) {
   return camel + "Shape";
 }
 
+// The C type and DType enumerator of a dtype name (ir/dtype.h).
 const char* CType(const std::string& dtype) {
-  if (dtype == "f32") return "float";
-  if (dtype == "f64") return "double";
-  if (dtype == "i32") return "int32_t";
-  if (dtype == "i64") return "int64_t";
-  return "bool";
+  absl::StatusOr<DType> parsed = DTypeFromName(dtype);
+  return parsed.ok() ? cscalar::CType(*parsed) : "bool";
 }
 
 const char* DTypeEnum(const std::string& dtype) {
-  if (dtype == "f32") return "kF32";
-  if (dtype == "f64") return "kF64";
-  if (dtype == "i32") return "kI32";
-  if (dtype == "i64") return "kI64";
-  return "kBool";
+  static constexpr const char* kEnumerators[] = {
+      "kF32", "kF64", "kI32", "kI64", "kBool", "kI8", "kI16", "kU8", "kU16", "kU32", "kU64"};
+  absl::StatusOr<DType> parsed = DTypeFromName(dtype);
+  return parsed.ok() ? kEnumerators[static_cast<int>(*parsed)] : "kBool";
 }
 
 struct Parameter {

@@ -1,6 +1,7 @@
 #include "backends/common/c_scalar.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -79,6 +80,27 @@ std::string HelperText(Helper helper, absl::string_view q) {
       return absl::StrCat(q, R"( int64_t loom_ifmod(int64_t a, int64_t b) {
   if (b == 0 || b == -1) return 0;
   return a % b;
+}
+)");
+    // Unsigned division, remainder and power in uint64_t: the narrower
+    // unsigned types convert to it exactly.
+    case kUIntDiv:
+      return absl::StrCat(q, R"( uint64_t loom_udiv(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : a / b;
+}
+)");
+    case kUIntMod:
+      return absl::StrCat(q, R"( uint64_t loom_umod(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : a % b;
+}
+)");
+    case kUIntPow:
+      return absl::StrCat(q, R"( uint64_t loom_upow(uint64_t base, uint64_t exp) {
+  uint64_t result = 1;
+  for (; exp > 0; exp >>= 1, base *= base) {
+    if (exp & 1) result *= base;
+  }
+  return result;
 }
 )");
     case kFloatMod:
@@ -220,8 +242,33 @@ const char* CType(DType dtype) {
       return "int64_t";
     case DType::kBool:
       return "bool";
+    case DType::kI8:
+      return "int8_t";
+    case DType::kI16:
+      return "int16_t";
+    case DType::kU8:
+      return "uint8_t";
+    case DType::kU16:
+      return "uint16_t";
+    case DType::kU32:
+      return "uint32_t";
+    case DType::kU64:
+      return "uint64_t";
   }
   return "void";
+}
+
+// The literal of integer bits of `dtype` (ir/dtype.h), without macros
+// (NVRTC has no <stdint.h>): the most negative int64 as an expression.
+std::string IntegerLiteral(int64_t bits, DType dtype) {
+  if (IsUnsigned(dtype)) {
+    return absl::StrFormat("(%s)%lluULL", CType(dtype),
+                           static_cast<unsigned long long>(bits));
+  }
+  if (bits == std::numeric_limits<int64_t>::min()) {
+    return absl::StrFormat("(%s)(-9223372036854775807LL - 1)", CType(dtype));
+  }
+  return absl::StrFormat("(%s)%dLL", CType(dtype), bits);
 }
 
 // A literal of `dtype` with exactly the value `v` converted as a cast would
@@ -251,6 +298,13 @@ std::string Literal(double v, DType dtype) {
       if (v <= -limit) return narrow ? "INT32_MIN" : "INT64_MIN";
       return absl::StrFormat("(%s)%dLL", CType(dtype), static_cast<int64_t>(v));
     }
+    case DType::kI8:
+    case DType::kI16:
+    case DType::kU8:
+    case DType::kU16:
+    case DType::kU32:
+    case DType::kU64:
+      return IntegerLiteral(FloatToIntegerBits(v, dtype), dtype);
   }
   return "0";
 }
@@ -265,6 +319,7 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
     case ScalarFn::kNeg:
       return absl::StrCat("-", a[0]);
     case ScalarFn::kAbs:
+      if (IsUnsigned(operand_type)) return a[0];
       return is_float
                  ? absl::StrCat(MathFn("fabs", type), "(", a[0], ")")
                  : absl::StrCat("(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
@@ -327,10 +382,18 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
     case ScalarFn::kMul:
       return absl::StrCat(a[0], " * ", a[1]);
     case ScalarFn::kDiv:
+      if (IsUnsigned(operand_type)) {
+        helpers.set(kUIntDiv);
+        return absl::StrCat("(", t, ")loom_udiv(", a[0], ", ", a[1], ")");
+      }
       return is_float
                  ? absl::StrCat(a[0], " / ", a[1])
                  : absl::StrCat("(", t, ")loom_idiv(", a[0], ", ", a[1], ")");
     case ScalarFn::kPow:
+      if (IsUnsigned(operand_type)) {
+        helpers.set(kUIntPow);
+        return absl::StrCat("(", t, ")loom_upow(", a[0], ", ", a[1], ")");
+      }
       return is_float
                  ? absl::StrCat(MathFn("pow", type), "(", a[0], ", ", a[1], ")")
                  : absl::StrCat("(", t, ")loom_ipow(", a[0], ", ", a[1], ")");
@@ -343,6 +406,19 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
       return absl::StrCat("(", a[0], " < ", a[1], NanTest(is_float, a[0]),
                           " ? ", a[0], " : ", a[1], ")");
     case ScalarFn::kMod:
+    case ScalarFn::kFmod:
+      // Both signs are the dividend's and the divisor's.
+      if (IsUnsigned(operand_type)) {
+        helpers.set(kUIntMod);
+        return absl::StrCat("(", t, ")loom_umod(", a[0], ", ", a[1], ")");
+      }
+      if (fn == ScalarFn::kFmod) {
+        if (is_float) {
+          return absl::StrCat(MathFn("fmod", type), "(", a[0], ", ", a[1], ")");
+        }
+        helpers.set(kIntFmod);
+        return absl::StrCat("(", t, ")loom_ifmod(", a[0], ", ", a[1], ")");
+      }
       if (is_float) {
         const bool single = type == DType::kF32;
         helpers.set(single ? kFloatMod : kDoubleMod);
@@ -351,12 +427,12 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
       }
       helpers.set(kIntMod);
       return absl::StrCat("(", t, ")loom_imod(", a[0], ", ", a[1], ")");
-    case ScalarFn::kFmod:
-      if (is_float) {
-        return absl::StrCat(MathFn("fmod", type), "(", a[0], ", ", a[1], ")");
-      }
-      helpers.set(kIntFmod);
-      return absl::StrCat("(", t, ")loom_ifmod(", a[0], ", ", a[1], ")");
+    // A shift by the width or more gives 0 (undefined in C).
+    case ScalarFn::kShl:
+    case ScalarFn::kShr:
+      return absl::StrCat("(", t, ")(", a[1], " >= ", 8 * DTypeSize(operand_type),
+                          " ? 0 : ", a[0], fn == ScalarFn::kShl ? " << " : " >> ",
+                          a[1], ")");
     case ScalarFn::kEq:
       return absl::StrCat(a[0], " == ", a[1]);
     case ScalarFn::kNe:
@@ -392,12 +468,16 @@ std::string ReduceInit(ReduceKind kind, DType dtype) {
     case ReduceKind::kArgMax:
     case ReduceKind::kArgMaxLast:
       if (IsFloat(dtype)) return Literal(-INFINITY, dtype);
-      return dtype == DType::kI32 ? "INT32_MIN" : "INT64_MIN";
+      if (dtype == DType::kI32) return "INT32_MIN";
+      if (dtype == DType::kI64) return "INT64_MIN";
+      return IntegerLiteral(IntegerMinBits(dtype), dtype);
     case ReduceKind::kMin:
     case ReduceKind::kArgMin:
     case ReduceKind::kArgMinLast:
       if (IsFloat(dtype)) return Literal(INFINITY, dtype);
-      return dtype == DType::kI32 ? "INT32_MAX" : "INT64_MAX";
+      if (dtype == DType::kI32) return "INT32_MAX";
+      if (dtype == DType::kI64) return "INT64_MAX";
+      return IntegerLiteral(IntegerMaxBits(dtype), dtype);
     case ReduceKind::kVar:  // no single accumulator: the backends print it
     case ReduceKind::kNone:
       break;
@@ -455,9 +535,19 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
 
 std::string CastExpr(DType from, DType to, const std::string& arg) {
   if (to == DType::kBool) return absl::StrCat(arg, " != 0");
-  if (IsFloat(from) && IsInteger(to)) {
+  if (IsFloat(from) && (to == DType::kI32 || to == DType::kI64)) {
     return absl::StrCat(to == DType::kI32 ? "loom_f2i32(" : "loom_f2i64(", arg,
                         ")");
+  }
+  // The narrower and unsigned types: the interpreter's saturation
+  // (ir/dtype.h: FloatToIntegerBits), as selects that vectorise.
+  if (IsFloat(from) && IsInteger(to)) {
+    return absl::StrCat(
+        "(", arg, " != ", arg, " ? (", CType(to), ")0 : ", arg, " >= ",
+        Literal(IntegerSaturationBound(to, true), from), " ? ",
+        IntegerLiteral(IntegerMaxBits(to), to), " : ", arg, " <= ",
+        Literal(IntegerSaturationBound(to, false), from), " ? ",
+        IntegerLiteral(IntegerMinBits(to), to), " : (", CType(to), ")", arg, ")");
   }
   return absl::StrCat("(", CType(to), ")", arg);
 }

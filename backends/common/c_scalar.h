@@ -27,6 +27,9 @@ enum Helper : int {
   kIntFmod,
   kFloatMod,
   kDoubleMod,
+  kUIntDiv,  // loom_udiv, loom_umod, loom_upow: unsigned, in uint64_t
+  kUIntMod,
+  kUIntPow,
   kFloatExp,
   kFloatTanh,
   kFloatErf,
@@ -41,7 +44,8 @@ std::string CoreHelpers(absl::string_view qualifier);
 // The text of one optional helper, declared with `qualifier`.
 std::string HelperText(Helper helper, absl::string_view qualifier);
 
-// "float", "double", "int32_t", "int64_t", "bool".
+// "float", "double", "int32_t", "int64_t", "bool", "int8_t", "int16_t",
+// "uint8_t", "uint16_t", "uint32_t", "uint64_t".
 const char* CType(DType dtype);
 
 // A literal of `dtype` with exactly the value `v` converted as a cast would

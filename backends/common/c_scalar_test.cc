@@ -44,6 +44,37 @@ TEST(CScalarTest, IntegerDivisionAndRemainderAreTotal) {
   EXPECT_FALSE(helpers[kFloatMod]);
 }
 
+TEST(CScalarTest, NarrowAndUnsignedTypes) {
+  EXPECT_STREQ(CType(DType::kU8), "uint8_t");
+  EXPECT_STREQ(CType(DType::kI16), "int16_t");
+  EXPECT_EQ(Literal(300, DType::kU8), "(uint8_t)255ULL");
+  EXPECT_EQ(Literal(-3.5, DType::kU16), "(uint16_t)0ULL");
+  EXPECT_EQ(Literal(-200, DType::kI8), "(int8_t)-128LL");
+  EXPECT_EQ(Literal(1e30, DType::kU64), "(uint64_t)18446744073709551615ULL");
+  EXPECT_EQ(ReduceInit(ReduceKind::kMax, DType::kI8), "(int8_t)-128LL");
+  EXPECT_EQ(ReduceInit(ReduceKind::kMin, DType::kU32), "(uint32_t)4294967295ULL");
+  // The interpreter's saturation, as selects (no call).
+  EXPECT_EQ(CastExpr(DType::kF32, DType::kU8, "t0"),
+            "(t0 != t0 ? (uint8_t)0 : t0 >= (float)256 ? (uint8_t)255ULL : t0 <= (float)-1 ? "
+            "(uint8_t)0ULL : (uint8_t)t0)");
+  EXPECT_EQ(CastExpr(DType::kU64, DType::kI8, "t1"), "(int8_t)t1");
+  HelperSet helpers;
+  EXPECT_EQ(CallExpr(ScalarFn::kDiv, DType::kU64, DType::kU64, {"a", "b"}, helpers),
+            "(uint64_t)loom_udiv(a, b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kFmod, DType::kU8, DType::kU8, {"a", "b"}, helpers),
+            "(uint8_t)loom_umod(a, b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kPow, DType::kU32, DType::kU32, {"a", "b"}, helpers),
+            "(uint32_t)loom_upow(a, b)");
+  EXPECT_TRUE(helpers[kUIntDiv] && helpers[kUIntMod] && helpers[kUIntPow]);
+  EXPECT_FALSE(helpers[kIntMod]);
+  EXPECT_EQ(CallExpr(ScalarFn::kShl, DType::kU16, DType::kU16, {"a", "b"}, helpers),
+            "(uint16_t)(b >= 16 ? 0 : a << b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kAbs, DType::kU8, DType::kU8, {"a"}, helpers), "a");
+  EXPECT_NE(HelperText(kUIntPow, "static inline")
+                .find("static inline uint64_t loom_upow(uint64_t base, uint64_t exp)"),
+            std::string::npos);
+}
+
 // Combining partial results must agree with folding in order: NaN beats
 // numbers, ties go to the first (or last) position.
 TEST(CScalarTest, CombiningPartialArgReductions) {

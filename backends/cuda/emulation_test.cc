@@ -263,6 +263,9 @@ TEST(EmulationTest, Mlp) { CheckExample("mlp"); }
 TEST(EmulationTest, Softmax) { CheckExample("softmax"); }
 TEST(EmulationTest, LayerNorm) { CheckExample("layer_norm"); }
 TEST(EmulationTest, GroupNorm) { CheckExample("group_norm"); }
+// The narrow and unsigned integer types, warp and block reductions of u8
+// and u32 among them.
+TEST(EmulationTest, SmallIntegers) { CheckExample("small_integers"); }
 // Every reduction kind and tie rule, NaN among the values, in thread, warp
 // and block teams.
 TEST(EmulationTest, Reductions) {

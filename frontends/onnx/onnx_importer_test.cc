@@ -301,12 +301,12 @@ TEST(OnnxImporterTest, ExtremeIntegersInFoldedConstantsDoNotOverflow) {
 
 TEST(OnnxImporterTest, RefusesUnsupportedDtypes) {
   ModelBuilder b;
-  b.Input("x", onnx::TensorProto::UINT8, {2}).Output("y");
+  b.Input("x", onnx::TensorProto::FLOAT16, {2}).Output("y");
   b.Node("Relu", {"x"}, {"y"});
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(graph.status().message(), HasSubstr("graph input 'x'"));
-  EXPECT_THAT(graph.status().message(), HasSubstr("UINT8"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("FLOAT16"));
 
   ModelBuilder cast;
   cast.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
@@ -995,6 +995,150 @@ TEST(OnnxTensorTest, RefusesBadData) {
   negative.add_dims(-2);
   EXPECT_EQ(TensorFromOnnx(negative, "t").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnnxTensorTest, ReadsNarrowAndUnsignedIntegers) {
+  onnx::TensorProto bytes;
+  bytes.set_data_type(onnx::TensorProto::INT8);
+  bytes.add_dims(3);
+  const int8_t values[] = {-128, 5, 127};
+  bytes.set_raw_data(std::string(reinterpret_cast<const char*>(values), 3));
+  absl::StatusOr<Tensor> t = TensorFromOnnx(bytes, "bytes");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kI8);
+  EXPECT_EQ(t->GetInt(0), -128);
+
+  onnx::TensorProto u16;  // typed: int32_data
+  u16.set_data_type(onnx::TensorProto::UINT16);
+  u16.add_dims(2);
+  for (int v : {65535, 7}) u16.add_int32_data(v);
+  t = TensorFromOnnx(u16, "u16");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kU16);
+  EXPECT_EQ(t->GetInt(0), 65535);
+
+  onnx::TensorProto u64;  // typed: uint64_data
+  u64.set_data_type(onnx::TensorProto::UINT64);
+  u64.add_dims(1);
+  u64.add_uint64_data(18446744073709551615ULL);
+  t = TensorFromOnnx(u64, "u64");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kU64);
+  EXPECT_EQ(t->data_as<uint64_t>()[0], 18446744073709551615ULL);
+
+  onnx::TensorProto u32;
+  u32.set_data_type(onnx::TensorProto::UINT32);
+  u32.add_dims(2);
+  u32.add_uint64_data(1);
+  EXPECT_THAT(TensorFromOnnx(u32, "u32").status().message(),
+              HasSubstr("1 values in uint64_data for shape [2]"));
+}
+
+TEST(OnnxImporterTest, BitShiftOnUnsignedIntegers) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::UINT16, {3}).Input("n", onnx::TensorProto::UINT16, {3});
+  b.Output("y");
+  SetString(b.Node("BitShift", {"x", "n"}, {"y"}, "shift"), "direction", "LEFT");
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor x(DType::kU16, {3}), n(DType::kU16, {3});
+  for (int64_t i = 0; i < 3; ++i) {
+    x.SetInt(i, 0x8001);
+    n.SetInt(i, i * 8);  // 0, 8, 16 (the width: 0)
+  }
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x, n});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].GetInt(0), 0x8001);
+  EXPECT_EQ((*y)[0].GetInt(1), 0x0100);
+  EXPECT_EQ((*y)[0].GetInt(2), 0);
+
+  ModelBuilder up;
+  up.Input("x", onnx::TensorProto::UINT8, {1}).Output("y");
+  SetString(up.Node("BitShift", {"x", "x"}, {"y"}, "up"), "direction", "UP");
+  EXPECT_THAT(ImportOnnxModel(up.model()).status().message(),
+              HasSubstr("node 'up' (BitShift): attribute 'direction' must be \"LEFT\" or \"RIGHT\""));
+  ModelBuilder signed_shift;
+  signed_shift.Input("x", onnx::TensorProto::INT32, {1}).Output("y");
+  SetString(signed_shift.Node("BitShift", {"x", "x"}, {"y"}, "s"), "direction", "RIGHT");
+  EXPECT_THAT(ImportOnnxModel(signed_shift.model()).status().message(),
+              HasSubstr("input 0 has dtype i32, expected an unsigned integer dtype"));
+}
+
+TEST(OnnxImporterTest, FloatOnlyOpsRefuseIntegers) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::UINT8, {2}).Output("y");
+  b.Node("Exp", {"x"}, {"y"}, "e");
+  EXPECT_THAT(ImportOnnxModel(b.model()).status().message(),
+              HasSubstr("input 0 has dtype u8, expected a float dtype"));
+}
+
+TEST(OnnxImporterTest, QuantizeAndDequantizePerAxis) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 2, 3}).Initializer("scale", {2}, {0.5, 2});
+  onnx::TensorProto* zero = b.model_for_test().mutable_graph()->add_initializer();
+  zero->set_name("zero");
+  zero->set_data_type(onnx::TensorProto::UINT8);
+  zero->add_dims(2);
+  for (int v : {10, 128}) zero->add_int32_data(v);
+  b.Output("q").Output("d");
+  b.Node("QuantizeLinear", {"x", "scale", "zero"}, {"q"});
+  b.Node("DequantizeLinear", {"q", "scale", "zero"}, {"d"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor x(DType::kF32, {1, 2, 3});
+  const double values[] = {0.25, 0.75, -100, 3, 5, 1000};
+  for (int64_t i = 0; i < 6; ++i) x.SetDouble(i, values[i]);
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  // Channel 0: x / 0.5 + 10, halves to even, saturated at 0; channel 1:
+  // x / 2 + 128 (1.5 -> 2, 2.5 -> 2), saturated at 255.
+  const int64_t expected_q[] = {10, 12, 0, 130, 130, 255};
+  const double expected_d[] = {0, 1, -5, 4, 4, 254};
+  ASSERT_EQ((*y)[0].dtype(), DType::kU8);
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_EQ((*y)[0].GetInt(i), expected_q[i]) << i;
+    EXPECT_EQ((*y)[1].GetDouble(i), expected_d[i]) << i;
+  }
+
+  ModelBuilder bad;
+  bad.Input("x", onnx::TensorProto::FLOAT, {2, 3}).Initializer("scale", {2}, {1, 1}).Output("q");
+  SetAttr(bad.Node("QuantizeLinear", {"x", "scale"}, {"q"}, "quant"), "axis", int64_t{-1});
+  EXPECT_THAT(ImportOnnxModel(bad.model()).status().message(),
+              HasSubstr("node 'quant' (QuantizeLinear): y_scale must be a scalar or have shape [3] "
+                        "(axis 1 of [2,3]), got [2]"));
+}
+
+TEST(OnnxImporterTest, MatMulIntegerZeroPointsPerRowAndColumn) {
+  ModelBuilder b;
+  b.Input("a", onnx::TensorProto::UINT8, {2, 2})
+      .Input("b", onnx::TensorProto::INT8, {2, 3})
+      .Input("a_zero", onnx::TensorProto::UINT8, {2})
+      .Input("b_zero", onnx::TensorProto::INT8, {3})
+      .Output("y");
+  b.Node("MatMulInteger", {"a", "b", "a_zero", "b_zero"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor a(DType::kU8, {2, 2}), bm(DType::kI8, {2, 3}), a_zero(DType::kU8, {2}),
+      b_zero(DType::kI8, {3});
+  const int64_t a_values[] = {255, 1, 10, 12}, b_values[] = {-128, 0, 127, 1, 2, 3};
+  for (int64_t i = 0; i < 4; ++i) a.SetInt(i, a_values[i]);
+  for (int64_t i = 0; i < 6; ++i) bm.SetInt(i, b_values[i]);
+  a_zero.SetInt(0, 1);  // row 0: [254, 0]; row 1: [0, 2]
+  a_zero.SetInt(1, 10);
+  b_zero.SetInt(0, -1);  // columns: [-127, 2], [-1, 1], [127, 3]
+  b_zero.SetInt(1, 1);
+  b_zero.SetInt(2, 0);
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {a, bm, a_zero, b_zero});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ((*y)[0].dtype(), DType::kI32);
+  const int64_t expected[] = {254 * -127, -254, 254 * 127, 4, 2, 6};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ((*y)[0].GetInt(i), expected[i]) << i;
+
+  ModelBuilder floats;
+  floats.Input("a", onnx::TensorProto::FLOAT, {2, 2}).Output("y");
+  floats.Node("MatMulInteger", {"a", "a"}, {"y"}, "mmi");
+  EXPECT_THAT(ImportOnnxModel(floats.model()).status().message(),
+              HasSubstr("node 'mmi' (MatMulInteger): A has dtype f32, expected u8 or i8"));
 }
 
 TEST(OnnxImporterTest, LoadOnnxFileNamesThePath) {

@@ -99,6 +99,25 @@ absl::Status ConvertMod(NodeContext& ctx) {
   return ctx.status();
 }
 
+// BitShift on unsigned integers: direction LEFT or RIGHT (required).
+absl::Status ConvertBitShift(NodeContext& ctx) {
+  constexpr AttrKind kString = onnx::AttributeProto::STRING;
+  if (absl::Status s = ctx.CheckAttrs({{"direction", kString}}); !s.ok()) {
+    return s;
+  }
+  const std::string direction = ctx.String("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return ctx.Refuse(absl::StrCat(
+        "attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"",
+        direction, "\""));
+  }
+  ctx.EmitOutput(0, "bit_shift", {ctx.In(0), ctx.In(1)},
+                 MakeAttrs({{"direction", std::string(direction == "LEFT"
+                                                          ? "left"
+                                                          : "right")}}));
+  return ctx.status();
+}
+
 absl::Status ConvertClip(NodeContext& ctx) {
   Attrs attrs;
   if (ctx.opset() < 11) {
@@ -141,6 +160,201 @@ absl::Status ConvertCastLike(NodeContext& ctx) {
   if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
   const DType to = ctx.TypeOf(ctx.In(1)).dtype;
   return EmitCast(ctx, to);
+}
+
+// A quantization parameter (scale or zero point) of x: a scalar or a
+// one-element tensor applies to every element; a 1-D tensor of
+// x.shape[axis] elements (per axis) is reshaped to broadcast along `axis`.
+absl::StatusOr<ValueId> AlongAxis(NodeContext& ctx, ValueId param, const Shape& x,
+                                  absl::string_view what) {
+  const Shape shape = ctx.TypeOf(param).shape;
+  if (!ctx.ok()) return ctx.status();
+  if (NumElements(shape) == 1 && shape.size() <= 1) return param;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = ctx.Int("axis", 1);
+  if (axis < -rank || axis >= rank) {
+    return ctx.Refuse(absl::StrCat("attribute 'axis' ", axis, " is out of range for rank ", rank));
+  }
+  if (axis < 0) axis += rank;
+  if (shape.size() != 1 || shape[0] != x[axis]) {
+    return ctx.Refuse(absl::StrCat(what, " must be a scalar or have shape [", x[axis],
+                                   "] (axis ", axis, " of ", ShapeToString(x), "), got ",
+                                   ShapeToString(shape)));
+  }
+  Shape along(x.size(), 1);
+  along[axis] = x[axis];
+  return ctx.Emit("reshape", {param}, MakeAttrs({{"shape", along}}));
+}
+
+// The operands every linear (de)quantizer reads: x, the scale (input 1)
+// and the scale's float type, in which it computes. Refuses what loom
+// leaves out: blocked quantization (opset 21) and scales of a type loom
+// has no float for.
+struct QuantizationOperands {
+  ValueId x = NodeContext::kNoValue;
+  ValueId scale = NodeContext::kNoValue;
+  TensorType x_type;
+  DType float_type = DType::kF32;
+};
+
+absl::StatusOr<QuantizationOperands> ReadQuantizationOperands(NodeContext& ctx) {
+  QuantizationOperands q;
+  q.x = ctx.In(0);
+  q.scale = ctx.In(1);
+  q.x_type = ctx.TypeOf(q.x);
+  q.float_type = ctx.TypeOf(q.scale).dtype;
+  if (!ctx.ok()) return ctx.status();
+  if (ctx.Int("block_size", 0) != 0) {
+    return ctx.Refuse("attribute 'block_size' (blocked quantization) is not supported");
+  }
+  if (!IsFloat(q.float_type)) {
+    return ctx.Refuse(
+        absl::StrCat("the scale must be a float tensor, got ", DTypeName(q.float_type)));
+  }
+  return q;
+}
+
+// round(x / scale) + zero (zero: kNoValue for none) in `float_type`, the
+// scale's; QuantizeLinear's output before its saturating cast.
+ValueId QuantizedValues(NodeContext& ctx, ValueId x, ValueId scale, ValueId zero,
+                        DType float_type) {
+  ValueId y = ctx.Emit("round", {ctx.Emit("div", {ctx.CastTo(x, float_type), scale})});
+  if (zero == NodeContext::kNoValue) return y;
+  return ctx.Emit("add", {y, ctx.CastTo(zero, float_type)});
+}
+
+// QuantizeLinear: y = saturate(round(x / y_scale) + y_zero_point), rounding
+// half to even, in the scale's float type; the final cast saturates to the
+// zero point's integer type (u8 without one).
+absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs(
+          {{"axis", kInt}, {"saturate", kInt}, {"block_size", kInt}, {"output_dtype", kInt}});
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<QuantizationOperands> q = ReadQuantizationOperands(ctx);
+  if (!q.ok()) return q.status();
+  const auto& [x, scale, x_type, float_type] = *q;
+  DType to = DType::kU8;
+  if (ctx.HasAttr("output_dtype")) {
+    absl::StatusOr<DType> dtype =
+        DTypeFromOnnx(static_cast<int32_t>(ctx.Int("output_dtype", 0)), ctx.label());
+    if (!dtype.ok()) return dtype.status();
+    to = *dtype;
+  }
+  if (ctx.HasInput(2)) to = ctx.TypeOf(ctx.In(2)).dtype;
+  if (!IsInteger(to) || DTypeSize(to) > 2) {
+    return ctx.Refuse(absl::StrCat("quantizing to ", DTypeName(to),
+                                   " is not supported (u8, i8, u16 or i16)"));
+  }
+  if (x_type.dtype != float_type && x_type.dtype != DType::kI32) {
+    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype), ", expected ",
+                                   DTypeName(float_type), " (the scale's) or i32"));
+  }
+  absl::StatusOr<ValueId> scale_b = AlongAxis(ctx, scale, x_type.shape, "y_scale");
+  if (!scale_b.ok()) return scale_b.status();
+  ValueId zero = NodeContext::kNoValue;
+  if (ctx.HasInput(2)) {
+    absl::StatusOr<ValueId> zero_b = AlongAxis(ctx, ctx.In(2), x_type.shape, "y_zero_point");
+    if (!zero_b.ok()) return zero_b.status();
+    zero = *zero_b;
+  }
+  ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, *scale_b, zero, float_type)},
+                 MakeAttrs({{"to", std::string(DTypeName(to))}}));
+  return ctx.status();
+}
+
+// DynamicQuantizeLinear, as ONNX defines it by a function: the range
+// [min(x, 0), max(x, 0)] maps onto [0, 255]; scale = range / 255, zero point
+// = round(clip(-min / scale, 0, 255)) as u8; y = QuantizeLinear(x, scale,
+// zero point).
+absl::Status ConvertDynamicQuantizeLinear(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  const ValueId x = ctx.In(0);
+  const DType dtype = ctx.TypeOf(x).dtype;
+  if (!ctx.ok()) return ctx.status();
+  if (dtype != DType::kF32) {
+    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(dtype), ", expected f32"));
+  }
+  const ValueId zero = ctx.Scalar(dtype, 0);
+  const ValueId low = ctx.Emit("minimum", {ctx.Emit("reduce_min", {x}), zero});
+  const ValueId high = ctx.Emit("maximum", {ctx.Emit("reduce_max", {x}), zero});
+  const ValueId scale =
+      ctx.EmitOutput(1, "div", {ctx.Emit("sub", {high, low}), ctx.Scalar(dtype, 255)});
+  const ValueId initial = ctx.Emit("sub", {zero, ctx.Emit("div", {low, scale})});
+  const ValueId clipped =
+      ctx.Emit("clip", {initial}, MakeAttrs({{"min", 0.0}, {"max", 255.0}}));
+  const ValueId zero_point =
+      ctx.EmitOutput(2, "cast", {ctx.Emit("round", {clipped})}, MakeAttrs({{"to", std::string("u8")}}));
+  ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, scale, zero_point, dtype)},
+                 MakeAttrs({{"to", std::string("u8")}}));
+  return ctx.status();
+}
+
+// DequantizeLinear: y = (x - x_zero_point) * x_scale in the scale's float
+// type.
+absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}, {"block_size", kInt}}); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<QuantizationOperands> q = ReadQuantizationOperands(ctx);
+  if (!q.ok()) return q.status();
+  const auto& [x, scale, x_type, float_type] = *q;
+  if (!IsInteger(x_type.dtype)) {
+    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype),
+                                   ", expected an integer type"));
+  }
+  ValueId y = ctx.CastTo(x, float_type);
+  if (ctx.HasInput(2)) {
+    const ValueId zero = ctx.In(2);
+    if (ctx.TypeOf(zero).dtype != x_type.dtype) {
+      return ctx.Refuse(absl::StrCat("x_zero_point has dtype ", DTypeName(ctx.TypeOf(zero).dtype),
+                                     ", x has ", DTypeName(x_type.dtype)));
+    }
+    absl::StatusOr<ValueId> zero_b = AlongAxis(ctx, zero, x_type.shape, "x_zero_point");
+    if (!zero_b.ok()) return zero_b.status();
+    y = ctx.Emit("sub", {y, ctx.CastTo(*zero_b, float_type)});
+  }
+  absl::StatusOr<ValueId> scale_b = AlongAxis(ctx, scale, x_type.shape, "x_scale");
+  if (!scale_b.ok()) return scale_b.status();
+  ctx.EmitOutput(0, "mul", {y, *scale_b});
+  return ctx.status();
+}
+
+// MatMulInteger: (A - a_zero_point) @ (B - b_zero_point) in i32 (wrapping
+// as loom's integers do). A zero point is a scalar, per row of A ([M], or
+// [..., M, 1]) or per column of B ([N], or [..., 1, N]).
+absl::Status ConvertMatMulInteger(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  std::vector<ValueId> operands;
+  for (int i = 0; i < 2; ++i) {
+    const ValueId x = ctx.In(i);
+    const TensorType type = ctx.TypeOf(x);
+    if (!ctx.ok()) return ctx.status();
+    if (!IsInteger(type.dtype) || DTypeSize(type.dtype) != 1) {
+      return ctx.Refuse(absl::StrCat(i == 0 ? "A" : "B", " has dtype ", DTypeName(type.dtype),
+                                     ", expected u8 or i8"));
+    }
+    ValueId shifted = ctx.CastTo(x, DType::kI32);
+    if (ctx.HasInput(i + 2)) {
+      ValueId zero = ctx.In(i + 2);
+      const Shape zero_shape = ctx.TypeOf(zero).shape;
+      if (!ctx.ok()) return ctx.status();
+      if (ctx.TypeOf(zero).dtype != type.dtype) {
+        return ctx.Refuse(absl::StrCat(i == 0 ? "a" : "b", "_zero_point has dtype ",
+                                       DTypeName(ctx.TypeOf(zero).dtype), ", its operand ",
+                                       DTypeName(type.dtype)));
+      }
+      // A's per-row vector [M] lines up with A's rows as [M, 1].
+      if (i == 0 && zero_shape.size() == 1 && type.shape.size() >= 2 && zero_shape[0] != 1) {
+        zero = ctx.Emit("reshape", {zero}, MakeAttrs({{"shape", Shape{zero_shape[0], 1}}}));
+      }
+      shifted = ctx.Emit("sub", {shifted, ctx.CastTo(zero, DType::kI32)});
+    }
+    operands.push_back(shifted);
+  }
+  ctx.EmitOutput(0, "matmul", std::move(operands));
+  return ctx.status();
 }
 
 absl::Status ConvertIdentity(NodeContext& ctx) {
@@ -396,9 +610,14 @@ void AddElementwiseConverters(ConverterMap& map) {
   map["Mean"] = ConvertMean;
   map["Pow"] = ConvertPow;
   map["Mod"] = ConvertMod;
+  map["BitShift"] = ConvertBitShift;
   map["Clip"] = ConvertClip;
   map["Cast"] = ConvertCast;
   map["CastLike"] = ConvertCastLike;
+  map["QuantizeLinear"] = ConvertQuantizeLinear;
+  map["DequantizeLinear"] = ConvertDequantizeLinear;
+  map["DynamicQuantizeLinear"] = ConvertDynamicQuantizeLinear;
+  map["MatMulInteger"] = ConvertMatMulInteger;
   map["Identity"] = ConvertIdentity;
   map["LeakyRelu"] = Activation("leaky_relu", {{"alpha", 0.01f}});
   map["Elu"] = Activation("elu", {{"alpha", 1.0f}});

@@ -19,7 +19,8 @@ absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto,
 }
 
 // The typed field that holds a `dtype` tensor's values when raw_data is
-// not used (bools are stored as int32_data), and its name.
+// not used (bools and the integers narrower than 32 bits are stored as
+// int32_data, u32 and u64 as uint64_data), and its name.
 int64_t TypedCount(const onnx::TensorProto& proto, DType dtype,
                    absl::string_view& field) {
   switch (dtype) {
@@ -34,8 +35,16 @@ int64_t TypedCount(const onnx::TensorProto& proto, DType dtype,
       return proto.int64_data_size();
     case DType::kI32:
     case DType::kBool:
+    case DType::kI8:
+    case DType::kI16:
+    case DType::kU8:
+    case DType::kU16:
       field = "int32_data";
       return proto.int32_data_size();
+    case DType::kU32:
+    case DType::kU64:
+      field = "uint64_data";
+      return proto.uint64_data_size();
   }
   return 0;
 }
@@ -54,7 +63,15 @@ void CopyTyped(const onnx::TensorProto& proto, Tensor& tensor) {
         break;
       case DType::kI32:
       case DType::kBool:
+      case DType::kI8:
+      case DType::kI16:
+      case DType::kU8:
+      case DType::kU16:
         tensor.SetInt(i, proto.int32_data(i));
+        break;
+      case DType::kU32:
+      case DType::kU64:
+        tensor.SetInt(i, static_cast<int64_t>(proto.uint64_data(i)));
         break;
     }
   }
@@ -82,13 +99,25 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what) {
       return DType::kI64;
     case onnx::TensorProto::BOOL:
       return DType::kBool;
+    case onnx::TensorProto::INT8:
+      return DType::kI8;
+    case onnx::TensorProto::INT16:
+      return DType::kI16;
+    case onnx::TensorProto::UINT8:
+      return DType::kU8;
+    case onnx::TensorProto::UINT16:
+      return DType::kU16;
+    case onnx::TensorProto::UINT32:
+      return DType::kU32;
+    case onnx::TensorProto::UINT64:
+      return DType::kU64;
     default:
       break;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       what, ": element type ", OnnxTypeName(elem_type),
-      " is not supported (loom computes with FLOAT, DOUBLE, INT32, INT64 and "
-      "BOOL)"));
+      " is not supported (loom computes with FLOAT, DOUBLE, INT8, INT16, INT32, "
+      "INT64, UINT8, UINT16, UINT32, UINT64 and BOOL)"));
 }
 
 absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,

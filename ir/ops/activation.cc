@@ -130,14 +130,6 @@ absl::StatusOr<OutputTypes> ClipShape(const Node&,
   return OneOutput(in[0]);
 }
 
-// `bound` rounded up or down to an integer and saturated to [lo, hi].
-int64_t IntegerBound(double bound, bool round_up, int64_t lo, int64_t hi) {
-  const double rounded = round_up ? std::ceil(bound) : std::floor(bound);
-  if (!(rounded > static_cast<double>(lo))) return lo;  // also NaN
-  if (rounded >= static_cast<double>(hi)) return hi;
-  return static_cast<int64_t>(rounded);
-}
-
 absl::Status ClipEval(const Node& node, absl::Span<const Tensor* const> in,
                       absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
@@ -154,17 +146,13 @@ absl::Status ClipEval(const Node& node, absl::Span<const Tensor* const> in,
     }
     return absl::OkStatus();
   }
-  const bool narrow = x.dtype() == DType::kI32;
-  const int64_t lo = narrow ? std::numeric_limits<int32_t>::min()
-                            : std::numeric_limits<int64_t>::min();
-  const int64_t hi = narrow ? std::numeric_limits<int32_t>::max()
-                            : std::numeric_limits<int64_t>::max();
-  const int64_t int_min = IntegerBound(min, /*round_up=*/true, lo, hi);
-  const int64_t int_max = IntegerBound(max, /*round_up=*/false, lo, hi);
+  const DType dtype = x.dtype();
+  const int64_t int_min = IntegerClipBoundBits(min, /*is_lower=*/true, dtype);
+  const int64_t int_max = IntegerClipBoundBits(max, /*is_lower=*/false, dtype);
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     int64_t v = x.GetInt(i);
-    if (v < int_min) v = int_min;
-    if (v > int_max) v = int_max;
+    if (IntegerLess(v, int_min, dtype)) v = int_min;
+    if (IntegerLess(int_max, v, dtype)) v = int_max;
     result.SetInt(i, v);
   }
   return absl::OkStatus();

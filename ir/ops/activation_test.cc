@@ -150,6 +150,23 @@ TEST(ClipTest, IntegersKeepTheIntegersInsideTheBounds) {
   EXPECT_THAT(ToInts(*y), ElementsAre(-big, 7, big));
 }
 
+TEST(ClipTest, NarrowAndUnsignedIntegers) {
+  absl::StatusOr<Tensor> y = RunOp("clip", {MakeIntTensor(DType::kI8, {4}, {-128, -5, 5, 127})},
+                                   MakeAttrs({{"min", -4.5}, {"max", 1e9}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(-4, -4, 5, 127));
+  // u64 compares unsigned: 2^63 is above the lower bound 3.
+  const int64_t top = std::numeric_limits<int64_t>::min();
+  y = RunOp("clip", {MakeIntTensor(DType::kU64, {3}, {top, 1, 9})},
+            MakeAttrs({{"min", 3.0}, {"max", 1e30}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(top, 3, 9));
+  y = RunOp("clip", {MakeIntTensor(DType::kU8, {3}, {0, 200, 255})},
+            MakeAttrs({{"min", -10.0}, {"max", 199.5}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, 199, 199));
+}
+
 TEST(PreluTest, SlopeBroadcastsEitherWay) {
   Tensor x = MakeTensor(DType::kF64, {2, 3}, {-1, 2, -3, 4, -5, 6});
   absl::StatusOr<Tensor> y =

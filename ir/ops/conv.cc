@@ -1,6 +1,6 @@
 // conv, max_pool and average_pool (see conv.h for their attributes and
-// output sizes), for floats, computed in double straight from their
-// definitions:
+// output sizes), for floats (max_pool also for integers, exactly), computed
+// in double straight from their definitions:
 // - conv(x [N, C, S...], w [M, C/G, K...], optional bias [M]):
 //     y[n, m, o] = bias[m] + sum over c < C/G and kernel positions k of
 //                  x[n, g C/G + c, o * stride - pad_begin + k * dilation]
@@ -11,7 +11,7 @@
 //   over the input positions s, the channels c of m's group g and the
 //   kernel positions k with o = s * stride + k * dilation - pad_begin.
 // - max_pool: the largest of the window's elements inside x (NaN
-//   propagates; -inf for a window with none).
+//   propagates; -inf, or an integer type's minimum, for a window with none).
 // - average_pool: their sum divided by their count, or with
 //   count_include_pad by the number of window positions inside x and its
 //   explicit padding (padding elements are zeros); 0/0 is NaN.
@@ -406,8 +406,10 @@ absl::Status ConvTransposeEval(const Node& node, absl::Span<const Tensor* const>
 
 // --- max_pool / average_pool -------------------------------------------------
 
+// max_pool takes integers too (exactly: a maximum rounds nothing).
 ShapeResult PoolShape(const Node& node, absl::Span<const TensorType> in) {
-  if (absl::Status s = CheckDType(in[0].dtype, DTypeClass::kFloat, 0); !s.ok()) {
+  const DTypeClass accepted = node.op == "max_pool" ? DTypeClass::kNumeric : DTypeClass::kFloat;
+  if (absl::Status s = CheckDType(in[0].dtype, accepted, 0); !s.ok()) {
     return s;
   }
   absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, in[0].shape);
@@ -418,7 +420,7 @@ ShapeResult PoolShape(const Node& node, absl::Span<const TensorType> in) {
 // For every output element in order: start(), then fold(offset, inside)
 // for each window position (its offset in x, or -1 in the padding; whether
 // it lies inside x and its explicit padding), then the element is set to
-// finish().
+// finish(y, i) (which sets y's element i).
 template <typename Start, typename Fold, typename Finish>
 absl::Status EvalPool(const Node& node, const Tensor& x, Tensor& y, Start start, Fold fold,
                       Finish finish) {
@@ -434,7 +436,7 @@ absl::Status EvalPool(const Node& node, const Tensor& x, Tensor& y, Start start,
       do {
         fold(InputOffset(*g, plane, position, tap), InsidePadded(*g, position, tap));
       } while (NextIndex(tap, g->kernel));
-      y.SetDouble(i++, finish());
+      finish(y, i++);
     } while (NextIndex(position, g->output));
   }
   return absl::OkStatus();
@@ -443,6 +445,16 @@ absl::Status EvalPool(const Node& node, const Tensor& x, Tensor& y, Start start,
 absl::Status MaxPoolEval(const Node& node, absl::Span<const Tensor* const> in,
                          absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
+  const DType dtype = x.dtype();
+  if (IsInteger(dtype)) {  // a window all in the padding gives the minimum
+    int64_t max = 0;
+    return EvalPool(
+        node, x, out[0], [&] { max = IntegerMinBits(dtype); },
+        [&](int64_t at, bool) {
+          if (at >= 0 && IntegerLess(max, x.GetInt(at), dtype)) max = x.GetInt(at);
+        },
+        [&](Tensor& y, int64_t i) { y.SetInt(i, max); });
+  }
   double max = 0;
   return EvalPool(
       node, x, out[0], [&] { max = -std::numeric_limits<double>::infinity(); },
@@ -451,7 +463,7 @@ absl::Status MaxPoolEval(const Node& node, absl::Span<const Tensor* const> in,
         const double v = x.GetDouble(at);
         if (std::isnan(v) || v > max) max = v;
       },
-      [&] { return max; });
+      [&](Tensor& y, int64_t i) { y.SetDouble(i, max); });
 }
 
 absl::Status AveragePoolEval(const Node& node, absl::Span<const Tensor* const> in,
@@ -470,7 +482,7 @@ absl::Status AveragePoolEval(const Node& node, absl::Span<const Tensor* const> i
         if (at >= 0) sum += x.GetDouble(at);
         if (at >= 0 || (count_pads && inside_padded)) ++count;
       },
-      [&] { return sum / static_cast<double>(count); });
+      [&](Tensor& y, int64_t i) { y.SetDouble(i, sum / static_cast<double>(count)); });
 }
 
 std::vector<AttrSpec> WindowAttrs() {

@@ -252,6 +252,24 @@ TEST(MaxPoolTest, NaNPropagates) {
   EXPECT_EQ(y.values[1], 4);
 }
 
+// Integers exactly; a padded position never wins (u8's minimum is 0).
+TEST(MaxPoolTest, Integers) {
+  absl::StatusOr<Tensor> y =
+      RunOp("max_pool", {MakeIntTensor(DType::kU8, {1, 1, 4}, {200, 255, 3, 0})},
+            MakeAttrs({{"kernel_shape", Ints{2}}, {"pads", Ints{1, 1}}, {"strides", Ints{2}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), DType::kU8);
+  EXPECT_THAT(ToInts(*y), ElementsAre(200, 255, 0));
+  const int64_t big = (int64_t{1} << 62) + 1;
+  y = RunOp("max_pool", {MakeIntTensor(DType::kI64, {1, 1, 2}, {big, big - 1})},
+            MakeAttrs({{"kernel_shape", Ints{2}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(big));
+  EXPECT_THAT(RunOpError("average_pool", {MakeIntTensor(DType::kU8, {1, 1, 2}, {1, 2})},
+                         MakeAttrs({{"kernel_shape", Ints{2}}})),
+              HasSubstr("(average_pool): input 0 has dtype u8, expected a float dtype"));
+}
+
 // --- average_pool ------------------------------------------------------------
 
 TEST(AveragePoolTest, PadsCountedOrNot) {

@@ -1,7 +1,8 @@
 // Pointwise ops with numpy broadcasting. Floats compute in double and are
-// stored in the output dtype; integers compute exactly in int64 with
+// stored in the output dtype; signed integers compute exactly in int64 with
 // two's-complement wrap-around (as the hardware does) and are then narrowed
-// to the output dtype.
+// to the output dtype; unsigned ones likewise in uint64 (so that order,
+// division and remainders are unsigned: a u64 may exceed INT64_MAX).
 //
 // Semantics worth stating:
 // - div on integers truncates toward zero (C); a zero divisor is an error.
@@ -14,9 +15,13 @@
 // - round is half to even (ONNX, numpy) and keeps the sign of a zero result;
 //   sign(NaN) is NaN.
 // - cast from float to int truncates toward zero, saturates at the target's
-//   range and maps NaN to 0; cast to bool is (x != 0).
+//   range and maps NaN to 0; between integers it wraps to the target's width
+//   (C's conversion); cast to bool is (x != 0).
+// - bit_shift (unsigned only) shifts by the second operand; a shift by the
+//   width of the type or more gives 0.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -31,8 +36,9 @@ using FloatBinaryFn = double (*)(double, double);
 using IntBinaryFn = int64_t (*)(int64_t, int64_t);
 using FloatUnaryFn = double (*)(double);
 using IntUnaryFn = int64_t (*)(int64_t);
+using UIntBinaryFn = uint64_t (*)(uint64_t, uint64_t);
+using UIntUnaryFn = uint64_t (*)(uint64_t);
 
-constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
 int64_t Wrap(uint64_t v) { return static_cast<int64_t>(v); }
 int64_t WrapAdd(int64_t a, int64_t b) {
@@ -63,6 +69,23 @@ int64_t IntPow(int64_t base, int64_t exponent) {
   }
   return Wrap(result);
 }
+
+// Unsigned: the exponent is never negative.
+uint64_t UIntPow(uint64_t base, uint64_t exponent) {
+  uint64_t result = 1;
+  for (; exponent > 0; exponent >>= 1) {
+    if (exponent & 1) result *= base;
+    base *= base;
+  }
+  return result;
+}
+// The divisor is known to be non-zero; floor and trunc mod agree.
+uint64_t UIntDiv(uint64_t a, uint64_t b) { return a / b; }
+uint64_t UIntMod(uint64_t a, uint64_t b) { return a % b; }
+uint64_t UIntMax(uint64_t a, uint64_t b) { return a < b ? b : a; }
+uint64_t UIntMin(uint64_t a, uint64_t b) { return b < a ? b : a; }
+uint64_t UIntIdentity(uint64_t x) { return x; }
+uint64_t UIntSign(uint64_t x) { return x != 0; }
 
 double FloatMax(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::nan("");
@@ -128,41 +151,17 @@ int64_t IntFloorMod(int64_t a, int64_t b) {
 int64_t IntTruncMod(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
 
 template <typename T>
-bool LogicalAnd(T a, T b) {
-  return a && b;
-}
+struct LogicalAnd {
+  bool operator()(T a, T b) const { return a && b; }
+};
 template <typename T>
-bool LogicalOr(T a, T b) {
-  return a || b;
-}
+struct LogicalOr {
+  bool operator()(T a, T b) const { return a || b; }
+};
 template <typename T>
-bool LogicalXor(T a, T b) {
-  return (a != 0) != (b != 0);
-}
-template <typename T>
-bool Equal(T a, T b) {
-  return a == b;
-}
-template <typename T>
-bool NotEqual(T a, T b) {
-  return a != b;
-}
-template <typename T>
-bool Less(T a, T b) {
-  return a < b;
-}
-template <typename T>
-bool LessEqual(T a, T b) {
-  return a <= b;
-}
-template <typename T>
-bool Greater(T a, T b) {
-  return a > b;
-}
-template <typename T>
-bool GreaterEqual(T a, T b) {
-  return a >= b;
-}
+struct LogicalXor {
+  bool operator()(T a, T b) const { return (a != 0) != (b != 0); }
+};
 
 // Broadcasts inputs [0, n) together, after checking they share a dtype of
 // class `accepted`.
@@ -220,10 +219,18 @@ absl::Status CheckNoZeroDivisor(const Tensor& divisor, const Tensor& out) {
   return absl::OkStatus();
 }
 
+// How a binary op computes per dtype: `on_uint` is for unsigned integers,
+// null where the two's-complement `on_int` gives the same bits (add, sub,
+// mul).
+struct BinaryFns {
+  FloatBinaryFn on_float;
+  IntBinaryFn on_int;
+  UIntBinaryFn on_uint = nullptr;
+};
+
 // `integer_division`: a zero integer divisor is an error, not a crash.
 absl::Status EvalArithmetic(absl::Span<const Tensor* const> in, Tensor& result,
-                            FloatBinaryFn on_float, IntBinaryFn on_int,
-                            bool integer_division) {
+                            const BinaryFns& fns, bool integer_division) {
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
   if (integer_division) {
@@ -233,22 +240,29 @@ absl::Status EvalArithmetic(absl::Span<const Tensor* const> in, Tensor& result,
   if (IsFloat(result.dtype())) {
     ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
       result.SetDouble(
-          i, on_float(a.GetDouble(w.offset(0)), b.GetDouble(w.offset(1))));
+          i, fns.on_float(a.GetDouble(w.offset(0)), b.GetDouble(w.offset(1))));
+    });
+  } else if (IsUnsigned(result.dtype()) && fns.on_uint != nullptr) {
+    ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
+      result.SetInt(i, static_cast<int64_t>(fns.on_uint(
+                           static_cast<uint64_t>(a.GetInt(w.offset(0))),
+                           static_cast<uint64_t>(b.GetInt(w.offset(1))))));
     });
   } else {
     ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
-      result.SetInt(i, on_int(a.GetInt(w.offset(0)), b.GetInt(w.offset(1))));
+      result.SetInt(i,
+                    fns.on_int(a.GetInt(w.offset(0)), b.GetInt(w.offset(1))));
     });
   }
   return absl::OkStatus();
 }
 
-OpDef ArithmeticOp(std::string name, FloatBinaryFn on_float, IntBinaryFn on_int,
+OpDef ArithmeticOp(std::string name, BinaryFns fns,
                    bool integer_division = false) {
-  EvalFn eval = [on_float, on_int, integer_division](
-                    const Node&, absl::Span<const Tensor* const> in,
-                    absl::Span<Tensor> out) {
-    return EvalArithmetic(in, out[0], on_float, on_int, integer_division);
+  EvalFn eval = [fns, integer_division](const Node&,
+                                        absl::Span<const Tensor* const> in,
+                                        absl::Span<Tensor> out) {
+    return EvalArithmetic(in, out[0], fns, integer_division);
   };
   return FixedArityOp(std::move(name), 2, {},
                       BroadcastShapeFn(DTypeClass::kNumeric, false),
@@ -265,36 +279,51 @@ absl::StatusOr<bool> ModIsFmod(const Node& node) {
   return fmod == 1;
 }
 
-OpDef ModOp() {
-  const ShapeFn broadcast = BroadcastShapeFn(DTypeClass::kNumeric, false);
-  ShapeFn infer = [broadcast](const Node& node, absl::Span<const TensorType> in)
-      -> absl::StatusOr<OutputTypes> {
-    absl::StatusOr<bool> fmod = ModIsFmod(node);
-    if (!fmod.ok()) return fmod.status();
+// A broadcasting op's shape function for inputs of class `accepted`, after
+// `read_attr` has accepted the node's attribute.
+ShapeFn BroadcastWithAttr(DTypeClass accepted,
+                          absl::StatusOr<bool> (*read_attr)(const Node&)) {
+  const ShapeFn broadcast = BroadcastShapeFn(accepted, false);
+  return [broadcast, read_attr](const Node& node, absl::Span<const TensorType> in)
+             -> absl::StatusOr<OutputTypes> {
+    absl::StatusOr<bool> attr = read_attr(node);
+    if (!attr.ok()) return attr.status();
     return broadcast(node, in);
   };
+}
+
+OpDef ModOp() {
+  ShapeFn infer = BroadcastWithAttr(DTypeClass::kNumeric, ModIsFmod);
   EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) -> absl::Status {
     absl::StatusOr<bool> fmod = ModIsFmod(node);
     if (!fmod.ok()) return fmod.status();
-    return *fmod ? EvalArithmetic(in, out[0], FloatTruncMod, IntTruncMod, true)
-                 : EvalArithmetic(in, out[0], FloatFloorMod, IntFloorMod, true);
+    return *fmod ? EvalArithmetic(in, out[0],
+                                  {FloatTruncMod, IntTruncMod, UIntMod}, true)
+                 : EvalArithmetic(in, out[0],
+                                  {FloatFloorMod, IntFloorMod, UIntMod}, true);
   };
   return FixedArityOp("mod", 2, {{"fmod", AttrType::kInt, false}},
                       std::move(infer), std::move(eval));
 }
 
-// `on_int` is null for float-only ops.
-OpDef UnaryOp(std::string name, FloatUnaryFn on_float, IntUnaryFn on_int) {
-  EvalFn eval = [on_float, on_int](const Node&,
-                                   absl::Span<const Tensor* const> in,
-                                   absl::Span<Tensor> out) {
+// `on_int` is null for float-only ops; `on_uint` for unsigned integers, null
+// where `on_int` gives the same bits (neg).
+OpDef UnaryOp(std::string name, FloatUnaryFn on_float, IntUnaryFn on_int,
+              UIntUnaryFn on_uint = nullptr) {
+  EvalFn eval = [on_float, on_int, on_uint](const Node&,
+                                            absl::Span<const Tensor* const> in,
+                                            absl::Span<Tensor> out) {
     const Tensor& x = *in[0];
     Tensor& result = out[0];
     const bool is_float = IsFloat(x.dtype());
+    const bool is_unsigned = IsUnsigned(x.dtype()) && on_uint != nullptr;
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       if (is_float) {
         result.SetDouble(i, on_float(x.GetDouble(i)));
+      } else if (is_unsigned) {
+        result.SetInt(i, static_cast<int64_t>(
+                             on_uint(static_cast<uint64_t>(x.GetInt(i)))));
       } else {
         result.SetInt(i, on_int(x.GetInt(i)));
       }
@@ -307,22 +336,29 @@ OpDef UnaryOp(std::string name, FloatUnaryFn on_float, IntUnaryFn on_int) {
                       std::move(eval));
 }
 
-// Floats compare as doubles, integers and bools as int64: both exact.
-OpDef ComparisonOp(std::string name, DTypeClass accepted,
-                   bool (*on_float)(double, double),
-                   bool (*on_int)(int64_t, int64_t)) {
-  EvalFn eval = [on_float, on_int](const Node&,
-                                   absl::Span<const Tensor* const> in,
-                                   absl::Span<Tensor> out) {
+// Floats compare as doubles, signed integers and bools as int64, unsigned
+// integers as uint64: all exact.
+template <template <typename> class Compare>
+OpDef ComparisonOp(std::string name, DTypeClass accepted) {
+  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in,
+                   absl::Span<Tensor> out) {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     const bool is_float = IsFloat(a.dtype());
+    const bool is_unsigned = IsUnsigned(a.dtype());
     bool* result = out[0].data_as<bool>();
     ForEachBroadcast(in, out[0], [&](int64_t i, const StridedWalk& w) {
-      result[i] =
-          is_float
-              ? on_float(a.GetDouble(w.offset(0)), b.GetDouble(w.offset(1)))
-              : on_int(a.GetInt(w.offset(0)), b.GetInt(w.offset(1)));
+      if (is_float) {
+        result[i] = Compare<double>()(a.GetDouble(w.offset(0)),
+                                      b.GetDouble(w.offset(1)));
+      } else if (is_unsigned) {
+        result[i] = Compare<uint64_t>()(
+            static_cast<uint64_t>(a.GetInt(w.offset(0))),
+            static_cast<uint64_t>(b.GetInt(w.offset(1))));
+      } else {
+        result[i] = Compare<int64_t>()(a.GetInt(w.offset(0)),
+                                       b.GetInt(w.offset(1)));
+      }
     });
     return absl::OkStatus();
   };
@@ -371,37 +407,60 @@ OpDef WhereOp() {
   return Exact(FixedArityOp("where", 3, {}, std::move(infer), std::move(eval)));
 }
 
-// Truncates toward zero, saturating at the range of `to` (i32 or i64).
-int64_t FloatToInt(double x, DType to) {
-  if (std::isnan(x)) return 0;
-  const bool narrow = to == DType::kI32;
-  const double limit = narrow ? 2147483648.0 : 9223372036854775808.0;
-  if (x >= limit) {
-    return narrow ? std::numeric_limits<int32_t>::max()
-                  : std::numeric_limits<int64_t>::max();
-  }
-  if (x <= -limit) {
-    return narrow ? std::numeric_limits<int32_t>::min() : kInt64Min;
-  }
-  return static_cast<int64_t>(x);
-}
-
 void CastElement(const Tensor& x, int64_t i, Tensor& result) {
   const DType from = x.dtype();
   const DType to = result.dtype();
   if (to == DType::kBool) {
     result.SetInt(i, IsFloat(from) ? x.GetDouble(i) != 0 : x.GetInt(i) != 0);
   } else if (IsInteger(to)) {
-    result.SetInt(i,
-                  IsFloat(from) ? FloatToInt(x.GetDouble(i), to) : x.GetInt(i));
+    result.SetInt(i, IsFloat(from) ? FloatToIntegerBits(x.GetDouble(i), to)
+                                   : x.GetInt(i));
   } else if (IsFloat(from)) {
     result.SetDouble(i, x.GetDouble(i));
   } else if (to == DType::kF32) {
-    // Straight from int64, not through double: one rounding, not two.
-    result.data_as<float>()[i] = static_cast<float>(x.GetInt(i));
+    // Straight from the integer, not through double: one rounding, not two.
+    const int64_t bits = x.GetInt(i);
+    result.data_as<float>()[i] =
+        from == DType::kU64 ? static_cast<float>(static_cast<uint64_t>(bits))
+                            : static_cast<float>(bits);
   } else {
-    result.SetDouble(i, static_cast<double>(x.GetInt(i)));
+    result.SetDouble(i, IntegerBitsToDouble(x.GetInt(i), from));
   }
+}
+
+// bit_shift's `direction`: true for "left", false for "right".
+absl::StatusOr<bool> ShiftsLeft(const Node& node) {
+  const std::string direction = node.attrs.GetString("direction", "");
+  if (direction != "left" && direction != "right") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'direction' must be \"left\" or \"right\", got \"",
+        direction, "\""));
+  }
+  return direction == "left";
+}
+
+// On unsigned integers of the same dtype; a shift by the width or more
+// gives 0 (C leaves it undefined).
+OpDef BitShiftOp() {
+  ShapeFn infer = BroadcastWithAttr(DTypeClass::kUnsigned, ShiftsLeft);
+  EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
+                   absl::Span<Tensor> out) -> absl::Status {
+    absl::StatusOr<bool> left = ShiftsLeft(node);
+    if (!left.ok()) return left.status();
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    const uint64_t width = 8 * static_cast<uint64_t>(DTypeSize(a.dtype()));
+    ForEachBroadcast(in, out[0], [&](int64_t i, const StridedWalk& w) {
+      const uint64_t x = static_cast<uint64_t>(a.GetInt(w.offset(0)));
+      const uint64_t by = static_cast<uint64_t>(b.GetInt(w.offset(1)));
+      const uint64_t shifted = by >= width ? 0 : *left ? x << by : x >> by;
+      out[0].SetInt(i, static_cast<int64_t>(shifted));
+    });
+    return absl::OkStatus();
+  };
+  return Exact(FixedArityOp("bit_shift", 2,
+                            {{"direction", AttrType::kString, true}},
+                            std::move(infer), std::move(eval)));
 }
 
 OpDef CastOp() {
@@ -438,17 +497,18 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   return RegisterAll(
       registry,
       {
-          ArithmeticOp("add", Add, WrapAdd),
-          ArithmeticOp("sub", Sub, WrapSub),
-          ArithmeticOp("mul", Mul, WrapMul),
-          ArithmeticOp("div", Div, IntDiv, /*integer_division=*/true),
-          ArithmeticOp("pow", Pow, IntPow),
-          Exact(ArithmeticOp("maximum", FloatMax, IntMax)),
-          Exact(ArithmeticOp("minimum", FloatMin, IntMin)),
+          ArithmeticOp("add", {Add, WrapAdd}),
+          ArithmeticOp("sub", {Sub, WrapSub}),
+          ArithmeticOp("mul", {Mul, WrapMul}),
+          ArithmeticOp("div", {Div, IntDiv, UIntDiv}, /*integer_division=*/true),
+          ArithmeticOp("pow", {Pow, IntPow, UIntPow}),
+          Exact(ArithmeticOp("maximum", {FloatMax, IntMax, UIntMax})),
+          Exact(ArithmeticOp("minimum", {FloatMin, IntMin, UIntMin})),
           ModOp(),
+          BitShiftOp(),
           Exact(UnaryOp("neg", FloatNeg, WrapNeg)),
-          Exact(UnaryOp("abs", FloatAbs, IntAbs)),
-          Exact(UnaryOp("relu", FloatRelu, IntRelu)),
+          Exact(UnaryOp("abs", FloatAbs, IntAbs, UIntIdentity)),
+          Exact(UnaryOp("relu", FloatRelu, IntRelu, UIntIdentity)),
           UnaryOp("exp", Exp, nullptr),
           UnaryOp("log", Log, nullptr),
           UnaryOp("sqrt", Sqrt, nullptr),
@@ -462,22 +522,17 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
           Exact(UnaryOp("floor", Floor, nullptr)),
           Exact(UnaryOp("ceil", Ceil, nullptr)),
           Exact(UnaryOp("round", RoundHalfToEven, nullptr)),
-          Exact(UnaryOp("sign", FloatSign, IntSign)),
-          ComparisonOp("equal", kAny, Equal<double>, Equal<int64_t>),
-          ComparisonOp("not_equal", kAny, NotEqual<double>, NotEqual<int64_t>),
-          ComparisonOp("less", kNumeric, Less<double>, Less<int64_t>),
-          ComparisonOp("less_equal", kNumeric, LessEqual<double>,
-                       LessEqual<int64_t>),
-          ComparisonOp("greater", kNumeric, Greater<double>, Greater<int64_t>),
-          ComparisonOp("greater_equal", kNumeric, GreaterEqual<double>,
-                       GreaterEqual<int64_t>),
+          Exact(UnaryOp("sign", FloatSign, IntSign, UIntSign)),
+          ComparisonOp<std::equal_to>("equal", kAny),
+          ComparisonOp<std::not_equal_to>("not_equal", kAny),
+          ComparisonOp<std::less>("less", kNumeric),
+          ComparisonOp<std::less_equal>("less_equal", kNumeric),
+          ComparisonOp<std::greater>("greater", kNumeric),
+          ComparisonOp<std::greater_equal>("greater_equal", kNumeric),
           LogicalNotOp(),
-          ComparisonOp("logical_and", kBool, LogicalAnd<double>,
-                       LogicalAnd<int64_t>),
-          ComparisonOp("logical_or", kBool, LogicalOr<double>,
-                       LogicalOr<int64_t>),
-          ComparisonOp("logical_xor", kBool, LogicalXor<double>,
-                       LogicalXor<int64_t>),
+          ComparisonOp<LogicalAnd>("logical_and", kBool),
+          ComparisonOp<LogicalOr>("logical_or", kBool),
+          ComparisonOp<LogicalXor>("logical_xor", kBool),
           WhereOp(),
           CastOp(),
       });

@@ -500,5 +500,113 @@ TEST(LogicalTest, TruthTablesWithBroadcasting) {
               HasSubstr("(logical_or): cannot broadcast shapes [3] and [4]"));
 }
 
+// --- the narrow and unsigned integer types -----------------------------------
+
+constexpr int64_t kU64Max = -1;  // the bits of 2^64 - 1
+
+TEST(SmallIntegerTest, ArithmeticWrapsAtTheWidth) {
+  Tensor a = MakeIntTensor(DType::kU8, {3}, {250, 3, 16});
+  Tensor b = MakeIntTensor(DType::kU8, {3}, {10, 5, 16});
+  EXPECT_THAT(ToInts(*RunOp("add", {a, b})), ElementsAre(4, 8, 32));
+  EXPECT_THAT(ToInts(*RunOp("sub", {a, b})), ElementsAre(240, 254, 0));
+  EXPECT_THAT(ToInts(*RunOp("mul", {a, b})), ElementsAre(196, 15, 0));
+  Tensor c = MakeIntTensor(DType::kI8, {3}, {127, -128, -7});
+  Tensor d = MakeIntTensor(DType::kI8, {3}, {1, -1, 2});
+  EXPECT_THAT(ToInts(*RunOp("add", {c, d})), ElementsAre(-128, 127, -5));
+  EXPECT_THAT(ToInts(*RunOp("div", {c, d})), ElementsAre(127, -128, -3));
+  Tensor e = MakeIntTensor(DType::kU16, {2}, {65535, 300});
+  EXPECT_THAT(ToInts(*RunOp("mul", {e, e})), ElementsAre(1, 24464));
+  Tensor f = MakeIntTensor(DType::kI16, {2}, {-32768, 1000});
+  EXPECT_THAT(ToInts(*RunOp("neg", {f})), ElementsAre(-32768, -1000));
+}
+
+TEST(SmallIntegerTest, U64AboveInt64MaxIsUnsigned) {
+  const int64_t big = kI64Min + 6;  // 2^63 + 6
+  Tensor a = MakeIntTensor(DType::kU64, {4}, {big, kU64Max, 7, 9});
+  Tensor b = MakeIntTensor(DType::kU64, {4}, {2, 1, kU64Max, 4});
+  EXPECT_THAT(ToInts(*RunOp("div", {a, b})),
+              ElementsAre(int64_t{1} << 62 | 3, kU64Max, 0, 2));
+  EXPECT_THAT(ToInts(*RunOp("mod", {a, b})), ElementsAre(0, 0, 7, 1));
+  EXPECT_THAT(ToInts(*RunOp("mod", {a, b}, MakeAttrs({{"fmod", int64_t{1}}}))),
+              ElementsAre(0, 0, 7, 1));
+  EXPECT_THAT(ToInts(*RunOp("maximum", {a, b})), ElementsAre(big, kU64Max, kU64Max, 9));
+  EXPECT_THAT(ToInts(*RunOp("minimum", {a, b})), ElementsAre(2, 1, 7, 4));
+  EXPECT_THAT(ToInts(*RunOp("greater", {a, b})), ElementsAre(1, 1, 0, 1));
+  EXPECT_THAT(ToInts(*RunOp("less_equal", {a, b})), ElementsAre(0, 0, 1, 0));
+  EXPECT_THAT(ToInts(*RunOp("abs", {a})), ElementsAre(big, kU64Max, 7, 9));
+  EXPECT_THAT(ToInts(*RunOp("sign", {a})), ElementsAre(1, 1, 1, 1));
+  EXPECT_THAT(ToInts(*RunOp("relu", {a})), ElementsAre(big, kU64Max, 7, 9));
+  EXPECT_THAT(ToDoubles(*RunOp("cast", {a}, MakeAttrs({{"to", std::string("f64")}}))),
+              ElementsAre(0x1p63, 0x1p64, 7, 9));  // rounded once
+  // 3^(2^63 + 6) mod 2^64, by repeated squaring: 3^(2^63) = 1 mod 2^64.
+  Tensor three = MakeIntTensor(DType::kU64, {1}, {3});
+  Tensor exponent = MakeIntTensor(DType::kU64, {1}, {big});
+  EXPECT_THAT(ToInts(*RunOp("pow", {three, exponent})), ElementsAre(729));
+}
+
+TEST(SmallIntegerTest, UnsignedModAndDivisionByZero) {
+  Tensor a = MakeIntTensor(DType::kU32, {2}, {4294967295, 10});
+  Tensor b = MakeIntTensor(DType::kU32, {2}, {10, 3});
+  EXPECT_THAT(ToInts(*RunOp("mod", {a, b})), ElementsAre(5, 1));
+  EXPECT_THAT(ToInts(*RunOp("div", {a, b})), ElementsAre(429496729, 3));
+  Tensor zero = MakeIntTensor(DType::kU32, {2}, {1, 0});
+  EXPECT_THAT(RunOpError("div", {a, zero}), HasSubstr("integer division by zero"));
+}
+
+TEST(SmallIntegerTest, CastsWrapBetweenIntegersAndSaturateFromFloats) {
+  Tensor x = MakeIntTensor(DType::kI32, {4}, {-1, 256, 300, -129});
+  EXPECT_THAT(ToInts(*RunOp("cast", {x}, MakeAttrs({{"to", std::string("u8")}}))),
+              ElementsAre(255, 0, 44, 127));
+  EXPECT_THAT(ToInts(*RunOp("cast", {x}, MakeAttrs({{"to", std::string("i8")}}))),
+              ElementsAre(-1, 0, 44, 127));
+  EXPECT_THAT(ToInts(*RunOp("cast", {x}, MakeAttrs({{"to", std::string("u64")}}))),
+              ElementsAre(kU64Max, 256, 300, -129));
+  Tensor f = MakeTensor(DType::kF32, {6}, {-0.9, -1, 255.9, 256, NAN, 1e30});
+  EXPECT_THAT(ToInts(*RunOp("cast", {f}, MakeAttrs({{"to", std::string("u8")}}))),
+              ElementsAre(0, 0, 255, 255, 0, 255));
+  EXPECT_THAT(ToInts(*RunOp("cast", {f}, MakeAttrs({{"to", std::string("i16")}}))),
+              ElementsAre(0, -1, 255, 256, 0, 32767));
+  EXPECT_THAT(ToInts(*RunOp("cast", {f}, MakeAttrs({{"to", std::string("u64")}}))),
+              ElementsAre(0, 0, 255, 256, 0, kU64Max));
+  Tensor g = MakeTensor(DType::kF64, {2}, {-129.5, -128.5});
+  EXPECT_THAT(ToInts(*RunOp("cast", {g}, MakeAttrs({{"to", std::string("i8")}}))),
+              ElementsAre(-128, -128));
+}
+
+TEST(BitShiftTest, ShiftsUnsignedIntegersAndGivesZeroPastTheWidth) {
+  Tensor x = MakeIntTensor(DType::kU8, {4}, {16, 255, 1, 3});
+  Tensor by = MakeIntTensor(DType::kU8, {4}, {1, 4, 7, 8});
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {x, by},
+                            MakeAttrs({{"direction", std::string("left")}}))),
+              ElementsAre(32, 240, 128, 0));
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {x, by},
+                            MakeAttrs({{"direction", std::string("right")}}))),
+              ElementsAre(8, 15, 0, 0));
+  Tensor y = MakeIntTensor(DType::kU64, {2}, {kU64Max, 1});
+  Tensor by64 = MakeIntTensor(DType::kU64, {2}, {63, 64});
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {y, by64},
+                            MakeAttrs({{"direction", std::string("right")}}))),
+              ElementsAre(1, 0));
+}
+
+TEST(BitShiftTest, RefusesSignedTypesAndBadDirections) {
+  Tensor x = MakeIntTensor(DType::kI32, {1}, {1});
+  EXPECT_THAT(RunOpError("bit_shift", {x, x}, MakeAttrs({{"direction", std::string("left")}})),
+              HasSubstr("expected an unsigned integer dtype"));
+  Tensor u = MakeIntTensor(DType::kU16, {1}, {1});
+  EXPECT_THAT(RunOpError("bit_shift", {u, u}, MakeAttrs({{"direction", std::string("up")}})),
+              HasSubstr("attribute 'direction' must be \"left\" or \"right\""));
+  Tensor v = MakeIntTensor(DType::kU32, {1}, {1});
+  EXPECT_THAT(RunOpError("bit_shift", {u, v}, MakeAttrs({{"direction", std::string("left")}})),
+              HasSubstr("u32"));
+}
+
+TEST(SmallIntegerTest, FloatOnlyOpsRefuseIntegers) {
+  Tensor x = MakeIntTensor(DType::kU8, {1}, {1});
+  EXPECT_THAT(RunOpError("exp", {x}), HasSubstr("input 0 has dtype u8, expected a float"));
+  EXPECT_THAT(RunOpError("sqrt", {MakeIntTensor(DType::kI16, {1}, {1})}),
+              HasSubstr("input 0 has dtype i16"));
+}
+
 }  // namespace
 }  // namespace loom

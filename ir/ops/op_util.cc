@@ -47,6 +47,8 @@ bool Accepts(DTypeClass accepted, DType dtype) {
       return dtype != DType::kBool;
     case DTypeClass::kFloat:
       return IsFloat(dtype);
+    case DTypeClass::kUnsigned:
+      return IsUnsigned(dtype);
     case DTypeClass::kBool:
       return dtype == DType::kBool;
   }
@@ -58,9 +60,11 @@ absl::string_view Describe(DTypeClass accepted) {
     case DTypeClass::kAny:
       return "any dtype";
     case DTypeClass::kNumeric:
-      return "a numeric dtype (f32, f64, i32 or i64)";
+      return "a numeric dtype (float or integer, not bool)";
     case DTypeClass::kFloat:
       return "a float dtype (f32 or f64)";
+    case DTypeClass::kUnsigned:
+      return "an unsigned integer dtype (u8, u16, u32 or u64)";
     case DTypeClass::kBool:
       return "bool";
   }

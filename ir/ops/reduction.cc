@@ -262,6 +262,11 @@ EvalFn ReductionEval(Reduction kind) {
       for (size_t i = 0; i < acc.size(); ++i) {
         result.SetDouble(i, Finish(kind, acc[i], plan->reduced_count));
       }
+    } else if (IsUnsigned(x.dtype())) {  // u64 above INT64_MAX
+      std::vector<uint64_t> acc = Accumulate<uint64_t>(kind, x, *plan);
+      for (size_t i = 0; i < acc.size(); ++i) {
+        result.SetInt(i, static_cast<int64_t>(acc[i]));
+      }
     } else {
       std::vector<int64_t> acc = Accumulate<int64_t>(kind, x, *plan);
       for (size_t i = 0; i < acc.size(); ++i) result.SetInt(i, acc[i]);
@@ -409,6 +414,8 @@ OpDef ArgOp(std::string name, bool is_max) {
     if (!plan.ok()) return plan.status();
     if (IsFloat(in[0]->dtype())) {
       ArgReduce<double>(*in[0], *plan, is_max, out[0]);
+    } else if (IsUnsigned(in[0]->dtype())) {  // u64 above INT64_MAX
+      ArgReduce<uint64_t>(*in[0], *plan, is_max, out[0]);
     } else {
       ArgReduce<int64_t>(*in[0], *plan, is_max, out[0]);
     }

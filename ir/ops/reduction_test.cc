@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -415,6 +416,24 @@ TEST(ArgReductionTest, Errors) {
   EXPECT_THAT(RunOpError("argmax", {Tensor(DType::kF32, {})}),
               HasSubstr("(argmax): attribute 'axis': axis 0 is out of range "
                         "for rank 0"));
+}
+
+// u64 values above INT64_MAX order as unsigned; u8 sums wrap at the width.
+TEST(ReductionTest, UnsignedIntegers) {
+  const int64_t top = std::numeric_limits<int64_t>::min();  // 2^63
+  Tensor x = MakeIntTensor(DType::kU64, {3}, {5, top, 7});
+  absl::StatusOr<Tensor> y = RunOp("reduce_max", {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(top));
+  y = RunOp("reduce_min", {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(5));
+  y = RunOp("argmax", {x}, MakeAttrs({{"axis", int64_t{0}}, {"keepdims", int64_t{0}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(1));
+  y = RunOp("reduce_sum", {MakeIntTensor(DType::kU8, {3}, {200, 100, 1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts(*y), ElementsAre(45));
 }
 
 }  // namespace

@@ -306,23 +306,7 @@ ShapeResult PadShape(const Node& node, absl::Span<const TensorType> in) {
 // `value` in `dtype`, converted as cast converts a float.
 Tensor PadValue(double value, DType dtype) {
   Tensor t(dtype, {});
-  if (IsFloat(dtype) || dtype == DType::kBool) {
-    t.SetDouble(0, IsFloat(dtype) ? value : static_cast<double>(value != 0));
-    return t;
-  }
-  const bool narrow = dtype == DType::kI32;
-  const double limit = narrow ? 2147483648.0 : 9223372036854775808.0;
-  int64_t v = 0;
-  if (value >= limit) {
-    v = narrow ? std::numeric_limits<int32_t>::max()
-               : std::numeric_limits<int64_t>::max();
-  } else if (value <= -limit) {
-    v = narrow ? std::numeric_limits<int32_t>::min()
-               : std::numeric_limits<int64_t>::min();
-  } else if (!std::isnan(value)) {
-    v = static_cast<int64_t>(value);
-  }
-  t.SetInt(0, v);
+  t.SetDouble(0, value);
   return t;
 }
 
@@ -546,10 +530,10 @@ void Combine(ScatterReduction reduction, const Tensor& updates, int64_t from, Te
       v = static_cast<int64_t>(ua * ub);
       break;
     case ScatterReduction::kMax:
-      v = std::max(a, b);
+      v = IntegerLess(a, b, out.dtype()) ? b : a;
       break;
     default:
-      v = std::min(a, b);
+      v = IntegerLess(b, a, out.dtype()) ? b : a;
       break;
   }
   out.SetInt(to, v);

@@ -36,8 +36,11 @@ _INVALID_ARGUMENT = 1
 
 # loom_dtype, in loom_c.h's order.
 _DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),
-           np.dtype(np.int64), np.dtype(np.bool_)]
-_DTYPE_NAMES = ["f32", "f64", "i32", "i64", "bool"]
+           np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.int8),
+           np.dtype(np.int16), np.dtype(np.uint8), np.dtype(np.uint16),
+           np.dtype(np.uint32), np.dtype(np.uint64)]
+_DTYPE_NAMES = ["f32", "f64", "i32", "i64", "bool", "i8", "i16", "u8", "u16",
+                "u32", "u64"]
 
 
 class _Tensor(ctypes.Structure):

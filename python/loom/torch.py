@@ -34,7 +34,8 @@ import loom
 __all__ = ["loom_backend"]
 
 _TORCH_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32",
-                 torch.int64: "I64", torch.bool: "BOOL"}
+                 torch.int64: "I64", torch.bool: "BOOL", torch.int8: "I8",
+                 torch.int16: "I16", torch.uint8: "U8"}
 
 
 class Unsupported(Exception):
@@ -75,7 +76,10 @@ class _Writer:
     def weight(self, hint, array):
         array = np.ascontiguousarray(array)
         dtype = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64",
-                 np.dtype(np.int32): "I32", np.dtype(np.int64): "I64"}.get(array.dtype)
+                 np.dtype(np.int32): "I32", np.dtype(np.int64): "I64",
+                 np.dtype(np.int8): "I8", np.dtype(np.int16): "I16",
+                 np.dtype(np.uint8): "U8", np.dtype(np.uint16): "U16",
+                 np.dtype(np.uint32): "U32", np.dtype(np.uint64): "U64"}.get(array.dtype)
         if dtype is None:
             raise Unsupported("a weight of dtype %s" % array.dtype)
         name = self.fresh(hint)
