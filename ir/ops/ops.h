@@ -35,6 +35,8 @@ absl::Status RegisterNormOps(OpRegistry& registry);
 absl::Status RegisterRecurrentOps(OpRegistry& registry);
 // conv, max_pool, average_pool (see conv.h).
 absl::Status RegisterConvOps(OpRegistry& registry);
+// resize (see resize.h).
+absl::Status RegisterResizeOps(OpRegistry& registry);
 
 }  // namespace loom
 
