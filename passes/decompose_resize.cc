@@ -32,23 +32,21 @@ namespace {
 
 // `values` as a constant of `dtype` shaped [1, .., size, .., 1] (the size
 // at `dim` of a tensor of `rank`), broadcasting along the other dims.
-ValueId DimTable(DecompositionBuilder &b, absl::string_view suffix, DType dtype,
-                 int rank, int dim, const std::vector<double> &values) {
+ValueId DimTable(DecompositionBuilder& b, absl::string_view suffix, DType dtype, int rank, int dim,
+                 const std::vector<double>& values) {
   Shape shape(rank, 1);
   shape[dim] = static_cast<int64_t>(values.size());
   Tensor table(dtype, shape);
-  for (size_t i = 0; i < values.size(); ++i)
-    table.SetDouble(static_cast<int64_t>(i), values[i]);
+  for (size_t i = 0; i < values.size(); ++i) table.SetDouble(static_cast<int64_t>(i), values[i]);
   return b.Constant(suffix, std::move(table));
 }
 
 // `y` [.., I, ..] (`shape`) read along `dim` at `index` (one entry per
 // output position): a view where the indices step evenly, else a gather.
-ValueId Pick(DecompositionBuilder &b, ValueId y, const Shape &shape, int dim,
-             const std::vector<int64_t> &index, absl::string_view name) {
+ValueId Pick(DecompositionBuilder& b, ValueId y, const Shape& shape, int dim,
+             const std::vector<int64_t>& index, absl::string_view name) {
   const int64_t in = shape[dim], out = static_cast<int64_t>(index.size());
-  bool identity = out == in, strided = out > 0,
-       repeat = out > 0 && in > 0 && out % in == 0;
+  bool identity = out == in, strided = out > 0, repeat = out > 0 && in > 0 && out % in == 0;
   const int64_t start = out > 0 ? index[0] : 0;
   const int64_t step = out > 1 ? index[1] - index[0] : 1;
   const int64_t factor = in > 0 ? out / in : 1;
@@ -57,8 +55,7 @@ ValueId Pick(DecompositionBuilder &b, ValueId y, const Shape &shape, int dim,
     strided = strided && step >= 1 && index[o] == start + o * step;
     repeat = repeat && index[o] == o / factor;
   }
-  if (identity)
-    return y;
+  if (identity) return y;
   if (out == 0) {
     Attrs attrs = Ints("starts", {0});
     attrs.Set("ends", AttrInts{0});
@@ -77,27 +74,23 @@ ValueId Pick(DecompositionBuilder &b, ValueId y, const Shape &shape, int dim,
     expanded.insert(expanded.begin() + dim + 1, factor);
     Shape merged = shape;
     merged[dim] = out;
-    const ValueId unsqueezed = b.Add(absl::StrCat(name, "_unsqueeze"),
-                                     "unsqueeze", {y}, Ints("axes", {dim + 1}));
-    const ValueId repeated =
-        b.Add(absl::StrCat(name, "_repeat"), "expand", {unsqueezed},
-              Ints("shape", std::move(expanded)));
-    return b.Add(absl::StrCat(name, "_merge"), "reshape", {repeated},
-                 Ints("shape", merged));
+    const ValueId unsqueezed =
+        b.Add(absl::StrCat(name, "_unsqueeze"), "unsqueeze", {y}, Ints("axes", {dim + 1}));
+    const ValueId repeated = b.Add(absl::StrCat(name, "_repeat"), "expand", {unsqueezed},
+                                   Ints("shape", std::move(expanded)));
+    return b.Add(absl::StrCat(name, "_merge"), "reshape", {repeated}, Ints("shape", merged));
   }
   Tensor table(DType::kI64, {out});
-  for (int64_t o = 0; o < out; ++o)
-    table.SetInt(o, index[o]);
+  for (int64_t o = 0; o < out; ++o) table.SetInt(o, index[o]);
   Attrs axis;
   axis.Set("axis", int64_t{dim});
   return b.Add(absl::StrCat(name, "_gather"), "gather",
-               {y, b.Constant(absl::StrCat(name, "_index"), std::move(table))},
-               std::move(axis));
+               {y, b.Constant(absl::StrCat(name, "_index"), std::move(table))}, std::move(axis));
 }
 
 // `y` of `shape` resampled along `dim` by `taps`.
-ValueId ResampleDim(DecompositionBuilder &b, ValueId y, const Shape &shape,
-                    int dim, const ResizeAxisTaps &taps, DType dtype) {
+ValueId ResampleDim(DecompositionBuilder& b, ValueId y, const Shape& shape, int dim,
+                    const ResizeAxisTaps& taps, DType dtype) {
   const std::string name = absl::StrCat("d", dim);
   const int rank = static_cast<int>(shape.size());
   const int64_t out = static_cast<int64_t>(taps.extrapolated.size());
@@ -109,16 +102,14 @@ ValueId ResampleDim(DecompositionBuilder &b, ValueId y, const Shape &shape,
     int nonzero = 0;
     for (int k = 0; k < taps.taps; ++k) {
       const double w = taps.weight[o * taps.taps + k];
-      if (w == 0)
-        continue;
+      if (w == 0) continue;
       ++nonzero;
       single[o] = taps.index[o * taps.taps + k];
       one_each = one_each && w == 1;
     }
     one_each = one_each && nonzero <= 1;
   }
-  if (one_each)
-    return Pick(b, y, shape, dim, single, name);
+  if (one_each) return Pick(b, y, shape, dim, single, name);
   ValueId sum = -1;
   for (int k = 0; k < taps.taps; ++k) {
     std::vector<int64_t> index(out);
@@ -131,34 +122,29 @@ ValueId ResampleDim(DecompositionBuilder &b, ValueId y, const Shape &shape,
       any = any || weight[o] != 0;
       all = all && weight[o] != 0;
     }
-    if (!any)
-      continue;
+    if (!any) continue;
     const std::string tap = absl::StrCat(name, "_tap", k);
     const ValueId picked = Pick(b, y, shape, dim, index, tap);
-    ValueId term = b.Add(absl::StrCat(tap, "_mul"), "mul",
-                         {picked, DimTable(b, absl::StrCat(tap, "_weight"),
-                                           dtype, rank, dim, weight)});
+    ValueId term =
+        b.Add(absl::StrCat(tap, "_mul"), "mul",
+              {picked, DimTable(b, absl::StrCat(tap, "_weight"), dtype, rank, dim, weight)});
     if (!all) {
       term = b.Add(absl::StrCat(tap, "_masked"), "where",
-                   {DimTable(b, absl::StrCat(tap, "_read"), DType::kBool, rank,
-                             dim, nonzero),
-                    term, b.Scalar(absl::StrCat(tap, "_zero"), 0, dtype)});
+                   {DimTable(b, absl::StrCat(tap, "_read"), DType::kBool, rank, dim, nonzero), term,
+                    b.Scalar(absl::StrCat(tap, "_zero"), 0, dtype)});
     }
     sum = sum < 0 ? term : b.Add(absl::StrCat(tap, "_add"), "add", {sum, term});
   }
-  if (sum >= 0)
-    return sum;
+  if (sum >= 0) return sum;
   // Every position extrapolated: any value, replaced later.
   return Pick(b, y, shape, dim, single, name);
 }
 
-absl::Status DecomposeResize(const Node &node, DecompositionBuilder &b) {
-  if (absl::Status s = CheckArity(node, 1, 1); !s.ok())
-    return s;
-  const TensorType type = b.type(node.inputs[0]); // a copy: Add() moves values
+absl::Status DecomposeResize(const Node& node, DecompositionBuilder& b) {
+  if (absl::Status s = CheckArity(node, 1, 1); !s.ok()) return s;
+  const TensorType type = b.type(node.inputs[0]);  // a copy: Add() moves values
   absl::StatusOr<ResizeSpec> spec = ReadResizeSpec(node, type.shape);
-  if (!spec.ok())
-    return spec.status();
+  if (!spec.ok()) return spec.status();
   const int rank = spec->rank();
   std::vector<ResizeAxisTaps> taps;
   std::vector<int> dims;
@@ -168,12 +154,11 @@ absl::Status DecomposeResize(const Node &node, DecompositionBuilder &b) {
   }
   // The most shrinking first; ties in dim order.
   auto ratio = [&](int d) {
-    return spec->input[d] == 0 ? 1.0
-                               : static_cast<double>(spec->output[d]) /
-                                     static_cast<double>(spec->input[d]);
+    return spec->input[d] == 0
+               ? 1.0
+               : static_cast<double>(spec->output[d]) / static_cast<double>(spec->input[d]);
   };
-  std::stable_sort(dims.begin(), dims.end(),
-                   [&](int a, int c) { return ratio(a) < ratio(c); });
+  std::stable_sort(dims.begin(), dims.end(), [&](int a, int c) { return ratio(a) < ratio(c); });
   ValueId y = node.inputs[0];
   Shape shape = spec->input;
   for (int d : dims) {
@@ -181,22 +166,16 @@ absl::Status DecomposeResize(const Node &node, DecompositionBuilder &b) {
     shape[d] = spec->output[d];
   }
   for (int d = 0; d < rank; ++d) {
-    const std::vector<bool> &outside = taps[d].extrapolated;
-    if (std::find(outside.begin(), outside.end(), true) == outside.end())
-      continue;
+    const std::vector<bool>& outside = taps[d].extrapolated;
+    if (std::find(outside.begin(), outside.end(), true) == outside.end()) continue;
     std::vector<double> inside(outside.size());
-    for (size_t o = 0; o < outside.size(); ++o)
-      inside[o] = outside[o] ? 0 : 1;
+    for (size_t o = 0; o < outside.size(); ++o) inside[o] = outside[o] ? 0 : 1;
     const std::string name = absl::StrCat("d", d, "_extrapolate");
     y = b.Add(name, "where",
-              {DimTable(b, absl::StrCat(name, "_inside"), DType::kBool, rank, d,
-                        inside),
-               y,
-               b.Scalar(absl::StrCat(name, "_value"), spec->extrapolation_value,
-                        type.dtype)});
+              {DimTable(b, absl::StrCat(name, "_inside"), DType::kBool, rank, d, inside), y,
+               b.Scalar(absl::StrCat(name, "_value"), spec->extrapolation_value, type.dtype)});
   }
-  b.AddWriting("output", "reshape", {y}, node.outputs[0],
-               Ints("shape", spec->output));
+  b.AddWriting("output", "reshape", {y}, node.outputs[0], Ints("shape", spec->output));
   return absl::OkStatus();
 }
 
@@ -204,10 +183,8 @@ constexpr Decomposition kResizeDecompositions[] = {
     {"resize", DecomposeResize},
 };
 
-} // namespace
+}  // namespace
 
-absl::Span<const Decomposition> ResizeDecompositions() {
-  return kResizeDecompositions;
-}
+absl::Span<const Decomposition> ResizeDecompositions() { return kResizeDecompositions; }
 
-} // namespace loom
+}  // namespace loom

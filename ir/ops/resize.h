@@ -63,8 +63,8 @@ struct ResizeSpec {
   double extrapolation_value = 0;
   Shape input;
   Shape output;
-  std::vector<double> scales; // one per dim
-  std::vector<double> roi;    // all starts, then all ends
+  std::vector<double> scales;  // one per dim
+  std::vector<double> roi;     // all starts, then all ends
 
   int rank() const { return static_cast<int>(input.size()); }
   // Taps per output position and dim: 1, 2 or 4.
@@ -73,7 +73,7 @@ struct ResizeSpec {
 
 // Reads and checks a resize node against its input's shape. Errors describe
 // the cause only; callers add the node.
-absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node &node, const Shape &x);
+absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node& node, const Shape& x);
 
 // The taps of one dim: for output position x, taps k < spec.taps() at
 // index[x * taps + k] (clamped into the input) with weight[x * taps + k];
@@ -85,8 +85,8 @@ struct ResizeAxisTaps {
   std::vector<double> weight;
   std::vector<bool> extrapolated;
 };
-ResizeAxisTaps ResizeTaps(const ResizeSpec &spec, int dim);
+ResizeAxisTaps ResizeTaps(const ResizeSpec& spec, int dim);
 
-} // namespace loom
+}  // namespace loom
 
-#endif // LOOM_IR_OPS_RESIZE_H_
+#endif  // LOOM_IR_OPS_RESIZE_H_
