@@ -30,17 +30,6 @@
 namespace loom {
 namespace {
 
-// `values` as a constant of `dtype` shaped [1, .., size, .., 1] (the size
-// at `dim` of a tensor of `rank`), broadcasting along the other dims.
-ValueId DimTable(DecompositionBuilder& b, absl::string_view suffix, DType dtype, int rank, int dim,
-                 const std::vector<double>& values) {
-  Shape shape(rank, 1);
-  shape[dim] = static_cast<int64_t>(values.size());
-  Tensor table(dtype, shape);
-  for (size_t i = 0; i < values.size(); ++i) table.SetDouble(static_cast<int64_t>(i), values[i]);
-  return b.Constant(suffix, std::move(table));
-}
-
 // `y` [.., I, ..] (`shape`) read along `dim` at `index` (one entry per
 // output position): a view where the indices step evenly, else a gather.
 ValueId Pick(DecompositionBuilder& b, ValueId y, const Shape& shape, int dim,
@@ -127,10 +116,10 @@ ValueId ResampleDim(DecompositionBuilder& b, ValueId y, const Shape& shape, int 
     const ValueId picked = Pick(b, y, shape, dim, index, tap);
     ValueId term =
         b.Add(absl::StrCat(tap, "_mul"), "mul",
-              {picked, DimTable(b, absl::StrCat(tap, "_weight"), dtype, rank, dim, weight)});
+              {picked, b.DimTable(absl::StrCat(tap, "_weight"), dtype, rank, dim, weight)});
     if (!all) {
       term = b.Add(absl::StrCat(tap, "_masked"), "where",
-                   {DimTable(b, absl::StrCat(tap, "_read"), DType::kBool, rank, dim, nonzero), term,
+                   {b.DimTable(absl::StrCat(tap, "_read"), DType::kBool, rank, dim, nonzero), term,
                     b.Scalar(absl::StrCat(tap, "_zero"), 0, dtype)});
     }
     sum = sum < 0 ? term : b.Add(absl::StrCat(tap, "_add"), "add", {sum, term});
@@ -172,7 +161,7 @@ absl::Status DecomposeResize(const Node& node, DecompositionBuilder& b) {
     for (size_t o = 0; o < outside.size(); ++o) inside[o] = outside[o] ? 0 : 1;
     const std::string name = absl::StrCat("d", d, "_extrapolate");
     y = b.Add(name, "where",
-              {DimTable(b, absl::StrCat(name, "_inside"), DType::kBool, rank, d, inside), y,
+              {b.DimTable(absl::StrCat(name, "_inside"), DType::kBool, rank, d, inside), y,
                b.Scalar(absl::StrCat(name, "_value"), spec->extrapolation_value, type.dtype)});
   }
   b.AddWriting("output", "reshape", {y}, node.outputs[0], Ints("shape", spec->output));

@@ -117,6 +117,11 @@ class DecompositionBuilder {
   ValueId Constant(absl::string_view suffix, Tensor data);
   // A one-element constant (rank 0) of `dtype`, e.g. an epsilon.
   ValueId Scalar(absl::string_view suffix, double value, DType dtype);
+  // A constant of `dtype` holding `values` along dim `dim` of a tensor of
+  // `rank`, shaped [1, .., values.size(), .., 1] to broadcast along the
+  // others (a table indexed by the position along one dim).
+  ValueId DimTable(absl::string_view suffix, DType dtype, int rank, int dim,
+                   absl::Span<const double> values);
 
   // The type of an input of the composite (or of any value that existed
   // before the pass ran).

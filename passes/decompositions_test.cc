@@ -342,6 +342,26 @@ TEST(DecompositionsTest, Pools) {
              {"ceil_mode", int64_t{1}},
              {"count_include_pad", int64_t{1}}})},
       {"average_pool", {F64({1, 2, 3, 4, 4})}, Make({{"kernel_shape", Ints{1, 2, 2}}})},
+      // With indices, row- and column-major.
+      {"max_pool",
+       {x},
+       Make({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}),
+       2,
+       false,
+       true},
+      {"max_pool",
+       {x},
+       Make({{"kernel_shape", Ints{2, 3}},
+             {"dilations", Ints{2, 1}},
+             {"ceil_mode", int64_t{1}},
+             {"strides", Ints{2, 2}},
+             {"storage_order", int64_t{1}}}),
+       2},
+      {"max_pool", {F64({1, 2, 5})}, Make({{"kernel_shape", Ints{1}}, {"strides", Ints{2}}}), 2},
+      {"max_pool",
+       {F64({1, 1, 3, 3, 3})},
+       Make({{"kernel_shape", Ints{2, 2, 2}}, {"storage_order", int64_t{1}}}),
+       2},
   };
   for (const Case& c : cases) CheckDecomposition(c);
 }

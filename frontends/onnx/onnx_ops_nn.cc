@@ -368,7 +368,7 @@ absl::Status ConvertConv(NodeContext& ctx) {
   return ctx.status();
 }
 
-// MaxPool (without its Indices output) and AveragePool.
+// MaxPool (with its Indices output when wanted) and AveragePool.
 Converter Pool(std::string loom_op) {
   return [loom_op](NodeContext& ctx) -> absl::Status {
     const bool average = loom_op == "average_pool";
@@ -378,9 +378,6 @@ Converter Pool(std::string loom_op) {
     accepted.push_back(average ? AttrRule{"count_include_pad", kInt}
                                : AttrRule{"storage_order", kInt});
     if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
-    if (ctx.WantsOutput(1)) {
-      return ctx.Refuse("the Indices output is not supported (only Y)");
-    }
     if (!ctx.HasAttr("kernel_shape")) {
       return ctx.Refuse("attribute 'kernel_shape' is required");
     }
@@ -397,6 +394,11 @@ Converter Pool(std::string loom_op) {
     attrs->Set("kernel_shape", kernel);
     attrs->Set("ceil_mode", ctx.Int("ceil_mode", 0));
     if (average) attrs->Set("count_include_pad", ctx.Int("count_include_pad", 0));
+    if (!average && ctx.WantsOutput(1)) {  // Indices
+      attrs->Set("storage_order", ctx.Int("storage_order", 0));
+      ctx.EmitNode(loom_op, {ctx.In(0)}, *std::move(attrs), 2, {0, 1});
+      return ctx.status();
+    }
     ctx.EmitOutput(0, loom_op, {ctx.In(0)}, *std::move(attrs));
     return ctx.status();
   };
