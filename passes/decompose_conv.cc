@@ -38,6 +38,7 @@
 //   C=1  M=16 / C=4 M=16          0.014 / 0.077 vs 0.008 / 0.025
 //   C=64 M=64 (ResNet)            155 vs 1.2
 // and 3x3x3 depthwise on 32 x 16^3: 0.125 vs 0.868.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -55,6 +56,8 @@ namespace {
 constexpr int64_t kDirectMaxGroupSize = 8;
 // Each kernel position is a few nodes.
 constexpr int64_t kMaxKernelPositions = int64_t{1} << 16;
+// max_pool's indices are computed from tables per dim (MaxPoolIndices).
+constexpr int64_t kMaxIndexTableEntries = int64_t{1} << 24;
 
 Attrs AxisAttr(int64_t axis) {
   Attrs attrs;
@@ -383,7 +386,20 @@ absl::Status DecomposePool(const Node& node, DecompositionBuilder& b, bool avera
       b.AddWriting("output", "reshape", {max}, node.outputs[0],
                    Ints("shape", Concat({type.shape[0], type.shape[1]}, g->output)));
     }
-    if (outputs == 2) MaxPoolIndices(b, node, padded, *g, taps, type.shape, node.outputs[0]);
+    if (outputs == 2) {
+      // Tables: an entry per batch and channel, and per kernel offset and
+      // output position along each spatial dim.
+      int64_t entries = type.shape[0] + type.shape[1];  // each at most 2^40
+      for (int d = 0; d < g->num_spatial(); ++d) {
+        entries += std::min(SaturatingMul(g->kernel[d], g->output[d]), kMaxIndexTableEntries + 1);
+      }
+      if (entries > kMaxIndexTableEntries) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the indices need ", entries, " entries of index tables; loom decomposes max_pool's "
+            "indices with at most 2^24"));
+      }
+      MaxPoolIndices(b, node, padded, *g, taps, type.shape, node.outputs[0]);
+    }
     return absl::OkStatus();
   }
   const ValueId sum = CombineWindows(b, padded, *g, taps, "add", "sum");

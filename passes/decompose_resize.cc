@@ -30,6 +30,9 @@
 namespace loom {
 namespace {
 
+// The tables hold an entry per tap and output position along each dim.
+constexpr int64_t kMaxTableEntries = int64_t{1} << 24;
+
 // `y` [.., I, ..] (`shape`) read along `dim` at `index` (one entry per
 // output position): a view where the indices step evenly, else a gather.
 ValueId Pick(DecompositionBuilder& b, ValueId y, const Shape& shape, int dim,
@@ -135,6 +138,13 @@ absl::Status DecomposeResize(const Node& node, DecompositionBuilder& b) {
   absl::StatusOr<ResizeSpec> spec = ReadResizeSpec(node, type.shape);
   if (!spec.ok()) return spec.status();
   const int rank = spec->rank();
+  int64_t entries = 0;  // of the tables, at most 4 * 2^40 per dim
+  for (int d = 0; d < rank; ++d) entries += spec->taps() * spec->output[d];
+  if (entries > kMaxTableEntries) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the output ", ShapeToString(spec->output), " needs ", entries,
+        " entries of tap tables; loom decomposes resizes of at most 2^24"));
+  }
   std::vector<ResizeAxisTaps> taps;
   std::vector<int> dims;
   for (int d = 0; d < rank; ++d) {
