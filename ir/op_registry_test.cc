@@ -89,6 +89,7 @@ TEST(OpRegistryTest, FamiliesRegisterIntoAFreshRegistryOnce) {
   EXPECT_TRUE(RegisterNormOps(registry).ok());
   EXPECT_TRUE(RegisterRecurrentOps(registry).ok());
   EXPECT_TRUE(RegisterConvOps(registry).ok());
+  EXPECT_TRUE(RegisterResizeOps(registry).ok());
   EXPECT_EQ(registry.Names(), OpRegistry::Global().Names());
   EXPECT_THAT(Message(RegisterMatmulOps(registry)),
               HasSubstr("op 'matmul' is registered twice"));

@@ -22,7 +22,8 @@
 // - conv, direct: the sum over input channels of a group and kernel
 //   positions of slice * weight element, pointwise ops over the output
 //   [N, G, M/G, O...] that fuse into one loop; no column buffer.
-// - max_pool: the maximum over the slices of the input padded with -inf;
+// - max_pool: the maximum over the slices of the input padded with -inf
+//   (its indices: the first slice, inside x, that holds it);
 //   average_pool: their sum (padded with 0s) divided by the count of
 //   positions each window counts, a scalar when every window counts the
 //   whole kernel, and otherwise the same windows summed over ones where
@@ -57,6 +58,7 @@
 //   C=1  M=16 / C=4 M=16          0.014 / 0.077 vs 0.008 / 0.025
 //   C=64 M=64 (ResNet)            155 vs 1.2
 // and 3x3x3 depthwise on 32 x 16^3: 0.125 vs 0.868.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -75,6 +77,8 @@ constexpr int64_t kDirectMaxGroupSize = 8;
 constexpr int64_t kShiftedMinChannels = 16;
 // Each kernel position is a few nodes.
 constexpr int64_t kMaxKernelPositions = int64_t{1} << 16;
+// max_pool's indices are computed from tables per dim (MaxPoolIndices).
+constexpr int64_t kMaxIndexTableEntries = int64_t{1} << 24;
 
 Attrs AxisAttr(int64_t axis) {
   Attrs attrs;
@@ -439,9 +443,75 @@ ValueId WindowCounts(DecompositionBuilder& b, const WindowGeometry& g, bool coun
   return CombineWindows(b, padded, g, taps, "add", "count");
 }
 
-// max_pool and average_pool: a maximum or a sum over the window slices.
+// max_pool's indices (ir/ops/conv.cc), [N, C, O...]: over the kernel
+// positions from the last to the first, where the position lies inside x
+// and its slice holds the maximum `max` (or a NaN), its flat index in x, a
+// sum of tables per dim (n, c, and the spatial position along each dim).
+void MaxPoolIndices(DecompositionBuilder& b, const Node& node, ValueId padded,
+                    const WindowGeometry& g, absl::Span<const std::vector<int64_t>> taps,
+                    const Shape& x, ValueId max) {
+  const int spatial = g.num_spatial(), rank = spatial + 2;
+  const bool column_major = node.attrs.GetInt("storage_order", 0) == 1;
+  std::vector<double> strides(spatial);  // of the spatial dims in an index
+  double plane = 1;
+  for (int i = 0; i < spatial; ++i) {
+    const int d = column_major ? i : spatial - 1 - i;
+    strides[d] = plane;
+    plane *= static_cast<double>(g.input[d]);
+  }
+  std::vector<double> batch(x[0]), channel(x[1]);
+  for (int64_t n = 0; n < x[0]; ++n) batch[n] = static_cast<double>(n * x[1]) * plane;
+  for (int64_t c = 0; c < x[1]; ++c) channel[c] = static_cast<double>(c) * plane;
+  const ValueId base = b.Add("index_plane", "add",
+                             {b.DimTable("index_n", DType::kI64, rank, 0, batch),
+                              b.DimTable("index_c", DType::kI64, rank, 1, channel)});
+  // Per dim and kernel offset: the position's share of the index, and
+  // whether it lies inside x (-1: everywhere).
+  std::vector<std::vector<ValueId>> share(spatial), inside(spatial);
+  for (int d = 0; d < spatial; ++d) {
+    for (int64_t t = 0; t < g.kernel[d]; ++t) {
+      std::vector<double> terms(g.output[d]), valid(g.output[d]);
+      bool all = true;
+      for (int64_t o = 0; o < g.output[d]; ++o) {
+        const int64_t p = o * g.strides[d] - g.pads_begin[d] + t * g.dilations[d];
+        valid[o] = p >= 0 && p < g.input[d];
+        all = all && valid[o];
+        terms[o] = static_cast<double>(p) * strides[d];
+      }
+      const std::string name = absl::StrCat("index_d", d, "_k", t);
+      share[d].push_back(b.DimTable(name, DType::kI64, rank, d + 2, terms));
+      inside[d].push_back(all ? -1 : b.DimTable(absl::StrCat(name, "_inside"), DType::kBool, rank,
+                                                d + 2, valid));
+    }
+  }
+  ValueId index = b.Scalar("no_index", -1, DType::kI64);
+  for (size_t k = taps.size(); k-- > 0;) {
+    const std::string name = absl::StrCat("index", k);
+    const ValueId slice = WindowSlice(b, padded, g, taps[k], absl::StrCat(name, "_tap"));
+    ValueId hit = b.Add(absl::StrCat(name, "_hit"), "logical_or",
+                        {b.Add(absl::StrCat(name, "_max"), "equal", {slice, max}),
+                         b.Add(absl::StrCat(name, "_nan"), "not_equal", {slice, slice})});
+    ValueId position = base;
+    for (int d = 0; d < spatial; ++d) {
+      const std::string part = absl::StrCat(name, "_d", d);
+      position = b.Add(part, "add", {position, share[d][taps[k][d]]});
+      if (inside[d][taps[k][d]] >= 0) {
+        hit = b.Add(absl::StrCat(part, "_inside"), "logical_and", {hit, inside[d][taps[k][d]]});
+      }
+    }
+    if (k == 0) {
+      b.AddWriting("indices", "where", {hit, position, index}, node.outputs[1]);
+    } else {
+      index = b.Add(name, "where", {hit, position, index});
+    }
+  }
+}
+
+// max_pool and average_pool: a maximum or a sum over the window slices;
+// max_pool's indices when it has a second output.
 absl::Status DecomposePool(const Node& node, DecompositionBuilder& b, bool average) {
-  if (absl::Status s = CheckArity(node, 1, 1); !s.ok()) return s;
+  const size_t outputs = !average && node.outputs.size() == 2 ? 2 : 1;
+  if (absl::Status s = CheckArity(node, 1, outputs); !s.ok()) return s;
   const ValueId x = node.inputs[0];
   const TensorType type = b.type(x);  // a copy: Add() moves values
   absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, type.shape);
@@ -455,6 +525,20 @@ absl::Status DecomposePool(const Node& node, DecompositionBuilder& b, bool avera
     if (max != node.outputs[0]) {  // a kernel of one position
       b.AddWriting("output", "reshape", {max}, node.outputs[0],
                    Ints("shape", Concat({type.shape[0], type.shape[1]}, g->output)));
+    }
+    if (outputs == 2) {
+      // Tables: an entry per batch and channel, and per kernel offset and
+      // output position along each spatial dim.
+      int64_t entries = type.shape[0] + type.shape[1];  // each at most 2^40
+      for (int d = 0; d < g->num_spatial(); ++d) {
+        entries += std::min(SaturatingMul(g->kernel[d], g->output[d]), kMaxIndexTableEntries + 1);
+      }
+      if (entries > kMaxIndexTableEntries) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the indices need ", entries, " entries of index tables; loom decomposes max_pool's "
+            "indices with at most 2^24"));
+      }
+      MaxPoolIndices(b, node, padded, *g, taps, type.shape, node.outputs[0]);
     }
     return absl::OkStatus();
   }

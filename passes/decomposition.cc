@@ -142,6 +142,15 @@ ValueId DecompositionBuilder::Scalar(absl::string_view suffix, double value,
   return Constant(suffix, std::move(data));
 }
 
+ValueId DecompositionBuilder::DimTable(absl::string_view suffix, DType dtype, int rank, int dim,
+                                       absl::Span<const double> values) {
+  Shape shape(rank, 1);
+  shape[dim] = static_cast<int64_t>(values.size());
+  Tensor data(dtype, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) data.SetDouble(static_cast<int64_t>(i), values[i]);
+  return Constant(suffix, std::move(data));
+}
+
 void DecompositionBuilder::Emit(std::string name, OpName op,
                                 absl::Span<const ValueId> inputs,
                                 ValueIds outputs, Attrs attrs) {

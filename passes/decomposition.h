@@ -117,6 +117,11 @@ class DecompositionBuilder {
   ValueId Constant(absl::string_view suffix, Tensor data);
   // A one-element constant (rank 0) of `dtype`, e.g. an epsilon.
   ValueId Scalar(absl::string_view suffix, double value, DType dtype);
+  // A constant of `dtype` holding `values` along dim `dim` of a tensor of
+  // `rank`, shaped [1, .., values.size(), .., 1] to broadcast along the
+  // others (a table indexed by the position along one dim).
+  ValueId DimTable(absl::string_view suffix, DType dtype, int rank, int dim,
+                   absl::Span<const double> values);
 
   // The type of an input of the composite (or of any value that existed
   // before the pass ran).
@@ -163,6 +168,7 @@ absl::Span<const Decomposition> RnnDecompositions();  // decompose_rnn.cc
 absl::Span<const Decomposition> ConvDecompositions();  // decompose_conv.cc
 absl::Span<const Decomposition>
 ConvTransposeDecompositions();  // decompose_conv_transpose.cc
+absl::Span<const Decomposition> ResizeDecompositions();  // decompose_resize.cc
 
 // "expected 3 inputs and 1 output, got 2 and 1" unless the node has
 // exactly that many.

@@ -1,5 +1,5 @@
 // Every decomposition of the activation, norm, tensor-op, softmax and
-// convolution families against the reference interpreter: the graph before and after
+// convolution families and resize against the reference interpreter: the graph before and after
 // `decompose` must compute the same values (in f64, tightly), and what
 // `decompose` leaves must lower.
 #include <cmath>
@@ -380,7 +380,61 @@ TEST(DecompositionsTest, Pools) {
              {"count_include_pad", int64_t{1}}})},
       {"average_pool", {F64({1, 2, 3, 4, 4})}, Make({{"kernel_shape", Ints{1, 2, 2}}})},
   };
-  for (const Case& c : cases) CheckDecomposition(c);
+  for (const Case& c : cases) {
+    CheckDecomposition(c);
+    if (c.op != "max_pool") continue;
+    // With indices, row- and column-major.
+    Case indices = c;
+    indices.outputs = 2;
+    CheckDecomposition(indices);
+    indices.attrs.Set("storage_order", int64_t{1});
+    CheckDecomposition(indices);
+  }
+}
+
+TEST(DecompositionsTest, Resize) {
+  const TensorType x = F64({2, 3, 5, 6});
+  using Floats = std::vector<double>;
+  auto resize = [](const char *mode, const char *coordinates, AttrValue size,
+                   bool scales) {
+    return Make({{"mode", std::string(mode)},
+                 {"coordinate_transformation_mode", std::string(coordinates)},
+                 {scales ? "scales" : "sizes", std::move(size)}});
+  };
+  std::vector<Case> cases;
+  for (const char *mode : {"nearest", "linear", "cubic"}) {
+    for (const char *coordinates :
+         {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+          "tf_half_pixel_for_nn"}) {
+      cases.push_back({"resize",
+                       {x},
+                       resize(mode, coordinates, Floats{1, 1, 2, 3}, true),
+                       1,
+                       false,
+                       true});
+      cases.push_back(
+          {"resize",
+           {x},
+           resize(mode, coordinates, Floats{1, 0.5, 0.6, 1.3}, true)});
+      cases.push_back(
+          {"resize", {x}, resize(mode, coordinates, Ints{3, 3, 1, 4}, false)});
+    }
+    Attrs crop = resize(mode, "tf_crop_and_resize", Ints{2, 3, 4, 7}, false);
+    crop.Set("roi", Floats{0, 0, -0.2, 0.3, 1, 1, 0.8, 1.4});
+    crop.Set("extrapolation_value", 2.5);
+    cases.push_back({"resize", {x}, std::move(crop)});
+    Attrs excluded = resize(mode, "half_pixel", Floats{1, 1, 1.5, 0.7}, true);
+    excluded.Set("exclude_outside", int64_t{1});
+    excluded.Set("cubic_coeff_a", -0.5);
+    cases.push_back({"resize", {x}, std::move(excluded)});
+  }
+  for (const char *rounding : {"round_prefer_ceil", "floor", "ceil"}) {
+    Attrs attrs = resize("nearest", "asymmetric", Floats{1, 1, 1.5, 0.7}, true);
+    attrs.Set("nearest_mode", std::string(rounding));
+    cases.push_back({"resize", {x}, std::move(attrs)});
+  }
+  for (const Case &c : cases)
+    CheckDecomposition(c);
 }
 
 // The ops a decomposition of the one node of `c` leaves, counted.
@@ -485,6 +539,32 @@ TEST(DecompositionsTest, EmptyConvTransposeIsRefused) {
                                  "is empty"));
 }
 
+// Nearest by integer factors is a view (unsqueeze, expand, reshape) and
+// by halves a strided slice; bilinear is two gathers and two weighted taps
+// per dim.
+TEST(DecompositionsTest, ResizeUsesViewsWhereItCan) {
+  using Floats = std::vector<double>;
+  std::map<std::string, int> repeat = DecomposedOps(
+      {"resize", {F64({1, 2, 4, 4})}, Make({{"scales", Floats{1, 1, 2, 3}}})});
+  EXPECT_EQ(repeat["gather"], 0);
+  EXPECT_EQ(repeat["expand"], 2);
+  std::map<std::string, int> halves = DecomposedOps(
+      {"resize",
+       {F64({1, 2, 4, 4})},
+       Make({{"scales", Floats{1, 1, 0.5, 0.5}},
+             {"coordinate_transformation_mode", std::string("asymmetric")}})});
+  EXPECT_EQ(halves["gather"], 0);
+  EXPECT_EQ(halves["slice"], 2);
+  std::map<std::string, int> bilinear =
+      DecomposedOps({"resize",
+                     {F64({1, 2, 4, 4})},
+                     Make({{"mode", std::string("linear")},
+                           {"scales", Floats{1, 1, 2, 2}}})});
+  EXPECT_EQ(bilinear["gather"], 4);
+  EXPECT_EQ(bilinear["mul"], 4);
+  EXPECT_EQ(bilinear["add"], 2);
+}
+
 // A window of 2^17 positions would be 2^17 slices: refused by name.
 TEST(DecompositionsTest, HugeKernelsAreRefused) {
   Module module;
@@ -498,6 +578,26 @@ TEST(DecompositionsTest, HugeKernelsAreRefused) {
   EXPECT_THAT(std::string(status.message()),
               testing::HasSubstr("node 'node' (max_pool): the kernel has 131072 positions; loom "
                                  "decomposes kernels of at most 2^16 positions"));
+}
+
+// Tables of an entry per output position along a dim: a resize to 2^30
+// positions, or max_pool's indices over 2^25, are refused by name (the
+// tables alone would take gigabytes).
+TEST(DecompositionsTest, HugeTablesAreRefused) {
+  for (const Case& c :
+       {Case{"resize",
+             {F64({1, 2})},
+             Make({{"sizes", Ints{1, int64_t{1} << 30}}, {"mode", std::string("linear")}})},
+        Case{"max_pool", {F64({1, 1, int64_t{1} << 25})}, Make({{"kernel_shape", Ints{2}}}), 2}}) {
+    Module module;
+    module.graph = BuildGraph(c);
+    ASSERT_TRUE(InferShapes(module.graph).ok());
+    absl::Status status = DecomposePass::Create({}).value()->Run(module).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()),
+                testing::AllOf(testing::HasSubstr(absl::StrCat("node 'node' (", c.op, ")")),
+                               testing::HasSubstr("at most 2^24")));
+  }
 }
 
 TEST(DecompositionsTest, BadAttributesAreErrorsNamingTheNode) {

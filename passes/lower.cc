@@ -408,6 +408,7 @@ class Lowering {
   absl::Status LowerGatherElements(const Node& node);
   absl::Status LowerScatterElements(const Node& node);
   absl::Status LowerScatterNd(const Node& node);
+  absl::Status LowerGatherNd(const Node& node);
   // Indices (see the definitions).
   // Whether `value`'s data is known at compile time (a weight or constant).
   bool IsKnown(ValueId value) const;
@@ -480,7 +481,7 @@ class Lowering {
 // or once per element of the output and of the updates (a scatter's
 // indices and updates, which its output pulls; LowerScatterElements).
 bool ReadsUnbounded(absl::string_view op, size_t input) {
-  if (op == "gather" || op == "gather_elements") return input == 0;
+  if (op == "gather" || op == "gather_elements" || op == "gather_nd") return input == 0;
   return (op == "scatter_elements" || op == "scatter_nd") && input > 0;
 }
 
@@ -548,6 +549,7 @@ const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
     (*r)["gather_elements"] = &Lowering::LowerGatherElements;
     (*r)["scatter_elements"] = &Lowering::LowerScatterElements;
     (*r)["scatter_nd"] = &Lowering::LowerScatterNd;
+    (*r)["gather_nd"] = &Lowering::LowerGatherNd;
     (*r)["reshape"] = &Lowering::LowerReshape;
     (*r)["transpose"] = &Lowering::LowerTranspose;
     (*r)["squeeze"] = &Lowering::LowerSqueezeLike;
@@ -1568,6 +1570,49 @@ absl::Status Lowering::LowerScatterNd(const Node& node) {
   return FinishScatter(node, std::move(pull), match,
                        ContiguousOffset(Shape(index_shape.begin(), index_shape.end() - 1), rank),
                        update_coords, source, last_coords, slice);
+}
+
+// out[b, j, r] = data[b, indices[b, j, 0], .., indices[b, j, k - 1], r]
+// (b: the batch_dims leading dims, j: the indices' other leading dims, r:
+// the data's dims after the k indexed ones). The k indices (each known
+// only at run time checked once, IndexAt) make one flat offset into the
+// data, stored contiguously: an indirect load.
+absl::Status Lowering::LowerGatherNd(const Node& node) {
+  const ValueId data = node.inputs[0], indices = node.inputs[1], out = node.outputs[0];
+  const Shape& data_shape = graph_.value(data).type.shape;
+  const Shape& index_shape = graph_.value(indices).type.shape;
+  const int batch = static_cast<int>(node.attrs.GetInt("batch_dims", 0));
+  const int tuple_rank = static_cast<int>(index_shape.size()) - 1;
+  const int k = static_cast<int>(index_shape.back());
+  const int data_rank = static_cast<int>(data_shape.size());
+  ComputeNode compute = PointwiseNode(node, out);
+  const Indices tuple = Vars(0, tuple_rank);
+  const std::vector<int64_t> strides = ContiguousStrides(data_shape);
+  int flat = -1;
+  for (int c = 0; c < k; ++c) {
+    const int axis = batch + c;
+    absl::StatusOr<int> index = IndexAt(compute, node, indices, tuple, axis, data_shape[axis], c);
+    if (!index.ok()) return index.status();
+    int term = AsI64(compute, *index);
+    if (strides[axis] != 1) {
+      const int stride = Constant(compute, static_cast<double>(strides[axis]), DType::kI64);
+      term = Call(compute, ScalarFn::kMul, DType::kI64, {term, stride});
+    }
+    flat = flat < 0 ? term : Call(compute, ScalarFn::kAdd, DType::kI64, {flat, term});
+  }
+  LoweredValue source = lowered_[data];
+  if (source.inline_constant || source.inline_node >= 0 ||
+      source.offset != ContiguousOffset(data_shape)) {
+    source = Materialize(absl::StrCat(node.name, "/data"), data);
+  }
+  Indices data_indices = Vars(0, batch);
+  for (int c = 0; c < k; ++c) data_indices.push_back(ctx_.Const(0));
+  for (int d = batch + k; d < data_rank; ++d) {
+    data_indices.push_back(Var(tuple_rank + d - batch - k));
+  }
+  const int root = IndirectLoad(compute, data, source, data_indices, 1, flat);
+  Finish(std::move(compute), out, root);
+  return absl::OkStatus();
 }
 
 void Lowering::DefineView(ValueId out, ValueId in,

@@ -100,17 +100,26 @@ ls "$out/dumps" | grep -q -- '-verify.txt' && { echo "FAIL: dumped a pass that d
 # compiled model and from its artifact alike; in range, the run checks.
 le64() { perl -e 'print pack("q<*", @ARGV)' -- "$@"; }
 ranges="tests/index_range"
-mkdir -p "$out/ids_ok" "$out/ids_bad" "$out/idx_ok" "$out/idx_bad"
+mkdir -p "$out/ids_ok" "$out/ids_bad" "$out/idx_ok" "$out/idx_bad" "$out/pairs_ok" "$out/pairs_bad"
 le64 0 4 -5 1 2 3 >"$out/ids_ok/ids.bin"
 le64 0 4 7 1 2 3 >"$out/ids_bad/ids.bin"
 le64 1 -1 1 >"$out/idx_ok/idx.bin"
 le64 1 -7 1 >"$out/idx_bad/idx.bin"
+le64 0 3 -3 -1 2 0 1 3 >"$out/pairs_ok/pairs.bin"
+le64 0 3 -3 -1 2 0 1 4 >"$out/pairs_bad/pairs.bin"
+mkdir -p "$out/pairs_bad_row"
+le64 0 3 -4 -1 2 0 1 3 >"$out/pairs_bad_row/pairs.bin"
 expect 0 "check pass" run --model=$ranges/gather.pbtxt --inputs=$out/ids_ok --check
 expect 2 "^loom: node 'lookup' \(gather\): index 7 is out of range for axis 0 of size 5$" \
   run --model=$ranges/gather.pbtxt --inputs=$out/ids_bad --check
 expect 0 "check pass" run --model=$ranges/scatter.pbtxt --inputs=$out/idx_ok --check
 expect 2 "^loom: node 'write' \(scatter_elements\): index -7 is out of range for axis 0 of size 6$" \
   run --model=$ranges/scatter.pbtxt --inputs=$out/idx_bad
+expect 0 "check pass" run --model=$ranges/gather_nd.pbtxt --inputs=$out/pairs_ok --check
+expect 2 "^loom: node 'pick' \(gather_nd\): index 4 is out of range for axis 2 of size 4$" \
+  run --model=$ranges/gather_nd.pbtxt --inputs=$out/pairs_bad
+expect 2 "^loom: node 'pick' \(gather_nd\): index -4 is out of range for axis 1 of size 3$" \
+  run --model=$ranges/gather_nd.pbtxt --inputs=$out/pairs_bad_row
 expect 0 "" compile --model=$ranges/gather.pbtxt --out_dir=$out/gather
 expect 2 "^loom: node 'lookup' \(gather\): index 7 is out of range" \
   run --model=$out/gather/model.loom --inputs=$out/ids_bad

@@ -109,6 +109,17 @@ TEST(ConvEndToEndTest, Pools) {
                 MakeAttrs({{"kernel_shape", Ints{3, 3}},
                            {"pads", Ints{1, 0, 2, 1}},
                            {"count_include_pad", int64_t{1}}})));
+  // With indices (row- and column-major).
+  for (int64_t order : {0, 1}) {
+    for (ValueId out :
+         b.Ops("max_pool", {x2}, 2,
+               MakeAttrs({{"kernel_shape", Ints{3, 2}},
+                          {"strides", Ints{2, 1}},
+                          {"pads", Ints{1, 0, 1, 1}},
+                          {"storage_order", order}}))) {
+      b.Output(out);
+    }
+  }
   const ValueId x1 = b.Input("x1", DType::kF32, {2, 4, 11});
   b.Output(b.Op("max_pool", {x1}, MakeAttrs({{"kernel_shape", Ints{3}}, {"strides", Ints{2}}})));
   b.Output(b.Op("average_pool", {x1},

@@ -601,6 +601,9 @@ void FillRunTimeIndices(size_t i, Tensor& t) {
           {1, -4, 1, 3, 0, 0, 2, -1},       // targets: [2, 4] along axis 0 of 4
           {},                               // rows
           {-1, 0, -1},                      // where: [3, 1] into dim 0 of 4
+          {0, 4, -1, -5, 3, 0, 2, 2, -4, 1, 1, -1},  // pairs: [2, 3, 2] into data
+          {4, -5, 0, 2, 1, 1, -1, 3},       // columns: [4, 2, 1] per row of data
+          {4, -5, 2},                       // transposed_rows: [3, 1] into dim 0 of 5
       };
   if (i >= values->size()) return;
   const std::vector<int64_t>& v = (*values)[i];
@@ -609,8 +612,8 @@ void FillRunTimeIndices(size_t i, Tensor& t) {
   }
 }
 
-// gather, gather_elements, scatter_elements and scatter_nd whose indices
-// are graph inputs (checked as the kernels run), fused into consumers.
+// gather, gather_elements, gather_nd, scatter_elements and scatter_nd whose
+// indices are graph inputs (checked as the kernels run), fused into consumers.
 TEST(OpsEndToEndTest, IndicesKnownOnlyAtRunTime) {
   GraphBuilder b;
   const ValueId table = b.Input("table", DType::kF32, {7, 6});
@@ -635,6 +638,13 @@ TEST(OpsEndToEndTest, IndicesKnownOnlyAtRunTime) {
   b.Output(b.Op("scatter_nd", {data, where, slices}));
   b.Output(b.Op("scatter_nd", {data, where, slices},
                 MakeAttrs({{"reduction", std::string("add")}})));
+  // gather_nd: elements by (row, column) pairs; columns per row (batch_dims
+  // 1); rows of a view (copied).
+  b.Output(b.Op("gather_nd", {data, b.Input("pairs", DType::kI64, {2, 3, 2})}));
+  b.Output(b.Op("gather_nd", {data, b.Input("columns", DType::kI64, {4, 2, 1})},
+                MakeAttrs({{"batch_dims", int64_t{1}}})));
+  b.Output(b.Op("exp", {b.Op("gather_nd", {b.Op("transpose", {data}),
+                                           b.Input("transposed_rows", DType::kI64, {3, 1})})}));
   EndToEndOptions options;
   options.fill = FillRunTimeIndices;
   CompileRunAndCompare(std::move(b.graph()), options);

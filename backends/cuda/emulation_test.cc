@@ -301,6 +301,14 @@ TEST(EmulationTest, ConvTransposes) {
   CheckEmulated(*std::move(graph), "conv_transposes");
 }
 
+// resize (views, gathers at constant tables, weighted sums, selects) and
+// max_pool's indices.
+TEST(EmulationTest, Resize) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/resize.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "resize");
+}
+
 // Gathers and scatters at indices known only at run time, each checked.
 TEST(EmulationTest, IndicesKnownOnlyAtRunTime) {
   absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/indices.pbtxt");

@@ -179,6 +179,12 @@ std::vector<int64_t> NodeContext::Ints(absl::string_view name) const {
   return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
 }
 
+std::vector<double> NodeContext::Floats(absl::string_view name) const {
+  const onnx::AttributeProto* attr = FindAttr(name);
+  if (attr == nullptr) return {};
+  return std::vector<double>(attr->floats().begin(), attr->floats().end());
+}
+
 std::vector<std::string> NodeContext::Strings(absl::string_view name) const {
   const onnx::AttributeProto* attr = FindAttr(name);
   if (attr == nullptr) return {};

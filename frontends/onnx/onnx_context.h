@@ -84,6 +84,7 @@ class NodeContext {
   double Float(absl::string_view name, double default_value) const;
   std::string String(absl::string_view name, std::string default_value) const;
   std::vector<int64_t> Ints(absl::string_view name) const;
+  std::vector<double> Floats(absl::string_view name) const;
   std::vector<std::string> Strings(absl::string_view name) const;
   const onnx::TensorProto* TensorAttr(absl::string_view name) const;
 

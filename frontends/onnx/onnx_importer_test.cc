@@ -776,6 +776,71 @@ TEST(OnnxImporterTest, ConvWithBiasComputes) {
   EXPECT_EQ((*y)[0].GetDouble(1), 1 * 2 + 2 * 3 + 3 * 5 + 4 * 6 + 0.5);
 }
 
+// Resize before opset 11 and Upsample: asymmetric coordinates, and for
+// nearest ONNX Runtime's rule, a node that rounds up along the shrinking
+// dims and one that rounds down along the growing ones.
+TEST(OnnxImporterTest, ResizeBeforeOpset11AndUpsample) {
+  for (const std::string op : {"Resize", "Upsample"}) {
+    ModelBuilder b(op == "Resize" ? 10 : 9);
+    b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 1, 10})
+        .Initializer("scales", {4}, {1, 1, 1, op == "Resize" ? 0.6f : 1.7f})
+        .Output("y");
+    SetString(b.Node(op, {"x", "scales"}, {"y"}), "mode", "nearest");
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    Tensor x(DType::kF32, {1, 1, 1, 10});
+    for (int64_t i = 0; i < 10; ++i) x.SetDouble(i, i + 1);
+    absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+    ASSERT_TRUE(y.ok()) << y.status();
+    std::vector<double> values;
+    for (int64_t i = 0; i < (*y)[0].num_elements(); ++i) values.push_back((*y)[0].GetDouble(i));
+    // ONNX Runtime's: ceil(x / 0.6) and floor(x / 1.7).
+    if (op == "Resize") {
+      EXPECT_THAT(values, testing::ElementsAre(1, 3, 5, 6, 8, 10));
+    } else {
+      EXPECT_THAT(values, testing::ElementsAre(1, 1, 2, 2, 3, 3, 4, 5, 5, 6, 6, 7, 8, 8, 9, 9, 10));
+    }
+  }
+}
+
+TEST(OnnxImporterTest, ResizeRefusals) {
+  auto refusal = [](int64_t opset, const std::string& op, std::vector<std::string> inputs,
+                    const std::function<void(onnx::NodeProto&)>& set) {
+    ModelBuilder b(opset);
+    b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 2, 2})
+        .Input("roi_in", onnx::TensorProto::FLOAT, {8})
+        .Initializer("scales", {4}, {1, 1, 0.5, 2})
+        .Initializer("empty", {0}, {})
+        .Output("y");
+    onnx::TensorProto* sizes = b.model_for_test().mutable_graph()->add_initializer();
+    *sizes = ModelBuilder::IntTensor({4}, {1, 1, 3, 3});
+    sizes->set_name("sizes");
+    set(b.Node(op, inputs, {"y"}, "n"));
+    return std::string(ImportOnnxModel(b.model()).status().message());
+  };
+  auto none = [](onnx::NodeProto&) {};
+  EXPECT_THAT(refusal(13, "Resize", {"x", "", "scales", "sizes"}, none),
+              HasSubstr("node 'n' (Resize): exactly one of the inputs scales and sizes"));
+  EXPECT_THAT(refusal(13, "Resize", {"x", "", "empty"}, none),
+              HasSubstr("node 'n' (Resize): exactly one of the inputs scales and sizes"));
+  EXPECT_THAT(refusal(13, "Resize", {"x", "roi_in", "", "sizes"},
+                      [](onnx::NodeProto& n) {
+                        SetString(n, "coordinate_transformation_mode", "tf_crop_and_resize");
+                      }),
+              HasSubstr("node 'n' (Resize): input 'roi_in' (roi) must be known at import"));
+  EXPECT_THAT(refusal(13, "Resize", {"x", "", "scales"},
+                      [](onnx::NodeProto& n) { SetString(n, "mode", "area"); }),
+              HasSubstr("attribute 'mode' \"area\" is not one of nearest, linear, cubic"));
+  EXPECT_THAT(refusal(13, "Resize", {"x", "", "scales"},
+                      [](onnx::NodeProto& n) { SetAttr(n, "antialias", int64_t{1}); }),
+              HasSubstr("node 'n' (Resize)"));
+  EXPECT_THAT(refusal(9, "Upsample", {"x", "scales"}, none),
+              HasSubstr("node 'n' (Upsample): scales must be >= 1, got 0.5"));
+  EXPECT_THAT(refusal(10, "Resize", {"x", "scales"},
+                      [](onnx::NodeProto& n) { SetString(n, "mode", "cubic"); }),
+              HasSubstr("node 'n' (Resize): attribute 'mode' \"cubic\" is not nearest or linear"));
+}
+
 TEST(OnnxImporterTest, ConvAndPoolRefusals) {
   auto refusal = [](const std::string& op, std::vector<std::string> outputs,
                     const std::function<void(onnx::NodeProto&)>& set) {
@@ -805,8 +870,11 @@ TEST(OnnxImporterTest, ConvAndPoolRefusals) {
   EXPECT_THAT(refusal("MaxPool", {"y", "indices"},
                       [](onnx::NodeProto& n) {
                         SetInts(n, "kernel_shape", {2, 2});
+                        SetAttr(n, "storage_order", int64_t{2});
                       }),
-              HasSubstr("node 'n' (MaxPool): the Indices output is not supported (only Y)"));
+              HasSubstr("node 'n' (MaxPool): loom max_pool: max_pool has one or two outputs (the "
+                        "maxima, their indices) and 'storage_order' 0 or 1; got 2 outputs and "
+                        "'storage_order' 2"));
   EXPECT_THAT(refusal("AveragePool", {"y"}, [](onnx::NodeProto&) {}),
               HasSubstr("node 'n' (AveragePool): attribute 'kernel_shape' is required"));
   EXPECT_THAT(refusal("MaxPool", {"y"},

@@ -33,6 +33,8 @@ std::vector<int> StaticOperands(absl::string_view op_type) {
           {"Dropout", {1, 2}},
           {"ConstantOfShape", {0}},
           {"Range", {0, 1, 2}},
+          {"Resize", {1, 2, 3}},
+          {"Upsample", {1}},
           {"ReduceSum", {1}},
           {"ReduceMean", {1}},
           {"ReduceMax", {1}},

@@ -506,7 +506,7 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
   return ctx.status();
 }
 
-// MaxPool (without its Indices output) and AveragePool.
+// MaxPool (with its Indices output when wanted) and AveragePool.
 Converter Pool(std::string loom_op) {
   return [loom_op](NodeContext& ctx) -> absl::Status {
     const bool average = loom_op == "average_pool";
@@ -516,9 +516,6 @@ Converter Pool(std::string loom_op) {
     accepted.push_back(average ? AttrRule{"count_include_pad", kInt}
                                : AttrRule{"storage_order", kInt});
     if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
-    if (ctx.WantsOutput(1)) {
-      return ctx.Refuse("the Indices output is not supported (only Y)");
-    }
     if (!ctx.HasAttr("kernel_shape")) {
       return ctx.Refuse("attribute 'kernel_shape' is required");
     }
@@ -535,6 +532,11 @@ Converter Pool(std::string loom_op) {
     attrs->Set("kernel_shape", kernel);
     attrs->Set("ceil_mode", ctx.Int("ceil_mode", 0));
     if (average) attrs->Set("count_include_pad", ctx.Int("count_include_pad", 0));
+    if (!average && ctx.WantsOutput(1)) {  // Indices
+      attrs->Set("storage_order", ctx.Int("storage_order", 0));
+      ctx.EmitNode(loom_op, {ctx.In(0)}, *std::move(attrs), 2, {0, 1});
+      return ctx.status();
+    }
     ctx.EmitOutput(0, loom_op, {ctx.In(0)}, *std::move(attrs));
     return ctx.status();
   };
@@ -556,6 +558,121 @@ absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
   const ValueId deviation =
       ctx.Emit("add", {ctx.Emit("sqrt", {variance}), ctx.Scalar(t, 1e-9)});
   ctx.EmitOutput(0, "div", {ctx.Emit("sub", {x, mean}), deviation});
+  return ctx.status();
+}
+
+
+// --- resize ------------------------------------------------------------------
+
+// A float input's values (empty when the input is absent or empty).
+absl::StatusOr<std::vector<double>> ConstFloats(NodeContext& ctx, int i, absl::string_view what) {
+  if (!ctx.HasInput(i)) return std::vector<double>{};
+  absl::StatusOr<Tensor> data = ctx.ConstInput(i, what);
+  if (!data.ok()) return data.status();
+  if (!IsFloat(data->dtype())) {
+    return ctx.Refuse(absl::StrCat("input '", ctx.proto().input(i), "' (", what,
+                                   ") must be float, not ", DTypeName(data->dtype())));
+  }
+  std::vector<double> values;
+  for (int64_t k = 0; k < data->num_elements(); ++k) values.push_back(data->GetDouble(k));
+  return values;
+}
+
+// Resize from opset 11: X, roi, scales, sizes, the last three known at
+// import; exactly one of scales and sizes non-empty. roi matters only to
+// tf_crop_and_resize.
+absl::Status ConvertResize(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"mode", kString},
+                                       {"coordinate_transformation_mode", kString},
+                                       {"nearest_mode", kString},
+                                       {"cubic_coeff_a", kFloat},
+                                       {"exclude_outside", kInt},
+                                       {"extrapolation_value", kFloat}});
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::vector<double>> scales = ConstFloats(ctx, 2, "scales");
+  if (!scales.ok()) return scales.status();
+  std::vector<int64_t> sizes;
+  if (ctx.HasInput(3)) {
+    absl::StatusOr<std::vector<int64_t>> given = ctx.ConstInts(3, "sizes");
+    if (!given.ok()) return given.status();
+    sizes = *std::move(given);
+  }
+  if (scales->empty() == sizes.empty()) {
+    return ctx.Refuse("exactly one of the inputs scales and sizes must be given (non-empty)");
+  }
+  const std::string coordinates = ctx.String("coordinate_transformation_mode", "half_pixel");
+  Attrs attrs = MakeAttrs({{"mode", ctx.String("mode", "nearest")},
+                           {"coordinate_transformation_mode", coordinates},
+                           {"nearest_mode", ctx.String("nearest_mode", "round_prefer_floor")},
+                           {"cubic_coeff_a", ctx.Float("cubic_coeff_a", -0.75)},
+                           {"exclude_outside", ctx.Int("exclude_outside", 0)},
+                           {"extrapolation_value", ctx.Float("extrapolation_value", 0)}});
+  if (!scales->empty()) attrs.Set("scales", *std::move(scales));
+  if (!sizes.empty()) attrs.Set("sizes", std::move(sizes));
+  if (coordinates == "tf_crop_and_resize") {
+    absl::StatusOr<std::vector<double>> roi = ConstFloats(ctx, 1, "roi");
+    if (!roi.ok()) return roi.status();
+    if (roi->empty()) return ctx.Refuse("tf_crop_and_resize needs the input roi");
+    attrs.Set("roi", *std::move(roi));
+  }
+  ctx.EmitOutput(0, "resize", {ctx.In(0)}, std::move(attrs));
+  return ctx.status();
+}
+
+// Upsample (opsets 7 and 9, scales >= 1) and Resize before opset 11: asymmetric
+// coordinates, and nearest's rule of ONNX Runtime (floor along dims that grow,
+// ceil along dims that shrink: a node for each kind).
+absl::Status ConvertUpsample(NodeContext& ctx) {
+  const bool upsample = ctx.op_type() == "Upsample";
+  std::vector<AttrRule> accepted = {{"mode", kString}};
+  if (upsample && ctx.opset() < 9) accepted.push_back({"scales", onnx::AttributeProto::FLOATS});
+  if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+  std::vector<double> scales;
+  if (upsample && ctx.opset() < 9) {
+    if (!ctx.HasAttr("scales")) return ctx.Refuse("attribute 'scales' is required");
+    scales = ctx.Floats("scales");
+  } else {
+    absl::StatusOr<std::vector<double>> given = ConstFloats(ctx, 1, "scales");
+    if (!given.ok()) return given.status();
+    scales = *std::move(given);
+  }
+  const std::string mode = ctx.String("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") {
+    return ctx.Refuse(absl::StrCat("attribute 'mode' \"", mode, "\" is not nearest or linear"));
+  }
+  for (double s : scales) {
+    if (upsample && !(s >= 1)) {
+      return ctx.Refuse(absl::StrCat("scales must be >= 1, got ", s));
+    }
+  }
+  ValueId y = ctx.In(0);
+  // Nearest: the shrinking dims (ceil), then the growing ones (floor).
+  std::vector<std::pair<std::vector<double>, const char*>> steps;
+  if (mode == "linear") {
+    steps.push_back({scales, "floor"});
+  } else {
+    std::vector<double> down = scales, up = scales;
+    bool any_down = false;
+    for (size_t d = 0; d < scales.size(); ++d) {
+      (scales[d] < 1 ? up : down)[d] = 1;
+      any_down = any_down || scales[d] < 1;
+    }
+    if (any_down) steps.push_back({down, "ceil"});
+    if (!any_down || up != std::vector<double>(scales.size(), 1.0)) steps.push_back({up, "floor"});
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Attrs attrs = MakeAttrs({{"mode", mode},
+                             {"coordinate_transformation_mode", std::string("asymmetric")},
+                             {"nearest_mode", std::string(steps[i].second)},
+                             {"scales", steps[i].first}});
+    if (i + 1 < steps.size()) {
+      y = ctx.Emit("resize", {y}, std::move(attrs));
+    } else {
+      ctx.EmitOutput(0, "resize", {y}, std::move(attrs));
+    }
+  }
   return ctx.status();
 }
 
@@ -786,6 +903,10 @@ void AddNeuralConverters(ConverterMap& map) {
   map["GlobalAveragePool"] = GlobalPool("reduce_mean");
   map["GlobalMaxPool"] = GlobalPool("reduce_max");
   map["MeanVarianceNormalization"] = ConvertMeanVarianceNormalization;
+  map["Resize"] = [](NodeContext& ctx) {
+    return ctx.opset() < 11 ? ConvertUpsample(ctx) : ConvertResize(ctx);
+  };
+  map["Upsample"] = ConvertUpsample;
   map["NegativeLogLikelihoodLoss"] = ConvertNegativeLogLikelihoodLoss;
   map["SoftmaxCrossEntropyLoss"] = ConvertSoftmaxCrossEntropyLoss;
   map["LSTM"] = Recurrent({"lstm", 4, 8, "input_forget"});

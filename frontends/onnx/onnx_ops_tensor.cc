@@ -205,12 +205,13 @@ absl::Status ConvertPad(NodeContext& ctx) {
   return ctx.status();
 }
 
-// Gather and GatherElements: the loom ops of the same semantics; indices
-// known only at run time are checked as the kernels load them.
-Converter IndexedRead(std::string loom_op) {
+// Gather, GatherElements (`axis`) and GatherND (`batch_dims`): the loom
+// ops of the same semantics; indices known only at run time are checked as
+// the kernels load them.
+Converter IndexedRead(std::string loom_op, std::string attr = "axis") {
   return [=](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
-    ctx.EmitOutput(0, loom_op, {ctx.In(0), ctx.In(1)}, MakeAttrs({{"axis", ctx.Int("axis", 0)}}));
+    if (absl::Status s = ctx.CheckAttrs({{attr, kInt}}); !s.ok()) return s;
+    ctx.EmitOutput(0, loom_op, {ctx.In(0), ctx.In(1)}, MakeAttrs({{attr, ctx.Int(attr, 0)}}));
     return ctx.status();
   };
 }
@@ -632,6 +633,7 @@ void AddTensorConverters(ConverterMap& map) {
   map["Pad"] = ConvertPad;
   map["Gather"] = IndexedRead("gather");
   map["GatherElements"] = IndexedRead("gather_elements");
+  map["GatherND"] = IndexedRead("gather_nd", "batch_dims");
   map["Scatter"] = IndexedWrite("scatter_elements", true);
   map["ScatterElements"] = IndexedWrite("scatter_elements", true);
   map["ScatterND"] = IndexedWrite("scatter_nd", false);

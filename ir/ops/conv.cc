@@ -11,7 +11,12 @@
 //   over the input positions s, the channels c of m's group g and the
 //   kernel positions k with o = s * stride + k * dilation - pad_begin.
 // - max_pool: the largest of the window's elements inside x (NaN
-//   propagates; -inf, or an integer type's minimum, for a window with none).
+//   propagates; -inf, or an integer type's minimum, for a window with none);
+//   an optional second output holds its index in x, flat (n, c and the
+//   spatial position in row-major order, or with storage_order 1
+//   column-major, as ONNX Runtime counts): the first such element in the
+//   window's row-major order (the first NaN where the maximum is NaN), -1
+//   for a window with none.
 // - average_pool: their sum divided by their count, or with
 //   count_include_pad by the number of window positions inside x and its
 //   explicit padding (padding elements are zeros); 0/0 is NaN.
@@ -414,7 +419,18 @@ ShapeResult PoolShape(const Node& node, absl::Span<const TensorType> in) {
   }
   absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, in[0].shape);
   if (!g.ok()) return g.status();
-  return OneOutput(in[0].dtype, OutputShape(in[0].shape, in[0].shape[1], *g));
+  OutputTypes types = OneOutput(in[0].dtype, OutputShape(in[0].shape, in[0].shape[1], *g));
+  if (node.outputs.size() == 1) return types;
+  // max_pool's indices.
+  const int64_t storage_order = node.attrs.GetInt("storage_order", 0);
+  if (node.outputs.size() > 2 || (storage_order != 0 && storage_order != 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_pool has one or two outputs (the maxima, their indices) and 'storage_order' 0 or "
+        "1; got ",
+        node.outputs.size(), " outputs and 'storage_order' ", storage_order));
+  }
+  types.push_back({DType::kI64, types[0].shape});
+  return types;
 }
 
 // For every output element in order: start(), then fold(offset, inside)
@@ -442,28 +458,75 @@ absl::Status EvalPool(const Node& node, const Tensor& x, Tensor& y, Start start,
   return absl::OkStatus();
 }
 
+// The index max_pool reports for element `at` of x [N, C, S...]: `at`
+// itself, or with `column_major` (storage_order 1) the plane's offset plus
+// the spatial position in column-major order (ONNX Runtime's).
+int64_t StoredIndex(const Shape& x, int64_t at, bool column_major) {
+  if (at < 0 || !column_major) return at;
+  const int64_t plane_size = NumElements(absl::MakeConstSpan(x).subspan(2));
+  int64_t rest = at % plane_size, index = 0, stride = 1;
+  std::vector<int64_t> position(x.size() - 2);
+  for (int d = static_cast<int>(position.size()) - 1; d >= 0; --d) {
+    position[d] = rest % x[d + 2];
+    rest /= x[d + 2];
+  }
+  for (size_t d = 0; d < position.size(); ++d) {
+    index += position[d] * stride;
+    stride *= x[d + 2];
+  }
+  return at - at % plane_size + index;
+}
+
+// The maxima, and with a second output their indices: the first element of
+// the window inside x that holds the maximum (the first NaN where it is
+// NaN), -1 for a window with none.
 absl::Status MaxPoolEval(const Node& node, absl::Span<const Tensor* const> in,
                          absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
   const DType dtype = x.dtype();
+  const bool column_major = node.attrs.GetInt("storage_order", 0) == 1;
+  int64_t argmax = -1, element = 0;
+  auto write_index = [&] {
+    if (out.size() > 1) out[1].SetInt(element++, StoredIndex(x.shape(), argmax, column_major));
+  };
   if (IsInteger(dtype)) {  // a window all in the padding gives the minimum
     int64_t max = 0;
     return EvalPool(
-        node, x, out[0], [&] { max = IntegerMinBits(dtype); },
-        [&](int64_t at, bool) {
-          if (at >= 0 && IntegerLess(max, x.GetInt(at), dtype)) max = x.GetInt(at);
+        node, x, out[0],
+        [&] {
+          max = IntegerMinBits(dtype);
+          argmax = -1;
         },
-        [&](Tensor& y, int64_t i) { y.SetInt(i, max); });
+        [&](int64_t at, bool) {
+          if (at >= 0 && (argmax < 0 || IntegerLess(max, x.GetInt(at), dtype))) {
+            max = x.GetInt(at);
+            argmax = at;
+          }
+        },
+        [&](Tensor& y, int64_t i) {
+          y.SetInt(i, max);
+          write_index();
+        });
   }
   double max = 0;
   return EvalPool(
-      node, x, out[0], [&] { max = -std::numeric_limits<double>::infinity(); },
+      node, x, out[0],
+      [&] {
+        max = -std::numeric_limits<double>::infinity();
+        argmax = -1;
+      },
       [&](int64_t at, bool) {
         if (at < 0 || std::isnan(max)) return;
         const double v = x.GetDouble(at);
-        if (std::isnan(v) || v > max) max = v;
+        if (argmax < 0 || std::isnan(v) || v > max) {
+          max = v;
+          argmax = at;
+        }
       },
-      [&](Tensor& y, int64_t i) { y.SetDouble(i, max); });
+      [&](Tensor& y, int64_t i) {
+        y.SetDouble(i, max);
+        write_index();
+      });
 }
 
 absl::Status AveragePoolEval(const Node& node, absl::Span<const Tensor* const> in,
@@ -495,8 +558,16 @@ std::vector<AttrSpec> PoolAttrs(bool average) {
   std::vector<AttrSpec> attrs = WindowAttrs();
   attrs.push_back({"kernel_shape", AttrType::kInts, true});
   attrs.push_back({"ceil_mode", AttrType::kInt, false});
-  if (average) attrs.push_back({"count_include_pad", AttrType::kInt, false});
+  attrs.push_back(average ? AttrSpec{"count_include_pad", AttrType::kInt, false}
+                          : AttrSpec{"storage_order", AttrType::kInt, false});
   return attrs;
+}
+
+// max_pool's second output, when it has one, holds the indices.
+OpDef MaxPoolOp() {
+  OpDef def = FixedArityOp("max_pool", 1, PoolAttrs(false), PoolShape, MaxPoolEval);
+  def.num_outputs = -1;
+  return def;
 }
 
 OpDef ConvOp() {
@@ -525,7 +596,7 @@ absl::Status RegisterConvOps(OpRegistry& registry) {
       {
           Composite(ConvOp()),
           Composite(ConvTransposeOp()),
-          Composite(FixedArityOp("max_pool", 1, PoolAttrs(false), PoolShape, MaxPoolEval)),
+          Composite(MaxPoolOp()),
           Composite(FixedArityOp("average_pool", 1, PoolAttrs(true), PoolShape, AveragePoolEval)),
       });
 }

@@ -270,6 +270,46 @@ TEST(MaxPoolTest, Integers) {
               HasSubstr("(average_pool): input 0 has dtype u8, expected a float dtype"));
 }
 
+// Indices: flat in x (n, c and the row-major spatial position), the first
+// maximum of the window, never a padding position; with storage_order 1
+// the spatial position in column-major order.
+TEST(MaxPoolTest, Indices) {
+  // x[n, c] = [[4, 9, 9], [1, 9, 0]] + 10 (n * 2 + c).
+  Tensor x(DType::kF32, {2, 2, 2, 3});
+  const double plane[] = {4, 9, 9, 1, 9, 0};
+  for (int p = 0; p < 4; ++p) {
+    for (int i = 0; i < 6; ++i) x.SetDouble(p * 6 + i, plane[i] + 10 * p);
+  }
+  const Attrs attrs = MakeAttrs({{"kernel_shape", Ints{2, 2}}, {"pads", Ints{0, 1, 0, 0}}});
+  absl::StatusOr<std::vector<Tensor>> y = RunOpOutputs("max_pool", {x}, attrs, 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[1].dtype(), DType::kI64);
+  EXPECT_EQ((*y)[1].shape(), (Shape{2, 2, 1, 3}));
+  EXPECT_THAT(ToDoubles((*y)[0]), ElementsAre(4, 9, 9, 14, 19, 19, 24, 29, 29, 34, 39, 39));
+  EXPECT_THAT(ToInts((*y)[1]), ElementsAre(0, 1, 1, 6, 7, 7, 12, 13, 13, 18, 19, 19));
+  Attrs column_major = attrs;
+  column_major.Set("storage_order", int64_t{1});
+  y = RunOpOutputs("max_pool", {x}, column_major, 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  // (h, w) = (0, 1) is 1 * 2 + 0 = 2 in column-major order.
+  EXPECT_THAT(ToInts((*y)[1]), ElementsAre(0, 2, 2, 6, 8, 8, 12, 14, 14, 18, 20, 20));
+}
+
+TEST(MaxPoolTest, IndexOfNaNAndOfMinusInfinity) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  absl::StatusOr<std::vector<Tensor>> y =
+      RunOpOutputs("max_pool", {F32({1, 1, 6}, {1, nan, nan, -inf, -inf, -inf})},
+                   MakeAttrs({{"kernel_shape", Ints{3}}, {"strides", Ints{3}}}), 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(ToInts((*y)[1]), ElementsAre(1, 3));
+  EXPECT_THAT(RunOpOutputs("max_pool", {F32({1, 1, 2}, {1, 2})},
+                           MakeAttrs({{"kernel_shape", Ints{1}}, {"storage_order", int64_t{2}}}), 2)
+                  .status()
+                  .message(),
+              HasSubstr("'storage_order' 0 or 1"));
+}
+
 // --- average_pool ------------------------------------------------------------
 
 TEST(AveragePoolTest, PadsCountedOrNot) {

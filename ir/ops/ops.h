@@ -27,7 +27,8 @@ absl::Status RegisterSoftmaxOps(OpRegistry& registry);
 // gelu, silu, clip, leaky_relu, elu, selu, softplus, hard_sigmoid,
 // hard_swish, prelu.
 absl::Status RegisterActivationOps(OpRegistry& registry);
-// split (variadic outputs), tile, pad, gather, cumsum, flatten, dropout.
+// split (variadic outputs), tile, pad, gather, gather_elements, gather_nd,
+// scatter_elements, scatter_nd, cumsum, flatten, dropout.
 absl::Status RegisterTensorOps(OpRegistry& registry);
 // layer_norm, group_norm, instance_norm, batch_norm.
 absl::Status RegisterNormOps(OpRegistry& registry);
@@ -37,6 +38,8 @@ inline constexpr double kDefaultNormEpsilon = 1e-5;
 absl::Status RegisterRecurrentOps(OpRegistry& registry);
 // conv, max_pool, average_pool (see conv.h).
 absl::Status RegisterConvOps(OpRegistry& registry);
+// resize (see resize.h).
+absl::Status RegisterResizeOps(OpRegistry& registry);
 
 }  // namespace loom
 

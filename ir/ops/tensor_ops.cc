@@ -13,9 +13,12 @@
 //   integers, != 0 for bool); "reflect" mirrors the data about its first
 //   and last elements (excluded: pads of at most dim - 1), "edge" repeats
 //   them (a dim of at least 1 when padded); `value` is then unused.
-// - gather, gather_elements, scatter_elements, scatter_nd: a negative index
-//   wraps once (i + dim); anything still outside [0, dim) is an error of the
-//   run, naming the index (ir/index_error.h). gather_elements' output and
+// - gather, gather_elements, gather_nd, scatter_elements, scatter_nd: a
+//   negative index wraps once (i + dim); anything still outside [0, dim) is
+//   an error of the run, naming the index (ir/index_error.h). gather_nd's
+//   indices [B..., J..., k] share the data's first batch_dims dims B and
+//   address its next k dims; its output is [B..., J..., the data's dims
+//   after those]. gather_elements' output and
 //   scatter_elements' updates have the indices' shape (the data's rank, no
 //   dim larger than the data's but along `axis`); scatter_nd's indices
 //   [..., k] address the data's first k dims, its updates are the indices'
@@ -635,6 +638,74 @@ absl::Status ScatterNdEval(const Node& node, absl::Span<const Tensor* const> in,
   return absl::OkStatus();
 }
 
+// --- gather_nd ----------------------------------------------------------------
+
+// gather_nd's batch_dims b, checked against the data [B..., D...] and the
+// indices [B..., J..., k] (the same b leading dims B; 1 <= k <= rank - b).
+absl::StatusOr<int64_t> GatherNdBatchDims(const Node& node, const Shape& data,
+                                          const Shape& indices) {
+  const int64_t b = node.attrs.GetInt("batch_dims", 0);
+  const int64_t rank = static_cast<int64_t>(data.size());
+  const int64_t index_rank = static_cast<int64_t>(indices.size());
+  if (b < 0 || b >= std::min(rank, index_rank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'batch_dims' (", b, ") must be in [0, ", std::min(rank, index_rank),
+                     ") for data ", ShapeToString(data), " and indices ", ShapeToString(indices)));
+  }
+  const int64_t k = indices.back();
+  bool fits = k >= 1 && k <= rank - b;
+  for (int64_t d = 0; fits && d < b; ++d) fits = indices[d] == data[d];
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "indices ", ShapeToString(indices), " must share the data's first ", b,
+        " dims (batch_dims) and have a last dim in [1, ", rank - b, "]; data ",
+        ShapeToString(data)));
+  }
+  return b;
+}
+
+ShapeResult GatherNdShape(const Node& node, absl::Span<const TensorType> in) {
+  const Shape& data = in[0].shape;
+  const Shape& indices = in[1].shape;
+  if (absl::Status s = CheckIndexDType(in[1].dtype, 1); !s.ok()) return s;
+  if (indices.empty()) {
+    return absl::InvalidArgumentError("indices must have rank 1 or more, got a scalar");
+  }
+  absl::StatusOr<int64_t> b = GatherNdBatchDims(node, data, indices);
+  if (!b.ok()) return b.status();
+  Shape shape(indices.begin(), indices.end() - 1);
+  shape.insert(shape.end(), data.begin() + *b + indices.back(), data.end());
+  return OneOutput(in[0].dtype, std::move(shape));
+}
+
+// out[j, r] = data[batch of j, indices[j, 0], .., indices[j, k - 1], r] for
+// each index tuple j (the indices' leading dims) and each element r of the
+// data's dims after the batch dims and the k indexed ones.
+absl::Status GatherNdEval(const Node& node, absl::Span<const Tensor* const> in,
+                          absl::Span<Tensor> out) {
+  const Tensor& data = *in[0];
+  const Tensor& indices = *in[1];
+  absl::StatusOr<int64_t> b = GatherNdBatchDims(node, data.shape(), indices.shape());
+  if (!b.ok()) return b.status();
+  const int64_t k = indices.shape().back();
+  const int64_t tuples = DimProduct(indices.shape(), 0, indices.rank() - 1);
+  const int64_t per_batch = DimProduct(indices.shape(), *b, indices.rank() - 1);
+  const int64_t batch_size = DimProduct(data.shape(), *b, data.rank());
+  const int64_t slice = DimProduct(data.shape(), *b + k, data.rank());
+  const std::vector<int64_t> strides = ContiguousStrides(data.shape());
+  for (int64_t j = 0; j < tuples; ++j) {
+    int64_t offset = per_batch == 0 ? 0 : j / per_batch * batch_size;
+    for (int64_t c = 0; c < k; ++c) {
+      const int64_t axis = *b + c;
+      absl::StatusOr<int64_t> index = WrappedIndex(indices, j * k + c, axis, data.shape()[axis]);
+      if (!index.ok()) return index.status();
+      offset += *index * strides[axis];
+    }
+    for (int64_t r = 0; r < slice; ++r) CopyElement(data, offset + r, out[0], j * slice + r);
+  }
+  return absl::OkStatus();
+}
+
 // --- cumsum ------------------------------------------------------------------
 
 struct CumsumPlan {
@@ -758,6 +829,8 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
                              {{"axis", AttrType::kInt, false},
                               {"reduction", AttrType::kString, false}},
                              ScatterElementsShape, ScatterElementsEval)),
+          Exact(FixedArityOp("gather_nd", 2, {{"batch_dims", AttrType::kInt, false}},
+                             GatherNdShape, GatherNdEval)),
           Exact(FixedArityOp("scatter_nd", 3, {{"reduction", AttrType::kString, false}},
                              ScatterNdShape, ScatterNdEval)),
           WithBound(FixedArityOp("cumsum", 1,

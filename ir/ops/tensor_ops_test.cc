@@ -345,6 +345,44 @@ TEST(ScatterNdTest, Errors) {
               HasSubstr("input 2 (updates) is f32[1,3], expected f32[1,2]"));
 }
 
+// ONNX's GatherND examples: index pairs into [2, 2] (elements), single
+// indices into [2, 2, 2] (rows), and with batch_dims 1 one index per batch.
+TEST(GatherNdTest, PicksSlicesAtIndexTuples) {
+  absl::StatusOr<Tensor> y = RunOp("gather_nd", {Iota(DType::kI32, {2, 2}),
+                                                 MakeIntTensor(DType::kI64, {2, 2}, {0, 0, 1, 1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2}));
+  EXPECT_THAT(ToInts(*y), ElementsAre(0, 3));
+  y = RunOp("gather_nd",
+            {Iota(DType::kF32, {2, 2, 2}), MakeIntTensor(DType::kI64, {2, 1, 2}, {0, 1, -1, 0})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 1, 2}));
+  EXPECT_THAT(ToDoubles(*y), ElementsAre(2, 3, 4, 5));
+  y = RunOp("gather_nd",
+            {Iota(DType::kI32, {2, 2, 2}), MakeIntTensor(DType::kI32, {2, 1}, {1, 0})},
+            MakeAttrs({{"batch_dims", int64_t{1}}}));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 2}));
+  EXPECT_THAT(ToInts(*y), ElementsAre(2, 3, 4, 5));
+}
+
+TEST(GatherNdTest, Errors) {
+  Tensor data(DType::kF32, {3, 2});
+  EXPECT_THAT(RunOpError("gather_nd", {data, MakeIntTensor(DType::kI64, {1, 2}, {0, -3})}),
+              HasSubstr("node 'test_node' (gather_nd): index -3 is out of range for axis 1 of "
+                        "size 2"));
+  EXPECT_THAT(RunOpError("gather_nd", {data, MakeIntTensor(DType::kI64, {1, 3}, {0, 0, 0})}),
+              HasSubstr("have a last dim in [1, 2]"));
+  EXPECT_THAT(RunOpError("gather_nd", {data, MakeIntTensor(DType::kI64, {2, 1}, {0, 0})},
+                         MakeAttrs({{"batch_dims", int64_t{2}}})),
+              HasSubstr("attribute 'batch_dims' (2) must be in [0, 2)"));
+  EXPECT_THAT(RunOpError("gather_nd", {data, MakeIntTensor(DType::kI64, {2, 1}, {0, 0})},
+                         MakeAttrs({{"batch_dims", int64_t{1}}})),
+              HasSubstr("must share the data's first 1 dims"));
+  EXPECT_THAT(RunOpError("gather_nd", {data, Tensor(DType::kF32, {1, 1})}),
+              HasSubstr("input 1 (indices) has dtype f32"));
+}
+
 TEST(GatherTest, Errors) {
   Tensor data(DType::kF32, {3, 2});
   EXPECT_THAT(

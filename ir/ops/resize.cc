@@ -1,0 +1,348 @@
+// resize (see resize.h for its attributes and taps), for floats, computed
+// in double straight from its definition: per output element, the sum over
+// the taps of every dim of the product of their weights times the input
+// element (taps of weight 0 not read), or extrapolation_value when the
+// element's source lies outside the input along some dim.
+#include "ir/ops/resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/ops/error_bound.h"
+#include "ir/ops/op_util.h"
+#include "ir/ops/ops.h"
+
+namespace loom {
+
+int ResizeSpec::taps() const {
+  switch (mode) {
+    case ResizeMode::kNearest:
+      return 1;
+    case ResizeMode::kLinear:
+      return 2;
+    default:
+      return 4;
+  }
+}
+
+namespace {
+
+constexpr const char* kCoordinateModes[] = {"half_pixel",           "pytorch_half_pixel",
+                                            "align_corners",        "asymmetric",
+                                            "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+constexpr const char* kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                         "ceil"};
+
+// The string attribute `name` (default `fallback`), which must be one of
+// `allowed`.
+template <size_t N>
+absl::StatusOr<std::string> OneOf(const Node& node, absl::string_view name,
+                                  const char* const (&allowed)[N], const char* fallback) {
+  std::string value = node.attrs.GetString(name, fallback);
+  for (const char* a : allowed) {
+    if (value == a) return value;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "attribute '", name, "' \"", value, "\" is not one of ", absl::StrJoin(allowed, ", ")));
+}
+
+}  // namespace
+
+absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node& node, const Shape& x) {
+  ResizeSpec spec;
+  spec.input = x;
+  const size_t rank = x.size();
+  constexpr const char* kModes[] = {"nearest", "linear", "cubic"};
+  absl::StatusOr<std::string> mode = OneOf(node, "mode", kModes, "nearest");
+  if (!mode.ok()) return mode.status();
+  spec.mode = *mode == "nearest"  ? ResizeMode::kNearest
+              : *mode == "linear" ? ResizeMode::kLinear
+                                  : ResizeMode::kCubic;
+  absl::StatusOr<std::string> coordinates =
+      OneOf(node, "coordinate_transformation_mode", kCoordinateModes, "half_pixel");
+  if (!coordinates.ok()) return coordinates.status();
+  spec.coordinates = *std::move(coordinates);
+  absl::StatusOr<std::string> nearest =
+      OneOf(node, "nearest_mode", kNearestModes, "round_prefer_floor");
+  if (!nearest.ok()) return nearest.status();
+  spec.nearest_mode = *std::move(nearest);
+  spec.cubic_a = node.attrs.GetFloat("cubic_coeff_a", -0.75);
+  spec.extrapolation_value = node.attrs.GetFloat("extrapolation_value", 0);
+  if (!std::isfinite(spec.cubic_a)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'cubic_coeff_a' must be finite, got ", spec.cubic_a));
+  }
+  const int64_t exclude = node.attrs.GetInt("exclude_outside", 0);
+  if (exclude != 0 && exclude != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'exclude_outside' must be 0 or 1, got ", exclude));
+  }
+  spec.exclude_outside = exclude == 1;
+
+  const bool has_scales = node.attrs.Has("scales"), has_sizes = node.attrs.Has("sizes");
+  if (has_scales == has_sizes) {
+    return absl::InvalidArgumentError(
+        "exactly one of the attributes 'scales' and 'sizes' must be given");
+  }
+  if (has_scales) {
+    spec.scales = node.attrs.GetFloats("scales");
+    if (spec.scales.size() != rank) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'scales' has ", spec.scales.size(),
+                                                     " entries; the input ", ShapeToString(x),
+                                                     " needs ", rank));
+    }
+    for (size_t d = 0; d < rank; ++d) {
+      const double s = spec.scales[d];
+      const double size = s * static_cast<double>(x[d]);
+      if (!(s > 0) || !std::isfinite(s) || !(size <= static_cast<double>(kMaxTensorElements))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("attribute 'scales' [", absl::StrJoin(spec.scales, ", "),
+                         "] must hold finite values > 0 "
+                         "whose output sizes are at most 2^40; input ",
+                         ShapeToString(x)));
+      }
+      spec.output.push_back(static_cast<int64_t>(std::floor(size)));
+    }
+  } else {
+    spec.output = node.attrs.GetInts("sizes");
+    if (spec.output.size() != rank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute 'sizes' ", ShapeToString(spec.output), " has ", spec.output.size(),
+          " entries; the input ", ShapeToString(x), " needs ", rank));
+    }
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t size = spec.output[d];
+      if (size < 0 || size > kMaxTensorElements) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "attribute 'sizes' ", ShapeToString(spec.output), " has an entry outside [0, 2^40]"));
+      }
+      spec.scales.push_back(x[d] == 0 ? 1.0
+                                      : static_cast<double>(size) / static_cast<double>(x[d]));
+    }
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (x[d] == 0 && spec.output[d] > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("dim ", d, " of the input ", ShapeToString(x),
+                                                     " is empty: nothing to resize it to ",
+                                                     spec.output[d], " positions from"));
+    }
+  }
+  if (node.attrs.Has("roi")) {
+    spec.roi = node.attrs.GetFloats("roi");
+    if (spec.roi.size() != 2 * rank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'roi' has ", spec.roi.size(), " entries; the input ",
+                       ShapeToString(x), " needs ", 2 * rank, " (all starts, then all ends)"));
+    }
+    for (double v : spec.roi) {
+      if (!std::isfinite(v)) {
+        return absl::InvalidArgumentError("attribute 'roi' must hold finite values");
+      }
+    }
+  } else {
+    spec.roi.assign(rank, 0.0);
+    spec.roi.resize(2 * rank, 1.0);
+  }
+  return spec;
+}
+
+namespace {
+
+// Keys' cubic convolution weights of the taps f - 1 .. f + 2 for a source
+// at f + r (ONNX's formulas).
+void CubicWeights(double r, double a, double* w) {
+  const double s = 1 - r;
+  w[0] = ((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a;
+  w[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
+  w[2] = ((a + 2) * s - (a + 3)) * s * s + 1;
+  w[3] = ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a;
+}
+
+// Whether nearest_mode picks f + 1 rather than f for a source at f + r.
+bool RoundsUp(const std::string& nearest_mode, double r) {
+  if (r == 1) return true;  // an integer source: itself
+  if (nearest_mode == "round_prefer_floor") return r > 0.5;
+  if (nearest_mode == "round_prefer_ceil") return r >= 0.5;
+  return nearest_mode == "ceil";
+}
+
+}  // namespace
+
+ResizeAxisTaps ResizeTaps(const ResizeSpec& spec, int dim) {
+  ResizeAxisTaps t;
+  t.taps = spec.taps();
+  const int64_t in = spec.input[dim], out = spec.output[dim];
+  const double size = static_cast<double>(in);
+  const double s = spec.scales[dim];
+  const double width = s * size;
+  const double roi_start = spec.roi[dim], roi_end = spec.roi[spec.rank() + dim];
+  t.index.assign(out * t.taps, 0);
+  t.weight.assign(out * t.taps, 0);
+  t.extrapolated.assign(out, false);
+  const std::string& mode = spec.coordinates;
+  for (int64_t x = 0; x < out; ++x) {
+    const double p = static_cast<double>(x);
+    double c;
+    if (mode == "half_pixel") {
+      c = (p + 0.5) / s - 0.5;
+    } else if (mode == "pytorch_half_pixel") {
+      c = width == 1 ? -0.5 : (p + 0.5) / s - 0.5;
+    } else if (mode == "align_corners") {
+      c = width == 1 ? 0 : p * (size - 1) / (width - 1);
+    } else if (mode == "asymmetric") {
+      c = p / s;
+    } else if (mode == "tf_half_pixel_for_nn") {
+      c = (p + 0.5) / s;
+    } else {  // tf_crop_and_resize
+      c = width == 1 ? (roi_end - roi_start) * (size - 1) / 2
+                     : p * (roi_end - roi_start) * (size - 1) / (width - 1);
+      c += roi_start * (size - 1);
+      if (!(c >= 0 && c <= size - 1)) {
+        t.extrapolated[x] = true;
+        continue;
+      }
+    }
+    // Within [-0.5, I] for every mode (extrapolated ones aside).
+    double f = std::floor(c);
+    double r = c - f;
+    if (r == 0) {  // ONNX's convention: the source is the right-hand tap
+      f -= 1;
+      r = 1;
+    }
+    const int64_t base = static_cast<int64_t>(f);
+    int64_t* index = &t.index[x * t.taps];
+    double* weight = &t.weight[x * t.taps];
+    switch (spec.mode) {
+      case ResizeMode::kNearest:
+        index[0] = base + (RoundsUp(spec.nearest_mode, r) ? 1 : 0);
+        weight[0] = 1;
+        break;
+      case ResizeMode::kLinear:
+        index[0] = base;
+        index[1] = base + 1;
+        weight[0] = 1 - r;
+        weight[1] = r;
+        break;
+      case ResizeMode::kCubic:
+        for (int k = 0; k < 4; ++k) index[k] = base - 1 + k;
+        CubicWeights(r, spec.cubic_a, weight);
+        break;
+    }
+    if (spec.exclude_outside && spec.mode != ResizeMode::kNearest) {
+      double sum = 0;
+      for (int k = 0; k < t.taps; ++k) {
+        if (index[k] < 0 || index[k] >= in) weight[k] = 0;
+        sum += weight[k];
+      }
+      for (int k = 0; k < t.taps; ++k) weight[k] /= sum;
+    }
+    for (int k = 0; k < t.taps; ++k) index[k] = std::clamp<int64_t>(index[k], 0, in - 1);
+  }
+  return t;
+}
+
+namespace {
+
+using ShapeResult = absl::StatusOr<OutputTypes>;
+
+ShapeResult ResizeShape(const Node& node, absl::Span<const TensorType> in) {
+  if (absl::Status s = CheckDType(in[0].dtype, DTypeClass::kFloat, 0); !s.ok()) return s;
+  absl::StatusOr<ResizeSpec> spec = ReadResizeSpec(node, in[0].shape);
+  if (!spec.ok()) return spec.status();
+  return OneOutput(in[0].dtype, spec->output);
+}
+
+// Per dim, for each output position, its taps of nonzero weight: the
+// input offset (index times the dim's stride) and the weight.
+struct NonzeroTaps {
+  std::vector<int64_t> begin;  // per output position, into offset / weight
+  std::vector<int64_t> offset;
+  std::vector<double> weight;
+  std::vector<bool> extrapolated;
+};
+
+NonzeroTaps CompactTaps(const ResizeAxisTaps& t, int64_t stride) {
+  NonzeroTaps n;
+  const int64_t out = static_cast<int64_t>(t.extrapolated.size());
+  for (int64_t x = 0; x < out; ++x) {
+    n.begin.push_back(static_cast<int64_t>(n.offset.size()));
+    for (int k = 0; k < t.taps; ++k) {
+      const double w = t.weight[x * t.taps + k];
+      if (w == 0) continue;
+      n.offset.push_back(t.index[x * t.taps + k] * stride);
+      n.weight.push_back(w);
+    }
+  }
+  n.begin.push_back(static_cast<int64_t>(n.offset.size()));
+  n.extrapolated = t.extrapolated;
+  return n;
+}
+
+absl::Status ResizeEval(const Node& node, absl::Span<const Tensor* const> in,
+                        absl::Span<Tensor> out) {
+  const Tensor& x = *in[0];
+  Tensor& y = out[0];
+  absl::StatusOr<ResizeSpec> spec = ReadResizeSpec(node, x.shape());
+  if (!spec.ok()) return spec.status();
+  const int rank = spec->rank();
+  const std::vector<int64_t> strides = ContiguousStrides(x.shape());
+  std::vector<NonzeroTaps> dims;
+  for (int d = 0; d < rank; ++d) dims.push_back(CompactTaps(ResizeTaps(*spec, d), strides[d]));
+  std::vector<int64_t> at(rank, 0);   // the output element's coordinates
+  std::vector<int64_t> tap(rank, 0);  // into each dim's taps of at[d]
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    bool extrapolated = false;
+    bool empty = false;
+    for (int d = 0; d < rank; ++d) {
+      extrapolated = extrapolated || dims[d].extrapolated[at[d]];
+      tap[d] = dims[d].begin[at[d]];
+      empty = empty || tap[d] == dims[d].begin[at[d] + 1];
+    }
+    double sum = 0;
+    while (!extrapolated && !empty) {
+      double w = 1;
+      int64_t offset = 0;
+      for (int d = 0; d < rank; ++d) {
+        w *= dims[d].weight[tap[d]];
+        offset += dims[d].offset[tap[d]];
+      }
+      sum += w * x.GetDouble(offset);
+      int d = rank - 1;
+      for (; d >= 0; --d) {
+        if (++tap[d] < dims[d].begin[at[d] + 1]) break;
+        tap[d] = dims[d].begin[at[d]];
+      }
+      if (d < 0) break;
+    }
+    y.SetDouble(i, extrapolated ? spec->extrapolation_value : sum);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++at[d] < spec->output[d]) break;
+      at[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterResizeOps(OpRegistry& registry) {
+  return RegisterAll(
+      registry,
+      {Composite(FixedArityOp("resize", 1,
+                              {{"mode", AttrType::kString, false},
+                               {"coordinate_transformation_mode", AttrType::kString, false},
+                               {"nearest_mode", AttrType::kString, false},
+                               {"cubic_coeff_a", AttrType::kFloat, false},
+                               {"exclude_outside", AttrType::kInt, false},
+                               {"extrapolation_value", AttrType::kFloat, false},
+                               {"scales", AttrType::kFloats, false},
+                               {"sizes", AttrType::kInts, false},
+                               {"roi", AttrType::kFloats, false}},
+                              ResizeShape, ResizeEval))});
+}
+
+}  // namespace loom
