@@ -14,7 +14,7 @@ absl::Status RegisterAllFamilies(OpRegistry& registry) {
        {RegisterElementwiseOps, RegisterReductionOps, RegisterShapeOps,
         RegisterMatmulOps, RegisterSoftmaxOps, RegisterActivationOps,
         RegisterTensorOps, RegisterNormOps, RegisterRecurrentOps,
-        RegisterConvOps}) {
+        RegisterConvOps, RegisterInverseTrigOps}) {
     absl::Status status = register_family(registry);
     if (!status.ok()) return status;
   }

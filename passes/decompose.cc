@@ -25,7 +25,8 @@ const std::vector<std::pair<std::string, DecomposeFn>>& Decompositions() {
     for (absl::Span<const Decomposition> family :
          {SoftmaxDecompositions(), ActivationDecompositions(),
           NormDecompositions(), TensorOpDecompositions(),
-          RnnDecompositions(), ConvDecompositions()}) {
+          RnnDecompositions(), ConvDecompositions(),
+          InverseTrigDecompositions()}) {
       for (const Decomposition& d : family) all->emplace_back(d.op, d.fn);
     }
     return all;

@@ -161,6 +161,8 @@ absl::Span<const Decomposition>
 TensorOpDecompositions();                             // decompose_tensor_ops.cc
 absl::Span<const Decomposition> RnnDecompositions();  // decompose_rnn.cc
 absl::Span<const Decomposition> ConvDecompositions();  // decompose_conv.cc
+absl::Span<const Decomposition>
+InverseTrigDecompositions();  // decompose_inverse_trig.cc
 
 // "expected 3 inputs and 1 output, got 2 and 1" unless the node has
 // exactly that many.

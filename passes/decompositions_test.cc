@@ -167,6 +167,14 @@ TEST(DecompositionsTest, Activations) {
   for (const Case& c : cases) CheckDecomposition(c);
 }
 
+// Over [-3, 3) and the specials (NaN outside the domains, as the C
+// library gives); the f32 forms' accuracy: //backends/cpp:math_end_to_end_test.
+TEST(DecompositionsTest, InverseTrig) {
+  for (const char* op : {"atan", "asin", "acos", "asinh", "acosh", "atanh"}) {
+    CheckDecomposition({op, {F64({5, 9})}, {}, 1, false, true});
+  }
+}
+
 TEST(DecompositionsTest, LinearAlgebra) {
   const std::vector<Case> cases = {
       {"linear", {F64({2, 3, 5}), F64({4, 5}), F64({4})}},

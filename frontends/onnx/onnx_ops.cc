@@ -8,6 +8,7 @@ const Converter* FindConverter(absl::string_view op_type) {
     AddElementwiseConverters(*map);
     AddTensorConverters(*map);
     AddNeuralConverters(*map);
+    AddMathConverters(*map);
     return map;
   }();
   auto it = converters->find(op_type);

@@ -27,6 +27,9 @@ void AddTensorConverters(ConverterMap& map);
 // Matmul, reductions, softmax family, normalisations, convolutions and
 // pools, recurrences, losses.
 void AddNeuralConverters(ConverterMap& map);
+// Inverse trigonometric and hyperbolic functions, TopK, ReverseSequence,
+// LRN, Einsum and the window functions (onnx_ops_math.cc).
+void AddMathConverters(ConverterMap& map);
 
 // The converter for an ONNX op of the default domain, or null.
 const Converter* FindConverter(absl::string_view op_type);

@@ -35,6 +35,8 @@ absl::Status RegisterNormOps(OpRegistry& registry);
 absl::Status RegisterRecurrentOps(OpRegistry& registry);
 // conv, max_pool, average_pool (see conv.h).
 absl::Status RegisterConvOps(OpRegistry& registry);
+// atan, asin, acos, asinh, acosh, atanh (composites).
+absl::Status RegisterInverseTrigOps(OpRegistry& registry);
 
 }  // namespace loom
 
