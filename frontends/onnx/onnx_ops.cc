@@ -44,6 +44,9 @@ std::vector<int> StaticOperands(absl::string_view op_type) {
           {"ReduceLogSum", {1}},
           {"ReduceLogSumExp", {1}},
           {"ReduceSumSquare", {1}},
+          {"HannWindow", {0}},
+          {"HammingWindow", {0}},
+          {"BlackmanWindow", {0}},
       };
   auto it = operands->find(op_type);
   return it == operands->end() ? std::vector<int>{} : it->second;
