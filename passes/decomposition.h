@@ -163,6 +163,8 @@ absl::Span<const Decomposition> RnnDecompositions();  // decompose_rnn.cc
 absl::Span<const Decomposition> ConvDecompositions();  // decompose_conv.cc
 absl::Span<const Decomposition>
 InverseTrigDecompositions();  // decompose_inverse_trig.cc
+absl::Span<const Decomposition>
+SequenceDecompositions();  // decompose_sequence.cc (top_k, reverse_sequence, lrn)
 
 // "expected 3 inputs and 1 output, got 2 and 1" unless the node has
 // exactly that many.

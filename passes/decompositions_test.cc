@@ -175,6 +175,28 @@ TEST(DecompositionsTest, InverseTrig) {
   }
 }
 
+// Integers from [-3, 3) tie often; the specials put NaN and infinities
+// among floats. reverse_sequence: //backends/cpp:math_end_to_end_test
+// (its lengths must lie in [0, T]).
+TEST(DecompositionsTest, TopKAndLrn) {
+  const std::vector<Case> cases = {
+      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{7}}}), 2, false, true},
+      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{3}}, {"largest", int64_t{0}}}), 2, false,
+       true},
+      {"top_k", {F64({7, 2, 3})}, Make({{"k", int64_t{2}}, {"axis", int64_t{0}}}), 2, false,
+       true},
+      {"top_k", {{DType::kI64, {3, 9}}}, Make({{"k", int64_t{9}}}), 2},
+      {"top_k", {{DType::kI32, {3, 9, 2}}},
+       Make({{"k", int64_t{4}}, {"axis", int64_t{1}}, {"largest", int64_t{0}}}), 2},
+      {"top_k", {F64({3, 5})}, Make({{"k", int64_t{0}}}), 2},
+      {"lrn", {F64({2, 5, 3, 2})}, Make({{"size", int64_t{3}}}), 1, false, true},
+      {"lrn", {F64({2, 6, 4})},
+       Make({{"size", int64_t{4}}, {"alpha", 0.3}, {"beta", 1.5}, {"bias", 0.25}})},
+      {"lrn", {F64({1, 3})}, Make({{"size", int64_t{1}}, {"bias", 1e-30}})},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
 TEST(DecompositionsTest, LinearAlgebra) {
   const std::vector<Case> cases = {
       {"linear", {F64({2, 3, 5}), F64({4, 5}), F64({4})}},

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpp/e2e_test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
@@ -136,6 +137,88 @@ TEST(MathEndToEndTest, InverseTrigFusedMatchesTheInterpreter) {
   b.Output(b.Op("reduce_sum", {b.Op("asin", {half})}, IntsAttr("axes", {1})));
   b.Output(b.Op("mul", {b.Op("acos", {half}), b.Op("atanh", {half})}));
   b.Output(b.Op("acosh", {b.Op("add", {b.Op("abs", {x}), b.Op("abs", {x})})}));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+// top_k in f32 with ties, NaN and infinities among the values, in i64
+// (integers in [-5, 5]: many ties) and along a first axis, smallest too.
+TEST(MathEndToEndTest, TopKMatchesTheInterpreter) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {6, 10});
+  const ValueId ints = b.Input("ints", DType::kI64, {4, 12});
+  const ValueId cube = b.Input("cube", DType::kF32, {5, 3, 4});
+  auto top = [&](ValueId v, int64_t k, int64_t axis, int64_t largest) {
+    for (ValueId out :
+         b.Ops("top_k", {v}, 2, MakeAttrs({{"k", k}, {"axis", axis}, {"largest", largest}}))) {
+      b.Output(out);
+    }
+  };
+  top(x, 10, -1, 1);
+  top(x, 4, 1, 0);
+  top(ints, 7, 1, 1);
+  top(ints, 3, 0, 0);
+  top(cube, 2, 0, 1);
+  top(cube, 3, 1, 0);
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& input) {
+    if (i != 0) return;
+    const double specials[] = {kNan, kInf, -kInf, 0.5, 0.5, kNan, 0.0, -0.0};
+    for (int64_t e = 0; e < 8; ++e) input.SetDouble(e * 7 % 60, specials[e]);
+    input.SetDouble(13, input.GetDouble(17));  // a tie in row 1
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+TEST(MathEndToEndTest, ReverseSequenceMatchesTheInterpreter) {
+  GraphBuilder b;
+  const ValueId time_major = b.Input("time_major", DType::kF32, {7, 4, 3});
+  const ValueId time_lengths = b.Input("time_lengths", DType::kI64, {4});
+  const ValueId batch_major = b.Input("batch_major", DType::kI64, {3, 5});
+  const ValueId batch_lengths = b.Input("batch_lengths", DType::kI64, {3});
+  b.Output(b.Op("reverse_sequence", {time_major, time_lengths}));
+  b.Output(b.Op("reverse_sequence", {batch_major, batch_lengths},
+                MakeAttrs({{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}})));
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& input) {
+    if (i == 1) {
+      for (int64_t b = 0; b < 4; ++b) input.SetInt(b, std::vector<int64_t>{7, 0, 3, 1}[b]);
+    } else if (i == 3) {
+      for (int64_t b = 0; b < 3; ++b) input.SetInt(b, std::vector<int64_t>{2, 5, 4}[b]);
+    }
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+// A length past the time axis, or a negative one, is an error at run time
+// (the kernel's gather checks its index), as in the interpreter.
+TEST(MathEndToEndTest, ReverseSequenceRefusesLengthsOutOfRange) {
+  for (int64_t bad : {4, -1}) {
+    GraphBuilder b;
+    const ValueId x = b.Input("x", DType::kF32, {3, 2});
+    const ValueId lengths = b.Input("lengths", DType::kI64, {2});
+    b.Output(b.Op("reverse_sequence", {x, lengths}));
+    ASSERT_TRUE(InferShapes(b.graph()).ok());
+    Tensor data(DType::kF32, {3, 2});
+    Tensor lens(DType::kI64, {2});
+    lens.SetInt(0, 1);
+    lens.SetInt(1, bad);
+    absl::StatusOr<std::vector<Tensor>> outputs = CompileAndRun(b.graph(), {data, lens});
+    EXPECT_FALSE(outputs.ok()) << "length " << bad;
+    EXPECT_THAT(std::string(outputs.status().message()), testing::HasSubstr("reverse_sequence"))
+        << outputs.status();
+  }
+}
+
+TEST(MathEndToEndTest, LrnMatchesTheInterpreter) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {2, 7, 5, 4});
+  b.Output(b.Op("lrn", {x}, MakeAttrs({{"size", int64_t{5}}})));
+  b.Output(b.Op("lrn", {x},
+                MakeAttrs({{"size", int64_t{4}}, {"alpha", 0.5}, {"beta", 1.25}, {"bias", 0.3}})));
+  b.Output(b.Op("lrn", {x}, MakeAttrs({{"size", int64_t{1}}, {"bias", 1e-3}, {"beta", 0.5}})));
+  const ValueId small = b.Input("small", DType::kF32, {1, 3, 8});
+  b.Output(b.Op("lrn", {b.Op("mul", {small, small})},
+                MakeAttrs({{"size", int64_t{3}}, {"alpha", 1.0}, {"bias", 1e-30}})));
   CompileRunAndCompare(std::move(b.graph()));
 }
 

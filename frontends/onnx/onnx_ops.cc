@@ -47,6 +47,7 @@ std::vector<int> StaticOperands(absl::string_view op_type) {
           {"HannWindow", {0}},
           {"HammingWindow", {0}},
           {"BlackmanWindow", {0}},
+          {"TopK", {1}},
       };
   auto it = operands->find(op_type);
   return it == operands->end() ? std::vector<int>{} : it->second;

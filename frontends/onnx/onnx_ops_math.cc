@@ -1,6 +1,6 @@
 // ONNX ops added for issue 19's math and selection work: the inverse
-// trigonometric and hyperbolic functions (1:1 onto loom composites) and the
-// window functions (computed at import).
+// trigonometric and hyperbolic functions, TopK, ReverseSequence and LRN
+// (onto loom composites) and the window functions (computed at import).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -25,6 +25,7 @@ Converter FloatUnary(std::string op) {
 }
 
 constexpr AttrKind kInt = onnx::AttributeProto::INT;
+constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
 
 // HannWindow, HammingWindow, BlackmanWindow: the generalised cosine window
 //   w[n] = a0 - a1 cos(2 pi n / N1) + a2 cos(4 pi n / N1),  n < size,
@@ -75,6 +76,60 @@ Converter Window(double a0, double a1, double a2) {
   };
 }
 
+// TopK: k from the attribute (opset 1) or the input K, which must be known at
+// import (opset 10 on); `largest` and `sorted` from opset 11.
+absl::Status ConvertTopK(NodeContext& ctx) {
+  std::vector<AttrRule> accepted = {{"axis", kInt}};
+  if (ctx.opset() < 10) accepted.push_back({"k", kInt});
+  if (ctx.opset() >= 11) {
+    accepted.push_back({"largest", kInt});
+    accepted.push_back({"sorted", kInt});
+  }
+  if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+  int64_t k = ctx.Int("k", -1);
+  if (ctx.opset() >= 10) {
+    absl::StatusOr<std::vector<int64_t>> ks = ctx.ConstInts(1, "k, the number of elements");
+    if (!ks.ok()) return ks.status();
+    if (ks->size() != 1) {
+      return ctx.Refuse(absl::StrCat("input K has ", ks->size(), " elements; expected 1"));
+    }
+    k = (*ks)[0];
+  } else if (!ctx.HasAttr("k")) {
+    return ctx.Refuse("attribute 'k' is required");
+  }
+  Attrs attrs = MakeAttrs({{"k", k},
+                           {"axis", ctx.Int("axis", -1)},
+                           {"largest", ctx.Int("largest", 1)},
+                           {"sorted", ctx.Int("sorted", 1)}});
+  ctx.EmitNode("top_k", {ctx.In(0)}, std::move(attrs), 2, {0, 1});
+  return ctx.status();
+}
+
+absl::Status ConvertReverseSequence(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"batch_axis", kInt}, {"time_axis", kInt}}); !s.ok()) {
+    return s;
+  }
+  ctx.EmitOutput(0, "reverse_sequence", {ctx.In(0), ctx.In(1)},
+                 MakeAttrs({{"batch_axis", ctx.Int("batch_axis", 1)},
+                            {"time_axis", ctx.Int("time_axis", 0)}}));
+  return ctx.status();
+}
+
+absl::Status ConvertLrn(NodeContext& ctx) {
+  if (absl::Status s =
+          ctx.CheckAttrs({{"size", kInt}, {"alpha", kFloat}, {"beta", kFloat}, {"bias", kFloat}});
+      !s.ok()) {
+    return s;
+  }
+  if (!ctx.HasAttr("size")) return ctx.Refuse("attribute 'size' is required");
+  ctx.EmitOutput(0, "lrn", {ctx.In(0)},
+                 MakeAttrs({{"size", ctx.Int("size", 0)},
+                            {"alpha", ctx.Float("alpha", 1e-4f)},
+                            {"beta", ctx.Float("beta", 0.75f)},
+                            {"bias", ctx.Float("bias", 1.0f)}}));
+  return ctx.status();
+}
+
 }  // namespace
 
 void AddMathConverters(ConverterMap& map) {
@@ -86,6 +141,9 @@ void AddMathConverters(ConverterMap& map) {
   map["HannWindow"] = Window(0.5, 0.5, 0);
   map["HammingWindow"] = Window(25.0 / 46, 21.0 / 46, 0);
   map["BlackmanWindow"] = Window(0.42, 0.5, 0.08);
+  map["TopK"] = ConvertTopK;
+  map["ReverseSequence"] = ConvertReverseSequence;
+  map["LRN"] = ConvertLrn;
 }
 
 }  // namespace loom::onnx_import

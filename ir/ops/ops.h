@@ -37,6 +37,10 @@ absl::Status RegisterRecurrentOps(OpRegistry& registry);
 absl::Status RegisterConvOps(OpRegistry& registry);
 // atan, asin, acos, asinh, acosh, atanh (composites).
 absl::Status RegisterInverseTrigOps(OpRegistry& registry);
+// lrn (composite).
+absl::Status RegisterLrnOps(OpRegistry& registry);
+// top_k, reverse_sequence (composites).
+absl::Status RegisterSequenceOps(OpRegistry& registry);
 
 }  // namespace loom
 
