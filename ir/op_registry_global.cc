@@ -15,7 +15,7 @@ absl::Status RegisterAllFamilies(OpRegistry& registry) {
         RegisterMatmulOps, RegisterSoftmaxOps, RegisterActivationOps,
         RegisterTensorOps, RegisterNormOps, RegisterRecurrentOps,
         RegisterConvOps, RegisterInverseTrigOps, RegisterLrnOps,
-        RegisterSequenceOps}) {
+        RegisterSequenceOps, RegisterEinsumOps}) {
     absl::Status status = register_family(registry);
     if (!status.ok()) return status;
   }

@@ -165,6 +165,7 @@ absl::Span<const Decomposition>
 InverseTrigDecompositions();  // decompose_inverse_trig.cc
 absl::Span<const Decomposition>
 SequenceDecompositions();  // decompose_sequence.cc (top_k, reverse_sequence, lrn)
+absl::Span<const Decomposition> EinsumDecompositions();  // decompose_einsum.cc
 
 // "expected 3 inputs and 1 output, got 2 and 1" unless the node has
 // exactly that many.

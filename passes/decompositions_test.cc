@@ -197,6 +197,37 @@ TEST(DecompositionsTest, TopKAndLrn) {
   for (const Case& c : cases) CheckDecomposition(c);
 }
 
+TEST(DecompositionsTest, Einsum) {
+  struct Equation {
+    const char* text;
+    std::vector<Shape> shapes;
+    DType dtype = DType::kF64;
+  };
+  const std::vector<Equation> equations = {
+      {"ij,jk->ik", {{3, 4}, {4, 5}}},
+      {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}},
+      {"i,i", {{6}, {6}}},
+      {"ij->i", {{3, 4}}},
+      {"ij->ji", {{3, 4}}},
+      {"...ii->...i", {{2, 3, 4, 4}}},
+      {"ii", {{5, 5}}},
+      {"iji->j", {{3, 2, 3}}},
+      {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 2}}},
+      {"abc,cd,bd->da", {{2, 3, 4}, {4, 5}, {3, 5}}},
+      {"i,j->ij", {{3}, {4}}},
+      {"ba,ab", {{3, 2}, {2, 3}}},
+      {"...j,j...->...", {{1, 3, 4}, {4, 2, 1}}},
+      {"bij,jk->bki", {{1, 3, 4}, {4, 5}}},
+      {"ij,jk->ik", {{3, 4}, {4, 5}}, DType::kI64},
+      {"ii,i->", {{4, 4}, {4}}, DType::kI32},
+  };
+  for (const Equation& e : equations) {
+    Case c{"einsum", {}, Make({{"equation", std::string(e.text)}})};
+    for (const Shape& shape : e.shapes) c.inputs.push_back({e.dtype, shape});
+    CheckDecomposition(c);
+  }
+}
+
 TEST(DecompositionsTest, LinearAlgebra) {
   const std::vector<Case> cases = {
       {"linear", {F64({2, 3, 5}), F64({4, 5}), F64({4})}},

@@ -222,5 +222,32 @@ TEST(MathEndToEndTest, LrnMatchesTheInterpreter) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// einsum as views, sums and products (GEMM calls where large), against the
+// interpreter: matrix and batched products, a chain of three, diagonals,
+// traces, transposes, broadcast "..." dims, an outer product and integers.
+TEST(MathEndToEndTest, EinsumMatchesTheInterpreter) {
+  GraphBuilder b;
+  auto einsum = [&](const std::string& equation, std::vector<ValueId> inputs) {
+    b.Output(b.Op("einsum", std::move(inputs), MakeAttrs({{"equation", equation}})));
+  };
+  const ValueId a = b.Input("a", DType::kF32, {8, 16});
+  const ValueId c = b.Input("c", DType::kF32, {16, 12});
+  const ValueId batch = b.Input("batch", DType::kF32, {3, 16, 16});
+  const ValueId d = b.Input("d", DType::kF32, {12, 5});
+  const ValueId ints = b.Input("ints", DType::kI64, {4, 4});
+  einsum("ij,jk->ik", {a, c});
+  einsum("ij,jk,kl->li", {a, c, d});
+  einsum("bij,bjk->bik", {batch, batch});
+  einsum("...ii->...i", {batch});
+  einsum("bii->b", {batch});
+  einsum("ij->ji", {a});
+  einsum("ij->", {a});
+  einsum("i...,...j->i...j", {a, c});
+  einsum("ij,kl->ijkl", {d, d});
+  einsum("ij,jk->ik", {ints, ints});
+  einsum("ii", {ints});
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
 }  // namespace
 }  // namespace loom

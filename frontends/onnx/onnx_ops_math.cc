@@ -1,6 +1,6 @@
 // ONNX ops added for issue 19's math and selection work: the inverse
-// trigonometric and hyperbolic functions, TopK, ReverseSequence and LRN
-// (onto loom composites) and the window functions (computed at import).
+// trigonometric and hyperbolic functions, TopK, ReverseSequence, LRN and
+// Einsum (onto loom composites) and the window functions (computed at import).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -130,6 +130,20 @@ absl::Status ConvertLrn(NodeContext& ctx) {
   return ctx.status();
 }
 
+// Einsum: the equation as it is (loom parses and checks it, naming the
+// node); any number of inputs.
+absl::Status ConvertEinsum(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"equation", onnx::AttributeProto::STRING}}); !s.ok()) {
+    return s;
+  }
+  if (!ctx.HasAttr("equation")) return ctx.Refuse("attribute 'equation' is required");
+  std::vector<ValueId> inputs;
+  for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.In(i));
+  ctx.EmitOutput(0, "einsum", std::move(inputs),
+                 MakeAttrs({{"equation", ctx.String("equation", "")}}));
+  return ctx.status();
+}
+
 }  // namespace
 
 void AddMathConverters(ConverterMap& map) {
@@ -144,6 +158,7 @@ void AddMathConverters(ConverterMap& map) {
   map["TopK"] = ConvertTopK;
   map["ReverseSequence"] = ConvertReverseSequence;
   map["LRN"] = ConvertLrn;
+  map["Einsum"] = ConvertEinsum;
 }
 
 }  // namespace loom::onnx_import

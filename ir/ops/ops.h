@@ -41,6 +41,8 @@ absl::Status RegisterInverseTrigOps(OpRegistry& registry);
 absl::Status RegisterLrnOps(OpRegistry& registry);
 // top_k, reverse_sequence (composites).
 absl::Status RegisterSequenceOps(OpRegistry& registry);
+// einsum (composite; see einsum.h).
+absl::Status RegisterEinsumOps(OpRegistry& registry);
 
 }  // namespace loom
 
