@@ -43,73 +43,59 @@ namespace {
 
 constexpr double kLargeArgument = 268435456.0;  // 2^28
 
-absl::Status DecomposeAtan(const Node& node, DecompositionBuilder& b) {
+// Each writes `out` = f(x) through `p`, built for x.
+using UnaryFn = void (*)(PointwiseMath& p, ValueId x, ValueId out);
+
+template <UnaryFn f>
+absl::Status Decompose(const Node& node, DecompositionBuilder& b) {
   if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
-  const ValueId x = node.inputs[0];
-  PointwiseMath p(b, x);
+  PointwiseMath p(b, node.inputs[0]);
+  f(p, node.inputs[0], node.outputs[0]);
+  return absl::OkStatus();
+}
+
+void Atan(PointwiseMath& p, ValueId x, ValueId out) {
   const ValueId y = p.AtanOfMagnitude(p.Op("abs", {x}));
-  p.Write("mul", {p.Op("sign", {x}), y}, node.outputs[0]);
-  return absl::OkStatus();
+  p.Write("mul", {p.Op("sign", {x}), y}, out);
 }
 
-absl::Status DecomposeAsin(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
-  const ValueId x = node.inputs[0];
-  PointwiseMath p(b, x);
+void Asin(PointwiseMath& p, ValueId x, ValueId out) {
   const ValueId cosine = p.Sqrt(p.Mul(p.Sub(p.C(1), x), p.Add(p.C(1), x)));
-  b.AddWriting("atan", "atan", {p.Div(x, cosine)}, node.outputs[0]);
-  return absl::OkStatus();
+  p.Write("atan", {p.Div(x, cosine)}, out);
 }
 
-absl::Status DecomposeAcos(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
-  const ValueId x = node.inputs[0];
-  PointwiseMath p(b, x);
+void Acos(PointwiseMath& p, ValueId x, ValueId out) {
   const ValueId half_tangent = p.Sqrt(p.Div(p.Sub(p.C(1), x), p.Add(p.C(1), x)));
   // The argument is >= 0 (or NaN): no sign to restore.
-  p.Write("mul", {p.AtanOfMagnitude(half_tangent), p.C(2)}, node.outputs[0]);
-  return absl::OkStatus();
+  p.Write("mul", {p.AtanOfMagnitude(half_tangent), p.C(2)}, out);
 }
 
-absl::Status DecomposeAsinh(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
-  const ValueId x = node.inputs[0];
-  PointwiseMath p(b, x);
+void Asinh(PointwiseMath& p, ValueId x, ValueId out) {
   const ValueId a = p.Op("abs", {x});
   const ValueId square = p.Mul(a, a);
   const ValueId u = p.Add(a, p.Div(square, p.Add(p.C(1), p.Sqrt(p.Add(p.C(1), square)))));
   const ValueId y = p.Log1pOrLogOfTwice(u, p.Op("greater", {a, p.C(kLargeArgument)}), a);
-  p.Write("mul", {p.Op("sign", {x}), y}, node.outputs[0]);
-  return absl::OkStatus();
+  p.Write("mul", {p.Op("sign", {x}), y}, out);
 }
 
-absl::Status DecomposeAcosh(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
-  const ValueId x = node.inputs[0];
-  PointwiseMath p(b, x);
+void Acosh(PointwiseMath& p, ValueId x, ValueId out) {
   const ValueId u = p.Sub(x, p.C(1));
   const ValueId v = p.Add(u, p.Mul(p.Sqrt(u), p.Sqrt(p.Add(x, p.C(1)))));
-  const ValueId large = p.Op("greater", {x, p.C(kLargeArgument)});
-  p.Log1pOrLogOfTwice(v, large, x, node.outputs[0]);
-  return absl::OkStatus();
+  p.Log1pOrLogOfTwice(v, p.Op("greater", {x, p.C(kLargeArgument)}), x, out);
 }
 
-absl::Status DecomposeAtanh(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
-  const ValueId x = node.inputs[0];
-  PointwiseMath p(b, x);
+void Atanh(PointwiseMath& p, ValueId x, ValueId out) {
   const ValueId a = p.Op("abs", {x});
   const ValueId u = p.Div(p.Mul(a, p.C(2)), p.Sub(p.C(1), a));
   const ValueId half = p.Mul(p.Log1pOrLogOfTwice(u), p.C(0.5));
   // a = 1 gives u = inf and inf; a > 1 a negative u.
   const ValueId y = p.Where(p.Op("greater", {a, p.C(1)}), p.C(NAN), half);
-  p.Write("mul", {p.Op("sign", {x}), y}, node.outputs[0]);
-  return absl::OkStatus();
+  p.Write("mul", {p.Op("sign", {x}), y}, out);
 }
 
 constexpr Decomposition kInverseTrigDecompositions[] = {
-    {"atan", DecomposeAtan},   {"asin", DecomposeAsin},   {"acos", DecomposeAcos},
-    {"asinh", DecomposeAsinh}, {"acosh", DecomposeAcosh}, {"atanh", DecomposeAtanh},
+    {"atan", Decompose<Atan>},   {"asin", Decompose<Asin>},   {"acos", Decompose<Acos>},
+    {"asinh", Decompose<Asinh>}, {"acosh", Decompose<Acosh>}, {"atanh", Decompose<Atanh>},
 };
 
 }  // namespace

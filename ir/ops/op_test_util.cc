@@ -55,9 +55,9 @@ Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list) {
   return attrs;
 }
 
-absl::StatusOr<Tensor> RunOp(const std::string& op,
-                             const std::vector<Tensor>& inputs,
-                             const Attrs& attrs) {
+absl::StatusOr<std::vector<Tensor>> RunOpOutputs(const std::string& op,
+                                                 const std::vector<Tensor>& inputs,
+                                                 const Attrs& attrs, int num_outputs) {
   Graph graph;
   graph.name = op;
   std::vector<ValueId> ids;
@@ -67,20 +67,33 @@ absl::StatusOr<Tensor> RunOp(const std::string& op,
     if (!id.ok()) return id.status();
     ids.push_back(*id);
   }
-  absl::StatusOr<NodeId> node = graph.AddNode(kTestNode, op, ids, {"y"}, attrs);
+  std::vector<std::string> names;
+  for (int i = 0; i < num_outputs; ++i) {
+    names.push_back(num_outputs == 1 ? std::string("y") : absl::StrCat("y", i));
+  }
+  absl::StatusOr<NodeId> node = graph.AddNode(kTestNode, op, ids, names, attrs);
   if (!node.ok()) return node.status();
-  const ValueId output = graph.node(*node).outputs[0];
-  graph.AddOutput(output);
+  const ValueIds outputs = graph.node(*node).outputs;
+  graph.SetOutputs(outputs);
 
   absl::Status status = InferShapes(graph);
   if (status.ok()) status = VerifyGraph(graph);
   if (!status.ok()) return status;
   absl::StatusOr<std::vector<Tensor>> results = Interpret(graph, inputs);
   if (!results.ok()) return results.status();
-  if (results->size() != 1 ||
-      (*results)[0].type() != graph.value(output).type) {
-    return absl::InternalError("the interpreter's result has the wrong type");
+  bool typed = results->size() == outputs.size();
+  for (size_t i = 0; typed && i < outputs.size(); ++i) {
+    typed = (*results)[i].type() == graph.value(outputs[i]).type;
   }
+  if (!typed) return absl::InternalError("the interpreter's result has the wrong type");
+  return results;
+}
+
+absl::StatusOr<Tensor> RunOp(const std::string& op,
+                             const std::vector<Tensor>& inputs,
+                             const Attrs& attrs) {
+  absl::StatusOr<std::vector<Tensor>> results = RunOpOutputs(op, inputs, attrs, 1);
+  if (!results.ok()) return results.status();
   return std::move((*results)[0]);
 }
 

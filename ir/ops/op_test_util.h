@@ -39,6 +39,10 @@ Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list);
 absl::StatusOr<Tensor> RunOp(const std::string& op,
                              const std::vector<Tensor>& inputs,
                              const Attrs& attrs = {});
+// RunOp for an op with `num_outputs` outputs: all of them.
+absl::StatusOr<std::vector<Tensor>> RunOpOutputs(const std::string& op,
+                                                 const std::vector<Tensor>& inputs,
+                                                 const Attrs& attrs, int num_outputs);
 // RunOp's status as text, e.g. "INVALID_ARGUMENT: node 'test_node' (add):
 // ..." ("OK" when the op succeeds).
 std::string RunOpError(const std::string& op, const std::vector<Tensor>& inputs,

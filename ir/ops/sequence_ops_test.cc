@@ -8,10 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ir/interpreter.h"
-#include "ir/op_registry.h"
 #include "ir/ops/op_test_util.h"
-#include "ir/verifier.h"
 
 namespace loom {
 namespace {
@@ -25,19 +22,9 @@ using ::testing::Pointwise;
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// top_k on `x`: both outputs (RunOp handles one output only).
+// top_k on `x`: both outputs.
 absl::StatusOr<std::vector<Tensor>> RunTopK(const Tensor& x, const Attrs& attrs) {
-  Graph graph;
-  absl::StatusOr<ValueId> input = graph.AddInput("x", x.type());
-  if (!input.ok()) return input.status();
-  absl::StatusOr<NodeId> node =
-      graph.AddNode(kTestNode, "top_k", {*input}, {"values", "indices"}, attrs);
-  if (!node.ok()) return node.status();
-  graph.SetOutputs(graph.node(*node).outputs);
-  absl::Status status = InferShapes(graph);
-  if (status.ok()) status = VerifyGraph(graph);
-  if (!status.ok()) return status;
-  return Interpret(graph, {x});
+  return RunOpOutputs("top_k", {x}, attrs, 2);
 }
 
 TEST(TopKTest, LargestAndSmallestWithTiesInIndexOrder) {
