@@ -1,7 +1,8 @@
 // top_k, reverse_sequence and lrn as primitives (ir/ops/sequence_ops.cc,
 // ir/ops/lrn.cc for their definitions).
 //
-// top_k along an axis of n elements ranks every element by counting the
+// top_k selects k <= 16 outputs one by one (TopKOneByOne); a larger k
+// along an axis of n elements ranks every element by counting the
 // ones before it (larger, or equal at a lower index; NaN above all numbers):
 // a sum over an n x n broadcast comparison, which fuses into one reduction
 // (O(n^2) work per row, no n x n buffer). The ranks are a permutation, so
@@ -18,8 +19,10 @@
 // rest after, sums `size` shifted channel slices (views) and multiplies x
 // by exp(-beta log(bias + alpha / size * sum)), log from PointwiseMath (the
 // CPU backend's pow and log are per-lane libm calls; its exp is vectorised).
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,21 @@ Attrs AxesAttrs(std::vector<int64_t> axes, bool keepdims) {
   return attrs;
 }
 
+// The highest or lowest value of `dtype` (+-inf for floats), set exactly.
+ValueId Extreme(DecompositionBuilder& b, absl::string_view suffix, DType dtype, bool highest) {
+  Tensor data(dtype, {});
+  if (IsFloat(dtype)) {
+    data.SetDouble(0, highest ? INFINITY : -INFINITY);
+  } else if (dtype == DType::kI32) {
+    data.SetInt(
+        0, highest ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::min());
+  } else {
+    data.SetInt(
+        0, highest ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min());
+  }
+  return b.Constant(suffix, std::move(data));
+}
+
 // Whether a comes before b among the largest: a > b, or a is NaN and b not.
 ValueId Greater(DecompositionBuilder& b, ValueId a, ValueId c, bool is_float) {
   const ValueId greater = b.Add("greater", "greater", {a, c});
@@ -65,8 +83,12 @@ ValueId Same(DecompositionBuilder& b, ValueId a, ValueId c, bool is_float) {
   return b.Add("or", "logical_or", {equal, both_nan});
 }
 
-absl::Status DecomposeTopK(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 2); !arity.ok()) return arity;
+// Up to this k, top_k selects its outputs one by one (O(k n) work, a graph
+// of O(k) nodes); beyond, it ranks every element (O(n^2) work).
+constexpr int64_t kMaxSelectedOneByOne = 16;
+
+// top_k by ranks (the file comment).
+absl::Status TopKByRanks(const Node& node, DecompositionBuilder& b) {
   const ValueId x = node.inputs[0];
   const TensorType& type = b.type(x);
   const int64_t rank = static_cast<int64_t>(type.shape.size());
@@ -111,6 +133,75 @@ absl::Status DecomposeTopK(const Node& node, DecompositionBuilder& b) {
       "positions", "where", {picked, Iota(b, "i", n, after), b.Scalar("zero", 0, DType::kI64)});
   b.AddWriting("indices", "reduce_sum", {positions}, node.outputs[1], AxesAttrs({axis + 1}, false));
   return absl::OkStatus();
+}
+
+// top_k by k selections: output r is the extreme of the elements not yet
+// taken (reduce_max, or reduce_min with NaN set aside as +inf, since NaN
+// comes last among the smallest), at the lowest index that holds it; that
+// element is then taken. Where only NaN is left among the smallest, output
+// r is the first NaN not taken.
+absl::Status TopKOneByOne(const Node& node, DecompositionBuilder& b) {
+  const ValueId x = node.inputs[0];
+  const TensorType& type = b.type(x);
+  const int64_t rank = static_cast<int64_t>(type.shape.size());
+  int64_t axis = node.attrs.GetInt("axis", -1);
+  if (axis < 0) axis += rank;
+  const DType dtype = type.dtype;
+  const bool is_float = IsFloat(dtype);
+  const bool largest = node.attrs.GetInt("largest", 1) == 1;
+  const int64_t n = type.shape[axis], k = node.attrs.GetInt("k", 0);
+  const ValueId iota = Iota(b, "i", n, rank - axis - 1);
+  const ValueId none = b.Scalar("n", static_cast<double>(n), DType::kI64);
+  // What a taken element becomes: never chosen again.
+  const ValueId beyond_c = Extreme(b, "beyond", dtype, /*highest=*/!largest);
+  // Among the smallest, NaN comes last: set aside until only NaN is left.
+  const bool nan_last = is_float && !largest;
+  const ValueId nan = nan_last ? b.Add("nan", "not_equal", {x, x}) : x;
+  // The lowest index where `match` holds, or n.
+  auto first = [&](ValueId match) {
+    return b.Add("first", "reduce_min", {b.Add("at", "where", {match, iota, none})},
+                 AxesAttrs({axis}, true));
+  };
+  // Before output r > 0: `taken` (bool, x's shape) and its negation `free`.
+  ValueId taken = x, free = x;
+  std::vector<ValueId> values, indices;
+  for (int64_t r = 0; r < k; ++r) {
+    if (r > 0) free = b.Add("free", "logical_not", {taken});
+    ValueId candidates = x;
+    if (r > 0 || nan_last) {
+      const ValueId excluded = r == 0     ? nan
+                               : nan_last ? b.Add("excluded", "logical_or", {taken, nan})
+                                          : taken;
+      candidates = b.Add("candidates", "where", {excluded, beyond_c, x});
+    }
+    ValueId value = b.Add("extreme", largest ? "reduce_max" : "reduce_min", {candidates},
+                          AxesAttrs({axis}, true));
+    ValueId match = largest ? Same(b, x, value, is_float) : b.Add("equal", "equal", {x, value});
+    if (r > 0) match = b.Add("open", "logical_and", {match, free});
+    ValueId index = first(match);
+    if (nan_last) {
+      // Only NaN left: the first NaN not taken.
+      const ValueId open_nan = r > 0 ? b.Add("open_nan", "logical_and", {nan, free}) : nan;
+      const ValueId only_nan = b.Add("only_nan", "equal", {index, none});
+      index = b.Add("index", "where", {only_nan, first(open_nan), index});
+      value = b.Add("value", "where", {only_nan, b.Scalar("nan_c", NAN, dtype), value});
+    }
+    const ValueId chosen = b.Add("chosen", "equal", {iota, index});
+    taken = r > 0 ? b.Add("taken", "logical_or", {taken, chosen}) : chosen;
+    values.push_back(value);
+    indices.push_back(index);
+  }
+  Attrs along;
+  along.Set("axis", axis);
+  b.AddWriting("values", "concat", values, node.outputs[0], along);
+  b.AddWriting("indices", "concat", indices, node.outputs[1], along);
+  return absl::OkStatus();
+}
+
+absl::Status DecomposeTopK(const Node& node, DecompositionBuilder& b) {
+  if (absl::Status arity = CheckArity(node, 1, 2); !arity.ok()) return arity;
+  const int64_t k = node.attrs.GetInt("k", 0);
+  return k >= 1 && k <= kMaxSelectedOneByOne ? TopKOneByOne(node, b) : TopKByRanks(node, b);
 }
 
 absl::Status DecomposeReverseSequence(const Node& node, DecompositionBuilder& b) {

@@ -189,6 +189,13 @@ TEST(DecompositionsTest, TopKAndLrn) {
       {"top_k", {{DType::kI32, {3, 9, 2}}},
        Make({{"k", int64_t{4}}, {"axis", int64_t{1}}, {"largest", int64_t{0}}}), 2},
       {"top_k", {F64({3, 5})}, Make({{"k", int64_t{0}}}), 2},
+      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{7}}, {"largest", int64_t{0}}}), 2, false,
+       true},
+      // k > 16: by ranks.
+      {"top_k", {F64({3, 20})}, Make({{"k", int64_t{17}}}), 2, false, true},
+      {"top_k", {F64({20, 2})}, Make({{"k", int64_t{18}}, {"axis", int64_t{0}},
+                                      {"largest", int64_t{0}}}), 2, false, true},
+      {"top_k", {{DType::kI64, {2, 30}}}, Make({{"k", int64_t{30}}, {"largest", int64_t{0}}}), 2},
       {"lrn", {F64({2, 5, 3, 2})}, Make({{"size", int64_t{3}}}), 1, false, true},
       {"lrn", {F64({2, 6, 4})},
        Make({{"size", int64_t{4}}, {"alpha", 0.3}, {"beta", 1.5}, {"bias", 0.25}})},

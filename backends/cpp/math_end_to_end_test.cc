@@ -141,7 +141,8 @@ TEST(MathEndToEndTest, InverseTrigFusedMatchesTheInterpreter) {
 }
 
 // top_k in f32 with ties, NaN and infinities among the values, in i64
-// (integers in [-5, 5]: many ties) and along a first axis, smallest too.
+// (integers in [-5, 5]: many ties) and along a first axis, smallest too;
+// selected one by one (k <= 16) and by ranks.
 TEST(MathEndToEndTest, TopKMatchesTheInterpreter) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {6, 10});
@@ -157,14 +158,21 @@ TEST(MathEndToEndTest, TopKMatchesTheInterpreter) {
   top(x, 4, 1, 0);
   top(ints, 7, 1, 1);
   top(ints, 3, 0, 0);
+  top(x, 10, 1, 0);
   top(cube, 2, 0, 1);
   top(cube, 3, 1, 0);
+  // k > 16: by ranks.
+  const ValueId wide = b.Input("wide", DType::kF32, {3, 40});
+  top(wide, 20, 1, 1);
+  top(wide, 40, 1, 0);
   EndToEndOptions options;
   options.fill = [](size_t i, Tensor& input) {
     if (i != 0) return;
     const double specials[] = {kNan, kInf, -kInf, 0.5, 0.5, kNan, 0.0, -0.0};
     for (int64_t e = 0; e < 8; ++e) input.SetDouble(e * 7 % 60, specials[e]);
     input.SetDouble(13, input.GetDouble(17));  // a tie in row 1
+    input.SetDouble(1, kNan);  // three NaN in row 0
+    input.SetDouble(3, kNan);
   };
   CompileRunAndCompare(std::move(b.graph()), options);
 }
