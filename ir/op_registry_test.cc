@@ -68,7 +68,8 @@ TEST(OpRegistryTest, GlobalHoldsTheStarterAndContractOps) {
         "dropout", "log_softmax", "layer_norm", "group_norm", "batch_norm",
         "instance_norm",
         // issue 19
-        "conv", "max_pool", "average_pool"}) {
+        "conv", "max_pool", "average_pool", "atan", "asin", "acos", "asinh",
+        "acosh", "atanh", "lrn", "top_k", "reverse_sequence", "einsum"}) {
     EXPECT_NE(OpRegistry::Global().Find(op), nullptr) << op;
   }
   EXPECT_EQ(OpRegistry::Global().Find("split")->num_outputs, -1);
@@ -89,6 +90,10 @@ TEST(OpRegistryTest, FamiliesRegisterIntoAFreshRegistryOnce) {
   EXPECT_TRUE(RegisterNormOps(registry).ok());
   EXPECT_TRUE(RegisterRecurrentOps(registry).ok());
   EXPECT_TRUE(RegisterConvOps(registry).ok());
+  EXPECT_TRUE(RegisterInverseTrigOps(registry).ok());
+  EXPECT_TRUE(RegisterLrnOps(registry).ok());
+  EXPECT_TRUE(RegisterSequenceOps(registry).ok());
+  EXPECT_TRUE(RegisterEinsumOps(registry).ok());
   EXPECT_EQ(registry.Names(), OpRegistry::Global().Names());
   EXPECT_THAT(Message(RegisterMatmulOps(registry)),
               HasSubstr("op 'matmul' is registered twice"));
