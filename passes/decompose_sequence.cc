@@ -87,23 +87,42 @@ ValueId Same(DecompositionBuilder& b, ValueId a, ValueId c, bool is_float) {
 // of O(k) nodes); beyond, it ranks every element (O(n^2) work).
 constexpr int64_t kMaxSelectedOneByOne = 16;
 
+// A top_k node's input and attributes, as both forms read them.
+struct TopKParams {
+  ValueId x;
+  DType dtype;
+  bool is_float, largest;
+  int64_t rank, axis, n, k;
+};
+
+TopKParams ReadTopK(const Node& node, const DecompositionBuilder& b) {
+  TopKParams t;
+  t.x = node.inputs[0];
+  const TensorType& type = b.type(t.x);
+  t.dtype = type.dtype;
+  t.is_float = IsFloat(t.dtype);
+  t.largest = node.attrs.GetInt("largest", 1) == 1;
+  t.rank = static_cast<int64_t>(type.shape.size());
+  t.axis = node.attrs.GetInt("axis", -1);
+  if (t.axis < 0) t.axis += t.rank;
+  t.n = type.shape[t.axis];
+  t.k = node.attrs.GetInt("k", 0);
+  return t;
+}
+
 // top_k by ranks (the file comment).
-absl::Status TopKByRanks(const Node& node, DecompositionBuilder& b) {
-  const ValueId x = node.inputs[0];
-  const TensorType& type = b.type(x);
-  const int64_t rank = static_cast<int64_t>(type.shape.size());
-  int64_t axis = node.attrs.GetInt("axis", -1);
-  if (axis < 0) axis += rank;
-  const DType dtype = type.dtype;
-  const bool is_float = IsFloat(dtype);
-  const int64_t n = type.shape[axis], k = node.attrs.GetInt("k", 0);
-  const int64_t after = rank - axis - 1;  // dims after the axis
+absl::Status TopKByRanks(const Node& node, const TopKParams& t, DecompositionBuilder& b) {
+  const ValueId x = t.x;
+  const DType dtype = t.dtype;
+  const bool is_float = t.is_float;
+  const int64_t axis = t.axis, n = t.n, k = t.k;
+  const int64_t after = t.rank - axis - 1;  // dims after the axis
   // Element i along `axis`, j along axis + 1.
   const ValueId xi = b.Add("xi", "unsqueeze", {x}, Ints("axes", {axis + 1}));
   const ValueId xj = b.Add("xj", "unsqueeze", {x}, Ints("axes", {axis}));
   // j before i: x_j beyond x_i (larger, or smaller for the smallest), or
   // equal at a lower index.
-  const bool largest = node.attrs.GetInt("largest", 1) == 1;
+  const bool largest = t.largest;
   const ValueId beyond = largest ? Greater(b, xj, xi, is_float) : Greater(b, xi, xj, is_float);
   Shape lower_shape(2 + after, 1);
   lower_shape[0] = lower_shape[1] = n;
@@ -140,16 +159,11 @@ absl::Status TopKByRanks(const Node& node, DecompositionBuilder& b) {
 // comes last among the smallest), at the lowest index that holds it; that
 // element is then taken. Where only NaN is left among the smallest, output
 // r is the first NaN not taken.
-absl::Status TopKOneByOne(const Node& node, DecompositionBuilder& b) {
-  const ValueId x = node.inputs[0];
-  const TensorType& type = b.type(x);
-  const int64_t rank = static_cast<int64_t>(type.shape.size());
-  int64_t axis = node.attrs.GetInt("axis", -1);
-  if (axis < 0) axis += rank;
-  const DType dtype = type.dtype;
-  const bool is_float = IsFloat(dtype);
-  const bool largest = node.attrs.GetInt("largest", 1) == 1;
-  const int64_t n = type.shape[axis], k = node.attrs.GetInt("k", 0);
+absl::Status TopKOneByOne(const Node& node, const TopKParams& t, DecompositionBuilder& b) {
+  const ValueId x = t.x;
+  const DType dtype = t.dtype;
+  const bool is_float = t.is_float, largest = t.largest;
+  const int64_t axis = t.axis, n = t.n, k = t.k, rank = t.rank;
   const ValueId iota = Iota(b, "i", n, rank - axis - 1);
   const ValueId none = b.Scalar("n", static_cast<double>(n), DType::kI64);
   // What a taken element becomes: never chosen again.
@@ -200,8 +214,9 @@ absl::Status TopKOneByOne(const Node& node, DecompositionBuilder& b) {
 
 absl::Status DecomposeTopK(const Node& node, DecompositionBuilder& b) {
   if (absl::Status arity = CheckArity(node, 1, 2); !arity.ok()) return arity;
-  const int64_t k = node.attrs.GetInt("k", 0);
-  return k >= 1 && k <= kMaxSelectedOneByOne ? TopKOneByOne(node, b) : TopKByRanks(node, b);
+  const TopKParams t = ReadTopK(node, b);
+  return t.k >= 1 && t.k <= kMaxSelectedOneByOne ? TopKOneByOne(node, t, b)
+                                                 : TopKByRanks(node, t, b);
 }
 
 absl::Status DecomposeReverseSequence(const Node& node, DecompositionBuilder& b) {
