@@ -14,7 +14,8 @@ absl::Status RegisterAllFamilies(OpRegistry& registry) {
        {RegisterElementwiseOps, RegisterReductionOps, RegisterShapeOps,
         RegisterMatmulOps, RegisterSoftmaxOps, RegisterActivationOps,
         RegisterTensorOps, RegisterNormOps, RegisterRecurrentOps,
-        RegisterConvOps, RegisterResizeOps}) {
+        RegisterConvOps, RegisterResizeOps, RegisterInverseTrigOps, RegisterLrnOps,
+        RegisterSequenceOps, RegisterEinsumOps}) {
     absl::Status status = register_family(registry);
     if (!status.ok()) return status;
   }

@@ -68,7 +68,8 @@ TEST(OpRegistryTest, GlobalHoldsTheStarterAndContractOps) {
         "dropout", "log_softmax", "layer_norm", "group_norm", "batch_norm",
         "instance_norm",
         // issue 19
-        "conv", "max_pool", "average_pool", "conv_transpose"}) {
+        "conv", "max_pool", "average_pool", "conv_transpose", "resize", "gather_nd", "atan",
+        "asin", "acos", "asinh", "acosh", "atanh", "lrn", "top_k", "reverse_sequence", "einsum"}) {
     EXPECT_NE(OpRegistry::Global().Find(op), nullptr) << op;
   }
   EXPECT_EQ(OpRegistry::Global().Find("split")->num_outputs, -1);
@@ -90,6 +91,10 @@ TEST(OpRegistryTest, FamiliesRegisterIntoAFreshRegistryOnce) {
   EXPECT_TRUE(RegisterRecurrentOps(registry).ok());
   EXPECT_TRUE(RegisterConvOps(registry).ok());
   EXPECT_TRUE(RegisterResizeOps(registry).ok());
+  EXPECT_TRUE(RegisterInverseTrigOps(registry).ok());
+  EXPECT_TRUE(RegisterLrnOps(registry).ok());
+  EXPECT_TRUE(RegisterSequenceOps(registry).ok());
+  EXPECT_TRUE(RegisterEinsumOps(registry).ok());
   EXPECT_EQ(registry.Names(), OpRegistry::Global().Names());
   EXPECT_THAT(Message(RegisterMatmulOps(registry)),
               HasSubstr("op 'matmul' is registered twice"));

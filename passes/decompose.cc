@@ -26,7 +26,9 @@ const std::vector<std::pair<std::string, DecomposeFn>>& Decompositions() {
          {SoftmaxDecompositions(), ActivationDecompositions(),
           NormDecompositions(), TensorOpDecompositions(),
           RnnDecompositions(), ConvDecompositions(),
-          ConvTransposeDecompositions(), ResizeDecompositions()}) {
+          ConvTransposeDecompositions(), ResizeDecompositions(),
+          InverseTrigDecompositions(), SequenceDecompositions(),
+          EinsumDecompositions()}) {
       for (const Decomposition& d : family) all->emplace_back(d.op, d.fn);
     }
     return all;

@@ -169,6 +169,11 @@ absl::Span<const Decomposition> ConvDecompositions();  // decompose_conv.cc
 absl::Span<const Decomposition>
 ConvTransposeDecompositions();  // decompose_conv_transpose.cc
 absl::Span<const Decomposition> ResizeDecompositions();  // decompose_resize.cc
+absl::Span<const Decomposition>
+InverseTrigDecompositions();  // decompose_inverse_trig.cc
+absl::Span<const Decomposition>
+SequenceDecompositions();  // decompose_sequence.cc (top_k, reverse_sequence, lrn)
+absl::Span<const Decomposition> EinsumDecompositions();  // decompose_einsum.cc
 
 // "expected 3 inputs and 1 output, got 2 and 1" unless the node has
 // exactly that many.

@@ -168,6 +168,74 @@ TEST(DecompositionsTest, Activations) {
   for (const Case& c : cases) CheckDecomposition(c);
 }
 
+// Over [-3, 3) and the specials (NaN outside the domains, as the C
+// library gives); the f32 forms' accuracy: //backends/cpp:math_end_to_end_test.
+TEST(DecompositionsTest, InverseTrig) {
+  for (const char* op : {"atan", "asin", "acos", "asinh", "acosh", "atanh"}) {
+    CheckDecomposition({op, {F64({5, 9})}, {}, 1, false, true});
+  }
+}
+
+// Integers from [-3, 3) tie often; the specials put NaN and infinities
+// among floats. reverse_sequence: //backends/cpp:math_end_to_end_test
+// (its lengths must lie in [0, T]).
+TEST(DecompositionsTest, TopKAndLrn) {
+  const std::vector<Case> cases = {
+      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{7}}}), 2, false, true},
+      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{3}}, {"largest", int64_t{0}}}), 2, false,
+       true},
+      {"top_k", {F64({7, 2, 3})}, Make({{"k", int64_t{2}}, {"axis", int64_t{0}}}), 2, false,
+       true},
+      {"top_k", {{DType::kI64, {3, 9}}}, Make({{"k", int64_t{9}}}), 2},
+      {"top_k", {{DType::kI32, {3, 9, 2}}},
+       Make({{"k", int64_t{4}}, {"axis", int64_t{1}}, {"largest", int64_t{0}}}), 2},
+      {"top_k", {F64({3, 5})}, Make({{"k", int64_t{0}}}), 2},
+      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{7}}, {"largest", int64_t{0}}}), 2, false,
+       true},
+      // k > 16: by ranks.
+      {"top_k", {F64({3, 20})}, Make({{"k", int64_t{17}}}), 2, false, true},
+      {"top_k", {F64({20, 2})}, Make({{"k", int64_t{18}}, {"axis", int64_t{0}},
+                                      {"largest", int64_t{0}}}), 2, false, true},
+      {"top_k", {{DType::kI64, {2, 30}}}, Make({{"k", int64_t{30}}, {"largest", int64_t{0}}}), 2},
+      {"lrn", {F64({2, 5, 3, 2})}, Make({{"size", int64_t{3}}}), 1, false, true},
+      {"lrn", {F64({2, 6, 4})},
+       Make({{"size", int64_t{4}}, {"alpha", 0.3}, {"beta", 1.5}, {"bias", 0.25}})},
+      {"lrn", {F64({1, 3})}, Make({{"size", int64_t{1}}, {"bias", 1e-30}})},
+  };
+  for (const Case& c : cases) CheckDecomposition(c);
+}
+
+TEST(DecompositionsTest, Einsum) {
+  struct Equation {
+    const char* text;
+    std::vector<Shape> shapes;
+    DType dtype = DType::kF64;
+  };
+  const std::vector<Equation> equations = {
+      {"ij,jk->ik", {{3, 4}, {4, 5}}},
+      {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}},
+      {"i,i", {{6}, {6}}},
+      {"ij->i", {{3, 4}}},
+      {"ij->ji", {{3, 4}}},
+      {"...ii->...i", {{2, 3, 4, 4}}},
+      {"ii", {{5, 5}}},
+      {"iji->j", {{3, 2, 3}}},
+      {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 2}}},
+      {"abc,cd,bd->da", {{2, 3, 4}, {4, 5}, {3, 5}}},
+      {"i,j->ij", {{3}, {4}}},
+      {"ba,ab", {{3, 2}, {2, 3}}},
+      {"...j,j...->...", {{1, 3, 4}, {4, 2, 1}}},
+      {"bij,jk->bki", {{1, 3, 4}, {4, 5}}},
+      {"ij,jk->ik", {{3, 4}, {4, 5}}, DType::kI64},
+      {"ii,i->", {{4, 4}, {4}}, DType::kI32},
+  };
+  for (const Equation& e : equations) {
+    Case c{"einsum", {}, Make({{"equation", std::string(e.text)}})};
+    for (const Shape& shape : e.shapes) c.inputs.push_back({e.dtype, shape});
+    CheckDecomposition(c);
+  }
+}
+
 TEST(DecompositionsTest, LinearAlgebra) {
   const std::vector<Case> cases = {
       {"linear", {F64({2, 3, 5}), F64({4, 5}), F64({4})}},

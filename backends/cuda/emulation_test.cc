@@ -316,6 +316,14 @@ TEST(EmulationTest, IndicesKnownOnlyAtRunTime) {
   CheckEmulated(*std::move(graph), "indices");
 }
 
+// The inverse trigonometric and hyperbolic functions, top_k,
+// reverse_sequence, lrn and einsum, all decomposed into primitives.
+TEST(EmulationTest, MathOps) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/math.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "math");
+}
+
 // An index out of range: the kernel records it (the first of the run) and
 // reads a safe element; the run fails naming the node and the index.
 TEST(EmulationTest, AnIndexOutOfRangeIsRecorded) {

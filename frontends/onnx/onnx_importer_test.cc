@@ -180,11 +180,11 @@ TEST(OnnxImporterTest, MapsInputsInitializersAndConstants) {
 TEST(OnnxImporterTest, RefusesUnsupportedOpNamingTheNode) {
   ModelBuilder b;
   b.Input("x", onnx::TensorProto::FLOAT, {1, 1, 4, 4}).Output("y");
-  b.Node("LRN", {"x"}, {"y"}, "norm1");
+  b.Node("Det", {"x"}, {"y"}, "det1");
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(graph.status().message(),
-              HasSubstr("node 'norm1' (LRN): op LRN (opset 17) is not "
+              HasSubstr("node 'det1' (Det): op Det (opset 17) is not "
                         "supported"));
 }
 
@@ -1214,6 +1214,121 @@ TEST(OnnxImporterTest, LoadOnnxFileNamesThePath) {
   EXPECT_THAT(graph.status().message(), HasSubstr("/nonexistent/model.onnx: cannot open"));
   graph = LoadOnnxFile(testing::TempDir());
   EXPECT_THAT(graph.status().message(), HasSubstr(": is a directory"));
+}
+
+// --- the issue-19 math ops (onnx_ops_math.cc) --------------------------------
+
+void IntInitializer(ModelBuilder& b, const std::string& name, std::vector<int64_t> dims,
+                    const std::vector<int64_t>& values) {
+  onnx::TensorProto* t = b.model_for_test().mutable_graph()->add_initializer();
+  *t = ModelBuilder::IntTensor(dims, values);
+  t->set_name(name);
+}
+
+TEST(OnnxMathOpsTest, TopKTakesKFromAnInitializer) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3}).Output("values").Output("indices");
+  IntInitializer(b, "k", {1}, {2});
+  SetAttr(b.Node("TopK", {"x", "k"}, {"values", "indices"}, "top"), "largest", 0);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor x(DType::kF32, {2, 3});
+  const float data[] = {3, 1, 2, 5, 5, -1};
+  for (int i = 0; i < 6; ++i) x.SetDouble(i, data[i]);
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[1].dtype(), DType::kI64);
+  EXPECT_EQ((*y)[0].GetDouble(0), 1);
+  EXPECT_EQ((*y)[0].GetDouble(1), 2);
+  EXPECT_EQ((*y)[1].GetInt(2), 2);  // -1 at index 2, then the first 5
+  EXPECT_EQ((*y)[1].GetInt(3), 0);
+}
+
+TEST(OnnxMathOpsTest, TopKRefusesAKKnownOnlyAtRunTime) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3})
+      .Input("k", onnx::TensorProto::INT64, {1})
+      .Output("values")
+      .Output("indices");
+  b.Node("TopK", {"x", "k"}, {"values", "indices"}, "top");
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  EXPECT_THAT(graph.status().message(), HasSubstr("node 'top' (TopK)"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("must be known at import"));
+}
+
+TEST(OnnxMathOpsTest, WindowsAreComputedAtImport) {
+  struct Case {
+    const char* op;
+    int64_t periodic, size;
+    std::vector<double> want;
+  };
+  const double pi = 3.14159265358979323846;
+  const Case cases[] = {
+      {"HannWindow", 1, 4, {0, 0.5, 1, 0.5}},
+      {"HannWindow", 0, 3, {0, 1, 0}},
+      {"HammingWindow", 0, 3, {4.0 / 46, 1, 4.0 / 46}},
+      {"BlackmanWindow", 1, 4, {0.42 - 0.5 + 0.08, 0.42 - 0.08, 0.42 + 0.5 + 0.08, 0.42 - 0.08}},
+      {"BlackmanWindow", 0, 2, {0.42 - 0.5 + 0.08, 0.42 - 0.5 * std::cos(2 * pi) + 0.08}},
+  };
+  for (const Case& c : cases) {
+    ModelBuilder b;
+    b.Output("w");
+    IntInitializer(b, "size", {}, {c.size});
+    onnx::NodeProto& node = b.Node(c.op, {"size"}, {"w"}, "window");
+    SetAttr(node, "periodic", c.periodic);
+    SetAttr(node, "output_datatype", onnx::TensorProto::DOUBLE);
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {});
+    ASSERT_TRUE(y.ok()) << y.status();
+    ASSERT_EQ((*y)[0].type(), (TensorType{DType::kF64, {c.size}})) << c.op;
+    for (int64_t i = 0; i < c.size; ++i) {
+      EXPECT_NEAR((*y)[0].GetDouble(i), c.want[i], 1e-15) << c.op << " " << i;
+    }
+  }
+}
+
+TEST(OnnxMathOpsTest, WindowErrorsNameTheNode) {
+  auto error = [](int64_t size, int64_t periodic, int64_t dtype) {
+    ModelBuilder b;
+    b.Output("w");
+    IntInitializer(b, "size", {}, {size});
+    onnx::NodeProto& node = b.Node("HannWindow", {"size"}, {"w"}, "window");
+    SetAttr(node, "periodic", periodic);
+    SetAttr(node, "output_datatype", dtype);
+    return std::string(ImportOnnxModel(b.model()).status().message());
+  };
+  EXPECT_THAT(error(-2, 1, onnx::TensorProto::FLOAT),
+              HasSubstr("node 'window' (HannWindow): the window size is negative: -2"));
+  EXPECT_THAT(error(4, 2, onnx::TensorProto::FLOAT),
+              HasSubstr("attribute 'periodic' must be 0 or 1, got 2"));
+  EXPECT_THAT(error(4, 1, onnx::TensorProto::FLOAT16), HasSubstr("FLOAT16"));
+}
+
+TEST(OnnxMathOpsTest, RefusalsNameTheNode) {
+  {
+    ModelBuilder b;
+    b.Input("x", onnx::TensorProto::FLOAT, {1, 3, 2}).Output("y");
+    b.Node("LRN", {"x"}, {"y"}, "norm");
+    EXPECT_THAT(ImportOnnxModel(b.model()).status().message(),
+                HasSubstr("node 'norm' (LRN): attribute 'size' is required"));
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", onnx::TensorProto::FLOAT, {2, 3}).Output("y");
+    SetString(b.Node("Einsum", {"x"}, {"y"}, "sum"), "equation", "ij,jk->ik");
+    const std::string message(ImportOnnxModel(b.model()).status().message());
+    EXPECT_THAT(message, HasSubstr("node 'sum' (Einsum)"));
+    EXPECT_THAT(message, HasSubstr("equation \"ij,jk->ik\": has 2 input terms for 1 inputs"));
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", onnx::TensorProto::INT64, {2}).Output("y");
+    b.Node("Atan", {"x"}, {"y"}, "angle");
+    const std::string message(ImportOnnxModel(b.model()).status().message());
+    EXPECT_THAT(message, HasSubstr("node 'angle' (Atan)"));
+    EXPECT_THAT(message, HasSubstr("dtype i64"));
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@ const Converter* FindConverter(absl::string_view op_type) {
     AddElementwiseConverters(*map);
     AddTensorConverters(*map);
     AddNeuralConverters(*map);
+    AddMathConverters(*map);
     return map;
   }();
   auto it = converters->find(op_type);
@@ -45,6 +46,10 @@ std::vector<int> StaticOperands(absl::string_view op_type) {
           {"ReduceLogSum", {1}},
           {"ReduceLogSumExp", {1}},
           {"ReduceSumSquare", {1}},
+          {"HannWindow", {0}},
+          {"HammingWindow", {0}},
+          {"BlackmanWindow", {0}},
+          {"TopK", {1}},
       };
   auto it = operands->find(op_type);
   return it == operands->end() ? std::vector<int>{} : it->second;

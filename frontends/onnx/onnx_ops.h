@@ -27,6 +27,9 @@ void AddTensorConverters(ConverterMap& map);
 // Matmul, reductions, softmax family, normalisations, convolutions and
 // pools, recurrences, losses.
 void AddNeuralConverters(ConverterMap& map);
+// Inverse trigonometric and hyperbolic functions, TopK, ReverseSequence,
+// LRN, Einsum and the window functions (onnx_ops_math.cc).
+void AddMathConverters(ConverterMap& map);
 
 // Before opset 7, binary ops (Add, Sub, Mul, Div, Pow, the comparisons and
 // logic ops) and Gemm broadcast only with attribute broadcast=1; otherwise

@@ -40,6 +40,14 @@ absl::Status RegisterRecurrentOps(OpRegistry& registry);
 absl::Status RegisterConvOps(OpRegistry& registry);
 // resize (see resize.h).
 absl::Status RegisterResizeOps(OpRegistry& registry);
+// atan, asin, acos, asinh, acosh, atanh (composites).
+absl::Status RegisterInverseTrigOps(OpRegistry& registry);
+// lrn (composite).
+absl::Status RegisterLrnOps(OpRegistry& registry);
+// top_k, reverse_sequence (composites).
+absl::Status RegisterSequenceOps(OpRegistry& registry);
+// einsum (composite; see einsum.h).
+absl::Status RegisterEinsumOps(OpRegistry& registry);
 
 }  // namespace loom
 

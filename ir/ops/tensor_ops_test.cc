@@ -17,22 +17,10 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // split on `x` with `num_outputs` outputs, through shape inference, the
-// verifier and the interpreter (RunOp handles one output only).
+// verifier and the interpreter.
 absl::StatusOr<std::vector<Tensor>> RunSplit(const Tensor& x, int num_outputs,
                                              const Attrs& attrs = {}) {
-  Graph graph;
-  absl::StatusOr<ValueId> input = graph.AddInput("x", x.type());
-  if (!input.ok()) return input.status();
-  std::vector<std::string> names;
-  for (int i = 0; i < num_outputs; ++i) names.push_back(absl::StrCat("y", i));
-  absl::StatusOr<NodeId> node =
-      graph.AddNode(kTestNode, "split", {*input}, names, attrs);
-  if (!node.ok()) return node.status();
-  graph.SetOutputs(graph.node(*node).outputs);
-  absl::Status status = InferShapes(graph);
-  if (status.ok()) status = VerifyGraph(graph);
-  if (!status.ok()) return status;
-  return Interpret(graph, {x});
+  return RunOpOutputs("split", {x}, attrs, num_outputs);
 }
 
 std::string SplitError(const Tensor& x, int num_outputs,
