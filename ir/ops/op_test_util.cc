@@ -67,8 +67,8 @@ absl::StatusOr<std::vector<Tensor>> RunOpOutputs(const std::string& op,
     if (!id.ok()) return id.status();
     ids.push_back(*id);
   }
-  std::vector<std::string> names = {"y"};
-  for (int k = 1; k < num_outputs; ++k) names.push_back(absl::StrCat("y", k));
+  std::vector<std::string> names;
+  for (int k = 0; k < num_outputs; ++k) names.push_back(k == 0 ? "y" : absl::StrCat("y", k));
   absl::StatusOr<NodeId> node = graph.AddNode(kTestNode, op, ids, names, attrs);
   if (!node.ok()) return node.status();
   const ValueIds outputs = graph.node(*node).outputs;
