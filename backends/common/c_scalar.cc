@@ -149,6 +149,40 @@ std::string HelperText(Helper helper, absl::string_view q) {
       return TanhfFunction(q, "loom_tanhf", "float", "loom_expf");
     case kFloatErf:
       return ErffFunction(q, "loom_erff", "float");
+    // log(x) = k ln2 + log(m) for x = m 2^k with m in [sqrt(1/2), sqrt(2))
+    // (k and m from the bits; denormals scaled by 2^23 first), log(m) =
+    // log(1 + f) = f - f^2/2 + f^3 p(f): Cephes' logf polynomial, ln2 in two
+    // parts. Branch-free, so that loops calling it vectorise; NaN, negative
+    // arguments, zeros and infinity chosen at the end.
+    case kFloatLog:
+      return absl::StrCat(q, R"( float loom_logf(float x) {
+  const int32_t tiny = x < 1.17549435e-38f;
+  const float s = tiny ? x * 8388608.0f : x;
+  int32_t bits;
+  __builtin_memcpy(&bits, &s, sizeof bits);
+  const int32_t k = (bits - 0x3f3504f3) >> 23;
+  const int32_t m_bits = bits - (k << 23);
+  float m;
+  __builtin_memcpy(&m, &m_bits, sizeof m);
+  const float e = (float)k - (tiny ? 23.0f : 0.0f);
+  const float f = m - 1.0f;
+  const float z = f * f;
+  float p = f * 7.0376836292e-2f - 1.1514610310e-1f;
+  p = p * f + 1.1676998740e-1f;
+  p = p * f - 1.2420140846e-1f;
+  p = p * f + 1.4249322787e-1f;
+  p = p * f - 1.6668057665e-1f;
+  p = p * f + 2.0000714765e-1f;
+  p = p * f - 2.4999993993e-1f;
+  p = p * f + 3.3333331174e-1f;
+  const float y = f + (f * z * p + e * -2.12194440e-4f - 0.5f * z) + e * 0.693359375f;
+  return x != x ? x
+         : x < 0.0f ? __builtin_nanf("")
+         : x == 0.0f ? -__builtin_inff()
+         : x == __builtin_inff() ? x
+         : y;
+}
+)");
     // A compare and a predicted branch per index on the hot path; the
     // failure is out of line.
     case kCheckIndex:
@@ -326,6 +360,10 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
     case ScalarFn::kExp:
       return absl::StrCat(ExpFn(type, float_exp, helpers), "(", a[0], ")");
     case ScalarFn::kLog:
+      if (type == DType::kF32 && float_exp == FloatExp::kPolynomial) {
+        helpers.set(kFloatLog);
+        return absl::StrCat("loom_logf(", a[0], ")");
+      }
       return absl::StrCat(MathFn("log", type), "(", a[0], ")");
     case ScalarFn::kSqrt:
       return absl::StrCat(MathFn("sqrt", type), "(", a[0], ")");

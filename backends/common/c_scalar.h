@@ -33,6 +33,7 @@ enum Helper : int {
   kFloatExp,
   kFloatTanh,
   kFloatErf,
+  kFloatLog,
   kCheckIndex,  // loom_check_index, which calls the backend's loom_index_error
   kNumHelpers
 };
@@ -56,7 +57,8 @@ std::string Literal(double v, DType dtype);
 // expf, or loom_expf (helper kFloatExp), a branch-free polynomial that a C++
 // compiler vectorises inside loops (libm's expf stops vectorisation); f32
 // tanh likewise: tanhf, or loom_tanhf (helper kFloatTanh, which calls
-// loom_expf); and erf: erff, or loom_erff (helper kFloatErf).
+// loom_expf); erf: erff, or loom_erff (helper kFloatErf); and log: logf,
+// or loom_logf (helper kFloatLog).
 enum class FloatExp { kLibm, kPolynomial };
 
 // The lines of loom_expf that, given `c` (its argument, clamped) and `n`

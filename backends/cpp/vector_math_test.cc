@@ -1,4 +1,4 @@
-// The f32 exponential, sigmoid, tanh and erf of emitted kernels, in the
+// The f32 exponential, sigmoid, tanh, erf and log of emitted kernels, in the
 // explicit vectors of each instruction set (AVX-512 where this machine has
 // it, AVX2 and the generic GCC vectors) and in the scalar helpers GCC
 // vectorises itself, against double precision: the largest error in units
@@ -89,6 +89,7 @@ const std::vector<Function>& Functions() {
       {"sigmoid", -30.0, 30.0, [](double x) { return 1 / (1 + std::exp(-x)); }, 2.5},
       {"tanh", -10.0, 10.0, [](double x) { return std::tanh(x); }, 2.0},
       {"erf", -5.0, 5.0, [](double x) { return std::erf(x); }, 8.0},
+      {"log", 1e-3, 1000.0, [](double x) { return std::log(x); }, 1.5},
   };
   return *functions;
 }
@@ -119,7 +120,7 @@ TEST(VectorMathTest, ErrorsInUlpsAgainstDoublePrecision) {
 // bounds give the limits (exp: infinity, denormals, 0), at every lane.
 TEST(VectorMathTest, SpecialArgumentsGiveTheLimits) {
   const float specials[] = {NAN,    INFINITY, -INFINITY, 100.0f, -100.0f,
-                            -200.0f, 0.0f,    -0.0f,     89.5f, -103.5f, 1e-30f};
+                            -200.0f, 0.0f,    -0.0f,     89.5f, -103.5f, 1e-30f, 1e-40f};
   std::vector<float> arguments(kRows * kColumns);
   for (size_t i = 0; i < arguments.size(); ++i) {
     arguments[i] = specials[i % (sizeof specials / sizeof specials[0])];
