@@ -17,16 +17,32 @@ struct GemmLoops {
   int m = 0, first_k = 0, k = 0;
 };
 
-// The strides of an affine `index` over the node's loops (`coefficients`
-// of every loop, none of the loops after `loops.k` used): the batch and
-// accumulation loops' into `matrix`, `row_loop`'s and the merged column
-// loops' (`col_loop` = -1 for the merged n loops, whose innermost stride
-// counts) as its row and column strides. False when the index is not
-// affine or uses another loop.
-bool Strides(Expr index, int num_vars, const GemmLoops& loops, int row_loop, int col_loop,
+// One matrix's affine index: a coefficient per loop variable and a
+// constant.
+struct AffineIndex {
+  std::vector<int64_t> coefficients;
+  int64_t constant = 0;
+};
+
+std::optional<AffineIndex> Affine(Expr index, int num_vars) {
+  AffineIndex affine;
+  affine.coefficients.resize(num_vars);
+  if (!AffineCoefficients(index, absl::MakeSpan(affine.coefficients), affine.constant)) {
+    return std::nullopt;
+  }
+  return affine;
+}
+
+// The strides of `index` (over the node's loops, none after `loops.k`
+// used): the batch and accumulation loops' into `matrix`, `row_loop`'s and
+// the merged column loops' (`col_loop` = -1 for the merged n loops, whose
+// innermost stride counts) as its row and column strides. False when it
+// uses another loop.
+bool Strides(const AffineIndex& index, const GemmLoops& loops, int row_loop, int col_loop,
              absl::Span<const int64_t> extents, GemmMatrix& matrix) {
-  std::vector<int64_t> coefficients(num_vars);
-  if (!AffineCoefficients(index, absl::MakeSpan(coefficients), matrix.offset)) return false;
+  const std::vector<int64_t>& coefficients = index.coefficients;
+  const int num_vars = static_cast<int>(coefficients.size());
+  matrix.offset = index.constant;
   const auto uses = [&](int v) {
     return v == row_loop || v == col_loop || (col_loop < 0 && v > loops.m && v < loops.first_k);
   };
@@ -112,11 +128,13 @@ bool IsDirectLoad(const ScalarOp& op) {
   return op.kind == ScalarOp::Kind::kLoad && op.args.empty();
 }
 
-// The product with the column loops (loops.m, loops.first_k) merged into n.
-std::optional<Gemm> MatchLoops(const ComputeNode& node, const GemmLoops& loops) {
+// The product with the column loops (loops.m, loops.first_k) merged into n,
+// over loops of `extents` (pointwise, then reduction), its operands and
+// store at the affine indices `a`, `b` and `c`.
+std::optional<Gemm> MatchLoops(const ComputeNode& node, const GemmLoops& loops,
+                               absl::Span<const int64_t> extents, const AffineIndex& a,
+                               const AffineIndex& b, const AffineIndex& c) {
   const std::vector<ScalarOp>& body = node.body;
-  std::vector<int64_t> extents = node.ranges;
-  extents.insert(extents.end(), node.reduction_ranges.begin(), node.reduction_ranges.end());
   Gemm gemm;
   gemm.dtype = body[2].dtype;
   gemm.batch.assign(extents.begin(), extents.begin() + loops.m);
@@ -131,11 +149,9 @@ std::optional<Gemm> MatchLoops(const ComputeNode& node, const GemmLoops& loops) 
   gemm.a.buffer = body[0].buffer;
   gemm.b.buffer = body[1].buffer;
   gemm.c.buffer = node.output;
-  const int num_vars = static_cast<int>(extents.size());
-  // The store index is over the pointwise loops only: no k.
-  if (!Strides(body[0].index, num_vars, loops, loops.m, loops.k, extents, gemm.a) ||
-      !Strides(body[1].index, num_vars, loops, loops.k, -1, extents, gemm.b) ||
-      !Strides(node.store_index, loops.first_k, loops, loops.m, -1, extents, gemm.c) ||
+  if (!Strides(a, loops, loops.m, loops.k, extents, gemm.a) ||
+      !Strides(b, loops, loops.k, -1, extents, gemm.b) ||
+      !Strides(c, loops, loops.m, -1, extents, gemm.c) ||
       !ChooseLayout(gemm.m, gemm.k, gemm.a) || !ChooseLayout(gemm.k, gemm.n, gemm.b) ||
       !ChooseLayout(gemm.m, gemm.n, gemm.c) || gemm.c.transposed) {
     return std::nullopt;
@@ -164,13 +180,21 @@ std::optional<Gemm> MatchGemm(const ComputeNode& node) {
       body[0].dtype != product.dtype || body[1].dtype != product.dtype) {
     return std::nullopt;
   }
+  std::vector<int64_t> extents = node.ranges;
+  extents.insert(extents.end(), node.reduction_ranges.begin(), node.reduction_ranges.end());
   const int pointwise = static_cast<int>(node.ranges.size());
+  const int num_vars = static_cast<int>(extents.size());
+  // The store index is over the pointwise loops only: no k.
+  const std::optional<AffineIndex> a = Affine(body[0].index, num_vars);
+  const std::optional<AffineIndex> b = Affine(body[1].index, num_vars);
+  const std::optional<AffineIndex> c = Affine(node.store_index, pointwise);
+  if (!a.has_value() || !b.has_value() || !c.has_value()) return std::nullopt;
   GemmLoops loops;
   loops.first_k = pointwise;
-  loops.k = pointwise + static_cast<int>(node.reduction_ranges.size()) - 1;
+  loops.k = num_vars - 1;
   // n the last pointwise loop, else the fewest last loops that merge.
   for (loops.m = pointwise - 2; loops.m >= 0; --loops.m) {
-    if (std::optional<Gemm> gemm = MatchLoops(node, loops)) return gemm;
+    if (std::optional<Gemm> gemm = MatchLoops(node, loops, extents, *a, *b, *c)) return gemm;
   }
   return std::nullopt;
 }
