@@ -387,6 +387,10 @@ class Graph {
 
   // The id of the value with this name, or -1.
   ValueId FindValue(absl::string_view name) const;
+  // Whether the value is a weight or a constant: data known at compile time.
+  bool HasInitializer(ValueId id) const {
+    return values_[id].kind == ValueKind::kWeight || values_[id].kind == ValueKind::kConstant;
+  }
   // Data of a weight or constant.
   const Tensor& initializer(ValueId id) const;
   // Replaces a weight's or constant's data, and its value's type with the

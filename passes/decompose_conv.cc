@@ -254,8 +254,7 @@ void ConvDirect(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
 // positions' products read it as row-major [M, C] matrices. None for a
 // weight known only at run time.
 std::optional<ValueId> ChannelsLastWeight(DecompositionBuilder& b, ValueId weight) {
-  const Value& value = b.graph().value(weight);
-  if (value.kind != ValueKind::kWeight && value.kind != ValueKind::kConstant) return std::nullopt;
+  if (!b.graph().HasInitializer(weight)) return std::nullopt;
   const Tensor& w = b.graph().initializer(weight);
   const Shape& shape = w.shape();
   const int64_t out_channels = shape[0], channels = shape[1];

@@ -61,8 +61,7 @@ bool NeedsMasking(const Node& node, const RecurrentSpec& spec,
                   const Graph& graph) {
   if (!spec.Has(kRnnSequenceLens)) return false;
   const ValueId lens = node.inputs[kRnnSequenceLens];
-  const ValueKind kind = graph.value(lens).kind;
-  if (kind != ValueKind::kConstant && kind != ValueKind::kWeight) return true;
+  if (!graph.HasInitializer(lens)) return true;
   const Tensor& data = graph.initializer(lens);
   for (int64_t b = 0; b < data.num_elements(); ++b) {
     if (data.GetInt(b) != spec.seq) return true;

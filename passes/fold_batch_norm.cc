@@ -13,11 +13,6 @@
 namespace loom {
 namespace {
 
-bool IsInitializer(const Graph& graph, ValueId id) {
-  const ValueKind kind = graph.value(id).kind;
-  return kind == ValueKind::kWeight || kind == ValueKind::kConstant;
-}
-
 // How many node inputs and graph outputs read each value.
 std::vector<int> CountReaders(const Graph& graph) {
   std::vector<int> readers(graph.values().size(), 0);
@@ -40,10 +35,10 @@ std::optional<NodeId> FoldableConv(const Graph& graph, const Node& bn,
   const Node& conv = graph.node(producer);
   if (conv.op != "conv" || conv.inputs.size() < 2 || conv.outputs.size() != 1) return std::nullopt;
   for (size_t i = 1; i < conv.inputs.size(); ++i) {
-    if (!IsInitializer(graph, conv.inputs[i])) return std::nullopt;
+    if (!graph.HasInitializer(conv.inputs[i])) return std::nullopt;
   }
   for (size_t i = 1; i < bn.inputs.size(); ++i) {
-    if (!IsInitializer(graph, bn.inputs[i])) return std::nullopt;
+    if (!graph.HasInitializer(bn.inputs[i])) return std::nullopt;
   }
   const DType dtype = graph.value(x).type.dtype;
   if (dtype != DType::kF32 && dtype != DType::kF64) return std::nullopt;

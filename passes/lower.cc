@@ -1280,10 +1280,7 @@ int Lowering::CheckIndex(ComputeNode& compute, const Node& node, int index,
   return Step(compute, std::move(check));
 }
 
-bool Lowering::IsKnown(ValueId value) const {
-  const ValueKind kind = graph_.value(value).kind;
-  return kind == ValueKind::kWeight || kind == ValueKind::kConstant;
-}
+bool Lowering::IsKnown(ValueId value) const { return graph_.HasInitializer(value); }
 
 // `value` as a stored buffer whose offset is linear in variable `var` (with
 // the coefficient in `stride`): as it is, or copied into a contiguous one

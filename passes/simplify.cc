@@ -280,8 +280,7 @@ absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
       chain.push_back(&view);
       source = view.inputs[0];
     }
-    const ValueKind kind = graph.value(source).kind;
-    if (kind != ValueKind::kWeight && kind != ValueKind::kConstant) return std::nullopt;
+    if (!graph.HasInitializer(source)) return std::nullopt;
     Tensor data = graph.initializer(source);
     for (auto node = chain.rbegin(); node != chain.rend(); ++node) {
       Tensor out(graph.value((*node)->outputs[0]).type);

@@ -86,8 +86,7 @@ absl::StatusOr<Tensor> NodeContext::ConstInput(int i,
                                                absl::string_view what) const {
   absl::StatusOr<ValueId> id = Input(i);
   if (!id.ok()) return id.status();
-  const Value& value = graph_.value(*id);
-  if (value.kind != ValueKind::kConstant && value.kind != ValueKind::kWeight) {
+  if (!graph_.HasInitializer(*id)) {
     return Refuse(absl::StrCat(
         "input '", node_.input(i), "' (", what,
         ") must be known at import (an initializer, a Constant node or "

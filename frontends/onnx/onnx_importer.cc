@@ -273,10 +273,7 @@ class Importer {
       if (input.empty()) continue;
       auto it = values_.find(input);
       if (it == values_.end()) return false;
-      const ValueKind kind = graph_.value(it->second).kind;
-      if (kind != ValueKind::kConstant && kind != ValueKind::kWeight) {
-        return false;
-      }
+      if (!graph_.HasInitializer(it->second)) return false;
     }
     return true;
   }
