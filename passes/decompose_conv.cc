@@ -119,13 +119,14 @@ bool NeedsPadding(const WindowGeometry& g) {
 
 // x [N, C, S...] padded with `value` as the windows need (the explicit pads
 // and ceil_mode's extra end).
-ValueId PadInput(DecompositionBuilder& b, ValueId x, const WindowGeometry& g, double value) {
-  if (!NeedsPadding(g)) return x;
+ValueId PadInput(DecompositionBuilder& b, ValueId x, const WindowGeometry& g, double value,
+                 int64_t extra_rows = 0) {
+  if (!NeedsPadding(g) && extra_rows == 0) return x;
   std::vector<int64_t> pads = {0, 0};
   pads.insert(pads.end(), g.pads_begin.begin(), g.pads_begin.end());
   pads.insert(pads.end(), {0, 0});
   for (int d = 0; d < g.num_spatial(); ++d) {
-    pads.push_back(g.pads_end[d] + g.ceil_extra[d]);
+    pads.push_back(g.pads_end[d] + g.ceil_extra[d] + (d == 0 ? extra_rows : 0));
   }
   Attrs attrs = Ints("pads", std::move(pads));
   attrs.Set("value", value);
@@ -291,13 +292,7 @@ void ConvShifted(DecompositionBuilder& b, const Node& node, const ConvSpec& spec
   int64_t overrun = 0;
   for (int d = 1; d < spatial; ++d) overrun += (g.KernelExtent(d) - 1) * strides[d];
   const int64_t extra_rows = (overrun + strides[0] - 1) / strides[0];
-  std::vector<int64_t> pads = {0, 0};
-  pads.insert(pads.end(), g.pads_begin.begin(), g.pads_begin.end());
-  pads.insert(pads.end(), {0, 0});
-  for (int d = 0; d < spatial; ++d) pads.push_back(g.pads_end[d] + (d == 0 ? extra_rows : 0));
-  Attrs pad_attrs = Ints("pads", std::move(pads));
-  pad_attrs.Set("value", 0.0);
-  const ValueId image = b.Add("pad", "pad", {node.inputs[0]}, std::move(pad_attrs));
+  const ValueId image = PadInput(b, node.inputs[0], g, 0, extra_rows);
   const int64_t channel_stride = (padded[0] + extra_rows) * strides[0];
   // The image as [N, 1, G..., K..., C] (G the positions on the padded
   // width, K the kernel positions), broadcast over the output channels.

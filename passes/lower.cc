@@ -1739,8 +1739,9 @@ absl::Status Lowering::LowerSlice(const Node& node) {
 
 // out[x] = the input's element offset + sum_i strides[i] * x[i] in row-major
 // order: an affine view of a buffer that stores the input so (a padded
-// image whose overlapping windows a convolution reads as one matrix), and
-// otherwise that position unflattened over the input's shape.
+// image whose overlapping windows a convolution reads as one matrix); any
+// other input (inlined, or a view in another order) is copied into one
+// first, so that the view stays affine.
 absl::Status Lowering::LowerAsStrided(const Node& node) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
@@ -1749,7 +1750,7 @@ absl::Status Lowering::LowerAsStrided(const Node& node) {
   for (size_t i = 0; i < strides.size(); ++i) {
     flat = ctx_.Add(flat, ctx_.Mul(Var(static_cast<int>(i)), strides[i]));
   }
-  const LoweredValue& source = lowered_[in];
+  LoweredValue source = lowered_[in];
   std::vector<int64_t> coefficients(in_shape.size());
   int64_t base = 0;
   bool contiguous = source.inline_node < 0 && !source.inline_constant &&
@@ -1758,16 +1759,11 @@ absl::Status Lowering::LowerAsStrided(const Node& node) {
   for (size_t d = 0; contiguous && d < in_shape.size(); ++d) {
     contiguous = in_shape[d] == 1 || coefficients[d] == contiguous_strides[d];
   }
-  if (contiguous) {
-    lowered_[out] = LoweredValue::Stored(source.buffer, ctx_.Add(flat, ctx_.Const(base)));
-    return absl::OkStatus();
+  if (!contiguous) {
+    source = Materialize(node.name, in);
+    base = 0;
   }
-  Indices in_indices;
-  for (size_t d = 0; d < in_shape.size(); ++d) {
-    in_indices.push_back(ctx_.Mod(ctx_.FloorDiv(flat, std::max<int64_t>(contiguous_strides[d], 1)),
-                                  std::max<int64_t>(in_shape[d], 1)));
-  }
-  DefineView(out, in, in_indices);
+  lowered_[out] = LoweredValue::Stored(source.buffer, ctx_.Add(flat, ctx_.Const(base)));
   return absl::OkStatus();
 }
 

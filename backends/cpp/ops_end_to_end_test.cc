@@ -437,6 +437,16 @@ TEST(OpsEndToEndTest, ShapeOps) {
     b.Output(b.Op("flatten", {x}, MakeAttrs({{"axis", axis}})));
   }
   b.Output(b.Op("exp", {b.Op("dropout", {x}, MakeAttrs({{"ratio", 0.3}}))}));
+  // Overlapping windows of a stored input, of a transposed view and of an
+  // inlined value (those two copied first).
+  const Attrs windows = MakeAttrs({{"shape", std::vector<int64_t>{2, 19, 5}},
+                                   {"strides", std::vector<int64_t>{24, 1, 1}},
+                                   {"offset", int64_t{1}}});
+  b.Output(b.Op("as_strided", {x}, windows));
+  b.Output(b.Op("as_strided",
+                {b.Op("transpose", {x}, MakeAttrs({{"perm", std::vector<int64_t>{0, 2, 1}}}))},
+                windows));
+  b.Output(b.Op("as_strided", {b.Op("exp", {x})}, windows));
 
   const ValueId small = b.Input("small", DType::kF32, {2, 1, 3});
   b.Output(b.Op("tile", {small}, IntsAttr("repeats", {2, 3, 1})));
