@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/conv_call.h"
 #include "ir/gemm.h"
 
 namespace loom {
@@ -226,6 +227,9 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
     if (node.extern_op == ExternOp::kGemm && !MatchGemm(node).has_value()) {
       return NodeError(node, "is marked as a gemm but is not a product gemm calls can compute");
     }
+    if (node.extern_op == ExternOp::kConv && !MatchConv(node).has_value()) {
+      return NodeError(node, "is marked as a conv call but is not a convolution one can compute");
+    }
     // An arg reduction folds values of any type into an i64 position.
     const DType stored =
         IsArgReduce(node.reduce) ? DType::kI64 : node.body[node.root].dtype;
@@ -301,6 +305,7 @@ std::string PrintComputeNode(const LoopProgram& program,
                     ") in ", ShapeToString(node.reduction_ranges));
   }
   if (node.extern_op == ExternOp::kGemm) absl::StrAppend(&text, " as gemm");
+  if (node.extern_op == ExternOp::kConv) absl::StrAppend(&text, " as conv call");
   absl::StrAppend(&text, "\n");
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     absl::StrAppend(&text, "  t", i, ": ", DTypeName(node.body[i].dtype), " = ",

@@ -183,7 +183,10 @@ static_assert(sizeof(ScalarOp) <= 40, "a program holds millions of steps");
 //    their product, summed over k and any accumulation loops before it
 //    (ir/gemm.h, MatchGemm, describes the calls). The library may sum in
 //    another order.
-enum class ExternOp : uint8_t { kNone, kGemm };
+//  - kConv: a 2-D convolution of an f32 image that is already padded
+//    (ir/conv_call.h, MatchConv, describes the call), on backends that have
+//    a convolution library; the others run its loops.
+enum class ExternOp : uint8_t { kNone, kGemm, kConv };
 
 // Writes `output` over a pointwise iteration space `ranges` (loop variables
 // x0..x{n-1}), optionally reducing over `reduction_ranges` (variables

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "ir/conv_call.h"
 #include "ir/gemm.h"
 #include "ir/index_error.h"
 #include "passes/pass.h"
@@ -386,7 +387,8 @@ class Lowering {
   // Makes a sum of products that gemm calls compute (ir/gemm.h: over
   // several loops, a convolution's kernel positions and channels, say) one,
   // when calls are allowed and it has at least LowerOptions::gemm_min_rows
-  // rows.
+  // rows; else, when it is a convolution of a padded image that one call
+  // computes (ir/conv_call.h), that call.
   void MarkContraction(ComputeNode& compute, int root);
   // Whether matmul `node` has operands a gemm call can take (dtypes,
   // ranks) and the options allow calls.
@@ -962,7 +964,11 @@ void Lowering::MarkContraction(ComputeNode& compute, int root) {
   compute.root = root;                                     // as Finish will
   compute.store_index = ContiguousOffset(compute.ranges);  // set them
   const std::optional<Gemm> gemm = MatchGemm(compute);
-  if (gemm.has_value() && gemm->m >= options_.gemm_min_rows) compute.extern_op = ExternOp::kGemm;
+  if (gemm.has_value() && gemm->m >= options_.gemm_min_rows) {
+    compute.extern_op = ExternOp::kGemm;
+  } else if (MatchConv(compute).has_value()) {
+    compute.extern_op = ExternOp::kConv;
+  }
 }
 
 bool Lowering::MayBeGemm(const Node& node) const {

@@ -74,6 +74,7 @@ std::string NodeText(const ComputeNode& node) {
     absl::StrAppend(&text, " reduce ", Extents(node.reduction_ranges));
   }
   if (node.extern_op == ExternOp::kGemm) absl::StrAppend(&text, " (gemm call)");
+  if (node.extern_op == ExternOp::kConv) absl::StrAppend(&text, " (conv call)");
   return text;
 }
 

@@ -1,0 +1,147 @@
+#include "ir/conv_call.h"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/expr.h"
+
+namespace loom {
+namespace {
+
+// The node's loop variables, pointwise then reduction.
+enum Loop { kN, kM, kY, kX, kC, kR, kS, kNumLoops };
+
+using Coefficients = std::array<int64_t, kNumLoops>;
+
+std::optional<Coefficients> Affine(Expr index, int num_vars, int64_t& constant) {
+  Coefficients coefficients = {};
+  if (!AffineCoefficients(index, absl::MakeSpan(coefficients.data(), num_vars), constant)) {
+    return std::nullopt;
+  }
+  return coefficients;
+}
+
+// Whether every loop in `loops` whose extent is not 1 has a zero coefficient.
+bool Ignores(const Coefficients& coefficients, const Coefficients& extents,
+             std::initializer_list<Loop> loops) {
+  for (Loop loop : loops) {
+    if (extents[loop] != 1 && coefficients[loop] != 0) return false;
+  }
+  return true;
+}
+
+// Sets the stride of each dim of extent 1 (which no element uses) past the
+// others, and checks that no two elements share an address: sorted by
+// stride, each dim steps over all of the ones inside it.
+bool FinishStrides(ConvOperand& operand) {
+  int64_t end = 1;
+  for (int d = 0; d < 4; ++d) {
+    if (operand.strides[d] < 0) return false;
+    if (operand.dims[d] > 1) end = std::max(end, SaturatingMul(operand.strides[d], operand.dims[d]));
+  }
+  std::vector<int> dims;
+  for (int d = 0; d < 4; ++d) {
+    if (operand.dims[d] == 1) {
+      operand.strides[d] = end;
+    } else {
+      dims.push_back(d);
+    }
+  }
+  std::sort(dims.begin(), dims.end(),
+            [&](int a, int b) { return operand.strides[a] < operand.strides[b]; });
+  int64_t inside = 1;
+  for (int d : dims) {
+    if (operand.strides[d] < inside) return false;
+    inside = SaturatingMul(operand.strides[d], operand.dims[d]);
+  }
+  return inside <= kMaxTensorElements;
+}
+
+// The step along one of the input's spatial dims and the conv's stride and
+// dilation there, from the coefficients of that dim's output loop and
+// kernel loop: the step divides both.
+bool SpatialDim(int64_t output_coefficient, int64_t output_extent, int64_t kernel_coefficient,
+                int64_t kernel_extent, int64_t& step, int64_t& stride, int64_t& dilation) {
+  const int64_t out = output_extent > 1 ? output_coefficient : 0;
+  const int64_t kernel = kernel_extent > 1 ? kernel_coefficient : 0;
+  if (out < 0 || kernel < 0) return false;
+  step = std::gcd(out, kernel);
+  if (step == 0) step = 1;
+  stride = out == 0 ? 1 : out / step;
+  dilation = kernel == 0 ? 1 : kernel / step;
+  return true;
+}
+
+// The call, taking `input` and `weight` as the loads' indices.
+std::optional<ConvCall> MatchOperands(const ComputeNode& node, const Coefficients& extents,
+                                      const Coefficients& input, int64_t input_offset,
+                                      const Coefficients& weight, int64_t weight_offset,
+                                      const Coefficients& output, int64_t output_offset) {
+  if (!Ignores(input, extents, {kM}) || !Ignores(weight, extents, {kN, kY, kX})) {
+    return std::nullopt;
+  }
+  ConvCall call;
+  int64_t row = 1, col = 1;
+  if (!SpatialDim(input[kY], extents[kY], input[kR], extents[kR], row, call.strides[0],
+                  call.dilations[0]) ||
+      !SpatialDim(input[kX], extents[kX], input[kS], extents[kS], col, call.strides[1],
+                  call.dilations[1])) {
+    return std::nullopt;
+  }
+  const int64_t height =
+      (extents[kY] - 1) * call.strides[0] + (extents[kR] - 1) * call.dilations[0] + 1;
+  const int64_t width =
+      (extents[kX] - 1) * call.strides[1] + (extents[kS] - 1) * call.dilations[1] + 1;
+  call.input = {node.body[0].buffer, input_offset, {extents[kN], extents[kC], height, width},
+                {input[kN], input[kC], row, col}};
+  call.weight = {node.body[1].buffer, weight_offset,
+                 {extents[kM], extents[kC], extents[kR], extents[kS]},
+                 {weight[kM], weight[kC], weight[kR], weight[kS]}};
+  call.output = {node.output, output_offset, {extents[kN], extents[kM], extents[kY], extents[kX]},
+                 {output[kN], output[kM], output[kY], output[kX]}};
+  if (input_offset < 0 || weight_offset < 0 || output_offset < 0 ||
+      !FinishStrides(call.input) || !FinishStrides(call.weight) || !FinishStrides(call.output)) {
+    return std::nullopt;
+  }
+  return call;
+}
+
+bool IsDirectF32Load(const ScalarOp& op) {
+  return op.kind == ScalarOp::Kind::kLoad && op.args.empty() && op.dtype == DType::kF32;
+}
+
+}  // namespace
+
+std::optional<ConvCall> MatchConv(const ComputeNode& node) {
+  const std::vector<ScalarOp>& body = node.body;
+  if (node.reduce != ReduceKind::kSum || node.ranges.size() != 4 ||
+      node.reduction_ranges.size() != 3 || body.size() != 3 || node.root != 2) {
+    return std::nullopt;
+  }
+  const ScalarOp& product = body[2];
+  if (!IsDirectF32Load(body[0]) || !IsDirectF32Load(body[1]) ||
+      product.kind != ScalarOp::Kind::kCall || product.fn != ScalarFn::kMul ||
+      product.dtype != DType::kF32 || product.args != StepArgs{0, 1}) {
+    return std::nullopt;
+  }
+  Coefficients extents;
+  const std::vector<int64_t> all = node.AllRanges();
+  std::copy(all.begin(), all.end(), extents.begin());
+  int64_t first_offset = 0, second_offset = 0, output_offset = 0;
+  const std::optional<Coefficients> first = Affine(body[0].index, kNumLoops, first_offset);
+  const std::optional<Coefficients> second = Affine(body[1].index, kNumLoops, second_offset);
+  const std::optional<Coefficients> output = Affine(node.store_index, kC, output_offset);
+  if (!first.has_value() || !second.has_value() || !output.has_value()) return std::nullopt;
+  if (std::optional<ConvCall> call = MatchOperands(node, extents, *first, first_offset, *second,
+                                                   second_offset, *output, output_offset)) {
+    return call;
+  }
+  std::optional<ConvCall> call = MatchOperands(node, extents, *second, second_offset, *first,
+                                               first_offset, *output, output_offset);
+  if (call.has_value()) std::swap(call->input.buffer, call->weight.buffer);
+  return call;
+}
+
+}  // namespace loom

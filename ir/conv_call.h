@@ -1,0 +1,43 @@
+#ifndef LOOM_IR_CONV_CALL_H_
+#define LOOM_IR_CONV_CALL_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "ir/loop_ir.h"
+
+namespace loom {
+
+// A 4-D operand of a convolution call, where its buffer holds it: element
+// [i0][i1][i2][i3] at offset + sum_d i_d * strides[d].
+struct ConvOperand {
+  BufferId buffer = -1;
+  int64_t offset = 0;
+  std::array<int64_t, 4> dims = {};
+  std::array<int64_t, 4> strides = {};
+};
+
+// A 2-D convolution node (ExternOp::kConv) as one call of a convolution
+// library, without padding (the input is the padded image):
+//   output[n][m][y][x] = sum over c, r, s of
+//       input[n][c][y * strides[0] + r * dilations[0]][x * strides[1] + s * dilations[1]]
+//       * weight[m][c][r][s]
+// input [N, C, H, W], weight [M, C, R, S], output [N, M, Y, X], f32.
+struct ConvCall {
+  ConvOperand input, weight, output;
+  std::array<int64_t, 2> strides = {1, 1};
+  std::array<int64_t, 2> dilations = {1, 1};
+};
+
+// The call that computes `node`, or nullopt when `node` is not such a
+// convolution: pointwise loops (n, m, y, x), reduction loops (c, r, s), a
+// body of two direct f32 loads (the input's and the weight's, either
+// first) and their product, summed; every index affine, each operand's
+// rows unit-stride, and no two elements of an operand at one address.
+// Matching ignores node.extern_op.
+std::optional<ConvCall> MatchConv(const ComputeNode& node);
+
+}  // namespace loom
+
+#endif  // LOOM_IR_CONV_CALL_H_

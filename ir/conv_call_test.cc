@@ -1,0 +1,133 @@
+#include "ir/conv_call.h"
+
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace loom {
+namespace {
+
+using Dims = std::array<int64_t, 4>;
+
+// A conv node: pointwise loops (n, m, y, x) = x0..x3 over `out`, reduction
+// loops (c, r, s) = x4..x6 over `kernel`, summing the product of the loads
+// of buffer 0 at `first` and buffer 1 at `second`, stored at `store`.
+ComputeNode Conv(std::vector<int64_t> out, std::vector<int64_t> kernel, Expr first, Expr second,
+                 Expr store) {
+  ComputeNode node;
+  node.name = "conv";
+  node.output = 2;
+  node.ranges = std::move(out);
+  node.reduction_ranges = std::move(kernel);
+  node.reduce = ReduceKind::kSum;
+  node.store_index = store;
+  ScalarOp a{ScalarOp::Kind::kLoad, DType::kF32};
+  a.buffer = 0;
+  a.index = first;
+  ScalarOp b{ScalarOp::Kind::kLoad, DType::kF32};
+  b.buffer = 1;
+  b.index = second;
+  ScalarOp mul{ScalarOp::Kind::kCall, DType::kF32};
+  mul.fn = ScalarFn::kMul;
+  mul.args = {0, 1};
+  node.body = {a, b, mul};
+  node.root = 2;
+  return node;
+}
+
+class ConvCallTest : public ::testing::Test {
+ protected:
+  // sum of coefficient * variable terms plus a constant
+  Expr Affine(std::vector<std::pair<int64_t, int>> terms, int64_t constant = 0) {
+    Expr e = ctx_.Const(constant);
+    for (auto [coefficient, var] : terms) e = ctx_.Add(e, ctx_.Mul(ctx_.Var(var), coefficient));
+    return e;
+  }
+  // A padded image [2, 3, 10, 12] read at (n, c, 2y + r, x + 2s), the
+  // weight [4, 3, 3, 3] at (m, c, r, s), an output [2, 4, 4, 8].
+  Expr Image(int64_t offset = 0) {
+    return Affine({{360, 0}, {120, 4}, {24, 2}, {12, 5}, {1, 3}, {2, 6}}, offset);
+  }
+  Expr Weight() { return Affine({{27, 1}, {9, 4}, {3, 5}, {1, 6}}); }
+  Expr Output() { return Affine({{128, 0}, {32, 1}, {8, 2}, {1, 3}}); }
+  ExprContext ctx_;
+};
+
+TEST_F(ConvCallTest, StridedDilatedConv) {
+  const std::optional<ConvCall> call =
+      MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Image(5), Weight(), Output()));
+  ASSERT_TRUE(call.has_value());
+  EXPECT_EQ(call->input.buffer, 0);
+  EXPECT_EQ(call->input.offset, 5);
+  // Rows: 2 * 3 + 2 * 1 + 1 = 9 of the 10 read; columns 7 + 2 * 2 + 1 = 12.
+  EXPECT_EQ(call->input.dims, (Dims{2, 3, 9, 12}));
+  EXPECT_EQ(call->input.strides, (Dims{360, 120, 12, 1}));
+  EXPECT_EQ(call->strides, (std::array<int64_t, 2>{2, 1}));
+  EXPECT_EQ(call->dilations, (std::array<int64_t, 2>{1, 2}));
+  EXPECT_EQ(call->weight.buffer, 1);
+  EXPECT_EQ(call->weight.dims, (Dims{4, 3, 3, 3}));
+  EXPECT_EQ(call->weight.strides, (Dims{27, 9, 3, 1}));
+  EXPECT_EQ(call->output.buffer, 2);
+  EXPECT_EQ(call->output.dims, (Dims{2, 4, 4, 8}));
+  EXPECT_EQ(call->output.strides, (Dims{128, 32, 8, 1}));
+}
+
+TEST_F(ConvCallTest, WeightLoadedFirst) {
+  const std::optional<ConvCall> call =
+      MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Weight(), Image(), Output()));
+  ASSERT_TRUE(call.has_value());
+  EXPECT_EQ(call->input.buffer, 1);
+  EXPECT_EQ(call->weight.buffer, 0);
+}
+
+TEST_F(ConvCallTest, BatchOfOneTakesAnyStride) {
+  // n has extent 1: its coefficient (none here) does not matter.
+  const std::optional<ConvCall> call = MatchConv(Conv(
+      {1, 4, 4, 8}, {3, 3, 3}, Affine({{120, 4}, {24, 2}, {12, 5}, {1, 3}, {2, 6}}), Weight(),
+      Affine({{32, 1}, {8, 2}, {1, 3}})));
+  ASSERT_TRUE(call.has_value());
+  EXPECT_EQ(call->input.dims[0], 1);
+}
+
+TEST_F(ConvCallTest, RefusesWhatIsNoConv) {
+  // The weight varies with the output position.
+  EXPECT_FALSE(MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Image(),
+                              Affine({{27, 1}, {9, 4}, {3, 5}, {1, 6}, {1, 3}}), Output()))
+                   .has_value());
+  // The image varies with the output channel.
+  EXPECT_FALSE(MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3},
+                              Affine({{360, 0}, {120, 4}, {24, 2}, {12, 5}, {1, 3}, {2, 6}, {1, 1}}),
+                              Weight(), Output()))
+                   .has_value());
+  // Two output positions at one address.
+  EXPECT_FALSE(MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Image(), Weight(),
+                              Affine({{128, 0}, {32, 1}, {4, 2}, {1, 3}})))
+                   .has_value());
+  // A channel stride that overlaps the rows.
+  EXPECT_FALSE(MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3},
+                              Affine({{360, 0}, {12, 4}, {24, 2}, {12, 5}, {1, 3}, {2, 6}}),
+                              Weight(), Output()))
+                   .has_value());
+  // Three pointwise loops: no conv of this shape.
+  EXPECT_FALSE(MatchConv(Conv({4, 4, 8}, {3, 3, 3}, Affine({{120, 3}, {24, 1}, {12, 4}, {1, 2}}),
+                              Affine({{27, 0}, {9, 3}, {3, 4}, {1, 5}}),
+                              Affine({{32, 0}, {8, 1}, {1, 2}})))
+                   .has_value());
+}
+
+TEST_F(ConvCallTest, RefusesAnotherProduct) {
+  ComputeNode node = Conv({2, 4, 4, 8}, {3, 3, 3}, Image(), Weight(), Output());
+  node.body[2].fn = ScalarFn::kAdd;
+  EXPECT_FALSE(MatchConv(node).has_value());
+  node = Conv({2, 4, 4, 8}, {3, 3, 3}, Image(), Weight(), Output());
+  node.reduce = ReduceKind::kMax;
+  EXPECT_FALSE(MatchConv(node).has_value());
+  node = Conv({2, 4, 4, 8}, {3, 3, 3}, Image(), Weight(), Output());
+  for (ScalarOp& op : node.body) op.dtype = DType::kF64;
+  EXPECT_FALSE(MatchConv(node).has_value());
+}
+
+}  // namespace
+}  // namespace loom
