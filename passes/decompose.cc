@@ -36,13 +36,6 @@ const std::vector<std::pair<std::string, DecomposeFn>>& Decompositions() {
   return *table;
 }
 
-DecomposeFn FindDecomposition(absl::string_view op) {
-  for (const auto& [name, fn] : Decompositions()) {
-    if (name == op) return fn;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::vector<std::string> DecomposableOps() {
@@ -61,10 +54,13 @@ absl::StatusOr<std::unique_ptr<DecomposePass>> DecomposePass::Create(
   }
   absl::flat_hash_map<std::string, DecomposeFn> all;
   for (const auto& [name, fn] : Decompositions()) all.emplace(name, fn);
+  if (options.conv_calls()) {
+    for (const Decomposition& d : ConvCallDecompositions()) all[d.op] = d.fn;
+  }
   absl::flat_hash_map<std::string, DecomposeFn> selected;
   if (options.ops().empty()) selected = all;
   for (const std::string& op : options.ops()) {
-    DecomposeFn fn = FindDecomposition(op);
+    DecomposeFn fn = Find(all, op);
     if (fn == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "decompose does not know op '", op,

@@ -166,6 +166,9 @@ absl::Span<const Decomposition>
 TensorOpDecompositions();                             // decompose_tensor_ops.cc
 absl::Span<const Decomposition> RnnDecompositions();  // decompose_rnn.cc
 absl::Span<const Decomposition> ConvDecompositions();  // decompose_conv.cc
+// conv as one library call where it can be (DecomposeOptions::conv_calls),
+// replacing ConvDecompositions' conv.
+absl::Span<const Decomposition> ConvCallDecompositions();  // decompose_conv.cc
 absl::Span<const Decomposition>
 ConvTransposeDecompositions();  // decompose_conv_transpose.cc
 absl::Span<const Decomposition> ResizeDecompositions();  // decompose_resize.cc
