@@ -16,10 +16,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/common/c_scalar.h"
+#include "ir/conv_call.h"
 #include "ir/gemm.h"
 #include "passes/pass.h"
 
 namespace loom::cpp {
+
+// The oneDNN convolution of conv calls (dnnl_conv.inc, embedded by the
+// genrule dnnl_conv_text): unlike the gemm, it needs oneDNN's headers
+// (libdnnl-dev) where the kernels compile.
+extern const char kDnnlConvSupport[];
+
 namespace {
 
 using cscalar::CType;
@@ -673,6 +680,35 @@ std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel)
   const ComputeNode& node = program.nodes[kernel.nodes[0]];
   if (node.extern_op != ExternOp::kGemm) return std::nullopt;
   return MatchGemm(node);
+}
+
+// The conv call of `kernel`, when it is one (a lone ExternOp::kConv node).
+std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& kernel) {
+  if (kernel.nodes.size() != 1) return std::nullopt;
+  const ComputeNode& node = program.nodes[kernel.nodes[0]];
+  if (node.extern_op != ExternOp::kConv) return std::nullopt;
+  return MatchConv(node);
+}
+
+std::string OperandText(const ConvOperand& operand) {
+  return absl::StrCat("{{", absl::StrJoin(operand.dims, ", "), "}, {",
+                      absl::StrJoin(operand.strides, ", "), "}}");
+}
+
+// The body of the function for a conv call: one LoomConv2d for its shapes
+// (dnnl_conv.inc), made at the first call. Its arguments (input, weight
+// and output, each at its offset) go to `args`.
+std::string PrintConv(const ConvCall& conv, std::vector<BufferRef>& args) {
+  args = {{conv.input.buffer, conv.input.offset},
+          {conv.weight.buffer, conv.weight.offset},
+          {conv.output.buffer, conv.output.offset}};
+  return absl::StrFormat(
+      "  static loom_dnnl::LoomConv2d conv(%s,\n"
+      "                                    %s,\n"
+      "                                    %s, %d, %d, %d, %d);\n"
+      "  conv.Run((const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
+      OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output),
+      conv.strides[0], conv.strides[1], conv.dilations[0], conv.dilations[1]);
 }
 
 // The constant term of an index (which moves into a parameter).
@@ -2203,6 +2239,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   bool teams = false;
   bool calls_blas = false;
   bool calls_dnnl = false;
+  bool calls_conv = false;
   std::vector<BufferRef> gemm_args;
   // A body printed for the first time becomes a new function; returns the
   // function's index.
@@ -2215,6 +2252,13 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     return same->second;
   };
   for (const Kernel& kernel : schedule.kernels) {
+    if (std::optional<ConvCall> conv = KernelConv(program, kernel)) {
+      calls_conv = true;
+      launches.function.push_back(function_for(PrintConv(*conv, gemm_args)));
+      launches.args.insert(launches.args.end(), gemm_args.begin(), gemm_args.end());
+      launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
+      continue;
+    }
     if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
       (gemm->dtype == DType::kF32 ? calls_dnnl : calls_blas) = true;
       bool splits = false;
@@ -2242,7 +2286,9 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   std::string& text = source.text;
   text = absl::StrCat(kPreludeHead, calls_openmp ? "#include <omp.h>\n" : "",
                       cscalar::CoreHelpers(kHelperQualifier), streams ? kStreamHelpers : "",
-                      calls_dnnl ? kDnnlDeclaration : "", calls_blas ? kBlasDeclaration : "");
+                      // dnnl.h declares dnnl_sgemm too.
+                      calls_conv ? kDnnlConvSupport : calls_dnnl ? kDnnlDeclaration : "",
+                      calls_blas ? kBlasDeclaration : "");
   size_t size = text.size();
   for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
@@ -2266,7 +2312,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   source.kernel_functions = static_cast<int>(bodies.size());
   source.native_flags = NativeFlags(options);
   source.calls_blas = calls_blas;
-  source.calls_dnnl = calls_dnnl;
+  source.calls_dnnl = calls_dnnl || calls_conv;
   return source;
 }
 

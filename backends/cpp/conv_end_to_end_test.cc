@@ -1,6 +1,6 @@
 // conv, max_pool and average_pool through the whole CPU path (decompose
-// into im2col GEMMs or direct sums, lower, schedule, emit C++, native
-// compile, run), compared with the reference interpreter: 1-D, 2-D and 3-D,
+// into im2col GEMMs, direct sums or conv calls, lower, schedule, emit C++,
+// native compile, run), compared with the reference interpreter: 1-D, 2-D and 3-D,
 // strides, dilations, asymmetric pads, groups, depthwise, ceil_mode, pads
 // counted or not, and NaN and infinities in the pools' inputs. Each test
 // builds one graph of many nodes, so the native compiler runs once per test.
@@ -68,6 +68,31 @@ TEST(ConvEndToEndTest, ShiftedConvolutions) {
   const ValueId w = b.Input("w", DType::kF32, {12, 16, 3, 3});
   b.Output(b.Op("conv", {x2, w}, IntsAttr("pads", {1, 1, 1, 1})));
   CompileRunAndCompare(std::move(b.graph()));
+}
+
+// 2-D f32 convs of one group with a known weight as oneDNN's convolution
+// (ir/conv_call.h, dnnl_conv.inc): its Winograd (64 channels, 3x3, stride
+// 1) and direct paths; strides, dilations, asymmetric pads, a batch, a
+// bias; another conv of the same shapes (one call site, two weights), and
+// one of a run-time weight and one of two groups, which are no calls.
+TEST(ConvEndToEndTest, ConvCalls) {
+  GraphBuilder b;
+  const ValueId image = b.Input("image", DType::kF32, {1, 64, 14, 14});
+  AddConv(b, image, {64, 64, 3, 3}, true, IntsAttr("pads", {1, 1, 1, 1}), 1);
+  AddConv(b, image, {64, 64, 3, 3}, false, IntsAttr("pads", {1, 1, 1, 1}), 3);
+  const ValueId x2 = b.Input("x2", DType::kF32, {2, 8, 19, 17});
+  AddConv(b, x2, {16, 8, 7, 7}, true,
+          MakeAttrs({{"strides", Ints{2, 2}}, {"pads", Ints{3, 3, 3, 3}}}), 5);
+  AddConv(b, x2, {6, 8, 3, 2}, false,
+          MakeAttrs({{"strides", Ints{2, 3}}, {"pads", Ints{0, 2, 1, 0}}, {"dilations", Ints{2, 1}}}),
+          7);
+  AddConv(b, x2, {4, 8, 5, 5}, true, {}, 9);
+  const ValueId w = b.Input("w", DType::kF32, {12, 8, 3, 3});
+  b.Output(b.Op("conv", {x2, w}, IntsAttr("pads", {1, 1, 1, 1})));
+  AddConv(b, x2, {10, 4, 3, 3}, true, MakeAttrs({{"group", int64_t{2}}}), 11);
+  EndToEndOptions options;
+  options.conv_calls = true;
+  CompileRunAndCompare(std::move(b.graph()), options);
 }
 
 TEST(ConvEndToEndTest, DirectConvolutions) {

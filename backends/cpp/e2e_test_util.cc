@@ -98,8 +98,13 @@ std::vector<Tensor> MakeInputs(const Graph& graph,
 
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
                                                   const std::string& march,
-                                                  int64_t streaming_store_min_bytes) {
+                                                  int64_t streaming_store_min_bytes,
+                                                  bool conv_calls) {
   std::string text = kPipeline;
+  if (conv_calls) {
+    absl::StrReplaceAll({{"name: \"decompose\" }", "name: \"decompose\" decompose { conv_calls: true } }"}},
+                        &text);
+  }
   absl::StrReplaceAll(
       {{"streaming_store_min_bytes: 4096",
         absl::StrCat("streaming_store_min_bytes: ", streaming_store_min_bytes)}},
@@ -130,7 +135,7 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
   for (ValueId id : graph.outputs()) names.push_back(graph.value(id).name);
 
   absl::StatusOr<std::vector<Tensor>> actual =
-      CompileAndRun(std::move(graph), inputs);
+      CompileAndRun(std::move(graph), inputs, "", 4096, options.conv_calls);
   ASSERT_TRUE(actual.ok()) << actual.status();
   ASSERT_EQ(actual->size(), expected->size());
   for (size_t o = 0; o < expected->size(); ++o) {

@@ -47,6 +47,9 @@ struct EndToEndOptions {
   // Graph inputs are uniform in [-2, 2) (floats) or integers in [-5, 5];
   // `fill`, when set, may then change input i.
   std::function<void(size_t i, Tensor& input)> fill;
+  // Convs as library calls (DecomposeOptions::conv_calls, as the cpu
+  // pipeline has them) rather than gemm calls and loops.
+  bool conv_calls = false;
 };
 
 // The inputs CompileRunAndCompare feeds `graph` (shapes must be inferred).
@@ -55,11 +58,13 @@ std::vector<Tensor> MakeInputs(const Graph& graph,
 
 // Compiles `graph` through the whole CPU path, with a cache under
 // $TEST_TMPDIR, and runs it on `inputs`; the native code is for `march`
-// (CppOptions.march; empty: this machine), and outputs of at least
-// `streaming_store_min_bytes` are streamed (CppOptions; -1: none).
+// (CppOptions.march; empty: this machine), outputs of at least
+// `streaming_store_min_bytes` are streamed (CppOptions; -1: none), and
+// `conv_calls` as in EndToEndOptions.
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
                                                   const std::string& march = "",
-                                                  int64_t streaming_store_min_bytes = 4096);
+                                                  int64_t streaming_store_min_bytes = 4096,
+                                                  bool conv_calls = false);
 
 // Infers shapes, then checks that the compiled graph's outputs match the
 // interpreter's: floats within 1e-5 + 1e-4 * |expected| (NaN where NaN is
