@@ -151,41 +151,41 @@ class LoomTorchTest(unittest.TestCase):
                 self.assertLessEqual((compiled(x) - module(x)).abs().max().item(), 1e-5)
 
     def test_a_resnet_basic_block(self):
-        self.check_against_eager(ResNetBlock(8), torch.randn(2, 8, 12, 12), tolerance=1e-4)
+        self.check_against_eager(ResNetBlock(8), torch.randn(2, 8, 12, 12))
 
     def test_a_unet_block(self):
         module = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.SiLU())
-        self.check_against_eager(module, torch.randn(2, 8, 12, 12), tolerance=1e-4)
+        self.check_against_eager(module, torch.randn(2, 8, 12, 12))
 
     def test_a_small_cnn(self):
         module = nn.Sequential(
             nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(8, 16, 3, dilation=2, groups=2), nn.BatchNorm2d(16), nn.ReLU6(),
             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
-        self.check_against_eager(module, torch.randn(2, 3, 32, 32), tolerance=1e-4)
+        self.check_against_eager(module, torch.randn(2, 3, 32, 32))
 
     def test_conv1d_with_padding_same(self):
         # An even kernel: torch puts the odd padding position at the end.
         module = nn.Sequential(nn.Conv1d(4, 6, 4, padding="same", dilation=3, bias=False),
                                nn.Conv1d(6, 5, 3, padding="valid"), nn.GELU())
-        self.check_against_eager(module, torch.randn(2, 4, 20), tolerance=1e-4)
+        self.check_against_eager(module, torch.randn(2, 4, 20))
 
     def test_convolutions_of_one_and_three_dims_and_transposed(self):
         self.check_against_eager(nn.Conv3d(2, 4, 3, stride=(1, 2, 1), padding=(1, 0, 2)),
-                                 torch.randn(1, 2, 6, 7, 5), tolerance=1e-4)
+                                 torch.randn(1, 2, 6, 7, 5))
         self.check_against_eager(
             nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
-            torch.randn(2, 4, 7, 9), tolerance=1e-4)
+            torch.randn(2, 4, 7, 9))
         self.check_against_eager(nn.ConvTranspose1d(3, 2, 4, stride=3, dilation=2, bias=False),
-                                 torch.randn(2, 3, 8), tolerance=1e-4)
+                                 torch.randn(2, 3, 8))
         weight = torch.randn(5, 3, 2, 2)
         self.check_against_eager(Function(lambda x: torch.convolution(
             x, weight, None, [2, 1], [1, 0], [1, 2], False, [0, 0], 1)),
-            torch.randn(1, 3, 9, 9), tolerance=1e-4)
+            torch.randn(1, 3, 9, 9))
 
     def test_an_embedding_gru_language_model(self):
         module = EmbeddingGruLm(50, 16, 32)
-        self.check_against_eager(module, torch.randint(0, 50, (3, 7)), tolerance=1e-4)
+        self.check_against_eager(module, torch.randint(0, 50, (3, 7)))
 
     def test_pools(self):
         F = torch.nn.functional
