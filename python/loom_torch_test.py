@@ -28,6 +28,48 @@ def compile_with_loom(module, captured):
     return torch.compile(module, backend=backend, fullgraph=True)
 
 
+class Function(nn.Module):
+    """A function as a module (check_against_eager takes modules)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *inputs):
+        return self.fn(*inputs)
+
+
+class ResNetBlock(nn.Module):
+    """conv 3x3, batch norm, relu, conv 3x3, batch norm, + x, relu."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        for bn in (self.bn1, self.bn2):  # statistics as after training
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+            nn.init.uniform_(bn.weight, 0.5, 1.5)
+            nn.init.uniform_(bn.bias, -0.5, 0.5)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(y)) + x)
+
+
+class EmbeddingGruLm(nn.Module):
+    def __init__(self, vocab, embed, hidden):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.gru = nn.GRU(embed, hidden, 2, batch_first=True)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        return self.head(self.gru(self.embedding(ids))[0])
+
+
 def flat(values):
     values = values if isinstance(values, tuple) else (values,)
     return [t for v in values for t in (v if isinstance(v, tuple) else (v,))]
@@ -41,11 +83,16 @@ class LoomTorchTest(unittest.TestCase):
     def check_against_eager(self, module, *inputs, tolerance=1e-5):
         captured = []
         compiled = compile_with_loom(module.eval(), captured)
-        with torch.no_grad():
-            actual, expected = compiled(*inputs), module(*inputs)
-        for a, e in zip(flat(actual), flat(expected)):
-            self.assertLessEqual((a - e).abs().max().item(), tolerance)
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            expected = module(*inputs)
+            for call in range(2):  # the reference's (while the kernels compile), the kernels'
+                for a, e in zip(flat(compiled(*inputs)), flat(expected)):
+                    self.assertLessEqual((a - e).abs().max().item(), tolerance, "call %d" % call)
+        self.assertEqual([str(w.message) for w in caught if "loom" in str(w.message)], [])
         self.assertTrue(hasattr(captured[0], "loom_compiled"), "ran eagerly")
+        for entry in captured[0].loom_compiled.entries.values():
+            self.assertIsNotNone(entry.model, "the kernels did not run")
         return captured[0].loom_compiled
 
     def test_the_seed_lstm(self):
@@ -102,6 +149,81 @@ class LoomTorchTest(unittest.TestCase):
             for batch in (2, 3, 5):
                 x = torch.randn(batch, 8)
                 self.assertLessEqual((compiled(x) - module(x)).abs().max().item(), 1e-5)
+
+    def test_a_resnet_basic_block(self):
+        self.check_against_eager(ResNetBlock(8), torch.randn(2, 8, 12, 12))
+
+    def test_a_unet_block(self):
+        module = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.SiLU())
+        self.check_against_eager(module, torch.randn(2, 8, 12, 12))
+
+    def test_a_small_cnn(self):
+        module = nn.Sequential(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, dilation=2, groups=2), nn.BatchNorm2d(16), nn.ReLU6(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+        self.check_against_eager(module, torch.randn(2, 3, 32, 32))
+
+    def test_conv1d_with_padding_same(self):
+        # An even kernel: torch puts the odd padding position at the end.
+        module = nn.Sequential(nn.Conv1d(4, 6, 4, padding="same", dilation=3, bias=False),
+                               nn.Conv1d(6, 5, 3, padding="valid"), nn.GELU())
+        self.check_against_eager(module, torch.randn(2, 4, 20))
+
+    def test_convolutions_of_one_and_three_dims_and_transposed(self):
+        self.check_against_eager(nn.Conv3d(2, 4, 3, stride=(1, 2, 1), padding=(1, 0, 2)),
+                                 torch.randn(1, 2, 6, 7, 5))
+        self.check_against_eager(
+            nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+            torch.randn(2, 4, 7, 9))
+        self.check_against_eager(nn.ConvTranspose1d(3, 2, 4, stride=3, dilation=2, bias=False),
+                                 torch.randn(2, 3, 8))
+        weight = torch.randn(5, 3, 2, 2)
+        self.check_against_eager(Function(lambda x: torch.convolution(
+            x, weight, None, [2, 1], [1, 0], [1, 2], False, [0, 0], 1)),
+            torch.randn(1, 3, 9, 9))
+
+    def test_an_embedding_gru_language_model(self):
+        module = EmbeddingGruLm(50, 16, 32)
+        self.check_against_eager(module, torch.randint(0, 50, (3, 7)))
+
+    def test_pools(self):
+        F = torch.nn.functional
+        self.check_against_eager(Function(lambda x1, x2, x3: (
+            F.max_pool2d(x2, 3, stride=2, padding=1, ceil_mode=True),
+            F.max_pool2d(x2, (2, 3), dilation=(2, 1), return_indices=True),
+            F.avg_pool2d(x2, 3, stride=2, padding=1, ceil_mode=True),
+            F.avg_pool2d(x2, 2, padding=1, count_include_pad=False),
+            F.max_pool1d(x1, 4, stride=3), F.avg_pool1d(x1, 3, padding=1),
+            F.max_pool3d(x3, 2), F.avg_pool3d(x3, (1, 2, 2)),
+            F.adaptive_avg_pool2d(x2, (1, 5)), F.adaptive_avg_pool1d(x1, 1))),
+            torch.randn(2, 3, 10), torch.randn(2, 3, 11, 10), torch.randn(1, 2, 4, 5, 6))
+
+    def test_pads_resizes_and_activations(self):
+        x = torch.randn(2, 3, 5, 6)
+        F = torch.nn.functional
+        self.check_against_eager(Function(lambda x: (
+            F.pad(x, (1, 2)), F.pad(x, (0, 1, 2, 3), value=1.5),
+            F.pad(x, (2, 1, 1, 3), mode="reflect"), F.pad(x, (3, 0, 1, 2), mode="replicate"),
+            F.interpolate(x, scale_factor=2), F.interpolate(x, size=(15, 12), mode="nearest"),
+            F.interpolate(x, scale_factor=1.7, mode="bilinear"),
+            F.interpolate(x, size=(9, 4), mode="bilinear", align_corners=True),
+            F.interpolate(x.flatten(2), scale_factor=3, mode="linear"),
+            F.leaky_relu(x, 0.2), F.elu(x), F.hardtanh(x, -0.5, 0.7), F.hardswish(x),
+            F.hardsigmoid(x), torch.flatten(x, 1, 2))), x)
+
+    def test_an_unsupported_variant_runs_eagerly_after_one_warning(self):
+        module = nn.Conv2d(3, 4, 3, padding=1, padding_mode="circular").eval()
+        x = torch.randn(1, 3, 8, 8)
+        compiled = torch.compile(module, backend="loom")
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y = compiled(x)
+            self.assertTrue(torch.equal(y, module(x)))
+        reasons = [str(w.message) for w in caught if "loom" in str(w.message)]
+        self.assertEqual(len(reasons), 1, reasons)
+        self.assertIn("pad mode 'circular'", reasons[0])
+        self.assertIn("runs eagerly", reasons[0])
 
     def test_what_loom_does_not_compile_runs_eagerly_after_a_warning(self):
         module = nn.EmbeddingBag(10, 4)

@@ -6,8 +6,11 @@
         y = compiled(x)
 
 The backend translates the FX graph dynamo hands it (torch-level ops:
-torch.lstm, torch.gru, F.group_norm, F.layer_norm, F.linear, softmax,
-pointwise ops, views) straight into a loom graph, rather than through
+torch.lstm, torch.gru, convolutions and transposed ones of 1 to 3 spatial
+dims, max, average and adaptive average pools, F.batch_norm (inference),
+F.group_norm, F.layer_norm, F.linear, F.embedding, F.pad, F.interpolate
+(nearest, linear), softmax, pointwise ops, views) straight into a loom
+graph, with torch's defaults and semantics, rather than through
 torch.onnx, whose exporter re-traces the model and takes seconds: the
 translation takes milliseconds. The module's parameters and buffers become
 the graph's weights (their values when the graph is compiled: loom compiles
@@ -23,6 +26,7 @@ import operator
 import os
 import tempfile
 import threading
+import types
 import warnings
 
 import numpy as np
@@ -103,9 +107,12 @@ class _Writer:
                 text.append('attr { name: "%s" f: %r }' % (key, value))
             elif isinstance(value, str):
                 text.append('attr { name: "%s" s: "%s" }' % (key, value))
-            else:
+            elif all(isinstance(v, int) for v in value):
                 text.append('attr { name: "%s" ints { v: [%s] } }' % (
-                    key, ", ".join(str(int(v)) for v in value)))
+                    key, ", ".join(str(v) for v in value)))
+            else:
+                text.append('attr { name: "%s" floats { v: [%s] } }' % (
+                    key, ", ".join(repr(float(v)) for v in value)))
         self.lines.append(" ".join(text) + " }")
         return names[0] if outputs == 1 else names
 
@@ -121,6 +128,46 @@ class _Writer:
 def _gates(weight, order, hidden):
     """PyTorch's gate blocks in loom's (ONNX's) order."""
     return np.concatenate([weight[g * hidden:(g + 1) * hidden] for g in order])
+
+
+def _signature(names, **defaults):
+    """A torch function's parameters, in order, and their defaults."""
+    return names.split(), defaults
+
+
+_CONV = _signature("input weight bias stride padding dilation groups",
+                   bias=None, stride=1, padding=0, dilation=1, groups=1)
+_CONV_TRANSPOSE = _signature("input weight bias stride padding output_padding groups dilation",
+                             bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                             dilation=1)
+_CONVOLUTION = _signature(
+    "input weight bias stride padding dilation transposed output_padding groups")
+_MAX_POOL = _signature("input kernel_size stride padding dilation ceil_mode return_indices",
+                       stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
+_AVG_POOL = _signature(
+    "input kernel_size stride padding ceil_mode count_include_pad divisor_override",
+    stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)
+_ADAPTIVE_POOL = _signature("input output_size")
+_BATCH_NORM = _signature("input running_mean running_var weight bias training momentum eps",
+                         weight=None, bias=None, training=False, momentum=0.1, eps=1e-5)
+_EMBEDDING = _signature(
+    "input weight padding_idx max_norm norm_type scale_grad_by_freq sparse",
+    padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)
+_PAD = _signature("input pad mode value", mode="constant", value=None)
+_INTERPOLATE = _signature(
+    "input size scale_factor mode align_corners recompute_scale_factor antialias",
+    size=None, scale_factor=None, mode="nearest", align_corners=None,
+    recompute_scale_factor=None, antialias=False)
+
+
+def _spatial(value, dims, kind=int):
+    """An int-or-tuple argument of a sliding-window op: one per spatial dim."""
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(values) == 1:
+        values *= dims
+    if len(values) != dims:
+        raise Unsupported("%s where %d spatial dims take one value each" % (value, dims))
+    return [kind(v) for v in values]
 
 
 class _Translator:
@@ -159,9 +206,7 @@ class _Translator:
             if node.op == "output":
                 outputs = [self.value(v) for v in node.args[0]]
                 for name, v in zip(outputs, node.args[0]):
-                    meta = v.meta["example_value"]
-                    self.outputs.append((name, np.dtype(str(meta.dtype).replace("torch.", "")),
-                                         tuple(int(d) for d in meta.shape)))
+                    self.outputs.append((name, self.dtype_of(v), tuple(self.shape_of(v))))
                 break
             self.env[node] = self.translate(node)
         return self.out.finish(outputs)
@@ -196,8 +241,202 @@ class _Translator:
             raise Unsupported("a value of unknown shape")
         return [int(d) for d in meta.shape]
 
+    @staticmethod
+    def dtype_of(arg):
+        return np.dtype(str(arg.meta["example_value"].dtype).replace("torch.", ""))
+
     def ints(self, values):
         return [int(self.raw(v)) for v in values]
+
+    def bind(self, node, signature):
+        """node's arguments by parameter name, defaults filled in; plain
+        values (not tensors) resolved."""
+        names, defaults = signature
+        what = getattr(node.target, "__name__", node.target)
+        unknown = [k for k in node.kwargs if k not in names]
+        if len(node.args) > len(names) or unknown:
+            raise Unsupported("%s with arguments %s" % (what, unknown or node.args[len(names):]))
+        values = dict(defaults, **dict(zip(names, node.args)), **node.kwargs)
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise Unsupported("%s without %s" % (what, ", ".join(missing)))
+        return types.SimpleNamespace(**{
+            k: v if isinstance(v, torch.fx.Node) and not isinstance(self.env[v], int)
+            else self.raw(v) for k, v in values.items()})
+
+    def spatial_input(self, node, x, dims):
+        """x's shape, which must be [N, C, spatial...] with `dims` spatial dims."""
+        shape = self.shape_of(x)
+        if len(shape) != dims + 2:
+            raise Unsupported("%s of a %d-D input (loom takes it batched: [N, C, %d spatial dims])"
+                              % (getattr(node.target, "__name__", node.target), len(shape), dims))
+        return shape
+
+    # --- convolutions and pools (loom's conv, conv_transpose, max_pool and
+    # average_pool: ONNX's, with the pads as all begins, then all ends) ---
+
+    def conv(self, node):
+        return self.emit_conv(node, self.bind(node, _CONV))
+
+    def conv_transpose(self, node):
+        return self.emit_conv_transpose(node, self.bind(node, _CONV_TRANSPOSE))
+
+    def convolution(self, node):
+        a = self.bind(node, _CONVOLUTION)
+        return (self.emit_conv_transpose if a.transposed else self.emit_conv)(node, a)
+
+    def emit_conv(self, node, a):
+        weight = self.shape_of(a.weight)  # [M, C / groups, kernel...]
+        dims = len(weight) - 2
+        self.spatial_input(node, a.input, dims)
+        strides, dilations = _spatial(a.stride, dims), _spatial(a.dilation, dims)
+        if a.padding == "valid":
+            pads = [0] * (2 * dims)
+        elif a.padding == "same":  # the odd position at the end, as torch pads
+            total = [d * (k - 1) for d, k in zip(dilations, weight[2:])]
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+        else:
+            pads = _spatial(a.padding, dims) * 2
+        self.macs += np.prod(self.shape_of(node), dtype=np.float64) * np.prod(weight[1:])
+        return self.out.node("conv", self.conv_inputs(a), strides=strides, dilations=dilations,
+                             pads=pads, group=int(a.groups))
+
+    def emit_conv_transpose(self, node, a):
+        weight = self.shape_of(a.weight)  # [C, M / groups, kernel...]
+        dims = len(weight) - 2
+        x = self.spatial_input(node, a.input, dims)
+        self.macs += np.prod(x, dtype=np.float64) * np.prod(weight[1:])
+        return self.out.node("conv_transpose", self.conv_inputs(a),
+                             strides=_spatial(a.stride, dims), dilations=_spatial(a.dilation, dims),
+                             pads=_spatial(a.padding, dims) * 2,
+                             output_padding=_spatial(a.output_padding, dims), group=int(a.groups))
+
+    def conv_inputs(self, a):
+        inputs = [self.value(a.input), self.value(a.weight)]
+        return inputs if a.bias is None else inputs + [self.value(a.bias)]
+
+    def window(self, node, a, dims):
+        """A pool's attributes; torch's stride defaults to the kernel."""
+        self.spatial_input(node, a.input, dims)
+        kernel = _spatial(a.kernel_size, dims)
+        strides = kernel if a.stride in (None, [], ()) else _spatial(a.stride, dims)
+        return dict(kernel_shape=kernel, strides=strides, pads=_spatial(a.padding, dims) * 2,
+                    ceil_mode=bool(a.ceil_mode))
+
+    def max_pool(self, node, dims):
+        a = self.bind(node, _MAX_POOL)
+        attrs = self.window(node, a, dims)
+        x = self.value(a.input)
+        if not a.return_indices:
+            return self.out.node("max_pool", [x], dilations=_spatial(a.dilation, dims), **attrs)
+        values, indices = self.out.node("max_pool", [x], outputs=2,
+                                        dilations=_spatial(a.dilation, dims), **attrs)
+        # loom's indices count over all of x [N, C, spatial...], torch's in one channel's plane.
+        plane = np.array(np.prod(self.shape_of(a.input)[2:]), np.int64)
+        return values, self.out.node("mod", [indices, self.out.weight("plane", plane)])
+
+    def avg_pool(self, node, dims):
+        a = self.bind(node, _AVG_POOL)
+        if a.divisor_override is not None:
+            raise Unsupported("avg_pool with divisor_override")
+        return self.out.node("average_pool", [self.value(a.input)],
+                             count_include_pad=bool(a.count_include_pad),
+                             **self.window(node, a, dims))
+
+    def adaptive_avg_pool(self, node, dims):
+        """Global (output size 1), or windows that tile the input exactly."""
+        a = self.bind(node, _ADAPTIVE_POOL)
+        sizes = self.spatial_input(node, a.input, dims)[2:]
+        out = self.shape_of(node)[2:]
+        x = self.value(a.input)
+        if all(o == 1 for o in out):
+            return self.out.node("reduce_mean", [x], axes=list(range(2, dims + 2)), keepdims=1)
+        if any(s % o for s, o in zip(sizes, out)):
+            raise Unsupported("adaptive_avg_pool from %s to %s (windows of unequal sizes)"
+                              % (sizes, out))
+        kernel = [s // o for s, o in zip(sizes, out)]
+        return self.out.node("average_pool", [x], kernel_shape=kernel, strides=kernel)
+
+    # --- normalisation, lookup, padding, resizing ---
+
+    def batch_norm(self, node):
+        """Inference: loom's fold-batch-norm folds it into a conv before it."""
+        a = self.bind(node, _BATCH_NORM)
+        if a.training or a.running_mean is None or a.running_var is None:
+            raise Unsupported("batch_norm in training mode (loom compiles inference; "
+                              "call model.eval())")
+        channels, dtype = self.shape_of(a.input)[1], self.dtype_of(a.input)
+        scale = (self.out.weight("ones", np.ones(channels, dtype)) if a.weight is None
+                 else self.value(a.weight))
+        bias = (self.out.weight("zeros", np.zeros(channels, dtype)) if a.bias is None
+                else self.value(a.bias))
+        return self.out.node("batch_norm", [self.value(a.input), scale, bias,
+                                            self.value(a.running_mean),
+                                            self.value(a.running_var)], epsilon=float(a.eps))
+
+    def embedding(self, node):
+        a = self.bind(node, _EMBEDDING)  # padding_idx and the rest matter only to training
+        if a.max_norm is not None:
+            raise Unsupported("embedding with max_norm (it renormalises the table's rows in place)")
+        return self.out.node("gather", [self.value(a.weight), self.value(a.input)], axis=0)
+
+    def pad(self, node):
+        """torch lists (begin, end) pairs from the last dim backwards."""
+        a = self.bind(node, _PAD)
+        rank = len(self.shape_of(a.input))
+        pad = self.ints(a.pad)
+        modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+        if a.mode not in modes:
+            raise Unsupported("pad mode '%s' (loom pads constant, reflect or replicate)" % a.mode)
+        if len(pad) % 2 or len(pad) > 2 * rank or min(pad) < 0:
+            raise Unsupported("pad %s of a %d-D input (negative pads crop)" % (pad, rank))
+        begins, ends = [0] * rank, [0] * rank
+        for i in range(len(pad) // 2):
+            begins[rank - 1 - i], ends[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+        return self.out.node("pad", [self.value(a.input)], pads=begins + ends,
+                             mode=modes[a.mode], value=float(a.value or 0))
+
+    def interpolate(self, node):
+        a = self.bind(node, _INTERPOLATE)
+        if a.antialias:
+            raise Unsupported("interpolate with antialias")
+        if a.mode == "nearest":
+            attrs = self.nearest(a, self.shape_of(a.input), self.shape_of(node))
+        elif a.mode in ("linear", "bilinear", "trilinear"):
+            attrs = self.linear(a, self.shape_of(a.input), self.shape_of(node))
+        else:
+            raise Unsupported("interpolate mode '%s' (loom matches torch's nearest, linear, "
+                              "bilinear and trilinear)" % a.mode)
+        return self.out.node("resize", [self.value(a.input)], **attrs)
+
+    def scale_factors(self, a, rank):
+        """torch's scale factors, where it computes with them rather than
+        with output size / input size."""
+        if a.scale_factor is None or a.recompute_scale_factor:
+            return None
+        return [float(f) for f in _spatial(a.scale_factor, rank - 2, float)]
+
+    def nearest(self, a, shape, out):
+        # torch's source index is floor(x * scale) in float32, with scale
+        # 1 / scale_factor or input / output size: floor(x / k), as loom's
+        # asymmetric floor, for whole upscaling factors k only.
+        factors = [o // i for i, o in zip(shape[2:], out[2:])]
+        given = self.scale_factors(a, len(shape))
+        if any(o % i for i, o in zip(shape[2:], out[2:])) or given not in (None, factors):
+            raise Unsupported("nearest interpolation from %s to %s (loom matches torch only "
+                              "for whole upscaling factors)" % (shape[2:], out[2:]))
+        return dict(mode="nearest", coordinate_transformation_mode="asymmetric",
+                    nearest_mode="floor", sizes=out)
+
+    def linear(self, a, shape, out):
+        # torch's source coordinate is (x + 0.5) / scale - 0.5, clamped at 0
+        # (loom's half_pixel clamps the taps instead: the same values), or
+        # with align_corners x (input - 1) / (output - 1), from the sizes.
+        if a.align_corners:
+            return dict(mode="linear", coordinate_transformation_mode="align_corners", sizes=out)
+        given = self.scale_factors(a, len(shape))
+        size = dict(sizes=out) if given is None else dict(scales=[1.0, 1.0] + given)
+        return dict(mode="linear", coordinate_transformation_mode="half_pixel", **size)
 
     def translate(self, node):
         target, args, kwargs = node.target, node.args, node.kwargs
@@ -205,8 +444,19 @@ class _Translator:
             return self.method(node, target, args, kwargs)
         if node.op != "call_function":
             raise Unsupported("%s %s" % (node.op, target))
+        if target in _HANDLERS:
+            method, *dims = _HANDLERS[target]
+            return getattr(self, method)(node, *dims)
+        if target in _ACTIVATIONS:
+            op, signature, attrs = _ACTIVATIONS[target]
+            a = self.bind(node, signature)
+            return self.out.node(op, [self.value(a.input)], **attrs(a))
         if target is operator.getitem:
+            if not isinstance(self.env[args[0]], tuple):
+                raise Unsupported("indexing a tensor")
             return self.env[args[0]][args[1]]
+        if target in (torch.flatten, torch.reshape):
+            return self.out.node("reshape", [self.value(args[0])], shape=self.shape_of(node))
         if target is torch.zeros:
             return _Zeros(self.ints(args[0] if isinstance(args[0], (list, tuple)) else args))
         if target in (torch.lstm, torch.gru):
@@ -257,7 +507,7 @@ class _Translator:
 
     def method(self, node, name, args, kwargs):
         x = args[0]
-        if name in ("view", "reshape"):
+        if name in ("view", "reshape", "flatten"):
             return self.out.node("reshape", [self.value(x)], shape=self.shape_of(node))
         if name == "contiguous":
             return self.value(x)
@@ -330,6 +580,40 @@ class _Translator:
         # torch.lstm's results are (output, h_n, c_n); torch.gru's (output, h_n).
         return (y, stacked(finals_h), stacked(finals_c)) if lstm else (y, stacked(finals_h))
 
+
+# torch functions by the translator's method for them, and for the pools
+# the spatial dims they take.
+_HANDLERS = {
+    torch.conv1d: ("conv",), torch.conv2d: ("conv",), torch.conv3d: ("conv",),
+    torch.conv_transpose1d: ("conv_transpose",), torch.conv_transpose2d: ("conv_transpose",),
+    torch.conv_transpose3d: ("conv_transpose",), torch.convolution: ("convolution",),
+    F.max_pool1d: ("max_pool", 1), F.max_pool2d: ("max_pool", 2), F.max_pool3d: ("max_pool", 3),
+    torch.max_pool1d: ("max_pool", 1), torch.max_pool2d: ("max_pool", 2),
+    torch.max_pool3d: ("max_pool", 3),
+    F.avg_pool1d: ("avg_pool", 1), F.avg_pool2d: ("avg_pool", 2), F.avg_pool3d: ("avg_pool", 3),
+    F.adaptive_avg_pool1d: ("adaptive_avg_pool", 1),
+    F.adaptive_avg_pool2d: ("adaptive_avg_pool", 2),
+    F.adaptive_avg_pool3d: ("adaptive_avg_pool", 3),
+    F.batch_norm: ("batch_norm",), F.embedding: ("embedding",), F.pad: ("pad",),
+    torch._C._nn.pad: ("pad",), F.interpolate: ("interpolate",),
+}
+
+# Activations with parameters: loom's op, torch's signature, loom's attributes.
+_ACTIVATIONS = {
+    F.leaky_relu: ("leaky_relu", _signature("input negative_slope inplace", negative_slope=0.01,
+                                            inplace=False),
+                   lambda a: dict(alpha=float(a.negative_slope))),
+    F.elu: ("elu", _signature("input alpha inplace", alpha=1.0, inplace=False),
+            lambda a: dict(alpha=float(a.alpha))),
+    F.hardtanh: ("clip", _signature("input min_val max_val inplace", min_val=-1.0, max_val=1.0,
+                                    inplace=False),
+                 lambda a: dict(min=float(a.min_val), max=float(a.max_val))),
+    F.relu6: ("clip", _signature("input inplace", inplace=False),
+              lambda a: dict(min=0.0, max=6.0)),
+    F.hardswish: ("hard_swish", _signature("input inplace", inplace=False), lambda a: {}),
+    F.hardsigmoid: ("hard_sigmoid", _signature("input inplace", inplace=False),
+                    lambda a: dict(alpha=1 / 6, beta=0.5)),
+}
 
 # The first call of a new entry waits this long for its native compile;
 # after that it runs in loom's reference interpreter while the compile goes
