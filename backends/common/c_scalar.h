@@ -39,11 +39,11 @@ enum Helper : int {
 };
 using HelperSet = std::bitset<kNumHelpers>;
 
-// The libm functions expressions call that glibc's libmvec has vector
-// variants of (on x86-64), in f32 and f64. A printer collects the ones its
-// expressions call, so that a backend can declare those variants: a loop
-// calling an undeclared one calls libm once per element and does not
-// vectorise.
+// The libm functions CallExpr's expressions may call that glibc's libmvec
+// has vector variants of (on x86-64). A printer collects the ones its
+// kernels call, by precision, so that a backend can declare those
+// variants: a loop calling an undeclared one calls libm once per element
+// and does not vectorise.
 enum LibmFn : int {
   kLibmExp,
   kLibmLog,
