@@ -16,20 +16,18 @@ std::string MathFn(const char* name, DType dtype) {
 }
 
 // The double-precision names of the functions LibmFn names.
-constexpr const char* kLibmNames[kNumLibmFns] = {"exp", "log", "tanh", "erf",
-                                                 "sin", "cos", "pow"};
+constexpr const char* kLibmNames[kNumLibmFns] = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"};
 
 // libm's `fn` for `dtype` applied to `a`; recorded in `calls` if not null.
-std::string LibmCall(LibmFn fn, DType dtype, const std::vector<std::string>& a,
-                     LibmCalls* calls) {
+std::string LibmCall(LibmFn fn, DType dtype, const std::vector<std::string>& a, LibmCalls* calls) {
   if (calls != nullptr) (dtype == DType::kF32 ? calls->f32 : calls->f64).set(fn);
   return absl::StrCat(MathFn(kLibmNames[fn], dtype), "(", absl::StrJoin(a, ", "), ")");
 }
 
 // The exponential of `dtype` under `float_exp` applied to `arg`; collects
 // its helper or libm function.
-std::string ExpCall(DType dtype, FloatExp float_exp, const std::string& arg,
-                    HelperSet& helpers, LibmCalls* libm_calls) {
+std::string ExpCall(DType dtype, FloatExp float_exp, const std::string& arg, HelperSet& helpers,
+                    LibmCalls* libm_calls) {
   if (dtype != DType::kF32 || float_exp == FloatExp::kLibm) {
     return LibmCall(kLibmExp, dtype, {arg}, libm_calls);
   }
@@ -366,9 +364,8 @@ std::string Literal(double v, DType dtype) {
 }
 
 // `helpers` collects the helpers the expression calls.
-std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
-                     const std::vector<std::string>& a, HelperSet& helpers,
-                     FloatExp float_exp, LibmCalls* libm_calls) {
+std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vector<std::string>& a,
+                     HelperSet& helpers, FloatExp float_exp, LibmCalls* libm_calls) {
   const bool is_float = IsFloat(operand_type);
   const char* t = CType(type);
   switch (fn) {

@@ -109,9 +109,8 @@ std::string ErffFunction(absl::string_view qualifier, absl::string_view name,
 // result type, `operand_type` the type of the operands. `helpers` collects
 // the helpers the expression calls, and `libm_calls` (when not null) its
 // calls of the functions LibmFn names.
-std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
-                     const std::vector<std::string>& a, HelperSet& helpers,
-                     FloatExp float_exp = FloatExp::kLibm,
+std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vector<std::string>& a,
+                     HelperSet& helpers, FloatExp float_exp = FloatExp::kLibm,
                      LibmCalls* libm_calls = nullptr);
 
 // The expression for a kCheckIndex step (ir/loop_ir.h) of the integer

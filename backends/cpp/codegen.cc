@@ -743,9 +743,8 @@ class KernelKey {
 class KernelPrinter {
  public:
   // `key`: where Plan builds the key (shared by the printers of a program).
-  KernelPrinter(const LoopProgram& program, const proto::CppOptions& options,
-                HelperSet& helpers, LibmCalls& libm_calls, LocalOffsets& local_offsets,
-                KernelKey& key)
+  KernelPrinter(const LoopProgram& program, const proto::CppOptions& options, HelperSet& helpers,
+                LibmCalls& libm_calls, LocalOffsets& local_offsets, KernelKey& key)
       : program_(program),
         ctx_(*program.exprs),
         options_(options),

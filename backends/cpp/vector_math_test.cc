@@ -208,10 +208,9 @@ TEST(VectorMathTest, ErrorsInUlpsAgainstLongDouble) {
 // the interpreter's std::pow) hold: at every lane, for every pair of these
 // arguments.
 TEST(VectorMathTest, SpecialArgumentsGiveTheLimits) {
-  const double specials[] = {NAN,     INFINITY, -INFINITY, 100.0,  -100.0, -200.0, 0.0,
-                             -0.0,    89.5,     -103.5,    1e-30,  1e-40,  710.0,  -746.0,
-                             1e-310,  1e30,     1e300,     -2.0,   3.0,    0.5,    1.0,
-                             -1.0,    -0.5};
+  const double specials[] = {NAN,   INFINITY, -INFINITY, 100.0, -100.0, -200.0, 0.0,    -0.0,
+                             89.5,  -103.5,   1e-30,     1e-40, 710.0,  -746.0, 1e-310, 1e30,
+                             1e300, -2.0,     3.0,       0.5,   1.0,    -1.0,   -0.5};
   constexpr int64_t kCount = sizeof specials / sizeof specials[0];
   for (const std::string march : kMarches) {
     for (DType dtype : {DType::kF32, DType::kF64}) {
@@ -234,9 +233,8 @@ TEST(VectorMathTest, SpecialArgumentsGiveTheLimits) {
 
 // The dynamic symbols `library` imports, without their versions.
 std::vector<std::string> ImportedSymbols(const std::string& library) {
-  absl::StatusOr<cpp::ProcessResult> nm =
-      cpp::RunProcess({"nm", "-D", "--undefined-only", "--format=posix", library}, TestCacheDir(),
-                      1 << 20);
+  absl::StatusOr<cpp::ProcessResult> nm = cpp::RunProcess(
+      {"nm", "-D", "--undefined-only", "--format=posix", library}, TestCacheDir(), 1 << 20);
   EXPECT_TRUE(nm.ok() && nm->Succeeded()) << (nm.ok() ? nm->output : nm.status().ToString());
   std::vector<std::string> symbols;
   if (!nm.ok()) return symbols;
