@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace loom::cscalar {
 namespace {
@@ -14,11 +15,24 @@ std::string MathFn(const char* name, DType dtype) {
   return absl::StrCat(name, dtype == DType::kF32 ? "f" : "");
 }
 
-// The exponential of `dtype` under `float_exp`; collects its helper.
-std::string ExpFn(DType dtype, FloatExp float_exp, HelperSet& helpers) {
-  if (dtype != DType::kF32 || float_exp == FloatExp::kLibm) return MathFn("exp", dtype);
+// The double-precision names of the functions LibmFn names.
+constexpr const char* kLibmNames[kNumLibmFns] = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"};
+
+// libm's `fn` for `dtype` applied to `a`; recorded in `calls` if not null.
+std::string LibmCall(LibmFn fn, DType dtype, const std::vector<std::string>& a, LibmCalls* calls) {
+  if (calls != nullptr) (dtype == DType::kF32 ? calls->f32 : calls->f64).set(fn);
+  return absl::StrCat(MathFn(kLibmNames[fn], dtype), "(", absl::StrJoin(a, ", "), ")");
+}
+
+// The exponential of `dtype` under `float_exp` applied to `arg`; collects
+// its helper or libm function.
+std::string ExpCall(DType dtype, FloatExp float_exp, const std::string& arg, HelperSet& helpers,
+                    LibmCalls* libm_calls) {
+  if (dtype != DType::kF32 || float_exp == FloatExp::kLibm) {
+    return LibmCall(kLibmExp, dtype, {arg}, libm_calls);
+  }
   helpers.set(kFloatExp);
-  return "loom_expf";
+  return absl::StrCat("loom_expf(", arg, ")");
 }
 
 // " || v != v" for floats (true when v is NaN), nothing for integers.
@@ -27,6 +41,12 @@ std::string NanTest(bool is_float, const std::string& v) {
 }
 
 }  // namespace
+
+std::string LibmPrototype(LibmFn fn, DType dtype) {
+  const char* t = CType(dtype);
+  return absl::StrCat(t, " ", MathFn(kLibmNames[fn], dtype), "(", t,
+                      fn == kLibmPow ? absl::StrCat(", ", t) : "", ")");
+}
 
 // Integer division and power are total: division by zero gives 0 instead of
 // a signal, and the most negative value divided by -1 wraps.
@@ -344,9 +364,8 @@ std::string Literal(double v, DType dtype) {
 }
 
 // `helpers` collects the helpers the expression calls.
-std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
-                     const std::vector<std::string>& a, HelperSet& helpers,
-                     FloatExp float_exp) {
+std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vector<std::string>& a,
+                     HelperSet& helpers, FloatExp float_exp, LibmCalls* libm_calls) {
   const bool is_float = IsFloat(operand_type);
   const char* t = CType(type);
   switch (fn) {
@@ -358,13 +377,13 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
                  ? absl::StrCat(MathFn("fabs", type), "(", a[0], ")")
                  : absl::StrCat("(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
     case ScalarFn::kExp:
-      return absl::StrCat(ExpFn(type, float_exp, helpers), "(", a[0], ")");
+      return ExpCall(type, float_exp, a[0], helpers, libm_calls);
     case ScalarFn::kLog:
       if (type == DType::kF32 && float_exp == FloatExp::kPolynomial) {
         helpers.set(kFloatLog);
         return absl::StrCat("loom_logf(", a[0], ")");
       }
-      return absl::StrCat(MathFn("log", type), "(", a[0], ")");
+      return LibmCall(kLibmLog, type, a, libm_calls);
     case ScalarFn::kSqrt:
       return absl::StrCat(MathFn("sqrt", type), "(", a[0], ")");
     case ScalarFn::kRsqrt:
@@ -378,10 +397,11 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
         helpers.set(kFloatTanh);
         return absl::StrCat("loom_tanhf(", a[0], ")");
       }
-      return absl::StrCat(MathFn("tanh", type), "(", a[0], ")");
+      return LibmCall(kLibmTanh, type, a, libm_calls);
     case ScalarFn::kSigmoid:
       return absl::StrCat("(", t, ")1 / ((", t, ")1 + ",
-                          ExpFn(type, float_exp, helpers), "(-", a[0], "))");
+                          ExpCall(type, float_exp, absl::StrCat("-", a[0]), helpers, libm_calls),
+                          ")");
     case ScalarFn::kRelu:  // keeps NaN
       return absl::StrCat("(", a[0], " < 0 ? (", t, ")0 : ", a[0], ")");
     case ScalarFn::kErf:
@@ -389,11 +409,11 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
         helpers.set(kFloatErf);
         return absl::StrCat("loom_erff(", a[0], ")");
       }
-      return absl::StrCat(MathFn("erf", type), "(", a[0], ")");
+      return LibmCall(kLibmErf, type, a, libm_calls);
     case ScalarFn::kSin:
-      return absl::StrCat(MathFn("sin", type), "(", a[0], ")");
+      return LibmCall(kLibmSin, type, a, libm_calls);
     case ScalarFn::kCos:
-      return absl::StrCat(MathFn("cos", type), "(", a[0], ")");
+      return LibmCall(kLibmCos, type, a, libm_calls);
     // Integers are already whole. rint rounds half to even in the default
     // rounding mode, which generated code never changes.
     case ScalarFn::kFloor:
@@ -432,9 +452,8 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
         helpers.set(kUIntPow);
         return absl::StrCat("(", t, ")loom_upow(", a[0], ", ", a[1], ")");
       }
-      return is_float
-                 ? absl::StrCat(MathFn("pow", type), "(", a[0], ", ", a[1], ")")
-                 : absl::StrCat("(", t, ")loom_ipow(", a[0], ", ", a[1], ")");
+      return is_float ? LibmCall(kLibmPow, type, a, libm_calls)
+                      : absl::StrCat("(", t, ")loom_ipow(", a[0], ", ", a[1], ")");
     // Floats propagate NaN: a NaN `a` is picked by `a != a`, a NaN `b`
     // because the comparison fails.
     case ScalarFn::kMax:

@@ -39,6 +39,29 @@ enum Helper : int {
 };
 using HelperSet = std::bitset<kNumHelpers>;
 
+// The libm functions CallExpr's expressions may call that glibc's libmvec
+// has vector variants of (on x86-64). A printer collects the ones its
+// kernels call, by precision, so that a backend can declare those
+// variants: a loop calling an undeclared one calls libm once per element
+// and does not vectorise.
+enum LibmFn : int {
+  kLibmExp,
+  kLibmLog,
+  kLibmTanh,
+  kLibmErf,
+  kLibmSin,
+  kLibmCos,
+  kLibmPow,
+  kNumLibmFns
+};
+struct LibmCalls {
+  std::bitset<kNumLibmFns> f32, f64;
+};
+
+// The C prototype of `fn` for `dtype` (kF32 or kF64), as <math.h> has it
+// (without its exception specification): "float powf(float, float)".
+std::string LibmPrototype(LibmFn fn, DType dtype);
+
 // The helpers every kernel may call: loom_idiv, loom_ipow, loom_f2i32,
 // loom_f2i64, each declared with `qualifier`.
 std::string CoreHelpers(absl::string_view qualifier);
@@ -84,10 +107,11 @@ std::string ErffFunction(absl::string_view qualifier, absl::string_view name,
 // The expression for `fn` applied to the operand expressions `a` (already
 // parenthesised where needed: they are variable names). `type` is the
 // result type, `operand_type` the type of the operands. `helpers` collects
-// the helpers the expression calls.
-std::string CallExpr(ScalarFn fn, DType type, DType operand_type,
-                     const std::vector<std::string>& a, HelperSet& helpers,
-                     FloatExp float_exp = FloatExp::kLibm);
+// the helpers the expression calls, and `libm_calls` (when not null) its
+// calls of the functions LibmFn names.
+std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vector<std::string>& a,
+                     HelperSet& helpers, FloatExp float_exp = FloatExp::kLibm,
+                     LibmCalls* libm_calls = nullptr);
 
 // The expression for a kCheckIndex step (ir/loop_ir.h) of the integer
 // variable `index`: loom_check_index(index, extent, site, errors), with

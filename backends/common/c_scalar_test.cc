@@ -44,6 +44,24 @@ TEST(CScalarTest, IntegerDivisionAndRemainderAreTotal) {
   EXPECT_FALSE(helpers[kFloatMod]);
 }
 
+TEST(CScalarTest, LibmCallsAreCollectedByPrecision) {
+  HelperSet helpers;
+  LibmCalls calls;
+  EXPECT_EQ(CallExpr(ScalarFn::kPow, DType::kF32, DType::kF32, {"a", "b"}, helpers,
+                     FloatExp::kPolynomial, &calls),
+            "powf(a, b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kSigmoid, DType::kF64, DType::kF64, {"a"}, helpers,
+                     FloatExp::kPolynomial, &calls),
+            "(double)1 / ((double)1 + exp(-a))");
+  EXPECT_EQ(CallExpr(ScalarFn::kExp, DType::kF32, DType::kF32, {"a"}, helpers,
+                     FloatExp::kPolynomial, &calls),
+            "loom_expf(a)");
+  EXPECT_EQ(calls.f32, std::bitset<kNumLibmFns>().set(kLibmPow));
+  EXPECT_EQ(calls.f64, std::bitset<kNumLibmFns>().set(kLibmExp));
+  EXPECT_EQ(LibmPrototype(kLibmPow, DType::kF32), "float powf(float, float)");
+  EXPECT_EQ(LibmPrototype(kLibmErf, DType::kF64), "double erf(double)");
+}
+
 TEST(CScalarTest, NarrowAndUnsignedTypes) {
   EXPECT_STREQ(CType(DType::kU8), "uint8_t");
   EXPECT_STREQ(CType(DType::kI16), "int16_t");

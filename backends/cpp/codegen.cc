@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -31,6 +32,7 @@ namespace {
 
 using cscalar::CType;
 using cscalar::HelperSet;
+using cscalar::LibmCalls;
 
 // Plain C headers keep the native compile cheap (DESIGN §3); the helpers
 // every kernel may call follow (backends/common/c_scalar.h).
@@ -777,13 +779,13 @@ class KernelKey {
 class KernelPrinter {
  public:
   // `key`: where Plan builds the key (shared by the printers of a program).
-  KernelPrinter(const LoopProgram& program, const proto::CppOptions& options,
-                HelperSet& helpers, LocalOffsets& local_offsets,
-                KernelKey& key)
+  KernelPrinter(const LoopProgram& program, const proto::CppOptions& options, HelperSet& helpers,
+                LibmCalls& libm_calls, LocalOffsets& local_offsets, KernelKey& key)
       : program_(program),
         ctx_(*program.exprs),
         options_(options),
         helpers_(helpers),
+        libm_calls_(libm_calls),
         local_offsets_(local_offsets),
         key_(key) {}
 
@@ -960,6 +962,7 @@ class KernelPrinter {
   ExprContext& ctx_;
   const proto::CppOptions& options_;
   HelperSet& helpers_;
+  LibmCalls& libm_calls_;
   LocalOffsets& local_offsets_;
   KernelKey& key_;  // set by Plan
 
@@ -1274,7 +1277,7 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
       for (int arg : op.args) args.push_back(Temp(arg));
       const DType operand_type = node.body[op.args.back()].dtype;
       return cscalar::CallExpr(op.fn, op.dtype, operand_type, args, helpers_,
-                               cscalar::FloatExp::kPolynomial);
+                               cscalar::FloatExp::kPolynomial, &libm_calls_);
     }
   }
   return "0";
@@ -2162,6 +2165,29 @@ void KernelPrinter::PrintMembers(const Kernel& kernel, int depth) {
   }
 }
 
+// GCC vectorises a loop that calls a libm function declared with its simd
+// attribute, as glibc's <math.h> declares them only under -ffast-math,
+// into calls of libmvec's variants (sinf in AVX2: _ZGVdN8v_sinf), which
+// keep libm's results for NaN, infinities and out-of-range arguments and
+// are documented within 4 ulp. Only on x86-64 glibc from 2.35 on, whose
+// libmvec has every LibmFn; g++ links libmvec through libm.so, a linker
+// script that adds it as needed.
+std::string VectorLibmDeclarations(const LibmCalls& calls) {
+  if (calls.f32.none() && calls.f64.none()) return "";
+  std::string text =
+      "#if defined(__x86_64__) && !defined(__clang__) && defined(__GLIBC__) && \\\n"
+      "    (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n";
+  for (auto [dtype, fns] : {std::pair{DType::kF32, calls.f32}, std::pair{DType::kF64, calls.f64}}) {
+    for (int fn = 0; fn < cscalar::kNumLibmFns; ++fn) {
+      if (!fns[fn]) continue;
+      absl::StrAppend(&text, "extern \"C\" ",
+                      cscalar::LibmPrototype(static_cast<cscalar::LibmFn>(fn), dtype),
+                      " noexcept __attribute__((simd(\"notinbranch\")));\n");
+    }
+  }
+  return absl::StrCat(text, "#endif\n\n");
+}
+
 std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
   std::vector<std::string> flags = {
       absl::StrCat("-O", options.opt_level() > 0 ? options.opt_level() : 3),
@@ -2228,6 +2254,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   std::deque<std::string> bodies;  // stable, for the views in function_of_body
   absl::flat_hash_map<absl::string_view, int> function_of_body;
   HelperSet helpers;
+  LibmCalls libm_calls;
   LocalOffsets local_offsets;
   KernelKey key;
   LaunchTable& launches = source.launches;
@@ -2269,7 +2296,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
       launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
       continue;
     }
-    KernelPrinter printer(program, options, helpers, local_offsets, key);
+    KernelPrinter printer(program, options, helpers, libm_calls, local_offsets, key);
     printer.Plan(kernel);
     auto [it, added] = function_of_key.try_emplace(printer.key(), -1);
     if (added) {
@@ -2284,7 +2311,8 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
   }
   std::string& text = source.text;
-  text = absl::StrCat(kPreludeHead, calls_openmp ? "#include <omp.h>\n" : "",
+  text = absl::StrCat(kPreludeHead, VectorLibmDeclarations(libm_calls),
+                      calls_openmp ? "#include <omp.h>\n" : "",
                       cscalar::CoreHelpers(kHelperQualifier), streams ? kStreamHelpers : "",
                       // dnnl.h declares dnnl_sgemm too.
                       calls_conv ? kDnnlConvSupport : calls_dnnl ? kDnnlDeclaration : "",

@@ -156,6 +156,26 @@ TEST(CodegenTest, HelpersAreEmittedOnlyWhenAKernelCallsThem) {
               HasSubstr("= fmodf(t0, t1);"));
 }
 
+// Loops calling libm functions that libmvec has vector variants of declare
+// those functions with GCC's simd attribute, and only those; loom's own f32
+// exponential needs none.
+TEST(CodegenTest, LibmFunctionsWithVectorVariantsAreDeclaredSimd) {
+  const TensorType floats{DType::kF32, {64}}, doubles{DType::kF64, {64}};
+  const std::string sin = Emit(OneOp("sin", {floats})).text;
+  EXPECT_THAT(sin, HasSubstr("#if defined(__x86_64__) && !defined(__clang__) && "
+                             "defined(__GLIBC__) && \\\n"
+                             "    (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n"
+                             "extern \"C\" float sinf(float) noexcept "
+                             "__attribute__((simd(\"notinbranch\")));\n#endif\n"));
+  EXPECT_THAT(Emit(OneOp("pow", {doubles, doubles})).text,
+              HasSubstr("extern \"C\" double pow(double, double) noexcept "
+                        "__attribute__((simd(\"notinbranch\")));"));
+  EXPECT_THAT(Emit(OneOp("sigmoid", {doubles})).text,
+              HasSubstr("extern \"C\" double exp(double) noexcept"));
+  EXPECT_THAT(Emit(OneOp("exp", {floats})).text, Not(HasSubstr("simd(")));
+  EXPECT_THAT(Emit(DoublingChain(1)).text, Not(HasSubstr("simd(")));
+}
+
 TEST(CodegenTest, RoundIsHalfToEvenAndReluKeepsNan) {
   const TensorType floats{DType::kF32, {4}};
   EXPECT_THAT(Emit(OneOp("round", {floats})).text, HasSubstr("= rintf(t0);"));

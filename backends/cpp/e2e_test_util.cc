@@ -96,14 +96,12 @@ std::vector<Tensor> MakeInputs(const Graph& graph,
   return inputs;
 }
 
-absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
-                                                  const std::string& march,
-                                                  int64_t streaming_store_min_bytes,
-                                                  bool conv_calls) {
+absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march,
+                                  int64_t streaming_store_min_bytes, bool conv_calls) {
   std::string text = kPipeline;
   if (conv_calls) {
-    absl::StrReplaceAll({{"name: \"decompose\" }", "name: \"decompose\" decompose { conv_calls: true } }"}},
-                        &text);
+    absl::StrReplaceAll(
+        {{"name: \"decompose\" }", "name: \"decompose\" decompose { conv_calls: true } }"}}, &text);
   }
   absl::StrReplaceAll(
       {{"streaming_store_min_bytes: 4096",
@@ -119,9 +117,23 @@ absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector
   module.graph = std::move(graph);
   absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
   if (!runs.ok()) return runs.status();
+  return module;
+}
+
+std::string TestCacheDir() {
   const char* tmpdir = std::getenv("TEST_TMPDIR");  // set by bazel test
-  absl::StatusOr<cpp::CppExecutable> executable = cpp::CppExecutable::Create(
-      module, absl::StrCat(tmpdir != nullptr ? tmpdir : "/tmp", "/cache"));
+  return absl::StrCat(tmpdir != nullptr ? tmpdir : "/tmp", "/cache");
+}
+
+absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
+                                                  const std::string& march,
+                                                  int64_t streaming_store_min_bytes,
+                                                  bool conv_calls) {
+  absl::StatusOr<Module> module =
+      EmitModule(std::move(graph), march, streaming_store_min_bytes, conv_calls);
+  if (!module.ok()) return module.status();
+  absl::StatusOr<cpp::CppExecutable> executable =
+      cpp::CppExecutable::Create(*module, TestCacheDir());
   if (!executable.ok()) return executable.status();
   return executable->Run(inputs);
 }

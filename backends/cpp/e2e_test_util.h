@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
+#include "ir/module.h"
 #include "ir/tensor.h"
 
 namespace loom {
@@ -56,11 +57,20 @@ struct EndToEndOptions {
 std::vector<Tensor> MakeInputs(const Graph& graph,
                                const EndToEndOptions& options = {});
 
-// Compiles `graph` through the whole CPU path, with a cache under
-// $TEST_TMPDIR, and runs it on `inputs`; the native code is for `march`
-// (CppOptions.march; empty: this machine), outputs of at least
-// `streaming_store_min_bytes` are streamed (CppOptions; -1: none), and
-// `conv_calls` as in EndToEndOptions.
+// Runs the whole CPU path's pipeline on `graph`, up to the emitted C++: the
+// native code is for `march` (CppOptions.march; empty: this machine),
+// outputs of at least `streaming_store_min_bytes` are streamed (CppOptions;
+// -1: none), and `conv_calls` as in EndToEndOptions.
+absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march = "",
+                                  int64_t streaming_store_min_bytes = 4096,
+                                  bool conv_calls = false);
+
+// The kernel cache of the tests: $TEST_TMPDIR/cache (/tmp/cache outside
+// bazel test).
+std::string TestCacheDir();
+
+// Compiles `graph` as EmitModule does, natively with the cache of
+// TestCacheDir, and runs it on `inputs`.
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
                                                   const std::string& march = "",
                                                   int64_t streaming_store_min_bytes = 4096,

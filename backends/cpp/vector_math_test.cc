@@ -1,10 +1,13 @@
-// The f32 exponential, sigmoid, tanh, erf and log of emitted kernels, in the
-// explicit vectors of each instruction set (AVX-512 where this machine has
-// it, AVX2 and the generic GCC vectors) and in the scalar helpers GCC
-// vectorises itself, against double precision: the largest error in units
-// in the last place of the f32 result, over a dense grid of arguments.
+// The math functions of emitted kernels against long double, in units in
+// the last place of the result, over a dense grid of arguments, for each
+// instruction set (this machine's, AVX2 and plain x86-64): loom's own f32
+// exponential, sigmoid, tanh, erf and log, in explicit vectors and in the
+// scalar helpers GCC vectorises itself, and the functions that GCC
+// vectorises into calls of glibc's libmvec (f32 sin, cos and pow; every
+// f64 one).
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -12,7 +15,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "backends/cpp/artifact.h"
 #include "backends/cpp/e2e_test_util.h"
+#include "backends/cpp/subprocess.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
 
@@ -20,118 +27,257 @@ namespace loom {
 namespace {
 
 constexpr int64_t kRows = 256, kColumns = 256;  // the grid, in rows
-constexpr double kSmallestNormal = 1.17549435e-38;
-
-// The distance from `value` to the f32 nearest `truth`, in units of the
-// last place there (the spacing of f32 values at |truth|; at least the
-// smallest normal one's, so that results near 0 count absolutely).
-double UlpError(float value, double truth) {
-  const float nearest = static_cast<float>(truth);
-  const float magnitude = std::fmax(std::fabs(nearest), static_cast<float>(kSmallestNormal));
-  const double ulp = std::nextafter(magnitude, INFINITY) - magnitude;
-  return std::fabs(static_cast<double>(value) - truth) / ulp;
-}
+constexpr int64_t kGridSize = kRows * kColumns;
 
 struct Function {
   std::string op;
-  double low, high;  // the grid's arguments
-  std::function<double(double)> truth;
+  DType dtype;
+  double low, high;  // the grid of the (first) argument
+  // Of (x, y); y, pow's exponent, is in [-high_exponent, high_exponent]
+  // (the unary functions have none).
+  std::function<long double(long double, long double)> truth;
   double max_ulp;  // the bound
+  double high_exponent = 0;
+  bool binary() const { return high_exponent != 0; }
 };
 
-// Runs `f` on `arguments` (kRows x kColumns of them) for `march`, each value
-// computed twice: alone (a flat kernel: the scalar helper, vectorised by
-// GCC) and beside a sum of its row (a kernel with an inner loop: the
-// explicit vectors). Returns the largest error of each; a NaN where the
-// truth is not NaN, or the other way round, is an infinite error, and a
-// truth below the smallest normal f32 may come out as anything closer to
-// it than that (sigmoid(-100) as 0).
-std::vector<double> MaxUlpErrors(const Function& f, const std::vector<float>& arguments,
-                                 const std::string& march) {
+long double Sigmoid(long double x) { return 1 / (1 + std::exp(-x)); }
+
+// The bounds are the largest errors measured on these grids for any
+// instruction set, rounded up. libmvec documents 4 ulp for its functions;
+// f64 sigmoid, 1 / (1 + exp(-x)), adds the rounding of its sum and
+// quotient to exp's error.
+const std::vector<Function>& Functions() {
+  using LD = long double;
+  static const auto* functions = new std::vector<Function>{
+      {"exp", DType::kF32, -87.0, 88.0, [](LD x, LD) { return std::exp(x); }, 1.1},
+      {"sigmoid", DType::kF32, -30.0, 30.0, [](LD x, LD) { return Sigmoid(x); }, 2.5},
+      {"tanh", DType::kF32, -10.0, 10.0, [](LD x, LD) { return std::tanh(x); }, 2.0},
+      {"erf", DType::kF32, -5.0, 5.0, [](LD x, LD) { return std::erf(x); }, 8.0},
+      {"log", DType::kF32, 1e-3, 1000.0, [](LD x, LD) { return std::log(x); }, 1.5},
+      {"sin", DType::kF32, -1000.0, 1000.0, [](LD x, LD) { return std::sin(x); }, 1.8},
+      {"cos", DType::kF32, -1000.0, 1000.0, [](LD x, LD) { return std::cos(x); }, 2.0},
+      {"pow", DType::kF32, 0.0, 20.0, [](LD x, LD y) { return std::pow(x, y); }, 0.7, 8.0},
+      {"exp", DType::kF64, -708.0, 709.0, [](LD x, LD) { return std::exp(x); }, 2.7},
+      {"sigmoid", DType::kF64, -40.0, 40.0, [](LD x, LD) { return Sigmoid(x); }, 4.2},
+      {"tanh", DType::kF64, -20.0, 20.0, [](LD x, LD) { return std::tanh(x); }, 2.1},
+      {"erf", DType::kF64, -6.0, 6.0, [](LD x, LD) { return std::erf(x); }, 1.8},
+      {"log", DType::kF64, 1e-3, 1000.0, [](LD x, LD) { return std::log(x); }, 1.5},
+      {"sin", DType::kF64, -1000.0, 1000.0, [](LD x, LD) { return std::sin(x); }, 3.0},
+      {"cos", DType::kF64, -1000.0, 1000.0, [](LD x, LD) { return std::cos(x); }, 3.3},
+      {"pow", DType::kF64, 0.0, 20.0, [](LD x, LD y) { return std::pow(x, y); }, 1.1, 60.0},
+  };
+  return *functions;
+}
+
+double SmallestNormal(DType dtype) { return dtype == DType::kF32 ? FLT_MIN : DBL_MIN; }
+
+// `v` rounded to `dtype`.
+double Rounded(long double v, DType dtype) {
+  return dtype == DType::kF32 ? static_cast<float>(v) : static_cast<double>(v);
+}
+
+// The distance from `value` to the `dtype` value nearest `truth`, in units
+// of the last place there (the spacing of `dtype` values at |truth|; at
+// least the smallest normal one's, so that results near 0 count
+// absolutely).
+double UlpError(double value, long double truth, DType dtype) {
+  const double magnitude = std::fmax(std::fabs(Rounded(truth, dtype)), SmallestNormal(dtype));
+  const double ulp = dtype == DType::kF32
+                         ? std::nextafter(static_cast<float>(magnitude), INFINITY) - magnitude
+                         : std::nextafter(magnitude, INFINITY) - magnitude;
+  return static_cast<double>(std::fabs(value - truth) / ulp);
+}
+
+// The error of `value`: a NaN where the truth is not NaN, or the other way
+// round, is infinite, an infinity must be exact, and a truth below the
+// smallest normal value may come out as anything closer to it than that
+// (sigmoid(-100) as 0).
+double Error(double value, long double truth, DType dtype) {
+  if (std::isnan(value) != std::isnan(truth)) return INFINITY;
+  if (std::isnan(truth)) return 0;
+  if (std::isinf(Rounded(truth, dtype))) return value == Rounded(truth, dtype) ? 0 : INFINITY;
+  if (std::fabs(truth) < SmallestNormal(dtype)) {
+    return std::fabs(value - truth) <= SmallestNormal(dtype) ? 0 : INFINITY;
+  }
+  return UlpError(value, truth, dtype);
+}
+
+// The arguments of one function: x (and y) for each element of the grid.
+struct Arguments {
+  Tensor x, y;
+};
+
+// Runs each function f on its `arguments` for `march`, each value computed
+// twice: alone (a flat kernel: the scalar helper or the libm call,
+// vectorised by GCC) and beside a sum of its row (a kernel with an inner
+// loop: loom's explicit vectors where it has them). Returns the largest
+// error of each, per function.
+std::vector<std::vector<double>> MaxUlpErrors(const std::vector<const Function*>& functions,
+                                              const std::vector<Arguments>& arguments,
+                                              const std::string& march) {
   GraphBuilder b;
-  const ValueId x = b.Input("x", DType::kF32, {kRows, kColumns});
-  b.Output(b.Op(f.op, {x}));
-  const ValueId vectors = b.Op(f.op, {b.Op("neg", {b.Op("neg", {x})})});
-  b.Output(vectors);
-  b.Output(b.Op("reduce_sum", {vectors}, IntsAttr("axes", {-1})));
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < functions.size(); ++k) {
+    const Function& f = *functions[k];
+    std::vector<ValueId> operands = {b.Input(absl::StrCat("x", k), f.dtype, {kRows, kColumns})};
+    inputs.push_back(arguments[k].x);
+    if (f.binary()) {
+      operands.push_back(b.Input(absl::StrCat("y", k), f.dtype, {kRows, kColumns}));
+      inputs.push_back(arguments[k].y);
+    }
+    b.Output(b.Op(f.op, operands));
+    operands[0] = b.Op("neg", {b.Op("neg", {operands[0]})});
+    const ValueId beside_sum = b.Op(f.op, operands);
+    b.Output(beside_sum);
+    b.Output(b.Op("reduce_sum", {beside_sum}, IntsAttr("axes", {-1})));
+  }
   EXPECT_TRUE(InferShapes(b.graph()).ok());
-  Tensor input(DType::kF32, {kRows, kColumns});
-  std::copy(arguments.begin(), arguments.end(), input.data_as<float>());
   // Streamed stores would take the scalar helper's lanes (PrintStreamingLoop).
   absl::StatusOr<std::vector<Tensor>> outputs =
-      CompileAndRun(b.graph(), {input}, march, /*streaming_store_min_bytes=*/-1);
+      CompileAndRun(b.graph(), inputs, march, /*streaming_store_min_bytes=*/-1);
   EXPECT_TRUE(outputs.ok()) << outputs.status();
-  if (!outputs.ok()) return {INFINITY, INFINITY};
-  std::vector<double> errors;
-  for (int o = 0; o < 2; ++o) {
-    const float* y = (*outputs)[o].data_as<float>();
-    double worst = 0;
-    for (int64_t i = 0; i < kRows * kColumns; ++i) {
-      const double truth = f.truth(arguments[i]);
-      const bool nan_matches = std::isnan(y[i]) == std::isnan(truth);
-      const double error = !nan_matches        ? INFINITY
-                           : std::isnan(truth) ? 0
-                           : std::isinf(static_cast<float>(truth))
-                               ? (y[i] == static_cast<float>(truth) ? 0 : INFINITY)
-                           : std::fabs(truth) < kSmallestNormal
-                               ? (std::fabs(y[i] - truth) <= kSmallestNormal ? 0 : INFINITY)
-                               : UlpError(y[i], truth);
-      worst = std::fmax(worst, error);
+  std::vector<std::vector<double>> errors;
+  for (size_t k = 0; k < functions.size(); ++k) {
+    errors.push_back({INFINITY, INFINITY});
+    if (!outputs.ok()) continue;
+    const Function& f = *functions[k];
+    for (int o = 0; o < 2; ++o) {
+      const Tensor& y = (*outputs)[3 * k + o];
+      double worst = 0;
+      for (int64_t i = 0; i < kGridSize; ++i) {
+        const long double truth =
+            f.truth(arguments[k].x.GetDouble(i), f.binary() ? arguments[k].y.GetDouble(i) : 0);
+        worst = std::fmax(worst, Error(y.GetDouble(i), truth, f.dtype));
+      }
+      errors[k][o] = worst;
     }
-    errors.push_back(worst);
   }
   return errors;
 }
 
-const std::vector<Function>& Functions() {
-  static const auto* functions = new std::vector<Function>{
-      {"exp", -87.0, 88.0, [](double x) { return std::exp(x); }, 1.1},
-      {"sigmoid", -30.0, 30.0, [](double x) { return 1 / (1 + std::exp(-x)); }, 2.5},
-      {"tanh", -10.0, 10.0, [](double x) { return std::tanh(x); }, 2.0},
-      {"erf", -5.0, 5.0, [](double x) { return std::erf(x); }, 8.0},
-      {"log", 1e-3, 1000.0, [](double x) { return std::log(x); }, 1.5},
-  };
-  return *functions;
+// The functions of `dtype`.
+std::vector<const Function*> FunctionsOf(DType dtype) {
+  std::vector<const Function*> chosen;
+  for (const Function& f : Functions()) {
+    if (f.dtype == dtype) chosen.push_back(&f);
+  }
+  return chosen;
+}
+
+// x runs evenly over [low, high], y over [-high_exponent, high_exponent]
+// in another order, so that every part of one range meets every part of
+// the other.
+Arguments Grid(const Function& f) {
+  Arguments grid{Tensor(f.dtype, {kRows, kColumns}), Tensor(f.dtype, {kRows, kColumns})};
+  for (int64_t i = 0; i < kGridSize; ++i) {
+    grid.x.SetDouble(i, f.low + (f.high - f.low) * i / (kGridSize - 1));
+    const int64_t shuffled = i * 40503 % kGridSize;
+    grid.y.SetDouble(i, f.high_exponent * (2.0 * shuffled / (kGridSize - 1) - 1));
+  }
+  return grid;
 }
 
 constexpr const char* kMarches[] = {"", "haswell", "x86-64"};
 
 std::string Where(const Function& f, const std::string& march) {
-  return absl::StrCat(f.op, " for ", march.empty() ? "native" : march);
+  return absl::StrCat(f.op, " ", DTypeName(f.dtype), " for ", march.empty() ? "native" : march);
 }
 
-TEST(VectorMathTest, ErrorsInUlpsAgainstDoublePrecision) {
+TEST(VectorMathTest, ErrorsInUlpsAgainstLongDouble) {
   for (const std::string march : kMarches) {
-    for (const Function& f : Functions()) {
-      std::vector<float> grid(kRows * kColumns);
-      for (int64_t i = 0; i < kRows * kColumns; ++i) {
-        grid[i] = static_cast<float>(f.low + (f.high - f.low) * i / (kRows * kColumns - 1));
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      const std::vector<const Function*> functions = FunctionsOf(dtype);
+      std::vector<Arguments> grids;
+      for (const Function* f : functions) grids.push_back(Grid(*f));
+      const std::vector<std::vector<double>> errors = MaxUlpErrors(functions, grids, march);
+      for (size_t k = 0; k < functions.size(); ++k) {
+        const Function& f = *functions[k];
+        EXPECT_LE(errors[k][0], f.max_ulp) << Where(f, march) << ", alone";
+        EXPECT_LE(errors[k][1], f.max_ulp) << Where(f, march) << ", beside a row sum";
+        std::printf("%-24s max error %.2f ulp (alone), %.2f ulp (beside a row sum)\n",
+                    Where(f, march).c_str(), errors[k][0], errors[k][1]);
       }
-      const std::vector<double> errors = MaxUlpErrors(f, grid, march);
-      EXPECT_LE(errors[0], f.max_ulp) << Where(f, march) << ", scalar helper";
-      EXPECT_LE(errors[1], f.max_ulp) << Where(f, march) << ", explicit vectors";
-      std::printf("%-24s max error %.2f ulp (scalar helper), %.2f ulp (vectors)\n",
-                  Where(f, march).c_str(), errors[0], errors[1]);
     }
   }
 }
 
 // NaN stays NaN, infinities and arguments past the overflow and underflow
-// bounds give the limits (exp: infinity, denormals, 0), at every lane.
+// bounds give the limits (exp: infinity, denormals, 0), huge arguments of
+// sin and cos are reduced exactly, and pow's special cases (C's Annex F, as
+// the interpreter's std::pow) hold: at every lane, for every pair of these
+// arguments.
 TEST(VectorMathTest, SpecialArgumentsGiveTheLimits) {
-  const float specials[] = {NAN,    INFINITY, -INFINITY, 100.0f, -100.0f,
-                            -200.0f, 0.0f,    -0.0f,     89.5f, -103.5f, 1e-30f, 1e-40f};
-  std::vector<float> arguments(kRows * kColumns);
-  for (size_t i = 0; i < arguments.size(); ++i) {
-    arguments[i] = specials[i % (sizeof specials / sizeof specials[0])];
-  }
+  const double specials[] = {NAN,   INFINITY, -INFINITY, 100.0, -100.0, -200.0, 0.0,    -0.0,
+                             89.5,  -103.5,   1e-30,     1e-40, 710.0,  -746.0, 1e-310, 1e30,
+                             1e300, -2.0,     3.0,       0.5,   1.0,    -1.0,   -0.5};
+  constexpr int64_t kCount = sizeof specials / sizeof specials[0];
   for (const std::string march : kMarches) {
-    for (const Function& f : Functions()) {
-      const std::vector<double> errors = MaxUlpErrors(f, arguments, march);
-      EXPECT_LE(errors[0], f.max_ulp) << Where(f, march) << ", scalar helper";
-      EXPECT_LE(errors[1], f.max_ulp) << Where(f, march) << ", explicit vectors";
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      const std::vector<const Function*> functions = FunctionsOf(dtype);
+      Arguments pairs{Tensor(dtype, {kRows, kColumns}), Tensor(dtype, {kRows, kColumns})};
+      for (int64_t i = 0; i < kGridSize; ++i) {
+        pairs.x.SetDouble(i, specials[i % kCount]);
+        pairs.y.SetDouble(i, specials[i / kCount % kCount]);
+      }
+      const std::vector<Arguments> arguments(functions.size(), pairs);
+      const std::vector<std::vector<double>> errors = MaxUlpErrors(functions, arguments, march);
+      for (size_t k = 0; k < functions.size(); ++k) {
+        const Function& f = *functions[k];
+        EXPECT_LE(errors[k][0], f.max_ulp) << Where(f, march) << ", alone";
+        EXPECT_LE(errors[k][1], f.max_ulp) << Where(f, march) << ", beside a row sum";
+      }
     }
   }
+}
+
+// The dynamic symbols `library` imports, without their versions.
+std::vector<std::string> ImportedSymbols(const std::string& library) {
+  absl::StatusOr<cpp::ProcessResult> nm = cpp::RunProcess(
+      {"nm", "-D", "--undefined-only", "--format=posix", library}, TestCacheDir(), 1 << 20);
+  EXPECT_TRUE(nm.ok() && nm->Succeeded()) << (nm.ok() ? nm->output : nm.status().ToString());
+  std::vector<std::string> symbols;
+  if (!nm.ok()) return symbols;
+  for (absl::string_view line : absl::StrSplit(nm->output, '\n', absl::SkipEmpty())) {
+    symbols.emplace_back(line.substr(0, line.find_first_of(" @")));
+  }
+  return symbols;
+}
+
+// Loops calling libm's functions run in vectors: compiled for `march`,
+// each call is libmvec's variant of `f32_variant` (and `f64_variant`)
+// lanes, and no element calls the scalar function (the loops' lengths are
+// multiples of the lanes: there is no remainder loop).
+void ExpectLibmCallsInVectors(const std::string& march, const std::string& f32_variant,
+                              const std::string& f64_variant) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {64, 64});
+  for (const char* op : {"sin", "cos"}) b.Output(b.Op(op, {x}));
+  b.Output(b.Op("pow", {x, b.Op("abs", {x})}));
+  const ValueId x64 = b.Input("x64", DType::kF64, {64, 64});
+  for (const char* op : {"exp", "log", "tanh", "erf", "sin", "cos"}) b.Output(b.Op(op, {x64}));
+  b.Output(b.Op("pow", {x64, b.Op("abs", {x64})}));
+  ASSERT_TRUE(InferShapes(b.graph()).ok());
+  absl::StatusOr<Module> module = EmitModule(b.graph(), march);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+  ASSERT_TRUE(library.ok()) << library.status();
+  const std::vector<std::string> symbols = ImportedSymbols(library->path());
+  for (const char* fn : {"sinf", "cosf", "powf"}) {
+    const std::string variant = absl::StrCat(f32_variant, fn[0] == 'p' ? "vv_" : "v_", fn);
+    EXPECT_THAT(symbols, testing::Contains(variant)) << march;
+    EXPECT_THAT(symbols, testing::Not(testing::Contains(fn))) << march;
+  }
+  for (const char* fn : {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}) {
+    const std::string variant = absl::StrCat(f64_variant, fn[0] == 'p' ? "vv_" : "v_", fn);
+    EXPECT_THAT(symbols, testing::Contains(variant)) << march;
+    EXPECT_THAT(symbols, testing::Not(testing::Contains(fn))) << march;
+  }
+}
+
+TEST(VectorMathTest, LoopsCallingLibmRunInLibmvecsVectors) {
+  ExpectLibmCallsInVectors("haswell", "_ZGVdN8", "_ZGVdN4");  // AVX2
+  ExpectLibmCallsInVectors("x86-64", "_ZGVbN4", "_ZGVbN2");   // SSE2
 }
 
 // A row's maximum in explicit vectors (four chains of 64 lanes, then a tail
