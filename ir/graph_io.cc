@@ -17,6 +17,7 @@
 #include "ir/file_io.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
+#include "ir/status_macros.h"
 #include "ir/verifier.h"
 
 namespace loom {
@@ -244,23 +245,20 @@ absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
   }
   absl::flat_hash_map<std::string, bool> defined_outside;
   for (const Value& value : graph.values()) defined_outside[value.name] = true;
-  absl::StatusOr<std::vector<int>> order =
-      TopologicalOrder(g, producer, defined_outside);
-  if (!order.ok()) return order.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(g, producer, defined_outside));
 
-  for (int i : *order) {
+  for (int i : order) {
     const proto::Node& node = g.node(i);
     std::vector<ValueId> inputs;
     for (const std::string& input : node.input()) {
       inputs.push_back(graph.FindValue(input));
     }
-    absl::StatusOr<Attrs> attrs = ConvertAttrs(node);
-    if (!attrs.ok()) return attrs.status();
+    LOOM_ASSIGN_OR_RETURN(Attrs attrs, ConvertAttrs(node));
     std::vector<std::string> outputs(node.output().begin(),
                                      node.output().end());
-    absl::StatusOr<NodeId> id = graph.AddNode(
-        node.name(), node.op(), std::move(inputs), outputs, *std::move(attrs));
-    if (!id.ok()) return id.status();
+    LOOM_RETURN_IF_ERROR(
+        graph.AddNode(node.name(), node.op(), std::move(inputs), outputs, std::move(attrs))
+            .status());
   }
   return absl::OkStatus();
 }
@@ -308,19 +306,14 @@ absl::Status AddArguments(const proto::Graph& g, absl::string_view filename, Gra
   graph.name = g.name();
   for (const proto::Input& input : g.input()) {
     const std::string what = absl::StrCat("input '", input.name(), "'");
-    absl::StatusOr<TensorType> type = ConvertType(input.type(), what);
-    if (!type.ok()) return type.status();
-    absl::StatusOr<ValueId> id = graph.AddInput(input.name(), *type);
-    if (!id.ok()) return id.status();
+    LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(input.type(), what));
+    LOOM_RETURN_IF_ERROR(graph.AddInput(input.name(), type).status());
   }
   auto add_initializers = [&](const auto& list,
                               ValueKind kind) -> absl::Status {
     for (const proto::Initializer& init : list) {
-      absl::StatusOr<Tensor> data = MaterializeInitializer(init, filename);
-      if (!data.ok()) return data.status();
-      absl::StatusOr<ValueId> id =
-          graph.AddInitializer(init.name(), kind, *std::move(data));
-      if (!id.ok()) return id.status();
+      LOOM_ASSIGN_OR_RETURN(Tensor data, MaterializeInitializer(init, filename));
+      LOOM_RETURN_IF_ERROR(graph.AddInitializer(init.name(), kind, std::move(data)).status());
     }
     return absl::OkStatus();
   };
@@ -332,11 +325,11 @@ absl::Status AddArguments(const proto::Graph& g, absl::string_view filename, Gra
 }
 
 absl::Status BuildGraph(const proto::Graph& g, absl::string_view filename, Graph& graph) {
-  if (absl::Status s = AddArguments(g, filename, graph); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(AddArguments(g, filename, graph));
   if (!AddNodesInFileOrder(g, graph)) {
     graph = Graph();
-    if (absl::Status s = AddArguments(g, filename, graph); !s.ok()) return s;
-    if (absl::Status s = AddNodes(g, graph); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(AddArguments(g, filename, graph));
+    LOOM_RETURN_IF_ERROR(AddNodes(g, graph));
   }
   if (g.output_size() == 0) {
     return absl::InvalidArgumentError("the graph has no outputs");
@@ -355,7 +348,7 @@ absl::Status BuildGraph(const proto::Graph& g, absl::string_view filename, Graph
       return s;
     }
   }
-  if (absl::Status s = InferShapes(graph); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(InferShapes(graph));
   // InferShapes has just set every type with the shape functions that
   // VerifyGraph would run again.
   return VerifyGraphStructure(graph);
@@ -437,14 +430,11 @@ absl::Status ReadExternalData(const proto::ExternalData& external, absl::string_
 absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
                                               absl::string_view model_path) {
   const std::string what = absl::StrCat("initializer '", init.name(), "'");
-  absl::StatusOr<TensorType> type = ConvertType(init.type(), what);
-  if (!type.ok()) return type.status();
-  Tensor tensor(*type);
+  LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(init.type(), what));
+  Tensor tensor(type);
   switch (init.init_case()) {
     case proto::Initializer::kValues:
-      if (absl::Status s = FillValues(init.values(), tensor, what); !s.ok()) {
-        return s;
-      }
+      LOOM_RETURN_IF_ERROR(FillValues(init.values(), tensor, what));
       break;
     case proto::Initializer::kRandom:
       if (!(init.random().low() <= init.random().high())) {  // NaN too
@@ -463,9 +453,7 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
       FillRandom(init.random(), tensor);
       break;
     case proto::Initializer::kExternal:
-      if (absl::Status s = ReadExternalData(init.external(), model_path, what, tensor); !s.ok()) {
-        return s;
-      }
+      LOOM_RETURN_IF_ERROR(ReadExternalData(init.external(), model_path, what, tensor));
       break;
     case proto::Initializer::INIT_NOT_SET:
       return absl::InvalidArgumentError(
@@ -476,7 +464,7 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
 
 absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text,
                                             absl::string_view filename) {
-  if (absl::Status s = CheckLooksLikeText(text, filename); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckLooksLikeText(text, filename));
   CollectFirstError errors(filename);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
@@ -500,11 +488,9 @@ absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto,
 }
 
 absl::StatusOr<Graph> LoadGraphFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFileBytes(path);
-  if (!text.ok()) return text.status();
-  absl::StatusOr<proto::Graph> graph_proto = ParseGraphText(*text, path);
-  if (!graph_proto.ok()) return graph_proto.status();
-  return GraphFromProto(*graph_proto, path);
+  LOOM_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(path));
+  LOOM_ASSIGN_OR_RETURN(proto::Graph graph_proto, ParseGraphText(text, path));
+  return GraphFromProto(graph_proto, path);
 }
 
 proto::Graph GraphToProto(const Graph& graph) {

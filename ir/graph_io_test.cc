@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -12,9 +13,8 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::StatusOr<Graph> Load(const std::string& text) {
-  absl::StatusOr<proto::Graph> graph_proto = ParseGraphText(text, "m.pbtxt");
-  if (!graph_proto.ok()) return graph_proto.status();
-  return GraphFromProto(*graph_proto, "m.pbtxt");
+  LOOM_ASSIGN_OR_RETURN(proto::Graph graph_proto, ParseGraphText(text, "m.pbtxt"));
+  return GraphFromProto(graph_proto, "m.pbtxt");
 }
 
 std::string ErrorOf(const std::string& text) {

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/ops/error_bound.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -130,10 +131,9 @@ absl::StatusOr<std::vector<Tensor>> NodeBounds(const OpDef& def, const Node& nod
   const BoundContext context{node, def.eval, args, arg_bounds, results, output_units};
   std::vector<Tensor> bounds;
   for (const Tensor& result : results) bounds.emplace_back(DType::kF64, result.shape());
-  const absl::Status status = def.bound ? def.bound(context, absl::MakeSpan(bounds))
-                                        : PointwiseBound(context, def.rounding_ulps,
-                                                         absl::MakeSpan(bounds));
-  if (!status.ok()) return status;
+  LOOM_RETURN_IF_ERROR(def.bound
+                           ? def.bound(context, absl::MakeSpan(bounds))
+                           : PointwiseBound(context, def.rounding_ulps, absl::MakeSpan(bounds)));
   return bounds;
 }
 
@@ -141,8 +141,7 @@ absl::StatusOr<std::vector<Tensor>> NodeBounds(const OpDef& def, const Node& nod
 absl::Status RunNode(const Graph& graph, const Node& node,
                      const OpRegistry& registry, const std::vector<double>* units,
                      Environment& env) {
-  absl::Status signature = CheckNodeSignature(node, registry);
-  if (!signature.ok()) return signature;
+  LOOM_RETURN_IF_ERROR(CheckNodeSignature(node, registry));
   std::vector<const Tensor*> args;
   std::vector<TensorType> types;
   for (ValueId id : node.inputs) {
@@ -208,8 +207,7 @@ absl::StatusOr<BoundedOutputs> Run(const Graph& graph, absl::Span<const Tensor> 
     for (ValueId id : *ids) env.Borrow(id, graph.initializer(id));
   }
   for (const Node& node : graph.nodes()) {
-    status = RunNode(graph, node, registry, units, env);
-    if (!status.ok()) return status;
+    LOOM_RETURN_IF_ERROR(RunNode(graph, node, registry, units, env));
   }
 
   BoundedOutputs outputs;
@@ -237,9 +235,8 @@ std::vector<Tensor> WidenedToFloat64(absl::Span<const Tensor> tensors) {
 absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph,
                                               absl::Span<const Tensor> inputs,
                                               const OpRegistry& registry) {
-  absl::StatusOr<BoundedOutputs> outputs = Run(graph, inputs, registry, nullptr);
-  if (!outputs.ok()) return outputs.status();
-  return std::move(outputs->values);
+  LOOM_ASSIGN_OR_RETURN(BoundedOutputs outputs, Run(graph, inputs, registry, nullptr));
+  return std::move(outputs.values);
 }
 
 Tensor WidenedToFloat64(const Tensor& tensor) {
@@ -274,14 +271,14 @@ Graph WidenedToFloat64(const Graph& graph, const OpRegistry& registry) {
 absl::StatusOr<std::vector<Tensor>> InterpretInFloat64(const Graph& graph,
                                                        absl::Span<const Tensor> inputs,
                                                        const OpRegistry& registry) {
-  if (absl::Status s = CheckInputs(graph, inputs); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputs(graph, inputs));
   return Interpret(WidenedToFloat64(graph, registry), WidenedToFloat64(inputs), registry);
 }
 
 absl::StatusOr<BoundedOutputs> InterpretWithErrorBounds(const Graph& graph,
                                                         absl::Span<const Tensor> inputs,
                                                         const OpRegistry& registry) {
-  if (absl::Status s = CheckInputs(graph, inputs); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputs(graph, inputs));
   const std::vector<double> units = RoundingUnits(graph);
   return Run(WidenedToFloat64(graph, registry), WidenedToFloat64(inputs), registry, &units);
 }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/conv_call.h"
 #include "ir/gemm.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 
@@ -214,9 +215,7 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
       return NodeError(node, "store index uses loops it does not have");
     }
     for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
-      if (absl::Status s = VerifyStep(program, node, i, num_vars); !s.ok()) {
-        return s;
-      }
+      LOOM_RETURN_IF_ERROR(VerifyStep(program, node, i, num_vars));
       const ScalarOp& op = node.body[i];
       if (op.kind == ScalarOp::Kind::kLoad && !written[op.buffer]) {
         return NodeError(node, absl::StrCat("reads buffer '",

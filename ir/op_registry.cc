@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 
@@ -247,8 +248,7 @@ class ShapeInference {
   absl::Status Infer(const Node& node) {
     const OpDef* found =
         defs_.Get(node.op, [&](OpName op) { return registry_.Find(op); });
-    absl::StatusOr<const OpDef*> def = CheckedOpDef(node, found);
-    if (!def.ok()) return def.status();
+    LOOM_ASSIGN_OR_RETURN(const OpDef* def, CheckedOpDef(node, found));
     const size_t num_inputs = node.inputs.size();
     if (input_types_.size() < num_inputs) input_types_.resize(num_inputs);
     for (size_t i = 0; i < num_inputs; ++i) {
@@ -264,7 +264,7 @@ class ShapeInference {
       }
       input_types_[i] = graph_.value(id).type;
     }
-    absl::StatusOr<OutputTypes> output_types = (*def)->infer(
+    absl::StatusOr<OutputTypes> output_types = def->infer(
         node, absl::MakeConstSpan(input_types_.data(), num_inputs));
     if (!output_types.ok()) {
       return AddNodeContext(node, output_types.status());
@@ -330,9 +330,9 @@ absl::Status CheckOutputLimits(const Graph& graph, const Node& node,
 
 absl::Status InferShapes(Graph& graph, const OpRegistry& registry) {
   ShapeInference inference(graph, registry);
-  if (absl::Status s = inference.DefineArguments(); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(inference.DefineArguments());
   for (const Node& node : graph.nodes()) {
-    if (absl::Status s = inference.Infer(node); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(inference.Infer(node));
   }
   return absl::OkStatus();
 }
@@ -343,11 +343,10 @@ absl::Status InferShapesOfNodes(Graph& graph, const std::vector<bool>& which,
     return absl::InternalError("InferShapesOfNodes: one flag per node needed");
   }
   ShapeInference inference(graph, registry);
-  if (absl::Status s = inference.DefineArguments(); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(inference.DefineArguments());
   for (size_t i = 0; i < which.size(); ++i) {
     const Node& node = graph.nodes()[i];
-    absl::Status s = which[i] ? inference.Infer(node) : inference.Trust(node);
-    if (!s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(which[i] ? inference.Infer(node) : inference.Trust(node));
   }
   return absl::OkStatus();
 }

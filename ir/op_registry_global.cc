@@ -5,6 +5,7 @@
 
 #include "ir/op_registry.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -16,8 +17,7 @@ absl::Status RegisterAllFamilies(OpRegistry& registry) {
         RegisterTensorOps, RegisterNormOps, RegisterRecurrentOps,
         RegisterConvOps, RegisterResizeOps, RegisterInverseTrigOps, RegisterLrnOps,
         RegisterSequenceOps, RegisterEinsumOps}) {
-    absl::Status status = register_family(registry);
-    if (!status.ok()) return status;
+    LOOM_RETURN_IF_ERROR(register_family(registry));
   }
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -185,10 +186,8 @@ absl::Status Verify(const Graph& graph, const OpRegistry& registry,
       return status;
     }
     if (check_ops) {
-      absl::StatusOr<const OpDef*> def = FindCheckedOpDef(node, registry);
-      if (!def.ok()) return def.status();
-      status = CheckNodeTypes(graph, node, **def, input_types);
-      if (!status.ok()) return status;
+      LOOM_ASSIGN_OR_RETURN(const OpDef* def, FindCheckedOpDef(node, registry));
+      LOOM_RETURN_IF_ERROR(CheckNodeTypes(graph, node, *def, input_types));
     }
     for (ValueId output : node.outputs) defined[output] = true;
   }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/op_registry.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -205,7 +206,7 @@ absl::Status InferEmittedShapes(Graph& graph, const std::vector<bool>& emitted,
       if (id < first_new) rewritten.emplace_back(id, graph.value(id).type);
     }
   }
-  if (absl::Status s = InferShapesOfNodes(graph, emitted); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(InferShapesOfNodes(graph, emitted));
   for (const auto& [id, type] : rewritten) {
     if (graph.value(id).type != type) return InferShapes(graph);
   }
@@ -251,13 +252,12 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
     }
     const std::vector<bool> previous = emitted;
     first_new = static_cast<ValueId>(graph.values().size());
-    absl::StatusOr<bool> more = DecomposeSweep(
-        graph, names,
-        [&](size_t i) {
-          return previous[i] ? find_in_all(graph.nodes()[i].op) : nullptr;
-        },
-        emitted);
-    if (!more.ok()) return more.status();
+    LOOM_RETURN_IF_ERROR(
+        DecomposeSweep(
+            graph, names,
+            [&](size_t i) { return previous[i] ? find_in_all(graph.nodes()[i].op) : nullptr; },
+            emitted)
+            .status());
   }
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -21,7 +22,7 @@ ValueId ScalarLike(DecompositionBuilder& b, absl::string_view suffix,
 // gelu(x) = x/2 * (1 + erf(x / sqrt(2))); with approximate = "tanh":
 // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
 absl::Status DecomposeGelu(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const std::string approximate = node.attrs.GetString("approximate", "none");
   ValueId inner;
@@ -54,7 +55,7 @@ absl::Status DecomposeGelu(const Node& node, DecompositionBuilder& b) {
 
 // silu(x) = x * sigmoid(x).
 absl::Status DecomposeSilu(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   b.AddWriting("mul", "mul", {x, b.Add("sigmoid", "sigmoid", {x})},
                node.outputs[0]);
@@ -78,7 +79,7 @@ ValueId ClipBound(DecompositionBuilder& b, absl::string_view suffix,
 // NaN, and min > max gives max. With no bound it is the identity: a
 // same-shape reshape (a view).
 absl::Status DecomposeClip(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   // A float NaN bound never clamps (every comparison with it fails).
   auto has = [&](const char* name) {
@@ -110,7 +111,7 @@ absl::Status DecomposeClip(const Node& node, DecompositionBuilder& b) {
 
 // leaky_relu(x) = x < 0 ? alpha * x : x.
 absl::Status DecomposeLeakyRelu(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const ValueId negative =
       b.Add("negative", "less", {x, ScalarLike(b, "zero", 0, x)});
@@ -125,7 +126,7 @@ absl::Status DecomposeLeakyRelu(const Node& node, DecompositionBuilder& b) {
 // elu, and selu's inner part.
 absl::Status ExponentialLinear(const Node& node, DecompositionBuilder& b,
                                double alpha, std::optional<double> gamma) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const ValueId positive =
       b.Add("positive", "greater", {x, ScalarLike(b, "zero", 0, x)});
@@ -158,7 +159,7 @@ absl::Status DecomposeSelu(const Node& node, DecompositionBuilder& b) {
 // softplus(x) = log(1 + exp(x)) = relu(x) + log(1 + exp(-|x|)): exp never
 // overflows.
 absl::Status DecomposeSoftplus(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const ValueId minus_abs = b.Add("neg", "neg", {b.Add("abs", "abs", {x})});
   const ValueId one_plus =
@@ -186,7 +187,7 @@ ValueId ClampToUnit(DecompositionBuilder& b, ValueId y, ValueId x,
 
 // hard_sigmoid(x) = max(0, min(1, alpha * x + beta)).
 absl::Status DecomposeHardSigmoid(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const ValueId scaled =
       b.Add("scale", "mul",
@@ -200,7 +201,7 @@ absl::Status DecomposeHardSigmoid(const Node& node, DecompositionBuilder& b) {
 
 // hard_swish(x) = x * max(0, min(1, x / 6 + 0.5)).
 absl::Status DecomposeHardSwish(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const ValueId sixth = b.Add("div", "div", {x, ScalarLike(b, "six", 6, x)});
   const ValueId shifted =
@@ -211,7 +212,7 @@ absl::Status DecomposeHardSwish(const Node& node, DecompositionBuilder& b) {
 
 // prelu(x, slope) = x < 0 ? slope * x : x, broadcasting.
 absl::Status DecomposePrelu(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 2, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 2, 1));
   const ValueId x = node.inputs[0], slope = node.inputs[1];
   const ValueId negative =
       b.Add("negative", "less", {x, ScalarLike(b, "zero", 0, x)});

@@ -78,6 +78,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/ops/conv.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -373,26 +374,25 @@ bool UsesDirectConv(const ConvSpec& spec) {
 }
 
 absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckInputCount(node, 2, 3); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 2, 3));
   const Shape x = b.type(node.inputs[0]).shape;  // copies: Add() moves values
   const Shape weight = b.type(node.inputs[1]).shape;
   const Shape bias = node.inputs.size() > 2 ? b.type(node.inputs[2]).shape : Shape{};
-  absl::StatusOr<ConvSpec> spec =
-      ReadConvSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr);
-  if (!spec.ok()) return spec.status();
-  if (absl::Status s = CheckKernelSize(spec->window); !s.ok()) return s;
-  const Shape out_shape = Concat({spec->batch, spec->out_channels}, spec->window.output);
-  if (UsesShiftedConv(*spec)) {
+  LOOM_ASSIGN_OR_RETURN(ConvSpec spec,
+                        ReadConvSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr));
+  LOOM_RETURN_IF_ERROR(CheckKernelSize(spec.window));
+  const Shape out_shape = Concat({spec.batch, spec.out_channels}, spec.window.output);
+  if (UsesShiftedConv(spec)) {
     if (std::optional<ValueId> w = ChannelsLastWeight(b, node.inputs[1])) {
-      ConvShifted(b, node, *spec, *w, out_shape);
+      ConvShifted(b, node, spec, *w, out_shape);
       return absl::OkStatus();
     }
   }
-  const ValueId padded = PadInput(b, node.inputs[0], spec->window, 0);
-  if (UsesDirectConv(*spec)) {
-    ConvDirect(b, node, *spec, padded, out_shape);
+  const ValueId padded = PadInput(b, node.inputs[0], spec.window, 0);
+  if (UsesDirectConv(spec)) {
+    ConvDirect(b, node, spec, padded, out_shape);
   } else {
-    ConvIm2col(b, node, *spec, padded, out_shape);
+    ConvIm2col(b, node, spec, padded, out_shape);
   }
   return absl::OkStatus();
 }
@@ -431,15 +431,14 @@ void ConvCall(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
 }
 
 absl::Status DecomposeConvAsCall(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckInputCount(node, 2, 3); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 2, 3));
   const Shape x = b.type(node.inputs[0]).shape;  // copies: Add() moves values
   const Shape weight = b.type(node.inputs[1]).shape;
   const Shape bias = node.inputs.size() > 2 ? b.type(node.inputs[2]).shape : Shape{};
-  absl::StatusOr<ConvSpec> spec =
-      ReadConvSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr);
-  if (!spec.ok()) return spec.status();
-  if (!UsesConvCall(*spec, node, b)) return DecomposeConv(node, b);
-  ConvCall(b, node, *spec, Concat({spec->batch, spec->out_channels}, spec->window.output));
+  LOOM_ASSIGN_OR_RETURN(ConvSpec spec,
+                        ReadConvSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr));
+  if (!UsesConvCall(spec, node, b)) return DecomposeConv(node, b);
+  ConvCall(b, node, spec, Concat({spec.batch, spec.out_channels}, spec.window.output));
   return absl::OkStatus();
 }
 
@@ -561,42 +560,41 @@ void MaxPoolIndices(DecompositionBuilder& b, const Node& node, ValueId padded,
 // max_pool's indices when it has a second output.
 absl::Status DecomposePool(const Node& node, DecompositionBuilder& b, bool average) {
   const size_t outputs = !average && node.outputs.size() == 2 ? 2 : 1;
-  if (absl::Status s = CheckArity(node, 1, outputs); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, outputs));
   const ValueId x = node.inputs[0];
   const TensorType type = b.type(x);  // a copy: Add() moves values
-  absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, type.shape);
-  if (!g.ok()) return g.status();
-  if (absl::Status s = CheckKernelSize(*g); !s.ok()) return s;
+  LOOM_ASSIGN_OR_RETURN(WindowGeometry g, ReadPoolGeometry(node, type.shape));
+  LOOM_RETURN_IF_ERROR(CheckKernelSize(g));
   const double fill = average ? 0 : -std::numeric_limits<double>::infinity();
-  const ValueId padded = PadInput(b, x, *g, fill);
-  const std::vector<std::vector<int64_t>> taps = KernelPositions(*g);
+  const ValueId padded = PadInput(b, x, g, fill);
+  const std::vector<std::vector<int64_t>> taps = KernelPositions(g);
   if (!average) {
-    const ValueId max = CombineWindows(b, padded, *g, taps, "maximum", "max", node.outputs[0]);
+    const ValueId max = CombineWindows(b, padded, g, taps, "maximum", "max", node.outputs[0]);
     if (max != node.outputs[0]) {  // a kernel of one position
       b.AddWriting("output", "reshape", {max}, node.outputs[0],
-                   Ints("shape", Concat({type.shape[0], type.shape[1]}, g->output)));
+                   Ints("shape", Concat({type.shape[0], type.shape[1]}, g.output)));
     }
     if (outputs == 2) {
       // Tables: an entry per batch and channel, and per kernel offset and
       // output position along each spatial dim.
       int64_t entries = type.shape[0] + type.shape[1];  // each at most 2^40
-      for (int d = 0; d < g->num_spatial(); ++d) {
-        entries += std::min(SaturatingMul(g->kernel[d], g->output[d]), kMaxIndexTableEntries + 1);
+      for (int d = 0; d < g.num_spatial(); ++d) {
+        entries += std::min(SaturatingMul(g.kernel[d], g.output[d]), kMaxIndexTableEntries + 1);
       }
       if (entries > kMaxIndexTableEntries) {
         return absl::InvalidArgumentError(absl::StrCat(
             "the indices need ", entries, " entries of index tables; loom decomposes max_pool's "
             "indices with at most 2^24"));
       }
-      MaxPoolIndices(b, node, padded, *g, taps, type.shape, node.outputs[0]);
+      MaxPoolIndices(b, node, padded, g, taps, type.shape, node.outputs[0]);
     }
     return absl::OkStatus();
   }
-  const ValueId sum = CombineWindows(b, padded, *g, taps, "add", "sum");
+  const ValueId sum = CombineWindows(b, padded, g, taps, "add", "sum");
   const bool count_pads = node.attrs.GetInt("count_include_pad", 0) != 0;
-  const ValueId divisor = CountsWholeKernels(*g, count_pads)
-                              ? b.Scalar("count", static_cast<double>(g->KernelSize()), type.dtype)
-                              : WindowCounts(b, *g, count_pads, taps, type.dtype);
+  const ValueId divisor = CountsWholeKernels(g, count_pads)
+                              ? b.Scalar("count", static_cast<double>(g.KernelSize()), type.dtype)
+                              : WindowCounts(b, g, count_pads, taps, type.dtype);
   b.AddWriting("average", "div", {sum, divisor}, node.outputs[0]);
   return absl::OkStatus();
 }

@@ -51,6 +51,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/ops/conv.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -312,23 +313,23 @@ bool UsesColumns(const ConvTransposeSpec& spec) {
 }
 
 absl::Status DecomposeConvTranspose(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckInputCount(node, 2, 3); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 2, 3));
   std::vector<TensorType> in;  // copies: Add() moves values
   for (ValueId input : node.inputs) in.push_back(b.type(input));
-  absl::StatusOr<ConvTransposeSpec> spec = ReadConvTransposeSpec(
-      node, in[0].shape, in[1].shape, in.size() > 2 ? &in[2].shape : nullptr);
-  if (!spec.ok()) return spec.status();
-  Shape out_shape = {spec->batch, spec->out_channels};
-  out_shape.insert(out_shape.end(), spec->window.output.begin(), spec->window.output.end());
+  LOOM_ASSIGN_OR_RETURN(ConvTransposeSpec spec,
+                        ReadConvTransposeSpec(node, in[0].shape, in[1].shape,
+                                              in.size() > 2 ? &in[2].shape : nullptr));
+  Shape out_shape = {spec.batch, spec.out_channels};
+  out_shape.insert(out_shape.end(), spec.window.output.begin(), spec.window.output.end());
   if (NumElements(in[0].shape) == 0 || NumElements(in[1].shape) == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "x ", ShapeToString(in[0].shape), " or the weight ", ShapeToString(in[1].shape),
         " is empty; loom compiles conv_transpose of non-empty tensors only"));
   }
-  if (UsesColumns(*spec)) {
-    return ColumnsConvTranspose(b, node, *spec, out_shape, in[0].dtype);
+  if (UsesColumns(spec)) {
+    return ColumnsConvTranspose(b, node, spec, out_shape, in[0].dtype);
   }
-  ConvOfInterleaved(b, node, *spec, in[0].shape, in[1].shape);
+  ConvOfInterleaved(b, node, spec, in[0].shape, in[1].shape);
   return absl::OkStatus();
 }
 

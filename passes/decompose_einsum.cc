@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/ops/einsum.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -176,30 +177,27 @@ Labelled Multiply(DecompositionBuilder& b, Labelled x, Labelled y, const std::ve
 }
 
 absl::Status DecomposeEinsum(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status count = CheckInputCount(node, 1, node.inputs.size()); !count.ok()) {
-    return count;
-  }
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 1, node.inputs.size()));
   std::vector<Shape> shapes;
   for (ValueId v : node.inputs) shapes.push_back(b.type(v).shape);
-  absl::StatusOr<EinsumSpec> spec = ParseEinsum(node.attrs.GetString("equation", ""), shapes);
-  if (!spec.ok()) return spec.status();
+  LOOM_ASSIGN_OR_RETURN(EinsumSpec spec, ParseEinsum(node.attrs.GetString("equation", ""), shapes));
   const size_t count = node.inputs.size();
   // The labels each operand from i on has, and the output's.
-  std::vector<std::vector<int>> later(count + 1, spec->output);
+  std::vector<std::vector<int>> later(count + 1, spec.output);
   for (size_t i = count; i-- > 0;) {
     later[i] = later[i + 1];
-    for (int l : spec->inputs[i]) {
+    for (int l : spec.inputs[i]) {
       if (!Has(later[i], l)) later[i].push_back(l);
     }
   }
   std::vector<Labelled> operands;
   for (size_t i = 0; i < count; ++i) {
-    Labelled v = Diagonals(b, {node.inputs[i], spec->inputs[i], shapes[i]});
+    Labelled v = Diagonals(b, {node.inputs[i], spec.inputs[i], shapes[i]});
     // Labels of this operand only (not the output's): summed now.
-    std::vector<int> others = spec->output;
+    std::vector<int> others = spec.output;
     for (size_t j = 0; j < count; ++j) {
       if (j == i) continue;
-      others.insert(others.end(), spec->inputs[j].begin(), spec->inputs[j].end());
+      others.insert(others.end(), spec.inputs[j].begin(), spec.inputs[j].end());
     }
     std::vector<int> drop;
     for (int l : v.labels) {
@@ -215,16 +213,16 @@ absl::Status DecomposeEinsum(const Node& node, DecompositionBuilder& b) {
     for (int l : acc.labels) {
       if (!Has(later[i], l)) drop.push_back(l);
     }
-    acc = Multiply(b, SumOut(b, acc, drop), operands[i], later[i + 1], spec->sizes);
+    acc = Multiply(b, SumOut(b, acc, drop), operands[i], later[i + 1], spec.sizes);
   }
   std::vector<int> drop;
   for (int l : acc.labels) {
-    if (!Has(spec->output, l)) drop.push_back(l);
+    if (!Has(spec.output, l)) drop.push_back(l);
   }
-  acc = Permute(b, SumOut(b, acc, drop), spec->output);
+  acc = Permute(b, SumOut(b, acc, drop), spec.output);
   // A same-shape reshape (a view) writes the output.
   b.AddWriting("output", "reshape", {acc.value}, node.outputs[0],
-               Ints("shape", SizesOf(spec->output, spec->sizes)));
+               Ints("shape", SizesOf(spec.output, spec.sizes)));
   return absl::OkStatus();
 }
 

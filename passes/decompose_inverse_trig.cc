@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 #include "passes/pointwise_math.h"
 
@@ -48,7 +49,7 @@ using UnaryFn = void (*)(PointwiseMath& p, ValueId x, ValueId out);
 
 template <UnaryFn f>
 absl::Status Decompose(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   PointwiseMath p(b, node.inputs[0]);
   f(p, node.inputs[0], node.outputs[0]);
   return absl::OkStatus();

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -82,7 +83,7 @@ absl::Status CheckChannels(const Shape& x_shape) {
 
 // layer_norm(x, scale?, bias?) normalises over dims axis..rank-1.
 absl::Status DecomposeLayerNorm(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckInputCount(node, 1, 3); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 1, 3));
   const ValueId x = node.inputs[0];
   const Shape shape = b.type(x).shape;  // a copy: Add() moves values
   const int64_t rank = shape.size();
@@ -122,9 +123,9 @@ absl::Status ChannelNorm(const Node& node, DecompositionBuilder& b,
 // group_norm(x [N, C, ...], scale [C], bias [C]): statistics per
 // (n, group) over C/G channels and the spatial dims (PyTorch).
 absl::Status DecomposeGroupNorm(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckInputCount(node, 1, 3); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 1, 3));
   const Shape shape = b.type(node.inputs[0]).shape;
-  if (absl::Status s = CheckChannels(shape); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckChannels(shape));
   const int64_t groups = node.attrs.GetInt("num_groups", 0);
   if (groups <= 0 || shape[1] % groups != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -137,9 +138,9 @@ absl::Status DecomposeGroupNorm(const Node& node, DecompositionBuilder& b) {
 // instance_norm(x [N, C, ...], scale [C], bias [C]): statistics per (n, c)
 // over the spatial dims, i.e. group_norm with one channel per group.
 absl::Status DecomposeInstanceNorm(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckInputCount(node, 1, 3); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 1, 3));
   const Shape shape = b.type(node.inputs[0]).shape;
-  if (absl::Status s = CheckChannels(shape); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckChannels(shape));
   return ChannelNorm(node, b, shape, shape[1]);
 }
 
@@ -147,12 +148,12 @@ absl::Status DecomposeInstanceNorm(const Node& node, DecompositionBuilder& b) {
 // with per-channel statistics; the per-channel factor scale / sqrt(...) is
 // computed once on [C].
 absl::Status DecomposeBatchNorm(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 5, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 5, 1));
   const ValueId x = node.inputs[0], scale = node.inputs[1],
                 bias = node.inputs[2], mean = node.inputs[3],
                 var = node.inputs[4];
   const Shape shape = b.type(x).shape;  // a copy: Add() moves values
-  if (absl::Status s = CheckChannels(shape); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckChannels(shape));
   const DType dtype = b.type(x).dtype;
   const ValueId shifted = b.Add(
       "var_eps", "add",

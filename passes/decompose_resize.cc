@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/ops/resize.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -133,36 +134,35 @@ ValueId ResampleDim(DecompositionBuilder& b, ValueId y, const Shape& shape, int 
 }
 
 absl::Status DecomposeResize(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckArity(node, 1, 1); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const TensorType type = b.type(node.inputs[0]);  // a copy: Add() moves values
-  absl::StatusOr<ResizeSpec> spec = ReadResizeSpec(node, type.shape);
-  if (!spec.ok()) return spec.status();
-  const int rank = spec->rank();
+  LOOM_ASSIGN_OR_RETURN(ResizeSpec spec, ReadResizeSpec(node, type.shape));
+  const int rank = spec.rank();
   int64_t entries = 0;  // of the tables, at most 4 * 2^40 per dim
-  for (int d = 0; d < rank; ++d) entries += spec->taps() * spec->output[d];
+  for (int d = 0; d < rank; ++d) entries += spec.taps() * spec.output[d];
   if (entries > kMaxTableEntries) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the output ", ShapeToString(spec->output), " needs ", entries,
+        "the output ", ShapeToString(spec.output), " needs ", entries,
         " entries of tap tables; loom decomposes resizes of at most 2^24"));
   }
   std::vector<ResizeAxisTaps> taps;
   std::vector<int> dims;
   for (int d = 0; d < rank; ++d) {
-    taps.push_back(ResizeTaps(*spec, d));
+    taps.push_back(ResizeTaps(spec, d));
     dims.push_back(d);
   }
   // The most shrinking first; ties in dim order.
   auto ratio = [&](int d) {
-    return spec->input[d] == 0
+    return spec.input[d] == 0
                ? 1.0
-               : static_cast<double>(spec->output[d]) / static_cast<double>(spec->input[d]);
+               : static_cast<double>(spec.output[d]) / static_cast<double>(spec.input[d]);
   };
   std::stable_sort(dims.begin(), dims.end(), [&](int a, int c) { return ratio(a) < ratio(c); });
   ValueId y = node.inputs[0];
-  Shape shape = spec->input;
+  Shape shape = spec.input;
   for (int d : dims) {
     y = ResampleDim(b, y, shape, d, taps[d], type.dtype);
-    shape[d] = spec->output[d];
+    shape[d] = spec.output[d];
   }
   for (int d = 0; d < rank; ++d) {
     const std::vector<bool>& outside = taps[d].extrapolated;
@@ -172,9 +172,9 @@ absl::Status DecomposeResize(const Node& node, DecompositionBuilder& b) {
     const std::string name = absl::StrCat("d", d, "_extrapolate");
     y = b.Add(name, "where",
               {b.DimTable(absl::StrCat(name, "_inside"), DType::kBool, rank, d, inside), y,
-               b.Scalar(absl::StrCat(name, "_value"), spec->extrapolation_value, type.dtype)});
+               b.Scalar(absl::StrCat(name, "_value"), spec.extrapolation_value, type.dtype)});
   }
-  b.AddWriting("output", "reshape", {y}, node.outputs[0], Ints("shape", spec->output));
+  b.AddWriting("output", "reshape", {y}, node.outputs[0], Ints("shape", spec.output));
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/ops/recurrent.h"
+#include "ir/status_macros.h"
 #include "ir/tensor.h"
 #include "passes/decomposition.h"
 
@@ -529,9 +530,8 @@ template <RecurrentCell kCell>
 absl::Status DecomposeRecurrent(const Node& node, DecompositionBuilder& b) {
   std::vector<TensorType> inputs;
   for (ValueId input : node.inputs) inputs.push_back(b.type(input));
-  absl::StatusOr<RecurrentSpec> spec = ParseRecurrent(kCell, node, inputs);
-  if (!spec.ok()) return spec.status();
-  return Unroller(node, *spec, b).Run();
+  LOOM_ASSIGN_OR_RETURN(RecurrentSpec spec, ParseRecurrent(kCell, node, inputs));
+  return Unroller(node, spec, b).Run();
 }
 
 constexpr Decomposition kRnnDecompositions[] = {

@@ -28,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 #include "passes/pointwise_math.h"
 
@@ -213,14 +214,14 @@ absl::Status TopKOneByOne(const Node& node, const TopKParams& t, DecompositionBu
 }
 
 absl::Status DecomposeTopK(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 2); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 2));
   const TopKParams t = ReadTopK(node, b);
   return t.k >= 1 && t.k <= kMaxSelectedOneByOne ? TopKOneByOne(node, t, b)
                                                  : TopKByRanks(node, t, b);
 }
 
 absl::Status DecomposeReverseSequence(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 2, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 2, 1));
   const ValueId x = node.inputs[0], lengths = node.inputs[1];
   const Shape shape = b.type(x).shape;
   const int64_t rank = static_cast<int64_t>(shape.size());
@@ -253,7 +254,7 @@ absl::Status DecomposeReverseSequence(const Node& node, DecompositionBuilder& b)
 }
 
 absl::Status DecomposeLrn(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const Shape shape = b.type(x).shape;
   const int64_t rank = static_cast<int64_t>(shape.size());

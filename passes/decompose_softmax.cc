@@ -1,4 +1,5 @@
 #include "absl/status/status.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -16,7 +17,7 @@ Attrs ReduceAttrs(int64_t axis) {
 // and a product per element, as PyTorch's CPU kernel computes it: a
 // division per element costs several products.
 absl::Status DecomposeSoftmax(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   // The reductions count a negative axis from the end, as softmax does.
   const int64_t axis = node.attrs.GetInt("axis", -1);
@@ -32,7 +33,7 @@ absl::Status DecomposeSoftmax(const Node& node, DecompositionBuilder& b) {
 
 // log_softmax(x) = (x - max) - log(sum(exp(x - max))) along `axis`.
 absl::Status DecomposeLogSoftmax(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const int64_t axis = node.attrs.GetInt("axis", -1);
 

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "ir/status_macros.h"
 #include "passes/decomposition.h"
 
 namespace loom {
@@ -28,7 +29,7 @@ absl::StatusOr<int64_t> NormalizedAxis(const Node& node, int64_t default_axis,
 // linear(x [..., in], weight [out, in], bias [out]?) = x @ weight^T + bias.
 // The transpose is a view, so the matmul reads the weight in place.
 absl::Status DecomposeLinear(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckInputCount(node, 2, 3); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 2, 3));
   const ValueId weight_t =
       b.Add("weight_t", "transpose", {node.inputs[1]}, Ints("perm", {1, 0}));
   if (node.inputs.size() == 2) {
@@ -44,7 +45,7 @@ absl::Status DecomposeLinear(const Node& node, DecompositionBuilder& b) {
 // gemm(A, B, C?) = alpha * op(A) @ op(B) + beta * C; multiplications by 1
 // are left out (they are exact).
 absl::Status DecomposeGemm(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status s = CheckInputCount(node, 2, 3); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 2, 3));
   const DType dtype = b.type(node.inputs[0]).dtype;
   auto operand = [&](int i, const char* attr) {
     if (node.attrs.GetInt(attr, 0) == 0) return node.inputs[i];
@@ -87,7 +88,7 @@ Attrs ReduceAttrs(const Node& node) {
 
 // reduce_l1 = sum |x|.
 absl::Status DecomposeReduceL1(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   b.AddWriting("sum", "reduce_sum", {b.Add("abs", "abs", {node.inputs[0]})},
                node.outputs[0], ReduceAttrs(node));
   return absl::OkStatus();
@@ -100,7 +101,7 @@ ValueId Square(DecompositionBuilder& b, ValueId x) {
 // reduce_sum_square = sum x^2.
 absl::Status DecomposeReduceSumSquare(const Node& node,
                                       DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   b.AddWriting("sum", "reduce_sum", {Square(b, node.inputs[0])},
                node.outputs[0], ReduceAttrs(node));
   return absl::OkStatus();
@@ -108,7 +109,7 @@ absl::Status DecomposeReduceSumSquare(const Node& node,
 
 // reduce_l2 = sqrt(sum x^2).
 absl::Status DecomposeReduceL2(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId sum = b.Add("sum", "reduce_sum", {Square(b, node.inputs[0])},
                             ReduceAttrs(node));
   b.AddWriting("sqrt", "sqrt", {sum}, node.outputs[0]);
@@ -117,7 +118,7 @@ absl::Status DecomposeReduceL2(const Node& node, DecompositionBuilder& b) {
 
 // reduce_log_sum = log(sum x).
 absl::Status DecomposeReduceLogSum(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId sum =
       b.Add("sum", "reduce_sum", {node.inputs[0]}, ReduceAttrs(node));
   b.AddWriting("log", "log", {sum}, node.outputs[0]);
@@ -130,7 +131,7 @@ absl::Status DecomposeReduceLogSum(const Node& node, DecompositionBuilder& b) {
 // result itself (x - max would be NaN there).
 absl::Status DecomposeReduceLogSumExp(const Node& node,
                                       DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const DType dtype = b.type(x).dtype;
   const Shape in_shape = b.type(x).shape;
@@ -171,13 +172,12 @@ absl::Status DecomposeReduceLogSumExp(const Node& node,
 
 // flatten(x) = reshape to [prod(dims[:axis]), prod(dims[axis:])].
 absl::Status DecomposeFlatten(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const Shape shape = b.type(node.inputs[0]).shape;
-  absl::StatusOr<int64_t> axis =
-      NormalizedAxis(node, 1, shape.size(), /*inclusive_end=*/true);
-  if (!axis.ok()) return axis.status();
-  const int64_t outer = NumElements(absl::MakeConstSpan(shape).first(*axis));
-  const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(*axis));
+  LOOM_ASSIGN_OR_RETURN(int64_t axis,
+                        NormalizedAxis(node, 1, shape.size(), /*inclusive_end=*/true));
+  const int64_t outer = NumElements(absl::MakeConstSpan(shape).first(axis));
+  const int64_t inner = NumElements(absl::MakeConstSpan(shape).subspan(axis));
   b.AddWriting("reshape", "reshape", {node.inputs[0]}, node.outputs[0],
                Ints("shape", {outer, inner}));
   return absl::OkStatus();
@@ -185,7 +185,7 @@ absl::Status DecomposeFlatten(const Node& node, DecompositionBuilder& b) {
 
 // dropout at inference is the identity: a same-shape reshape, i.e. a view.
 absl::Status DecomposeDropout(const Node& node, DecompositionBuilder& b) {
-  if (absl::Status arity = CheckArity(node, 1, 1); !arity.ok()) return arity;
+  LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   b.AddWriting("identity", "reshape", {node.inputs[0]}, node.outputs[0],
                Ints("shape", b.type(node.inputs[0]).shape));
   return absl::OkStatus();

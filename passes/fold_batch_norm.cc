@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/graph.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 #include "ir/tensor.h"
 
 namespace loom {
@@ -68,19 +69,17 @@ absl::Status Fold(Graph& graph, NodeId conv_id, NodeId bn_id) {
     folded_bias.SetDouble(m, (bias - mean.GetDouble(m)) * s + shift.GetDouble(m));
   }
   const std::string base = graph.value(bn.outputs[0]).name;
-  absl::StatusOr<ValueId> w = graph.AddInitializer(
-      graph.UniqueValueName(absl::StrCat(base, "/folded_weight")), ValueKind::kWeight,
-      std::move(folded_weight));
-  if (!w.ok()) return w.status();
-  absl::StatusOr<ValueId> b = graph.AddInitializer(
-      graph.UniqueValueName(absl::StrCat(base, "/folded_bias")), ValueKind::kWeight,
-      std::move(folded_bias));
-  if (!b.ok()) return b.status();
+  LOOM_ASSIGN_OR_RETURN(
+      ValueId w, graph.AddInitializer(graph.UniqueValueName(absl::StrCat(base, "/folded_weight")),
+                                      ValueKind::kWeight, std::move(folded_weight)));
+  LOOM_ASSIGN_OR_RETURN(
+      ValueId b, graph.AddInitializer(graph.UniqueValueName(absl::StrCat(base, "/folded_bias")),
+                                      ValueKind::kWeight, std::move(folded_bias)));
   const ValueId x = graph.node(conv_id).inputs[0];
   Attrs attrs = graph.node(conv_id).attrs;
   Node& merged = graph.mutable_node(bn_id);
   merged.op = "conv";
-  merged.inputs = {x, *w, *b};
+  merged.inputs = {x, w, b};
   merged.attrs = std::move(attrs);
   return absl::OkStatus();
 }
@@ -95,7 +94,7 @@ absl::StatusOr<bool> FoldBatchNormPass::Run(Module& module) {
   for (NodeId id = 0; id < static_cast<NodeId>(graph.nodes().size()); ++id) {
     const std::optional<NodeId> conv = FoldableConv(graph, graph.node(id), readers);
     if (!conv.has_value()) continue;
-    if (absl::Status s = Fold(graph, *conv, id); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(Fold(graph, *conv, id));
     keep[*conv] = false;
     changed = true;
   }

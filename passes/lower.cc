@@ -16,6 +16,7 @@
 #include "ir/conv_call.h"
 #include "ir/gemm.h"
 #include "ir/index_error.h"
+#include "ir/status_macros.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -1345,15 +1346,15 @@ absl::Status Lowering::LowerGather(const Node& node) {
     return absl::OkStatus();
   }
   ComputeNode compute = PointwiseNode(node, out);
-  absl::StatusOr<int> index = IndexAt(compute, node, indices, Vars(axis, index_rank), axis, dim);
-  if (!index.ok()) return index.status();
+  LOOM_ASSIGN_OR_RETURN(int index,
+                        IndexAt(compute, node, indices, Vars(axis, index_rank), axis, dim));
   if (lowered_[data].inline_constant && IsKnown(indices)) {
     DefineView(out, data, data_indices);  // one element: every index picks it
     return absl::OkStatus();
   }
   int64_t stride;
   const LoweredValue source = LinearSource(absl::StrCat(node.name, "/data"), data, axis, stride);
-  const int root = IndirectLoad(compute, data, source, data_indices, stride, *index);
+  const int root = IndirectLoad(compute, data, source, data_indices, stride, index);
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
 }
@@ -1365,14 +1366,13 @@ absl::Status Lowering::LowerGatherElements(const Node& node) {
   const int rank = static_cast<int>(data_shape.size());
   const int axis = Axis(node.attrs.GetInt("axis", 0), data_shape.size());
   ComputeNode compute = PointwiseNode(node, out);
-  absl::StatusOr<int> index =
-      IndexAt(compute, node, indices, Vars(0, rank), axis, data_shape[axis]);
-  if (!index.ok()) return index.status();
+  LOOM_ASSIGN_OR_RETURN(int index,
+                        IndexAt(compute, node, indices, Vars(0, rank), axis, data_shape[axis]));
   Indices data_indices = Vars(0, rank);
   data_indices[axis] = ctx_.Const(0);
   int64_t stride;
   const LoweredValue source = LinearSource(absl::StrCat(node.name, "/data"), data, axis, stride);
-  const int root = IndirectLoad(compute, data, source, data_indices, stride, *index);
+  const int root = IndirectLoad(compute, data, source, data_indices, stride, index);
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
 }
@@ -1520,9 +1520,8 @@ absl::Status Lowering::LowerScatterElements(const Node& node) {
     match = And(pull, match,
                 Call(pull, ScalarFn::kLt, DType::kBool, {Position(pull, Var(d)), bound}));
   }
-  absl::StatusOr<int> index = IndexAt(pull, node, indices, update_coords, axis, shape[axis]);
-  if (!index.ok()) return index.status();
-  const int target = AsI64(pull, *index);
+  LOOM_ASSIGN_OR_RETURN(int index, IndexAt(pull, node, indices, update_coords, axis, shape[axis]));
+  const int target = AsI64(pull, index);
   match = And(pull, match,
               Call(pull, ScalarFn::kEq, DType::kBool, {target, Position(pull, Var(axis))}));
   Indices last_coords = update_coords;
@@ -1550,9 +1549,8 @@ absl::Status Lowering::LowerScatterNd(const Node& node) {
   Indices tuple = Vars(rank, tuple_rank);
   int match = -1;
   for (int c = 0; c < k; ++c) {
-    absl::StatusOr<int> index = IndexAt(pull, node, indices, tuple, c, shape[c], c);
-    if (!index.ok()) return index.status();
-    const int target = AsI64(pull, *index);
+    LOOM_ASSIGN_OR_RETURN(int index, IndexAt(pull, node, indices, tuple, c, shape[c], c));
+    const int target = AsI64(pull, index);
     match = And(pull, match,
                 Call(pull, ScalarFn::kEq, DType::kBool, {target, Position(pull, Var(c))}));
   }
@@ -1594,9 +1592,9 @@ absl::Status Lowering::LowerGatherNd(const Node& node) {
   int flat = -1;
   for (int c = 0; c < k; ++c) {
     const int axis = batch + c;
-    absl::StatusOr<int> index = IndexAt(compute, node, indices, tuple, axis, data_shape[axis], c);
-    if (!index.ok()) return index.status();
-    int term = AsI64(compute, *index);
+    LOOM_ASSIGN_OR_RETURN(int index,
+                          IndexAt(compute, node, indices, tuple, axis, data_shape[axis], c));
+    int term = AsI64(compute, index);
     if (strides[axis] != 1) {
       const int stride = Constant(compute, static_cast<double>(strides[axis]), DType::kI64);
       term = Call(compute, ScalarFn::kMul, DType::kI64, {term, stride});
@@ -1891,7 +1889,7 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
                        "no lowering for this op (decompose it first, e.g. "
                        "with the 'decompose' pass)");
     }
-    if (absl::Status s = (this->*rule)(node); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR((this->*rule)(node));
     // Nothing reads a node once it is lowered.
     if (release_ != nullptr) release_->ReleaseNodesBefore(i + 1);
   }
@@ -1910,10 +1908,8 @@ class LowerPass : public Pass {
           "the module is already lowered: lowering consumes the graph's "
           "nodes, so a pipeline lowers once");
     }
-    absl::StatusOr<LoopProgram> program =
-        LowerGraphReleasingNodes(module.graph, options_);
-    if (!program.ok()) return program.status();
-    module.loops = *std::move(program);
+    LOOM_ASSIGN_OR_RETURN(LoopProgram program, LowerGraphReleasingNodes(module.graph, options_));
+    module.loops = std::move(program);
     module.schedule.reset();
     module.source.reset();
     return true;

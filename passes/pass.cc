@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 
@@ -107,17 +108,16 @@ absl::StatusOr<const PassRegistration*> PassRegistry::Lookup(
 
 absl::StatusOr<std::unique_ptr<Pass>> PassRegistry::Create(
     const proto::PassSpec& spec) const {
-  absl::StatusOr<const PassRegistration*> registration = Lookup(spec.name());
-  if (!registration.ok()) return registration.status();
+  LOOM_ASSIGN_OR_RETURN(const PassRegistration* registration, Lookup(spec.name()));
   const std::string given = OptionsFieldOf(spec);
-  const std::string& accepted = (*registration)->options_field;
+  const std::string& accepted = registration->options_field;
   if (!given.empty() && given != accepted) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pass '", spec.name(), "' does not take '", given, "' options",
         accepted.empty() ? " (it takes none)"
                          : absl::StrCat(" (it takes '", accepted, "')")));
   }
-  absl::StatusOr<std::unique_ptr<Pass>> pass = (*registration)->factory(spec);
+  absl::StatusOr<std::unique_ptr<Pass>> pass = registration->factory(spec);
   if (!pass.ok()) return pass.status();
   if (*pass == nullptr) {
     return absl::InternalError(

@@ -19,6 +19,7 @@
 #include "ir/graph_io.h"
 #include "ir/loop_ir.h"
 #include "ir/schedule.h"
+#include "ir/status_macros.h"
 #include "ir/verifier.h"
 #include "pipelines/builtin_pipelines.h"
 #include "re2/re2.h"
@@ -160,8 +161,7 @@ absl::StatusOr<std::string> DumpText(const Module& module) {
 
 absl::Status WriteDump(const Module& module, const std::string& dump_dir,
                        int position, const std::string& pass_name) {
-  absl::StatusOr<std::string> text = DumpText(module);
-  if (!text.ok()) return text.status();
+  LOOM_ASSIGN_OR_RETURN(std::string text, DumpText(module));
   std::error_code error;
   std::filesystem::create_directories(dump_dir, error);
   if (error) {
@@ -171,7 +171,7 @@ absl::Status WriteDump(const Module& module, const std::string& dump_dir,
   const std::string path =
       absl::StrFormat("%s/%02d-%s.txt", dump_dir, position, pass_name);
   std::ofstream file(path, std::ios::binary);
-  file << *text;
+  file << text;
   file.close();
   if (!file) {
     return absl::InvalidArgumentError(
@@ -304,9 +304,8 @@ absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline,
       }
     }
     if (dump_pattern != nullptr && RE2::FullMatch(entry.name, *dump_pattern)) {
-      absl::Status dumped = WriteDump(module, options.dump_dir,
-                                      static_cast<int>(i) + 1, entry.name);
-      if (!dumped.ok()) return dumped;
+      LOOM_RETURN_IF_ERROR(
+          WriteDump(module, options.dump_dir, static_cast<int>(i) + 1, entry.name));
     }
   }
   return runs;

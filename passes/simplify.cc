@@ -15,6 +15,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "ir/op_registry.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -307,15 +308,15 @@ absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
     std::optional<Tensor> data = evaluate(node);
     if (!data.has_value()) continue;
     const ValueId out = node.outputs[0];
-    absl::StatusOr<ValueId> folded = graph.AddInitializer(
-        absl::StrCat(graph.value(out).name, "/folded"), ValueKind::kWeight, *std::move(data));
-    if (!folded.ok()) return folded.status();
+    LOOM_ASSIGN_OR_RETURN(ValueId folded,
+                          graph.AddInitializer(absl::StrCat(graph.value(out).name, "/folded"),
+                                               ValueKind::kWeight, *std::move(data)));
     if (replacement.empty()) {
       replacement.resize(graph.values().size() - 1);
       std::iota(replacement.begin(), replacement.end(), 0);
     }
-    replacement.push_back(*folded);
-    replacement[out] = *folded;
+    replacement.push_back(folded);
+    replacement[out] = folded;
     keep[id] = false;
   }
   return absl::OkStatus();
@@ -327,10 +328,8 @@ absl::StatusOr<bool> SimplifyPass::Run(Module& module) {
   Graph& graph = module.graph;
   const size_t num_nodes = graph.nodes().size();
   std::vector<bool> keep(num_nodes, true);
-  if (absl::Status s = EliminateCommonSubexpressions(graph, keep); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = FoldWeightTransposes(graph, keep); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(EliminateCommonSubexpressions(graph, keep));
+  LOOM_RETURN_IF_ERROR(FoldWeightTransposes(graph, keep));
   EliminateDeadNodes(graph, keep);
   if (static_cast<size_t>(std::count(keep.begin(), keep.end(), true)) ==
       num_nodes) {

@@ -2,12 +2,13 @@
 
 #include <memory>
 
+#include "ir/status_macros.h"
 #include "ir/verifier.h"
 
 namespace loom {
 
 absl::StatusOr<bool> VerifyPass::Run(Module& module) {
-  if (absl::Status status = VerifyModule(module); !status.ok()) return status;
+  LOOM_RETURN_IF_ERROR(VerifyModule(module));
   return false;
 }
 

@@ -14,6 +14,7 @@
 #include "ir/graph_io.h"
 #include "backends/cpp/artifact.h"
 #include "ir/interpreter.h"
+#include "ir/status_macros.h"
 #include "runtime/loom_c.h"
 #include "runtime/loom_c_internal.h"
 #include "tools/driver.h"
@@ -57,19 +58,18 @@ absl::Status Interpret(const loom::Graph& graph, const loom_input* inputs, int n
       return absl::InvalidArgumentError(
           absl::StrCat("the model's input '", value.name, "' is not given"));
     }
-    if (absl::Status s = CheckType(*given, value.type, "input"); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(CheckType(*given, value.type, "input"));
     loom::Tensor& tensor = tensors.emplace_back(value.type);
     std::memcpy(tensor.data(), given->data,
                 loom::NumElements(value.type.shape) * loom::DTypeSize(value.type.dtype));
   }
-  absl::StatusOr<std::vector<loom::Tensor>> results = loom::Interpret(graph, tensors);
-  if (!results.ok()) return results.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<loom::Tensor> results, loom::Interpret(graph, tensors));
   for (size_t o = 0; o < graph.outputs().size(); ++o) {
     const loom::Value& value = graph.value(graph.outputs()[o]);
     const loom_output* wanted = Find(outputs, num_outputs, graph.output_name(o));
     if (wanted == nullptr) continue;
-    if (absl::Status s = CheckType(*wanted, value.type, "output"); !s.ok()) return s;
-    std::memcpy(wanted->data, (*results)[o].data(),
+    LOOM_RETURN_IF_ERROR(CheckType(*wanted, value.type, "output"));
+    std::memcpy(wanted->data, results[o].data(),
                 loom::NumElements(value.type.shape) * loom::DTypeSize(value.type.dtype));
   }
   return absl::OkStatus();

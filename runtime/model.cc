@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "backends/common/kernel_cache.h"
 #include "ir/index_error.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -249,9 +250,9 @@ absl::StatusOr<TensorInfo> InfoOf(const rproto::TensorSpec& spec, int buffers,
                                   absl::string_view what) {
   TensorInfo info;
   info.name = spec.name();
-  absl::StatusOr<DType> dtype = DTypeOf(spec.dtype(), absl::StrCat(what, " '", spec.name(), "'"));
-  if (!dtype.ok()) return dtype.status();
-  info.dtype = *dtype;
+  LOOM_ASSIGN_OR_RETURN(DType dtype,
+                        DTypeOf(spec.dtype(), absl::StrCat(what, " '", spec.name(), "'")));
+  info.dtype = dtype;
   info.shape.assign(spec.shape().begin(), spec.shape().end());
   int64_t elements = 1;
   for (int64_t d : info.shape) {
@@ -320,19 +321,17 @@ absl::StatusOr<Model> Model::FromArtifact(const rproto::Artifact& artifact) {
   for (const std::string& flag : artifact.native_flags()) openmp |= flag == "-fopenmp";
   const std::vector<std::string> libraries(artifact.libraries().begin(),
                                            artifact.libraries().end());
-  absl::StatusOr<cpp::NativeLibrary> library =
-      cpp::LoadSharedObject(artifact.shared_object(), openmp, libraries,
-                            absl::StrCat("model '", artifact.model_name(), "'"));
-  if (!library.ok()) return library.status();
-  return Bind(*std::move(library), artifact);
+  LOOM_ASSIGN_OR_RETURN(cpp::NativeLibrary library,
+                        cpp::LoadSharedObject(artifact.shared_object(), openmp, libraries,
+                                              absl::StrCat("model '", artifact.model_name(), "'")));
+  return Bind(std::move(library), artifact);
 }
 
 absl::StatusOr<Model> Model::Bind(cpp::NativeLibrary library, const rproto::Artifact& artifact) {
   std::vector<KernelFunction> functions;
   for (const std::string& name : artifact.functions()) {
-    absl::StatusOr<void*> function = library.Symbol(name);
-    if (!function.ok()) return function.status();
-    functions.push_back(reinterpret_cast<KernelFunction>(*function));
+    LOOM_ASSIGN_OR_RETURN(void* function, library.Symbol(name));
+    functions.push_back(reinterpret_cast<KernelFunction>(function));
   }
   return Assemble(std::move(functions), std::move(library), artifact);
 }
@@ -357,10 +356,10 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
   if (shared->arena_bytes < 0) return absl::InvalidArgumentError("negative arena size");
   const int buffers = artifact.buffers_size();
   for (const rproto::Buffer& buffer : artifact.buffers()) {
-    absl::StatusOr<DType> dtype = DTypeOf(buffer.dtype(), absl::StrCat("buffer '", buffer.name(), "'"));
-    if (!dtype.ok()) return dtype.status();
+    LOOM_ASSIGN_OR_RETURN(DType dtype,
+                          DTypeOf(buffer.dtype(), absl::StrCat("buffer '", buffer.name(), "'")));
     int64_t bytes = 0;
-    if (buffer.elements() < 0 || !MultiplyChecked(buffer.elements(), DTypeSize(*dtype), bytes)) {
+    if (buffer.elements() < 0 || !MultiplyChecked(buffer.elements(), DTypeSize(dtype), bytes)) {
       return absl::InvalidArgumentError(
           absl::StrCat("buffer '", buffer.name(), "' has ", buffer.elements(), " elements"));
     }
@@ -386,7 +385,7 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
     }
     shared->weights.push_back(std::move(weight));
     if (buffer.kind() == rproto::Buffer::INDEX_ERRORS) {
-      if (shared->index_errors >= 0 || *dtype != DType::kI64 || buffer.elements() != 2) {
+      if (shared->index_errors >= 0 || dtype != DType::kI64 || buffer.elements() != 2) {
         return absl::InvalidArgumentError(
             absl::StrCat("buffer '", buffer.name(), "' is not the one index error slot"));
       }
@@ -413,13 +412,12 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
   auto add_interface = [&](const auto& specs, const char* what, std::vector<TensorInfo>& infos,
                            std::vector<int32_t>& buffer_of) -> absl::Status {
     for (const rproto::TensorSpec& spec : specs) {
-      absl::StatusOr<TensorInfo> info = InfoOf(spec, buffers, what);
-      if (!info.ok()) return info.status();
-      if (info->bytes() != shared->bytes[spec.buffer()]) {
+      LOOM_ASSIGN_OR_RETURN(TensorInfo info, InfoOf(spec, buffers, what));
+      if (info.bytes() != shared->bytes[spec.buffer()]) {
         return absl::InvalidArgumentError(
             absl::StrCat(what, " '", spec.name(), "' does not fit its buffer"));
       }
-      infos.push_back(*std::move(info));
+      infos.push_back(std::move(info));
       buffer_of.push_back(spec.buffer());
     }
     return absl::OkStatus();
@@ -450,12 +448,10 @@ int Model::launches() const { return static_cast<int>(shared_->launch_function.s
 
 absl::Status Model::Run(absl::Span<const InputTensor> inputs,
                         absl::Span<const OutputTensor> outputs) const {
-  absl::StatusOr<Slots> input_slots =
-      MatchByName(inputs, shared_->inputs, "input", /*all_required=*/true);
-  if (!input_slots.ok()) return input_slots.status();
-  absl::StatusOr<Slots> output_slots =
-      MatchByName(outputs, shared_->outputs, "output", /*all_required=*/false);
-  if (!output_slots.ok()) return output_slots.status();
+  LOOM_ASSIGN_OR_RETURN(Slots input_slots,
+                        MatchByName(inputs, shared_->inputs, "input", /*all_required=*/true));
+  LOOM_ASSIGN_OR_RETURN(Slots output_slots,
+                        MatchByName(outputs, shared_->outputs, "output", /*all_required=*/false));
   std::unique_ptr<Context> context;
   {
     absl::MutexLock lock(&pool_->mutex);
@@ -467,12 +463,12 @@ absl::Status Model::Run(absl::Span<const InputTensor> inputs,
   if (context == nullptr) context = std::make_unique<Context>(*shared_);
   // The matched pointers, on the stack for the usual handful of tensors.
   absl::InlinedVector<const void*, 8> input_data(shared_->inputs.size());
-  for (size_t i = 0; i < input_data.size(); ++i) input_data[i] = inputs[(*input_slots)[i]].data;
+  for (size_t i = 0; i < input_data.size(); ++i) input_data[i] = inputs[input_slots[i]].data;
   absl::InlinedVector<void*, 8> output_data(shared_->outputs.size(), nullptr);
   absl::InlinedVector<void*, 8> copy_to(shared_->outputs.size(), nullptr);
   for (size_t o = 0; o < output_data.size(); ++o) {
-    if ((*output_slots)[o] < 0) continue;
-    void* data = outputs[(*output_slots)[o]].data;
+    if (output_slots[o] < 0) continue;
+    void* data = outputs[output_slots[o]].data;
     if (reinterpret_cast<uintptr_t>(data) % kAlignment == 0) {
       output_data[o] = data;
     } else {
@@ -504,11 +500,10 @@ Model::Session& Model::Session::operator=(Session&&) noexcept = default;
 Model::Session::~Session() = default;
 
 absl::Status Model::Session::Run(absl::Span<const InputTensor> inputs) {
-  absl::StatusOr<Slots> slots =
-      MatchByName(inputs, state_->shared->inputs, "input", /*all_required=*/true);
-  if (!slots.ok()) return slots.status();
+  LOOM_ASSIGN_OR_RETURN(
+      Slots slots, MatchByName(inputs, state_->shared->inputs, "input", /*all_required=*/true));
   for (size_t i = 0; i < state_->input_pointers.size(); ++i) {
-    state_->input_pointers[i] = inputs[(*slots)[i]].data;
+    state_->input_pointers[i] = inputs[slots[i]].data;
   }
   return state_->context->Execute(state_->input_pointers, {});
 }

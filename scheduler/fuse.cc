@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "ir/status_macros.h"
 #include "passes/pass.h"
 #include "scheduler/refine.h"
 #include "scheduler/schedule_pass.h"
@@ -694,11 +695,10 @@ class FusePass : public Pass {
           "'fuse')");
     }
     const size_t unfused_kernels = module.schedule->kernels.size();
-    absl::StatusOr<Schedule> fused =
-        FuseSchedule(*module.loops, *std::move(module.schedule), options_);
-    if (!fused.ok()) return fused.status();
-    const bool changed = fused->kernels.size() != unfused_kernels;
-    module.schedule = *std::move(fused);
+    LOOM_ASSIGN_OR_RETURN(Schedule fused,
+                          FuseSchedule(*module.loops, *std::move(module.schedule), options_));
+    const bool changed = fused.kernels.size() != unfused_kernels;
+    module.schedule = std::move(fused);
     module.source.reset();
     return changed;
   }

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "ir/status_macros.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -196,8 +197,8 @@ class Planner {
 };
 
 absl::StatusOr<MemoryPlan> Planner::Run() {
-  if (absl::Status s = MarkInternal(); !s.ok()) return s;
-  if (absl::Status s = RecordUses(); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(MarkInternal());
+  LOOM_RETURN_IF_ERROR(RecordUses());
   const int num_buffers = static_cast<int>(program_.buffers.size());
   for (BufferId b = 0; b < num_buffers; ++b) {
     const Buffer& buffer = program_.buffers[b];
@@ -279,18 +280,14 @@ absl::Status Planner::RecordUses() {
       const ComputeNode& node = program_.nodes[n];
       for (const ScalarOp& op : node.body) {
         if (op.kind != ScalarOp::Kind::kLoad) continue;
-        if (absl::Status s = Touch(op.buffer, k, /*write=*/false); !s.ok()) {
-          return s;
-        }
+        LOOM_RETURN_IF_ERROR(Touch(op.buffer, k, /*write=*/false));
         if (op.args.empty() && op.index == node.store_index) {
           loads_at_store_.push_back(op.buffer);
         }
       }
       loads_at_store_offsets_.push_back(
           static_cast<int32_t>(loads_at_store_.size()));
-      if (absl::Status s = Touch(node.output, k, /*write=*/true); !s.ok()) {
-        return s;
-      }
+      LOOM_RETURN_IF_ERROR(Touch(node.output, k, /*write=*/true));
       ++uses_[node.output].writers;
     }
   }
@@ -402,16 +399,14 @@ class PlanMemoryPass : public Pass {
           "there is no schedule to plan memory for (run 'lower' and "
           "'schedule' before 'plan-memory')");
     }
-    absl::StatusOr<MemoryPlan> plan =
-        PlanMemory(*module.loops, *module.schedule);
-    if (!plan.ok()) return plan.status();
+    LOOM_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(*module.loops, *module.schedule));
     const std::optional<MemoryPlan>& old = module.schedule->memory;
-    if (old.has_value() && old->offsets == plan->offsets &&
-        old->arena_bytes == plan->arena_bytes &&
-        old->unplanned_bytes == plan->unplanned_bytes) {
+    if (old.has_value() && old->offsets == plan.offsets &&
+        old->arena_bytes == plan.arena_bytes &&
+        old->unplanned_bytes == plan.unplanned_bytes) {
       return false;
     }
-    module.schedule->memory = *std::move(plan);
+    module.schedule->memory = std::move(plan);
     module.source.reset();
     return true;
   }

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -112,9 +113,7 @@ class SchedulePass : public Pass {
       return absl::FailedPreconditionError(
           "there is no loop IR to schedule (run 'lower' before 'schedule')");
     }
-    absl::StatusOr<Schedule> schedule = ScheduleProgram(*module.loops);
-    if (!schedule.ok()) return schedule.status();
-    module.schedule = *std::move(schedule);
+    LOOM_ASSIGN_OR_RETURN(module.schedule, ScheduleProgram(*module.loops));
     module.source.reset();
     return true;
   }

@@ -12,6 +12,7 @@
 #include "backends/common/c_scalar.h"
 #include "backends/cpp/artifact.h"
 #include "ir/dtype.h"
+#include "ir/status_macros.h"
 #include "re2/re2.h"
 
 namespace loom {
@@ -206,21 +207,17 @@ absl::Status WriteAotLibrary(const CompiledModel& compiled, const std::string& p
   // Kernel functions named after the class: loom_f3 -> <class>_f3.
   std::string kernels = module.source->text;
   RE2::GlobalReplace(&kernels, R"(\bloom_f(\d+)\b)", absl::StrCat(class_name, "_f\\1"));
-  absl::StatusOr<runtime::proto::Artifact> artifact =
-      cpp::MakeArtifact(module, /*shared_object=*/"", compiled.output_names);
-  if (!artifact.ok()) return artifact.status();
-  for (std::string& f : *artifact->mutable_functions()) {
+  LOOM_ASSIGN_OR_RETURN(runtime::proto::Artifact artifact,
+                        cpp::MakeArtifact(module, /*shared_object=*/"", compiled.output_names));
+  for (std::string& f : *artifact.mutable_functions()) {
     RE2::GlobalReplace(&f, R"(^loom_f(\d+)$)", absl::StrCat(class_name, "_f\\1"));
   }
-  absl::StatusOr<std::vector<Parameter>> parameters = Parameters(*artifact);
-  if (!parameters.ok()) return parameters.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<Parameter> parameters, Parameters(artifact));
   const std::string model = compiled.report.model();
   const std::string header = std::filesystem::path(prefix + ".h").filename().string();
-  if (absl::Status s = Write(prefix + ".h", Header(model, class_name, *parameters)); !s.ok()) {
-    return s;
-  }
+  LOOM_RETURN_IF_ERROR(Write(prefix + ".h", Header(model, class_name, parameters)));
   return Write(prefix + ".cc",
-               Source(model, class_name, header, kernels, *artifact, *parameters));
+               Source(model, class_name, header, kernels, artifact, parameters));
 }
 
 }  // namespace loom

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "ir/interpreter.h"
 #include "ir/module.h"
+#include "ir/status_macros.h"
 #include "passes/decompose.h"
 
 namespace loom {
@@ -19,12 +20,11 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 absl::StatusOr<Graph> Decomposed(const Graph& graph) {
-  absl::StatusOr<std::unique_ptr<DecomposePass>> pass =
-      DecomposePass::Create(proto::DecomposeOptions());
-  if (!pass.ok()) return pass.status();
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<DecomposePass> pass,
+                        DecomposePass::Create(proto::DecomposeOptions()));
   Module module;
   module.graph = graph;
-  if (absl::StatusOr<bool> changed = (*pass)->Run(module); !changed.ok()) {
+  if (absl::StatusOr<bool> changed = pass->Run(module); !changed.ok()) {
     return changed.status();
   }
   return std::move(module.graph);
@@ -35,17 +35,13 @@ absl::StatusOr<Graph> Decomposed(const Graph& graph) {
 absl::StatusOr<CheckReferences> ComputeCheckReferences(const Graph& graph,
                                                        absl::Span<const Tensor> inputs) {
   CheckReferences references;
-  absl::StatusOr<std::vector<Tensor>> float32 = Interpret(graph, inputs);
-  if (!float32.ok()) return float32.status();
-  references.float32 = *std::move(float32);
-  absl::StatusOr<std::vector<Tensor>> truth = InterpretInFloat64(graph, inputs);
-  if (!truth.ok()) return truth.status();
-  references.truth = *std::move(truth);
-  absl::StatusOr<Graph> decomposed = Decomposed(graph);
-  if (!decomposed.ok()) return decomposed.status();
-  absl::StatusOr<BoundedOutputs> bounded = InterpretWithErrorBounds(*decomposed, inputs);
-  if (!bounded.ok()) return bounded.status();
-  references.bounds = std::move(bounded->bounds);
+  LOOM_ASSIGN_OR_RETURN(std::vector<Tensor> float32, Interpret(graph, inputs));
+  references.float32 = std::move(float32);
+  LOOM_ASSIGN_OR_RETURN(std::vector<Tensor> truth, InterpretInFloat64(graph, inputs));
+  references.truth = std::move(truth);
+  LOOM_ASSIGN_OR_RETURN(Graph decomposed, Decomposed(graph));
+  LOOM_ASSIGN_OR_RETURN(BoundedOutputs bounded, InterpretWithErrorBounds(decomposed, inputs));
+  references.bounds = std::move(bounded.bounds);
   return references;
 }
 
@@ -116,18 +112,17 @@ absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph,
     return absl::InternalError(absl::StrFormat("%d outputs to check, the graph has %d",
                                                outputs.size(), graph.outputs().size()));
   }
-  absl::StatusOr<CheckReferences> references = ComputeCheckReferences(graph, inputs);
-  if (!references.ok()) return references.status();
+  LOOM_ASSIGN_OR_RETURN(CheckReferences references, ComputeCheckReferences(graph, inputs));
   CheckResult result;
   double worst_excess = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].type() != references->float32[i].type()) {
+    if (outputs[i].type() != references.float32[i].type()) {
       return absl::InternalError(absl::StrFormat(
           "output %d is %s, the model's is %s", i, TypeToString(outputs[i].type()),
-          TypeToString(references->float32[i].type())));
+          TypeToString(references.float32[i].type())));
     }
-    CheckOutput(graph.value(graph.outputs()[i]).name, outputs[i], references->float32[i],
-                references->truth[i], references->bounds[i], result, worst_excess);
+    CheckOutput(graph.value(graph.outputs()[i]).name, outputs[i], references.float32[i],
+                references.truth[i], references.bounds[i], result, worst_excess);
   }
   return result;
 }

@@ -23,6 +23,7 @@
 #include "ir/file_io.h"
 #include "ir/graph_io.h"
 #include "ir/random.h"
+#include "ir/status_macros.h"
 #include "passes/pass_manager.h"
 #include "tools/check.h"
 
@@ -146,9 +147,8 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph,
   for (ValueId id : graph.inputs()) {
     const Value& value = graph.value(id);
     if (!dir.empty()) {
-      absl::StatusOr<Tensor> tensor = ReadInput(dir, value);
-      if (!tensor.ok()) return tensor.status();
-      inputs.push_back(*std::move(tensor));
+      LOOM_ASSIGN_OR_RETURN(Tensor tensor, ReadInput(dir, value));
+      inputs.push_back(std::move(tensor));
       continue;
     }
     Tensor tensor(value.type);
@@ -164,11 +164,10 @@ absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   // The model's format follows its extension: .onnx is an ONNX model,
   // anything else loom's graph text proto.
-  absl::StatusOr<Graph> graph = absl::EndsWith(options.model, ".onnx")
-                                    ? LoadOnnxFile(options.model)
-                                    : LoadGraphFile(options.model);
-  if (!graph.ok()) return graph.status();
-  return CompileGraph(*std::move(graph), options, start);
+  LOOM_ASSIGN_OR_RETURN(Graph graph, absl::EndsWith(options.model, ".onnx")
+                                         ? LoadOnnxFile(options.model)
+                                         : LoadGraphFile(options.model));
+  return CompileGraph(std::move(graph), options, start);
 }
 
 namespace {
@@ -210,9 +209,8 @@ absl::StatusOr<CompiledModel> CompileGraph(
   proto::Report& report = compiled.report;
   report.set_model(options.model);
   report.set_pipeline(options.pipeline);
-  absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline(options.pipeline);
-  if (!pipeline.ok()) return pipeline.status();
-  report.set_target(TargetName(pipeline->proto.target()));
+  LOOM_ASSIGN_OR_RETURN(LoadedPipeline pipeline, LoadPipeline(options.pipeline));
+  report.set_target(TargetName(pipeline.proto.target()));
   if (options.keep_input_graph) compiled.input_graph = graph;
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     compiled.output_names.push_back(graph.output_name(i));
@@ -225,10 +223,9 @@ absl::StatusOr<CompiledModel> CompileGraph(
   run_options.dump_after = options.dump_after;
   run_options.dump_dir = options.dump_dir;
   run_options.before_pass = [&progress](absl::string_view pass) { progress.Stage(pass); };
-  absl::StatusOr<std::vector<PassRun>> runs =
-      RunPipeline(*pipeline, compiled.module, run_options);
-  if (!runs.ok()) return runs.status();
-  for (const PassRun& run : *runs) {
+  LOOM_ASSIGN_OR_RETURN(std::vector<PassRun> runs,
+                        RunPipeline(pipeline, compiled.module, run_options));
+  for (const PassRun& run : runs) {
     proto::PassTiming* timing = report.add_passes();
     timing->set_name(run.name);
     timing->set_seconds(run.seconds);
@@ -265,7 +262,7 @@ absl::StatusOr<CompiledModel> CompileGraph(
   }
   if (!module.source.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        pipeline->name, ": the pipeline emits no code (it must end with a "
+        pipeline.name, ": the pipeline emits no code (it must end with a "
         "codegen pass such as 'codegen-cpp')"));
   }
   report.set_kernel_functions(module.source->kernel_functions);
@@ -273,7 +270,7 @@ absl::StatusOr<CompiledModel> CompileGraph(
     const bool cuda = module.source->language == "cuda";
     const std::filesystem::path path =
         std::filesystem::path(options.out_dir) / (cuda ? "model.cu" : "model.cc");
-    if (absl::Status s = WriteFile(path, module.source->text); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(WriteFile(path, module.source->text));
   }
   report.set_frontend_seconds(SecondsSince(start));
   report.set_min_bytes(MinBytes(module.graph));
@@ -285,20 +282,18 @@ absl::StatusOr<CompiledModel> CompileGraph(
   progress.Stage("native compile");
   // CUDA: NVRTC compiles for the device on the first run (no GPU needed here).
   if (module.source->language == "cuda") {
-    absl::StatusOr<cuda::CudaExecutable> executable =
-        options.cache_dir.empty()
-            ? cuda::CudaExecutable::Create(module)
-            : cuda::CudaExecutable::Create(module, options.cache_dir);
-    if (!executable.ok()) return executable.status();
-    compiled.cuda_executable.emplace(*std::move(executable));
+    LOOM_ASSIGN_OR_RETURN(cuda::CudaExecutable executable,
+                          options.cache_dir.empty()
+                              ? cuda::CudaExecutable::Create(module)
+                              : cuda::CudaExecutable::Create(module, options.cache_dir));
+    compiled.cuda_executable.emplace(std::move(executable));
     return compiled;
   }
-  absl::StatusOr<cpp::CppExecutable> executable =
-      options.cache_dir.empty()
-          ? cpp::CppExecutable::Create(module)
-          : cpp::CppExecutable::Create(module, options.cache_dir);
-  if (!executable.ok()) return executable.status();
-  compiled.executable.emplace(*std::move(executable));
+  LOOM_ASSIGN_OR_RETURN(cpp::CppExecutable executable,
+                        options.cache_dir.empty()
+                            ? cpp::CppExecutable::Create(module)
+                            : cpp::CppExecutable::Create(module, options.cache_dir));
+  compiled.executable.emplace(std::move(executable));
   report.set_native_compile_seconds(compiled.executable->compile_seconds());
   report.set_cache_hit(compiled.executable->cache_hit());
   if (!options.out_dir.empty()) {
@@ -322,29 +317,27 @@ absl::Status RunArtifact(const std::string& path, const RunModelOptions& options
   if (options.iters < 1 || options.warmup < 0) {
     return absl::InvalidArgumentError("--iters must be at least 1 and --warmup at least 0");
   }
-  absl::StatusOr<Model> model = Model::Load(path);
-  if (!model.ok()) return model.status();
+  LOOM_ASSIGN_OR_RETURN(Model model, Model::Load(path));
   Graph interface;  // the inputs alone, for MakeInputs
-  for (const TensorInfo& info : model->inputs()) {
-    absl::StatusOr<ValueId> id = interface.AddInput(info.name, TensorType{info.dtype, info.shape});
-    if (!id.ok()) return id.status();
+  for (const TensorInfo& info : model.inputs()) {
+    LOOM_RETURN_IF_ERROR(
+        interface.AddInput(info.name, TensorType{info.dtype, info.shape}).status());
   }
-  absl::StatusOr<std::vector<Tensor>> inputs =
-      MakeInputs(interface, options.inputs_dir, options.seed);
-  if (!inputs.ok()) return inputs.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
+                        MakeInputs(interface, options.inputs_dir, options.seed));
   std::vector<InputTensor> views;
-  for (size_t i = 0; i < inputs->size(); ++i) {
-    const Tensor& tensor = (*inputs)[i];
-    views.push_back({model->inputs()[i].name, tensor.dtype(), tensor.shape(), tensor.data()});
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& tensor = inputs[i];
+    views.push_back({model.inputs()[i].name, tensor.dtype(), tensor.shape(), tensor.data()});
   }
-  Model::Session session = model->NewSession();
+  Model::Session session = model.NewSession();
   for (int i = 0; i < options.warmup; ++i) {
-    if (absl::Status s = session.Run(views); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(session.Run(views));
   }
   std::vector<double> seconds;
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    if (absl::Status s = session.Run(views); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(session.Run(views));
     seconds.push_back(SecondsSince(start));
   }
   std::sort(seconds.begin(), seconds.end());
@@ -353,8 +346,8 @@ absl::Status RunArtifact(const std::string& path, const RunModelOptions& options
   report.set_run_seconds_median(seconds[seconds.size() / 2]);
   report.set_check("skipped");
   int64_t bytes = 0;  // the interface's: an artifact does not say what its weights are
-  for (const TensorInfo& info : model->inputs()) bytes += info.bytes();
-  for (const TensorInfo& info : model->outputs()) bytes += info.bytes();
+  for (const TensorInfo& info : model.inputs()) bytes += info.bytes();
+  for (const TensorInfo& info : model.outputs()) bytes += info.bytes();
   report.set_min_bytes(bytes);
   if (options.roofline) report.set_stream_gbps(MeasureCopyBandwidth());
   return absl::OkStatus();
@@ -379,20 +372,18 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
         "a check needs the model as imported: compile with keep_input_graph");
   }
   const Graph& graph = compiled.module.graph;
-  absl::StatusOr<std::vector<Tensor>> inputs =
-      MakeInputs(graph, options.inputs_dir, options.seed);
-  if (!inputs.ok()) return inputs.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
+                        MakeInputs(graph, options.inputs_dir, options.seed));
 
   for (int i = 0; i < options.warmup; ++i) {
-    const absl::Status status =
-        gpu != nullptr ? gpu->Execute(*inputs) : compiled.executable->Execute(*inputs);
-    if (!status.ok()) return status;
+    LOOM_RETURN_IF_ERROR(gpu != nullptr ? gpu->Execute(inputs)
+                                        : compiled.executable->Execute(inputs));
   }
   std::vector<double> seconds;
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
     const absl::Status status =
-        gpu != nullptr ? gpu->Execute(*inputs) : compiled.executable->Execute(*inputs);
+        gpu != nullptr ? gpu->Execute(inputs) : compiled.executable->Execute(inputs);
     // On the GPU: the kernels' device time, without the copies in and out.
     seconds.push_back(gpu != nullptr ? gpu->kernel_seconds() : SecondsSince(start));
     if (!status.ok()) return status;
@@ -408,9 +399,8 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     report.set_cache_hit(gpu->cache_hit());
   }
   if (options.roofline && gpu != nullptr) {
-    absl::StatusOr<double> gbps = gpu->MeasureCopyBandwidth();
-    if (!gbps.ok()) return gbps.status();
-    report.set_stream_gbps(*gbps);
+    LOOM_ASSIGN_OR_RETURN(double gbps, gpu->MeasureCopyBandwidth());
+    report.set_stream_gbps(gbps);
   } else if (options.roofline) {
     report.set_stream_gbps(MeasureCopyBandwidth());
   }
@@ -419,12 +409,11 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     report.set_check("skipped");
     return absl::OkStatus();
   }
-  absl::StatusOr<CheckResult> check = CheckOutputs(*compiled.input_graph, *inputs, outputs);
-  if (!check.ok()) return check.status();
-  report.set_max_abs_error(check->max_abs_error);
-  report.set_max_rel_error(check->max_rel_error);
-  report.set_check(check->pass ? "pass" : "fail");
-  report.set_check_detail(check->worst);
+  LOOM_ASSIGN_OR_RETURN(CheckResult check, CheckOutputs(*compiled.input_graph, inputs, outputs));
+  report.set_max_abs_error(check.max_abs_error);
+  report.set_max_rel_error(check.max_rel_error);
+  report.set_check(check.pass ? "pass" : "fail");
+  report.set_check_detail(check.worst);
   return absl::OkStatus();
 }
 

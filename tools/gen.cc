@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/random.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -1009,8 +1010,7 @@ absl::Status CheckSizes(const GenOptions& options) {
       {"channels", options.channels}, {"nodes", options.nodes},
   };
   for (const auto& [option, value] : sizes) {
-    absl::Status status = CheckPositive(option, value);
-    if (!status.ok()) return status;
+    LOOM_RETURN_IF_ERROR(CheckPositive(option, value));
   }
   return absl::OkStatus();
 }
@@ -1028,8 +1028,7 @@ std::vector<std::string> GeneratorKinds() {
 absl::StatusOr<proto::Graph> GenerateModel(const GenOptions& options) {
   for (const Generator& generator : kGenerators) {
     if (generator.kind != options.kind) continue;
-    absl::Status sizes = CheckSizes(options);
-    if (!sizes.ok()) return sizes;
+    LOOM_RETURN_IF_ERROR(CheckSizes(options));
     return generator.generate(options);
   }
   return absl::InvalidArgumentError(

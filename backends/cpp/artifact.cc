@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 #include "runtime/model.h"
 #include "scheduler/plan_memory.h"
 
@@ -92,7 +93,7 @@ absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::str
     return absl::FailedPreconditionError(
         "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
   }
-  if (absl::Status s = CheckBufferLimits(*module.loops); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckBufferLimits(*module.loops));
   NativeCompileOptions options;
   options.flags = module.source->native_flags;
   options.link_blas = module.source->calls_blas;
@@ -107,13 +108,13 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
     return absl::FailedPreconditionError("the module has no loops or no source");
   }
   const LoopProgram& program = *module.loops;
-  if (absl::Status s = CheckBufferLimits(program); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckBufferLimits(program));
   const GeneratedSource& source = *module.source;
   const MemoryPlan* plan = module.schedule.has_value() && module.schedule->memory.has_value()
                                ? &*module.schedule->memory
                                : nullptr;
   if (plan != nullptr) {
-    if (absl::Status s = CheckPlan(program, *plan); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(CheckPlan(program, *plan));
   }
   rproto::Artifact artifact;
   artifact.set_model_name(module.graph.name);
@@ -126,9 +127,8 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
   for (const auto& [wanted, link_args] :
        {std::pair{source.calls_dnnl, &DnnlLinkArgs}, std::pair{source.calls_blas, &BlasLinkArgs}}) {
     if (!wanted) continue;
-    absl::StatusOr<std::vector<std::string>> args = link_args();
-    if (!args.ok()) return args.status();
-    for (const std::string& arg : *args) artifact.add_libraries(arg);
+    LOOM_ASSIGN_OR_RETURN(std::vector<std::string> args, link_args());
+    for (const std::string& arg : args) artifact.add_libraries(arg);
   }
   for (const std::string& name : source.functions) artifact.add_functions(name);
   artifact.set_arena_bytes(plan != nullptr ? plan->arena_bytes : 0);
@@ -183,15 +183,12 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
 
 absl::Status WriteArtifact(const Module& module, absl::Span<const std::string> output_names,
                            const std::string& cache_dir, const std::string& path) {
-  absl::StatusOr<NativeLibrary> library = CompileModule(module, cache_dir);
-  if (!library.ok()) return library.status();
-  absl::StatusOr<std::string> kernels = ReadFile(library->path());
-  if (!kernels.ok()) return kernels.status();
-  absl::StatusOr<rproto::Artifact> artifact =
-      MakeArtifact(module, *std::move(kernels), output_names);
-  if (!artifact.ok()) return artifact.status();
+  LOOM_ASSIGN_OR_RETURN(NativeLibrary library, CompileModule(module, cache_dir));
+  LOOM_ASSIGN_OR_RETURN(std::string kernels, ReadFile(library.path()));
+  LOOM_ASSIGN_OR_RETURN(rproto::Artifact artifact,
+                        MakeArtifact(module, std::move(kernels), output_names));
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << Model::Serialize(*artifact);
+  file << Model::Serialize(artifact);
   file.close();
   if (!file) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write the artifact"));

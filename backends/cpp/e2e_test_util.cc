@@ -10,6 +10,7 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
+#include "ir/status_macros.h"
 #include "passes/pass_manager.h"
 
 namespace loom {
@@ -111,12 +112,10 @@ absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march,
     absl::StrReplaceAll({{"simd: NATIVE", absl::StrCat("simd: NATIVE march: \"", march, "\"")}},
                         &text);
   }
-  absl::StatusOr<LoadedPipeline> pipeline = LoadPipelineText(text, "test");
-  if (!pipeline.ok()) return pipeline.status();
+  LOOM_ASSIGN_OR_RETURN(LoadedPipeline pipeline, LoadPipelineText(text, "test"));
   Module module;
   module.graph = std::move(graph);
-  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
-  if (!runs.ok()) return runs.status();
+  LOOM_RETURN_IF_ERROR(RunPipeline(pipeline, module).status());
   return module;
 }
 
@@ -129,13 +128,11 @@ absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector
                                                   const std::string& march,
                                                   int64_t streaming_store_min_bytes,
                                                   bool conv_calls) {
-  absl::StatusOr<Module> module =
-      EmitModule(std::move(graph), march, streaming_store_min_bytes, conv_calls);
-  if (!module.ok()) return module.status();
-  absl::StatusOr<cpp::CppExecutable> executable =
-      cpp::CppExecutable::Create(*module, TestCacheDir());
-  if (!executable.ok()) return executable.status();
-  return executable->Run(inputs);
+  LOOM_ASSIGN_OR_RETURN(Module module,
+                        EmitModule(std::move(graph), march, streaming_store_min_bytes, conv_calls));
+  LOOM_ASSIGN_OR_RETURN(cpp::CppExecutable executable,
+                        cpp::CppExecutable::Create(module, TestCacheDir()));
+  return executable.Run(inputs);
 }
 
 void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {

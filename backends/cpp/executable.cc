@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpp/artifact.h"
+#include "ir/status_macros.h"
 
 namespace loom::cpp {
 
@@ -17,20 +18,17 @@ CppExecutable::CppExecutable(Model model, bool cache_hit, double compile_seconds
 
 absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
                                                     std::string cache_dir) {
-  absl::StatusOr<NativeLibrary> library = CompileModule(module, cache_dir);
-  if (!library.ok()) return library.status();
-  absl::StatusOr<runtime::proto::Artifact> artifact =
-      MakeArtifact(module, /*shared_object=*/"");
-  if (!artifact.ok()) return artifact.status();
-  const bool cache_hit = library->cache_hit();
-  const double compile_seconds = library->compile_seconds();
-  absl::StatusOr<Model> model = Model::Bind(*std::move(library), *artifact);
-  if (!model.ok()) return model.status();
-  return CppExecutable(*std::move(model), cache_hit, compile_seconds);
+  LOOM_ASSIGN_OR_RETURN(NativeLibrary library, CompileModule(module, cache_dir));
+  LOOM_ASSIGN_OR_RETURN(runtime::proto::Artifact artifact,
+                        MakeArtifact(module, /*shared_object=*/""));
+  const bool cache_hit = library.cache_hit();
+  const double compile_seconds = library.compile_seconds();
+  LOOM_ASSIGN_OR_RETURN(Model model, Model::Bind(std::move(library), artifact));
+  return CppExecutable(std::move(model), cache_hit, compile_seconds);
 }
 
 absl::StatusOr<std::vector<Tensor>> CppExecutable::Run(absl::Span<const Tensor> inputs) {
-  if (absl::Status s = Execute(inputs); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(Execute(inputs));
   return Outputs();
 }
 

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "backends/common/kernel_cache.h"
 #include "backends/cpp/subprocess.h"
+#include "ir/status_macros.h"
 
 namespace loom::cpp {
 namespace {
@@ -63,9 +64,8 @@ absl::StatusOr<CompilerCommand> MakeCompilerCommand(
   for (auto [wanted, link_args] : {std::pair{options.link_blas, &BlasLinkArgs},
                                   std::pair{options.link_dnnl, &DnnlLinkArgs}}) {
     if (!wanted) continue;
-    absl::StatusOr<std::vector<std::string>> args = link_args();
-    if (!args.ok()) return args.status();
-    compiler.libraries.insert(compiler.libraries.end(), args->begin(), args->end());
+    LOOM_ASSIGN_OR_RETURN(std::vector<std::string> args, link_args());
+    compiler.libraries.insert(compiler.libraries.end(), args.begin(), args.end());
   }
   return compiler;
 }
@@ -236,7 +236,7 @@ absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool ope
                                                const std::vector<std::string>& libraries,
                                                absl::string_view name) {
   if (openmp) {
-    if (absl::Status status = PinOpenMpRuntime(); !status.ok()) return status;
+    LOOM_RETURN_IF_ERROR(PinOpenMpRuntime());
   }
   PinCalledLibraries(libraries);
   const int fd = memfd_create("loom-kernels", MFD_CLOEXEC);
@@ -321,18 +321,15 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
         "$HOME");
   }
   if (absl::c_linear_search(options.flags, "-fopenmp")) {
-    if (absl::Status status = PinOpenMpRuntime(); !status.ok()) return status;
+    LOOM_RETURN_IF_ERROR(PinOpenMpRuntime());
   }
-  absl::StatusOr<CompilerCommand> command = MakeCompilerCommand(options);
-  if (!command.ok()) return command.status();
-  PinCalledLibraries(command->libraries);
+  LOOM_ASSIGN_OR_RETURN(CompilerCommand command, MakeCompilerCommand(options));
+  PinCalledLibraries(command.libraries);
   const std::string base =
-      absl::StrCat(options.cache_dir, "/", CacheKey(source, *command));
+      absl::StrCat(options.cache_dir, "/", CacheKey(source, command));
   const std::string library_path = base + ".so";
   const std::string source_path = base + ".cc";
-  if (absl::Status status = MakeDirs(options.cache_dir); !status.ok()) {
-    return status;
-  }
+  LOOM_RETURN_IF_ERROR(MakeDirs(options.cache_dir));
 
   struct stat info;
   if (stat(library_path.c_str(), &info) == 0) {
@@ -351,16 +348,15 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
       !status.ok()) {
     return status;
   }
-  absl::StatusOr<double> seconds =
-      Compile(*command, source_path, library_path, options.cache_dir);
-  if (!seconds.ok()) return seconds.status();
+  LOOM_ASSIGN_OR_RETURN(double seconds,
+                        Compile(command, source_path, library_path, options.cache_dir));
   absl::StatusOr<void*> handle = Load(library_path);
   if (!handle.ok()) {
     return absl::InternalError(
         absl::StrCat("freshly compiled library cannot be loaded: ",
                      handle.status().message()));
   }
-  return NativeLibrary(*handle, library_path, false, *seconds);
+  return NativeLibrary(*handle, library_path, false, seconds);
 }
 
 

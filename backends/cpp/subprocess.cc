@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/status_macros.h"
 
 extern char** environ;
 
@@ -156,17 +157,13 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   if (argv.empty()) {
     return absl::InvalidArgumentError("RunProcess: empty argument vector");
   }
-  absl::StatusOr<int> output_fd = OpenAnonymousFile(scratch_dir);
-  if (!output_fd.ok()) return output_fd.status();
-  absl::Cleanup close_output = [fd = *output_fd] { close(fd); };
+  LOOM_ASSIGN_OR_RETURN(int output_fd, OpenAnonymousFile(scratch_dir));
+  absl::Cleanup close_output = [fd = output_fd] { close(fd); };
 
-  absl::StatusOr<pid_t> pid = Spawn(argv, *output_fd);
-  if (!pid.ok()) return pid.status();
-  absl::StatusOr<int> wait_status = Wait(*pid, argv[0]);
-  if (!wait_status.ok()) return wait_status.status();
-  absl::StatusOr<std::string> output = ReadTail(*output_fd, max_output_bytes);
-  if (!output.ok()) return output.status();
-  return ProcessResult{*wait_status, *std::move(output)};
+  LOOM_ASSIGN_OR_RETURN(pid_t pid, Spawn(argv, output_fd));
+  LOOM_ASSIGN_OR_RETURN(int wait_status, Wait(pid, argv[0]));
+  LOOM_ASSIGN_OR_RETURN(std::string output, ReadTail(output_fd, max_output_bytes));
+  return ProcessResult{wait_status, std::move(output)};
 }
 
 std::string FormatCommandLine(const std::vector<std::string>& argv) {

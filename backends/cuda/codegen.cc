@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/common/c_scalar.h"
+#include "ir/status_macros.h"
 #include "passes/pass.h"
 
 namespace loom::cuda {
@@ -979,9 +980,9 @@ void KernelPrinter::PrintMember(int m) {
 
 absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(
     const Kernel& kernel) {
-  if (absl::Status s = Analyze(kernel); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(Analyze(kernel));
   ChooseTeam();
-  if (absl::Status s = PlanSharedArrays(); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(PlanSharedArrays());
   size_t vars = 0;
   for (Member& member : members_) {
     const ComputeNode& node = *member.node;
@@ -1073,10 +1074,9 @@ class CodegenCudaPass : public Pass {
           "there is no schedule to emit (run 'lower' and 'schedule' before "
           "'codegen-cuda')");
     }
-    absl::StatusOr<GeneratedSource> source =
-        EmitCuda(*module.loops, *module.schedule, options_);
-    if (!source.ok()) return source.status();
-    module.source = *std::move(source);
+    LOOM_ASSIGN_OR_RETURN(GeneratedSource source,
+                          EmitCuda(*module.loops, *module.schedule, options_));
+    module.source = std::move(source);
     return true;
   }
 
@@ -1202,21 +1202,20 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
           static_cast<int32_t>(launches.args.size()));
       continue;
     }
-    absl::StatusOr<KernelPrinter::Printed> printed =
-        KernelPrinter(program, schedule, options, needs).Print(kernel);
-    if (!printed.ok()) return printed.status();
+    LOOM_ASSIGN_OR_RETURN(KernelPrinter::Printed printed,
+                          KernelPrinter(program, schedule, options, needs).Print(kernel));
     const std::string key =
-        absl::StrCat(printed->shape.blocks, " ", printed->shape.threads, " ",
-                     printed->shape.shared_bytes, "\n", printed->text);
+        absl::StrCat(printed.shape.blocks, " ", printed.shape.threads, " ",
+                     printed.shape.shared_bytes, "\n", printed.text);
     auto [it, added] = function_of_text.emplace(
         key, static_cast<int>(function_of_text.size()));
     if (added) {
-      texts.push_back(std::move(printed->text));
-      shapes.push_back(printed->shape);
+      texts.push_back(std::move(printed.text));
+      shapes.push_back(printed.shape);
     }
     launches.function.push_back(it->second);
-    launches.args.insert(launches.args.end(), printed->args.begin(),
-                         printed->args.end());
+    launches.args.insert(launches.args.end(), printed.args.begin(),
+                         printed.args.end());
     launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
   }
   std::string& text = source.text;

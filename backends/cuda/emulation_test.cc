@@ -26,6 +26,7 @@
 #include "ir/interpreter.h"
 #include "ir/module.h"
 #include "ir/random.h"
+#include "ir/status_macros.h"
 #include "passes/pass_manager.h"
 #include "scheduler/plan_memory.h"
 #include "tools/gen.h"
@@ -117,8 +118,7 @@ void EmulateCublasCall(const cuda::CublasCall& call,
 absl::StatusOr<std::vector<Tensor>> RunEmulated(
     const Module& module, const std::vector<Tensor>& inputs,
     const std::string& name) {
-  absl::StatusOr<void*> handle = CompileEmulated(*module.source, name);
-  if (!handle.ok()) return handle.status();
+  LOOM_ASSIGN_OR_RETURN(void* handle, CompileEmulated(*module.source, name));
   const LoopProgram& program = *module.loops;
   const MemoryPlan* plan =
       module.schedule->memory.has_value() ? &*module.schedule->memory : nullptr;
@@ -165,9 +165,9 @@ absl::StatusOr<std::vector<Tensor>> RunEmulated(
     }
     const std::string& f = module.source->functions[launches.function[i]];
     auto launch =
-        reinterpret_cast<Launch>(dlsym(*handle, (f + "_emu").c_str()));
+        reinterpret_cast<Launch>(dlsym(handle, (f + "_emu").c_str()));
     auto shape =
-        static_cast<const long long*>(dlsym(*handle, (f + "_shape").c_str()));
+        static_cast<const long long*>(dlsym(handle, (f + "_shape").c_str()));
     if (launch == nullptr || shape == nullptr) {
       return absl::InternalError(absl::StrCat("no symbols for ", f));
     }
@@ -205,12 +205,10 @@ absl::StatusOr<std::vector<Tensor>> RunEmulated(
 
 // `graph` through the cuda pipeline.
 absl::StatusOr<Module> CompileForCuda(Graph graph) {
-  absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline("cuda");
-  if (!pipeline.ok()) return pipeline.status();
+  LOOM_ASSIGN_OR_RETURN(LoadedPipeline pipeline, LoadPipeline("cuda"));
   Module module;
   module.graph = std::move(graph);
-  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
-  if (!runs.ok()) return runs.status();
+  LOOM_RETURN_IF_ERROR(RunPipeline(pipeline, module).status());
   return module;
 }
 

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/index_error.h"
+#include "ir/status_macros.h"
 
 namespace loom::cuda {
 namespace {
@@ -205,9 +206,8 @@ void CudaExecutable::Release() {
 }
 
 absl::Status CudaExecutable::Bind() {
-  absl::StatusOr<Device> device = OpenDevice();
-  if (!device.ok()) return device.status();
-  device_ = *device;
+  LOOM_ASSIGN_OR_RETURN(Device device, OpenDevice());
+  device_ = device;
   const Driver& d = *device_.driver;
   if (!gemm_calls_.empty()) {
     static const absl::StatusOr<Cublas>* const cublas =
@@ -224,12 +224,10 @@ absl::Status CudaExecutable::Bind() {
   }
   // A module of library calls alone has no kernels to compile.
   if (!functions_.empty()) {
-    absl::StatusOr<Cubin> cubin =
-        CompileCubin(source_, device_.Arch(), cache_dir_);
-    if (!cubin.ok()) return cubin.status();
-    cache_hit_ = cubin->cache_hit;
-    compile_seconds_ = cubin->compile_seconds;
-    if (absl::Status s = d.Check(d.ModuleLoadData(&module_, cubin->data.data()),
+    LOOM_ASSIGN_OR_RETURN(Cubin cubin, CompileCubin(source_, device_.Arch(), cache_dir_));
+    cache_hit_ = cubin.cache_hit;
+    compile_seconds_ = cubin.compile_seconds;
+    if (absl::Status s = d.Check(d.ModuleLoadData(&module_, cubin.data.data()),
                                  "cuModuleLoadData");
         !s.ok()) {
       return s;
@@ -299,18 +297,16 @@ absl::Status CudaExecutable::Bind() {
   };
   CUdeviceptr arena = 0;
   if (arena_bytes_ > 0) {
-    absl::StatusOr<CUdeviceptr> pointer = allocate(arena_bytes_);
-    if (!pointer.ok()) return pointer.status();
-    arena = *pointer;
+    LOOM_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate(arena_bytes_));
+    arena = pointer;
   }
   pointers_.assign(buffer_bytes_.size(), 0);
   for (size_t id = 0; id < buffer_bytes_.size(); ++id) {
     if (arena_offsets_[id] >= 0) {
       pointers_[id] = arena + arena_offsets_[id];
     } else if (needs_storage_[id]) {
-      absl::StatusOr<CUdeviceptr> pointer = allocate(buffer_bytes_[id]);
-      if (!pointer.ok()) return pointer.status();
-      pointers_[id] = *pointer;
+      LOOM_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate(buffer_bytes_[id]));
+      pointers_[id] = pointer;
     }
   }
   for (const auto& [id, tensor] : weights_) {
@@ -327,7 +323,7 @@ absl::Status CudaExecutable::Bind() {
 
 absl::StatusOr<std::vector<Tensor>> CudaExecutable::Run(
     absl::Span<const Tensor> inputs) {
-  if (absl::Status s = Execute(inputs); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(Execute(inputs));
   return Outputs();
 }
 
@@ -450,9 +446,8 @@ absl::Status CudaExecutable::IndexError(int64_t check, int64_t index) const {
 }
 
 absl::StatusOr<double> CudaExecutable::MeasureCopyBandwidth() {
-  absl::StatusOr<Device> device = OpenDevice();
-  if (!device.ok()) return device.status();
-  const Driver& d = *device->driver;
+  LOOM_ASSIGN_OR_RETURN(Device device, OpenDevice());
+  const Driver& d = *device.driver;
   CUdeviceptr buffers[2] = {0, 0};
   absl::Status status;
   for (CUdeviceptr& buffer : buffers) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/common/kernel_cache.h"
+#include "ir/status_macros.h"
 
 namespace loom::cuda {
 namespace {
@@ -328,21 +329,16 @@ absl::StatusOr<Cubin> CompileCubin(std::string_view source,
     cubin.cache_hit = true;
     return cubin;
   }
-  if (absl::Status s = MakeDirs(cache_dir); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(MakeDirs(cache_dir));
   // The source beside its cubin, for whoever debugs a kernel.
-  if (absl::Status s = WriteFileAtomically(base + ".cu", source); !s.ok()) {
-    return s;
-  }
+  LOOM_RETURN_IF_ERROR(WriteFileAtomically(base + ".cu", source));
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::string> data = CompileWithNvrtc(**nvrtc, source, options);
-  if (!data.ok()) return data.status();
+  LOOM_ASSIGN_OR_RETURN(std::string data, CompileWithNvrtc(**nvrtc, source, options));
   cubin.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  cubin.data = *std::move(data);
-  if (absl::Status s = WriteFileAtomically(cubin_path, cubin.data); !s.ok()) {
-    return s;
-  }
+  cubin.data = std::move(data);
+  LOOM_RETURN_IF_ERROR(WriteFileAtomically(cubin_path, cubin.data));
   return cubin;
 }
 

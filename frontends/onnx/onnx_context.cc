@@ -5,6 +5,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "ir/op_registry.h"
+#include "ir/status_macros.h"
 
 namespace loom::onnx_import {
 namespace {
@@ -84,43 +85,40 @@ const TensorType& NodeContext::TypeOf(ValueId id) const {
 
 absl::StatusOr<Tensor> NodeContext::ConstInput(int i,
                                                absl::string_view what) const {
-  absl::StatusOr<ValueId> id = Input(i);
-  if (!id.ok()) return id.status();
-  if (!graph_.HasInitializer(*id)) {
+  LOOM_ASSIGN_OR_RETURN(ValueId id, Input(i));
+  if (!graph_.HasInitializer(id)) {
     return Refuse(absl::StrCat(
         "input '", node_.input(i), "' (", what,
         ") must be known at import (an initializer, a Constant node or "
         "computed from them): loom needs it at compile time"));
   }
-  return graph_.initializer(*id);
+  return graph_.initializer(id);
 }
 
 absl::StatusOr<std::vector<int64_t>> NodeContext::ConstInts(
     int i, absl::string_view what) const {
-  absl::StatusOr<Tensor> data = ConstInput(i, what);
-  if (!data.ok()) return data.status();
-  if (!IsInteger(data->dtype())) {
+  LOOM_ASSIGN_OR_RETURN(Tensor data, ConstInput(i, what));
+  if (!IsInteger(data.dtype())) {
     return Refuse(absl::StrCat("input '", node_.input(i), "' (", what,
                                ") must be int32 or int64, not ",
-                               DTypeName(data->dtype())));
+                               DTypeName(data.dtype())));
   }
   std::vector<int64_t> ints;
-  for (int64_t k = 0; k < data->num_elements(); ++k) {
-    ints.push_back(data->GetInt(k));
+  for (int64_t k = 0; k < data.num_elements(); ++k) {
+    ints.push_back(data.GetInt(k));
   }
   return ints;
 }
 
 absl::StatusOr<double> NodeContext::ConstScalar(int i,
                                                 absl::string_view what) const {
-  absl::StatusOr<Tensor> data = ConstInput(i, what);
-  if (!data.ok()) return data.status();
-  if (data->num_elements() != 1) {
+  LOOM_ASSIGN_OR_RETURN(Tensor data, ConstInput(i, what));
+  if (data.num_elements() != 1) {
     return Refuse(absl::StrCat("input '", node_.input(i), "' (", what,
                                ") must hold one element, it has shape ",
-                               ShapeToString(data->shape())));
+                               ShapeToString(data.shape())));
   }
-  return data->GetDouble(0);
+  return data.GetDouble(0);
 }
 
 const onnx::AttributeProto* NodeContext::FindAttr(

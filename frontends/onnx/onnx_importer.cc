@@ -12,6 +12,7 @@
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/file_io.h"
 #include "ir/interpreter.h"
+#include "ir/status_macros.h"
 #include "ir/verifier.h"
 #include "onnx/defs/schema.h"
 
@@ -109,12 +110,11 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
                      "supported)"));
   }
   const onnx::TypeProto::Tensor& tensor = info.type().tensor_type();
-  absl::StatusOr<DType> dtype = DTypeFromOnnx(tensor.elem_type(), what);
-  if (!dtype.ok()) return dtype.status();
+  LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(tensor.elem_type(), what));
   auto given = options.input_shapes.find(info.name());
   if (!tensor.has_shape()) {
     if (given != options.input_shapes.end()) {
-      return WithinLimits(what, TensorType{*dtype, given->second});
+      return WithinLimits(what, TensorType{dtype, given->second});
     }
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has no declared shape; loom needs static shapes"));
@@ -151,7 +151,7 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
           "; loom needs static shapes (give the input's shape)"));
     }
   }
-  return WithinLimits(what, TensorType{*dtype, std::move(shape)});
+  return WithinLimits(what, TensorType{dtype, std::move(shape)});
 }
 
 // Checks a graph output's loom type against what the model declares, where
@@ -167,11 +167,11 @@ absl::Status CheckDeclaredType(const onnx::ValueInfoProto& info,
   bool matches = true;
   std::string declared = "?";
   if (tensor.elem_type() != onnx::TensorProto::UNDEFINED) {
-    absl::StatusOr<DType> dtype = DTypeFromOnnx(
-        tensor.elem_type(), absl::StrCat("graph output '", info.name(), "'"));
-    if (!dtype.ok()) return dtype.status();
-    matches = *dtype == actual.dtype;
-    declared = std::string(DTypeName(*dtype));
+    LOOM_ASSIGN_OR_RETURN(
+        DType dtype,
+        DTypeFromOnnx(tensor.elem_type(), absl::StrCat("graph output '", info.name(), "'")));
+    matches = dtype == actual.dtype;
+    declared = std::string(DTypeName(dtype));
   }
   if (tensor.has_shape()) {
     const int rank = tensor.shape().dim_size();
@@ -201,16 +201,16 @@ class Importer {
       : model_(model), options_(options) {}
 
   absl::StatusOr<Graph> Run() {
-    if (absl::Status s = CheckOpsetImports(model_); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(CheckOpsetImports(model_));
     opset_ = DefaultOpset(model_);
     const onnx::GraphProto& g = model_.graph();
     graph_.name = g.name();
     needed_ = NeededAtImport(g);
-    if (absl::Status s = AddArguments(g); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(AddArguments(g));
     for (const onnx::NodeProto& node : g.node()) {
-      if (absl::Status s = AddNode(node); !s.ok()) return s;
+      LOOM_RETURN_IF_ERROR(AddNode(node));
     }
-    if (absl::Status s = AddOutputs(g); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(AddOutputs(g));
     if (absl::Status s = VerifyGraph(graph_); !s.ok()) {
       return absl::InternalError(
           absl::StrCat("the imported graph is invalid: ", s.message()));
@@ -231,36 +231,33 @@ class Importer {
     for (const onnx::ValueInfoProto& input : g.input()) {
       // Before IR 4 initializers were listed as inputs too.
       if (initializers.contains(input.name())) continue;
-      if (absl::Status s = AddInput(input); !s.ok()) return s;
+      LOOM_RETURN_IF_ERROR(AddInput(input));
     }
     for (const onnx::TensorProto& init : g.initializer()) {
-      absl::StatusOr<Tensor> data =
-          TensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'"));
-      if (!data.ok()) return data.status();
-      absl::StatusOr<ValueId> id = graph_.AddInitializer(
-          init.name(), ValueKind::kWeight, *std::move(data));
-      if (!id.ok()) return id.status();
-      values_[init.name()] = *id;
+      LOOM_ASSIGN_OR_RETURN(Tensor data,
+                            TensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'")));
+      LOOM_ASSIGN_OR_RETURN(
+          ValueId id, graph_.AddInitializer(init.name(), ValueKind::kWeight, std::move(data)));
+      values_[init.name()] = id;
     }
     return absl::OkStatus();
   }
 
   absl::Status AddInput(const onnx::ValueInfoProto& input) {
-    absl::StatusOr<TensorType> type = InputType(input, options_);
-    if (!type.ok()) return type.status();
+    LOOM_ASSIGN_OR_RETURN(TensorType type, InputType(input, options_));
     auto bound = options_.bound_inputs.find(input.name());
     absl::StatusOr<ValueId> id;
     if (needed_.contains(input.name()) &&
         bound != options_.bound_inputs.end()) {
-      if (bound->second.type() != *type) {
+      if (bound->second.type() != type) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "graph input '", input.name(), "' is ", TypeToString(*type),
+            "graph input '", input.name(), "' is ", TypeToString(type),
             " but its given value is ", TypeToString(bound->second.type())));
       }
       id = graph_.AddInitializer(input.name(), ValueKind::kConstant,
                                  bound->second);
     } else {
-      id = graph_.AddInput(input.name(), *std::move(type));
+      id = graph_.AddInput(input.name(), std::move(type));
     }
     if (!id.ok()) return id.status();
     values_[input.name()] = *id;
@@ -332,12 +329,12 @@ class Importer {
           .Refuse(absl::StrCat("op ", node.op_type(), " (opset ", opset_,
                                ") is not supported by loom"));
     }
-    if (absl::Status s = CheckArity(node); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(CheckArity(node));
     if (node.input_size() > 0 && OutputNeeded(node) && InputsKnown(node)) {
       return FoldNode(node, *converter);
     }
     NodeContext ctx(node, opset_, graph_, values_);
-    if (absl::Status s = (*converter)(ctx); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR((*converter)(ctx));
     if (!ctx.AllOutputsBound()) {
       return absl::InternalError(
           absl::StrCat(ctx.label(), ": an output was left undefined"));
@@ -354,13 +351,13 @@ class Importer {
     ValueMap scratch_values;
     for (const std::string& input : node.input()) {
       if (input.empty() || scratch_values.contains(input)) continue;
-      absl::StatusOr<ValueId> id = scratch.AddInitializer(
-          input, ValueKind::kConstant, graph_.initializer(values_.at(input)));
-      if (!id.ok()) return id.status();
-      scratch_values[input] = *id;
+      LOOM_ASSIGN_OR_RETURN(ValueId id,
+                            scratch.AddInitializer(input, ValueKind::kConstant,
+                                                   graph_.initializer(values_.at(input))));
+      scratch_values[input] = id;
     }
     NodeContext ctx(node, opset_, scratch, scratch_values);
-    if (absl::Status s = converter(ctx); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(converter(ctx));
     std::vector<int> wanted;
     for (int i = 0; i < node.output_size(); ++i) {
       if (!ctx.WantsOutput(i)) continue;
@@ -379,11 +376,11 @@ class Importer {
     }
     for (size_t k = 0; k < wanted.size(); ++k) {
       const std::string& name = node.output(wanted[k]);
-      absl::StatusOr<ValueId> id = graph_.AddInitializer(
-          graph_.FindValue(name) < 0 ? name : graph_.UniqueValueName(name),
-          ValueKind::kConstant, std::move((*results)[k]));
-      if (!id.ok()) return id.status();
-      values_[name] = *id;
+      LOOM_ASSIGN_OR_RETURN(
+          ValueId id,
+          graph_.AddInitializer(graph_.FindValue(name) < 0 ? name : graph_.UniqueValueName(name),
+                                ValueKind::kConstant, std::move((*results)[k])));
+      values_[name] = id;
     }
     return absl::OkStatus();
   }
@@ -427,10 +424,9 @@ absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
 }
 
 absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return bytes.status();
+  LOOM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
   onnx::ModelProto model;
-  if (!model.ParseFromString(*bytes)) {
+  if (!model.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a binary ONNX model (ModelProto)"));
   }
@@ -439,9 +435,8 @@ absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path) {
 
 absl::StatusOr<Graph> LoadOnnxFile(const std::string& path,
                                    const OnnxImportOptions& options) {
-  absl::StatusOr<onnx::ModelProto> model = ReadOnnxModelFile(path);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<Graph> graph = ImportOnnxModel(*model, options);
+  LOOM_ASSIGN_OR_RETURN(onnx::ModelProto model, ReadOnnxModelFile(path));
+  absl::StatusOr<Graph> graph = ImportOnnxModel(model, options);
   if (!graph.ok()) {
     return absl::Status(graph.status().code(),
                         absl::StrCat(path, ": ", graph.status().message()));

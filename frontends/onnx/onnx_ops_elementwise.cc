@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "frontends/onnx/onnx_tensor.h"
+#include "ir/status_macros.h"
 
 namespace loom::onnx_import {
 namespace {
@@ -26,9 +27,8 @@ Converter Binary(std::string op) {
       return s;
     }
     const ValueId a = ctx.In(0);
-    absl::StatusOr<ValueId> b = LegacyBroadcastOperand(ctx, a, ctx.In(1));
-    if (!b.ok()) return b.status();
-    ctx.EmitOutput(0, op, {a, *b});
+    LOOM_ASSIGN_OR_RETURN(ValueId b, LegacyBroadcastOperand(ctx, a, ctx.In(1)));
+    ctx.EmitOutput(0, op, {a, b});
     return ctx.status();
   };
 }
@@ -37,7 +37,7 @@ Converter Binary(std::string op) {
 // node's inputs.
 Converter Direct(std::string op) {
   return [op](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     std::vector<ValueId> inputs;
     for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.In(i));
     ctx.EmitOutput(0, op, std::move(inputs));
@@ -56,14 +56,14 @@ ValueId Fold(NodeContext& ctx, const std::string& op) {
 
 Converter Variadic(std::string op) {
   return [op](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     ctx.Bind(0, Fold(ctx, op));
     return ctx.status();
   };
 }
 
 absl::Status ConvertMean(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const ValueId sum = Fold(ctx, "add");
   ctx.EmitOutput(0, "div",
                  {sum, ctx.Scalar(ctx.TypeOf(sum).dtype, ctx.num_inputs())});
@@ -73,13 +73,10 @@ absl::Status ConvertMean(NodeContext& ctx) {
 // ONNX Pow lets the exponent's type differ from the base's; the result has
 // the base's type. Mixed types compute in f64.
 absl::Status ConvertPow(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs(WithLegacyBroadcast(ctx, {})); !s.ok()) {
-    return s;
-  }
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(WithLegacyBroadcast(ctx, {})));
   const ValueId base = ctx.In(0);
-  absl::StatusOr<ValueId> legacy = LegacyBroadcastOperand(ctx, base, ctx.In(1));
-  if (!legacy.ok()) return legacy.status();
-  const ValueId exponent = *legacy;
+  LOOM_ASSIGN_OR_RETURN(ValueId legacy, LegacyBroadcastOperand(ctx, base, ctx.In(1)));
+  const ValueId exponent = legacy;
   const DType dtype = ctx.TypeOf(base).dtype;
   if (!ctx.ok() || dtype == ctx.TypeOf(exponent).dtype) {
     ctx.EmitOutput(0, "pow", {base, exponent});
@@ -93,7 +90,7 @@ absl::Status ConvertPow(NodeContext& ctx) {
 }
 
 absl::Status ConvertMod(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"fmod", kInt}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"fmod", kInt}}));
   ctx.EmitOutput(0, "mod", {ctx.In(0), ctx.In(1)},
                  MakeAttrs({{"fmod", ctx.Int("fmod", 0)}}));
   return ctx.status();
@@ -102,9 +99,7 @@ absl::Status ConvertMod(NodeContext& ctx) {
 // BitShift on unsigned integers: direction LEFT or RIGHT (required).
 absl::Status ConvertBitShift(NodeContext& ctx) {
   constexpr AttrKind kString = onnx::AttributeProto::STRING;
-  if (absl::Status s = ctx.CheckAttrs({{"direction", kString}}); !s.ok()) {
-    return s;
-  }
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"direction", kString}}));
   const std::string direction = ctx.String("direction", "");
   if (direction != "LEFT" && direction != "RIGHT") {
     return ctx.Refuse(absl::StrCat(
@@ -129,13 +124,12 @@ absl::Status ConvertClip(NodeContext& ctx) {
       if (ctx.HasAttr(bound)) attrs.Set(bound, ctx.Float(bound, 0));
     }
   } else {
-    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     const char* const bounds[] = {"min", "max"};
     for (int i = 1; i <= 2; ++i) {
       if (!ctx.HasInput(i)) continue;
-      absl::StatusOr<double> bound = ctx.ConstScalar(i, bounds[i - 1]);
-      if (!bound.ok()) return bound.status();
-      attrs.Set(bounds[i - 1], *bound);
+      LOOM_ASSIGN_OR_RETURN(double bound, ctx.ConstScalar(i, bounds[i - 1]));
+      attrs.Set(bounds[i - 1], bound);
     }
   }
   ctx.EmitOutput(0, "clip", {ctx.In(0)}, std::move(attrs));
@@ -149,15 +143,14 @@ absl::Status EmitCast(NodeContext& ctx, DType to) {
 }
 
 absl::Status ConvertCast(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"to", kInt}}); !s.ok()) return s;
-  absl::StatusOr<DType> to =
-      DTypeFromOnnx(static_cast<int32_t>(ctx.Int("to", 0)), ctx.label());
-  if (!to.ok()) return to.status();
-  return EmitCast(ctx, *to);
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"to", kInt}}));
+  LOOM_ASSIGN_OR_RETURN(DType to,
+                        DTypeFromOnnx(static_cast<int32_t>(ctx.Int("to", 0)), ctx.label()));
+  return EmitCast(ctx, to);
 }
 
 absl::Status ConvertCastLike(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const DType to = ctx.TypeOf(ctx.In(1)).dtype;
   return EmitCast(ctx, to);
 }
@@ -232,15 +225,13 @@ absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<QuantizationOperands> q = ReadQuantizationOperands(ctx);
-  if (!q.ok()) return q.status();
-  const auto& [x, scale, x_type, float_type] = *q;
+  LOOM_ASSIGN_OR_RETURN(QuantizationOperands q, ReadQuantizationOperands(ctx));
+  const auto& [x, scale, x_type, float_type] = q;
   DType to = DType::kU8;
   if (ctx.HasAttr("output_dtype")) {
-    absl::StatusOr<DType> dtype =
-        DTypeFromOnnx(static_cast<int32_t>(ctx.Int("output_dtype", 0)), ctx.label());
-    if (!dtype.ok()) return dtype.status();
-    to = *dtype;
+    LOOM_ASSIGN_OR_RETURN(
+        DType dtype, DTypeFromOnnx(static_cast<int32_t>(ctx.Int("output_dtype", 0)), ctx.label()));
+    to = dtype;
   }
   if (ctx.HasInput(2)) to = ctx.TypeOf(ctx.In(2)).dtype;
   if (!IsInteger(to) || DTypeSize(to) > 2) {
@@ -251,15 +242,13 @@ absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
     return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype), ", expected ",
                                    DTypeName(float_type), " (the scale's) or i32"));
   }
-  absl::StatusOr<ValueId> scale_b = AlongAxis(ctx, scale, x_type.shape, "y_scale");
-  if (!scale_b.ok()) return scale_b.status();
+  LOOM_ASSIGN_OR_RETURN(ValueId scale_b, AlongAxis(ctx, scale, x_type.shape, "y_scale"));
   ValueId zero = NodeContext::kNoValue;
   if (ctx.HasInput(2)) {
-    absl::StatusOr<ValueId> zero_b = AlongAxis(ctx, ctx.In(2), x_type.shape, "y_zero_point");
-    if (!zero_b.ok()) return zero_b.status();
-    zero = *zero_b;
+    LOOM_ASSIGN_OR_RETURN(ValueId zero_b, AlongAxis(ctx, ctx.In(2), x_type.shape, "y_zero_point"));
+    zero = zero_b;
   }
-  ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, *scale_b, zero, float_type)},
+  ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, scale_b, zero, float_type)},
                  MakeAttrs({{"to", std::string(DTypeName(to))}}));
   return ctx.status();
 }
@@ -269,7 +258,7 @@ absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
 // = round(clip(-min / scale, 0, 255)) as u8; y = QuantizeLinear(x, scale,
 // zero point).
 absl::Status ConvertDynamicQuantizeLinear(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const ValueId x = ctx.In(0);
   const DType dtype = ctx.TypeOf(x).dtype;
   if (!ctx.ok()) return ctx.status();
@@ -294,12 +283,9 @@ absl::Status ConvertDynamicQuantizeLinear(NodeContext& ctx) {
 // DequantizeLinear: y = (x - x_zero_point) * x_scale in the scale's float
 // type.
 absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}, {"block_size", kInt}}); !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<QuantizationOperands> q = ReadQuantizationOperands(ctx);
-  if (!q.ok()) return q.status();
-  const auto& [x, scale, x_type, float_type] = *q;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}, {"block_size", kInt}}));
+  LOOM_ASSIGN_OR_RETURN(QuantizationOperands q, ReadQuantizationOperands(ctx));
+  const auto& [x, scale, x_type, float_type] = q;
   if (!IsInteger(x_type.dtype)) {
     return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype),
                                    ", expected an integer type"));
@@ -311,13 +297,11 @@ absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
       return ctx.Refuse(absl::StrCat("x_zero_point has dtype ", DTypeName(ctx.TypeOf(zero).dtype),
                                      ", x has ", DTypeName(x_type.dtype)));
     }
-    absl::StatusOr<ValueId> zero_b = AlongAxis(ctx, zero, x_type.shape, "x_zero_point");
-    if (!zero_b.ok()) return zero_b.status();
-    y = ctx.Emit("sub", {y, ctx.CastTo(*zero_b, float_type)});
+    LOOM_ASSIGN_OR_RETURN(ValueId zero_b, AlongAxis(ctx, zero, x_type.shape, "x_zero_point"));
+    y = ctx.Emit("sub", {y, ctx.CastTo(zero_b, float_type)});
   }
-  absl::StatusOr<ValueId> scale_b = AlongAxis(ctx, scale, x_type.shape, "x_scale");
-  if (!scale_b.ok()) return scale_b.status();
-  ctx.EmitOutput(0, "mul", {y, *scale_b});
+  LOOM_ASSIGN_OR_RETURN(ValueId scale_b, AlongAxis(ctx, scale, x_type.shape, "x_scale"));
+  ctx.EmitOutput(0, "mul", {y, scale_b});
   return ctx.status();
 }
 
@@ -325,7 +309,7 @@ absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
 // as loom's integers do). A zero point is a scalar, per row of A ([M], or
 // [..., M, 1]) or per column of B ([N], or [..., 1, N]).
 absl::Status ConvertMatMulInteger(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   std::vector<ValueId> operands;
   for (int i = 0; i < 2; ++i) {
     const ValueId x = ctx.In(i);
@@ -358,7 +342,7 @@ absl::Status ConvertMatMulInteger(NodeContext& ctx) {
 }
 
 absl::Status ConvertIdentity(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   ctx.Bind(0, ctx.In(0));
   return ctx.status();
 }
@@ -371,7 +355,7 @@ Converter Activation(std::string op,
     std::vector<AttrRule> accepted;
     for (const auto& [name, value] : defaults)
       accepted.push_back({name, kFloat});
-    if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
     Attrs attrs;
     for (const auto& [name, value] : defaults) {
       attrs.Set(name, ctx.Float(name, value));
@@ -384,14 +368,14 @@ Converter Activation(std::string op,
 // A float attribute of a composite activation, checked to be the only one.
 absl::StatusOr<double> OnlyFloatAttr(NodeContext& ctx, absl::string_view name,
                                      float default_value) {
-  if (absl::Status s = ctx.CheckAttrs({{name, kFloat}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{name, kFloat}}));
   return ctx.Float(name, default_value);
 }
 
 // PRelu. Before opset 7 a slope [C] is per channel (X [N, C, ...]), and is
 // viewed as [C, 1, ...] for loom's numpy broadcasting.
 absl::Status ConvertPRelu(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const ValueId x = ctx.In(0);
   ValueId slope = ctx.In(1);
   const Shape x_shape = ctx.TypeOf(x).shape;
@@ -408,11 +392,10 @@ absl::Status ConvertPRelu(NodeContext& ctx) {
 
 // celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
 absl::Status ConvertCelu(NodeContext& ctx) {
-  absl::StatusOr<double> alpha = OnlyFloatAttr(ctx, "alpha", 1.0f);
-  if (!alpha.ok()) return alpha.status();
+  LOOM_ASSIGN_OR_RETURN(double alpha, OnlyFloatAttr(ctx, "alpha", 1.0f));
   const ValueId x = ctx.In(0);
   const DType t = ctx.TypeOf(x).dtype;
-  const ValueId a = ctx.Scalar(t, *alpha);
+  const ValueId a = ctx.Scalar(t, alpha);
   const ValueId expm1 = ctx.Emit(
       "sub", {ctx.Emit("exp", {ctx.Emit("div", {x, a})}), ctx.Scalar(t, 1)});
   const ValueId negative =
@@ -423,18 +406,17 @@ absl::Status ConvertCelu(NodeContext& ctx) {
 
 // thresholded_relu(x) = x > alpha ? x : 0
 absl::Status ConvertThresholdedRelu(NodeContext& ctx) {
-  absl::StatusOr<double> alpha = OnlyFloatAttr(ctx, "alpha", 1.0f);
-  if (!alpha.ok()) return alpha.status();
+  LOOM_ASSIGN_OR_RETURN(double alpha, OnlyFloatAttr(ctx, "alpha", 1.0f));
   const ValueId x = ctx.In(0);
   const DType t = ctx.TypeOf(x).dtype;
-  const ValueId above = ctx.Emit("greater", {x, ctx.Scalar(t, *alpha)});
+  const ValueId above = ctx.Emit("greater", {x, ctx.Scalar(t, alpha)});
   ctx.EmitOutput(0, "where", {above, x, ctx.Scalar(t, 0)});
   return ctx.status();
 }
 
 // softsign(x) = x / (1 + |x|)
 absl::Status ConvertSoftsign(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const ValueId x = ctx.In(0);
   const ValueId denominator = ctx.Emit(
       "add", {ctx.Scalar(ctx.TypeOf(x).dtype, 1), ctx.Emit("abs", {x})});
@@ -463,7 +445,7 @@ absl::Status ConvertShrink(NodeContext& ctx) {
 // sinh and cosh from exp: (exp(x) -/+ exp(-x)) / 2.
 Converter Hyperbolic(std::string combine) {
   return [combine](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     const ValueId x = ctx.In(0);
     const ValueId sum = ctx.Emit(
         combine,
@@ -474,7 +456,7 @@ Converter Hyperbolic(std::string combine) {
 }
 
 absl::Status ConvertTan(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const ValueId x = ctx.In(0);
   ctx.EmitOutput(0, "div", {ctx.Emit("sin", {x}), ctx.Emit("cos", {x})});
   return ctx.status();
@@ -482,7 +464,7 @@ absl::Status ConvertTan(NodeContext& ctx) {
 
 // NaN is the one value not equal to itself.
 absl::Status ConvertIsNaN(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const ValueId x = ctx.In(0);
   ctx.EmitOutput(0, "not_equal", {x, x});
   return ctx.status();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "frontends/onnx/onnx_tensor.h"
+#include "ir/status_macros.h"
 
 namespace loom::onnx_import {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 // other dtypes with a message naming the node).
 Converter FloatUnary(std::string op) {
   return [op](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     ctx.EmitOutput(0, op, {ctx.In(0)});
     return ctx.status();
   };
@@ -36,36 +37,33 @@ constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
 // truncate toward zero, as Cast does).
 Converter Window(double a0, double a1, double a2) {
   return [a0, a1, a2](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({{"output_datatype", kInt}, {"periodic", kInt}}); !s.ok()) {
-      return s;
-    }
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"output_datatype", kInt}, {"periodic", kInt}}));
     const int64_t periodic = ctx.Int("periodic", 1);
     if (periodic != 0 && periodic != 1) {
       return ctx.Refuse(absl::StrCat("attribute 'periodic' must be 0 or 1, got ", periodic));
     }
-    absl::StatusOr<DType> dtype =
+    LOOM_ASSIGN_OR_RETURN(
+        DType dtype,
         DTypeFromOnnx(static_cast<int32_t>(ctx.Int("output_datatype", onnx::TensorProto::FLOAT)),
-                      absl::StrCat(ctx.label(), ": attribute 'output_datatype'"));
-    if (!dtype.ok()) return dtype.status();
-    if (*dtype == DType::kBool) {
+                      absl::StrCat(ctx.label(), ": attribute 'output_datatype'")));
+    if (dtype == DType::kBool) {
       return ctx.Refuse("attribute 'output_datatype' is BOOL; expected a numeric type");
     }
-    absl::StatusOr<std::vector<int64_t>> size = ctx.ConstInts(0, "the window size");
-    if (!size.ok()) return size.status();
-    if (size->size() != 1) {
+    LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> size, ctx.ConstInts(0, "the window size"));
+    if (size.size() != 1) {
       return ctx.Refuse(
-          absl::StrCat("the window size has ", size->size(), " elements; expected a scalar"));
+          absl::StrCat("the window size has ", size.size(), " elements; expected a scalar"));
     }
-    const int64_t n = (*size)[0];
+    const int64_t n = size[0];
     if (n < 0) return ctx.Refuse(absl::StrCat("the window size is negative: ", n));
-    if (absl::Status s = ctx.CheckBuildable({n}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckBuildable({n}));
     constexpr double kTwoPi = 6.28318530717958647692;
     const double period = static_cast<double>(periodic == 1 ? n : n - 1);
-    Tensor window(*dtype, {n});
+    Tensor window(dtype, {n});
     for (int64_t i = 0; i < n; ++i) {
       const double phase = kTwoPi * static_cast<double>(i) / period;
       const double w = a0 - a1 * std::cos(phase) + a2 * std::cos(2 * phase);
-      if (IsFloat(*dtype)) {
+      if (IsFloat(dtype)) {
         window.SetDouble(i, w);
       } else {
         window.SetInt(i, static_cast<int64_t>(std::trunc(w)));
@@ -85,15 +83,14 @@ absl::Status ConvertTopK(NodeContext& ctx) {
     accepted.push_back({"largest", kInt});
     accepted.push_back({"sorted", kInt});
   }
-  if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
   int64_t k = ctx.Int("k", -1);
   if (ctx.opset() >= 10) {
-    absl::StatusOr<std::vector<int64_t>> ks = ctx.ConstInts(1, "k, the number of elements");
-    if (!ks.ok()) return ks.status();
-    if (ks->size() != 1) {
-      return ctx.Refuse(absl::StrCat("input K has ", ks->size(), " elements; expected 1"));
+    LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> ks, ctx.ConstInts(1, "k, the number of elements"));
+    if (ks.size() != 1) {
+      return ctx.Refuse(absl::StrCat("input K has ", ks.size(), " elements; expected 1"));
     }
-    k = (*ks)[0];
+    k = ks[0];
   } else if (!ctx.HasAttr("k")) {
     return ctx.Refuse("attribute 'k' is required");
   }
@@ -106,9 +103,7 @@ absl::Status ConvertTopK(NodeContext& ctx) {
 }
 
 absl::Status ConvertReverseSequence(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"batch_axis", kInt}, {"time_axis", kInt}}); !s.ok()) {
-    return s;
-  }
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"batch_axis", kInt}, {"time_axis", kInt}}));
   ctx.EmitOutput(0, "reverse_sequence", {ctx.In(0), ctx.In(1)},
                  MakeAttrs({{"batch_axis", ctx.Int("batch_axis", 1)},
                             {"time_axis", ctx.Int("time_axis", 0)}}));
@@ -133,9 +128,7 @@ absl::Status ConvertLrn(NodeContext& ctx) {
 // Einsum: the equation as it is (loom parses and checks it, naming the
 // node); any number of inputs.
 absl::Status ConvertEinsum(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"equation", onnx::AttributeProto::STRING}}); !s.ok()) {
-    return s;
-  }
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"equation", onnx::AttributeProto::STRING}}));
   if (!ctx.HasAttr("equation")) return ctx.Refuse("attribute 'equation' is required");
   std::vector<ValueId> inputs;
   for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.In(i));

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/onnx_ops.h"
+#include "ir/status_macros.h"
 
 namespace loom::onnx_import {
 namespace {
@@ -39,7 +40,7 @@ absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis,
 }
 
 absl::Status ConvertMatMul(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   ctx.EmitOutput(0, "matmul", {ctx.In(0), ctx.In(1)});
   return ctx.status();
 }
@@ -99,9 +100,8 @@ Converter Reduce(std::string loom_op) {
         return s;
       }
       if (ctx.HasInput(1)) {
-        absl::StatusOr<std::vector<int64_t>> given = ctx.ConstInts(1, "axes");
-        if (!given.ok()) return given.status();
-        axes = *std::move(given);
+        LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> given, ctx.ConstInts(1, "axes"));
+        axes = std::move(given);
       }
       noop_when_empty = ctx.Int("noop_with_empty_axes", 0) != 0;
     } else {
@@ -158,20 +158,19 @@ ValueId Hardmax(NodeContext& ctx, ValueId x, int64_t axis) {
 // to 2-D at `axis` (default 1) and the op runs over the second dim.
 Converter SoftmaxLike(std::string loom_op) {
   return [loom_op](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}}));
     const bool flattens = ctx.opset() < 13;
     const ValueId x = ctx.In(0);
     const Shape shape = ctx.TypeOf(x).shape;
     if (!ctx.ok()) return ctx.status();
     const int64_t rank = shape.size();
-    absl::StatusOr<int64_t> axis =
-        NormalizedAxis(ctx, ctx.Int("axis", flattens ? 1 : -1), rank);
-    if (!axis.ok()) return axis.status();
+    LOOM_ASSIGN_OR_RETURN(int64_t axis,
+                          NormalizedAxis(ctx, ctx.Int("axis", flattens ? 1 : -1), rank));
     ValueId input = x;
-    int64_t op_axis = *axis;
-    if (flattens && *axis != rank - 1) {
-      const Shape outer(shape.begin(), shape.begin() + *axis);
-      const Shape inner(shape.begin() + *axis, shape.end());
+    int64_t op_axis = axis;
+    if (flattens && axis != rank - 1) {
+      const Shape outer(shape.begin(), shape.begin() + axis);
+      const Shape inner(shape.begin() + axis, shape.end());
       input = ctx.Emit("reshape", {x},
                        MakeAttrs({{"shape", Shape{NumElements(outer),
                                                   NumElements(inner)}}}));
@@ -211,17 +210,16 @@ absl::Status ConvertLayerNormalization(NodeContext& ctx) {
   const TensorType type = ctx.TypeOf(x);
   if (!ctx.ok()) return ctx.status();
   const int64_t rank = type.shape.size();
-  absl::StatusOr<int64_t> axis = NormalizedAxis(ctx, ctx.Int("axis", -1), rank);
-  if (!axis.ok()) return axis.status();
-  const Shape normalized(type.shape.begin() + *axis, type.shape.end());
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, NormalizedAxis(ctx, ctx.Int("axis", -1), rank));
+  const Shape normalized(type.shape.begin() + axis, type.shape.end());
   std::vector<ValueId> inputs = {x, BroadcastTo(ctx, ctx.In(1), normalized)};
   if (ctx.HasInput(2))
     inputs.push_back(BroadcastTo(ctx, ctx.In(2), normalized));
   ctx.EmitOutput(0, "layer_norm", std::move(inputs),
-                 MakeAttrs({{"axis", *axis}, {"epsilon", epsilon}}));
+                 MakeAttrs({{"axis", axis}, {"epsilon", epsilon}}));
   if (!ctx.WantsOutput(1) && !ctx.WantsOutput(2)) return ctx.status();
   const Attrs stats = MakeAttrs(
-      {{"axes", TrailingAxes(*axis, rank)}, {"keepdims", int64_t{1}}});
+      {{"axes", TrailingAxes(axis, rank)}, {"keepdims", int64_t{1}}});
   const ValueId mean = ctx.Emit("reduce_mean", {x}, stats);
   const ValueId centered = ctx.Emit("sub", {x, mean});
   const ValueId variance =
@@ -236,7 +234,7 @@ absl::Status ConvertLayerNormalization(NodeContext& ctx) {
 }
 
 absl::Status ConvertInstanceNormalization(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"epsilon", kFloat}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"epsilon", kFloat}}));
   ctx.EmitOutput(0, "instance_norm", {ctx.In(0), ctx.In(1), ctx.In(2)},
                  MakeAttrs({{"epsilon", ctx.Float("epsilon", 1e-5f)}}));
   return ctx.status();
@@ -269,7 +267,7 @@ absl::Status ConvertBatchNormalization(NodeContext& ctx) {
 // GlobalAveragePool and GlobalMaxPool: a reduction over the spatial dims.
 Converter GlobalPool(std::string loom_op) {
   return [loom_op](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     const ValueId x = ctx.In(0);
     const int64_t rank = ctx.RankOf(x);
     if (!ctx.ok()) return ctx.status();
@@ -315,25 +313,22 @@ absl::StatusOr<std::vector<int64_t>> SpatialAttr(const NodeContext& ctx, absl::s
 absl::StatusOr<Attrs> WindowAttrs(const NodeContext& ctx, const Shape& shape,
                                   const std::vector<int64_t>& kernel) {
   const size_t spatial = shape.size() - 2;
-  absl::StatusOr<std::vector<int64_t>> strides = SpatialAttr(ctx, "strides", spatial, 1);
-  if (!strides.ok()) return strides.status();
-  absl::StatusOr<std::vector<int64_t>> dilations = SpatialAttr(ctx, "dilations", spatial, 1);
-  if (!dilations.ok()) return dilations.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> strides, SpatialAttr(ctx, "strides", spatial, 1));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, SpatialAttr(ctx, "dilations", spatial, 1));
   const std::string auto_pad = ctx.String("auto_pad", "NOTSET");
   std::vector<int64_t> pads(2 * spatial, 0);
   if (auto_pad == "NOTSET") {
-    absl::StatusOr<std::vector<int64_t>> given = SpatialAttr(ctx, "pads", 2 * spatial, 0);
-    if (!given.ok()) return given.status();
-    pads = *std::move(given);
+    LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> given, SpatialAttr(ctx, "pads", 2 * spatial, 0));
+    pads = std::move(given);
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t d = 0; d < spatial; ++d) {
-      const int64_t size = shape[d + 2], stride = (*strides)[d];
-      const int64_t dilation = (*dilations)[d];
+      const int64_t size = shape[d + 2], stride = strides[d];
+      const int64_t dilation = dilations[d];
       for (int64_t v : {stride, dilation, kernel[d]}) {
         if (v < 1 || v > kMaxTensorElements) {
           return ctx.Refuse(absl::StrCat("auto_pad ", auto_pad, " needs strides ",
-                                         ShapeToString(*strides), ", dilations ",
-                                         ShapeToString(*dilations), " and kernel ",
+                                         ShapeToString(strides), ", dilations ",
+                                         ShapeToString(dilations), " and kernel ",
                                          ShapeToString(kernel), " in [1, 2^40]"));
         }
       }
@@ -349,8 +344,8 @@ absl::StatusOr<Attrs> WindowAttrs(const NodeContext& ctx, const Shape& shape,
     return ctx.Refuse(absl::StrCat("attribute 'auto_pad' '", auto_pad,
                                    "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID"));
   }
-  return MakeAttrs({{"strides", *std::move(strides)},
-                    {"dilations", *std::move(dilations)},
+  return MakeAttrs({{"strides", std::move(strides)},
+                    {"dilations", std::move(dilations)},
                     {"pads", std::move(pads)}});
 }
 
@@ -383,13 +378,11 @@ absl::Status ReadConvOperands(NodeContext& ctx, std::vector<AttrRule> extra,
                                     {"group", kInt},       {"kernel_shape", kInts},
                                     {"pads", kInts},       {"strides", kInts}};
   accepted.insert(accepted.end(), extra.begin(), extra.end());
-  if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
-  absl::StatusOr<Shape> x = SpatialInputShape(ctx);
-  if (!x.ok()) return x.status();
-  absl::StatusOr<std::vector<int64_t>> w = WeightKernel(ctx, x->size(), layout);
-  if (!w.ok()) return w.status();
-  shape = *std::move(x);
-  kernel = *std::move(w);
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
+  LOOM_ASSIGN_OR_RETURN(Shape x, SpatialInputShape(ctx));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> w, WeightKernel(ctx, x.size(), layout));
+  shape = std::move(x);
+  kernel = std::move(w);
   return absl::OkStatus();
 }
 
@@ -402,12 +395,11 @@ absl::Status ConvertConv(NodeContext& ctx) {
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, shape, kernel);
-  if (!attrs.ok()) return attrs.status();
-  attrs->Set("group", ctx.Int("group", 1));
+  LOOM_ASSIGN_OR_RETURN(Attrs attrs, WindowAttrs(ctx, shape, kernel));
+  attrs.Set("group", ctx.Int("group", 1));
   std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
   if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
-  ctx.EmitOutput(0, "conv", std::move(inputs), *std::move(attrs));
+  ctx.EmitOutput(0, "conv", std::move(inputs), std::move(attrs));
   return ctx.status();
 }
 
@@ -431,13 +423,10 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
     return s;
   }
   const size_t spatial = x.size() - 2;
-  absl::StatusOr<std::vector<int64_t>> strides = SpatialAttr(ctx, "strides", spatial, 1);
-  if (!strides.ok()) return strides.status();
-  absl::StatusOr<std::vector<int64_t>> dilations = SpatialAttr(ctx, "dilations", spatial, 1);
-  if (!dilations.ok()) return dilations.status();
-  absl::StatusOr<std::vector<int64_t>> output_padding =
-      SpatialAttr(ctx, "output_padding", spatial, 0);
-  if (!output_padding.ok()) return output_padding.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> strides, SpatialAttr(ctx, "strides", spatial, 1));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, SpatialAttr(ctx, "dilations", spatial, 1));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> output_padding,
+                        SpatialAttr(ctx, "output_padding", spatial, 0));
   const std::string auto_pad = ctx.String("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
       auto_pad != "SAME_LOWER") {
@@ -459,35 +448,34 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
     }
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t d = 0; d < spatial; ++d) {
-      output.push_back(SaturatingMul(x[d + 2], (*strides)[d]));
+      output.push_back(SaturatingMul(x[d + 2], strides[d]));
     }
   }
   std::vector<int64_t> pads(2 * spatial, 0);
   if (!output.empty()) {
     for (size_t d = 0; d < spatial; ++d) {
-      for (int64_t v : {(*strides)[d], (*dilations)[d], kernel[d], x[d + 2], output[d],
-                        (*output_padding)[d]}) {
+      for (int64_t v : {strides[d], dilations[d], kernel[d], x[d + 2], output[d],
+                        output_padding[d]}) {
         if (v < 0 || v > kMaxTensorElements) {
           return ctx.Refuse(absl::StrCat(
-              "output_shape ", ShapeToString(output), ", strides ", ShapeToString(*strides),
-              ", dilations ", ShapeToString(*dilations), ", output_padding ",
-              ShapeToString(*output_padding), " and X ", ShapeToString(x),
+              "output_shape ", ShapeToString(output), ", strides ", ShapeToString(strides),
+              ", dilations ", ShapeToString(dilations), ", output_padding ",
+              ShapeToString(output_padding), " and X ", ShapeToString(x),
               " must lie in [0, 2^40]"));
         }
       }
       const int64_t total =
-          std::min(SaturatingMul((*strides)[d], x[d + 2] - 1), kMaxTensorElements) +
-          (*output_padding)[d] +
-          std::min(SaturatingMul((*dilations)[d], kernel[d] - 1), kMaxTensorElements) + 1 -
+          std::min(SaturatingMul(strides[d], x[d + 2] - 1), kMaxTensorElements) +
+          output_padding[d] +
+          std::min(SaturatingMul(dilations[d], kernel[d] - 1), kMaxTensorElements) + 1 -
           output[d];
       const int64_t half = FloorHalf(total);
       pads[d] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[d + spatial] = total - pads[d];
     }
   } else if (auto_pad == "NOTSET") {
-    absl::StatusOr<std::vector<int64_t>> given = SpatialAttr(ctx, "pads", 2 * spatial, 0);
-    if (!given.ok()) return given.status();
-    pads = *std::move(given);
+    LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> given, SpatialAttr(ctx, "pads", 2 * spatial, 0));
+    pads = std::move(given);
     for (int64_t p : pads) {
       if (p < 0) {
         return ctx.Refuse(
@@ -498,10 +486,10 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
   std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
   if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
   ctx.EmitOutput(0, "conv_transpose", std::move(inputs),
-                 MakeAttrs({{"strides", *std::move(strides)},
-                            {"dilations", *std::move(dilations)},
+                 MakeAttrs({{"strides", std::move(strides)},
+                            {"dilations", std::move(dilations)},
                             {"pads", std::move(pads)},
-                            {"output_padding", *std::move(output_padding)},
+                            {"output_padding", std::move(output_padding)},
                             {"group", ctx.Int("group", 1)}}));
   return ctx.status();
 }
@@ -515,36 +503,34 @@ Converter Pool(std::string loom_op) {
                                       {"pads", kInts},       {"strides", kInts}};
     accepted.push_back(average ? AttrRule{"count_include_pad", kInt}
                                : AttrRule{"storage_order", kInt});
-    if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
     if (!ctx.HasAttr("kernel_shape")) {
       return ctx.Refuse("attribute 'kernel_shape' is required");
     }
-    absl::StatusOr<Shape> shape = SpatialInputShape(ctx);
-    if (!shape.ok()) return shape.status();
+    LOOM_ASSIGN_OR_RETURN(Shape shape, SpatialInputShape(ctx));
     const std::vector<int64_t> kernel = ctx.Ints("kernel_shape");
-    if (kernel.size() != shape->size() - 2) {
+    if (kernel.size() != shape.size() - 2) {
       return ctx.Refuse(absl::StrCat("attribute 'kernel_shape' ", ShapeToString(kernel),
                                      " needs one entry per spatial dim of X ",
-                                     ShapeToString(*shape)));
+                                     ShapeToString(shape)));
     }
-    absl::StatusOr<Attrs> attrs = WindowAttrs(ctx, *shape, kernel);
-    if (!attrs.ok()) return attrs.status();
-    attrs->Set("kernel_shape", kernel);
-    attrs->Set("ceil_mode", ctx.Int("ceil_mode", 0));
-    if (average) attrs->Set("count_include_pad", ctx.Int("count_include_pad", 0));
+    LOOM_ASSIGN_OR_RETURN(Attrs attrs, WindowAttrs(ctx, shape, kernel));
+    attrs.Set("kernel_shape", kernel);
+    attrs.Set("ceil_mode", ctx.Int("ceil_mode", 0));
+    if (average) attrs.Set("count_include_pad", ctx.Int("count_include_pad", 0));
     if (!average && ctx.WantsOutput(1)) {  // Indices
-      attrs->Set("storage_order", ctx.Int("storage_order", 0));
-      ctx.EmitNode(loom_op, {ctx.In(0)}, *std::move(attrs), 2, {0, 1});
+      attrs.Set("storage_order", ctx.Int("storage_order", 0));
+      ctx.EmitNode(loom_op, {ctx.In(0)}, std::move(attrs), 2, {0, 1});
       return ctx.status();
     }
-    ctx.EmitOutput(0, loom_op, {ctx.In(0)}, *std::move(attrs));
+    ctx.EmitOutput(0, loom_op, {ctx.In(0)}, std::move(attrs));
     return ctx.status();
   };
 }
 
 // ONNX's function: (x - mean) / (sqrt(mean(x^2) - mean(x)^2) + 1e-9).
 absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"axes", kInts}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axes", kInts}}));
   const std::vector<int64_t> axes =
       ctx.HasAttr("axes") ? ctx.Ints("axes") : std::vector<int64_t>{0, 2, 3};
   const ValueId x = ctx.In(0);
@@ -567,14 +553,13 @@ absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
 // A float input's values (empty when the input is absent or empty).
 absl::StatusOr<std::vector<double>> ConstFloats(NodeContext& ctx, int i, absl::string_view what) {
   if (!ctx.HasInput(i)) return std::vector<double>{};
-  absl::StatusOr<Tensor> data = ctx.ConstInput(i, what);
-  if (!data.ok()) return data.status();
-  if (!IsFloat(data->dtype())) {
+  LOOM_ASSIGN_OR_RETURN(Tensor data, ctx.ConstInput(i, what));
+  if (!IsFloat(data.dtype())) {
     return ctx.Refuse(absl::StrCat("input '", ctx.proto().input(i), "' (", what,
-                                   ") must be float, not ", DTypeName(data->dtype())));
+                                   ") must be float, not ", DTypeName(data.dtype())));
   }
   std::vector<double> values;
-  for (int64_t k = 0; k < data->num_elements(); ++k) values.push_back(data->GetDouble(k));
+  for (int64_t k = 0; k < data.num_elements(); ++k) values.push_back(data.GetDouble(k));
   return values;
 }
 
@@ -591,15 +576,13 @@ absl::Status ConvertResize(NodeContext& ctx) {
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::vector<double>> scales = ConstFloats(ctx, 2, "scales");
-  if (!scales.ok()) return scales.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<double> scales, ConstFloats(ctx, 2, "scales"));
   std::vector<int64_t> sizes;
   if (ctx.HasInput(3)) {
-    absl::StatusOr<std::vector<int64_t>> given = ctx.ConstInts(3, "sizes");
-    if (!given.ok()) return given.status();
-    sizes = *std::move(given);
+    LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> given, ctx.ConstInts(3, "sizes"));
+    sizes = std::move(given);
   }
-  if (scales->empty() == sizes.empty()) {
+  if (scales.empty() == sizes.empty()) {
     return ctx.Refuse("exactly one of the inputs scales and sizes must be given (non-empty)");
   }
   const std::string coordinates = ctx.String("coordinate_transformation_mode", "half_pixel");
@@ -609,13 +592,12 @@ absl::Status ConvertResize(NodeContext& ctx) {
                            {"cubic_coeff_a", ctx.Float("cubic_coeff_a", -0.75)},
                            {"exclude_outside", ctx.Int("exclude_outside", 0)},
                            {"extrapolation_value", ctx.Float("extrapolation_value", 0)}});
-  if (!scales->empty()) attrs.Set("scales", *std::move(scales));
+  if (!scales.empty()) attrs.Set("scales", std::move(scales));
   if (!sizes.empty()) attrs.Set("sizes", std::move(sizes));
   if (coordinates == "tf_crop_and_resize") {
-    absl::StatusOr<std::vector<double>> roi = ConstFloats(ctx, 1, "roi");
-    if (!roi.ok()) return roi.status();
-    if (roi->empty()) return ctx.Refuse("tf_crop_and_resize needs the input roi");
-    attrs.Set("roi", *std::move(roi));
+    LOOM_ASSIGN_OR_RETURN(std::vector<double> roi, ConstFloats(ctx, 1, "roi"));
+    if (roi.empty()) return ctx.Refuse("tf_crop_and_resize needs the input roi");
+    attrs.Set("roi", std::move(roi));
   }
   ctx.EmitOutput(0, "resize", {ctx.In(0)}, std::move(attrs));
   return ctx.status();
@@ -628,15 +610,14 @@ absl::Status ConvertUpsample(NodeContext& ctx) {
   const bool upsample = ctx.op_type() == "Upsample";
   std::vector<AttrRule> accepted = {{"mode", kString}};
   if (upsample && ctx.opset() < 9) accepted.push_back({"scales", onnx::AttributeProto::FLOATS});
-  if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
   std::vector<double> scales;
   if (upsample && ctx.opset() < 9) {
     if (!ctx.HasAttr("scales")) return ctx.Refuse("attribute 'scales' is required");
     scales = ctx.Floats("scales");
   } else {
-    absl::StatusOr<std::vector<double>> given = ConstFloats(ctx, 1, "scales");
-    if (!given.ok()) return given.status();
-    scales = *std::move(given);
+    LOOM_ASSIGN_OR_RETURN(std::vector<double> given, ConstFloats(ctx, 1, "scales"));
+    scales = std::move(given);
   }
   const std::string mode = ctx.String("mode", "nearest");
   if (mode != "nearest" && mode != "linear") {
@@ -713,7 +694,7 @@ absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input,
     picked_class = ctx.Emit("where", {counts, target, ctx.Scalar(target_type.dtype, 0)});
     mask = ctx.CastTo(counts, type.dtype);
   } else {
-    if (absl::Status s = ctx.CheckBuildable(target_type.shape); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(target_type.shape));
     Tensor ones(type.dtype, target_type.shape);
     for (int64_t i = 0; i < ones.num_elements(); ++i) ones.SetDouble(i, 1);
     mask = ctx.Constant(std::move(ones));
@@ -827,7 +808,7 @@ Converter Recurrent(RecurrentOp op) {
                                       {"clip", kFloat},
                                       {"layout", kInt}};
     if (!op.extra_attr.empty()) accepted.push_back({op.extra_attr, kInt});
-    if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
     if (ctx.num_inputs() > op.max_inputs) return ctx.Refuse("too many inputs");
     const ValueId x = ctx.In(0), w = ctx.In(1), r = ctx.In(2);
     const TensorType x_type = ctx.TypeOf(x);

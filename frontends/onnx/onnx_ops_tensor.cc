@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "frontends/onnx/onnx_tensor.h"
+#include "ir/status_macros.h"
 
 namespace loom::onnx_import {
 namespace {
@@ -41,26 +42,24 @@ absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis,
 }
 
 absl::Status ConvertReshape(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"allowzero", kInt}}); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> shape =
-      ctx.ConstInts(1, "the target shape");
-  if (!shape.ok()) return shape.status();
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"allowzero", kInt}}));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.ConstInts(1, "the target shape"));
   const ValueId x = ctx.In(0);
   const Shape in = ctx.TypeOf(x).shape;
   if (!ctx.ok()) return ctx.status();
   // ONNX's 0 copies the input's dimension unless allowzero is set.
   if (ctx.Int("allowzero", 0) == 0) {
-    for (size_t i = 0; i < shape->size(); ++i) {
-      if ((*shape)[i] != 0) continue;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] != 0) continue;
       if (i >= in.size()) {
-        return ctx.Refuse(absl::StrCat("target shape ", ShapeToString(*shape),
+        return ctx.Refuse(absl::StrCat("target shape ", ShapeToString(shape),
                                        " copies dim ", i, " of ",
                                        ShapeToString(in), ", which has none"));
       }
-      (*shape)[i] = in[i];
+      shape[i] = in[i];
     }
   }
-  ctx.EmitOutput(0, "reshape", {x}, MakeAttrs({{"shape", *shape}}));
+  ctx.EmitOutput(0, "reshape", {x}, MakeAttrs({{"shape", shape}}));
   return ctx.status();
 }
 
@@ -68,16 +67,15 @@ absl::Status ConvertReshape(NodeContext& ctx) {
 Converter OperandAsInts(std::string loom_op, int index, std::string attr,
                         std::string what) {
   return [=](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
-    absl::StatusOr<std::vector<int64_t>> ints = ctx.ConstInts(index, what);
-    if (!ints.ok()) return ints.status();
-    ctx.EmitOutput(0, loom_op, {ctx.In(0)}, MakeAttrs({{attr, *ints}}));
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
+    LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> ints, ctx.ConstInts(index, what));
+    ctx.EmitOutput(0, loom_op, {ctx.In(0)}, MakeAttrs({{attr, ints}}));
     return ctx.status();
   };
 }
 
 absl::Status ConvertTranspose(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"perm", kInts}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"perm", kInts}}));
   Attrs attrs;
   if (ctx.HasAttr("perm")) attrs.Set("perm", ctx.Ints("perm"));
   ctx.EmitOutput(0, "transpose", {ctx.In(0)}, std::move(attrs));
@@ -89,14 +87,13 @@ Converter SqueezeLike(std::string loom_op) {
   return [loom_op](NodeContext& ctx) -> absl::Status {
     Attrs attrs;
     if (ctx.opset() < 13) {
-      if (absl::Status s = ctx.CheckAttrs({{"axes", kInts}}); !s.ok()) return s;
+      LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axes", kInts}}));
       if (ctx.HasAttr("axes")) attrs.Set("axes", ctx.Ints("axes"));
     } else {
-      if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+      LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
       if (ctx.HasInput(1)) {
-        absl::StatusOr<std::vector<int64_t>> axes = ctx.ConstInts(1, "axes");
-        if (!axes.ok()) return axes.status();
-        attrs.Set("axes", *axes);
+        LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.ConstInts(1, "axes"));
+        attrs.Set("axes", axes);
       }
     }
     if (loom_op == "unsqueeze" && !attrs.Has("axes")) {
@@ -108,7 +105,7 @@ Converter SqueezeLike(std::string loom_op) {
 }
 
 absl::Status ConvertConcat(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}}));
   if (!ctx.HasAttr("axis")) return ctx.Refuse("attribute 'axis' is required");
   std::vector<ValueId> inputs;
   for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.In(i));
@@ -129,14 +126,12 @@ absl::Status ConvertSlice(NodeContext& ctx) {
       if (ctx.HasAttr(name)) attrs.Set(name, ctx.Ints(name));
     }
   } else {
-    if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     const char* const names[] = {"starts", "ends", "axes", "steps"};
     for (int i = 1; i <= 4; ++i) {
       if (!ctx.HasInput(i)) continue;
-      absl::StatusOr<std::vector<int64_t>> ints =
-          ctx.ConstInts(i, names[i - 1]);
-      if (!ints.ok()) return ints.status();
-      attrs.Set(names[i - 1], *ints);
+      LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> ints, ctx.ConstInts(i, names[i - 1]));
+      attrs.Set(names[i - 1], ints);
     }
   }
   ctx.EmitOutput(0, "slice", {ctx.In(0)}, std::move(attrs));
@@ -152,12 +147,10 @@ absl::Status ConvertSplit(NodeContext& ctx) {
     }
     if (ctx.HasAttr("split")) attrs.Set("split", ctx.Ints("split"));
   } else {
-    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}}));
     if (ctx.HasInput(1)) {
-      absl::StatusOr<std::vector<int64_t>> split =
-          ctx.ConstInts(1, "split sizes");
-      if (!split.ok()) return split.status();
-      attrs.Set("split", *split);
+      LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> split, ctx.ConstInts(1, "split sizes"));
+      attrs.Set("split", split);
     }
   }
   attrs.Set("axis", ctx.Int("axis", 0));
@@ -180,14 +173,12 @@ absl::Status ConvertPad(NodeContext& ctx) {
     pads = ctx.Ints("pads");
     value = ctx.Float("value", 0);
   } else {
-    if (absl::Status s = ctx.CheckAttrs({{"mode", kString}}); !s.ok()) return s;
-    absl::StatusOr<std::vector<int64_t>> listed = ctx.ConstInts(1, "pads");
-    if (!listed.ok()) return listed.status();
-    pads = *std::move(listed);
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"mode", kString}}));
+    LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> listed, ctx.ConstInts(1, "pads"));
+    pads = std::move(listed);
     if (ctx.HasInput(2)) {
-      absl::StatusOr<double> constant = ctx.ConstScalar(2, "the pad value");
-      if (!constant.ok()) return constant.status();
-      value = *constant;
+      LOOM_ASSIGN_OR_RETURN(double constant, ctx.ConstScalar(2, "the pad value"));
+      value = constant;
     }
     if (ctx.HasInput(3)) return ctx.Refuse("input 'axes' is not supported");
   }
@@ -210,7 +201,7 @@ absl::Status ConvertPad(NodeContext& ctx) {
 // the kernels load them.
 Converter IndexedRead(std::string loom_op, std::string attr = "axis") {
   return [=](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs({{attr, kInt}}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{attr, kInt}}));
     ctx.EmitOutput(0, loom_op, {ctx.In(0), ctx.In(1)}, MakeAttrs({{attr, ctx.Int(attr, 0)}}));
     return ctx.status();
   };
@@ -221,7 +212,7 @@ Converter IndexedWrite(std::string loom_op, bool has_axis) {
   return [=](NodeContext& ctx) -> absl::Status {
     std::vector<AttrRule> accepted = {{"reduction", kString}};
     if (has_axis) accepted.push_back({"axis", kInt});
-    if (absl::Status s = ctx.CheckAttrs(accepted); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
     Attrs attrs = MakeAttrs({{"reduction", ctx.String("reduction", "none")}});
     if (has_axis) attrs.Set("axis", ctx.Int("axis", 0));
     ctx.EmitOutput(0, loom_op, {ctx.In(0), ctx.In(1), ctx.In(2)}, std::move(attrs));
@@ -234,17 +225,16 @@ absl::Status ConvertCumSum(NodeContext& ctx) {
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<double> axis = ctx.ConstScalar(1, "axis");
-  if (!axis.ok()) return axis.status();
+  LOOM_ASSIGN_OR_RETURN(double axis, ctx.ConstScalar(1, "axis"));
   ctx.EmitOutput(0, "cumsum", {ctx.In(0)},
-                 MakeAttrs({{"axis", static_cast<int64_t>(*axis)},
+                 MakeAttrs({{"axis", static_cast<int64_t>(axis)},
                             {"exclusive", ctx.Int("exclusive", 0)},
                             {"reverse", ctx.Int("reverse", 0)}}));
   return ctx.status();
 }
 
 absl::Status ConvertFlatten(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}}));
   ctx.EmitOutput(0, "flatten", {ctx.In(0)},
                  MakeAttrs({{"axis", ctx.Int("axis", 1)}}));
   return ctx.status();
@@ -263,16 +253,14 @@ absl::Status ConvertDropout(NodeContext& ctx) {
     ratio = ctx.Float("ratio", 0.5);
     training = ctx.opset() < 7 && ctx.Int("is_test", 0) == 0;
   } else {
-    if (absl::Status s = ctx.CheckAttrs({{"seed", kInt}}); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"seed", kInt}}));
     if (ctx.HasInput(1)) {
-      absl::StatusOr<double> r = ctx.ConstScalar(1, "the ratio");
-      if (!r.ok()) return r.status();
-      ratio = *r;
+      LOOM_ASSIGN_OR_RETURN(double r, ctx.ConstScalar(1, "the ratio"));
+      ratio = r;
     }
     if (ctx.HasInput(2)) {
-      absl::StatusOr<double> t = ctx.ConstScalar(2, "training_mode");
-      if (!t.ok()) return t.status();
-      training = *t != 0;
+      LOOM_ASSIGN_OR_RETURN(double t, ctx.ConstScalar(2, "training_mode"));
+      training = t != 0;
     }
   }
   if (training && ratio != 0) {
@@ -283,7 +271,7 @@ absl::Status ConvertDropout(NodeContext& ctx) {
   if (ctx.WantsOutput(1)) {
     // The mask is bool from opset 10, of the data's type before.
     const TensorType type = ctx.TypeOf(x);
-    if (absl::Status s = ctx.CheckBuildable(type.shape); !s.ok()) return s;
+    LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(type.shape));
     Tensor mask(ctx.opset() >= 10 ? DType::kBool : type.dtype, type.shape);
     for (int64_t i = 0; i < mask.num_elements(); ++i) mask.SetInt(i, 1);
     ctx.ConstantOutput(1, std::move(mask));
@@ -313,7 +301,7 @@ absl::Status ConvertShape(NodeContext& ctx) {
 }
 
 absl::Status ConvertSize(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   Tensor size(DType::kI64, {});
   size.SetInt(0, NumElements(ctx.TypeOf(ctx.In(0)).shape));
   ctx.ConstantOutput(0, std::move(size));
@@ -353,27 +341,24 @@ absl::StatusOr<Tensor> ConstantValue(const NodeContext& ctx) {
 }
 
 absl::Status ConvertConstant(NodeContext& ctx) {
-  absl::StatusOr<Tensor> value = ConstantValue(ctx);
-  if (!value.ok()) return value.status();
-  ctx.ConstantOutput(0, *std::move(value));
+  LOOM_ASSIGN_OR_RETURN(Tensor value, ConstantValue(ctx));
+  ctx.ConstantOutput(0, std::move(value));
   return ctx.status();
 }
 
 absl::Status ConvertConstantOfShape(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"value", kTensor}}); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> shape = ctx.ConstInts(0, "the shape");
-  if (!shape.ok()) return shape.status();
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"value", kTensor}}));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.ConstInts(0, "the shape"));
   Tensor fill(DType::kF32, {1});
   if (const onnx::TensorProto* value = ctx.TensorAttr("value")) {
-    absl::StatusOr<Tensor> data = TensorFromOnnx(*value, ctx.label());
-    if (!data.ok()) return data.status();
-    if (data->num_elements() != 1) {
+    LOOM_ASSIGN_OR_RETURN(Tensor data, TensorFromOnnx(*value, ctx.label()));
+    if (data.num_elements() != 1) {
       return ctx.Refuse("attribute 'value' must hold one element");
     }
-    fill = *std::move(data);
+    fill = std::move(data);
   }
-  if (absl::Status s = ctx.CheckBuildable(*shape); !s.ok()) return s;
-  Tensor out(fill.dtype(), *shape);
+  LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(shape));
+  Tensor out(fill.dtype(), shape);
   for (int64_t i = 0; i < out.num_elements(); ++i) {
     if (IsFloat(fill.dtype())) {
       out.SetDouble(i, fill.GetDouble(0));
@@ -387,7 +372,7 @@ absl::Status ConvertConstantOfShape(NodeContext& ctx) {
 
 // Range: start + i * delta for i in [0, ceil((limit - start) / delta)).
 absl::Status ConvertRange(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   absl::StatusOr<Tensor> start = ctx.ConstInput(0, "start");
   absl::StatusOr<Tensor> limit = ctx.ConstInput(1, "limit");
   absl::StatusOr<Tensor> delta = ctx.ConstInput(2, "delta");
@@ -406,7 +391,7 @@ absl::Status ConvertRange(NodeContext& ctx) {
     return ctx.Refuse("delta must be non-zero and the range finite");
   }
   const int64_t n = std::max<int64_t>(static_cast<int64_t>(length), 0);
-  if (absl::Status s = ctx.CheckBuildable({n}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckBuildable({n}));
   Tensor result(dtype, {n});
   for (int64_t i = 0; i < n; ++i) {
     if (is_float) {
@@ -431,13 +416,12 @@ absl::Status ConvertEyeLike(NodeContext& ctx) {
   if (type.shape.size() != 2) return ctx.Refuse("the input must be 2-D");
   DType dtype = type.dtype;
   if (ctx.HasAttr("dtype")) {
-    absl::StatusOr<DType> given =
-        DTypeFromOnnx(static_cast<int32_t>(ctx.Int("dtype", 0)), ctx.label());
-    if (!given.ok()) return given.status();
-    dtype = *given;
+    LOOM_ASSIGN_OR_RETURN(DType given,
+                          DTypeFromOnnx(static_cast<int32_t>(ctx.Int("dtype", 0)), ctx.label()));
+    dtype = given;
   }
   const int64_t k = ctx.Int("k", 0);
-  if (absl::Status s = ctx.CheckBuildable(type.shape); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(type.shape));
   Tensor eye(dtype, type.shape);
   for (int64_t i = 0; i < type.shape[0]; ++i) {
     // Column i + k, when in range (compared so that a huge k cannot overflow).
@@ -451,12 +435,11 @@ absl::Status ConvertEyeLike(NodeContext& ctx) {
 
 // Trilu: the input where a mask known at import holds, zero elsewhere.
 absl::Status ConvertTrilu(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"upper", kInt}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"upper", kInt}}));
   int64_t k = 0;
   if (ctx.HasInput(1)) {
-    absl::StatusOr<double> given = ctx.ConstScalar(1, "k");
-    if (!given.ok()) return given.status();
-    k = static_cast<int64_t>(*given);
+    LOOM_ASSIGN_OR_RETURN(double given, ctx.ConstScalar(1, "k"));
+    k = static_cast<int64_t>(given);
   }
   const bool upper = ctx.Int("upper", 1) != 0;
   const ValueId x = ctx.In(0);
@@ -465,7 +448,7 @@ absl::Status ConvertTrilu(NodeContext& ctx) {
   const int64_t rank = type.shape.size();
   if (rank < 2) return ctx.Refuse("the input must have rank >= 2");
   const int64_t rows = type.shape[rank - 2], cols = type.shape[rank - 1];
-  if (absl::Status s = ctx.CheckBuildable({rows, cols}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckBuildable({rows, cols}));
   Tensor mask(DType::kBool, {rows, cols});
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
@@ -480,42 +463,38 @@ absl::Status ConvertTrilu(NodeContext& ctx) {
 // OneHot: where(index == iota along the new axis, on, off); negative indices
 // count from the end, others out of range select nothing.
 absl::Status ConvertOneHot(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
-  absl::StatusOr<double> depth_value = ctx.ConstScalar(1, "depth");
-  if (!depth_value.ok()) return depth_value.status();
-  absl::StatusOr<Tensor> values = ctx.ConstInput(2, "the off/on values");
-  if (!values.ok()) return values.status();
-  if (values->num_elements() != 2) {
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}}));
+  LOOM_ASSIGN_OR_RETURN(double depth_value, ctx.ConstScalar(1, "depth"));
+  LOOM_ASSIGN_OR_RETURN(Tensor values, ctx.ConstInput(2, "the off/on values"));
+  if (values.num_elements() != 2) {
     return ctx.Refuse("values must hold two elements, [off, on]");
   }
-  const int64_t depth = static_cast<int64_t>(*depth_value);
+  const int64_t depth = static_cast<int64_t>(depth_value);
   if (depth < 1) return ctx.Refuse("depth must be positive");
   const ValueId indices = ctx.In(0);
   const TensorType type = ctx.TypeOf(indices);
   if (!ctx.ok()) return ctx.status();
   if (type.dtype == DType::kBool) return ctx.Refuse("indices must be numeric");
   const int64_t out_rank = type.shape.size() + 1;
-  absl::StatusOr<int64_t> axis =
-      NormalizedAxis(ctx, ctx.Int("axis", -1), out_rank, "axis");
-  if (!axis.ok()) return axis.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, NormalizedAxis(ctx, ctx.Int("axis", -1), out_rank, "axis"));
   const DType t = type.dtype;
   const ValueId negative = ctx.Emit("less", {indices, ctx.Scalar(t, 0)});
   const ValueId wrapped = ctx.Emit(
       "where",
       {negative, ctx.Emit("add", {indices, ctx.Scalar(t, depth)}), indices});
   Shape iota_shape(out_rank, 1);
-  iota_shape[*axis] = depth;
-  if (absl::Status s = ctx.CheckBuildable(iota_shape); !s.ok()) return s;
+  iota_shape[axis] = depth;
+  LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(iota_shape));
   Tensor iota(t, iota_shape);
   for (int64_t i = 0; i < depth; ++i) iota.SetInt(i, i);
   const ValueId hit = ctx.Emit(
       "equal",
-      {ctx.Emit("unsqueeze", {wrapped}, MakeAttrs({{"axes", Shape{*axis}}})),
+      {ctx.Emit("unsqueeze", {wrapped}, MakeAttrs({{"axes", Shape{axis}}})),
        ctx.Constant(std::move(iota))});
-  const DType out = values->dtype();
+  const DType out = values.dtype();
   ctx.EmitOutput(0, "where",
-                 {hit, ctx.Scalar(out, values->GetDouble(1)),
-                  ctx.Scalar(out, values->GetDouble(0))});
+                 {hit, ctx.Scalar(out, values.GetDouble(1)),
+                  ctx.Scalar(out, values.GetDouble(0))});
   return ctx.status();
 }
 
@@ -554,10 +533,9 @@ absl::Status ConvertDepthToSpace(NodeContext& ctx) {
     return s;
   }
   int64_t b = 0;
-  absl::StatusOr<Shape> shape = BlockInput(ctx, b);
-  if (!shape.ok()) return shape.status();
-  const int64_t n = (*shape)[0], c = (*shape)[1], h = (*shape)[2],
-                w = (*shape)[3];
+  LOOM_ASSIGN_OR_RETURN(Shape shape, BlockInput(ctx, b));
+  const int64_t n = shape[0], c = shape[1], h = shape[2],
+                w = shape[3];
   if (c % (b * b) != 0) {
     return ctx.Refuse("the channels are not a multiple of blocksize^2");
   }
@@ -575,12 +553,11 @@ absl::Status ConvertDepthToSpace(NodeContext& ctx) {
 }
 
 absl::Status ConvertSpaceToDepth(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"blocksize", kInt}}); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"blocksize", kInt}}));
   int64_t b = 0;
-  absl::StatusOr<Shape> shape = BlockInput(ctx, b);
-  if (!shape.ok()) return shape.status();
-  const int64_t n = (*shape)[0], c = (*shape)[1], h = (*shape)[2],
-                w = (*shape)[3];
+  LOOM_ASSIGN_OR_RETURN(Shape shape, BlockInput(ctx, b));
+  const int64_t n = shape[0], c = shape[1], h = shape[2],
+                w = shape[3];
   if (h % b != 0 || w % b != 0) {
     return ctx.Refuse("height and width must be multiples of blocksize");
   }
@@ -590,28 +567,26 @@ absl::Status ConvertSpaceToDepth(NodeContext& ctx) {
 
 // Compress with a condition known at import: a gather of the kept indices.
 absl::Status ConvertCompress(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}}); !s.ok()) return s;
-  absl::StatusOr<Tensor> condition = ctx.ConstInput(1, "the condition");
-  if (!condition.ok()) return condition.status();
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}}));
+  LOOM_ASSIGN_OR_RETURN(Tensor condition, ctx.ConstInput(1, "the condition"));
   ValueId x = ctx.In(0);
   const Shape shape = ctx.TypeOf(x).shape;
   if (!ctx.ok()) return ctx.status();
   int64_t axis = 0;
   if (ctx.HasAttr("axis")) {
-    absl::StatusOr<int64_t> normalized =
-        NormalizedAxis(ctx, ctx.Int("axis", 0), shape.size(), "axis");
-    if (!normalized.ok()) return normalized.status();
-    axis = *normalized;
+    LOOM_ASSIGN_OR_RETURN(int64_t normalized,
+                          NormalizedAxis(ctx, ctx.Int("axis", 0), shape.size(), "axis"));
+    axis = normalized;
   } else {
     x = ctx.Emit("reshape", {x}, MakeAttrs({{"shape", Shape{-1}}}));
   }
   const int64_t dim = ctx.HasAttr("axis") ? shape[axis] : NumElements(shape);
-  if (condition->num_elements() > dim) {
+  if (condition.num_elements() > dim) {
     return ctx.Refuse("the condition is longer than the axis");
   }
   std::vector<int64_t> kept;
-  for (int64_t i = 0; i < condition->num_elements(); ++i) {
-    if (condition->GetDouble(i) != 0) kept.push_back(i);
+  for (int64_t i = 0; i < condition.num_elements(); ++i) {
+    if (condition.GetDouble(i) != 0) kept.push_back(i);
   }
   ctx.EmitOutput(0, "gather", {x, ctx.Constant(IntsTensor(kept))},
                  MakeAttrs({{"axis", axis}}));

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/file_io.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -130,24 +131,22 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": segmented tensor data is not supported"));
   }
-  absl::StatusOr<DType> dtype = DTypeFromOnnx(proto.data_type(), what);
-  if (!dtype.ok()) return dtype.status();
-  absl::StatusOr<Shape> shape = DimsOf(proto, what);
-  if (!shape.ok()) return shape.status();
+  LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(proto.data_type(), what));
+  LOOM_ASSIGN_OR_RETURN(Shape shape, DimsOf(proto, what));
   // Sizes are checked before allocating: dims may claim far more than the
   // data holds.
-  const int64_t elements = NumElements(*shape);
+  const int64_t elements = NumElements(shape);
   if (proto.has_raw_data()) {
-    const int64_t bytes = NumBytes(*dtype, *shape);
+    const int64_t bytes = NumBytes(dtype, shape);
     if (static_cast<int64_t>(proto.raw_data().size()) != bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
-          ShapeToString(*shape), " of ", DTypeName(*dtype), " needs ", bytes));
+          ShapeToString(shape), " of ", DTypeName(dtype), " needs ", bytes));
     }
-    Tensor tensor(*dtype, *std::move(shape));
+    Tensor tensor(dtype, std::move(shape));
     // raw_data is little-endian, like every machine loom runs on.
     std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
-    if (*dtype == DType::kBool) {  // normalise to 0/1
+    if (dtype == DType::kBool) {  // normalise to 0/1
       for (int64_t i = 0; i < elements; ++i) {
         tensor.SetInt(i, tensor.data_as<uint8_t>()[i] != 0);
       }
@@ -155,22 +154,21 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
     return tensor;
   }
   absl::string_view field;
-  const int64_t count = TypedCount(proto, *dtype, field);
+  const int64_t count = TypedCount(proto, dtype, field);
   if (count != elements) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ", count, " values in ", field, " for shape ",
-                     ShapeToString(*shape), " (", elements, " elements)"));
+                     ShapeToString(shape), " (", elements, " elements)"));
   }
-  Tensor tensor(*dtype, *std::move(shape));
+  Tensor tensor(dtype, std::move(shape));
   CopyTyped(proto, tensor);
   return tensor;
 }
 
 absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return bytes.status();
+  LOOM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
   onnx::TensorProto proto;
-  if (!proto.ParseFromString(*bytes)) {
+  if (!proto.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a serialised ONNX TensorProto"));
   }

@@ -23,6 +23,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -102,18 +103,15 @@ OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs,
   ShapeFn infer =
       [make](const Node& node,
              absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
-    absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
-    if (!dtype.ok()) return dtype;
-    absl::StatusOr<ScalarFn> fn = make(node);
-    if (!fn.ok()) return fn.status();
+    LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
+    LOOM_RETURN_IF_ERROR(make(node).status());
     return OneOutput(in[0]);
   };
   EvalFn eval = [make](const Node& node, absl::Span<const Tensor* const> in,
                        absl::Span<Tensor> out) -> absl::Status {
-    absl::StatusOr<ScalarFn> fn = make(node);
-    if (!fn.ok()) return fn.status();
+    LOOM_ASSIGN_OR_RETURN(ScalarFn fn, make(node));
     for (int64_t i = 0; i < out[0].num_elements(); ++i) {
-      out[0].SetDouble(i, (*fn)(in[0]->GetDouble(i)));
+      out[0].SetDouble(i, fn(in[0]->GetDouble(i)));
     }
     return absl::OkStatus();
   };
@@ -125,8 +123,7 @@ OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs,
 
 absl::StatusOr<OutputTypes> ClipShape(const Node&,
                                       absl::Span<const TensorType> in) {
-  absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kNumeric, 0);
-  if (!dtype.ok()) return dtype;
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kNumeric, 0));
   return OneOutput(in[0]);
 }
 
@@ -162,13 +159,10 @@ absl::Status ClipEval(const Node& node, absl::Span<const Tensor* const> in,
 
 absl::StatusOr<OutputTypes> PreluShape(const Node&,
                                        absl::Span<const TensorType> in) {
-  absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
-  if (!dtype.ok()) return dtype;
-  absl::Status same = CheckSameDType(in, 0, 1);
-  if (!same.ok()) return same;
-  absl::StatusOr<Shape> shape = BroadcastShapes(in[0].shape, in[1].shape);
-  if (!shape.ok()) return shape.status();
-  return OneOutput(in[0].dtype, *std::move(shape));
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
+  LOOM_RETURN_IF_ERROR(CheckSameDType(in, 0, 1));
+  LOOM_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0].shape, in[1].shape));
+  return OneOutput(in[0].dtype, std::move(shape));
 }
 
 absl::Status PreluEval(const Node&, absl::Span<const Tensor* const> in,

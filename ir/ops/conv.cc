@@ -32,6 +32,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 
@@ -74,16 +75,14 @@ absl::StatusOr<WindowGeometry> ReadWindow(const Node& node, const Shape& x,
   const size_t spatial = kernel.size();
   g.input.assign(x.begin() + 2, x.end());
   g.kernel = std::move(kernel);
-  absl::StatusOr<std::vector<int64_t>> strides = SpatialInts(node, "strides", spatial, 1, 1);
-  if (!strides.ok()) return strides.status();
-  absl::StatusOr<std::vector<int64_t>> dilations = SpatialInts(node, "dilations", spatial, 1, 1);
-  if (!dilations.ok()) return dilations.status();
-  absl::StatusOr<std::vector<int64_t>> pads = SpatialInts(node, "pads", 2 * spatial, 0, 0);
-  if (!pads.ok()) return pads.status();
-  g.strides = *std::move(strides);
-  g.dilations = *std::move(dilations);
-  g.pads_begin.assign(pads->begin(), pads->begin() + spatial);
-  g.pads_end.assign(pads->begin() + spatial, pads->end());
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> strides, SpatialInts(node, "strides", spatial, 1, 1));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> dilations,
+                        SpatialInts(node, "dilations", spatial, 1, 1));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> pads, SpatialInts(node, "pads", 2 * spatial, 0, 0));
+  g.strides = std::move(strides);
+  g.dilations = std::move(dilations);
+  g.pads_begin.assign(pads.begin(), pads.begin() + spatial);
+  g.pads_end.assign(pads.begin() + spatial, pads.end());
   for (size_t d = 0; d < spatial; ++d) {
     // Capped (the padded input is at most 3 * 2^40): no overflow below.
     const int64_t extent =
@@ -120,7 +119,7 @@ absl::Status CheckSpatialInput(absl::string_view name, const Shape& x) {
 absl::StatusOr<std::vector<int64_t>> ReadChannels(const Node& node, const Shape& x,
                                                   const Shape& weight, const Shape* bias,
                                                   bool transposed, ConvChannels& c) {
-  if (absl::Status s = CheckSpatialInput("x", x); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckSpatialInput("x", x));
   const char* layout = transposed ? "[C, M/group, kernel...]" : "[M, C/group, kernel...]";
   if (weight.size() != x.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the weight ", ShapeToString(weight),
@@ -170,40 +169,34 @@ absl::StatusOr<std::vector<int64_t>> ReadChannels(const Node& node, const Shape&
 absl::StatusOr<ConvSpec> ReadConvSpec(const Node& node, const Shape& x, const Shape& weight,
                                       const Shape* bias) {
   ConvSpec spec;
-  absl::StatusOr<std::vector<int64_t>> kernel =
-      ReadChannels(node, x, weight, bias, /*transposed=*/false, spec);
-  if (!kernel.ok()) return kernel.status();
-  absl::StatusOr<WindowGeometry> window =
-      ReadWindow(node, x, *std::move(kernel), /*ceil_mode=*/false);
-  if (!window.ok()) return window.status();
-  spec.window = *std::move(window);
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> kernel,
+                        ReadChannels(node, x, weight, bias, /*transposed=*/false, spec));
+  LOOM_ASSIGN_OR_RETURN(WindowGeometry window,
+                        ReadWindow(node, x, std::move(kernel), /*ceil_mode=*/false));
+  spec.window = std::move(window);
   return spec;
 }
 
 absl::StatusOr<ConvTransposeSpec> ReadConvTransposeSpec(const Node& node, const Shape& x,
                                                         const Shape& weight, const Shape* bias) {
   ConvTransposeSpec spec;
-  absl::StatusOr<std::vector<int64_t>> kernel =
-      ReadChannels(node, x, weight, bias, /*transposed=*/true, spec);
-  if (!kernel.ok()) return kernel.status();
-  spec.window.kernel = *std::move(kernel);
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> kernel,
+                        ReadChannels(node, x, weight, bias, /*transposed=*/true, spec));
+  spec.window.kernel = std::move(kernel);
   spec.window.input.assign(x.begin() + 2, x.end());
   const size_t spatial = spec.window.input.size();
-  absl::StatusOr<std::vector<int64_t>> strides = SpatialInts(node, "strides", spatial, 1, 1);
-  if (!strides.ok()) return strides.status();
-  absl::StatusOr<std::vector<int64_t>> dilations = SpatialInts(node, "dilations", spatial, 1, 1);
-  if (!dilations.ok()) return dilations.status();
-  absl::StatusOr<std::vector<int64_t>> pads =
-      SpatialInts(node, "pads", 2 * spatial, -kMaxTensorElements, 0);
-  if (!pads.ok()) return pads.status();
-  absl::StatusOr<std::vector<int64_t>> output_padding =
-      SpatialInts(node, "output_padding", spatial, 0, 0);
-  if (!output_padding.ok()) return output_padding.status();
-  spec.window.strides = *std::move(strides);
-  spec.window.dilations = *std::move(dilations);
-  spec.window.pads_begin.assign(pads->begin(), pads->begin() + spatial);
-  spec.window.pads_end.assign(pads->begin() + spatial, pads->end());
-  spec.output_padding = *std::move(output_padding);
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> strides, SpatialInts(node, "strides", spatial, 1, 1));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> dilations,
+                        SpatialInts(node, "dilations", spatial, 1, 1));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> pads,
+                        SpatialInts(node, "pads", 2 * spatial, -kMaxTensorElements, 0));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> output_padding,
+                        SpatialInts(node, "output_padding", spatial, 0, 0));
+  spec.window.strides = std::move(strides);
+  spec.window.dilations = std::move(dilations);
+  spec.window.pads_begin.assign(pads.begin(), pads.begin() + spatial);
+  spec.window.pads_end.assign(pads.begin() + spatial, pads.end());
+  spec.output_padding = std::move(output_padding);
   for (size_t d = 0; d < spatial; ++d) {
     // Each term is capped at 2^40 (in magnitude): no overflow.
     const int64_t spread =
@@ -225,16 +218,15 @@ absl::StatusOr<ConvTransposeSpec> ReadConvTransposeSpec(const Node& node, const 
 }
 
 absl::StatusOr<WindowGeometry> ReadPoolGeometry(const Node& node, const Shape& x) {
-  if (absl::Status s = CheckSpatialInput("x", x); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> kernel =
-      SpatialInts(node, "kernel_shape", x.size() - 2, 1, 1);
-  if (!kernel.ok()) return kernel.status();
+  LOOM_RETURN_IF_ERROR(CheckSpatialInput("x", x));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> kernel,
+                        SpatialInts(node, "kernel_shape", x.size() - 2, 1, 1));
   const int64_t ceil_mode = node.attrs.GetInt("ceil_mode", 0);
   if (ceil_mode != 0 && ceil_mode != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("attribute 'ceil_mode' must be 0 or 1, got ", ceil_mode));
   }
-  return ReadWindow(node, x, *std::move(kernel), ceil_mode == 1);
+  return ReadWindow(node, x, std::move(kernel), ceil_mode == 1);
 }
 
 namespace {
@@ -298,11 +290,10 @@ absl::Status CheckConvDTypes(absl::Span<const TensorType> in) {
 }
 
 ShapeResult ConvShape(const Node& node, absl::Span<const TensorType> in) {
-  if (absl::Status s = CheckConvDTypes(in); !s.ok()) return s;
-  absl::StatusOr<ConvSpec> spec =
-      ReadConvSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2));
-  if (!spec.ok()) return spec.status();
-  return OneOutput(in[0].dtype, OutputShape(in[0].shape, spec->out_channels, spec->window));
+  LOOM_RETURN_IF_ERROR(CheckConvDTypes(in));
+  LOOM_ASSIGN_OR_RETURN(ConvSpec spec,
+                        ReadConvSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2)));
+  return OneOutput(in[0].dtype, OutputShape(in[0].shape, spec.out_channels, spec.window));
 }
 
 absl::Status ConvEval(const Node& node, absl::Span<const Tensor* const> in,
@@ -310,23 +301,22 @@ absl::Status ConvEval(const Node& node, absl::Span<const Tensor* const> in,
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
   const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
-  absl::StatusOr<ConvSpec> spec =
-      ReadConvSpec(node, x.shape(), w.shape(), bias == nullptr ? nullptr : &bias->shape());
-  if (!spec.ok()) return spec.status();
-  const WindowGeometry& g = spec->window;
-  const int64_t group_in = spec->in_channels / spec->groups;
-  const int64_t group_out = spec->out_channels / spec->groups;
+  LOOM_ASSIGN_OR_RETURN(ConvSpec spec, ReadConvSpec(node, x.shape(), w.shape(),
+                                                    bias == nullptr ? nullptr : &bias->shape()));
+  const WindowGeometry& g = spec.window;
+  const int64_t group_in = spec.in_channels / spec.groups;
+  const int64_t group_out = spec.out_channels / spec.groups;
   const int64_t kernel_size = g.KernelSize();
   std::vector<int64_t> position(g.num_spatial(), 0);
   std::vector<int64_t> tap(g.num_spatial(), 0);
   int64_t i = 0;  // the output element
-  for (int64_t n = 0; n < spec->batch; ++n) {
-    for (int64_t m = 0; m < spec->out_channels; ++m) {
+  for (int64_t n = 0; n < spec.batch; ++n) {
+    for (int64_t m = 0; m < spec.out_channels; ++m) {
       const int64_t first_channel = m / group_out * group_in;
       do {
         double sum = bias == nullptr ? 0 : bias->GetDouble(m);
         for (int64_t c = 0; c < group_in; ++c) {
-          const int64_t plane = n * spec->in_channels + first_channel + c;
+          const int64_t plane = n * spec.in_channels + first_channel + c;
           int64_t k = 0;  // the kernel position, flat
           do {
             const int64_t at = InputOffset(g, plane, position, tap);
@@ -346,12 +336,12 @@ absl::Status ConvEval(const Node& node, absl::Span<const Tensor* const> in,
 // --- conv_transpose ------------------------------------------------------------
 
 ShapeResult ConvTransposeShape(const Node& node, absl::Span<const TensorType> in) {
-  if (absl::Status s = CheckConvDTypes(in); !s.ok()) return s;
-  absl::StatusOr<ConvTransposeSpec> spec =
-      ReadConvTransposeSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2));
-  if (!spec.ok()) return spec.status();
-  Shape shape = {spec->batch, spec->out_channels};
-  shape.insert(shape.end(), spec->window.output.begin(), spec->window.output.end());
+  LOOM_RETURN_IF_ERROR(CheckConvDTypes(in));
+  LOOM_ASSIGN_OR_RETURN(
+      ConvTransposeSpec spec,
+      ReadConvTransposeSpec(node, in[0].shape, in[1].shape, OptionalShape(in, 2)));
+  Shape shape = {spec.batch, spec.out_channels};
+  shape.insert(shape.end(), spec.window.output.begin(), spec.window.output.end());
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
@@ -362,26 +352,26 @@ absl::Status ConvTransposeEval(const Node& node, absl::Span<const Tensor* const>
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
   const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
-  absl::StatusOr<ConvTransposeSpec> spec = ReadConvTransposeSpec(
-      node, x.shape(), w.shape(), bias == nullptr ? nullptr : &bias->shape());
-  if (!spec.ok()) return spec.status();
-  const int spatial = spec->window.num_spatial();
-  const int64_t group_in = spec->in_channels / spec->groups;
-  const int64_t group_out = spec->out_channels / spec->groups;
-  const int64_t kernel_size = spec->window.KernelSize();
-  const int64_t positions = NumElements(spec->window.output);
+  LOOM_ASSIGN_OR_RETURN(ConvTransposeSpec spec,
+                        ReadConvTransposeSpec(node, x.shape(), w.shape(),
+                                              bias == nullptr ? nullptr : &bias->shape()));
+  const int spatial = spec.window.num_spatial();
+  const int64_t group_in = spec.in_channels / spec.groups;
+  const int64_t group_out = spec.out_channels / spec.groups;
+  const int64_t kernel_size = spec.window.KernelSize();
+  const int64_t positions = NumElements(spec.window.output);
   std::vector<double> y(out[0].num_elements(), 0.0);
-  for (int64_t n = 0; n < spec->batch; ++n) {
-    for (int64_t m = 0; m < spec->out_channels; ++m) {
+  for (int64_t n = 0; n < spec.batch; ++n) {
+    for (int64_t m = 0; m < spec.out_channels; ++m) {
       const double b = bias == nullptr ? 0 : bias->GetDouble(m);
-      for (int64_t i = 0; i < positions; ++i) y[(n * spec->out_channels + m) * positions + i] = b;
+      for (int64_t i = 0; i < positions; ++i) y[(n * spec.out_channels + m) * positions + i] = b;
     }
   }
   std::vector<int64_t> position(spatial, 0);
   std::vector<int64_t> tap(spatial, 0);
   int64_t i = 0;  // the input element
-  for (int64_t n = 0; n < spec->batch; ++n) {
-    for (int64_t c = 0; c < spec->in_channels; ++c) {
+  for (int64_t n = 0; n < spec.batch; ++n) {
+    for (int64_t c = 0; c < spec.in_channels; ++c) {
       const int64_t first_out = c / group_in * group_out;
       do {
         const double value = x.GetDouble(i++);
@@ -389,20 +379,20 @@ absl::Status ConvTransposeEval(const Node& node, absl::Span<const Tensor* const>
         do {
           int64_t at = 0;  // the output position, flat; -1 outside
           for (int d = 0; d < spatial && at >= 0; ++d) {
-            const int64_t o = position[d] * spec->window.strides[d] + tap[d] * spec->window.dilations[d] -
-                              spec->window.pads_begin[d];
-            at = o < 0 || o >= spec->window.output[d] ? -1 : at * spec->window.output[d] + o;
+            const int64_t o = position[d] * spec.window.strides[d] +
+                              tap[d] * spec.window.dilations[d] - spec.window.pads_begin[d];
+            at = o < 0 || o >= spec.window.output[d] ? -1 : at * spec.window.output[d] + o;
           }
           if (at >= 0) {
             for (int64_t j = 0; j < group_out; ++j) {
               const int64_t m = first_out + j;
-              y[(n * spec->out_channels + m) * positions + at] +=
+              y[(n * spec.out_channels + m) * positions + at] +=
                   value * w.GetDouble((c * group_out + j) * kernel_size + k);
             }
           }
           ++k;
-        } while (NextIndex(tap, spec->window.kernel));
-      } while (NextIndex(position, spec->window.input));
+        } while (NextIndex(tap, spec.window.kernel));
+      } while (NextIndex(position, spec.window.input));
     }
   }
   for (int64_t e = 0; e < static_cast<int64_t>(y.size()); ++e) out[0].SetDouble(e, y[e]);
@@ -414,12 +404,9 @@ absl::Status ConvTransposeEval(const Node& node, absl::Span<const Tensor* const>
 // max_pool takes integers too (exactly: a maximum rounds nothing).
 ShapeResult PoolShape(const Node& node, absl::Span<const TensorType> in) {
   const DTypeClass accepted = node.op == "max_pool" ? DTypeClass::kNumeric : DTypeClass::kFloat;
-  if (absl::Status s = CheckDType(in[0].dtype, accepted, 0); !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, in[0].shape);
-  if (!g.ok()) return g.status();
-  OutputTypes types = OneOutput(in[0].dtype, OutputShape(in[0].shape, in[0].shape[1], *g));
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, accepted, 0));
+  LOOM_ASSIGN_OR_RETURN(WindowGeometry g, ReadPoolGeometry(node, in[0].shape));
+  OutputTypes types = OneOutput(in[0].dtype, OutputShape(in[0].shape, in[0].shape[1], g));
   if (node.outputs.size() == 1) return types;
   // max_pool's indices.
   const int64_t storage_order = node.attrs.GetInt("storage_order", 0);
@@ -440,20 +427,19 @@ ShapeResult PoolShape(const Node& node, absl::Span<const TensorType> in) {
 template <typename Start, typename Fold, typename Finish>
 absl::Status EvalPool(const Node& node, const Tensor& x, Tensor& y, Start start, Fold fold,
                       Finish finish) {
-  absl::StatusOr<WindowGeometry> g = ReadPoolGeometry(node, x.shape());
-  if (!g.ok()) return g.status();
+  LOOM_ASSIGN_OR_RETURN(WindowGeometry g, ReadPoolGeometry(node, x.shape()));
   const int64_t planes = x.shape()[0] * x.shape()[1];
-  std::vector<int64_t> position(g->num_spatial(), 0);
-  std::vector<int64_t> tap(g->num_spatial(), 0);
+  std::vector<int64_t> position(g.num_spatial(), 0);
+  std::vector<int64_t> tap(g.num_spatial(), 0);
   int64_t i = 0;
   for (int64_t plane = 0; plane < planes; ++plane) {
     do {
       start();
       do {
-        fold(InputOffset(*g, plane, position, tap), InsidePadded(*g, position, tap));
-      } while (NextIndex(tap, g->kernel));
+        fold(InputOffset(g, plane, position, tap), InsidePadded(g, position, tap));
+      } while (NextIndex(tap, g.kernel));
       finish(y, i++);
-    } while (NextIndex(position, g->output));
+    } while (NextIndex(position, g.output));
   }
   return absl::OkStatus();
 }

@@ -14,6 +14,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -67,17 +68,16 @@ absl::StatusOr<EinsumSpec> ParseEinsum(const std::string& equation,
   std::vector<std::vector<int>> parsed;
   int64_t ellipsis_rank = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
-    absl::StatusOr<std::vector<int>> term = ParseTerm(terms[i], equation);
-    if (!term.ok()) return term.status();
-    const bool has_ellipsis = std::find(term->begin(), term->end(), kEllipsis) != term->end();
-    const int64_t named = static_cast<int64_t>(term->size()) - (has_ellipsis ? 1 : 0);
+    LOOM_ASSIGN_OR_RETURN(std::vector<int> term, ParseTerm(terms[i], equation));
+    const bool has_ellipsis = std::find(term.begin(), term.end(), kEllipsis) != term.end();
+    const int64_t named = static_cast<int64_t>(term.size()) - (has_ellipsis ? 1 : 0);
     const int64_t rank = static_cast<int64_t>(shapes[i].size());
     if (has_ellipsis ? rank < named : rank != named) {
       return error(absl::StrCat("term \"", terms[i], "\" names ", named, " dims of input ", i,
                                 ", which has shape ", ShapeToString(shapes[i])));
     }
     if (has_ellipsis) ellipsis_rank = std::max(ellipsis_rank, rank - named);
-    parsed.push_back(*std::move(term));
+    parsed.push_back(std::move(term));
   }
   EinsumSpec spec;
   std::map<int, int> label_of;  // letter -> label
@@ -134,10 +134,9 @@ absl::StatusOr<EinsumSpec> ParseEinsum(const std::string& equation,
     }
     return spec;
   }
-  absl::StatusOr<std::vector<int>> out = ParseTerm(text.substr(arrow + 2), equation);
-  if (!out.ok()) return out.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int> out, ParseTerm(text.substr(arrow + 2), equation));
   bool has_ellipsis = false;
-  for (int letter : *out) {
+  for (int letter : out) {
     if (letter == kEllipsis) {
       has_ellipsis = true;
       for (int e = 0; e < first_letter; ++e) spec.output.push_back(e);
@@ -166,16 +165,15 @@ absl::StatusOr<OutputTypes> EinsumShape(const Node& node, absl::Span<const Tenso
   std::vector<Shape> shapes;
   for (int i = 0; i < static_cast<int>(in.size()); ++i) {
     if (i == 0) {
-      if (absl::Status s = CheckDType(in[0].dtype, DTypeClass::kNumeric, 0); !s.ok()) return s;
+      LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kNumeric, 0));
     } else if (absl::Status s = CheckSameDType(in, 0, i); !s.ok()) {
       return s;
     }
     shapes.push_back(in[i].shape);
   }
-  absl::StatusOr<EinsumSpec> spec = ParseEinsum(node.attrs.GetString("equation", ""), shapes);
-  if (!spec.ok()) return spec.status();
+  LOOM_ASSIGN_OR_RETURN(EinsumSpec spec, ParseEinsum(node.attrs.GetString("equation", ""), shapes));
   Shape shape;
-  for (int l : spec->output) shape.push_back(spec->sizes[l]);
+  for (int l : spec.output) shape.push_back(spec.sizes[l]);
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
@@ -183,11 +181,10 @@ absl::Status EinsumEval(const Node& node, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) {
   std::vector<Shape> shapes;
   for (const Tensor* t : in) shapes.push_back(t->shape());
-  absl::StatusOr<EinsumSpec> spec = ParseEinsum(node.attrs.GetString("equation", ""), shapes);
-  if (!spec.ok()) return spec.status();
-  const int labels = static_cast<int>(spec->sizes.size());
+  LOOM_ASSIGN_OR_RETURN(EinsumSpec spec, ParseEinsum(node.attrs.GetString("equation", ""), shapes));
+  const int labels = static_cast<int>(spec.sizes.size());
   int64_t combinations = 1;
-  for (int64_t size : spec->sizes) combinations *= size;
+  for (int64_t size : spec.sizes) combinations *= size;
   // Per operand (and the output, last), the element stride of each label.
   std::vector<std::vector<int64_t>> strides;
   auto strides_of = [&](const std::vector<int>& dims, const Shape& shape) {
@@ -199,8 +196,8 @@ absl::Status EinsumEval(const Node& node, absl::Span<const Tensor* const> in,
     }
     return s;
   };
-  for (size_t i = 0; i < in.size(); ++i) strides.push_back(strides_of(spec->inputs[i], shapes[i]));
-  strides.push_back(strides_of(spec->output, out[0].shape()));
+  for (size_t i = 0; i < in.size(); ++i) strides.push_back(strides_of(spec.inputs[i], shapes[i]));
+  strides.push_back(strides_of(spec.output, out[0].shape()));
   const bool is_float = IsFloat(out[0].dtype());
   std::vector<double> sums(is_float ? out[0].num_elements() : 0, 0.0);
   std::vector<uint64_t> int_sums(is_float ? 0 : out[0].num_elements(), 0);
@@ -225,7 +222,7 @@ absl::Status EinsumEval(const Node& node, absl::Span<const Tensor* const> in,
       int_sums[at] += int_product;
     }
     for (int l = labels - 1; l >= 0; --l) {
-      if (++index[l] < spec->sizes[l]) break;
+      if (++index[l] < spec.sizes[l]) break;
       index[l] = 0;
     }
   }

@@ -28,6 +28,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -170,17 +171,14 @@ absl::StatusOr<Shape> BroadcastInputs(absl::Span<const TensorType> inputs,
   Shape shape;
   for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
     if (i > 0) {
-      absl::Status same = CheckSameDType(inputs, 0, i);
-      if (!same.ok()) return same;
+      LOOM_RETURN_IF_ERROR(CheckSameDType(inputs, 0, i));
     }
     // Most operands have the shape broadcast so far: that needs no copy.
     if (i > 0 && inputs[i].shape == shape) continue;
-    absl::StatusOr<Shape> broadcast = BroadcastShapes(shape, inputs[i].shape);
-    if (!broadcast.ok()) return broadcast.status();
-    shape = *std::move(broadcast);
+    LOOM_ASSIGN_OR_RETURN(Shape broadcast, BroadcastShapes(shape, inputs[i].shape));
+    shape = std::move(broadcast);
   }
-  absl::Status dtype = CheckDType(inputs[0].dtype, accepted, 0);
-  if (!dtype.ok()) return dtype;
+  LOOM_RETURN_IF_ERROR(CheckDType(inputs[0].dtype, accepted, 0));
   return shape;
 }
 
@@ -188,10 +186,9 @@ ShapeFn BroadcastShapeFn(DTypeClass accepted, bool bool_output) {
   return [accepted, bool_output](
              const Node&,
              absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
-    absl::StatusOr<Shape> shape = BroadcastInputs(in, accepted);
-    if (!shape.ok()) return shape.status();
+    LOOM_ASSIGN_OR_RETURN(Shape shape, BroadcastInputs(in, accepted));
     const DType dtype = bool_output ? DType::kBool : in[0].dtype;
-    return OneOutput(dtype, *std::move(shape));
+    return OneOutput(dtype, std::move(shape));
   };
 }
 
@@ -199,8 +196,7 @@ ShapeFn SameTypeShapeFn(DTypeClass accepted) {
   return [accepted](
              const Node&,
              absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
-    absl::Status dtype = CheckDType(in[0].dtype, accepted, 0);
-    if (!dtype.ok()) return dtype;
+    LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, accepted, 0));
     return OneOutput(in[0]);
   };
 }
@@ -234,8 +230,7 @@ absl::Status EvalArithmetic(absl::Span<const Tensor* const> in, Tensor& result,
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
   if (integer_division) {
-    absl::Status divisor = CheckNoZeroDivisor(b, result);
-    if (!divisor.ok()) return divisor;
+    LOOM_RETURN_IF_ERROR(CheckNoZeroDivisor(b, result));
   }
   if (IsFloat(result.dtype())) {
     ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
@@ -286,8 +281,7 @@ ShapeFn BroadcastWithAttr(DTypeClass accepted,
   const ShapeFn broadcast = BroadcastShapeFn(accepted, false);
   return [broadcast, read_attr](const Node& node, absl::Span<const TensorType> in)
              -> absl::StatusOr<OutputTypes> {
-    absl::StatusOr<bool> attr = read_attr(node);
-    if (!attr.ok()) return attr.status();
+    LOOM_RETURN_IF_ERROR(read_attr(node).status());
     return broadcast(node, in);
   };
 }
@@ -296,9 +290,8 @@ OpDef ModOp() {
   ShapeFn infer = BroadcastWithAttr(DTypeClass::kNumeric, ModIsFmod);
   EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) -> absl::Status {
-    absl::StatusOr<bool> fmod = ModIsFmod(node);
-    if (!fmod.ok()) return fmod.status();
-    return *fmod ? EvalArithmetic(in, out[0],
+    LOOM_ASSIGN_OR_RETURN(bool fmod, ModIsFmod(node));
+    return fmod ? EvalArithmetic(in, out[0],
                                   {FloatTruncMod, IntTruncMod, UIntMod}, true)
                  : EvalArithmetic(in, out[0],
                                   {FloatFloorMod, IntFloorMod, UIntMod}, true);
@@ -383,15 +376,12 @@ OpDef WhereOp() {
   ShapeFn infer =
       [](const Node&,
          absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
-    absl::Status cond = CheckDType(in[0].dtype, DTypeClass::kBool, 0);
-    if (!cond.ok()) return cond;
-    absl::Status same = CheckSameDType(in, 1, 2);
-    if (!same.ok()) return same;
+    LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kBool, 0));
+    LOOM_RETURN_IF_ERROR(CheckSameDType(in, 1, 2));
     Shape shape;
     for (const TensorType& type : in) {
-      absl::StatusOr<Shape> broadcast = BroadcastShapes(shape, type.shape);
-      if (!broadcast.ok()) return broadcast.status();
-      shape = *std::move(broadcast);
+      LOOM_ASSIGN_OR_RETURN(Shape broadcast, BroadcastShapes(shape, type.shape));
+      shape = std::move(broadcast);
     }
     return OneOutput(in[1].dtype, std::move(shape));
   };
@@ -445,15 +435,14 @@ OpDef BitShiftOp() {
   ShapeFn infer = BroadcastWithAttr(DTypeClass::kUnsigned, ShiftsLeft);
   EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) -> absl::Status {
-    absl::StatusOr<bool> left = ShiftsLeft(node);
-    if (!left.ok()) return left.status();
+    LOOM_ASSIGN_OR_RETURN(bool left, ShiftsLeft(node));
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     const uint64_t width = 8 * static_cast<uint64_t>(DTypeSize(a.dtype()));
     ForEachBroadcast(in, out[0], [&](int64_t i, const StridedWalk& w) {
       const uint64_t x = static_cast<uint64_t>(a.GetInt(w.offset(0)));
       const uint64_t by = static_cast<uint64_t>(b.GetInt(w.offset(1)));
-      const uint64_t shifted = by >= width ? 0 : *left ? x << by : x >> by;
+      const uint64_t shifted = by >= width ? 0 : left ? x << by : x >> by;
       out[0].SetInt(i, static_cast<int64_t>(shifted));
     });
     return absl::OkStatus();

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -169,12 +170,8 @@ BoundFn SumOfProductsBound(std::function<double(const BoundContext&)> units) {
       low_args.push_back(&magnitudes[j]);
       high_args.push_back(&widened[j]);
     }
-    if (absl::Status s = context.eval(context.node, low_args, absl::MakeSpan(low)); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = context.eval(context.node, high_args, absl::MakeSpan(high)); !s.ok()) {
-      return s;
-    }
+    LOOM_RETURN_IF_ERROR(context.eval(context.node, low_args, absl::MakeSpan(low)));
+    LOOM_RETURN_IF_ERROR(context.eval(context.node, high_args, absl::MakeSpan(high)));
     for (int64_t i = 0; i < bounds[0].num_elements(); ++i) {
       const double change = high[0].GetDouble(i) - low[0].GetDouble(i);
       bounds[0].SetDouble(i, std::isnan(change) ? kInfinity : std::max(change, 0.0));

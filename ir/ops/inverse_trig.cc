@@ -11,6 +11,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -26,9 +27,7 @@ double Atanh(double x) { return std::atanh(x); }
 
 OpDef FloatUnaryOp(std::string name, Fn fn) {
   ShapeFn infer = [](const Node&, absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
-    if (absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0); !dtype.ok()) {
-      return dtype;
-    }
+    LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
     return OneOutput(in[0]);
   };
   EvalFn eval = [fn](const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {

@@ -13,14 +13,13 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
 
 absl::StatusOr<OutputTypes> LrnShape(const Node& node, absl::Span<const TensorType> in) {
-  if (absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0); !dtype.ok()) {
-    return dtype;
-  }
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
   if (in[0].shape.size() < 2) {
     return absl::InvalidArgumentError(absl::StrCat("input ", TypeToString(in[0]), " has rank ",
                                                    in[0].shape.size(),

@@ -17,6 +17,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -66,13 +67,10 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const Shape& a, const Shape& b) {
 
 absl::StatusOr<OutputTypes> MatmulShape(const Node&,
                                         absl::Span<const TensorType> in) {
-  absl::Status same = CheckSameDType(in, 0, 1);
-  if (!same.ok()) return same;
-  absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kNumeric, 0);
-  if (!dtype.ok()) return dtype;
-  absl::StatusOr<MatmulPlan> plan = PlanMatmul(in[0].shape, in[1].shape);
-  if (!plan.ok()) return plan.status();
-  return OneOutput(in[0].dtype, std::move(plan->out));
+  LOOM_RETURN_IF_ERROR(CheckSameDType(in, 0, 1));
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kNumeric, 0));
+  LOOM_ASSIGN_OR_RETURN(MatmulPlan plan, PlanMatmul(in[0].shape, in[1].shape));
+  return OneOutput(in[0].dtype, std::move(plan.out));
 }
 
 // `T` is double for floats; uint64_t for integers, whose wrapping arithmetic
@@ -127,12 +125,11 @@ void Multiply(const Tensor& a_tensor, const Tensor& b_tensor,
 
 absl::Status MatmulEval(const Node&, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) {
-  absl::StatusOr<MatmulPlan> plan = PlanMatmul(in[0]->shape(), in[1]->shape());
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(MatmulPlan plan, PlanMatmul(in[0]->shape(), in[1]->shape()));
   if (IsFloat(out[0].dtype())) {
-    Multiply<double>(*in[0], *in[1], *plan, out[0]);
+    Multiply<double>(*in[0], *in[1], plan, out[0]);
   } else {
-    Multiply<uint64_t>(*in[0], *in[1], *plan, out[0]);
+    Multiply<uint64_t>(*in[0], *in[1], plan, out[0]);
   }
   return absl::OkStatus();
 }
@@ -159,8 +156,7 @@ absl::Status CheckAllSameDType(absl::Span<const TensorType> in,
 
 absl::StatusOr<OutputTypes> LinearShape(const Node&,
                                         absl::Span<const TensorType> in) {
-  absl::Status dtype = CheckAllSameDType(in, DTypeClass::kNumeric);
-  if (!dtype.ok()) return dtype;
+  LOOM_RETURN_IF_ERROR(CheckAllSameDType(in, DTypeClass::kNumeric));
   const Shape& x = in[0].shape;
   const Shape& weight = in[1].shape;
   if (x.empty() || weight.size() != 2) {
@@ -236,12 +232,9 @@ absl::StatusOr<bool> FlagAttr(const Node& node, absl::string_view name) {
 
 absl::StatusOr<GemmPlan> PlanGemm(const Node& node,
                                   absl::Span<const TensorType> in) {
-  absl::Status dtype = CheckAllSameDType(in, DTypeClass::kFloat);
-  if (!dtype.ok()) return dtype;
-  absl::StatusOr<bool> trans_a = FlagAttr(node, "trans_a");
-  if (!trans_a.ok()) return trans_a.status();
-  absl::StatusOr<bool> trans_b = FlagAttr(node, "trans_b");
-  if (!trans_b.ok()) return trans_b.status();
+  LOOM_RETURN_IF_ERROR(CheckAllSameDType(in, DTypeClass::kFloat));
+  LOOM_ASSIGN_OR_RETURN(bool trans_a, FlagAttr(node, "trans_a"));
+  LOOM_ASSIGN_OR_RETURN(bool trans_b, FlagAttr(node, "trans_b"));
   const Shape& a = in[0].shape;
   const Shape& b = in[1].shape;
   if (a.size() != 2 || b.size() != 2) {
@@ -250,8 +243,8 @@ absl::StatusOr<GemmPlan> PlanGemm(const Node& node,
                      " and ", ShapeToString(b)));
   }
   GemmPlan plan;
-  plan.trans_a = *trans_a;
-  plan.trans_b = *trans_b;
+  plan.trans_a = trans_a;
+  plan.trans_b = trans_b;
   plan.m = a[plan.trans_a ? 1 : 0];
   plan.k = a[plan.trans_a ? 0 : 1];
   const int64_t b_k = b[plan.trans_b ? 1 : 0];
@@ -276,28 +269,26 @@ absl::StatusOr<GemmPlan> PlanGemm(const Node& node,
 
 absl::StatusOr<OutputTypes> GemmShape(const Node& node,
                                       absl::Span<const TensorType> in) {
-  absl::StatusOr<GemmPlan> plan = PlanGemm(node, in);
-  if (!plan.ok()) return plan.status();
-  return OneOutput(in[0].dtype, {plan->m, plan->n});
+  LOOM_ASSIGN_OR_RETURN(GemmPlan plan, PlanGemm(node, in));
+  return OneOutput(in[0].dtype, {plan.m, plan.n});
 }
 
 absl::Status GemmEval(const Node& node, absl::Span<const Tensor* const> in,
                       absl::Span<Tensor> out) {
   std::vector<TensorType> types;
   for (const Tensor* t : in) types.push_back(t->type());
-  absl::StatusOr<GemmPlan> plan = PlanGemm(node, types);
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(GemmPlan plan, PlanGemm(node, types));
   const double alpha = node.attrs.GetFloat("alpha", 1.0);
   const double beta = node.attrs.GetFloat("beta", 1.0);
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
-  const int64_t m = plan->m, k = plan->k, n = plan->n;
+  const int64_t m = plan.m, k = plan.k, n = plan.n;
   // Element (i, p) of op(A) and (p, j) of op(B).
   auto a_at = [&](int64_t i, int64_t p) {
-    return a.GetDouble(plan->trans_a ? p * m + i : i * k + p);
+    return a.GetDouble(plan.trans_a ? p * m + i : i * k + p);
   };
   auto b_at = [&](int64_t p, int64_t j) {
-    return b.GetDouble(plan->trans_b ? j * k + p : p * n + j);
+    return b.GetDouble(plan.trans_b ? j * k + p : p * n + j);
   };
   std::vector<int64_t> c_strides;
   if (in.size() == 3) c_strides = BroadcastStrides(in[2]->shape(), {m, n});

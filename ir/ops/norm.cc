@@ -22,6 +22,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -106,9 +107,8 @@ ShapeResult LayerNormShape(const Node& node, absl::Span<const TensorType> in) {
   absl::Status status = CheckFloatInputs(in);
   if (!status.ok()) return status;
   const Shape& x = in[0].shape;
-  absl::StatusOr<int64_t> axis = LayerNormAxis(node, x.size());
-  if (!axis.ok()) return axis.status();
-  const Shape normalized(x.begin() + *axis, x.end());
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, LayerNormAxis(node, x.size()));
+  const Shape normalized(x.begin() + axis, x.end());
   status = CheckParamShape(in, 1, "scale", normalized);
   if (status.ok()) status = CheckParamShape(in, 2, "bias", normalized);
   if (!status.ok()) return status;
@@ -118,9 +118,8 @@ ShapeResult LayerNormShape(const Node& node, absl::Span<const TensorType> in) {
 absl::Status LayerNormEval(const Node& node, absl::Span<const Tensor* const> in,
                            absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
-  absl::StatusOr<int64_t> axis = LayerNormAxis(node, x.rank());
-  if (!axis.ok()) return axis.status();
-  const int64_t length = NumElements(absl::MakeConstSpan(x.shape()).subspan(*axis));
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, LayerNormAxis(node, x.rank()));
+  const int64_t length = NumElements(absl::MakeConstSpan(x.shape()).subspan(axis));
   NormalizeRuns(
       x, length, node.attrs.GetFloat("epsilon", kDefaultNormEpsilon),
       OptionalInput(in, 1), OptionalInput(in, 2),
@@ -148,8 +147,7 @@ ShapeResult ChannelNormShape(const Node& node, absl::Span<const TensorType> in,
   if (status.ok()) status = CheckChannelsFirst(in[0].shape);
   if (!status.ok()) return status;
   if (grouped) {
-    absl::StatusOr<int64_t> groups = NumGroups(node, in[0].shape);
-    if (!groups.ok()) return groups.status();
+    LOOM_RETURN_IF_ERROR(NumGroups(node, in[0].shape).status());
   }
   const Shape channels{in[0].shape[1]};
   status = CheckParamShape(in, 1, "scale", channels);
@@ -165,9 +163,8 @@ absl::Status ChannelNormEval(const Node& node,
   const int64_t channels = x.shape()[1];
   int64_t groups = channels;
   if (grouped) {
-    absl::StatusOr<int64_t> num_groups = NumGroups(node, x.shape());
-    if (!num_groups.ok()) return num_groups.status();
-    groups = *num_groups;
+    LOOM_ASSIGN_OR_RETURN(int64_t num_groups, NumGroups(node, x.shape()));
+    groups = num_groups;
   }
   const int64_t spatial = NumElements(absl::MakeConstSpan(x.shape()).subspan(2));
   // In [N, C, spatial] order the channels of one (n, group) are contiguous.

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
+#include "ir/status_macros.h"
 #include "ir/verifier.h"
 
 namespace loom {
@@ -62,16 +63,13 @@ absl::StatusOr<std::vector<Tensor>> RunOpOutputs(const std::string& op,
   graph.name = op;
   std::vector<ValueId> ids;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    absl::StatusOr<ValueId> id =
-        graph.AddInput(absl::StrCat("x", i), inputs[i].type());
-    if (!id.ok()) return id.status();
-    ids.push_back(*id);
+    LOOM_ASSIGN_OR_RETURN(ValueId id, graph.AddInput(absl::StrCat("x", i), inputs[i].type()));
+    ids.push_back(id);
   }
   std::vector<std::string> names;
   for (int k = 0; k < num_outputs; ++k) names.push_back(k == 0 ? "y" : absl::StrCat("y", k));
-  absl::StatusOr<NodeId> node = graph.AddNode(kTestNode, op, ids, names, attrs);
-  if (!node.ok()) return node.status();
-  const ValueIds outputs = graph.node(*node).outputs;
+  LOOM_ASSIGN_OR_RETURN(NodeId node, graph.AddNode(kTestNode, op, ids, names, attrs));
+  const ValueIds outputs = graph.node(node).outputs;
   for (ValueId output : outputs) graph.AddOutput(output);
 
   absl::Status status = InferShapes(graph);
@@ -90,9 +88,8 @@ absl::StatusOr<std::vector<Tensor>> RunOpOutputs(const std::string& op,
 absl::StatusOr<Tensor> RunOp(const std::string& op,
                              const std::vector<Tensor>& inputs,
                              const Attrs& attrs) {
-  absl::StatusOr<std::vector<Tensor>> results = RunOpOutputs(op, inputs, attrs, 1);
-  if (!results.ok()) return results.status();
-  return std::move((*results)[0]);
+  LOOM_ASSIGN_OR_RETURN(std::vector<Tensor> results, RunOpOutputs(op, inputs, attrs, 1));
+  return std::move(results[0]);
 }
 
 std::string RunOpError(const std::string& op, const std::vector<Tensor>& inputs,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 
@@ -31,8 +32,7 @@ OpDef FixedArityOp(std::string name, int num_inputs,
 
 absl::Status RegisterAll(OpRegistry& registry, std::vector<OpDef> defs) {
   for (OpDef& def : defs) {
-    absl::Status status = registry.Register(std::move(def));
-    if (!status.ok()) return status;
+    LOOM_RETURN_IF_ERROR(registry.Register(std::move(def)));
   }
   return absl::OkStatus();
 }
@@ -129,14 +129,13 @@ absl::StatusOr<std::vector<int64_t>> NormalizeAxes(
   std::vector<int64_t> normalized;
   std::vector<bool> seen(rank, false);
   for (int64_t axis : axes) {
-    absl::StatusOr<int64_t> a = NormalizeAxis(axis, rank);
-    if (!a.ok()) return a.status();
-    if (seen[*a]) {
+    LOOM_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, rank));
+    if (seen[a]) {
       return absl::InvalidArgumentError(
-          absl::StrCat("axis ", *a, " is listed more than once"));
+          absl::StrCat("axis ", a, " is listed more than once"));
     }
-    seen[*a] = true;
-    normalized.push_back(*a);
+    seen[a] = true;
+    normalized.push_back(a);
   }
   return normalized;
 }

@@ -33,6 +33,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 
@@ -132,10 +133,8 @@ absl::Status ParseActivations(const Node& node, RecurrentSpec& spec) {
   for (int64_t d = 0; d < spec.num_directions; ++d) {
     const size_t first = names.size() == per_direction ? 0 : d * per_direction;
     for (size_t k = 0; k < per_direction; ++k) {
-      absl::StatusOr<RecurrentActivation> activation =
-          ParseActivation(names[first + k]);
-      if (!activation.ok()) return activation.status();
-      spec.activations[d].push_back(*activation);
+      LOOM_ASSIGN_OR_RETURN(RecurrentActivation activation, ParseActivation(names[first + k]));
+      spec.activations[d].push_back(activation);
     }
   }
   return absl::OkStatus();
@@ -240,11 +239,9 @@ absl::Status CheckInputs(absl::Span<const TensorType> inputs,
                          DTypeName(dtype), ", expected i32 or i64"));
       }
     } else {
-      absl::Status dtype = CheckFloatInput(inputs, e.index);
-      if (!dtype.ok()) return dtype;
+      LOOM_RETURN_IF_ERROR(CheckFloatInput(inputs, e.index));
     }
-    absl::Status shape = CheckInputShape(inputs, e.index, e.shape, e.meaning);
-    if (!shape.ok()) return shape;
+    LOOM_RETURN_IF_ERROR(CheckInputShape(inputs, e.index, e.shape, e.meaning));
   }
   return absl::OkStatus();
 }
@@ -253,11 +250,10 @@ absl::Status CheckInputs(absl::Span<const TensorType> inputs,
 
 absl::StatusOr<OutputTypes> RecurrentShape(RecurrentCell cell, const Node& node,
                                            absl::Span<const TensorType> in) {
-  absl::StatusOr<RecurrentSpec> spec = ParseRecurrent(cell, node, in);
-  if (!spec.ok()) return spec.status();
-  OutputTypes outputs = {{spec->dtype, spec->YShape()}};
-  for (int i = 1; i < spec->num_outputs; ++i) {
-    outputs.push_back({spec->dtype, spec->StateShape()});
+  LOOM_ASSIGN_OR_RETURN(RecurrentSpec spec, ParseRecurrent(cell, node, in));
+  OutputTypes outputs = {{spec.dtype, spec.YShape()}};
+  for (int i = 1; i < spec.num_outputs; ++i) {
+    outputs.push_back({spec.dtype, spec.StateShape()});
   }
   return outputs;
 }
@@ -421,11 +417,9 @@ absl::Status RecurrentEval(RecurrentCell cell, const Node& node,
                            absl::Span<Tensor> out) {
   std::vector<TensorType> types;
   for (const Tensor* tensor : in) types.push_back(tensor->type());
-  absl::StatusOr<RecurrentSpec> parsed = ParseRecurrent(cell, node, types);
-  if (!parsed.ok()) return parsed.status();
-  const RecurrentSpec& spec = *parsed;
-  absl::StatusOr<std::vector<int64_t>> lengths = SequenceLengths(spec, in);
-  if (!lengths.ok()) return lengths.status();
+  LOOM_ASSIGN_OR_RETURN(RecurrentSpec parsed, ParseRecurrent(cell, node, types));
+  const RecurrentSpec& spec = parsed;
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> lengths, SequenceLengths(spec, in));
 
   const int64_t H = spec.hidden, nd = spec.num_directions;
   const int64_t batch = spec.batch, seq = spec.seq;
@@ -471,7 +465,7 @@ absl::Status RecurrentEval(RecurrentCell cell, const Node& node,
       if (!initial_c.empty()) {
         std::copy_n(initial_c.begin() + state_at(d, b), H, c.begin());
       }
-      const int64_t length = (*lengths)[b];
+      const int64_t length = lengths[b];
       for (int64_t step = 0; step < length; ++step) {
         const int64_t t = spec.Backward(d) ? length - 1 - step : step;
         recurrence.Step(x.data() + x_at(t, b), h, c);
@@ -540,8 +534,7 @@ absl::StatusOr<RecurrentSpec> ParseRecurrent(
                      MaxOutputs(cell), " outputs, got ", spec.num_inputs,
                      " and ", spec.num_outputs));
   }
-  absl::Status attrs = ParseAttributes(node, spec);
-  if (!attrs.ok()) return attrs;
+  LOOM_RETURN_IF_ERROR(ParseAttributes(node, spec));
 
   const TensorType& x = inputs[kRnnX];
   if (!IsFloat(x.dtype)) {
@@ -560,8 +553,7 @@ absl::StatusOr<RecurrentSpec> ParseRecurrent(
   spec.seq = x.shape[spec.batch_first ? 1 : 0];
   spec.batch = x.shape[spec.batch_first ? 0 : 1];
   spec.input = x.shape[2];
-  absl::Status checked = CheckInputs(inputs, spec);
-  if (!checked.ok()) return checked;
+  LOOM_RETURN_IF_ERROR(CheckInputs(inputs, spec));
   return spec;
 }
 

@@ -12,6 +12,7 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/ops/op_test_util.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -48,8 +49,7 @@ absl::StatusOr<std::vector<TensorType>> Infer(const std::string& op,
   std::vector<std::string> names;
   for (int i = 0; i < outputs; ++i) names.push_back(absl::StrCat("out", i));
   const NodeId node = graph.AddNode(kTestNode, op, ids, names, attrs).value();
-  absl::Status status = InferShapes(graph);
-  if (!status.ok()) return status;
+  LOOM_RETURN_IF_ERROR(InferShapes(graph));
   std::vector<TensorType> types;
   for (ValueId id : graph.node(node).outputs)
     types.push_back(graph.value(id).type);

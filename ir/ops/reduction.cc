@@ -30,6 +30,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -93,20 +94,18 @@ ShapeFn ReductionShapeFn(Reduction kind) {
              absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     const DTypeClass accepted =
         TakesFloatsOnly(kind) ? DTypeClass::kFloat : DTypeClass::kNumeric;
-    absl::Status dtype = CheckDType(in[0].dtype, accepted, 0);
-    if (!dtype.ok()) return dtype;
-    absl::StatusOr<ReductionPlan> plan = PlanReduction(node, in[0].shape);
-    if (!plan.ok()) return plan.status();
+    LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, accepted, 0));
+    LOOM_ASSIGN_OR_RETURN(ReductionPlan plan, PlanReduction(node, in[0].shape));
     if (kind == Reduction::kMax || kind == Reduction::kMin) {
       for (size_t d = 0; d < in[0].shape.size(); ++d) {
-        if (plan->reduced[d] && in[0].shape[d] == 0) {
+        if (plan.reduced[d] && in[0].shape[d] == 0) {
           return absl::InvalidArgumentError(absl::StrCat(
               "cannot reduce over the empty axis ", d, " of ",
               ShapeToString(in[0].shape), " (no identity for ", node.op, ")"));
         }
       }
     }
-    return OneOutput(in[0].dtype, std::move(plan->out_shape));
+    return OneOutput(in[0].dtype, std::move(plan.out_shape));
   };
 }
 
@@ -250,25 +249,24 @@ EvalFn ReductionEval(Reduction kind) {
   return [kind](const Node& node, absl::Span<const Tensor* const> in,
                 absl::Span<Tensor> out) -> absl::Status {
     const Tensor& x = *in[0];
-    absl::StatusOr<ReductionPlan> plan = PlanReduction(node, x.shape());
-    if (!plan.ok()) return plan.status();
+    LOOM_ASSIGN_OR_RETURN(ReductionPlan plan, PlanReduction(node, x.shape()));
     Tensor& result = out[0];
     if (kind == Reduction::kLogSumExp || kind == Reduction::kVar) {
-      std::vector<double> values = kind == Reduction::kVar ? Variance(x, *plan)
-                                                           : LogSumExp(x, *plan);
+      std::vector<double> values = kind == Reduction::kVar ? Variance(x, plan)
+                                                           : LogSumExp(x, plan);
       for (size_t i = 0; i < values.size(); ++i) result.SetDouble(i, values[i]);
     } else if (IsFloat(x.dtype())) {
-      std::vector<double> acc = Accumulate<double>(kind, x, *plan);
+      std::vector<double> acc = Accumulate<double>(kind, x, plan);
       for (size_t i = 0; i < acc.size(); ++i) {
-        result.SetDouble(i, Finish(kind, acc[i], plan->reduced_count));
+        result.SetDouble(i, Finish(kind, acc[i], plan.reduced_count));
       }
     } else if (IsUnsigned(x.dtype())) {  // u64 above INT64_MAX
-      std::vector<uint64_t> acc = Accumulate<uint64_t>(kind, x, *plan);
+      std::vector<uint64_t> acc = Accumulate<uint64_t>(kind, x, plan);
       for (size_t i = 0; i < acc.size(); ++i) {
         result.SetInt(i, static_cast<int64_t>(acc[i]));
       }
     } else {
-      std::vector<int64_t> acc = Accumulate<int64_t>(kind, x, *plan);
+      std::vector<int64_t> acc = Accumulate<int64_t>(kind, x, plan);
       for (size_t i = 0; i < acc.size(); ++i) result.SetInt(i, acc[i]);
     }
     return absl::OkStatus();
@@ -284,8 +282,7 @@ struct ArgPlan {
 };
 
 absl::StatusOr<ArgPlan> PlanArg(const Node& node, const TensorType& in) {
-  absl::Status dtype = CheckDType(in.dtype, DTypeClass::kNumeric, 0);
-  if (!dtype.ok()) return dtype;
+  LOOM_RETURN_IF_ERROR(CheckDType(in.dtype, DTypeClass::kNumeric, 0));
   const Shape& shape = in.shape;
   absl::StatusOr<int64_t> axis =
       NormalizeAxis(node.attrs.GetInt("axis", 0), shape.size());
@@ -381,10 +378,9 @@ absl::Status ArgBound(const BoundContext& context, absl::Span<Tensor> bounds) {
   const Tensor& x = *context.inputs[0];
   const Tensor* e = context.input_bounds[0];
   if (e == nullptr) return absl::OkStatus();
-  absl::StatusOr<ArgPlan> plan = PlanArg(context.node, x.type());
-  if (!plan.ok()) return plan.status();
-  const int64_t length = x.shape()[plan->axis];
-  ForEachArgRow(x.shape(), *plan, [&](int64_t out, int64_t base, int64_t stride) {
+  LOOM_ASSIGN_OR_RETURN(ArgPlan plan, PlanArg(context.node, x.type()));
+  const int64_t length = x.shape()[plan.axis];
+  ForEachArgRow(x.shape(), plan, [&](int64_t out, int64_t base, int64_t stride) {
     const int64_t chosen = context.outputs[0].GetInt(out);
     const double value = x.GetDouble(base + chosen * stride);
     const double bound = e->GetDouble(base + chosen * stride);
@@ -404,20 +400,18 @@ OpDef ArgOp(std::string name, bool is_max) {
   ShapeFn infer =
       [](const Node& node,
          absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
-    absl::StatusOr<ArgPlan> plan = PlanArg(node, in[0]);
-    if (!plan.ok()) return plan.status();
-    return OneOutput(DType::kI64, std::move(plan->out_shape));
+    LOOM_ASSIGN_OR_RETURN(ArgPlan plan, PlanArg(node, in[0]));
+    return OneOutput(DType::kI64, std::move(plan.out_shape));
   };
   EvalFn eval = [is_max](const Node& node, absl::Span<const Tensor* const> in,
                          absl::Span<Tensor> out) -> absl::Status {
-    absl::StatusOr<ArgPlan> plan = PlanArg(node, in[0]->type());
-    if (!plan.ok()) return plan.status();
+    LOOM_ASSIGN_OR_RETURN(ArgPlan plan, PlanArg(node, in[0]->type()));
     if (IsFloat(in[0]->dtype())) {
-      ArgReduce<double>(*in[0], *plan, is_max, out[0]);
+      ArgReduce<double>(*in[0], plan, is_max, out[0]);
     } else if (IsUnsigned(in[0]->dtype())) {  // u64 above INT64_MAX
-      ArgReduce<uint64_t>(*in[0], *plan, is_max, out[0]);
+      ArgReduce<uint64_t>(*in[0], plan, is_max, out[0]);
     } else {
-      ArgReduce<int64_t>(*in[0], *plan, is_max, out[0]);
+      ArgReduce<int64_t>(*in[0], plan, is_max, out[0]);
     }
     return absl::OkStatus();
   };
@@ -438,13 +432,12 @@ OpDef ArgOp(std::string name, bool is_max) {
 absl::Status VarianceBound(const BoundContext& context, absl::Span<Tensor> bounds) {
   const Tensor& x = *context.inputs[0];
   const Tensor* e = context.input_bounds[0];
-  absl::StatusOr<ReductionPlan> plan = PlanReduction(context.node, x.shape());
-  if (!plan.ok()) return plan.status();
-  const double n = static_cast<double>(plan->reduced_count);
-  std::vector<double> mean = Accumulate<double>(Reduction::kMean, x, *plan);
+  LOOM_ASSIGN_OR_RETURN(ReductionPlan plan, PlanReduction(context.node, x.shape()));
+  const double n = static_cast<double>(plan.reduced_count);
+  std::vector<double> mean = Accumulate<double>(Reduction::kMean, x, plan);
   for (double& m : mean) m /= n;
   std::vector<double> spread(mean.size(), 0.0), carried(mean.size(), 0.0);
-  ForEachReduced(x, *plan, [&](int64_t o, int64_t i) {
+  ForEachReduced(x, plan, [&](int64_t o, int64_t i) {
     const double deviation = std::fabs(x.GetDouble(i) - mean[o]);
     spread[o] += deviation / n;
     if (e != nullptr) {
@@ -453,7 +446,7 @@ absl::Status VarianceBound(const BoundContext& context, absl::Span<Tensor> bound
     }
   });
   const double unit = context.units[0];
-  const double r = SumRoundingUnits(plan->reduced_count) * unit;
+  const double r = SumRoundingUnits(plan.reduced_count) * unit;
   for (size_t o = 0; o < mean.size(); ++o) {
     const double var = context.outputs[0].GetDouble(o);
     bounds[0].SetDouble(o, carried[o] + 2 * r * var + 8 * unit * std::fabs(mean[o]) * spread[o]);

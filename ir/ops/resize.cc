@@ -15,6 +15,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 
@@ -57,19 +58,16 @@ absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node& node, const Shape& x) {
   spec.input = x;
   const size_t rank = x.size();
   constexpr const char* kModes[] = {"nearest", "linear", "cubic"};
-  absl::StatusOr<std::string> mode = OneOf(node, "mode", kModes, "nearest");
-  if (!mode.ok()) return mode.status();
-  spec.mode = *mode == "nearest"  ? ResizeMode::kNearest
-              : *mode == "linear" ? ResizeMode::kLinear
+  LOOM_ASSIGN_OR_RETURN(std::string mode, OneOf(node, "mode", kModes, "nearest"));
+  spec.mode = mode == "nearest"  ? ResizeMode::kNearest
+              : mode == "linear" ? ResizeMode::kLinear
                                   : ResizeMode::kCubic;
-  absl::StatusOr<std::string> coordinates =
-      OneOf(node, "coordinate_transformation_mode", kCoordinateModes, "half_pixel");
-  if (!coordinates.ok()) return coordinates.status();
-  spec.coordinates = *std::move(coordinates);
-  absl::StatusOr<std::string> nearest =
-      OneOf(node, "nearest_mode", kNearestModes, "round_prefer_floor");
-  if (!nearest.ok()) return nearest.status();
-  spec.nearest_mode = *std::move(nearest);
+  LOOM_ASSIGN_OR_RETURN(std::string coordinates, OneOf(node, "coordinate_transformation_mode",
+                                                       kCoordinateModes, "half_pixel"));
+  spec.coordinates = std::move(coordinates);
+  LOOM_ASSIGN_OR_RETURN(std::string nearest,
+                        OneOf(node, "nearest_mode", kNearestModes, "round_prefer_floor"));
+  spec.nearest_mode = std::move(nearest);
   spec.cubic_a = node.attrs.GetFloat("cubic_coeff_a", -0.75);
   spec.extrapolation_value = node.attrs.GetFloat("extrapolation_value", 0);
   if (!std::isfinite(spec.cubic_a)) {
@@ -250,10 +248,9 @@ namespace {
 using ShapeResult = absl::StatusOr<OutputTypes>;
 
 ShapeResult ResizeShape(const Node& node, absl::Span<const TensorType> in) {
-  if (absl::Status s = CheckDType(in[0].dtype, DTypeClass::kFloat, 0); !s.ok()) return s;
-  absl::StatusOr<ResizeSpec> spec = ReadResizeSpec(node, in[0].shape);
-  if (!spec.ok()) return spec.status();
-  return OneOutput(in[0].dtype, spec->output);
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
+  LOOM_ASSIGN_OR_RETURN(ResizeSpec spec, ReadResizeSpec(node, in[0].shape));
+  return OneOutput(in[0].dtype, spec.output);
 }
 
 // Per dim, for each output position, its taps of nonzero weight: the
@@ -286,12 +283,11 @@ absl::Status ResizeEval(const Node& node, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
   Tensor& y = out[0];
-  absl::StatusOr<ResizeSpec> spec = ReadResizeSpec(node, x.shape());
-  if (!spec.ok()) return spec.status();
-  const int rank = spec->rank();
+  LOOM_ASSIGN_OR_RETURN(ResizeSpec spec, ReadResizeSpec(node, x.shape()));
+  const int rank = spec.rank();
   const std::vector<int64_t> strides = ContiguousStrides(x.shape());
   std::vector<NonzeroTaps> dims;
-  for (int d = 0; d < rank; ++d) dims.push_back(CompactTaps(ResizeTaps(*spec, d), strides[d]));
+  for (int d = 0; d < rank; ++d) dims.push_back(CompactTaps(ResizeTaps(spec, d), strides[d]));
   std::vector<int64_t> at(rank, 0);   // the output element's coordinates
   std::vector<int64_t> tap(rank, 0);  // into each dim's taps of at[d]
   for (int64_t i = 0; i < y.num_elements(); ++i) {
@@ -318,9 +314,9 @@ absl::Status ResizeEval(const Node& node, absl::Span<const Tensor* const> in,
       }
       if (d < 0) break;
     }
-    y.SetDouble(i, extrapolated ? spec->extrapolation_value : sum);
+    y.SetDouble(i, extrapolated ? spec.extrapolation_value : sum);
     for (int d = rank - 1; d >= 0; --d) {
-      if (++at[d] < spec->output[d]) break;
+      if (++at[d] < spec.output[d]) break;
       at[d] = 0;
     }
   }

@@ -25,6 +25,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -36,14 +37,13 @@ struct TopK {
 };
 
 absl::StatusOr<TopK> ReadTopK(const Node& node, const TensorType& x) {
-  absl::StatusOr<int64_t> axis =
-      NormalizeAxis(node.attrs.GetInt("axis", -1), static_cast<int64_t>(x.shape.size()));
-  if (!axis.ok()) return axis.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node.attrs.GetInt("axis", -1),
+                                                    static_cast<int64_t>(x.shape.size())));
   const int64_t k = node.attrs.GetInt("k", -1);
-  const int64_t dim = x.shape[*axis];
+  const int64_t dim = x.shape[axis];
   if (k < 0 || k > dim) {
     return absl::InvalidArgumentError(absl::StrCat("k = ", k, " is outside [0, ", dim,
-                                                   "], the size of axis ", *axis, " of ",
+                                                   "], the size of axis ", axis, " of ",
                                                    TypeToString(x)));
   }
   for (const char* flag : {"largest", "sorted"}) {
@@ -53,20 +53,17 @@ absl::StatusOr<TopK> ReadTopK(const Node& node, const TensorType& x) {
           absl::StrCat("attribute '", flag, "' must be 0 or 1, got ", value));
     }
   }
-  return TopK{*axis, k, node.attrs.GetInt("largest", 1) == 1};
+  return TopK{axis, k, node.attrs.GetInt("largest", 1) == 1};
 }
 
 absl::StatusOr<OutputTypes> TopKShape(const Node& node, absl::Span<const TensorType> in) {
-  if (absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kNumeric, 0); !dtype.ok()) {
-    return dtype;
-  }
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kNumeric, 0));
   if (in[0].shape.empty()) {
     return absl::InvalidArgumentError("input is a scalar; top_k needs an axis");
   }
-  absl::StatusOr<TopK> top = ReadTopK(node, in[0]);
-  if (!top.ok()) return top.status();
+  LOOM_ASSIGN_OR_RETURN(TopK top, ReadTopK(node, in[0]));
   Shape shape = in[0].shape;
-  shape[top->axis] = top->k;
+  shape[top.axis] = top.k;
   OutputTypes types;
   types.push_back({in[0].dtype, shape});
   types.push_back({DType::kI64, std::move(shape)});
@@ -79,12 +76,11 @@ bool Greater(double a, double b) { return a > b || (std::isnan(a) && !std::isnan
 absl::Status TopKEval(const Node& node, absl::Span<const Tensor* const> in,
                       absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
-  absl::StatusOr<TopK> top = ReadTopK(node, x.type());
-  if (!top.ok()) return top.status();
+  LOOM_ASSIGN_OR_RETURN(TopK top, ReadTopK(node, x.type()));
   const Shape& shape = x.shape();
-  const int64_t n = shape[top->axis];
+  const int64_t n = shape[top.axis];
   int64_t inner = 1;
-  for (size_t d = top->axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  for (size_t d = top.axis + 1; d < shape.size(); ++d) inner *= shape[d];
   const int64_t outer = n == 0 ? 0 : x.num_elements() / (n * inner);
   const bool is_float = IsFloat(x.dtype());
   std::vector<int64_t> order(n);
@@ -94,15 +90,15 @@ absl::Status TopKEval(const Node& node, absl::Span<const Tensor* const> in,
       auto before = [&](int64_t a, int64_t b) {
         const int64_t ea = base + a * inner, eb = base + b * inner;
         if (!is_float) {
-          return top->largest ? x.GetInt(ea) > x.GetInt(eb) : x.GetInt(ea) < x.GetInt(eb);
+          return top.largest ? x.GetInt(ea) > x.GetInt(eb) : x.GetInt(ea) < x.GetInt(eb);
         }
         const double va = x.GetDouble(ea), vb = x.GetDouble(eb);
-        return top->largest ? Greater(va, vb) : Greater(vb, va);
+        return top.largest ? Greater(va, vb) : Greater(vb, va);
       };
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(), before);
-      for (int64_t r = 0; r < top->k; ++r) {
-        const int64_t at = o * top->k * inner + r * inner + i;
+      for (int64_t r = 0; r < top.k; ++r) {
+        const int64_t at = o * top.k * inner + r * inner + i;
         CopyElement(x, base + order[r] * inner, out[0], at);
         out[1].SetInt(at, order[r]);
       }
@@ -125,13 +121,12 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ReadSequenceAxes(const Node& node) {
 
 absl::StatusOr<OutputTypes> ReverseSequenceShape(const Node& node,
                                                  absl::Span<const TensorType> in) {
-  absl::StatusOr<std::pair<int64_t, int64_t>> axes = ReadSequenceAxes(node);
-  if (!axes.ok()) return axes.status();
+  LOOM_ASSIGN_OR_RETURN(auto axes, ReadSequenceAxes(node));
   if (in[0].shape.size() < 2) {
     return absl::InvalidArgumentError(absl::StrCat("input ", TypeToString(in[0]), " has rank ",
                                                    in[0].shape.size(), "; expected at least 2"));
   }
-  const Shape want = {in[0].shape[axes->first]};
+  const Shape want = {in[0].shape[axes.first]};
   if (in[1].dtype != DType::kI64 || in[1].shape != want) {
     return absl::InvalidArgumentError(absl::StrCat("sequence_lens is ", TypeToString(in[1]),
                                                    "; expected ", TypeToString({DType::kI64, want}),
@@ -142,9 +137,8 @@ absl::StatusOr<OutputTypes> ReverseSequenceShape(const Node& node,
 
 absl::Status ReverseSequenceEval(const Node& node, absl::Span<const Tensor* const> in,
                                  absl::Span<Tensor> out) {
-  absl::StatusOr<std::pair<int64_t, int64_t>> axes = ReadSequenceAxes(node);
-  if (!axes.ok()) return axes.status();
-  const auto [batch_axis, time_axis] = *axes;
+  LOOM_ASSIGN_OR_RETURN(auto axes, ReadSequenceAxes(node));
+  const auto [batch_axis, time_axis] = axes;
   const Tensor& x = *in[0];
   const Shape& shape = x.shape();
   const int64_t steps = shape[time_axis];

@@ -29,6 +29,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -115,21 +116,18 @@ absl::StatusOr<std::vector<int64_t>> Permutation(const Node& node,
 }
 
 ShapeResult TransposeShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::StatusOr<std::vector<int64_t>> perm =
-      Permutation(node, in[0].shape.size());
-  if (!perm.ok()) return perm.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> perm, Permutation(node, in[0].shape.size()));
   Shape shape;
-  for (int64_t d : *perm) shape.push_back(in[0].shape[d]);
+  for (int64_t d : perm) shape.push_back(in[0].shape[d]);
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
 absl::Status TransposeEval(const Node& node, absl::Span<const Tensor* const> in,
                            absl::Span<Tensor> out) {
-  absl::StatusOr<std::vector<int64_t>> perm = Permutation(node, in[0]->rank());
-  if (!perm.ok()) return perm.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> perm, Permutation(node, in[0]->rank()));
   const std::vector<int64_t> in_strides = ContiguousStrides(in[0]->shape());
   std::vector<int64_t> strides;
-  for (int64_t d : *perm) strides.push_back(in_strides[d]);
+  for (int64_t d : perm) strides.push_back(in_strides[d]);
   StridedWalk walk(out[0].shape(), {std::move(strides)});
   for (int64_t i = 0; i < out[0].num_elements(); ++i, walk.Next()) {
     CopyElement(*in[0], walk.offset(0), out[0], i);
@@ -190,9 +188,8 @@ ShapeResult ExpandShape(const Node& node, absl::Span<const TensorType> in) {
                                                      " has a negative entry"));
     }
   }
-  absl::StatusOr<Shape> shape = BroadcastShapes(in[0].shape, target);
-  if (!shape.ok()) return shape.status();
-  return OneOutput(in[0].dtype, *std::move(shape));
+  LOOM_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0].shape, target));
+  return OneOutput(in[0].dtype, std::move(shape));
 }
 
 absl::Status ExpandEval(const Node&, absl::Span<const Tensor* const> in,
@@ -214,8 +211,7 @@ ShapeResult ConcatShape(const Node& node, absl::Span<const TensorType> in) {
   if (!axis.ok()) return AttrError("axis", axis.status());
   Shape out = first;
   for (int i = 1; i < static_cast<int>(in.size()); ++i) {
-    absl::Status same = CheckSameDType(in, 0, i);
-    if (!same.ok()) return same;
+    LOOM_RETURN_IF_ERROR(CheckSameDType(in, 0, i));
     const Shape& shape = in[i].shape;
     bool compatible = shape.size() == first.size();
     for (size_t d = 0; compatible && d < shape.size(); ++d) {
@@ -239,12 +235,10 @@ ShapeResult ConcatShape(const Node& node, absl::Span<const TensorType> in) {
 absl::Status ConcatEval(const Node& node, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) {
   Tensor& result = out[0];
-  absl::StatusOr<int64_t> axis =
-      NormalizeAxis(node.attrs.GetInt("axis", 0), result.rank());
-  if (!axis.ok()) return axis.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node.attrs.GetInt("axis", 0), result.rank()));
   // Each input contributes a contiguous chunk to every row of the dims
   // before the axis.
-  const int64_t outer = NumElements(absl::MakeConstSpan(result.shape()).first(*axis));
+  const int64_t outer = NumElements(absl::MakeConstSpan(result.shape()).first(axis));
   if (outer == 0) return absl::OkStatus();
   const int64_t element_size = DTypeSize(result.dtype());
   const int64_t row_bytes = result.num_bytes() / outer;
@@ -348,23 +342,21 @@ absl::StatusOr<std::vector<DimSlice>> PlanSlice(const Node& node,
 }
 
 ShapeResult SliceShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::StatusOr<std::vector<DimSlice>> plan = PlanSlice(node, in[0].shape);
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<DimSlice> plan, PlanSlice(node, in[0].shape));
   Shape shape;
-  for (const DimSlice& dim : *plan) shape.push_back(dim.length);
+  for (const DimSlice& dim : plan) shape.push_back(dim.length);
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
 absl::Status SliceEval(const Node& node, absl::Span<const Tensor* const> in,
                        absl::Span<Tensor> out) {
-  absl::StatusOr<std::vector<DimSlice>> plan = PlanSlice(node, in[0]->shape());
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<DimSlice> plan, PlanSlice(node, in[0]->shape()));
   const std::vector<int64_t> in_strides = ContiguousStrides(in[0]->shape());
   std::vector<int64_t> strides;
   int64_t base = 0;
-  for (size_t d = 0; d < plan->size(); ++d) {
-    strides.push_back(in_strides[d] * (*plan)[d].step);
-    base += in_strides[d] * (*plan)[d].start;
+  for (size_t d = 0; d < plan.size(); ++d) {
+    strides.push_back(in_strides[d] * plan[d].step);
+    base += in_strides[d] * plan[d].start;
   }
   StridedWalk walk(out[0].shape(), {std::move(strides)}, {base});
   for (int64_t i = 0; i < out[0].num_elements(); ++i, walk.Next()) {

@@ -11,6 +11,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -27,22 +28,19 @@ absl::StatusOr<int64_t> SoftmaxAxis(const Node& node, int64_t rank) {
 
 absl::StatusOr<OutputTypes> SoftmaxShape(const Node& node,
                                          absl::Span<const TensorType> in) {
-  absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
-  if (!dtype.ok()) return dtype;
-  absl::StatusOr<int64_t> axis = SoftmaxAxis(node, in[0].shape.size());
-  if (!axis.ok()) return axis.status();
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
+  LOOM_RETURN_IF_ERROR(SoftmaxAxis(node, in[0].shape.size()).status());
   return OneOutput(in[0]);
 }
 
 // `log`: log_softmax instead of softmax.
 absl::Status SoftmaxEval(const Node& node, const Tensor& x, bool log,
                          Tensor& result) {
-  absl::StatusOr<int64_t> axis = SoftmaxAxis(node, x.rank());
-  if (!axis.ok()) return axis.status();
-  const int64_t length = x.shape()[*axis];
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, SoftmaxAxis(node, x.rank()));
+  const int64_t length = x.shape()[axis];
   // Element j of the row at (o, inner) is at (o * length + j) * stride + inner.
-  const int64_t stride = ContiguousStrides(x.shape())[*axis];
-  const int64_t outer = NumElements(absl::MakeConstSpan(x.shape()).first(*axis));
+  const int64_t stride = ContiguousStrides(x.shape())[axis];
+  const int64_t outer = NumElements(absl::MakeConstSpan(x.shape()).first(axis));
   std::vector<double> exps(length);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t inner = 0; inner < stride; ++inner) {

@@ -44,6 +44,7 @@
 #include "ir/ops/error_bound.h"
 #include "ir/ops/op_util.h"
 #include "ir/ops/ops.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -86,9 +87,8 @@ struct SplitPlan {
 
 absl::StatusOr<SplitPlan> PlanSplit(const Node& node, const Shape& shape) {
   SplitPlan plan;
-  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, shape.size());
-  if (!axis.ok()) return axis.status();
-  plan.axis = *axis;
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, shape.size()));
+  plan.axis = axis;
   const int64_t dim = shape[plan.axis];
   const int64_t parts = node.outputs.size();
   if (!node.attrs.Has("split")) {
@@ -128,12 +128,11 @@ absl::StatusOr<SplitPlan> PlanSplit(const Node& node, const Shape& shape) {
 }
 
 ShapeResult SplitShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::StatusOr<SplitPlan> plan = PlanSplit(node, in[0].shape);
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(SplitPlan plan, PlanSplit(node, in[0].shape));
   OutputTypes out;
-  for (int64_t size : plan->sizes) {
+  for (int64_t size : plan.sizes) {
     Shape shape = in[0].shape;
-    shape[plan->axis] = size;
+    shape[plan.axis] = size;
     out.push_back({in[0].dtype, std::move(shape)});
   }
   return out;
@@ -142,22 +141,21 @@ ShapeResult SplitShape(const Node& node, absl::Span<const TensorType> in) {
 absl::Status SplitEval(const Node& node, absl::Span<const Tensor* const> in,
                        absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
-  absl::StatusOr<SplitPlan> plan = PlanSplit(node, x.shape());
-  if (!plan.ok()) return plan.status();
-  const int64_t outer = DimProduct(x.shape(), 0, plan->axis);
-  const int64_t inner = DimProduct(x.shape(), plan->axis + 1, x.rank());
-  const int64_t dim = x.shape()[plan->axis];
+  LOOM_ASSIGN_OR_RETURN(SplitPlan plan, PlanSplit(node, x.shape()));
+  const int64_t outer = DimProduct(x.shape(), 0, plan.axis);
+  const int64_t inner = DimProduct(x.shape(), plan.axis + 1, x.rank());
+  const int64_t dim = x.shape()[plan.axis];
   const int64_t element_size = DTypeSize(x.dtype());
   const char* src = static_cast<const char*>(x.data());
   int64_t start = 0;  // along the axis
   for (size_t k = 0; k < out.size(); ++k) {
-    const int64_t chunk = plan->sizes[k] * inner * element_size;
+    const int64_t chunk = plan.sizes[k] * inner * element_size;
     char* dst = static_cast<char*>(out[k].data());
     for (int64_t o = 0; o < outer; ++o) {
       std::memcpy(dst + o * chunk,
                   src + (o * dim + start) * inner * element_size, chunk);
     }
-    start += plan->sizes[k];
+    start += plan.sizes[k];
   }
   return absl::OkStatus();
 }
@@ -195,14 +193,13 @@ absl::StatusOr<std::vector<int64_t>> TileRepeats(const Node& node,
 }
 
 ShapeResult TileShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::StatusOr<std::vector<int64_t>> repeats = TileRepeats(node, in[0].shape);
-  if (!repeats.ok()) return repeats.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, TileRepeats(node, in[0].shape));
   Shape shape = in[0].shape;
   for (size_t d = 0; d < shape.size(); ++d) {
-    const std::optional<int64_t> tiled = CheckedMul(shape[d], (*repeats)[d]);
+    const std::optional<int64_t> tiled = CheckedMul(shape[d], repeats[d]);
     if (!tiled.has_value() || *tiled > kMaxTensorElements) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "attribute 'repeats' ", ShapeToString(*repeats), " makes dim ", d,
+          "attribute 'repeats' ", ShapeToString(repeats), " makes dim ", d,
           " of ", ShapeToString(shape), " larger than 2^40"));
     }
     shape[d] = *tiled;
@@ -296,12 +293,11 @@ int64_t PaddedSource(int64_t o, int64_t begin, int64_t size, bool reflect) {
 }
 
 ShapeResult PadShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::StatusOr<std::vector<int64_t>> pads = PadAmounts(node, in[0].shape);
-  if (!pads.ok()) return pads.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> pads, PadAmounts(node, in[0].shape));
   Shape shape = in[0].shape;
   const size_t rank = shape.size();
   for (size_t d = 0; d < rank; ++d) {
-    shape[d] += (*pads)[d] + (*pads)[rank + d];
+    shape[d] += pads[d] + pads[rank + d];
   }
   return OneOutput(in[0].dtype, std::move(shape));
 }
@@ -317,8 +313,7 @@ absl::Status PadEval(const Node& node, absl::Span<const Tensor* const> in,
                      absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
   Tensor& result = out[0];
-  absl::StatusOr<std::vector<int64_t>> pads = PadAmounts(node, x.shape());
-  if (!pads.ok()) return pads.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> pads, PadAmounts(node, x.shape()));
   const std::string mode = node.attrs.GetString("mode", "constant");
   if (mode != "constant") {
     const bool reflect = mode == "reflect";
@@ -328,7 +323,7 @@ absl::Status PadEval(const Node& node, absl::Span<const Tensor* const> in,
     for (int64_t i = 0; i < result.num_elements(); ++i) {
       int64_t source = 0;
       for (int64_t d = 0; d < rank; ++d) {
-        source += in_strides[d] * PaddedSource(position[d], (*pads)[d], x.shape()[d], reflect);
+        source += in_strides[d] * PaddedSource(position[d], pads[d], x.shape()[d], reflect);
       }
       CopyElement(x, source, result, i);
       for (int64_t d = rank - 1; d >= 0 && ++position[d] == result.shape()[d]; --d) {
@@ -344,7 +339,7 @@ absl::Status PadEval(const Node& node, absl::Span<const Tensor* const> in,
   // Input element `index` lands at index + begins.
   const std::vector<int64_t> out_strides = ContiguousStrides(result.shape());
   int64_t base = 0;
-  for (int64_t d = 0; d < x.rank(); ++d) base += (*pads)[d] * out_strides[d];
+  for (int64_t d = 0; d < x.rank(); ++d) base += pads[d] * out_strides[d];
   StridedWalk walk(x.shape(), {out_strides}, {base});
   for (int64_t i = 0; i < x.num_elements(); ++i, walk.Next()) {
     CopyElement(x, i, result, walk.offset(0));
@@ -356,16 +351,15 @@ absl::Status PadEval(const Node& node, absl::Span<const Tensor* const> in,
 
 ShapeResult GatherShape(const Node& node, absl::Span<const TensorType> in) {
   const Shape& data = in[0].shape;
-  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.size());
-  if (!axis.ok()) return axis.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, data.size()));
   if (in[1].dtype != DType::kI32 && in[1].dtype != DType::kI64) {
     return absl::InvalidArgumentError(
         absl::StrCat("input 1 (indices) has dtype ", DTypeName(in[1].dtype),
                      ", expected i32 or i64"));
   }
-  Shape shape(data.begin(), data.begin() + *axis);
+  Shape shape(data.begin(), data.begin() + axis);
   shape.insert(shape.end(), in[1].shape.begin(), in[1].shape.end());
-  shape.insert(shape.end(), data.begin() + *axis + 1, data.end());
+  shape.insert(shape.end(), data.begin() + axis + 1, data.end());
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
@@ -373,19 +367,18 @@ absl::Status GatherEval(const Node& node, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) {
   const Tensor& data = *in[0];
   const Tensor& indices = *in[1];
-  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.rank());
-  if (!axis.ok()) return axis.status();
-  const int64_t dim = data.shape()[*axis];
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, data.rank()));
+  const int64_t dim = data.shape()[axis];
   std::vector<int64_t> wrapped(indices.num_elements());
   for (int64_t k = 0; k < indices.num_elements(); ++k) {
     const int64_t index = indices.GetInt(k);
     wrapped[k] = index < 0 ? index + dim : index;
     if (wrapped[k] < 0 || wrapped[k] >= dim) {
-      return absl::InvalidArgumentError(IndexOutOfRangeCause(index, *axis, dim));
+      return absl::InvalidArgumentError(IndexOutOfRangeCause(index, axis, dim));
     }
   }
-  const int64_t outer = DimProduct(data.shape(), 0, *axis);
-  const int64_t inner = DimProduct(data.shape(), *axis + 1, data.rank());
+  const int64_t outer = DimProduct(data.shape(), 0, axis);
+  const int64_t inner = DimProduct(data.shape(), axis + 1, data.rank());
   int64_t i = 0;  // output element, in row-major order
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t index : wrapped) {
@@ -430,10 +423,9 @@ absl::Status CheckElementIndices(const Shape& data, const Shape& indices, int64_
 }
 
 ShapeResult GatherElementsShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, in[0].shape.size());
-  if (!axis.ok()) return axis.status();
-  if (absl::Status s = CheckIndexDType(in[1].dtype, 1); !s.ok()) return s;
-  if (absl::Status s = CheckElementIndices(in[0].shape, in[1].shape, *axis); !s.ok()) return s;
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, in[0].shape.size()));
+  LOOM_RETURN_IF_ERROR(CheckIndexDType(in[1].dtype, 1));
+  LOOM_RETURN_IF_ERROR(CheckElementIndices(in[0].shape, in[1].shape, axis));
   return OneOutput(in[0].dtype, in[1].shape);
 }
 
@@ -452,18 +444,17 @@ absl::Status GatherElementsEval(const Node& node, absl::Span<const Tensor* const
                                 absl::Span<Tensor> out) {
   const Tensor& data = *in[0];
   const Tensor& indices = *in[1];
-  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.rank());
-  if (!axis.ok()) return axis.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, data.rank()));
   const std::vector<int64_t> strides = ContiguousStrides(data.shape());
   absl::Status status;
   ForEachIndex(indices.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
     if (!status.ok()) return;
-    absl::StatusOr<int64_t> index = WrappedIndex(indices, i, *axis, data.shape()[*axis]);
+    absl::StatusOr<int64_t> index = WrappedIndex(indices, i, axis, data.shape()[axis]);
     if (!index.ok()) {
       status = index.status();
       return;
     }
-    CopyElement(data, OffsetWithIndex(at, strides, *axis, *index), out[0], i);
+    CopyElement(data, OffsetWithIndex(at, strides, axis, *index), out[0], i);
   });
   return status;
 }
@@ -543,10 +534,9 @@ void Combine(ScatterReduction reduction, const Tensor& updates, int64_t from, Te
 }
 
 ShapeResult ScatterElementsShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, in[0].shape.size());
-  if (!axis.ok()) return axis.status();
-  if (absl::Status s = CheckIndexDType(in[1].dtype, 1); !s.ok()) return s;
-  if (absl::Status s = CheckElementIndices(in[0].shape, in[1].shape, *axis); !s.ok()) return s;
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, in[0].shape.size()));
+  LOOM_RETURN_IF_ERROR(CheckIndexDType(in[1].dtype, 1));
+  LOOM_RETURN_IF_ERROR(CheckElementIndices(in[0].shape, in[1].shape, axis));
   if (in[2].shape != in[1].shape || in[2].dtype != in[0].dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
         "input 2 (updates) is ", TypeToString(in[2]), ", expected the data's dtype ",
@@ -571,20 +561,18 @@ absl::Status ScatterElementsEval(const Node& node, absl::Span<const Tensor* cons
   const Tensor& data = *in[0];
   const Tensor& indices = *in[1];
   const Tensor& updates = *in[2];
-  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, data.rank());
-  if (!axis.ok()) return axis.status();
-  absl::StatusOr<ScatterReduction> reduction = StartScatter(node, data, out[0]);
-  if (!reduction.ok()) return reduction.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, data.rank()));
+  LOOM_ASSIGN_OR_RETURN(ScatterReduction reduction, StartScatter(node, data, out[0]));
   const std::vector<int64_t> strides = ContiguousStrides(data.shape());
   absl::Status status;
   ForEachIndex(indices.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
     if (!status.ok()) return;
-    absl::StatusOr<int64_t> index = WrappedIndex(indices, i, *axis, data.shape()[*axis]);
+    absl::StatusOr<int64_t> index = WrappedIndex(indices, i, axis, data.shape()[axis]);
     if (!index.ok()) {
       status = index.status();
       return;
     }
-    Combine(*reduction, updates, i, out[0], OffsetWithIndex(at, strides, *axis, *index));
+    Combine(reduction, updates, i, out[0], OffsetWithIndex(at, strides, axis, *index));
   });
   return status;
 }
@@ -594,7 +582,7 @@ absl::Status ScatterElementsEval(const Node& node, absl::Span<const Tensor* cons
 ShapeResult ScatterNdShape(const Node& node, absl::Span<const TensorType> in) {
   const Shape& data = in[0].shape;
   const Shape& indices = in[1].shape;
-  if (absl::Status s = CheckIndexDType(in[1].dtype, 1); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckIndexDType(in[1].dtype, 1));
   if (indices.empty() || indices.back() > static_cast<int64_t>(data.size())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "indices ", ShapeToString(indices), " must have rank 1 or more and a last dim of at most ",
@@ -618,8 +606,7 @@ absl::Status ScatterNdEval(const Node& node, absl::Span<const Tensor* const> in,
   const Tensor& data = *in[0];
   const Tensor& indices = *in[1];
   const Tensor& updates = *in[2];
-  absl::StatusOr<ScatterReduction> reduction = StartScatter(node, data, out[0]);
-  if (!reduction.ok()) return reduction.status();
+  LOOM_ASSIGN_OR_RETURN(ScatterReduction reduction, StartScatter(node, data, out[0]));
   const int64_t k = indices.shape().back();
   const int64_t tuples = DimProduct(indices.shape(), 0, indices.rank() - 1);
   const int64_t slice = DimProduct(data.shape(), k, data.rank());
@@ -627,12 +614,11 @@ absl::Status ScatterNdEval(const Node& node, absl::Span<const Tensor* const> in,
   for (int64_t j = 0; j < tuples; ++j) {
     int64_t offset = 0;
     for (int64_t c = 0; c < k; ++c) {
-      absl::StatusOr<int64_t> index = WrappedIndex(indices, j * k + c, c, data.shape()[c]);
-      if (!index.ok()) return index.status();
-      offset += *index * strides[c];
+      LOOM_ASSIGN_OR_RETURN(int64_t index, WrappedIndex(indices, j * k + c, c, data.shape()[c]));
+      offset += index * strides[c];
     }
     for (int64_t r = 0; r < slice; ++r) {
-      Combine(*reduction, updates, j * slice + r, out[0], offset + r);
+      Combine(reduction, updates, j * slice + r, out[0], offset + r);
     }
   }
   return absl::OkStatus();
@@ -667,14 +653,13 @@ absl::StatusOr<int64_t> GatherNdBatchDims(const Node& node, const Shape& data,
 ShapeResult GatherNdShape(const Node& node, absl::Span<const TensorType> in) {
   const Shape& data = in[0].shape;
   const Shape& indices = in[1].shape;
-  if (absl::Status s = CheckIndexDType(in[1].dtype, 1); !s.ok()) return s;
+  LOOM_RETURN_IF_ERROR(CheckIndexDType(in[1].dtype, 1));
   if (indices.empty()) {
     return absl::InvalidArgumentError("indices must have rank 1 or more, got a scalar");
   }
-  absl::StatusOr<int64_t> b = GatherNdBatchDims(node, data, indices);
-  if (!b.ok()) return b.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t b, GatherNdBatchDims(node, data, indices));
   Shape shape(indices.begin(), indices.end() - 1);
-  shape.insert(shape.end(), data.begin() + *b + indices.back(), data.end());
+  shape.insert(shape.end(), data.begin() + b + indices.back(), data.end());
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
@@ -685,21 +670,20 @@ absl::Status GatherNdEval(const Node& node, absl::Span<const Tensor* const> in,
                           absl::Span<Tensor> out) {
   const Tensor& data = *in[0];
   const Tensor& indices = *in[1];
-  absl::StatusOr<int64_t> b = GatherNdBatchDims(node, data.shape(), indices.shape());
-  if (!b.ok()) return b.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t b, GatherNdBatchDims(node, data.shape(), indices.shape()));
   const int64_t k = indices.shape().back();
   const int64_t tuples = DimProduct(indices.shape(), 0, indices.rank() - 1);
-  const int64_t per_batch = DimProduct(indices.shape(), *b, indices.rank() - 1);
-  const int64_t batch_size = DimProduct(data.shape(), *b, data.rank());
-  const int64_t slice = DimProduct(data.shape(), *b + k, data.rank());
+  const int64_t per_batch = DimProduct(indices.shape(), b, indices.rank() - 1);
+  const int64_t batch_size = DimProduct(data.shape(), b, data.rank());
+  const int64_t slice = DimProduct(data.shape(), b + k, data.rank());
   const std::vector<int64_t> strides = ContiguousStrides(data.shape());
   for (int64_t j = 0; j < tuples; ++j) {
     int64_t offset = per_batch == 0 ? 0 : j / per_batch * batch_size;
     for (int64_t c = 0; c < k; ++c) {
-      const int64_t axis = *b + c;
-      absl::StatusOr<int64_t> index = WrappedIndex(indices, j * k + c, axis, data.shape()[axis]);
-      if (!index.ok()) return index.status();
-      offset += *index * strides[axis];
+      const int64_t axis = b + c;
+      LOOM_ASSIGN_OR_RETURN(int64_t index,
+                            WrappedIndex(indices, j * k + c, axis, data.shape()[axis]));
+      offset += index * strides[axis];
     }
     for (int64_t r = 0; r < slice; ++r) CopyElement(data, offset + r, out[0], j * slice + r);
   }
@@ -715,24 +699,19 @@ struct CumsumPlan {
 };
 
 absl::StatusOr<CumsumPlan> PlanCumsum(const Node& node, const TensorType& in) {
-  absl::Status dtype = CheckDType(in.dtype, DTypeClass::kNumeric, 0);
-  if (!dtype.ok()) return dtype;
+  LOOM_RETURN_IF_ERROR(CheckDType(in.dtype, DTypeClass::kNumeric, 0));
   CumsumPlan plan;
-  absl::StatusOr<int64_t> axis = AxisAttr(node, 0, in.shape.size());
-  if (!axis.ok()) return axis.status();
-  absl::StatusOr<bool> exclusive = FlagAttr(node, "exclusive");
-  if (!exclusive.ok()) return exclusive.status();
-  absl::StatusOr<bool> reverse = FlagAttr(node, "reverse");
-  if (!reverse.ok()) return reverse.status();
-  plan.axis = *axis;
-  plan.exclusive = *exclusive;
-  plan.reverse = *reverse;
+  LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, in.shape.size()));
+  LOOM_ASSIGN_OR_RETURN(bool exclusive, FlagAttr(node, "exclusive"));
+  LOOM_ASSIGN_OR_RETURN(bool reverse, FlagAttr(node, "reverse"));
+  plan.axis = axis;
+  plan.exclusive = exclusive;
+  plan.reverse = reverse;
   return plan;
 }
 
 ShapeResult CumsumShape(const Node& node, absl::Span<const TensorType> in) {
-  absl::StatusOr<CumsumPlan> plan = PlanCumsum(node, in[0]);
-  if (!plan.ok()) return plan.status();
+  LOOM_RETURN_IF_ERROR(PlanCumsum(node, in[0]).status());
   return OneOutput(in[0]);
 }
 
@@ -746,27 +725,26 @@ absl::Status CumsumEval(const Node& node, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
   Tensor& result = out[0];
-  absl::StatusOr<CumsumPlan> plan = PlanCumsum(node, x.type());
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(CumsumPlan plan, PlanCumsum(node, x.type()));
   const bool is_float = IsFloat(x.dtype());
-  const int64_t length = x.shape()[plan->axis];
-  const int64_t outer = DimProduct(x.shape(), 0, plan->axis);
-  const int64_t inner = DimProduct(x.shape(), plan->axis + 1, x.rank());
+  const int64_t length = x.shape()[plan.axis];
+  const int64_t outer = DimProduct(x.shape(), 0, plan.axis);
+  const int64_t inner = DimProduct(x.shape(), plan.axis + 1, x.rank());
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t r = 0; r < inner; ++r) {
       double float_sum = 0;
       uint64_t int_sum = 0;  // wraps
       for (int64_t step = 0; step < length; ++step) {
-        const int64_t j = plan->reverse ? length - 1 - step : step;
+        const int64_t j = plan.reverse ? length - 1 - step : step;
         const int64_t at = (o * length + j) * inner + r;
         if (is_float) {
           const double v = x.GetDouble(at);
-          result.SetDouble(at, plan->exclusive ? float_sum : float_sum + v);
+          result.SetDouble(at, plan.exclusive ? float_sum : float_sum + v);
           float_sum += v;
         } else {
           const uint64_t v = static_cast<uint64_t>(x.GetInt(at));
           result.SetInt(at, static_cast<int64_t>(
-                                plan->exclusive ? int_sum : int_sum + v));
+                                plan.exclusive ? int_sum : int_sum + v));
           int_sum += v;
         }
       }
@@ -793,8 +771,7 @@ ShapeResult FlattenShape(const Node& node, absl::Span<const TensorType> in) {
 }
 
 ShapeResult DropoutShape(const Node&, absl::Span<const TensorType> in) {
-  absl::Status dtype = CheckDType(in[0].dtype, DTypeClass::kFloat, 0);
-  if (!dtype.ok()) return dtype;
+  LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
   return OneOutput(in[0]);
 }
 
