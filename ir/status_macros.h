@@ -21,12 +21,12 @@
 // Evaluates `expr` (an absl::Status, or anything that converts to one) once
 // and returns it from the enclosing function if it is not ok. One statement:
 // safe as the body of an if or else without braces.
-#define LOOM_RETURN_IF_ERROR(...)                                          \
-  do {                                                                     \
-    if (::absl::Status loom_status_macros_status = (__VA_ARGS__);          \
-        ABSL_PREDICT_FALSE(!loom_status_macros_status.ok())) {             \
-      return loom_status_macros_status;                                    \
-    }                                                                      \
+#define LOOM_RETURN_IF_ERROR(...)                                 \
+  do {                                                            \
+    if (::absl::Status loom_status_macros_status = (__VA_ARGS__); \
+        ABSL_PREDICT_FALSE(!loom_status_macros_status.ok())) {    \
+      return loom_status_macros_status;                           \
+    }                                                             \
   } while (false)
 
 // Evaluates `expr` (an absl::StatusOr<T>) once into a temporary with a
@@ -39,10 +39,9 @@
 // unbraced body of an if, else, for or while. A type with a comma outside
 // parentheses ("std::pair<int, int> p") splits the macro's arguments: name
 // it through an alias or use auto. `expr` may contain commas.
-#define LOOM_ASSIGN_OR_RETURN(lhs, ...)                                        \
-  LOOM_STATUS_MACROS_ASSIGN_OR_RETURN_IMPL_(                                   \
-      LOOM_STATUS_MACROS_CONCAT_(loom_status_macros_statusor_, __COUNTER__), \
-      lhs, __VA_ARGS__)
+#define LOOM_ASSIGN_OR_RETURN(lhs, ...)      \
+  LOOM_STATUS_MACROS_ASSIGN_OR_RETURN_IMPL_( \
+      LOOM_STATUS_MACROS_CONCAT_(loom_status_macros_statusor_, __COUNTER__), lhs, __VA_ARGS__)
 
 // Implementation details.
 #define LOOM_STATUS_MACROS_CONCAT_INNER_(a, b) a##b
