@@ -373,13 +373,17 @@ bool UsesDirectConv(const ConvSpec& spec) {
   return spec.groups > 1 && group_size <= kDirectMaxGroupSize;
 }
 
-absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
+// The conv's geometry, read from its inputs' shapes and its attributes.
+absl::StatusOr<ConvSpec> ReadSpec(const Node& node, const DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckInputCount(node, 2, 3));
-  const Shape x = b.type(node.inputs[0]).shape;  // copies: Add() moves values
-  const Shape weight = b.type(node.inputs[1]).shape;
+  const Shape& x = b.type(node.inputs[0]).shape;
+  const Shape& weight = b.type(node.inputs[1]).shape;
   const Shape bias = node.inputs.size() > 2 ? b.type(node.inputs[2]).shape : Shape{};
-  LOOM_ASSIGN_OR_RETURN(ConvSpec spec,
-                        ReadConvSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr));
+  return ReadConvSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr);
+}
+
+absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
+  LOOM_ASSIGN_OR_RETURN(const ConvSpec spec, ReadSpec(node, b));
   LOOM_RETURN_IF_ERROR(CheckKernelSize(spec.window));
   const Shape out_shape = Concat({spec.batch, spec.out_channels}, spec.window.output);
   if (UsesShiftedConv(spec)) {
@@ -431,12 +435,7 @@ void ConvCall(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
 }
 
 absl::Status DecomposeConvAsCall(const Node& node, DecompositionBuilder& b) {
-  LOOM_RETURN_IF_ERROR(CheckInputCount(node, 2, 3));
-  const Shape x = b.type(node.inputs[0]).shape;  // copies: Add() moves values
-  const Shape weight = b.type(node.inputs[1]).shape;
-  const Shape bias = node.inputs.size() > 2 ? b.type(node.inputs[2]).shape : Shape{};
-  LOOM_ASSIGN_OR_RETURN(ConvSpec spec,
-                        ReadConvSpec(node, x, weight, node.inputs.size() > 2 ? &bias : nullptr));
+  LOOM_ASSIGN_OR_RETURN(const ConvSpec spec, ReadSpec(node, b));
   if (!UsesConvCall(spec, node, b)) return DecomposeConv(node, b);
   ConvCall(b, node, spec, Concat({spec.batch, spec.out_channels}, spec.window.output));
   return absl::OkStatus();
