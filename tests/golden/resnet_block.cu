@@ -79,24 +79,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f1(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f2_shape[3] = {856, 256, 0};
+__device__ long long loom_f2_shape[3] = {784, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f2(float* p0) {
-  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 219008; o += (int64_t)gridDim.x * 256) {
-    const int64_t x1 = o / 3422;
-    const int64_t x2 = (o / 58) % 59;
-    const int64_t x3 = o % 58;
-    // bn2/pad
-    const float t0 = (float)0;
-    p0[(3422*x1 + 58*x2 + x3)] = t0;
-  }
-}
-
-// blocks, threads per block, bytes of dynamic shared memory
-extern "C" {
-__device__ long long loom_f3_shape[3] = {784, 256, 0};
-}
-extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, const float* __restrict__ p1, float* p2) {
+extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restrict__ p0, const float* __restrict__ p1, float* p2) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 200704; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 3136;
     const int64_t x1 = (o / 56) % 56;
@@ -114,9 +99,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f4_shape[3] = {784, 256, 0};
+__device__ long long loom_f3_shape[3] = {784, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3) {
+extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 200704; o += (int64_t)gridDim.x * 256) {
     const int64_t x1 = o / 3136;
     const int64_t x2 = (o / 56) % 56;
@@ -136,8 +121,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restric
 // loom_f0(bn1/pad.5)  # bn1/pad
 // loom_f1(x, bn1/pad.5+59)  # bn1/pad
 // gemm f32 m=64 n=3248 k=64 (bn1/weight_channels_last.4, bn1/pad.5, bn1/sum.9) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn1/sum
-// loom_f2(bn2/pad.14)  # bn2/pad
-// loom_f3(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad
+// loom_f0(bn2/pad.14)  # bn2/pad
+// loom_f2(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad
 // gemm f32 m=64 n=3248 k=64 (bn2/weight_channels_last.13, bn2/pad.14, bn2/sum.18) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn2/sum
-// loom_f4(bn2/sum.18, n2/folded_bias.3, x, y)  # relu2
+// loom_f3(bn2/sum.18, n2/folded_bias.3, x, y)  # relu2
 // 
