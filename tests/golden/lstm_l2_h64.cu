@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f0(const float* __restric
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 1024; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 32;
     const int64_t x1 = o % 32;
-    // lstm0/d0/xw
+    // lstm0/d0/xw.a
     const float t0 = p0[(x1 + 32*(x0 / 2) + 512*(x0 % 2))];
     p1[(32*x0 + x1)] = t0;
   }
@@ -1026,112 +1026,112 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t543 = t540 * t542;
       p71[(64*x0 + x1)] = t543;
     }
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input0
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t544 = l2[x1];
       p72[(64*x0 + x1)] = t544;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input1
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t545 = l5[x1];
       p73[(64*x0 + x1)] = t545;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input2
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t546 = l8[x1];
       p74[(64*x0 + x1)] = t546;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input3
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t547 = l11[x1];
       p75[(64*x0 + x1)] = t547;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input4
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t548 = l14[x1];
       p76[(64*x0 + x1)] = t548;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input5
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t549 = l17[x1];
       p77[(64*x0 + x1)] = t549;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input6
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t550 = l20[x1];
       p78[(64*x0 + x1)] = t550;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input7
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t551 = l23[x1];
       p79[(64*x0 + x1)] = t551;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input8
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t552 = l26[x1];
       p80[(64*x0 + x1)] = t552;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input9
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t553 = l29[x1];
       p81[(64*x0 + x1)] = t553;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input10
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t554 = l32[x1];
       p82[(64*x0 + x1)] = t554;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input11
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t555 = l35[x1];
       p83[(64*x0 + x1)] = t555;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input12
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t556 = l38[x1];
       p84[(64*x0 + x1)] = t556;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input13
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t557 = l41[x1];
       p85[(64*x0 + x1)] = t557;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input14
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t558 = l44[x1];
       p86[(64*x0 + x1)] = t558;
     }
     __syncthreads();
-    // lstm0/d0/y_rows
+    // lstm0/d0/y_rows.input15
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t559 = p71[(64*x0 + x1)];
@@ -1149,7 +1149,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restric
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 128; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 64;
     const int64_t x2 = o % 64;
-    // h_n_concat
+    // h_n_concat.input0
     const float t0 = p0[(64*x0 + x2)];
     p1[(128*x0 + x2)] = t0;
   }
@@ -1186,17 +1186,17 @@ extern "C" __global__ void __launch_bounds__(256) loom_f5(const float* __restric
 }
 
 // Launches:
-// loom_f0(x, lstm0/x_rows.1)  # lstm0/d0/xw
-// gemm f32 m=32 n=256 k=32 (lstm0/x_rows.1, lstm0/d0/w_t.4/folded, lstm0/d0/xw.5) ld 32 256 256  # lstm0/d0/xw
+// loom_f0(x, lstm0/d0/xw.a)  # lstm0/d0/xw.a
+// gemm f32 m=32 n=256 k=32 (lstm0/d0/xw.a, lstm0/d0/w_t.4/folded, lstm0/d0/xw.5) ld 32 256 256  # lstm0/d0/xw
 // loom_f1(lstm0_b, lstm0_b+256, lstm0/d0/bias.9)  # lstm0/d0/bias
-// loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.5+128, lstm0/d0/bias.9+128, lstm0/d0/xw.5, lstm0/d0/bias.9, lstm0/d0/xw.5+192, lstm0/d0/bias.9+192, lstm0/d0/xw.5+64, lstm0/d0/bias.9+64, lstm0/d0/xw.5+640, lstm0/d0/xw.5+512, lstm0/d0/xw.5+704, lstm0/d0/xw.5+576, lstm0/d0/xw.5+1152, lstm0/d0/xw.5+1024, lstm0/d0/xw.5+1216, lstm0/d0/xw.5+1088, lstm0/d0/xw.5+1664, lstm0/d0/xw.5+1536, lstm0/d0/xw.5+1728, lstm0/d0/xw.5+1600, lstm0/d0/xw.5+2176, lstm0/d0/xw.5+2048, lstm0/d0/xw.5+2240, lstm0/d0/xw.5+2112, lstm0/d0/xw.5+2688, lstm0/d0/xw.5+2560, lstm0/d0/xw.5+2752, lstm0/d0/xw.5+2624, lstm0/d0/xw.5+3200, lstm0/d0/xw.5+3072, lstm0/d0/xw.5+3264, lstm0/d0/xw.5+3136, lstm0/d0/xw.5+3712, lstm0/d0/xw.5+3584, lstm0/d0/xw.5+3776, lstm0/d0/xw.5+3648, lstm0/d0/xw.5+4224, lstm0/d0/xw.5+4096, lstm0/d0/xw.5+4288, lstm0/d0/xw.5+4160, lstm0/d0/xw.5+4736, lstm0/d0/xw.5+4608, lstm0/d0/xw.5+4800, lstm0/d0/xw.5+4672, lstm0/d0/xw.5+5248, lstm0/d0/xw.5+5120, lstm0/d0/xw.5+5312, lstm0/d0/xw.5+5184, lstm0/d0/xw.5+5760, lstm0/d0/xw.5+5632, lstm0/d0/xw.5+5824, lstm0/d0/xw.5+5696, lstm0/d0/xw.5+6272, lstm0/d0/xw.5+6144, lstm0/d0/xw.5+6336, lstm0/d0/xw.5+6208, lstm0/d0/xw.5+6784, lstm0/d0/xw.5+6656, lstm0/d0/xw.5+6848, lstm0/d0/xw.5+6720, lstm0/d0/xw.5+7296, lstm0/d0/xw.5+7168, lstm0/d0/xw.5+7360, lstm0/d0/xw.5+7232, lstm0/d0/xw.5+7808, lstm0/d0/xw.5+7680, lstm0/d0/xw.5+7872, lstm0/d0/t15/c.250, lstm0/d0/xw.5+7744, lstm0/d0/t15/h.252, lstm0/d0/y_rows.253, lstm0/d0/y_rows.253+128, lstm0/d0/y_rows.253+256, lstm0/d0/y_rows.253+384, lstm0/d0/y_rows.253+512, lstm0/d0/y_rows.253+640, lstm0/d0/y_rows.253+768, lstm0/d0/y_rows.253+896, lstm0/d0/y_rows.253+1024, lstm0/d0/y_rows.253+1152, lstm0/d0/y_rows.253+1280, lstm0/d0/y_rows.253+1408, lstm0/d0/y_rows.253+1536, lstm0/d0/y_rows.253+1664, lstm0/d0/y_rows.253+1792, lstm0/d0/y_rows.253+1920)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/t15/hr, lstm0/d0/t15/c, lstm0/d0/t15/h, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows, lstm0/d0/y_rows
+// loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.5+128, lstm0/d0/bias.9+128, lstm0/d0/xw.5, lstm0/d0/bias.9, lstm0/d0/xw.5+192, lstm0/d0/bias.9+192, lstm0/d0/xw.5+64, lstm0/d0/bias.9+64, lstm0/d0/xw.5+640, lstm0/d0/xw.5+512, lstm0/d0/xw.5+704, lstm0/d0/xw.5+576, lstm0/d0/xw.5+1152, lstm0/d0/xw.5+1024, lstm0/d0/xw.5+1216, lstm0/d0/xw.5+1088, lstm0/d0/xw.5+1664, lstm0/d0/xw.5+1536, lstm0/d0/xw.5+1728, lstm0/d0/xw.5+1600, lstm0/d0/xw.5+2176, lstm0/d0/xw.5+2048, lstm0/d0/xw.5+2240, lstm0/d0/xw.5+2112, lstm0/d0/xw.5+2688, lstm0/d0/xw.5+2560, lstm0/d0/xw.5+2752, lstm0/d0/xw.5+2624, lstm0/d0/xw.5+3200, lstm0/d0/xw.5+3072, lstm0/d0/xw.5+3264, lstm0/d0/xw.5+3136, lstm0/d0/xw.5+3712, lstm0/d0/xw.5+3584, lstm0/d0/xw.5+3776, lstm0/d0/xw.5+3648, lstm0/d0/xw.5+4224, lstm0/d0/xw.5+4096, lstm0/d0/xw.5+4288, lstm0/d0/xw.5+4160, lstm0/d0/xw.5+4736, lstm0/d0/xw.5+4608, lstm0/d0/xw.5+4800, lstm0/d0/xw.5+4672, lstm0/d0/xw.5+5248, lstm0/d0/xw.5+5120, lstm0/d0/xw.5+5312, lstm0/d0/xw.5+5184, lstm0/d0/xw.5+5760, lstm0/d0/xw.5+5632, lstm0/d0/xw.5+5824, lstm0/d0/xw.5+5696, lstm0/d0/xw.5+6272, lstm0/d0/xw.5+6144, lstm0/d0/xw.5+6336, lstm0/d0/xw.5+6208, lstm0/d0/xw.5+6784, lstm0/d0/xw.5+6656, lstm0/d0/xw.5+6848, lstm0/d0/xw.5+6720, lstm0/d0/xw.5+7296, lstm0/d0/xw.5+7168, lstm0/d0/xw.5+7360, lstm0/d0/xw.5+7232, lstm0/d0/xw.5+7808, lstm0/d0/xw.5+7680, lstm0/d0/xw.5+7872, lstm0/d0/t15/c.250, lstm0/d0/xw.5+7744, lstm0/d0/t15/h.252, lstm0/d0/y_rows.253, lstm0/d0/y_rows.253+128, lstm0/d0/y_rows.253+256, lstm0/d0/y_rows.253+384, lstm0/d0/y_rows.253+512, lstm0/d0/y_rows.253+640, lstm0/d0/y_rows.253+768, lstm0/d0/y_rows.253+896, lstm0/d0/y_rows.253+1024, lstm0/d0/y_rows.253+1152, lstm0/d0/y_rows.253+1280, lstm0/d0/y_rows.253+1408, lstm0/d0/y_rows.253+1536, lstm0/d0/y_rows.253+1664, lstm0/d0/y_rows.253+1792, lstm0/d0/y_rows.253+1920)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/t15/hr, lstm0/d0/t15/c, lstm0/d0/t15/h, lstm0/d0/y_rows.input0, lstm0/d0/y_rows.input1, lstm0/d0/y_rows.input2, lstm0/d0/y_rows.input3, lstm0/d0/y_rows.input4, lstm0/d0/y_rows.input5, lstm0/d0/y_rows.input6, lstm0/d0/y_rows.input7, lstm0/d0/y_rows.input8, lstm0/d0/y_rows.input9, lstm0/d0/y_rows.input10, lstm0/d0/y_rows.input11, lstm0/d0/y_rows.input12, lstm0/d0/y_rows.input13, lstm0/d0/y_rows.input14, lstm0/d0/y_rows.input15
 // gemm f32 m=32 n=256 k=64 (lstm0/d0/y_rows.253, lstm1/d0/w_t.259/folded, lstm1/d0/xw.260) ld 64 256 256  # lstm1/d0/xw
 // loom_f1(lstm1_b, lstm1_b+256, lstm1/d0/bias.264)  # lstm1/d0/bias
-// loom_f2(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.260+128, lstm1/d0/bias.264+128, lstm1/d0/xw.260, lstm1/d0/bias.264, lstm1/d0/xw.260+192, lstm1/d0/bias.264+192, lstm1/d0/xw.260+64, lstm1/d0/bias.264+64, lstm1/d0/xw.260+640, lstm1/d0/xw.260+512, lstm1/d0/xw.260+704, lstm1/d0/xw.260+576, lstm1/d0/xw.260+1152, lstm1/d0/xw.260+1024, lstm1/d0/xw.260+1216, lstm1/d0/xw.260+1088, lstm1/d0/xw.260+1664, lstm1/d0/xw.260+1536, lstm1/d0/xw.260+1728, lstm1/d0/xw.260+1600, lstm1/d0/xw.260+2176, lstm1/d0/xw.260+2048, lstm1/d0/xw.260+2240, lstm1/d0/xw.260+2112, lstm1/d0/xw.260+2688, lstm1/d0/xw.260+2560, lstm1/d0/xw.260+2752, lstm1/d0/xw.260+2624, lstm1/d0/xw.260+3200, lstm1/d0/xw.260+3072, lstm1/d0/xw.260+3264, lstm1/d0/xw.260+3136, lstm1/d0/xw.260+3712, lstm1/d0/xw.260+3584, lstm1/d0/xw.260+3776, lstm1/d0/xw.260+3648, lstm1/d0/xw.260+4224, lstm1/d0/xw.260+4096, lstm1/d0/xw.260+4288, lstm1/d0/xw.260+4160, lstm1/d0/xw.260+4736, lstm1/d0/xw.260+4608, lstm1/d0/xw.260+4800, lstm1/d0/xw.260+4672, lstm1/d0/xw.260+5248, lstm1/d0/xw.260+5120, lstm1/d0/xw.260+5312, lstm1/d0/xw.260+5184, lstm1/d0/xw.260+5760, lstm1/d0/xw.260+5632, lstm1/d0/xw.260+5824, lstm1/d0/xw.260+5696, lstm1/d0/xw.260+6272, lstm1/d0/xw.260+6144, lstm1/d0/xw.260+6336, lstm1/d0/xw.260+6208, lstm1/d0/xw.260+6784, lstm1/d0/xw.260+6656, lstm1/d0/xw.260+6848, lstm1/d0/xw.260+6720, lstm1/d0/xw.260+7296, lstm1/d0/xw.260+7168, lstm1/d0/xw.260+7360, lstm1/d0/xw.260+7232, lstm1/d0/xw.260+7808, lstm1/d0/xw.260+7680, lstm1/d0/xw.260+7872, lstm1/d0/t15/c.505, lstm1/d0/xw.260+7744, lstm1/d0/t15/h.507, lstm1/d0/y_rows.508, lstm1/d0/y_rows.508+128, lstm1/d0/y_rows.508+256, lstm1/d0/y_rows.508+384, lstm1/d0/y_rows.508+512, lstm1/d0/y_rows.508+640, lstm1/d0/y_rows.508+768, lstm1/d0/y_rows.508+896, lstm1/d0/y_rows.508+1024, lstm1/d0/y_rows.508+1152, lstm1/d0/y_rows.508+1280, lstm1/d0/y_rows.508+1408, lstm1/d0/y_rows.508+1536, lstm1/d0/y_rows.508+1664, lstm1/d0/y_rows.508+1792, lstm1/d0/y_rows.508+1920)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/t15/hr, lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows, lstm1/d0/y_rows
-// loom_f3(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat
-// loom_f3(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat
-// loom_f3(lstm0/d0/t15/c.250, c_n_layers)  # c_n_concat
-// loom_f3(lstm1/d0/t15/c.505, c_n_layers+64)  # c_n_concat
+// loom_f2(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.260+128, lstm1/d0/bias.264+128, lstm1/d0/xw.260, lstm1/d0/bias.264, lstm1/d0/xw.260+192, lstm1/d0/bias.264+192, lstm1/d0/xw.260+64, lstm1/d0/bias.264+64, lstm1/d0/xw.260+640, lstm1/d0/xw.260+512, lstm1/d0/xw.260+704, lstm1/d0/xw.260+576, lstm1/d0/xw.260+1152, lstm1/d0/xw.260+1024, lstm1/d0/xw.260+1216, lstm1/d0/xw.260+1088, lstm1/d0/xw.260+1664, lstm1/d0/xw.260+1536, lstm1/d0/xw.260+1728, lstm1/d0/xw.260+1600, lstm1/d0/xw.260+2176, lstm1/d0/xw.260+2048, lstm1/d0/xw.260+2240, lstm1/d0/xw.260+2112, lstm1/d0/xw.260+2688, lstm1/d0/xw.260+2560, lstm1/d0/xw.260+2752, lstm1/d0/xw.260+2624, lstm1/d0/xw.260+3200, lstm1/d0/xw.260+3072, lstm1/d0/xw.260+3264, lstm1/d0/xw.260+3136, lstm1/d0/xw.260+3712, lstm1/d0/xw.260+3584, lstm1/d0/xw.260+3776, lstm1/d0/xw.260+3648, lstm1/d0/xw.260+4224, lstm1/d0/xw.260+4096, lstm1/d0/xw.260+4288, lstm1/d0/xw.260+4160, lstm1/d0/xw.260+4736, lstm1/d0/xw.260+4608, lstm1/d0/xw.260+4800, lstm1/d0/xw.260+4672, lstm1/d0/xw.260+5248, lstm1/d0/xw.260+5120, lstm1/d0/xw.260+5312, lstm1/d0/xw.260+5184, lstm1/d0/xw.260+5760, lstm1/d0/xw.260+5632, lstm1/d0/xw.260+5824, lstm1/d0/xw.260+5696, lstm1/d0/xw.260+6272, lstm1/d0/xw.260+6144, lstm1/d0/xw.260+6336, lstm1/d0/xw.260+6208, lstm1/d0/xw.260+6784, lstm1/d0/xw.260+6656, lstm1/d0/xw.260+6848, lstm1/d0/xw.260+6720, lstm1/d0/xw.260+7296, lstm1/d0/xw.260+7168, lstm1/d0/xw.260+7360, lstm1/d0/xw.260+7232, lstm1/d0/xw.260+7808, lstm1/d0/xw.260+7680, lstm1/d0/xw.260+7872, lstm1/d0/t15/c.505, lstm1/d0/xw.260+7744, lstm1/d0/t15/h.507, lstm1/d0/y_rows.508, lstm1/d0/y_rows.508+128, lstm1/d0/y_rows.508+256, lstm1/d0/y_rows.508+384, lstm1/d0/y_rows.508+512, lstm1/d0/y_rows.508+640, lstm1/d0/y_rows.508+768, lstm1/d0/y_rows.508+896, lstm1/d0/y_rows.508+1024, lstm1/d0/y_rows.508+1152, lstm1/d0/y_rows.508+1280, lstm1/d0/y_rows.508+1408, lstm1/d0/y_rows.508+1536, lstm1/d0/y_rows.508+1664, lstm1/d0/y_rows.508+1792, lstm1/d0/y_rows.508+1920)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/t15/hr, lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows.input0, lstm1/d0/y_rows.input1, lstm1/d0/y_rows.input2, lstm1/d0/y_rows.input3, lstm1/d0/y_rows.input4, lstm1/d0/y_rows.input5, lstm1/d0/y_rows.input6, lstm1/d0/y_rows.input7, lstm1/d0/y_rows.input8, lstm1/d0/y_rows.input9, lstm1/d0/y_rows.input10, lstm1/d0/y_rows.input11, lstm1/d0/y_rows.input12, lstm1/d0/y_rows.input13, lstm1/d0/y_rows.input14, lstm1/d0/y_rows.input15
+// loom_f3(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat.input0
+// loom_f3(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat.input1
+// loom_f3(lstm0/d0/t15/c.250, c_n_layers)  # c_n_concat.input0
+// loom_f3(lstm1/d0/t15/c.505, c_n_layers+64)  # c_n_concat.input1
 // loom_f4(lstm1/d0/y_rows.508, y)  # copy_y
 // loom_f5(h_n_layers, h_n)  # copy_h_n
 // loom_f5(c_n_layers, c_n)  # copy_c_n

@@ -56,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f0(float* p0) {
     const int64_t x1 = o / 3422;
     const int64_t x2 = (o / 58) % 59;
     const int64_t x3 = o % 58;
-    // bn1/pad
+    // bn1/pad.fill
     const float t0 = (float)0;
     p0[(3422*x1 + 58*x2 + x3)] = t0;
   }
@@ -71,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f1(const float* __restric
     const int64_t x1 = o / 3136;
     const int64_t x2 = (o / 56) % 56;
     const int64_t x3 = o % 56;
-    // bn1/pad
+    // bn1/pad.interior
     const float t0 = p0[(3136*x1 + 56*x2 + x3)];
     p1[(3422*x1 + 58*x2 + x3)] = t0;
   }
@@ -91,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     const float t1 = p1[x0];
     const float t2 = t0 + t1;
     const float t3 = (t2 < 0 ? (float)0 : t2);
-    // bn2/pad
+    // bn2/pad.interior
     const float t4 = t3;
     p2[(3422*x0 + 58*x1 + x2)] = t4;
   }
@@ -118,11 +118,11 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restric
 }
 
 // Launches:
-// loom_f0(bn1/pad.5)  # bn1/pad
-// loom_f1(x, bn1/pad.5+59)  # bn1/pad
+// loom_f0(bn1/pad.5)  # bn1/pad.fill
+// loom_f1(x, bn1/pad.5+59)  # bn1/pad.interior
 // gemm f32 m=64 n=3248 k=64 (bn1/weight_channels_last.4, bn1/pad.5, bn1/sum.9) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn1/sum
-// loom_f0(bn2/pad.14)  # bn2/pad
-// loom_f2(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad
+// loom_f0(bn2/pad.14)  # bn2/pad.fill
+// loom_f2(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad.interior
 // gemm f32 m=64 n=3248 k=64 (bn2/weight_channels_last.13, bn2/pad.14, bn2/sum.18) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn2/sum
 // loom_f3(bn2/sum.18, n2/folded_bias.3, x, y)  # relu2
 // 
