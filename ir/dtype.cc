@@ -83,31 +83,6 @@ bool IsUnsigned(DType dtype) {
          dtype == DType::kU64;
 }
 
-int64_t WrapToDType(int64_t v, DType dtype) {
-  switch (dtype) {
-    case DType::kI8:
-      return static_cast<int8_t>(v);
-    case DType::kI16:
-      return static_cast<int16_t>(v);
-    case DType::kI32:
-      return static_cast<int32_t>(v);
-    case DType::kU8:
-      return static_cast<uint8_t>(v);
-    case DType::kU16:
-      return static_cast<uint16_t>(v);
-    case DType::kU32:
-      return static_cast<uint32_t>(v);
-    case DType::kBool:
-      return v != 0;
-    case DType::kI64:
-    case DType::kU64:
-    case DType::kF32:
-    case DType::kF64:
-      break;
-  }
-  return v;
-}
-
 int64_t IntegerMinBits(DType dtype) {
   if (IsUnsigned(dtype)) return 0;
   return dtype == DType::kI64 ? std::numeric_limits<int64_t>::min()

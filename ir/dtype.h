@@ -38,9 +38,6 @@ bool IsUnsigned(DType dtype);  // u8, u16, u32, u64
 // as negative int64s, so order and division must go through the helpers
 // below or through uint64_t).
 //
-// `v` wrapped to the width of the integer (or bool) dtype, as a C cast to
-// the type does, then extended back to int64 bits.
-int64_t WrapToDType(int64_t v, DType dtype);
 // The bits of the integer dtype's smallest and largest values.
 int64_t IntegerMinBits(DType dtype);
 int64_t IntegerMaxBits(DType dtype);

@@ -1,7 +1,6 @@
 #ifndef LOOM_IR_GRAPH_H_
 #define LOOM_IR_GRAPH_H_
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -10,7 +9,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -20,6 +18,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/dtype.h"
+#include "ir/support/attrs.h"
+#include "ir/support/interned_name.h"
 #include "ir/tensor.h"
 
 namespace loom {
@@ -57,143 +57,6 @@ struct Value {
   TensorType type;
   ValueKind kind = ValueKind::kIntermediate;
   NodeId producer = kNoNode;
-};
-
-// A name interned for the life of the process: a view of the one copy
-// that every InternedName with the same text shares, so that it takes 16
-// bytes instead of a std::string's 32 (and no heap block for long text). It
-// is an absl::string_view, so it compares with strings and goes into StrCat
-// as they do; it is made from any string, which it then interns.
-class InternedName : public absl::string_view {
- public:
-  InternedName() = default;
-  InternedName(absl::string_view name)  // NOLINT(google-explicit-constructor)
-      : absl::string_view(Intern(name)) {}
-  InternedName(const char* name)  // NOLINT(google-explicit-constructor)
-      : InternedName(absl::string_view(name)) {}
-  InternedName(const std::string& name)  // NOLINT(google-explicit-constructor)
-      : InternedName(absl::string_view(name)) {}
-
-  template <typename H>
-  friend H AbslHashValue(H state, const InternedName& name) {
-    return H::combine(std::move(state), absl::string_view(name));
-  }
-
- private:
-  static absl::string_view Intern(absl::string_view name);
-};
-
-// A node's op, and an attribute's name: a decomposed graph has millions of
-// nodes, nearly all named from a few literals.
-using OpName = InternedName;
-using AttrName = InternedName;
-
-// What a lookup by op name found, remembered by the address of the interned
-// name (equal names share one address): a pass that looks up the ops of
-// millions of nodes then hashes a pointer per node rather than the text.
-// Not thread-safe: one per run of a pass.
-template <typename V>
-class OpLookupCache {
- public:
-  // find(op), called once per distinct op. (A copy: V is a small handle,
-  // and a reference into the table would not outlive its next growth.)
-  template <typename Find>
-  V Get(OpName op, Find&& find) {
-    auto [it, inserted] = found_.try_emplace(op.data());
-    if (inserted) it->second = find(op);
-    return it->second;
-  }
-
- private:
-  absl::flat_hash_map<const char*, V> found_;
-};
-
-// A list of ints as an attribute holds it: up to three in place (the axes,
-// starts and ends of a slice, most shapes), so that a short list takes no
-// heap block of its own. It converts from and to a std::vector.
-class AttrInts : public absl::InlinedVector<int64_t, 3> {
- public:
-  using InlinedVector::InlinedVector;
-  using InlinedVector::operator=;
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  AttrInts(const std::vector<int64_t>& v) : InlinedVector(v.begin(), v.end()) {}
-
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator std::vector<int64_t>() const {
-    return std::vector<int64_t>(begin(), end());
-  }
-
-  // Exact overloads for two AttrInts, which the vector ones would otherwise
-  // make ambiguous (clang) with InlinedVector's own.
-  friend bool operator==(const AttrInts& a, const AttrInts& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
-  }
-  friend bool operator!=(const AttrInts& a, const AttrInts& b) { return !(a == b); }
-  friend bool operator==(const AttrInts& a, const std::vector<int64_t>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
-  }
-  friend bool operator==(const std::vector<int64_t>& a, const AttrInts& b) {
-    return b == a;
-  }
-};
-
-// The alternatives are in the order of AttrType (ir/op_registry.h). No
-// larger than a std::string and its index (40 bytes).
-using AttrValue = std::variant<int64_t, double, std::string, AttrInts,
-                               std::vector<double>, std::vector<std::string>>;
-
-// A node's attributes, in the order they were set (so that printing is
-// deterministic). Nodes carry a handful, so lookup is a linear scan.
-class Attrs {
- public:
-  // 56 bytes (the interned name 16, the value 40), with no heap block for
-  // the name or a short list of ints: a slice's three attributes take 168
-  // bytes, all in the one block of entries.
-  using Entry = std::pair<AttrName, AttrValue>;
-
-  Attrs() = default;
-  Attrs(const Attrs& other);
-  Attrs(Attrs&& other) noexcept;
-  Attrs& operator=(const Attrs& other);
-  Attrs& operator=(Attrs&& other) noexcept;
-  ~Attrs() = default;
-
-  void Set(AttrName name, AttrValue value);
-  // Makes room for this many attributes, so that setting them one by one
-  // allocates once.
-  void Reserve(size_t n);
-  const AttrValue* Find(absl::string_view name) const;
-  bool Has(absl::string_view name) const { return Find(name) != nullptr; }
-
-  // Typed reads with a default for an absent attribute. The op registry
-  // checks types when a node is verified, so a mismatched type here is a
-  // broken invariant and reads as the default.
-  int64_t GetInt(absl::string_view name, int64_t default_value) const;
-  double GetFloat(absl::string_view name, double default_value) const;
-  std::string GetString(absl::string_view name,
-                        std::string default_value) const;
-  std::vector<int64_t> GetInts(absl::string_view name,
-                               std::vector<int64_t> default_value = {}) const;
-  // The list of ints `name` in place (no copy), or null when absent (or of
-  // another type).
-  const AttrInts* FindInts(absl::string_view name) const;
-  std::vector<double> GetFloats(absl::string_view name,
-                                std::vector<double> default_value = {}) const;
-  std::vector<std::string> GetStrings(
-      absl::string_view name,
-      std::vector<std::string> default_value = {}) const;
-
-  absl::Span<const Entry> entries() const {
-    return absl::MakeConstSpan(entries_.get(), size_);
-  }
-
- private:
-  // Entries [0, size_) of room for capacity_: one heap block, and 16 bytes
-  // in every node (a std::vector would take 24; most nodes have no
-  // attributes, and a decomposed graph has millions of nodes).
-  std::unique_ptr<Entry[]> entries_;
-  uint32_t size_ = 0;
-  uint32_t capacity_ = 0;
 };
 
 struct Node {

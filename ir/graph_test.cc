@@ -42,89 +42,6 @@ TEST(TensorTest, StoresEveryDTypeAndIsAligned) {
   EXPECT_EQ(b.GetInt(0), 1);
 }
 
-TEST(AttrsTest, TypedReadsWithDefaults) {
-  Attrs attrs;
-  attrs.Set("axis", int64_t{-1});
-  attrs.Set("axes", std::vector<int64_t>{0, 2});
-  attrs.Set("to", std::string("f64"));
-  attrs.Set("axis", int64_t{1});  // overwrites, keeps its position
-  EXPECT_EQ(attrs.GetInt("axis", 0), 1);
-  EXPECT_EQ(attrs.GetInts("axes"), (std::vector<int64_t>{0, 2}));
-  EXPECT_EQ(attrs.GetString("to", ""), "f64");
-  EXPECT_EQ(attrs.GetFloat("axis", 0), 1.0);  // an int reads as a float
-  EXPECT_EQ(attrs.GetInt("missing", 7), 7);
-  EXPECT_EQ(attrs.GetInt("to", 7), 7);  // wrong type reads as the default
-  ASSERT_EQ(attrs.entries().size(), 3);
-  EXPECT_EQ(attrs.entries()[0].first, "axis");
-}
-
-TEST(AttrsTest, CopiesAndMovesTheirEntries) {
-  Attrs attrs;
-  attrs.Reserve(1);
-  attrs.Set("axis", int64_t{2});
-  attrs.Set("axes", std::vector<int64_t>{0, 1});  // grows past the room
-  const Attrs copy = attrs;
-  Attrs moved = std::move(attrs);
-  Attrs assigned;
-  assigned = copy;
-  for (const Attrs* a : std::vector<const Attrs*>{&copy, &moved, &assigned}) {
-    ASSERT_EQ(a->entries().size(), 2);
-    EXPECT_EQ(a->GetInt("axis", 0), 2);
-    EXPECT_EQ(*a->FindInts("axes"), (std::vector<int64_t>{0, 1}));
-  }
-  EXPECT_TRUE(Attrs().entries().empty());
-}
-
-// Attribute names are interned: equal names share one copy of their text,
-// whatever string they were set from, and op names share it too.
-TEST(AttrsTest, NamesAreInterned) {
-  Attrs a, b;
-  a.Set("axes", std::vector<int64_t>{0});
-  b.Set(std::string("axes"), std::vector<int64_t>{1});
-  EXPECT_EQ(a.entries()[0].first.data(), b.entries()[0].first.data());
-  EXPECT_EQ(a.entries()[0].first.data(), OpName("axes").data());
-  b.Set(absl::string_view("axes"), int64_t{2});  // replaces, keeps one entry
-  ASSERT_EQ(b.entries().size(), 1);
-  EXPECT_EQ(b.GetInt("axes", 0), 2);
-}
-
-// Short int lists live in the entry; longer ones on the heap. Both read back
-// alike, as a vector or in place.
-TEST(AttrsTest, IntListsOfAnyLength) {
-  static_assert(sizeof(AttrValue) <= sizeof(std::string) + 8);
-  Attrs attrs;
-  attrs.Set("short", std::vector<int64_t>{1, 2, 3});
-  attrs.Set("long", AttrInts{1, 2, 3, 4, 5});
-  attrs.Set("empty", std::vector<int64_t>{});
-  EXPECT_EQ(attrs.GetInts("short"), (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(attrs.GetInts("long"), (std::vector<int64_t>{1, 2, 3, 4, 5}));
-  EXPECT_EQ(*attrs.FindInts("long"), (std::vector<int64_t>{1, 2, 3, 4, 5}));
-  ASSERT_NE(attrs.FindInts("empty"), nullptr);
-  EXPECT_TRUE(attrs.FindInts("empty")->empty());
-  EXPECT_EQ(attrs.FindInts("missing"), nullptr);
-  EXPECT_EQ(attrs.GetInts("missing", {9}), (std::vector<int64_t>{9}));
-  const std::vector<int64_t> as_vector = *attrs.FindInts("short");
-  EXPECT_EQ(as_vector, (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_FALSE(*attrs.FindInts("short") == (std::vector<int64_t>{1, 2}));
-}
-
-// Equal names share one copy of their text, whatever they were made from.
-TEST(InternedNameTest, EqualNamesShareTheirText) {
-  const OpName add("add");
-  EXPECT_EQ(add, "add");
-  EXPECT_EQ(OpName(std::string("add")).data(), add.data());
-  EXPECT_EQ(OpName(absl::string_view("addx", 3)).data(), add.data());
-  EXPECT_NE(OpName("mul"), add);
-  EXPECT_EQ(absl::StrCat("(", add, ")"), "(add)");
-  EXPECT_EQ(OpName(), "");
-  // Text that changed at an address seen before is looked up again.
-  char buffer[] = "sub";
-  const OpName sub(buffer);
-  buffer[0] = 'n';
-  EXPECT_EQ(OpName(buffer), "nub");
-  EXPECT_EQ(sub, "sub");
-}
-
 TEST(GraphTest, BuildsSsaValuesInTopologicalOrder) {
   Graph graph;
   const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {4}});
@@ -195,21 +112,6 @@ TEST(GraphTest, NumberedNamesAreFoundAndTaken) {
 
 // A cache finds each distinct op once, whatever string the name was made
 // from, and tells ops apart.
-TEST(GraphTest, OpLookupCacheFindsEachOpOnce) {
-  OpLookupCache<int> cache;
-  int finds = 0;
-  auto find = [&](OpName op) {
-    ++finds;
-    return static_cast<int>(op.size());
-  };
-  const std::string add = "add";
-  EXPECT_EQ(cache.Get("add", find), 3);
-  EXPECT_EQ(cache.Get(add, find), 3);
-  EXPECT_EQ(cache.Get("matmul", find), 6);
-  EXPECT_EQ(cache.Get(OpName("add"), find), 3);
-  EXPECT_EQ(finds, 2);
-}
-
 // A copy, or a moved graph, knows the names its index holds that look
 // numbered, and still skips them.
 TEST(GraphTest, CopiesAndMovesSkipTakenNumberedNames) {

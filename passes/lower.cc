@@ -430,7 +430,8 @@ class Lowering {
   int Position(ComputeNode& compute, Expr value);
   int AsI64(ComputeNode& compute, int step);
   int And(ComputeNode& compute, int a, int b);
-  // Stores `compute`'s value `root` in a fresh temporary over its ranges.
+  // Stores `compute`'s value `root` in a fresh temporary over its ranges;
+  // the node and the buffer are named `name`.
   BufferId StoreTemp(ComputeNode compute, int root, DType dtype, const std::string& name);
   // Whether scatter `node` replaces elements (reduction "none"), rather
   // than folding updates into them.
@@ -459,7 +460,9 @@ class Lowering {
   ComputeNode CopyInto(const std::string& name, ValueId in, BufferId buffer,
                        Expr offset, const std::vector<int64_t>& shift);
   // `value` copied into a fresh contiguous buffer, for a reader that needs
-  // a simpler index than the value's view gives.
+  // a simpler index than the value's view gives. The copy and its buffer
+  // are named `name`: `<reader>.<role>`, as one value may be copied for
+  // several readers.
   LoweredValue Materialize(const std::string& name, ValueId value);
 
   void BindGraphInputsAndWeights();
@@ -873,13 +876,15 @@ absl::Status Lowering::LowerReduce(const Node& node) {
     Finish(std::move(compute), out, root);
     return absl::OkStatus();
   }
-  // Mean: the sum, then a pointwise divide by the reduced element count.
+  // Mean: the sum (node and buffer `<node>.sum`), then a pointwise divide
+  // by the reduced element count, which computes the value.
   const int64_t count = NumElements(compute.reduction_ranges);
-  const ValueId sum = out;  // the divide below rebinds `out`
-  Finish(std::move(compute), sum, root);
+  const Expr offset = ContiguousOffset(compute.ranges);
+  const LoweredValue sum = LoweredValue::Stored(
+      StoreTemp(std::move(compute), root, dtype, absl::StrCat(node.name, ".sum")), offset);
   ComputeNode divide = PointwiseNode(node, out);
   const int total =
-      Load(divide, out, Vars(0, static_cast<int>(divide.ranges.size())));
+      LoadFrom(divide, sum, dtype, Vars(0, static_cast<int>(divide.ranges.size())));
   const int n = Constant(divide, static_cast<double>(count), dtype);
   const int quotient = Call(divide, ScalarFn::kDiv, dtype, {total, n});
   Finish(std::move(divide), out, quotient);
@@ -994,17 +999,19 @@ ComputeNode Lowering::GemmNode(const Node& node) {
   // a view that is no strided matrix (a reshape of a transpose, say), is
   // copied into a buffer first. Materialize counts as the value's reader,
   // so each operand is copied at most once.
+  const std::string a_copy = absl::StrCat(node.name, ".a");
+  const std::string b_copy = absl::StrCat(node.name, ".b");
   const bool a_view = IsAffineView(a), b_view = IsAffineView(b);
-  const LoweredValue a_source = a_view ? lowered_[a] : Materialize(node.name, a);
-  const LoweredValue b_source = b_view ? lowered_[b] : Materialize(node.name, b);
+  const LoweredValue a_source = a_view ? lowered_[a] : Materialize(a_copy, a);
+  const LoweredValue b_source = b_view ? lowered_[b] : Materialize(b_copy, b);
   std::optional<Gemm> gemm = match(a_source, b_source);
   if (gemm.has_value() && a_view && b_view && gemm->m < options_.gemm_min_rows &&
       gemm->b.transposed) {
     return compute;  // dot products that fuse with their consumers
   }
   if (!gemm.has_value()) {  // strided along both dims: copy the views too
-    gemm = match(a_view ? Materialize(node.name, a) : a_source,
-                 b_view ? Materialize(node.name, b) : b_source);
+    gemm = match(a_view ? Materialize(a_copy, a) : a_source,
+                 b_view ? Materialize(b_copy, b) : b_source);
   }
   if (!gemm.has_value()) return compute;  // not reached: all contiguous
   compute.extern_op = ExternOp::kGemm;
@@ -1065,7 +1072,8 @@ ComputeNode Lowering::MatmulNode(const Node& node, const LoweredValue& a_source,
 }
 
 absl::Status Lowering::LowerConcat(const Node& node) {
-  // One compute node per input, each writing its slab of one buffer.
+  // One compute node per input (`<node>.input<i>`), each writing its slab
+  // of one buffer.
   const ValueId out = node.outputs[0];
   const Value& out_value = graph_.value(out);
   const int axis =
@@ -1073,9 +1081,10 @@ absl::Status Lowering::LowerConcat(const Node& node) {
   const BufferId buffer = NewBuffer(out_value, BufferKind::kTemp, out);
   const Expr out_offset = ContiguousOffset(out_value.type.shape);
   std::vector<int64_t> shift(out_value.type.shape.size(), 0);
-  for (ValueId input : node.inputs) {
-    program_.nodes.push_back(
-        CopyInto(node.name, input, buffer, out_offset, shift));
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ValueId input = node.inputs[i];
+    program_.nodes.push_back(CopyInto(absl::StrCat(node.name, ".input", i), input, buffer,
+                                      out_offset, shift));
     shift[axis] += graph_.value(input).type.shape[axis];
   }
   lowered_[out] = LoweredValue::Stored(buffer, out_offset);
@@ -1102,21 +1111,29 @@ ComputeNode Lowering::CopyInto(const std::string& name, ValueId in,
 
 LoweredValue Lowering::Materialize(const std::string& name, ValueId value) {
   const Value& v = graph_.value(value);
-  const BufferId buffer = NewBuffer(v, BufferKind::kTemp, -1);
+  Buffer copy;
+  copy.name = name;
+  copy.dtype = v.type.dtype;
+  copy.sizes = v.type.shape;
+  program_.buffers.push_back(std::move(copy));
+  const BufferId buffer = static_cast<BufferId>(program_.buffers.size() - 1);
   const Expr offset = ContiguousOffset(v.type.shape);
   program_.nodes.push_back(CopyInto(name, value, buffer, offset,
                                     std::vector<int64_t>(v.type.shape.size())));
   return LoweredValue::Stored(buffer, offset);
 }
 
-// Mode "constant": two compute nodes write the output: one fills it with
-// the pad value, the next copies the input into the interior (the scheduler
-// keeps writes to one buffer in program order). Modes "reflect" and "edge":
-// the output is cut, along each padded dim, into the begin pad, the
-// interior and the end pad; each of those regions is one copy of the
-// input, whose index along a dim is, in a begin pad at position v,
-// begin - v (reflect) or 0 (edge), and in an end pad at v, size - 2 - v or
-// size - 1: affine, so every region is a plain loop.
+// Mode "constant": two compute nodes write the output: one (`<node>.fill`)
+// fills it with the pad value, the next (`<node>.interior`) copies the
+// input into the interior (the scheduler keeps writes to one buffer in
+// program order). Modes "reflect" and "edge": the output is cut, along each
+// padded dim, into the begin pad, the interior and the end pad; each of
+// those regions is one copy of the input, whose index along a dim is, in a
+// begin pad at position v, begin - v (reflect) or 0 (edge), and in an end
+// pad at v, size - 2 - v or size - 1: affine, so every region is a plain
+// loop. A region's node is named by its pads (`<node>.begin2.end3`: the
+// begin pad along dim 2 and the end pad along dim 3, the interior along
+// the others; `<node>.interior`).
 absl::Status Lowering::LowerPad(const Node& node) {
   const std::string mode = node.attrs.GetString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge") {
@@ -1142,13 +1159,14 @@ absl::Status Lowering::LowerPad(const Node& node) {
   }
 
   ComputeNode fill = PointwiseNode(node, out);
+  fill.name = absl::StrCat(node.name, ".fill");
   fill.output = buffer;
   fill.root =
       Constant(fill, node.attrs.GetFloat("value", 0), out_value.type.dtype);
   fill.store_index = out_offset;
   program_.nodes.push_back(std::move(fill));
   program_.nodes.push_back(
-      CopyInto(node.name, in, buffer, out_offset,
+      CopyInto(absl::StrCat(node.name, ".interior"), in, buffer, out_offset,
                std::vector<int64_t>(pads.begin(), pads.begin() + rank)));
   lowered_[out] = LoweredValue::Stored(buffer, out_offset);
   return absl::OkStatus();
@@ -1170,15 +1188,16 @@ void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offs
   for (size_t j = 0; j < padded.size(); ++j) regions *= 3;
   for (int64_t r = 0; r < regions; ++r) {
     ComputeNode copy;
-    copy.name = node.name;
     copy.ranges = in_shape;
     Indices source = Vars(0, rank);
     Indices target = Vars(0, rank);
+    std::string pads_in_region;
     int64_t code = r;
     for (int d : padded) {
       const int part = static_cast<int>(code % 3);
       code /= 3;
       const int64_t begin = pads[d], size = in_shape[d];
+      if (part != 1) absl::StrAppend(&pads_in_region, part == 0 ? ".begin" : ".end", d);
       if (part == 0) {
         copy.ranges[d] = begin;
         source[d] = reflect ? ctx_.Add(ctx_.Const(begin), ctx_.Mul(Var(d), -1)) : ctx_.Const(0);
@@ -1192,6 +1211,7 @@ void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offs
       }
     }
     if (NumElements(copy.ranges) == 0) continue;
+    copy.name = absl::StrCat(node.name, pads_in_region.empty() ? ".interior" : pads_in_region);
     copy.root = Load(copy, in, source);
     copy.output = buffer;
     copy.store_index = Reindex(out_offset, target, copy.ranges);
@@ -1247,7 +1267,8 @@ absl::StatusOr<int> Lowering::KnownIndexStep(ComputeNode& compute, const Node& n
 
 // Indices known only at run time, each checked once (kCheckIndex) by a
 // node of its own into an i64 temporary of the indices' shape (without the
-// last dim for a `component`): a reader loads them checked and wrapped. An
+// last dim for a `component`; both named `<node>.indices`, or
+// `<node>.indices<component>`): a reader loads them checked and wrapped. An
 // embedding's reader then checks once per token, not per element, in the
 // outer loop it shares with this node once they are fused (its inner loop
 // stays free to vectorise), and every index is checked even where no
@@ -1255,10 +1276,11 @@ absl::StatusOr<int> Lowering::KnownIndexStep(ComputeNode& compute, const Node& n
 LoweredValue Lowering::CheckedIndices(const Node& node, ValueId indices, int64_t axis,
                                       int64_t extent, int component) {
   const Shape& shape = graph_.value(indices).type.shape;
-  const std::string name = absl::StrCat(node.name, "/indices");
+  const std::string name =
+      component < 0 ? absl::StrCat(node.name, ".indices")
+                    : absl::StrCat(node.name, ".indices", component);
   const Shape ranges(shape.begin(), component < 0 ? shape.end() : shape.end() - 1);
   ComputeNode checker;
-  checker.name = name;
   checker.ranges = ranges;
   Indices at = Vars(0, static_cast<int>(ranges.size()));
   if (component >= 0) at.push_back(ctx_.Const(component));
@@ -1291,7 +1313,7 @@ bool Lowering::IsKnown(ValueId value) const { return graph_.HasInitializer(value
 
 // `value` as a stored buffer whose offset is linear in variable `var` (with
 // the coefficient in `stride`): as it is, or copied into a contiguous one
-// (a compute node named `name`).
+// (a compute node and buffer named `name`).
 LoweredValue Lowering::LinearSource(const std::string& name, ValueId value, int var,
                                     int64_t& stride) {
   LoweredValue source = lowered_[value];
@@ -1353,7 +1375,7 @@ absl::Status Lowering::LowerGather(const Node& node) {
     return absl::OkStatus();
   }
   int64_t stride;
-  const LoweredValue source = LinearSource(absl::StrCat(node.name, "/data"), data, axis, stride);
+  const LoweredValue source = LinearSource(absl::StrCat(node.name, ".data"), data, axis, stride);
   const int root = IndirectLoad(compute, data, source, data_indices, stride, index);
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
@@ -1371,7 +1393,7 @@ absl::Status Lowering::LowerGatherElements(const Node& node) {
   Indices data_indices = Vars(0, rank);
   data_indices[axis] = ctx_.Const(0);
   int64_t stride;
-  const LoweredValue source = LinearSource(absl::StrCat(node.name, "/data"), data, axis, stride);
+  const LoweredValue source = LinearSource(absl::StrCat(node.name, ".data"), data, axis, stride);
   const int root = IndirectLoad(compute, data, source, data_indices, stride, index);
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
@@ -1396,6 +1418,7 @@ int Lowering::And(ComputeNode& compute, int a, int b) {
 
 BufferId Lowering::StoreTemp(ComputeNode compute, int root, DType dtype,
                              const std::string& name) {
+  compute.name = name;
   Buffer buffer;
   buffer.name = name;
   buffer.dtype = dtype;
@@ -1474,7 +1497,7 @@ absl::Status Lowering::FinishScatter(const Node& node, ComputeNode pull, int mat
   const int none = Constant(pull, replaces ? -1 : FoldIdentity(fold.reduce, dtype), chosen_type);
   const int pulled = Call(pull, ScalarFn::kSelect, chosen_type, {match, chosen, none});
   const BufferId folded =
-      StoreTemp(std::move(pull), pulled, chosen_type, absl::StrCat(node.name, "/pulled"));
+      StoreTemp(std::move(pull), pulled, chosen_type, absl::StrCat(node.name, ".pulled"));
 
   ComputeNode compute = PointwiseNode(node, out);
   const int old = Load(compute, data, Vars(0, rank));
@@ -1529,7 +1552,7 @@ absl::Status Lowering::LowerScatterElements(const Node& node) {
   int64_t stride = 0;
   LoweredValue source;
   if (Replaces(node)) {
-    source = LinearSource(absl::StrCat(node.name, "/updates"), updates, axis, stride);
+    source = LinearSource(absl::StrCat(node.name, ".updates"), updates, axis, stride);
   }
   return FinishScatter(node, std::move(pull), match, Var(rank), update_coords, source,
                        last_coords, stride);
@@ -1563,7 +1586,7 @@ absl::Status Lowering::LowerScatterNd(const Node& node) {
   if (Replaces(node) &&
       (source.inline_constant || source.inline_node >= 0 ||
        source.offset != ContiguousOffset(graph_.value(updates).type.shape))) {
-    source = Materialize(absl::StrCat(node.name, "/updates"), updates);
+    source = Materialize(absl::StrCat(node.name, ".updates"), updates);
   }
   Indices last_coords(tuple_rank, ctx_.Const(0));
   for (int d = k; d < rank; ++d) last_coords.push_back(Var(d));
@@ -1604,7 +1627,7 @@ absl::Status Lowering::LowerGatherNd(const Node& node) {
   LoweredValue source = lowered_[data];
   if (source.inline_constant || source.inline_node >= 0 ||
       source.offset != ContiguousOffset(data_shape)) {
-    source = Materialize(absl::StrCat(node.name, "/data"), data);
+    source = Materialize(absl::StrCat(node.name, ".data"), data);
   }
   Indices data_indices = Vars(0, batch);
   for (int c = 0; c < k; ++c) data_indices.push_back(ctx_.Const(0));
@@ -1764,7 +1787,7 @@ absl::Status Lowering::LowerAsStrided(const Node& node) {
     contiguous = in_shape[d] == 1 || coefficients[d] == contiguous_strides[d];
   }
   if (!contiguous) {
-    source = Materialize(node.name, in);
+    source = Materialize(absl::StrCat(node.name, ".input"), in);
     base = 0;
   }
   lowered_[out] = LoweredValue::Stored(source.buffer, ctx_.Add(flat, ctx_.Const(base)));
@@ -1834,24 +1857,31 @@ void Lowering::BindGraphOutputs() {
   // buffer in place; anything else (a view, an input, a weight, an output
   // listed twice) is copied into one.
   std::vector<bool> claimed(program_.buffers.size(), false);
-  for (ValueId id : graph_.outputs()) {
+  std::vector<bool> copied(graph_.values().size(), false);
+  const std::vector<ValueId>& outputs = graph_.outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ValueId id = outputs[i];
     const LoweredValue& value = lowered_[id];
     const Shape& shape = graph_.value(id).type.shape;
-    const bool in_place =
-        !value.inline_constant && value.inline_node < 0 &&
-        program_.buffers[value.buffer].kind == BufferKind::kTemp &&
-        program_.buffers[value.buffer].source == id && !claimed[value.buffer];
-    if (in_place) {
+    const bool own_buffer = !value.inline_constant && value.inline_node < 0 &&
+                            program_.buffers[value.buffer].source == id;
+    if (own_buffer && program_.buffers[value.buffer].kind == BufferKind::kTemp &&
+        !claimed[value.buffer]) {
       program_.buffers[value.buffer].kind = BufferKind::kOutput;
       claimed[value.buffer] = true;
       program_.outputs.push_back(value.buffer);
       continue;
     }
     ComputeNode copy;
-    copy.name = absl::StrCat("copy_", graph_.value(id).name);
     copy.ranges = shape;
     const int root = Load(copy, id, Vars(0, static_cast<int>(shape.size())));
     copy.output = NewBuffer(graph_.value(id), BufferKind::kOutput, id);
+    // The copy takes the value's name unless a buffer has it already: the
+    // value's own (an input, a weight, an output listed before) or a copy.
+    std::string& name = program_.buffers[copy.output].name;
+    if (own_buffer || copied[id]) absl::StrAppend(&name, ".output", i);
+    copied[id] = true;
+    copy.name = absl::StrCat("copy_", name);
     claimed.push_back(true);
     copy.root = root;
     copy.store_index = ContiguousOffset(shape);

@@ -1,10 +1,13 @@
 #include "passes/lower.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/module.h"
 #include "ir/op_registry.h"
+#include "ir/pipeline.pb.h"
+#include "passes/decompose.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -12,6 +15,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsSupersetOf;
 
 // A graph with one f32 input `x` of `shape`.
 Graph GraphWithInput(const Shape& shape, ValueId& x) {
@@ -341,7 +345,7 @@ TEST(LowerTest, GatherFromAViewThatIsNotAffineCopiesItFirst) {
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   ASSERT_TRUE(program.ok()) << program.status();
   ASSERT_EQ(program->nodes.size(), 2);
-  EXPECT_EQ(program->nodes[0].name, "gather2/data");
+  EXPECT_EQ(program->nodes[0].name, "gather2.data");
   EXPECT_EQ(program->nodes[1].body.back().stride, 1);
   EXPECT_TRUE(VerifyLoopProgram(*program).ok());
 }
@@ -378,7 +382,7 @@ TEST(LowerTest, IndicesKnownAtRunTimeAreCheckedOnceEach) {
     // loading the checked index.
     ASSERT_EQ(program->nodes.size(), 2);
     const ComputeNode& checker = program->nodes[0];
-    EXPECT_EQ(checker.name, "gather0/indices");
+    EXPECT_EQ(checker.name, "gather0.indices");
     EXPECT_EQ(checker.ranges, (std::vector<int64_t>{2}));
     EXPECT_EQ(program->buffers[checker.output].dtype, DType::kI64);
     const ComputeNode& node = program->nodes[1];
@@ -432,7 +436,7 @@ TEST(LowerTest, GatherElementsIsAnIndirectLoadAlongTheAxis) {
   const ComputeNode& node = program->nodes[1];
   EXPECT_EQ(node.ranges, (std::vector<int64_t>{4, 2}));
   EXPECT_THAT(PrintComputeNode(*program, node),
-              HasSubstr("t0: i64 = load gather_elements0/indices[2*x0 + x1]\n"
+              HasSubstr("t0: i64 = load gather_elements0.indices[2*x0 + x1]\n"
                         "  t1: f32 = load x[5*x0 + 1*t0]"));
 }
 
@@ -460,7 +464,7 @@ TEST(LowerTest, ScatterPullsTheLastMatchingUpdate) {
   EXPECT_EQ(pull.reduce, ReduceKind::kMax);  // the last matching position
   EXPECT_EQ(pull.reduction_ranges, (std::vector<int64_t>{2}));
   EXPECT_EQ(program->buffers[pull.output].dtype, DType::kI64);
-  EXPECT_THAT(PrintComputeNode(*program, pull), HasSubstr("load scatter_elements0/indices[x1]"));
+  EXPECT_THAT(PrintComputeNode(*program, pull), HasSubstr("load scatter_elements0.indices[x1]"));
   const ComputeNode& take = program->nodes[2];
   EXPECT_THAT(PrintComputeNode(*program, take), HasSubstr("load u[0 + 1*t"));
 }
@@ -773,6 +777,80 @@ TEST(LowerTest, AGemmOperandThatIsNoStridedMatrixIsCopiedFirst) {
   ASSERT_EQ(program->nodes.size(), 3);  // two copies, then the call
   EXPECT_EQ(program->nodes[2].extern_op, ExternOp::kGemm);
   EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+}
+
+// Dumps, --explain_fusion and launch comments name buffers and compute
+// nodes: each name is one thing's, even where lowering makes several of
+// one graph node (a mean's sum and divide, a pad's fill and copy, a
+// matmul's operand copies, one index check per component) or copies an
+// output that already has a buffer.
+TEST(LowerTest, BuffersAndComputeNodesHaveDistinctNames) {
+  Module module;
+  Graph& graph = module.graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {2, 4, 8}});
+  const ValueId c = *graph.AddInput("c", TensorType{DType::kF32, {4}});
+  const ValueId y = *graph.AddInput("y", TensorType{DType::kF32, {4, 16}});
+  const ValueId ids = *graph.AddInput("ids", TensorType{DType::kI64, {3, 2}});
+  Attrs mean;
+  mean.Set("axes", std::vector<int64_t>{-1});
+  graph.AddOutput(AddNode(graph, "reduce_mean", {x}, mean));
+  Attrs groups;
+  groups.Set("num_groups", int64_t{2});
+  graph.AddOutput(AddNode(graph, "group_norm", {x, c, c}, groups));
+  Attrs last;
+  last.Set("axis", int64_t{-1});
+  graph.AddOutput(AddNode(graph, "layer_norm", {x}, last));
+  // A reshape of a transpose divides: copied for each operand it is.
+  Attrs perm;
+  perm.Set("perm", std::vector<int64_t>{1, 0});
+  Attrs square;
+  square.Set("shape", std::vector<int64_t>{8, 8});
+  const ValueId folded =
+      AddNode(graph, "reshape", {AddNode(graph, "transpose", {y}, perm)}, square);
+  graph.AddOutput(AddNode(graph, "matmul", {folded, folded}));
+  Attrs pads;
+  pads.Set("pads", std::vector<int64_t>{0, 1, 2, 0, 3, 4});
+  graph.AddOutput(AddNode(graph, "pad", {x}, pads));
+  pads.Set("mode", std::string("reflect"));
+  graph.AddOutput(AddNode(graph, "pad", {x}, pads));
+  Attrs first;
+  first.Set("axis", int64_t{0});
+  graph.AddOutput(AddNode(graph, "concat", {x, x}, first));
+  graph.AddOutput(AddNode(graph, "gather_nd", {y, ids}));
+  const ValueId twice = AddNode(graph, "neg", {x});
+  graph.AddOutput(twice);
+  graph.AddOutput(twice);
+  graph.AddOutput(x);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<std::unique_ptr<DecomposePass>> decompose =
+      DecomposePass::Create(proto::DecomposeOptions());
+  ASSERT_TRUE(decompose.ok()) << decompose.status();
+  ASSERT_TRUE((*decompose)->Run(module).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_TRUE(VerifyLoopProgram(*program).ok());
+  const std::string dump = PrintLoopProgram(*program);
+  absl::flat_hash_set<std::string> buffers, nodes;
+  for (const Buffer& buffer : program->buffers) {
+    EXPECT_TRUE(buffers.insert(buffer.name).second) << "buffer " << buffer.name << "\n" << dump;
+  }
+  for (const ComputeNode& node : program->nodes) {
+    EXPECT_TRUE(nodes.insert(node.name).second) << "node " << node.name << "\n" << dump;
+  }
+  // The value's buffer and node keep the graph's names.
+  EXPECT_THAT(nodes, IsSupersetOf({"reduce_mean0.sum", "reduce_mean0", "group_norm1/mean.sum",
+                                   "group_norm1/mean", "layer_norm2/mean.sum", "layer_norm2/mean",
+                                   "matmul5.a", "matmul5.b", "matmul5", "pad6.fill",
+                                   "pad6.interior", "pad7.begin1.begin2", "pad7.end2",
+                                   "pad7.interior", "concat8.input0", "concat8.input1",
+                                   "gather_nd9.indices0", "gather_nd9.indices1",
+                                   "copy_neg10.out.output9", "copy_x.output10"}))
+      << dump;
+  EXPECT_THAT(buffers, IsSupersetOf({"reduce_mean0.sum", "reduce_mean0.out", "matmul5.a",
+                                     "matmul5.b", "neg10.out", "neg10.out.output9",
+                                     "x.output10"}))
+      << dump;
 }
 
 TEST(LowerTest, VerifierRefusesAGemmMarkOnANodeNoCallComputes) {

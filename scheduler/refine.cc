@@ -70,26 +70,15 @@ std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx,
   return refinement;
 }
 
-Expr RefineExpr(ExprContext& ctx, const LoopRefinement& refinement, Expr e) {
-  if (refinement.identity || e == nullptr) return e;
-  return ctx.Simplify(ctx.Substitute(e, refinement.old_vars), refinement.extents);
-}
-
-void ApplyRefinement(ExprContext& ctx, const LoopRefinement& refinement,
-                     ComputeNode& node) {
-  if (refinement.identity) return;
-  for (ScalarOp& op : node.body) op.index = RefineExpr(ctx, refinement, op.index);
-  node.store_index = RefineExpr(ctx, refinement, node.store_index);
-  node.ranges = refinement.ranges;
-}
-
 Expr RefinementCache::Refine(const LoopRefinement& refinement, Expr e) {
   if (refinement.identity || e == nullptr) return e;
   Key key{e,
           {refinement.old_vars.begin(), refinement.old_vars.end()},
           {refinement.extents.begin(), refinement.extents.end()}};
   auto [it, inserted] = refined_.try_emplace(std::move(key), nullptr);
-  if (inserted) it->second = RefineExpr(ctx_, refinement, e);
+  if (inserted) {
+    it->second = ctx_.Simplify(ctx_.Substitute(e, refinement.old_vars), refinement.extents);
+  }
   return it->second;
 }
 

@@ -49,22 +49,17 @@ std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx,
                                                  const ComputeNode& node,
                                                  absl::Span<const int64_t> prefix);
 
-// `e`, an expression over the node's old loop variables, over the new ones.
-Expr RefineExpr(ExprContext& ctx, const LoopRefinement& refinement, Expr e);
-
-// Rewrites `node` (its loops, store index and every index in its body).
-void ApplyRefinement(ExprContext& ctx, const LoopRefinement& refinement,
-                     ComputeNode& node);
-
-// RefineExpr and ApplyRefinement with the rewritten expressions remembered:
-// the fuser refines the same (hash-consed) expressions by the same
-// refinements over and over (the steps of an unrolled recurrence, the
-// recurring shapes of a large graph).
+// Refinements applied, with the rewritten expressions remembered: the fuser
+// refines the same (hash-consed) expressions by the same refinements over
+// and over (the steps of an unrolled recurrence, the recurring shapes of a
+// large graph).
 class RefinementCache {
  public:
   explicit RefinementCache(ExprContext& ctx) : ctx_(ctx) {}
 
+  // `e`, an expression over the node's old loop variables, over the new ones.
   Expr Refine(const LoopRefinement& refinement, Expr e);
+  // Rewrites `node` (its loops, store index and every index in its body).
   void Apply(const LoopRefinement& refinement, ComputeNode& node);
 
  private:

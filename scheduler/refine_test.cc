@@ -39,7 +39,7 @@ TEST(RefineLeadingLoopsTest, SplitsChannelsIntoGroups) {
   ASSERT_TRUE(refinement.has_value());
   EXPECT_FALSE(refinement->identity);
   EXPECT_THAT(refinement->ranges, ElementsAre(2, 2, 8, 32, 32));
-  ApplyRefinement(ctx, *refinement, node);
+  RefinementCache(ctx).Apply(*refinement, node);
   EXPECT_EQ(ToString(node.body[0].index), ToString(ctx.Add(ctx.Mul(ctx.Var(0), 2), ctx.Var(1))));
   EXPECT_EQ(node.store_index, ctx.Simplify(RowMajorOffset(ctx, node.ranges, 0), node.ranges));
 }
@@ -55,10 +55,11 @@ TEST(RefineLeadingLoopsTest, DropsUnitLoopsAndKeepsReductions) {
   EXPECT_THAT(refinement->ranges, ElementsAre(2, 2, 2));
   EXPECT_THAT(refinement->extents, ElementsAre(2, 2, 2, 8192));
   // x0 stays, x1 = 0, x2 = 2*x1 + x2 and the reduction variable follows.
-  EXPECT_EQ(RefineExpr(ctx, *refinement, node.store_index),
+  RefinementCache cache(ctx);
+  EXPECT_EQ(cache.Refine(*refinement, node.store_index),
             ctx.Simplify(RowMajorOffset(ctx, {2, 2, 2}, 0), refinement->extents));
-  EXPECT_EQ(RefineExpr(ctx, *refinement, ctx.Var(1)), ctx.Const(0));
-  EXPECT_EQ(RefineExpr(ctx, *refinement, ctx.Var(3)), ctx.Var(3));
+  EXPECT_EQ(cache.Refine(*refinement, ctx.Var(1)), ctx.Const(0));
+  EXPECT_EQ(cache.Refine(*refinement, ctx.Var(3)), ctx.Var(3));
 }
 
 TEST(RefineLeadingLoopsTest, IdentityWhenTheLoopsAlreadyBeginWithThePrefix) {
@@ -90,7 +91,9 @@ TEST(RefineLeadingLoopsTest, RefusesAPrefixThatDoesNotDivide) {
   EXPECT_FALSE(RefineLeadingLoops(ctx, node, {6}).has_value());
 }
 
-TEST(RefinementCacheTest, RefinesAsRefineExprAndApplyRefinementDo) {
+// A refinement remembered for one expression serves another node's same
+// expression, and each node is rewritten as if refined afresh.
+TEST(RefinementCacheTest, RemembersAndAppliesRefinements) {
   ExprContext ctx;
   ComputeNode node;
   node.ranges = {2, 1, 4};
@@ -102,15 +105,16 @@ TEST(RefinementCacheTest, RefinesAsRefineExprAndApplyRefinementDo) {
   std::optional<LoopRefinement> refinement = RefineLeadingLoops(ctx, node, {2, 2});
   ASSERT_TRUE(refinement.has_value());
   RefinementCache cache(ctx);
-  const Expr refined = RefineExpr(ctx, *refinement, node.store_index);
+  const Expr refined = cache.Refine(*refinement, node.store_index);
+  EXPECT_EQ(refined, ctx.Simplify(RowMajorOffset(ctx, {2, 2, 2}, 0), refinement->extents));
   EXPECT_EQ(cache.Refine(*refinement, node.store_index), refined);
-  EXPECT_EQ(cache.Refine(*refinement, node.store_index), refined);  // remembered
-  ComputeNode applied = node;
-  ApplyRefinement(ctx, *refinement, node);
-  cache.Apply(*refinement, applied);
-  EXPECT_EQ(applied.ranges, node.ranges);
-  EXPECT_EQ(applied.store_index, node.store_index);
-  EXPECT_EQ(applied.body[0].index, node.body[0].index);
+  ComputeNode other = node;
+  cache.Apply(*refinement, node);
+  RefinementCache(ctx).Apply(*refinement, other);
+  EXPECT_THAT(node.ranges, ElementsAre(2, 2, 2));
+  EXPECT_EQ(node.store_index, refined);
+  EXPECT_EQ(node.body[0].index, refined);
+  EXPECT_EQ(other.store_index, refined);
 }
 
 }  // namespace

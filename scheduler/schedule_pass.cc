@@ -89,16 +89,6 @@ IntLists Dependencies(const LoopProgram& program, const IntLists& loaded) {
   return dependents;
 }
 
-std::vector<std::pair<int, int>> DependencyEdges(const LoopProgram& program) {
-  const IntLists dependents = Dependencies(program, LoadedBuffers(program));
-  std::vector<std::pair<int, int>> edges;
-  edges.reserve(dependents.items.size());
-  for (int i = 0; i < dependents.size(); ++i) {
-    for (int target : dependents[i]) edges.emplace_back(i, target);
-  }
-  return edges;
-}
-
 std::string KernelName(int index) { return absl::StrCat("kernel_", index); }
 
 namespace {

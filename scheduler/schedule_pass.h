@@ -2,7 +2,6 @@
 #define LOOM_SCHEDULER_SCHEDULE_PASS_H_
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,9 +46,6 @@ IntLists LoadedBuffers(const LoopProgram& program);
 // buffer and on the reads of that buffer since. Every edge goes from an
 // earlier node to a later one. `loaded` is LoadedBuffers(program).
 IntLists Dependencies(const LoopProgram& program, const IntLists& loaded);
-
-// The same edges as (from, to) positions in program.nodes, sorted.
-std::vector<std::pair<int, int>> DependencyEdges(const LoopProgram& program);
 
 }  // namespace loom
 

@@ -1,5 +1,8 @@
 #include "scheduler/schedule_pass.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
@@ -59,6 +62,16 @@ TEST(ScheduleTest, IndependentNodesKeepProgramOrder) {
 }
 
 using Edges = std::vector<std::pair<int, int>>;
+
+// The dependency edges as (from, to) positions in program.nodes.
+Edges DependencyEdges(const LoopProgram& program) {
+  const IntLists dependents = Dependencies(program, LoadedBuffers(program));
+  Edges edges;
+  for (int i = 0; i < dependents.size(); ++i) {
+    for (int target : dependents[i]) edges.emplace_back(i, target);
+  }
+  return edges;
+}
 
 TEST(ScheduleTest, WritersOfOneBufferStayInOrderBeforeItsReaders) {
   // pad-like: n0 fills b1, n1 copies b0 into part of b1, n2 reads b1.

@@ -11,9 +11,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/common/c_scalar.h"
 #include "ir/status_macros.h"
 #include "passes/pass.h"
@@ -217,6 +220,18 @@ std::string CommentSafe(const std::string& name) {
     if (c < 0x20 || c > 0x7e) c = '?';
   }
   return safe;
+}
+
+// `text` without its whole-line comments (the names of the nodes a kernel
+// computes), so that kernels differing only in names share a function.
+std::string WithoutCommentLines(absl::string_view text) {
+  std::string code;
+  code.reserve(text.size());
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "//")) continue;
+    absl::StrAppend(&code, line, "\n");
+  }
+  return code;
 }
 
 // The name of a reduction kind inside helper names.
@@ -1185,7 +1200,8 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
   GeneratedSource source;
   source.language = "cuda";
   // Each distinct function is kept once, as a key of this map (whose nodes
-  // do not move), and written out at the end.
+  // do not move), and written out at the end with the names of the first
+  // kernel that has it.
   absl::node_hash_map<std::string, int> function_of_text;
   std::vector<std::string> texts;
   std::vector<LaunchShape> shapes;
@@ -1206,7 +1222,7 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
                           KernelPrinter(program, schedule, options, needs).Print(kernel));
     const std::string key =
         absl::StrCat(printed.shape.blocks, " ", printed.shape.threads, " ",
-                     printed.shape.shared_bytes, "\n", printed.text);
+                     printed.shape.shared_bytes, "\n", WithoutCommentLines(printed.text));
     auto [it, added] = function_of_text.emplace(
         key, static_cast<int>(function_of_text.size()));
     if (added) {

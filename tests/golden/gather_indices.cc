@@ -101,5 +101,5 @@ extern "C" void loom_f0(void* const* a) {
 }
 
 // Launches:
-// loom_f0(ids, index_errors, table, y)  # lookup/indices, act
+// loom_f0(ids, index_errors, table, y)  # lookup.indices, act
 // 

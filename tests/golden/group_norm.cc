@@ -394,5 +394,5 @@ extern "C" void loom_f0(void* const* a) {
 }
 
 // Launches:
-// loom_f0(x, scale, bias, y)  # group_norm/var, group_norm/mean, group_norm/mean, group_norm/inv_std, group_norm/bias
+// loom_f0(x, scale, bias, y)  # group_norm/var, group_norm/mean.sum, group_norm/mean, group_norm/inv_std, group_norm/bias
 // 

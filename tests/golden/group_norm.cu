@@ -154,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(1024) loom_f0(const float* __restri
     }
     w0 = loom_block_reduce(w0, loom_welford_combine<float>(), loom_welford<float>{0, 0, 0}, loom_scratch_welford_float);
     float acc0 = w0.m2 / w0.n;
-    // group_norm/mean
+    // group_norm/mean.sum
     float acc1 = (float)0;
     for (int64_t r = lane; r < 8192; r += 1024) {
       const int64_t x2 = r;
@@ -191,5 +191,5 @@ extern "C" __global__ void __launch_bounds__(1024) loom_f0(const float* __restri
 }
 
 // Launches:
-// loom_f0(x, scale, bias, y)  # group_norm/var, group_norm/mean, group_norm/mean, group_norm/inv_std, group_norm/bias
+// loom_f0(x, scale, bias, y)  # group_norm/var, group_norm/mean.sum, group_norm/mean, group_norm/inv_std, group_norm/bias
 // 

@@ -69,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f0(const int64_t* __restr
   for (int64_t o = (int64_t)blockIdx.x * 8 + threadIdx.x / 32; o < 12; o += (int64_t)gridDim.x * 8) {
     const int64_t x0 = o / 4;
     const int64_t x1 = o % 4;
-    // lookup/indices
+    // lookup.indices
     const int64_t t0 = p0[(4*x0 + x1)];
     const int64_t t1 = loom_check_index((int64_t)t0, 12, 0, p1);
     // act
@@ -90,7 +90,7 @@ __device__ long long loom_f1_shape[3] = {1, 256, 0};
 extern "C" __global__ void __launch_bounds__(256) loom_f1(const int32_t* __restrict__ p0, int64_t* p1, int64_t* p2) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 6; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o;
-    // columns/indices
+    // columns.indices
     const int32_t t0 = p0[x0];
     const int64_t t1 = loom_check_index((int64_t)t0, 16, 1, p1);
     p2[x0] = t1;
@@ -120,7 +120,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const int64_t* __restr
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 48; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 12;
     const int64_t x1 = o % 12;
-    // picked/indices
+    // picked.indices
     const int64_t t0 = p0[(12*x0 + x1)];
     const int64_t t1 = loom_check_index((int64_t)t0, 16, 2, p1);
     // picked
@@ -137,7 +137,7 @@ __device__ long long loom_f4_shape[3] = {1, 256, 0};
 extern "C" __global__ void __launch_bounds__(256) loom_f4(const int64_t* __restrict__ p0, int64_t* p1, int64_t* p2) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 5; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o;
-    // put/indices
+    // put.indices
     const int64_t t0 = p0[x0];
     const int64_t t1 = loom_check_index((int64_t)t0, 12, 3, p1);
     p2[x0] = t1;
@@ -151,7 +151,7 @@ __device__ long long loom_f5_shape[3] = {1, 256, 0};
 extern "C" __global__ void __launch_bounds__(256) loom_f5(const int64_t* __restrict__ p0, int64_t* p1, int64_t* p2) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 5; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o;
-    // added/indices
+    // added.indices
     const int64_t t0 = p0[x0];
     const int64_t t1 = loom_check_index((int64_t)t0, 12, 4, p1);
     p2[x0] = t1;
@@ -165,7 +165,7 @@ __device__ long long loom_f6_shape[3] = {1, 256, 0};
 extern "C" __global__ void __launch_bounds__(256) loom_f6(const int64_t* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3, const int64_t* __restrict__ p4, float* p5) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 12; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o;
-    // put
+    // put.pulled
     int64_t acc0 = INT64_MIN;
     for (int64_t x1 = 0; x1 < 5; ++x1) {
       const int64_t t0 = p0[x1];
@@ -185,7 +185,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f6(const int64_t* __restr
     const float t11 = p2[0 + 1 * (int64_t)t10];
     const float t12 = t9 ? t11 : t6;
     p3[x0] = t12;
-    // added
+    // added.pulled
     float acc2 = (float)0;
     for (int64_t x1 = 0; x1 < 5; ++x1) {
       const int64_t t13 = p4[x1];
@@ -211,7 +211,7 @@ __device__ long long loom_f7_shape[3] = {1, 256, 0};
 extern "C" __global__ void __launch_bounds__(256) loom_f7(const int32_t* __restrict__ p0, int64_t* p1, int64_t* p2) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 4; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o;
-    // rows_put/indices
+    // rows_put.indices0
     const int32_t t0 = p0[x0];
     const int64_t t1 = loom_check_index((int64_t)t0, 12, 5, p1);
     p2[x0] = t1;
@@ -226,7 +226,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f8(const int64_t* __restr
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 192; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 16;
     const int64_t x1 = o % 16;
-    // rows_put
+    // rows_put.pulled
     int64_t acc0 = INT64_MIN;
     for (int64_t x2 = 0; x2 < 4; ++x2) {
       const int64_t t0 = p0[x2];
@@ -250,13 +250,13 @@ extern "C" __global__ void __launch_bounds__(256) loom_f8(const int64_t* __restr
 }
 
 // Launches:
-// loom_f0(ids, index_errors, table, o1)  # lookup/indices, act
-// loom_f1(ids32, index_errors, columns/indices)  # columns/indices
-// loom_f2(columns/indices, table, o2)  # columns
-// loom_f3(picks, index_errors, table, o3)  # picked/indices, picked
-// loom_f4(targets, index_errors, put/indices)  # put/indices
-// loom_f5(targets, index_errors, added/indices)  # added/indices
-// loom_f6(put/indices, values, updates, o4, added/indices, o5)  # put, put, added, added
-// loom_f7(where, index_errors, rows_put/indices)  # rows_put/indices
-// loom_f8(rows_put/indices, table, rows, o6)  # rows_put, rows_put
+// loom_f0(ids, index_errors, table, o1)  # lookup.indices, act
+// loom_f1(ids32, index_errors, columns.indices)  # columns.indices
+// loom_f2(columns.indices, table, o2)  # columns
+// loom_f3(picks, index_errors, table, o3)  # picked.indices, picked
+// loom_f4(targets, index_errors, put.indices)  # put.indices
+// loom_f5(targets, index_errors, added.indices)  # added.indices
+// loom_f6(put.indices, values, updates, o4, added.indices, o5)  # put.pulled, put, added.pulled, added
+// loom_f7(where, index_errors, rows_put.indices0)  # rows_put.indices0
+// loom_f8(rows_put.indices0, table, rows, o6)  # rows_put.pulled, rows_put
 // 

@@ -387,5 +387,5 @@ extern "C" void loom_f0(void* const* a) {
 }
 
 // Launches:
-// loom_f0(x, scale, bias, y)  # layer_norm/var, layer_norm/mean, layer_norm/mean, layer_norm/inv_std, layer_norm/bias
+// loom_f0(x, scale, bias, y)  # layer_norm/var, layer_norm/mean.sum, layer_norm/mean, layer_norm/inv_std, layer_norm/bias
 // 

@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f0(const float* __restric
     }
     w0 = loom_warp_reduce(w0, loom_welford_combine<float>());
     float acc0 = w0.m2 / w0.n;
-    // layer_norm/mean
+    // layer_norm/mean.sum
     float acc1 = (float)0;
     for (int64_t r = lane; r < 256; r += 32) {
       const int64_t x1 = r;
@@ -186,5 +186,5 @@ extern "C" __global__ void __launch_bounds__(256) loom_f0(const float* __restric
 }
 
 // Launches:
-// loom_f0(x, scale, bias, y)  # layer_norm/var, layer_norm/mean, layer_norm/mean, layer_norm/inv_std, layer_norm/bias
+// loom_f0(x, scale, bias, y)  # layer_norm/var, layer_norm/mean.sum, layer_norm/mean, layer_norm/inv_std, layer_norm/bias
 // 

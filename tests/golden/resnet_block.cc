@@ -455,11 +455,11 @@ extern "C" void loom_f4(void* const* a) {
 }
 
 // Launches:
-// loom_f0(bn1/pad.4)  # bn1/pad
-// loom_f1(x, bn1/pad.4+59)  # bn1/pad
+// loom_f0(bn1/pad.4)  # bn1/pad.fill
+// loom_f1(x, bn1/pad.4+59)  # bn1/pad.interior
 // loom_f2(bn1/pad.4, n1/folded_weight.0, bn1/sum.8)  # bn1/sum
-// loom_f0(bn2/pad.11)  # bn2/pad
-// loom_f3(bn1/sum.8, n1/folded_bias.1, bn2/pad.11+59)  # relu1, bn2/pad
+// loom_f0(bn2/pad.11)  # bn2/pad.fill
+// loom_f3(bn1/sum.8, n1/folded_bias.1, bn2/pad.11+59)  # relu1, bn2/pad.interior
 // loom_f2(bn2/pad.11, n2/folded_weight.2, bn2/sum.15)  # bn2/sum
 // loom_f4(bn2/sum.15, n2/folded_bias.3, x, y)  # relu2
 // 

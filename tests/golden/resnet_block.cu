@@ -56,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f0(float* p0) {
     const int64_t x1 = o / 3422;
     const int64_t x2 = (o / 58) % 59;
     const int64_t x3 = o % 58;
-    // bn1/pad
+    // bn1/pad.fill
     const float t0 = (float)0;
     p0[(3422*x1 + 58*x2 + x3)] = t0;
   }
@@ -71,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f1(const float* __restric
     const int64_t x1 = o / 3136;
     const int64_t x2 = (o / 56) % 56;
     const int64_t x3 = o % 56;
-    // bn1/pad
+    // bn1/pad.interior
     const float t0 = p0[(3136*x1 + 56*x2 + x3)];
     p1[(3422*x1 + 58*x2 + x3)] = t0;
   }
@@ -79,24 +79,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f1(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f2_shape[3] = {856, 256, 0};
+__device__ long long loom_f2_shape[3] = {784, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f2(float* p0) {
-  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 219008; o += (int64_t)gridDim.x * 256) {
-    const int64_t x1 = o / 3422;
-    const int64_t x2 = (o / 58) % 59;
-    const int64_t x3 = o % 58;
-    // bn2/pad
-    const float t0 = (float)0;
-    p0[(3422*x1 + 58*x2 + x3)] = t0;
-  }
-}
-
-// blocks, threads per block, bytes of dynamic shared memory
-extern "C" {
-__device__ long long loom_f3_shape[3] = {784, 256, 0};
-}
-extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, const float* __restrict__ p1, float* p2) {
+extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restrict__ p0, const float* __restrict__ p1, float* p2) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 200704; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 3136;
     const int64_t x1 = (o / 56) % 56;
@@ -106,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restric
     const float t1 = p1[x0];
     const float t2 = t0 + t1;
     const float t3 = (t2 < 0 ? (float)0 : t2);
-    // bn2/pad
+    // bn2/pad.interior
     const float t4 = t3;
     p2[(3422*x0 + 58*x1 + x2)] = t4;
   }
@@ -114,9 +99,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f4_shape[3] = {784, 256, 0};
+__device__ long long loom_f3_shape[3] = {784, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3) {
+extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 200704; o += (int64_t)gridDim.x * 256) {
     const int64_t x1 = o / 3136;
     const int64_t x2 = (o / 56) % 56;
@@ -133,11 +118,11 @@ extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restric
 }
 
 // Launches:
-// loom_f0(bn1/pad.5)  # bn1/pad
-// loom_f1(x, bn1/pad.5+59)  # bn1/pad
+// loom_f0(bn1/pad.5)  # bn1/pad.fill
+// loom_f1(x, bn1/pad.5+59)  # bn1/pad.interior
 // gemm f32 m=64 n=3248 k=64 (bn1/weight_channels_last.4, bn1/pad.5, bn1/sum.9) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn1/sum
-// loom_f2(bn2/pad.14)  # bn2/pad
-// loom_f3(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad
+// loom_f0(bn2/pad.14)  # bn2/pad.fill
+// loom_f2(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad.interior
 // gemm f32 m=64 n=3248 k=64 (bn2/weight_channels_last.13, bn2/pad.14, bn2/sum.18) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn2/sum
-// loom_f4(bn2/sum.18, n2/folded_bias.3, x, y)  # relu2
+// loom_f3(bn2/sum.18, n2/folded_bias.3, x, y)  # relu2
 // 

@@ -89,6 +89,6 @@ extern "C" void loom_f1(void* const* a) {
 }
 
 // Launches:
-// loom_f0(idx, index_errors, write/indices)  # write/indices
-// loom_f1(write/indices, data, updates, y)  # write, write
+// loom_f0(idx, index_errors, write.indices)  # write.indices
+// loom_f1(write.indices, data, updates, y)  # write.pulled, write
 // 
