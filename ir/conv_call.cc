@@ -39,7 +39,8 @@ bool FinishStrides(ConvOperand& operand) {
   int64_t end = 1;
   for (int d = 0; d < 4; ++d) {
     if (operand.strides[d] < 0) return false;
-    if (operand.dims[d] > 1) end = std::max(end, SaturatingMul(operand.strides[d], operand.dims[d]));
+    if (operand.dims[d] > 1)
+      end = std::max(end, SaturatingMul(operand.strides[d], operand.dims[d]));
   }
   std::vector<int> dims;
   for (int d = 0; d < 4; ++d) {
@@ -94,15 +95,20 @@ std::optional<ConvCall> MatchOperands(const ComputeNode& node, const Coefficient
       (extents[kY] - 1) * call.strides[0] + (extents[kR] - 1) * call.dilations[0] + 1;
   const int64_t width =
       (extents[kX] - 1) * call.strides[1] + (extents[kS] - 1) * call.dilations[1] + 1;
-  call.input = {node.body[0].buffer, input_offset, {extents[kN], extents[kC], height, width},
+  call.input = {node.body[0].buffer,
+                input_offset,
+                {extents[kN], extents[kC], height, width},
                 {input[kN], input[kC], row, col}};
-  call.weight = {node.body[1].buffer, weight_offset,
+  call.weight = {node.body[1].buffer,
+                 weight_offset,
                  {extents[kM], extents[kC], extents[kR], extents[kS]},
                  {weight[kM], weight[kC], weight[kR], weight[kS]}};
-  call.output = {node.output, output_offset, {extents[kN], extents[kM], extents[kY], extents[kX]},
+  call.output = {node.output,
+                 output_offset,
+                 {extents[kN], extents[kM], extents[kY], extents[kX]},
                  {output[kN], output[kM], output[kY], output[kX]}};
-  if (input_offset < 0 || weight_offset < 0 || output_offset < 0 ||
-      !FinishStrides(call.input) || !FinishStrides(call.weight) || !FinishStrides(call.output)) {
+  if (input_offset < 0 || weight_offset < 0 || output_offset < 0 || !FinishStrides(call.input) ||
+      !FinishStrides(call.weight) || !FinishStrides(call.output)) {
     return std::nullopt;
   }
   return call;

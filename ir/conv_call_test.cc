@@ -84,9 +84,9 @@ TEST_F(ConvCallTest, WeightLoadedFirst) {
 
 TEST_F(ConvCallTest, BatchOfOneTakesAnyStride) {
   // n has extent 1: its coefficient (none here) does not matter.
-  const std::optional<ConvCall> call = MatchConv(Conv(
-      {1, 4, 4, 8}, {3, 3, 3}, Affine({{120, 4}, {24, 2}, {12, 5}, {1, 3}, {2, 6}}), Weight(),
-      Affine({{32, 1}, {8, 2}, {1, 3}})));
+  const std::optional<ConvCall> call =
+      MatchConv(Conv({1, 4, 4, 8}, {3, 3, 3}, Affine({{120, 4}, {24, 2}, {12, 5}, {1, 3}, {2, 6}}),
+                     Weight(), Affine({{32, 1}, {8, 2}, {1, 3}})));
   ASSERT_TRUE(call.has_value());
   EXPECT_EQ(call->input.dims[0], 1);
 }
@@ -97,10 +97,11 @@ TEST_F(ConvCallTest, RefusesWhatIsNoConv) {
                               Affine({{27, 1}, {9, 4}, {3, 5}, {1, 6}, {1, 3}}), Output()))
                    .has_value());
   // The image varies with the output channel.
-  EXPECT_FALSE(MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3},
-                              Affine({{360, 0}, {120, 4}, {24, 2}, {12, 5}, {1, 3}, {2, 6}, {1, 1}}),
-                              Weight(), Output()))
-                   .has_value());
+  EXPECT_FALSE(
+      MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3},
+                     Affine({{360, 0}, {120, 4}, {24, 2}, {12, 5}, {1, 3}, {2, 6}, {1, 1}}),
+                     Weight(), Output()))
+          .has_value());
   // Two output positions at one address.
   EXPECT_FALSE(MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Image(), Weight(),
                               Affine({{128, 0}, {32, 1}, {4, 2}, {1, 3}})))
@@ -111,10 +112,10 @@ TEST_F(ConvCallTest, RefusesWhatIsNoConv) {
                               Weight(), Output()))
                    .has_value());
   // Three pointwise loops: no conv of this shape.
-  EXPECT_FALSE(MatchConv(Conv({4, 4, 8}, {3, 3, 3}, Affine({{120, 3}, {24, 1}, {12, 4}, {1, 2}}),
-                              Affine({{27, 0}, {9, 3}, {3, 4}, {1, 5}}),
-                              Affine({{32, 0}, {8, 1}, {1, 2}})))
-                   .has_value());
+  EXPECT_FALSE(
+      MatchConv(Conv({4, 4, 8}, {3, 3, 3}, Affine({{120, 3}, {24, 1}, {12, 4}, {1, 2}}),
+                     Affine({{27, 0}, {9, 3}, {3, 4}, {1, 5}}), Affine({{32, 0}, {8, 1}, {1, 2}})))
+          .has_value());
 }
 
 TEST_F(ConvCallTest, RefusesAnotherProduct) {

@@ -65,18 +65,14 @@ absl::StatusOr<DType> DTypeFromName(absl::string_view name) {
   for (DType dtype : kAllDTypes) {
     if (DTypeName(dtype) == name) return dtype;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown dtype '", name,
-      "' (expected f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 or bool)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype '", name,
+                   "' (expected f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 or bool)"));
 }
 
-bool IsFloat(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kF64;
-}
+bool IsFloat(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF64; }
 
-bool IsInteger(DType dtype) {
-  return !IsFloat(dtype) && dtype != DType::kBool;
-}
+bool IsInteger(DType dtype) { return !IsFloat(dtype) && dtype != DType::kBool; }
 
 bool IsUnsigned(DType dtype) {
   return dtype == DType::kU8 || dtype == DType::kU16 || dtype == DType::kU32 ||
@@ -93,13 +89,11 @@ int64_t IntegerMaxBits(DType dtype) {
   if (dtype == DType::kI64) return std::numeric_limits<int64_t>::max();
   if (dtype == DType::kU64) return -1;  // all ones
   const int bits = 8 * static_cast<int>(DTypeSize(dtype));
-  return IsUnsigned(dtype) ? (int64_t{1} << bits) - 1
-                           : (int64_t{1} << (bits - 1)) - 1;
+  return IsUnsigned(dtype) ? (int64_t{1} << bits) - 1 : (int64_t{1} << (bits - 1)) - 1;
 }
 
 bool IntegerLess(int64_t a, int64_t b, DType dtype) {
-  return IsUnsigned(dtype) ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b)
-                           : a < b;
+  return IsUnsigned(dtype) ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
 }
 
 int64_t FloatToIntegerBits(double x, DType dtype) {
@@ -229,8 +223,8 @@ absl::Status CheckShapeLimits(const Shape& shape) {
   std::optional<int64_t> elements = 1;
   for (int64_t d : shape) {
     if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shape ", ShapeToString(shape), " has a negative dimension"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ShapeToString(shape), " has a negative dimension"));
     }
     if (d > 0 && elements.has_value()) elements = CheckedMul(*elements, d);
   }
@@ -240,13 +234,11 @@ absl::Status CheckShapeLimits(const Shape& shape) {
   if (!elements.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("shape ", ShapeToString(shape),
-                     " is too large: its element count overflows int64 (",
-                     kLimit, ")"));
+                     " is too large: its element count overflows int64 (", kLimit, ")"));
   }
   if (*elements > kMaxTensorElements) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shape ", ShapeToString(shape), " is too large: ",
-                     *elements, " elements (", kLimit, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape ", ShapeToString(shape), " is too large: ", *elements, " elements (", kLimit, ")"));
   }
   return absl::OkStatus();
 }

@@ -14,13 +14,11 @@
 namespace loom {
 
 // Element types loom computes with.
-enum class DType : uint8_t {
-  kF32, kF64, kI32, kI64, kBool, kI8, kI16, kU8, kU16, kU32, kU64
-};
+enum class DType : uint8_t { kF32, kF64, kI32, kI64, kBool, kI8, kI16, kU8, kU16, kU32, kU64 };
 
-inline constexpr DType kAllDTypes[] = {
-    DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kBool, DType::kI8,
-    DType::kI16, DType::kU8,  DType::kU16, DType::kU32, DType::kU64};
+inline constexpr DType kAllDTypes[] = {DType::kF32,  DType::kF64, DType::kI32, DType::kI64,
+                                       DType::kBool, DType::kI8,  DType::kI16, DType::kU8,
+                                       DType::kU16,  DType::kU32, DType::kU64};
 
 // Bytes per element.
 int64_t DTypeSize(DType dtype);
@@ -104,9 +102,7 @@ struct TensorType {
   friend bool operator==(const TensorType& a, const TensorType& b) {
     return a.dtype == b.dtype && a.shape == b.shape;
   }
-  friend bool operator!=(const TensorType& a, const TensorType& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const TensorType& a, const TensorType& b) { return !(a == b); }
 };
 
 // "f32[2,16,32]"

@@ -38,10 +38,8 @@ TEST(SizeArithmeticTest, ProductsOfDims) {
   EXPECT_EQ(NumElements({k2To40, k2To40, 0}), 0);
   EXPECT_EQ(NumBytes(DType::kF64, {2, 3}), 48);
   EXPECT_EQ(NumBytes(DType::kF32, {k2To40, 1 << 23}), kInt64Max);
-  EXPECT_EQ(ContiguousStrides({k2To40, k2To40, 2}),
-            (std::vector<int64_t>{int64_t{1} << 41, 2, 1}));
-  EXPECT_EQ(ContiguousStrides({2, k2To40, k2To40}),
-            (std::vector<int64_t>{kInt64Max, k2To40, 1}));
+  EXPECT_EQ(ContiguousStrides({k2To40, k2To40, 2}), (std::vector<int64_t>{int64_t{1} << 41, 2, 1}));
+  EXPECT_EQ(ContiguousStrides({2, k2To40, k2To40}), (std::vector<int64_t>{kInt64Max, k2To40, 1}));
 }
 
 TEST(SizeArithmeticTest, ShapeLimitsNameTheOverflow) {

@@ -60,8 +60,8 @@ TEST(Float64InterpreterTest, WidensValuesAndCastsToFloat32) {
   Attrs to_f32;
   to_f32.Set("to", std::string("f32"));
   // A third in float64, rounded to float32 by the cast, unless widened.
-  const ValueId third = b.Op("cast", {b.Op("div", {x, b.Constant("three", Filled({1}, 3))})},
-                             std::move(to_f32));
+  const ValueId third =
+      b.Op("cast", {b.Op("div", {x, b.Constant("three", Filled({1}, 3))})}, std::move(to_f32));
   b.graph().AddOutput(third);
   const Tensor one = Filled({1}, 1);
   absl::StatusOr<std::vector<Tensor>> f32 = Interpret(b.graph(), {one});
@@ -91,7 +91,7 @@ TEST(ErrorBoundsTest, CancellationGrowsTheBoundPastTheResult) {
     EXPECT_DOUBLE_EQ(truth, inputs.GetDouble(i));
     EXPECT_GE(bound, std::fabs((*f32)[0].GetDouble(i) - truth)) << i;
     EXPECT_GE(bound, 3.9 * kUnit);  // the add's rounding, at magnitude 1 ...
-    EXPECT_LE(bound, 12 * kUnit);  // ... and the sub's: a few units of 1
+    EXPECT_LE(bound, 12 * kUnit);   // ... and the sub's: a few units of 1
   }
 }
 
@@ -121,8 +121,7 @@ TEST(ErrorBoundsTest, InputErrorsAreCarriedThroughEachOp) {
   const ValueId x = b.Input("x", {DType::kF32, {1}});
   const ValueId sum = b.Op("add", {x, b.Constant("c", Filled({}, 10))});
   b.graph().AddOutput(b.Op("exp", {sum}));
-  absl::StatusOr<BoundedOutputs> bounded =
-      InterpretWithErrorBounds(b.graph(), {Filled({1}, 0.5)});
+  absl::StatusOr<BoundedOutputs> bounded = InterpretWithErrorBounds(b.graph(), {Filled({1}, 0.5)});
   ASSERT_TRUE(bounded.ok()) << bounded.status();
   const double value = std::exp(10.5);
   // 4 units of 10.5 moved through exp, plus exp's own 4 units.
@@ -136,8 +135,8 @@ TEST(ErrorBoundsTest, AComparisonTheErrorsLeaveOpenHasBoundOne) {
   const ValueId a = b.Input("a", {DType::kF32, {2}});
   const ValueId product = b.Op("mul", {a, b.Constant("three", Filled({}, 3))});
   b.graph().AddOutput(b.Op("greater_equal", {product, b.Constant("one", Filled({}, 1))}));
-  absl::StatusOr<BoundedOutputs> bounded = InterpretWithErrorBounds(
-      b.graph(), {Values(DType::kF32, {2}, {1.0 / 3.0, 0.5})});
+  absl::StatusOr<BoundedOutputs> bounded =
+      InterpretWithErrorBounds(b.graph(), {Values(DType::kF32, {2}, {1.0 / 3.0, 0.5})});
   ASSERT_TRUE(bounded.ok()) << bounded.status();
   EXPECT_EQ(bounded->bounds[0].GetDouble(0), 1);  // near the threshold
   EXPECT_EQ(bounded->bounds[0].GetDouble(1), 0);  // 1.5 >= 1 whatever rounds
@@ -185,8 +184,7 @@ TEST(ErrorBoundsTest, CompositeOpsMustBeDecomposedFirst) {
   GraphBuilder b;
   const ValueId x = b.Input("x", {DType::kF32, {2, 3}});
   b.graph().AddOutput(b.Op("softmax", {x}));
-  absl::StatusOr<BoundedOutputs> bounded =
-      InterpretWithErrorBounds(b.graph(), {Filled({2, 3}, 0)});
+  absl::StatusOr<BoundedOutputs> bounded = InterpretWithErrorBounds(b.graph(), {Filled({2, 3}, 0)});
   EXPECT_EQ(bounded.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(bounded.status().message()),
               HasSubstr("node 'softmax0' (softmax): the error bounds of op 'softmax' are "

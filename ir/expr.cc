@@ -84,8 +84,7 @@ struct NodeKey {
   template <typename H>
   friend H AbslHashValue(H h, const NodeKey& key) {
     h = H::combine(std::move(h), key.kind, key.value, key.operands.size());
-    return H::combine_contiguous(std::move(h), key.operands.data(),
-                                 key.operands.size());
+    return H::combine_contiguous(std::move(h), key.operands.data(), key.operands.size());
   }
 };
 
@@ -93,8 +92,7 @@ NodeKey KeyOf(Expr e) { return {e->kind(), e->value(), e->operands()}; }
 
 bool SameKey(const NodeKey& a, const NodeKey& b) {
   return a.kind == b.kind && a.value == b.value &&
-         std::equal(a.operands.begin(), a.operands.end(), b.operands.begin(),
-                    b.operands.end());
+         std::equal(a.operands.begin(), a.operands.end(), b.operands.begin(), b.operands.end());
 }
 
 // An interned node with its key's hash, kept so that probing and growing
@@ -118,8 +116,7 @@ class InternTable {
     if (2 * (size_ + 1) > slots_.size()) Grow();
     for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
-      if (slot.node == nullptr ||
-          (slot.hash == hash && SameKey(KeyOf(slot.node), key))) {
+      if (slot.node == nullptr || (slot.hash == hash && SameKey(KeyOf(slot.node), key))) {
         return slot;
       }
     }
@@ -248,13 +245,11 @@ struct ExprContext::Impl {
   ExprMap<Expr> spare_simplified;
   ExprMap<Interval> spare_bounds;
 
-  Expr Intern(ExprKind kind, int64_t value,
-              absl::Span<const Expr> operand_list) {
+  Expr Intern(ExprKind kind, int64_t value, absl::Span<const Expr> operand_list) {
     const NodeKey key{kind, value, operand_list};
     const size_t hash = absl::Hash<NodeKey>()(key);
     Slot& recent = recently_interned[hash % kRecent];
-    if (recent.node != nullptr && recent.hash == hash &&
-        SameKey(KeyOf(recent.node), key)) {
+    if (recent.node != nullptr && recent.hash == hash && SameKey(KeyOf(recent.node), key)) {
       return recent.node;
     }
     Slot& slot = interned.Find(key, hash);
@@ -265,8 +260,7 @@ struct ExprContext::Impl {
     return slot.node;
   }
 
-  Expr NewNode(ExprKind kind, int64_t value,
-               absl::Span<const Expr> operand_list) {
+  Expr NewNode(ExprKind kind, int64_t value, absl::Span<const Expr> operand_list) {
     static_assert(sizeof(ExprNode) % alignof(Expr) == 0, "operands align");
     static_assert(std::is_trivially_destructible<ExprNode>::value,
                   "freeing the blocks must be enough");
@@ -280,9 +274,8 @@ struct ExprContext::Impl {
     block_used += bytes;
     Expr* operands = reinterpret_cast<Expr*>(place + sizeof(ExprNode));
     std::copy(operand_list.begin(), operand_list.end(), operands);
-    return new (place) ExprNode(
-        kind, value, absl::Span<const Expr>(operands, operand_list.size()),
-        num_nodes++);
+    return new (place)
+        ExprNode(kind, value, absl::Span<const Expr>(operands, operand_list.size()), num_nodes++);
   }
 
   // A direct-mapped cache in front of `interned`, which is large and so
@@ -380,8 +373,7 @@ struct ExprContext::Impl {
   // that each is found beside the last one found, where in the intern
   // table it was a cache miss (two, with its constant's).
   Expr InternSumWithConstant(absl::Span<const Expr> terms, int64_t constant) {
-    const Expr base =
-        terms.size() == 1 ? terms[0] : Intern(ExprKind::kAdd, 0, terms);
+    const Expr base = terms.size() == 1 ? terms[0] : Intern(ExprKind::kAdd, 0, terms);
     Expr& sum = sums_by_base[base][constant];
     if (sum == nullptr) {
       absl::InlinedVector<Expr, 8> operands(terms.begin(), terms.end());
@@ -399,8 +391,7 @@ struct ExprContext::Impl {
     sum.constant = a.constant + scale * b.constant;
     size_t i = 0, j = 0;
     auto push_b = [&](const Term& t) {
-      sum.terms.push_back(
-          {t.mono, scale * t.coeff, scale == 1 ? t.node : nullptr});
+      sum.terms.push_back({t.mono, scale * t.coeff, scale == 1 ? t.node : nullptr});
     };
     while (i < a.terms.size() && j < b.terms.size()) {
       const int order = Compare(a.terms[i].mono, b.terms[j].mono);
@@ -432,9 +423,8 @@ struct ExprContext::Impl {
 
   // Sorts terms by monomial, merges equal monomials and drops zeros.
   static void Normalize(Poly& p) {
-    std::sort(p.terms.begin(), p.terms.end(), [](const Term& a, const Term& b) {
-      return Before(a.mono, b.mono);
-    });
+    std::sort(p.terms.begin(), p.terms.end(),
+              [](const Term& a, const Term& b) { return Before(a.mono, b.mono); });
     size_t out = 0;
     for (size_t i = 0; i < p.terms.size();) {
       Term t = p.terms[i];
@@ -453,8 +443,7 @@ struct ExprContext::Impl {
     absl::Span<const Expr> x = AtomsOf(a);
     absl::Span<const Expr> y = AtomsOf(b);
     absl::InlinedVector<Expr, 8> atoms;
-    std::merge(x.begin(), x.end(), y.begin(), y.end(),
-               std::back_inserter(atoms), Before);
+    std::merge(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(atoms), Before);
     return Intern(ExprKind::kMul, 0, atoms);
   }
 
@@ -467,8 +456,7 @@ struct ExprContext::Impl {
         product.terms.push_back({t.mono, t.coeff * b.constant, nullptr});
       }
       for (const Term& u : b.terms) {
-        product.terms.push_back(
-            {MultiplyMonomials(t.mono, u.mono), t.coeff * u.coeff, nullptr});
+        product.terms.push_back({MultiplyMonomials(t.mono, u.mono), t.coeff * u.coeff, nullptr});
       }
     }
     if (a.constant != 0) {
@@ -506,17 +494,14 @@ struct ExprContext::Impl {
         if (mod.mono->kind() != ExprKind::kMod) continue;
         const Expr dividend = mod.mono->operands()[0];
         const Expr div = FloorDiv(dividend, mod.mono->value());
-        auto it = std::lower_bound(
-            p.terms.begin(), p.terms.end(), div,
-            [](const Term& t, Expr e) { return Before(t.mono, e); });
-        if (it == p.terms.end() || it->mono != div ||
-            it->coeff != mod.coeff * mod.mono->value()) {
+        auto it = std::lower_bound(p.terms.begin(), p.terms.end(), div,
+                                   [](const Term& t, Expr e) { return Before(t.mono, e); });
+        if (it == p.terms.end() || it->mono != div || it->coeff != mod.coeff * mod.mono->value()) {
           continue;
         }
         p.terms.erase(it);
-        p.terms.erase(
-            std::find_if(p.terms.begin(), p.terms.end(),
-                         [&](const Term& t) { return t.mono == mod.mono; }));
+        p.terms.erase(std::find_if(p.terms.begin(), p.terms.end(),
+                                   [&](const Term& t) { return t.mono == mod.mono; }));
         p = Combine(p, ToPoly(dividend), mod.coeff);
         changed = true;
       }
@@ -577,12 +562,10 @@ struct ExprContext::Impl {
   }
 
   // dividend // d or dividend % d; `ranges` adds the range-based rules.
-  Expr DivMod(const Poly& dividend, int64_t d, bool is_mod,
-              RangeSimplifier* ranges);
+  Expr DivMod(const Poly& dividend, int64_t d, bool is_mod, RangeSimplifier* ranges);
 
   // rest // d or rest % d for a reduced `rest`.
-  Expr DivModReduced(const Poly& rest, int64_t d, bool is_mod,
-                     RangeSimplifier* ranges);
+  Expr DivModReduced(const Poly& rest, int64_t d, bool is_mod, RangeSimplifier* ranges);
 
   // As b*(e % c) == b*e - b*c*(e // c), a dividend's terms
   //   b*(e % c) + m*(e // c)  equal  b*e + (m - b*c)*(e // c),
@@ -591,8 +574,7 @@ struct ExprContext::Impl {
   // (2*(f // 6) + f % 6) // 4 == f // 4 - f // 6 (a reshape's round trip,
   // once Simplify has rewritten the atoms). Returns rest // d or rest % d,
   // or nullptr if no Mod term qualifies.
-  Expr ExpandMod(const Poly& rest, int64_t d, bool is_mod,
-                 RangeSimplifier* ranges) {
+  Expr ExpandMod(const Poly& rest, int64_t d, bool is_mod, RangeSimplifier* ranges) {
     bool has_div = false;
     for (const Term& t : rest.terms) {
       has_div |= t.mono->kind() == ExprKind::kFloorDiv;
@@ -606,9 +588,8 @@ struct ExprContext::Impl {
       if (!has_div && (!is_mod || (b * c) % d != 0)) continue;
       const Expr e = t.mono->operands()[0];
       const Expr div = FloorDiv(e, c);
-      const auto it = std::lower_bound(
-          rest.terms.begin(), rest.terms.end(), div,
-          [](const Term& u, Expr x) { return Before(u.mono, x); });
+      const auto it = std::lower_bound(rest.terms.begin(), rest.terms.end(), div,
+                                       [](const Term& u, Expr x) { return Before(u.mono, x); });
       const bool found = it != rest.terms.end() && it->mono == div;
       const int64_t m = found ? it->coeff : 0;
       if ((!is_mod && m == 0) || (m - b * c) % d != 0) continue;
@@ -656,19 +637,15 @@ struct ExprContext::Impl {
       Die(absl::StrCat(is_mod ? "Mod" : "FloorDiv", " by non-positive ", d));
     }
     if (a->is_const()) {
-      return Const(is_mod ? FloorModInt(a->value(), d)
-                          : FloorDivInt(a->value(), d));
+      return Const(is_mod ? FloorModInt(a->value(), d) : FloorDivInt(a->value(), d));
     }
     return DivMod(ToPoly(a), d, is_mod, nullptr);
   }
 
-  Expr Substitute(Expr e, absl::Span<const Expr> replacements,
-                  ExprMap<Expr>& memo) {
+  Expr Substitute(Expr e, absl::Span<const Expr> replacements, ExprMap<Expr>& memo) {
     if (e->kind() == ExprKind::kConst) return e;
     if (e->kind() == ExprKind::kVar) {
-      return e->value() < static_cast<int64_t>(replacements.size())
-                 ? replacements[e->value()]
-                 : e;
+      return e->value() < static_cast<int64_t>(replacements.size()) ? replacements[e->value()] : e;
     }
     if (const Expr* known = memo.Find(e)) return *known;
     Expr result;
@@ -688,8 +665,7 @@ struct ExprContext::Impl {
   // Substitute for a sum: the sum of coefficient * substituted monomial
   // over its terms, gathered as one polynomial, so that no scaled term
   // becomes a node of its own on the way (Rebuild would make each).
-  Expr SubstituteSum(Expr sum, absl::Span<const Expr> replacements,
-                     ExprMap<Expr>& memo) {
+  Expr SubstituteSum(Expr sum, absl::Span<const Expr> replacements, ExprMap<Expr>& memo) {
     Poly result;
     for (Expr operand : sum->operands()) {
       if (operand->is_const()) {
@@ -705,8 +681,7 @@ struct ExprContext::Impl {
       const Poly p = ToPoly(mono);
       result.constant += term.coeff * p.constant;
       for (const Term& t : p.terms) {
-        result.terms.push_back(
-            {t.mono, term.coeff * t.coeff, term.coeff == 1 ? t.node : nullptr});
+        result.terms.push_back({t.mono, term.coeff * t.coeff, term.coeff == 1 ? t.node : nullptr});
       }
     }
     Normalize(result);
@@ -762,20 +737,16 @@ int64_t SatMul(int64_t a, int64_t b) {
   return product;
 }
 
-Interval AddIntervals(Interval a, Interval b) {
-  return {SatAdd(a.lo, b.lo), SatAdd(a.hi, b.hi)};
-}
+Interval AddIntervals(Interval a, Interval b) { return {SatAdd(a.lo, b.lo), SatAdd(a.hi, b.hi)}; }
 
 Interval MulIntervals(Interval a, Interval b) {
-  const int64_t corners[] = {SatMul(a.lo, b.lo), SatMul(a.lo, b.hi),
-                             SatMul(a.hi, b.lo), SatMul(a.hi, b.hi)};
+  const int64_t corners[] = {SatMul(a.lo, b.lo), SatMul(a.lo, b.hi), SatMul(a.hi, b.lo),
+                             SatMul(a.hi, b.hi)};
   return {*std::min_element(std::begin(corners), std::end(corners)),
           *std::max_element(std::begin(corners), std::end(corners))};
 }
 
-Interval ScaleInterval(Interval a, int64_t c) {
-  return MulIntervals(a, {c, c});
-}
+Interval ScaleInterval(Interval a, int64_t c) { return MulIntervals(a, {c, c}); }
 
 bool Bounded(Interval a) { return a.lo != -kInf && a.hi != kInf; }
 
@@ -868,8 +839,7 @@ class ExprContext::Impl::RangeSimplifier {
       }
       case ExprKind::kFloorDiv: {
         const Interval a = Bound(operands[0]);
-        return {FloorDivBound(a.lo, e->value()),
-                FloorDivBound(a.hi, e->value())};
+        return {FloorDivBound(a.lo, e->value()), FloorDivBound(a.hi, e->value())};
       }
       case ExprKind::kMod: {
         const Interval a = Bound(operands[0]);
@@ -949,8 +919,7 @@ class ExprContext::Impl::RangeSimplifier {
       if (bound.lo < 0 || bound.hi >= g) continue;
       const Expr inner = impl_.DivMod(a, d / g, is_mod, this);
       if (!is_mod) return inner;
-      return impl_.Add(impl_.Mul(inner, impl_.Const(g)),
-                       impl_.FromPoly(std::move(b)));
+      return impl_.Add(impl_.Mul(inner, impl_.Const(g)), impl_.FromPoly(std::move(b)));
     }
     return nullptr;
   }
@@ -988,8 +957,7 @@ Expr ExprContext::Impl::DivModReduced(const Poly& rest, int64_t d, bool is_mod,
     Poly others = rest;
     others.terms.erase(others.terms.begin() + i);
     const int64_t a = t.mono->value();
-    return DivMod(Combine(ToPoly(t.mono->operands()[0]), others, a), a * d,
-                  false, ranges);
+    return DivMod(Combine(ToPoly(t.mono->operands()[0]), others, a), a * d, false, ranges);
   }
   if (ranges != nullptr) {
     if (Expr simplified = ranges->TryDivMod(rest, d, is_mod)) return simplified;
@@ -1011,12 +979,8 @@ Expr ExprContext::Var(int index) { return impl_->Var(index); }
 Expr ExprContext::Add(Expr a, Expr b) { return impl_->Add(a, b); }
 Expr ExprContext::Sub(Expr a, Expr b) { return impl_->AddScaled(a, b, -1); }
 Expr ExprContext::Mul(Expr a, Expr b) { return impl_->Mul(a, b); }
-Expr ExprContext::FloorDiv(Expr a, int64_t divisor) {
-  return impl_->FloorDiv(a, divisor);
-}
-Expr ExprContext::Mod(Expr a, int64_t divisor) {
-  return impl_->Mod(a, divisor);
-}
+Expr ExprContext::FloorDiv(Expr a, int64_t divisor) { return impl_->FloorDiv(a, divisor); }
+Expr ExprContext::Mod(Expr a, int64_t divisor) { return impl_->Mod(a, divisor); }
 
 namespace {
 
@@ -1030,8 +994,7 @@ bool IsRangeFree(Expr e, absl::Span<const int64_t> extents) {
     case ExprKind::kConst:
       return true;
     case ExprKind::kVar:
-      return e->value() >= static_cast<int64_t>(extents.size()) ||
-             extents[e->value()] >= 2;
+      return e->value() >= static_cast<int64_t>(extents.size()) || extents[e->value()] >= 2;
     case ExprKind::kAdd:
     case ExprKind::kMul:
       for (Expr operand : e->operands()) {
@@ -1098,8 +1061,7 @@ int MaxVar(Expr e) {
   return max_var;
 }
 
-bool AffineCoefficients(Expr e, absl::Span<int64_t> coefficients,
-                        int64_t& constant) {
+bool AffineCoefficients(Expr e, absl::Span<int64_t> coefficients, int64_t& constant) {
   std::fill(coefficients.begin(), coefficients.end(), 0);
   constant = 0;
   const absl::Span<const Expr> terms =
@@ -1135,8 +1097,7 @@ namespace {
 class Printer {
  public:
   // `var_names` is only used for C++.
-  Printer(absl::Span<const std::string> var_names, bool cpp)
-      : var_names_(var_names), cpp_(cpp) {}
+  Printer(absl::Span<const std::string> var_names, bool cpp) : var_names_(var_names), cpp_(cpp) {}
 
   std::string Print(Expr e) {
     std::string out;
@@ -1187,10 +1148,10 @@ class Printer {
     if (parens) out += "(";
     bool first = true;
     for (Expr t : e->operands()) {
-      const bool negative = t->is_const() ? t->value() < 0
-                                          : t->kind() == ExprKind::kMul &&
-                                                t->operands()[0]->is_const() &&
-                                                t->operands()[0]->value() < 0;
+      const bool negative = t->is_const()
+                                ? t->value() < 0
+                                : t->kind() == ExprKind::kMul && t->operands()[0]->is_const() &&
+                                      t->operands()[0]->value() < 0;
       if (!first) out += negative ? " - " : " + ";
       const bool negate = negative && !first;
       if (t->is_const()) {
@@ -1214,8 +1175,7 @@ class Printer {
       factors.remove_prefix(1);
     }
     if (negate) coeff = -coeff;
-    const bool parens = (cpp_ && pos == Position::kTop) ||
-                        (!cpp_ && pos == Position::kDividend);
+    const bool parens = (cpp_ && pos == Position::kTop) || (!cpp_ && pos == Position::kDividend);
     if (parens) out += "(";
     if (coeff == -1) {
       out += "-";
@@ -1230,11 +1190,8 @@ class Printer {
   }
 
   void AppendDivMod(Expr e, Position pos, std::string& out) {
-    const bool parens =
-        cpp_ || pos == Position::kFactor || pos == Position::kDividend;
-    const char* op = e->kind() == ExprKind::kMod ? " % "
-                     : cpp_                      ? " / "
-                                                 : " // ";
+    const bool parens = cpp_ || pos == Position::kFactor || pos == Position::kDividend;
+    const char* op = e->kind() == ExprKind::kMod ? " % " : cpp_ ? " / " : " // ";
     if (parens) out += "(";
     Append(e->operands()[0], Position::kDividend, out);
     absl::StrAppend(&out, op, e->value());

@@ -41,8 +41,7 @@ class ExprNode {
  private:
   friend class ExprContext;
   // `operands` points into storage that the context owns.
-  ExprNode(ExprKind kind, int64_t value, absl::Span<const Expr> operands,
-           int32_t id)
+  ExprNode(ExprKind kind, int64_t value, absl::Span<const Expr> operands, int32_t id)
       : kind_(kind), id_(id), value_(value), operands_(operands) {}
 
   ExprKind kind_;
@@ -100,8 +99,7 @@ int MaxVar(Expr e);
 // Whether `e` is affine in the variables: constant + sum of c_i * x_i with
 // i < coefficients.size(). If so, sets coefficients[i] to c_i (0 for a
 // variable that does not occur) and `constant` to the constant term.
-bool AffineCoefficients(Expr e, absl::Span<int64_t> coefficients,
-                        int64_t& constant);
+bool AffineCoefficients(Expr e, absl::Span<int64_t> coefficients, int64_t& constant);
 
 }  // namespace loom
 

@@ -12,9 +12,7 @@
 namespace loom {
 namespace {
 
-int64_t FloorDivInt(int64_t a, int64_t d) {
-  return a / d - ((a % d != 0 && a < 0) ? 1 : 0);
-}
+int64_t FloorDivInt(int64_t a, int64_t d) { return a / d - ((a % d != 0 && a < 0) ? 1 : 0); }
 int64_t FloorModInt(int64_t a, int64_t d) { return a - FloorDivInt(a, d) * d; }
 
 // Evaluates with C's truncating / and %, as the code ToCpp emits would.
@@ -134,8 +132,7 @@ TEST_F(ExprTest, MulDistributesOverSums) {
   // Products of sums expand fully, so equal polynomials coincide.
   const Expr square = Mul(Add(x(0), c(1)), Add(x(0), c(1)));
   EXPECT_EQ(square, Add(Add(Mul(x(0), x(0)), Mul(x(0), 2)), c(1)));
-  EXPECT_EQ(Mul(Add(x(0), x(1)), Sub(x(0), x(1))),
-            Sub(Mul(x(0), x(0)), Mul(x(1), x(1))));
+  EXPECT_EQ(Mul(Add(x(0), x(1)), Sub(x(0), x(1))), Sub(Mul(x(0), x(0)), Mul(x(1), x(1))));
 }
 
 TEST_F(ExprTest, SubIsAddOfNegation) {
@@ -185,24 +182,20 @@ TEST_F(ExprTest, SimplifyRecombinesFloorDivAndMod) {
   const Expr pair = Add(Mul(Div(e, 8), 8), Mod(e, 8));
   EXPECT_EQ(pair->kind(), ExprKind::kAdd);  // construction keeps both atoms
   EXPECT_EQ(ctx_.Simplify(pair, {}), e);
-  EXPECT_EQ(ctx_.Simplify(Add(Mul(Div(e, 8), 24), Mul(Mod(e, 8), 3)), {}),
-            Mul(e, 3));
+  EXPECT_EQ(ctx_.Simplify(Add(Mul(Div(e, 8), 24), Mul(Mod(e, 8), 3)), {}), Mul(e, 3));
   // Not an exact match: nothing to recombine.
   const Expr partial = Add(Mul(Div(x(0), 8), 4), Mod(x(0), 8));
   EXPECT_EQ(ctx_.Simplify(partial, {}), partial);
 }
 
 TEST_F(ExprTest, InterningIsStable) {
-  auto build = [&] {
-    return Mod(Div(Add(Mul(x(0), 1024), Add(Mul(x(1), 32), x(2))), 32), 32);
-  };
+  auto build = [&] { return Mod(Div(Add(Mul(x(0), 1024), Add(Mul(x(1), 32), x(2))), 32), 32); };
   const Expr first = build();
   const size_t size = ctx_.size();
   for (int i = 0; i < 10; ++i) EXPECT_EQ(build(), first);
   EXPECT_EQ(ctx_.size(), size);
   EXPECT_LT(x(0)->id(), first->id());
 }
-
 
 // Far more nodes than the recent-node cache and the intern table's first
 // sizes hold: each is still found again, as itself, after the table grew.
@@ -244,8 +237,7 @@ TEST_F(ExprTest, ToCppForms) {
   EXPECT_EQ(ToCpp(c(-5), names), "(-5)");
   EXPECT_EQ(ToCpp(Sub(x(1), Mul(x(0), 2)), names), "(-2*i0 + i1)");
   EXPECT_EQ(ToCpp(Sub(x(0), c(1)), names), "(i0 - 1)");
-  EXPECT_EQ(ToCpp(Add(Mul(Mod(x(0), 4), 8), Div(x(1), 2)), names),
-            "((i1 / 2) + 8*(i0 % 4))");
+  EXPECT_EQ(ToCpp(Add(Mul(Mod(x(0), 4), 8), Div(x(1), 2)), names), "((i1 / 2) + 8*(i0 % 4))");
   EXPECT_EQ(ToCpp(Div(Mul(x(0), 3), 4), names), "(3*i0 / 4)");
 }
 
@@ -272,8 +264,7 @@ TEST_F(ExprTest, Substitute) {
   const Expr flat = ctx_.Substitute(e, {Div(x(2), 8), Mod(x(2), 8)});
   EXPECT_EQ(flat, Add(Mul(Div(x(2), 8), 8), Mod(x(2), 8)));
   EXPECT_EQ(ctx_.Simplify(flat, {}), x(2));
-  EXPECT_EQ(ctx_.Substitute(Div(x(0), 4), {Add(Mul(x(1), 4), x(2))}),
-            Add(x(1), Div(x(2), 4)));
+  EXPECT_EQ(ctx_.Substitute(Div(x(0), 4), {Add(Mul(x(1), 4), x(2))}), Add(x(1), Div(x(2), 4)));
 }
 
 TEST_F(ExprTest, SubstituteScalesSumsOfReplacements) {
@@ -283,8 +274,7 @@ TEST_F(ExprTest, SubstituteScalesSumsOfReplacements) {
             Add(Add(Mul(x(0), 64), x(1)), c(4096 + 192 + 16)));
   // Terms cancel, and a term whose variable stays is kept as it is.
   EXPECT_EQ(ctx_.Substitute(Sub(x(0), x(1)), {x(2), x(2)}), c(0));
-  EXPECT_EQ(ctx_.Substitute(Add(Mul(x(0), 3), Mul(x(1), 5)), {x(0), x(0)}),
-            Mul(x(0), 8));
+  EXPECT_EQ(ctx_.Substitute(Add(Mul(x(0), 3), Mul(x(1), 5)), {x(0), x(0)}), Mul(x(0), 8));
 }
 
 // --- Range-based simplification.
@@ -359,8 +349,7 @@ Expr Flatten(ExprContext& ctx, const std::vector<int64_t>& shape,
 }
 
 // The indices of `flat` in a row-major tensor of `shape`.
-std::vector<Expr> Unflatten(ExprContext& ctx, const std::vector<int64_t>& shape,
-                            Expr flat) {
+std::vector<Expr> Unflatten(ExprContext& ctx, const std::vector<int64_t>& shape, Expr flat) {
   std::vector<Expr> indices(shape.size());
   int64_t stride = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
@@ -403,10 +392,8 @@ TEST_F(ExprTest, SimplifyTransposedViewRoundTrip) {
   // [6, 4] flattened, viewed as [4, 6] (a different split) and back.
   const std::vector<int64_t> shape = {6, 4};
   const std::vector<Expr> vars = {x(0), x(1)};
-  std::vector<Expr> viewed =
-      Unflatten(ctx_, {4, 6}, Flatten(ctx_, shape, vars));
-  std::vector<Expr> back =
-      Unflatten(ctx_, shape, Flatten(ctx_, {4, 6}, viewed));
+  std::vector<Expr> viewed = Unflatten(ctx_, {4, 6}, Flatten(ctx_, shape, vars));
+  std::vector<Expr> back = Unflatten(ctx_, shape, Flatten(ctx_, {4, 6}, viewed));
   EXPECT_EQ(ctx_.Simplify(back[0], shape), x(0));
   EXPECT_EQ(ctx_.Simplify(back[1], shape), x(1));
 }
@@ -512,14 +499,11 @@ Expr BuildDirect(ExprContext& ctx, const Tree& t) {
     case Tree::kVar:
       return ctx.Var(t.value);
     case Tree::kAdd:
-      return ctx.Add(BuildDirect(ctx, *t.kids[0]),
-                     BuildDirect(ctx, *t.kids[1]));
+      return ctx.Add(BuildDirect(ctx, *t.kids[0]), BuildDirect(ctx, *t.kids[1]));
     case Tree::kSub:
-      return ctx.Sub(BuildDirect(ctx, *t.kids[0]),
-                     BuildDirect(ctx, *t.kids[1]));
+      return ctx.Sub(BuildDirect(ctx, *t.kids[0]), BuildDirect(ctx, *t.kids[1]));
     case Tree::kMul:
-      return ctx.Mul(BuildDirect(ctx, *t.kids[0]),
-                     BuildDirect(ctx, *t.kids[1]));
+      return ctx.Mul(BuildDirect(ctx, *t.kids[0]), BuildDirect(ctx, *t.kids[1]));
     case Tree::kDiv:
       return ctx.FloorDiv(BuildDirect(ctx, *t.kids[0]), t.value);
     case Tree::kMod:
@@ -538,9 +522,7 @@ Expr BuildTwisted(ExprContext& ctx, const Tree& t, std::mt19937& rng) {
     case Tree::kConst:
       return ctx.Add(ctx.Sub(ctx.Const(t.value), k), k);
     case Tree::kVar:
-      return rng() % 2
-                 ? ctx.Var(t.value)
-                 : ctx.Sub(ctx.Mul(ctx.Var(t.value), 2), ctx.Var(t.value));
+      return rng() % 2 ? ctx.Var(t.value) : ctx.Sub(ctx.Mul(ctx.Var(t.value), 2), ctx.Var(t.value));
     case Tree::kAdd: {
       const Expr a = BuildTwisted(ctx, *t.kids[0], rng);
       const Expr b = BuildTwisted(ctx, *t.kids[1], rng);
@@ -579,8 +561,8 @@ TEST(ExprRandomTest, EqualPolynomialsAreTheSameNode) {
     const std::unique_ptr<Tree> tree = RandomTree(rng, 4, /*allow_mul=*/true);
     const Expr direct = BuildDirect(ctx, *tree);
     const Expr twisted = BuildTwisted(ctx, *tree, rng);
-    ASSERT_EQ(direct, twisted) << tree->Print() << ": " << ToString(direct)
-                               << " vs " << ToString(twisted);
+    ASSERT_EQ(direct, twisted) << tree->Print() << ": " << ToString(direct) << " vs "
+                               << ToString(twisted);
     for (int trial = 0; trial < 8; ++trial) {
       std::vector<int64_t> vars(kNumVars);
       for (int64_t& v : vars) v = static_cast<int64_t>(rng() % 61) - 30;
@@ -596,8 +578,7 @@ Expr NaiveSubstitute(ExprContext& ctx, Expr e, absl::Span<const Expr> reps) {
     case ExprKind::kConst:
       return e;
     case ExprKind::kVar:
-      return e->value() < static_cast<int64_t>(reps.size()) ? reps[e->value()]
-                                                            : e;
+      return e->value() < static_cast<int64_t>(reps.size()) ? reps[e->value()] : e;
     case ExprKind::kAdd:
     case ExprKind::kMul: {
       const bool add = e->kind() == ExprKind::kAdd;
@@ -609,8 +590,7 @@ Expr NaiveSubstitute(ExprContext& ctx, Expr e, absl::Span<const Expr> reps) {
       return result;
     }
     case ExprKind::kFloorDiv:
-      return ctx.FloorDiv(NaiveSubstitute(ctx, e->operands()[0], reps),
-                          e->value());
+      return ctx.FloorDiv(NaiveSubstitute(ctx, e->operands()[0], reps), e->value());
     case ExprKind::kMod:
       return ctx.Mod(NaiveSubstitute(ctx, e->operands()[0], reps), e->value());
   }
@@ -626,8 +606,7 @@ TEST(ExprRandomTest, SubstituteIsCanonical) {
     for (int i = 0; i < kNumVars; ++i) {
       reps.push_back(BuildDirect(ctx, *RandomTree(rng, 2, /*allow_mul=*/true)));
     }
-    ASSERT_EQ(ctx.Substitute(e, reps), NaiveSubstitute(ctx, e, reps))
-        << ToString(e);
+    ASSERT_EQ(ctx.Substitute(e, reps), NaiveSubstitute(ctx, e, reps)) << ToString(e);
   }
 }
 
@@ -641,11 +620,9 @@ TEST(ExprRandomTest, SimplifyPreservesValuesInRange) {
     for (int64_t& n : extents) n = 1 + rng() % 20;
     // The last variable stays unbounded half the time.
     const size_t bounded = rng() % 2 ? kNumVars : kNumVars - 1;
-    const absl::Span<const int64_t> known =
-        absl::MakeConstSpan(extents).subspan(0, bounded);
+    const absl::Span<const int64_t> known = absl::MakeConstSpan(extents).subspan(0, bounded);
     const Expr simple = ctx.Simplify(e, known);
-    ASSERT_EQ(ctx.Simplify(simple, known), simple)
-        << ToString(simple) << " is not a fixed point";
+    ASSERT_EQ(ctx.Simplify(simple, known), simple) << ToString(simple) << " is not a fixed point";
     for (int trial = 0; trial < 8; ++trial) {
       std::vector<int64_t> vars(kNumVars);
       for (int i = 0; i < kNumVars; ++i) vars[i] = rng() % extents[i];
@@ -653,8 +630,7 @@ TEST(ExprRandomTest, SimplifyPreservesValuesInRange) {
       ASSERT_EQ(Evaluate(simple, vars), Evaluate(e, vars))
           << ToString(e) << " -> " << ToString(simple);
       // Simplify keeps every dividend non-negative too (see below).
-      ASSERT_EQ(EvaluateAsC(simple, vars), Evaluate(e, vars))
-          << ToString(simple);
+      ASSERT_EQ(EvaluateAsC(simple, vars), Evaluate(e, vars)) << ToString(simple);
     }
   }
 }
@@ -704,14 +680,12 @@ TEST(ExprRandomTest, ReshapeRoundTrips) {
     for (size_t i = 0; i < shape.size(); ++i) vars.push_back(ctx.Var(i));
     std::vector<Expr> viewed = Unflatten(ctx, view, Flatten(ctx, shape, vars));
     for (Expr& e : viewed) e = ctx.Simplify(e, shape);
-    const std::vector<Expr> back =
-        Unflatten(ctx, shape, Flatten(ctx, view, viewed));
+    const std::vector<Expr> back = Unflatten(ctx, shape, Flatten(ctx, view, viewed));
     for (size_t i = 0; i < shape.size(); ++i) {
       const Expr expected = shape[i] == 1 ? ctx.Const(0) : vars[i];
       EXPECT_EQ(ctx.Simplify(back[i], shape), expected)
-          << "dim " << i << " of " << testing::PrintToString(shape)
-          << " viewed as " << testing::PrintToString(view) << ": "
-          << ToString(back[i]);
+          << "dim " << i << " of " << testing::PrintToString(shape) << " viewed as "
+          << testing::PrintToString(view) << ": " << ToString(back[i]);
     }
   }
 }
@@ -726,8 +700,7 @@ TEST(ExprScaleTest, AMillionConstructionsIntern) {
   // Five constructions per iteration (Mul, Add, Add, FloorDiv, Mod); the
   // offset i makes the last three new nodes every time.
   for (int i = 0; i < 200000; ++i) {
-    const Expr sum =
-        ctx.Add(ctx.Mul(ctx.Var(i % 8), 1 + i % 64), ctx.Var((i + 3) % 8));
+    const Expr sum = ctx.Add(ctx.Mul(ctx.Var(i % 8), 1 + i % 64), ctx.Var((i + 3) % 8));
     const Expr shifted = ctx.Add(sum, ctx.Const(i));
     ctx.Mod(ctx.FloorDiv(shifted, 2 + i % 16), 7);
   }

@@ -92,11 +92,10 @@ void FoldBatchIntoRows(Gemm& gemm) {
   while (!gemm.batch.empty()) {
     const size_t last = gemm.batch.size() - 1;
     const int64_t extent = gemm.batch[last];
-    const bool folds =
-        gemm.b.batch_strides[last] == 0 && !gemm.a.transposed &&
-        gemm.a.batch_strides[last] == SaturatingMul(gemm.m, gemm.a.leading) &&
-        gemm.c.batch_strides[last] == SaturatingMul(gemm.m, gemm.c.leading) &&
-        SaturatingMul(gemm.m, extent) <= kMaxBlasInt;
+    const bool folds = gemm.b.batch_strides[last] == 0 && !gemm.a.transposed &&
+                       gemm.a.batch_strides[last] == SaturatingMul(gemm.m, gemm.a.leading) &&
+                       gemm.c.batch_strides[last] == SaturatingMul(gemm.m, gemm.c.leading) &&
+                       SaturatingMul(gemm.m, extent) <= kMaxBlasInt;
     if (!folds && extent != 1) return;
     if (folds) gemm.m = SaturatingMul(gemm.m, extent);
     gemm.batch.pop_back();
@@ -151,9 +150,9 @@ std::optional<Gemm> MatchLoops(const ComputeNode& node, const GemmLoops& loops,
   gemm.c.buffer = node.output;
   if (!Strides(a, loops, loops.m, loops.k, extents, gemm.a) ||
       !Strides(b, loops, loops.k, -1, extents, gemm.b) ||
-      !Strides(c, loops, loops.m, -1, extents, gemm.c) ||
-      !ChooseLayout(gemm.m, gemm.k, gemm.a) || !ChooseLayout(gemm.k, gemm.n, gemm.b) ||
-      !ChooseLayout(gemm.m, gemm.n, gemm.c) || gemm.c.transposed) {
+      !Strides(c, loops, loops.m, -1, extents, gemm.c) || !ChooseLayout(gemm.m, gemm.k, gemm.a) ||
+      !ChooseLayout(gemm.k, gemm.n, gemm.b) || !ChooseLayout(gemm.m, gemm.n, gemm.c) ||
+      gemm.c.transposed) {
     return std::nullopt;
   }
   gemm.c.accumulate_strides.assign(gemm.accumulate.size(), 0);
@@ -166,14 +165,13 @@ std::optional<Gemm> MatchLoops(const ComputeNode& node, const GemmLoops& loops,
 
 std::optional<Gemm> MatchGemm(const ComputeNode& node) {
   const std::vector<ScalarOp>& body = node.body;
-  if (node.reduce != ReduceKind::kSum || node.reduction_ranges.empty() ||
-      node.ranges.size() < 2 || body.size() != 3 || node.root != 2) {
+  if (node.reduce != ReduceKind::kSum || node.reduction_ranges.empty() || node.ranges.size() < 2 ||
+      body.size() != 3 || node.root != 2) {
     return std::nullopt;
   }
   const ScalarOp& product = body[2];
-  if (!IsDirectLoad(body[0]) || !IsDirectLoad(body[1]) ||
-      product.kind != ScalarOp::Kind::kCall || product.fn != ScalarFn::kMul ||
-      product.args != StepArgs{0, 1}) {
+  if (!IsDirectLoad(body[0]) || !IsDirectLoad(body[1]) || product.kind != ScalarOp::Kind::kCall ||
+      product.fn != ScalarFn::kMul || product.args != StepArgs{0, 1}) {
     return std::nullopt;
   }
   if ((product.dtype != DType::kF32 && product.dtype != DType::kF64) ||

@@ -46,9 +46,8 @@ class GemmTest : public ::testing::Test {
 
 TEST_F(GemmTest, RowMajorProduct) {
   // c[m][n] over [3, 5], sum over k in [4]: x0 = m, x1 = n, x2 = k.
-  const std::optional<Gemm> gemm = MatchGemm(
-      Product({3, 5}, 4, Affine({{4, 0}, {1, 2}}), Affine({{5, 2}, {1, 1}}),
-              Affine({{5, 0}, {1, 1}})));
+  const std::optional<Gemm> gemm = MatchGemm(Product(
+      {3, 5}, 4, Affine({{4, 0}, {1, 2}}), Affine({{5, 2}, {1, 1}}), Affine({{5, 0}, {1, 1}})));
   ASSERT_TRUE(gemm.has_value());
   EXPECT_EQ(gemm->m, 3);
   EXPECT_EQ(gemm->n, 5);
@@ -63,9 +62,8 @@ TEST_F(GemmTest, RowMajorProduct) {
 
 TEST_F(GemmTest, TransposedWeightAndOffsets) {
   // b[k][n] = w[n][k] (a linear layer's weight); a starts at element 7.
-  const std::optional<Gemm> gemm = MatchGemm(
-      Product({3, 5}, 4, Affine({{4, 0}, {1, 2}}, 7), Affine({{4, 1}, {1, 2}}),
-              Affine({{5, 0}, {1, 1}})));
+  const std::optional<Gemm> gemm = MatchGemm(Product(
+      {3, 5}, 4, Affine({{4, 0}, {1, 2}}, 7), Affine({{4, 1}, {1, 2}}), Affine({{5, 0}, {1, 1}})));
   ASSERT_TRUE(gemm.has_value());
   EXPECT_EQ(gemm->a.offset, 7);
   EXPECT_TRUE(gemm->b.transposed);
@@ -74,9 +72,9 @@ TEST_F(GemmTest, TransposedWeightAndOffsets) {
 
 TEST_F(GemmTest, SharedWeightFoldsBatchIntoRows) {
   // [2, 3, 4] x [4, 5]: the batch loop x0 steps over 3 rows of a and c.
-  const std::optional<Gemm> gemm = MatchGemm(Product(
-      {2, 3, 5}, 4, Affine({{12, 0}, {4, 1}, {1, 3}}), Affine({{5, 3}, {1, 2}}),
-      Affine({{15, 0}, {5, 1}, {1, 2}})));
+  const std::optional<Gemm> gemm =
+      MatchGemm(Product({2, 3, 5}, 4, Affine({{12, 0}, {4, 1}, {1, 3}}), Affine({{5, 3}, {1, 2}}),
+                        Affine({{15, 0}, {5, 1}, {1, 2}})));
   ASSERT_TRUE(gemm.has_value());
   EXPECT_TRUE(gemm->batch.empty());
   EXPECT_EQ(gemm->m, 6);
@@ -84,9 +82,9 @@ TEST_F(GemmTest, SharedWeightFoldsBatchIntoRows) {
 
 TEST_F(GemmTest, BatchedOperandsKeepTheirBatchLoop) {
   // [2, 3, 4] x [2, 4, 5].
-  const std::optional<Gemm> gemm = MatchGemm(Product(
-      {2, 3, 5}, 4, Affine({{12, 0}, {4, 1}, {1, 3}}), Affine({{20, 0}, {5, 3}, {1, 2}}),
-      Affine({{15, 0}, {5, 1}, {1, 2}})));
+  const std::optional<Gemm> gemm =
+      MatchGemm(Product({2, 3, 5}, 4, Affine({{12, 0}, {4, 1}, {1, 3}}),
+                        Affine({{20, 0}, {5, 3}, {1, 2}}), Affine({{15, 0}, {5, 1}, {1, 2}})));
   ASSERT_TRUE(gemm.has_value());
   EXPECT_EQ(gemm->batch, std::vector<int64_t>{2});
   EXPECT_EQ(gemm->m, 3);
@@ -98,9 +96,9 @@ TEST_F(GemmTest, TheLongestSharedLoopGivesTheRows) {
   // [8, 6]: loops x0 (position, 16), x1 (sequence, 2: the rows as matched),
   // x2 = n, x3 = k; c is [16, 2, 6]. The 16 positions become the rows, the
   // 2 sequences the batch.
-  const std::optional<Gemm> gemm = MatchGemm(Product(
-      {16, 2, 6}, 8, Affine({{8, 0}, {128, 1}, {1, 3}}), Affine({{6, 3}, {1, 2}}),
-      Affine({{12, 0}, {6, 1}, {1, 2}})));
+  const std::optional<Gemm> gemm =
+      MatchGemm(Product({16, 2, 6}, 8, Affine({{8, 0}, {128, 1}, {1, 3}}), Affine({{6, 3}, {1, 2}}),
+                        Affine({{12, 0}, {6, 1}, {1, 2}})));
   ASSERT_TRUE(gemm.has_value());
   EXPECT_EQ(gemm->m, 16);
   EXPECT_EQ(gemm->batch, std::vector<int64_t>{2});
@@ -135,9 +133,9 @@ TEST_F(GemmTest, KernelPositionsAccumulateOverMergedColumns) {
   // positions on the padded width (x1, x2: n), weight [M=8, 3, 3, C]:
   // loops x0 = m, x1, x2, then the kernel's x3, x4 (accumulation) and
   // x5 = k, the channel.
-  ComputeNode node = Product({8, 4, 6}, 4, Affine({{36, 0}, {12, 3}, {4, 4}, {1, 5}}),
-                             Affine({{6, 1}, {1, 2}, {6, 3}, {1, 4}, {42, 5}}),
-                             Affine({{24, 0}, {6, 1}, {1, 2}}));
+  ComputeNode node =
+      Product({8, 4, 6}, 4, Affine({{36, 0}, {12, 3}, {4, 4}, {1, 5}}),
+              Affine({{6, 1}, {1, 2}, {6, 3}, {1, 4}, {42, 5}}), Affine({{24, 0}, {6, 1}, {1, 2}}));
   node.reduction_ranges = {3, 3, 4};
   const std::optional<Gemm> conv = MatchGemm(node);
   ASSERT_TRUE(conv.has_value());
@@ -154,9 +152,9 @@ TEST_F(GemmTest, KernelPositionsAccumulateOverMergedColumns) {
   // Columns that do not step through as one: rows of 6 read 7 apart.
   node.body[1].index = Affine({{7, 1}, {1, 2}, {6, 3}, {1, 4}, {42, 5}});
   EXPECT_FALSE(MatchGemm(node).has_value());
-  node = Product({8, 4, 6}, 4, Affine({{36, 0}, {12, 3}, {4, 4}, {1, 5}}),
-                 Affine({{6, 1}, {1, 2}, {6, 3}, {1, 4}, {42, 5}}),
-                 Affine({{24, 0}, {6, 1}, {1, 2}}));
+  node =
+      Product({8, 4, 6}, 4, Affine({{36, 0}, {12, 3}, {4, 4}, {1, 5}}),
+              Affine({{6, 1}, {1, 2}, {6, 3}, {1, 4}, {42, 5}}), Affine({{24, 0}, {6, 1}, {1, 2}}));
   node.reduction_ranges = {3, 3, 4};
   node.body[0].index = Affine({{36, 0}, {12, 3}, {4, 4}, {1, 5}, {1, 1}});
   EXPECT_FALSE(MatchGemm(node).has_value()) << "a reads along n";
@@ -170,8 +168,7 @@ TEST(AffineCoefficientsTest, ReadsCoefficientsAndConstant) {
   ASSERT_TRUE(AffineCoefficients(e, absl::MakeSpan(coefficients), constant));
   EXPECT_EQ(coefficients, (std::vector<int64_t>{1, 0, 6}));
   EXPECT_EQ(constant, 9);
-  EXPECT_FALSE(AffineCoefficients(ctx.Mod(ctx.Var(0), 4), absl::MakeSpan(coefficients),
-                                  constant));
+  EXPECT_FALSE(AffineCoefficients(ctx.Mod(ctx.Var(0), 4), absl::MakeSpan(coefficients), constant));
   std::vector<int64_t> too_few(2);
   EXPECT_FALSE(AffineCoefficients(e, absl::MakeSpan(too_few), constant));
 }

@@ -68,8 +68,7 @@ void Graph::Swap(Graph& other) noexcept {
 
 void Graph::ResetNameIndex() {
   values_home_ = std::make_unique<const std::vector<Value>*>(&values_);
-  value_by_name_ =
-      NameIndex(0, NameEntryHash{}, NameEntryEq{values_home_.get()});
+  value_by_name_ = NameIndex(0, NameEntryHash{}, NameEntryEq{values_home_.get()});
   largest_indexed_number_ = -1;
 }
 
@@ -111,8 +110,7 @@ bool Graph::IndexName(ValueId id) {
   }
   if (const std::optional<uint64_t> n = NumberSuffix(name); n.has_value()) {
     // At most 18 digits: the number fits.
-    largest_indexed_number_ =
-        std::max(largest_indexed_number_, static_cast<int64_t>(*n));
+    largest_indexed_number_ = std::max(largest_indexed_number_, static_cast<int64_t>(*n));
   }
   return true;
 }
@@ -140,18 +138,15 @@ ValueId Graph::NewValue(std::string name, TensorType& type, ValueKind kind) {
 absl::StatusOr<ValueId> Graph::AddInput(std::string name, TensorType type) {
   const ValueId id = NewValue(name, type, ValueKind::kInput);
   if (id < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("value '", name, "' is defined more than once"));
+    return absl::InvalidArgumentError(absl::StrCat("value '", name, "' is defined more than once"));
   }
   inputs_.push_back(id);
   return id;
 }
 
-absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind,
-                                              Tensor data) {
+absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind, Tensor data) {
   if (FindValue(name) >= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("value '", name, "' is defined more than once"));
+    return absl::InvalidArgumentError(absl::StrCat("value '", name, "' is defined more than once"));
   }
   if (kind != ValueKind::kWeight && kind != ValueKind::kConstant) {
     return absl::InternalError("an initializer is a weight or a constant");
@@ -163,29 +158,22 @@ absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind,
   return id;
 }
 
-absl::StatusOr<NodeId> Graph::AddNode(
-    std::string name, OpName op, absl::Span<const ValueId> inputs,
-    const std::vector<std::string>& output_names, Attrs attrs) {
+absl::StatusOr<NodeId> Graph::AddNode(std::string name, OpName op, absl::Span<const ValueId> inputs,
+                                      const std::vector<std::string>& output_names, Attrs attrs) {
   for (ValueId input : inputs) {
     if (input < 0 || input >= static_cast<ValueId>(values_.size())) {
-      return absl::InternalError(
-          absl::StrCat("node '", name, "' reads an undefined value id"));
+      return absl::InternalError(absl::StrCat("node '", name, "' reads an undefined value id"));
     }
   }
   const NodeId id = static_cast<NodeId>(nodes_.size());
-  Node node{std::move(name),
-            op,
-            ValueIds(inputs.begin(), inputs.end()),
-            {},
-            std::move(attrs)};
+  Node node{std::move(name), op, ValueIds(inputs.begin(), inputs.end()), {}, std::move(attrs)};
   node.outputs.reserve(output_names.size());
   for (const std::string& output : output_names) {
     TensorType unknown;
     const ValueId value = NewValue(output, unknown, ValueKind::kIntermediate);
     if (value < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("node '", node.name, "': value '", output,
-                       "' is defined more than once"));
+          absl::StrCat("node '", node.name, "': value '", output, "' is defined more than once"));
     }
     values_[value].producer = id;
     node.outputs.push_back(value);
@@ -236,9 +224,7 @@ ValueId Graph::FindNumbered(absl::string_view name) const {
   return id >= 0 && values_[id].name == name ? id : -1;
 }
 
-const Tensor& Graph::initializer(ValueId id) const {
-  return initializers_.at(id);
-}
+const Tensor& Graph::initializer(ValueId id) const { return initializers_.at(id); }
 
 void Graph::ReplaceInitializer(ValueId id, Tensor data) {
   values_[id].type = data.type();
@@ -263,8 +249,7 @@ ValueId Graph::AddIntermediate(absl::string_view base, TensorType type) {
       continue;
     }
     const ValueId id = static_cast<ValueId>(values_.size());
-    values_.push_back(Value{std::move(name), std::move(type),
-                            ValueKind::kIntermediate, kNoNode});
+    values_.push_back(Value{std::move(name), std::move(type), ValueKind::kIntermediate, kNoNode});
     numbered_.resize(n + 1, -1);
     numbered_[n] = id;
     return id;

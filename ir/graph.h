@@ -39,9 +39,7 @@ class ValueIds : public absl::InlinedVector<ValueId, 4> {
   using InlinedVector::operator=;
 
   // NOLINTNEXTLINE(google-explicit-constructor)
-  operator std::vector<ValueId>() const {
-    return std::vector<ValueId>(begin(), end());
-  }
+  operator std::vector<ValueId>() const { return std::vector<ValueId>(begin(), end()); }
 };
 
 enum class ValueKind : uint8_t {
@@ -115,8 +113,7 @@ class NodeList {
     friend Iterator operator+(Iterator it, difference_type n) { return it += n; }
     friend Iterator operator-(Iterator it, difference_type n) { return it -= n; }
     friend difference_type operator-(const Iterator& a, const Iterator& b) {
-      return static_cast<difference_type>(a.position_) -
-             static_cast<difference_type>(b.position_);
+      return static_cast<difference_type>(a.position_) - static_cast<difference_type>(b.position_);
     }
     friend bool operator==(const Iterator& a, const Iterator& b) {
       return a.position_ == b.position_;
@@ -157,9 +154,7 @@ class NodeList {
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  Node& operator[](size_t i) {
-    return blocks_[i >> kBlockShift][i & (kBlockNodes - 1)];
-  }
+  Node& operator[](size_t i) { return blocks_[i >> kBlockShift][i & (kBlockNodes - 1)]; }
   const Node& operator[](size_t i) const {
     return blocks_[i >> kBlockShift][i & (kBlockNodes - 1)];
   }
@@ -184,9 +179,7 @@ class NodeList {
   void clear() { Truncate(0); }
   // Makes room in the table of blocks for this many nodes (blocks are
   // allocated as the list reaches them).
-  void reserve(size_t nodes) {
-    blocks_.reserve((nodes + kBlockNodes - 1) >> kBlockShift);
-  }
+  void reserve(size_t nodes) { blocks_.reserve((nodes + kBlockNodes - 1) >> kBlockShift); }
   // Destroys the nodes of every block that lies wholly before position
   // `end` and frees those blocks; size() stays, and those positions must
   // not be read again. For a pass that consumes the list front to back.
@@ -229,24 +222,19 @@ class Graph {
 
   // Adds a graph input, weight or constant. Names must be unique.
   absl::StatusOr<ValueId> AddInput(std::string name, TensorType type);
-  absl::StatusOr<ValueId> AddInitializer(std::string name, ValueKind kind,
-                                         Tensor data);
+  absl::StatusOr<ValueId> AddInitializer(std::string name, ValueKind kind, Tensor data);
   // Adds a node that reads `inputs` and defines fresh values named
   // `output_names` (types unknown until shape inference). The inputs must
   // already be defined, which keeps nodes in topological order.
-  absl::StatusOr<NodeId> AddNode(std::string name, OpName op,
-                                 absl::Span<const ValueId> inputs,
-                                 const std::vector<std::string>& output_names,
-                                 Attrs attrs = {});
+  absl::StatusOr<NodeId> AddNode(std::string name, OpName op, absl::Span<const ValueId> inputs,
+                                 const std::vector<std::string>& output_names, Attrs attrs = {});
   void AddOutput(ValueId id) { outputs_.push_back(id); }
   // The name a caller knows output `i` by: its value's, unless the importer
   // gave it another (an ONNX output keeps its name when the op's
   // translation defines the value under a name of its own).
   const std::string& output_name(size_t i) const;
   void SetOutputName(size_t i, std::string name);
-  void SetOutputs(std::vector<ValueId> outputs) {
-    outputs_ = std::move(outputs);
-  }
+  void SetOutputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
 
   // The id of the value with this name, or -1.
   ValueId FindValue(absl::string_view name) const;
@@ -324,18 +312,12 @@ class Graph {
   struct NameEntryEq {
     using is_transparent = void;
     const std::vector<Value>* const* values;
-    absl::string_view Name(const NameEntry& e) const {
-      return (**values)[e.id].name;
-    }
+    absl::string_view Name(const NameEntry& e) const { return (**values)[e.id].name; }
     bool operator()(const NameEntry& a, const NameEntry& b) const {
       return a.id == b.id || (a.hash == b.hash && Name(a) == Name(b));
     }
-    bool operator()(const NameEntry& a, absl::string_view b) const {
-      return Name(a) == b;
-    }
-    bool operator()(absl::string_view a, const NameEntry& b) const {
-      return a == Name(b);
-    }
+    bool operator()(const NameEntry& a, absl::string_view b) const { return Name(a) == b; }
+    bool operator()(absl::string_view a, const NameEntry& b) const { return a == Name(b); }
   };
   using NameIndex = absl::flat_hash_set<NameEntry, NameEntryHash, NameEntryEq>;
 

@@ -25,13 +25,11 @@ namespace {
 
 class CollectFirstError : public google::protobuf::io::ErrorCollector {
  public:
-  explicit CollectFirstError(absl::string_view filename)
-      : filename_(filename) {}
+  explicit CollectFirstError(absl::string_view filename) : filename_(filename) {}
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
     if (first_.empty()) {
-      first_ = absl::StrCat(filename_, ":", line + 1, ":", column + 1, ": ",
-                            message);
+      first_ = absl::StrCat(filename_, ":", line + 1, ":", column + 1, ": ", message);
     }
   }
   const std::string& first() const { return first_; }
@@ -42,28 +40,25 @@ class CollectFirstError : public google::protobuf::io::ErrorCollector {
 };
 
 // Text protos are UTF-8 text; a NUL byte means someone passed a binary file.
-absl::Status CheckLooksLikeText(absl::string_view text,
-                                absl::string_view filename) {
+absl::Status CheckLooksLikeText(absl::string_view text, absl::string_view filename) {
   if (absl::StripAsciiWhitespace(text).empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(filename, ": empty file (expected a graph text proto)"));
   }
   const size_t nul = text.find('\0');
   if (nul != absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        filename, ": binary data at byte ", nul,
-        " (expected a graph text proto; ONNX models end in .onnx)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ": binary data at byte ", nul,
+                     " (expected a graph text proto; ONNX models end in .onnx)"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<TensorType> ConvertType(const proto::TensorType& type,
-                                       absl::string_view what) {
+absl::StatusOr<TensorType> ConvertType(const proto::TensorType& type, absl::string_view what) {
   absl::StatusOr<DType> dtype = DTypeFromProto(type.dtype());
   if (!dtype.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", dtype.status().message(),
-                     " (set dtype to F32, F64, I32, I64 or BOOL)"));
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", dtype.status().message(),
+                                                   " (set dtype to F32, F64, I32, I64 or BOOL)"));
   }
   Shape shape(type.shape().begin(), type.shape().end());
   if (absl::Status s = CheckShapeLimits(shape); !s.ok()) {
@@ -75,27 +70,23 @@ absl::StatusOr<TensorType> ConvertType(const proto::TensorType& type,
 void FillRandom(const proto::RandomInit& random, Tensor& tensor) {
   // Both bounds unset means the usual weight range.
   const bool unset = random.low() == 0 && random.high() == 0;
-  FillUniform(tensor, random.seed(), unset ? -1 : random.low(),
-              unset ? 1 : random.high());
+  FillUniform(tensor, random.seed(), unset ? -1 : random.low(), unset ? 1 : random.high());
 }
 
-absl::Status FillValues(const proto::Values& values, Tensor& tensor,
-                        absl::string_view what) {
+absl::Status FillValues(const proto::Values& values, Tensor& tensor, absl::string_view what) {
   const bool floats = values.floats_size() > 0;
   const int64_t count = floats ? values.floats_size() : values.ints_size();
   if (floats && values.ints_size() > 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": give either floats or ints, not both"));
+    return absl::InvalidArgumentError(absl::StrCat(what, ": give either floats or ints, not both"));
   }
   if (floats && !IsFloat(tensor.dtype())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": float values for a ", DTypeName(tensor.dtype()), " tensor"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": float values for a ", DTypeName(tensor.dtype()), " tensor"));
   }
   if (count != 1 && count != tensor.num_elements()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", count, " values for shape ",
-                     ShapeToString(tensor.shape()), " (", tensor.num_elements(),
-                     " elements; give all of them or one to broadcast)"));
+        absl::StrCat(what, ": ", count, " values for shape ", ShapeToString(tensor.shape()), " (",
+                     tensor.num_elements(), " elements; give all of them or one to broadcast)"));
   }
   for (int64_t i = 0; i < tensor.num_elements(); ++i) {
     const int64_t j = count == 1 ? 0 : i;
@@ -117,19 +108,16 @@ absl::StatusOr<AttrValue> ConvertAttr(const proto::Attribute& attr) {
     case proto::Attribute::kS:
       return AttrValue(attr.s());
     case proto::Attribute::kInts:
-      return AttrValue(
-          AttrInts(attr.ints().v().begin(), attr.ints().v().end()));
+      return AttrValue(AttrInts(attr.ints().v().begin(), attr.ints().v().end()));
     case proto::Attribute::kFloats:
-      return AttrValue(std::vector<double>(attr.floats().v().begin(),
-                                           attr.floats().v().end()));
+      return AttrValue(std::vector<double>(attr.floats().v().begin(), attr.floats().v().end()));
     case proto::Attribute::kStrings:
-      return AttrValue(std::vector<std::string>(attr.strings().v().begin(),
-                                                attr.strings().v().end()));
+      return AttrValue(
+          std::vector<std::string>(attr.strings().v().begin(), attr.strings().v().end()));
     case proto::Attribute::VALUE_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("attribute '", attr.name(), "' has no value"));
+  return absl::InvalidArgumentError(absl::StrCat("attribute '", attr.name(), "' has no value"));
 }
 
 std::string NodeLabel(const proto::Node& node) {
@@ -145,8 +133,8 @@ absl::StatusOr<Attrs> ConvertAttrs(const proto::Node& node) {
           absl::StrCat(NodeLabel(node), ": ", value.status().message()));
     }
     if (attrs.Has(attr.name())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          NodeLabel(node), ": attribute '", attr.name(), "' given twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(NodeLabel(node), ": attribute '", attr.name(), "' given twice"));
     }
     attrs.Set(attr.name(), *std::move(value));
   }
@@ -157,8 +145,7 @@ absl::StatusOr<Attrs> ConvertAttrs(const proto::Node& node) {
 // inputs (Kahn's algorithm, ties broken by file order). Errors name an
 // undefined input or the nodes of a cycle.
 absl::StatusOr<std::vector<int>> TopologicalOrder(
-    const proto::Graph& g,
-    const absl::flat_hash_map<std::string, int>& producer,
+    const proto::Graph& g, const absl::flat_hash_map<std::string, int>& producer,
     const absl::flat_hash_map<std::string, bool>& defined_outside) {
   const int n = g.node_size();
   std::vector<int> pending(n, 0);
@@ -215,8 +202,7 @@ absl::StatusOr<std::vector<int>> TopologicalOrder(
   // data, and start at the node listed first in the file.
   std::vector<int> cycle(path.begin() + position[current], path.end());
   std::reverse(cycle.begin(), cycle.end());
-  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()),
-              cycle.end());
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
   cycle.push_back(cycle.front());
   std::vector<std::string> names;
   for (int node : cycle) {
@@ -235,11 +221,10 @@ absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
           absl::StrCat("node '", node.name(), "' (#", i, ") has no op"));
     }
     for (const std::string& output : node.output()) {
-      if (output.empty() || graph.FindValue(output) >= 0 ||
-          !producer.emplace(output, i).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            NodeLabel(node), ": output '", output,
-            output.empty() ? "' has no name" : "' is defined more than once"));
+      if (output.empty() || graph.FindValue(output) >= 0 || !producer.emplace(output, i).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeLabel(node), ": output '", output,
+                         output.empty() ? "' has no name" : "' is defined more than once"));
       }
     }
   }
@@ -254,8 +239,7 @@ absl::Status AddNodes(const proto::Graph& g, Graph& graph) {
       inputs.push_back(graph.FindValue(input));
     }
     LOOM_ASSIGN_OR_RETURN(Attrs attrs, ConvertAttrs(node));
-    std::vector<std::string> outputs(node.output().begin(),
-                                     node.output().end());
+    std::vector<std::string> outputs(node.output().begin(), node.output().end());
     LOOM_RETURN_IF_ERROR(
         graph.AddNode(node.name(), node.op(), std::move(inputs), outputs, std::move(attrs))
             .status());
@@ -287,9 +271,7 @@ bool AddNodesInFileOrder(const proto::Graph& g, Graph& graph) {
     }
     absl::StatusOr<Attrs> attrs = ConvertAttrs(node);
     if (!attrs.ok()) return false;
-    if (!graph
-             .AddNode(node.name(), node.op(), std::move(inputs), outputs,
-                      *std::move(attrs))
+    if (!graph.AddNode(node.name(), node.op(), std::move(inputs), outputs, *std::move(attrs))
              .ok()) {
       return false;
     }
@@ -309,16 +291,14 @@ absl::Status AddArguments(const proto::Graph& g, absl::string_view filename, Gra
     LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(input.type(), what));
     LOOM_RETURN_IF_ERROR(graph.AddInput(input.name(), type).status());
   }
-  auto add_initializers = [&](const auto& list,
-                              ValueKind kind) -> absl::Status {
+  auto add_initializers = [&](const auto& list, ValueKind kind) -> absl::Status {
     for (const proto::Initializer& init : list) {
       LOOM_ASSIGN_OR_RETURN(Tensor data, MaterializeInitializer(init, filename));
       LOOM_RETURN_IF_ERROR(graph.AddInitializer(init.name(), kind, std::move(data)).status());
     }
     return absl::OkStatus();
   };
-  if (absl::Status s = add_initializers(g.weight(), ValueKind::kWeight);
-      !s.ok()) {
+  if (absl::Status s = add_initializers(g.weight(), ValueKind::kWeight); !s.ok()) {
     return s;
   }
   return add_initializers(g.constant(), ValueKind::kConstant);
@@ -337,14 +317,12 @@ absl::Status BuildGraph(const proto::Graph& g, absl::string_view filename, Graph
   for (const std::string& output : g.output()) {
     const ValueId id = graph.FindValue(output);
     if (id < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("graph output '", output, "' is not defined"));
+      return absl::InvalidArgumentError(absl::StrCat("graph output '", output, "' is not defined"));
     }
     graph.AddOutput(id);
   }
   for (const Node& node : graph.nodes()) {
-    if (absl::Status s = CheckNodeSignature(node, OpRegistry::Global());
-        !s.ok()) {
+    if (absl::Status s = CheckNodeSignature(node, OpRegistry::Global()); !s.ok()) {
       return s;
     }
   }
@@ -407,7 +385,8 @@ proto::Attribute AttrToProto(absl::string_view name, const AttrValue& value) {
 absl::Status ReadExternalData(const proto::ExternalData& external, absl::string_view model_path,
                               const std::string& what, Tensor& tensor) {
   std::filesystem::path path(external.file());
-  if (path.is_relative()) path = std::filesystem::path(std::string(model_path)).parent_path() / path;
+  if (path.is_relative())
+    path = std::filesystem::path(std::string(model_path)).parent_path() / path;
   const int64_t bytes = tensor.num_elements() * DTypeSize(tensor.dtype());
   std::ifstream file(path, std::ios::binary);
   if (external.file().empty() || !file) {
@@ -438,17 +417,16 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
       break;
     case proto::Initializer::kRandom:
       if (!(init.random().low() <= init.random().high())) {  // NaN too
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": random init needs low <= high"));
+        return absl::InvalidArgumentError(absl::StrCat(what, ": random init needs low <= high"));
       }
       // Integer and bool values are floors of doubles drawn in [low, high):
       // bounds beyond 2^53 would not convert back to an integer.
-      if (!IsFloat(tensor.dtype()) &&
-          !(std::fabs(init.random().low()) <= 0x1p53 &&
-            std::fabs(init.random().high()) <= 0x1p53)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": random init bounds of an integer or bool tensor must "
-                  "lie within [-2^53, 2^53]"));
+      if (!IsFloat(tensor.dtype()) && !(std::fabs(init.random().low()) <= 0x1p53 &&
+                                        std::fabs(init.random().high()) <= 0x1p53)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what,
+                         ": random init bounds of an integer or bool tensor must "
+                         "lie within [-2^53, 2^53]"));
       }
       FillRandom(init.random(), tensor);
       break;
@@ -462,8 +440,7 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
   return tensor;
 }
 
-absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text,
-                                            absl::string_view filename) {
+absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text, absl::string_view filename) {
   LOOM_RETURN_IF_ERROR(CheckLooksLikeText(text, filename));
   CollectFirstError errors(filename);
   google::protobuf::TextFormat::Parser parser;
@@ -471,15 +448,12 @@ absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text,
   proto::Graph graph;
   if (!parser.ParseFromString(std::string(text), &graph)) {
     return absl::InvalidArgumentError(
-        errors.first().empty()
-            ? absl::StrCat(filename, ": malformed text proto")
-            : errors.first());
+        errors.first().empty() ? absl::StrCat(filename, ": malformed text proto") : errors.first());
   }
   return graph;
 }
 
-absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto,
-                                     absl::string_view filename) {
+absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto, absl::string_view filename) {
   Graph graph;
   if (absl::Status s = BuildGraph(graph_proto, filename, graph); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(filename, ": ", s.message()));
@@ -501,8 +475,7 @@ proto::Graph GraphToProto(const Graph& graph) {
     input->set_name(graph.value(id).name);
     SetType(graph.value(id).type, *input->mutable_type());
   }
-  for (ValueId id : graph.weights())
-    SetInitializer(graph, id, *out.add_weight());
+  for (ValueId id : graph.weights()) SetInitializer(graph, id, *out.add_weight());
   for (ValueId id : graph.constants()) {
     SetInitializer(graph, id, *out.add_constant());
   }
@@ -528,8 +501,6 @@ std::string GraphProtoToText(const proto::Graph& graph_proto) {
   return text;
 }
 
-std::string GraphToText(const Graph& graph) {
-  return GraphProtoToText(GraphToProto(graph));
-}
+std::string GraphToText(const Graph& graph) { return GraphProtoToText(GraphToProto(graph)); }
 
 }  // namespace loom

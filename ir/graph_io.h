@@ -2,23 +2,21 @@
 #define LOOM_IR_GRAPH_IO_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ir/graph.h"
 #include "ir/graph.pb.h"
 
 namespace loom {
 
 // Parses the graph text form. Errors read "FILE:LINE:COL: cause".
-absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text,
-                                            absl::string_view filename);
+absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text, absl::string_view filename);
 
 // Builds the C++ graph from its proto: resolves value names, orders nodes
 // topologically (a cycle is an error naming its nodes), materialises
 // initializers, infers shapes and verifies. Errors name FILE and the node.
-absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto,
-                                     absl::string_view filename);
+absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto, absl::string_view filename);
 
 // Reads a model file (.pbtxt) into a verified graph. Errors name the path.
 absl::StatusOr<Graph> LoadGraphFile(const std::string& path);

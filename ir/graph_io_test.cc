@@ -110,14 +110,12 @@ output: "b"
 }
 
 TEST(GraphIoTest, MalformedTextNamesLineAndColumn) {
-  EXPECT_THAT(ErrorOf("input { name: \"x\"\n  type { dtype: F33 } }"),
-              HasSubstr("m.pbtxt:2:"));
+  EXPECT_THAT(ErrorOf("input { name: \"x\"\n  type { dtype: F33 } }"), HasSubstr("m.pbtxt:2:"));
 }
 
 TEST(GraphIoTest, EmptyAndBinaryFilesAreRejected) {
   EXPECT_THAT(ErrorOf("  \n"), HasSubstr("m.pbtxt: empty file"));
-  EXPECT_THAT(ErrorOf(std::string("ab\0cd", 5)),
-              HasSubstr("m.pbtxt: binary data at byte 2"));
+  EXPECT_THAT(ErrorOf(std::string("ab\0cd", 5)), HasSubstr("m.pbtxt: binary data at byte 2"));
 }
 
 TEST(GraphIoTest, UndefinedInputNamesTheNode) {

@@ -168,8 +168,7 @@ TEST(NodeListTest, ReadsLikeAVectorAcrossBlocks) {
   // Freeing the first block leaves the rest readable.
   list.ReleaseBefore(NodeList::kBlockNodes + 3);
   EXPECT_EQ(list.size(), n);
-  EXPECT_EQ(list[NodeList::kBlockNodes + 3].name,
-            absl::StrCat("n", NodeList::kBlockNodes + 3));
+  EXPECT_EQ(list[NodeList::kBlockNodes + 3].name, absl::StrCat("n", NodeList::kBlockNodes + 3));
 }
 
 TEST(GraphTest, RemoveNodesKeepsOrderInPlace) {

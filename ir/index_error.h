@@ -18,8 +18,8 @@ namespace loom {
 std::string IndexOutOfRangeCause(int64_t index, int64_t axis, int64_t size);
 
 // The cause at graph node `node` (op `op`): "node 'N' (op): <cause>".
-std::string IndexOutOfRangeMessage(absl::string_view node, absl::string_view op,
-                                   int64_t index, int64_t axis, int64_t size);
+std::string IndexOutOfRangeMessage(absl::string_view node, absl::string_view op, int64_t index,
+                                   int64_t axis, int64_t size);
 
 }  // namespace loom
 

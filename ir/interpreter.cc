@@ -14,16 +14,15 @@ namespace {
 
 absl::Status CheckInputs(const Graph& graph, absl::Span<const Tensor> inputs) {
   if (inputs.size() != graph.inputs().size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("graph '", graph.name, "' takes ", graph.inputs().size(),
-                     " inputs, got ", inputs.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph '", graph.name, "' takes ", graph.inputs().size(), " inputs, got ", inputs.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& value = graph.value(graph.inputs()[i]);
     if (inputs[i].type() != value.type) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", value.name, "' expects ", TypeToString(value.type),
-          ", got ", TypeToString(inputs[i].type())));
+      return absl::InvalidArgumentError(absl::StrCat("input '", value.name, "' expects ",
+                                                     TypeToString(value.type), ", got ",
+                                                     TypeToString(inputs[i].type())));
     }
   }
   return absl::OkStatus();
@@ -38,14 +37,13 @@ absl::Status CheckIds(const Graph& graph) {
     }
     return true;
   };
-  if (!valid(graph.inputs()) || !valid(graph.weights()) ||
-      !valid(graph.constants()) || !valid(graph.outputs())) {
+  if (!valid(graph.inputs()) || !valid(graph.weights()) || !valid(graph.constants()) ||
+      !valid(graph.outputs())) {
     return absl::InternalError("the graph names an invalid value id");
   }
   for (const Node& node : graph.nodes()) {
     if (!valid(node.inputs) || !valid(node.outputs)) {
-      return AddNodeContext(node,
-                            absl::InternalError("names an invalid value id"));
+      return AddNodeContext(node, absl::InternalError("names an invalid value id"));
     }
   }
   return absl::OkStatus();
@@ -138,18 +136,17 @@ absl::StatusOr<std::vector<Tensor>> NodeBounds(const OpDef& def, const Node& nod
 }
 
 // Runs one node; with `units` (InterpretWithErrorBounds), bounds its outputs.
-absl::Status RunNode(const Graph& graph, const Node& node,
-                     const OpRegistry& registry, const std::vector<double>* units,
-                     Environment& env) {
+absl::Status RunNode(const Graph& graph, const Node& node, const OpRegistry& registry,
+                     const std::vector<double>* units, Environment& env) {
   LOOM_RETURN_IF_ERROR(CheckNodeSignature(node, registry));
   std::vector<const Tensor*> args;
   std::vector<TensorType> types;
   for (ValueId id : node.inputs) {
     const Tensor* arg = env.Get(id);
     if (arg == nullptr) {
-      return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
-                                      "reads value '", graph.value(id).name,
-                                      "' before it is defined")));
+      return AddNodeContext(
+          node, absl::InvalidArgumentError(
+                    absl::StrCat("reads value '", graph.value(id).name, "' before it is defined")));
     }
     args.push_back(arg);
     types.push_back(arg->type());
@@ -158,9 +155,8 @@ absl::Status RunNode(const Graph& graph, const Node& node,
   absl::StatusOr<OutputTypes> out_types = def.infer(node, types);
   if (!out_types.ok()) return AddNodeContext(node, out_types.status());
   if (out_types->size() != node.outputs.size()) {
-    return AddNodeContext(
-        node, absl::InternalError("shape function returned the wrong number "
-                                  "of outputs"));
+    return AddNodeContext(node, absl::InternalError("shape function returned the wrong number "
+                                                    "of outputs"));
   }
   if (absl::Status s = CheckOutputLimits(graph, node, *out_types); !s.ok()) {
     return AddNodeContext(node, s);
@@ -180,9 +176,9 @@ absl::Status RunNode(const Graph& graph, const Node& node,
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const ValueId id = node.outputs[i];
     if (env.Get(id) != nullptr) {
-      return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
-                                      "writes value '", graph.value(id).name,
-                                      "', which is already defined")));
+      return AddNodeContext(
+          node, absl::InvalidArgumentError(absl::StrCat("writes value '", graph.value(id).name,
+                                                        "', which is already defined")));
     }
     env.Own(id, std::move(results[i]),
             units != nullptr ? std::optional<Tensor>(std::move(bounds[i])) : std::nullopt);
@@ -193,8 +189,7 @@ absl::Status RunNode(const Graph& graph, const Node& node,
 
 // Interpret, bounding errors with `units` (one per value) when given.
 absl::StatusOr<BoundedOutputs> Run(const Graph& graph, absl::Span<const Tensor> inputs,
-                                   const OpRegistry& registry,
-                                   const std::vector<double>* units) {
+                                   const OpRegistry& registry, const std::vector<double>* units) {
   absl::Status status = CheckIds(graph);
   if (status.ok()) status = CheckInputs(graph, inputs);
   if (!status.ok()) return status;
@@ -214,8 +209,8 @@ absl::StatusOr<BoundedOutputs> Run(const Graph& graph, absl::Span<const Tensor> 
   outputs.values.reserve(graph.outputs().size());
   for (ValueId id : graph.outputs()) {
     if (env.Get(id) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "graph output '", graph.value(id).name, "' is never computed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", graph.value(id).name, "' is never computed"));
     }
     if (units != nullptr) outputs.bounds.push_back(env.OutputBound(id));
     outputs.values.push_back(env.TakeOutput(id));
@@ -232,8 +227,7 @@ std::vector<Tensor> WidenedToFloat64(absl::Span<const Tensor> tensors) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph,
-                                              absl::Span<const Tensor> inputs,
+absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph, absl::Span<const Tensor> inputs,
                                               const OpRegistry& registry) {
   LOOM_ASSIGN_OR_RETURN(BoundedOutputs outputs, Run(graph, inputs, registry, nullptr));
   return std::move(outputs.values);

@@ -24,16 +24,14 @@ namespace loom {
 // Errors (bad inputs, an op's error such as integer division by zero, a
 // malformed graph) are returned, never crashes; they name the input or the
 // node and op.
-absl::StatusOr<std::vector<Tensor>> Interpret(
-    const Graph& graph, absl::Span<const Tensor> inputs,
-    const OpRegistry& registry = OpRegistry::Global());
+absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph, absl::Span<const Tensor> inputs,
+                                              const OpRegistry& registry = OpRegistry::Global());
 
 // The graph with its float32 arithmetic widened to float64: every f32 value
 // (inputs, weights and constants exactly) becomes f64, and so does every
 // dtype attribute naming f32 (OpDef::dtype_attrs: cast's "to"). Value ids
 // are kept.
-Graph WidenedToFloat64(const Graph& graph,
-                       const OpRegistry& registry = OpRegistry::Global());
+Graph WidenedToFloat64(const Graph& graph, const OpRegistry& registry = OpRegistry::Global());
 // An f32 tensor as f64, exactly; any other as it is.
 Tensor WidenedToFloat64(const Tensor& tensor);
 

@@ -39,23 +39,15 @@ struct Mlp {
   Mlp() {
     graph.name = "mlp";
     x = *graph.AddInput("x", {DType::kF32, {2, 3}});
-    w = *graph.AddInitializer(
-        "w", ValueKind::kWeight,
-        Values(DType::kF32, {3, 2}, {1, -1, 2, 0, -1, 1}));
-    b = *graph.AddInitializer("b", ValueKind::kConstant,
-                              Values(DType::kF32, {2}, {0.5, -4}));
-    const ValueId h =
-        graph.node(*graph.AddNode("fc", "matmul", {x, w}, {"h"})).outputs[0];
-    const ValueId biased =
-        graph.node(*graph.AddNode("bias", "add", {h, b}, {"biased"}))
-            .outputs[0];
-    act =
-        graph.node(*graph.AddNode("act", "relu", {biased}, {"act"})).outputs[0];
+    w = *graph.AddInitializer("w", ValueKind::kWeight,
+                              Values(DType::kF32, {3, 2}, {1, -1, 2, 0, -1, 1}));
+    b = *graph.AddInitializer("b", ValueKind::kConstant, Values(DType::kF32, {2}, {0.5, -4}));
+    const ValueId h = graph.node(*graph.AddNode("fc", "matmul", {x, w}, {"h"})).outputs[0];
+    const ValueId biased = graph.node(*graph.AddNode("bias", "add", {h, b}, {"biased"})).outputs[0];
+    act = graph.node(*graph.AddNode("act", "relu", {biased}, {"act"})).outputs[0];
     Attrs axes;
     axes.Set("axes", std::vector<int64_t>{-1});
-    sums =
-        graph.node(*graph.AddNode("sum", "reduce_sum", {act}, {"sums"}, axes))
-            .outputs[0];
+    sums = graph.node(*graph.AddNode("sum", "reduce_sum", {act}, {"sums"}, axes)).outputs[0];
     graph.SetOutputs({act, sums, x, b, act});
   }
 };
@@ -77,8 +69,7 @@ TEST(InterpreterTest, RunsAGraphAndReturnsOutputsInOrder) {
 
 TEST(InterpreterTest, NeedsNoPriorShapeInference) {
   Mlp mlp;  // intermediate types are still unset
-  absl::StatusOr<std::vector<Tensor>> out =
-      Interpret(mlp.graph, {Tensor(DType::kF32, {2, 3})});
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(mlp.graph, {Tensor(DType::kF32, {2, 3})});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[1].type(), (TensorType{DType::kF32, {2}}));
 }
@@ -87,20 +78,17 @@ TEST(InterpreterTest, ChecksInputCountAndTypes) {
   Mlp mlp;
   EXPECT_EQ(Message(Interpret(mlp.graph, {}).status()),
             "INVALID_ARGUMENT: graph 'mlp' takes 1 inputs, got 0");
-  EXPECT_EQ(
-      Message(Interpret(mlp.graph, {Tensor(DType::kF32, {3, 2})}).status()),
-      "INVALID_ARGUMENT: input 'x' expects f32[2,3], got f32[3,2]");
-  EXPECT_EQ(
-      Message(Interpret(mlp.graph, {Tensor(DType::kF64, {2, 3})}).status()),
-      "INVALID_ARGUMENT: input 'x' expects f32[2,3], got f64[2,3]");
+  EXPECT_EQ(Message(Interpret(mlp.graph, {Tensor(DType::kF32, {3, 2})}).status()),
+            "INVALID_ARGUMENT: input 'x' expects f32[2,3], got f32[3,2]");
+  EXPECT_EQ(Message(Interpret(mlp.graph, {Tensor(DType::kF64, {2, 3})}).status()),
+            "INVALID_ARGUMENT: input 'x' expects f32[2,3], got f64[2,3]");
 }
 
 TEST(InterpreterTest, OpErrorsNameTheNode) {
   Graph graph;
   ValueId a = *graph.AddInput("a", {DType::kI32, {2}});
   ValueId b = *graph.AddInput("b", {DType::kI32, {2}});
-  graph.AddOutput(
-      graph.node(*graph.AddNode("q", "div", {a, b}, {"y"})).outputs[0]);
+  graph.AddOutput(graph.node(*graph.AddNode("q", "div", {a, b}, {"y"})).outputs[0]);
   Tensor ones = Values(DType::kI32, {2}, {1, 1});
   Tensor zeros(DType::kI32, {2});
   EXPECT_TRUE(Interpret(graph, {ones, ones}).ok());
@@ -127,23 +115,19 @@ TEST(InterpreterTest, SharedAndDeadValues) {
   ValueId x = *graph.AddInput("x", {DType::kF64, {3}});
   ValueId a = graph.node(*graph.AddNode("n", "neg", {x}, {"a"})).outputs[0];
   ASSERT_TRUE(graph.AddNode("dead", "abs", {x}, {"unused"}).ok());
-  ValueId sq =
-      graph.node(*graph.AddNode("sq", "mul", {a, a}, {"sq"})).outputs[0];
+  ValueId sq = graph.node(*graph.AddNode("sq", "mul", {a, a}, {"sq"})).outputs[0];
   ValueId e = graph.node(*graph.AddNode("e", "exp", {a}, {"e"})).outputs[0];
-  graph.AddOutput(
-      graph.node(*graph.AddNode("c", "add", {sq, e}, {"c"})).outputs[0]);
+  graph.AddOutput(graph.node(*graph.AddNode("c", "add", {sq, e}, {"c"})).outputs[0]);
   absl::StatusOr<std::vector<Tensor>> out =
       Interpret(graph, {Values(DType::kF64, {3}, {0, 1, -2})});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_THAT(Doubles((*out)[0]),
-              ElementsAre(1, 1 + std::exp(-1.0), 4 + std::exp(2.0)));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 1 + std::exp(-1.0), 4 + std::exp(2.0)));
 }
 
 TEST(InterpreterTest, LongChainsRun) {
   Graph graph;
   ValueId v = *graph.AddInput("x", {DType::kI64, {4}});
-  ValueId one = *graph.AddInitializer("one", ValueKind::kConstant,
-                                      Values(DType::kI64, {}, {1}));
+  ValueId one = *graph.AddInitializer("one", ValueKind::kConstant, Values(DType::kI64, {}, {1}));
   for (int i = 0; i < 2000; ++i) {
     v = graph
             .node(*graph.AddNode("add" + std::to_string(i), "add", {v, one},
@@ -162,8 +146,7 @@ TEST(InterpreterTest, MalformedGraphsAreErrorsNotCrashes) {
   const Tensor x(DType::kF32, {2, 3});
   {
     Graph graph = mlp.graph;
-    graph.ReplaceNodes(
-        {graph.node(1), graph.node(0), graph.node(2), graph.node(3)});
+    graph.ReplaceNodes({graph.node(1), graph.node(0), graph.node(2), graph.node(3)});
     EXPECT_EQ(Message(Interpret(graph, {x}).status()),
               "INVALID_ARGUMENT: node 'bias' (add): reads value 'h' before it "
               "is defined");
@@ -201,17 +184,16 @@ TEST(InterpreterTest, UsesTheGivenRegistry) {
   OpRegistry registry;
   OpDef fail;
   fail.name = "fail";
-  fail.infer = [](const Node&, absl::Span<const TensorType> in)
-      -> absl::StatusOr<OutputTypes> { return OutputTypes{in[0]}; };
-  fail.eval = [](const Node&, absl::Span<const Tensor* const>,
-                 absl::Span<Tensor>) {
+  fail.infer = [](const Node&, absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+    return OutputTypes{in[0]};
+  };
+  fail.eval = [](const Node&, absl::Span<const Tensor* const>, absl::Span<Tensor>) {
     return absl::FailedPreconditionError("on purpose");
   };
   ASSERT_TRUE(registry.Register(fail).ok());
   Graph graph;
   ValueId x = *graph.AddInput("x", {DType::kF32, {}});
-  graph.AddOutput(
-      graph.node(*graph.AddNode("f", "fail", {x}, {"y"})).outputs[0]);
+  graph.AddOutput(graph.node(*graph.AddNode("f", "fail", {x}, {"y"})).outputs[0]);
   EXPECT_EQ(Message(Interpret(graph, {Tensor()}, registry).status()),
             "FAILED_PRECONDITION: node 'f' (fail): on purpose");
 }

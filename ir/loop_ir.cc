@@ -94,16 +94,13 @@ std::vector<int64_t> ComputeNode::AllRanges() const {
 namespace {
 
 absl::Status NodeError(const ComputeNode& node, absl::string_view cause) {
-  return absl::InternalError(
-      absl::StrCat("compute node '", node.name, "': ", cause));
+  return absl::InternalError(absl::StrCat("compute node '", node.name, "': ", cause));
 }
 
-absl::Status VerifyCheckIndex(const LoopProgram& program, const ComputeNode& node,
-                              int position) {
+absl::Status VerifyCheckIndex(const LoopProgram& program, const ComputeNode& node, int position) {
   const ScalarOp& op = node.body[position];
   const std::string step = absl::StrCat("index check at step ", position);
-  if (op.args.size() != 1 || !IsInteger(node.body[op.args[0]].dtype) ||
-      op.dtype != DType::kI64) {
+  if (op.args.size() != 1 || !IsInteger(node.body[op.args[0]].dtype) || op.dtype != DType::kI64) {
     return NodeError(node, absl::StrCat(step, " needs one integer operand and an i64 result"));
   }
   if (op.site < 0 || op.site >= static_cast<int>(program.index_checks.size())) {
@@ -120,70 +117,56 @@ absl::Status VerifyCheckIndex(const LoopProgram& program, const ComputeNode& nod
   return absl::OkStatus();
 }
 
-absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node,
-                        int position, int num_vars) {
+absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node, int position,
+                        int num_vars) {
   const ScalarOp& op = node.body[position];
   for (int arg : op.args) {
     if (arg < 0 || arg >= position) {
-      return NodeError(node,
-                       absl::StrCat("step ", position,
-                                    " uses a step that is not before it"));
+      return NodeError(node, absl::StrCat("step ", position, " uses a step that is not before it"));
     }
   }
   switch (op.kind) {
     case ScalarOp::Kind::kLoad: {
-      if (op.buffer < 0 ||
-          op.buffer >= static_cast<int>(program.buffers.size())) {
-        return NodeError(node, absl::StrCat("step ", position,
-                                            " loads from an unknown buffer"));
+      if (op.buffer < 0 || op.buffer >= static_cast<int>(program.buffers.size())) {
+        return NodeError(node, absl::StrCat("step ", position, " loads from an unknown buffer"));
       }
       if (op.index == nullptr || MaxVar(op.index) >= num_vars) {
-        return NodeError(node,
-                         absl::StrCat("step ", position,
-                                      " has an index over unknown loops"));
+        return NodeError(node, absl::StrCat("step ", position, " has an index over unknown loops"));
       }
       if (program.buffers[op.buffer].dtype != op.dtype) {
-        return NodeError(node, absl::StrCat("step ", position,
-                                            " loads with the wrong dtype"));
+        return NodeError(node, absl::StrCat("step ", position, " loads with the wrong dtype"));
       }
-      if (op.args.size() > 1 ||
-          (op.args.size() == 1 && !IsInteger(node.body[op.args[0]].dtype))) {
-        return NodeError(node, absl::StrCat("indirect load at step ", position,
-                                            " needs one integer operand"));
+      if (op.args.size() > 1 || (op.args.size() == 1 && !IsInteger(node.body[op.args[0]].dtype))) {
+        return NodeError(
+            node, absl::StrCat("indirect load at step ", position, " needs one integer operand"));
       }
       return absl::OkStatus();
     }
     case ScalarOp::Kind::kIndex:
       if (op.index == nullptr || MaxVar(op.index) >= num_vars) {
-        return NodeError(node,
-                         absl::StrCat("step ", position,
-                                      " has an index over unknown loops"));
+        return NodeError(node, absl::StrCat("step ", position, " has an index over unknown loops"));
       }
       if (op.dtype != DType::kI64 || !op.args.empty()) {
         return NodeError(node,
-                         absl::StrCat("index step ", position,
-                                      " must be an i64 with no operands"));
+                         absl::StrCat("index step ", position, " must be an i64 with no operands"));
       }
       return absl::OkStatus();
     case ScalarOp::Kind::kCheckIndex:
       return VerifyCheckIndex(program, node, position);
     case ScalarOp::Kind::kConst:
       if (!op.args.empty()) {
-        return NodeError(
-            node, absl::StrCat("constant at step ", position, " has operands"));
+        return NodeError(node, absl::StrCat("constant at step ", position, " has operands"));
       }
       return absl::OkStatus();
     case ScalarOp::Kind::kCast:
       if (op.args.size() != 1) {
-        return NodeError(node, absl::StrCat("cast at step ", position,
-                                            " needs one operand"));
+        return NodeError(node, absl::StrCat("cast at step ", position, " needs one operand"));
       }
       return absl::OkStatus();
     case ScalarOp::Kind::kCall:
       if (static_cast<int>(op.args.size()) != ScalarFnArity(op.fn)) {
-        return NodeError(
-            node, absl::StrCat(ScalarFnName(op.fn), " at step ", position,
-                               " has ", op.args.size(), " operands"));
+        return NodeError(node, absl::StrCat(ScalarFnName(op.fn), " at step ", position, " has ",
+                                            op.args.size(), " operands"));
       }
       return absl::OkStatus();
   }
@@ -201,10 +184,8 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
     if (node.output < 0 || node.output >= num_buffers) {
       return NodeError(node, "writes an unknown buffer");
     }
-    const int num_vars =
-        static_cast<int>(node.ranges.size() + node.reduction_ranges.size());
-    if (node.body.empty() || node.root < 0 ||
-        node.root >= static_cast<int>(node.body.size())) {
+    const int num_vars = static_cast<int>(node.ranges.size() + node.reduction_ranges.size());
+    if (node.body.empty() || node.root < 0 || node.root >= static_cast<int>(node.body.size())) {
       return NodeError(node, "has no root step");
     }
     if ((node.reduce == ReduceKind::kNone) != node.reduction_ranges.empty()) {
@@ -218,8 +199,7 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
       LOOM_RETURN_IF_ERROR(VerifyStep(program, node, i, num_vars));
       const ScalarOp& op = node.body[i];
       if (op.kind == ScalarOp::Kind::kLoad && !written[op.buffer]) {
-        return NodeError(node, absl::StrCat("reads buffer '",
-                                            program.buffers[op.buffer].name,
+        return NodeError(node, absl::StrCat("reads buffer '", program.buffers[op.buffer].name,
                                             "' before anything writes it"));
       }
     }
@@ -230,21 +210,19 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
       return NodeError(node, "is marked as a conv call but is not a convolution one can compute");
     }
     // An arg reduction folds values of any type into an i64 position.
-    const DType stored =
-        IsArgReduce(node.reduce) ? DType::kI64 : node.body[node.root].dtype;
+    const DType stored = IsArgReduce(node.reduce) ? DType::kI64 : node.body[node.root].dtype;
     if (stored != program.buffers[node.output].dtype) {
       return NodeError(node, "stores a value of the wrong dtype");
     }
-    if (IsArgReduce(node.reduce) &&
-        node.body[node.root].dtype == DType::kBool) {
+    if (IsArgReduce(node.reduce) && node.body[node.root].dtype == DType::kBool) {
       return NodeError(node, "arg reduction over bools");
     }
     written[node.output] = true;
   }
   for (BufferId id : program.outputs) {
     if (!written[id]) {
-      return absl::InternalError(absl::StrCat(
-          "output buffer '", program.buffers[id].name, "' is never written"));
+      return absl::InternalError(
+          absl::StrCat("output buffer '", program.buffers[id].name, "' is never written"));
     }
   }
   return absl::OkStatus();
@@ -264,17 +242,14 @@ std::string PrintStep(const LoopProgram& program, const ScalarOp& op) {
   switch (op.kind) {
     case ScalarOp::Kind::kLoad:
       if (!op.args.empty()) {
-        return absl::StrCat("load ", program.buffers[op.buffer].name, "[",
-                            ToString(op.index), " + ", op.stride, "*t",
-                            op.args[0], "]");
+        return absl::StrCat("load ", program.buffers[op.buffer].name, "[", ToString(op.index),
+                            " + ", op.stride, "*t", op.args[0], "]");
       }
-      return absl::StrCat("load ", program.buffers[op.buffer].name, "[",
-                          ToString(op.index), "]");
+      return absl::StrCat("load ", program.buffers[op.buffer].name, "[", ToString(op.index), "]");
     case ScalarOp::Kind::kIndex:
       return absl::StrCat("index ", ToString(op.index));
     case ScalarOp::Kind::kCheckIndex:
-      return absl::StrCat("check_index t", op.args[0], " in ", op.extent, " at ",
-                          op.site);
+      return absl::StrCat("check_index t", op.args[0], " in ", op.extent, " at ", op.site);
     case ScalarOp::Kind::kConst:
       return absl::StrCat("const ", op.constant);
     case ScalarOp::Kind::kCast:
@@ -282,8 +257,7 @@ std::string PrintStep(const LoopProgram& program, const ScalarOp& op) {
     case ScalarOp::Kind::kCall: {
       std::vector<std::string> args;
       for (int arg : op.args) args.push_back(absl::StrCat("t", arg));
-      return absl::StrCat(ScalarFnName(op.fn), "(", absl::StrJoin(args, ", "),
-                          ")");
+      return absl::StrCat(ScalarFnName(op.fn), "(", absl::StrJoin(args, ", "), ")");
     }
   }
   return "?";
@@ -291,43 +265,39 @@ std::string PrintStep(const LoopProgram& program, const ScalarOp& op) {
 
 }  // namespace
 
-std::string PrintComputeNode(const LoopProgram& program,
-                             const ComputeNode& node) {
+std::string PrintComputeNode(const LoopProgram& program, const ComputeNode& node) {
   const Buffer& out = program.buffers[node.output];
   const int n = static_cast<int>(node.ranges.size());
-  std::string text = absl::StrCat(
-      "node ", node.name, ": ", out.name, "[", ToString(node.store_index),
-      "] over (", VarNames(0, n), ") in ", ShapeToString(node.ranges));
+  std::string text =
+      absl::StrCat("node ", node.name, ": ", out.name, "[", ToString(node.store_index), "] over (",
+                   VarNames(0, n), ") in ", ShapeToString(node.ranges));
   if (node.reduce != ReduceKind::kNone) {
     absl::StrAppend(&text, " ", ReduceKindName(node.reduce), " over (",
-                    VarNames(n, static_cast<int>(node.reduction_ranges.size())),
-                    ") in ", ShapeToString(node.reduction_ranges));
+                    VarNames(n, static_cast<int>(node.reduction_ranges.size())), ") in ",
+                    ShapeToString(node.reduction_ranges));
   }
   if (node.extern_op == ExternOp::kGemm) absl::StrAppend(&text, " as gemm");
   if (node.extern_op == ExternOp::kConv) absl::StrAppend(&text, " as conv call");
   absl::StrAppend(&text, "\n");
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     absl::StrAppend(&text, "  t", i, ": ", DTypeName(node.body[i].dtype), " = ",
-                    PrintStep(program, node.body[i]),
-                    i == node.root ? "  <- root" : "", "\n");
+                    PrintStep(program, node.body[i]), i == node.root ? "  <- root" : "", "\n");
   }
   return text;
 }
 
 std::string PrintLoopProgram(const LoopProgram& program) {
-  static constexpr const char* kKindNames[] = {"input", "weight", "output",
-                                               "temp", "index_errors"};
+  static constexpr const char* kKindNames[] = {"input", "weight", "output", "temp", "index_errors"};
   std::string text;
   for (int i = 0; i < static_cast<int>(program.buffers.size()); ++i) {
     const Buffer& b = program.buffers[i];
-    absl::StrAppend(&text, "buffer ", b.name, ": ", DTypeName(b.dtype),
-                    ShapeToString(b.sizes), " ",
+    absl::StrAppend(&text, "buffer ", b.name, ": ", DTypeName(b.dtype), ShapeToString(b.sizes), " ",
                     kKindNames[static_cast<int>(b.kind)], "\n");
   }
   for (size_t i = 0; i < program.index_checks.size(); ++i) {
     const IndexCheck& check = program.index_checks[i];
-    absl::StrAppend(&text, "index check ", i, ": node ", check.node, " (", check.op,
-                    ") axis ", check.axis, " of size ", check.extent, "\n");
+    absl::StrAppend(&text, "index check ", i, ": node ", check.node, " (", check.op, ") axis ",
+                    check.axis, " of size ", check.extent, "\n");
   }
   for (const ComputeNode& node : program.nodes) {
     absl::StrAppend(&text, PrintComputeNode(program, node));

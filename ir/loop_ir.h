@@ -239,8 +239,7 @@ absl::Status VerifyLoopProgram(const LoopProgram& program);
 
 // A readable listing of buffers and compute nodes, for dumps and tests.
 std::string PrintLoopProgram(const LoopProgram& program);
-std::string PrintComputeNode(const LoopProgram& program,
-                             const ComputeNode& node);
+std::string PrintComputeNode(const LoopProgram& program, const ComputeNode& node);
 
 }  // namespace loom
 

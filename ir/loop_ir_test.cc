@@ -156,10 +156,9 @@ TEST(LoopIrTest, ScalarFnArity) {
 LoopProgram IndirectArgmax() {
   LoopProgram program;
   ExprContext& e = *program.exprs;
-  program.buffers = {
-      Buffer{"data", DType::kF32, {4, 8}, BufferKind::kInput},
-      Buffer{"idx", DType::kI32, {3}, BufferKind::kWeight},
-      Buffer{"out", DType::kI64, {3}, BufferKind::kOutput}};
+  program.buffers = {Buffer{"data", DType::kF32, {4, 8}, BufferKind::kInput},
+                     Buffer{"idx", DType::kI32, {3}, BufferKind::kWeight},
+                     Buffer{"out", DType::kI64, {3}, BufferKind::kOutput}};
   program.inputs = {0};
   program.weights = {1};
   program.outputs = {2};
@@ -212,8 +211,7 @@ TEST(LoopIrTest, VerifierChecksTheNewSteps) {
 
   program = IndirectArgmax();
   program.nodes[0].body[2].dtype = DType::kI32;
-  EXPECT_THAT(VerifyLoopProgram(program).message(),
-              HasSubstr("index step 2 must be an i64"));
+  EXPECT_THAT(VerifyLoopProgram(program).message(), HasSubstr("index step 2 must be an i64"));
 
   program = IndirectArgmax();
   program.nodes[0].body[2].index = program.exprs->Var(2);

@@ -40,13 +40,13 @@ struct LaunchTable {
 
 // Source code a backend emitted for a schedule.
 struct GeneratedSource {
-  std::string language;       // "c++" or "cuda"
+  std::string language;  // "c++" or "cuda"
   std::string text;
   // The exported kernel functions, by symbol name; each takes the array of
   // its arguments' addresses (void* const*).
   std::vector<std::string> functions;
   LaunchTable launches;
-  int kernel_functions = 0;   // distinct kernel functions in `text`
+  int kernel_functions = 0;  // distinct kernel functions in `text`
   // Flags the backend's native compiler must use for `text` (optimisation
   // level, target ISA, OpenMP), chosen by the codegen pass's options.
   std::vector<std::string> native_flags;

@@ -18,24 +18,21 @@ absl::Status OpRegistry::Register(OpDef def) {
     return absl::InvalidArgumentError("an op needs a name");
   }
   if (index_.contains(def.name)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("op '", def.name, "' is registered twice"));
+    return absl::AlreadyExistsError(absl::StrCat("op '", def.name, "' is registered twice"));
   }
   if (def.min_inputs < 0 || def.num_outputs < -1 ||
       (def.max_inputs != -1 && def.max_inputs < def.min_inputs)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("op '", def.name, "' has an invalid arity"));
+    return absl::InvalidArgumentError(absl::StrCat("op '", def.name, "' has an invalid arity"));
   }
   if (!def.infer || !def.eval) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "op '", def.name, "' needs a shape function and an implementation"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", def.name, "' needs a shape function and an implementation"));
   }
   for (size_t i = 0; i < def.attrs.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (def.attrs[i].name == def.attrs[j].name) {
         return absl::InvalidArgumentError(
-            absl::StrCat("op '", def.name, "' declares attribute '",
-                         def.attrs[i].name, "' twice"));
+            absl::StrCat("op '", def.name, "' declares attribute '", def.attrs[i].name, "' twice"));
       }
     }
   }
@@ -62,8 +59,7 @@ std::string DescribeNode(const Node& node) {
 
 absl::Status AddNodeContext(const Node& node, const absl::Status& status) {
   if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat(DescribeNode(node), ": ", status.message()));
+  return absl::Status(status.code(), absl::StrCat(DescribeNode(node), ": ", status.message()));
 }
 
 namespace {
@@ -88,26 +84,20 @@ absl::string_view AttrTypeName(AttrType type) {
 
 // The AttrType a value holds; the variant's alternatives are in AttrType's
 // order.
-static_assert(std::is_same_v<std::variant_alternative_t<
-                                 static_cast<int>(AttrType::kInts), AttrValue>,
-                             AttrInts>);
+static_assert(std::is_same_v<
+              std::variant_alternative_t<static_cast<int>(AttrType::kInts), AttrValue>, AttrInts>);
 static_assert(
-    std::is_same_v<std::variant_alternative_t<
-                       static_cast<int>(AttrType::kFloats), AttrValue>,
+    std::is_same_v<std::variant_alternative_t<static_cast<int>(AttrType::kFloats), AttrValue>,
                    std::vector<double>>);
 static_assert(
-    std::is_same_v<std::variant_alternative_t<
-                       static_cast<int>(AttrType::kStrings), AttrValue>,
+    std::is_same_v<std::variant_alternative_t<static_cast<int>(AttrType::kStrings), AttrValue>,
                    std::vector<std::string>>);
-AttrType TypeOf(const AttrValue& value) {
-  return static_cast<AttrType>(value.index());
-}
+AttrType TypeOf(const AttrValue& value) { return static_cast<AttrType>(value.index()); }
 
 // An int is accepted where a float is declared, as Attrs::GetFloat reads it.
 bool Matches(AttrType declared, const AttrValue& value) {
   const AttrType actual = TypeOf(value);
-  return actual == declared ||
-         (declared == AttrType::kFloat && actual == AttrType::kInt);
+  return actual == declared || (declared == AttrType::kFloat && actual == AttrType::kInt);
 }
 
 std::string Plural(int64_t n, absl::string_view noun) {
@@ -127,10 +117,9 @@ std::string ExpectedInputs(const OpDef& def) {
 std::string DeclaredAttrs(const OpDef& def) {
   if (def.attrs.empty()) return absl::StrCat(def.name, " takes none");
   return absl::StrCat("known: ",
-                      absl::StrJoin(def.attrs, ", ",
-                                    [](std::string* out, const AttrSpec& spec) {
-                                      out->append(spec.name);
-                                    }));
+                      absl::StrJoin(def.attrs, ", ", [](std::string* out, const AttrSpec& spec) {
+                        out->append(spec.name);
+                      }));
 }
 
 absl::Status CheckAttrs(const OpDef& def, const Attrs& attrs) {
@@ -140,20 +129,19 @@ absl::Status CheckAttrs(const OpDef& def, const Attrs& attrs) {
       if (candidate.name == name) spec = &candidate;
     }
     if (spec == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown attribute '", name, "' (", DeclaredAttrs(def), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown attribute '", name, "' (", DeclaredAttrs(def), ")"));
     }
     if (!Matches(spec->type, value)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attribute '", name, "' must be ", AttrTypeName(spec->type), ", got ",
-          AttrTypeName(TypeOf(value))));
+      return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' must be ",
+                                                     AttrTypeName(spec->type), ", got ",
+                                                     AttrTypeName(TypeOf(value))));
     }
   }
   for (const AttrSpec& spec : def.attrs) {
     if (spec.required && !attrs.Has(spec.name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("missing required attribute '", spec.name, "' (",
-                       AttrTypeName(spec.type), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("missing required attribute '", spec.name,
+                                                     "' (", AttrTypeName(spec.type), ")"));
     }
   }
   return absl::OkStatus();
@@ -161,8 +149,7 @@ absl::Status CheckAttrs(const OpDef& def, const Attrs& attrs) {
 
 absl::Status CheckSignature(const Node& node, const OpDef& def) {
   const int64_t num_inputs = node.inputs.size();
-  if (num_inputs < def.min_inputs ||
-      (def.max_inputs != -1 && num_inputs > def.max_inputs)) {
+  if (num_inputs < def.min_inputs || (def.max_inputs != -1 && num_inputs > def.max_inputs)) {
     return absl::InvalidArgumentError(
         absl::StrCat("expected ", ExpectedInputs(def), ", got ", num_inputs));
   }
@@ -172,8 +159,8 @@ absl::Status CheckSignature(const Node& node, const OpDef& def) {
         absl::StrCat("expected at least 1 output, got ", num_outputs));
   }
   if (def.num_outputs != -1 && num_outputs != def.num_outputs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected ", Plural(def.num_outputs, "output"), ", got ", num_outputs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", Plural(def.num_outputs, "output"), ", got ", num_outputs));
   }
   return CheckAttrs(def, node.attrs);
 }
@@ -187,15 +174,14 @@ bool HasNegativeDim(const Shape& shape) {
 
 }  // namespace
 
-absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
-                                              const OpRegistry& registry) {
+absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node, const OpRegistry& registry) {
   return CheckedOpDef(node, registry.Find(node.op));
 }
 
 absl::StatusOr<const OpDef*> CheckedOpDef(const Node& node, const OpDef* def) {
   if (def == nullptr) {
-    return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
-                                    "unknown op '", node.op, "'")));
+    return AddNodeContext(node,
+                          absl::InvalidArgumentError(absl::StrCat("unknown op '", node.op, "'")));
   }
   if (absl::Status s = CheckSignature(node, *def); !s.ok()) {
     return AddNodeContext(node, s);
@@ -221,22 +207,19 @@ class ShapeInference {
 
   // Graph inputs, weights and constants are defined from the start.
   absl::Status DefineArguments() {
-    for (const auto* ids :
-         {&graph_.inputs(), &graph_.weights(), &graph_.constants()}) {
+    for (const auto* ids : {&graph_.inputs(), &graph_.weights(), &graph_.constants()}) {
       for (ValueId id : *ids) {
         if (id < 0 || id >= num_values_) {
-          return absl::InternalError(
-              "a graph argument has an invalid value id");
+          return absl::InternalError("a graph argument has an invalid value id");
         }
         if (HasNegativeDim(graph_.value(id).type.shape)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "value '", graph_.value(id).name, "' has a negative dimension: ",
-              TypeToString(graph_.value(id).type)));
+          return absl::InvalidArgumentError(
+              absl::StrCat("value '", graph_.value(id).name,
+                           "' has a negative dimension: ", TypeToString(graph_.value(id).type)));
         }
-        if (absl::Status s = CheckShapeLimits(graph_.value(id).type.shape);
-            !s.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "value '", graph_.value(id).name, "': ", s.message()));
+        if (absl::Status s = CheckShapeLimits(graph_.value(id).type.shape); !s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("value '", graph_.value(id).name, "': ", s.message()));
         }
         defined_[id] = true;
       }
@@ -246,39 +229,35 @@ class ShapeInference {
 
   // Sets the types of the node's outputs from its inputs' types.
   absl::Status Infer(const Node& node) {
-    const OpDef* found =
-        defs_.Get(node.op, [&](OpName op) { return registry_.Find(op); });
+    const OpDef* found = defs_.Get(node.op, [&](OpName op) { return registry_.Find(op); });
     LOOM_ASSIGN_OR_RETURN(const OpDef* def, CheckedOpDef(node, found));
     const size_t num_inputs = node.inputs.size();
     if (input_types_.size() < num_inputs) input_types_.resize(num_inputs);
     for (size_t i = 0; i < num_inputs; ++i) {
       const ValueId id = node.inputs[i];
       if (id < 0 || id >= num_values_) {
-        return AddNodeContext(node,
-                              absl::InternalError("reads an invalid value id"));
+        return AddNodeContext(node, absl::InternalError("reads an invalid value id"));
       }
       if (!defined_[id]) {
-        return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
-                                        "reads value '", graph_.value(id).name,
-                                        "' before it is defined")));
+        return AddNodeContext(
+            node, absl::InvalidArgumentError(absl::StrCat("reads value '", graph_.value(id).name,
+                                                          "' before it is defined")));
       }
       input_types_[i] = graph_.value(id).type;
     }
-    absl::StatusOr<OutputTypes> output_types = def->infer(
-        node, absl::MakeConstSpan(input_types_.data(), num_inputs));
+    absl::StatusOr<OutputTypes> output_types =
+        def->infer(node, absl::MakeConstSpan(input_types_.data(), num_inputs));
     if (!output_types.ok()) {
       return AddNodeContext(node, output_types.status());
     }
     if (output_types->size() != node.outputs.size()) {
-      return AddNodeContext(
-          node, absl::InternalError("shape function returned the wrong "
-                                    "number of outputs"));
+      return AddNodeContext(node, absl::InternalError("shape function returned the wrong "
+                                                      "number of outputs"));
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const ValueId id = node.outputs[i];
       if (id < 0 || id >= num_values_) {
-        return AddNodeContext(
-            node, absl::InternalError("writes an invalid value id"));
+        return AddNodeContext(node, absl::InternalError("writes an invalid value id"));
       }
     }
     if (absl::Status s = CheckOutputLimits(graph_, node, *output_types); !s.ok()) {
@@ -296,8 +275,7 @@ class ShapeInference {
   absl::Status Trust(const Node& node) {
     for (ValueId id : node.outputs) {
       if (id < 0 || id >= num_values_) {
-        return AddNodeContext(
-            node, absl::InternalError("writes an invalid value id"));
+        return AddNodeContext(node, absl::InternalError("writes an invalid value id"));
       }
       defined_[id] = true;
     }
@@ -321,8 +299,8 @@ absl::Status CheckOutputLimits(const Graph& graph, const Node& node,
                                absl::Span<const TensorType> types) {
   for (size_t i = 0; i < types.size() && i < node.outputs.size(); ++i) {
     if (absl::Status s = CheckShapeLimits(types[i].shape); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "output '", graph.value(node.outputs[i]).name, "': ", s.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("output '", graph.value(node.outputs[i]).name, "': ", s.message()));
     }
   }
   return absl::OkStatus();

@@ -32,16 +32,15 @@ using OutputTypes = absl::InlinedVector<TensorType, 1>;
 // Computes a node's output types from its input types and attributes, and
 // checks the op's dtype and shape rules. Errors describe the cause only;
 // callers prefix the node's name and op.
-using ShapeFn = std::function<absl::StatusOr<OutputTypes>(
-    const Node& node, absl::Span<const TensorType> inputs)>;
+using ShapeFn = std::function<absl::StatusOr<OutputTypes>(const Node& node,
+                                                          absl::Span<const TensorType> inputs)>;
 
 // The reference implementation: computes a node's outputs straight from the
 // op's definition with plain loops. `outputs` arrive allocated with the
 // inferred types. Errors (e.g. integer division by zero) describe the cause
 // only; the interpreter prefixes the node's name and op.
-using EvalFn = std::function<absl::Status(
-    const Node& node, absl::Span<const Tensor* const> inputs,
-    absl::Span<Tensor> outputs)>;
+using EvalFn = std::function<absl::Status(const Node& node, absl::Span<const Tensor* const> inputs,
+                                          absl::Span<Tensor> outputs)>;
 
 // What an error bound (InterpretWithErrorBounds, ir/interpreter.h) is
 // computed from: a node's inputs (float values in float64) with bounds on
@@ -61,13 +60,12 @@ struct BoundContext {
 // Sets `bounds` (float64, shaped as the outputs, zero on entry): per
 // element, how far a float32 implementation's result may be from the exact
 // result on exact inputs, given the input bounds.
-using BoundFn =
-    std::function<absl::Status(const BoundContext& context, absl::Span<Tensor> bounds)>;
+using BoundFn = std::function<absl::Status(const BoundContext& context, absl::Span<Tensor> bounds)>;
 
 struct OpDef {
   std::string name;
   int min_inputs = 1;
-  int max_inputs = 1;  // -1: variadic
+  int max_inputs = 1;   // -1: variadic
   int num_outputs = 1;  // -1: variadic, one or more (e.g. split)
   std::vector<AttrSpec> attrs;
   ShapeFn infer;
@@ -111,8 +109,7 @@ absl::Status AddNodeContext(const Node& node, const absl::Status& status);
 absl::Status CheckNodeSignature(const Node& node, const OpRegistry& registry);
 // CheckNodeSignature that also returns the op's definition when the node
 // passes, for callers that go on to use it (one registry lookup, not two).
-absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node,
-                                              const OpRegistry& registry);
+absl::StatusOr<const OpDef*> FindCheckedOpDef(const Node& node, const OpRegistry& registry);
 // FindCheckedOpDef with the op's definition already looked up (null: the op
 // is unknown).
 absl::StatusOr<const OpDef*> CheckedOpDef(const Node& node, const OpDef* def);
@@ -128,15 +125,13 @@ absl::Status CheckOutputLimits(const Graph& graph, const Node& node,
 // intermediate value's type. Each node first passes CheckNodeSignature, so
 // shape functions may rely on arity and attribute types. Errors name the
 // node and op.
-absl::Status InferShapes(Graph& graph,
-                         const OpRegistry& registry = OpRegistry::Global());
+absl::Status InferShapes(Graph& graph, const OpRegistry& registry = OpRegistry::Global());
 
 // InferShapes that runs the shape functions of the nodes i with which[i]
 // only, and takes the stored output types of the others as they are (they
 // must be up to date): for a pass that rewrote a few nodes of a typed graph.
-absl::Status InferShapesOfNodes(
-    Graph& graph, const std::vector<bool>& which,
-    const OpRegistry& registry = OpRegistry::Global());
+absl::Status InferShapesOfNodes(Graph& graph, const std::vector<bool>& which,
+                                const OpRegistry& registry = OpRegistry::Global());
 
 }  // namespace loom
 

@@ -12,11 +12,10 @@ namespace {
 
 absl::Status RegisterAllFamilies(OpRegistry& registry) {
   for (auto* register_family :
-       {RegisterElementwiseOps, RegisterReductionOps, RegisterShapeOps,
-        RegisterMatmulOps, RegisterSoftmaxOps, RegisterActivationOps,
-        RegisterTensorOps, RegisterNormOps, RegisterRecurrentOps,
-        RegisterConvOps, RegisterResizeOps, RegisterInverseTrigOps, RegisterLrnOps,
-        RegisterSequenceOps, RegisterEinsumOps}) {
+       {RegisterElementwiseOps, RegisterReductionOps, RegisterShapeOps, RegisterMatmulOps,
+        RegisterSoftmaxOps, RegisterActivationOps, RegisterTensorOps, RegisterNormOps,
+        RegisterRecurrentOps, RegisterConvOps, RegisterResizeOps, RegisterInverseTrigOps,
+        RegisterLrnOps, RegisterSequenceOps, RegisterEinsumOps}) {
     LOOM_RETURN_IF_ERROR(register_family(registry));
   }
   return absl::OkStatus();

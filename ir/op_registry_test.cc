@@ -15,18 +15,15 @@ using ::testing::IsEmpty;
 
 std::string Message(const absl::Status& status) { return status.ToString(); }
 
-absl::StatusOr<OutputTypes> PassThrough(const Node&,
-                                        absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> PassThrough(const Node&, absl::Span<const TensorType> in) {
   return OutputTypes{in.empty() ? TensorType{} : in[0]};
 }
 
-absl::Status Nothing(const Node&, absl::Span<const Tensor* const>,
-                     absl::Span<Tensor>) {
+absl::Status Nothing(const Node&, absl::Span<const Tensor* const>, absl::Span<Tensor>) {
   return absl::OkStatus();
 }
 
-OpDef TestOp(std::string name, int min_inputs, int max_inputs,
-             std::vector<AttrSpec> attrs = {}) {
+OpDef TestOp(std::string name, int min_inputs, int max_inputs, std::vector<AttrSpec> attrs = {}) {
   OpDef def;
   def.name = std::move(name);
   def.min_inputs = min_inputs;
@@ -37,8 +34,7 @@ OpDef TestOp(std::string name, int min_inputs, int max_inputs,
   return def;
 }
 
-Node MakeNode(std::string op, int num_inputs, int num_outputs = 1,
-              Attrs attrs = {}) {
+Node MakeNode(std::string op, int num_inputs, int num_outputs = 1, Attrs attrs = {}) {
   Node node;
   node.name = "n1";
   node.op = std::move(op);
@@ -52,24 +48,21 @@ TEST(OpRegistryTest, GlobalHoldsTheStarterAndContractOps) {
   // The starter ops and the non-recurrent ops of notes/ops_spec.md; the
   // order of Names() is checked by FamiliesRegisterIntoAFreshRegistryOnce.
   for (const char* op :
-       {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs",
-        "relu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid",
-        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-        "logical_not", "where", "cast", "reduce_sum", "reduce_mean",
-        "reduce_max", "reduce_min", "reshape", "transpose", "squeeze",
-        "unsqueeze", "expand", "concat", "slice", "matmul", "softmax",
+       {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "relu", "exp", "log",
+        "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "equal", "not_equal", "less",
+        "less_equal", "greater", "greater_equal", "logical_not", "where", "cast", "reduce_sum",
+        "reduce_mean", "reduce_max", "reduce_min", "reshape", "transpose", "squeeze", "unsqueeze",
+        "expand", "concat", "slice", "matmul", "softmax",
         // issue 3
-        "erf", "sin", "cos", "floor", "ceil", "round", "sign", "mod",
-        "logical_and", "logical_or", "logical_xor", "gelu", "silu", "clip",
-        "leaky_relu", "elu", "selu", "softplus", "hard_sigmoid", "hard_swish",
-        "prelu", "linear", "gemm", "reduce_prod", "reduce_l1", "reduce_l2",
-        "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square", "argmax",
-        "argmin", "split", "tile", "pad", "gather", "cumsum", "flatten",
-        "dropout", "log_softmax", "layer_norm", "group_norm", "batch_norm",
-        "instance_norm",
+        "erf", "sin", "cos", "floor", "ceil", "round", "sign", "mod", "logical_and", "logical_or",
+        "logical_xor", "gelu", "silu", "clip", "leaky_relu", "elu", "selu", "softplus",
+        "hard_sigmoid", "hard_swish", "prelu", "linear", "gemm", "reduce_prod", "reduce_l1",
+        "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square", "argmax",
+        "argmin", "split", "tile", "pad", "gather", "cumsum", "flatten", "dropout", "log_softmax",
+        "layer_norm", "group_norm", "batch_norm", "instance_norm",
         // issue 19
-        "conv", "max_pool", "average_pool", "conv_transpose", "resize", "gather_nd", "atan",
-        "asin", "acos", "asinh", "acosh", "atanh", "lrn", "top_k", "reverse_sequence", "einsum"}) {
+        "conv", "max_pool", "average_pool", "conv_transpose", "resize", "gather_nd", "atan", "asin",
+        "acos", "asinh", "acosh", "atanh", "lrn", "top_k", "reverse_sequence", "einsum"}) {
     EXPECT_NE(OpRegistry::Global().Find(op), nullptr) << op;
   }
   EXPECT_EQ(OpRegistry::Global().Find("split")->num_outputs, -1);
@@ -96,8 +89,7 @@ TEST(OpRegistryTest, FamiliesRegisterIntoAFreshRegistryOnce) {
   EXPECT_TRUE(RegisterSequenceOps(registry).ok());
   EXPECT_TRUE(RegisterEinsumOps(registry).ok());
   EXPECT_EQ(registry.Names(), OpRegistry::Global().Names());
-  EXPECT_THAT(Message(RegisterMatmulOps(registry)),
-              HasSubstr("op 'matmul' is registered twice"));
+  EXPECT_THAT(Message(RegisterMatmulOps(registry)), HasSubstr("op 'matmul' is registered twice"));
 }
 
 TEST(OpRegistryTest, RegisterRejectsBrokenDefinitions) {
@@ -110,16 +102,14 @@ TEST(OpRegistryTest, RegisterRejectsBrokenDefinitions) {
   OpDef bad_outputs = TestOp("bad_outputs", 1, 1);
   bad_outputs.num_outputs = -2;
   EXPECT_FALSE(registry.Register(bad_outputs).ok());
-  EXPECT_THAT(
-      Message(registry.Register(TestOp(
-          "twice", 1, 1, {{"a", AttrType::kInt}, {"a", AttrType::kFloat}}))),
-      HasSubstr("declares attribute 'a' twice"));
+  EXPECT_THAT(Message(registry.Register(
+                  TestOp("twice", 1, 1, {{"a", AttrType::kInt}, {"a", AttrType::kFloat}}))),
+              HasSubstr("declares attribute 'a' twice"));
   EXPECT_THAT(registry.Names(), IsEmpty());
 }
 
 TEST(CheckNodeSignatureTest, UnknownOp) {
-  EXPECT_EQ(Message(CheckNodeSignature(MakeNode("frobnicate", 1),
-                                       OpRegistry::Global())),
+  EXPECT_EQ(Message(CheckNodeSignature(MakeNode("frobnicate", 1), OpRegistry::Global())),
             "INVALID_ARGUMENT: node 'n1' (frobnicate): unknown op "
             "'frobnicate'");
 }
@@ -177,14 +167,12 @@ TEST(CheckNodeSignatureTest, Attributes) {
             "got floats");
   Attrs unknown = attrs;
   unknown.Set("colour", std::string("red"));
-  EXPECT_EQ(
-      Message(CheckNodeSignature(MakeNode("op", 1, 1, unknown), registry)),
-      "INVALID_ARGUMENT: node 'n1' (op): unknown attribute 'colour' (known: "
-      "eps, mode, dims)");
-  EXPECT_EQ(
-      Message(CheckNodeSignature(MakeNode("plain", 1, 1, unknown), registry)),
-      "INVALID_ARGUMENT: node 'n1' (plain): unknown attribute 'mode' "
-      "(plain takes none)");
+  EXPECT_EQ(Message(CheckNodeSignature(MakeNode("op", 1, 1, unknown), registry)),
+            "INVALID_ARGUMENT: node 'n1' (op): unknown attribute 'colour' (known: "
+            "eps, mode, dims)");
+  EXPECT_EQ(Message(CheckNodeSignature(MakeNode("plain", 1, 1, unknown), registry)),
+            "INVALID_ARGUMENT: node 'n1' (plain): unknown attribute 'mode' "
+            "(plain takes none)");
   EXPECT_EQ(Message(CheckNodeSignature(MakeNode("op", 1), registry)),
             "INVALID_ARGUMENT: node 'n1' (op): missing required attribute "
             "'mode' (string)");
@@ -202,8 +190,7 @@ TEST(InferShapesTest, SetsIntermediateTypesInNodeOrder) {
   NodeId reduce = *graph.AddNode("r1", "reduce_sum", {sum}, {"total"}, axes);
   ASSERT_TRUE(InferShapes(graph).ok());
   EXPECT_EQ(graph.value(sum).type, (TensorType{DType::kF32, {2, 3}}));
-  EXPECT_EQ(graph.value(graph.node(reduce).outputs[0]).type,
-            (TensorType{DType::kF32, {3}}));
+  EXPECT_EQ(graph.value(graph.node(reduce).outputs[0]).type, (TensorType{DType::kF32, {3}}));
 }
 
 TEST(InferShapesTest, ErrorsNameTheNode) {
@@ -220,8 +207,7 @@ TEST(InferShapesTest, RejectsReadsBeforeDefinitionAndNegativeDims) {
   Graph graph;
   ValueId x = *graph.AddInput("x", {DType::kF32, {2}});
   NodeId first = *graph.AddNode("first", "neg", {x}, {"a"});
-  NodeId second =
-      *graph.AddNode("second", "neg", {graph.node(first).outputs[0]}, {"b"});
+  NodeId second = *graph.AddNode("second", "neg", {graph.node(first).outputs[0]}, {"b"});
   // Swap the nodes so that "second" reads "a" before "first" defines it.
   graph.ReplaceNodes({graph.node(second), graph.node(first)});
   EXPECT_EQ(Message(InferShapes(graph)),

@@ -9,8 +9,7 @@ namespace {
 
 // The space that begins at `offset` in Schedule::refused_spaces, and the
 // offset just past it.
-absl::Span<const int64_t> RefusedSpace(const Schedule& schedule,
-                                       size_t& offset) {
+absl::Span<const int64_t> RefusedSpace(const Schedule& schedule, size_t& offset) {
   const size_t loops = schedule.refused_spaces[offset];
   const absl::Span<const int64_t> space =
       absl::MakeConstSpan(schedule.refused_spaces).subspan(offset + 1, loops);
@@ -40,8 +39,7 @@ absl::string_view FusionReasonText(FusionReason reason) {
   return "unknown";
 }
 
-std::string DescribeFusion(const FusionDecision& decision,
-                           const Schedule& schedule,
+std::string DescribeFusion(const FusionDecision& decision, const Schedule& schedule,
                            const LoopProgram& program) {
   switch (decision.reason) {
     case FusionReason::kVertical:
@@ -51,12 +49,10 @@ std::string DescribeFusion(const FusionDecision& decision,
       size_t offset = decision.specifics[0];
       const absl::Span<const int64_t> a = RefusedSpace(schedule, offset);
       const absl::Span<const int64_t> b = RefusedSpace(schedule, offset);
-      return absl::StrCat("[", absl::StrJoin(a, ","), "] vs [",
-                          absl::StrJoin(b, ","), "]");
+      return absl::StrCat("[", absl::StrJoin(a, ","), "] vs [", absl::StrJoin(b, ","), "]");
     }
     case FusionReason::kKernelTooLarge:
-      return absl::StrCat(decision.specifics[0], " nodes > ",
-                          decision.specifics[1]);
+      return absl::StrCat(decision.specifics[0], " nodes > ", decision.specifics[1]);
     case FusionReason::kConsumerRunsBetween:
       return absl::StrCat("'", program.nodes[decision.specifics[0]].name,
                           "' reads one and runs before the other (fusing "
@@ -71,24 +67,19 @@ std::string DescribeFusion(const FusionDecision& decision,
   return "";
 }
 
-std::string PrintSchedule(const Schedule& schedule,
-                          const LoopProgram& program) {
+std::string PrintSchedule(const Schedule& schedule, const LoopProgram& program) {
   std::string text;
   for (const Kernel& kernel : schedule.kernels) {
-    absl::StrAppend(&text, "kernel ", kernel.name, " (", kernel.outer_loops,
-                    " outer loops)\n");
+    absl::StrAppend(&text, "kernel ", kernel.name, " (", kernel.outer_loops, " outer loops)\n");
     if (!kernel.internal.empty()) {
       std::vector<std::string> names;
       for (BufferId b : kernel.internal) {
         names.push_back(program.buffers[b].name);
       }
-      absl::StrAppend(&text,
-                      "  internal (never stored): ", absl::StrJoin(names, ", "),
-                      "\n");
+      absl::StrAppend(&text, "  internal (never stored): ", absl::StrJoin(names, ", "), "\n");
     }
     for (int node : kernel.nodes) {
-      absl::StrAppend(&text, "  ",
-                      PrintComputeNode(program, program.nodes[node]));
+      absl::StrAppend(&text, "  ", PrintComputeNode(program, program.nodes[node]));
     }
   }
   return text;

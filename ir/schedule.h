@@ -83,8 +83,7 @@ struct FusionDecision {
   int32_t specifics[2] = {-1, -1};
 
   bool fused() const {
-    return reason == FusionReason::kVertical ||
-           reason == FusionReason::kHorizontal;
+    return reason == FusionReason::kVertical || reason == FusionReason::kHorizontal;
   }
 };
 
@@ -101,8 +100,7 @@ struct Schedule {
 
 // The specifics of a decision in words, e.g. "[1,4] vs [6,4]" or "65 nodes
 // > 64"; empty for a fusion.
-std::string DescribeFusion(const FusionDecision& decision,
-                           const Schedule& schedule,
+std::string DescribeFusion(const FusionDecision& decision, const Schedule& schedule,
                            const LoopProgram& program);
 
 std::string PrintSchedule(const Schedule& schedule, const LoopProgram& program);

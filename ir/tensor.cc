@@ -11,14 +11,12 @@ constexpr int32_t kStaggerLines = 31;
 
 int32_t NextStagger() {
   static std::atomic<uint32_t> count{0};
-  return 1 + static_cast<int32_t>(count.fetch_add(1, std::memory_order_relaxed) %
-                                  kStaggerLines);
+  return 1 + static_cast<int32_t>(count.fetch_add(1, std::memory_order_relaxed) % kStaggerLines);
 }
 
 }  // namespace
 
-Tensor::Tensor(TensorType type)
-    : type_(std::move(type)), num_elements_(NumElements(type_.shape)) {
+Tensor::Tensor(TensorType type) : type_(std::move(type)), num_elements_(NumElements(type_.shape)) {
   const int64_t bytes = num_bytes();
   if (bytes >= kStaggerFromBytes) offset_ = NextStagger();
   storage_.resize((bytes + sizeof(Block) - 1) / sizeof(Block) + 1 + offset_);

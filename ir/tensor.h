@@ -48,8 +48,7 @@ class Tensor {
   void SetInt(int64_t i, int64_t v);
 
   friend bool operator==(const Tensor& a, const Tensor& b) {
-    return a.type_ == b.type_ &&
-           std::memcmp(a.data(), b.data(), a.num_bytes()) == 0;
+    return a.type_ == b.type_ && std::memcmp(a.data(), b.data(), a.num_bytes()) == 0;
   }
 
  private:

@@ -45,34 +45,32 @@ absl::Status CheckArguments(const Graph& graph, std::vector<bool>& defined) {
   for (const auto& [ids, kind] : groups) {
     for (ValueId id : *ids) {
       if (!InRange(graph, id)) {
-        return absl::InternalError(absl::StrCat(
-            "the ", KindName(kind), " list names invalid value id ", id));
+        return absl::InternalError(
+            absl::StrCat("the ", KindName(kind), " list names invalid value id ", id));
       }
       const Value& value = graph.value(id);
       if (value.kind != kind) {
-        return absl::InternalError(
-            absl::StrCat("value '", value.name, "' is listed as a ",
-                         KindName(kind), " but is a ", KindName(value.kind)));
+        return absl::InternalError(absl::StrCat("value '", value.name, "' is listed as a ",
+                                                KindName(kind), " but is a ",
+                                                KindName(value.kind)));
       }
       if (defined[id]) {
         return absl::InvalidArgumentError(
             absl::StrCat("value '", value.name, "' is defined more than once"));
       }
       if (HasNegativeDim(value.type.shape)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            KindName(kind), " '", value.name,
-            "' has a negative dimension: ", TypeToString(value.type)));
+        return absl::InvalidArgumentError(
+            absl::StrCat(KindName(kind), " '", value.name,
+                         "' has a negative dimension: ", TypeToString(value.type)));
       }
       if (absl::Status s = CheckShapeLimits(value.type.shape); !s.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat(KindName(kind), " '", value.name, "': ", s.message()));
       }
-      if (kind != ValueKind::kInput &&
-          graph.initializer(id).type() != value.type) {
-        return absl::InternalError(
-            absl::StrCat(KindName(kind), " '", value.name, "' has type ",
-                         TypeToString(value.type), " but its data is ",
-                         TypeToString(graph.initializer(id).type())));
+      if (kind != ValueKind::kInput && graph.initializer(id).type() != value.type) {
+        return absl::InternalError(absl::StrCat(KindName(kind), " '", value.name, "' has type ",
+                                                TypeToString(value.type), " but its data is ",
+                                                TypeToString(graph.initializer(id).type())));
       }
       defined[id] = true;
     }
@@ -88,35 +86,30 @@ absl::Status CheckProducers(const Graph& graph) {
     const Node& node = graph.node(id);
     for (ValueId output : node.outputs) {
       if (!InRange(graph, output)) {
-        return AddNodeContext(node, absl::InternalError(absl::StrCat(
-                                        "writes invalid value id ", output)));
+        return AddNodeContext(
+            node, absl::InternalError(absl::StrCat("writes invalid value id ", output)));
       }
       const Value& value = graph.value(output);
       if (value.kind != ValueKind::kIntermediate) {
         return AddNodeContext(
-            node, absl::InvalidArgumentError(
-                      absl::StrCat("writes value '", value.name,
-                                   "', which is a ", KindName(value.kind))));
+            node, absl::InvalidArgumentError(absl::StrCat("writes value '", value.name,
+                                                          "', which is a ", KindName(value.kind))));
       }
       if (writer[output] != kNoNode) {
-        return AddNodeContext(
-            node, absl::InvalidArgumentError(
-                      absl::StrCat("writes value '", value.name, "', which ",
-                                   DescribeNode(graph.node(writer[output])),
-                                   " also writes (a value has one producer)")));
+        return AddNodeContext(node, absl::InvalidArgumentError(
+                                        absl::StrCat("writes value '", value.name, "', which ",
+                                                     DescribeNode(graph.node(writer[output])),
+                                                     " also writes (a value has one producer)")));
       }
       writer[output] = id;
     }
   }
   for (ValueId id = 0; id < static_cast<ValueId>(writer.size()); ++id) {
     const Value& value = graph.value(id);
-    if (value.kind == ValueKind::kIntermediate &&
-        value.producer != writer[id]) {
+    if (value.kind == ValueKind::kIntermediate && value.producer != writer[id]) {
       return absl::InternalError(absl::StrCat(
-          "value '", value.name, "' records producer ", value.producer,
-          " but is written by ",
-          writer[id] == kNoNode ? std::string("no node")
-                                : absl::StrCat("node ", writer[id])));
+          "value '", value.name, "' records producer ", value.producer, " but is written by ",
+          writer[id] == kNoNode ? std::string("no node") : absl::StrCat("node ", writer[id])));
     }
   }
   return absl::OkStatus();
@@ -127,15 +120,14 @@ absl::Status CheckNodeInputs(const Graph& graph, const Node& node,
                              const std::vector<bool>& defined) {
   for (ValueId input : node.inputs) {
     if (!InRange(graph, input)) {
-      return AddNodeContext(node, absl::InternalError(absl::StrCat(
-                                      "reads invalid value id ", input)));
+      return AddNodeContext(node,
+                            absl::InternalError(absl::StrCat("reads invalid value id ", input)));
     }
     if (!defined[input]) {
-      return AddNodeContext(
-          node, absl::InvalidArgumentError(absl::StrCat(
-                    "reads value '", graph.value(input).name,
-                    "' before it is defined (nodes must be in topological "
-                    "order)")));
+      return AddNodeContext(node, absl::InvalidArgumentError(absl::StrCat(
+                                      "reads value '", graph.value(input).name,
+                                      "' before it is defined (nodes must be in topological "
+                                      "order)")));
     }
   }
   return absl::OkStatus();
@@ -143,8 +135,7 @@ absl::Status CheckNodeInputs(const Graph& graph, const Node& node,
 
 // The stored output types must be what the op's shape function infers.
 // `input_types` is scratch space kept across nodes (see InferShapes).
-absl::Status CheckNodeTypes(const Graph& graph, const Node& node,
-                            const OpDef& def,
+absl::Status CheckNodeTypes(const Graph& graph, const Node& node, const OpDef& def,
                             std::vector<TensorType>& input_types) {
   const size_t num_inputs = node.inputs.size();
   if (input_types.size() < num_inputs) input_types.resize(num_inputs);
@@ -155,18 +146,16 @@ absl::Status CheckNodeTypes(const Graph& graph, const Node& node,
       def.infer(node, absl::MakeConstSpan(input_types.data(), num_inputs));
   if (!inferred.ok()) return AddNodeContext(node, inferred.status());
   if (inferred->size() != node.outputs.size()) {
-    return AddNodeContext(
-        node, absl::InternalError("shape function returned the wrong number "
-                                  "of outputs"));
+    return AddNodeContext(node, absl::InternalError("shape function returned the wrong number "
+                                                    "of outputs"));
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const Value& value = graph.value(node.outputs[i]);
     if (value.type != (*inferred)[i]) {
-      return AddNodeContext(node,
-                            absl::InternalError(absl::StrCat(
-                                "output '", value.name, "' is stored as ",
-                                TypeToString(value.type), " but the op infers ",
-                                TypeToString((*inferred)[i]))));
+      return AddNodeContext(
+          node, absl::InternalError(absl::StrCat("output '", value.name, "' is stored as ",
+                                                 TypeToString(value.type), " but the op infers ",
+                                                 TypeToString((*inferred)[i]))));
     }
   }
   return absl::OkStatus();
@@ -174,8 +163,7 @@ absl::Status CheckNodeTypes(const Graph& graph, const Node& node,
 
 // With `check_ops` false, skips what InferShapes checks itself: each
 // node's signature and the types its shape function gives.
-absl::Status Verify(const Graph& graph, const OpRegistry& registry,
-                    bool check_ops) {
+absl::Status Verify(const Graph& graph, const OpRegistry& registry, bool check_ops) {
   std::vector<bool> defined(graph.values().size(), false);
   absl::Status status = CheckArguments(graph, defined);
   if (status.ok()) status = CheckProducers(graph);
@@ -193,12 +181,11 @@ absl::Status Verify(const Graph& graph, const OpRegistry& registry,
   }
   for (ValueId output : graph.outputs()) {
     if (!InRange(graph, output)) {
-      return absl::InternalError(
-          absl::StrCat("graph output names invalid value id ", output));
+      return absl::InternalError(absl::StrCat("graph output names invalid value id ", output));
     }
     if (!defined[output]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "graph output '", graph.value(output).name, "' is never defined"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", graph.value(output).name, "' is never defined"));
     }
   }
   return absl::OkStatus();
@@ -210,8 +197,7 @@ absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
   return Verify(graph, registry, /*check_ops=*/true);
 }
 
-absl::Status VerifyGraphStructure(const Graph& graph,
-                                  const OpRegistry& registry) {
+absl::Status VerifyGraphStructure(const Graph& graph, const OpRegistry& registry) {
   return Verify(graph, registry, /*check_ops=*/false);
 }
 

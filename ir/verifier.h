@@ -22,14 +22,13 @@ namespace loom {
 // Errors name the node (or value) and the cause: InvalidArgument for what a
 // user's graph can get wrong, Internal for a broken invariant (bad ids,
 // stale producers, stored types that disagree with the shape function).
-absl::Status VerifyGraph(const Graph& graph,
-                         const OpRegistry& registry = OpRegistry::Global());
+absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry = OpRegistry::Global());
 
 // VerifyGraph without the checks that InferShapes makes itself (each
 // node's signature, and re-running its shape function), for a graph that
 // InferShapes has just typed.
-absl::Status VerifyGraphStructure(
-    const Graph& graph, const OpRegistry& registry = OpRegistry::Global());
+absl::Status VerifyGraphStructure(const Graph& graph,
+                                  const OpRegistry& registry = OpRegistry::Global());
 
 // The module's IR, checked: the graph as VerifyGraph does, or the loop
 // program (VerifyLoopProgram) once lowering has consumed the graph's nodes

@@ -22,8 +22,7 @@ struct SmallGraph {
 
   SmallGraph() {
     x = *graph.AddInput("x", {DType::kF32, {2, 3}});
-    w = *graph.AddInitializer("w", ValueKind::kWeight,
-                              Tensor(DType::kF32, {3, 4}));
+    w = *graph.AddInitializer("w", ValueKind::kWeight, Tensor(DType::kF32, {3, 4}));
     relu = *graph.AddNode("act", "relu", {x}, {"h"});
     h = graph.node(relu).outputs[0];
     matmul = *graph.AddNode("fc1", "matmul", {h, w}, {"y"});
@@ -146,16 +145,14 @@ TEST(VerifierTest, InvalidIdsAreInternalErrors) {
   SmallGraph h;
   ASSERT_TRUE(InferShapes(h.graph).ok());
   h.graph.AddOutput(-1);
-  EXPECT_EQ(Message(VerifyGraph(h.graph)),
-            "INTERNAL: graph output names invalid value id -1");
+  EXPECT_EQ(Message(VerifyGraph(h.graph)), "INTERNAL: graph output names invalid value id -1");
 }
 
 TEST(VerifierTest, UndefinedGraphOutput) {
   SmallGraph g;
   ASSERT_TRUE(InferShapes(g.graph).ok());
   g.graph.AddOutput(g.graph.AddIntermediate("orphan"));
-  EXPECT_THAT(Message(VerifyGraph(g.graph)),
-              HasSubstr("graph output 'orphan.0' is never defined"));
+  EXPECT_THAT(Message(VerifyGraph(g.graph)), HasSubstr("graph output 'orphan.0' is never defined"));
 }
 
 TEST(VerifierTest, GraphArguments) {

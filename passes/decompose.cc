@@ -24,12 +24,10 @@ const std::vector<std::pair<std::string, DecomposeFn>>& Decompositions() {
   static const auto* table = [] {
     auto* all = new std::vector<std::pair<std::string, DecomposeFn>>;
     for (absl::Span<const Decomposition> family :
-         {SoftmaxDecompositions(), ActivationDecompositions(),
-          NormDecompositions(), TensorOpDecompositions(),
-          RnnDecompositions(), ConvDecompositions(),
-          ConvTransposeDecompositions(), ResizeDecompositions(),
-          InverseTrigDecompositions(), SequenceDecompositions(),
-          EinsumDecompositions()}) {
+         {SoftmaxDecompositions(), ActivationDecompositions(), NormDecompositions(),
+          TensorOpDecompositions(), RnnDecompositions(), ConvDecompositions(),
+          ConvTransposeDecompositions(), ResizeDecompositions(), InverseTrigDecompositions(),
+          SequenceDecompositions(), EinsumDecompositions()}) {
       for (const Decomposition& d : family) all->emplace_back(d.op, d.fn);
     }
     return all;
@@ -63,18 +61,17 @@ absl::StatusOr<std::unique_ptr<DecomposePass>> DecomposePass::Create(
   for (const std::string& op : options.ops()) {
     DecomposeFn fn = Find(all, op);
     if (fn == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "decompose does not know op '", op,
-          "'; it knows: ", absl::StrJoin(DecomposableOps(), ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("decompose does not know op '", op,
+                       "'; it knows: ", absl::StrJoin(DecomposableOps(), ", ")));
     }
     selected.emplace(op, fn);
   }
   return std::make_unique<DecomposePass>(std::move(selected), std::move(all));
 }
 
-DecomposeFn DecomposePass::Find(
-    const absl::flat_hash_map<std::string, DecomposeFn>& table,
-    absl::string_view op) {
+DecomposeFn DecomposePass::Find(const absl::flat_hash_map<std::string, DecomposeFn>& table,
+                                absl::string_view op) {
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;
 }
@@ -82,8 +79,7 @@ DecomposeFn DecomposePass::Find(
 namespace {
 
 // Moves the old nodes [from, to) to the end of the new list `nodes`.
-void MoveNodes(Graph& graph, size_t from, size_t to, NodeList& nodes,
-               std::vector<bool>& emitted) {
+void MoveNodes(Graph& graph, size_t from, size_t to, NodeList& nodes, std::vector<bool>& emitted) {
   for (size_t i = from; i < to; ++i) {
     nodes.push_back(std::move(graph.mutable_node(i)));
     emitted.push_back(false);
@@ -93,14 +89,13 @@ void MoveNodes(Graph& graph, size_t from, size_t to, NodeList& nodes,
 // Undoes MoveNodes after a failed decomposition: the old nodes in `nodes`
 // (those not emitted) go back to their places, between the composites,
 // which never left.
-void RestoreNodes(Graph& graph, const std::vector<size_t>& composites,
-                  NodeList& nodes, const std::vector<bool>& emitted) {
+void RestoreNodes(Graph& graph, const std::vector<size_t>& composites, NodeList& nodes,
+                  const std::vector<bool>& emitted) {
   size_t old = 0;
   size_t next_composite = 0;
   for (size_t k = 0; k < emitted.size(); ++k) {
     if (emitted[k]) continue;
-    while (next_composite < composites.size() &&
-           composites[next_composite] == old) {
+    while (next_composite < composites.size() && composites[next_composite] == old) {
       ++old;
       ++next_composite;
     }
@@ -117,14 +112,12 @@ void RestoreNodes(Graph& graph, const std::vector<size_t>& composites,
 // spare: a decomposition's own reservation (see
 // DecompositionBuilder::Reserve) may ask for a few more than it emits, which
 // would double the tables.
-void ReserveForLikeComposites(size_t left, size_t emitted_nodes,
-                              size_t added_values, size_t old_nodes_left,
-                              NodeList& nodes, Graph& graph,
+void ReserveForLikeComposites(size_t left, size_t emitted_nodes, size_t added_values,
+                              size_t old_nodes_left, NodeList& nodes, Graph& graph,
                               NameSet& names) {
   if (left == 0) return;
   auto with_spare = [left](size_t n) { return (n + n / 16) * left; };
-  const size_t needed =
-      nodes.size() + with_spare(emitted_nodes) + old_nodes_left;
+  const size_t needed = nodes.size() + with_spare(emitted_nodes) + old_nodes_left;
   nodes.reserve(needed);
   graph.ReserveIntermediates(with_spare(added_values));
   names.Reserve(with_spare(emitted_nodes));
@@ -164,16 +157,15 @@ absl::StatusOr<bool> DecomposeSweep(Graph& graph, NameSet& names, Pick pick,
     absl::Status status = fn(node, builder);
     if (!status.ok()) {
       RestoreNodes(graph, composites, nodes, emitted_now);
-      return absl::Status(status.code(),
-                          absl::StrCat("node '", node.name, "' (", node.op,
-                                       "): ", status.message()));
+      return absl::Status(status.code(), absl::StrCat("node '", node.name, "' (", node.op,
+                                                      "): ", status.message()));
     }
     emitted_now.resize(nodes.size(), true);
     composites.push_back(i);
     next = i + 1;
     ReserveForLikeComposites(--left[fn], nodes.size() - first_emitted,
-                             graph.values().size() - first_value,
-                             num_nodes - next, nodes, graph, names);
+                             graph.values().size() - first_value, num_nodes - next, nodes, graph,
+                             names);
   }
   if (composites.empty()) return false;
   MoveNodes(graph, next, num_nodes, nodes, emitted_now);
@@ -197,8 +189,7 @@ void AddNamesWithSlash(const Graph& graph, NameSet& names) {
 // also write the composites' outputs (values below `first_new`); should one
 // of those come out with another type than it had, its readers may change
 // too, and the whole graph is inferred again.
-absl::Status InferEmittedShapes(Graph& graph, const std::vector<bool>& emitted,
-                                ValueId first_new) {
+absl::Status InferEmittedShapes(Graph& graph, const std::vector<bool>& emitted, ValueId first_new) {
   std::vector<std::pair<ValueId, TensorType>> rewritten;
   for (size_t i = 0; i < emitted.size(); ++i) {
     if (!emitted[i]) continue;
@@ -232,12 +223,10 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
   std::vector<bool> emitted;
   ValueId first_new = static_cast<ValueId>(graph.values().size());
   absl::StatusOr<bool> changed = DecomposeSweep(
-      graph, names,
-      [&](size_t i) { return Find(selected_, graph.nodes()[i].op); }, emitted);
+      graph, names, [&](size_t i) { return Find(selected_, graph.nodes()[i].op); }, emitted);
   if (!changed.ok() || !*changed) return changed;
   for (int sweep = 1;; ++sweep) {
-    if (absl::Status s = InferEmittedShapes(graph, emitted, first_new);
-        !s.ok()) {
+    if (absl::Status s = InferEmittedShapes(graph, emitted, first_new); !s.ok()) {
       return s;
     }
     bool composite_left = false;
@@ -247,8 +236,7 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
     if (!composite_left) return true;
     if (sweep == kMaxSweeps) {
       return absl::InternalError(
-          absl::StrCat("decompositions still emit composite ops after ",
-                       kMaxSweeps, " sweeps"));
+          absl::StrCat("decompositions still emit composite ops after ", kMaxSweeps, " sweeps"));
     }
     const std::vector<bool> previous = emitted;
     first_new = static_cast<ValueId>(graph.values().size());
@@ -262,8 +250,7 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
 }
 
 LOOM_REGISTER_PASS("decompose", "decompose", [](const proto::PassSpec& spec) {
-  absl::StatusOr<std::unique_ptr<DecomposePass>> pass =
-      DecomposePass::Create(spec.decompose());
+  absl::StatusOr<std::unique_ptr<DecomposePass>> pass = DecomposePass::Create(spec.decompose());
   if (!pass.ok()) return absl::StatusOr<std::unique_ptr<Pass>>(pass.status());
   return absl::StatusOr<std::unique_ptr<Pass>>(*std::move(pass));
 });

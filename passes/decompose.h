@@ -17,8 +17,7 @@ class DecompositionBuilder;
 
 // Appends primitive nodes computing `node` to the builder. Errors describe
 // the cause; the pass adds the node's name and op.
-using DecomposeFn = absl::Status (*)(const Node& node,
-                                     DecompositionBuilder& builder);
+using DecomposeFn = absl::Status (*)(const Node& node, DecompositionBuilder& builder);
 
 // "decompose": replaces composite ops with primitives (DESIGN.md §1.3), e.g.
 // softmax(x) into reduce_max, sub, exp, reduce_sum and div. Each
@@ -46,9 +45,8 @@ class DecomposePass : public Pass {
 
  private:
   // The decomposition of `op` in `table`, or null.
-  static DecomposeFn Find(
-      const absl::flat_hash_map<std::string, DecomposeFn>& table,
-      absl::string_view op);
+  static DecomposeFn Find(const absl::flat_hash_map<std::string, DecomposeFn>& table,
+                          absl::string_view op);
 
   absl::flat_hash_map<std::string, DecomposeFn> selected_;
   absl::flat_hash_map<std::string, DecomposeFn> all_;

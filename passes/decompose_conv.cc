@@ -289,8 +289,8 @@ std::optional<ValueId> ChannelsLastWeight(DecompositionBuilder& b, ValueId weigh
 // for each kernel position, [M, C] weights times the padded image [C, P]
 // shifted by the position, summed over the positions into the output on
 // the padded width.
-void ConvShifted(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
-                 ValueId weight, const Shape& out_shape) {
+void ConvShifted(DecompositionBuilder& b, const Node& node, const ConvSpec& spec, ValueId weight,
+                 const Shape& out_shape) {
   const WindowGeometry& g = spec.window;
   const int spatial = g.num_spatial();
   // Padded sizes, and the strides of the padded image's spatial dims.
@@ -425,9 +425,9 @@ void ConvCall(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
   view.Set("strides", AttrInts{spec.in_channels * plane, 0, g.strides[0] * width, g.strides[1],
                                plane, g.dilations[0] * width, g.dilations[1]});
   const ValueId windows = b.Add("windows", "as_strided", {image}, std::move(view));
-  const ValueId weights =
-      b.Add("weight_shape", "reshape", {node.inputs[1]},
-            Ints("shape", {1, spec.out_channels, 1, 1, spec.in_channels, g.kernel[0], g.kernel[1]}));
+  const ValueId weights = b.Add(
+      "weight_shape", "reshape", {node.inputs[1]},
+      Ints("shape", {1, spec.out_channels, 1, 1, spec.in_channels, g.kernel[0], g.kernel[1]}));
   const ValueId products = b.Add("products", "mul", {windows, weights});
   Attrs sum = Ints("axes", {4, 5, 6});
   sum.Set("keepdims", int64_t{0});
@@ -528,8 +528,8 @@ void MaxPoolIndices(DecompositionBuilder& b, const Node& node, ValueId padded,
       }
       const std::string name = absl::StrCat("index_d", d, "_k", t);
       share[d].push_back(b.DimTable(name, DType::kI64, rank, d + 2, terms));
-      inside[d].push_back(all ? -1 : b.DimTable(absl::StrCat(name, "_inside"), DType::kBool, rank,
-                                                d + 2, valid));
+      inside[d].push_back(
+          all ? -1 : b.DimTable(absl::StrCat(name, "_inside"), DType::kBool, rank, d + 2, valid));
     }
   }
   ValueId index = b.Scalar("no_index", -1, DType::kI64);
@@ -581,9 +581,10 @@ absl::Status DecomposePool(const Node& node, DecompositionBuilder& b, bool avera
         entries += std::min(SaturatingMul(g.kernel[d], g.output[d]), kMaxIndexTableEntries + 1);
       }
       if (entries > kMaxIndexTableEntries) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the indices need ", entries, " entries of index tables; loom decomposes max_pool's "
-            "indices with at most 2^24"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("the indices need ", entries,
+                         " entries of index tables; loom decomposes max_pool's "
+                         "indices with at most 2^24"));
       }
       MaxPoolIndices(b, node, padded, g, taps, type.shape, node.outputs[0]);
     }

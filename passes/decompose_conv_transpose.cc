@@ -102,9 +102,9 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
   const ValueId weight_rows =
       b.Add("weight_rows", "reshape", {node.inputs[1]},
             Ints("shape", groups == 1 ? Shape{group_in, rows} : Shape{groups, group_in, rows}));
-  const ValueId weight_matrix = b.Add("weight_matrix", "transpose", {weight_rows},
-                                      Ints("perm", groups == 1 ? AttrInts{1, 0}
-                                                               : AttrInts{0, 2, 1}));
+  const ValueId weight_matrix =
+      b.Add("weight_matrix", "transpose", {weight_rows},
+            Ints("perm", groups == 1 ? AttrInts{1, 0} : AttrInts{0, 2, 1}));
   const ValueId product = b.Add("columns", "matmul", {weight_matrix, x_matrix});
   // Per spatial dim: output position o is full position f = o + pad_begin
   // = q * stride + r (phase r); kernel position k reaches phase
@@ -152,7 +152,8 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
       starts.push_back(tap[d]);
       ends.push_back(tap[d] + 1);
       axes.push_back(2 + d);
-      phase = phase * spec.window.strides[d] + tap[d] * spec.window.dilations[d] % spec.window.strides[d];
+      phase = phase * spec.window.strides[d] +
+              tap[d] * spec.window.dilations[d] % spec.window.strides[d];
     }
     for (int d = 0; d < spatial; ++d) {
       const int64_t shift = tap[d] * spec.window.dilations[d] / spec.window.strides[d];

@@ -23,14 +23,13 @@ Attrs MeanOver(std::vector<int64_t> axes) {
 
 // (x - mean) * rsqrt(var + epsilon) over `axes` (kept as size-1 dims), for
 // x of `dtype`.
-ValueId Normalize(DecompositionBuilder& b, ValueId x, DType dtype,
-                  const std::vector<int64_t>& axes, double epsilon) {
+ValueId Normalize(DecompositionBuilder& b, ValueId x, DType dtype, const std::vector<int64_t>& axes,
+                  double epsilon) {
   // The variance first: a backend may then take the sum of the same values
   // from its one pass over x as well.
   const ValueId var = b.Add("var", "reduce_var", {x}, MeanOver(axes));
   const ValueId mean = b.Add("mean", "reduce_mean", {x}, MeanOver(axes));
-  const ValueId shifted =
-      b.Add("var_eps", "add", {var, b.Scalar("epsilon", epsilon, dtype)});
+  const ValueId shifted = b.Add("var_eps", "add", {var, b.Scalar("epsilon", epsilon, dtype)});
   const ValueId inv_std = b.Add("inv_std", "rsqrt", {shifted});
   const ValueId centered = b.Add("center", "sub", {x, mean});
   return b.Add("normalize", "mul", {centered, inv_std});
@@ -75,8 +74,8 @@ Shape ChannelShape(const Shape& x_shape) {
 
 absl::Status CheckChannels(const Shape& x_shape) {
   if (x_shape.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected x of rank >= 2 ([N, C, ...]), got ", ShapeToString(x_shape)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected x of rank >= 2 ([N, C, ...]), got ", ShapeToString(x_shape)));
   }
   return absl::OkStatus();
 }
@@ -90,33 +89,29 @@ absl::Status DecomposeLayerNorm(const Node& node, DecompositionBuilder& b) {
   int64_t axis = node.attrs.GetInt("axis", -1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'axis' ", node.attrs.GetInt("axis", -1),
-                     " is out of range for rank ", rank));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'axis' ", node.attrs.GetInt("axis", -1), " is out of range for rank ", rank));
   }
   std::vector<int64_t> axes(rank - axis);
   std::iota(axes.begin(), axes.end(), axis);
-  const ValueId y = Normalize(b, x, b.type(x).dtype, axes,
-                              node.attrs.GetFloat("epsilon", kDefaultNormEpsilon));
+  const ValueId y =
+      Normalize(b, x, b.type(x).dtype, axes, node.attrs.GetFloat("epsilon", kDefaultNormEpsilon));
   Affine(b, y, Input(node, 1), Input(node, 2), node.outputs[0], shape);
   return absl::OkStatus();
 }
 
 // x [N, C, ...] viewed as [N, groups, C/groups * spatial] is normalised
 // over its last axis, viewed back, then scaled and shifted per channel.
-absl::Status ChannelNorm(const Node& node, DecompositionBuilder& b,
-                         const Shape& shape, int64_t groups) {
+absl::Status ChannelNorm(const Node& node, DecompositionBuilder& b, const Shape& shape,
+                         int64_t groups) {
   const int64_t per_group =
       NumElements(shape) / std::max<int64_t>(SaturatingMul(shape[0], groups), 1);
-  const ValueId grouped = b.Add("group", "reshape", {node.inputs[0]},
-                                Ints("shape", {shape[0], groups, per_group}));
-  const ValueId normalized =
-      Normalize(b, grouped, b.type(node.inputs[0]).dtype, {2},
-                node.attrs.GetFloat("epsilon", kDefaultNormEpsilon));
-  const ValueId y =
-      b.Add("ungroup", "reshape", {normalized}, Ints("shape", shape));
-  Affine(b, y, Input(node, 1), Input(node, 2), node.outputs[0], shape,
-         ChannelShape(shape));
+  const ValueId grouped =
+      b.Add("group", "reshape", {node.inputs[0]}, Ints("shape", {shape[0], groups, per_group}));
+  const ValueId normalized = Normalize(b, grouped, b.type(node.inputs[0]).dtype, {2},
+                                       node.attrs.GetFloat("epsilon", kDefaultNormEpsilon));
+  const ValueId y = b.Add("ungroup", "reshape", {normalized}, Ints("shape", shape));
+  Affine(b, y, Input(node, 1), Input(node, 2), node.outputs[0], shape, ChannelShape(shape));
   return absl::OkStatus();
 }
 
@@ -128,9 +123,9 @@ absl::Status DecomposeGroupNorm(const Node& node, DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckChannels(shape));
   const int64_t groups = node.attrs.GetInt("num_groups", 0);
   if (groups <= 0 || shape[1] % groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'num_groups' (", groups,
-        ") must be positive and divide the channels (", shape[1], ")"));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'num_groups' (", groups,
+                                                   ") must be positive and divide the channels (",
+                                                   shape[1], ")"));
   }
   return ChannelNorm(node, b, shape, groups);
 }
@@ -149,26 +144,21 @@ absl::Status DecomposeInstanceNorm(const Node& node, DecompositionBuilder& b) {
 // computed once on [C].
 absl::Status DecomposeBatchNorm(const Node& node, DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckArity(node, 5, 1));
-  const ValueId x = node.inputs[0], scale = node.inputs[1],
-                bias = node.inputs[2], mean = node.inputs[3],
-                var = node.inputs[4];
+  const ValueId x = node.inputs[0], scale = node.inputs[1], bias = node.inputs[2],
+                mean = node.inputs[3], var = node.inputs[4];
   const Shape shape = b.type(x).shape;  // a copy: Add() moves values
   LOOM_RETURN_IF_ERROR(CheckChannels(shape));
   const DType dtype = b.type(x).dtype;
-  const ValueId shifted = b.Add(
-      "var_eps", "add",
-      {var, b.Scalar("epsilon", node.attrs.GetFloat("epsilon", kDefaultNormEpsilon),
-                     dtype)});
-  const ValueId factor =
-      b.Add("factor", "div", {scale, b.Add("std", "sqrt", {shifted})});
+  const ValueId shifted =
+      b.Add("var_eps", "add",
+            {var, b.Scalar("epsilon", node.attrs.GetFloat("epsilon", kDefaultNormEpsilon), dtype)});
+  const ValueId factor = b.Add("factor", "div", {scale, b.Add("std", "sqrt", {shifted})});
   const Attrs channel = Ints("shape", ChannelShape(shape));
-  const ValueId centered = b.Add(
-      "center", "sub", {x, b.Add("mean_shape", "reshape", {mean}, channel)});
+  const ValueId centered =
+      b.Add("center", "sub", {x, b.Add("mean_shape", "reshape", {mean}, channel)});
   const ValueId scaled =
-      b.Add("scale", "mul",
-            {centered, b.Add("factor_shape", "reshape", {factor}, channel)});
-  b.AddWriting("bias", "add",
-               {scaled, b.Add("bias_shape", "reshape", {bias}, channel)},
+      b.Add("scale", "mul", {centered, b.Add("factor_shape", "reshape", {factor}, channel)});
+  b.AddWriting("bias", "add", {scaled, b.Add("bias_shape", "reshape", {bias}, channel)},
                node.outputs[0]);
   return absl::OkStatus();
 }
@@ -182,8 +172,6 @@ constexpr Decomposition kNormDecompositions[] = {
 
 }  // namespace
 
-absl::Span<const Decomposition> NormDecompositions() {
-  return kNormDecompositions;
-}
+absl::Span<const Decomposition> NormDecompositions() { return kNormDecompositions; }
 
 }  // namespace loom

@@ -141,9 +141,9 @@ absl::Status DecomposeResize(const Node& node, DecompositionBuilder& b) {
   int64_t entries = 0;  // of the tables, at most 4 * 2^40 per dim
   for (int d = 0; d < rank; ++d) entries += spec.taps() * spec.output[d];
   if (entries > kMaxTableEntries) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the output ", ShapeToString(spec.output), " needs ", entries,
-        " entries of tap tables; loom decomposes resizes of at most 2^24"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the output ", ShapeToString(spec.output), " needs ", entries,
+                     " entries of tap tables; loom decomposes resizes of at most 2^24"));
   }
   std::vector<ResizeAxisTaps> taps;
   std::vector<int> dims;

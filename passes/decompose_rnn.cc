@@ -58,8 +58,7 @@ const char* ActivationOp(RecurrentActivation activation) {
 
 // Whether sequence_lens, when given, is a compile-time tensor equal to seq
 // for every batch entry, so that no step needs masking.
-bool NeedsMasking(const Node& node, const RecurrentSpec& spec,
-                  const Graph& graph) {
+bool NeedsMasking(const Node& node, const RecurrentSpec& spec, const Graph& graph) {
   if (!spec.Has(kRnnSequenceLens)) return false;
   const ValueId lens = node.inputs[kRnnSequenceLens];
   if (!graph.HasInitializer(lens)) return true;
@@ -100,19 +99,16 @@ class Unroller {
   ValueId In(int index) const { return node_.inputs[index]; }
 
   // --- Building blocks -----------------------------------------------------
-  ValueId Op(const std::string& suffix, const char* op,
-             absl::Span<const ValueId> inputs, Attrs attrs = {}) {
+  ValueId Op(const std::string& suffix, const char* op, absl::Span<const ValueId> inputs,
+             Attrs attrs = {}) {
     return b_.Add(suffix, op, inputs, std::move(attrs));
   }
   ValueId Reshape(const std::string& suffix, ValueId x, Shape shape) {
     return Op(suffix, "reshape", {x}, Ints("shape", std::move(shape)));
   }
-  ValueId Transpose(const std::string& suffix, ValueId x) {
-    return Op(suffix, "transpose", {x});
-  }
+  ValueId Transpose(const std::string& suffix, ValueId x) { return Op(suffix, "transpose", {x}); }
   // x[start:end] along `axis`.
-  ValueId Slice(const std::string& suffix, ValueId x, int64_t axis,
-                int64_t start, int64_t end) {
+  ValueId Slice(const std::string& suffix, ValueId x, int64_t axis, int64_t start, int64_t end) {
     Attrs attrs;
     attrs.Reserve(3);  // a slice per gate and step: one allocation, not three
     attrs.Set("starts", AttrInts{start});
@@ -122,8 +118,7 @@ class Unroller {
   }
   // Direction d's part of a weight whose first axis is num_directions,
   // reshaped to `shape` (the rest of the dims).
-  ValueId OfDirection(const std::string& suffix, ValueId x, int64_t d,
-                      Shape shape) {
+  ValueId OfDirection(const std::string& suffix, ValueId x, int64_t d, Shape shape) {
     if (spec_.num_directions == 2) {
       x = Slice(absl::StrCat(suffix, "_slice"), x, 0, d, d + 1);
     }
@@ -131,12 +126,10 @@ class Unroller {
   }
   ValueId Clip(const std::string& suffix, ValueId x) {
     if (!spec_.has_clip) return x;
-    const ValueId low =
-        Op(absl::StrCat(suffix, "_clip_lo"), "maximum", {x, clip_low_});
+    const ValueId low = Op(absl::StrCat(suffix, "_clip_lo"), "maximum", {x, clip_low_});
     return Op(absl::StrCat(suffix, "_clip"), "minimum", {low, clip_high_});
   }
-  ValueId Activate(const std::string& suffix, int which,
-                   const DirectionOperands& ops, ValueId x) {
+  ValueId Activate(const std::string& suffix, int which, const DirectionOperands& ops, ValueId x) {
     return Op(suffix, ActivationOp((*ops.activations)[which]), {x});
   }
 
@@ -146,29 +139,22 @@ class Unroller {
   State InitialState(int64_t d);
   ValueId InitialStateOf(int input, int64_t d, const std::string& suffix);
   ValueId StepMask(int64_t t);
-  State LstmStep(const std::string& p, const DirectionOperands& ops, int64_t t,
-                 const State& state);
+  State LstmStep(const std::string& p, const DirectionOperands& ops, int64_t t, const State& state);
   // An LSTM step's gates: i, f activated, o too unless there are peepholes,
   // and c before its activation.
   struct Gates {
     ValueId i, o, f, c;
   };
-  Gates ActivateGatesTogether(const std::string& p,
-                              const DirectionOperands& ops, ValueId gates);
-  Gates ActivateGatesOneByOne(const std::string& p,
-                              const DirectionOperands& ops, ValueId gates,
+  Gates ActivateGatesTogether(const std::string& p, const DirectionOperands& ops, ValueId gates);
+  Gates ActivateGatesOneByOne(const std::string& p, const DirectionOperands& ops, ValueId gates,
                               ValueId cell);
-  ValueId Peephole(const std::string& p, const std::string& name,
-                   const DirectionOperands& ops, ValueId pre, int k,
-                   ValueId cell);
-  State GruStep(const std::string& p, const DirectionOperands& ops, int64_t t,
-                const State& state);
-  State RnnStep(const std::string& p, const DirectionOperands& ops, int64_t t,
-                const State& state);
+  ValueId Peephole(const std::string& p, const std::string& name, const DirectionOperands& ops,
+                   ValueId pre, int k, ValueId cell);
+  State GruStep(const std::string& p, const DirectionOperands& ops, int64_t t, const State& state);
+  State RnnStep(const std::string& p, const DirectionOperands& ops, int64_t t, const State& state);
   // Writes output `output` as the directions' `parts` stacked on the
   // num_directions axis; each part is reshaped to `part_shape` first.
-  void WriteStacked(const std::string& suffix,
-                    const std::vector<ValueId>& parts, Shape part_shape,
+  void WriteStacked(const std::string& suffix, const std::vector<ValueId>& parts, Shape part_shape,
                     int64_t axis, int output);
 
   const Node& node_;
@@ -209,8 +195,7 @@ void Unroller::PrepareShared() {
     Tensor steps(b_.type(lens).dtype, {spec_.seq, 1});
     for (int64_t t = 0; t < spec_.seq; ++t) steps.SetInt(t, t);
     const ValueId lens_row = Reshape("lens_row", lens, {1, B()});
-    const ValueId mask =
-        Op("mask", "less", {b_.Constant("steps", steps), lens_row});
+    const ValueId mask = Op("mask", "less", {b_.Constant("steps", steps), lens_row});
     mask_rows_ = Reshape("mask_rows", mask, {rows, 1});
     zero_ = b_.Scalar("zero", 0.0, dtype);
     step_masks_.assign(spec_.seq, -1);
@@ -220,8 +205,7 @@ void Unroller::PrepareShared() {
 DirectionOperands Unroller::PrepareDirection(int64_t d) {
   const std::string p = absl::StrCat("d", d, "/");
   const int64_t G = spec_.gates;
-  const bool gru_reset_first =
-      spec_.cell == RecurrentCell::kGru && !spec_.linear_before_reset;
+  const bool gru_reset_first = spec_.cell == RecurrentCell::kGru && !spec_.linear_before_reset;
   DirectionOperands ops{};
   ops.activations = &spec_.activations[d];
   ops.rb_h = -1;
@@ -239,8 +223,7 @@ DirectionOperands Unroller::PrepareDirection(int64_t d) {
       ops.rb_h = Slice(p + "rb_h", rb, 0, 2 * H(), 3 * H());
       const ValueId rb_zr = Slice(p + "rb_zr", rb, 0, 0, 2 * H());
       rb = Op(p + "rb_folded", "concat",
-              {rb_zr, b_.Constant(p + "zero_h", Tensor(spec_.dtype, {H()}))},
-              AxisAttr(0));
+              {rb_zr, b_.Constant(p + "zero_h", Tensor(spec_.dtype, {H()}))}, AxisAttr(0));
     }
     const ValueId folded = Op(p + "bias", "add", {wb, rb});
     ops.xw = Op(p + "xw_bias", "add", {ops.xw, folded});
@@ -253,15 +236,13 @@ DirectionOperands Unroller::PrepareDirection(int64_t d) {
   for (int64_t t = 0; t < spec_.seq; ++t) {
     step_names.push_back(absl::StrCat(p, "t", t, "/xw"));
   }
-  ops.xw_steps = b_.AddWithOutputs(p + "xw_steps", "split", {ops.xw},
-                                   step_names, AxisAttr(0));
+  ops.xw_steps = b_.AddWithOutputs(p + "xw_steps", "split", {ops.xw}, step_names, AxisAttr(0));
 
   const ValueId r = OfDirection(p + "r", In(kRnnR), d, {G * H(), H()});
   if (gru_reset_first) {
     // (r . H) Rh^T needs r first: z and r's rows multiply H on their own.
     ops.r_t = Transpose(p + "r_zr_t", Slice(p + "r_zr", r, 0, 0, 2 * H()));
-    ops.r_h_t =
-        Transpose(p + "r_h_t", Slice(p + "r_h", r, 0, 2 * H(), 3 * H()));
+    ops.r_h_t = Transpose(p + "r_h_t", Slice(p + "r_h", r, 0, 2 * H(), 3 * H()));
   } else {
     ops.r_t = Transpose(p + "r_t", r);
   }
@@ -275,14 +256,12 @@ DirectionOperands Unroller::PrepareDirection(int64_t d) {
   return ops;
 }
 
-ValueId Unroller::InitialStateOf(int input, int64_t d,
-                                 const std::string& suffix) {
+ValueId Unroller::InitialStateOf(int input, int64_t d, const std::string& suffix) {
   if (!spec_.Has(input)) return zero_state_;
   ValueId state = In(input);
   if (spec_.num_directions == 2) {
     // The direction axis: 0 (layout 0) or 1 (layout 1).
-    state =
-        Slice(suffix + "_slice", state, spec_.batch_first ? 1 : 0, d, d + 1);
+    state = Slice(suffix + "_slice", state, spec_.batch_first ? 1 : 0, d, d + 1);
   }
   return Reshape(suffix, state, {B(), H()});
 }
@@ -291,102 +270,89 @@ State Unroller::InitialState(int64_t d) {
   const std::string p = absl::StrCat("d", d, "/");
   State state;
   state.h = InitialStateOf(kRnnInitialH, d, p + "h0");
-  state.c = spec_.cell == RecurrentCell::kLstm
-                ? InitialStateOf(kRnnInitialC, d, p + "c0")
-                : -1;
+  state.c = spec_.cell == RecurrentCell::kLstm ? InitialStateOf(kRnnInitialC, d, p + "c0") : -1;
   return state;
 }
 
 ValueId Unroller::StepMask(int64_t t) {
   if (step_masks_[t] < 0) {
-    step_masks_[t] = Slice(absl::StrCat("t", t, "/mask"), mask_rows_, 0,
-                           t * B(), (t + 1) * B());
+    step_masks_[t] = Slice(absl::StrCat("t", t, "/mask"), mask_rows_, 0, t * B(), (t + 1) * B());
   }
   return step_masks_[t];
 }
 
 // Gates i, o, f, c (blocks of xw's columns).
-State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops,
-                         int64_t t, const State& state) {
+State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops, int64_t t,
+                         const State& state) {
   const bool peepholes = spec_.Has(kRnnP);
   const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
   ValueId gates = Op(p + "gates", "add", {ops.xw_steps[t], hr});
   // Without peepholes every pre-activation is final here: clip them at once.
   if (!peepholes) gates = Clip(p + "gates", gates);
-  const Gates g = peepholes || spec_.input_forget
-                      ? ActivateGatesOneByOne(p, ops, gates, state.c)
-                      : ActivateGatesTogether(p, ops, gates);
+  const Gates g = peepholes || spec_.input_forget ? ActivateGatesOneByOne(p, ops, gates, state.c)
+                                                  : ActivateGatesTogether(p, ops, gates);
   const ValueId candidate = Activate(p + "c_cand", 1, ops, g.c);
   const ValueId keep = Op(p + "c_keep", "mul", {g.f, state.c});
   const ValueId write = Op(p + "c_write", "mul", {g.i, candidate});
   State next;
   next.c = Op(p + "c", "add", {keep, write});
-  const ValueId o = peepholes ? Activate(p + "o", 0, ops,
-                                         Peephole(p, "o", ops, g.o, 1, next.c))
-                              : g.o;
+  const ValueId o =
+      peepholes ? Activate(p + "o", 0, ops, Peephole(p, "o", ops, g.o, 1, next.c)) : g.o;
   next.h = Op(p + "h", "mul", {o, Activate(p + "c_act", 2, ops, next.c)});
   return next;
 }
 
 // i, o and f share an activation and are adjacent columns: the gates split
 // in two, and one node activates all three (a node fewer a step).
-Unroller::Gates Unroller::ActivateGatesTogether(const std::string& p,
-                                                const DirectionOperands& ops,
+Unroller::Gates Unroller::ActivateGatesTogether(const std::string& p, const DirectionOperands& ops,
                                                 ValueId gates) {
-  const ValueIds halves = b_.AddWithOutputs(p + "gates_split", "split", {gates},
-                                            {p + "gates_iof", p + "gate_c"},
-                                            SplitAttrs(1, {3 * H(), H()}));
+  const ValueIds halves =
+      b_.AddWithOutputs(p + "gates_split", "split", {gates}, {p + "gates_iof", p + "gate_c"},
+                        SplitAttrs(1, {3 * H(), H()}));
   const ValueId iof = Activate(p + "iof", 0, ops, halves[0]);
   const ValueIds activated =
-      b_.AddWithOutputs(p + "iof_split", "split", {iof},
-                        {p + "i", p + "o", p + "f"}, AxisAttr(1));
+      b_.AddWithOutputs(p + "iof_split", "split", {iof}, {p + "i", p + "o", p + "f"}, AxisAttr(1));
   return Gates{activated[0], activated[1], activated[2], halves[1]};
 }
 
 // Each gate on its own, for peepholes (each adds its own term before its
 // activation) or a forget gate of 1 - i. o's peephole reads the new cell:
 // with peepholes, the caller activates o.
-Unroller::Gates Unroller::ActivateGatesOneByOne(const std::string& p,
-                                                const DirectionOperands& ops,
+Unroller::Gates Unroller::ActivateGatesOneByOne(const std::string& p, const DirectionOperands& ops,
                                                 ValueId gates, ValueId cell) {
   const bool peepholes = spec_.Has(kRnnP);
   // The gates' blocks of columns, as views: one split, not a slice each.
-  const ValueIds blocks = b_.AddWithOutputs(
-      p + "gates_split", "split", {gates},
-      {p + "gate_i", p + "gate_o", p + "gate_f", p + "gate_c"}, AxisAttr(1));
+  const ValueIds blocks =
+      b_.AddWithOutputs(p + "gates_split", "split", {gates},
+                        {p + "gate_i", p + "gate_o", p + "gate_f", p + "gate_c"}, AxisAttr(1));
   Gates g;
   g.i = Activate(p + "i", 0, ops, Peephole(p, "i", ops, blocks[0], 0, cell));
   g.o = peepholes ? blocks[1] : Activate(p + "o", 0, ops, blocks[1]);
-  g.f = spec_.input_forget
-            ? Op(p + "f", "sub", {one_, g.i})
-            : Activate(p + "f", 0, ops,
-                       Peephole(p, "f", ops, blocks[2], 2, cell));
+  g.f = spec_.input_forget ? Op(p + "f", "sub", {one_, g.i})
+                           : Activate(p + "f", 0, ops, Peephole(p, "f", ops, blocks[2], 2, cell));
   g.c = peepholes ? Clip(p + "c_pre", blocks[3]) : blocks[3];
   return g;
 }
 
 // pre + P_k . cell, clipped, with peepholes; else pre as it is.
 ValueId Unroller::Peephole(const std::string& p, const std::string& name,
-                           const DirectionOperands& ops, ValueId pre, int k,
-                           ValueId cell) {
+                           const DirectionOperands& ops, ValueId pre, int k, ValueId cell) {
   if (!spec_.Has(kRnnP)) return pre;
   const ValueId term = Op(p + name + "_peep", "mul", {ops.p[k], cell});
   return Clip(p + name, Op(p + name + "_pre", "add", {pre, term}));
 }
 
 // Gates z, r, h; H' = h~ + z . (H - h~), which is (1 - z) . h~ + z . H.
-State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
-                        int64_t t, const State& state) {
-  const ValueIds xw = b_.AddWithOutputs(
-      p + "xw_split", "split", {ops.xw_steps[t]}, {p + "xw_zr", p + "xw_h"},
-      SplitAttrs(1, {2 * H(), H()}));
+State Unroller::GruStep(const std::string& p, const DirectionOperands& ops, int64_t t,
+                        const State& state) {
+  const ValueIds xw = b_.AddWithOutputs(p + "xw_split", "split", {ops.xw_steps[t]},
+                                        {p + "xw_zr", p + "xw_h"}, SplitAttrs(1, {2 * H(), H()}));
   const ValueId xw_zr = xw[0], xw_h = xw[1];
   ValueId hr_zr = -1, hr_h = -1;
   const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
   if (spec_.linear_before_reset) {
-    const ValueIds parts = b_.AddWithOutputs(p + "hr_split", "split", {hr},
-                                             {p + "hr_zr", p + "hr_h"},
-                                             SplitAttrs(1, {2 * H(), H()}));
+    const ValueIds parts = b_.AddWithOutputs(
+        p + "hr_split", "split", {hr}, {p + "hr_zr", p + "hr_h"}, SplitAttrs(1, {2 * H(), H()}));
     hr_zr = parts[0];
     hr_h = parts[1];
     if (ops.rb_h >= 0) hr_h = Op(p + "hr_h_bias", "add", {hr_h, ops.rb_h});
@@ -395,9 +361,9 @@ State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
   }
   const ValueId zr = Clip(p + "zr", Op(p + "zr", "add", {xw_zr, hr_zr}));
   // z and r share an activation: one node activates both, then they split.
-  const ValueIds gates = b_.AddWithOutputs(p + "gates_split", "split",
-                                           {Activate(p + "zr_act", 0, ops, zr)},
-                                           {p + "z", p + "r"}, AxisAttr(1));
+  const ValueIds gates =
+      b_.AddWithOutputs(p + "gates_split", "split", {Activate(p + "zr_act", 0, ops, zr)},
+                        {p + "z", p + "r"}, AxisAttr(1));
   const ValueId z = gates[0], r = gates[1];
   ValueId recurrent;
   if (spec_.linear_before_reset) {
@@ -406,43 +372,37 @@ State Unroller::GruStep(const std::string& p, const DirectionOperands& ops,
     const ValueId reset_h = Op(p + "reset_h", "mul", {r, state.h});
     recurrent = Op(p + "reset", "matmul", {reset_h, ops.r_h_t});
   }
-  const ValueId pre =
-      Clip(p + "h_pre", Op(p + "h_pre", "add", {xw_h, recurrent}));
+  const ValueId pre = Clip(p + "h_pre", Op(p + "h_pre", "add", {xw_h, recurrent}));
   const ValueId candidate = Activate(p + "h_cand", 1, ops, pre);
   const ValueId diff = Op(p + "h_diff", "sub", {state.h, candidate});
   const ValueId kept = Op(p + "h_kept", "mul", {z, diff});
   return State{Op(p + "h", "add", {candidate, kept}), -1};
 }
 
-State Unroller::RnnStep(const std::string& p, const DirectionOperands& ops,
-                        int64_t t, const State& state) {
+State Unroller::RnnStep(const std::string& p, const DirectionOperands& ops, int64_t t,
+                        const State& state) {
   const ValueId hr = Op(p + "hr", "matmul", {state.h, ops.r_t});
-  const ValueId pre =
-      Clip(p + "pre", Op(p + "pre", "add", {ops.xw_steps[t], hr}));
+  const ValueId pre = Clip(p + "pre", Op(p + "pre", "add", {ops.xw_steps[t], hr}));
   return State{Activate(p + "h", 0, ops, pre), -1};
 }
 
-void Unroller::WriteStacked(const std::string& suffix,
-                            const std::vector<ValueId>& parts, Shape part_shape,
-                            int64_t axis, int output) {
+void Unroller::WriteStacked(const std::string& suffix, const std::vector<ValueId>& parts,
+                            Shape part_shape, int64_t axis, int output) {
   const ValueId out = node_.outputs[output];
   if (parts.size() == 1) {
-    b_.AddWriting(suffix, "reshape", {parts[0]}, out,
-                  Ints("shape", std::move(part_shape)));
+    b_.AddWriting(suffix, "reshape", {parts[0]}, out, Ints("shape", std::move(part_shape)));
     return;
   }
   std::vector<ValueId> reshaped;
   for (size_t d = 0; d < parts.size(); ++d) {
-    reshaped.push_back(
-        Reshape(absl::StrCat("d", d, "/", suffix), parts[d], part_shape));
+    reshaped.push_back(Reshape(absl::StrCat("d", d, "/", suffix), parts[d], part_shape));
   }
   b_.AddWriting(suffix, "concat", reshaped, out, AxisAttr(axis));
 }
 
 absl::Status Unroller::Run() {
   if (spec_.seq == 0) {
-    return absl::InvalidArgumentError(
-        "cannot unroll an empty sequence (seq is 0)");
+    return absl::InvalidArgumentError("cannot unroll an empty sequence (seq is 0)");
   }
   PrepareShared();
   const int64_t seq = spec_.seq;
@@ -478,16 +438,13 @@ absl::Status Unroller::Run() {
       if (d == 0 && k == 0) {
         // Every step emits about as many nodes as the first: make room for
         // all of them at once, and a step's worth more for the outputs.
-        b_.Reserve((b_.num_emitted() - emitted_before_step) * seq *
-                   spec_.num_directions);
+        b_.Reserve((b_.num_emitted() - emitted_before_step) * seq * spec_.num_directions);
       }
       state = next;
       outputs[t] = state.h;
     }
     const std::string p = absl::StrCat("d", d, "/");
-    ValueId y = outputs.size() == 1
-                    ? outputs[0]
-                    : Op(p + "y_rows", "concat", outputs, AxisAttr(0));
+    ValueId y = outputs.size() == 1 ? outputs[0] : Op(p + "y_rows", "concat", outputs, AxisAttr(0));
     if (mask_rows_ >= 0) {
       y = Op(p + "y_masked", "where", {mask_rows_, y, zero_});
     }
@@ -510,12 +467,10 @@ absl::Status Unroller::Run() {
       }
       y = Op("y_seq_first", "concat", parts, AxisAttr(1));
     }
-    b_.AddWriting("y", "transpose", {y}, node_.outputs[kRnnY],
-                  Ints("perm", {2, 0, 1, 3}));
+    b_.AddWriting("y", "transpose", {y}, node_.outputs[kRnnY], Ints("perm", {2, 0, 1, 3}));
   }
   // Y_h, Y_c: [num_dir, batch, H] (layout 0) or [batch, num_dir, H].
-  const Shape state_part =
-      spec_.batch_first ? Shape{B(), 1, H()} : Shape{1, B(), H()};
+  const Shape state_part = spec_.batch_first ? Shape{B(), 1, H()} : Shape{1, B(), H()};
   const int64_t state_axis = spec_.batch_first ? 1 : 0;
   if (spec_.num_outputs > kRnnYH) {
     WriteStacked("y_h", hs, state_part, state_axis, kRnnYH);
@@ -542,8 +497,6 @@ constexpr Decomposition kRnnDecompositions[] = {
 
 }  // namespace
 
-absl::Span<const Decomposition> RnnDecompositions() {
-  return kRnnDecompositions;
-}
+absl::Span<const Decomposition> RnnDecompositions() { return kRnnDecompositions; }
 
 }  // namespace loom

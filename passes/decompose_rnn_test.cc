@@ -49,9 +49,9 @@ struct RnnCase {
     for (const auto& [name, value] : attrs.entries()) {
       absl::StrAppend(&attrs_text, " ", name);
     }
-    return absl::StrCat(op, " ", direction, " layout ", layout, " inputs ",
-                        inputs, mixed_lens ? " mixed lens" : "", " outputs ",
-                        outputs, " seq ", seq, attrs_text);
+    return absl::StrCat(op, " ", direction, " layout ", layout, " inputs ", inputs,
+                        mixed_lens ? " mixed lens" : "", " outputs ", outputs, " seq ", seq,
+                        attrs_text);
   }
 };
 
@@ -64,19 +64,13 @@ Module BuildModule(const RnnCase& c) {
   Module module;
   Graph& g = module.graph;
   const int64_t nd = c.Dirs(), rows = c.Gates() * c.hidden;
-  const Shape state = c.layout == 1 ? Shape{c.batch, nd, c.hidden}
-                                    : Shape{nd, c.batch, c.hidden};
-  const Shape x_shape = c.layout == 1 ? Shape{c.batch, c.seq, c.input}
-                                      : Shape{c.seq, c.batch, c.input};
+  const Shape state = c.layout == 1 ? Shape{c.batch, nd, c.hidden} : Shape{nd, c.batch, c.hidden};
+  const Shape x_shape =
+      c.layout == 1 ? Shape{c.batch, c.seq, c.input} : Shape{c.seq, c.batch, c.input};
   const std::vector<std::pair<std::string, Shape>> float_inputs = {
-      {"X", x_shape},
-      {"W", {nd, rows, c.input}},
-      {"R", {nd, rows, c.hidden}},
-      {"B", {nd, 2 * rows}},
-      {"sequence_lens", {}},
-      {"initial_h", state},
-      {"initial_c", state},
-      {"P", {nd, 3 * c.hidden}}};
+      {"X", x_shape},        {"W", {nd, rows, c.input}}, {"R", {nd, rows, c.hidden}},
+      {"B", {nd, 2 * rows}}, {"sequence_lens", {}},      {"initial_h", state},
+      {"initial_c", state},  {"P", {nd, 3 * c.hidden}}};
   std::vector<ValueId> inputs;
   for (int i = 0; i < c.inputs; ++i) {
     const auto& [name, shape] = float_inputs[i];
@@ -87,8 +81,7 @@ Module BuildModule(const RnnCase& c) {
       } else {
         Tensor full(type);
         for (int64_t b = 0; b < c.batch; ++b) full.SetInt(b, c.seq);
-        inputs.push_back(
-            g.AddInitializer(name, ValueKind::kConstant, full).value());
+        inputs.push_back(g.AddInitializer(name, ValueKind::kConstant, full).value());
       }
       continue;
     }
@@ -99,10 +92,8 @@ Module BuildModule(const RnnCase& c) {
   attrs.Set("direction", c.direction);
   attrs.Set("layout", c.layout);
   const std::vector<std::string> outputs = {"y", "y_h", "y_c"};
-  g.AddNode(
-       "cell", c.op, inputs,
-       std::vector<std::string>(outputs.begin(), outputs.begin() + c.outputs),
-       attrs)
+  g.AddNode("cell", c.op, inputs,
+            std::vector<std::string>(outputs.begin(), outputs.begin() + c.outputs), attrs)
       .value();
   for (int i = 0; i < c.outputs; ++i) g.AddOutput(g.FindValue(outputs[i]));
   absl::Status inferred = InferShapes(g);
@@ -119,11 +110,9 @@ std::unique_ptr<DecomposePass> DecomposeRnn() {
 // The ops lowering supports, which is all a decomposition may emit.
 const std::set<std::string>& Primitives() {
   static const auto* ops = new std::set<std::string>{
-      "add",   "sub",     "mul",     "div",       "neg",     "exp",
-      "tanh",  "sigmoid", "relu",    "matmul",    "reshape", "transpose",
-      "slice", "split",   "concat",  "squeeze", "unsqueeze", "expand",
-      "where",
-      "cast",  "less",    "minimum", "maximum"};
+      "add",       "sub",    "mul",     "div",       "neg",   "exp",     "tanh",   "sigmoid",
+      "relu",      "matmul", "reshape", "transpose", "slice", "split",   "concat", "squeeze",
+      "unsqueeze", "expand", "where",   "cast",      "less",  "minimum", "maximum"};
   return *ops;
 }
 
@@ -133,13 +122,11 @@ std::map<std::string, int> OpCounts(const Graph& graph) {
   return counts;
 }
 
-void ExpectNear(const Tensor& got, const Tensor& want, double tolerance,
-                const std::string& what) {
+void ExpectNear(const Tensor& got, const Tensor& want, double tolerance, const std::string& what) {
   ASSERT_EQ(TypeToString(got.type()), TypeToString(want.type())) << what;
   for (int64_t i = 0; i < want.num_elements(); ++i) {
     const double w = want.GetDouble(i), a = got.GetDouble(i);
-    EXPECT_NEAR(a, w, tolerance * std::max(1.0, std::fabs(w)))
-        << what << ", element " << i;
+    EXPECT_NEAR(a, w, tolerance * std::max(1.0, std::fabs(w))) << what << ", element " << i;
   }
 }
 
@@ -156,8 +143,7 @@ void ExpectDecompositionMatches(const RnnCase& c) {
   absl::Status verified = VerifyGraph(unrolled);
   ASSERT_TRUE(verified.ok()) << verified;
   for (const Node& node : unrolled.nodes()) {
-    EXPECT_TRUE(Primitives().count(std::string(node.op)))
-        << node.name << ": " << node.op;
+    EXPECT_TRUE(Primitives().count(std::string(node.op))) << node.name << ": " << node.op;
   }
 
   std::vector<Tensor> inputs;
@@ -169,8 +155,8 @@ void ExpectDecompositionMatches(const RnnCase& c) {
         tensor.SetInt(b, LensValue(b, c.seq));
       }
     } else {
-      FillUniform(tensor, 17 * (inputs.size() + 1),
-                  value.name == "X" ? -1 : -0.6, value.name == "X" ? 1 : 0.6);
+      FillUniform(tensor, 17 * (inputs.size() + 1), value.name == "X" ? -1 : -0.6,
+                  value.name == "X" ? 1 : 0.6);
     }
     inputs.push_back(std::move(tensor));
   }
@@ -233,8 +219,7 @@ TEST(DecomposeRnnTest, LstmOptions) {
       c.inputs = 5;  // no peepholes: the gates are clipped at once
       ExpectDecompositionMatches(c);
       c.attrs = Attrs();
-      c.attrs.Set("activations",
-                  std::vector<std::string>{"relu", "sigmoid", "tanh"});
+      c.attrs.Set("activations", std::vector<std::string>{"relu", "sigmoid", "tanh"});
       ExpectDecompositionMatches(c);
     }
   }
@@ -332,8 +317,7 @@ TEST(DecomposeRnnTest, NodesPerStep) {
   // a split of the rows into z-r and h, matmul, add, a sigmoid of z-r and a
   // split of it, r.H, matmul, add, tanh, sub, mul, add. rnn: matmul, add,
   // tanh.
-  for (const Expected& e :
-       {Expected{"lstm", 11}, Expected{"gru", 12}, Expected{"rnn", 3}}) {
+  for (const Expected& e : {Expected{"lstm", 11}, Expected{"gru", 12}, Expected{"rnn", 3}}) {
     RnnCase c;
     c.op = e.op;
     c.inputs = 4;
@@ -350,8 +334,7 @@ TEST(DecomposeRnnTest, NodesPerStep) {
   }
 }
 
-TEST(DecomposeRnnTest,
-     OneInputProjectionPerDirectionAndOneRecurrentMatmulPerStep) {
+TEST(DecomposeRnnTest, OneInputProjectionPerDirectionAndOneRecurrentMatmulPerStep) {
   RnnCase c;
   c.direction = "bidirectional";
   c.inputs = 4;
@@ -366,8 +349,7 @@ TEST(DecomposeRnnTest,
   // The projection reads all of X at once, as [seq*batch, input].
   for (const Node& node : module.graph.nodes()) {
     if (node.name == "cell/d0/xw") {
-      EXPECT_EQ(module.graph.value(node.outputs[0]).type.shape,
-                (Shape{5 * 3, 4 * 3}));
+      EXPECT_EQ(module.graph.value(node.outputs[0]).type.shape, (Shape{5 * 3, 4 * 3}));
     }
   }
 }
@@ -396,8 +378,7 @@ TEST(DecomposeRnnTest, OutputsKeepTheirValuesAndConsumers) {
   EXPECT_EQ(module.graph.outputs(), outputs);
   for (ValueId id : outputs) {
     ASSERT_NE(module.graph.value(id).producer, kNoNode);
-    EXPECT_THAT(module.graph.node(module.graph.value(id).producer).name,
-                HasSubstr("cell/y"));
+    EXPECT_THAT(module.graph.node(module.graph.value(id).producer).name, HasSubstr("cell/y"));
   }
 }
 
@@ -426,25 +407,19 @@ Tensor Lengths(std::vector<int64_t> lengths) {
 
 // Runs the case through the interpreter as is and decomposed; checks both
 // against `want` (one vector per output) to 1e-5 relative.
-void ExpectHandValues(const HandCase& c,
-                      const std::vector<std::vector<double>>& want) {
+void ExpectHandValues(const HandCase& c, const std::vector<std::vector<double>>& want) {
   Graph graph;
   std::vector<ValueId> inputs = {graph.AddInput("X", c.x.type()).value()};
   for (size_t i = 0; i < c.constants.size(); ++i) {
-    inputs.push_back(graph
-                         .AddInitializer(absl::StrCat("c", i),
-                                         ValueKind::kConstant, c.constants[i])
-                         .value());
+    inputs.push_back(
+        graph.AddInitializer(absl::StrCat("c", i), ValueKind::kConstant, c.constants[i]).value());
   }
   const std::vector<std::string> names = {"y", "y_h", "y_c"};
   graph
-      .AddNode(
-          "cell", c.op, inputs,
-          std::vector<std::string>(names.begin(), names.begin() + c.outputs),
-          c.attrs)
+      .AddNode("cell", c.op, inputs,
+               std::vector<std::string>(names.begin(), names.begin() + c.outputs), c.attrs)
       .value();
-  for (int i = 0; i < c.outputs; ++i)
-    graph.AddOutput(graph.FindValue(names[i]));
+  for (int i = 0; i < c.outputs; ++i) graph.AddOutput(graph.FindValue(names[i]));
   ASSERT_TRUE(InferShapes(graph).ok()) << InferShapes(graph);
 
   Module module;
@@ -456,19 +431,16 @@ void ExpectHandValues(const HandCase& c,
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(got->size(), want.size());
     for (size_t k = 0; k < want.size(); ++k) {
-      ASSERT_EQ((*got)[k].num_elements(), static_cast<int64_t>(want[k].size()))
-          << "output " << k;
+      ASSERT_EQ((*got)[k].num_elements(), static_cast<int64_t>(want[k].size())) << "output " << k;
       for (size_t i = 0; i < want[k].size(); ++i) {
-        EXPECT_NEAR((*got)[k].GetDouble(i), want[k][i],
-                    1e-5 * std::max(1.0, std::fabs(want[k][i])))
+        EXPECT_NEAR((*got)[k].GetDouble(i), want[k][i], 1e-5 * std::max(1.0, std::fabs(want[k][i])))
             << "output " << k << ", element " << i;
       }
     }
   }
 }
 
-Attrs CellAttrs(std::string direction,
-                std::vector<std::string> activations = {}) {
+Attrs CellAttrs(std::string direction, std::vector<std::string> activations = {}) {
   Attrs attrs;
   attrs.Set("hidden_size", int64_t{1});
   attrs.Set("direction", std::move(direction));
@@ -481,8 +453,7 @@ TEST(DecomposeRnnTest, HandRnnRelu) {
   HandCase c{"rnn",
              CellAttrs("forward", {"relu"}),
              Values({2, 1, 1}, {1, 3}),
-             {Values({1, 1, 1}, {2}), Values({1, 1, 1}, {0.5}),
-              Values({1, 2}, {1, 0})},
+             {Values({1, 1, 1}, {2}), Values({1, 1, 1}, {0.5}), Values({1, 2}, {1, 0})},
              2};
   // h1 = relu(2 + 1) = 3; h2 = relu(6 + 1.5 + 1) = 8.5.
   ExpectHandValues(c, {{3, 8.5}, {8.5}});
@@ -494,12 +465,12 @@ TEST(DecomposeRnnTest, HandRnnRelu) {
 // Two entries, the second of length 1: Y is 0 past it and Y_h is its state
 // after step 0, in both directions.
 TEST(DecomposeRnnTest, HandSequenceLengths) {
-  HandCase c{"rnn",
-             CellAttrs("forward", {"relu"}),
-             Values({2, 2, 1}, {1, 1, 3, 3}),  // X[t][b]
-             {Values({1, 1, 1}, {2}), Values({1, 1, 1}, {0.5}),
-              Values({1, 2}, {1, 0}), Lengths({2, 1})},
-             2};
+  HandCase c{
+      "rnn",
+      CellAttrs("forward", {"relu"}),
+      Values({2, 2, 1}, {1, 1, 3, 3}),  // X[t][b]
+      {Values({1, 1, 1}, {2}), Values({1, 1, 1}, {0.5}), Values({1, 2}, {1, 0}), Lengths({2, 1})},
+      2};
   // Y [seq, 1, batch, 1]: t0 = {3, 3}, t1 = {8.5, 0}.
   ExpectHandValues(c, {{3, 3, 8.5, 0}, {8.5, 3}});
   c.attrs = CellAttrs("reverse", {"relu"});

@@ -53,8 +53,6 @@ constexpr Decomposition kSoftmaxDecompositions[] = {
 
 }  // namespace
 
-absl::Span<const Decomposition> SoftmaxDecompositions() {
-  return kSoftmaxDecompositions;
-}
+absl::Span<const Decomposition> SoftmaxDecompositions() { return kSoftmaxDecompositions; }
 
 }  // namespace loom

@@ -13,15 +13,14 @@ namespace {
 
 // Maps a possibly negative axis into [0, rank) (or [0, rank] when
 // `inclusive_end`), or fails naming the attribute.
-absl::StatusOr<int64_t> NormalizedAxis(const Node& node, int64_t default_axis,
-                                       int64_t rank,
+absl::StatusOr<int64_t> NormalizedAxis(const Node& node, int64_t default_axis, int64_t rank,
                                        bool inclusive_end = false) {
   const int64_t axis = node.attrs.GetInt("axis", default_axis);
   const int64_t normalized = axis < 0 ? axis + rank : axis;
   const int64_t limit = inclusive_end ? rank : rank - 1;
   if (normalized < 0 || normalized > limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'axis' ", axis, " is out of range for rank ", rank));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'axis' ", axis, " is out of range for rank ", rank));
   }
   return normalized;
 }
@@ -30,11 +29,9 @@ absl::StatusOr<int64_t> NormalizedAxis(const Node& node, int64_t default_axis,
 // The transpose is a view, so the matmul reads the weight in place.
 absl::Status DecomposeLinear(const Node& node, DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckInputCount(node, 2, 3));
-  const ValueId weight_t =
-      b.Add("weight_t", "transpose", {node.inputs[1]}, Ints("perm", {1, 0}));
+  const ValueId weight_t = b.Add("weight_t", "transpose", {node.inputs[1]}, Ints("perm", {1, 0}));
   if (node.inputs.size() == 2) {
-    b.AddWriting("matmul", "matmul", {node.inputs[0], weight_t},
-                 node.outputs[0]);
+    b.AddWriting("matmul", "matmul", {node.inputs[0], weight_t}, node.outputs[0]);
     return absl::OkStatus();
   }
   const ValueId product = b.Add("matmul", "matmul", {node.inputs[0], weight_t});
@@ -49,8 +46,7 @@ absl::Status DecomposeGemm(const Node& node, DecompositionBuilder& b) {
   const DType dtype = b.type(node.inputs[0]).dtype;
   auto operand = [&](int i, const char* attr) {
     if (node.attrs.GetInt(attr, 0) == 0) return node.inputs[i];
-    return b.Add(absl::StrCat(attr), "transpose", {node.inputs[i]},
-                 Ints("perm", {1, 0}));
+    return b.Add(absl::StrCat(attr), "transpose", {node.inputs[i]}, Ints("perm", {1, 0}));
   };
   const ValueId a = operand(0, "trans_a");
   const ValueId bm = operand(1, "trans_b");
@@ -58,8 +54,8 @@ absl::Status DecomposeGemm(const Node& node, DecompositionBuilder& b) {
   const double beta = node.attrs.GetFloat("beta", 1.0);
   const bool scaled = alpha != 1.0, has_c = node.inputs.size() == 3;
   // The last step writes the composite's output.
-  auto step = [&](absl::string_view suffix, OpName op,
-                  absl::Span<const ValueId> inputs, bool last) {
+  auto step = [&](absl::string_view suffix, OpName op, absl::Span<const ValueId> inputs,
+                  bool last) {
     if (!last) return b.Add(suffix, op, inputs);
     b.AddWriting(suffix, op, inputs, node.outputs[0]);
     return node.outputs[0];
@@ -89,29 +85,25 @@ Attrs ReduceAttrs(const Node& node) {
 // reduce_l1 = sum |x|.
 absl::Status DecomposeReduceL1(const Node& node, DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
-  b.AddWriting("sum", "reduce_sum", {b.Add("abs", "abs", {node.inputs[0]})},
-               node.outputs[0], ReduceAttrs(node));
+  b.AddWriting("sum", "reduce_sum", {b.Add("abs", "abs", {node.inputs[0]})}, node.outputs[0],
+               ReduceAttrs(node));
   return absl::OkStatus();
 }
 
-ValueId Square(DecompositionBuilder& b, ValueId x) {
-  return b.Add("square", "mul", {x, x});
-}
+ValueId Square(DecompositionBuilder& b, ValueId x) { return b.Add("square", "mul", {x, x}); }
 
 // reduce_sum_square = sum x^2.
-absl::Status DecomposeReduceSumSquare(const Node& node,
-                                      DecompositionBuilder& b) {
+absl::Status DecomposeReduceSumSquare(const Node& node, DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
-  b.AddWriting("sum", "reduce_sum", {Square(b, node.inputs[0])},
-               node.outputs[0], ReduceAttrs(node));
+  b.AddWriting("sum", "reduce_sum", {Square(b, node.inputs[0])}, node.outputs[0],
+               ReduceAttrs(node));
   return absl::OkStatus();
 }
 
 // reduce_l2 = sqrt(sum x^2).
 absl::Status DecomposeReduceL2(const Node& node, DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
-  const ValueId sum = b.Add("sum", "reduce_sum", {Square(b, node.inputs[0])},
-                            ReduceAttrs(node));
+  const ValueId sum = b.Add("sum", "reduce_sum", {Square(b, node.inputs[0])}, ReduceAttrs(node));
   b.AddWriting("sqrt", "sqrt", {sum}, node.outputs[0]);
   return absl::OkStatus();
 }
@@ -119,8 +111,7 @@ absl::Status DecomposeReduceL2(const Node& node, DecompositionBuilder& b) {
 // reduce_log_sum = log(sum x).
 absl::Status DecomposeReduceLogSum(const Node& node, DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
-  const ValueId sum =
-      b.Add("sum", "reduce_sum", {node.inputs[0]}, ReduceAttrs(node));
+  const ValueId sum = b.Add("sum", "reduce_sum", {node.inputs[0]}, ReduceAttrs(node));
   b.AddWriting("log", "log", {sum}, node.outputs[0]);
   return absl::OkStatus();
 }
@@ -129,8 +120,7 @@ absl::Status DecomposeReduceLogSum(const Node& node, DecompositionBuilder& b) {
 // The max is kept with its reduced dims (to broadcast against x) and
 // viewed in the output's shape for the final add. An infinite max is the
 // result itself (x - max would be NaN there).
-absl::Status DecomposeReduceLogSumExp(const Node& node,
-                                      DecompositionBuilder& b) {
+absl::Status DecomposeReduceLogSumExp(const Node& node, DecompositionBuilder& b) {
   LOOM_RETURN_IF_ERROR(CheckArity(node, 1, 1));
   const ValueId x = node.inputs[0];
   const DType dtype = b.type(x).dtype;
@@ -140,8 +130,8 @@ absl::Status DecomposeReduceLogSumExp(const Node& node,
   std::vector<bool> reduced(rank, node.attrs.GetInts("axes").empty());
   for (int64_t axis : node.attrs.GetInts("axes")) {
     if (axis < -rank || axis >= rank) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attribute 'axes': ", axis, " is out of range for rank ", rank));
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'axes': ", axis, " is out of range for rank ", rank));
     }
     reduced[axis < 0 ? axis + rank : axis] = true;
   }
@@ -158,14 +148,11 @@ absl::Status DecomposeReduceLogSumExp(const Node& node,
   const ValueId max = b.Add("max", "reduce_max", {x}, keep);
   const ValueId exp = b.Add("exp", "exp", {b.Add("sub", "sub", {x, max})});
   const ValueId sum = b.Add("sum", "reduce_sum", {exp}, ReduceAttrs(node));
-  const ValueId max_out =
-      b.Add("max_shape", "reshape", {max}, Ints("shape", out_shape));
-  const ValueId lse =
-      b.Add("add", "add", {b.Add("log", "log", {sum}), max_out});
-  const ValueId infinite =
-      b.Add("is_inf", "equal",
-            {b.Add("abs", "abs", {max_out}),
-             b.Scalar("inf", std::numeric_limits<double>::infinity(), dtype)});
+  const ValueId max_out = b.Add("max_shape", "reshape", {max}, Ints("shape", out_shape));
+  const ValueId lse = b.Add("add", "add", {b.Add("log", "log", {sum}), max_out});
+  const ValueId infinite = b.Add("is_inf", "equal",
+                                 {b.Add("abs", "abs", {max_out}),
+                                  b.Scalar("inf", std::numeric_limits<double>::infinity(), dtype)});
   b.AddWriting("where", "where", {infinite, max_out, lse}, node.outputs[0]);
   return absl::OkStatus();
 }
@@ -205,8 +192,6 @@ constexpr Decomposition kTensorOpDecompositions[] = {
 
 }  // namespace
 
-absl::Span<const Decomposition> TensorOpDecompositions() {
-  return kTensorOpDecompositions;
-}
+absl::Span<const Decomposition> TensorOpDecompositions() { return kTensorOpDecompositions; }
 
 }  // namespace loom

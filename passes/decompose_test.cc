@@ -26,8 +26,7 @@ using ::testing::StartsWith;
 Module SoftmaxModule(int64_t axis = -1) {
   Module module;
   Graph& graph = module.graph;
-  const ValueId x =
-      graph.AddInput("x", TensorType{DType::kF32, {2, 5}}).value();
+  const ValueId x = graph.AddInput("x", TensorType{DType::kF32, {2, 5}}).value();
   graph.AddNode("r", "relu", {x}, {"a"}).value();
   Attrs attrs;
   attrs.Set("axis", axis);
@@ -63,10 +62,10 @@ TEST(DecomposeTest, SoftmaxBecomesStableReductions) {
   EXPECT_TRUE(*changed);
 
   const Graph& graph = module.graph;
-  EXPECT_THAT(Ops(graph), ElementsAre("relu", "reduce_max", "sub", "exp",
-                                      "reduce_sum", "reciprocal", "mul"));
-  EXPECT_THAT(Names(graph), ElementsAre("r", "sm/max", "sm/sub", "sm/exp",
-                                        "sm/sum", "sm/inverse", "sm/scale"));
+  EXPECT_THAT(Ops(graph),
+              ElementsAre("relu", "reduce_max", "sub", "exp", "reduce_sum", "reciprocal", "mul"));
+  EXPECT_THAT(Names(graph),
+              ElementsAre("r", "sm/max", "sm/sub", "sm/exp", "sm/sum", "sm/inverse", "sm/scale"));
   const Node& max = graph.node(1);
   const Node& sub = graph.node(2);
   const Node& exp = graph.node(3);
@@ -88,10 +87,8 @@ TEST(DecomposeTest, SoftmaxBecomesStableReductions) {
   EXPECT_EQ(graph.value(y).producer, 6);
 
   // Shapes were re-inferred for the new values.
-  EXPECT_EQ(graph.value(max.outputs[0]).type,
-            (TensorType{DType::kF32, {2, 1}}));
-  EXPECT_EQ(graph.value(exp.outputs[0]).type,
-            (TensorType{DType::kF32, {2, 5}}));
+  EXPECT_EQ(graph.value(max.outputs[0]).type, (TensorType{DType::kF32, {2, 1}}));
+  EXPECT_EQ(graph.value(exp.outputs[0]).type, (TensorType{DType::kF32, {2, 5}}));
   EXPECT_EQ(graph.value(y).type, (TensorType{DType::kF32, {2, 5}}));
   EXPECT_TRUE(VerifyGraph(graph).ok()) << VerifyGraph(graph);
 }
@@ -154,8 +151,8 @@ TEST(DecomposeTest, NewNodeNamesStayUnique) {
   ASSERT_TRUE(InferShapes(graph).ok());
 
   ASSERT_TRUE(Decompose()->Run(module).value());
-  EXPECT_THAT(Names(graph), ElementsAre("r", "sm/max.1", "sm/sub", "sm/exp",
-                                        "sm/sum", "sm/inverse", "sm/scale", "sm/max"));
+  EXPECT_THAT(Names(graph), ElementsAre("r", "sm/max.1", "sm/sub", "sm/exp", "sm/sum", "sm/inverse",
+                                        "sm/scale", "sm/max"));
   EXPECT_TRUE(VerifyGraph(graph).ok()) << VerifyGraph(graph);
 }
 
@@ -167,38 +164,20 @@ TEST(DecomposeTest, UnknownOpFailsAtConstruction) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
               StartsWith("decompose does not know op 'lstm_typo'; it knows: "));
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr(absl::StrJoin(DecomposableOps(), ", ")));
+  EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrJoin(DecomposableOps(), ", ")));
 }
 
 TEST(DecomposeTest, KnowsTheCompositeOpsSorted) {
   const std::vector<std::string> ops = DecomposableOps();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
-  EXPECT_THAT(ops, IsSupersetOf({"batch_norm",
-                                 "clip",
-                                 "dropout",
-                                 "elu",
-                                 "flatten",
-                                 "gelu",
-                                 "gemm",
-                                 "group_norm",
-                                 "hard_sigmoid",
-                                 "hard_swish",
-                                 "instance_norm",
-                                 "layer_norm",
-                                 "leaky_relu",
-                                 "linear",
-                                 "log_softmax",
-                                 "prelu",
-                                 "reduce_l1",
-                                 "reduce_l2",
-                                 "reduce_log_sum",
-                                 "reduce_log_sum_exp",
-                                 "reduce_sum_square",
-                                 "selu",
-                                 "silu",
-                                 "softmax",
-                                 "softplus"}));
+  EXPECT_THAT(
+      ops, IsSupersetOf({"batch_norm",        "clip",       "dropout",        "elu",
+                         "flatten",           "gelu",       "gemm",           "group_norm",
+                         "hard_sigmoid",      "hard_swish", "instance_norm",  "layer_norm",
+                         "leaky_relu",        "linear",     "log_softmax",    "prelu",
+                         "reduce_l1",         "reduce_l2",  "reduce_log_sum", "reduce_log_sum_exp",
+                         "reduce_sum_square", "selu",       "silu",           "softmax",
+                         "softplus"}));
 }
 
 // Test decompositions that emit composite ops.
@@ -240,8 +219,7 @@ TEST(DecomposeTest, CompositesThatDecompositionsEmitAreDecomposedToo) {
   ASSERT_TRUE(changed.ok()) << changed.status();
   EXPECT_TRUE(*changed);
   EXPECT_THAT(Ops(module.graph), ElementsAre("sigmoid", "mul", "neg", "silu"));
-  EXPECT_THAT(Names(module.graph),
-              ElementsAre("g/silu/sigmoid", "g/silu/mul", "g/neg", "s"));
+  EXPECT_THAT(Names(module.graph), ElementsAre("g/silu/sigmoid", "g/silu/mul", "g/neg", "s"));
   EXPECT_TRUE(VerifyGraph(module.graph).ok()) << VerifyGraph(module.graph);
   EXPECT_EQ(module.graph.value(module.graph.node(1).outputs[0]).type,
             (TensorType{DType::kF32, {3}}));
@@ -253,17 +231,15 @@ TEST(DecomposeTest, DecompositionsThatNeverReachPrimitivesAreAnError) {
                      {{"silu", SiluAsSoftplus}, {"softplus", SoftplusAsSilu}});
   absl::StatusOr<bool> changed = pass.Run(module);
   EXPECT_EQ(changed.status().code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(std::string(changed.status().message()),
-              HasSubstr("still emit composite ops"));
+  EXPECT_THAT(std::string(changed.status().message()), HasSubstr("still emit composite ops"));
 }
 
 TEST(DecomposeTest, IsRegisteredWithDecomposeOptions) {
   proto::PassSpec spec;
   spec.set_name("decompose");
   spec.mutable_decompose()->add_ops("nope");
-  EXPECT_THAT(
-      std::string(PassRegistry::Global().Create(spec).status().message()),
-      StartsWith("decompose does not know op 'nope'; it knows: "));
+  EXPECT_THAT(std::string(PassRegistry::Global().Create(spec).status().message()),
+              StartsWith("decompose does not know op 'nope'; it knows: "));
   spec.mutable_decompose()->clear_ops();
   EXPECT_TRUE(PassRegistry::Global().Create(spec).ok());
 }

@@ -100,43 +100,38 @@ void DecompositionBuilder::Reserve(size_t nodes) {
 }
 
 ValueId DecompositionBuilder::Add(absl::string_view suffix, OpName op,
-                                  absl::Span<const ValueId> inputs,
-                                  Attrs attrs) {
+                                  absl::Span<const ValueId> inputs, Attrs attrs) {
   std::string name = absl::StrCat(node_.name, "/", suffix);
   const ValueId output = graph_.AddIntermediate(name);
   Emit(std::move(name), op, inputs, {output}, std::move(attrs));
   return output;
 }
 
-ValueIds DecompositionBuilder::AddWithOutputs(
-    absl::string_view suffix, OpName op, absl::Span<const ValueId> inputs,
-    absl::Span<const std::string> output_suffixes, Attrs attrs) {
+ValueIds DecompositionBuilder::AddWithOutputs(absl::string_view suffix, OpName op,
+                                              absl::Span<const ValueId> inputs,
+                                              absl::Span<const std::string> output_suffixes,
+                                              Attrs attrs) {
   ValueIds outputs;
   for (const std::string& output : output_suffixes) {
-    outputs.push_back(
-        graph_.AddIntermediate(absl::StrCat(node_.name, "/", output)));
+    outputs.push_back(graph_.AddIntermediate(absl::StrCat(node_.name, "/", output)));
   }
-  Emit(absl::StrCat(node_.name, "/", suffix), op, inputs, outputs,
-       std::move(attrs));
+  Emit(absl::StrCat(node_.name, "/", suffix), op, inputs, outputs, std::move(attrs));
   return outputs;
 }
 
 void DecompositionBuilder::AddWriting(absl::string_view suffix, OpName op,
-                                      absl::Span<const ValueId> inputs,
-                                      ValueId output, Attrs attrs) {
-  Emit(absl::StrCat(node_.name, "/", suffix), op, inputs, {output},
-       std::move(attrs));
+                                      absl::Span<const ValueId> inputs, ValueId output,
+                                      Attrs attrs) {
+  Emit(absl::StrCat(node_.name, "/", suffix), op, inputs, {output}, std::move(attrs));
 }
 
 ValueId DecompositionBuilder::Constant(absl::string_view suffix, Tensor data) {
-  const std::string name =
-      graph_.UniqueValueName(absl::StrCat(node_.name, "/", suffix));
+  const std::string name = graph_.UniqueValueName(absl::StrCat(node_.name, "/", suffix));
   // The name is fresh, so adding cannot fail.
   return *graph_.AddInitializer(name, ValueKind::kConstant, std::move(data));
 }
 
-ValueId DecompositionBuilder::Scalar(absl::string_view suffix, double value,
-                                     DType dtype) {
+ValueId DecompositionBuilder::Scalar(absl::string_view suffix, double value, DType dtype) {
   Tensor data(dtype, {});
   data.SetDouble(0, value);
   return Constant(suffix, std::move(data));
@@ -151,14 +146,10 @@ ValueId DecompositionBuilder::DimTable(absl::string_view suffix, DType dtype, in
   return Constant(suffix, std::move(data));
 }
 
-void DecompositionBuilder::Emit(std::string name, OpName op,
-                                absl::Span<const ValueId> inputs,
+void DecompositionBuilder::Emit(std::string name, OpName op, absl::Span<const ValueId> inputs,
                                 ValueIds outputs, Attrs attrs) {
-  out_.push_back(Node{UniqueNodeName(std::move(name)),
-                      op,
-                      ValueIds(inputs.begin(), inputs.end()),
-                      std::move(outputs),
-                      std::move(attrs)});
+  out_.push_back(Node{UniqueNodeName(std::move(name)), op, ValueIds(inputs.begin(), inputs.end()),
+                      std::move(outputs), std::move(attrs)});
 }
 
 std::string DecompositionBuilder::UniqueNodeName(std::string base) {
@@ -173,19 +164,18 @@ absl::Status CheckArity(const Node& node, size_t inputs, size_t outputs) {
   if (node.inputs.size() == inputs && node.outputs.size() == outputs) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "expected %d inputs and %d outputs, got %d and %d", inputs, outputs,
-      node.inputs.size(), node.outputs.size()));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("expected %d inputs and %d outputs, got %d and %d", inputs, outputs,
+                      node.inputs.size(), node.outputs.size()));
 }
 
 absl::Status CheckInputCount(const Node& node, size_t min, size_t max) {
-  if (node.inputs.size() >= min && node.inputs.size() <= max &&
-      node.outputs.size() == 1) {
+  if (node.inputs.size() >= min && node.inputs.size() <= max && node.outputs.size() == 1) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(
-      absl::StrFormat("expected %d to %d inputs and 1 output, got %d and %d",
-                      min, max, node.inputs.size(), node.outputs.size()));
+      absl::StrFormat("expected %d to %d inputs and 1 output, got %d and %d", min, max,
+                      node.inputs.size(), node.outputs.size()));
 }
 
 Attrs Ints(AttrName name, AttrInts values) {

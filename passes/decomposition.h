@@ -81,13 +81,8 @@ class NameSet {
 // so a decomposition reads the types of the composite's inputs only.
 class DecompositionBuilder {
  public:
-  DecompositionBuilder(Graph& graph, const Node& node, NameSet& node_names,
-                       NodeList& out)
-      : graph_(graph),
-        node_(node),
-        node_names_(node_names),
-        out_(out),
-        first_(out.size()) {}
+  DecompositionBuilder(Graph& graph, const Node& node, NameSet& node_names, NodeList& out)
+      : graph_(graph), node_(node), node_names_(node_names), out_(out), first_(out.size()) {}
 
   // Makes room for about this many more nodes (and values), for a
   // decomposition that emits many: the tables then grow once, not step by
@@ -96,22 +91,19 @@ class DecompositionBuilder {
 
   // Appends a node `<composite>/<suffix>` that writes a fresh value and
   // returns that value.
-  ValueId Add(absl::string_view suffix, OpName op,
-              absl::Span<const ValueId> inputs, Attrs attrs = {});
+  ValueId Add(absl::string_view suffix, OpName op, absl::Span<const ValueId> inputs,
+              Attrs attrs = {});
 
   // Appends a node `<composite>/<suffix>` that writes a fresh value for
   // each of `output_suffixes` (named `<composite>/<output suffix>`, as Add
   // names its value), e.g. the parts of a split; returns those values.
-  ValueIds AddWithOutputs(absl::string_view suffix, OpName op,
-                          absl::Span<const ValueId> inputs,
-                          absl::Span<const std::string> output_suffixes,
-                          Attrs attrs = {});
+  ValueIds AddWithOutputs(absl::string_view suffix, OpName op, absl::Span<const ValueId> inputs,
+                          absl::Span<const std::string> output_suffixes, Attrs attrs = {});
 
   // Appends a node `<composite>/<suffix>` that writes `output`, one of the
   // composite's own outputs.
-  void AddWriting(absl::string_view suffix, OpName op,
-                  absl::Span<const ValueId> inputs, ValueId output,
-                  Attrs attrs = {});
+  void AddWriting(absl::string_view suffix, OpName op, absl::Span<const ValueId> inputs,
+                  ValueId output, Attrs attrs = {});
 
   // A constant named `<composite>/<suffix>` holding `data`.
   ValueId Constant(absl::string_view suffix, Tensor data);
@@ -125,17 +117,15 @@ class DecompositionBuilder {
 
   // The type of an input of the composite (or of any value that existed
   // before the pass ran).
-  const TensorType& type(ValueId value) const {
-    return graph_.value(value).type;
-  }
+  const TensorType& type(ValueId value) const { return graph_.value(value).type; }
   const Graph& graph() const { return graph_; }
   // How many nodes this builder has appended.
   size_t num_emitted() const { return out_.size() - first_; }
 
  private:
   // Appends a node named `name` (made unique) that writes `outputs`.
-  void Emit(std::string name, OpName op, absl::Span<const ValueId> inputs,
-            ValueIds outputs, Attrs attrs);
+  void Emit(std::string name, OpName op, absl::Span<const ValueId> inputs, ValueIds outputs,
+            Attrs attrs);
   std::string UniqueNodeName(std::string base);
 
   Graph& graph_;
@@ -148,8 +138,7 @@ class DecompositionBuilder {
 // Appends nodes computing `node` to the builder: primitives, or composites
 // that the pass decomposes in turn. Errors describe the cause; the pass adds
 // the node's name and op.
-using DecomposeFn = absl::Status (*)(const Node& node,
-                                     DecompositionBuilder& builder);
+using DecomposeFn = absl::Status (*)(const Node& node, DecompositionBuilder& builder);
 
 struct Decomposition {
   const char* op;
@@ -157,23 +146,18 @@ struct Decomposition {
 };
 
 // The tables of the op families, one per file.
-absl::Span<const Decomposition>
-SoftmaxDecompositions();  // decompose_softmax.cc
-absl::Span<const Decomposition>
-ActivationDecompositions();  // decompose_activation.cc
-absl::Span<const Decomposition> NormDecompositions();  // decompose_norm.cc
-absl::Span<const Decomposition>
-TensorOpDecompositions();                             // decompose_tensor_ops.cc
-absl::Span<const Decomposition> RnnDecompositions();  // decompose_rnn.cc
-absl::Span<const Decomposition> ConvDecompositions();  // decompose_conv.cc
+absl::Span<const Decomposition> SoftmaxDecompositions();     // decompose_softmax.cc
+absl::Span<const Decomposition> ActivationDecompositions();  // decompose_activation.cc
+absl::Span<const Decomposition> NormDecompositions();        // decompose_norm.cc
+absl::Span<const Decomposition> TensorOpDecompositions();    // decompose_tensor_ops.cc
+absl::Span<const Decomposition> RnnDecompositions();         // decompose_rnn.cc
+absl::Span<const Decomposition> ConvDecompositions();        // decompose_conv.cc
 // conv as one library call where it can be (DecomposeOptions::conv_calls),
 // replacing ConvDecompositions' conv.
-absl::Span<const Decomposition> ConvCallDecompositions();  // decompose_conv.cc
-absl::Span<const Decomposition>
-ConvTransposeDecompositions();  // decompose_conv_transpose.cc
-absl::Span<const Decomposition> ResizeDecompositions();  // decompose_resize.cc
-absl::Span<const Decomposition>
-InverseTrigDecompositions();  // decompose_inverse_trig.cc
+absl::Span<const Decomposition> ConvCallDecompositions();       // decompose_conv.cc
+absl::Span<const Decomposition> ConvTransposeDecompositions();  // decompose_conv_transpose.cc
+absl::Span<const Decomposition> ResizeDecompositions();         // decompose_resize.cc
+absl::Span<const Decomposition> InverseTrigDecompositions();    // decompose_inverse_trig.cc
 absl::Span<const Decomposition>
 SequenceDecompositions();  // decompose_sequence.cc (top_k, reverse_sequence, lrn)
 absl::Span<const Decomposition> EinsumDecompositions();  // decompose_einsum.cc

@@ -64,8 +64,7 @@ Graph BuildGraph(const Case& c) {
   }
   std::vector<std::string> outputs;
   for (int i = 0; i < c.outputs; ++i) outputs.push_back(absl::StrCat("y", i));
-  const NodeId node =
-      *graph.AddNode("node", c.op, std::move(inputs), outputs, c.attrs);
+  const NodeId node = *graph.AddNode("node", c.op, std::move(inputs), outputs, c.attrs);
   for (ValueId out : graph.node(node).outputs) graph.AddOutput(out);
   return graph;
 }
@@ -87,8 +86,7 @@ std::vector<Tensor> Inputs(const Case& c) {
   return tensors;
 }
 
-void ExpectSameValues(const Tensor& got, const Tensor& want,
-                      const std::string& where) {
+void ExpectSameValues(const Tensor& got, const Tensor& want, const std::string& where) {
   ASSERT_EQ(got.type(), want.type()) << where;
   for (int64_t i = 0; i < want.num_elements(); ++i) {
     if (!IsFloat(want.dtype())) {
@@ -109,14 +107,12 @@ void CheckDecomposition(const Case& c) {
   const std::string where = Describe(c);
   Module module;
   module.graph = BuildGraph(c);
-  ASSERT_TRUE(InferShapes(module.graph).ok())
-      << where << ": " << InferShapes(module.graph);
+  ASSERT_TRUE(InferShapes(module.graph).ok()) << where << ": " << InferShapes(module.graph);
   const Graph original = module.graph;
 
   proto::DecomposeOptions options;
   options.add_ops(c.op);
-  absl::StatusOr<bool> changed =
-      DecomposePass::Create(options).value()->Run(module);
+  absl::StatusOr<bool> changed = DecomposePass::Create(options).value()->Run(module);
   ASSERT_TRUE(changed.ok()) << where << ": " << changed.status();
   ASSERT_TRUE(*changed) << where;
   for (const Node& node : module.graph.nodes()) {
@@ -140,12 +136,7 @@ TEST(DecompositionsTest, Activations) {
   const TensorType x = F64({3, 7});
   const std::vector<Case> cases = {
       {"gelu", {x}, {}, 1, false, true},
-      {"gelu",
-       {x},
-       Make({{"approximate", std::string("tanh")}}),
-       1,
-       false,
-       true},
+      {"gelu", {x}, Make({{"approximate", std::string("tanh")}}), 1, false, true},
       {"silu", {x}, {}, 1, false, true},
       {"clip", {x}, Make({{"min", -1.5}, {"max", 2.0}}), 1, false, true},
       {"clip", {x}, Make({{"min", 0.25}}), 1, false, true},
@@ -182,23 +173,27 @@ TEST(DecompositionsTest, InverseTrig) {
 TEST(DecompositionsTest, TopKAndLrn) {
   const std::vector<Case> cases = {
       {"top_k", {F64({4, 7})}, Make({{"k", int64_t{7}}}), 2, false, true},
-      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{3}}, {"largest", int64_t{0}}}), 2, false,
-       true},
-      {"top_k", {F64({7, 2, 3})}, Make({{"k", int64_t{2}}, {"axis", int64_t{0}}}), 2, false,
-       true},
+      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{3}}, {"largest", int64_t{0}}}), 2, false, true},
+      {"top_k", {F64({7, 2, 3})}, Make({{"k", int64_t{2}}, {"axis", int64_t{0}}}), 2, false, true},
       {"top_k", {{DType::kI64, {3, 9}}}, Make({{"k", int64_t{9}}}), 2},
-      {"top_k", {{DType::kI32, {3, 9, 2}}},
-       Make({{"k", int64_t{4}}, {"axis", int64_t{1}}, {"largest", int64_t{0}}}), 2},
+      {"top_k",
+       {{DType::kI32, {3, 9, 2}}},
+       Make({{"k", int64_t{4}}, {"axis", int64_t{1}}, {"largest", int64_t{0}}}),
+       2},
       {"top_k", {F64({3, 5})}, Make({{"k", int64_t{0}}}), 2},
-      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{7}}, {"largest", int64_t{0}}}), 2, false,
-       true},
+      {"top_k", {F64({4, 7})}, Make({{"k", int64_t{7}}, {"largest", int64_t{0}}}), 2, false, true},
       // k > 16: by ranks.
       {"top_k", {F64({3, 20})}, Make({{"k", int64_t{17}}}), 2, false, true},
-      {"top_k", {F64({20, 2})}, Make({{"k", int64_t{18}}, {"axis", int64_t{0}},
-                                      {"largest", int64_t{0}}}), 2, false, true},
+      {"top_k",
+       {F64({20, 2})},
+       Make({{"k", int64_t{18}}, {"axis", int64_t{0}}, {"largest", int64_t{0}}}),
+       2,
+       false,
+       true},
       {"top_k", {{DType::kI64, {2, 30}}}, Make({{"k", int64_t{30}}, {"largest", int64_t{0}}}), 2},
       {"lrn", {F64({2, 5, 3, 2})}, Make({{"size", int64_t{3}}}), 1, false, true},
-      {"lrn", {F64({2, 6, 4})},
+      {"lrn",
+       {F64({2, 6, 4})},
        Make({{"size", int64_t{4}}, {"alpha", 0.3}, {"beta", 1.5}, {"bias", 0.25}})},
       {"lrn", {F64({1, 3})}, Make({{"size", int64_t{1}}, {"bias", 1e-30}})},
   };
@@ -244,10 +239,7 @@ TEST(DecompositionsTest, LinearAlgebra) {
       {"gemm", {F64({3, 5}), F64({5, 4}), F64({4})}},
       {"gemm",
        {F64({5, 3}), F64({4, 5}), F64({3, 1})},
-       Make({{"trans_a", int64_t{1}},
-             {"trans_b", int64_t{1}},
-             {"alpha", 0.5},
-             {"beta", 2.0}})},
+       Make({{"trans_a", int64_t{1}}, {"trans_b", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}})},
       {"gemm", {F64({3, 5}), F64({5, 4})}, Make({{"alpha", -1.0}})},
       {"gemm", {F64({1, 5}), F64({5, 1}), F64({1, 1})}},
   };
@@ -256,25 +248,20 @@ TEST(DecompositionsTest, LinearAlgebra) {
 
 TEST(DecompositionsTest, Reductions) {
   std::vector<Case> cases;
-  for (const char* op : {"reduce_l1", "reduce_l2", "reduce_log_sum",
-                         "reduce_log_sum_exp", "reduce_sum_square"}) {
+  for (const char* op :
+       {"reduce_l1", "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"}) {
     const bool positive = std::string(op) == "reduce_log_sum";
+    cases.push_back(
+        {op, {F64({2, 3, 4})}, Make({{"axes", std::vector<int64_t>{-1}}}), 1, positive});
     cases.push_back({op,
                      {F64({2, 3, 4})},
-                     Make({{"axes", std::vector<int64_t>{-1}}}),
+                     Make({{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", int64_t{1}}}),
                      1,
                      positive});
-    cases.push_back(
-        {op,
-         {F64({2, 3, 4})},
-         Make({{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", int64_t{1}}}),
-         1,
-         positive});
     cases.push_back({op, {F64({3, 1, 5})}, {}, 1, positive});
   }
-  cases.push_back({"reduce_l1",
-                   {{DType::kI32, {3, 4}}},
-                   Make({{"axes", std::vector<int64_t>{1}}})});
+  cases.push_back(
+      {"reduce_l1", {{DType::kI32, {3, 4}}}, Make({{"axes", std::vector<int64_t>{1}}})});
   cases.push_back({"reduce_sum_square", {{DType::kI64, {3, 4}}}, {}});
   // Infinite maxima: the result is the max itself.
   cases.push_back({"reduce_log_sum_exp",
@@ -312,12 +299,8 @@ TEST(DecompositionsTest, Normalisations) {
        {F64({2, 3, 5}), F64({3, 5})},
        Make({{"axis", int64_t{1}}, {"epsilon", 1e-3}})},
       {"layer_norm", {F64({4, 1})}},
-      {"group_norm",
-       {F64({2, 6, 3, 2}), F64({6}), F64({6})},
-       Make({{"num_groups", int64_t{3}}})},
-      {"group_norm",
-       {F64({2, 4}), F64({4}), F64({4})},
-       Make({{"num_groups", int64_t{1}}})},
+      {"group_norm", {F64({2, 6, 3, 2}), F64({6}), F64({6})}, Make({{"num_groups", int64_t{3}}})},
+      {"group_norm", {F64({2, 4}), F64({4}), F64({4})}, Make({{"num_groups", int64_t{1}}})},
       {"group_norm",
        {F64({1, 4, 5}), F64({4}), F64({4})},
        Make({{"num_groups", int64_t{4}}, {"epsilon", 0.1}})},
@@ -387,7 +370,9 @@ TEST(DecompositionsTest, ConvTransposes) {
       {"conv_transpose",
        {F64({2, 4, 3, 4}), F64({4, 3, 3, 3}), F64({3})},
        Make({{"strides", Ints{2, 2}}, {"pads", Ints{1, 0, 1, 2}}, {"output_padding", Ints{1, 0}}})},
-      {"conv_transpose", {F64({1, 3, 4, 4}), F64({3, 2, 2, 2})}, Make({{"pads", Ints{1, 1, 0, 0}}})},
+      {"conv_transpose",
+       {F64({1, 3, 4, 4}), F64({3, 2, 2, 2})},
+       Make({{"pads", Ints{1, 1, 0, 0}}})},
       {"conv_transpose",
        {F64({1, 4, 3, 3}), F64({4, 3, 2, 3})},
        Make({{"group", int64_t{2}}, {"strides", Ints{3, 2}}, {"dilations", Ints{1, 2}}})},
@@ -410,7 +395,9 @@ TEST(DecompositionsTest, ConvTransposes) {
        {F64({2, 1, 4, 3}), F64({1, 3, 2, 2}), F64({3})},
        Make({{"strides", Ints{1, 2}}, {"pads", Ints{2, -1, 1, 0}}})},
       // conv: strides of more phases than the columns way makes.
-      {"conv_transpose", {F64({1, 2, 2, 2}), F64({2, 1, 2, 1})}, Make({{"strides", Ints{100, 100}}})},
+      {"conv_transpose",
+       {F64({1, 2, 2, 2}), F64({2, 1, 2, 1})},
+       Make({{"strides", Ints{100, 100}}})},
   };
   for (const Case& c : cases) CheckDecomposition(c);
 }
@@ -426,14 +413,14 @@ TEST(DecompositionsTest, Pools) {
        true},
       {"max_pool",
        {x},
-       Make({{"kernel_shape", Ints{2, 3}}, {"dilations", Ints{2, 1}}, {"ceil_mode", int64_t{1}},
+       Make({{"kernel_shape", Ints{2, 3}},
+             {"dilations", Ints{2, 1}},
+             {"ceil_mode", int64_t{1}},
              {"strides", Ints{2, 2}}})},
       {"max_pool", {F64({1, 2, 5})}, Make({{"kernel_shape", Ints{1}}, {"strides", Ints{2}}})},
       {"max_pool", {F64({1, 1, 3, 3, 3})}, Make({{"kernel_shape", Ints{2, 2, 2}}})},
       {"average_pool", {x}, Make({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}})},
-      {"average_pool",
-       {x},
-       Make({{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 0, 1, 2}}})},
+      {"average_pool", {x}, Make({{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 0, 1, 2}}})},
       {"average_pool",
        {x},
        Make({{"kernel_shape", Ints{3, 3}},
@@ -463,29 +450,19 @@ TEST(DecompositionsTest, Pools) {
 TEST(DecompositionsTest, Resize) {
   const TensorType x = F64({2, 3, 5, 6});
   using Floats = std::vector<double>;
-  auto resize = [](const char *mode, const char *coordinates, AttrValue size,
-                   bool scales) {
+  auto resize = [](const char* mode, const char* coordinates, AttrValue size, bool scales) {
     return Make({{"mode", std::string(mode)},
                  {"coordinate_transformation_mode", std::string(coordinates)},
                  {scales ? "scales" : "sizes", std::move(size)}});
   };
   std::vector<Case> cases;
-  for (const char *mode : {"nearest", "linear", "cubic"}) {
-    for (const char *coordinates :
-         {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-          "tf_half_pixel_for_nn"}) {
-      cases.push_back({"resize",
-                       {x},
-                       resize(mode, coordinates, Floats{1, 1, 2, 3}, true),
-                       1,
-                       false,
-                       true});
+  for (const char* mode : {"nearest", "linear", "cubic"}) {
+    for (const char* coordinates : {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                    "asymmetric", "tf_half_pixel_for_nn"}) {
       cases.push_back(
-          {"resize",
-           {x},
-           resize(mode, coordinates, Floats{1, 0.5, 0.6, 1.3}, true)});
-      cases.push_back(
-          {"resize", {x}, resize(mode, coordinates, Ints{3, 3, 1, 4}, false)});
+          {"resize", {x}, resize(mode, coordinates, Floats{1, 1, 2, 3}, true), 1, false, true});
+      cases.push_back({"resize", {x}, resize(mode, coordinates, Floats{1, 0.5, 0.6, 1.3}, true)});
+      cases.push_back({"resize", {x}, resize(mode, coordinates, Ints{3, 3, 1, 4}, false)});
     }
     Attrs crop = resize(mode, "tf_crop_and_resize", Ints{2, 3, 4, 7}, false);
     crop.Set("roi", Floats{0, 0, -0.2, 0.3, 1, 1, 0.8, 1.4});
@@ -496,13 +473,12 @@ TEST(DecompositionsTest, Resize) {
     excluded.Set("cubic_coeff_a", -0.5);
     cases.push_back({"resize", {x}, std::move(excluded)});
   }
-  for (const char *rounding : {"round_prefer_ceil", "floor", "ceil"}) {
+  for (const char* rounding : {"round_prefer_ceil", "floor", "ceil"}) {
     Attrs attrs = resize("nearest", "asymmetric", Floats{1, 1, 1.5, 0.7}, true);
     attrs.Set("nearest_mode", std::string(rounding));
     cases.push_back({"resize", {x}, std::move(attrs)});
   }
-  for (const Case &c : cases)
-    CheckDecomposition(c);
+  for (const Case& c : cases) CheckDecomposition(c);
 }
 
 // The ops a decomposition of the one node of `c` leaves, counted.
@@ -547,8 +523,8 @@ TEST(DecompositionsTest, ConvOfManyChannelsIsShiftedGemmCalls) {
   Tensor w(DType::kF64, {8, 16, 3, 3});
   FillUniform(w, 3, -1, 1);
   const ValueId weight = *graph.AddInitializer("w", ValueKind::kWeight, std::move(w));
-  const NodeId conv = *graph.AddNode("conv", "conv", {x, weight}, {"y"},
-                                     Make({{"pads", Ints{1, 1, 1, 1}}}));
+  const NodeId conv =
+      *graph.AddNode("conv", "conv", {x, weight}, {"y"}, Make({{"pads", Ints{1, 1, 1, 1}}}));
   graph.AddOutput(graph.node(conv).outputs[0]);
   ASSERT_TRUE(InferShapes(graph).ok());
   ASSERT_TRUE(DecomposePass::Create({}).value()->Run(module).ok());
@@ -612,22 +588,21 @@ TEST(DecompositionsTest, EmptyConvTransposeIsRefused) {
 // per dim.
 TEST(DecompositionsTest, ResizeUsesViewsWhereItCan) {
   using Floats = std::vector<double>;
-  std::map<std::string, int> repeat = DecomposedOps(
-      {"resize", {F64({1, 2, 4, 4})}, Make({{"scales", Floats{1, 1, 2, 3}}})});
+  std::map<std::string, int> repeat =
+      DecomposedOps({"resize", {F64({1, 2, 4, 4})}, Make({{"scales", Floats{1, 1, 2, 3}}})});
   EXPECT_EQ(repeat["gather"], 0);
   EXPECT_EQ(repeat["expand"], 2);
-  std::map<std::string, int> halves = DecomposedOps(
-      {"resize",
-       {F64({1, 2, 4, 4})},
-       Make({{"scales", Floats{1, 1, 0.5, 0.5}},
-             {"coordinate_transformation_mode", std::string("asymmetric")}})});
+  std::map<std::string, int> halves =
+      DecomposedOps({"resize",
+                     {F64({1, 2, 4, 4})},
+                     Make({{"scales", Floats{1, 1, 0.5, 0.5}},
+                           {"coordinate_transformation_mode", std::string("asymmetric")}})});
   EXPECT_EQ(halves["gather"], 0);
   EXPECT_EQ(halves["slice"], 2);
   std::map<std::string, int> bilinear =
       DecomposedOps({"resize",
                      {F64({1, 2, 4, 4})},
-                     Make({{"mode", std::string("linear")},
-                           {"scales", Floats{1, 1, 2, 2}}})});
+                     Make({{"mode", std::string("linear")}, {"scales", Floats{1, 1, 2, 2}}})});
   EXPECT_EQ(bilinear["gather"], 4);
   EXPECT_EQ(bilinear["mul"], 4);
   EXPECT_EQ(bilinear["add"], 2);
@@ -636,10 +611,10 @@ TEST(DecompositionsTest, ResizeUsesViewsWhereItCan) {
 // A window of 2^17 positions would be 2^17 slices: refused by name.
 TEST(DecompositionsTest, HugeKernelsAreRefused) {
   Module module;
-  module.graph = BuildGraph({"max_pool",
-                             {F64({1, 1, 1, 1})},
-                             Make({{"kernel_shape", Ints{512, 256}},
-                                   {"pads", Ints{256, 128, 255, 127}}})});
+  module.graph =
+      BuildGraph({"max_pool",
+                  {F64({1, 1, 1, 1})},
+                  Make({{"kernel_shape", Ints{512, 256}}, {"pads", Ints{256, 128, 255, 127}}})});
   ASSERT_TRUE(InferShapes(module.graph).ok());
   absl::Status status = DecomposePass::Create({}).value()->Run(module).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -670,15 +645,12 @@ TEST(DecompositionsTest, HugeTablesAreRefused) {
 
 TEST(DecompositionsTest, BadAttributesAreErrorsNamingTheNode) {
   Module module;
-  module.graph = BuildGraph({"group_norm",
-                             {F64({2, 6}), F64({6}), F64({6})},
-                             Make({{"num_groups", int64_t{4}}})});
+  module.graph = BuildGraph(
+      {"group_norm", {F64({2, 6}), F64({6}), F64({6})}, Make({{"num_groups", int64_t{4}}})});
   proto::DecomposeOptions options;
-  absl::Status status =
-      DecomposePass::Create(options).value()->Run(module).status();
+  absl::Status status = DecomposePass::Create(options).value()->Run(module).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              testing::HasSubstr("node 'node' (group_norm)"));
+  EXPECT_THAT(std::string(status.message()), testing::HasSubstr("node 'node' (group_norm)"));
 }
 
 }  // namespace

@@ -37,18 +37,18 @@ struct ConvBn {
     Attrs pads;
     pads.Set("pads", AttrInts{1, 1, 1, 1});
     const NodeId conv = *g.AddNode("conv", "conv", conv_inputs, {"c"}, pads);
-    const ValueId var =
-        runtime_var ? *g.AddInput("var", {DType::kF32, {4}})
-                    : *g.AddInitializer("var", ValueKind::kWeight, Uniform({4}, 6, 0.5, 2));
+    const ValueId var = runtime_var
+                            ? *g.AddInput("var", {DType::kF32, {4}})
+                            : *g.AddInitializer("var", ValueKind::kWeight, Uniform({4}, 6, 0.5, 2));
     Attrs epsilon;
     epsilon.Set("epsilon", 1e-3);
-    const NodeId bn = *g.AddNode(
-        "bn", "batch_norm",
-        {g.node(conv).outputs[0],
-         *g.AddInitializer("scale", ValueKind::kWeight, Uniform({4}, 3, 0.5, 1.5)),
-         *g.AddInitializer("shift", ValueKind::kWeight, Uniform({4}, 4, -1, 1)),
-         *g.AddInitializer("mean", ValueKind::kWeight, Uniform({4}, 5, -1, 1)), var},
-        {"n"}, epsilon);
+    const NodeId bn =
+        *g.AddNode("bn", "batch_norm",
+                   {g.node(conv).outputs[0],
+                    *g.AddInitializer("scale", ValueKind::kWeight, Uniform({4}, 3, 0.5, 1.5)),
+                    *g.AddInitializer("shift", ValueKind::kWeight, Uniform({4}, 4, -1, 1)),
+                    *g.AddInitializer("mean", ValueKind::kWeight, Uniform({4}, 5, -1, 1)), var},
+                   {"n"}, epsilon);
     const NodeId relu = *g.AddNode("relu", "relu", {g.node(bn).outputs[0]}, {"y"});
     g.AddOutput(g.node(relu).outputs[0]);
     if (conv_read_twice) g.AddOutput(g.node(conv).outputs[0]);

@@ -78,9 +78,8 @@ struct InlineTemplate {
 
 // Ops whose result is a view of their first input.
 bool IsView(absl::string_view op) {
-  return op == "reshape" || op == "transpose" || op == "squeeze" ||
-         op == "unsqueeze" || op == "expand" || op == "slice" ||
-         op == "split" || op == "tile" || op == "as_strided";
+  return op == "reshape" || op == "transpose" || op == "squeeze" || op == "unsqueeze" ||
+         op == "expand" || op == "slice" || op == "split" || op == "tile" || op == "as_strided";
 }
 
 // Normalises a possibly negative axis; the verifier has checked the range.
@@ -127,9 +126,8 @@ bool UsesVar(Expr e, int var) {
 // `coefficient` to c (0 when x_var does not occur).
 bool IsLinearIn(Expr e, int var, int64_t& coefficient) {
   const std::vector<Expr> terms =
-      e->kind() == ExprKind::kAdd
-          ? std::vector<Expr>(e->operands().begin(), e->operands().end())
-          : std::vector<Expr>{e};
+      e->kind() == ExprKind::kAdd ? std::vector<Expr>(e->operands().begin(), e->operands().end())
+                                  : std::vector<Expr>{e};
   coefficient = 0;
   for (Expr term : terms) {
     if (!UsesVar(term, var)) continue;
@@ -138,8 +136,8 @@ bool IsLinearIn(Expr e, int var, int64_t& coefficient) {
       continue;
     }
     const absl::Span<const Expr> factors = term->operands();
-    if (term->kind() != ExprKind::kMul || factors.size() != 2 ||
-        !factors[0]->is_const() || factors[1]->kind() != ExprKind::kVar) {
+    if (term->kind() != ExprKind::kMul || factors.size() != 2 || !factors[0]->is_const() ||
+        factors[1]->kind() != ExprKind::kVar) {
       return false;
     }
     coefficient += factors[0]->value();
@@ -154,9 +152,7 @@ bool IsLinearIn(Expr e, int var, int64_t& coefficient) {
 // to it), so it neither grows nor allocates per entry. Recomputing a result
 // that was evicted gives the same expression (they are hash-consed), so
 // what the cache holds never changes the output.
-int64_t Bits(Expr e) {
-  return static_cast<int64_t>(reinterpret_cast<intptr_t>(e));
-}
+int64_t Bits(Expr e) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(e)); }
 
 // A memo key: the words of a computation's arguments, appended in order
 // into fixed storage (lowering builds one per memoised call, so they must
@@ -242,8 +238,7 @@ class ExprMemo {
 
   Expr Find(absl::Span<const int64_t> key, uint64_t hash) const {
     const Slot& slot = slots_[hash & (slots_.size() - 1)];
-    if (slot.result == nullptr || slot.hash != hash ||
-        slot.size != key.size()) {
+    if (slot.result == nullptr || slot.hash != hash || slot.size != key.size()) {
       return nullptr;
     }
     for (size_t i = 0; i < key.size(); ++i) {
@@ -285,8 +280,7 @@ class Extents {
  public:
   explicit Extents(const ComputeNode& node) {
     extents_.assign(node.ranges.begin(), node.ranges.end());
-    extents_.insert(extents_.end(), node.reduction_ranges.begin(),
-                    node.reduction_ranges.end());
+    extents_.insert(extents_.end(), node.reduction_ranges.begin(), node.reduction_ranges.end());
   }
   operator absl::Span<const int64_t>() const { return extents_; }
 
@@ -298,8 +292,7 @@ class Lowering {
  public:
   // With `release` (the graph itself, which the caller is done with), each
   // block of nodes is freed once lowered, and the node list at the end.
-  explicit Lowering(const Graph& graph, const LowerOptions& options,
-                    Graph* release = nullptr)
+  explicit Lowering(const Graph& graph, const LowerOptions& options, Graph* release = nullptr)
       : graph_(graph),
         options_(options),
         release_(release),
@@ -329,8 +322,7 @@ class Lowering {
   // ctx_.Substitute(e, indices), memoised (see ExprMemo).
   Expr Substitute(Expr e, absl::Span<const Expr> indices);
   // The same, simplified over loop variables of these extents.
-  Expr Reindex(Expr e, absl::Span<const Expr> indices,
-               absl::Span<const int64_t> extents);
+  Expr Reindex(Expr e, absl::Span<const Expr> indices, absl::Span<const int64_t> extents);
   // ctx_.Simplify(e, extents), memoised.
   Expr Simplify(Expr e, absl::Span<const int64_t> extents);
   // Sets key_ to the memo key of Simplify(e, extents).
@@ -359,8 +351,7 @@ class Lowering {
   int NewTemplate();
   // Appends a copy of `tmpl`'s body to `node`, evaluated at `coords` (the
   // template's loop variables in terms of `node`'s); returns the root.
-  int Inline(ComputeNode& node, const InlineTemplate& tmpl,
-             absl::Span<const Expr> coords);
+  int Inline(ComputeNode& node, const InlineTemplate& tmpl, absl::Span<const Expr> coords);
 
   // Body steps.
   int Load(ComputeNode& node, ValueId value, absl::Span<const Expr> indices);
@@ -368,8 +359,7 @@ class Lowering {
   int LoadFrom(ComputeNode& node, const LoweredValue& source, DType dtype,
                absl::Span<const Expr> indices);
   int Step(ComputeNode& node, ScalarOp op);
-  int Call(ComputeNode& node, ScalarFn fn, DType dtype,
-           absl::Span<const int> args);
+  int Call(ComputeNode& node, ScalarFn fn, DType dtype, absl::Span<const int> args);
   int Constant(ComputeNode& node, double value, DType dtype);
   // Indices into `in_shape` that broadcast it to the node's first
   // `out_rank` loop variables (numpy rules).
@@ -399,8 +389,7 @@ class Lowering {
   // MatchGemm, not built twice).
   ComputeNode GemmNode(const Node& node);
   // The matmul `node` over its operands lowered as `a` and `b`.
-  ComputeNode MatmulNode(const Node& node, const LoweredValue& a,
-                         const LoweredValue& b);
+  ComputeNode MatmulNode(const Node& node, const LoweredValue& a, const LoweredValue& b);
   // Whether `value` is stored at an affine offset (a buffer, or a view
   // of one without divisions).
   bool IsAffineView(ValueId value);
@@ -422,8 +411,7 @@ class Lowering {
                                      int index, int64_t axis, int64_t extent, int component);
   LoweredValue CheckedIndices(const Node& node, ValueId indices, int64_t axis, int64_t extent,
                               int component);
-  int CheckIndex(ComputeNode& compute, const Node& node, int index, int64_t axis,
-                 int64_t extent);
+  int CheckIndex(ComputeNode& compute, const Node& node, int index, int64_t axis, int64_t extent);
   LoweredValue LinearSource(const std::string& name, ValueId value, int var, int64_t& stride);
   // Steps: the value of `value` (over the loop variables), `step` as an
   // i64, a && b (a < 0: b alone).
@@ -437,8 +425,7 @@ class Lowering {
   // than folding updates into them.
   static bool Replaces(const Node& node);
   absl::Status FinishScatter(const Node& node, ComputeNode pull, int match, Expr position,
-                             absl::Span<const Expr> update_coords,
-                             const LoweredValue& last_source,
+                             absl::Span<const Expr> update_coords, const LoweredValue& last_source,
                              absl::Span<const Expr> last_coords, int64_t last_stride);
   int IndirectLoad(ComputeNode& compute, ValueId data, const LoweredValue& source,
                    absl::Span<const Expr> data_indices, int64_t stride, int index);
@@ -457,8 +444,8 @@ class Lowering {
   // element x of `in` going to buffer[Substitute(offset, x + shift)].
   // Pad modes "reflect" and "edge" (see LowerPad).
   void LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offset, bool reflect);
-  ComputeNode CopyInto(const std::string& name, ValueId in, BufferId buffer,
-                       Expr offset, const std::vector<int64_t>& shift);
+  ComputeNode CopyInto(const std::string& name, ValueId in, BufferId buffer, Expr offset,
+                       const std::vector<int64_t>& shift);
   // `value` copied into a fresh contiguous buffer, for a reader that needs
   // a simpler index than the value's view gives. The copy and its buffer
   // are named `name`: `<reader>.<role>`, as one value may be copied for
@@ -498,8 +485,7 @@ void Lowering::CountReads(const Graph& graph, std::vector<double>& reads,
   auto size = [&](ValueId id) {
     return static_cast<double>(NumElements(graph.value(id).type.shape));
   };
-  for (auto node = graph.nodes().rbegin(); node != graph.nodes().rend();
-       ++node) {
+  for (auto node = graph.nodes().rbegin(); node != graph.nodes().rend(); ++node) {
     if (IsView(node->op)) {
       for (ValueId out : node->outputs) {  // split's parts, one for the rest
         reads[node->inputs[0]] += reads[out];
@@ -540,8 +526,8 @@ const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
     (*r)["bit_shift"] = &Lowering::LowerElementwise;
     (*r)["cast"] = &Lowering::LowerCast;
     // Reductions.
-    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max",
-                           "reduce_min", "reduce_prod", "reduce_var"}) {
+    for (const char* op :
+         {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_var"}) {
       (*r)[op] = &Lowering::LowerReduce;
     }
     (*r)["argmax"] = &Lowering::LowerArgReduce;
@@ -570,8 +556,7 @@ const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
   return *rules;
 }
 
-BufferId Lowering::NewBuffer(const Value& value, BufferKind kind,
-                             ValueId source) {
+BufferId Lowering::NewBuffer(const Value& value, BufferKind kind, ValueId source) {
   Buffer buffer;
   buffer.name = value.name;
   buffer.dtype = value.type.dtype;
@@ -598,8 +583,7 @@ Expr Lowering::ContiguousOffset(const Shape& shape, int first_var) {
     const std::vector<int64_t> strides = ContiguousStrides(shape);
     for (size_t i = 0; i < shape.size(); ++i) {
       if (shape[i] == 1) continue;  // its only index is 0
-      offset = ctx_.Add(
-          offset, ctx_.Mul(Var(first_var + static_cast<int>(i)), strides[i]));
+      offset = ctx_.Add(offset, ctx_.Mul(Var(first_var + static_cast<int>(i)), strides[i]));
     }
     return offset;
   });
@@ -611,8 +595,7 @@ Expr Lowering::Substitute(Expr e, absl::Span<const Expr> indices) {
   return memo_.Get(key_, [&] { return ctx_.Substitute(e, indices); });
 }
 
-Expr Lowering::Reindex(Expr e, absl::Span<const Expr> indices,
-                       absl::Span<const int64_t> extents) {
+Expr Lowering::Reindex(Expr e, absl::Span<const Expr> indices, absl::Span<const int64_t> extents) {
   if (e->is_const()) return e;
   if (IsIdentity(indices)) return Simplify(e, extents);
   key_.Start(kReindex)
@@ -641,8 +624,7 @@ void Lowering::SimplifyKey(Expr e, absl::Span<const int64_t> extents) {
 
 bool Lowering::IsIdentity(absl::Span<const Expr> indices) {
   for (size_t i = 0; i < indices.size(); ++i) {
-    if (indices[i]->kind() != ExprKind::kVar ||
-        indices[i]->value() != static_cast<int64_t>(i)) {
+    if (indices[i]->kind() != ExprKind::kVar || indices[i]->value() != static_cast<int64_t>(i)) {
       return false;
     }
   }
@@ -664,9 +646,7 @@ ComputeNode Lowering::PointwiseNode(const Node& node, ValueId out) {
   size_t steps = 1;
   for (ValueId input : node.inputs) {
     const LoweredValue& source = lowered_[input];
-    steps += source.inline_node >= 0
-                 ? inline_templates_[source.inline_node].body.size()
-                 : 1;
+    steps += source.inline_node >= 0 ? inline_templates_[source.inline_node].body.size() : 1;
   }
   compute.body.reserve(steps);
   return compute;
@@ -684,10 +664,9 @@ void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   // where its operands then stay inside its kernel (a matmul and its bias
   // add), and keeps the program from growing with body x readers.
   constexpr int32_t kMaxInlineReaders = 64;
-  const bool many_copies =
-      readers_[out] > kMaxInlineReaders && node.body.size() > 1;
-  if (node.reduce == ReduceKind::kNone && node.body.size() <= kMaxInlineSteps &&
-      !many_copies && reads_[out] <= NumElements(value.type.shape)) {
+  const bool many_copies = readers_[out] > kMaxInlineReaders && node.body.size() > 1;
+  if (node.reduce == ReduceKind::kNone && node.body.size() <= kMaxInlineSteps && !many_copies &&
+      reads_[out] <= NumElements(value.type.shape)) {
     LoweredValue inlined;
     inlined.inline_node = NewTemplate();
     InlineTemplate& tmpl = inline_templates_[inlined.inline_node];
@@ -706,8 +685,7 @@ void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   // most of the loop program's memory).
   node.body.shrink_to_fit();
   node.store_index = ContiguousOffset(node.ranges);
-  lowered_[out] =
-      LoweredValue::Stored(node.output, ContiguousOffset(value.type.shape));
+  lowered_[out] = LoweredValue::Stored(node.output, ContiguousOffset(value.type.shape));
   program_.nodes.push_back(std::move(node));
 }
 
@@ -726,14 +704,12 @@ int Lowering::Step(ComputeNode& node, ScalarOp op) {
   return static_cast<int>(node.body.size() - 1);
 }
 
-int Lowering::Load(ComputeNode& node, ValueId value,
-                   absl::Span<const Expr> indices) {
-  return LoadFrom(node, lowered_[value], graph_.value(value).type.dtype,
-                  indices);
+int Lowering::Load(ComputeNode& node, ValueId value, absl::Span<const Expr> indices) {
+  return LoadFrom(node, lowered_[value], graph_.value(value).type.dtype, indices);
 }
 
-int Lowering::LoadFrom(ComputeNode& node, const LoweredValue& source,
-                       DType dtype, absl::Span<const Expr> indices) {
+int Lowering::LoadFrom(ComputeNode& node, const LoweredValue& source, DType dtype,
+                       absl::Span<const Expr> indices) {
   if (source.inline_constant) return Constant(node, source.constant, dtype);
   if (source.inline_node >= 0) {
     absl::InlinedVector<Expr, 4> coords;
@@ -755,8 +731,7 @@ int Lowering::LoadFrom(ComputeNode& node, const LoweredValue& source,
   return Step(node, std::move(load));
 }
 
-int Lowering::Inline(ComputeNode& node, const InlineTemplate& tmpl,
-                     absl::Span<const Expr> coords) {
+int Lowering::Inline(ComputeNode& node, const InlineTemplate& tmpl, absl::Span<const Expr> coords) {
   const int base = static_cast<int>(node.body.size());
   const Extents ranges(node);
   // Grows geometrically still (reserving the exact size each time would
@@ -776,8 +751,7 @@ int Lowering::Inline(ComputeNode& node, const InlineTemplate& tmpl,
   return base + tmpl.root;
 }
 
-int Lowering::Call(ComputeNode& node, ScalarFn fn, DType dtype,
-                   absl::Span<const int> args) {
+int Lowering::Call(ComputeNode& node, ScalarFn fn, DType dtype, absl::Span<const int> args) {
   ScalarOp call{ScalarOp::Kind::kCall, dtype};
   call.fn = fn;
   call.args.assign(args.begin(), args.end());
@@ -794,8 +768,7 @@ Indices Lowering::BroadcastIndices(const Shape& in_shape, size_t out_rank) {
   Indices indices;
   const size_t lead = out_rank - in_shape.size();
   for (size_t i = 0; i < in_shape.size(); ++i) {
-    indices.push_back(in_shape[i] == 1 ? ctx_.Const(0)
-                                       : Var(static_cast<int>(lead + i)));
+    indices.push_back(in_shape[i] == 1 ? ctx_.Const(0) : Var(static_cast<int>(lead + i)));
   }
   return indices;
 }
@@ -806,20 +779,16 @@ absl::Status Lowering::LowerElementwise(const Node& node) {
     // Its attribute picks the sign of the remainder.
     fn = node.attrs.GetInt("fmod", 0) != 0 ? ScalarFn::kFmod : ScalarFn::kMod;
   } else if (node.op == "bit_shift") {
-    fn = node.attrs.GetString("direction", "") == "left" ? ScalarFn::kShl
-                                                        : ScalarFn::kShr;
+    fn = node.attrs.GetString("direction", "") == "left" ? ScalarFn::kShl : ScalarFn::kShr;
   } else {
-    fn = elementwise_fns_.Get(
-        node.op, [](OpName op) { return ElementwiseFns().at(op); });
+    fn = elementwise_fns_.Get(node.op, [](OpName op) { return ElementwiseFns().at(op); });
   }
   const ValueId out = node.outputs[0];
   ComputeNode compute = PointwiseNode(node, out);
   const size_t rank = compute.ranges.size();
   absl::InlinedVector<int, 3> args;
   for (ValueId input : node.inputs) {
-    args.push_back(
-        Load(compute, input,
-             BroadcastIndices(graph_.value(input).type.shape, rank)));
+    args.push_back(Load(compute, input, BroadcastIndices(graph_.value(input).type.shape, rank)));
   }
   const int root = Call(compute, fn, graph_.value(out).type.dtype, args);
   Finish(std::move(compute), out, root);
@@ -829,8 +798,7 @@ absl::Status Lowering::LowerElementwise(const Node& node) {
 absl::Status Lowering::LowerCast(const Node& node) {
   const ValueId out = node.outputs[0];
   ComputeNode compute = PointwiseNode(node, out);
-  const int arg = Load(compute, node.inputs[0],
-                       Vars(0, static_cast<int>(compute.ranges.size())));
+  const int arg = Load(compute, node.inputs[0], Vars(0, static_cast<int>(compute.ranges.size())));
   ScalarOp cast{ScalarOp::Kind::kCast, graph_.value(out).type.dtype};
   cast.args = {arg};
   const int root = Step(compute, std::move(cast));
@@ -856,8 +824,7 @@ absl::Status Lowering::LowerReduce(const Node& node) {
   int next_pointwise = 0;
   for (size_t i = 0; i < in_shape.size(); ++i) {
     if (reduced[i]) {
-      indices.push_back(Var(num_pointwise +
-                            static_cast<int>(compute.reduction_ranges.size())));
+      indices.push_back(Var(num_pointwise + static_cast<int>(compute.reduction_ranges.size())));
       compute.reduction_ranges.push_back(in_shape[i]);
       if (keepdims) ++next_pointwise;
     } else {
@@ -883,8 +850,7 @@ absl::Status Lowering::LowerReduce(const Node& node) {
   const LoweredValue sum = LoweredValue::Stored(
       StoreTemp(std::move(compute), root, dtype, absl::StrCat(node.name, ".sum")), offset);
   ComputeNode divide = PointwiseNode(node, out);
-  const int total =
-      LoadFrom(divide, sum, dtype, Vars(0, static_cast<int>(divide.ranges.size())));
+  const int total = LoadFrom(divide, sum, dtype, Vars(0, static_cast<int>(divide.ranges.size())));
   const int n = Constant(divide, static_cast<double>(count), dtype);
   const int quotient = Call(divide, ScalarFn::kDiv, dtype, {total, n});
   Finish(std::move(divide), out, quotient);
@@ -945,13 +911,11 @@ absl::Status Lowering::LowerCumsum(const Node& node) {
   const int j = Step(compute, position);
   position.index = Var(axis);
   const int i = Step(compute, position);
-  const ScalarFn compare = reverse
-                               ? (exclusive ? ScalarFn::kGt : ScalarFn::kGe)
-                               : (exclusive ? ScalarFn::kLt : ScalarFn::kLe);
+  const ScalarFn compare = reverse ? (exclusive ? ScalarFn::kGt : ScalarFn::kGe)
+                                   : (exclusive ? ScalarFn::kLt : ScalarFn::kLe);
   const int in_prefix = Call(compute, compare, DType::kBool, {j, i});
   const int zero = Constant(compute, 0, dtype);
-  const int root =
-      Call(compute, ScalarFn::kSelect, dtype, {in_prefix, value, zero});
+  const int root = Call(compute, ScalarFn::kSelect, dtype, {in_prefix, value, zero});
   Finish(std::move(compute), out, root);
   return absl::OkStatus();
 }
@@ -981,9 +945,8 @@ bool Lowering::MayBeGemm(const Node& node) const {
   const Value& a = graph_.value(node.inputs[0]);
   const Value& b = graph_.value(node.inputs[1]);
   const DType dtype = graph_.value(node.outputs[0]).type.dtype;
-  return options_.gemm_min_rows >= 0 && a.type.shape.size() >= 2 &&
-         b.type.shape.size() >= 2 && a.type.dtype == dtype &&
-         b.type.dtype == dtype &&
+  return options_.gemm_min_rows >= 0 && a.type.shape.size() >= 2 && b.type.shape.size() >= 2 &&
+         a.type.dtype == dtype && b.type.dtype == dtype &&
          (dtype == DType::kF32 || dtype == DType::kF64);
 }
 
@@ -1054,8 +1017,7 @@ ComputeNode Lowering::MatmulNode(const Node& node, const LoweredValue& a_source,
     a_idx = {kvar};
   } else {
     a_idx = batch_indices(a_shape);
-    a_idx.push_back(a_shape[a_shape.size() - 2] == 1 ? ctx_.Const(0)
-                                                     : Var(m_var));
+    a_idx.push_back(a_shape[a_shape.size() - 2] == 1 ? ctx_.Const(0) : Var(m_var));
     a_idx.push_back(kvar);
   }
   if (b_vector) {
@@ -1076,23 +1038,21 @@ absl::Status Lowering::LowerConcat(const Node& node) {
   // of one buffer.
   const ValueId out = node.outputs[0];
   const Value& out_value = graph_.value(out);
-  const int axis =
-      Axis(node.attrs.GetInt("axis", 0), out_value.type.shape.size());
+  const int axis = Axis(node.attrs.GetInt("axis", 0), out_value.type.shape.size());
   const BufferId buffer = NewBuffer(out_value, BufferKind::kTemp, out);
   const Expr out_offset = ContiguousOffset(out_value.type.shape);
   std::vector<int64_t> shift(out_value.type.shape.size(), 0);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const ValueId input = node.inputs[i];
-    program_.nodes.push_back(CopyInto(absl::StrCat(node.name, ".input", i), input, buffer,
-                                      out_offset, shift));
+    program_.nodes.push_back(
+        CopyInto(absl::StrCat(node.name, ".input", i), input, buffer, out_offset, shift));
     shift[axis] += graph_.value(input).type.shape[axis];
   }
   lowered_[out] = LoweredValue::Stored(buffer, out_offset);
   return absl::OkStatus();
 }
 
-ComputeNode Lowering::CopyInto(const std::string& name, ValueId in,
-                               BufferId buffer, Expr offset,
+ComputeNode Lowering::CopyInto(const std::string& name, ValueId in, BufferId buffer, Expr offset,
                                const std::vector<int64_t>& shift) {
   const Shape& shape = graph_.value(in).type.shape;
   const int rank = static_cast<int>(shape.size());
@@ -1118,8 +1078,8 @@ LoweredValue Lowering::Materialize(const std::string& name, ValueId value) {
   program_.buffers.push_back(std::move(copy));
   const BufferId buffer = static_cast<BufferId>(program_.buffers.size() - 1);
   const Expr offset = ContiguousOffset(v.type.shape);
-  program_.nodes.push_back(CopyInto(name, value, buffer, offset,
-                                    std::vector<int64_t>(v.type.shape.size())));
+  program_.nodes.push_back(
+      CopyInto(name, value, buffer, offset, std::vector<int64_t>(v.type.shape.size())));
   return LoweredValue::Stored(buffer, offset);
 }
 
@@ -1147,8 +1107,7 @@ absl::Status Lowering::LowerPad(const Node& node) {
   const std::vector<int64_t> pads = node.attrs.GetInts("pads");
   if (pads.size() != 2 * rank ||
       std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; })) {
-    return NodeError(node, absl::StrCat("'pads' must be ", 2 * rank,
-                                        " non-negative values"));
+    return NodeError(node, absl::StrCat("'pads' must be ", 2 * rank, " non-negative values"));
   }
   const BufferId buffer = NewBuffer(out_value, BufferKind::kTemp, out);
   const Expr out_offset = ContiguousOffset(out_value.type.shape);
@@ -1161,19 +1120,16 @@ absl::Status Lowering::LowerPad(const Node& node) {
   ComputeNode fill = PointwiseNode(node, out);
   fill.name = absl::StrCat(node.name, ".fill");
   fill.output = buffer;
-  fill.root =
-      Constant(fill, node.attrs.GetFloat("value", 0), out_value.type.dtype);
+  fill.root = Constant(fill, node.attrs.GetFloat("value", 0), out_value.type.dtype);
   fill.store_index = out_offset;
   program_.nodes.push_back(std::move(fill));
-  program_.nodes.push_back(
-      CopyInto(absl::StrCat(node.name, ".interior"), in, buffer, out_offset,
-               std::vector<int64_t>(pads.begin(), pads.begin() + rank)));
+  program_.nodes.push_back(CopyInto(absl::StrCat(node.name, ".interior"), in, buffer, out_offset,
+                                    std::vector<int64_t>(pads.begin(), pads.begin() + rank)));
   lowered_[out] = LoweredValue::Stored(buffer, out_offset);
   return absl::OkStatus();
 }
 
-void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offset,
-                                bool reflect) {
+void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offset, bool reflect) {
   const ValueId in = node.inputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
   const int rank = static_cast<int>(in_shape.size());
@@ -1205,8 +1161,8 @@ void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offs
         target[d] = ctx_.Add(Var(d), ctx_.Const(begin));
       } else {
         copy.ranges[d] = pads[rank + d];
-        source[d] = reflect ? ctx_.Add(ctx_.Const(size - 2), ctx_.Mul(Var(d), -1))
-                            : ctx_.Const(size - 1);
+        source[d] =
+            reflect ? ctx_.Add(ctx_.Const(size - 2), ctx_.Mul(Var(d), -1)) : ctx_.Const(size - 1);
         target[d] = ctx_.Add(Var(d), ctx_.Const(begin + size));
       }
     }
@@ -1226,8 +1182,8 @@ void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offs
 // checked here (KnownIndexStep); indices known only at run time are read
 // from CheckedIndices, which checks each once.
 absl::StatusOr<int> Lowering::IndexAt(ComputeNode& compute, const Node& node, ValueId indices,
-                                      absl::Span<const Expr> coords, int64_t axis,
-                                      int64_t extent, int component) {
+                                      absl::Span<const Expr> coords, int64_t axis, int64_t extent,
+                                      int component) {
   if (!IsKnown(indices)) {
     const LoweredValue checked = CheckedIndices(node, indices, axis, extent, component);
     return LoadFrom(compute, checked, DType::kI64, coords);
@@ -1251,8 +1207,8 @@ absl::StatusOr<int> Lowering::KnownIndexStep(ComputeNode& compute, const Node& n
   for (int64_t i = std::max(component, 0); i < index_data.num_elements(); i += every) {
     const int64_t value = index_data.GetInt(i);
     if (value < -extent || value >= extent) {
-      return NodeError(node, absl::StrCat(IndexOutOfRangeCause(value, axis, extent),
-                                          " (element ", i, " of '", index_value.name, "')"));
+      return NodeError(node, absl::StrCat(IndexOutOfRangeCause(value, axis, extent), " (element ",
+                                          i, " of '", index_value.name, "')"));
     }
     any_negative |= value < 0;
   }
@@ -1276,9 +1232,8 @@ absl::StatusOr<int> Lowering::KnownIndexStep(ComputeNode& compute, const Node& n
 LoweredValue Lowering::CheckedIndices(const Node& node, ValueId indices, int64_t axis,
                                       int64_t extent, int component) {
   const Shape& shape = graph_.value(indices).type.shape;
-  const std::string name =
-      component < 0 ? absl::StrCat(node.name, ".indices")
-                    : absl::StrCat(node.name, ".indices", component);
+  const std::string name = component < 0 ? absl::StrCat(node.name, ".indices")
+                                         : absl::StrCat(node.name, ".indices", component);
   const Shape ranges(shape.begin(), component < 0 ? shape.end() : shape.end() - 1);
   ComputeNode checker;
   checker.ranges = ranges;
@@ -1290,8 +1245,8 @@ LoweredValue Lowering::CheckedIndices(const Node& node, ValueId indices, int64_t
   return LoweredValue::Stored(buffer, ContiguousOffset(ranges));
 }
 
-int Lowering::CheckIndex(ComputeNode& compute, const Node& node, int index,
-                         int64_t axis, int64_t extent) {
+int Lowering::CheckIndex(ComputeNode& compute, const Node& node, int index, int64_t axis,
+                         int64_t extent) {
   if (program_.index_errors < 0) {
     Buffer errors;
     errors.name = "index_errors";
@@ -1345,8 +1300,7 @@ int Lowering::IndirectLoad(ComputeNode& compute, ValueId data, const LoweredValu
 // whose flat index is affine in the loop variables plus stride * index;
 // indices known only at run time are checked once each (IndexAt).
 absl::Status Lowering::LowerGather(const Node& node) {
-  const ValueId data = node.inputs[0], indices = node.inputs[1],
-                out = node.outputs[0];
+  const ValueId data = node.inputs[0], indices = node.inputs[1], out = node.outputs[0];
   const Shape& data_shape = graph_.value(data).type.shape;
   const int data_rank = static_cast<int>(data_shape.size());
   const int axis = Axis(node.attrs.GetInt("axis", 0), data_shape.size());
@@ -1416,8 +1370,7 @@ int Lowering::And(ComputeNode& compute, int a, int b) {
   return a < 0 ? b : Call(compute, ScalarFn::kAnd, DType::kBool, {a, b});
 }
 
-BufferId Lowering::StoreTemp(ComputeNode compute, int root, DType dtype,
-                             const std::string& name) {
+BufferId Lowering::StoreTemp(ComputeNode compute, int root, DType dtype, const std::string& name) {
   compute.name = name;
   Buffer buffer;
   buffer.name = name;
@@ -1491,8 +1444,7 @@ absl::Status Lowering::FinishScatter(const Node& node, ComputeNode pull, int mat
   const ScatterFold fold = replaces ? ScatterFold{ReduceKind::kMax, ScalarFn::kMax}
                                     : FoldOf(node.attrs.GetString("reduction", "none"));
   pull.reduce = fold.reduce;
-  const int chosen =
-      replaces ? Position(pull, position) : Load(pull, updates, update_coords);
+  const int chosen = replaces ? Position(pull, position) : Load(pull, updates, update_coords);
   const DType chosen_type = replaces ? DType::kI64 : dtype;
   const int none = Constant(pull, replaces ? -1 : FoldIdentity(fold.reduce, dtype), chosen_type);
   const int pulled = Call(pull, ScalarFn::kSelect, chosen_type, {match, chosen, none});
@@ -1510,8 +1462,7 @@ absl::Status Lowering::FinishScatter(const Node& node, ComputeNode pull, int mat
     const int zero = Constant(compute, 0, DType::kI64);
     const int any = Call(compute, ScalarFn::kGe, DType::kBool, {found, zero});
     const int last = Call(compute, ScalarFn::kMax, DType::kI64, {found, zero});
-    const int update =
-        IndirectLoad(compute, updates, last_source, last_coords, last_stride, last);
+    const int update = IndirectLoad(compute, updates, last_source, last_coords, last_stride, last);
     root = Call(compute, ScalarFn::kSelect, dtype, {any, update, old});
   } else {
     root = Call(compute, fold.combine, dtype, {old, found});
@@ -1540,8 +1491,8 @@ absl::Status Lowering::LowerScatterElements(const Node& node) {
     if (d == axis || index_shape[d] == shape[d]) continue;
     update_coords[d] = ctx_.Mod(Var(d), index_shape[d]);
     const int bound = Constant(pull, static_cast<double>(index_shape[d]), DType::kI64);
-    match = And(pull, match,
-                Call(pull, ScalarFn::kLt, DType::kBool, {Position(pull, Var(d)), bound}));
+    match =
+        And(pull, match, Call(pull, ScalarFn::kLt, DType::kBool, {Position(pull, Var(d)), bound}));
   }
   LOOM_ASSIGN_OR_RETURN(int index, IndexAt(pull, node, indices, update_coords, axis, shape[axis]));
   const int target = AsI64(pull, index);
@@ -1554,8 +1505,8 @@ absl::Status Lowering::LowerScatterElements(const Node& node) {
   if (Replaces(node)) {
     source = LinearSource(absl::StrCat(node.name, ".updates"), updates, axis, stride);
   }
-  return FinishScatter(node, std::move(pull), match, Var(rank), update_coords, source,
-                       last_coords, stride);
+  return FinishScatter(node, std::move(pull), match, Var(rank), update_coords, source, last_coords,
+                       stride);
 }
 
 // Update slice j (the indices' leading dims) goes to the output at the k
@@ -1574,8 +1525,8 @@ absl::Status Lowering::LowerScatterNd(const Node& node) {
   for (int c = 0; c < k; ++c) {
     LOOM_ASSIGN_OR_RETURN(int index, IndexAt(pull, node, indices, tuple, c, shape[c], c));
     const int target = AsI64(pull, index);
-    match = And(pull, match,
-                Call(pull, ScalarFn::kEq, DType::kBool, {target, Position(pull, Var(c))}));
+    match =
+        And(pull, match, Call(pull, ScalarFn::kEq, DType::kBool, {target, Position(pull, Var(c))}));
   }
   if (match < 0) match = Constant(pull, 1, DType::kBool);  // k = 0: the whole data
   Indices update_coords = tuple;
@@ -1583,9 +1534,8 @@ absl::Status Lowering::LowerScatterNd(const Node& node) {
   // Update j's slice read from a contiguous copy: j's row-major position
   // times the slice's size, plus the place within the slice.
   LoweredValue source = lowered_[updates];
-  if (Replaces(node) &&
-      (source.inline_constant || source.inline_node >= 0 ||
-       source.offset != ContiguousOffset(graph_.value(updates).type.shape))) {
+  if (Replaces(node) && (source.inline_constant || source.inline_node >= 0 ||
+                         source.offset != ContiguousOffset(graph_.value(updates).type.shape))) {
     source = Materialize(absl::StrCat(node.name, ".updates"), updates);
   }
   Indices last_coords(tuple_rank, ctx_.Const(0));
@@ -1639,8 +1589,7 @@ absl::Status Lowering::LowerGatherNd(const Node& node) {
   return absl::OkStatus();
 }
 
-void Lowering::DefineView(ValueId out, ValueId in,
-                          absl::Span<const Expr> in_indices) {
+void Lowering::DefineView(ValueId out, ValueId in, absl::Span<const Expr> in_indices) {
   const LoweredValue& source = lowered_[in];
   if (source.inline_constant) {
     lowered_[out] = source;
@@ -1659,8 +1608,8 @@ void Lowering::DefineView(ValueId out, ValueId in,
     lowered_[out] = view;
     return;
   }
-  lowered_[out] = LoweredValue::Stored(
-      source.buffer, Reindex(source.offset, in_indices, out_shape));
+  lowered_[out] =
+      LoweredValue::Stored(source.buffer, Reindex(source.offset, in_indices, out_shape));
 }
 
 absl::Status Lowering::LowerReshape(const Node& node) {
@@ -1699,8 +1648,7 @@ absl::Status Lowering::LowerTranspose(const Node& node) {
   }
   // out[x] = in[y] with y[perm[i]] = x[i].
   std::vector<Expr> in_indices(rank);
-  for (size_t i = 0; i < rank; ++i)
-    in_indices[perm[i]] = Var(static_cast<int>(i));
+  for (size_t i = 0; i < rank; ++i) in_indices[perm[i]] = Var(static_cast<int>(i));
   DefineView(out, in, in_indices);
   return absl::OkStatus();
 }
@@ -1728,8 +1676,7 @@ absl::Status Lowering::LowerSqueezeLike(const Node& node) {
 absl::Status Lowering::LowerExpand(const Node& node) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   DefineView(out, in,
-             BroadcastIndices(graph_.value(in).type.shape,
-                              graph_.value(out).type.shape.size()));
+             BroadcastIndices(graph_.value(in).type.shape, graph_.value(out).type.shape.size()));
   return absl::OkStatus();
 }
 
@@ -1752,8 +1699,8 @@ absl::Status Lowering::LowerSlice(const Node& node) {
     // ONNX Slice: negative starts count from the end, then clamp to the
     // valid range for the step's direction.
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
-    start = steps[i] > 0 ? std::clamp<int64_t>(start, 0, dim)
-                         : std::clamp<int64_t>(start, 0, dim - 1);
+    start =
+        steps[i] > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, dim - 1);
     // A step only matters between two selected elements (|step| < dim
     // then); with one or none selected, any step as large as INT64_MIN
     // would only overflow the index arithmetic, so use 1.
@@ -1816,9 +1763,8 @@ absl::Status Lowering::LowerTile(const Node& node) {
   const Shape& in_shape = graph_.value(in).type.shape;
   std::vector<Expr> in_indices;
   for (size_t i = 0; i < in_shape.size(); ++i) {
-    in_indices.push_back(in_shape[i] <= 1
-                             ? ctx_.Const(0)
-                             : ctx_.Mod(Var(static_cast<int>(i)), in_shape[i]));
+    in_indices.push_back(in_shape[i] <= 1 ? ctx_.Const(0)
+                                          : ctx_.Mod(Var(static_cast<int>(i)), in_shape[i]));
   }
   DefineView(out, in, in_indices);
   return absl::OkStatus();
@@ -1828,8 +1774,7 @@ void Lowering::BindGraphInputsAndWeights() {
   for (ValueId id : graph_.inputs()) {
     const BufferId buffer = NewBuffer(graph_.value(id), BufferKind::kInput, id);
     program_.inputs.push_back(buffer);
-    lowered_[id] = LoweredValue::Stored(
-        buffer, ContiguousOffset(graph_.value(id).type.shape));
+    lowered_[id] = LoweredValue::Stored(buffer, ContiguousOffset(graph_.value(id).type.shape));
   }
   std::vector<bool> is_output(graph_.values().size(), false);
   for (ValueId id : graph_.outputs()) is_output[id] = true;
@@ -1846,8 +1791,7 @@ void Lowering::BindGraphInputsAndWeights() {
       }
       const BufferId buffer = NewBuffer(value, BufferKind::kWeight, id);
       program_.weights.push_back(buffer);
-      lowered_[id] =
-          LoweredValue::Stored(buffer, ContiguousOffset(value.type.shape));
+      lowered_[id] = LoweredValue::Stored(buffer, ContiguousOffset(value.type.shape));
     }
   }
 }
@@ -1895,8 +1839,7 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
   // dimensions: within the limits, none of them can overflow.
   for (const Value& value : graph_.values()) {
     if (absl::Status s = CheckShapeLimits(value.type.shape); !s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("value '", value.name, "': ", s.message()));
+      return absl::InvalidArgumentError(absl::StrCat("value '", value.name, "': ", s.message()));
     }
   }
   // About a buffer per value and a compute node per graph node: room for
@@ -1955,22 +1898,20 @@ LOOM_REGISTER_PASS("lower", "lower", [](const proto::PassSpec& spec) {
   if (min_rows < -1) {
     return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
         absl::StrCat("lower: gemm_min_rows must be -1 (no gemm calls), 0 "
-                     "(the default) or positive, got ", min_rows)));
+                     "(the default) or positive, got ",
+                     min_rows)));
   }
   if (min_rows != 0) options.gemm_min_rows = min_rows;
-  return absl::StatusOr<std::unique_ptr<Pass>>(
-      std::make_unique<LowerPass>(options));
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<LowerPass>(options));
 });
 
 }  // namespace
 
-absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph,
-                                       const LowerOptions& options) {
+absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph, const LowerOptions& options) {
   return Lowering(graph, options).Run();
 }
 
-absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(
-    Graph& graph, const LowerOptions& options) {
+absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(Graph& graph, const LowerOptions& options) {
   absl::StatusOr<LoopProgram> program = Lowering(graph, options, &graph).Run();
   graph.ReplaceNodes({});  // also after a failure part way
   return program;

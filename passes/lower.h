@@ -25,8 +25,7 @@ struct LowerOptions {
   int64_t gemm_min_rows = kDefaultGemmMinRows;
 };
 
-absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph,
-                                       const LowerOptions& options = {});
+absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph, const LowerOptions& options = {});
 
 // LowerGraph for a graph the caller is done with (the `lower` pass): each
 // block of its nodes is freed once lowered, so that the nodes and the loop
@@ -34,8 +33,8 @@ absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph,
 // nodes take more memory than its program). On return, failed or not, the
 // graph has no nodes; it keeps its values and its inputs, weights,
 // constants and outputs, which the runtime binds.
-absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(
-    Graph& graph, const LowerOptions& options = {});
+absl::StatusOr<LoopProgram> LowerGraphReleasingNodes(Graph& graph,
+                                                     const LowerOptions& options = {});
 
 }  // namespace loom
 

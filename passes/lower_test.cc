@@ -24,11 +24,11 @@ Graph GraphWithInput(const Shape& shape, ValueId& x) {
   return graph;
 }
 
-ValueId AddNode(Graph& graph, const std::string& op,
-                std::vector<ValueId> inputs, Attrs attrs = {}) {
+ValueId AddNode(Graph& graph, const std::string& op, std::vector<ValueId> inputs,
+                Attrs attrs = {}) {
   const std::string name = absl::StrCat(op, graph.nodes().size());
-  const NodeId node = *graph.AddNode(name, op, std::move(inputs),
-                                     {name + ".out"}, std::move(attrs));
+  const NodeId node =
+      *graph.AddNode(name, op, std::move(inputs), {name + ".out"}, std::move(attrs));
   return graph.node(node).outputs[0];
 }
 
@@ -154,8 +154,7 @@ TEST(LowerTest, OpWithoutLoweringIsAnErrorNamingTheNode) {
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   ASSERT_FALSE(program.ok());
   EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(program.status().message().find("node 'softmax0' (softmax)"),
-            absl::string_view::npos)
+  EXPECT_NE(program.status().message().find("node 'softmax0' (softmax)"), absl::string_view::npos)
       << program.status();
 }
 
@@ -192,8 +191,7 @@ TEST(LowerTest, TileIsAViewModuloTheInputDims) {
   Graph graph = GraphWithInput({3, 1}, x);
   Attrs repeats;
   repeats.Set("repeats", std::vector<int64_t>{2, 4});
-  graph.AddOutput(
-      AddNode(graph, "neg", {AddNode(graph, "tile", {x}, repeats)}));
+  graph.AddOutput(AddNode(graph, "neg", {AddNode(graph, "tile", {x}, repeats)}));
   ASSERT_TRUE(InferShapes(graph).ok());
 
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
@@ -261,8 +259,7 @@ TEST(LowerTest, MirroredPadIsOneCopyPerRegion) {
 }
 
 // x [4, 5] gathered along `axis` by a constant `indices`.
-Graph GatherGraph(const Tensor& indices, int64_t axis, ValueKind kind,
-                  ValueId& out) {
+Graph GatherGraph(const Tensor& indices, int64_t axis, ValueKind kind, ValueId& out) {
   ValueId x;
   Graph graph = GraphWithInput({4, 5}, x);
   const ValueId idx = *graph.AddInitializer("idx", kind, indices);
@@ -282,9 +279,9 @@ Tensor Indices(DType dtype, Shape shape, std::vector<int64_t> values) {
 
 TEST(LowerTest, GatherIsAnIndirectLoad) {
   ValueId out;
-  const Graph graph = GatherGraph(
-      Indices(DType::kI64, {2, 3}, {0, 3, 1, 2, 2, 0}), 1, ValueKind::kWeight,
-      out);  // out [4, 2, 3]
+  const Graph graph =
+      GatherGraph(Indices(DType::kI64, {2, 3}, {0, 3, 1, 2, 2, 0}), 1, ValueKind::kWeight,
+                  out);  // out [4, 2, 3]
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   ASSERT_TRUE(program.ok()) << program.status();
   ASSERT_EQ(program->nodes.size(), 1);
@@ -299,14 +296,13 @@ TEST(LowerTest, GatherIsAnIndirectLoad) {
   EXPECT_EQ(load.stride, 1);
   EXPECT_THAT(load.args, ElementsAre(0));
   EXPECT_TRUE(VerifyLoopProgram(*program).ok());
-  EXPECT_THAT(PrintComputeNode(*program, node),
-              HasSubstr("load x[5*x0 + 1*t0]"));
+  EXPECT_THAT(PrintComputeNode(*program, node), HasSubstr("load x[5*x0 + 1*t0]"));
 }
 
 TEST(LowerTest, GatherWrapsNegativeIndicesInTheBody) {
   ValueId out;
-  const Graph graph = GatherGraph(Indices(DType::kI32, {3}, {-1, 0, -4}), 0,
-                                  ValueKind::kConstant, out);
+  const Graph graph =
+      GatherGraph(Indices(DType::kI32, {3}, {-1, 0, -4}), 0, ValueKind::kConstant, out);
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   ASSERT_TRUE(program.ok()) << program.status();
   const ComputeNode& node = program->nodes[0];
@@ -319,11 +315,10 @@ TEST(LowerTest, GatherWrapsNegativeIndicesInTheBody) {
 
 TEST(LowerTest, GatherOfOneConstantIndexIsAView) {
   ValueId out;
-  const Graph graph =
-      GatherGraph(Indices(DType::kI64, {}, {-2}), 0, ValueKind::kConstant, out);
+  const Graph graph = GatherGraph(Indices(DType::kI64, {}, {-2}), 0, ValueKind::kConstant, out);
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   ASSERT_TRUE(program.ok()) << program.status();
-  ASSERT_EQ(program->nodes.size(), 1);  // the output copy
+  ASSERT_EQ(program->nodes.size(), 1);                              // the output copy
   EXPECT_EQ(ToString(program->nodes[0].body[0].index), "x0 + 10");  // row 2
 }
 
@@ -333,10 +328,9 @@ TEST(LowerTest, GatherFromAViewThatIsNotAffineCopiesItFirst) {
   Attrs perm, shape;
   perm.Set("perm", std::vector<int64_t>{1, 0});
   shape.Set("shape", std::vector<int64_t>{3, 8});
-  const ValueId view = AddNode(graph, "reshape",
-                               {AddNode(graph, "transpose", {x}, perm)}, shape);
-  const ValueId idx = *graph.AddInitializer("idx", ValueKind::kWeight,
-                                            Indices(DType::kI64, {2}, {7, 0}));
+  const ValueId view = AddNode(graph, "reshape", {AddNode(graph, "transpose", {x}, perm)}, shape);
+  const ValueId idx =
+      *graph.AddInitializer("idx", ValueKind::kWeight, Indices(DType::kI64, {2}, {7, 0}));
   Attrs axis;
   axis.Set("axis", int64_t{1});
   graph.AddOutput(AddNode(graph, "gather", {view, idx}, axis));
@@ -352,8 +346,7 @@ TEST(LowerTest, GatherFromAViewThatIsNotAffineCopiesItFirst) {
 
 TEST(LowerTest, GatherIndicesAreCheckedAtCompileTime) {
   ValueId out;
-  const Graph graph = GatherGraph(Indices(DType::kI64, {3}, {0, 4, 1}), 0,
-                                  ValueKind::kWeight, out);
+  const Graph graph = GatherGraph(Indices(DType::kI64, {3}, {0, 4, 1}), 0, ValueKind::kWeight, out);
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(program.status().message()),
@@ -431,8 +424,7 @@ TEST(LowerTest, GatherElementsIsAnIndirectLoadAlongTheAxis) {
   ASSERT_TRUE(program.ok()) << program.status();
   ASSERT_TRUE(VerifyLoopProgram(*program).ok());
   ASSERT_EQ(program->nodes.size(), 2);
-  EXPECT_THAT(PrintComputeNode(*program, program->nodes[0]),
-              HasSubstr("check_index t0 in 5 at 0"));
+  EXPECT_THAT(PrintComputeNode(*program, program->nodes[0]), HasSubstr("check_index t0 in 5 at 0"));
   const ComputeNode& node = program->nodes[1];
   EXPECT_EQ(node.ranges, (std::vector<int64_t>{4, 2}));
   EXPECT_THAT(PrintComputeNode(*program, node),
@@ -458,8 +450,7 @@ TEST(LowerTest, ScatterPullsTheLastMatchingUpdate) {
   ASSERT_TRUE(program.ok()) << program.status();
   ASSERT_TRUE(VerifyLoopProgram(*program).ok()) << VerifyLoopProgram(*program);
   ASSERT_EQ(program->nodes.size(), 3);  // checker, pull, take
-  EXPECT_THAT(PrintComputeNode(*program, program->nodes[0]),
-              HasSubstr("check_index t0 in 6 at 0"));
+  EXPECT_THAT(PrintComputeNode(*program, program->nodes[0]), HasSubstr("check_index t0 in 6 at 0"));
   const ComputeNode& pull = program->nodes[1];
   EXPECT_EQ(pull.reduce, ReduceKind::kMax);  // the last matching position
   EXPECT_EQ(pull.reduction_ranges, (std::vector<int64_t>{2}));
@@ -504,8 +495,8 @@ TEST(LowerTest, ScatterNdMatchesEveryComponentOfTheTuple) {
 TEST(LowerTest, ScatterNdChecksKnownIndicesPerComponent) {
   ValueId x;
   Graph graph = GraphWithInput({3, 4}, x);
-  const ValueId idx = *graph.AddInitializer("i", ValueKind::kConstant,
-                                            Indices(DType::kI64, {1, 2}, {0, 3}));
+  const ValueId idx =
+      *graph.AddInitializer("i", ValueKind::kConstant, Indices(DType::kI64, {1, 2}, {0, 3}));
   const ValueId updates = *graph.AddInput("u", TensorType{DType::kF32, {1}});
   graph.AddOutput(AddNode(graph, "scatter_nd", {x, idx, updates}));
   ASSERT_TRUE(InferShapes(graph).ok());
@@ -519,9 +510,8 @@ TEST(LowerTest, CumsumIsAReductionMaskedByLoopPositions) {
     int64_t exclusive, reverse;
     ScalarFn compare;
   };
-  for (const Expected& e :
-       {Expected{0, 0, ScalarFn::kLe}, Expected{1, 0, ScalarFn::kLt},
-        Expected{0, 1, ScalarFn::kGe}, Expected{1, 1, ScalarFn::kGt}}) {
+  for (const Expected& e : {Expected{0, 0, ScalarFn::kLe}, Expected{1, 0, ScalarFn::kLt},
+                            Expected{0, 1, ScalarFn::kGe}, Expected{1, 1, ScalarFn::kGt}}) {
     ValueId x;
     Graph graph = GraphWithInput({3, 5}, x);
     Attrs attrs;
@@ -543,8 +533,7 @@ TEST(LowerTest, CumsumIsAReductionMaskedByLoopPositions) {
     EXPECT_EQ(node.body[3].fn, e.compare);
     EXPECT_EQ(node.body[node.root].fn, ScalarFn::kSelect);
     EXPECT_TRUE(VerifyLoopProgram(*program).ok());
-    EXPECT_THAT(PrintComputeNode(*program, node),
-                HasSubstr("t1: i64 = index x2"));
+    EXPECT_THAT(PrintComputeNode(*program, node), HasSubstr("t1: i64 = index x2"));
   }
 }
 
@@ -663,8 +652,7 @@ TEST(LowerTest, SplitPartsAreViewsFromWhereTheLastEnds) {
   Attrs attrs;
   attrs.Set("axis", int64_t{-1});
   attrs.Set("split", std::vector<int64_t>{3, 0, 4});
-  const NodeId split =
-      *graph.AddNode("sp", "split", {x}, {"a", "empty", "c"}, attrs);
+  const NodeId split = *graph.AddNode("sp", "split", {x}, {"a", "empty", "c"}, attrs);
   const ValueId c = graph.node(split).outputs[2];
   graph.AddOutput(AddNode(graph, "neg", {c}));
   ASSERT_TRUE(InferShapes(graph).ok());
@@ -769,7 +757,8 @@ TEST(LowerTest, AGemmOperandThatIsNoStridedMatrixIsCopiedFirst) {
   Attrs shape;
   shape.Set("shape", std::vector<int64_t>{8, 8});
   const ValueId wide = *graph.AddInput("y", TensorType{DType::kF32, {4, 16}});
-  const ValueId folded = AddNode(graph, "reshape", {AddNode(graph, "transpose", {wide}, perm)}, shape);
+  const ValueId folded =
+      AddNode(graph, "reshape", {AddNode(graph, "transpose", {wide}, perm)}, shape);
   graph.AddOutput(AddNode(graph, "matmul", {AddNode(graph, "exp", {x}), folded}));
   ASSERT_TRUE(InferShapes(graph).ok());
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
@@ -839,17 +828,29 @@ TEST(LowerTest, BuffersAndComputeNodesHaveDistinctNames) {
     EXPECT_TRUE(nodes.insert(node.name).second) << "node " << node.name << "\n" << dump;
   }
   // The value's buffer and node keep the graph's names.
-  EXPECT_THAT(nodes, IsSupersetOf({"reduce_mean0.sum", "reduce_mean0", "group_norm1/mean.sum",
-                                   "group_norm1/mean", "layer_norm2/mean.sum", "layer_norm2/mean",
-                                   "matmul5.a", "matmul5.b", "matmul5", "pad6.fill",
-                                   "pad6.interior", "pad7.begin1.begin2", "pad7.end2",
-                                   "pad7.interior", "concat8.input0", "concat8.input1",
-                                   "gather_nd9.indices0", "gather_nd9.indices1",
-                                   "copy_neg10.out.output9", "copy_x.output10"}))
+  EXPECT_THAT(nodes, IsSupersetOf({"reduce_mean0.sum",
+                                   "reduce_mean0",
+                                   "group_norm1/mean.sum",
+                                   "group_norm1/mean",
+                                   "layer_norm2/mean.sum",
+                                   "layer_norm2/mean",
+                                   "matmul5.a",
+                                   "matmul5.b",
+                                   "matmul5",
+                                   "pad6.fill",
+                                   "pad6.interior",
+                                   "pad7.begin1.begin2",
+                                   "pad7.end2",
+                                   "pad7.interior",
+                                   "concat8.input0",
+                                   "concat8.input1",
+                                   "gather_nd9.indices0",
+                                   "gather_nd9.indices1",
+                                   "copy_neg10.out.output9",
+                                   "copy_x.output10"}))
       << dump;
   EXPECT_THAT(buffers, IsSupersetOf({"reduce_mean0.sum", "reduce_mean0.out", "matmul5.a",
-                                     "matmul5.b", "neg10.out", "neg10.out.output9",
-                                     "x.output10"}))
+                                     "matmul5.b", "neg10.out", "neg10.out.output9", "x.output10"}))
       << dump;
 }
 

@@ -35,8 +35,7 @@ namespace {
 // The options block `spec` carries (a field of PassSpec's `options` oneof),
 // or "" when it has none.
 std::string OptionsFieldOf(const proto::PassSpec& spec) {
-  const google::protobuf::OneofDescriptor* oneof =
-      spec.GetDescriptor()->FindOneofByName("options");
+  const google::protobuf::OneofDescriptor* oneof = spec.GetDescriptor()->FindOneofByName("options");
   const google::protobuf::FieldDescriptor* field =
       spec.GetReflection()->GetOneofFieldDescriptor(spec, oneof);
   return field == nullptr ? "" : field->name();
@@ -74,48 +73,42 @@ absl::Status PassRegistry::Register(PassRegistration registration) {
   }
   for (const PassRegistration& existing : registrations_) {
     if (existing.name == registration.name) {
-      return absl::InternalError(
-          absl::StrCat("pass '", registration.name, "' registered twice"));
+      return absl::InternalError(absl::StrCat("pass '", registration.name, "' registered twice"));
     }
   }
-  if (!registration.options_field.empty() &&
-      !IsOptionsField(registration.options_field)) {
-    return absl::InternalError(absl::StrCat(
-        "pass '", registration.name, "' registered with options field '",
-        registration.options_field, "', which PassSpec.options does not have"));
+  if (!registration.options_field.empty() && !IsOptionsField(registration.options_field)) {
+    return absl::InternalError(
+        absl::StrCat("pass '", registration.name, "' registered with options field '",
+                     registration.options_field, "', which PassSpec.options does not have"));
   }
   registrations_.push_back(std::move(registration));
   return absl::OkStatus();
 }
 
-absl::StatusOr<const PassRegistration*> PassRegistry::Lookup(
-    absl::string_view name) const {
+absl::StatusOr<const PassRegistration*> PassRegistry::Lookup(absl::string_view name) const {
   if (!registration_errors_.empty()) {
-    return absl::InternalError(absl::StrCat(
-        "bad pass registrations: ", absl::StrJoin(registration_errors_, "; ")));
+    return absl::InternalError(
+        absl::StrCat("bad pass registrations: ", absl::StrJoin(registration_errors_, "; ")));
   }
   for (const PassRegistration& registration : registrations_) {
     if (registration.name == name) return &registration;
   }
   const std::string known = absl::StrJoin(Names(), ", ");
   if (name.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pass has no name; known passes: ", known));
+    return absl::InvalidArgumentError(absl::StrCat("pass has no name; known passes: ", known));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown pass '", name, "'; known passes: ", known));
 }
 
-absl::StatusOr<std::unique_ptr<Pass>> PassRegistry::Create(
-    const proto::PassSpec& spec) const {
+absl::StatusOr<std::unique_ptr<Pass>> PassRegistry::Create(const proto::PassSpec& spec) const {
   LOOM_ASSIGN_OR_RETURN(const PassRegistration* registration, Lookup(spec.name()));
   const std::string given = OptionsFieldOf(spec);
   const std::string& accepted = registration->options_field;
   if (!given.empty() && given != accepted) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pass '", spec.name(), "' does not take '", given, "' options",
-        accepted.empty() ? " (it takes none)"
-                         : absl::StrCat(" (it takes '", accepted, "')")));
+        accepted.empty() ? " (it takes none)" : absl::StrCat(" (it takes '", accepted, "')")));
   }
   absl::StatusOr<std::unique_ptr<Pass>> pass = registration->factory(spec);
   if (!pass.ok()) return pass.status();
@@ -137,11 +130,10 @@ std::vector<std::string> PassRegistry::Names() const {
   return names;
 }
 
-PassRegistrar::PassRegistrar(std::string name, std::string options_field,
-                             PassFactory factory) {
+PassRegistrar::PassRegistrar(std::string name, std::string options_field, PassFactory factory) {
   PassRegistry& registry = PassRegistry::Global();
-  absl::Status status = registry.Register(PassRegistration{
-      std::move(name), std::move(options_field), std::move(factory)});
+  absl::Status status = registry.Register(
+      PassRegistration{std::move(name), std::move(options_field), std::move(factory)});
   if (!status.ok()) {
     registry.registration_errors_.push_back(std::string(status.message()));
   }

@@ -28,8 +28,8 @@ const char* StageName(Stage stage);
 // the target its output is for.
 struct StageRule {
   static constexpr uint32_t kAnyStage = (1u << kNumStages) - 1;
-  uint32_t runs_on = kAnyStage;  // a bit per Stage
-  std::optional<Stage> leaves;   // none: the stage it found
+  uint32_t runs_on = kAnyStage;                      // a bit per Stage
+  std::optional<Stage> leaves;                       // none: the stage it found
   proto::Target target = proto::TARGET_UNSPECIFIED;  // unspecified: any
 
   static constexpr uint32_t Bit(Stage stage) { return 1u << static_cast<int>(stage); }
@@ -59,8 +59,8 @@ class Pass {
 // Builds a pass from its pipeline entry. Bad options (e.g. an op the pass
 // does not know) are an InvalidArgumentError here, so that they surface when
 // the pipeline is loaded, never mid-run.
-using PassFactory = std::function<absl::StatusOr<std::unique_ptr<Pass>>(
-    const proto::PassSpec& spec)>;
+using PassFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Pass>>(const proto::PassSpec& spec)>;
 
 struct PassRegistration {
   std::string name;           // stable kebab-case, e.g. "codegen-cpp"
@@ -86,8 +86,7 @@ class PassRegistry {
   // Instantiates the pass `spec` names, after checking that its options
   // block (if any) is the one that pass accepts. Errors describe the cause;
   // callers add the place (file:line).
-  absl::StatusOr<std::unique_ptr<Pass>> Create(
-      const proto::PassSpec& spec) const;
+  absl::StatusOr<std::unique_ptr<Pass>> Create(const proto::PassSpec& spec) const;
 
   // Registered names, sorted.
   std::vector<std::string> Names() const;
@@ -105,8 +104,7 @@ class PassRegistry {
 // Use through LOOM_REGISTER_PASS.
 class PassRegistrar {
  public:
-  PassRegistrar(std::string name, std::string options_field,
-                PassFactory factory);
+  PassRegistrar(std::string name, std::string options_field, PassFactory factory);
 };
 
 // Registers a pass in a .cc file:
@@ -124,8 +122,7 @@ class PassRegistrar {
 #define LOOM_REGISTER_PASS_IMPL(counter, name, options_field, factory) \
   LOOM_REGISTER_PASS_IMPL2(counter, name, options_field, factory)
 #define LOOM_REGISTER_PASS_IMPL2(counter, name, options_field, factory) \
-  static ::loom::PassRegistrar loom_pass_registrar_##counter(           \
-      name, options_field, factory)
+  static ::loom::PassRegistrar loom_pass_registrar_##counter(name, options_field, factory)
 
 }  // namespace loom
 

@@ -31,7 +31,6 @@ using google::protobuf::TextFormat;
 
 namespace pbio = google::protobuf::io;
 
-
 // Tokenizer errors while re-reading text the parser has already reported on.
 class IgnoreErrors : public pbio::ErrorCollector {
  public:
@@ -41,9 +40,8 @@ class IgnoreErrors : public pbio::ErrorCollector {
 // TextFormat reports these errors at the token after the field name or enum
 // value they are about, which may be on the next line.
 bool ReportedAfterTheCulprit(absl::string_view message) {
-  for (absl::string_view fragment :
-       {"has no field named", "Unknown enumeration value",
-        "is specified multiple times", "another member of oneof"}) {
+  for (absl::string_view fragment : {"has no field named", "Unknown enumeration value",
+                                     "is specified multiple times", "another member of oneof"}) {
     if (absl::StrContains(message, fragment)) return true;
   }
   return false;
@@ -51,16 +49,14 @@ bool ReportedAfterTheCulprit(absl::string_view message) {
 
 // The 0-based position of the last token of `text` that starts before
 // `position`, or `position` when none does.
-std::pair<int, int> PreviousToken(const std::string& text,
-                                  std::pair<int, int> position) {
+std::pair<int, int> PreviousToken(const std::string& text, std::pair<int, int> position) {
   pbio::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
   IgnoreErrors ignore;
   pbio::Tokenizer tokenizer(&input, &ignore);
   tokenizer.set_comment_style(pbio::Tokenizer::SH_COMMENT_STYLE);
   std::pair<int, int> previous = position;
   while (tokenizer.Next()) {
-    const std::pair<int, int> start(tokenizer.current().line,
-                                    tokenizer.current().column);
+    const std::pair<int, int> start(tokenizer.current().line, tokenizer.current().column);
     if (start >= position) break;
     previous = start;
   }
@@ -74,8 +70,7 @@ class FirstErrorCollector : public pbio::ErrorCollector {
   FirstErrorCollector(const std::string& text, absl::string_view filename)
       : text_(text), filename_(filename) {}
 
-  void AddError(int line, pbio::ColumnNumber column,
-                const std::string& message) override {
+  void AddError(int line, pbio::ColumnNumber column, const std::string& message) override {
     if (!first_error_.empty()) return;
     if (line < 0) {
       first_error_ = absl::StrCat(filename_, ": ", message);
@@ -85,9 +80,8 @@ class FirstErrorCollector : public pbio::ErrorCollector {
     if (ReportedAfterTheCulprit(message)) {
       position = PreviousToken(text_, position);
     }
-    first_error_ =
-        absl::StrFormat("%s:%d:%d: %s", filename_, position.first + 1,
-                        position.second + 1, message);
+    first_error_ = absl::StrFormat("%s:%d:%d: %s", filename_, position.first + 1,
+                                   position.second + 1, message);
   }
 
   const std::string& first_error() const { return first_error_; }
@@ -99,13 +93,12 @@ class FirstErrorCollector : public pbio::ErrorCollector {
 };
 
 // "FILE:LINE: " for the index-th `pass` entry.
-std::string PassPlace(absl::string_view filename,
-                      const TextFormat::ParseInfoTree& locations, int index) {
+std::string PassPlace(absl::string_view filename, const TextFormat::ParseInfoTree& locations,
+                      int index) {
   const google::protobuf::FieldDescriptor* pass_field =
       proto::Pipeline::descriptor()->FindFieldByName("pass");
   const int line = locations.GetLocation(pass_field, index).line;
-  return line < 0 ? absl::StrCat(filename, ": ")
-                  : absl::StrCat(filename, ":", line + 1, ": ");
+  return line < 0 ? absl::StrCat(filename, ": ") : absl::StrCat(filename, ":", line + 1, ": ");
 }
 
 // The stage a pipeline's module is at, pass after pass, as the passes'
@@ -117,9 +110,9 @@ class StageTracker {
   absl::Status Admit(const Pass& pass, proto::Target target, absl::string_view place) {
     const StageRule rule = pass.stages();
     if ((rule.runs_on & StageRule::Bit(stage_)) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "pass '", pass.name(), "' runs on ", StagesText(rule.runs_on),
-          ", but here the module holds ", StageName(stage_), " (", origin_, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("pass '", pass.name(), "' runs on ", StagesText(rule.runs_on),
+                       ", but here the module holds ", StageName(stage_), " (", origin_, ")"));
     }
     if (rule.target != proto::TARGET_UNSPECIFIED && rule.target != target) {
       return absl::InvalidArgumentError(
@@ -159,23 +152,21 @@ absl::StatusOr<std::string> DumpText(const Module& module) {
   return GraphToText(module.graph);
 }
 
-absl::Status WriteDump(const Module& module, const std::string& dump_dir,
-                       int position, const std::string& pass_name) {
+absl::Status WriteDump(const Module& module, const std::string& dump_dir, int position,
+                       const std::string& pass_name) {
   LOOM_ASSIGN_OR_RETURN(std::string text, DumpText(module));
   std::error_code error;
   std::filesystem::create_directories(dump_dir, error);
   if (error) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot create dump directory '", dump_dir, "': ", error.message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create dump directory '", dump_dir, "': ", error.message()));
   }
-  const std::string path =
-      absl::StrFormat("%s/%02d-%s.txt", dump_dir, position, pass_name);
+  const std::string path = absl::StrFormat("%s/%02d-%s.txt", dump_dir, position, pass_name);
   std::ofstream file(path, std::ios::binary);
   file << text;
   file.close();
   if (!file) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot write dump '", path, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("cannot write dump '", path, "'"));
   }
   return absl::OkStatus();
 }
@@ -194,34 +185,30 @@ absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(&locations);
   if (!parser.ParseFromString(source, &pipeline.proto)) {
-    return absl::InvalidArgumentError(
-        errors.first_error().empty()
-            ? absl::StrCat(filename, ": malformed pipeline")
-            : errors.first_error());
+    return absl::InvalidArgumentError(errors.first_error().empty()
+                                          ? absl::StrCat(filename, ": malformed pipeline")
+                                          : errors.first_error());
   }
 
   if (pipeline.proto.pass_size() == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(filename, ": empty pipeline"));
+    return absl::InvalidArgumentError(absl::StrCat(filename, ": empty pipeline"));
   }
   if (pipeline.proto.target() == proto::TARGET_UNSPECIFIED) {
     // A missing field has no line of its own; line 1 is where it belongs.
-    return absl::InvalidArgumentError(absl::StrCat(
-        filename, ":1: the pipeline has no target (e.g. 'target: CPU')"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ":1: the pipeline has no target (e.g. 'target: CPU')"));
   }
   StageTracker stages;
   for (int i = 0; i < pipeline.proto.pass_size(); ++i) {
     const proto::PassSpec& spec = pipeline.proto.pass(i);
-    absl::StatusOr<std::unique_ptr<Pass>> pass =
-        PassRegistry::Global().Create(spec);
+    absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
     absl::Status status = pass.status();
     if (status.ok()) {
-      status = stages.Admit(**pass, pipeline.proto.target(),
-                            PassPlace(filename, locations, i));
+      status = stages.Admit(**pass, pipeline.proto.target(), PassPlace(filename, locations, i));
     }
     if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat(PassPlace(filename, locations, i),
-                                                      status.message()));
+      return absl::Status(status.code(),
+                          absl::StrCat(PassPlace(filename, locations, i), status.message()));
     }
     pipeline.passes.push_back({spec.name(), *std::move(pass)});
   }
@@ -231,26 +218,24 @@ absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
 absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFileBytes(path);
   if (!text.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pipeline file ", text.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("pipeline file ", text.status().message()));
   }
   return LoadPipelineText(*text, path);
 }
 
 absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path) {
-  if (absl::StrContains(name_or_path, '/') ||
-      absl::EndsWith(name_or_path, ".pbtxt")) {
+  if (absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, ".pbtxt")) {
     return LoadPipelineFile(name_or_path);
   }
   std::optional<absl::string_view> text = BuiltinPipelineText(name_or_path);
   if (!text.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown pipeline '", name_or_path,
-        "'; built-in pipelines: ", absl::StrJoin(BuiltinPipelineNames(), ", "),
-        " (a file path needs a '/' or the .pbtxt extension)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown pipeline '", name_or_path,
+                     "'; built-in pipelines: ", absl::StrJoin(BuiltinPipelineNames(), ", "),
+                     " (a file path needs a '/' or the .pbtxt extension)"));
   }
-  absl::StatusOr<LoadedPipeline> pipeline = LoadPipelineText(
-      *text, absl::StrCat("pipelines/", name_or_path, ".pbtxt"));
+  absl::StatusOr<LoadedPipeline> pipeline =
+      LoadPipelineText(*text, absl::StrCat("pipelines/", name_or_path, ".pbtxt"));
   if (pipeline.ok()) pipeline->name = name_or_path;
   return pipeline;
 }
@@ -263,20 +248,17 @@ int64_t PeakResidentBytes() {
   return int64_t{usage.ru_maxrss} * 1024;  // Linux reports KiB
 }
 
-absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline,
-                                                 Module& module,
+absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline, Module& module,
                                                  const RunOptions& options) {
   std::unique_ptr<RE2> dump_pattern;
   if (!options.dump_after.empty()) {
     dump_pattern = std::make_unique<RE2>(options.dump_after, RE2::Quiet);
     if (!dump_pattern->ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad dump_after pattern '", options.dump_after,
-                       "': ", dump_pattern->error()));
+      return absl::InvalidArgumentError(absl::StrCat("bad dump_after pattern '", options.dump_after,
+                                                     "': ", dump_pattern->error()));
     }
     if (options.dump_dir.empty()) {
-      return absl::InvalidArgumentError(
-          "dump_after is set but dump_dir is not");
+      return absl::InvalidArgumentError("dump_after is set but dump_dir is not");
     }
   }
 
@@ -286,21 +268,19 @@ absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline,
     if (options.before_pass) options.before_pass(entry.name);
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<bool> changed = entry.pass->Run(module);
-    const std::chrono::duration<double> elapsed =
-        std::chrono::steady_clock::now() - start;
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     if (!changed.ok()) {
-      return absl::Status(changed.status().code(),
-                          absl::StrCat("pass '", entry.name, "' failed: ",
-                                       changed.status().message()));
+      return absl::Status(
+          changed.status().code(),
+          absl::StrCat("pass '", entry.name, "' failed: ", changed.status().message()));
     }
     runs.push_back({entry.name, elapsed.count(), *changed, PeakResidentBytes()});
 
     if (options.verify_each) {
       absl::Status verified = VerifyModule(module);
       if (!verified.ok()) {
-        return absl::InternalError(
-            absl::StrCat("verification failed after pass '", entry.name,
-                         "': ", verified.message()));
+        return absl::InternalError(absl::StrCat("verification failed after pass '", entry.name,
+                                                "': ", verified.message()));
       }
     }
     if (dump_pattern != nullptr && RE2::FullMatch(entry.name, *dump_pattern)) {

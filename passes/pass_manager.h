@@ -33,8 +33,7 @@ struct LoadedPipeline {
 // malformed text and unknown option fields, "FILE:LINE: cause" for an
 // unknown pass, an options block that pass does not take, bad option values
 // and a missing target, and "FILE: empty pipeline" when there is no pass.
-absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
-                                                absl::string_view filename);
+absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text, absl::string_view filename);
 
 // Reads and loads a pipeline file. A missing file is an error naming `path`.
 absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path);
@@ -73,8 +72,8 @@ int64_t PeakResidentBytes();
 // "pass 'NAME' failed: <cause>" (the pass's own status code) or
 // "verification failed after pass 'NAME': <cause>" (an InternalError: a pass
 // broke the IR).
-absl::StatusOr<std::vector<PassRun>> RunPipeline(
-    LoadedPipeline& pipeline, Module& module, const RunOptions& options = {});
+absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline, Module& module,
+                                                 const RunOptions& options = {});
 
 }  // namespace loom
 

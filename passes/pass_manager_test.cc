@@ -52,17 +52,13 @@ LOOM_REGISTER_PASS("fake-sleep", "", Factory([](Module&) {
 // Adds a node with an op nobody knows, which the verifier rejects.
 LOOM_REGISTER_PASS("fake-break", "", Factory([](Module& module) {
                      const ValueId x = module.graph.inputs()[0];
-                     if (!module.graph
-                              .AddNode("broken", "no_such_op", {x},
-                                       {"broken_out"})
-                              .ok()) {
+                     if (!module.graph.AddNode("broken", "no_such_op", {x}, {"broken_out"}).ok()) {
                        return absl::StatusOr<bool>(absl::InternalError("?"));
                      }
                      return absl::StatusOr<bool>(true);
                    }));
 LOOM_REGISTER_PASS("fake-fail", "", Factory([](Module&) {
-                     return absl::StatusOr<bool>(
-                         absl::InvalidArgumentError("boom"));
+                     return absl::StatusOr<bool>(absl::InvalidArgumentError("boom"));
                    }));
 LOOM_REGISTER_PASS("fake-lower", "", Factory([](Module& module) {
                      module.loops.emplace();
@@ -73,24 +69,22 @@ LOOM_REGISTER_PASS("fake-schedule", "", Factory([](Module& module) {
                      module.schedule->kernels.push_back({"k0", {}});
                      return true;
                    }));
-LOOM_REGISTER_PASS(
-    "fake-codegen", "", Factory([](Module& module) {
-      module.source = GeneratedSource{"c++", "void run() {}\n", {"run"}, {}, 1};
-      return true;
-    }));
+LOOM_REGISTER_PASS("fake-codegen", "", Factory([](Module& module) {
+                     module.source = GeneratedSource{"c++", "void run() {}\n", {"run"}, {}, 1};
+                     return true;
+                   }));
 LOOM_REGISTER_PASS("fake-fuse", "fuse", Factory([](Module&) { return false; }));
 // Rejects every op but "softmax", like a pass validating its options.
-LOOM_REGISTER_PASS(
-    "fake-picky", "decompose",
-    [](const proto::PassSpec& spec) -> absl::StatusOr<std::unique_ptr<Pass>> {
-      for (const std::string& op : spec.decompose().ops()) {
-        if (op != "softmax") {
-          return absl::InvalidArgumentError(
-              absl::StrCat("fake-picky cannot take '", op, "'"));
-        }
-      }
-      return std::make_unique<LambdaPass>([](Module&) { return false; });
-    });
+LOOM_REGISTER_PASS("fake-picky", "decompose",
+                   [](const proto::PassSpec& spec) -> absl::StatusOr<std::unique_ptr<Pass>> {
+                     for (const std::string& op : spec.decompose().ops()) {
+                       if (op != "softmax") {
+                         return absl::InvalidArgumentError(
+                             absl::StrCat("fake-picky cannot take '", op, "'"));
+                       }
+                     }
+                     return std::make_unique<LambdaPass>([](Module&) { return false; });
+                   });
 
 // A pass with a stage rule and nothing to do.
 class StagedPass : public Pass {
@@ -136,8 +130,7 @@ absl::StatusOr<LoadedPipeline> Load(const std::vector<std::string>& passes) {
 Module TinyModule() {
   Module module;
   module.graph.name = "tiny";
-  const ValueId x =
-      module.graph.AddInput("x", TensorType{DType::kF32, {2, 3}}).value();
+  const ValueId x = module.graph.AddInput("x", TensorType{DType::kF32, {2, 3}}).value();
   module.graph.AddOutput(x);
   return module;
 }
@@ -179,12 +172,11 @@ TEST(LoadPipelineTest, LoadsPassesInOrder) {
 }
 
 TEST(LoadPipelineTest, UnknownPassNamesItsLine) {
-  const std::string error = ErrorOf(
-      "target: CPU\npass { name: \"fake-noop\" }\n\npass { name: \"nope\" }\n");
+  const std::string error =
+      ErrorOf("target: CPU\npass { name: \"fake-noop\" }\n\npass { name: \"nope\" }\n");
   EXPECT_THAT(error, StartsWith("p.pbtxt:4: unknown pass 'nope'; known "
                                 "passes: fake-break, fake-codegen, "));
-  EXPECT_EQ(ErrorOf("target: CPU\npass { }\n").substr(0, 30),
-            "p.pbtxt:2: pass has no name; k");
+  EXPECT_EQ(ErrorOf("target: CPU\npass { }\n").substr(0, 30), "p.pbtxt:2: pass has no name; k");
 }
 
 TEST(LoadPipelineTest, OptionsBlockOfAnotherPassNamesItsLine) {
@@ -220,18 +212,16 @@ TEST(LoadPipelineTest, ErrorsPointAtTheNameTheyAreAbout) {
 }
 
 TEST(LoadPipelineTest, MalformedTextNamesLineAndColumn) {
-  EXPECT_EQ(ErrorOf("target: CPU\npass { name: }\n"),
-            "p.pbtxt:2:14: Expected string, got: }");
+  EXPECT_EQ(ErrorOf("target: CPU\npass { name: }\n"), "p.pbtxt:2:14: Expected string, got: }");
   EXPECT_EQ(ErrorOf("target: GPU\n"),
             "p.pbtxt:1:9: Unknown enumeration value of \"GPU\" for field "
             "\"target\".");
 }
 
 TEST(LoadPipelineTest, BadOptionValueFailsAtLoad) {
-  EXPECT_EQ(
-      ErrorOf("target: CPU\npass { name: \"fake-noop\" }\n"
-              "pass { name: \"fake-picky\" decompose { ops: [\"lstm\"] } }\n"),
-      "p.pbtxt:3: fake-picky cannot take 'lstm'");
+  EXPECT_EQ(ErrorOf("target: CPU\npass { name: \"fake-noop\" }\n"
+                    "pass { name: \"fake-picky\" decompose { ops: [\"lstm\"] } }\n"),
+            "p.pbtxt:3: fake-picky cannot take 'lstm'");
 }
 
 // Passes out of their stage's order, or for another target, fail at load,
@@ -248,8 +238,7 @@ TEST(LoadPipelineTest, APassOutOfItsStageFailsAtLoad) {
                     "pass { name: \"staged-emit\" }\n"),
             "p.pbtxt:3: pass 'staged-emit' is for target CUDA, but the pipeline's target is CPU");
   absl::StatusOr<LoadedPipeline> fine = LoadPipelineText(
-      "target: CUDA\npass { name: \"staged-lower\" }\npass { name: \"staged-emit\" }\n",
-      "p.pbtxt");
+      "target: CUDA\npass { name: \"staged-lower\" }\npass { name: \"staged-emit\" }\n", "p.pbtxt");
   ASSERT_TRUE(fine.ok()) << fine.status();
   EXPECT_EQ(fine->passes[1].pass->name(), "staged-emit");
 }
@@ -298,8 +287,7 @@ TEST(LoadPipelineTest, FilesAndBuiltins) {
 }
 
 TEST(RunPipelineTest, RecordsTimingsMemoryAndChangedFlags) {
-  absl::StatusOr<LoadedPipeline> pipeline =
-      Load({"fake-noop", "fake-rename", "fake-sleep"});
+  absl::StatusOr<LoadedPipeline> pipeline = Load({"fake-noop", "fake-rename", "fake-sleep"});
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   Module module = TinyModule();
   absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
@@ -320,8 +308,7 @@ TEST(RunPipelineTest, RecordsTimingsMemoryAndChangedFlags) {
 }
 
 TEST(RunPipelineTest, PassFailureNamesThePass) {
-  absl::StatusOr<LoadedPipeline> pipeline =
-      Load({"fake-noop", "fake-fail", "fake-rename"});
+  absl::StatusOr<LoadedPipeline> pipeline = Load({"fake-noop", "fake-fail", "fake-rename"});
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   Module module = TinyModule();
   absl::Status status = RunPipeline(*pipeline, module).status();
@@ -331,8 +318,7 @@ TEST(RunPipelineTest, PassFailureNamesThePass) {
 }
 
 TEST(RunPipelineTest, VerificationFailureNamesThePass) {
-  absl::StatusOr<LoadedPipeline> pipeline =
-      Load({"fake-noop", "fake-break", "fake-rename"});
+  absl::StatusOr<LoadedPipeline> pipeline = Load({"fake-noop", "fake-break", "fake-rename"});
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   Module module = TinyModule();
   absl::Status status = RunPipeline(*pipeline, module).status();
@@ -349,8 +335,7 @@ TEST(RunPipelineTest, VerificationFailureNamesThePass) {
 
 TEST(RunPipelineTest, DumpsOnlyPassesThatFullyMatch) {
   absl::StatusOr<LoadedPipeline> pipeline =
-      Load({"fake-noop", "fake-rename", "fake-lower", "fake-schedule",
-            "fake-codegen"});
+      Load({"fake-noop", "fake-rename", "fake-lower", "fake-schedule", "fake-codegen"});
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   Module module = TinyModule();
   RunOptions options;
@@ -358,12 +343,9 @@ TEST(RunPipelineTest, DumpsOnlyPassesThatFullyMatch) {
   options.dump_dir = FreshDir("dumps") + "/nested";
   ASSERT_TRUE(RunPipeline(*pipeline, module, options).ok());
 
-  EXPECT_THAT(FilesIn(options.dump_dir),
-              ElementsAre("02-fake-rename.txt", "03-fake-lower.txt"));
-  EXPECT_EQ(ReadFile(options.dump_dir + "/02-fake-rename.txt"),
-            GraphToText(module.graph));
-  EXPECT_EQ(ReadFile(options.dump_dir + "/03-fake-lower.txt"),
-            PrintLoopProgram(*module.loops));
+  EXPECT_THAT(FilesIn(options.dump_dir), ElementsAre("02-fake-rename.txt", "03-fake-lower.txt"));
+  EXPECT_EQ(ReadFile(options.dump_dir + "/02-fake-rename.txt"), GraphToText(module.graph));
+  EXPECT_EQ(ReadFile(options.dump_dir + "/03-fake-lower.txt"), PrintLoopProgram(*module.loops));
 
   // A partial match is no match: "fake" names no pass in full.
   Module again = TinyModule();
@@ -374,8 +356,7 @@ TEST(RunPipelineTest, DumpsOnlyPassesThatFullyMatch) {
 }
 
 TEST(RunPipelineTest, DumpHoldsTheMostAdvancedStage) {
-  absl::StatusOr<LoadedPipeline> pipeline =
-      Load({"fake-lower", "fake-schedule", "fake-codegen"});
+  absl::StatusOr<LoadedPipeline> pipeline = Load({"fake-lower", "fake-schedule", "fake-codegen"});
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   Module module = TinyModule();
   RunOptions options;
@@ -384,14 +365,11 @@ TEST(RunPipelineTest, DumpHoldsTheMostAdvancedStage) {
   ASSERT_TRUE(RunPipeline(*pipeline, module, options).ok());
 
   EXPECT_THAT(FilesIn(options.dump_dir),
-              ElementsAre("01-fake-lower.txt", "02-fake-schedule.txt",
-                          "03-fake-codegen.txt"));
-  EXPECT_EQ(ReadFile(options.dump_dir + "/01-fake-lower.txt"),
-            PrintLoopProgram(*module.loops));
+              ElementsAre("01-fake-lower.txt", "02-fake-schedule.txt", "03-fake-codegen.txt"));
+  EXPECT_EQ(ReadFile(options.dump_dir + "/01-fake-lower.txt"), PrintLoopProgram(*module.loops));
   EXPECT_EQ(ReadFile(options.dump_dir + "/02-fake-schedule.txt"),
             PrintSchedule(*module.schedule, *module.loops));
-  EXPECT_EQ(ReadFile(options.dump_dir + "/03-fake-codegen.txt"),
-            "void run() {}\n");
+  EXPECT_EQ(ReadFile(options.dump_dir + "/03-fake-codegen.txt"), "void run() {}\n");
 }
 
 TEST(RunPipelineTest, BadDumpPatternFailsBeforeAnyPass) {
@@ -403,8 +381,7 @@ TEST(RunPipelineTest, BadDumpPatternFailsBeforeAnyPass) {
   options.dump_dir = FreshDir("bad_pattern");
   absl::Status status = RunPipeline(*pipeline, module, options).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(),
-            "bad dump_after pattern 'fake-(': missing ): fake-(");
+  EXPECT_EQ(status.message(), "bad dump_after pattern 'fake-(': missing ): fake-(");
   EXPECT_EQ(module.graph.name, "tiny");
 
   options.dump_after = "fake-rename";

@@ -47,8 +47,7 @@ TEST(PassRegistryTest, UnknownNameListsKnownNamesSorted) {
 
   absl::StatusOr<const PassRegistration*> found = registry.Lookup("nope");
   EXPECT_EQ(found.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(found.status().message(),
-            "unknown pass 'nope'; known passes: alpha-2, zeta");
+  EXPECT_EQ(found.status().message(), "unknown pass 'nope'; known passes: alpha-2, zeta");
   EXPECT_EQ(registry.Lookup("").status().message(),
             "pass has no name; known passes: alpha-2, zeta");
 }
@@ -56,12 +55,10 @@ TEST(PassRegistryTest, UnknownNameListsKnownNamesSorted) {
 TEST(PassRegistryTest, RejectsBadRegistrations) {
   PassRegistry registry;
   ASSERT_TRUE(registry.Register({"dup", "", MakeNoOp}).ok());
-  EXPECT_THAT(registry.Register({"dup", "", MakeNoOp}).message(),
-              HasSubstr("registered twice"));
+  EXPECT_THAT(registry.Register({"dup", "", MakeNoOp}).message(), HasSubstr("registered twice"));
   EXPECT_THAT(registry.Register({"Not_Kebab", "", MakeNoOp}).message(),
               HasSubstr("not kebab-case"));
-  EXPECT_THAT(registry.Register({"", "", MakeNoOp}).message(),
-              HasSubstr("not kebab-case"));
+  EXPECT_THAT(registry.Register({"", "", MakeNoOp}).message(), HasSubstr("not kebab-case"));
   // `name` is a field of PassSpec but not one of its options.
   EXPECT_THAT(registry.Register({"odd", "name", MakeNoOp}).message(),
               HasSubstr("PassSpec.options does not have"));
@@ -73,14 +70,13 @@ TEST(PassRegistryTest, RejectsBadRegistrations) {
 TEST(PassRegistryTest, CreateChecksTheOptionsBlock) {
   PassRegistry registry;
   ASSERT_TRUE(registry.Register({"plain", "", MakeNoOp}).ok());
-  ASSERT_TRUE(registry
-                  .Register({"fusing", "fuse",
-                             [](const proto::PassSpec& spec)
-                                 -> absl::StatusOr<std::unique_ptr<Pass>> {
-                               return std::make_unique<NoOpPass>(
-                                   spec.fuse().max_nodes_per_kernel());
-                             }})
-                  .ok());
+  ASSERT_TRUE(
+      registry
+          .Register({"fusing", "fuse",
+                     [](const proto::PassSpec& spec) -> absl::StatusOr<std::unique_ptr<Pass>> {
+                       return std::make_unique<NoOpPass>(spec.fuse().max_nodes_per_kernel());
+                     }})
+          .ok());
 
   proto::PassSpec plain_with_fuse = Spec("plain");
   plain_with_fuse.mutable_fuse();
@@ -106,8 +102,7 @@ TEST(PassRegistryTest, FactoryErrorsPassThrough) {
   PassRegistry registry;
   ASSERT_TRUE(registry
                   .Register({"picky", "",
-                             [](const proto::PassSpec&)
-                                 -> absl::StatusOr<std::unique_ptr<Pass>> {
+                             [](const proto::PassSpec&) -> absl::StatusOr<std::unique_ptr<Pass>> {
                                return absl::InvalidArgumentError("no thanks");
                              }})
                   .ok());

@@ -71,8 +71,7 @@ size_t CseHash(const Node& node) {
 }
 
 bool SameComputation(const Node& a, const Node& b) {
-  if (a.op != b.op || a.outputs.size() != b.outputs.size() ||
-      a.inputs != b.inputs ||
+  if (a.op != b.op || a.outputs.size() != b.outputs.size() || a.inputs != b.inputs ||
       a.attrs.entries().size() != b.attrs.entries().size()) {
     return false;
   }
@@ -103,8 +102,7 @@ class CseTable {
   NodeId FindOrAdd(NodeId id) {
     const Node& node = graph_.node(id);
     if (node.inputs.empty()) return FindOrAddHashed(id);
-    const ValueId last =
-        *std::max_element(node.inputs.begin(), node.inputs.end());
+    const ValueId last = *std::max_element(node.inputs.begin(), node.inputs.end());
     if (length_[last] > kMaxListLength) return FindOrAddHashed(id);
     for (NodeId other = head_[last]; other != kNoNode; other = next_[other]) {
       if (SameComputation(graph_.node(other), node)) return other;
@@ -138,8 +136,7 @@ class CseTable {
     const Graph* graph;
     bool operator()(const Entry& a, const Entry& b) const {
       return a.id == b.id ||
-             (a.hash == b.hash &&
-              SameComputation(graph->node(a.id), graph->node(b.id)));
+             (a.hash == b.hash && SameComputation(graph->node(a.id), graph->node(b.id)));
     }
   };
 
@@ -162,8 +159,7 @@ class CseTable {
 // order) with one, else a graph output. The check rides along this walk
 // over the nodes rather than taking one of its own; nodes before the bad one
 // may have been rewired by then, to values that compute the same.
-absl::Status EliminateCommonSubexpressions(Graph& graph,
-                                           std::vector<bool>& keep) {
+absl::Status EliminateCommonSubexpressions(Graph& graph, std::vector<bool>& keep) {
   const ValueId num_values = static_cast<ValueId>(graph.values().size());
   auto bad = [num_values](ValueId id) { return id < 0 || id >= num_values; };
   // What each value is replaced by; made at the first duplicate (most
@@ -190,9 +186,8 @@ absl::Status EliminateCommonSubexpressions(Graph& graph,
       for (ValueId& input : node.inputs) input = replacement[input];
     }
     const NodeId first = table.FindOrAdd(id);
-    if (first == id ||
-        std::any_of(node.outputs.begin(), node.outputs.end(),
-                    [&](ValueId v) { return is_graph_output[v]; })) {
+    if (first == id || std::any_of(node.outputs.begin(), node.outputs.end(),
+                                   [&](ValueId v) { return is_graph_output[v]; })) {
       continue;
     }
     if (replacement.empty()) {
@@ -331,8 +326,7 @@ absl::StatusOr<bool> SimplifyPass::Run(Module& module) {
   LOOM_RETURN_IF_ERROR(EliminateCommonSubexpressions(graph, keep));
   LOOM_RETURN_IF_ERROR(FoldWeightTransposes(graph, keep));
   EliminateDeadNodes(graph, keep);
-  if (static_cast<size_t>(std::count(keep.begin(), keep.end(), true)) ==
-      num_nodes) {
+  if (static_cast<size_t>(std::count(keep.begin(), keep.end(), true)) == num_nodes) {
     return false;
   }
   graph.RemoveNodes(keep);
@@ -340,8 +334,7 @@ absl::StatusOr<bool> SimplifyPass::Run(Module& module) {
 }
 
 LOOM_REGISTER_PASS("simplify", "", [](const proto::PassSpec&) {
-  return absl::StatusOr<std::unique_ptr<Pass>>(
-      std::make_unique<SimplifyPass>());
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<SimplifyPass>());
 });
 
 }  // namespace loom

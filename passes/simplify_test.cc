@@ -17,9 +17,7 @@ using ::testing::ElementsAre;
 // Builds graphs in a line per node: Add("c", "add", {"a", "b"}).
 class GraphBuilder {
  public:
-  GraphBuilder() {
-    module_.graph.AddInput("x", TensorType{DType::kF32, {2, 3}}).value();
-  }
+  GraphBuilder() { module_.graph.AddInput("x", TensorType{DType::kF32, {2, 3}}).value(); }
 
   GraphBuilder& Add(const std::string& name, const std::string& op,
                     const std::vector<std::string>& inputs, Attrs attrs = {}) {
@@ -132,8 +130,7 @@ TEST(SimplifyTest, DeadNodesAreRemoved) {
                       .Build({"out"});
   EXPECT_TRUE(RunSimplify(module));
   EXPECT_THAT(Names(module.graph), ElementsAre("live", "out"));
-  EXPECT_EQ(module.graph.value(module.graph.FindValue("dead1")).producer,
-            kNoNode);
+  EXPECT_EQ(module.graph.value(module.graph.FindValue("dead1")).producer, kNoNode);
 }
 
 TEST(SimplifyTest, GraphOutputsKeepTheirNodes) {
@@ -162,9 +159,8 @@ TEST(SimplifyTest, DuplicateOfAGraphOutputReusesIt) {
 TEST(SimplifyTest, DuplicatesAmongManyReadersOfOneValue) {
   // x's readers outnumber the short list CSE keeps per value, so the later
   // ones are found through its hash set; "n0" and "n11" repeat earlier ones.
-  const std::vector<std::string> ops = {"relu", "exp",  "neg",   "abs",
-                                        "sqrt", "tanh", "sin",   "cos",
-                                        "ceil", "sign", "floor", "round"};
+  const std::vector<std::string> ops = {"relu", "exp", "neg",  "abs",  "sqrt",  "tanh",
+                                        "sin",  "cos", "ceil", "sign", "floor", "round"};
   GraphBuilder builder;
   std::vector<std::string> outputs;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -192,15 +188,11 @@ TEST(SimplifyTest, ValueIdOutOfRangeIsAnInternalError) {
   module.graph.mutable_node(2).inputs[1] = 1000;
   absl::StatusOr<bool> changed = SimplifyPass().Run(module);
   EXPECT_EQ(changed.status().code(), absl::StatusCode::kInternal);
-  EXPECT_EQ(changed.status().message(),
-            "node 'c' uses a value id out of range");
+  EXPECT_EQ(changed.status().message(), "node 'c' uses a value id out of range");
 }
 
 TEST(SimplifyTest, CleanGraphIsUnchanged) {
-  Module module = GraphBuilder()
-                      .Add("a", "relu", {"x"})
-                      .Add("b", "exp", {"a"})
-                      .Build({"b"});
+  Module module = GraphBuilder().Add("a", "relu", {"x"}).Add("b", "exp", {"a"}).Build({"b"});
   EXPECT_FALSE(RunSimplify(module));
   EXPECT_THAT(Names(module.graph), ElementsAre("a", "b"));
 }

@@ -39,8 +39,7 @@ TEST(VerifyPassTest, InvalidGraphIsAnError) {
 TEST(VerifyPassTest, IsRegisteredAsVerify) {
   proto::PassSpec spec;
   spec.set_name("verify");
-  absl::StatusOr<std::unique_ptr<Pass>> pass =
-      PassRegistry::Global().Create(spec);
+  absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
   ASSERT_TRUE(pass.ok()) << pass.status();
   Module module = ReluModule();
   EXPECT_EQ((*pass)->Run(module).value(), false);

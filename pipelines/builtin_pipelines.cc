@@ -6,8 +6,7 @@ namespace loom {
 
 std::optional<absl::string_view> BuiltinPipelineText(absl::string_view name) {
   for (int i = 0; i < internal::kNumEmbeddedPipelines; ++i) {
-    const internal::EmbeddedPipeline& pipeline =
-        internal::kEmbeddedPipelines[i];
+    const internal::EmbeddedPipeline& pipeline = internal::kEmbeddedPipelines[i];
     if (name == pipeline.name) return absl::string_view(pipeline.text);
   }
   return std::nullopt;

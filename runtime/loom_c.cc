@@ -52,8 +52,8 @@ bool ToDType(loom_dtype dtype, loom::DType& out) {
 loom_status Describe(const std::vector<loom::TensorInfo>& tensors, int index, const char* what,
                      const char** name, loom_dtype* dtype, int* rank, const int64_t** shape) {
   if (index < 0 || index >= static_cast<int>(tensors.size())) {
-    return Invalid(absl::StrCat("the model has no ", what, " ", index, " (it has ",
-                                tensors.size(), ")"));
+    return Invalid(
+        absl::StrCat("the model has no ", what, " ", index, " (it has ", tensors.size(), ")"));
   }
   const loom::TensorInfo& info = tensors[index];
   if (name != nullptr) *name = info.name.c_str();
@@ -137,8 +137,7 @@ loom_status loom_model_run(const loom_model* model, const loom_input* inputs, in
 }
 
 loom_status loom_model_reference_run(const loom_model* model, const loom_input* inputs,
-                                     int num_inputs, const loom_output* outputs,
-                                     int num_outputs) {
+                                     int num_inputs, const loom_output* outputs, int num_outputs) {
   if (model == nullptr) return Invalid("loom_model_reference_run: no model");
   if (!model->reference) {
     return Report(absl::FailedPreconditionError(

@@ -15,10 +15,10 @@ extern "C" {
 
 typedef enum {
   LOOM_OK = 0,
-  LOOM_INVALID_ARGUMENT = 1,   /* a bad file, model or tensor: the caller's to fix */
-  LOOM_NOT_FOUND = 2,          /* a missing file */
+  LOOM_INVALID_ARGUMENT = 1,    /* a bad file, model or tensor: the caller's to fix */
+  LOOM_NOT_FOUND = 2,           /* a missing file */
   LOOM_FAILED_PRECONDITION = 3, /* something to install, or another CPU */
-  LOOM_INTERNAL = 4,           /* loom's own failure */
+  LOOM_INTERNAL = 4,            /* loom's own failure */
 } loom_status;
 
 typedef enum {
@@ -93,8 +93,7 @@ loom_status loom_model_run(const loom_model* model, const loom_input* inputs, in
    artifact has no reference: LOOM_FAILED_PRECONDITION). What `loom run
    --check` compares with. */
 loom_status loom_model_reference_run(const loom_model* model, const loom_input* inputs,
-                                     int num_inputs, const loom_output* outputs,
-                                     int num_outputs);
+                                     int num_inputs, const loom_output* outputs, int num_outputs);
 
 /* A model file (.pbtxt or .onnx) imported for loom's reference interpreter
    alone, with no native compile: what a caller may run while the kernels

@@ -10,9 +10,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cpp/artifact.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "ir/graph_io.h"
-#include "backends/cpp/artifact.h"
 #include "ir/interpreter.h"
 #include "ir/status_macros.h"
 #include "runtime/loom_c.h"
@@ -35,12 +35,11 @@ template <typename CTensor>
 absl::Status CheckType(const CTensor& tensor, const loom::TensorType& type, const char* what) {
   const bool same = static_cast<int>(tensor.dtype) == static_cast<int>(type.dtype) &&
                     tensor.rank == static_cast<int>(type.shape.size()) &&
-                    (tensor.rank == 0 ||
-                     std::memcmp(tensor.shape, type.shape.data(), tensor.rank * sizeof(int64_t)) == 0);
+                    (tensor.rank == 0 || std::memcmp(tensor.shape, type.shape.data(),
+                                                     tensor.rank * sizeof(int64_t)) == 0);
   if (!same) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", tensor.name,
-                                                   "' is not the model's ",
-                                                   loom::TypeToString(type)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", tensor.name, "' is not the model's ", loom::TypeToString(type)));
   }
   if (tensor.data == nullptr && loom::NumElements(type.shape) > 0) {
     return absl::InvalidArgumentError(absl::StrCat(what, " '", tensor.name, "' has no data"));
@@ -86,8 +85,8 @@ extern "C" loom_status loom_reference_load(const char* model_path, loom_referenc
     return loom_c::Report(absl::InvalidArgumentError("loom_reference_load: a null argument"));
   }
   const std::string path = model_path;
-  absl::StatusOr<loom::Graph> graph = absl::EndsWith(path, ".onnx") ? loom::LoadOnnxFile(path)
-                                                                     : loom::LoadGraphFile(path);
+  absl::StatusOr<loom::Graph> graph =
+      absl::EndsWith(path, ".onnx") ? loom::LoadOnnxFile(path) : loom::LoadGraphFile(path);
   if (!graph.ok()) return loom_c::Report(graph.status());
   *reference = new loom_reference{*std::move(graph)};
   return LOOM_OK;
@@ -116,8 +115,8 @@ extern "C" loom_status loom_model_compile(const char* model_path, const char* pi
   absl::StatusOr<loom::CompiledModel> compiled = loom::CompileModel(options);
   if (!compiled.ok()) return loom_c::Report(compiled.status());
   if (!compiled->executable.has_value()) {
-    return loom_c::Report(absl::InvalidArgumentError(
-        "loom_model_compile: the pipeline's target is not the CPU"));
+    return loom_c::Report(
+        absl::InvalidArgumentError("loom_model_compile: the pipeline's target is not the CPU"));
   }
   // The kernels come from the cache the compile just filled.
   absl::StatusOr<loom::cpp::NativeLibrary> library =
@@ -129,11 +128,10 @@ extern "C" loom_status loom_model_compile(const char* model_path, const char* pi
   absl::StatusOr<loom::Model> bound = loom::Model::Bind(*std::move(library), *artifact);
   if (!bound.ok()) return loom_c::Report(bound.status());
   auto graph = std::make_shared<const loom::Graph>(*std::move(compiled->input_graph));
-  *model = new loom_model{*std::move(bound),
-                          [graph](const loom_input* inputs, int num_inputs,
-                                  const loom_output* outputs, int num_outputs) {
-                            return loom_c::Report(
-                                Interpret(*graph, inputs, num_inputs, outputs, num_outputs));
-                          }};
+  *model = new loom_model{
+      *std::move(bound), [graph](const loom_input* inputs, int num_inputs,
+                                 const loom_output* outputs, int num_outputs) {
+        return loom_c::Report(Interpret(*graph, inputs, num_inputs, outputs, num_outputs));
+      }};
   return LOOM_OK;
 }

@@ -4,11 +4,11 @@
 // What the C interface's two halves (loom_c.cc, the runtime's; and
 // loom_c_compile.cc, the compiler's) share.
 
+#include <functional>
+
 #include "absl/status/status.h"
 #include "runtime/loom_c.h"
 #include "runtime/model.h"
-
-#include <functional>
 
 struct loom_model {
   loom::Model model;

@@ -23,7 +23,6 @@ namespace rproto = runtime::proto;
 constexpr char kMagic[] = "loom-artifact";
 constexpr int64_t kAlignment = 64;  // the arena's and every buffer's
 
-
 // 64-byte aligned bytes, zeroed.
 struct AlignedBytes {
   struct Free {
@@ -121,9 +120,8 @@ class Model::Context {
   // and runs every launch. A failed index check fails the run (after every
   // launch: a kernel goes on with a safe index) with its message.
   absl::Status Execute(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) {
-    int64_t* const errors = shared_.index_errors < 0
-                                ? nullptr
-                                : static_cast<int64_t*>(pointers_[shared_.index_errors]);
+    int64_t* const errors =
+        shared_.index_errors < 0 ? nullptr : static_cast<int64_t*>(pointers_[shared_.index_errors]);
     if (errors != nullptr) errors[0] = errors[1] = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
       // Kernels only read inputs: the const_cast never leads to a write.
@@ -205,8 +203,8 @@ using Slots = absl::InlinedVector<int, 8>;
 
 template <typename Tensor>
 absl::StatusOr<Slots> MatchByName(absl::Span<const Tensor> given,
-                                             const std::vector<TensorInfo>& expected,
-                                             absl::string_view what, bool all_required) {
+                                  const std::vector<TensorInfo>& expected, absl::string_view what,
+                                  bool all_required) {
   Slots slot_of(expected.size(), -1);
   for (size_t g = 0; g < given.size(); ++g) {
     const Tensor& tensor = given[g];
@@ -215,19 +213,18 @@ absl::StatusOr<Slots> MatchByName(absl::Span<const Tensor> given,
     if (e == expected.size()) {
       std::vector<std::string> names;
       for (const TensorInfo& info : expected) names.push_back(info.name);
-      return absl::InvalidArgumentError(absl::StrCat("the model has no ", what, " '",
-                                                     tensor.name, "' (its ", what, "s: ",
-                                                     absl::StrJoin(names, ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("the model has no ", what, " '", tensor.name,
+                                                     "' (its ", what,
+                                                     "s: ", absl::StrJoin(names, ", "), ")"));
     }
     if (slot_of[e] >= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " '", tensor.name, "' is given twice"));
+      return absl::InvalidArgumentError(absl::StrCat(what, " '", tensor.name, "' is given twice"));
     }
     const TensorInfo& info = expected[e];
     if (tensor.dtype != info.dtype || tensor.shape != absl::MakeConstSpan(info.shape)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " '", tensor.name, "' is ", TypeString(tensor.dtype, tensor.shape),
-          ", the model's is ", TypeString(info.dtype, info.shape)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " '", tensor.name, "' is ", TypeString(tensor.dtype, tensor.shape),
+                       ", the model's is ", TypeString(info.dtype, info.shape)));
     }
     if (tensor.data == nullptr && info.bytes() > 0) {
       return absl::InvalidArgumentError(
@@ -257,13 +254,13 @@ absl::StatusOr<TensorInfo> InfoOf(const rproto::TensorSpec& spec, int buffers,
   int64_t elements = 1;
   for (int64_t d : info.shape) {
     if (d < 0 || !MultiplyChecked(elements, d, elements)) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " '", spec.name(), "' has shape ",
-                                                     ShapeString(info.shape)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " '", spec.name(), "' has shape ", ShapeString(info.shape)));
     }
   }
   if (spec.buffer() < 0 || spec.buffer() >= buffers) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", spec.name(), "' names buffer ",
-                                                   spec.buffer(), " of ", buffers));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", spec.name(), "' names buffer ", spec.buffer(), " of ", buffers));
   }
   return info;
 }
@@ -291,9 +288,9 @@ absl::StatusOr<Model> Model::Load(const std::string& path) {
         absl::StrCat(path, ": not a loom artifact (truncated or corrupt?)"));
   }
   if (file.format_version() != kArtifactFormatVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": artifact format ", file.format_version(), ", this loom reads format ",
-        kArtifactFormatVersion, " only: compile the model again with this loom"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": artifact format ", file.format_version(), ", this loom reads format ",
+                     kArtifactFormatVersion, " only: compile the model again with this loom"));
   }
   rproto::Artifact artifact;
   if (kernel_cache::ContentHash(file.payload()) != file.payload_hash() ||
@@ -303,15 +300,13 @@ absl::StatusOr<Model> Model::Load(const std::string& path) {
   }
   absl::StatusOr<Model> model = FromArtifact(artifact);
   if (!model.ok()) {
-    return absl::Status(model.status().code(),
-                        absl::StrCat(path, ": ", model.status().message()));
+    return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
   }
   return model;
 }
 
 absl::StatusOr<Model> Model::FromArtifact(const rproto::Artifact& artifact) {
-  if (!artifact.cpu_features().empty() &&
-      artifact.cpu_features() != cpp::HostCpuFeatures()) {
+  if (!artifact.cpu_features().empty() && artifact.cpu_features() != cpp::HostCpuFeatures()) {
     return absl::FailedPreconditionError(
         "the kernels were compiled for the native instruction set of another CPU "
         "(codegen-cpp march: native); compile them here, or for a named target "
@@ -339,8 +334,8 @@ absl::StatusOr<Model> Model::Bind(cpp::NativeLibrary library, const rproto::Arti
 absl::StatusOr<Model> Model::BindFunctions(absl::Span<const KernelFunction> functions,
                                            const rproto::Artifact& artifact) {
   if (static_cast<int>(functions.size()) != artifact.functions_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(functions.size(), " kernel functions for ",
-                                                   artifact.functions_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(functions.size(), " kernel functions for ", artifact.functions_size()));
   }
   return Assemble({functions.begin(), functions.end()}, std::nullopt, artifact);
 }
@@ -370,14 +365,13 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
     if (buffer.kind() == rproto::Buffer::ARENA &&
         (buffer.arena_offset() < 0 || buffer.arena_offset() % kAlignment != 0 ||
          buffer.arena_offset() > shared->arena_bytes - bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("buffer '", buffer.name(),
-                                                     "' lies outside the arena"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer '", buffer.name(), "' lies outside the arena"));
     }
     if (buffer.kind() == rproto::Buffer::WEIGHT) {
       if (static_cast<int64_t>(buffer.data().size()) != bytes) {
-        return absl::InvalidArgumentError(absl::StrCat("weight '", buffer.name(), "' has ",
-                                                       buffer.data().size(), " bytes, not ",
-                                                       bytes));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "weight '", buffer.name(), "' has ", buffer.data().size(), " bytes, not ", bytes));
       }
       weight = AlignedBytes::Zeroed(std::max<int64_t>(bytes, 1));
       if (weight.get() == nullptr) return absl::ResourceExhaustedError("out of memory");
@@ -422,13 +416,13 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
     }
     return absl::OkStatus();
   };
-  if (absl::Status s = add_interface(artifact.inputs(), "input", shared->inputs,
-                                     shared->input_buffers);
+  if (absl::Status s =
+          add_interface(artifact.inputs(), "input", shared->inputs, shared->input_buffers);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = add_interface(artifact.outputs(), "output", shared->outputs,
-                                     shared->output_buffers);
+  if (absl::Status s =
+          add_interface(artifact.outputs(), "output", shared->outputs, shared->output_buffers);
       !s.ok()) {
     return s;
   }

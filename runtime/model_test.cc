@@ -74,8 +74,8 @@ const Compiled& Lstm() {
 std::vector<InputTensor> Views(const Model& model, const std::vector<Tensor>& tensors) {
   std::vector<InputTensor> views;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    views.push_back({model.inputs()[i].name, tensors[i].dtype(), tensors[i].shape(),
-                     tensors[i].data()});
+    views.push_back(
+        {model.inputs()[i].name, tensors[i].dtype(), tensors[i].shape(), tensors[i].data()});
   }
   return views;
 }
@@ -83,7 +83,8 @@ std::vector<InputTensor> Views(const Model& model, const std::vector<Tensor>& te
 void ExpectClose(const float* actual, const Tensor& expected) {
   const float* e = expected.data_as<float>();
   for (int64_t i = 0; i < expected.num_elements(); ++i) {
-    ASSERT_LE(std::fabs(actual[i] - e[i]), kCheckAbsTolerance + kCheckRelTolerance * std::fabs(e[i]))
+    ASSERT_LE(std::fabs(actual[i] - e[i]),
+              kCheckAbsTolerance + kCheckRelTolerance * std::fabs(e[i]))
         << "element " << i;
   }
 }
@@ -134,14 +135,19 @@ TEST(ModelTest, EveryMismatchIsAnErrorNamingTheTensor) {
   const Case cases[] = {
       {{}, {}, "the model's input 'x' is not given"},
       {{{"y", DType::kF32, shape, x.data()}}, {}, "the model has no input 'y' (its inputs: x)"},
-      {{{"x", DType::kF64, shape, x.data()}}, {}, "input 'x' is f64[2, 16, 32], the model's is f32[2, 16, 32]"},
+      {{{"x", DType::kF64, shape, x.data()}},
+       {},
+       "input 'x' is f64[2, 16, 32], the model's is f32[2, 16, 32]"},
       {{{"x", DType::kF32, wrong_shape, x.data()}}, {}, "input 'x' is f32[2, 16, 33]"},
       {{{"x", DType::kF32, shape, nullptr}}, {}, "input 'x' has no data"},
-      {{{"x", DType::kF32, shape, x.data()}, {"x", DType::kF32, shape, x.data()}}, {},
+      {{{"x", DType::kF32, shape, x.data()}, {"x", DType::kF32, shape, x.data()}},
+       {},
        "input 'x' is given twice"},
-      {{{"x", DType::kF32, shape, x.data()}}, {{"nope", y.dtype, y.shape, out.data()}},
+      {{{"x", DType::kF32, shape, x.data()}},
+       {{"nope", y.dtype, y.shape, out.data()}},
        "the model has no output 'nope'"},
-      {{{"x", DType::kF32, shape, x.data()}}, {{y.name, DType::kI32, y.shape, out.data()}},
+      {{{"x", DType::kF32, shape, x.data()}},
+       {{y.name, DType::kI32, y.shape, out.data()}},
        "is i32"},
   };
   for (const Case& c : cases) {
@@ -156,7 +162,8 @@ TEST(ModelTest, EightThreadsShareOneModel) {
   ASSERT_TRUE(model.ok()) << model.status();
   const TensorInfo& y = model->outputs()[0];
   std::vector<float> first(y.elements());
-  ASSERT_TRUE(model->Run(Views(*model, Lstm().inputs), {{y.name, y.dtype, y.shape, first.data()}}).ok());
+  ASSERT_TRUE(
+      model->Run(Views(*model, Lstm().inputs), {{y.name, y.dtype, y.shape, first.data()}}).ok());
   constexpr int kThreads = 8, kCalls = 1000;
   std::vector<int> mismatches(kThreads, 0), failures(kThreads, 0);
   std::vector<std::thread> threads;

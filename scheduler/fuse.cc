@@ -64,34 +64,29 @@ struct SliceQuestion {
 
   template <typename H>
   friend H AbslHashValue(H h, const SliceQuestion& q) {
-    return H::combine(std::move(h), q.index, q.slice, q.outer_position, q.loops,
-                      q.inner_loops, q.extents);
+    return H::combine(std::move(h), q.index, q.slice, q.outer_position, q.loops, q.inner_loops,
+                      q.extents);
   }
   friend bool operator==(const SliceQuestion& a, const SliceQuestion& b) {
-    return a.index == b.index && a.slice == b.slice &&
-           a.outer_position == b.outer_position && a.loops == b.loops &&
-           a.inner_loops == b.inner_loops && a.extents == b.extents;
+    return a.index == b.index && a.slice == b.slice && a.outer_position == b.outer_position &&
+           a.loops == b.loops && a.inner_loops == b.inner_loops && a.extents == b.extents;
   }
 };
 
-bool StartsWith(absl::Span<const int64_t> extents,
-                absl::Span<const int64_t> prefix) {
+bool StartsWith(absl::Span<const int64_t> extents, absl::Span<const int64_t> prefix) {
   return extents.size() >= prefix.size() &&
          std::equal(prefix.begin(), prefix.end(), extents.begin());
 }
 
 // The index a load reads at, or nullptr for an indirect load (it may read
 // anywhere).
-Expr DirectIndex(const ScalarOp& load) {
-  return load.args.empty() ? load.index : nullptr;
-}
+Expr DirectIndex(const ScalarOp& load) { return load.args.empty() ? load.index : nullptr; }
 
 // The fuser's view of the program: dense per-node and per-buffer tables
 // (a program has about a million of each at the scale loom targets).
 class Fuser {
  public:
-  Fuser(LoopProgram& program, const Schedule& schedule,
-        const proto::FuseOptions& options);
+  Fuser(LoopProgram& program, const Schedule& schedule, const proto::FuseOptions& options);
   absl::StatusOr<Schedule> Run();
 
  private:
@@ -125,10 +120,8 @@ class Fuser {
   bool ReadIsLegal(int writer, int reader, BufferId buffer, Expr index);
   bool ReadsWithinOuterIteration(int writer, int reader, Expr index);
   const LoopRefinement& RefinementOf(int node) const;
-  absl::Span<const int64_t> RefinedExtents(int node,
-                                           std::vector<int64_t>& scratch) const;
-  bool IndexInSlice(Expr index, int64_t slice, int inner_loops,
-                    absl::Span<const int64_t> extents);
+  absl::Span<const int64_t> RefinedExtents(int node, std::vector<int64_t>& scratch) const;
+  bool IndexInSlice(Expr index, int64_t slice, int inner_loops, absl::Span<const int64_t> extents);
   void ClearRefinements();
   void Merge();
   int MergeMemberLists(int ga, int gb);
@@ -143,8 +136,7 @@ class Fuser {
   const int n_;
   std::vector<int> order_;  // place -> node
   IntLists loaded_;         // per node: the buffers it loads
-  IntLists
-      successors_;  // per node: the nodes that depend on it, in place order
+  IntLists successors_;     // per node: the nodes that depend on it, in place order
   // Per node: the place of its first dependent, or n_ when it has none.
   // ConsumerRunsBetween mostly learns from this alone that none of a
   // member's dependents runs early, without reading its list.
@@ -177,9 +169,8 @@ class Fuser {
   // table.
   std::vector<NodeState> state_;
   std::vector<int64_t> outer_extents_;
-  MergePlan plan_;  // the merge weighed now
-  std::vector<int>
-      refinement_of_;  // per node: its place in plan_.refined, or -1
+  MergePlan plan_;                  // the merge weighed now
+  std::vector<int> refinement_of_;  // per node: its place in plan_.refined, or -1
   const LoopRefinement identity_{/*identity=*/true};
   std::vector<int64_t> writer_extents_, reader_extents_;  // scratch
   RefinementCache refinements_;
@@ -188,13 +179,11 @@ class Fuser {
   std::vector<int64_t> refused_spaces_;  // Schedule::refused_spaces
 };
 
-Fuser::Fuser(LoopProgram& program, const Schedule& schedule,
-             const proto::FuseOptions& options)
+Fuser::Fuser(LoopProgram& program, const Schedule& schedule, const proto::FuseOptions& options)
     : program_(program),
       ctx_(*program.exprs),
-      max_nodes_(options.max_nodes_per_kernel() > 0
-                     ? options.max_nodes_per_kernel()
-                     : kDefaultMaxNodesPerKernel),
+      max_nodes_(options.max_nodes_per_kernel() > 0 ? options.max_nodes_per_kernel()
+                                                    : kDefaultMaxNodesPerKernel),
       outer_loop_(options.outer_loop()),
       reshape_aware_(options.reshape_aware()),
       n_(static_cast<int>(program.nodes.size())),
@@ -213,20 +202,16 @@ Fuser::Fuser(LoopProgram& program, const Schedule& schedule,
   // Dependents come in program order; ConsumerRunsBetween wants them in
   // place order, which differs only when the schedule reorders the program.
   if (!std::is_sorted(order_.begin(), order_.end())) {
-    const auto by_place = [&](int x, int y) {
-      return state_[x].position < state_[y].position;
-    };
+    const auto by_place = [&](int x, int y) { return state_[x].position < state_[y].position; };
     for (int v = 0; v < n_; ++v) {
       std::sort(successors_.items.begin() + successors_.offsets[v],
-                successors_.items.begin() + successors_.offsets[v + 1],
-                by_place);
+                successors_.items.begin() + successors_.offsets[v + 1], by_place);
     }
   }
   first_successor_place_.resize(n_);
   for (int v = 0; v < n_; ++v) {
     const absl::Span<const int> successors = successors_[v];
-    first_successor_place_[v] =
-        successors.empty() ? n_ : state_[successors.front()].position;
+    first_successor_place_[v] = successors.empty() ? n_ : state_[successors.front()].position;
   }
   const int num_buffers = static_cast<int>(program.buffers.size());
   writers_ = BuildLists(num_buffers, [&](auto emit) {
@@ -286,8 +271,7 @@ bool Fuser::RefineMembers() {
     // Already refined: the members begin with the shared loops. (A node on
     // its own still needs the check for loops without iterations.)
     if (plan_.keeps_loops[side] && state_[group].size > 1) continue;
-    for (int m = state_[group].first_member; m >= 0;
-         m = state_[m].next_member) {
+    for (int m = state_[group].first_member; m >= 0; m = state_[m].next_member) {
       std::optional<LoopRefinement> refinement =
           RefineLeadingLoops(ctx_, program_.nodes[m], plan_.outer);
       if (!refinement.has_value()) return false;
@@ -304,8 +288,7 @@ bool Fuser::RefineMembers() {
       }
       continue;
     }
-    for (int m = state_[group].first_member; m >= 0;
-         m = state_[m].next_member) {
+    for (int m = state_[group].first_member; m >= 0; m = state_[m].next_member) {
       if (!ReadsOfMemberAreLegal(m)) return false;
     }
   }
@@ -330,8 +313,7 @@ bool Fuser::ReadsOfMemberAreLegal(int reader) {
 // Every load by a member of `group` from a buffer that a member of `other`
 // writes, found from the writers' side.
 bool Fuser::ReadsFromOtherGroupAreLegal(int group, int other) {
-  for (int writer = state_[other].first_member; writer >= 0;
-       writer = state_[writer].next_member) {
+  for (int writer = state_[other].first_member; writer >= 0; writer = state_[writer].next_member) {
     const BufferId buffer = program_.nodes[writer].output;
     for (int reader : readers_[buffer]) {
       if (Find(reader) != group) continue;
@@ -345,8 +327,7 @@ bool Fuser::ReadsFromOtherGroupAreLegal(int group, int other) {
 }
 
 bool Fuser::ReadIsLegal(int writer, int reader, BufferId buffer, Expr index) {
-  return sole_writer_[buffer] == writer &&
-         state_[writer].position < state_[reader].position &&
+  return sole_writer_[buffer] == writer && state_[writer].position < state_[reader].position &&
          index != nullptr && ReadsWithinOuterIteration(writer, reader, index);
 }
 
@@ -356,14 +337,12 @@ const LoopRefinement& Fuser::RefinementOf(int node) const {
 }
 
 // Extents of all the node's loops once refined: pointwise, then reduction.
-absl::Span<const int64_t> Fuser::RefinedExtents(
-    int node, std::vector<int64_t>& scratch) const {
+absl::Span<const int64_t> Fuser::RefinedExtents(int node, std::vector<int64_t>& scratch) const {
   const LoopRefinement& refinement = RefinementOf(node);
   if (!refinement.identity) return refinement.extents;
   const ComputeNode& n = program_.nodes[node];
   scratch.assign(n.ranges.begin(), n.ranges.end());
-  scratch.insert(scratch.end(), n.reduction_ranges.begin(),
-                 n.reduction_ranges.end());
+  scratch.insert(scratch.end(), n.reduction_ranges.begin(), n.reduction_ranges.end());
   return scratch;
 }
 
@@ -377,15 +356,12 @@ bool Fuser::ReadsWithinOuterIteration(int writer, int reader, Expr index) {
   const Expr store = refinements_.Refine(w, writer_node.store_index);
   const Expr load = refinements_.Refine(RefinementOf(reader), index);
   const int loops = static_cast<int>(plan_.outer.size());
-  const int pointwise = static_cast<int>(w.identity ? writer_node.ranges.size()
-                                                    : w.ranges.size());
+  const int pointwise = static_cast<int>(w.identity ? writer_node.ranges.size() : w.ranges.size());
   const int inner_loops = pointwise - loops;
-  const absl::Span<const int64_t> writer_extents =
-      RefinedExtents(writer, writer_extents_);
+  const absl::Span<const int64_t> writer_extents = RefinedExtents(writer, writer_extents_);
   const int64_t slice = NumElements(writer_extents.subspan(loops, inner_loops));
   if (slice == 1) return load == store;
-  return IndexInSlice(load, slice, -1,
-                      RefinedExtents(reader, reader_extents_)) &&
+  return IndexInSlice(load, slice, -1, RefinedExtents(reader, reader_extents_)) &&
          IndexInSlice(store, slice, inner_loops, writer_extents);
 }
 
@@ -396,11 +372,9 @@ bool Fuser::IndexInSlice(Expr index, int64_t slice, int inner_loops,
   const int loops = static_cast<int>(plan_.outer.size());
   SliceQuestion question{index, slice,       plan_.outer_position,
                          loops, inner_loops, {extents.begin(), extents.end()}};
-  auto [answer, inserted] =
-      slice_answers_.try_emplace(std::move(question), false);
+  auto [answer, inserted] = slice_answers_.try_emplace(std::move(question), false);
   if (!inserted) return answer->second;
-  bool in_slice = ctx_.Simplify(ctx_.FloorDiv(index, slice), extents) ==
-                  plan_.outer_position;
+  bool in_slice = ctx_.Simplify(ctx_.FloorDiv(index, slice), extents) == plan_.outer_position;
   if (in_slice && inner_loops >= 0) {
     in_slice = ctx_.Simplify(ctx_.Mod(index, slice), extents) ==
                RowMajorOffset(ctx_, extents.subspan(loops, inner_loops), loops);
@@ -431,14 +405,12 @@ bool Fuser::ConsumerRunsBetween(int ga, int gb, int& consumer) {
   const int earlier = a_first ? ga : gb;
   const int later = a_first ? gb : ga;
   const int last = state_[later].last_position;
-  for (int m = state_[earlier].first_member; m >= 0;
-       m = state_[m].next_member) {
+  for (int m = state_[earlier].first_member; m >= 0; m = state_[m].next_member) {
     if (first_successor_place_[m] >= last) continue;
     for (int s : successors_[m]) {
       if (state_[s].position >= last) break;
       const int group = Find(s);
-      if (group != earlier && group != later &&
-          state_[group].last_position < last) {
+      if (group != earlier && group != later && state_[group].last_position < last) {
         consumer = s;
         return true;
       }
@@ -491,8 +463,9 @@ bool Fuser::Weigh(int ga, int gb, bool vertical, FusionDecision& decision) {
   plan_.groups[0] = ga;
   plan_.groups[1] = gb;
   // The most shared loops first; a consumer may fall back to fewer.
-  const size_t fewest =
-      !outer ? shared.size() : batch_of_one ? 0 : std::min<size_t>(1, shared.size());
+  const size_t fewest = !outer         ? shared.size()
+                        : batch_of_one ? 0
+                                       : std::min<size_t>(1, shared.size());
   for (size_t loops = shared.size();; --loops) {
     plan_.outer.assign(shared.begin(), shared.begin() + loops);
     plan_.outer_position = RowMajorOffset(ctx_, plan_.outer, 0);
@@ -532,8 +505,7 @@ void Fuser::Merge() {
   state_[ga].first_member = MergeMemberLists(ga, gb);
   state_[gb].parent = ga;
   state_[ga].size += state_[gb].size;
-  state_[ga].last_position =
-      std::max(state_[ga].last_position, state_[gb].last_position);
+  state_[ga].last_position = std::max(state_[ga].last_position, state_[gb].last_position);
   // The shared loops are mostly a prefix of one group's: stored once.
   const absl::Span<const int64_t> outer = plan_.outer;
   if (!StartsWith(Outer(ga), outer)) {
@@ -589,8 +561,7 @@ Kernel Fuser::MakeKernel(int group, int index) {
     if (buffer.kind != BufferKind::kTemp || sole_writer_[node.output] != m) {
       continue;
     }
-    const int64_t slice =
-        NumElements(absl::MakeConstSpan(node.ranges).subspan(kernel.outer_loops));
+    const int64_t slice = NumElements(absl::MakeConstSpan(node.ranges).subspan(kernel.outer_loops));
     if (SaturatingMul(slice, DTypeSize(buffer.dtype)) > kMaxLocalBytes) continue;
     bool inside = true;
     for (int r : readers_[node.output]) inside &= Find(r) == group;
@@ -643,8 +614,7 @@ absl::StatusOr<Schedule> Fuser::Run() {
     for (BufferId buffer : loaded_[v]) {
       const int producer = sole_writer_[buffer];
       if (producer < 0) continue;
-      if (std::find(producers.begin(), producers.end(), producer) ==
-          producers.end()) {
+      if (std::find(producers.begin(), producers.end(), producer) == producers.end()) {
         producers.push_back(producer);
       }
     }
@@ -653,12 +623,9 @@ absl::StatusOr<Schedule> Fuser::Run() {
     }
   }
   // Horizontal: consecutive readers of one buffer over the same space.
-  for (BufferId b = 0; b < static_cast<BufferId>(program_.buffers.size());
-       ++b) {
+  for (BufferId b = 0; b < static_cast<BufferId>(program_.buffers.size()); ++b) {
     const absl::Span<const int> readers = readers_[b];
-    if (readers.size() < 2 ||
-        static_cast<int>(readers.size()) > kMaxSiblingReaders)
-      continue;
+    if (readers.size() < 2 || static_cast<int>(readers.size()) > kMaxSiblingReaders) continue;
     for (size_t i = 1; i < readers.size(); ++i) {
       if (Outer(Find(readers[i - 1])) == Outer(Find(readers[i]))) {
         TryFuse(readers[i - 1], readers[i], FusionReason::kHorizontal);
@@ -670,10 +637,9 @@ absl::StatusOr<Schedule> Fuser::Run() {
   size_t scheduled = 0;
   for (const Kernel& kernel : fused.kernels) scheduled += kernel.nodes.size();
   if (scheduled != static_cast<size_t>(n_)) {
-    return absl::InternalError(
-        absl::StrCat("fusion left ", n_ - scheduled,
-                     " compute nodes unscheduled (a cycle "
-                     "between fused kernels)"));
+    return absl::InternalError(absl::StrCat("fusion left ", n_ - scheduled,
+                                            " compute nodes unscheduled (a cycle "
+                                            "between fused kernels)"));
   }
   fused.decisions = std::move(decisions_);
   fused.refused_spaces = std::move(refused_spaces_);
@@ -682,11 +648,8 @@ absl::StatusOr<Schedule> Fuser::Run() {
 
 class FusePass : public Pass {
  public:
-  explicit FusePass(proto::FuseOptions options)
-      : options_(std::move(options)) {}
-  StageRule stages() const override {
-    return StageRule::From(Stage::kScheduled, Stage::kFused);
-  }
+  explicit FusePass(proto::FuseOptions options) : options_(std::move(options)) {}
+  StageRule stages() const override { return StageRule::From(Stage::kScheduled, Stage::kFused); }
 
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {
@@ -709,11 +672,10 @@ class FusePass : public Pass {
 
 LOOM_REGISTER_PASS("fuse", "fuse", [](const proto::PassSpec& spec) {
   if (spec.fuse().max_nodes_per_kernel() < 0) {
-    return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
-        "fuse: max_nodes_per_kernel must not be negative"));
+    return absl::StatusOr<std::unique_ptr<Pass>>(
+        absl::InvalidArgumentError("fuse: max_nodes_per_kernel must not be negative"));
   }
-  return absl::StatusOr<std::unique_ptr<Pass>>(
-      std::make_unique<FusePass>(spec.fuse()));
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<FusePass>(spec.fuse()));
 });
 
 }  // namespace
@@ -723,14 +685,12 @@ absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program, Schedule schedule,
   size_t scheduled = 0;
   for (const Kernel& kernel : schedule.kernels) {
     if (kernel.nodes.size() != 1) {
-      return absl::FailedPreconditionError(
-          "fuse expects one compute node per kernel");
+      return absl::FailedPreconditionError("fuse expects one compute node per kernel");
     }
     ++scheduled;
   }
   if (scheduled != program.nodes.size()) {
-    return absl::InternalError(
-        "the schedule does not cover every compute node");
+    return absl::InternalError("the schedule does not cover every compute node");
   }
   Fuser fuser(program, schedule, options);
   schedule = Schedule();

@@ -125,8 +125,8 @@ TEST_F(FuseTest, ChannelLoopsSplitIntoGroupsToShareTheOuterLoops) {
   broadcast.Set("shape", std::vector<int64_t>{2, 2, 8, 64});
   Attrs back;
   back.Set("shape", std::vector<int64_t>{2, 16, 64});
-  const ValueId mean_per_channel = Op(
-      "reshape", {Op("expand", {Op("reshape", {mean}, per_channel)}, broadcast)}, back);
+  const ValueId mean_per_channel =
+      Op("reshape", {Op("expand", {Op("reshape", {mean}, per_channel)}, broadcast)}, back);
   graph_.AddOutput(Op("sub", {x_, mean_per_channel}));
   const Schedule schedule = Fuse();
   ASSERT_EQ(schedule.kernels.size(), 1) << Kernels(schedule);

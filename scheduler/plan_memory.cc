@@ -19,9 +19,7 @@
 
 namespace loom {
 
-int64_t BufferBytes(const Buffer& buffer) {
-  return NumBytes(buffer.dtype, buffer.sizes);
-}
+int64_t BufferBytes(const Buffer& buffer) { return NumBytes(buffer.dtype, buffer.sizes); }
 
 namespace {
 
@@ -38,8 +36,7 @@ int64_t RoundUpToAlignment(int64_t bytes) {
 class Arena {
  public:
   int64_t Allocate(int64_t size) {
-    auto fit =
-        by_size_.lower_bound({size, std::numeric_limits<int64_t>::min()});
+    auto fit = by_size_.lower_bound({size, std::numeric_limits<int64_t>::min()});
     if (fit == by_size_.end()) {
       const int64_t offset = end_;
       end_ += size;
@@ -101,13 +98,11 @@ class Arena {
 // Anything else (floor division, modulo, products of variables) is treated
 // as possibly not injective.
 bool IsInjectiveIndex(Expr index, absl::Span<const int64_t> ranges) {
-  if (std::any_of(ranges.begin(), ranges.end(),
-                  [](int64_t extent) { return extent <= 0; })) {
+  if (std::any_of(ranges.begin(), ranges.end(), [](int64_t extent) { return extent <= 0; })) {
     return false;
   }
-  const absl::Span<const Expr> terms = index->kind() == ExprKind::kAdd
-                                           ? index->operands()
-                                           : absl::MakeConstSpan(&index, 1);
+  const absl::Span<const Expr> terms =
+      index->kind() == ExprKind::kAdd ? index->operands() : absl::MakeConstSpan(&index, 1);
   absl::InlinedVector<std::pair<int64_t, int64_t>, 8> digits;  // (c, extent)
   absl::InlinedVector<bool, 8> used(ranges.size(), false);
   for (Expr term : terms) {
@@ -146,7 +141,7 @@ bool IsInjectiveIndex(Expr index, absl::Span<const int64_t> ranges) {
 
 // What the planner knows about one buffer: O(1) words each.
 struct BufferUse {
-  int64_t bytes = 0;  // dense storage, of the temporaries that need some
+  int64_t bytes = 0;                // dense storage, of the temporaries that need some
   int32_t first = kNoKernel;        // the first kernel touching it
   int32_t last = kNoKernel;         // the last kernel touching it
   int32_t internal_to = kNoKernel;  // the kernel that keeps it internal
@@ -158,7 +153,7 @@ struct BufferUse {
   int32_t qualifying_loads = 0;
   bool temp = false;             // BufferKind::kTemp
   bool written_in_last = false;  // a node of kernel `last` writes it
-  bool handed_over = false;  // its storage went to a buffer written in place
+  bool handed_over = false;      // its storage went to a buffer written in place
 };
 
 class Planner {
@@ -179,8 +174,7 @@ class Planner {
   }
   // CSR lists of the planned buffers by their first and last kernel.
   void BucketLifetimes();
-  void TryInPlace(const ComputeNode& node, int kernel,
-                  absl::Span<const BufferId> loads_at_store);
+  void TryInPlace(const ComputeNode& node, int kernel, absl::Span<const BufferId> loads_at_store);
   bool QualifiesForInPlace(BufferId load, int kernel) const;
 
   const LoopProgram& program_;
@@ -216,9 +210,8 @@ absl::StatusOr<MemoryPlan> Planner::Run() {
     for (int node : schedule_.kernels[k].nodes) {
       const int begin = loads_at_store_offsets_[visited];
       const int end = loads_at_store_offsets_[++visited];
-      TryInPlace(
-          program_.nodes[node], k,
-          absl::MakeConstSpan(loads_at_store_).subspan(begin, end - begin));
+      TryInPlace(program_.nodes[node], k,
+                 absl::MakeConstSpan(loads_at_store_).subspan(begin, end - begin));
     }
     for (int i = start_offsets_[k]; i < start_offsets_[k + 1]; ++i) {
       const BufferId b = starts_[i];
@@ -245,28 +238,24 @@ absl::Status Planner::MarkInternal() {
     const Kernel& kernel = schedule_.kernels[k];
     for (int node : kernel.nodes) {
       if (node < 0 || node >= num_nodes) {
-        return absl::InternalError(
-            absl::StrCat("kernel '", kernel.name, "' names compute node ", node,
-                         ", but the program has ", num_nodes));
+        return absl::InternalError(absl::StrCat("kernel '", kernel.name, "' names compute node ",
+                                                node, ", but the program has ", num_nodes));
       }
     }
     for (BufferId b : kernel.internal) {
       if (b < 0 || b >= num_buffers) {
-        return absl::InternalError(
-            absl::StrCat("kernel '", kernel.name, "' lists internal buffer ", b,
-                         ", but the program has ", num_buffers));
+        return absl::InternalError(absl::StrCat("kernel '", kernel.name, "' lists internal buffer ",
+                                                b, ", but the program has ", num_buffers));
       }
       if (program_.buffers[b].kind != BufferKind::kTemp) {
-        return absl::InternalError(
-            absl::StrCat("kernel '", kernel.name, "' lists buffer '",
-                         program_.buffers[b].name,
-                         "' as internal, but it is not a temporary"));
+        return absl::InternalError(absl::StrCat("kernel '", kernel.name, "' lists buffer '",
+                                                program_.buffers[b].name,
+                                                "' as internal, but it is not a temporary"));
       }
       if (uses_[b].internal_to != kNoKernel && uses_[b].internal_to != k) {
         return absl::InternalError(absl::StrCat(
             "buffer '", program_.buffers[b].name, "' is internal to kernels '",
-            schedule_.kernels[uses_[b].internal_to].name, "' and '",
-            kernel.name, "'"));
+            schedule_.kernels[uses_[b].internal_to].name, "' and '", kernel.name, "'"));
       }
       uses_[b].internal_to = k;
     }
@@ -285,8 +274,7 @@ absl::Status Planner::RecordUses() {
           loads_at_store_.push_back(op.buffer);
         }
       }
-      loads_at_store_offsets_.push_back(
-          static_cast<int32_t>(loads_at_store_.size()));
+      loads_at_store_offsets_.push_back(static_cast<int32_t>(loads_at_store_.size()));
       LOOM_RETURN_IF_ERROR(Touch(node.output, k, /*write=*/true));
       ++uses_[node.output].writers;
     }
@@ -298,16 +286,16 @@ absl::Status Planner::RecordUses() {
 // a buffer last are those left when every kernel has been visited.
 absl::Status Planner::Touch(BufferId buffer, int kernel, bool write) {
   if (buffer < 0 || buffer >= static_cast<BufferId>(uses_.size())) {
-    return absl::InternalError(absl::StrCat(
-        "kernel '", schedule_.kernels[kernel].name, "' touches buffer ", buffer,
-        ", but the program has ", uses_.size()));
+    return absl::InternalError(absl::StrCat("kernel '", schedule_.kernels[kernel].name,
+                                            "' touches buffer ", buffer, ", but the program has ",
+                                            uses_.size()));
   }
   BufferUse& use = uses_[buffer];
   if (use.internal_to != kNoKernel && use.internal_to != kernel) {
-    return absl::InternalError(absl::StrCat(
-        "buffer '", program_.buffers[buffer].name, "' is internal to kernel '",
-        schedule_.kernels[use.internal_to].name, "', but kernel '",
-        schedule_.kernels[kernel].name, "' touches it"));
+    return absl::InternalError(
+        absl::StrCat("buffer '", program_.buffers[buffer].name, "' is internal to kernel '",
+                     schedule_.kernels[use.internal_to].name, "', but kernel '",
+                     schedule_.kernels[kernel].name, "' touches it"));
   }
   if (use.first == kNoKernel) use.first = kernel;
   if (use.last != kernel) {
@@ -339,8 +327,7 @@ void Planner::BucketLifetimes() {
   }
   starts_.resize(start_offsets_[num_kernels]);
   ends_.resize(end_offsets_[num_kernels]);
-  std::vector<int32_t> next_start(start_offsets_.begin(),
-                                  start_offsets_.end() - 1);
+  std::vector<int32_t> next_start(start_offsets_.begin(), start_offsets_.end() - 1);
   std::vector<int32_t> next_end(end_offsets_.begin(), end_offsets_.end() - 1);
   for (BufferId b = 0; b < num_buffers; ++b) {  // ascending ids per bucket
     if (!Planned(b)) continue;
@@ -355,8 +342,7 @@ void Planner::BucketLifetimes() {
 bool Planner::QualifiesForInPlace(BufferId load, int kernel) const {
   if (!Planned(load)) return false;
   const BufferUse& use = uses_[load];
-  return use.last == kernel && use.first < kernel && !use.written_in_last &&
-         !use.handed_over;
+  return use.last == kernel && use.first < kernel && !use.written_in_last && !use.handed_over;
 }
 
 void Planner::TryInPlace(const ComputeNode& node, int kernel,
@@ -382,8 +368,8 @@ void Planner::TryInPlace(const ComputeNode& node, int kernel,
     const bool only_here = dying.qualifying_loads == dying.loads_in_last;
     dying.qualifying_loads = 0;  // later loads of it see 0 and are skipped
     // Of one dtype, equal bytes are equal element counts.
-    if (only_here && plan_.offsets[out] < 0 &&
-        program_.buffers[b].dtype == dtype && dying.bytes == uses_[out].bytes) {
+    if (only_here && plan_.offsets[out] < 0 && program_.buffers[b].dtype == dtype &&
+        dying.bytes == uses_[out].bytes) {
       plan_.offsets[out] = plan_.offsets[b];
       dying.handed_over = true;
     }
@@ -401,8 +387,7 @@ class PlanMemoryPass : public Pass {
     }
     LOOM_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(*module.loops, *module.schedule));
     const std::optional<MemoryPlan>& old = module.schedule->memory;
-    if (old.has_value() && old->offsets == plan.offsets &&
-        old->arena_bytes == plan.arena_bytes &&
+    if (old.has_value() && old->offsets == plan.offsets && old->arena_bytes == plan.arena_bytes &&
         old->unplanned_bytes == plan.unplanned_bytes) {
       return false;
     }
@@ -413,14 +398,12 @@ class PlanMemoryPass : public Pass {
 };
 
 LOOM_REGISTER_PASS("plan-memory", "", [](const proto::PassSpec&) {
-  return absl::StatusOr<std::unique_ptr<Pass>>(
-      std::make_unique<PlanMemoryPass>());
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<PlanMemoryPass>());
 });
 
 }  // namespace
 
-absl::StatusOr<MemoryPlan> PlanMemory(const LoopProgram& program,
-                                      const Schedule& schedule) {
+absl::StatusOr<MemoryPlan> PlanMemory(const LoopProgram& program, const Schedule& schedule) {
   return Planner(program, schedule).Run();
 }
 

@@ -37,8 +37,7 @@ inline constexpr int64_t kArenaAlignment = 64;
 //
 // Errors (InternalError): a kernel naming a node out of range, or an
 // internal buffer that is not a temporary or is touched by another kernel.
-absl::StatusOr<MemoryPlan> PlanMemory(const LoopProgram& program,
-                                      const Schedule& schedule);
+absl::StatusOr<MemoryPlan> PlanMemory(const LoopProgram& program, const Schedule& schedule);
 
 // Bytes of a buffer's dense storage.
 int64_t BufferBytes(const Buffer& buffer);

@@ -57,20 +57,16 @@ class Builder {
   }
 
   // Reads a [n, n] buffer transposed: element (x1, x0).
-  Expr Transposed(int64_t n) {
-    return ctx().Add(ctx().Mul(ctx().Var(1), n), ctx().Var(0));
-  }
+  Expr Transposed(int64_t n) { return ctx().Add(ctx().Mul(ctx().Var(1), n), ctx().Var(0)); }
 
-  int AddNode(BufferId out, std::vector<int64_t> ranges, Expr store,
-              const std::vector<Load>& loads,
+  int AddNode(BufferId out, std::vector<int64_t> ranges, Expr store, const std::vector<Load>& loads,
               std::vector<int64_t> reduction_ranges = {}) {
     ComputeNode node;
     node.name = absl::StrCat("n", program_.nodes.size());
     node.output = out;
     node.ranges = std::move(ranges);
     node.reduction_ranges = std::move(reduction_ranges);
-    node.reduce =
-        node.reduction_ranges.empty() ? ReduceKind::kNone : ReduceKind::kSum;
+    node.reduce = node.reduction_ranges.empty() ? ReduceKind::kNone : ReduceKind::kSum;
     node.store_index = store;
     const DType dtype = program_.buffers[out].dtype;
     for (const Load& load : loads) {
@@ -95,8 +91,7 @@ class Builder {
   }
 
   // A pointwise node over `shape` storing out[row-major].
-  int AddPointwise(BufferId out, const Shape& shape,
-                   const std::vector<Load>& loads) {
+  int AddPointwise(BufferId out, const Shape& shape, const std::vector<Load>& loads) {
     return AddNode(out, shape, RowMajor(shape), loads);
   }
 
@@ -137,9 +132,7 @@ Schedule Kernels(const std::vector<std::vector<int>>& groups) {
   Schedule schedule;
   for (const std::vector<int>& nodes : groups) {
     schedule.kernels.push_back(
-        Kernel{absl::StrCat("kernel_", schedule.kernels.size()),
-               {nodes.begin(), nodes.end()},
-               {}});
+        Kernel{absl::StrCat("kernel_", schedule.kernels.size()), {nodes.begin(), nodes.end()}, {}});
   }
   return schedule;
 }
@@ -150,8 +143,7 @@ struct Lifetime {
 };
 
 // First and last kernel touching each buffer, straight from the schedule.
-std::vector<Lifetime> Lifetimes(const LoopProgram& program,
-                                const Schedule& schedule) {
+std::vector<Lifetime> Lifetimes(const LoopProgram& program, const Schedule& schedule) {
   std::vector<Lifetime> lifetimes(program.buffers.size());
   auto touch = [&](BufferId b, int k) {
     if (lifetimes[b].first < 0) lifetimes[b].first = k;
@@ -171,8 +163,8 @@ std::vector<Lifetime> Lifetimes(const LoopProgram& program,
 // The in-place rule, restated plainly: in kernel k, exactly one node writes
 // `fresh` (and nothing else ever does), it is pointwise, and it is the only
 // node of the kernel that reads `dying`, always directly at its store index.
-bool InPlaceIsSafe(const LoopProgram& program, const Schedule& schedule, int k,
-                   BufferId dying, BufferId fresh) {
+bool InPlaceIsSafe(const LoopProgram& program, const Schedule& schedule, int k, BufferId dying,
+                   BufferId fresh) {
   const Buffer& d = program.buffers[dying];
   const Buffer& f = program.buffers[fresh];
   if (d.dtype != f.dtype || NumElements(d.sizes) != NumElements(f.sizes)) {
@@ -204,8 +196,7 @@ bool InPlaceIsSafe(const LoopProgram& program, const Schedule& schedule, int k,
 // Checks the plan against the schedule by brute force over all pairs:
 // storage in range and aligned, and no two buffers live in one kernel share
 // a byte unless the in-place rule allows it.
-void ExpectValidPlan(const LoopProgram& program, const Schedule& schedule,
-                     const MemoryPlan& plan) {
+void ExpectValidPlan(const LoopProgram& program, const Schedule& schedule, const MemoryPlan& plan) {
   ASSERT_EQ(plan.offsets.size(), program.buffers.size());
   std::vector<bool> internal(program.buffers.size(), false);
   for (const Kernel& kernel : schedule.kernels) {
@@ -215,15 +206,13 @@ void ExpectValidPlan(const LoopProgram& program, const Schedule& schedule,
   std::vector<BufferId> placed;
   for (BufferId b = 0; b < static_cast<BufferId>(program.buffers.size()); ++b) {
     const Buffer& buffer = program.buffers[b];
-    if (buffer.kind != BufferKind::kTemp || internal[b] ||
-        lifetimes[b].first < 0) {
+    if (buffer.kind != BufferKind::kTemp || internal[b] || lifetimes[b].first < 0) {
       EXPECT_EQ(plan.offsets[b], -1) << buffer.name;
       continue;
     }
     EXPECT_GE(plan.offsets[b], 0) << buffer.name;
     EXPECT_EQ(plan.offsets[b] % kArenaAlignment, 0) << buffer.name;
-    EXPECT_LE(plan.offsets[b] + BufferBytes(buffer), plan.arena_bytes)
-        << buffer.name;
+    EXPECT_LE(plan.offsets[b] + BufferBytes(buffer), plan.arena_bytes) << buffer.name;
     placed.push_back(b);
   }
   for (size_t i = 0; i < placed.size(); ++i) {
@@ -236,11 +225,10 @@ void ExpectValidPlan(const LoopProgram& program, const Schedule& schedule,
           plan.offsets[b] < plan.offsets[a] + BufferBytes(program.buffers[a]);
       if (!live_together || !share_bytes) continue;
       const int k = lifetimes[b].first;
-      EXPECT_TRUE(lifetimes[a].last == k &&
-                  plan.offsets[a] == plan.offsets[b] &&
+      EXPECT_TRUE(lifetimes[a].last == k && plan.offsets[a] == plan.offsets[b] &&
                   InPlaceIsSafe(program, schedule, k, a, b))
-          << program.buffers[a].name << " and " << program.buffers[b].name
-          << " overlap in kernel " << k;
+          << program.buffers[a].name << " and " << program.buffers[b].name << " overlap in kernel "
+          << k;
     }
   }
 }
@@ -249,17 +237,15 @@ void ExpectValidPlan(const LoopProgram& program, const Schedule& schedule,
 // a kernel share their pointwise loops and run in order at each point), with
 // temporaries at the plan's offsets in one arena, or each in its own storage
 // when `plan` is null. Returns every value loaded, in order.
-std::vector<float> Simulate(const LoopProgram& program,
-                            const Schedule& schedule, const MemoryPlan* plan) {
+std::vector<float> Simulate(const LoopProgram& program, const Schedule& schedule,
+                            const MemoryPlan* plan) {
   std::vector<std::vector<float>> own(program.buffers.size());
   std::vector<float> arena(plan ? plan->arena_bytes / sizeof(float) : 0, -7);
   std::vector<float*> data(program.buffers.size());
   for (BufferId b = 0; b < static_cast<BufferId>(program.buffers.size()); ++b) {
     const Buffer& buffer = program.buffers[b];
     if (plan != nullptr && buffer.kind == BufferKind::kTemp) {
-      data[b] = plan->offsets[b] < 0
-                    ? nullptr
-                    : arena.data() + plan->offsets[b] / sizeof(float);
+      data[b] = plan->offsets[b] < 0 ? nullptr : arena.data() + plan->offsets[b] / sizeof(float);
       continue;
     }
     own[b].resize(NumElements(buffer.sizes));
@@ -292,8 +278,7 @@ std::vector<float> Simulate(const LoopProgram& program,
     return values[node.root];
   };
   // Visits every point of `ranges` after the fixed prefix of `vars`.
-  auto for_each = [](const std::vector<int64_t>& ranges,
-                     std::vector<int64_t>& vars, auto&& visit) {
+  auto for_each = [](const std::vector<int64_t>& ranges, std::vector<int64_t>& vars, auto&& visit) {
     const size_t first = vars.size();
     vars.resize(first + ranges.size(), 0);
     if (NumElements(ranges) > 0) {
@@ -317,8 +302,7 @@ std::vector<float> Simulate(const LoopProgram& program,
         if (node.reduce == ReduceKind::kNone) {
           value = eval(node, vars);
         } else {
-          for_each(node.reduction_ranges, vars,
-                   [&] { value += eval(node, vars); });
+          for_each(node.reduction_ranges, vars, [&] { value += eval(node, vars); });
         }
         data[node.output][Evaluate(node.store_index, vars)] = value;
       }
@@ -349,15 +333,13 @@ std::pair<LoopProgram, Schedule> RandomProgram(uint64_t seed, int num_temps) {
   const std::vector<Shape> shapes = {{4, 4}, {8, 8}, {2, 8}};
   Builder builder;
   ExprContext& ctx = builder.ctx();
-  std::vector<BufferId> written = {
-      builder.AddBuffer(BufferKind::kInput, {8, 8})};
+  std::vector<BufferId> written = {builder.AddBuffer(BufferKind::kInput, {8, 8})};
   auto random_loads = [&](const Shape& shape) {
     std::vector<Load> loads;
     const int count = 1 + static_cast<int>(next(3));
     for (int i = 0; i < count; ++i) {
-      const size_t back = next(10) == 0
-                              ? next(written.size())
-                              : next(std::min<size_t>(6, written.size()));
+      const size_t back =
+          next(10) == 0 ? next(written.size()) : next(std::min<size_t>(6, written.size()));
       const BufferId source = written[written.size() - 1 - back];
       const Shape& from = builder.program().buffers[source].sizes;
       Expr index;
@@ -368,14 +350,12 @@ std::pair<LoopProgram, Schedule> RandomProgram(uint64_t seed, int num_temps) {
         } else if (kind == 1) {
           index = builder.Transposed(shape[0]);
         } else {  // the next row, wrapping around
-          index = ctx.Add(
-              ctx.Mul(ctx.Mod(ctx.Add(ctx.Var(0), ctx.Const(1)), shape[0]),
-                      shape[1]),
-              ctx.Var(1));
+          index = ctx.Add(ctx.Mul(ctx.Mod(ctx.Add(ctx.Var(0), ctx.Const(1)), shape[0]), shape[1]),
+                          ctx.Var(1));
         }
       } else {
-        index = ctx.Add(ctx.Mul(ctx.Mod(ctx.Var(0), from[0]), from[1]),
-                        ctx.Mod(ctx.Var(1), from[1]));
+        index =
+            ctx.Add(ctx.Mul(ctx.Mod(ctx.Var(0), from[0]), from[1]), ctx.Mod(ctx.Var(1), from[1]));
       }
       loads.push_back({source, index});
     }
@@ -390,12 +370,11 @@ std::pair<LoopProgram, Schedule> RandomProgram(uint64_t seed, int num_temps) {
       pending_rewrites.push_back(out);
     } else if (next(6) == 0) {
       const BufferId source =
-          written[written.size() - 1 -
-                  next(std::min<size_t>(4, written.size()))];
+          written[written.size() - 1 - next(std::min<size_t>(4, written.size()))];
       const Shape& from = builder.program().buffers[source].sizes;
       const Expr row = ctx.Mul(ctx.Mod(ctx.Var(0), from[0]), from[1]);
-      builder.AddNode(out, shape, builder.RowMajor(shape),
-                      {{source, ctx.Add(row, ctx.Var(2))}}, {from[1]});
+      builder.AddNode(out, shape, builder.RowMajor(shape), {{source, ctx.Add(row, ctx.Var(2))}},
+                      {from[1]});
     } else {
       builder.AddPointwise(out, shape, random_loads(shape));
     }
@@ -426,8 +405,7 @@ std::pair<LoopProgram, Schedule> RandomProgram(uint64_t seed, int num_temps) {
     }
     bool joins = !groups.empty() && next(5) < 2 &&
                  program.nodes[groups.back()[0]].ranges == node.ranges &&
-                 !contains(group_outputs, node.output) &&
-                 !contains(group_reads, node.output);
+                 !contains(group_outputs, node.output) && !contains(group_reads, node.output);
     for (BufferId b : reads) joins = joins && !contains(group_outputs, b);
     if (!joins) {
       groups.emplace_back();
@@ -515,102 +493,89 @@ bool TakesStorageInPlace(WriteN write_n) {
 }
 
 TEST(PlanMemoryTest, InPlaceNeedsALoadAtTheStoreIndex) {
-  EXPECT_TRUE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
-        return n;
-      }));
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.Transposed(4)}}));
-        return n;
-      }));
+  EXPECT_TRUE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
+    return n;
+  }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.Transposed(4)}}));
+    return n;
+  }));
   // One load at the store index is not enough when another is elsewhere.
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        kernel.push_back(b.AddPointwise(
-            n, {4, 4}, {{d, b.RowMajor({4, 4})}, {d, b.Transposed(4)}}));
-        return n;
-      }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}, {d, b.Transposed(4)}}));
+    return n;
+  }));
 }
 
 TEST(PlanMemoryTest, NoInPlaceWhenAnotherNodeOfTheKernelReadsTheBuffer) {
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        const BufferId m = b.AddBuffer(BufferKind::kOutput, {4, 4});
-        kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
-        kernel.push_back(b.AddPointwise(m, {4, 4}, {{d, b.Transposed(4)}}));
-        return n;
-      }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    const BufferId m = b.AddBuffer(BufferKind::kOutput, {4, 4});
+    kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
+    kernel.push_back(b.AddPointwise(m, {4, 4}, {{d, b.Transposed(4)}}));
+    return n;
+  }));
 }
 
 TEST(PlanMemoryTest, NoInPlaceOverABufferTheKernelAlsoWrites) {
   // The kernel rewrites d transposed, then reads it: at a later point the
   // rewrite would land on elements of n already stored.
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        kernel.push_back(
-            b.AddNode(d, {4, 4}, b.Transposed(4), {{0, b.RowMajor({4, 4})}}));
-        kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
-        return n;
-      }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    kernel.push_back(b.AddNode(d, {4, 4}, b.Transposed(4), {{0, b.RowMajor({4, 4})}}));
+    kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
+    return n;
+  }));
 }
 
 TEST(PlanMemoryTest, NoInPlaceIntoAReduction) {
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        const Expr same = b.RowMajor({4, 4});
-        kernel.push_back(b.AddNode(n, {4, 4}, same, {{d, same}}, {1}));
-        return n;
-      }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    const Expr same = b.RowMajor({4, 4});
+    kernel.push_back(b.AddNode(n, {4, 4}, same, {{d, same}}, {1}));
+    return n;
+  }));
 }
 
 TEST(PlanMemoryTest, NoInPlaceAcrossDtypesOrSizes) {
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4}, DType::kI32);
-        kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
-        return n;
-      }));
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {2, 4});
-        kernel.push_back(b.AddPointwise(n, {2, 4}, {{d, b.RowMajor({2, 4})}}));
-        return n;
-      }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4}, DType::kI32);
+    kernel.push_back(b.AddPointwise(n, {4, 4}, {{d, b.RowMajor({4, 4})}}));
+    return n;
+  }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {2, 4});
+    kernel.push_back(b.AddPointwise(n, {2, 4}, {{d, b.RowMajor({2, 4})}}));
+    return n;
+  }));
 }
 
 TEST(PlanMemoryTest, NoInPlaceWhenTheStoreMayRevisitAnElement) {
   // Over [4, 4], x0 + x1 hits element 1 at (0, 1) and (1, 0).
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        const Expr diagonal = b.ctx().Add(b.ctx().Var(0), b.ctx().Var(1));
-        kernel.push_back(b.AddNode(n, {4, 4}, diagonal, {{d, diagonal}}));
-        return n;
-      }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    const Expr diagonal = b.ctx().Add(b.ctx().Var(0), b.ctx().Var(1));
+    kernel.push_back(b.AddNode(n, {4, 4}, diagonal, {{d, diagonal}}));
+    return n;
+  }));
   // Over [8], x0 % 4 visits each element twice.
-  EXPECT_FALSE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        const Expr wrap = b.ctx().Mod(b.ctx().Var(0), 16);
-        kernel.push_back(b.AddNode(n, {32}, wrap, {{d, wrap}}));
-        return n;
-      }));
+  EXPECT_FALSE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    const Expr wrap = b.ctx().Mod(b.ctx().Var(0), 16);
+    kernel.push_back(b.AddNode(n, {32}, wrap, {{d, wrap}}));
+    return n;
+  }));
   // A strided but injective store (x1 * 4 + x0 over [4, 4]) is fine.
-  EXPECT_TRUE(
-      TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
-        const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
-        const Expr columns = b.Transposed(4);
-        kernel.push_back(b.AddNode(n, {4, 4}, columns, {{d, columns}}));
-        return n;
-      }));
+  EXPECT_TRUE(TakesStorageInPlace([](Builder& b, BufferId d, std::vector<int>& kernel) {
+    const BufferId n = b.AddBuffer(BufferKind::kTemp, {4, 4});
+    const Expr columns = b.Transposed(4);
+    kernel.push_back(b.AddNode(n, {4, 4}, columns, {{d, columns}}));
+    return n;
+  }));
 }
 
 TEST(PlanMemoryTest, MultiWriterBufferLivesFromItsFirstWriteToItsLastRead) {
@@ -673,9 +638,8 @@ TEST(PlanMemoryTest, RejectsBrokenSchedules) {
   internal_elsewhere.kernels[0].internal = {t};
   absl::StatusOr<MemoryPlan> plan = PlanMemory(b.program(), internal_elsewhere);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(plan.status().message(),
-              HasSubstr("internal to kernel 'kernel_0', but kernel "
-                        "'kernel_1' touches it"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("internal to kernel 'kernel_0', but kernel "
+                                                 "'kernel_1' touches it"));
 
   Schedule internal_output = Kernels({{0, 1}});
   internal_output.kernels[0].internal = {out};
@@ -703,11 +667,8 @@ TEST(PlanMemoryTest, FreedNeighboursCoalesce) {
   const BufferId e = bld.AddBuffer(BufferKind::kTemp, {16});
   bld.AddPointwise(e, {16}, {{in, bld.RowMajor({16})}});
   const BufferId sum = bld.AddBuffer(BufferKind::kOutput, {16});
-  const Expr rotated =
-      bld.ctx().Mod(bld.ctx().Add(bld.ctx().Var(0), bld.ctx().Const(1)), 16);
-  bld.AddPointwise(
-      sum, {16},
-      {{small[0], rotated}, {small[1], rotated}, {small[2], rotated}});
+  const Expr rotated = bld.ctx().Mod(bld.ctx().Add(bld.ctx().Var(0), bld.ctx().Const(1)), 16);
+  bld.AddPointwise(sum, {16}, {{small[0], rotated}, {small[1], rotated}, {small[2], rotated}});
   const BufferId d = bld.AddBuffer(BufferKind::kTemp, {48});
   bld.AddPointwise(d, {48}, {{e, bld.ctx().Mod(bld.ctx().Var(0), 16)}});
   const BufferId out = bld.AddBuffer(BufferKind::kOutput, {48});
@@ -737,8 +698,7 @@ TEST(PlanMemoryTest, RandomSchedulesNeverShareLiveStorage) {
         const BufferId out = program.nodes[n].output;
         for (const ScalarOp& op : program.nodes[n].body) {
           if (op.kind == ScalarOp::Kind::kLoad &&
-              program.buffers[op.buffer].kind == BufferKind::kTemp &&
-              op.buffer != out &&
+              program.buffers[op.buffer].kind == BufferKind::kTemp && op.buffer != out &&
               plan->offsets[op.buffer] == plan->offsets[out] &&
               lifetimes[op.buffer].last == lifetimes[out].first) {
             ++in_place;
@@ -796,15 +756,13 @@ TEST(PlanMemoryPassTest, SetsThePlanAndReportsNoChangeOnASecondRun) {
 
   proto::PassSpec spec;
   spec.set_name("plan-memory");
-  absl::StatusOr<std::unique_ptr<Pass>> pass =
-      PassRegistry::Global().Create(spec);
+  absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
   ASSERT_TRUE(pass.ok()) << pass.status();
   absl::StatusOr<bool> changed = (*pass)->Run(module);
   ASSERT_TRUE(changed.ok()) << changed.status();
   EXPECT_TRUE(*changed);
   ASSERT_TRUE(module.schedule->memory.has_value());
-  EXPECT_EQ(module.schedule->memory->offsets,
-            (std::vector<int64_t>{-1, 0, -1}));
+  EXPECT_EQ(module.schedule->memory->offsets, (std::vector<int64_t>{-1, 0, -1}));
   EXPECT_EQ(module.schedule->memory->arena_bytes, 64);
   EXPECT_EQ(module.schedule->memory->unplanned_bytes, 16);
   EXPECT_FALSE(module.source.has_value());  // stale once the plan changes
@@ -818,8 +776,7 @@ TEST(PlanMemoryPassTest, NeedsASchedule) {
   Module module;
   proto::PassSpec spec;
   spec.set_name("plan-memory");
-  absl::StatusOr<std::unique_ptr<Pass>> pass =
-      PassRegistry::Global().Create(spec);
+  absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
   ASSERT_TRUE(pass.ok()) << pass.status();
   absl::StatusOr<bool> changed = (*pass)->Run(module);
   EXPECT_EQ(changed.status().code(), absl::StatusCode::kFailedPrecondition);

@@ -4,8 +4,8 @@
 
 namespace loom {
 
-std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
-                                      absl::Span<const int64_t> b, bool split) {
+std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a, absl::Span<const int64_t> b,
+                                      bool split) {
   std::vector<int64_t> common;
   size_t i = 0, j = 0;
   int64_t rest_a = 1, rest_b = 1;  // what is left of a[i-1] and b[j-1]
@@ -23,15 +23,13 @@ std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
   return common;
 }
 
-std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx,
-                                                 const ComputeNode& node,
+std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx, const ComputeNode& node,
                                                  absl::Span<const int64_t> prefix) {
   LoopRefinement refinement;
   const std::vector<int64_t>& old = node.ranges;
   // A loop with no iterations cannot be split (nor dropped like one of 1).
   if (std::find(old.begin(), old.end(), 0) != old.end()) return std::nullopt;
-  if (old.size() >= prefix.size() &&
-      std::equal(prefix.begin(), prefix.end(), old.begin()) &&
+  if (old.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), old.begin()) &&
       std::find(old.begin() + prefix.size(), old.end(), 1) == old.end()) {
     refinement.identity = true;
     return refinement;
@@ -82,20 +80,17 @@ Expr RefinementCache::Refine(const LoopRefinement& refinement, Expr e) {
   return it->second;
 }
 
-void RefinementCache::Apply(const LoopRefinement& refinement,
-                            ComputeNode& node) {
+void RefinementCache::Apply(const LoopRefinement& refinement, ComputeNode& node) {
   if (refinement.identity) return;
   for (ScalarOp& op : node.body) op.index = Refine(refinement, op.index);
   node.store_index = Refine(refinement, node.store_index);
   node.ranges = refinement.ranges;
 }
 
-Expr RowMajorOffset(ExprContext& ctx, absl::Span<const int64_t> extents,
-                    int first) {
+Expr RowMajorOffset(ExprContext& ctx, absl::Span<const int64_t> extents, int first) {
   Expr offset = ctx.Const(0);
   for (size_t i = 0; i < extents.size(); ++i) {
-    offset = ctx.Add(ctx.Mul(offset, extents[i]),
-                     ctx.Var(first + static_cast<int>(i)));
+    offset = ctx.Add(ctx.Mul(offset, extents[i]), ctx.Var(first + static_cast<int>(i)));
   }
   return offset;
 }

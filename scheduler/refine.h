@@ -27,8 +27,8 @@ namespace loom {
 // be matched (or a loop has no iterations). E.g. [2, 2, 1] and
 // [2, 16, 32, 32] give [2, 2].
 // Without `split`, loops are only matched whole.
-std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a,
-                                      absl::Span<const int64_t> b, bool split = true);
+std::vector<int64_t> CommonLoopPrefix(absl::Span<const int64_t> a, absl::Span<const int64_t> b,
+                                      bool split = true);
 
 // How one compute node's loops map onto refined loops whose first ones are
 // a given prefix.
@@ -36,17 +36,16 @@ struct LoopRefinement {
   // The node's loops already begin with the prefix and stay as they are;
   // the fields below are then left empty.
   bool identity = false;
-  std::vector<int64_t> ranges;    // the new pointwise loops
-  std::vector<int64_t> extents;   // all new loops, reduction ones last
-  std::vector<Expr> old_vars;     // each old variable over the new ones
+  std::vector<int64_t> ranges;   // the new pointwise loops
+  std::vector<int64_t> extents;  // all new loops, reduction ones last
+  std::vector<Expr> old_vars;    // each old variable over the new ones
 };
 
 // The refinement of `node`'s pointwise loops that makes them begin with
 // `prefix` (which has no extent 1; loops of extent 1 are dropped, their
 // variable becoming 0), or nullopt when `prefix` does not refine them or
 // a loop has no iterations.
-std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx,
-                                                 const ComputeNode& node,
+std::optional<LoopRefinement> RefineLeadingLoops(ExprContext& ctx, const ComputeNode& node,
                                                  absl::Span<const int64_t> prefix);
 
 // Refinements applied, with the rewritten expressions remembered: the fuser
@@ -84,8 +83,7 @@ class RefinementCache {
 
 // The row-major position of variables first .. first+extents.size()-1
 // within `extents`: x0*e1 + x1 for first = 0 and extents [e0, e1].
-Expr RowMajorOffset(ExprContext& ctx, absl::Span<const int64_t> extents,
-                    int first);
+Expr RowMajorOffset(ExprContext& ctx, absl::Span<const int64_t> extents, int first);
 
 }  // namespace loom
 

@@ -26,9 +26,8 @@ TEST(RefineLeadingLoopsTest, SplitsChannelsIntoGroups) {
   ExprContext ctx;
   ComputeNode node;
   node.ranges = {2, 16, 32, 32};
-  node.store_index = ctx.Add(
-      ctx.Add(ctx.Mul(ctx.Var(0), 16384), ctx.Mul(ctx.Var(1), 1024)),
-      ctx.Add(ctx.Mul(ctx.Var(2), 32), ctx.Var(3)));
+  node.store_index = ctx.Add(ctx.Add(ctx.Mul(ctx.Var(0), 16384), ctx.Mul(ctx.Var(1), 1024)),
+                             ctx.Add(ctx.Mul(ctx.Var(2), 32), ctx.Var(3)));
   ScalarOp load{ScalarOp::Kind::kLoad, DType::kF32};
   load.buffer = 0;
   load.index = ctx.Add(ctx.Mul(ctx.Var(0), 2), ctx.FloorDiv(ctx.Var(1), 8));

@@ -95,9 +95,7 @@ namespace {
 
 class SchedulePass : public Pass {
  public:
-  StageRule stages() const override {
-    return StageRule::From(Stage::kLoops, Stage::kScheduled);
-  }
+  StageRule stages() const override { return StageRule::From(Stage::kLoops, Stage::kScheduled); }
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value()) {
       return absl::FailedPreconditionError(
@@ -110,8 +108,7 @@ class SchedulePass : public Pass {
 };
 
 LOOM_REGISTER_PASS("schedule", "", [](const proto::PassSpec&) {
-  return absl::StatusOr<std::unique_ptr<Pass>>(
-      std::make_unique<SchedulePass>());
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<SchedulePass>());
 });
 
 }  // namespace

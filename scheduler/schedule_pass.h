@@ -30,8 +30,7 @@ struct IntLists {
 
   int size() const { return static_cast<int>(offsets.size()) - 1; }
   absl::Span<const int> operator[](int i) const {
-    return absl::MakeConstSpan(items).subspan(offsets[i],
-                                              offsets[i + 1] - offsets[i]);
+    return absl::MakeConstSpan(items).subspan(offsets[i], offsets[i + 1] - offsets[i]);
   }
 };
 

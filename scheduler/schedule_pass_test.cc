@@ -15,8 +15,7 @@ LoopProgram MakeProgram(int n, const std::vector<int>& writes,
                         const std::vector<std::vector<int>>& reads) {
   LoopProgram program;
   for (int i = 0; i < n; ++i) {
-    program.buffers.push_back(
-        Buffer{absl::StrCat("b", i), DType::kF32, {1}});
+    program.buffers.push_back(Buffer{absl::StrCat("b", i), DType::kF32, {1}});
   }
   for (size_t i = 0; i < writes.size(); ++i) {
     ComputeNode node;
@@ -86,8 +85,8 @@ TEST(ScheduleTest, WritersOfOneBufferStayInOrderBeforeItsReaders) {
 
 TEST(ScheduleTest, ManyWritersAndReadersNeedLinearlyManyEdges) {
   // concat-like: 4 nodes write parts of b1, then 4 nodes read it.
-  LoopProgram program = MakeProgram(6, {1, 1, 1, 1, 2, 3, 4, 5},
-                                    {{0}, {0}, {0}, {0}, {1}, {1}, {1}, {1}});
+  LoopProgram program =
+      MakeProgram(6, {1, 1, 1, 1, 2, 3, 4, 5}, {{0}, {0}, {0}, {0}, {1}, {1}, {1}, {1}});
   EXPECT_EQ(DependencyEdges(program),
             (Edges{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {3, 5}, {3, 6}, {3, 7}}));
 }
@@ -107,10 +106,8 @@ TEST(ScheduleTest, DependenciesListEachNodesDependentsOnceInOrder) {
   ASSERT_EQ(dependents.size(), 4);
   EXPECT_EQ(std::vector<int>(dependents[0].begin(), dependents[0].end()),
             (std::vector<int>{1, 2, 3}));
-  EXPECT_EQ(std::vector<int>(dependents[1].begin(), dependents[1].end()),
-            (std::vector<int>{3}));
-  EXPECT_EQ(std::vector<int>(dependents[2].begin(), dependents[2].end()),
-            (std::vector<int>{3}));
+  EXPECT_EQ(std::vector<int>(dependents[1].begin(), dependents[1].end()), (std::vector<int>{3}));
+  EXPECT_EQ(std::vector<int>(dependents[2].begin(), dependents[2].end()), (std::vector<int>{3}));
   EXPECT_TRUE(dependents[3].empty());
 }
 

@@ -94,9 +94,7 @@ TEST(DeterminismTest, CompilingFromSeveralThreadsGivesIdenticalOutput) {
   std::vector<Compilation> results(kThreads);
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] {
-      results[i] = CompileOnce(graph, absl::StrCat("thread", i));
-    });
+    threads.emplace_back([&, i] { results[i] = CompileOnce(graph, absl::StrCat("thread", i)); });
   }
   for (std::thread& thread : threads) thread.join();
   for (const Compilation& result : results) {

@@ -23,8 +23,7 @@ const std::vector<GoldenCase>& GoldenCases();
 // The text the golden file holds for the case (no native compile).
 absl::StatusOr<std::string> EmitGolden(const GoldenCase& golden_case);
 
-inline constexpr char kUpdateGoldensCommand[] =
-    "./bazelw run //tests:update_goldens";
+inline constexpr char kUpdateGoldensCommand[] = "./bazelw run //tests:update_goldens";
 
 }  // namespace loom
 

@@ -1,6 +1,8 @@
 // Emitted kernels must match tests/golden/ byte for byte. Review a diff like
 // code, then rewrite the goldens with ./bazelw run //tests:update_goldens.
 
+#include "tests/golden.h"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -9,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "tests/golden.h"
 
 namespace loom {
 namespace {
@@ -45,10 +46,8 @@ TEST(GoldenTest, EmittedSourceMatchesGoldenFiles) {
     ASSERT_TRUE(source.ok()) << source.status();
     const std::string golden = ReadFile(golden_case.golden);
     EXPECT_TRUE(*source == golden)
-        << golden_case.golden << " is out of date; "
-        << FirstDifference(golden, *source)
-        << "Review the whole difference, then update the goldens with: "
-        << kUpdateGoldensCommand;
+        << golden_case.golden << " is out of date; " << FirstDifference(golden, *source)
+        << "Review the whole difference, then update the goldens with: " << kUpdateGoldensCommand;
   }
 }
 

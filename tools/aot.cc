@@ -48,8 +48,8 @@ const char* CType(const std::string& dtype) {
 }
 
 const char* DTypeEnum(const std::string& dtype) {
-  static constexpr const char* kEnumerators[] = {
-      "kF32", "kF64", "kI32", "kI64", "kBool", "kI8", "kI16", "kU8", "kU16", "kU32", "kU64"};
+  static constexpr const char* kEnumerators[] = {"kF32", "kF64", "kI32", "kI64", "kBool", "kI8",
+                                                 "kI16", "kU8",  "kU16", "kU32", "kU64"};
   absl::StatusOr<DType> parsed = DTypeFromName(dtype);
   return parsed.ok() ? kEnumerators[static_cast<int>(*parsed)] : "kBool";
 }
@@ -65,12 +65,16 @@ absl::StatusOr<std::vector<Parameter>> Parameters(const runtime::proto::Artifact
   absl::flat_hash_set<std::string> ids;
   for (bool output : {false, true}) {
     for (const runtime::proto::TensorSpec& spec : output ? artifact.outputs() : artifact.inputs()) {
-      Parameter p{spec.name(), Identifier(spec.name()), "", spec.dtype(),
-                  {spec.shape().begin(), spec.shape().end()}, output};
+      Parameter p{spec.name(),
+                  Identifier(spec.name()),
+                  "",
+                  spec.dtype(),
+                  {spec.shape().begin(), spec.shape().end()},
+                  output};
       p.shape_constant = ShapeConstant(p.id);
       if (!ids.insert(p.id).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--aot: two of the model's tensors have the C++ name '", p.id, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--aot: two of the model's tensors have the C++ name '", p.id, "'"));
       }
       parameters.push_back(std::move(p));
     }
@@ -137,8 +141,9 @@ std::string Source(const std::string& model, const std::string& class_name,
   for (const std::string& f : artifact.functions()) functions.push_back(f);
   std::string inputs, outputs;
   for (const Parameter& p : parameters) {
-    absl::StrAppendFormat(p.output ? &outputs : &inputs, "      {\"%s\", loom::DType::%s, %s, %s},\n",
-                          absl::CEscape(p.name), DTypeEnum(p.dtype), p.shape_constant, p.id);
+    absl::StrAppendFormat(p.output ? &outputs : &inputs,
+                          "      {\"%s\", loom::DType::%s, %s, %s},\n", absl::CEscape(p.name),
+                          DTypeEnum(p.dtype), p.shape_constant, p.id);
   }
   std::string arguments;
   for (const Parameter& p : parameters) {
@@ -216,8 +221,7 @@ absl::Status WriteAotLibrary(const CompiledModel& compiled, const std::string& p
   const std::string model = compiled.report.model();
   const std::string header = std::filesystem::path(prefix + ".h").filename().string();
   LOOM_RETURN_IF_ERROR(Write(prefix + ".h", Header(model, class_name, parameters)));
-  return Write(prefix + ".cc",
-               Source(model, class_name, header, kernels, artifact, parameters));
+  return Write(prefix + ".cc", Source(model, class_name, header, kernels, artifact, parameters));
 }
 
 }  // namespace loom

@@ -105,8 +105,7 @@ void CheckOutput(const std::string& name, const Tensor& actual, const Tensor& re
 
 }  // namespace
 
-absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph,
-                                         absl::Span<const Tensor> inputs,
+absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph, absl::Span<const Tensor> inputs,
                                          absl::Span<const Tensor> outputs) {
   if (outputs.size() != graph.outputs().size()) {
     return absl::InternalError(absl::StrFormat("%d outputs to check, the graph has %d",
@@ -117,9 +116,9 @@ absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph,
   double worst_excess = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (outputs[i].type() != references.float32[i].type()) {
-      return absl::InternalError(absl::StrFormat(
-          "output %d is %s, the model's is %s", i, TypeToString(outputs[i].type()),
-          TypeToString(references.float32[i].type())));
+      return absl::InternalError(absl::StrFormat("output %d is %s, the model's is %s", i,
+                                                 TypeToString(outputs[i].type()),
+                                                 TypeToString(references.float32[i].type())));
     }
     CheckOutput(graph.value(graph.outputs()[i]).name, outputs[i], references.float32[i],
                 references.truth[i], references.bounds[i], result, worst_excess);

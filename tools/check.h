@@ -66,8 +66,7 @@ struct CheckResult {
 
 // Judges `outputs`, a compiled model's results for `graph` (as imported,
 // composite ops included) on `inputs`, by the rule above.
-absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph,
-                                         absl::Span<const Tensor> inputs,
+absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph, absl::Span<const Tensor> inputs,
                                          absl::Span<const Tensor> outputs);
 
 }  // namespace loom

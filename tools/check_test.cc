@@ -88,8 +88,9 @@ TEST(CheckTest, AResultJustPastWhatTheRuleAllowsFails) {
   ASSERT_TRUE(references.ok()) << references.status();
   const double truth = references->truth[0].GetDouble(0);
   const double own_error = std::fabs(references->float32[0].GetDouble(0) - truth);
-  const double allowed = kCheckAbsTolerance + kCheckRelTolerance * std::fabs(truth) +
-                         kCheckBoundFactor * std::max(references->bounds[0].GetDouble(0), own_error);
+  const double allowed =
+      kCheckAbsTolerance + kCheckRelTolerance * std::fabs(truth) +
+      kCheckBoundFactor * std::max(references->bounds[0].GetDouble(0), own_error);
   for (const double factor : {0.99, 1.01}) {
     std::vector<Tensor> outputs = {references->float32[0]};
     outputs[0].SetDouble(0, truth + factor * allowed);

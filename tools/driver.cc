@@ -1,7 +1,5 @@
 #include "tools/driver.h"
 
-#include "backends/cpp/artifact.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,8 +29,7 @@ namespace loom {
 namespace {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 absl::Status WriteFile(const std::filesystem::path& path, absl::string_view text) {
@@ -42,15 +39,12 @@ absl::Status WriteFile(const std::filesystem::path& path, absl::string_view text
   file << text;
   file.close();
   if (error || !file) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path.string(), ": cannot write file"));
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": cannot write file"));
   }
   return absl::OkStatus();
 }
 
-std::string TargetName(proto::Target target) {
-  return target == proto::CUDA ? "cuda" : "cpu";
-}
+std::string TargetName(proto::Target target) { return target == proto::CUDA ? "cuda" : "cpu"; }
 
 // Bytes the model must move at the least: its inputs, weights and outputs.
 int64_t MinBytes(const Graph& graph) {
@@ -74,21 +68,19 @@ int64_t MinBytes(const Graph& graph) {
 // killer, a crash instead of an error. Sums in double: cannot overflow.
 absl::Status CheckBuffersFitInMemory(const Module& module) {
   if (!module.loops.has_value()) return absl::OkStatus();
-  const bool planned =
-      module.schedule.has_value() && module.schedule->memory.has_value();
+  const bool planned = module.schedule.has_value() && module.schedule->memory.has_value();
   double bytes = planned ? module.schedule->memory->arena_bytes : 0;
   for (const Buffer& buffer : module.loops->buffers) {
     if (planned && buffer.kind == BufferKind::kTemp) continue;
-    bytes += static_cast<double>(NumElements(buffer.sizes)) *
-             DTypeSize(buffer.dtype);
+    bytes += static_cast<double>(NumElements(buffer.sizes)) * DTypeSize(buffer.dtype);
   }
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                        static_cast<double>(sysconf(_SC_PAGESIZE));
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   if (memory > 0 && bytes > memory) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "the model's buffers need %.4g GB, more than this machine's %.4g GB "
-        "of memory",
-        bytes / 1e9, memory / 1e9));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("the model's buffers need %.4g GB, more than this machine's %.4g GB "
+                        "of memory",
+                        bytes / 1e9, memory / 1e9));
   }
   return absl::OkStatus();
 }
@@ -124,15 +116,15 @@ absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
   const std::string path = absl::StrCat(dir, "/", value.name, ".bin");
   absl::StatusOr<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        bytes.status().message(), " (the data of input '", value.name, "')"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(bytes.status().message(), " (the data of input '", value.name, "')"));
   }
   const std::string& data = *bytes;
   Tensor tensor(value.type);
   if (static_cast<int64_t>(data.size()) != tensor.num_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": ", data.size(), " bytes, but input '", value.name, "' (",
-        TypeToString(value.type), ") needs ", tensor.num_bytes()));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", data.size(), " bytes, but input '",
+                                                   value.name, "' (", TypeToString(value.type),
+                                                   ") needs ", tensor.num_bytes()));
   }
   std::memcpy(tensor.data(), data.data(), data.size());
   return tensor;
@@ -140,8 +132,7 @@ absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph,
-                                               const std::string& dir,
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::string& dir,
                                                uint64_t seed) {
   std::vector<Tensor> inputs;
   for (ValueId id : graph.inputs()) {
@@ -187,9 +178,8 @@ class ProgressLine {
     const double seconds = SecondsSince(start_);
     if (!enabled_ || seconds < 1.0) return;
     shown_ = true;
-    std::fprintf(stderr, "\r\033[Kloom: %.*s, %.1f s, peak %lld MB",
-                 static_cast<int>(stage.size()), stage.data(), seconds,
-                 static_cast<long long>(PeakResidentBytes() >> 20));
+    std::fprintf(stderr, "\r\033[Kloom: %.*s, %.1f s, peak %lld MB", static_cast<int>(stage.size()),
+                 stage.data(), seconds, static_cast<long long>(PeakResidentBytes() >> 20));
     std::fflush(stderr);
   }
 
@@ -201,9 +191,8 @@ class ProgressLine {
 
 }  // namespace
 
-absl::StatusOr<CompiledModel> CompileGraph(
-    Graph graph, const CompileOptions& options,
-    std::chrono::steady_clock::time_point start) {
+absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& options,
+                                           std::chrono::steady_clock::time_point start) {
   ProgressLine progress(options.progress, start);
   CompiledModel compiled;
   proto::Report& report = compiled.report;
@@ -261,9 +250,10 @@ absl::StatusOr<CompiledModel> CompileGraph(
     report.set_temp_bytes_planned(module.schedule->memory->arena_bytes);
   }
   if (!module.source.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        pipeline.name, ": the pipeline emits no code (it must end with a "
-        "codegen pass such as 'codegen-cpp')"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(pipeline.name,
+                     ": the pipeline emits no code (it must end with a "
+                     "codegen pass such as 'codegen-cpp')"));
   }
   report.set_kernel_functions(module.source->kernel_functions);
   if (!options.out_dir.empty()) {

@@ -20,13 +20,13 @@ namespace loom {
 // the tests share.
 
 struct CompileOptions {
-  std::string model;               // a .pbtxt graph or an .onnx model
-  std::string pipeline = "cpu";    // a built-in name or a pipeline file
-  std::string out_dir;             // where to write the emitted source and model.loom
-  std::string dump_after;          // re2 pattern of passes to dump after
+  std::string model;             // a .pbtxt graph or an .onnx model
+  std::string pipeline = "cpu";  // a built-in name or a pipeline file
+  std::string out_dir;           // where to write the emitted source and model.loom
+  std::string dump_after;        // re2 pattern of passes to dump after
   std::string dump_dir;
-  std::string cache_dir;           // empty: the runtime's default
-  bool native_compile = true;      // false: stop after emitting source
+  std::string cache_dir;       // empty: the runtime's default
+  bool native_compile = true;  // false: stop after emitting source
   // Verify the IR after every pass (RunOptions::verify_each). Off by
   // default: it re-checks the whole graph and loop program once per pass,
   // which costs about as much as the passes themselves; tests turn it on.
@@ -45,7 +45,7 @@ struct CompiledModel {
   Module module;
   // The graph's output names as imported (passes may rename the values).
   std::vector<std::string> output_names;
-  std::optional<Graph> input_graph;  // with CompileOptions::keep_input_graph
+  std::optional<Graph> input_graph;              // with CompileOptions::keep_input_graph
   std::optional<cpp::CppExecutable> executable;  // after a native compile
   // The cuda pipeline's instead (needs no GPU until its first run).
   std::optional<cuda::CudaExecutable> cuda_executable;
@@ -68,13 +68,13 @@ struct RunModelOptions {
   // imported (needs CompileOptions::keep_input_graph).
   bool check = false;
   int iters = 1;
-  int warmup = 0;          // untimed runs before the `iters` timed ones
-  bool roofline = false;   // measure copy bandwidth in the same process
-  uint64_t seed = 1;       // for random inputs
+  int warmup = 0;         // untimed runs before the `iters` timed ones
+  bool roofline = false;  // measure copy bandwidth in the same process
+  uint64_t seed = 1;      // for random inputs
 };
 
-// Runs a compiled model `warmup` times untimed, then `iters` times; fills the run fields of the report
-// (check is "pass", "fail" or "skipped").
+// Runs a compiled model `warmup` times untimed, then `iters` times; fills the run fields of the
+// report (check is "pass", "fail" or "skipped").
 absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options);
 
 // `loom run` of an artifact (D/model.loom from `loom compile --out_dir=D`):
@@ -92,8 +92,7 @@ std::string ReportToJson(const proto::Report& report);
 
 // Inputs for a model: read from `dir` or drawn uniformly from [-1, 1)
 // (integers from [0, 10)) with `seed`.
-absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph,
-                                               const std::string& dir,
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::string& dir,
                                                uint64_t seed);
 
 }  // namespace loom

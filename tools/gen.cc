@@ -27,15 +27,14 @@ void SetF32Type(const Shape& shape, proto::TensorType* type) {
   for (int64_t dim : shape) type->add_shape(dim);
 }
 
-void AddInput(const std::string& name, const Shape& shape,
-              proto::Graph& graph) {
+void AddInput(const std::string& name, const Shape& shape, proto::Graph& graph) {
   proto::Input* input = graph.add_input();
   input->set_name(name);
   SetF32Type(shape, input->mutable_type());
 }
 
-void AddRandomWeight(const std::string& name, const Shape& shape, uint64_t seed,
-                     double low, double high, proto::Graph& graph) {
+void AddRandomWeight(const std::string& name, const Shape& shape, uint64_t seed, double low,
+                     double high, proto::Graph& graph) {
   proto::Initializer* weight = graph.add_weight();
   weight->set_name(name);
   SetF32Type(shape, weight->mutable_type());
@@ -45,9 +44,8 @@ void AddRandomWeight(const std::string& name, const Shape& shape, uint64_t seed,
   init->set_high(high);
 }
 
-proto::Node* AddNode(std::string name, std::string op,
-                     std::vector<std::string> inputs, std::string output,
-                     proto::Graph& graph) {
+proto::Node* AddNode(std::string name, std::string op, std::vector<std::string> inputs,
+                     std::string output, proto::Graph& graph) {
   proto::Node* node = graph.add_node();
   node->set_name(std::move(name));
   node->set_op(std::move(op));
@@ -62,43 +60,36 @@ void SetIntAttr(absl::string_view name, int64_t value, proto::Node* node) {
   attr->set_i(value);
 }
 
-void SetIntsAttr(absl::string_view name, absl::Span<const int64_t> values,
-                 proto::Node* node) {
+void SetIntsAttr(absl::string_view name, absl::Span<const int64_t> values, proto::Node* node) {
   proto::Attribute* attr = node->add_attr();
   attr->set_name(std::string(name));
   for (int64_t v : values) attr->mutable_ints()->add_v(v);
 }
 
-void SetStringAttr(absl::string_view name, absl::string_view value,
-                   proto::Node* node) {
+void SetStringAttr(absl::string_view name, absl::string_view value, proto::Node* node) {
   proto::Attribute* attr = node->add_attr();
   attr->set_name(std::string(name));
   attr->set_s(std::string(value));
 }
 
 // A seed for the `index`-th initializer of a model generated from `seed`.
-uint64_t DeriveSeed(uint64_t seed, uint64_t index) {
-  return SplitMix64(SplitMix64(seed) + index);
-}
+uint64_t DeriveSeed(uint64_t seed, uint64_t index) { return SplitMix64(SplitMix64(seed) + index); }
 
 // ---------------------------------------------------------------------------
 // Hand-written models.
 
 // x @ weight + bias, with weight and bias uniform in +-1/sqrt(in) (PyTorch's
 // nn.Linear init). Returns the output's name.
-std::string AddLinear(const std::string& prefix, const std::string& x,
-                      int64_t in, int64_t out, uint64_t seed,
-                      const std::string& out_name, proto::Graph& graph) {
+std::string AddLinear(const std::string& prefix, const std::string& x, int64_t in, int64_t out,
+                      uint64_t seed, const std::string& out_name, proto::Graph& graph) {
   const double limit = 1.0 / std::sqrt(static_cast<double>(in));
   const std::string weight = absl::StrCat(prefix, "_weight");
   const std::string bias = absl::StrCat(prefix, "_bias");
   AddRandomWeight(weight, {in, out}, DeriveSeed(seed, 0), -limit, limit, graph);
   AddRandomWeight(bias, {out}, DeriveSeed(seed, 1), -limit, limit, graph);
   const std::string product = absl::StrCat(prefix, "_mm");
-  AddNode(absl::StrCat(prefix, "_matmul"), "matmul", {x, weight}, product,
-          graph);
-  AddNode(absl::StrCat(prefix, "_add"), "add", {product, bias}, out_name,
-          graph);
+  AddNode(absl::StrCat(prefix, "_matmul"), "matmul", {x, weight}, product, graph);
+  AddNode(absl::StrCat(prefix, "_add"), "add", {product, bias}, out_name, graph);
   return out_name;
 }
 
@@ -111,9 +102,9 @@ absl::StatusOr<proto::Graph> GenerateMlp(const GenOptions& options) {
   int64_t width = options.input;
   for (int layer = 0; layer < options.layers; ++layer) {
     const std::string prefix = absl::StrCat("fc", layer);
-    const std::string linear = AddLinear(prefix, x, width, options.hidden,
-                                         DeriveSeed(options.seed, layer),
-                                         absl::StrCat(prefix, "_out"), graph);
+    const std::string linear =
+        AddLinear(prefix, x, width, options.hidden, DeriveSeed(options.seed, layer),
+                  absl::StrCat(prefix, "_out"), graph);
     x = absl::StrCat("h", layer);
     AddNode(absl::StrCat("relu", layer), "relu", {linear}, x, graph);
     width = options.hidden;
@@ -145,20 +136,15 @@ absl::StatusOr<proto::Graph> GenerateSoftmax(const GenOptions& options) {
 // than PyTorch's ones and zeros, so that they show in the output.
 absl::StatusOr<proto::Graph> GenerateGroupNorm(const GenOptions& options) {
   if (options.channels % options.groups != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gen: --groups (", options.groups,
-                     ") must divide --channels (", options.channels, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gen: --groups (", options.groups, ") must divide --channels (", options.channels, ")"));
   }
   proto::Graph graph;
   graph.set_name("group_norm");
-  AddInput("x", {options.batch, options.channels, options.input, options.input},
-           graph);
-  AddRandomWeight("scale", {options.channels}, DeriveSeed(options.seed, 0), 0.5,
-                  1.5, graph);
-  AddRandomWeight("bias", {options.channels}, DeriveSeed(options.seed, 1), -0.5,
-                  0.5, graph);
-  proto::Node* node =
-      AddNode("group_norm", "group_norm", {"x", "scale", "bias"}, "y", graph);
+  AddInput("x", {options.batch, options.channels, options.input, options.input}, graph);
+  AddRandomWeight("scale", {options.channels}, DeriveSeed(options.seed, 0), 0.5, 1.5, graph);
+  AddRandomWeight("bias", {options.channels}, DeriveSeed(options.seed, 1), -0.5, 0.5, graph);
+  proto::Node* node = AddNode("group_norm", "group_norm", {"x", "scale", "bias"}, "y", graph);
   SetIntAttr("num_groups", options.groups, node);
   graph.add_output("y");
   return graph;
@@ -170,12 +156,9 @@ absl::StatusOr<proto::Graph> GenerateLayerNorm(const GenOptions& options) {
   proto::Graph graph;
   graph.set_name("layer_norm");
   AddInput("x", {options.batch, options.hidden}, graph);
-  AddRandomWeight("scale", {options.hidden}, DeriveSeed(options.seed, 0), 0.5,
-                  1.5, graph);
-  AddRandomWeight("bias", {options.hidden}, DeriveSeed(options.seed, 1), -0.5,
-                  0.5, graph);
-  proto::Node* node =
-      AddNode("layer_norm", "layer_norm", {"x", "scale", "bias"}, "y", graph);
+  AddRandomWeight("scale", {options.hidden}, DeriveSeed(options.seed, 0), 0.5, 1.5, graph);
+  AddRandomWeight("bias", {options.hidden}, DeriveSeed(options.seed, 1), -0.5, 0.5, graph);
+  proto::Node* node = AddNode("layer_norm", "layer_norm", {"x", "scale", "bias"}, "y", graph);
   SetIntAttr("axis", -1, node);
   graph.add_output("y");
   return graph;
@@ -186,17 +169,16 @@ absl::StatusOr<proto::Graph> GenerateLayerNorm(const GenOptions& options) {
 
 // The final states of every layer, each [batch, 1, hidden] (layout 1),
 // stacked as PyTorch's h_n / c_n: [layers, batch, hidden].
-void AddStackedStates(const std::vector<std::string>& states,
-                      const std::string& name, proto::Graph& graph) {
+void AddStackedStates(const std::vector<std::string>& states, const std::string& name,
+                      proto::Graph& graph) {
   std::string stacked = states[0];
   if (states.size() > 1) {
     stacked = absl::StrCat(name, "_layers");
-    proto::Node* concat = AddNode(absl::StrCat(name, "_concat"), "concat",
-                                  states, stacked, graph);
+    proto::Node* concat = AddNode(absl::StrCat(name, "_concat"), "concat", states, stacked, graph);
     SetIntAttr("axis", 1, concat);
   }
-  proto::Node* transpose = AddNode(absl::StrCat(name, "_transpose"),
-                                   "transpose", {stacked}, name, graph);
+  proto::Node* transpose =
+      AddNode(absl::StrCat(name, "_transpose"), "transpose", {stacked}, name, graph);
   SetIntsAttr("perm", {1, 0, 2}, transpose);
   graph.add_output(name);
 }
@@ -207,8 +189,7 @@ void AddStackedStates(const std::vector<std::string>& states,
 // W, R and B of every layer are uniform in +-1/sqrt(hidden) (PyTorch's
 // init). Outputs: y (the last layer's sequence output) and h_n (and c_n for
 // lstm), the final states [layers, batch, hidden].
-absl::StatusOr<proto::Graph> GenerateRecurrent(const GenOptions& options,
-                                               absl::string_view op,
+absl::StatusOr<proto::Graph> GenerateRecurrent(const GenOptions& options, absl::string_view op,
                                                int64_t gates) {
   const int64_t batch = options.batch, seq = options.seq;
   const int64_t hidden = options.hidden;
@@ -226,15 +207,11 @@ absl::StatusOr<proto::Graph> GenerateRecurrent(const GenOptions& options,
     const std::string w = absl::StrCat(prefix, "_w");
     const std::string r = absl::StrCat(prefix, "_r");
     const std::string b = absl::StrCat(prefix, "_b");
-    AddRandomWeight(w, {1, gates * hidden, width}, DeriveSeed(seed, 0), -limit,
-                    limit, graph);
-    AddRandomWeight(r, {1, gates * hidden, hidden}, DeriveSeed(seed, 1), -limit,
-                    limit, graph);
-    AddRandomWeight(b, {1, 2 * gates * hidden}, DeriveSeed(seed, 2), -limit,
-                    limit, graph);
+    AddRandomWeight(w, {1, gates * hidden, width}, DeriveSeed(seed, 0), -limit, limit, graph);
+    AddRandomWeight(r, {1, gates * hidden, hidden}, DeriveSeed(seed, 1), -limit, limit, graph);
+    AddRandomWeight(b, {1, 2 * gates * hidden}, DeriveSeed(seed, 2), -limit, limit, graph);
     const std::string y = absl::StrCat(prefix, "_y");
-    proto::Node* node =
-        AddNode(prefix, std::string(op), {x, w, r, b}, y, graph);
+    proto::Node* node = AddNode(prefix, std::string(op), {x, w, r, b}, y, graph);
     final_h.push_back(absl::StrCat(prefix, "_h"));
     node->add_output(final_h.back());
     if (lstm) {
@@ -244,8 +221,7 @@ absl::StatusOr<proto::Graph> GenerateRecurrent(const GenOptions& options,
     SetIntAttr("hidden_size", hidden, node);
     SetIntAttr("layout", 1, node);
     x = layer + 1 == options.layers ? "y" : absl::StrCat(prefix, "_out");
-    proto::Node* reshape =
-        AddNode(absl::StrCat(prefix, "_flatten"), "reshape", {y}, x, graph);
+    proto::Node* reshape = AddNode(absl::StrCat(prefix, "_flatten"), "reshape", {y}, x, graph);
     SetIntsAttr("shape", {batch, seq, hidden}, reshape);
     width = hidden;
   }
@@ -281,12 +257,8 @@ class Prng {
   }
   // Uniform in [0, n) for n > 0 (the modulo bias is negligible for the
   // small n used here).
-  int64_t Below(int64_t n) {
-    return static_cast<int64_t>(Next() % static_cast<uint64_t>(n));
-  }
-  bool Chance(double p) {
-    return static_cast<double>(Next() >> 11) * 0x1.0p-53 < p;
-  }
+  int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
+  bool Chance(double p) { return static_cast<double>(Next() >> 11) * 0x1.0p-53 < p; }
   template <typename T>
   T Pick(absl::Span<const T> items) {
     return items[Below(static_cast<int64_t>(items.size()))];
@@ -362,20 +334,13 @@ class RandomGraphBuilder {
       Emitter emit;
     };
     static constexpr WeightedOp kOps[] = {
-        {6, &RandomGraphBuilder::EmitUnary},
-        {4, &RandomGraphBuilder::EmitGuardedUnary},
-        {8, &RandomGraphBuilder::EmitBinary},
-        {2, &RandomGraphBuilder::EmitWhere},
-        {4, &RandomGraphBuilder::EmitReduce},
-        {2, &RandomGraphBuilder::EmitReshape},
-        {2, &RandomGraphBuilder::EmitTranspose},
-        {1, &RandomGraphBuilder::EmitSqueeze},
-        {1, &RandomGraphBuilder::EmitUnsqueeze},
-        {2, &RandomGraphBuilder::EmitExpand},
-        {2, &RandomGraphBuilder::EmitSlice},
-        {2, &RandomGraphBuilder::EmitConcat},
-        {2, &RandomGraphBuilder::EmitMatmul},
-        {1, &RandomGraphBuilder::EmitSoftmax},
+        {6, &RandomGraphBuilder::EmitUnary},     {4, &RandomGraphBuilder::EmitGuardedUnary},
+        {8, &RandomGraphBuilder::EmitBinary},    {2, &RandomGraphBuilder::EmitWhere},
+        {4, &RandomGraphBuilder::EmitReduce},    {2, &RandomGraphBuilder::EmitReshape},
+        {2, &RandomGraphBuilder::EmitTranspose}, {1, &RandomGraphBuilder::EmitSqueeze},
+        {1, &RandomGraphBuilder::EmitUnsqueeze}, {2, &RandomGraphBuilder::EmitExpand},
+        {2, &RandomGraphBuilder::EmitSlice},     {2, &RandomGraphBuilder::EmitConcat},
+        {2, &RandomGraphBuilder::EmitMatmul},    {1, &RandomGraphBuilder::EmitSoftmax},
         {1, &RandomGraphBuilder::EmitCast},
     };
     int total_weight = 0;
@@ -409,8 +374,7 @@ class RandomGraphBuilder {
 
   // --- Pool bookkeeping -----------------------------------------------------
 
-  int AddValue(std::string name, Shape shape, double bound,
-               bool is_input = false) {
+  int AddValue(std::string name, Shape shape, double bound, bool is_input = false) {
     const int id = static_cast<int>(pool_.size());
     pool_.push_back({std::move(name), std::move(shape), bound, is_input});
     unused_position_.push_back(static_cast<int>(unused_.size()));
@@ -460,12 +424,12 @@ class RandomGraphBuilder {
   // Adds node "n<N>_<op>" defining "v<N>" and returns it.
   proto::Node* Emit(absl::string_view op, std::vector<std::string> inputs) {
     const int index = graph_.node_size();
-    return AddNode(absl::StrCat("n", index, "_", op), std::string(op),
-                   std::move(inputs), absl::StrCat("v", index), graph_);
+    return AddNode(absl::StrCat("n", index, "_", op), std::string(op), std::move(inputs),
+                   absl::StrCat("v", index), graph_);
   }
 
-  int EmitValue(absl::string_view op, std::vector<std::string> inputs,
-                Shape shape, double bound, proto::Node** node = nullptr) {
+  int EmitValue(absl::string_view op, std::vector<std::string> inputs, Shape shape, double bound,
+                proto::Node** node = nullptr) {
     proto::Node* added = Emit(op, std::move(inputs));
     if (node != nullptr) *node = added;
     return AddValue(added->output(0), std::move(shape), bound);
@@ -496,14 +460,11 @@ class RandomGraphBuilder {
   int AbsPlusOne(int x) {
     const int abs = Unary("abs", x, BoundOf(x));
     Shape shape = ShapeOf(abs);
-    return EmitValue("add", {Use(abs), One()}, std::move(shape),
-                     BoundOf(abs) + 1);
+    return EmitValue("add", {Use(abs), One()}, std::move(shape), BoundOf(abs) + 1);
   }
 
   // An axis of a rank-`rank` tensor, written negatively now and then.
-  int64_t SpellAxis(int64_t axis, int64_t rank) {
-    return rng_.Chance(0.3) ? axis - rank : axis;
-  }
+  int64_t SpellAxis(int64_t axis, int64_t rank) { return rng_.Chance(0.3) ? axis - rank : axis; }
 
   // --- Graph inputs and random ops -----------------------------------------
 
@@ -522,8 +483,7 @@ class RandomGraphBuilder {
   }
 
   bool EmitUnary() {
-    static constexpr absl::string_view kOps[] = {"neg", "abs", "relu", "tanh",
-                                                 "sigmoid"};
+    static constexpr absl::string_view kOps[] = {"neg", "abs", "relu", "tanh", "sigmoid"};
     const int x = PickOperand();
     const absl::string_view op = rng_.Pick<absl::string_view>(kOps);
     const bool bounded = op == "tanh" || op == "sigmoid";
@@ -571,16 +531,14 @@ class RandomGraphBuilder {
       if (shape && NumElements(*shape) <= kMaxElements) return Squash(c);
     }
     if (Rank(ShapeOf(a)) > 0 && rng_.Chance(0.5)) {
-      static constexpr absl::string_view kOps[] = {"reduce_mean", "reduce_max",
-                                                   "reduce_min"};
+      static constexpr absl::string_view kOps[] = {"reduce_mean", "reduce_max", "reduce_min"};
       return Reduce(rng_.Pick<absl::string_view>(kOps), a, /*keepdims=*/true);
     }
     return a;
   }
 
   bool EmitBinary() {
-    static constexpr absl::string_view kOps[] = {"add",     "sub",     "mul",
-                                                 "maximum", "minimum", "div"};
+    static constexpr absl::string_view kOps[] = {"add", "sub", "mul", "maximum", "minimum", "div"};
     const int a = PickOperand();
     const int b = BroadcastPartner(a);
     const absl::string_view op = rng_.Pick<absl::string_view>(kOps);
@@ -603,12 +561,11 @@ class RandomGraphBuilder {
     const int a = PickOperand();
     const int b = BroadcastPartner(a);
     const std::string condition =
-        Emit(rng_.Pick<absl::string_view>(kComparisons), {Use(a), Use(b)})
-            ->output(0);
+        Emit(rng_.Pick<absl::string_view>(kComparisons), {Use(a), Use(b)})->output(0);
     const bool swap = rng_.Chance(0.5);
     Shape shape = *Broadcast(ShapeOf(a), ShapeOf(b));
-    EmitValue("where", {condition, Use(swap ? b : a), Use(swap ? a : b)},
-              std::move(shape), std::max(BoundOf(a), BoundOf(b)));
+    EmitValue("where", {condition, Use(swap ? b : a), Use(swap ? a : b)}, std::move(shape),
+              std::max(BoundOf(a), BoundOf(b)));
     return true;
   }
 
@@ -631,9 +588,7 @@ class RandomGraphBuilder {
       if (!reduced[d]) out.push_back(in[d]);
       if (reduced[d] && keepdims) out.push_back(1);
     }
-    const double bound = op == "reduce_sum"
-                             ? BoundOf(x) * static_cast<double>(count)
-                             : BoundOf(x);
+    const double bound = op == "reduce_sum" ? BoundOf(x) * static_cast<double>(count) : BoundOf(x);
     proto::Node* node;
     const int result = EmitValue(op, {Use(x)}, std::move(out), bound, &node);
     SetIntsAttr("axes", axes, node);
@@ -642,8 +597,8 @@ class RandomGraphBuilder {
   }
 
   bool EmitReduce() {
-    static constexpr absl::string_view kOps[] = {"reduce_sum", "reduce_mean",
-                                                 "reduce_max", "reduce_min"};
+    static constexpr absl::string_view kOps[] = {"reduce_sum", "reduce_mean", "reduce_max",
+                                                 "reduce_min"};
     const int x = PickOperand();
     if (Rank(ShapeOf(x)) == 0) return false;
     Reduce(rng_.Pick<absl::string_view>(kOps), x, rng_.Chance(0.5));
@@ -710,8 +665,7 @@ class RandomGraphBuilder {
     const int x = PickOperand();
     const Shape in = ShapeOf(x);
     if (Rank(in) >= kMaxRank) return false;
-    const int64_t added =
-        1 + rng_.Below(std::min<int64_t>(2, kMaxRank - Rank(in)));
+    const int64_t added = 1 + rng_.Below(std::min<int64_t>(2, kMaxRank - Rank(in)));
     const int64_t out_rank = Rank(in) + added;
     std::vector<int64_t> positions = rng_.Permutation(out_rank);
     positions.resize(added);
@@ -741,8 +695,7 @@ class RandomGraphBuilder {
       out.push_back(rng_.Pick<int64_t>(kDims));
     }
     for (int64_t dim : in) {
-      out.push_back(dim == 1 && rng_.Chance(0.6) ? rng_.Pick<int64_t>(kDims)
-                                                 : dim);
+      out.push_back(dim == 1 && rng_.Chance(0.6) ? rng_.Pick<int64_t>(kDims) : dim);
     }
     if (out == in || NumElements(out) > kMaxElements) return false;
     proto::Node* node;
@@ -874,18 +827,15 @@ class RandomGraphBuilder {
     const int64_t n = rng_.Pick<int64_t>(widths);
     const std::string weight = absl::StrCat("w", graph_.weight_size());
     const double limit = 1.0 / std::sqrt(static_cast<double>(k));
-    AddRandomWeight(weight, {k, n}, DeriveSeed(seed_, graph_.weight_size()),
-                    -limit, limit, graph_);
+    AddRandomWeight(weight, {k, n}, DeriveSeed(seed_, graph_.weight_size()), -limit, limit, graph_);
     return Matmul(x, weight, n, limit);
   }
 
-  bool Matmul(int x, const std::string& weight, int64_t n,
-              double weight_bound) {
+  bool Matmul(int x, const std::string& weight, int64_t n, double weight_bound) {
     Shape out = ShapeOf(x);
     const double k = static_cast<double>(out.back());
     out.back() = n;
-    EmitValue("matmul", {Use(x), weight}, std::move(out),
-              BoundOf(x) * weight_bound * k);
+    EmitValue("matmul", {Use(x), weight}, std::move(out), BoundOf(x) * weight_bound * k);
     return true;
   }
 
@@ -902,8 +852,7 @@ class RandomGraphBuilder {
 
   // cast to f64, maybe a unary op in f64, cast back to f32.
   bool EmitCast() {
-    static constexpr absl::string_view kOps[] = {"neg", "abs", "relu", "tanh",
-                                                 "sigmoid"};
+    static constexpr absl::string_view kOps[] = {"neg", "abs", "relu", "tanh", "sigmoid"};
     const int x = PickOperand();
     double bound = BoundOf(x);
     proto::Node* to_f64 = Emit("cast", {Use(x)});
@@ -969,8 +918,8 @@ class RandomGraphBuilder {
 absl::StatusOr<proto::Graph> GenerateRandom(const GenOptions& options) {
   constexpr int kMaxNodes = 10'000'000;
   if (options.nodes > kMaxNodes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gen: --nodes must be at most ", kMaxNodes, ", got ", options.nodes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gen: --nodes must be at most ", kMaxNodes, ", got ", options.nodes));
   }
   return RandomGraphBuilder(options.seed, options.nodes).Build();
 }
@@ -1004,9 +953,8 @@ absl::Status CheckPositive(absl::string_view option, int64_t value) {
 
 absl::Status CheckSizes(const GenOptions& options) {
   const std::pair<absl::string_view, int> sizes[] = {
-      {"layers", options.layers},     {"hidden", options.hidden},
-      {"input", options.input},       {"seq", options.seq},
-      {"batch", options.batch},       {"groups", options.groups},
+      {"layers", options.layers},     {"hidden", options.hidden}, {"input", options.input},
+      {"seq", options.seq},           {"batch", options.batch},   {"groups", options.groups},
       {"channels", options.channels}, {"nodes", options.nodes},
   };
   for (const auto& [option, value] : sizes) {
@@ -1031,9 +979,8 @@ absl::StatusOr<proto::Graph> GenerateModel(const GenOptions& options) {
     LOOM_RETURN_IF_ERROR(CheckSizes(options));
     return generator.generate(options);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("gen: unknown kind '", options.kind,
-                   "' (known: ", absl::StrJoin(GeneratorKinds(), ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat("gen: unknown kind '", options.kind, "' (known: ",
+                                                 absl::StrJoin(GeneratorKinds(), ", "), ")"));
 }
 
 }  // namespace loom

@@ -54,9 +54,8 @@ GenOptions RandomOptions(uint64_t seed, int nodes) {
 }
 
 TEST(GenTest, KindsAreListed) {
-  EXPECT_THAT(GeneratorKinds(),
-              ElementsAre("lstm", "gru", "rnn", "group_norm", "layer_norm",
-                          "softmax", "mlp", "random"));
+  EXPECT_THAT(GeneratorKinds(), ElementsAre("lstm", "gru", "rnn", "group_norm", "layer_norm",
+                                            "softmax", "mlp", "random"));
 }
 
 // Interprets `graph` on uniform random inputs in [-1, 1) and checks that
@@ -74,8 +73,7 @@ void ExpectInterpretsToFiniteValues(const Graph& graph, uint64_t seed = 7) {
     const Tensor& output = (*outputs)[k];
     EXPECT_EQ(output.type(), graph.value(graph.outputs()[k]).type);
     for (int64_t i = 0; i < output.num_elements(); ++i) {
-      ASSERT_TRUE(std::isfinite(output.GetDouble(i)))
-          << "output " << k << ", element " << i;
+      ASSERT_TRUE(std::isfinite(output.GetDouble(i))) << "output " << k << ", element " << i;
     }
   }
 }
@@ -122,14 +120,10 @@ TEST(GenTest, RecurrentLayersChainAndInterpret) {
     options.seq = 4;
     options.batch = 2;
     const Graph graph = GenerateAndLoad(options);
-    const int64_t gates = kind == std::string("lstm")  ? 4
-                          : kind == std::string("gru") ? 3
-                                                       : 1;
+    const int64_t gates = kind == std::string("lstm") ? 4 : kind == std::string("gru") ? 3 : 1;
     EXPECT_EQ(graph.weights().size(), 9);
-    EXPECT_EQ(ShapeOf(graph, absl::StrCat(kind, "0_w")),
-              (Shape{1, gates * 5, 3}));
-    EXPECT_EQ(ShapeOf(graph, absl::StrCat(kind, "1_w")),
-              (Shape{1, gates * 5, 5}));
+    EXPECT_EQ(ShapeOf(graph, absl::StrCat(kind, "0_w")), (Shape{1, gates * 5, 3}));
+    EXPECT_EQ(ShapeOf(graph, absl::StrCat(kind, "1_w")), (Shape{1, gates * 5, 5}));
     // Layer 1 reads layer 0's output as [batch, seq, hidden].
     EXPECT_EQ(ShapeOf(graph, absl::StrCat(kind, "0_out")), (Shape{2, 4, 5}));
     EXPECT_EQ(ShapeOf(graph, "y"), (Shape{2, 4, 5}));
@@ -191,8 +185,7 @@ TEST(GenTest, GroupsMustDivideChannels) {
   options.groups = 3;
   absl::StatusOr<proto::Graph> graph = GenerateModel(options);
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(graph.status().message(),
-            "gen: --groups (3) must divide --channels (16)");
+  EXPECT_EQ(graph.status().message(), "gen: --groups (3) must divide --channels (16)");
 }
 
 TEST(GenTest, LayerNorm) {
@@ -254,8 +247,7 @@ TEST(GenTest, MlpWeightsAreSeededAndBounded) {
     const proto::Initializer& weight = one->weight(i);
     ASSERT_TRUE(weight.has_random()) << weight.name();
     const double limit =
-        1.0 / std::sqrt(static_cast<double>(
-                  weight.name().rfind("fc0", 0) == 0 ? 32 : 64));
+        1.0 / std::sqrt(static_cast<double>(weight.name().rfind("fc0", 0) == 0 ? 32 : 64));
     EXPECT_DOUBLE_EQ(weight.random().high(), limit) << weight.name();
     EXPECT_DOUBLE_EQ(weight.random().low(), -limit) << weight.name();
     seeds.insert(weight.random().seed());
@@ -299,17 +291,14 @@ TEST(GenTest, NonPositiveSizesNameTheOption) {
       GenOptions options = Kind("mlp");
       options.*c.field = bad;
       absl::StatusOr<proto::Graph> graph = GenerateModel(options);
-      ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument)
-          << c.option;
-      EXPECT_THAT(graph.status().message(),
-                  HasSubstr(absl::StrCat("--", c.option)));
+      ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument) << c.option;
+      EXPECT_THAT(graph.status().message(), HasSubstr(absl::StrCat("--", c.option)));
     }
   }
 }
 
 TEST(GenTest, TooManyRandomNodes) {
-  absl::StatusOr<proto::Graph> graph =
-      GenerateModel(RandomOptions(1, 2'000'000'000));
+  absl::StatusOr<proto::Graph> graph = GenerateModel(RandomOptions(1, 2'000'000'000));
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(graph.status().message(), HasSubstr("--nodes"));
 }
@@ -337,15 +326,13 @@ TEST(GenTest, RandomGraphsLoadAndAreReproducible) {
     std::string previous;
     for (uint64_t seed = 1; seed <= 200; ++seed) {
       SCOPED_TRACE(absl::StrCat("seed ", seed, ", nodes ", nodes));
-      absl::StatusOr<proto::Graph> proto =
-          GenerateModel(RandomOptions(seed, nodes));
+      absl::StatusOr<proto::Graph> proto = GenerateModel(RandomOptions(seed, nodes));
       ASSERT_TRUE(proto.ok()) << proto.status();
       const std::string text = ToText(*proto);
       absl::StatusOr<Graph> graph = GraphFromProto(*proto, "gen");
       ASSERT_TRUE(graph.ok()) << graph.status() << "\n" << text;
 
-      absl::StatusOr<proto::Graph> again =
-          GenerateModel(RandomOptions(seed, nodes));
+      absl::StatusOr<proto::Graph> again = GenerateModel(RandomOptions(seed, nodes));
       ASSERT_TRUE(again.ok());
       EXPECT_EQ(ToText(*again), text);
       EXPECT_NE(text, previous);
@@ -366,19 +353,16 @@ TEST(GenTest, RandomGraphsLoadAndAreReproducible) {
 TEST(GenTest, RandomGraphsUseEveryOp) {
   std::set<std::string> ops;
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    absl::StatusOr<proto::Graph> graph =
-        GenerateModel(RandomOptions(seed, 200));
+    absl::StatusOr<proto::Graph> graph = GenerateModel(RandomOptions(seed, 200));
     ASSERT_TRUE(graph.ok());
     for (const proto::Node& node : graph->node()) ops.insert(node.op());
   }
   for (const char* op :
-       {"neg",     "abs",        "relu",        "tanh",       "sigmoid",
-        "exp",     "log",        "sqrt",        "rsqrt",      "reciprocal",
-        "pow",     "add",        "sub",         "mul",        "div",
-        "maximum", "minimum",    "less",        "greater",    "equal",
-        "where",   "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
-        "reshape", "transpose",  "squeeze",     "unsqueeze",  "expand",
-        "slice",   "concat",     "matmul",      "softmax",    "cast"}) {
+       {"neg",        "abs",         "relu",       "tanh",       "sigmoid", "exp",       "log",
+        "sqrt",       "rsqrt",       "reciprocal", "pow",        "add",     "sub",       "mul",
+        "div",        "maximum",     "minimum",    "less",       "greater", "equal",     "where",
+        "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reshape", "transpose", "squeeze",
+        "unsqueeze",  "expand",      "slice",      "concat",     "matmul",  "softmax",   "cast"}) {
     EXPECT_TRUE(ops.count(op)) << op;
   }
 }

@@ -27,8 +27,8 @@ constexpr int kNodesListed = 10;  // per box; the rest are counted
 
 // `text` inside a double-quoted dot string, its lines left-aligned.
 std::string Quoted(absl::string_view text) {
-  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\l"}}),
-                      "\\l\"");
+  return absl::StrCat(
+      "\"", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\l"}}), "\\l\"");
 }
 
 std::string Extents(const std::vector<int64_t>& extents) {
@@ -52,13 +52,14 @@ std::string CodeTraits(const std::string& text, const std::string& name) {
   const size_t start = text.find(absl::StrCat(" ", name, "("));
   if (start == std::string::npos) return "";
   const size_t end = text.find("\n}\n", start);
-  const absl::string_view body(text.data() + start, (end == std::string::npos ? text.size() : end) - start);
+  const absl::string_view body(text.data() + start,
+                               (end == std::string::npos ? text.size() : end) - start);
   std::vector<std::string> traits;
   static constexpr std::pair<const char*, const char*> kMarkers[] = {
-      {"omp parallel", "threads"},        {"loom_load16", "explicit vectors"},
-      {"ivdep", "vector loops"},          {"omp simd", "vector loops"},
-      {"loom_matvec", "matrix-vector"},   {"dnnl_sgemm", "oneDNN gemm"},
-      {"cblas_dgemm", "CBLAS gemm"},      {"loom_stream16", "streaming stores"},
+      {"omp parallel", "threads"},      {"loom_load16", "explicit vectors"},
+      {"ivdep", "vector loops"},        {"omp simd", "vector loops"},
+      {"loom_matvec", "matrix-vector"}, {"dnnl_sgemm", "oneDNN gemm"},
+      {"cblas_dgemm", "CBLAS gemm"},    {"loom_stream16", "streaming stores"},
   };
   for (const auto& [marker, trait] : kMarkers) {
     if (absl::StrContains(body, marker) && absl::c_find(traits, trait) == traits.end()) {
@@ -136,10 +137,12 @@ std::string ScheduleDot(const Module& module) {
     } else {
       absl::StrAppend(&label, first.name);
     }
-    if (box.kernels.size() > 1) absl::StrAppend(&label, ", called by ", box.kernels.size(), " kernels");
+    if (box.kernels.size() > 1)
+      absl::StrAppend(&label, ", called by ", box.kernels.size(), " kernels");
     const std::vector<int64_t> outer(lead.ranges.begin(), lead.ranges.begin() + first.outer_loops);
-    absl::StrAppend(&label, "\nouter loops ", Extents(outer), ", ", first.nodes.size(), " nodes",
-                    first.internal.empty() ? "" : absl::StrCat(", ", first.internal.size(), " kept inside"));
+    absl::StrAppend(
+        &label, "\nouter loops ", Extents(outer), ", ", first.nodes.size(), " nodes",
+        first.internal.empty() ? "" : absl::StrCat(", ", first.internal.size(), " kept inside"));
     for (int i = 0; i < static_cast<int>(first.nodes.size()) && i < kNodesListed; ++i) {
       absl::StrAppend(&label, "\n  ", NodeText(program.nodes[first.nodes[i]]));
     }
@@ -176,12 +179,12 @@ std::string ScheduleDot(const Module& module) {
     }
   }
   for (BufferId b : inputs) {
-    absl::StrAppend(&dot, "  in", b, " [shape=ellipse, label=", Quoted(BufferText(program.buffers[b])),
-                    "];\n");
+    absl::StrAppend(&dot, "  in", b,
+                    " [shape=ellipse, label=", Quoted(BufferText(program.buffers[b])), "];\n");
   }
   for (BufferId b : program.outputs) {
-    absl::StrAppend(&dot, "  out", b, " [shape=ellipse, label=", Quoted(BufferText(program.buffers[b])),
-                    "];\n");
+    absl::StrAppend(&dot, "  out", b,
+                    " [shape=ellipse, label=", Quoted(BufferText(program.buffers[b])), "];\n");
     if (box_of_writer[b] >= 0) flows[{boxes[box_of_writer[b]].id, absl::StrCat("out", b)}];
   }
   for (const auto& [ends, buffers] : flows) {
@@ -223,8 +226,8 @@ absl::Status WriteScheduleGraph(const Module& module, const std::string& path) {
   const size_t dot_at = path.rfind('.');
   const std::string format = dot_at == std::string::npos ? "" : path.substr(dot_at + 1);
   if (format != "dot" && format != "svg" && format != "png" && format != "pdf") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": --graph writes .dot, .svg, .png or .pdf, not '", format, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": --graph writes .dot, .svg, .png or .pdf, not '", format, "'"));
   }
   const std::string dot = ScheduleDot(module);
   const std::string text_path = format == "dot" ? path : absl::StrCat(path, ".dot");
@@ -234,18 +237,21 @@ absl::Status WriteScheduleGraph(const Module& module, const std::string& path) {
     if (!out.good()) return absl::InvalidArgumentError(absl::StrCat(text_path, ": cannot write"));
   }
   if (format == "dot") return absl::OkStatus();
-  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  const std::string dir =
+      path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
   absl::StatusOr<cpp::ProcessResult> rendered =
       cpp::RunProcess({"dot", absl::StrCat("-T", format), text_path, "-o", path}, dir);
   std::remove(text_path.c_str());
   if (!rendered.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Graphviz's dot could not be run to draw ", path, " (install graphviz, or ask for a "
-        ".dot file): ", rendered.status().message()));
+    return absl::FailedPreconditionError(absl::StrCat("Graphviz's dot could not be run to draw ",
+                                                      path,
+                                                      " (install graphviz, or ask for a "
+                                                      ".dot file): ",
+                                                      rendered.status().message()));
   }
   if (!rendered->Succeeded()) {
-    return absl::InternalError(absl::StrCat("dot failed drawing ", path, " (",
-                                            rendered->Ending(), "): ", rendered->output));
+    return absl::InternalError(absl::StrCat("dot failed drawing ", path, " (", rendered->Ending(),
+                                            "): ", rendered->output));
   }
   return absl::OkStatus();
 }

@@ -43,8 +43,9 @@ ABSL_FLAG(std::string, aot, "",
 ABSL_FLAG(std::string, aot_class, "", "compile: the class --aot declares (default: Model)");
 ABSL_FLAG(std::string, dump_after, "", "dump the IR after passes matching this re2 pattern");
 ABSL_FLAG(std::string, dump_dir, "", "directory for --dump_after");
-ABSL_FLAG(std::string, graph, "",
-          "compile: draw the fused schedule into this .dot file (.svg, .png or .pdf with Graphviz)");
+ABSL_FLAG(
+    std::string, graph, "",
+    "compile: draw the fused schedule into this .dot file (.svg, .png or .pdf with Graphviz)");
 ABSL_FLAG(std::string, explain_fusion, "",
           "compile: print why compute node NODE did or did not fuse with each "
           "candidate neighbour");
@@ -127,11 +128,12 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
     std::string name(arg.substr(0, eq));
     std::string value = eq == absl::string_view::npos ? "" : std::string(arg.substr(eq + 1));
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag == nullptr && eq == absl::string_view::npos &&
-        absl::StartsWith(name, "no")) {
+    if (flag == nullptr && eq == absl::string_view::npos && absl::StartsWith(name, "no")) {
       flag = absl::FindCommandLineFlag(name.substr(2));
-      if (flag != nullptr && flag->IsOfType<bool>()) value = "false";
-      else flag = nullptr;
+      if (flag != nullptr && flag->IsOfType<bool>())
+        value = "false";
+      else
+        flag = nullptr;
     } else if (flag != nullptr && eq == absl::string_view::npos) {
       if (!flag->IsOfType<bool>()) {
         return absl::InvalidArgumentError(
@@ -204,8 +206,7 @@ int Compile() {
       "%s: %d nodes, %d buffers, %d kernels (%d functions); front end %.2f ms, "
       "native compile %.2f s%s\n",
       r.model(), r.graph_nodes(), r.buffers(), r.kernels(), r.kernel_functions(),
-      r.frontend_seconds() * 1e3, r.native_compile_seconds(),
-      r.cache_hit() ? " (cached)" : "");
+      r.frontend_seconds() * 1e3, r.native_compile_seconds(), r.cache_hit() ? " (cached)" : "");
   return kExitOk;
 }
 
@@ -230,26 +231,24 @@ int Run() {
   options.warmup = absl::GetFlag(FLAGS_warmup);
   options.roofline = absl::GetFlag(FLAGS_roofline);
   options.seed = absl::GetFlag(FLAGS_seed);
-  if (absl::Status s = artifact ? RunArtifact(model, options, compiled->report)
-                                : RunModel(*compiled, options);
+  if (absl::Status s =
+          artifact ? RunArtifact(model, options, compiled->report) : RunModel(*compiled, options);
       !s.ok()) {
     return Fail(s);
   }
   if (absl::Status s = WriteReportIfAsked(compiled->report); !s.ok()) return Fail(s);
   const proto::Report& r = compiled->report;
-  std::cout << absl::StrFormat("%s: median %.3f ms over %d runs; check %s",
-                               r.model(), r.run_seconds_median() * 1e3, r.iters(),
-                               r.check());
+  std::cout << absl::StrFormat("%s: median %.3f ms over %d runs; check %s", r.model(),
+                               r.run_seconds_median() * 1e3, r.iters(), r.check());
   if (r.check() != "skipped") {
     std::cout << absl::StrFormat(
-        " (against the float64 truth: max abs error %.3g, max rel error %.3g%s)",
-        r.max_abs_error(), r.max_rel_error(),
+        " (against the float64 truth: max abs error %.3g, max rel error %.3g%s)", r.max_abs_error(),
+        r.max_rel_error(),
         r.check_detail().empty() ? "" : absl::StrCat("; worst: ", r.check_detail()));
   }
   if (options.roofline) {
     std::cout << absl::StrFormat("; %.2f GB/s moved of %.2f GB/s copy bandwidth",
-                                 r.min_bytes() / r.run_seconds_median() / 1e9,
-                                 r.stream_gbps());
+                                 r.min_bytes() / r.run_seconds_median() / 1e9, r.stream_gbps());
   }
   std::cout << "\n";
   return r.check() == "fail" ? kExitCheckFailed : kExitOk;
@@ -269,8 +268,8 @@ int Gen() {
   options.seed = absl::GetFlag(FLAGS_seed);
   const std::string out = absl::GetFlag(FLAGS_out);
   if (options.kind.empty()) {
-    return UsageError(absl::StrCat("gen needs --kind (one of ",
-                                   absl::StrJoin(GeneratorKinds(), ", "), ")"));
+    return UsageError(
+        absl::StrCat("gen needs --kind (one of ", absl::StrJoin(GeneratorKinds(), ", "), ")"));
   }
   if (out.empty()) return UsageError("gen needs --out");
   absl::StatusOr<proto::Graph> graph = GenerateModel(options);
@@ -316,8 +315,7 @@ int Demo() {
     RunModelOptions run_options;
     run_options.check = true;
     run_options.iters = 10;
-    absl::Status status = compiled.ok() ? RunModel(*compiled, run_options)
-                                        : compiled.status();
+    absl::Status status = compiled.ok() ? RunModel(*compiled, run_options) : compiled.status();
     if (!status.ok()) {
       std::cout << absl::StrFormat("  %-32s error: %s\n", model, status.message());
       continue;
@@ -327,10 +325,9 @@ int Demo() {
     std::cout << absl::StrFormat(
         "  %-32s %3d nodes %3d buffers %3d kernels | front end %6.2f ms | "
         "native %5.2f s%s | run %8.1f us | check %s (max abs error %.2g)\n",
-        model, r.graph_nodes(), r.buffers(), r.kernels(),
-        r.frontend_seconds() * 1e3, r.native_compile_seconds(),
-        r.cache_hit() ? " (cached)" : "", r.run_seconds_median() * 1e6, r.check(),
-        r.max_abs_error());
+        model, r.graph_nodes(), r.buffers(), r.kernels(), r.frontend_seconds() * 1e3,
+        r.native_compile_seconds(), r.cache_hit() ? " (cached)" : "", r.run_seconds_median() * 1e6,
+        r.check(), r.max_abs_error());
   }
   std::cout << absl::StrFormat("loom demo: %d of %d examples pass\n", passed, total);
   return passed == total ? kExitOk : kExitCheckFailed;
@@ -353,8 +350,8 @@ std::string Help(const std::string& command) {
                                     flag->DefaultValue().empty() ? "none" : flag->DefaultValue()));
   }
   std::sort(lines.begin(), lines.end());
-  return absl::StrCat(kUsage, "flags", command.empty() ? "" : absl::StrCat(" of ", command),
-                      ":\n", absl::StrJoin(lines, "\n"), "\n");
+  return absl::StrCat(kUsage, "flags", command.empty() ? "" : absl::StrCat(" of ", command), ":\n",
+                      absl::StrJoin(lines, "\n"), "\n");
 }
 
 int Main(int argc, char** argv) {

@@ -206,7 +206,8 @@ std::string HelperText(Helper helper, absl::string_view q) {
     // A compare and a predicted branch per index on the hot path; the
     // failure is out of line.
     case kCheckIndex:
-      return absl::StrCat(q, R"( int64_t loom_check_index(int64_t index, int64_t extent, int64_t site,
+      return absl::StrCat(q,
+                          R"( int64_t loom_check_index(int64_t index, int64_t extent, int64_t site,
                                         int64_t* errors) {
   const int64_t wrapped = index < 0 ? index + extent : index;
   if (__builtin_expect((uint64_t)wrapped < (uint64_t)extent, 1)) return wrapped;
@@ -223,8 +224,8 @@ std::string HelperText(Helper helper, absl::string_view q) {
 std::string CheckIndexExpr(const std::string& index, int64_t extent, int32_t site,
                            const std::string& errors, HelperSet& helpers) {
   helpers.set(kCheckIndex);
-  return absl::StrCat("loom_check_index((int64_t)", index, ", ", extent, ", ", site, ", ",
-                      errors, ")");
+  return absl::StrCat("loom_check_index((int64_t)", index, ", ", extent, ", ", site, ", ", errors,
+                      ")");
 }
 
 std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,
@@ -232,14 +233,18 @@ std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,
   const std::string t(type);
   return absl::StrCat(qualifier, " ", t, " ", name, "(", t, " x) {\n  const ", t,
                       R"( u = x * x;
-  )", t, R"( p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  )",
+                      t, R"( p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
   p = p * u + 2.18694885361552028e-2f;
   p = p * u - 5.39682539682539683e-2f;
   p = p * u + 1.33333333333333333e-1f;
   p = p * u - 3.33333333333333333e-1f;
-  const )", t, R"( near_zero = x + x * u * p;
-  const )", t, R"( a = x < 0.0f ? -x : x;
-  const )", t, " away = 1.0f - 2.0f / (", exp, R"((2.0f * a) + 1.0f);
+  const )",
+                      t, R"( near_zero = x + x * u * p;
+  const )",
+                      t, R"( a = x < 0.0f ? -x : x;
+  const )",
+                      t, " away = 1.0f - 2.0f / (", exp, R"((2.0f * a) + 1.0f);
   return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
 }
 )");
@@ -257,14 +262,17 @@ std::string ErffFunction(absl::string_view qualifier, absl::string_view name,
   const std::string t(type);
   return absl::StrCat(qualifier, " ", t, " ", name, "(", t, " x) {\n  const ", t,
                       R"( c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
-  const )", t, R"( u = c * c;
-  )", t, R"( p = u * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  const )",
+                      t, R"( u = c * c;
+  )",
+                      t, R"( p = u * -2.72614225801306e-10f + 2.77068142495902e-08f;
   p = p * u - 2.10102402082508e-06f;
   p = p * u - 5.69250639462346e-05f;
   p = p * u - 7.34990630326855e-04f;
   p = p * u - 2.95459980854025e-03f;
   p = p * u - 1.60960333262415e-02f;
-  )", t, R"( q = u * -1.45660718464996e-05f - 2.13374055278905e-04f;
+  )",
+                      t, R"( q = u * -1.45660718464996e-05f - 2.13374055278905e-04f;
   q = q * u - 1.68282697438203e-03f;
   q = q * u - 7.37332916720468e-03f;
   q = q * u - 1.42647390514189e-02f;
@@ -280,7 +288,8 @@ std::string ExpfReduction(absl::string_view type) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const )", type, R"( e = (p * r + 1.0f) * r + 1.0f;
+  const )",
+                      type, R"( e = (p * r + 1.0f) * r + 1.0f;
 )");
 }
 
@@ -316,8 +325,7 @@ const char* CType(DType dtype) {
 // (NVRTC has no <stdint.h>): the most negative int64 as an expression.
 std::string IntegerLiteral(int64_t bits, DType dtype) {
   if (IsUnsigned(dtype)) {
-    return absl::StrFormat("(%s)%lluULL", CType(dtype),
-                           static_cast<unsigned long long>(bits));
+    return absl::StrFormat("(%s)%lluULL", CType(dtype), static_cast<unsigned long long>(bits));
   }
   if (bits == std::numeric_limits<int64_t>::min()) {
     return absl::StrFormat("(%s)(-9223372036854775807LL - 1)", CType(dtype));
@@ -333,8 +341,7 @@ std::string Literal(double v, DType dtype) {
     case DType::kF64:
       if (std::isnan(v)) return absl::StrCat("(", CType(dtype), ")NAN");
       if (std::isinf(v)) {
-        return absl::StrCat("(", CType(dtype), ")(", v < 0 ? "-" : "",
-                            "INFINITY)");
+        return absl::StrCat("(", CType(dtype), ")(", v < 0 ? "-" : "", "INFINITY)");
       }
       // Integers print as such; anything else in hex, which is exact.
       if (v == std::trunc(v) && std::fabs(v) < 0x1p53) {
@@ -373,9 +380,8 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
       return absl::StrCat("-", a[0]);
     case ScalarFn::kAbs:
       if (IsUnsigned(operand_type)) return a[0];
-      return is_float
-                 ? absl::StrCat(MathFn("fabs", type), "(", a[0], ")")
-                 : absl::StrCat("(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
+      return is_float ? absl::StrCat(MathFn("fabs", type), "(", a[0], ")")
+                      : absl::StrCat("(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
     case ScalarFn::kExp:
       return ExpCall(type, float_exp, a[0], helpers, libm_calls);
     case ScalarFn::kLog:
@@ -387,8 +393,7 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
     case ScalarFn::kSqrt:
       return absl::StrCat(MathFn("sqrt", type), "(", a[0], ")");
     case ScalarFn::kRsqrt:
-      return absl::StrCat("(", t, ")1 / ", MathFn("sqrt", type), "(", a[0],
-                          ")");
+      return absl::StrCat("(", t, ")1 / ", MathFn("sqrt", type), "(", a[0], ")");
     case ScalarFn::kReciprocal:
       return absl::StrCat("(", t, ")1 / ", a[0]);
     case ScalarFn::kTanh:
@@ -417,20 +422,16 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
     // Integers are already whole. rint rounds half to even in the default
     // rounding mode, which generated code never changes.
     case ScalarFn::kFloor:
-      return is_float ? absl::StrCat(MathFn("floor", type), "(", a[0], ")")
-                      : a[0];
+      return is_float ? absl::StrCat(MathFn("floor", type), "(", a[0], ")") : a[0];
     case ScalarFn::kCeil:
-      return is_float ? absl::StrCat(MathFn("ceil", type), "(", a[0], ")")
-                      : a[0];
+      return is_float ? absl::StrCat(MathFn("ceil", type), "(", a[0], ")") : a[0];
     case ScalarFn::kRound:
-      return is_float ? absl::StrCat(MathFn("rint", type), "(", a[0], ")")
-                      : a[0];
+      return is_float ? absl::StrCat(MathFn("rint", type), "(", a[0], ")") : a[0];
     // A NaN (and a zero) is its own sign.
     case ScalarFn::kSign:
-      return is_float ? absl::StrCat("(", a[0], " > 0 ? (", t, ")1 : ", a[0],
-                                     " < 0 ? (", t, ")-1 : ", a[0], ")")
-                      : absl::StrCat("(", t, ")((", a[0], " > 0) - (", a[0],
-                                     " < 0))");
+      return is_float ? absl::StrCat("(", a[0], " > 0 ? (", t, ")1 : ", a[0], " < 0 ? (", t,
+                                     ")-1 : ", a[0], ")")
+                      : absl::StrCat("(", t, ")((", a[0], " > 0) - (", a[0], " < 0))");
     case ScalarFn::kNot:
       return absl::StrCat("!", a[0]);
     case ScalarFn::kAdd:
@@ -444,9 +445,8 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
         helpers.set(kUIntDiv);
         return absl::StrCat("(", t, ")loom_udiv(", a[0], ", ", a[1], ")");
       }
-      return is_float
-                 ? absl::StrCat(a[0], " / ", a[1])
-                 : absl::StrCat("(", t, ")loom_idiv(", a[0], ", ", a[1], ")");
+      return is_float ? absl::StrCat(a[0], " / ", a[1])
+                      : absl::StrCat("(", t, ")loom_idiv(", a[0], ", ", a[1], ")");
     case ScalarFn::kPow:
       if (IsUnsigned(operand_type)) {
         helpers.set(kUIntPow);
@@ -457,11 +457,11 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
     // Floats propagate NaN: a NaN `a` is picked by `a != a`, a NaN `b`
     // because the comparison fails.
     case ScalarFn::kMax:
-      return absl::StrCat("(", a[0], " > ", a[1], NanTest(is_float, a[0]),
-                          " ? ", a[0], " : ", a[1], ")");
+      return absl::StrCat("(", a[0], " > ", a[1], NanTest(is_float, a[0]), " ? ", a[0], " : ", a[1],
+                          ")");
     case ScalarFn::kMin:
-      return absl::StrCat("(", a[0], " < ", a[1], NanTest(is_float, a[0]),
-                          " ? ", a[0], " : ", a[1], ")");
+      return absl::StrCat("(", a[0], " < ", a[1], NanTest(is_float, a[0]), " ? ", a[0], " : ", a[1],
+                          ")");
     case ScalarFn::kMod:
     case ScalarFn::kFmod:
       // Both signs are the dividend's and the divisor's.
@@ -479,17 +479,15 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
       if (is_float) {
         const bool single = type == DType::kF32;
         helpers.set(single ? kFloatMod : kDoubleMod);
-        return absl::StrCat(single ? "loom_modf(" : "loom_mod(", a[0], ", ",
-                            a[1], ")");
+        return absl::StrCat(single ? "loom_modf(" : "loom_mod(", a[0], ", ", a[1], ")");
       }
       helpers.set(kIntMod);
       return absl::StrCat("(", t, ")loom_imod(", a[0], ", ", a[1], ")");
     // A shift by the width or more gives 0 (undefined in C).
     case ScalarFn::kShl:
     case ScalarFn::kShr:
-      return absl::StrCat("(", t, ")(", a[1], " >= ", 8 * DTypeSize(operand_type),
-                          " ? 0 : ", a[0], fn == ScalarFn::kShl ? " << " : " >> ",
-                          a[1], ")");
+      return absl::StrCat("(", t, ")(", a[1], " >= ", 8 * DTypeSize(operand_type), " ? 0 : ", a[0],
+                          fn == ScalarFn::kShl ? " << " : " >> ", a[1], ")");
     case ScalarFn::kEq:
       return absl::StrCat(a[0], " == ", a[1]);
     case ScalarFn::kNe:
@@ -559,22 +557,18 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
   // or ties anything); by the first kinds only over a number.
   const std::string nan = NanTest(is_float, value);
   const std::string nan_beats =
-      is_float ? absl::StrCat(" || (", value, " != ", value, " && ", acc,
-                              " == ", acc, ")")
-               : "";
-  const std::string take = absl::StrCat(") { ", acc, " = ", value, "; ", arg,
-                                        " = ", position, "; }");
+      is_float ? absl::StrCat(" || (", value, " != ", value, " && ", acc, " == ", acc, ")") : "";
+  const std::string take =
+      absl::StrCat(") { ", acc, " = ", value, "; ", arg, " = ", position, "; }");
   switch (kind) {
     case ReduceKind::kSum:
       return absl::StrCat(acc, " += ", value, ";");
     case ReduceKind::kProd:
       return absl::StrCat(acc, " *= ", value, ";");
     case ReduceKind::kMax:
-      return absl::StrCat("if (", value, " > ", acc, nan, ") ", acc, " = ",
-                          value, ";");
+      return absl::StrCat("if (", value, " > ", acc, nan, ") ", acc, " = ", value, ";");
     case ReduceKind::kMin:
-      return absl::StrCat("if (", value, " < ", acc, nan, ") ", acc, " = ",
-                          value, ";");
+      return absl::StrCat("if (", value, " < ", acc, nan, ") ", acc, " = ", value, ";");
     case ReduceKind::kArgMax:
       return absl::StrCat("if (", value, " > ", acc, nan_beats, take);
     case ReduceKind::kArgMaxLast:
@@ -593,18 +587,16 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
 std::string CastExpr(DType from, DType to, const std::string& arg) {
   if (to == DType::kBool) return absl::StrCat(arg, " != 0");
   if (IsFloat(from) && (to == DType::kI32 || to == DType::kI64)) {
-    return absl::StrCat(to == DType::kI32 ? "loom_f2i32(" : "loom_f2i64(", arg,
-                        ")");
+    return absl::StrCat(to == DType::kI32 ? "loom_f2i32(" : "loom_f2i64(", arg, ")");
   }
   // The narrower and unsigned types: the interpreter's saturation
   // (ir/dtype.h: FloatToIntegerBits), as selects that vectorise.
   if (IsFloat(from) && IsInteger(to)) {
-    return absl::StrCat(
-        "(", arg, " != ", arg, " ? (", CType(to), ")0 : ", arg, " >= ",
-        Literal(IntegerSaturationBound(to, true), from), " ? ",
-        IntegerLiteral(IntegerMaxBits(to), to), " : ", arg, " <= ",
-        Literal(IntegerSaturationBound(to, false), from), " ? ",
-        IntegerLiteral(IntegerMinBits(to), to), " : (", CType(to), ")", arg, ")");
+    return absl::StrCat("(", arg, " != ", arg, " ? (", CType(to), ")0 : ", arg,
+                        " >= ", Literal(IntegerSaturationBound(to, true), from), " ? ",
+                        IntegerLiteral(IntegerMaxBits(to), to), " : ", arg,
+                        " <= ", Literal(IntegerSaturationBound(to, false), from), " ? ",
+                        IntegerLiteral(IntegerMinBits(to), to), " : (", CType(to), ")", arg, ")");
   }
   return absl::StrCat("(", CType(to), ")", arg);
 }
@@ -613,20 +605,17 @@ std::string CastExpr(DType from, DType to, const std::string& arg) {
 // number and ties with another NaN; among ties the first kinds keep the
 // smaller position, the *Last kinds the larger. Max and min keep a NaN.
 std::string ReduceTakesOther(ReduceKind kind, DType dtype, const std::string& a,
-                             const std::string& ai, const std::string& b,
-                             const std::string& bi) {
+                             const std::string& ai, const std::string& b, const std::string& bi) {
   const bool is_float = IsFloat(dtype);
-  const bool is_max = kind == ReduceKind::kMax || kind == ReduceKind::kArgMax ||
-                      kind == ReduceKind::kArgMaxLast;
+  const bool is_max =
+      kind == ReduceKind::kMax || kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMaxLast;
   const char* better = is_max ? " > " : " < ";
   // `b` is strictly better than `a`.
   const std::string beats =
-      is_float ? absl::StrCat("(", b, better, a, " || (", b, " != ", b, " && ",
-                              a, " == ", a, "))")
+      is_float ? absl::StrCat("(", b, better, a, " || (", b, " != ", b, " && ", a, " == ", a, "))")
                : absl::StrCat(b, better, a);
   const std::string ties =
-      is_float ? absl::StrCat("(", b, " == ", a, " || (", b, " != ", b, " && ",
-                              a, " != ", a, "))")
+      is_float ? absl::StrCat("(", b, " == ", a, " || (", b, " != ", b, " && ", a, " != ", a, "))")
                : absl::StrCat(b, " == ", a);
   switch (kind) {
     case ReduceKind::kMax:

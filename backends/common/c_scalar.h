@@ -142,8 +142,7 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
 // `bi`) name values; yields whether `b` must replace `a`. For sum and prod
 // it is never used (they combine with + and *).
 std::string ReduceTakesOther(ReduceKind kind, DType dtype, const std::string& a,
-                             const std::string& ai, const std::string& b,
-                             const std::string& bi);
+                             const std::string& ai, const std::string& b, const std::string& bi);
 
 }  // namespace loom::cscalar
 

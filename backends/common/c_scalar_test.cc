@@ -9,13 +9,10 @@ namespace {
 
 TEST(CScalarTest, HelpersTakeTheBackendsQualifier) {
   const std::string cpp = CoreHelpers("static inline");
-  EXPECT_NE(cpp.find("static inline int64_t loom_idiv(int64_t a, int64_t b)"),
+  EXPECT_NE(cpp.find("static inline int64_t loom_idiv(int64_t a, int64_t b)"), std::string::npos);
+  EXPECT_NE(cpp.find("static inline int32_t loom_f2i32(double x)"), std::string::npos);
+  EXPECT_NE(HelperText(kIntMod, "__device__").find("__device__ int64_t loom_imod"),
             std::string::npos);
-  EXPECT_NE(cpp.find("static inline int32_t loom_f2i32(double x)"),
-            std::string::npos);
-  EXPECT_NE(
-      HelperText(kIntMod, "__device__").find("__device__ int64_t loom_imod"),
-      std::string::npos);
 }
 
 TEST(CScalarTest, LiteralsAreExact) {
@@ -34,12 +31,10 @@ TEST(CScalarTest, CastsSaturateAndTestBools) {
 
 TEST(CScalarTest, IntegerDivisionAndRemainderAreTotal) {
   HelperSet helpers;
-  EXPECT_EQ(
-      CallExpr(ScalarFn::kDiv, DType::kI32, DType::kI32, {"a", "b"}, helpers),
-      "(int32_t)loom_idiv(a, b)");
-  EXPECT_EQ(
-      CallExpr(ScalarFn::kMod, DType::kI64, DType::kI64, {"a", "b"}, helpers),
-      "(int64_t)loom_imod(a, b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kDiv, DType::kI32, DType::kI32, {"a", "b"}, helpers),
+            "(int32_t)loom_idiv(a, b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kMod, DType::kI64, DType::kI64, {"a", "b"}, helpers),
+            "(int64_t)loom_imod(a, b)");
   EXPECT_TRUE(helpers[kIntMod]);
   EXPECT_FALSE(helpers[kFloatMod]);
 }
@@ -96,16 +91,13 @@ TEST(CScalarTest, NarrowAndUnsignedTypes) {
 // Combining partial results must agree with folding in order: NaN beats
 // numbers, ties go to the first (or last) position.
 TEST(CScalarTest, CombiningPartialArgReductions) {
-  EXPECT_EQ(
-      ReduceTakesOther(ReduceKind::kArgMax, DType::kI32, "a", "ai", "b", "bi"),
-      "b > a || (b == a && bi < ai)");
-  EXPECT_EQ(ReduceTakesOther(ReduceKind::kArgMinLast, DType::kI64, "a", "ai",
-                             "b", "bi"),
+  EXPECT_EQ(ReduceTakesOther(ReduceKind::kArgMax, DType::kI32, "a", "ai", "b", "bi"),
+            "b > a || (b == a && bi < ai)");
+  EXPECT_EQ(ReduceTakesOther(ReduceKind::kArgMinLast, DType::kI64, "a", "ai", "b", "bi"),
             "b < a || (b == a && bi > ai)");
   EXPECT_EQ(ReduceTakesOther(ReduceKind::kMax, DType::kF32, "a", "", "b", ""),
             "(b > a || (b != b && a == a))");
-  EXPECT_EQ(ReduceUpdate(ReduceKind::kArgMaxLast, DType::kF32, "v", "x1", "acc",
-                         "arg"),
+  EXPECT_EQ(ReduceUpdate(ReduceKind::kArgMaxLast, DType::kF32, "v", "x1", "acc", "arg"),
             "if (v >= acc || v != v) { acc = v; arg = x1; }");
 }
 

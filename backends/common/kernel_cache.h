@@ -26,8 +26,8 @@ class ContentHasher {
   std::string HexDigest() const;
 
  private:
-  unsigned __int128 state_ = (static_cast<unsigned __int128>(0x6c62272e07bb0142ULL) << 64) |
-                             0x62b821756295c58dULL;
+  unsigned __int128 state_ =
+      (static_cast<unsigned __int128>(0x6c62272e07bb0142ULL) << 64) | 0x62b821756295c58dULL;
 };
 
 // ContentHasher over `data` alone.

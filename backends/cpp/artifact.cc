@@ -21,8 +21,7 @@ namespace rproto = runtime::proto;
 absl::Status CheckPlan(const LoopProgram& program, const MemoryPlan& plan) {
   if (plan.offsets.size() != program.buffers.size()) {
     return absl::InternalError(absl::StrCat("the memory plan has ", plan.offsets.size(),
-                                            " offsets for ", program.buffers.size(),
-                                            " buffers"));
+                                            " offsets for ", program.buffers.size(), " buffers"));
   }
   for (size_t id = 0; id < program.buffers.size(); ++id) {
     const Buffer& buffer = program.buffers[id];
@@ -30,9 +29,9 @@ absl::Status CheckPlan(const LoopProgram& program, const MemoryPlan& plan) {
     if (offset < 0) continue;
     if (buffer.kind != BufferKind::kTemp || offset % kArenaAlignment != 0 ||
         offset + BufferBytes(buffer) > plan.arena_bytes) {
-      return absl::InternalError(absl::StrCat(
-          "the memory plan puts buffer '", buffer.name, "' at offset ", offset,
-          " of an arena of ", plan.arena_bytes, " bytes"));
+      return absl::InternalError(absl::StrCat("the memory plan puts buffer '", buffer.name,
+                                              "' at offset ", offset, " of an arena of ",
+                                              plan.arena_bytes, " bytes"));
     }
   }
   return absl::OkStatus();
@@ -88,8 +87,7 @@ void AddSpec(const Graph& graph, ValueId value, BufferId buffer,
 }  // namespace
 
 absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::string& cache_dir) {
-  if (!module.loops.has_value() || !module.source.has_value() ||
-      module.source->language != "c++") {
+  if (!module.loops.has_value() || !module.source.has_value() || module.source->language != "c++") {
     return absl::FailedPreconditionError(
         "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
   }

@@ -389,7 +389,8 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
       c * 1.44269504088896341f, 4, c, (unsigned short)-1, 4);
 )";
 // kVectorHelpers continues after cscalar::ExpfReduction("loom_f32v16").
-constexpr char kVectorHelpersEnd[] = R"(  return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
+constexpr char kVectorHelpersEnd[] =
+    R"(  return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
 }
 #else
 /* 2^k for k in [-126, 127], built in the exponent bits. */
@@ -495,10 +496,9 @@ int64_t InnerStride(Expr index, int inner) {
 // interpreter); integers need no flag.
 std::string ExtremeUpdate(ReduceKind kind, DType dtype, const std::string& value,
                           const std::string& acc, const std::string& nan) {
-  return absl::StrCat(acc, " = ", value, kind == ReduceKind::kMax ? " > " : " < ", acc, " ? ",
-                      value, " : ", acc, ";",
-                      IsFloat(dtype) ? absl::StrCat(" ", nan, " |= ", value, " != ", value, ";")
-                                     : "");
+  return absl::StrCat(
+      acc, " = ", value, kind == ReduceKind::kMax ? " > " : " < ", acc, " ? ", value, " : ", acc,
+      ";", IsFloat(dtype) ? absl::StrCat(" ", nan, " |= ", value, " != ", value, ";") : "");
 }
 
 // Welford's update runs in lanes over the innermost reduction loop: one
@@ -553,8 +553,8 @@ std::string ReductionPosition(const ComputeNode& node) {
   const int first = static_cast<int>(node.ranges.size());
   std::string position = absl::StrCat("x", first);
   for (size_t i = 1; i < node.reduction_ranges.size(); ++i) {
-    position = absl::StrCat("(", position, ") * ", node.reduction_ranges[i],
-                            " + x", first + static_cast<int>(i));
+    position = absl::StrCat("(", position, ") * ", node.reduction_ranges[i], " + x",
+                            first + static_cast<int>(i));
   }
   return position;
 }
@@ -637,7 +637,8 @@ constexpr char kSplitBatch[] =
 // may open parallel regions; `splits` says whether this one does.
 std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& args, bool& splits) {
   const char* type = CType(gemm.dtype);
-  args = {{gemm.a.buffer, gemm.a.offset}, {gemm.b.buffer, gemm.b.offset},
+  args = {{gemm.a.buffer, gemm.a.offset},
+          {gemm.b.buffer, gemm.b.offset},
           {gemm.c.buffer, gemm.c.offset}};
   std::string body = absl::StrFormat(
       "  const %s* p0 = (const %s*)a[0];\n  const %s* p1 = (const %s*)a[1];\n"
@@ -646,28 +647,29 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   const int64_t calls = Product(gemm.batch, 0, gemm.batch.size());
   splits = openmp && calls > 1;
   if (splits) {
-    absl::StrAppend(&body, "  ", absl::StrFormat(kSplitBatch, calls, calls),
-                    "  ", ParallelFor(gemm.batch.size(), " if(loom_split)"), "\n");
+    absl::StrAppend(&body, "  ", absl::StrFormat(kSplitBatch, calls, calls), "  ",
+                    ParallelFor(gemm.batch.size(), " if(loom_split)"), "\n");
   }
   int depth = 1;
   for (size_t i = 0; i < gemm.batch.size(); ++i, ++depth) {
-    absl::StrAppend(&body, std::string(2 * depth, ' '),
-                    absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {\n", i, i,
-                                    gemm.batch[i], i));
+    absl::StrAppend(
+        &body, std::string(2 * depth, ' '),
+        absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {\n", i, i, gemm.batch[i], i));
   }
   // Accumulation loops, each position's call adding to what the ones
   // before it summed.
   for (size_t j = 0; j < gemm.accumulate.size(); ++j, ++depth) {
-    absl::StrAppend(&body, std::string(2 * depth, ' '),
-                    absl::StrFormat("for (int64_t s%d = 0; s%d < %d; ++s%d) {\n", j, j,
-                                    gemm.accumulate[j], j));
+    absl::StrAppend(
+        &body, std::string(2 * depth, ' '),
+        absl::StrFormat("for (int64_t s%d = 0; s%d < %d; ++s%d) {\n", j, j, gemm.accumulate[j], j));
   }
   if (!gemm.accumulate.empty()) {
     std::vector<std::string> first;
-    for (size_t j = 0; j < gemm.accumulate.size(); ++j) first.push_back(absl::StrCat("s", j, " == 0"));
-    absl::StrAppend(&body, std::string(2 * depth, ' '),
-                    absl::StrFormat("const %s beta = %s ? 0 : 1;\n", type,
-                                    absl::StrJoin(first, " && ")));
+    for (size_t j = 0; j < gemm.accumulate.size(); ++j)
+      first.push_back(absl::StrCat("s", j, " == 0"));
+    absl::StrAppend(
+        &body, std::string(2 * depth, ' '),
+        absl::StrFormat("const %s beta = %s ? 0 : 1;\n", type, absl::StrJoin(first, " && ")));
   }
   absl::StrAppend(&body, std::string(2 * depth, ' '), GemmCall(gemm), "\n");
   for (--depth; depth >= 1; --depth) {
@@ -709,8 +711,8 @@ std::string PrintConv(const ConvCall& conv, std::vector<BufferRef>& args) {
       "                                    %s,\n"
       "                                    %s, %d, %d, %d, %d);\n"
       "  conv.Run((const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
-      OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output),
-      conv.strides[0], conv.strides[1], conv.dilations[0], conv.dilations[1]);
+      OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output), conv.strides[0],
+      conv.strides[1], conv.dilations[0], conv.dilations[1]);
 }
 
 // The constant term of an index (which moves into a parameter).
@@ -724,8 +726,7 @@ int64_t ConstantTerm(Expr index) {
 
 // The positions in local arrays that the printed kernels use, by (index,
 // length of the array, extents of the loops): kernels repeat them.
-using LocalOffsets =
-    absl::flat_hash_map<std::tuple<Expr, int64_t, std::vector<int64_t>>, Expr>;
+using LocalOffsets = absl::flat_hash_map<std::tuple<Expr, int64_t, std::vector<int64_t>>, Expr>;
 
 // Where a load reads or a store writes, decided once per kernel by Plan.
 struct Ref {
@@ -973,9 +974,9 @@ class KernelPrinter {
   // each: when there are more threads than outer iterations (`loom_split`
   // at run time), the members' own loops run in parallel instead of the
   // outer ones: a reduction in two levels, per thread and then combined.
-  bool few_outer_ = false;  // the outer iterations may be fewer than threads
-  bool may_split_ = false;  // and a member splits
-  bool streams_ = false;    // a member uses streaming stores
+  bool few_outer_ = false;   // the outer iterations may be fewer than threads
+  bool may_split_ = false;   // and a member splits
+  bool streams_ = false;     // a member uses streaming stores
   bool vectorizes_ = false;  // a member runs in explicit vectors
   bool team_ = false;        // RunsAsTeam, decided in Print
   absl::flat_hash_map<std::pair<BufferId, int64_t>, int> param_of_;
@@ -988,18 +989,18 @@ class KernelPrinter {
   // Internal buffers written in inner loops: one outer iteration's slice
   // lives in a local array; by buffer, the writing member and the length.
   absl::flat_hash_map<BufferId, int> local_;
-  std::vector<int> locals_;          // members writing a local array
-  std::vector<int64_t> local_length_;  // by member: its slice of one outer iteration
-  std::vector<Ref> load_refs_;       // by step (StepRef)
-  std::vector<int> first_step_;      // by member: its first step
-  std::vector<Ref> store_refs_;      // by member (kParam or kLocal)
-  std::vector<bool> internal_;       // by member: writes an internal buffer
-  std::vector<bool> member_streams_;  // by member
-  std::vector<bool> member_vectorizes_;  // by member (VectorizesExp)
-  std::vector<bool> vector_extreme_;     // by member (VectorizesExtreme)
-  std::vector<std::optional<MatVec>> matvecs_;  // by member (MatchMatVec), in Print
-  std::vector<bool> sum_from_variance_;  // by member (SumsWhatTheVarianceRead)
-  std::vector<bool> sum_in_vector_loop_;  // by member (SumsWhatTheVectorLoopStored)
+  std::vector<int> locals_;                         // members writing a local array
+  std::vector<int64_t> local_length_;               // by member: its slice of one outer iteration
+  std::vector<Ref> load_refs_;                      // by step (StepRef)
+  std::vector<int> first_step_;                     // by member: its first step
+  std::vector<Ref> store_refs_;                     // by member (kParam or kLocal)
+  std::vector<bool> internal_;                      // by member: writes an internal buffer
+  std::vector<bool> member_streams_;                // by member
+  std::vector<bool> member_vectorizes_;             // by member (VectorizesExp)
+  std::vector<bool> vector_extreme_;                // by member (VectorizesExtreme)
+  std::vector<std::optional<MatVec>> matvecs_;      // by member (MatchMatVec), in Print
+  std::vector<bool> sum_from_variance_;             // by member (SumsWhatTheVarianceRead)
+  std::vector<bool> sum_in_vector_loop_;            // by member (SumsWhatTheVectorLoopStored)
   std::vector<std::vector<Ref>> stores_alongside_;  // by member (LaterStoresAlongside)
 
   // Used by Print.
@@ -1017,8 +1018,7 @@ void KernelPrinter::Plan(const Kernel& kernel) {
   Key(outer_loops_);
   Key(kernel.nodes.size());
   auto is_internal = [&](BufferId b) {
-    return std::find(kernel.internal.begin(), kernel.internal.end(), b) !=
-           kernel.internal.end();
+    return std::find(kernel.internal.begin(), kernel.internal.end(), b) != kernel.internal.end();
   };
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
@@ -1087,8 +1087,8 @@ std::vector<Ref> KernelPrinter::LaterStoresAlongside(const Kernel& kernel, size_
   for (size_t later = m + 1; later < kernel.nodes.size(); ++later) {
     const ComputeNode& node = program_.nodes[kernel.nodes[later]];
     const Ref& store = store_refs_[later];
-    if (store.kind == Ref::Kind::kParam && node.ranges == ranges &&
-        node.reduction_ranges.empty() && RefStride(node, store) == 1) {
+    if (store.kind == Ref::Kind::kParam && node.ranges == ranges && node.reduction_ranges.empty() &&
+        RefStride(node, store) == 1) {
       stores.push_back(store);
     }
   }
@@ -1110,12 +1110,11 @@ bool KernelPrinter::SumsWhatTheVarianceRead(const Kernel& kernel, size_t m) cons
     const ScalarOp& b = sum.body[i];
     const Ref& ra = load_refs_[first_step_[m - 1] + i];
     const Ref& rb = load_refs_[first_step_[m] + i];
-    const bool same_payload = a.kind == ScalarOp::Kind::kConst ? a.constant == b.constant
-                                                               : a.stride == b.stride;
+    const bool same_payload =
+        a.kind == ScalarOp::Kind::kConst ? a.constant == b.constant : a.stride == b.stride;
     if (a.kind != b.kind || a.dtype != b.dtype || a.fn != b.fn || !same_payload ||
-        a.args != b.args ||
-        (a.kind == ScalarOp::Kind::kIndex && a.index != b.index) || ra.kind != rb.kind ||
-        ra.id != rb.id || ra.index != rb.index) {
+        a.args != b.args || (a.kind == ScalarOp::Kind::kIndex && a.index != b.index) ||
+        ra.kind != rb.kind || ra.id != rb.id || ra.index != rb.index) {
       return false;
     }
   }
@@ -1235,8 +1234,8 @@ std::string KernelPrinter::RefText(const ComputeNode& node, const Ref& ref) {
     case Ref::Kind::kParam:
       return absl::StrCat("p", ref.id, "[", ToCpp(ParamIndex(ref), var_names_), "]");
     case Ref::Kind::kLocal:
-      return absl::StrCat("l", ref.id, "[",
-                          ToCpp(LocalOffset(node, ref.index, ref.id), var_names_), "]");
+      return absl::StrCat("l", ref.id, "[", ToCpp(LocalOffset(node, ref.index, ref.id), var_names_),
+                          "]");
     case Ref::Kind::kTemp:
       return absl::StrCat("t", ref.id);
     case Ref::Kind::kAcc:
@@ -1260,8 +1259,7 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
       const Expr index = ParamIndex(ref);
       return absl::StrCat(
           "p", ref.id, "[",
-          index->is_const(0) ? scaled : absl::StrCat(ToCpp(index, var_names_), " + ", scaled),
-          "]");
+          index->is_const(0) ? scaled : absl::StrCat(ToCpp(index, var_names_), " + ", scaled), "]");
     }
     case ScalarOp::Kind::kIndex:
       return ToCpp(op.index, var_names_);
@@ -1283,14 +1281,13 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
   return "0";
 }
 
-int KernelPrinter::OpenLoops(const std::vector<int64_t>& extents, size_t first,
-                             int depth, const std::vector<std::string>& pragmas) {
+int KernelPrinter::OpenLoops(const std::vector<int64_t>& extents, size_t first, int depth,
+                             const std::vector<std::string>& pragmas) {
   for (size_t i = first; i < extents.size(); ++i, ++depth) {
     if (i - first < pragmas.size() && !pragmas[i - first].empty()) {
       Line(depth, pragmas[i - first]);
     }
-    Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i,
-                                extents[i], i));
+    Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i, extents[i], i));
   }
   return depth;
 }
@@ -1310,11 +1307,11 @@ void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int dept
   if (node.reduce == ReduceKind::kVar) return PrintWelford(node, member, depth);
   if (sum_from_variance_[member]) {
     const DType type = program_.buffers[node.output].dtype;
-    Line(depth, absl::StrCat(CType(type), " ", result, " = wmean", member - 1, " * ",
-                             cscalar::Literal(Product(node.reduction_ranges, 0,
-                                                      node.reduction_ranges.size()),
-                                              type),
-                             ";"));
+    Line(depth,
+         absl::StrCat(CType(type), " ", result, " = wmean", member - 1, " * ",
+                      cscalar::Literal(
+                          Product(node.reduction_ranges, 0, node.reduction_ranges.size()), type),
+                      ";"));
     return;
   }
   const std::vector<int64_t> ranges = node.AllRanges();
@@ -1333,27 +1330,25 @@ void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int dept
   const bool is_float = IsFloat(acc_type);
   std::string clauses;
   if (node.reduce == ReduceKind::kSum || node.reduce == ReduceKind::kProd) {
-    clauses = absl::StrCat(" reduction(", node.reduce == ReduceKind::kSum ? "+" : "*", ":", acc,
-                           ")");
+    clauses =
+        absl::StrCat(" reduction(", node.reduce == ReduceKind::kSum ? "+" : "*", ":", acc, ")");
   } else if (extreme) {
-    clauses = absl::StrCat(" reduction(", node.reduce == ReduceKind::kMax ? "max" : "min", ":",
-                           acc, ")", is_float ? absl::StrCat(" reduction(|:", arg, ")") : "");
+    clauses = absl::StrCat(" reduction(", node.reduce == ReduceKind::kMax ? "max" : "min", ":", acc,
+                           ")", is_float ? absl::StrCat(" reduction(|:", arg, ")") : "");
     if (is_float) Line(depth, absl::StrCat("int ", arg, " = 0;"));
   }
   // Split over the threads only when no inner loop already is.
-  const bool split = !clauses.empty() && Splits(node) &&
-                     node.ranges.size() == static_cast<size_t>(outer_loops_);
+  const bool split =
+      !clauses.empty() && Splits(node) && node.ranges.size() == static_cast<size_t>(outer_loops_);
   depth = OpenLoops(ranges, node.ranges.size(), depth,
                     LoopPragmas(node.reduction_ranges.size(), !clauses.empty(), split, clauses));
   PrintBody(node, depth);
   Line(depth, extreme ? ExtremeUpdate(node.reduce, acc_type, Temp(node.root), acc, arg)
                       : cscalar::ReduceUpdate(node.reduce, acc_type, Temp(node.root),
-                                              arg_reduce ? ReductionPosition(node) : "", acc,
-                                              arg));
+                                              arg_reduce ? ReductionPosition(node) : "", acc, arg));
   depth = CloseLoops(node.reduction_ranges.size(), depth);
   if (extreme && is_float) {
-    Line(depth, absl::StrCat("if (", arg, ") ", acc, " = ", cscalar::Literal(NAN, acc_type),
-                             ";"));
+    Line(depth, absl::StrCat("if (", arg, ") ", acc, " = ", cscalar::Literal(NAN, acc_type), ";"));
   }
   result = arg_reduce ? arg : acc;
 }
@@ -1386,8 +1381,7 @@ int KernelPrinter::WelfordChains(const ComputeNode& node, int member) {
   return kWelfordVectorChains;
 }
 
-void KernelPrinter::PrintWelfordChains(const ComputeNode& node, int member, int depth,
-                                       int chains) {
+void KernelPrinter::PrintWelfordChains(const ComputeNode& node, int member, int depth, int chains) {
   const std::string mean = absl::StrCat("wmean", member);
   const std::string m2 = absl::StrCat("wm2", member);
   const std::string count = absl::StrCat("wn", member);
@@ -1396,8 +1390,8 @@ void KernelPrinter::PrintWelfordChains(const ComputeNode& node, int member, int 
   Line(depth, absl::StrCat("const loom_f32v16 ", count, "_rv = loom_splat16(", count, "_r);"));
   for (int c = 0; c < chains; ++c) {
     Line(depth, "{");
-    Line(depth + 1, absl::StrFormat("const int64_t x%d = x%dr + %d;", inner, inner,
-                                    c * kVectorLanes));
+    Line(depth + 1,
+         absl::StrFormat("const int64_t x%d = x%dr + %d;", inner, inner, c * kVectorLanes));
     for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
       Line(depth + 1,
            absl::StrCat("const loom_f32v16 ", Temp(i), " = ", PrintVectorStep(node, i), ";"));
@@ -1455,10 +1449,8 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   const std::vector<int64_t> around(ranges.begin(), ranges.end() - 1);
   const int d = OpenLoops(around, node.ranges.size(), depth, {});
   const std::string run = absl::StrCat("x", inner, "r");
-  Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run, full, run,
-                          lanes));
-  Line(d + 1, absl::StrCat("const ", t, " ", count, "_r = (", t, ")1 / (", t, ")++", count,
-                           ";"));
+  Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run, full, run, lanes));
+  Line(d + 1, absl::StrCat("const ", t, " ", count, "_r = (", t, ")1 / (", t, ")++", count, ";"));
   if (chains > 0) {
     PrintWelfordChains(node, member, d + 1, chains);
   } else {
@@ -1468,11 +1460,10 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
     Line(d + 2, absl::StrFormat("const int64_t x%d = %s + %s;", inner, run, j));
     PrintBody(node, d + 2);
     const std::string lane = absl::StrCat("[", j, "]");
-    Line(d + 2, absl::StrCat("const ", t, " ", mean, "_d = ", value, " - ", mean, "s", lane,
-                             ";"));
+    Line(d + 2, absl::StrCat("const ", t, " ", mean, "_d = ", value, " - ", mean, "s", lane, ";"));
     Line(d + 2, absl::StrCat(mean, "s", lane, " += ", mean, "_d * ", count, "_r;"));
-    Line(d + 2, absl::StrCat(m2, "s", lane, " += ", mean, "_d * (", value, " - ", mean, "s",
-                             lane, ");"));
+    Line(d + 2,
+         absl::StrCat(m2, "s", lane, " += ", mean, "_d * (", value, " - ", mean, "s", lane, ");"));
     Line(d + 1, "}");
   }
   Line(d, "}");
@@ -1494,14 +1485,13 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   // scalar ones.
   const std::string half = count + "_h";
   Line(depth, absl::StrCat(t, " ", half, " = (", t, ")", count, " * (", t, ")0.5;"));
-  Line(depth,
-       absl::StrFormat("for (int w = %d; w > 0; w /= 2, %s *= 2) {", lanes / 2, half));
+  Line(depth, absl::StrFormat("for (int w = %d; w > 0; w /= 2, %s *= 2) {", lanes / 2, half));
   Line(depth + 1, "for (int j = 0; j < w; ++j) {");
-  Line(depth + 2, absl::StrCat("const ", t, " ", mean, "_d = ", mean, "s[j + w] - ", mean,
-                               "s[j];"));
+  Line(depth + 2,
+       absl::StrCat("const ", t, " ", mean, "_d = ", mean, "s[j + w] - ", mean, "s[j];"));
   Line(depth + 2, absl::StrCat(mean, "s[j] += ", mean, "_d * (", t, ")0.5;"));
-  Line(depth + 2, absl::StrCat(m2, "s[j] += ", m2, "s[j + w] + ", mean, "_d * ", mean, "_d * ",
-                               half, ";"));
+  Line(depth + 2,
+       absl::StrCat(m2, "s[j] += ", m2, "s[j + w] + ", mean, "_d * ", mean, "_d * ", half, ";"));
   Line(depth + 1, "}");
   Line(depth, "}");
   Line(depth, absl::StrCat(t, " ", mean, " = ", mean, "s[0], ", m2, " = ", m2, "s[0];"));
@@ -1511,13 +1501,13 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
   }
   // Then the tail joins the lanes.
   const std::string na = count + "a", nb = count + "b";
-  Line(depth, absl::StrCat("const ", t, " ", na, " = (", t, ")(", count, " * ", lanes,
-                           "), ", nb, " = (", t, ")", count, "t;"));
+  Line(depth, absl::StrCat("const ", t, " ", na, " = (", t, ")(", count, " * ", lanes, "), ", nb,
+                           " = (", t, ")", count, "t;"));
   Line(depth, absl::StrCat("if (", nb, " > 0) {"));
   Line(depth + 1, absl::StrCat("const ", t, " ", mean, "_d = ", mean, "t - ", mean, ";"));
   Line(depth + 1, absl::StrCat(mean, " += ", mean, "_d * ", nb, " / (", na, " + ", nb, ");"));
-  Line(depth + 1, absl::StrCat(m2, " += ", m2, "t + ", mean, "_d * ", mean, "_d * ", na, " * ",
-                               nb, " / (", na, " + ", nb, ");"));
+  Line(depth + 1, absl::StrCat(m2, " += ", m2, "t + ", mean, "_d * ", mean, "_d * ", na, " * ", nb,
+                               " / (", na, " + ", nb, ");"));
   Line(depth, "}");
   Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", na, " + ", nb, ");"));
 }
@@ -1542,8 +1532,7 @@ bool KernelPrinter::Streams(const ComputeNode& node, bool internal) const {
   return !internal && min_bytes > 0 && options_.simd() != proto::CppOptions::SCALAR &&
          node.reduce == ReduceKind::kNone &&
          node.ranges.size() > static_cast<size_t>(outer_loops_) && !Splits(node) &&
-         output.dtype == DType::kF32 &&
-         NumBytes(output.dtype, output.sizes) >= min_bytes &&
+         output.dtype == DType::kF32 && NumBytes(output.dtype, output.sizes) >= min_bytes &&
          node.ranges.back() % kStreamLanes == 0 &&
          WritesWholeLines(node.store_index, static_cast<int>(node.ranges.size()) - 1);
 }
@@ -1554,16 +1543,16 @@ void KernelPrinter::PrintStreamingLoop(const ComputeNode& node, int member, int 
   Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run,
                               node.ranges.back(), run, kStreamLanes));
   Line(depth + 1, absl::StrCat("LOOM_LINE_ALIGNED float loom_lanes[", kStreamLanes, "];"));
-  Line(depth + 1, absl::StrFormat("for (int64_t x%d = %s; x%d < %s + %d; ++x%d) {", inner,
-                                  run, inner, run, kStreamLanes, inner));
+  Line(depth + 1, absl::StrFormat("for (int64_t x%d = %s; x%d < %s + %d; ++x%d) {", inner, run,
+                                  inner, run, kStreamLanes, inner));
   PrintBody(node, depth + 2);
   Line(depth + 2, absl::StrFormat("loom_lanes[x%d - %s] = %s;", inner, run, Temp(node.root)));
   Line(depth + 1, "}");
   const Ref& store = store_refs_[member];
   std::vector<std::string> names = var_names_;
   names[inner] = run;
-  Line(depth + 1, absl::StrCat("loom_stream16(&p", store.id, "[",
-                               ToCpp(ParamIndex(store), names), "], loom_lanes);"));
+  Line(depth + 1, absl::StrCat("loom_stream16(&p", store.id, "[", ToCpp(ParamIndex(store), names),
+                               "], loom_lanes);"));
   Line(depth, "}");
 }
 
@@ -1660,8 +1649,8 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
   const std::string block = absl::StrCat(x, "b");
   const int64_t extent = node.reduction_ranges[0];
   const int64_t full = extent / kExtremeBlock * kExtremeBlock;
-  Line(depth, absl::StrCat("float ", acc, " = ", cscalar::ReduceInit(node.reduce, DType::kF32),
-                           ";"));
+  Line(depth,
+       absl::StrCat("float ", acc, " = ", cscalar::ReduceInit(node.reduce, DType::kF32), ";"));
   const std::string nan_lanes = absl::StrCat("nan_lanes", member);
   Line(depth, absl::StrCat("int ", nan, " = 0;"));
   Line(depth, absl::StrCat("loom_nanmask16 ", nan_lanes, " = {};"));
@@ -1679,8 +1668,8 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
       Line(depth + 2,
            absl::StrCat("const loom_f32v16 ", Temp(i), " = ", PrintVectorStep(node, i), ";"));
     }
-    Line(depth + 2, absl::StrCat(chains[c], " = loom_", max ? "max" : "min", "16(",
-                                 Temp(node.root), ", ", chains[c], ");"));
+    Line(depth + 2, absl::StrCat(chains[c], " = loom_", max ? "max" : "min", "16(", Temp(node.root),
+                                 ", ", chains[c], ");"));
     Line(depth + 2, absl::StrCat(nan_lanes, " |= loom_nan_lanes16(", Temp(node.root), ");"));
     Line(depth + 1, "}");
   }
@@ -1697,8 +1686,7 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
     Line(depth, "}");
   }
   Line(depth, absl::StrCat("if (", nan, " | loom_any16(", nan_lanes, ")) ", acc, " = ",
-                           cscalar::Literal(NAN, DType::kF32),
-                           ";"));
+                           cscalar::Literal(NAN, DType::kF32), ";"));
 }
 
 void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int depth) {
@@ -1712,8 +1700,8 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
   const std::string sum = absl::StrCat("acc", member + 1);
   const std::string lanes = absl::StrCat("lanes", member + 1);
   if (sums) Line(depth, absl::StrCat("loom_f32v16 ", lanes, " = loom_splat16(0.0f);"));
-  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", x, x, full, x,
-                              kVectorLanes));
+  Line(depth,
+       absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", x, x, full, x, kVectorLanes));
   PrintPrefetches(node, member, depth + 1);
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     Line(depth + 1,
@@ -1738,8 +1726,8 @@ void KernelPrinter::PrintPrefetches(const ComputeNode& node, int member, int dep
     for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
       const Ref& load = load_refs_[step_base_ + i];
       if (load.kind != Ref::Kind::kParam || RefStride(node, load) != 1) continue;
-      Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[",
-                               ToCpp(ParamIndex(load), next), "]);"));
+      Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[", ToCpp(ParamIndex(load), next),
+                               "]);"));
     }
   }
   for (const Ref& store : stores_alongside_[member]) {
@@ -1798,7 +1786,7 @@ std::string KernelPrinter::PrintVectorStep(const ComputeNode& node, int i) {
 constexpr int kDotRows = 8;
 
 std::optional<std::vector<int64_t>> KernelPrinter::AffineRef(const ComputeNode& node,
-                                                              const Ref& ref) {
+                                                             const Ref& ref) {
   if (ref.kind != Ref::Kind::kParam && ref.kind != Ref::Kind::kLocal) return std::nullopt;
   const Expr index =
       ref.kind == Ref::Kind::kLocal ? LocalOffset(node, ref.index, ref.id) : ParamIndex(ref);
@@ -1808,14 +1796,14 @@ std::optional<std::vector<int64_t>> KernelPrinter::AffineRef(const ComputeNode& 
   return coefficients;
 }
 
-std::optional<KernelPrinter::MatVec> KernelPrinter::MatchMatVec(const ComputeNode& node,
-                                                                 int member, bool alone) {
+std::optional<KernelPrinter::MatVec> KernelPrinter::MatchMatVec(const ComputeNode& node, int member,
+                                                                bool alone) {
   const size_t inner_loops = node.ranges.size() - outer_loops_;
   if (options_.simd() == proto::CppOptions::SCALAR || node.reduce != ReduceKind::kSum ||
       node.reduction_ranges.size() != 1 || node.reduction_ranges[0] % kVectorLanes != 0 ||
-      node.ranges.empty() || (inner_loops == 0 && !alone) ||
-      node.ranges.back() % kDotRows != 0 || program_.buffers[node.output].dtype != DType::kF32 ||
-      node.body.size() != 3 || node.root != 2 || node.body[2].kind != ScalarOp::Kind::kCall ||
+      node.ranges.empty() || (inner_loops == 0 && !alone) || node.ranges.back() % kDotRows != 0 ||
+      program_.buffers[node.output].dtype != DType::kF32 || node.body.size() != 3 ||
+      node.root != 2 || node.body[2].kind != ScalarOp::Kind::kCall ||
       node.body[2].fn != ScalarFn::kMul || node.body[2].dtype != DType::kF32) {
     return std::nullopt;
   }
@@ -1844,9 +1832,8 @@ std::optional<KernelPrinter::MatVec> KernelPrinter::MatchMatVec(const ComputeNod
   return matvec;
 }
 
-std::string KernelPrinter::MatVecCall(const ComputeNode& node, int member,
-                                      const MatVec& matvec, const std::string& first_row,
-                                      int64_t rows) {
+std::string KernelPrinter::MatVecCall(const ComputeNode& node, int member, const MatVec& matvec,
+                                      const std::string& first_row, int64_t rows) {
   const size_t row = node.ranges.size() - 1;
   const std::vector<std::string> names = var_names_;
   var_names_[row] = first_row;
@@ -1854,8 +1841,8 @@ std::string KernelPrinter::MatVecCall(const ComputeNode& node, int member,
   const std::string call = absl::StrCat(
       "loom_matvec<", node.reduction_ranges[0], ">(&",
       RefText(node, load_refs_[step_base_ + matvec.vector_step]), ", &",
-      RefText(node, load_refs_[step_base_ + matvec.matrix_step]), ", ", matvec.leading, ", ",
-      rows, ", &", RefText(node, store_refs_[member]), ", ", matvec.out_stride, ");");
+      RefText(node, load_refs_[step_base_ + matvec.matrix_step]), ", ", matvec.leading, ", ", rows,
+      ", &", RefText(node, store_refs_[member]), ", ", matvec.out_stride, ");");
   var_names_ = names;
   return call;
 }
@@ -2016,8 +2003,9 @@ bool KernelPrinter::RunsAsTeam(const Kernel& kernel) {
   return team_;
 }
 
-std::optional<KernelPrinter::TeamStrides> KernelPrinter::TeamMatVecStrides(
-    const ComputeNode& node, int member, const MatVec& matvec) {
+std::optional<KernelPrinter::TeamStrides> KernelPrinter::TeamMatVecStrides(const ComputeNode& node,
+                                                                           int member,
+                                                                           const MatVec& matvec) {
   const int base = first_step_[member];
   const std::optional<std::vector<int64_t>> vector =
       AffineRef(node, load_refs_[base + matvec.vector_step]);
@@ -2044,9 +2032,8 @@ void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const M
                        RefText(node, load_refs_[step_base_ + matvec.vector_step]), ", ",
                        strides.vector, ", &",
                        RefText(node, load_refs_[step_base_ + matvec.matrix_step]), ", ",
-                       matvec.leading, ", ", kDotRows, ", &",
-                       RefText(node, store_refs_[member]), ", ", matvec.out_stride, ", ",
-                       strides.out, ");"));
+                       matvec.leading, ", ", kDotRows, ", &", RefText(node, store_refs_[member]),
+                       ", ", matvec.out_stride, ", ", strides.out, ");"));
   Line(2, "}");
   for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
 }
@@ -2108,8 +2095,8 @@ std::string KernelPrinter::Print(const Kernel& kernel) {
   for (size_t p = 0; p < args_.size(); ++p) {
     const char* type = CType(program_.buffers[args_[p].buffer].dtype);
     const char* qualifier = param_is_output_[p] ? "" : "const ";
-    absl::StrAppend(&params, "  ", qualifier, type, "* LOOM_RESTRICT p", p, " = (", qualifier,
-                    type, "*)a[", p, "];\n");
+    absl::StrAppend(&params, "  ", qualifier, type, "* LOOM_RESTRICT p", p, " = (", qualifier, type,
+                    "*)a[", p, "];\n");
   }
   const ComputeNode& first = program_.nodes[kernel.nodes[0]];
   if (alone && matvecs_[0].has_value() && first.ranges.size() == outer_.size()) {
@@ -2131,15 +2118,15 @@ std::string KernelPrinter::Print(const Kernel& kernel) {
   // member's parallel region inside the outer loop's (even one that runs
   // alone, `if` false) was a nested team, which libgomp starts afresh each
   // time (lstm_l6_h256 sharing its products: 100 ms instead of 1.4).
-  Line(1, absl::StrCat("const int loom_split = omp_get_max_threads() > ", NumElements(outer_),
-                       ";"));
+  Line(1,
+       absl::StrCat("const int loom_split = omp_get_max_threads() > ", NumElements(outer_), ";"));
   std::string params_of_row, row;
   for (size_t i = 0; i < outer_.size(); ++i) {
     absl::StrAppend(&params_of_row, i == 0 ? "" : ", ", "int64_t x", i);
     absl::StrAppend(&row, i == 0 ? "" : ", ", "x", i);
   }
-  Line(1, absl::StrCat("const auto loom_row = [&](", params_of_row,
-                       ") __attribute__((noinline)) {"));
+  Line(1,
+       absl::StrCat("const auto loom_row = [&](", params_of_row, ") __attribute__((noinline)) {"));
   PrintMembers(kernel, 2);
   Line(1, "};");
   Line(1, "if (loom_split) {");
@@ -2190,12 +2177,8 @@ std::string VectorLibmDeclarations(const LibmCalls& calls) {
 
 std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
   std::vector<std::string> flags = {
-      absl::StrCat("-O", options.opt_level() > 0 ? options.opt_level() : 3),
-      "-fPIC",
-      "-shared",
-      "-std=c++17",
-      "-fno-math-errno",
-      "-fwrapv",
+      absl::StrCat("-O", options.opt_level() > 0 ? options.opt_level() : 3), "-fPIC", "-shared",
+      "-std=c++17", "-fno-math-errno", "-fwrapv",
       // Planned memory reuses one arena for buffers of different types.
       "-fno-strict-aliasing"};
   if (options.simd() == proto::CppOptions::SCALAR) {
@@ -2215,8 +2198,7 @@ std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
 
 class CodegenCppPass : public Pass {
  public:
-  explicit CodegenCppPass(proto::CppOptions options)
-      : options_(std::move(options)) {}
+  explicit CodegenCppPass(proto::CppOptions options) : options_(std::move(options)) {}
   StageRule stages() const override {
     StageRule rule = StageRule::From(Stage::kPlanned, Stage::kEmitted);
     rule.target = proto::CPU;
@@ -2238,8 +2220,7 @@ class CodegenCppPass : public Pass {
 };
 
 LOOM_REGISTER_PASS("codegen-cpp", "cpp", [](const proto::PassSpec& spec) {
-  return absl::StatusOr<std::unique_ptr<Pass>>(
-      std::make_unique<CodegenCppPass>(spec.cpp()));
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<CodegenCppPass>(spec.cpp()));
 });
 
 }  // namespace
@@ -2315,7 +2296,9 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
                       calls_openmp ? "#include <omp.h>\n" : "",
                       cscalar::CoreHelpers(kHelperQualifier), streams ? kStreamHelpers : "",
                       // dnnl.h declares dnnl_sgemm too.
-                      calls_conv ? kDnnlConvSupport : calls_dnnl ? kDnnlDeclaration : "",
+                      calls_conv   ? kDnnlConvSupport
+                      : calls_dnnl ? kDnnlDeclaration
+                                   : "",
                       calls_blas ? kBlasDeclaration : "");
   size_t size = text.size();
   for (const std::string& body : bodies) size += body.size() + 64;
@@ -2328,14 +2311,14 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     }
   }
   if (vectorizes) {
-    absl::StrAppend(&text, kVectorHelpers, cscalar::ExpfReduction("loom_f32v16"),
-                    kVectorHelpersEnd, cscalar::ExpfReduction("loom_f32v8"), kGenericExpEnd,
-                    VectorTanhAndErf(), teams ? kTeamHelpers : "");
+    absl::StrAppend(&text, kVectorHelpers, cscalar::ExpfReduction("loom_f32v16"), kVectorHelpersEnd,
+                    cscalar::ExpfReduction("loom_f32v8"), kGenericExpEnd, VectorTanhAndErf(),
+                    teams ? kTeamHelpers : "");
   }
   for (size_t f = 0; f < bodies.size(); ++f) {
     source.functions.push_back(absl::StrCat("loom_f", f));
-    absl::StrAppend(&text, "\nextern \"C\" void ", source.functions.back(),
-                    "(void* const* a) {\n", bodies[f], "}\n");
+    absl::StrAppend(&text, "\nextern \"C\" void ", source.functions.back(), "(void* const* a) {\n",
+                    bodies[f], "}\n");
   }
   source.kernel_functions = static_cast<int>(bodies.size());
   source.native_flags = NativeFlags(options);
@@ -2343,6 +2326,5 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   source.calls_dnnl = calls_dnnl || calls_conv;
   return source;
 }
-
 
 }  // namespace loom::cpp

@@ -20,7 +20,6 @@ namespace loom::cpp {
 GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
                         const proto::CppOptions& options);
 
-
 }  // namespace loom::cpp
 
 #endif  // LOOM_BACKENDS_CPP_CODEGEN_H_

@@ -53,13 +53,14 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   EXPECT_TRUE(source.calls_dnnl);
   EXPECT_TRUE(source.calls_blas);
   // The threads share the batch when each gets as many calls.
-  EXPECT_THAT(source.text,
-              HasSubstr("  const int loom_split = 4 % loom_threads == 0 || 4 >= 4 * loom_threads;\n"
-                        "  #pragma omp parallel for if(loom_split)\n"
-                        "  for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
-                        "    dnnl_sgemm('N', 'N', 16, 32, 8, 1.0f, p0 + x0 * 128, 8, p1 + x0 * 256, "
-                        "32, 0.0f, p2 + x0 * 512, 32);\n"
-                        "  }\n"));
+  EXPECT_THAT(
+      source.text,
+      HasSubstr("  const int loom_split = 4 % loom_threads == 0 || 4 >= 4 * loom_threads;\n"
+                "  #pragma omp parallel for if(loom_split)\n"
+                "  for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
+                "    dnnl_sgemm('N', 'N', 16, 32, 8, 1.0f, p0 + x0 * 128, 8, p1 + x0 * 256, "
+                "32, 0.0f, p2 + x0 * 512, 32);\n"
+                "  }\n"));
   EXPECT_THAT(source.text, HasSubstr("  cblas_dgemm(101, 111, 111, 16, 32, 8, 1.0, p0, 8, p1, 32, "
                                      "0.0, p2, 32);\n"));
   const GeneratedSource plain = Emit(DoublingChain(2));
@@ -88,9 +89,9 @@ TEST(CodegenTest, ConstantOffsetsMoveIntoTheArguments) {
     attrs.Set("ends", std::vector<int64_t>{half + 1});
     const NodeId slice = *graph.AddNode(absl::StrCat("s", half), "slice", {x},
                                         {absl::StrCat("s", half, ".y")}, attrs);
-    const NodeId mul = *graph.AddNode(absl::StrCat("m", half), "mul",
-                                      {graph.node(slice).outputs[0], c},
-                                      {absl::StrCat("m", half, ".y")});
+    const NodeId mul =
+        *graph.AddNode(absl::StrCat("m", half), "mul", {graph.node(slice).outputs[0], c},
+                       {absl::StrCat("m", half, ".y")});
     graph.AddOutput(graph.node(mul).outputs[0]);
   }
   ASSERT_TRUE(InferShapes(graph).ok());
@@ -107,8 +108,7 @@ TEST(CodegenTest, OutputIsDeterministic) {
 }
 
 TEST(CodegenTest, ModelNamesNeverReachTheSource) {
-  const GeneratedSource source =
-      Emit(DoublingChain(1, "evil\n#include </etc/passwd> */"));
+  const GeneratedSource source = Emit(DoublingChain(1, "evil\n#include </etc/passwd> */"));
   EXPECT_THAT(source.text, Not(HasSubstr("evil")));
 }
 
@@ -128,15 +128,13 @@ TEST(CodegenTest, SimdAndOpenMpOptionsChooseNativeFlags) {
 }
 
 // One node `op` over inputs of `types`, one output.
-Graph OneOp(const std::string& op, const std::vector<TensorType>& types,
-            Attrs attrs = {}) {
+Graph OneOp(const std::string& op, const std::vector<TensorType>& types, Attrs attrs = {}) {
   Graph graph;
   std::vector<ValueId> inputs;
   for (size_t i = 0; i < types.size(); ++i) {
     inputs.push_back(*graph.AddInput(absl::StrCat("in", i), types[i]));
   }
-  const NodeId node =
-      *graph.AddNode("node", op, std::move(inputs), {"y"}, std::move(attrs));
+  const NodeId node = *graph.AddNode("node", op, std::move(inputs), {"y"}, std::move(attrs));
   graph.AddOutput(graph.node(node).outputs[0]);
   EXPECT_TRUE(InferShapes(graph).ok()) << InferShapes(graph);
   return graph;
@@ -152,8 +150,7 @@ TEST(CodegenTest, HelpersAreEmittedOnlyWhenAKernelCallsThem) {
   Attrs fmod;
   fmod.Set("fmod", int64_t{1});
   const TensorType floats{DType::kF32, {4}};
-  EXPECT_THAT(Emit(OneOp("mod", {floats, floats}, fmod)).text,
-              HasSubstr("= fmodf(t0, t1);"));
+  EXPECT_THAT(Emit(OneOp("mod", {floats, floats}, fmod)).text, HasSubstr("= fmodf(t0, t1);"));
 }
 
 // Loops calling libm functions that libmvec has vector variants of declare
@@ -179,8 +176,7 @@ TEST(CodegenTest, LibmFunctionsWithVectorVariantsAreDeclaredSimd) {
 TEST(CodegenTest, RoundIsHalfToEvenAndReluKeepsNan) {
   const TensorType floats{DType::kF32, {4}};
   EXPECT_THAT(Emit(OneOp("round", {floats})).text, HasSubstr("= rintf(t0);"));
-  EXPECT_THAT(Emit(OneOp("relu", {floats})).text,
-              HasSubstr("= (t0 < 0 ? (float)0 : t0);"));
+  EXPECT_THAT(Emit(OneOp("relu", {floats})).text, HasSubstr("= (t0 < 0 ? (float)0 : t0);"));
 }
 
 TEST(CodegenTest, IntegerConstantsSaturateLikeACast) {
@@ -195,12 +191,10 @@ TEST(CodegenTest, ArgReductionsTrackThePosition) {
   Attrs attrs;
   attrs.Set("axis", int64_t{-1});
   attrs.Set("select_last_index", int64_t{1});
-  const std::string text =
-      Emit(OneOp("argmax", {{DType::kF32, {3, 5}}}, attrs)).text;
+  const std::string text = Emit(OneOp("argmax", {{DType::kF32, {3, 5}}}, attrs)).text;
   EXPECT_THAT(text, HasSubstr("float acc0 = (float)(-INFINITY);"));
   EXPECT_THAT(text, HasSubstr("int64_t arg0 = 0;"));
-  EXPECT_THAT(text,
-              HasSubstr("if (t0 >= acc0 || t0 != t0) { acc0 = t0; arg0 = x2; }"));
+  EXPECT_THAT(text, HasSubstr("if (t0 >= acc0 || t0 != t0) { acc0 = t0; arg0 = x2; }"));
   EXPECT_THAT(text, HasSubstr("] = arg0;"));
 }
 
@@ -210,8 +204,7 @@ TEST(CodegenTest, GatherIsAnIndirectLoadAndCumsumReadsLoopPositions) {
   Tensor indices(DType::kI64, {2});
   indices.SetInt(0, 3);
   indices.SetInt(1, 1);
-  const ValueId idx =
-      *graph.AddInitializer("idx", ValueKind::kWeight, std::move(indices));
+  const ValueId idx = *graph.AddInitializer("idx", ValueKind::kWeight, std::move(indices));
   graph.AddNode("g", "gather", {x, idx}, {"y"}).value();
   Attrs axis;
   axis.Set("axis", int64_t{1});
@@ -252,8 +245,7 @@ std::string EmitCenteredRows(Shape shape, DType dtype, const proto::CppOptions& 
   attrs.Set("axes", std::vector<int64_t>{1});
   attrs.Set("keepdims", int64_t{1});
   const NodeId max = *graph.AddNode("max", "reduce_max", {x}, {"max.y"}, attrs);
-  ValueId y = graph.node(*graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]},
-                                        {"sub.y"}))
+  ValueId y = graph.node(*graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]}, {"sub.y"}))
                   .outputs[0];
   if (exp) y = graph.node(*graph.AddNode("exp", "exp", {y}, {"exp.y"})).outputs[0];
   graph.AddOutput(y);
@@ -287,7 +279,8 @@ TEST(CodegenTest, StreamingNeedsWholeAlignedLinesOfFloats) {
 }
 
 TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
-  const std::string text = EmitCenteredRows({8, 37}, DType::kF32, proto::CppOptions(), /*exp=*/true);
+  const std::string text =
+      EmitCenteredRows({8, 37}, DType::kF32, proto::CppOptions(), /*exp=*/true);
   // Runs of 16 lanes over 32 of the 37 columns, then the rest one by one.
   EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 0; x1 < 32; x1 += 16) {\n"
                               "      __builtin_prefetch(&p0[(37*(x0 + 1) + x1)]);\n"
@@ -547,13 +540,12 @@ TEST(CodegenTest, IndicesKnownAtRunTimeAreCheckedOnceInTheOuterLoop) {
   // inner loop has no check.
   const std::string text = EmitFused(graph, proto::CppOptions());
   EXPECT_THAT(text, HasSubstr("  int64_t* LOOM_RESTRICT p1 = (int64_t*)a[1];\n"));
-  EXPECT_THAT(text,
-              HasSubstr("    const int32_t t0 = p0[x0];\n"
-                        "    const int64_t t1 = loom_check_index((int64_t)t0, 10, 0, p1);\n"
-                        "    #pragma GCC ivdep\n"
-                        "    for (int64_t x1 = 0; x1 < 8; ++x1) {\n"
-                        "      const int64_t t2 = t1;\n"
-                        "      const float t3 = p2[x1 + 8 * (int64_t)t2];\n"));
+  EXPECT_THAT(text, HasSubstr("    const int32_t t0 = p0[x0];\n"
+                              "    const int64_t t1 = loom_check_index((int64_t)t0, 10, 0, p1);\n"
+                              "    #pragma GCC ivdep\n"
+                              "    for (int64_t x1 = 0; x1 < 8; ++x1) {\n"
+                              "      const int64_t t2 = t1;\n"
+                              "      const float t3 = p2[x1 + 8 * (int64_t)t2];\n"));
   EXPECT_THAT(text, HasSubstr("__atomic_compare_exchange_n(&errors[0], &none, site + 1"));
   EXPECT_THAT(Emit(DoublingChain(2)).text, Not(HasSubstr("loom_check_index")));
 }

@@ -83,9 +83,10 @@ TEST(ConvEndToEndTest, ConvCalls) {
   const ValueId x2 = b.Input("x2", DType::kF32, {2, 8, 19, 17});
   AddConv(b, x2, {16, 8, 7, 7}, true,
           MakeAttrs({{"strides", Ints{2, 2}}, {"pads", Ints{3, 3, 3, 3}}}), 5);
-  AddConv(b, x2, {6, 8, 3, 2}, false,
-          MakeAttrs({{"strides", Ints{2, 3}}, {"pads", Ints{0, 2, 1, 0}}, {"dilations", Ints{2, 1}}}),
-          7);
+  AddConv(
+      b, x2, {6, 8, 3, 2}, false,
+      MakeAttrs({{"strides", Ints{2, 3}}, {"pads", Ints{0, 2, 1, 0}}, {"dilations", Ints{2, 1}}}),
+      7);
   AddConv(b, x2, {4, 8, 5, 5}, true, {}, 9);
   const ValueId w = b.Input("w", DType::kF32, {12, 8, 3, 3});
   b.Output(b.Op("conv", {x2, w}, IntsAttr("pads", {1, 1, 1, 1})));
@@ -136,12 +137,11 @@ TEST(ConvEndToEndTest, Pools) {
                            {"count_include_pad", int64_t{1}}})));
   // With indices (row- and column-major).
   for (int64_t order : {0, 1}) {
-    for (ValueId out :
-         b.Ops("max_pool", {x2}, 2,
-               MakeAttrs({{"kernel_shape", Ints{3, 2}},
-                          {"strides", Ints{2, 1}},
-                          {"pads", Ints{1, 0, 1, 1}},
-                          {"storage_order", order}}))) {
+    for (ValueId out : b.Ops("max_pool", {x2}, 2,
+                             MakeAttrs({{"kernel_shape", Ints{3, 2}},
+                                        {"strides", Ints{2, 1}},
+                                        {"pads", Ints{1, 0, 1, 1}},
+                                        {"storage_order", order}}))) {
       b.Output(out);
     }
   }

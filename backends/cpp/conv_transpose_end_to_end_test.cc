@@ -36,11 +36,11 @@ void AddConvTranspose(GraphBuilder& b, ValueId x, Shape weight, int64_t out_chan
 TEST(ConvTransposeEndToEndTest, Columns) {
   GraphBuilder b;
   const ValueId x2 = b.Input("x2", DType::kF32, {2, 8, 5, 6});
-  AddConvTranspose(b, x2, {8, 6, 3, 3}, 6, true,
-                   MakeAttrs({{"strides", Ints{2, 2}},
-                              {"pads", Ints{1, 1, 1, 1}},
-                              {"output_padding", Ints{1, 1}}}),
-                   1);
+  AddConvTranspose(
+      b, x2, {8, 6, 3, 3}, 6, true,
+      MakeAttrs(
+          {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}}),
+      1);
   AddConvTranspose(b, x2, {8, 4, 2, 2}, 4, false, IntsAttr("strides", {2, 2}), 3);
   AddConvTranspose(b, x2, {8, 3, 3, 2}, 6, true,
                    MakeAttrs({{"strides", Ints{3, 2}},
@@ -83,11 +83,10 @@ TEST(ConvTransposeEndToEndTest, ConvOfTheInterleavedInput) {
   // positions.
   AddConvTranspose(b, x2, {6, 1, 2, 2}, 6, true, with({{"pads", Ints{2, 0, 3, 1}}}), 5);
   AddConvTranspose(b, x2, {6, 1, 3, 3}, 6, true, with({{"pads", Ints{-1, 0, 0, -2}}}), 7);
-  AddConvTranspose(b, x2, {6, 1, 3, 3}, 6, true,
-                   with({{"strides", Ints{2, 2}},
-                         {"pads", Ints{1, 1, 1, 1}},
-                         {"output_padding", Ints{1, 1}}}),
-                   9);
+  AddConvTranspose(
+      b, x2, {6, 1, 3, 3}, 6, true,
+      with({{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}}),
+      9);
   AddConvTranspose(b, x2, {6, 2, 4, 4}, 12, false,
                    with({{"strides", Ints{2, 3}}, {"pads", Ints{1, 0, 1, 2}}}), 11);
   const ValueId gray = b.Input("gray", DType::kF32, {1, 1, 6, 7});
@@ -106,9 +105,9 @@ TEST(ConvTransposeEndToEndTest, UpsamplingBlock) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {1, 16, 6, 6});
   const ValueId skip = b.Input("skip", DType::kF32, {1, 8, 12, 12});
-  const ValueId up = b.Op("conv_transpose",
-                          {x, b.Weight("w", {16, 8, 2, 2}, 1, -0.3, 0.3), b.Weight("b", {8}, 2)},
-                          IntsAttr("strides", {2, 2}));
+  const ValueId up =
+      b.Op("conv_transpose", {x, b.Weight("w", {16, 8, 2, 2}, 1, -0.3, 0.3), b.Weight("b", {8}, 2)},
+           IntsAttr("strides", {2, 2}));
   b.Output(b.Op("relu", {b.Op("concat", {up, skip}, MakeAttrs({{"axis", int64_t{1}}}))}));
   CompileRunAndCompare(std::move(b.graph()));
 }

@@ -2,13 +2,14 @@
 // plain loops in double precision: oneDNN's Winograd and direct paths,
 // strides, dilations, a batch, strided operands, weights that change at one
 // address, and several threads at once.
+#include "backends/cpp/dnnl_conv.inc"
+
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <thread>
 #include <vector>
 
-#include "backends/cpp/dnnl_conv.inc"
 #include "gtest/gtest.h"
 
 namespace {
@@ -53,10 +54,9 @@ void ExpectMatches(const Shape& shape, const std::vector<float>& x, const std::v
             for (int64_t r = 0; r < shape.r; ++r) {
               for (int64_t s = 0; s < shape.s; ++s) {
                 const double term =
-                    static_cast<double>(
-                        x[n * in.strides[0] + c * in.strides[1] +
-                          (i * shape.stride + r * shape.dilation) * in.strides[2] +
-                          j * shape.stride + s * shape.dilation]) *
+                    static_cast<double>(x[n * in.strides[0] + c * in.strides[1] +
+                                          (i * shape.stride + r * shape.dilation) * in.strides[2] +
+                                          j * shape.stride + s * shape.dilation]) *
                     w[((m * shape.c + c) * shape.r + r) * shape.s + s];
                 sum += term;
                 magnitude += std::fabs(term);
@@ -90,9 +90,7 @@ TEST(DnnlConvTest, WiderChannelsSmallerImage) {
   ExpectConvMatches({1, 128, 30, 30, 128, 3, 3, 1, 1});
 }
 
-TEST(DnnlConvTest, StrideTwoSevenBySevenStem) {
-  ExpectConvMatches({2, 3, 37, 37, 16, 7, 7, 2, 1});
-}
+TEST(DnnlConvTest, StrideTwoSevenBySevenStem) { ExpectConvMatches({2, 3, 37, 37, 16, 7, 7, 2, 1}); }
 
 TEST(DnnlConvTest, Dilation) { ExpectConvMatches({1, 16, 20, 21, 8, 3, 3, 1, 2}); }
 
@@ -120,7 +118,8 @@ TEST(DnnlConvTest, MoreWeightBuffersThanAreKept) {
   LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1);
   const std::vector<float> x = Random(loom_dnnl::Span(shape.input()), 7);
   std::vector<std::vector<float>> weights;
-  for (uint32_t i = 0; i < 12; ++i) weights.push_back(Random(loom_dnnl::Span(shape.weight()), 20 + i));
+  for (uint32_t i = 0; i < 12; ++i)
+    weights.push_back(Random(loom_dnnl::Span(shape.weight()), 20 + i));
   std::vector<float> y(loom_dnnl::Span(shape.output()));
   for (int round = 0; round < 2; ++round) {
     for (const std::vector<float>& w : weights) {

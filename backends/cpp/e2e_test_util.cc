@@ -41,34 +41,29 @@ ValueId GraphBuilder::Input(const std::string& name, DType dtype, Shape shape) {
   return *graph_.AddInput(name, TensorType{dtype, std::move(shape)});
 }
 
-ValueId GraphBuilder::Weight(const std::string& name, Shape shape,
-                             uint64_t seed, double low, double high,
-                             DType dtype) {
+ValueId GraphBuilder::Weight(const std::string& name, Shape shape, uint64_t seed, double low,
+                             double high, DType dtype) {
   Tensor data(dtype, std::move(shape));
   FillUniform(data, seed, low, high);
   return Initializer(name, ValueKind::kWeight, std::move(data));
 }
 
-ValueId GraphBuilder::Initializer(const std::string& name, ValueKind kind,
-                                  Tensor data) {
+ValueId GraphBuilder::Initializer(const std::string& name, ValueKind kind, Tensor data) {
   return *graph_.AddInitializer(name, kind, std::move(data));
 }
 
-ValueId GraphBuilder::Op(const std::string& op, std::vector<ValueId> inputs,
-                         Attrs attrs) {
+ValueId GraphBuilder::Op(const std::string& op, std::vector<ValueId> inputs, Attrs attrs) {
   return Ops(op, std::move(inputs), 1, std::move(attrs))[0];
 }
 
-std::vector<ValueId> GraphBuilder::Ops(const std::string& op,
-                                       std::vector<ValueId> inputs,
+std::vector<ValueId> GraphBuilder::Ops(const std::string& op, std::vector<ValueId> inputs,
                                        int num_outputs, Attrs attrs) {
   const std::string name = absl::StrCat(op, "_", graph_.nodes().size());
   std::vector<std::string> outputs;
   for (int i = 0; i < num_outputs; ++i) {
     outputs.push_back(absl::StrCat(name, ".y", i));
   }
-  const NodeId id =
-      *graph_.AddNode(name, op, std::move(inputs), outputs, std::move(attrs));
+  const NodeId id = *graph_.AddNode(name, op, std::move(inputs), outputs, std::move(attrs));
   return graph_.node(id).outputs;
 }
 
@@ -84,8 +79,7 @@ Attrs IntsAttr(const std::string& name, std::vector<int64_t> values) {
   return attrs;
 }
 
-std::vector<Tensor> MakeInputs(const Graph& graph,
-                               const EndToEndOptions& options) {
+std::vector<Tensor> MakeInputs(const Graph& graph, const EndToEndOptions& options) {
   std::vector<Tensor> inputs;
   for (ValueId id : graph.inputs()) {
     Tensor tensor(graph.value(id).type);
@@ -104,10 +98,9 @@ absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march,
     absl::StrReplaceAll(
         {{"name: \"decompose\" }", "name: \"decompose\" decompose { conv_calls: true } }"}}, &text);
   }
-  absl::StrReplaceAll(
-      {{"streaming_store_min_bytes: 4096",
-        absl::StrCat("streaming_store_min_bytes: ", streaming_store_min_bytes)}},
-      &text);
+  absl::StrReplaceAll({{"streaming_store_min_bytes: 4096",
+                        absl::StrCat("streaming_store_min_bytes: ", streaming_store_min_bytes)}},
+                      &text);
   if (!march.empty()) {
     absl::StrReplaceAll({{"simd: NATIVE", absl::StrCat("simd: NATIVE march: \"", march, "\"")}},
                         &text);
@@ -160,8 +153,7 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
       const double want = e.GetDouble(i), got = a.GetDouble(i);
       if (std::isnan(want) || std::isinf(want)) {
         ASSERT_TRUE(std::isnan(want) ? std::isnan(got) : got == want)
-            << output << " element " << i << ": got " << got << ", want "
-            << want;
+            << output << " element " << i << ": got " << got << ", want " << want;
         continue;
       }
       ASSERT_NEAR(got, want, kAbsTolerance + kRelTolerance * std::fabs(want))

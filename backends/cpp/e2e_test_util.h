@@ -23,16 +23,15 @@ class GraphBuilder {
   ValueId Input(const std::string& name, DType dtype, Shape shape);
   // A weight of `dtype` filled uniformly from [low, high) (integers: the
   // floor) by `seed`.
-  ValueId Weight(const std::string& name, Shape shape, uint64_t seed,
-                 double low = -1, double high = 1, DType dtype = DType::kF32);
+  ValueId Weight(const std::string& name, Shape shape, uint64_t seed, double low = -1,
+                 double high = 1, DType dtype = DType::kF32);
   // A weight or constant holding `data`.
   ValueId Initializer(const std::string& name, ValueKind kind, Tensor data);
   // Adds a node with one output and returns it.
-  ValueId Op(const std::string& op, std::vector<ValueId> inputs,
-             Attrs attrs = {});
+  ValueId Op(const std::string& op, std::vector<ValueId> inputs, Attrs attrs = {});
   // Adds a node with `num_outputs` outputs and returns them.
-  std::vector<ValueId> Ops(const std::string& op, std::vector<ValueId> inputs,
-                           int num_outputs, Attrs attrs = {});
+  std::vector<ValueId> Ops(const std::string& op, std::vector<ValueId> inputs, int num_outputs,
+                           Attrs attrs = {});
   void Output(ValueId value) { graph_.AddOutput(value); }
   Graph& graph() { return graph_; }
 
@@ -54,8 +53,7 @@ struct EndToEndOptions {
 };
 
 // The inputs CompileRunAndCompare feeds `graph` (shapes must be inferred).
-std::vector<Tensor> MakeInputs(const Graph& graph,
-                               const EndToEndOptions& options = {});
+std::vector<Tensor> MakeInputs(const Graph& graph, const EndToEndOptions& options = {});
 
 // Runs the whole CPU path's pipeline on `graph`, up to the emitted C++: the
 // native code is for `march` (CppOptions.march; empty: this machine),

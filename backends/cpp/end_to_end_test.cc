@@ -11,8 +11,7 @@ namespace {
 TEST(EndToEndTest, UnaryOps) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 17});
-  const ValueId positive =
-      b.Op("add", {b.Op("abs", {x}), b.Weight("one", {1}, 0)});
+  const ValueId positive = b.Op("add", {b.Op("abs", {x}), b.Weight("one", {1}, 0)});
   for (const char* op : {"neg", "abs", "exp", "tanh", "sigmoid", "relu"}) {
     b.Output(b.Op(op, {x}));
   }
@@ -29,8 +28,7 @@ TEST(EndToEndTest, BinaryOpsBroadcast) {
   for (const char* op : {"add", "sub", "mul", "maximum", "minimum"}) {
     b.Output(b.Op(op, {x, y}));
   }
-  const ValueId positive =
-      b.Op("add", {b.Op("abs", {y}), b.Weight("one", {1}, 0)});
+  const ValueId positive = b.Op("add", {b.Op("abs", {y}), b.Weight("one", {1}, 0)});
   b.Output(b.Op("div", {x, positive}));
   b.Output(b.Op("pow", {positive, x}));
   CompileRunAndCompare(std::move(b.graph()));
@@ -40,8 +38,7 @@ TEST(EndToEndTest, ComparisonsWhereAndCast) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {4, 6});
   const ValueId y = b.Input("y", DType::kF32, {6});
-  for (const char* op : {"equal", "not_equal", "less", "less_equal", "greater",
-                         "greater_equal"}) {
+  for (const char* op : {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}) {
     b.Output(b.Op(op, {x, y}));
   }
   const ValueId less = b.Op("less", {x, y});
@@ -65,8 +62,7 @@ TEST(EndToEndTest, NanPropagationAndSaturatingCasts) {
   b.Output(b.Op("reduce_min", {nan_where_negative}, IntsAttr("axes", {0})));
   Tensor huge_data(DType::kF32, {1});
   huge_data.SetDouble(0, 3e18);
-  const ValueId huge =
-      *b.graph().AddInitializer("huge", ValueKind::kWeight, huge_data);
+  const ValueId huge = *b.graph().AddInitializer("huge", ValueKind::kWeight, huge_data);
   const ValueId big = b.Op("mul", {x, huge});
   for (const char* to : {"i32", "i64"}) {
     Attrs attrs;
@@ -81,10 +77,8 @@ TEST(EndToEndTest, IntegerArithmetic) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kI32, {5, 3});
   const ValueId y = b.Input("y", DType::kI32, {3});
-  for (const char* op :
-       {"add", "sub", "mul", "maximum", "minimum", "neg", "abs", "relu"}) {
-    b.Output(op == std::string("neg") || op == std::string("abs") ||
-                     op == std::string("relu")
+  for (const char* op : {"add", "sub", "mul", "maximum", "minimum", "neg", "abs", "relu"}) {
+    b.Output(op == std::string("neg") || op == std::string("abs") || op == std::string("relu")
                  ? b.Op(op, {x})
                  : b.Op(op, {x, y}));
   }
@@ -99,8 +93,7 @@ TEST(EndToEndTest, IntegerArithmetic) {
 TEST(EndToEndTest, Reductions) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 4, 5});
-  for (const char* op :
-       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
     b.Output(b.Op(op, {x}, IntsAttr("axes", {-1})));
     Attrs keep = IntsAttr("axes", {0, 2});
     keep.Set("keepdims", int64_t{1});
@@ -157,11 +150,11 @@ TEST(EndToEndTest, GemmCalls) {
   swap.Set("perm", std::vector<int64_t>{0, 2, 1});
   const ValueId a = b.Input("a", DType::kF32, {3, 17, 9});
   const ValueId bb = b.Input("b", DType::kF32, {3, 9, 11});
-  b.Output(b.Op("matmul", {a, bb}));                                // batched
-  b.Output(b.Op("matmul", {b.Input("a8", DType::kF32, {8, 5, 6}),
-                           b.Input("b8", DType::kF32, {8, 6, 4})}));
+  b.Output(b.Op("matmul", {a, bb}));  // batched
+  b.Output(b.Op("matmul",
+                {b.Input("a8", DType::kF32, {8, 5, 6}), b.Input("b8", DType::kF32, {8, 6, 4})}));
   b.Output(b.Op("matmul", {b.Op("transpose", {bb}, swap), b.Op("transpose", {a}, swap)}));
-  b.Output(b.Op("matmul", {a, b.Weight("w", {9, 13}, 2)}));         // folded rows
+  b.Output(b.Op("matmul", {a, b.Weight("w", {9, 13}, 2)}));  // folded rows
   b.Output(b.Op("matmul", {a, b.Input("shared", DType::kF32, {1, 9, 5})}));
   Attrs rows;
   rows.Set("starts", std::vector<int64_t>{4});

@@ -16,8 +16,7 @@ CppExecutable::CppExecutable(Model model, bool cache_hit, double compile_seconds
       cache_hit_(cache_hit),
       compile_seconds_(compile_seconds) {}
 
-absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module,
-                                                    std::string cache_dir) {
+absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module, std::string cache_dir) {
   LOOM_ASSIGN_OR_RETURN(NativeLibrary library, CompileModule(module, cache_dir));
   LOOM_ASSIGN_OR_RETURN(runtime::proto::Artifact artifact,
                         MakeArtifact(module, /*shared_object=*/""));
@@ -46,8 +45,8 @@ std::vector<Tensor> CppExecutable::Outputs() const {
 absl::Status CppExecutable::Execute(absl::Span<const Tensor> inputs) {
   const std::vector<TensorInfo>& expected = model_.inputs();
   if (inputs.size() != expected.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the model takes ", expected.size(),
-                                                   " inputs, got ", inputs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model takes ", expected.size(), " inputs, got ", inputs.size()));
   }
   input_views_.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {

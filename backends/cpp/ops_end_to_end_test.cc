@@ -42,8 +42,7 @@ TEST(OpsEndToEndTest, ElementwisePrimitives) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 17});
   const ValueId y = b.Input("y", DType::kF32, {17});
-  for (const char* op :
-       {"erf", "sin", "cos", "floor", "ceil", "round", "sign"}) {
+  for (const char* op : {"erf", "sin", "cos", "floor", "ceil", "round", "sign"}) {
     b.Output(b.Op(op, {x}));
   }
   b.Output(b.Op("mod", {x, y}));
@@ -74,8 +73,8 @@ TEST(OpsEndToEndTest, ElementwisePrimitives) {
   options.fill = [](size_t i, Tensor& t) {
     switch (i) {
       case 0:  // x: halves (round to even), signed zeros, NaN, infinities
-        SetFirst(t, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.0, -0.0, kNan, kInf,
-                     -kInf, 1e30, -3.0, 3.0});
+        SetFirst(t,
+                 {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.0, -0.0, kNan, kInf, -kInf, 1e30, -3.0, 3.0});
         break;
       case 1:  // y: divisors, one of them zero
         SetFirst(t, {0.0, 1.5, -1.5, 0.75, -2.0, 1.0, -1.0, 3.0, 2.0});
@@ -102,14 +101,12 @@ TEST(OpsEndToEndTest, IntegerModByZeroGivesZeroInGeneratedCode) {
   b.Output(b.Op("mod", {al, dl}));
   ASSERT_TRUE(InferShapes(b.graph()).ok());
   const std::vector<Tensor> inputs = {
-      IntTensor(DType::kI32, {5},
-                {7, -7, std::numeric_limits<int32_t>::min(), -7, 7}),
+      IntTensor(DType::kI32, {5}, {7, -7, std::numeric_limits<int32_t>::min(), -7, 7}),
       IntTensor(DType::kI32, {5}, {0, 0, -1, 3, -3}),
       IntTensor(DType::kI64, {3}, {std::numeric_limits<int64_t>::min(), 4, 9}),
       IntTensor(DType::kI64, {3}, {-1, 0, -4}),
   };
-  absl::StatusOr<std::vector<Tensor>> outputs =
-      CompileAndRun(std::move(b.graph()), inputs);
+  absl::StatusOr<std::vector<Tensor>> outputs = CompileAndRun(std::move(b.graph()), inputs);
   ASSERT_TRUE(outputs.ok()) << outputs.status();
   EXPECT_EQ((*outputs)[0], IntTensor(DType::kI32, {5}, {0, 0, 0, 2, -2}));
   EXPECT_EQ((*outputs)[1], IntTensor(DType::kI32, {5}, {0, 0, 0, -1, 1}));
@@ -187,10 +184,10 @@ TEST(OpsEndToEndTest, NarrowAndUnsignedIntegers) {
   b.Output(b.Op("mul", {i16, i16}));
   b.Output(b.Op("mul", {u16, u16}));
   b.Output(b.Op("sub", {u32, b.Op("mul", {u32, u32})}));
-  b.Output(b.Op("bit_shift", {u16, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u16")}}))},
-                left));
-  b.Output(b.Op("bit_shift", {u32, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u32")}}))},
-                right));
+  b.Output(
+      b.Op("bit_shift", {u16, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u16")}}))}, left));
+  b.Output(
+      b.Op("bit_shift", {u32, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u32")}}))}, right));
   const ValueId x = b.Input("x", DType::kF32, {37});
   const ValueId x64 = b.Input("x64", DType::kF64, {37});
   for (const char* to : {"i8", "i16", "u8", "u16", "u32", "u64"}) {
@@ -226,7 +223,9 @@ TEST(OpsEndToEndTest, NarrowAndUnsignedIntegers) {
         SetAllInts(t, [](int64_t k) { return (k * 71) % 256 - 128; });
         break;
       case 8:  // h: no zero; -1 (for -128 / -1) and -128
-        SetAllInts(t, [](int64_t k) { return k == 0 ? -1 : k == 1 ? -128 : k % 9 - 4 == 0 ? 3 : k % 9 - 4; });
+        SetAllInts(t, [](int64_t k) {
+          return k == 0 ? -1 : k == 1 ? -128 : k % 9 - 4 == 0 ? 3 : k % 9 - 4;
+        });
         break;
       case 9:   // i16
       case 10:  // u16
@@ -235,9 +234,30 @@ TEST(OpsEndToEndTest, NarrowAndUnsignedIntegers) {
         break;
       case 12:  // x, x64: every saturation edge
       case 13:
-        SetFirst(t, {kNan, kInf, -kInf, -0.5, -1.0, -0.99, 255.5, 256.0, 127.9, 128.0, -128.9,
-                     -129.0, 32767.5, -32769.0, 65535.9, 65536.0, 4294967295.0, 4294967296.0,
-                     1.8446744073709552e19, 1e30, -1e30, 9.2233720368547758e18, 3.7, -3.7});
+        SetFirst(t, {kNan,
+                     kInf,
+                     -kInf,
+                     -0.5,
+                     -1.0,
+                     -0.99,
+                     255.5,
+                     256.0,
+                     127.9,
+                     128.0,
+                     -128.9,
+                     -129.0,
+                     32767.5,
+                     -32769.0,
+                     65535.9,
+                     65536.0,
+                     4294967295.0,
+                     4294967296.0,
+                     1.8446744073709552e19,
+                     1e30,
+                     -1e30,
+                     9.2233720368547758e18,
+                     3.7,
+                     -3.7});
         break;
     }
   };
@@ -248,8 +268,7 @@ TEST(OpsEndToEndTest, Activations) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {4, 9});
   b.Output(b.Op("gelu", {x}));
-  b.Output(
-      b.Op("gelu", {x}, MakeAttrs({{"approximate", std::string("tanh")}})));
+  b.Output(b.Op("gelu", {x}, MakeAttrs({{"approximate", std::string("tanh")}})));
   b.Output(b.Op("silu", {x}));
   b.Output(b.Op("clip", {x}, MakeAttrs({{"min", -1.5}, {"max", 2.25}})));
   b.Output(b.Op("clip", {x}, MakeAttrs({{"min", 0.1}})));
@@ -262,8 +281,7 @@ TEST(OpsEndToEndTest, Activations) {
   b.Output(b.Op("selu", {x}));
   b.Output(b.Op("softplus", {x}));
   b.Output(b.Op("hard_sigmoid", {x}));
-  b.Output(
-      b.Op("hard_sigmoid", {x}, MakeAttrs({{"alpha", 0.5}, {"beta", 0.1}})));
+  b.Output(b.Op("hard_sigmoid", {x}, MakeAttrs({{"alpha", 0.5}, {"beta", 0.1}})));
   b.Output(b.Op("hard_swish", {x}));
   b.Output(b.Op("prelu", {x, b.Weight("slope", {9}, 1)}));
   b.Output(b.Op("prelu", {x, b.Weight("column", {4, 1}, 2)}));
@@ -307,13 +325,11 @@ TEST(OpsEndToEndTest, LinearAlgebra) {
   b.Output(b.Op("gemm", {a, bm}, MakeAttrs({{"alpha", -1.0}})));
   const ValueId at = b.Input("at", DType::kF32, {5, 3});
   const ValueId bt = b.Weight("bt", {4, 5}, 7);
-  b.Output(b.Op("gemm", {at, bt, b.Weight("col", {3, 1}, 8)},
-                MakeAttrs({{"trans_a", int64_t{1}},
-                           {"trans_b", int64_t{1}},
-                           {"alpha", 0.5},
-                           {"beta", 2.0}})));
-  b.Output(b.Op("gemm", {a, bt, c},
-                MakeAttrs({{"trans_b", int64_t{1}}, {"beta", 0.0}})));
+  b.Output(
+      b.Op("gemm", {at, bt, b.Weight("col", {3, 1}, 8)},
+           MakeAttrs(
+               {{"trans_a", int64_t{1}}, {"trans_b", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}})));
+  b.Output(b.Op("gemm", {a, bt, c}, MakeAttrs({{"trans_b", int64_t{1}}, {"beta", 0.0}})));
   const ValueId row = b.Input("row", DType::kF64, {1, 5});
   b.Output(b.Op("gemm", {row, b.Weight("colw", {5, 1}, 9, -1, 1, DType::kF64),
                          b.Weight("one", {1, 1}, 10, -1, 1, DType::kF64)}));
@@ -327,8 +343,8 @@ TEST(OpsEndToEndTest, LinearAlgebra) {
 TEST(OpsEndToEndTest, Variances) {
   GraphBuilder b;
   for (const Shape& shape : {Shape{3, 64}, Shape{2, 4, 32}, Shape{3, 4, 5}, Shape{2, 40}}) {
-    const ValueId x = b.Input(absl::StrCat("x", shape.size(), "_", shape.back()), DType::kF32,
-                              shape);
+    const ValueId x =
+        b.Input(absl::StrCat("x", shape.size(), "_", shape.back()), DType::kF32, shape);
     Attrs last = IntsAttr("axes", {-1});
     last.Set("keepdims", int64_t{1});
     b.Output(b.Op("reduce_var", {x}, last));
@@ -347,9 +363,8 @@ TEST(OpsEndToEndTest, Reductions) {
   Attrs last = IntsAttr("axes", {-1});
   Attrs keep = IntsAttr("axes", {0, 2});
   keep.Set("keepdims", int64_t{1});
-  for (const char* op :
-       {"reduce_prod", "reduce_l1", "reduce_l2", "reduce_log_sum",
-        "reduce_log_sum_exp", "reduce_sum_square"}) {
+  for (const char* op : {"reduce_prod", "reduce_l1", "reduce_l2", "reduce_log_sum",
+                         "reduce_log_sum_exp", "reduce_sum_square"}) {
     const ValueId in = std::string(op) == "reduce_log_sum" ? positive : x;
     b.Output(b.Op(op, {in}, last));
     b.Output(b.Op(op, {in}, keep));
@@ -389,18 +404,16 @@ TEST(OpsEndToEndTest, ArgmaxAndArgmin) {
     for (int64_t axis : {0, 1, -1}) {
       for (int64_t keepdims : {0, 1}) {
         for (int64_t last : {0, 1}) {
-          b.Output(b.Op(op, {x},
-                        MakeAttrs({{"axis", axis},
-                                   {"keepdims", keepdims},
-                                   {"select_last_index", last}})));
+          b.Output(b.Op(
+              op, {x},
+              MakeAttrs({{"axis", axis}, {"keepdims", keepdims}, {"select_last_index", last}})));
         }
       }
     }
   }
   const ValueId xi = b.Input("xi", DType::kI32, {6, 2});
   b.Output(b.Op("argmax", {xi}));
-  b.Output(
-      b.Op("argmax", {xi}, MakeAttrs({{"select_last_index", int64_t{1}}})));
+  b.Output(b.Op("argmax", {xi}, MakeAttrs({{"select_last_index", int64_t{1}}})));
   const ValueId xl = b.Input("xl", DType::kI64, {3, 7});
   b.Output(b.Op("argmin", {xl}, MakeAttrs({{"axis", int64_t{-1}}})));
   const ValueId single = b.Input("single", DType::kF64, {3, 1});
@@ -420,14 +433,12 @@ TEST(OpsEndToEndTest, ArgmaxAndArgmin) {
 TEST(OpsEndToEndTest, ShapeOps) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {2, 6, 4});
-  for (ValueId part :
-       b.Ops("split", {x}, 3, MakeAttrs({{"axis", int64_t{1}}}))) {
+  for (ValueId part : b.Ops("split", {x}, 3, MakeAttrs({{"axis", int64_t{1}}}))) {
     b.Output(part);
   }
   for (ValueId part :
        b.Ops("split", {x}, 3,
-             MakeAttrs({{"axis", int64_t{-1}},
-                        {"split", std::vector<int64_t>{1, 0, 3}}}))) {
+             MakeAttrs({{"axis", int64_t{-1}}, {"split", std::vector<int64_t>{1, 0, 3}}}))) {
     b.Output(b.Op("neg", {part}));
   }
   // One part: the whole input, as a view.
@@ -450,8 +461,7 @@ TEST(OpsEndToEndTest, ShapeOps) {
 
   const ValueId small = b.Input("small", DType::kF32, {2, 1, 3});
   b.Output(b.Op("tile", {small}, IntsAttr("repeats", {2, 3, 1})));
-  b.Output(
-      b.Op("neg", {b.Op("tile", {small}, IntsAttr("repeats", {1, 4, 2}))}));
+  b.Output(b.Op("neg", {b.Op("tile", {small}, IntsAttr("repeats", {1, 4, 2}))}));
   b.Output(b.Op("tile", {small}, IntsAttr("repeats", {0, 1, 1})));
 
   const ValueId m = b.Input("m", DType::kF32, {2, 3});
@@ -467,20 +477,18 @@ TEST(OpsEndToEndTest, ShapeOps) {
 
   // gather: weight and constant indices, negative ones, several axes.
   const ValueId data = b.Input("data", DType::kF32, {4, 5});
-  const ValueId idx2d =
-      b.Initializer("idx2d", ValueKind::kWeight,
-                    IntTensor(DType::kI64, {2, 3}, {0, 3, -1, 2, -5, 4}));
+  const ValueId idx2d = b.Initializer("idx2d", ValueKind::kWeight,
+                                      IntTensor(DType::kI64, {2, 3}, {0, 3, -1, 2, -5, 4}));
   b.Output(b.Op("gather", {data, idx2d}, MakeAttrs({{"axis", int64_t{1}}})));
-  const ValueId idx = b.Initializer("idx", ValueKind::kConstant,
-                                    IntTensor(DType::kI32, {3}, {3, -4, 0}));
+  const ValueId idx =
+      b.Initializer("idx", ValueKind::kConstant, IntTensor(DType::kI32, {3}, {3, -4, 0}));
   b.Output(b.Op("gather", {data, idx}));
-  const ValueId scalar = b.Initializer("scalar", ValueKind::kConstant,
-                                       IntTensor(DType::kI64, {}, {-2}));
+  const ValueId scalar =
+      b.Initializer("scalar", ValueKind::kConstant, IntTensor(DType::kI64, {}, {-2}));
   b.Output(b.Op("gather", {data, scalar}, MakeAttrs({{"axis", int64_t{-1}}})));
-  const ValueId view =
-      b.Op("reshape", {b.Op("transpose", {data})}, IntsAttr("shape", {2, 10}));
-  const ValueId idx_view = b.Initializer(
-      "idx_view", ValueKind::kWeight, IntTensor(DType::kI32, {3}, {9, 0, -1}));
+  const ValueId view = b.Op("reshape", {b.Op("transpose", {data})}, IntsAttr("shape", {2, 10}));
+  const ValueId idx_view =
+      b.Initializer("idx_view", ValueKind::kWeight, IntTensor(DType::kI32, {3}, {9, 0, -1}));
   b.Output(b.Op("gather", {view, idx_view}, MakeAttrs({{"axis", int64_t{1}}})));
   const ValueId ints = b.Input("ints", DType::kI32, {3, 4});
   b.Output(b.Op("gather", {ints, idx}, MakeAttrs({{"axis", int64_t{-1}}})));
@@ -491,17 +499,14 @@ TEST(OpsEndToEndTest, ShapeOps) {
     for (int64_t exclusive : {0, 1}) {
       for (int64_t reverse : {0, 1}) {
         b.Output(b.Op("cumsum", {c},
-                      MakeAttrs({{"axis", axis},
-                                 {"exclusive", exclusive},
-                                 {"reverse", reverse}})));
+                      MakeAttrs({{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}})));
       }
     }
   }
   const ValueId ci = b.Input("ci", DType::kI64, {7});
-  b.Output(b.Op("cumsum", {ci},
-                MakeAttrs({{"axis", int64_t{0}},
-                           {"exclusive", int64_t{1}},
-                           {"reverse", int64_t{1}}})));
+  b.Output(
+      b.Op("cumsum", {ci},
+           MakeAttrs({{"axis", int64_t{0}}, {"exclusive", int64_t{1}}, {"reverse", int64_t{1}}})));
   const ValueId col = b.Input("col", DType::kF64, {3, 1});
   b.Output(b.Op("cumsum", {col}, MakeAttrs({{"axis", int64_t{1}}})));
   CompileRunAndCompare(std::move(b.graph()));
@@ -523,11 +528,11 @@ TEST(OpsEndToEndTest, ExponentialsInVectorLanes) {
   }
   EndToEndOptions options;
   options.fill = [](size_t, Tensor& t) {
-    SetFirst(t, {0.0, -100.0, -87.5, -150.0, 45.0, -50.0, 88.0, 1e-3, -1e-3, 3.5,
-                 -20.0, 60.0, -60.0, 0.25, 7.0, -104.5, 30.0, -0.5, 2.0, 1.0});
+    SetFirst(t, {0.0,   -100.0, -87.5, -150.0, 45.0, -50.0,  88.0, 1e-3, -1e-3, 3.5,
+                 -20.0, 60.0,   -60.0, 0.25,   7.0,  -104.5, 30.0, -0.5, 2.0,   1.0});
     const int64_t columns = t.shape()[1];
-    t.SetDouble(columns + 1, kNan);   // row 1
-    t.SetDouble(2 * columns, -kInf);  // row 2
+    t.SetDouble(columns + 1, kNan);      // row 1
+    t.SetDouble(2 * columns, -kInf);     // row 2
     t.SetDouble(3 * columns + 2, kInf);  // row 3
   };
   CompileRunAndCompare(std::move(b.graph()), options);
@@ -549,11 +554,11 @@ TEST(OpsEndToEndTest, MaximaAndMinimaInVectorBlocks) {
   options.fill = [](size_t, Tensor& t) {
     const int64_t columns = t.shape()[1];
     for (int64_t i = 0; i < t.num_elements(); ++i) t.SetDouble(i, 50 * std::sin(0.37 * i));
-    t.SetDouble(columns + 3, kNan);        // row 1: in the first block
-    t.SetDouble(3 * columns - 1, kNan);    // row 2: in the last column
-    t.SetDouble(3 * columns + 17, kInf);   // row 3
+    t.SetDouble(columns + 3, kNan);       // row 1: in the first block
+    t.SetDouble(3 * columns - 1, kNan);   // row 2: in the last column
+    t.SetDouble(3 * columns + 17, kInf);  // row 3
     t.SetDouble(3 * columns + 40, -kInf);
-    t.SetDouble(5 * columns - 2, 1000);    // row 4: both extremes in the last columns
+    t.SetDouble(5 * columns - 2, 1000);  // row 4: both extremes in the last columns
     t.SetDouble(5 * columns - 1, -1000);
   };
   CompileRunAndCompare(std::move(b.graph()), options);
@@ -566,33 +571,27 @@ TEST(OpsEndToEndTest, SoftmaxAndNormalisations) {
   b.Output(b.Op("log_softmax", {x}, MakeAttrs({{"axis", int64_t{0}}})));
 
   const ValueId seq = b.Input("seq", DType::kF32, {2, 3, 8});
-  b.Output(b.Op("layer_norm", {seq, b.Weight("ln_scale", {8}, 1),
-                               b.Weight("ln_bias", {8}, 2)}));
+  b.Output(b.Op("layer_norm", {seq, b.Weight("ln_scale", {8}, 1), b.Weight("ln_bias", {8}, 2)}));
   b.Output(b.Op("layer_norm", {seq, b.Weight("ln_scale2", {3, 8}, 3)},
                 MakeAttrs({{"axis", int64_t{1}}, {"epsilon", 1e-3}})));
   b.Output(b.Op("layer_norm", {b.Input("narrow", DType::kF32, {4, 1})}));
   b.Output(b.Op("layer_norm", {b.Input("wide", DType::kF64, {2, 9})}));
 
   const ValueId image = b.Input("image", DType::kF32, {2, 6, 3, 5});
-  b.Output(
-      b.Op("group_norm",
-           {image, b.Weight("gn_scale", {6}, 4), b.Weight("gn_bias", {6}, 5)},
-           MakeAttrs({{"num_groups", int64_t{3}}})));
+  b.Output(b.Op("group_norm", {image, b.Weight("gn_scale", {6}, 4), b.Weight("gn_bias", {6}, 5)},
+                MakeAttrs({{"num_groups", int64_t{3}}})));
   const ValueId flat = b.Input("flat", DType::kF32, {2, 4});
+  b.Output(b.Op("group_norm", {flat, b.Weight("gn_scale2", {4}, 6), b.Weight("gn_bias2", {4}, 7)},
+                MakeAttrs({{"num_groups", int64_t{2}}})));
   b.Output(
-      b.Op("group_norm",
-           {flat, b.Weight("gn_scale2", {4}, 6), b.Weight("gn_bias2", {4}, 7)},
-           MakeAttrs({{"num_groups", int64_t{2}}})));
-  b.Output(b.Op("instance_norm", {image, b.Weight("in_scale", {6}, 8),
-                                  b.Weight("in_bias", {6}, 9)}));
-  b.Output(b.Op("instance_norm", {flat, b.Weight("in_scale2", {4}, 10),
-                                  b.Weight("in_bias2", {4}, 11)}));
+      b.Op("instance_norm", {image, b.Weight("in_scale", {6}, 8), b.Weight("in_bias", {6}, 9)}));
+  b.Output(
+      b.Op("instance_norm", {flat, b.Weight("in_scale2", {4}, 10), b.Weight("in_bias2", {4}, 11)}));
   const ValueId batch = b.Input("batch", DType::kF32, {2, 3, 4});
-  b.Output(
-      b.Op("batch_norm",
-           {batch, b.Weight("bn_scale", {3}, 12), b.Weight("bn_bias", {3}, 13),
-            b.Weight("bn_mean", {3}, 14), b.Weight("bn_var", {3}, 15, 0.5, 2)},
-           MakeAttrs({{"epsilon", 1e-3}})));
+  b.Output(b.Op("batch_norm",
+                {batch, b.Weight("bn_scale", {3}, 12), b.Weight("bn_bias", {3}, 13),
+                 b.Weight("bn_mean", {3}, 14), b.Weight("bn_var", {3}, 15, 0.5, 2)},
+                MakeAttrs({{"epsilon", 1e-3}})));
   CompileRunAndCompare(std::move(b.graph()));
 }
 
@@ -602,18 +601,18 @@ TEST(OpsEndToEndTest, SoftmaxAndNormalisations) {
 void FillRunTimeIndices(size_t i, Tensor& t) {
   static const std::vector<std::vector<int64_t>>* const values =
       new std::vector<std::vector<int64_t>>{
-          {},                               // table
-          {0, 6, -1, 3, 3, -7},             // ids: i64 [2, 3]
-          {4, -5, 0, 2},                    // ids32: i32 [4]
-          {},                               // data
-          {2, -3, 1, 0, 0, 2, -1, 1},       // picks: [2, 4] along axis 1 of 5
-          {},                               // updates
-          {1, -4, 1, 3, 0, 0, 2, -1},       // targets: [2, 4] along axis 0 of 4
-          {},                               // rows
-          {-1, 0, -1},                      // where: [3, 1] into dim 0 of 4
+          {},                                        // table
+          {0, 6, -1, 3, 3, -7},                      // ids: i64 [2, 3]
+          {4, -5, 0, 2},                             // ids32: i32 [4]
+          {},                                        // data
+          {2, -3, 1, 0, 0, 2, -1, 1},                // picks: [2, 4] along axis 1 of 5
+          {},                                        // updates
+          {1, -4, 1, 3, 0, 0, 2, -1},                // targets: [2, 4] along axis 0 of 4
+          {},                                        // rows
+          {-1, 0, -1},                               // where: [3, 1] into dim 0 of 4
           {0, 4, -1, -5, 3, 0, 2, 2, -4, 1, 1, -1},  // pairs: [2, 3, 2] into data
-          {4, -5, 0, 2, 1, 1, -1, 3},       // columns: [4, 2, 1] per row of data
-          {4, -5, 2},                       // transposed_rows: [3, 1] into dim 0 of 5
+          {4, -5, 0, 2, 1, 1, -1, 3},                // columns: [4, 2, 1] per row of data
+          {4, -5, 2},                                // transposed_rows: [3, 1] into dim 0 of 5
       };
   if (i >= values->size()) return;
   const std::vector<int64_t>& v = (*values)[i];
@@ -646,8 +645,8 @@ TEST(OpsEndToEndTest, IndicesKnownOnlyAtRunTime) {
   const ValueId slices = b.Input("rows", DType::kF32, {3, 5});
   const ValueId where = b.Input("where", DType::kI64, {3, 1});
   b.Output(b.Op("scatter_nd", {data, where, slices}));
-  b.Output(b.Op("scatter_nd", {data, where, slices},
-                MakeAttrs({{"reduction", std::string("add")}})));
+  b.Output(
+      b.Op("scatter_nd", {data, where, slices}, MakeAttrs({{"reduction", std::string("add")}})));
   // gather_nd: elements by (row, column) pairs; columns per row (batch_dims
   // 1); rows of a view (copied).
   b.Output(b.Op("gather_nd", {data, b.Input("pairs", DType::kI64, {2, 3, 2})}));
@@ -671,16 +670,24 @@ TEST(OpsEndToEndTest, AnIndexOutOfRangeFailsTheRunNamingTheNode) {
     Shape data = {4};
   };
   for (const Case& c :
-       {Case{"gather", {0, 2, 1000000}, "node 'gather_0' (gather): index 1000000 is out of range "
-                                        "for axis 0 of size 4"},
-        Case{"gather", {-5, 0, 0}, "node 'gather_0' (gather): index -5 is out of range for "
-                                   "axis 0 of size 4"},
-        Case{"scatter_elements", {1, 4, 0},
+       {Case{"gather",
+             {0, 2, 1000000},
+             "node 'gather_0' (gather): index 1000000 is out of range "
+             "for axis 0 of size 4"},
+        Case{"gather",
+             {-5, 0, 0},
+             "node 'gather_0' (gather): index -5 is out of range for "
+             "axis 0 of size 4"},
+        Case{"scatter_elements",
+             {1, 4, 0},
              "node 'scatter_elements_0' (scatter_elements): index 4 is out of range for axis 0 "
              "of size 4"},
         // No element reads the indices: each is checked all the same.
-        Case{"gather", {0, 4, 1}, "node 'gather_0' (gather): index 4 is out of range for axis 0 "
-                                  "of size 4", {4, 0}}}) {
+        Case{"gather",
+             {0, 4, 1},
+             "node 'gather_0' (gather): index 4 is out of range for axis 0 "
+             "of size 4",
+             {4, 0}}}) {
     GraphBuilder b;
     const ValueId data = b.Input("data", DType::kF32, c.data);
     const ValueId indices = b.Input("indices", DType::kI64, {3});

@@ -54,15 +54,13 @@ struct CompilerCommand {
   std::vector<std::string> libraries;
 };
 
-absl::StatusOr<CompilerCommand> MakeCompilerCommand(
-    const NativeCompileOptions& options) {
+absl::StatusOr<CompilerCommand> MakeCompilerCommand(const NativeCompileOptions& options) {
   CompilerCommand compiler;
   compiler.command = {options.compiler};
-  compiler.command.insert(compiler.command.end(), options.flags.begin(),
-                          options.flags.end());
+  compiler.command.insert(compiler.command.end(), options.flags.begin(), options.flags.end());
   if (options.openmp) compiler.command.push_back("-fopenmp");
-  for (auto [wanted, link_args] : {std::pair{options.link_blas, &BlasLinkArgs},
-                                  std::pair{options.link_dnnl, &DnnlLinkArgs}}) {
+  for (auto [wanted, link_args] :
+       {std::pair{options.link_blas, &BlasLinkArgs}, std::pair{options.link_dnnl, &DnnlLinkArgs}}) {
     if (!wanted) continue;
     LOOM_ASSIGN_OR_RETURN(std::vector<std::string> args, link_args());
     compiler.libraries.insert(compiler.libraries.end(), args.begin(), args.end());
@@ -72,8 +70,7 @@ absl::StatusOr<CompilerCommand> MakeCompilerCommand(
 
 // The cache key: each piece is length-prefixed so that no two different
 // (source, command) pairs hash the same text.
-std::string CacheKey(std::string_view source,
-                     const CompilerCommand& compiler) {
+std::string CacheKey(std::string_view source, const CompilerCommand& compiler) {
   ContentHasher hash;
   hash.Add(source);
   for (const std::string& arg : compiler.command) hash.Add(arg);
@@ -112,45 +109,38 @@ absl::StatusOr<void*> Load(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* error = dlerror();
-    return absl::InternalError(absl::StrCat(
-        "dlopen ", path, ": ", error == nullptr ? "unknown error" : error));
+    return absl::InternalError(
+        absl::StrCat("dlopen ", path, ": ", error == nullptr ? "unknown error" : error));
   }
   return handle;
 }
 
 // Compiles `source_path` into `library_path` (through a temporary file and a
 // rename) and returns the compiler's wall time in seconds.
-absl::StatusOr<double> Compile(const CompilerCommand& compiler,
-                               const std::string& source_path,
-                               const std::string& library_path,
-                               const std::string& cache_dir) {
+absl::StatusOr<double> Compile(const CompilerCommand& compiler, const std::string& source_path,
+                               const std::string& library_path, const std::string& cache_dir) {
   const std::string temp = TempPathFor(library_path);
   std::vector<std::string> command = compiler.command;
   command.insert(command.end(), {"-o", temp, source_path});
-  command.insert(command.end(), compiler.libraries.begin(),
-                 compiler.libraries.end());
+  command.insert(command.end(), compiler.libraries.begin(), compiler.libraries.end());
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ProcessResult> result =
-      RunProcess(command, cache_dir, kMaxCompilerOutputBytes);
+  absl::StatusOr<ProcessResult> result = RunProcess(command, cache_dir, kMaxCompilerOutputBytes);
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) {
-    return absl::Status(
-        result.status().code(),
-        absl::StrCat("C++ compiler '", command[0],
-                     "' could not be run: ", result.status().message(),
-                     "; set NativeCompileOptions.compiler or $CXX"));
+    return absl::Status(result.status().code(),
+                        absl::StrCat("C++ compiler '", command[0],
+                                     "' could not be run: ", result.status().message(),
+                                     "; set NativeCompileOptions.compiler or $CXX"));
   }
   if (!result->Succeeded()) {
     unlink(temp.c_str());
-    return absl::InternalError(absl::StrCat(
-        "native compile of ", source_path, " failed (", result->Ending(),
-        ")\ncommand: ", FormatCommandLine(command), "\n", result->output));
+    return absl::InternalError(
+        absl::StrCat("native compile of ", source_path, " failed (", result->Ending(),
+                     ")\ncommand: ", FormatCommandLine(command), "\n", result->output));
   }
   if (rename(temp.c_str(), library_path.c_str()) != 0) {
-    absl::Status status =
-        ErrnoError(absl::StrCat("rename to ", library_path, " from"), temp);
+    absl::Status status = ErrnoError(absl::StrCat("rename to ", library_path, " from"), temp);
     unlink(temp.c_str());
     return status;
   }
@@ -162,8 +152,7 @@ absl::StatusOr<double> Compile(const CompilerCommand& compiler,
 // layouts or others. A library in a folder of its own is found there at load
 // time through the run path. `missing` says what to install.
 absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
-    const char* variable, std::initializer_list<const char*> libraries,
-    absl::string_view missing) {
+    const char* variable, std::initializer_list<const char*> libraries, absl::string_view missing) {
   const std::string chosen = GetEnv(variable);
   if (!chosen.empty()) {
     if (access(chosen.c_str(), R_OK) != 0) {
@@ -173,8 +162,7 @@ absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
     return std::vector<std::string>{chosen};
   }
   static constexpr const char* kFolders[] = {
-      "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
-      "/usr/lib"};
+      "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"};
   for (const char* library : libraries) {
     for (const char* folder : kFolders) {
       const std::string path = absl::StrCat(folder, "/", library);
@@ -183,8 +171,8 @@ absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
       return std::vector<std::string>{path, absl::StrCat("-Wl,-rpath,", dir)};
     }
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      missing, " (or set $", variable, " to the path of a shared library)"));
+  return absl::FailedPreconditionError(
+      absl::StrCat(missing, " (or set $", variable, " to the path of a shared library)"));
 }
 
 }  // namespace
@@ -197,8 +185,7 @@ const std::string& HostCpuFeatures() {
     std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line;
     while (std::getline(cpuinfo, line)) {
-      if (absl::StartsWith(line, "flags") ||
-          absl::StartsWith(line, "Features")) {
+      if (absl::StartsWith(line, "flags") || absl::StartsWith(line, "Features")) {
         return new std::string(line);
       }
     }
@@ -208,17 +195,15 @@ const std::string& HostCpuFeatures() {
 }
 
 absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
-  return LibraryLinkArgs(
-      "LOOM_BLAS",
-      {"openblas-openmp/libopenblas.so.0", "libopenblas.so.0", "libblas.so.3"},
-      "no BLAS library found for the model's f64 matrix products: install "
-      "libopenblas0-openmp");
+  return LibraryLinkArgs("LOOM_BLAS",
+                         {"openblas-openmp/libopenblas.so.0", "libopenblas.so.0", "libblas.so.3"},
+                         "no BLAS library found for the model's f64 matrix products: install "
+                         "libopenblas0-openmp");
 }
 
 absl::StatusOr<std::vector<std::string>> DnnlLinkArgs() {
-  return LibraryLinkArgs(
-      "LOOM_DNNL", {"libdnnl.so.2"},
-      "oneDNN not found for the model's f32 matrix products: install libdnnl2");
+  return LibraryLinkArgs("LOOM_DNNL", {"libdnnl.so.2"},
+                         "oneDNN not found for the model's f32 matrix products: install libdnnl2");
 }
 
 std::string DefaultCompiler() {
@@ -227,10 +212,8 @@ std::string DefaultCompiler() {
 }
 
 std::vector<std::string> DefaultCompileFlags() {
-  return {"-O2",     "-march=native",   "-fPIC",
-          "-shared", "-fno-math-errno", "-std=c++17"};
+  return {"-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-std=c++17"};
 }
-
 
 absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool openmp,
                                                const std::vector<std::string>& libraries,
@@ -260,8 +243,7 @@ absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool ope
   return NativeLibrary(*handle, std::string(name), false, 0);
 }
 
-NativeLibrary::NativeLibrary(void* handle, std::string path, bool cache_hit,
-                             double compile_seconds)
+NativeLibrary::NativeLibrary(void* handle, std::string path, bool cache_hit, double compile_seconds)
     : handle_(handle),
       path_(std::move(path)),
       cache_hit_(cache_hit),
@@ -295,8 +277,8 @@ void NativeLibrary::Close() {
 absl::StatusOr<void*> NativeLibrary::Symbol(std::string_view name) const {
   const std::string symbol(name);
   if (handle_ == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "looking up symbol '", symbol, "' in a moved-from NativeLibrary"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("looking up symbol '", symbol, "' in a moved-from NativeLibrary"));
   }
   dlerror();  // clear any earlier error
   void* address = dlsym(handle_, symbol.c_str());
@@ -309,11 +291,10 @@ absl::StatusOr<void*> NativeLibrary::Symbol(std::string_view name) const {
   return address;
 }
 
-absl::StatusOr<NativeLibrary> CompileAndLoad(
-    std::string_view source, const NativeCompileOptions& options) {
+absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
+                                             const NativeCompileOptions& options) {
   if (options.compiler.empty()) {
-    return absl::InvalidArgumentError(
-        "NativeCompileOptions.compiler is empty (and $CXX unset)");
+    return absl::InvalidArgumentError("NativeCompileOptions.compiler is empty (and $CXX unset)");
   }
   if (options.cache_dir.empty()) {
     return absl::InvalidArgumentError(
@@ -325,8 +306,7 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
   }
   LOOM_ASSIGN_OR_RETURN(CompilerCommand command, MakeCompilerCommand(options));
   PinCalledLibraries(command.libraries);
-  const std::string base =
-      absl::StrCat(options.cache_dir, "/", CacheKey(source, command));
+  const std::string base = absl::StrCat(options.cache_dir, "/", CacheKey(source, command));
   const std::string library_path = base + ".so";
   const std::string source_path = base + ".cc";
   LOOM_RETURN_IF_ERROR(MakeDirs(options.cache_dir));
@@ -344,8 +324,7 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
     return ErrnoError("stat", library_path);
   }
 
-  if (absl::Status status = WriteFileAtomically(source_path, source);
-      !status.ok()) {
+  if (absl::Status status = WriteFileAtomically(source_path, source); !status.ok()) {
     return status;
   }
   LOOM_ASSIGN_OR_RETURN(double seconds,
@@ -353,11 +332,9 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(
   absl::StatusOr<void*> handle = Load(library_path);
   if (!handle.ok()) {
     return absl::InternalError(
-        absl::StrCat("freshly compiled library cannot be loaded: ",
-                     handle.status().message()));
+        absl::StrCat("freshly compiled library cannot be loaded: ", handle.status().message()));
   }
   return NativeLibrary(*handle, library_path, false, seconds);
 }
-
 
 }  // namespace loom::cpp

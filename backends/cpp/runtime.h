@@ -67,13 +67,12 @@ class NativeLibrary {
   const std::string& path() const { return path_; }
 
  private:
-  friend absl::StatusOr<NativeLibrary> CompileAndLoad(
-      std::string_view source, const NativeCompileOptions& options);
-  friend absl::StatusOr<NativeLibrary> LoadSharedObject(
-      absl::string_view bytes, bool openmp, const std::vector<std::string>& libraries,
-      absl::string_view name);
-  NativeLibrary(void* handle, std::string path, bool cache_hit,
-                double compile_seconds);
+  friend absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
+                                                      const NativeCompileOptions& options);
+  friend absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool openmp,
+                                                        const std::vector<std::string>& libraries,
+                                                        absl::string_view name);
+  NativeLibrary(void* handle, std::string path, bool cache_hit, double compile_seconds);
   void Close();
 
   void* handle_ = nullptr;
@@ -90,8 +89,8 @@ class NativeLibrary {
 // A compile failure is an InternalError with the compiler's output, its exit
 // status and the command line; a compiler that cannot be started is an error
 // naming it.
-absl::StatusOr<NativeLibrary> CompileAndLoad(
-    std::string_view source, const NativeCompileOptions& options);
+absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
+                                             const NativeCompileOptions& options);
 
 // Loads a shared object from memory (`bytes`, such as an artifact's
 // kernels), after the OpenMP runtime when `openmp` and the `libraries` it

@@ -24,18 +24,15 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-constexpr char kAddSource[] =
-    "extern \"C\" int add(int a, int b) { return a + b; }\n";
+constexpr char kAddSource[] = "extern \"C\" int add(int a, int b) { return a + b; }\n";
 
 using AddFn = int (*)(int, int);
 
 // A directory path (not yet created) private to the running test.
 std::string TestDir() {
   const char* tmp = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(
-      tmp == nullptr ? "/tmp" : tmp, "/",
-      testing::UnitTest::GetInstance()->current_test_info()->name(), ".",
-      getpid());
+  return absl::StrCat(tmp == nullptr ? "/tmp" : tmp, "/",
+                      testing::UnitTest::GetInstance()->current_test_info()->name(), ".", getpid());
 }
 
 // Options whose cache dir is fresh for the running test.
@@ -81,13 +78,10 @@ TEST(CompileAndLoadTest, CompilesCallsAndThenHitsTheCache) {
   EXPECT_EQ(CallAdd(*first), 5);
   EXPECT_FALSE(first->cache_hit());
   EXPECT_GT(first->compile_seconds(), 0);
-  EXPECT_THAT(first->path(), MatchesRegex(absl::StrCat(options.cache_dir,
-                                                       "/[0-9a-f]{32}\\.so")));
-  const std::string source_path =
-      first->path().substr(0, first->path().size() - 3) + ".cc";
+  EXPECT_THAT(first->path(), MatchesRegex(absl::StrCat(options.cache_dir, "/[0-9a-f]{32}\\.so")));
+  const std::string source_path = first->path().substr(0, first->path().size() - 3) + ".cc";
   std::ifstream source(source_path);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(source), {}),
-            kAddSource);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(source), {}), kAddSource);
 
   absl::StatusOr<NativeLibrary> second = CompileAndLoad(kAddSource, options);
   ASSERT_TRUE(second.ok()) << second.status();
@@ -99,8 +93,7 @@ TEST(CompileAndLoadTest, CompilesCallsAndThenHitsTheCache) {
 }
 
 TEST(CompileAndLoadTest, MissingSymbolIsNotFoundNamingSymbolAndLibrary) {
-  absl::StatusOr<NativeLibrary> library =
-      CompileAndLoad(kAddSource, FreshCacheOptions());
+  absl::StatusOr<NativeLibrary> library = CompileAndLoad(kAddSource, FreshCacheOptions());
   ASSERT_TRUE(library.ok()) << library.status();
   absl::StatusOr<void*> missing = library->Symbol("subtract");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
@@ -109,8 +102,7 @@ TEST(CompileAndLoadTest, MissingSymbolIsNotFoundNamingSymbolAndLibrary) {
 
   NativeLibrary moved = *std::move(library);
   EXPECT_EQ(CallAdd(moved), 5);
-  EXPECT_EQ(library->Symbol("add").status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(library->Symbol("add").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(CompileAndLoadTest, ChangingFlagsOrOpenmpMissesTheCache) {
@@ -145,8 +137,8 @@ TEST(CompileAndLoadTest, SyntaxErrorCarriesTheCompilersMessage) {
   const std::string message(library.status().message());
   EXPECT_THAT(message, HasSubstr("error:"));
   EXPECT_THAT(message, HasSubstr("exit status 1"));
-  EXPECT_THAT(message, HasSubstr(absl::StrCat("command: ", options.compiler,
-                                              " -O2 -march=native")));
+  EXPECT_THAT(message,
+              HasSubstr(absl::StrCat("command: ", options.compiler, " -O2 -march=native")));
   EXPECT_THAT(message, HasSubstr("earlier bytes omitted"));
   EXPECT_LT(message.size(), 6000);
   EXPECT_FALSE(HasTempFiles(options.cache_dir));
@@ -157,9 +149,8 @@ TEST(CompileAndLoadTest, MissingCompilerIsAClearError) {
   options.compiler = "loom-no-such-compiler";
   absl::StatusOr<NativeLibrary> library = CompileAndLoad(kAddSource, options);
   EXPECT_EQ(library.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(
-      library.status().message(),
-      HasSubstr("C++ compiler 'loom-no-such-compiler' could not be run"));
+  EXPECT_THAT(library.status().message(),
+              HasSubstr("C++ compiler 'loom-no-such-compiler' could not be run"));
   EXPECT_THAT(library.status().message(), HasSubstr("No such file"));
 
   options.compiler = "";
@@ -192,8 +183,7 @@ TEST(CompileAndLoadTest, CacheDirAndParentsAreCreatedPrivate) {
   ASSERT_TRUE(library.ok()) << library.status();
   for (const std::string& dir :
        {options.cache_dir,
-        options.cache_dir.substr(
-            0, options.cache_dir.size() - strlen("/b/cache"))}) {
+        options.cache_dir.substr(0, options.cache_dir.size() - strlen("/b/cache"))}) {
     struct stat info;
     ASSERT_EQ(stat(dir.c_str(), &info), 0) << dir;
     EXPECT_TRUE(S_ISDIR(info.st_mode)) << dir;
@@ -222,8 +212,7 @@ TEST(CompileAndLoadTest, ConcurrentCompilesOfOneSourceAllSucceed) {
   }
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back(
-        [&, i] { libraries[i] = CompileAndLoad(kAddSource, options); });
+    threads.emplace_back([&, i] { libraries[i] = CompileAndLoad(kAddSource, options); });
   }
   for (std::thread& thread : threads) thread.join();
   for (const absl::StatusOr<NativeLibrary>& library : libraries) {
@@ -268,8 +257,8 @@ TEST(RuntimeTest, UnloadingAnOpenMpLibraryLeavesItsThreadsRunnable) {
 // A library a user names for the gemm calls must exist; the error names the
 // variable and the path.
 TEST(RuntimeTest, AnUnreadableChosenGemmLibraryIsAnErrorNamingIt) {
-  for (auto [variable, link_args] : {std::pair{"LOOM_DNNL", &DnnlLinkArgs},
-                                     std::pair{"LOOM_BLAS", &BlasLinkArgs}}) {
+  for (auto [variable, link_args] :
+       {std::pair{"LOOM_DNNL", &DnnlLinkArgs}, std::pair{"LOOM_BLAS", &BlasLinkArgs}}) {
     setenv(variable, "/nonexistent/libgemm.so", 1);
     absl::StatusOr<std::vector<std::string>> args = link_args();
     unsetenv(variable);

@@ -41,15 +41,12 @@ absl::StatusOr<int> OpenAnonymousFile(const std::string& dir) {
 
 // Starts `argv` with stdin from /dev/null and stdout and stderr on
 // `output_fd`.
-absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
-                            int output_fd) {
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, int output_fd) {
   posix_spawn_file_actions_t actions;
   if (int err = posix_spawn_file_actions_init(&actions); err != 0) {
     return absl::ErrnoToStatus(err, "posix_spawn_file_actions_init");
   }
-  absl::Cleanup destroy_actions = [&] {
-    posix_spawn_file_actions_destroy(&actions);
-  };
+  absl::Cleanup destroy_actions = [&] { posix_spawn_file_actions_destroy(&actions); };
   posix_spawnattr_t attr;
   if (int err = posix_spawnattr_init(&attr); err != 0) {
     return absl::ErrnoToStatus(err, "posix_spawnattr_init");
@@ -59,8 +56,7 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
   // The child must not inherit signals the calling thread happens to block.
   sigset_t no_signals;
   sigemptyset(&no_signals);
-  int err = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO,
-                                             "/dev/null", O_RDONLY, 0);
+  int err = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   if (err == 0) {
     err = posix_spawn_file_actions_adddup2(&actions, output_fd, STDOUT_FILENO);
   }
@@ -73,16 +69,14 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
 
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
-  for (const std::string& arg : argv)
-    args.push_back(const_cast<char*>(arg.c_str()));
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
   err = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
   if (err != 0) {
     const bool searched_path = argv[0].find('/') == std::string::npos;
-    return absl::ErrnoToStatus(
-        err, absl::StrCat("cannot start '", argv[0], "'",
-                          searched_path ? " (searched $PATH)" : ""));
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot start '", argv[0], "'",
+                                                 searched_path ? " (searched $PATH)" : ""));
   }
   return pid;
 }
@@ -91,8 +85,8 @@ absl::StatusOr<int> Wait(pid_t pid, const std::string& program) {
   int wait_status = 0;
   while (waitpid(pid, &wait_status, 0) < 0) {
     if (errno != EINTR) {
-      return absl::ErrnoToStatus(
-          errno, absl::StrCat("waitpid for '", program, "' (pid ", pid, ")"));
+      return absl::ErrnoToStatus(errno,
+                                 absl::StrCat("waitpid for '", program, "' (pid ", pid, ")"));
     }
   }
   return wait_status;
@@ -109,8 +103,7 @@ absl::StatusOr<std::string> ReadTail(int fd, size_t max_bytes) {
   std::string tail(size - start, '\0');
   size_t done = 0;
   while (done < tail.size()) {
-    ssize_t n = pread(fd, tail.data() + done, tail.size() - done,
-                      static_cast<off_t>(start + done));
+    ssize_t n = pread(fd, tail.data() + done, tail.size() - done, static_cast<off_t>(start + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       return absl::ErrnoToStatus(errno, "reading the process output file");
@@ -126,10 +119,8 @@ absl::StatusOr<std::string> ReadTail(int fd, size_t max_bytes) {
 bool NeedsQuoting(std::string_view arg) {
   if (arg.empty()) return true;
   for (char c : arg) {
-    const bool plain =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-        (c >= '0' && c <= '9') ||
-        std::string_view("_./=+:,@%-").find(c) != std::string_view::npos;
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       std::string_view("_./=+:,@%-").find(c) != std::string_view::npos;
     if (!plain) return true;
   }
   return false;
@@ -152,8 +143,7 @@ std::string ProcessResult::Ending() const {
 }
 
 absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
-                                         const std::string& scratch_dir,
-                                         size_t max_output_bytes) {
+                                         const std::string& scratch_dir, size_t max_output_bytes) {
   if (argv.empty()) {
     return absl::InvalidArgumentError("RunProcess: empty argument vector");
   }

@@ -20,8 +20,8 @@ std::string ScratchDir() {
 }
 
 TEST(RunProcessTest, CapturesStdoutAndStderrInOrder) {
-  absl::StatusOr<ProcessResult> result = RunProcess(
-      {"sh", "-c", "echo out; echo err >&2; echo again"}, ScratchDir());
+  absl::StatusOr<ProcessResult> result =
+      RunProcess({"sh", "-c", "echo out; echo err >&2; echo again"}, ScratchDir());
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(result->Succeeded());
   EXPECT_EQ(result->Ending(), "exit status 0");
@@ -36,14 +36,12 @@ TEST(RunProcessTest, PassesArgumentsVerbatimWithoutAShell) {
 }
 
 TEST(RunProcessTest, ReportsExitStatusAndSignal) {
-  absl::StatusOr<ProcessResult> exited =
-      RunProcess({"sh", "-c", "exit 3"}, ScratchDir());
+  absl::StatusOr<ProcessResult> exited = RunProcess({"sh", "-c", "exit 3"}, ScratchDir());
   ASSERT_TRUE(exited.ok()) << exited.status();
   EXPECT_FALSE(exited->Succeeded());
   EXPECT_EQ(exited->Ending(), "exit status 3");
 
-  absl::StatusOr<ProcessResult> killed =
-      RunProcess({"sh", "-c", "kill -9 $$"}, ScratchDir());
+  absl::StatusOr<ProcessResult> killed = RunProcess({"sh", "-c", "kill -9 $$"}, ScratchDir());
   ASSERT_TRUE(killed.ok()) << killed.status();
   EXPECT_FALSE(killed->Succeeded());
   EXPECT_EQ(killed->Ending(), "killed by signal 9");
@@ -62,40 +60,33 @@ TEST(RunProcessTest, KeepsOnlyTheTailOfLongOutput) {
 }
 
 TEST(RunProcessTest, StdinIsEmpty) {
-  absl::StatusOr<ProcessResult> result =
-      RunProcess({"sh", "-c", "wc -c"}, ScratchDir());
+  absl::StatusOr<ProcessResult> result = RunProcess({"sh", "-c", "wc -c"}, ScratchDir());
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_THAT(result->output, HasSubstr("0"));
 }
 
 TEST(RunProcessTest, MissingProgramIsNotFoundNamingIt) {
-  absl::StatusOr<ProcessResult> searched =
-      RunProcess({"loom-no-such-program"}, ScratchDir());
+  absl::StatusOr<ProcessResult> searched = RunProcess({"loom-no-such-program"}, ScratchDir());
   EXPECT_EQ(searched.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(searched.status().message(), HasSubstr("'loom-no-such-program'"));
   EXPECT_THAT(searched.status().message(), HasSubstr("$PATH"));
 
-  absl::StatusOr<ProcessResult> absolute =
-      RunProcess({"/nonexistent/loom-cc"}, ScratchDir());
+  absl::StatusOr<ProcessResult> absolute = RunProcess({"/nonexistent/loom-cc"}, ScratchDir());
   EXPECT_EQ(absolute.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(absolute.status().message(), HasSubstr("'/nonexistent/loom-cc'"));
 }
 
 TEST(RunProcessTest, BadScratchDirAndEmptyArgvAreErrors) {
-  absl::StatusOr<ProcessResult> bad_dir =
-      RunProcess({"true"}, "/nonexistent/scratch");
+  absl::StatusOr<ProcessResult> bad_dir = RunProcess({"true"}, "/nonexistent/scratch");
   EXPECT_FALSE(bad_dir.ok());
   EXPECT_THAT(bad_dir.status().message(), HasSubstr("/nonexistent/scratch"));
 
-  EXPECT_EQ(RunProcess({}, ScratchDir()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunProcess({}, ScratchDir()).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(FormatCommandLineTest, QuotesOnlyWhatNeedsIt) {
-  EXPECT_EQ(FormatCommandLine({"g++", "-O2", "-o", "/a/b.so", "x.cc"}),
-            "g++ -O2 -o /a/b.so x.cc");
-  EXPECT_EQ(FormatCommandLine({"cc", "a b", "", "it's"}),
-            "cc 'a b' '' 'it'\\''s'");
+  EXPECT_EQ(FormatCommandLine({"g++", "-O2", "-o", "/a/b.so", "x.cc"}), "g++ -O2 -o /a/b.so x.cc");
+  EXPECT_EQ(FormatCommandLine({"cc", "a b", "", "it's"}), "cc 'a b' '' 'it'\\''s'");
 }
 
 }  // namespace

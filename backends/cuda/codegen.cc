@@ -66,8 +66,8 @@ __device__ void loom_index_error(int64_t* errors, int64_t site, int64_t index) {
 }
 )";
 
-// Team reductions (the narrower integers promote to int32_t). The butterfly pairs lanes symmetrically and every
-// combine is commutative, so all lanes end with the same value; in a block,
+// Team reductions (the narrower integers promote to int32_t). The butterfly pairs lanes
+// symmetrically and every combine is commutative, so all lanes end with the same value; in a block,
 // every warp then combines the same per-warp partials the same way.
 constexpr char kReductionHelpers[] = R"(
 __device__ __forceinline__ float loom_shfl(float v, int s) {
@@ -179,7 +179,7 @@ enum class Team { kThread, kWarp, kBlock };
 struct Region {
   static constexpr int64_t kArena = -1;   // planned temporaries
   static constexpr int64_t kShared = -2;  // the kernel's shared memory
-  int64_t space = 0;  // kArena, kShared, or a buffer with its own storage
+  int64_t space = 0;                      // kArena, kShared, or a buffer with its own storage
   int64_t begin = 0;
   int64_t end = 0;
 };
@@ -279,16 +279,13 @@ std::string CombineFunctor(ReduceKind kind, DType dtype, UnitNeeds& needs) {
     body = absl::StrFormat(
         "struct %s {\n  __device__ loom_arg<%s> operator()(loom_arg<%s> a, "
         "loom_arg<%s> b) const {\n    return %s ? b : a;\n  }\n};\n",
-        name, t, t, t,
-        cscalar::ReduceTakesOther(kind, dtype, "a.v", "a.i", "b.v", "b.i"));
+        name, t, t, t, cscalar::ReduceTakesOther(kind, dtype, "a.v", "a.i", "b.v", "b.i"));
   } else {
     const std::string combined =
         kind == ReduceKind::kSum ? "a + b"
         : kind == ReduceKind::kProd
             ? "a * b"
-            : absl::StrCat(
-                  cscalar::ReduceTakesOther(kind, dtype, "a", "", "b", ""),
-                  " ? b : a");
+            : absl::StrCat(cscalar::ReduceTakesOther(kind, dtype, "a", "", "b", ""), " ? b : a");
     body = absl::StrFormat(
         "struct %s {\n  __device__ %s operator()(%s a, %s b) const {\n    "
         "return %s;\n  }\n};\n",
@@ -333,8 +330,7 @@ class KernelPrinter {
       : program_(program),
         schedule_(schedule),
         ctx_(*program.exprs),
-        block_size_(options.block_size() > 0 ? options.block_size()
-                                             : kDefaultBlockSize),
+        block_size_(options.block_size() > 0 ? options.block_size() : kDefaultBlockSize),
         needs_(needs) {}
 
   // The function's parameter list and body, the arguments its parameters
@@ -364,11 +360,9 @@ class KernelPrinter {
   void PrintVariance(const Member& member, int m, int depth, bool team);
   void PrintStore(const Member& member, const std::string& value, int depth);
   void Barrier(int depth);
-  void DecomposeLinear(const std::string& linear, int first,
-                       const std::vector<int64_t>& extents,
+  void DecomposeLinear(const std::string& linear, int first, const std::vector<int64_t>& extents,
                        const std::vector<bool>& used, int depth);
-  int OpenSerialLoops(int first, const std::vector<int64_t>& extents,
-                      int depth);
+  int OpenSerialLoops(int first, const std::vector<int64_t>& extents, int depth);
   std::string RowMajorPosition(int first, const std::vector<int64_t>& extents);
   // `e` in C, noting the variables it uses.
   std::string Index(Expr e) {
@@ -379,9 +373,8 @@ class KernelPrinter {
   // first..): a team-stride loop over their row-major position `linear`, or
   // serial loops when the team is one thread.
   template <typename PrintBody>
-  void Loop(const std::string& linear, int first,
-            const std::vector<int64_t>& extents, bool team, int depth,
-            PrintBody print);
+  void Loop(const std::string& linear, int first, const std::vector<int64_t>& extents, bool team,
+            int depth, PrintBody print);
   void Fail(absl::Status status) {
     if (status_.ok()) status_ = std::move(status);
   }
@@ -436,35 +429,30 @@ Region KernelPrinter::RegionOf(BufferId buffer) const {
   auto shared = shared_.find(buffer);
   if (shared != shared_.end()) {
     const SharedArray& a = shared->second;
-    return {Region::kShared, a.offset,
-            a.offset + SaturatingMul(a.elements, DTypeSize(a.dtype))};
+    return {Region::kShared, a.offset, a.offset + SaturatingMul(a.elements, DTypeSize(a.dtype))};
   }
   const Buffer& b = program_.buffers[buffer];
   if (schedule_.memory.has_value() && b.kind == BufferKind::kTemp &&
       schedule_.memory->offsets[buffer] >= 0) {
     const int64_t offset = schedule_.memory->offsets[buffer];
-    return {Region::kArena, offset,
-            offset + NumBytes(b.dtype, b.sizes)};
+    return {Region::kArena, offset, offset + NumBytes(b.dtype, b.sizes)};
   }
   return {buffer, 0, 1};
 }
 
 Expr KernelPrinter::Substituted(const Member& member, Expr e) const {
-  return ctx_.Simplify(ctx_.Substitute(e, member.replace),
-                       member.node->AllRanges());
+  return ctx_.Simplify(ctx_.Substitute(e, member.replace), member.node->AllRanges());
 }
 
 absl::Status KernelPrinter::Analyze(const Kernel& kernel) {
   if (kernel.nodes.empty()) {
-    return absl::InternalError(
-        absl::StrCat("kernel ", kernel.name, " has no compute nodes"));
+    return absl::InternalError(absl::StrCat("kernel ", kernel.name, " has no compute nodes"));
   }
   kernel_ = &kernel;
   const ComputeNode& first = program_.nodes[kernel.nodes.front()];
   // A lone node's pointwise iterations are independent: all its pointwise
   // loops can be outer loops, whatever the fuser recorded.
-  outer_ = kernel.nodes.size() == 1 ? static_cast<int>(first.ranges.size())
-                                    : kernel.outer_loops;
+  outer_ = kernel.nodes.size() == 1 ? static_cast<int>(first.ranges.size()) : kernel.outer_loops;
   if (outer_ < 0 || outer_ > static_cast<int>(first.ranges.size())) {
     return absl::InternalError(
         absl::StrCat("kernel ", kernel.name, " has ", outer_, " outer loops"));
@@ -475,11 +463,10 @@ absl::Status KernelPrinter::Analyze(const Kernel& kernel) {
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
     if (node.ranges.size() < outer_extents_.size() ||
-        !std::equal(outer_extents_.begin(), outer_extents_.end(),
-                    node.ranges.begin())) {
-      return absl::InternalError(absl::StrCat(
-          "kernel ", kernel.name, ": member '", node.name,
-          "' does not share the kernel's ", outer_, " outer loops"));
+        !std::equal(outer_extents_.begin(), outer_extents_.end(), node.ranges.begin())) {
+      return absl::InternalError(absl::StrCat("kernel ", kernel.name, ": member '", node.name,
+                                              "' does not share the kernel's ", outer_,
+                                              " outer loops"));
     }
     Member member;
     member.node = &node;
@@ -487,8 +474,7 @@ absl::Status KernelPrinter::Analyze(const Kernel& kernel) {
     member.reduce_count = Product(node.reduction_ranges);
     const std::vector<int64_t> all = node.AllRanges();
     for (size_t v = 0; v < all.size(); ++v) {
-      member.replace.push_back(all[v] == 1 ? ctx_.Const(0)
-                                           : ctx_.Var(static_cast<int>(v)));
+      member.replace.push_back(all[v] == 1 ? ctx_.Const(0) : ctx_.Var(static_cast<int>(v)));
     }
     member.live.assign(node.body.size(), false);
     if (node.root >= 0) member.live[node.root] = true;
@@ -508,18 +494,16 @@ absl::Status KernelPrinter::Analyze(const Kernel& kernel) {
       shared_[node.output].writer = static_cast<int>(m);
       shared_order_.push_back(node.output);
     } else {
-      return absl::InternalError(
-          absl::StrCat("kernel ", kernel.name, ": internal buffer '",
-                       program_.buffers[node.output].name,
-                       "' is written both with and without inner loops"));
+      return absl::InternalError(absl::StrCat("kernel ", kernel.name, ": internal buffer '",
+                                              program_.buffers[node.output].name,
+                                              "' is written both with and without inner loops"));
     }
     members_.push_back(std::move(member));
   }
   for (BufferId b : kernel.internal) {
     if (!shared_.contains(b) && register_.at(b) < 0) {
-      return absl::InternalError(
-          absl::StrCat("kernel ", kernel.name, ": internal buffer '",
-                       program_.buffers[b].name, "' has no writer in it"));
+      return absl::InternalError(absl::StrCat("kernel ", kernel.name, ": internal buffer '",
+                                              program_.buffers[b].name, "' has no writer in it"));
     }
   }
   return absl::OkStatus();
@@ -528,8 +512,7 @@ absl::Status KernelPrinter::Analyze(const Kernel& kernel) {
 void KernelPrinter::ChooseTeam() {
   int64_t work = 1;
   for (const Member& m : members_) {
-    work = std::max(
-        work, m.scalar() ? (m.reduces() ? m.reduce_count : 1) : m.inner_count);
+    work = std::max(work, m.scalar() ? (m.reduces() ? m.reduce_count : 1) : m.inner_count);
   }
   if (!shared_.empty() || work >= kBlockWork) {
     team_ = Team::kBlock;
@@ -581,12 +564,11 @@ absl::Status KernelPrinter::PlanSharedArrays() {
     std::vector<bool> used(outer_, false);
     CollectVars(local, used);
     if (std::find(used.begin(), used.end(), true) != used.end()) {
-      return absl::InternalError(
-          absl::StrCat("internal buffer '", program_.buffers[node.output].name,
-                       "': where '", node.name,
-                       "' writes it depends on the outer loops "
-                       "beyond an offset (",
-                       ToString(store), ")"));
+      return absl::InternalError(absl::StrCat(
+          "internal buffer '", program_.buffers[node.output].name, "': where '", node.name,
+          "' writes it depends on the outer loops "
+          "beyond an offset (",
+          ToString(store), ")"));
     }
     // The smallest and largest element written in one outer iteration.
     std::vector<int64_t> vars(node.ranges.size(), 0);
@@ -606,13 +588,10 @@ absl::Status KernelPrinter::PlanSharedArrays() {
     const int64_t bytes =
         RoundUp(SaturatingMul(array.elements, DTypeSize(array.dtype)), kSharedAlignment);
     active.erase(std::remove_if(active.begin(), active.end(),
-                                [&](const Placed& p) {
-                                  return p.last_reader < array.writer;
-                                }),
+                                [&](const Placed& p) { return p.last_reader < array.writer; }),
                  active.end());
-    std::sort(
-        active.begin(), active.end(),
-        [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
+    std::sort(active.begin(), active.end(),
+              [](const Placed& a, const Placed& b) { return a.begin < b.begin; });
     int64_t offset = 0;
     for (const Placed& p : active) {
       if (offset + bytes <= p.begin) break;
@@ -625,8 +604,7 @@ absl::Status KernelPrinter::PlanSharedArrays() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Expr> KernelPrinter::LocalIndex(const SharedArray& array,
-                                               Expr index) {
+absl::StatusOr<Expr> KernelPrinter::LocalIndex(const SharedArray& array, Expr index) {
   std::vector<Expr> zero_inner;
   for (int v = 0; v <= MaxVar(index); ++v) {
     zero_inner.push_back(v < outer_ ? ctx_.Var(v) : ctx_.Const(0));
@@ -636,11 +614,10 @@ absl::StatusOr<Expr> KernelPrinter::LocalIndex(const SharedArray& array,
   const Expr local = ctx_.Sub(index, base);
   std::vector<bool> used(outer_, false);
   CollectVars(local, used);
-  if (!shift->is_const() ||
-      std::find(used.begin(), used.end(), true) != used.end()) {
-    return absl::InternalError(absl::StrCat(
-        "internal buffer ", array.name, ": element ", ToString(index),
-        " is not at a fixed offset from ", ToString(array.base)));
+  if (!shift->is_const() || std::find(used.begin(), used.end(), true) != used.end()) {
+    return absl::InternalError(absl::StrCat("internal buffer ", array.name, ": element ",
+                                            ToString(index), " is not at a fixed offset from ",
+                                            ToString(array.base)));
   }
   return ctx_.Add(local, ctx_.Const(shift->value() + array.shift));
 }
@@ -648,30 +625,26 @@ absl::StatusOr<Expr> KernelPrinter::LocalIndex(const SharedArray& array,
 // The parameter for `buffer` at `index`: the constant part of the index
 // moves into the argument the launch passes, so kernels that differ only in
 // where their data lives print identically.
-std::string KernelPrinter::Param(BufferId buffer, Expr index,
-                                 std::string* rest_text) {
+std::string KernelPrinter::Param(BufferId buffer, Expr index, std::string* rest_text) {
   int64_t offset = 0;
   if (index->is_const()) {
     offset = index->value();
-  } else if (index->kind() == ExprKind::kAdd &&
-             index->operands().back()->is_const()) {
+  } else if (index->kind() == ExprKind::kAdd && index->operands().back()->is_const()) {
     offset = index->operands().back()->value();
   }
   const Expr rest = offset == 0 ? index : ctx_.Sub(index, ctx_.Const(offset));
   *rest_text = Index(rest);
-  auto [it, added] = param_of_.emplace(std::make_pair(buffer, offset),
-                                       static_cast<int>(args_.size()));
+  auto [it, added] =
+      param_of_.emplace(std::make_pair(buffer, offset), static_cast<int>(args_.size()));
   if (added) {
     args_.push_back(BufferRef{buffer, offset});
     const char* type = CType(program_.buffers[buffer].dtype);
     // Read-only data that nothing in the kernel writes may go through the
     // read-only cache; anything the kernel writes must not.
     const bool written = stored_.contains(buffer) || buffer == program_.index_errors;
-    const bool read_only =
-        !written && !AnyOverlap({RegionOf(buffer)}, kernel_writes_);
+    const bool read_only = !written && !AnyOverlap({RegionOf(buffer)}, kernel_writes_);
     params_.push_back(absl::StrCat(written ? "" : "const ", type,
-                                   read_only ? "* __restrict__ p" : "* p",
-                                   it->second));
+                                   read_only ? "* __restrict__ p" : "* p", it->second));
   }
   return absl::StrCat("p", it->second);
 }
@@ -700,9 +673,9 @@ std::string KernelPrinter::PrintStep(const Member& member, int i) {
       if (IsRegister(op.buffer)) {
         auto value = register_values_.find(op.buffer);
         if (value == register_values_.end()) {
-          Fail(absl::InternalError(absl::StrCat(
-              "'", node.name, "' reads internal buffer '",
-              program_.buffers[op.buffer].name, "' before it is written")));
+          Fail(absl::InternalError(absl::StrCat("'", node.name, "' reads internal buffer '",
+                                                program_.buffers[op.buffer].name,
+                                                "' before it is written")));
           return "0";
         }
         return value->second;
@@ -717,28 +690,24 @@ std::string KernelPrinter::PrintStep(const Member& member, int i) {
       // element lies stride * t further than the affine part's.
       std::string access = Access(op.buffer, index);
       access.pop_back();
-      return absl::StrCat(access, " + ", op.stride, " * (int64_t)",
-                          Temp(op.args[0]), "]");
+      return absl::StrCat(access, " + ", op.stride, " * (int64_t)", Temp(op.args[0]), "]");
     }
     case ScalarOp::Kind::kIndex:
       return Index(Substituted(member, op.index));
     case ScalarOp::Kind::kCheckIndex: {
       std::string rest;
       const std::string errors = Param(program_.index_errors, ctx_.Const(0), &rest);
-      return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site, errors,
-                                     needs_.helpers);
+      return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site, errors, needs_.helpers);
     }
     case ScalarOp::Kind::kConst:
       return cscalar::Literal(op.constant, op.dtype);
     case ScalarOp::Kind::kCast:
-      return cscalar::CastExpr(node.body[op.args[0]].dtype, op.dtype,
-                               Temp(op.args[0]));
+      return cscalar::CastExpr(node.body[op.args[0]].dtype, op.dtype, Temp(op.args[0]));
     case ScalarOp::Kind::kCall: {
       std::vector<std::string> args;
       for (int arg : op.args) args.push_back(Temp(arg));
       const DType operand_type = node.body[op.args.back()].dtype;
-      return cscalar::CallExpr(op.fn, op.dtype, operand_type, args,
-                               needs_.helpers);
+      return cscalar::CallExpr(op.fn, op.dtype, operand_type, args, needs_.helpers);
     }
   }
   return "0";
@@ -747,8 +716,8 @@ std::string KernelPrinter::PrintStep(const Member& member, int i) {
 void KernelPrinter::PrintSteps(const Member& member, int depth) {
   for (int i = 0; i < static_cast<int>(member.node->body.size()); ++i) {
     if (!member.live[i]) continue;
-    Line(depth, absl::StrCat("const ", CType(member.node->body[i].dtype), " ",
-                             Temp(i), " = ", PrintStep(member, i), ";"));
+    Line(depth, absl::StrCat("const ", CType(member.node->body[i].dtype), " ", Temp(i), " = ",
+                             PrintStep(member, i), ";"));
   }
 }
 
@@ -767,8 +736,7 @@ void KernelPrinter::DecomposeLinear(const std::string& linear, int first,
     if (extents[v] == 1) continue;
     const int var = first + v;
     if (var < static_cast<int>(used.size()) && used[var]) {
-      std::string value =
-          inner == 1 ? linear : absl::StrCat(linear, " / ", inner);
+      std::string value = inner == 1 ? linear : absl::StrCat(linear, " / ", inner);
       bool outermost = true;
       for (int u = 0; u < v; ++u) outermost &= extents[u] == 1;
       if (!outermost) {
@@ -782,16 +750,13 @@ void KernelPrinter::DecomposeLinear(const std::string& linear, int first,
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) Line(depth, *it);
 }
 
-int KernelPrinter::OpenSerialLoops(int first,
-                                   const std::vector<int64_t>& extents,
-                                   int depth) {
+int KernelPrinter::OpenSerialLoops(int first, const std::vector<int64_t>& extents, int depth) {
   int opened = 0;
   for (size_t v = 0; v < extents.size(); ++v) {
     if (extents[v] == 1) continue;
     const int var = first + static_cast<int>(v);
     Line(depth + opened,
-         absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", var, var,
-                         extents[v], var));
+         absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", var, var, extents[v], var));
     ++opened;
   }
   return opened;
@@ -799,15 +764,12 @@ int KernelPrinter::OpenSerialLoops(int first,
 
 // The row-major position among loops first.. of `extents` (of extent above
 // 1; the others are 0), e.g. "x2 * 5 + x3".
-std::string KernelPrinter::RowMajorPosition(
-    int first, const std::vector<int64_t>& extents) {
+std::string KernelPrinter::RowMajorPosition(int first, const std::vector<int64_t>& extents) {
   std::string position;
   for (size_t v = 0; v < extents.size(); ++v) {
     if (extents[v] == 1) continue;
     const std::string var = absl::StrCat("x", first + static_cast<int>(v));
-    position = position.empty() ? var
-                                : absl::StrCat("(", position, ") * ",
-                                               extents[v], " + ", var);
+    position = position.empty() ? var : absl::StrCat("(", position, ") * ", extents[v], " + ", var);
   }
   return position.empty() ? "0" : position;
 }
@@ -819,9 +781,8 @@ void KernelPrinter::Barrier(int depth) {
 }
 
 template <typename PrintBody>
-void KernelPrinter::Loop(const std::string& linear, int first,
-                         const std::vector<int64_t>& extents, bool team,
-                         int depth, PrintBody print) {
+void KernelPrinter::Loop(const std::string& linear, int first, const std::vector<int64_t>& extents,
+                         bool team, int depth, PrintBody print) {
   if (!team) {
     const int opened = OpenSerialLoops(first, extents, depth);
     print(depth + opened);
@@ -835,9 +796,8 @@ void KernelPrinter::Loop(const std::string& linear, int first,
   print(depth + 1);
   std::string inside = std::move(body_);
   body_ = std::move(outside);
-  Line(depth,
-       absl::StrFormat("for (int64_t %s = lane; %s < %d; %s += %d) {", linear,
-                       linear, Product(extents), linear, team_size_));
+  Line(depth, absl::StrFormat("for (int64_t %s = lane; %s < %d; %s += %d) {", linear, linear,
+                              Product(extents), linear, team_size_));
   DecomposeLinear(linear, first, extents, used_, depth + 1);
   absl::StrAppend(&body_, inside);
   Line(depth, "}");
@@ -865,8 +825,7 @@ void KernelPrinter::PrintVariance(const Member& member, int m, int depth, bool t
       Line(depth, absl::StrCat(w, " = loom_warp_reduce(", w, ", ", combine, ");"));
     } else {
       const std::string scratch = absl::StrCat("loom_scratch_welford_", t);
-      scratch_.insert(
-          absl::StrCat("__shared__ ", type, " ", scratch, "[", kWarpSize, "];"));
+      scratch_.insert(absl::StrCat("__shared__ ", type, " ", scratch, "[", kWarpSize, "];"));
       Line(depth, absl::StrCat(w, " = loom_block_reduce(", w, ", ", combine, ", ", type,
                                "{0, 0, 0}, ", scratch, ");"));
       // The block reduction's barriers order everything the member read.
@@ -877,8 +836,7 @@ void KernelPrinter::PrintVariance(const Member& member, int m, int depth, bool t
   Line(depth, absl::StrCat(t, " acc", m, " = ", w, ".m2 / ", w, ".n;"));
 }
 
-void KernelPrinter::PrintReduction(const Member& member, int m, int depth,
-                                   bool team) {
+void KernelPrinter::PrintReduction(const Member& member, int m, int depth, bool team) {
   const ComputeNode& node = *member.node;
   if (node.reduce == ReduceKind::kVar) return PrintVariance(member, m, depth, team);
   const bool arg_reduce = IsArgReduce(node.reduce);
@@ -893,44 +851,36 @@ void KernelPrinter::PrintReduction(const Member& member, int m, int depth,
   // position of an element is then its row-major position.
   const bool cooperative = team && team_size_ > 1 && member.reduce_count > 1;
   const int first = static_cast<int>(node.ranges.size());
-  const std::string position =
-      cooperative ? "r" : RowMajorPosition(first, node.reduction_ranges);
+  const std::string position = cooperative ? "r" : RowMajorPosition(first, node.reduction_ranges);
   Loop("r", first, node.reduction_ranges, cooperative, depth, [&](int d) {
     PrintSteps(member, d);
-    Line(d, cscalar::ReduceUpdate(node.reduce, acc_type, Temp(node.root),
-                                  position, acc, arg));
+    Line(d, cscalar::ReduceUpdate(node.reduce, acc_type, Temp(node.root), position, acc, arg));
   });
   if (!cooperative) return;
   const std::string combine = CombineFunctor(node.reduce, acc_type, needs_);
   needs_.team_reductions = true;
   const std::string value_type =
-      arg_reduce ? absl::StrCat("loom_arg<", CType(acc_type), ">")
-                 : CType(acc_type);
-  const std::string value =
-      arg_reduce ? absl::StrCat(value_type, "{", acc, ", ", arg, "}") : acc;
+      arg_reduce ? absl::StrCat("loom_arg<", CType(acc_type), ">") : CType(acc_type);
+  const std::string value = arg_reduce ? absl::StrCat(value_type, "{", acc, ", ", arg, "}") : acc;
   const std::string target = arg_reduce ? arg : acc;
   const std::string field = arg_reduce ? ".i" : "";
   if (team_ == Team::kWarp) {
-    Line(depth, absl::StrCat(target, " = loom_warp_reduce(", value, ", ",
-                             combine, "())", field, ";"));
+    Line(depth,
+         absl::StrCat(target, " = loom_warp_reduce(", value, ", ", combine, "())", field, ";"));
     return;
   }
   const std::string scratch =
       absl::StrCat("loom_scratch_", arg_reduce ? "arg_" : "", CType(acc_type));
-  scratch_.insert(absl::StrCat("__shared__ ", value_type, " ", scratch, "[",
-                               kWarpSize, "];"));
-  const std::string identity =
-      arg_reduce ? absl::StrCat(value_type, "{", init, ", 0}") : init;
-  Line(depth,
-       absl::StrCat(target, " = loom_block_reduce(", value, ", ", combine,
-                    "(), ", identity, ", ", scratch, ")", field, ";"));
+  scratch_.insert(absl::StrCat("__shared__ ", value_type, " ", scratch, "[", kWarpSize, "];"));
+  const std::string identity = arg_reduce ? absl::StrCat(value_type, "{", init, ", 0}") : init;
+  Line(depth, absl::StrCat(target, " = loom_block_reduce(", value, ", ", combine, "(), ", identity,
+                           ", ", scratch, ")", field, ";"));
   // The block reduction's barriers order everything the member read.
   pending_reads_.clear();
   pending_writes_.clear();
 }
 
-void KernelPrinter::PrintStore(const Member& member, const std::string& value,
-                               int depth) {
+void KernelPrinter::PrintStore(const Member& member, const std::string& value, int depth) {
   const ComputeNode& node = *member.node;
   const Expr index = Substituted(member, node.store_index);
   for (auto it = forwarded_.begin(); it != forwarded_.end();) {
@@ -950,8 +900,7 @@ void KernelPrinter::PrintStore(const Member& member, const std::string& value,
   // input's storage to its output), the other lanes must have read first.
   const bool one_thread = member.scalar() && team_size_ > 1;
   if (one_thread && AnyOverlap(member.reads, member.writes)) Barrier(depth);
-  Line(depth, absl::StrCat(one_thread ? "if (lane == 0) " : "", target, " = ",
-                           value, ";"));
+  Line(depth, absl::StrCat(one_thread ? "if (lane == 0) " : "", target, " = ", value, ";"));
   if (member.scalar()) forwarded_[std::make_pair(node.output, index)] = value;
 }
 
@@ -959,16 +908,14 @@ void KernelPrinter::PrintMember(int m) {
   const Member& member = members_[m];
   const ComputeNode& node = *member.node;
   const int depth = 2;
-  if (team_size_ > 1 && (AnyOverlap(pending_writes_, member.reads) ||
-                         AnyOverlap(pending_writes_, member.writes) ||
-                         AnyOverlap(pending_reads_, member.writes))) {
+  if (team_size_ > 1 &&
+      (AnyOverlap(pending_writes_, member.reads) || AnyOverlap(pending_writes_, member.writes) ||
+       AnyOverlap(pending_reads_, member.writes))) {
     Barrier(depth);
   }
   Line(depth, absl::StrCat("// ", CommentSafe(node.name)));
-  pending_reads_.insert(pending_reads_.end(), member.reads.begin(),
-                        member.reads.end());
-  const std::string reduced =
-      absl::StrCat(IsArgReduce(node.reduce) ? "arg" : "acc", m);
+  pending_reads_.insert(pending_reads_.end(), member.reads.begin(), member.reads.end());
+  const std::string reduced = absl::StrCat(IsArgReduce(node.reduce) ? "arg" : "acc", m);
   if (member.scalar()) {
     if (member.reduces()) {
       PrintReduction(member, m, depth, /*team=*/true);
@@ -977,8 +924,7 @@ void KernelPrinter::PrintMember(int m) {
     }
     PrintStore(member, member.reduces() ? reduced : Temp(node.root), depth);
   } else {
-    const std::vector<int64_t> inner(node.ranges.begin() + outer_,
-                                     node.ranges.end());
+    const std::vector<int64_t> inner(node.ranges.begin() + outer_, node.ranges.end());
     Loop("i", outer_, inner, team_size_ > 1, depth, [&](int d) {
       if (member.reduces()) {
         PrintReduction(member, m, d, /*team=*/false);
@@ -988,13 +934,11 @@ void KernelPrinter::PrintMember(int m) {
       PrintStore(member, member.reduces() ? reduced : Temp(node.root), d);
     });
   }
-  pending_writes_.insert(pending_writes_.end(), member.writes.begin(),
-                         member.writes.end());
+  pending_writes_.insert(pending_writes_.end(), member.writes.begin(), member.writes.end());
   step_base_ += static_cast<int>(node.body.size());
 }
 
-absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(
-    const Kernel& kernel) {
+absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(const Kernel& kernel) {
   LOOM_RETURN_IF_ERROR(Analyze(kernel));
   ChooseTeam();
   LOOM_RETURN_IF_ERROR(PlanSharedArrays());
@@ -1032,30 +976,27 @@ absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(
     for (BufferId b : shared_order_) {
       const SharedArray& a = shared_.at(b);
       const char* type = CType(a.dtype);
-      Line(1, absl::StrFormat("%s* const %s = (%s*)(loom_smem + %d);", type,
-                              a.name, type, a.offset));
+      Line(1,
+           absl::StrFormat("%s* const %s = (%s*)(loom_smem + %d);", type, a.name, type, a.offset));
     }
   }
   const int teams_per_block = threads_ / team_size_;
   switch (team_) {
     case Team::kThread:
-      Line(1, absl::StrFormat(
-                  "for (int64_t o = (int64_t)blockIdx.x * %d + threadIdx.x; "
-                  "o < %d; o += (int64_t)gridDim.x * %d) {",
-                  threads_, outer_total_, threads_));
+      Line(1, absl::StrFormat("for (int64_t o = (int64_t)blockIdx.x * %d + threadIdx.x; "
+                              "o < %d; o += (int64_t)gridDim.x * %d) {",
+                              threads_, outer_total_, threads_));
       break;
     case Team::kWarp:
       Line(1, "const int lane = threadIdx.x % 32;");
-      Line(1, absl::StrFormat(
-                  "for (int64_t o = (int64_t)blockIdx.x * %d + threadIdx.x / "
-                  "32; o < %d; o += (int64_t)gridDim.x * %d) {",
-                  teams_per_block, outer_total_, teams_per_block));
+      Line(1, absl::StrFormat("for (int64_t o = (int64_t)blockIdx.x * %d + threadIdx.x / "
+                              "32; o < %d; o += (int64_t)gridDim.x * %d) {",
+                              teams_per_block, outer_total_, teams_per_block));
       break;
     case Team::kBlock:
       Line(1, "const int lane = threadIdx.x;");
-      Line(1, absl::StrFormat(
-                  "for (int64_t o = blockIdx.x; o < %d; o += gridDim.x) {",
-                  outer_total_));
+      Line(1,
+           absl::StrFormat("for (int64_t o = blockIdx.x; o < %d; o += gridDim.x) {", outer_total_));
       break;
   }
   DecomposeLinear("o", 0, outer_extents_, used_, 2);
@@ -1063,11 +1004,10 @@ absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(
   Line(1, "}");
 
   Printed printed;
-  printed.text =
-      absl::StrCat("(", absl::StrJoin(params_, ", "), ") {\n", body_, "}\n");
+  printed.text = absl::StrCat("(", absl::StrJoin(params_, ", "), ") {\n", body_, "}\n");
   printed.args = std::move(args_);
-  printed.shape.blocks = std::max<int64_t>(
-      1, (outer_total_ + teams_per_block - 1) / teams_per_block);
+  printed.shape.blocks =
+      std::max<int64_t>(1, (outer_total_ + teams_per_block - 1) / teams_per_block);
   printed.shape.threads = threads_;
   printed.shape.shared_bytes = shared_bytes_;
   return printed;
@@ -1075,8 +1015,7 @@ absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(
 
 class CodegenCudaPass : public Pass {
  public:
-  explicit CodegenCudaPass(proto::CudaOptions options)
-      : options_(std::move(options)) {}
+  explicit CodegenCudaPass(proto::CudaOptions options) : options_(std::move(options)) {}
   StageRule stages() const override {
     StageRule rule = StageRule::From(Stage::kPlanned, Stage::kEmitted);
     rule.target = proto::CUDA;
@@ -1100,8 +1039,7 @@ class CodegenCudaPass : public Pass {
 };
 
 // The gemm call of `kernel`, when it is one (a lone ExternOp::kGemm node).
-std::optional<Gemm> KernelGemm(const LoopProgram& program,
-                               const Kernel& kernel) {
+std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel) {
   if (kernel.nodes.size() != 1) return std::nullopt;
   const ComputeNode& node = program.nodes[kernel.nodes[0]];
   if (node.extern_op != ExternOp::kGemm) return std::nullopt;
@@ -1110,15 +1048,13 @@ std::optional<Gemm> KernelGemm(const LoopProgram& program,
 
 LOOM_REGISTER_PASS("codegen-cuda", "cuda", [](const proto::PassSpec& spec) {
   const int block = spec.cuda().block_size();
-  if (block != 0 &&
-      (block < kWarpSize || block > 1024 || (block & (block - 1)))) {
+  if (block != 0 && (block < kWarpSize || block > 1024 || (block & (block - 1)))) {
     return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
         absl::StrCat("codegen-cuda: block_size must be a power of two from 32 "
                      "to 1024 (or 0 for 256), got ",
                      block)));
   }
-  return absl::StatusOr<std::unique_ptr<Pass>>(
-      std::make_unique<CodegenCudaPass>(spec.cuda()));
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<CodegenCudaPass>(spec.cuda()));
 });
 
 }  // namespace
@@ -1194,8 +1130,7 @@ std::vector<CublasCall> CublasCalls(const Gemm& gemm) {
   return calls;
 }
 
-absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
-                                         const Schedule& schedule,
+absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Schedule& schedule,
                                          const proto::CudaOptions& options) {
   GeneratedSource source;
   source.language = "cuda";
@@ -1211,11 +1146,9 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
   for (const Kernel& kernel : schedule.kernels) {
     if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
-      launches.function.push_back(
-          LaunchTable::GemmFunction(launches.gemms.size()));
+      launches.function.push_back(LaunchTable::GemmFunction(launches.gemms.size()));
       launches.gemms.push_back(*std::move(gemm));
-      launches.arg_offsets.push_back(
-          static_cast<int32_t>(launches.args.size()));
+      launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
       continue;
     }
     LOOM_ASSIGN_OR_RETURN(KernelPrinter::Printed printed,
@@ -1223,15 +1156,13 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
     const std::string key =
         absl::StrCat(printed.shape.blocks, " ", printed.shape.threads, " ",
                      printed.shape.shared_bytes, "\n", WithoutCommentLines(printed.text));
-    auto [it, added] = function_of_text.emplace(
-        key, static_cast<int>(function_of_text.size()));
+    auto [it, added] = function_of_text.emplace(key, static_cast<int>(function_of_text.size()));
     if (added) {
       texts.push_back(std::move(printed.text));
       shapes.push_back(printed.shape);
     }
     launches.function.push_back(it->second);
-    launches.args.insert(launches.args.end(), printed.args.begin(),
-                         printed.args.end());
+    launches.args.insert(launches.args.end(), printed.args.begin(), printed.args.end());
     launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
   }
   std::string& text = source.text;
@@ -1240,8 +1171,7 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
   if (needs.helpers[cscalar::kCheckIndex]) absl::StrAppend(&text, kIndexErrorRecorder);
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {
     if (needs.helpers[h]) {
-      absl::StrAppend(&text, cscalar::HelperText(
-                                 static_cast<cscalar::Helper>(h), kQualifier));
+      absl::StrAppend(&text, cscalar::HelperText(static_cast<cscalar::Helper>(h), kQualifier));
     }
   }
   if (needs.team_reductions) absl::StrAppend(&text, kReductionHelpers);
@@ -1253,17 +1183,15 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
     const std::string name = absl::StrCat("loom_f", f);
     source.functions.push_back(name);
     const LaunchShape& shape = shapes[f];
-    absl::StrAppendFormat(
-        &text,
-        "\n// blocks, threads per block, bytes of dynamic shared memory\n"
-        "extern \"C\" {\n__device__ long long %s[3] = {%d, %d, %d};\n}\n"
-        "extern \"C\" __global__ void __launch_bounds__(%d) %s%s",
-        LaunchShapeSymbol(name), shape.blocks, shape.threads,
-        shape.shared_bytes, shape.threads, name, texts[f]);
+    absl::StrAppendFormat(&text,
+                          "\n// blocks, threads per block, bytes of dynamic shared memory\n"
+                          "extern \"C\" {\n__device__ long long %s[3] = {%d, %d, %d};\n}\n"
+                          "extern \"C\" __global__ void __launch_bounds__(%d) %s%s",
+                          LaunchShapeSymbol(name), shape.blocks, shape.threads, shape.shared_bytes,
+                          shape.threads, name, texts[f]);
   }
   source.kernel_functions = static_cast<int>(texts.size());
   return source;
 }
-
 
 }  // namespace loom::cuda

@@ -36,8 +36,7 @@ namespace loom::cuda {
 // A matrix product (a kernel that is one ExternOp::kGemm node) is no
 // kernel: its launch is a library call (LaunchTable::gemms) that the
 // runtime makes with cuBLAS (CublasCalls).
-absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program,
-                                         const Schedule& schedule,
+absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Schedule& schedule,
                                          const proto::CudaOptions& options);
 
 // How a function is launched: blocks needed to cover its outer iterations

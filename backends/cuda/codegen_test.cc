@@ -18,8 +18,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // The module the cuda pipeline makes of a graph in text form.
-Module Compile(const std::string& graph_text,
-               const std::string& pipeline = "cuda") {
+Module Compile(const std::string& graph_text, const std::string& pipeline = "cuda") {
   Module module;
   absl::StatusOr<proto::Graph> proto = ParseGraphText(graph_text, "test");
   EXPECT_TRUE(proto.ok()) << proto.status();
@@ -52,16 +51,13 @@ TEST(CudaCodegenTest, LongRowsReduceWithABlockPerRow) {
   EXPECT_EQ(module.source->language, "cuda");
   EXPECT_EQ(module.source->functions, std::vector<std::string>{"loom_f0"});
   // One block of 256 threads for each of the 64 rows.
-  EXPECT_THAT(
-      text, HasSubstr("__device__ long long loom_f0_shape[3] = {64, 256, 0};"));
+  EXPECT_THAT(text, HasSubstr("__device__ long long loom_f0_shape[3] = {64, 256, 0};"));
   EXPECT_THAT(text, HasSubstr("__launch_bounds__(256) loom_f0(const float* "
                               "__restrict__ p0, float* p1)"));
-  EXPECT_THAT(
-      text, HasSubstr("for (int64_t o = blockIdx.x; o < 64; o += gridDim.x)"));
+  EXPECT_THAT(text, HasSubstr("for (int64_t o = blockIdx.x; o < 64; o += gridDim.x)"));
   EXPECT_THAT(text, HasSubstr("for (int64_t r = lane; r < 4096; r += 256)"));
-  EXPECT_THAT(text,
-              HasSubstr("acc0 = loom_block_reduce(acc0, loom_sum_float(), "
-                        "(float)0, loom_scratch_float);"));
+  EXPECT_THAT(text, HasSubstr("acc0 = loom_block_reduce(acc0, loom_sum_float(), "
+                              "(float)0, loom_scratch_float);"));
   // One thread stores what every thread of the block has.
   EXPECT_THAT(text, HasSubstr("if (lane == 0) p1[x0] = acc0;"));
 }
@@ -82,8 +78,7 @@ TEST(CudaCodegenTest, ShortRowsReduceWithAWarpPerRow) {
   EXPECT_THAT(text, HasSubstr("const int lane = threadIdx.x % 32;"));
   // 8 warps of a 256-thread block take 8 rows.
   EXPECT_THAT(text, HasSubstr("loom_f0_shape[3] = {125, 256, 0};"));
-  EXPECT_THAT(text,
-              HasSubstr("acc0 = loom_warp_reduce(acc0, loom_sum_float());"));
+  EXPECT_THAT(text, HasSubstr("acc0 = loom_warp_reduce(acc0, loom_sum_float());"));
   EXPECT_THAT(text, Not(HasSubstr("__syncthreads")));
 }
 
@@ -104,9 +99,8 @@ output: "y"
 )")
                                .source->text;
   EXPECT_THAT(text, HasSubstr("loom_f0_shape[3] = {12, 256, 0};"));
-  EXPECT_THAT(
-      text, HasSubstr("for (int64_t o = (int64_t)blockIdx.x * 256 + "
-                      "threadIdx.x; o < 3000; o += (int64_t)gridDim.x * 256)"));
+  EXPECT_THAT(text, HasSubstr("for (int64_t o = (int64_t)blockIdx.x * 256 + "
+                              "threadIdx.x; o < 3000; o += (int64_t)gridDim.x * 256)"));
   EXPECT_THAT(text, Not(HasSubstr("lane")));
   EXPECT_THAT(text, Not(HasSubstr("loom_block_reduce")));
 }
@@ -132,9 +126,8 @@ TEST(CudaCodegenTest, LayerNormIsOneKernelWithWelfordStatistics) {
   EXPECT_THAT(text, Not(HasSubstr("loom_smem")));
   EXPECT_EQ(module.source->kernel_functions, 1);
   // Launch: one line per kernel, naming the buffers it gets.
-  EXPECT_THAT(
-      PrintLaunches(*module.source, *module.loops, *module.schedule),
-      HasSubstr("loom_f0(x, scale, bias, y)"));
+  EXPECT_THAT(PrintLaunches(*module.source, *module.loops, *module.schedule),
+              HasSubstr("loom_f0(x, scale, bias, y)"));
 }
 
 // The steps of an unrolled recurrence differ only in their buffers: they
@@ -147,55 +140,48 @@ TEST(CudaCodegenTest, IdenticalKernelsShareAFunction) {
   absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline("cuda");
   ASSERT_TRUE(pipeline.ok());
   ASSERT_TRUE(RunPipeline(*pipeline, module).ok());
-  EXPECT_LT(module.source->kernel_functions,
-            static_cast<int>(module.schedule->kernels.size()));
+  EXPECT_LT(module.source->kernel_functions, static_cast<int>(module.schedule->kernels.size()));
   EXPECT_EQ(module.source->launches.size(), module.schedule->kernels.size());
 }
 
 // The launches of the gemm test model, one line each.
 std::vector<std::string> GemmLaunches(Module& module) {
-  absl::StatusOr<Graph> graph =
-      LoadGraphFile("backends/cuda/testdata/gemms.pbtxt");
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/gemms.pbtxt");
   EXPECT_TRUE(graph.ok()) << graph.status();
   module.graph = *std::move(graph);
   absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline("cuda");
   EXPECT_TRUE(pipeline.ok());
   EXPECT_TRUE(RunPipeline(*pipeline, module).ok());
-  return absl::StrSplit(
-      PrintLaunches(*module.source, *module.loops, *module.schedule), '\n',
-      absl::SkipEmpty());
+  return absl::StrSplit(PrintLaunches(*module.source, *module.loops, *module.schedule), '\n',
+                        absl::SkipEmpty());
 }
 
 // A cuBLAS call as "<op a><op b> m n k, a/lda, b/ldb, c/ldc, xcount strides".
 std::string CallText(const cuda::CublasCall& call, const LoopProgram& program) {
   auto matrix = [&](const BufferRef& ref, int leading) {
-    return absl::StrCat(program.buffers[ref.buffer].name, "+", ref.offset, "/",
-                        leading);
+    return absl::StrCat(program.buffers[ref.buffer].name, "+", ref.offset, "/", leading);
   };
-  return absl::StrCat(call.transpose_a ? "T" : "N",
-                      call.transpose_b ? "T" : "N", " ", call.m, " ", call.n,
-                      " ", call.k, ", ", matrix(call.a, call.lda), ", ",
-                      matrix(call.b, call.ldb), ", ", matrix(call.c, call.ldc),
-                      ", x", call.batch_count, " ", call.stride_a, " ",
-                      call.stride_b, " ", call.stride_c);
+  return absl::StrCat(call.transpose_a ? "T" : "N", call.transpose_b ? "T" : "N", " ", call.m, " ",
+                      call.n, " ", call.k, ", ", matrix(call.a, call.lda), ", ",
+                      matrix(call.b, call.ldb), ", ", matrix(call.c, call.ldc), ", x",
+                      call.batch_count, " ", call.stride_a, " ", call.stride_b, " ", call.stride_c);
 }
 
 // Each product is a launch of a library call, not a kernel: the gemm as
 // MatchGemm reads it (row-major), then as the cuBLAS calls it becomes.
 TEST(CudaCodegenTest, MatrixProductsAreCublasCalls) {
   Module module;
-  EXPECT_THAT(
-      GemmLaunches(module),
-      ElementsAre("gemm f32 m=9 n=6 k=4 (a, b, ab) ld 4 6 6 "
-                  "batch [2, 3] strides 108,36 72,24 162,54  # batched",
-                  "gemm f32 m=15 n=7 k=8 (x, w^T, lin/matmul.1) ld 8 8 7  "
-                  "# lin/matmul",
-                  "loom_f0(lin/matmul.1, bias, y)  # lin/bias",
-                  "gemm f32 m=4 n=4 k=9 (a^T, a, ata) ld 4 4 4 "
-                  "batch [2, 3] strides 108,36 108,36 48,16  # transposed",
-                  "gemm f32 m=9 n=6 k=4 (q, b, qb) ld 12 6 6 "
-                  "batch [2, 3] strides 108,4 72,24 162,54  # strided",
-                  "gemm f64 m=10 n=5 k=12 (d, e, de) ld 12 5 5  # f64"));
+  EXPECT_THAT(GemmLaunches(module),
+              ElementsAre("gemm f32 m=9 n=6 k=4 (a, b, ab) ld 4 6 6 "
+                          "batch [2, 3] strides 108,36 72,24 162,54  # batched",
+                          "gemm f32 m=15 n=7 k=8 (x, w^T, lin/matmul.1) ld 8 8 7  "
+                          "# lin/matmul",
+                          "loom_f0(lin/matmul.1, bias, y)  # lin/bias",
+                          "gemm f32 m=4 n=4 k=9 (a^T, a, ata) ld 4 4 4 "
+                          "batch [2, 3] strides 108,36 108,36 48,16  # transposed",
+                          "gemm f32 m=9 n=6 k=4 (q, b, qb) ld 12 6 6 "
+                          "batch [2, 3] strides 108,4 72,24 162,54  # strided",
+                          "gemm f64 m=10 n=5 k=12 (d, e, de) ld 12 5 5  # f64"));
   EXPECT_EQ(module.source->functions, std::vector<std::string>{"loom_f0"});
   EXPECT_THAT(module.source->text, Not(HasSubstr("batched")));
   const LaunchTable& launches = module.source->launches;
@@ -206,17 +192,16 @@ TEST(CudaCodegenTest, MatrixProductsAreCublasCalls) {
       calls.push_back(CallText(call, *module.loops));
     }
   }
-  EXPECT_THAT(calls,
-              ElementsAre(
-                  // [2, 3] batches of contiguous matrices: one batch of 6.
-                  "NN 6 9 4, b+0/6, a+0/4, ab+0/6, x6 24 36 54",
-                  // x [3, 5, 8] times w^T: 15 rows, w column-major.
-                  "TN 7 15 8, w+0/8, x+0/8, lin/matmul.1+0/7, x1 0 0 0",
-                  "NT 4 4 9, a+0/4, a+0/4, ata+0/4, x6 36 36 16",
-                  // q's batch loops do not merge: a call for each of the 2.
-                  "NN 6 9 4, b+0/6, q+0/12, qb+0/6, x3 24 4 54",
-                  "NN 6 9 4, b+72/6, q+108/12, qb+162/6, x3 24 4 54",
-                  "NN 5 10 12, e+0/5, d+0/12, de+0/5, x1 0 0 0"));
+  EXPECT_THAT(calls, ElementsAre(
+                         // [2, 3] batches of contiguous matrices: one batch of 6.
+                         "NN 6 9 4, b+0/6, a+0/4, ab+0/6, x6 24 36 54",
+                         // x [3, 5, 8] times w^T: 15 rows, w column-major.
+                         "TN 7 15 8, w+0/8, x+0/8, lin/matmul.1+0/7, x1 0 0 0",
+                         "NT 4 4 9, a+0/4, a+0/4, ata+0/4, x6 36 36 16",
+                         // q's batch loops do not merge: a call for each of the 2.
+                         "NN 6 9 4, b+0/6, q+0/12, qb+0/6, x3 24 4 54",
+                         "NN 6 9 4, b+72/6, q+108/12, qb+162/6, x3 24 4 54",
+                         "NN 5 10 12, e+0/5, d+0/12, de+0/5, x1 0 0 0"));
 }
 
 TEST(CudaCodegenTest, BadBlockSizeFailsWhenThePipelineLoads) {
@@ -229,8 +214,7 @@ TEST(CudaCodegenTest, BadBlockSizeFailsWhenThePipelineLoads) {
 }
 
 TEST(CudaCodegenTest, OutputIsDeterministic) {
-  EXPECT_EQ(Compile(RowSum(7, 300)).source->text,
-            Compile(RowSum(7, 300)).source->text);
+  EXPECT_EQ(Compile(RowSum(7, 300)).source->text, Compile(RowSum(7, 300)).source->text);
 }
 
 }  // namespace

@@ -50,18 +50,15 @@ std::string TempDir() {
 
 // Compiles the module's CUDA with the emulation header into a shared object
 // and loads it.
-absl::StatusOr<void*> CompileEmulated(const GeneratedSource& source,
-                                      const std::string& name) {
+absl::StatusOr<void*> CompileEmulated(const GeneratedSource& source, const std::string& name) {
   std::string text = absl::StrReplaceAll(
-      source.text,
-      {{"extern __shared__ __align__(16) unsigned char loom_smem[];",
-        "unsigned char* const loom_smem = loom_emu_smem();"}});
-  const std::string header =
-      absl::StrCat(std::getenv("TEST_SRCDIR") != nullptr
-                       ? absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
-                                      std::getenv("TEST_WORKSPACE"), "/")
-                       : "",
-                   "backends/cuda/testing/emulation.h");
+      source.text, {{"extern __shared__ __align__(16) unsigned char loom_smem[];",
+                     "unsigned char* const loom_smem = loom_emu_smem();"}});
+  const std::string header = absl::StrCat(
+      std::getenv("TEST_SRCDIR") != nullptr
+          ? absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"), "/")
+          : "",
+      "backends/cuda/testing/emulation.h");
   text = absl::StrCat("#include \"", header, "\"\n", text);
   for (const std::string& f : source.functions) {
     absl::StrAppend(&text, "extern \"C\" void ", f,
@@ -71,12 +68,11 @@ absl::StatusOr<void*> CompileEmulated(const GeneratedSource& source,
   }
   const std::string base = absl::StrCat(TempDir(), "/", name);
   std::ofstream(base + ".cc") << text;
-  const std::string command =
-      absl::StrCat("g++ -std=c++17 -O1 -fPIC -shared -pthread -fwrapv -o ",
-                   base, ".so ", base, ".cc > ", base, ".log 2>&1");
+  const std::string command = absl::StrCat("g++ -std=c++17 -O1 -fPIC -shared -pthread -fwrapv -o ",
+                                           base, ".so ", base, ".cc > ", base, ".log 2>&1");
   if (std::system(command.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat(
-        "emulated compile failed: ", command, "\n", ReadFile(base + ".log")));
+    return absl::InternalError(
+        absl::StrCat("emulated compile failed: ", command, "\n", ReadFile(base + ".log")));
   }
   void* handle = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return absl::InternalError(dlerror());
@@ -86,8 +82,7 @@ absl::StatusOr<void*> CompileEmulated(const GeneratedSource& source,
 // What cuBLAS computes for `call` (column-major, cuda::CublasCall), with
 // plain loops: checks the row-major to column-major translation too.
 template <typename T>
-void EmulateCublasCall(const cuda::CublasCall& call,
-                       const std::vector<char*>& pointers) {
+void EmulateCublasCall(const cuda::CublasCall& call, const std::vector<char*>& pointers) {
   auto matrix = [&](const BufferRef& ref) {
     return reinterpret_cast<T*>(pointers[ref.buffer]) + ref.offset;
   };
@@ -99,10 +94,8 @@ void EmulateCublasCall(const cuda::CublasCall& call,
       for (int i = 0; i < call.m; ++i) {
         double sum = 0;
         for (int l = 0; l < call.k; ++l) {
-          const T op_a =
-              call.transpose_a ? a[l + i * call.lda] : a[i + l * call.lda];
-          const T op_b =
-              call.transpose_b ? b[j + l * call.ldb] : b[l + j * call.ldb];
+          const T op_a = call.transpose_a ? a[l + i * call.lda] : a[i + l * call.lda];
+          const T op_b = call.transpose_b ? b[j + l * call.ldb] : b[l + j * call.ldb];
           sum += static_cast<double>(op_a) * op_b;
         }
         if (call.accumulate) sum += c[i + j * call.ldc];
@@ -115,24 +108,22 @@ void EmulateCublasCall(const cuda::CublasCall& call,
 // Runs the module like CudaExecutable, with host memory for device memory
 // (temporaries and outputs start as 0xff bytes, NaN as floats) and
 // EmulateCublasCall for cuBLAS.
-absl::StatusOr<std::vector<Tensor>> RunEmulated(
-    const Module& module, const std::vector<Tensor>& inputs,
-    const std::string& name) {
+absl::StatusOr<std::vector<Tensor>> RunEmulated(const Module& module,
+                                                const std::vector<Tensor>& inputs,
+                                                const std::string& name) {
   LOOM_ASSIGN_OR_RETURN(void* handle, CompileEmulated(*module.source, name));
   const LoopProgram& program = *module.loops;
   const MemoryPlan* plan =
       module.schedule->memory.has_value() ? &*module.schedule->memory : nullptr;
   std::vector<std::vector<uint64_t>> storage(program.buffers.size());
-  std::vector<uint64_t> arena(plan != nullptr ? plan->arena_bytes / 8 + 1 : 0,
-                              ~uint64_t{0});
+  std::vector<uint64_t> arena(plan != nullptr ? plan->arena_bytes / 8 + 1 : 0, ~uint64_t{0});
   std::vector<char*> pointers(program.buffers.size(), nullptr);
   for (size_t id = 0; id < program.buffers.size(); ++id) {
     const Buffer& buffer = program.buffers[id];
     const int64_t bytes = NumElements(buffer.sizes) * DTypeSize(buffer.dtype);
     if (plan != nullptr && buffer.kind == BufferKind::kTemp) {
       if (plan->offsets[id] >= 0) {
-        pointers[id] =
-            reinterpret_cast<char*>(arena.data()) + plan->offsets[id];
+        pointers[id] = reinterpret_cast<char*>(arena.data()) + plan->offsets[id];
       }
       continue;
     }
@@ -146,15 +137,13 @@ absl::StatusOr<std::vector<Tensor>> RunEmulated(
     }
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::memcpy(pointers[program.inputs[i]], inputs[i].data(),
-                inputs[i].num_bytes());
+    std::memcpy(pointers[program.inputs[i]], inputs[i].data(), inputs[i].num_bytes());
   }
   using Launch = void (*)(void* const*, int, int, long long);
   const LaunchTable& launches = module.source->launches;
   for (size_t i = 0; i < launches.size(); ++i) {
     if (launches.IsGemm(i)) {
-      for (const cuda::CublasCall& call :
-           cuda::CublasCalls(launches.gemms[launches.GemmOf(i)])) {
+      for (const cuda::CublasCall& call : cuda::CublasCalls(launches.gemms[launches.GemmOf(i)])) {
         if (call.dtype == DType::kF32) {
           EmulateCublasCall<float>(call, pointers);
         } else {
@@ -164,26 +153,20 @@ absl::StatusOr<std::vector<Tensor>> RunEmulated(
       continue;
     }
     const std::string& f = module.source->functions[launches.function[i]];
-    auto launch =
-        reinterpret_cast<Launch>(dlsym(handle, (f + "_emu").c_str()));
-    auto shape =
-        static_cast<const long long*>(dlsym(handle, (f + "_shape").c_str()));
+    auto launch = reinterpret_cast<Launch>(dlsym(handle, (f + "_emu").c_str()));
+    auto shape = static_cast<const long long*>(dlsym(handle, (f + "_shape").c_str()));
     if (launch == nullptr || shape == nullptr) {
       return absl::InternalError(absl::StrCat("no symbols for ", f));
     }
     std::vector<void*> args;
-    for (int a = launches.arg_offsets[i]; a < launches.arg_offsets[i + 1];
-         ++a) {
+    for (int a = launches.arg_offsets[i]; a < launches.arg_offsets[i + 1]; ++a) {
       const BufferRef& arg = launches.args[a];
       char* base = pointers[arg.buffer];
-      args.push_back(
-          base == nullptr
-              ? nullptr
-              : base +
-                    arg.offset * DTypeSize(program.buffers[arg.buffer].dtype));
+      args.push_back(base == nullptr
+                         ? nullptr
+                         : base + arg.offset * DTypeSize(program.buffers[arg.buffer].dtype));
     }
-    launch(args.data(),
-           static_cast<int>(std::min<long long>(shape[0], kMaxBlocks)),
+    launch(args.data(), static_cast<int>(std::min<long long>(shape[0], kMaxBlocks)),
            static_cast<int>(shape[1]), shape[2]);
   }
   if (program.index_errors >= 0) {
@@ -242,8 +225,7 @@ void CheckEmulated(Graph graph, const std::string& name) {
       const double x = a.GetDouble(i), y = e.GetDouble(i);
       if (std::isnan(x) && std::isnan(y)) continue;
       if (!(std::fabs(x - y) <= (exact ? 0 : 1e-5 + 1e-4 * std::fabs(y)))) {
-        ADD_FAILURE() << "output " << o << " element " << i << ": " << x
-                      << ", expected " << y;
+        ADD_FAILURE() << "output " << o << " element " << i << ": " << x << ", expected " << y;
         ++mismatches;
       }
     }
@@ -251,8 +233,7 @@ void CheckEmulated(Graph graph, const std::string& name) {
 }
 
 void CheckExample(const std::string& name) {
-  absl::StatusOr<Graph> graph =
-      LoadGraphFile(absl::StrCat("examples/", name, ".pbtxt"));
+  absl::StatusOr<Graph> graph = LoadGraphFile(absl::StrCat("examples/", name, ".pbtxt"));
   ASSERT_TRUE(graph.ok()) << graph.status();
   CheckEmulated(*std::move(graph), name);
 }
@@ -267,8 +248,7 @@ TEST(EmulationTest, SmallIntegers) { CheckExample("small_integers"); }
 // Every reduction kind and tie rule, NaN among the values, in thread, warp
 // and block teams.
 TEST(EmulationTest, Reductions) {
-  absl::StatusOr<Graph> graph =
-      LoadGraphFile("backends/cuda/testdata/reductions.pbtxt");
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/reductions.pbtxt");
   ASSERT_TRUE(graph.ok()) << graph.status();
   CheckEmulated(*std::move(graph), "reductions");
 }
@@ -276,16 +256,14 @@ TEST(EmulationTest, Reductions) {
 // Matrix products as cuBLAS calls: merged and unmerged batches, transposed
 // operands, f64.
 TEST(EmulationTest, Gemms) {
-  absl::StatusOr<Graph> graph =
-      LoadGraphFile("backends/cuda/testdata/gemms.pbtxt");
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/gemms.pbtxt");
   ASSERT_TRUE(graph.ok()) << graph.status();
   CheckEmulated(*std::move(graph), "gemms");
 }
 
 // conv (im2col through a cuBLAS call, and direct), pools, fused batch norm.
 TEST(EmulationTest, Convs) {
-  absl::StatusOr<Graph> graph =
-      LoadGraphFile("backends/cuda/testdata/convs.pbtxt");
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/convs.pbtxt");
   ASSERT_TRUE(graph.ok()) << graph.status();
   CheckEmulated(*std::move(graph), "convs");
 }
@@ -293,8 +271,7 @@ TEST(EmulationTest, Convs) {
 // conv_transpose (columns through a cuBLAS call, and the conv of the
 // interleaved input), reflect and edge pads.
 TEST(EmulationTest, ConvTransposes) {
-  absl::StatusOr<Graph> graph =
-      LoadGraphFile("backends/cuda/testdata/conv_transposes.pbtxt");
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/conv_transposes.pbtxt");
   ASSERT_TRUE(graph.ok()) << graph.status();
   CheckEmulated(*std::move(graph), "conv_transposes");
 }

@@ -28,23 +28,18 @@ absl::StatusOr<double> TimeOnDevice(const Driver& d, Work work) {
   absl::Status status;
   for (CUevent& event : events) {
     if (status.ok()) {
-      status =
-          d.Check(d.EventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+      status = d.Check(d.EventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
     }
   }
-  if (status.ok())
-    status = d.Check(d.EventRecord(events[0], nullptr), "cuEventRecord");
+  if (status.ok()) status = d.Check(d.EventRecord(events[0], nullptr), "cuEventRecord");
   if (status.ok()) status = work();
-  if (status.ok())
-    status = d.Check(d.EventRecord(events[1], nullptr), "cuEventRecord");
+  if (status.ok()) status = d.Check(d.EventRecord(events[1], nullptr), "cuEventRecord");
   if (status.ok()) {
-    status = d.Check(d.EventSynchronize(events[1]),
-                     "running the kernels (cuEventSynchronize)");
+    status = d.Check(d.EventSynchronize(events[1]), "running the kernels (cuEventSynchronize)");
   }
   float milliseconds = 0;
   if (status.ok()) {
-    status = d.Check(d.EventElapsedTime(&milliseconds, events[0], events[1]),
-                     "cuEventElapsedTime");
+    status = d.Check(d.EventElapsedTime(&milliseconds, events[0], events[1]), "cuEventElapsedTime");
   }
   for (CUevent event : events) {
     if (event != nullptr) d.EventDestroy(event);
@@ -56,16 +51,15 @@ absl::StatusOr<double> TimeOnDevice(const Driver& d, Work work) {
 // Makes `call` with cuBLAS's `gemm` for element type T, on the pointers
 // `p` of its a, b and c.
 template <typename T, typename GemmFunction>
-cublasStatus_t CallGemm(GemmFunction gemm, cublasHandle_t handle,
-                        const CublasCall& call, const CUdeviceptr (&p)[3]) {
+cublasStatus_t CallGemm(GemmFunction gemm, cublasHandle_t handle, const CublasCall& call,
+                        const CUdeviceptr (&p)[3]) {
   const T one = 1, zero = 0;
   return gemm(handle, call.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-              call.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, call.m, call.n,
-              call.k, &one, reinterpret_cast<const T*>(p[0]), call.lda,
-              call.stride_a, reinterpret_cast<const T*>(p[1]), call.ldb,
-              call.stride_b, call.accumulate ? &one : &zero,
-              reinterpret_cast<T*>(p[2]), call.ldc,
-              call.stride_c, call.batch_count);
+              call.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, call.m, call.n, call.k, &one,
+              reinterpret_cast<const T*>(p[0]), call.lda, call.stride_a,
+              reinterpret_cast<const T*>(p[1]), call.ldb, call.stride_b,
+              call.accumulate ? &one : &zero, reinterpret_cast<T*>(p[2]), call.ldc, call.stride_c,
+              call.batch_count);
 }
 
 // Enqueues `calls` on the buffers at `pointers` (on the handle's stream).
@@ -82,8 +76,7 @@ absl::Status CallCublas(const Cublas& cublas, cublasHandle_t handle,
         f32 ? CallGemm<float>(cublas.SgemmStridedBatched, handle, call, p)
             : CallGemm<double>(cublas.DgemmStridedBatched, handle, call, p);
     if (absl::Status s =
-            cublas.Check(status, f32 ? "cublasSgemmStridedBatched"
-                                     : "cublasDgemmStridedBatched");
+            cublas.Check(status, f32 ? "cublasSgemmStridedBatched" : "cublasDgemmStridedBatched");
         !s.ok()) {
       return s;
     }
@@ -93,18 +86,16 @@ absl::Status CallCublas(const Cublas& cublas, cublasHandle_t handle,
 
 }  // namespace
 
-absl::StatusOr<CudaExecutable> CudaExecutable::Create(const Module& module,
-                                                      std::string cache_dir) {
+absl::StatusOr<CudaExecutable> CudaExecutable::Create(const Module& module, std::string cache_dir) {
   if (!module.loops.has_value() || !module.source.has_value() ||
       module.source->language != "cuda") {
     return absl::FailedPreconditionError(
         "the pipeline emitted no CUDA (does it end with 'codegen-cuda'?)");
   }
   const LoopProgram& program = *module.loops;
-  const MemoryPlan* plan =
-      module.schedule.has_value() && module.schedule->memory.has_value()
-          ? &*module.schedule->memory
-          : nullptr;
+  const MemoryPlan* plan = module.schedule.has_value() && module.schedule->memory.has_value()
+                               ? &*module.schedule->memory
+                               : nullptr;
   if (plan != nullptr && plan->offsets.size() != program.buffers.size()) {
     return absl::InternalError("the memory plan does not cover every buffer");
   }
@@ -117,8 +108,7 @@ absl::StatusOr<CudaExecutable> CudaExecutable::Create(const Module& module,
     e.gemm_calls_.push_back(CublasCalls(gemm));
   }
   e.arena_bytes_ = plan != nullptr ? plan->arena_bytes : 0;
-  for (BufferId id = 0; id < static_cast<BufferId>(program.buffers.size());
-       ++id) {
+  for (BufferId id = 0; id < static_cast<BufferId>(program.buffers.size()); ++id) {
     const Buffer& buffer = program.buffers[id];
     e.element_bytes_.push_back(DTypeSize(buffer.dtype));
     e.buffer_bytes_.push_back(NumBytes(buffer.dtype, buffer.sizes));
@@ -134,22 +124,18 @@ absl::StatusOr<CudaExecutable> CudaExecutable::Create(const Module& module,
   }
   e.inputs_ = program.inputs;
   for (BufferId id : program.inputs) {
-    e.input_types_.push_back(
-        TensorType{program.buffers[id].dtype, program.buffers[id].sizes});
+    e.input_types_.push_back(TensorType{program.buffers[id].dtype, program.buffers[id].sizes});
   }
   e.index_errors_ = program.index_errors;
   e.index_checks_ = program.index_checks;
   e.outputs_ = program.outputs;
   for (BufferId id : program.outputs) {
-    e.output_types_.push_back(
-        TensorType{program.buffers[id].dtype, program.buffers[id].sizes});
+    e.output_types_.push_back(TensorType{program.buffers[id].dtype, program.buffers[id].sizes});
   }
   return e;
 }
 
-CudaExecutable::CudaExecutable(CudaExecutable&& other) noexcept {
-  *this = std::move(other);
-}
+CudaExecutable::CudaExecutable(CudaExecutable&& other) noexcept { *this = std::move(other); }
 
 CudaExecutable& CudaExecutable::operator=(CudaExecutable&& other) noexcept {
   if (this == &other) return *this;
@@ -210,13 +196,11 @@ absl::Status CudaExecutable::Bind() {
   device_ = device;
   const Driver& d = *device_.driver;
   if (!gemm_calls_.empty()) {
-    static const absl::StatusOr<Cublas>* const cublas =
-        new absl::StatusOr<Cublas>(LoadCublas());
+    static const absl::StatusOr<Cublas>* const cublas = new absl::StatusOr<Cublas>(LoadCublas());
     if (!cublas->ok()) return cublas->status();
     cublas_ = &**cublas;
     // The handle's stream is the default one, the kernels' own.
-    if (absl::Status s =
-            cublas_->Check(cublas_->Create(&cublas_handle_), "cublasCreate");
+    if (absl::Status s = cublas_->Check(cublas_->Create(&cublas_handle_), "cublasCreate");
         !s.ok()) {
       cublas_handle_ = nullptr;
       return s;
@@ -227,17 +211,15 @@ absl::Status CudaExecutable::Bind() {
     LOOM_ASSIGN_OR_RETURN(Cubin cubin, CompileCubin(source_, device_.Arch(), cache_dir_));
     cache_hit_ = cubin.cache_hit;
     compile_seconds_ = cubin.compile_seconds;
-    if (absl::Status s = d.Check(d.ModuleLoadData(&module_, cubin.data.data()),
-                                 "cuModuleLoadData");
+    if (absl::Status s = d.Check(d.ModuleLoadData(&module_, cubin.data.data()), "cuModuleLoadData");
         !s.ok()) {
       return s;
     }
   }
   for (const std::string& name : functions_) {
     CUfunction function = nullptr;
-    if (absl::Status s =
-            d.Check(d.ModuleGetFunction(&function, module_, name.c_str()),
-                    absl::StrCat("cuModuleGetFunction ", name));
+    if (absl::Status s = d.Check(d.ModuleGetFunction(&function, module_, name.c_str()),
+                                 absl::StrCat("cuModuleGetFunction ", name));
         !s.ok()) {
       return s;
     }
@@ -246,34 +228,29 @@ absl::Status CudaExecutable::Bind() {
     CUdeviceptr address = 0;
     size_t bytes = 0;
     long long shape[3] = {1, 1, 0};
-    if (absl::Status s = d.Check(
-            d.ModuleGetGlobal(&address, &bytes, module_, symbol.c_str()),
-            absl::StrCat("cuModuleGetGlobal ", symbol));
+    if (absl::Status s = d.Check(d.ModuleGetGlobal(&address, &bytes, module_, symbol.c_str()),
+                                 absl::StrCat("cuModuleGetGlobal ", symbol));
         !s.ok()) {
       return s;
     }
     if (bytes != sizeof(shape)) {
-      return absl::InternalError(
-          absl::StrCat(symbol, " has ", bytes, " bytes"));
+      return absl::InternalError(absl::StrCat(symbol, " has ", bytes, " bytes"));
     }
-    if (absl::Status s = d.Check(d.MemcpyDtoH(shape, address, sizeof(shape)),
-                                 "cuMemcpyDtoH");
+    if (absl::Status s = d.Check(d.MemcpyDtoH(shape, address, sizeof(shape)), "cuMemcpyDtoH");
         !s.ok()) {
       return s;
     }
     const LaunchShape launch{shape[0], shape[1], shape[2]};
     if (launch.shared_bytes > device_.max_shared_per_block) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(name, " needs ", launch.shared_bytes,
-                       " bytes of shared memory per block; the device has ",
-                       device_.max_shared_per_block));
+      return absl::FailedPreconditionError(absl::StrCat(
+          name, " needs ", launch.shared_bytes,
+          " bytes of shared memory per block; the device has ", device_.max_shared_per_block));
     }
     if (launch.shared_bytes > kDefaultSharedBytes) {
-      if (absl::Status s = d.Check(
-              d.FuncSetAttribute(
-                  function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                  static_cast<int>(launch.shared_bytes)),
-              "cuFuncSetAttribute");
+      if (absl::Status s =
+              d.Check(d.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         static_cast<int>(launch.shared_bytes)),
+                      "cuFuncSetAttribute");
           !s.ok()) {
         return s;
       }
@@ -283,12 +260,10 @@ absl::Status CudaExecutable::Bind() {
   }
   auto allocate = [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
     CUdeviceptr pointer = 0;
-    const size_t size = static_cast<size_t>(
-        (std::max<int64_t>(bytes, 1) + kDeviceAlignment - 1) /
-        kDeviceAlignment * kDeviceAlignment);
+    const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 1) + kDeviceAlignment - 1) /
+                                            kDeviceAlignment * kDeviceAlignment);
     if (absl::Status s =
-            d.Check(d.MemAlloc(&pointer, size),
-                    absl::StrCat("cuMemAlloc of ", size, " bytes"));
+            d.Check(d.MemAlloc(&pointer, size), absl::StrCat("cuMemAlloc of ", size, " bytes"));
         !s.ok()) {
       return s;
     }
@@ -310,9 +285,8 @@ absl::Status CudaExecutable::Bind() {
     }
   }
   for (const auto& [id, tensor] : weights_) {
-    if (absl::Status s = d.Check(
-            d.MemcpyHtoD(pointers_[id], tensor.data(), tensor.num_bytes()),
-            "uploading weights (cuMemcpyHtoD)");
+    if (absl::Status s = d.Check(d.MemcpyHtoD(pointers_[id], tensor.data(), tensor.num_bytes()),
+                                 "uploading weights (cuMemcpyHtoD)");
         !s.ok()) {
       return s;
     }
@@ -321,22 +295,21 @@ absl::Status CudaExecutable::Bind() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Tensor>> CudaExecutable::Run(
-    absl::Span<const Tensor> inputs) {
+absl::StatusOr<std::vector<Tensor>> CudaExecutable::Run(absl::Span<const Tensor> inputs) {
   LOOM_RETURN_IF_ERROR(Execute(inputs));
   return Outputs();
 }
 
 absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
   if (inputs.size() != inputs_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the model takes ", inputs_.size(), " inputs, got ", inputs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model takes ", inputs_.size(), " inputs, got ", inputs.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].type() != input_types_[i]) {
       return absl::InvalidArgumentError(
-          absl::StrCat("input #", i, " is ", TypeToString(inputs[i].type()),
-                       ", the model expects ", TypeToString(input_types_[i])));
+          absl::StrCat("input #", i, " is ", TypeToString(inputs[i].type()), ", the model expects ",
+                       TypeToString(input_types_[i])));
     }
   }
   if (!bound_) {
@@ -347,15 +320,12 @@ absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
     }
   }
   const Driver& d = *device_.driver;
-  if (absl::Status s =
-          d.Check(d.CtxSetCurrent(device_.context), "cuCtxSetCurrent");
-      !s.ok()) {
+  if (absl::Status s = d.Check(d.CtxSetCurrent(device_.context), "cuCtxSetCurrent"); !s.ok()) {
     return s;
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (absl::Status s =
-            d.Check(d.MemcpyHtoD(pointers_[inputs_[i]], inputs[i].data(),
-                                 inputs[i].num_bytes()),
+            d.Check(d.MemcpyHtoD(pointers_[inputs_[i]], inputs[i].data(), inputs[i].num_bytes()),
                     "copying inputs in (cuMemcpyHtoD)");
         !s.ok()) {
       return s;
@@ -377,32 +347,27 @@ absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
     for (size_t i = 0; i < launches_.size(); ++i) {
       if (launches_.IsGemm(i)) {
         if (absl::Status s =
-                CallCublas(*cublas_, cublas_handle_,
-                           gemm_calls_[launches_.GemmOf(i)], pointers_);
+                CallCublas(*cublas_, cublas_handle_, gemm_calls_[launches_.GemmOf(i)], pointers_);
             !s.ok()) {
           return s;
         }
         continue;
       }
       values.clear();
-      for (int a = launches_.arg_offsets[i]; a < launches_.arg_offsets[i + 1];
-           ++a) {
+      for (int a = launches_.arg_offsets[i]; a < launches_.arg_offsets[i + 1]; ++a) {
         const BufferRef& arg = launches_.args[a];
         const CUdeviceptr base = pointers_[arg.buffer];
-        values.push_back(
-            base == 0 ? 0 : base + arg.offset * element_bytes_[arg.buffer]);
+        values.push_back(base == 0 ? 0 : base + arg.offset * element_bytes_[arg.buffer]);
       }
       params.clear();
       for (CUdeviceptr& value : values) params.push_back(&value);
       const int f = launches_.function[i];
       const LaunchShape& shape = shapes_[f];
-      const unsigned grid =
-          static_cast<unsigned>(std::min(shape.blocks, max_blocks));
+      const unsigned grid = static_cast<unsigned>(std::min(shape.blocks, max_blocks));
       if (absl::Status s =
-              d.Check(d.LaunchKernel(kernels_[f], grid, 1, 1,
-                                     static_cast<unsigned>(shape.threads), 1, 1,
-                                     static_cast<unsigned>(shape.shared_bytes),
-                                     nullptr, params.data(), nullptr),
+              d.Check(d.LaunchKernel(kernels_[f], grid, 1, 1, static_cast<unsigned>(shape.threads),
+                                     1, 1, static_cast<unsigned>(shape.shared_bytes), nullptr,
+                                     params.data(), nullptr),
                       absl::StrCat("launching ", functions_[f]));
           !s.ok()) {
         return s;
@@ -425,8 +390,7 @@ absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
     Tensor& tensor = host_outputs_[i];
     if (tensor.type() != output_types_[i]) tensor = Tensor(output_types_[i]);
     if (absl::Status s =
-            d.Check(d.MemcpyDtoH(tensor.data(), pointers_[outputs_[i]],
-                                 tensor.num_bytes()),
+            d.Check(d.MemcpyDtoH(tensor.data(), pointers_[outputs_[i]], tensor.num_bytes()),
                     "copying outputs out (cuMemcpyDtoH)");
         !s.ok()) {
       return s;
@@ -451,14 +415,12 @@ absl::StatusOr<double> CudaExecutable::MeasureCopyBandwidth() {
   CUdeviceptr buffers[2] = {0, 0};
   absl::Status status;
   for (CUdeviceptr& buffer : buffers) {
-    if (status.ok())
-      status = d.Check(d.MemAlloc(&buffer, kCopyBytes), "cuMemAlloc");
+    if (status.ok()) status = d.Check(d.MemAlloc(&buffer, kCopyBytes), "cuMemAlloc");
   }
   double best = 0;
   for (int rep = 0; rep < 6 && status.ok(); ++rep) {
     absl::StatusOr<double> seconds = TimeOnDevice(d, [&] {
-      return d.Check(d.MemcpyDtoD(buffers[1], buffers[0], kCopyBytes),
-                     "cuMemcpyDtoD");
+      return d.Check(d.MemcpyDtoD(buffers[1], buffers[0], kCopyBytes), "cuMemcpyDtoD");
     });
     if (!seconds.ok()) {
       status = seconds.status();

@@ -26,8 +26,8 @@ namespace loom::cuda {
 class CudaExecutable {
  public:
   // The module must have been through lowering and codegen-cuda.
-  static absl::StatusOr<CudaExecutable> Create(
-      const Module& module, std::string cache_dir = DefaultCacheDir());
+  static absl::StatusOr<CudaExecutable> Create(const Module& module,
+                                               std::string cache_dir = DefaultCacheDir());
 
   CudaExecutable(CudaExecutable&& other) noexcept;
   CudaExecutable& operator=(CudaExecutable&& other) noexcept;

@@ -23,7 +23,6 @@ using kernel_cache::MakeDirs;
 using kernel_cache::ReadFile;
 using kernel_cache::WriteFileAtomically;
 
-
 // dlopen's last error, or a placeholder.
 std::string DlError() {
   const char* error = dlerror();
@@ -49,8 +48,7 @@ absl::Status Bind(void* library, std::vector<const char*> names, Fn* function,
 absl::StatusOr<void*> OpenFirst(const std::vector<std::string>& candidates) {
   std::vector<std::string> errors;
   for (const std::string& path : candidates) {
-    if (void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
-      return library;
+    if (void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return library;
     errors.push_back(DlError());
   }
   return absl::NotFoundError(absl::StrJoin(errors, "; "));
@@ -61,10 +59,10 @@ absl::StatusOr<Driver> LoadDriver() {
   if (path.empty()) path = "libcuda.so.1";
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no CUDA driver: ", path, " not found (", DlError(),
-        "); the cuda pipeline needs an NVIDIA GPU and its driver, use "
-        "--pipeline=cpu on this machine"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no CUDA driver: ", path, " not found (", DlError(),
+                     "); the cuda pipeline needs an NVIDIA GPU and its driver, use "
+                     "--pipeline=cpu on this machine"));
   }
   Driver d;
   const absl::Status statuses[] = {
@@ -90,8 +88,7 @@ absl::StatusOr<Driver> LoadDriver() {
       Bind(library, {"cuEventDestroy_v2", "cuEventDestroy"}, &d.EventDestroy),
       Bind(library, {"cuEventRecord"}, &d.EventRecord),
       Bind(library, {"cuEventSynchronize"}, &d.EventSynchronize),
-      Bind(library, {"cuEventElapsedTime_v2", "cuEventElapsedTime"},
-           &d.EventElapsedTime),
+      Bind(library, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &d.EventElapsedTime),
       Bind(library, {"cuGetErrorString"}, &d.GetErrorString),
   };
   for (const absl::Status& status : statuses) {
@@ -150,25 +147,20 @@ absl::StatusOr<Nvrtc> LoadNvrtc() {
   return n;
 }
 
-absl::StatusOr<std::string> CompileWithNvrtc(
-    const Nvrtc& nvrtc, std::string_view source,
-    const std::vector<std::string>& options) {
+absl::StatusOr<std::string> CompileWithNvrtc(const Nvrtc& nvrtc, std::string_view source,
+                                             const std::vector<std::string>& options) {
   const std::string text(source);
   nvrtcProgram program = nullptr;
-  nvrtcResult result = nvrtc.CreateProgram(&program, text.c_str(), "model.cu",
-                                           0, nullptr, nullptr);
+  nvrtcResult result = nvrtc.CreateProgram(&program, text.c_str(), "model.cu", 0, nullptr, nullptr);
   if (result != NVRTC_SUCCESS) {
-    return absl::InternalError(
-        absl::StrCat("nvrtcCreateProgram: ", nvrtc.GetErrorString(result)));
+    return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nvrtc.GetErrorString(result)));
   }
   std::vector<const char*> argv;
   for (const std::string& option : options) argv.push_back(option.c_str());
-  result =
-      nvrtc.CompileProgram(program, static_cast<int>(argv.size()), argv.data());
+  result = nvrtc.CompileProgram(program, static_cast<int>(argv.size()), argv.data());
   size_t log_size = 0;
   std::string log;
-  if (nvrtc.GetProgramLogSize(program, &log_size) == NVRTC_SUCCESS &&
-      log_size > 1) {
+  if (nvrtc.GetProgramLogSize(program, &log_size) == NVRTC_SUCCESS && log_size > 1) {
     log.resize(log_size);
     nvrtc.GetProgramLog(program, log.data());
     log.resize(log_size - 1);
@@ -184,10 +176,9 @@ absl::StatusOr<std::string> CompileWithNvrtc(
   }
   nvrtc.DestroyProgram(&program);
   if (result != NVRTC_SUCCESS) {
-    return absl::InternalError(
-        absl::StrCat("NVRTC compile of the generated CUDA failed (",
-                     nvrtc.GetErrorString(result), ") with options ",
-                     absl::StrJoin(options, " "), ":\n", log));
+    return absl::InternalError(absl::StrCat("NVRTC compile of the generated CUDA failed (",
+                                            nvrtc.GetErrorString(result), ") with options ",
+                                            absl::StrJoin(options, " "), ":\n", log));
   }
   return cubin;
 }
@@ -197,12 +188,12 @@ absl::StatusOr<std::string> CompileWithNvrtc(
 absl::Status Driver::Check(CUresult result, absl::string_view what) const {
   if (result == CUDA_SUCCESS) return absl::OkStatus();
   const char* text = nullptr;
-  if (GetErrorString == nullptr ||
-      GetErrorString(result, &text) != CUDA_SUCCESS || text == nullptr) {
+  if (GetErrorString == nullptr || GetErrorString(result, &text) != CUDA_SUCCESS ||
+      text == nullptr) {
     text = "unknown error";
   }
-  return absl::InternalError(absl::StrCat(
-      what, " failed: ", text, " (CUresult ", static_cast<int>(result), ")"));
+  return absl::InternalError(
+      absl::StrCat(what, " failed: ", text, " (CUresult ", static_cast<int>(result), ")"));
 }
 
 absl::StatusOr<Cublas> LoadCublas() {
@@ -210,24 +201,21 @@ absl::StatusOr<Cublas> LoadCublas() {
   if (std::string path = GetEnv("LOOM_CUBLAS"); !path.empty()) {
     candidates.push_back(path);
   } else {
-    candidates = {"libcublas.so.13", "libcublas.so",
-                  "/usr/local/cuda/lib64/libcublas.so"};
+    candidates = {"libcublas.so.13", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"};
   }
   absl::StatusOr<void*> library = OpenFirst(candidates);
   if (!library.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cuBLAS not found (", library.status().message(),
-        "); the model's matrix products call it: install cuBLAS (libcublas) "
-        "or set LOOM_CUBLAS"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuBLAS not found (", library.status().message(),
+                     "); the model's matrix products call it: install cuBLAS (libcublas) "
+                     "or set LOOM_CUBLAS"));
   }
   Cublas c;
   const absl::Status statuses[] = {
       Bind(*library, {"cublasCreate_v2"}, &c.Create, "cuBLAS"),
       Bind(*library, {"cublasDestroy_v2"}, &c.Destroy, "cuBLAS"),
-      Bind(*library, {"cublasSgemmStridedBatched"}, &c.SgemmStridedBatched,
-           "cuBLAS"),
-      Bind(*library, {"cublasDgemmStridedBatched"}, &c.DgemmStridedBatched,
-           "cuBLAS"),
+      Bind(*library, {"cublasSgemmStridedBatched"}, &c.SgemmStridedBatched, "cuBLAS"),
+      Bind(*library, {"cublasDgemmStridedBatched"}, &c.DgemmStridedBatched, "cuBLAS"),
       Bind(*library, {"cublasGetStatusString"}, &c.GetStatusString, "cuBLAS"),
   };
   for (const absl::Status& status : statuses) {
@@ -236,13 +224,12 @@ absl::StatusOr<Cublas> LoadCublas() {
   return c;
 }
 
-absl::Status Cublas::Check(cublasStatus_t status,
-                           absl::string_view what) const {
+absl::Status Cublas::Check(cublasStatus_t status, absl::string_view what) const {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   const char* text = GetStatusString(status);
-  return absl::InternalError(
-      absl::StrCat(what, " failed: ", text != nullptr ? text : "unknown error",
-                   " (cublasStatus_t ", static_cast<int>(status), ")"));
+  return absl::InternalError(absl::StrCat(what,
+                                          " failed: ", text != nullptr ? text : "unknown error",
+                                          " (cublasStatus_t ", static_cast<int>(status), ")"));
 }
 
 std::string Device::Arch() const { return absl::StrCat("sm_", major, minor); }
@@ -255,40 +242,34 @@ absl::StatusOr<Device> OpenDevice() {
         const Driver& d = *driver;
         const CUresult init = d.Init(0);
         int count = 0;
-        if (init != CUDA_SUCCESS || d.DeviceGetCount(&count) != CUDA_SUCCESS ||
-            count == 0) {
-          const absl::Status cause = d.Check(
-              init != CUDA_SUCCESS ? init : CUDA_ERROR_NO_DEVICE, "cuInit");
-          return absl::FailedPreconditionError(absl::StrCat(
-              "no CUDA device: ", cause.message(),
-              "; the cuda pipeline needs an NVIDIA GPU, use --pipeline=cpu "
-              "on this machine"));
+        if (init != CUDA_SUCCESS || d.DeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+          const absl::Status cause =
+              d.Check(init != CUDA_SUCCESS ? init : CUDA_ERROR_NO_DEVICE, "cuInit");
+          return absl::FailedPreconditionError(
+              absl::StrCat("no CUDA device: ", cause.message(),
+                           "; the cuda pipeline needs an NVIDIA GPU, use --pipeline=cpu "
+                           "on this machine"));
         }
         Device device;
         device.driver = &d;
-        if (absl::Status s =
-                d.Check(d.DeviceGet(&device.device, 0), "cuDeviceGet");
-            !s.ok()) {
+        if (absl::Status s = d.Check(d.DeviceGet(&device.device, 0), "cuDeviceGet"); !s.ok()) {
           return s;
         }
         const std::pair<CUdevice_attribute, int*> attributes[] = {
             {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &device.major},
             {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &device.minor},
             {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &device.multiprocessors},
-            {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-             &device.max_shared_per_block},
+            {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &device.max_shared_per_block},
         };
         for (const auto& [attribute, value] : attributes) {
-          if (absl::Status s =
-                  d.Check(d.DeviceGetAttribute(value, attribute, device.device),
-                          "cuDeviceGetAttribute");
+          if (absl::Status s = d.Check(d.DeviceGetAttribute(value, attribute, device.device),
+                                       "cuDeviceGetAttribute");
               !s.ok()) {
             return s;
           }
         }
-        if (absl::Status s = d.Check(
-                d.DevicePrimaryCtxRetain(&device.context, device.device),
-                "cuDevicePrimaryCtxRetain");
+        if (absl::Status s = d.Check(d.DevicePrimaryCtxRetain(&device.context, device.device),
+                                     "cuDevicePrimaryCtxRetain");
             !s.ok()) {
           return s;
         }
@@ -296,26 +277,21 @@ absl::StatusOr<Device> OpenDevice() {
       }());
   if (!device->ok()) return device->status();
   const Device& d = **device;
-  if (absl::Status s = d.driver->Check(d.driver->CtxSetCurrent(d.context),
-                                       "cuCtxSetCurrent");
+  if (absl::Status s = d.driver->Check(d.driver->CtxSetCurrent(d.context), "cuCtxSetCurrent");
       !s.ok()) {
     return s;
   }
   return d;
 }
 
-absl::StatusOr<Cubin> CompileCubin(std::string_view source,
-                                   const std::string& arch,
+absl::StatusOr<Cubin> CompileCubin(std::string_view source, const std::string& arch,
                                    const std::string& cache_dir) {
-  static const absl::StatusOr<Nvrtc>* const nvrtc =
-      new absl::StatusOr<Nvrtc>(LoadNvrtc());
+  static const absl::StatusOr<Nvrtc>* const nvrtc = new absl::StatusOr<Nvrtc>(LoadNvrtc());
   if (!nvrtc->ok()) return nvrtc->status();
   if (cache_dir.empty()) {
-    return absl::InvalidArgumentError(
-        "no kernel cache dir: set $LOOM_CACHE_DIR or $HOME");
+    return absl::InvalidArgumentError("no kernel cache dir: set $LOOM_CACHE_DIR or $HOME");
   }
-  const std::vector<std::string> options = {absl::StrCat("-arch=", arch),
-                                            "--std=c++17"};
+  const std::vector<std::string> options = {absl::StrCat("-arch=", arch), "--std=c++17"};
   kernel_cache::ContentHasher hash;
   hash.Add(source);
   for (const std::string& option : options) hash.Add(option);
@@ -335,12 +311,10 @@ absl::StatusOr<Cubin> CompileCubin(std::string_view source,
   const auto start = std::chrono::steady_clock::now();
   LOOM_ASSIGN_OR_RETURN(std::string data, CompileWithNvrtc(**nvrtc, source, options));
   cubin.compile_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   cubin.data = std::move(data);
   LOOM_RETURN_IF_ERROR(WriteFileAtomically(cubin_path, cubin.data));
   return cubin;
 }
-
 
 }  // namespace loom::cuda

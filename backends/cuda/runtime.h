@@ -103,8 +103,7 @@ struct Cubin {
 // is $LOOM_NVRTC if set, else the first of libnvrtc.so, libnvrtc.so.13,
 // libnvrtc.so.12 and /usr/local/cuda/lib64/libnvrtc.so that loads. A
 // compile error is an InternalError with NVRTC's log.
-absl::StatusOr<Cubin> CompileCubin(std::string_view source,
-                                   const std::string& arch,
+absl::StatusOr<Cubin> CompileCubin(std::string_view source, const std::string& arch,
                                    const std::string& cache_dir);
 
 // $LOOM_CACHE_DIR if set, else $HOME/.cache/loom; empty if neither is set.

@@ -50,8 +50,8 @@ TEST(CudaRuntimeTest, NvrtcCompilesEmittedCudaAndCachesIt) {
 }
 
 TEST(CudaRuntimeTest, NvrtcCompilesARecurrence) {
-  absl::StatusOr<Cubin> cubin = CompileCubin(
-      EmittedCuda("examples/lstm_l2_h64.pbtxt"), "sm_90", CacheDir());
+  absl::StatusOr<Cubin> cubin =
+      CompileCubin(EmittedCuda("examples/lstm_l2_h64.pbtxt"), "sm_90", CacheDir());
   if (!cubin.ok() && absl::IsFailedPrecondition(cubin.status())) {
     GTEST_SKIP() << cubin.status();
   }
@@ -71,8 +71,7 @@ TEST(CudaRuntimeTest, NvrtcCompilesIndexChecks) {
 
 TEST(CudaRuntimeTest, CompileErrorsCarryNvrtcsLog) {
   absl::StatusOr<Cubin> cubin =
-      CompileCubin("extern \"C\" __global__ void f() { undeclared(); }",
-                   "sm_90", CacheDir());
+      CompileCubin("extern \"C\" __global__ void f() { undeclared(); }", "sm_90", CacheDir());
   if (!cubin.ok() && absl::IsFailedPrecondition(cubin.status())) {
     GTEST_SKIP() << cubin.status();
   }
@@ -110,8 +109,7 @@ TEST(CudaRuntimeTest, MissingCublasIsAFailedPreconditionNamingIt) {
   ASSERT_FALSE(cublas.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(cublas.status()));
   EXPECT_THAT(cublas.status().message(), HasSubstr("cuBLAS not found"));
-  EXPECT_THAT(cublas.status().message(),
-              HasSubstr("/nonexistent/libcublas.so.13"));
+  EXPECT_THAT(cublas.status().message(), HasSubstr("/nonexistent/libcublas.so.13"));
 }
 
 }  // namespace

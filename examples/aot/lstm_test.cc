@@ -22,8 +22,8 @@ TEST(AotLstmTest, MatchesTheReferenceOutputs) {
 
   std::vector<float> reference(outputs.size());
   std::ifstream file("examples/aot/lstm_l2_h64.reference.bin", std::ios::binary);
-  ASSERT_TRUE(file.read(reinterpret_cast<char*>(reference.data()),
-                        reference.size() * sizeof(float)));
+  ASSERT_TRUE(
+      file.read(reinterpret_cast<char*>(reference.data()), reference.size() * sizeof(float)));
   for (size_t i = 0; i < outputs.size(); ++i) {
     ASSERT_LE(std::fabs(outputs[i] - reference[i]), 1e-5 + 1e-4 * std::fabs(reference[i]))
         << "element " << i;

@@ -10,9 +10,7 @@
 namespace loom::onnx_import {
 namespace {
 
-std::string AttrKindName(AttrKind kind) {
-  return onnx::AttributeProto::AttributeType_Name(kind);
-}
+std::string AttrKindName(AttrKind kind) { return onnx::AttributeProto::AttributeType_Name(kind); }
 
 }  // namespace
 
@@ -35,8 +33,7 @@ Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list) {
   return attrs;
 }
 
-NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset,
-                         Graph& graph, ValueMap& values)
+NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, Graph& graph, ValueMap& values)
     : node_(node), opset_(opset), graph_(graph), values_(values) {
   if (!node.name().empty()) {
     base_ = node.name();
@@ -83,25 +80,21 @@ const TensorType& NodeContext::TypeOf(ValueId id) const {
   return id == kNoValue ? *kNone : graph_.value(id).type;
 }
 
-absl::StatusOr<Tensor> NodeContext::ConstInput(int i,
-                                               absl::string_view what) const {
+absl::StatusOr<Tensor> NodeContext::ConstInput(int i, absl::string_view what) const {
   LOOM_ASSIGN_OR_RETURN(ValueId id, Input(i));
   if (!graph_.HasInitializer(id)) {
-    return Refuse(absl::StrCat(
-        "input '", node_.input(i), "' (", what,
-        ") must be known at import (an initializer, a Constant node or "
-        "computed from them): loom needs it at compile time"));
+    return Refuse(absl::StrCat("input '", node_.input(i), "' (", what,
+                               ") must be known at import (an initializer, a Constant node or "
+                               "computed from them): loom needs it at compile time"));
   }
   return graph_.initializer(id);
 }
 
-absl::StatusOr<std::vector<int64_t>> NodeContext::ConstInts(
-    int i, absl::string_view what) const {
+absl::StatusOr<std::vector<int64_t>> NodeContext::ConstInts(int i, absl::string_view what) const {
   LOOM_ASSIGN_OR_RETURN(Tensor data, ConstInput(i, what));
   if (!IsInteger(data.dtype())) {
     return Refuse(absl::StrCat("input '", node_.input(i), "' (", what,
-                               ") must be int32 or int64, not ",
-                               DTypeName(data.dtype())));
+                               ") must be int32 or int64, not ", DTypeName(data.dtype())));
   }
   std::vector<int64_t> ints;
   for (int64_t k = 0; k < data.num_elements(); ++k) {
@@ -110,8 +103,7 @@ absl::StatusOr<std::vector<int64_t>> NodeContext::ConstInts(
   return ints;
 }
 
-absl::StatusOr<double> NodeContext::ConstScalar(int i,
-                                                absl::string_view what) const {
+absl::StatusOr<double> NodeContext::ConstScalar(int i, absl::string_view what) const {
   LOOM_ASSIGN_OR_RETURN(Tensor data, ConstInput(i, what));
   if (data.num_elements() != 1) {
     return Refuse(absl::StrCat("input '", node_.input(i), "' (", what,
@@ -121,34 +113,30 @@ absl::StatusOr<double> NodeContext::ConstScalar(int i,
   return data.GetDouble(0);
 }
 
-const onnx::AttributeProto* NodeContext::FindAttr(
-    absl::string_view name) const {
+const onnx::AttributeProto* NodeContext::FindAttr(absl::string_view name) const {
   for (const onnx::AttributeProto& attr : node_.attribute()) {
     if (attr.name() == name) return &attr;
   }
   return nullptr;
 }
 
-absl::Status NodeContext::CheckAttrs(
-    absl::Span<const AttrRule> accepted) const {
+absl::Status NodeContext::CheckAttrs(absl::Span<const AttrRule> accepted) const {
   for (const onnx::AttributeProto& attr : node_.attribute()) {
     const AttrRule* rule = nullptr;
     for (const AttrRule& r : accepted) {
       if (r.name == attr.name()) rule = &r;
     }
     if (rule == nullptr) {
-      return Refuse(absl::StrCat("attribute '", attr.name(),
-                                 "' is not supported by loom's importer"));
+      return Refuse(
+          absl::StrCat("attribute '", attr.name(), "' is not supported by loom's importer"));
     }
     if (!attr.ref_attr_name().empty()) {
-      return Refuse(absl::StrCat("attribute '", attr.name(),
-                                 "' refers to a function attribute"));
+      return Refuse(absl::StrCat("attribute '", attr.name(), "' refers to a function attribute"));
     }
     const AttrKind kind = KindOf(attr);
     if (kind != rule->kind) {
-      return Refuse(absl::StrCat("attribute '", attr.name(), "' is ",
-                                 AttrKindName(kind), ", expected ",
-                                 AttrKindName(rule->kind)));
+      return Refuse(absl::StrCat("attribute '", attr.name(), "' is ", AttrKindName(kind),
+                                 ", expected ", AttrKindName(rule->kind)));
     }
   }
   return absl::OkStatus();
@@ -164,8 +152,7 @@ double NodeContext::Float(absl::string_view name, double default_value) const {
   return attr == nullptr ? default_value : attr->f();
 }
 
-std::string NodeContext::String(absl::string_view name,
-                                std::string default_value) const {
+std::string NodeContext::String(absl::string_view name, std::string default_value) const {
   const onnx::AttributeProto* attr = FindAttr(name);
   return attr == nullptr ? std::move(default_value) : attr->s();
 }
@@ -185,8 +172,7 @@ std::vector<double> NodeContext::Floats(absl::string_view name) const {
 std::vector<std::string> NodeContext::Strings(absl::string_view name) const {
   const onnx::AttributeProto* attr = FindAttr(name);
   if (attr == nullptr) return {};
-  return std::vector<std::string>(attr->strings().begin(),
-                                  attr->strings().end());
+  return std::vector<std::string>(attr->strings().begin(), attr->strings().end());
 }
 
 const onnx::TensorProto* NodeContext::TensorAttr(absl::string_view name) const {
@@ -218,50 +204,44 @@ void NodeContext::Fail(absl::Status status) {
   if (status_.ok()) status_ = std::move(status);
 }
 
-std::vector<ValueId> NodeContext::EmitNode(
-    const std::string& op, std::vector<ValueId> inputs, Attrs attrs,
-    int num_outputs, const std::vector<int>& onnx_outputs) {
+std::vector<ValueId> NodeContext::EmitNode(const std::string& op, std::vector<ValueId> inputs,
+                                           Attrs attrs, int num_outputs,
+                                           const std::vector<int>& onnx_outputs) {
   std::vector<ValueId> failed(num_outputs, kNoValue);
   if (!status_.ok()) return failed;
   for (ValueId input : inputs) {
     if (input == kNoValue) {
-      Fail(absl::InternalError(
-          absl::StrCat(label_, ": a loom ", op, " node reads no value")));
+      Fail(absl::InternalError(absl::StrCat(label_, ": a loom ", op, " node reads no value")));
       return failed;
     }
   }
   std::vector<std::string> names;
   for (int k = 0; k < num_outputs; ++k) {
-    const int onnx_index =
-        k < static_cast<int>(onnx_outputs.size()) ? onnx_outputs[k] : -1;
-    if (WantsOutput(onnx_index) &&
-        graph_.FindValue(node_.output(onnx_index)) < 0) {
+    const int onnx_index = k < static_cast<int>(onnx_outputs.size()) ? onnx_outputs[k] : -1;
+    if (WantsOutput(onnx_index) && graph_.FindValue(node_.output(onnx_index)) < 0) {
       names.push_back(node_.output(onnx_index));
     } else {
       names.push_back(FreshName(op));
     }
   }
-  absl::StatusOr<NodeId> id =
-      graph_.AddNode(base_, op, std::move(inputs), names, std::move(attrs));
+  absl::StatusOr<NodeId> id = graph_.AddNode(base_, op, std::move(inputs), names, std::move(attrs));
   if (!id.ok()) {
     Fail(Refuse(id.status().message()));
     return failed;
   }
   const Node& node = graph_.node(*id);
-  absl::StatusOr<const OpDef*> def =
-      FindCheckedOpDef(node, OpRegistry::Global());
+  absl::StatusOr<const OpDef*> def = FindCheckedOpDef(node, OpRegistry::Global());
   std::vector<TensorType> types;
   for (ValueId input : node.inputs) types.push_back(graph_.value(input).type);
   absl::StatusOr<OutputTypes> inferred =
-      def.ok() ? (*def)->infer(node, types)
-               : absl::StatusOr<OutputTypes>(def.status());
+      def.ok() ? (*def)->infer(node, types) : absl::StatusOr<OutputTypes>(def.status());
   if (!inferred.ok()) {
     Fail(Refuse(absl::StrCat("loom ", op, ": ", inferred.status().message())));
     return failed;
   }
   if (static_cast<int>(inferred->size()) != num_outputs) {
-    Fail(absl::InternalError(absl::StrCat(label_, ": loom ", op, " gave ",
-                                          inferred->size(), " outputs")));
+    Fail(absl::InternalError(
+        absl::StrCat(label_, ": loom ", op, " gave ", inferred->size(), " outputs")));
     return failed;
   }
   if (absl::Status s = CheckOutputLimits(graph_, node, *inferred); !s.ok()) {
@@ -278,28 +258,26 @@ std::vector<ValueId> NodeContext::EmitNode(
   return outputs;
 }
 
-ValueId NodeContext::Emit(const std::string& op, std::vector<ValueId> inputs,
-                          Attrs attrs) {
+ValueId NodeContext::Emit(const std::string& op, std::vector<ValueId> inputs, Attrs attrs) {
   return EmitNode(op, std::move(inputs), std::move(attrs), 1)[0];
 }
 
-ValueId NodeContext::EmitOutput(int i, const std::string& op,
-                                std::vector<ValueId> inputs, Attrs attrs) {
+ValueId NodeContext::EmitOutput(int i, const std::string& op, std::vector<ValueId> inputs,
+                                Attrs attrs) {
   return EmitNode(op, std::move(inputs), std::move(attrs), 1, {i})[0];
 }
 
 ValueId NodeContext::CastTo(ValueId value, DType dtype) {
   if (value == kNoValue || TypeOf(value).dtype == dtype) return value;
-  return Emit("cast", {value},
-              MakeAttrs({{"to", std::string(DTypeName(dtype))}}));
+  return Emit("cast", {value}, MakeAttrs({{"to", std::string(DTypeName(dtype))}}));
 }
 
 absl::Status NodeContext::CheckBuildable(const Shape& shape) const {
   // Constants built at import stay far below memory limits.
   constexpr int64_t kMaxElements = int64_t{1} << 28;
   const std::optional<int64_t> elements = CheckedProduct(shape);
-  if (absl::c_any_of(shape, [](int64_t dim) { return dim < 0; }) ||
-      !elements.has_value() || *elements > kMaxElements) {
+  if (absl::c_any_of(shape, [](int64_t dim) { return dim < 0; }) || !elements.has_value() ||
+      *elements > kMaxElements) {
     return Refuse(absl::StrCat("a constant of shape ", ShapeToString(shape),
                                " is invalid or too large to build at import"));
   }
@@ -308,8 +286,8 @@ absl::Status NodeContext::CheckBuildable(const Shape& shape) const {
 
 ValueId NodeContext::Constant(Tensor data) {
   if (!status_.ok()) return kNoValue;
-  absl::StatusOr<ValueId> id = graph_.AddInitializer(
-      FreshName("const"), ValueKind::kConstant, std::move(data));
+  absl::StatusOr<ValueId> id =
+      graph_.AddInitializer(FreshName("const"), ValueKind::kConstant, std::move(data));
   if (!id.ok()) {
     Fail(id.status());
     return kNoValue;
@@ -326,9 +304,9 @@ ValueId NodeContext::Scalar(DType dtype, double value) {
 ValueId NodeContext::ConstantOutput(int i, Tensor data) {
   if (!status_.ok() || !WantsOutput(i)) return kNoValue;
   const std::string& name = node_.output(i);
-  absl::StatusOr<ValueId> id = graph_.AddInitializer(
-      graph_.FindValue(name) < 0 ? name : graph_.UniqueValueName(name),
-      ValueKind::kConstant, std::move(data));
+  absl::StatusOr<ValueId> id =
+      graph_.AddInitializer(graph_.FindValue(name) < 0 ? name : graph_.UniqueValueName(name),
+                            ValueKind::kConstant, std::move(data));
   if (!id.ok()) {
     Fail(id.status());
     return kNoValue;

@@ -40,8 +40,7 @@ class NodeContext {
  public:
   static constexpr ValueId kNoValue = -1;
 
-  NodeContext(const onnx::NodeProto& node, int64_t opset, Graph& graph,
-              ValueMap& values);
+  NodeContext(const onnx::NodeProto& node, int64_t opset, Graph& graph, ValueMap& values);
 
   const onnx::NodeProto& proto() const { return node_; }
   const std::string& op_type() const { return node_.op_type(); }
@@ -62,16 +61,13 @@ class NodeContext {
   // may read types before it checks status()). The reference lasts until
   // the next value is added: keep a copy across Emit and Constant calls.
   const TensorType& TypeOf(ValueId id) const;
-  int64_t RankOf(ValueId id) const {
-    return static_cast<int64_t>(TypeOf(id).shape.size());
-  }
+  int64_t RankOf(ValueId id) const { return static_cast<int64_t>(TypeOf(id).shape.size()); }
   // A copy of the data of input `i`, which must be known at import: an
   // initializer, a Constant node or computed from them. `what` says what
   // loom needs it for ("the target shape").
   absl::StatusOr<Tensor> ConstInput(int i, absl::string_view what) const;
   // ConstInput for integer tensors, as a flat list.
-  absl::StatusOr<std::vector<int64_t>> ConstInts(int i,
-                                                 absl::string_view what) const;
+  absl::StatusOr<std::vector<int64_t>> ConstInts(int i, absl::string_view what) const;
   // ConstInput for a one-element tensor, as a double.
   absl::StatusOr<double> ConstScalar(int i, absl::string_view what) const;
 
@@ -102,16 +98,12 @@ class NodeContext {
   // Adds loom node `op` with `num_outputs` outputs; output k is named after
   // and bound to ONNX output onnx_outputs[k] when that is given and >= 0,
   // else it gets a fresh name. Infers the output types.
-  std::vector<ValueId> EmitNode(const std::string& op,
-                                std::vector<ValueId> inputs, Attrs attrs,
-                                int num_outputs,
-                                const std::vector<int>& onnx_outputs = {});
+  std::vector<ValueId> EmitNode(const std::string& op, std::vector<ValueId> inputs, Attrs attrs,
+                                int num_outputs, const std::vector<int>& onnx_outputs = {});
   // One output with a fresh name.
-  ValueId Emit(const std::string& op, std::vector<ValueId> inputs,
-               Attrs attrs = {});
+  ValueId Emit(const std::string& op, std::vector<ValueId> inputs, Attrs attrs = {});
   // One output, bound to ONNX output `i`.
-  ValueId EmitOutput(int i, const std::string& op, std::vector<ValueId> inputs,
-                     Attrs attrs = {});
+  ValueId EmitOutput(int i, const std::string& op, std::vector<ValueId> inputs, Attrs attrs = {});
   // `value` cast to `dtype` (itself when it has that dtype already).
   ValueId CastTo(ValueId value, DType dtype);
   // Refuses to build a constant of `shape` at import when it has a negative

@@ -24,9 +24,7 @@ using onnx_import::FindConverter;
 using onnx_import::NodeContext;
 using onnx_import::ValueMap;
 
-bool IsDefaultDomain(absl::string_view domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
+bool IsDefaultDomain(absl::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
 
 // The version of the default domain's opset, or 0 when the model imports
 // none (and may then use no op of that domain).
@@ -49,16 +47,16 @@ absl::Status CheckOpsetImports(const onnx::ModelProto& model) {
         is_default ? "the default ONNX domain" : absl::StrCat("domain '", opset.domain(), "'");
     auto range = known.find(is_default ? "" : opset.domain());
     if (range == known.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the model imports opset ", opset.version(), " of ", name,
-          ", a domain loom's ONNX importer does not know"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model imports opset ", opset.version(), " of ", name,
+                       ", a domain loom's ONNX importer does not know"));
     }
     const auto [oldest, newest] = range->second;
     if (opset.version() < oldest || opset.version() > newest) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the model imports opset ", opset.version(), " of ", name,
-          opset.version() > newest ? ", newer than the newest" : ", not an opset",
-          " loom's ONNX importer knows (", oldest, " to ", newest, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model imports opset ", opset.version(), " of ", name,
+                       opset.version() > newest ? ", newer than the newest" : ", not an opset",
+                       " loom's ONNX importer knows (", oldest, " to ", newest, ")"));
     }
   }
   return absl::OkStatus();
@@ -120,11 +118,9 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
         absl::StrCat(what, " has no declared shape; loom needs static shapes"));
   }
   const int rank = tensor.shape().dim_size();
-  if (given != options.input_shapes.end() &&
-      static_cast<int>(given->second.size()) != rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " has rank ", rank, " but the given shape is ",
-                     ShapeToString(given->second)));
+  if (given != options.input_shapes.end() && static_cast<int>(given->second.size()) != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " has rank ", rank, " but the given shape is ", ShapeToString(given->second)));
   }
   Shape shape;
   for (int d = 0; d < rank; ++d) {
@@ -135,20 +131,19 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
                        ", a negative dimension (sizes are at least 0)"));
     }
     if (dim.has_dim_value()) {
-      if (given != options.input_shapes.end() &&
-          given->second[d] != dim.dim_value()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": the given shape ", ShapeToString(given->second),
-            " contradicts dim ", d, " = ", dim.dim_value()));
+      if (given != options.input_shapes.end() && given->second[d] != dim.dim_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": the given shape ", ShapeToString(given->second),
+                         " contradicts dim ", d, " = ", dim.dim_value()));
       }
       shape.push_back(dim.dim_value());
     } else if (given != options.input_shapes.end()) {
       shape.push_back(given->second[d]);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": dim ", d, " is dynamic",
-          dim.has_dim_param() ? absl::StrCat(" ('", dim.dim_param(), "')") : "",
-          "; loom needs static shapes (give the input's shape)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": dim ", d, " is dynamic",
+                       dim.has_dim_param() ? absl::StrCat(" ('", dim.dim_param(), "')") : "",
+                       "; loom needs static shapes (give the input's shape)"));
     }
   }
   return WithinLimits(what, TensorType{dtype, std::move(shape)});
@@ -156,12 +151,11 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
 
 // Checks a graph output's loom type against what the model declares, where
 // it declares it.
-absl::Status CheckDeclaredType(const onnx::ValueInfoProto& info,
-                               const TensorType& actual) {
+absl::Status CheckDeclaredType(const onnx::ValueInfoProto& info, const TensorType& actual) {
   if (!info.has_type()) return absl::OkStatus();
   if (!info.type().has_tensor_type()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "graph output '", info.name(), "' is not declared as a tensor"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph output '", info.name(), "' is not declared as a tensor"));
   }
   const onnx::TypeProto::Tensor& tensor = info.type().tensor_type();
   bool matches = true;
@@ -190,9 +184,9 @@ absl::Status CheckDeclaredType(const onnx::ValueInfoProto& info,
     absl::StrAppend(&declared, "[", absl::StrJoin(dims, ","), "]");
   }
   if (matches) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("graph output '", info.name(), "': the model declares ",
-                   declared, " but loom computes ", TypeToString(actual)));
+  return absl::InvalidArgumentError(absl::StrCat("graph output '", info.name(),
+                                                 "': the model declares ", declared,
+                                                 " but loom computes ", TypeToString(actual)));
 }
 
 class Importer {
@@ -212,8 +206,7 @@ class Importer {
     }
     LOOM_RETURN_IF_ERROR(AddOutputs(g));
     if (absl::Status s = VerifyGraph(graph_); !s.ok()) {
-      return absl::InternalError(
-          absl::StrCat("the imported graph is invalid: ", s.message()));
+      return absl::InternalError(absl::StrCat("the imported graph is invalid: ", s.message()));
     }
     return std::move(graph_);
   }
@@ -221,8 +214,7 @@ class Importer {
  private:
   absl::Status AddArguments(const onnx::GraphProto& g) {
     if (g.sparse_initializer_size() > 0) {
-      return absl::InvalidArgumentError(
-          "sparse initializers are not supported");
+      return absl::InvalidArgumentError("sparse initializers are not supported");
     }
     absl::flat_hash_set<std::string> initializers;
     for (const onnx::TensorProto& init : g.initializer()) {
@@ -247,15 +239,13 @@ class Importer {
     LOOM_ASSIGN_OR_RETURN(TensorType type, InputType(input, options_));
     auto bound = options_.bound_inputs.find(input.name());
     absl::StatusOr<ValueId> id;
-    if (needed_.contains(input.name()) &&
-        bound != options_.bound_inputs.end()) {
+    if (needed_.contains(input.name()) && bound != options_.bound_inputs.end()) {
       if (bound->second.type() != type) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "graph input '", input.name(), "' is ", TypeToString(type),
-            " but its given value is ", TypeToString(bound->second.type())));
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph input '", input.name(), "' is ", TypeToString(type),
+                         " but its given value is ", TypeToString(bound->second.type())));
       }
-      id = graph_.AddInitializer(input.name(), ValueKind::kConstant,
-                                 bound->second);
+      id = graph_.AddInitializer(input.name(), ValueKind::kConstant, bound->second);
     } else {
       id = graph_.AddInput(input.name(), std::move(type));
     }
@@ -299,16 +289,14 @@ class Importer {
     if (schema == nullptr) return absl::OkStatus();  // the converter decides
     auto refuse = [&](const char* what, int count, int low, int high) {
       return NodeContext(node, opset_, graph_, values_)
-          .Refuse(absl::StrCat("has ", count, " ", what, "; ", node.op_type(), " (opset ",
-                               opset_, ") takes ", low, " to ", high));
+          .Refuse(absl::StrCat("has ", count, " ", what, "; ", node.op_type(), " (opset ", opset_,
+                               ") takes ", low, " to ", high));
     };
     if (node.input_size() < schema->min_input() || node.input_size() > schema->max_input()) {
       return refuse("inputs", node.input_size(), schema->min_input(), schema->max_input());
     }
-    if (node.output_size() < schema->min_output() ||
-        node.output_size() > schema->max_output()) {
-      return refuse("outputs", node.output_size(), schema->min_output(),
-                    schema->max_output());
+    if (node.output_size() < schema->min_output() || node.output_size() > schema->max_output()) {
+      return refuse("outputs", node.output_size(), schema->min_output(), schema->max_output());
     }
     return absl::OkStatus();
   }
@@ -317,8 +305,8 @@ class Importer {
     const Converter* converter = FindConverter(node.op_type());
     if (!IsDefaultDomain(node.domain())) {
       return NodeContext(node, opset_, graph_, values_)
-          .Refuse(absl::StrCat("op ", node.op_type(), " of domain '",
-                               node.domain(), "' is not supported by loom"));
+          .Refuse(absl::StrCat("op ", node.op_type(), " of domain '", node.domain(),
+                               "' is not supported by loom"));
     }
     if (opset_ == 0) {
       return NodeContext(node, opset_, graph_, values_)
@@ -336,8 +324,7 @@ class Importer {
     NodeContext ctx(node, opset_, graph_, values_);
     LOOM_RETURN_IF_ERROR((*converter)(ctx));
     if (!ctx.AllOutputsBound()) {
-      return absl::InternalError(
-          absl::StrCat(ctx.label(), ": an output was left undefined"));
+      return absl::InternalError(absl::StrCat(ctx.label(), ": an output was left undefined"));
     }
     return absl::OkStatus();
   }
@@ -345,8 +332,7 @@ class Importer {
   // Converts `node` in a scratch graph whose inputs are the node's (known)
   // inputs as constants, runs it with the reference interpreter and adds
   // its outputs as constants.
-  absl::Status FoldNode(const onnx::NodeProto& node,
-                        const Converter& converter) {
+  absl::Status FoldNode(const onnx::NodeProto& node, const Converter& converter) {
     Graph scratch;
     ValueMap scratch_values;
     for (const std::string& input : node.input()) {
@@ -363,16 +349,14 @@ class Importer {
       if (!ctx.WantsOutput(i)) continue;
       auto it = scratch_values.find(node.output(i));
       if (it == scratch_values.end()) {
-        return absl::InternalError(
-            absl::StrCat(ctx.label(), ": an output was left undefined"));
+        return absl::InternalError(absl::StrCat(ctx.label(), ": an output was left undefined"));
       }
       wanted.push_back(i);
       scratch.AddOutput(it->second);
     }
     absl::StatusOr<std::vector<Tensor>> results = Interpret(scratch, {});
     if (!results.ok()) {
-      return ctx.Refuse(absl::StrCat("cannot compute it at import: ",
-                                     results.status().message()));
+      return ctx.Refuse(absl::StrCat("cannot compute it at import: ", results.status().message()));
     }
     for (size_t k = 0; k < wanted.size(); ++k) {
       const std::string& name = node.output(wanted[k]);
@@ -392,12 +376,10 @@ class Importer {
     for (const onnx::ValueInfoProto& output : g.output()) {
       auto it = values_.find(output.name());
       if (it == values_.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "graph output '", output.name(), "' is not defined by any node"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph output '", output.name(), "' is not defined by any node"));
       }
-      if (absl::Status s =
-              CheckDeclaredType(output, graph_.value(it->second).type);
-          !s.ok()) {
+      if (absl::Status s = CheckDeclaredType(output, graph_.value(it->second).type); !s.ok()) {
         return s;
       }
       graph_.AddOutput(it->second);
@@ -427,19 +409,16 @@ absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path) {
   LOOM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a binary ONNX model (ModelProto)"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a binary ONNX model (ModelProto)"));
   }
   return model;
 }
 
-absl::StatusOr<Graph> LoadOnnxFile(const std::string& path,
-                                   const OnnxImportOptions& options) {
+absl::StatusOr<Graph> LoadOnnxFile(const std::string& path, const OnnxImportOptions& options) {
   LOOM_ASSIGN_OR_RETURN(onnx::ModelProto model, ReadOnnxModelFile(path));
   absl::StatusOr<Graph> graph = ImportOnnxModel(model, options);
   if (!graph.ok()) {
-    return absl::Status(graph.status().code(),
-                        absl::StrCat(path, ": ", graph.status().message()));
+    return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
   }
   return graph;
 }

@@ -57,8 +57,7 @@ absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
                                       const OnnxImportOptions& options = {});
 
 // Reads and imports a binary .onnx file. Errors name the path.
-absl::StatusOr<Graph> LoadOnnxFile(const std::string& path,
-                                   const OnnxImportOptions& options = {});
+absl::StatusOr<Graph> LoadOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
 
 // Reads a binary .onnx file into its proto.
 absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path);

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,8 +39,7 @@ class ModelBuilder {
   ModelBuilder& SymbolicInput(const std::string& name, const std::string& dim) {
     onnx::ValueInfoProto* info = model_.mutable_graph()->add_input();
     info->set_name(name);
-    onnx::TypeProto::Tensor* tensor =
-        info->mutable_type()->mutable_tensor_type();
+    onnx::TypeProto::Tensor* tensor = info->mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(onnx::TensorProto::FLOAT);
     tensor->mutable_shape()->add_dim()->set_dim_param(dim);
     return *this;
@@ -61,10 +60,8 @@ class ModelBuilder {
     t->set_name(name);
     return *this;
   }
-  onnx::NodeProto& Node(const std::string& op,
-                        const std::vector<std::string>& inputs,
-                        const std::vector<std::string>& outputs,
-                        const std::string& name = "") {
+  onnx::NodeProto& Node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& name = "") {
     onnx::NodeProto* node = model_.mutable_graph()->add_node();
     node->set_op_type(op);
     node->set_name(name);
@@ -94,11 +91,10 @@ class ModelBuilder {
   }
 
  private:
-  static void SetType(onnx::ValueInfoProto* info, const std::string& name,
-                      int32_t elem_type, const std::vector<int64_t>& dims) {
+  static void SetType(onnx::ValueInfoProto* info, const std::string& name, int32_t elem_type,
+                      const std::vector<int64_t>& dims) {
     info->set_name(name);
-    onnx::TypeProto::Tensor* tensor =
-        info->mutable_type()->mutable_tensor_type();
+    onnx::TypeProto::Tensor* tensor = info->mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(elem_type);
     onnx::TensorShapeProto* shape = tensor->mutable_shape();
     for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
@@ -114,24 +110,21 @@ void SetAttr(onnx::NodeProto& node, const std::string& name, int64_t value) {
   attr->set_i(value);
 }
 
-void SetAttr(onnx::NodeProto& node, const std::string& name,
-             const onnx::TensorProto& value) {
+void SetAttr(onnx::NodeProto& node, const std::string& name, const onnx::TensorProto& value) {
   onnx::AttributeProto* attr = node.add_attribute();
   attr->set_name(name);
   attr->set_type(onnx::AttributeProto::TENSOR);
   *attr->mutable_t() = value;
 }
 
-void SetInts(onnx::NodeProto& node, const std::string& name,
-             const std::vector<int64_t>& values) {
+void SetInts(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {
   onnx::AttributeProto* attr = node.add_attribute();
   attr->set_name(name);
   attr->set_type(onnx::AttributeProto::INTS);
   for (int64_t v : values) attr->add_ints(v);
 }
 
-void SetString(onnx::NodeProto& node, const std::string& name,
-               const std::string& value) {
+void SetString(onnx::NodeProto& node, const std::string& name, const std::string& value) {
   onnx::AttributeProto* attr = node.add_attribute();
   attr->set_name(name);
   attr->set_type(onnx::AttributeProto::STRING);
@@ -154,11 +147,8 @@ std::vector<std::string> Ops(const Graph& graph) {
 
 TEST(OnnxImporterTest, MapsInputsInitializersAndConstants) {
   ModelBuilder b;
-  b.Input("x", onnx::TensorProto::FLOAT, {2, 3})
-      .Initializer("w", {3}, {1, 2, 3})
-      .Output("y");
-  SetAttr(b.Node("Constant", {}, {"c"}), "value",
-          ModelBuilder::FloatTensor({}, {10}));
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3}).Initializer("w", {3}, {1, 2, 3}).Output("y");
+  SetAttr(b.Node("Constant", {}, {"c"}), "value", ModelBuilder::FloatTensor({}, {10}));
   b.Node("Add", {"x", "w"}, {"s"});
   b.Node("Mul", {"s", "c"}, {"y"});
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
@@ -183,9 +173,8 @@ TEST(OnnxImporterTest, RefusesUnsupportedOpNamingTheNode) {
   b.Node("Det", {"x"}, {"y"}, "det1");
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(graph.status().message(),
-              HasSubstr("node 'det1' (Det): op Det (opset 17) is not "
-                        "supported"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("node 'det1' (Det): op Det (opset 17) is not "
+                                                  "supported"));
 }
 
 TEST(OnnxImporterTest, RefusesOtherDomains) {
@@ -223,8 +212,7 @@ TEST(OnnxImporterTest, RefusesOpsetsTheImporterDoesNotKnow) {
 
 TEST(OnnxImporterTest, RefusesInputShapesBeyondTheLimits) {
   ModelBuilder overflow;
-  overflow.Input("x", onnx::TensorProto::FLOAT, {int64_t{1} << 40, int64_t{1} << 40})
-      .Output("y");
+  overflow.Input("x", onnx::TensorProto::FLOAT, {int64_t{1} << 40, int64_t{1} << 40}).Output("y");
   overflow.Node("Relu", {"x"}, {"y"});
   absl::StatusOr<Graph> graph = ImportOnnxModel(overflow.model());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
@@ -310,8 +298,7 @@ TEST(OnnxImporterTest, RefusesUnsupportedDtypes) {
 
   ModelBuilder cast;
   cast.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
-  SetAttr(cast.Node("Cast", {"x"}, {"y"}, "to_half"), "to",
-          int64_t{onnx::TensorProto::FLOAT16});
+  SetAttr(cast.Node("Cast", {"x"}, {"y"}, "to_half"), "to", int64_t{onnx::TensorProto::FLOAT16});
   graph = ImportOnnxModel(cast.model());
   EXPECT_THAT(graph.status().message(), HasSubstr("node 'to_half' (Cast)"));
   EXPECT_THAT(graph.status().message(), HasSubstr("FLOAT16"));
@@ -372,20 +359,16 @@ TEST(OnnxImporterTest, FoldsShapeComputations) {
   ModelBuilder b;
   b.Input("x", onnx::TensorProto::FLOAT, {2, 3, 4}).Output("y");
   b.Node("Shape", {"x"}, {"s"});
-  SetAttr(b.Node("Constant", {}, {"zero"}), "value",
-          ModelBuilder::IntTensor({1}, {0}));
-  SetAttr(b.Node("Constant", {}, {"one"}), "value",
-          ModelBuilder::IntTensor({1}, {1}));
-  SetAttr(b.Node("Constant", {}, {"minus_one"}), "value",
-          ModelBuilder::IntTensor({1}, {-1}));
+  SetAttr(b.Node("Constant", {}, {"zero"}), "value", ModelBuilder::IntTensor({1}, {0}));
+  SetAttr(b.Node("Constant", {}, {"one"}), "value", ModelBuilder::IntTensor({1}, {1}));
+  SetAttr(b.Node("Constant", {}, {"minus_one"}), "value", ModelBuilder::IntTensor({1}, {-1}));
   b.Node("Slice", {"s", "zero", "one"}, {"batch"});
   SetAttr(b.Node("Concat", {"batch", "minus_one"}, {"target"}), "axis", 0);
   b.Node("Reshape", {"x", "target"}, {"y"});
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(Ops(*graph), std::vector<std::string>{"reshape"});
-  EXPECT_EQ(graph->nodes()[0].attrs.GetInts("shape"),
-            (std::vector<int64_t>{2, -1}));
+  EXPECT_EQ(graph->nodes()[0].attrs.GetInts("shape"), (std::vector<int64_t>{2, -1}));
   EXPECT_EQ(graph->value(graph->outputs()[0]).type.shape, (Shape{2, 12}));
 }
 
@@ -405,8 +388,7 @@ TEST(OnnxImporterTest, OldSoftmaxFlattensAtAxis) {
     double sum = 0;
     for (int64_t i = 0; i < 12; ++i) sum += std::exp(x.GetDouble(row * 12 + i));
     for (int64_t i = 0; i < 12; ++i) {
-      EXPECT_NEAR((*y)[0].GetDouble(row * 12 + i),
-                  std::exp(x.GetDouble(row * 12 + i)) / sum, 1e-6);
+      EXPECT_NEAR((*y)[0].GetDouble(row * 12 + i), std::exp(x.GetDouble(row * 12 + i)) / sum, 1e-6);
     }
   }
 }
@@ -433,8 +415,7 @@ TEST(OnnxImporterTest, LayerNormalizationStatisticsOutputs) {
     const double inv_std = 1 / std::sqrt(var + 1e-5);
     EXPECT_NEAR((*out)[1].GetDouble(row), mean, 1e-6);
     EXPECT_NEAR((*out)[2].GetDouble(row), inv_std, 1e-4);
-    EXPECT_NEAR((*out)[0].GetDouble(row * 5),
-                (x.GetDouble(row * 5) - mean) * inv_std, 1e-5);
+    EXPECT_NEAR((*out)[0].GetDouble(row * 5), (x.GetDouble(row * 5) - mean) * inv_std, 1e-5);
   }
 }
 
@@ -448,8 +429,7 @@ TEST(OnnxImporterTest, RecurrenceMaterialisesMiddleInputs) {
       .Input("r", onnx::TensorProto::FLOAT, {1, 15, 5})
       .Input("h0", onnx::TensorProto::FLOAT, {1, 2, 5})
       .TypedOutput("y_h", onnx::TensorProto::FLOAT, {1, 2, 5});
-  onnx::NodeProto& gru =
-      b.Node("GRU", {"x", "w", "r", "", "", "h0"}, {"", "y_h"});
+  onnx::NodeProto& gru = b.Node("GRU", {"x", "w", "r", "", "", "h0"}, {"", "y_h"});
   SetAttr(gru, "hidden_size", 5);
   SetAttr(gru, "linear_before_reset", 1);
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
@@ -459,8 +439,7 @@ TEST(OnnxImporterTest, RecurrenceMaterialisesMiddleInputs) {
   ASSERT_EQ(node.inputs.size(), 6u);
   const Tensor& bias = graph->initializer(node.inputs[3]);
   EXPECT_EQ(bias.shape(), (Shape{1, 30}));
-  for (int64_t i = 0; i < bias.num_elements(); ++i)
-    EXPECT_EQ(bias.GetDouble(i), 0);
+  for (int64_t i = 0; i < bias.num_elements(); ++i) EXPECT_EQ(bias.GetDouble(i), 0);
   const Tensor& lengths = graph->initializer(node.inputs[4]);
   EXPECT_EQ(lengths.shape(), Shape{2});
   EXPECT_EQ(lengths.GetInt(0), 4);
@@ -488,17 +467,13 @@ TEST(OnnxImporterTest, RecurrenceRefusesActivationParameters) {
 
 TEST(OnnxImporterTest, ClipBoundsMustBeKnown) {
   ModelBuilder b;
-  b.Input("x", onnx::TensorProto::FLOAT, {3})
-      .Input("lo", onnx::TensorProto::FLOAT, {})
-      .Output("y");
+  b.Input("x", onnx::TensorProto::FLOAT, {3}).Input("lo", onnx::TensorProto::FLOAT, {}).Output("y");
   b.Node("Clip", {"x", "lo"}, {"y"}, "clip");
   EXPECT_THAT(ImportOnnxModel(b.model()).status().message(),
               HasSubstr("input 'lo' (min) must be known at import"));
 
   ModelBuilder known;
-  known.Input("x", onnx::TensorProto::FLOAT, {3})
-      .Initializer("hi", {}, {0.25f})
-      .Output("y");
+  known.Input("x", onnx::TensorProto::FLOAT, {3}).Initializer("hi", {}, {0.25f}).Output("y");
   known.Node("Clip", {"x", "", "hi"}, {"y"});
   absl::StatusOr<Graph> graph = ImportOnnxModel(known.model());
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -508,8 +483,7 @@ TEST(OnnxImporterTest, ClipBoundsMustBeKnown) {
 
 TEST(OnnxImporterTest, DeclaredOutputTypesAreChecked) {
   ModelBuilder b;
-  b.Input("x", onnx::TensorProto::FLOAT, {2, 3})
-      .TypedOutput("y", onnx::TensorProto::FLOAT, {3, 2});
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3}).TypedOutput("y", onnx::TensorProto::FLOAT, {3, 2});
   b.Node("Relu", {"x"}, {"y"});
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
@@ -669,7 +643,9 @@ TEST(OnnxImporterTest, ConvTransposeOutputShapeBecomesPads) {
   EXPECT_EQ(ConvTransposePads(auto_pad("SAME_UPPER")), (Ints{0, 1}));  // 6 positions
   EXPECT_EQ(ConvTransposePads(auto_pad("SAME_LOWER")), (Ints{1, 0}));
   EXPECT_EQ(ConvTransposePads(auto_pad("VALID")), (Ints{0, 0}));
-  EXPECT_EQ(ConvTransposePads([](onnx::NodeProto& n) { SetInts(n, "pads", {2, 1}); }),
+  EXPECT_EQ(ConvTransposePads([](onnx::NodeProto& n) {
+              SetInts(n, "pads", {2, 1});
+            }),
             (Ints{2, 1}));
   auto output_shape = [](Ints shape) {
     return [shape](onnx::NodeProto& n) { SetInts(n, "output_shape", shape); };
@@ -711,12 +687,16 @@ TEST(OnnxImporterTest, ConvTransposeComputesAndRefuses) {
               }),
               HasSubstr("node 'up' (ConvTranspose): attributes 'pads' and 'output_shape' are "
                         "both given"));
-  EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetInts(n, "output_shape", {3, 3}); }),
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) {
+                SetInts(n, "output_shape", {3, 3});
+              }),
               HasSubstr("node 'up' (ConvTranspose): attribute 'output_shape' [3,3] needs 1 (or "
                         "3) entries"));
   EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetString(n, "auto_pad", "SAME"); }),
               HasSubstr("node 'up' (ConvTranspose): attribute 'auto_pad' 'SAME' is not one of"));
-  EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetInts(n, "pads", {-1, 0}); }),
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) {
+                SetInts(n, "pads", {-1, 0});
+              }),
               HasSubstr("node 'up' (ConvTranspose): attribute 'pads' [-1,0] has a negative "
                         "entry"));
   EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetInts(n, "kernel_shape", {3}); }),
@@ -725,7 +705,9 @@ TEST(OnnxImporterTest, ConvTransposeComputesAndRefuses) {
   EXPECT_THAT(refusal([](onnx::NodeProto&) {}, {1, 2}),
               HasSubstr("node 'up' (ConvTranspose): W [1,2] must have X's rank 3 ([C, "
                         "M/group, kernel...])"));
-  EXPECT_THAT(refusal([](onnx::NodeProto& n) { SetInts(n, "pads", {2, 2}); }),
+  EXPECT_THAT(refusal([](onnx::NodeProto& n) {
+                SetInts(n, "pads", {2, 2});
+              }),
               HasSubstr("node 'up' (ConvTranspose): loom conv_transpose: the output would have "
                         "-1 positions"));
 }
@@ -1027,8 +1009,7 @@ TEST(OnnxImporterTest, RefusesHugeConstantsWithoutAllocating) {
   // A tensor whose dims claim more than its data holds.
   onnx::TensorProto lying = ModelBuilder::FloatTensor({}, {1});
   lying.add_dims(int64_t{1} << 39);
-  EXPECT_THAT(TensorFromOnnx(lying, "t").status().message(),
-              HasSubstr("1 values in float_data"));
+  EXPECT_THAT(TensorFromOnnx(lying, "t").status().message(), HasSubstr("1 values in float_data"));
 }
 
 TEST(OnnxTensorTest, ReadsRawAndTypedData) {
@@ -1057,12 +1038,10 @@ TEST(OnnxTensorTest, RefusesBadData) {
               HasSubstr("2 values in float_data for shape [3]"));
   onnx::TensorProto external = ModelBuilder::FloatTensor({1}, {1});
   external.set_data_location(onnx::TensorProto::EXTERNAL);
-  EXPECT_THAT(TensorFromOnnx(external, "t").status().message(),
-              HasSubstr("external"));
+  EXPECT_THAT(TensorFromOnnx(external, "t").status().message(), HasSubstr("external"));
   onnx::TensorProto negative = ModelBuilder::FloatTensor({}, {1});
   negative.add_dims(-2);
-  EXPECT_EQ(TensorFromOnnx(negative, "t").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TensorFromOnnx(negative, "t").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(OnnxTensorTest, ReadsNarrowAndUnsignedIntegers) {
@@ -1123,8 +1102,9 @@ TEST(OnnxImporterTest, BitShiftOnUnsignedIntegers) {
   ModelBuilder up;
   up.Input("x", onnx::TensorProto::UINT8, {1}).Output("y");
   SetString(up.Node("BitShift", {"x", "x"}, {"y"}, "up"), "direction", "UP");
-  EXPECT_THAT(ImportOnnxModel(up.model()).status().message(),
-              HasSubstr("node 'up' (BitShift): attribute 'direction' must be \"LEFT\" or \"RIGHT\""));
+  EXPECT_THAT(
+      ImportOnnxModel(up.model()).status().message(),
+      HasSubstr("node 'up' (BitShift): attribute 'direction' must be \"LEFT\" or \"RIGHT\""));
   ModelBuilder signed_shift;
   signed_shift.Input("x", onnx::TensorProto::INT32, {1}).Output("y");
   SetString(signed_shift.Node("BitShift", {"x", "x"}, {"y"}, "s"), "direction", "RIGHT");

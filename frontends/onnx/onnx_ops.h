@@ -37,14 +37,12 @@ void AddMathConverters(ConverterMap& map);
 // with A's starting at attribute `axis` (default: B's trailing dims align
 // with A's, as numpy does). Returns the converter's accepted attributes
 // plus these two (broadcast alone with `with_axis` false) for opset < 7.
-std::vector<AttrRule> WithLegacyBroadcast(const NodeContext& ctx,
-                                          std::vector<AttrRule> accepted,
+std::vector<AttrRule> WithLegacyBroadcast(const NodeContext& ctx, std::vector<AttrRule> accepted,
                                           bool with_axis = true);
 // Operand `b` of a binary op viewed so that loom's numpy broadcasting does
 // what the legacy attributes say (reshaped to A's rank when `axis` is
 // given); refuses shapes they do not allow. From opset 7 it is `b`.
-absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a,
-                                               ValueId b);
+absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a, ValueId b);
 
 // The converter for an ONNX op of the default domain, or null.
 const Converter* FindConverter(absl::string_view op_type);

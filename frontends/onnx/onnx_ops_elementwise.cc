@@ -22,8 +22,7 @@ constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
 // legacy broadcast attributes before opset 7.
 Converter Binary(std::string op) {
   return [op](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs(WithLegacyBroadcast(ctx, {}));
-        !s.ok()) {
+    if (absl::Status s = ctx.CheckAttrs(WithLegacyBroadcast(ctx, {})); !s.ok()) {
       return s;
     }
     const ValueId a = ctx.In(0);
@@ -65,8 +64,7 @@ Converter Variadic(std::string op) {
 absl::Status ConvertMean(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const ValueId sum = Fold(ctx, "add");
-  ctx.EmitOutput(0, "div",
-                 {sum, ctx.Scalar(ctx.TypeOf(sum).dtype, ctx.num_inputs())});
+  ctx.EmitOutput(0, "div", {sum, ctx.Scalar(ctx.TypeOf(sum).dtype, ctx.num_inputs())});
   return ctx.status();
 }
 
@@ -82,17 +80,15 @@ absl::Status ConvertPow(NodeContext& ctx) {
     ctx.EmitOutput(0, "pow", {base, exponent});
     return ctx.status();
   }
-  const ValueId power = ctx.Emit("pow", {ctx.CastTo(base, DType::kF64),
-                                         ctx.CastTo(exponent, DType::kF64)});
-  ctx.EmitOutput(0, "cast", {power},
-                 MakeAttrs({{"to", std::string(DTypeName(dtype))}}));
+  const ValueId power =
+      ctx.Emit("pow", {ctx.CastTo(base, DType::kF64), ctx.CastTo(exponent, DType::kF64)});
+  ctx.EmitOutput(0, "cast", {power}, MakeAttrs({{"to", std::string(DTypeName(dtype))}}));
   return ctx.status();
 }
 
 absl::Status ConvertMod(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"fmod", kInt}}));
-  ctx.EmitOutput(0, "mod", {ctx.In(0), ctx.In(1)},
-                 MakeAttrs({{"fmod", ctx.Int("fmod", 0)}}));
+  ctx.EmitOutput(0, "mod", {ctx.In(0), ctx.In(1)}, MakeAttrs({{"fmod", ctx.Int("fmod", 0)}}));
   return ctx.status();
 }
 
@@ -102,22 +98,18 @@ absl::Status ConvertBitShift(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"direction", kString}}));
   const std::string direction = ctx.String("direction", "");
   if (direction != "LEFT" && direction != "RIGHT") {
-    return ctx.Refuse(absl::StrCat(
-        "attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"",
-        direction, "\""));
+    return ctx.Refuse(absl::StrCat("attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"",
+                                   direction, "\""));
   }
   ctx.EmitOutput(0, "bit_shift", {ctx.In(0), ctx.In(1)},
-                 MakeAttrs({{"direction", std::string(direction == "LEFT"
-                                                          ? "left"
-                                                          : "right")}}));
+                 MakeAttrs({{"direction", std::string(direction == "LEFT" ? "left" : "right")}}));
   return ctx.status();
 }
 
 absl::Status ConvertClip(NodeContext& ctx) {
   Attrs attrs;
   if (ctx.opset() < 11) {
-    if (absl::Status s = ctx.CheckAttrs({{"min", kFloat}, {"max", kFloat}});
-        !s.ok()) {
+    if (absl::Status s = ctx.CheckAttrs({{"min", kFloat}, {"max", kFloat}}); !s.ok()) {
       return s;
     }
     for (const char* bound : {"min", "max"}) {
@@ -137,8 +129,7 @@ absl::Status ConvertClip(NodeContext& ctx) {
 }
 
 absl::Status EmitCast(NodeContext& ctx, DType to) {
-  ctx.EmitOutput(0, "cast", {ctx.In(0)},
-                 MakeAttrs({{"to", std::string(DTypeName(to))}}));
+  ctx.EmitOutput(0, "cast", {ctx.In(0)}, MakeAttrs({{"to", std::string(DTypeName(to))}}));
   return ctx.status();
 }
 
@@ -170,8 +161,8 @@ absl::StatusOr<ValueId> AlongAxis(NodeContext& ctx, ValueId param, const Shape& 
   }
   if (axis < 0) axis += rank;
   if (shape.size() != 1 || shape[0] != x[axis]) {
-    return ctx.Refuse(absl::StrCat(what, " must be a scalar or have shape [", x[axis],
-                                   "] (axis ", axis, " of ", ShapeToString(x), "), got ",
+    return ctx.Refuse(absl::StrCat(what, " must be a scalar or have shape [", x[axis], "] (axis ",
+                                   axis, " of ", ShapeToString(x), "), got ",
                                    ShapeToString(shape)));
   }
   Shape along(x.size(), 1);
@@ -235,8 +226,8 @@ absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
   }
   if (ctx.HasInput(2)) to = ctx.TypeOf(ctx.In(2)).dtype;
   if (!IsInteger(to) || DTypeSize(to) > 2) {
-    return ctx.Refuse(absl::StrCat("quantizing to ", DTypeName(to),
-                                   " is not supported (u8, i8, u16 or i16)"));
+    return ctx.Refuse(
+        absl::StrCat("quantizing to ", DTypeName(to), " is not supported (u8, i8, u16 or i16)"));
   }
   if (x_type.dtype != float_type && x_type.dtype != DType::kI32) {
     return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype), ", expected ",
@@ -271,10 +262,9 @@ absl::Status ConvertDynamicQuantizeLinear(NodeContext& ctx) {
   const ValueId scale =
       ctx.EmitOutput(1, "div", {ctx.Emit("sub", {high, low}), ctx.Scalar(dtype, 255)});
   const ValueId initial = ctx.Emit("sub", {zero, ctx.Emit("div", {low, scale})});
-  const ValueId clipped =
-      ctx.Emit("clip", {initial}, MakeAttrs({{"min", 0.0}, {"max", 255.0}}));
-  const ValueId zero_point =
-      ctx.EmitOutput(2, "cast", {ctx.Emit("round", {clipped})}, MakeAttrs({{"to", std::string("u8")}}));
+  const ValueId clipped = ctx.Emit("clip", {initial}, MakeAttrs({{"min", 0.0}, {"max", 255.0}}));
+  const ValueId zero_point = ctx.EmitOutput(2, "cast", {ctx.Emit("round", {clipped})},
+                                            MakeAttrs({{"to", std::string("u8")}}));
   ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, scale, zero_point, dtype)},
                  MakeAttrs({{"to", std::string("u8")}}));
   return ctx.status();
@@ -287,8 +277,8 @@ absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
   LOOM_ASSIGN_OR_RETURN(QuantizationOperands q, ReadQuantizationOperands(ctx));
   const auto& [x, scale, x_type, float_type] = q;
   if (!IsInteger(x_type.dtype)) {
-    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype),
-                                   ", expected an integer type"));
+    return ctx.Refuse(
+        absl::StrCat("x has dtype ", DTypeName(x_type.dtype), ", expected an integer type"));
   }
   ValueId y = ctx.CastTo(x, float_type);
   if (ctx.HasInput(2)) {
@@ -349,12 +339,10 @@ absl::Status ConvertIdentity(NodeContext& ctx) {
 
 // An activation with float attributes that loom has under the same names;
 // `defaults` are ONNX's (as float32, like the attributes themselves).
-Converter Activation(std::string op,
-                     std::vector<std::pair<std::string, float>> defaults) {
+Converter Activation(std::string op, std::vector<std::pair<std::string, float>> defaults) {
   return [op, defaults](NodeContext& ctx) -> absl::Status {
     std::vector<AttrRule> accepted;
-    for (const auto& [name, value] : defaults)
-      accepted.push_back({name, kFloat});
+    for (const auto& [name, value] : defaults) accepted.push_back({name, kFloat});
     LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
     Attrs attrs;
     for (const auto& [name, value] : defaults) {
@@ -396,10 +384,9 @@ absl::Status ConvertCelu(NodeContext& ctx) {
   const ValueId x = ctx.In(0);
   const DType t = ctx.TypeOf(x).dtype;
   const ValueId a = ctx.Scalar(t, alpha);
-  const ValueId expm1 = ctx.Emit(
-      "sub", {ctx.Emit("exp", {ctx.Emit("div", {x, a})}), ctx.Scalar(t, 1)});
-  const ValueId negative =
-      ctx.Emit("minimum", {ctx.Scalar(t, 0), ctx.Emit("mul", {a, expm1})});
+  const ValueId expm1 =
+      ctx.Emit("sub", {ctx.Emit("exp", {ctx.Emit("div", {x, a})}), ctx.Scalar(t, 1)});
+  const ValueId negative = ctx.Emit("minimum", {ctx.Scalar(t, 0), ctx.Emit("mul", {a, expm1})});
   ctx.EmitOutput(0, "add", {ctx.Emit("relu", {x}), negative});
   return ctx.status();
 }
@@ -418,16 +405,15 @@ absl::Status ConvertThresholdedRelu(NodeContext& ctx) {
 absl::Status ConvertSoftsign(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   const ValueId x = ctx.In(0);
-  const ValueId denominator = ctx.Emit(
-      "add", {ctx.Scalar(ctx.TypeOf(x).dtype, 1), ctx.Emit("abs", {x})});
+  const ValueId denominator =
+      ctx.Emit("add", {ctx.Scalar(ctx.TypeOf(x).dtype, 1), ctx.Emit("abs", {x})});
   ctx.EmitOutput(0, "div", {x, denominator});
   return ctx.status();
 }
 
 // shrink(x) = x < -lambd ? x + bias : x > lambd ? x - bias : 0
 absl::Status ConvertShrink(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"bias", kFloat}, {"lambd", kFloat}});
-      !s.ok()) {
+  if (absl::Status s = ctx.CheckAttrs({{"bias", kFloat}, {"lambd", kFloat}}); !s.ok()) {
     return s;
   }
   const ValueId x = ctx.In(0);
@@ -436,8 +422,7 @@ absl::Status ConvertShrink(NodeContext& ctx) {
   const ValueId bias = ctx.Scalar(t, ctx.Float("bias", 0.0f));
   const ValueId above = ctx.Emit("greater", {x, ctx.Scalar(t, lambd)});
   const ValueId below = ctx.Emit("less", {x, ctx.Scalar(t, -lambd)});
-  const ValueId upper =
-      ctx.Emit("where", {above, ctx.Emit("sub", {x, bias}), ctx.Scalar(t, 0)});
+  const ValueId upper = ctx.Emit("where", {above, ctx.Emit("sub", {x, bias}), ctx.Scalar(t, 0)});
   ctx.EmitOutput(0, "where", {below, ctx.Emit("add", {x, bias}), upper});
   return ctx.status();
 }
@@ -447,9 +432,8 @@ Converter Hyperbolic(std::string combine) {
   return [combine](NodeContext& ctx) -> absl::Status {
     LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     const ValueId x = ctx.In(0);
-    const ValueId sum = ctx.Emit(
-        combine,
-        {ctx.Emit("exp", {x}), ctx.Emit("exp", {ctx.Emit("neg", {x})})});
+    const ValueId sum =
+        ctx.Emit(combine, {ctx.Emit("exp", {x}), ctx.Emit("exp", {ctx.Emit("neg", {x})})});
     ctx.EmitOutput(0, "mul", {sum, ctx.Scalar(ctx.TypeOf(x).dtype, 0.5)});
     return ctx.status();
   };
@@ -471,8 +455,7 @@ absl::Status ConvertIsNaN(NodeContext& ctx) {
 }
 
 absl::Status ConvertIsInf(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs(
-          {{"detect_negative", kInt}, {"detect_positive", kInt}});
+  if (absl::Status s = ctx.CheckAttrs({{"detect_negative", kInt}, {"detect_positive", kInt}});
       !s.ok()) {
     return s;
   }
@@ -482,16 +465,14 @@ absl::Status ConvertIsInf(NodeContext& ctx) {
   const TensorType type = ctx.TypeOf(x);
   if (!ctx.ok()) return ctx.status();
   if (!IsFloat(type.dtype)) {
-    return ctx.Refuse(absl::StrCat("input has dtype ", DTypeName(type.dtype),
-                                   ", expected a float type"));
+    return ctx.Refuse(
+        absl::StrCat("input has dtype ", DTypeName(type.dtype), ", expected a float type"));
   }
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if (negative && positive) {
-    ctx.EmitOutput(0, "equal",
-                   {ctx.Emit("abs", {x}), ctx.Scalar(type.dtype, kInf)});
+    ctx.EmitOutput(0, "equal", {ctx.Emit("abs", {x}), ctx.Scalar(type.dtype, kInf)});
   } else if (negative || positive) {
-    ctx.EmitOutput(0, "equal",
-                   {x, ctx.Scalar(type.dtype, positive ? kInf : -kInf)});
+    ctx.EmitOutput(0, "equal", {x, ctx.Scalar(type.dtype, positive ? kInf : -kInf)});
   } else if (absl::Status s = ctx.CheckBuildable(type.shape); !s.ok()) {
     return s;
   } else {
@@ -502,8 +483,7 @@ absl::Status ConvertIsInf(NodeContext& ctx) {
 
 }  // namespace
 
-std::vector<AttrRule> WithLegacyBroadcast(const NodeContext& ctx,
-                                          std::vector<AttrRule> accepted,
+std::vector<AttrRule> WithLegacyBroadcast(const NodeContext& ctx, std::vector<AttrRule> accepted,
                                           bool with_axis) {
   if (ctx.opset() >= 7) return accepted;
   accepted.push_back({"broadcast", kInt});
@@ -511,23 +491,21 @@ std::vector<AttrRule> WithLegacyBroadcast(const NodeContext& ctx,
   return accepted;
 }
 
-absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a,
-                                               ValueId b) {
+absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a, ValueId b) {
   if (ctx.opset() >= 7) return b;
   const Shape a_shape = ctx.TypeOf(a).shape;
   const Shape b_shape = ctx.TypeOf(b).shape;
   if (!ctx.ok()) return ctx.status();
   const int64_t broadcast = ctx.Int("broadcast", 0);
   if (broadcast != 0 && broadcast != 1) {
-    return ctx.Refuse(absl::StrCat("attribute 'broadcast' must be 0 or 1, got ",
-                                   broadcast));
+    return ctx.Refuse(absl::StrCat("attribute 'broadcast' must be 0 or 1, got ", broadcast));
   }
   if (broadcast == 0) {
     if (a_shape == b_shape) return b;
-    return ctx.Refuse(absl::StrCat(
-        "operands ", ShapeToString(a_shape), " and ", ShapeToString(b_shape),
-        " differ in shape; before opset 7 they broadcast only with attribute "
-        "broadcast=1"));
+    return ctx.Refuse(
+        absl::StrCat("operands ", ShapeToString(a_shape), " and ", ShapeToString(b_shape),
+                     " differ in shape; before opset 7 they broadcast only with attribute "
+                     "broadcast=1"));
   }
   const int64_t a_rank = a_shape.size(), b_rank = b_shape.size();
   const int64_t axis = ctx.Int("axis", a_rank - b_rank);
@@ -537,10 +515,10 @@ absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a,
     fits = b_shape[d] == 1 || b_shape[d] == a_shape[first + d];
   }
   if (!fits) {
-    return ctx.Refuse(absl::StrCat(
-        "with broadcast=1 and axis ", axis, " the second operand ",
-        ShapeToString(b_shape), " must match (or have 1s in) consecutive dims of ",
-        ShapeToString(a_shape), " starting at the axis"));
+    return ctx.Refuse(absl::StrCat("with broadcast=1 and axis ", axis, " the second operand ",
+                                   ShapeToString(b_shape),
+                                   " must match (or have 1s in) consecutive dims of ",
+                                   ShapeToString(a_shape), " starting at the axis"));
   }
   if (first + b_rank == a_rank) return b;  // numpy aligns the trailing dims
   Shape viewed = b_shape;
@@ -551,10 +529,9 @@ absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a,
 void AddElementwiseConverters(ConverterMap& map) {
   // The binary ops that had the legacy broadcast attributes (opset < 7).
   const std::pair<const char*, const char*> binary[] = {
-      {"Add", "add"},         {"Sub", "sub"},       {"Mul", "mul"},
-      {"Div", "div"},         {"Equal", "equal"},   {"Less", "less"},
-      {"Greater", "greater"}, {"And", "logical_and"}, {"Or", "logical_or"},
-      {"Xor", "logical_xor"},
+      {"Add", "add"},       {"Sub", "sub"},         {"Mul", "mul"},         {"Div", "div"},
+      {"Equal", "equal"},   {"Less", "less"},       {"Greater", "greater"}, {"And", "logical_and"},
+      {"Or", "logical_or"}, {"Xor", "logical_xor"},
   };
   for (const auto& [onnx_op, loom_op] : binary) {
     map[onnx_op] = Binary(loom_op);
@@ -603,10 +580,9 @@ void AddElementwiseConverters(ConverterMap& map) {
   map["Identity"] = ConvertIdentity;
   map["LeakyRelu"] = Activation("leaky_relu", {{"alpha", 0.01f}});
   map["Elu"] = Activation("elu", {{"alpha", 1.0f}});
-  map["Selu"] = Activation("selu", {{"alpha", 1.67326319217681884765625f},
-                                    {"gamma", 1.05070102214813232421875f}});
-  map["HardSigmoid"] =
-      Activation("hard_sigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}});
+  map["Selu"] = Activation(
+      "selu", {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}});
+  map["HardSigmoid"] = Activation("hard_sigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}});
   map["PRelu"] = ConvertPRelu;
   map["Celu"] = ConvertCelu;
   map["ThresholdedRelu"] = ConvertThresholdedRelu;

@@ -30,11 +30,9 @@ std::vector<int64_t> TrailingAxes(int64_t first, int64_t rank) {
   return axes;
 }
 
-absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis,
-                                       int64_t rank) {
+absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) {
-    return ctx.Refuse(
-        absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+    return ctx.Refuse(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
   }
   return axis < 0 ? axis + rank : axis;
 }
@@ -48,8 +46,7 @@ absl::Status ConvertMatMul(NodeContext& ctx) {
 // Before opset 7, C broadcasts to [M, N] only with attribute broadcast=1.
 absl::Status ConvertGemm(NodeContext& ctx) {
   if (absl::Status s = ctx.CheckAttrs(WithLegacyBroadcast(
-          ctx,
-          {{"alpha", kFloat}, {"beta", kFloat}, {"transA", kInt}, {"transB", kInt}},
+          ctx, {{"alpha", kFloat}, {"beta", kFloat}, {"transA", kInt}, {"transB", kInt}},
           /*with_axis=*/false));
       !s.ok()) {
     return s;
@@ -63,16 +60,14 @@ absl::Status ConvertGemm(NodeContext& ctx) {
     const Shape c = ctx.TypeOf(inputs[2]).shape;
     if (!ctx.ok()) return ctx.status();
     if (broadcast != 0) {
-      return ctx.Refuse(absl::StrCat(
-          "attribute 'broadcast' must be 0 or 1, got ", broadcast));
+      return ctx.Refuse(absl::StrCat("attribute 'broadcast' must be 0 or 1, got ", broadcast));
     }
     if (a.size() == 2 && b.size() == 2) {
-      const Shape mn = {a[ctx.Int("transA", 0) != 0 ? 1 : 0],
-                        b[ctx.Int("transB", 0) != 0 ? 0 : 1]};
+      const Shape mn = {a[ctx.Int("transA", 0) != 0 ? 1 : 0], b[ctx.Int("transB", 0) != 0 ? 0 : 1]};
       if (c != mn) {
-        return ctx.Refuse(absl::StrCat(
-            "C ", ShapeToString(c), " must have shape ", ShapeToString(mn),
-            ": before opset 7 it broadcasts only with attribute broadcast=1"));
+        return ctx.Refuse(
+            absl::StrCat("C ", ShapeToString(c), " must have shape ", ShapeToString(mn),
+                         ": before opset 7 it broadcasts only with attribute broadcast=1"));
       }
     }
   }
@@ -89,13 +84,12 @@ absl::Status ConvertGemm(NodeContext& ctx) {
 // keepdims defaults to 1, loom's to 0.
 Converter Reduce(std::string loom_op) {
   return [loom_op](NodeContext& ctx) -> absl::Status {
-    const bool axes_input = ctx.opset() >= 18 ||
-                            (ctx.op_type() == "ReduceSum" && ctx.opset() >= 13);
+    const bool axes_input =
+        ctx.opset() >= 18 || (ctx.op_type() == "ReduceSum" && ctx.opset() >= 13);
     std::vector<int64_t> axes;
     bool noop_when_empty = false;
     if (axes_input) {
-      if (absl::Status s = ctx.CheckAttrs(
-              {{"keepdims", kInt}, {"noop_with_empty_axes", kInt}});
+      if (absl::Status s = ctx.CheckAttrs({{"keepdims", kInt}, {"noop_with_empty_axes", kInt}});
           !s.ok()) {
         return s;
       }
@@ -105,9 +99,7 @@ Converter Reduce(std::string loom_op) {
       }
       noop_when_empty = ctx.Int("noop_with_empty_axes", 0) != 0;
     } else {
-      if (absl::Status s =
-              ctx.CheckAttrs({{"keepdims", kInt}, {"axes", kInts}});
-          !s.ok()) {
+      if (absl::Status s = ctx.CheckAttrs({{"keepdims", kInt}, {"axes", kInts}}); !s.ok()) {
         return s;
       }
       axes = ctx.Ints("axes");
@@ -126,16 +118,15 @@ Converter Reduce(std::string loom_op) {
 
 Converter ArgReduce(std::string loom_op) {
   return [loom_op](NodeContext& ctx) -> absl::Status {
-    if (absl::Status s = ctx.CheckAttrs(
-            {{"axis", kInt}, {"keepdims", kInt}, {"select_last_index", kInt}});
+    if (absl::Status s =
+            ctx.CheckAttrs({{"axis", kInt}, {"keepdims", kInt}, {"select_last_index", kInt}});
         !s.ok()) {
       return s;
     }
-    ctx.EmitOutput(
-        0, loom_op, {ctx.In(0)},
-        MakeAttrs({{"axis", ctx.Int("axis", 0)},
-                   {"keepdims", ctx.Int("keepdims", 1)},
-                   {"select_last_index", ctx.Int("select_last_index", 0)}}));
+    ctx.EmitOutput(0, loom_op, {ctx.In(0)},
+                   MakeAttrs({{"axis", ctx.Int("axis", 0)},
+                              {"keepdims", ctx.Int("keepdims", 1)},
+                              {"select_last_index", ctx.Int("select_last_index", 0)}}));
     return ctx.status();
   };
 }
@@ -143,14 +134,13 @@ Converter ArgReduce(std::string loom_op) {
 // hardmax along `axis` (normalised): 1 at the first maximum, 0 elsewhere.
 ValueId Hardmax(NodeContext& ctx, ValueId x, int64_t axis) {
   const TensorType type = ctx.TypeOf(x);
-  const ValueId argmax = ctx.Emit(
-      "argmax", {x}, MakeAttrs({{"axis", axis}, {"keepdims", int64_t{1}}}));
+  const ValueId argmax =
+      ctx.Emit("argmax", {x}, MakeAttrs({{"axis", axis}, {"keepdims", int64_t{1}}}));
   Shape iota_shape(type.shape.size(), 1);
   iota_shape[axis] = type.shape[axis];
   Tensor iota(DType::kI64, iota_shape);
   for (int64_t i = 0; i < iota.num_elements(); ++i) iota.SetInt(i, i);
-  const ValueId hit =
-      ctx.Emit("equal", {argmax, ctx.Constant(std::move(iota))});
+  const ValueId hit = ctx.Emit("equal", {argmax, ctx.Constant(std::move(iota))});
   return ctx.CastTo(hit, type.dtype);
 }
 
@@ -172,14 +162,12 @@ Converter SoftmaxLike(std::string loom_op) {
       const Shape outer(shape.begin(), shape.begin() + axis);
       const Shape inner(shape.begin() + axis, shape.end());
       input = ctx.Emit("reshape", {x},
-                       MakeAttrs({{"shape", Shape{NumElements(outer),
-                                                  NumElements(inner)}}}));
+                       MakeAttrs({{"shape", Shape{NumElements(outer), NumElements(inner)}}}));
       op_axis = 1;
     }
-    ValueId result =
-        loom_op == "hardmax"
-            ? Hardmax(ctx, input, op_axis)
-            : ctx.Emit(loom_op, {input}, MakeAttrs({{"axis", op_axis}}));
+    ValueId result = loom_op == "hardmax"
+                         ? Hardmax(ctx, input, op_axis)
+                         : ctx.Emit(loom_op, {input}, MakeAttrs({{"axis", op_axis}}));
     if (input != x) {
       result = ctx.Emit("reshape", {result}, MakeAttrs({{"shape", shape}}));
     }
@@ -197,8 +185,7 @@ ValueId BroadcastTo(NodeContext& ctx, ValueId operand, const Shape& shape) {
 // Y = layer_norm(X); the optional Mean and InvStdDev outputs are the
 // statistics over axes axis..rank-1, kept as size-1 dims.
 absl::Status ConvertLayerNormalization(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs(
-          {{"axis", kInt}, {"epsilon", kFloat}, {"stash_type", kInt}});
+  if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}, {"epsilon", kFloat}, {"stash_type", kInt}});
       !s.ok()) {
     return s;
   }
@@ -213,22 +200,17 @@ absl::Status ConvertLayerNormalization(NodeContext& ctx) {
   LOOM_ASSIGN_OR_RETURN(int64_t axis, NormalizedAxis(ctx, ctx.Int("axis", -1), rank));
   const Shape normalized(type.shape.begin() + axis, type.shape.end());
   std::vector<ValueId> inputs = {x, BroadcastTo(ctx, ctx.In(1), normalized)};
-  if (ctx.HasInput(2))
-    inputs.push_back(BroadcastTo(ctx, ctx.In(2), normalized));
+  if (ctx.HasInput(2)) inputs.push_back(BroadcastTo(ctx, ctx.In(2), normalized));
   ctx.EmitOutput(0, "layer_norm", std::move(inputs),
                  MakeAttrs({{"axis", axis}, {"epsilon", epsilon}}));
   if (!ctx.WantsOutput(1) && !ctx.WantsOutput(2)) return ctx.status();
-  const Attrs stats = MakeAttrs(
-      {{"axes", TrailingAxes(axis, rank)}, {"keepdims", int64_t{1}}});
+  const Attrs stats = MakeAttrs({{"axes", TrailingAxes(axis, rank)}, {"keepdims", int64_t{1}}});
   const ValueId mean = ctx.Emit("reduce_mean", {x}, stats);
   const ValueId centered = ctx.Emit("sub", {x, mean});
-  const ValueId variance =
-      ctx.Emit("reduce_mean", {ctx.Emit("mul", {centered, centered})}, stats);
+  const ValueId variance = ctx.Emit("reduce_mean", {ctx.Emit("mul", {centered, centered})}, stats);
   ctx.Bind(1, mean);
   if (ctx.WantsOutput(2)) {
-    ctx.EmitOutput(
-        2, "rsqrt",
-        {ctx.Emit("add", {variance, ctx.Scalar(type.dtype, epsilon)})});
+    ctx.EmitOutput(2, "rsqrt", {ctx.Emit("add", {variance, ctx.Scalar(type.dtype, epsilon)})});
   }
   return ctx.status();
 }
@@ -272,9 +254,8 @@ Converter GlobalPool(std::string loom_op) {
     const int64_t rank = ctx.RankOf(x);
     if (!ctx.ok()) return ctx.status();
     if (rank < 3) return ctx.Refuse("the input must have rank >= 3");
-    ctx.EmitOutput(
-        0, loom_op, {x},
-        MakeAttrs({{"axes", TrailingAxes(2, rank)}, {"keepdims", int64_t{1}}}));
+    ctx.EmitOutput(0, loom_op, {x},
+                   MakeAttrs({{"axes", TrailingAxes(2, rank)}, {"keepdims", int64_t{1}}}));
     return ctx.status();
   };
 }
@@ -326,10 +307,9 @@ absl::StatusOr<Attrs> WindowAttrs(const NodeContext& ctx, const Shape& shape,
       const int64_t dilation = dilations[d];
       for (int64_t v : {stride, dilation, kernel[d]}) {
         if (v < 1 || v > kMaxTensorElements) {
-          return ctx.Refuse(absl::StrCat("auto_pad ", auto_pad, " needs strides ",
-                                         ShapeToString(strides), ", dilations ",
-                                         ShapeToString(dilations), " and kernel ",
-                                         ShapeToString(kernel), " in [1, 2^40]"));
+          return ctx.Refuse(absl::StrCat(
+              "auto_pad ", auto_pad, " needs strides ", ShapeToString(strides), ", dilations ",
+              ShapeToString(dilations), " and kernel ", ShapeToString(kernel), " in [1, 2^40]"));
         }
       }
       const int64_t out = (size + stride - 1) / stride;
@@ -356,8 +336,8 @@ absl::StatusOr<std::vector<int64_t>> WeightKernel(NodeContext& ctx, size_t rank,
   const Shape weight = ctx.TypeOf(ctx.In(1)).shape;
   if (!ctx.ok()) return ctx.status();
   if (weight.size() != rank) {
-    return ctx.Refuse(absl::StrCat("W ", ShapeToString(weight), " must have X's rank ", rank,
-                                   " (", layout, ")"));
+    return ctx.Refuse(
+        absl::StrCat("W ", ShapeToString(weight), " must have X's rank ", rank, " (", layout, ")"));
   }
   std::vector<int64_t> kernel(weight.begin() + 2, weight.end());
   if (ctx.HasAttr("kernel_shape") && ctx.Ints("kernel_shape") != kernel) {
@@ -440,8 +420,7 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
     if (output.size() != spatial) {
       return ctx.Refuse(absl::StrCat("attribute 'output_shape' ",
                                      ShapeToString(ctx.Ints("output_shape")), " needs ", spatial,
-                                     " (or ", spatial + 2, ") entries for X ",
-                                     ShapeToString(x)));
+                                     " (or ", spatial + 2, ") entries for X ", ShapeToString(x)));
     }
     if (ctx.HasAttr("pads")) {
       return ctx.Refuse("attributes 'pads' and 'output_shape' are both given; loom takes one");
@@ -454,21 +433,20 @@ absl::Status ConvertConvTranspose(NodeContext& ctx) {
   std::vector<int64_t> pads(2 * spatial, 0);
   if (!output.empty()) {
     for (size_t d = 0; d < spatial; ++d) {
-      for (int64_t v : {strides[d], dilations[d], kernel[d], x[d + 2], output[d],
-                        output_padding[d]}) {
+      for (int64_t v :
+           {strides[d], dilations[d], kernel[d], x[d + 2], output[d], output_padding[d]}) {
         if (v < 0 || v > kMaxTensorElements) {
-          return ctx.Refuse(absl::StrCat(
-              "output_shape ", ShapeToString(output), ", strides ", ShapeToString(strides),
-              ", dilations ", ShapeToString(dilations), ", output_padding ",
-              ShapeToString(output_padding), " and X ", ShapeToString(x),
-              " must lie in [0, 2^40]"));
+          return ctx.Refuse(absl::StrCat("output_shape ", ShapeToString(output), ", strides ",
+                                         ShapeToString(strides), ", dilations ",
+                                         ShapeToString(dilations), ", output_padding ",
+                                         ShapeToString(output_padding), " and X ", ShapeToString(x),
+                                         " must lie in [0, 2^40]"));
         }
       }
       const int64_t total =
           std::min(SaturatingMul(strides[d], x[d + 2] - 1), kMaxTensorElements) +
           output_padding[d] +
-          std::min(SaturatingMul(dilations[d], kernel[d] - 1), kMaxTensorElements) + 1 -
-          output[d];
+          std::min(SaturatingMul(dilations[d], kernel[d] - 1), kMaxTensorElements) + 1 - output[d];
       const int64_t half = FloorHalf(total);
       pads[d] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[d + spatial] = total - pads[d];
@@ -537,16 +515,12 @@ absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
   const DType t = ctx.TypeOf(x).dtype;
   const Attrs stats = MakeAttrs({{"axes", axes}, {"keepdims", int64_t{1}}});
   const ValueId mean = ctx.Emit("reduce_mean", {x}, stats);
-  const ValueId mean_of_squares =
-      ctx.Emit("reduce_mean", {ctx.Emit("mul", {x, x})}, stats);
-  const ValueId variance =
-      ctx.Emit("sub", {mean_of_squares, ctx.Emit("mul", {mean, mean})});
-  const ValueId deviation =
-      ctx.Emit("add", {ctx.Emit("sqrt", {variance}), ctx.Scalar(t, 1e-9)});
+  const ValueId mean_of_squares = ctx.Emit("reduce_mean", {ctx.Emit("mul", {x, x})}, stats);
+  const ValueId variance = ctx.Emit("sub", {mean_of_squares, ctx.Emit("mul", {mean, mean})});
+  const ValueId deviation = ctx.Emit("add", {ctx.Emit("sqrt", {variance}), ctx.Scalar(t, 1e-9)});
   ctx.EmitOutput(0, "div", {ctx.Emit("sub", {x, mean}), deviation});
   return ctx.status();
 }
-
 
 // --- resize ------------------------------------------------------------------
 
@@ -666,8 +640,7 @@ absl::Status ConvertUpsample(NodeContext& ctx) {
 // -log_prob[n, target, d...] * weight[target], 0 where the target is
 // ignore_index; reduced as ONNX's reference does ("mean" divides by the sum
 // of the weights used).
-absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input,
-                         int weight_input) {
+absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input, int weight_input) {
   const ValueId target = ctx.In(target_input);
   const TensorType type = ctx.TypeOf(log_prob);
   const TensorType target_type = ctx.TypeOf(target);
@@ -675,10 +648,9 @@ absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input,
   const Shape& shape = type.shape;
   Shape expected_target = shape;
   if (shape.size() >= 2) expected_target.erase(expected_target.begin() + 1);
-  if (shape.size() < 2 || target_type.shape != expected_target ||
-      !IsInteger(target_type.dtype)) {
-    return ctx.Refuse(absl::StrCat("targets ", TypeToString(target_type),
-                                   " do not fit input ", TypeToString(type)));
+  if (shape.size() < 2 || target_type.shape != expected_target || !IsInteger(target_type.dtype)) {
+    return ctx.Refuse(absl::StrCat("targets ", TypeToString(target_type), " do not fit input ",
+                                   TypeToString(type)));
   }
   const std::string reduction = ctx.String("reduction", "mean");
   if (reduction != "mean" && reduction != "sum" && reduction != "none") {
@@ -689,8 +661,7 @@ absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input,
   ValueId mask, picked_class = target;
   if (ctx.HasAttr("ignore_index")) {
     const double ignored = static_cast<double>(ctx.Int("ignore_index", 0));
-    const ValueId counts =
-        ctx.Emit("not_equal", {target, ctx.Scalar(target_type.dtype, ignored)});
+    const ValueId counts = ctx.Emit("not_equal", {target, ctx.Scalar(target_type.dtype, ignored)});
     picked_class = ctx.Emit("where", {counts, target, ctx.Scalar(target_type.dtype, 0)});
     mask = ctx.CastTo(counts, type.dtype);
   } else {
@@ -707,8 +678,8 @@ absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input,
       MakeAttrs({{"axes", Shape{1}}}));
   ValueId weight = mask;
   if (ctx.HasInput(weight_input)) {
-    const ValueId gathered = ctx.Emit("gather", {ctx.In(weight_input), picked_class},
-                                      MakeAttrs({{"axis", int64_t{0}}}));
+    const ValueId gathered =
+        ctx.Emit("gather", {ctx.In(weight_input), picked_class}, MakeAttrs({{"axis", int64_t{0}}}));
     weight = ctx.Emit("mul", {gathered, weight});
   }
   const ValueId loss = ctx.Emit("neg", {ctx.Emit("mul", {picked, weight})});
@@ -717,17 +688,13 @@ absl::Status EmitNllLoss(NodeContext& ctx, ValueId log_prob, int target_input,
   } else if (reduction == "sum") {
     ctx.EmitOutput(0, "reduce_sum", {loss});
   } else {
-    ctx.EmitOutput(
-        0, "div",
-        {ctx.Emit("reduce_sum", {loss}), ctx.Emit("reduce_sum", {weight})});
+    ctx.EmitOutput(0, "div", {ctx.Emit("reduce_sum", {loss}), ctx.Emit("reduce_sum", {weight})});
   }
   return ctx.status();
 }
 
 absl::Status ConvertNegativeLogLikelihoodLoss(NodeContext& ctx) {
-  if (absl::Status s =
-          ctx.CheckAttrs({{"reduction", kString}, {"ignore_index", kInt}});
-      !s.ok()) {
+  if (absl::Status s = ctx.CheckAttrs({{"reduction", kString}, {"ignore_index", kInt}}); !s.ok()) {
     return s;
   }
   return EmitNllLoss(ctx, ctx.In(0), 1, 2);
@@ -736,13 +703,11 @@ absl::Status ConvertNegativeLogLikelihoodLoss(NodeContext& ctx) {
 // The NLL loss of log_softmax(scores) over the class axis 1; the optional
 // second output is that log_softmax.
 absl::Status ConvertSoftmaxCrossEntropyLoss(NodeContext& ctx) {
-  if (absl::Status s =
-          ctx.CheckAttrs({{"reduction", kString}, {"ignore_index", kInt}});
-      !s.ok()) {
+  if (absl::Status s = ctx.CheckAttrs({{"reduction", kString}, {"ignore_index", kInt}}); !s.ok()) {
     return s;
   }
-  const ValueId log_prob = ctx.EmitNode(
-      "log_softmax", {ctx.In(0)}, MakeAttrs({{"axis", int64_t{1}}}), 1, {1})[0];
+  const ValueId log_prob =
+      ctx.EmitNode("log_softmax", {ctx.In(0)}, MakeAttrs({{"axis", int64_t{1}}}), 1, {1})[0];
   return EmitNllLoss(ctx, log_prob, 1, 2);
 }
 
@@ -758,30 +723,26 @@ struct RecurrentOp {
 // Zeros for an absent optional input that comes before a present one (loom's
 // optional inputs are trailing only): B, initial_h, initial_c; and the full
 // length for sequence_lens.
-ValueId MaterializeInput(NodeContext& ctx, const RecurrentOp& op, int index,
-                         const TensorType& x, int64_t num_directions,
-                         int64_t hidden, bool batch_first) {
+ValueId MaterializeInput(NodeContext& ctx, const RecurrentOp& op, int index, const TensorType& x,
+                         int64_t num_directions, int64_t hidden, bool batch_first) {
   const int64_t seq = x.shape[batch_first ? 1 : 0];
   const int64_t batch = x.shape[batch_first ? 0 : 1];
   switch (index) {
     case 3:
-      return ctx.Constant(
-          Tensor(x.dtype, {num_directions, 2 * op.gates * hidden}));
+      return ctx.Constant(Tensor(x.dtype, {num_directions, 2 * op.gates * hidden}));
     case 4: {
       Tensor lengths(DType::kI32, {batch});
       for (int64_t b = 0; b < batch; ++b) lengths.SetInt(b, seq);
       return ctx.Constant(std::move(lengths));
     }
     default:  // initial_h, initial_c
-      return ctx.Constant(
-          Tensor(x.dtype, batch_first ? Shape{batch, num_directions, hidden}
-                                      : Shape{num_directions, batch, hidden}));
+      return ctx.Constant(Tensor(x.dtype, batch_first ? Shape{batch, num_directions, hidden}
+                                                      : Shape{num_directions, batch, hidden}));
   }
 }
 
 // loom's attributes for a recurrence: ONNX's, with hidden_size always set.
-Attrs RecurrentAttrs(const NodeContext& ctx, const RecurrentOp& op,
-                     int64_t hidden) {
+Attrs RecurrentAttrs(const NodeContext& ctx, const RecurrentOp& op, int64_t hidden) {
   Attrs attrs = MakeAttrs({{"hidden_size", hidden}});
   if (ctx.HasAttr("direction")) {
     attrs.Set("direction", ctx.String("direction", ""));
@@ -820,11 +781,9 @@ Converter Recurrent(RecurrentOp op) {
     const int64_t hidden = ctx.Int("hidden_size", r_shape[2]);
     if (hidden != r_shape[2]) {  // R is [num_directions, gates * hidden, hidden]
       return ctx.Refuse(absl::StrCat("attribute 'hidden_size' is ", hidden, " but R ",
-                                     ShapeToString(r_shape), " has hidden size ",
-                                     r_shape[2]));
+                                     ShapeToString(r_shape), " has hidden size ", r_shape[2]));
     }
-    const int64_t num_directions =
-        ctx.String("direction", "forward") == "bidirectional" ? 2 : 1;
+    const int64_t num_directions = ctx.String("direction", "forward") == "bidirectional" ? 2 : 1;
     const bool batch_first = ctx.Int("layout", 0) == 1;
     int last_input = 2;
     for (int i = 3; i < ctx.num_inputs(); ++i) {
@@ -833,8 +792,7 @@ Converter Recurrent(RecurrentOp op) {
     std::vector<ValueId> inputs = {x, w, r};
     for (int i = 3; i <= last_input; ++i) {
       inputs.push_back(ctx.HasInput(i) ? ctx.In(i)
-                                       : MaterializeInput(ctx, op, i, x_type,
-                                                          num_directions,
+                                       : MaterializeInput(ctx, op, i, x_type, num_directions,
                                                           hidden, batch_first));
     }
     int last_output = 0;
@@ -843,8 +801,8 @@ Converter Recurrent(RecurrentOp op) {
     }
     std::vector<int> outputs;
     for (int i = 0; i <= last_output; ++i) outputs.push_back(i);
-    ctx.EmitNode(op.loom_op, std::move(inputs), RecurrentAttrs(ctx, op, hidden),
-                 last_output + 1, outputs);
+    ctx.EmitNode(op.loom_op, std::move(inputs), RecurrentAttrs(ctx, op, hidden), last_output + 1,
+                 outputs);
     return ctx.status();
   };
 }

@@ -32,11 +32,10 @@ Tensor IntsTensor(const std::vector<int64_t>& values) {
 }
 
 // `axis` in [-rank, rank) made non-negative, or an error naming `what`.
-absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis,
-                                       int64_t rank, absl::string_view what) {
+absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis, int64_t rank,
+                                       absl::string_view what) {
   if (axis < -rank || axis >= rank) {
-    return ctx.Refuse(
-        absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
+    return ctx.Refuse(absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
   }
   return axis < 0 ? axis + rank : axis;
 }
@@ -52,9 +51,8 @@ absl::Status ConvertReshape(NodeContext& ctx) {
     for (size_t i = 0; i < shape.size(); ++i) {
       if (shape[i] != 0) continue;
       if (i >= in.size()) {
-        return ctx.Refuse(absl::StrCat("target shape ", ShapeToString(shape),
-                                       " copies dim ", i, " of ",
-                                       ShapeToString(in), ", which has none"));
+        return ctx.Refuse(absl::StrCat("target shape ", ShapeToString(shape), " copies dim ", i,
+                                       " of ", ShapeToString(in), ", which has none"));
       }
       shape[i] = in[i];
     }
@@ -64,8 +62,7 @@ absl::Status ConvertReshape(NodeContext& ctx) {
 }
 
 // An op whose ONNX operand `index` becomes the loom attribute `attr`.
-Converter OperandAsInts(std::string loom_op, int index, std::string attr,
-                        std::string what) {
+Converter OperandAsInts(std::string loom_op, int index, std::string attr, std::string what) {
   return [=](NodeContext& ctx) -> absl::Status {
     LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
     LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> ints, ctx.ConstInts(index, what));
@@ -109,16 +106,14 @@ absl::Status ConvertConcat(NodeContext& ctx) {
   if (!ctx.HasAttr("axis")) return ctx.Refuse("attribute 'axis' is required");
   std::vector<ValueId> inputs;
   for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.In(i));
-  ctx.EmitOutput(0, "concat", std::move(inputs),
-                 MakeAttrs({{"axis", ctx.Int("axis", 0)}}));
+  ctx.EmitOutput(0, "concat", std::move(inputs), MakeAttrs({{"axis", ctx.Int("axis", 0)}}));
   return ctx.status();
 }
 
 absl::Status ConvertSlice(NodeContext& ctx) {
   Attrs attrs;
   if (ctx.opset() < 10) {
-    if (absl::Status s = ctx.CheckAttrs(
-            {{"starts", kInts}, {"ends", kInts}, {"axes", kInts}});
+    if (absl::Status s = ctx.CheckAttrs({{"starts", kInts}, {"ends", kInts}, {"axes", kInts}});
         !s.ok()) {
       return s;
     }
@@ -141,8 +136,7 @@ absl::Status ConvertSlice(NodeContext& ctx) {
 absl::Status ConvertSplit(NodeContext& ctx) {
   Attrs attrs;
   if (ctx.opset() < 13) {
-    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}, {"split", kInts}});
-        !s.ok()) {
+    if (absl::Status s = ctx.CheckAttrs({{"axis", kInt}, {"split", kInts}}); !s.ok()) {
       return s;
     }
     if (ctx.HasAttr("split")) attrs.Set("split", ctx.Ints("split"));
@@ -156,8 +150,7 @@ absl::Status ConvertSplit(NodeContext& ctx) {
   attrs.Set("axis", ctx.Int("axis", 0));
   std::vector<int> outputs;
   for (int i = 0; i < ctx.num_outputs(); ++i) outputs.push_back(i);
-  ctx.EmitNode("split", {ctx.In(0)}, std::move(attrs), ctx.num_outputs(),
-               outputs);
+  ctx.EmitNode("split", {ctx.In(0)}, std::move(attrs), ctx.num_outputs(), outputs);
   return ctx.status();
 }
 
@@ -165,8 +158,7 @@ absl::Status ConvertPad(NodeContext& ctx) {
   std::vector<int64_t> pads;
   double value = 0;
   if (ctx.opset() < 11) {
-    if (absl::Status s = ctx.CheckAttrs(
-            {{"pads", kInts}, {"value", kFloat}, {"mode", kString}});
+    if (absl::Status s = ctx.CheckAttrs({{"pads", kInts}, {"value", kFloat}, {"mode", kString}});
         !s.ok()) {
       return s;
     }
@@ -184,8 +176,8 @@ absl::Status ConvertPad(NodeContext& ctx) {
   }
   const std::string mode = ctx.String("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    return ctx.Refuse(absl::StrCat(
-        "mode '", mode, "' is not supported (only 'constant', 'reflect', 'edge')"));
+    return ctx.Refuse(
+        absl::StrCat("mode '", mode, "' is not supported (only 'constant', 'reflect', 'edge')"));
   }
   for (int64_t pad : pads) {
     if (pad < 0) return ctx.Refuse("negative pads are not supported");
@@ -221,8 +213,7 @@ Converter IndexedWrite(std::string loom_op, bool has_axis) {
 }
 
 absl::Status ConvertCumSum(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"exclusive", kInt}, {"reverse", kInt}});
-      !s.ok()) {
+  if (absl::Status s = ctx.CheckAttrs({{"exclusive", kInt}, {"reverse", kInt}}); !s.ok()) {
     return s;
   }
   LOOM_ASSIGN_OR_RETURN(double axis, ctx.ConstScalar(1, "axis"));
@@ -235,8 +226,7 @@ absl::Status ConvertCumSum(NodeContext& ctx) {
 
 absl::Status ConvertFlatten(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}}));
-  ctx.EmitOutput(0, "flatten", {ctx.In(0)},
-                 MakeAttrs({{"axis", ctx.Int("axis", 1)}}));
+  ctx.EmitOutput(0, "flatten", {ctx.In(0)}, MakeAttrs({{"axis", ctx.Int("axis", 1)}}));
   return ctx.status();
 }
 
@@ -246,8 +236,7 @@ absl::Status ConvertDropout(NodeContext& ctx) {
   double ratio = 0.5;
   bool training = false;
   if (ctx.opset() < 12) {
-    if (absl::Status s = ctx.CheckAttrs({{"ratio", kFloat}, {"is_test", kInt}});
-        !s.ok()) {
+    if (absl::Status s = ctx.CheckAttrs({{"ratio", kFloat}, {"is_test", kInt}}); !s.ok()) {
       return s;
     }
     ratio = ctx.Float("ratio", 0.5);
@@ -282,8 +271,7 @@ absl::Status ConvertDropout(NodeContext& ctx) {
 // --- known at import ---------------------------------------------------------
 
 absl::Status ConvertShape(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"start", kInt}, {"end", kInt}});
-      !s.ok()) {
+  if (absl::Status s = ctx.CheckAttrs({{"start", kInt}, {"end", kInt}}); !s.ok()) {
     return s;
   }
   const Shape shape = ctx.TypeOf(ctx.In(0)).shape;
@@ -334,8 +322,7 @@ absl::StatusOr<Tensor> ConstantValue(const NodeContext& ctx) {
     return t;
   }
   if (name == "value_ints" && KindOf(attr) == kInts) {
-    return IntsTensor(
-        std::vector<int64_t>(attr.ints().begin(), attr.ints().end()));
+    return IntsTensor(std::vector<int64_t>(attr.ints().begin(), attr.ints().end()));
   }
   return ctx.Refuse(absl::StrCat("attribute '", name, "' is not supported"));
 }
@@ -407,8 +394,7 @@ absl::Status ConvertRange(NodeContext& ctx) {
 }
 
 absl::Status ConvertEyeLike(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"dtype", kInt}, {"k", kInt}});
-      !s.ok()) {
+  if (absl::Status s = ctx.CheckAttrs({{"dtype", kInt}, {"k", kInt}}); !s.ok()) {
     return s;
   }
   const TensorType type = ctx.TypeOf(ctx.In(0));
@@ -455,8 +441,7 @@ absl::Status ConvertTrilu(NodeContext& ctx) {
       mask.SetInt(i * cols + j, upper ? j - i >= k : j - i <= k);
     }
   }
-  ctx.EmitOutput(0, "where",
-                 {ctx.Constant(std::move(mask)), x, ctx.Scalar(type.dtype, 0)});
+  ctx.EmitOutput(0, "where", {ctx.Constant(std::move(mask)), x, ctx.Scalar(type.dtype, 0)});
   return ctx.status();
 }
 
@@ -479,34 +464,28 @@ absl::Status ConvertOneHot(NodeContext& ctx) {
   LOOM_ASSIGN_OR_RETURN(int64_t axis, NormalizedAxis(ctx, ctx.Int("axis", -1), out_rank, "axis"));
   const DType t = type.dtype;
   const ValueId negative = ctx.Emit("less", {indices, ctx.Scalar(t, 0)});
-  const ValueId wrapped = ctx.Emit(
-      "where",
-      {negative, ctx.Emit("add", {indices, ctx.Scalar(t, depth)}), indices});
+  const ValueId wrapped =
+      ctx.Emit("where", {negative, ctx.Emit("add", {indices, ctx.Scalar(t, depth)}), indices});
   Shape iota_shape(out_rank, 1);
   iota_shape[axis] = depth;
   LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(iota_shape));
   Tensor iota(t, iota_shape);
   for (int64_t i = 0; i < depth; ++i) iota.SetInt(i, i);
-  const ValueId hit = ctx.Emit(
-      "equal",
-      {ctx.Emit("unsqueeze", {wrapped}, MakeAttrs({{"axes", Shape{axis}}})),
-       ctx.Constant(std::move(iota))});
+  const ValueId hit =
+      ctx.Emit("equal", {ctx.Emit("unsqueeze", {wrapped}, MakeAttrs({{"axes", Shape{axis}}})),
+                         ctx.Constant(std::move(iota))});
   const DType out = values.dtype();
   ctx.EmitOutput(0, "where",
-                 {hit, ctx.Scalar(out, values.GetDouble(1)),
-                  ctx.Scalar(out, values.GetDouble(0))});
+                 {hit, ctx.Scalar(out, values.GetDouble(1)), ctx.Scalar(out, values.GetDouble(0))});
   return ctx.status();
 }
 
 // DepthToSpace and SpaceToDepth: a reshape, a transpose and a reshape.
 absl::Status EmitBlockShuffle(NodeContext& ctx, const Shape& split,
-                              const std::vector<int64_t>& perm,
-                              const Shape& out) {
+                              const std::vector<int64_t>& perm, const Shape& out) {
   const ValueId x = ctx.In(0);
-  const ValueId blocks =
-      ctx.Emit("reshape", {x}, MakeAttrs({{"shape", split}}));
-  const ValueId moved =
-      ctx.Emit("transpose", {blocks}, MakeAttrs({{"perm", perm}}));
+  const ValueId blocks = ctx.Emit("reshape", {x}, MakeAttrs({{"shape", split}}));
+  const ValueId moved = ctx.Emit("transpose", {blocks}, MakeAttrs({{"perm", perm}}));
   ctx.EmitOutput(0, "reshape", {moved}, MakeAttrs({{"shape", out}}));
   return ctx.status();
 }
@@ -515,8 +494,7 @@ absl::StatusOr<Shape> BlockInput(NodeContext& ctx, int64_t& block) {
   block = ctx.Int("blocksize", 0);
   const Shape shape = ctx.TypeOf(ctx.In(0)).shape;
   if (!ctx.ok()) return ctx.status();
-  if (shape.size() != 4)
-    return ctx.Refuse("the input must be 4-D (N, C, H, W)");
+  if (shape.size() != 4) return ctx.Refuse("the input must be 4-D (N, C, H, W)");
   if (block < 1) return ctx.Refuse("attribute 'blocksize' must be positive");
   // Every dimension either side is at most the element count times the
   // block's area: within the limits when that area is.
@@ -528,26 +506,22 @@ absl::StatusOr<Shape> BlockInput(NodeContext& ctx, int64_t& block) {
 }
 
 absl::Status ConvertDepthToSpace(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"blocksize", kInt}, {"mode", kString}});
-      !s.ok()) {
+  if (absl::Status s = ctx.CheckAttrs({{"blocksize", kInt}, {"mode", kString}}); !s.ok()) {
     return s;
   }
   int64_t b = 0;
   LOOM_ASSIGN_OR_RETURN(Shape shape, BlockInput(ctx, b));
-  const int64_t n = shape[0], c = shape[1], h = shape[2],
-                w = shape[3];
+  const int64_t n = shape[0], c = shape[1], h = shape[2], w = shape[3];
   if (c % (b * b) != 0) {
     return ctx.Refuse("the channels are not a multiple of blocksize^2");
   }
   const Shape out = {n, c / (b * b), h * b, w * b};
   const std::string mode = ctx.String("mode", "DCR");
   if (mode == "DCR") {
-    return EmitBlockShuffle(ctx, {n, b, b, c / (b * b), h, w},
-                            {0, 3, 4, 1, 5, 2}, out);
+    return EmitBlockShuffle(ctx, {n, b, b, c / (b * b), h, w}, {0, 3, 4, 1, 5, 2}, out);
   }
   if (mode == "CRD") {
-    return EmitBlockShuffle(ctx, {n, c / (b * b), b, b, h, w},
-                            {0, 1, 4, 2, 5, 3}, out);
+    return EmitBlockShuffle(ctx, {n, c / (b * b), b, b, h, w}, {0, 1, 4, 2, 5, 3}, out);
   }
   return ctx.Refuse(absl::StrCat("mode '", mode, "' is not DCR or CRD"));
 }
@@ -556,8 +530,7 @@ absl::Status ConvertSpaceToDepth(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"blocksize", kInt}}));
   int64_t b = 0;
   LOOM_ASSIGN_OR_RETURN(Shape shape, BlockInput(ctx, b));
-  const int64_t n = shape[0], c = shape[1], h = shape[2],
-                w = shape[3];
+  const int64_t n = shape[0], c = shape[1], h = shape[2], w = shape[3];
   if (h % b != 0 || w % b != 0) {
     return ctx.Refuse("height and width must be multiples of blocksize");
   }
@@ -588,8 +561,7 @@ absl::Status ConvertCompress(NodeContext& ctx) {
   for (int64_t i = 0; i < condition.num_elements(); ++i) {
     if (condition.GetDouble(i) != 0) kept.push_back(i);
   }
-  ctx.EmitOutput(0, "gather", {x, ctx.Constant(IntsTensor(kept))},
-                 MakeAttrs({{"axis", axis}}));
+  ctx.EmitOutput(0, "gather", {x, ctx.Constant(IntsTensor(kept))}, MakeAttrs({{"axis", axis}}));
   return ctx.status();
 }
 

@@ -10,8 +10,7 @@
 namespace loom {
 namespace {
 
-absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto,
-                             absl::string_view what) {
+absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto, absl::string_view what) {
   Shape shape(proto.dims().begin(), proto.dims().end());
   if (absl::Status s = CheckShapeLimits(shape); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
@@ -22,8 +21,7 @@ absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto,
 // The typed field that holds a `dtype` tensor's values when raw_data is
 // not used (bools and the integers narrower than 32 bits are stored as
 // int32_data, u32 and u64 as uint64_data), and its name.
-int64_t TypedCount(const onnx::TensorProto& proto, DType dtype,
-                   absl::string_view& field) {
+int64_t TypedCount(const onnx::TensorProto& proto, DType dtype, absl::string_view& field) {
   switch (dtype) {
     case DType::kF32:
       field = "float_data";
@@ -84,8 +82,7 @@ std::string OnnxTypeName(int32_t elem_type) {
   if (!onnx::TensorProto::DataType_IsValid(elem_type)) {
     return absl::StrCat("type #", elem_type);
   }
-  return onnx::TensorProto::DataType_Name(
-      static_cast<onnx::TensorProto::DataType>(elem_type));
+  return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type));
 }
 
 absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what) {
@@ -115,14 +112,13 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what) {
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      what, ": element type ", OnnxTypeName(elem_type),
-      " is not supported (loom computes with FLOAT, DOUBLE, INT8, INT16, INT32, "
-      "INT64, UINT8, UINT16, UINT32, UINT64 and BOOL)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": element type ", OnnxTypeName(elem_type),
+                   " is not supported (loom computes with FLOAT, DOUBLE, INT8, INT16, INT32, "
+                   "INT64, UINT8, UINT16, UINT32, UINT64 and BOOL)"));
 }
 
-absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
-                                      absl::string_view what) {
+absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what) {
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": external tensor data is not supported"));
@@ -139,9 +135,9 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
   if (proto.has_raw_data()) {
     const int64_t bytes = NumBytes(dtype, shape);
     if (static_cast<int64_t>(proto.raw_data().size()) != bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
-          ShapeToString(shape), " of ", DTypeName(dtype), " needs ", bytes));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
+                       ShapeToString(shape), " of ", DTypeName(dtype), " needs ", bytes));
     }
     Tensor tensor(dtype, std::move(shape));
     // raw_data is little-endian, like every machine loom runs on.
@@ -156,9 +152,9 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
   absl::string_view field;
   const int64_t count = TypedCount(proto, dtype, field);
   if (count != elements) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", count, " values in ", field, " for shape ",
-                     ShapeToString(shape), " (", elements, " elements)"));
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", count, " values in ", field,
+                                                   " for shape ", ShapeToString(shape), " (",
+                                                   elements, " elements)"));
   }
   Tensor tensor(dtype, std::move(shape));
   CopyTyped(proto, tensor);
@@ -169,8 +165,7 @@ absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path) {
   LOOM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a serialised ONNX TensorProto"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a serialised ONNX TensorProto"));
   }
   return proto;
 }

@@ -25,8 +25,7 @@ std::string OnnxTypeName(int32_t elem_type);
 // The data of an ONNX tensor: raw_data or the typed fields, with every size
 // checked against the dims. External or segmented data and element types
 // outside loom's set are InvalidArgument errors naming `what`.
-absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto,
-                                      absl::string_view what);
+absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what);
 
 // Reads a serialised TensorProto (an ONNX test's input_N.pb / output_N.pb).
 absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path);

@@ -41,9 +41,7 @@ double ClampToUnit(double v) { return v < 0 ? 0.0 : (v > 1 ? 1.0 : v); }
 absl::StatusOr<ScalarFn> MakeGelu(const Node& node) {
   const std::string approximate = node.attrs.GetString("approximate", "none");
   if (approximate == "none") {
-    return ScalarFn([](double x) {
-      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    });
+    return ScalarFn([](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); });
   }
   if (approximate == "tanh") {
     return ScalarFn([](double x) {
@@ -68,29 +66,24 @@ absl::StatusOr<ScalarFn> MakeLeakyRelu(const Node& node) {
 
 absl::StatusOr<ScalarFn> MakeElu(const Node& node) {
   const double alpha = node.attrs.GetFloat("alpha", 1.0);
-  return ScalarFn(
-      [alpha](double x) { return x < 0 ? alpha * std::expm1(x) : x; });
+  return ScalarFn([alpha](double x) { return x < 0 ? alpha * std::expm1(x) : x; });
 }
 
 absl::StatusOr<ScalarFn> MakeSelu(const Node& node) {
   const double alpha = node.attrs.GetFloat("alpha", 1.67326319217681884765625);
   const double gamma = node.attrs.GetFloat("gamma", 1.05070102214813232421875);
-  return ScalarFn([alpha, gamma](double x) {
-    return x > 0 ? gamma * x : gamma * alpha * std::expm1(x);
-  });
+  return ScalarFn(
+      [alpha, gamma](double x) { return x > 0 ? gamma * x : gamma * alpha * std::expm1(x); });
 }
 
 absl::StatusOr<ScalarFn> MakeSoftplus(const Node&) {
-  return ScalarFn([](double x) {
-    return std::fmax(x, 0.0) + std::log1p(std::exp(-std::fabs(x)));
-  });
+  return ScalarFn([](double x) { return std::fmax(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); });
 }
 
 absl::StatusOr<ScalarFn> MakeHardSigmoid(const Node& node) {
   const double alpha = node.attrs.GetFloat("alpha", 0.2);
   const double beta = node.attrs.GetFloat("beta", 0.5);
-  return ScalarFn(
-      [alpha, beta](double x) { return ClampToUnit(alpha * x + beta); });
+  return ScalarFn([alpha, beta](double x) { return ClampToUnit(alpha * x + beta); });
 }
 
 absl::StatusOr<ScalarFn> MakeHardSwish(const Node&) {
@@ -98,11 +91,9 @@ absl::StatusOr<ScalarFn> MakeHardSwish(const Node&) {
 }
 
 // An op y = f(x) on floats whose f depends only on attributes.
-OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs,
-                        ScalarFnMaker make) {
-  ShapeFn infer =
-      [make](const Node& node,
-             absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs, ScalarFnMaker make) {
+  ShapeFn infer = [make](const Node& node,
+                         absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
     LOOM_RETURN_IF_ERROR(make(node).status());
     return OneOutput(in[0]);
@@ -115,14 +106,12 @@ OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs,
     }
     return absl::OkStatus();
   };
-  return FixedArityOp(std::move(name), 1, std::move(attrs), std::move(infer),
-                      std::move(eval));
+  return FixedArityOp(std::move(name), 1, std::move(attrs), std::move(infer), std::move(eval));
 }
 
 // --- clip --------------------------------------------------------------------
 
-absl::StatusOr<OutputTypes> ClipShape(const Node&,
-                                      absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> ClipShape(const Node&, absl::Span<const TensorType> in) {
   LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kNumeric, 0));
   return OneOutput(in[0]);
 }
@@ -157,16 +146,14 @@ absl::Status ClipEval(const Node& node, absl::Span<const Tensor* const> in,
 
 // --- prelu -------------------------------------------------------------------
 
-absl::StatusOr<OutputTypes> PreluShape(const Node&,
-                                       absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> PreluShape(const Node&, absl::Span<const TensorType> in) {
   LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
   LOOM_RETURN_IF_ERROR(CheckSameDType(in, 0, 1));
   LOOM_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0].shape, in[1].shape));
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
-absl::Status PreluEval(const Node&, absl::Span<const Tensor* const> in,
-                       absl::Span<Tensor> out) {
+absl::Status PreluEval(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   ForEachBroadcast(in, out[0], [&](int64_t i, const StridedWalk& w) {
     const double x = in[0]->GetDouble(w.offset(0));
     out[0].SetDouble(i, x < 0 ? in[1]->GetDouble(w.offset(1)) * x : x);
@@ -181,12 +168,11 @@ absl::Status RegisterActivationOps(OpRegistry& registry) {
   return RegisterAll(
       registry,
       {
-          Composite(FloatActivationOp("gelu", {{"approximate", AttrType::kString, false}},
-                                      MakeGelu)),
+          Composite(
+              FloatActivationOp("gelu", {{"approximate", AttrType::kString, false}}, MakeGelu)),
           Composite(FloatActivationOp("silu", {}, MakeSilu)),
           Exact(FixedArityOp("clip", 1,
-                             {{"min", AttrType::kFloat, false},
-                              {"max", AttrType::kFloat, false}},
+                             {{"min", AttrType::kFloat, false}, {"max", AttrType::kFloat, false}},
                              ClipShape, ClipEval)),
           Composite(FloatActivationOp("leaky_relu", {alpha}, MakeLeakyRelu)),
           Composite(FloatActivationOp("elu", {alpha}, MakeElu)),

@@ -41,55 +41,41 @@ void ExpectMatches(const std::string& op, const Attrs& attrs,
 }
 
 TEST(ActivationTest, GeluBothForms) {
-  ExpectMatches("gelu", {}, [](double x) {
-    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  ExpectMatches("gelu", {}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); });
+  ExpectMatches("gelu", MakeAttrs({{"approximate", std::string("none")}}),
+                [](double x) { return x * 0.5 * std::erfc(-x / std::sqrt(2.0)); });
+  ExpectMatches("gelu", MakeAttrs({{"approximate", std::string("tanh")}}), [](double x) {
+    const double inner = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    return 0.5 * x * (1 + std::tanh(inner));
   });
-  ExpectMatches(
-      "gelu", MakeAttrs({{"approximate", std::string("none")}}),
-      [](double x) { return x * 0.5 * std::erfc(-x / std::sqrt(2.0)); });
-  ExpectMatches(
-      "gelu", MakeAttrs({{"approximate", std::string("tanh")}}), [](double x) {
-        const double inner = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-        return 0.5 * x * (1 + std::tanh(inner));
-      });
 }
 
 TEST(ActivationTest, SiluSoftplusAndTheHardFunctions) {
   ExpectMatches("silu", {}, [](double x) { return x / (1 + std::exp(-x)); });
-  ExpectMatches("softplus", {},
-                [](double x) { return std::log(1 + std::exp(x)); });
-  ExpectMatches("hard_sigmoid", {}, [](double x) {
-    return std::max(0.0, std::min(1.0, 0.2 * x + 0.5));
-  });
-  ExpectMatches(
-      "hard_sigmoid", MakeAttrs({{"alpha", 0.5}, {"beta", int64_t{1}}}),
-      [](double x) { return std::max(0.0, std::min(1.0, x / 2 + 1)); });
-  ExpectMatches("hard_swish", {}, [](double x) {
-    return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
-  });
+  ExpectMatches("softplus", {}, [](double x) { return std::log(1 + std::exp(x)); });
+  ExpectMatches("hard_sigmoid", {},
+                [](double x) { return std::max(0.0, std::min(1.0, 0.2 * x + 0.5)); });
+  ExpectMatches("hard_sigmoid", MakeAttrs({{"alpha", 0.5}, {"beta", int64_t{1}}}),
+                [](double x) { return std::max(0.0, std::min(1.0, x / 2 + 1)); });
+  ExpectMatches("hard_swish", {},
+                [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); });
   // By hand: below -3 it is 0, above 3 it is x, in between x (x + 3) / 6.
-  absl::StatusOr<Tensor> y =
-      RunOp("hard_swish", {MakeTensor(DType::kF64, {5}, {-4, -3, 0, 1, 4})});
+  absl::StatusOr<Tensor> y = RunOp("hard_swish", {MakeTensor(DType::kF64, {5}, {-4, -3, 0, 1, 4})});
   ASSERT_TRUE(y.ok()) << y.status();
-  EXPECT_THAT(ToDoubles(*y),
-              Pointwise(DoubleNear(1e-15), {0.0, 0.0, 0.0, 4.0 / 6, 4.0}));
+  EXPECT_THAT(ToDoubles(*y), Pointwise(DoubleNear(1e-15), {0.0, 0.0, 0.0, 4.0 / 6, 4.0}));
 }
 
 TEST(ActivationTest, SoftplusIsStableAtTheExtremes) {
-  absl::StatusOr<Tensor> y =
-      RunOp("softplus", {MakeTensor(DType::kF32, {3}, {1000, -1000, 0})});
+  absl::StatusOr<Tensor> y = RunOp("softplus", {MakeTensor(DType::kF32, {3}, {1000, -1000, 0})});
   ASSERT_TRUE(y.ok()) << y.status();
-  EXPECT_THAT(ToDoubles(*y),
-              Pointwise(DoubleNear(1e-6), {1000.0, 0.0, std::log(2.0)}));
+  EXPECT_THAT(ToDoubles(*y), Pointwise(DoubleNear(1e-6), {1000.0, 0.0, std::log(2.0)}));
 }
 
 TEST(ActivationTest, ReluFamilyWithDefaultAndGivenAlphas) {
-  ExpectMatches("leaky_relu", {},
-                [](double x) { return x < 0 ? 0.01 * x : x; });
+  ExpectMatches("leaky_relu", {}, [](double x) { return x < 0 ? 0.01 * x : x; });
   ExpectMatches("leaky_relu", MakeAttrs({{"alpha", 0.3}}),
                 [](double x) { return x < 0 ? 0.3 * x : x; });
-  ExpectMatches("elu", {},
-                [](double x) { return x < 0 ? std::exp(x) - 1 : x; });
+  ExpectMatches("elu", {}, [](double x) { return x < 0 ? std::exp(x) - 1 : x; });
   ExpectMatches("elu", MakeAttrs({{"alpha", 2.5}}),
                 [](double x) { return x < 0 ? 2.5 * (std::exp(x) - 1) : x; });
   // The spec's defaults: the f32 roundings of SELU's constants.
@@ -103,8 +89,8 @@ TEST(ActivationTest, ReluFamilyWithDefaultAndGivenAlphas) {
 }
 
 TEST(ActivationTest, NanPropagates) {
-  for (const char* op : {"gelu", "silu", "leaky_relu", "elu", "selu",
-                         "softplus", "hard_sigmoid", "hard_swish"}) {
+  for (const char* op :
+       {"gelu", "silu", "leaky_relu", "elu", "selu", "softplus", "hard_sigmoid", "hard_swish"}) {
     absl::StatusOr<Tensor> y = RunOp(op, {MakeTensor(DType::kF32, {1}, {NAN})});
     ASSERT_TRUE(y.ok()) << y.status();
     EXPECT_THAT(ToDoubles(*y), ElementsAre(IsNan())) << op;
@@ -113,8 +99,7 @@ TEST(ActivationTest, NanPropagates) {
 
 TEST(ClipTest, FloatsWithEitherOrBothBounds) {
   Tensor x = MakeTensor(DType::kF32, {2, 3}, {-5, -0.5, 0, 0.5, 5, NAN});
-  absl::StatusOr<Tensor> y =
-      RunOp("clip", {x}, MakeAttrs({{"min", -1.0}, {"max", 1.0}}));
+  absl::StatusOr<Tensor> y = RunOp("clip", {x}, MakeAttrs({{"min", -1.0}, {"max", 1.0}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(-1, -0.5, 0, 0.5, 1, IsNan()));
   y = RunOp("clip", {x}, MakeAttrs({{"min", 0.25}}));
@@ -134,8 +119,7 @@ TEST(ClipTest, FloatsWithEitherOrBothBounds) {
 
 TEST(ClipTest, IntegersKeepTheIntegersInsideTheBounds) {
   Tensor x = Iota(DType::kI32, {11}, -5);
-  absl::StatusOr<Tensor> y =
-      RunOp("clip", {x}, MakeAttrs({{"min", -2.5}, {"max", 3.7}}));
+  absl::StatusOr<Tensor> y = RunOp("clip", {x}, MakeAttrs({{"min", -2.5}, {"max", 3.7}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->dtype(), DType::kI32);
   EXPECT_THAT(ToInts(*y), ElementsAre(-2, -2, -2, -2, -1, 0, 1, 2, 3, 3, 3));
@@ -169,35 +153,32 @@ TEST(ClipTest, NarrowAndUnsignedIntegers) {
 
 TEST(PreluTest, SlopeBroadcastsEitherWay) {
   Tensor x = MakeTensor(DType::kF64, {2, 3}, {-1, 2, -3, 4, -5, 6});
-  absl::StatusOr<Tensor> y =
-      RunOp("prelu", {x, MakeTensor(DType::kF64, {3}, {0.1, 0.2, 0.3})});
+  absl::StatusOr<Tensor> y = RunOp("prelu", {x, MakeTensor(DType::kF64, {3}, {0.1, 0.2, 0.3})});
   ASSERT_TRUE(y.ok()) << y.status();
-  EXPECT_THAT(ToDoubles(*y),
-              Pointwise(DoubleNear(1e-15), {-0.1, 2.0, -0.9, 4.0, -1.0, 6.0}));
+  EXPECT_THAT(ToDoubles(*y), Pointwise(DoubleNear(1e-15), {-0.1, 2.0, -0.9, 4.0, -1.0, 6.0}));
   y = RunOp("prelu", {x, MakeTensor(DType::kF64, {2, 1}, {0.5, 2})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(-0.5, 2, -1.5, 4, -10, 6));
   // The output takes the broadcast shape.
-  y = RunOp("prelu", {MakeTensor(DType::kF32, {3}, {-1, 0, 1}),
-                      MakeTensor(DType::kF32, {2, 1}, {2, 3})});
+  y = RunOp("prelu",
+            {MakeTensor(DType::kF32, {3}, {-1, 0, 1}), MakeTensor(DType::kF32, {2, 1}, {2, 3})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (Shape{2, 3}));
   EXPECT_THAT(ToDoubles(*y), ElementsAre(-2, 0, 1, -3, 0, 1));
 }
 
 TEST(ActivationTest, ErrorsNameTheNode) {
-  for (const char* op : {"gelu", "silu", "leaky_relu", "elu", "selu",
-                         "softplus", "hard_sigmoid", "hard_swish"}) {
+  for (const char* op :
+       {"gelu", "silu", "leaky_relu", "elu", "selu", "softplus", "hard_sigmoid", "hard_swish"}) {
     EXPECT_THAT(RunOpError(op, {Tensor(DType::kI32, {2})}),
                 HasSubstr(absl::StrCat("node 'test_node' (", op,
                                        "): input 0 has dtype i32, expected a "
                                        "float dtype")));
   }
   Tensor x(DType::kF32, {2});
-  EXPECT_THAT(
-      RunOpError("gelu", {x}, MakeAttrs({{"approximate", std::string("erf")}})),
-      HasSubstr("node 'test_node' (gelu): attribute 'approximate' must be "
-                "\"none\" or \"tanh\", got \"erf\""));
+  EXPECT_THAT(RunOpError("gelu", {x}, MakeAttrs({{"approximate", std::string("erf")}})),
+              HasSubstr("node 'test_node' (gelu): attribute 'approximate' must be "
+                        "\"none\" or \"tanh\", got \"erf\""));
   EXPECT_THAT(RunOpError("leaky_relu", {x}, MakeAttrs({{"alpha", Ints{1}}})),
               HasSubstr("(leaky_relu): attribute 'alpha' must be float"));
   EXPECT_THAT(RunOpError("clip", {Tensor(DType::kBool, {2})}),
@@ -207,9 +188,8 @@ TEST(ActivationTest, ErrorsNameTheNode) {
                         "different dtypes"));
   EXPECT_THAT(RunOpError("prelu", {x, Tensor(DType::kF32, {3})}),
               HasSubstr("(prelu): cannot broadcast shapes [2] and [3]"));
-  EXPECT_THAT(
-      RunOpError("prelu", {Tensor(DType::kI32, {2}), Tensor(DType::kI32, {2})}),
-      HasSubstr("(prelu): input 0 has dtype i32"));
+  EXPECT_THAT(RunOpError("prelu", {Tensor(DType::kI32, {2}), Tensor(DType::kI32, {2})}),
+              HasSubstr("(prelu): input 0 has dtype i32"));
 }
 
 }  // namespace

@@ -123,8 +123,8 @@ absl::StatusOr<std::vector<int64_t>> ReadChannels(const Node& node, const Shape&
   const char* layout = transposed ? "[C, M/group, kernel...]" : "[M, C/group, kernel...]";
   if (weight.size() != x.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the weight ", ShapeToString(weight),
-                                                   " must have x's rank ", x.size(), " (",
-                                                   layout, "); x is ", ShapeToString(x)));
+                                                   " must have x's rank ", x.size(), " (", layout,
+                                                   "); x is ", ShapeToString(x)));
   }
   c.batch = x[0];
   c.in_channels = x[1];
@@ -199,10 +199,12 @@ absl::StatusOr<ConvTransposeSpec> ReadConvTransposeSpec(const Node& node, const 
   spec.output_padding = std::move(output_padding);
   for (size_t d = 0; d < spatial; ++d) {
     // Each term is capped at 2^40 (in magnitude): no overflow.
-    const int64_t spread =
-        std::min(SaturatingMul(spec.window.strides[d], spec.window.input[d] - 1), kMaxTensorElements);
+    const int64_t spread = std::min(SaturatingMul(spec.window.strides[d], spec.window.input[d] - 1),
+                                    kMaxTensorElements);
     const int64_t extent =
-        std::min(SaturatingMul(spec.window.dilations[d], spec.window.kernel[d] - 1), kMaxTensorElements) + 1;
+        std::min(SaturatingMul(spec.window.dilations[d], spec.window.kernel[d] - 1),
+                 kMaxTensorElements) +
+        1;
     const int64_t out = spread + extent + spec.output_padding[d] - spec.window.pads_begin[d] -
                         spec.window.pads_end[d];
     if (spec.window.input[d] < 1 || out < 1 || out > kMaxTensorElements) {
@@ -568,8 +570,8 @@ OpDef ConvTransposeOp() {
   std::vector<AttrSpec> attrs = WindowAttrs();
   attrs.push_back({"group", AttrType::kInt, false});
   attrs.push_back({"output_padding", AttrType::kInts, false});
-  OpDef def = FixedArityOp("conv_transpose", 3, std::move(attrs), ConvTransposeShape,
-                           ConvTransposeEval);
+  OpDef def =
+      FixedArityOp("conv_transpose", 3, std::move(attrs), ConvTransposeShape, ConvTransposeEval);
   def.min_inputs = 2;
   return def;
 }

@@ -148,8 +148,8 @@ TEST(ConvTransposeTest, OnesKernelSpreadsEachElement) {
   EXPECT_THAT(y.values, ElementsAre(0, 1, 3, 3, 2, 0, 1, 3, 3, 2));
   y = Evaluate("conv_transpose", {Iota(DType::kF32, {1, 1, 3, 3}), Ones({1, 1, 3, 3})});
   EXPECT_EQ(y.shape, (Shape{1, 1, 5, 5}));
-  EXPECT_THAT(y.values, ElementsAreArray({0, 1,  3,  3,  2,  3, 8,  15, 12, 7,  9,  21, 36,
-                                          27, 15, 9, 20, 33, 24, 13, 6, 13, 21, 15, 8}));
+  EXPECT_THAT(y.values, ElementsAreArray({0,  1,  3, 3,  2,  3,  8,  15, 12, 7,  9,  21, 36,
+                                          27, 15, 9, 20, 33, 24, 13, 6,  13, 21, 15, 8}));
 }
 
 // x [1, 2] with w [1, 10], stride 2: the full result is 1 10 2 20.
@@ -159,10 +159,9 @@ TEST(ConvTransposeTest, StridesPadsOutputPaddingAndBias) {
   EXPECT_THAT(Evaluate("conv_transpose", {x, w}, MakeAttrs({{"strides", Ints{2}}})).values,
               ElementsAre(1, 10, 2, 20));
   // One position cropped at the begin, one added at the end (bias only).
-  Result y = Evaluate("conv_transpose", {x, w, F32({1}, {0.5})},
-                      MakeAttrs({{"strides", Ints{2}},
-                                 {"pads", Ints{1, 0}},
-                                 {"output_padding", Ints{1}}}));
+  Result y = Evaluate(
+      "conv_transpose", {x, w, F32({1}, {0.5})},
+      MakeAttrs({{"strides", Ints{2}}, {"pads", Ints{1, 0}}, {"output_padding", Ints{1}}}));
   EXPECT_EQ(y.shape, (Shape{1, 1, 4}));
   EXPECT_THAT(y.values, ElementsAre(10.5, 2.5, 20.5, 0.5));
   // A negative pad adds positions that only the bias reaches.
@@ -184,9 +183,9 @@ TEST(ConvTransposeTest, GroupsAndChannelSums) {
   EXPECT_EQ(summed.shape, (Shape{1, 1, 1}));
   EXPECT_THAT(summed.values, ElementsAre(210));
   // Two batch entries, two output channels per group of one input channel.
-  Result batched = Evaluate("conv_transpose",
-                            {F32({2, 2, 1}, {1, 2, 3, 4}), F32({2, 2, 1}, {1, 2, 3, 4})},
-                            MakeAttrs({{"group", int64_t{2}}}));
+  Result batched =
+      Evaluate("conv_transpose", {F32({2, 2, 1}, {1, 2, 3, 4}), F32({2, 2, 1}, {1, 2, 3, 4})},
+               MakeAttrs({{"group", int64_t{2}}}));
   EXPECT_EQ(batched.shape, (Shape{2, 4, 1}));
   EXPECT_THAT(batched.values, ElementsAre(1, 2, 6, 8, 3, 6, 12, 16));
 }
@@ -203,18 +202,17 @@ TEST(ConvTransposeTest, Errors) {
   EXPECT_THAT(RunOpError("conv_transpose", {x, Ones({3, 1, 2})}),
               HasSubstr("(conv_transpose): the weight [3,1,2] ([C, M/group, kernel...]) has 3 "
                         "input channels; x [1,2,3] has 2"));
-  EXPECT_THAT(RunOpError("conv_transpose", {x, Ones({2, 1, 2})},
-                         MakeAttrs({{"group", int64_t{3}}})),
-              HasSubstr("(conv_transpose): attribute 'group' (3) must be positive and divide"));
+  EXPECT_THAT(
+      RunOpError("conv_transpose", {x, Ones({2, 1, 2})}, MakeAttrs({{"group", int64_t{3}}})),
+      HasSubstr("(conv_transpose): attribute 'group' (3) must be positive and divide"));
   EXPECT_THAT(RunOpError("conv_transpose", {x, Ones({2, 1, 2}), Ones({2})}),
               HasSubstr("(conv_transpose): the bias must have shape [1], got [2]"));
-  EXPECT_THAT(RunOpError("conv_transpose", {x, Ones({2, 1, 2})},
-                         MakeAttrs({{"pads", Ints{2, 2}}})),
+  EXPECT_THAT(RunOpError("conv_transpose", {x, Ones({2, 1, 2})}, MakeAttrs({{"pads", Ints{2, 2}}})),
               HasSubstr("(conv_transpose): the output would have 0 positions along spatial "
                         "dim 0"));
-  EXPECT_THAT(RunOpError("conv_transpose", {x, Ones({2, 1, 2})},
-                         MakeAttrs({{"output_padding", Ints{-1}}})),
-              HasSubstr("(conv_transpose): attribute 'output_padding' [-1] has an entry outside"));
+  EXPECT_THAT(
+      RunOpError("conv_transpose", {x, Ones({2, 1, 2})}, MakeAttrs({{"output_padding", Ints{-1}}})),
+      HasSubstr("(conv_transpose): attribute 'output_padding' [-1] has an entry outside"));
   EXPECT_THAT(RunOpError("conv_transpose", {x, Ones({2, 1})}),
               HasSubstr("(conv_transpose): the weight [2,1] must have x's rank 3"));
   EXPECT_THAT(RunOpError("conv_transpose", {Ones({2, 3}), Ones({2, 3})}),

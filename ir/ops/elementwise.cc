@@ -40,17 +40,10 @@ using IntUnaryFn = int64_t (*)(int64_t);
 using UIntBinaryFn = uint64_t (*)(uint64_t, uint64_t);
 using UIntUnaryFn = uint64_t (*)(uint64_t);
 
-
 int64_t Wrap(uint64_t v) { return static_cast<int64_t>(v); }
-int64_t WrapAdd(int64_t a, int64_t b) {
-  return Wrap(uint64_t(a) + uint64_t(b));
-}
-int64_t WrapSub(int64_t a, int64_t b) {
-  return Wrap(uint64_t(a) - uint64_t(b));
-}
-int64_t WrapMul(int64_t a, int64_t b) {
-  return Wrap(uint64_t(a) * uint64_t(b));
-}
+int64_t WrapAdd(int64_t a, int64_t b) { return Wrap(uint64_t(a) + uint64_t(b)); }
+int64_t WrapSub(int64_t a, int64_t b) { return Wrap(uint64_t(a) - uint64_t(b)); }
+int64_t WrapMul(int64_t a, int64_t b) { return Wrap(uint64_t(a) * uint64_t(b)); }
 int64_t WrapNeg(int64_t a) { return Wrap(0 - uint64_t(a)); }
 
 // The divisor is known to be non-zero. INT64_MIN / -1 wraps to INT64_MIN.
@@ -166,8 +159,7 @@ struct LogicalXor {
 
 // Broadcasts inputs [0, n) together, after checking they share a dtype of
 // class `accepted`.
-absl::StatusOr<Shape> BroadcastInputs(absl::Span<const TensorType> inputs,
-                                      DTypeClass accepted) {
+absl::StatusOr<Shape> BroadcastInputs(absl::Span<const TensorType> inputs, DTypeClass accepted) {
   Shape shape;
   for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
     if (i > 0) {
@@ -183,9 +175,8 @@ absl::StatusOr<Shape> BroadcastInputs(absl::Span<const TensorType> inputs,
 }
 
 ShapeFn BroadcastShapeFn(DTypeClass accepted, bool bool_output) {
-  return [accepted, bool_output](
-             const Node&,
-             absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+  return [accepted, bool_output](const Node&,
+                                 absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     LOOM_ASSIGN_OR_RETURN(Shape shape, BroadcastInputs(in, accepted));
     const DType dtype = bool_output ? DType::kBool : in[0].dtype;
     return OneOutput(dtype, std::move(shape));
@@ -193,9 +184,7 @@ ShapeFn BroadcastShapeFn(DTypeClass accepted, bool bool_output) {
 }
 
 ShapeFn SameTypeShapeFn(DTypeClass accepted) {
-  return [accepted](
-             const Node&,
-             absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+  return [accepted](const Node&, absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, accepted, 0));
     return OneOutput(in[0]);
   };
@@ -234,33 +223,28 @@ absl::Status EvalArithmetic(absl::Span<const Tensor* const> in, Tensor& result,
   }
   if (IsFloat(result.dtype())) {
     ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
-      result.SetDouble(
-          i, fns.on_float(a.GetDouble(w.offset(0)), b.GetDouble(w.offset(1))));
+      result.SetDouble(i, fns.on_float(a.GetDouble(w.offset(0)), b.GetDouble(w.offset(1))));
     });
   } else if (IsUnsigned(result.dtype()) && fns.on_uint != nullptr) {
     ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
-      result.SetInt(i, static_cast<int64_t>(fns.on_uint(
-                           static_cast<uint64_t>(a.GetInt(w.offset(0))),
-                           static_cast<uint64_t>(b.GetInt(w.offset(1))))));
+      result.SetInt(
+          i, static_cast<int64_t>(fns.on_uint(static_cast<uint64_t>(a.GetInt(w.offset(0))),
+                                              static_cast<uint64_t>(b.GetInt(w.offset(1))))));
     });
   } else {
     ForEachBroadcast(in, result, [&](int64_t i, const StridedWalk& w) {
-      result.SetInt(i,
-                    fns.on_int(a.GetInt(w.offset(0)), b.GetInt(w.offset(1))));
+      result.SetInt(i, fns.on_int(a.GetInt(w.offset(0)), b.GetInt(w.offset(1))));
     });
   }
   return absl::OkStatus();
 }
 
-OpDef ArithmeticOp(std::string name, BinaryFns fns,
-                   bool integer_division = false) {
-  EvalFn eval = [fns, integer_division](const Node&,
-                                        absl::Span<const Tensor* const> in,
+OpDef ArithmeticOp(std::string name, BinaryFns fns, bool integer_division = false) {
+  EvalFn eval = [fns, integer_division](const Node&, absl::Span<const Tensor* const> in,
                                         absl::Span<Tensor> out) {
     return EvalArithmetic(in, out[0], fns, integer_division);
   };
-  return FixedArityOp(std::move(name), 2, {},
-                      BroadcastShapeFn(DTypeClass::kNumeric, false),
+  return FixedArityOp(std::move(name), 2, {}, BroadcastShapeFn(DTypeClass::kNumeric, false),
                       std::move(eval));
 }
 
@@ -268,19 +252,17 @@ OpDef ArithmeticOp(std::string name, BinaryFns fns,
 absl::StatusOr<bool> ModIsFmod(const Node& node) {
   const int64_t fmod = node.attrs.GetInt("fmod", 0);
   if (fmod != 0 && fmod != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'fmod' must be 0 or 1, got ", fmod));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'fmod' must be 0 or 1, got ", fmod));
   }
   return fmod == 1;
 }
 
 // A broadcasting op's shape function for inputs of class `accepted`, after
 // `read_attr` has accepted the node's attribute.
-ShapeFn BroadcastWithAttr(DTypeClass accepted,
-                          absl::StatusOr<bool> (*read_attr)(const Node&)) {
+ShapeFn BroadcastWithAttr(DTypeClass accepted, absl::StatusOr<bool> (*read_attr)(const Node&)) {
   const ShapeFn broadcast = BroadcastShapeFn(accepted, false);
-  return [broadcast, read_attr](const Node& node, absl::Span<const TensorType> in)
-             -> absl::StatusOr<OutputTypes> {
+  return [broadcast, read_attr](const Node& node,
+                                absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     LOOM_RETURN_IF_ERROR(read_attr(node).status());
     return broadcast(node, in);
   };
@@ -291,21 +273,18 @@ OpDef ModOp() {
   EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) -> absl::Status {
     LOOM_ASSIGN_OR_RETURN(bool fmod, ModIsFmod(node));
-    return fmod ? EvalArithmetic(in, out[0],
-                                  {FloatTruncMod, IntTruncMod, UIntMod}, true)
-                 : EvalArithmetic(in, out[0],
-                                  {FloatFloorMod, IntFloorMod, UIntMod}, true);
+    return fmod ? EvalArithmetic(in, out[0], {FloatTruncMod, IntTruncMod, UIntMod}, true)
+                : EvalArithmetic(in, out[0], {FloatFloorMod, IntFloorMod, UIntMod}, true);
   };
-  return FixedArityOp("mod", 2, {{"fmod", AttrType::kInt, false}},
-                      std::move(infer), std::move(eval));
+  return FixedArityOp("mod", 2, {{"fmod", AttrType::kInt, false}}, std::move(infer),
+                      std::move(eval));
 }
 
 // `on_int` is null for float-only ops; `on_uint` for unsigned integers, null
 // where `on_int` gives the same bits (neg).
 OpDef UnaryOp(std::string name, FloatUnaryFn on_float, IntUnaryFn on_int,
               UIntUnaryFn on_uint = nullptr) {
-  EvalFn eval = [on_float, on_int, on_uint](const Node&,
-                                            absl::Span<const Tensor* const> in,
+  EvalFn eval = [on_float, on_int, on_uint](const Node&, absl::Span<const Tensor* const> in,
                                             absl::Span<Tensor> out) {
     const Tensor& x = *in[0];
     Tensor& result = out[0];
@@ -315,26 +294,22 @@ OpDef UnaryOp(std::string name, FloatUnaryFn on_float, IntUnaryFn on_int,
       if (is_float) {
         result.SetDouble(i, on_float(x.GetDouble(i)));
       } else if (is_unsigned) {
-        result.SetInt(i, static_cast<int64_t>(
-                             on_uint(static_cast<uint64_t>(x.GetInt(i)))));
+        result.SetInt(i, static_cast<int64_t>(on_uint(static_cast<uint64_t>(x.GetInt(i)))));
       } else {
         result.SetInt(i, on_int(x.GetInt(i)));
       }
     }
     return absl::OkStatus();
   };
-  const DTypeClass accepted =
-      on_int == nullptr ? DTypeClass::kFloat : DTypeClass::kNumeric;
-  return FixedArityOp(std::move(name), 1, {}, SameTypeShapeFn(accepted),
-                      std::move(eval));
+  const DTypeClass accepted = on_int == nullptr ? DTypeClass::kFloat : DTypeClass::kNumeric;
+  return FixedArityOp(std::move(name), 1, {}, SameTypeShapeFn(accepted), std::move(eval));
 }
 
 // Floats compare as doubles, signed integers and bools as int64, unsigned
 // integers as uint64: all exact.
 template <template <typename> class Compare>
 OpDef ComparisonOp(std::string name, DTypeClass accepted) {
-  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in,
-                   absl::Span<Tensor> out) {
+  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     const bool is_float = IsFloat(a.dtype());
@@ -342,40 +317,33 @@ OpDef ComparisonOp(std::string name, DTypeClass accepted) {
     bool* result = out[0].data_as<bool>();
     ForEachBroadcast(in, out[0], [&](int64_t i, const StridedWalk& w) {
       if (is_float) {
-        result[i] = Compare<double>()(a.GetDouble(w.offset(0)),
-                                      b.GetDouble(w.offset(1)));
+        result[i] = Compare<double>()(a.GetDouble(w.offset(0)), b.GetDouble(w.offset(1)));
       } else if (is_unsigned) {
-        result[i] = Compare<uint64_t>()(
-            static_cast<uint64_t>(a.GetInt(w.offset(0))),
-            static_cast<uint64_t>(b.GetInt(w.offset(1))));
+        result[i] = Compare<uint64_t>()(static_cast<uint64_t>(a.GetInt(w.offset(0))),
+                                        static_cast<uint64_t>(b.GetInt(w.offset(1))));
       } else {
-        result[i] = Compare<int64_t>()(a.GetInt(w.offset(0)),
-                                       b.GetInt(w.offset(1)));
+        result[i] = Compare<int64_t>()(a.GetInt(w.offset(0)), b.GetInt(w.offset(1)));
       }
     });
     return absl::OkStatus();
   };
   return Exact(FixedArityOp(std::move(name), 2, {},
-                            BroadcastShapeFn(accepted, /*bool_output=*/true),
-                            std::move(eval)));
+                            BroadcastShapeFn(accepted, /*bool_output=*/true), std::move(eval)));
 }
 
 OpDef LogicalNotOp() {
-  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in,
-                   absl::Span<Tensor> out) {
+  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
     const bool* x = in[0]->data_as<bool>();
     bool* result = out[0].data_as<bool>();
     for (int64_t i = 0; i < out[0].num_elements(); ++i) result[i] = !x[i];
     return absl::OkStatus();
   };
-  return Exact(FixedArityOp("logical_not", 1, {}, SameTypeShapeFn(DTypeClass::kBool),
-                            std::move(eval)));
+  return Exact(
+      FixedArityOp("logical_not", 1, {}, SameTypeShapeFn(DTypeClass::kBool), std::move(eval)));
 }
 
 OpDef WhereOp() {
-  ShapeFn infer =
-      [](const Node&,
-         absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+  ShapeFn infer = [](const Node&, absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kBool, 0));
     LOOM_RETURN_IF_ERROR(CheckSameDType(in, 1, 2));
     Shape shape;
@@ -385,8 +353,7 @@ OpDef WhereOp() {
     }
     return OneOutput(in[1].dtype, std::move(shape));
   };
-  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in,
-                   absl::Span<Tensor> out) {
+  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
     const bool* cond = in[0]->data_as<bool>();
     ForEachBroadcast(in, out[0], [&](int64_t i, const StridedWalk& w) {
       const int chosen = cond[w.offset(0)] ? 1 : 2;
@@ -403,16 +370,15 @@ void CastElement(const Tensor& x, int64_t i, Tensor& result) {
   if (to == DType::kBool) {
     result.SetInt(i, IsFloat(from) ? x.GetDouble(i) != 0 : x.GetInt(i) != 0);
   } else if (IsInteger(to)) {
-    result.SetInt(i, IsFloat(from) ? FloatToIntegerBits(x.GetDouble(i), to)
-                                   : x.GetInt(i));
+    result.SetInt(i, IsFloat(from) ? FloatToIntegerBits(x.GetDouble(i), to) : x.GetInt(i));
   } else if (IsFloat(from)) {
     result.SetDouble(i, x.GetDouble(i));
   } else if (to == DType::kF32) {
     // Straight from the integer, not through double: one rounding, not two.
     const int64_t bits = x.GetInt(i);
-    result.data_as<float>()[i] =
-        from == DType::kU64 ? static_cast<float>(static_cast<uint64_t>(bits))
-                            : static_cast<float>(bits);
+    result.data_as<float>()[i] = from == DType::kU64
+                                     ? static_cast<float>(static_cast<uint64_t>(bits))
+                                     : static_cast<float>(bits);
   } else {
     result.SetDouble(i, IntegerBitsToDouble(x.GetInt(i), from));
   }
@@ -423,8 +389,7 @@ absl::StatusOr<bool> ShiftsLeft(const Node& node) {
   const std::string direction = node.attrs.GetString("direction", "");
   if (direction != "left" && direction != "right") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'direction' must be \"left\" or \"right\", got \"",
-        direction, "\""));
+        "attribute 'direction' must be \"left\" or \"right\", got \"", direction, "\""));
   }
   return direction == "left";
 }
@@ -447,31 +412,27 @@ OpDef BitShiftOp() {
     });
     return absl::OkStatus();
   };
-  return Exact(FixedArityOp("bit_shift", 2,
-                            {{"direction", AttrType::kString, true}},
+  return Exact(FixedArityOp("bit_shift", 2, {{"direction", AttrType::kString, true}},
                             std::move(infer), std::move(eval)));
 }
 
 OpDef CastOp() {
-  ShapeFn infer =
-      [](const Node& node,
-         absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+  ShapeFn infer = [](const Node& node,
+                     absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     absl::StatusOr<DType> to = DTypeFromName(node.attrs.GetString("to", ""));
     if (!to.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("attribute 'to': ", to.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'to': ", to.status().message()));
     }
     return OneOutput(*to, in[0].shape);
   };
-  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in,
-                   absl::Span<Tensor> out) {
+  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
     for (int64_t i = 0; i < out[0].num_elements(); ++i) {
       CastElement(*in[0], i, out[0]);
     }
     return absl::OkStatus();
   };
-  OpDef cast = FixedArityOp("cast", 1, {{"to", AttrType::kString, true}},
-                            std::move(infer), std::move(eval));
+  OpDef cast =
+      FixedArityOp("cast", 1, {{"to", AttrType::kString, true}}, std::move(infer), std::move(eval));
   cast.dtype_attrs = {"to"};
   cast.rounding_ulps = 1;  // narrowing to f32 rounds once
   return cast;
@@ -483,48 +444,47 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   constexpr DTypeClass kNumeric = DTypeClass::kNumeric;
   constexpr DTypeClass kAny = DTypeClass::kAny;
   constexpr DTypeClass kBool = DTypeClass::kBool;
-  return RegisterAll(
-      registry,
-      {
-          ArithmeticOp("add", {Add, WrapAdd}),
-          ArithmeticOp("sub", {Sub, WrapSub}),
-          ArithmeticOp("mul", {Mul, WrapMul}),
-          ArithmeticOp("div", {Div, IntDiv, UIntDiv}, /*integer_division=*/true),
-          ArithmeticOp("pow", {Pow, IntPow, UIntPow}),
-          Exact(ArithmeticOp("maximum", {FloatMax, IntMax, UIntMax})),
-          Exact(ArithmeticOp("minimum", {FloatMin, IntMin, UIntMin})),
-          ModOp(),
-          BitShiftOp(),
-          Exact(UnaryOp("neg", FloatNeg, WrapNeg)),
-          Exact(UnaryOp("abs", FloatAbs, IntAbs, UIntIdentity)),
-          Exact(UnaryOp("relu", FloatRelu, IntRelu, UIntIdentity)),
-          UnaryOp("exp", Exp, nullptr),
-          UnaryOp("log", Log, nullptr),
-          UnaryOp("sqrt", Sqrt, nullptr),
-          UnaryOp("rsqrt", Rsqrt, nullptr),
-          UnaryOp("reciprocal", Reciprocal, nullptr),
-          UnaryOp("tanh", Tanh, nullptr),
-          UnaryOp("sigmoid", Sigmoid, nullptr),
-          WithRoundingUlps(UnaryOp("erf", Erf, nullptr), 16),
-          UnaryOp("sin", Sin, nullptr),
-          UnaryOp("cos", Cos, nullptr),
-          Exact(UnaryOp("floor", Floor, nullptr)),
-          Exact(UnaryOp("ceil", Ceil, nullptr)),
-          Exact(UnaryOp("round", RoundHalfToEven, nullptr)),
-          Exact(UnaryOp("sign", FloatSign, IntSign, UIntSign)),
-          ComparisonOp<std::equal_to>("equal", kAny),
-          ComparisonOp<std::not_equal_to>("not_equal", kAny),
-          ComparisonOp<std::less>("less", kNumeric),
-          ComparisonOp<std::less_equal>("less_equal", kNumeric),
-          ComparisonOp<std::greater>("greater", kNumeric),
-          ComparisonOp<std::greater_equal>("greater_equal", kNumeric),
-          LogicalNotOp(),
-          ComparisonOp<LogicalAnd>("logical_and", kBool),
-          ComparisonOp<LogicalOr>("logical_or", kBool),
-          ComparisonOp<LogicalXor>("logical_xor", kBool),
-          WhereOp(),
-          CastOp(),
-      });
+  return RegisterAll(registry,
+                     {
+                         ArithmeticOp("add", {Add, WrapAdd}),
+                         ArithmeticOp("sub", {Sub, WrapSub}),
+                         ArithmeticOp("mul", {Mul, WrapMul}),
+                         ArithmeticOp("div", {Div, IntDiv, UIntDiv}, /*integer_division=*/true),
+                         ArithmeticOp("pow", {Pow, IntPow, UIntPow}),
+                         Exact(ArithmeticOp("maximum", {FloatMax, IntMax, UIntMax})),
+                         Exact(ArithmeticOp("minimum", {FloatMin, IntMin, UIntMin})),
+                         ModOp(),
+                         BitShiftOp(),
+                         Exact(UnaryOp("neg", FloatNeg, WrapNeg)),
+                         Exact(UnaryOp("abs", FloatAbs, IntAbs, UIntIdentity)),
+                         Exact(UnaryOp("relu", FloatRelu, IntRelu, UIntIdentity)),
+                         UnaryOp("exp", Exp, nullptr),
+                         UnaryOp("log", Log, nullptr),
+                         UnaryOp("sqrt", Sqrt, nullptr),
+                         UnaryOp("rsqrt", Rsqrt, nullptr),
+                         UnaryOp("reciprocal", Reciprocal, nullptr),
+                         UnaryOp("tanh", Tanh, nullptr),
+                         UnaryOp("sigmoid", Sigmoid, nullptr),
+                         WithRoundingUlps(UnaryOp("erf", Erf, nullptr), 16),
+                         UnaryOp("sin", Sin, nullptr),
+                         UnaryOp("cos", Cos, nullptr),
+                         Exact(UnaryOp("floor", Floor, nullptr)),
+                         Exact(UnaryOp("ceil", Ceil, nullptr)),
+                         Exact(UnaryOp("round", RoundHalfToEven, nullptr)),
+                         Exact(UnaryOp("sign", FloatSign, IntSign, UIntSign)),
+                         ComparisonOp<std::equal_to>("equal", kAny),
+                         ComparisonOp<std::not_equal_to>("not_equal", kAny),
+                         ComparisonOp<std::less>("less", kNumeric),
+                         ComparisonOp<std::less_equal>("less_equal", kNumeric),
+                         ComparisonOp<std::greater>("greater", kNumeric),
+                         ComparisonOp<std::greater_equal>("greater_equal", kNumeric),
+                         LogicalNotOp(),
+                         ComparisonOp<LogicalAnd>("logical_and", kBool),
+                         ComparisonOp<LogicalOr>("logical_or", kBool),
+                         ComparisonOp<LogicalXor>("logical_xor", kBool),
+                         WhereOp(),
+                         CastOp(),
+                     });
 }
 
 }  // namespace loom

@@ -53,8 +53,7 @@ TEST(BinaryTest, BroadcastMatchesExplicitLoopsOnOddRank3Shapes) {
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 4; ++j) {
       for (int k = 0; k < 5; ++k) {
-        EXPECT_EQ(y->GetDouble((i * 4 + j) * 5 + k),
-                  a.GetDouble(i * 5 + k) - b.GetDouble(j));
+        EXPECT_EQ(y->GetDouble((i * 4 + j) * 5 + k), a.GetDouble(i * 5 + k) - b.GetDouble(j));
       }
     }
   }
@@ -83,15 +82,13 @@ TEST(BinaryTest, IntegerDivisionByZeroIsAnErrorNamingTheNode) {
                         "division by zero"));
   // Float division by zero follows IEEE.
   absl::StatusOr<Tensor> y =
-      RunOp("div", {MakeTensor(DType::kF32, {2}, {1, -1}),
-                    MakeTensor(DType::kF32, {2}, {0, 0})});
+      RunOp("div", {MakeTensor(DType::kF32, {2}, {1, -1}), MakeTensor(DType::kF32, {2}, {0, 0})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(INFINITY, -INFINITY));
 }
 
 TEST(BinaryTest, IntegerArithmeticIsExactAndWraps) {
-  Tensor big =
-      MakeIntTensor(DType::kI64, {3}, {kI64Max, kI64Min, (1LL << 53) + 1});
+  Tensor big = MakeIntTensor(DType::kI64, {3}, {kI64Max, kI64Min, (1LL << 53) + 1});
   Tensor one = MakeIntTensor(DType::kI64, {3}, {1, -1, 2});
   absl::StatusOr<Tensor> sum = RunOp("add", {big, one});
   ASSERT_TRUE(sum.ok()) << sum.status();
@@ -100,9 +97,8 @@ TEST(BinaryTest, IntegerArithmeticIsExactAndWraps) {
   ASSERT_TRUE(quotient.ok()) << quotient.status();
   EXPECT_THAT(ToInts(*quotient), ElementsAre(kI64Max, kI64Min, (1LL << 52)));
 
-  absl::StatusOr<Tensor> wrapped =
-      RunOp("mul", {MakeIntTensor(DType::kI32, {2}, {kI32Max, 65536}),
-                    MakeIntTensor(DType::kI32, {2}, {2, 65536})});
+  absl::StatusOr<Tensor> wrapped = RunOp("mul", {MakeIntTensor(DType::kI32, {2}, {kI32Max, 65536}),
+                                                 MakeIntTensor(DType::kI32, {2}, {2, 65536})});
   ASSERT_TRUE(wrapped.ok()) << wrapped.status();
   EXPECT_THAT(ToInts(*wrapped), ElementsAre(-2, 0));
 }
@@ -127,28 +123,25 @@ TEST(BinaryTest, FloatPowerMaximumMinimum) {
   y = RunOp("minimum", {a, b});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(0.5, 0.5, -1, IsNan()));
-  y = RunOp("maximum", {MakeIntTensor(DType::kI32, {2}, {-3, 4}),
-                        MakeIntTensor(DType::kI32, {1}, {0})});
+  y = RunOp("maximum",
+            {MakeIntTensor(DType::kI32, {2}, {-3, 4}), MakeIntTensor(DType::kI32, {1}, {0})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToInts(*y), ElementsAre(0, 4));
 }
 
 TEST(BinaryTest, MixedDTypesAreRejectedNamingBothTypes) {
-  EXPECT_THAT(
-      RunOpError("add", {Tensor(DType::kF32, {2}), Tensor(DType::kF64, {2})}),
-      HasSubstr("node 'test_node' (add): inputs 0 and 1 have different "
-                "dtypes: f32[2] and f64[2]"));
+  EXPECT_THAT(RunOpError("add", {Tensor(DType::kF32, {2}), Tensor(DType::kF64, {2})}),
+              HasSubstr("node 'test_node' (add): inputs 0 and 1 have different "
+                        "dtypes: f32[2] and f64[2]"));
 }
 
 TEST(BinaryTest, BoolArithmeticIsRejected) {
-  EXPECT_THAT(
-      RunOpError("mul", {Tensor(DType::kBool, {2}), Tensor(DType::kBool, {2})}),
-      HasSubstr("node 'test_node' (mul): input 0 has dtype bool"));
+  EXPECT_THAT(RunOpError("mul", {Tensor(DType::kBool, {2}), Tensor(DType::kBool, {2})}),
+              HasSubstr("node 'test_node' (mul): input 0 has dtype bool"));
 }
 
 TEST(BinaryTest, IncompatibleShapesAreRejected) {
-  EXPECT_THAT(RunOpError("add", {Tensor(DType::kF32, {2, 3}),
-                                 Tensor(DType::kF32, {2})}),
+  EXPECT_THAT(RunOpError("add", {Tensor(DType::kF32, {2, 3}), Tensor(DType::kF32, {2})}),
               HasSubstr("node 'test_node' (add): cannot broadcast shapes "
                         "[2,3] and [2]"));
 }
@@ -202,22 +195,19 @@ TEST(UnaryTest, FloatOpsMatchTheMathLibrary) {
       // Computed in double, then rounded once to the output dtype.
       Tensor expected(dtype, {4});
       for (int i = 0; i < 4; ++i) expected.SetDouble(i, c.expected(x[i]));
-      EXPECT_EQ(ToDoubles(*y), ToDoubles(expected))
-          << c.op << " " << DTypeName(dtype);
+      EXPECT_EQ(ToDoubles(*y), ToDoubles(expected)) << c.op << " " << DTypeName(dtype);
     }
   }
 }
 
 TEST(UnaryTest, SigmoidSaturatesWithoutNan) {
-  absl::StatusOr<Tensor> y =
-      RunOp("sigmoid", {MakeTensor(DType::kF32, {3}, {-1000, 0, 1000})});
+  absl::StatusOr<Tensor> y = RunOp("sigmoid", {MakeTensor(DType::kF32, {3}, {-1000, 0, 1000})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 0.5, 1));
 }
 
 TEST(UnaryTest, FloatOnlyOpsRejectIntsNamingTheNode) {
-  for (const char* op :
-       {"exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid"}) {
+  for (const char* op : {"exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid"}) {
     EXPECT_THAT(RunOpError(op, {Tensor(DType::kI32, {2})}),
                 HasSubstr(absl::StrCat("node 'test_node' (", op,
                                        "): input 0 has dtype i32, expected a "
@@ -271,8 +261,7 @@ TEST(ComparisonTest, BoolsOnlyForEquality) {
 }
 
 TEST(LogicalNotTest, NegatesBoolsOnly) {
-  absl::StatusOr<Tensor> y =
-      RunOp("logical_not", {MakeIntTensor(DType::kBool, {3}, {0, 1, 0})});
+  absl::StatusOr<Tensor> y = RunOp("logical_not", {MakeIntTensor(DType::kBool, {3}, {0, 1, 0})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToInts(*y), ElementsAre(1, 0, 1));
   EXPECT_THAT(RunOpError("logical_not", {Tensor(DType::kF32, {3})}),
@@ -290,21 +279,18 @@ TEST(WhereTest, ThreeWayBroadcast) {
 }
 
 TEST(WhereTest, RejectsBadDTypes) {
-  EXPECT_THAT(
-      RunOpError("where", {Tensor(DType::kF32, {2}), Tensor(DType::kF32, {2}),
-                           Tensor(DType::kF32, {2})}),
-      HasSubstr("(where): input 0 has dtype f32, expected bool"));
-  EXPECT_THAT(
-      RunOpError("where", {Tensor(DType::kBool, {2}), Tensor(DType::kF32, {2}),
-                           Tensor(DType::kI32, {2})}),
-      HasSubstr("(where): inputs 1 and 2 have different dtypes: f32[2] "
-                "and i32[2]"));
+  EXPECT_THAT(RunOpError("where", {Tensor(DType::kF32, {2}), Tensor(DType::kF32, {2}),
+                                   Tensor(DType::kF32, {2})}),
+              HasSubstr("(where): input 0 has dtype f32, expected bool"));
+  EXPECT_THAT(RunOpError("where", {Tensor(DType::kBool, {2}), Tensor(DType::kF32, {2}),
+                                   Tensor(DType::kI32, {2})}),
+              HasSubstr("(where): inputs 1 and 2 have different dtypes: f32[2] "
+                        "and i32[2]"));
 }
 
 TEST(CastTest, FloatToIntTruncatesSaturatesAndZeroesNan) {
   Tensor x = MakeTensor(DType::kF64, {6}, {-1.7, 2.9, NAN, 1e10, -1e10, -0.5});
-  absl::StatusOr<Tensor> y =
-      RunOp("cast", {x}, MakeAttrs({{"to", std::string("i32")}}));
+  absl::StatusOr<Tensor> y = RunOp("cast", {x}, MakeAttrs({{"to", std::string("i32")}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->dtype(), DType::kI32);
   EXPECT_THAT(ToInts(*y), ElementsAre(-1, 2, 0, kI32Max, kI32Min, 0));
@@ -316,8 +302,7 @@ TEST(CastTest, FloatToIntTruncatesSaturatesAndZeroesNan) {
 
 TEST(CastTest, ToAndFromBool) {
   Tensor x = MakeTensor(DType::kF32, {4}, {0, -0.0, 0.1, NAN});
-  absl::StatusOr<Tensor> y =
-      RunOp("cast", {x}, MakeAttrs({{"to", std::string("bool")}}));
+  absl::StatusOr<Tensor> y = RunOp("cast", {x}, MakeAttrs({{"to", std::string("bool")}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToInts(*y), ElementsAre(0, 0, 1, 1));
   y = RunOp("cast", {*y}, MakeAttrs({{"to", std::string("f64")}}));
@@ -326,10 +311,8 @@ TEST(CastTest, ToAndFromBool) {
 }
 
 TEST(CastTest, IntConversionsWrapAndRoundOnce) {
-  Tensor x =
-      MakeIntTensor(DType::kI64, {2}, {(1LL << 32) + 5, (1LL << 60) + 1});
-  absl::StatusOr<Tensor> y =
-      RunOp("cast", {x}, MakeAttrs({{"to", std::string("i32")}}));
+  Tensor x = MakeIntTensor(DType::kI64, {2}, {(1LL << 32) + 5, (1LL << 60) + 1});
+  absl::StatusOr<Tensor> y = RunOp("cast", {x}, MakeAttrs({{"to", std::string("i32")}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToInts(*y), ElementsAre(5, 1));
   // Through double this would round twice (to 2^54 + 2^30, then a tie to
@@ -380,15 +363,13 @@ TEST(PrimitiveTest, FloatUnaryOpsMatchTheMathLibrary) {
 }
 
 TEST(PrimitiveTest, RoundIsHalfToEvenAndKeepsTheSign) {
-  Tensor x =
-      MakeTensor(DType::kF64, {12},
-                 {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4, -2.6,
-                  0.49999999999999994, 4503599627370497.0, INFINITY, NAN});
+  Tensor x = MakeTensor(DType::kF64, {12},
+                        {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4, -2.6, 0.49999999999999994,
+                         4503599627370497.0, INFINITY, NAN});
   absl::StatusOr<Tensor> y = RunOp("round", {x});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y),
-              ElementsAre(-2, -2, 0, 0, 2, 2, 2, -3, 0, 4503599627370497.0,
-                          INFINITY, IsNan()));
+              ElementsAre(-2, -2, 0, 0, 2, 2, 2, -3, 0, 4503599627370497.0, INFINITY, IsNan()));
   EXPECT_TRUE(std::signbit(y->GetDouble(2)));   // -0.5 rounds to -0
   EXPECT_FALSE(std::signbit(y->GetDouble(3)));  // 0.5 rounds to +0
   y = RunOp("round", {MakeTensor(DType::kF32, {3}, {-0.7f, 3.5f, 1e7f + 1})});
@@ -397,8 +378,8 @@ TEST(PrimitiveTest, RoundIsHalfToEvenAndKeepsTheSign) {
 }
 
 TEST(PrimitiveTest, SignOnFloatsAndInts) {
-  absl::StatusOr<Tensor> y = RunOp(
-      "sign", {MakeTensor(DType::kF32, {5}, {-3.5, 0, 2, -INFINITY, NAN})});
+  absl::StatusOr<Tensor> y =
+      RunOp("sign", {MakeTensor(DType::kF32, {5}, {-3.5, 0, 2, -INFINITY, NAN})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(-1, 0, 1, -1, IsNan()));
   y = RunOp("sign", {MakeIntTensor(DType::kI64, {4}, {kI64Min, -1, 0, 9})});
@@ -437,8 +418,7 @@ TEST(ModTest, FloorModTakesTheDivisorsSignFmodTheDividends) {
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(1.5, -1.5, 1.5, -1.5, 0));
   // A float divisor of 0 gives NaN, not an error.
-  y = RunOp("mod", {MakeTensor(DType::kF32, {1}, {1}),
-                    MakeTensor(DType::kF32, {1}, {0})});
+  y = RunOp("mod", {MakeTensor(DType::kF32, {1}, {1}), MakeTensor(DType::kF32, {1}, {0})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(IsNan()));
 }
@@ -473,9 +453,8 @@ TEST(ModTest, Errors) {
                         "or 1, got 2"));
   EXPECT_THAT(RunOpError("mod", {a, Tensor(DType::kI64, {2})}),
               HasSubstr("(mod): inputs 0 and 1 have different dtypes"));
-  EXPECT_THAT(
-      RunOpError("mod", {Tensor(DType::kBool, {2}), Tensor(DType::kBool, {2})}),
-      HasSubstr("(mod): input 0 has dtype bool"));
+  EXPECT_THAT(RunOpError("mod", {Tensor(DType::kBool, {2}), Tensor(DType::kBool, {2})}),
+              HasSubstr("(mod): input 0 has dtype bool"));
 }
 
 TEST(LogicalTest, TruthTablesWithBroadcasting) {
@@ -492,8 +471,7 @@ TEST(LogicalTest, TruthTablesWithBroadcasting) {
     EXPECT_EQ(y->type(), (TensorType{DType::kBool, {2, 3}})) << op;
     EXPECT_THAT(ToInts(*y), ElementsAreArray(expected)) << op;
   }
-  EXPECT_THAT(RunOpError("logical_and",
-                         {Tensor(DType::kF32, {2}), Tensor(DType::kF32, {2})}),
+  EXPECT_THAT(RunOpError("logical_and", {Tensor(DType::kF32, {2}), Tensor(DType::kF32, {2})}),
               HasSubstr("node 'test_node' (logical_and): input 0 has dtype "
                         "f32, expected bool"));
   EXPECT_THAT(RunOpError("logical_or", {b, Tensor(DType::kBool, {4})}),
@@ -524,8 +502,7 @@ TEST(SmallIntegerTest, U64AboveInt64MaxIsUnsigned) {
   const int64_t big = kI64Min + 6;  // 2^63 + 6
   Tensor a = MakeIntTensor(DType::kU64, {4}, {big, kU64Max, 7, 9});
   Tensor b = MakeIntTensor(DType::kU64, {4}, {2, 1, kU64Max, 4});
-  EXPECT_THAT(ToInts(*RunOp("div", {a, b})),
-              ElementsAre(int64_t{1} << 62 | 3, kU64Max, 0, 2));
+  EXPECT_THAT(ToInts(*RunOp("div", {a, b})), ElementsAre(int64_t{1} << 62 | 3, kU64Max, 0, 2));
   EXPECT_THAT(ToInts(*RunOp("mod", {a, b})), ElementsAre(0, 0, 7, 1));
   EXPECT_THAT(ToInts(*RunOp("mod", {a, b}, MakeAttrs({{"fmod", int64_t{1}}}))),
               ElementsAre(0, 0, 7, 1));
@@ -576,17 +553,16 @@ TEST(SmallIntegerTest, CastsWrapBetweenIntegersAndSaturateFromFloats) {
 TEST(BitShiftTest, ShiftsUnsignedIntegersAndGivesZeroPastTheWidth) {
   Tensor x = MakeIntTensor(DType::kU8, {4}, {16, 255, 1, 3});
   Tensor by = MakeIntTensor(DType::kU8, {4}, {1, 4, 7, 8});
-  EXPECT_THAT(ToInts(*RunOp("bit_shift", {x, by},
-                            MakeAttrs({{"direction", std::string("left")}}))),
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {x, by}, MakeAttrs({{"direction", std::string("left")}}))),
               ElementsAre(32, 240, 128, 0));
-  EXPECT_THAT(ToInts(*RunOp("bit_shift", {x, by},
-                            MakeAttrs({{"direction", std::string("right")}}))),
-              ElementsAre(8, 15, 0, 0));
+  EXPECT_THAT(
+      ToInts(*RunOp("bit_shift", {x, by}, MakeAttrs({{"direction", std::string("right")}}))),
+      ElementsAre(8, 15, 0, 0));
   Tensor y = MakeIntTensor(DType::kU64, {2}, {kU64Max, 1});
   Tensor by64 = MakeIntTensor(DType::kU64, {2}, {63, 64});
-  EXPECT_THAT(ToInts(*RunOp("bit_shift", {y, by64},
-                            MakeAttrs({{"direction", std::string("right")}}))),
-              ElementsAre(1, 0));
+  EXPECT_THAT(
+      ToInts(*RunOp("bit_shift", {y, by64}, MakeAttrs({{"direction", std::string("right")}}))),
+      ElementsAre(1, 0));
 }
 
 TEST(BitShiftTest, RefusesSignedTypesAndBadDirections) {

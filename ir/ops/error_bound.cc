@@ -123,8 +123,7 @@ double SumRoundingUnits(int64_t terms) {
   return std::min(n, 8 * std::sqrt(n));
 }
 
-absl::Status PointwiseBound(const BoundContext& context, double ulps,
-                            absl::Span<Tensor> bounds) {
+absl::Status PointwiseBound(const BoundContext& context, double ulps, absl::Span<Tensor> bounds) {
   for (size_t j = 0; j < context.inputs.size(); ++j) {
     if (IsExact(context.input_bounds[j])) continue;
     std::vector<std::vector<double>> share(bounds.size());
@@ -140,8 +139,8 @@ absl::Status PointwiseBound(const BoundContext& context, double ulps,
       }
       for (size_t k = 0; k < bounds.size(); ++k) {
         for (int64_t i = 0; i < bounds[k].num_elements(); ++i) {
-          share[k][i] = std::max(share[k][i], Change(context.outputs[k].GetDouble(i),
-                                                     results[k].GetDouble(i)));
+          share[k][i] = std::max(share[k][i],
+                                 Change(context.outputs[k].GetDouble(i), results[k].GetDouble(i)));
         }
       }
     }

@@ -39,8 +39,7 @@ double SumRoundingUnits(int64_t terms);
 // (the larger change counts; the inputs' shares add up), plus `ulps` of
 // each float output element. A re-evaluation that fails (an integer
 // divisor moved to 0) leaves the bounds infinite: nothing is known.
-absl::Status PointwiseBound(const BoundContext& context, double ulps,
-                            absl::Span<Tensor> bounds);
+absl::Status PointwiseBound(const BoundContext& context, double ulps, absl::Span<Tensor> bounds);
 
 // For ops whose one output's elements are sums of products of input
 // elements (sums and means, norms, products, matmul, cumsum), each growing

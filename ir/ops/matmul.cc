@@ -34,9 +34,8 @@ struct MatmulPlan {
 
 absl::StatusOr<MatmulPlan> PlanMatmul(const Shape& a, const Shape& b) {
   if (a.empty() || b.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("operands must have rank >= 1, got ", ShapeToString(a),
-                     " and ", ShapeToString(b)));
+    return absl::InvalidArgumentError(absl::StrCat("operands must have rank >= 1, got ",
+                                                   ShapeToString(a), " and ", ShapeToString(b)));
   }
   // Promote 1-D operands to matrices.
   const Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;
@@ -47,16 +46,14 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const Shape& a, const Shape& b) {
   plan.n = b2.back();
   if (b2[b2.size() - 2] != plan.k) {
     return absl::InvalidArgumentError(
-        absl::StrCat("inner dimensions do not agree: ", ShapeToString(a), " x ",
-                     ShapeToString(b)));
+        absl::StrCat("inner dimensions do not agree: ", ShapeToString(a), " x ", ShapeToString(b)));
   }
   plan.a_batch.assign(a2.begin(), a2.end() - 2);
   plan.b_batch.assign(b2.begin(), b2.end() - 2);
   absl::StatusOr<Shape> batch = BroadcastShapes(plan.a_batch, plan.b_batch);
   if (!batch.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch dimensions do not broadcast: ", ShapeToString(a),
-                     " x ", ShapeToString(b)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch dimensions do not broadcast: ", ShapeToString(a), " x ", ShapeToString(b)));
   }
   plan.batch = *std::move(batch);
   plan.out = plan.batch;
@@ -65,8 +62,7 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const Shape& a, const Shape& b) {
   return plan;
 }
 
-absl::StatusOr<OutputTypes> MatmulShape(const Node&,
-                                        absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> MatmulShape(const Node&, absl::Span<const TensorType> in) {
   LOOM_RETURN_IF_ERROR(CheckSameDType(in, 0, 1));
   LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kNumeric, 0));
   LOOM_ASSIGN_OR_RETURN(MatmulPlan plan, PlanMatmul(in[0].shape, in[1].shape));
@@ -89,8 +85,8 @@ std::vector<T> Elements(const Tensor& t) {
 }
 
 template <typename T>
-void Multiply(const Tensor& a_tensor, const Tensor& b_tensor,
-              const MatmulPlan& plan, Tensor& result) {
+void Multiply(const Tensor& a_tensor, const Tensor& b_tensor, const MatmulPlan& plan,
+              Tensor& result) {
   const std::vector<T> a = Elements<T>(a_tensor);
   const std::vector<T> b = Elements<T>(b_tensor);
   const int64_t m = plan.m, k = plan.k, n = plan.n;
@@ -123,8 +119,7 @@ void Multiply(const Tensor& a_tensor, const Tensor& b_tensor,
   }
 }
 
-absl::Status MatmulEval(const Node&, absl::Span<const Tensor* const> in,
-                        absl::Span<Tensor> out) {
+absl::Status MatmulEval(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   LOOM_ASSIGN_OR_RETURN(MatmulPlan plan, PlanMatmul(in[0]->shape(), in[1]->shape()));
   if (IsFloat(out[0].dtype())) {
     Multiply<double>(*in[0], *in[1], plan, out[0]);
@@ -143,8 +138,7 @@ void Store(Tensor& t, int64_t i, T v) {
   }
 }
 
-absl::Status CheckAllSameDType(absl::Span<const TensorType> in,
-                               DTypeClass accepted) {
+absl::Status CheckAllSameDType(absl::Span<const TensorType> in, DTypeClass accepted) {
   absl::Status status = CheckDType(in[0].dtype, accepted, 0);
   for (int i = 1; status.ok() && i < static_cast<int>(in.size()); ++i) {
     status = CheckSameDType(in, 0, i);
@@ -154,26 +148,23 @@ absl::Status CheckAllSameDType(absl::Span<const TensorType> in,
 
 // --- linear ------------------------------------------------------------------
 
-absl::StatusOr<OutputTypes> LinearShape(const Node&,
-                                        absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> LinearShape(const Node&, absl::Span<const TensorType> in) {
   LOOM_RETURN_IF_ERROR(CheckAllSameDType(in, DTypeClass::kNumeric));
   const Shape& x = in[0].shape;
   const Shape& weight = in[1].shape;
   if (x.empty() || weight.size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "x must have rank >= 1 and weight rank 2 ([out, in]), got ",
-        ShapeToString(x), " and ", ShapeToString(weight)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("x must have rank >= 1 and weight rank 2 ([out, in]), got ", ShapeToString(x),
+                     " and ", ShapeToString(weight)));
   }
   if (x.back() != weight[1]) {
     return absl::InvalidArgumentError(
-        absl::StrCat("inner dimensions do not agree: x ", ShapeToString(x),
-                     " has ", x.back(), " features but weight ",
-                     ShapeToString(weight), " takes ", weight[1]));
+        absl::StrCat("inner dimensions do not agree: x ", ShapeToString(x), " has ", x.back(),
+                     " features but weight ", ShapeToString(weight), " takes ", weight[1]));
   }
   if (in.size() == 3 && in[2].shape != Shape{weight[0]}) {
-    return absl::InvalidArgumentError(absl::StrCat("bias must have shape [",
-                                                   weight[0], "], got ",
-                                                   ShapeToString(in[2].shape)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bias must have shape [", weight[0], "], got ", ShapeToString(in[2].shape)));
   }
   Shape out = x;
   out.back() = weight[0];
@@ -184,8 +175,7 @@ template <typename T>
 void LinearKernel(absl::Span<const Tensor* const> in, Tensor& result) {
   const std::vector<T> x = Elements<T>(*in[0]);
   const std::vector<T> weight = Elements<T>(*in[1]);
-  const std::vector<T> bias =
-      in.size() == 3 ? Elements<T>(*in[2]) : std::vector<T>();
+  const std::vector<T> bias = in.size() == 3 ? Elements<T>(*in[2]) : std::vector<T>();
   const int64_t features_out = in[1]->shape()[0];
   const int64_t features_in = in[1]->shape()[1];
   const Shape& x_shape = in[0]->shape();
@@ -201,8 +191,7 @@ void LinearKernel(absl::Span<const Tensor* const> in, Tensor& result) {
   }
 }
 
-absl::Status LinearEval(const Node&, absl::Span<const Tensor* const> in,
-                        absl::Span<Tensor> out) {
+absl::Status LinearEval(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   if (IsFloat(out[0].dtype())) {
     LinearKernel<double>(in, out[0]);
   } else {
@@ -230,17 +219,15 @@ absl::StatusOr<bool> FlagAttr(const Node& node, absl::string_view name) {
   return value == 1;
 }
 
-absl::StatusOr<GemmPlan> PlanGemm(const Node& node,
-                                  absl::Span<const TensorType> in) {
+absl::StatusOr<GemmPlan> PlanGemm(const Node& node, absl::Span<const TensorType> in) {
   LOOM_RETURN_IF_ERROR(CheckAllSameDType(in, DTypeClass::kFloat));
   LOOM_ASSIGN_OR_RETURN(bool trans_a, FlagAttr(node, "trans_a"));
   LOOM_ASSIGN_OR_RETURN(bool trans_b, FlagAttr(node, "trans_b"));
   const Shape& a = in[0].shape;
   const Shape& b = in[1].shape;
   if (a.size() != 2 || b.size() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("A and B must have rank 2, got ", ShapeToString(a),
-                     " and ", ShapeToString(b)));
+    return absl::InvalidArgumentError(absl::StrCat("A and B must have rank 2, got ",
+                                                   ShapeToString(a), " and ", ShapeToString(b)));
   }
   GemmPlan plan;
   plan.trans_a = trans_a;
@@ -251,24 +238,21 @@ absl::StatusOr<GemmPlan> PlanGemm(const Node& node,
   plan.n = b[plan.trans_b ? 0 : 1];
   if (b_k != plan.k) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "inner dimensions do not agree: op(A) is [", plan.m, ",", plan.k,
-        "] and op(B) is [", b_k, ",", plan.n, "] (trans_a ", plan.trans_a,
-        ", trans_b ", plan.trans_b, ")"));
+        "inner dimensions do not agree: op(A) is [", plan.m, ",", plan.k, "] and op(B) is [", b_k,
+        ",", plan.n, "] (trans_a ", plan.trans_a, ", trans_b ", plan.trans_b, ")"));
   }
   if (in.size() == 3) {
     const Shape out{plan.m, plan.n};
     absl::StatusOr<Shape> broadcast = BroadcastShapes(in[2].shape, out);
     if (!broadcast.ok() || *broadcast != out) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("C ", ShapeToString(in[2].shape),
-                       " does not broadcast to ", ShapeToString(out)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "C ", ShapeToString(in[2].shape), " does not broadcast to ", ShapeToString(out)));
     }
   }
   return plan;
 }
 
-absl::StatusOr<OutputTypes> GemmShape(const Node& node,
-                                      absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> GemmShape(const Node& node, absl::Span<const TensorType> in) {
   LOOM_ASSIGN_OR_RETURN(GemmPlan plan, PlanGemm(node, in));
   return OneOutput(in[0].dtype, {plan.m, plan.n});
 }
@@ -325,13 +309,12 @@ absl::Status RegisterMatmulOps(OpRegistry& registry) {
                             GemmShape, GemmEval);
   gemm.min_inputs = 2;
   gemm = Composite(std::move(gemm));
-  return RegisterAll(registry,
-                     {
-                         WithBound(FixedArityOp("matmul", 2, {}, MatmulShape, MatmulEval),
-                                   SumOfProductsBound(DotTermUnits)),
-                         std::move(linear),
-                         std::move(gemm),
-                     });
+  return RegisterAll(registry, {
+                                   WithBound(FixedArityOp("matmul", 2, {}, MatmulShape, MatmulEval),
+                                             SumOfProductsBound(DotTermUnits)),
+                                   std::move(linear),
+                                   std::move(gemm),
+                               });
 }
 
 }  // namespace loom

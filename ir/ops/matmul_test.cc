@@ -14,12 +14,11 @@ using ::testing::HasSubstr;
 
 // C[m][n] = sum_p A[m][p] B[p][n] for row-major matrices at the given
 // offsets.
-double Dot(const Tensor& a, int64_t a_offset, const Tensor& b, int64_t b_offset,
-           int64_t i, int64_t j, int64_t k, int64_t n) {
+double Dot(const Tensor& a, int64_t a_offset, const Tensor& b, int64_t b_offset, int64_t i,
+           int64_t j, int64_t k, int64_t n) {
   double sum = 0;
   for (int64_t p = 0; p < k; ++p) {
-    sum +=
-        a.GetDouble(a_offset + i * k + p) * b.GetDouble(b_offset + p * n + j);
+    sum += a.GetDouble(a_offset + i * k + p) * b.GetDouble(b_offset + p * n + j);
   }
   return sum;
 }
@@ -78,13 +77,12 @@ TEST(MatmulTest, OneDimensionalOperandsLoseTheirAddedDim) {
 }
 
 TEST(MatmulTest, SizeOneAndEmptyDims) {
-  absl::StatusOr<Tensor> y = RunOp(
-      "matmul", {Iota(DType::kF32, {1, 1}, 3), Iota(DType::kF32, {1, 4}, 1)});
+  absl::StatusOr<Tensor> y =
+      RunOp("matmul", {Iota(DType::kF32, {1, 1}, 3), Iota(DType::kF32, {1, 4}, 1)});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(3, 6, 9, 12));
   // k = 0: the sums are empty.
-  y = RunOp("matmul",
-            {Tensor(DType::kF32, {2, 0}), Tensor(DType::kF32, {0, 3})});
+  y = RunOp("matmul", {Tensor(DType::kF32, {2, 0}), Tensor(DType::kF32, {0, 3})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (Shape{2, 3}));
   EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 0, 0, 0, 0, 0));
@@ -104,26 +102,21 @@ TEST(MatmulTest, IntegersAreExact) {
 }
 
 TEST(MatmulTest, Errors) {
-  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kF32, {2, 3}),
-                                    Tensor(DType::kF32, {4, 5})}),
+  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kF32, {2, 3}), Tensor(DType::kF32, {4, 5})}),
               HasSubstr("node 'test_node' (matmul): inner dimensions do not "
                         "agree: [2,3] x [4,5]"));
-  EXPECT_THAT(RunOpError("matmul",
-                         {Tensor(DType::kF32, {3}), Tensor(DType::kF32, {2})}),
+  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kF32, {3}), Tensor(DType::kF32, {2})}),
               HasSubstr("inner dimensions do not agree: [3] x [2]"));
-  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kF32, {2, 2, 3}),
-                                    Tensor(DType::kF32, {3, 3, 1})}),
-              HasSubstr("(matmul): batch dimensions do not broadcast: [2,2,3] "
-                        "x [3,3,1]"));
   EXPECT_THAT(
-      RunOpError("matmul", {Tensor(DType::kF32, {}), Tensor(DType::kF32, {2})}),
-      HasSubstr("(matmul): operands must have rank >= 1"));
-  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kF32, {2, 2}),
-                                    Tensor(DType::kF64, {2, 2})}),
+      RunOpError("matmul", {Tensor(DType::kF32, {2, 2, 3}), Tensor(DType::kF32, {3, 3, 1})}),
+      HasSubstr("(matmul): batch dimensions do not broadcast: [2,2,3] "
+                "x [3,3,1]"));
+  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kF32, {}), Tensor(DType::kF32, {2})}),
+              HasSubstr("(matmul): operands must have rank >= 1"));
+  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kF32, {2, 2}), Tensor(DType::kF64, {2, 2})}),
               HasSubstr("(matmul): inputs 0 and 1 have different dtypes: "
                         "f32[2,2] and f64[2,2]"));
-  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kBool, {2, 2}),
-                                    Tensor(DType::kBool, {2, 2})}),
+  EXPECT_THAT(RunOpError("matmul", {Tensor(DType::kBool, {2, 2}), Tensor(DType::kBool, {2, 2})}),
               HasSubstr("(matmul): input 0 has dtype bool"));
 }
 
@@ -158,8 +151,8 @@ TEST(LinearTest, VectorInputSizeOneDimsAndIntegers) {
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->type(), (TensorType{DType::kI32, {2}}));
   EXPECT_THAT(ToInts(*y), ElementsAre(98, -88));
-  y = RunOp("linear", {MakeTensor(DType::kF32, {1, 1, 1}, {3}),
-                       MakeTensor(DType::kF32, {1, 1}, {-2})});
+  y = RunOp("linear",
+            {MakeTensor(DType::kF32, {1, 1, 1}, {3}), MakeTensor(DType::kF32, {1, 1}, {-2})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (Shape{1, 1, 1}));
   EXPECT_THAT(ToDoubles(*y), ElementsAre(-6));
@@ -171,22 +164,20 @@ TEST(LinearTest, Errors) {
               HasSubstr("node 'test_node' (linear): inner dimensions do not "
                         "agree: x [2,3] has 3 features but weight [4,5] takes "
                         "5"));
-  EXPECT_THAT(RunOpError("linear", {x, Tensor(DType::kF32, {4, 3}),
-                                    Tensor(DType::kF32, {3})}),
+  EXPECT_THAT(RunOpError("linear", {x, Tensor(DType::kF32, {4, 3}), Tensor(DType::kF32, {3})}),
               HasSubstr("node 'test_node' (linear): bias must have shape [4], "
                         "got [3]"));
   EXPECT_THAT(RunOpError("linear", {x, Tensor(DType::kF32, {3})}),
               HasSubstr("(linear): x must have rank >= 1 and weight rank 2"));
   EXPECT_THAT(RunOpError("linear", {x, Tensor(DType::kF64, {4, 3})}),
               HasSubstr("(linear): inputs 0 and 1 have different dtypes"));
-  EXPECT_THAT(RunOpError("linear", {x}),
-              HasSubstr("(linear): expected 2 to 3 inputs, got 1"));
+  EXPECT_THAT(RunOpError("linear", {x}), HasSubstr("(linear): expected 2 to 3 inputs, got 1"));
 }
 
 // alpha * op(A) @ op(B) + beta * C with explicit loops; c_at(i, j) reads C
 // as broadcast to [M, N].
-std::vector<double> NaiveGemm(const Tensor& a, bool trans_a, const Tensor& b,
-                              bool trans_b, double alpha, double beta,
+std::vector<double> NaiveGemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                              double alpha, double beta,
                               const std::function<double(int, int)>& c_at) {
   const int m = a.shape()[trans_a ? 1 : 0], k = a.shape()[trans_a ? 0 : 1];
   const int n = b.shape()[trans_b ? 0 : 1];
@@ -208,22 +199,18 @@ TEST(GemmTest, AllTransposesAgainstExplicitLoops) {
   const int m = 3, k = 5, n = 7;
   for (int trans_a : {0, 1}) {
     for (int trans_b : {0, 1}) {
-      Tensor a =
-          Iota(DType::kF64, trans_a ? Shape{k, m} : Shape{m, k}, -2, 0.3);
-      Tensor b =
-          Iota(DType::kF64, trans_b ? Shape{n, k} : Shape{k, n}, 1, -0.1);
+      Tensor a = Iota(DType::kF64, trans_a ? Shape{k, m} : Shape{m, k}, -2, 0.3);
+      Tensor b = Iota(DType::kF64, trans_b ? Shape{n, k} : Shape{k, n}, 1, -0.1);
       Tensor c = Iota(DType::kF64, {m, n}, 0.5, 0.5);
-      absl::StatusOr<Tensor> y =
-          RunOp("gemm", {a, b, c},
-                MakeAttrs({{"alpha", 0.5},
-                           {"beta", -2.0},
-                           {"trans_a", int64_t{trans_a}},
-                           {"trans_b", int64_t{trans_b}}}));
+      absl::StatusOr<Tensor> y = RunOp("gemm", {a, b, c},
+                                       MakeAttrs({{"alpha", 0.5},
+                                                  {"beta", -2.0},
+                                                  {"trans_a", int64_t{trans_a}},
+                                                  {"trans_b", int64_t{trans_b}}}));
       ASSERT_TRUE(y.ok()) << y.status();
       ASSERT_EQ(y->shape(), (Shape{m, n}));
-      const std::vector<double> expected =
-          NaiveGemm(a, trans_a, b, trans_b, 0.5, -2.0,
-                    [&](int i, int j) { return c.GetDouble(i * n + j); });
+      const std::vector<double> expected = NaiveGemm(
+          a, trans_a, b, trans_b, 0.5, -2.0, [&](int i, int j) { return c.GetDouble(i * n + j); });
       for (int i = 0; i < m * n; ++i) {
         EXPECT_NEAR(y->GetDouble(i), expected[i], 1e-12) << trans_a << trans_b;
       }
@@ -241,15 +228,12 @@ TEST(GemmTest, CBroadcastsAndIsOptional) {
   };
   const std::vector<double> row_c = {10, 20, 30, 40};
   EXPECT_EQ(run({a, b, MakeTensor(DType::kF32, {4}, row_c)}),
-            NaiveGemm(a, false, b, false, 1, 1,
-                      [&](int, int j) { return row_c[j]; }));
+            NaiveGemm(a, false, b, false, 1, 1, [&](int, int j) { return row_c[j]; }));
   EXPECT_EQ(run({a, b, MakeTensor(DType::kF32, {2, 1}, {-1, 1})}),
-            NaiveGemm(a, false, b, false, 1, 1,
-                      [](int i, int) { return i == 0 ? -1.0 : 1.0; }));
+            NaiveGemm(a, false, b, false, 1, 1, [](int i, int) { return i == 0 ? -1.0 : 1.0; }));
   EXPECT_EQ(run({a, b, MakeTensor(DType::kF32, {}, {7})}),
             NaiveGemm(a, false, b, false, 1, 1, [](int, int) { return 7.0; }));
-  EXPECT_EQ(run({a, b}),
-            NaiveGemm(a, false, b, false, 1, 1, [](int, int) { return 0.0; }));
+  EXPECT_EQ(run({a, b}), NaiveGemm(a, false, b, false, 1, 1, [](int, int) { return 0.0; }));
 }
 
 TEST(GemmTest, Errors) {
@@ -257,24 +241,21 @@ TEST(GemmTest, Errors) {
   EXPECT_THAT(RunOpError("gemm", {a, Tensor(DType::kF32, {2, 4})}),
               HasSubstr("node 'test_node' (gemm): inner dimensions do not "
                         "agree: op(A) is [2,3] and op(B) is [2,4]"));
-  EXPECT_THAT(RunOpError("gemm", {a, Tensor(DType::kF32, {4, 3})},
-                         MakeAttrs({{"trans_a", int64_t{1}}})),
-              HasSubstr("(gemm): inner dimensions do not agree: op(A) is "
-                        "[3,2] and op(B) is [4,3]"));
-  EXPECT_THAT(RunOpError("gemm", {a, Tensor(DType::kF32, {3, 4}),
-                                  Tensor(DType::kF32, {3, 4})}),
+  EXPECT_THAT(
+      RunOpError("gemm", {a, Tensor(DType::kF32, {4, 3})}, MakeAttrs({{"trans_a", int64_t{1}}})),
+      HasSubstr("(gemm): inner dimensions do not agree: op(A) is "
+                "[3,2] and op(B) is [4,3]"));
+  EXPECT_THAT(RunOpError("gemm", {a, Tensor(DType::kF32, {3, 4}), Tensor(DType::kF32, {3, 4})}),
               HasSubstr("node 'test_node' (gemm): C [3,4] does not broadcast "
                         "to [2,4]"));
-  EXPECT_THAT(RunOpError("gemm", {a, Tensor(DType::kF32, {3, 4}),
-                                  Tensor(DType::kF32, {1, 2, 4})}),
+  EXPECT_THAT(RunOpError("gemm", {a, Tensor(DType::kF32, {3, 4}), Tensor(DType::kF32, {1, 2, 4})}),
               HasSubstr("(gemm): C [1,2,4] does not broadcast to [2,4]"));
-  EXPECT_THAT(RunOpError("gemm", {a, Tensor(DType::kF32, {3, 4})},
-                         MakeAttrs({{"trans_b", int64_t{2}}})),
-              HasSubstr("(gemm): attribute 'trans_b' must be 0 or 1, got 2"));
+  EXPECT_THAT(
+      RunOpError("gemm", {a, Tensor(DType::kF32, {3, 4})}, MakeAttrs({{"trans_b", int64_t{2}}})),
+      HasSubstr("(gemm): attribute 'trans_b' must be 0 or 1, got 2"));
   EXPECT_THAT(RunOpError("gemm", {a, Tensor(DType::kF32, {3})}),
               HasSubstr("(gemm): A and B must have rank 2, got [2,3] and [3]"));
-  EXPECT_THAT(RunOpError("gemm", {Tensor(DType::kI32, {2, 3}),
-                                  Tensor(DType::kI32, {3, 4})}),
+  EXPECT_THAT(RunOpError("gemm", {Tensor(DType::kI32, {2, 3}), Tensor(DType::kI32, {3, 4})}),
               HasSubstr("(gemm): input 0 has dtype i32, expected a float"));
 }
 

@@ -39,30 +39,29 @@ absl::Status CheckFloatInputs(absl::Span<const TensorType> in) {
 }
 
 // Input `index` (called `name`) has shape `expected`.
-absl::Status CheckParamShape(absl::Span<const TensorType> in, int index,
-                             absl::string_view name, const Shape& expected) {
+absl::Status CheckParamShape(absl::Span<const TensorType> in, int index, absl::string_view name,
+                             const Shape& expected) {
   if (index >= static_cast<int>(in.size()) || in[index].shape == expected) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "input ", index, " (", name, ") must have shape ",
-      ShapeToString(expected), ", got ", ShapeToString(in[index].shape)));
+  return absl::InvalidArgumentError(absl::StrCat("input ", index, " (", name, ") must have shape ",
+                                                 ShapeToString(expected), ", got ",
+                                                 ShapeToString(in[index].shape)));
 }
 
 // x is [N, C, ...].
 absl::Status CheckChannelsFirst(const Shape& x) {
   if (x.size() >= 2) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "x must have rank >= 2 ([N, C, ...]), got ", ShapeToString(x)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("x must have rank >= 2 ([N, C, ...]), got ", ShapeToString(x)));
 }
 
 // Normalises each run of `length` consecutive elements of x by its own mean
 // and variance, then applies scale and bias (either may be null) at
 // param_index(i) for element i.
 template <typename ParamIndex>
-void NormalizeRuns(const Tensor& x, int64_t length, double epsilon,
-                   const Tensor* scale, const Tensor* bias,
-                   ParamIndex param_index, Tensor& y) {
+void NormalizeRuns(const Tensor& x, int64_t length, double epsilon, const Tensor* scale,
+                   const Tensor* bias, ParamIndex param_index, Tensor& y) {
   if (length == 0) return;
   const int64_t runs = x.num_elements() / length;
   for (int64_t r = 0; r < runs; ++r) {
@@ -94,11 +93,9 @@ const Tensor* OptionalInput(absl::Span<const Tensor* const> in, int index) {
 // --- layer_norm --------------------------------------------------------------
 
 absl::StatusOr<int64_t> LayerNormAxis(const Node& node, int64_t rank) {
-  absl::StatusOr<int64_t> axis =
-      NormalizeAxis(node.attrs.GetInt("axis", -1), rank);
+  absl::StatusOr<int64_t> axis = NormalizeAxis(node.attrs.GetInt("axis", -1), rank);
   if (!axis.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'axis': ", axis.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'axis': ", axis.status().message()));
   }
   return axis;
 }
@@ -121,9 +118,8 @@ absl::Status LayerNormEval(const Node& node, absl::Span<const Tensor* const> in,
   LOOM_ASSIGN_OR_RETURN(int64_t axis, LayerNormAxis(node, x.rank()));
   const int64_t length = NumElements(absl::MakeConstSpan(x.shape()).subspan(axis));
   NormalizeRuns(
-      x, length, node.attrs.GetFloat("epsilon", kDefaultNormEpsilon),
-      OptionalInput(in, 1), OptionalInput(in, 2),
-      [length](int64_t i) { return i % length; }, out[0]);
+      x, length, node.attrs.GetFloat("epsilon", kDefaultNormEpsilon), OptionalInput(in, 1),
+      OptionalInput(in, 2), [length](int64_t i) { return i % length; }, out[0]);
   return absl::OkStatus();
 }
 
@@ -133,16 +129,15 @@ absl::StatusOr<int64_t> NumGroups(const Node& node, const Shape& x) {
   const int64_t groups = node.attrs.GetInt("num_groups", 0);
   const int64_t channels = x[1];
   if (groups <= 0 || channels % groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'num_groups' (", groups, ") must be positive and divide ",
-        "the ", channels, " channels of x ", ShapeToString(x)));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'num_groups' (", groups,
+                                                   ") must be positive and divide ", "the ",
+                                                   channels, " channels of x ", ShapeToString(x)));
   }
   return groups;
 }
 
 // `grouped`: group_norm, which has num_groups; otherwise instance_norm.
-ShapeResult ChannelNormShape(const Node& node, absl::Span<const TensorType> in,
-                             bool grouped) {
+ShapeResult ChannelNormShape(const Node& node, absl::Span<const TensorType> in, bool grouped) {
   absl::Status status = CheckFloatInputs(in);
   if (status.ok()) status = CheckChannelsFirst(in[0].shape);
   if (!status.ok()) return status;
@@ -156,8 +151,7 @@ ShapeResult ChannelNormShape(const Node& node, absl::Span<const TensorType> in,
   return OneOutput(in[0]);
 }
 
-absl::Status ChannelNormEval(const Node& node,
-                             absl::Span<const Tensor* const> in,
+absl::Status ChannelNormEval(const Node& node, absl::Span<const Tensor* const> in,
                              absl::Span<Tensor> out, bool grouped) {
   const Tensor& x = *in[0];
   const int64_t channels = x.shape()[1];
@@ -171,8 +165,7 @@ absl::Status ChannelNormEval(const Node& node,
   const int64_t length = channels / groups * spatial;
   NormalizeRuns(
       x, length, node.attrs.GetFloat("epsilon", kDefaultNormEpsilon), in[1], in[2],
-      [spatial, channels](int64_t i) { return i / spatial % channels; },
-      out[0]);
+      [spatial, channels](int64_t i) { return i / spatial % channels; }, out[0]);
   return absl::OkStatus();
 }
 
@@ -184,8 +177,7 @@ OpDef ChannelNormOp(std::string name, bool grouped) {
       [grouped](const Node& node, absl::Span<const TensorType> in) {
         return ChannelNormShape(node, in, grouped);
       },
-      [grouped](const Node& node, absl::Span<const Tensor* const> in,
-                absl::Span<Tensor> out) {
+      [grouped](const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
         return ChannelNormEval(node, in, out, grouped);
       });
 }
@@ -213,8 +205,8 @@ absl::Status BatchNormEval(const Node& node, absl::Span<const Tensor* const> in,
   const int64_t spatial = NumElements(absl::MakeConstSpan(x.shape()).subspan(2));
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     const int64_t c = i / spatial % channels;
-    const double normalized = (x.GetDouble(i) - in[3]->GetDouble(c)) /
-                              std::sqrt(in[4]->GetDouble(c) + epsilon);
+    const double normalized =
+        (x.GetDouble(i) - in[3]->GetDouble(c)) / std::sqrt(in[4]->GetDouble(c) + epsilon);
     out[0].SetDouble(i, normalized * in[1]->GetDouble(c) + in[2]->GetDouble(c));
   }
   return absl::OkStatus();
@@ -224,19 +216,17 @@ absl::Status BatchNormEval(const Node& node, absl::Span<const Tensor* const> in,
 
 absl::Status RegisterNormOps(OpRegistry& registry) {
   OpDef layer_norm = FixedArityOp(
-      "layer_norm", 3,
-      {{"axis", AttrType::kInt, false}, {"epsilon", AttrType::kFloat, false}},
+      "layer_norm", 3, {{"axis", AttrType::kInt, false}, {"epsilon", AttrType::kFloat, false}},
       LayerNormShape, LayerNormEval);
   layer_norm.min_inputs = 1;
   return RegisterAll(
-      registry,
-      {
-          Composite(std::move(layer_norm)),
-          Composite(ChannelNormOp("group_norm", /*grouped=*/true)),
-          Composite(ChannelNormOp("instance_norm", /*grouped=*/false)),
-          Composite(FixedArityOp("batch_norm", 5, {{"epsilon", AttrType::kFloat, false}},
-                                 BatchNormShape, BatchNormEval)),
-      });
+      registry, {
+                    Composite(std::move(layer_norm)),
+                    Composite(ChannelNormOp("group_norm", /*grouped=*/true)),
+                    Composite(ChannelNormOp("instance_norm", /*grouped=*/false)),
+                    Composite(FixedArityOp("batch_norm", 5, {{"epsilon", AttrType::kFloat, false}},
+                                           BatchNormShape, BatchNormEval)),
+                });
 }
 
 }  // namespace loom

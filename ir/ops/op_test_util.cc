@@ -17,8 +17,7 @@ Tensor MakeTensor(DType dtype, Shape shape, const std::vector<double>& values) {
   return tensor;
 }
 
-Tensor MakeIntTensor(DType dtype, Shape shape,
-                     const std::vector<int64_t>& values) {
+Tensor MakeIntTensor(DType dtype, Shape shape, const std::vector<int64_t>& values) {
   Tensor tensor(dtype, std::move(shape));
   for (int64_t i = 0; i < tensor.num_elements(); ++i) {
     tensor.SetInt(i, values.at(i));
@@ -85,8 +84,7 @@ absl::StatusOr<std::vector<Tensor>> RunOpOutputs(const std::string& op,
   return results;
 }
 
-absl::StatusOr<Tensor> RunOp(const std::string& op,
-                             const std::vector<Tensor>& inputs,
+absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                              const Attrs& attrs) {
   LOOM_ASSIGN_OR_RETURN(std::vector<Tensor> results, RunOpOutputs(op, inputs, attrs, 1));
   return std::move(results[0]);

@@ -24,8 +24,7 @@ inline constexpr char kTestNode[] = "test_node";
 
 // Tensors from row-major values (converted as Tensor::SetDouble/SetInt do).
 Tensor MakeTensor(DType dtype, Shape shape, const std::vector<double>& values);
-Tensor MakeIntTensor(DType dtype, Shape shape,
-                     const std::vector<int64_t>& values);
+Tensor MakeIntTensor(DType dtype, Shape shape, const std::vector<int64_t>& values);
 // start, start + step, ... in row-major order.
 Tensor Iota(DType dtype, Shape shape, double start = 0, double step = 1);
 std::vector<double> ToDoubles(const Tensor& tensor);
@@ -36,8 +35,7 @@ Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list);
 // Runs `op` on graph inputs holding `inputs`: builds a one-node graph, runs
 // InferShapes and VerifyGraph, interprets it, and checks the result has the
 // inferred type. Returns the op's (single) output or the first error.
-absl::StatusOr<Tensor> RunOp(const std::string& op,
-                             const std::vector<Tensor>& inputs,
+absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                              const Attrs& attrs = {});
 // RunOp for an op with `num_outputs` outputs: all of them.
 absl::StatusOr<std::vector<Tensor>> RunOpOutputs(const std::string& op,

@@ -17,8 +17,8 @@ OutputTypes OneOutput(DType dtype, Shape shape) {
 
 OutputTypes OneOutput(const TensorType& type) { return OutputTypes(1, type); }
 
-OpDef FixedArityOp(std::string name, int num_inputs,
-                   std::vector<AttrSpec> attrs, ShapeFn infer, EvalFn eval) {
+OpDef FixedArityOp(std::string name, int num_inputs, std::vector<AttrSpec> attrs, ShapeFn infer,
+                   EvalFn eval) {
   OpDef def;
   def.name = std::move(name);
   def.min_inputs = num_inputs;
@@ -75,18 +75,15 @@ absl::string_view Describe(DTypeClass accepted) {
 
 absl::Status CheckDType(DType dtype, DTypeClass accepted, int index) {
   if (Accepts(accepted, dtype)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("input ", index, " has dtype ", DTypeName(dtype),
-                   ", expected ", Describe(accepted)));
+  return absl::InvalidArgumentError(absl::StrCat("input ", index, " has dtype ", DTypeName(dtype),
+                                                 ", expected ", Describe(accepted)));
 }
 
-absl::Status CheckSameDType(absl::Span<const TensorType> inputs, int first,
-                            int second) {
+absl::Status CheckSameDType(absl::Span<const TensorType> inputs, int first, int second) {
   if (inputs[first].dtype == inputs[second].dtype) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "inputs ", first, " and ", second,
-      " have different dtypes: ", TypeToString(inputs[first]), " and ",
-      TypeToString(inputs[second]), " (no implicit promotion; insert a cast)"));
+      "inputs ", first, " and ", second, " have different dtypes: ", TypeToString(inputs[first]),
+      " and ", TypeToString(inputs[second]), " (no implicit promotion; insert a cast)"));
 }
 
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
@@ -97,9 +94,8 @@ absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
     const int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
     const int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
     if (da != db && da != 1 && db != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot broadcast shapes ",
-                                                     ShapeToString(a), " and ",
-                                                     ShapeToString(b)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot broadcast shapes ", ShapeToString(a), " and ", ShapeToString(b)));
     }
     out[rank - 1 - i] = da == 1 ? db : da;
   }
@@ -124,15 +120,13 @@ absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-absl::StatusOr<std::vector<int64_t>> NormalizeAxes(
-    absl::Span<const int64_t> axes, int64_t rank) {
+absl::StatusOr<std::vector<int64_t>> NormalizeAxes(absl::Span<const int64_t> axes, int64_t rank) {
   std::vector<int64_t> normalized;
   std::vector<bool> seen(rank, false);
   for (int64_t axis : axes) {
     LOOM_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(axis, rank));
     if (seen[a]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("axis ", a, " is listed more than once"));
+      return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is listed more than once"));
     }
     seen[a] = true;
     normalized.push_back(a);

@@ -25,16 +25,16 @@ OutputTypes OneOutput(DType dtype, Shape shape);
 OutputTypes OneOutput(const TensorType& type);
 
 // An op with exactly `num_inputs` inputs and one output.
-OpDef FixedArityOp(std::string name, int num_inputs,
-                   std::vector<AttrSpec> attrs, ShapeFn infer, EvalFn eval);
+OpDef FixedArityOp(std::string name, int num_inputs, std::vector<AttrSpec> attrs, ShapeFn infer,
+                   EvalFn eval);
 // Registers `defs` in order, stopping at the first error.
 absl::Status RegisterAll(OpRegistry& registry, std::vector<OpDef> defs);
 
 // Which dtypes an operand accepts.
 enum class DTypeClass {
   kAny,
-  kNumeric,  // floats and integers (not bool)
-  kFloat,    // f32, f64
+  kNumeric,   // floats and integers (not bool)
+  kFloat,     // f32, f64
   kUnsigned,  // u8, u16, u32, u64
   kBool,
 };
@@ -43,8 +43,7 @@ enum class DTypeClass {
 absl::Status CheckDType(DType dtype, DTypeClass accepted, int index);
 // Checks that inputs `first` and `second` have the same dtype (there is no
 // implicit promotion).
-absl::Status CheckSameDType(absl::Span<const TensorType> inputs, int first,
-                            int second);
+absl::Status CheckSameDType(absl::Span<const TensorType> inputs, int first, int second);
 
 // numpy broadcasting: dimensions aligned from the right, each pair equal or
 // one of them 1.
@@ -56,8 +55,7 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);
 // Maps `axis` in [-rank, rank) to [0, rank).
 absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
 // NormalizeAxis for each entry; an axis listed twice is an error.
-absl::StatusOr<std::vector<int64_t>> NormalizeAxes(
-    absl::Span<const int64_t> axes, int64_t rank);
+absl::StatusOr<std::vector<int64_t>> NormalizeAxes(absl::Span<const int64_t> axes, int64_t rank);
 
 // Visits the coordinates of `shape` in row-major order while keeping one
 // flat offset per operand. An operand's strides may be zero (broadcast),
@@ -81,8 +79,7 @@ class StridedWalk {
 // Calls fn(i, walk) for every element i of `out`, where walk.offset(k) is
 // the element of inputs[k] that broadcasts to it.
 template <typename Fn>
-void ForEachBroadcast(absl::Span<const Tensor* const> inputs, const Tensor& out,
-                      Fn fn) {
+void ForEachBroadcast(absl::Span<const Tensor* const> inputs, const Tensor& out, Fn fn) {
   std::vector<std::vector<int64_t>> strides;
   for (const Tensor* input : inputs) {
     strides.push_back(BroadcastStrides(input->shape(), out.shape()));
@@ -93,8 +90,7 @@ void ForEachBroadcast(absl::Span<const Tensor* const> inputs, const Tensor& out,
 
 // Copies element `from` of `src` to element `to` of `dst` (same dtype), bit
 // for bit: the data-movement ops work for every dtype alike.
-inline void CopyElement(const Tensor& src, int64_t from, Tensor& dst,
-                        int64_t to) {
+inline void CopyElement(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
   const int64_t size = DTypeSize(src.dtype());
   std::memcpy(static_cast<char*>(dst.data()) + to * size,
               static_cast<const char*>(src.data()) + from * size, size);

@@ -43,14 +43,13 @@ Shape RecurrentSpec::YShape() const {
 }
 
 Shape RecurrentSpec::StateShape() const {
-  return batch_first ? Shape{batch, num_directions, hidden}
-                     : Shape{num_directions, batch, hidden};
+  return batch_first ? Shape{batch, num_directions, hidden} : Shape{num_directions, batch, hidden};
 }
 
 namespace {
 
-constexpr const char* kInputNames[] = {
-    "X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
+constexpr const char* kInputNames[] = {"X",         "W",         "R", "B", "sequence_lens",
+                                       "initial_h", "initial_c", "P"};
 
 absl::string_view CellName(RecurrentCell cell) {
   switch (cell) {
@@ -76,13 +75,9 @@ int64_t GatesOf(RecurrentCell cell) {
   return 1;
 }
 
-int MaxInputs(RecurrentCell cell) {
-  return cell == RecurrentCell::kLstm ? 8 : 6;
-}
+int MaxInputs(RecurrentCell cell) { return cell == RecurrentCell::kLstm ? 8 : 6; }
 
-int MaxOutputs(RecurrentCell cell) {
-  return cell == RecurrentCell::kLstm ? 3 : 2;
-}
+int MaxOutputs(RecurrentCell cell) { return cell == RecurrentCell::kLstm ? 3 : 2; }
 
 // ONNX's defaults, per direction.
 std::vector<RecurrentActivation> DefaultActivations(RecurrentCell cell) {
@@ -110,8 +105,7 @@ absl::StatusOr<RecurrentActivation> ParseActivation(absl::string_view name) {
 }
 
 absl::Status ParseActivations(const Node& node, RecurrentSpec& spec) {
-  const std::vector<RecurrentActivation> defaults =
-      DefaultActivations(spec.cell);
+  const std::vector<RecurrentActivation> defaults = DefaultActivations(spec.cell);
   const size_t per_direction = defaults.size();
   if (!node.attrs.Has("activations")) {
     spec.activations.assign(spec.num_directions, defaults);
@@ -119,15 +113,12 @@ absl::Status ParseActivations(const Node& node, RecurrentSpec& spec) {
   }
   const std::vector<std::string> names = node.attrs.GetStrings("activations");
   // One set for every direction, or one per direction (forward first).
-  if (names.size() != per_direction &&
-      names.size() != per_direction * spec.num_directions) {
+  if (names.size() != per_direction && names.size() != per_direction * spec.num_directions) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'activations' has ", names.size(), " entries, expected ",
-        per_direction,
-        spec.num_directions == 2
-            ? absl::StrCat(" (one set for both directions) or ",
-                           2 * per_direction, " (one set per direction)")
-            : std::string()));
+        "attribute 'activations' has ", names.size(), " entries, expected ", per_direction,
+        spec.num_directions == 2 ? absl::StrCat(" (one set for both directions) or ",
+                                                2 * per_direction, " (one set per direction)")
+                                 : std::string()));
   }
   spec.activations.assign(spec.num_directions, {});
   for (int64_t d = 0; d < spec.num_directions; ++d) {
@@ -143,12 +134,12 @@ absl::Status ParseActivations(const Node& node, RecurrentSpec& spec) {
 absl::Status ParseAttributes(const Node& node, RecurrentSpec& spec) {
   spec.hidden = node.attrs.GetInt("hidden_size", 0);
   if (spec.hidden <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'hidden_size' must be positive, got ", spec.hidden));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'hidden_size' must be positive, got ", spec.hidden));
   }
   if (spec.hidden > kMaxTensorElements) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'hidden_size' must be at most 2^40, got ", spec.hidden));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'hidden_size' must be at most 2^40, got ", spec.hidden));
   }
   const std::string direction = node.attrs.GetString("direction", "forward");
   if (direction == "bidirectional") {
@@ -181,34 +172,29 @@ absl::Status ParseAttributes(const Node& node, RecurrentSpec& spec) {
 
 // Checks that input `index` has exactly `expected` as its shape; `meaning`
 // spells out the expected dimensions.
-absl::Status CheckInputShape(absl::Span<const TensorType> inputs, int index,
-                             const Shape& expected, absl::string_view meaning) {
+absl::Status CheckInputShape(absl::Span<const TensorType> inputs, int index, const Shape& expected,
+                             absl::string_view meaning) {
   const Shape& actual = inputs[index].shape;
   if (actual == expected) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("input '", kInputNames[index], "' (", index, ") has shape ",
-                   ShapeToString(actual), ", expected ",
-                   ShapeToString(expected), " (", meaning, ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "input '", kInputNames[index], "' (", index, ") has shape ", ShapeToString(actual),
+      ", expected ", ShapeToString(expected), " (", meaning, ")"));
 }
 
 absl::Status CheckFloatInput(absl::Span<const TensorType> inputs, int index) {
   if (inputs[index].dtype == inputs[kRnnX].dtype) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("input '", kInputNames[index], "' (", index, ") has dtype ",
-                   DTypeName(inputs[index].dtype), " but X has ",
-                   DTypeName(inputs[kRnnX].dtype)));
+  return absl::InvalidArgumentError(absl::StrCat("input '", kInputNames[index], "' (", index,
+                                                 ") has dtype ", DTypeName(inputs[index].dtype),
+                                                 " but X has ", DTypeName(inputs[kRnnX].dtype)));
 }
 
-absl::Status CheckInputs(absl::Span<const TensorType> inputs,
-                         const RecurrentSpec& spec) {
+absl::Status CheckInputs(absl::Span<const TensorType> inputs, const RecurrentSpec& spec) {
   const int64_t nd = spec.num_directions;
   const int64_t rows = spec.gates * spec.hidden;
   const std::string gates_meaning =
-      spec.gates == 1 ? "hidden_size"
-                      : absl::StrCat(spec.gates, "*hidden_size");
-  const std::string state_meaning = spec.batch_first
-                                        ? "batch, num_directions, hidden_size"
-                                        : "num_directions, batch, hidden_size";
+      spec.gates == 1 ? "hidden_size" : absl::StrCat(spec.gates, "*hidden_size");
+  const std::string state_meaning = spec.batch_first ? "batch, num_directions, hidden_size"
+                                                     : "num_directions, batch, hidden_size";
   struct Expected {
     int index;
     Shape shape;
@@ -221,9 +207,7 @@ absl::Status CheckInputs(absl::Span<const TensorType> inputs,
       {kRnnR,
        {nd, rows, spec.hidden},
        absl::StrCat("num_directions, ", gates_meaning, ", hidden_size")},
-      {kRnnB,
-       {nd, 2 * rows},
-       absl::StrCat("num_directions, 2*", gates_meaning)},
+      {kRnnB, {nd, 2 * rows}, absl::StrCat("num_directions, 2*", gates_meaning)},
       {kRnnSequenceLens, {spec.batch}, "batch"},
       {kRnnInitialH, spec.StateShape(), state_meaning},
       {kRnnInitialC, spec.StateShape(), state_meaning},
@@ -234,9 +218,8 @@ absl::Status CheckInputs(absl::Span<const TensorType> inputs,
     if (e.index == kRnnSequenceLens) {
       const DType dtype = inputs[e.index].dtype;
       if (dtype != DType::kI32 && dtype != DType::kI64) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("input 'sequence_lens' (4) has dtype ",
-                         DTypeName(dtype), ", expected i32 or i64"));
+        return absl::InvalidArgumentError(absl::StrCat("input 'sequence_lens' (4) has dtype ",
+                                                       DTypeName(dtype), ", expected i32 or i64"));
       }
     } else {
       LOOM_RETURN_IF_ERROR(CheckFloatInput(inputs, e.index));
@@ -340,8 +323,7 @@ class Recurrence {
     return weights_.p != nullptr ? weights_.p[gate * H() + j] : 0.0;
   }
 
-  void LstmStep(const double* x, std::vector<double>& h,
-                std::vector<double>& c) {
+  void LstmStep(const double* x, std::vector<double>& h, std::vector<double>& c) {
     enum { kI, kO, kF, kC };  // row blocks of W and R
     enum { kPi, kPo, kPf };   // blocks of P
     std::vector<double> pre(4 * H());
@@ -351,9 +333,7 @@ class Recurrence {
     for (int64_t j = 0; j < H(); ++j) {
       const double i = Act(0, pre[kI * H() + j] + Peephole(kPi, j) * c[j]);
       const double f =
-          spec_.input_forget
-              ? 1.0 - i
-              : Act(0, pre[kF * H() + j] + Peephole(kPf, j) * c[j]);
+          spec_.input_forget ? 1.0 - i : Act(0, pre[kF * H() + j] + Peephole(kPf, j) * c[j]);
       const double candidate = Act(1, pre[kC * H() + j]);
       c[j] = f * c[j] + i * candidate;
       const double o = Act(0, pre[kO * H() + j] + Peephole(kPo, j) * c[j]);
@@ -365,18 +345,15 @@ class Recurrence {
     enum { kZ, kR, kH };
     std::vector<double> z(H()), r(H()), reset_h(H());
     for (int64_t j = 0; j < H(); ++j) {
-      z[j] =
-          Act(0, InputTerm(kZ * H() + j, x) + RecurrentTerm(kZ * H() + j, h));
-      r[j] =
-          Act(0, InputTerm(kR * H() + j, x) + RecurrentTerm(kR * H() + j, h));
+      z[j] = Act(0, InputTerm(kZ * H() + j, x) + RecurrentTerm(kZ * H() + j, h));
+      r[j] = Act(0, InputTerm(kR * H() + j, x) + RecurrentTerm(kR * H() + j, h));
       reset_h[j] = r[j] * h[j];
     }
     std::vector<double> next(H());
     for (int64_t j = 0; j < H(); ++j) {
       const int64_t row = kH * H() + j;
-      const double recurrent = spec_.linear_before_reset
-                                   ? r[j] * RecurrentTerm(row, h)
-                                   : RecurrentTerm(row, reset_h);
+      const double recurrent =
+          spec_.linear_before_reset ? r[j] * RecurrentTerm(row, h) : RecurrentTerm(row, reset_h);
       const double candidate = Act(1, InputTerm(row, x) + recurrent);
       next[j] = (1.0 - z[j]) * candidate + z[j] * h[j];
     }
@@ -396,24 +373,23 @@ class Recurrence {
 };
 
 // Each batch entry's sequence length: sequence_lens, or seq for all.
-absl::StatusOr<std::vector<int64_t>> SequenceLengths(
-    const RecurrentSpec& spec, absl::Span<const Tensor* const> in) {
+absl::StatusOr<std::vector<int64_t>> SequenceLengths(const RecurrentSpec& spec,
+                                                     absl::Span<const Tensor* const> in) {
   std::vector<int64_t> lengths(spec.batch, spec.seq);
   if (!spec.Has(kRnnSequenceLens)) return lengths;
   const Tensor& lens = *in[kRnnSequenceLens];
   for (int64_t b = 0; b < spec.batch; ++b) {
     lengths[b] = lens.GetInt(b);
     if (lengths[b] < 0 || lengths[b] > spec.seq) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sequence_lens[", b, "] is ", lengths[b],
-                       ", outside [0, ", spec.seq, "] (the sequence length)"));
+      return absl::InvalidArgumentError(absl::StrCat("sequence_lens[", b, "] is ", lengths[b],
+                                                     ", outside [0, ", spec.seq,
+                                                     "] (the sequence length)"));
     }
   }
   return lengths;
 }
 
-absl::Status RecurrentEval(RecurrentCell cell, const Node& node,
-                           absl::Span<const Tensor* const> in,
+absl::Status RecurrentEval(RecurrentCell cell, const Node& node, absl::Span<const Tensor* const> in,
                            absl::Span<Tensor> out) {
   std::vector<TensorType> types;
   for (const Tensor* tensor : in) types.push_back(tensor->type());
@@ -440,22 +416,19 @@ absl::Status RecurrentEval(RecurrentCell cell, const Node& node,
     return (spec.batch_first ? b * seq + t : t * batch + b) * spec.input;
   };
   auto y_at = [&](int64_t t, int64_t d, int64_t b) {
-    return (spec.batch_first ? (b * seq + t) * nd + d
-                             : (t * nd + d) * batch + b) *
-           H;
+    return (spec.batch_first ? (b * seq + t) * nd + d : (t * nd + d) * batch + b) * H;
   };
   auto state_at = [&](int64_t d, int64_t b) {
     return (spec.batch_first ? b * nd + d : d * batch + b) * H;
   };
 
   for (int64_t d = 0; d < nd; ++d) {
-    const DirectionWeights weights = {
-        w.data() + d * rows * spec.input,
-        r.data() + d * rows * H,
-        bias.empty() ? nullptr : bias.data() + d * 2 * rows,
-        bias.empty() ? nullptr : bias.data() + d * 2 * rows + rows,
-        peepholes.empty() ? nullptr : peepholes.data() + d * 3 * H,
-        &spec.activations[d]};
+    const DirectionWeights weights = {w.data() + d * rows * spec.input,
+                                      r.data() + d * rows * H,
+                                      bias.empty() ? nullptr : bias.data() + d * 2 * rows,
+                                      bias.empty() ? nullptr : bias.data() + d * 2 * rows + rows,
+                                      peepholes.empty() ? nullptr : peepholes.data() + d * 3 * H,
+                                      &spec.activations[d]};
     Recurrence recurrence(spec, weights);
     for (int64_t b = 0; b < batch; ++b) {
       std::vector<double> h(H, 0.0), c(H, 0.0);
@@ -489,10 +462,8 @@ absl::Status RecurrentEval(RecurrentCell cell, const Node& node,
 
 OpDef RecurrentOp(RecurrentCell cell) {
   std::vector<AttrSpec> attrs = {
-      {"hidden_size", AttrType::kInt, true},
-      {"direction", AttrType::kString, false},
-      {"layout", AttrType::kInt, false},
-      {"activations", AttrType::kStrings, false},
+      {"hidden_size", AttrType::kInt, true}, {"direction", AttrType::kString, false},
+      {"layout", AttrType::kInt, false},     {"activations", AttrType::kStrings, false},
       {"clip", AttrType::kFloat, false},
   };
   if (cell == RecurrentCell::kLstm) {
@@ -511,8 +482,7 @@ OpDef RecurrentOp(RecurrentCell cell) {
   def.infer = [cell](const Node& node, absl::Span<const TensorType> in) {
     return RecurrentShape(cell, node, in);
   };
-  def.eval = [cell](const Node& node, absl::Span<const Tensor* const> in,
-                    absl::Span<Tensor> out) {
+  def.eval = [cell](const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
     return RecurrentEval(cell, node, in, out);
   };
   return def;
@@ -520,34 +490,30 @@ OpDef RecurrentOp(RecurrentCell cell) {
 
 }  // namespace
 
-absl::StatusOr<RecurrentSpec> ParseRecurrent(
-    RecurrentCell cell, const Node& node, absl::Span<const TensorType> inputs) {
+absl::StatusOr<RecurrentSpec> ParseRecurrent(RecurrentCell cell, const Node& node,
+                                             absl::Span<const TensorType> inputs) {
   RecurrentSpec spec;
   spec.cell = cell;
   spec.gates = GatesOf(cell);
   spec.num_inputs = static_cast<int>(inputs.size());
   spec.num_outputs = static_cast<int>(node.outputs.size());
-  if (spec.num_inputs < 3 || spec.num_inputs > MaxInputs(cell) ||
-      spec.num_outputs < 1 || spec.num_outputs > MaxOutputs(cell)) {
+  if (spec.num_inputs < 3 || spec.num_inputs > MaxInputs(cell) || spec.num_outputs < 1 ||
+      spec.num_outputs > MaxOutputs(cell)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("expected 3 to ", MaxInputs(cell), " inputs and 1 to ",
-                     MaxOutputs(cell), " outputs, got ", spec.num_inputs,
-                     " and ", spec.num_outputs));
+        absl::StrCat("expected 3 to ", MaxInputs(cell), " inputs and 1 to ", MaxOutputs(cell),
+                     " outputs, got ", spec.num_inputs, " and ", spec.num_outputs));
   }
   LOOM_RETURN_IF_ERROR(ParseAttributes(node, spec));
 
   const TensorType& x = inputs[kRnnX];
   if (!IsFloat(x.dtype)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input 'X' (0) has dtype ", DTypeName(x.dtype),
-                     ", expected a float dtype (f32 or f64)"));
+    return absl::InvalidArgumentError(absl::StrCat("input 'X' (0) has dtype ", DTypeName(x.dtype),
+                                                   ", expected a float dtype (f32 or f64)"));
   }
   if (x.shape.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input 'X' (0) has shape ", ShapeToString(x.shape),
-        ", expected rank 3 (",
-        spec.batch_first ? "batch, seq, input_size" : "seq, batch, input_size",
-        ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input 'X' (0) has shape ", ShapeToString(x.shape), ", expected rank 3 (",
+                     spec.batch_first ? "batch, seq, input_size" : "seq, batch, input_size", ")"));
   }
   spec.dtype = x.dtype;
   spec.seq = x.shape[spec.batch_first ? 1 : 0];

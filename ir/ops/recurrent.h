@@ -55,7 +55,7 @@ struct RecurrentSpec {
   // activations[direction]: f, g, h for lstm; f, g for gru; f for rnn.
   std::vector<std::vector<RecurrentActivation>> activations;
   bool has_clip = false;
-  double clip = 0;  // gate pre-activations are clipped to [-clip, clip]
+  double clip = 0;                   // gate pre-activations are clipped to [-clip, clip]
   bool input_forget = false;         // lstm: f = 1 - i
   bool linear_before_reset = false;  // gru
   DType dtype = DType::kF32;         // of X and every float input
@@ -74,8 +74,8 @@ struct RecurrentSpec {
 // arity, attributes, dtypes and every input's shape. Errors name the
 // offending attribute or input (by its ONNX name) and the shapes involved;
 // callers add the node.
-absl::StatusOr<RecurrentSpec> ParseRecurrent(
-    RecurrentCell cell, const Node& node, absl::Span<const TensorType> inputs);
+absl::StatusOr<RecurrentSpec> ParseRecurrent(RecurrentCell cell, const Node& node,
+                                             absl::Span<const TensorType> inputs);
 
 }  // namespace loom
 

@@ -50,9 +50,8 @@ enum class Reduction {
 };
 
 bool TakesFloatsOnly(Reduction kind) {
-  return kind == Reduction::kMean || kind == Reduction::kL2 ||
-         kind == Reduction::kLogSum || kind == Reduction::kLogSumExp ||
-         kind == Reduction::kVar;
+  return kind == Reduction::kMean || kind == Reduction::kL2 || kind == Reduction::kLogSum ||
+         kind == Reduction::kLogSumExp || kind == Reduction::kVar;
 }
 
 struct ReductionPlan {
@@ -69,11 +68,9 @@ absl::StatusOr<ReductionPlan> PlanReduction(const Node& node, const Shape& in) {
     return absl::InvalidArgumentError(
         absl::StrCat("attribute 'keepdims' must be 0 or 1, got ", keepdims));
   }
-  absl::StatusOr<std::vector<int64_t>> axes =
-      NormalizeAxes(node.attrs.GetInts("axes"), rank);
+  absl::StatusOr<std::vector<int64_t>> axes = NormalizeAxes(node.attrs.GetInts("axes"), rank);
   if (!axes.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'axes': ", axes.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'axes': ", axes.status().message()));
   }
   ReductionPlan plan;
   plan.reduced.assign(rank, axes->empty());
@@ -89,19 +86,16 @@ absl::StatusOr<ReductionPlan> PlanReduction(const Node& node, const Shape& in) {
 }
 
 ShapeFn ReductionShapeFn(Reduction kind) {
-  return [kind](
-             const Node& node,
-             absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
-    const DTypeClass accepted =
-        TakesFloatsOnly(kind) ? DTypeClass::kFloat : DTypeClass::kNumeric;
+  return [kind](const Node& node, absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+    const DTypeClass accepted = TakesFloatsOnly(kind) ? DTypeClass::kFloat : DTypeClass::kNumeric;
     LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, accepted, 0));
     LOOM_ASSIGN_OR_RETURN(ReductionPlan plan, PlanReduction(node, in[0].shape));
     if (kind == Reduction::kMax || kind == Reduction::kMin) {
       for (size_t d = 0; d < in[0].shape.size(); ++d) {
         if (plan.reduced[d] && in[0].shape[d] == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "cannot reduce over the empty axis ", d, " of ",
-              ShapeToString(in[0].shape), " (no identity for ", node.op, ")"));
+          return absl::InvalidArgumentError(absl::StrCat("cannot reduce over the empty axis ", d,
+                                                         " of ", ShapeToString(in[0].shape),
+                                                         " (no identity for ", node.op, ")"));
         }
       }
     }
@@ -190,8 +184,7 @@ void ForEachReduced(const Tensor& x, const ReductionPlan& plan, Fn fn) {
 // Folds every input element into its output's accumulator. `T` is double
 // for floats and int64_t for integers.
 template <typename T>
-std::vector<T> Accumulate(Reduction kind, const Tensor& x,
-                          const ReductionPlan& plan) {
+std::vector<T> Accumulate(Reduction kind, const Tensor& x, const ReductionPlan& plan) {
   std::vector<T> acc(NumElements(plan.kept_shape), InitialValue<T>(kind));
   ForEachReduced(x, plan, [&](int64_t o, int64_t i) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -207,9 +200,8 @@ std::vector<T> Accumulate(Reduction kind, const Tensor& x,
 std::vector<double> LogSumExp(const Tensor& x, const ReductionPlan& plan) {
   std::vector<double> max = Accumulate<double>(Reduction::kMax, x, plan);
   std::vector<double> sum(max.size(), 0.0);
-  ForEachReduced(x, plan, [&](int64_t o, int64_t i) {
-    sum[o] += std::exp(x.GetDouble(i) - max[o]);
-  });
+  ForEachReduced(x, plan,
+                 [&](int64_t o, int64_t i) { sum[o] += std::exp(x.GetDouble(i) - max[o]); });
   for (size_t o = 0; o < max.size(); ++o) {
     // An infinite max (+inf, or -inf from all -inf or no elements) is the
     // answer; x - max would be NaN.
@@ -252,8 +244,7 @@ EvalFn ReductionEval(Reduction kind) {
     LOOM_ASSIGN_OR_RETURN(ReductionPlan plan, PlanReduction(node, x.shape()));
     Tensor& result = out[0];
     if (kind == Reduction::kLogSumExp || kind == Reduction::kVar) {
-      std::vector<double> values = kind == Reduction::kVar ? Variance(x, plan)
-                                                           : LogSumExp(x, plan);
+      std::vector<double> values = kind == Reduction::kVar ? Variance(x, plan) : LogSumExp(x, plan);
       for (size_t i = 0; i < values.size(); ++i) result.SetDouble(i, values[i]);
     } else if (IsFloat(x.dtype())) {
       std::vector<double> acc = Accumulate<double>(kind, x, plan);
@@ -284,26 +275,22 @@ struct ArgPlan {
 absl::StatusOr<ArgPlan> PlanArg(const Node& node, const TensorType& in) {
   LOOM_RETURN_IF_ERROR(CheckDType(in.dtype, DTypeClass::kNumeric, 0));
   const Shape& shape = in.shape;
-  absl::StatusOr<int64_t> axis =
-      NormalizeAxis(node.attrs.GetInt("axis", 0), shape.size());
+  absl::StatusOr<int64_t> axis = NormalizeAxis(node.attrs.GetInt("axis", 0), shape.size());
   if (!axis.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'axis': ", axis.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'axis': ", axis.status().message()));
   }
   const int64_t keepdims = node.attrs.GetInt("keepdims", 1);
   const int64_t select_last = node.attrs.GetInt("select_last_index", 0);
-  for (const auto& [name, value] :
-       {std::pair<const char*, int64_t>{"keepdims", keepdims},
-        {"select_last_index", select_last}}) {
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"keepdims", keepdims},
+                                    {"select_last_index", select_last}}) {
     if (value != 0 && value != 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("attribute '", name, "' must be 0 or 1, got ", value));
     }
   }
   if (shape[*axis] == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot take ", node.op, " over the empty axis ", *axis,
-                     " of ", ShapeToString(shape)));
+    return absl::InvalidArgumentError(absl::StrCat("cannot take ", node.op, " over the empty axis ",
+                                                   *axis, " of ", ShapeToString(shape)));
   }
   ArgPlan plan;
   plan.axis = *axis;
@@ -353,8 +340,7 @@ void ForEachArgRow(const Shape& shape, const ArgPlan& plan, Fn fn) {
 }
 
 template <typename T>
-void ArgReduce(const Tensor& x, const ArgPlan& plan, bool is_max,
-               Tensor& result) {
+void ArgReduce(const Tensor& x, const ArgPlan& plan, bool is_max, Tensor& result) {
   const int64_t length = x.shape()[plan.axis];
   int64_t* indices = result.data_as<int64_t>();
   ForEachArgRow(x.shape(), plan, [&](int64_t out, int64_t base, int64_t stride) {
@@ -397,9 +383,8 @@ absl::Status ArgBound(const BoundContext& context, absl::Span<Tensor> bounds) {
 }
 
 OpDef ArgOp(std::string name, bool is_max) {
-  ShapeFn infer =
-      [](const Node& node,
-         absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+  ShapeFn infer = [](const Node& node,
+                     absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
     LOOM_ASSIGN_OR_RETURN(ArgPlan plan, PlanArg(node, in[0]));
     return OneOutput(DType::kI64, std::move(plan.out_shape));
   };
@@ -497,22 +482,21 @@ OpDef ReductionOp(std::string name, Reduction kind) {
 }  // namespace
 
 absl::Status RegisterReductionOps(OpRegistry& registry) {
-  return RegisterAll(
-      registry, {
-                    ReductionOp("reduce_sum", Reduction::kSum),
-                    ReductionOp("reduce_mean", Reduction::kMean),
-                    ReductionOp("reduce_max", Reduction::kMax),
-                    ReductionOp("reduce_min", Reduction::kMin),
-                    ReductionOp("reduce_prod", Reduction::kProd),
-                    ReductionOp("reduce_l1", Reduction::kL1),
-                    ReductionOp("reduce_l2", Reduction::kL2),
-                    ReductionOp("reduce_log_sum", Reduction::kLogSum),
-                    ReductionOp("reduce_log_sum_exp", Reduction::kLogSumExp),
-                    ReductionOp("reduce_sum_square", Reduction::kSumSquare),
-                    ReductionOp("reduce_var", Reduction::kVar),
-                    ArgOp("argmax", /*is_max=*/true),
-                    ArgOp("argmin", /*is_max=*/false),
-                });
+  return RegisterAll(registry, {
+                                   ReductionOp("reduce_sum", Reduction::kSum),
+                                   ReductionOp("reduce_mean", Reduction::kMean),
+                                   ReductionOp("reduce_max", Reduction::kMax),
+                                   ReductionOp("reduce_min", Reduction::kMin),
+                                   ReductionOp("reduce_prod", Reduction::kProd),
+                                   ReductionOp("reduce_l1", Reduction::kL1),
+                                   ReductionOp("reduce_l2", Reduction::kL2),
+                                   ReductionOp("reduce_log_sum", Reduction::kLogSum),
+                                   ReductionOp("reduce_log_sum_exp", Reduction::kLogSumExp),
+                                   ReductionOp("reduce_sum_square", Reduction::kSumSquare),
+                                   ReductionOp("reduce_var", Reduction::kVar),
+                                   ArgOp("argmax", /*is_max=*/true),
+                                   ArgOp("argmin", /*is_max=*/false),
+                               });
 }
 
 }  // namespace loom

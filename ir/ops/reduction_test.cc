@@ -23,16 +23,15 @@ Tensor Digits(DType dtype) {
   Tensor x(dtype, {2, 3, 4});
   for (int i = 0; i < 2; ++i) {
     for (int j = 0; j < 3; ++j) {
-      for (int k = 0; k < 4; ++k)
-        x.SetInt((i * 3 + j) * 4 + k, 100 * i + 10 * j + k);
+      for (int k = 0; k < 4; ++k) x.SetInt((i * 3 + j) * 4 + k, 100 * i + 10 * j + k);
     }
   }
   return x;
 }
 
 TEST(ReductionTest, SumOverMiddleAxis) {
-  absl::StatusOr<Tensor> y = RunOp("reduce_sum", {Digits(DType::kF32)},
-                                   MakeAttrs({{"axes", Ints{1}}}));
+  absl::StatusOr<Tensor> y =
+      RunOp("reduce_sum", {Digits(DType::kF32)}, MakeAttrs({{"axes", Ints{1}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->type(), (TensorType{DType::kF32, {2, 4}}));
   // sum_j (100 i + 10 j + k) = 300 i + 30 + 3 k
@@ -40,9 +39,8 @@ TEST(ReductionTest, SumOverMiddleAxis) {
 }
 
 TEST(ReductionTest, KeepdimsAndNegativeAxes) {
-  absl::StatusOr<Tensor> y =
-      RunOp("reduce_sum", {Digits(DType::kI32)},
-            MakeAttrs({{"axes", Ints{-1, 0}}, {"keepdims", int64_t{1}}}));
+  absl::StatusOr<Tensor> y = RunOp("reduce_sum", {Digits(DType::kI32)},
+                                   MakeAttrs({{"axes", Ints{-1, 0}}, {"keepdims", int64_t{1}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->type(), (TensorType{DType::kI32, {1, 3, 1}}));
   // sum_{i,k} = 4 * 100 + 2 * 4 * 10 j + 2 * 6
@@ -51,14 +49,13 @@ TEST(ReductionTest, KeepdimsAndNegativeAxes) {
 
 TEST(ReductionTest, AbsentOrEmptyAxesReduceEverything) {
   for (const Attrs& attrs : {Attrs(), MakeAttrs({{"axes", Ints{}}})}) {
-    absl::StatusOr<Tensor> y =
-        RunOp("reduce_max", {Digits(DType::kI64)}, attrs);
+    absl::StatusOr<Tensor> y = RunOp("reduce_max", {Digits(DType::kI64)}, attrs);
     ASSERT_TRUE(y.ok()) << y.status();
     EXPECT_EQ(y->type(), (TensorType{DType::kI64, {}}));
     EXPECT_THAT(ToInts(*y), ElementsAre(123));
   }
-  absl::StatusOr<Tensor> y = RunOp("reduce_min", {Digits(DType::kF64)},
-                                   MakeAttrs({{"keepdims", int64_t{1}}}));
+  absl::StatusOr<Tensor> y =
+      RunOp("reduce_min", {Digits(DType::kF64)}, MakeAttrs({{"keepdims", int64_t{1}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (Shape{1, 1, 1}));
   EXPECT_THAT(ToDoubles(*y), ElementsAre(0));
@@ -68,8 +65,7 @@ TEST(ReductionTest, MeanMaxMinAgainstExplicitLoops) {
   Tensor x = Iota(DType::kF64, {3, 5}, -4.5, 0.75);
   for (int64_t axis : {0, 1}) {
     for (const char* op : {"reduce_mean", "reduce_max", "reduce_min"}) {
-      absl::StatusOr<Tensor> y =
-          RunOp(op, {x}, MakeAttrs({{"axes", Ints{axis}}}));
+      absl::StatusOr<Tensor> y = RunOp(op, {x}, MakeAttrs({{"axes", Ints{axis}}}));
       ASSERT_TRUE(y.ok()) << y.status();
       const int outer = axis == 0 ? 5 : 3;
       const int inner = axis == 0 ? 3 : 5;
@@ -77,8 +73,7 @@ TEST(ReductionTest, MeanMaxMinAgainstExplicitLoops) {
       for (int o = 0; o < outer; ++o) {
         double sum = 0, max = -INFINITY, min = INFINITY;
         for (int r = 0; r < inner; ++r) {
-          const double v =
-              axis == 0 ? x.GetDouble(r * 5 + o) : x.GetDouble(o * 5 + r);
+          const double v = axis == 0 ? x.GetDouble(r * 5 + o) : x.GetDouble(o * 5 + r);
           sum += v;
           max = std::max(max, v);
           min = std::min(min, v);
@@ -95,8 +90,7 @@ TEST(ReductionTest, MeanMaxMinAgainstExplicitLoops) {
 
 TEST(ReductionTest, SingletonAxesAndOddShapes) {
   Tensor x = Iota(DType::kF32, {1, 7, 1});
-  absl::StatusOr<Tensor> y =
-      RunOp("reduce_sum", {x}, MakeAttrs({{"axes", Ints{0, 2}}}));
+  absl::StatusOr<Tensor> y = RunOp("reduce_sum", {x}, MakeAttrs({{"axes", Ints{0, 2}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (Shape{7}));
   EXPECT_EQ(ToDoubles(*y), ToDoubles(x));
@@ -104,8 +98,7 @@ TEST(ReductionTest, SingletonAxesAndOddShapes) {
 
 TEST(ReductionTest, MaxAndMinPropagateNan) {
   Tensor x = MakeTensor(DType::kF32, {2, 2}, {1, NAN, 3, 4});
-  absl::StatusOr<Tensor> y =
-      RunOp("reduce_max", {x}, MakeAttrs({{"axes", Ints{1}}}));
+  absl::StatusOr<Tensor> y = RunOp("reduce_max", {x}, MakeAttrs({{"axes", Ints{1}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(IsNan(), 4));
   y = RunOp("reduce_min", {x}, MakeAttrs({{"axes", Ints{1}}}));
@@ -123,8 +116,7 @@ TEST(ReductionTest, IntegerSumIsExactInInt64) {
 
 TEST(ReductionTest, EmptyAxes) {
   Tensor empty(DType::kF32, {2, 0});
-  absl::StatusOr<Tensor> y =
-      RunOp("reduce_sum", {empty}, MakeAttrs({{"axes", Ints{1}}}));
+  absl::StatusOr<Tensor> y = RunOp("reduce_sum", {empty}, MakeAttrs({{"axes", Ints{1}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(0, 0));
   y = RunOp("reduce_mean", {empty}, MakeAttrs({{"axes", Ints{1}}}));
@@ -151,27 +143,23 @@ TEST(ReductionTest, AttributeAndDTypeErrors) {
                         "range for rank 2"));
   EXPECT_THAT(RunOpError("reduce_sum", {x}, MakeAttrs({{"axes", Ints{-3}}})),
               HasSubstr("axis -3 is out of range for rank 2"));
-  EXPECT_THAT(
-      RunOpError("reduce_sum", {x}, MakeAttrs({{"keepdims", int64_t{2}}})),
-      HasSubstr("(reduce_sum): attribute 'keepdims' must be 0 or 1, "
-                "got 2"));
-  EXPECT_THAT(
-      RunOpError("reduce_sum", {x}, MakeAttrs({{"axes", int64_t{1}}})),
-      HasSubstr("(reduce_sum): attribute 'axes' must be ints, got int"));
+  EXPECT_THAT(RunOpError("reduce_sum", {x}, MakeAttrs({{"keepdims", int64_t{2}}})),
+              HasSubstr("(reduce_sum): attribute 'keepdims' must be 0 or 1, "
+                        "got 2"));
+  EXPECT_THAT(RunOpError("reduce_sum", {x}, MakeAttrs({{"axes", int64_t{1}}})),
+              HasSubstr("(reduce_sum): attribute 'axes' must be ints, got int"));
   EXPECT_THAT(RunOpError("reduce_sum", {x}, MakeAttrs({{"axis", Ints{1}}})),
               HasSubstr("(reduce_sum): unknown attribute 'axis' (known: axes, "
                         "keepdims)"));
-  EXPECT_THAT(
-      RunOpError("reduce_mean", {Tensor(DType::kI32, {2})}),
-      HasSubstr("(reduce_mean): input 0 has dtype i32, expected a float"));
+  EXPECT_THAT(RunOpError("reduce_mean", {Tensor(DType::kI32, {2})}),
+              HasSubstr("(reduce_mean): input 0 has dtype i32, expected a float"));
   EXPECT_THAT(RunOpError("reduce_sum", {Tensor(DType::kBool, {2})}),
               HasSubstr("(reduce_sum): input 0 has dtype bool"));
 }
 
 // Expected reduce_* results by the definition, over the elements `values`
 // of one output.
-double ExpectedReduction(const std::string& op,
-                         const std::vector<double>& values) {
+double ExpectedReduction(const std::string& op, const std::vector<double>& values) {
   double sum = 0, prod = 1, l1 = 0, squares = 0, exps = 0;
   for (double v : values) {
     sum += v;
@@ -193,13 +181,11 @@ TEST(ReductionTest, NewReductionsAgainstTheirDefinitions) {
   Tensor x = Iota(DType::kF64, {3, 1, 5}, 0.25, 0.2);
   const std::vector<std::pair<Ints, bool>> cases = {
       {{-1}, false}, {{0, 2}, true}, {{1}, false}, {{}, false}};
-  for (const char* op :
-       {"reduce_prod", "reduce_l1", "reduce_l2", "reduce_log_sum",
-        "reduce_log_sum_exp", "reduce_sum_square"}) {
+  for (const char* op : {"reduce_prod", "reduce_l1", "reduce_l2", "reduce_log_sum",
+                         "reduce_log_sum_exp", "reduce_sum_square"}) {
     for (const auto& [axes, keepdims] : cases) {
       absl::StatusOr<Tensor> y =
-          RunOp(op, {x},
-                MakeAttrs({{"axes", axes}, {"keepdims", int64_t{keepdims}}}));
+          RunOp(op, {x}, MakeAttrs({{"axes", axes}, {"keepdims", int64_t{keepdims}}}));
       ASSERT_TRUE(y.ok()) << y.status();
       // Group the input elements by the output element they reduce into.
       std::vector<bool> reduced(3, axes.empty());
@@ -215,8 +201,7 @@ TEST(ReductionTest, NewReductionsAgainstTheirDefinitions) {
       }
       for (size_t o = 0; o < groups.size(); ++o) {
         const double expected = ExpectedReduction(op, groups[o]);
-        EXPECT_NEAR(y->GetDouble(o), expected,
-                    1e-13 * std::max(1.0, std::fabs(expected)))
+        EXPECT_NEAR(y->GetDouble(o), expected, 1e-13 * std::max(1.0, std::fabs(expected)))
             << op << " output " << o;
       }
       if (keepdims) {
@@ -239,17 +224,14 @@ TEST(ReductionTest, NewReductionsOnIntegersAndNegatives) {
     EXPECT_EQ(y->type(), (TensorType{DType::kI32, {2}})) << op;
     EXPECT_EQ(ToInts(*y), expected) << op;
   }
-  absl::StatusOr<Tensor> y =
-      RunOp("reduce_l1", {MakeTensor(DType::kF32, {3}, {-1.5, 2, -0.5})});
+  absl::StatusOr<Tensor> y = RunOp("reduce_l1", {MakeTensor(DType::kF32, {3}, {-1.5, 2, -0.5})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(4));
 }
 
 TEST(ReductionTest, LogSumExpIsStable) {
-  Tensor x = MakeTensor(DType::kF32, {3, 2},
-                        {1000, 1000, -INFINITY, -INFINITY, INFINITY, 1});
-  absl::StatusOr<Tensor> y =
-      RunOp("reduce_log_sum_exp", {x}, MakeAttrs({{"axes", Ints{-1}}}));
+  Tensor x = MakeTensor(DType::kF32, {3, 2}, {1000, 1000, -INFINITY, -INFINITY, INFINITY, 1});
+  absl::StatusOr<Tensor> y = RunOp("reduce_log_sum_exp", {x}, MakeAttrs({{"axes", Ints{-1}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_NEAR(y->GetDouble(0), 1000 + std::log(2.0), 1e-4);
   EXPECT_EQ(y->GetDouble(1), -INFINITY);
@@ -270,8 +252,7 @@ TEST(ReductionTest, NewReductionsOverNothing) {
       {"reduce_log_sum_exp", -INFINITY},
   };
   for (const auto& [op, expected] : cases) {
-    absl::StatusOr<Tensor> y =
-        RunOp(op, {empty}, MakeAttrs({{"axes", Ints{1}}}));
+    absl::StatusOr<Tensor> y = RunOp(op, {empty}, MakeAttrs({{"axes", Ints{1}}}));
     ASSERT_TRUE(y.ok()) << y.status();
     EXPECT_THAT(ToDoubles(*y), ElementsAre(expected, expected)) << op;
   }
@@ -280,8 +261,7 @@ TEST(ReductionTest, NewReductionsOverNothing) {
 TEST(ReductionTest, VarianceIsTheMeanSquaredDeviation) {
   // Rows {1, 2, 3, 4} and {1e8 + 1, 1e8 + 2, 1e8 + 3, 1e8 + 4}: the same
   // variance, 1.25, however far the values are from zero.
-  Tensor x = MakeTensor(DType::kF64, {2, 4},
-                        {1, 2, 3, 4, 1e8 + 1, 1e8 + 2, 1e8 + 3, 1e8 + 4});
+  Tensor x = MakeTensor(DType::kF64, {2, 4}, {1, 2, 3, 4, 1e8 + 1, 1e8 + 2, 1e8 + 3, 1e8 + 4});
   absl::StatusOr<Tensor> y = RunOp("reduce_var", {x}, MakeAttrs({{"axes", Ints{1}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToDoubles(*y), ElementsAre(1.25, 1.25));
@@ -305,8 +285,7 @@ TEST(ReductionTest, FloatOnlyReductionsRejectIntegers) {
                                        "): input 0 has dtype i64, expected a "
                                        "float")));
   }
-  EXPECT_THAT(RunOpError("reduce_prod", {Tensor(DType::kF32, {2})},
-                         MakeAttrs({{"axes", Ints{1}}})),
+  EXPECT_THAT(RunOpError("reduce_prod", {Tensor(DType::kF32, {2})}, MakeAttrs({{"axes", Ints{1}}})),
               HasSubstr("node 'test_node' (reduce_prod): attribute 'axes': "
                         "axis 1 is out of range for rank 1"));
 }
@@ -322,8 +301,7 @@ std::vector<int64_t> NaiveArg(const Tensor& x, int axis, bool is_max) {
         int64_t best = 0;
         double best_value = 0;
         for (int r = 0; r < len; ++r) {
-          const int ii = axis == 0 ? r : i, jj = axis == 1 ? r : j,
-                    kk = axis == 2 ? r : k;
+          const int ii = axis == 0 ? r : i, jj = axis == 1 ? r : j, kk = axis == 2 ? r : k;
           const double v = x.GetDouble((ii * s[1] + jj) * s[2] + kk);
           if (r == 0 || (is_max ? v > best_value : v < best_value)) {
             best = r;
@@ -343,20 +321,17 @@ TEST(ArgReductionTest, EveryAxisAgainstExplicitLoops) {
   for (int i = 0; i < 24; ++i) x.SetDouble(i, (i * 7) % 24 - 11.5);
   for (int axis = -3; axis < 3; ++axis) {
     for (const char* op : {"argmax", "argmin"}) {
-      absl::StatusOr<Tensor> y =
-          RunOp(op, {x}, MakeAttrs({{"axis", int64_t{axis}}}));
+      absl::StatusOr<Tensor> y = RunOp(op, {x}, MakeAttrs({{"axis", int64_t{axis}}}));
       ASSERT_TRUE(y.ok()) << y.status();
       const int a = (axis + 3) % 3;
       Shape kept = x.shape();
       kept[a] = 1;
       EXPECT_EQ(y->type(), (TensorType{DType::kI64, kept}));
-      EXPECT_EQ(ToInts(*y), NaiveArg(x, a, std::string(op) == "argmax"))
-          << op << " axis " << axis;
+      EXPECT_EQ(ToInts(*y), NaiveArg(x, a, std::string(op) == "argmax")) << op << " axis " << axis;
     }
   }
   absl::StatusOr<Tensor> y =
-      RunOp("argmax", {x},
-            MakeAttrs({{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}));
+      RunOp("argmax", {x}, MakeAttrs({{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (Shape{2, 4}));
 }
@@ -366,10 +341,9 @@ TEST(ArgReductionTest, TiesIntegersAndSizeOneAxes) {
                            {3, 9, 1, 9, 1,  //
                             -4, -4, -4, -4, -4});
   const auto run = [&](const char* op, int64_t last) {
-    absl::StatusOr<Tensor> y = RunOp(op, {x},
-                                     MakeAttrs({{"axis", int64_t{-1}},
-                                                {"select_last_index", last},
-                                                {"keepdims", int64_t{0}}}));
+    absl::StatusOr<Tensor> y = RunOp(
+        op, {x},
+        MakeAttrs({{"axis", int64_t{-1}}, {"select_last_index", last}, {"keepdims", int64_t{0}}}));
     EXPECT_TRUE(y.ok()) << y.status();
     return y.ok() ? ToInts(*y) : std::vector<int64_t>();
   };
@@ -400,15 +374,14 @@ TEST(ArgReductionTest, Errors) {
   EXPECT_THAT(RunOpError("argmax", {x}, MakeAttrs({{"axis", int64_t{2}}})),
               HasSubstr("node 'test_node' (argmax): attribute 'axis': axis 2 "
                         "is out of range for rank 2"));
-  EXPECT_THAT(RunOpError("argmin", {Tensor(DType::kF32, {2, 0})},
-                         MakeAttrs({{"axis", int64_t{1}}})),
-              HasSubstr("node 'test_node' (argmin): cannot take argmin over "
-                        "the empty axis 1 of [2,0]"));
+  EXPECT_THAT(
+      RunOpError("argmin", {Tensor(DType::kF32, {2, 0})}, MakeAttrs({{"axis", int64_t{1}}})),
+      HasSubstr("node 'test_node' (argmin): cannot take argmin over "
+                "the empty axis 1 of [2,0]"));
   EXPECT_THAT(RunOpError("argmax", {x}, MakeAttrs({{"keepdims", int64_t{3}}})),
               HasSubstr("(argmax): attribute 'keepdims' must be 0 or 1, got "
                         "3"));
-  EXPECT_THAT(RunOpError("argmax", {x},
-                         MakeAttrs({{"select_last_index", int64_t{-1}}})),
+  EXPECT_THAT(RunOpError("argmax", {x}, MakeAttrs({{"select_last_index", int64_t{-1}}})),
               HasSubstr("(argmax): attribute 'select_last_index' must be 0 or "
                         "1, got -1"));
   EXPECT_THAT(RunOpError("argmax", {Tensor(DType::kBool, {2})}),

@@ -61,7 +61,7 @@ absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node& node, const Shape& x) {
   LOOM_ASSIGN_OR_RETURN(std::string mode, OneOf(node, "mode", kModes, "nearest"));
   spec.mode = mode == "nearest"  ? ResizeMode::kNearest
               : mode == "linear" ? ResizeMode::kLinear
-                                  : ResizeMode::kCubic;
+                                 : ResizeMode::kCubic;
   LOOM_ASSIGN_OR_RETURN(std::string coordinates, OneOf(node, "coordinate_transformation_mode",
                                                        kCoordinateModes, "half_pixel"));
   spec.coordinates = std::move(coordinates);

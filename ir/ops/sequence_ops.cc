@@ -42,9 +42,8 @@ absl::StatusOr<TopK> ReadTopK(const Node& node, const TensorType& x) {
   const int64_t k = node.attrs.GetInt("k", -1);
   const int64_t dim = x.shape[axis];
   if (k < 0 || k > dim) {
-    return absl::InvalidArgumentError(absl::StrCat("k = ", k, " is outside [0, ", dim,
-                                                   "], the size of axis ", axis, " of ",
-                                                   TypeToString(x)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "k = ", k, " is outside [0, ", dim, "], the size of axis ", axis, " of ", TypeToString(x)));
   }
   for (const char* flag : {"largest", "sorted"}) {
     const int64_t value = node.attrs.GetInt(flag, 1);

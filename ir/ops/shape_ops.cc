@@ -37,13 +37,11 @@ namespace {
 using ShapeResult = absl::StatusOr<OutputTypes>;
 
 absl::Status AttrError(absl::string_view attr, const absl::Status& cause) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("attribute '", attr, "': ", cause.message()));
+  return absl::InvalidArgumentError(absl::StrCat("attribute '", attr, "': ", cause.message()));
 }
 
 // For ops whose output has the input's elements in the same order.
-absl::Status CopyAll(const Node&, absl::Span<const Tensor* const> in,
-                     absl::Span<Tensor> out) {
+absl::Status CopyAll(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   std::memcpy(out[0].data(), in[0]->data(), out[0].num_bytes());
   return absl::OkStatus();
 }
@@ -58,45 +56,38 @@ ShapeResult ReshapeShape(const Node& node, absl::Span<const TensorType> in) {
     if (shape[i] == -1) {
       if (inferred >= 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat("attribute 'shape' ", ShapeToString(shape),
-                         " has more than one -1"));
+            absl::StrCat("attribute 'shape' ", ShapeToString(shape), " has more than one -1"));
       }
       inferred = i;
     } else if (shape[i] < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("attribute 'shape' ", ShapeToString(shape),
-                       " has invalid entry ", shape[i]));
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'shape' ", ShapeToString(shape),
+                                                     " has invalid entry ", shape[i]));
     } else {
       const std::optional<int64_t> product = CheckedMul(known, shape[i]);
       if (!product.has_value() || *product > kMaxTensorElements) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("attribute 'shape' ", ShapeToString(shape),
-                         " has more than 2^40 elements"));
+        return absl::InvalidArgumentError(absl::StrCat("attribute 'shape' ", ShapeToString(shape),
+                                                       " has more than 2^40 elements"));
       }
       known = *product;
     }
   }
   const int64_t total = NumElements(in[0].shape);
-  const std::string mismatch =
-      absl::StrCat("cannot reshape ", ShapeToString(in[0].shape), " (", total,
-                   " elements) to ", ShapeToString(shape));
+  const std::string mismatch = absl::StrCat("cannot reshape ", ShapeToString(in[0].shape), " (",
+                                            total, " elements) to ", ShapeToString(shape));
   if (inferred >= 0) {
     if (known == 0 || total % known != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(mismatch, ": the -1 cannot be inferred"));
+      return absl::InvalidArgumentError(absl::StrCat(mismatch, ": the -1 cannot be inferred"));
     }
     shape[inferred] = total / known;
   } else if (known != total) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(mismatch, " (", known, " elements)"));
+    return absl::InvalidArgumentError(absl::StrCat(mismatch, " (", known, " elements)"));
   }
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
 // --- transpose -------------------------------------------------------------
 
-absl::StatusOr<std::vector<int64_t>> Permutation(const Node& node,
-                                                 int64_t rank) {
+absl::StatusOr<std::vector<int64_t>> Permutation(const Node& node, int64_t rank) {
   std::vector<int64_t> perm = node.attrs.GetInts("perm");
   if (!node.attrs.Has("perm")) {
     for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
@@ -108,9 +99,9 @@ absl::StatusOr<std::vector<int64_t>> Permutation(const Node& node,
     if (valid) seen[d] = true;
   }
   if (!valid) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'perm' ", ShapeToString(perm),
-                     " is not a permutation of the ", rank, " input dims"));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'perm' ", ShapeToString(perm),
+                                                   " is not a permutation of the ", rank,
+                                                   " input dims"));
   }
   return perm;
 }
@@ -149,9 +140,9 @@ ShapeResult SqueezeShape(const Node& node, absl::Span<const TensorType> in) {
   if (!axes.ok()) return AttrError("axes", axes.status());
   for (int64_t d : *axes) {
     if (shape[d] != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot squeeze axis ", d, " of ", ShapeToString(shape),
-                       ": its size is ", shape[d], ", not 1"));
+      return absl::InvalidArgumentError(absl::StrCat("cannot squeeze axis ", d, " of ",
+                                                     ShapeToString(shape), ": its size is ",
+                                                     shape[d], ", not 1"));
     }
     removed[d] = true;
   }
@@ -183,19 +174,16 @@ ShapeResult ExpandShape(const Node& node, absl::Span<const TensorType> in) {
   const Shape target = node.attrs.GetInts("shape");
   for (int64_t d : target) {
     if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("attribute 'shape' ",
-                                                     ShapeToString(target),
-                                                     " has a negative entry"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'shape' ", ShapeToString(target), " has a negative entry"));
     }
   }
   LOOM_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0].shape, target));
   return OneOutput(in[0].dtype, std::move(shape));
 }
 
-absl::Status ExpandEval(const Node&, absl::Span<const Tensor* const> in,
-                        absl::Span<Tensor> out) {
-  StridedWalk walk(out[0].shape(),
-                   {BroadcastStrides(in[0]->shape(), out[0].shape())});
+absl::Status ExpandEval(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  StridedWalk walk(out[0].shape(), {BroadcastStrides(in[0]->shape(), out[0].shape())});
   for (int64_t i = 0; i < out[0].num_elements(); ++i, walk.Next()) {
     CopyElement(*in[0], walk.offset(0), out[0], i);
   }
@@ -206,8 +194,7 @@ absl::Status ExpandEval(const Node&, absl::Span<const Tensor* const> in,
 
 ShapeResult ConcatShape(const Node& node, absl::Span<const TensorType> in) {
   const Shape& first = in[0].shape;
-  absl::StatusOr<int64_t> axis =
-      NormalizeAxis(node.attrs.GetInt("axis", 0), first.size());
+  absl::StatusOr<int64_t> axis = NormalizeAxis(node.attrs.GetInt("axis", 0), first.size());
   if (!axis.ok()) return AttrError("axis", axis.status());
   Shape out = first;
   for (int i = 1; i < static_cast<int>(in.size()); ++i) {
@@ -218,14 +205,13 @@ ShapeResult ConcatShape(const Node& node, absl::Span<const TensorType> in) {
       compatible = static_cast<int64_t>(d) == *axis || shape[d] == first[d];
     }
     if (!compatible) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input ", i, " has shape ", ShapeToString(shape), " but input 0 has ",
-          ShapeToString(first), "; they may differ only on axis ", *axis));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", i, " has shape ", ShapeToString(shape), " but input 0 has ",
+                       ShapeToString(first), "; they may differ only on axis ", *axis));
     }
     if (shape[*axis] > kMaxTensorElements - out[*axis]) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the inputs' sizes on axis ", *axis,
-                       " add up to more than 2^40"));
+          absl::StrCat("the inputs' sizes on axis ", *axis, " add up to more than 2^40"));
     }
     out[*axis] += shape[*axis];
   }
@@ -263,9 +249,7 @@ struct DimSlice {
   int64_t length = 0;
 };
 
-int64_t Clamp(int64_t x, int64_t lo, int64_t hi) {
-  return std::max(lo, std::min(x, hi));
-}
+int64_t Clamp(int64_t x, int64_t lo, int64_t hi) { return std::max(lo, std::min(x, hi)); }
 
 // ONNX Slice on one dimension of size `dim` (no overflow for any int64
 // start, end or non-zero step).
@@ -285,9 +269,7 @@ DimSlice SliceDim(int64_t start, int64_t end, int64_t step, int64_t dim) {
     const uint64_t magnitude = 0 - static_cast<uint64_t>(step);
     slice.length =
         slice.start > end
-            ? static_cast<int64_t>(
-                  static_cast<uint64_t>(slice.start - end - 1) / magnitude) +
-                  1
+            ? static_cast<int64_t>(static_cast<uint64_t>(slice.start - end - 1) / magnitude) + 1
             : 0;
   }
   // A step only matters between two selected elements, so |step| < dim
@@ -296,8 +278,7 @@ DimSlice SliceDim(int64_t start, int64_t end, int64_t step, int64_t dim) {
   return slice;
 }
 
-absl::StatusOr<std::vector<DimSlice>> PlanSlice(const Node& node,
-                                                const Shape& shape) {
+absl::StatusOr<std::vector<DimSlice>> PlanSlice(const Node& node, const Shape& shape) {
   // Read in place: shape inference plans every slice of an unrolled
   // recurrence, millions of them.
   auto ints = [&node](absl::string_view name) -> absl::Span<const int64_t> {
@@ -316,17 +297,17 @@ absl::StatusOr<std::vector<DimSlice>> PlanSlice(const Node& node,
   const size_t num_axes = has_axes ? ints("axes").size() : count;
   const size_t num_steps = has_steps ? steps.size() : count;
   if (ends.size() != count || num_axes != count || num_steps != count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attributes 'starts', 'ends', 'axes' and 'steps' must have the same "
-        "length, got ",
-        starts.size(), ", ", ends.size(), ", ", num_axes, " and ", num_steps));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attributes 'starts', 'ends', 'axes' and 'steps' must have the same "
+                     "length, got ",
+                     starts.size(), ", ", ends.size(), ", ", num_axes, " and ", num_steps));
   }
   absl::InlinedVector<int64_t, 4> leading_axes;
   if (!has_axes) {
     for (size_t i = 0; i < count; ++i) leading_axes.push_back(i);
   }
-  absl::StatusOr<std::vector<int64_t>> axes = NormalizeAxes(
-      has_axes ? ints("axes") : absl::MakeConstSpan(leading_axes), rank);
+  absl::StatusOr<std::vector<int64_t>> axes =
+      NormalizeAxes(has_axes ? ints("axes") : absl::MakeConstSpan(leading_axes), rank);
   if (!axes.ok()) return AttrError("axes", axes.status());
   std::vector<DimSlice> plan(rank);
   for (int64_t d = 0; d < rank; ++d) plan[d].length = shape[d];
@@ -372,9 +353,9 @@ ShapeResult AsStridedShape(const Node& node, absl::Span<const TensorType> in) {
   const std::vector<int64_t> strides = node.attrs.GetInts("strides");
   const int64_t offset = node.attrs.GetInt("offset", 0);
   if (shape.size() != strides.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attributes 'shape' and 'strides' must have the same length, got ", shape.size(),
-        " and ", strides.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attributes 'shape' and 'strides' must have the same length, got ",
+                     shape.size(), " and ", strides.size()));
   }
   if (offset < 0) {
     return absl::InvalidArgumentError(absl::StrCat("attribute 'offset' is negative: ", offset));
@@ -395,9 +376,9 @@ ShapeResult AsStridedShape(const Node& node, absl::Span<const TensorType> in) {
   }
   const int64_t available = NumElements(in[0].shape);
   if (last >= available) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the view reads element ", last, " of an input of ", available,
-                     " elements (", TypeToString(in[0]), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("the view reads element ", last,
+                                                   " of an input of ", available, " elements (",
+                                                   TypeToString(in[0]), ")"));
   }
   return OneOutput(in[0].dtype, std::move(out));
 }
@@ -413,8 +394,7 @@ absl::Status AsStridedEval(const Node& node, absl::Span<const Tensor* const> in,
 }
 
 OpDef ConcatOp() {
-  OpDef def = FixedArityOp("concat", 1, {{"axis", AttrType::kInt, true}},
-                           ConcatShape, ConcatEval);
+  OpDef def = FixedArityOp("concat", 1, {{"axis", AttrType::kInt, true}}, ConcatShape, ConcatEval);
   def.max_inputs = -1;
   return def;
 }
@@ -423,16 +403,12 @@ OpDef ConcatOp() {
 
 absl::Status RegisterShapeOps(OpRegistry& registry) {
   std::vector<OpDef> defs = {
-      FixedArityOp("reshape", 1, {{"shape", AttrType::kInts, true}},
-                   ReshapeShape, CopyAll),
-      FixedArityOp("transpose", 1, {{"perm", AttrType::kInts, false}},
-                   TransposeShape, TransposeEval),
-      FixedArityOp("squeeze", 1, {{"axes", AttrType::kInts, false}},
-                   SqueezeShape, CopyAll),
-      FixedArityOp("unsqueeze", 1, {{"axes", AttrType::kInts, true}},
-                   UnsqueezeShape, CopyAll),
-      FixedArityOp("expand", 1, {{"shape", AttrType::kInts, true}},
-                   ExpandShape, ExpandEval),
+      FixedArityOp("reshape", 1, {{"shape", AttrType::kInts, true}}, ReshapeShape, CopyAll),
+      FixedArityOp("transpose", 1, {{"perm", AttrType::kInts, false}}, TransposeShape,
+                   TransposeEval),
+      FixedArityOp("squeeze", 1, {{"axes", AttrType::kInts, false}}, SqueezeShape, CopyAll),
+      FixedArityOp("unsqueeze", 1, {{"axes", AttrType::kInts, true}}, UnsqueezeShape, CopyAll),
+      FixedArityOp("expand", 1, {{"shape", AttrType::kInts, true}}, ExpandShape, ExpandEval),
       ConcatOp(),
       FixedArityOp("slice", 1,
                    {{"starts", AttrType::kInts, true},

@@ -17,25 +17,21 @@ namespace loom {
 namespace {
 
 absl::StatusOr<int64_t> SoftmaxAxis(const Node& node, int64_t rank) {
-  absl::StatusOr<int64_t> axis =
-      NormalizeAxis(node.attrs.GetInt("axis", -1), rank);
+  absl::StatusOr<int64_t> axis = NormalizeAxis(node.attrs.GetInt("axis", -1), rank);
   if (!axis.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'axis': ", axis.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'axis': ", axis.status().message()));
   }
   return axis;
 }
 
-absl::StatusOr<OutputTypes> SoftmaxShape(const Node& node,
-                                         absl::Span<const TensorType> in) {
+absl::StatusOr<OutputTypes> SoftmaxShape(const Node& node, absl::Span<const TensorType> in) {
   LOOM_RETURN_IF_ERROR(CheckDType(in[0].dtype, DTypeClass::kFloat, 0));
   LOOM_RETURN_IF_ERROR(SoftmaxAxis(node, in[0].shape.size()).status());
   return OneOutput(in[0]);
 }
 
 // `log`: log_softmax instead of softmax.
-absl::Status SoftmaxEval(const Node& node, const Tensor& x, bool log,
-                         Tensor& result) {
+absl::Status SoftmaxEval(const Node& node, const Tensor& x, bool log, Tensor& result) {
   LOOM_ASSIGN_OR_RETURN(int64_t axis, SoftmaxAxis(node, x.rank()));
   const int64_t length = x.shape()[axis];
   // Element j of the row at (o, inner) is at (o * length + j) * stride + inner.
@@ -57,8 +53,7 @@ absl::Status SoftmaxEval(const Node& node, const Tensor& x, bool log,
       const double log_sum = std::log(sum);
       for (int64_t j = 0; j < length; ++j) {
         const int64_t at = base + j * stride;
-        result.SetDouble(at,
-                         log ? x.GetDouble(at) - max - log_sum : exps[j] / sum);
+        result.SetDouble(at, log ? x.GetDouble(at) - max - log_sum : exps[j] / sum);
       }
     }
   }
@@ -70,9 +65,7 @@ absl::Status SoftmaxEval(const Node& node, const Tensor& x, bool log,
 absl::Status RegisterSoftmaxOps(OpRegistry& registry) {
   auto op = [](std::string name, bool log) {
     EvalFn eval = [log](const Node& node, absl::Span<const Tensor* const> in,
-                        absl::Span<Tensor> out) {
-      return SoftmaxEval(node, *in[0], log, out[0]);
-    };
+                        absl::Span<Tensor> out) { return SoftmaxEval(node, *in[0], log, out[0]); };
     return Composite(FixedArityOp(std::move(name), 1, {{"axis", AttrType::kInt, false}},
                                   SoftmaxShape, std::move(eval)));
   };

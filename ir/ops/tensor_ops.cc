@@ -52,14 +52,11 @@ namespace {
 using ShapeResult = absl::StatusOr<OutputTypes>;
 
 absl::Status AttrError(absl::string_view attr, const absl::Status& cause) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("attribute '", attr, "': ", cause.message()));
+  return absl::InvalidArgumentError(absl::StrCat("attribute '", attr, "': ", cause.message()));
 }
 
-absl::StatusOr<int64_t> AxisAttr(const Node& node, int64_t default_axis,
-                                 int64_t rank) {
-  absl::StatusOr<int64_t> axis =
-      NormalizeAxis(node.attrs.GetInt("axis", default_axis), rank);
+absl::StatusOr<int64_t> AxisAttr(const Node& node, int64_t default_axis, int64_t rank) {
+  absl::StatusOr<int64_t> axis = NormalizeAxis(node.attrs.GetInt("axis", default_axis), rank);
   if (!axis.ok()) return AttrError("axis", axis.status());
   return axis;
 }
@@ -93,36 +90,35 @@ absl::StatusOr<SplitPlan> PlanSplit(const Node& node, const Shape& shape) {
   const int64_t parts = node.outputs.size();
   if (!node.attrs.Has("split")) {
     if (dim % parts != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("axis ", plan.axis, " of ", ShapeToString(shape),
-                       " (size ", dim, ") does not split into ", parts,
-                       " equal parts; list the sizes in "
-                       "attribute 'split'"));
+      return absl::InvalidArgumentError(absl::StrCat("axis ", plan.axis, " of ",
+                                                     ShapeToString(shape), " (size ", dim,
+                                                     ") does not split into ", parts,
+                                                     " equal parts; list the sizes in "
+                                                     "attribute 'split'"));
     }
     plan.sizes.assign(parts, dim / parts);
     return plan;
   }
   plan.sizes = node.attrs.GetInts("split");
   if (static_cast<int64_t>(plan.sizes.size()) != parts) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'split' ", ShapeToString(plan.sizes), " has ",
-                     plan.sizes.size(), " sizes for ", parts, " outputs"));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'split' ", ShapeToString(plan.sizes),
+                                                   " has ", plan.sizes.size(), " sizes for ", parts,
+                                                   " outputs"));
   }
   int64_t total = 0;  // stays <= dim, so it cannot overflow
   bool fits = true;
   for (int64_t size : plan.sizes) {
     if (size < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("attribute 'split' ",
-                                                     ShapeToString(plan.sizes),
-                                                     " has a negative size"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'split' ", ShapeToString(plan.sizes), " has a negative size"));
     }
     fits = fits && size <= dim - total;
     if (fits) total += size;
   }
   if (!fits || total != dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'split' ", ShapeToString(plan.sizes), " does not sum to ",
-        dim, ", the size of axis ", plan.axis, " of ", ShapeToString(shape)));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'split' ", ShapeToString(plan.sizes),
+                                                   " does not sum to ", dim, ", the size of axis ",
+                                                   plan.axis, " of ", ShapeToString(shape)));
   }
   return plan;
 }
@@ -152,8 +148,7 @@ absl::Status SplitEval(const Node& node, absl::Span<const Tensor* const> in,
     const int64_t chunk = plan.sizes[k] * inner * element_size;
     char* dst = static_cast<char*>(out[k].data());
     for (int64_t o = 0; o < outer; ++o) {
-      std::memcpy(dst + o * chunk,
-                  src + (o * dim + start) * inner * element_size, chunk);
+      std::memcpy(dst + o * chunk, src + (o * dim + start) * inner * element_size, chunk);
     }
     start += plan.sizes[k];
   }
@@ -161,30 +156,26 @@ absl::Status SplitEval(const Node& node, absl::Span<const Tensor* const> in,
 }
 
 OpDef SplitOp() {
-  OpDef def = FixedArityOp(
-      "split", 1,
-      {{"axis", AttrType::kInt, false}, {"split", AttrType::kInts, false}},
-      SplitShape, SplitEval);
+  OpDef def =
+      FixedArityOp("split", 1, {{"axis", AttrType::kInt, false}, {"split", AttrType::kInts, false}},
+                   SplitShape, SplitEval);
   def.num_outputs = -1;
   return def;
 }
 
 // --- tile --------------------------------------------------------------------
 
-absl::StatusOr<std::vector<int64_t>> TileRepeats(const Node& node,
-                                                 const Shape& shape) {
+absl::StatusOr<std::vector<int64_t>> TileRepeats(const Node& node, const Shape& shape) {
   std::vector<int64_t> repeats = node.attrs.GetInts("repeats");
   if (repeats.size() != shape.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("attribute 'repeats' ",
-                                                   ShapeToString(repeats),
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'repeats' ", ShapeToString(repeats),
                                                    " needs one entry per "
                                                    "dim of ",
                                                    ShapeToString(shape)));
   }
   for (int64_t r : repeats) {
     if (r < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("attribute 'repeats' ",
-                                                     ShapeToString(repeats),
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'repeats' ", ShapeToString(repeats),
                                                      " has a negative "
                                                      "entry"));
     }
@@ -198,9 +189,9 @@ ShapeResult TileShape(const Node& node, absl::Span<const TensorType> in) {
   for (size_t d = 0; d < shape.size(); ++d) {
     const std::optional<int64_t> tiled = CheckedMul(shape[d], repeats[d]);
     if (!tiled.has_value() || *tiled > kMaxTensorElements) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attribute 'repeats' ", ShapeToString(repeats), " makes dim ", d,
-          " of ", ShapeToString(shape), " larger than 2^40"));
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'repeats' ", ShapeToString(repeats),
+                                                     " makes dim ", d, " of ", ShapeToString(shape),
+                                                     " larger than 2^40"));
     }
     shape[d] = *tiled;
   }
@@ -222,8 +213,7 @@ void ForEachIndex(const Shape& shape, Fn fn) {
   }
 }
 
-absl::Status TileEval(const Node&, absl::Span<const Tensor* const> in,
-                      absl::Span<Tensor> out) {
+absl::Status TileEval(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
   const std::vector<int64_t> strides = ContiguousStrides(x.shape());
   ForEachIndex(out[0].shape(), [&](int64_t i, const std::vector<int64_t>& at) {
@@ -238,8 +228,7 @@ absl::Status TileEval(const Node&, absl::Span<const Tensor* const> in,
 
 // --- pad ---------------------------------------------------------------------
 
-absl::StatusOr<std::vector<int64_t>> PadAmounts(const Node& node,
-                                                const Shape& shape) {
+absl::StatusOr<std::vector<int64_t>> PadAmounts(const Node& node, const Shape& shape) {
   const std::string mode = node.attrs.GetString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge") {
     return absl::InvalidArgumentError(
@@ -249,19 +238,17 @@ absl::StatusOr<std::vector<int64_t>> PadAmounts(const Node& node,
   std::vector<int64_t> pads = node.attrs.GetInts("pads");
   if (pads.size() != 2 * shape.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'pads' ", ShapeToString(pads), " has ", pads.size(),
-        " entries; input ", ShapeToString(shape), " needs ", 2 * shape.size(),
-        " (all begins, then all ends)"));
+        "attribute 'pads' ", ShapeToString(pads), " has ", pads.size(), " entries; input ",
+        ShapeToString(shape), " needs ", 2 * shape.size(), " (all begins, then all ends)"));
   }
   for (int64_t p : pads) {
     if (p < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attribute 'pads' ", ShapeToString(pads), " has a negative entry"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'pads' ", ShapeToString(pads), " has a negative entry"));
     }
     if (p > kMaxTensorElements) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attribute 'pads' ", ShapeToString(pads),
-          " has an entry larger than 2^40"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute 'pads' ", ShapeToString(pads), " has an entry larger than 2^40"));
     }
   }
   if (mode == "constant") return pads;
@@ -309,8 +296,7 @@ Tensor PadValue(double value, DType dtype) {
   return t;
 }
 
-absl::Status PadEval(const Node& node, absl::Span<const Tensor* const> in,
-                     absl::Span<Tensor> out) {
+absl::Status PadEval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   const Tensor& x = *in[0];
   Tensor& result = out[0];
   LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> pads, PadAmounts(node, x.shape()));
@@ -353,9 +339,8 @@ ShapeResult GatherShape(const Node& node, absl::Span<const TensorType> in) {
   const Shape& data = in[0].shape;
   LOOM_ASSIGN_OR_RETURN(int64_t axis, AxisAttr(node, 0, data.size()));
   if (in[1].dtype != DType::kI32 && in[1].dtype != DType::kI64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input 1 (indices) has dtype ", DTypeName(in[1].dtype),
-                     ", expected i32 or i64"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input 1 (indices) has dtype ", DTypeName(in[1].dtype), ", expected i32 or i64"));
   }
   Shape shape(data.begin(), data.begin() + axis);
   shape.insert(shape.end(), in[1].shape.begin(), in[1].shape.end());
@@ -394,8 +379,7 @@ absl::Status GatherEval(const Node& node, absl::Span<const Tensor* const> in,
 
 // The index at element k of `indices` into a dim of `size` (dim `axis` of
 // the data), wrapped once when negative; an error when still out of range.
-absl::StatusOr<int64_t> WrappedIndex(const Tensor& indices, int64_t k, int64_t axis,
-                                     int64_t size) {
+absl::StatusOr<int64_t> WrappedIndex(const Tensor& indices, int64_t k, int64_t axis, int64_t size) {
   const int64_t index = indices.GetInt(k);
   const int64_t wrapped = index < 0 ? index + size : index;
   if (wrapped < 0 || wrapped >= size) {
@@ -417,9 +401,9 @@ absl::Status CheckElementIndices(const Shape& data, const Shape& indices, int64_
     fits = static_cast<int64_t>(d) == axis || indices[d] <= data[d];
   }
   if (fits) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "indices ", ShapeToString(indices), " must have the rank of the data ",
-      ShapeToString(data), " and no larger dim but along axis ", axis));
+  return absl::InvalidArgumentError(
+      absl::StrCat("indices ", ShapeToString(indices), " must have the rank of the data ",
+                   ShapeToString(data), " and no larger dim but along axis ", axis));
 }
 
 ShapeResult GatherElementsShape(const Node& node, absl::Span<const TensorType> in) {
@@ -478,12 +462,11 @@ absl::StatusOr<ScatterReduction> ReductionAttr(const Node& node, DType dtype) {
   } else if (name == "min") {
     reduction = ScatterReduction::kMin;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'reduction' \"", name, "\" is not one of none, add, mul, max, min"));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'reduction' \"", name,
+                                                   "\" is not one of none, add, mul, max, min"));
   }
   if (absl::Status s = CheckDType(dtype, DTypeClass::kNumeric, 0); !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reduction \"", name, "\": ", s.message()));
+    return absl::InvalidArgumentError(absl::StrCat("reduction \"", name, "\": ", s.message()));
   }
   return reduction;
 }
@@ -549,8 +532,7 @@ ShapeResult ScatterElementsShape(const Node& node, absl::Span<const TensorType> 
 }
 
 // A scatter's reduction, with the output starting as a copy of the data.
-absl::StatusOr<ScatterReduction> StartScatter(const Node& node, const Tensor& data,
-                                              Tensor& out) {
+absl::StatusOr<ScatterReduction> StartScatter(const Node& node, const Tensor& data, Tensor& out) {
   absl::StatusOr<ScatterReduction> reduction = ReductionAttr(node, data.dtype());
   if (reduction.ok()) std::memcpy(out.data(), data.data(), out.num_bytes());
   return reduction;
@@ -642,10 +624,10 @@ absl::StatusOr<int64_t> GatherNdBatchDims(const Node& node, const Shape& data,
   bool fits = k >= 1 && k <= rank - b;
   for (int64_t d = 0; fits && d < b; ++d) fits = indices[d] == data[d];
   if (!fits) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "indices ", ShapeToString(indices), " must share the data's first ", b,
-        " dims (batch_dims) and have a last dim in [1, ", rank - b, "]; data ",
-        ShapeToString(data)));
+    return absl::InvalidArgumentError(absl::StrCat("indices ", ShapeToString(indices),
+                                                   " must share the data's first ", b,
+                                                   " dims (batch_dims) and have a last dim in [1, ",
+                                                   rank - b, "]; data ", ShapeToString(data)));
   }
   return b;
 }
@@ -743,8 +725,7 @@ absl::Status CumsumEval(const Node& node, absl::Span<const Tensor* const> in,
           float_sum += v;
         } else {
           const uint64_t v = static_cast<uint64_t>(x.GetInt(at));
-          result.SetInt(at, static_cast<int64_t>(
-                                plan.exclusive ? int_sum : int_sum + v));
+          result.SetInt(at, static_cast<int64_t>(plan.exclusive ? int_sum : int_sum + v));
           int_sum += v;
         }
       }
@@ -761,13 +742,12 @@ ShapeResult FlattenShape(const Node& node, absl::Span<const TensorType> in) {
   // The axis may equal the rank (everything goes into the first dim).
   const int64_t axis = node.attrs.GetInt("axis", 1);
   if (axis < -rank || axis > rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'axis': axis ", axis, " is out of range [",
-                     -rank, ", ", rank, "] for rank ", rank));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'axis': axis ", axis,
+                                                   " is out of range [", -rank, ", ", rank,
+                                                   "] for rank ", rank));
   }
   const int64_t split = axis < 0 ? axis + rank : axis;
-  return OneOutput(in[0].dtype, {DimProduct(shape, 0, split),
-                                 DimProduct(shape, split, rank)});
+  return OneOutput(in[0].dtype, {DimProduct(shape, 0, split), DimProduct(shape, split, rank)});
 }
 
 ShapeResult DropoutShape(const Node&, absl::Span<const TensorType> in) {
@@ -776,8 +756,7 @@ ShapeResult DropoutShape(const Node&, absl::Span<const TensorType> in) {
 }
 
 // Same elements in the same order.
-absl::Status CopyAll(const Node&, absl::Span<const Tensor* const> in,
-                     absl::Span<Tensor> out) {
+absl::Status CopyAll(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   std::memcpy(out[0].data(), in[0]->data(), out[0].num_bytes());
   return absl::OkStatus();
 }
@@ -791,8 +770,7 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
       registry,
       {
           Exact(SplitOp()),
-          Exact(FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}}, TileShape,
-                             TileEval)),
+          Exact(FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}}, TileShape, TileEval)),
           Exact(FixedArityOp("pad", 1,
                              {{"pads", AttrType::kInts, true},
                               {"value", AttrType::kFloat, false},
@@ -802,12 +780,12 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
                              GatherEval)),
           Exact(FixedArityOp("gather_elements", 2, {{"axis", AttrType::kInt, false}},
                              GatherElementsShape, GatherElementsEval)),
-          Exact(FixedArityOp("scatter_elements", 3,
-                             {{"axis", AttrType::kInt, false},
-                              {"reduction", AttrType::kString, false}},
-                             ScatterElementsShape, ScatterElementsEval)),
-          Exact(FixedArityOp("gather_nd", 2, {{"batch_dims", AttrType::kInt, false}},
-                             GatherNdShape, GatherNdEval)),
+          Exact(FixedArityOp(
+              "scatter_elements", 3,
+              {{"axis", AttrType::kInt, false}, {"reduction", AttrType::kString, false}},
+              ScatterElementsShape, ScatterElementsEval)),
+          Exact(FixedArityOp("gather_nd", 2, {{"batch_dims", AttrType::kInt, false}}, GatherNdShape,
+                             GatherNdEval)),
           Exact(FixedArityOp("scatter_nd", 3, {{"reduction", AttrType::kString, false}},
                              ScatterNdShape, ScatterNdEval)),
           WithBound(FixedArityOp("cumsum", 1,
@@ -816,8 +794,8 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
                                   {"reverse", AttrType::kInt, false}},
                                  CumsumShape, CumsumEval),
                     SumOfProductsBound(CumsumTermUnits)),
-          Exact(FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}}, FlattenShape,
-                             CopyAll)),
+          Exact(
+              FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}}, FlattenShape, CopyAll)),
           Exact(FixedArityOp("dropout", 1, {{"ratio", AttrType::kFloat, false}}, DropoutShape,
                              CopyAll)),
       });

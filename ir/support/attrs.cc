@@ -11,8 +11,7 @@ namespace loom {
 
 Attrs::Attrs(const Attrs& other) {
   Reserve(other.size_);
-  std::copy(other.entries_.get(), other.entries_.get() + other.size_,
-            entries_.get());
+  std::copy(other.entries_.get(), other.entries_.get() + other.size_, entries_.get());
   size_ = other.size_;
 }
 
@@ -83,16 +82,14 @@ double Attrs::GetFloat(absl::string_view name, double default_value) const {
   return GetOr<double>(*this, name, default_value);
 }
 
-std::string Attrs::GetString(absl::string_view name,
-                             std::string default_value) const {
+std::string Attrs::GetString(absl::string_view name, std::string default_value) const {
   return GetOr<std::string>(*this, name, std::move(default_value));
 }
 
 std::vector<int64_t> Attrs::GetInts(absl::string_view name,
                                     std::vector<int64_t> default_value) const {
   const AttrInts* ints = FindInts(name);
-  return ints == nullptr ? std::move(default_value)
-                         : std::vector<int64_t>(*ints);
+  return ints == nullptr ? std::move(default_value) : std::vector<int64_t>(*ints);
 }
 
 const AttrInts* Attrs::FindInts(absl::string_view name) const {
@@ -105,8 +102,8 @@ std::vector<double> Attrs::GetFloats(absl::string_view name,
   return GetOr<std::vector<double>>(*this, name, std::move(default_value));
 }
 
-std::vector<std::string> Attrs::GetStrings(
-    absl::string_view name, std::vector<std::string> default_value) const {
+std::vector<std::string> Attrs::GetStrings(absl::string_view name,
+                                           std::vector<std::string> default_value) const {
   return GetOr<std::vector<std::string>>(*this, name, std::move(default_value));
 }
 

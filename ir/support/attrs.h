@@ -28,9 +28,7 @@ class AttrInts : public absl::InlinedVector<int64_t, 3> {
   AttrInts(const std::vector<int64_t>& v) : InlinedVector(v.begin(), v.end()) {}
 
   // NOLINTNEXTLINE(google-explicit-constructor)
-  operator std::vector<int64_t>() const {
-    return std::vector<int64_t>(begin(), end());
-  }
+  operator std::vector<int64_t>() const { return std::vector<int64_t>(begin(), end()); }
 
   // Exact overloads for two AttrInts, which the vector ones would otherwise
   // make ambiguous (clang) with InlinedVector's own.
@@ -41,15 +39,13 @@ class AttrInts : public absl::InlinedVector<int64_t, 3> {
   friend bool operator==(const AttrInts& a, const std::vector<int64_t>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
-  friend bool operator==(const std::vector<int64_t>& a, const AttrInts& b) {
-    return b == a;
-  }
+  friend bool operator==(const std::vector<int64_t>& a, const AttrInts& b) { return b == a; }
 };
 
 // The alternatives are in the order of AttrType (ir/op_registry.h). No
 // larger than a std::string and its index (40 bytes).
-using AttrValue = std::variant<int64_t, double, std::string, AttrInts,
-                               std::vector<double>, std::vector<std::string>>;
+using AttrValue = std::variant<int64_t, double, std::string, AttrInts, std::vector<double>,
+                               std::vector<std::string>>;
 
 // A node's attributes, in the order they were set (so that printing is
 // deterministic). Nodes carry a handful, so lookup is a linear scan.
@@ -79,8 +75,7 @@ class Attrs {
   // broken invariant and reads as the default.
   int64_t GetInt(absl::string_view name, int64_t default_value) const;
   double GetFloat(absl::string_view name, double default_value) const;
-  std::string GetString(absl::string_view name,
-                        std::string default_value) const;
+  std::string GetString(absl::string_view name, std::string default_value) const;
   std::vector<int64_t> GetInts(absl::string_view name,
                                std::vector<int64_t> default_value = {}) const;
   // The list of ints `name` in place (no copy), or null when absent (or of
@@ -88,13 +83,10 @@ class Attrs {
   const AttrInts* FindInts(absl::string_view name) const;
   std::vector<double> GetFloats(absl::string_view name,
                                 std::vector<double> default_value = {}) const;
-  std::vector<std::string> GetStrings(
-      absl::string_view name,
-      std::vector<std::string> default_value = {}) const;
+  std::vector<std::string> GetStrings(absl::string_view name,
+                                      std::vector<std::string> default_value = {}) const;
 
-  absl::Span<const Entry> entries() const {
-    return absl::MakeConstSpan(entries_.get(), size_);
-  }
+  absl::Span<const Entry> entries() const { return absl::MakeConstSpan(entries_.get(), size_); }
 
  private:
   // Entries [0, size_) of room for capacity_: one heap block, and 16 bytes

@@ -40,7 +40,8 @@ double MedianSeconds(int calls, F&& call) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  if (const char* dir = std::getenv("BUILD_WORKSPACE_DIRECTORY")) std::filesystem::current_path(dir);
+  if (const char* dir = std::getenv("BUILD_WORKSPACE_DIRECTORY"))
+    std::filesystem::current_path(dir);
   loom::CompileOptions options;
   options.model = absl::GetFlag(FLAGS_model);
   options.out_dir = std::filesystem::temp_directory_path() / "loom_call_cost";
@@ -62,7 +63,8 @@ int main(int argc, char** argv) {
     loom::FillUniform(t, 1, -1, 1);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    views.push_back({model->inputs()[i].name, inputs[i].dtype(), inputs[i].shape(), inputs[i].data()});
+    views.push_back(
+        {model->inputs()[i].name, inputs[i].dtype(), inputs[i].shape(), inputs[i].data()});
   }
   std::vector<loom::Tensor> outputs;
   std::vector<loom::OutputTensor> output_views;
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
   std::printf("  Model::Run, caller's outputs             %8.2f us  (%.2fx)\n",
               run[run.size() / 2] * 1e6, run[run.size() / 2] / base);
   std::printf("  Session::Run                             %8.2f us  (%.2fx)\n",
-              session_run[session_run.size() / 2] * 1e6, session_run[session_run.size() / 2] / base);
+              session_run[session_run.size() / 2] * 1e6,
+              session_run[session_run.size() / 2] / base);
   return 0;
 }

@@ -26,13 +26,10 @@
 #include "tools/driver.h"
 #include "tools/gen.h"
 
-ABSL_FLAG(int64_t, max_nodes, 1'100'000,
-          "skip random DAGs larger than this many nodes");
+ABSL_FLAG(int64_t, max_nodes, 1'100'000, "skip random DAGs larger than this many nodes");
 ABSL_FLAG(int, max_seq, 1'000'000, "skip RNNs with longer sequences");
-ABSL_FLAG(std::string, only, "",
-          "run only the cases whose label contains this text");
-ABSL_FLAG(bool, memory, false,
-          "under each case, its peak resident MB at the end of each phase");
+ABSL_FLAG(std::string, only, "", "run only the cases whose label contains this text");
+ABSL_FLAG(bool, memory, false, "under each case, its peak resident MB at the end of each phase");
 
 namespace loom {
 namespace {
@@ -54,8 +51,8 @@ std::vector<Case> Cases() {
       gen.input = 32;
       gen.seq = 16;
       gen.batch = 2;
-      cases.push_back({absl::StrFormat("lstm l%d h%d s16", layers, hidden), gen,
-                       "cpu_unrolled_rnn"});
+      cases.push_back(
+          {absl::StrFormat("lstm l%d h%d s16", layers, hidden), gen, "cpu_unrolled_rnn"});
     }
   }
   GenOptions gru;
@@ -69,8 +66,7 @@ std::vector<Case> Cases() {
     lstm.hidden = 16;
     lstm.input = 16;
     lstm.seq = seq;
-    cases.push_back(
-        {absl::StrFormat("lstm l1 h16 s%d", seq), lstm, "cpu_unrolled_rnn"});
+    cases.push_back({absl::StrFormat("lstm l1 h16 s%d", seq), lstm, "cpu_unrolled_rnn"});
   }
   // LSTMs from `loom gen` of about 100k and 1M buffers (three buffers per
   // step and layer at hidden 16: lowering inlines the pointwise cell).
@@ -81,8 +77,7 @@ std::vector<Case> Cases() {
     lstm.hidden = 16;
     lstm.input = 16;
     lstm.seq = seq;
-    cases.push_back(
-        {absl::StrFormat("lstm l4 h16 s%d", seq), lstm, "cpu_unrolled_rnn"});
+    cases.push_back({absl::StrFormat("lstm l4 h16 s%d", seq), lstm, "cpu_unrolled_rnn"});
   }
   for (int nodes : {100'000, 1'000'000}) {
     GenOptions random;
@@ -117,15 +112,13 @@ bool RunCase(const Case& c) {
   }
   graph_proto = proto::Graph();  // the proto is not needed past import
   const double import_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double import_megabytes = PeakResidentMegabytes();
   CompileOptions options;
   options.model = c.label;
   options.pipeline = c.pipeline;
   options.native_compile = false;
-  absl::StatusOr<CompiledModel> compiled =
-      CompileGraph(*std::move(graph), options, start);
+  absl::StatusOr<CompiledModel> compiled = CompileGraph(*std::move(graph), options, start);
   if (!compiled.ok()) {
     std::printf("%-22s error: %s\n", c.label.c_str(),
                 std::string(compiled.status().message()).c_str());
@@ -133,27 +126,21 @@ bool RunCase(const Case& c) {
   }
   const proto::Report& r = compiled->report;
   const double peak_bytes = PeakResidentMegabytes() * (1 << 20);
-  std::vector<std::string> phases = {
-      absl::StrFormat("import %.1f", import_seconds * 1e3)};
+  std::vector<std::string> phases = {absl::StrFormat("import %.1f", import_seconds * 1e3)};
   for (const proto::PassTiming& pass : r.passes()) {
-    phases.push_back(
-        absl::StrFormat("%s %.1f", pass.name(), pass.seconds() * 1e3));
+    phases.push_back(absl::StrFormat("%s %.1f", pass.name(), pass.seconds() * 1e3));
   }
-  std::printf("%-22s %9d %9d %9d %6d %10.1f %8.2f %7.0f  %s\n", c.label.c_str(),
-              r.graph_nodes(), r.buffers(), r.kernels(), r.kernel_functions(),
-              r.frontend_seconds() * 1e3,
+  std::printf("%-22s %9d %9d %9d %6d %10.1f %8.2f %7.0f  %s\n", c.label.c_str(), r.graph_nodes(),
+              r.buffers(), r.kernels(), r.kernel_functions(), r.frontend_seconds() * 1e3,
               r.frontend_seconds() * 1e6 / std::max(1, r.buffers()),
-              peak_bytes / std::max(1, r.buffers()),
-              absl::StrJoin(phases, ", ").c_str());
+              peak_bytes / std::max(1, r.buffers()), absl::StrJoin(phases, ", ").c_str());
   if (absl::GetFlag(FLAGS_memory)) {
-    std::vector<std::string> peaks = {
-        absl::StrFormat("import %.0f", import_megabytes)};
+    std::vector<std::string> peaks = {absl::StrFormat("import %.0f", import_megabytes)};
     for (const proto::PassTiming& pass : r.passes()) {
-      peaks.push_back(absl::StrFormat("%s %.0f", pass.name(),
-                                      pass.peak_resident_bytes() / 1048576.0));
+      peaks.push_back(
+          absl::StrFormat("%s %.0f", pass.name(), pass.peak_resident_bytes() / 1048576.0));
     }
-    std::printf("%-22s peak MB after each phase: %s\n", "",
-                absl::StrJoin(peaks, ", ").c_str());
+    std::printf("%-22s peak MB after each phase: %s\n", "", absl::StrJoin(peaks, ", ").c_str());
   }
   return true;
 }
@@ -163,15 +150,12 @@ bool RunCase(const Case& c) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  std::printf("%-22s %9s %9s %9s %6s %10s %8s %7s  %s\n", "case", "nodes",
-              "buffers", "kernels", "fns", "front ms", "us/buf", "B/buf",
-              "phases (ms)");
+  std::printf("%-22s %9s %9s %9s %6s %10s %8s %7s  %s\n", "case", "nodes", "buffers", "kernels",
+              "fns", "front ms", "us/buf", "B/buf", "phases (ms)");
   int failures = 0;
   for (const loom::Case& c : loom::Cases()) {
-    if (c.gen.kind == "random" && c.gen.nodes > absl::GetFlag(FLAGS_max_nodes))
-      continue;
-    if (c.gen.kind != "random" && c.gen.seq > absl::GetFlag(FLAGS_max_seq))
-      continue;
+    if (c.gen.kind == "random" && c.gen.nodes > absl::GetFlag(FLAGS_max_nodes)) continue;
+    if (c.gen.kind != "random" && c.gen.seq > absl::GetFlag(FLAGS_max_seq)) continue;
     if (!absl::StrContains(c.label, absl::GetFlag(FLAGS_only))) continue;
     std::fflush(stdout);
     const pid_t pid = fork();

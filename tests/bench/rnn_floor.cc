@@ -73,8 +73,8 @@ double FloorSeconds(const std::vector<Product>& products, int iters) {
     const auto start = std::chrono::steady_clock::now();
     for (size_t j = 0; j < products.size(); ++j) {
       const Product& p = products[j];
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p.m, p.n, p.k, 1.0f,
-                  a[j].data(), p.k, b[j].data(), p.k, 0.0f, c[j].data(), p.n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p.m, p.n, p.k, 1.0f, a[j].data(), p.k,
+                  b[j].data(), p.k, 0.0f, c[j].data(), p.n);
     }
     seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -119,8 +119,7 @@ int main(int argc, char** argv) {
   if (models.empty()) {
     models = {"examples/lstm_l2_h64.pbtxt", "examples/lstm_l6_h256.pbtxt"};
   }
-  std::printf("%-32s %10s %10s %8s %7s\n", "model", "loom ms", "blas ms", "gemms",
-              "ratio");
+  std::printf("%-32s %10s %10s %8s %7s\n", "model", "loom ms", "blas ms", "gemms", "ratio");
   bool ok = true;
   for (const std::string& model : models) {
     ok &= loom::RunModelAndFloor(model, absl::GetFlag(FLAGS_iters));

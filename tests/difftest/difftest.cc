@@ -14,12 +14,18 @@ namespace loom {
 
 const char* DiffKindName(DiffOutcome::Kind kind) {
   switch (kind) {
-    case DiffOutcome::Kind::kPass: return "pass";
-    case DiffOutcome::Kind::kInvalidGraph: return "invalid graph";
-    case DiffOutcome::Kind::kCompileError: return "compile error";
-    case DiffOutcome::Kind::kRunError: return "run error";
-    case DiffOutcome::Kind::kMismatch: return "mismatch";
-    case DiffOutcome::Kind::kCrash: return "crash";
+    case DiffOutcome::Kind::kPass:
+      return "pass";
+    case DiffOutcome::Kind::kInvalidGraph:
+      return "invalid graph";
+    case DiffOutcome::Kind::kCompileError:
+      return "compile error";
+    case DiffOutcome::Kind::kRunError:
+      return "run error";
+    case DiffOutcome::Kind::kMismatch:
+      return "mismatch";
+    case DiffOutcome::Kind::kCrash:
+      return "crash";
   }
   return "?";
 }
@@ -50,10 +56,9 @@ DiffOutcome CheckGraphInProcess(const proto::Graph& graph, const std::string& ca
   }
   if (compiled->report.check() != "pass") {
     return {Kind::kMismatch,
-            absl::StrCat("max abs error ", compiled->report.max_abs_error(),
-                         ", max rel error ", compiled->report.max_rel_error(),
-                         " (against the float64 truth); worst: ",
-                         compiled->report.check_detail())};
+            absl::StrCat("max abs error ", compiled->report.max_abs_error(), ", max rel error ",
+                         compiled->report.max_rel_error(),
+                         " (against the float64 truth); worst: ", compiled->report.check_detail())};
   }
   return {};
 }
@@ -164,8 +169,7 @@ proto::Graph WithOnlyOutput(const proto::Graph& graph, const std::string& value)
 }
 
 std::optional<proto::Graph> SmallerFailing(
-    const proto::Graph& graph,
-    const std::function<bool(const proto::Graph&)>& still_fails) {
+    const proto::Graph& graph, const std::function<bool(const proto::Graph&)>& still_fails) {
   // Any single value as the only output: drops everything downstream.
   for (const proto::Node& node : graph.node()) {
     if (graph.output_size() == 1 && graph.output(0) == node.output(0)) continue;

@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
     cache_dir = mkdtemp(pattern);
   }
   int graphs = 0, failures = 0;
-  for (uint64_t seed = absl::GetFlag(FLAGS_first_seed);
-       seed <= absl::GetFlag(FLAGS_last_seed); ++seed) {
+  for (uint64_t seed = absl::GetFlag(FLAGS_first_seed); seed <= absl::GetFlag(FLAGS_last_seed);
+       ++seed) {
     loom::GenOptions options;
     options.kind = "random";
     options.nodes = absl::GetFlag(FLAGS_nodes);
@@ -46,13 +46,12 @@ int main(int argc, char** argv) {
     const loom::DiffOutcome outcome = loom::CheckGraph(*graph, cache_dir);
     if (!outcome.failed()) continue;
     ++failures;
-    const loom::proto::Graph small =
-        loom::Shrink(*graph, [&](const loom::proto::Graph& candidate) {
-          return loom::CheckGraph(candidate, cache_dir).kind == outcome.kind;
-        });
-    std::cout << "seed " << seed << ": " << loom::DiffKindName(outcome.kind)
-              << ": " << outcome.detail << "; shrunk from " << graph->node_size()
-              << " to " << small.node_size() << " nodes\n";
+    const loom::proto::Graph small = loom::Shrink(*graph, [&](const loom::proto::Graph& candidate) {
+      return loom::CheckGraph(candidate, cache_dir).kind == outcome.kind;
+    });
+    std::cout << "seed " << seed << ": " << loom::DiffKindName(outcome.kind) << ": "
+              << outcome.detail << "; shrunk from " << graph->node_size() << " to "
+              << small.node_size() << " nodes\n";
     const std::string dir = absl::GetFlag(FLAGS_regressions_dir);
     if (!dir.empty()) {
       const std::string path = absl::StrCat(dir, "/random_seed_", seed, ".pbtxt");

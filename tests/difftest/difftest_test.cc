@@ -1,6 +1,8 @@
 // The fixed set of random graphs CI checks: seeds 1..300 compile, run and
 // pass the --check rule (tools/check.h). Run //tests/difftest:difftest for more.
 
+#include "tests/difftest/difftest.h"
+
 #include <csignal>
 #include <cstdlib>
 
@@ -8,7 +10,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_io.h"
-#include "tests/difftest/difftest.h"
 #include "tools/gen.h"
 
 namespace loom {
@@ -37,8 +38,8 @@ TEST_P(RandomGraphs, MatchTheInterpreter) {
     const proto::Graph small = Shrink(*graph, [&](const proto::Graph& g) {
       return CheckGraph(g, CacheDir()).kind == outcome.kind;
     });
-    ADD_FAILURE() << "seed " << seed << ": " << DiffKindName(outcome.kind) << ": "
-                  << outcome.detail << "\nshrunk graph:\n"
+    ADD_FAILURE() << "seed " << seed << ": " << DiffKindName(outcome.kind) << ": " << outcome.detail
+                  << "\nshrunk graph:\n"
                   << GraphProtoToText(small);
   }
 }
@@ -74,8 +75,9 @@ TEST(DifftestTest, ACrashIsAnOutcome) {
   });
   EXPECT_EQ(crashed.kind, DiffOutcome::Kind::kCrash);
   EXPECT_THAT(crashed.detail, testing::HasSubstr("signal 11"));
-  const DiffOutcome mismatch =
-      RunIsolated([] { return DiffOutcome{DiffOutcome::Kind::kMismatch, "max abs error 1"}; });
+  const DiffOutcome mismatch = RunIsolated([] {
+    return DiffOutcome{DiffOutcome::Kind::kMismatch, "max abs error 1"};
+  });
   EXPECT_EQ(mismatch.kind, DiffOutcome::Kind::kMismatch);
   EXPECT_EQ(mismatch.detail, "max abs error 1");
 }

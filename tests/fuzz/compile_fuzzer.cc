@@ -23,14 +23,11 @@ constexpr int64_t kMaxDeclaredElements = 1 << 12;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<loom::proto::Graph> graph_proto =
-      loom::ParseGraphText(text, "fuzz.pbtxt");
-  if (!graph_proto.ok() ||
-      !loom::fuzz::DeclaresSmallTensors(*graph_proto, kMaxDeclaredElements)) {
+  absl::StatusOr<loom::proto::Graph> graph_proto = loom::ParseGraphText(text, "fuzz.pbtxt");
+  if (!graph_proto.ok() || !loom::fuzz::DeclaresSmallTensors(*graph_proto, kMaxDeclaredElements)) {
     return 0;
   }
-  absl::StatusOr<loom::Graph> graph =
-      loom::GraphFromProto(*graph_proto, "fuzz.pbtxt");
+  absl::StatusOr<loom::Graph> graph = loom::GraphFromProto(*graph_proto, "fuzz.pbtxt");
   if (!graph.ok()) return 0;
 
   loom::fuzz::CompileAndCheck(*std::move(graph), "fuzz.pbtxt");

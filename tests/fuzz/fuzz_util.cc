@@ -24,8 +24,7 @@ bool IsSmall(const proto::TensorType& type, int64_t max_elements) {
 
 void Check(bool condition, absl::string_view message) {
   if (condition) return;
-  fprintf(stderr, "fuzz: invariant violated: %s\n",
-          std::string(message).c_str());
+  fprintf(stderr, "fuzz: invariant violated: %s\n", std::string(message).c_str());
   abort();
 }
 

@@ -22,26 +22,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using loom::fuzz::Check;
   using loom::fuzz::CheckUserError;
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<loom::proto::Graph> graph_proto =
-      loom::ParseGraphText(text, "fuzz.pbtxt");
+  absl::StatusOr<loom::proto::Graph> graph_proto = loom::ParseGraphText(text, "fuzz.pbtxt");
   CheckUserError(graph_proto.status(), "ParseGraphText");
-  if (!graph_proto.ok() ||
-      !loom::fuzz::DeclaresSmallTensors(*graph_proto, kMaxDeclaredElements)) {
+  if (!graph_proto.ok() || !loom::fuzz::DeclaresSmallTensors(*graph_proto, kMaxDeclaredElements)) {
     return 0;
   }
-  absl::StatusOr<loom::Graph> graph =
-      loom::GraphFromProto(*graph_proto, "fuzz.pbtxt");
+  absl::StatusOr<loom::Graph> graph = loom::GraphFromProto(*graph_proto, "fuzz.pbtxt");
   CheckUserError(graph.status(), "GraphFromProto");
   if (!graph.ok()) return 0;
 
   const absl::Status verified = loom::VerifyGraph(*graph);
   Check(verified.ok(), verified.ToString());
   const std::string printed = loom::GraphToText(*graph);
-  absl::StatusOr<loom::proto::Graph> reparsed =
-      loom::ParseGraphText(printed, "printed.pbtxt");
+  absl::StatusOr<loom::proto::Graph> reparsed = loom::ParseGraphText(printed, "printed.pbtxt");
   Check(reparsed.ok(), reparsed.status().ToString());
-  absl::StatusOr<loom::Graph> reloaded =
-      loom::GraphFromProto(*reparsed, "printed.pbtxt");
+  absl::StatusOr<loom::Graph> reloaded = loom::GraphFromProto(*reparsed, "printed.pbtxt");
   Check(reloaded.ok(), reloaded.status().ToString());
   Check(loom::GraphToText(*reloaded) == printed,
         "a loaded graph, printed and loaded again, prints differently");

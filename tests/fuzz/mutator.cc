@@ -60,8 +60,7 @@ uint64_t Mutator::Next() {
   return z ^ (z >> 31);
 }
 
-void Mutator::EditOnce(const std::vector<std::string>& corpus,
-                       std::string& data) {
+void Mutator::EditOnce(const std::vector<std::string>& corpus, std::string& data) {
   const size_t size = data.size();
   switch (Below(7)) {
     case 0:  // flip one bit
@@ -96,8 +95,7 @@ void Mutator::EditOnce(const std::vector<std::string>& corpus,
       if (Below(2) == 0 || at == size) {
         data.insert(at, token.data(), token.size());
       } else {
-        data.replace(at, std::min(token.size(), size - at), token.data(),
-                     token.size());
+        data.replace(at, std::min(token.size(), size - at), token.data(), token.size());
       }
       return;
     }
@@ -111,8 +109,7 @@ void Mutator::EditOnce(const std::vector<std::string>& corpus,
   }
 }
 
-std::string Mutator::Mutate(const std::vector<std::string>& corpus,
-                            size_t max_size) {
+std::string Mutator::Mutate(const std::vector<std::string>& corpus, size_t max_size) {
   std::string data = corpus[Below(corpus.size())];
   const int edits = 1 + static_cast<int>(Below(4));
   for (int i = 0; i < edits; ++i) EditOnce(corpus, data);

@@ -21,8 +21,7 @@ class Mutator {
 
   // A mutation of a randomly chosen entry of `corpus` (which must not be
   // empty): one to four edits, at most `max_size` bytes.
-  std::string Mutate(const std::vector<std::string>& corpus,
-                     size_t max_size = 1 << 16);
+  std::string Mutate(const std::vector<std::string>& corpus, size_t max_size = 1 << 16);
 
  private:
   uint64_t Next();

@@ -11,8 +11,7 @@ namespace fuzz {
 namespace {
 
 TEST(MutatorTest, TheSameSeedGivesTheSameInputs) {
-  const std::vector<std::string> corpus = {"node { name: \"a\" }",
-                                           "output: \"y\""};
+  const std::vector<std::string> corpus = {"node { name: \"a\" }", "output: \"y\""};
   Mutator a(42), b(42);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(a.Mutate(corpus), b.Mutate(corpus));
 }

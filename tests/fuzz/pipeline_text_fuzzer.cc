@@ -48,11 +48,9 @@ constexpr absl::string_view kGraph = R"(
 
 const loom::Graph& FixedGraph() {
   static const loom::Graph* graph = [] {
-    absl::StatusOr<loom::proto::Graph> proto =
-        loom::ParseGraphText(kGraph, "pipeline_fuzz.pbtxt");
+    absl::StatusOr<loom::proto::Graph> proto = loom::ParseGraphText(kGraph, "pipeline_fuzz.pbtxt");
     loom::fuzz::Check(proto.ok(), proto.status().ToString());
-    absl::StatusOr<loom::Graph> g =
-        loom::GraphFromProto(*proto, "pipeline_fuzz.pbtxt");
+    absl::StatusOr<loom::Graph> g = loom::GraphFromProto(*proto, "pipeline_fuzz.pbtxt");
     loom::fuzz::Check(g.ok(), g.status().ToString());
     return new loom::Graph(*std::move(g));
   }();
@@ -63,8 +61,7 @@ const loom::Graph& FixedGraph() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<loom::LoadedPipeline> pipeline =
-      loom::LoadPipelineText(text, "fuzz.pbtxt");
+  absl::StatusOr<loom::LoadedPipeline> pipeline = loom::LoadPipelineText(text, "fuzz.pbtxt");
   loom::fuzz::CheckUserError(pipeline.status(), "LoadPipelineText");
   if (!pipeline.ok()) return 0;
 
@@ -72,8 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   module.graph = FixedGraph();
   loom::RunOptions options;
   options.verify_each = true;
-  absl::StatusOr<std::vector<loom::PassRun>> runs =
-      loom::RunPipeline(*pipeline, module, options);
+  absl::StatusOr<std::vector<loom::PassRun>> runs = loom::RunPipeline(*pipeline, module, options);
   loom::fuzz::CheckUserError(runs.status(), "RunPipeline");
   return 0;
 }

@@ -47,8 +47,7 @@ void WriteCurrentInputAndDie(int signal_number) {
   if (fd >= 0) {
     size_t written = 0;
     while (written < g_current_size) {
-      const ssize_t n =
-          write(fd, g_current_data + written, g_current_size - written);
+      const ssize_t n = write(fd, g_current_data + written, g_current_size - written);
       if (n <= 0) break;
       written += n;
     }
@@ -64,8 +63,7 @@ void WriteCurrentInputAndDie(int signal_number) {
 
 void InstallCrashHandler() {
   const char* dir = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
-  snprintf(g_crash_path, sizeof(g_crash_path), "%s/crash-input",
-           dir != nullptr ? dir : ".");
+  snprintf(g_crash_path, sizeof(g_crash_path), "%s/crash-input", dir != nullptr ? dir : ".");
   // SIGTERM: Bazel's test timeout, i.e. a hang.
   for (int s : {SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL, SIGTERM}) {
     signal(s, WriteCurrentInputAndDie);
@@ -75,8 +73,7 @@ void InstallCrashHandler() {
 void RunOne(const std::string& input) {
   g_current_data = input.data();
   g_current_size = input.size();
-  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()),
-                         input.size());
+  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
 }
 
 std::string ReadFile(const std::filesystem::path& path) {
@@ -87,8 +84,7 @@ std::string ReadFile(const std::filesystem::path& path) {
 }
 
 // The files named by `paths` (directories: their regular files, sorted).
-std::vector<std::filesystem::path> ListInputs(
-    const std::vector<std::string>& paths) {
+std::vector<std::filesystem::path> ListInputs(const std::vector<std::string>& paths) {
   std::vector<std::filesystem::path> files;
   for (const std::string& path : paths) {
     if (!std::filesystem::exists(path)) {
@@ -140,24 +136,19 @@ int main(int argc, char** argv) {
     RunOne(corpus.back());
   }
   if (corpus.empty()) {
-    fprintf(stderr,
-            "fuzz: no inputs found (give existing files or directories)\n");
+    fprintf(stderr, "fuzz: no inputs found (give existing files or directories)\n");
     return 1;
   }
   const double replay_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  printf("fuzz: replayed %zu corpus inputs in %.2f s\n", corpus.size(),
-         replay_seconds);
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  printf("fuzz: replayed %zu corpus inputs in %.2f s\n", corpus.size(), replay_seconds);
 
   loom::fuzz::Mutator mutator(seed);
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(max_total_time));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(max_total_time));
   int64_t done = 0;
-  while ((runs > 0 && done < runs) ||
-         (runs == 0 && std::chrono::steady_clock::now() < deadline)) {
+  while ((runs > 0 && done < runs) || (runs == 0 && std::chrono::steady_clock::now() < deadline)) {
     const std::string input = mutator.Mutate(corpus);
     RunOne(input);
     ++done;

@@ -142,7 +142,10 @@ class LoomConv2d {
  public:
   LoomConv2d(const Operand& src, const Operand& weights, const Operand& dst, int64_t stride_h,
              int64_t stride_w, int64_t dilation_h, int64_t dilation_w)
-      : src_(src), weights_(weights), dst_(dst), strides_{stride_h, stride_w},
+      : src_(src),
+        weights_(weights),
+        dst_(dst),
+        strides_{stride_h, stride_w},
         dilations_{dilation_h, dilation_w} {
     ready_ = ThisThread().stream != nullptr && dnnl_primitive_attr_create(&attr_) == dnnl_success &&
              Build();
@@ -249,9 +252,9 @@ class LoomConv2d {
       }
       args[count++] = {DNNL_ARG_SCRATCHPAD, scratchpad};
     }
-    const bool ran = dnnl_primitive_execute(p.primitive, state.stream, count, args) ==
-                         dnnl_success &&
-                     dnnl_stream_wait(state.stream) == dnnl_success;
+    const bool ran =
+        dnnl_primitive_execute(p.primitive, state.stream, count, args) == dnnl_success &&
+        dnnl_stream_wait(state.stream) == dnnl_success;
     dnnl_memory_destroy(scratchpad);
     return ran;
   }
@@ -262,8 +265,7 @@ class LoomConv2d {
     if (out == nullptr) return false;
     Memory in_memory(from, in), out_memory(to, out);
     dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, in_memory.memory}, {DNNL_ARG_TO, out_memory.memory}};
-    return in_memory.memory != nullptr && out_memory.memory != nullptr &&
-           Execute(reorder, args, 2);
+    return in_memory.memory != nullptr && out_memory.memory != nullptr && Execute(reorder, args, 2);
   }
 
   // The weights at `weights` in oneDNN's layout: prepared before for a

@@ -61,8 +61,7 @@
 #include "tools/driver.h"
 
 ABSL_FLAG(int, min_passed, 0, "fail unless at least this many tests pass");
-ABSL_FLAG(std::string, cache_dir, "",
-          "kernel cache directory (default: the runtime's)");
+ABSL_FLAG(std::string, cache_dir, "", "kernel cache directory (default: the runtime's)");
 ABSL_FLAG(bool, verbose, false, "print the full reason of every UNSUPPORTED");
 ABSL_FLAG(int, batch, 32, "tests compiled together in one translation unit");
 
@@ -93,8 +92,8 @@ Outcome Unsupported(const absl::Status& status) {
 Outcome Fail(std::string detail) { return {Verdict::kFail, std::move(detail)}; }
 
 // A data set's tensors, input_0.pb, input_1.pb, ... (or output_N.pb).
-absl::StatusOr<std::vector<onnx::TensorProto>> ReadTensors(
-    const fs::path& dir, const std::string& prefix) {
+absl::StatusOr<std::vector<onnx::TensorProto>> ReadTensors(const fs::path& dir,
+                                                           const std::string& prefix) {
   std::vector<onnx::TensorProto> tensors;
   for (int i = 0;; ++i) {
     const fs::path path = dir / absl::StrCat(prefix, "_", i, ".pb");
@@ -106,13 +105,11 @@ absl::StatusOr<std::vector<onnx::TensorProto>> ReadTensors(
   return tensors;
 }
 
-std::vector<fs::path> SortedSubdirs(const fs::path& dir,
-                                    absl::string_view prefix) {
+std::vector<fs::path> SortedSubdirs(const fs::path& dir, absl::string_view prefix) {
   std::vector<fs::path> dirs;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    if (entry.is_directory() &&
-        absl::StartsWith(entry.path().filename().string(), prefix)) {
+    if (entry.is_directory() && absl::StartsWith(entry.path().filename().string(), prefix)) {
       dirs.push_back(entry.path());
     }
   }
@@ -159,42 +156,38 @@ std::string FirstReader(const onnx::ModelProto& model, const std::string& name) 
 
 // Reads a data set and imports the model with it: a Unit, or the reason
 // why loom cannot run the test.
-absl::StatusOr<Unit> PrepareUnit(const onnx::ModelProto& model,
-                                 const fs::path& data_dir) {
+absl::StatusOr<Unit> PrepareUnit(const onnx::ModelProto& model, const fs::path& data_dir) {
   for (const auto* list : {&model.graph().input(), &model.graph().output()}) {
     for (const onnx::ValueInfoProto& value : *list) {
       if (!value.type().has_tensor_type()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "graph value '", value.name(),
-            "' is not a tensor (sequences, maps and optionals are not "
-            "supported)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph value '", value.name(),
+                         "' is not a tensor (sequences, maps and optionals are not "
+                         "supported)"));
       }
     }
   }
-  absl::StatusOr<std::vector<onnx::TensorProto>> input_protos =
-      ReadTensors(data_dir, "input");
+  absl::StatusOr<std::vector<onnx::TensorProto>> input_protos = ReadTensors(data_dir, "input");
   if (!input_protos.ok()) return input_protos.status();
-  absl::StatusOr<std::vector<onnx::TensorProto>> output_protos =
-      ReadTensors(data_dir, "output");
+  absl::StatusOr<std::vector<onnx::TensorProto>> output_protos = ReadTensors(data_dir, "output");
   if (!output_protos.ok()) return output_protos.status();
   const std::vector<std::string> input_names = GraphInputNames(model);
   if (input_names.size() != input_protos->size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the data set has ", input_protos->size(),
-                     " inputs, the model ", input_names.size()));
+    return absl::InvalidArgumentError(absl::StrCat("the data set has ", input_protos->size(),
+                                                   " inputs, the model ", input_names.size()));
   }
   OnnxImportOptions options;
   for (size_t i = 0; i < input_names.size(); ++i) {
-    absl::StatusOr<Tensor> tensor = TensorFromOnnx(
-        (*input_protos)[i], absl::StrCat("input '", input_names[i], "'"));
+    absl::StatusOr<Tensor> tensor =
+        TensorFromOnnx((*input_protos)[i], absl::StrCat("input '", input_names[i], "'"));
     if (!tensor.ok()) return tensor.status();
     options.input_shapes[input_names[i]] = tensor->shape();
     options.bound_inputs.emplace(input_names[i], *std::move(tensor));
   }
   Unit unit;
   for (size_t i = 0; i < output_protos->size(); ++i) {
-    absl::StatusOr<Tensor> tensor = TensorFromOnnx(
-        (*output_protos)[i], absl::StrCat("expected output ", i));
+    absl::StatusOr<Tensor> tensor =
+        TensorFromOnnx((*output_protos)[i], absl::StrCat("expected output ", i));
     if (!tensor.ok()) return tensor.status();
     unit.expected.push_back(*std::move(tensor));
   }
@@ -213,31 +206,26 @@ absl::StatusOr<Unit> PrepareUnit(const onnx::ModelProto& model,
   unit.folded = true;
   for (ValueId id : unit.graph.outputs()) {
     const ValueKind kind = unit.graph.value(id).kind;
-    unit.folded = unit.folded &&
-                  (kind == ValueKind::kConstant || kind == ValueKind::kWeight);
+    unit.folded = unit.folded && (kind == ValueKind::kConstant || kind == ValueKind::kWeight);
   }
   return unit;
 }
 
 // Adds a copy of `part` to `merged` with every name prefixed; returns the
 // merged ids of part's outputs.
-absl::StatusOr<std::vector<ValueId>> AppendGraph(const Graph& part,
-                                                 absl::string_view prefix,
+absl::StatusOr<std::vector<ValueId>> AppendGraph(const Graph& part, absl::string_view prefix,
                                                  Graph& merged) {
   std::vector<ValueId> ids(part.values().size(), -1);
-  auto name = [&](ValueId id) {
-    return absl::StrCat(prefix, part.value(id).name);
-  };
+  auto name = [&](ValueId id) { return absl::StrCat(prefix, part.value(id).name); };
   for (ValueId id : part.inputs()) {
-    absl::StatusOr<ValueId> added =
-        merged.AddInput(name(id), part.value(id).type);
+    absl::StatusOr<ValueId> added = merged.AddInput(name(id), part.value(id).type);
     if (!added.ok()) return added.status();
     ids[id] = *added;
   }
   for (const auto* list : {&part.weights(), &part.constants()}) {
     for (ValueId id : *list) {
-      absl::StatusOr<ValueId> added = merged.AddInitializer(
-          name(id), part.value(id).kind, part.initializer(id));
+      absl::StatusOr<ValueId> added =
+          merged.AddInitializer(name(id), part.value(id).kind, part.initializer(id));
       if (!added.ok()) return added.status();
       ids[id] = *added;
     }
@@ -247,9 +235,8 @@ absl::StatusOr<std::vector<ValueId>> AppendGraph(const Graph& part,
     for (ValueId input : node.inputs) inputs.push_back(ids[input]);
     std::vector<std::string> outputs;
     for (ValueId output : node.outputs) outputs.push_back(name(output));
-    absl::StatusOr<NodeId> added =
-        merged.AddNode(absl::StrCat(prefix, node.name), node.op,
-                       std::move(inputs), outputs, node.attrs);
+    absl::StatusOr<NodeId> added = merged.AddNode(absl::StrCat(prefix, node.name), node.op,
+                                                  std::move(inputs), outputs, node.attrs);
     if (!added.ok()) return added.status();
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       const ValueId id = merged.node(*added).outputs[k];
@@ -306,8 +293,7 @@ bool Forgiven(double a, double e, int index, int64_t i, Truth& truth) {
   const CheckReferences* references = truth.Get();
   if (references == nullptr) return false;
   const double t = references->truth[index].GetDouble(i);
-  return CloserToTruthThanReference(a, e, t, references->bounds[index].GetDouble(i),
-                                    Tolerance(t));
+  return CloserToTruthThanReference(a, e, t, references->bounds[index].GetDouble(i), Tolerance(t));
 }
 
 // Compares one output. On a mismatch `detail` describes the largest error;
@@ -316,9 +302,8 @@ bool Forgiven(double a, double e, int index, int64_t i, Truth& truth) {
 bool Matches(const Tensor& actual, const Tensor& expected, int index, Truth& truth,
              std::string& detail, std::string& reason) {
   if (actual.type() != expected.type()) {
-    detail =
-        absl::StrCat("output ", index, ": got ", TypeToString(actual.type()),
-                     ", expected ", TypeToString(expected.type()));
+    detail = absl::StrCat("output ", index, ": got ", TypeToString(actual.type()), ", expected ",
+                          TypeToString(expected.type()));
     return false;
   }
   double worst_excess = 0, worst_forgiven_excess = 0;  // error beyond the tolerance
@@ -338,10 +323,9 @@ bool Matches(const Tensor& actual, const Tensor& expected, int index, Truth& tru
     }
   }
   if (worst >= 0) {
-    detail = absl::StrFormat(
-        "max_abs_error=%g (output %d, element %d: got %.9g, expected %.9g)",
-        std::fabs(actual.GetDouble(worst) - expected.GetDouble(worst)), index,
-        worst, actual.GetDouble(worst), expected.GetDouble(worst));
+    detail = absl::StrFormat("max_abs_error=%g (output %d, element %d: got %.9g, expected %.9g)",
+                             std::fabs(actual.GetDouble(worst) - expected.GetDouble(worst)), index,
+                             worst, actual.GetDouble(worst), expected.GetDouble(worst));
     return false;
   }
   if (worst_forgiven >= 0 && reason.empty()) {
@@ -355,12 +339,10 @@ bool Matches(const Tensor& actual, const Tensor& expected, int index, Truth& tru
   return true;
 }
 
-Outcome Compare(const Unit& unit, const std::vector<Tensor>& outputs,
-                size_t first) {
+Outcome Compare(const Unit& unit, const std::vector<Tensor>& outputs, size_t first) {
   const size_t count = unit.graph.outputs().size();
   if (count != unit.expected.size()) {
-    return Fail(
-        absl::StrCat(count, " outputs, expected ", unit.expected.size()));
+    return Fail(absl::StrCat(count, " outputs, expected ", unit.expected.size()));
   }
   Truth truth(unit);
   Outcome outcome;
@@ -376,8 +358,7 @@ Outcome Compare(const Unit& unit, const std::vector<Tensor>& outputs,
 // Compiles `units` as one graph, runs it once and compares each unit's
 // outputs. Returns one outcome per unit, or an error when the batch as a
 // whole does not compile or run.
-absl::StatusOr<std::vector<Outcome>> RunBatch(
-    const std::vector<const Unit*>& units) {
+absl::StatusOr<std::vector<Outcome>> RunBatch(const std::vector<const Unit*>& units) {
   Graph merged;
   merged.name = "conformance_batch";
   std::vector<Tensor> inputs;
@@ -388,23 +369,19 @@ absl::StatusOr<std::vector<Outcome>> RunBatch(
     if (!outputs.ok()) return outputs.status();
     first_output.push_back(merged.outputs().size());
     for (ValueId id : *outputs) merged.AddOutput(id);
-    inputs.insert(inputs.end(), units[u]->inputs.begin(),
-                  units[u]->inputs.end());
+    inputs.insert(inputs.end(), units[u]->inputs.begin(), units[u]->inputs.end());
   }
   CompileOptions options;
   options.model = merged.name;
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
-  absl::StatusOr<CompiledModel> compiled =
-      CompileGraph(std::move(merged), options);
+  absl::StatusOr<CompiledModel> compiled = CompileGraph(std::move(merged), options);
   if (!compiled.ok()) {
     return absl::Status(compiled.status().code(),
                         absl::StrCat("compile: ", compiled.status().message()));
   }
-  absl::StatusOr<std::vector<Tensor>> outputs =
-      compiled->executable->Run(inputs);
+  absl::StatusOr<std::vector<Tensor>> outputs = compiled->executable->Run(inputs);
   if (!outputs.ok()) {
-    return absl::Status(outputs.status().code(),
-                        absl::StrCat("run: ", outputs.status().message()));
+    return absl::Status(outputs.status().code(), absl::StrCat("run: ", outputs.status().message()));
   }
   std::vector<Outcome> outcomes;
   for (size_t u = 0; u < units.size(); ++u) {
@@ -431,14 +408,12 @@ std::string ReasonKey(const std::string& detail) {
   size_t at = detail.find(": op ");
   if (at != std::string::npos) {
     const size_t start = at + 5;
-    return absl::StrCat("op ",
-                        detail.substr(start, detail.find(' ', start) - start));
+    return absl::StrCat("op ", detail.substr(start, detail.find(' ', start) - start));
   }
   at = detail.find("element type ");
   if (at != std::string::npos) {
     const size_t start = at + 13;
-    return absl::StrCat("dtype ",
-                        detail.substr(start, detail.find(' ', start) - start));
+    return absl::StrCat("dtype ", detail.substr(start, detail.find(' ', start) - start));
   }
   if (absl::StrContains(detail, "is not a tensor (")) {
     return "sequence, map or optional values";
@@ -478,9 +453,7 @@ class Report {
         folded_ += outcome.folded;
         closer_to_truth_ += !outcome.detail.empty();
         std::cout << "PASS " << name
-                  << (absl::GetFlag(FLAGS_verbose) && outcome.folded
-                          ? " (computed at import)"
-                          : "")
+                  << (absl::GetFlag(FLAGS_verbose) && outcome.folded ? " (computed at import)" : "")
                   << (outcome.detail.empty() ? "" : absl::StrCat(" (", outcome.detail, ")"))
                   << "\n";
         break;
@@ -493,8 +466,7 @@ class Report {
         const std::string key = ReasonKey(outcome.detail);
         ++reasons_[key];
         std::cout << "UNSUPPORTED " << name << " "
-                  << (absl::GetFlag(FLAGS_verbose) ? outcome.detail : key)
-                  << "\n";
+                  << (absl::GetFlag(FLAGS_verbose) ? outcome.detail : key) << "\n";
         break;
       }
     }
@@ -519,11 +491,10 @@ class Report {
               << "; passed with every output computed at import: " << folded_
               << "; passed closer to the float64 truth than the reference: " << closer_to_truth_
               << "\n";
-    std::cout << "conformance: " << passed_ << " passed, " << failed_
-              << " failed, " << unsupported_ << " unsupported\n";
+    std::cout << "conformance: " << passed_ << " passed, " << failed_ << " failed, " << unsupported_
+              << " unsupported\n";
     if (passed_ < min_passed) {
-      std::cout << "conformance: fewer than the required " << min_passed
-                << " passed\n";
+      std::cout << "conformance: fewer than the required " << min_passed << " passed\n";
     }
     return failed_ > 0 || passed_ < min_passed ? 1 : 0;
   }
@@ -531,7 +502,7 @@ class Report {
  private:
   int passed_ = 0, failed_ = 0, unsupported_ = 0;
   int bound_ = 0, folded_ = 0, closer_to_truth_ = 0;  // among the passed
-  std::map<std::string, int> bound_by_;              // among the passed
+  std::map<std::string, int> bound_by_;               // among the passed
   std::map<std::string, int> reasons_;
 };
 
@@ -540,9 +511,7 @@ class Report {
 class Runner {
  public:
   explicit Runner(std::vector<fs::path> dirs)
-      : dirs_(std::move(dirs)),
-        outcomes_(dirs_.size()),
-        pending_(dirs_.size(), 0) {}
+      : dirs_(std::move(dirs)), outcomes_(dirs_.size()), pending_(dirs_.size(), 0) {}
 
   int Run() {
     const size_t batch = std::max(1, absl::GetFlag(FLAGS_batch));
@@ -559,14 +528,11 @@ class Runner {
 
  private:
   void Prepare(size_t t) {
-    absl::StatusOr<onnx::ModelProto> model =
-        ReadOnnxModelFile((dirs_[t] / "model.onnx").string());
+    absl::StatusOr<onnx::ModelProto> model = ReadOnnxModelFile((dirs_[t] / "model.onnx").string());
     if (!model.ok()) return Record(t, Unsupported(model.status()));
-    const std::vector<fs::path> data_sets =
-        SortedSubdirs(dirs_[t], "test_data_set_");
+    const std::vector<fs::path> data_sets = SortedSubdirs(dirs_[t], "test_data_set_");
     if (data_sets.empty()) {
-      return Record(t, Unsupported(absl::InvalidArgumentError(
-                           "no test_data_set_* directory")));
+      return Record(t, Unsupported(absl::InvalidArgumentError("no test_data_set_* directory")));
     }
     std::vector<Unit> units;
     for (const fs::path& data_dir : data_sets) {

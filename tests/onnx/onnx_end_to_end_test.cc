@@ -29,8 +29,7 @@ void AddTensorInfo(onnx::ValueInfoProto* info, const std::string& name,
 
 onnx::NodeProto* AddNode(onnx::GraphProto* graph, const std::string& op,
                          const std::vector<std::string>& inputs,
-                         const std::vector<std::string>& outputs,
-                         const std::string& name) {
+                         const std::vector<std::string>& outputs, const std::string& name) {
   onnx::NodeProto* node = graph->add_node();
   node->set_op_type(op);
   node->set_name(name);
@@ -66,8 +65,7 @@ std::vector<Tensor> RandomInputs(const Graph& graph) {
 }
 
 // Compiles and runs `graph`; expects the interpreter's results.
-void ExpectCompiledMatchesInterpreter(Graph graph,
-                                      std::string* source = nullptr) {
+void ExpectCompiledMatchesInterpreter(Graph graph, std::string* source = nullptr) {
   const std::vector<Tensor> inputs = RandomInputs(graph);
   absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, inputs);
   ASSERT_TRUE(expected.ok()) << expected.status();
@@ -76,12 +74,10 @@ void ExpectCompiledMatchesInterpreter(Graph graph,
   options.verify_each = true;
   const char* tmp = std::getenv("TEST_TMPDIR");
   if (tmp != nullptr) options.cache_dir = absl::StrCat(tmp, "/cache");
-  absl::StatusOr<CompiledModel> compiled =
-      CompileGraph(std::move(graph), options);
+  absl::StatusOr<CompiledModel> compiled = CompileGraph(std::move(graph), options);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   if (source != nullptr) *source = compiled->module.source->text;
-  absl::StatusOr<std::vector<Tensor>> actual =
-      compiled->executable->Run(inputs);
+  absl::StatusOr<std::vector<Tensor>> actual = compiled->executable->Run(inputs);
   ASSERT_TRUE(actual.ok()) << actual.status();
   ASSERT_EQ(actual->size(), expected->size());
   for (size_t i = 0; i < expected->size(); ++i) {

@@ -23,13 +23,11 @@ TEST(RegressionsTest, EveryGraphPassesTheCheck) {
     std::ifstream file(entry.path());
     std::stringstream text;
     text << file.rdbuf();
-    absl::StatusOr<proto::Graph> graph =
-        ParseGraphText(text.str(), entry.path().string());
+    absl::StatusOr<proto::Graph> graph = ParseGraphText(text.str(), entry.path().string());
     ASSERT_TRUE(graph.ok()) << graph.status();
     const DiffOutcome outcome = CheckGraph(*graph, cache);
-    EXPECT_FALSE(outcome.failed()) << entry.path() << ": "
-                                   << DiffKindName(outcome.kind) << ": "
-                                   << outcome.detail;
+    EXPECT_FALSE(outcome.failed())
+        << entry.path() << ": " << DiffKindName(outcome.kind) << ": " << outcome.detail;
     ++checked;
   }
   std::cout << "checked " << checked << " regression graphs\n";

@@ -66,9 +66,7 @@ inline unsigned char* loom_emu_smem() {
   return reinterpret_cast<unsigned char*>(loom_emu_block.smem.data());
 }
 inline void __syncthreads() { loom_emu_block.block->Wait(); }
-inline void __syncwarp(unsigned = 0xffffffffu) {
-  loom_emu_block.warps[threadIdx.x / 32]->Wait();
-}
+inline void __syncwarp(unsigned = 0xffffffffu) { loom_emu_block.warps[threadIdx.x / 32]->Wait(); }
 template <typename T>
 T __shfl_xor_sync(unsigned, T v, int s) {
   static_assert(sizeof(T) <= sizeof(uint64_t), "shuffle of a wide type");
@@ -84,8 +82,7 @@ T __shfl_xor_sync(unsigned, T v, int s) {
 
 inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare,
                                     unsigned long long value) {
-  __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST,
-                              __ATOMIC_SEQ_CST);
+  __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return compare;
 }
 
@@ -97,8 +94,7 @@ void LoomEmuCall(void (*f)(P...), void* const* a, std::index_sequence<I...>) {
 // Runs `f` on `grid` blocks of `threads` threads, with `smem` bytes of
 // dynamic shared memory filled with 0xff (NaN as floats) for every block.
 template <typename... P>
-void LoomEmuLaunch(void (*f)(P...), void* const* a, int grid, int threads,
-                   long long smem) {
+void LoomEmuLaunch(void (*f)(P...), void* const* a, int grid, int threads, long long smem) {
   blockDim.x = threads;
   gridDim.x = grid;
   for (int b = 0; b < grid; ++b) {
