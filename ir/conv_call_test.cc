@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ir/sum_of_products_for_test.h"
 
 namespace loom {
 namespace {
@@ -16,25 +17,7 @@ using Dims = std::array<int64_t, 4>;
 // of buffer 0 at `first` and buffer 1 at `second`, stored at `store`.
 ComputeNode Conv(std::vector<int64_t> out, std::vector<int64_t> kernel, Expr first, Expr second,
                  Expr store) {
-  ComputeNode node;
-  node.name = "conv";
-  node.output = 2;
-  node.ranges = std::move(out);
-  node.reduction_ranges = std::move(kernel);
-  node.reduce = ReduceKind::kSum;
-  node.store_index = store;
-  ScalarOp a{ScalarOp::Kind::kLoad, DType::kF32};
-  a.buffer = 0;
-  a.index = first;
-  ScalarOp b{ScalarOp::Kind::kLoad, DType::kF32};
-  b.buffer = 1;
-  b.index = second;
-  ScalarOp mul{ScalarOp::Kind::kCall, DType::kF32};
-  mul.fn = ScalarFn::kMul;
-  mul.args = {0, 1};
-  node.body = {a, b, mul};
-  node.root = 2;
-  return node;
+  return SumOfProducts(std::move(out), std::move(kernel), first, second, store);
 }
 
 class ConvCallTest : public ::testing::Test {

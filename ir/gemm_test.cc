@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/sum_of_products_for_test.h"
 
 namespace loom {
 namespace {
@@ -10,25 +11,7 @@ namespace {
 // reading a and b at the given indices and storing at `store`.
 ComputeNode Product(std::vector<int64_t> ranges, int64_t k, Expr a_index, Expr b_index,
                     Expr store) {
-  ComputeNode node;
-  node.name = "mm";
-  node.output = 2;
-  node.ranges = std::move(ranges);
-  node.reduction_ranges = {k};
-  node.reduce = ReduceKind::kSum;
-  node.store_index = store;
-  ScalarOp a{ScalarOp::Kind::kLoad, DType::kF32};
-  a.buffer = 0;
-  a.index = a_index;
-  ScalarOp b{ScalarOp::Kind::kLoad, DType::kF32};
-  b.buffer = 1;
-  b.index = b_index;
-  ScalarOp mul{ScalarOp::Kind::kCall, DType::kF32};
-  mul.fn = ScalarFn::kMul;
-  mul.args = {0, 1};
-  node.body = {a, b, mul};
-  node.root = 2;
-  return node;
+  return SumOfProducts(std::move(ranges), {k}, a_index, b_index, store);
 }
 
 class GemmTest : public ::testing::Test {
