@@ -28,7 +28,8 @@
 //   C++ backend runs as oneDNN's convolution (ir/conv_call.h,
 //   backends/cpp/dnnl_conv.inc): Winograd where oneDNN has it for the shape
 //   and CPU, else its direct convolution. For 2-D f32 convs of one group, a
-//   kernel of several positions and a weight known at compile time; the
+//   kernel of several positions, a weight known at compile time and 128
+//   output positions or more (UsesConvCall); the
 //   ResNet block of tests/bench/peers (two 3x3 convs of 64 channels on
 //   56x56) ran in 0.56 ms against 1.05 ms with shifted gemm calls and
 //   0.97 ms in ONNX Runtime (run.sh --cases=resnet, 5 rounds alternating).
@@ -86,6 +87,7 @@ namespace {
 
 constexpr int64_t kDirectMaxGroupSize = 8;
 constexpr int64_t kShiftedMinChannels = 16;
+constexpr int64_t kConvCallMinPositions = 128;
 // Each kernel position is a few nodes.
 constexpr int64_t kMaxKernelPositions = int64_t{1} << 16;
 // max_pool's indices are computed from tables per dim (MaxPoolIndices).
@@ -403,10 +405,20 @@ absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
 
 // Whether a conv is one library call (DecomposeOptions::conv_calls): 2-D,
 // f32, one group, a kernel of several positions (a 1x1 conv is one gemm
-// call already) and a weight known at compile time (a call prepares it for
-// its library once).
+// call already), a weight known at compile time (a call prepares it for
+// its library once) and at least kConvCallMinPositions output positions:
+// the call compares the whole weight with its copy on every run, which
+// costs more than the call saves where the weight is large for the work.
+// 3x3 convs, pads 1, batch 1, `loom run --iters=200` alternating 3 times,
+// call vs gemm calls in ms:
+//   C=M=64  56x56   0.311-0.342 vs 0.586-0.605
+//   C=M=128 28x28   0.241-0.242 vs 0.602-0.645
+//   C=M=256 14x14   0.328-0.447 vs 0.641-0.704
+//   C=M=512 7x7     0.935-1.016 vs 0.830-0.852 (a weight of 9.4 MB)
 bool UsesConvCall(const ConvSpec& spec, const Node& node, const DecompositionBuilder& b) {
-  return spec.window.num_spatial() == 2 && spec.groups == 1 && spec.window.KernelSize() > 1 &&
+  const WindowGeometry& g = spec.window;
+  return g.num_spatial() == 2 && spec.groups == 1 && g.KernelSize() > 1 &&
+         spec.batch * NumElements(g.output) >= kConvCallMinPositions &&
          b.type(node.inputs[0]).dtype == DType::kF32 && b.graph().HasInitializer(node.inputs[1]);
 }
 
