@@ -2248,7 +2248,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   bool calls_blas = false;
   bool calls_dnnl = false;
   bool calls_conv = false;
-  std::vector<BufferRef> gemm_args;
+  std::vector<BufferRef> call_args;  // a library call's
   // A body printed for the first time becomes a new function; returns the
   // function's index.
   auto function_for = [&](std::string body) {
@@ -2259,22 +2259,22 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     }
     return same->second;
   };
+  auto launch = [&](int function, const std::vector<BufferRef>& args) {
+    launches.function.push_back(function);
+    launches.args.insert(launches.args.end(), args.begin(), args.end());
+    launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
+  };
   for (const Kernel& kernel : schedule.kernels) {
     if (std::optional<ConvCall> conv = KernelConv(program, kernel)) {
       calls_conv = true;
-      launches.function.push_back(function_for(PrintConv(*conv, gemm_args)));
-      launches.args.insert(launches.args.end(), gemm_args.begin(), gemm_args.end());
-      launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
+      launch(function_for(PrintConv(*conv, call_args)), call_args);
       continue;
     }
     if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
       (gemm->dtype == DType::kF32 ? calls_dnnl : calls_blas) = true;
       bool splits = false;
-      launches.function.push_back(
-          function_for(PrintGemm(*gemm, options.openmp(), gemm_args, splits)));
+      launch(function_for(PrintGemm(*gemm, options.openmp(), call_args, splits)), call_args);
       calls_openmp |= splits;
-      launches.args.insert(launches.args.end(), gemm_args.begin(), gemm_args.end());
-      launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
       continue;
     }
     KernelPrinter printer(program, options, helpers, libm_calls, local_offsets, key);
@@ -2287,9 +2287,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
       vectorizes |= printer.vectorizes();
       teams |= printer.teams();
     }
-    launches.function.push_back(it->second);
-    launches.args.insert(launches.args.end(), printer.args().begin(), printer.args().end());
-    launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
+    launch(it->second, printer.args());
   }
   std::string& text = source.text;
   text = absl::StrCat(kPreludeHead, VectorLibmDeclarations(libm_calls),
