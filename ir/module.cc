@@ -35,6 +35,10 @@ std::string GemmText(const Gemm& gemm, const LoopProgram& program) {
 
 }  // namespace
 
+std::string StandaloneText(const GeneratedSource& source) {
+  return absl::StrCat(absl::StrJoin(source.support_sources, "\n"), source.text);
+}
+
 std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
                           const Schedule& schedule) {
   std::string text;

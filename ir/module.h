@@ -54,7 +54,14 @@ struct GeneratedSource {
   // native build must link a BLAS library or oneDNN.
   bool calls_blas = false;
   bool calls_dnnl = false;
+  // Translation units that `text`'s kernels call into, such as the oneDNN
+  // convolution of conv calls: each compiles on its own, once per native
+  // compiler command, and links into the kernels' library.
+  std::vector<std::string> support_sources;
 };
+
+// The source as one translation unit: the support sources, then `text`.
+std::string StandaloneText(const GeneratedSource& source);
 
 // Everything a pipeline's passes read and write. Each stage fills in its
 // part: graph passes rewrite `graph`, lowering sets `loops`, the scheduler

@@ -260,7 +260,7 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
     const bool cuda = module.source->language == "cuda";
     const std::filesystem::path path =
         std::filesystem::path(options.out_dir) / (cuda ? "model.cu" : "model.cc");
-    LOOM_RETURN_IF_ERROR(WriteFile(path, module.source->text));
+    LOOM_RETURN_IF_ERROR(WriteFile(path, StandaloneText(*module.source)));
   }
   report.set_frontend_seconds(SecondsSince(start));
   report.set_min_bytes(MinBytes(module.graph));

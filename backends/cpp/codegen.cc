@@ -24,8 +24,8 @@
 namespace loom::cpp {
 
 // The oneDNN convolution of conv calls (dnnl_conv.inc, embedded by the
-// genrule dnnl_conv_text): unlike the gemm, it needs oneDNN's headers
-// (libdnnl-dev) where the kernels compile.
+// genrule dnnl_conv_text): a support translation unit, compiled apart from
+// the kernels, with oneDNN's headers (libdnnl-dev).
 extern const char kDnnlConvSupport[];
 
 namespace {
@@ -694,23 +694,41 @@ std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& ker
   return MatchConv(node);
 }
 
+// What kernels with conv calls declare of dnnl_conv.inc. A call site's
+// convolution is made at its first call and freed when the kernels are
+// unloaded.
+constexpr char kDnnlConvDeclarations[] = R"(
+extern "C" void* loom_dnnl_conv_new(const int64_t* src, const int64_t* weights,
+                                    const int64_t* dst, int64_t stride_h, int64_t stride_w,
+                                    int64_t dilation_h, int64_t dilation_w);
+extern "C" void loom_dnnl_conv_run(void* conv, const float* src, const float* weights,
+                                   float* dst);
+extern "C" void loom_dnnl_conv_delete(void* conv);
+struct loom_conv_site {
+  void* conv;
+  ~loom_conv_site() { loom_dnnl_conv_delete(conv); }
+};
+)";
+
+// An operand's dims, then its strides.
 std::string OperandText(const ConvOperand& operand) {
-  return absl::StrCat("{{", absl::StrJoin(operand.dims, ", "), "}, {",
-                      absl::StrJoin(operand.strides, ", "), "}}");
+  return absl::StrCat("{", absl::StrJoin(operand.dims, ", "), ", ",
+                      absl::StrJoin(operand.strides, ", "), "}");
 }
 
-// The body of the function for a conv call: one LoomConv2d for its shapes
-// (dnnl_conv.inc), made at the first call. Its arguments (input, weight
-// and output, each at its offset) go to `args`.
+// The body of the function for a conv call: one oneDNN convolution for its
+// shapes (dnnl_conv.inc). Its arguments (input, weight and output, each at
+// its offset) go to `args`.
 std::string PrintConv(const ConvCall& conv, std::vector<BufferRef>& args) {
   args = {{conv.input.buffer, conv.input.offset},
           {conv.weight.buffer, conv.weight.offset},
           {conv.output.buffer, conv.output.offset}};
   return absl::StrFormat(
-      "  static loom_dnnl::LoomConv2d conv(%s,\n"
-      "                                    %s,\n"
-      "                                    %s, %d, %d, %d, %d);\n"
-      "  conv.Run((const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
+      "  static const int64_t src[8] = %s;\n"
+      "  static const int64_t weights[8] = %s;\n"
+      "  static const int64_t dst[8] = %s;\n"
+      "  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, %d, %d, %d, %d)};\n"
+      "  loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
       OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output), conv.strides[0],
       conv.strides[1], conv.dilations[0], conv.dilations[1]);
 }
@@ -2290,14 +2308,11 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     launch(it->second, printer.args());
   }
   std::string& text = source.text;
-  text = absl::StrCat(kPreludeHead, VectorLibmDeclarations(libm_calls),
-                      calls_openmp ? "#include <omp.h>\n" : "",
-                      cscalar::CoreHelpers(kHelperQualifier), streams ? kStreamHelpers : "",
-                      // dnnl.h declares dnnl_sgemm too.
-                      calls_conv   ? kDnnlConvSupport
-                      : calls_dnnl ? kDnnlDeclaration
-                                   : "",
-                      calls_blas ? kBlasDeclaration : "");
+  text =
+      absl::StrCat(kPreludeHead, VectorLibmDeclarations(libm_calls),
+                   calls_openmp ? "#include <omp.h>\n" : "", cscalar::CoreHelpers(kHelperQualifier),
+                   streams ? kStreamHelpers : "", calls_conv ? kDnnlConvDeclarations : "",
+                   calls_dnnl ? kDnnlDeclaration : "", calls_blas ? kBlasDeclaration : "");
   size_t size = text.size();
   for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
@@ -2322,6 +2337,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   source.native_flags = NativeFlags(options);
   source.calls_blas = calls_blas;
   source.calls_dnnl = calls_dnnl || calls_conv;
+  if (calls_conv) source.support_sources.push_back(kDnnlConvSupport);
   return source;
 }
 

@@ -47,10 +47,11 @@ bool AsksForNativeCode(const std::vector<std::string>& command) {
   return false;
 }
 
-// The compiler command without its input and output paths, and the
-// libraries to link, which follow the source.
+// The compiler command without its input and output paths, and what to
+// link, which follows the source: the support objects, then the libraries.
 struct CompilerCommand {
   std::vector<std::string> command;
+  std::vector<std::string> objects;
   std::vector<std::string> libraries;
 };
 
@@ -74,6 +75,7 @@ std::string CacheKey(std::string_view source, const CompilerCommand& compiler) {
   ContentHasher hash;
   hash.Add(source);
   for (const std::string& arg : compiler.command) hash.Add(arg);
+  for (const std::string& arg : compiler.objects) hash.Add(arg);
   for (const std::string& arg : compiler.libraries) hash.Add(arg);
   if (AsksForNativeCode(compiler.command)) hash.Add(HostCpuFeatures());
   return hash.HexDigest();
@@ -122,6 +124,7 @@ absl::StatusOr<double> Compile(const CompilerCommand& compiler, const std::strin
   const std::string temp = TempPathFor(library_path);
   std::vector<std::string> command = compiler.command;
   command.insert(command.end(), {"-o", temp, source_path});
+  command.insert(command.end(), compiler.objects.begin(), compiler.objects.end());
   command.insert(command.end(), compiler.libraries.begin(), compiler.libraries.end());
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ProcessResult> result = RunProcess(command, cache_dir, kMaxCompilerOutputBytes);
@@ -145,6 +148,35 @@ absl::StatusOr<double> Compile(const CompilerCommand& compiler, const std::strin
     return status;
   }
   return seconds;
+}
+
+// A support source compiled into an object of the cache.
+struct SupportObject {
+  std::string path;
+  double compile_seconds = 0;  // 0 when it was cached
+};
+
+// Compiles `source` as the library command `library` would, but into an
+// object (-c, no -shared), unless <cache_dir>/<hash>.o is already there.
+// Its path names its content and command, so the libraries' cache keys
+// cover it.
+absl::StatusOr<SupportObject> CachedSupportObject(std::string_view source,
+                                                  const CompilerCommand& library,
+                                                  const std::string& cache_dir) {
+  CompilerCommand compiler;
+  for (const std::string& arg : library.command) {
+    if (arg != "-shared") compiler.command.push_back(arg);
+  }
+  compiler.command.push_back("-c");
+  const std::string base = absl::StrCat(cache_dir, "/", CacheKey(source, compiler));
+  SupportObject object{base + ".o"};
+  struct stat info;
+  if (stat(object.path.c_str(), &info) == 0) return object;
+  if (errno != ENOENT) return ErrnoError("stat", object.path);
+  LOOM_RETURN_IF_ERROR(WriteFileAtomically(base + ".cc", source));
+  LOOM_ASSIGN_OR_RETURN(object.compile_seconds,
+                        Compile(compiler, base + ".cc", object.path, cache_dir));
+  return object;
 }
 
 // A shared library the kernels call: the path in `$<variable>` if set, else
@@ -306,10 +338,17 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
   }
   LOOM_ASSIGN_OR_RETURN(CompilerCommand command, MakeCompilerCommand(options));
   PinCalledLibraries(command.libraries);
+  LOOM_RETURN_IF_ERROR(MakeDirs(options.cache_dir));
+  double support_seconds = 0;
+  for (const std::string& support : options.support_sources) {
+    LOOM_ASSIGN_OR_RETURN(SupportObject object,
+                          CachedSupportObject(support, command, options.cache_dir));
+    command.objects.push_back(object.path);
+    support_seconds += object.compile_seconds;
+  }
   const std::string base = absl::StrCat(options.cache_dir, "/", CacheKey(source, command));
   const std::string library_path = base + ".so";
   const std::string source_path = base + ".cc";
-  LOOM_RETURN_IF_ERROR(MakeDirs(options.cache_dir));
 
   struct stat info;
   if (stat(library_path.c_str(), &info) == 0) {
@@ -334,7 +373,7 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
     return absl::InternalError(
         absl::StrCat("freshly compiled library cannot be loaded: ", handle.status().message()));
   }
-  return NativeLibrary(*handle, library_path, false, seconds);
+  return NativeLibrary(*handle, library_path, false, support_seconds + seconds);
 }
 
 }  // namespace loom::cpp

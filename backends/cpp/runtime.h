@@ -35,6 +35,10 @@ struct NativeCompileOptions {
   // Links oneDNN (the source calls dnnl_sgemm): $LOOM_DNNL if set, else
   // Debian's libdnnl.so.2 (libdnnl2, built with the same OpenMP runtime).
   bool link_dnnl = false;
+  // Translation units the source calls into (GeneratedSource::
+  // support_sources): each compiles with the same command into an object,
+  // cached as <cache_dir>/<hash>.o, that links into the library.
+  std::vector<std::string> support_sources;
   std::string cache_dir = DefaultCacheDir();
 };
 
@@ -82,9 +86,10 @@ class NativeLibrary {
 };
 
 // Compiles `source` (one C++ translation unit) into <cache_dir>/<hash>.so
-// unless that is already cached, and loads it (RTLD_NOW | RTLD_LOCAL). The
-// hash covers the source and the compiler command (compiler, flags, openmp),
-// and the host CPU when a flag asks for "native" code. Safe to call from
+// unless that is already cached, with the support sources' objects linked
+// in, and loads it (RTLD_NOW | RTLD_LOCAL). The hash covers the source, the
+// compiler command (compiler, flags, openmp), the support objects, and the
+// host CPU when a flag asks for "native" code. Safe to call from
 // several threads and processes sharing one cache: entries appear atomically.
 // A compile failure is an InternalError with the compiler's output, its exit
 // status and the command line; a compiler that cannot be started is an error

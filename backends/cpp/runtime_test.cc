@@ -92,6 +92,32 @@ TEST(CompileAndLoadTest, CompilesCallsAndThenHitsTheCache) {
   EXPECT_FALSE(HasTempFiles(options.cache_dir));
 }
 
+TEST(CompileAndLoadTest, SupportSourcesCompileOnceAndLinkIn) {
+  NativeCompileOptions options = FreshCacheOptions();
+  options.support_sources = {"extern \"C\" int twice(int a) { return 2 * a; }\n"};
+  const char* kernels[] = {
+      "extern \"C\" int twice(int); extern \"C\" int add(int a, int b) "
+      "{ return twice(a) + b; }\n",
+      "extern \"C\" int twice(int); extern \"C\" int add(int a, int b) "
+      "{ return a + twice(b); }\n"};
+  absl::StatusOr<NativeLibrary> first = CompileAndLoad(kernels[0], options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(CallAdd(*first), 7);
+  absl::StatusOr<NativeLibrary> second = CompileAndLoad(kernels[1], options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(CallAdd(*second), 8);
+  int objects = 0;
+  for (const std::string& name : FilesIn(options.cache_dir)) objects += absl::EndsWith(name, ".o");
+  EXPECT_EQ(objects, 1);  // the support source compiled once for both
+
+  // Another support source is another library.
+  options.support_sources = {"extern \"C\" int twice(int a) { return a + a + 1; }\n"};
+  absl::StatusOr<NativeLibrary> third = CompileAndLoad(kernels[0], options);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_FALSE(third->cache_hit());
+  EXPECT_EQ(CallAdd(*third), 8);
+}
+
 TEST(CompileAndLoadTest, MissingSymbolIsNotFoundNamingSymbolAndLibrary) {
   absl::StatusOr<NativeLibrary> library = CompileAndLoad(kAddSource, FreshCacheOptions());
   ASSERT_TRUE(library.ok()) << library.status();
