@@ -16,7 +16,10 @@ source tests/expect.sh
 for model in examples/group_norm.pbtxt examples/lstm_l2_h64.pbtxt "$tmp/random.pbtxt"; do
   name=$(basename "$model" .pbtxt)
   expect 0 "kernels" compile --model="$model" --graph="$tmp/$name.dot"
-  if ! dot -Tsvg "$tmp/$name.dot" -o "$tmp/$name.svg" 2>"$tmp/$name.warnings" ||
+  # Where the system's font cache is stale (fonts installed after it was
+  # built), fontconfig writes a user cache: the sandbox's home is read-only.
+  if ! XDG_CACHE_HOME="$tmp/cache" dot -Tsvg "$tmp/$name.dot" -o "$tmp/$name.svg" \
+      2>"$tmp/$name.warnings" ||
      [[ -s "$tmp/$name.warnings" ]]; then
     echo "FAIL: dot on $name.dot: $(head -c 300 "$tmp/$name.warnings")"
     failures=$((failures + 1))
