@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -85,32 +86,43 @@ absl::Status CheckBuffersFitInMemory(const Module& module) {
   return absl::OkStatus();
 }
 
-// A STREAM-style copy over arrays much larger than the caches, best of a
-// few runs, in GB/s (bytes read plus bytes written). Every hardware thread
-// copies its own part, as STREAM's OpenMP build does and as the kernels
-// run: one thread alone does not reach the memory system's bandwidth.
-double MeasureCopyBandwidth() {
-  constexpr int64_t kElements = int64_t{32} << 20;  // 128 MiB of floats each
-  std::vector<float> src(kElements, 1.0f), dst(kElements, 0.0f);
-  const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t part = (kElements + threads - 1) / threads;
-  auto copy_part = [&](int64_t t) {
-    const int64_t begin = std::min(kElements, t * part);
-    const int64_t end = std::min(kElements, begin + part);
-    std::memcpy(dst.data() + begin, src.data() + begin, (end - begin) * sizeof(float));
-  };
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
+// A STREAM-style copy over arrays much larger than the caches, in GB/s
+// (bytes read plus bytes written). Every hardware thread copies its own
+// part, as STREAM's OpenMP build does and as the kernels run: one thread
+// alone does not reach the memory system's bandwidth. `--roofline` copies
+// once after each timed run of the model and takes the median, so that the
+// two medians see the same moments of a shared machine.
+class CopyBandwidth {
+ public:
+  CopyBandwidth() : src_(kElements, 1.0f), dst_(kElements, 0.0f) {}
+
+  // Copies once, keeping its GB/s.
+  void Measure() {
+    const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+    const int64_t part = (kElements + threads - 1) / threads;
+    auto copy_part = [&](int64_t t) {
+      const int64_t begin = std::min(kElements, t * part);
+      const int64_t end = std::min(kElements, begin + part);
+      std::memcpy(dst_.data() + begin, src_.data() + begin, (end - begin) * sizeof(float));
+    };
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> workers;
     for (int64_t t = 1; t < threads; ++t) workers.emplace_back(copy_part, t);
     copy_part(0);
     for (std::thread& worker : workers) worker.join();
-    const double seconds = SecondsSince(start);
-    best = std::max(best, 2.0 * kElements * sizeof(float) / seconds / 1e9);
+    gbps_.push_back(2.0 * kElements * sizeof(float) / SecondsSince(start) / 1e9);
   }
-  return best;
-}
+
+  double MedianGbps() {
+    std::sort(gbps_.begin(), gbps_.end());
+    return gbps_.empty() ? 0 : gbps_[gbps_.size() / 2];
+  }
+
+ private:
+  static constexpr int64_t kElements = int64_t{32} << 20;  // 128 MiB of floats each
+  std::vector<float> src_, dst_;
+  std::vector<double> gbps_;
+};
 
 absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
   const std::string path = absl::StrCat(dir, "/", value.name, ".bin");
@@ -324,11 +336,14 @@ absl::Status RunArtifact(const std::string& path, const RunModelOptions& options
   for (int i = 0; i < options.warmup; ++i) {
     LOOM_RETURN_IF_ERROR(session.Run(views));
   }
+  std::optional<CopyBandwidth> copy;
+  if (options.roofline) copy.emplace();
   std::vector<double> seconds;
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
     LOOM_RETURN_IF_ERROR(session.Run(views));
     seconds.push_back(SecondsSince(start));
+    if (copy.has_value()) copy->Measure();
   }
   std::sort(seconds.begin(), seconds.end());
   report.set_model(path);
@@ -339,7 +354,7 @@ absl::Status RunArtifact(const std::string& path, const RunModelOptions& options
   for (const TensorInfo& info : model.inputs()) bytes += info.bytes();
   for (const TensorInfo& info : model.outputs()) bytes += info.bytes();
   report.set_min_bytes(bytes);
-  if (options.roofline) report.set_stream_gbps(MeasureCopyBandwidth());
+  if (copy.has_value()) report.set_stream_gbps(copy->MedianGbps());
   return absl::OkStatus();
 }
 
@@ -369,6 +384,8 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     LOOM_RETURN_IF_ERROR(gpu != nullptr ? gpu->Execute(inputs)
                                         : compiled.executable->Execute(inputs));
   }
+  std::optional<CopyBandwidth> copy;
+  if (options.roofline && gpu == nullptr) copy.emplace();
   std::vector<double> seconds;
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -377,6 +394,7 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     // On the GPU: the kernels' device time, without the copies in and out.
     seconds.push_back(gpu != nullptr ? gpu->kernel_seconds() : SecondsSince(start));
     if (!status.ok()) return status;
+    if (copy.has_value()) copy->Measure();
   }
   const std::vector<Tensor> outputs =
       gpu != nullptr ? gpu->Outputs() : compiled.executable->Outputs();
@@ -391,8 +409,8 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
   if (options.roofline && gpu != nullptr) {
     LOOM_ASSIGN_OR_RETURN(double gbps, gpu->MeasureCopyBandwidth());
     report.set_stream_gbps(gbps);
-  } else if (options.roofline) {
-    report.set_stream_gbps(MeasureCopyBandwidth());
+  } else if (copy.has_value()) {
+    report.set_stream_gbps(copy->MedianGbps());
   }
 
   if (!options.check) {

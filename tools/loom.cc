@@ -53,7 +53,7 @@ ABSL_FLAG(std::string, inputs, "", "run: directory of <input>.bin raw input data
 ABSL_FLAG(bool, check, false, "run: judge outputs against the model evaluated in float64");
 ABSL_FLAG(int, iters, 1, "run: how many times to run");
 ABSL_FLAG(int, warmup, 0, "run: untimed runs before the timed ones");
-ABSL_FLAG(bool, roofline, false, "run: measure copy bandwidth in the same process");
+ABSL_FLAG(bool, roofline, false, "run: measure copy bandwidth in the same process, after each run");
 ABSL_FLAG(std::string, kind, "", "gen: what to generate");
 ABSL_FLAG(int, layers, 1, "gen: layers");
 ABSL_FLAG(int, hidden, 64, "gen: hidden size");
