@@ -171,6 +171,79 @@ absl::Status WriteDump(const Module& module, const std::string& dump_dir, int po
   return absl::OkStatus();
 }
 
+// Every stage of the module as text, for ChangedFlagCheck.
+absl::StatusOr<std::string> EveryStageText(const Module& module) {
+  std::string text = GraphToText(module.graph);
+  if (module.loops.has_value()) absl::StrAppend(&text, PrintLoopProgram(*module.loops));
+  if (module.schedule.has_value()) {
+    if (!module.loops.has_value()) {
+      return absl::InternalError("the module has a schedule but no loops");
+    }
+    absl::StrAppend(&text, PrintSchedule(*module.schedule, *module.loops));
+  }
+  if (module.source.has_value()) absl::StrAppend(&text, module.source->text);
+  return text;
+}
+
+// RunOptions::before_pass.
+class ProgressCall : public PassInstrumentation {
+ public:
+  explicit ProgressCall(const std::function<void(absl::string_view)>& call) : call_(call) {}
+  absl::Status BeforePass(absl::string_view pass, int, const Module&) override {
+    call_(pass);
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::function<void(absl::string_view)>& call_;
+};
+
+// RunOptions::verify_each: a pass that changed nothing leaves the module as
+// verified after the pass before it.
+class Verification : public PassInstrumentation {
+ public:
+  absl::Status AfterPass(const PassRun& run, int, const Module& module) override {
+    if (!run.changed) return absl::OkStatus();
+    absl::Status verified = VerifyModule(module);
+    if (!verified.ok()) {
+      return absl::InternalError(
+          absl::StrCat("verification failed after pass '", run.name, "': ", verified.message()));
+    }
+    return absl::OkStatus();
+  }
+};
+
+// RunOptions::dump_after and dump_dir.
+class Dumps : public PassInstrumentation {
+ public:
+  // Null when `dump_after` is empty.
+  static absl::StatusOr<std::unique_ptr<Dumps>> Create(const std::string& dump_after,
+                                                       const std::string& dump_dir) {
+    if (dump_after.empty()) return nullptr;
+    auto pattern = std::make_unique<RE2>(dump_after, RE2::Quiet);
+    if (!pattern->ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad dump_after pattern '", dump_after, "': ", pattern->error()));
+    }
+    if (dump_dir.empty()) {
+      return absl::InvalidArgumentError("dump_after is set but dump_dir is not");
+    }
+    return std::unique_ptr<Dumps>(new Dumps(std::move(pattern), dump_dir));
+  }
+
+  absl::Status AfterPass(const PassRun& run, int position, const Module& module) override {
+    if (!RE2::FullMatch(run.name, *pattern_)) return absl::OkStatus();
+    return WriteDump(module, dump_dir_, position, run.name);
+  }
+
+ private:
+  Dumps(std::unique_ptr<RE2> pattern, std::string dump_dir)
+      : pattern_(std::move(pattern)), dump_dir_(std::move(dump_dir)) {}
+
+  std::unique_ptr<RE2> pattern_;
+  std::string dump_dir_;
+};
+
 }  // namespace
 
 absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
@@ -248,24 +321,41 @@ int64_t PeakResidentBytes() {
   return int64_t{usage.ru_maxrss} * 1024;  // Linux reports KiB
 }
 
+absl::Status ChangedFlagCheck::BeforePass(absl::string_view, int, const Module& module) {
+  LOOM_ASSIGN_OR_RETURN(before_, EveryStageText(module));
+  return absl::OkStatus();
+}
+
+absl::Status ChangedFlagCheck::AfterPass(const PassRun& run, int, const Module& module) {
+  if (run.changed) return absl::OkStatus();
+  LOOM_ASSIGN_OR_RETURN(std::string after, EveryStageText(module));
+  if (after != before_) {
+    return absl::InternalError(
+        absl::StrCat("pass '", run.name, "' changed the module but reported no change"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline, Module& module,
                                                  const RunOptions& options) {
-  std::unique_ptr<RE2> dump_pattern;
-  if (!options.dump_after.empty()) {
-    dump_pattern = std::make_unique<RE2>(options.dump_after, RE2::Quiet);
-    if (!dump_pattern->ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("bad dump_after pattern '", options.dump_after,
-                                                     "': ", dump_pattern->error()));
-    }
-    if (options.dump_dir.empty()) {
-      return absl::InvalidArgumentError("dump_after is set but dump_dir is not");
-    }
-  }
+  ProgressCall progress(options.before_pass);
+  Verification verification;
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Dumps> dumps,
+                        Dumps::Create(options.dump_after, options.dump_dir));
+  std::vector<PassInstrumentation*> instrumentations;
+  if (options.before_pass) instrumentations.push_back(&progress);
+  if (options.verify_each) instrumentations.push_back(&verification);
+  if (dumps != nullptr) instrumentations.push_back(dumps.get());
+  instrumentations.insert(instrumentations.end(), options.instrumentations.begin(),
+                          options.instrumentations.end());
 
   std::vector<PassRun> runs;
   for (size_t i = 0; i < pipeline.passes.size(); ++i) {
     LoadedPipeline::Entry& entry = pipeline.passes[i];
-    if (options.before_pass) options.before_pass(entry.name);
+    const int position = static_cast<int>(i) + 1;
+    for (PassInstrumentation* instrumentation : instrumentations) {
+      LOOM_RETURN_IF_ERROR(instrumentation->BeforePass(entry.name, position, module));
+    }
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<bool> changed = entry.pass->Run(module);
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
@@ -275,17 +365,8 @@ absl::StatusOr<std::vector<PassRun>> RunPipeline(LoadedPipeline& pipeline, Modul
           absl::StrCat("pass '", entry.name, "' failed: ", changed.status().message()));
     }
     runs.push_back({entry.name, elapsed.count(), *changed, PeakResidentBytes()});
-
-    if (options.verify_each) {
-      absl::Status verified = VerifyModule(module);
-      if (!verified.ok()) {
-        return absl::InternalError(absl::StrCat("verification failed after pass '", entry.name,
-                                                "': ", verified.message()));
-      }
-    }
-    if (dump_pattern != nullptr && RE2::FullMatch(entry.name, *dump_pattern)) {
-      LOOM_RETURN_IF_ERROR(
-          WriteDump(module, options.dump_dir, static_cast<int>(i) + 1, entry.name));
+    for (PassInstrumentation* instrumentation : instrumentations) {
+      LOOM_RETURN_IF_ERROR(instrumentation->AfterPass(runs.back(), position, module));
     }
   }
   return runs;

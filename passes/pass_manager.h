@@ -50,9 +50,37 @@ struct PassRun {
   int64_t peak_resident_bytes = 0;  // of the process, at the end of the pass
 };
 
+// Watches a pipeline's run: RunPipeline calls every instrumentation before
+// and after each pass (as MLIR's PassInstrumentation and XLA's pass
+// pipeline hooks). An error from one stops the run with that error.
+// `position` is the pass's 1-based place in the pipeline.
+class PassInstrumentation {
+ public:
+  virtual ~PassInstrumentation() = default;
+  virtual absl::Status BeforePass(absl::string_view pass, int position, const Module& module) {
+    return absl::OkStatus();
+  }
+  virtual absl::Status AfterPass(const PassRun& run, int position, const Module& module) {
+    return absl::OkStatus();
+  }
+};
+
+// Fails a pass that changed the module but returned changed = false (a
+// pass that says it changed nothing is trusted by what runs after it, e.g.
+// verification). It compares the text of every stage before and after each
+// pass, which costs as much as printing the module twice: for tests.
+class ChangedFlagCheck : public PassInstrumentation {
+ public:
+  absl::Status BeforePass(absl::string_view pass, int position, const Module& module) override;
+  absl::Status AfterPass(const PassRun& run, int position, const Module& module) override;
+
+ private:
+  std::string before_;
+};
+
 struct RunOptions {
   // Verify the graph (and the loop program, once there is one) after every
-  // pass.
+  // pass that changed the module.
   bool verify_each = true;
   // Dump the IR after each pass whose name fully matches this re2 pattern
   // (empty: none) into `dump_dir`, as "<NN>-<pass>.txt" where NN is the
@@ -63,6 +91,9 @@ struct RunOptions {
   std::string dump_dir;
   // Called with each pass's name before it runs (a progress line).
   std::function<void(absl::string_view pass)> before_pass;
+  // More instrumentations (not owned), after the built-in ones: the
+  // progress call, timing, verification and dumps, in that order.
+  std::vector<PassInstrumentation*> instrumentations;
 };
 
 // The process's peak resident memory so far, in bytes.

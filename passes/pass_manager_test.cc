@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
@@ -56,6 +57,11 @@ LOOM_REGISTER_PASS("fake-break", "", Factory([](Module& module) {
                        return absl::StatusOr<bool>(absl::InternalError("?"));
                      }
                      return absl::StatusOr<bool>(true);
+                   }));
+// Renames the graph but says it changed nothing.
+LOOM_REGISTER_PASS("fake-silent-rename", "", Factory([](Module& module) {
+                     module.graph.name = "renamed";
+                     return false;
                    }));
 LOOM_REGISTER_PASS("fake-fail", "", Factory([](Module&) {
                      return absl::StatusOr<bool>(absl::InvalidArgumentError("boom"));
@@ -331,6 +337,53 @@ TEST(RunPipelineTest, VerificationFailureNamesThePass) {
   RunOptions options;
   options.verify_each = false;
   EXPECT_TRUE(RunPipeline(*pipeline, unchecked, options).ok());
+}
+
+// Sees every pass before and after it, with what the pass reported.
+class Recorder : public PassInstrumentation {
+ public:
+  absl::Status BeforePass(absl::string_view pass, int position, const Module&) override {
+    events.push_back(absl::StrCat("before ", position, " ", pass));
+    return absl::OkStatus();
+  }
+  absl::Status AfterPass(const PassRun& run, int position, const Module&) override {
+    events.push_back(
+        absl::StrCat("after ", position, " ", run.name, run.changed ? " changed" : ""));
+    return absl::OkStatus();
+  }
+  std::vector<std::string> events;
+};
+
+TEST(RunPipelineTest, InstrumentationsSeeEveryPass) {
+  absl::StatusOr<LoadedPipeline> pipeline = Load({"fake-noop", "fake-rename"});
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  Module module = TinyModule();
+  Recorder recorder;
+  RunOptions options;
+  options.instrumentations = {&recorder};
+  ASSERT_TRUE(RunPipeline(*pipeline, module, options).ok());
+  EXPECT_THAT(recorder.events, ElementsAre("before 1 fake-noop", "after 1 fake-noop",
+                                           "before 2 fake-rename", "after 2 fake-rename changed"));
+}
+
+TEST(RunPipelineTest, ChangedFlagCheckCatchesAPassThatHidesItsChange) {
+  absl::StatusOr<LoadedPipeline> pipeline =
+      Load({"fake-noop", "fake-rename", "fake-silent-rename"});
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  ChangedFlagCheck check;
+  RunOptions options;
+  options.instrumentations = {&check};
+  Module module = TinyModule();
+  // Renaming "renamed" to "renamed" changes nothing: the flag is honest.
+  EXPECT_TRUE(RunPipeline(*pipeline, module, options).ok());
+
+  absl::StatusOr<LoadedPipeline> lying = Load({"fake-noop", "fake-silent-rename"});
+  ASSERT_TRUE(lying.ok()) << lying.status();
+  Module again = TinyModule();
+  absl::Status status = RunPipeline(*lying, again, options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(status.message(),
+            "pass 'fake-silent-rename' changed the module but reported no change");
 }
 
 TEST(RunPipelineTest, DumpsOnlyPassesThatFullyMatch) {

@@ -45,7 +45,12 @@ absl::StatusOr<std::string> EmitGolden(const GoldenCase& golden_case) {
   if (!graph.ok()) return graph.status();
   Module module;
   module.graph = *std::move(graph);
-  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module);
+  // Every pass's changed flag is checked on the way (a pass that hides a
+  // change also skips the verification after it).
+  ChangedFlagCheck check;
+  RunOptions options;
+  options.instrumentations = {&check};
+  absl::StatusOr<std::vector<PassRun>> runs = RunPipeline(*pipeline, module, options);
   if (!runs.ok()) return runs.status();
   if (!module.source.has_value()) {
     return absl::InternalError("the pipeline emitted no source");
