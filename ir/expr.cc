@@ -1,11 +1,8 @@
 #include "ir/expr.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <iterator>
-#include <limits>
 #include <memory>
 #include <new>
 #include <numeric>
@@ -17,6 +14,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "ir/expr_internal.h"
+#include "ir/expr_map.h"
 
 // Canonical form (what every constructor returns):
 //   atom      x_i, FloorDiv(dividend, d) or Mod(dividend, d)
@@ -37,20 +36,17 @@
 // canonical form and its printed text do not depend on construction order.
 
 namespace loom {
+
+using expr_internal::AddIntervals;
+using expr_internal::Bounded;
+using expr_internal::Die;
+using expr_internal::ExprBounds;
+using expr_internal::FloorDivInt;
+using expr_internal::FloorModInt;
+using expr_internal::Interval;
+using expr_internal::ScaleInterval;
+
 namespace {
-
-[[noreturn]] void Die(const std::string& message) {
-  std::fprintf(stderr, "loom expr: %s\n", message.c_str());
-  std::abort();
-}
-
-int64_t FloorDivInt(int64_t a, int64_t d) {  // d > 0
-  int64_t q = a / d;
-  if (a % d != 0 && a < 0) --q;
-  return q;
-}
-
-int64_t FloorModInt(int64_t a, int64_t d) { return a - FloorDivInt(a, d) * d; }
 
 // A total order on the nodes of one context that depends on structure only.
 int Compare(Expr a, Expr b) {
@@ -158,68 +154,11 @@ struct Poly {
   int64_t constant = 0;
 };
 
-// A bound lo <= e <= hi; kInf stands for an unbounded side.
-struct Interval {
-  int64_t lo;
-  int64_t hi;
-};
-
-constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
-
 }  // namespace
 
 // ===========================================================================
 // Construction and canonicalisation.
 // ===========================================================================
-
-// Results memoised by expression for one Substitute or Simplify call. Most
-// index expressions have a handful of nodes, so the entries are searched
-// linearly until there are more than kLinear of them; then they move to a
-// hash map.
-template <typename V>
-class ExprMap {
- public:
-  const V* Find(Expr e) const {
-    if (!hashed_.empty()) {
-      auto it = hashed_.find(e);
-      return it == hashed_.end() ? nullptr : &it->second;
-    }
-    for (const auto& [key, value] : linear_) {
-      if (key == e) return &value;
-    }
-    return nullptr;
-  }
-
-  // `e` must not be in the map yet.
-  void Insert(Expr e, V value) {
-    if (hashed_.empty() && linear_.size() < kLinear) {
-      linear_.emplace_back(e, value);
-      return;
-    }
-    if (hashed_.empty()) {
-      hashed_.insert(linear_.begin(), linear_.end());
-      linear_.clear();
-    }
-    hashed_.emplace(e, value);
-  }
-
-  void Clear() {
-    linear_.clear();
-    hashed_.clear();
-  }
-
-  // Moves the entries' storage out of `spare`, leaving it empty.
-  static ExprMap Take(ExprMap& spare) {
-    ExprMap taken = std::move(spare);
-    spare.Clear();
-    return taken;
-  }
-
- private:
-  static constexpr size_t kLinear = 16;
-  absl::InlinedVector<std::pair<Expr, V>, kLinear> linear_;
-  absl::flat_hash_map<Expr, V> hashed_;
-};
 
 struct ExprContext::Impl {
   class RangeSimplifier;  // the range-based rules, below
@@ -716,64 +655,22 @@ struct ExprContext::Impl {
 // Range-based simplification.
 // ===========================================================================
 
-namespace {
-
-int64_t SatAdd(int64_t a, int64_t b) {
-  if (a == kInf || b == kInf) return kInf;
-  if (a == -kInf || b == -kInf) return -kInf;
-  int64_t sum;
-  if (__builtin_add_overflow(a, b, &sum)) return a > 0 ? kInf : -kInf;
-  return sum;
-}
-
-int64_t SatMul(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  const bool negative = (a < 0) != (b < 0);
-  int64_t product;
-  if (a == kInf || a == -kInf || b == kInf || b == -kInf ||
-      __builtin_mul_overflow(a, b, &product)) {
-    return negative ? -kInf : kInf;
-  }
-  return product;
-}
-
-Interval AddIntervals(Interval a, Interval b) { return {SatAdd(a.lo, b.lo), SatAdd(a.hi, b.hi)}; }
-
-Interval MulIntervals(Interval a, Interval b) {
-  const int64_t corners[] = {SatMul(a.lo, b.lo), SatMul(a.lo, b.hi), SatMul(a.hi, b.lo),
-                             SatMul(a.hi, b.hi)};
-  return {*std::min_element(std::begin(corners), std::end(corners)),
-          *std::max_element(std::begin(corners), std::end(corners))};
-}
-
-Interval ScaleInterval(Interval a, int64_t c) { return MulIntervals(a, {c, c}); }
-
-bool Bounded(Interval a) { return a.lo != -kInf && a.hi != kInf; }
-
-int64_t FloorDivBound(int64_t a, int64_t d) {
-  return (a == kInf || a == -kInf) ? a : FloorDivInt(a, d);
-}
-
-}  // namespace
-
 // One Simplify call: bounds every subexpression from the variables' ranges
 // and applies the rules that need them (see TryDivMod), memoising both.
 class ExprContext::Impl::RangeSimplifier {
  public:
   RangeSimplifier(Impl& impl, absl::Span<const int64_t> extents)
       : impl_(impl),
-        extents_(extents),
         was_simplifying_(impl.simplifying),
         done_(ExprMap<Expr>::Take(impl.spare_simplified)),
-        bounds_(ExprMap<Interval>::Take(impl.spare_bounds)) {
+        bounds_(extents, ExprMap<Interval>::Take(impl.spare_bounds)) {
     impl_.simplifying = true;
   }
   ~RangeSimplifier() {
     impl_.simplifying = was_simplifying_;
     done_.Clear();
-    bounds_.Clear();
     impl_.spare_simplified = std::move(done_);
-    impl_.spare_bounds = std::move(bounds_);
+    impl_.spare_bounds = bounds_.TakeMemo();
   }
 
   Expr Run(Expr e) {
@@ -789,7 +686,7 @@ class ExprContext::Impl::RangeSimplifier {
       result = impl_.Rebuild(e, operands);
     }
     // A subexpression with a single possible value is that constant.
-    const Interval bound = Bound(result);
+    const Interval bound = bounds_.Of(result);
     if (bound.lo == bound.hi) result = impl_.Const(bound.lo);
     done_.Insert(e, result);
     return result;
@@ -804,60 +701,10 @@ class ExprContext::Impl::RangeSimplifier {
   }
 
  private:
-  Interval Bound(Expr e) {
-    switch (e->kind()) {
-      case ExprKind::kConst:
-        return {e->value(), e->value()};
-      case ExprKind::kVar: {
-        // Past the span's end a variable is only known to be non-negative.
-        if (e->value() >= static_cast<int64_t>(extents_.size())) {
-          return {0, kInf};
-        }
-        return {0, std::max<int64_t>(extents_[e->value()] - 1, 0)};
-      }
-      default:
-        break;
-    }
-    if (const Interval* known = bounds_.Find(e)) return *known;
-    const Interval bound = ComputeBound(e);
-    bounds_.Insert(e, bound);
-    return bound;
-  }
-
-  Interval ComputeBound(Expr e) {
-    absl::Span<const Expr> operands = e->operands();
-    switch (e->kind()) {
-      case ExprKind::kAdd: {
-        Interval sum{0, 0};
-        for (Expr t : operands) sum = AddIntervals(sum, Bound(t));
-        return sum;
-      }
-      case ExprKind::kMul: {
-        Interval product{1, 1};
-        for (Expr f : operands) product = MulIntervals(product, Bound(f));
-        return product;
-      }
-      case ExprKind::kFloorDiv: {
-        const Interval a = Bound(operands[0]);
-        return {FloorDivBound(a.lo, e->value()), FloorDivBound(a.hi, e->value())};
-      }
-      case ExprKind::kMod: {
-        const Interval a = Bound(operands[0]);
-        const int64_t d = e->value();
-        if (Bounded(a) && FloorDivInt(a.lo, d) == FloorDivInt(a.hi, d)) {
-          return {FloorModInt(a.lo, d), FloorModInt(a.hi, d)};
-        }
-        return {0, d - 1};
-      }
-      default:
-        return {e->value(), e->value()};
-    }
-  }
-
   Interval BoundOf(const Poly& p) {
     Interval sum{p.constant, p.constant};
     for (const Term& t : p.terms) {
-      sum = AddIntervals(sum, ScaleInterval(Bound(t.mono), t.coeff));
+      sum = AddIntervals(sum, ScaleInterval(bounds_.Of(t.mono), t.coeff));
     }
     return sum;
   }
@@ -872,7 +719,7 @@ class ExprContext::Impl::RangeSimplifier {
     Poly quotient;
     Interval sum{rest.constant, rest.constant};
     for (Term& t : shifted.terms) {
-      const Interval bound = Bound(t.mono);
+      const Interval bound = bounds_.Of(t.mono);
       if (!Bounded(bound)) return nullptr;
       int64_t c = FloorModInt(t.coeff, d);
       if (narrowest && d - c < c) c -= d;
@@ -925,10 +772,9 @@ class ExprContext::Impl::RangeSimplifier {
   }
 
   Impl& impl_;
-  absl::Span<const int64_t> extents_;
   const bool was_simplifying_;
   ExprMap<Expr> done_;
-  ExprMap<Interval> bounds_;
+  ExprBounds bounds_;
 };
 
 Expr ExprContext::Impl::DivMod(const Poly& dividend, int64_t d, bool is_mod,
@@ -1024,190 +870,5 @@ Expr ExprContext::Substitute(Expr e, absl::Span<const Expr> replacements) {
 }
 
 size_t ExprContext::size() const { return impl_->num_nodes; }
-
-int64_t Evaluate(Expr e, absl::Span<const int64_t> vars) {
-  switch (e->kind()) {
-    case ExprKind::kConst:
-      return e->value();
-    case ExprKind::kVar:
-      if (e->value() >= static_cast<int64_t>(vars.size())) {
-        Die(absl::StrCat("Evaluate: no value for x", e->value()));
-      }
-      return vars[e->value()];
-    case ExprKind::kAdd: {
-      int64_t sum = 0;
-      for (Expr t : e->operands()) sum += Evaluate(t, vars);
-      return sum;
-    }
-    case ExprKind::kMul: {
-      int64_t product = 1;
-      for (Expr f : e->operands()) product *= Evaluate(f, vars);
-      return product;
-    }
-    case ExprKind::kFloorDiv:
-      return FloorDivInt(Evaluate(e->operands()[0], vars), e->value());
-    case ExprKind::kMod:
-      return FloorModInt(Evaluate(e->operands()[0], vars), e->value());
-  }
-  return 0;
-}
-
-int MaxVar(Expr e) {
-  if (e->kind() == ExprKind::kVar) return static_cast<int>(e->value());
-  int max_var = -1;
-  for (Expr operand : e->operands()) {
-    max_var = std::max(max_var, MaxVar(operand));
-  }
-  return max_var;
-}
-
-bool AffineCoefficients(Expr e, absl::Span<int64_t> coefficients, int64_t& constant) {
-  std::fill(coefficients.begin(), coefficients.end(), 0);
-  constant = 0;
-  const absl::Span<const Expr> terms =
-      e->kind() == ExprKind::kAdd ? e->operands() : absl::MakeConstSpan(&e, 1);
-  for (Expr term : terms) {
-    int64_t factor = 1;
-    Expr var = term;
-    if (term->is_const()) {
-      constant += term->value();
-      continue;
-    }
-    if (term->kind() == ExprKind::kMul) {
-      const absl::Span<const Expr> factors = term->operands();
-      if (factors.size() != 2 || !factors[0]->is_const()) return false;
-      factor = factors[0]->value();
-      var = factors[1];
-    }
-    if (var->kind() != ExprKind::kVar ||
-        var->value() >= static_cast<int64_t>(coefficients.size())) {
-      return false;
-    }
-    coefficients[var->value()] += factor;
-  }
-  return true;
-}
-
-namespace {
-
-// Prints expressions in loom's text form (x0, //, %) or as C++ (named
-// variables, /, %, every compound expression in parentheses unless it is a
-// term of a sum or the dividend of a division, where C's precedence and left
-// associativity already group it correctly).
-class Printer {
- public:
-  // `var_names` is only used for C++.
-  Printer(absl::Span<const std::string> var_names, bool cpp) : var_names_(var_names), cpp_(cpp) {}
-
-  std::string Print(Expr e) {
-    std::string out;
-    Append(e, Position::kTop, out);
-    return out;
-  }
-
- private:
-  enum class Position { kTop, kTerm, kFactor, kDividend };
-
-  void Append(Expr e, Position pos, std::string& out) {
-    switch (e->kind()) {
-      case ExprKind::kConst:
-        return AppendConst(e->value(), out);
-      case ExprKind::kVar:
-        return AppendVar(e->value(), out);
-      case ExprKind::kAdd:
-        return AppendSum(e, pos, out);
-      case ExprKind::kMul:
-        return AppendProduct(e, /*negate=*/false, pos, out);
-      case ExprKind::kFloorDiv:
-      case ExprKind::kMod:
-        return AppendDivMod(e, pos, out);
-    }
-  }
-
-  // C++ puts negative constants in parentheses, so that no neighbouring
-  // '-' can fuse with their sign.
-  void AppendConst(int64_t v, std::string& out) {
-    if (!cpp_ || v >= 0) return absl::StrAppend(&out, v);
-    // -9223372036854775808 is not a C++ literal.
-    if (v == std::numeric_limits<int64_t>::min()) {
-      return absl::StrAppend(&out, "(", v + 1, " - 1)");
-    }
-    absl::StrAppend(&out, "(", v, ")");
-  }
-
-  void AppendVar(int64_t index, std::string& out) {
-    if (!cpp_) return absl::StrAppend(&out, "x", index);
-    if (index >= static_cast<int64_t>(var_names_.size())) {
-      Die(absl::StrCat("ToCpp: no name for x", index));
-    }
-    out += var_names_[index];
-  }
-
-  void AppendSum(Expr e, Position pos, std::string& out) {
-    const bool parens = cpp_ || pos != Position::kTop;
-    if (parens) out += "(";
-    bool first = true;
-    for (Expr t : e->operands()) {
-      const bool negative = t->is_const()
-                                ? t->value() < 0
-                                : t->kind() == ExprKind::kMul && t->operands()[0]->is_const() &&
-                                      t->operands()[0]->value() < 0;
-      if (!first) out += negative ? " - " : " + ";
-      const bool negate = negative && !first;
-      if (t->is_const()) {
-        absl::StrAppend(&out, negate ? -t->value() : t->value());
-      } else if (t->kind() == ExprKind::kMul) {
-        AppendProduct(t, negate, Position::kTerm, out);
-      } else {
-        Append(t, Position::kTerm, out);
-      }
-      first = false;
-    }
-    if (parens) out += ")";
-  }
-
-  // Constant first: "8*x0", "-x0", "x0*x1"; `negate` flips the coefficient.
-  void AppendProduct(Expr e, bool negate, Position pos, std::string& out) {
-    absl::Span<const Expr> factors = e->operands();
-    int64_t coeff = 1;
-    if (factors[0]->is_const()) {
-      coeff = factors[0]->value();
-      factors.remove_prefix(1);
-    }
-    if (negate) coeff = -coeff;
-    const bool parens = (cpp_ && pos == Position::kTop) || (!cpp_ && pos == Position::kDividend);
-    if (parens) out += "(";
-    if (coeff == -1) {
-      out += "-";
-    } else if (coeff != 1) {
-      absl::StrAppend(&out, coeff, "*");
-    }
-    for (size_t i = 0; i < factors.size(); ++i) {
-      if (i > 0) out += "*";
-      Append(factors[i], Position::kFactor, out);
-    }
-    if (parens) out += ")";
-  }
-
-  void AppendDivMod(Expr e, Position pos, std::string& out) {
-    const bool parens = cpp_ || pos == Position::kFactor || pos == Position::kDividend;
-    const char* op = e->kind() == ExprKind::kMod ? " % " : cpp_ ? " / " : " // ";
-    if (parens) out += "(";
-    Append(e->operands()[0], Position::kDividend, out);
-    absl::StrAppend(&out, op, e->value());
-    if (parens) out += ")";
-  }
-
-  absl::Span<const std::string> var_names_;
-  bool cpp_;
-};
-
-}  // namespace
-
-std::string ToString(Expr e) { return Printer({}, /*cpp=*/false).Print(e); }
-
-std::string ToCpp(Expr e, absl::Span<const std::string> var_names) {
-  return Printer(var_names, /*cpp=*/true).Print(e);
-}
 
 }  // namespace loom

@@ -101,29 +101,13 @@ bool IsInjectiveIndex(Expr index, absl::Span<const int64_t> ranges) {
   if (std::any_of(ranges.begin(), ranges.end(), [](int64_t extent) { return extent <= 0; })) {
     return false;
   }
-  const absl::Span<const Expr> terms =
-      index->kind() == ExprKind::kAdd ? index->operands() : absl::MakeConstSpan(&index, 1);
+  absl::InlinedVector<int64_t, 8> coefficients(ranges.size());
+  int64_t constant = 0;
+  if (!AffineCoefficients(index, absl::MakeSpan(coefficients), constant)) return false;
   absl::InlinedVector<std::pair<int64_t, int64_t>, 8> digits;  // (c, extent)
-  absl::InlinedVector<bool, 8> used(ranges.size(), false);
-  for (Expr term : terms) {
-    if (term->is_const()) continue;
-    int64_t coefficient = 1;
-    Expr var = term;
-    if (term->kind() == ExprKind::kMul) {
-      if (term->operands().size() != 2 || !term->operands()[0]->is_const()) {
-        return false;
-      }
-      coefficient = term->operands()[0]->value();
-      var = term->operands()[1];
-    }
-    if (var->kind() != ExprKind::kVar || coefficient <= 0) return false;
-    const int64_t v = var->value();
-    if (v >= static_cast<int64_t>(ranges.size()) || used[v]) return false;
-    used[v] = true;
-    digits.emplace_back(coefficient, ranges[v]);
-  }
   for (size_t v = 0; v < ranges.size(); ++v) {
-    if (!used[v] && ranges[v] > 1) return false;
+    if (coefficients[v] < 0 || (coefficients[v] == 0 && ranges[v] > 1)) return false;
+    if (coefficients[v] > 0) digits.emplace_back(coefficients[v], ranges[v]);
   }
   std::sort(digits.begin(), digits.end());
   int64_t reach = 0;  // the largest value of the terms so far

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/common/c_scalar.h"
 #include "ir/conv_call.h"
+#include "ir/expr_analysis.h"
 #include "ir/gemm.h"
 #include "passes/pass.h"
 
@@ -446,50 +447,22 @@ std::string VectorTanhAndErf() {
 // kStreamLanes iterations of `inner` starting at a multiple of it then
 // writes one whole 64-byte line of a 64-byte aligned f32 buffer.
 bool WritesWholeLines(Expr index, int inner) {
-  bool unit_inner = false;
-  const absl::Span<const Expr> terms =
-      index->kind() == ExprKind::kAdd ? index->operands() : absl::MakeConstSpan(&index, 1);
-  for (Expr term : terms) {
-    int64_t coefficient = 1;
-    Expr var = term;
-    if (term->kind() == ExprKind::kMul && term->operands().size() == 2 &&
-        term->operands()[0]->is_const()) {
-      coefficient = term->operands()[0]->value();
-      var = term->operands()[1];
-    }
-    if (term->is_const()) {
-      if (term->value() % kStreamLanes != 0) return false;
-    } else if (var->kind() != ExprKind::kVar) {
-      return false;
-    } else if (var->value() == inner) {
-      unit_inner = coefficient == 1;
-      if (!unit_inner) return false;
-    } else if (coefficient % kStreamLanes != 0) {
-      return false;
-    }
+  std::vector<int64_t> coefficients(std::max(MaxVar(index), inner) + 1);
+  int64_t constant = 0;
+  if (!AffineCoefficients(index, absl::MakeSpan(coefficients), constant) ||
+      constant % kStreamLanes != 0 || coefficients[inner] != 1) {
+    return false;
   }
-  return unit_inner;
+  for (int v = 0; v < static_cast<int>(coefficients.size()); ++v) {
+    if (v != inner && coefficients[v] % kStreamLanes != 0) return false;
+  }
+  return true;
 }
 
 // The stride of `index` along variable `inner`, the largest variable it may
 // use: the coefficient of its term c * x_inner, 0 without such a term, -1
 // when x_inner appears otherwise (in a division, say).
-int64_t InnerStride(Expr index, int inner) {
-  if (MaxVar(index) < inner) return 0;
-  const absl::Span<const Expr> terms =
-      index->kind() == ExprKind::kAdd ? index->operands() : absl::MakeConstSpan(&index, 1);
-  for (Expr term : terms) {
-    if (MaxVar(term) < inner) continue;
-    if (term->kind() == ExprKind::kVar) return 1;
-    const absl::Span<const Expr> factors = term->operands();
-    if (term->kind() == ExprKind::kMul && factors.size() == 2 && factors[0]->is_const() &&
-        factors[1]->kind() == ExprKind::kVar) {
-      return factors[0]->value();
-    }
-    return -1;
-  }
-  return -1;
-}
+int64_t InnerStride(Expr index, int inner) { return LinearCoefficient(index, inner).value_or(-1); }
 
 // Max and min fold a plain maximum, which vector lanes can share, and set
 // the flag `nan` when a value is NaN (the result is then NaN, as in the
@@ -731,15 +704,6 @@ std::string PrintConv(const ConvCall& conv, std::vector<BufferRef>& args) {
       "  loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
       OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output), conv.strides[0],
       conv.strides[1], conv.dilations[0], conv.dilations[1]);
-}
-
-// The constant term of an index (which moves into a parameter).
-int64_t ConstantTerm(Expr index) {
-  if (index->is_const()) return index->value();
-  if (index->kind() == ExprKind::kAdd && index->operands().back()->is_const()) {
-    return index->operands().back()->value();
-  }
-  return 0;
 }
 
 // The positions in local arrays that the printed kernels use, by (index,

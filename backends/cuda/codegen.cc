@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backends/common/c_scalar.h"
+#include "ir/expr_analysis.h"
 #include "ir/status_macros.h"
 #include "passes/pass.h"
 
@@ -205,14 +206,6 @@ int64_t RoundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-void CollectVars(Expr e, std::vector<bool>& used) {
-  if (e->kind() == ExprKind::kVar) {
-    if (e->value() < static_cast<int64_t>(used.size())) used[e->value()] = true;
-    return;
-  }
-  for (Expr operand : e->operands()) CollectVars(operand, used);
-}
-
 // A node name as it may appear in a // comment.
 std::string CommentSafe(const std::string& name) {
   std::string safe = name;
@@ -366,7 +359,7 @@ class KernelPrinter {
   std::string RowMajorPosition(int first, const std::vector<int64_t>& extents);
   // `e` in C, noting the variables it uses.
   std::string Index(Expr e) {
-    CollectVars(e, used_);
+    MarkUsedVars(e, used_);
     return ToCpp(e, var_names_);
   }
   // Prints what `print` prints inside a loop of `extents` (variables
@@ -562,7 +555,7 @@ absl::Status KernelPrinter::PlanSharedArrays() {
     array.base = ctx_.Substitute(store, zero_inner);
     const Expr local = ctx_.Sub(store, array.base);
     std::vector<bool> used(outer_, false);
-    CollectVars(local, used);
+    MarkUsedVars(local, used);
     if (std::find(used.begin(), used.end(), true) != used.end()) {
       return absl::InternalError(absl::StrCat(
           "internal buffer '", program_.buffers[node.output].name, "': where '", node.name,
@@ -613,7 +606,7 @@ absl::StatusOr<Expr> KernelPrinter::LocalIndex(const SharedArray& array, Expr in
   const Expr shift = ctx_.Sub(base, array.base);
   const Expr local = ctx_.Sub(index, base);
   std::vector<bool> used(outer_, false);
-  CollectVars(local, used);
+  MarkUsedVars(local, used);
   if (!shift->is_const() || std::find(used.begin(), used.end(), true) != used.end()) {
     return absl::InternalError(absl::StrCat("internal buffer ", array.name, ": element ",
                                             ToString(index), " is not at a fixed offset from ",
@@ -626,12 +619,7 @@ absl::StatusOr<Expr> KernelPrinter::LocalIndex(const SharedArray& array, Expr in
 // moves into the argument the launch passes, so kernels that differ only in
 // where their data lives print identically.
 std::string KernelPrinter::Param(BufferId buffer, Expr index, std::string* rest_text) {
-  int64_t offset = 0;
-  if (index->is_const()) {
-    offset = index->value();
-  } else if (index->kind() == ExprKind::kAdd && index->operands().back()->is_const()) {
-    offset = index->operands().back()->value();
-  }
+  const int64_t offset = ConstantTerm(index);
   const Expr rest = offset == 0 ? index : ctx_.Sub(index, ctx_.Const(offset));
   *rest_text = Index(rest);
   auto [it, added] =
