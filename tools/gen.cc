@@ -193,7 +193,7 @@ absl::StatusOr<proto::Graph> GenerateRnn(const GenOptions& options) {
 // Random graphs.
 
 absl::StatusOr<proto::Graph> GenerateRandom(const GenOptions& options) {
-  return GenerateRandomGraph(options.seed, options.nodes);
+  return gen::GenerateRandomGraph(options.seed, options.nodes);
 }
 
 // ---------------------------------------------------------------------------

@@ -15,17 +15,8 @@
 #include "ir/random.h"
 #include "tools/gen_proto.h"
 
-namespace loom {
+namespace loom::gen {
 namespace {
-
-using gen::AddInput;
-using gen::AddNode;
-using gen::AddRandomWeight;
-using gen::DeriveSeed;
-using gen::SetF32Type;
-using gen::SetIntAttr;
-using gen::SetIntsAttr;
-using gen::SetStringAttr;
 
 // splitmix64 as a stream. Every draw maps to a range with explicit integer
 // arithmetic, so a seed gives the same graph with every standard library.
@@ -696,4 +687,4 @@ absl::StatusOr<proto::Graph> GenerateRandomGraph(uint64_t seed, int target_nodes
   return RandomGraphBuilder(seed, target_nodes).Build();
 }
 
-}  // namespace loom
+}  // namespace loom::gen
