@@ -16,6 +16,7 @@
 #include "ir/conv_call.h"
 #include "ir/gemm.h"
 #include "ir/index_error.h"
+#include "ir/op_registry.h"
 #include "ir/status_macros.h"
 #include "passes/pass.h"
 
@@ -76,42 +77,9 @@ struct InlineTemplate {
   std::vector<Expr> coords;
 };
 
-// Ops whose result is a view of their first input.
-bool IsView(absl::string_view op) {
-  return op == "reshape" || op == "transpose" || op == "squeeze" || op == "unsqueeze" ||
-         op == "expand" || op == "slice" || op == "split" || op == "tile" || op == "as_strided";
-}
-
 // Normalises a possibly negative axis; the verifier has checked the range.
 int Axis(int64_t axis, size_t rank) {
   return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
-}
-
-// The graph ops that are one scalar function applied elementwise (with
-// numpy broadcasting). mod and bit_shift are too, with the function chosen
-// by an attribute.
-const absl::flat_hash_map<std::string, ScalarFn>& ElementwiseFns() {
-  static const auto* fns = new absl::flat_hash_map<std::string, ScalarFn>{
-      {"add", ScalarFn::kAdd},          {"sub", ScalarFn::kSub},
-      {"mul", ScalarFn::kMul},          {"div", ScalarFn::kDiv},
-      {"pow", ScalarFn::kPow},          {"maximum", ScalarFn::kMax},
-      {"minimum", ScalarFn::kMin},      {"neg", ScalarFn::kNeg},
-      {"abs", ScalarFn::kAbs},          {"exp", ScalarFn::kExp},
-      {"log", ScalarFn::kLog},          {"sqrt", ScalarFn::kSqrt},
-      {"rsqrt", ScalarFn::kRsqrt},      {"reciprocal", ScalarFn::kReciprocal},
-      {"tanh", ScalarFn::kTanh},        {"sigmoid", ScalarFn::kSigmoid},
-      {"relu", ScalarFn::kRelu},        {"erf", ScalarFn::kErf},
-      {"sin", ScalarFn::kSin},          {"cos", ScalarFn::kCos},
-      {"floor", ScalarFn::kFloor},      {"ceil", ScalarFn::kCeil},
-      {"round", ScalarFn::kRound},      {"sign", ScalarFn::kSign},
-      {"where", ScalarFn::kSelect},     {"equal", ScalarFn::kEq},
-      {"not_equal", ScalarFn::kNe},     {"less", ScalarFn::kLt},
-      {"less_equal", ScalarFn::kLe},    {"greater", ScalarFn::kGt},
-      {"greater_equal", ScalarFn::kGe}, {"logical_not", ScalarFn::kNot},
-      {"logical_and", ScalarFn::kAnd},  {"logical_or", ScalarFn::kOr},
-      {"logical_xor", ScalarFn::kXor},
-  };
-  return *fns;
 }
 
 bool UsesVar(Expr e, int var) {
@@ -288,6 +256,42 @@ class Extents {
   absl::InlinedVector<int64_t, 8> extents_;
 };
 
+class Lowering;
+
+// How often a lowering rule's loads read each element of its inputs
+// (CountReads): once per iteration of the op's loops, at least once each.
+enum class InputReads {
+  kPerOutputElement,  // the loops are the output's
+  kPerProductTerm,    // the output's and the contraction's (matmul)
+  kPerPair,           // every element for every element (cumsum's masked sum)
+};
+
+// How one op is lowered: the member that lowers it, with what it needs to
+// know of the op beyond its definition.
+struct LoweringRule {
+  using Method = absl::Status (Lowering::*)(const Node& node, const LoweringRule& rule);
+  Method lower = nullptr;
+  InputReads reads = InputReads::kPerOutputElement;
+  // Lowered as a view of input 0 when it can be (a gather of one index):
+  // its readers then read input 0.
+  bool may_view = false;
+  ScalarFn fn = ScalarFn::kAdd;           // LowerElementwise's function
+  ReduceKind reduce = ReduceKind::kNone;  // LowerReduce's and LowerArgReduce's kind
+
+  // The rule of an op that `lower` reduces with `kind`.
+  static LoweringRule Reduction(Method lower, ReduceKind kind) {
+    LoweringRule rule{lower};
+    rule.reduce = kind;
+    return rule;
+  }
+};
+
+// What lowering asks of an op, looked up once per op.
+struct OpFacts {
+  const OpDef* def = nullptr;          // null: unknown op
+  const LoweringRule* rule = nullptr;  // null: no lowering
+};
+
 class Lowering {
  public:
   // With `release` (the graph itself, which the caller is done with), each
@@ -301,14 +305,15 @@ class Lowering {
         reads_(graph.values().size(), 0),
         readers_(graph.values().size(), 0),
         memo_(MemoSlotsLog2(graph)) {
-    CountReads(graph, reads_, readers_);
+    CountReads();
   }
 
   absl::StatusOr<LoopProgram> Run();
 
  private:
-  using Rule = absl::Status (Lowering::*)(const Node& node);
-  static const absl::flat_hash_map<std::string, Rule>& Rules();
+  static const absl::flat_hash_map<std::string, LoweringRule>& Rules();
+  // The facts of `op`, from the registry and Rules().
+  OpFacts FactsOf(OpName op);
 
   // Buffers and compute nodes.
   BufferId NewBuffer(const Value& value, BufferKind kind, ValueId source);
@@ -340,8 +345,7 @@ class Lowering {
   // views) to their readers. Loads beyond these (of graph outputs,
   // reductions and gather data) read values that are never inlined.
   // Both vectors come zeroed, one entry per value.
-  static void CountReads(const Graph& graph, std::vector<double>& reads,
-                         std::vector<int32_t>& readers);
+  void CountReads();
   // The coordinates of an inline value (LoweredValue::inline_node).
   absl::Span<const Expr> InlineCoords(const LoweredValue& value) const {
     return absl::MakeConstSpan(inline_templates_[value.inline_node].coords)
@@ -366,15 +370,22 @@ class Lowering {
   Indices BroadcastIndices(const Shape& in_shape, size_t out_rank);
   Indices Vars(int first, int count);
 
-  // Lowering rules, one per op family.
+  // Lowering rules (LoweringRule::lower), one per op family.
   // Pointwise.
-  absl::Status LowerElementwise(const Node& node);
-  absl::Status LowerCast(const Node& node);
+  absl::Status LowerElementwise(const Node& node, const LoweringRule& rule);
+  absl::Status LowerMod(const Node& node, const LoweringRule& rule);
+  absl::Status LowerBitShift(const Node& node, const LoweringRule& rule);
+  // `fn` of the node's inputs, broadcast to its output.
+  absl::Status LowerCall(const Node& node, ScalarFn fn);
+  absl::Status LowerCast(const Node& node, const LoweringRule& rule);
   // Reductions.
-  absl::Status LowerReduce(const Node& node);
-  absl::Status LowerArgReduce(const Node& node);
-  absl::Status LowerCumsum(const Node& node);
-  absl::Status LowerMatmul(const Node& node);
+  absl::Status LowerReduce(const Node& node, const LoweringRule& rule);
+  absl::Status LowerReduceMean(const Node& node, const LoweringRule& rule);
+  // The reduction `kind` of the node's input over its axes; sets `root`.
+  ComputeNode ReductionNode(const Node& node, ReduceKind kind, int& root);
+  absl::Status LowerArgReduce(const Node& node, const LoweringRule& rule);
+  absl::Status LowerCumsum(const Node& node, const LoweringRule& rule);
+  absl::Status LowerMatmul(const Node& node, const LoweringRule& rule);
   // Makes a sum of products that gemm calls compute (ir/gemm.h: over
   // several loops, a convolution's kernel positions and channels, say) one,
   // when calls are allowed and it has at least LowerOptions::gemm_min_rows
@@ -394,13 +405,13 @@ class Lowering {
   // of one without divisions).
   bool IsAffineView(ValueId value);
   // Data movement: views, and ops that write one buffer in parts.
-  absl::Status LowerConcat(const Node& node);
-  absl::Status LowerPad(const Node& node);
-  absl::Status LowerGather(const Node& node);
-  absl::Status LowerGatherElements(const Node& node);
-  absl::Status LowerScatterElements(const Node& node);
-  absl::Status LowerScatterNd(const Node& node);
-  absl::Status LowerGatherNd(const Node& node);
+  absl::Status LowerConcat(const Node& node, const LoweringRule& rule);
+  absl::Status LowerPad(const Node& node, const LoweringRule& rule);
+  absl::Status LowerGather(const Node& node, const LoweringRule& rule);
+  absl::Status LowerGatherElements(const Node& node, const LoweringRule& rule);
+  absl::Status LowerScatterElements(const Node& node, const LoweringRule& rule);
+  absl::Status LowerScatterNd(const Node& node, const LoweringRule& rule);
+  absl::Status LowerGatherNd(const Node& node, const LoweringRule& rule);
   // Indices (see the definitions).
   // Whether `value`'s data is known at compile time (a weight or constant).
   bool IsKnown(ValueId value) const;
@@ -429,14 +440,14 @@ class Lowering {
                              absl::Span<const Expr> last_coords, int64_t last_stride);
   int IndirectLoad(ComputeNode& compute, ValueId data, const LoweredValue& source,
                    absl::Span<const Expr> data_indices, int64_t stride, int index);
-  absl::Status LowerReshape(const Node& node);
-  absl::Status LowerTranspose(const Node& node);
-  absl::Status LowerSqueezeLike(const Node& node);
-  absl::Status LowerExpand(const Node& node);
-  absl::Status LowerSlice(const Node& node);
-  absl::Status LowerAsStrided(const Node& node);
-  absl::Status LowerSplit(const Node& node);
-  absl::Status LowerTile(const Node& node);
+  absl::Status LowerReshape(const Node& node, const LoweringRule& rule);
+  absl::Status LowerTranspose(const Node& node, const LoweringRule& rule);
+  absl::Status LowerSqueezeLike(const Node& node, const LoweringRule& rule);
+  absl::Status LowerExpand(const Node& node, const LoweringRule& rule);
+  absl::Status LowerSlice(const Node& node, const LoweringRule& rule);
+  absl::Status LowerAsStrided(const Node& node, const LoweringRule& rule);
+  absl::Status LowerSplit(const Node& node, const LoweringRule& rule);
+  absl::Status LowerTile(const Node& node, const LoweringRule& rule);
   // Defines `out` as a view of `in`: element x of out is element
   // in_indices(x) of in, with x the variables x0..x{rank-1}.
   void DefineView(ValueId out, ValueId in, absl::Span<const Expr> in_indices);
@@ -466,47 +477,55 @@ class Lowering {
   std::vector<InlineTemplate> inline_templates_;
   std::vector<int> free_templates_;  // places in inline_templates_ to reuse
   ExprMemo memo_;
-  OpLookupCache<ScalarFn> elementwise_fns_;
+  OpLookupCache<OpFacts> facts_;
   MemoKey key_;  // scratch
 };
 
-// Inputs that must be stored: read at computed places (a gather's data),
-// or once per element of the output and of the updates (a scatter's
-// indices and updates, which its output pulls; LowerScatterElements).
-bool ReadsUnbounded(absl::string_view op, size_t input) {
-  if (op == "gather" || op == "gather_elements" || op == "gather_nd") return input == 0;
-  return (op == "scatter_elements" || op == "scatter_nd") && input > 0;
+OpFacts Lowering::FactsOf(OpName op) {
+  return facts_.Get(op, [](OpName name) {
+    OpFacts facts;
+    facts.def = OpRegistry::Global().Find(name);
+    auto it = Rules().find(name);
+    if (it != Rules().end()) facts.rule = &it->second;
+    return facts;
+  });
 }
 
-void Lowering::CountReads(const Graph& graph, std::vector<double>& reads,
-                          std::vector<int32_t>& readers) {
+void Lowering::CountReads() {
   constexpr double kUnbounded = std::numeric_limits<double>::infinity();
-  for (ValueId id : graph.outputs()) reads[id] = kUnbounded;
+  std::vector<double>& reads = reads_;
+  std::vector<int32_t>& readers = readers_;
+  for (ValueId id : graph_.outputs()) reads[id] = kUnbounded;
   auto size = [&](ValueId id) {
-    return static_cast<double>(NumElements(graph.value(id).type.shape));
+    return static_cast<double>(NumElements(graph_.value(id).type.shape));
   };
-  for (auto node = graph.nodes().rbegin(); node != graph.nodes().rend(); ++node) {
-    if (IsView(node->op)) {
+  for (auto node = graph_.nodes().rbegin(); node != graph_.nodes().rend(); ++node) {
+    const OpFacts facts = FactsOf(node->op);
+    if (facts.def != nullptr && facts.def->is_view) {
       for (ValueId out : node->outputs) {  // split's parts, one for the rest
         reads[node->inputs[0]] += reads[out];
         readers[node->inputs[0]] += readers[out];
       }
       continue;
     }
-    const bool gather = node->op == "gather";
-    if (gather) readers[node->inputs[0]] += readers[node->outputs[0]];
+    const InputReads reads_per =
+        facts.rule != nullptr ? facts.rule->reads : InputReads::kPerOutputElement;
+    if (facts.rule != nullptr && facts.rule->may_view) {
+      readers[node->inputs[0]] += readers[node->outputs[0]];
+    }
     // Each input is read once per iteration of the op's loops.
     double iterations = size(node->outputs[0]);
-    if (node->op == "matmul") {
-      iterations *= graph.value(node->inputs[0]).type.shape.back();
+    if (reads_per == InputReads::kPerProductTerm) {
+      iterations *= graph_.value(node->inputs[0]).type.shape.back();
     }
-    const bool cumsum = node->op == "cumsum";
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const ValueId input = node->inputs[i];
       ++readers[input];
-      if (ReadsUnbounded(node->op, i)) {
+      // Read at computed places, or (a scatter's) once per element of the
+      // output and of the updates (LowerScatterElements): stored.
+      if (facts.def != nullptr && facts.def->ReadsByIndex(static_cast<int>(i))) {
         reads[input] = kUnbounded;
-      } else if (cumsum) {  // a masked reduction over the axis
+      } else if (reads_per == InputReads::kPerPair) {
         reads[input] += size(input) * size(input);
       } else {
         reads[input] += std::max(iterations, size(input));
@@ -515,42 +534,68 @@ void Lowering::CountReads(const Graph& graph, std::vector<double>& reads,
   }
 }
 
-const absl::flat_hash_map<std::string, Lowering::Rule>& Lowering::Rules() {
+const absl::flat_hash_map<std::string, LoweringRule>& Lowering::Rules() {
   static const auto* rules = [] {
-    auto* r = new absl::flat_hash_map<std::string, Rule>;
+    auto* r = new absl::flat_hash_map<std::string, LoweringRule>;
     // Pointwise.
-    for (const auto& [op, fn] : ElementwiseFns()) {
-      (*r)[op] = &Lowering::LowerElementwise;
+    const std::pair<const char*, ScalarFn> calls[] = {
+        {"add", ScalarFn::kAdd},          {"sub", ScalarFn::kSub},
+        {"mul", ScalarFn::kMul},          {"div", ScalarFn::kDiv},
+        {"pow", ScalarFn::kPow},          {"maximum", ScalarFn::kMax},
+        {"minimum", ScalarFn::kMin},      {"neg", ScalarFn::kNeg},
+        {"abs", ScalarFn::kAbs},          {"exp", ScalarFn::kExp},
+        {"log", ScalarFn::kLog},          {"sqrt", ScalarFn::kSqrt},
+        {"rsqrt", ScalarFn::kRsqrt},      {"reciprocal", ScalarFn::kReciprocal},
+        {"tanh", ScalarFn::kTanh},        {"sigmoid", ScalarFn::kSigmoid},
+        {"relu", ScalarFn::kRelu},        {"erf", ScalarFn::kErf},
+        {"sin", ScalarFn::kSin},          {"cos", ScalarFn::kCos},
+        {"floor", ScalarFn::kFloor},      {"ceil", ScalarFn::kCeil},
+        {"round", ScalarFn::kRound},      {"sign", ScalarFn::kSign},
+        {"where", ScalarFn::kSelect},     {"equal", ScalarFn::kEq},
+        {"not_equal", ScalarFn::kNe},     {"less", ScalarFn::kLt},
+        {"less_equal", ScalarFn::kLe},    {"greater", ScalarFn::kGt},
+        {"greater_equal", ScalarFn::kGe}, {"logical_not", ScalarFn::kNot},
+        {"logical_and", ScalarFn::kAnd},  {"logical_or", ScalarFn::kOr},
+        {"logical_xor", ScalarFn::kXor},
+    };
+    for (const auto& [op, fn] : calls) {
+      (*r)[op] = {&Lowering::LowerElementwise};
+      (*r)[op].fn = fn;
     }
-    (*r)["mod"] = &Lowering::LowerElementwise;
-    (*r)["bit_shift"] = &Lowering::LowerElementwise;
-    (*r)["cast"] = &Lowering::LowerCast;
+    (*r)["mod"] = {&Lowering::LowerMod};
+    (*r)["bit_shift"] = {&Lowering::LowerBitShift};
+    (*r)["cast"] = {&Lowering::LowerCast};
     // Reductions.
-    for (const char* op :
-         {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_var"}) {
-      (*r)[op] = &Lowering::LowerReduce;
+    const std::pair<const char*, ReduceKind> reductions[] = {
+        {"reduce_sum", ReduceKind::kSum}, {"reduce_max", ReduceKind::kMax},
+        {"reduce_min", ReduceKind::kMin}, {"reduce_prod", ReduceKind::kProd},
+        {"reduce_var", ReduceKind::kVar},
+    };
+    for (const auto& [op, kind] : reductions) {
+      (*r)[op] = LoweringRule::Reduction(&Lowering::LowerReduce, kind);
     }
-    (*r)["argmax"] = &Lowering::LowerArgReduce;
-    (*r)["argmin"] = &Lowering::LowerArgReduce;
-    (*r)["cumsum"] = &Lowering::LowerCumsum;
-    (*r)["matmul"] = &Lowering::LowerMatmul;
+    (*r)["reduce_mean"] = {&Lowering::LowerReduceMean};
+    (*r)["argmax"] = LoweringRule::Reduction(&Lowering::LowerArgReduce, ReduceKind::kArgMax);
+    (*r)["argmin"] = LoweringRule::Reduction(&Lowering::LowerArgReduce, ReduceKind::kArgMin);
+    (*r)["cumsum"] = {&Lowering::LowerCumsum, InputReads::kPerPair};
+    (*r)["matmul"] = {&Lowering::LowerMatmul, InputReads::kPerProductTerm};
     // Data movement.
-    (*r)["concat"] = &Lowering::LowerConcat;
-    (*r)["pad"] = &Lowering::LowerPad;
-    (*r)["gather"] = &Lowering::LowerGather;
-    (*r)["gather_elements"] = &Lowering::LowerGatherElements;
-    (*r)["scatter_elements"] = &Lowering::LowerScatterElements;
-    (*r)["scatter_nd"] = &Lowering::LowerScatterNd;
-    (*r)["gather_nd"] = &Lowering::LowerGatherNd;
-    (*r)["reshape"] = &Lowering::LowerReshape;
-    (*r)["transpose"] = &Lowering::LowerTranspose;
-    (*r)["squeeze"] = &Lowering::LowerSqueezeLike;
-    (*r)["unsqueeze"] = &Lowering::LowerSqueezeLike;
-    (*r)["expand"] = &Lowering::LowerExpand;
-    (*r)["slice"] = &Lowering::LowerSlice;
-    (*r)["as_strided"] = &Lowering::LowerAsStrided;
-    (*r)["split"] = &Lowering::LowerSplit;
-    (*r)["tile"] = &Lowering::LowerTile;
+    (*r)["concat"] = {&Lowering::LowerConcat};
+    (*r)["pad"] = {&Lowering::LowerPad};
+    (*r)["gather"] = {&Lowering::LowerGather, InputReads::kPerOutputElement, /*may_view=*/true};
+    (*r)["gather_elements"] = {&Lowering::LowerGatherElements};
+    (*r)["scatter_elements"] = {&Lowering::LowerScatterElements};
+    (*r)["scatter_nd"] = {&Lowering::LowerScatterNd};
+    (*r)["gather_nd"] = {&Lowering::LowerGatherNd};
+    (*r)["reshape"] = {&Lowering::LowerReshape};
+    (*r)["transpose"] = {&Lowering::LowerTranspose};
+    (*r)["squeeze"] = {&Lowering::LowerSqueezeLike};
+    (*r)["unsqueeze"] = {&Lowering::LowerSqueezeLike};
+    (*r)["expand"] = {&Lowering::LowerExpand};
+    (*r)["slice"] = {&Lowering::LowerSlice};
+    (*r)["as_strided"] = {&Lowering::LowerAsStrided};
+    (*r)["split"] = {&Lowering::LowerSplit};
+    (*r)["tile"] = {&Lowering::LowerTile};
     return r;
   }();
   return *rules;
@@ -773,16 +818,21 @@ Indices Lowering::BroadcastIndices(const Shape& in_shape, size_t out_rank) {
   return indices;
 }
 
-absl::Status Lowering::LowerElementwise(const Node& node) {
-  ScalarFn fn;
-  if (node.op == "mod") {
-    // Its attribute picks the sign of the remainder.
-    fn = node.attrs.GetInt("fmod", 0) != 0 ? ScalarFn::kFmod : ScalarFn::kMod;
-  } else if (node.op == "bit_shift") {
-    fn = node.attrs.GetString("direction", "") == "left" ? ScalarFn::kShl : ScalarFn::kShr;
-  } else {
-    fn = elementwise_fns_.Get(node.op, [](OpName op) { return ElementwiseFns().at(op); });
-  }
+absl::Status Lowering::LowerElementwise(const Node& node, const LoweringRule& rule) {
+  return LowerCall(node, rule.fn);
+}
+
+absl::Status Lowering::LowerMod(const Node& node, const LoweringRule&) {
+  // Its attribute picks the sign of the remainder.
+  return LowerCall(node, node.attrs.GetInt("fmod", 0) != 0 ? ScalarFn::kFmod : ScalarFn::kMod);
+}
+
+absl::Status Lowering::LowerBitShift(const Node& node, const LoweringRule&) {
+  const bool left = node.attrs.GetString("direction", "") == "left";
+  return LowerCall(node, left ? ScalarFn::kShl : ScalarFn::kShr);
+}
+
+absl::Status Lowering::LowerCall(const Node& node, ScalarFn fn) {
   const ValueId out = node.outputs[0];
   ComputeNode compute = PointwiseNode(node, out);
   const size_t rank = compute.ranges.size();
@@ -795,7 +845,7 @@ absl::Status Lowering::LowerElementwise(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerCast(const Node& node) {
+absl::Status Lowering::LowerCast(const Node& node, const LoweringRule&) {
   const ValueId out = node.outputs[0];
   ComputeNode compute = PointwiseNode(node, out);
   const int arg = Load(compute, node.inputs[0], Vars(0, static_cast<int>(compute.ranges.size())));
@@ -806,10 +856,36 @@ absl::Status Lowering::LowerCast(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerReduce(const Node& node) {
+absl::Status Lowering::LowerReduce(const Node& node, const LoweringRule& rule) {
+  int root;
+  ComputeNode compute = ReductionNode(node, rule.reduce, root);
+  if (rule.reduce == ReduceKind::kSum) MarkContraction(compute, root);
+  Finish(std::move(compute), node.outputs[0], root);
+  return absl::OkStatus();
+}
+
+// The sum (node and buffer `<node>.sum`), then a pointwise divide by the
+// reduced element count, which computes the value.
+absl::Status Lowering::LowerReduceMean(const Node& node, const LoweringRule&) {
+  const ValueId out = node.outputs[0];
+  const DType dtype = graph_.value(out).type.dtype;
+  int root;
+  ComputeNode compute = ReductionNode(node, ReduceKind::kSum, root);
+  const int64_t count = NumElements(compute.reduction_ranges);
+  const Expr offset = ContiguousOffset(compute.ranges);
+  const LoweredValue sum = LoweredValue::Stored(
+      StoreTemp(std::move(compute), root, dtype, absl::StrCat(node.name, ".sum")), offset);
+  ComputeNode divide = PointwiseNode(node, out);
+  const int total = LoadFrom(divide, sum, dtype, Vars(0, static_cast<int>(divide.ranges.size())));
+  const int n = Constant(divide, static_cast<double>(count), dtype);
+  const int quotient = Call(divide, ScalarFn::kDiv, dtype, {total, n});
+  Finish(std::move(divide), out, quotient);
+  return absl::OkStatus();
+}
+
+ComputeNode Lowering::ReductionNode(const Node& node, ReduceKind kind, int& root) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
-  const DType dtype = graph_.value(out).type.dtype;
   const AttrInts axes = IntsOrEmpty(node, "axes");
   std::vector<bool> reduced(in_shape.size(), axes.empty());
   for (int64_t axis : axes) {
@@ -832,32 +908,12 @@ absl::Status Lowering::LowerReduce(const Node& node) {
     }
   }
   if (compute.reduction_ranges.empty()) compute.reduction_ranges.push_back(1);
-  compute.reduce = node.op == "reduce_max"    ? ReduceKind::kMax
-                   : node.op == "reduce_min"  ? ReduceKind::kMin
-                   : node.op == "reduce_prod" ? ReduceKind::kProd
-                   : node.op == "reduce_var"  ? ReduceKind::kVar
-                                              : ReduceKind::kSum;
-  const int root = Load(compute, in, indices);
-  if (node.op == "reduce_sum") MarkContraction(compute, root);
-  if (node.op != "reduce_mean") {
-    Finish(std::move(compute), out, root);
-    return absl::OkStatus();
-  }
-  // Mean: the sum (node and buffer `<node>.sum`), then a pointwise divide
-  // by the reduced element count, which computes the value.
-  const int64_t count = NumElements(compute.reduction_ranges);
-  const Expr offset = ContiguousOffset(compute.ranges);
-  const LoweredValue sum = LoweredValue::Stored(
-      StoreTemp(std::move(compute), root, dtype, absl::StrCat(node.name, ".sum")), offset);
-  ComputeNode divide = PointwiseNode(node, out);
-  const int total = LoadFrom(divide, sum, dtype, Vars(0, static_cast<int>(divide.ranges.size())));
-  const int n = Constant(divide, static_cast<double>(count), dtype);
-  const int quotient = Call(divide, ScalarFn::kDiv, dtype, {total, n});
-  Finish(std::move(divide), out, quotient);
-  return absl::OkStatus();
+  compute.reduce = kind;
+  root = Load(compute, in, indices);
+  return compute;
 }
 
-absl::Status Lowering::LowerArgReduce(const Node& node) {
+absl::Status Lowering::LowerArgReduce(const Node& node, const LoweringRule& rule) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
   const int axis = Axis(node.attrs.GetInt("axis", 0), in_shape.size());
@@ -867,11 +923,8 @@ absl::Status Lowering::LowerArgReduce(const Node& node) {
   ComputeNode compute = PointwiseNode(node, out);
   const int num_pointwise = static_cast<int>(compute.ranges.size());
   compute.reduction_ranges = {in_shape[axis]};
-  if (node.op == "argmax") {
-    compute.reduce = last ? ReduceKind::kArgMaxLast : ReduceKind::kArgMax;
-  } else {
-    compute.reduce = last ? ReduceKind::kArgMinLast : ReduceKind::kArgMin;
-  }
+  const bool max = rule.reduce == ReduceKind::kArgMax;
+  compute.reduce = !last ? rule.reduce : max ? ReduceKind::kArgMaxLast : ReduceKind::kArgMinLast;
   std::vector<Expr> indices;
   int next_pointwise = 0;
   for (int i = 0; i < static_cast<int>(in_shape.size()); ++i) {
@@ -891,7 +944,7 @@ absl::Status Lowering::LowerArgReduce(const Node& node) {
 // exclusive; j >= i, j > i when reversed): a reduction whose body compares
 // the loop positions. Quadratic in the axis length, which stays small in
 // the models loom targets; a scan kind would make it linear.
-absl::Status Lowering::LowerCumsum(const Node& node) {
+absl::Status Lowering::LowerCumsum(const Node& node, const LoweringRule&) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& shape = graph_.value(in).type.shape;
   const DType dtype = graph_.value(out).type.dtype;
@@ -920,7 +973,7 @@ absl::Status Lowering::LowerCumsum(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerMatmul(const Node& node) {
+absl::Status Lowering::LowerMatmul(const Node& node, const LoweringRule&) {
   const ValueId a = node.inputs[0], b = node.inputs[1], out = node.outputs[0];
   ComputeNode compute =
       MayBeGemm(node) ? GemmNode(node) : MatmulNode(node, lowered_[a], lowered_[b]);
@@ -1033,7 +1086,7 @@ ComputeNode Lowering::MatmulNode(const Node& node, const LoweredValue& a_source,
   return compute;
 }
 
-absl::Status Lowering::LowerConcat(const Node& node) {
+absl::Status Lowering::LowerConcat(const Node& node, const LoweringRule&) {
   // One compute node per input (`<node>.input<i>`), each writing its slab
   // of one buffer.
   const ValueId out = node.outputs[0];
@@ -1094,7 +1147,7 @@ LoweredValue Lowering::Materialize(const std::string& name, ValueId value) {
 // loop. A region's node is named by its pads (`<node>.begin2.end3`: the
 // begin pad along dim 2 and the end pad along dim 3, the interior along
 // the others; `<node>.interior`).
-absl::Status Lowering::LowerPad(const Node& node) {
+absl::Status Lowering::LowerPad(const Node& node, const LoweringRule&) {
   const std::string mode = node.attrs.GetString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge") {
     return NodeError(node, absl::StrCat("pad mode '", mode,
@@ -1299,7 +1352,7 @@ int Lowering::IndirectLoad(ComputeNode& compute, ValueId data, const LoweredValu
 // index's dims, b: the dims after it). Each index becomes an indirect load
 // whose flat index is affine in the loop variables plus stride * index;
 // indices known only at run time are checked once each (IndexAt).
-absl::Status Lowering::LowerGather(const Node& node) {
+absl::Status Lowering::LowerGather(const Node& node, const LoweringRule&) {
   const ValueId data = node.inputs[0], indices = node.inputs[1], out = node.outputs[0];
   const Shape& data_shape = graph_.value(data).type.shape;
   const int data_rank = static_cast<int>(data_shape.size());
@@ -1336,7 +1389,7 @@ absl::Status Lowering::LowerGather(const Node& node) {
 }
 
 // out[x] = data[x with x[axis] = indices[x]], over the indices' shape.
-absl::Status Lowering::LowerGatherElements(const Node& node) {
+absl::Status Lowering::LowerGatherElements(const Node& node, const LoweringRule&) {
   const ValueId data = node.inputs[0], indices = node.inputs[1], out = node.outputs[0];
   const Shape& data_shape = graph_.value(data).type.shape;
   const int rank = static_cast<int>(data_shape.size());
@@ -1473,7 +1526,7 @@ absl::Status Lowering::FinishScatter(const Node& node, ComputeNode pull, int mat
 
 // Update j (the indices' and updates' element) goes to the output element
 // at j with j[axis] = indices[j].
-absl::Status Lowering::LowerScatterElements(const Node& node) {
+absl::Status Lowering::LowerScatterElements(const Node& node, const LoweringRule&) {
   const ValueId indices = node.inputs[1], updates = node.inputs[2], out = node.outputs[0];
   const Shape& shape = graph_.value(out).type.shape;
   const Shape& index_shape = graph_.value(indices).type.shape;
@@ -1511,7 +1564,7 @@ absl::Status Lowering::LowerScatterElements(const Node& node) {
 
 // Update slice j (the indices' leading dims) goes to the output at the k
 // coordinates indices[j, :] (and every element of the remaining dims).
-absl::Status Lowering::LowerScatterNd(const Node& node) {
+absl::Status Lowering::LowerScatterNd(const Node& node, const LoweringRule&) {
   const ValueId indices = node.inputs[1], updates = node.inputs[2], out = node.outputs[0];
   const Shape& shape = graph_.value(out).type.shape;
   const Shape& index_shape = graph_.value(indices).type.shape;
@@ -1551,7 +1604,7 @@ absl::Status Lowering::LowerScatterNd(const Node& node) {
 // the data's dims after the k indexed ones). The k indices (each known
 // only at run time checked once, IndexAt) make one flat offset into the
 // data, stored contiguously: an indirect load.
-absl::Status Lowering::LowerGatherNd(const Node& node) {
+absl::Status Lowering::LowerGatherNd(const Node& node, const LoweringRule&) {
   const ValueId data = node.inputs[0], indices = node.inputs[1], out = node.outputs[0];
   const Shape& data_shape = graph_.value(data).type.shape;
   const Shape& index_shape = graph_.value(indices).type.shape;
@@ -1612,7 +1665,7 @@ void Lowering::DefineView(ValueId out, ValueId in, absl::Span<const Expr> in_ind
       LoweredValue::Stored(source.buffer, Reindex(source.offset, in_indices, out_shape));
 }
 
-absl::Status Lowering::LowerReshape(const Node& node) {
+absl::Status Lowering::LowerReshape(const Node& node, const LoweringRule&) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
   const Shape& out_shape = graph_.value(out).type.shape;
@@ -1639,7 +1692,7 @@ absl::Status Lowering::LowerReshape(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerTranspose(const Node& node) {
+absl::Status Lowering::LowerTranspose(const Node& node, const LoweringRule&) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const size_t rank = graph_.value(in).type.shape.size();
   AttrInts perm = IntsOrEmpty(node, "perm");
@@ -1653,7 +1706,7 @@ absl::Status Lowering::LowerTranspose(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerSqueezeLike(const Node& node) {
+absl::Status Lowering::LowerSqueezeLike(const Node& node, const LoweringRule&) {
   // Squeeze and unsqueeze only add or drop dims of size 1, so the dims of
   // size > 1 appear in the same order in both shapes: pair them up.
   const ValueId in = node.inputs[0], out = node.outputs[0];
@@ -1673,14 +1726,14 @@ absl::Status Lowering::LowerSqueezeLike(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerExpand(const Node& node) {
+absl::Status Lowering::LowerExpand(const Node& node, const LoweringRule&) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   DefineView(out, in,
              BroadcastIndices(graph_.value(in).type.shape, graph_.value(out).type.shape.size()));
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerSlice(const Node& node) {
+absl::Status Lowering::LowerSlice(const Node& node, const LoweringRule&) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
   const Shape& out_shape = graph_.value(out).type.shape;
@@ -1716,7 +1769,7 @@ absl::Status Lowering::LowerSlice(const Node& node) {
 // image whose overlapping windows a convolution reads as one matrix); any
 // other input (inlined, or a view in another order) is copied into one
 // first, so that the view stays affine.
-absl::Status Lowering::LowerAsStrided(const Node& node) {
+absl::Status Lowering::LowerAsStrided(const Node& node, const LoweringRule&) {
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
   const std::vector<int64_t> strides = node.attrs.GetInts("strides");
@@ -1741,7 +1794,7 @@ absl::Status Lowering::LowerAsStrided(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerSplit(const Node& node) {
+absl::Status Lowering::LowerSplit(const Node& node, const LoweringRule&) {
   // Each part is a view of the input from where the parts before it end
   // along the axis (shape inference has checked that they tile it).
   const ValueId in = node.inputs[0];
@@ -1757,7 +1810,7 @@ absl::Status Lowering::LowerSplit(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LowerTile(const Node& node) {
+absl::Status Lowering::LowerTile(const Node& node, const LoweringRule&) {
   // out[x] = in[x % in_dims], per dim.
   const ValueId in = node.inputs[0], out = node.outputs[0];
   const Shape& in_shape = graph_.value(in).type.shape;
@@ -1848,21 +1901,16 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
   program_.buffers.reserve(graph_.values().size());
   program_.nodes.reserve(graph_.nodes().size() + graph_.outputs().size());
   BindGraphInputsAndWeights();
-  OpLookupCache<Rule> rules;
-  auto find_rule = [](OpName op) -> Rule {
-    auto it = Rules().find(op);
-    return it == Rules().end() ? nullptr : it->second;
-  };
   const NodeList& nodes = graph_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& node = nodes[i];
-    const Rule rule = rules.Get(node.op, find_rule);
+    const LoweringRule* rule = FactsOf(node.op).rule;
     if (rule == nullptr) {
       return NodeError(node,
                        "no lowering for this op (decompose it first, e.g. "
                        "with the 'decompose' pass)");
     }
-    LOOM_RETURN_IF_ERROR((this->*rule)(node));
+    LOOM_RETURN_IF_ERROR((this->*(rule->lower))(node, *rule));
     // Nothing reads a node once it is lowered.
     if (release_ != nullptr) release_->ReleaseNodesBefore(i + 1);
   }
