@@ -64,7 +64,7 @@ struct BoundContext {
 using BoundFn = std::function<absl::Status(const BoundContext& context, absl::Span<Tensor> bounds)>;
 
 // How an op's output elements depend on its inputs' (TVM's OpPatternKind):
-// what passes ask of an op instead of testing its name.
+// what passes ask of an op instead of testing its name. Each op sets one.
 enum class OpPattern {
   kUnset,        // no op is registered so (op_registry_test checks)
   kElementwise,  // element i of the output from element i of each input
