@@ -99,7 +99,9 @@ TEST(OpRegistryTest, EveryOpHasAPattern) {
   for (const std::string& name : registry.Names()) {
     const OpDef& def = *registry.Find(name);
     EXPECT_NE(def.pattern, OpPattern::kUnset) << name;
-    if (def.is_view) EXPECT_EQ(def.pattern, OpPattern::kInjective) << name;
+    if (def.is_view) {
+      EXPECT_EQ(def.pattern, OpPattern::kInjective) << name;
+    }
     for (int input : def.indexed_inputs) {
       EXPECT_TRUE(input >= 0 && (def.max_inputs == -1 || input < def.max_inputs)) << name;
     }
