@@ -53,6 +53,26 @@ std::vector<std::string> OpRegistry::Names() const {
   return names;
 }
 
+absl::string_view OpPatternName(OpPattern pattern) {
+  switch (pattern) {
+    case OpPattern::kUnset:
+      return "unset";
+    case OpPattern::kElementwise:
+      return "elementwise";
+    case OpPattern::kBroadcast:
+      return "broadcast";
+    case OpPattern::kInjective:
+      return "injective";
+    case OpPattern::kReduction:
+      return "reduction";
+    case OpPattern::kContraction:
+      return "contraction";
+    case OpPattern::kOpaque:
+      return "opaque";
+  }
+  return "?";
+}
+
 std::string DescribeNode(const Node& node) {
   return absl::StrCat("node '", node.name, "' (", node.op, ")");
 }

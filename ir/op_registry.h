@@ -1,6 +1,7 @@
 #ifndef LOOM_IR_OP_REGISTRY_H_
 #define LOOM_IR_OP_REGISTRY_H_
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -62,6 +63,18 @@ struct BoundContext {
 // result on exact inputs, given the input bounds.
 using BoundFn = std::function<absl::Status(const BoundContext& context, absl::Span<Tensor> bounds)>;
 
+// How an op's output elements depend on its inputs' (TVM's OpPatternKind):
+// what passes ask of an op instead of testing its name. Each op sets one.
+enum class OpPattern {
+  kUnset,        // no op is registered so (op_registry_test checks)
+  kElementwise,  // element i of the output from element i of each input
+  kBroadcast,    // from the elements that broadcast to i (numpy rules)
+  kInjective,    // a copy of one input element (or a constant): data movement
+  kReduction,    // combines the elements along some axes of an input
+  kContraction,  // sums products of two operands' elements (matmul, conv)
+  kOpaque,       // none of these: sorting, recurrences, whole composites
+};
+
 struct OpDef {
   std::string name;
   int min_inputs = 1;
@@ -80,7 +93,23 @@ struct OpDef {
   // for ops whose results are exact: data movement, comparisons, max).
   double rounding_ulps = 4;
   BoundFn bound;
+  OpPattern pattern = OpPattern::kUnset;
+  // The outputs are views of input 0: each output element is an element of
+  // it, at a place that the shapes and attributes alone decide (reshape,
+  // transpose, slice, ...). Implies kInjective.
+  bool is_view = false;
+  // The inputs that output elements read at places the values of index
+  // inputs decide (a gather's data; a scatter's indices and updates, which
+  // every output element searches): any of their elements may be read for
+  // any output element.
+  std::vector<int> indexed_inputs;
+
+  bool ReadsByIndex(int input) const {
+    return std::find(indexed_inputs.begin(), indexed_inputs.end(), input) != indexed_inputs.end();
+  }
 };
+
+absl::string_view OpPatternName(OpPattern pattern);
 
 // Every op loom knows: arity, attribute schema, shape function and
 // reference implementation.

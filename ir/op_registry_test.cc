@@ -92,6 +92,43 @@ TEST(OpRegistryTest, FamiliesRegisterIntoAFreshRegistryOnce) {
   EXPECT_THAT(Message(RegisterMatmulOps(registry)), HasSubstr("op 'matmul' is registered twice"));
 }
 
+// Passes ask the registry what an op does (OpDef::pattern) instead of
+// testing its name: every op must say, not fall back to a default.
+TEST(OpRegistryTest, EveryOpHasAPattern) {
+  const OpRegistry& registry = OpRegistry::Global();
+  for (const std::string& name : registry.Names()) {
+    const OpDef& def = *registry.Find(name);
+    EXPECT_NE(def.pattern, OpPattern::kUnset) << name;
+    if (def.is_view) {
+      EXPECT_EQ(def.pattern, OpPattern::kInjective) << name;
+    }
+    for (int input : def.indexed_inputs) {
+      EXPECT_TRUE(input >= 0 && (def.max_inputs == -1 || input < def.max_inputs)) << name;
+    }
+  }
+}
+
+TEST(OpRegistryTest, PatternsOfSomeOps) {
+  const OpRegistry& registry = OpRegistry::Global();
+  auto pattern = [&](const char* op) { return registry.Find(op)->pattern; };
+  EXPECT_EQ(pattern("exp"), OpPattern::kElementwise);
+  EXPECT_EQ(pattern("add"), OpPattern::kBroadcast);
+  EXPECT_EQ(pattern("concat"), OpPattern::kInjective);
+  EXPECT_EQ(pattern("reduce_sum"), OpPattern::kReduction);
+  EXPECT_EQ(pattern("matmul"), OpPattern::kContraction);
+  EXPECT_EQ(pattern("top_k"), OpPattern::kOpaque);
+  EXPECT_EQ(OpPatternName(pattern("matmul")), "contraction");
+  for (const char* op : {"reshape", "transpose", "squeeze", "unsqueeze", "expand", "slice", "split",
+                         "tile", "as_strided", "flatten"}) {
+    EXPECT_TRUE(registry.Find(op)->is_view) << op;
+  }
+  EXPECT_FALSE(registry.Find("concat")->is_view);
+  EXPECT_TRUE(registry.Find("gather")->ReadsByIndex(0));
+  EXPECT_FALSE(registry.Find("gather")->ReadsByIndex(1));
+  EXPECT_TRUE(registry.Find("scatter_nd")->ReadsByIndex(2));
+  EXPECT_FALSE(registry.Find("scatter_nd")->ReadsByIndex(0));
+}
+
 TEST(OpRegistryTest, RegisterRejectsBrokenDefinitions) {
   OpRegistry registry;
   EXPECT_FALSE(registry.Register(TestOp("", 1, 1)).ok());

@@ -106,7 +106,9 @@ OpDef FloatActivationOp(std::string name, std::vector<AttrSpec> attrs, ScalarFnM
     }
     return absl::OkStatus();
   };
-  return FixedArityOp(std::move(name), 1, std::move(attrs), std::move(infer), std::move(eval));
+  return WithPattern(
+      FixedArityOp(std::move(name), 1, std::move(attrs), std::move(infer), std::move(eval)),
+      OpPattern::kElementwise);
 }
 
 // --- clip --------------------------------------------------------------------
@@ -165,25 +167,25 @@ absl::Status PreluEval(const Node&, absl::Span<const Tensor* const> in, absl::Sp
 
 absl::Status RegisterActivationOps(OpRegistry& registry) {
   const AttrSpec alpha{"alpha", AttrType::kFloat, false};
-  return RegisterAll(
-      registry,
-      {
-          Composite(
-              FloatActivationOp("gelu", {{"approximate", AttrType::kString, false}}, MakeGelu)),
-          Composite(FloatActivationOp("silu", {}, MakeSilu)),
+  std::vector<OpDef> defs = {
+      Composite(FloatActivationOp("gelu", {{"approximate", AttrType::kString, false}}, MakeGelu)),
+      Composite(FloatActivationOp("silu", {}, MakeSilu)),
+      WithPattern(
           Exact(FixedArityOp("clip", 1,
                              {{"min", AttrType::kFloat, false}, {"max", AttrType::kFloat, false}},
                              ClipShape, ClipEval)),
-          Composite(FloatActivationOp("leaky_relu", {alpha}, MakeLeakyRelu)),
-          Composite(FloatActivationOp("elu", {alpha}, MakeElu)),
-          Composite(
-              FloatActivationOp("selu", {alpha, {"gamma", AttrType::kFloat, false}}, MakeSelu)),
-          Composite(FloatActivationOp("softplus", {}, MakeSoftplus)),
-          Composite(FloatActivationOp("hard_sigmoid", {alpha, {"beta", AttrType::kFloat, false}},
-                                      MakeHardSigmoid)),
-          Composite(FloatActivationOp("hard_swish", {}, MakeHardSwish)),
-          Composite(FixedArityOp("prelu", 2, {}, PreluShape, PreluEval)),
-      });
+          OpPattern::kElementwise),
+      Composite(FloatActivationOp("leaky_relu", {alpha}, MakeLeakyRelu)),
+      Composite(FloatActivationOp("elu", {alpha}, MakeElu)),
+      Composite(FloatActivationOp("selu", {alpha, {"gamma", AttrType::kFloat, false}}, MakeSelu)),
+      Composite(FloatActivationOp("softplus", {}, MakeSoftplus)),
+      Composite(FloatActivationOp("hard_sigmoid", {alpha, {"beta", AttrType::kFloat, false}},
+                                  MakeHardSigmoid)),
+      Composite(FloatActivationOp("hard_swish", {}, MakeHardSwish)),
+      WithPattern(Composite(FixedArityOp("prelu", 2, {}, PreluShape, PreluEval)),
+                  OpPattern::kBroadcast),
+  };
+  return RegisterAll(registry, std::move(defs));
 }
 
 }  // namespace loom

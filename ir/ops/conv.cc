@@ -579,14 +579,15 @@ OpDef ConvTransposeOp() {
 }  // namespace
 
 absl::Status RegisterConvOps(OpRegistry& registry) {
-  return RegisterAll(
-      registry,
-      {
-          Composite(ConvOp()),
-          Composite(ConvTransposeOp()),
-          Composite(MaxPoolOp()),
-          Composite(FixedArityOp("average_pool", 1, PoolAttrs(true), PoolShape, AveragePoolEval)),
-      });
+  return RegisterAll(registry,
+                     {
+                         WithPattern(Composite(ConvOp()), OpPattern::kContraction),
+                         WithPattern(Composite(ConvTransposeOp()), OpPattern::kContraction),
+                         WithPattern(Composite(MaxPoolOp()), OpPattern::kReduction),
+                         WithPattern(Composite(FixedArityOp("average_pool", 1, PoolAttrs(true),
+                                                            PoolShape, AveragePoolEval)),
+                                     OpPattern::kReduction),
+                     });
 }
 
 }  // namespace loom

@@ -242,7 +242,7 @@ absl::Status RegisterEinsumOps(OpRegistry& registry) {
   OpDef def =
       FixedArityOp("einsum", 1, {{"equation", AttrType::kString, true}}, EinsumShape, EinsumEval);
   def.max_inputs = -1;
-  return RegisterAll(registry, {Composite(std::move(def))});
+  return RegisterAll(registry, {WithPattern(Composite(std::move(def)), OpPattern::kContraction)});
 }
 
 }  // namespace loom

@@ -244,8 +244,9 @@ OpDef ArithmeticOp(std::string name, BinaryFns fns, bool integer_division = fals
                                         absl::Span<Tensor> out) {
     return EvalArithmetic(in, out[0], fns, integer_division);
   };
-  return FixedArityOp(std::move(name), 2, {}, BroadcastShapeFn(DTypeClass::kNumeric, false),
-                      std::move(eval));
+  return WithPattern(FixedArityOp(std::move(name), 2, {},
+                                  BroadcastShapeFn(DTypeClass::kNumeric, false), std::move(eval)),
+                     OpPattern::kBroadcast);
 }
 
 // mod's `fmod` attribute: false for floor mod (default), true for C fmod.
@@ -276,8 +277,9 @@ OpDef ModOp() {
     return fmod ? EvalArithmetic(in, out[0], {FloatTruncMod, IntTruncMod, UIntMod}, true)
                 : EvalArithmetic(in, out[0], {FloatFloorMod, IntFloorMod, UIntMod}, true);
   };
-  return FixedArityOp("mod", 2, {{"fmod", AttrType::kInt, false}}, std::move(infer),
-                      std::move(eval));
+  return WithPattern(
+      FixedArityOp("mod", 2, {{"fmod", AttrType::kInt, false}}, std::move(infer), std::move(eval)),
+      OpPattern::kBroadcast);
 }
 
 // `on_int` is null for float-only ops; `on_uint` for unsigned integers, null
@@ -302,7 +304,9 @@ OpDef UnaryOp(std::string name, FloatUnaryFn on_float, IntUnaryFn on_int,
     return absl::OkStatus();
   };
   const DTypeClass accepted = on_int == nullptr ? DTypeClass::kFloat : DTypeClass::kNumeric;
-  return FixedArityOp(std::move(name), 1, {}, SameTypeShapeFn(accepted), std::move(eval));
+  return WithPattern(
+      FixedArityOp(std::move(name), 1, {}, SameTypeShapeFn(accepted), std::move(eval)),
+      OpPattern::kElementwise);
 }
 
 // Floats compare as doubles, signed integers and bools as int64, unsigned
@@ -327,8 +331,10 @@ OpDef ComparisonOp(std::string name, DTypeClass accepted) {
     });
     return absl::OkStatus();
   };
-  return Exact(FixedArityOp(std::move(name), 2, {},
-                            BroadcastShapeFn(accepted, /*bool_output=*/true), std::move(eval)));
+  return WithPattern(
+      Exact(FixedArityOp(std::move(name), 2, {}, BroadcastShapeFn(accepted, /*bool_output=*/true),
+                         std::move(eval))),
+      OpPattern::kBroadcast);
 }
 
 OpDef LogicalNotOp() {
@@ -338,8 +344,9 @@ OpDef LogicalNotOp() {
     for (int64_t i = 0; i < out[0].num_elements(); ++i) result[i] = !x[i];
     return absl::OkStatus();
   };
-  return Exact(
-      FixedArityOp("logical_not", 1, {}, SameTypeShapeFn(DTypeClass::kBool), std::move(eval)));
+  return WithPattern(Exact(FixedArityOp("logical_not", 1, {}, SameTypeShapeFn(DTypeClass::kBool),
+                                        std::move(eval))),
+                     OpPattern::kElementwise);
 }
 
 OpDef WhereOp() {
@@ -361,7 +368,8 @@ OpDef WhereOp() {
     });
     return absl::OkStatus();
   };
-  return Exact(FixedArityOp("where", 3, {}, std::move(infer), std::move(eval)));
+  return WithPattern(Exact(FixedArityOp("where", 3, {}, std::move(infer), std::move(eval))),
+                     OpPattern::kBroadcast);
 }
 
 void CastElement(const Tensor& x, int64_t i, Tensor& result) {
@@ -412,8 +420,9 @@ OpDef BitShiftOp() {
     });
     return absl::OkStatus();
   };
-  return Exact(FixedArityOp("bit_shift", 2, {{"direction", AttrType::kString, true}},
-                            std::move(infer), std::move(eval)));
+  return WithPattern(Exact(FixedArityOp("bit_shift", 2, {{"direction", AttrType::kString, true}},
+                                        std::move(infer), std::move(eval))),
+                     OpPattern::kBroadcast);
 }
 
 OpDef CastOp() {
@@ -435,6 +444,7 @@ OpDef CastOp() {
       FixedArityOp("cast", 1, {{"to", AttrType::kString, true}}, std::move(infer), std::move(eval));
   cast.dtype_attrs = {"to"};
   cast.rounding_ulps = 1;  // narrowing to f32 rounds once
+  cast.pattern = OpPattern::kElementwise;
   return cast;
 }
 

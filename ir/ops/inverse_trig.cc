@@ -36,7 +36,9 @@ OpDef FloatUnaryOp(std::string name, Fn fn) {
     }
     return absl::OkStatus();
   };
-  return Composite(FixedArityOp(std::move(name), 1, {}, std::move(infer), std::move(eval)));
+  return WithPattern(
+      Composite(FixedArityOp(std::move(name), 1, {}, std::move(infer), std::move(eval))),
+      OpPattern::kElementwise);
 }
 
 }  // namespace

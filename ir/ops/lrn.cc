@@ -61,12 +61,14 @@ absl::Status LrnEval(const Node& node, absl::Span<const Tensor* const> in, absl:
 }  // namespace
 
 absl::Status RegisterLrnOps(OpRegistry& registry) {
-  return RegisterAll(registry, {Composite(FixedArityOp("lrn", 1,
-                                                       {{"size", AttrType::kInt, true},
-                                                        {"alpha", AttrType::kFloat, false},
-                                                        {"beta", AttrType::kFloat, false},
-                                                        {"bias", AttrType::kFloat, false}},
-                                                       LrnShape, LrnEval))});
+  OpDef lrn = FixedArityOp("lrn", 1,
+                           {{"size", AttrType::kInt, true},
+                            {"alpha", AttrType::kFloat, false},
+                            {"beta", AttrType::kFloat, false},
+                            {"bias", AttrType::kFloat, false}},
+                           LrnShape, LrnEval);
+  // A sum over a window of channels, then applied to each element.
+  return RegisterAll(registry, {WithPattern(Composite(std::move(lrn)), OpPattern::kOpaque)});
 }
 
 }  // namespace loom

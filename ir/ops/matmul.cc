@@ -300,7 +300,7 @@ double DotTermUnits(const BoundContext& context) {
 absl::Status RegisterMatmulOps(OpRegistry& registry) {
   OpDef linear = FixedArityOp("linear", 3, {}, LinearShape, LinearEval);
   linear.min_inputs = 2;
-  linear = Composite(std::move(linear));
+  linear = WithPattern(Composite(std::move(linear)), OpPattern::kContraction);
   OpDef gemm = FixedArityOp("gemm", 3,
                             {{"alpha", AttrType::kFloat, false},
                              {"beta", AttrType::kFloat, false},
@@ -308,13 +308,15 @@ absl::Status RegisterMatmulOps(OpRegistry& registry) {
                              {"trans_b", AttrType::kInt, false}},
                             GemmShape, GemmEval);
   gemm.min_inputs = 2;
-  gemm = Composite(std::move(gemm));
-  return RegisterAll(registry, {
-                                   WithBound(FixedArityOp("matmul", 2, {}, MatmulShape, MatmulEval),
-                                             SumOfProductsBound(DotTermUnits)),
-                                   std::move(linear),
-                                   std::move(gemm),
-                               });
+  gemm = WithPattern(Composite(std::move(gemm)), OpPattern::kContraction);
+  return RegisterAll(
+      registry, {
+                    WithPattern(WithBound(FixedArityOp("matmul", 2, {}, MatmulShape, MatmulEval),
+                                          SumOfProductsBound(DotTermUnits)),
+                                OpPattern::kContraction),
+                    std::move(linear),
+                    std::move(gemm),
+                });
 }
 
 }  // namespace loom

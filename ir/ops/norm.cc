@@ -220,13 +220,19 @@ absl::Status RegisterNormOps(OpRegistry& registry) {
       LayerNormShape, LayerNormEval);
   layer_norm.min_inputs = 1;
   return RegisterAll(
-      registry, {
-                    Composite(std::move(layer_norm)),
-                    Composite(ChannelNormOp("group_norm", /*grouped=*/true)),
-                    Composite(ChannelNormOp("instance_norm", /*grouped=*/false)),
-                    Composite(FixedArityOp("batch_norm", 5, {{"epsilon", AttrType::kFloat, false}},
-                                           BatchNormShape, BatchNormEval)),
-                });
+      registry,
+      {
+          // Statistics over axes, then applied to each element.
+          WithPattern(Composite(std::move(layer_norm)), OpPattern::kOpaque),
+          WithPattern(Composite(ChannelNormOp("group_norm", /*grouped=*/true)), OpPattern::kOpaque),
+          WithPattern(Composite(ChannelNormOp("instance_norm", /*grouped=*/false)),
+                      OpPattern::kOpaque),
+          // Given statistics: a per-channel affine map.
+          WithPattern(
+              Composite(FixedArityOp("batch_norm", 5, {{"epsilon", AttrType::kFloat, false}},
+                                     BatchNormShape, BatchNormEval)),
+              OpPattern::kBroadcast),
+      });
 }
 
 }  // namespace loom

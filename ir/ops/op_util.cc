@@ -17,6 +17,23 @@ OutputTypes OneOutput(DType dtype, Shape shape) {
 
 OutputTypes OneOutput(const TensorType& type) { return OutputTypes(1, type); }
 
+OpDef WithPattern(OpDef def, OpPattern pattern) {
+  def.pattern = pattern;
+  return def;
+}
+
+OpDef View(OpDef def) {
+  def.pattern = OpPattern::kInjective;
+  def.is_view = true;
+  return def;
+}
+
+OpDef Indexed(OpDef def, OpPattern pattern, std::vector<int> indexed_inputs) {
+  def.pattern = pattern;
+  def.indexed_inputs = std::move(indexed_inputs);
+  return def;
+}
+
 OpDef FixedArityOp(std::string name, int num_inputs, std::vector<AttrSpec> attrs, ShapeFn infer,
                    EvalFn eval) {
   OpDef def;

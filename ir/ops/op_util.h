@@ -27,6 +27,13 @@ OutputTypes OneOutput(const TensorType& type);
 // An op with exactly `num_inputs` inputs and one output.
 OpDef FixedArityOp(std::string name, int num_inputs, std::vector<AttrSpec> attrs, ShapeFn infer,
                    EvalFn eval);
+// `def` with its pattern set.
+OpDef WithPattern(OpDef def, OpPattern pattern);
+// `def` as an op whose outputs are views of input 0 (OpDef::is_view).
+OpDef View(OpDef def);
+// `def` as data movement that reads `indexed_inputs` where index values
+// say (OpDef::indexed_inputs), with `pattern`.
+OpDef Indexed(OpDef def, OpPattern pattern, std::vector<int> indexed_inputs);
 // Registers `defs` in order, stopping at the first error.
 absl::Status RegisterAll(OpRegistry& registry, std::vector<OpDef> defs);
 

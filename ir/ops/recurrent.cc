@@ -524,9 +524,11 @@ absl::StatusOr<RecurrentSpec> ParseRecurrent(RecurrentCell cell, const Node& nod
 }
 
 absl::Status RegisterRecurrentOps(OpRegistry& registry) {
-  return RegisterAll(registry, {Composite(RecurrentOp(RecurrentCell::kLstm)),
-                                Composite(RecurrentOp(RecurrentCell::kGru)),
-                                Composite(RecurrentOp(RecurrentCell::kRnn))});
+  std::vector<OpDef> defs = {Composite(RecurrentOp(RecurrentCell::kLstm)),
+                             Composite(RecurrentOp(RecurrentCell::kGru)),
+                             Composite(RecurrentOp(RecurrentCell::kRnn))};
+  for (OpDef& def : defs) def = WithPattern(std::move(def), OpPattern::kOpaque);
+  return RegisterAll(registry, std::move(defs));
 }
 
 }  // namespace loom

@@ -482,21 +482,23 @@ OpDef ReductionOp(std::string name, Reduction kind) {
 }  // namespace
 
 absl::Status RegisterReductionOps(OpRegistry& registry) {
-  return RegisterAll(registry, {
-                                   ReductionOp("reduce_sum", Reduction::kSum),
-                                   ReductionOp("reduce_mean", Reduction::kMean),
-                                   ReductionOp("reduce_max", Reduction::kMax),
-                                   ReductionOp("reduce_min", Reduction::kMin),
-                                   ReductionOp("reduce_prod", Reduction::kProd),
-                                   ReductionOp("reduce_l1", Reduction::kL1),
-                                   ReductionOp("reduce_l2", Reduction::kL2),
-                                   ReductionOp("reduce_log_sum", Reduction::kLogSum),
-                                   ReductionOp("reduce_log_sum_exp", Reduction::kLogSumExp),
-                                   ReductionOp("reduce_sum_square", Reduction::kSumSquare),
-                                   ReductionOp("reduce_var", Reduction::kVar),
-                                   ArgOp("argmax", /*is_max=*/true),
-                                   ArgOp("argmin", /*is_max=*/false),
-                               });
+  std::vector<OpDef> defs = {
+      ReductionOp("reduce_sum", Reduction::kSum),
+      ReductionOp("reduce_mean", Reduction::kMean),
+      ReductionOp("reduce_max", Reduction::kMax),
+      ReductionOp("reduce_min", Reduction::kMin),
+      ReductionOp("reduce_prod", Reduction::kProd),
+      ReductionOp("reduce_l1", Reduction::kL1),
+      ReductionOp("reduce_l2", Reduction::kL2),
+      ReductionOp("reduce_log_sum", Reduction::kLogSum),
+      ReductionOp("reduce_log_sum_exp", Reduction::kLogSumExp),
+      ReductionOp("reduce_sum_square", Reduction::kSumSquare),
+      ReductionOp("reduce_var", Reduction::kVar),
+      ArgOp("argmax", /*is_max=*/true),
+      ArgOp("argmin", /*is_max=*/false),
+  };
+  for (OpDef& def : defs) def = WithPattern(std::move(def), OpPattern::kReduction);
+  return RegisterAll(registry, std::move(defs));
 }
 
 }  // namespace loom

@@ -326,19 +326,22 @@ absl::Status ResizeEval(const Node& node, absl::Span<const Tensor* const> in,
 }  // namespace
 
 absl::Status RegisterResizeOps(OpRegistry& registry) {
-  return RegisterAll(
-      registry,
-      {Composite(FixedArityOp("resize", 1,
-                              {{"mode", AttrType::kString, false},
-                               {"coordinate_transformation_mode", AttrType::kString, false},
-                               {"nearest_mode", AttrType::kString, false},
-                               {"cubic_coeff_a", AttrType::kFloat, false},
-                               {"exclude_outside", AttrType::kInt, false},
-                               {"extrapolation_value", AttrType::kFloat, false},
-                               {"scales", AttrType::kFloats, false},
-                               {"sizes", AttrType::kInts, false},
-                               {"roi", AttrType::kFloats, false}},
-                              ResizeShape, ResizeEval))});
+  return RegisterAll(registry,
+                     // Interpolates between input elements (a copy of one only in mode
+                     // "nearest").
+                     {WithPattern(Composite(FixedArityOp(
+                                      "resize", 1,
+                                      {{"mode", AttrType::kString, false},
+                                       {"coordinate_transformation_mode", AttrType::kString, false},
+                                       {"nearest_mode", AttrType::kString, false},
+                                       {"cubic_coeff_a", AttrType::kFloat, false},
+                                       {"exclude_outside", AttrType::kInt, false},
+                                       {"extrapolation_value", AttrType::kFloat, false},
+                                       {"scales", AttrType::kFloats, false},
+                                       {"sizes", AttrType::kInts, false},
+                                       {"roi", AttrType::kFloats, false}},
+                                      ResizeShape, ResizeEval)),
+                                  OpPattern::kOpaque)});
 }
 
 }  // namespace loom

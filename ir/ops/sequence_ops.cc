@@ -175,11 +175,12 @@ absl::Status RegisterSequenceOps(OpRegistry& registry) {
   top_k.infer = TopKShape;
   top_k.eval = TopKEval;
   return RegisterAll(
-      registry, {Composite(std::move(top_k)),
-                 Composite(FixedArityOp(
-                     "reverse_sequence", 2,
-                     {{"batch_axis", AttrType::kInt, false}, {"time_axis", AttrType::kInt, false}},
-                     ReverseSequenceShape, ReverseSequenceEval))});
+      registry, {WithPattern(Composite(std::move(top_k)), OpPattern::kOpaque),  // sorts
+                 WithPattern(Composite(FixedArityOp("reverse_sequence", 2,
+                                                    {{"batch_axis", AttrType::kInt, false},
+                                                     {"time_axis", AttrType::kInt, false}},
+                                                    ReverseSequenceShape, ReverseSequenceEval)),
+                             OpPattern::kInjective)});
 }
 
 }  // namespace loom

@@ -403,24 +403,25 @@ OpDef ConcatOp() {
 
 absl::Status RegisterShapeOps(OpRegistry& registry) {
   std::vector<OpDef> defs = {
-      FixedArityOp("reshape", 1, {{"shape", AttrType::kInts, true}}, ReshapeShape, CopyAll),
-      FixedArityOp("transpose", 1, {{"perm", AttrType::kInts, false}}, TransposeShape,
-                   TransposeEval),
-      FixedArityOp("squeeze", 1, {{"axes", AttrType::kInts, false}}, SqueezeShape, CopyAll),
-      FixedArityOp("unsqueeze", 1, {{"axes", AttrType::kInts, true}}, UnsqueezeShape, CopyAll),
-      FixedArityOp("expand", 1, {{"shape", AttrType::kInts, true}}, ExpandShape, ExpandEval),
-      ConcatOp(),
-      FixedArityOp("slice", 1,
-                   {{"starts", AttrType::kInts, true},
-                    {"ends", AttrType::kInts, true},
-                    {"axes", AttrType::kInts, false},
-                    {"steps", AttrType::kInts, false}},
-                   SliceShape, SliceEval),
-      FixedArityOp("as_strided", 1,
-                   {{"shape", AttrType::kInts, true},
-                    {"strides", AttrType::kInts, true},
-                    {"offset", AttrType::kInt, false}},
-                   AsStridedShape, AsStridedEval),
+      View(FixedArityOp("reshape", 1, {{"shape", AttrType::kInts, true}}, ReshapeShape, CopyAll)),
+      View(FixedArityOp("transpose", 1, {{"perm", AttrType::kInts, false}}, TransposeShape,
+                        TransposeEval)),
+      View(FixedArityOp("squeeze", 1, {{"axes", AttrType::kInts, false}}, SqueezeShape, CopyAll)),
+      View(
+          FixedArityOp("unsqueeze", 1, {{"axes", AttrType::kInts, true}}, UnsqueezeShape, CopyAll)),
+      View(FixedArityOp("expand", 1, {{"shape", AttrType::kInts, true}}, ExpandShape, ExpandEval)),
+      WithPattern(ConcatOp(), OpPattern::kInjective),
+      View(FixedArityOp("slice", 1,
+                        {{"starts", AttrType::kInts, true},
+                         {"ends", AttrType::kInts, true},
+                         {"axes", AttrType::kInts, false},
+                         {"steps", AttrType::kInts, false}},
+                        SliceShape, SliceEval)),
+      View(FixedArityOp("as_strided", 1,
+                        {{"shape", AttrType::kInts, true},
+                         {"strides", AttrType::kInts, true},
+                         {"offset", AttrType::kInt, false}},
+                        AsStridedShape, AsStridedEval)),
   };
   // Data movement: every result is a copy of an input element.
   for (OpDef& def : defs) def = Exact(std::move(def));

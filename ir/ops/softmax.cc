@@ -66,8 +66,10 @@ absl::Status RegisterSoftmaxOps(OpRegistry& registry) {
   auto op = [](std::string name, bool log) {
     EvalFn eval = [log](const Node& node, absl::Span<const Tensor* const> in,
                         absl::Span<Tensor> out) { return SoftmaxEval(node, *in[0], log, out[0]); };
-    return Composite(FixedArityOp(std::move(name), 1, {{"axis", AttrType::kInt, false}},
-                                  SoftmaxShape, std::move(eval)));
+    // A max and a sum over the axis, then applied to each element.
+    return WithPattern(Composite(FixedArityOp(std::move(name), 1, {{"axis", AttrType::kInt, false}},
+                                              SoftmaxShape, std::move(eval))),
+                       OpPattern::kOpaque);
   };
   return RegisterAll(registry, {op("softmax", false), op("log_softmax", true)});
 }

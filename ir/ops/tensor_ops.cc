@@ -761,6 +761,14 @@ absl::Status CopyAll(const Node&, absl::Span<const Tensor* const> in, absl::Span
   return absl::OkStatus();
 }
 
+// A gather: data movement that reads its data (input 0) where its indices
+// say.
+OpDef Gather(OpDef def) { return Indexed(Exact(std::move(def)), OpPattern::kInjective, {0}); }
+
+// A scatter: every output element searches the indices (input 1) for the
+// updates (input 2) that address it, and replaces or folds them in.
+OpDef Scatter(OpDef def) { return Indexed(Exact(std::move(def)), OpPattern::kOpaque, {1, 2}); }
+
 }  // namespace
 
 absl::Status RegisterTensorOps(OpRegistry& registry) {
@@ -769,35 +777,39 @@ absl::Status RegisterTensorOps(OpRegistry& registry) {
   return RegisterAll(
       registry,
       {
-          Exact(SplitOp()),
-          Exact(FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}}, TileShape, TileEval)),
-          Exact(FixedArityOp("pad", 1,
-                             {{"pads", AttrType::kInts, true},
-                              {"value", AttrType::kFloat, false},
-                              {"mode", AttrType::kString, false}},
-                             PadShape, PadEval)),
-          Exact(FixedArityOp("gather", 2, {{"axis", AttrType::kInt, false}}, GatherShape,
-                             GatherEval)),
-          Exact(FixedArityOp("gather_elements", 2, {{"axis", AttrType::kInt, false}},
-                             GatherElementsShape, GatherElementsEval)),
-          Exact(FixedArityOp(
+          View(Exact(SplitOp())),
+          View(Exact(
+              FixedArityOp("tile", 1, {{"repeats", AttrType::kInts, true}}, TileShape, TileEval))),
+          WithPattern(Exact(FixedArityOp("pad", 1,
+                                         {{"pads", AttrType::kInts, true},
+                                          {"value", AttrType::kFloat, false},
+                                          {"mode", AttrType::kString, false}},
+                                         PadShape, PadEval)),
+                      OpPattern::kInjective),
+          Gather(FixedArityOp("gather", 2, {{"axis", AttrType::kInt, false}}, GatherShape,
+                              GatherEval)),
+          Gather(FixedArityOp("gather_elements", 2, {{"axis", AttrType::kInt, false}},
+                              GatherElementsShape, GatherElementsEval)),
+          Scatter(FixedArityOp(
               "scatter_elements", 3,
               {{"axis", AttrType::kInt, false}, {"reduction", AttrType::kString, false}},
               ScatterElementsShape, ScatterElementsEval)),
-          Exact(FixedArityOp("gather_nd", 2, {{"batch_dims", AttrType::kInt, false}}, GatherNdShape,
-                             GatherNdEval)),
-          Exact(FixedArityOp("scatter_nd", 3, {{"reduction", AttrType::kString, false}},
-                             ScatterNdShape, ScatterNdEval)),
-          WithBound(FixedArityOp("cumsum", 1,
-                                 {{"axis", AttrType::kInt, true},
-                                  {"exclusive", AttrType::kInt, false},
-                                  {"reverse", AttrType::kInt, false}},
-                                 CumsumShape, CumsumEval),
-                    SumOfProductsBound(CumsumTermUnits)),
-          Exact(
-              FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}}, FlattenShape, CopyAll)),
-          Exact(FixedArityOp("dropout", 1, {{"ratio", AttrType::kFloat, false}}, DropoutShape,
-                             CopyAll)),
+          Gather(FixedArityOp("gather_nd", 2, {{"batch_dims", AttrType::kInt, false}},
+                              GatherNdShape, GatherNdEval)),
+          Scatter(FixedArityOp("scatter_nd", 3, {{"reduction", AttrType::kString, false}},
+                               ScatterNdShape, ScatterNdEval)),
+          WithPattern(WithBound(FixedArityOp("cumsum", 1,
+                                             {{"axis", AttrType::kInt, true},
+                                              {"exclusive", AttrType::kInt, false},
+                                              {"reverse", AttrType::kInt, false}},
+                                             CumsumShape, CumsumEval),
+                                SumOfProductsBound(CumsumTermUnits)),
+                      OpPattern::kReduction),
+          View(Exact(FixedArityOp("flatten", 1, {{"axis", AttrType::kInt, false}}, FlattenShape,
+                                  CopyAll))),
+          WithPattern(Exact(FixedArityOp("dropout", 1, {{"ratio", AttrType::kFloat, false}},
+                                         DropoutShape, CopyAll)),
+                      OpPattern::kElementwise),
       });
 }
 
