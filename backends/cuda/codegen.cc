@@ -1,6 +1,7 @@
 #include "backends/cuda/codegen.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
 #include <optional>
@@ -9,7 +10,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backends/common/c_scalar.h"
+#include "backends/common/kernel_plan.h"
 #include "ir/status_macros.h"
 #include "passes/pass.h"
 
@@ -295,18 +296,11 @@ std::string CombineFunctor(ReduceKind kind, DType dtype, UnitNeeds& needs) {
   return name;
 }
 
-// One member of a kernel, as the printer sees it.
-struct Member {
-  const ComputeNode* node = nullptr;
-  int64_t inner_count = 1;   // iterations of its inner pointwise loops
-  int64_t reduce_count = 1;  // iterations of its reduction loops
-  std::vector<bool> live;    // body steps the root depends on
-  // Variable i becomes replace[i]: extent-1 loops are dropped (their
-  // variable is 0), so no code is printed for them.
-  std::vector<Expr> replace;
+// One member of a kernel, as the printer sees it: its plan (dead steps
+// and extent-1 loops dropped, so no code is printed for them) and the
+// memory it touches.
+struct Member : kplan::MemberPlan {
   std::vector<Region> reads, writes;
-  bool scalar() const { return inner_count == 1; }
-  bool reduces() const { return node->reduce != ReduceKind::kNone; }
 };
 
 // An internal buffer of more than one element per outer iteration, kept in
@@ -412,15 +406,14 @@ class KernelPrinter {
   // Printing state.
   std::vector<std::string> var_names_;
   std::vector<bool> used_;  // variables the printed code uses
-  absl::flat_hash_map<std::pair<BufferId, int64_t>, int> param_of_;
-  std::vector<BufferRef> args_;
-  std::vector<std::string> params_;
+  kplan::ParamTable params_;
+  std::vector<std::string> param_decls_;
   std::string body_;
   std::set<std::string> scratch_;  // block-reduction scratch declarations
   // Values of internal register buffers, and values stored earlier in this
   // outer iteration by members without inner loops, by (buffer, index).
   absl::flat_hash_map<BufferId, std::string> register_values_;
-  absl::flat_hash_map<std::pair<BufferId, Expr>, std::string> forwarded_;
+  kplan::ForwardedStores<std::string> forwarded_;
   std::vector<Region> pending_reads_, pending_writes_;
   int step_base_ = 0;
 };
@@ -457,8 +450,9 @@ absl::Status KernelPrinter::Analyze(const Kernel& kernel) {
     return absl::InternalError(
         absl::StrCat("kernel ", kernel.name, " has ", outer_, " outer loops"));
   }
-  outer_extents_.assign(first.ranges.begin(), first.ranges.begin() + outer_);
-  outer_total_ = Product(outer_extents_);
+  kplan::KernelPlan plan = kplan::PlanKernel(program_, kernel, outer_, /*drop_dead_code=*/true);
+  outer_extents_ = std::move(plan.outer);
+  outer_total_ = plan.outer_total;
   for (BufferId b : kernel.internal) register_[b] = -1;
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
@@ -469,19 +463,7 @@ absl::Status KernelPrinter::Analyze(const Kernel& kernel) {
                                               " outer loops"));
     }
     Member member;
-    member.node = &node;
-    member.inner_count = Product(node.ranges, outer_);
-    member.reduce_count = Product(node.reduction_ranges);
-    const std::vector<int64_t> all = node.AllRanges();
-    for (size_t v = 0; v < all.size(); ++v) {
-      member.replace.push_back(all[v] == 1 ? ctx_.Const(0) : ctx_.Var(static_cast<int>(v)));
-    }
-    member.live.assign(node.body.size(), false);
-    if (node.root >= 0) member.live[node.root] = true;
-    for (int i = static_cast<int>(node.body.size()) - 1; i >= 0; --i) {
-      if (!member.live[i]) continue;
-      for (int arg : node.body[i].args) member.live[arg] = true;
-    }
+    static_cast<kplan::MemberPlan&>(member) = std::move(plan.members[m]);
     auto internal = register_.find(node.output);
     if (shared_.contains(node.output)) {
       // A later writer of an internal buffer in shared memory.
@@ -626,27 +608,18 @@ absl::StatusOr<Expr> KernelPrinter::LocalIndex(const SharedArray& array, Expr in
 // moves into the argument the launch passes, so kernels that differ only in
 // where their data lives print identically.
 std::string KernelPrinter::Param(BufferId buffer, Expr index, std::string* rest_text) {
-  int64_t offset = 0;
-  if (index->is_const()) {
-    offset = index->value();
-  } else if (index->kind() == ExprKind::kAdd && index->operands().back()->is_const()) {
-    offset = index->operands().back()->value();
-  }
-  const Expr rest = offset == 0 ? index : ctx_.Sub(index, ctx_.Const(offset));
-  *rest_text = Index(rest);
-  auto [it, added] =
-      param_of_.emplace(std::make_pair(buffer, offset), static_cast<int>(args_.size()));
-  if (added) {
-    args_.push_back(BufferRef{buffer, offset});
+  // Read-only data that nothing in the kernel writes may go through the
+  // read-only cache; anything the kernel writes must not.
+  const bool written = stored_.contains(buffer) || buffer == program_.index_errors;
+  const kplan::ParamTable::Use param = params_.Add(buffer, index, written);
+  *rest_text = Index(params_.Rest(ctx_, param.id, index));
+  if (param.added) {
     const char* type = CType(program_.buffers[buffer].dtype);
-    // Read-only data that nothing in the kernel writes may go through the
-    // read-only cache; anything the kernel writes must not.
-    const bool written = stored_.contains(buffer) || buffer == program_.index_errors;
     const bool read_only = !written && !AnyOverlap({RegionOf(buffer)}, kernel_writes_);
-    params_.push_back(absl::StrCat(written ? "" : "const ", type,
-                                   read_only ? "* __restrict__ p" : "* p", it->second));
+    param_decls_.push_back(absl::StrCat(written ? "" : "const ", type,
+                                        read_only ? "* __restrict__ p" : "* p", param.id));
   }
-  return absl::StrCat("p", it->second);
+  return absl::StrCat("p", param.id);
 }
 
 // The lvalue of element `index` (over the member's variables) of `buffer`.
@@ -682,8 +655,7 @@ std::string KernelPrinter::PrintStep(const Member& member, int i) {
       }
       const Expr index = Substituted(member, op.index);
       if (op.args.empty()) {
-        auto stored = forwarded_.find(std::make_pair(op.buffer, index));
-        if (stored != forwarded_.end()) return stored->second;
+        if (const std::string* stored = forwarded_.Find(op.buffer, index)) return *stored;
         return Access(op.buffer, index);
       }
       // Indirect: the affine part plus stride * an earlier step. The
@@ -715,7 +687,7 @@ std::string KernelPrinter::PrintStep(const Member& member, int i) {
 
 void KernelPrinter::PrintSteps(const Member& member, int depth) {
   for (int i = 0; i < static_cast<int>(member.node->body.size()); ++i) {
-    if (!member.live[i]) continue;
+    if (!member.live_step(i)) continue;
     Line(depth, absl::StrCat("const ", CType(member.node->body[i].dtype), " ", Temp(i), " = ",
                              PrintStep(member, i), ";"));
   }
@@ -883,13 +855,7 @@ void KernelPrinter::PrintReduction(const Member& member, int m, int depth, bool 
 void KernelPrinter::PrintStore(const Member& member, const std::string& value, int depth) {
   const ComputeNode& node = *member.node;
   const Expr index = Substituted(member, node.store_index);
-  for (auto it = forwarded_.begin(); it != forwarded_.end();) {
-    if (it->first.first == node.output) {
-      forwarded_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
+  forwarded_.Forget(node.output);
   if (IsRegister(node.output)) {
     register_values_[node.output] = value;
     return;
@@ -901,7 +867,7 @@ void KernelPrinter::PrintStore(const Member& member, const std::string& value, i
   const bool one_thread = member.scalar() && team_size_ > 1;
   if (one_thread && AnyOverlap(member.reads, member.writes)) Barrier(depth);
   Line(depth, absl::StrCat(one_thread ? "if (lane == 0) " : "", target, " = ", value, ";"));
-  if (member.scalar()) forwarded_[std::make_pair(node.output, index)] = value;
+  if (member.scalar()) forwarded_.Record(node.output, index, value);
 }
 
 void KernelPrinter::PrintMember(int m) {
@@ -1004,8 +970,8 @@ absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(const Kernel& kernel
   Line(1, "}");
 
   Printed printed;
-  printed.text = absl::StrCat("(", absl::StrJoin(params_, ", "), ") {\n", body_, "}\n");
-  printed.args = std::move(args_);
+  printed.text = absl::StrCat("(", absl::StrJoin(param_decls_, ", "), ") {\n", body_, "}\n");
+  printed.args = params_.TakeArgs();
   printed.shape.blocks =
       std::max<int64_t>(1, (outer_total_ + teams_per_block - 1) / teams_per_block);
   printed.shape.threads = threads_;
@@ -1037,14 +1003,6 @@ class CodegenCudaPass : public Pass {
  private:
   proto::CudaOptions options_;
 };
-
-// The gemm call of `kernel`, when it is one (a lone ExternOp::kGemm node).
-std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel) {
-  if (kernel.nodes.size() != 1) return std::nullopt;
-  const ComputeNode& node = program.nodes[kernel.nodes[0]];
-  if (node.extern_op != ExternOp::kGemm) return std::nullopt;
-  return MatchGemm(node);
-}
 
 LOOM_REGISTER_PASS("codegen-cuda", "cuda", [](const proto::PassSpec& spec) {
   const int block = spec.cuda().block_size();
@@ -1134,36 +1092,35 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
                                          const proto::CudaOptions& options) {
   GeneratedSource source;
   source.language = "cuda";
-  // Each distinct function is kept once, as a key of this map (whose nodes
-  // do not move), and written out at the end with the names of the first
-  // kernel that has it.
-  absl::node_hash_map<std::string, int> function_of_text;
-  std::vector<std::string> texts;
+  // Each distinct function is kept once, written out at the end with the
+  // names of the first kernel that has it.
+  // The key of a kernel is its launch shape and text without comments.
+  kplan::FunctionTable functions(/*share_equal_bodies=*/false);
+  kplan::KernelKey key;
   std::vector<LaunchShape> shapes;
   UnitNeeds needs;
   LaunchTable& launches = source.launches;
   launches.function.reserve(schedule.kernels.size());
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
   for (const Kernel& kernel : schedule.kernels) {
-    if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
-      launches.function.push_back(LaunchTable::GemmFunction(launches.gemms.size()));
+    if (std::optional<Gemm> gemm = kplan::KernelGemm(program, kernel)) {
+      kplan::AppendLaunch(launches, LaunchTable::GemmFunction(launches.gemms.size()), {});
       launches.gemms.push_back(*std::move(gemm));
-      launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
       continue;
     }
     LOOM_ASSIGN_OR_RETURN(KernelPrinter::Printed printed,
                           KernelPrinter(program, schedule, options, needs).Print(kernel));
-    const std::string key =
-        absl::StrCat(printed.shape.blocks, " ", printed.shape.threads, " ",
-                     printed.shape.shared_bytes, "\n", WithoutCommentLines(printed.text));
-    auto [it, added] = function_of_text.emplace(key, static_cast<int>(function_of_text.size()));
-    if (added) {
-      texts.push_back(std::move(printed.text));
+    key.Clear();
+    key.Append(printed.shape.blocks);
+    key.Append(printed.shape.threads);
+    key.Append(printed.shape.shared_bytes);
+    key.AppendBytes(WithoutCommentLines(printed.text));
+    int function = functions.Find(key.bytes());
+    if (function < 0) {
+      function = functions.Add(key.bytes(), std::move(printed.text));
       shapes.push_back(printed.shape);
     }
-    launches.function.push_back(it->second);
-    launches.args.insert(launches.args.end(), printed.args.begin(), printed.args.end());
-    launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
+    kplan::AppendLaunch(launches, function, printed.args);
   }
   std::string& text = source.text;
   text = kPrelude;
@@ -1179,6 +1136,7 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
   for (const auto& [name, definition] : needs.combines) {
     absl::StrAppend(&text, definition);
   }
+  const std::deque<std::string>& texts = functions.bodies();
   for (size_t f = 0; f < texts.size(); ++f) {
     const std::string name = absl::StrCat("loom_f", f);
     source.functions.push_back(name);
