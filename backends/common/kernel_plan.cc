@@ -14,8 +14,7 @@ int64_t ConstantTerm(Expr index) {
 
 ParamTable::Use ParamTable::Add(BufferId buffer, Expr index, bool written) {
   const int64_t offset = ConstantTerm(index);
-  auto [it, added] =
-      id_of_.emplace(std::make_pair(buffer, offset), static_cast<int>(args_.size()));
+  auto [it, added] = id_of_.emplace(std::make_pair(buffer, offset), static_cast<int>(args_.size()));
   if (added) {
     args_.push_back(BufferRef{buffer, offset});
     written_.push_back(written);

@@ -45,8 +45,8 @@ std::string KernelPrinter::RefText(const ComputeNode& node, const Ref& ref) {
     case Ref::Kind::kParam:
       return absl::StrCat("p", ref.id, "[", ToCpp(planner_.ParamIndex(ref), var_names_), "]");
     case Ref::Kind::kLocal:
-      return absl::StrCat("l", ref.id, "[", ToCpp(planner_.LocalOffset(node, ref.index, ref.id), var_names_),
-                          "]");
+      return absl::StrCat("l", ref.id, "[",
+                          ToCpp(planner_.LocalOffset(node, ref.index, ref.id), var_names_), "]");
     case Ref::Kind::kTemp:
       return absl::StrCat("t", ref.id);
     case Ref::Kind::kAcc:
@@ -76,7 +76,8 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
       return ToCpp(op.index, var_names_);
     case ScalarOp::Kind::kCheckIndex:
       return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site,
-                                     absl::StrCat("p", plan_.load_refs[step_base_ + i].id), helpers_);
+                                     absl::StrCat("p", plan_.load_refs[step_base_ + i].id),
+                                     helpers_);
     case ScalarOp::Kind::kConst:
       return cscalar::Literal(op.constant, op.dtype);
     case ScalarOp::Kind::kCast:
@@ -129,8 +130,8 @@ void KernelPrinter::PrintStreamingLoop(const ComputeNode& node, int member, int 
   const Ref& store = plan_.members[member].store;
   std::vector<std::string> names = var_names_;
   names[inner] = run;
-  Line(depth + 1, absl::StrCat("loom_stream16(&p", store.id, "[", ToCpp(planner_.ParamIndex(store), names),
-                               "], loom_lanes);"));
+  Line(depth + 1, absl::StrCat("loom_stream16(&p", store.id, "[",
+                               ToCpp(planner_.ParamIndex(store), names), "], loom_lanes);"));
   Line(depth, "}");
 }
 
@@ -159,7 +160,8 @@ void KernelPrinter::PrintMember(const ComputeNode& node, int member, int depth) 
     step_base_ += static_cast<int>(node.body.size());
     return;
   }
-  std::vector<std::string> pragmas = LoopPragmas(inner_loops, /*vector=*/false, plan_.Splits(member), "");
+  std::vector<std::string> pragmas =
+      LoopPragmas(inner_loops, /*vector=*/false, plan_.Splits(member), "");
   if (node.reduce == ReduceKind::kNone && !pragmas.empty() && pragmas.back().empty()) {
     // Inside a function OpenMP outlines, the parameters' restrict is lost:
     // GCC would need a run-time overlap check to vectorise, and at -O2 it

@@ -63,9 +63,6 @@ constexpr char kSplitBatch[] =
     "const int loom_threads = omp_get_max_threads();\n"
     "  const int loom_split = %d %% loom_threads == 0 || %d >= 4 * loom_threads;\n";
 
-
-
-
 std::string OperandText(const ConvOperand& operand) {
   return absl::StrCat("{{", absl::StrJoin(operand.dims, ", "), "}, {",
                       absl::StrJoin(operand.strides, ", "), "}}");

@@ -61,7 +61,6 @@ int64_t InnerStride(Expr index, int inner) {
   return -1;
 }
 
-
 // Below this many outer iterations a kernel may split its members' loops
 // over the threads (more threads than that are rare).
 constexpr int64_t kSplitBelowOuter = 64;
@@ -155,8 +154,8 @@ void CppPlanner::PlanVectors(const Kernel& kernel) {
     member.vector_extreme = VectorizesExtreme(node, static_cast<int>(m));
     member.matvec = MatchMatVec(node, static_cast<int>(m), alone);
     if (node.reduce == ReduceKind::kVar) member.welford_chains = WelfordChains(node, m);
-    plan_.vectorizes |= member.vectorizes || member.vector_extreme || member.matvec ||
-                        member.welford_chains > 0;
+    plan_.vectorizes |=
+        member.vectorizes || member.vector_extreme || member.matvec || member.welford_chains > 0;
   }
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     plan_.members[m].sum_in_vector_loop = SumsWhatTheVectorLoopStored(kernel, m);
@@ -168,8 +167,8 @@ void CppPlanner::PlanVectors(const Kernel& kernel) {
   // Shared by the threads from 2^18 multiply-adds (some 6 us on one
   // thread): the BiLSTM's 512 x 128 products ran in 0.44-0.76 ms shared
   // (a parallel region each), 0.59-0.60 ms one by one.
-  plan_.alone_matvec_shared = plan_.alone_matvec && options_.openmp() &&
-                              NumElements(first.AllRanges()) >= (1 << 18);
+  plan_.alone_matvec_shared =
+      plan_.alone_matvec && options_.openmp() && NumElements(first.AllRanges()) >= (1 << 18);
   if (!plan_.alone_matvec && plan_.may_split) RunsAsTeam(kernel);
   // The outer loops run in parallel (OpenMP) when there is enough work.
   int64_t work = 0;
@@ -312,7 +311,8 @@ Expr CppPlanner::ParamIndex(const Ref& ref) const {
 }
 
 Expr CppPlanner::LocalOffset(const ComputeNode& node, Expr index, int member) {
-  const int64_t length = plan_.members[member].local_length * (plan_.team ? NumElements(plan_.outer) : 1);
+  const int64_t length =
+      plan_.members[member].local_length * (plan_.team ? NumElements(plan_.outer) : 1);
   std::vector<int64_t> ranges = node.AllRanges();
   auto [it, added] = local_offsets_.try_emplace(std::make_tuple(index, length, ranges));
   if (added) it->second = ctx_.Simplify(ctx_.Mod(index, length), ranges);
@@ -329,8 +329,8 @@ bool CppPlanner::Streams(const ComputeNode& node, size_t m) const {
                                 ? int64_t{64} << 20
                                 : options_.streaming_store_min_bytes();
   const Buffer& output = program_.buffers[node.output];
-  return !plan_.members[m].internal && min_bytes > 0 && options_.simd() != proto::CppOptions::SCALAR &&
-         node.reduce == ReduceKind::kNone &&
+  return !plan_.members[m].internal && min_bytes > 0 &&
+         options_.simd() != proto::CppOptions::SCALAR && node.reduce == ReduceKind::kNone &&
          node.ranges.size() > static_cast<size_t>(plan_.outer_loops) && !plan_.Splits(m) &&
          output.dtype == DType::kF32 && NumBytes(output.dtype, output.sizes) >= min_bytes &&
          node.ranges.back() % kStreamLanes == 0 &&
@@ -421,8 +421,7 @@ bool CppPlanner::VectorizesExtreme(const ComputeNode& node, int member) {
          !plan_.Splits(member) && VectorSteps(node, exp) && VectorLoads(node, member);
 }
 
-std::optional<std::vector<int64_t>> CppPlanner::AffineRef(const ComputeNode& node,
-                                                             const Ref& ref) {
+std::optional<std::vector<int64_t>> CppPlanner::AffineRef(const ComputeNode& node, const Ref& ref) {
   if (ref.kind != Ref::Kind::kParam && ref.kind != Ref::Kind::kLocal) return std::nullopt;
   const Expr index =
       ref.kind == Ref::Kind::kLocal ? LocalOffset(node, ref.index, ref.id) : ParamIndex(ref);
@@ -432,8 +431,7 @@ std::optional<std::vector<int64_t>> CppPlanner::AffineRef(const ComputeNode& nod
   return coefficients;
 }
 
-std::optional<MatVec> CppPlanner::MatchMatVec(const ComputeNode& node, int member,
-                                                                bool alone) {
+std::optional<MatVec> CppPlanner::MatchMatVec(const ComputeNode& node, int member, bool alone) {
   const size_t inner_loops = node.ranges.size() - plan_.outer_loops;
   if (options_.simd() == proto::CppOptions::SCALAR || node.reduce != ReduceKind::kSum ||
       node.reduction_ranges.size() != 1 || node.reduction_ranges[0] % kVectorLanes != 0 ||
@@ -481,7 +479,8 @@ int CppPlanner::WelfordChains(const ComputeNode& node, int member) {
 }
 
 bool CppPlanner::RunsAsTeam(const Kernel& kernel) {
-  if (!options_.openmp() || plan_.outer.size() > 1 || NumElements(plan_.outer) > kTeamRows) return false;
+  if (!options_.openmp() || plan_.outer.size() > 1 || NumElements(plan_.outer) > kTeamRows)
+    return false;
   bool shares_a_product = false;
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
@@ -506,9 +505,8 @@ bool CppPlanner::RunsAsTeam(const Kernel& kernel) {
   return plan_.team;
 }
 
-std::optional<TeamStrides> CppPlanner::TeamMatVecStrides(const ComputeNode& node,
-                                                                           int member,
-                                                                           const MatVec& matvec) {
+std::optional<TeamStrides> CppPlanner::TeamMatVecStrides(const ComputeNode& node, int member,
+                                                         const MatVec& matvec) {
   const int base = plan_.members[member].first_step;
   const std::optional<std::vector<int64_t>> vector =
       AffineRef(node, plan_.load_refs[base + matvec.vector_step]);
@@ -586,7 +584,8 @@ std::string KernelThreads(const CppKernelPlan& plan) {
   }
   if (plan.team) return absl::StrCat("a team over ", NumElements(plan.outer), " outer iterations");
   const char* outer = plan.parallel_outer ? "outer loops" : "nothing";
-  if (plan.may_split) return absl::StrCat("members' loops if more threads than outer, else ", outer);
+  if (plan.may_split)
+    return absl::StrCat("members' loops if more threads than outer, else ", outer);
   return outer;
 }
 

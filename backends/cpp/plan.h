@@ -91,10 +91,10 @@ struct CppMemberPlan {
   bool sum_in_vector_loop = false;  // summed by the previous member's vector loop
   std::optional<MatVec> matvec;
   std::optional<TeamStrides> team_strides;  // in a team, for a product
-  int welford_chains = 0;  // vector chains of a variance, 0 for lane arrays
-  int first_step = 0;      // its first step among the kernel's
-  int64_t local_length = 0;  // its slice of one outer iteration
-  Ref store;                 // kParam or kLocal, or kNone: kept in a variable
+  int welford_chains = 0;                   // vector chains of a variance, 0 for lane arrays
+  int first_step = 0;                       // its first step among the kernel's
+  int64_t local_length = 0;                 // its slice of one outer iteration
+  Ref store;                                // kParam or kLocal, or kNone: kept in a variable
   // Later members' stores along its vector loop, which it prefetches.
   std::vector<Ref> stores_alongside;
 };
@@ -106,14 +106,14 @@ struct CppKernelPlan {
   // each: when there are more threads than outer iterations (`loom_split`
   // at run time), the members' own loops run in parallel instead of the
   // outer ones: a reduction in two levels, per thread and then combined.
-  bool few_outer = false;   // the outer iterations may be fewer than threads
-  bool may_split = false;   // and a member splits
-  bool streams = false;     // a member uses streaming stores
-  bool vectorizes = false;  // a member runs in explicit vectors
-  bool alone_matvec = false;  // one product, its rows outermost
+  bool few_outer = false;            // the outer iterations may be fewer than threads
+  bool may_split = false;            // and a member splits
+  bool streams = false;              // a member uses streaming stores
+  bool vectorizes = false;           // a member runs in explicit vectors
+  bool alone_matvec = false;         // one product, its rows outermost
   bool alone_matvec_shared = false;  // and its blocks of rows shared by the threads
   bool parallel_outer = false;       // the threads may share the outer loops
-  bool team = false;          // runs as a team (KernelPrinter::PrintTeam)
+  bool team = false;                 // runs as a team (KernelPrinter::PrintTeam)
   kplan::ParamTable params;
   std::vector<Ref> load_refs;  // by step (StepRef)
   std::vector<int> locals;     // members writing a local array

@@ -87,7 +87,6 @@ extern "C" void cblas_dgemm(int order, int trans_a, int trans_b, int m, int n, i
                             double beta, double* c, int ldc);
 )";
 
-
 namespace {
 
 // Matrix-vector products of a few vectors with the same matrix, each row
@@ -176,7 +175,6 @@ static __attribute__((noinline)) void loom_matvecs(const float* v, int64_t vs, c
   }
 }
 )";
-
 
 // Explicit vectors for pointwise loops that compute an f32 exponential
 // (VectorizesExp): GCC vectorises the branch-free scalar loom_expf, but

@@ -1,5 +1,3 @@
-#include "backends/cpp/kernel_printer.h"
-
 #include <cmath>
 #include <string>
 #include <utility>
@@ -8,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpp/kernel_printer.h"
 
 namespace loom::cpp {
 
@@ -92,8 +91,8 @@ void KernelPrinter::PrintReduction(const ComputeNode& node, int member, int dept
     if (is_float) Line(depth, absl::StrCat("int ", arg, " = 0;"));
   }
   // Split over the threads only when no inner loop already is.
-  const bool split =
-      !clauses.empty() && plan_.Splits(member) && node.ranges.size() == static_cast<size_t>(plan_.outer_loops);
+  const bool split = !clauses.empty() && plan_.Splits(member) &&
+                     node.ranges.size() == static_cast<size_t>(plan_.outer_loops);
   depth = OpenLoops(ranges, node.ranges.size(), depth,
                     LoopPragmas(node.reduction_ranges.size(), !clauses.empty(), split, clauses));
   PrintBody(node, depth);

@@ -1,5 +1,3 @@
-#include "backends/cpp/kernel_printer.h"
-
 #include <cmath>
 #include <string>
 #include <utility>
@@ -8,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpp/kernel_printer.h"
 
 namespace loom::cpp {
 
@@ -50,8 +49,8 @@ void KernelPrinter::PrintPrefetches(const ComputeNode& node, int member, int dep
     for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
       const Ref& load = plan_.load_refs[step_base_ + i];
       if (load.kind != Ref::Kind::kParam || planner_.RefStride(node, load) != 1) continue;
-      Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[", ToCpp(planner_.ParamIndex(load), next),
-                               "]);"));
+      Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[",
+                               ToCpp(planner_.ParamIndex(load), next), "]);"));
     }
   }
   for (const Ref& store : plan_.members[member].stores_alongside) {
@@ -68,7 +67,7 @@ std::string KernelPrinter::PrintVectorStep(const ComputeNode& node, int i) {
     const Ref& ref = plan_.load_refs[step_base_ + i];
     const std::string place = RefText(node, ref);
     return planner_.RefStride(node, ref) == 1 ? absl::StrCat("loom_load16(&", place, ")")
-                                     : absl::StrCat("loom_splat16(", place, ")");
+                                              : absl::StrCat("loom_splat16(", place, ")");
   }
   const std::string a = Temp(op.args[0]);
   switch (op.fn) {
@@ -105,8 +104,8 @@ std::string KernelPrinter::MatVecCall(const ComputeNode& node, int member, const
   const std::string call = absl::StrCat(
       "loom_matvec<", node.reduction_ranges[0], ">(&",
       RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", &",
-      RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ", matvec.leading, ", ", rows,
-      ", &", RefText(node, plan_.members[member].store), ", ", matvec.out_stride, ");");
+      RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ", matvec.leading, ", ",
+      rows, ", &", RefText(node, plan_.members[member].store), ", ", matvec.out_stride, ");");
   var_names_ = names;
   return call;
 }
@@ -159,12 +158,12 @@ void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const M
   Line(2, "#pragma omp for");
   Line(2, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block,
                           node.ranges.back(), block, kDotRows));
-  Line(3, absl::StrCat("loom_matvecs<", node.reduction_ranges[0], ", ", NumElements(plan_.outer), ">(&",
-                       RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ",
-                       strides.vector, ", &",
-                       RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
-                       matvec.leading, ", ", kDotRows, ", &", RefText(node, plan_.members[member].store),
-                       ", ", matvec.out_stride, ", ", strides.out, ");"));
+  Line(3, absl::StrCat(
+              "loom_matvecs<", node.reduction_ranges[0], ", ", NumElements(plan_.outer), ">(&",
+              RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ", strides.vector,
+              ", &", RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
+              matvec.leading, ", ", kDotRows, ", &", RefText(node, plan_.members[member].store),
+              ", ", matvec.out_stride, ", ", strides.out, ");"));
   Line(2, "}");
   for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
 }
