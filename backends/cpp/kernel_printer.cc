@@ -43,20 +43,13 @@ std::vector<std::string> LoopPragmas(size_t count, bool vector, bool split,
 std::string KernelPrinter::RefText(const ComputeNode& node, const Ref& ref) {
   switch (ref.kind) {
     case Ref::Kind::kParam:
-      return absl::StrCat("p", ref.id, "[", ToCpp(planner_.ParamIndex(ref), var_names_), "]");
+      return absl::StrCat(RefName(ref), "[", ToCpp(planner_.ParamIndex(ref), var_names_), "]");
     case Ref::Kind::kLocal:
-      return absl::StrCat("l", ref.id, "[",
+      return absl::StrCat(RefName(ref), "[",
                           ToCpp(planner_.LocalOffset(node, ref.index, ref.id), var_names_), "]");
-    case Ref::Kind::kTemp:
-      return absl::StrCat("t", ref.id);
-    case Ref::Kind::kAcc:
-      return absl::StrCat("acc", ref.id);
-    case Ref::Kind::kArg:
-      return absl::StrCat("arg", ref.id);
-    case Ref::Kind::kNone:
-      break;
+    default:
+      return RefName(ref);
   }
-  return "";
 }
 
 std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
@@ -78,19 +71,10 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
       return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site,
                                      absl::StrCat("p", plan_.load_refs[step_base_ + i].id),
                                      helpers_);
-    case ScalarOp::Kind::kConst:
-      return cscalar::Literal(op.constant, op.dtype);
-    case ScalarOp::Kind::kCast:
-      return cscalar::CastExpr(node.body[op.args[0]].dtype, op.dtype, Temp(op.args[0]));
-    case ScalarOp::Kind::kCall: {
-      std::vector<std::string> args;
-      for (int arg : op.args) args.push_back(Temp(arg));
-      const DType operand_type = node.body[op.args.back()].dtype;
-      return cscalar::CallExpr(op.fn, op.dtype, operand_type, args, helpers_,
-                               cscalar::FloatExp::kPolynomial, &libm_calls_);
-    }
+    default:
+      return cscalar::ValueStepExpr(node, i, step_base_, helpers_, cscalar::FloatExp::kPolynomial,
+                                    &libm_calls_);
   }
-  return "0";
 }
 
 int KernelPrinter::OpenLoops(const std::vector<int64_t>& extents, size_t first, int depth,

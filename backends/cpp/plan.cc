@@ -82,6 +82,12 @@ int64_t Product(const std::vector<int64_t>& extents, size_t first, size_t last) 
   return NumElements(absl::MakeConstSpan(extents).subspan(first, last - first));
 }
 
+std::string RefName(const Ref& ref) {
+  static constexpr const char* kPrefix[] = {"", "p", "l", "t", "acc", "arg"};
+  if (ref.kind == Ref::Kind::kNone) return "";
+  return absl::StrCat(kPrefix[static_cast<int>(ref.kind)], ref.id);
+}
+
 std::string ParallelFor(size_t loops, absl::string_view condition) {
   return absl::StrCat("#pragma omp parallel for",
                       loops > 1 ? absl::StrCat(" collapse(", loops, ")") : "", condition);
@@ -533,22 +539,10 @@ std::string Extents(const std::vector<int64_t>& extents) {
   return absl::StrCat("[", absl::StrJoin(extents, ", "), "]");
 }
 
-std::string RefName(const Ref& ref) {
-  switch (ref.kind) {
-    case Ref::Kind::kParam:
-      return absl::StrCat("p", ref.id);
-    case Ref::Kind::kLocal:
-      return absl::StrCat("local array l", ref.id);
-    case Ref::Kind::kTemp:
-      return absl::StrCat("t", ref.id);
-    case Ref::Kind::kAcc:
-      return absl::StrCat("acc", ref.id);
-    case Ref::Kind::kArg:
-      return absl::StrCat("arg", ref.id);
-    case Ref::Kind::kNone:
-      break;
-  }
-  return "a variable";
+// Where a store goes, in words.
+std::string StoreText(const Ref& ref) {
+  if (ref.kind == Ref::Kind::kNone) return "a variable";
+  return absl::StrCat(ref.kind == Ref::Kind::kLocal ? "local array " : "", RefName(ref));
 }
 
 // How member m runs, as the printer will print it.
@@ -604,7 +598,7 @@ std::string CppKernelPlan::ToString(const LoopProgram& program, const Kernel& ke
     const ComputeNode& node = program.nodes[kernel.nodes[m]];
     absl::StrAppend(&text, "  member ", m, " ", node.name, ": ",
                     node.reduce == ReduceKind::kNone ? "pointwise" : ReduceKindName(node.reduce),
-                    " over ", Extents(node.AllRanges()), ", stores ", RefName(members[m].store),
+                    " over ", Extents(node.AllRanges()), ", stores ", StoreText(members[m].store),
                     "\n    runs: ", MemberRuns(*this, m), "\n");
   }
   return text;

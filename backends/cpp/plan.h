@@ -63,6 +63,10 @@ struct Ref {
   Expr index = nullptr;
 };
 
+// The variable or array `ref` names: p<id>, l<id>, t<id>, acc<id> or
+// arg<id>; empty for kNone.
+std::string RefName(const Ref& ref);
+
 // A member that is a matrix-vector product: sums over one innermost loop
 // of a vector's products with a matrix's rows (two unit-stride loads,
 // affine in the rows), printed as a call of loom_matvec.

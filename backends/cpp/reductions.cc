@@ -48,6 +48,18 @@ std::string ReductionPosition(const ComputeNode& node) {
   return position;
 }
 
+// The variables of a Welford member (KernelPrinter::PrintWelford): the C
+// type of its values, its running mean, M2 and count, and its variance.
+struct WelfordVars {
+  const char* type;
+  std::string mean, m2, count, acc;
+};
+
+WelfordVars WelfordVarsOf(const LoopProgram& program, const ComputeNode& node, int member) {
+  return {CType(program.buffers[node.output].dtype), absl::StrCat("wmean", member),
+          absl::StrCat("wm2", member), absl::StrCat("wn", member), absl::StrCat("acc", member)};
+}
+
 }  // namespace
 
 // A member's reduction loops and body; `result` becomes the folded value.
@@ -116,9 +128,7 @@ void KernelPrinter::PrintRunningUpdate(const char* type, const std::string& mean
 }
 
 void KernelPrinter::PrintWelfordChains(const ComputeNode& node, int member, int depth, int chains) {
-  const std::string mean = absl::StrCat("wmean", member);
-  const std::string m2 = absl::StrCat("wm2", member);
-  const std::string count = absl::StrCat("wn", member);
+  const auto [t, mean, m2, count, acc] = WelfordVarsOf(program_, node, member);
   const int inner = static_cast<int>(node.ranges.size() + node.reduction_ranges.size()) - 1;
   const std::string value = Temp(node.root);
   Line(depth, absl::StrCat("const loom_f32v16 ", count, "_rv = loom_splat16(", count, "_r);"));
@@ -139,11 +149,7 @@ void KernelPrinter::PrintWelfordChains(const ComputeNode& node, int member, int 
 }
 
 void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth) {
-  const char* t = CType(program_.buffers[node.output].dtype);
-  const std::string mean = absl::StrCat("wmean", member);
-  const std::string m2 = absl::StrCat("wm2", member);
-  const std::string count = absl::StrCat("wn", member);
-  const std::string acc = absl::StrCat("acc", member);
+  const auto [t, mean, m2, count, acc] = WelfordVarsOf(program_, node, member);
   const std::vector<int64_t> ranges = node.AllRanges();
   const int64_t inner_extent = ranges.back();
   // Chains of explicit vectors where the body allows them, else GCC's
@@ -172,10 +178,7 @@ void KernelPrinter::PrintWelford(const ComputeNode& node, int member, int depth)
 // aligned for its whole-vector stores.
 void KernelPrinter::PrintWelfordLoops(const ComputeNode& node, int member, int depth, int lanes,
                                       int64_t full) {
-  const char* t = CType(program_.buffers[node.output].dtype);
-  const std::string mean = absl::StrCat("wmean", member);
-  const std::string m2 = absl::StrCat("wm2", member);
-  const std::string count = absl::StrCat("wn", member);
+  const auto [t, mean, m2, count, acc] = WelfordVarsOf(program_, node, member);
   const std::string value = Temp(node.root);
   const std::vector<int64_t> ranges = node.AllRanges();
   const int inner = static_cast<int>(ranges.size()) - 1;
@@ -225,11 +228,7 @@ void KernelPrinter::PrintWelfordLoops(const ComputeNode& node, int member, int d
 
 void KernelPrinter::PrintWelfordJoin(const ComputeNode& node, int member, int depth, int lanes,
                                      bool tail) {
-  const char* t = CType(program_.buffers[node.output].dtype);
-  const std::string mean = absl::StrCat("wmean", member);
-  const std::string m2 = absl::StrCat("wm2", member);
-  const std::string count = absl::StrCat("wn", member);
-  const std::string acc = absl::StrCat("acc", member);
+  const auto [t, mean, m2, count, acc] = WelfordVarsOf(program_, node, member);
   for (int c = 0; c < plan_.members[member].welford_chains; ++c) {
     Line(depth, absl::StrFormat("loom_store16(&%ss[%d], %sv%d);", mean, c * kVectorLanes, mean, c));
     Line(depth, absl::StrFormat("loom_store16(&%ss[%d], %sv%d);", m2, c * kVectorLanes, m2, c));

@@ -316,18 +316,9 @@ std::string KernelPrinter::PrintStep(const Member& member, int i) {
       const std::string errors = Param(program_.index_errors, ctx_.Const(0), &rest);
       return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site, errors, needs_.helpers);
     }
-    case ScalarOp::Kind::kConst:
-      return cscalar::Literal(op.constant, op.dtype);
-    case ScalarOp::Kind::kCast:
-      return cscalar::CastExpr(node.body[op.args[0]].dtype, op.dtype, Temp(op.args[0]));
-    case ScalarOp::Kind::kCall: {
-      std::vector<std::string> args;
-      for (int arg : op.args) args.push_back(Temp(arg));
-      const DType operand_type = node.body[op.args.back()].dtype;
-      return cscalar::CallExpr(op.fn, op.dtype, operand_type, args, needs_.helpers);
-    }
+    default:
+      return cscalar::ValueStepExpr(node, i, step_base_, needs_.helpers);
   }
-  return "0";
 }
 
 void KernelPrinter::PrintSteps(const Member& member, int depth) {

@@ -1,5 +1,3 @@
-#include "backends/cuda/kernel_printer.h"
-
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -9,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/common/c_scalar.h"
+#include "backends/cuda/kernel_printer.h"
 #include "ir/status_macros.h"
 
 namespace loom::cuda {
