@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace loom {
 namespace {
@@ -60,6 +61,25 @@ std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& prog
     }
     absl::StrAppend(&text, "  # ", absl::StrJoin(nodes, ", "), "\n");
   }
+  return text;
+}
+
+std::string SourceWithPlans(const GeneratedSource& source) {
+  std::string text;
+  size_t copied = 0;  // source.text[0, copied) is in `text`
+  for (size_t f = 0; f < source.function_plans.size() && f < source.functions.size(); ++f) {
+    // The definition's line: the first that names the function called.
+    const size_t name = source.text.find(absl::StrCat(" ", source.functions[f], "("), copied);
+    if (name == std::string::npos) continue;
+    const size_t line = source.text.rfind('\n', name) + 1;  // npos + 1 is 0
+    absl::StrAppend(&text, absl::string_view(source.text).substr(copied, line - copied));
+    for (absl::string_view plan_line :
+         absl::StrSplit(source.function_plans[f], '\n', absl::SkipEmpty())) {
+      absl::StrAppend(&text, "// plan: ", plan_line, "\n");
+    }
+    copied = line;
+  }
+  absl::StrAppend(&text, absl::string_view(source.text).substr(copied));
   return text;
 }
 

@@ -47,6 +47,10 @@ struct GeneratedSource {
   std::vector<std::string> functions;
   LaunchTable launches;
   int kernel_functions = 0;  // distinct kernel functions in `text`
+  // The backend's plan of each function, by index, as text for dumps
+  // (--dump_after): why it runs as it does (threads, vectors, streaming
+  // stores, library calls). Empty where the backend keeps none.
+  std::vector<std::string> function_plans;
   // Flags the backend's native compiler must use for `text` (optimisation
   // level, target ISA, OpenMP), chosen by the codegen pass's options.
   std::vector<std::string> native_flags;
@@ -81,6 +85,11 @@ struct Module {
 // 128 0 32" when it has batch loops.
 std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
                           const Schedule& schedule);
+
+// The source text with each function's plan (GeneratedSource::
+// function_plans) in a block of // comments before the function's
+// definition, for dumps: the emitted source itself holds no plans.
+std::string SourceWithPlans(const GeneratedSource& source);
 
 }  // namespace loom
 

@@ -2,7 +2,9 @@
 // checks of their indices.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
+#include "ir/expr_analysis.h"
 #include "ir/index_error.h"
 #include "ir/status_macros.h"
 #include "passes/lower_internal.h"
@@ -11,37 +13,6 @@ namespace loom {
 namespace lowering {
 
 namespace {
-
-bool UsesVar(Expr e, int var) {
-  if (e->kind() == ExprKind::kVar) return e->value() == var;
-  for (Expr operand : e->operands()) {
-    if (UsesVar(operand, var)) return true;
-  }
-  return false;
-}
-
-// Whether `e` is c * x_var + (terms without x_var); if so, sets
-// `coefficient` to c (0 when x_var does not occur).
-bool IsLinearIn(Expr e, int var, int64_t& coefficient) {
-  const std::vector<Expr> terms =
-      e->kind() == ExprKind::kAdd ? std::vector<Expr>(e->operands().begin(), e->operands().end())
-                                  : std::vector<Expr>{e};
-  coefficient = 0;
-  for (Expr term : terms) {
-    if (!UsesVar(term, var)) continue;
-    if (term->kind() == ExprKind::kVar) {
-      coefficient += 1;
-      continue;
-    }
-    const absl::Span<const Expr> factors = term->operands();
-    if (term->kind() != ExprKind::kMul || factors.size() != 2 || !factors[0]->is_const() ||
-        factors[1]->kind() != ExprKind::kVar) {
-      return false;
-    }
-    coefficient += factors[0]->value();
-  }
-  return true;
-}
 
 // A scatter's fold of its updates into the data, by its "reduction".
 struct ScatterFold {
@@ -179,11 +150,15 @@ bool Lowering::IsKnown(ValueId value) const { return graph_.HasInitializer(value
 LoweredValue Lowering::LinearSource(const std::string& name, ValueId value, int var,
                                     int64_t& stride) {
   LoweredValue source = lowered_[value];
-  if (source.inline_constant || source.inline_node >= 0 ||
-      !IsLinearIn(source.offset, var, stride)) {
-    source = Materialize(name, value);
-    IsLinearIn(source.offset, var, stride);  // contiguous: always linear
+  std::optional<int64_t> coefficient;
+  if (!source.inline_constant && source.inline_node < 0) {
+    coefficient = LinearCoefficient(source.offset, var);
   }
+  if (!coefficient.has_value()) {
+    source = Materialize(name, value);
+    coefficient = LinearCoefficient(source.offset, var);  // contiguous: always linear
+  }
+  stride = *coefficient;
   return source;
 }
 

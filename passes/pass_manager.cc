@@ -141,7 +141,7 @@ class StageTracker {
 
 // The most advanced stage of the module, as text.
 absl::StatusOr<std::string> DumpText(const Module& module) {
-  if (module.source.has_value()) return module.source->text;
+  if (module.source.has_value()) return SourceWithPlans(*module.source);
   if (module.schedule.has_value()) {
     if (!module.loops.has_value()) {
       return absl::InternalError("the module has a schedule but no loops");

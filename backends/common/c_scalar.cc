@@ -636,4 +636,24 @@ std::string ReduceTakesOther(ReduceKind kind, DType dtype, const std::string& a,
   return "false";
 }
 
+std::string ValueStepExpr(const ComputeNode& node, int i, int step_base, HelperSet& helpers,
+                          FloatExp float_exp, LibmCalls* libm_calls) {
+  const ScalarOp& op = node.body[i];
+  auto temp = [&](int step) { return absl::StrCat("t", step_base + step); };
+  switch (op.kind) {
+    case ScalarOp::Kind::kConst:
+      return Literal(op.constant, op.dtype);
+    case ScalarOp::Kind::kCast:
+      return CastExpr(node.body[op.args[0]].dtype, op.dtype, temp(op.args[0]));
+    case ScalarOp::Kind::kCall: {
+      std::vector<std::string> args;
+      for (int arg : op.args) args.push_back(temp(arg));
+      const DType operand_type = node.body[op.args.back()].dtype;
+      return CallExpr(op.fn, op.dtype, operand_type, args, helpers, float_exp, libm_calls);
+    }
+    default:
+      return "";
+  }
+}
+
 }  // namespace loom::cscalar

@@ -113,6 +113,13 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
                      HelperSet& helpers, FloatExp float_exp = FloatExp::kLibm,
                      LibmCalls* libm_calls = nullptr);
 
+// The expression for step `i` of `node` when it is a constant, a cast or a
+// call, whose text needs no memory (CallExpr and CastExpr); the earlier
+// steps' values are the variables t<step_base + j>. Empty for the other
+// kinds, which each backend prints itself.
+std::string ValueStepExpr(const ComputeNode& node, int i, int step_base, HelperSet& helpers,
+                          FloatExp float_exp = FloatExp::kLibm, LibmCalls* libm_calls = nullptr);
+
 // The expression for a kCheckIndex step (ir/loop_ir.h) of the integer
 // variable `index`: loom_check_index(index, extent, site, errors), with
 // `errors` the expression of the index error slot's int64_t pointer. The

@@ -220,7 +220,7 @@ TEST(CodegenTest, GatherIsAnIndirectLoadAndCumsumReadsLoopPositions) {
 
 // The source of `graph` (shapes inferred here) lowered and fused with
 // outer-loop fusion, which must make one kernel.
-std::string EmitFused(Graph& graph, const proto::CppOptions& options) {
+GeneratedSource EmitFusedSource(Graph& graph, const proto::CppOptions& options) {
   EXPECT_TRUE(InferShapes(graph).ok());
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   EXPECT_TRUE(program.ok()) << program.status();
@@ -231,7 +231,11 @@ std::string EmitFused(Graph& graph, const proto::CppOptions& options) {
   absl::StatusOr<Schedule> schedule = FuseSchedule(*program, *unfused, fuse);
   EXPECT_TRUE(schedule.ok()) << schedule.status();
   EXPECT_EQ(schedule->kernels.size(), 1);
-  return EmitCpp(*program, *schedule, options).text;
+  return EmitCpp(*program, *schedule, options);
+}
+
+std::string EmitFused(Graph& graph, const proto::CppOptions& options) {
+  return EmitFusedSource(graph, options).text;
 }
 
 // x - max(x) over rows of `shape` fused into one nest: the subtraction is
@@ -304,7 +308,7 @@ TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
 }
 
 // Softmax over rows of `shape` from its primitives, fused into one nest.
-std::string EmitSoftmaxRows(Shape shape) {
+GeneratedSource EmitSoftmaxRowsSource(Shape shape) {
   Graph graph;
   const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, shape});
   Attrs rows;
@@ -317,7 +321,31 @@ std::string EmitSoftmaxRows(Shape shape) {
   const ValueId max = add("max", "reduce_max", {x}, rows);
   const ValueId exp = add("exp", "exp", {add("sub", "sub", {x, max})});
   graph.AddOutput(add("div", "div", {exp, add("sum", "reduce_sum", {exp}, rows)}));
-  return EmitFused(graph, proto::CppOptions());
+  return EmitFusedSource(graph, proto::CppOptions());
+}
+
+std::string EmitSoftmaxRows(Shape shape) { return EmitSoftmaxRowsSource(shape).text; }
+
+// The plan says why each member runs as it does; dumps show it before the
+// function, the emitted source never.
+TEST(CodegenTest, ThePlanOfEachFunctionShowsInDumpsOnly) {
+  const GeneratedSource source = EmitSoftmaxRowsSource({8, 37});
+  ASSERT_EQ(source.function_plans.size(), source.functions.size());
+  const std::string& plan = source.function_plans[0];
+  EXPECT_THAT(plan, HasSubstr(": 4 members, outer loops [8]\n"));
+  EXPECT_THAT(plan, HasSubstr("  member 0 max: max over [8, 37], stores a variable\n"
+                              "    runs: plain loops\n"));
+  EXPECT_THAT(EmitSoftmaxRowsSource({8, 101}).function_plans[0],
+              HasSubstr("explicit vectors, 4 chains of running extremes"));
+  EXPECT_THAT(plan, HasSubstr("explicit vectors of 16 lanes (exponential); prefetches the "
+                              "stores of p1"));
+  EXPECT_THAT(plan, HasSubstr("runs: summed in member 1's vector loop"));
+  EXPECT_THAT(source.text, Not(HasSubstr("plan:")));
+  const std::string dump = SourceWithPlans(source);
+  EXPECT_THAT(dump, HasSubstr("\n// plan: kernel "));
+  EXPECT_THAT(dump, HasSubstr("\n// plan:   p0: x + 0 (read)\n"));
+  EXPECT_THAT(dump, HasSubstr("(read)\n// plan:   p1: "));
+  EXPECT_LT(dump.find("// plan:"), dump.find("extern \"C\" void loom_f0("));
 }
 
 TEST(CodegenTest, TheSumOfExponentialsAddsUpInTheirVectorLoop) {

@@ -1,0 +1,280 @@
+#include "backends/cpp/kernel_printer.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace loom::cpp {
+
+using cscalar::CType;
+
+namespace {
+
+// Below this many iterations of the loops around a flat kernel's innermost,
+// the threads share the innermost too (collapsed with them, which GCC does
+// not vectorise: a linear layer's bias over [32, 8000] ran scalar, 80 us of
+// a 0.62 ms language model); from it on, a row or more each.
+constexpr int64_t kShareInnermostBelow = 8;
+
+}  // namespace
+
+// Pointwise loops get
+// no `omp simd`: GCC 12 at -O2 vectorised such a loop over a slice of a
+// local array with aligned stores at an unaligned address (random graph
+// 5374 crashed); its own vectoriser handles them.
+std::vector<std::string> LoopPragmas(size_t count, bool vector, bool split,
+                                     absl::string_view clauses) {
+  std::vector<std::string> pragmas(count);
+  if (count == 0) return pragmas;
+  if (vector) pragmas.back() = absl::StrCat("#pragma omp simd", clauses);
+  if (split) {
+    pragmas.front() = absl::StrCat("#pragma omp parallel for", vector && count == 1 ? " simd" : "",
+                                   clauses, " if(loom_split)");
+  }
+  return pragmas;
+}
+
+// A load's or store's place, e.g. "p3[(64*x0 + x1)]", "l1[x1]" or "acc0".
+std::string KernelPrinter::RefText(const ComputeNode& node, const Ref& ref) {
+  switch (ref.kind) {
+    case Ref::Kind::kParam:
+      return absl::StrCat(RefName(ref), "[", ToCpp(planner_.ParamIndex(ref), var_names_), "]");
+    case Ref::Kind::kLocal:
+      return absl::StrCat(RefName(ref), "[",
+                          ToCpp(planner_.LocalOffset(node, ref.index, ref.id), var_names_), "]");
+    default:
+      return RefName(ref);
+  }
+}
+
+std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
+  const ScalarOp& op = node.body[i];
+  switch (op.kind) {
+    case ScalarOp::Kind::kLoad: {
+      const Ref& ref = plan_.load_refs[step_base_ + i];
+      if (op.args.empty() || ref.kind != Ref::Kind::kParam) return RefText(node, ref);
+      // Indirect: plus stride * an earlier step.
+      const std::string scaled = absl::StrCat(op.stride, " * (int64_t)", Temp(op.args[0]));
+      const Expr index = planner_.ParamIndex(ref);
+      return absl::StrCat(
+          "p", ref.id, "[",
+          index->is_const(0) ? scaled : absl::StrCat(ToCpp(index, var_names_), " + ", scaled), "]");
+    }
+    case ScalarOp::Kind::kIndex:
+      return ToCpp(op.index, var_names_);
+    case ScalarOp::Kind::kCheckIndex:
+      return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site,
+                                     absl::StrCat("p", plan_.load_refs[step_base_ + i].id),
+                                     helpers_);
+    default:
+      return cscalar::ValueStepExpr(node, i, step_base_, helpers_, cscalar::FloatExp::kPolynomial,
+                                    &libm_calls_);
+  }
+}
+
+int KernelPrinter::OpenLoops(const std::vector<int64_t>& extents, size_t first, int depth,
+                             const std::vector<std::string>& pragmas) {
+  for (size_t i = first; i < extents.size(); ++i, ++depth) {
+    if (i - first < pragmas.size() && !pragmas[i - first].empty()) {
+      Line(depth, pragmas[i - first]);
+    }
+    Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i, extents[i], i));
+  }
+  return depth;
+}
+
+int KernelPrinter::CloseLoops(size_t count, int depth) {
+  for (size_t i = 0; i < count; ++i) Line(--depth, "}");
+  return depth;
+}
+
+void KernelPrinter::PrintBody(const ComputeNode& node, int depth) {
+  for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+    Line(depth, absl::StrCat("const ", CType(node.body[i].dtype), " ", Temp(i), " = ",
+                             PrintStep(node, i), ";"));
+  }
+}
+
+void KernelPrinter::PrintStreamingLoop(const ComputeNode& node, int member, int depth) {
+  const int inner = static_cast<int>(node.ranges.size()) - 1;
+  const std::string run = absl::StrCat("x", inner, "r");  // the run's first iteration
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run,
+                              node.ranges.back(), run, kStreamLanes));
+  Line(depth + 1, absl::StrCat("LOOM_LINE_ALIGNED float loom_lanes[", kStreamLanes, "];"));
+  Line(depth + 1, absl::StrFormat("for (int64_t x%d = %s; x%d < %s + %d; ++x%d) {", inner, run,
+                                  inner, run, kStreamLanes, inner));
+  PrintBody(node, depth + 2);
+  Line(depth + 2, absl::StrFormat("loom_lanes[x%d - %s] = %s;", inner, run, Temp(node.root)));
+  Line(depth + 1, "}");
+  const Ref& store = plan_.members[member].store;
+  std::vector<std::string> names = var_names_;
+  names[inner] = run;
+  Line(depth + 1, absl::StrCat("loom_stream16(&p", store.id, "[",
+                               ToCpp(planner_.ParamIndex(store), names), "], loom_lanes);"));
+  Line(depth, "}");
+}
+
+void KernelPrinter::PrintMember(const ComputeNode& node, int member, int depth) {
+  NameLoopVariables(node);
+  const size_t inner_loops = node.ranges.size() - plan_.outer_loops;
+  if (plan_.members[member].streams) {
+    const std::vector<int64_t> around(node.ranges.begin(), node.ranges.end() - 1);
+    const int inner_depth = OpenLoops(around, plan_.outer_loops, depth, {});
+    PrintStreamingLoop(node, member, inner_depth);
+    CloseLoops(inner_loops - 1, inner_depth);
+    Line(depth, "loom_stream_fence();");
+    step_base_ += static_cast<int>(node.body.size());
+    return;
+  }
+  if (plan_.members[member].matvec.has_value()) {
+    PrintMatVec(node, member, depth, *plan_.members[member].matvec);
+    step_base_ += static_cast<int>(node.body.size());
+    return;
+  }
+  if (plan_.members[member].vectorizes) {
+    const std::vector<int64_t> around(node.ranges.begin(), node.ranges.end() - 1);
+    const int inner_depth = OpenLoops(around, plan_.outer_loops, depth, {});
+    PrintVectorLoop(node, member, inner_depth);
+    CloseLoops(inner_loops - 1, inner_depth);
+    step_base_ += static_cast<int>(node.body.size());
+    return;
+  }
+  std::vector<std::string> pragmas =
+      LoopPragmas(inner_loops, /*vector=*/false, plan_.Splits(member), "");
+  if (node.reduce == ReduceKind::kNone && !pragmas.empty() && pragmas.back().empty()) {
+    // Inside a function OpenMP outlines, the parameters' restrict is lost:
+    // GCC would need a run-time overlap check to vectorise, and at -O2 it
+    // keeps such a loop scalar (layer_norm_large's last loop: 2.3 -> 1.2
+    // ms for AVX2). A pointwise loop stores only its own buffer, which no
+    // load of the loop overlaps but at the same position (the memory
+    // plan's in-place rule).
+    pragmas.back() = "#pragma GCC ivdep";
+  }
+  depth = OpenLoops(node.ranges, plan_.outer_loops, depth, std::move(pragmas));
+  std::string result;
+  if (node.reduce != ReduceKind::kNone) {
+    PrintReduction(node, member, depth, result);
+  } else {
+    PrintBody(node, depth);
+    result = Temp(node.root);
+  }
+  // An internal buffer with no inner loops stays in `result`.
+  if (!plan_.members[member].internal || inner_loops > 0) {
+    Line(depth, absl::StrCat(RefText(node, plan_.members[member].store), " = ", result, ";"));
+  }
+  CloseLoops(inner_loops, depth);
+  step_base_ += static_cast<int>(node.body.size());
+}
+
+// The pragmas of the outer loops (CppKernelPlan::parallel_outer).
+std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
+                                                         const std::vector<int64_t>& outer) {
+  std::vector<std::string> pragmas(outer.size());
+  if (outer.empty()) return pragmas;
+  bool flat = true;  // every member runs exactly the outer loops
+  for (int m : kernel.nodes) {
+    const ComputeNode& node = program_.nodes[m];
+    flat &= node.ranges.size() == outer.size() && node.reduce == ReduceKind::kNone;
+  }
+  const bool parallel = plan_.parallel_outer;
+  if (flat) {
+    // Threads share the loops around the innermost one (which the compiler
+    // vectorises), unless those are too few: then they share it too. GCC
+    // -O2 vectorises the innermost only told that its iterations are
+    // independent (the fuser keeps data from crossing them): it drops the
+    // restrict of pointers read from the argument array, and would need a
+    // run-time overlap check (an elementwise add of 2^20 floats stayed
+    // scalar).
+    const int64_t around = Product(outer, 0, outer.size() - 1);
+    const bool shares_innermost = parallel && around < kShareInnermostBelow;
+    if (parallel) {
+      pragmas.front() = ParallelFor(shares_innermost ? outer.size() : outer.size() - 1, "");
+    }
+    if (!shares_innermost) {
+      pragmas.back() = "#pragma GCC ivdep";
+    } else if (outer.size() == 1) {
+      pragmas.front() = "#pragma omp parallel for simd";
+    }
+  } else if (parallel) {
+    pragmas.front() = ParallelFor(outer.size(), "");
+  }
+  return pragmas;
+}
+
+void KernelPrinter::NameLoopVariables(const ComputeNode& node) {
+  while (var_names_.size() < node.ranges.size() + node.reduction_ranges.size()) {
+    var_names_.push_back(absl::StrCat("x", var_names_.size()));
+  }
+}
+
+void KernelPrinter::PrintMembers(const Kernel& kernel, int depth) {
+  for (int m : plan_.locals) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    Line(depth, absl::StrCat(CType(program_.buffers[node.output].dtype), " l", m, "[",
+                             plan_.members[m].local_length, "];"));
+  }
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    PrintMember(program_.nodes[kernel.nodes[m]], static_cast<int>(m), depth);
+  }
+}
+
+std::string KernelPrinter::Print(const Kernel& kernel) {
+  std::string params;
+  for (size_t p = 0; p < plan_.params.size(); ++p) {
+    const char* type = CType(program_.buffers[plan_.params.args()[p].buffer].dtype);
+    const char* qualifier = plan_.params.written(p) ? "" : "const ";
+    absl::StrAppend(&params, "  ", qualifier, type, "* LOOM_RESTRICT p", p, " = (", qualifier, type,
+                    "*)a[", p, "];\n");
+  }
+  if (plan_.alone_matvec) {
+    const ComputeNode& first = program_.nodes[kernel.nodes[0]];
+    var_names_.clear();
+    for (size_t i = 0; i <= first.ranges.size(); ++i) var_names_.push_back(absl::StrCat("x", i));
+    return absl::StrCat(params, PrintAloneMatVec(first, *plan_.members[0].matvec));
+  }
+  if (plan_.team) return absl::StrCat(params, PrintTeam(kernel));
+  const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, plan_.outer);
+  if (plan_.may_split) return absl::StrCat(params, PrintSplitting(kernel, pragmas));
+  const int depth = OpenLoops(plan_.outer, 0, 1, pragmas);
+  PrintMembers(kernel, depth);
+  CloseLoops(plan_.outer.size(), depth);
+  return absl::StrCat(params, body_);
+}
+
+// Threads share the members' loops when there are more threads than
+// outer iterations, else the outer loops. The members are one function
+// of the outer positions, called from a serial loop or a parallel one: a
+// member's parallel region inside the outer loop's (even one that runs
+// alone, `if` false) was a nested team, which libgomp starts afresh each
+// time (lstm_l6_h256 sharing its products: 100 ms instead of 1.4).
+std::string KernelPrinter::PrintSplitting(const Kernel& kernel,
+                                          const std::vector<std::string>& pragmas) {
+  const std::vector<int64_t>& outer = plan_.outer;
+  Line(1, absl::StrCat("const int loom_split = omp_get_max_threads() > ", NumElements(outer), ";"));
+  std::string params_of_row, row;
+  for (size_t i = 0; i < outer.size(); ++i) {
+    absl::StrAppend(&params_of_row, i == 0 ? "" : ", ", "int64_t x", i);
+    absl::StrAppend(&row, i == 0 ? "" : ", ", "x", i);
+  }
+  Line(1,
+       absl::StrCat("const auto loom_row = [&](", params_of_row, ") __attribute__((noinline)) {"));
+  PrintMembers(kernel, 2);
+  Line(1, "};");
+  Line(1, "if (loom_split) {");
+  int depth = OpenLoops(outer, 0, 2, {});
+  Line(depth, absl::StrCat("loom_row(", row, ");"));
+  CloseLoops(outer.size(), depth);
+  Line(1, "} else {");
+  depth = OpenLoops(outer, 0, 2, pragmas);
+  Line(depth, absl::StrCat("loom_row(", row, ");"));
+  CloseLoops(outer.size(), depth);
+  Line(1, "}");
+  return body_;
+}
+
+}  // namespace loom::cpp

@@ -1,0 +1,128 @@
+#ifndef LOOM_BACKENDS_CPP_KERNEL_PRINTER_H_
+#define LOOM_BACKENDS_CPP_KERNEL_PRINTER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "backends/common/c_scalar.h"
+#include "backends/cpp/plan.h"
+#include "ir/loop_ir.h"
+#include "ir/pipeline.pb.h"
+#include "ir/schedule.h"
+
+namespace loom::cpp {
+
+// Pragmas for a nest of `count` loops: the innermost runs in vector lanes
+// when `vector` (reductions: their lanes may be reassociated); with `split`,
+// the outermost is shared by the threads when `loom_split` holds.
+// `clauses` (e.g. " reduction(+:acc0)") go with both.
+std::vector<std::string> LoopPragmas(size_t count, bool vector, bool split,
+                                     absl::string_view clauses);
+
+// Prints the function of one planned kernel (CppPlanner, after PlanVectors).
+// Each parameter p0, p1, ... is a (buffer, constant offset) pair of the
+// plan, the constant part of every index in the argument the launch passes,
+// so kernels that differ only in where their data lives (the steps of an
+// unrolled recurrence) print identically and share one function.
+class KernelPrinter {
+ public:
+  KernelPrinter(const LoopProgram& program, cscalar::HelperSet& helpers,
+                cscalar::LibmCalls& libm_calls, CppPlanner& planner)
+      : program_(program),
+        helpers_(helpers),
+        libm_calls_(libm_calls),
+        planner_(planner),
+        plan_(planner.plan()) {}
+
+  // The function's body, parameter declarations included.
+  std::string Print(const Kernel& kernel);
+
+ private:
+  // A load's or store's place, e.g. "p3[(64*x0 + x1)]", "l1[x1]" or "acc0".
+  std::string RefText(const ComputeNode& node, const Ref& ref);
+  // The local arrays and every member, inside the outer loops.
+  void PrintMembers(const Kernel& kernel, int depth);
+  void PrintMember(const ComputeNode& node, int member, int depth);
+  void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
+  // A variance (kVar): Welford's update, in lanes over the innermost
+  // reduction loop (a running update for its tail), leaving the variance
+  // in acc<member> and the mean in wmean<member>.
+  void PrintWelford(const ComputeNode& node, int member, int depth);
+  // Its loops when the lanes take `full` values of the innermost loop.
+  void PrintWelfordLoops(const ComputeNode& node, int member, int depth, int lanes, int64_t full);
+  // Then the lanes joined in a tree, and the tail's running update.
+  void PrintWelfordJoin(const ComputeNode& node, int member, int depth, int lanes, bool tail);
+  void PrintWelfordChains(const ComputeNode& node, int member, int depth, int chains);
+  void PrintRunningUpdate(const char* type, const std::string& mean, const std::string& m2,
+                          const std::string& count, const std::string& value, int depth);
+  // Opens loops first .. extents.size()-1, each after its pragma (if
+  // any; pragmas[0] is loop `first`'s); returns the new depth.
+  int OpenLoops(const std::vector<int64_t>& extents, size_t first, int depth,
+                const std::vector<std::string>& pragmas);
+  int CloseLoops(size_t count, int depth);
+  // The innermost loop of a streaming member, in runs of kStreamLanes
+  // iterations gathered in `loom_lanes` and stored as one line each.
+  void PrintStreamingLoop(const ComputeNode& node, int member, int depth);
+  // The call for `rows` rows from the row named `first_row`.
+  std::string MatVecCall(const ComputeNode& node, int member, const MatVec& matvec,
+                         const std::string& first_row, int64_t rows);
+  // The call per block of kDotRows rows, the blocks' loop under `pragma`.
+  void PrintMatVecBlocks(const ComputeNode& node, int member, int depth, const MatVec& matvec,
+                         const std::string& pragma);
+  void PrintMatVec(const ComputeNode& node, int member, int depth, const MatVec& matvec);
+  // The body of a kernel that is one matrix-vector product, rows outermost.
+  std::string PrintAloneMatVec(const ComputeNode& node, const MatVec& matvec);
+  // The body of a kernel that runs as a team (CppPlanner::RunsAsTeam): one
+  // parallel region in which every member runs for all outer iterations
+  // before the next starts (a barrier between), its local arrays holding
+  // every outer iteration's slice. A product is shared by blocks of its
+  // rows, each block's matrix rows loaded once for all outer iterations
+  // (loom_matvecs); a pointwise member by its outer iterations (run by one
+  // thread without any).
+  std::string PrintTeam(const Kernel& kernel);
+  void PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec);
+  // The body of a kernel whose members may split their loops over the
+  // threads (CppKernelPlan::may_split).
+  std::string PrintSplitting(const Kernel& kernel, const std::vector<std::string>& pragmas);
+  // Names the node's loop variables x0, x1, ... where none is named yet.
+  void NameLoopVariables(const ComputeNode& node);
+  // A vector extreme: kExtremeChains vectors of running extremes (so that
+  // each waits on its own previous maximum only) and a NaN flag, then the
+  // rest of the loop one by one.
+  void PrintVectorExtreme(const ComputeNode& node, int member, int depth);
+  // A vector member's innermost loop: runs of kVectorLanes iterations as
+  // vectors, then the rest one by one.
+  void PrintVectorLoop(const ComputeNode& node, int member, int depth);
+  // In one run of a vector loop: prefetches of the lines its loads of
+  // parameters read in the next outer iteration, and of those the later
+  // stores write in this one. The loop computes long enough for the memory
+  // to fetch them, which would otherwise idle until the next pass asks.
+  void PrintPrefetches(const ComputeNode& node, int member, int depth);
+  std::string PrintVectorStep(const ComputeNode& node, int i);
+  void PrintBody(const ComputeNode& node, int depth);
+  std::vector<std::string> OuterLoopPragmas(const Kernel& kernel,
+                                            const std::vector<int64_t>& outer);
+  std::string PrintStep(const ComputeNode& node, int i);
+  std::string Temp(int i) const { return absl::StrCat("t", step_base_ + i); }
+  void Line(int depth, absl::string_view text) {
+    body_.append(2 * depth, ' ');
+    body_.append(text.data(), text.size());
+    body_.push_back('\n');
+  }
+
+  const LoopProgram& program_;
+  cscalar::HelperSet& helpers_;
+  cscalar::LibmCalls& libm_calls_;
+  CppPlanner& planner_;  // for the places of loads and stores
+  const CppKernelPlan& plan_;
+
+  std::vector<std::string> var_names_;  // x0, x1, ... (at least one per loop)
+  std::string body_;
+  int step_base_ = 0;  // steps of earlier members, so names stay unique
+};
+
+}  // namespace loom::cpp
+
+#endif  // LOOM_BACKENDS_CPP_KERNEL_PRINTER_H_

@@ -1,0 +1,137 @@
+#include "backends/cpp/library_calls.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "backends/common/c_scalar.h"
+#include "backends/cpp/plan.h"
+
+namespace loom::cpp {
+namespace {
+
+using cscalar::CType;
+
+// `p` advanced to the batch position x0, x1, ... and the accumulation
+// position s0, s1, ... of `matrix`.
+std::string MatrixAddress(const std::string& p, const GemmMatrix& matrix) {
+  std::string address = p;
+  for (size_t i = 0; i < matrix.batch_strides.size(); ++i) {
+    if (matrix.batch_strides[i] != 0) {
+      absl::StrAppend(&address, " + x", i, " * ", matrix.batch_strides[i]);
+    }
+  }
+  for (size_t j = 0; j < matrix.accumulate_strides.size(); ++j) {
+    if (matrix.accumulate_strides[j] != 0) {
+      absl::StrAppend(&address, " + s", j, " * ", matrix.accumulate_strides[j]);
+    }
+  }
+  return address;
+}
+
+// The library call of one product of `gemm`: it sets c, or with
+// accumulation loops adds to it after their first position (`beta`, a
+// variable of the loops).
+std::string GemmCall(const Gemm& gemm) {
+  const std::string a = MatrixAddress("p0", gemm.a);
+  const std::string b = MatrixAddress("p1", gemm.b);
+  const std::string c = MatrixAddress("p2", gemm.c);
+  const bool f32 = gemm.dtype == DType::kF32;
+  const std::string beta = gemm.accumulate.empty() ? (f32 ? "0.0f" : "0.0") : "beta";
+  if (f32) {
+    return absl::StrFormat("dnnl_sgemm('%c', '%c', %d, %d, %d, 1.0f, %s, %d, %s, %d, %s, %s, %d);",
+                           gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', gemm.m,
+                           gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, beta, c,
+                           gemm.c.leading);
+  }
+  return absl::StrFormat("cblas_dgemm(101, %d, %d, %d, %d, %d, 1.0, %s, %d, %s, %d, %s, %s, %d);",
+                         gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111, gemm.m,
+                         gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, beta, c,
+                         gemm.c.leading);
+}
+
+// Whether the threads share a gemm's batch loops, each making its calls
+// alone (the libraries run serially inside a parallel region), rather than
+// each call sharing its product among them: for batches of small products
+// a call's own parallel region costs more than its work (16 products of
+// 128x64x128 took 0.124 ms one after the other, 0.097 ms shared). Only
+// where every thread gets the same number of calls or at least four, so
+// the last round leaves threads idle a quarter of the time at most.
+constexpr char kSplitBatch[] =
+    "const int loom_threads = omp_get_max_threads();\n"
+    "  const int loom_split = %d %% loom_threads == 0 || %d >= 4 * loom_threads;\n";
+
+// An operand's dims, then its strides.
+std::string OperandText(const ConvOperand& operand) {
+  return absl::StrCat("{", absl::StrJoin(operand.dims, ", "), ", ",
+                      absl::StrJoin(operand.strides, ", "), "}");
+}
+
+}  // namespace
+
+// The body of the function for a gemm kernel; its arguments (a, b and c,
+// each at its constant offset) go to `args`. `openmp`: whether the kernels
+// may open parallel regions; `splits` says whether this one does.
+std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& args, bool& splits) {
+  const char* type = CType(gemm.dtype);
+  args = {{gemm.a.buffer, gemm.a.offset},
+          {gemm.b.buffer, gemm.b.offset},
+          {gemm.c.buffer, gemm.c.offset}};
+  std::string body = absl::StrFormat(
+      "  const %s* p0 = (const %s*)a[0];\n  const %s* p1 = (const %s*)a[1];\n"
+      "  %s* p2 = (%s*)a[2];\n",
+      type, type, type, type, type, type);
+  const int64_t calls = Product(gemm.batch, 0, gemm.batch.size());
+  splits = openmp && calls > 1;
+  if (splits) {
+    absl::StrAppend(&body, "  ", absl::StrFormat(kSplitBatch, calls, calls), "  ",
+                    ParallelFor(gemm.batch.size(), " if(loom_split)"), "\n");
+  }
+  int depth = 1;
+  for (size_t i = 0; i < gemm.batch.size(); ++i, ++depth) {
+    absl::StrAppend(
+        &body, std::string(2 * depth, ' '),
+        absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {\n", i, i, gemm.batch[i], i));
+  }
+  // Accumulation loops, each position's call adding to what the ones
+  // before it summed.
+  for (size_t j = 0; j < gemm.accumulate.size(); ++j, ++depth) {
+    absl::StrAppend(
+        &body, std::string(2 * depth, ' '),
+        absl::StrFormat("for (int64_t s%d = 0; s%d < %d; ++s%d) {\n", j, j, gemm.accumulate[j], j));
+  }
+  if (!gemm.accumulate.empty()) {
+    std::vector<std::string> first;
+    for (size_t j = 0; j < gemm.accumulate.size(); ++j)
+      first.push_back(absl::StrCat("s", j, " == 0"));
+    absl::StrAppend(
+        &body, std::string(2 * depth, ' '),
+        absl::StrFormat("const %s beta = %s ? 0 : 1;\n", type, absl::StrJoin(first, " && ")));
+  }
+  absl::StrAppend(&body, std::string(2 * depth, ' '), GemmCall(gemm), "\n");
+  for (--depth; depth >= 1; --depth) {
+    absl::StrAppend(&body, std::string(2 * depth, ' '), "}\n");
+  }
+  return body;
+}
+
+// The body of the function for a conv call: one oneDNN convolution for its
+// shapes (dnnl_conv.inc, through kDnnlConvDeclarations). Its arguments
+// (input, weight and output, each at its offset) go to `args`.
+std::string PrintConv(const ConvCall& conv, std::vector<BufferRef>& args) {
+  args = {{conv.input.buffer, conv.input.offset},
+          {conv.weight.buffer, conv.weight.offset},
+          {conv.output.buffer, conv.output.offset}};
+  return absl::StrFormat(
+      "  static const int64_t src[8] = %s;\n"
+      "  static const int64_t weights[8] = %s;\n"
+      "  static const int64_t dst[8] = %s;\n"
+      "  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, %d, %d, %d, %d)};\n"
+      "  loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
+      OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output), conv.strides[0],
+      conv.strides[1], conv.dilations[0], conv.dilations[1]);
+}
+
+}  // namespace loom::cpp

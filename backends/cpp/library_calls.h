@@ -1,0 +1,27 @@
+#ifndef LOOM_BACKENDS_CPP_LIBRARY_CALLS_H_
+#define LOOM_BACKENDS_CPP_LIBRARY_CALLS_H_
+
+#include <string>
+#include <vector>
+
+#include "ir/conv_call.h"
+#include "ir/gemm.h"
+#include "ir/module.h"
+
+namespace loom::cpp {
+
+// The body of the function for a gemm kernel, which calls oneDNN's
+// dnnl_sgemm (f32) or CBLAS's cblas_dgemm (f64) once per position of its
+// batch and accumulation loops; its arguments (a, b and c, each at its
+// constant offset) go to `args`. `openmp`: whether the kernels may open
+// parallel regions; `splits` says whether this one does.
+std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& args, bool& splits);
+
+// The body of the function for a conv call: one LoomConv2d for its shapes
+// (dnnl_conv.inc), made at the first call. Its arguments (input, weight
+// and output, each at its offset) go to `args`.
+std::string PrintConv(const ConvCall& conv, std::vector<BufferRef>& args);
+
+}  // namespace loom::cpp
+
+#endif  // LOOM_BACKENDS_CPP_LIBRARY_CALLS_H_

@@ -1,0 +1,207 @@
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "backends/cpp/kernel_printer.h"
+
+namespace loom::cpp {
+
+using cscalar::CType;
+
+void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int depth) {
+  const std::string x = absl::StrCat("x", node.ranges.size() - 1);
+  const int64_t extent = node.ranges.back();
+  const int64_t full = extent / kVectorLanes * kVectorLanes;
+  const std::string store = RefText(node, plan_.members[member].store);
+  // The next member's sum (SumsWhatTheVectorLoopStored): lanes, then a tail.
+  const bool sums = static_cast<size_t>(member) + 1 < plan_.members.size() &&
+                    plan_.members[member + 1].sum_in_vector_loop;
+  const std::string sum = absl::StrCat("acc", member + 1);
+  const std::string lanes = absl::StrCat("lanes", member + 1);
+  if (sums) Line(depth, absl::StrCat("loom_f32v16 ", lanes, " = loom_splat16(0.0f);"));
+  Line(depth,
+       absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", x, x, full, x, kVectorLanes));
+  PrintPrefetches(node, member, depth + 1);
+  for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+    Line(depth + 1,
+         absl::StrCat("const loom_f32v16 ", Temp(i), " = ", PrintVectorStep(node, i), ";"));
+  }
+  Line(depth + 1, absl::StrCat("loom_store16(&", store, ", ", Temp(node.root), ");"));
+  if (sums) Line(depth + 1, absl::StrCat(lanes, " += ", Temp(node.root), ";"));
+  Line(depth, "}");
+  if (sums) Line(depth, absl::StrCat("float ", sum, " = loom_sum16(", lanes, ");"));
+  if (full == extent) return;
+  Line(depth, absl::StrFormat("for (int64_t %s = %d; %s < %d; ++%s) {", x, full, x, extent, x));
+  PrintBody(node, depth + 1);
+  Line(depth + 1, absl::StrCat(store, " = ", Temp(node.root), ";"));
+  if (sums) Line(depth + 1, absl::StrCat(sum, " += ", Temp(node.root), ";"));
+  Line(depth, "}");
+}
+
+void KernelPrinter::PrintPrefetches(const ComputeNode& node, int member, int depth) {
+  if (plan_.outer_loops > 0) {  // a kernel may have no outer loop
+    std::vector<std::string> next = var_names_;
+    next[plan_.outer_loops - 1] = absl::StrCat("(", next[plan_.outer_loops - 1], " + 1)");
+    for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
+      const Ref& load = plan_.load_refs[step_base_ + i];
+      if (load.kind != Ref::Kind::kParam || planner_.RefStride(node, load) != 1) continue;
+      Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[",
+                               ToCpp(planner_.ParamIndex(load), next), "]);"));
+    }
+  }
+  for (const Ref& store : plan_.members[member].stores_alongside) {
+    Line(depth, absl::StrCat("__builtin_prefetch(&", RefText(node, store), ", 1);"));
+  }
+}
+
+std::string KernelPrinter::PrintVectorStep(const ComputeNode& node, int i) {
+  const ScalarOp& op = node.body[i];
+  if (op.kind == ScalarOp::Kind::kConst) {
+    return absl::StrCat("loom_splat16(", cscalar::Literal(op.constant, op.dtype), ")");
+  }
+  if (op.kind == ScalarOp::Kind::kLoad) {
+    const Ref& ref = plan_.load_refs[step_base_ + i];
+    const std::string place = RefText(node, ref);
+    return planner_.RefStride(node, ref) == 1 ? absl::StrCat("loom_load16(&", place, ")")
+                                              : absl::StrCat("loom_splat16(", place, ")");
+  }
+  const std::string a = Temp(op.args[0]);
+  switch (op.fn) {
+    case ScalarFn::kExp:
+      return absl::StrCat("loom_exp16(", a, ")");
+    case ScalarFn::kSigmoid:  // as cscalar::CallExpr
+      return absl::StrCat("loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-", a, "))");
+    case ScalarFn::kTanh:
+      return absl::StrCat("loom_tanh16(", a, ")");
+    case ScalarFn::kErf:
+      return absl::StrCat("loom_erf16(", a, ")");
+    case ScalarFn::kNeg:
+      return absl::StrCat("-", a);
+    case ScalarFn::kAdd:
+      return absl::StrCat(a, " + ", Temp(op.args[1]));
+    case ScalarFn::kSub:
+      return absl::StrCat(a, " - ", Temp(op.args[1]));
+    case ScalarFn::kMul:
+      return absl::StrCat(a, " * ", Temp(op.args[1]));
+    case ScalarFn::kDiv:
+      return absl::StrCat(a, " / ", Temp(op.args[1]));
+    default:
+      break;
+  }
+  return a;  // VectorizesExp admits no other step
+}
+
+std::string KernelPrinter::MatVecCall(const ComputeNode& node, int member, const MatVec& matvec,
+                                      const std::string& first_row, int64_t rows) {
+  const size_t row = node.ranges.size() - 1;
+  const std::vector<std::string> names = var_names_;
+  var_names_[row] = first_row;
+  var_names_[row + 1] = "0";
+  const std::string call = absl::StrCat(
+      "loom_matvec<", node.reduction_ranges[0], ">(&",
+      RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", &",
+      RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ", matvec.leading, ", ",
+      rows, ", &", RefText(node, plan_.members[member].store), ", ", matvec.out_stride, ");");
+  var_names_ = names;
+  return call;
+}
+
+void KernelPrinter::PrintMatVecBlocks(const ComputeNode& node, int member, int depth,
+                                      const MatVec& matvec, const std::string& pragma) {
+  const std::string block = absl::StrCat("x", node.ranges.size() - 1, "b");
+  Line(depth, pragma);
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block,
+                              node.ranges.back(), block, kDotRows));
+  Line(depth + 1, MatVecCall(node, member, matvec, block, kDotRows));
+  Line(depth, "}");
+}
+
+void KernelPrinter::PrintMatVec(const ComputeNode& node, int member, int depth,
+                                const MatVec& matvec) {
+  const size_t inner_loops = node.ranges.size() - plan_.outer_loops;
+  const std::vector<std::string> pragmas =
+      LoopPragmas(inner_loops, /*vector=*/false, plan_.Splits(member), "");
+  const std::vector<int64_t> around(node.ranges.begin(), node.ranges.end() - 1);
+  depth = OpenLoops(around, plan_.outer_loops, depth, pragmas);
+  // Shared by the threads, a call per block of rows; else one for all.
+  if (!pragmas.back().empty()) {
+    PrintMatVecBlocks(node, member, depth, matvec, pragmas.back());
+  } else {
+    Line(depth, MatVecCall(node, member, matvec, "0", node.ranges.back()));
+  }
+  CloseLoops(inner_loops - 1, depth);
+}
+
+std::string KernelPrinter::PrintAloneMatVec(const ComputeNode& node, const MatVec& matvec) {
+  const std::vector<int64_t> around(node.ranges.begin(), node.ranges.end() - 1);
+  const int depth = OpenLoops(around, 0, 1, {});
+  if (plan_.alone_matvec_shared) {
+    PrintMatVecBlocks(node, 0, depth, matvec, "#pragma omp parallel for");
+  } else {
+    Line(depth, MatVecCall(node, 0, matvec, "0", node.ranges.back()));
+  }
+  CloseLoops(around.size(), depth);
+  return body_;
+}
+
+void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec) {
+  const TeamStrides strides = *plan_.members[member].team_strides;
+  const size_t row = node.ranges.size() - 1;  // the reduction variable is row + 1
+  const std::string block = absl::StrCat("x", row, "b");
+  if (!plan_.outer.empty()) var_names_[0] = "0";
+  var_names_[row] = block;
+  var_names_[row + 1] = "0";
+  Line(2, "#pragma omp for");
+  Line(2, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block,
+                          node.ranges.back(), block, kDotRows));
+  Line(3, absl::StrCat(
+              "loom_matvecs<", node.reduction_ranges[0], ", ", NumElements(plan_.outer), ">(&",
+              RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ", strides.vector,
+              ", &", RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
+              matvec.leading, ", ", kDotRows, ", &", RefText(node, plan_.members[member].store),
+              ", ", matvec.out_stride, ", ", strides.out, ");"));
+  Line(2, "}");
+  for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
+}
+
+std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
+  const int64_t rows = NumElements(plan_.outer);
+  for (int m : plan_.locals) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    Line(1, absl::StrCat(CType(program_.buffers[node.output].dtype), " l", m, "[",
+                         rows * plan_.members[m].local_length, "];"));
+  }
+  Line(1, "#pragma omp parallel");
+  Line(1, "{");
+  for (size_t m = 0; m < kernel.nodes.size();) {
+    if (plan_.members[m].matvec.has_value()) {
+      const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+      NameLoopVariables(node);
+      PrintTeamMatVec(node, static_cast<int>(m), *plan_.members[m].matvec);
+      step_base_ += static_cast<int>(node.body.size());
+      ++m;
+      continue;
+    }
+    // The pointwise members up to the next product, in one loop over the
+    // outer iterations (the fuser made each legal within one), or run by
+    // one thread without an outer loop.
+    Line(2, plan_.outer.empty() ? "#pragma omp single" : "#pragma omp for");
+    const int depth = plan_.outer.empty() ? 3 : OpenLoops(plan_.outer, 0, 2, {});
+    if (plan_.outer.empty()) Line(2, "{");
+    for (; m < kernel.nodes.size() && !plan_.members[m].matvec.has_value(); ++m) {
+      const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+      NameLoopVariables(node);
+      PrintMember(node, static_cast<int>(m), depth);
+    }
+    if (plan_.outer.empty()) Line(2, "}");
+    CloseLoops(plan_.outer.size(), depth);
+  }
+  Line(1, "}");
+  return body_;
+}
+
+}  // namespace loom::cpp
