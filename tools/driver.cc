@@ -201,6 +201,74 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+// Kernels, fused pairs and the refused pairs by reason, into the report.
+void ReportFusion(const Schedule& schedule, proto::Report& report) {
+  report.set_kernels(schedule.kernels.size());
+  int fused_pairs = 0;
+  std::map<FusionReason, int> refusals;
+  for (const FusionDecision& decision : schedule.decisions) {
+    if (decision.fused()) {
+      ++fused_pairs;
+    } else {
+      ++refusals[decision.reason];
+    }
+  }
+  report.set_fused_pairs(fused_pairs);
+  std::map<absl::string_view, int> by_text;  // sorted: a deterministic report
+  for (const auto& [reason, count] : refusals) {
+    by_text[FusionReasonText(reason)] = count;
+  }
+  for (const auto& [reason, count] : by_text) {
+    proto::Report::FusionRefusals* entry = report.add_fusion_refusals();
+    entry->set_reason(std::string(reason));
+    entry->set_count(count);
+  }
+}
+
+// The passes' timings and what the module's stages hold, into the report.
+void ReportPipeline(const std::vector<PassRun>& runs, const Module& module, proto::Report& report) {
+  for (const PassRun& run : runs) {
+    proto::PassTiming* timing = report.add_passes();
+    timing->set_name(run.name);
+    timing->set_seconds(run.seconds);
+    timing->set_changed(run.changed);
+    timing->set_peak_resident_bytes(run.peak_resident_bytes);
+  }
+  if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());
+  if (module.schedule.has_value()) ReportFusion(*module.schedule, report);
+  if (module.schedule.has_value() && module.schedule->memory.has_value()) {
+    report.set_temp_bytes_unplanned(module.schedule->memory->unplanned_bytes);
+    report.set_temp_bytes_planned(module.schedule->memory->arena_bytes);
+  }
+}
+
+// The native compile of the emitted source: a CUDA executable (NVRTC
+// compiles for the device on the first run: no GPU needed here) or a C++
+// one, whose artifact goes to out_dir.
+absl::Status CompileNative(const CompileOptions& options, CompiledModel& compiled) {
+  const Module& module = compiled.module;
+  if (module.source->language == "cuda") {
+    LOOM_ASSIGN_OR_RETURN(cuda::CudaExecutable executable,
+                          options.cache_dir.empty()
+                              ? cuda::CudaExecutable::Create(module)
+                              : cuda::CudaExecutable::Create(module, options.cache_dir));
+    compiled.cuda_executable.emplace(std::move(executable));
+    return absl::OkStatus();
+  }
+  LOOM_ASSIGN_OR_RETURN(cpp::CppExecutable executable,
+                        options.cache_dir.empty()
+                            ? cpp::CppExecutable::Create(module)
+                            : cpp::CppExecutable::Create(module, options.cache_dir));
+  compiled.executable.emplace(std::move(executable));
+  compiled.report.set_native_compile_seconds(compiled.executable->compile_seconds());
+  compiled.report.set_cache_hit(compiled.executable->cache_hit());
+  if (options.out_dir.empty()) return absl::OkStatus();
+  const std::filesystem::path path = std::filesystem::path(options.out_dir) / "model.loom";
+  return cpp::WriteArtifact(module, compiled.output_names,
+                            options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir,
+                            path);
+}
+
 }  // namespace
 
 absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& options,
@@ -226,41 +294,8 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
   run_options.before_pass = [&progress](absl::string_view pass) { progress.Stage(pass); };
   LOOM_ASSIGN_OR_RETURN(std::vector<PassRun> runs,
                         RunPipeline(pipeline, compiled.module, run_options));
-  for (const PassRun& run : runs) {
-    proto::PassTiming* timing = report.add_passes();
-    timing->set_name(run.name);
-    timing->set_seconds(run.seconds);
-    timing->set_changed(run.changed);
-    timing->set_peak_resident_bytes(run.peak_resident_bytes);
-  }
   const Module& module = compiled.module;
-  if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());
-  if (module.schedule.has_value()) {
-    report.set_kernels(module.schedule->kernels.size());
-    int fused_pairs = 0;
-    std::map<FusionReason, int> refusals;
-    for (const FusionDecision& decision : module.schedule->decisions) {
-      if (decision.fused()) {
-        ++fused_pairs;
-      } else {
-        ++refusals[decision.reason];
-      }
-    }
-    report.set_fused_pairs(fused_pairs);
-    std::map<absl::string_view, int> by_text;  // sorted: a deterministic report
-    for (const auto& [reason, count] : refusals) {
-      by_text[FusionReasonText(reason)] = count;
-    }
-    for (const auto& [reason, count] : by_text) {
-      proto::Report::FusionRefusals* entry = report.add_fusion_refusals();
-      entry->set_reason(std::string(reason));
-      entry->set_count(count);
-    }
-  }
-  if (module.schedule.has_value() && module.schedule->memory.has_value()) {
-    report.set_temp_bytes_unplanned(module.schedule->memory->unplanned_bytes);
-    report.set_temp_bytes_planned(module.schedule->memory->arena_bytes);
-  }
+  ReportPipeline(runs, module, report);
   if (!module.source.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(pipeline.name,
@@ -282,31 +317,7 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
     return absl::Status(s.code(), absl::StrCat(options.model, ": ", s.message()));
   }
   progress.Stage("native compile");
-  // CUDA: NVRTC compiles for the device on the first run (no GPU needed here).
-  if (module.source->language == "cuda") {
-    LOOM_ASSIGN_OR_RETURN(cuda::CudaExecutable executable,
-                          options.cache_dir.empty()
-                              ? cuda::CudaExecutable::Create(module)
-                              : cuda::CudaExecutable::Create(module, options.cache_dir));
-    compiled.cuda_executable.emplace(std::move(executable));
-    return compiled;
-  }
-  LOOM_ASSIGN_OR_RETURN(cpp::CppExecutable executable,
-                        options.cache_dir.empty()
-                            ? cpp::CppExecutable::Create(module)
-                            : cpp::CppExecutable::Create(module, options.cache_dir));
-  compiled.executable.emplace(std::move(executable));
-  report.set_native_compile_seconds(compiled.executable->compile_seconds());
-  report.set_cache_hit(compiled.executable->cache_hit());
-  if (!options.out_dir.empty()) {
-    const std::filesystem::path path = std::filesystem::path(options.out_dir) / "model.loom";
-    if (absl::Status s = cpp::WriteArtifact(
-            module, compiled.output_names,
-            options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir, path);
-        !s.ok()) {
-      return s;
-    }
-  }
+  LOOM_RETURN_IF_ERROR(CompileNative(options, compiled));
   return compiled;
 }
 

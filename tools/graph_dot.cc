@@ -85,6 +85,148 @@ struct Box {
   std::vector<int> kernels;
 };
 
+// The schedule's kernels as boxes, one per function they share, and the box
+// of every kernel, compute node and buffer writer (-1: none).
+struct Boxes {
+  std::vector<Box> boxes;
+  std::vector<int> of_kernel, of_node, of_writer;
+};
+
+Boxes GroupKernels(const LoopProgram& program, const Schedule& schedule,
+                   const GeneratedSource* source) {
+  Boxes b;
+  std::map<int, int> box_of_function;
+  b.of_kernel.resize(schedule.kernels.size());
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const bool launched = source != nullptr && k < source->launches.size();
+    // A kernel without a shared function (no source yet, or a library
+    // call) is a box of its own.
+    const int function = launched && source->launches.function[k] >= 0
+                             ? source->launches.function[k]
+                             : -1 - static_cast<int>(k);
+    auto [it, added] = box_of_function.try_emplace(function, static_cast<int>(b.boxes.size()));
+    if (added) b.boxes.push_back({absl::StrCat("k", k), {}});
+    b.boxes[it->second].kernels.push_back(static_cast<int>(k));
+    b.of_kernel[k] = it->second;
+  }
+  b.of_node.assign(program.nodes.size(), -1);
+  b.of_writer.assign(program.buffers.size(), -1);
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    for (int n : schedule.kernels[k].nodes) {
+      b.of_node[n] = b.of_kernel[k];
+      b.of_writer[program.nodes[n].output] = b.of_kernel[k];
+    }
+  }
+  return b;
+}
+
+// A box's label: its function (with the traits of its code) or kernel, its
+// outer loops and the first of its nodes.
+std::string BoxLabel(const Box& box, const LoopProgram& program, const Schedule& schedule,
+                     const GeneratedSource* source) {
+  const Kernel& first = schedule.kernels[box.kernels.front()];
+  const ComputeNode& lead = program.nodes[first.nodes.front()];
+  std::string label;
+  if (source != nullptr && source->launches.size() > static_cast<size_t>(box.kernels.front()) &&
+      source->launches.function[box.kernels.front()] >= 0) {
+    const std::string& function = source->functions[source->launches.function[box.kernels.front()]];
+    absl::StrAppend(&label, function);
+    const std::string traits = CodeTraits(source->text, function);
+    if (!traits.empty()) absl::StrAppend(&label, " (", traits, ")");
+  } else {
+    absl::StrAppend(&label, first.name);
+  }
+  if (box.kernels.size() > 1) {
+    absl::StrAppend(&label, ", called by ", box.kernels.size(), " kernels");
+  }
+  const std::vector<int64_t> outer(lead.ranges.begin(), lead.ranges.begin() + first.outer_loops);
+  absl::StrAppend(
+      &label, "\nouter loops ", Extents(outer), ", ", first.nodes.size(), " nodes",
+      first.internal.empty() ? "" : absl::StrCat(", ", first.internal.size(), " kept inside"));
+  for (int i = 0; i < static_cast<int>(first.nodes.size()) && i < kNodesListed; ++i) {
+    absl::StrAppend(&label, "\n  ", NodeText(program.nodes[first.nodes[i]]));
+  }
+  if (first.nodes.size() > kNodesListed) {
+    absl::StrAppend(&label, "\n  ... ", first.nodes.size() - kNodesListed, " more");
+  }
+  return label;
+}
+
+// Buffers: from the box (or model input) that writes one to each box that
+// reads it, several between the same two boxes as one edge; with the model's
+// inputs and outputs as ellipses.
+std::string FlowEdges(const Boxes& b, const LoopProgram& program, const Schedule& schedule) {
+  std::map<std::pair<std::string, std::string>, std::vector<BufferId>> flows;
+  std::set<BufferId> inputs;
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const std::string& to = b.boxes[b.of_kernel[k]].id;
+    for (int n : schedule.kernels[k].nodes) {
+      for (const ScalarOp& op : program.nodes[n].body) {
+        if (op.kind != ScalarOp::Kind::kLoad) continue;
+        const Buffer& buffer = program.buffers[op.buffer];
+        if (buffer.kind == BufferKind::kWeight) continue;
+        std::string from;
+        if (buffer.kind == BufferKind::kInput) {
+          from = absl::StrCat("in", op.buffer);
+          inputs.insert(op.buffer);
+        } else if (b.of_writer[op.buffer] >= 0 && b.boxes[b.of_writer[op.buffer]].id != to) {
+          from = b.boxes[b.of_writer[op.buffer]].id;
+        } else {
+          continue;
+        }
+        std::vector<BufferId>& buffers = flows[{from, to}];
+        if (absl::c_find(buffers, op.buffer) == buffers.end()) buffers.push_back(op.buffer);
+      }
+    }
+  }
+  std::string dot;
+  for (BufferId id : inputs) {
+    absl::StrAppend(&dot, "  in", id,
+                    " [shape=ellipse, label=", Quoted(BufferText(program.buffers[id])), "];\n");
+  }
+  for (BufferId id : program.outputs) {
+    absl::StrAppend(&dot, "  out", id,
+                    " [shape=ellipse, label=", Quoted(BufferText(program.buffers[id])), "];\n");
+    if (b.of_writer[id] >= 0) flows[{b.boxes[b.of_writer[id]].id, absl::StrCat("out", id)}];
+  }
+  for (const auto& [ends, buffers] : flows) {
+    std::string label;
+    if (buffers.size() == 1) {
+      label = BufferText(program.buffers[buffers.front()]);
+    } else if (!buffers.empty()) {
+      int64_t bytes = 0;
+      for (BufferId id : buffers) {
+        bytes += NumBytes(program.buffers[id].dtype, program.buffers[id].sizes);
+      }
+      label = absl::StrCat(buffers.size(), " buffers, ", Bytes(bytes));
+    }
+    absl::StrAppend(&dot, "  ", ends.first, " -> ", ends.second,
+                    label.empty() ? "" : absl::StrCat(" [label=", Quoted(label), "]"), ";\n");
+  }
+  return dot;
+}
+
+// Refused fusions between boxes, one edge per pair of boxes and reason.
+std::string RefusalEdges(const Boxes& b, const Schedule& schedule) {
+  std::map<std::tuple<int, int, FusionReason>, int> refusals;
+  for (const FusionDecision& decision : schedule.decisions) {
+    if (decision.fused() || decision.producer < 0 || decision.consumer < 0) continue;
+    const int from = b.of_node[decision.producer], to = b.of_node[decision.consumer];
+    if (from < 0 || to < 0 || from == to) continue;
+    ++refusals[{from, to, decision.reason}];
+  }
+  std::string dot;
+  for (const auto& [key, count] : refusals) {
+    const auto& [from, to, reason] = key;
+    const std::string label = absl::StrCat("not fused: ", FusionReasonText(reason),
+                                           count > 1 ? absl::StrCat(" (x", count, ")") : "");
+    absl::StrAppend(&dot, "  ", b.boxes[from].id, " -> ", b.boxes[to].id,
+                    " [style=dashed, color=gray40, fontcolor=gray40, constraint=false, label=",
+                    Quoted(label), "];\n");
+  }
+  return dot;
+}
+
 }  // namespace
 
 std::string ScheduleDot(const Module& module) {
@@ -94,131 +236,15 @@ std::string ScheduleDot(const Module& module) {
   const LoopProgram& program = *module.loops;
   const Schedule& schedule = *module.schedule;
   const GeneratedSource* source = module.source.has_value() ? &*module.source : nullptr;
-
-  // Boxes, and the box of every kernel and compute node.
-  std::map<int, int> box_of_function;
-  std::vector<Box> boxes;
-  std::vector<int> box_of_kernel(schedule.kernels.size());
-  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    const bool launched = source != nullptr && k < source->launches.size();
-    // A kernel without a shared function (no source yet, or a library
-    // call) is a box of its own.
-    const int function = launched && source->launches.function[k] >= 0
-                             ? source->launches.function[k]
-                             : -1 - static_cast<int>(k);
-    auto [it, added] = box_of_function.try_emplace(function, static_cast<int>(boxes.size()));
-    if (added) boxes.push_back({absl::StrCat("k", k), {}});
-    boxes[it->second].kernels.push_back(static_cast<int>(k));
-    box_of_kernel[k] = it->second;
-  }
-  std::vector<int> box_of_node(program.nodes.size(), -1);
-  std::vector<int> box_of_writer(program.buffers.size(), -1);
-  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    for (int n : schedule.kernels[k].nodes) {
-      box_of_node[n] = box_of_kernel[k];
-      box_of_writer[program.nodes[n].output] = box_of_kernel[k];
-    }
-  }
-
+  const Boxes boxes = GroupKernels(program, schedule, source);
   std::string dot =
       "digraph loom {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n"
       "  edge [fontname=\"monospace\", fontsize=9];\n";
-  for (const Box& box : boxes) {
-    const Kernel& first = schedule.kernels[box.kernels.front()];
-    const ComputeNode& lead = program.nodes[first.nodes.front()];
-    std::string label;
-    if (source != nullptr && source->launches.size() > static_cast<size_t>(box.kernels.front()) &&
-        source->launches.function[box.kernels.front()] >= 0) {
-      const std::string& function =
-          source->functions[source->launches.function[box.kernels.front()]];
-      absl::StrAppend(&label, function);
-      const std::string traits = CodeTraits(source->text, function);
-      if (!traits.empty()) absl::StrAppend(&label, " (", traits, ")");
-    } else {
-      absl::StrAppend(&label, first.name);
-    }
-    if (box.kernels.size() > 1)
-      absl::StrAppend(&label, ", called by ", box.kernels.size(), " kernels");
-    const std::vector<int64_t> outer(lead.ranges.begin(), lead.ranges.begin() + first.outer_loops);
-    absl::StrAppend(
-        &label, "\nouter loops ", Extents(outer), ", ", first.nodes.size(), " nodes",
-        first.internal.empty() ? "" : absl::StrCat(", ", first.internal.size(), " kept inside"));
-    for (int i = 0; i < static_cast<int>(first.nodes.size()) && i < kNodesListed; ++i) {
-      absl::StrAppend(&label, "\n  ", NodeText(program.nodes[first.nodes[i]]));
-    }
-    if (first.nodes.size() > kNodesListed) {
-      absl::StrAppend(&label, "\n  ... ", first.nodes.size() - kNodesListed, " more");
-    }
-    absl::StrAppend(&dot, "  ", box.id, " [label=", Quoted(label), "];\n");
+  for (const Box& box : boxes.boxes) {
+    absl::StrAppend(&dot, "  ", box.id,
+                    " [label=", Quoted(BoxLabel(box, program, schedule, source)), "];\n");
   }
-
-  // Buffers: from the box (or model input) that writes one to each box that
-  // reads it, several between the same two boxes as one edge.
-  std::map<std::pair<std::string, std::string>, std::vector<BufferId>> flows;
-  std::set<BufferId> inputs;
-  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    const Kernel& kernel = schedule.kernels[k];
-    const std::string& to = boxes[box_of_kernel[k]].id;
-    for (int n : kernel.nodes) {
-      for (const ScalarOp& op : program.nodes[n].body) {
-        if (op.kind != ScalarOp::Kind::kLoad) continue;
-        const Buffer& buffer = program.buffers[op.buffer];
-        if (buffer.kind == BufferKind::kWeight) continue;
-        std::string from;
-        if (buffer.kind == BufferKind::kInput) {
-          from = absl::StrCat("in", op.buffer);
-          inputs.insert(op.buffer);
-        } else if (box_of_writer[op.buffer] >= 0 && boxes[box_of_writer[op.buffer]].id != to) {
-          from = boxes[box_of_writer[op.buffer]].id;
-        } else {
-          continue;
-        }
-        std::vector<BufferId>& buffers = flows[{from, to}];
-        if (absl::c_find(buffers, op.buffer) == buffers.end()) buffers.push_back(op.buffer);
-      }
-    }
-  }
-  for (BufferId b : inputs) {
-    absl::StrAppend(&dot, "  in", b,
-                    " [shape=ellipse, label=", Quoted(BufferText(program.buffers[b])), "];\n");
-  }
-  for (BufferId b : program.outputs) {
-    absl::StrAppend(&dot, "  out", b,
-                    " [shape=ellipse, label=", Quoted(BufferText(program.buffers[b])), "];\n");
-    if (box_of_writer[b] >= 0) flows[{boxes[box_of_writer[b]].id, absl::StrCat("out", b)}];
-  }
-  for (const auto& [ends, buffers] : flows) {
-    std::string label;
-    if (buffers.size() == 1) {
-      label = BufferText(program.buffers[buffers.front()]);
-    } else if (!buffers.empty()) {
-      int64_t bytes = 0;
-      for (BufferId b : buffers) {
-        bytes += NumBytes(program.buffers[b].dtype, program.buffers[b].sizes);
-      }
-      label = absl::StrCat(buffers.size(), " buffers, ", Bytes(bytes));
-    }
-    absl::StrAppend(&dot, "  ", ends.first, " -> ", ends.second,
-                    label.empty() ? "" : absl::StrCat(" [label=", Quoted(label), "]"), ";\n");
-  }
-
-  // Refused fusions between boxes, one edge per pair of boxes and reason.
-  std::map<std::tuple<int, int, FusionReason>, int> refusals;
-  for (const FusionDecision& decision : schedule.decisions) {
-    if (decision.fused() || decision.producer < 0 || decision.consumer < 0) continue;
-    const int a = box_of_node[decision.producer], b = box_of_node[decision.consumer];
-    if (a < 0 || b < 0 || a == b) continue;
-    ++refusals[{a, b, decision.reason}];
-  }
-  for (const auto& [key, count] : refusals) {
-    const auto& [a, b, reason] = key;
-    const std::string label = absl::StrCat("not fused: ", FusionReasonText(reason),
-                                           count > 1 ? absl::StrCat(" (x", count, ")") : "");
-    absl::StrAppend(&dot, "  ", boxes[a].id, " -> ", boxes[b].id,
-                    " [style=dashed, color=gray40, fontcolor=gray40, constraint=false, label=",
-                    Quoted(label), "];\n");
-  }
-  absl::StrAppend(&dot, "}\n");
+  absl::StrAppend(&dot, FlowEdges(boxes, program, schedule), RefusalEdges(boxes, schedule), "}\n");
   return dot;
 }
 
