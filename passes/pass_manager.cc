@@ -139,15 +139,18 @@ class StageTracker {
   std::string origin_ = "where the pipeline starts";
 };
 
+// The module's schedule as text (it names the loop program's nodes).
+absl::StatusOr<std::string> ScheduleText(const Module& module) {
+  if (!module.loops.has_value()) {
+    return absl::InternalError("the module has a schedule but no loops");
+  }
+  return PrintSchedule(*module.schedule, *module.loops);
+}
+
 // The most advanced stage of the module, as text.
 absl::StatusOr<std::string> DumpText(const Module& module) {
   if (module.source.has_value()) return SourceWithPlans(*module.source);
-  if (module.schedule.has_value()) {
-    if (!module.loops.has_value()) {
-      return absl::InternalError("the module has a schedule but no loops");
-    }
-    return PrintSchedule(*module.schedule, *module.loops);
-  }
+  if (module.schedule.has_value()) return ScheduleText(module);
   if (module.loops.has_value()) return PrintLoopProgram(*module.loops);
   return GraphToText(module.graph);
 }
@@ -176,10 +179,8 @@ absl::StatusOr<std::string> EveryStageText(const Module& module) {
   std::string text = GraphToText(module.graph);
   if (module.loops.has_value()) absl::StrAppend(&text, PrintLoopProgram(*module.loops));
   if (module.schedule.has_value()) {
-    if (!module.loops.has_value()) {
-      return absl::InternalError("the module has a schedule but no loops");
-    }
-    absl::StrAppend(&text, PrintSchedule(*module.schedule, *module.loops));
+    LOOM_ASSIGN_OR_RETURN(std::string schedule, ScheduleText(module));
+    absl::StrAppend(&text, schedule);
   }
   if (module.source.has_value()) absl::StrAppend(&text, module.source->text);
   return text;
