@@ -1,0 +1,136 @@
+// The GEMM libraries loom may call, side by side on the shapes its models
+// make: oneDNN's dnnl_sgemm and BLIS's bli_sgemm (what emitted kernels call,
+// backends/cpp/prelude.cc) and OpenBLAS's cblas_sgemm, alternating, median
+// of each, in GFLOP/s. All run on every core (BLIS, loaded here by dlopen so
+// that its CBLAS does not meet OpenBLAS's, is told so). The libraries' own
+// switches narrow the instruction set they use, which measures on an
+// AVX-512 machine what one without it would get:
+//
+//   bazel run -c opt //tests/bench:gemm_libraries -- [--iters=50] [--rounds=5]
+//   ONEDNN_MAX_CPU_ISA=AVX2 BLIS_ARCH_TYPE=zen3 OPENBLAS_CORETYPE=Zen bazel run ...
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <dnnl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+
+ABSL_FLAG(int, iters, 50, "calls per timed round");
+ABSL_FLAG(int, rounds, 5, "rounds per library, alternating");
+
+namespace loom {
+namespace {
+
+// C[m, n] = A[m, k] * B[k, n], row-major, or A * B^T when `b_transposed`
+// (a linear layer's weight, stored [n, k]).
+struct Shape {
+  const char* name;
+  int m, n, k;
+  bool b_transposed;
+};
+
+constexpr Shape kShapes[] = {
+    {"matmul_512", 512, 512, 512, false},
+    {"matmul_1024", 1024, 1024, 1024, false},
+    {"bmm_16x128x64x128 (one of 16)", 128, 128, 64, false},
+    {"bert_ffn up [128,128]x[512,128]^T", 128, 512, 128, true},
+    {"bert_ffn down [128,512]x[128,512]^T", 128, 128, 512, true},
+    {"lstm_l6_h256 input [50,256]x[1024,256]^T", 50, 1024, 256, true},
+    {"256^3", 256, 256, 256, false},
+    {"[1024,256]x[256,256]^T", 1024, 256, 256, true},
+};
+
+// bli_sgemm (BLIS's typed API: transpose 8, none 0; strides per row and
+// column), from Debian's libblis4-openmp.
+using BliSgemm = void (*)(int, int, int64_t, int64_t, int64_t, const float*, const float*,
+                          int64_t, int64_t, const float*, int64_t, int64_t, const float*, float*,
+                          int64_t, int64_t);
+BliSgemm bli_sgemm = nullptr;
+
+bool LoadBlis() {
+  void* blis = dlopen("/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4", RTLD_NOW | RTLD_LOCAL);
+  if (blis == nullptr) return false;
+  bli_sgemm = reinterpret_cast<BliSgemm>(dlsym(blis, "bli_sgemm"));
+  auto set_threads = reinterpret_cast<void (*)(int64_t)>(dlsym(blis, "bli_thread_set_num_threads"));
+  if (bli_sgemm == nullptr || set_threads == nullptr) return false;
+  set_threads(sysconf(_SC_NPROCESSORS_ONLN));
+  return true;
+}
+
+using Call = std::function<void(const Shape&, const float*, const float*, float*)>;
+
+void Dnnl(const Shape& s, const float* a, const float* b, float* c) {
+  const int ldb = s.b_transposed ? s.k : s.n;
+  dnnl_sgemm('N', s.b_transposed ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, s.k, b, ldb, 0.0f, c, s.n);
+}
+
+void Blis(const Shape& s, const float* a, const float* b, float* c) {
+  static const float one = 1.0f, zero = 0.0f;
+  const int ldb = s.b_transposed ? s.k : s.n;
+  bli_sgemm(0, s.b_transposed ? 8 : 0, s.m, s.n, s.k, &one, a, s.k, 1, b, ldb, 1, &zero, c, s.n, 1);
+}
+
+void OpenBlas(const Shape& s, const float* a, const float* b, float* c) {
+  const int ldb = s.b_transposed ? s.k : s.n;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, s.b_transposed ? CblasTrans : CblasNoTrans, s.m, s.n,
+              s.k, 1.0f, a, s.k, b, ldb, 0.0f, c, s.n);
+}
+
+// Seconds per call, over `iters` calls after one warm-up call.
+double TimeCalls(const Call& call, const Shape& s, const float* a, const float* b, float* c,
+                 int iters) {
+  call(s, a, b, c);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) call(s, a, b, c);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void Compare(const Shape& s, int iters, int rounds) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> a(size_t{1} * s.m * s.k), b(size_t{1} * s.k * s.n), c(size_t{1} * s.m * s.n);
+  for (float& x : a) x = uniform(rng);
+  for (float& x : b) x = uniform(rng);
+  std::vector<Call> calls = {Dnnl, OpenBlas};
+  if (bli_sgemm != nullptr) calls.push_back(Blis);
+  std::vector<std::vector<double>> seconds(calls.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      seconds[i].push_back(TimeCalls(calls[i], s, a.data(), b.data(), c.data(), iters));
+    }
+  }
+  std::printf("%-44s", s.name);
+  for (const std::vector<double>& library : seconds) {
+    std::printf(" %9.1f", 2.0 * s.m * s.n * s.k / Median(library) * 1e-9);
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+}  // namespace loom
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const bool blis = loom::LoadBlis();
+  if (!blis) std::printf("BLIS skipped: libblis4-openmp is not installed\n");
+  std::printf("GFLOP/s of each library\n%-44s %9s %9s %9s\n", "shape", "dnnl", "openblas",
+              blis ? "blis" : "");
+  for (const loom::Shape& shape : loom::kShapes) {
+    loom::Compare(shape, absl::GetFlag(FLAGS_iters), absl::GetFlag(FLAGS_rounds));
+  }
+  return 0;
+}
