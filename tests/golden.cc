@@ -14,6 +14,8 @@ namespace loom {
 const std::vector<GoldenCase>& GoldenCases() {
   static const auto* cases = new std::vector<GoldenCase>{
       {"examples/mlp.pbtxt", "cpu", "tests/golden/mlp.cc"},
+      // A product large enough to call BLIS on AVX2.
+      {"examples/linear_large.pbtxt", "cpu", "tests/golden/linear_large.cc"},
       {"examples/softmax.pbtxt", "cpu", "tests/golden/softmax.cc"},
       {"examples/layer_norm.pbtxt", "cpu", "tests/golden/layer_norm.cc"},
       {"examples/group_norm.pbtxt", "cpu", "tests/golden/group_norm.cc"},

@@ -96,6 +96,7 @@ absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::str
   options.flags = module.source->native_flags;
   options.link_blas = module.source->calls_blas;
   options.link_dnnl = module.source->calls_dnnl;
+  options.link_blis = module.source->calls_dnnl;  // its large f32 products may call BLIS
   options.support_sources = module.source->support_sources;
   options.cache_dir = cache_dir;
   return CompileAndLoad(module.source->text, options);

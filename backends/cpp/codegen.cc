@@ -35,6 +35,7 @@ struct UnitNeeds {
   bool teams = false;         // VectorHelpers(teams)
   bool calls_blas = false;
   bool calls_dnnl = false;
+  bool calls_blis = false;  // may: where the target has AVX2 but not AVX-512
   bool calls_conv = false;
 
   void Add(const CppKernelPlan& plan) {
@@ -71,11 +72,14 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
   } else if (std::optional<Gemm> gemm = kplan::KernelGemm(program, kernel)) {
     const bool f32 = gemm->dtype == DType::kF32;
     (f32 ? needs.calls_dnnl : needs.calls_blas) = true;
+    if (MayCallBlis(*gemm)) needs.calls_blis = needs.calls_openmp = true;
     bool splits = false;
     function = functions.table.AddBody(PrintGemm(*gemm, options.openmp(), args, splits));
     needs.calls_openmp |= splits;
     plan =
-        absl::StrCat("kernel ", kernel.name, ": a GEMM call (", f32 ? "dnnl_sgemm" : "cblas_dgemm",
+        absl::StrCat("kernel ", kernel.name, ": a GEMM call (",
+                     f32 ? (MayCallBlis(*gemm) ? "dnnl_sgemm or, on AVX2, bli_sgemm" : "dnnl_sgemm")
+                         : "cblas_dgemm",
                      splits ? ", its batch shared by the threads" : "", ")\n");
   } else {
     return false;
@@ -92,7 +96,8 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
       kPreludeHead, VectorLibmDeclarations(needs.libm_calls),
       needs.calls_openmp ? "#include <omp.h>\n" : "", cscalar::CoreHelpers(kHelperQualifier),
       needs.streams ? kStreamHelpers : "", needs.calls_conv ? kDnnlConvDeclarations : "",
-      needs.calls_dnnl ? kDnnlDeclaration : "", needs.calls_blas ? kBlasDeclaration : "");
+      needs.calls_dnnl ? kDnnlDeclaration : "", needs.calls_blis ? kBlisDeclaration : "",
+      needs.calls_blas ? kBlasDeclaration : "");
   size_t size = text.size();
   for (const std::string& body : functions.table.bodies()) size += body.size() + 64;
   text.reserve(size);

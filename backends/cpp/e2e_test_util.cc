@@ -145,7 +145,7 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
   std::optional<Graph> checked;
   if (options.conv_calls) checked = graph;
   absl::StatusOr<std::vector<Tensor>> actual =
-      CompileAndRun(std::move(graph), inputs, "", 4096, options.conv_calls);
+      CompileAndRun(std::move(graph), inputs, options.march, 4096, options.conv_calls);
   ASSERT_TRUE(actual.ok()) << actual.status();
   ASSERT_EQ(actual->size(), expected->size());
   if (checked.has_value()) {

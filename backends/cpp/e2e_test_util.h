@@ -50,6 +50,8 @@ struct EndToEndOptions {
   // Convs as library calls (DecomposeOptions::conv_calls, as the cpu
   // pipeline has them) rather than gemm calls and loops.
   bool conv_calls = false;
+  // The native code's target (CppOptions.march; empty: this machine).
+  std::string march;
 };
 
 // The inputs CompileRunAndCompare feeds `graph` (shapes must be inferred).

@@ -33,23 +33,32 @@ std::string MatrixAddress(const std::string& p, const GemmMatrix& matrix) {
 
 // The library call of one product of `gemm`: it sets c, or with
 // accumulation loops adds to it after their first position (`beta`, a
-// variable of the loops).
-std::string GemmCall(const Gemm& gemm) {
+// variable of the loops). Its lines, each after `indent`.
+std::string GemmCall(const Gemm& gemm, const std::string& indent) {
   const std::string a = MatrixAddress("p0", gemm.a);
   const std::string b = MatrixAddress("p1", gemm.b);
   const std::string c = MatrixAddress("p2", gemm.c);
   const bool f32 = gemm.dtype == DType::kF32;
   const std::string beta = gemm.accumulate.empty() ? (f32 ? "0.0f" : "0.0") : "beta";
-  if (f32) {
-    return absl::StrFormat("dnnl_sgemm('%c', '%c', %d, %d, %d, 1.0f, %s, %d, %s, %d, %s, %s, %d);",
-                           gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', gemm.m,
-                           gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, beta, c,
-                           gemm.c.leading);
+  if (!f32) {
+    return absl::StrFormat(
+        "%scblas_dgemm(101, %d, %d, %d, %d, %d, 1.0, %s, %d, %s, %d, %s, %s, %d);\n", indent,
+        gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111, gemm.m, gemm.n, gemm.k, a,
+        gemm.a.leading, b, gemm.b.leading, beta, c, gemm.c.leading);
   }
-  return absl::StrFormat("cblas_dgemm(101, %d, %d, %d, %d, %d, 1.0, %s, %d, %s, %d, %s, %s, %d);",
-                         gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111, gemm.m,
-                         gemm.n, gemm.k, a, gemm.a.leading, b, gemm.b.leading, beta, c,
-                         gemm.c.leading);
+  const std::string dnnl = absl::StrFormat(
+      "%sdnnl_sgemm('%c', '%c', %d, %d, %d, 1.0f, %s, %d, %s, %d, %s, %s, %d);\n", indent,
+      gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', gemm.m, gemm.n, gemm.k, a,
+      gemm.a.leading, b, gemm.b.leading, beta, c, gemm.c.leading);
+  if (!MayCallBlis(gemm)) return dnnl;
+  // BLIS takes row and column strides of the matrices as stored, and
+  // transposes them by flag (8; 0 for none).
+  const std::string blis = absl::StrFormat(
+      "%sbli_sgemm(%d, %d, %d, %d, %d, &loom_blis_one, %s, %d, 1, %s, %d, 1, %s, %s, %d, 1);\n",
+      indent, gemm.a.transposed ? 8 : 0, gemm.b.transposed ? 8 : 0, gemm.m, gemm.n, gemm.k, a,
+      gemm.a.leading, b, gemm.b.leading, gemm.accumulate.empty() ? "&loom_blis_zero" : "&beta", c,
+      gemm.c.leading);
+  return absl::StrCat("#if LOOM_BLIS\n", blis, "#else\n", dnnl, "#endif\n");
 }
 
 // Whether the threads share a gemm's batch loops, each making its calls
@@ -69,7 +78,21 @@ std::string OperandText(const ConvOperand& operand) {
                       absl::StrJoin(operand.strides, ", "), "}");
 }
 
+// BLIS's threads for the calls of one kernel: one each where the threads
+// share its batch, else all of them (BLIS alone does not follow OpenMP's
+// default, all cores).
+std::string BlisThreads(bool splits) {
+  return absl::StrCat("#if LOOM_BLIS\n  bli_thread_set_num_threads(",
+                      splits ? "loom_split ? 1 : loom_threads" : "omp_get_max_threads()",
+                      ");\n#endif\n");
+}
+
 }  // namespace
+
+bool MayCallBlis(const Gemm& gemm) {
+  constexpr int64_t kBlisMinMultiplyAdds = int64_t{1} << 24;
+  return gemm.dtype == DType::kF32 && int64_t{gemm.m} * gemm.n * gemm.k >= kBlisMinMultiplyAdds;
+}
 
 // The body of the function for a gemm kernel; its arguments (a, b and c,
 // each at its constant offset) go to `args`. `openmp`: whether the kernels
@@ -86,8 +109,11 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   const int64_t calls = Product(gemm.batch, 0, gemm.batch.size());
   splits = openmp && calls > 1;
   if (splits) {
-    absl::StrAppend(&body, "  ", absl::StrFormat(kSplitBatch, calls, calls), "  ",
-                    ParallelFor(gemm.batch.size(), " if(loom_split)"), "\n");
+    absl::StrAppend(&body, "  ", absl::StrFormat(kSplitBatch, calls, calls));
+  }
+  if (MayCallBlis(gemm)) absl::StrAppend(&body, BlisThreads(splits));
+  if (splits) {
+    absl::StrAppend(&body, "  ", ParallelFor(gemm.batch.size(), " if(loom_split)"), "\n");
   }
   int depth = 1;
   for (size_t i = 0; i < gemm.batch.size(); ++i, ++depth) {
@@ -110,7 +136,7 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
         &body, std::string(2 * depth, ' '),
         absl::StrFormat("const %s beta = %s ? 0 : 1;\n", type, absl::StrJoin(first, " && ")));
   }
-  absl::StrAppend(&body, std::string(2 * depth, ' '), GemmCall(gemm), "\n");
+  absl::StrAppend(&body, GemmCall(gemm, std::string(2 * depth, ' ')));
   for (--depth; depth >= 1; --depth) {
     absl::StrAppend(&body, std::string(2 * depth, ' '), "}\n");
   }

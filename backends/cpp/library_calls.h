@@ -10,11 +10,17 @@
 
 namespace loom::cpp {
 
+// Whether an f32 product is large enough to call BLIS rather than oneDNN
+// where the target has AVX2 but not AVX-512 (kBlisDeclaration): 2^24
+// multiply-adds or more (256^3), where BLIS measured faster
+// (tests/bench:gemm_libraries).
+bool MayCallBlis(const Gemm& gemm);
+
 // The body of the function for a gemm kernel, which calls oneDNN's
-// dnnl_sgemm (f32) or CBLAS's cblas_dgemm (f64) once per position of its
-// batch and accumulation loops; its arguments (a, b and c, each at its
-// constant offset) go to `args`. `openmp`: whether the kernels may open
-// parallel regions; `splits` says whether this one does.
+// dnnl_sgemm (f32; or BLIS's bli_sgemm, see MayCallBlis) or CBLAS's
+// cblas_dgemm (f64) once per position of its batch and accumulation loops; its arguments (a, b and
+// c, each at its constant offset) go to `args`. `openmp`: whether the kernels may open parallel
+// regions; `splits` says whether this one does.
 std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& args, bool& splits);
 
 // The body of the function for a conv call: one LoomConv2d for its shapes

@@ -81,6 +81,25 @@ extern "C" int dnnl_sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int6
                           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                           float beta, float* c, int64_t ldc);
 )";
+// BLIS's typed API, for the products that MayCallBlis (library_calls.h)
+// allows, where the target has AVX2 but not AVX-512: there BLIS 0.9 beat
+// oneDNN 2.6's AVX2 sgemm 1.3-2x from 256^3 up (tests/bench:gemm_libraries),
+// while oneDNN stays faster on AVX-512 and on smaller products. The runtime
+// defines LOOM_HAVE_BLIS when it links BLIS (optional: Debian's
+// libblis4-openmp); without it, or without OpenMP, they call oneDNN.
+const char kBlisDeclaration[] = R"(
+#if defined(LOOM_HAVE_BLIS) && defined(_OPENMP) && defined(__AVX2__) && !defined(__AVX512F__)
+#define LOOM_BLIS 1
+extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          const float* alpha, const float* a, int64_t rs_a, int64_t cs_a,
+                          const float* b, int64_t rs_b, int64_t cs_b, const float* beta, float* c,
+                          int64_t rs_c, int64_t cs_c);
+extern "C" void bli_thread_set_num_threads(int64_t threads);
+static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
+#else
+#define LOOM_BLIS 0
+#endif
+)";
 // What kernels with conv calls declare of dnnl_conv.inc, a support
 // translation unit (GeneratedSource::support_sources). A call site's
 // convolution is made at its first call and freed when the kernels are

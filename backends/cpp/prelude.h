@@ -19,6 +19,8 @@ extern const char kStreamHelpers[];
 extern const char kIndexErrorRecorder[];
 // dnnl_sgemm and cblas_dgemm, for gemm calls.
 extern const char kDnnlDeclaration[];
+// bli_sgemm and its switch LOOM_BLIS, for large f32 gemm calls.
+extern const char kBlisDeclaration[];
 extern const char kBlasDeclaration[];
 // loom_dnnl_conv_new, _run and _delete (dnnl_conv.inc), for conv calls.
 extern const char kDnnlConvDeclarations[];

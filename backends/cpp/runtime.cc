@@ -53,6 +53,7 @@ struct CompilerCommand {
   std::vector<std::string> command;
   std::vector<std::string> objects;
   std::vector<std::string> libraries;
+  std::vector<std::string> libraries_as_needed;
 };
 
 absl::StatusOr<CompilerCommand> MakeCompilerCommand(const NativeCompileOptions& options) {
@@ -66,6 +67,10 @@ absl::StatusOr<CompilerCommand> MakeCompilerCommand(const NativeCompileOptions& 
     LOOM_ASSIGN_OR_RETURN(std::vector<std::string> args, link_args());
     compiler.libraries.insert(compiler.libraries.end(), args.begin(), args.end());
   }
+  if (options.link_blis) {
+    LOOM_ASSIGN_OR_RETURN(compiler.libraries_as_needed, BlisLinkArgs());
+    if (!compiler.libraries_as_needed.empty()) compiler.command.push_back("-DLOOM_HAVE_BLIS");
+  }
   return compiler;
 }
 
@@ -77,6 +82,7 @@ std::string CacheKey(std::string_view source, const CompilerCommand& compiler) {
   for (const std::string& arg : compiler.command) hash.Add(arg);
   for (const std::string& arg : compiler.objects) hash.Add(arg);
   for (const std::string& arg : compiler.libraries) hash.Add(arg);
+  for (const std::string& arg : compiler.libraries_as_needed) hash.Add(arg);
   if (AsksForNativeCode(compiler.command)) hash.Add(HostCpuFeatures());
   return hash.HexDigest();
 }
@@ -126,6 +132,12 @@ absl::StatusOr<double> Compile(const CompilerCommand& compiler, const std::strin
   command.insert(command.end(), {"-o", temp, source_path});
   command.insert(command.end(), compiler.objects.begin(), compiler.objects.end());
   command.insert(command.end(), compiler.libraries.begin(), compiler.libraries.end());
+  if (!compiler.libraries_as_needed.empty()) {
+    command.push_back("-Wl,--as-needed");
+    command.insert(command.end(), compiler.libraries_as_needed.begin(),
+                   compiler.libraries_as_needed.end());
+    command.push_back("-Wl,--no-as-needed");
+  }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ProcessResult> result = RunProcess(command, cache_dir, kMaxCompilerOutputBytes);
   const double seconds =
@@ -236,6 +248,13 @@ absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
 absl::StatusOr<std::vector<std::string>> DnnlLinkArgs() {
   return LibraryLinkArgs("LOOM_DNNL", {"libdnnl.so.2"},
                          "oneDNN not found for the model's f32 matrix products: install libdnnl2");
+}
+
+absl::StatusOr<std::vector<std::string>> BlisLinkArgs() {
+  absl::StatusOr<std::vector<std::string>> args =
+      LibraryLinkArgs("LOOM_BLIS", {"blis-openmp/libblis.so.4", "libblis.so.4"}, "no BLIS");
+  if (absl::IsFailedPrecondition(args.status())) return std::vector<std::string>{};
+  return args;
 }
 
 std::string DefaultCompiler() {

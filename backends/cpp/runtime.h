@@ -35,6 +35,11 @@ struct NativeCompileOptions {
   // Links oneDNN (the source calls dnnl_sgemm): $LOOM_DNNL if set, else
   // Debian's libdnnl.so.2 (libdnnl2, built with the same OpenMP runtime).
   bool link_dnnl = false;
+  // Links BLIS if it is installed, for the f32 products that call it on
+  // AVX2 (prelude.cc, kBlisDeclaration; the source is compiled with
+  // -DLOOM_HAVE_BLIS): $LOOM_BLIS if set, else Debian's libblis4-openmp.
+  // As needed: kernels whose products all call oneDNN do not load it.
+  bool link_blis = false;
   // Translation units the source calls into (GeneratedSource::
   // support_sources): each compiles with the same command into an object,
   // cached as <cache_dir>/<hash>.o, that links into the library.
@@ -47,6 +52,8 @@ struct NativeCompileOptions {
 // found.
 absl::StatusOr<std::vector<std::string>> BlasLinkArgs();
 absl::StatusOr<std::vector<std::string>> DnnlLinkArgs();
+// Those of link_blis: empty when BLIS is not installed.
+absl::StatusOr<std::vector<std::string>> BlisLinkArgs();
 
 // A loaded shared object. Owns the dlopen handle and closes it on
 // destruction, so function pointers from Symbol() are valid only while the

@@ -1,0 +1,91 @@
+// Which library a matrix product calls: large f32 products call BLIS where
+// the target has AVX2 but not AVX-512 (and BLIS is installed), oneDNN
+// elsewhere and below the size (library_calls.h, MayCallBlis).
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "backends/cpp/artifact.h"
+#include "backends/cpp/e2e_test_util.h"
+#include "backends/cpp/runtime.h"
+#include "backends/cpp/subprocess.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/op_registry.h"
+
+namespace loom {
+namespace {
+
+using ::testing::Contains;
+using ::testing::Not;
+
+// A product of 2^24 multiply-adds (the least that calls BLIS), one with a
+// transposed second operand (a linear layer's weight), and a small one.
+Graph ThreeProducts() {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {512, 256});
+  b.Output(b.Op("matmul", {x, b.Weight("w", {256, 128}, 1)}));
+  b.Output(b.Op("linear", {x, b.Weight("w_t", {128, 256}, 2)}));
+  b.Output(b.Op("matmul", {b.Input("small", DType::kF32, {8, 16}), b.Weight("v", {16, 8}, 3)}));
+  return std::move(b.graph());
+}
+
+// The dynamic symbols the kernels of ThreeProducts import, compiled for
+// `march`.
+std::vector<std::string> ImportedSymbols(const std::string& march) {
+  Graph graph = ThreeProducts();
+  EXPECT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<Module> module = EmitModule(std::move(graph), march);
+  EXPECT_TRUE(module.ok()) << module.status();
+  if (!module.ok()) return {};
+  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+  EXPECT_TRUE(library.ok()) << library.status();
+  if (!library.ok()) return {};
+  absl::StatusOr<cpp::ProcessResult> nm = cpp::RunProcess(
+      {"nm", "-D", "--undefined-only", "--format=posix", library->path()}, TestCacheDir(),
+      1 << 20);
+  EXPECT_TRUE(nm.ok() && nm->Succeeded()) << (nm.ok() ? nm->output : nm.status().ToString());
+  std::vector<std::string> symbols;
+  if (!nm.ok()) return symbols;
+  for (absl::string_view line : absl::StrSplit(nm->output, '\n', absl::SkipEmpty())) {
+    symbols.emplace_back(line.substr(0, line.find_first_of(" @")));
+  }
+  return symbols;
+}
+
+bool BlisInstalled() {
+  absl::StatusOr<std::vector<std::string>> args = cpp::BlisLinkArgs();
+  return args.ok() && !args->empty();
+}
+
+TEST(GemmLibraryTest, LargeProductsCallBlisOnlyOnAvx2WithoutAvx512) {
+  const std::vector<std::string> avx2 = ImportedSymbols("haswell");
+  EXPECT_THAT(avx2, Contains("dnnl_sgemm"));  // the small product
+  if (BlisInstalled()) {
+    EXPECT_THAT(avx2, Contains("bli_sgemm"));
+  } else {
+    EXPECT_THAT(avx2, Not(Contains("bli_sgemm")));
+    std::printf("BLIS is not installed (libblis4-openmp): every product calls oneDNN\n");
+  }
+  for (const char* march : {"skylake-avx512", "x86-64"}) {
+    const std::vector<std::string> symbols = ImportedSymbols(march);
+    EXPECT_THAT(symbols, Contains("dnnl_sgemm")) << march;
+    EXPECT_THAT(symbols, Not(Contains("bli_sgemm"))) << march;
+  }
+}
+
+// BLIS's results, plain and with the transposed weight, match the
+// interpreter's (where this CPU runs AVX2 code).
+TEST(GemmLibraryTest, BlisProductsMatchTheInterpreter) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    GTEST_SKIP() << "this CPU has no AVX2";
+  }
+  EndToEndOptions options;
+  options.march = "haswell";
+  CompileRunAndCompare(ThreeProducts(), options);
+}
+
+}  // namespace
+}  // namespace loom
