@@ -80,17 +80,10 @@ void WriteOutput(DecompositionBuilder& b, const Node& node, ValueId sum, const S
 // Python's floor division, for begin pads that may be negative.
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
 
-// conv_transpose as a GEMM into columns and, per output phase, a sum of
-// their slices (see the top).
-absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
-                                  const ConvTransposeSpec& spec, const Shape& out_shape,
-                                  DType dtype) {
-  const int spatial = spec.window.num_spatial();
-  const int64_t taps = spec.window.KernelSize();
-  if (taps > kMaxColumnTaps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the kernel has ", taps, " positions; loom decomposes kernels of at most 2^16 positions"));
-  }
+// The GEMM of the weight viewed as [G, M/G * K, C/G] with x viewed as
+// [N, G, C/G, P] (without G for one group): every product, once.
+ValueId ColumnsProduct(DecompositionBuilder& b, const Node& node, const ConvTransposeSpec& spec,
+                       int64_t taps) {
   const int64_t groups = spec.groups;
   const int64_t group_in = spec.in_channels / groups;
   const int64_t rows = spec.out_channels / groups * taps;
@@ -105,44 +98,60 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
   const ValueId weight_matrix =
       b.Add("weight_matrix", "transpose", {weight_rows},
             Ints("perm", groups == 1 ? AttrInts{1, 0} : AttrInts{0, 2, 1}));
-  const ValueId product = b.Add("columns", "matmul", {weight_matrix, x_matrix});
-  // Per spatial dim: output position o is full position f = o + pad_begin
-  // = q * stride + r (phase r); kernel position k reaches phase
-  // (k * dilation) % stride from input position q - (k * dilation) / stride.
-  // Phase sums cover q in [first, last), the columns padded (in input
-  // positions) by `before` and `after` so that every slice lies inside.
+  return b.Add("columns", "matmul", {weight_matrix, x_matrix});
+}
+
+// Per spatial dim: output position o is full position f = o + pad_begin
+// = q * stride + r (phase r); kernel position k reaches phase
+// (k * dilation) % stride from input position q - (k * dilation) / stride.
+// Phase sums cover q in [first, last), the columns padded (in input
+// positions) by `before` and `after` so that every slice lies inside.
+struct PhaseBounds {
   std::vector<int64_t> first, last, before, after;
-  for (int d = 0; d < spatial; ++d) {
+};
+
+PhaseBounds BoundsOf(const ConvTransposeSpec& spec) {
+  PhaseBounds p;
+  for (int d = 0; d < spec.window.num_spatial(); ++d) {
     const int64_t s = spec.window.strides[d];
-    first.push_back(FloorDiv(spec.window.pads_begin[d], s));
-    last.push_back(FloorDiv(spec.window.pads_begin[d] + spec.window.output[d] - 1, s) + 1);
+    p.first.push_back(FloorDiv(spec.window.pads_begin[d], s));
+    p.last.push_back(FloorDiv(spec.window.pads_begin[d] + spec.window.output[d] - 1, s) + 1);
     const int64_t most_shift = spec.window.dilations[d] * (spec.window.kernel[d] - 1) / s;
-    before.push_back(std::max<int64_t>(0, most_shift - first.back()));
-    after.push_back(std::max<int64_t>(0, last.back() - spec.window.input[d]));
+    p.before.push_back(std::max<int64_t>(0, most_shift - p.first.back()));
+    p.after.push_back(std::max<int64_t>(0, p.last.back() - spec.window.input[d]));
   }
-  // [N, M, K..., S...], padded.
+  return p;
+}
+
+// The GEMM's product as columns [N, M, K..., S...], padded by the bounds.
+ValueId PaddedColumns(DecompositionBuilder& b, const ConvTransposeSpec& spec, ValueId product,
+                      const PhaseBounds& p) {
+  const int spatial = spec.window.num_spatial();
   Shape columns_shape = {spec.batch, spec.out_channels};
   columns_shape.insert(columns_shape.end(), spec.window.kernel.begin(), spec.window.kernel.end());
   columns_shape.insert(columns_shape.end(), spec.window.input.begin(), spec.window.input.end());
-  ValueId columns = b.Add("columns_taps", "reshape", {product}, Ints("shape", columns_shape));
-  if (std::any_of(before.begin(), before.end(), [](int64_t v) { return v > 0; }) ||
-      std::any_of(after.begin(), after.end(), [](int64_t v) { return v > 0; })) {
-    std::vector<int64_t> pads(2 + spatial, 0);
-    pads.insert(pads.end(), before.begin(), before.end());
-    pads.insert(pads.end(), 2 + spatial, 0);
-    pads.insert(pads.end(), after.begin(), after.end());
-    Attrs zeros = Ints("pads", std::move(pads));
-    zeros.Set("value", 0.0);
-    columns = b.Add("columns_pad", "pad", {columns}, std::move(zeros));
+  const ValueId columns = b.Add("columns_taps", "reshape", {product}, Ints("shape", columns_shape));
+  auto positive = [](int64_t v) { return v > 0; };
+  if (std::none_of(p.before.begin(), p.before.end(), positive) &&
+      std::none_of(p.after.begin(), p.after.end(), positive)) {
+    return columns;
   }
-  // The phases in row-major order; each the sum of its kernel positions'
-  // slices, [N, M, 1, Q...] (a zero tensor when none reaches it).
-  Shape phase_counts, phase_shape = {spec.batch, spec.out_channels, 1};
-  for (int d = 0; d < spatial; ++d) {
-    phase_counts.push_back(spec.window.strides[d]);
-    phase_shape.push_back(last[d] - first[d]);
-  }
-  const int64_t num_phases = NumElements(phase_counts);
+  std::vector<int64_t> pads(2 + spatial, 0);
+  pads.insert(pads.end(), p.before.begin(), p.before.end());
+  pads.insert(pads.end(), 2 + spatial, 0);
+  pads.insert(pads.end(), p.after.begin(), p.after.end());
+  Attrs zeros = Ints("pads", std::move(pads));
+  zeros.Set("value", 0.0);
+  return b.Add("columns_pad", "pad", {columns}, std::move(zeros));
+}
+
+// Per phase (row-major), the sum of the slices of `columns` of the kernel
+// positions that reach it, or none.
+std::vector<std::optional<ValueId>> TapSums(DecompositionBuilder& b, const ConvTransposeSpec& spec,
+                                            ValueId columns, const PhaseBounds& p,
+                                            int64_t num_phases) {
+  const int spatial = spec.window.num_spatial();
+  const int64_t taps = spec.window.KernelSize();
   std::vector<std::optional<ValueId>> sums(num_phases);
   std::vector<int64_t> tap(spatial, 0);
   for (int64_t k = 0; k < taps; ++k) {
@@ -157,8 +166,8 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
     }
     for (int d = 0; d < spatial; ++d) {
       const int64_t shift = tap[d] * spec.window.dilations[d] / spec.window.strides[d];
-      starts.push_back(first[d] - shift + before[d]);
-      ends.push_back(last[d] - shift + before[d]);
+      starts.push_back(p.first[d] - shift + p.before[d]);
+      ends.push_back(p.last[d] - shift + p.before[d]);
       axes.push_back(2 + spatial + d);
     }
     Attrs pick = Ints("starts", std::move(starts));
@@ -169,25 +178,24 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
     sum = sum.has_value() ? b.Add(absl::StrCat("tap", k, "_add"), "add", {*sum, slice}) : slice;
     for (int d = spatial - 1; d >= 0 && ++tap[d] == spec.window.kernel[d]; --d) tap[d] = 0;
   }
-  std::vector<ValueId> phases;
-  for (int64_t r = 0; r < num_phases; ++r) {
-    const std::string name = absl::StrCat("phase", r);
-    phases.push_back(sums[r].has_value()
-                         ? b.Add(name, "reshape", {*sums[r]}, Ints("shape", phase_shape))
-                         : b.Add(name, "expand", {b.Scalar(absl::StrCat(name, "_zero"), 0, dtype)},
-                                 Ints("shape", phase_shape)));
-  }
-  // Interleaved: [N, M, R, Q...] as [N, M, s..., Q...], transposed to
-  // [N, M, Q1, s1, Q2, s2, ...] and merged to full positions
-  // [first * s, last * s), of which the output is a slice.
+  return sums;
+}
+
+// The phases [N, M, R, Q...] (R in row-major order of the strides) as
+// [N, M, s..., Q...], transposed to [N, M, Q1, s1, Q2, s2, ...] and merged
+// to full positions [first * s, last * s), of which the output is a slice.
+ValueId InterleavePhases(DecompositionBuilder& b, const ConvTransposeSpec& spec,
+                         const std::vector<ValueId>& phases, const Shape& phase_shape,
+                         const PhaseBounds& p) {
+  const int spatial = spec.window.num_spatial();
   ValueId full = phases[0];
-  if (num_phases > 1) {
+  if (phases.size() > 1) {
     Attrs axis;
     axis.Set("axis", int64_t{2});
     full = b.Add("phases", "concat", phases, std::move(axis));
   }
   Shape split = {spec.batch, spec.out_channels};
-  split.insert(split.end(), phase_counts.begin(), phase_counts.end());
+  split.insert(split.end(), spec.window.strides.begin(), spec.window.strides.end());
   split.insert(split.end(), phase_shape.begin() + 3, phase_shape.end());
   AttrInts perm = {0, 1};
   Shape merged = {spec.batch, spec.out_channels};
@@ -196,7 +204,7 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
     perm.push_back(2 + spatial + d);
     perm.push_back(2 + d);
     merged.push_back(phase_shape[3 + d] * spec.window.strides[d]);
-    starts.push_back(spec.window.pads_begin[d] - first[d] * spec.window.strides[d]);
+    starts.push_back(spec.window.pads_begin[d] - p.first[d] * spec.window.strides[d]);
     ends.push_back(starts.back() + spec.window.output[d]);
     axes.push_back(2 + d);
   }
@@ -206,7 +214,38 @@ absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
   Attrs crop = Ints("starts", std::move(starts));
   crop.Set("ends", std::move(ends));
   crop.Set("axes", std::move(axes));
-  const ValueId y = b.Add("crop", "slice", {full}, std::move(crop));
+  return b.Add("crop", "slice", {full}, std::move(crop));
+}
+
+// conv_transpose as a GEMM into columns and, per output phase, a sum of
+// their slices (see the top).
+absl::Status ColumnsConvTranspose(DecompositionBuilder& b, const Node& node,
+                                  const ConvTransposeSpec& spec, const Shape& out_shape,
+                                  DType dtype) {
+  const int64_t taps = spec.window.KernelSize();
+  if (taps > kMaxColumnTaps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the kernel has ", taps, " positions; loom decomposes kernels of at most 2^16 positions"));
+  }
+  const ValueId product = ColumnsProduct(b, node, spec, taps);
+  const PhaseBounds bounds = BoundsOf(spec);
+  const ValueId columns = PaddedColumns(b, spec, product, bounds);
+  // Each phase [N, M, 1, Q...]: its slices' sum, or zeros when none reaches it.
+  Shape phase_shape = {spec.batch, spec.out_channels, 1};
+  for (int d = 0; d < spec.window.num_spatial(); ++d) {
+    phase_shape.push_back(bounds.last[d] - bounds.first[d]);
+  }
+  const int64_t num_phases = NumElements(spec.window.strides);
+  const std::vector<std::optional<ValueId>> sums = TapSums(b, spec, columns, bounds, num_phases);
+  std::vector<ValueId> phases;
+  for (int64_t r = 0; r < num_phases; ++r) {
+    const std::string name = absl::StrCat("phase", r);
+    phases.push_back(sums[r].has_value()
+                         ? b.Add(name, "reshape", {*sums[r]}, Ints("shape", phase_shape))
+                         : b.Add(name, "expand", {b.Scalar(absl::StrCat(name, "_zero"), 0, dtype)},
+                                 Ints("shape", phase_shape)));
+  }
+  const ValueId y = InterleavePhases(b, spec, phases, phase_shape, bounds);
   WriteOutput(b, node, y, out_shape);
   return absl::OkStatus();
 }

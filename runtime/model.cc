@@ -81,6 +81,13 @@ struct Model::Shared {
   std::vector<int32_t> input_buffers, output_buffers;
   int32_t index_errors = -1;  // the INDEX_ERRORS buffer, if any
   std::vector<rproto::IndexCheck> index_checks;
+
+  // Each checks its part of the artifact as it adds it (Assemble).
+  absl::Status AddBuffer(const rproto::Buffer& buffer);
+  absl::Status AddLaunch(const rproto::Launch& launch, int num_functions);
+  template <typename Specs>
+  absl::Status AddInterface(const Specs& specs, const char* what, std::vector<TensorInfo>& infos,
+                            std::vector<int32_t>& buffer_of);
 };
 
 // One execution's storage: the arena, the temporaries and outputs, and the
@@ -340,6 +347,79 @@ absl::StatusOr<Model> Model::BindFunctions(absl::Span<const KernelFunction> func
   return Assemble({functions.begin(), functions.end()}, std::nullopt, artifact);
 }
 
+absl::Status Model::Shared::AddBuffer(const rproto::Buffer& buffer) {
+  LOOM_ASSIGN_OR_RETURN(DType dtype,
+                        DTypeOf(buffer.dtype(), absl::StrCat("buffer '", buffer.name(), "'")));
+  int64_t size = 0;
+  if (buffer.elements() < 0 || !MultiplyChecked(buffer.elements(), DTypeSize(dtype), size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("buffer '", buffer.name(), "' has ", buffer.elements(), " elements"));
+  }
+  kinds.push_back(buffer.kind());
+  bytes.push_back(size);
+  arena_offset.push_back(buffer.arena_offset());
+  AlignedBytes weight;
+  if (buffer.kind() == rproto::Buffer::ARENA &&
+      (buffer.arena_offset() < 0 || buffer.arena_offset() % kAlignment != 0 ||
+       buffer.arena_offset() > arena_bytes - size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("buffer '", buffer.name(), "' lies outside the arena"));
+  }
+  if (buffer.kind() == rproto::Buffer::WEIGHT) {
+    if (static_cast<int64_t>(buffer.data().size()) != size) {
+      return absl::InvalidArgumentError(absl::StrCat("weight '", buffer.name(), "' has ",
+                                                     buffer.data().size(), " bytes, not ", size));
+    }
+    weight = AlignedBytes::Zeroed(std::max<int64_t>(size, 1));
+    if (weight.get() == nullptr) return absl::ResourceExhaustedError("out of memory");
+    std::memcpy(weight.get(), buffer.data().data(), buffer.data().size());
+  }
+  weights.push_back(std::move(weight));
+  if (buffer.kind() == rproto::Buffer::INDEX_ERRORS) {
+    if (index_errors >= 0 || dtype != DType::kI64 || buffer.elements() != 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer '", buffer.name(), "' is not the one index error slot"));
+    }
+    index_errors = static_cast<int32_t>(kinds.size() - 1);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Model::Shared::AddLaunch(const rproto::Launch& launch, int num_functions) {
+  if (launch.function() < 0 || launch.function() >= num_functions ||
+      launch.buffer_size() != launch.offset_size()) {
+    return absl::InvalidArgumentError("a launch names no function of the artifact");
+  }
+  launch_function.push_back(launch.function());
+  const int buffers = static_cast<int>(kinds.size());
+  for (int a = 0; a < launch.buffer_size(); ++a) {
+    const int32_t b = launch.buffer(a);
+    if (b < 0 || b >= buffers || launch.offset(a) < 0 || launch.offset(a) > bytes[b]) {
+      return absl::InvalidArgumentError("a launch's argument lies outside its buffers");
+    }
+    arg_buffer.push_back(b);
+    arg_byte_offset.push_back(launch.offset(a));
+  }
+  arg_offsets.push_back(static_cast<int32_t>(arg_buffer.size()));
+  return absl::OkStatus();
+}
+
+template <typename Specs>
+absl::Status Model::Shared::AddInterface(const Specs& specs, const char* what,
+                                         std::vector<TensorInfo>& infos,
+                                         std::vector<int32_t>& buffer_of) {
+  for (const rproto::TensorSpec& spec : specs) {
+    LOOM_ASSIGN_OR_RETURN(TensorInfo info, InfoOf(spec, static_cast<int>(kinds.size()), what));
+    if (info.bytes() != bytes[spec.buffer()]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " '", spec.name(), "' does not fit its buffer"));
+    }
+    infos.push_back(std::move(info));
+    buffer_of.push_back(spec.buffer());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
                                       std::optional<cpp::NativeLibrary> library,
                                       const rproto::Artifact& artifact) {
@@ -349,83 +429,17 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
   shared->name = artifact.model_name();
   shared->arena_bytes = artifact.arena_bytes();
   if (shared->arena_bytes < 0) return absl::InvalidArgumentError("negative arena size");
-  const int buffers = artifact.buffers_size();
   for (const rproto::Buffer& buffer : artifact.buffers()) {
-    LOOM_ASSIGN_OR_RETURN(DType dtype,
-                          DTypeOf(buffer.dtype(), absl::StrCat("buffer '", buffer.name(), "'")));
-    int64_t bytes = 0;
-    if (buffer.elements() < 0 || !MultiplyChecked(buffer.elements(), DTypeSize(dtype), bytes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("buffer '", buffer.name(), "' has ", buffer.elements(), " elements"));
-    }
-    shared->kinds.push_back(buffer.kind());
-    shared->bytes.push_back(bytes);
-    shared->arena_offset.push_back(buffer.arena_offset());
-    AlignedBytes weight;
-    if (buffer.kind() == rproto::Buffer::ARENA &&
-        (buffer.arena_offset() < 0 || buffer.arena_offset() % kAlignment != 0 ||
-         buffer.arena_offset() > shared->arena_bytes - bytes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("buffer '", buffer.name(), "' lies outside the arena"));
-    }
-    if (buffer.kind() == rproto::Buffer::WEIGHT) {
-      if (static_cast<int64_t>(buffer.data().size()) != bytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "weight '", buffer.name(), "' has ", buffer.data().size(), " bytes, not ", bytes));
-      }
-      weight = AlignedBytes::Zeroed(std::max<int64_t>(bytes, 1));
-      if (weight.get() == nullptr) return absl::ResourceExhaustedError("out of memory");
-      std::memcpy(weight.get(), buffer.data().data(), buffer.data().size());
-    }
-    shared->weights.push_back(std::move(weight));
-    if (buffer.kind() == rproto::Buffer::INDEX_ERRORS) {
-      if (shared->index_errors >= 0 || dtype != DType::kI64 || buffer.elements() != 2) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("buffer '", buffer.name(), "' is not the one index error slot"));
-      }
-      shared->index_errors = static_cast<int32_t>(shared->kinds.size() - 1);
-    }
+    LOOM_RETURN_IF_ERROR(shared->AddBuffer(buffer));
   }
   shared->index_checks.assign(artifact.index_checks().begin(), artifact.index_checks().end());
   for (const rproto::Launch& launch : artifact.launches()) {
-    if (launch.function() < 0 || launch.function() >= artifact.functions_size() ||
-        launch.buffer_size() != launch.offset_size()) {
-      return absl::InvalidArgumentError("a launch names no function of the artifact");
-    }
-    shared->launch_function.push_back(launch.function());
-    for (int a = 0; a < launch.buffer_size(); ++a) {
-      const int32_t b = launch.buffer(a);
-      if (b < 0 || b >= buffers || launch.offset(a) < 0 || launch.offset(a) > shared->bytes[b]) {
-        return absl::InvalidArgumentError("a launch's argument lies outside its buffers");
-      }
-      shared->arg_buffer.push_back(b);
-      shared->arg_byte_offset.push_back(launch.offset(a));
-    }
-    shared->arg_offsets.push_back(static_cast<int32_t>(shared->arg_buffer.size()));
+    LOOM_RETURN_IF_ERROR(shared->AddLaunch(launch, artifact.functions_size()));
   }
-  auto add_interface = [&](const auto& specs, const char* what, std::vector<TensorInfo>& infos,
-                           std::vector<int32_t>& buffer_of) -> absl::Status {
-    for (const rproto::TensorSpec& spec : specs) {
-      LOOM_ASSIGN_OR_RETURN(TensorInfo info, InfoOf(spec, buffers, what));
-      if (info.bytes() != shared->bytes[spec.buffer()]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, " '", spec.name(), "' does not fit its buffer"));
-      }
-      infos.push_back(std::move(info));
-      buffer_of.push_back(spec.buffer());
-    }
-    return absl::OkStatus();
-  };
-  if (absl::Status s =
-          add_interface(artifact.inputs(), "input", shared->inputs, shared->input_buffers);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          add_interface(artifact.outputs(), "output", shared->outputs, shared->output_buffers);
-      !s.ok()) {
-    return s;
-  }
+  LOOM_RETURN_IF_ERROR(
+      shared->AddInterface(artifact.inputs(), "input", shared->inputs, shared->input_buffers));
+  LOOM_RETURN_IF_ERROR(
+      shared->AddInterface(artifact.outputs(), "output", shared->outputs, shared->output_buffers));
   return Model(std::move(shared));
 }
 

@@ -327,96 +327,121 @@ void ExpectSameResults(const LoopProgram& program, const Schedule& schedule,
 // store index, transposed or rotated; some buffers have two writers (a fill,
 // then a full rewrite). Consecutive nodes of equal ranges that do not touch
 // each other's outputs are often fused into one kernel.
-std::pair<LoopProgram, Schedule> RandomProgram(uint64_t seed, int num_temps) {
-  uint64_t state = seed;
-  auto next = [&](uint64_t n) { return (state = SplitMix64(state)) % n; };
-  const std::vector<Shape> shapes = {{4, 4}, {8, 8}, {2, 8}};
-  Builder builder;
-  ExprContext& ctx = builder.ctx();
-  std::vector<BufferId> written = {builder.AddBuffer(BufferKind::kInput, {8, 8})};
-  auto random_loads = [&](const Shape& shape) {
-    std::vector<Load> loads;
-    const int count = 1 + static_cast<int>(next(3));
-    for (int i = 0; i < count; ++i) {
-      const size_t back =
-          next(10) == 0 ? next(written.size()) : next(std::min<size_t>(6, written.size()));
-      const BufferId source = written[written.size() - 1 - back];
-      const Shape& from = builder.program().buffers[source].sizes;
-      Expr index;
-      if (from == shape) {
-        const uint64_t kind = next(3);
-        if (kind == 0 || shape[0] != shape[1]) {
-          index = builder.RowMajor(shape);
-        } else if (kind == 1) {
-          index = builder.Transposed(shape[0]);
-        } else {  // the next row, wrapping around
-          index = ctx.Add(ctx.Mul(ctx.Mod(ctx.Add(ctx.Var(0), ctx.Const(1)), shape[0]), shape[1]),
-                          ctx.Var(1));
-        }
-      } else {
-        index =
-            ctx.Add(ctx.Mul(ctx.Mod(ctx.Var(0), from[0]), from[1]), ctx.Mod(ctx.Var(1), from[1]));
-      }
-      loads.push_back({source, index});
-    }
-    return loads;
-  };
-  std::vector<BufferId> pending_rewrites;
-  for (int t = 0; t < num_temps; ++t) {
-    const Shape shape = shapes[next(shapes.size())];
-    const BufferId out = builder.AddBuffer(BufferKind::kTemp, shape);
-    if (next(10) == 0) {
-      builder.AddPointwise(out, shape, {});  // a fill, rewritten later
-      pending_rewrites.push_back(out);
-    } else if (next(6) == 0) {
-      const BufferId source =
-          written[written.size() - 1 - next(std::min<size_t>(4, written.size()))];
-      const Shape& from = builder.program().buffers[source].sizes;
-      const Expr row = ctx.Mul(ctx.Mod(ctx.Var(0), from[0]), from[1]);
-      builder.AddNode(out, shape, builder.RowMajor(shape), {{source, ctx.Add(row, ctx.Var(2))}},
-                      {from[1]});
-    } else {
-      builder.AddPointwise(out, shape, random_loads(shape));
-    }
-    written.push_back(out);
-    if (!pending_rewrites.empty() && next(4) == 0) {
-      const BufferId again = pending_rewrites.front();
-      pending_rewrites.erase(pending_rewrites.begin());
-      const Shape& again_shape = builder.program().buffers[again].sizes;
-      builder.AddPointwise(again, again_shape, random_loads(again_shape));
-    }
-  }
-  for (int i = 0; i < 3; ++i) {
-    const BufferId out = builder.AddBuffer(BufferKind::kOutput, {8, 8});
-    builder.AddPointwise(out, {8, 8}, random_loads({8, 8}));
+class RandomProgramMaker {
+ public:
+  explicit RandomProgramMaker(uint64_t seed) : state_(seed) {
+    written_.push_back(builder_.AddBuffer(BufferKind::kInput, {8, 8}));
   }
 
-  const LoopProgram& program = builder.program();
-  std::vector<std::vector<int>> groups;
-  std::vector<BufferId> group_outputs, group_reads;
-  auto contains = [](const std::vector<BufferId>& list, BufferId b) {
-    return std::find(list.begin(), list.end(), b) != list.end();
-  };
-  for (int n = 0; n < static_cast<int>(program.nodes.size()); ++n) {
-    const ComputeNode& node = program.nodes[n];
-    std::vector<BufferId> reads;
-    for (const ScalarOp& op : node.body) {
-      if (op.kind == ScalarOp::Kind::kLoad) reads.push_back(op.buffer);
+  std::pair<LoopProgram, Schedule> Make(int num_temps) {
+    const std::vector<Shape> shapes = {{4, 4}, {8, 8}, {2, 8}};
+    for (int t = 0; t < num_temps; ++t) AddTemp(shapes[Next(shapes.size())]);
+    for (int i = 0; i < 3; ++i) {
+      const BufferId out = builder_.AddBuffer(BufferKind::kOutput, {8, 8});
+      builder_.AddPointwise(out, {8, 8}, RandomLoads({8, 8}));
     }
-    bool joins = !groups.empty() && next(5) < 2 &&
-                 program.nodes[groups.back()[0]].ranges == node.ranges &&
-                 !contains(group_outputs, node.output) && !contains(group_reads, node.output);
-    for (BufferId b : reads) joins = joins && !contains(group_outputs, b);
-    if (!joins) {
-      groups.emplace_back();
-      group_outputs.clear();
-      group_reads.clear();
-    }
-    groups.back().push_back(n);
-    group_outputs.push_back(node.output);
-    group_reads.insert(group_reads.end(), reads.begin(), reads.end());
+    return {builder_.program(), RandomKernels()};
   }
-  return {builder.program(), Kernels(groups)};
+
+ private:
+  uint64_t Next(uint64_t n) { return (state_ = SplitMix64(state_)) % n; }
+
+  // One of the last `window` buffers written.
+  BufferId Recent(size_t window) {
+    return written_[written_.size() - 1 - Next(std::min<size_t>(window, written_.size()))];
+  }
+
+  // An index into `from` for a node over `shape`: row-major, transposed or
+  // the next row when the shapes agree, else wrapped around.
+  Expr RandomIndex(const Shape& from, const Shape& shape) {
+    ExprContext& ctx = builder_.ctx();
+    if (from != shape) {
+      return ctx.Add(ctx.Mul(ctx.Mod(ctx.Var(0), from[0]), from[1]), ctx.Mod(ctx.Var(1), from[1]));
+    }
+    const uint64_t kind = Next(3);
+    if (kind == 0 || shape[0] != shape[1]) return builder_.RowMajor(shape);
+    if (kind == 1) return builder_.Transposed(shape[0]);
+    // the next row, wrapping around
+    return ctx.Add(ctx.Mul(ctx.Mod(ctx.Add(ctx.Var(0), ctx.Const(1)), shape[0]), shape[1]),
+                   ctx.Var(1));
+  }
+
+  std::vector<Load> RandomLoads(const Shape& shape) {
+    std::vector<Load> loads;
+    const int count = 1 + static_cast<int>(Next(3));
+    for (int i = 0; i < count; ++i) {
+      const BufferId source =
+          Next(10) == 0 ? written_[written_.size() - 1 - Next(written_.size())] : Recent(6);
+      loads.push_back({source, RandomIndex(builder_.program().buffers[source].sizes, shape)});
+    }
+    return loads;
+  }
+
+  // A temporary: a fill (rewritten later), a row reduction or a pointwise
+  // node; then, sometimes, the oldest pending rewrite.
+  void AddTemp(const Shape& shape) {
+    const BufferId out = builder_.AddBuffer(BufferKind::kTemp, shape);
+    if (Next(10) == 0) {
+      builder_.AddPointwise(out, shape, {});  // a fill, rewritten later
+      pending_rewrites_.push_back(out);
+    } else if (Next(6) == 0) {
+      ExprContext& ctx = builder_.ctx();
+      const BufferId source = Recent(4);
+      const Shape& from = builder_.program().buffers[source].sizes;
+      const Expr row = ctx.Mul(ctx.Mod(ctx.Var(0), from[0]), from[1]);
+      builder_.AddNode(out, shape, builder_.RowMajor(shape), {{source, ctx.Add(row, ctx.Var(2))}},
+                       {from[1]});
+    } else {
+      builder_.AddPointwise(out, shape, RandomLoads(shape));
+    }
+    written_.push_back(out);
+    if (!pending_rewrites_.empty() && Next(4) == 0) {
+      const BufferId again = pending_rewrites_.front();
+      pending_rewrites_.erase(pending_rewrites_.begin());
+      const Shape& again_shape = builder_.program().buffers[again].sizes;
+      builder_.AddPointwise(again, again_shape, RandomLoads(again_shape));
+    }
+  }
+
+  // The nodes in order, each often joining the kernel before when their
+  // ranges agree and neither touches the other's outputs.
+  Schedule RandomKernels() {
+    const LoopProgram& program = builder_.program();
+    std::vector<std::vector<int>> groups;
+    std::vector<BufferId> group_outputs, group_reads;
+    auto contains = [](const std::vector<BufferId>& list, BufferId b) {
+      return std::find(list.begin(), list.end(), b) != list.end();
+    };
+    for (int n = 0; n < static_cast<int>(program.nodes.size()); ++n) {
+      const ComputeNode& node = program.nodes[n];
+      std::vector<BufferId> reads;
+      for (const ScalarOp& op : node.body) {
+        if (op.kind == ScalarOp::Kind::kLoad) reads.push_back(op.buffer);
+      }
+      bool joins = !groups.empty() && Next(5) < 2 &&
+                   program.nodes[groups.back()[0]].ranges == node.ranges &&
+                   !contains(group_outputs, node.output) && !contains(group_reads, node.output);
+      for (BufferId b : reads) joins = joins && !contains(group_outputs, b);
+      if (!joins) {
+        groups.emplace_back();
+        group_outputs.clear();
+        group_reads.clear();
+      }
+      groups.back().push_back(n);
+      group_outputs.push_back(node.output);
+      group_reads.insert(group_reads.end(), reads.begin(), reads.end());
+    }
+    return Kernels(groups);
+  }
+
+  uint64_t state_;
+  Builder builder_;
+  std::vector<BufferId> written_;
+  std::vector<BufferId> pending_rewrites_;
+};
+
+std::pair<LoopProgram, Schedule> RandomProgram(uint64_t seed, int num_temps) {
+  return RandomProgramMaker(seed).Make(num_temps);
 }
 
 TEST(PlanMemoryTest, ReusesTheStorageOfDeadBuffers) {

@@ -84,10 +84,12 @@ std::string CoreHelpers(absl::string_view q) {
 )");
 }
 
+namespace {
+
 // Remainders follow the interpreter: kMod takes the divisor's sign, kFmod
 // the dividend's; an integer remainder by 0 gives 0, and by -1 gives 0
 // without the overflow trap of INT64_MIN % -1.
-std::string HelperText(Helper helper, absl::string_view q) {
+std::string RemainderHelper(Helper helper, absl::string_view q) {
   switch (helper) {
     case kIntMod:
       return absl::StrCat(q, R"( int64_t loom_imod(int64_t a, int64_t b) {
@@ -102,8 +104,27 @@ std::string HelperText(Helper helper, absl::string_view q) {
   return a % b;
 }
 )");
-    // Unsigned division, remainder and power in uint64_t: the narrower
-    // unsigned types convert to it exactly.
+    case kFloatMod:
+      return absl::StrCat(q, R"( float loom_modf(float a, float b) {
+  const float r = fmodf(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)");
+    case kDoubleMod:
+      return absl::StrCat(q, R"( double loom_mod(double a, double b) {
+  const double r = fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+)");
+    default:  // not a remainder (HelperText dispatches)
+      return "";
+  }
+}
+
+// Unsigned division, remainder and power in uint64_t: the narrower
+// unsigned types convert to it exactly.
+std::string UnsignedHelper(Helper helper, absl::string_view q) {
+  switch (helper) {
     case kUIntDiv:
       return absl::StrCat(q, R"( uint64_t loom_udiv(uint64_t a, uint64_t b) {
   return b == 0 ? 0 : a / b;
@@ -123,59 +144,44 @@ std::string HelperText(Helper helper, absl::string_view q) {
   return result;
 }
 )");
-    case kFloatMod:
-      return absl::StrCat(q, R"( float loom_modf(float a, float b) {
-  const float r = fmodf(a, b);
-  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+    default:  // not unsigned (HelperText dispatches)
+      return "";
+  }
 }
-)");
-    case kDoubleMod:
-      return absl::StrCat(q, R"( double loom_mod(double a, double b) {
-  const double r = fmod(a, b);
-  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-}
-)");
-    // exp(x) = 2^n exp(r) with |r| <= ln2/2: Cephes' polynomial, evaluated
-    // by Horner's rule to the end (two multiply-adds where Cephes has a
-    // product, a multiply-add and a sum; within 0.9 ulp for every float
-    // whose exp is a normal float, where Cephes' last step reached 1.02),
-    // branch-free so that loops calling it vectorise. 2^n is built in
-    // two halves so that results down to the denormals and up to the
-    // overflow to infinity come out right.
-    case kFloatExp:
-      return absl::StrCat(q, R"( float loom_pow2i(int32_t k) {
+
+// exp(x) = 2^n exp(r) with |r| <= ln2/2: Cephes' polynomial, evaluated
+// by Horner's rule to the end (two multiply-adds where Cephes has a
+// product, a multiply-add and a sum; within 0.9 ulp for every float
+// whose exp is a normal float, where Cephes' last step reached 1.02),
+// branch-free so that loops calling it vectorise. 2^n is built in
+// two halves so that results down to the denormals and up to the
+// overflow to infinity come out right.
+std::string FloatExpHelper(absl::string_view q) {
+  return absl::StrCat(q, R"( float loom_pow2i(int32_t k) {
   const int32_t bits = (k + 127) << 23;
   float f;
   __builtin_memcpy(&f, &bits, sizeof f);
   return f;
 }
 )",
-                          q, R"( float loom_expf(float x) {
+                      q, R"( float loom_expf(float x) {
   const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float n = rintf(c * 1.44269504088896341f);
 )",
-                          ExpfReduction("float"), R"(  const int32_t k = (int32_t)n;
+                      ExpfReduction("float"), R"(  const int32_t k = (int32_t)n;
   const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
   return x != x ? x : y;
 }
 )");
-    // tanh(x) = x + x^3 p(x^2) for |x| < 0.4, the odd Taylor series to x^13
-    // (its remainder is under 4e-9 relative there); elsewhere
-    // 1 - 2 / (exp(2|x|) + 1) with the sign of x, which loses at most a bit
-    // to cancellation at 0.4 and is exactly 1 from |x| = 9.1 on. Both are
-    // computed and one chosen, so that loops calling it vectorise. NaN
-    // fails the comparison and comes out of the second form.
-    case kFloatTanh:
-      return TanhfFunction(q, "loom_tanhf", "float", "loom_expf");
-    case kFloatErf:
-      return ErffFunction(q, "loom_erff", "float");
-    // log(x) = k ln2 + log(m) for x = m 2^k with m in [sqrt(1/2), sqrt(2))
-    // (k and m from the bits; denormals scaled by 2^23 first), log(m) =
-    // log(1 + f) = f - f^2/2 + f^3 p(f): Cephes' logf polynomial, ln2 in two
-    // parts. Branch-free, so that loops calling it vectorise; NaN, negative
-    // arguments, zeros and infinity chosen at the end.
-    case kFloatLog:
-      return absl::StrCat(q, R"( float loom_logf(float x) {
+}
+
+// log(x) = k ln2 + log(m) for x = m 2^k with m in [sqrt(1/2), sqrt(2))
+// (k and m from the bits; denormals scaled by 2^23 first), log(m) =
+// log(1 + f) = f - f^2/2 + f^3 p(f): Cephes' logf polynomial, ln2 in two
+// parts. Branch-free, so that loops calling it vectorise; NaN, negative
+// arguments, zeros and infinity chosen at the end.
+std::string FloatLogHelper(absl::string_view q) {
+  return absl::StrCat(q, R"( float loom_logf(float x) {
   const int32_t tiny = x < 1.17549435e-38f;
   const float s = tiny ? x * 8388608.0f : x;
   int32_t bits;
@@ -203,11 +209,13 @@ std::string HelperText(Helper helper, absl::string_view q) {
          : y;
 }
 )");
-    // A compare and a predicted branch per index on the hot path; the
-    // failure is out of line.
-    case kCheckIndex:
-      return absl::StrCat(q,
-                          R"( int64_t loom_check_index(int64_t index, int64_t extent, int64_t site,
+}
+
+// A compare and a predicted branch per index on the hot path; the
+// failure is out of line.
+std::string CheckIndexHelper(absl::string_view q) {
+  return absl::StrCat(q,
+                      R"( int64_t loom_check_index(int64_t index, int64_t extent, int64_t site,
                                         int64_t* errors) {
   const int64_t wrapped = index < 0 ? index + extent : index;
   if (__builtin_expect((uint64_t)wrapped < (uint64_t)extent, 1)) return wrapped;
@@ -215,6 +223,37 @@ std::string HelperText(Helper helper, absl::string_view q) {
   return 0;
 }
 )");
+}
+
+}  // namespace
+
+std::string HelperText(Helper helper, absl::string_view q) {
+  switch (helper) {
+    case kIntMod:
+    case kIntFmod:
+    case kFloatMod:
+    case kDoubleMod:
+      return RemainderHelper(helper, q);
+    case kUIntDiv:
+    case kUIntMod:
+    case kUIntPow:
+      return UnsignedHelper(helper, q);
+    case kFloatExp:
+      return FloatExpHelper(q);
+    // tanh(x) = x + x^3 p(x^2) for |x| < 0.4, the odd Taylor series to x^13
+    // (its remainder is under 4e-9 relative there); elsewhere
+    // 1 - 2 / (exp(2|x|) + 1) with the sign of x, which loses at most a bit
+    // to cancellation at 0.4 and is exactly 1 from |x| = 9.1 on. Both are
+    // computed and one chosen, so that loops calling it vectorise. NaN
+    // fails the comparison and comes out of the second form.
+    case kFloatTanh:
+      return TanhfFunction(q, "loom_tanhf", "float", "loom_expf");
+    case kFloatErf:
+      return ErffFunction(q, "loom_erff", "float");
+    case kFloatLog:
+      return FloatLogHelper(q);
+    case kCheckIndex:
+      return CheckIndexHelper(q);
     case kNumHelpers:
       break;
   }
@@ -370,70 +409,112 @@ std::string Literal(double v, DType dtype) {
   return "0";
 }
 
-// `helpers` collects the helpers the expression calls.
-std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vector<std::string>& a,
-                     HelperSet& helpers, FloatExp float_exp, LibmCalls* libm_calls) {
-  const bool is_float = IsFloat(operand_type);
-  const char* t = CType(type);
-  switch (fn) {
+namespace {
+
+// A call CallExpr prints: the function, the result type, the operands'
+// type and expressions, and where the helpers and libm calls it needs go.
+struct Call {
+  ScalarFn fn;
+  DType type;
+  DType operand_type;
+  const std::vector<std::string>& a;
+  HelperSet& helpers;
+  FloatExp float_exp;
+  LibmCalls* libm_calls;
+
+  bool is_float() const { return IsFloat(operand_type); }
+  bool is_unsigned() const { return IsUnsigned(operand_type); }
+  const char* t() const { return CType(type); }
+  // The polynomial f32 helpers replace libm's.
+  bool polynomial() const { return type == DType::kF32 && float_exp == FloatExp::kPolynomial; }
+  std::string Libm(LibmFn libm) const { return LibmCall(libm, type, a, libm_calls); }
+  // `name`(a[0], a[1]) cast to the result type.
+  std::string Binary(const char* name) const {
+    return absl::StrCat("(", t(), ")", name, "(", a[0], ", ", a[1], ")");
+  }
+};
+
+// The exponential and the functions libm computes (or our helpers).
+std::string TranscendentalExpr(const Call& c) {
+  const std::vector<std::string>& a = c.a;
+  switch (c.fn) {
+    case ScalarFn::kExp:
+      return ExpCall(c.type, c.float_exp, a[0], c.helpers, c.libm_calls);
+    case ScalarFn::kLog:
+      if (c.polynomial()) {
+        c.helpers.set(kFloatLog);
+        return absl::StrCat("loom_logf(", a[0], ")");
+      }
+      return c.Libm(kLibmLog);
+    case ScalarFn::kTanh:
+      if (c.polynomial()) {
+        c.helpers.set(kFloatExp);
+        c.helpers.set(kFloatTanh);
+        return absl::StrCat("loom_tanhf(", a[0], ")");
+      }
+      return c.Libm(kLibmTanh);
+    case ScalarFn::kSigmoid:
+      return absl::StrCat(
+          "(", c.t(), ")1 / ((", c.t(), ")1 + ",
+          ExpCall(c.type, c.float_exp, absl::StrCat("-", a[0]), c.helpers, c.libm_calls), ")");
+    case ScalarFn::kErf:
+      if (c.polynomial()) {
+        c.helpers.set(kFloatErf);
+        return absl::StrCat("loom_erff(", a[0], ")");
+      }
+      return c.Libm(kLibmErf);
+    case ScalarFn::kSin:
+      return c.Libm(kLibmSin);
+    case ScalarFn::kCos:
+      return c.Libm(kLibmCos);
+    default:  // another family's (CallExpr dispatches)
+      return "0";
+  }
+}
+
+// The other unary functions: expressions and C's math functions.
+std::string UnaryExpr(const Call& c) {
+  const std::vector<std::string>& a = c.a;
+  const char* t = c.t();
+  switch (c.fn) {
     case ScalarFn::kNeg:
       return absl::StrCat("-", a[0]);
     case ScalarFn::kAbs:
-      if (IsUnsigned(operand_type)) return a[0];
-      return is_float ? absl::StrCat(MathFn("fabs", type), "(", a[0], ")")
-                      : absl::StrCat("(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
-    case ScalarFn::kExp:
-      return ExpCall(type, float_exp, a[0], helpers, libm_calls);
-    case ScalarFn::kLog:
-      if (type == DType::kF32 && float_exp == FloatExp::kPolynomial) {
-        helpers.set(kFloatLog);
-        return absl::StrCat("loom_logf(", a[0], ")");
-      }
-      return LibmCall(kLibmLog, type, a, libm_calls);
+      if (c.is_unsigned()) return a[0];
+      return c.is_float() ? absl::StrCat(MathFn("fabs", c.type), "(", a[0], ")")
+                          : absl::StrCat("(", a[0], " < 0 ? -", a[0], " : ", a[0], ")");
     case ScalarFn::kSqrt:
-      return absl::StrCat(MathFn("sqrt", type), "(", a[0], ")");
+      return absl::StrCat(MathFn("sqrt", c.type), "(", a[0], ")");
     case ScalarFn::kRsqrt:
-      return absl::StrCat("(", t, ")1 / ", MathFn("sqrt", type), "(", a[0], ")");
+      return absl::StrCat("(", t, ")1 / ", MathFn("sqrt", c.type), "(", a[0], ")");
     case ScalarFn::kReciprocal:
       return absl::StrCat("(", t, ")1 / ", a[0]);
-    case ScalarFn::kTanh:
-      if (type == DType::kF32 && float_exp == FloatExp::kPolynomial) {
-        helpers.set(kFloatExp);
-        helpers.set(kFloatTanh);
-        return absl::StrCat("loom_tanhf(", a[0], ")");
-      }
-      return LibmCall(kLibmTanh, type, a, libm_calls);
-    case ScalarFn::kSigmoid:
-      return absl::StrCat("(", t, ")1 / ((", t, ")1 + ",
-                          ExpCall(type, float_exp, absl::StrCat("-", a[0]), helpers, libm_calls),
-                          ")");
     case ScalarFn::kRelu:  // keeps NaN
       return absl::StrCat("(", a[0], " < 0 ? (", t, ")0 : ", a[0], ")");
-    case ScalarFn::kErf:
-      if (type == DType::kF32 && float_exp == FloatExp::kPolynomial) {
-        helpers.set(kFloatErf);
-        return absl::StrCat("loom_erff(", a[0], ")");
-      }
-      return LibmCall(kLibmErf, type, a, libm_calls);
-    case ScalarFn::kSin:
-      return LibmCall(kLibmSin, type, a, libm_calls);
-    case ScalarFn::kCos:
-      return LibmCall(kLibmCos, type, a, libm_calls);
     // Integers are already whole. rint rounds half to even in the default
     // rounding mode, which generated code never changes.
     case ScalarFn::kFloor:
-      return is_float ? absl::StrCat(MathFn("floor", type), "(", a[0], ")") : a[0];
+      return c.is_float() ? absl::StrCat(MathFn("floor", c.type), "(", a[0], ")") : a[0];
     case ScalarFn::kCeil:
-      return is_float ? absl::StrCat(MathFn("ceil", type), "(", a[0], ")") : a[0];
+      return c.is_float() ? absl::StrCat(MathFn("ceil", c.type), "(", a[0], ")") : a[0];
     case ScalarFn::kRound:
-      return is_float ? absl::StrCat(MathFn("rint", type), "(", a[0], ")") : a[0];
+      return c.is_float() ? absl::StrCat(MathFn("rint", c.type), "(", a[0], ")") : a[0];
     // A NaN (and a zero) is its own sign.
     case ScalarFn::kSign:
-      return is_float ? absl::StrCat("(", a[0], " > 0 ? (", t, ")1 : ", a[0], " < 0 ? (", t,
-                                     ")-1 : ", a[0], ")")
-                      : absl::StrCat("(", t, ")((", a[0], " > 0) - (", a[0], " < 0))");
+      return c.is_float() ? absl::StrCat("(", a[0], " > 0 ? (", t, ")1 : ", a[0], " < 0 ? (", t,
+                                         ")-1 : ", a[0], ")")
+                          : absl::StrCat("(", t, ")((", a[0], " > 0) - (", a[0], " < 0))");
     case ScalarFn::kNot:
       return absl::StrCat("!", a[0]);
+    default:  // another family's (CallExpr dispatches)
+      return "0";
+  }
+}
+
+// The binary arithmetic, integer division and power total (helpers).
+std::string ArithmeticExpr(const Call& c) {
+  const std::vector<std::string>& a = c.a;
+  switch (c.fn) {
     case ScalarFn::kAdd:
       return absl::StrCat(a[0], " + ", a[1]);
     case ScalarFn::kSub:
@@ -441,53 +522,60 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
     case ScalarFn::kMul:
       return absl::StrCat(a[0], " * ", a[1]);
     case ScalarFn::kDiv:
-      if (IsUnsigned(operand_type)) {
-        helpers.set(kUIntDiv);
-        return absl::StrCat("(", t, ")loom_udiv(", a[0], ", ", a[1], ")");
+      if (c.is_unsigned()) {
+        c.helpers.set(kUIntDiv);
+        return c.Binary("loom_udiv");
       }
-      return is_float ? absl::StrCat(a[0], " / ", a[1])
-                      : absl::StrCat("(", t, ")loom_idiv(", a[0], ", ", a[1], ")");
+      return c.is_float() ? absl::StrCat(a[0], " / ", a[1]) : c.Binary("loom_idiv");
     case ScalarFn::kPow:
-      if (IsUnsigned(operand_type)) {
-        helpers.set(kUIntPow);
-        return absl::StrCat("(", t, ")loom_upow(", a[0], ", ", a[1], ")");
+      if (c.is_unsigned()) {
+        c.helpers.set(kUIntPow);
+        return c.Binary("loom_upow");
       }
-      return is_float ? LibmCall(kLibmPow, type, a, libm_calls)
-                      : absl::StrCat("(", t, ")loom_ipow(", a[0], ", ", a[1], ")");
+      return c.is_float() ? c.Libm(kLibmPow) : c.Binary("loom_ipow");
     // Floats propagate NaN: a NaN `a` is picked by `a != a`, a NaN `b`
     // because the comparison fails.
     case ScalarFn::kMax:
-      return absl::StrCat("(", a[0], " > ", a[1], NanTest(is_float, a[0]), " ? ", a[0], " : ", a[1],
-                          ")");
+      return absl::StrCat("(", a[0], " > ", a[1], NanTest(c.is_float(), a[0]), " ? ", a[0], " : ",
+                          a[1], ")");
     case ScalarFn::kMin:
-      return absl::StrCat("(", a[0], " < ", a[1], NanTest(is_float, a[0]), " ? ", a[0], " : ", a[1],
-                          ")");
-    case ScalarFn::kMod:
-    case ScalarFn::kFmod:
-      // Both signs are the dividend's and the divisor's.
-      if (IsUnsigned(operand_type)) {
-        helpers.set(kUIntMod);
-        return absl::StrCat("(", t, ")loom_umod(", a[0], ", ", a[1], ")");
-      }
-      if (fn == ScalarFn::kFmod) {
-        if (is_float) {
-          return absl::StrCat(MathFn("fmod", type), "(", a[0], ", ", a[1], ")");
-        }
-        helpers.set(kIntFmod);
-        return absl::StrCat("(", t, ")loom_ifmod(", a[0], ", ", a[1], ")");
-      }
-      if (is_float) {
-        const bool single = type == DType::kF32;
-        helpers.set(single ? kFloatMod : kDoubleMod);
-        return absl::StrCat(single ? "loom_modf(" : "loom_mod(", a[0], ", ", a[1], ")");
-      }
-      helpers.set(kIntMod);
-      return absl::StrCat("(", t, ")loom_imod(", a[0], ", ", a[1], ")");
+      return absl::StrCat("(", a[0], " < ", a[1], NanTest(c.is_float(), a[0]), " ? ", a[0], " : ",
+                          a[1], ")");
     // A shift by the width or more gives 0 (undefined in C).
     case ScalarFn::kShl:
     case ScalarFn::kShr:
-      return absl::StrCat("(", t, ")(", a[1], " >= ", 8 * DTypeSize(operand_type), " ? 0 : ", a[0],
-                          fn == ScalarFn::kShl ? " << " : " >> ", a[1], ")");
+      return absl::StrCat("(", c.t(), ")(", a[1], " >= ", 8 * DTypeSize(c.operand_type),
+                          " ? 0 : ", a[0], c.fn == ScalarFn::kShl ? " << " : " >> ", a[1], ")");
+    default:  // another family's (CallExpr dispatches)
+      return "0";
+  }
+}
+
+// kMod and kFmod: both signs are the dividend's and the divisor's.
+std::string RemainderExpr(const Call& c) {
+  const std::vector<std::string>& a = c.a;
+  if (c.is_unsigned()) {
+    c.helpers.set(kUIntMod);
+    return c.Binary("loom_umod");
+  }
+  if (c.fn == ScalarFn::kFmod) {
+    if (c.is_float()) return absl::StrCat(MathFn("fmod", c.type), "(", a[0], ", ", a[1], ")");
+    c.helpers.set(kIntFmod);
+    return c.Binary("loom_ifmod");
+  }
+  if (c.is_float()) {
+    const bool single = c.type == DType::kF32;
+    c.helpers.set(single ? kFloatMod : kDoubleMod);
+    return absl::StrCat(single ? "loom_modf(" : "loom_mod(", a[0], ", ", a[1], ")");
+  }
+  c.helpers.set(kIntMod);
+  return c.Binary("loom_imod");
+}
+
+// Comparisons, the logic of bools, and select.
+std::string ComparisonExpr(const Call& c) {
+  const std::vector<std::string>& a = c.a;
+  switch (c.fn) {
     case ScalarFn::kEq:
       return absl::StrCat(a[0], " == ", a[1]);
     case ScalarFn::kNe:
@@ -508,6 +596,63 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
       return absl::StrCat(a[0], " != ", a[1]);
     case ScalarFn::kSelect:
       return absl::StrCat(a[0], " ? ", a[1], " : ", a[2]);
+    default:  // another family's (CallExpr dispatches)
+      return "0";
+  }
+}
+
+}  // namespace
+
+// `helpers` collects the helpers the expression calls. Each function goes
+// to its family's printer; the switch names every ScalarFn (-Wswitch).
+std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vector<std::string>& a,
+                     HelperSet& helpers, FloatExp float_exp, LibmCalls* libm_calls) {
+  const Call c{fn, type, operand_type, a, helpers, float_exp, libm_calls};
+  switch (fn) {
+    case ScalarFn::kExp:
+    case ScalarFn::kLog:
+    case ScalarFn::kTanh:
+    case ScalarFn::kSigmoid:
+    case ScalarFn::kErf:
+    case ScalarFn::kSin:
+    case ScalarFn::kCos:
+      return TranscendentalExpr(c);
+    case ScalarFn::kNeg:
+    case ScalarFn::kAbs:
+    case ScalarFn::kSqrt:
+    case ScalarFn::kRsqrt:
+    case ScalarFn::kReciprocal:
+    case ScalarFn::kRelu:
+    case ScalarFn::kFloor:
+    case ScalarFn::kCeil:
+    case ScalarFn::kRound:
+    case ScalarFn::kSign:
+    case ScalarFn::kNot:
+      return UnaryExpr(c);
+    case ScalarFn::kAdd:
+    case ScalarFn::kSub:
+    case ScalarFn::kMul:
+    case ScalarFn::kDiv:
+    case ScalarFn::kPow:
+    case ScalarFn::kMax:
+    case ScalarFn::kMin:
+    case ScalarFn::kShl:
+    case ScalarFn::kShr:
+      return ArithmeticExpr(c);
+    case ScalarFn::kMod:
+    case ScalarFn::kFmod:
+      return RemainderExpr(c);
+    case ScalarFn::kEq:
+    case ScalarFn::kNe:
+    case ScalarFn::kLt:
+    case ScalarFn::kLe:
+    case ScalarFn::kGt:
+    case ScalarFn::kGe:
+    case ScalarFn::kAnd:
+    case ScalarFn::kOr:
+    case ScalarFn::kXor:
+    case ScalarFn::kSelect:
+      return ComparisonExpr(c);
   }
   return "0";
 }

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/common/c_scalar.h"
+#include "backends/common/codegen_pass.h"
 #include "backends/common/kernel_plan.h"
 #include "backends/cpp/kernel_printer.h"
 #include "backends/cpp/library_calls.h"
@@ -138,31 +139,11 @@ std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
   return flags;
 }
 
-class CodegenCppPass : public Pass {
- public:
-  explicit CodegenCppPass(proto::CppOptions options) : options_(std::move(options)) {}
-  StageRule stages() const override {
-    StageRule rule = StageRule::From(Stage::kPlanned, Stage::kEmitted);
-    rule.target = proto::CPU;
-    return rule;
-  }
-
-  absl::StatusOr<bool> Run(Module& module) override {
-    if (!module.loops.has_value() || !module.schedule.has_value()) {
-      return absl::FailedPreconditionError(
-          "there is no schedule to emit (run 'lower' and 'schedule' before "
-          "'codegen-cpp')");
-    }
-    module.source = EmitCpp(*module.loops, *module.schedule, options_);
-    return true;
-  }
-
- private:
-  proto::CppOptions options_;
-};
-
 LOOM_REGISTER_PASS("codegen-cpp", "cpp", [](const proto::PassSpec& spec) {
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<CodegenCppPass>(spec.cpp()));
+  return absl::StatusOr<std::unique_ptr<Pass>>(MakeCodegenPass(
+      proto::CPU,
+      [options = spec.cpp()](const LoopProgram& program, const Schedule& schedule)
+          -> absl::StatusOr<GeneratedSource> { return EmitCpp(program, schedule, options); }));
 });
 
 }  // namespace

@@ -123,20 +123,18 @@ void SetAllInts(Tensor& t, Fn bits) {
 // The narrow and unsigned integer types: wrap-around, unsigned order,
 // division, remainders, shifts by up to and past the width, casts from
 // NaN, infinities and out-of-range floats, selects, reductions, clip and
-// max_pool (decomposed), all against the interpreter.
-TEST(OpsEndToEndTest, NarrowAndUnsignedIntegers) {
+// max_pool (decomposed), all against the interpreter; one test per family
+// of types.
+TEST(OpsEndToEndTest, U8Integers) {
   GraphBuilder b;
-  const Attrs left = MakeAttrs({{"direction", std::string("left")}});
-  const Attrs right = MakeAttrs({{"direction", std::string("right")}});
-  const Attrs fmod = MakeAttrs({{"fmod", int64_t{1}}});
   const ValueId a = b.Input("a", DType::kU8, {3, 37});
   const ValueId d = b.Input("d", DType::kU8, {37});  // no zero
   const ValueId s = b.Input("s", DType::kU8, {37});  // shifts 0..9
   for (const char* op : {"add", "sub", "mul", "div", "mod", "maximum", "minimum"}) {
     b.Output(b.Op(op, {a, d}));
   }
-  b.Output(b.Op("bit_shift", {a, s}, left));
-  b.Output(b.Op("bit_shift", {a, s}, right));
+  b.Output(b.Op("bit_shift", {a, s}, MakeAttrs({{"direction", std::string("left")}})));
+  b.Output(b.Op("bit_shift", {a, s}, MakeAttrs({{"direction", std::string("right")}})));
   for (const char* op : {"neg", "abs", "sign", "relu"}) b.Output(b.Op(op, {a}));
   const ValueId a_less = b.Op("less", {a, d});
   b.Output(a_less);
@@ -154,49 +152,8 @@ TEST(OpsEndToEndTest, NarrowAndUnsignedIntegers) {
                 MakeAttrs({{"kernel_shape", std::vector<int64_t>{3, 3}},
                            {"pads", std::vector<int64_t>{1, 1, 1, 1}},
                            {"strides", std::vector<int64_t>{2, 2}}})));
-  const ValueId c = b.Input("c", DType::kU64, {37});
-  const ValueId e = b.Input("e", DType::kU64, {37});  // no zero
-  const ValueId s64 = b.Input("s64", DType::kU64, {37});
-  for (const char* op : {"add", "mul", "div", "mod", "maximum", "minimum", "pow"}) {
-    b.Output(b.Op(op, {c, e}));
-  }
-  b.Output(b.Op("mod", {c, e}, fmod));
-  b.Output(b.Op("greater", {c, e}));
-  b.Output(b.Op("bit_shift", {c, s64}, left));
-  b.Output(b.Op("bit_shift", {c, s64}, right));
-  for (const char* to : {"f32", "f64", "u8", "i64"}) {
-    b.Output(b.Op("cast", {c}, MakeAttrs({{"to", std::string(to)}})));
-  }
-  b.Output(b.Op("reduce_max", {c}));
-  b.Output(b.Op("argmin", {c}));
-  const ValueId g = b.Input("g", DType::kI8, {37});
-  const ValueId h = b.Input("h", DType::kI8, {37});  // no zero
-  for (const char* op : {"add", "sub", "mul", "div", "mod", "maximum", "pow"}) {
-    b.Output(b.Op(op, {g, h}));
-  }
-  b.Output(b.Op("mod", {g, h}, fmod));
-  for (const char* op : {"neg", "abs", "sign"}) b.Output(b.Op(op, {g}));
-  b.Output(b.Op("clip", {g}, MakeAttrs({{"min", -100.5}, {"max", 1e9}})));
-  b.Output(b.Op("cast", {g}, MakeAttrs({{"to", std::string("u16")}})));
-  const ValueId i16 = b.Input("i16", DType::kI16, {37});
-  const ValueId u16 = b.Input("u16", DType::kU16, {37});
-  const ValueId u32 = b.Input("u32", DType::kU32, {37});
-  b.Output(b.Op("mul", {i16, i16}));
-  b.Output(b.Op("mul", {u16, u16}));
-  b.Output(b.Op("sub", {u32, b.Op("mul", {u32, u32})}));
-  b.Output(
-      b.Op("bit_shift", {u16, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u16")}}))}, left));
-  b.Output(
-      b.Op("bit_shift", {u32, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u32")}}))}, right));
-  const ValueId x = b.Input("x", DType::kF32, {37});
-  const ValueId x64 = b.Input("x64", DType::kF64, {37});
-  for (const char* to : {"i8", "i16", "u8", "u16", "u32", "u64"}) {
-    b.Output(b.Op("cast", {x}, MakeAttrs({{"to", std::string(to)}})));
-    b.Output(b.Op("cast", {x64}, MakeAttrs({{"to", std::string(to)}})));
-  }
   EndToEndOptions options;
   options.fill = [](size_t i, Tensor& t) {
-    const int64_t top = std::numeric_limits<int64_t>::min();  // 2^63 as u64
     switch (i) {
       case 0:  // a: all of 0..255
         SetAllInts(t, [](int64_t k) { return (k * 37 + 11) % 256; });
@@ -210,56 +167,131 @@ TEST(OpsEndToEndTest, NarrowAndUnsignedIntegers) {
       case 3:  // image
         SetAllInts(t, [](int64_t k) { return (k * 91) % 256; });
         break;
-      case 4:  // c: around 2^63 and 2^64 - 1
+    }
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+TEST(OpsEndToEndTest, U64Integers) {
+  GraphBuilder b;
+  const ValueId c = b.Input("c", DType::kU64, {37});
+  const ValueId e = b.Input("e", DType::kU64, {37});  // no zero
+  const ValueId s64 = b.Input("s64", DType::kU64, {37});
+  for (const char* op : {"add", "mul", "div", "mod", "maximum", "minimum", "pow"}) {
+    b.Output(b.Op(op, {c, e}));
+  }
+  b.Output(b.Op("mod", {c, e}, MakeAttrs({{"fmod", int64_t{1}}})));
+  b.Output(b.Op("greater", {c, e}));
+  b.Output(b.Op("bit_shift", {c, s64}, MakeAttrs({{"direction", std::string("left")}})));
+  b.Output(b.Op("bit_shift", {c, s64}, MakeAttrs({{"direction", std::string("right")}})));
+  for (const char* to : {"f32", "f64", "u8", "i64"}) {
+    b.Output(b.Op("cast", {c}, MakeAttrs({{"to", std::string(to)}})));
+  }
+  b.Output(b.Op("reduce_max", {c}));
+  b.Output(b.Op("argmin", {c}));
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& t) {
+    const int64_t top = std::numeric_limits<int64_t>::min();  // 2^63 as u64
+    switch (i) {
+      case 0:  // c: around 2^63 and 2^64 - 1
         SetAllInts(t, [top](int64_t k) { return k % 3 == 0 ? top + k : k % 3 == 1 ? -k : k * k; });
         break;
-      case 5:  // e: no zero, some above 2^63
+      case 1:  // e: no zero, some above 2^63
         SetAllInts(t, [top](int64_t k) { return k % 4 == 0 ? top + 7 * k : k + 1; });
         break;
-      case 6:  // s64: shifts 0..70
+      case 2:  // s64: shifts 0..70
         SetAllInts(t, [](int64_t k) { return (k * 13) % 71; });
         break;
-      case 7:  // g: -128..127
+    }
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+// i8, and the products and shifts of i16, u16 and u32.
+TEST(OpsEndToEndTest, I8I16U16AndU32Integers) {
+  GraphBuilder b;
+  const ValueId g = b.Input("g", DType::kI8, {37});
+  const ValueId h = b.Input("h", DType::kI8, {37});  // no zero
+  for (const char* op : {"add", "sub", "mul", "div", "mod", "maximum", "pow"}) {
+    b.Output(b.Op(op, {g, h}));
+  }
+  b.Output(b.Op("mod", {g, h}, MakeAttrs({{"fmod", int64_t{1}}})));
+  for (const char* op : {"neg", "abs", "sign"}) b.Output(b.Op(op, {g}));
+  b.Output(b.Op("clip", {g}, MakeAttrs({{"min", -100.5}, {"max", 1e9}})));
+  b.Output(b.Op("cast", {g}, MakeAttrs({{"to", std::string("u16")}})));
+  const ValueId s = b.Input("s", DType::kU8, {37});  // shifts 0..9
+  const ValueId i16 = b.Input("i16", DType::kI16, {37});
+  const ValueId u16 = b.Input("u16", DType::kU16, {37});
+  const ValueId u32 = b.Input("u32", DType::kU32, {37});
+  b.Output(b.Op("mul", {i16, i16}));
+  b.Output(b.Op("mul", {u16, u16}));
+  b.Output(b.Op("sub", {u32, b.Op("mul", {u32, u32})}));
+  const Attrs left = MakeAttrs({{"direction", std::string("left")}});
+  const Attrs right = MakeAttrs({{"direction", std::string("right")}});
+  b.Output(
+      b.Op("bit_shift", {u16, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u16")}}))}, left));
+  b.Output(
+      b.Op("bit_shift", {u32, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u32")}}))}, right));
+  EndToEndOptions options;
+  options.fill = [](size_t i, Tensor& t) {
+    switch (i) {
+      case 0:  // g: -128..127
         SetAllInts(t, [](int64_t k) { return (k * 71) % 256 - 128; });
         break;
-      case 8:  // h: no zero; -1 (for -128 / -1) and -128
+      case 1:  // h: no zero; -1 (for -128 / -1) and -128
         SetAllInts(t, [](int64_t k) {
           return k == 0 ? -1 : k == 1 ? -128 : k % 9 - 4 == 0 ? 3 : k % 9 - 4;
         });
         break;
-      case 9:   // i16
-      case 10:  // u16
-      case 11:  // u32
-        SetAllInts(t, [i](int64_t k) { return (k * 7919 + 12345) << (4 * (i - 9)); });
+      case 2:  // s: shifts 0..9 (8 and 9 past the width)
+        SetAllInts(t, [](int64_t k) { return k % 10; });
         break;
-      case 12:  // x, x64: every saturation edge
-      case 13:
-        SetFirst(t, {kNan,
-                     kInf,
-                     -kInf,
-                     -0.5,
-                     -1.0,
-                     -0.99,
-                     255.5,
-                     256.0,
-                     127.9,
-                     128.0,
-                     -128.9,
-                     -129.0,
-                     32767.5,
-                     -32769.0,
-                     65535.9,
-                     65536.0,
-                     4294967295.0,
-                     4294967296.0,
-                     1.8446744073709552e19,
-                     1e30,
-                     -1e30,
-                     9.2233720368547758e18,
-                     3.7,
-                     -3.7});
+      case 3:  // i16
+      case 4:  // u16
+      case 5:  // u32
+        SetAllInts(t, [i](int64_t k) { return (k * 7919 + 12345) << (4 * (i - 3)); });
         break;
     }
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+// Floats cast to the narrow and unsigned types: truncated, saturated, NaN
+// as 0.
+TEST(OpsEndToEndTest, FloatsCastToNarrowAndUnsignedIntegers) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {37});
+  const ValueId x64 = b.Input("x64", DType::kF64, {37});
+  for (const char* to : {"i8", "i16", "u8", "u16", "u32", "u64"}) {
+    b.Output(b.Op("cast", {x}, MakeAttrs({{"to", std::string(to)}})));
+    b.Output(b.Op("cast", {x64}, MakeAttrs({{"to", std::string(to)}})));
+  }
+  EndToEndOptions options;
+  options.fill = [](size_t, Tensor& t) {  // x, x64: every saturation edge
+    SetFirst(t, {kNan,
+                 kInf,
+                 -kInf,
+                 -0.5,
+                 -1.0,
+                 -0.99,
+                 255.5,
+                 256.0,
+                 127.9,
+                 128.0,
+                 -128.9,
+                 -129.0,
+                 32767.5,
+                 -32769.0,
+                 65535.9,
+                 65536.0,
+                 4294967295.0,
+                 4294967296.0,
+                 1.8446744073709552e19,
+                 1e30,
+                 -1e30,
+                 9.2233720368547758e18,
+                 3.7,
+                 -3.7});
   };
   CompileRunAndCompare(std::move(b.graph()), options);
 }
@@ -474,7 +506,11 @@ TEST(OpsEndToEndTest, ShapeOps) {
   Attrs big = IntsAttr("pads", {2, 1});
   big.Set("value", 1e10);
   b.Output(b.Op("pad", {mi}, big));
+  CompileRunAndCompare(std::move(b.graph()));
+}
 
+TEST(OpsEndToEndTest, GatherAndCumsum) {
+  GraphBuilder b;
   // gather: weight and constant indices, negative ones, several axes.
   const ValueId data = b.Input("data", DType::kF32, {4, 5});
   const ValueId idx2d = b.Initializer("idx2d", ValueKind::kWeight,

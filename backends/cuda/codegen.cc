@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backends/common/c_scalar.h"
+#include "backends/common/codegen_pass.h"
 #include "backends/common/kernel_plan.h"
 #include "backends/cuda/kernel_printer.h"
 #include "backends/cuda/prelude.h"
@@ -34,31 +35,6 @@ std::string WithoutCommentLines(absl::string_view text) {
   return code;
 }
 
-class CodegenCudaPass : public Pass {
- public:
-  explicit CodegenCudaPass(proto::CudaOptions options) : options_(std::move(options)) {}
-  StageRule stages() const override {
-    StageRule rule = StageRule::From(Stage::kPlanned, Stage::kEmitted);
-    rule.target = proto::CUDA;
-    return rule;
-  }
-
-  absl::StatusOr<bool> Run(Module& module) override {
-    if (!module.loops.has_value() || !module.schedule.has_value()) {
-      return absl::FailedPreconditionError(
-          "there is no schedule to emit (run 'lower' and 'schedule' before "
-          "'codegen-cuda')");
-    }
-    LOOM_ASSIGN_OR_RETURN(GeneratedSource source,
-                          EmitCuda(*module.loops, *module.schedule, options_));
-    module.source = std::move(source);
-    return true;
-  }
-
- private:
-  proto::CudaOptions options_;
-};
-
 LOOM_REGISTER_PASS("codegen-cuda", "cuda", [](const proto::PassSpec& spec) {
   const int block = spec.cuda().block_size();
   if (block != 0 && (block < kWarpSize || block > 1024 || (block & (block - 1)))) {
@@ -67,7 +43,10 @@ LOOM_REGISTER_PASS("codegen-cuda", "cuda", [](const proto::PassSpec& spec) {
                      "to 1024 (or 0 for 256), got ",
                      block)));
   }
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<CodegenCudaPass>(spec.cuda()));
+  return absl::StatusOr<std::unique_ptr<Pass>>(MakeCodegenPass(
+      proto::CUDA, [options = spec.cuda()](const LoopProgram& program, const Schedule& schedule) {
+        return EmitCuda(program, schedule, options);
+      }));
 });
 
 }  // namespace

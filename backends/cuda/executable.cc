@@ -194,85 +194,88 @@ void CudaExecutable::Release() {
 absl::Status CudaExecutable::Bind() {
   LOOM_ASSIGN_OR_RETURN(Device device, OpenDevice());
   device_ = device;
-  const Driver& d = *device_.driver;
-  if (!gemm_calls_.empty()) {
-    static const absl::StatusOr<Cublas>* const cublas = new absl::StatusOr<Cublas>(LoadCublas());
-    if (!cublas->ok()) return cublas->status();
-    cublas_ = &**cublas;
-    // The handle's stream is the default one, the kernels' own.
-    if (absl::Status s = cublas_->Check(cublas_->Create(&cublas_handle_), "cublasCreate");
-        !s.ok()) {
-      cublas_handle_ = nullptr;
-      return s;
-    }
-  }
+  if (!gemm_calls_.empty()) LOOM_RETURN_IF_ERROR(BindCublas());
   // A module of library calls alone has no kernels to compile.
-  if (!functions_.empty()) {
-    LOOM_ASSIGN_OR_RETURN(Cubin cubin, CompileCubin(source_, device_.Arch(), cache_dir_));
-    cache_hit_ = cubin.cache_hit;
-    compile_seconds_ = cubin.compile_seconds;
-    if (absl::Status s = d.Check(d.ModuleLoadData(&module_, cubin.data.data()), "cuModuleLoadData");
-        !s.ok()) {
-      return s;
-    }
+  if (!functions_.empty()) LOOM_RETURN_IF_ERROR(LoadModule());
+  for (const std::string& name : functions_) LOOM_RETURN_IF_ERROR(LoadKernel(name));
+  LOOM_RETURN_IF_ERROR(AllocateBuffers());
+  const Driver& d = *device_.driver;
+  for (const auto& [id, tensor] : weights_) {
+    LOOM_RETURN_IF_ERROR(d.Check(d.MemcpyHtoD(pointers_[id], tensor.data(), tensor.num_bytes()),
+                                 "uploading weights (cuMemcpyHtoD)"));
   }
-  for (const std::string& name : functions_) {
-    CUfunction function = nullptr;
-    if (absl::Status s = d.Check(d.ModuleGetFunction(&function, module_, name.c_str()),
-                                 absl::StrCat("cuModuleGetFunction ", name));
-        !s.ok()) {
-      return s;
-    }
-    // The function's launch shape, from the module itself.
-    const std::string symbol = LaunchShapeSymbol(name);
-    CUdeviceptr address = 0;
-    size_t bytes = 0;
-    long long shape[3] = {1, 1, 0};
-    if (absl::Status s = d.Check(d.ModuleGetGlobal(&address, &bytes, module_, symbol.c_str()),
-                                 absl::StrCat("cuModuleGetGlobal ", symbol));
-        !s.ok()) {
-      return s;
-    }
-    if (bytes != sizeof(shape)) {
-      return absl::InternalError(absl::StrCat(symbol, " has ", bytes, " bytes"));
-    }
-    if (absl::Status s = d.Check(d.MemcpyDtoH(shape, address, sizeof(shape)), "cuMemcpyDtoH");
-        !s.ok()) {
-      return s;
-    }
-    const LaunchShape launch{shape[0], shape[1], shape[2]};
-    if (launch.shared_bytes > device_.max_shared_per_block) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          name, " needs ", launch.shared_bytes,
-          " bytes of shared memory per block; the device has ", device_.max_shared_per_block));
-    }
-    if (launch.shared_bytes > kDefaultSharedBytes) {
-      if (absl::Status s =
-              d.Check(d.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                         static_cast<int>(launch.shared_bytes)),
-                      "cuFuncSetAttribute");
-          !s.ok()) {
-        return s;
-      }
-    }
-    kernels_.push_back(function);
-    shapes_.push_back(launch);
+  bound_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutable::BindCublas() {
+  static const absl::StatusOr<Cublas>* const cublas = new absl::StatusOr<Cublas>(LoadCublas());
+  if (!cublas->ok()) return cublas->status();
+  cublas_ = &**cublas;
+  // The handle's stream is the default one, the kernels' own.
+  if (absl::Status s = cublas_->Check(cublas_->Create(&cublas_handle_), "cublasCreate"); !s.ok()) {
+    cublas_handle_ = nullptr;
+    return s;
   }
-  auto allocate = [&](int64_t bytes) -> absl::StatusOr<CUdeviceptr> {
-    CUdeviceptr pointer = 0;
-    const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 1) + kDeviceAlignment - 1) /
-                                            kDeviceAlignment * kDeviceAlignment);
-    if (absl::Status s =
-            d.Check(d.MemAlloc(&pointer, size), absl::StrCat("cuMemAlloc of ", size, " bytes"));
-        !s.ok()) {
-      return s;
-    }
-    allocations_.push_back(pointer);
-    return pointer;
-  };
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutable::LoadModule() {
+  const Driver& d = *device_.driver;
+  LOOM_ASSIGN_OR_RETURN(Cubin cubin, CompileCubin(source_, device_.Arch(), cache_dir_));
+  cache_hit_ = cubin.cache_hit;
+  compile_seconds_ = cubin.compile_seconds;
+  return d.Check(d.ModuleLoadData(&module_, cubin.data.data()), "cuModuleLoadData");
+}
+
+absl::Status CudaExecutable::LoadKernel(const std::string& name) {
+  const Driver& d = *device_.driver;
+  CUfunction function = nullptr;
+  LOOM_RETURN_IF_ERROR(d.Check(d.ModuleGetFunction(&function, module_, name.c_str()),
+                               absl::StrCat("cuModuleGetFunction ", name)));
+  // The function's launch shape, from the module itself.
+  const std::string symbol = LaunchShapeSymbol(name);
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  long long shape[3] = {1, 1, 0};
+  LOOM_RETURN_IF_ERROR(d.Check(d.ModuleGetGlobal(&address, &bytes, module_, symbol.c_str()),
+                               absl::StrCat("cuModuleGetGlobal ", symbol)));
+  if (bytes != sizeof(shape)) {
+    return absl::InternalError(absl::StrCat(symbol, " has ", bytes, " bytes"));
+  }
+  LOOM_RETURN_IF_ERROR(d.Check(d.MemcpyDtoH(shape, address, sizeof(shape)), "cuMemcpyDtoH"));
+  const LaunchShape launch{shape[0], shape[1], shape[2]};
+  if (launch.shared_bytes > device_.max_shared_per_block) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name, " needs ", launch.shared_bytes, " bytes of shared memory per block; the device has ",
+        device_.max_shared_per_block));
+  }
+  if (launch.shared_bytes > kDefaultSharedBytes) {
+    LOOM_RETURN_IF_ERROR(
+        d.Check(d.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   static_cast<int>(launch.shared_bytes)),
+                "cuFuncSetAttribute"));
+  }
+  kernels_.push_back(function);
+  shapes_.push_back(launch);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CUdeviceptr> CudaExecutable::Allocate(int64_t bytes) {
+  const Driver& d = *device_.driver;
+  CUdeviceptr pointer = 0;
+  const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 1) + kDeviceAlignment - 1) /
+                                          kDeviceAlignment * kDeviceAlignment);
+  LOOM_RETURN_IF_ERROR(
+      d.Check(d.MemAlloc(&pointer, size), absl::StrCat("cuMemAlloc of ", size, " bytes")));
+  allocations_.push_back(pointer);
+  return pointer;
+}
+
+absl::Status CudaExecutable::AllocateBuffers() {
   CUdeviceptr arena = 0;
   if (arena_bytes_ > 0) {
-    LOOM_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate(arena_bytes_));
+    LOOM_ASSIGN_OR_RETURN(CUdeviceptr pointer, Allocate(arena_bytes_));
     arena = pointer;
   }
   pointers_.assign(buffer_bytes_.size(), 0);
@@ -280,18 +283,10 @@ absl::Status CudaExecutable::Bind() {
     if (arena_offsets_[id] >= 0) {
       pointers_[id] = arena + arena_offsets_[id];
     } else if (needs_storage_[id]) {
-      LOOM_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate(buffer_bytes_[id]));
+      LOOM_ASSIGN_OR_RETURN(CUdeviceptr pointer, Allocate(buffer_bytes_[id]));
       pointers_[id] = pointer;
     }
   }
-  for (const auto& [id, tensor] : weights_) {
-    if (absl::Status s = d.Check(d.MemcpyHtoD(pointers_[id], tensor.data(), tensor.num_bytes()),
-                                 "uploading weights (cuMemcpyHtoD)");
-        !s.ok()) {
-      return s;
-    }
-  }
-  bound_ = true;
   return absl::OkStatus();
 }
 
@@ -301,6 +296,44 @@ absl::StatusOr<std::vector<Tensor>> CudaExecutable::Run(absl::Span<const Tensor>
 }
 
 absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
+  LOOM_RETURN_IF_ERROR(CheckInputs(inputs));
+  if (!bound_) {
+    absl::Status status = Bind();
+    if (!status.ok()) {
+      Release();
+      return status;
+    }
+  }
+  const Driver& d = *device_.driver;
+  LOOM_RETURN_IF_ERROR(d.Check(d.CtxSetCurrent(device_.context), "cuCtxSetCurrent"));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    LOOM_RETURN_IF_ERROR(
+        d.Check(d.MemcpyHtoD(pointers_[inputs_[i]], inputs[i].data(), inputs[i].num_bytes()),
+                "copying inputs in (cuMemcpyHtoD)"));
+  }
+  int64_t errors[2] = {0, 0};  // the index error slot (BufferKind::kIndexErrors)
+  if (index_errors_ >= 0) {
+    LOOM_RETURN_IF_ERROR(d.Check(d.MemcpyHtoD(pointers_[index_errors_], errors, sizeof(errors)),
+                                 "clearing the index error slot (cuMemcpyHtoD)"));
+  }
+  LOOM_ASSIGN_OR_RETURN(kernel_seconds_, TimeOnDevice(d, [this] { return EnqueueLaunches(); }));
+  if (index_errors_ >= 0) {
+    LOOM_RETURN_IF_ERROR(d.Check(d.MemcpyDtoH(errors, pointers_[index_errors_], sizeof(errors)),
+                                 "reading the index error slot (cuMemcpyDtoH)"));
+    if (errors[0] != 0) return IndexError(errors[0] - 1, errors[1]);
+  }
+  host_outputs_.resize(outputs_.size());
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    Tensor& tensor = host_outputs_[i];
+    if (tensor.type() != output_types_[i]) tensor = Tensor(output_types_[i]);
+    LOOM_RETURN_IF_ERROR(
+        d.Check(d.MemcpyDtoH(tensor.data(), pointers_[outputs_[i]], tensor.num_bytes()),
+                "copying outputs out (cuMemcpyDtoH)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutable::CheckInputs(absl::Span<const Tensor> inputs) const {
   if (inputs.size() != inputs_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the model takes ", inputs_.size(), " inputs, got ", inputs.size()));
@@ -312,89 +345,36 @@ absl::Status CudaExecutable::Execute(absl::Span<const Tensor> inputs) {
                        TypeToString(input_types_[i])));
     }
   }
-  if (!bound_) {
-    absl::Status status = Bind();
-    if (!status.ok()) {
-      Release();
-      return status;
-    }
-  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutable::EnqueueLaunches() {
   const Driver& d = *device_.driver;
-  if (absl::Status s = d.Check(d.CtxSetCurrent(device_.context), "cuCtxSetCurrent"); !s.ok()) {
-    return s;
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (absl::Status s =
-            d.Check(d.MemcpyHtoD(pointers_[inputs_[i]], inputs[i].data(), inputs[i].num_bytes()),
-                    "copying inputs in (cuMemcpyHtoD)");
-        !s.ok()) {
-      return s;
-    }
-  }
-  int64_t errors[2] = {0, 0};  // the index error slot (BufferKind::kIndexErrors)
-  if (index_errors_ >= 0) {
-    if (absl::Status s = d.Check(d.MemcpyHtoD(pointers_[index_errors_], errors, sizeof(errors)),
-                                 "clearing the index error slot (cuMemcpyHtoD)");
-        !s.ok()) {
-      return s;
-    }
-  }
   const int64_t max_blocks =
       std::max<int64_t>(1, device_.multiprocessors * kBlocksPerMultiprocessor);
   std::vector<CUdeviceptr> values;
   std::vector<void*> params;
-  absl::StatusOr<double> seconds = TimeOnDevice(d, [&]() -> absl::Status {
-    for (size_t i = 0; i < launches_.size(); ++i) {
-      if (launches_.IsGemm(i)) {
-        if (absl::Status s =
-                CallCublas(*cublas_, cublas_handle_, gemm_calls_[launches_.GemmOf(i)], pointers_);
-            !s.ok()) {
-          return s;
-        }
-        continue;
-      }
-      values.clear();
-      for (int a = launches_.arg_offsets[i]; a < launches_.arg_offsets[i + 1]; ++a) {
-        const BufferRef& arg = launches_.args[a];
-        const CUdeviceptr base = pointers_[arg.buffer];
-        values.push_back(base == 0 ? 0 : base + arg.offset * element_bytes_[arg.buffer]);
-      }
-      params.clear();
-      for (CUdeviceptr& value : values) params.push_back(&value);
-      const int f = launches_.function[i];
-      const LaunchShape& shape = shapes_[f];
-      const unsigned grid = static_cast<unsigned>(std::min(shape.blocks, max_blocks));
-      if (absl::Status s =
-              d.Check(d.LaunchKernel(kernels_[f], grid, 1, 1, static_cast<unsigned>(shape.threads),
-                                     1, 1, static_cast<unsigned>(shape.shared_bytes), nullptr,
-                                     params.data(), nullptr),
-                      absl::StrCat("launching ", functions_[f]));
-          !s.ok()) {
-        return s;
-      }
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    if (launches_.IsGemm(i)) {
+      LOOM_RETURN_IF_ERROR(
+          CallCublas(*cublas_, cublas_handle_, gemm_calls_[launches_.GemmOf(i)], pointers_));
+      continue;
     }
-    return absl::OkStatus();
-  });
-  if (!seconds.ok()) return seconds.status();
-  kernel_seconds_ = *seconds;
-  if (index_errors_ >= 0) {
-    if (absl::Status s = d.Check(d.MemcpyDtoH(errors, pointers_[index_errors_], sizeof(errors)),
-                                 "reading the index error slot (cuMemcpyDtoH)");
-        !s.ok()) {
-      return s;
+    values.clear();
+    for (int a = launches_.arg_offsets[i]; a < launches_.arg_offsets[i + 1]; ++a) {
+      const BufferRef& arg = launches_.args[a];
+      const CUdeviceptr base = pointers_[arg.buffer];
+      values.push_back(base == 0 ? 0 : base + arg.offset * element_bytes_[arg.buffer]);
     }
-    if (errors[0] != 0) return IndexError(errors[0] - 1, errors[1]);
-  }
-  host_outputs_.resize(outputs_.size());
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    Tensor& tensor = host_outputs_[i];
-    if (tensor.type() != output_types_[i]) tensor = Tensor(output_types_[i]);
-    if (absl::Status s =
-            d.Check(d.MemcpyDtoH(tensor.data(), pointers_[outputs_[i]], tensor.num_bytes()),
-                    "copying outputs out (cuMemcpyDtoH)");
-        !s.ok()) {
-      return s;
-    }
+    params.clear();
+    for (CUdeviceptr& value : values) params.push_back(&value);
+    const int f = launches_.function[i];
+    const LaunchShape& shape = shapes_[f];
+    const unsigned grid = static_cast<unsigned>(std::min(shape.blocks, max_blocks));
+    LOOM_RETURN_IF_ERROR(d.Check(
+        d.LaunchKernel(kernels_[f], grid, 1, 1, static_cast<unsigned>(shape.threads), 1, 1,
+                       static_cast<unsigned>(shape.shared_bytes), nullptr, params.data(), nullptr),
+        absl::StrCat("launching ", functions_[f])));
   }
   return absl::OkStatus();
 }

@@ -60,8 +60,20 @@ class CudaExecutable {
 
  private:
   CudaExecutable() = default;
+  // The device work of the first Run, in order: cuBLAS's handle (when the
+  // module calls it), the module and each kernel with its launch shape,
+  // the buffers' memory, the weights.
   absl::Status Bind();
+  absl::Status BindCublas();
+  absl::Status LoadModule();
+  absl::Status LoadKernel(const std::string& name);
+  // Device memory of at least `bytes`, rounded up to kDeviceAlignment.
+  absl::StatusOr<CUdeviceptr> Allocate(int64_t bytes);
+  absl::Status AllocateBuffers();
   void Release();
+  absl::Status CheckInputs(absl::Span<const Tensor> inputs) const;
+  // The launch table's kernels and cuBLAS calls, on the default stream.
+  absl::Status EnqueueLaunches();
   // The run's error for a failed index check at index_checks_[check].
   absl::Status IndexError(int64_t check, int64_t index) const;
 

@@ -41,6 +41,148 @@ absl::StatusOr<std::vector<int>> ParseTerm(const std::string& term, const std::s
   return letters;
 }
 
+absl::Status EinsumError(const std::string& equation, const std::string& cause) {
+  return absl::InvalidArgumentError(absl::StrCat("equation \"", equation, "\": ", cause));
+}
+
+// The comma-separated input terms of `lhs`.
+std::vector<std::string> SplitTerms(const std::string& lhs) {
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return terms;
+}
+
+// The input terms parsed, each checked against its operand's rank; sets
+// `ellipsis_rank` to the most dims any "..." stands for.
+absl::StatusOr<std::vector<std::vector<int>>> ParseInputTerms(const std::vector<std::string>& terms,
+                                                              absl::Span<const Shape> shapes,
+                                                              const std::string& equation,
+                                                              int64_t& ellipsis_rank) {
+  std::vector<std::vector<int>> parsed;
+  ellipsis_rank = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    LOOM_ASSIGN_OR_RETURN(std::vector<int> term, ParseTerm(terms[i], equation));
+    const bool has_ellipsis = std::find(term.begin(), term.end(), kEllipsis) != term.end();
+    const int64_t named = static_cast<int64_t>(term.size()) - (has_ellipsis ? 1 : 0);
+    const int64_t rank = static_cast<int64_t>(shapes[i].size());
+    if (has_ellipsis ? rank < named : rank != named) {
+      return EinsumError(equation,
+                         absl::StrCat("term \"", terms[i], "\" names ", named, " dims of input ", i,
+                                      ", which has shape ", ShapeToString(shapes[i])));
+    }
+    if (has_ellipsis) ellipsis_rank = std::max(ellipsis_rank, rank - named);
+    parsed.push_back(std::move(term));
+  }
+  return parsed;
+}
+
+// Numbers the letters and "..." dims (the "..." dims first) and broadcasts
+// each label's sizes over the operands into `spec`.
+class Labeler {
+ public:
+  Labeler(const std::string& equation, int64_t ellipsis_rank, EinsumSpec& spec)
+      : equation_(equation), first_letter_(static_cast<int>(ellipsis_rank)), spec_(spec) {
+    spec_.sizes.assign(first_letter_, 1);
+    counts_.assign(first_letter_, 0);
+  }
+
+  // Labels operand `i`'s dims (its term `letters`, its shape `shape`).
+  absl::Status AddInput(size_t i, const std::vector<int>& letters, const Shape& shape) {
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    const int64_t own_ellipsis = rank - static_cast<int64_t>(letters.size()) + 1;
+    std::vector<int> labels;
+    for (int letter : letters) {
+      if (letter != kEllipsis) {
+        labels.push_back(Label(letter));
+        continue;
+      }
+      for (int64_t e = first_letter_ - own_ellipsis; e < first_letter_; ++e) {
+        labels.push_back(static_cast<int>(e));
+      }
+    }
+    for (int64_t d = 0; d < rank; ++d) LOOM_RETURN_IF_ERROR(AddDim(i, shape, labels, d));
+    spec_.inputs.push_back(std::move(labels));
+    return absl::OkStatus();
+  }
+
+  // Without "->": the "..." dims, then the letters that occur once.
+  void ImplicitOutput() {
+    for (int e = 0; e < first_letter_; ++e) spec_.output.push_back(e);
+    for (const auto& [letter, l] : label_of_) {  // in ASCII order
+      if (counts_[l] == 1) spec_.output.push_back(l);
+    }
+  }
+
+  // The output term `out`, each of its letters in some input term, once.
+  absl::Status ExplicitOutput(const std::vector<int>& out) {
+    bool has_ellipsis = false;
+    for (int letter : out) {
+      if (letter == kEllipsis) {
+        has_ellipsis = true;
+        for (int e = 0; e < first_letter_; ++e) spec_.output.push_back(e);
+        continue;
+      }
+      const std::string name(1, static_cast<char>(letter));
+      auto it = label_of_.find(letter);
+      if (it == label_of_.end()) {
+        return EinsumError(equation_,
+                           absl::StrCat("output letter '", name, "' is in no input term"));
+      }
+      if (std::find(spec_.output.begin(), spec_.output.end(), it->second) != spec_.output.end()) {
+        return EinsumError(equation_, absl::StrCat("output letter '", name, "' is repeated"));
+      }
+      spec_.output.push_back(it->second);
+    }
+    if (first_letter_ > 0 && !has_ellipsis) {
+      return EinsumError(equation_, "the inputs have ... dims but the output term has no ...");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int Label(int letter) {
+    auto [it, added] = label_of_.emplace(letter, static_cast<int>(spec_.sizes.size()));
+    if (added) {
+      spec_.sizes.push_back(1);
+      counts_.push_back(0);
+    }
+    return it->second;
+  }
+
+  // Counts dim `d` of operand `i` and broadcasts its size into its label's.
+  absl::Status AddDim(size_t i, const Shape& shape, const std::vector<int>& labels, int64_t d) {
+    const int l = labels[d];
+    const int64_t size = shape[d];
+    ++counts_[l];
+    // Within one operand a repeated letter's sizes must agree.
+    for (int64_t e = 0; e < d; ++e) {
+      if (labels[e] == l && shape[e] != size) {
+        return EinsumError(equation_, absl::StrCat("input ", i, " ", ShapeToString(shape),
+                                                   " repeats a letter over dims of sizes ",
+                                                   shape[e], " and ", size));
+      }
+    }
+    if (spec_.sizes[l] == 1) {
+      spec_.sizes[l] = size;
+    } else if (size != 1 && size != spec_.sizes[l]) {
+      return EinsumError(equation_, absl::StrCat("a letter (or ... dim) has sizes ", spec_.sizes[l],
+                                                 " and ", size, ", which do not broadcast"));
+    }
+    return absl::OkStatus();
+  }
+
+  const std::string& equation_;
+  const int first_letter_;
+  EinsumSpec& spec_;
+  std::map<int, int> label_of_;  // letter -> label
+  std::vector<int> counts_;      // per label, its occurrences in the inputs
+};
+
 }  // namespace
 
 absl::StatusOr<EinsumSpec> ParseEinsum(const std::string& equation,
@@ -50,112 +192,25 @@ absl::StatusOr<EinsumSpec> ParseEinsum(const std::string& equation,
     if (c != ' ') text.push_back(c);
   }
   const size_t arrow = text.find("->");
-  const std::string lhs = text.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t start = 0;;) {
-    const size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma == std::string::npos ? comma : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  auto error = [&](const std::string& cause) {
-    return absl::InvalidArgumentError(absl::StrCat("equation \"", equation, "\": ", cause));
-  };
+  const std::vector<std::string> terms = SplitTerms(text.substr(0, arrow));
   if (terms.size() != shapes.size()) {
-    return error(absl::StrCat("has ", terms.size(), " input terms for ", shapes.size(), " inputs"));
+    return EinsumError(equation, absl::StrCat("has ", terms.size(), " input terms for ",
+                                              shapes.size(), " inputs"));
   }
-  // Letters and the "..." dims, numbered: the "..." dims first.
-  std::vector<std::vector<int>> parsed;
   int64_t ellipsis_rank = 0;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    LOOM_ASSIGN_OR_RETURN(std::vector<int> term, ParseTerm(terms[i], equation));
-    const bool has_ellipsis = std::find(term.begin(), term.end(), kEllipsis) != term.end();
-    const int64_t named = static_cast<int64_t>(term.size()) - (has_ellipsis ? 1 : 0);
-    const int64_t rank = static_cast<int64_t>(shapes[i].size());
-    if (has_ellipsis ? rank < named : rank != named) {
-      return error(absl::StrCat("term \"", terms[i], "\" names ", named, " dims of input ", i,
-                                ", which has shape ", ShapeToString(shapes[i])));
-    }
-    if (has_ellipsis) ellipsis_rank = std::max(ellipsis_rank, rank - named);
-    parsed.push_back(std::move(term));
-  }
+  LOOM_ASSIGN_OR_RETURN(std::vector<std::vector<int>> parsed,
+                        ParseInputTerms(terms, shapes, equation, ellipsis_rank));
   EinsumSpec spec;
-  std::map<int, int> label_of;  // letter -> label
-  std::vector<int> counts;      // per label, its occurrences in the inputs
-  const int first_letter = static_cast<int>(ellipsis_rank);
-  spec.sizes.assign(first_letter, 1);
-  counts.assign(first_letter, 0);
-  auto label = [&](int letter) {
-    auto [it, added] = label_of.emplace(letter, static_cast<int>(spec.sizes.size()));
-    if (added) {
-      spec.sizes.push_back(1);
-      counts.push_back(0);
-    }
-    return it->second;
-  };
+  Labeler labeler(equation, ellipsis_rank, spec);
   for (size_t i = 0; i < parsed.size(); ++i) {
-    const int64_t rank = static_cast<int64_t>(shapes[i].size());
-    const int64_t own_ellipsis = rank - static_cast<int64_t>(parsed[i].size()) + 1;
-    std::vector<int> labels;
-    for (int letter : parsed[i]) {
-      if (letter != kEllipsis) {
-        labels.push_back(label(letter));
-        continue;
-      }
-      for (int64_t e = ellipsis_rank - own_ellipsis; e < ellipsis_rank; ++e) {
-        labels.push_back(static_cast<int>(e));
-      }
-    }
-    for (int64_t d = 0; d < rank; ++d) {
-      const int l = labels[d];
-      const int64_t size = shapes[i][d];
-      ++counts[l];
-      // Within one operand a repeated letter's sizes must agree.
-      for (int64_t e = 0; e < d; ++e) {
-        if (labels[e] == l && shapes[i][e] != size) {
-          return error(absl::StrCat("input ", i, " ", ShapeToString(shapes[i]),
-                                    " repeats a letter over dims of sizes ", shapes[i][e], " and ",
-                                    size));
-        }
-      }
-      if (spec.sizes[l] == 1) {
-        spec.sizes[l] = size;
-      } else if (size != 1 && size != spec.sizes[l]) {
-        return error(absl::StrCat("a letter (or ... dim) has sizes ", spec.sizes[l], " and ", size,
-                                  ", which do not broadcast"));
-      }
-    }
-    spec.inputs.push_back(std::move(labels));
+    LOOM_RETURN_IF_ERROR(labeler.AddInput(i, parsed[i], shapes[i]));
   }
   if (arrow == std::string::npos) {
-    for (int e = 0; e < first_letter; ++e) spec.output.push_back(e);
-    for (const auto& [letter, l] : label_of) {  // in ASCII order
-      if (counts[l] == 1) spec.output.push_back(l);
-    }
+    labeler.ImplicitOutput();
     return spec;
   }
   LOOM_ASSIGN_OR_RETURN(std::vector<int> out, ParseTerm(text.substr(arrow + 2), equation));
-  bool has_ellipsis = false;
-  for (int letter : out) {
-    if (letter == kEllipsis) {
-      has_ellipsis = true;
-      for (int e = 0; e < first_letter; ++e) spec.output.push_back(e);
-      continue;
-    }
-    auto it = label_of.find(letter);
-    if (it == label_of.end()) {
-      return error(absl::StrCat("output letter '", std::string(1, static_cast<char>(letter)),
-                                "' is in no input term"));
-    }
-    if (std::find(spec.output.begin(), spec.output.end(), it->second) != spec.output.end()) {
-      return error(absl::StrCat("output letter '", std::string(1, static_cast<char>(letter)),
-                                "' is repeated"));
-    }
-    spec.output.push_back(it->second);
-  }
-  if (ellipsis_rank > 0 && !has_ellipsis) {
-    return error("the inputs have ... dims but the output term has no ...");
-  }
+  LOOM_RETURN_IF_ERROR(labeler.ExplicitOutput(out));
   return spec;
 }
 

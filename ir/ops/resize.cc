@@ -51,12 +51,9 @@ absl::StatusOr<std::string> OneOf(const Node& node, absl::string_view name,
       "attribute '", name, "' \"", value, "\" is not one of ", absl::StrJoin(allowed, ", ")));
 }
 
-}  // namespace
-
-absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node& node, const Shape& x) {
-  ResizeSpec spec;
-  spec.input = x;
-  const size_t rank = x.size();
+// The interpolation attributes: mode, coordinate transformation, nearest
+// rounding, the cubic coefficient and exclude_outside.
+absl::Status ReadInterpolation(const Node& node, ResizeSpec& spec) {
   constexpr const char* kModes[] = {"nearest", "linear", "cubic"};
   LOOM_ASSIGN_OR_RETURN(std::string mode, OneOf(node, "mode", kModes, "nearest"));
   spec.mode = mode == "nearest"  ? ResizeMode::kNearest
@@ -80,71 +77,101 @@ absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node& node, const Shape& x) {
         absl::StrCat("attribute 'exclude_outside' must be 0 or 1, got ", exclude));
   }
   spec.exclude_outside = exclude == 1;
+  return absl::OkStatus();
+}
 
+// The output sizes from the attribute 'scales' (floored).
+absl::Status ReadScales(const Node& node, const Shape& x, ResizeSpec& spec) {
+  const size_t rank = x.size();
+  spec.scales = node.attrs.GetFloats("scales");
+  if (spec.scales.size() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'scales' has ", spec.scales.size(),
+                                                   " entries; the input ", ShapeToString(x),
+                                                   " needs ", rank));
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    const double s = spec.scales[d];
+    const double size = s * static_cast<double>(x[d]);
+    if (!(s > 0) || !std::isfinite(s) || !(size <= static_cast<double>(kMaxTensorElements))) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'scales' [",
+                                                     absl::StrJoin(spec.scales, ", "),
+                                                     "] must hold finite values > 0 "
+                                                     "whose output sizes are at most 2^40; input ",
+                                                     ShapeToString(x)));
+    }
+    spec.output.push_back(static_cast<int64_t>(std::floor(size)));
+  }
+  return absl::OkStatus();
+}
+
+// The scales from the attribute 'sizes' (1 along an empty input dim).
+absl::Status ReadSizes(const Node& node, const Shape& x, ResizeSpec& spec) {
+  const size_t rank = x.size();
+  spec.output = node.attrs.GetInts("sizes");
+  if (spec.output.size() != rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'sizes' ", ShapeToString(spec.output), " has ", spec.output.size(),
+                     " entries; the input ", ShapeToString(x), " needs ", rank));
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t size = spec.output[d];
+    if (size < 0 || size > kMaxTensorElements) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute 'sizes' ", ShapeToString(spec.output), " has an entry outside [0, 2^40]"));
+    }
+    spec.scales.push_back(x[d] == 0 ? 1.0 : static_cast<double>(size) / static_cast<double>(x[d]));
+  }
+  return absl::OkStatus();
+}
+
+// The output shape and scales, from exactly one of 'scales' and 'sizes'.
+absl::Status ReadOutputShape(const Node& node, const Shape& x, ResizeSpec& spec) {
   const bool has_scales = node.attrs.Has("scales"), has_sizes = node.attrs.Has("sizes");
   if (has_scales == has_sizes) {
     return absl::InvalidArgumentError(
         "exactly one of the attributes 'scales' and 'sizes' must be given");
   }
-  if (has_scales) {
-    spec.scales = node.attrs.GetFloats("scales");
-    if (spec.scales.size() != rank) {
-      return absl::InvalidArgumentError(absl::StrCat("attribute 'scales' has ", spec.scales.size(),
-                                                     " entries; the input ", ShapeToString(x),
-                                                     " needs ", rank));
-    }
-    for (size_t d = 0; d < rank; ++d) {
-      const double s = spec.scales[d];
-      const double size = s * static_cast<double>(x[d]);
-      if (!(s > 0) || !std::isfinite(s) || !(size <= static_cast<double>(kMaxTensorElements))) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("attribute 'scales' [", absl::StrJoin(spec.scales, ", "),
-                         "] must hold finite values > 0 "
-                         "whose output sizes are at most 2^40; input ",
-                         ShapeToString(x)));
-      }
-      spec.output.push_back(static_cast<int64_t>(std::floor(size)));
-    }
-  } else {
-    spec.output = node.attrs.GetInts("sizes");
-    if (spec.output.size() != rank) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attribute 'sizes' ", ShapeToString(spec.output), " has ", spec.output.size(),
-          " entries; the input ", ShapeToString(x), " needs ", rank));
-    }
-    for (size_t d = 0; d < rank; ++d) {
-      const int64_t size = spec.output[d];
-      if (size < 0 || size > kMaxTensorElements) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "attribute 'sizes' ", ShapeToString(spec.output), " has an entry outside [0, 2^40]"));
-      }
-      spec.scales.push_back(x[d] == 0 ? 1.0
-                                      : static_cast<double>(size) / static_cast<double>(x[d]));
-    }
-  }
-  for (size_t d = 0; d < rank; ++d) {
+  LOOM_RETURN_IF_ERROR(has_scales ? ReadScales(node, x, spec) : ReadSizes(node, x, spec));
+  for (size_t d = 0; d < x.size(); ++d) {
     if (x[d] == 0 && spec.output[d] > 0) {
       return absl::InvalidArgumentError(absl::StrCat("dim ", d, " of the input ", ShapeToString(x),
                                                      " is empty: nothing to resize it to ",
                                                      spec.output[d], " positions from"));
     }
   }
-  if (node.attrs.Has("roi")) {
-    spec.roi = node.attrs.GetFloats("roi");
-    if (spec.roi.size() != 2 * rank) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("attribute 'roi' has ", spec.roi.size(), " entries; the input ",
-                       ShapeToString(x), " needs ", 2 * rank, " (all starts, then all ends)"));
-    }
-    for (double v : spec.roi) {
-      if (!std::isfinite(v)) {
-        return absl::InvalidArgumentError("attribute 'roi' must hold finite values");
-      }
-    }
-  } else {
+  return absl::OkStatus();
+}
+
+// The region of interest: all starts, then all ends (default [0, 1] per dim).
+absl::Status ReadRoi(const Node& node, const Shape& x, ResizeSpec& spec) {
+  const size_t rank = x.size();
+  if (!node.attrs.Has("roi")) {
     spec.roi.assign(rank, 0.0);
     spec.roi.resize(2 * rank, 1.0);
+    return absl::OkStatus();
   }
+  spec.roi = node.attrs.GetFloats("roi");
+  if (spec.roi.size() != 2 * rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'roi' has ", spec.roi.size(), " entries; the input ",
+                     ShapeToString(x), " needs ", 2 * rank, " (all starts, then all ends)"));
+  }
+  for (double v : spec.roi) {
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError("attribute 'roi' must hold finite values");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node& node, const Shape& x) {
+  ResizeSpec spec;
+  spec.input = x;
+  LOOM_RETURN_IF_ERROR(ReadInterpolation(node, spec));
+  LOOM_RETURN_IF_ERROR(ReadOutputShape(node, x, spec));
+  LOOM_RETURN_IF_ERROR(ReadRoi(node, x, spec));
   return spec;
 }
 
