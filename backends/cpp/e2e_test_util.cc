@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "backends/cpp/executable.h"
+#include "backends/cpp/subprocess.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
@@ -174,6 +176,19 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
           << output << " element " << i;
     }
   }
+}
+
+// The dynamic symbols `library` imports, without their versions.
+std::vector<std::string> ImportedSymbols(const std::string& library) {
+  absl::StatusOr<cpp::ProcessResult> nm = cpp::RunProcess(
+      {"nm", "-D", "--undefined-only", "--format=posix", library}, TestCacheDir(), 1 << 20);
+  EXPECT_TRUE(nm.ok() && nm->Succeeded()) << (nm.ok() ? nm->output : nm.status().ToString());
+  std::vector<std::string> symbols;
+  if (!nm.ok()) return symbols;
+  for (absl::string_view line : absl::StrSplit(nm->output, '\n', absl::SkipEmpty())) {
+    symbols.emplace_back(line.substr(0, line.find_first_of(" @")));
+  }
+  return symbols;
 }
 
 }  // namespace loom

@@ -81,6 +81,10 @@ absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector
 // expected, the same infinity where one is), everything else exactly.
 void CompileRunAndCompare(Graph graph, const EndToEndOptions& options = {});
 
+// The dynamic symbols the shared object at `library` imports, without their
+// versions (nm -D).
+std::vector<std::string> ImportedSymbols(const std::string& library);
+
 }  // namespace loom
 
 #endif  // LOOM_BACKENDS_CPP_E2E_TEST_UTIL_H_

@@ -6,11 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "backends/cpp/artifact.h"
 #include "backends/cpp/e2e_test_util.h"
 #include "backends/cpp/runtime.h"
-#include "backends/cpp/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
@@ -34,7 +32,7 @@ Graph ThreeProducts() {
 
 // The dynamic symbols the kernels of ThreeProducts import, compiled for
 // `march`.
-std::vector<std::string> ImportedSymbols(const std::string& march) {
+std::vector<std::string> SymbolsImportedFor(const std::string& march) {
   Graph graph = ThreeProducts();
   EXPECT_TRUE(InferShapes(graph).ok());
   absl::StatusOr<Module> module = EmitModule(std::move(graph), march);
@@ -43,16 +41,7 @@ std::vector<std::string> ImportedSymbols(const std::string& march) {
   absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
   EXPECT_TRUE(library.ok()) << library.status();
   if (!library.ok()) return {};
-  absl::StatusOr<cpp::ProcessResult> nm = cpp::RunProcess(
-      {"nm", "-D", "--undefined-only", "--format=posix", library->path()}, TestCacheDir(),
-      1 << 20);
-  EXPECT_TRUE(nm.ok() && nm->Succeeded()) << (nm.ok() ? nm->output : nm.status().ToString());
-  std::vector<std::string> symbols;
-  if (!nm.ok()) return symbols;
-  for (absl::string_view line : absl::StrSplit(nm->output, '\n', absl::SkipEmpty())) {
-    symbols.emplace_back(line.substr(0, line.find_first_of(" @")));
-  }
-  return symbols;
+  return ImportedSymbols(library->path());
 }
 
 bool BlisInstalled() {
@@ -61,7 +50,7 @@ bool BlisInstalled() {
 }
 
 TEST(GemmLibraryTest, LargeProductsCallBlisOnlyOnAvx2WithoutAvx512) {
-  const std::vector<std::string> avx2 = ImportedSymbols("haswell");
+  const std::vector<std::string> avx2 = SymbolsImportedFor("haswell");
   EXPECT_THAT(avx2, Contains("dnnl_sgemm"));  // the small product
   if (BlisInstalled()) {
     EXPECT_THAT(avx2, Contains("bli_sgemm"));
@@ -70,7 +59,7 @@ TEST(GemmLibraryTest, LargeProductsCallBlisOnlyOnAvx2WithoutAvx512) {
     std::printf("BLIS is not installed (libblis4-openmp): every product calls oneDNN\n");
   }
   for (const char* march : {"skylake-avx512", "x86-64"}) {
-    const std::vector<std::string> symbols = ImportedSymbols(march);
+    const std::vector<std::string> symbols = SymbolsImportedFor(march);
     EXPECT_THAT(symbols, Contains("dnnl_sgemm")) << march;
     EXPECT_THAT(symbols, Not(Contains("bli_sgemm"))) << march;
   }

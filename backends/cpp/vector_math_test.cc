@@ -15,10 +15,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "backends/cpp/artifact.h"
 #include "backends/cpp/e2e_test_util.h"
-#include "backends/cpp/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
@@ -229,19 +227,6 @@ TEST(VectorMathTest, SpecialArgumentsGiveTheLimits) {
       }
     }
   }
-}
-
-// The dynamic symbols `library` imports, without their versions.
-std::vector<std::string> ImportedSymbols(const std::string& library) {
-  absl::StatusOr<cpp::ProcessResult> nm = cpp::RunProcess(
-      {"nm", "-D", "--undefined-only", "--format=posix", library}, TestCacheDir(), 1 << 20);
-  EXPECT_TRUE(nm.ok() && nm->Succeeded()) << (nm.ok() ? nm->output : nm.status().ToString());
-  std::vector<std::string> symbols;
-  if (!nm.ok()) return symbols;
-  for (absl::string_view line : absl::StrSplit(nm->output, '\n', absl::SkipEmpty())) {
-    symbols.emplace_back(line.substr(0, line.find_first_of(" @")));
-  }
-  return symbols;
 }
 
 // Loops calling libm's functions run in vectors: compiled for `march`,

@@ -51,9 +51,9 @@ constexpr Shape kShapes[] = {
 
 // bli_sgemm (BLIS's typed API: transpose 8, none 0; strides per row and
 // column), from Debian's libblis4-openmp.
-using BliSgemm = void (*)(int, int, int64_t, int64_t, int64_t, const float*, const float*,
-                          int64_t, int64_t, const float*, int64_t, int64_t, const float*, float*,
-                          int64_t, int64_t);
+using BliSgemm = void (*)(int, int, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
+                          int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t,
+                          int64_t);
 BliSgemm bli_sgemm = nullptr;
 
 bool LoadBlis() {
