@@ -59,6 +59,11 @@ class ResNetBlock(nn.Module):
         return torch.relu(self.bn2(self.conv2(y)) + x)
 
 
+class Product(nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a @ b)
+
+
 class EmbeddingGruLm(nn.Module):
     def __init__(self, vocab, embed, hidden):
         super().__init__()
@@ -108,6 +113,10 @@ class LoomTorchTest(unittest.TestCase):
     def test_sequence_first_and_bidirectional(self):
         self.check_against_eager(nn.LSTM(8, 16, num_layers=2, bidirectional=True),
                                  torch.randn(5, 3, 8))
+
+    def test_products_written_with_the_operator(self):
+        self.check_against_eager(Product(), torch.randn(64, 32), torch.randn(32, 48))
+        self.check_against_eager(Product(), torch.randn(4, 64, 32), torch.randn(4, 32, 48))
 
     def test_the_seed_group_norm_is_one_kernel(self):
         module = nn.GroupNorm(2, 16)

@@ -497,8 +497,8 @@ class _Translator:
             return self.out.node(unary[target], [self.value(args[0])])
         binary = {operator.add: "add", torch.add: "add", operator.mul: "mul", torch.mul: "mul",
                   operator.sub: "sub", torch.sub: "sub", operator.truediv: "div",
-                  torch.div: "div", torch.matmul: "matmul", torch.bmm: "matmul",
-                  torch.mm: "matmul"}
+                  torch.div: "div", torch.matmul: "matmul", operator.matmul: "matmul",
+                  torch.bmm: "matmul", torch.mm: "matmul"}
         if target in binary and not kwargs:
             if binary[target] == "matmul":
                 self.macs += np.prod(self.shape_of(node), dtype=np.float64) * self.shape_of(args[0])[-1]
