@@ -92,7 +92,9 @@ struct RunOptions {
   // Called with each pass's name before it runs (a progress line).
   std::function<void(absl::string_view pass)> before_pass;
   // More instrumentations (not owned), after the built-in ones: the
-  // progress call, timing, verification and dumps, in that order.
+  // progress call, verification and dumps, in that order. The manager
+  // times each pass itself: its seconds and peak memory are in the PassRun
+  // that every AfterPass gets.
   std::vector<PassInstrumentation*> instrumentations;
 };
 
