@@ -83,7 +83,7 @@ extern "C" int dnnl_sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int6
 )";
 // BLIS's typed API, for the products that MayCallBlis (library_calls.h)
 // allows, where the target has AVX2 but not AVX-512: there BLIS 0.9 beat
-// oneDNN 2.6's AVX2 sgemm 1.3-2x from 256^3 up (tests/bench:gemm_libraries),
+// oneDNN 2.6's AVX2 sgemm 1.5-1.9x from 256^3 up (tests/bench:gemm_libraries),
 // while oneDNN stays faster on AVX-512 and on smaller products. The runtime
 // defines LOOM_HAVE_BLIS when it links BLIS (optional: Debian's
 // libblis4-openmp); without it, or without OpenMP, they call oneDNN.

@@ -19,10 +19,15 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "backends/cpp/runtime.h"
 
 ABSL_FLAG(int, iters, 50, "calls per timed round");
 ABSL_FLAG(int, rounds, 5, "rounds per library, alternating");
@@ -56,14 +61,22 @@ using BliSgemm = void (*)(int, int, int64_t, int64_t, int64_t, const float*, con
                           int64_t);
 BliSgemm bli_sgemm = nullptr;
 
-bool LoadBlis() {
-  void* blis = dlopen("/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (blis == nullptr) return false;
+// Loads BLIS as the kernels' runtime finds it ($LOOM_BLIS, else Debian's
+// libblis4-openmp); else says why not.
+absl::Status LoadBlis() {
+  absl::StatusOr<std::vector<std::string>> link_args = cpp::BlisLinkArgs();
+  if (!link_args.ok()) return link_args.status();
+  if (link_args->empty()) return absl::NotFoundError("libblis4-openmp is not installed");
+  void* blis = dlopen(link_args->front().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (blis == nullptr) return absl::NotFoundError(dlerror());
   bli_sgemm = reinterpret_cast<BliSgemm>(dlsym(blis, "bli_sgemm"));
   auto set_threads = reinterpret_cast<void (*)(int64_t)>(dlsym(blis, "bli_thread_set_num_threads"));
-  if (bli_sgemm == nullptr || set_threads == nullptr) return false;
+  if (bli_sgemm == nullptr || set_threads == nullptr) {
+    bli_sgemm = nullptr;
+    return absl::NotFoundError(absl::StrCat(link_args->front(), " lacks bli_sgemm"));
+  }
   set_threads(sysconf(_SC_NPROCESSORS_ONLN));
-  return true;
+  return absl::OkStatus();
 }
 
 using Call = std::function<void(const Shape&, const float*, const float*, float*)>;
@@ -125,8 +138,9 @@ void Compare(const Shape& s, int iters, int rounds) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  const bool blis = loom::LoadBlis();
-  if (!blis) std::printf("BLIS skipped: libblis4-openmp is not installed\n");
+  const absl::Status blis_loaded = loom::LoadBlis();
+  const bool blis = blis_loaded.ok();
+  if (!blis) std::printf("BLIS skipped: %s\n", std::string(blis_loaded.message()).c_str());
   std::printf("GFLOP/s of each library\n%-44s %9s %9s %9s\n", "shape", "dnnl", "openblas",
               blis ? "blis" : "");
   for (const loom::Shape& shape : loom::kShapes) {
