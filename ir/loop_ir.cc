@@ -286,6 +286,10 @@ std::string PrintComputeNode(const LoopProgram& program, const ComputeNode& node
   return text;
 }
 
+const std::string& InlineReaderName(const LoopProgram& program, int32_t reader) {
+  return reader >= 0 ? program.nodes[reader].name : program.inline_decisions[-1 - reader].node;
+}
+
 std::string PrintLoopProgram(const LoopProgram& program) {
   static constexpr const char* kKindNames[] = {"input", "weight", "output", "temp", "index_errors"};
   std::string text;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "ir/dtype.h"
 #include "ir/expr.h"
@@ -218,6 +219,29 @@ struct IndexCheck {
   int64_t extent = 0;
 };
 
+// Lowering's decision for a pointwise value: copy its body into each
+// reader's (inline it, so that it has no buffer and no compute node of its
+// own), or store it for the readers to load. The first fusion decision a
+// value meets, shown by `loom compile --explain_fusion` beside the fuser's.
+enum class InlineReason : uint8_t {
+  kInlined,         // small, and read at most once per element
+  kTooManySteps,    // stored: its body has more steps than a copy may
+  kTooManyReaders,  // stored: more readers than a body is copied into
+  kReadRepeatedly,  // stored: its readers read more elements than it has
+};
+
+struct InlineDecision {
+  std::string node;  // the graph node whose value it is
+  InlineReason reason = InlineReason::kInlined;
+  // What the reason measures (the body's steps, the readers, the elements
+  // read) and its limit (for kReadRepeatedly, the value's elements).
+  int64_t amount = 0;
+  int64_t limit = 0;
+  // kInlined: who copied the body, each a compute node (its index) or
+  // another inlined value (-1 - its index in inline_decisions).
+  absl::InlinedVector<int32_t, 2> readers;
+};
+
 struct LoopProgram {
   // Shared so that copies of a program (dumps, tests) keep expressions alive.
   std::shared_ptr<ExprContext> exprs = std::make_shared<ExprContext>();
@@ -230,7 +254,17 @@ struct LoopProgram {
   // record a failure in (-1 when there are none).
   std::vector<IndexCheck> index_checks;
   BufferId index_errors = -1;
+  // Pointwise values that lowering inlined into their readers.
+  int64_t inlined_values = 0;
+  // Lowering's inlining decisions, one per pointwise value it inlined or
+  // had to store (reductions, views and library calls are stored anyway);
+  // only where asked for (LowerOptions::record_inline_decisions).
+  std::vector<InlineDecision> inline_decisions;
 };
+
+// The name of an InlineDecision's reader: a compute node's or another
+// inlined value's.
+const std::string& InlineReaderName(const LoopProgram& program, int32_t reader);
 
 // Structural checks: buffer ids and argument positions in range, loads
 // only from defined buffers, index variables within each node's loops,

@@ -77,6 +77,10 @@ struct Module {
   std::optional<LoopProgram> loops;
   std::optional<Schedule> schedule;
   std::optional<GeneratedSource> source;
+  // Whether passes record the decisions that only an explanation reads
+  // (LoopProgram::inline_decisions): off by default, as they would hold a
+  // name per inlined value, millions in an unrolled recurrence.
+  bool record_decisions = false;
 };
 
 // The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes"

@@ -1,8 +1,10 @@
 #include "passes/lower.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -163,11 +165,11 @@ ComputeNode Lowering::PointwiseNode(const Node& node, ValueId out) {
   return compute;
 }
 
-void Lowering::Finish(ComputeNode node, ValueId out, int root) {
-  const Value& value = graph_.value(out);
+std::optional<Lowering::InlineChoice> Lowering::DecideInline(const ComputeNode& node,
+                                                             ValueId out) const {
   // Each template is a copy of everything it inlined: without a cap on its
   // size, a chain of n pointwise ops would hold O(n^2) steps.
-  constexpr size_t kMaxInlineSteps = 64;
+  constexpr int64_t kMaxInlineSteps = 64;
   // Each reader gets a copy of the body, too: a value that very many
   // readers each read a part of (through views: an unrolled recurrence's
   // steps reading their rows of the input projection plus bias) is stored
@@ -175,19 +177,47 @@ void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   // where its operands then stay inside its kernel (a matmul and its bias
   // add), and keeps the program from growing with body x readers.
   constexpr int32_t kMaxInlineReaders = 64;
-  const bool many_copies = readers_[out] > kMaxInlineReaders && node.body.size() > 1;
-  if (node.reduce == ReduceKind::kNone && node.body.size() <= kMaxInlineSteps && !many_copies &&
-      reads_[out] <= NumElements(value.type.shape)) {
-    LoweredValue inlined;
-    inlined.inline_node = NewTemplate();
-    InlineTemplate& tmpl = inline_templates_[inlined.inline_node];
-    tmpl.body = std::move(node.body);
-    tmpl.root = root;
-    tmpl.readers_left = readers_[out];
-    inlined.num_coords = static_cast<uint16_t>(value.type.shape.size());
-    for (int i = 0; i < inlined.num_coords; ++i) tmpl.coords.push_back(Var(i));
-    lowered_[out] = inlined;
-    return;
+  // A graph output, or a value a reader needs in memory, is stored anyway.
+  if (node.reduce != ReduceKind::kNone || std::isinf(reads_[out])) return std::nullopt;
+  const int64_t steps = static_cast<int64_t>(node.body.size());
+  const int64_t elements = NumElements(graph_.value(out).type.shape);
+  if (steps > kMaxInlineSteps) {
+    return InlineChoice{InlineReason::kTooManySteps, steps, kMaxInlineSteps};
+  }
+  if (readers_[out] > kMaxInlineReaders && steps > 1) {
+    return InlineChoice{InlineReason::kTooManyReaders, readers_[out], kMaxInlineReaders};
+  }
+  if (reads_[out] > elements) {
+    return InlineChoice{InlineReason::kReadRepeatedly, static_cast<int64_t>(reads_[out]), elements};
+  }
+  return InlineChoice{InlineReason::kInlined, steps, kMaxInlineSteps};
+}
+
+void Lowering::Finish(ComputeNode node, ValueId out, int root) {
+  const Value& value = graph_.value(out);
+  if (const std::optional<InlineChoice> choice = DecideInline(node, out); choice.has_value()) {
+    const int32_t place = static_cast<int32_t>(program_.inline_decisions.size());
+    const bool inlines = choice->reason == InlineReason::kInlined;
+    if (options_.record_inline_decisions) {
+      // An inlined value has no compute node to keep its name.
+      program_.inline_decisions.push_back({inlines ? std::move(node.name) : node.name,
+                                           choice->reason, choice->amount, choice->limit});
+    }
+    if (inlines) {
+      ++program_.inlined_values;
+      NoteInlineReaders(-1 - place);
+      LoweredValue inlined;
+      inlined.inline_node = NewTemplate();
+      InlineTemplate& tmpl = inline_templates_[inlined.inline_node];
+      tmpl.body = std::move(node.body);
+      tmpl.root = root;
+      tmpl.readers_left = readers_[out];
+      tmpl.decision = options_.record_inline_decisions ? place : -1;
+      inlined.num_coords = static_cast<uint16_t>(value.type.shape.size());
+      for (int i = 0; i < inlined.num_coords; ++i) tmpl.coords.push_back(Var(i));
+      lowered_[out] = inlined;
+      return;
+    }
   }
   node.output = NewBuffer(value, BufferKind::kTemp, out);
   node.root = root;
@@ -197,7 +227,20 @@ void Lowering::Finish(ComputeNode node, ValueId out, int root) {
   node.body.shrink_to_fit();
   node.store_index = ContiguousOffset(node.ranges);
   lowered_[out] = LoweredValue::Stored(node.output, ContiguousOffset(value.type.shape));
+  AddNode(std::move(node));
+}
+
+void Lowering::AddNode(ComputeNode node) {
+  NoteInlineReaders(static_cast<int32_t>(program_.nodes.size()));
   program_.nodes.push_back(std::move(node));
+}
+
+void Lowering::NoteInlineReaders(int32_t reader) {
+  for (int32_t place : inlined_into_next_) {
+    absl::InlinedVector<int32_t, 2>& readers = program_.inline_decisions[place].readers;
+    if (readers.empty() || readers.back() != reader) readers.push_back(reader);
+  }
+  inlined_into_next_.clear();
 }
 
 int Lowering::NewTemplate() {
@@ -228,6 +271,7 @@ int Lowering::LoadFrom(ComputeNode& node, const LoweredValue& source, DType dtyp
       coords.push_back(Substitute(e, indices));
     }
     InlineTemplate& tmpl = inline_templates_[source.inline_node];
+    if (options_.record_inline_decisions) inlined_into_next_.push_back(tmpl.decision);
     const int root = Inline(node, tmpl, coords);
     if (--tmpl.readers_left == 0) {
       tmpl.body = std::vector<ScalarOp>();
@@ -310,8 +354,7 @@ LoweredValue Lowering::Materialize(const std::string& name, ValueId value) {
   program_.buffers.push_back(std::move(copy));
   const BufferId buffer = static_cast<BufferId>(program_.buffers.size() - 1);
   const Expr offset = ContiguousOffset(v.type.shape);
-  program_.nodes.push_back(
-      CopyInto(name, value, buffer, offset, std::vector<int64_t>(v.type.shape.size())));
+  AddNode(CopyInto(name, value, buffer, offset, std::vector<int64_t>(v.type.shape.size())));
   return LoweredValue::Stored(buffer, offset);
 }
 
@@ -342,7 +385,7 @@ BufferId Lowering::StoreTemp(ComputeNode compute, int root, DType dtype, const s
   compute.output = static_cast<BufferId>(program_.buffers.size() - 1);
   compute.root = root;
   compute.store_index = ContiguousOffset(compute.ranges);
-  program_.nodes.push_back(std::move(compute));
+  AddNode(std::move(compute));
   return static_cast<BufferId>(program_.buffers.size() - 1);
 }
 
@@ -406,7 +449,7 @@ void Lowering::BindGraphOutputs() {
     copy.root = root;
     copy.store_index = ContiguousOffset(shape);
     program_.outputs.push_back(copy.output);
-    program_.nodes.push_back(std::move(copy));
+    AddNode(std::move(copy));
   }
 }
 
@@ -456,7 +499,9 @@ class LowerPass : public Pass {
           "the module is already lowered: lowering consumes the graph's "
           "nodes, so a pipeline lowers once");
     }
-    LOOM_ASSIGN_OR_RETURN(LoopProgram program, LowerGraphReleasingNodes(module.graph, options_));
+    LowerOptions options = options_;
+    options.record_inline_decisions = module.record_decisions;
+    LOOM_ASSIGN_OR_RETURN(LoopProgram program, LowerGraphReleasingNodes(module.graph, options));
     module.loops = std::move(program);
     module.schedule.reset();
     module.source.reset();

@@ -23,6 +23,9 @@ constexpr int64_t kDefaultGemmMinRows = 8;
 struct LowerOptions {
   // See kDefaultGemmMinRows; -1: no product is a gemm call.
   int64_t gemm_min_rows = kDefaultGemmMinRows;
+  // Fill LoopProgram::inline_decisions (the `lower` pass: where the module
+  // asks, Module::record_decisions).
+  bool record_inline_decisions = false;
 };
 
 absl::StatusOr<LoopProgram> LowerGraph(const Graph& graph, const LowerOptions& options = {});

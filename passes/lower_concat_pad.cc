@@ -23,8 +23,7 @@ absl::Status Lowering::LowerConcat(const Node& node, const LoweringRule&) {
   std::vector<int64_t> shift(out_value.type.shape.size(), 0);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const ValueId input = node.inputs[i];
-    program_.nodes.push_back(
-        CopyInto(absl::StrCat(node.name, ".input", i), input, buffer, out_offset, shift));
+    AddNode(CopyInto(absl::StrCat(node.name, ".input", i), input, buffer, out_offset, shift));
     shift[axis] += graph_.value(input).type.shape[axis];
   }
   lowered_[out] = LoweredValue::Stored(buffer, out_offset);
@@ -70,9 +69,9 @@ absl::Status Lowering::LowerPad(const Node& node, const LoweringRule&) {
   fill.output = buffer;
   fill.root = Constant(fill, node.attrs.GetFloat("value", 0), out_value.type.dtype);
   fill.store_index = out_offset;
-  program_.nodes.push_back(std::move(fill));
-  program_.nodes.push_back(CopyInto(absl::StrCat(node.name, ".interior"), in, buffer, out_offset,
-                                    std::vector<int64_t>(pads.begin(), pads.begin() + rank)));
+  AddNode(std::move(fill));
+  AddNode(CopyInto(absl::StrCat(node.name, ".interior"), in, buffer, out_offset,
+                   std::vector<int64_t>(pads.begin(), pads.begin() + rank)));
   lowered_[out] = LoweredValue::Stored(buffer, out_offset);
   return absl::OkStatus();
 }
@@ -119,7 +118,7 @@ void Lowering::LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offs
     copy.root = Load(copy, in, source);
     copy.output = buffer;
     copy.store_index = Reindex(out_offset, target, copy.ranges);
-    program_.nodes.push_back(std::move(copy));
+    AddNode(std::move(copy));
   }
 }
 

@@ -7,6 +7,7 @@
 // of one op family with the table entries that name them.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,7 @@ struct InlineTemplate {
   std::vector<ScalarOp> body;
   int root = -1;
   int32_t readers_left = 0;
+  int32_t decision = -1;  // its place in LoopProgram::inline_decisions
   // The coordinates of its value and of the views of it, each a run of
   // entries (LoweredValue::coords_begin).
   std::vector<Expr> coords;
@@ -196,6 +198,19 @@ class Lowering {
   // Completes `node` as the definition of `out`: stored in a fresh buffer,
   // or kept as a template that readers inline (see CountReads).
   void Finish(ComputeNode node, ValueId out, int root);
+  // Whether readers inline `node`, a pointwise definition of `out`, or load
+  // it from a buffer, and why; nullopt where it is stored whatever its size
+  // (a reduction, a graph output, a value that a reader needs in memory).
+  struct InlineChoice {
+    InlineReason reason;
+    int64_t amount, limit;  // as in InlineDecision
+  };
+  std::optional<InlineChoice> DecideInline(const ComputeNode& node, ValueId out) const;
+  // Appends `node` to the program, the reader of the templates it inlined.
+  void AddNode(ComputeNode node);
+  // Notes `reader` (InlineDecision::readers) as the reader of the
+  // templates inlined since the last one.
+  void NoteInlineReaders(int32_t reader);
   Expr Var(int i) { return ctx_.Var(i); }
   // ctx_.Substitute(e, indices), memoised (see ExprMemo).
   Expr Substitute(Expr e, absl::Span<const Expr> indices);
@@ -352,6 +367,8 @@ class Lowering {
   std::vector<int32_t> readers_;  // see CountReads
   std::vector<InlineTemplate> inline_templates_;
   std::vector<int> free_templates_;  // places in inline_templates_ to reuse
+  // The decisions of the templates inlined into the node being built.
+  std::vector<int32_t> inlined_into_next_;
   ExprMemo memo_;
   OpLookupCache<OpFacts> facts_;
   MemoKey key_;  // scratch

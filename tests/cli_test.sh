@@ -91,6 +91,19 @@ expect 2 "--aot_class: '1x' is not a C\+\+ identifier" compile --model=examples/
 expect 0 "" compile --model=examples/mlp.pbtxt --aot=$out/mlp --aot_class=Mlp
 grep -q "class Mlp {" "$out/mlp.h" || { echo "FAIL: --aot wrote no class"; failures=$((failures + 1)); }
 
+# --explain_fusion: the fuser's decisions and lowering's inlining, each
+# named from both sides.
+expect 0 "^relu0: not fused with 'fc1_matmul': library call" \
+  compile --model=examples/mlp.pbtxt --explain_fusion=relu0
+expect 0 "^relu0: inlines 'fc0_add'" compile --model=examples/mlp.pbtxt --explain_fusion=relu0
+expect 0 "^relu0: stored, not inlined: its readers read 4096 elements of its 128" \
+  compile --model=examples/mlp.pbtxt --explain_fusion=relu0
+expect 0 "^fc0_add: inlined into 'relu0' \(pointwise: its body of 3 steps" \
+  compile --model=examples/mlp.pbtxt --explain_fusion=fc0_add
+expect 0 "^frob: no fusion candidates \(or no compute node or inlined value of that name\)" \
+  compile --model=examples/mlp.pbtxt --explain_fusion=frob
+expect 0 "\"inlined_values\": 1," compile --model=examples/mlp.pbtxt --report=/dev/stdout
+
 expect 0 "" compile --model=examples/mlp.pbtxt --dump_after='lower|schedule' --dump_dir=$out/dumps
 ls "$out/dumps" | grep -q -- '-lower.txt' || { echo "FAIL: no dump after lower"; failures=$((failures + 1)); }
 ls "$out/dumps" | grep -q -- '-verify.txt' && { echo "FAIL: dumped a pass that does not match"; failures=$((failures + 1)); }

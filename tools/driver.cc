@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "backends/cpp/artifact.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "google/protobuf/util/json_util.h"
@@ -234,7 +235,10 @@ void ReportPipeline(const std::vector<PassRun>& runs, const Module& module, prot
     timing->set_changed(run.changed);
     timing->set_peak_resident_bytes(run.peak_resident_bytes);
   }
-  if (module.loops.has_value()) report.set_buffers(module.loops->buffers.size());
+  if (module.loops.has_value()) {
+    report.set_buffers(module.loops->buffers.size());
+    report.set_inlined_values(module.loops->inlined_values);
+  }
   if (module.schedule.has_value()) ReportFusion(*module.schedule, report);
   if (module.schedule.has_value() && module.schedule->memory.has_value()) {
     report.set_temp_bytes_unplanned(module.schedule->memory->unplanned_bytes);
@@ -285,6 +289,7 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
     compiled.output_names.push_back(graph.output_name(i));
   }
   compiled.module.graph = std::move(graph);
+  compiled.module.record_decisions = options.record_decisions;
   report.set_graph_nodes(compiled.module.graph.nodes().size());
 
   loom::RunOptions run_options;
@@ -436,13 +441,60 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Lowering's decision `d` in words, after "NODE: ".
+std::string DescribeInlining(const LoopProgram& program, const InlineDecision& d) {
+  switch (d.reason) {
+    case InlineReason::kInlined: {
+      if (d.readers.empty()) return "inlined, and nothing reads it";
+      std::vector<std::string> readers;
+      for (int32_t reader : d.readers) {
+        readers.push_back(absl::StrCat("'", InlineReaderName(program, reader), "'"));
+      }
+      return absl::StrCat("inlined into ", absl::StrJoin(readers, ", "),
+                          " (pointwise: its body of ", d.amount, " steps is copied into each ",
+                          "reader's, and it has no buffer or compute node of its own)");
+    }
+    case InlineReason::kTooManySteps:
+      return absl::StrCat("stored, not inlined: its body has ", d.amount, " steps > ", d.limit);
+    case InlineReason::kTooManyReaders:
+      return absl::StrCat("stored, not inlined: ", d.amount, " readers > ", d.limit,
+                          " would each copy its body");
+    case InlineReason::kReadRepeatedly:
+      return absl::StrCat("stored, not inlined: its readers read ", d.amount, " elements of its ",
+                          d.limit, " (inlined, it would be computed again)");
+  }
+  return "";
+}
+
+// Lowering's decision for the value of `node`, and the values it inlined
+// into `node`, one line each.
+std::string ExplainInlining(const LoopProgram& program, const std::string& node, int& found) {
+  std::string text;
+  for (const InlineDecision& d : program.inline_decisions) {
+    if (d.node == node) {
+      ++found;
+      absl::StrAppend(&text, node, ": ", DescribeInlining(program, d), "\n");
+    }
+    for (int32_t reader : d.readers) {
+      if (InlineReaderName(program, reader) != node) continue;
+      ++found;
+      absl::StrAppend(&text, node, ": inlines '", d.node, "' (its body copied into this one)\n");
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string ExplainFusion(const Module& module, const std::string& node) {
   if (!module.schedule.has_value() || !module.loops.has_value()) {
     return "no schedule: the pipeline has no 'schedule' pass\n";
   }
   const std::vector<ComputeNode>& nodes = module.loops->nodes;
-  std::string text;
   int found = 0;
+  std::string text = ExplainInlining(*module.loops, node, found);
   for (const FusionDecision& d : module.schedule->decisions) {
     const bool is_producer = nodes[d.producer].name == node;
     if (!is_producer && nodes[d.consumer].name != node) continue;
@@ -458,7 +510,8 @@ std::string ExplainFusion(const Module& module, const std::string& node) {
     }
   }
   if (found == 0) {
-    absl::StrAppend(&text, node, ": no fusion candidates (or no compute node of that name)\n");
+    absl::StrAppend(&text, node,
+                    ": no fusion candidates (or no compute node or inlined value of that name)\n");
   }
   return text;
 }

@@ -39,6 +39,9 @@ struct CompileOptions {
   // (each pass, then the native compile), its time so far and the peak
   // memory, rewritten in place and erased at the end. For a terminal.
   bool progress = false;
+  // Record the decisions that ExplainFusion reads beyond the fuser's
+  // (Module::record_decisions): lowering's inlining.
+  bool record_decisions = false;
 };
 
 struct CompiledModel {
@@ -84,7 +87,10 @@ absl::Status RunArtifact(const std::string& path, const RunModelOptions& options
                          proto::Report& report);
 
 // Every fusion decision that involves a compute node named `node`, one per
-// line: "fused with 'b' (vertical)" or "not fused with 'b': reason (detail)".
+// line: "fused with 'b' (vertical)" or "not fused with 'b': reason (detail)";
+// and, where the compile recorded them (CompileOptions::record_decisions),
+// lowering's: the values inlined into `node`, or where `node`, an inlined
+// value, went, or why it was stored.
 std::string ExplainFusion(const Module& module, const std::string& node);
 
 // The report as JSON with the proto's snake_case field names.

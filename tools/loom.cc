@@ -171,6 +171,7 @@ CompileOptions CompileOptionsFromFlags() {
   options.dump_after = absl::GetFlag(FLAGS_dump_after);
   options.dump_dir = absl::GetFlag(FLAGS_dump_dir);
   options.progress = !absl::GetFlag(FLAGS_quiet) && isatty(STDERR_FILENO);
+  options.record_decisions = !absl::GetFlag(FLAGS_explain_fusion).empty();
   return options;
 }
 
