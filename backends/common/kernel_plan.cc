@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "ir/expr_analysis.h"
 
 namespace loom::kplan {
@@ -104,6 +106,35 @@ std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& ker
   const ComputeNode& node = program.nodes[kernel.nodes[0]];
   if (node.extern_op != ExternOp::kConv) return std::nullopt;
   return MatchConv(node);
+}
+
+namespace {
+
+std::string Extents(const std::vector<int64_t>& extents) {
+  return absl::StrCat("[", absl::StrJoin(extents, ", "), "]");
+}
+
+}  // namespace
+
+std::string PlanHeadLine(const Kernel& kernel, const std::vector<int64_t>& outer) {
+  return absl::StrCat("kernel ", kernel.name, ": ", kernel.nodes.size(), " members, outer loops ",
+                      Extents(outer), "\n");
+}
+
+std::string PlanParamLines(const LoopProgram& program, const ParamTable& params) {
+  std::string text;
+  for (size_t p = 0; p < params.size(); ++p) {
+    const BufferRef& arg = params.args()[p];
+    absl::StrAppend(&text, "  p", p, ": ", program.buffers[arg.buffer].name, " + ", arg.offset,
+                    params.written(p) ? " (written)" : " (read)", "\n");
+  }
+  return text;
+}
+
+std::string PlanMemberStart(const ComputeNode& node, size_t m) {
+  return absl::StrCat("  member ", m, " ", node.name, ": ",
+                      node.reduce == ReduceKind::kNone ? "pointwise" : ReduceKindName(node.reduce),
+                      " over ", Extents(node.AllRanges()));
 }
 
 void AppendLaunch(LaunchTable& launches, int function, const std::vector<BufferRef>& args) {

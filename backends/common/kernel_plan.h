@@ -187,6 +187,14 @@ class FunctionTable {
 std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel);
 std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& kernel);
 
+// The lines of a kernel's plan (GeneratedSource::function_plans) that both
+// backends write alike: the first ("kernel k: 2 members, outer loops
+// [4, 8]"), one per parameter ("  p0: x + 16 (read)"), and the start of a
+// member's ("  member 1 mean: sum over [4, 8, 32]").
+std::string PlanHeadLine(const Kernel& kernel, const std::vector<int64_t>& outer);
+std::string PlanParamLines(const LoopProgram& program, const ParamTable& params);
+std::string PlanMemberStart(const ComputeNode& node, size_t m);
+
 // Appends a launch of `function` with `args` to `launches`.
 void AppendLaunch(LaunchTable& launches, int function, const std::vector<BufferRef>& args);
 

@@ -508,10 +508,6 @@ bool CppPlanner::SplitWork(const ComputeNode& node) const {
 
 namespace {
 
-std::string Extents(const std::vector<int64_t>& extents) {
-  return absl::StrCat("[", absl::StrJoin(extents, ", "), "]");
-}
-
 // Where a store goes, in words.
 std::string StoreText(const Ref& ref) {
   if (ref.kind == Ref::Kind::kNone) return "a variable";
@@ -559,20 +555,12 @@ std::string KernelThreads(const CppKernelPlan& plan) {
 }  // namespace
 
 std::string CppKernelPlan::ToString(const LoopProgram& program, const Kernel& kernel) const {
-  std::string text = absl::StrCat("kernel ", kernel.name, ": ", members.size(),
-                                  " members, outer loops ", Extents(outer), "\n");
-  absl::StrAppend(&text, "  threads share: ", KernelThreads(*this), "\n");
-  for (size_t p = 0; p < params.size(); ++p) {
-    const BufferRef& arg = params.args()[p];
-    absl::StrAppend(&text, "  p", p, ": ", program.buffers[arg.buffer].name, " + ", arg.offset,
-                    params.written(p) ? " (written)" : " (read)", "\n");
-  }
+  std::string text = kplan::PlanHeadLine(kernel, outer);
+  absl::StrAppend(&text, "  threads share: ", KernelThreads(*this), "\n",
+                  kplan::PlanParamLines(program, params));
   for (size_t m = 0; m < members.size(); ++m) {
-    const ComputeNode& node = program.nodes[kernel.nodes[m]];
-    absl::StrAppend(&text, "  member ", m, " ", node.name, ": ",
-                    node.reduce == ReduceKind::kNone ? "pointwise" : ReduceKindName(node.reduce),
-                    " over ", Extents(node.AllRanges()), ", stores ", StoreText(members[m].store),
-                    "\n    runs: ", MemberRuns(*this, m), "\n");
+    absl::StrAppend(&text, kplan::PlanMemberStart(program.nodes[kernel.nodes[m]], m), ", stores ",
+                    StoreText(members[m].store), "\n    runs: ", MemberRuns(*this, m), "\n");
   }
   return text;
 }

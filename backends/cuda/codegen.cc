@@ -86,6 +86,7 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
     if (function < 0) {
       function = functions.Add(key.bytes(), std::move(printed.text));
       shapes.push_back(printed.shape);
+      source.function_plans.push_back(std::move(printed.plan));
     }
     kplan::AppendLaunch(launches, function, printed.args);
   }

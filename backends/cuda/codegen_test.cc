@@ -144,6 +144,43 @@ TEST(CudaCodegenTest, IdenticalKernelsShareAFunction) {
   EXPECT_EQ(module.source->launches.size(), module.schedule->kernels.size());
 }
 
+// The plan of each function says what the printer chose: the team, the
+// shared arrays, where members store and what of them it left out; dumps
+// show it before the function, the emitted source never.
+TEST(CudaCodegenTest, ThePlanOfEachFunctionShowsItsChoices) {
+  const Module softmax = Compile(R"(
+name: "softmax"
+input { name: "x" type { dtype: F32 shape: [32, 64] } }
+node { name: "sm" op: "softmax" input: "x" output: "y" attr { name: "axis" i: -1 } }
+output: "y"
+)");
+  const GeneratedSource& source = *softmax.source;
+  ASSERT_EQ(source.function_plans.size(), source.functions.size());
+  const std::string& plan = source.function_plans[0];
+  EXPECT_THAT(plan, HasSubstr(": 5 members, outer loops [32]\n"));
+  EXPECT_THAT(plan, HasSubstr("  team: a block of 64 threads per outer iteration (32 blocks of 64 "
+                              "threads, 256 bytes of shared memory)\n"));
+  EXPECT_THAT(plan, HasSubstr("  p0: x + 0 (read)\n"));
+  EXPECT_THAT(plan, HasSubstr("  shared l0: sm/exp.2, 64 f32 at byte 0 (member 1 writes, member 4 "
+                              "reads last)\n"));
+  EXPECT_THAT(plan, HasSubstr("  member 0 sm/max: max over [32, 64], stores sm/max.0 in a "
+                              "register\n"));
+  EXPECT_THAT(plan, HasSubstr("  member 4 sm/scale: pointwise over [32, 64], stores y\n"));
+  EXPECT_THAT(source.text, Not(HasSubstr("plan:")));
+  EXPECT_THAT(SourceWithPlans(source), HasSubstr("\n// plan:   team: a block of 64 threads"));
+
+  // A recurrent step on a batch of one: its loop over the batch is left out.
+  const Module step = Compile(R"(
+name: "step"
+input { name: "x" type { dtype: F32 shape: [1, 16] } }
+input { name: "y" type { dtype: F32 shape: [1, 16] } }
+node { name: "m" op: "mul" input: "x" input: "y" output: "z" }
+output: "z"
+)");
+  EXPECT_THAT(step.source->function_plans[0],
+              HasSubstr("stores z\n    leaves out: loops x0 (extent 1)\n"));
+}
+
 // The launches of the gemm test model, one line each.
 std::vector<std::string> GemmLaunches(Module& module) {
   absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/gemms.pbtxt");

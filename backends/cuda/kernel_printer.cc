@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -432,6 +433,58 @@ void KernelPrinter::PrintMember(int m) {
   step_base_ += static_cast<int>(node.body.size());
 }
 
+namespace {
+
+// What of `member` its printed code leaves out, in words, or "".
+std::string Omitted(const Member& member) {
+  std::vector<std::string> loops;
+  for (size_t v = 0; v < member.replace.size(); ++v) {
+    if (member.replace[v]->is_const()) loops.push_back(absl::StrCat("x", v));
+  }
+  const int64_t dead = absl::c_count(member.live, false);
+  std::vector<std::string> parts;
+  if (!loops.empty()) {
+    parts.push_back(absl::StrCat("loops ", absl::StrJoin(loops, ", "), " (extent 1)"));
+  }
+  if (dead > 0) parts.push_back(absl::StrCat(dead, " dead steps of ", member.live.size()));
+  return parts.empty() ? "" : absl::StrCat("\n    leaves out: ", absl::StrJoin(parts, "; "));
+}
+
+}  // namespace
+
+std::string KernelPrinter::PlanText(int64_t blocks) const {
+  std::string text = kplan::PlanHeadLine(*kernel_, outer_extents_);
+  switch (team_) {
+    case Team::kThread:
+      absl::StrAppend(&text, "  team: one thread per outer iteration");
+      break;
+    case Team::kWarp:
+      absl::StrAppend(&text, "  team: a warp of ", kWarpSize, " lanes per outer iteration");
+      break;
+    case Team::kBlock:
+      absl::StrAppend(&text, "  team: a block of ", threads_, " threads per outer iteration");
+      break;
+  }
+  absl::StrAppend(&text, " (", blocks, " blocks of ", threads_, " threads, ", shared_bytes_,
+                  " bytes of shared memory)\n", kplan::PlanParamLines(program_, params_));
+  for (BufferId b : shared_order_) {
+    const SharedArray& a = shared_.at(b);
+    absl::StrAppend(&text, "  shared ", a.name, ": ", program_.buffers[b].name, ", ", a.elements,
+                    " ", DTypeName(a.dtype), " at byte ", a.offset, " (member ", a.writer,
+                    " writes, member ", a.last_reader, " reads last)\n");
+  }
+  for (size_t m = 0; m < members_.size(); ++m) {
+    const Member& member = members_[m];
+    const BufferId out = member.node->output;
+    const char* where = IsRegister(out)         ? " in a register"
+                        : shared_.contains(out) ? " in shared memory"
+                                                : "";
+    absl::StrAppend(&text, kplan::PlanMemberStart(*member.node, m), ", stores ",
+                    program_.buffers[out].name, where, Omitted(member), "\n");
+  }
+  return text;
+}
+
 absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(const Kernel& kernel) {
   LOOM_RETURN_IF_ERROR(Analyze(kernel));
   ChooseTeam();
@@ -499,9 +552,10 @@ absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(const Kernel& kernel
 
   Printed printed;
   printed.text = absl::StrCat("(", absl::StrJoin(param_decls_, ", "), ") {\n", body_, "}\n");
-  printed.args = params_.TakeArgs();
   printed.shape.blocks =
       std::max<int64_t>(1, (outer_total_ + teams_per_block - 1) / teams_per_block);
+  printed.plan = PlanText(printed.shape.blocks);
+  printed.args = params_.TakeArgs();
   printed.shape.threads = threads_;
   printed.shape.shared_bytes = shared_bytes_;
   return printed;

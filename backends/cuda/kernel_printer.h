@@ -90,6 +90,10 @@ class KernelPrinter {
     std::string text;
     std::vector<BufferRef> args;
     LaunchShape shape;
+    // What the printer chose, in words (GeneratedSource::function_plans):
+    // the team, the shared arrays, where each member stores and what of it
+    // was left out.
+    std::string plan;
   };
   absl::StatusOr<Printed> Print(const Kernel& kernel);
 
@@ -97,6 +101,7 @@ class KernelPrinter {
   absl::Status Analyze(const Kernel& kernel);
   absl::Status PlanSharedArrays();
   void ChooseTeam();
+  std::string PlanText(int64_t blocks) const;
   Region RegionOf(BufferId buffer) const;
   Expr Substituted(const Member& member, Expr e) const;
   absl::StatusOr<Expr> LocalIndex(const SharedArray& array, Expr index);
