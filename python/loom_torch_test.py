@@ -75,6 +75,20 @@ class EmbeddingGruLm(nn.Module):
         return self.head(self.gru(self.embedding(ids))[0])
 
 
+class Attention(nn.Module):
+    """nn.MultiheadAttention: self-attention of x, or x attending to memory."""
+
+    def __init__(self, batch_first, need_weights, cross):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(32, 4, batch_first=batch_first)
+        self.need_weights, self.cross = need_weights, cross
+
+    def forward(self, x, memory):
+        source = memory if self.cross else x
+        out, weights = self.attention(x, source, source, need_weights=self.need_weights)
+        return (out, weights) if self.need_weights else out
+
+
 def flat(values):
     values = values if isinstance(values, tuple) else (values,)
     return [t for v in values for t in (v if isinstance(v, tuple) else (v,))]
@@ -117,6 +131,32 @@ class LoomTorchTest(unittest.TestCase):
     def test_products_written_with_the_operator(self):
         self.check_against_eager(Product(), torch.randn(64, 32), torch.randn(32, 48))
         self.check_against_eager(Product(), torch.randn(4, 64, 32), torch.randn(4, 32, 48))
+
+    def test_multi_head_attention(self):
+        for batch_first in (True, False):
+            for need_weights in (False, True):
+                for cross in (False, True):
+                    shape = [(2, 5, 32), (2, 7, 32)] if batch_first else [(5, 2, 32), (7, 2, 32)]
+                    with self.subTest(batch_first=batch_first, need_weights=need_weights,
+                                      cross=cross):
+                        torch._dynamo.reset()
+                        self.check_against_eager(Attention(batch_first, need_weights, cross),
+                                                 *(torch.randn(s) for s in shape))
+
+    def test_transformer_encoder_layers(self):
+        # Batch first, torch runs the layer as one function (its inference
+        # fast path); sequence first, as attention, dropout, linear layers
+        # and norms.
+        for batch_first in (True, False):
+            for norm_first in (False, True):
+                for activation in ("relu", "gelu"):
+                    with self.subTest(batch_first=batch_first, norm_first=norm_first,
+                                      activation=activation):
+                        torch._dynamo.reset()
+                        layer = nn.TransformerEncoderLayer(
+                            32, 4, 64, activation=activation, norm_first=norm_first,
+                            batch_first=batch_first)
+                        self.check_against_eager(layer, torch.randn(2, 5, 32))
 
     def test_the_seed_group_norm_is_one_kernel(self):
         module = nn.GroupNorm(2, 16)

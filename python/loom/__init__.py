@@ -12,6 +12,7 @@ tensor).
 """
 
 import ctypes
+import math
 import os
 import threading
 
@@ -99,7 +100,7 @@ _ALIGNED_FROM_BYTES = 1 << 16
 def _output_array(shape, dtype):
     """A new output array; a large one 64-byte aligned, which loom writes in
     place (a small one it copies into, which costs less than aligning)."""
-    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = math.prod(shape) * dtype.itemsize
     if size < _ALIGNED_FROM_BYTES:
         return np.empty(shape, dtype)
     raw = np.empty(size + 64, dtype=np.uint8)

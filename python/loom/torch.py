@@ -159,6 +159,22 @@ _INTERPOLATE = _signature(
     size=None, scale_factor=None, mode="nearest", align_corners=None,
     recompute_scale_factor=None, antialias=False)
 
+# The attention functions nn.MultiheadAttention and nn.TransformerEncoderLayer
+# call (their parameters as torch names them).
+_MULTI_HEAD_ATTENTION = _signature(
+    "query key value embed_dim_to_check num_heads in_proj_weight in_proj_bias bias_k bias_v "
+    "add_zero_attn dropout_p out_proj_weight out_proj_bias training key_padding_mask "
+    "need_weights attn_mask use_separate_proj_weight q_proj_weight k_proj_weight v_proj_weight "
+    "static_k static_v average_attn_weights is_causal",
+    training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+    use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None,
+    static_k=None, static_v=None, average_attn_weights=True, is_causal=False)
+_DROPOUT = _signature("input p training inplace", p=0.5, training=True, inplace=False)
+_ENCODER_LAYER = _signature(
+    "src embed_dim num_heads qkv_weight qkv_bias proj_weight proj_bias use_gelu norm_first eps "
+    "norm_weight_1 norm_bias_1 norm_weight_2 norm_bias_2 ffn_weight_1 ffn_bias_1 ffn_weight_2 "
+    "ffn_bias_2 mask mask_type", mask=None, mask_type=None)
+
 
 def _spatial(value, dims, kind=int):
     """An int-or-tuple argument of a sliding-window op: one per spatial dim."""
@@ -461,6 +477,15 @@ class _Translator:
             return _Zeros(self.ints(args[0] if isinstance(args[0], (list, tuple)) else args))
         if target in (torch.lstm, torch.gru):
             return self.recurrent(node, target is torch.lstm, *args)
+        if target is F.dropout:
+            a = self.bind(node, _DROPOUT)
+            if a.training and a.p > 0:
+                raise Unsupported("dropout in training mode")
+            return self.value(a.input)
+        if target is F.multi_head_attention_forward:
+            return self.multi_head_attention(self.bind(node, _MULTI_HEAD_ATTENTION))
+        if target is torch._transformer_encoder_layer_fwd:
+            return self.encoder_layer(self.bind(node, _ENCODER_LAYER))
         if target is F.group_norm:
             x, groups, w, b, eps = (list(args) + [None, None, 1e-5])[:5]
             return self.out.node("group_norm", [self.value(x), self.value(w), self.value(b)],
@@ -521,6 +546,112 @@ class _Translator:
             perm[a], perm[b] = perm[b], perm[a]
             return self.out.node("transpose", [self.value(x)], perm=perm)
         raise Unsupported("method %s" % name)
+
+    # --- attention (nn.MultiheadAttention and nn.TransformerEncoderLayer,
+    # which torch calls as one function each: decomposed here into loom's
+    # linear, matmul, softmax and layer_norm) ---
+
+    def attention(self, query, key, value, shapes, heads, in_weight, in_bias, out_weight,
+                  out_bias, need_weights=False, average_weights=True):
+        """Attention of loom values in batch-first layout, query [N, L, E] and
+        key and value [N, S, E] (`shapes`: the query's and the key's; the
+        same name thrice for self-attention): (out [N, L, E], the weights
+        [N, L, S] averaged over the heads or [N, H, L, S], or None)."""
+        (batch, length, embed), source = shapes[0], shapes[1][1]
+        heads = int(heads)
+        head = embed // heads
+        w, b = self.raw(in_weight), self.raw(in_bias)
+        if b is None or self.raw(out_bias) is None:
+            raise Unsupported("attention without projection biases")
+        if query == key == value:  # self-attention: one product for q, k and v
+            qkv = self.out.node("linear", [query, self.out.weight("w_qkv", w),
+                                           self.out.weight("b_qkv", b)])
+            q, k, v = self.out.node("split", [qkv], outputs=3, axis=-1, split=[embed] * 3)
+        else:
+            q, k, v = (self.out.node("linear", [x, self.out.weight("w_" + part, w[i:i + embed]),
+                                                self.out.weight("b_" + part, b[i:i + embed])])
+                       for x, part, i in ((query, "q", 0), (key, "k", embed),
+                                          (value, "v", 2 * embed)))
+
+        def split_heads(x, rows, perm):
+            return self.out.node("transpose", [self.out.node(
+                "reshape", [x], shape=[batch, rows, heads, head])], perm=perm)
+
+        # q [N, H, L, D] scaled, k^T [N, H, D, S], v [N, H, S, D].
+        scale = self.out.weight("scale", np.array([head ** -0.5], w.dtype))
+        q = self.out.node("mul", [split_heads(q, length, [0, 2, 1, 3]), scale])
+        scores = self.out.node("matmul", [q, split_heads(k, source, [0, 2, 3, 1])])
+        weights = self.out.node("softmax", [scores], axis=-1)
+        context = self.out.node("matmul", [weights, split_heads(v, source, [0, 2, 1, 3])])
+        context = self.out.node("reshape", [self.out.node("transpose", [context], perm=[0, 2, 1, 3])],
+                                shape=[batch, length, embed])
+        out = self.out.node("linear", [context, self.value(out_weight), self.value(out_bias)])
+        self.macs += float(batch) * embed * (2 * length * embed + 2 * source * embed
+                                             + 2 * length * source)
+        if not need_weights:
+            return out, None
+        if average_weights:
+            weights = self.out.node("reduce_mean", [weights], axes=[1])
+        return out, weights
+
+    @staticmethod
+    def unsupported_attention(a):
+        """Why loom does not compile this F.multi_head_attention_forward, or None."""
+        if a.key_padding_mask is not None or a.attn_mask is not None or a.is_causal:
+            return "attention with a mask"
+        if a.bias_k is not None or a.bias_v is not None or a.add_zero_attn:
+            return "attention with bias_k, bias_v or add_zero_attn"
+        if a.use_separate_proj_weight:
+            return "attention with separate projection weights"
+        if a.training and a.dropout_p > 0:
+            return "attention with dropout in training mode"
+        return None
+
+    def multi_head_attention(self, a):
+        """F.multi_head_attention_forward, sequence first: [L, N, E]."""
+        reason = self.unsupported_attention(a)
+        if reason:
+            raise Unsupported(reason)
+        inputs = [a.query, a.key, a.value]
+        names = {}
+        for x in inputs:  # each distinct input to batch first, once
+            if x not in names:
+                names[x] = self.out.node("transpose", [self.value(x)], perm=[1, 0, 2])
+        shapes = [[s[1], s[0], s[2]] for s in (self.shape_of(a.query), self.shape_of(a.key))]
+        out, weights = self.attention(*(names[x] for x in inputs), shapes, a.num_heads,
+                                      a.in_proj_weight, a.in_proj_bias, a.out_proj_weight,
+                                      a.out_proj_bias, a.need_weights, a.average_attn_weights)
+        return self.out.node("transpose", [out], perm=[1, 0, 2]), weights
+
+    def encoder_layer(self, a):
+        """torch._transformer_encoder_layer_fwd, nn.TransformerEncoderLayer's
+        inference fast path, batch first: [N, L, E]."""
+        if a.mask is not None:
+            raise Unsupported("an encoder layer with a mask")
+        shape = self.shape_of(a.src)
+        x = self.value(a.src)
+
+        def norm(y, w, b):
+            return self.out.node("layer_norm", [y, self.value(w), self.value(b)], axis=-1,
+                                 epsilon=float(a.eps))
+
+        def self_attention(y):
+            return self.attention(y, y, y, [shape, shape], a.num_heads, a.qkv_weight, a.qkv_bias,
+                                  a.proj_weight, a.proj_bias)[0]
+
+        def feed_forward(y):
+            hidden = self.out.node("linear", [y, self.value(a.ffn_weight_1),
+                                              self.value(a.ffn_bias_1)])
+            hidden = self.out.node("gelu" if a.use_gelu else "relu", [hidden])
+            self.macs += 2.0 * np.prod(shape) * self.shape_of(a.ffn_weight_1)[0]
+            return self.out.node("linear", [hidden, self.value(a.ffn_weight_2),
+                                            self.value(a.ffn_bias_2)])
+
+        if a.norm_first:
+            x = self.out.node("add", [x, self_attention(norm(x, a.norm_weight_1, a.norm_bias_1))])
+            return self.out.node("add", [x, feed_forward(norm(x, a.norm_weight_2, a.norm_bias_2))])
+        x = norm(self.out.node("add", [x, self_attention(x)]), a.norm_weight_1, a.norm_bias_1)
+        return norm(self.out.node("add", [x, feed_forward(x)]), a.norm_weight_2, a.norm_bias_2)
 
     def recurrent(self, node, lstm, x, hx, params, has_biases, layers, dropout, train,
                   bidirectional, batch_first):
