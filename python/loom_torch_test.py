@@ -89,6 +89,18 @@ class Attention(nn.Module):
         return (out, weights) if self.need_weights else out
 
 
+class MaskedAttention(nn.Module):
+    """nn.MultiheadAttention with an attention mask and a key padding mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(32, 4, batch_first=True)
+
+    def forward(self, x, attn_mask, key_padding_mask):
+        return self.attention(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                              need_weights=False)[0]
+
+
 def flat(values):
     values = values if isinstance(values, tuple) else (values,)
     return [t for v in values for t in (v if isinstance(v, tuple) else (v,))]
@@ -142,6 +154,30 @@ class LoomTorchTest(unittest.TestCase):
                         torch._dynamo.reset()
                         self.check_against_eager(Attention(batch_first, need_weights, cross),
                                                  *(torch.randn(s) for s in shape))
+
+    def test_masked_multi_head_attention(self):
+        x = torch.randn(2, 6, 32)
+        padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])  # the second's last two
+        causal = nn.Transformer.generate_square_subsequent_mask(6)  # 0 and -inf
+        # Masks of one type (torch warns at mixed ones, which dynamo cannot trace).
+        self.check_against_eager(MaskedAttention(), x, causal.isinf(), padding)
+        self.check_against_eager(MaskedAttention(), x, causal, padding.float() * -1e4)
+        per_head = torch.randn(2 * 4, 6, 6)  # [N * H, L, S]
+        self.check_against_eager(MaskedAttention(), x, per_head, padding.float() * -1e4)
+
+    def test_scaled_dot_product_attention(self):
+        q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 7, 8), torch.randn(2, 4, 7, 16)
+        sdpa = nn.functional.scaled_dot_product_attention
+        self.check_against_eager(Function(lambda q, k, v: sdpa(q, k, v)), q, k, v)
+        self.check_against_eager(Function(lambda q, k, v: sdpa(q, k, v, is_causal=True)),
+                                 q, k, v)
+        self.check_against_eager(Function(lambda q, k, v: sdpa(q, k, v, scale=0.3)), q, k, v)
+        keep = torch.rand(5, 7) > 0.3
+        keep[:, 0] = True  # no row left out entirely
+        self.check_against_eager(Function(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)),
+                                 q, k, v, keep)
+        self.check_against_eager(Function(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)),
+                                 q, k, v, torch.randn(2, 1, 5, 7))
 
     def test_transformer_encoder_layers(self):
         # Batch first, torch runs the layer as one function (its inference

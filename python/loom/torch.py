@@ -169,6 +169,8 @@ _MULTI_HEAD_ATTENTION = _signature(
     training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
     use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None,
     static_k=None, static_v=None, average_attn_weights=True, is_causal=False)
+_SDPA = _signature("query key value attn_mask dropout_p is_causal scale enable_gqa",
+                   attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)
 _DROPOUT = _signature("input p training inplace", p=0.5, training=True, inplace=False)
 _ENCODER_LAYER = _signature(
     "src embed_dim num_heads qkv_weight qkv_bias proj_weight proj_bias use_gelu norm_first eps "
@@ -475,6 +477,10 @@ class _Translator:
             return self.out.node("reshape", [self.value(args[0])], shape=self.shape_of(node))
         if target is torch.zeros:
             return _Zeros(self.ints(args[0] if isinstance(args[0], (list, tuple)) else args))
+        if target is torch.zeros_like:  # as torch makes a float mask of a bool one
+            return self.out.weight("zeros", np.zeros(self.shape_of(node), self.dtype_of(node)))
+        if target is torch.masked_fill:
+            return self.masked_fill(node, *args)
         if target in (torch.lstm, torch.gru):
             return self.recurrent(node, target is torch.lstm, *args)
         if target is F.dropout:
@@ -484,6 +490,8 @@ class _Translator:
             return self.value(a.input)
         if target is F.multi_head_attention_forward:
             return self.multi_head_attention(self.bind(node, _MULTI_HEAD_ATTENTION))
+        if target is F.scaled_dot_product_attention:
+            return self.scaled_dot_product_attention(self.bind(node, _SDPA))
         if target is torch._transformer_encoder_layer_fwd:
             return self.encoder_layer(self.bind(node, _ENCODER_LAYER))
         if target is F.group_norm:
@@ -536,6 +544,11 @@ class _Translator:
             return self.out.node("reshape", [self.value(x)], shape=self.shape_of(node))
         if name == "contiguous":
             return self.value(x)
+        if name in ("masked_fill", "masked_fill_"):
+            filled = self.masked_fill(node, *args)
+            if name == "masked_fill_":  # later readers of x read the filled value
+                self.env[x] = filled
+            return filled
         if name == "permute":
             dims = args[1] if isinstance(args[1], (list, tuple)) else args[1:]
             return self.out.node("transpose", [self.value(x)], perm=self.ints(dims))
@@ -551,12 +564,29 @@ class _Translator:
     # which torch calls as one function each: decomposed here into loom's
     # linear, matmul, softmax and layer_norm) ---
 
+    def masked(self, scores, dtype, mask, shape, excluded_where_true):
+        """`scores` (of `dtype`) with the FX value `mask` applied, reshaped to
+        `shape` (which broadcasts to the scores'): a float mask is added; a
+        bool one leaves out (-inf) where it is true (`excluded_where_true`,
+        as nn.MultiheadAttention reads it) or where it is false (as
+        scaled_dot_product_attention does)."""
+        value = self.value(mask)
+        if self.shape_of(mask) != list(shape):
+            value = self.out.node("reshape", [value], shape=list(shape))
+        if self.dtype_of(mask) != np.bool_:
+            return self.out.node("add", [scores, value])
+        minus_infinity = self.out.weight("minus_inf", np.array([-np.inf], dtype))
+        branches = [minus_infinity, scores] if excluded_where_true else [scores, minus_infinity]
+        return self.out.node("where", [value] + branches)
+
     def attention(self, query, key, value, shapes, heads, in_weight, in_bias, out_weight,
-                  out_bias, need_weights=False, average_weights=True):
+                  out_bias, need_weights=False, average_weights=True, masks=()):
         """Attention of loom values in batch-first layout, query [N, L, E] and
         key and value [N, S, E] (`shapes`: the query's and the key's; the
-        same name thrice for self-attention): (out [N, L, E], the weights
-        [N, L, S] averaged over the heads or [N, H, L, S], or None)."""
+        same name thrice for self-attention), the scores [N, H, L, S] masked
+        by each (mask, its shape there) of nn.MultiheadAttention's `masks`:
+        (out [N, L, E], the weights [N, L, S] averaged over the heads or
+        [N, H, L, S], or None)."""
         (batch, length, embed), source = shapes[0], shapes[1][1]
         heads = int(heads)
         head = embed // heads
@@ -581,6 +611,8 @@ class _Translator:
         scale = self.out.weight("scale", np.array([head ** -0.5], w.dtype))
         q = self.out.node("mul", [split_heads(q, length, [0, 2, 1, 3]), scale])
         scores = self.out.node("matmul", [q, split_heads(k, source, [0, 2, 3, 1])])
+        for mask, shape in masks:
+            scores = self.masked(scores, w.dtype, mask, shape, excluded_where_true=True)
         weights = self.out.node("softmax", [scores], axis=-1)
         context = self.out.node("matmul", [weights, split_heads(v, source, [0, 2, 1, 3])])
         context = self.out.node("reshape", [self.out.node("transpose", [context], perm=[0, 2, 1, 3])],
@@ -597,8 +629,8 @@ class _Translator:
     @staticmethod
     def unsupported_attention(a):
         """Why loom does not compile this F.multi_head_attention_forward, or None."""
-        if a.key_padding_mask is not None or a.attn_mask is not None or a.is_causal:
-            return "attention with a mask"
+        if a.is_causal and a.attn_mask is None:
+            return "causal attention without its mask"
         if a.bias_k is not None or a.bias_v is not None or a.add_zero_attn:
             return "attention with bias_k, bias_v or add_zero_attn"
         if a.use_separate_proj_weight:
@@ -618,10 +650,46 @@ class _Translator:
             if x not in names:
                 names[x] = self.out.node("transpose", [self.value(x)], perm=[1, 0, 2])
         shapes = [[s[1], s[0], s[2]] for s in (self.shape_of(a.query), self.shape_of(a.key))]
-        out, weights = self.attention(*(names[x] for x in inputs), shapes, a.num_heads,
+        (batch, length, _), source = shapes[0], shapes[1][1]
+        heads = int(a.num_heads)
+        masks = []
+        if a.attn_mask is not None:  # [L, S] or [N * H, L, S]
+            rank = len(self.shape_of(a.attn_mask))
+            masks.append((a.attn_mask, [length, source] if rank == 2
+                          else [batch, heads, length, source]))
+        if a.key_padding_mask is not None:  # [N, S]
+            masks.append((a.key_padding_mask, [batch, 1, 1, source]))
+        out, weights = self.attention(*(names[x] for x in inputs), shapes, heads,
                                       a.in_proj_weight, a.in_proj_bias, a.out_proj_weight,
-                                      a.out_proj_bias, a.need_weights, a.average_attn_weights)
+                                      a.out_proj_bias, a.need_weights, a.average_attn_weights,
+                                      masks)
         return self.out.node("transpose", [out], perm=[1, 0, 2]), weights
+
+    def scaled_dot_product_attention(self, a):
+        """softmax(q k^T * scale + mask) v over the last two dims."""
+        if a.dropout_p > 0:
+            raise Unsupported("attention with dropout")
+        q_shape, k_shape = self.shape_of(a.query), self.shape_of(a.key)
+        if a.enable_gqa and q_shape[-3:-2] != k_shape[-3:-2]:
+            raise Unsupported("grouped-query attention")
+        length, source, depth = q_shape[-2], k_shape[-2], q_shape[-1]
+        scale = self.out.weight("scale", np.array(
+            [a.scale if a.scale is not None else depth ** -0.5], self.dtype_of(a.query)))
+        rank = len(k_shape)
+        key_t = self.out.node("transpose", [self.value(a.key)],
+                              perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+        scores = self.out.node("matmul", [self.out.node("mul", [self.value(a.query), scale]),
+                                          key_t])
+        if a.is_causal:  # the lower triangle, as torch.ones(L, S).tril()
+            causal = np.where(np.tri(length, source, dtype=bool), 0, -np.inf)
+            scores = self.out.node("add", [scores, self.out.weight(
+                "causal", causal.astype(self.dtype_of(a.query)))])
+        if a.attn_mask is not None:
+            scores = self.masked(scores, self.dtype_of(a.query), a.attn_mask,
+                                 self.shape_of(a.attn_mask), excluded_where_true=False)
+        self.macs += 2.0 * np.prod(q_shape[:-1], dtype=np.float64) * source * depth
+        weights = self.out.node("softmax", [scores], axis=-1)
+        return self.out.node("matmul", [weights, self.value(a.value)])
 
     def encoder_layer(self, a):
         """torch._transformer_encoder_layer_fwd, nn.TransformerEncoderLayer's
@@ -652,6 +720,11 @@ class _Translator:
             return self.out.node("add", [x, feed_forward(norm(x, a.norm_weight_2, a.norm_bias_2))])
         x = norm(self.out.node("add", [x, self_attention(x)]), a.norm_weight_1, a.norm_bias_1)
         return norm(self.out.node("add", [x, feed_forward(x)]), a.norm_weight_2, a.norm_bias_2)
+
+    def masked_fill(self, node, x, mask, value):
+        """x with `value` where `mask` is true."""
+        fill = self.out.weight("fill", np.array([self.raw(value)], self.dtype_of(node)))
+        return self.out.node("where", [self.value(mask), fill, self.value(x)])
 
     def recurrent(self, node, lstm, x, hx, params, has_biases, layers, dropout, train,
                   bidirectional, batch_first):
