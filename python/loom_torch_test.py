@@ -101,6 +101,42 @@ class MaskedAttention(nn.Module):
                               need_weights=False)[0]
 
 
+class TinyGpt(nn.Module):
+    """A GPT as people write one (nanoGPT's shape): token and position
+    embeddings, pre-norm blocks of causal attention through
+    scaled_dot_product_attention and a GELU MLP, a bias-free head."""
+
+    class Block(nn.Module):
+        def __init__(self, width, heads):
+            super().__init__()
+            self.heads = heads
+            self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+        def forward(self, x):
+            batch, length, width = x.size()
+            q, k, v = self.qkv(self.norm1(x)).split(width, dim=2)
+            q, k, v = (t.view(batch, length, self.heads, width // self.heads).transpose(1, 2)
+                       for t in (q, k, v))
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(batch, length, width))
+            return x + self.down(nn.functional.gelu(self.up(self.norm2(x))))
+
+    def __init__(self, vocab=100, width=32, heads=4, length=16):
+        super().__init__()
+        self.tokens, self.positions = nn.Embedding(vocab, width), nn.Embedding(length, width)
+        self.blocks = nn.ModuleList([self.Block(width, heads) for _ in range(2)])
+        self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, vocab, bias=False)
+
+    def forward(self, ids):
+        positions = torch.arange(0, ids.size(1), dtype=torch.long)
+        x = self.tokens(ids) + self.positions(positions)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
 def flat(values):
     values = values if isinstance(values, tuple) else (values,)
     return [t for v in values for t in (v if isinstance(v, tuple) else (v,))]
@@ -178,6 +214,9 @@ class LoomTorchTest(unittest.TestCase):
                                  q, k, v, keep)
         self.check_against_eager(Function(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)),
                                  q, k, v, torch.randn(2, 1, 5, 7))
+
+    def test_a_tiny_gpt(self):
+        self.check_against_eager(TinyGpt(), torch.randint(0, 100, (2, 16)))
 
     def test_transformer_encoder_layers(self):
         # Batch first, torch runs the layer as one function (its inference

@@ -477,6 +477,12 @@ class _Translator:
             return self.out.node("reshape", [self.value(args[0])], shape=self.shape_of(node))
         if target is torch.zeros:
             return _Zeros(self.ints(args[0] if isinstance(args[0], (list, tuple)) else args))
+        if target in (torch.split, torch.chunk):
+            return self.split(node, *args, **kwargs)
+        if target in (torch.unsqueeze, torch.squeeze):
+            return self.out.node("reshape", [self.value(args[0])], shape=self.shape_of(node))
+        if target is torch.arange:  # positions, a constant for these shapes
+            return self.out.weight("arange", np.arange(*self.ints(args), dtype=self.dtype_of(node)))
         if target is torch.zeros_like:  # as torch makes a float mask of a bool one
             return self.out.weight("zeros", np.zeros(self.shape_of(node), self.dtype_of(node)))
         if target is torch.masked_fill:
@@ -507,9 +513,10 @@ class _Translator:
         if target is F.linear:
             x, w = args[0], args[1]
             b = args[2] if len(args) > 2 else kwargs.get("bias")
-            if b is None:
-                raise Unsupported("linear without a bias")
             self.macs += np.prod(self.shape_of(node), dtype=np.float64) * self.shape_of(x)[-1]
+            if b is None:  # x w^T
+                w_t = self.out.node("transpose", [self.value(w)], perm=[1, 0])
+                return self.out.node("matmul", [self.value(x), w_t])
             return self.out.node("linear", [self.value(x), self.value(w), self.value(b)])
         if target in (torch.softmax, F.softmax, torch.log_softmax, F.log_softmax):
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -544,6 +551,12 @@ class _Translator:
             return self.out.node("reshape", [self.value(x)], shape=self.shape_of(node))
         if name == "contiguous":
             return self.value(x)
+        if name in ("unsqueeze", "squeeze"):
+            return self.out.node("reshape", [self.value(x)], shape=self.shape_of(node))
+        if name == "expand":
+            return self.out.node("expand", [self.value(x)], shape=self.shape_of(node))
+        if name in ("split", "chunk"):
+            return self.split(node, x, *args[1:], **kwargs)
         if name in ("masked_fill", "masked_fill_"):
             filled = self.masked_fill(node, *args)
             if name == "masked_fill_":  # later readers of x read the filled value
@@ -720,6 +733,16 @@ class _Translator:
             return self.out.node("add", [x, feed_forward(norm(x, a.norm_weight_2, a.norm_bias_2))])
         x = norm(self.out.node("add", [x, self_attention(x)]), a.norm_weight_1, a.norm_bias_1)
         return norm(self.out.node("add", [x, feed_forward(x)]), a.norm_weight_2, a.norm_bias_2)
+
+    def split(self, node, x, size_or_count, dim=0):
+        """x.split(size or sizes, dim) or x.chunk(count, dim): parts along dim,
+        as torch sizes them (the meta of each)."""
+        rank = len(self.shape_of(x))
+        axis = int(self.raw(dim)) % rank
+        parts = [int(v.shape[axis]) for v in node.meta["example_value"]]
+        names = self.out.node("split", [self.value(x)], outputs=len(parts), axis=axis,
+                              split=parts)
+        return tuple(names) if len(parts) > 1 else (names,)
 
     def masked_fill(self, node, x, mask, value):
         """x with `value` where `mask` is true."""
