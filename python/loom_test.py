@@ -61,6 +61,17 @@ class LoomTest(unittest.TestCase):
         with self.assertRaises(ValueError):  # also a ValueError
             self.lstm(self.x, self.x)
 
+    def test_a_raw_call_runs_on_the_callers_memory(self):
+        call = self.lstm.raw_call([("x", np.float32, (2, 16, 32))])
+        outputs = [np.empty(shape, dtype) for _, dtype, shape in self.lstm.outputs]
+        call([self.x.ctypes.data], [o.ctypes.data for o in outputs])
+        for (name, _, _), output in zip(self.lstm.outputs, outputs):
+            assert_close(self, output, self.lstm.run({"x": self.x})[name])
+        wrong = self.lstm.raw_call([("x", np.float32, (1, 16, 32))])
+        with self.assertRaises(loom.InvalidArgumentError) as raised:
+            wrong([self.x.ctypes.data], [o.ctypes.data for o in outputs])
+        self.assertIn("input 'x' is f32[1, 16, 32]", str(raised.exception))
+
     def test_bad_files_raise(self):
         with self.assertRaises(loom.Error) as raised:
             loom.load("/nonexistent/model.loom")

@@ -124,18 +124,46 @@ class _Plan:
             self.output_shapes.append((encoded, dims))  # alive as long as the structs
             self.outputs[i] = _Tensor(encoded, _DTYPES.index(dtype), len(shape), dims, None)
 
-    def bind_input(self, i, array):
-        if self.types[i] != (array.dtype, array.shape):
-            if array.dtype not in _DTYPES:
+    def set_type(self, i, dtype, shape):
+        """Input i's type, if it is not that already."""
+        if self.types[i] != (dtype, shape):
+            if dtype not in _DTYPES:
                 raise InvalidArgumentError(
                     "input '%s' is %s, which loom has no type for (it has %s)" % (
-                        self.names[i].decode(), array.dtype, ", ".join(_DTYPE_NAMES)),
+                        self.names[i].decode(), dtype, ", ".join(_DTYPE_NAMES)),
                     _INVALID_ARGUMENT)
-            self.shapes[i] = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
-            self.types[i] = (array.dtype, array.shape)
-            self.inputs[i] = _Tensor(self.names[i], _DTYPES.index(array.dtype), array.ndim,
+            self.shapes[i] = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+            self.types[i] = (dtype, shape)
+            self.inputs[i] = _Tensor(self.names[i], _DTYPES.index(dtype), len(shape),
                                      self.shapes[i], None)
+
+    def bind_input(self, i, array):
+        self.set_type(i, array.dtype, array.shape)
         self.inputs[i].data = array.ctypes.data
+
+
+class RawCall:
+    """Model.raw_call's: runs the model on memory its caller owns."""
+
+    def __init__(self, model, inputs):
+        self._model = model
+        self._plan = _Plan(model, [name for name, _, _ in inputs])
+        for i, (_, dtype, shape) in enumerate(inputs):
+            self._plan.set_type(i, np.dtype(dtype), tuple(shape))
+        self._count = len(inputs)
+
+    def __call__(self, input_addresses, output_addresses):
+        """Runs on the inputs at these addresses, writing the outputs at those."""
+        plan = self._plan
+        for i, address in enumerate(input_addresses):
+            plan.inputs[i].data = address
+        for i, address in enumerate(output_addresses):
+            plan.outputs[i].data = address
+        model = self._model
+        if model._handle is None:
+            raise Error("the model was closed", 0)
+        _check(_library().loom_model_run(model._handle, plan.inputs, self._count, plan.outputs,
+                                         len(model.outputs)))
 
 
 class Model:
@@ -163,6 +191,16 @@ class Model:
     def run(self, feeds):
         """Runs on `feeds` ({input name: array}); returns {output name: array}."""
         return self._call(_library().loom_model_run, feeds)
+
+    def raw_call(self, inputs):
+        """A call for memory the caller owns, as a binding that keeps its own
+        arrays does (the torch.compile backend): `inputs` lists (name, numpy
+        dtype, shape) of the inputs it passes, in order; the RawCall then
+        takes the addresses of contiguous inputs of those types and of
+        buffers for the outputs (self.outputs; 64-byte aligned to be
+        written in place, else written through a copy). A wrong type is
+        refused as in run(); the addresses are the caller's to keep valid."""
+        return RawCall(self, inputs)
 
     def reference(self, feeds):
         """What run() computes, by loom's reference interpreter (what `loom

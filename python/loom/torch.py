@@ -42,6 +42,13 @@ _TORCH_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32",
                  torch.int16: "I16", torch.uint8: "U8"}
 
 
+def _numpy_dtype(dtype):
+    return np.dtype(str(dtype).replace("torch.", ""))
+
+
+_TORCH_OF_NUMPY = {_numpy_dtype(t): t for t in _TORCH_DTYPES}
+
+
 class Unsupported(Exception):
     """Something in the graph loom does not compile."""
 
@@ -188,6 +195,13 @@ def _spatial(value, dims, kind=int):
     return [kind(v) for v in values]
 
 
+def _is_weight(placeholder, arg):
+    """Whether a graph's placeholder is a parameter or buffer of the module
+    (a weight, whose shape and values the compile keeps) rather than an input."""
+    return isinstance(arg, torch.nn.Parameter) or (
+        "_parameters_" in placeholder.name or "_buffers_" in placeholder.name)
+
+
 class _Translator:
     def __init__(self, gm, args, folder):
         self.gm = gm
@@ -209,8 +223,7 @@ class _Translator:
         for position, (node, arg) in enumerate(zip(placeholders, self.args)):
             if not isinstance(arg, torch.Tensor):
                 self.env[node] = arg  # a symbolic size: its value for this entry
-            elif "_parameters_" in node.name or "_buffers_" in node.name or isinstance(
-                    arg, torch.nn.Parameter):
+            elif _is_weight(node, arg):
                 self.env[node] = ("weight", arg)
             else:
                 name = "input_%d" % position
@@ -261,7 +274,7 @@ class _Translator:
 
     @staticmethod
     def dtype_of(arg):
-        return np.dtype(str(arg.meta["example_value"].dtype).replace("torch.", ""))
+        return _numpy_dtype(arg.meta["example_value"].dtype)
 
     def ints(self, values):
         return [int(self.raw(v)) for v in values]
@@ -858,6 +871,7 @@ class _Entry:
         self.path, self.positions, self.outputs = path, positions, outputs
         self.macs = macs
         self.model = None
+        self.raw_call = None  # the model's, for the types of this entry's inputs
         self.error = None
         self.calls = 0
         self.interpreted_calls = 0
@@ -887,14 +901,19 @@ class _Entry:
 class _Compiled:
     """The callable torch.compile gets: a loom model per set of shapes."""
 
-    def __init__(self, gm):
+    def __init__(self, gm, example_inputs):
         self.gm = gm
         self.entries = {}
         self.folder = tempfile.mkdtemp(prefix="loom_torch_")
+        # The arguments that may differ between calls: not the weights, which
+        # are the same for every call of this graph (dynamo guards them).
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.varying = [i for i, (node, arg) in enumerate(zip(placeholders, example_inputs))
+                        if not (isinstance(arg, torch.Tensor) and _is_weight(node, arg))]
 
     def key(self, args):
-        return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else int(a)
-                     for a in args)
+        return tuple((args[i].shape, args[i].dtype) if isinstance(args[i], torch.Tensor)
+                     else int(args[i]) for i in self.varying)
 
     def entry(self, args):
         key = self.key(args)
@@ -910,12 +929,27 @@ class _Compiled:
     def __call__(self, *args):
         entry = self.entry(args)
         runner = entry.runner()
-        feeds = {}
+        inputs = []
         for position in entry.positions:
-            tensor = args[position].detach()
+            tensor = args[position]
+            if tensor.requires_grad:
+                tensor = tensor.detach()
             if tensor.device.type != "cpu":
                 raise Unsupported("a tensor on %s" % tensor.device)
-            feeds["input_%d" % position] = tensor.contiguous().numpy()
+            inputs.append(tensor.contiguous())
+        if runner is entry.model and all(t.numel() > 0 for t in inputs) and all(
+                dtype in _TORCH_OF_NUMPY for _, dtype, _ in runner.outputs):
+            # The kernels read the tensors and write torch's outputs in place.
+            if entry.raw_call is None:
+                entry.raw_call = runner.raw_call([
+                    ("input_%d" % p, _numpy_dtype(t.dtype), tuple(t.shape))
+                    for p, t in zip(entry.positions, inputs)])
+            outputs = tuple(torch.empty(shape, dtype=_TORCH_OF_NUMPY[dtype])
+                            for _, dtype, shape in runner.outputs)
+            entry.raw_call([t.data_ptr() for t in inputs], [o.data_ptr() for o in outputs])
+            by_name = dict(zip((name for name, _, _ in runner.outputs), outputs))
+            return tuple(by_name[name] for name, _, _ in entry.outputs)
+        feeds = {"input_%d" % p: t.numpy() for p, t in zip(entry.positions, inputs)}
         results = runner.run(feeds)
         return tuple(torch.from_numpy(results[name]) for name, _, _ in entry.outputs)
 
@@ -927,7 +961,7 @@ def loom_backend(gm, example_inputs):
         warnings.warn("loom compiles inference: gradients are required here (use "
                       "torch.no_grad()), so this graph runs eagerly")
         return gm.forward
-    compiled = _Compiled(gm)
+    compiled = _Compiled(gm, example_inputs)
     try:
         compiled.entry(example_inputs)
     except (Unsupported, loom.Error) as e:
