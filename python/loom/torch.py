@@ -587,8 +587,9 @@ class _Translator:
         raise Unsupported("method %s" % name)
 
     # --- attention (nn.MultiheadAttention and nn.TransformerEncoderLayer,
-    # which torch calls as one function each: decomposed here into loom's
-    # linear, matmul, softmax and layer_norm) ---
+    # which torch calls as one function each, and scaled_dot_product_attention:
+    # decomposed here into loom's linear, matmul, softmax, where and
+    # layer_norm) ---
 
     def masked(self, scores, dtype, mask, shape, excluded_where_true):
         """`scores` (of `dtype`) with the FX value `mask` applied, reshaped to
@@ -747,9 +748,9 @@ class _Translator:
         x = norm(self.out.node("add", [x, self_attention(x)]), a.norm_weight_1, a.norm_bias_1)
         return norm(self.out.node("add", [x, feed_forward(x)]), a.norm_weight_2, a.norm_bias_2)
 
-    def split(self, node, x, size_or_count, dim=0):
+    def split(self, node, x, _sizes, dim=0):
         """x.split(size or sizes, dim) or x.chunk(count, dim): parts along dim,
-        as torch sizes them (the meta of each)."""
+        each of the size torch gave it (its meta)."""
         rank = len(self.shape_of(x))
         axis = int(self.raw(dim)) % rank
         parts = [int(v.shape[axis]) for v in node.meta["example_value"]]
