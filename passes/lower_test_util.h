@@ -22,7 +22,7 @@ inline Graph GraphWithInput(const Shape& shape, ValueId& x) {
 // A node of `op` named after it and the graph's node count ("exp0"), with
 // one output; returns the output.
 inline ValueId AddNode(Graph& graph, const std::string& op, std::vector<ValueId> inputs,
-                Attrs attrs = {}) {
+                       Attrs attrs = {}) {
   const std::string name = absl::StrCat(op, graph.nodes().size());
   const NodeId node =
       *graph.AddNode(name, op, std::move(inputs), {name + ".out"}, std::move(attrs));
