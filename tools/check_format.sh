@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Emitted kernels (tests/golden) are the code generator's output, checked
-# byte for byte by their own test.
-mapfile -t files < <(git ls-files '*.cc' '*.h' '*.inc' | grep -v '^tests/golden/')
+# byte for byte by their own test. New files count before they are added.
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h' '*.inc' |
+  grep -v '^tests/golden/')
 if [[ "${1:-}" == "--fix" ]]; then
   clang-format -i "${files[@]}"
   exit 0
