@@ -1,5 +1,6 @@
 #include "frontends/onnx/onnx_importer.h"
 
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -227,7 +228,8 @@ class Importer {
     }
     for (const onnx::TensorProto& init : g.initializer()) {
       LOOM_ASSIGN_OR_RETURN(Tensor data,
-                            TensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'")));
+                            TensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'"),
+                                           options_.external_data_dir));
       LOOM_ASSIGN_OR_RETURN(
           ValueId id, graph_.AddInitializer(init.name(), ValueKind::kWeight, std::move(data)));
       values_[init.name()] = id;
@@ -416,7 +418,12 @@ absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path) {
 
 absl::StatusOr<Graph> LoadOnnxFile(const std::string& path, const OnnxImportOptions& options) {
   LOOM_ASSIGN_OR_RETURN(onnx::ModelProto model, ReadOnnxModelFile(path));
-  absl::StatusOr<Graph> graph = ImportOnnxModel(model, options);
+  OnnxImportOptions with_folder = options;
+  if (with_folder.external_data_dir.empty()) {
+    with_folder.external_data_dir = std::filesystem::path(path).parent_path().string();
+    if (with_folder.external_data_dir.empty()) with_folder.external_data_dir = ".";
+  }
+  absl::StatusOr<Graph> graph = ImportOnnxModel(model, with_folder);
   if (!graph.ok()) {
     return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
   }

@@ -51,6 +51,9 @@ struct OnnxImportOptions {
   // Shapes for graph inputs whose declared shape has symbolic or unknown
   // dims, by name.
   absl::flat_hash_map<std::string, Shape> input_shapes;
+  // The folder that initializers' external data files are in (the model's;
+  // LoadOnnxFile sets it). Empty: a model with external data is refused.
+  std::string external_data_dir;
 };
 
 absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,

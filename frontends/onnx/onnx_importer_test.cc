@@ -6,6 +6,7 @@
 #include "frontends/onnx/onnx_importer.h"
 
 #include <cstdint>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <utility>
@@ -327,7 +328,8 @@ TEST(OnnxTensorTest, RefusesBadData) {
               HasSubstr("2 values in float_data for shape [3]"));
   onnx::TensorProto external = ModelBuilder::FloatTensor({1}, {1});
   external.set_data_location(onnx::TensorProto::EXTERNAL);
-  EXPECT_THAT(TensorFromOnnx(external, "t").status().message(), HasSubstr("external"));
+  EXPECT_THAT(TensorFromOnnx(external, "t").status().message(),
+              HasSubstr("external data without a location"));
   onnx::TensorProto negative = ModelBuilder::FloatTensor({}, {1});
   negative.add_dims(-2);
   EXPECT_EQ(TensorFromOnnx(negative, "t").status().code(), absl::StatusCode::kInvalidArgument);
@@ -368,6 +370,82 @@ TEST(OnnxTensorTest, ReadsNarrowAndUnsignedIntegers) {
   u32.add_uint64_data(1);
   EXPECT_THAT(TensorFromOnnx(u32, "u32").status().message(),
               HasSubstr("1 values in uint64_data for shape [2]"));
+}
+
+// An f32 tensor of `dims` whose data is external: `entries` as
+// external_data's key/value pairs.
+onnx::TensorProto ExternalFloats(const std::vector<int64_t>& dims,
+                                 const std::vector<std::pair<std::string, std::string>>& entries) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  for (const auto& [key, value] : entries) {
+    onnx::StringStringEntryProto* entry = t.add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+  return t;
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// torch.onnx.export writes large weights to a file beside the model:
+// external data, read from the model's folder at its offset.
+TEST(OnnxTensorTest, ReadsExternalDataFromTheModelsFolder) {
+  const std::string dir = testing::TempDir();
+  const float values[] = {0, 0, 1.5f, -2.5f, 3.5f};  // two floats of padding first
+  WriteBytes(dir + "/weights.data", std::string(reinterpret_cast<const char*>(values), 20));
+  absl::StatusOr<Tensor> t = TensorFromOnnx(
+      ExternalFloats({3}, {{"location", "weights.data"}, {"offset", "8"}, {"length", "12"}}), "w",
+      dir);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->GetDouble(0), 1.5);
+  EXPECT_EQ(t->GetDouble(2), 3.5);
+
+  // Through a model file: LoadOnnxFile reads it from the model's folder.
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {3}).Output("y");
+  *b.model_for_test().mutable_graph()->add_initializer() =
+      ExternalFloats({3}, {{"location", "weights.data"}, {"offset", "8"}});
+  b.model_for_test().mutable_graph()->mutable_initializer(0)->set_name("w");
+  b.Node("Add", {"x", "w"}, {"y"});
+  WriteBytes(dir + "/external.onnx", b.model().SerializeAsString());
+  absl::StatusOr<Graph> graph = LoadOnnxFile(dir + "/external.onnx");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->weights().size(), 1);
+  EXPECT_EQ(graph->initializer(graph->weights()[0]).GetDouble(1), -2.5);
+}
+
+TEST(OnnxTensorTest, RefusesExternalDataItCannotTrust) {
+  const std::string dir = testing::TempDir();
+  WriteBytes(dir + "/short.data", std::string(8, '\0'));
+  const std::vector<std::pair<std::vector<std::pair<std::string, std::string>>, std::string>>
+      cases = {
+          {{{"location", "short.data"}}, "short.data' has fewer than 12 bytes from offset 0"},
+          {{{"location", "short.data"}, {"offset", "4"}, {"length", "4"}},
+           "external data of 4 bytes, shape [3] of f32 needs 12"},
+          {{{"location", "short.data"}, {"offset", "-1"}}, "offset '-1' is not a byte count"},
+          {{{"location", "missing.data"}}, "cannot read its external data"},
+          {{{"location", "/etc/passwd"}}, "'/etc/passwd' is not a path inside the model's folder"},
+          {{{"location", "../short.data"}}, "is not a path inside the model's folder"},
+      };
+  for (const auto& [entries, message] : cases) {
+    EXPECT_THAT(TensorFromOnnx(ExternalFloats({3}, entries), "w", dir).status().message(),
+                HasSubstr(message));
+  }
+  // Imported from memory, there is no folder to read from.
+  EXPECT_THAT(
+      TensorFromOnnx(ExternalFloats({3}, {{"location", "short.data"}}), "w").status().message(),
+      HasSubstr("needs the model's folder"));
+  // Dims that claim more than any file holds are refused before allocating.
+  EXPECT_THAT(
+      TensorFromOnnx(ExternalFloats({int64_t{1} << 40}, {{"location", "short.data"}}), "w", dir)
+          .status()
+          .message(),
+      HasSubstr("has fewer than"));
 }
 
 TEST(OnnxImporterTest, LoadOnnxFileNamesThePath) {

@@ -133,6 +133,29 @@ absl::Status ConvertSlice(NodeContext& ctx) {
   return ctx.status();
 }
 
+// Split's sizes for num_outputs (opset 18's attribute, which torch's
+// exporter also writes into the opset 17 models it converts to): parts of
+// ceil(dim / n), the last one smaller when they do not divide the axis.
+absl::StatusOr<std::vector<int64_t>> SplitOfNumOutputs(NodeContext& ctx) {
+  const int64_t count = ctx.Int("num_outputs", 0);
+  if (count < 1 || count != ctx.num_outputs()) {
+    return ctx.Refuse(
+        absl::StrCat("attribute 'num_outputs' is ", count, " for ", ctx.num_outputs(), " outputs"));
+  }
+  const Shape& shape = ctx.TypeOf(ctx.In(0)).shape;
+  LOOM_ASSIGN_OR_RETURN(int64_t axis,
+                        NormalizedAxis(ctx, ctx.Int("axis", 0), shape.size(), "axis"));
+  const int64_t dim = shape[axis];
+  const int64_t part = (dim + count - 1) / count;
+  if (part * (count - 1) >= dim && count > 1) {
+    return ctx.Refuse(absl::StrCat("axis of size ", dim, " does not split into ", count,
+                                   " parts of ", part, " and a smaller last one"));
+  }
+  std::vector<int64_t> sizes(count, part);
+  sizes.back() = dim - part * (count - 1);
+  return sizes;
+}
+
 absl::Status ConvertSplit(NodeContext& ctx) {
   Attrs attrs;
   if (ctx.opset() < 13) {
@@ -141,9 +164,12 @@ absl::Status ConvertSplit(NodeContext& ctx) {
     }
     if (ctx.HasAttr("split")) attrs.Set("split", ctx.Ints("split"));
   } else {
-    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}}));
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}, {"num_outputs", kInt}}));
     if (ctx.HasInput(1)) {
       LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> split, ctx.ConstInts(1, "split sizes"));
+      attrs.Set("split", split);
+    } else if (ctx.HasAttr("num_outputs")) {
+      LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> split, SplitOfNumOutputs(ctx));
       attrs.Set("split", split);
     }
   }

@@ -1,7 +1,7 @@
 // The ONNX importer's mappings of the elementwise, tensor and math ops
 // (onnx_ops_elementwise.cc, onnx_ops_tensor.cc, onnx_ops_math.cc): Clip's
 // bounds, gathers and scatters (indices known at import or only at run
-// time), legacy broadcasting, BitShift, quantization, MatMulInteger, TopK,
+// time), Split by a count, legacy broadcasting, BitShift, quantization, MatMulInteger, TopK,
 // the window functions and refusals.
 #include <cmath>
 #include <cstdint>
@@ -35,6 +35,37 @@ TEST(OnnxOpsTest, ClipBoundsMustBeKnown) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_FALSE(graph->nodes()[0].attrs.Has("min"));
   EXPECT_EQ(graph->nodes()[0].attrs.GetFloat("max", 0), 0.25);
+}
+
+// Opset 18's Split by a count of outputs, parts of ceil(dim / n), the last
+// smaller: torch.onnx.export's dynamo exporter writes it for q, k and v,
+// even into the opset 17 models it converts to.
+TEST(OnnxOpsTest, SplitIntoACountOfOutputs) {
+  ModelBuilder b(17);
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 7}).Output("a").Output("b").Output("c");
+  onnx::NodeProto& split = b.Node("Split", {"x"}, {"a", "b", "c"}, "sp");
+  SetAttr(split, "axis", -1);
+  SetAttr(split, "num_outputs", 3);
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_THAT(graph->nodes()[0].attrs.GetInts("split"), ElementsAre(3, 3, 1));
+  const Tensor x = Iota({2, 7}, 1.0);
+  absl::StatusOr<std::vector<Tensor>> parts = Interpret(*graph, {x});
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_EQ((*parts)[2].GetDouble(1), x.GetDouble(13));  // x[1][6]
+
+  ModelBuilder miscounted(17);
+  miscounted.Input("x", onnx::TensorProto::FLOAT, {2, 7}).Output("a").Output("b").Output("c");
+  SetAttr(miscounted.Node("Split", {"x"}, {"a", "b", "c"}, "sp"), "num_outputs", 2);
+  EXPECT_THAT(ImportOnnxModel(miscounted.model()).status().message(),
+              HasSubstr("node 'sp' (Split): attribute 'num_outputs' is 2 for 3 outputs"));
+  ModelBuilder uneven(17);
+  uneven.Input("x", onnx::TensorProto::FLOAT, {2, 4}).Output("a").Output("b").Output("c");
+  onnx::NodeProto& three = uneven.Node("Split", {"x"}, {"a", "b", "c"}, "sp");
+  SetAttr(three, "axis", 1);
+  SetAttr(three, "num_outputs", 3);  // parts of 2: nothing left for the third
+  EXPECT_THAT(ImportOnnxModel(uneven.model()).status().message(),
+              HasSubstr("does not split into 3 parts of 2 and a smaller last one"));
 }
 
 TEST(OnnxOpsTest, GatherElementsWithKnownIndices) {

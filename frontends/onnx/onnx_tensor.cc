@@ -1,8 +1,13 @@
 #include "frontends/onnx/onnx_tensor.h"
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "ir/file_io.h"
 #include "ir/status_macros.h"
@@ -76,6 +81,81 @@ void CopyTyped(const onnx::TensorProto& proto, Tensor& tensor) {
   }
 }
 
+// Bools as 0 and 1, whatever nonzero byte the data held.
+void NormalizeBools(Tensor& tensor) {
+  if (tensor.dtype() != DType::kBool) return;
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    tensor.SetInt(i, tensor.data_as<uint8_t>()[i] != 0);
+  }
+}
+
+// The path of external data, `location` inside the model's folder `dir`.
+absl::StatusOr<std::filesystem::path> ExternalPath(const std::string& location,
+                                                   const std::string& dir, absl::string_view what) {
+  if (location.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": external data without a location"));
+  }
+  if (dir.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ": its data is in an external file, which needs the model's folder (import the "
+        "model from its file)"));
+  }
+  const std::filesystem::path relative(location);
+  const bool escapes = absl::c_any_of(relative, [](const auto& part) { return part == ".."; });
+  if (relative.is_absolute() || escapes) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": external data location '", location,
+                                                   "' is not a path inside the model's folder"));
+  }
+  return std::filesystem::path(dir) / relative;
+}
+
+// A tensor whose data is in an external file (TensorProto.external_data:
+// location, offset, length), read once the file is known to hold it.
+absl::StatusOr<Tensor> ExternalTensor(const onnx::TensorProto& proto, absl::string_view what,
+                                      const std::string& dir, DType dtype, Shape shape) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto& entry : proto.external_data()) {
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset" || entry.key() == "length") {
+      int64_t value = 0;
+      if (!absl::SimpleAtoi(entry.value(), &value) || value < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": external data ", entry.key(), " '",
+                                                       entry.value(), "' is not a byte count"));
+      }
+      (entry.key() == "offset" ? offset : length) = value;
+    }
+  }
+  LOOM_ASSIGN_OR_RETURN(std::filesystem::path path, ExternalPath(location, dir, what));
+  const int64_t bytes = NumBytes(dtype, shape);
+  if (length >= 0 && length != bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": external data of ", length,
+                                                   " bytes, shape ", ShapeToString(shape), " of ",
+                                                   DTypeName(dtype), " needs ", bytes));
+  }
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read its external data '",
+                                                   path.string(), "': ", error.message()));
+  }
+  if (size < static_cast<uintmax_t>(offset) || size - offset < static_cast<uintmax_t>(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": its external data '", path.string(),
+                                                   "' has fewer than ", bytes,
+                                                   " bytes from offset ", offset));
+  }
+  Tensor tensor(dtype, std::move(shape));
+  std::ifstream file(path, std::ios::binary);
+  if (!file.seekg(offset) || !file.read(static_cast<char*>(tensor.data()), bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": cannot read its external data '", path.string(), "'"));
+  }
+  NormalizeBools(tensor);
+  return tensor;
+}
+
 }  // namespace
 
 std::string OnnxTypeName(int32_t elem_type) {
@@ -118,17 +198,17 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what) {
                    "INT64, UINT8, UINT16, UINT32, UINT64 and BOOL)"));
 }
 
-absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what) {
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": external tensor data is not supported"));
-  }
+absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what,
+                                      const std::string& external_dir) {
   if (proto.has_segment()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": segmented tensor data is not supported"));
   }
   LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(proto.data_type(), what));
   LOOM_ASSIGN_OR_RETURN(Shape shape, DimsOf(proto, what));
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    return ExternalTensor(proto, what, external_dir, dtype, std::move(shape));
+  }
   // Sizes are checked before allocating: dims may claim far more than the
   // data holds.
   const int64_t elements = NumElements(shape);
@@ -142,11 +222,7 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::stri
     Tensor tensor(dtype, std::move(shape));
     // raw_data is little-endian, like every machine loom runs on.
     std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
-    if (dtype == DType::kBool) {  // normalise to 0/1
-      for (int64_t i = 0; i < elements; ++i) {
-        tensor.SetInt(i, tensor.data_as<uint8_t>()[i] != 0);
-      }
-    }
+    NormalizeBools(tensor);
     return tensor;
   }
   absl::string_view field;

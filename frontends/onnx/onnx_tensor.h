@@ -22,10 +22,15 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what);
 // "FLOAT16", "UINT8", ...: an ONNX element type's name, for messages.
 std::string OnnxTypeName(int32_t elem_type);
 
-// The data of an ONNX tensor: raw_data or the typed fields, with every size
-// checked against the dims. External or segmented data and element types
-// outside loom's set are InvalidArgument errors naming `what`.
-absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what);
+// The data of an ONNX tensor: raw_data, the typed fields, or external data
+// (external_data's location, offset and length: a file in `external_dir`,
+// the model's folder, as torch.onnx.export writes large weights), with
+// every size checked against the dims before anything is allocated.
+// Segmented data, element types outside loom's set, and external data
+// where there is no folder (empty `external_dir`), outside the folder or
+// short of what the dims need are InvalidArgument errors naming `what`.
+absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what,
+                                      const std::string& external_dir = "");
 
 // Reads a serialised TensorProto (an ONNX test's input_N.pb / output_N.pb).
 absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path);
