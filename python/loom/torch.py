@@ -872,7 +872,7 @@ class _Entry:
         self.path, self.positions, self.outputs = path, positions, outputs
         self.macs = macs
         self.model = None
-        self.raw_call = None  # the model's, for the types of this entry's inputs
+        self.tensor_call = None  # _TensorCall.make's, once the model runs
         self.error = None
         self.calls = 0
         self.interpreted_calls = 0
@@ -897,6 +897,32 @@ class _Entry:
         if self.error is not None:
             raise self.error
         return self.model
+
+
+class _TensorCall:
+    """An entry's compiled model on torch's tensors: it reads the inputs'
+    memory and writes outputs that torch allocates, no numpy in between."""
+
+    def __init__(self, model, entry, inputs):
+        self.call = model.raw_call([("input_%d" % p, _numpy_dtype(t.dtype), tuple(t.shape))
+                                    for p, t in zip(entry.positions, inputs)])
+        self.outputs = [(shape, _TORCH_OF_NUMPY[dtype]) for _, dtype, shape in model.outputs]
+        names = [name for name, _, _ in model.outputs]
+        self.order = [names.index(name) for name, _, _ in entry.outputs]
+
+    @classmethod
+    def make(cls, model, entry, inputs):
+        """The call, or False where torch has no dtype for an output or a
+        tensor has no elements (and so maybe no memory to point at)."""
+        if any(t.numel() == 0 for t in inputs) or any(
+                dtype not in _TORCH_OF_NUMPY for _, dtype, _ in model.outputs):
+            return False
+        return cls(model, entry, inputs)
+
+    def __call__(self, inputs):
+        outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in self.outputs]
+        self.call([t.data_ptr() for t in inputs], [o.data_ptr() for o in outputs])
+        return tuple(outputs[i] for i in self.order)
 
 
 class _Compiled:
@@ -938,18 +964,11 @@ class _Compiled:
             if tensor.device.type != "cpu":
                 raise Unsupported("a tensor on %s" % tensor.device)
             inputs.append(tensor.contiguous())
-        if runner is entry.model and all(t.numel() > 0 for t in inputs) and all(
-                dtype in _TORCH_OF_NUMPY for _, dtype, _ in runner.outputs):
-            # The kernels read the tensors and write torch's outputs in place.
-            if entry.raw_call is None:
-                entry.raw_call = runner.raw_call([
-                    ("input_%d" % p, _numpy_dtype(t.dtype), tuple(t.shape))
-                    for p, t in zip(entry.positions, inputs)])
-            outputs = tuple(torch.empty(shape, dtype=_TORCH_OF_NUMPY[dtype])
-                            for _, dtype, shape in runner.outputs)
-            entry.raw_call([t.data_ptr() for t in inputs], [o.data_ptr() for o in outputs])
-            by_name = dict(zip((name for name, _, _ in runner.outputs), outputs))
-            return tuple(by_name[name] for name, _, _ in entry.outputs)
+        if runner is entry.model:
+            if entry.tensor_call is None:
+                entry.tensor_call = _TensorCall.make(runner, entry, inputs)
+            if entry.tensor_call:
+                return entry.tensor_call(inputs)
         feeds = {"input_%d" % p: t.numpy() for p, t in zip(entry.positions, inputs)}
         results = runner.run(feeds)
         return tuple(torch.from_numpy(results[name]) for name, _, _ in entry.outputs)
