@@ -44,7 +44,6 @@ class ParamTable {
   // kernel stores through it (a parameter keeps its first use's flag).
   Use Add(BufferId buffer, Expr index, bool written);
   const std::vector<BufferRef>& args() const { return args_; }
-  std::vector<BufferRef> TakeArgs() { return std::move(args_); }
   int64_t offset(int id) const { return args_[id].offset; }
   bool written(int id) const { return written_[id]; }
   size_t size() const { return args_.size(); }

@@ -75,8 +75,8 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
       launches.gemms.push_back(*std::move(gemm));
       continue;
     }
-    LOOM_ASSIGN_OR_RETURN(KernelPrinter::Printed printed,
-                          KernelPrinter(program, schedule, options, needs).Print(kernel));
+    KernelPrinter printer(program, schedule, options, needs);
+    LOOM_ASSIGN_OR_RETURN(KernelPrinter::Printed printed, printer.Print(kernel));
     key.Clear();
     key.Append(printed.shape.blocks);
     key.Append(printed.shape.threads);
@@ -86,9 +86,9 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
     if (function < 0) {
       function = functions.Add(key.bytes(), std::move(printed.text));
       shapes.push_back(printed.shape);
-      source.function_plans.push_back(std::move(printed.plan));
+      source.function_plans.push_back(printer.PlanText(printed.shape.blocks));
     }
-    kplan::AppendLaunch(launches, function, printed.args);
+    kplan::AppendLaunch(launches, function, printer.args());
   }
   std::string& text = source.text;
   text = kPrelude;

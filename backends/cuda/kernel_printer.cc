@@ -554,8 +554,6 @@ absl::StatusOr<KernelPrinter::Printed> KernelPrinter::Print(const Kernel& kernel
   printed.text = absl::StrCat("(", absl::StrJoin(param_decls_, ", "), ") {\n", body_, "}\n");
   printed.shape.blocks =
       std::max<int64_t>(1, (outer_total_ + teams_per_block - 1) / teams_per_block);
-  printed.plan = PlanText(printed.shape.blocks);
-  printed.args = params_.TakeArgs();
   printed.shape.threads = threads_;
   printed.shape.shared_bytes = shared_bytes_;
   return printed;

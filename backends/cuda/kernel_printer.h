@@ -83,25 +83,25 @@ class KernelPrinter {
         block_size_(options.block_size() > 0 ? options.block_size() : kDefaultBlockSize),
         needs_(needs) {}
 
-  // The function's parameter list and body, the arguments its parameters
-  // stand for, and how to launch it (the text and the shape determine the
-  // function).
+  // The function's parameter list and body, and how to launch it (the text
+  // and the shape determine the function).
   struct Printed {
     std::string text;
-    std::vector<BufferRef> args;
     LaunchShape shape;
-    // What the printer chose, in words (GeneratedSource::function_plans):
-    // the team, the shared arrays, where each member stores and what of it
-    // was left out.
-    std::string plan;
   };
   absl::StatusOr<Printed> Print(const Kernel& kernel);
+  // After Print, the arguments its parameters stand for.
+  const std::vector<BufferRef>& args() const { return params_.args(); }
+  // After Print, what it chose, in words (GeneratedSource::function_plans):
+  // the team and launch of `blocks`, the shared arrays, where each member
+  // stores and what of it was left out. Only for a new function: most
+  // kernels share one printed before.
+  std::string PlanText(int64_t blocks) const;
 
  private:
   absl::Status Analyze(const Kernel& kernel);
   absl::Status PlanSharedArrays();
   void ChooseTeam();
-  std::string PlanText(int64_t blocks) const;
   Region RegionOf(BufferId buffer) const;
   Expr Substituted(const Member& member, Expr e) const;
   absl::StatusOr<Expr> LocalIndex(const SharedArray& array, Expr index);
