@@ -86,6 +86,108 @@ std::string CoreHelpers(absl::string_view q) {
 
 namespace {
 
+// fmodf(a, b), exact as fmodf is, in double precision and without
+// branches, so that loops calling it vectorise (libm's fmodf is a call per
+// element). loom_fmod_rest's steps each take q, x / y' rounded to an
+// integer, for y' = y scaled by a power of two so that q has at most
+// LOOM_FMOD_BITS bits, and keep x - q y', exact (a fused multiply-add, or a
+// product q y' exact in 53 bits), plus y' where q was one too many: a
+// remainder by y', a multiple of y. Six steps of 48 bits cover the 277
+// between f32's largest and smallest magnitudes (eleven of 26 without FMA);
+// once y' is y, a step changes nothing. The rounding of q adds 2^52 and
+// takes it away. A NaN, an infinite a or a zero b gives NaN, an infinite b
+// gives a (loom_fmod_special). Choices are made in bits: GCC turns a choice
+// between floats into a branch around their computation.
+std::string FloatFmodHelper(absl::string_view q) {
+  return absl::StrCat(R"(
+#if defined(__FMA__) || defined(__aarch64__)
+#define LOOM_FMOD_STEPS 6
+#define LOOM_FMOD_BITS 48
+#define LOOM_FMOD_REST(x, q, y) __builtin_fma(-(q), (y), (x))
+#else
+#define LOOM_FMOD_STEPS 11
+#define LOOM_FMOD_BITS 26
+#define LOOM_FMOD_REST(x, q, y) ((x) - (q) * (y))
+#endif
+)",
+                      q, R"( uint64_t loom_f64_bits(double v) {
+  uint64_t bits;
+  __builtin_memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+)",
+                      q, R"( double loom_f64_of_bits(uint64_t bits) {
+  double v;
+  __builtin_memcpy(&v, &bits, sizeof v);
+  return v;
+}
+)",
+                      q, R"( double loom_fmod_rest(double x, double y) {
+  const uint64_t y_bits = loom_f64_bits(y), inverse_bits = loom_f64_bits(1.0 / y);
+#pragma GCC unroll 16
+  for (int step = 0; step < LOOM_FMOD_STEPS; ++step) {
+    const int32_t gap =
+        (int32_t)(loom_f64_bits(x) >> 52) - (int32_t)(y_bits >> 52) - LOOM_FMOD_BITS;
+    const uint64_t scale = (uint64_t)(uint32_t)(gap > 0 ? gap : 0) << 52;
+    const uint64_t divisor_bits = y_bits + scale;
+    const double divisor = loom_f64_of_bits(divisor_bits);
+    const double q = (x * loom_f64_of_bits(inverse_bits - scale) + 0x1p52) - 0x1p52;
+    const double rest = LOOM_FMOD_REST(x, q, divisor);
+    x = rest + loom_f64_of_bits(divisor_bits & (0 - (loom_f64_bits(rest) >> 63)));
+  }
+  return x;
+}
+)",
+                      q,
+                      R"( float loom_fmod_special(float a, double y, float r, float at_infinite_b) {
+  uint32_t a_bits, r_bits, infinite_b_bits;
+  __builtin_memcpy(&a_bits, &a, sizeof a_bits);
+  __builtin_memcpy(&r_bits, &r, sizeof r_bits);
+  __builtin_memcpy(&infinite_b_bits, &at_infinite_b, sizeof infinite_b_bits);
+  const uint32_t a_finite = (a_bits & 0x7f800000u) != 0x7f800000u;
+  const uint32_t b_finite = y < __builtin_inf();
+  const uint32_t remainder = 0u - (a_finite & (y > 0) & b_finite);
+  const uint32_t infinite_b = 0u - (a_finite & (b_finite ^ 1u) & (y == y));
+  const uint32_t out = (r_bits & remainder) | (infinite_b_bits & infinite_b) |
+                       (0x7fc00000u & ~(remainder | infinite_b));
+  float f;
+  __builtin_memcpy(&f, &out, sizeof f);
+  return f;
+}
+)",
+                      q, R"( float loom_fmodf(float a, float b) {
+  const double y = __builtin_fabs((double)b);
+  const double x = loom_fmod_rest(__builtin_fabs((double)a), y);
+  return loom_fmod_special(a, y, __builtin_copysignf((float)x, a), a);
+}
+)");
+}
+
+// loom_modf on loom_fmodf's steps: where a and b differ in sign and the
+// remainder x is not 0, |b| - x, exact in double, with b's sign (r + b,
+// rounded once; b itself where b is infinite). Vectorises for AVX2 and
+// AVX-512, not for SSE2 alone.
+std::string FloatFloorModHelper(absl::string_view q) {
+  return absl::StrCat(q, R"( float loom_floor_modf(float a, float b) {
+  const double y = __builtin_fabs((double)b);
+  const double x = loom_fmod_rest(__builtin_fabs((double)a), y);
+  uint32_t a_bits, b_bits;
+  __builtin_memcpy(&a_bits, &a, sizeof a_bits);
+  __builtin_memcpy(&b_bits, &b, sizeof b_bits);
+  const uint32_t flip = ((a_bits ^ b_bits) >> 31) & (x != 0) & (a != 0);
+  const double floor_x =
+      __builtin_fabs(loom_f64_of_bits(loom_f64_bits(y) & (0 - (uint64_t)flip)) - x);
+  const float r = __builtin_copysignf((float)floor_x, a);
+  uint32_t r_bits;
+  __builtin_memcpy(&r_bits, &r, sizeof r_bits);
+  r_bits ^= flip << 31;
+  float f;
+  __builtin_memcpy(&f, &r_bits, sizeof f);
+  return loom_fmod_special(a, y, f, flip ? b : a);
+}
+)");
+}
+
 // Remainders follow the interpreter: kMod takes the divisor's sign, kFmod
 // the dividend's; an integer remainder by 0 gives 0, and by -1 gives 0
 // without the overflow trap of INT64_MIN % -1.
@@ -116,6 +218,10 @@ std::string RemainderHelper(Helper helper, absl::string_view q) {
   return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
 }
 )");
+    case kFloatFmod:
+      return FloatFmodHelper(q);
+    case kFloatFloorMod:
+      return FloatFloorModHelper(q);
     default:  // not a remainder (HelperText dispatches)
       return "";
   }
@@ -233,6 +339,8 @@ std::string HelperText(Helper helper, absl::string_view q) {
     case kIntFmod:
     case kFloatMod:
     case kDoubleMod:
+    case kFloatFmod:
+    case kFloatFloorMod:
       return RemainderHelper(helper, q);
     case kUIntDiv:
     case kUIntMod:
@@ -559,9 +667,18 @@ std::string RemainderExpr(const Call& c) {
     return c.Binary("loom_umod");
   }
   if (c.fn == ScalarFn::kFmod) {
+    if (c.polynomial()) {
+      c.helpers.set(kFloatFmod);
+      return c.Binary("loom_fmodf");
+    }
     if (c.is_float()) return absl::StrCat(MathFn("fmod", c.type), "(", a[0], ", ", a[1], ")");
     c.helpers.set(kIntFmod);
     return c.Binary("loom_ifmod");
+  }
+  if (c.polynomial()) {
+    c.helpers.set(kFloatFmod);
+    c.helpers.set(kFloatFloorMod);
+    return c.Binary("loom_floor_modf");
   }
   if (c.is_float()) {
     const bool single = c.type == DType::kF32;

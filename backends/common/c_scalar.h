@@ -27,7 +27,9 @@ enum Helper : int {
   kIntFmod,
   kFloatMod,
   kDoubleMod,
-  kUIntDiv,  // loom_udiv, loom_umod, loom_upow: unsigned, in uint64_t
+  kFloatFmod,      // loom_fmodf (FloatExp)
+  kFloatFloorMod,  // loom_floor_modf: loom_modf on loom_fmodf
+  kUIntDiv,        // loom_udiv, loom_umod, loom_upow: unsigned, in uint64_t
   kUIntMod,
   kUIntPow,
   kFloatExp,
@@ -80,8 +82,10 @@ std::string Literal(double v, DType dtype);
 // expf, or loom_expf (helper kFloatExp), a branch-free polynomial that a C++
 // compiler vectorises inside loops (libm's expf stops vectorisation); f32
 // tanh likewise: tanhf, or loom_tanhf (helper kFloatTanh, which calls
-// loom_expf); erf: erff, or loom_erff (helper kFloatErf); and log: logf,
-// or loom_logf (helper kFloatLog).
+// loom_expf); erf: erff, or loom_erff (helper kFloatErf); log: logf, or
+// loom_logf (helper kFloatLog); and the f32 remainders: fmodf, or the exact
+// branch-free loom_fmodf (helper kFloatFmod; kFloatFloorMod for the floor
+// mod).
 enum class FloatExp { kLibm, kPolynomial };
 
 // The lines of loom_expf that, given `c` (its argument, clamped) and `n`

@@ -150,7 +150,13 @@ TEST(CodegenTest, HelpersAreEmittedOnlyWhenAKernelCallsThem) {
   Attrs fmod;
   fmod.Set("fmod", int64_t{1});
   const TensorType floats{DType::kF32, {4}};
-  EXPECT_THAT(Emit(OneOp("mod", {floats, floats}, fmod)).text, HasSubstr("= fmodf(t0, t1);"));
+  const std::string f32_fmod = Emit(OneOp("mod", {floats, floats}, fmod)).text;
+  EXPECT_THAT(f32_fmod, HasSubstr("= (float)loom_fmodf(t0, t1);"));
+  EXPECT_THAT(f32_fmod, Not(HasSubstr("loom_floor_modf")));
+  EXPECT_THAT(Emit(OneOp("mod", {floats, floats})).text,
+              HasSubstr("= (float)loom_floor_modf(t0, t1);"));
+  const TensorType doubles{DType::kF64, {4}};
+  EXPECT_THAT(Emit(OneOp("mod", {doubles, doubles}, fmod)).text, HasSubstr("= fmod(t0, t1);"));
 }
 
 // Loops calling libm functions that libmvec has vector variants of declare

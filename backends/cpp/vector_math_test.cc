@@ -4,17 +4,19 @@
 // exponential, sigmoid, tanh, erf and log, in explicit vectors and in the
 // scalar helpers GCC vectorises itself, and the functions that GCC
 // vectorises into calls of glibc's libmvec (f32 sin, cos and pow; every
-// f64 one).
+// f64 one); and loom's exact f32 remainders.
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "backends/cpp/artifact.h"
 #include "backends/cpp/e2e_test_util.h"
 #include "gmock/gmock.h"
@@ -263,6 +265,81 @@ void ExpectLibmCallsInVectors(const std::string& march, const std::string& f32_v
 TEST(VectorMathTest, LoopsCallingLibmRunInLibmvecsVectors) {
   ExpectLibmCallsInVectors("haswell", "_ZGVdN8", "_ZGVdN4");  // AVX2
   ExpectLibmCallsInVectors("x86-64", "_ZGVbN4", "_ZGVbN2");   // SSE2
+}
+
+// f32 remainders are exact, as C's fmodf is, at every lane for every
+// instruction set, without a call of libm's fmodf: on random bit patterns
+// (the infinities and NaNs among them), on pairs whose quotients have up to
+// 60 bits, and on every pair of special values. mod's floor remainder adds
+// the divisor to fmodf's where their signs differ (the interpreter's rule).
+std::vector<float> FmodArguments(bool dividends) {
+  const float specials[] = {0.0f,   -0.0f, INFINITY, -INFINITY, NAN,    1.0f,
+                            -1.0f,  3.0f,  -2.5f,    7.0f,      1e-45f, 1e-40f,
+                            1e-38f, 1e38f, 3.4e38f,  -0.75f,    1e7f,   16777217.0f};
+  constexpr int64_t kCount = sizeof specials / sizeof specials[0];
+  std::vector<float> values(kGridSize);
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto next = [&state] {  // xorshift64
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<uint32_t>(state >> 16);
+  };
+  for (int64_t i = 0; i < kGridSize; ++i) {
+    uint32_t bits = next();
+    if (i % 3 == 1) {  // a divisor's exponent up to 60 below the dividend's
+      const uint32_t high = (static_cast<uint32_t>(i) * 2654435761u >> 8) % 254 + 1;
+      const uint32_t low = high - std::min(high - 1, next() % 60);
+      bits = (bits & 0x807fffffu) | (dividends ? high : low) << 23;
+    }
+    std::memcpy(&values[i], &bits, sizeof bits);
+    if (i < kCount * kCount) values[i] = specials[dividends ? i / kCount : i % kCount];
+  }
+  return values;
+}
+
+bool SameFloat(float a, float b) {
+  return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+TEST(VectorMathTest, FloatRemaindersAreExactWithoutLibm) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {kRows, kColumns});
+  const ValueId y = b.Input("y", DType::kF32, {kRows, kColumns});
+  b.Output(b.Op("mod", {x, y}, MakeAttrs({{"fmod", int64_t{1}}})));
+  b.Output(b.Op("mod", {x, y}));
+  ASSERT_TRUE(InferShapes(b.graph()).ok());
+  const std::vector<float> dividends = FmodArguments(true), divisors = FmodArguments(false);
+  Tensor xs(DType::kF32, {kRows, kColumns}), ys(DType::kF32, {kRows, kColumns});
+  std::memcpy(xs.data(), dividends.data(), kGridSize * sizeof(float));
+  std::memcpy(ys.data(), divisors.data(), kGridSize * sizeof(float));
+  for (const std::string march : kMarches) {
+    absl::StatusOr<std::vector<Tensor>> outputs = CompileAndRun(b.graph(), {xs, ys}, march);
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < kGridSize; ++i) {
+      const float a = dividends[i], d = divisors[i];
+      const float fmod = std::fmod(a, d);
+      const float floor_mod = fmod != 0 && (fmod < 0) != (d < 0) ? fmod + d : fmod;
+      const float got_fmod = static_cast<float>((*outputs)[0].GetDouble(i));
+      const float got_floor_mod = static_cast<float>((*outputs)[1].GetDouble(i));
+      if (SameFloat(got_fmod, fmod) && SameFloat(got_floor_mod, floor_mod)) continue;
+      if (++wrong <= 5) {
+        ADD_FAILURE() << absl::StrFormat("%a mod %a for %s: fmod %a (want %a), floor %a (want %a)",
+                                         a, d, march.empty() ? "native" : march, got_fmod, fmod,
+                                         got_floor_mod, floor_mod);
+      }
+    }
+    EXPECT_EQ(wrong, 0) << march;
+  }
+  for (const std::string march : {"haswell", "x86-64"}) {
+    absl::StatusOr<Module> module = EmitModule(b.graph(), march);
+    ASSERT_TRUE(module.ok()) << module.status();
+    absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+    ASSERT_TRUE(library.ok()) << library.status();
+    EXPECT_THAT(ImportedSymbols(library->path()), testing::Not(testing::Contains("fmodf")))
+        << march;
+  }
 }
 
 // A row's maximum in explicit vectors (four chains of 64 lanes, then a tail
