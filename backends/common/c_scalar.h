@@ -28,7 +28,7 @@ enum Helper : int {
   kFloatMod,
   kDoubleMod,
   kFloatFmod,      // loom_fmodf (FloatExp)
-  kFloatFloorMod,  // loom_floor_modf: loom_modf on loom_fmodf
+  kFloatFloorMod,  // loom_floor_modf: loom_modf on loom_fmodf's steps
   kUIntDiv,        // loom_udiv, loom_umod, loom_upow: unsigned, in uint64_t
   kUIntMod,
   kUIntPow,
