@@ -249,10 +249,13 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
   }
 }
 
-LOOM_REGISTER_PASS("decompose", "decompose", [](const proto::PassSpec& spec) {
-  absl::StatusOr<std::unique_ptr<DecomposePass>> pass = DecomposePass::Create(spec.decompose());
-  if (!pass.ok()) return absl::StatusOr<std::unique_ptr<Pass>>(pass.status());
-  return absl::StatusOr<std::unique_ptr<Pass>>(*std::move(pass));
-});
+LOOM_REGISTER_PASS_WITH_OPTIONS("decompose", "decompose", proto::DecomposeOptions,
+                                [](const proto::DecomposeOptions& options) {
+                                  absl::StatusOr<std::unique_ptr<DecomposePass>> pass =
+                                      DecomposePass::Create(options);
+                                  if (!pass.ok())
+                                    return absl::StatusOr<std::unique_ptr<Pass>>(pass.status());
+                                  return absl::StatusOr<std::unique_ptr<Pass>>(*std::move(pass));
+                                });
 
 }  // namespace loom

@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ir/module.h"
-#include "ir/pipeline.pb.h"
+#include "passes/decompose_options.pb.h"
 #include "passes/pass.h"
 
 namespace loom {

@@ -235,12 +235,12 @@ TEST(DecomposeTest, DecompositionsThatNeverReachPrimitivesAreAnError) {
 }
 
 TEST(DecomposeTest, IsRegisteredWithDecomposeOptions) {
-  proto::PassSpec spec;
-  spec.set_name("decompose");
-  spec.mutable_decompose()->add_ops("nope");
+  proto::DecomposeOptions options;
+  options.add_ops("nope");
+  const PassSpec spec{"decompose", "decompose", &options};
   EXPECT_THAT(std::string(PassRegistry::Global().Create(spec).status().message()),
               StartsWith("decompose does not know op 'nope'; it knows: "));
-  spec.mutable_decompose()->clear_ops();
+  options.clear_ops();
   EXPECT_TRUE(PassRegistry::Global().Create(spec).ok());
 }
 

@@ -102,7 +102,7 @@ absl::StatusOr<bool> FoldBatchNormPass::Run(Module& module) {
   return changed;
 }
 
-LOOM_REGISTER_PASS("fold-batch-norm", "", [](const proto::PassSpec&) {
+LOOM_REGISTER_PASS("fold-batch-norm", [] {
   return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<FoldBatchNormPass>());
 });
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/status_macros.h"
 #include "passes/lower_internal.h"
+#include "passes/lower_options.pb.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -512,18 +513,19 @@ class LowerPass : public Pass {
   const LowerOptions options_;
 };
 
-LOOM_REGISTER_PASS("lower", "lower", [](const proto::PassSpec& spec) {
-  LowerOptions options;
-  const int64_t min_rows = spec.lower().gemm_min_rows();
-  if (min_rows < -1) {
-    return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
-        absl::StrCat("lower: gemm_min_rows must be -1 (no gemm calls), 0 "
-                     "(the default) or positive, got ",
-                     min_rows)));
-  }
-  if (min_rows != 0) options.gemm_min_rows = min_rows;
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<LowerPass>(options));
-});
+LOOM_REGISTER_PASS_WITH_OPTIONS(
+    "lower", "lower", proto::LowerOptions, [](const proto::LowerOptions& given) {
+      LowerOptions options;
+      const int64_t min_rows = given.gemm_min_rows();
+      if (min_rows < -1) {
+        return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
+            absl::StrCat("lower: gemm_min_rows must be -1 (no gemm calls), 0 "
+                         "(the default) or positive, got ",
+                         min_rows)));
+      }
+      if (min_rows != 0) options.gemm_min_rows = min_rows;
+      return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<LowerPass>(options));
+    });
 
 }  // namespace
 

@@ -6,7 +6,6 @@
 #include "ir/graph.h"
 #include "ir/module.h"
 #include "ir/op_registry.h"
-#include "ir/pipeline.pb.h"
 #include "passes/decompose.h"
 #include "passes/lower_test_util.h"
 #include "passes/pass.h"
@@ -578,8 +577,7 @@ TEST(LowerPassTest, ConsumesTheGraphsNodesAndLowersOnce) {
 
   Module module;
   module.graph = graph;
-  proto::PassSpec spec;
-  spec.set_name("lower");
+  PassSpec spec{"lower"};
   absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
   ASSERT_TRUE(pass.ok()) << pass.status();
   ASSERT_TRUE((*pass)->Run(module).ok());

@@ -32,15 +32,6 @@ const char* StageName(Stage stage) {
 
 namespace {
 
-// The options block `spec` carries (a field of PassSpec's `options` oneof),
-// or "" when it has none.
-std::string OptionsFieldOf(const proto::PassSpec& spec) {
-  const google::protobuf::OneofDescriptor* oneof = spec.GetDescriptor()->FindOneofByName("options");
-  const google::protobuf::FieldDescriptor* field =
-      spec.GetReflection()->GetOneofFieldDescriptor(spec, oneof);
-  return field == nullptr ? "" : field->name();
-}
-
 // Pass names are stable kebab-case: they appear in pipeline files, flags and
 // dump file names.
 bool IsKebabCase(absl::string_view name) {
@@ -52,11 +43,15 @@ bool IsKebabCase(absl::string_view name) {
   });
 }
 
-bool IsOptionsField(absl::string_view name) {
-  const google::protobuf::FieldDescriptor* field =
-      proto::PassSpec::descriptor()->FindFieldByName(std::string(name));
-  return field != nullptr && field->containing_oneof() != nullptr &&
-         field->containing_oneof()->name() == "options";
+// An options block's name: a lowercase proto field name other than the
+// entry's own `name`.
+bool IsOptionsField(absl::string_view field) {
+  if (field.empty() || field == "name" || !(field.front() >= 'a' && field.front() <= 'z')) {
+    return false;
+  }
+  return std::all_of(field.begin(), field.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
 }
 
 }  // namespace
@@ -76,10 +71,21 @@ absl::Status PassRegistry::Register(PassRegistration registration) {
       return absl::InternalError(absl::StrCat("pass '", registration.name, "' registered twice"));
     }
   }
-  if (!registration.options_field.empty() && !IsOptionsField(registration.options_field)) {
-    return absl::InternalError(
-        absl::StrCat("pass '", registration.name, "' registered with options field '",
-                     registration.options_field, "', which PassSpec.options does not have"));
+  const bool takes_options = !registration.options_field.empty();
+  if (takes_options != (registration.options_type != nullptr) ||
+      (takes_options && !IsOptionsField(registration.options_field))) {
+    return absl::InternalError(absl::StrCat("pass '", registration.name,
+                                            "' registered with a bad options field '",
+                                            registration.options_field, "'"));
+  }
+  for (const PassRegistration& existing : registrations_) {
+    if (takes_options && existing.options_field == registration.options_field &&
+        existing.options_type != registration.options_type) {
+      return absl::InternalError(absl::StrCat(
+          "pass '", registration.name, "' registered with options '", registration.options_field,
+          "' of type ", registration.options_type->full_name(), ", which pass '", existing.name,
+          "' takes as ", existing.options_type->full_name()));
+    }
   }
   registrations_.push_back(std::move(registration));
   return absl::OkStatus();
@@ -101,22 +107,34 @@ absl::StatusOr<const PassRegistration*> PassRegistry::Lookup(absl::string_view n
       absl::StrCat("unknown pass '", name, "'; known passes: ", known));
 }
 
-absl::StatusOr<std::unique_ptr<Pass>> PassRegistry::Create(const proto::PassSpec& spec) const {
-  LOOM_ASSIGN_OR_RETURN(const PassRegistration* registration, Lookup(spec.name()));
-  const std::string given = OptionsFieldOf(spec);
+absl::StatusOr<std::unique_ptr<Pass>> PassRegistry::Create(const PassSpec& spec) const {
+  LOOM_ASSIGN_OR_RETURN(const PassRegistration* registration, Lookup(spec.name));
+  const std::string& given = spec.options_field;
   const std::string& accepted = registration->options_field;
   if (!given.empty() && given != accepted) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "pass '", spec.name(), "' does not take '", given, "' options",
+        "pass '", spec.name, "' does not take '", given, "' options",
         accepted.empty() ? " (it takes none)" : absl::StrCat(" (it takes '", accepted, "')")));
   }
-  absl::StatusOr<std::unique_ptr<Pass>> pass = registration->factory(spec);
+  const google::protobuf::Message* options = nullptr;
+  if (registration->options_type != nullptr) {
+    // No block: the options' defaults.
+    options = spec.options != nullptr
+                  ? spec.options
+                  : google::protobuf::MessageFactory::generated_factory()->GetPrototype(
+                        registration->options_type);
+    if (options->GetDescriptor()->full_name() != registration->options_type->full_name()) {
+      return absl::InternalError(absl::StrCat("pass '", spec.name, "' given options of type ",
+                                              options->GetDescriptor()->full_name(), ", not ",
+                                              registration->options_type->full_name()));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Pass>> pass = registration->factory(options);
   if (!pass.ok()) return pass.status();
   if (*pass == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("the factory of pass '", spec.name(), "' returned null"));
+    return absl::InternalError(absl::StrCat("the factory of pass '", spec.name, "' returned null"));
   }
-  (*pass)->name_ = spec.name();
+  (*pass)->name_ = spec.name;
   return pass;
 }
 
@@ -130,10 +148,30 @@ std::vector<std::string> PassRegistry::Names() const {
   return names;
 }
 
-PassRegistrar::PassRegistrar(std::string name, std::string options_field, PassFactory factory) {
+std::vector<std::pair<std::string, const google::protobuf::Descriptor*>>
+PassRegistry::OptionsFields() const {
+  std::vector<std::pair<std::string, const google::protobuf::Descriptor*>> fields;
+  for (const PassRegistration& registration : registrations_) {
+    if (registration.options_type != nullptr) {
+      fields.emplace_back(registration.options_field, registration.options_type);
+    }
+  }
+  std::sort(fields.begin(), fields.end());
+  fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
+  return fields;
+}
+
+PassRegistration PassWithoutOptions(std::string name,
+                                    std::function<absl::StatusOr<std::unique_ptr<Pass>>()> make) {
+  PassFactory factory = [make = std::move(make)](const google::protobuf::Message*) {
+    return make();
+  };
+  return {std::move(name), "", nullptr, std::move(factory)};
+}
+
+PassRegistrar::PassRegistrar(PassRegistration registration) {
   PassRegistry& registry = PassRegistry::Global();
-  absl::Status status = registry.Register(
-      PassRegistration{std::move(name), std::move(options_field), std::move(factory)});
+  absl::Status status = registry.Register(std::move(registration));
   if (!status.ok()) {
     registry.registration_errors_.push_back(std::string(status.message()));
   }

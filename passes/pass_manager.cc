@@ -7,11 +7,16 @@
 #include <fstream>
 #include <utility>
 
+#include "absl/algorithm/container.h"
+#include "absl/memory/memory.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/descriptor.pb.h"
+#include "google/protobuf/dynamic_message.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
@@ -92,13 +97,112 @@ class FirstErrorCollector : public pbio::ErrorCollector {
   std::string first_error_;
 };
 
-// "FILE:LINE: " for the index-th `pass` entry.
+// "FILE:LINE: " for the index-th `pass` entry (`pass_field`).
 std::string PassPlace(absl::string_view filename, const TextFormat::ParseInfoTree& locations,
-                      int index) {
-  const google::protobuf::FieldDescriptor* pass_field =
-      proto::Pipeline::descriptor()->FindFieldByName("pass");
+                      const google::protobuf::FieldDescriptor* pass_field, int index) {
   const int line = locations.GetLocation(pass_field, index).line;
   return line < 0 ? absl::StrCat(filename, ": ") : absl::StrCat(filename, ":", line + 1, ": ");
+}
+
+// The schema of pipeline text, made from the pass registry, so that each
+// pass owns its options message and ir/ names none of them:
+//
+//   message Pipeline { Target target = 1; repeated PassSpec pass = 2; }
+//   message PassSpec {
+//     string name = 1;
+//     oneof options { FuseOptions fuse = 10; CppOptions cpp = 11; ... }
+//   }
+//
+// in package loom.proto, over the generated pool (Target and the options
+// messages are the compiled ones, so parsed blocks are their C++ classes).
+class PipelineSchema {
+ public:
+  static absl::StatusOr<std::unique_ptr<PipelineSchema>> Build(const PassRegistry& registry) {
+    auto schema = absl::WrapUnique(new PipelineSchema());
+    google::protobuf::FileDescriptorProto file;
+    file.set_name("loom/pipeline_text.proto");
+    file.set_package("loom.proto");
+    file.set_syntax("proto3");
+    file.add_dependency(proto::Target_descriptor()->file()->name());
+    google::protobuf::DescriptorProto* spec = file.add_message_type();
+    spec->set_name("PassSpec");
+    AddField(*spec, "name", 1, google::protobuf::FieldDescriptorProto::TYPE_STRING, "");
+    spec->add_oneof_decl()->set_name("options");
+    int number = 10;
+    for (const auto& [field, type] : registry.OptionsFields()) {
+      if (absl::c_find(file.dependency(), type->file()->name()) == file.dependency().end()) {
+        file.add_dependency(type->file()->name());
+      }
+      AddField(*spec, field, number++, google::protobuf::FieldDescriptorProto::TYPE_MESSAGE,
+               absl::StrCat(".", type->full_name()))
+          ->set_oneof_index(0);
+    }
+    google::protobuf::DescriptorProto* pipeline = file.add_message_type();
+    pipeline->set_name("Pipeline");
+    AddField(*pipeline, "target", 1, google::protobuf::FieldDescriptorProto::TYPE_ENUM,
+             absl::StrCat(".", proto::Target_descriptor()->full_name()));
+    AddField(*pipeline, "pass", 2, google::protobuf::FieldDescriptorProto::TYPE_MESSAGE,
+             ".loom.proto.PassSpec")
+        ->set_label(google::protobuf::FieldDescriptorProto::LABEL_REPEATED);
+    if (schema->pool_.BuildFile(file) == nullptr) {
+      return absl::InternalError("the pass registry's options make no valid pipeline schema");
+    }
+    schema->pipeline_ = schema->pool_.FindMessageTypeByName("loom.proto.Pipeline");
+    schema->factory_.SetDelegateToGeneratedFactory(true);
+    return schema;
+  }
+
+  std::unique_ptr<google::protobuf::Message> NewPipeline() {
+    return absl::WrapUnique(factory_.GetPrototype(pipeline_)->New());
+  }
+  const google::protobuf::Descriptor* pipeline() const { return pipeline_; }
+
+ private:
+  PipelineSchema() : pool_(google::protobuf::DescriptorPool::generated_pool()), factory_(&pool_) {}
+
+  static google::protobuf::FieldDescriptorProto* AddField(
+      google::protobuf::DescriptorProto& message, const std::string& name, int number,
+      google::protobuf::FieldDescriptorProto::Type type, const std::string& type_name) {
+    google::protobuf::FieldDescriptorProto* field = message.add_field();
+    field->set_name(name);
+    field->set_number(number);
+    field->set_label(google::protobuf::FieldDescriptorProto::LABEL_OPTIONAL);
+    field->set_type(type);
+    if (!type_name.empty()) field->set_type_name(type_name);
+    return field;
+  }
+
+  google::protobuf::DescriptorPool pool_;
+  google::protobuf::DynamicMessageFactory factory_;
+  const google::protobuf::Descriptor* pipeline_ = nullptr;
+};
+
+// For an error about a pass entry's unknown field (a misspelt options
+// block, or one of a pass this binary lacks): the blocks it knows.
+std::string KnownOptionsBlocks(absl::string_view error) {
+  if (!absl::StrContains(error, "\"loom.proto.PassSpec\" has no field named")) return "";
+  std::vector<std::string> fields;
+  for (const auto& [field, type] : PassRegistry::Global().OptionsFields()) fields.push_back(field);
+  return absl::StrCat(" A pass entry holds its name and at most one options block: ",
+                      fields.empty() ? "none is known" : absl::StrJoin(fields, ", "), ".");
+}
+
+// The index-th pass entry of a parsed pipeline.
+PassSpec EntryOf(const google::protobuf::Message& pipeline, int index) {
+  const google::protobuf::Descriptor* type = pipeline.GetDescriptor();
+  const google::protobuf::Message& entry =
+      pipeline.GetReflection()->GetRepeatedMessage(pipeline, type->FindFieldByName("pass"), index);
+  const google::protobuf::Reflection* reflection = entry.GetReflection();
+  const google::protobuf::Descriptor* entry_type = entry.GetDescriptor();
+  PassSpec spec;
+  spec.name = reflection->GetString(entry, entry_type->FindFieldByName("name"));
+  const google::protobuf::FieldDescriptor* options =
+      reflection->GetOneofFieldDescriptor(entry, entry_type->FindOneofByName("options"));
+  if (options != nullptr) {
+    spec.options_field = options->name();
+    spec.options = &reflection->GetMessage(entry, options);
+  }
+  return spec;
 }
 
 // The stage a pipeline's module is at, pass after pass, as the passes'
@@ -252,39 +356,54 @@ absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
   LoadedPipeline pipeline;
   pipeline.name = std::string(filename);
 
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<PipelineSchema> schema,
+                        PipelineSchema::Build(PassRegistry::Global()));
+  std::unique_ptr<google::protobuf::Message> parsed = schema->NewPipeline();
   const std::string source(text);
   FirstErrorCollector errors(source, filename);
   TextFormat::ParseInfoTree locations;
   TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(&locations);
-  if (!parser.ParseFromString(source, &pipeline.proto)) {
-    return absl::InvalidArgumentError(errors.first_error().empty()
-                                          ? absl::StrCat(filename, ": malformed pipeline")
-                                          : errors.first_error());
+  if (!parser.ParseFromString(source, parsed.get())) {
+    if (errors.first_error().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(filename, ": malformed pipeline"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(errors.first_error(), KnownOptionsBlocks(errors.first_error())));
   }
 
-  if (pipeline.proto.pass_size() == 0) {
+  const google::protobuf::FieldDescriptor* pass_field = schema->pipeline()->FindFieldByName("pass");
+  const int passes = parsed->GetReflection()->FieldSize(*parsed, pass_field);
+  if (passes == 0) {
     return absl::InvalidArgumentError(absl::StrCat(filename, ": empty pipeline"));
   }
-  if (pipeline.proto.target() == proto::TARGET_UNSPECIFIED) {
+  pipeline.target = static_cast<proto::Target>(parsed->GetReflection()->GetEnumValue(
+      *parsed, schema->pipeline()->FindFieldByName("target")));
+  if (pipeline.target == proto::TARGET_UNSPECIFIED) {
     // A missing field has no line of its own; line 1 is where it belongs.
     return absl::InvalidArgumentError(
         absl::StrCat(filename, ":1: the pipeline has no target (e.g. 'target: CPU')"));
   }
   StageTracker stages;
-  for (int i = 0; i < pipeline.proto.pass_size(); ++i) {
-    const proto::PassSpec& spec = pipeline.proto.pass(i);
+  for (int i = 0; i < passes; ++i) {
+    const PassSpec spec = EntryOf(*parsed, i);
+    const std::string place = PassPlace(filename, locations, pass_field, i);
     absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
     absl::Status status = pass.status();
-    if (status.ok()) {
-      status = stages.Admit(**pass, pipeline.proto.target(), PassPlace(filename, locations, i));
-    }
+    if (status.ok()) status = stages.Admit(**pass, pipeline.target, place);
     if (!status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat(PassPlace(filename, locations, i), status.message()));
+      return absl::Status(status.code(), absl::StrCat(place, status.message()));
     }
-    pipeline.passes.push_back({spec.name(), *std::move(pass)});
+    LoadedPipeline::Entry& entry = pipeline.passes.emplace_back();
+    entry.name = spec.name;
+    entry.pass = *std::move(pass);
+    if (spec.options != nullptr) {
+      // A message of the generated class (the schema's factory delegates
+      // to it), so the copy outlives the schema.
+      entry.options.reset(spec.options->New());
+      entry.options->CopyFrom(*spec.options);
+    }
   }
   return pipeline;
 }

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
 #include "ir/module.h"
 #include "ir/pipeline.pb.h"
 #include "passes/pass.h"
@@ -21,10 +22,13 @@ struct LoadedPipeline {
   struct Entry {
     std::string name;
     std::unique_ptr<Pass> pass;
+    // Its options block as the pipeline gave it, of the pass's own options
+    // type (e.g. proto::FuseOptions); null when it gave none.
+    std::unique_ptr<google::protobuf::Message> options;
   };
 
   std::string name;  // the built-in name or the file path
-  proto::Pipeline proto;
+  proto::Target target = proto::TARGET_UNSPECIFIED;
   std::vector<Entry> passes;  // in pipeline order
 };
 

@@ -16,6 +16,7 @@
 #include "ir/graph_io.h"
 #include "ir/loop_ir.h"
 #include "ir/schedule.h"
+#include "passes/pass_manager_test.pb.h"
 
 namespace loom {
 namespace {
@@ -35,23 +36,30 @@ class LambdaPass : public Pass {
   Fn fn_;
 };
 
-PassFactory Factory(LambdaPass::Fn fn) {
-  return [fn](const proto::PassSpec&) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    return std::make_unique<LambdaPass>(fn);
-  };
+std::function<absl::StatusOr<std::unique_ptr<Pass>>()> Factory(LambdaPass::Fn fn) {
+  return
+      [fn]() -> absl::StatusOr<std::unique_ptr<Pass>> { return std::make_unique<LambdaPass>(fn); };
 }
 
-LOOM_REGISTER_PASS("fake-noop", "", Factory([](Module&) { return false; }));
-LOOM_REGISTER_PASS("fake-rename", "", Factory([](Module& module) {
+// A pass that keeps the options it was made with.
+class FakeFusePass : public Pass {
+ public:
+  explicit FakeFusePass(const test::FakeFuseOptions& options) : options(options) {}
+  absl::StatusOr<bool> Run(Module&) override { return false; }
+  test::FakeFuseOptions options;
+};
+
+LOOM_REGISTER_PASS("fake-noop", Factory([](Module&) { return false; }));
+LOOM_REGISTER_PASS("fake-rename", Factory([](Module& module) {
                      module.graph.name = "renamed";
                      return true;
                    }));
-LOOM_REGISTER_PASS("fake-sleep", "", Factory([](Module&) {
+LOOM_REGISTER_PASS("fake-sleep", Factory([](Module&) {
                      std::this_thread::sleep_for(std::chrono::milliseconds(20));
                      return false;
                    }));
 // Adds a node with an op nobody knows, which the verifier rejects.
-LOOM_REGISTER_PASS("fake-break", "", Factory([](Module& module) {
+LOOM_REGISTER_PASS("fake-break", Factory([](Module& module) {
                      const ValueId x = module.graph.inputs()[0];
                      if (!module.graph.AddNode("broken", "no_such_op", {x}, {"broken_out"}).ok()) {
                        return absl::StatusOr<bool>(absl::InternalError("?"));
@@ -59,38 +67,47 @@ LOOM_REGISTER_PASS("fake-break", "", Factory([](Module& module) {
                      return absl::StatusOr<bool>(true);
                    }));
 // Renames the graph but says it changed nothing.
-LOOM_REGISTER_PASS("fake-silent-rename", "", Factory([](Module& module) {
+LOOM_REGISTER_PASS("fake-silent-rename", Factory([](Module& module) {
                      module.graph.name = "renamed";
                      return false;
                    }));
-LOOM_REGISTER_PASS("fake-fail", "", Factory([](Module&) {
+LOOM_REGISTER_PASS("fake-fail", Factory([](Module&) {
                      return absl::StatusOr<bool>(absl::InvalidArgumentError("boom"));
                    }));
-LOOM_REGISTER_PASS("fake-lower", "", Factory([](Module& module) {
+LOOM_REGISTER_PASS("fake-lower", Factory([](Module& module) {
                      module.loops.emplace();
                      return true;
                    }));
-LOOM_REGISTER_PASS("fake-schedule", "", Factory([](Module& module) {
+LOOM_REGISTER_PASS("fake-schedule", Factory([](Module& module) {
                      module.schedule.emplace();
                      module.schedule->kernels.push_back({"k0", {}});
                      return true;
                    }));
-LOOM_REGISTER_PASS("fake-codegen", "", Factory([](Module& module) {
+LOOM_REGISTER_PASS("fake-codegen", Factory([](Module& module) {
                      module.source = GeneratedSource{"c++", "void run() {}\n", {"run"}, {}, 1};
                      return true;
                    }));
-LOOM_REGISTER_PASS("fake-fuse", "fuse", Factory([](Module&) { return false; }));
+LOOM_REGISTER_PASS_WITH_OPTIONS("fake-fuse", "fuse", test::FakeFuseOptions,
+                                [](const test::FakeFuseOptions& options) {
+                                  return absl::StatusOr<std::unique_ptr<Pass>>(
+                                      std::make_unique<FakeFusePass>(options));
+                                });
+LOOM_REGISTER_PASS_WITH_OPTIONS("fake-cpp", "cpp", test::FakeCppOptions,
+                                [](const test::FakeCppOptions&) {
+                                  return absl::StatusOr<std::unique_ptr<Pass>>(
+                                      std::make_unique<LambdaPass>([](Module&) { return false; }));
+                                });
 // Rejects every op but "softmax", like a pass validating its options.
-LOOM_REGISTER_PASS("fake-picky", "decompose",
-                   [](const proto::PassSpec& spec) -> absl::StatusOr<std::unique_ptr<Pass>> {
-                     for (const std::string& op : spec.decompose().ops()) {
-                       if (op != "softmax") {
-                         return absl::InvalidArgumentError(
-                             absl::StrCat("fake-picky cannot take '", op, "'"));
-                       }
-                     }
-                     return std::make_unique<LambdaPass>([](Module&) { return false; });
-                   });
+LOOM_REGISTER_PASS_WITH_OPTIONS(
+    "fake-picky", "picky", test::FakePickyOptions,
+    [](const test::FakePickyOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
+      for (const std::string& op : options.ops()) {
+        if (op != "softmax") {
+          return absl::InvalidArgumentError(absl::StrCat("fake-picky cannot take '", op, "'"));
+        }
+      }
+      return std::make_unique<LambdaPass>([](Module&) { return false; });
+    });
 
 // A pass with a stage rule and nothing to do.
 class StagedPass : public Pass {
@@ -103,14 +120,14 @@ class StagedPass : public Pass {
   StageRule rule_;
 };
 
-PassFactory Staged(StageRule rule) {
-  return [rule](const proto::PassSpec&) -> absl::StatusOr<std::unique_ptr<Pass>> {
+std::function<absl::StatusOr<std::unique_ptr<Pass>>()> Staged(StageRule rule) {
+  return [rule]() -> absl::StatusOr<std::unique_ptr<Pass>> {
     return std::make_unique<StagedPass>(rule);
   };
 }
 
-LOOM_REGISTER_PASS("staged-lower", "", Staged(StageRule::From(Stage::kGraph, Stage::kLoops)));
-LOOM_REGISTER_PASS("staged-emit", "", [](const proto::PassSpec&) {
+LOOM_REGISTER_PASS("staged-lower", Staged(StageRule::From(Stage::kGraph, Stage::kLoops)));
+LOOM_REGISTER_PASS("staged-emit", [] {
   StageRule rule = StageRule::From(Stage::kLoops, Stage::kEmitted);
   rule.target = proto::CUDA;
   return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<StagedPass>(rule));
@@ -170,11 +187,13 @@ TEST(LoadPipelineTest, LoadsPassesInOrder) {
       "p.pbtxt");
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   EXPECT_EQ(pipeline->name, "p.pbtxt");
-  EXPECT_EQ(pipeline->proto.target(), proto::CUDA);
+  EXPECT_EQ(pipeline->target, proto::CUDA);
   ASSERT_EQ(pipeline->passes.size(), 2);
   EXPECT_EQ(pipeline->passes[0].name, "fake-noop");
   EXPECT_EQ(pipeline->passes[1].name, "fake-fuse");
-  EXPECT_TRUE(pipeline->proto.pass(1).fuse().outer_loop());
+  EXPECT_TRUE(static_cast<FakeFusePass&>(*pipeline->passes[1].pass).options.outer_loop());
+  EXPECT_EQ(static_cast<FakeFusePass&>(*pipeline->passes[1].pass).options.max_nodes_per_kernel(),
+            0);
 }
 
 TEST(LoadPipelineTest, UnknownPassNamesItsLine) {
@@ -199,14 +218,14 @@ TEST(LoadPipelineTest, UnknownOptionFieldNamesLineAndColumn) {
   EXPECT_EQ(ErrorOf("target: CPU\n"
                     "pass { name: \"fake-fuse\" fuse { outer_loop: true "
                     "bogus: 1 } }\n"),
-            "p.pbtxt:2:50: Message type \"loom.proto.FuseOptions\" has no "
+            "p.pbtxt:2:50: Message type \"loom.test.FakeFuseOptions\" has no "
             "field named \"bogus\".");
 }
 
 TEST(LoadPipelineTest, ErrorsPointAtTheNameTheyAreAbout) {
   EXPECT_EQ(ErrorOf("target: CPU\n# comment\npass {\n  name: \"fake-fuse\"\n"
                     "  fuse {\n    outer_loop: true\n    bogus: 1\n  }\n}\n"),
-            "p.pbtxt:7:5: Message type \"loom.proto.FuseOptions\" has no "
+            "p.pbtxt:7:5: Message type \"loom.test.FakeFuseOptions\" has no "
             "field named \"bogus\".");
   EXPECT_EQ(ErrorOf("target: CPU\npass { name: \"a\" name: \"b\" }\n"),
             "p.pbtxt:2:18: Non-repeated field \"name\" is specified multiple "
@@ -226,7 +245,7 @@ TEST(LoadPipelineTest, MalformedTextNamesLineAndColumn) {
 
 TEST(LoadPipelineTest, BadOptionValueFailsAtLoad) {
   EXPECT_EQ(ErrorOf("target: CPU\npass { name: \"fake-noop\" }\n"
-                    "pass { name: \"fake-picky\" decompose { ops: [\"lstm\"] } }\n"),
+                    "pass { name: \"fake-picky\" picky { ops: [\"lstm\"] } }\n"),
             "p.pbtxt:3: fake-picky cannot take 'lstm'");
 }
 
@@ -285,11 +304,12 @@ TEST(LoadPipelineTest, FilesAndBuiltins) {
   EXPECT_THAT(std::string(LoadPipeline("nope").status().message()),
               StartsWith("unknown pipeline 'nope'; built-in pipelines: cpu"));
   // The built-in cpu pipeline is found; its passes are not linked into this
-  // test, so loading stops at the first one, with the built-in's file name.
+  // test, so loading stops at the first options block none of them takes,
+  // with the built-in's file name.
   EXPECT_THAT(std::string(LoadPipeline("cpu").status().message()),
-              StartsWith("pipelines/cpu.pbtxt:"));
-  EXPECT_THAT(std::string(LoadPipeline("cpu").status().message()),
-              HasSubstr(": unknown pass 'verify'"));
+              StartsWith("pipelines/cpu.pbtxt:6:26: Message type \"loom.proto.PassSpec\" has no "
+                         "field named \"decompose\". A pass entry holds its name and at most one "
+                         "options block: cpp, fuse, picky."));
 }
 
 TEST(RunPipelineTest, RecordsTimingsMemoryAndChangedFlags) {

@@ -333,7 +333,7 @@ absl::StatusOr<bool> SimplifyPass::Run(Module& module) {
   return true;
 }
 
-LOOM_REGISTER_PASS("simplify", "", [](const proto::PassSpec&) {
+LOOM_REGISTER_PASS("simplify", [] {
   return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<SimplifyPass>());
 });
 

@@ -198,8 +198,7 @@ TEST(SimplifyTest, CleanGraphIsUnchanged) {
 }
 
 TEST(SimplifyTest, IsRegisteredAsSimplify) {
-  proto::PassSpec spec;
-  spec.set_name("simplify");
+  PassSpec spec{"simplify"};
   EXPECT_TRUE(PassRegistry::Global().Create(spec).ok());
 }
 

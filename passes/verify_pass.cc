@@ -12,7 +12,7 @@ absl::StatusOr<bool> VerifyPass::Run(Module& module) {
   return false;
 }
 
-LOOM_REGISTER_PASS("verify", "", [](const proto::PassSpec&) {
+LOOM_REGISTER_PASS("verify", [] {
   return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<VerifyPass>());
 });
 

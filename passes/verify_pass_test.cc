@@ -37,8 +37,7 @@ TEST(VerifyPassTest, InvalidGraphIsAnError) {
 }
 
 TEST(VerifyPassTest, IsRegisteredAsVerify) {
-  proto::PassSpec spec;
-  spec.set_name("verify");
+  PassSpec spec{"verify"};
   absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
   ASSERT_TRUE(pass.ok()) << pass.status();
   Module module = ReluModule();

@@ -670,13 +670,14 @@ class FusePass : public Pass {
   proto::FuseOptions options_;
 };
 
-LOOM_REGISTER_PASS("fuse", "fuse", [](const proto::PassSpec& spec) {
-  if (spec.fuse().max_nodes_per_kernel() < 0) {
-    return absl::StatusOr<std::unique_ptr<Pass>>(
-        absl::InvalidArgumentError("fuse: max_nodes_per_kernel must not be negative"));
-  }
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<FusePass>(spec.fuse()));
-});
+LOOM_REGISTER_PASS_WITH_OPTIONS(
+    "fuse", "fuse", proto::FuseOptions, [](const proto::FuseOptions& options) {
+      if (options.max_nodes_per_kernel() < 0) {
+        return absl::StatusOr<std::unique_ptr<Pass>>(
+            absl::InvalidArgumentError("fuse: max_nodes_per_kernel must not be negative"));
+      }
+      return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<FusePass>(options));
+    });
 
 }  // namespace
 

@@ -3,8 +3,8 @@
 
 #include "absl/status/statusor.h"
 #include "ir/loop_ir.h"
-#include "ir/pipeline.pb.h"
 #include "ir/schedule.h"
+#include "scheduler/fuse_options.pb.h"
 
 namespace loom {
 

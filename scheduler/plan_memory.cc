@@ -381,7 +381,7 @@ class PlanMemoryPass : public Pass {
   }
 };
 
-LOOM_REGISTER_PASS("plan-memory", "", [](const proto::PassSpec&) {
+LOOM_REGISTER_PASS("plan-memory", [] {
   return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<PlanMemoryPass>());
 });
 

@@ -779,8 +779,7 @@ TEST(PlanMemoryPassTest, SetsThePlanAndReportsNoChangeOnASecondRun) {
   module.schedule = OneKernelPerNode(*module.loops);
   module.source = GeneratedSource{};
 
-  proto::PassSpec spec;
-  spec.set_name("plan-memory");
+  PassSpec spec{"plan-memory"};
   absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
   ASSERT_TRUE(pass.ok()) << pass.status();
   absl::StatusOr<bool> changed = (*pass)->Run(module);
@@ -799,8 +798,7 @@ TEST(PlanMemoryPassTest, SetsThePlanAndReportsNoChangeOnASecondRun) {
 
 TEST(PlanMemoryPassTest, NeedsASchedule) {
   Module module;
-  proto::PassSpec spec;
-  spec.set_name("plan-memory");
+  PassSpec spec{"plan-memory"};
   absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
   ASSERT_TRUE(pass.ok()) << pass.status();
   absl::StatusOr<bool> changed = (*pass)->Run(module);

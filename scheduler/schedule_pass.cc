@@ -107,7 +107,7 @@ class SchedulePass : public Pass {
   }
 };
 
-LOOM_REGISTER_PASS("schedule", "", [](const proto::PassSpec&) {
+LOOM_REGISTER_PASS("schedule", [] {
   return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<SchedulePass>());
 });
 

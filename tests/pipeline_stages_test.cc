@@ -9,12 +9,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "backends/cpp/cpp_options.pb.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "passes/decompose_options.pb.h"
 #include "passes/pass_manager.h"
 #include "pipelines/builtin_pipelines.h"
+#include "scheduler/fuse_options.pb.h"
 
 namespace loom {
 namespace {
+
+using ::testing::IsSupersetOf;
 
 // The message of loading `text` as p.pbtxt, or "loaded".
 std::string LoadError(absl::string_view text) {
@@ -63,6 +69,42 @@ TEST(PipelineStagesTest, TheBuiltInPipelinesLoad) {
     absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline(name);
     EXPECT_TRUE(pipeline.ok()) << name << ": " << pipeline.status();
   }
+}
+
+// The options a pass was given, as its own message type (null: none).
+template <typename Options>
+const Options* OptionsOf(const LoadedPipeline& pipeline, absl::string_view pass) {
+  for (const LoadedPipeline::Entry& entry : pipeline.passes) {
+    if (entry.name == pass) return dynamic_cast<const Options*>(entry.options.get());
+  }
+  return nullptr;
+}
+
+TEST(PipelineStagesTest, CpuRunsTheGraphPassesThenLowersAndEmitsCpp) {
+  absl::StatusOr<LoadedPipeline> cpu = LoadPipeline("cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(cpu->target, proto::CPU);
+  std::vector<std::string> names;
+  for (const LoadedPipeline::Entry& entry : cpu->passes) names.push_back(entry.name);
+  ASSERT_GE(names.size(), 6);
+  EXPECT_EQ(names.front(), "verify");
+  EXPECT_THAT(names, IsSupersetOf({"decompose", "lower", "schedule", "fuse"}));
+  EXPECT_EQ(names.back(), "codegen-cpp");
+  const auto* decompose = OptionsOf<proto::DecomposeOptions>(*cpu, "decompose");
+  ASSERT_NE(decompose, nullptr);
+  EXPECT_TRUE(decompose->ops().empty());  // every composite
+  const auto* cpp = OptionsOf<proto::CppOptions>(*cpu, "codegen-cpp");
+  ASSERT_NE(cpp, nullptr);
+  EXPECT_EQ(cpp->simd(), proto::CppOptions::NATIVE);
+  EXPECT_EQ(OptionsOf<proto::FuseOptions>(*cpu, "verify"), nullptr);
+}
+
+TEST(PipelineStagesTest, UnrolledRnnPipelineUnrollsRecurrences) {
+  absl::StatusOr<LoadedPipeline> pipeline = LoadPipeline("cpu_unrolled_rnn");
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  const auto* decompose = OptionsOf<proto::DecomposeOptions>(*pipeline, "decompose");
+  ASSERT_NE(decompose, nullptr);
+  EXPECT_EQ(decompose->rnn(), proto::DecomposeOptions::UNROLL);
 }
 
 }  // namespace

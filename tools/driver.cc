@@ -283,7 +283,7 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
   report.set_model(options.model);
   report.set_pipeline(options.pipeline);
   LOOM_ASSIGN_OR_RETURN(LoadedPipeline pipeline, LoadPipeline(options.pipeline));
-  report.set_target(TargetName(pipeline.proto.target()));
+  report.set_target(TargetName(pipeline.target));
   if (options.keep_input_graph) compiled.input_graph = graph;
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     compiled.output_names.push_back(graph.output_name(i));

@@ -6,13 +6,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "ir/pipeline.pb.h"
 
 namespace loom {
 namespace {
 
 // A codegen pass whose emitter writes the number of kernels it was given.
-LOOM_REGISTER_PASS("codegen-test", "", [](const proto::PassSpec&) {
+LOOM_REGISTER_PASS("codegen-test", [] {
   return absl::StatusOr<std::unique_ptr<Pass>>(
       MakeCodegenPass(proto::CUDA, [](const LoopProgram&, const Schedule& schedule) {
         GeneratedSource source;
@@ -22,8 +21,7 @@ LOOM_REGISTER_PASS("codegen-test", "", [](const proto::PassSpec&) {
 });
 
 std::unique_ptr<Pass> CodegenTest() {
-  proto::PassSpec spec;
-  spec.set_name("codegen-test");
+  PassSpec spec{"codegen-test"};
   absl::StatusOr<std::unique_ptr<Pass>> pass = PassRegistry::Global().Create(spec);
   EXPECT_TRUE(pass.ok()) << pass.status();
   return pass.ok() ? *std::move(pass) : nullptr;

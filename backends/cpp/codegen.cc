@@ -139,12 +139,13 @@ std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
   return flags;
 }
 
-LOOM_REGISTER_PASS("codegen-cpp", "cpp", [](const proto::PassSpec& spec) {
-  return absl::StatusOr<std::unique_ptr<Pass>>(MakeCodegenPass(
-      proto::CPU,
-      [options = spec.cpp()](const LoopProgram& program, const Schedule& schedule)
-          -> absl::StatusOr<GeneratedSource> { return EmitCpp(program, schedule, options); }));
-});
+LOOM_REGISTER_PASS_WITH_OPTIONS(
+    "codegen-cpp", "cpp", proto::CppOptions, [](const proto::CppOptions& options) {
+      return absl::StatusOr<std::unique_ptr<Pass>>(MakeCodegenPass(
+          proto::CPU,
+          [options](const LoopProgram& program, const Schedule& schedule)
+              -> absl::StatusOr<GeneratedSource> { return EmitCpp(program, schedule, options); }));
+    });
 
 }  // namespace
 

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/cpp/cpp_options.pb.h"
 #include "ir/loop_ir.h"
 #include "ir/module.h"
-#include "ir/pipeline.pb.h"
 #include "ir/schedule.h"
 
 namespace loom::cpp {

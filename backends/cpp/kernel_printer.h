@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "backends/common/c_scalar.h"
+#include "backends/cpp/cpp_options.pb.h"
 #include "backends/cpp/plan.h"
 #include "ir/loop_ir.h"
-#include "ir/pipeline.pb.h"
 #include "ir/schedule.h"
 
 namespace loom::cpp {

@@ -10,9 +10,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "backends/common/kernel_plan.h"
+#include "backends/cpp/cpp_options.pb.h"
 #include "ir/expr.h"
 #include "ir/loop_ir.h"
-#include "ir/pipeline.pb.h"
 #include "ir/schedule.h"
 
 namespace loom::cpp {

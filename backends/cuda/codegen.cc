@@ -35,19 +35,20 @@ std::string WithoutCommentLines(absl::string_view text) {
   return code;
 }
 
-LOOM_REGISTER_PASS("codegen-cuda", "cuda", [](const proto::PassSpec& spec) {
-  const int block = spec.cuda().block_size();
-  if (block != 0 && (block < kWarpSize || block > 1024 || (block & (block - 1)))) {
-    return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
-        absl::StrCat("codegen-cuda: block_size must be a power of two from 32 "
-                     "to 1024 (or 0 for 256), got ",
-                     block)));
-  }
-  return absl::StatusOr<std::unique_ptr<Pass>>(MakeCodegenPass(
-      proto::CUDA, [options = spec.cuda()](const LoopProgram& program, const Schedule& schedule) {
-        return EmitCuda(program, schedule, options);
-      }));
-});
+LOOM_REGISTER_PASS_WITH_OPTIONS(
+    "codegen-cuda", "cuda", proto::CudaOptions, [](const proto::CudaOptions& options) {
+      const int block = options.block_size();
+      if (block != 0 && (block < kWarpSize || block > 1024 || (block & (block - 1)))) {
+        return absl::StatusOr<std::unique_ptr<Pass>>(absl::InvalidArgumentError(
+            absl::StrCat("codegen-cuda: block_size must be a power of two from 32 "
+                         "to 1024 (or 0 for 256), got ",
+                         block)));
+      }
+      return absl::StatusOr<std::unique_ptr<Pass>>(MakeCodegenPass(
+          proto::CUDA, [options](const LoopProgram& program, const Schedule& schedule) {
+            return EmitCuda(program, schedule, options);
+          }));
+    });
 
 }  // namespace
 

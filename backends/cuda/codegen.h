@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/cuda/cuda_options.pb.h"
 #include "ir/gemm.h"
 #include "ir/loop_ir.h"
 #include "ir/module.h"
-#include "ir/pipeline.pb.h"
 #include "ir/schedule.h"
 
 namespace loom::cuda {

@@ -16,10 +16,10 @@
 #include "backends/common/c_scalar.h"
 #include "backends/common/kernel_plan.h"
 #include "backends/cuda/codegen.h"
+#include "backends/cuda/cuda_options.pb.h"
 #include "ir/expr.h"
 #include "ir/expr_analysis.h"
 #include "ir/loop_ir.h"
-#include "ir/pipeline.pb.h"
 #include "ir/schedule.h"
 
 // The CUDA printer of one kernel (codegen.h says how a kernel maps onto
