@@ -1,5 +1,6 @@
 #include "backends/cuda/codegen.h"
 
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -169,16 +170,30 @@ output: "y"
   EXPECT_THAT(source.text, Not(HasSubstr("plan:")));
   EXPECT_THAT(SourceWithPlans(source), HasSubstr("\n// plan:   team: a block of 64 threads"));
 
-  // A recurrent step on a batch of one: its loop over the batch is left out.
-  const Module step = Compile(R"(
+  // A recurrent step on a batch of one: the cuda pipeline's
+  // drop-unit-loops removes its loop over the batch; without that pass,
+  // the printer leaves the loop out itself.
+  const char* const kStep = R"(
 name: "step"
 input { name: "x" type { dtype: F32 shape: [1, 16] } }
 input { name: "y" type { dtype: F32 shape: [1, 16] } }
 node { name: "m" op: "mul" input: "x" input: "y" output: "z" }
 output: "z"
-)");
-  EXPECT_THAT(step.source->function_plans[0],
-              HasSubstr("stores z\n    leaves out: loops x0 (extent 1)\n"));
+)";
+  EXPECT_THAT(Compile(kStep).source->function_plans[0],
+              HasSubstr("member 0 m: pointwise over [16], stores z\n"));
+  const std::string keeping_unit_loops = testing::TempDir() + "/keeping_unit_loops.pbtxt";
+  std::ofstream(keeping_unit_loops) << R"(
+target: CUDA
+pass { name: "lower" }
+pass { name: "schedule" }
+pass { name: "fuse" fuse { outer_loop: true } }
+pass { name: "plan-memory" }
+pass { name: "codegen-cuda" }
+)";
+  EXPECT_THAT(Compile(kStep, keeping_unit_loops).source->function_plans[0],
+              HasSubstr("member 0 m: pointwise over [1, 16], stores z\n"
+                        "    leaves out: loops x0 (extent 1)\n"));
 }
 
 // The launches of the gemm test model, one line each.

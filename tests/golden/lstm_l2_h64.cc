@@ -1895,12 +1895,10 @@ extern "C" void loom_f5(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 1; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(64*x0 + x2)];
-        p1[(128*x0 + x2)] = t0;
-      }
+    #pragma GCC ivdep
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t0 = p0[(64*x0 + x1)];
+      p1[(128*x0 + x1)] = t0;
     }
   }
 }

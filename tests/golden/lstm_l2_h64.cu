@@ -1148,10 +1148,10 @@ __device__ long long loom_f3_shape[3] = {1, 256, 0};
 extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 128; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 64;
-    const int64_t x2 = o % 64;
+    const int64_t x1 = o % 64;
     // h_n_concat.input0
-    const float t0 = p0[(64*x0 + x2)];
-    p1[(128*x0 + x2)] = t0;
+    const float t0 = p0[(64*x0 + x1)];
+    p1[(128*x0 + x1)] = t0;
   }
 }
 

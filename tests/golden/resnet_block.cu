@@ -53,12 +53,12 @@ __device__ long long loom_f0_shape[3] = {856, 256, 0};
 }
 extern "C" __global__ void __launch_bounds__(256) loom_f0(float* p0) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 219008; o += (int64_t)gridDim.x * 256) {
-    const int64_t x1 = o / 3422;
-    const int64_t x2 = (o / 58) % 59;
-    const int64_t x3 = o % 58;
+    const int64_t x0 = o / 3422;
+    const int64_t x1 = (o / 58) % 59;
+    const int64_t x2 = o % 58;
     // bn1/pad.fill
     const float t0 = (float)0;
-    p0[(3422*x1 + 58*x2 + x3)] = t0;
+    p0[(3422*x0 + 58*x1 + x2)] = t0;
   }
 }
 
@@ -68,12 +68,12 @@ __device__ long long loom_f1_shape[3] = {784, 256, 0};
 }
 extern "C" __global__ void __launch_bounds__(256) loom_f1(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 200704; o += (int64_t)gridDim.x * 256) {
-    const int64_t x1 = o / 3136;
-    const int64_t x2 = (o / 56) % 56;
-    const int64_t x3 = o % 56;
+    const int64_t x0 = o / 3136;
+    const int64_t x1 = (o / 56) % 56;
+    const int64_t x2 = o % 56;
     // bn1/pad.interior
-    const float t0 = p0[(3136*x1 + 56*x2 + x3)];
-    p1[(3422*x1 + 58*x2 + x3)] = t0;
+    const float t0 = p0[(3136*x0 + 56*x1 + x2)];
+    p1[(3422*x0 + 58*x1 + x2)] = t0;
   }
 }
 
@@ -103,17 +103,17 @@ __device__ long long loom_f3_shape[3] = {784, 256, 0};
 }
 extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, float* p3) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 200704; o += (int64_t)gridDim.x * 256) {
-    const int64_t x1 = o / 3136;
-    const int64_t x2 = (o / 56) % 56;
-    const int64_t x3 = o % 56;
+    const int64_t x0 = o / 3136;
+    const int64_t x1 = (o / 56) % 56;
+    const int64_t x2 = o % 56;
     // relu2
-    const float t0 = p0[(3248*x1 + 58*x2 + x3)];
-    const float t1 = p1[x1];
+    const float t0 = p0[(3248*x0 + 58*x1 + x2)];
+    const float t1 = p1[x0];
     const float t2 = t0 + t1;
-    const float t3 = p2[(3136*x1 + 56*x2 + x3)];
+    const float t3 = p2[(3136*x0 + 56*x1 + x2)];
     const float t4 = t2 + t3;
     const float t5 = (t4 < 0 ? (float)0 : t4);
-    p3[(3136*x1 + 56*x2 + x3)] = t5;
+    p3[(3136*x0 + 56*x1 + x2)] = t5;
   }
 }
 
