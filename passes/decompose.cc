@@ -250,12 +250,9 @@ absl::StatusOr<bool> DecomposePass::Run(Module& module) {
 }
 
 LOOM_REGISTER_PASS_WITH_OPTIONS("decompose", "decompose", proto::DecomposeOptions,
-                                [](const proto::DecomposeOptions& options) {
-                                  absl::StatusOr<std::unique_ptr<DecomposePass>> pass =
-                                      DecomposePass::Create(options);
-                                  if (!pass.ok())
-                                    return absl::StatusOr<std::unique_ptr<Pass>>(pass.status());
-                                  return absl::StatusOr<std::unique_ptr<Pass>>(*std::move(pass));
+                                [](const proto::DecomposeOptions& options)
+                                    -> absl::StatusOr<std::unique_ptr<Pass>> {
+                                  return DecomposePass::Create(options);
                                 });
 
 }  // namespace loom

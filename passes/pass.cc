@@ -118,12 +118,13 @@ absl::StatusOr<std::unique_ptr<Pass>> PassRegistry::Create(const PassSpec& spec)
   }
   const google::protobuf::Message* options = nullptr;
   if (registration->options_type != nullptr) {
-    // No block: the options' defaults.
-    options = spec.options != nullptr
-                  ? spec.options
-                  : google::protobuf::MessageFactory::generated_factory()->GetPrototype(
-                        registration->options_type);
-    if (options->GetDescriptor()->full_name() != registration->options_type->full_name()) {
+    const google::protobuf::Message* defaults =
+        google::protobuf::MessageFactory::generated_factory()->GetPrototype(
+            registration->options_type);
+    options = spec.options != nullptr ? spec.options : defaults;
+    // The factory reads its options as the generated class, which shares
+    // the defaults' reflection (a dynamic message of the type does not).
+    if (options->GetReflection() != defaults->GetReflection()) {
       return absl::InternalError(absl::StrCat("pass '", spec.name, "' given options of type ",
                                               options->GetDescriptor()->full_name(), ", not ",
                                               registration->options_type->full_name()));

@@ -70,8 +70,8 @@ struct PassSpec {
 };
 
 // Builds a pass from its options: a message of the registration's
-// options_type (its defaults when the pipeline gives no block), or null for
-// a pass that takes none. Bad options (e.g. an op the pass does not know)
+// options_type, its generated class (its defaults when the pipeline gives
+// no block), or null for a pass that takes none. Bad options (e.g. an op the pass does not know)
 // are an InvalidArgumentError here, so that they surface when the pipeline
 // is loaded, never mid-run.
 using PassFactory =
@@ -96,14 +96,9 @@ template <typename Options>
 PassRegistration PassWithOptions(
     std::string name, std::string options_field,
     std::function<absl::StatusOr<std::unique_ptr<Pass>>(const Options&)> make) {
+  // PassRegistry::Create passes only messages of this very type.
   PassFactory factory = [make = std::move(make)](const google::protobuf::Message* options) {
-    if (const Options* typed = google::protobuf::DynamicCastToGenerated<Options>(options)) {
-      return make(*typed);
-    }
-    // A message of the same type from another pool (a dynamic one).
-    Options copy;
-    if (options != nullptr) copy.ParseFromString(options->SerializeAsString());
-    return make(copy);
+    return make(*google::protobuf::DynamicCastToGenerated<Options>(options));
   };
   return {std::move(name), std::move(options_field), Options::descriptor(), std::move(factory)};
 }
