@@ -24,6 +24,7 @@ def _kernel_copts(march):
         "-fno-math-errno",
         "-fwrapv",
         "-fno-strict-aliasing",
+        "-fno-trapping-math",
         "-w",  # generated code
     ]
 

@@ -123,7 +123,13 @@ std::vector<std::string> NativeFlags(const proto::CppOptions& options) {
       absl::StrCat("-O", options.opt_level() > 0 ? options.opt_level() : 3), "-fPIC", "-shared",
       "-std=c++17", "-fno-math-errno", "-fwrapv",
       // Planned memory reuses one arena for buffers of different types.
-      "-fno-strict-aliasing"};
+      "-fno-strict-aliasing",
+      // Kernels never read the floating-point exception flags. Where GCC
+      // must keep them, a comparison may not run in lanes it would skip
+      // (it can raise "invalid" on NaN), so a loop with a select (erf's
+      // clamp, a where) vectorises only with AVX-512's masks: not on AVX2,
+      // SSE or Arm. Results are the same bits.
+      "-fno-trapping-math"};
   if (options.simd() == proto::CppOptions::SCALAR) {
     flags.push_back("-fno-tree-vectorize");
   } else {

@@ -192,4 +192,12 @@ std::vector<std::string> ImportedSymbols(const std::string& library) {
   return symbols;
 }
 
+std::string Disassembly(const std::string& library) {
+  absl::StatusOr<cpp::ProcessResult> objdump =
+      cpp::RunProcess({"objdump", "-d", "--no-show-raw-insn", library}, TestCacheDir(), 1 << 26);
+  EXPECT_TRUE(objdump.ok() && objdump->Succeeded())
+      << (objdump.ok() ? objdump->output : objdump.status().ToString());
+  return objdump.ok() ? objdump->output : "";
+}
+
 }  // namespace loom

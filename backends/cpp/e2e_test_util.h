@@ -85,6 +85,9 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options = {});
 // versions (nm -D).
 std::vector<std::string> ImportedSymbols(const std::string& library);
 
+// The instructions of `library`'s code, one per line, as objdump prints them.
+std::string Disassembly(const std::string& library);
+
 }  // namespace loom
 
 #endif  // LOOM_BACKENDS_CPP_E2E_TEST_UTIL_H_

@@ -267,6 +267,26 @@ TEST(VectorMathTest, LoopsCallingLibmRunInLibmvecsVectors) {
   ExpectLibmCallsInVectors("x86-64", "_ZGVbN4", "_ZGVbN2");   // SSE2
 }
 
+// A loop with selects runs in vectors without AVX-512's masks: erf clamps
+// its argument to [-4, 4] (two selects), then divides, and compiled for
+// AVX2 or SSE2 the division is packed (divps), never one lane's (divss), as
+// it was while GCC kept the FP exception flags and so left such loops
+// scalar wherever it has no masks.
+TEST(VectorMathTest, LoopsWithSelectsRunInVectorsWithoutMasks) {
+  GraphBuilder b;
+  b.Output(b.Op("erf", {b.Input("x", DType::kF32, {64, 64})}));
+  ASSERT_TRUE(InferShapes(b.graph()).ok());
+  for (const char* march : {"haswell", "x86-64"}) {
+    absl::StatusOr<Module> module = EmitModule(b.graph(), march);
+    ASSERT_TRUE(module.ok()) << module.status();
+    absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+    ASSERT_TRUE(library.ok()) << library.status();
+    const std::string code = Disassembly(library->path());
+    EXPECT_THAT(code, testing::HasSubstr("divps")) << march;
+    EXPECT_THAT(code, testing::Not(testing::HasSubstr("divss"))) << march;
+  }
+}
+
 // f32 remainders are exact, as C's fmodf is, at every lane for every
 // instruction set, without a call of libm's fmodf: on random bit patterns
 // (the infinities and NaNs among them), on pairs whose quotients have up to
