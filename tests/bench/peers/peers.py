@@ -45,6 +45,22 @@ WARMUP_CALLS = 3
 LOOM_TIMEOUT_S = 900
 SEED = 0
 
+# --isa=avx2: each library held to AVX2 and FMA, so that an AVX-512 machine
+# stands in for an AVX2 one such as AMD Zen 3 (its caches, memory and clock
+# stay its own). ONNX Runtime's MLAS has no such switch, and JAX's products
+# run YNNPACK's AVX-512 kernels whatever XLA_FLAGS says (seen with perf):
+# both keep AVX-512, and are shown but left out of the ratio.
+AVX2_ENV = {
+    "ATEN_CPU_CAPABILITY": "avx2",  # torch eager's kernels and Inductor's vector ISA
+    "TORCHINDUCTOR_CPP_MARCH": "haswell",  # Inductor's -march (native by default)
+    "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN, torch's and loom's
+    "DNNL_MAX_CPU_ISA": "AVX2",  # its older name
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",  # torch's GEMMs
+    "OPENBLAS_CORETYPE": "Haswell",  # numpy's GEMMs
+    "BLIS_ARCH_TYPE": "haswell",  # loom's GEMMs of 2^24 multiply-adds or more
+}
+AVX2_MARCH = "haswell"  # loom's kernels: cpp { march } in its pipeline
+
 
 def log(message):
     print(message, file=sys.stderr, flush=True)
@@ -444,10 +460,18 @@ def loom_env():
     return env
 
 
+@dataclasses.dataclass
+class Loom:
+    """The loom binary and the flags every `loom run` gets (the pipeline)."""
+
+    path: str
+    flags: list
+
+
 def run_loom(loom, model, report, iters, check=False):
     """One `loom run` process; returns its report. Raises LoomFailed."""
-    command = [loom, "run", f"--model={model}", f"--iters={iters}", f"--warmup={WARMUP_CALLS}",
-               f"--report={report}", "--seed=1"]
+    command = [loom.path, "run", f"--model={model}", f"--iters={iters}", f"--warmup={WARMUP_CALLS}",
+               f"--report={report}", "--seed=1"] + loom.flags
     if check:
         command.append("--check")
     try:
@@ -710,12 +734,14 @@ class Jax(Peer):
         raise ValueError(f"no jax function for {kind}")
 
 
-def available_peers():
+def available_peers(isa):
     """The peers that can run here; one line on stderr for each that cannot."""
     peers, skips = [], []
     for peer in (TorchEager(), TorchInductor(), LoomViaTorchCompile(), OnnxRuntime(),
                  NumpyBlas(), Jax()):
         reason = peer.skip_reason()
+        if not reason and isa != "native" and isinstance(peer, LoomViaTorchCompile):
+            reason = f"compiles for this machine's ISA, not --isa={isa}"
         if not reason:
             peers.append(peer)
             continue
@@ -803,7 +829,7 @@ def peer_calls(peers, prepared, result):
     return calls
 
 
-def measure(prepared, peers, args, report_dir):
+def measure(prepared, peers, loom, args, report_dir):
     """Checks loom once, then alternates loom and the peers for the rounds."""
     case = prepared.case
     result = Result(case)
@@ -812,7 +838,7 @@ def measure(prepared, peers, args, report_dir):
         result.loom_error = prepared.error or prepared.export_error
     else:
         try:
-            log(f"  loom {check_loom(args.loom, prepared.loom_model, report)}")
+            log(f"  loom {check_loom(loom, prepared.loom_model, report)}")
         except CheckFailed as e:
             result.loom_check_failure = str(e)
             log(f"  loom check failed: {e}")
@@ -824,7 +850,7 @@ def measure(prepared, peers, args, report_dir):
         if not result.loom_error:
             try:
                 settle()
-                seconds = loom_seconds(args.loom, prepared.loom_model, report, args.iters)
+                seconds = loom_seconds(loom, prepared.loom_model, report, args.iters)
                 result.loom_rounds.append(seconds)
                 timings.append(f"loom {format_ms(seconds)}")
             except LoomFailed as e:
@@ -865,11 +891,18 @@ def cell(text):
 
 
 NOT_PEERS = ("loom_tc",)  # loom through another door
+# Peers that --isa does not hold to its instruction set: shown, not compared.
+NOT_HELD_BY_ISA = ("ort", "jax")
 
 
-def fastest(result):
-    """(column, seconds) of the fastest peer that ran, or None."""
-    times = {c: t for c, t in result.peer_seconds().items() if c not in NOT_PEERS}
+def not_compared(isa):
+    """The columns the ratio leaves out under --isa=`isa`."""
+    return NOT_PEERS + (NOT_HELD_BY_ISA if isa != "native" else ())
+
+
+def fastest(result, excluded):
+    """(column, seconds) of the fastest peer that ran, not in `excluded`, or None."""
+    times = {c: t for c, t in result.peer_seconds().items() if c not in excluded}
     if not times:
         return None
     column = min(times, key=times.get)
@@ -883,7 +916,7 @@ def loom_cell(result):
     return format_ms(loom) + (" (check fail)" if result.loom_check_failure else "")
 
 
-def time_table(results, peers):
+def time_table(results, peers, excluded):
     columns = [peer.column for peer in peers]
     header = ["case", "loom ms"] + [f"{c} ms" for c in columns] + ["fastest peer", "loom/peer"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -898,20 +931,20 @@ def time_table(results, peers):
                 row.append("failed")
             else:
                 row.append("n/a")
-        best = fastest(result)
+        best = fastest(result, excluded)
         row.append(best[0] if best else "—")
         row.append(f"{loom / best[1]:.2f}" if best and loom is not None else "—")
         lines.append("| " + " | ".join(cell(c) for c in row) + " |")
     return "\n".join(lines)
 
 
-def gflops_table(results):
+def gflops_table(results, excluded):
     lines = ["| case | GFLOP | loom GFLOP/s | fastest GEMM GFLOP/s | fastest GEMM |",
              "| --- | --- | --- | --- | --- |"]
     for result in results:
         flops = result.case.flops
         loom = result.loom_seconds()
-        best = fastest(result)
+        best = fastest(result, excluded)
         lines.append("| " + " | ".join(cell(c) for c in [
             result.case.name,
             f"{flops / 1e9:.3f}",
@@ -975,6 +1008,8 @@ def parse_args(argv):
                         help="the loom binary (relative to the repo root unless absolute)")
     parser.add_argument("--out_dir", default="",
                         help="where models and reports go (default: a temporary folder, removed after)")
+    parser.add_argument("--isa", choices=("native", "avx2"), default="native",
+                        help="avx2: hold loom, torch and numpy to AVX2 and FMA")
     args = parser.parse_args(argv)
     args.loom = os.path.join(REPO, args.loom)
     if args.rounds < 1 or args.iters < 1:
@@ -982,11 +1017,26 @@ def parse_args(argv):
     return args
 
 
+def avx2_pipeline(out_dir):
+    """The built-in cpu pipeline with loom's kernels compiled for AVX2 and FMA."""
+    with open(os.path.join(REPO, "pipelines", "cpu.pbtxt")) as f:
+        text = f.read()
+    held = text.replace("cpp {", f'cpp {{ march: "{AVX2_MARCH}"')
+    if held == text:
+        raise RuntimeError("pipelines/cpu.pbtxt has no cpp { ... } options to add march to")
+    path = os.path.join(out_dir, "cpu_avx2.pbtxt")
+    with open(path, "w") as f:
+        f.write(held)
+    return path
+
+
 def main(argv):
     args = parse_args(argv)
     if not os.access(args.loom, os.X_OK):
         log(f"no loom binary at {args.loom}: build it with ./bazelw build //tools:loom, or pass --loom")
         return 2
+    if args.isa == "avx2":
+        os.environ.update(AVX2_ENV)  # before any peer's library loads
     cases = [case for case in all_cases() if re.search(args.cases, case.name)]
     if not cases:
         log(f"no case matches --cases={args.cases}")
@@ -994,11 +1044,15 @@ def main(argv):
     out_dir = args.out_dir or tempfile.mkdtemp(prefix="loom-peers-")
     report_dir = os.path.join(out_dir, "reports")
     os.makedirs(report_dir, exist_ok=True)
-    peers = available_peers()
+    pipeline = avx2_pipeline(out_dir) if args.isa == "avx2" else "cpu"
+    loom = Loom(args.loom, [f"--pipeline={pipeline}"])
+    peers = available_peers(args.isa)
     if have("torch"):
         import torch
 
         torch.set_num_threads(THREADS)
+        if args.isa != "native":
+            log(f"isa {args.isa}: torch's CPU capability {torch.backends.cpu.get_cpu_capability()}")
     log(f"threads {THREADS}, rounds {args.rounds}, iters {args.iters}, loom {args.loom}, models in {out_dir}")
     busy = [log_load("before")]
 
@@ -1009,19 +1063,24 @@ def main(argv):
         for error in (prepared.error, prepared.export_error):
             if error:
                 log(f"  {error}")
-        results.append(measure(prepared, peers, args, report_dir))
+        results.append(measure(prepared, peers, loom, args, report_dir))
 
     busy.append(log_load("after"))
-    print(time_table(results, peers))
+    excluded = not_compared(args.isa)
+    print(time_table(results, peers, excluded))
     matmuls = [r for r in results if r.case.flops]
     if matmuls:
         print()
-        print(gflops_table(matmuls))
+        print(gflops_table(matmuls, excluded))
     failures = failures_list(results)
     if failures:
         print()
         print("Failures:")
         print(failures)
+    if args.isa != "native":
+        print()
+        print(f"--isa={args.isa}: loom and the peers held to it, except "
+              f"{', '.join(NOT_HELD_BY_ISA)} (shown, not in the ratio).")
     if any(b is not None and b > BUSY_WARNING for b in busy):
         before, after = (f"{100 * b:.0f}%" if b is not None else "?" for b in busy)
         print()
