@@ -3,6 +3,7 @@
 # made, passing its arguments on:
 #
 #   tests/bench/peers/run.sh [--cases=REGEX] [--rounds=5] [--iters=20] [--loom=PATH] [--out_dir=DIR]
+#                            [--isa=native|avx2]
 #
 # or, with --compile_time first, torch.compile's first call with loom's backend
 # against Inductor's, each in a fresh process with empty caches
