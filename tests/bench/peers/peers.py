@@ -50,16 +50,16 @@ SEED = 0
 # stay its own). ONNX Runtime's MLAS has no such switch, and JAX's products
 # run YNNPACK's AVX-512 kernels whatever XLA_FLAGS says (seen with perf):
 # both keep AVX-512, and are shown but left out of the ratio.
+AVX2_MARCH = "haswell"  # loom's kernels: cpp { march } in its pipeline
 AVX2_ENV = {
     "ATEN_CPU_CAPABILITY": "avx2",  # torch eager's kernels and Inductor's vector ISA
-    "TORCHINDUCTOR_CPP_MARCH": "haswell",  # Inductor's -march (native by default)
+    "TORCHINDUCTOR_CPP_MARCH": AVX2_MARCH,  # Inductor's -march (native by default)
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN, torch's and loom's
     "DNNL_MAX_CPU_ISA": "AVX2",  # its older name
     "MKL_ENABLE_INSTRUCTIONS": "AVX2",  # torch's GEMMs
     "OPENBLAS_CORETYPE": "Haswell",  # numpy's GEMMs
-    "BLIS_ARCH_TYPE": "haswell",  # loom's GEMMs of 2^24 multiply-adds or more
+    "BLIS_ARCH_TYPE": AVX2_MARCH,  # loom's GEMMs of 2^24 multiply-adds or more
 }
-AVX2_MARCH = "haswell"  # loom's kernels: cpp { march } in its pipeline
 
 
 def log(message):
