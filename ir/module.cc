@@ -1,5 +1,7 @@
 #include "ir/module.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -40,6 +42,12 @@ std::string StandaloneText(const GeneratedSource& source) {
   return absl::StrCat(absl::StrJoin(source.support_sources, "\n"), source.text);
 }
 
+int LaunchTable::LaunchOfKernel(int kernel) const {
+  const auto after = std::upper_bound(kernel_offsets.begin(), kernel_offsets.end(), kernel);
+  const int launch = static_cast<int>(after - kernel_offsets.begin()) - 1;
+  return launch >= 0 && launch < static_cast<int>(size()) ? launch : -1;
+}
+
 std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
                           const Schedule& schedule) {
   std::string text;
@@ -56,8 +64,9 @@ std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& prog
                       ")");
     }
     std::vector<std::string> nodes;
-    if (i < schedule.kernels.size()) {
-      for (int node : schedule.kernels[i].nodes) nodes.push_back(program.nodes[node].name);
+    for (int k = launches.kernel_offsets[i];
+         k < launches.kernel_offsets[i + 1] && k < static_cast<int>(schedule.kernels.size()); ++k) {
+      for (int node : schedule.kernels[k].nodes) nodes.push_back(program.nodes[node].name);
     }
     absl::StrAppend(&text, "  # ", absl::StrJoin(nodes, ", "), "\n");
   }

@@ -24,10 +24,13 @@ struct BufferRef {
 // with args[arg_offsets[i] .. arg_offsets[i+1]). A negative function[i] is
 // a library call instead, the matrix product gemms[GemmOf(i)] (a backend
 // that calls its library from the runtime, as the CUDA one calls cuBLAS;
-// the Gemm names its buffers, the launch has no args).
+// the Gemm names its buffers, the launch has no args). Launch i runs the
+// schedule's kernels [kernel_offsets[i], kernel_offsets[i+1]): one, or a
+// gemm kernel and the next as its epilogue (backends/cpp/library_calls.h).
 struct LaunchTable {
   std::vector<int32_t> function;
   std::vector<int32_t> arg_offsets = {0};
+  std::vector<int32_t> kernel_offsets = {0};
   std::vector<BufferRef> args;
   std::vector<Gemm> gemms;
 
@@ -36,6 +39,8 @@ struct LaunchTable {
   int32_t GemmOf(size_t launch) const { return -1 - function[launch]; }
 
   size_t size() const { return function.size(); }
+  // The launch that runs the schedule's kernel `kernel`, or -1 for none.
+  int LaunchOfKernel(int kernel) const;
 };
 
 // Source code a backend emitted for a schedule.
@@ -84,7 +89,7 @@ struct Module {
 };
 
 // The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes"
-// (the nodes of schedule.kernels[i] for launch i); a library call as
+// (the nodes of the schedule's kernels that the launch runs); a library call as
 // "gemm f32 m=8 n=4 k=16 (a, b^T, c) ld 16 16 4", with "batch [2] strides
 // 128 0 32" when it has batch loops.
 std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,

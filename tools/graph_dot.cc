@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -92,19 +93,24 @@ struct Boxes {
   std::vector<int> of_kernel, of_node, of_writer;
 };
 
+// The function that runs kernel k, or -1 (no source, or a library call).
+int KernelFunction(const GeneratedSource* source, int k) {
+  if (source == nullptr) return -1;
+  const int launch = source->launches.LaunchOfKernel(k);
+  return launch >= 0 ? std::max(source->launches.function[launch], -1) : -1;
+}
+
 Boxes GroupKernels(const LoopProgram& program, const Schedule& schedule,
                    const GeneratedSource* source) {
   Boxes b;
   std::map<int, int> box_of_function;
   b.of_kernel.resize(schedule.kernels.size());
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    const bool launched = source != nullptr && k < source->launches.size();
     // A kernel without a shared function (no source yet, or a library
     // call) is a box of its own.
-    const int function = launched && source->launches.function[k] >= 0
-                             ? source->launches.function[k]
-                             : -1 - static_cast<int>(k);
-    auto [it, added] = box_of_function.try_emplace(function, static_cast<int>(b.boxes.size()));
+    const int function = KernelFunction(source, static_cast<int>(k));
+    const int box_key = function >= 0 ? function : -1 - static_cast<int>(k);
+    auto [it, added] = box_of_function.try_emplace(box_key, static_cast<int>(b.boxes.size()));
     if (added) b.boxes.push_back({absl::StrCat("k", k), {}});
     b.boxes[it->second].kernels.push_back(static_cast<int>(k));
     b.of_kernel[k] = it->second;
@@ -127,9 +133,8 @@ std::string BoxLabel(const Box& box, const LoopProgram& program, const Schedule&
   const Kernel& first = schedule.kernels[box.kernels.front()];
   const ComputeNode& lead = program.nodes[first.nodes.front()];
   std::string label;
-  if (source != nullptr && source->launches.size() > static_cast<size_t>(box.kernels.front()) &&
-      source->launches.function[box.kernels.front()] >= 0) {
-    const std::string& function = source->functions[source->launches.function[box.kernels.front()]];
+  if (const int f = KernelFunction(source, box.kernels.front()); f >= 0) {
+    const std::string& function = source->functions[f];
     absl::StrAppend(&label, function);
     const std::string traits = CodeTraits(source->text, function);
     if (!traits.empty()) absl::StrAppend(&label, " (", traits, ")");

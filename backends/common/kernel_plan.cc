@@ -137,10 +137,12 @@ std::string PlanMemberStart(const ComputeNode& node, size_t m) {
                       " over ", Extents(node.AllRanges()));
 }
 
-void AppendLaunch(LaunchTable& launches, int function, const std::vector<BufferRef>& args) {
+void AppendLaunch(LaunchTable& launches, int function, const std::vector<BufferRef>& args,
+                  int kernels) {
   launches.function.push_back(function);
   launches.args.insert(launches.args.end(), args.begin(), args.end());
   launches.arg_offsets.push_back(static_cast<int32_t>(launches.args.size()));
+  launches.kernel_offsets.push_back(launches.kernel_offsets.back() + kernels);
 }
 
 }  // namespace loom::kplan

@@ -194,8 +194,10 @@ std::string PlanHeadLine(const Kernel& kernel, const std::vector<int64_t>& outer
 std::string PlanParamLines(const LoopProgram& program, const ParamTable& params);
 std::string PlanMemberStart(const ComputeNode& node, size_t m);
 
-// Appends a launch of `function` with `args` to `launches`.
-void AppendLaunch(LaunchTable& launches, int function, const std::vector<BufferRef>& args);
+// Appends a launch of `function` with `args`, running the schedule's next
+// `kernels` kernels, to `launches`.
+void AppendLaunch(LaunchTable& launches, int function, const std::vector<BufferRef>& args,
+                  int kernels = 1);
 
 }  // namespace loom::kplan
 

@@ -109,6 +109,12 @@ TEST(AppendLaunchTest, AppendsTheFunctionAndItsArguments) {
   EXPECT_EQ(launches.function, (std::vector<int32_t>{2}));
   EXPECT_EQ(launches.arg_offsets, (std::vector<int32_t>{0, 2}));
   EXPECT_EQ(launches.args[1].offset, 8);
+  AppendLaunch(launches, 0, {}, /*kernels=*/2);
+  EXPECT_EQ(launches.arg_offsets, (std::vector<int32_t>{0, 2, 2}));
+  EXPECT_EQ(launches.kernel_offsets, (std::vector<int32_t>{0, 1, 3}));
+  EXPECT_EQ(launches.LaunchOfKernel(0), 0);
+  EXPECT_EQ(launches.LaunchOfKernel(2), 1);
+  EXPECT_EQ(launches.LaunchOfKernel(3), -1);
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
   LaunchTable& launches = source.launches;
   launches.function.reserve(schedule.kernels.size());
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
+  launches.kernel_offsets.reserve(schedule.kernels.size() + 1);
   for (const Kernel& kernel : schedule.kernels) {
     if (std::optional<Gemm> gemm = kplan::KernelGemm(program, kernel)) {
       kplan::AppendLaunch(launches, LaunchTable::GemmFunction(launches.gemms.size()), {});
