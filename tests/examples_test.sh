@@ -19,5 +19,16 @@ for model in examples/*.pbtxt; do
     fi
   done
 done
+# A product's epilogue runs on each thread's block of rows (three blocks of
+# unequal size), or after the library's product where the rows are too few
+# for the threads (twenty): backends/cpp/library_calls.h.
+for threads in 3 20; do
+  if output=$(OMP_NUM_THREADS=$threads "$loom" run --model=examples/linear_large.pbtxt --check 2>&1); then
+    echo "ok ($threads threads): $output"
+  else
+    echo "FAIL ($threads threads): $output"
+    failures=$((failures + 1))
+  fi
+done
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

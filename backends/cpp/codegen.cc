@@ -90,6 +90,67 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
   return true;
 }
 
+// How many of `plan`'s outer loops run through the rows of `gemm` (their
+// iterations, row-major, are its rows), when the kernel it plans may run as
+// the product's epilogue (PrintGemmWithEpilogue): it reads the product,
+// runs its outer loops plainly, and the rest of them, if any, run through
+// a row's columns.
+std::optional<int> EpilogueRowLoops(const LoopProgram& program, const Gemm& gemm,
+                                    const Kernel& kernel, const CppKernelPlan& plan) {
+  if (plan.may_split || plan.team || plan.alone_matvec) return std::nullopt;
+  bool reads_product = false;
+  for (int n : kernel.nodes) {
+    for (const ScalarOp& op : program.nodes[n].body) {
+      reads_product |= op.kind == ScalarOp::Kind::kLoad && op.buffer == gemm.c.buffer;
+    }
+  }
+  if (!reads_product) return std::nullopt;
+  const std::vector<int64_t>& outer = plan.outer;
+  for (size_t rows = 1; rows <= outer.size(); ++rows) {
+    const int64_t columns = Product(outer, rows, outer.size());
+    if (Product(outer, 0, rows) == gemm.m && (columns == 1 || columns == gemm.n)) {
+      return static_cast<int>(rows);
+    }
+  }
+  return std::nullopt;
+}
+
+// Appends one launch of `gemm_kernel` with `next`, the kernel after it, as
+// its epilogue (PrintGemmWithEpilogue), where `next` may be one (see
+// EpilogueRowLoops); returns whether it is.
+bool LaunchGemmWithEpilogue(const LoopProgram& program, const Kernel& gemm_kernel,
+                            const Kernel& next, const proto::CppOptions& options,
+                            LocalOffsets& local_offsets, kplan::KernelKey& key, UnitNeeds& needs,
+                            UnitFunctions& functions, LaunchTable& launches) {
+  if (!options.openmp() || options.gemm_epilogue_apart()) return false;
+  const std::optional<Gemm> gemm = kplan::KernelGemm(program, gemm_kernel);
+  if (!gemm || !HasRowsForThreads(*gemm) || kplan::KernelGemm(program, next) ||
+      kplan::KernelConv(program, next)) {
+    return false;
+  }
+  CppPlanner planner(program, options, local_offsets, key);
+  planner.Plan(next);
+  planner.PlanVectors(next);
+  const std::optional<int> row_loops = EpilogueRowLoops(program, *gemm, next, planner.plan());
+  if (!row_loops) return false;
+  KernelPrinter printer(program, needs.helpers, needs.libm_calls, planner);
+  const std::string params = printer.ParamDeclarations(/*restrict=*/false);
+  std::vector<BufferRef> args = planner.plan().params.args();
+  const int function = functions.table.AddBody(PrintGemmWithEpilogue(
+      *gemm, params, printer.PrintRows(next, *row_loops), planner.plan().parallel_outer, args));
+  needs.Add(planner.plan());
+  needs.calls_dnnl = needs.calls_openmp = true;
+  needs.calls_blis |= MayCallBlis(*gemm);
+  functions.NotePlan(
+      function,
+      absl::StrCat("kernel ", gemm_kernel.name, ": a GEMM call (",
+                   MayCallBlis(*gemm) ? "dnnl_sgemm or, on AVX2, bli_sgemm" : "dnnl_sgemm",
+                   "), each thread's block of rows, then kernel ", next.name, " on them:\n",
+                   planner.plan().ToString(program, next)));
+  kplan::AppendLaunch(launches, function, args, /*kernels=*/2);
+  return true;
+}
+
 // The unit's text: the prelude with what its kernels need, then each
 // function.
 std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
@@ -168,7 +229,15 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   LaunchTable& launches = source.launches;
   launches.function.reserve(schedule.kernels.size());
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
-  for (const Kernel& kernel : schedule.kernels) {
+  launches.kernel_offsets.reserve(schedule.kernels.size() + 1);
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const Kernel& kernel = schedule.kernels[k];
+    if (k + 1 < schedule.kernels.size() &&
+        LaunchGemmWithEpilogue(program, kernel, schedule.kernels[k + 1], options, local_offsets,
+                               key, needs, functions, launches)) {
+      ++k;  // the epilogue ran with the product
+      continue;
+    }
     if (LaunchLibraryCall(program, kernel, options, needs, functions, launches)) continue;
     CppPlanner planner(program, options, local_offsets, key);
     planner.Plan(kernel);

@@ -67,6 +67,43 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   EXPECT_FALSE(plain.calls_blas || plain.calls_dnnl);
 }
 
+// y = relu(x * w + bias) on 128 rows.
+Graph LinearRelu() {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {128, 16}});
+  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {16, 32}});
+  const ValueId bias = *graph.AddInput("bias", TensorType{DType::kF32, {32}});
+  const NodeId product = *graph.AddNode("matmul", "matmul", {x, w}, {"product"});
+  const NodeId add = *graph.AddNode("add", "add", {graph.node(product).outputs[0], bias}, {"sum"});
+  const NodeId relu = *graph.AddNode("relu", "relu", {graph.node(add).outputs[0]}, {"y"});
+  graph.AddOutput(graph.node(relu).outputs[0]);
+  EXPECT_TRUE(InferShapes(graph).ok());
+  return graph;
+}
+
+TEST(CodegenTest, TheKernelAfterAGemmRunsOnEachThreadsRows) {
+  proto::CppOptions openmp;
+  openmp.set_openmp(true);
+  const GeneratedSource source = Emit(LinearRelu(), openmp);
+  EXPECT_EQ(source.kernel_functions, 1);
+  EXPECT_EQ(source.launches.size(), 1);
+  EXPECT_THAT(source.text,
+              HasSubstr("    if (loom_per_thread) {\n"
+                        "      dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 16, 1.0f, "
+                        "g0 + loom_first * 16, 16, g1, 32, 0.0f, g2 + loom_first * 32, 32);\n"
+                        "      #pragma omp barrier\n"
+                        "    }\n"
+                        "    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {\n"));
+  // Apart, or with no threads to share, the epilogue is a kernel of its own.
+  proto::CppOptions apart = openmp;
+  apart.set_gemm_epilogue_apart(true);
+  for (const proto::CppOptions& options : {apart, proto::CppOptions()}) {
+    const GeneratedSource two = Emit(LinearRelu(), options);
+    EXPECT_EQ(two.kernel_functions, 2);
+    EXPECT_THAT(two.text, Not(HasSubstr("loom_per_thread")));
+  }
+}
+
 TEST(CodegenTest, IdenticalKernelsShareOneFunction) {
   const GeneratedSource source = Emit(DoublingChain(5));
   EXPECT_EQ(source.kernel_functions, 1);

@@ -166,6 +166,37 @@ TEST(EndToEndTest, GemmCalls) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// Products whose next kernel runs as their epilogue (PrintGemmWithEpilogue),
+// one graph each so that the two kernels are neighbours: 201 rows, each
+// thread's block computed alone (blocks of unequal size); 100, too few for
+// two blocks, so the two stay apart (tests/examples_test.sh runs the
+// library's shared product before the epilogue, on more threads); a batch of
+// sequences whose epilogue (a residual and a layer norm) runs over two row
+// loops with reductions inside; and a transposed left operand, whose
+// blocks of rows are columns in memory.
+TEST(EndToEndTest, GemmEpilogues) {
+  for (int64_t rows : {201, 100}) {
+    GraphBuilder b;
+    const ValueId x = b.Input("x", DType::kF32, {rows, 24});
+    b.Output(
+        b.Op("gelu", {b.Op("linear", {x, b.Weight("w", {33, 24}, 1), b.Weight("bias", {33}, 2)})}));
+    CompileRunAndCompare(std::move(b.graph()));
+  }
+  GraphBuilder sequences;
+  const ValueId x = sequences.Input("x", DType::kF32, {8, 24, 16});
+  const ValueId linear = sequences.Op(
+      "linear", {x, sequences.Weight("w", {16, 16}, 3), sequences.Weight("bias", {16}, 4)});
+  sequences.Output(sequences.Op(
+      "layer_norm", {sequences.Op("add", {linear, x}), sequences.Weight("scale", {16}, 5)}));
+  CompileRunAndCompare(std::move(sequences.graph()));
+  GraphBuilder transposed;
+  const ValueId at = transposed.Input("at", DType::kF32, {24, 131});
+  transposed.Output(
+      transposed.Op("relu", {transposed.Op("gemm", {at, transposed.Weight("w", {24, 40}, 6)},
+                                           MakeAttrs({{"trans_a", int64_t{1}}}))}));
+  CompileRunAndCompare(std::move(transposed.graph()));
+}
+
 TEST(EndToEndTest, SoftmaxThroughDecomposition) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 33});

@@ -171,18 +171,21 @@ void KernelPrinter::PrintMember(const ComputeNode& node, int member, int depth) 
   step_base_ += static_cast<int>(node.body.size());
 }
 
+bool KernelPrinter::Flat(const Kernel& kernel) const {
+  for (int m : kernel.nodes) {
+    const ComputeNode& node = program_.nodes[m];
+    if (node.ranges.size() != plan_.outer.size() || node.reduce != ReduceKind::kNone) return false;
+  }
+  return true;
+}
+
 // The pragmas of the outer loops (CppKernelPlan::parallel_outer).
 std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
                                                          const std::vector<int64_t>& outer) {
   std::vector<std::string> pragmas(outer.size());
   if (outer.empty()) return pragmas;
-  bool flat = true;  // every member runs exactly the outer loops
-  for (int m : kernel.nodes) {
-    const ComputeNode& node = program_.nodes[m];
-    flat &= node.ranges.size() == outer.size() && node.reduce == ReduceKind::kNone;
-  }
   const bool parallel = plan_.parallel_outer;
-  if (flat) {
+  if (Flat(kernel)) {
     // Threads share the loops around the innermost one (which the compiler
     // vectorises), unless those are too few: then they share it too. GCC
     // -O2 vectorises the innermost only told that its iterations are
@@ -223,14 +226,20 @@ void KernelPrinter::PrintMembers(const Kernel& kernel, int depth) {
   }
 }
 
-std::string KernelPrinter::Print(const Kernel& kernel) {
+std::string KernelPrinter::ParamDeclarations(bool restrict) const {
+  const char* pointer = restrict ? "* LOOM_RESTRICT p" : "* p";
   std::string params;
   for (size_t p = 0; p < plan_.params.size(); ++p) {
     const char* type = CType(program_.buffers[plan_.params.args()[p].buffer].dtype);
     const char* qualifier = plan_.params.written(p) ? "" : "const ";
-    absl::StrAppend(&params, "  ", qualifier, type, "* LOOM_RESTRICT p", p, " = (", qualifier, type,
-                    "*)a[", p, "];\n");
+    absl::StrAppend(&params, "  ", qualifier, type, pointer, p, " = (", qualifier, type, "*)a[", p,
+                    "];\n");
   }
+  return params;
+}
+
+std::string KernelPrinter::Print(const Kernel& kernel) {
+  const std::string params = ParamDeclarations();
   if (plan_.alone_matvec) {
     const ComputeNode& first = program_.nodes[kernel.nodes[0]];
     var_names_.clear();
@@ -274,6 +283,28 @@ std::string KernelPrinter::PrintSplitting(const Kernel& kernel,
   Line(depth, absl::StrCat("loom_row(", row, ");"));
   CloseLoops(outer.size(), depth);
   Line(1, "}");
+  return body_;
+}
+
+std::string KernelPrinter::PrintRows(const Kernel& kernel, int row_loops) {
+  const std::vector<int64_t>& outer = plan_.outer;
+  constexpr int kDepth = 2;  // inside the function's parallel region
+  if (row_loops == 1) {
+    Line(kDepth, "for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {");
+  } else {
+    Line(kDepth, "for (int64_t loom_row = loom_first; loom_row < loom_last; ++loom_row) {");
+    for (int i = 0; i < row_loops; ++i) {
+      const int64_t inside = Product(outer, i + 1, row_loops);
+      std::string value = absl::StrCat("loom_row / ", inside);
+      if (i > 0) absl::StrAppend(&value, " % ", outer[i]);
+      Line(kDepth + 1, absl::StrCat("const int64_t x", i, " = ", value, ";"));
+    }
+  }
+  std::vector<std::string> pragmas(outer.size() - row_loops);
+  if (!pragmas.empty() && Flat(kernel)) pragmas.back() = "#pragma GCC ivdep";
+  const int depth = OpenLoops(outer, row_loops, kDepth + 1, pragmas);
+  PrintMembers(kernel, depth);
+  CloseLoops(outer.size() - row_loops + 1, depth);
   return body_;
 }
 

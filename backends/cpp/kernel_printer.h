@@ -38,6 +38,16 @@ class KernelPrinter {
 
   // The function's body, parameter declarations included.
   std::string Print(const Kernel& kernel);
+  // The declarations of the parameters p0, p1, ... (from a[0], a[1], ...),
+  // `restrict` unless other pointers of the function may write what they
+  // point at (a gemm's product, which its epilogue reads).
+  std::string ParamDeclarations(bool restrict = true) const;
+  // The kernel's loops over the rows [loom_first, loom_last) of its first
+  // `row_loops` outer loops (collapsed, row-major), then the rest of its
+  // outer loops and its members: one thread's block of a gemm's rows
+  // (PrintGemmWithEpilogue). Only for a kernel that runs its outer loops
+  // plainly (no split, team or alone product).
+  std::string PrintRows(const Kernel& kernel, int row_loops);
 
  private:
   // A load's or store's place, e.g. "p3[(64*x0 + x1)]", "l1[x1]" or "acc0".
@@ -102,6 +112,8 @@ class KernelPrinter {
   void PrintPrefetches(const ComputeNode& node, int member, int depth);
   std::string PrintVectorStep(const ComputeNode& node, int i);
   void PrintBody(const ComputeNode& node, int depth);
+  // Whether every member runs exactly the outer loops, pointwise.
+  bool Flat(const Kernel& kernel) const;
   std::vector<std::string> OuterLoopPragmas(const Kernel& kernel,
                                             const std::vector<int64_t>& outer);
   std::string PrintStep(const ComputeNode& node, int i);

@@ -23,6 +23,29 @@ bool MayCallBlis(const Gemm& gemm);
 // regions; `splits` says whether this one does.
 std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& args, bool& splits);
 
+// Whether `gemm` may run with an epilogue (PrintGemmWithEpilogue): f32, with
+// neither batch nor accumulation loops, and rows enough for two threads to
+// compute a block each.
+bool HasRowsForThreads(const Gemm& gemm);
+
+// The body of the function for a gemm kernel (HasRowsForThreads) that runs
+// the kernel after it as its epilogue, over
+// the same rows: in one parallel region, each thread computes its block of
+// rows [loom_first, loom_last) of the product alone, waits for the others
+// (the epilogue may read any row, and may write where the product read),
+// and runs the epilogue's rows of that block while they are in its cache.
+// Where the rows are too few for every thread, the library shares the
+// product among the threads first. `epilogue_params` declares the
+// epilogue's parameters (p0, p1, ...; their arguments are `args`, to which
+// the product's a, b and c are appended); `epilogue_rows` is its loops over
+// one block of rows, inside the parallel region. Without `epilogue_shared`
+// (the epilogue has too little work to share among the threads on its
+// own), that region runs on one thread unless the threads compute their
+// own rows.
+std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_params,
+                                  const std::string& epilogue_rows, bool epilogue_shared,
+                                  std::vector<BufferRef>& args);
+
 // The body of the function for a conv call: one LoomConv2d for its shapes
 // (dnnl_conv.inc), made at the first call. Its arguments (input, weight
 // and output, each at its offset) go to `args`.

@@ -48,6 +48,8 @@ constexpr Linear kLayers[] = {
     {"bert_ffn up [128,128]x[512,128]^T", 128, 512, 128},
     {"bert_ffn down [128,512]x[128,512]^T", 128, 128, 512},
     {"matmul_512 as a layer", 512, 512, 512},
+    // The fewest rows that loom gives two threads a block each (32 rows).
+    {"64 rows [64,256]x[256,256]^T", 64, 256, 256},
 };
 
 struct Operands {

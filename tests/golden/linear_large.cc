@@ -53,34 +53,47 @@ extern "C" void loom_f0(void* const* a) {
   const float* p0 = (const float*)a[0];
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
+  const float* g0 = (const float*)a[3];
+  const float* g1 = (const float*)a[4];
+  float* g2 = (float*)a[5];
+  const int loom_threads = omp_get_max_threads();
+  const int loom_per_thread = 1024 >= 64 * loom_threads;
 #if LOOM_BLIS
-  bli_thread_set_num_threads(omp_get_max_threads());
+  bli_thread_set_num_threads(loom_per_thread ? 1 : loom_threads);
 #endif
+  if (!loom_per_thread) {
 #if LOOM_BLIS
-  bli_sgemm(0, 0, 1024, 256, 256, &loom_blis_one, p0, 256, 1, p1, 256, 1, &loom_blis_zero, p2, 256, 1);
+    bli_sgemm(0, 0, 1024, 256, 256, &loom_blis_one, g0, 256, 1, g1, 256, 1, &loom_blis_zero, g2, 256, 1);
 #else
-  dnnl_sgemm('N', 'N', 1024, 256, 256, 1.0f, p0, 256, p1, 256, 0.0f, p2, 256);
+    dnnl_sgemm('N', 'N', 1024, 256, 256, 1.0f, g0, 256, g1, 256, 0.0f, g2, 256);
 #endif
-}
-
-extern "C" void loom_f1(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  #pragma omp parallel for
-  for (int64_t x0 = 0; x0 < 1024; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 256; ++x1) {
-      const float t0 = p0[(256*x0 + x1)];
-      const float t1 = p1[x1];
-      const float t2 = t0 + t1;
-      const float t3 = (t2 < 0 ? (float)0 : t2);
-      p2[(256*x0 + x1)] = t3;
+  }
+  #pragma omp parallel
+  {
+    const int64_t loom_team = omp_get_num_threads();
+    const int64_t loom_first = 1024 * omp_get_thread_num() / loom_team;
+    const int64_t loom_last = 1024 * (omp_get_thread_num() + 1) / loom_team;
+    if (loom_per_thread) {
+#if LOOM_BLIS
+      bli_sgemm(0, 0, loom_last - loom_first, 256, 256, &loom_blis_one, g0 + loom_first * 256, 256, 1, g1, 256, 1, &loom_blis_zero, g2 + loom_first * 256, 256, 1);
+#else
+      dnnl_sgemm('N', 'N', loom_last - loom_first, 256, 256, 1.0f, g0 + loom_first * 256, 256, g1, 256, 0.0f, g2 + loom_first * 256, 256);
+#endif
+      #pragma omp barrier
+    }
+    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 256; ++x1) {
+        const float t0 = p0[(256*x0 + x1)];
+        const float t1 = p1[x1];
+        const float t2 = t0 + t1;
+        const float t3 = (t2 < 0 ? (float)0 : t2);
+        p2[(256*x0 + x1)] = t3;
+      }
     }
   }
 }
 
 // Launches:
-// loom_f0(x, weight, product)  # matmul
-// loom_f1(product, bias, y)  # relu
+// loom_f0(product, bias, y, x, weight, product)  # matmul, relu
 // 
