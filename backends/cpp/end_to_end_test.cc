@@ -172,7 +172,7 @@ TEST(EndToEndTest, GemmCalls) {
 // two blocks, so the two stay apart (tests/examples_test.sh runs the
 // library's shared product before the epilogue, on more threads); a batch of
 // sequences whose epilogue (a residual and a layer norm) runs over two row
-// loops with reductions inside; and a transposed left operand, whose
+// loops with reductions inside; a softmax; and a transposed left operand, whose
 // blocks of rows are columns in memory.
 TEST(EndToEndTest, GemmEpilogues) {
   for (int64_t rows : {201, 100}) {
@@ -189,6 +189,13 @@ TEST(EndToEndTest, GemmEpilogues) {
   sequences.Output(sequences.Op(
       "layer_norm", {sequences.Op("add", {linear, x}), sequences.Weight("scale", {16}, 5)}));
   CompileRunAndCompare(std::move(sequences.graph()));
+  GraphBuilder classifier;  // a softmax in explicit vectors over each row
+  classifier.Output(
+      classifier.Op("softmax",
+                    {classifier.Op("matmul", {classifier.Input("x", DType::kF32, {130, 24}),
+                                              classifier.Weight("w", {24, 48}, 7)})},
+                    MakeAttrs({{"axis", int64_t{-1}}})));
+  CompileRunAndCompare(std::move(classifier.graph()));
   GraphBuilder transposed;
   const ValueId at = transposed.Input("at", DType::kF32, {24, 131});
   transposed.Output(
