@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loom compile --graph: the fused schedule as a Graphviz graph that dot
 # renders without a warning; GroupNorm is one box, the LSTM's two layers
-# share one kernel function.
+# share one kernel function, a product and its epilogue are one box.
 set -uo pipefail
 
 loom="$1"
@@ -27,8 +27,12 @@ for model in examples/group_norm.pbtxt examples/lstm_l2_h64.pbtxt "$tmp/random.p
 done
 boxes=$(grep -cE '^  k[0-9]+ \[label=' "$tmp/group_norm.dot")
 [[ $boxes -eq 1 ]] || { echo "FAIL: group_norm has $boxes boxes, not 1"; failures=$((failures + 1)); }
-grep -q "called by 2 kernels" "$tmp/lstm_l2_h64.dot" ||
+grep -q "called by 2 launches" "$tmp/lstm_l2_h64.dot" ||
   { echo "FAIL: the LSTM's layers do not share a box"; failures=$((failures + 1)); }
+# A product and its epilogue run in one launch: one box, listing both.
+expect 0 "kernels" compile --model=examples/linear_large.pbtxt --graph="$tmp/linear_large.dot"
+grep -q 'label="loom_f0 (.*2 nodes.*matmul.*relu' "$tmp/linear_large.dot" ||
+  { echo "FAIL: linear_large's box does not hold its product and epilogue"; failures=$((failures + 1)); }
 grep -q "style=dashed.*not fused: " "$tmp/lstm_l2_h64.dot" ||
   { echo "FAIL: no refused fusion drawn"; failures=$((failures + 1)); }
 

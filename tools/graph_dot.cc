@@ -126,12 +126,30 @@ Boxes GroupKernels(const LoopProgram& program, const Schedule& schedule,
   return b;
 }
 
-// A box's label: its function (with the traits of its code) or kernel, its
-// outer loops and the first of its nodes.
+// The kernels that run with kernel k in one launch (a product and its
+// epilogue), k first; just k without a source.
+std::vector<int> LaunchKernels(const GeneratedSource* source, int k) {
+  const int launch = source == nullptr ? -1 : source->launches.LaunchOfKernel(k);
+  if (launch < 0) return {k};
+  const std::vector<int32_t>& offsets = source->launches.kernel_offsets;
+  std::vector<int> kernels;
+  for (int32_t i = offsets[launch]; i < offsets[launch + 1]; ++i) kernels.push_back(i);
+  return kernels;
+}
+
+// A box's label: its function (with the traits of its code) or kernel, how
+// many launches call it, its outer loops and the first of the nodes of its
+// first launch.
 std::string BoxLabel(const Box& box, const LoopProgram& program, const Schedule& schedule,
                      const GeneratedSource* source) {
   const Kernel& first = schedule.kernels[box.kernels.front()];
   const ComputeNode& lead = program.nodes[first.nodes.front()];
+  std::vector<int> nodes;
+  size_t kept_inside = 0;
+  for (int k : LaunchKernels(source, box.kernels.front())) {
+    nodes.insert(nodes.end(), schedule.kernels[k].nodes.begin(), schedule.kernels[k].nodes.end());
+    kept_inside += schedule.kernels[k].internal.size();
+  }
   std::string label;
   if (const int f = KernelFunction(source, box.kernels.front()); f >= 0) {
     const std::string& function = source->functions[f];
@@ -141,18 +159,19 @@ std::string BoxLabel(const Box& box, const LoopProgram& program, const Schedule&
   } else {
     absl::StrAppend(&label, first.name);
   }
-  if (box.kernels.size() > 1) {
-    absl::StrAppend(&label, ", called by ", box.kernels.size(), " kernels");
+  std::set<int> launches;  // without a source, a kernel each
+  for (int k : box.kernels) {
+    launches.insert(source == nullptr ? k : source->launches.LaunchOfKernel(k));
   }
+  if (launches.size() > 1) absl::StrAppend(&label, ", called by ", launches.size(), " launches");
   const std::vector<int64_t> outer(lead.ranges.begin(), lead.ranges.begin() + first.outer_loops);
-  absl::StrAppend(
-      &label, "\nouter loops ", Extents(outer), ", ", first.nodes.size(), " nodes",
-      first.internal.empty() ? "" : absl::StrCat(", ", first.internal.size(), " kept inside"));
-  for (int i = 0; i < static_cast<int>(first.nodes.size()) && i < kNodesListed; ++i) {
-    absl::StrAppend(&label, "\n  ", NodeText(program.nodes[first.nodes[i]]));
+  absl::StrAppend(&label, "\nouter loops ", Extents(outer), ", ", nodes.size(), " nodes",
+                  kept_inside == 0 ? "" : absl::StrCat(", ", kept_inside, " kept inside"));
+  for (int i = 0; i < static_cast<int>(nodes.size()) && i < kNodesListed; ++i) {
+    absl::StrAppend(&label, "\n  ", NodeText(program.nodes[nodes[i]]));
   }
-  if (first.nodes.size() > kNodesListed) {
-    absl::StrAppend(&label, "\n  ... ", first.nodes.size() - kNodesListed, " more");
+  if (nodes.size() > kNodesListed) {
+    absl::StrAppend(&label, "\n  ... ", nodes.size() - kNodesListed, " more");
   }
   return label;
 }
