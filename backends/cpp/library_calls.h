@@ -29,9 +29,9 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
 bool HasRowsForThreads(const Gemm& gemm);
 
 // The body of the function for a gemm kernel (HasRowsForThreads) that runs
-// the kernel after it as its epilogue, over
-// the same rows: in one parallel region, each thread computes its block of
-// rows [loom_first, loom_last) of the product alone, waits for the others
+// the kernel after it as its epilogue, over the same rows: in one parallel
+// region, each thread computes its block of rows [loom_first, loom_last)
+// of the product alone, waits for the others
 // (the epilogue may read any row, and may write where the product read),
 // and runs the epilogue's rows of that block while they are in its cache.
 // Where the rows are too few for every thread, the library shares the
