@@ -58,11 +58,17 @@ struct UnitFunctions {
   }
 };
 
-// Appends the launch of `kernel` when it is a library call (a conv or a
-// gemm); returns whether it is.
+// The library a gemm's plan names.
+const char* GemmLibraries(const Gemm& gemm) {
+  if (gemm.dtype != DType::kF32) return "cblas_dgemm";
+  return MayCallBlis(gemm) ? "dnnl_sgemm or, on AVX2, bli_sgemm" : "dnnl_sgemm";
+}
+
+// Appends the launch of `kernel` when it is a library call (a conv, or
+// `gemm`: its product, if it is one); returns whether it is.
 bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
-                       const proto::CppOptions& options, UnitNeeds& needs, UnitFunctions& functions,
-                       LaunchTable& launches) {
+                       const std::optional<Gemm>& gemm, const proto::CppOptions& options,
+                       UnitNeeds& needs, UnitFunctions& functions, LaunchTable& launches) {
   std::vector<BufferRef> args;
   int function = -1;
   std::string plan;
@@ -70,18 +76,15 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
     needs.calls_conv = true;
     function = functions.table.AddBody(PrintConv(*conv, args));
     plan = absl::StrCat("kernel ", kernel.name, ": a oneDNN convolution call\n");
-  } else if (std::optional<Gemm> gemm = kplan::KernelGemm(program, kernel)) {
+  } else if (gemm.has_value()) {
     const bool f32 = gemm->dtype == DType::kF32;
     (f32 ? needs.calls_dnnl : needs.calls_blas) = true;
     if (MayCallBlis(*gemm)) needs.calls_blis = needs.calls_openmp = true;
     bool splits = false;
     function = functions.table.AddBody(PrintGemm(*gemm, options.openmp(), args, splits));
     needs.calls_openmp |= splits;
-    plan =
-        absl::StrCat("kernel ", kernel.name, ": a GEMM call (",
-                     f32 ? (MayCallBlis(*gemm) ? "dnnl_sgemm or, on AVX2, bli_sgemm" : "dnnl_sgemm")
-                         : "cblas_dgemm",
-                     splits ? ", its batch shared by the threads" : "", ")\n");
+    plan = absl::StrCat("kernel ", kernel.name, ": a GEMM call (", GemmLibraries(*gemm),
+                        splits ? ", its batch shared by the threads" : "", ")\n");
   } else {
     return false;
   }
@@ -115,38 +118,34 @@ std::optional<int> EpilogueRowLoops(const LoopProgram& program, const Gemm& gemm
   return std::nullopt;
 }
 
-// Appends one launch of `gemm_kernel` with `next`, the kernel after it, as
-// its epilogue (PrintGemmWithEpilogue), where `next` may be one (see
-// EpilogueRowLoops); returns whether it is.
-bool LaunchGemmWithEpilogue(const LoopProgram& program, const Kernel& gemm_kernel,
+// Appends one launch of `gemm_kernel`, whose product is `gemm`, with
+// `next`, the kernel after it, as its epilogue (PrintGemmWithEpilogue),
+// where `next` may be one (see EpilogueRowLoops); returns whether it is.
+bool LaunchGemmWithEpilogue(const LoopProgram& program, const Kernel& gemm_kernel, const Gemm& gemm,
                             const Kernel& next, const proto::CppOptions& options,
                             LocalOffsets& local_offsets, kplan::KernelKey& key, UnitNeeds& needs,
                             UnitFunctions& functions, LaunchTable& launches) {
-  if (!options.openmp() || options.gemm_epilogue_apart()) return false;
-  const std::optional<Gemm> gemm = kplan::KernelGemm(program, gemm_kernel);
-  if (!gemm || !HasRowsForThreads(*gemm) || kplan::KernelGemm(program, next) ||
-      kplan::KernelConv(program, next)) {
+  if (!options.openmp() || options.gemm_epilogue_apart() || !HasRowsForThreads(gemm) ||
+      kplan::KernelGemm(program, next) || kplan::KernelConv(program, next)) {
     return false;
   }
   CppPlanner planner(program, options, local_offsets, key);
   planner.Plan(next);
   planner.PlanVectors(next);
-  const std::optional<int> row_loops = EpilogueRowLoops(program, *gemm, next, planner.plan());
+  const std::optional<int> row_loops = EpilogueRowLoops(program, gemm, next, planner.plan());
   if (!row_loops) return false;
   KernelPrinter printer(program, needs.helpers, needs.libm_calls, planner);
   const std::string params = printer.ParamDeclarations(/*restrict=*/false);
   std::vector<BufferRef> args = planner.plan().params.args();
   const int function = functions.table.AddBody(PrintGemmWithEpilogue(
-      *gemm, params, printer.PrintRows(next, *row_loops), planner.plan().parallel_outer, args));
+      gemm, params, printer.PrintRows(next, *row_loops), planner.plan().parallel_outer, args));
   needs.Add(planner.plan());
   needs.calls_dnnl = needs.calls_openmp = true;
-  needs.calls_blis |= MayCallBlis(*gemm);
+  needs.calls_blis |= MayCallBlis(gemm);
   functions.NotePlan(
-      function,
-      absl::StrCat("kernel ", gemm_kernel.name, ": a GEMM call (",
-                   MayCallBlis(*gemm) ? "dnnl_sgemm or, on AVX2, bli_sgemm" : "dnnl_sgemm",
-                   "), each thread's block of rows, then kernel ", next.name, " on them:\n",
-                   planner.plan().ToString(program, next)));
+      function, absl::StrCat("kernel ", gemm_kernel.name, ": a GEMM call (", GemmLibraries(gemm),
+                             "), each thread's block of rows, then kernel ", next.name,
+                             " on them:\n", planner.plan().ToString(program, next)));
   kplan::AppendLaunch(launches, function, args, /*kernels=*/2);
   return true;
 }
@@ -232,13 +231,14 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   launches.kernel_offsets.reserve(schedule.kernels.size() + 1);
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const Kernel& kernel = schedule.kernels[k];
-    if (k + 1 < schedule.kernels.size() &&
-        LaunchGemmWithEpilogue(program, kernel, schedule.kernels[k + 1], options, local_offsets,
-                               key, needs, functions, launches)) {
+    const std::optional<Gemm> gemm = kplan::KernelGemm(program, kernel);
+    if (gemm && k + 1 < schedule.kernels.size() &&
+        LaunchGemmWithEpilogue(program, kernel, *gemm, schedule.kernels[k + 1], options,
+                               local_offsets, key, needs, functions, launches)) {
       ++k;  // the epilogue ran with the product
       continue;
     }
-    if (LaunchLibraryCall(program, kernel, options, needs, functions, launches)) continue;
+    if (LaunchLibraryCall(program, kernel, gemm, options, needs, functions, launches)) continue;
     CppPlanner planner(program, options, local_offsets, key);
     planner.Plan(kernel);
     int function = functions.table.Find(planner.key());
