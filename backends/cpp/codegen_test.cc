@@ -308,7 +308,7 @@ TEST(CodegenTest, LargeOutputsAreStoredAroundTheCachesInWholeLines) {
   EXPECT_THAT(text, HasSubstr("loom_stream16(&p1[(64*x0 + x1r)], loom_lanes);"));
   EXPECT_THAT(text, HasSubstr("loom_stream_fence();"));
   EXPECT_THAT(text, HasSubstr("static inline void loom_stream16("));
-  // Outputs below the threshold (by default 64 MiB) stay in the caches.
+  // Outputs below the threshold (by default 16 MiB) stay in the caches.
   EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, proto::CppOptions()),
               Not(HasSubstr("loom_stream")));
   options.set_streaming_store_min_bytes(-1);
@@ -351,7 +351,8 @@ TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
 }
 
 // Softmax over rows of `shape` from its primitives, fused into one nest.
-GeneratedSource EmitSoftmaxRowsSource(Shape shape) {
+GeneratedSource EmitSoftmaxRowsSource(Shape shape,
+                                      const proto::CppOptions& options = proto::CppOptions()) {
   Graph graph;
   const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, shape});
   Attrs rows;
@@ -364,10 +365,37 @@ GeneratedSource EmitSoftmaxRowsSource(Shape shape) {
   const ValueId max = add("max", "reduce_max", {x}, rows);
   const ValueId exp = add("exp", "exp", {add("sub", "sub", {x, max})});
   graph.AddOutput(add("div", "div", {exp, add("sum", "reduce_sum", {exp}, rows)}));
-  return EmitFusedSource(graph, proto::CppOptions());
+  return EmitFusedSource(graph, options);
 }
 
-std::string EmitSoftmaxRows(Shape shape) { return EmitSoftmaxRowsSource(shape).text; }
+std::string EmitSoftmaxRows(Shape shape, const proto::CppOptions& options = proto::CppOptions()) {
+  return EmitSoftmaxRowsSource(shape, options).text;
+}
+
+TEST(CodegenTest, EachThreadFencesItsStreamingStoresOnceAndPrefetchesNone) {
+  proto::CppOptions options;
+  options.set_openmp(true);
+  options.set_streaming_store_min_bytes(1);
+  const std::string text = EmitSoftmaxRows({1024, 64}, options);
+  EXPECT_THAT(text, HasSubstr("  #pragma omp parallel\n"
+                              "  {\n"
+                              "    #pragma omp for nowait\n"
+                              "    for (int64_t x0 = 0; x0 < 1024; ++x0) {\n"));
+  EXPECT_THAT(text, HasSubstr("        loom_stream16(&p1[(64*x0 + x1r)], loom_lanes);\n"
+                              "      }\n"
+                              "    }\n"
+                              "    loom_stream_fence();\n"
+                              "  }\n"
+                              "}\n"));
+  EXPECT_THAT(text, HasSubstr("__builtin_prefetch(&p0["));
+  EXPECT_THAT(text, Not(HasSubstr("__builtin_prefetch(&p1[")));
+  // Without threads, one fence after the loops.
+  options.set_openmp(false);
+  EXPECT_THAT(EmitSoftmaxRows({1024, 64}, options), HasSubstr("    }\n"
+                                                              "  }\n"
+                                                              "  loom_stream_fence();\n"
+                                                              "}\n"));
+}
 
 // The plan says why each member runs as it does; dumps show it before the
 // function, the emitted source never.

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -20,6 +21,8 @@ namespace {
 // not vectorise: a linear layer's bias over [32, 8000] ran scalar, 80 us of
 // a 0.62 ms language model); from it on, a row or more each.
 constexpr int64_t kShareInnermostBelow = 8;
+
+constexpr absl::string_view kParallelFor = "#pragma omp parallel for";
 
 }  // namespace
 
@@ -127,7 +130,6 @@ void KernelPrinter::PrintMember(const ComputeNode& node, int member, int depth) 
     const int inner_depth = OpenLoops(around, plan_.outer_loops, depth, {});
     PrintStreamingLoop(node, member, inner_depth);
     CloseLoops(inner_loops - 1, inner_depth);
-    Line(depth, "loom_stream_fence();");
     step_base_ += static_cast<int>(node.body.size());
     return;
   }
@@ -249,10 +251,32 @@ std::string KernelPrinter::Print(const Kernel& kernel) {
   if (plan_.team) return absl::StrCat(params, PrintTeam(kernel));
   const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, plan_.outer);
   if (plan_.may_split) return absl::StrCat(params, PrintSplitting(kernel, pragmas));
+  if (plan_.streams) return absl::StrCat(params, PrintStreaming(kernel, pragmas));
   const int depth = OpenLoops(plan_.outer, 0, 1, pragmas);
   PrintMembers(kernel, depth);
   CloseLoops(plan_.outer.size(), depth);
   return absl::StrCat(params, body_);
+}
+
+// Streaming stores are weakly ordered: each thread fences its own before
+// the loop's closing barrier, once, as a fence waits for its stores to
+// reach memory (one per row of softmax_large cost 0.8 ms of 4-5).
+std::string KernelPrinter::PrintStreaming(const Kernel& kernel, std::vector<std::string> pragmas) {
+  const bool parallel = !pragmas.empty() && absl::StartsWith(pragmas.front(), kParallelFor);
+  int depth = 1;
+  if (parallel) {
+    Line(1, "#pragma omp parallel");
+    Line(1, "{");
+    pragmas.front() =
+        absl::StrCat("#pragma omp for", pragmas.front().substr(kParallelFor.size()), " nowait");
+    depth = 2;
+  }
+  const int inner_depth = OpenLoops(plan_.outer, 0, depth, pragmas);
+  PrintMembers(kernel, inner_depth);
+  CloseLoops(plan_.outer.size(), inner_depth);
+  Line(depth, "loom_stream_fence();");
+  if (parallel) Line(1, "}");
+  return body_;
 }
 
 // Threads share the members' loops when there are more threads than
@@ -273,6 +297,8 @@ std::string KernelPrinter::PrintSplitting(const Kernel& kernel,
   Line(1,
        absl::StrCat("const auto loom_row = [&](", params_of_row, ") __attribute__((noinline)) {"));
   PrintMembers(kernel, 2);
+  // Few rows (kSplitBelowOuter): a fence after each costs little.
+  if (plan_.streams) Line(2, "loom_stream_fence();");
   Line(1, "};");
   Line(1, "if (loom_split) {");
   int depth = OpenLoops(outer, 0, 2, {});
@@ -305,6 +331,7 @@ std::string KernelPrinter::PrintRows(const Kernel& kernel, int row_loops) {
   const int depth = OpenLoops(outer, row_loops, kDepth + 1, pragmas);
   PrintMembers(kernel, depth);
   CloseLoops(outer.size() - row_loops + 1, depth);
+  if (plan_.streams) Line(kDepth, "loom_stream_fence();");
   return body_;
 }
 

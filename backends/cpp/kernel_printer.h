@@ -96,6 +96,9 @@ class KernelPrinter {
   // The body of a kernel whose members may split their loops over the
   // threads (CppKernelPlan::may_split).
   std::string PrintSplitting(const Kernel& kernel, const std::vector<std::string>& pragmas);
+  // A kernel with streaming stores: its outer loops (after `pragmas`), then
+  // a fence on each thread.
+  std::string PrintStreaming(const Kernel& kernel, std::vector<std::string> pragmas);
   // Names the node's loop variables x0, x1, ... where none is named yet.
   void NameLoopVariables(const ComputeNode& node);
   // A vector extreme: kExtremeChains vectors of running extremes (so that

@@ -162,8 +162,10 @@ std::vector<Ref> CppPlanner::LaterStoresAlongside(const Kernel& kernel, size_t m
   for (size_t later = m + 1; later < kernel.nodes.size(); ++later) {
     const ComputeNode& node = program_.nodes[kernel.nodes[later]];
     const Ref& store = plan_.members[later].store;
-    if (store.kind == Ref::Kind::kParam && node.ranges == ranges && node.reduction_ranges.empty() &&
-        RefStride(node, store) == 1) {
+    // A streamed store bypasses the caches: prefetching its lines would
+    // read them for nothing and leave the stores to evict them.
+    if (store.kind == Ref::Kind::kParam && !plan_.members[later].streams && node.ranges == ranges &&
+        node.reduction_ranges.empty() && RefStride(node, store) == 1) {
       stores.push_back(store);
     }
   }
@@ -305,7 +307,7 @@ Expr CppPlanner::LocalOffset(const ComputeNode& node, Expr index, int member) {
 // fence before the loop's closing barrier.
 bool CppPlanner::Streams(const ComputeNode& node, size_t m) const {
   const int64_t min_bytes = options_.streaming_store_min_bytes() == 0
-                                ? int64_t{64} << 20
+                                ? int64_t{16} << 20
                                 : options_.streaming_store_min_bytes();
   const Buffer& output = program_.buffers[node.output];
   return !plan_.members[m].internal && min_bytes > 0 &&

@@ -219,7 +219,7 @@ class CppPlanner {
   int WelfordChains(const ComputeNode& node, int member);
   // The stores of later members that write, in each outer iteration, the
   // same places a vector member's loop runs over (softmax's normalised
-  // row): that loop prefetches them (PrintPrefetches).
+  // row) and do not stream: that loop prefetches them (PrintPrefetches).
   std::vector<Ref> LaterStoresAlongside(const Kernel& kernel, size_t m);
   // Whether the kernel runs as a team (see KernelPrinter::PrintTeam): at
   // most one outer loop, of at most kTeamRows iterations, members with
