@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/substitute.h"
 
 namespace loom::cpp {
 
@@ -296,8 +297,30 @@ static inline loom_f32v8 loom_min8(loom_f32v8 a, loom_f32v8 b) {
   return __builtin_ia32_minps256(a, b);
 }
 #else
-static inline loom_f32v8 loom_max8(loom_f32v8 a, loom_f32v8 b) { return a > b ? a : b; }
-static inline loom_f32v8 loom_min8(loom_f32v8 a, loom_f32v8 b) { return a < b ? a : b; }
+/* Without AVX, GCC compares vectors wider than the target's registers
+   (and selects between them) lane by lane, in scalar code: steps that
+   compare eight lanes run as two of four (SSE and Arm). */
+static inline loom_f32v4 loom_half8(loom_f32v8 v, int i) {
+  loom_f32v4 half;
+  __builtin_memcpy(&half, (const float*)&v + 4 * i, sizeof half);
+  return half;
+}
+static inline loom_f32v8 loom_join8(loom_f32v4 lo, loom_f32v4 hi) {
+  loom_f32v8 v;
+  __builtin_memcpy(&v, &lo, sizeof lo);
+  __builtin_memcpy((float*)&v + 4, &hi, sizeof hi);
+  return v;
+}
+static inline loom_f32v4 loom_max4(loom_f32v4 a, loom_f32v4 b) { return a > b ? a : b; }
+static inline loom_f32v4 loom_min4(loom_f32v4 a, loom_f32v4 b) { return a < b ? a : b; }
+static inline loom_f32v8 loom_max8(loom_f32v8 a, loom_f32v8 b) {
+  return loom_join8(loom_max4(loom_half8(a, 0), loom_half8(b, 0)),
+                    loom_max4(loom_half8(a, 1), loom_half8(b, 1)));
+}
+static inline loom_f32v8 loom_min8(loom_f32v8 a, loom_f32v8 b) {
+  return loom_join8(loom_min4(loom_half8(a, 0), loom_half8(b, 0)),
+                    loom_min4(loom_half8(a, 1), loom_half8(b, 1)));
+}
 #endif
 /* Which lanes of a vector are NaN, as a mask that a loop ors together
    (loom_nan_lanes16), and whether any is (loom_any16). */
@@ -320,23 +343,34 @@ static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
 static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
   return {loom_min8(a.lo, b.lo), loom_min8(a.hi, b.hi)};
 }
+/* Whether any lane of a mask is set: with AVX its lanes' sign bits,
+   without it its four lanes or-ed in a tree, as loom_sum16. */
+#if defined(__AVX__)
 typedef loom_i32v8 loom_nanmask16;
 static inline loom_nanmask16 loom_nan_lanes16(loom_f32v16 v) {
   return (v.lo != v.lo) | (v.hi != v.hi);
 }
-/* The mask's lanes or-ed in a tree, as loom_sum16. */
-static inline int loom_any16(loom_nanmask16 m) {
-  loom_i32v4 quarters[2];
-  __builtin_memcpy(quarters, &m, sizeof m);
-  const loom_i32v4 four = quarters[0] | quarters[1];
-  return ((four[0] | four[2]) | (four[1] | four[3])) != 0;
+static inline int loom_any8(loom_i32v8 m) { return __builtin_ia32_movmskps256((loom_f32v8)m) != 0; }
+static inline int loom_any16(loom_nanmask16 m) { return loom_any8(m); }
+#else
+typedef loom_i32v4 loom_nanmask16;
+static inline loom_nanmask16 loom_nan_lanes16(loom_f32v16 v) {
+  loom_nanmask16 nan = {};
+  for (int i = 0; i < 2; ++i) {
+    const loom_f32v4 a = loom_half8(v.lo, i), b = loom_half8(v.hi, i);
+    nan |= (a != a) | (b != b);
+  }
+  return nan;
 }
+static inline int loom_any4(loom_i32v4 m) { return ((m[0] | m[2]) | (m[1] | m[3])) != 0; }
+static inline int loom_any16(loom_nanmask16 m) { return loom_any4(m); }
+#endif
 #endif
 /* The lanes' maximum (minimum), halving the vector in a tree. */
 static inline float loom_hmax16(loom_f32v16 v) {
   loom_f32v8 halves[2];
   __builtin_memcpy(halves, &v, sizeof v);
-  const loom_f32v8 eight = halves[0] > halves[1] ? halves[0] : halves[1];
+  const loom_f32v8 eight = loom_max8(halves[0], halves[1]);
   loom_f32v4 quarters[2];
   __builtin_memcpy(quarters, &eight, sizeof eight);
   const loom_f32v4 four = quarters[0] > quarters[1] ? quarters[0] : quarters[1];
@@ -413,34 +447,89 @@ constexpr char kVectorHelpersEnd[] =
     R"(  return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
 }
 #else
-/* 2^k for k in [-126, 127], built in the exponent bits. */
-static inline loom_f32v8 loom_pow2i8(loom_i32v8 k) {
-  const loom_i32v8 bits = (k + 127) << 23;
-  loom_f32v8 f;
+)";
+
+// The generic exponential of vectors of $0 lanes (loom_exp$0), after
+// loom_max$0, loom_min$0 and loom_any$0: over the whole range, then where
+// the result is normal, then one choosing between them. Each continues
+// after cscalar::ExpfReduction.
+constexpr char kGenericExpStart[] = R"(/* 2^k for k in [-126, 127], built in the exponent bits. */
+static inline loom_f32v$0 loom_pow2i$0(loom_i32v$0 k) {
+  const loom_i32v$0 bits = (k + 127) << 23;
+  loom_f32v$0 f;
   __builtin_memcpy(&f, &bits, sizeof f);
   return f;
 }
-static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
-  const loom_f32v8 lo = {-104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f};
-  const loom_f32v8 hi = {89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f};
+/* exp over the whole range: x clamped to [-104, 89], the result scaled by
+   2^n in two steps, so that it may be subnormal or infinite. */
+static inline loom_f32v$0 loom_exp$0_anywhere(loom_f32v$0 x) {
+  const loom_f32v$0 lo = (loom_f32v$0){} - 104.0f, hi = (loom_f32v$0){} + 89.0f;
   /* a NaN x passes both bounds, and every step after keeps it NaN */
-  const loom_f32v8 c = loom_min8(hi, loom_max8(lo, x));
+  const loom_f32v$0 c = loom_min$0(hi, loom_max$0(lo, x));
   /* rounding to nearest even, as rintf: |c * log2(e)| < 2^22, so adding
      and subtracting 1.5 * 2^23 leaves the nearest integer */
-  const loom_f32v8 n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const loom_f32v$0 n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
 )";
-// The generic exponential continues after cscalar::ExpfReduction again.
-constexpr char kGenericExpEnd[] = R"(  const loom_i32v8 k = __builtin_convertvector(n, loom_i32v8);
-  const loom_i32v8 half = k >> 1;
-  return e * loom_pow2i8(half) * loom_pow2i8(k - half);
+constexpr char kGenericExpMiddle[] =
+    R"(  const loom_i32v$0 k = __builtin_convertvector(n, loom_i32v$0);
+  const loom_i32v$0 half = k >> 1;
+  return e * loom_pow2i$0(half) * loom_pow2i$0(k - half);
 }
-static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
-#endif
+/* exp where every lane has |c| <= 87, so that 2^n and the result are
+   normal numbers: 2^n is added into e's exponent bits. The same bits as
+   loom_exp$0_anywhere, in 13 vector steps instead of 22. */
+static inline loom_f32v$0 loom_exp$0_normal(loom_f32v$0 c) {
+  const loom_f32v$0 rounded = c * 1.44269504088896341f + 12582912.0f;
+  const loom_f32v$0 n = rounded - 12582912.0f;
+)";
+constexpr char kGenericExpEnd[] =
+    R"(  /* rounded's low bits hold n (1.5 * 2^23's are zero), and those of
+     n << 23 are what n adds to the exponent */
+  loom_i32v$0 bits, n_bits;
+  __builtin_memcpy(&bits, &e, sizeof bits);
+  __builtin_memcpy(&n_bits, &rounded, sizeof n_bits);
+  bits += n_bits << 23;
+  loom_f32v$0 result;
+  __builtin_memcpy(&result, &bits, sizeof result);
+  return result;
+}
+/* The lanes' exp: loom_exp$0_normal unless a lane's |x| > 87, or is NaN
+   (compared as integers: their bits are greater). softmax_large for AVX2
+   took 3.4-3.7 ms so, 4.3-4.5 with loom_exp8_anywhere alone. */
+static inline loom_f32v$0 loom_exp$0(loom_f32v$0 x) {
+  loom_i32v$0 bits;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+  if (__builtin_expect(loom_any$0((bits & 0x7fffffff) > 0x42ae0000 /* 87.0f */), 0)) {
+    return loom_exp$0_anywhere(x);
+  }
+  return loom_exp$0_normal(x);
+}
 )";
 
+std::string GenericExp(int lanes) {
+  const std::string type = absl::StrCat("loom_f32v", lanes);
+  return absl::Substitute(
+      absl::StrCat(kGenericExpStart, cscalar::ExpfReduction(type), kGenericExpMiddle,
+                   cscalar::ExpfReduction(type), kGenericExpEnd),
+      lanes);
+}
+
+// With AVX, the generic exponential runs in vectors of eight lanes; without
+// it, in four, eight lanes being two halves of four (see loom_half8). Ends
+// with the #endif of kVectorHelpersEnd's #else (no AVX-512).
+std::string GenericExp8() {
+  return absl::StrCat(
+      "#if defined(__AVX__)\n", GenericExp(8), "#else\n", GenericExp(4),
+      "static inline loom_f32v8 loom_exp8(loom_f32v8 x) {\n"
+      "  return loom_join8(loom_exp4(loom_half8(x, 0)), loom_exp4(loom_half8(x, 1)));\n"
+      "}\n#endif\n"
+      "static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return "
+      "{loom_exp8(x.lo), loom_exp8(x.hi)}; }\n#endif\n");
+}
+
 // loom_tanh16 and loom_erf16: loom_tanhf's and loom_erff's steps on the
-// lanes of a vector, in halves of eight lanes without AVX-512 (as
-// loom_exp16). The tanh of a vector is called, not inlined: a recurrence's
+// lanes of a vector, in halves of eight lanes without AVX-512 and quarters
+// of four without AVX (as loom_exp16). The tanh of a vector is called, not inlined: a recurrence's
 // gates call it in every step, and inlined copies cost 0.07-0.11 s of
 // native compile per example (lstm_l6_h256 0.80 -> 0.71 s) for no run
 // time; without AVX-512 the eight-lane one is called, whose argument a
@@ -452,9 +541,17 @@ std::string VectorTanhAndErf() {
   return absl::StrCat(
       "#if defined(__AVX512F__)\n",
       cscalar::TanhfFunction(kCalledHelper, "loom_tanh16", "loom_f32v16", "loom_exp16"),
-      cscalar::ErffFunction(kHelperQualifier, "loom_erf16", "loom_f32v16"), "#else\n",
+      cscalar::ErffFunction(kHelperQualifier, "loom_erf16", "loom_f32v16"),
+      "#elif defined(__AVX__)\n",
       cscalar::TanhfFunction(kCalledHelper, "loom_tanh8", "loom_f32v8", "loom_exp8"),
-      cscalar::ErffFunction(kHelperQualifier, "loom_erf8", "loom_f32v8"),
+      cscalar::ErffFunction(kHelperQualifier, "loom_erf8", "loom_f32v8"), "#else\n",
+      cscalar::TanhfFunction(kCalledHelper, "loom_tanh4", "loom_f32v4", "loom_exp4"),
+      cscalar::ErffFunction(kHelperQualifier, "loom_erf4", "loom_f32v4"),
+      "static inline loom_f32v8 loom_tanh8(loom_f32v8 x) {\n"
+      "  return loom_join8(loom_tanh4(loom_half8(x, 0)), loom_tanh4(loom_half8(x, 1)));\n}\n"
+      "static inline loom_f32v8 loom_erf8(loom_f32v8 x) {\n"
+      "  return loom_join8(loom_erf4(loom_half8(x, 0)), loom_erf4(loom_half8(x, 1)));\n}\n"
+      "#endif\n#if !defined(__AVX512F__)\n"
       "static inline loom_f32v16 loom_tanh16(loom_f32v16 x) { return {loom_tanh8(x.lo), "
       "loom_tanh8(x.hi)}; }\n"
       "static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), "
@@ -465,8 +562,7 @@ std::string VectorTanhAndErf() {
 
 std::string VectorHelpers(bool teams) {
   return absl::StrCat(kVectorHelpers, cscalar::ExpfReduction("loom_f32v16"), kVectorHelpersEnd,
-                      cscalar::ExpfReduction("loom_f32v8"), kGenericExpEnd, VectorTanhAndErf(),
-                      teams ? kTeamHelpers : "");
+                      GenericExp8(), VectorTanhAndErf(), teams ? kTeamHelpers : "");
 }
 
 // GCC vectorises a loop that calls a libm function declared with its simd

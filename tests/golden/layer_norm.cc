@@ -108,8 +108,30 @@ static inline loom_f32v8 loom_min8(loom_f32v8 a, loom_f32v8 b) {
   return __builtin_ia32_minps256(a, b);
 }
 #else
-static inline loom_f32v8 loom_max8(loom_f32v8 a, loom_f32v8 b) { return a > b ? a : b; }
-static inline loom_f32v8 loom_min8(loom_f32v8 a, loom_f32v8 b) { return a < b ? a : b; }
+/* Without AVX, GCC compares vectors wider than the target's registers
+   (and selects between them) lane by lane, in scalar code: steps that
+   compare eight lanes run as two of four (SSE and Arm). */
+static inline loom_f32v4 loom_half8(loom_f32v8 v, int i) {
+  loom_f32v4 half;
+  __builtin_memcpy(&half, (const float*)&v + 4 * i, sizeof half);
+  return half;
+}
+static inline loom_f32v8 loom_join8(loom_f32v4 lo, loom_f32v4 hi) {
+  loom_f32v8 v;
+  __builtin_memcpy(&v, &lo, sizeof lo);
+  __builtin_memcpy((float*)&v + 4, &hi, sizeof hi);
+  return v;
+}
+static inline loom_f32v4 loom_max4(loom_f32v4 a, loom_f32v4 b) { return a > b ? a : b; }
+static inline loom_f32v4 loom_min4(loom_f32v4 a, loom_f32v4 b) { return a < b ? a : b; }
+static inline loom_f32v8 loom_max8(loom_f32v8 a, loom_f32v8 b) {
+  return loom_join8(loom_max4(loom_half8(a, 0), loom_half8(b, 0)),
+                    loom_max4(loom_half8(a, 1), loom_half8(b, 1)));
+}
+static inline loom_f32v8 loom_min8(loom_f32v8 a, loom_f32v8 b) {
+  return loom_join8(loom_min4(loom_half8(a, 0), loom_half8(b, 0)),
+                    loom_min4(loom_half8(a, 1), loom_half8(b, 1)));
+}
 #endif
 /* Which lanes of a vector are NaN, as a mask that a loop ors together
    (loom_nan_lanes16), and whether any is (loom_any16). */
@@ -132,23 +154,34 @@ static inline loom_f32v16 loom_max16(loom_f32v16 a, loom_f32v16 b) {
 static inline loom_f32v16 loom_min16(loom_f32v16 a, loom_f32v16 b) {
   return {loom_min8(a.lo, b.lo), loom_min8(a.hi, b.hi)};
 }
+/* Whether any lane of a mask is set: with AVX its lanes' sign bits,
+   without it its four lanes or-ed in a tree, as loom_sum16. */
+#if defined(__AVX__)
 typedef loom_i32v8 loom_nanmask16;
 static inline loom_nanmask16 loom_nan_lanes16(loom_f32v16 v) {
   return (v.lo != v.lo) | (v.hi != v.hi);
 }
-/* The mask's lanes or-ed in a tree, as loom_sum16. */
-static inline int loom_any16(loom_nanmask16 m) {
-  loom_i32v4 quarters[2];
-  __builtin_memcpy(quarters, &m, sizeof m);
-  const loom_i32v4 four = quarters[0] | quarters[1];
-  return ((four[0] | four[2]) | (four[1] | four[3])) != 0;
+static inline int loom_any8(loom_i32v8 m) { return __builtin_ia32_movmskps256((loom_f32v8)m) != 0; }
+static inline int loom_any16(loom_nanmask16 m) { return loom_any8(m); }
+#else
+typedef loom_i32v4 loom_nanmask16;
+static inline loom_nanmask16 loom_nan_lanes16(loom_f32v16 v) {
+  loom_nanmask16 nan = {};
+  for (int i = 0; i < 2; ++i) {
+    const loom_f32v4 a = loom_half8(v.lo, i), b = loom_half8(v.hi, i);
+    nan |= (a != a) | (b != b);
+  }
+  return nan;
 }
+static inline int loom_any4(loom_i32v4 m) { return ((m[0] | m[2]) | (m[1] | m[3])) != 0; }
+static inline int loom_any16(loom_nanmask16 m) { return loom_any4(m); }
+#endif
 #endif
 /* The lanes' maximum (minimum), halving the vector in a tree. */
 static inline float loom_hmax16(loom_f32v16 v) {
   loom_f32v8 halves[2];
   __builtin_memcpy(halves, &v, sizeof v);
-  const loom_f32v8 eight = halves[0] > halves[1] ? halves[0] : halves[1];
+  const loom_f32v8 eight = loom_max8(halves[0], halves[1]);
   loom_f32v4 quarters[2];
   __builtin_memcpy(quarters, &eight, sizeof eight);
   const loom_f32v4 four = quarters[0] > quarters[1] ? quarters[0] : quarters[1];
@@ -229,6 +262,7 @@ static inline loom_f32v16 loom_exp16(loom_f32v16 x) {
   return __builtin_ia32_scalefps512_mask(e, n, e, (unsigned short)-1, 4);
 }
 #else
+#if defined(__AVX__)
 /* 2^k for k in [-126, 127], built in the exponent bits. */
 static inline loom_f32v8 loom_pow2i8(loom_i32v8 k) {
   const loom_i32v8 bits = (k + 127) << 23;
@@ -236,9 +270,10 @@ static inline loom_f32v8 loom_pow2i8(loom_i32v8 k) {
   __builtin_memcpy(&f, &bits, sizeof f);
   return f;
 }
-static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
-  const loom_f32v8 lo = {-104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f, -104.0f};
-  const loom_f32v8 hi = {89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f, 89.0f};
+/* exp over the whole range: x clamped to [-104, 89], the result scaled by
+   2^n in two steps, so that it may be subnormal or infinite. */
+static inline loom_f32v8 loom_exp8_anywhere(loom_f32v8 x) {
+  const loom_f32v8 lo = (loom_f32v8){} - 104.0f, hi = (loom_f32v8){} + 89.0f;
   /* a NaN x passes both bounds, and every step after keeps it NaN */
   const loom_f32v8 c = loom_min8(hi, loom_max8(lo, x));
   /* rounding to nearest even, as rintf: |c * log2(e)| < 2^22, so adding
@@ -255,6 +290,106 @@ static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
   const loom_i32v8 half = k >> 1;
   return e * loom_pow2i8(half) * loom_pow2i8(k - half);
 }
+/* exp where every lane has |c| <= 87, so that 2^n and the result are
+   normal numbers: 2^n is added into e's exponent bits. The same bits as
+   loom_exp8_anywhere, in 13 vector steps instead of 22. */
+static inline loom_f32v8 loom_exp8_normal(loom_f32v8 c) {
+  const loom_f32v8 rounded = c * 1.44269504088896341f + 12582912.0f;
+  const loom_f32v8 n = rounded - 12582912.0f;
+  const loom_f32v8 r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  loom_f32v8 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const loom_f32v8 e = (p * r + 1.0f) * r + 1.0f;
+  /* rounded's low bits hold n (1.5 * 2^23's are zero), and those of
+     n << 23 are what n adds to the exponent */
+  loom_i32v8 bits, n_bits;
+  __builtin_memcpy(&bits, &e, sizeof bits);
+  __builtin_memcpy(&n_bits, &rounded, sizeof n_bits);
+  bits += n_bits << 23;
+  loom_f32v8 result;
+  __builtin_memcpy(&result, &bits, sizeof result);
+  return result;
+}
+/* The lanes' exp: loom_exp8_normal unless a lane's |x| > 87, or is NaN
+   (compared as integers: their bits are greater). softmax_large for AVX2
+   took 3.4-3.7 ms so, 4.3-4.5 with loom_exp8_anywhere alone. */
+static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
+  loom_i32v8 bits;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+  if (__builtin_expect(loom_any8((bits & 0x7fffffff) > 0x42ae0000 /* 87.0f */), 0)) {
+    return loom_exp8_anywhere(x);
+  }
+  return loom_exp8_normal(x);
+}
+#else
+/* 2^k for k in [-126, 127], built in the exponent bits. */
+static inline loom_f32v4 loom_pow2i4(loom_i32v4 k) {
+  const loom_i32v4 bits = (k + 127) << 23;
+  loom_f32v4 f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+/* exp over the whole range: x clamped to [-104, 89], the result scaled by
+   2^n in two steps, so that it may be subnormal or infinite. */
+static inline loom_f32v4 loom_exp4_anywhere(loom_f32v4 x) {
+  const loom_f32v4 lo = (loom_f32v4){} - 104.0f, hi = (loom_f32v4){} + 89.0f;
+  /* a NaN x passes both bounds, and every step after keeps it NaN */
+  const loom_f32v4 c = loom_min4(hi, loom_max4(lo, x));
+  /* rounding to nearest even, as rintf: |c * log2(e)| < 2^22, so adding
+     and subtracting 1.5 * 2^23 leaves the nearest integer */
+  const loom_f32v4 n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const loom_f32v4 r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  loom_f32v4 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const loom_f32v4 e = (p * r + 1.0f) * r + 1.0f;
+  const loom_i32v4 k = __builtin_convertvector(n, loom_i32v4);
+  const loom_i32v4 half = k >> 1;
+  return e * loom_pow2i4(half) * loom_pow2i4(k - half);
+}
+/* exp where every lane has |c| <= 87, so that 2^n and the result are
+   normal numbers: 2^n is added into e's exponent bits. The same bits as
+   loom_exp4_anywhere, in 13 vector steps instead of 22. */
+static inline loom_f32v4 loom_exp4_normal(loom_f32v4 c) {
+  const loom_f32v4 rounded = c * 1.44269504088896341f + 12582912.0f;
+  const loom_f32v4 n = rounded - 12582912.0f;
+  const loom_f32v4 r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  loom_f32v4 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const loom_f32v4 e = (p * r + 1.0f) * r + 1.0f;
+  /* rounded's low bits hold n (1.5 * 2^23's are zero), and those of
+     n << 23 are what n adds to the exponent */
+  loom_i32v4 bits, n_bits;
+  __builtin_memcpy(&bits, &e, sizeof bits);
+  __builtin_memcpy(&n_bits, &rounded, sizeof n_bits);
+  bits += n_bits << 23;
+  loom_f32v4 result;
+  __builtin_memcpy(&result, &bits, sizeof result);
+  return result;
+}
+/* The lanes' exp: loom_exp4_normal unless a lane's |x| > 87, or is NaN
+   (compared as integers: their bits are greater). softmax_large for AVX2
+   took 3.4-3.7 ms so, 4.3-4.5 with loom_exp8_anywhere alone. */
+static inline loom_f32v4 loom_exp4(loom_f32v4 x) {
+  loom_i32v4 bits;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+  if (__builtin_expect(loom_any4((bits & 0x7fffffff) > 0x42ae0000 /* 87.0f */), 0)) {
+    return loom_exp4_anywhere(x);
+  }
+  return loom_exp4_normal(x);
+}
+static inline loom_f32v8 loom_exp8(loom_f32v8 x) {
+  return loom_join8(loom_exp4(loom_half8(x, 0)), loom_exp4(loom_half8(x, 1)));
+}
+#endif
 static inline loom_f32v16 loom_exp16(loom_f32v16 x) { return {loom_exp8(x.lo), loom_exp8(x.hi)}; }
 #endif
 #if defined(__AVX512F__)
@@ -285,7 +420,7 @@ static inline loom_f32v16 loom_erf16(loom_f32v16 x) {
   q = q * u - 1.42647390514189e-02f;
   return c * p / q;
 }
-#else
+#elif defined(__AVX__)
 static __attribute__((noinline)) loom_f32v8 loom_tanh8(loom_f32v8 x) {
   const loom_f32v8 u = x * x;
   loom_f32v8 p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
@@ -313,6 +448,42 @@ static inline loom_f32v8 loom_erf8(loom_f32v8 x) {
   q = q * u - 1.42647390514189e-02f;
   return c * p / q;
 }
+#else
+static __attribute__((noinline)) loom_f32v4 loom_tanh4(loom_f32v4 x) {
+  const loom_f32v4 u = x * x;
+  loom_f32v4 p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  p = p * u + 2.18694885361552028e-2f;
+  p = p * u - 5.39682539682539683e-2f;
+  p = p * u + 1.33333333333333333e-1f;
+  p = p * u - 3.33333333333333333e-1f;
+  const loom_f32v4 near_zero = x + x * u * p;
+  const loom_f32v4 a = x < 0.0f ? -x : x;
+  const loom_f32v4 away = 1.0f - 2.0f / (loom_exp4(2.0f * a) + 1.0f);
+  return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
+}
+static inline loom_f32v4 loom_erf4(loom_f32v4 x) {
+  const loom_f32v4 c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  const loom_f32v4 u = c * c;
+  loom_f32v4 p = u * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  p = p * u - 2.10102402082508e-06f;
+  p = p * u - 5.69250639462346e-05f;
+  p = p * u - 7.34990630326855e-04f;
+  p = p * u - 2.95459980854025e-03f;
+  p = p * u - 1.60960333262415e-02f;
+  loom_f32v4 q = u * -1.45660718464996e-05f - 2.13374055278905e-04f;
+  q = q * u - 1.68282697438203e-03f;
+  q = q * u - 7.37332916720468e-03f;
+  q = q * u - 1.42647390514189e-02f;
+  return c * p / q;
+}
+static inline loom_f32v8 loom_tanh8(loom_f32v8 x) {
+  return loom_join8(loom_tanh4(loom_half8(x, 0)), loom_tanh4(loom_half8(x, 1)));
+}
+static inline loom_f32v8 loom_erf8(loom_f32v8 x) {
+  return loom_join8(loom_erf4(loom_half8(x, 0)), loom_erf4(loom_half8(x, 1)));
+}
+#endif
+#if !defined(__AVX512F__)
 static inline loom_f32v16 loom_tanh16(loom_f32v16 x) { return {loom_tanh8(x.lo), loom_tanh8(x.hi)}; }
 static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), loom_erf8(x.hi)}; }
 #endif
