@@ -52,6 +52,7 @@ constexpr Shape kShapes[] = {
     {"lstm_l6_h256 input [50,256]x[1024,256]^T", 50, 1024, 256, true},
     {"256^3", 256, 256, 256, false},
     {"[1024,256]x[256,256]^T", 1024, 256, 256, true},
+    {"embedding_gru_lm head [32,256]x[256,8000]", 32, 8000, 256, false},
 };
 
 // bli_sgemm (BLIS's typed API: transpose 8, none 0; strides per row and
