@@ -22,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
+#include "re2/re2.h"
 
 namespace loom {
 namespace {
@@ -288,6 +289,39 @@ TEST(VectorMathTest, LoopsWithSelectsRunInVectorsWithoutMasks) {
     EXPECT_THAT(code, testing::HasSubstr("divps")) << march;
     EXPECT_THAT(code, testing::Not(testing::HasSubstr("divss"))) << march;
   }
+}
+
+// Without AVX, explicit vectors compare in halves of four lanes, not lane
+// by lane: GCC splits a comparison of vectors wider than the target's
+// registers into one scalar comparison per lane. Compiled for x86-64 (SSE2,
+// as an Arm machine has 16-byte registers), a softmax (its maximum, NaN
+// check and exponential's clamp) and tanh and erf (their selects) beside
+// row sums leave only the three scalar comparisons that end each row's
+// maximum; with comparisons of eight lanes they were 391.
+TEST(VectorMathTest, ExplicitVectorsCompareInRegistersWithoutAvx) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {64, 64});
+  const ValueId shifted = b.Op("sub", {x, b.Op("reduce_max", {x}, IntsAttr("axes", {-1}))});
+  const ValueId exp = b.Op("exp", {shifted});
+  b.Output(b.Op("div", {exp, b.Op("reduce_sum", {exp}, IntsAttr("axes", {-1}))}));
+  for (const char* op : {"tanh", "erf"}) {
+    const ValueId y = b.Op(op, {b.Op("neg", {x})});
+    b.Output(y);
+    b.Output(b.Op("reduce_sum", {y}, IntsAttr("axes", {-1})));
+  }
+  ASSERT_TRUE(InferShapes(b.graph()).ok());
+  absl::StatusOr<Module> module = EmitModule(b.graph(), "x86-64", /*streaming_store_min_bytes=*/-1);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+  ASSERT_TRUE(library.ok()) << library.status();
+  const std::string code = Disassembly(library->path());
+  const RE2 scalar_compare(R"(\s(maxss|minss|u?comiss|cmp[a-z]*ss)\s)");
+  const RE2 packed_compare(R"(\s(maxps|minps|cmp[a-z]*ps)\s)");
+  re2::StringPiece rest(code);
+  int scalar = 0;
+  while (RE2::FindAndConsume(&rest, scalar_compare)) ++scalar;
+  EXPECT_LE(scalar, 3);
+  EXPECT_TRUE(RE2::PartialMatch(code, packed_compare));
 }
 
 // f32 remainders are exact, as C's fmodf is, at every lane for every
