@@ -262,8 +262,9 @@ TEST(CodegenTest, GatherIsAnIndirectLoadAndCumsumReadsLoopPositions) {
 }
 
 // The source of `graph` (shapes inferred here) lowered and fused with
-// outer-loop fusion, which must make one kernel.
-GeneratedSource EmitFusedSource(Graph& graph, const proto::CppOptions& options) {
+// outer-loop fusion, which must make `kernels` kernels.
+GeneratedSource EmitFusedSource(Graph& graph, const proto::CppOptions& options,
+                                size_t kernels = 1) {
   EXPECT_TRUE(InferShapes(graph).ok());
   absl::StatusOr<LoopProgram> program = LowerGraph(graph);
   EXPECT_TRUE(program.ok()) << program.status();
@@ -273,7 +274,7 @@ GeneratedSource EmitFusedSource(Graph& graph, const proto::CppOptions& options) 
   fuse.set_outer_loop(true);
   absl::StatusOr<Schedule> schedule = FuseSchedule(*program, *unfused, fuse);
   EXPECT_TRUE(schedule.ok()) << schedule.status();
-  EXPECT_EQ(schedule->kernels.size(), 1);
+  EXPECT_EQ(schedule->kernels.size(), kernels);
   return EmitCpp(*program, *schedule, options);
 }
 
@@ -308,11 +309,35 @@ TEST(CodegenTest, LargeOutputsAreStoredAroundTheCachesInWholeLines) {
   EXPECT_THAT(text, HasSubstr("loom_stream16(&p1[(64*x0 + x1r)], loom_lanes);"));
   EXPECT_THAT(text, HasSubstr("loom_stream_fence();"));
   EXPECT_THAT(text, HasSubstr("static inline void loom_stream16("));
-  // Outputs below the threshold (by default 16 MiB) stay in the caches.
+  // Outputs below the threshold (by default 16 MiB for the model's outputs) stay in the caches.
   EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, proto::CppOptions()),
               Not(HasSubstr("loom_stream")));
   options.set_streaming_store_min_bytes(-1);
   EXPECT_THAT(EmitCenteredRows({8, 64}, DType::kF32, options), Not(HasSubstr("loom_stream")));
+}
+
+// By default a model's output streams from 16 MiB, and a buffer that a
+// later kernel reads (here a product's operand) from 64 MiB.
+TEST(CodegenTest, OutputsStreamFrom16MiBAndBuffersOthersReadFrom64MiB) {
+  EXPECT_THAT(EmitCenteredRows({4096, 1024}, DType::kF32, proto::CppOptions()),
+              HasSubstr("loom_stream16(&"));
+  EXPECT_THAT(EmitCenteredRows({4096, 1023}, DType::kF32, proto::CppOptions()),
+              Not(HasSubstr("loom_stream16(&")));
+  auto centered_times_w = [](int64_t rows) {
+    Graph graph;
+    const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {rows, 1024}});
+    const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {1024, 16}});
+    Attrs attrs;
+    attrs.Set("axes", std::vector<int64_t>{1});
+    attrs.Set("keepdims", int64_t{1});
+    const NodeId max = *graph.AddNode("max", "reduce_max", {x}, {"max.y"}, attrs);
+    const NodeId sub = *graph.AddNode("sub", "sub", {x, graph.node(max).outputs[0]}, {"sub.y"});
+    const NodeId mm = *graph.AddNode("mm", "matmul", {graph.node(sub).outputs[0], w}, {"y"});
+    graph.AddOutput(graph.node(mm).outputs[0]);
+    return EmitFusedSource(graph, proto::CppOptions(), /*kernels=*/2).text;
+  };
+  EXPECT_THAT(centered_times_w(4096), Not(HasSubstr("loom_stream16(&")));
+  EXPECT_THAT(centered_times_w(16384), HasSubstr("loom_stream16(&"));
 }
 
 TEST(CodegenTest, StreamingNeedsWholeAlignedLinesOfFloats) {

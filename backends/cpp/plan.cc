@@ -304,12 +304,17 @@ Expr CppPlanner::LocalOffset(const ComputeNode& node, Expr index, int member) {
 // then needs no read of the line it overwrites (a third of a streaming
 // kernel's memory traffic) and evicts nothing the kernel reads. Not when
 // the member splits over the threads: each thread would need its own
-// fence before the loop's closing barrier.
+// fence before the loop's closing barrier. By default a model's output
+// streams from 16 MiB, a buffer that later kernels read from 64 MiB: the
+// stores send it past the cache that its reader would find it in (only
+// outputs were measured; see CppOptions.streaming_store_min_bytes).
 bool CppPlanner::Streams(const ComputeNode& node, size_t m) const {
-  const int64_t min_bytes = options_.streaming_store_min_bytes() == 0
-                                ? int64_t{16} << 20
-                                : options_.streaming_store_min_bytes();
   const Buffer& output = program_.buffers[node.output];
+  const int64_t default_min_bytes =
+      output.kind == BufferKind::kOutput ? int64_t{16} << 20 : int64_t{64} << 20;
+  const int64_t min_bytes = options_.streaming_store_min_bytes() == 0
+                                ? default_min_bytes
+                                : options_.streaming_store_min_bytes();
   return !plan_.members[m].internal && min_bytes > 0 &&
          options_.simd() != proto::CppOptions::SCALAR && node.reduce == ReduceKind::kNone &&
          node.ranges.size() > static_cast<size_t>(plan_.outer_loops) && !plan_.Splits(m) &&
