@@ -532,12 +532,12 @@ std::string GenericExp8() {
 
 // loom_tanh16 and loom_erf16: loom_tanhf's and loom_erff's steps on the
 // lanes of a vector, in halves of eight lanes without AVX-512 and quarters
-// of four without AVX (as loom_exp16). The tanh of a vector is called, not inlined: a recurrence's
-// gates call it in every step, and inlined copies cost 0.07-0.11 s of
-// native compile per example (lstm_l6_h256 0.80 -> 0.71 s) for no run
-// time; without AVX-512 the eight-lane one is called, whose argument a
-// register holds (a struct of two would go through memory: lstm_l2_h64 for
-// AVX2 0.052 -> 0.060 ms).
+// of four without AVX (as loom_exp16). The tanh of a vector is called, not
+// inlined: a recurrence's gates call it in every step, and inlined copies
+// cost 0.07-0.11 s of native compile per example (lstm_l6_h256 0.80 ->
+// 0.71 s) for no run time; without AVX-512 the eight-lane one (without AVX
+// the four-lane one) is called, whose argument a register holds (a struct
+// of two would go through memory: lstm_l2_h64 for AVX2 0.052 -> 0.060 ms).
 constexpr char kCalledHelper[] = "static __attribute__((noinline))";
 
 std::string VectorTanhAndErf() {
