@@ -1,6 +1,6 @@
-// Which library a matrix product calls: large f32 products call BLIS where
-// the target has AVX2 but not AVX-512 (and BLIS is installed), oneDNN
-// elsewhere and below the size (library_calls.h, MayCallBlis).
+// Which library a matrix product calls: large f32 products of many rows call
+// BLIS where the target has AVX2 but not AVX-512 (and BLIS is installed),
+// oneDNN elsewhere and below the size (library_calls.h, MayCallBlis).
 
 #include <cstdio>
 #include <string>
@@ -30,10 +30,17 @@ Graph ThreeProducts() {
   return std::move(b.graph());
 }
 
-// The dynamic symbols the kernels of ThreeProducts import, compiled for
-// `march`.
-std::vector<std::string> SymbolsImportedFor(const std::string& march) {
-  Graph graph = ThreeProducts();
+// A product of 2^25 multiply-adds over only 32 rows, which oneDNN computes
+// faster than BLIS.
+Graph FewRowsProduct() {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {32, 1024});
+  b.Output(b.Op("matmul", {x, b.Weight("w", {1024, 1024}, 1)}));
+  return std::move(b.graph());
+}
+
+// The dynamic symbols the kernels of `graph` import, compiled for `march`.
+std::vector<std::string> SymbolsImportedFor(Graph graph, const std::string& march) {
   EXPECT_TRUE(InferShapes(graph).ok());
   absl::StatusOr<Module> module = EmitModule(std::move(graph), march);
   EXPECT_TRUE(module.ok()) << module.status();
@@ -50,7 +57,7 @@ bool BlisInstalled() {
 }
 
 TEST(GemmLibraryTest, LargeProductsCallBlisOnlyOnAvx2WithoutAvx512) {
-  const std::vector<std::string> avx2 = SymbolsImportedFor("haswell");
+  const std::vector<std::string> avx2 = SymbolsImportedFor(ThreeProducts(), "haswell");
   EXPECT_THAT(avx2, Contains("dnnl_sgemm"));  // the small product
   if (BlisInstalled()) {
     EXPECT_THAT(avx2, Contains("bli_sgemm"));
@@ -59,10 +66,16 @@ TEST(GemmLibraryTest, LargeProductsCallBlisOnlyOnAvx2WithoutAvx512) {
     std::printf("BLIS is not installed (libblis4-openmp): every product calls oneDNN\n");
   }
   for (const char* march : {"skylake-avx512", "x86-64"}) {
-    const std::vector<std::string> symbols = SymbolsImportedFor(march);
+    const std::vector<std::string> symbols = SymbolsImportedFor(ThreeProducts(), march);
     EXPECT_THAT(symbols, Contains("dnnl_sgemm")) << march;
     EXPECT_THAT(symbols, Not(Contains("bli_sgemm"))) << march;
   }
+}
+
+TEST(GemmLibraryTest, ProductsOfFewRowsCallOneDnnEvenOnAvx2) {
+  const std::vector<std::string> avx2 = SymbolsImportedFor(FewRowsProduct(), "haswell");
+  EXPECT_THAT(avx2, Contains("dnnl_sgemm"));
+  EXPECT_THAT(avx2, Not(Contains("bli_sgemm")));
 }
 
 // BLIS's results, plain and with the transposed weight, match the

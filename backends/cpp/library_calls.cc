@@ -103,7 +103,9 @@ std::string BlisThreads(bool splits) {
 
 bool MayCallBlis(const Gemm& gemm) {
   constexpr int64_t kBlisMinMultiplyAdds = int64_t{1} << 24;
-  return gemm.dtype == DType::kF32 && int64_t{gemm.m} * gemm.n * gemm.k >= kBlisMinMultiplyAdds;
+  constexpr int64_t kBlisMinRows = 256;
+  return gemm.dtype == DType::kF32 && gemm.m >= kBlisMinRows &&
+         int64_t{gemm.m} * gemm.n * gemm.k >= kBlisMinMultiplyAdds;
 }
 
 // The body of the function for a gemm kernel; its arguments (a, b and c,
