@@ -10,13 +10,13 @@
 
 static int failures = 0;
 
-#define EXPECT(condition)                                              \
-  do {                                                                 \
-    if (!(condition)) {                                                \
-      fprintf(stderr, "%s:%d: failed: %s (last error: %s)\n", __FILE__, \
-              __LINE__, #condition, loom_last_error());                \
-      ++failures;                                                      \
-    }                                                                  \
+#define EXPECT(condition)                                                                     \
+  do {                                                                                        \
+    if (!(condition)) {                                                                       \
+      fprintf(stderr, "%s:%d: failed: %s (last error: %s)\n", __FILE__, __LINE__, #condition, \
+              loom_last_error());                                                             \
+      ++failures;                                                                             \
+    }                                                                                         \
   } while (0)
 
 int main(void) {
