@@ -26,6 +26,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse
 import ast
 import contextlib
+import ctypes
 import dataclasses
 import importlib.util
 import json
@@ -47,9 +48,12 @@ SEED = 0
 
 # --isa=avx2: each library held to AVX2 and FMA, so that an AVX-512 machine
 # stands in for an AVX2 one such as AMD Zen 3 (its caches, memory and clock
-# stay its own). ONNX Runtime's MLAS has no such switch, and JAX's products
-# run YNNPACK's AVX-512 kernels whatever XLA_FLAGS says (seen with perf):
-# both keep AVX-512, and are shown but left out of the ratio.
+# stay its own). run.sh preloads hide_avx512.c, which hides AVX-512 from
+# CPUID, so that every library that looks sees an AVX2 machine; the switches
+# below hold the libraries that have one even where the CPU cannot fault on
+# CPUID. Without that, ONNX Runtime's MLAS (no switch) and JAX's products
+# (YNNPACK's AVX-512 kernels whatever XLA_FLAGS says, seen with perf) keep
+# AVX-512, and are shown but left out of the ratio.
 AVX2_MARCH = "haswell"  # loom's kernels: cpp { march } in its pipeline
 AVX2_ENV = {
     "ATEN_CPU_CAPABILITY": "avx2",  # torch eager's kernels and Inductor's vector ISA
@@ -454,9 +458,12 @@ def first_line(text):
 
 
 def loom_env():
-    """The peers' environment without the preloaded allocator: loom links its own."""
+    """The peers' environment without the preloaded allocator (loom links its
+    own), but with what hides AVX-512 under --isa=avx2."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
+    if env.get("LOOM_PEERS_HIDE_AVX512"):
+        env["LD_PRELOAD"] = env["LOOM_PEERS_HIDE_AVX512"]
     return env
 
 
@@ -895,9 +902,19 @@ NOT_PEERS = ("loom_tc",)  # loom through another door
 NOT_HELD_BY_ISA = ("ort", "jax")
 
 
-def not_compared(isa):
-    """The columns the ratio leaves out under --isa=`isa`."""
-    return NOT_PEERS + (NOT_HELD_BY_ISA if isa != "native" else ())
+def cpuid_hides_avx512():
+    """Whether hide_avx512.c, preloaded by run.sh --isa=avx2, hides AVX-512
+    from CPUID in this process (it needs a CPU that can fault on CPUID)."""
+    try:
+        return bool(ctypes.CDLL(None).hide_avx512_active())
+    except (AttributeError, OSError):
+        return False
+
+
+def not_compared(isa, hidden):
+    """The columns the ratio leaves out under --isa=`isa`; `hidden`: whether
+    CPUID hides AVX-512 from every peer."""
+    return NOT_PEERS + (NOT_HELD_BY_ISA if isa != "native" and not hidden else ())
 
 
 def fastest(result, excluded):
@@ -1009,7 +1026,7 @@ def parse_args(argv):
     parser.add_argument("--out_dir", default="",
                         help="where models and reports go (default: a temporary folder, removed after)")
     parser.add_argument("--isa", choices=("native", "avx2"), default="native",
-                        help="avx2: hold loom, torch and numpy to AVX2 and FMA")
+                        help="avx2: hold loom and the peers to AVX2 and FMA")
     args = parser.parse_args(argv)
     args.loom = os.path.join(REPO, args.loom)
     if args.rounds < 1 or args.iters < 1:
@@ -1035,8 +1052,12 @@ def main(argv):
     if not os.access(args.loom, os.X_OK):
         log(f"no loom binary at {args.loom}: build it with ./bazelw build //tools:loom, or pass --loom")
         return 2
+    hidden = False
     if args.isa == "avx2":
         os.environ.update(AVX2_ENV)  # before any peer's library loads
+        hidden = cpuid_hides_avx512()
+        log("isa avx2: CPUID hides AVX-512 from every library" if hidden else
+            "isa avx2: CPUID still shows AVX-512 (no CPUID faulting, or not run through run.sh)")
     cases = [case for case in all_cases() if re.search(args.cases, case.name)]
     if not cases:
         log(f"no case matches --cases={args.cases}")
@@ -1066,7 +1087,7 @@ def main(argv):
         results.append(measure(prepared, peers, loom, args, report_dir))
 
     busy.append(log_load("after"))
-    excluded = not_compared(args.isa)
+    excluded = not_compared(args.isa, hidden)
     print(time_table(results, peers, excluded))
     matmuls = [r for r in results if r.case.flops]
     if matmuls:
@@ -1077,7 +1098,10 @@ def main(argv):
         print()
         print("Failures:")
         print(failures)
-    if args.isa != "native":
+    if args.isa != "native" and hidden:
+        print()
+        print(f"--isa={args.isa}: loom and the peers held to it (CPUID hides AVX-512).")
+    elif args.isa != "native":
         print()
         print(f"--isa={args.isa}: loom and the peers held to it, except "
               f"{', '.join(NOT_HELD_BY_ISA)} (shown, not in the ratio).")

@@ -42,6 +42,20 @@ else
 fi
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 
+# --isa=avx2: CPUID stops reporting AVX-512 to every library of the run, loom
+# and its compiler included (hide_avx512.c, preloaded), and glibc's string
+# functions take their AVX2 versions.
+for arg in "$@"; do
+  if [[ "$arg" == "--isa=avx2" ]]; then
+    hide="${XDG_CACHE_HOME:-$HOME/.cache}/loom/libhide_avx512.so"
+    mkdir -p "$(dirname "$hide")"
+    cc -O2 -shared -fPIC -o "$hide" "$here/hide_avx512.c" -ldl
+    export LD_PRELOAD="$hide:$LD_PRELOAD"
+    export LOOM_PEERS_HIDE_AVX512="$hide"
+    export GLIBC_TUNABLES="glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
+  fi
+done
+
 if [[ "${1:-}" == "--compile_time" ]]; then
   shift
   exec "$py" "$here/compile_time.py" "$@"
