@@ -3,7 +3,7 @@
 # made, passing its arguments on:
 #
 #   tests/bench/peers/run.sh [--cases=REGEX] [--rounds=5] [--iters=20] [--loom=PATH] [--out_dir=DIR]
-#                            [--isa=native|avx2]
+#                            [--isa=native|avx2]  (avx2: see hide_avx512.c)
 #
 # or, with --compile_time first, torch.compile's first call with loom's backend
 # against Inductor's, each in a fresh process with empty caches
@@ -49,8 +49,9 @@ for arg in "$@"; do
   if [[ "$arg" == "--isa=avx2" ]]; then
     hide="${XDG_CACHE_HOME:-$HOME/.cache}/loom/libhide_avx512.so"
     mkdir -p "$(dirname "$hide")"
-    cc -O2 -shared -fPIC -o "$hide" "$here/hide_avx512.c" -ldl
-    export LD_PRELOAD="$hide:$LD_PRELOAD"
+    cc -O2 -shared -fPIC -o "$hide.$$" "$here/hide_avx512.c" -ldl
+    mv -f "$hide.$$" "$hide"  # whole, for a run that has it loaded
+    export LD_PRELOAD="$hide${LD_PRELOAD:+:$LD_PRELOAD}"
     export LOOM_PEERS_HIDE_AVX512="$hide"
     export GLIBC_TUNABLES="glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
   fi
