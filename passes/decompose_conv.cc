@@ -27,7 +27,8 @@
 //   input (as_strided) times the weight, which lowers to one node that the
 //   C++ backend runs as oneDNN's convolution (ir/conv_call.h,
 //   backends/cpp/dnnl_conv.inc): Winograd where oneDNN has it for the shape
-//   and CPU, else its direct convolution. For 2-D f32 convs of one group, a
+//   and CPU, or loom's own for 3x3 convs of 64 channels or more in code
+//   without AVX-512, else oneDNN's direct convolution. For 2-D f32 convs of one group, a
 //   kernel of several positions, a weight known at compile time and 128
 //   output positions or more (UsesConvCall); the
 //   ResNet block of tests/bench/peers (two 3x3 convs of 64 channels on

@@ -1,5 +1,6 @@
 // The convolution emitted kernels' conv calls run (dnnl_conv.inc), against
-// plain loops in double precision: oneDNN's Winograd and direct paths,
+// plain loops in double precision: oneDNN's Winograd and direct paths (and
+// loom's Winograd, where oneDNN may use AVX2 at most: dnnl_conv_avx2_test),
 // strides, dilations, a batch, strided operands, weights that change at one
 // address, and several threads at once.
 #include "backends/cpp/dnnl_conv.inc"
@@ -90,6 +91,14 @@ TEST(DnnlConvTest, WiderChannelsSmallerImage) {
   ExpectConvMatches({1, 128, 30, 30, 128, 3, 3, 1, 1});
 }
 
+// Winograd's 4x4 blocks past the output's last row and column, a batch,
+// input rows wider than the image and more output channels than input.
+TEST(DnnlConvTest, PartialBlocksBatchAndStridedRows) {
+  Shape shape = {2, 64, 15, 17, 72, 3, 3, 1, 1};
+  shape.row_padding = 5;
+  ExpectConvMatches(shape);
+}
+
 TEST(DnnlConvTest, StrideTwoSevenBySevenStem) { ExpectConvMatches({2, 3, 37, 37, 16, 7, 7, 2, 1}); }
 
 TEST(DnnlConvTest, Dilation) { ExpectConvMatches({1, 16, 20, 21, 8, 3, 3, 1, 2}); }
@@ -130,7 +139,7 @@ TEST(DnnlConvTest, MoreWeightBuffersThanAreKept) {
 }
 
 TEST(DnnlConvTest, ThreadsRunOneCallSiteAtOnce) {
-  const Shape shape = {1, 32, 18, 18, 32, 3, 3, 1, 1};
+  const Shape shape = {1, 64, 18, 18, 64, 3, 3, 1, 1};
   LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1);
   const std::vector<float> w = Random(loom_dnnl::Span(shape.weight()), 6);
   std::vector<std::vector<float>> xs, ys;
