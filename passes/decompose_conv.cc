@@ -28,9 +28,9 @@
 //   C++ backend runs as oneDNN's convolution (ir/conv_call.h,
 //   backends/cpp/dnnl_conv.inc): Winograd where oneDNN has it for the shape
 //   and CPU, or loom's own for 3x3 convs of 64 channels or more in code
-//   without AVX-512, else oneDNN's direct convolution. For 2-D f32 convs of one group, a
-//   kernel of several positions, a weight known at compile time and 128
-//   output positions or more (UsesConvCall); the
+//   without AVX-512, else oneDNN's direct convolution. For 2-D f32 convs
+//   of one group, a kernel of several positions, a weight known at compile
+//   time and 128 output positions or more (UsesConvCall); the
 //   ResNet block of tests/bench/peers (two 3x3 convs of 64 channels on
 //   56x56) ran in 0.56 ms against 1.05 ms with shifted gemm calls and
 //   0.97 ms in ONNX Runtime (run.sh --cases=resnet, 5 rounds alternating).
