@@ -101,6 +101,10 @@ TEST(DnnlConvTest, PartialBlocksBatchAndStridedRows) {
   ExpectConvMatches(shape);
 }
 
+// One pair of Winograd's blocks, the second partial: fewer than the
+// threads that share it in dnnl_conv_avx2_test.
+TEST(DnnlConvTest, FewerBlocksThanThreads) { ExpectConvMatches({1, 64, 6, 7, 64, 3, 3, 1, 1}); }
+
 TEST(DnnlConvTest, StrideTwoSevenBySevenStem) { ExpectConvMatches({2, 3, 37, 37, 16, 7, 7, 2, 1}); }
 
 TEST(DnnlConvTest, Dilation) { ExpectConvMatches({1, 16, 20, 21, 8, 3, 3, 1, 2}); }
