@@ -28,7 +28,10 @@ OpFacts Lowering::FactsOf(OpName op) {
 
 void Lowering::CountReads() {
   constexpr double kUnbounded = std::numeric_limits<double>::infinity();
-  for (ValueId id : graph_.outputs()) reads_[id] = kUnbounded;
+  for (ValueId id : graph_.outputs()) {
+    reads_[id] = kUnbounded;
+    ++readers_[id];  // the load of its copy into an output buffer, where it needs one
+  }
   auto size = [&](ValueId id) {
     return static_cast<double>(NumElements(graph_.value(id).type.shape));
   };
@@ -396,12 +399,10 @@ void Lowering::BindGraphInputsAndWeights() {
     program_.inputs.push_back(buffer);
     lowered_[id] = LoweredValue::Stored(buffer, ContiguousOffset(graph_.value(id).type.shape));
   }
-  std::vector<bool> is_output(graph_.values().size(), false);
-  for (ValueId id : graph_.outputs()) is_output[id] = true;
   for (const auto* list : {&graph_.weights(), &graph_.constants()}) {
     for (ValueId id : *list) {
       // One that nothing reads (replaced by a folded copy) needs no buffer.
-      if (readers_[id] == 0 && !is_output[id]) continue;
+      if (readers_[id] == 0) continue;
       const Value& value = graph_.value(id);
       const Tensor& data = graph_.initializer(id);
       if (value.kind == ValueKind::kConstant && data.num_elements() == 1) {

@@ -229,9 +229,9 @@ class Lowering {
   // elements than it has is inlined into them: no buffer, no recompute.
   //
   // Also counts in readers_ how many times lowering loads each value: once
-  // per node input that reads it, following views (and gathers, which may be
-  // views) to their readers. Loads beyond these (of graph outputs,
-  // reductions and gather data) read values that are never inlined.
+  // per node input that reads it and per graph output it is, following views
+  // (and gathers, which may be views) to their readers. Loads beyond these
+  // (of reductions and gather data) read values that are never inlined.
   // Both come zeroed, one entry per value.
   void CountReads();
   // The coordinates of an inline value (LoweredValue::inline_node).

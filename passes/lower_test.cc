@@ -114,6 +114,26 @@ TEST(LowerTest, GraphOutputThatIsAViewIsCopied) {
   EXPECT_TRUE(VerifyLoopProgram(*program).ok());
 }
 
+// The view reads the weight's buffer, which nothing else reads.
+TEST(LowerTest, GraphOutputThatIsAViewOfAWeightIsCopiedFromIt) {
+  Graph graph;
+  Tensor values(DType::kF32, {2});
+  values.SetDouble(0, 1.0);
+  values.SetDouble(1, 2.0);
+  const ValueId w = *graph.AddInitializer("w", ValueKind::kWeight, values);
+  Attrs shape;
+  shape.Set("shape", std::vector<int64_t>{3, 2});
+  graph.AddOutput(AddNode(graph, "expand", {w}, shape));
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_EQ(program->weights.size(), 1);
+  ASSERT_EQ(program->nodes.size(), 1);
+  EXPECT_EQ(program->nodes[0].body[0].buffer, program->weights[0]);
+  EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+}
+
 TEST(LowerTest, OneElementConstantsAreInlined) {
   ValueId x;
   Graph graph = GraphWithInput({3}, x);
