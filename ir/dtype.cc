@@ -1,11 +1,14 @@
 #include "ir/dtype.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <limits>
 
 #include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace loom {
@@ -259,6 +262,17 @@ std::vector<int64_t> ContiguousStrides(const Shape& shape) {
 
 std::string TypeToString(const TensorType& type) {
   return absl::StrCat(DTypeName(type.dtype), ShapeToString(type.shape));
+}
+
+absl::Status CheckFitsInMemory(double bytes, absl::string_view what) {
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (memory > 0 && bytes > memory) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s need %.4g GB, more than this machine's %.4g GB of memory", what,
+                        bytes / 1e9, memory / 1e9));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace loom

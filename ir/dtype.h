@@ -90,6 +90,11 @@ inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 // must not hide others whose strides would overflow). Errors describe the
 // cause only.
 absl::Status CheckShapeLimits(const Shape& shape);
+
+// Refuses `bytes` that exceed this machine's physical memory, naming them
+// by `what` ("the model's buffers"): allocating them would throw
+// std::bad_alloc or draw the OOM killer, a crash instead of an error.
+absl::Status CheckFitsInMemory(double bytes, absl::string_view what);
 // "[2,16,32]"
 std::string ShapeToString(const Shape& shape);
 // Row-major strides, in elements (saturating as NumElements does).

@@ -410,6 +410,9 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
                                               absl::string_view model_path) {
   const std::string what = absl::StrCat("initializer '", init.name(), "'");
   LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(init.type(), what));
+  LOOM_RETURN_IF_ERROR(
+      CheckFitsInMemory(static_cast<double>(NumElements(type.shape)) * DTypeSize(type.dtype),
+                        absl::StrCat(what, ": its values")));
   Tensor tensor(type);
   switch (init.init_case()) {
     case proto::Initializer::kValues:

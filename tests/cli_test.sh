@@ -26,6 +26,7 @@ expect 2 "node 'big' \(tile\): attribute 'repeats'" compile --model=$bad/tile_ov
 expect 2 "node 'big' \(expand\): output 'y': shape .* is too large" compile --model=$bad/expand_too_large.pbtxt
 expect 2 "node 'rs' \(reshape\): attribute 'shape' \[-5\]" compile --model=$bad/reshape_negative.pbtxt
 expect 2 "buffers_too_large.pbtxt: the model's buffers need .* GB, more than this machine's" compile --model=$bad/buffers_too_large.pbtxt
+expect 2 "weight_too_large.pbtxt: initializer 'w': its values need .* GB, more than this machine's" run --model=$bad/weight_too_large.pbtxt
 expect 2 "overflow_input.onnx: graph input 'x': shape \[1099511627776,1099511627776\] is too large: its element count overflows int64" \
   run --model=$bad/overflow_input.onnx
 expect 2 "negative_dim.onnx: graph input 'x': dim 0 is -3, a negative dimension" compile --model=$bad/negative_dim.onnx

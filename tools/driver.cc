@@ -1,7 +1,5 @@
 #include "tools/driver.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -66,8 +64,7 @@ int64_t MinBytes(const Graph& graph) {
 
 // Refuses a model whose buffers (inputs, weights, outputs, and temporaries:
 // the planned arena, or each on its own) need more bytes than the machine
-// has memory: allocating them would throw std::bad_alloc or draw the OOM
-// killer, a crash instead of an error. Sums in double: cannot overflow.
+// has memory. Sums in double: cannot overflow.
 absl::Status CheckBuffersFitInMemory(const Module& module) {
   if (!module.loops.has_value()) return absl::OkStatus();
   const bool planned = module.schedule.has_value() && module.schedule->memory.has_value();
@@ -76,15 +73,7 @@ absl::Status CheckBuffersFitInMemory(const Module& module) {
     if (planned && buffer.kind == BufferKind::kTemp) continue;
     bytes += static_cast<double>(NumElements(buffer.sizes)) * DTypeSize(buffer.dtype);
   }
-  const double memory =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  if (memory > 0 && bytes > memory) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("the model's buffers need %.4g GB, more than this machine's %.4g GB "
-                        "of memory",
-                        bytes / 1e9, memory / 1e9));
-  }
-  return absl::OkStatus();
+  return CheckFitsInMemory(bytes, "the model's buffers");
 }
 
 // A STREAM-style copy over arrays much larger than the caches, in GB/s

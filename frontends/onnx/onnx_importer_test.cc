@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,7 @@
 namespace loom {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 TEST(OnnxImporterTest, MapsInputsInitializersAndConstants) {
@@ -163,6 +165,23 @@ TEST(OnnxImporterTest, ExtremeIntegersInFoldedConstantsDoNotOverflow) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   const Tensor& ones = graph->initializer(graph->outputs()[0]);
   for (int64_t i = 0; i < ones.num_elements(); ++i) EXPECT_EQ(ones.GetDouble(i), 0);
+}
+
+TEST(OnnxImporterTest, RangesTooLongOrEndlessAreRefusedWithTheirCause) {
+  for (const auto& [limit, delta, cause] :
+       {std::tuple<float, float, const char*>{1e13f, 1, "has 9999999827968 elements, too many"},
+        {1, 0, "delta must be non-zero"}}) {
+    ModelBuilder range;
+    range.Output("y");
+    const std::pair<const char*, float> operands[] = {
+        {"start", 0}, {"limit", limit}, {"delta", delta}};
+    for (const auto& [name, value] : operands) {
+      SetAttr(range.Node("Constant", {}, {name}), "value", ModelBuilder::FloatTensor({}, {value}));
+    }
+    range.Node("Range", {"start", "limit", "delta"}, {"y"}, "range");
+    EXPECT_THAT(ImportOnnxModel(range.model()).status().message(),
+                AllOf(HasSubstr("node 'range' (Range)"), HasSubstr(cause)));
+  }
 }
 
 TEST(OnnxImporterTest, RefusesUnsupportedDtypes) {

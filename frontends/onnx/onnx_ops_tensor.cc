@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/status_macros.h"
@@ -399,9 +400,12 @@ absl::Status ConvertRange(NodeContext& ctx) {
   const bool is_float = IsFloat(dtype);
   const double first = start->GetDouble(0), step = delta->GetDouble(0);
   const double length = std::ceil((limit->GetDouble(0) - first) / step);
-  // Also false for NaN (a zero step, or infinite operands).
-  if (!(length < double{int64_t{1} << 40})) {
+  if (!std::isfinite(length)) {  // a zero step, or infinite operands
     return ctx.Refuse("delta must be non-zero and the range finite");
+  }
+  if (length >= double{int64_t{1} << 40}) {
+    return ctx.Refuse(
+        absl::StrFormat("the range has %.0f elements, too many to build at import", length));
   }
   const int64_t n = std::max<int64_t>(static_cast<int64_t>(length), 0);
   LOOM_RETURN_IF_ERROR(ctx.CheckBuildable({n}));
