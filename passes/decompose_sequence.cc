@@ -19,6 +19,7 @@
 // rest after, sums `size` shifted channel slices (views) and multiplies x
 // by exp(-beta log(bias + alpha / size * sum)), log from PointwiseMath (the
 // CPU backend's pow and log are per-lane libm calls; its exp is vectorised).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -265,15 +266,20 @@ absl::Status DecomposeLrn(const Node& node, DecompositionBuilder& b) {
   PointwiseMath p(b, x);
   const ValueId square = p.Mul(x, x);
   ValueId sum = square;
-  if (size > 1) {
+  // The window's reach either side, within the channels: a wider window
+  // adds only zeros (and a size of 2^40 would add 2^40 slices).
+  const int64_t channels = shape[1];
+  const int64_t reach = std::max<int64_t>(channels - 1, 0);
+  const int64_t before = std::min((size - 1) / 2, reach);
+  const int64_t after = std::min(size - 1 - (size - 1) / 2, reach);
+  if (before + after > 0) {
     std::vector<int64_t> pads(2 * rank, 0);
-    pads[1] = (size - 1) / 2;
-    pads[rank + 1] = size - 1 - pads[1];
+    pads[1] = before;
+    pads[rank + 1] = after;
     Attrs pad = Ints("pads", std::move(pads));
     pad.Set("value", 0.0);
     const ValueId padded = b.Add("pad", "pad", {square}, std::move(pad));
-    const int64_t channels = shape[1];
-    for (int64_t j = 0; j < size; ++j) {
+    for (int64_t j = 0; j <= before + after; ++j) {
       Attrs slice = Ints("starts", {j});
       slice.Set("ends", std::vector<int64_t>{j + channels});
       slice.Set("axes", std::vector<int64_t>{1});

@@ -196,6 +196,9 @@ TEST(DecompositionsTest, TopKAndLrn) {
        {F64({2, 6, 4})},
        Make({{"size", int64_t{4}}, {"alpha", 0.3}, {"beta", 1.5}, {"bias", 0.25}})},
       {"lrn", {F64({1, 3})}, Make({{"size", int64_t{1}}, {"bias", 1e-30}})},
+      // Windows wider than the channels, up to absurdly: only 2C - 1 slices.
+      {"lrn", {F64({2, 3, 2})}, Make({{"size", int64_t{8}}, {"alpha", 0.5}})},
+      {"lrn", {F64({1, 4})}, Make({{"size", int64_t{1} << 40}, {"bias", 2.0}})},
   };
   for (const Case& c : cases) CheckDecomposition(c);
 }
