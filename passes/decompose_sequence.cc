@@ -16,7 +16,8 @@
 // past the start on purpose, as the reference refuses it too).
 //
 // lrn squares x, pads the channels with (size - 1) / 2 zeros before and the
-// rest after, sums `size` shifted channel slices (views) and multiplies x
+// rest after (at most C - 1 each side), sums the shifted channel slices
+// (views, one per window position) and multiplies x
 // by exp(-beta log(bias + alpha / size * sum)), log from PointwiseMath (the
 // CPU backend's pow and log are per-lane libm calls; its exp is vectorised).
 #include <algorithm>
