@@ -28,7 +28,7 @@ void Check(bool condition, absl::string_view message) {
   abort();
 }
 
-void CheckUserError(const absl::Status& status, absl::string_view what) {
+bool IsUserError(const absl::Status& status) {
   switch (status.code()) {
     // The codes the loom command reports as bad input (exit status 2).
     case absl::StatusCode::kOk:
@@ -37,14 +37,19 @@ void CheckUserError(const absl::Status& status, absl::string_view what) {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
     case absl::StatusCode::kUnimplemented:
-      return;
+      return true;
     default:
-      fprintf(stderr,
-              "fuzz: %s returned %s (bad input must give a user error, "
-              "not loom's: see ExitCodeFor in tools/loom.cc)\n",
-              std::string(what).c_str(), status.ToString().c_str());
-      abort();
+      return false;
   }
+}
+
+void CheckUserError(const absl::Status& status, absl::string_view what) {
+  if (IsUserError(status)) return;
+  fprintf(stderr,
+          "fuzz: %s returned %s (bad input must give a user error, "
+          "not loom's: see ExitCodeFor in tools/loom.cc)\n",
+          std::string(what).c_str(), status.ToString().c_str());
+  abort();
 }
 
 bool DeclaresSmallTensors(const proto::Graph& graph, int64_t max_elements) {

@@ -17,6 +17,8 @@ namespace fuzz {
 // reports as a crash, when `status` is neither OK nor such an error; `what`
 // names the step.
 void CheckUserError(const absl::Status& status, absl::string_view what);
+// Whether `status` is OK or such a user error.
+bool IsUserError(const absl::Status& status);
 
 // Aborts with `message` when `condition` is false: an invariant the fuzz
 // target checks on inputs loom accepted.
