@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "backends/cpp/aarch64_run.h"
 #include "backends/cpp/executable.h"
 #include "backends/cpp/subprocess.h"
 #include "gtest/gtest.h"
@@ -128,6 +129,7 @@ absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector
                                                   bool conv_calls) {
   LOOM_ASSIGN_OR_RETURN(Module module,
                         EmitModule(std::move(graph), march, streaming_store_min_bytes, conv_calls));
+  if (cpp::IsAarch64March(march)) return cpp::RunOnAarch64(module, {}, inputs, TestCacheDir());
   LOOM_ASSIGN_OR_RETURN(cpp::CppExecutable executable,
                         cpp::CppExecutable::Create(module, TestCacheDir()));
   return executable.Run(inputs);
@@ -192,12 +194,12 @@ std::vector<std::string> ImportedSymbols(const std::string& library) {
   return symbols;
 }
 
-std::string Disassembly(const std::string& library) {
-  absl::StatusOr<cpp::ProcessResult> objdump =
-      cpp::RunProcess({"objdump", "-d", "--no-show-raw-insn", library}, TestCacheDir(), 1 << 26);
-  EXPECT_TRUE(objdump.ok() && objdump->Succeeded())
-      << (objdump.ok() ? objdump->output : objdump.status().ToString());
-  return objdump.ok() ? objdump->output : "";
+std::string Disassembly(const std::string& library, const std::string& objdump) {
+  absl::StatusOr<cpp::ProcessResult> listing =
+      cpp::RunProcess({objdump, "-d", "--no-show-raw-insn", library}, TestCacheDir(), 1 << 26);
+  EXPECT_TRUE(listing.ok() && listing->Succeeded())
+      << (listing.ok() ? listing->output : listing.status().ToString());
+  return listing.ok() ? listing->output : "";
 }
 
 }  // namespace loom

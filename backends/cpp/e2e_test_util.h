@@ -70,7 +70,8 @@ absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march = "",
 std::string TestCacheDir();
 
 // Compiles `graph` as EmitModule does, natively with the cache of
-// TestCacheDir, and runs it on `inputs`.
+// TestCacheDir, and runs it on `inputs`; for an Arm `march` ("armv8-a"),
+// cross-compiled and under QEMU (aarch64_run.h).
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
                                                   const std::string& march = "",
                                                   int64_t streaming_store_min_bytes = 4096,
@@ -85,8 +86,9 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options = {});
 // versions (nm -D).
 std::vector<std::string> ImportedSymbols(const std::string& library);
 
-// The instructions of `library`'s code, one per line, as objdump prints them.
-std::string Disassembly(const std::string& library);
+// The instructions of `library`'s code, one per line, as `objdump` (that
+// of the library's target) prints them.
+std::string Disassembly(const std::string& library, const std::string& objdump = "objdump");
 
 }  // namespace loom
 

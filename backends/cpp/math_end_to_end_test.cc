@@ -94,8 +94,9 @@ const std::vector<Function>& Functions() {
 // most 3.01 for f32 and 4.0 for f64, both atanh's).
 constexpr double kBoundUlps = 5;
 
-// Native code for this machine, AVX2 + FMA, and plain x86-64 (no FMA).
-constexpr const char* kMarches[] = {"", "haswell", "x86-64"};
+// Native code for this machine, AVX2 + FMA, plain x86-64 (no FMA) and Arm
+// (cross-compiled, run under QEMU: aarch64_run.h).
+constexpr const char* kMarches[] = {"", "haswell", "x86-64", "armv8-a"};
 
 TEST(MathEndToEndTest, InverseTrigErrorsInUlps) {
   for (const std::string march : kMarches) {

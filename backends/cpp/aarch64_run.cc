@@ -1,0 +1,192 @@
+#include "backends/cpp/aarch64_run.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "backends/cpp/artifact.h"
+#include "backends/cpp/subprocess.h"
+#include "ir/dtype.h"
+#include "ir/status_macros.h"
+#include "runtime/artifact.pb.h"
+
+namespace loom::cpp {
+namespace {
+
+namespace rproto = runtime::proto;
+
+constexpr char kCrossCompiler[] = "aarch64-linux-gnu-g++";
+constexpr char kQemu[] = "qemu-aarch64";
+constexpr char kSysroot[] = "/usr/aarch64-linux-gnu";  // the cross toolchain's libraries
+constexpr char kRunnerSource[] = "backends/cpp/aarch64_runner.cc";  // in the runfiles
+
+absl::Status WriteFile(const std::string& path, const void* data, size_t bytes) {
+  std::ofstream file(path, std::ios::binary);
+  file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!file.good()) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+// Runs `argv`; an error names the command and carries its output.
+absl::Status Run(const std::vector<std::string>& argv, const std::string& scratch_dir) {
+  absl::StatusOr<ProcessResult> result = RunProcess(argv, scratch_dir);
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat(FormatCommandLine(argv), ": ", result.status().message(),
+                                     " (Debian's g++-aarch64-linux-gnu and qemu-user run Arm's "
+                                     "kernels here; ./bazelw installs them)"));
+  }
+  if (!result->Succeeded()) {
+    return absl::InternalError(
+        absl::StrCat(FormatCommandLine(argv), ": ", result->Ending(), "\n", result->output));
+  }
+  return absl::OkStatus();
+}
+
+// The runner, cross-compiled once per process.
+absl::StatusOr<std::string> Runner(const std::string& scratch_dir) {
+  static std::mutex mutex;
+  static std::string* runner = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (runner != nullptr) return *runner;
+  const std::string path = absl::StrCat(scratch_dir, "/aarch64_runner");
+  LOOM_RETURN_IF_ERROR(
+      Run({kCrossCompiler, "-O2", "-std=c++17", kRunnerSource, "-o", path, "-ldl"}, scratch_dir));
+  runner = new std::string(path);
+  return *runner;
+}
+
+// The runner's plan (aarch64_runner.cc) of `artifact`, whose weights and
+// inputs it writes into `dir`.
+absl::StatusOr<std::string> WritePlan(const rproto::Artifact& artifact, const Graph& graph,
+                                      absl::Span<const Tensor> inputs, const std::string& dir) {
+  std::string plan = absl::StrCat("arena ", artifact.arena_bytes(), "\n");
+  for (int b = 0; b < artifact.buffers_size(); ++b) {
+    const rproto::Buffer& buffer = artifact.buffers(b);
+    LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromName(buffer.dtype()));
+    absl::StrAppend(&plan, "buffer ",
+                    absl::AsciiStrToLower(rproto::Buffer::Kind_Name(buffer.kind())), " ",
+                    buffer.elements() * DTypeSize(dtype), " ", buffer.arena_offset(), "\n");
+    if (buffer.kind() == rproto::Buffer::WEIGHT) {
+      const std::string path = absl::StrCat(dir, "/weight_", b, ".bin");
+      LOOM_RETURN_IF_ERROR(WriteFile(path, buffer.data().data(), buffer.data().size()));
+      absl::StrAppend(&plan, "load ", b, " ", path, "\n");
+    }
+  }
+  for (int i = 0; i < artifact.inputs_size(); ++i) {
+    const rproto::TensorSpec& spec = artifact.inputs(i);
+    const ValueId id = graph.FindValue(spec.name());
+    const auto at = std::find(graph.inputs().begin(), graph.inputs().end(), id);
+    if (at == graph.inputs().end() || inputs.size() != graph.inputs().size()) {
+      return absl::InvalidArgumentError(absl::StrCat("no input '", spec.name(), "' given"));
+    }
+    const Tensor& tensor = inputs[at - graph.inputs().begin()];
+    const std::string path = absl::StrCat(dir, "/input_", i, ".bin");
+    LOOM_RETURN_IF_ERROR(WriteFile(path, tensor.data(), static_cast<size_t>(tensor.num_bytes())));
+    absl::StrAppend(&plan, "load ", spec.buffer(), " ", path, "\n");
+  }
+  for (const std::string& function : artifact.functions()) {
+    absl::StrAppend(&plan, "function ", function, "\n");
+  }
+  for (const rproto::Launch& launch : artifact.launches()) {
+    absl::StrAppend(&plan, "launch ", launch.function(), " ", launch.buffer_size());
+    for (int a = 0; a < launch.buffer_size(); ++a) {
+      absl::StrAppend(&plan, " ", launch.buffer(a), " ", launch.offset(a));
+    }
+    absl::StrAppend(&plan, "\n");
+  }
+  for (int i = 0; i < artifact.outputs_size(); ++i) {
+    absl::StrAppend(&plan, "store ", artifact.outputs(i).buffer(), " ", dir, "/output_", i,
+                    ".bin\n");
+  }
+  return plan;
+}
+
+absl::StatusOr<const GeneratedSource*> CppSource(const Module& module) {
+  if (!module.source.has_value() || module.source->language != "c++") {
+    return absl::FailedPreconditionError("the module has no C++ source");
+  }
+  return &*module.source;
+}
+
+// A new directory under `parent`, for one compile or run.
+absl::StatusOr<std::string> NewScratchDir(const std::string& parent) {
+  static std::atomic<int> count{0};
+  const std::string dir = absl::StrCat(parent, "/aarch64_", getpid(), "_", count++);
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", error.message()));
+  return dir;
+}
+
+absl::StatusOr<Tensor> ReadOutput(const rproto::TensorSpec& spec, const std::string& path) {
+  LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromName(spec.dtype()));
+  Tensor output(dtype, Shape(spec.shape().begin(), spec.shape().end()));
+  std::ifstream file(path, std::ios::binary);
+  const std::string bytes(std::istreambuf_iterator<char>(file), {});
+  if (static_cast<int64_t>(bytes.size()) != output.num_bytes()) {
+    return absl::InternalError(absl::StrCat(path, " has ", bytes.size(), " bytes, output '",
+                                            spec.name(), "' ", output.num_bytes()));
+  }
+  std::memcpy(output.data(), bytes.data(), bytes.size());
+  return output;
+}
+
+}  // namespace
+
+bool IsAarch64March(const std::string& march) { return absl::StartsWith(march, "armv8"); }
+
+absl::StatusOr<std::string> CompileForAarch64(const Module& module,
+                                              const std::string& scratch_dir) {
+  LOOM_ASSIGN_OR_RETURN(const GeneratedSource* cpp, CppSource(module));
+  const GeneratedSource& source = *cpp;
+  LOOM_ASSIGN_OR_RETURN(std::string dir, NewScratchDir(scratch_dir));
+  const std::string model = dir + "/model.cc", kernels = dir + "/kernels.so";
+  const std::string text = StandaloneText(source);
+  LOOM_RETURN_IF_ERROR(WriteFile(model, text.data(), text.size()));
+  std::vector<std::string> compile = {kCrossCompiler};
+  compile.insert(compile.end(), source.native_flags.begin(), source.native_flags.end());
+  compile.insert(compile.end(), {model, "-o", kernels});
+  LOOM_RETURN_IF_ERROR(Run(compile, dir));
+  return kernels;
+}
+
+absl::StatusOr<std::vector<Tensor>> RunOnAarch64(const Module& module,
+                                                 absl::Span<const std::string> output_names,
+                                                 absl::Span<const Tensor> inputs,
+                                                 const std::string& scratch_dir) {
+  LOOM_ASSIGN_OR_RETURN(const GeneratedSource* cpp, CppSource(module));
+  const GeneratedSource& source = *cpp;
+  if (source.calls_blas || source.calls_dnnl || !source.support_sources.empty()) {
+    return absl::UnimplementedError("the kernels call a library, which aarch64's toolchain lacks");
+  }
+  LOOM_ASSIGN_OR_RETURN(rproto::Artifact artifact, MakeArtifact(module, "", output_names));
+  LOOM_ASSIGN_OR_RETURN(std::string runner, Runner(scratch_dir));
+  LOOM_ASSIGN_OR_RETURN(std::string dir, NewScratchDir(scratch_dir));
+  LOOM_ASSIGN_OR_RETURN(std::string kernels, CompileForAarch64(module, dir));
+
+  LOOM_ASSIGN_OR_RETURN(std::string plan, WritePlan(artifact, module.graph, inputs, dir));
+  const std::string plan_path = dir + "/plan.txt";
+  LOOM_RETURN_IF_ERROR(WriteFile(plan_path, plan.data(), plan.size()));
+  LOOM_RETURN_IF_ERROR(Run({kQemu, "-L", kSysroot, runner, plan_path, kernels}, dir));
+
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < artifact.outputs_size(); ++i) {
+    LOOM_ASSIGN_OR_RETURN(
+        Tensor output, ReadOutput(artifact.outputs(i), absl::StrCat(dir, "/output_", i, ".bin")));
+    outputs.push_back(std::move(output));
+  }
+  std::filesystem::remove_all(dir);
+  return outputs;
+}
+
+}  // namespace loom::cpp
