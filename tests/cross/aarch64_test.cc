@@ -23,7 +23,7 @@
 #include "pipelines/builtin_pipelines.h"
 #include "tools/check.h"
 #include "tools/driver.h"
-#include "tools/gen.h"
+#include "tools/random_graph.h"
 
 namespace loom {
 namespace {
@@ -107,11 +107,7 @@ constexpr int kSeeds = 60;
 TEST_F(Aarch64Test, RandomGraphsMatchTheTruth) {
   int ran = 0;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    GenOptions options;
-    options.kind = "random";
-    options.nodes = 30;
-    options.seed = seed;
-    absl::StatusOr<proto::Graph> generated = GenerateModel(options);
+    absl::StatusOr<proto::Graph> generated = gen::GenerateRandomGraph(seed, /*target_nodes=*/30);
     ASSERT_TRUE(generated.ok()) << generated.status();
     const std::string name = absl::StrCat("random_seed_", seed);
     absl::StatusOr<Graph> graph = GraphFromProto(*generated, name);
