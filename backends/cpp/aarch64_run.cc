@@ -1,5 +1,6 @@
 #include "backends/cpp/aarch64_run.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,7 +17,9 @@
 #include "backends/cpp/artifact.h"
 #include "backends/cpp/subprocess.h"
 #include "ir/dtype.h"
+#include "ir/index_error.h"
 #include "ir/status_macros.h"
+#include "re2/re2.h"
 #include "runtime/artifact.pb.h"
 
 namespace loom::cpp {
@@ -28,6 +31,7 @@ constexpr char kCrossCompiler[] = "aarch64-linux-gnu-g++";
 constexpr char kQemu[] = "qemu-aarch64";
 constexpr char kSysroot[] = "/usr/aarch64-linux-gnu";  // the cross toolchain's libraries
 constexpr char kRunnerSource[] = "backends/cpp/aarch64_runner.cc";  // in the runfiles
+constexpr int kIndexErrorStatus = 3;  // the runner's exit status for a failed index check
 
 absl::Status WriteFile(const std::string& path, const void* data, size_t bytes) {
   std::ofstream file(path, std::ios::binary);
@@ -128,6 +132,19 @@ absl::StatusOr<std::string> NewScratchDir(const std::string& parent) {
   return dir;
 }
 
+// The runtime's error for the runner's report of a failed index check,
+// "index_error CHECK INDEX".
+absl::Status IndexError(const rproto::Artifact& artifact, const std::string& output) {
+  int64_t check = -1, index = 0;
+  if (!RE2::PartialMatch(output, R"(index_error (\d+) (-?\d+))", &check, &index) ||
+      check >= artifact.index_checks_size()) {
+    return absl::InternalError(absl::StrCat("the runner's index error is unreadable: ", output));
+  }
+  const rproto::IndexCheck& site = artifact.index_checks(static_cast<int>(check));
+  return absl::InvalidArgumentError(
+      IndexOutOfRangeMessage(site.node(), site.op(), index, site.axis(), site.size()));
+}
+
 absl::StatusOr<Tensor> ReadOutput(const rproto::TensorSpec& spec, const std::string& path) {
   LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromName(spec.dtype()));
   Tensor output(dtype, Shape(spec.shape().begin(), spec.shape().end()));
@@ -177,7 +194,15 @@ absl::StatusOr<std::vector<Tensor>> RunOnAarch64(const Module& module,
   LOOM_ASSIGN_OR_RETURN(std::string plan, WritePlan(artifact, module.graph, inputs, dir));
   const std::string plan_path = dir + "/plan.txt";
   LOOM_RETURN_IF_ERROR(WriteFile(plan_path, plan.data(), plan.size()));
-  LOOM_RETURN_IF_ERROR(Run({kQemu, "-L", kSysroot, runner, plan_path, kernels}, dir));
+  const std::vector<std::string> run = {kQemu, "-L", kSysroot, runner, plan_path, kernels};
+  LOOM_ASSIGN_OR_RETURN(ProcessResult result, RunProcess(run, dir));
+  if (WIFEXITED(result.wait_status) && WEXITSTATUS(result.wait_status) == kIndexErrorStatus) {
+    return IndexError(artifact, result.output);
+  }
+  if (!result.Succeeded()) {
+    return absl::InternalError(
+        absl::StrCat(FormatCommandLine(run), ": ", result.Ending(), "\n", result.output));
+  }
 
   std::vector<Tensor> outputs;
   for (int i = 0; i < artifact.outputs_size(); ++i) {

@@ -19,8 +19,8 @@ namespace loom::cpp {
 // the buffers as loom::Model does. `inputs` are by module.graph's inputs;
 // the outputs by its outputs, named `output_names` (as MakeArtifact).
 // Unimplemented where the kernels call a library (oneDNN, BLAS, the conv
-// support object), which the cross toolchain lacks. Scratch files go under
-// `scratch_dir`.
+// support object), which the cross toolchain lacks; a failed index check is
+// the runtime's InvalidArgument error. Scratch files go under `scratch_dir`.
 absl::StatusOr<std::vector<Tensor>> RunOnAarch64(const Module& module,
                                                  absl::Span<const std::string> output_names,
                                                  absl::Span<const Tensor> inputs,

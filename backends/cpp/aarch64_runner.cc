@@ -14,7 +14,9 @@
 //   function NAME                     (in function order)
 //   launch FUNCTION N BUFFER BYTE_OFFSET ...   (N arguments)
 //   store BUFFER PATH                 (an output, written after the run)
-// A kernel that reports an out-of-range index fails the run (exit 3).
+// A kernel that reports an out-of-range index fails the run: it prints
+// "index_error CHECK INDEX" (the index check's number in the artifact, the
+// index) and exits 3.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -30,6 +32,8 @@
 namespace {
 
 using KernelFunction = void (*)(void* const*);
+
+constexpr int kIndexError = 3;  // the exit status of a failed index check
 
 [[noreturn]] void Fail(const std::string& message) {
   std::fprintf(stderr, "aarch64_runner: %s\n", message.c_str());
@@ -173,10 +177,9 @@ int main(int argc, char** argv) {
     functions[launch.function](arguments.data());
   }
   if (index_errors != nullptr && index_errors[0] != 0) {
-    std::fprintf(stderr, "aarch64_runner: index check %lld reports index %lld out of range\n",
-                 static_cast<long long>(index_errors[0] - 1),
-                 static_cast<long long>(index_errors[1]));
-    return 3;
+    std::printf("index_error %lld %lld\n", static_cast<long long>(index_errors[0] - 1),
+                static_cast<long long>(index_errors[1]));
+    return kIndexError;
   }
   for (const auto& [b, path] : plan.stores) WriteFile(path, pointers[b], plan.bytes[b]);
   return 0;

@@ -80,6 +80,8 @@ absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector
 // Infers shapes, then checks that the compiled graph's outputs match the
 // interpreter's: floats within 1e-5 + 1e-4 * |expected| (NaN where NaN is
 // expected, the same infinity where one is), everything else exactly.
+// For Arm, a graph whose kernels call a library is left out (with a line
+// on stdout): the cross toolchain has none.
 void CompileRunAndCompare(Graph graph, const EndToEndOptions& options = {});
 
 // The dynamic symbols the shared object at `library` imports, without their

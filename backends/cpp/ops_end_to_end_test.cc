@@ -25,6 +25,24 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
+// Each test compiles for this machine and for Arm (cross-compiled and run
+// under QEMU: aarch64_run.h); on Arm, graphs whose kernels call a library
+// are left out (CompileRunAndCompare says so).
+class OpsEndToEndTest : public testing::TestWithParam<std::string> {
+ protected:
+  EndToEndOptions Options() const {
+    EndToEndOptions options;
+    options.march = GetParam();
+    return options;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Marches, OpsEndToEndTest, testing::Values("", "armv8-a"),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param.empty() ? std::string("native")
+                                                     : std::string("armv8_a");
+                         });
+
 // Overwrites the first elements of `t` with `values`.
 void SetFirst(Tensor& t, const std::vector<double>& values) {
   for (size_t i = 0; i < values.size() && i < t.num_elements(); ++i) {
@@ -38,7 +56,7 @@ Tensor IntTensor(DType dtype, Shape shape, const std::vector<int64_t>& values) {
   return t;
 }
 
-TEST(OpsEndToEndTest, ElementwisePrimitives) {
+TEST_P(OpsEndToEndTest, ElementwisePrimitives) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 17});
   const ValueId y = b.Input("y", DType::kF32, {17});
@@ -69,7 +87,7 @@ TEST(OpsEndToEndTest, ElementwisePrimitives) {
     b.Output(b.Op(op, {p, q}));
     b.Output(b.Op(op, {q, p}));
   }
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t i, Tensor& t) {
     switch (i) {
       case 0:  // x: halves (round to even), signed zeros, NaN, infinities
@@ -90,7 +108,7 @@ TEST(OpsEndToEndTest, ElementwisePrimitives) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
-TEST(OpsEndToEndTest, IntegerModByZeroGivesZeroInGeneratedCode) {
+TEST_P(OpsEndToEndTest, IntegerModByZeroGivesZeroInGeneratedCode) {
   GraphBuilder b;
   const ValueId a = b.Input("a", DType::kI32, {5});
   const ValueId d = b.Input("d", DType::kI32, {5});
@@ -106,7 +124,8 @@ TEST(OpsEndToEndTest, IntegerModByZeroGivesZeroInGeneratedCode) {
       IntTensor(DType::kI64, {3}, {std::numeric_limits<int64_t>::min(), 4, 9}),
       IntTensor(DType::kI64, {3}, {-1, 0, -4}),
   };
-  absl::StatusOr<std::vector<Tensor>> outputs = CompileAndRun(std::move(b.graph()), inputs);
+  absl::StatusOr<std::vector<Tensor>> outputs =
+      CompileAndRun(std::move(b.graph()), inputs, GetParam());
   ASSERT_TRUE(outputs.ok()) << outputs.status();
   EXPECT_EQ((*outputs)[0], IntTensor(DType::kI32, {5}, {0, 0, 0, 2, -2}));
   EXPECT_EQ((*outputs)[1], IntTensor(DType::kI32, {5}, {0, 0, 0, -1, 1}));
@@ -125,7 +144,7 @@ void SetAllInts(Tensor& t, Fn bits) {
 // NaN, infinities and out-of-range floats, selects, reductions, clip and
 // max_pool (decomposed), all against the interpreter; one test per family
 // of types.
-TEST(OpsEndToEndTest, U8Integers) {
+TEST_P(OpsEndToEndTest, U8Integers) {
   GraphBuilder b;
   const ValueId a = b.Input("a", DType::kU8, {3, 37});
   const ValueId d = b.Input("d", DType::kU8, {37});  // no zero
@@ -152,7 +171,7 @@ TEST(OpsEndToEndTest, U8Integers) {
                 MakeAttrs({{"kernel_shape", std::vector<int64_t>{3, 3}},
                            {"pads", std::vector<int64_t>{1, 1, 1, 1}},
                            {"strides", std::vector<int64_t>{2, 2}}})));
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t i, Tensor& t) {
     switch (i) {
       case 0:  // a: all of 0..255
@@ -172,7 +191,7 @@ TEST(OpsEndToEndTest, U8Integers) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
-TEST(OpsEndToEndTest, U64Integers) {
+TEST_P(OpsEndToEndTest, U64Integers) {
   GraphBuilder b;
   const ValueId c = b.Input("c", DType::kU64, {37});
   const ValueId e = b.Input("e", DType::kU64, {37});  // no zero
@@ -189,7 +208,7 @@ TEST(OpsEndToEndTest, U64Integers) {
   }
   b.Output(b.Op("reduce_max", {c}));
   b.Output(b.Op("argmin", {c}));
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t i, Tensor& t) {
     const int64_t top = std::numeric_limits<int64_t>::min();  // 2^63 as u64
     switch (i) {
@@ -208,7 +227,7 @@ TEST(OpsEndToEndTest, U64Integers) {
 }
 
 // i8, and the products and shifts of i16, u16 and u32.
-TEST(OpsEndToEndTest, I8I16U16AndU32Integers) {
+TEST_P(OpsEndToEndTest, I8I16U16AndU32Integers) {
   GraphBuilder b;
   const ValueId g = b.Input("g", DType::kI8, {37});
   const ValueId h = b.Input("h", DType::kI8, {37});  // no zero
@@ -232,7 +251,7 @@ TEST(OpsEndToEndTest, I8I16U16AndU32Integers) {
       b.Op("bit_shift", {u16, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u16")}}))}, left));
   b.Output(
       b.Op("bit_shift", {u32, b.Op("cast", {s}, MakeAttrs({{"to", std::string("u32")}}))}, right));
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t i, Tensor& t) {
     switch (i) {
       case 0:  // g: -128..127
@@ -258,7 +277,7 @@ TEST(OpsEndToEndTest, I8I16U16AndU32Integers) {
 
 // Floats cast to the narrow and unsigned types: truncated, saturated, NaN
 // as 0.
-TEST(OpsEndToEndTest, FloatsCastToNarrowAndUnsignedIntegers) {
+TEST_P(OpsEndToEndTest, FloatsCastToNarrowAndUnsignedIntegers) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {37});
   const ValueId x64 = b.Input("x64", DType::kF64, {37});
@@ -266,7 +285,7 @@ TEST(OpsEndToEndTest, FloatsCastToNarrowAndUnsignedIntegers) {
     b.Output(b.Op("cast", {x}, MakeAttrs({{"to", std::string(to)}})));
     b.Output(b.Op("cast", {x64}, MakeAttrs({{"to", std::string(to)}})));
   }
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t, Tensor& t) {  // x, x64: every saturation edge
     SetFirst(t, {kNan,
                  kInf,
@@ -296,7 +315,7 @@ TEST(OpsEndToEndTest, FloatsCastToNarrowAndUnsignedIntegers) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
-TEST(OpsEndToEndTest, Activations) {
+TEST_P(OpsEndToEndTest, Activations) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {4, 9});
   b.Output(b.Op("gelu", {x}));
@@ -326,7 +345,7 @@ TEST(OpsEndToEndTest, Activations) {
   b.Output(b.Op("clip", {xi}, MakeAttrs({{"max", 1e20}, {"min", -1e20}})));
   const ValueId xl = b.Input("xl", DType::kI64, {6});
   b.Output(b.Op("clip", {xl}, MakeAttrs({{"max", 0.5}})));
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t i, Tensor& t) {
     if (!IsFloat(t.dtype())) return;
     for (int64_t k = 0; k < t.num_elements(); ++k) {
@@ -337,7 +356,7 @@ TEST(OpsEndToEndTest, Activations) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
-TEST(OpsEndToEndTest, LinearAlgebra) {
+TEST_P(OpsEndToEndTest, LinearAlgebra) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {2, 3, 5});
   const ValueId w = b.Weight("w", {4, 5}, 1);
@@ -365,14 +384,14 @@ TEST(OpsEndToEndTest, LinearAlgebra) {
   const ValueId row = b.Input("row", DType::kF64, {1, 5});
   b.Output(b.Op("gemm", {row, b.Weight("colw", {5, 1}, 9, -1, 1, DType::kF64),
                          b.Weight("one", {1, 1}, 10, -1, 1, DType::kF64)}));
-  CompileRunAndCompare(std::move(b.graph()));
+  CompileRunAndCompare(std::move(b.graph()), Options());
 }
 
 // Variances take Welford's update in 16 vector lanes when the innermost
 // reduction loop is a multiple of 16 (64; 4 x 32 over two loops), one
 // running update otherwise (5, 40), and NaN over nothing; a mean over the
 // same values next to a variance comes from the same pass.
-TEST(OpsEndToEndTest, Variances) {
+TEST_P(OpsEndToEndTest, Variances) {
   GraphBuilder b;
   for (const Shape& shape : {Shape{3, 64}, Shape{2, 4, 32}, Shape{3, 4, 5}, Shape{2, 40}}) {
     const ValueId x =
@@ -385,10 +404,10 @@ TEST(OpsEndToEndTest, Variances) {
   }
   b.Output(b.Op("reduce_var", {b.Input("empty", DType::kF32, {2, 0})}, IntsAttr("axes", {1})));
   b.Output(b.Op("reduce_var", {b.Input("x64", DType::kF64, {2, 48})}, IntsAttr("axes", {1})));
-  CompileRunAndCompare(std::move(b.graph()));
+  CompileRunAndCompare(std::move(b.graph()), Options());
 }
 
-TEST(OpsEndToEndTest, Reductions) {
+TEST_P(OpsEndToEndTest, Reductions) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 4, 5});
   const ValueId positive = b.Input("positive", DType::kF32, {3, 4, 5});
@@ -415,7 +434,7 @@ TEST(OpsEndToEndTest, Reductions) {
   const ValueId xl = b.Input("xl", DType::kI64, {5});
   b.Output(b.Op("reduce_l1", {xl}));
   b.Output(b.Op("reduce_prod", {xl}, IntsAttr("axes", {-1})));
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t i, Tensor& t) {
     if (i == 1) {  // positive
       for (int64_t k = 0; k < t.num_elements(); ++k) {
@@ -429,7 +448,7 @@ TEST(OpsEndToEndTest, Reductions) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
-TEST(OpsEndToEndTest, ArgmaxAndArgmin) {
+TEST_P(OpsEndToEndTest, ArgmaxAndArgmin) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {4, 5, 3});
   for (const char* op : {"argmax", "argmin"}) {
@@ -450,7 +469,7 @@ TEST(OpsEndToEndTest, ArgmaxAndArgmin) {
   b.Output(b.Op("argmin", {xl}, MakeAttrs({{"axis", int64_t{-1}}})));
   const ValueId single = b.Input("single", DType::kF64, {3, 1});
   b.Output(b.Op("argmax", {single}, MakeAttrs({{"axis", int64_t{1}}})));
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t i, Tensor& t) {
     if (i != 0) return;
     // Few distinct values, so that rows have ties; NaNs in some rows.
@@ -462,7 +481,7 @@ TEST(OpsEndToEndTest, ArgmaxAndArgmin) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
-TEST(OpsEndToEndTest, ShapeOps) {
+TEST_P(OpsEndToEndTest, ShapeOps) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {2, 6, 4});
   for (ValueId part : b.Ops("split", {x}, 3, MakeAttrs({{"axis", int64_t{1}}}))) {
@@ -506,10 +525,10 @@ TEST(OpsEndToEndTest, ShapeOps) {
   Attrs big = IntsAttr("pads", {2, 1});
   big.Set("value", 1e10);
   b.Output(b.Op("pad", {mi}, big));
-  CompileRunAndCompare(std::move(b.graph()));
+  CompileRunAndCompare(std::move(b.graph()), Options());
 }
 
-TEST(OpsEndToEndTest, GatherAndCumsum) {
+TEST_P(OpsEndToEndTest, GatherAndCumsum) {
   GraphBuilder b;
   // gather: weight and constant indices, negative ones, several axes.
   const ValueId data = b.Input("data", DType::kF32, {4, 5});
@@ -545,14 +564,14 @@ TEST(OpsEndToEndTest, GatherAndCumsum) {
            MakeAttrs({{"axis", int64_t{0}}, {"exclusive", int64_t{1}}, {"reverse", int64_t{1}}})));
   const ValueId col = b.Input("col", DType::kF64, {3, 1});
   b.Output(b.Op("cumsum", {col}, MakeAttrs({{"axis", int64_t{1}}})));
-  CompileRunAndCompare(std::move(b.graph()));
+  CompileRunAndCompare(std::move(b.graph()), Options());
 }
 
 // Rows of 37 run 32 columns in explicit vectors (loom_exp16) and 5 one by
 // one; rows of 16 only vectors, rows of 5 none. The inputs reach every
 // range of the exponential: underflow to 0 and to denormals, overflow to
 // infinity, infinities and NaN.
-TEST(OpsEndToEndTest, ExponentialsInVectorLanes) {
+TEST_P(OpsEndToEndTest, ExponentialsInVectorLanes) {
   GraphBuilder b;
   Attrs keepdims = IntsAttr("axes", {1});
   keepdims.Set("keepdims", int64_t{1});
@@ -562,7 +581,7 @@ TEST(OpsEndToEndTest, ExponentialsInVectorLanes) {
     b.Output(b.Op("exp", {b.Op("sub", {x, b.Op("reduce_min", {x}, keepdims)})}));
     b.Output(b.Op("softmax", {x}));
   }
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t, Tensor& t) {
     SetFirst(t, {0.0,   -100.0, -87.5, -150.0, 45.0, -50.0,  88.0, 1e-3, -1e-3, 3.5,
                  -20.0, 60.0,   -60.0, 0.25,   7.0,  -104.5, 30.0, -0.5, 2.0,   1.0});
@@ -577,7 +596,7 @@ TEST(OpsEndToEndTest, ExponentialsInVectorLanes) {
 // Maxima and minima over rows of 64 columns and more run in blocks of 64 in
 // explicit vectors and the rest one by one; a NaN anywhere in a row (a block
 // or the rest) is the row's result, and infinities are extremes.
-TEST(OpsEndToEndTest, MaximaAndMinimaInVectorBlocks) {
+TEST_P(OpsEndToEndTest, MaximaAndMinimaInVectorBlocks) {
   GraphBuilder b;
   const Attrs rows = IntsAttr("axes", {1});
   for (int64_t columns : {64, 101}) {
@@ -586,7 +605,7 @@ TEST(OpsEndToEndTest, MaximaAndMinimaInVectorBlocks) {
     b.Output(b.Op("reduce_min", {x}, rows));
     b.Output(b.Op("softmax", {x}));
   }
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = [](size_t, Tensor& t) {
     const int64_t columns = t.shape()[1];
     for (int64_t i = 0; i < t.num_elements(); ++i) t.SetDouble(i, 50 * std::sin(0.37 * i));
@@ -600,7 +619,7 @@ TEST(OpsEndToEndTest, MaximaAndMinimaInVectorBlocks) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
-TEST(OpsEndToEndTest, SoftmaxAndNormalisations) {
+TEST_P(OpsEndToEndTest, SoftmaxAndNormalisations) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 7});
   b.Output(b.Op("log_softmax", {x}));
@@ -628,7 +647,7 @@ TEST(OpsEndToEndTest, SoftmaxAndNormalisations) {
                 {batch, b.Weight("bn_scale", {3}, 12), b.Weight("bn_bias", {3}, 13),
                  b.Weight("bn_mean", {3}, 14), b.Weight("bn_var", {3}, 15, 0.5, 2)},
                 MakeAttrs({{"epsilon", 1e-3}})));
-  CompileRunAndCompare(std::move(b.graph()));
+  CompileRunAndCompare(std::move(b.graph()), Options());
 }
 
 // The values of index input `i` of the graph of IndicesKnownOnlyAtRunTime
@@ -659,7 +678,7 @@ void FillRunTimeIndices(size_t i, Tensor& t) {
 
 // gather, gather_elements, gather_nd, scatter_elements and scatter_nd whose
 // indices are graph inputs (checked as the kernels run), fused into consumers.
-TEST(OpsEndToEndTest, IndicesKnownOnlyAtRunTime) {
+TEST_P(OpsEndToEndTest, IndicesKnownOnlyAtRunTime) {
   GraphBuilder b;
   const ValueId table = b.Input("table", DType::kF32, {7, 6});
   const ValueId ids = b.Input("ids", DType::kI64, {2, 3});
@@ -690,7 +709,7 @@ TEST(OpsEndToEndTest, IndicesKnownOnlyAtRunTime) {
                 MakeAttrs({{"batch_dims", int64_t{1}}})));
   b.Output(b.Op("exp", {b.Op("gather_nd", {b.Op("transpose", {data}),
                                            b.Input("transposed_rows", DType::kI64, {3, 1})})}));
-  EndToEndOptions options;
+  EndToEndOptions options = Options();
   options.fill = FillRunTimeIndices;
   CompileRunAndCompare(std::move(b.graph()), options);
 }
@@ -698,7 +717,7 @@ TEST(OpsEndToEndTest, IndicesKnownOnlyAtRunTime) {
 // A run on an index out of range fails with the message the interpreter
 // gives, naming the node and the index: never a read or write out of
 // bounds.
-TEST(OpsEndToEndTest, AnIndexOutOfRangeFailsTheRunNamingTheNode) {
+TEST_P(OpsEndToEndTest, AnIndexOutOfRangeFailsTheRunNamingTheNode) {
   struct Case {
     std::string op;
     std::vector<int64_t> indices;
@@ -738,7 +757,7 @@ TEST(OpsEndToEndTest, AnIndexOutOfRangeFailsTheRunNamingTheNode) {
     for (size_t k = 0; k < c.indices.size(); ++k) inputs[1].SetInt(k, c.indices[k]);
     absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, inputs);
     EXPECT_EQ(expected.status().message(), c.message);
-    absl::StatusOr<std::vector<Tensor>> actual = CompileAndRun(graph, inputs);
+    absl::StatusOr<std::vector<Tensor>> actual = CompileAndRun(graph, inputs, GetParam());
     EXPECT_EQ(actual.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(actual.status().message(), c.message);
   }
