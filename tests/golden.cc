@@ -36,6 +36,8 @@ const std::vector<GoldenCase>& GoldenCases() {
       {"tests/index_range/gather.pbtxt", "cpu", "tests/golden/gather_indices.cc"},
       {"tests/index_range/scatter.pbtxt", "cpu", "tests/golden/scatter_indices.cc"},
       {"backends/cuda/testdata/indices.pbtxt", "cuda", "tests/golden/indices.cu"},
+      // A pool's window: a chain of NaN-propagating maxima, in vectors.
+      {"tests/golden/max_pool.pbtxt", "cpu", "tests/golden/max_pool.cc"},
   };
   return *cases;
 }

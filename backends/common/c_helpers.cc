@@ -12,7 +12,15 @@ namespace loom::cscalar {
 // Integer division and power are total: division by zero gives 0 instead of
 // a signal, and the most negative value divided by -1 wraps.
 std::string CoreHelpers(absl::string_view q) {
-  return absl::StrCat(q, R"( int64_t loom_idiv(int64_t a, int64_t b) {
+  // Whether a or b is NaN, for float max and min (CallExpr). nvcc has no
+  // __builtin_isunordered in device code.
+  return absl::StrCat(R"(#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define LOOM_UNORDERED(a, b) ((a) != (a) || (b) != (b))
+#else
+#define LOOM_UNORDERED(a, b) __builtin_isunordered(a, b)
+#endif
+)",
+                      q, R"( int64_t loom_idiv(int64_t a, int64_t b) {
   if (b == 0) return 0;
   if (b == -1) return (int64_t)(0 - (uint64_t)a);
   return a / b;

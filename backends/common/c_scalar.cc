@@ -249,14 +249,17 @@ std::string ArithmeticExpr(const Call& c) {
         return c.Binary("loom_upow");
       }
       return c.is_float() ? c.Libm(kLibmPow) : c.Binary("loom_ipow");
-    // Floats propagate NaN: a NaN `a` is picked by `a != a`, a NaN `b`
-    // because the comparison fails.
+    // Floats propagate NaN: where the two are unordered, their sum is one.
+    // GCC 12 vectorises a chain of these selects (a pool's window); of the
+    // form `a > b || a != a ? a : b` it vectorised one but not a chain.
     case ScalarFn::kMax:
-      return absl::StrCat("(", a[0], " > ", a[1], NanTest(c.is_float(), a[0]), " ? ", a[0], " : ",
-                          a[1], ")");
-    case ScalarFn::kMin:
-      return absl::StrCat("(", a[0], " < ", a[1], NanTest(c.is_float(), a[0]), " ? ", a[0], " : ",
-                          a[1], ")");
+    case ScalarFn::kMin: {
+      const std::string pick = absl::StrCat("(", a[0], c.fn == ScalarFn::kMax ? " > " : " < ", a[1],
+                                            " ? ", a[0], " : ", a[1], ")");
+      if (!c.is_float()) return pick;
+      return absl::StrCat("(LOOM_UNORDERED(", a[0], ", ", a[1], ") ? ", a[0], " + ", a[1], " : ",
+                          pick, ")");
+    }
     // A shift by the width or more gives 0 (undefined in C).
     case ScalarFn::kShl:
     case ScalarFn::kShr:

@@ -103,7 +103,7 @@ TEST_F(Aarch64Test, ExamplesMatchTheTruth) {
 }
 
 // Random graphs (the differential test's generator) of 30 nodes.
-constexpr int kSeeds = 60;
+constexpr int kSeeds = 40;
 TEST_F(Aarch64Test, RandomGraphsMatchTheTruth) {
   int ran = 0;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {

@@ -4,6 +4,11 @@
 
 #define LOOM_RESTRICT __restrict__
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define LOOM_UNORDERED(a, b) ((a) != (a) || (b) != (b))
+#else
+#define LOOM_UNORDERED(a, b) __builtin_isunordered(a, b)
+#endif
 static inline int64_t loom_idiv(int64_t a, int64_t b) {
   if (b == 0) return 0;
   if (b == -1) return (int64_t)(0 - (uint64_t)a);
