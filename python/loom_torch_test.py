@@ -2,6 +2,7 @@
 eager's, GroupNorm in one kernel, a new shape a new entry, and eager (after
 a warning) where loom does not compile. Skips without torch."""
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -57,6 +58,23 @@ class ResNetBlock(nn.Module):
     def forward(self, x):
         y = torch.relu(self.bn1(self.conv1(x)))
         return torch.relu(self.bn2(self.conv2(y)) + x)
+
+
+class FireWithResidual(nn.Module):
+    """What torchvision's SqueezeNet and ResNet write: torch.cat of two
+    branches, and `out += identity`."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.squeeze = nn.Conv2d(channels, channels // 2, 1)
+        self.expand1 = nn.Conv2d(channels // 2, channels // 2, 1)
+        self.expand3 = nn.Conv2d(channels // 2, channels // 2, 3, padding=1)
+
+    def forward(self, x):
+        s = torch.relu(self.squeeze(x))
+        out = torch.cat([torch.relu(self.expand1(s)), torch.relu(self.expand3(s))], dim=-3)
+        out += x
+        return torch.relu(out)
 
 
 class Product(nn.Module):
@@ -276,6 +294,19 @@ class LoomTorchTest(unittest.TestCase):
 
     def test_a_resnet_basic_block(self):
         self.check_against_eager(ResNetBlock(8), torch.randn(2, 8, 12, 12))
+
+    def test_concatenated_branches_and_an_in_place_residual(self):
+        self.check_against_eager(FireWithResidual(8), torch.randn(2, 8, 12, 12))
+
+    @unittest.skipUnless(importlib.util.find_spec("torchvision"), "needs torchvision")
+    def test_torchvision_classifiers(self):
+        import torchvision.models
+
+        for name in ("resnet18", "squeezenet1_1", "mobilenet_v2"):
+            with self.subTest(name):
+                torch._dynamo.reset()
+                module = getattr(torchvision.models, name)(weights=None)
+                self.check_against_eager(module, torch.randn(1, 3, 64, 64), tolerance=1e-4)
 
     def test_a_unet_block(self):
         module = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.SiLU())

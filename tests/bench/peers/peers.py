@@ -342,6 +342,19 @@ def onnx_case(name, kind, make_module, shapes):
     return Case(name, kind, build)
 
 
+def torchvision_case(name):
+    """A torchvision classifier (random weights) on one 224x224 image."""
+
+    def build():
+        import torch
+        import torchvision.models
+
+        torch.manual_seed(SEED)
+        return ready(getattr(torchvision.models, name)(weights=None), {"x": [1, 3, 224, 224]})
+
+    return Case(name, "cnn", build)
+
+
 def all_cases():
     return [
         example_case("group_norm_large", "group_norm"),
@@ -364,6 +377,10 @@ def all_cases():
         onnx_case("resnet_block", "conv", lambda m: m["ResNetBlock"](64), {"x": [1, 64, 56, 56]}),
         onnx_case("unet_block", "conv", lambda m: m["UNetBlock"](64, 128, 32),
                   {"x": [1, 64, 32, 32]}),
+        # Whole convolutional networks (need torchvision: setup_venv.sh).
+        torchvision_case("resnet18"),
+        torchvision_case("mobilenet_v2"),
+        torchvision_case("squeezenet1_1"),
     ]
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Creates the virtualenv the peers benchmark runs in and installs the peers
 # from PyPI: numpy (OpenBLAS), onnx, onnxruntime, torch (eager and Inductor)
-# and, when they install, onnxscript (for torch's new ONNX exporter) and
-# jax[cpu].
+# and, when they install, onnxscript (for torch's new ONNX exporter),
+# jax[cpu] and torchvision (its classifiers are cases).
 #
 #   tests/bench/peers/setup_venv.sh [VENV]     # default $HOME/.venvs/loom-peers
 #
@@ -46,6 +46,9 @@ EOF
 # TorchScript one cannot trace; jax is one more peer.
 "${pip[@]}" onnxscript || echo "onnxscript did not install; models only the new exporter takes are skipped"
 "${pip[@]}" "jax[cpu]" || echo "jax[cpu] did not install; the benchmark skips it"
+# Without its dependencies: it would pull another torch. Pillow it imports.
+"${pip[@]}" --no-deps torchvision pillow ||
+  echo "torchvision did not install; the benchmark skips the torchvision cases"
 
 echo "peers installed in $venv:"
-"$py" -m pip list 2>/dev/null | grep -i -E '^(numpy|onnx|onnxruntime|onnxscript|torch|jax|jaxlib|nvidia-[a-z0-9-]+) '
+"$py" -m pip list 2>/dev/null | grep -i -E '^(numpy|onnx|onnxruntime|onnxscript|torch|torchvision|jax|jaxlib|nvidia-[a-z0-9-]+) '
