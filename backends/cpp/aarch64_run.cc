@@ -3,12 +3,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -40,8 +43,10 @@ absl::Status WriteFile(const std::string& path, const void* data, size_t bytes) 
   return absl::OkStatus();
 }
 
-// Runs `argv`; an error names the command and carries its output.
-absl::Status Run(const std::vector<std::string>& argv, const std::string& scratch_dir) {
+// Starts `argv` and waits for it; an error says what installs a missing
+// program.
+absl::StatusOr<ProcessResult> Start(const std::vector<std::string>& argv,
+                                    const std::string& scratch_dir) {
   absl::StatusOr<ProcessResult> result = RunProcess(argv, scratch_dir);
   if (!result.ok()) {
     return absl::Status(result.status().code(),
@@ -49,11 +54,18 @@ absl::Status Run(const std::vector<std::string>& argv, const std::string& scratc
                                      " (Debian's g++-aarch64-linux-gnu and qemu-user run Arm's "
                                      "kernels here; ./bazelw installs them)"));
   }
-  if (!result->Succeeded()) {
-    return absl::InternalError(
-        absl::StrCat(FormatCommandLine(argv), ": ", result->Ending(), "\n", result->output));
-  }
-  return absl::OkStatus();
+  return result;
+}
+
+absl::Status Failed(const std::vector<std::string>& argv, const ProcessResult& result) {
+  return absl::InternalError(
+      absl::StrCat(FormatCommandLine(argv), ": ", result.Ending(), "\n", result.output));
+}
+
+// Runs `argv`; an error names the command and carries its output.
+absl::Status Run(const std::vector<std::string>& argv, const std::string& scratch_dir) {
+  LOOM_ASSIGN_OR_RETURN(ProcessResult result, Start(argv, scratch_dir));
+  return result.Succeeded() ? absl::OkStatus() : Failed(argv, result);
 }
 
 // The runner, cross-compiled once per process.
@@ -195,14 +207,11 @@ absl::StatusOr<std::vector<Tensor>> RunOnAarch64(const Module& module,
   const std::string plan_path = dir + "/plan.txt";
   LOOM_RETURN_IF_ERROR(WriteFile(plan_path, plan.data(), plan.size()));
   const std::vector<std::string> run = {kQemu, "-L", kSysroot, runner, plan_path, kernels};
-  LOOM_ASSIGN_OR_RETURN(ProcessResult result, RunProcess(run, dir));
+  LOOM_ASSIGN_OR_RETURN(ProcessResult result, Start(run, dir));
   if (WIFEXITED(result.wait_status) && WEXITSTATUS(result.wait_status) == kIndexErrorStatus) {
     return IndexError(artifact, result.output);
   }
-  if (!result.Succeeded()) {
-    return absl::InternalError(
-        absl::StrCat(FormatCommandLine(run), ": ", result.Ending(), "\n", result.output));
-  }
+  if (!result.Succeeded()) return Failed(run, result);
 
   std::vector<Tensor> outputs;
   for (int i = 0; i < artifact.outputs_size(); ++i) {
