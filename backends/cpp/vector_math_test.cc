@@ -274,6 +274,23 @@ TEST(VectorMathTest, LoopsCallingLibmRunInLibmvecsVectors) {
   ExpectLibmCallsInVectors("x86-64", "_ZGVbN4", "_ZGVbN2");   // SSE2
 }
 
+// The instructions of `graph`'s kernels compiled for `march` (empty, and a
+// failure reported, where they do not compile).
+std::string KernelCode(const Graph& graph, const std::string& march,
+                       int64_t streaming_store_min_bytes = 4096) {
+  absl::StatusOr<Module> module = EmitModule(graph, march, streaming_store_min_bytes);
+  if (!module.ok()) {
+    ADD_FAILURE() << module.status();
+    return "";
+  }
+  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+  if (!library.ok()) {
+    ADD_FAILURE() << library.status();
+    return "";
+  }
+  return Disassembly(library->path());
+}
+
 // A loop with selects runs in vectors without AVX-512's masks: erf clamps
 // its argument to [-4, 4] (two selects), then divides, and compiled for
 // AVX2 or SSE2 the division is packed (divps), never one lane's (divss), as
@@ -284,11 +301,7 @@ TEST(VectorMathTest, LoopsWithSelectsRunInVectorsWithoutMasks) {
   b.Output(b.Op("erf", {b.Input("x", DType::kF32, {64, 64})}));
   ASSERT_TRUE(InferShapes(b.graph()).ok());
   for (const char* march : {"haswell", "x86-64"}) {
-    absl::StatusOr<Module> module = EmitModule(b.graph(), march);
-    ASSERT_TRUE(module.ok()) << module.status();
-    absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
-    ASSERT_TRUE(library.ok()) << library.status();
-    const std::string code = Disassembly(library->path());
+    const std::string code = KernelCode(b.graph(), march);
     EXPECT_THAT(code, testing::HasSubstr("divps")) << march;
     EXPECT_THAT(code, testing::Not(testing::HasSubstr("divss"))) << march;
   }
@@ -304,11 +317,7 @@ TEST(VectorMathTest, MaxPoolWindowsRunInVectors) {
                            {"strides", std::vector<int64_t>{2, 2}}})));
   ASSERT_TRUE(InferShapes(b.graph()).ok());
   for (const char* march : {"haswell", "x86-64"}) {
-    absl::StatusOr<Module> module = EmitModule(b.graph(), march);
-    ASSERT_TRUE(module.ok()) << module.status();
-    absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
-    ASSERT_TRUE(library.ok()) << library.status();
-    EXPECT_TRUE(absl::StrContains(Disassembly(library->path()), "cmpunordps")) << march;
+    EXPECT_TRUE(absl::StrContains(KernelCode(b.graph(), march), "cmpunordps")) << march;
   }
 }
 
@@ -338,11 +347,7 @@ TEST(VectorMathTest, ExplicitVectorsCompareInRegistersWithoutAvx) {
     b.Output(b.Op("reduce_sum", {y}, IntsAttr("axes", {-1})));
   }
   ASSERT_TRUE(InferShapes(b.graph()).ok());
-  absl::StatusOr<Module> module = EmitModule(b.graph(), "x86-64", /*streaming_store_min_bytes=*/-1);
-  ASSERT_TRUE(module.ok()) << module.status();
-  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
-  ASSERT_TRUE(library.ok()) << library.status();
-  const std::string code = Disassembly(library->path());
+  const std::string code = KernelCode(b.graph(), "x86-64", /*streaming_store_min_bytes=*/-1);
   EXPECT_LE(Count(code, RE2(R"(\s(maxss|minss|u?comiss|cmp[a-z]*ss)\s)")), 3);
   EXPECT_GT(Count(code, RE2(R"(\s(maxps|minps|cmp[a-z]*ps)\s)")), 0);
 
