@@ -548,24 +548,24 @@ class _Translator:
                 return self.out.node("gelu", [self.value(args[0])],
                                      approximate=kwargs.get("approximate", "none"))
             return self.out.node(unary[target], [self.value(args[0])])
-        if target in (torch.cat, torch.concat, torch.concatenate):
+        if target in (torch.cat, torch.concat, getattr(torch, "concatenate", torch.cat)):
             tensors = args[0]
             dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
             axis = int(self.raw(dim)) % len(self.shape_of(node))
             return self.out.node("concat", [self.value(t) for t in tensors], axis=axis)
+        in_place = {operator.iadd: "add", operator.isub: "sub", operator.imul: "mul",
+                    operator.itruediv: "div"}
         binary = {operator.add: "add", torch.add: "add", operator.mul: "mul", torch.mul: "mul",
                   operator.sub: "sub", torch.sub: "sub", operator.truediv: "div",
                   torch.div: "div", torch.matmul: "matmul", operator.matmul: "matmul",
-                  torch.bmm: "matmul", torch.mm: "matmul", operator.iadd: "add",
-                  operator.isub: "sub", operator.imul: "mul", operator.itruediv: "div"}
+                  torch.bmm: "matmul", torch.mm: "matmul", **in_place}
         if target in binary and not kwargs:
             if binary[target] == "matmul":
                 self.macs += np.prod(self.shape_of(node), dtype=np.float64) * self.shape_of(args[0])[-1]
-            in_place = target in (operator.iadd, operator.isub, operator.imul, operator.itruediv)
-            if in_place and getattr(args[0], "op", None) == "placeholder":
+            if target in in_place and getattr(args[0], "op", None) == "placeholder":
                 raise Unsupported("an in-place update of an input")
             result = self.out.node(binary[target], [self.value(a) for a in args[:2]])
-            if in_place:  # `out += x`: later readers of out read the sum
+            if target in in_place:  # `out += x`: later readers of out read the result
                 self.env[args[0]] = result
             return result
         raise Unsupported("op %s" % getattr(target, "__name__", target))
