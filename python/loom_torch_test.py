@@ -390,6 +390,23 @@ class LoomTorchTest(unittest.TestCase):
         self.assertTrue(torch.equal(y, module(x)))
         self.assertTrue(any("runs eagerly" in str(w.message) for w in caught))
 
+    def test_an_in_place_update_of_an_input_runs_eagerly(self):
+        # loom cannot write into the caller's tensor: x must still be updated.
+        def add_in_place(x, y):
+            x += y
+            return x * y
+
+        compiled = torch.compile(add_in_place, backend="loom")
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for call in range(2):
+                x, y = torch.randn(3, 4), torch.randn(3, 4)
+                expected_x = x + y
+                result = compiled(x, y)
+                self.assertTrue(torch.allclose(x, expected_x), "call %d: x not updated" % call)
+                self.assertTrue(torch.allclose(result, expected_x * y))
+        self.assertTrue(any("in-place update of an input" in str(w.message) for w in caught))
+
     def test_gradients_run_eagerly_after_a_warning(self):
         module = nn.Linear(4, 2)
         compiled = torch.compile(module, backend="loom")
