@@ -392,20 +392,29 @@ class LoomTorchTest(unittest.TestCase):
 
     def test_an_in_place_update_of_an_input_runs_eagerly(self):
         # loom cannot write into the caller's tensor: x must still be updated.
-        def add_in_place(x, y):
+        def add_in_place(x, y, mask):
             x += y
             return x * y
 
-        compiled = torch.compile(add_in_place, backend="loom")
-        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            for call in range(2):
-                x, y = torch.randn(3, 4), torch.randn(3, 4)
-                expected_x = x + y
-                result = compiled(x, y)
-                self.assertTrue(torch.allclose(x, expected_x), "call %d: x not updated" % call)
-                self.assertTrue(torch.allclose(result, expected_x * y))
-        self.assertTrue(any("in-place update of an input" in str(w.message) for w in caught))
+        def fill_in_place(x, y, mask):
+            x.masked_fill_(mask, 0.0)
+            return x * y
+
+        for function, update in ((add_in_place, lambda x, y, mask: x + y),
+                                 (fill_in_place, lambda x, y, mask: x.masked_fill(mask, 0.0))):
+            torch._dynamo.reset()
+            compiled = torch.compile(function, backend="loom")
+            with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for call in range(2):
+                    x, y = torch.randn(3, 4), torch.randn(3, 4)
+                    mask = y > 0
+                    expected_x = update(x, y, mask)
+                    result = compiled(x, y, mask)
+                    self.assertTrue(torch.allclose(x, expected_x), "call %d: x as it was" % call)
+                    self.assertTrue(torch.allclose(result, expected_x * y))
+            self.assertTrue(any("in-place update of an input" in str(w.message) for w in caught),
+                            [str(w.message) for w in caught])
 
     def test_gradients_run_eagerly_after_a_warning(self):
         module = nn.Linear(4, 2)

@@ -562,13 +562,20 @@ class _Translator:
         if target in binary and not kwargs:
             if binary[target] == "matmul":
                 self.macs += np.prod(self.shape_of(node), dtype=np.float64) * self.shape_of(args[0])[-1]
-            if target in in_place and getattr(args[0], "op", None) == "placeholder":
-                raise Unsupported("an in-place update of an input")
+            if target in in_place:
+                self.check_not_an_input(args[0])
             result = self.out.node(binary[target], [self.value(a) for a in args[:2]])
             if target in in_place:  # `out += x`: later readers of out read the result
                 self.env[args[0]] = result
             return result
         raise Unsupported("op %s" % getattr(target, "__name__", target))
+
+    @staticmethod
+    def check_not_an_input(x):
+        """An in-place update of a graph input: the caller's tensor would keep
+        its old values, so such a graph runs eagerly."""
+        if getattr(x, "op", None) == "placeholder":
+            raise Unsupported("an in-place update of an input")
 
     def method(self, node, name, args, kwargs):
         x = args[0]
@@ -583,6 +590,8 @@ class _Translator:
         if name in ("split", "chunk"):
             return self.split(node, x, *args[1:], **kwargs)
         if name in ("masked_fill", "masked_fill_"):
+            if name == "masked_fill_":
+                self.check_not_an_input(x)
             filled = self.masked_fill(node, *args)
             if name == "masked_fill_":  # later readers of x read the filled value
                 self.env[x] = filled
