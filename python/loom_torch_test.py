@@ -390,6 +390,21 @@ class LoomTorchTest(unittest.TestCase):
         self.assertTrue(torch.equal(y, module(x)))
         self.assertTrue(any("runs eagerly" in str(w.message) for w in caught))
 
+    def test_in_place_activations_update_what_later_reads(self):
+        def relu_in_place(x, y):
+            h = x * y
+            nn.functional.relu(h, inplace=True)
+            return h + y
+
+        def clip_in_place(x, y):
+            h = x * y
+            nn.functional.hardtanh(h, -0.5, 0.5, inplace=True)
+            return h + y
+
+        for function in (relu_in_place, clip_in_place):
+            torch._dynamo.reset()
+            self.check_against_eager(Function(function), torch.randn(3, 4), torch.randn(3, 4))
+
     def test_an_in_place_update_of_an_input_runs_eagerly(self):
         # loom cannot write into the caller's tensor: x must still be updated.
         def add_in_place(x, y, mask):

@@ -481,7 +481,8 @@ class _Translator:
         if target in _ACTIVATIONS:
             op, signature, attrs = _ACTIVATIONS[target]
             a = self.bind(node, signature)
-            return self.out.node(op, [self.value(a.input)], **attrs(a))
+            result = self.out.node(op, [self.value(a.input)], **attrs(a))
+            return self.written_in_place(a.input, result) if getattr(a, "inplace", False) else result
         if target is operator.getitem:
             if not isinstance(self.env[args[0]], tuple):
                 raise Unsupported("indexing a tensor")
@@ -547,7 +548,8 @@ class _Translator:
             if target is F.gelu:
                 return self.out.node("gelu", [self.value(args[0])],
                                      approximate=kwargs.get("approximate", "none"))
-            return self.out.node(unary[target], [self.value(args[0])])
+            result = self.out.node(unary[target], [self.value(args[0])])
+            return self.written_in_place(args[0], result) if kwargs.get("inplace") else result
         if target in (torch.cat, torch.concat, getattr(torch, "concatenate", torch.cat)):
             tensors = args[0]
             dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
@@ -562,20 +564,18 @@ class _Translator:
         if target in binary and not kwargs:
             if binary[target] == "matmul":
                 self.macs += np.prod(self.shape_of(node), dtype=np.float64) * self.shape_of(args[0])[-1]
-            if target in in_place:
-                self.check_not_an_input(args[0])
             result = self.out.node(binary[target], [self.value(a) for a in args[:2]])
-            if target in in_place:  # `out += x`: later readers of out read the result
-                self.env[args[0]] = result
-            return result
+            return self.written_in_place(args[0], result) if target in in_place else result
         raise Unsupported("op %s" % getattr(target, "__name__", target))
 
-    @staticmethod
-    def check_not_an_input(x):
-        """An in-place update of a graph input: the caller's tensor would keep
-        its old values, so such a graph runs eagerly."""
+    def written_in_place(self, x, result):
+        """`result` written over x (`inplace=True`, `+=`, `masked_fill_`):
+        later readers of x read it. Over a graph input it would not reach the
+        caller's tensor, so such a graph runs eagerly."""
         if getattr(x, "op", None) == "placeholder":
             raise Unsupported("an in-place update of an input")
+        self.env[x] = result
+        return result
 
     def method(self, node, name, args, kwargs):
         x = args[0]
@@ -590,12 +590,8 @@ class _Translator:
         if name in ("split", "chunk"):
             return self.split(node, x, *args[1:], **kwargs)
         if name in ("masked_fill", "masked_fill_"):
-            if name == "masked_fill_":
-                self.check_not_an_input(x)
             filled = self.masked_fill(node, *args)
-            if name == "masked_fill_":  # later readers of x read the filled value
-                self.env[x] = filled
-            return filled
+            return self.written_in_place(x, filled) if name == "masked_fill_" else filled
         if name == "permute":
             dims = args[1] if isinstance(args[1], (list, tuple)) else args[1:]
             return self.out.node("transpose", [self.value(x)], perm=self.ints(dims))
