@@ -405,6 +405,20 @@ class LoomTorchTest(unittest.TestCase):
             torch._dynamo.reset()
             self.check_against_eager(Function(function), torch.randn(3, 4), torch.randn(3, 4))
 
+        def relu_in_place_under_a_view(x, y):
+            h = x * y
+            flat = h.view(-1)
+            nn.functional.relu(h, inplace=True)
+            return flat * y.view(-1)
+
+        torch._dynamo.reset()
+        compiled = torch.compile(relu_in_place_under_a_view, backend="loom")
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.assertTrue(torch.allclose(compiled(x, y), relu_in_place_under_a_view(x, y)))
+        self.assertTrue(any("shares memory with a view" in str(w.message) for w in caught))
+
     def test_an_in_place_update_of_an_input_runs_eagerly(self):
         # loom cannot write into the caller's tensor: x must still be updated.
         def add_in_place(x, y, mask):

@@ -202,6 +202,19 @@ def _is_weight(placeholder, arg):
         "_parameters_" in placeholder.name or "_buffers_" in placeholder.name)
 
 
+_VIEW_METHODS = ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "permute",
+                 "transpose", "split", "chunk", "contiguous")
+_VIEW_FUNCTIONS = (torch.flatten, torch.reshape, torch.unsqueeze, torch.squeeze, torch.split,
+                   torch.chunk, operator.getitem)
+
+
+def _is_view(node):
+    """Whether FX `node` may share its operand's memory (a view op)."""
+    if node.op == "call_method":
+        return node.target in _VIEW_METHODS
+    return node.op == "call_function" and node.target in _VIEW_FUNCTIONS
+
+
 class _Translator:
     def __init__(self, gm, args, folder):
         self.gm = gm
@@ -570,10 +583,16 @@ class _Translator:
 
     def written_in_place(self, x, result):
         """`result` written over x (`inplace=True`, `+=`, `masked_fill_`):
-        later readers of x read it. Over a graph input it would not reach the
-        caller's tensor, so such a graph runs eagerly."""
-        if getattr(x, "op", None) == "placeholder":
-            raise Unsupported("an in-place update of an input")
+        later readers of x read it. Over a graph input or a parameter it would
+        not reach the caller's tensor, and over a view, or a tensor with a
+        view, not the other tensor sharing its memory: such graphs run
+        eagerly."""
+        if not isinstance(x, torch.fx.Node):
+            raise Unsupported("an in-place update of a constant")
+        if x.op in ("placeholder", "get_attr"):
+            raise Unsupported("an in-place update of an input or a parameter")
+        if _is_view(x) or any(_is_view(user) for user in x.users):
+            raise Unsupported("an in-place update of a tensor that shares memory with a view")
         self.env[x] = result
         return result
 
