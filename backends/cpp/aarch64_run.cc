@@ -144,6 +144,18 @@ absl::StatusOr<std::string> NewScratchDir(const std::string& parent) {
   return dir;
 }
 
+// `source` cross-compiled into `dir`/kernels.so: its path.
+absl::StatusOr<std::string> CompileInto(const GeneratedSource& source, const std::string& dir) {
+  const std::string model = dir + "/model.cc", kernels = dir + "/kernels.so";
+  const std::string text = StandaloneText(source);
+  LOOM_RETURN_IF_ERROR(WriteFile(model, text.data(), text.size()));
+  std::vector<std::string> compile = {kCrossCompiler};
+  compile.insert(compile.end(), source.native_flags.begin(), source.native_flags.end());
+  compile.insert(compile.end(), {model, "-o", kernels});
+  LOOM_RETURN_IF_ERROR(Run(compile, dir));
+  return kernels;
+}
+
 // The runtime's error for the runner's report of a failed index check,
 // "index_error CHECK INDEX".
 absl::Status IndexError(const rproto::Artifact& artifact, const std::string& output) {
@@ -176,17 +188,9 @@ bool IsAarch64March(const std::string& march) { return absl::StartsWith(march, "
 
 absl::StatusOr<std::string> CompileForAarch64(const Module& module,
                                               const std::string& scratch_dir) {
-  LOOM_ASSIGN_OR_RETURN(const GeneratedSource* cpp, CppSource(module));
-  const GeneratedSource& source = *cpp;
+  LOOM_ASSIGN_OR_RETURN(const GeneratedSource* source, CppSource(module));
   LOOM_ASSIGN_OR_RETURN(std::string dir, NewScratchDir(scratch_dir));
-  const std::string model = dir + "/model.cc", kernels = dir + "/kernels.so";
-  const std::string text = StandaloneText(source);
-  LOOM_RETURN_IF_ERROR(WriteFile(model, text.data(), text.size()));
-  std::vector<std::string> compile = {kCrossCompiler};
-  compile.insert(compile.end(), source.native_flags.begin(), source.native_flags.end());
-  compile.insert(compile.end(), {model, "-o", kernels});
-  LOOM_RETURN_IF_ERROR(Run(compile, dir));
-  return kernels;
+  return CompileInto(*source, dir);
 }
 
 absl::StatusOr<std::vector<Tensor>> RunOnAarch64(const Module& module,
@@ -201,7 +205,7 @@ absl::StatusOr<std::vector<Tensor>> RunOnAarch64(const Module& module,
   LOOM_ASSIGN_OR_RETURN(rproto::Artifact artifact, MakeArtifact(module, "", output_names));
   LOOM_ASSIGN_OR_RETURN(std::string runner, Runner(scratch_dir));
   LOOM_ASSIGN_OR_RETURN(std::string dir, NewScratchDir(scratch_dir));
-  LOOM_ASSIGN_OR_RETURN(std::string kernels, CompileForAarch64(module, dir));
+  LOOM_ASSIGN_OR_RETURN(std::string kernels, CompileInto(source, dir));
 
   LOOM_ASSIGN_OR_RETURN(std::string plan, WritePlan(artifact, module.graph, inputs, dir));
   const std::string plan_path = dir + "/plan.txt";
