@@ -76,6 +76,8 @@ const char* CType(DType dtype) {
   return "void";
 }
 
+const char* StorageCType(DType dtype) { return dtype == DType::kBool ? "uint8_t" : CType(dtype); }
+
 // The literal of integer bits of `dtype` (ir/dtype.h), without macros
 // (NVRTC has no <stdint.h>): the most negative int64 as an expression.
 std::string IntegerLiteral(int64_t bits, DType dtype) {

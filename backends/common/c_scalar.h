@@ -73,6 +73,11 @@ std::string HelperText(Helper helper, absl::string_view qualifier);
 // "float", "double", "int32_t", "int64_t", "bool", "int8_t", "int16_t",
 // "uint8_t", "uint16_t", "uint32_t", "uint64_t".
 const char* CType(DType dtype);
+// The type of an element of `dtype` in a buffer: CType's, but uint8_t for
+// bool (the same byte, 0 or 1). GCC 12 vectorises no loop that loads a
+// bool from memory ("no vectype"), and does vectorise the same loop
+// loading a uint8_t into a bool: a conv's masks of positions ran scalar.
+const char* StorageCType(DType dtype);
 
 // A literal of `dtype` with exactly the value `v` converted as a cast would
 // (for integers: truncated, saturated, NaN as 0).

@@ -13,6 +13,7 @@
 namespace loom::cpp {
 
 using cscalar::CType;
+using cscalar::StorageCType;
 
 namespace {
 
@@ -220,7 +221,7 @@ void KernelPrinter::NameLoopVariables(const ComputeNode& node) {
 void KernelPrinter::PrintMembers(const Kernel& kernel, int depth) {
   for (int m : plan_.locals) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
-    Line(depth, absl::StrCat(CType(program_.buffers[node.output].dtype), " l", m, "[",
+    Line(depth, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
                              plan_.members[m].local_length, "];"));
   }
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
@@ -232,7 +233,7 @@ std::string KernelPrinter::ParamDeclarations(bool restrict) const {
   const char* pointer = restrict ? "* LOOM_RESTRICT p" : "* p";
   std::string params;
   for (size_t p = 0; p < plan_.params.size(); ++p) {
-    const char* type = CType(program_.buffers[plan_.params.args()[p].buffer].dtype);
+    const char* type = StorageCType(program_.buffers[plan_.params.args()[p].buffer].dtype);
     const char* qualifier = plan_.params.written(p) ? "" : "const ";
     absl::StrAppend(&params, "  ", qualifier, type, pointer, p, " = (", qualifier, type, "*)a[", p,
                     "];\n");

@@ -11,6 +11,7 @@
 namespace loom::cpp {
 
 using cscalar::CType;
+using cscalar::StorageCType;
 
 void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int depth) {
   const std::string x = absl::StrCat("x", node.ranges.size() - 1);
@@ -172,7 +173,7 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
   const int64_t rows = NumElements(plan_.outer);
   for (int m : plan_.locals) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
-    Line(1, absl::StrCat(CType(program_.buffers[node.output].dtype), " l", m, "[",
+    Line(1, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
                          rows * plan_.members[m].local_length, "];"));
   }
   Line(1, "#pragma omp parallel");
