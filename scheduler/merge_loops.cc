@@ -92,8 +92,8 @@ bool MergeInKernel(LoopProgram& program, Kernel& kernel) {
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const std::vector<int64_t> extents = program.nodes[kernel.nodes[m]].AllRanges();
     for (int v = 0; v + 1 < outer; ++v) {
-      outer_joins[v] = outer_joins[v] && coefficients[m].has_value() &&
-                       Joinable(*coefficients[m], extents, v);
+      outer_joins[v] =
+          outer_joins[v] && coefficients[m].has_value() && Joinable(*coefficients[m], extents, v);
     }
   }
   bool merged = false;

@@ -34,6 +34,7 @@ pass { name: "lower" }
 pass { name: "schedule" }
 pass { name: "fuse" fuse { outer_loop: true reshape_aware: true } }
 pass { name: "drop-unit-loops" }
+pass { name: "merge-loops" }
 pass { name: "plan-memory" }
 pass { name: "codegen-cpp" cpp { simd: NATIVE openmp: true streaming_store_min_bytes: 4096 } }
 )";

@@ -555,20 +555,18 @@ extern "C" void loom_f0(void* const* a) {
       const float t7 = t5 + t6;
       const float t8 = (float)1 / sqrtf(t7);
       for (int64_t x2 = 0; x2 < 8; ++x2) {
-        for (int64_t x3 = 0; x3 < 32; ++x3) {
-          #pragma GCC ivdep
-          for (int64_t x4 = 0; x4 < 32; ++x4) {
-            const float t9 = p0[(16384*x0 + 8192*x1 + 1024*x2 + 32*x3 + x4)];
-            const float t10 = t4;
-            const float t11 = t9 - t10;
-            const float t12 = t8;
-            const float t13 = t11 * t12;
-            const float t14 = p1[(8*x1 + x2)];
-            const float t15 = t13 * t14;
-            const float t16 = p2[(8*x1 + x2)];
-            const float t17 = t15 + t16;
-            p3[(16384*x0 + 8192*x1 + 1024*x2 + 32*x3 + x4)] = t17;
-          }
+        #pragma GCC ivdep
+        for (int64_t x3 = 0; x3 < 1024; ++x3) {
+          const float t9 = p0[(16384*x0 + 8192*x1 + 1024*x2 + x3)];
+          const float t10 = t4;
+          const float t11 = t9 - t10;
+          const float t12 = t8;
+          const float t13 = t11 * t12;
+          const float t14 = p1[(8*x1 + x2)];
+          const float t15 = t13 * t14;
+          const float t16 = p2[(8*x1 + x2)];
+          const float t17 = t15 + t16;
+          p3[(16384*x0 + 8192*x1 + 1024*x2 + x3)] = t17;
         }
       }
     }

@@ -42,13 +42,11 @@ extern "C" void loom_f0(void* const* a) {
   float* LOOM_RESTRICT p1 = (float*)a[1];
   for (int64_t x0 = 0; x0 < 16; ++x0) {
     float l0[529];
-    for (int64_t x1 = 0; x1 < 23; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 23; ++x2) {
-        const float t0 = p0[(529*x0 + 23*x1 + x2)];
-        const float t1 = (t0 < 0 ? (float)0 : t0);
-        l0[(23*x1 + x2)] = t1;
-      }
+    #pragma GCC ivdep
+    for (int64_t x1 = 0; x1 < 529; ++x1) {
+      const float t0 = p0[(529*x0 + x1)];
+      const float t1 = (t0 < 0 ? (float)0 : t0);
+      l0[x1] = t1;
     }
     for (int64_t x1 = 0; x1 < 11; ++x1) {
       #pragma GCC ivdep

@@ -50,15 +50,10 @@ struct loom_conv_site {
 
 extern "C" void loom_f0(void* const* a) {
   float* LOOM_RESTRICT p0 = (float*)a[0];
-  #pragma omp parallel for collapse(2)
-  for (int64_t x0 = 0; x0 < 64; ++x0) {
-    for (int64_t x1 = 0; x1 < 58; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 58; ++x2) {
-        const float t0 = (float)0;
-        p0[(3364*x0 + 58*x1 + x2)] = t0;
-      }
-    }
+  #pragma omp parallel for simd
+  for (int64_t x0 = 0; x0 < 215296; ++x0) {
+    const float t0 = (float)0;
+    p0[x0] = t0;
   }
 }
 
@@ -110,19 +105,17 @@ extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  #pragma omp parallel for collapse(2)
+  #pragma omp parallel for
   for (int64_t x0 = 0; x0 < 64; ++x0) {
-    for (int64_t x1 = 0; x1 < 56; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 56; ++x2) {
-        const float t0 = p0[(3136*x0 + 56*x1 + x2)];
-        const float t1 = p1[x0];
-        const float t2 = t0 + t1;
-        const float t3 = p2[(3136*x0 + 56*x1 + x2)];
-        const float t4 = t2 + t3;
-        const float t5 = (t4 < 0 ? (float)0 : t4);
-        p3[(3136*x0 + 56*x1 + x2)] = t5;
-      }
+    #pragma GCC ivdep
+    for (int64_t x1 = 0; x1 < 3136; ++x1) {
+      const float t0 = p0[(3136*x0 + x1)];
+      const float t1 = p1[x0];
+      const float t2 = t0 + t1;
+      const float t3 = p2[(3136*x0 + x1)];
+      const float t4 = t2 + t3;
+      const float t5 = (t4 < 0 ? (float)0 : t4);
+      p3[(3136*x0 + x1)] = t5;
     }
   }
 }
