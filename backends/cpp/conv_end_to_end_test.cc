@@ -115,6 +115,37 @@ TEST(ConvEndToEndTest, DirectConvolutions) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// Stride 1 and as many output columns as input columns: the direct sums
+// read the input flat, rows back to back, and mask the terms that would
+// read a neighbouring row's end. Infinities and NaN at the ends of rows
+// must reach only the outputs whose windows hold them (a mask that
+// multiplied would turn 0 * inf into NaN next door).
+TEST(ConvEndToEndTest, DirectConvolutionsOnFlatRows) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {2, 4, 7, 9});
+  AddConv(b, x, {4, 1, 3, 3}, true, MakeAttrs({{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}}),
+          1);
+  // A multiplier of 2, pads all on the left and at the bottom.
+  AddConv(b, x, {8, 1, 3, 3}, false, MakeAttrs({{"group", int64_t{4}}, {"pads", Ints{0, 2, 1, 0}}}),
+          3);
+  // Dilated along the rows; two channels per group; a 5x5 kernel.
+  AddConv(b, x, {4, 1, 2, 3}, true,
+          MakeAttrs({{"group", int64_t{4}}, {"dilations", Ints{2, 2}}, {"pads", Ints{1, 2, 1, 2}}}),
+          5);
+  AddConv(b, x, {4, 2, 3, 3}, true, MakeAttrs({{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}}),
+          7);
+  AddConv(b, x, {4, 1, 5, 5}, true, MakeAttrs({{"group", int64_t{4}}, {"pads", Ints{2, 2, 2, 2}}}),
+          9);
+  EndToEndOptions options;
+  options.fill = [](size_t, Tensor& t) {
+    // The first and last columns of a few rows (rows of 9).
+    const double specials[] = {kInf, -kInf, kNan, kInf};
+    const int64_t at[] = {8, 9, 9 * 12 + 8, 9 * 30};
+    for (int k = 0; k < 4; ++k) t.SetDouble(at[k], specials[k]);
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
 TEST(ConvEndToEndTest, Pools) {
   GraphBuilder b;
   const ValueId x2 = b.Input("x2", DType::kF32, {2, 3, 9, 8});
