@@ -1,11 +1,13 @@
 #include "scheduler/merge_loops.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
@@ -15,41 +17,39 @@
 namespace loom {
 namespace {
 
-// The coefficients of each of `node`'s indexes (its store's, its loads',
-// its index steps') over its loop variables; none when one is not affine.
-using Coefficients = std::vector<std::vector<int64_t>>;
+// Per loop v of a node, whether it may merge with loop v + 1 (false for
+// the last): every index of the node (its store's, its loads', its index
+// steps') is affine and moves E_{v+1} times as far along v as along v + 1.
+using Joins = absl::InlinedVector<bool, 8>;
 
-std::optional<Coefficients> IndexCoefficients(const ComputeNode& node) {
-  const size_t vars = node.ranges.size() + node.reduction_ranges.size();
-  Coefficients all;
-  auto add = [&](Expr index) {
-    std::vector<int64_t> coefficients(vars, 0);
+Joins JoinableLoops(const ComputeNode& node) {
+  const std::vector<int64_t> extents = node.AllRanges();
+  Joins joins(extents.size(), true);
+  joins.back() = false;
+  absl::InlinedVector<int64_t, 8> c(extents.size());
+  auto check = [&](Expr index) {
+    std::fill(c.begin(), c.end(), 0);
     int64_t constant = 0;
-    if (!AffineCoefficients(index, absl::MakeSpan(coefficients), constant)) return false;
-    all.push_back(std::move(coefficients));
-    return true;
+    if (!AffineCoefficients(index, absl::MakeSpan(c), constant)) return false;
+    bool any = false;
+    for (size_t v = 0; v + 1 < c.size(); ++v) {
+      joins[v] = joins[v] && c[v] == extents[v + 1] * c[v + 1];
+      any = any || joins[v];
+    }
+    return any;
   };
-  if (node.store_index != nullptr && !add(node.store_index)) return std::nullopt;
+  if (node.store_index != nullptr && !check(node.store_index)) return Joins(extents.size());
   for (const ScalarOp& op : node.body) {
-    if (op.index != nullptr && !add(op.index)) return std::nullopt;
+    if (op.index != nullptr && !check(op.index)) return Joins(extents.size());
   }
-  return all;
-}
-
-// Whether loop `v` of a node with these extents and index coefficients may
-// merge with loop v + 1: every index moves E_{v+1} times as far along v.
-bool Joinable(const Coefficients& coefficients, const std::vector<int64_t>& extents, int v) {
-  for (const std::vector<int64_t>& c : coefficients) {
-    if (c[v] != extents[v + 1] * c[v + 1]) return false;
-  }
-  return true;
+  return joins;
 }
 
 // Merges each loop v of `node` with `joins[v]` into the loop after it.
 // Every index is affine with the merged loops' coefficients in the ratio
-// Joinable checks, so a merged loop's variables but the last become 0 and
+// JoinableLoops checks, so a merged loop's variables but the last become 0 and
 // the last becomes the merged loop.
-void Merge(ExprContext& ctx, ComputeNode& node, const std::vector<bool>& joins) {
+void Merge(ExprContext& ctx, ComputeNode& node, const Joins& joins) {
   const std::vector<int64_t> all = node.AllRanges();
   const size_t pointwise = node.ranges.size();
   std::vector<Expr> replace(all.size());
@@ -75,47 +75,38 @@ void Merge(ExprContext& ctx, ComputeNode& node, const std::vector<bool>& joins) 
 
 // Merges what it may in one kernel; returns whether it merged any.
 bool MergeInKernel(LoopProgram& program, Kernel& kernel) {
-  std::vector<std::optional<Coefficients>> coefficients;
+  absl::InlinedVector<Joins, 4> joins;
   for (int n : kernel.nodes) {
     const ComputeNode& node = program.nodes[n];
     if (node.extern_op != ExternOp::kNone) return false;
     // Most nodes have one loop or none: a million-node program passes here.
-    if (node.ranges.size() + node.reduction_ranges.size() < 2) {
-      coefficients.push_back(Coefficients{});
-      continue;
-    }
-    coefficients.push_back(IndexCoefficients(node));
+    joins.push_back(node.ranges.size() + node.reduction_ranges.size() < 2 ? Joins()
+                                                                          : JoinableLoops(node));
   }
-  // The shared outer loops merge where every member allows it.
+  // The shared outer loops merge where every member's indexes allow it.
   const int outer = kernel.outer_loops;
-  std::vector<bool> outer_joins(outer > 0 ? outer - 1 : 0, true);
-  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
-    const std::vector<int64_t> extents = program.nodes[kernel.nodes[m]].AllRanges();
-    for (int v = 0; v + 1 < outer; ++v) {
-      outer_joins[v] =
-          outer_joins[v] && coefficients[m].has_value() && Joinable(*coefficients[m], extents, v);
-    }
+  int merged_outer = 0;
+  for (int v = 0; v + 1 < outer; ++v) {
+    bool all = true;
+    for (const Joins& member : joins) all = all && member[v];
+    for (Joins& member : joins) member[v] = all;
+    merged_outer += all ? 1 : 0;
   }
   bool merged = false;
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     ComputeNode& node = program.nodes[kernel.nodes[m]];
-    if (!coefficients[m].has_value()) continue;
-    const std::vector<int64_t> extents = node.AllRanges();
-    const int pointwise = static_cast<int>(node.ranges.size());
-    std::vector<bool> joins(extents.size(), false);
-    bool any = false;
-    for (int v = 0; v + 1 < static_cast<int>(extents.size()); ++v) {
-      // Loops of different kinds never merge: the last outer loop with an
-      // inner one, or the last pointwise loop with a reduction loop.
-      if (v + 1 == outer || v + 1 == pointwise) continue;
-      joins[v] = v + 1 < outer ? outer_joins[v] : Joinable(*coefficients[m], extents, v);
-      any = any || joins[v];
+    Joins& member = joins[m];
+    // Loops of different kinds never merge: the last outer loop with an
+    // inner one, or the last pointwise loop with a reduction loop.
+    if (outer > 0 && static_cast<size_t>(outer) < member.size()) member[outer - 1] = false;
+    if (!node.ranges.empty() && node.ranges.size() < member.size()) {
+      member[node.ranges.size() - 1] = false;
     }
-    if (!any) continue;
-    Merge(*program.exprs, node, joins);
+    if (absl::c_none_of(member, [](bool join) { return join; })) continue;
+    Merge(*program.exprs, node, member);
     merged = true;
   }
-  for (bool join : outer_joins) kernel.outer_loops -= join ? 1 : 0;
+  kernel.outer_loops -= merged_outer;
   return merged;
 }
 
