@@ -7,8 +7,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
-#include "passes/pass.h"
+#include "scheduler/fused_loops_pass.h"
 
 namespace loom {
 namespace {
@@ -52,24 +51,8 @@ int DropInNode(ExprContext& ctx, ComputeNode& node, int outer_loops) {
   return dropped_outer;
 }
 
-class DropUnitLoopsPass : public Pass {
- public:
-  StageRule stages() const override {
-    return {StageRule::Bit(Stage::kFused) | StageRule::Bit(Stage::kPlanned), std::nullopt};
-  }
-  absl::StatusOr<bool> Run(Module& module) override {
-    if (!module.loops.has_value() || !module.schedule.has_value()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("'", name(), "' needs a fused schedule ('fuse' before it)"));
-    }
-    const bool changed = DropUnitLoops(*module.loops, *module.schedule);
-    if (changed) module.source.reset();
-    return changed;
-  }
-};
-
 LOOM_REGISTER_PASS("drop-unit-loops", [] {
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<DropUnitLoopsPass>());
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<FusedLoopsPass>(&DropUnitLoops));
 });
 
 }  // namespace

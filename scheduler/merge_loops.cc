@@ -9,10 +9,9 @@
 #include "absl/algorithm/container.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "ir/expr.h"
-#include "passes/pass.h"
+#include "scheduler/fused_loops_pass.h"
 
 namespace loom {
 namespace {
@@ -110,24 +109,8 @@ bool MergeInKernel(LoopProgram& program, Kernel& kernel) {
   return merged;
 }
 
-class MergeLoopsPass : public Pass {
- public:
-  StageRule stages() const override {
-    return {StageRule::Bit(Stage::kFused) | StageRule::Bit(Stage::kPlanned), std::nullopt};
-  }
-  absl::StatusOr<bool> Run(Module& module) override {
-    if (!module.loops.has_value() || !module.schedule.has_value()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("'", name(), "' needs a fused schedule ('fuse' before it)"));
-    }
-    const bool changed = MergeLoops(*module.loops, *module.schedule);
-    if (changed) module.source.reset();
-    return changed;
-  }
-};
-
 LOOM_REGISTER_PASS("merge-loops", [] {
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<MergeLoopsPass>());
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<FusedLoopsPass>(&MergeLoops));
 });
 
 }  // namespace
