@@ -263,7 +263,9 @@ bool FitsFlatWindows(const WindowGeometry& g) {
     return false;
   }
   for (int d = 0; d < 2; ++d) {
-    if (g.strides[d] != 1 || g.pads_begin[d] < 0 || g.ceil_extra[d] != 0) return false;
+    if (g.strides[d] != 1 || g.pads_begin[d] < 0 || g.pads_end[d] < 0 || g.ceil_extra[d] != 0) {
+      return false;
+    }
   }
   return true;
 }
