@@ -502,17 +502,14 @@ absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
       return absl::OkStatus();
     }
   }
-  if (UsesDirectConv(spec) && FitsFlatWindows(spec.window)) {
-    ConvDirect(b, node, spec,
-               FlatWindows(b, node.inputs[0], spec.window, spec.batch, spec.in_channels),
+  const WindowGeometry& g = spec.window;
+  if (!UsesDirectConv(spec)) {
+    ConvIm2col(b, node, spec, PadInput(b, node.inputs[0], g, 0), out_shape);
+  } else if (FitsFlatWindows(g)) {
+    ConvDirect(b, node, spec, FlatWindows(b, node.inputs[0], g, spec.batch, spec.in_channels),
                out_shape);
-    return absl::OkStatus();
-  }
-  const ValueId padded = PadInput(b, node.inputs[0], spec.window, 0);
-  if (UsesDirectConv(spec)) {
-    ConvDirect(b, node, spec, RowWindows(b, padded, spec.window), out_shape);
   } else {
-    ConvIm2col(b, node, spec, padded, out_shape);
+    ConvDirect(b, node, spec, RowWindows(b, PadInput(b, node.inputs[0], g, 0), g), out_shape);
   }
   return absl::OkStatus();
 }
