@@ -44,9 +44,11 @@ std::string NanTest(bool is_float, const std::string& v) {
 
 std::string LibmPrototype(LibmFn fn, DType dtype) {
   const char* t = CType(dtype);
-  return absl::StrCat(t, " ", MathFn(kLibmNames[fn], dtype), "(", t,
-                      fn == kLibmPow ? absl::StrCat(", ", t) : "", ")");
+  return absl::StrCat(t, " ", LibmName(fn, dtype), "(", t,
+                      LibmArity(fn) == 2 ? absl::StrCat(", ", t) : "", ")");
 }
+
+std::string LibmName(LibmFn fn, DType dtype) { return MathFn(kLibmNames[fn], dtype); }
 
 const char* CType(DType dtype) {
   switch (dtype) {

@@ -63,6 +63,10 @@ struct LibmCalls {
 // The C prototype of `fn` for `dtype` (kF32 or kF64), as <math.h> has it
 // (without its exception specification): "float powf(float, float)".
 std::string LibmPrototype(LibmFn fn, DType dtype);
+// Its name: "powf".
+std::string LibmName(LibmFn fn, DType dtype);
+// Its number of arguments: 1, or 2 for pow.
+inline int LibmArity(LibmFn fn) { return fn == kLibmPow ? 2 : 1; }
 
 // The helpers every kernel may call: loom_idiv, loom_ipow, loom_f2i32,
 // loom_f2i64, each declared with `qualifier`.

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpp/artifact.h"
+#include "backends/cpp/runtime.h"
 #include "backends/cpp/subprocess.h"
 #include "ir/dtype.h"
 #include "ir/index_error.h"
@@ -33,6 +34,12 @@ namespace rproto = runtime::proto;
 constexpr char kCrossCompiler[] = "aarch64-linux-gnu-g++";
 constexpr char kQemu[] = "qemu-aarch64";
 constexpr char kSysroot[] = "/usr/aarch64-linux-gnu";  // the cross toolchain's libraries
+// Its libraries come first, before those of Debian's arm64 packages (the
+// C library comes with SLEEF's), whose C library does not match the cross
+// toolchain's loader: the runner would hang.
+constexpr char kLibraryPath[] = "LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib";
+// Debian's multiarch folder of arm64 packages (SLEEF's libsleef3:arm64).
+constexpr const char* kArmLibraryFolders[] = {"/usr/lib/aarch64-linux-gnu"};
 constexpr char kRunnerSource[] = "backends/cpp/aarch64_runner.cc";  // in the runfiles
 constexpr int kIndexErrorStatus = 3;  // the runner's exit status for a failed index check
 
@@ -151,7 +158,18 @@ absl::StatusOr<std::string> CompileInto(const GeneratedSource& source, const std
   LOOM_RETURN_IF_ERROR(WriteFile(model, text.data(), text.size()));
   std::vector<std::string> compile = {kCrossCompiler};
   compile.insert(compile.end(), source.native_flags.begin(), source.native_flags.end());
+  std::vector<std::string> libraries;
+  if (source.calls_vector_libm) {
+    LOOM_ASSIGN_OR_RETURN(libraries, SleefLinkArgs(kArmLibraryFolders));
+    if (libraries.empty()) {
+      return absl::FailedPreconditionError(
+          "the kernels call libm in loops, and SLEEF's vector functions for Arm are not "
+          "installed (Debian's libsleef3:arm64; ./bazelw installs it)");
+    }
+    compile.push_back(kSleefDefine);
+  }
   compile.insert(compile.end(), {model, "-o", kernels});
+  compile.insert(compile.end(), libraries.begin(), libraries.end());
   LOOM_RETURN_IF_ERROR(Run(compile, dir));
   return kernels;
 }
@@ -210,7 +228,8 @@ absl::StatusOr<std::vector<Tensor>> RunOnAarch64(const Module& module,
   LOOM_ASSIGN_OR_RETURN(std::string plan, WritePlan(artifact, module.graph, inputs, dir));
   const std::string plan_path = dir + "/plan.txt";
   LOOM_RETURN_IF_ERROR(WriteFile(plan_path, plan.data(), plan.size()));
-  const std::vector<std::string> run = {kQemu, "-L", kSysroot, runner, plan_path, kernels};
+  const std::vector<std::string> run = {kQemu,        "-L",   kSysroot,  "-E",
+                                        kLibraryPath, runner, plan_path, kernels};
   LOOM_ASSIGN_OR_RETURN(ProcessResult result, Start(run, dir));
   if (WIFEXITED(result.wait_status) && WEXITSTATUS(result.wait_status) == kIndexErrorStatus) {
     return IndexError(artifact, result.output);

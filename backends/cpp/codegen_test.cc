@@ -206,10 +206,24 @@ TEST(CodegenTest, LibmFunctionsWithVectorVariantsAreDeclaredSimd) {
                              "defined(__GLIBC__) && \\\n"
                              "    (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n"
                              "extern \"C\" float sinf(float) noexcept "
-                             "__attribute__((simd(\"notinbranch\")));\n#endif\n"));
-  EXPECT_THAT(Emit(OneOp("pow", {doubles, doubles})).text,
-              HasSubstr("extern \"C\" double pow(double, double) noexcept "
-                        "__attribute__((simd(\"notinbranch\")));"));
+                             "__attribute__((simd(\"notinbranch\")));\n#elif "));
+  // On Arm: SLEEF's function for 4 lanes, behind a wrapper called with the
+  // vector procedure call standard, and only the 4 lanes declared.
+  EXPECT_THAT(sin, HasSubstr("defined(__aarch64__) && !defined(__clang__) && "
+                             "defined(LOOM_HAVE_SLEEF)\n"
+                             "#include <arm_neon.h>\n"
+                             "extern \"C\" float32x4_t Sleef_sinf4_u10advsimd(float32x4_t x);\n"
+                             "extern \"C\" __attribute__((aarch64_vector_pcs, "
+                             "visibility(\"hidden\"))) float32x4_t _ZGVnN4v_sinf(float32x4_t x) {\n"
+                             "  return Sleef_sinf4_u10advsimd(x);\n}\n"
+                             "#pragma omp declare simd simdlen(4) notinbranch\n"
+                             "extern \"C\" float sinf(float) noexcept;\n#endif\n"));
+  const std::string pow = Emit(OneOp("pow", {doubles, doubles})).text;
+  EXPECT_THAT(pow, HasSubstr("extern \"C\" double pow(double, double) noexcept "
+                             "__attribute__((simd(\"notinbranch\")));"));
+  EXPECT_THAT(pow, HasSubstr("float64x2_t _ZGVnN2vv_pow(float64x2_t x, float64x2_t y) {\n"
+                             "  return Sleef_powd2_u10advsimd(x, y);\n}\n"
+                             "#pragma omp declare simd simdlen(2) notinbranch\n"));
   EXPECT_THAT(Emit(OneOp("sigmoid", {doubles})).text,
               HasSubstr("extern \"C\" double exp(double) noexcept"));
   EXPECT_THAT(Emit(OneOp("exp", {floats})).text, Not(HasSubstr("simd(")));

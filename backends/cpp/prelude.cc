@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/substitute.h"
+#include "ir/dtype.h"
 
 namespace loom::cpp {
 
@@ -568,27 +569,65 @@ std::string VectorHelpers(bool teams) {
                       GenericExp8(), VectorTanhAndErf(), teams ? kTeamHelpers : "");
 }
 
+namespace {
+
+// On aarch64, SLEEF's vector variant of `fn` for `dtype` on 128-bit
+// vectors (Sleef_sind2_u10advsimd: within 1 ulp), wrapped under the vector
+// function ABI's name (_ZGVnN2v_sin), then `fn` declared to have it.
+// GCC calls such variants with the vector procedure call standard, which
+// keeps v8-v23 whole; Debian's SLEEF (3.5.1) is built for the base one,
+// which keeps only the low halves of v8-v15, so its own GNU-ABI variants
+// (libsleefgnuabi) clobber the caller's vectors (sigmoid's 1s: its
+// results were off by up to 2^51 ulp). The wrapper saves them.
+std::string ArmVectorVariant(cscalar::LibmFn fn, DType dtype) {
+  const bool f32 = dtype == DType::kF32;
+  const int lanes = f32 ? 4 : 2;
+  const char* vector = f32 ? "float32x4_t" : "float64x2_t";
+  const bool binary = cscalar::LibmArity(fn) == 2;
+  const std::string sleef =
+      absl::StrCat("Sleef_", cscalar::LibmName(fn, DType::kF64), f32 ? "f4" : "d2", "_u10advsimd");
+  const std::string params =
+      binary ? absl::StrCat(vector, " x, ", vector, " y") : absl::StrCat(vector, " x");
+  return absl::StrCat("extern \"C\" ", vector, " ", sleef, "(", params, ");\n",
+                      "extern \"C\" __attribute__((aarch64_vector_pcs, visibility(\"hidden\"))) ",
+                      vector, " _ZGVnN", lanes, binary ? "vv_" : "v_", cscalar::LibmName(fn, dtype),
+                      "(", params, ") {\n  return ", sleef, binary ? "(x, y);\n}\n" : "(x);\n}\n",
+                      "#pragma omp declare simd simdlen(", lanes, ") notinbranch\n");
+}
+
+}  // namespace
+
 // GCC vectorises a loop that calls a libm function declared with its simd
-// attribute, as glibc's <math.h> declares them only under -ffast-math,
-// into calls of libmvec's variants (sinf in AVX2: _ZGVdN8v_sinf), which
-// keep libm's results for NaN, infinities and out-of-range arguments and
-// are documented within 4 ulp. Only on x86-64 glibc from 2.35 on, whose
-// libmvec has every LibmFn; g++ links libmvec through libm.so, a linker
-// script that adds it as needed.
+// attribute (or `omp declare simd`), as glibc's <math.h> declares them only
+// under -ffast-math, into calls of the function's vector variants under
+// the vector function ABI's names (sinf in AVX2: _ZGVdN8v_sinf; in Arm's
+// Advanced SIMD: _ZGVnN4v_sinf), which keep libm's results for NaN,
+// infinities and out-of-range arguments.
+// - On x86-64, glibc's libmvec from 2.35 on has every LibmFn at every
+//   width (documented within 4 ulp); g++ links it through libm.so, a
+//   linker script that adds it as needed.
+// - On aarch64, Debian 12's glibc has none: SLEEF has them, linked where
+//   installed with LOOM_HAVE_SLEEF defined (runtime.h), at 128 bits only
+//   (ArmVectorVariant).
 std::string VectorLibmDeclarations(const cscalar::LibmCalls& calls) {
   if (calls.f32.none() && calls.f64.none()) return "";
-  std::string text =
+  std::string x86 =
       "#if defined(__x86_64__) && !defined(__clang__) && defined(__GLIBC__) && \\\n"
       "    (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n";
+  std::string arm =
+      "#elif defined(__aarch64__) && !defined(__clang__) && defined(LOOM_HAVE_SLEEF)\n"
+      "#include <arm_neon.h>\n";
   for (auto [dtype, fns] : {std::pair{DType::kF32, calls.f32}, std::pair{DType::kF64, calls.f64}}) {
-    for (int fn = 0; fn < cscalar::kNumLibmFns; ++fn) {
-      if (!fns[fn]) continue;
-      absl::StrAppend(&text, "extern \"C\" ",
-                      cscalar::LibmPrototype(static_cast<cscalar::LibmFn>(fn), dtype),
-                      " noexcept __attribute__((simd(\"notinbranch\")));\n");
+    for (int i = 0; i < cscalar::kNumLibmFns; ++i) {
+      if (!fns[i]) continue;
+      const auto fn = static_cast<cscalar::LibmFn>(i);
+      const std::string prototype =
+          absl::StrCat("extern \"C\" ", cscalar::LibmPrototype(fn, dtype), " noexcept");
+      absl::StrAppend(&x86, prototype, " __attribute__((simd(\"notinbranch\")));\n");
+      absl::StrAppend(&arm, ArmVectorVariant(fn, dtype), prototype, ";\n");
     }
   }
-  return absl::StrCat(text, "#endif\n\n");
+  return absl::StrCat(x86, arm, "#endif\n\n");
 }
 
 }  // namespace loom::cpp

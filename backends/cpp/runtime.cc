@@ -71,6 +71,14 @@ absl::StatusOr<CompilerCommand> MakeCompilerCommand(const NativeCompileOptions& 
     LOOM_ASSIGN_OR_RETURN(compiler.libraries_as_needed, BlisLinkArgs());
     if (!compiler.libraries_as_needed.empty()) compiler.command.push_back("-DLOOM_HAVE_BLIS");
   }
+#if defined(__aarch64__)
+  if (options.link_vector_libm) {
+    LOOM_ASSIGN_OR_RETURN(std::vector<std::string> sleef, SleefLinkArgs());
+    if (!sleef.empty()) compiler.command.push_back(kSleefDefine);
+    compiler.libraries_as_needed.insert(compiler.libraries_as_needed.end(), sleef.begin(),
+                                        sleef.end());
+  }
+#endif
   return compiler;
 }
 
@@ -191,12 +199,17 @@ absl::StatusOr<SupportObject> CachedSupportObject(std::string_view source,
   return object;
 }
 
+// The library folders of Debian's multiarch layouts and others.
+constexpr const char* kLibraryFolders[] = {"/usr/lib/x86_64-linux-gnu",
+                                           "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"};
+
 // A shared library the kernels call: the path in `$<variable>` if set, else
-// the first of `libraries` found in a library folder of Debian's multiarch
-// layouts or others. A library in a folder of its own is found there at load
-// time through the run path. `missing` says what to install.
+// the first of `libraries` found in one of `folders`. A library in a folder
+// of its own is found there at load time through the run path. `missing`
+// says what to install.
 absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
-    const char* variable, std::initializer_list<const char*> libraries, absl::string_view missing) {
+    const char* variable, std::initializer_list<const char*> libraries, absl::string_view missing,
+    absl::Span<const char* const> folders = kLibraryFolders) {
   const std::string chosen = GetEnv(variable);
   if (!chosen.empty()) {
     if (access(chosen.c_str(), R_OK) != 0) {
@@ -205,10 +218,8 @@ absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
     }
     return std::vector<std::string>{chosen};
   }
-  static constexpr const char* kFolders[] = {
-      "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"};
   for (const char* library : libraries) {
-    for (const char* folder : kFolders) {
+    for (const char* folder : folders) {
       const std::string path = absl::StrCat(folder, "/", library);
       if (access(path.c_str(), R_OK) != 0) continue;
       const std::string dir = path.substr(0, path.rfind('/'));
@@ -253,6 +264,13 @@ absl::StatusOr<std::vector<std::string>> DnnlLinkArgs() {
 absl::StatusOr<std::vector<std::string>> BlisLinkArgs() {
   absl::StatusOr<std::vector<std::string>> args =
       LibraryLinkArgs("LOOM_BLIS", {"blis-openmp/libblis.so.4", "libblis.so.4"}, "no BLIS");
+  if (absl::IsFailedPrecondition(args.status())) return std::vector<std::string>{};
+  return args;
+}
+
+absl::StatusOr<std::vector<std::string>> SleefLinkArgs(absl::Span<const char* const> folders) {
+  absl::StatusOr<std::vector<std::string>> args = LibraryLinkArgs(
+      "LOOM_SLEEF", {"libsleef.so.3"}, "no SLEEF", folders.empty() ? kLibraryFolders : folders);
   if (absl::IsFailedPrecondition(args.status())) return std::vector<std::string>{};
   return args;
 }

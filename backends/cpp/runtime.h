@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "backends/common/kernel_cache.h"
 
 namespace loom::cpp {
@@ -40,6 +41,13 @@ struct NativeCompileOptions {
   // -DLOOM_HAVE_BLIS): $LOOM_BLIS if set, else Debian's libblis4-openmp.
   // As needed: kernels whose products all call oneDNN do not load it.
   bool link_blis = false;
+  // On aarch64, links SLEEF's vector libm (Debian's libsleef3:
+  // libsleef.so.3) if installed, for the source's loops that call libm
+  // (GeneratedSource::calls_vector_libm; the source is compiled with
+  // kSleefDefine and calls it through prelude.h's wrappers): $LOOM_SLEEF if
+  // set. Without it those loops call libm once per element. Elsewhere
+  // nothing: x86-64's glibc has libmvec.
+  bool link_vector_libm = false;
   // Translation units the source calls into (GeneratedSource::
   // support_sources): each compiles with the same command into an object,
   // cached as <cache_dir>/<hash>.o, that links into the library.
@@ -54,6 +62,12 @@ absl::StatusOr<std::vector<std::string>> BlasLinkArgs();
 absl::StatusOr<std::vector<std::string>> DnnlLinkArgs();
 // Those of link_blis: empty when BLIS is not installed.
 absl::StatusOr<std::vector<std::string>> BlisLinkArgs();
+// Those of link_vector_libm, found in `folders` (empty: the usual library
+// folders), or empty when SLEEF is not installed. Where they are not empty,
+// the source is compiled with kSleefDefine, which makes it declare the
+// vector variants (prelude.h).
+absl::StatusOr<std::vector<std::string>> SleefLinkArgs(absl::Span<const char* const> folders = {});
+inline constexpr char kSleefDefine[] = "-DLOOM_HAVE_SLEEF";
 
 // A loaded shared object. Owns the dlopen handle and closes it on
 // destruction, so function pointers from Symbol() are valid only while the

@@ -239,11 +239,13 @@ TEST(VectorMathTest, SpecialArgumentsGiveTheLimits) {
 }
 
 // Loops calling libm's functions run in vectors: compiled for `march`,
-// each call is libmvec's variant of `f32_variant` (and `f64_variant`)
-// lanes, and no element calls the scalar function (the loops' lengths are
-// multiples of the lanes: there is no remainder loop).
-void ExpectLibmCallsInVectors(const std::string& march, const std::string& f32_variant,
-                              const std::string& f64_variant) {
+// each imports the vector variant that `variant` names (given the
+// function's double-precision name and whether it is f32's), and no
+// element calls the scalar function (the loops' lengths are multiples of
+// the lanes: there is no remainder loop).
+void ExpectLibmCallsInVectors(
+    const std::string& march,
+    const std::function<std::string(const std::string& fn, bool f32)>& variant) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {64, 64});
   for (const char* op : {"sin", "cos"}) b.Output(b.Op(op, {x}));
@@ -254,24 +256,42 @@ void ExpectLibmCallsInVectors(const std::string& march, const std::string& f32_v
   ASSERT_TRUE(InferShapes(b.graph()).ok());
   absl::StatusOr<Module> module = EmitModule(b.graph(), march);
   ASSERT_TRUE(module.ok()) << module.status();
-  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
-  ASSERT_TRUE(library.ok()) << library.status();
-  const std::vector<std::string> symbols = ImportedSymbols(library->path());
-  for (const char* fn : {"sinf", "cosf", "powf"}) {
-    const std::string variant = absl::StrCat(f32_variant, fn[0] == 'p' ? "vv_" : "v_", fn);
-    EXPECT_THAT(symbols, testing::Contains(variant)) << march;
-    EXPECT_THAT(symbols, testing::Not(testing::Contains(fn))) << march;
+  std::vector<std::string> symbols;
+  if (cpp::IsAarch64March(march)) {
+    absl::StatusOr<std::string> library = cpp::CompileForAarch64(*module, TestCacheDir());
+    ASSERT_TRUE(library.ok()) << library.status();
+    symbols = ImportedSymbols(*library);
+  } else {
+    absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+    ASSERT_TRUE(library.ok()) << library.status();
+    symbols = ImportedSymbols(library->path());
   }
-  for (const char* fn : {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}) {
-    const std::string variant = absl::StrCat(f64_variant, fn[0] == 'p' ? "vv_" : "v_", fn);
-    EXPECT_THAT(symbols, testing::Contains(variant)) << march;
+  for (const std::string fn : {"sin", "cos", "pow"}) {
+    EXPECT_THAT(symbols, testing::Contains(variant(fn, true))) << march;
+    EXPECT_THAT(symbols, testing::Not(testing::Contains(fn + "f"))) << march;
+  }
+  for (const std::string fn : {"exp", "log", "tanh", "erf", "sin", "cos", "pow"}) {
+    EXPECT_THAT(symbols, testing::Contains(variant(fn, false))) << march;
     EXPECT_THAT(symbols, testing::Not(testing::Contains(fn))) << march;
   }
 }
 
-TEST(VectorMathTest, LoopsCallingLibmRunInLibmvecsVectors) {
-  ExpectLibmCallsInVectors("haswell", "_ZGVdN8", "_ZGVdN4");  // AVX2
-  ExpectLibmCallsInVectors("x86-64", "_ZGVbN4", "_ZGVbN2");   // SSE2
+// libmvec's name of `fn` on `lanes` lanes with `isa`'s letter.
+std::string LibmvecName(const std::string& fn, bool f32, char isa, int lanes) {
+  return absl::StrCat("_ZGV", std::string(1, isa), "N", lanes, fn == "pow" ? "vv_" : "v_", fn,
+                      f32 ? "f" : "");
+}
+
+TEST(VectorMathTest, LoopsCallingLibmRunInVectors) {
+  ExpectLibmCallsInVectors("haswell", [](const std::string& fn, bool f32) {
+    return LibmvecName(fn, f32, 'd', f32 ? 8 : 4);  // AVX2
+  });
+  ExpectLibmCallsInVectors("x86-64", [](const std::string& fn, bool f32) {
+    return LibmvecName(fn, f32, 'b', f32 ? 4 : 2);  // SSE2
+  });
+  ExpectLibmCallsInVectors("armv8-a", [](const std::string& fn, bool f32) {
+    return absl::StrCat("Sleef_", fn, f32 ? "f4" : "d2", "_u10advsimd");  // Advanced SIMD
+  });
 }
 
 // The instructions of `graph`'s kernels compiled for `march` (empty, and a
