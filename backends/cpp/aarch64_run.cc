@@ -34,9 +34,10 @@ namespace rproto = runtime::proto;
 constexpr char kCrossCompiler[] = "aarch64-linux-gnu-g++";
 constexpr char kQemu[] = "qemu-aarch64";
 constexpr char kSysroot[] = "/usr/aarch64-linux-gnu";  // the cross toolchain's libraries
-// Its libraries come first, before those of Debian's arm64 packages (the
-// C library comes with SLEEF's), whose C library does not match the cross
-// toolchain's loader: the runner would hang.
+// The runner takes its libraries from there first. SLEEF's arm64 package
+// brings Debian's arm64 C library along (in /lib/aarch64-linux-gnu), which
+// the loader would otherwise find first and which does not match the cross
+// toolchain's loader: the runner hung.
 constexpr char kLibraryPath[] = "LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib";
 // Debian's multiarch folder of arm64 packages (SLEEF's libsleef3:arm64).
 constexpr const char* kArmLibraryFolders[] = {"/usr/lib/aarch64-linux-gnu"};
