@@ -63,10 +63,10 @@ struct GeneratedSource {
   // native build must link a BLAS library or oneDNN.
   bool calls_blas = false;
   bool calls_dnnl = false;
-  // Whether `text` calls libm functions that loops may call in vectors
-  // (exp, sin, pow, ...): on Arm the native build links SLEEF's vector
-  // variants for them where installed (NativeCompileOptions).
-  bool calls_vector_libm = false;
+  // Whether `text` calls libm functions that loops call in SLEEF's vectors
+  // on aarch64 (sin, cos, ...): the native build there links SLEEF where
+  // installed (NativeCompileOptions::link_sleef).
+  bool calls_sleef = false;
   // Translation units that `text`'s kernels call into, such as the oneDNN
   // convolution of conv calls: each compiles on its own, once per native
   // compiler command, and links into the kernels' library.

@@ -160,7 +160,7 @@ absl::StatusOr<std::string> CompileInto(const GeneratedSource& source, const std
   std::vector<std::string> compile = {kCrossCompiler};
   compile.insert(compile.end(), source.native_flags.begin(), source.native_flags.end());
   std::vector<std::string> libraries;
-  if (source.calls_vector_libm) {
+  if (source.calls_sleef) {
     LOOM_ASSIGN_OR_RETURN(libraries, SleefLinkArgs(kArmLibraryFolders));
     if (libraries.empty()) {
       return absl::FailedPreconditionError(

@@ -97,7 +97,7 @@ absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::str
   options.link_blas = module.source->calls_blas;
   options.link_dnnl = module.source->calls_dnnl;
   options.link_blis = module.source->calls_dnnl;  // its large f32 products may call BLIS
-  options.link_vector_libm = module.source->calls_vector_libm;
+  options.link_sleef = module.source->calls_sleef;
   options.support_sources = module.source->support_sources;
   options.cache_dir = cache_dir;
   return CompileAndLoad(module.source->text, options);

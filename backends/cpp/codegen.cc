@@ -260,7 +260,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   source.native_flags = NativeFlags(options);
   source.calls_blas = needs.calls_blas;
   source.calls_dnnl = needs.calls_dnnl || needs.calls_conv;
-  source.calls_vector_libm = needs.libm_calls.f32.any() || needs.libm_calls.f64.any();
+  source.calls_sleef = ArmCallsSleef(needs.libm_calls);
   if (needs.calls_conv) source.support_sources.push_back(kDnnlConvSupport);
   return source;
 }

@@ -221,9 +221,12 @@ TEST(CodegenTest, LibmFunctionsWithVectorVariantsAreDeclaredSimd) {
   const std::string pow = Emit(OneOp("pow", {doubles, doubles})).text;
   EXPECT_THAT(pow, HasSubstr("extern \"C\" double pow(double, double) noexcept "
                              "__attribute__((simd(\"notinbranch\")));"));
-  EXPECT_THAT(pow, HasSubstr("float64x2_t _ZGVnN2vv_pow(float64x2_t x, float64x2_t y) {\n"
-                             "  return Sleef_powd2_u10advsimd(x, y);\n}\n"
-                             "#pragma omp declare simd simdlen(2) notinbranch\n"));
+  // f64 pow stays a libm call on Arm (SLEEF's does more work); f32's does not.
+  EXPECT_THAT(pow, Not(HasSubstr("Sleef_")));
+  EXPECT_THAT(Emit(OneOp("pow", {floats, floats})).text,
+              HasSubstr("float32x4_t _ZGVnN4vv_powf(float32x4_t x, float32x4_t y) {\n"
+                        "  return Sleef_powf4_u10advsimd(x, y);\n}\n"
+                        "#pragma omp declare simd simdlen(4) notinbranch\n"));
   EXPECT_THAT(Emit(OneOp("sigmoid", {doubles})).text,
               HasSubstr("extern \"C\" double exp(double) noexcept"));
   EXPECT_THAT(Emit(OneOp("exp", {floats})).text, Not(HasSubstr("simd(")));

@@ -577,8 +577,8 @@ namespace {
 // GCC calls such variants with the vector procedure call standard, which
 // keeps v8-v23 whole; Debian's SLEEF (3.5.1) is built for the base one,
 // which keeps only the low halves of v8-v15, so its own GNU-ABI variants
-// (libsleefgnuabi) clobber the caller's vectors (sigmoid's 1s: its
-// results were off by up to 2^51 ulp). The wrapper saves them.
+// (libsleefgnuabi) clobber the caller's vectors (f64 sigmoid's 1s, when
+// its exp called them: off by up to 2^51 ulp). The wrapper saves them.
 std::string ArmVectorVariant(cscalar::LibmFn fn, DType dtype) {
   const bool f32 = dtype == DType::kF32;
   const int lanes = f32 ? 4 : 2;
@@ -597,6 +597,38 @@ std::string ArmVectorVariant(cscalar::LibmFn fn, DType dtype) {
 
 }  // namespace
 
+// Only where SLEEF executes about as many instructions per element as
+// glibc's scalar function or fewer. For exp, log, pow and erf in f64 it
+// executes 1.5-2.3x as many (exp 74 against 43, log 88/57, pow 210/111,
+// erf 329/141): those stay libm calls. Counted under QEMU (-singlestep -d
+// exec) over 4096 elements of [-5, 6], the wrapper included: f64 sin 72
+// against 106, cos 76/109, tanh 125/132; f32 sin 29/39, cos 31/39, pow
+// 80/79.
+bool ArmCallsSleef(cscalar::LibmFn fn, DType dtype) {
+  switch (fn) {
+    case cscalar::kLibmSin:
+    case cscalar::kLibmCos:
+      return true;
+    case cscalar::kLibmTanh:
+      return dtype == DType::kF64;
+    case cscalar::kLibmPow:
+      return dtype == DType::kF32;
+    default:
+      return false;
+  }
+}
+
+bool ArmCallsSleef(const cscalar::LibmCalls& calls) {
+  for (int i = 0; i < cscalar::kNumLibmFns; ++i) {
+    const auto fn = static_cast<cscalar::LibmFn>(i);
+    if ((calls.f32[i] && ArmCallsSleef(fn, DType::kF32)) ||
+        (calls.f64[i] && ArmCallsSleef(fn, DType::kF64))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // GCC vectorises a loop that calls a libm function declared with its simd
 // attribute (or `omp declare simd`), as glibc's <math.h> declares them only
 // under -ffast-math, into calls of the function's vector variants under
@@ -608,7 +640,8 @@ std::string ArmVectorVariant(cscalar::LibmFn fn, DType dtype) {
 //   linker script that adds it as needed.
 // - On aarch64, Debian 12's glibc has none: SLEEF has them, linked where
 //   installed with LOOM_HAVE_SLEEF defined (runtime.h), at 128 bits only
-//   (ArmVectorVariant).
+//   (ArmVectorVariant), and called where they do no more work than libm
+//   (ArmCallsSleef).
 std::string VectorLibmDeclarations(const cscalar::LibmCalls& calls) {
   if (calls.f32.none() && calls.f64.none()) return "";
   std::string x86 =
@@ -624,7 +657,9 @@ std::string VectorLibmDeclarations(const cscalar::LibmCalls& calls) {
       const std::string prototype =
           absl::StrCat("extern \"C\" ", cscalar::LibmPrototype(fn, dtype), " noexcept");
       absl::StrAppend(&x86, prototype, " __attribute__((simd(\"notinbranch\")));\n");
-      absl::StrAppend(&arm, ArmVectorVariant(fn, dtype), prototype, ";\n");
+      if (ArmCallsSleef(fn, dtype)) {
+        absl::StrAppend(&arm, ArmVectorVariant(fn, dtype), prototype, ";\n");
+      }
     }
   }
   return absl::StrCat(x86, arm, "#endif\n\n");

@@ -32,6 +32,11 @@ std::string VectorHelpers(bool teams);
 // libm's functions that `calls` names, declared with their simd attribute.
 std::string VectorLibmDeclarations(const cscalar::LibmCalls& calls);
 
+// Whether `fn` for `dtype` (or any of `calls`) calls SLEEF's vector
+// functions on aarch64, rather than libm once per element.
+bool ArmCallsSleef(cscalar::LibmFn fn, DType dtype);
+bool ArmCallsSleef(const cscalar::LibmCalls& calls);
+
 }  // namespace loom::cpp
 
 #endif  // LOOM_BACKENDS_CPP_PRELUDE_H_

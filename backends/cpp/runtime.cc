@@ -72,7 +72,7 @@ absl::StatusOr<CompilerCommand> MakeCompilerCommand(const NativeCompileOptions& 
     if (!compiler.libraries_as_needed.empty()) compiler.command.push_back("-DLOOM_HAVE_BLIS");
   }
 #if defined(__aarch64__)
-  if (options.link_vector_libm) {
+  if (options.link_sleef) {
     LOOM_ASSIGN_OR_RETURN(std::vector<std::string> sleef, SleefLinkArgs());
     if (!sleef.empty()) compiler.command.push_back(kSleefDefine);
     compiler.libraries_as_needed.insert(compiler.libraries_as_needed.end(), sleef.begin(),

@@ -43,11 +43,11 @@ struct NativeCompileOptions {
   bool link_blis = false;
   // On aarch64, links SLEEF's vector libm (Debian's libsleef3:
   // libsleef.so.3) if installed, for the source's loops that call libm
-  // (GeneratedSource::calls_vector_libm; the source is compiled with
-  // kSleefDefine and calls it through prelude.h's wrappers): $LOOM_SLEEF if
+  // (GeneratedSource::calls_sleef; the source is compiled with
+  // kSleefDefine and calls it through prelude.cc's wrappers): $LOOM_SLEEF if
   // set. Without it those loops call libm once per element. Elsewhere
   // nothing: x86-64's glibc has libmvec.
-  bool link_vector_libm = false;
+  bool link_sleef = false;
   // Translation units the source calls into (GeneratedSource::
   // support_sources): each compiles with the same command into an object,
   // cached as <cache_dir>/<hash>.o, that links into the library.
@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<std::string>> BlasLinkArgs();
 absl::StatusOr<std::vector<std::string>> DnnlLinkArgs();
 // Those of link_blis: empty when BLIS is not installed.
 absl::StatusOr<std::vector<std::string>> BlisLinkArgs();
-// Those of link_vector_libm, found in `folders` (empty: the usual library
+// Those of link_sleef, found in `folders` (empty: the usual library
 // folders), or empty when SLEEF is not installed. Where they are not empty,
 // the source is compiled with kSleefDefine, which makes it declare the
 // vector variants (prelude.h).
