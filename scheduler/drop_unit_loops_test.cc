@@ -7,16 +7,10 @@
 #include "gtest/gtest.h"
 #include "ir/module.h"
 #include "passes/pass.h"
+#include "scheduler/loop_test_util.h"
 
 namespace loom {
 namespace {
-
-ScalarOp Load(BufferId buffer, Expr index) {
-  ScalarOp load{ScalarOp::Kind::kLoad, DType::kF32};
-  load.buffer = buffer;
-  load.index = index;
-  return load;
-}
 
 ScalarOp Index(Expr value) {
   ScalarOp index{ScalarOp::Kind::kIndex, DType::kI64};

@@ -7,16 +7,10 @@
 #include "gtest/gtest.h"
 #include "ir/module.h"
 #include "passes/pass.h"
+#include "scheduler/loop_test_util.h"
 
 namespace loom {
 namespace {
-
-ScalarOp Load(BufferId buffer, Expr index) {
-  ScalarOp load{ScalarOp::Kind::kLoad, DType::kF32};
-  load.buffer = buffer;
-  load.index = index;
-  return load;
-}
 
 struct Program {
   LoopProgram program;
