@@ -2,7 +2,11 @@
 // make: oneDNN's dnnl_sgemm and BLIS's bli_sgemm (what emitted kernels call,
 // backends/cpp/prelude.cc) and OpenBLAS's cblas_sgemm, alternating, median
 // of each, in GFLOP/s. All run on every core (BLIS, loaded here by dlopen so
-// that its CBLAS does not meet OpenBLAS's, is told so). The libraries' own
+// that its CBLAS does not meet OpenBLAS's, is told so). Operands are
+// aligned to 64 bytes and allocated by TCMalloc, as loom's buffers are:
+// oneDNN 2.6's AVX2 sgemm depends on it (512^3 on a Zen 3: 129 GFLOP/s with
+// the second operand 32-byte aligned, 172 with it 16 bytes past a page, as
+// glibc's malloc places a large block). The libraries' own
 // switches narrow the instruction set they use, which measures on an
 // AVX-512 machine what one without it would get:
 //
@@ -17,7 +21,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,6 +64,8 @@ constexpr Shape kShapes[] = {
     {"[128,1024]x[1024,1024]", 128, 1024, 1024, false},
     {"[256,1024]x[1024,1024]", 256, 1024, 1024, false},
     {"[128,256]x[256,8000]", 128, 8000, 256, false},
+    {"BERT-base FFN up [128,768]x[768,3072]", 128, 3072, 768, false},
+    {"BERT-base FFN down [128,3072]x[3072,768]", 128, 768, 3072, false},
 };
 
 // bli_sgemm (BLIS's typed API: transpose 8, none 0; strides per row and
@@ -113,6 +121,12 @@ double TimeCalls(const Call& call, const Shape& s, const float* a, const float* 
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
 }
 
+// `count` floats at a 64-byte boundary, as loom's runtime allocates buffers.
+std::unique_ptr<float[], void (*)(void*)> AlignedFloats(size_t count) {
+  const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+  return {static_cast<float*>(std::aligned_alloc(64, bytes)), std::free};
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -121,15 +135,17 @@ double Median(std::vector<double> v) {
 void Compare(const Shape& s, int iters, int rounds) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> a(size_t{1} * s.m * s.k), b(size_t{1} * s.k * s.n), c(size_t{1} * s.m * s.n);
-  for (float& x : a) x = uniform(rng);
-  for (float& x : b) x = uniform(rng);
+  const size_t a_size = size_t{1} * s.m * s.k, b_size = size_t{1} * s.k * s.n;
+  auto a = AlignedFloats(a_size), b = AlignedFloats(b_size),
+       c = AlignedFloats(size_t{1} * s.m * s.n);
+  std::generate_n(a.get(), a_size, [&] { return uniform(rng); });
+  std::generate_n(b.get(), b_size, [&] { return uniform(rng); });
   std::vector<Call> calls = {Dnnl, OpenBlas};
   if (bli_sgemm != nullptr) calls.push_back(Blis);
   std::vector<std::vector<double>> seconds(calls.size());
   for (int r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < calls.size(); ++i) {
-      seconds[i].push_back(TimeCalls(calls[i], s, a.data(), b.data(), c.data(), iters));
+      seconds[i].push_back(TimeCalls(calls[i], s, a.get(), b.get(), c.get(), iters));
     }
   }
   std::printf("%-44s", s.name);
