@@ -66,7 +66,8 @@ def loom_cc_library(name, model, pipeline = None, class_name = "Model", march = 
         linkopts = [
             "-fopenmp",
             # The libraries the kernels' products call (oneDNN for f32,
-            # OpenBLAS for f64), linked when they do.
+            # OpenBLAS for f64 and for f32 ones that oneDNN runs slowly
+            # on AVX2), linked when they do.
             "-Wl,--push-state,--as-needed",
             "-l:libdnnl.so.2",
             "-l:libopenblas.so.0",

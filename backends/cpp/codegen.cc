@@ -36,7 +36,8 @@ struct UnitNeeds {
   bool teams = false;         // VectorHelpers(teams)
   bool calls_blas = false;
   bool calls_dnnl = false;
-  bool calls_blis = false;  // may: where the target has AVX2 but not AVX-512
+  bool calls_blis = false;            // may: where the target has AVX2 but not AVX-512
+  bool calls_openblas_sgemm = false;  // may: likewise; links as calls_blas does
   bool calls_conv = false;
 
   void Add(const CppKernelPlan& plan) {
@@ -61,7 +62,14 @@ struct UnitFunctions {
 // The library a gemm's plan names.
 const char* GemmLibraries(const Gemm& gemm) {
   if (gemm.dtype != DType::kF32) return "cblas_dgemm";
+  if (MayCallOpenBlas(gemm)) return "dnnl_sgemm or, on AVX2, cblas_sgemm";
   return MayCallBlis(gemm) ? "dnnl_sgemm or, on AVX2, bli_sgemm" : "dnnl_sgemm";
+}
+
+// Notes the libraries an f32 `gemm` may call besides oneDNN.
+void NoteAvx2Libraries(const Gemm& gemm, UnitNeeds& needs) {
+  if (MayCallBlis(gemm)) needs.calls_blis = needs.calls_openmp = true;
+  if (MayCallOpenBlas(gemm)) needs.calls_openblas_sgemm = needs.calls_blas = true;
 }
 
 // Appends the launch of `kernel` when it is a library call (a conv, or
@@ -79,7 +87,7 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
   } else if (gemm.has_value()) {
     const bool f32 = gemm->dtype == DType::kF32;
     (f32 ? needs.calls_dnnl : needs.calls_blas) = true;
-    if (MayCallBlis(*gemm)) needs.calls_blis = needs.calls_openmp = true;
+    NoteAvx2Libraries(*gemm, needs);
     bool splits = false;
     function = functions.table.AddBody(PrintGemm(*gemm, options.openmp(), args, splits));
     needs.calls_openmp |= splits;
@@ -141,7 +149,7 @@ bool LaunchGemmWithEpilogue(const LoopProgram& program, const Kernel& gemm_kerne
       gemm, params, printer.PrintRows(next, *row_loops), planner.plan().parallel_outer, args));
   needs.Add(planner.plan());
   needs.calls_dnnl = needs.calls_openmp = true;
-  needs.calls_blis |= MayCallBlis(gemm);
+  NoteAvx2Libraries(gemm, needs);
   functions.NotePlan(
       function, absl::StrCat("kernel ", gemm_kernel.name, ": a GEMM call (", GemmLibraries(gemm),
                              "), each thread's block of rows, then kernel ", next.name,
@@ -158,6 +166,7 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
       needs.calls_openmp ? "#include <omp.h>\n" : "", cscalar::CoreHelpers(kHelperQualifier),
       needs.streams ? kStreamHelpers : "", needs.calls_conv ? kDnnlConvDeclarations : "",
       needs.calls_dnnl ? kDnnlDeclaration : "", needs.calls_blis ? kBlisDeclaration : "",
+      needs.calls_openblas_sgemm ? kOpenBlasSgemmDeclaration : "",
       needs.calls_blas ? kBlasDeclaration : "");
   size_t size = text.size();
   for (const std::string& body : functions.table.bodies()) size += body.size() + 64;

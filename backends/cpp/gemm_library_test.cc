@@ -1,6 +1,7 @@
 // Which library a matrix product calls: large f32 products of many rows call
 // BLIS where the target has AVX2 but not AVX-512 (and BLIS is installed),
-// oneDNN elsewhere and below the size (library_calls.h, MayCallBlis).
+// and those of wide row-major weights OpenBLAS; oneDNN elsewhere and below
+// the sizes (library_calls.h, MayCallBlis and MayCallOpenBlas).
 
 #include <cstdio>
 #include <string>
@@ -30,12 +31,39 @@ Graph ThreeProducts() {
   return std::move(b.graph());
 }
 
-// A product of 2^25 multiply-adds over only 32 rows, which oneDNN computes
-// faster than BLIS.
+// A product of 2^24.6 multiply-adds over only 32 rows, which oneDNN
+// computes faster than BLIS (768 columns: not one for OpenBLAS either).
 Graph FewRowsProduct() {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {32, 1024});
-  b.Output(b.Op("matmul", {x, b.Weight("w", {1024, 1024}, 1)}));
+  b.Output(b.Op("matmul", {x, b.Weight("w", {1024, 768}, 1)}));
+  return std::move(b.graph());
+}
+
+// Products that oneDNN's AVX2 kernels run at half speed (MayCallOpenBlas):
+// b row-major with 1024 columns: alone, with rows enough for BLIS, and
+// with a bias and ReLU as its epilogue (128 rows: each thread computes its
+// own 64). A linear layer's constant weight is transposed at compile time,
+// so it is row-major too.
+Graph ProductsOfWideRowMajorWeights() {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {64, 256});
+  b.Output(b.Op("matmul", {x, b.Weight("w", {256, 1024}, 1)}));
+  const ValueId rows = b.Input("rows", DType::kF32, {256, 256});
+  b.Output(b.Op("matmul", {rows, b.Weight("u", {256, 1024}, 4)}));
+  const ValueId y = b.Input("y", DType::kF32, {128, 256});
+  const ValueId product = b.Op("linear", {y, b.Weight("v_t", {1024, 256}, 2)});
+  b.Output(b.Op("relu", {b.Op("add", {product, b.Weight("bias", {1024}, 3)})}));
+  return std::move(b.graph());
+}
+
+// Products of the same size that oneDNN runs well: b row-major with 768
+// columns, and with 256.
+Graph ProductsOneDnnRunsWell() {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {64, 512});
+  b.Output(b.Op("matmul", {x, b.Weight("w", {512, 768}, 1)}));
+  b.Output(b.Op("matmul", {b.Input("y", DType::kF32, {128, 1024}), b.Weight("v", {1024, 256}, 2)}));
   return std::move(b.graph());
 }
 
@@ -76,6 +104,31 @@ TEST(GemmLibraryTest, ProductsOfFewRowsCallOneDnnEvenOnAvx2) {
   const std::vector<std::string> avx2 = SymbolsImportedFor(FewRowsProduct(), "haswell");
   EXPECT_THAT(avx2, Contains("dnnl_sgemm"));
   EXPECT_THAT(avx2, Not(Contains("bli_sgemm")));
+}
+
+TEST(GemmLibraryTest, WideRowMajorWeightsCallOpenBlasOnlyOnAvx2WithoutAvx512) {
+  const std::vector<std::string> avx2 =
+      SymbolsImportedFor(ProductsOfWideRowMajorWeights(), "haswell");
+  EXPECT_THAT(avx2, Contains("cblas_sgemm"));
+  EXPECT_THAT(avx2, Not(Contains("dnnl_sgemm")));
+  EXPECT_THAT(avx2, Not(Contains("bli_sgemm")));
+  for (const char* march : {"skylake-avx512", "x86-64"}) {
+    const std::vector<std::string> symbols =
+        SymbolsImportedFor(ProductsOfWideRowMajorWeights(), march);
+    EXPECT_THAT(symbols, Contains("dnnl_sgemm")) << march;
+    EXPECT_THAT(symbols, Not(Contains("cblas_sgemm"))) << march;
+  }
+  EXPECT_THAT(SymbolsImportedFor(ProductsOneDnnRunsWell(), "haswell"),
+              Not(Contains("cblas_sgemm")));
+}
+
+TEST(GemmLibraryTest, OpenBlasProductsMatchTheInterpreter) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    GTEST_SKIP() << "this CPU has no AVX2";
+  }
+  EndToEndOptions options;
+  options.march = "haswell";
+  CompileRunAndCompare(ProductsOfWideRowMajorWeights(), options);
 }
 
 // BLIS's results, plain and with the transposed weight, match the

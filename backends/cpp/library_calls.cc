@@ -38,6 +38,18 @@ struct GemmOperands {
   std::string m;
 };
 
+// A CBLAS call (`function`: cblas_sgemm or cblas_dgemm) computing `gemm`
+// row-major (101) on the matrices at `a`, `b` and `c` (112 transposes, 111
+// does not).
+std::string CblasCall(const char* function, const char* one, const Gemm& gemm, const std::string& a,
+                      const std::string& b, const std::string& c, const std::string& m,
+                      const std::string& beta, const std::string& indent) {
+  return absl::StrFormat("%s%s(101, %d, %d, %s, %d, %d, %s, %s, %d, %s, %d, %s, %s, %d);\n", indent,
+                         function, gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111, m,
+                         gemm.n, gemm.k, one, a, gemm.a.leading, b, gemm.b.leading, beta, c,
+                         gemm.c.leading);
+}
+
 // The library call of one product of `gemm`: it sets c, or with
 // accumulation loops adds to it after their first position (`beta`, a
 // variable of the loops). Its lines, each after `indent`.
@@ -48,16 +60,16 @@ std::string GemmCall(const Gemm& gemm, const GemmOperands& operands, const std::
   const std::string& m = operands.m;
   const bool f32 = gemm.dtype == DType::kF32;
   const std::string beta = gemm.accumulate.empty() ? (f32 ? "0.0f" : "0.0") : "beta";
-  if (!f32) {
-    return absl::StrFormat(
-        "%scblas_dgemm(101, %d, %d, %s, %d, %d, 1.0, %s, %d, %s, %d, %s, %s, %d);\n", indent,
-        gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111, m, gemm.n, gemm.k, a,
-        gemm.a.leading, b, gemm.b.leading, beta, c, gemm.c.leading);
-  }
+  if (!f32) return CblasCall("cblas_dgemm", "1.0", gemm, a, b, c, m, beta, indent);
   const std::string dnnl = absl::StrFormat(
       "%sdnnl_sgemm('%c', '%c', %s, %d, %d, 1.0f, %s, %d, %s, %d, %s, %s, %d);\n", indent,
       gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', m, gemm.n, gemm.k, a,
       gemm.a.leading, b, gemm.b.leading, beta, c, gemm.c.leading);
+  if (MayCallOpenBlas(gemm)) {
+    return absl::StrCat("#if LOOM_OPENBLAS_SGEMM\n",
+                        CblasCall("cblas_sgemm", "1.0f", gemm, a, b, c, m, beta, indent), "#else\n",
+                        dnnl, "#endif\n");
+  }
   if (!MayCallBlis(gemm)) return dnnl;
   // BLIS takes row and column strides of the matrices as stored, and
   // transposes them by flag (8; 0 for none).
@@ -104,8 +116,17 @@ std::string BlisThreads(bool splits) {
 bool MayCallBlis(const Gemm& gemm) {
   constexpr int64_t kBlisMinMultiplyAdds = int64_t{1} << 24;
   constexpr int64_t kBlisMinRows = 256;
-  return gemm.dtype == DType::kF32 && gemm.m >= kBlisMinRows &&
+  return gemm.dtype == DType::kF32 && gemm.m >= kBlisMinRows && !MayCallOpenBlas(gemm) &&
          int64_t{gemm.m} * gemm.n * gemm.k >= kBlisMinMultiplyAdds;
+}
+
+bool MayCallOpenBlas(const Gemm& gemm) {
+  constexpr int64_t kMinMultiplyAdds = int64_t{1} << 24;
+  constexpr int64_t kMinRows = 16;
+  constexpr int64_t kSlowLeadingMultiple = 512;
+  return gemm.dtype == DType::kF32 && !gemm.b.transposed &&
+         gemm.b.leading % kSlowLeadingMultiple == 0 && gemm.m >= kMinRows &&
+         int64_t{gemm.m} * gemm.n * gemm.k >= kMinMultiplyAdds;
 }
 
 // The body of the function for a gemm kernel; its arguments (a, b and c,

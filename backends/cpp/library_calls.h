@@ -17,7 +17,23 @@ namespace loom::cpp {
 // second operand for little reuse: [32,256]x[256,8000] ran at 31-39 GFLOP/s
 // against oneDNN's 60-87, [32,1024]x[1024,1024] at 65-71 against 88, and
 // from 64 to 128 rows the two were level.
+// Not those that call OpenBLAS (MayCallOpenBlas).
 bool MayCallBlis(const Gemm& gemm);
+
+// Whether an f32 product calls OpenBLAS's cblas_sgemm rather than oneDNN
+// where the target has AVX2 but not AVX-512 (kOpenBlasSgemmDeclaration):
+// b row-major with a leading dimension a multiple of 512, 16 rows or more
+// and 2^24 multiply-adds or more. oneDNN 2.6 runs the smaller of these
+// with its no-copy AVX2 kernels, which on a Zen 3 ran at half speed with
+// b 32-byte aligned, as loom's buffers are (tests/bench:gemm_libraries,
+// GFLOP/s, 2 threads): [128,768]x[768,3072] 88 against OpenBLAS's 167,
+// [128,1024]x[1024,1024] 78 against 150, [64,512]x[512,512] 125 against
+// 151; one thread, [64,768]x[768,3072] 43 against 78. oneDNN stayed ahead
+// with 8 rows (68 against 40) and with leading dimensions 256 and 768.
+// OpenBLAS beat BLIS on the larger ones (loom run, medians of 5
+// alternating runs, ms): 512^3 1.54 against 1.72, 1024^3 11.9 against
+// 12.6, [256,1024]x[1024,1024] 3.09 against 4.37.
+bool MayCallOpenBlas(const Gemm& gemm);
 
 // The body of the function for a gemm kernel, which calls oneDNN's
 // dnnl_sgemm (f32; or BLIS's bli_sgemm, see MayCallBlis) or CBLAS's

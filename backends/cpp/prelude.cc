@@ -116,6 +116,19 @@ struct loom_conv_site {
   ~loom_conv_site() { loom_dnnl_conv_delete(conv); }
 };
 )";
+// OpenBLAS's cblas_sgemm, for the products that MayCallOpenBlas
+// (library_calls.h) allows, where the target has AVX2 but not AVX-512;
+// the runtime links OpenBLAS as for f64 products (kBlasDeclaration).
+const char kOpenBlasSgemmDeclaration[] = R"(
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#define LOOM_OPENBLAS_SGEMM 1
+extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k,
+                            float alpha, const float* a, int lda, const float* b, int ldb,
+                            float beta, float* c, int ldc);
+#else
+#define LOOM_OPENBLAS_SGEMM 0
+#endif
+)";
 const char kBlasDeclaration[] = R"(
 extern "C" void cblas_dgemm(int order, int trans_a, int trans_b, int m, int n, int k,
                             double alpha, const double* a, int lda, const double* b, int ldb,

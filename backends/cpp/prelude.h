@@ -21,6 +21,9 @@ extern const char kIndexErrorRecorder[];
 extern const char kDnnlDeclaration[];
 // bli_sgemm and its switch LOOM_BLIS, for large f32 gemm calls.
 extern const char kBlisDeclaration[];
+// cblas_sgemm and its switch LOOM_OPENBLAS_SGEMM, for f32 gemm calls that
+// oneDNN runs slowly on AVX2.
+extern const char kOpenBlasSgemmDeclaration[];
 extern const char kBlasDeclaration[];
 // loom_dnnl_conv_new, _run and _delete (dnnl_conv.inc), for conv calls.
 extern const char kDnnlConvDeclarations[];

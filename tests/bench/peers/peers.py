@@ -61,8 +61,8 @@ AVX2_ENV = {
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN, torch's and loom's
     "DNNL_MAX_CPU_ISA": "AVX2",  # its older name
     "MKL_ENABLE_INSTRUCTIONS": "AVX2",  # torch's GEMMs
-    "OPENBLAS_CORETYPE": "Haswell",  # numpy's GEMMs
-    "BLIS_ARCH_TYPE": AVX2_MARCH,  # loom's GEMMs of 2^24 multiply-adds or more
+    "OPENBLAS_CORETYPE": "Haswell",  # numpy's GEMMs, and loom's of wide row-major weights
+    "BLIS_ARCH_TYPE": AVX2_MARCH,  # loom's other GEMMs of 2^24 multiply-adds or more
 }
 
 
