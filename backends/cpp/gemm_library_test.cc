@@ -122,24 +122,27 @@ TEST(GemmLibraryTest, WideRowMajorWeightsCallOpenBlasOnlyOnAvx2WithoutAvx512) {
               Not(Contains("cblas_sgemm")));
 }
 
-TEST(GemmLibraryTest, OpenBlasProductsMatchTheInterpreter) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-    GTEST_SKIP() << "this CPU has no AVX2";
-  }
+// The options that compile for AVX2 (haswell), and whether this CPU runs
+// such code.
+EndToEndOptions Avx2Options() {
   EndToEndOptions options;
   options.march = "haswell";
-  CompileRunAndCompare(ProductsOfWideRowMajorWeights(), options);
+  return options;
+}
+bool CpuRunsAvx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+// OpenBLAS's results, alone and before an epilogue, match the
+// interpreter's (where this CPU runs AVX2 code).
+TEST(GemmLibraryTest, OpenBlasProductsMatchTheInterpreter) {
+  if (!CpuRunsAvx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  CompileRunAndCompare(ProductsOfWideRowMajorWeights(), Avx2Options());
 }
 
 // BLIS's results, plain and with the transposed weight, match the
 // interpreter's (where this CPU runs AVX2 code).
 TEST(GemmLibraryTest, BlisProductsMatchTheInterpreter) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-    GTEST_SKIP() << "this CPU has no AVX2";
-  }
-  EndToEndOptions options;
-  options.march = "haswell";
-  CompileRunAndCompare(ThreeProducts(), options);
+  if (!CpuRunsAvx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  CompileRunAndCompare(ThreeProducts(), Avx2Options());
 }
 
 }  // namespace
