@@ -36,7 +36,8 @@ bool MayCallBlis(const Gemm& gemm);
 bool MayCallOpenBlas(const Gemm& gemm);
 
 // The body of the function for a gemm kernel, which calls oneDNN's
-// dnnl_sgemm (f32; or BLIS's bli_sgemm, see MayCallBlis) or CBLAS's
+// dnnl_sgemm (f32; or, on AVX2, BLIS's bli_sgemm or OpenBLAS's cblas_sgemm,
+// see MayCallBlis and MayCallOpenBlas) or CBLAS's
 // cblas_dgemm (f64) once per position of its batch and accumulation loops; its arguments (a, b and
 // c, each at its constant offset) go to `args`. `openmp`: whether the kernels may open parallel
 // regions; `splits` says whether this one does.
