@@ -50,6 +50,13 @@ std::string CblasCall(const char* function, const char* one, const Gemm& gemm, c
                          gemm.c.leading);
 }
 
+// `avx2_call` where the prelude's `macro` is 1 (an AVX2 target without
+// AVX-512 and the library at hand), else `dnnl_call`.
+std::string OnAvx2Only(const char* macro, const std::string& avx2_call,
+                       const std::string& dnnl_call) {
+  return absl::StrCat("#if ", macro, "\n", avx2_call, "#else\n", dnnl_call, "#endif\n");
+}
+
 // The library call of one product of `gemm`: it sets c, or with
 // accumulation loops adds to it after their first position (`beta`, a
 // variable of the loops). Its lines, each after `indent`.
@@ -66,9 +73,8 @@ std::string GemmCall(const Gemm& gemm, const GemmOperands& operands, const std::
       gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', m, gemm.n, gemm.k, a,
       gemm.a.leading, b, gemm.b.leading, beta, c, gemm.c.leading);
   if (MayCallOpenBlas(gemm)) {
-    return absl::StrCat("#if LOOM_OPENBLAS_SGEMM\n",
-                        CblasCall("cblas_sgemm", "1.0f", gemm, a, b, c, m, beta, indent), "#else\n",
-                        dnnl, "#endif\n");
+    return OnAvx2Only("LOOM_OPENBLAS_SGEMM",
+                      CblasCall("cblas_sgemm", "1.0f", gemm, a, b, c, m, beta, indent), dnnl);
   }
   if (!MayCallBlis(gemm)) return dnnl;
   // BLIS takes row and column strides of the matrices as stored, and
@@ -78,7 +84,7 @@ std::string GemmCall(const Gemm& gemm, const GemmOperands& operands, const std::
       indent, gemm.a.transposed ? 8 : 0, gemm.b.transposed ? 8 : 0, m, gemm.n, gemm.k, a,
       gemm.a.leading, b, gemm.b.leading, gemm.accumulate.empty() ? "&loom_blis_zero" : "&beta", c,
       gemm.c.leading);
-  return absl::StrCat("#if LOOM_BLIS\n", blis, "#else\n", dnnl, "#endif\n");
+  return OnAvx2Only("LOOM_BLIS", blis, dnnl);
 }
 
 std::string GemmCall(const Gemm& gemm, const std::string& indent) {
