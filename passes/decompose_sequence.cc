@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,12 +56,8 @@ ValueId Extreme(DecompositionBuilder& b, absl::string_view suffix, DType dtype, 
   Tensor data(dtype, {});
   if (IsFloat(dtype)) {
     data.SetDouble(0, highest ? INFINITY : -INFINITY);
-  } else if (dtype == DType::kI32) {
-    data.SetInt(
-        0, highest ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::min());
   } else {
-    data.SetInt(
-        0, highest ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min());
+    data.SetInt(0, highest ? IntegerMaxBits(dtype) : IntegerMinBits(dtype));
   }
   return b.Constant(suffix, std::move(data));
 }
@@ -144,12 +139,8 @@ absl::Status TopKByRanks(const Node& node, const TopKParams& t, DecompositionBui
   const ValueId picked = b.Add(
       "picked", "equal",
       {b.Add("rank_i", "unsqueeze", {ranks}, Ints("axes", {axis})), Iota(b, "r", k, after + 1)});
-  const double lowest = is_float ? -std::numeric_limits<double>::infinity()
-                        : dtype == DType::kI32
-                            ? std::numeric_limits<int32_t>::min()
-                            : static_cast<double>(std::numeric_limits<int64_t>::min());
   const ValueId candidates =
-      b.Add("candidates", "where", {picked, xj, b.Scalar("lowest", lowest, dtype)});
+      b.Add("candidates", "where", {picked, xj, Extreme(b, "lowest", dtype, /*highest=*/false)});
   b.AddWriting("values", "reduce_max", {candidates}, node.outputs[0], AxesAttrs({axis + 1}, false));
   const ValueId positions = b.Add(
       "positions", "where", {picked, Iota(b, "i", n, after), b.Scalar("zero", 0, DType::kI64)});

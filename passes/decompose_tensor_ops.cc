@@ -143,6 +143,16 @@ absl::Status DecomposeReduceLogSumExp(const Node& node, DecompositionBuilder& b)
       out_shape.push_back(1);
     }
   }
+  // Over no elements the sum is 0 and the result log(0), -inf (reduce_max
+  // has no value there).
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced[d] && in_shape[d] == 0) {
+      b.AddWriting("empty", "expand",
+                   {b.Scalar("minus_inf", -std::numeric_limits<double>::infinity(), dtype)},
+                   node.outputs[0], Ints("shape", out_shape));
+      return absl::OkStatus();
+    }
+  }
   Attrs keep = ReduceAttrs(node);
   keep.Set("keepdims", int64_t{1});
   const ValueId max = b.Add("max", "reduce_max", {x}, keep);

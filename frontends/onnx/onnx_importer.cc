@@ -11,6 +11,7 @@
 #include "frontends/onnx/onnx_context.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "frontends/onnx/onnx_tensor.h"
+#include "frontends/onnx/onnx_versions.h"
 #include "ir/file_io.h"
 #include "ir/interpreter.h"
 #include "ir/status_macros.h"
@@ -36,10 +37,12 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
   return 0;
 }
 
-// Refuses an opset_import that the ONNX release this importer is built
-// with does not know: an unknown domain, or a version newer than its newest
-// (ops would be read with another version's semantics), as ONNX Runtime
-// refuses them.
+// Refuses an opset_import that the importer does not know: a version of
+// the default domain newer than ONNX 1.23's (ops would be read with another
+// version's semantics), an unknown domain, or a version of another domain
+// the ONNX release it is built with does not know, as ONNX Runtime refuses
+// them. Within the default domain's known opsets, each node is judged on its
+// own op's version (Importer::CheckVersion).
 absl::Status CheckOpsetImports(const onnx::ModelProto& model) {
   const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
@@ -52,7 +55,8 @@ absl::Status CheckOpsetImports(const onnx::ModelProto& model) {
           absl::StrCat("the model imports opset ", opset.version(), " of ", name,
                        ", a domain loom's ONNX importer does not know"));
     }
-    const auto [oldest, newest] = range->second;
+    const int64_t oldest = range->second.first;
+    const int64_t newest = is_default ? onnx_import::NewestOnnxOpset() : range->second.second;
     if (opset.version() < oldest || opset.version() > newest) {
       return absl::InvalidArgumentError(
           absl::StrCat("the model imports opset ", opset.version(), " of ", name,
@@ -274,9 +278,37 @@ class Importer {
     return false;
   }
 
-  // The node's input and output counts against its op's ONNX schema at
-  // the model's opset (or the latest one, for an op newer than the model):
-  // the converters rely on them. And each output must be a new name.
+  // The version of the node's op that the model's opset selects (or its
+  // first, for an op newer than the model): null for an op ONNX 1.23 does
+  // not define.
+  const onnx_import::OnnxSchema* SchemaOf(const onnx::NodeProto& node) const {
+    const onnx_import::OnnxSchema* schema = onnx_import::FindSchema(node.op_type(), opset_);
+    if (schema != nullptr) return schema;
+    return onnx_import::FindSchema(node.op_type(), onnx_import::NewestOnnxOpset());
+  }
+
+  // Refuses a node whose op version is newer than the one its converter
+  // implements: it would be read with the older version's meaning.
+  absl::Status CheckVersion(const onnx::NodeProto& node) {
+    const onnx_import::OnnxSchema* schema = SchemaOf(node);
+    if (schema == nullptr) return absl::OkStatus();  // the converter decides
+    const int64_t through = onnx_import::ImplementedThroughOpset(node.op_type());
+    const onnx_import::OnnxSchema* implemented = onnx_import::FindSchema(node.op_type(), through);
+    if (implemented != nullptr && implemented->since_version >= schema->since_version) {
+      return absl::OkStatus();
+    }
+    return NodeContext(node, opset_, graph_, values_)
+        .Refuse(absl::StrCat("op ", node.op_type(), " (opset ", opset_, ") is its version ",
+                             schema->since_version, "; loom implements ",
+                             implemented == nullptr
+                                 ? absl::StrCat("no version of it up to opset ", through)
+                                 : absl::StrCat("version ", implemented->since_version,
+                                                " (opsets ", implemented->since_version, " to ",
+                                                through, ")")));
+  }
+
+  // The node's input and output counts against its op's version: the
+  // converters rely on them. And each output must be a new name.
   absl::Status CheckArity(const onnx::NodeProto& node) {
     for (const std::string& output : node.output()) {
       if (!output.empty() && values_.contains(output)) {
@@ -285,20 +317,18 @@ class Importer {
                                  "' is already defined (an ONNX graph defines each name once)"));
       }
     }
-    const onnx::OpSchema* schema =
-        onnx::OpSchemaRegistry::Schema(node.op_type(), opset_, node.domain());
-    if (schema == nullptr) schema = onnx::OpSchemaRegistry::Schema(node.op_type(), node.domain());
+    const onnx_import::OnnxSchema* schema = SchemaOf(node);
     if (schema == nullptr) return absl::OkStatus();  // the converter decides
     auto refuse = [&](const char* what, int count, int low, int high) {
       return NodeContext(node, opset_, graph_, values_)
           .Refuse(absl::StrCat("has ", count, " ", what, "; ", node.op_type(), " (opset ", opset_,
                                ") takes ", low, " to ", high));
     };
-    if (node.input_size() < schema->min_input() || node.input_size() > schema->max_input()) {
-      return refuse("inputs", node.input_size(), schema->min_input(), schema->max_input());
+    if (node.input_size() < schema->min_inputs || node.input_size() > schema->max_inputs) {
+      return refuse("inputs", node.input_size(), schema->min_inputs, schema->max_inputs);
     }
-    if (node.output_size() < schema->min_output() || node.output_size() > schema->max_output()) {
-      return refuse("outputs", node.output_size(), schema->min_output(), schema->max_output());
+    if (node.output_size() < schema->min_outputs || node.output_size() > schema->max_outputs) {
+      return refuse("outputs", node.output_size(), schema->min_outputs, schema->max_outputs);
     }
     return absl::OkStatus();
   }
@@ -319,6 +349,7 @@ class Importer {
           .Refuse(absl::StrCat("op ", node.op_type(), " (opset ", opset_,
                                ") is not supported by loom"));
     }
+    LOOM_RETURN_IF_ERROR(CheckVersion(node));
     LOOM_RETURN_IF_ERROR(CheckArity(node));
     if (node.input_size() > 0 && OutputNeeded(node) && InputsKnown(node)) {
       return FoldNode(node, *converter);

@@ -5,6 +5,7 @@
 // tested in onnx_nn_ops_test.cc and onnx_ops_test.cc.
 #include "frontends/onnx/onnx_importer.h"
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <limits>
@@ -71,7 +72,7 @@ TEST(OnnxImporterTest, RefusesOpsetsTheImporterDoesNotKnow) {
   future.Node("Relu", {"x"}, {"y"});
   EXPECT_THAT(ImportOnnxModel(future.model()).status().message(),
               HasSubstr("imports opset 999 of the default ONNX domain, newer than the newest "
-                        "loom's ONNX importer knows (1 to 17)"));
+                        "loom's ONNX importer knows (1 to 28)"));
 
   ModelBuilder unknown;
   unknown.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
@@ -88,6 +89,46 @@ TEST(OnnxImporterTest, RefusesOpsetsTheImporterDoesNotKnow) {
   // A domain ONNX knows, imported but unused, is fine.
   import->set_domain("ai.onnx.ml");
   EXPECT_TRUE(ImportOnnxModel(unknown.model()).ok());
+}
+
+// Within the known opsets each node is judged on its op's version: one
+// newer than its converter implements is refused by name, with both
+// versions; the rest of the model is not refused for the opset alone.
+TEST(OnnxImporterTest, RefusesOpVersionsNewerThanTheConverterImplements) {
+  ModelBuilder b(21);
+  b.Input("x", onnx::TensorProto::FLOAT, {4}).Initializer("scale", {}, {0.5}).Output("q");
+  b.Node("Relu", {"x"}, {"r"});
+  b.Node("QuantizeLinear", {"r", "scale"}, {"q"}).set_name("quant");
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("node 'quant' (QuantizeLinear): op QuantizeLinear (opset 21) is its "
+                        "version 21; loom implements version 13 (opsets 13 to 17)"));
+}
+
+// An op that opset 17 does not have: Gelu (opset 20), and ReduceMean with
+// its axes as an input (opset 18), in one model of opset 20.
+TEST(OnnxImporterTest, ImportsOpsOfNewerOpsets) {
+  ModelBuilder b(20);
+  b.Input("x", onnx::TensorProto::FLOAT, {2, 3}).Output("y");
+  onnx::TensorProto* axes = b.model_for_test().mutable_graph()->add_initializer();
+  *axes = ModelBuilder::IntTensor({1}, {1});
+  axes->set_name("axes");
+  b.Node("Gelu", {"x"}, {"g"});
+  b.Node("ReduceMean", {"g", "axes"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Tensor x = Iota({2, 3});
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x});
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t row = 0; row < 2; ++row) {
+    double sum = 0;
+    for (int64_t col = 0; col < 3; ++col) {
+      const double v = x.GetDouble(row * 3 + col);
+      sum += 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    }
+    EXPECT_NEAR((*y)[0].GetDouble(row), sum / 3, 1e-6);
+  }
 }
 
 TEST(OnnxImporterTest, RefusesInputShapesBeyondTheLimits) {

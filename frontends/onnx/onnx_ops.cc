@@ -9,6 +9,7 @@ const Converter* FindConverter(absl::string_view op_type) {
     AddTensorConverters(*map);
     AddNeuralConverters(*map);
     AddMathConverters(*map);
+    AddAttentionConverters(*map);
     return map;
   }();
   auto it = converters->find(op_type);
@@ -27,7 +28,8 @@ std::vector<int> StaticOperands(absl::string_view op_type) {
       {"ReduceMin", {1}},       {"ReduceProd", {1}},   {"ReduceL1", {1}},
       {"ReduceL2", {1}},        {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}},
       {"ReduceSumSquare", {1}}, {"HannWindow", {0}},   {"HammingWindow", {0}},
-      {"BlackmanWindow", {0}},  {"TopK", {1}},
+      {"BlackmanWindow", {0}},  {"TopK", {1}},       {"CumProd", {1}},
+      {"CenterCropPad", {1}},
   };
   auto it = operands->find(op_type);
   return it == operands->end() ? std::vector<int>{} : it->second;

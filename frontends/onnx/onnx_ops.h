@@ -30,6 +30,9 @@ void AddNeuralConverters(ConverterMap& map);
 // Inverse trigonometric and hyperbolic functions, TopK, ReverseSequence,
 // LRN, Einsum and the window functions (onnx_ops_math.cc).
 void AddMathConverters(ConverterMap& map);
+// Attention and its parts as ONNX 23 defines them: Attention,
+// RotaryEmbedding and RMSNormalization (onnx_ops_attention.cc).
+void AddAttentionConverters(ConverterMap& map);
 
 // Before opset 7, binary ops (Add, Sub, Mul, Div, Pow, the comparisons and
 // logic ops) and Gemm broadcast only with attribute broadcast=1; otherwise

@@ -44,6 +44,36 @@ Converter Direct(std::string op) {
   };
 }
 
+// Gelu (opset 20): loom's gelu, exact or with the tanh approximation.
+absl::Status ConvertGelu(NodeContext& ctx) {
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"approximate", onnx::AttributeProto::STRING}}));
+  ctx.EmitOutput(0, "gelu", {ctx.In(0)},
+                 MakeAttrs({{"approximate", ctx.String("approximate", "none")}}));
+  return ctx.status();
+}
+
+// Swish (opset 24): x * sigmoid(alpha * x), loom's silu when alpha is 1.
+absl::Status ConvertSwish(NodeContext& ctx) {
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"alpha", onnx::AttributeProto::FLOAT}}));
+  const ValueId x = ctx.In(0);
+  const double alpha = ctx.Float("alpha", 1.0);
+  if (alpha == 1.0) {
+    ctx.EmitOutput(0, "silu", {x});
+    return ctx.status();
+  }
+  const ValueId scaled = ctx.Emit("mul", {x, ctx.Scalar(ctx.TypeOf(x).dtype, alpha)});
+  ctx.EmitOutput(0, "mul", {x, ctx.Emit("sigmoid", {scaled})});
+  return ctx.status();
+}
+
+// Mish (opset 18): x * tanh(softplus(x)).
+absl::Status ConvertMish(NodeContext& ctx) {
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
+  const ValueId x = ctx.In(0);
+  ctx.EmitOutput(0, "mul", {x, ctx.Emit("tanh", {ctx.Emit("softplus", {x})})});
+  return ctx.status();
+}
+
 // Max, Min, Sum: a chain of binary loom ops over one or more inputs.
 ValueId Fold(NodeContext& ctx, const std::string& op) {
   ValueId acc = ctx.In(0);
@@ -133,15 +163,24 @@ absl::Status EmitCast(NodeContext& ctx, DType to) {
   return ctx.status();
 }
 
+// Cast's and CastLike's attributes besides `to`: `saturate` (opset 19) and
+// `round_mode` (24) say how values are converted to float8 types, which
+// loom refuses as types; for every type loom has they change nothing.
+std::vector<AttrRule> CastAttrs(const NodeContext& ctx, std::vector<AttrRule> accepted) {
+  if (ctx.opset() >= 19) accepted.push_back({"saturate", kInt});
+  if (ctx.opset() >= 24) accepted.push_back({"round_mode", onnx::AttributeProto::STRING});
+  return accepted;
+}
+
 absl::Status ConvertCast(NodeContext& ctx) {
-  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"to", kInt}}));
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(CastAttrs(ctx, {{"to", kInt}})));
   LOOM_ASSIGN_OR_RETURN(DType to,
                         DTypeFromOnnx(static_cast<int32_t>(ctx.Int("to", 0)), ctx.label()));
   return EmitCast(ctx, to);
 }
 
 absl::Status ConvertCastLike(NodeContext& ctx) {
-  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(CastAttrs(ctx, {})));
   const DType to = ctx.TypeOf(ctx.In(1)).dtype;
   return EmitCast(ctx, to);
 }
@@ -593,6 +632,9 @@ void AddElementwiseConverters(ConverterMap& map) {
   map["Tan"] = ConvertTan;
   map["IsNaN"] = ConvertIsNaN;
   map["IsInf"] = ConvertIsInf;
+  map["Gelu"] = ConvertGelu;
+  map["Swish"] = ConvertSwish;
+  map["Mish"] = ConvertMish;
 }
 
 }  // namespace loom::onnx_import

@@ -111,6 +111,14 @@ Converter Reduce(std::string loom_op) {
     }
     Attrs attrs = MakeAttrs({{"keepdims", ctx.Int("keepdims", 1)}});
     if (!axes.empty()) attrs.Set("axes", axes);
+    // ReduceMax and ReduceMin take bools from opset 20: any and all, which
+    // loom computes as the maximum and minimum of 0s and 1s.
+    const bool on_bools = ctx.TypeOf(x).dtype == DType::kBool;
+    if (on_bools && (loom_op == "reduce_max" || loom_op == "reduce_min")) {
+      const ValueId reduced = ctx.Emit(loom_op, {ctx.CastTo(x, DType::kU8)}, std::move(attrs));
+      ctx.EmitOutput(0, "cast", {reduced}, MakeAttrs({{"to", std::string("bool")}}));
+      return ctx.status();
+    }
     ctx.EmitOutput(0, loom_op, {x}, std::move(attrs));
     return ctx.status();
   };

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include "absl/algorithm/container.h"
@@ -159,6 +160,14 @@ absl::StatusOr<Tensor> ExternalTensor(const onnx::TensorProto& proto, absl::stri
 }  // namespace
 
 std::string OnnxTypeName(int32_t elem_type) {
+  // The types ONNX added after 1.12, whose names libonnx-dev does not know.
+  static constexpr const char* kNewer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",
+      "FLOAT4E2M1",   "FLOAT8E8M0",     "UINT2",      "INT2",           "FLOAT6E2M3", "FLOAT6E3M2"};
+  constexpr int32_t kFirstNewer = 17;
+  if (elem_type >= kFirstNewer && elem_type < kFirstNewer + int32_t{std::size(kNewer)}) {
+    return kNewer[elem_type - kFirstNewer];
+  }
   if (!onnx::TensorProto::DataType_IsValid(elem_type)) {
     return absl::StrCat("type #", elem_type);
   }

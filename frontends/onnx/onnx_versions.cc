@@ -1,0 +1,132 @@
+#include "frontends/onnx/onnx_versions.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace loom::onnx_import {
+namespace {
+
+#include "frontends/onnx/onnx_schemas.inc"
+
+// The ops whose converters implement a version newer than opset 17's, with
+// the newest opset each implements. Each line says what the versions after
+// 17 changed; "types" means only element types loom does not have (bfloat16,
+// float16, float8, int4, int2, float4, float6, strings), which the importer
+// refuses by name wherever a value of one appears.
+const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
+  static const auto* const versions = new absl::flat_hash_map<std::string, int64_t>{
+      // Elementwise math and activations: types (22, 28).
+      {"Acos", 28},
+      {"Acosh", 28},
+      {"Asin", 28},
+      {"Asinh", 28},
+      {"Atan", 28},
+      {"Atanh", 28},
+      {"Cos", 28},
+      {"Cosh", 28},
+      {"Sin", 28},
+      {"Sinh", 28},
+      {"Tan", 28},
+      {"Round", 28},
+      {"Elu", 28},
+      {"Selu", 28},
+      {"Celu", 28},
+      {"HardSigmoid", 28},
+      {"HardSwish", 28},
+      {"Softplus", 28},
+      {"Softsign", 28},
+      {"ThresholdedRelu", 28},
+      {"IsNaN", 28},
+      {"IsInf", 28},
+      {"Equal", 28},
+      // Data movement: types (19 to 25, 28).
+      {"Constant", 28},
+      {"ConstantOfShape", 28},
+      {"Identity", 28},
+      {"Reshape", 28},
+      {"Flatten", 28},
+      {"Squeeze", 28},
+      {"Unsqueeze", 28},
+      {"Transpose", 28},
+      {"Shape", 28},
+      {"Size", 28},
+      {"Compress", 28},
+      {"OneHot", 28},
+      {"ReverseSequence", 28},
+      {"EyeLike", 28},
+      {"DepthToSpace", 28},
+      {"TopK", 28},
+      {"Unique", 28},
+      {"Einsum", 28},
+      // Neural-network ops: types (22).
+      {"Conv", 28},
+      {"ConvTranspose", 28},
+      {"GlobalAveragePool", 28},
+      {"GlobalMaxPool", 28},
+      {"InstanceNormalization", 28},
+      {"LSTM", 28},
+      {"GRU", 28},
+      {"RNN", 28},
+      {"Dropout", 28},
+      {"NegativeLogLikelihoodLoss", 28},
+      // Reductions: 18 takes the axes as an input, with noop_with_empty_axes;
+      // 28 drops integer types from ReduceLogSum and ReduceLogSumExp.
+      {"ReduceL1", 28},
+      {"ReduceL2", 28},
+      {"ReduceLogSum", 28},
+      {"ReduceLogSumExp", 28},
+      {"ReduceMean", 28},
+      {"ReduceProd", 28},
+      {"ReduceSumSquare", 28},
+      // 20: ReduceMax and ReduceMin take bools.
+      {"ReduceMax", 28},
+      {"ReduceMin", 28},
+      // 19: `saturate` and 24: `round_mode`, for float8 types only.
+      {"Cast", 28},
+      {"CastLike", 28},
+      // 18: `num_outputs`.
+      {"Split", 28},
+      // 18: reductions max and min.
+      {"ScatterElements", 28},
+      {"ScatterND", 28},
+      // 19: AveragePool's dilations; 22: with ceil_mode, a window that would
+      // start in the end padding is dropped (as loom always did).
+      {"AveragePool", 28},
+      {"MaxPool", 28},
+      // 28: Mod's fmod=0 defined for floats (floor mod, as loom's mod);
+      // BitShift defined for signed types (loom's bit_shift refuses them).
+      {"Mod", 28},
+      {"BitShift", 28},
+      // New: Mish (18), Gelu (20), Swish (24).
+      {"Mish", 28},
+      {"Gelu", 28},
+      {"Swish", 28},
+  };
+  return *versions;
+}
+
+}  // namespace
+
+int64_t NewestOnnxOpset() { return kNewestOnnxOpset; }
+
+const OnnxSchema* FindSchema(absl::string_view op, int64_t opset) {
+  // kOnnxSchemas is sorted by op, then version.
+  struct ByOp {
+    bool operator()(const OnnxSchema& s, absl::string_view name) const { return s.op < name; }
+    bool operator()(absl::string_view name, const OnnxSchema& s) const { return name < s.op; }
+  };
+  auto [first, last] =
+      std::equal_range(std::begin(kOnnxSchemas), std::end(kOnnxSchemas), op, ByOp());
+  const OnnxSchema* found = nullptr;
+  for (auto it = first; it != last && it->since_version <= opset; ++it) found = &*it;
+  return found;
+}
+
+int64_t ImplementedThroughOpset(absl::string_view op) {
+  auto it = ImplementedVersions().find(op);
+  return it == ImplementedVersions().end() ? 17 : it->second;
+}
+
+}  // namespace loom::onnx_import
