@@ -139,7 +139,7 @@ absl::Status DecomposeResize(const Node& node, DecompositionBuilder& b) {
   LOOM_ASSIGN_OR_RETURN(ResizeSpec spec, ReadResizeSpec(node, type.shape));
   const int rank = spec.rank();
   int64_t entries = 0;  // of the tables, at most 4 * 2^40 per dim
-  for (int d = 0; d < rank; ++d) entries += spec.taps() * spec.output[d];
+  for (int d = 0; d < rank; ++d) entries += spec.taps(d) * spec.output[d];
   if (entries > kMaxTableEntries) {
     return absl::InvalidArgumentError(
         absl::StrCat("the output ", ShapeToString(spec.output), " needs ", entries,

@@ -28,7 +28,7 @@ std::vector<int> StaticOperands(absl::string_view op_type) {
       {"ReduceMin", {1}},       {"ReduceProd", {1}},   {"ReduceL1", {1}},
       {"ReduceL2", {1}},        {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}},
       {"ReduceSumSquare", {1}}, {"HannWindow", {0}},   {"HammingWindow", {0}},
-      {"BlackmanWindow", {0}},  {"TopK", {1}},       {"CumProd", {1}},
+      {"BlackmanWindow", {0}},  {"TopK", {1}},         {"CumProd", {1}},
       {"CenterCropPad", {1}},
   };
   auto it = operands->find(op_type);

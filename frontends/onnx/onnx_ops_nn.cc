@@ -5,6 +5,7 @@
 // explicit pads; the recurrences' optional inputs in the middle of the
 // list), the converter spells the difference out in loom ops.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -227,6 +228,47 @@ absl::Status ConvertInstanceNormalization(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"epsilon", kFloat}}));
   ctx.EmitOutput(0, "instance_norm", {ctx.In(0), ctx.In(1), ctx.In(2)},
                  MakeAttrs({{"epsilon", ctx.Float("epsilon", 1e-5f)}}));
+  return ctx.status();
+}
+
+// GroupNormalization. Version 18 takes scale and bias per group
+// ([num_groups], repeated here over each group's channels); 21 per channel,
+// with stash_type 1: the normalisation computed in float (loom's group_norm
+// computes in double and rounds once, which for a float X is that).
+absl::Status ConvertGroupNormalization(NodeContext& ctx) {
+  std::vector<AttrRule> accepted = {{"epsilon", kFloat}, {"num_groups", kInt}};
+  const bool per_channel = ctx.opset() >= 21;
+  if (per_channel) accepted.push_back({"stash_type", kInt});
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
+  if (!ctx.HasAttr("num_groups")) return ctx.Refuse("attribute 'num_groups' is required");
+  if (ctx.Int("stash_type", 1) != 1) {
+    return ctx.Refuse("only stash_type 1 (float) is supported");
+  }
+  const int64_t groups = ctx.Int("num_groups", 0);
+  const ValueId x = ctx.In(0);
+  ValueId scale = ctx.In(1), bias = ctx.In(2);
+  const TensorType type = ctx.TypeOf(x);
+  if (!ctx.ok()) return ctx.status();
+  if (per_channel && type.dtype == DType::kF64) {
+    return ctx.Refuse(
+        "stash_type 1 normalises a double X in float; loom's group_norm computes in double");
+  }
+  if (type.shape.size() < 2) return ctx.Refuse("X must have rank >= 2 ([N, C, ...])");
+  const int64_t channels = type.shape[1];
+  if (groups <= 0 || channels % groups != 0) {
+    return ctx.Refuse(absl::StrCat("attribute 'num_groups' (", groups,
+                                   ") must be positive and divide the ", channels, " channels"));
+  }
+  if (!per_channel) {
+    // Channel c belongs to group c / (C / G).
+    Tensor group_of(DType::kI64, {channels});
+    for (int64_t c = 0; c < channels; ++c) group_of.SetInt(c, c / (channels / groups));
+    const ValueId index = ctx.Constant(std::move(group_of));
+    scale = ctx.Emit("gather", {scale, index}, MakeAttrs({{"axis", int64_t{0}}}));
+    bias = ctx.Emit("gather", {bias, index}, MakeAttrs({{"axis", int64_t{0}}}));
+  }
+  ctx.EmitOutput(0, "group_norm", {x, scale, bias},
+                 MakeAttrs({{"num_groups", groups}, {"epsilon", ctx.Float("epsilon", 1e-5f)}}));
   return ctx.status();
 }
 
@@ -514,6 +556,71 @@ Converter Pool(std::string loom_op) {
   };
 }
 
+// Grows the end pads of window `attrs` (from WindowAttrs) so that a window
+// sum with floor rounding gives ceil_mode's output: the ceiling of the
+// division, less a last window that would start in the end padding (as
+// loom's pools count).
+void PadForCeilMode(const Shape& shape, const std::vector<int64_t>& kernel, Attrs& attrs) {
+  const std::vector<int64_t> strides = attrs.GetInts("strides", {});
+  const std::vector<int64_t> dilations = attrs.GetInts("dilations", {});
+  std::vector<int64_t> pads = attrs.GetInts("pads", {});
+  const size_t spatial = kernel.size();
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t size = shape[d + 2], begin = pads[d], stride = strides[d];
+    const int64_t padded = size + begin + pads[d + spatial];
+    const int64_t extent = dilations[d] * (kernel[d] - 1) + 1;
+    if (padded < extent || (padded - extent) % stride == 0) continue;
+    int64_t out = (padded - extent) / stride + 2;
+    if ((out - 1) * stride >= size + begin) --out;
+    pads[d + spatial] += std::max<int64_t>(0, (out - 1) * stride + extent - padded);
+  }
+  attrs.Set("pads", std::move(pads));
+}
+
+// LpPool: (sum over each window of |x|^p)^(1/p), the sums a depthwise conv
+// with a kernel of ones (the padding adds zeros to them). p is an int from
+// version 2; ceil_mode and dilations come in 18.
+absl::Status ConvertLpPool(NodeContext& ctx) {
+  std::vector<AttrRule> accepted = {{"auto_pad", kString},
+                                    {"kernel_shape", kInts},
+                                    {"p", kInt},
+                                    {"pads", kInts},
+                                    {"strides", kInts}};
+  if (ctx.opset() >= 18) {
+    accepted.push_back({"ceil_mode", kInt});
+    accepted.push_back({"dilations", kInts});
+  }
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
+  if (!ctx.HasAttr("kernel_shape")) return ctx.Refuse("attribute 'kernel_shape' is required");
+  LOOM_ASSIGN_OR_RETURN(Shape shape, SpatialInputShape(ctx));
+  const std::vector<int64_t> kernel = ctx.Ints("kernel_shape");
+  if (kernel.size() != shape.size() - 2) {
+    return ctx.Refuse(absl::StrCat("attribute 'kernel_shape' ", ShapeToString(kernel),
+                                   " needs one entry per spatial dim of X ", ShapeToString(shape)));
+  }
+  const int64_t p = ctx.Int("p", 2);
+  if (p < 1) return ctx.Refuse(absl::StrCat("attribute 'p' must be positive, got ", p));
+  const int64_t ceil_mode = ctx.Int("ceil_mode", 0);
+  if (ceil_mode != 0 && ceil_mode != 1) {
+    return ctx.Refuse(absl::StrCat("attribute 'ceil_mode' must be 0 or 1, got ", ceil_mode));
+  }
+  LOOM_ASSIGN_OR_RETURN(Attrs attrs, WindowAttrs(ctx, shape, kernel));
+  if (ceil_mode == 1) PadForCeilMode(shape, kernel, attrs);
+  const ValueId x = ctx.In(0);
+  const DType dtype = ctx.TypeOf(x).dtype;
+  Shape weight_shape = {shape[1], 1};
+  weight_shape.insert(weight_shape.end(), kernel.begin(), kernel.end());
+  LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(weight_shape));
+  Tensor ones(dtype, weight_shape);
+  for (int64_t i = 0; i < ones.num_elements(); ++i) ones.SetDouble(i, 1);
+  attrs.Set("group", shape[1]);
+  const ValueId powered =
+      ctx.Emit("pow", {ctx.Emit("abs", {x}), ctx.Scalar(dtype, static_cast<double>(p))});
+  const ValueId sums = ctx.Emit("conv", {powered, ctx.Constant(std::move(ones))}, std::move(attrs));
+  ctx.EmitOutput(0, "pow", {sums, ctx.Scalar(dtype, 1.0 / static_cast<double>(p))});
+  return ctx.status();
+}
+
 // ONNX's function: (x - mean) / (sqrt(mean(x^2) - mean(x)^2) + 1e-9).
 absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axes", kInts}}));
@@ -545,19 +652,103 @@ absl::StatusOr<std::vector<double>> ConstFloats(NodeContext& ctx, int i, absl::s
   return values;
 }
 
+// Resize's `axes` (opset 18), normalised: the dims that scales, sizes and
+// roi list; all dims when absent.
+absl::StatusOr<std::vector<int64_t>> ResizeAxes(const NodeContext& ctx, int64_t rank) {
+  if (!ctx.HasAttr("axes")) return TrailingAxes(0, rank);
+  std::vector<int64_t> axes;
+  for (int64_t axis : ctx.Ints("axes")) {
+    LOOM_ASSIGN_OR_RETURN(int64_t normalized, NormalizedAxis(ctx, axis, rank));
+    axes.push_back(normalized);
+  }
+  return axes;
+}
+
+// `all` (a value per dim) with the entries of `axes` replaced by `given`.
+template <typename T>
+absl::StatusOr<std::vector<T>> OnAllDims(const NodeContext& ctx, absl::string_view what,
+                                         const std::vector<T>& given,
+                                         const std::vector<int64_t>& axes, std::vector<T> all) {
+  if (given.size() != axes.size()) {
+    return ctx.Refuse(absl::StrCat(what, " has ", given.size(), " entries for the ", axes.size(),
+                                   " axes ", ShapeToString(axes)));
+  }
+  for (size_t i = 0; i < axes.size(); ++i) all[axes[i]] = given[i];
+  return all;
+}
+
+// Sets loom's sizes (and with keep_aspect_ratio_policy not_larger or
+// not_smaller, scales) from ONNX's sizes for `axes`. Those policies scale
+// every listed axis by the smallest or largest ratio size / input size and
+// round the sizes half up.
+absl::Status SetResizeSizes(const NodeContext& ctx, const Shape& shape,
+                            const std::vector<int64_t>& axes, const std::vector<int64_t>& sizes,
+                            Attrs& attrs) {
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> all, OnAllDims(ctx, "sizes", sizes, axes, shape));
+  const std::string policy = ctx.String("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+    return ctx.Refuse(absl::StrCat("attribute 'keep_aspect_ratio_policy' '", policy,
+                                   "' is not stretch, not_larger or not_smaller"));
+  }
+  if (policy != "stretch") {
+    std::vector<double> ratios;
+    for (int64_t axis : axes) {
+      if (shape[axis] == 0) return ctx.Refuse("keep_aspect_ratio_policy needs nonempty axes");
+      ratios.push_back(static_cast<double>(all[axis]) / static_cast<double>(shape[axis]));
+    }
+    const double scale = policy == "not_larger" ? *std::min_element(ratios.begin(), ratios.end())
+                                                : *std::max_element(ratios.begin(), ratios.end());
+    std::vector<double> scales(shape.size(), 1.0);
+    for (int64_t axis : axes) {
+      scales[axis] = scale;
+      all[axis] = static_cast<int64_t>(std::floor(scale * static_cast<double>(shape[axis]) + 0.5));
+    }
+    attrs.Set("scales", std::move(scales));
+  }
+  attrs.Set("sizes", std::move(all));
+  return absl::OkStatus();
+}
+
+// tf_crop_and_resize's roi (starts, then ends, for `axes`) over all dims,
+// the others whole ([0, 1]).
+absl::StatusOr<std::vector<double>> ResizeRoi(NodeContext& ctx, const std::vector<int64_t>& axes,
+                                              int64_t rank) {
+  LOOM_ASSIGN_OR_RETURN(std::vector<double> roi, ConstFloats(ctx, 1, "roi"));
+  if (roi.empty()) return ctx.Refuse("tf_crop_and_resize needs the input roi");
+  const size_t count = axes.size();
+  if (roi.size() != 2 * count) {
+    return ctx.Refuse(absl::StrCat("roi has ", roi.size(), " entries; the axes ",
+                                   ShapeToString(axes), " need ", 2 * count));
+  }
+  const std::vector<double> starts(roi.begin(), roi.begin() + count);
+  const std::vector<double> ends(roi.begin() + count, roi.end());
+  LOOM_ASSIGN_OR_RETURN(std::vector<double> all,
+                        OnAllDims(ctx, "roi", starts, axes, std::vector<double>(rank, 0.0)));
+  LOOM_ASSIGN_OR_RETURN(std::vector<double> all_ends,
+                        OnAllDims(ctx, "roi", ends, axes, std::vector<double>(rank, 1.0)));
+  all.insert(all.end(), all_ends.begin(), all_ends.end());
+  return all;
+}
+
 // Resize from opset 11: X, roi, scales, sizes, the last three known at
 // import; exactly one of scales and sizes non-empty. roi matters only to
-// tf_crop_and_resize.
+// tf_crop_and_resize. Opset 18 adds antialias, `axes` and
+// keep_aspect_ratio_policy; 19 the coordinates half_pixel_symmetric.
 absl::Status ConvertResize(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs({{"mode", kString},
-                                       {"coordinate_transformation_mode", kString},
-                                       {"nearest_mode", kString},
-                                       {"cubic_coeff_a", kFloat},
-                                       {"exclude_outside", kInt},
-                                       {"extrapolation_value", kFloat}});
-      !s.ok()) {
-    return s;
+  std::vector<AttrRule> accepted = {
+      {"mode", kString},         {"coordinate_transformation_mode", kString},
+      {"nearest_mode", kString}, {"cubic_coeff_a", kFloat},
+      {"exclude_outside", kInt}, {"extrapolation_value", kFloat}};
+  if (ctx.opset() >= 18) {
+    accepted.push_back({"antialias", kInt});
+    accepted.push_back({"axes", kInts});
+    accepted.push_back({"keep_aspect_ratio_policy", kString});
   }
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
+  const Shape shape = ctx.TypeOf(ctx.In(0)).shape;
+  if (!ctx.ok()) return ctx.status();
+  const int64_t rank = shape.size();
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ResizeAxes(ctx, rank));
   LOOM_ASSIGN_OR_RETURN(std::vector<double> scales, ConstFloats(ctx, 2, "scales"));
   std::vector<int64_t> sizes;
   if (ctx.HasInput(3)) {
@@ -568,17 +759,25 @@ absl::Status ConvertResize(NodeContext& ctx) {
     return ctx.Refuse("exactly one of the inputs scales and sizes must be given (non-empty)");
   }
   const std::string coordinates = ctx.String("coordinate_transformation_mode", "half_pixel");
+  if (coordinates == "half_pixel_symmetric" && ctx.opset() < 19) {
+    return ctx.Refuse("coordinate_transformation_mode 'half_pixel_symmetric' needs opset 19");
+  }
   Attrs attrs = MakeAttrs({{"mode", ctx.String("mode", "nearest")},
                            {"coordinate_transformation_mode", coordinates},
                            {"nearest_mode", ctx.String("nearest_mode", "round_prefer_floor")},
                            {"cubic_coeff_a", ctx.Float("cubic_coeff_a", -0.75)},
                            {"exclude_outside", ctx.Int("exclude_outside", 0)},
-                           {"extrapolation_value", ctx.Float("extrapolation_value", 0)}});
-  if (!scales.empty()) attrs.Set("scales", std::move(scales));
-  if (!sizes.empty()) attrs.Set("sizes", std::move(sizes));
+                           {"extrapolation_value", ctx.Float("extrapolation_value", 0)},
+                           {"antialias", ctx.Int("antialias", 0)}});
+  if (!scales.empty()) {
+    LOOM_ASSIGN_OR_RETURN(std::vector<double> all,
+                          OnAllDims(ctx, "scales", scales, axes, std::vector<double>(rank, 1.0)));
+    attrs.Set("scales", std::move(all));
+  } else {
+    LOOM_RETURN_IF_ERROR(SetResizeSizes(ctx, shape, axes, sizes, attrs));
+  }
   if (coordinates == "tf_crop_and_resize") {
-    LOOM_ASSIGN_OR_RETURN(std::vector<double> roi, ConstFloats(ctx, 1, "roi"));
-    if (roi.empty()) return ctx.Refuse("tf_crop_and_resize needs the input roi");
+    LOOM_ASSIGN_OR_RETURN(std::vector<double> roi, ResizeRoi(ctx, axes, rank));
     attrs.Set("roi", std::move(roi));
   }
   ctx.EmitOutput(0, "resize", {ctx.In(0)}, std::move(attrs));
@@ -842,11 +1041,13 @@ void AddNeuralConverters(ConverterMap& map) {
   map["Hardmax"] = SoftmaxLike("hardmax");
   map["LayerNormalization"] = ConvertLayerNormalization;
   map["InstanceNormalization"] = ConvertInstanceNormalization;
+  map["GroupNormalization"] = ConvertGroupNormalization;
   map["BatchNormalization"] = ConvertBatchNormalization;
   map["Conv"] = ConvertConv;
   map["ConvTranspose"] = ConvertConvTranspose;
   map["MaxPool"] = Pool("max_pool");
   map["AveragePool"] = Pool("average_pool");
+  map["LpPool"] = ConvertLpPool;
   map["GlobalAveragePool"] = GlobalPool("reduce_mean");
   map["GlobalMaxPool"] = GlobalPool("reduce_max");
   map["MeanVarianceNormalization"] = ConvertMeanVarianceNormalization;

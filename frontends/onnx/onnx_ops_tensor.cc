@@ -181,9 +181,99 @@ absl::Status ConvertSplit(NodeContext& ctx) {
   return ctx.status();
 }
 
+// Pad's pads for every dim (all begins, then all ends) from `listed`, which
+// holds them for `axes` only (negative axes count from the end).
+absl::StatusOr<std::vector<int64_t>> PadsOfAllDims(const NodeContext& ctx,
+                                                   const std::vector<int64_t>& listed,
+                                                   const std::vector<int64_t>& axes, int64_t rank) {
+  const int64_t count = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(listed.size()) != 2 * count) {
+    return ctx.Refuse(absl::StrCat("pads ", ShapeToString(listed), " need 2 entries per axis of ",
+                                   ShapeToString(axes)));
+  }
+  std::vector<int64_t> pads(2 * rank, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    LOOM_ASSIGN_OR_RETURN(int64_t axis, NormalizedAxis(ctx, axes[i], rank, "axis"));
+    pads[axis] = listed[i];
+    pads[rank + axis] = listed[count + i];
+  }
+  return pads;
+}
+
+// Removes the elements that negative pads drop (a slice), and returns the
+// pads left to add (each >= 0); the other pads then apply to the cropped
+// data, as ONNX Runtime does.
+ValueId CropNegativePads(NodeContext& ctx, ValueId x, const Shape& shape,
+                         std::vector<int64_t>& pads) {
+  const int64_t rank = shape.size();
+  std::vector<int64_t> starts, ends, axes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (pads[d] >= 0 && pads[rank + d] >= 0) continue;
+    starts.push_back(std::max<int64_t>(0, -pads[d]));
+    ends.push_back(std::max<int64_t>(0, shape[d] + std::min<int64_t>(0, pads[rank + d])));
+    axes.push_back(d);
+  }
+  for (int64_t& pad : pads) pad = std::max<int64_t>(0, pad);
+  if (axes.empty()) return x;
+  return ctx.Emit("slice", {x}, MakeAttrs({{"starts", starts}, {"ends", ends}, {"axes", axes}}));
+}
+
+// Mode "wrap" (the data as a torus): per padded dim, a gather of positions
+// (o - begin) mod dim.
+absl::StatusOr<ValueId> WrapPad(NodeContext& ctx, ValueId x, const std::vector<int64_t>& pads) {
+  Shape shape = ctx.TypeOf(x).shape;
+  const int64_t rank = shape.size();
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t begin = pads[d], end = pads[rank + d], dim = shape[d];
+    if (begin == 0 && end == 0) continue;
+    if (dim == 0) {
+      return ctx.Refuse(
+          absl::StrCat("mode 'wrap' pads empty dim ", d, " of ", ShapeToString(shape)));
+    }
+    const int64_t size = dim + begin + end;
+    LOOM_RETURN_IF_ERROR(ctx.CheckBuildable({size}));
+    Tensor index(DType::kI64, {size});
+    for (int64_t o = 0; o < size; ++o) index.SetInt(o, ((o - begin) % dim + dim) % dim);
+    x = ctx.Emit("gather", {x, ctx.Constant(std::move(index))}, MakeAttrs({{"axis", d}}));
+    shape[d] = size;
+  }
+  return x;
+}
+
+// Pads `x` by `pads` (all begins, then all ends, one per dim; negative ones
+// crop) in `mode`, into output 0.
+absl::Status EmitPad(NodeContext& ctx, ValueId x, std::vector<int64_t> pads,
+                     const std::string& mode, double value) {
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+    return ctx.Refuse(absl::StrCat(
+        "mode '", mode, "' is not supported (only 'constant', 'reflect', 'edge', 'wrap')"));
+  }
+  const Shape shape = ctx.TypeOf(x).shape;
+  if (!ctx.ok()) return ctx.status();
+  if (pads.size() != 2 * shape.size()) {
+    return ctx.Refuse(absl::StrCat("pads ", ShapeToString(pads), " need 2 entries per dim of ",
+                                   ShapeToString(shape)));
+  }
+  x = CropNegativePads(ctx, x, shape, pads);
+  if (mode == "wrap") {
+    LOOM_ASSIGN_OR_RETURN(ValueId wrapped, WrapPad(ctx, x, pads));
+    ctx.Bind(0, wrapped);
+    return ctx.status();
+  }
+  Attrs attrs = MakeAttrs({{"pads", pads}, {"value", value}});
+  if (mode != "constant") attrs.Set("mode", mode);
+  ctx.EmitOutput(0, "pad", {x}, std::move(attrs));
+  return ctx.status();
+}
+
+// Pad; from opset 18 the pads may be given for the dims in input 'axes'
+// only, from 19 mode "wrap". Negative pads crop.
 absl::Status ConvertPad(NodeContext& ctx) {
   std::vector<int64_t> pads;
   double value = 0;
+  const ValueId x = ctx.In(0);
+  const int64_t rank = ctx.RankOf(x);
+  if (!ctx.ok()) return ctx.status();
   if (ctx.opset() < 11) {
     if (absl::Status s = ctx.CheckAttrs({{"pads", kInts}, {"value", kFloat}, {"mode", kString}});
         !s.ok()) {
@@ -199,20 +289,50 @@ absl::Status ConvertPad(NodeContext& ctx) {
       LOOM_ASSIGN_OR_RETURN(double constant, ctx.ConstScalar(2, "the pad value"));
       value = constant;
     }
-    if (ctx.HasInput(3)) return ctx.Refuse("input 'axes' is not supported");
+    if (ctx.HasInput(3)) {
+      LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.ConstInts(3, "axes"));
+      LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> all, PadsOfAllDims(ctx, pads, axes, rank));
+      pads = std::move(all);
+    }
   }
   const std::string mode = ctx.String("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    return ctx.Refuse(
-        absl::StrCat("mode '", mode, "' is not supported (only 'constant', 'reflect', 'edge')"));
+  if (mode == "wrap" && ctx.opset() < 19) {
+    return ctx.Refuse("mode 'wrap' needs opset 19");
   }
-  for (int64_t pad : pads) {
-    if (pad < 0) return ctx.Refuse("negative pads are not supported");
+  return EmitPad(ctx, x, std::move(pads), mode, value);
+}
+
+// CenterCropPad: per listed axis, a centred crop (the odd element dropped at
+// the end) or zero padding (the odd one added at the end) to `shape`.
+absl::Status ConvertCenterCropPad(NodeContext& ctx) {
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axes", kInts}}));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> target, ctx.ConstInts(1, "the target shape"));
+  const ValueId x = ctx.In(0);
+  const Shape shape = ctx.TypeOf(x).shape;
+  if (!ctx.ok()) return ctx.status();
+  const int64_t rank = shape.size();
+  std::vector<int64_t> axes = ctx.Ints("axes");
+  if (!ctx.HasAttr("axes")) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
-  Attrs attrs = MakeAttrs({{"pads", pads}, {"value", value}});
-  if (mode != "constant") attrs.Set("mode", mode);
-  ctx.EmitOutput(0, "pad", {ctx.In(0)}, std::move(attrs));
-  return ctx.status();
+  if (target.size() != axes.size()) {
+    return ctx.Refuse(absl::StrCat("shape ", ShapeToString(target), " needs one entry per axis of ",
+                                   ShapeToString(axes)));
+  }
+  // Per axis, the (signed) pads: negative ones crop.
+  std::vector<int64_t> begins, ends;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    LOOM_ASSIGN_OR_RETURN(int64_t axis, NormalizedAxis(ctx, axes[i], rank, "axis"));
+    if (target[i] < 0) return ctx.Refuse("shape must not be negative");
+    const int64_t grow = target[i] - shape[axis];
+    // The begin gets half the change, rounded toward zero; the end the rest.
+    const int64_t begin = grow >= 0 ? grow / 2 : -(-grow / 2);
+    begins.push_back(begin);
+    ends.push_back(grow - begin);
+  }
+  begins.insert(begins.end(), ends.begin(), ends.end());
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> pads, PadsOfAllDims(ctx, begins, axes, rank));
+  return EmitPad(ctx, x, std::move(pads), "constant", 0);
 }
 
 // Gather, GatherElements (`axis`) and GatherND (`batch_dims`): the loom
@@ -248,6 +368,44 @@ absl::Status ConvertCumSum(NodeContext& ctx) {
                  MakeAttrs({{"axis", static_cast<int64_t>(axis)},
                             {"exclusive", ctx.Int("exclusive", 0)},
                             {"reverse", ctx.Int("reverse", 0)}}));
+  return ctx.status();
+}
+
+// CumProd, which loom has no op for: output position j along the axis is
+// the product over the input positions i that a mask [j, i] known at import
+// selects (i <= j, or i >= j when reversed; exclusive drops i == j), the
+// others replaced by 1. The products read L^2 elements per row of L.
+absl::Status ConvertCumProd(NodeContext& ctx) {
+  if (absl::Status s = ctx.CheckAttrs({{"exclusive", kInt}, {"reverse", kInt}}); !s.ok()) {
+    return s;
+  }
+  LOOM_ASSIGN_OR_RETURN(double given_axis, ctx.ConstScalar(1, "axis"));
+  const ValueId x = ctx.In(0);
+  const TensorType type = ctx.TypeOf(x);
+  if (!ctx.ok()) return ctx.status();
+  const int64_t rank = type.shape.size();
+  LOOM_ASSIGN_OR_RETURN(int64_t axis,
+                        NormalizedAxis(ctx, static_cast<int64_t>(given_axis), rank, "axis"));
+  const bool exclusive = ctx.Int("exclusive", 0) != 0;
+  const bool reverse = ctx.Int("reverse", 0) != 0;
+  const int64_t length = type.shape[axis];
+  Shape mask_shape(rank + 1, 1);
+  mask_shape[axis] = length;
+  mask_shape[axis + 1] = length;
+  LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(mask_shape));
+  Tensor mask(DType::kBool, mask_shape);
+  for (int64_t j = 0; j < length; ++j) {
+    for (int64_t i = 0; i < length; ++i) {
+      const bool before = reverse ? i >= j : i <= j;
+      mask.SetInt(j * length + i, before && !(exclusive && i == j));
+    }
+  }
+  // x as [.., 1 (j), L (i), ..]: every output position sees the whole row.
+  const ValueId rows = ctx.Emit("unsqueeze", {x}, MakeAttrs({{"axes", Shape{axis}}}));
+  const ValueId factors =
+      ctx.Emit("where", {ctx.Constant(std::move(mask)), rows, ctx.Scalar(type.dtype, 1)});
+  ctx.EmitOutput(0, "reduce_prod", {factors},
+                 MakeAttrs({{"axes", Shape{axis + 1}}, {"keepdims", int64_t{0}}}));
   return ctx.status();
 }
 
@@ -384,9 +542,15 @@ absl::Status ConvertConstantOfShape(NodeContext& ctx) {
   return ctx.status();
 }
 
-// Range: start + i * delta for i in [0, ceil((limit - start) / delta)).
+// Range: start + i * delta for i in [0, ceil((limit - start) / delta));
+// stash_type (opset 27) sets the precision of float16 and bfloat16 ranges
+// only, types loom refuses; for the others it has no effect.
 absl::Status ConvertRange(NodeContext& ctx) {
-  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
+  if (ctx.opset() >= 27) {
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"stash_type", kInt}}));
+  } else {
+    LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
+  }
   absl::StatusOr<Tensor> start = ctx.ConstInput(0, "start");
   absl::StatusOr<Tensor> limit = ctx.ConstInput(1, "limit");
   absl::StatusOr<Tensor> delta = ctx.ConstInput(2, "delta");
@@ -556,16 +720,25 @@ absl::Status ConvertDepthToSpace(NodeContext& ctx) {
   return ctx.Refuse(absl::StrCat("mode '", mode, "' is not DCR or CRD"));
 }
 
+// SpaceToDepth; `mode` (opset 28) orders the output channels as DepthToSpace
+// reads them: DCR (the default) block row, block column, channel; CRD
+// channel, block row, block column.
 absl::Status ConvertSpaceToDepth(NodeContext& ctx) {
-  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"blocksize", kInt}}));
+  std::vector<AttrRule> accepted = {{"blocksize", kInt}};
+  if (ctx.opset() >= 28) accepted.push_back({"mode", kString});
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
   int64_t b = 0;
   LOOM_ASSIGN_OR_RETURN(Shape shape, BlockInput(ctx, b));
   const int64_t n = shape[0], c = shape[1], h = shape[2], w = shape[3];
   if (h % b != 0 || w % b != 0) {
     return ctx.Refuse("height and width must be multiples of blocksize");
   }
-  return EmitBlockShuffle(ctx, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4},
-                          {n, SaturatingMul(c, b * b), h / b, w / b});
+  const Shape split = {n, c, h / b, b, w / b, b};
+  const Shape out = {n, SaturatingMul(c, b * b), h / b, w / b};
+  const std::string mode = ctx.String("mode", "DCR");
+  if (mode == "DCR") return EmitBlockShuffle(ctx, split, {0, 3, 5, 1, 2, 4}, out);
+  if (mode == "CRD") return EmitBlockShuffle(ctx, split, {0, 1, 3, 5, 2, 4}, out);
+  return ctx.Refuse(absl::StrCat("mode '", mode, "' is not DCR or CRD"));
 }
 
 // Compress with a condition known at import: a gather of the kept indices.
@@ -608,6 +781,7 @@ void AddTensorConverters(ConverterMap& map) {
   map["Slice"] = ConvertSlice;
   map["Split"] = ConvertSplit;
   map["Pad"] = ConvertPad;
+  map["CenterCropPad"] = ConvertCenterCropPad;
   map["Gather"] = IndexedRead("gather");
   map["GatherElements"] = IndexedRead("gather_elements");
   map["GatherND"] = IndexedRead("gather_nd", "batch_dims");
@@ -615,6 +789,7 @@ void AddTensorConverters(ConverterMap& map) {
   map["ScatterElements"] = IndexedWrite("scatter_elements", true);
   map["ScatterND"] = IndexedWrite("scatter_nd", false);
   map["CumSum"] = ConvertCumSum;
+  map["CumProd"] = ConvertCumProd;
   map["Flatten"] = ConvertFlatten;
   map["Dropout"] = ConvertDropout;
   map["Shape"] = ConvertShape;

@@ -103,6 +103,24 @@ const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
       {"Mish", 28},
       {"Gelu", 28},
       {"Swish", 28},
+      // --- Resize, Pad, pools, normalisations, CumProd, CenterCropPad ---
+      // 18: antialias, axes, keep_aspect_ratio_policy; 19: coordinates
+      // half_pixel_symmetric.
+      {"Resize", 28},
+      // 18: input 'axes'; 19: mode "wrap"; 21, 23 to 25: types.
+      {"Pad", 28},
+      // 28: `mode` (DCR or CRD).
+      {"SpaceToDepth", 28},
+      // 27: `stash_type`, for float16 and bfloat16 only.
+      {"Range", 28},
+      // 26: new (a masked reduce_prod).
+      {"CumProd", 28},
+      // 18: new (slice and pad).
+      {"CenterCropPad", 28},
+      // 18: ceil_mode and dilations; 22: types.
+      {"LpPool", 28},
+      // 18: new, scale and bias per group; 21: per channel, `stash_type`.
+      {"GroupNormalization", 28},
   };
   return *versions;
 }

@@ -19,7 +19,13 @@
 
 namespace loom {
 
-int ResizeSpec::taps() const {
+int ResizeSpec::taps(int dim) const {
+  if (Antialiased(dim)) {
+    // Taps f + start .. f - start + 1 for start = floor(-support / scale) + 1
+    // (ReadResizeSpec bounds the scale).
+    const double support = mode == ResizeMode::kLinear ? 1 : 2;
+    return static_cast<int>(-2 * std::floor(-support / scales[dim]));
+  }
   switch (mode) {
     case ResizeMode::kNearest:
       return 1;
@@ -32,9 +38,9 @@ int ResizeSpec::taps() const {
 
 namespace {
 
-constexpr const char* kCoordinateModes[] = {"half_pixel",           "pytorch_half_pixel",
-                                            "align_corners",        "asymmetric",
-                                            "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+constexpr const char* kCoordinateModes[] = {
+    "half_pixel",           "pytorch_half_pixel", "align_corners",       "asymmetric",
+    "tf_half_pixel_for_nn", "tf_crop_and_resize", "half_pixel_symmetric"};
 constexpr const char* kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                          "ceil"};
 
@@ -77,6 +83,12 @@ absl::Status ReadInterpolation(const Node& node, ResizeSpec& spec) {
         absl::StrCat("attribute 'exclude_outside' must be 0 or 1, got ", exclude));
   }
   spec.exclude_outside = exclude == 1;
+  const int64_t antialias = node.attrs.GetInt("antialias", 0);
+  if (antialias != 0 && antialias != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'antialias' must be 0 or 1, got ", antialias));
+  }
+  spec.antialias = antialias == 1;
   return absl::OkStatus();
 }
 
@@ -124,14 +136,20 @@ absl::Status ReadSizes(const Node& node, const Shape& x, ResizeSpec& spec) {
   return absl::OkStatus();
 }
 
-// The output shape and scales, from exactly one of 'scales' and 'sizes'.
+// The output shape and scales, from 'scales' or 'sizes'; with both, the
+// sizes give the output shape and the scales the coordinates.
 absl::Status ReadOutputShape(const Node& node, const Shape& x, ResizeSpec& spec) {
   const bool has_scales = node.attrs.Has("scales"), has_sizes = node.attrs.Has("sizes");
-  if (has_scales == has_sizes) {
-    return absl::InvalidArgumentError(
-        "exactly one of the attributes 'scales' and 'sizes' must be given");
+  if (!has_scales && !has_sizes) {
+    return absl::InvalidArgumentError("one of the attributes 'scales' and 'sizes' must be given");
   }
-  LOOM_RETURN_IF_ERROR(has_scales ? ReadScales(node, x, spec) : ReadSizes(node, x, spec));
+  if (has_sizes) LOOM_RETURN_IF_ERROR(ReadSizes(node, x, spec));
+  if (has_scales) {
+    ResizeSpec scaled;
+    LOOM_RETURN_IF_ERROR(ReadScales(node, x, scaled));
+    spec.scales = std::move(scaled.scales);
+    if (!has_sizes) spec.output = std::move(scaled.output);
+  }
   for (size_t d = 0; d < x.size(); ++d) {
     if (x[d] == 0 && spec.output[d] > 0) {
       return absl::InvalidArgumentError(absl::StrCat("dim ", d, " of the input ", ShapeToString(x),
@@ -172,6 +190,13 @@ absl::StatusOr<ResizeSpec> ReadResizeSpec(const Node& node, const Shape& x) {
   LOOM_RETURN_IF_ERROR(ReadInterpolation(node, spec));
   LOOM_RETURN_IF_ERROR(ReadOutputShape(node, x, spec));
   LOOM_RETURN_IF_ERROR(ReadRoi(node, x, spec));
+  for (int d = 0; d < spec.rank(); ++d) {
+    // An antialiased dim has about 4 / scale taps (cubic).
+    if (spec.Antialiased(d) && !(spec.scales[d] >= 1.0 / (1 << 20))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "antialias shrinks dim ", d, " by ", spec.scales[d], "; loom takes scales >= 2^-20"));
+    }
+  }
   return spec;
 }
 
@@ -187,6 +212,28 @@ void CubicWeights(double r, double a, double* w) {
   w[3] = ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a;
 }
 
+// The weights of the antialiased taps f + start + k of a source at f + r:
+// the linear (triangle) or cubic (Keys) kernel stretched by 1 / scale,
+// normalised to sum to 1 (ONNX's formulas).
+void AntialiasWeights(const ResizeSpec& spec, int dim, double r, double* w) {
+  const int taps = spec.taps(dim);
+  const double scale = spec.scales[dim], a = spec.cubic_a;
+  const int start = 1 - taps / 2;
+  double sum = 0;
+  for (int k = 0; k < taps; ++k) {
+    const double x = std::abs((start + k - r) * scale);
+    if (spec.mode == ResizeMode::kLinear) {
+      w[k] = std::max(0.0, 1 - x);
+    } else if (x <= 1) {
+      w[k] = ((a + 2) * x - (a + 3)) * x * x + 1;
+    } else {
+      w[k] = x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a : 0;
+    }
+    sum += w[k];
+  }
+  for (int k = 0; k < taps; ++k) w[k] /= sum;
+}
+
 // Whether nearest_mode picks f + 1 rather than f for a source at f + r.
 bool RoundsUp(const std::string& nearest_mode, double r) {
   if (r == 1) return true;  // an integer source: itself
@@ -199,7 +246,7 @@ bool RoundsUp(const std::string& nearest_mode, double r) {
 
 ResizeAxisTaps ResizeTaps(const ResizeSpec& spec, int dim) {
   ResizeAxisTaps t;
-  t.taps = spec.taps();
+  t.taps = spec.taps(dim);
   const int64_t in = spec.input[dim], out = spec.output[dim];
   const double size = static_cast<double>(in);
   const double s = spec.scales[dim];
@@ -222,6 +269,8 @@ ResizeAxisTaps ResizeTaps(const ResizeSpec& spec, int dim) {
       c = p / s;
     } else if (mode == "tf_half_pixel_for_nn") {
       c = (p + 0.5) / s;
+    } else if (mode == "half_pixel_symmetric") {
+      c = size / 2 * (1 - static_cast<double>(out) / width) + (p + 0.5) / s - 0.5;
     } else {  // tf_crop_and_resize
       c = width == 1 ? (roi_end - roi_start) * (size - 1) / 2
                      : p * (roi_end - roi_start) * (size - 1) / (width - 1);
@@ -241,21 +290,26 @@ ResizeAxisTaps ResizeTaps(const ResizeSpec& spec, int dim) {
     const int64_t base = static_cast<int64_t>(f);
     int64_t* index = &t.index[x * t.taps];
     double* weight = &t.weight[x * t.taps];
-    switch (spec.mode) {
-      case ResizeMode::kNearest:
-        index[0] = base + (RoundsUp(spec.nearest_mode, r) ? 1 : 0);
-        weight[0] = 1;
-        break;
-      case ResizeMode::kLinear:
-        index[0] = base;
-        index[1] = base + 1;
-        weight[0] = 1 - r;
-        weight[1] = r;
-        break;
-      case ResizeMode::kCubic:
-        for (int k = 0; k < 4; ++k) index[k] = base - 1 + k;
-        CubicWeights(r, spec.cubic_a, weight);
-        break;
+    if (spec.Antialiased(dim)) {
+      for (int k = 0; k < t.taps; ++k) index[k] = base + 1 - t.taps / 2 + k;
+      AntialiasWeights(spec, dim, r, weight);
+    } else {
+      switch (spec.mode) {
+        case ResizeMode::kNearest:
+          index[0] = base + (RoundsUp(spec.nearest_mode, r) ? 1 : 0);
+          weight[0] = 1;
+          break;
+        case ResizeMode::kLinear:
+          index[0] = base;
+          index[1] = base + 1;
+          weight[0] = 1 - r;
+          weight[1] = r;
+          break;
+        case ResizeMode::kCubic:
+          for (int k = 0; k < 4; ++k) index[k] = base - 1 + k;
+          CubicWeights(r, spec.cubic_a, weight);
+          break;
+      }
     }
     if (spec.exclude_outside && spec.mode != ResizeMode::kNearest) {
       double sum = 0;
@@ -364,6 +418,7 @@ absl::Status RegisterResizeOps(OpRegistry& registry) {
                                        {"cubic_coeff_a", AttrType::kFloat, false},
                                        {"exclude_outside", AttrType::kInt, false},
                                        {"extrapolation_value", AttrType::kFloat, false},
+                                       {"antialias", AttrType::kInt, false},
                                        {"scales", AttrType::kFloats, false},
                                        {"sizes", AttrType::kInts, false},
                                        {"roi", AttrType::kFloats, false}},

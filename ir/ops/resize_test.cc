@@ -148,7 +148,8 @@ TEST(ResizeTest, SizesAndPytorchHalfPixel) {
 
 TEST(ResizeTest, Errors) {
   const Tensor x = F32({1, 2}, {1, 2});
-  EXPECT_THAT(RunOpError("resize", {x}, {}), HasSubstr("exactly one of the attributes 'scales'"));
+  EXPECT_THAT(RunOpError("resize", {x}, {}),
+              HasSubstr("one of the attributes 'scales' and 'sizes' must be given"));
   EXPECT_THAT(RunOpError("resize", {x}, MakeAttrs({{"scales", Floats{1}}})),
               HasSubstr("'scales' has 1 entries; the input [1,2] needs 2"));
   EXPECT_THAT(RunOpError("resize", {x}, MakeAttrs({{"scales", Floats{1, -2}}})),
