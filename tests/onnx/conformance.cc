@@ -154,9 +154,20 @@ std::string FirstReader(const onnx::ModelProto& model, const std::string& name) 
   return "no node";
 }
 
+// `status`'s message followed by the model's ops: for the refusals that
+// come before any node is imported (a graph value's type), so that every
+// UNSUPPORTED test names the ops it tests.
+absl::Status WithOps(const absl::Status& status, const onnx::ModelProto& model) {
+  std::set<std::string> ops;
+  for (const onnx::NodeProto& node : model.graph().node()) ops.insert(node.op_type());
+  return absl::Status(
+      status.code(),
+      absl::StrCat(status.message(), " (the test's ops: ", absl::StrJoin(ops, ", "), ")"));
+}
+
 // Reads a data set and imports the model with it: a Unit, or the reason
 // why loom cannot run the test.
-absl::StatusOr<Unit> PrepareUnit(const onnx::ModelProto& model, const fs::path& data_dir) {
+absl::StatusOr<Unit> ImportUnit(const onnx::ModelProto& model, const fs::path& data_dir) {
   for (const auto* list : {&model.graph().input(), &model.graph().output()}) {
     for (const onnx::ValueInfoProto& value : *list) {
       if (!value.type().has_tensor_type()) {
@@ -207,6 +218,15 @@ absl::StatusOr<Unit> PrepareUnit(const onnx::ModelProto& model, const fs::path& 
   for (ValueId id : unit.graph.outputs()) {
     const ValueKind kind = unit.graph.value(id).kind;
     unit.folded = unit.folded && (kind == ValueKind::kConstant || kind == ValueKind::kWeight);
+  }
+  return unit;
+}
+
+// ImportUnit, with the model's ops named in a refusal that names no node.
+absl::StatusOr<Unit> PrepareUnit(const onnx::ModelProto& model, const fs::path& data_dir) {
+  absl::StatusOr<Unit> unit = ImportUnit(model, data_dir);
+  if (!unit.ok() && !absl::StartsWith(unit.status().message(), "node '")) {
+    return WithOps(unit.status(), model);
   }
   return unit;
 }
@@ -426,6 +446,12 @@ std::string ReasonKey(const std::string& detail) {
   return detail;
 }
 
+// The key, and the test's ops where the reason names no node (WithOps).
+std::string KeyWithOps(const std::string& key, const std::string& detail) {
+  const size_t ops = detail.rfind(" (the test's ops: ");
+  return ops == std::string::npos ? key : absl::StrCat(key, detail.substr(ops));
+}
+
 std::vector<fs::path> TestDirs(const std::vector<char*>& args) {
   std::vector<fs::path> dirs;
   for (size_t i = 1; i < args.size(); ++i) {
@@ -466,7 +492,9 @@ class Report {
         const std::string key = ReasonKey(outcome.detail);
         ++reasons_[key];
         std::cout << "UNSUPPORTED " << name << " "
-                  << (absl::GetFlag(FLAGS_verbose) ? outcome.detail : key) << "\n";
+                  << (absl::GetFlag(FLAGS_verbose) ? outcome.detail
+                                                   : KeyWithOps(key, outcome.detail))
+                  << "\n";
         break;
       }
     }
