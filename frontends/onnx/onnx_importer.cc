@@ -16,7 +16,6 @@
 #include "ir/interpreter.h"
 #include "ir/status_macros.h"
 #include "ir/verifier.h"
-#include "onnx/defs/schema.h"
 
 namespace loom {
 namespace {
@@ -37,31 +36,27 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
   return 0;
 }
 
-// Refuses an opset_import that the importer does not know: a version of
-// the default domain newer than ONNX 1.23's (ops would be read with another
-// version's semantics), an unknown domain, or a version of another domain
-// the ONNX release it is built with does not know, as ONNX Runtime refuses
-// them. Within the default domain's known opsets, each node is judged on its
-// own op's version (Importer::CheckVersion).
+// Refuses an opset_import that the importer does not know: a domain ONNX
+// 1.23 does not define, or an opset of it newer than 1.23's (ops would be
+// read with another version's semantics), as ONNX Runtime refuses them.
+// Within the known opsets each node is judged on its own op's version
+// (Importer::CheckVersion).
 absl::Status CheckOpsetImports(const onnx::ModelProto& model) {
-  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
     const bool is_default = IsDefaultDomain(opset.domain());
     const std::string name =
         is_default ? "the default ONNX domain" : absl::StrCat("domain '", opset.domain(), "'");
-    auto range = known.find(is_default ? "" : opset.domain());
-    if (range == known.end()) {
+    const onnx_import::OnnxDomain* known = onnx_import::FindDomain(opset.domain());
+    if (known == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("the model imports opset ", opset.version(), " of ", name,
                        ", a domain loom's ONNX importer does not know"));
     }
-    const int64_t oldest = range->second.first;
-    const int64_t newest = is_default ? onnx_import::NewestOnnxOpset() : range->second.second;
-    if (opset.version() < oldest || opset.version() > newest) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the model imports opset ", opset.version(), " of ", name,
-                       opset.version() > newest ? ", newer than the newest" : ", not an opset",
-                       " loom's ONNX importer knows (", oldest, " to ", newest, ")"));
+    if (opset.version() < known->first_opset || opset.version() > known->last_opset) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model imports opset ", opset.version(), " of ", name,
+          opset.version() > known->last_opset ? ", newer than the newest" : ", not an opset",
+          " loom's ONNX importer knows (", known->first_opset, " to ", known->last_opset, ")"));
     }
   }
   return absl::OkStatus();
@@ -302,9 +297,8 @@ class Importer {
                              schema->since_version, "; loom implements ",
                              implemented == nullptr
                                  ? absl::StrCat("no version of it up to opset ", through)
-                                 : absl::StrCat("version ", implemented->since_version,
-                                                " (opsets ", implemented->since_version, " to ",
-                                                through, ")")));
+                                 : absl::StrCat("version ", implemented->since_version, " (opsets ",
+                                                implemented->since_version, " to ", through, ")")));
   }
 
   // The node's input and output counts against its op's version: the

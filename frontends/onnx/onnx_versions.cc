@@ -121,13 +121,28 @@ const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
       {"LpPool", 28},
       // 18: new, scale and bias per group; 21: per channel, `stash_type`.
       {"GroupNormalization", 28},
+      // --- Attention and its parts (onnx_ops_attention.cc) ---
+      // 23: new; 24: input nonpad_kv_seqlen; 25: left/right_window_size.
+      {"Attention", 28},
+      // 23: new.
+      {"RotaryEmbedding", 28},
+      // 23: new.
+      {"RMSNormalization", 28},
   };
   return *versions;
 }
 
 }  // namespace
 
-int64_t NewestOnnxOpset() { return kNewestOnnxOpset; }
+const OnnxDomain* FindDomain(absl::string_view name) {
+  if (name == "ai.onnx") name = "";
+  for (const OnnxDomain& domain : kOnnxDomains) {
+    if (domain.name == name) return &domain;
+  }
+  return nullptr;
+}
+
+int64_t NewestOnnxOpset() { return FindDomain("")->last_opset; }
 
 const OnnxSchema* FindSchema(absl::string_view op, int64_t opset) {
   // kOnnxSchemas is sorted by op, then version.

@@ -1,8 +1,9 @@
 #ifndef LOOM_FRONTENDS_ONNX_ONNX_VERSIONS_H_
 #define LOOM_FRONTENDS_ONNX_ONNX_VERSIONS_H_
 
-// Which version of an op of ONNX's default domain a model's opset selects,
-// and which versions loom's converters implement. Internal to
+// The domains and opsets ONNX 1.23 defines, which version of an op of its
+// default domain a model's opset selects, and which versions loom's
+// converters implement. Internal to
 // frontends/onnx.
 //
 // An op changes version when an opset changes its inputs, attributes,
@@ -26,6 +27,17 @@ struct OnnxSchema {
   int min_outputs;
   int max_outputs;
 };
+
+// An operator-set domain ONNX defines, with its opsets.
+struct OnnxDomain {
+  const char* name;  // "" for the default domain
+  int64_t first_opset;
+  int64_t last_opset;
+};
+
+// The domain named `name` ("" or "ai.onnx" for the default one), or null
+// when ONNX defines none of that name.
+const OnnxDomain* FindDomain(absl::string_view name);
 
 // The newest opset of the default domain the importer knows.
 int64_t NewestOnnxOpset();
