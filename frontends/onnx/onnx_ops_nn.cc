@@ -621,6 +621,27 @@ absl::Status ConvertLpPool(NodeContext& ctx) {
   return ctx.status();
 }
 
+// LpNormalization: x / ||x||_p along `axis` (p 1 or 2); where the norm is
+// 0 the output is 0 (as version 22 defines it; version 1 left it open).
+absl::Status ConvertLpNormalization(NodeContext& ctx) {
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}, {"p", kInt}}));
+  const int64_t p = ctx.Int("p", 2);
+  if (p != 1 && p != 2) {
+    return ctx.Refuse(absl::StrCat("attribute 'p' must be 1 or 2, got ", p));
+  }
+  const ValueId x = ctx.In(0);
+  const DType t = ctx.TypeOf(x).dtype;
+  const ValueId norm = ctx.Emit(
+      p == 1 ? "reduce_l1" : "reduce_l2", {x},
+      MakeAttrs({{"axes", std::vector<int64_t>{ctx.Int("axis", -1)}}, {"keepdims", int64_t{1}}}));
+  const ValueId zero = ctx.Scalar(t, 0);
+  const ValueId is_zero = ctx.Emit("equal", {norm, zero});
+  // The divisor is 1 where the norm is 0, so that no NaN is computed there.
+  const ValueId divisor = ctx.Emit("where", {is_zero, ctx.Scalar(t, 1), norm});
+  ctx.EmitOutput(0, "where", {is_zero, zero, ctx.Emit("div", {x, divisor})});
+  return ctx.status();
+}
+
 // ONNX's function: (x - mean) / (sqrt(mean(x^2) - mean(x)^2) + 1e-9).
 absl::Status ConvertMeanVarianceNormalization(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axes", kInts}}));
@@ -1051,6 +1072,7 @@ void AddNeuralConverters(ConverterMap& map) {
   map["GlobalAveragePool"] = GlobalPool("reduce_mean");
   map["GlobalMaxPool"] = GlobalPool("reduce_max");
   map["MeanVarianceNormalization"] = ConvertMeanVarianceNormalization;
+  map["LpNormalization"] = ConvertLpNormalization;
   map["Resize"] = [](NodeContext& ctx) {
     return ctx.opset() < 11 ? ConvertUpsample(ctx) : ConvertResize(ctx);
   };

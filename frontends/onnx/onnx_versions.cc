@@ -121,6 +121,8 @@ const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
       {"LpPool", 28},
       // 18: new, scale and bias per group; 21: per channel, `stash_type`.
       {"GroupNormalization", 28},
+      // 22: a zero norm gives 0 (and types).
+      {"LpNormalization", 28},
       // --- Attention and its parts (onnx_ops_attention.cc) ---
       // 23: new; 24: input nonpad_kv_seqlen; 25: left/right_window_size.
       {"Attention", 28},
