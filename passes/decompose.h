@@ -19,14 +19,15 @@ class DecompositionBuilder;
 // the cause; the pass adds the node's name and op.
 using DecomposeFn = absl::Status (*)(const Node& node, DecompositionBuilder& builder);
 
-// "decompose": replaces composite ops with primitives (DESIGN.md §1.3), e.g.
-// softmax(x) into reduce_max, sub, exp, reduce_sum and div. Each
-// replacement writes the original node's output values, so consumers and
-// graph outputs are untouched. The graph must be typed (as it is between
-// passes): afterwards the new nodes' shapes are inferred, and the whole
-// graph's again only if a composite's output changed type. A
-// decomposition may emit composite ops: those are decomposed in turn (by
-// any decomposition, selected or not) until only primitives are left.
+// "decompose": replaces composite ops with primitives (docs/how-it-compiles.md,
+// From the graph to loop IR), e.g. softmax(x) into reduce_max, sub, exp,
+// reduce_sum and div. Each replacement writes the original node's output
+// values, so consumers and graph outputs are untouched. The graph must be
+// typed (as it is between passes): afterwards the new nodes' shapes are
+// inferred, and the whole graph's again only if a composite's output
+// changed type. A decomposition may emit composite ops: those are
+// decomposed in turn (by any decomposition, selected or not) until only
+// primitives are left.
 class DecomposePass : public Pass {
  public:
   // Decomposes the ops in `options.ops`, or every op it knows when empty.

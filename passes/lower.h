@@ -17,7 +17,7 @@ namespace loom {
 // the time of a gemm call plus a gates kernel (the call packs the whole
 // weight for two rows). Every other product is a call: its loops would
 // read the second operand down its columns. Measured by tests/bench/peers
-// (README, "Matrix products").
+// (docs/matrix-products.md).
 constexpr int64_t kDefaultGemmMinRows = 8;
 
 struct LowerOptions {

@@ -3,7 +3,7 @@
 
 // A compiled model loaded from its artifact (`loom compile --out_dir=D`
 // writes D/model.loom) and run from the caller's own program: no model file,
-// no compiler, none of loom's passes (README, "Using a compiled model").
+// no compiler, none of loom's passes (docs/deploying.md).
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The loom command's contract (DESIGN §6): exit codes, messages that name the
+# The loom command's contract (docs/usage.md): exit codes, messages that name the
 # place and the cause, and the report's fields.
 set -uo pipefail
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The cuda pipeline on a machine without a GPU (DESIGN §6): compile emits
+# The cuda pipeline on a machine without a GPU (docs/usage.md, Models and
+# pipelines): compile emits
 # CUDA C++ without one, run exits 2 naming the missing driver.
 # LOOM_CUDA_DRIVER points the runtime at a library that does not exist, so
 # this takes the no-GPU path on any machine.

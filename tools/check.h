@@ -11,7 +11,7 @@
 
 namespace loom {
 
-// The rule of `loom run --check` (README, "Checking results"): a compiled
+// The rule of `loom run --check` (docs/checking.md): a compiled
 // model's outputs judged against the truth, the model evaluated in float64,
 // rather than against another float32 computation.
 //

@@ -1,9 +1,9 @@
 #ifndef LOOM_TOOLS_GEN_H_
 #define LOOM_TOOLS_GEN_H_
 
-// The model generators behind `loom gen` (DESIGN §6): each kind builds a
-// graph proto from a few size options, deterministically (weights are seeded
-// random initializers, so files stay small).
+// The model generators behind `loom gen` (docs/usage.md, gen): each kind
+// builds a graph proto from a few size options, deterministically (weights
+// are seeded random initializers, so files stay small).
 
 #include <cstdint>
 #include <string>
@@ -20,7 +20,7 @@ namespace loom {
 //   group_norm      x [batch, channels, input, input]; `groups` divides
 //                   `channels` (GroupNorm(2, 16) on [2, 16, 32, 32] is the
 //                   default; --groups=32 --channels=256 --batch=16
-//                   --input=64 is DESIGN's large one)
+//                   --input=64 is group_norm_large's)
 //   layer_norm      x [batch, hidden], normalised over hidden
 //   softmax         x [batch, seq, hidden], over hidden
 //   mlp             x [batch, input]; `layers` hidden layers of `hidden`

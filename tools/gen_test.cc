@@ -91,7 +91,8 @@ const Shape& ShapeOf(const Graph& graph, const std::string& name) {
   return id == -1 ? kNone : graph.value(id).type.shape;
 }
 
-// DESIGN's seed case: nn.LSTM(32, 64, batch_first=True) on x [2, 16, 32].
+// The seed case (examples/lstm_l2_h64.pbtxt; docs/architecture.md, Examples and the seed
+// reports): nn.LSTM(32, 64, batch_first=True) on x [2, 16, 32].
 TEST(GenTest, LstmWithDefaults) {
   const Graph graph = GenerateAndLoad(Kind("lstm"));
   EXPECT_EQ(ShapeOf(graph, "x"), (Shape{2, 16, 32}));
@@ -164,7 +165,7 @@ TEST(GenTest, GroupNorm) {
   EXPECT_EQ(graph.nodes()[0].op, "group_norm");
   EXPECT_EQ(graph.nodes()[0].attrs.GetInt("num_groups", 0), 2);
 
-  // DESIGN's large case, GroupNorm(32, 256) on [16, 256, 64, 64].
+  // The large case (examples/group_norm_large.pbtxt), GroupNorm(32, 256) on [16, 256, 64, 64].
   GenOptions large = Kind("group_norm");
   large.groups = 32;
   large.channels = 256;
@@ -198,7 +199,7 @@ TEST(GenTest, LayerNorm) {
   EXPECT_EQ(graph.nodes()[0].attrs.GetInt("axis", 0), -1);
   ExpectInterpretsToFiniteValues(graph);
 
-  // DESIGN's large case: [8192, 1024] over the last axis.
+  // The large case (examples/layer_norm_large.pbtxt): [8192, 1024] over the last axis.
   GenOptions large = Kind("layer_norm");
   large.batch = 8192;
   large.hidden = 1024;

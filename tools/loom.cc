@@ -1,4 +1,4 @@
-// The loom command line (DESIGN §6):
+// The loom command line (docs/usage.md):
 //   loom                  compile, run and check the built-in examples
 //   loom compile --model=M [--pipeline=P] [--out_dir=D] [--aot=P --aot_class=C] [--report=R.json]
 //                [--dump_after=RE --dump_dir=D2]
