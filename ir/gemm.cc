@@ -97,7 +97,11 @@ void FoldBatchIntoRows(Gemm& gemm) {
                        gemm.c.batch_strides[last] == SaturatingMul(gemm.m, gemm.c.leading) &&
                        SaturatingMul(gemm.m, extent) <= kMaxBlasInt;
     if (!folds && extent != 1) return;
-    if (folds) gemm.m = SaturatingMul(gemm.m, extent);
+    if (folds) {
+      gemm.m = SaturatingMul(gemm.m, extent);
+      // The rows were one (whose stride nothing read) or row_stride apart.
+      for (GemmMatrix* matrix : {&gemm.a, &gemm.c}) matrix->row_stride = matrix->leading;
+    }
     gemm.batch.pop_back();
     for (GemmMatrix* matrix : {&gemm.a, &gemm.b, &gemm.c}) matrix->batch_strides.pop_back();
   }
@@ -120,6 +124,7 @@ void TakeTheLongestRows(Gemm& gemm) {
   std::swap(gemm.batch[best], gemm.m);
   for (GemmMatrix* matrix : {&gemm.a, &gemm.c}) {
     std::swap(matrix->batch_strides[best], matrix->leading);
+    matrix->row_stride = matrix->leading;
   }
 }
 

@@ -63,6 +63,21 @@ TEST_F(GemmTest, SharedWeightFoldsBatchIntoRows) {
   EXPECT_EQ(gemm->m, 6);
 }
 
+TEST_F(GemmTest, FoldedRowsStepByTheLeadingDimension) {
+  // [197, 1, 768] x [768, 2304] (a ViT's projection of a sequence-first
+  // input): the rows as matched are the loop of extent 1, whose stride is
+  // 0; folded, the 197 rows are a and c's leading dimension apart, which
+  // is what a block of rows per thread steps by.
+  const std::optional<Gemm> gemm =
+      MatchGemm(Product({197, 1, 2304}, 768, Affine({{768, 0}, {1, 3}}),
+                        Affine({{2304, 3}, {1, 2}}), Affine({{2304, 0}, {1, 2}})));
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_TRUE(gemm->batch.empty());
+  EXPECT_EQ(gemm->m, 197);
+  EXPECT_EQ(gemm->a.row_stride, 768);
+  EXPECT_EQ(gemm->c.row_stride, 2304);
+}
+
 TEST_F(GemmTest, BatchedOperandsKeepTheirBatchLoop) {
   // [2, 3, 4] x [2, 4, 5].
   const std::optional<Gemm> gemm =
@@ -86,8 +101,10 @@ TEST_F(GemmTest, TheLongestSharedLoopGivesTheRows) {
   EXPECT_EQ(gemm->m, 16);
   EXPECT_EQ(gemm->batch, std::vector<int64_t>{2});
   EXPECT_EQ(gemm->a.leading, 8);
+  EXPECT_EQ(gemm->a.row_stride, 8);
   EXPECT_EQ(gemm->a.batch_strides, std::vector<int64_t>{128});
   EXPECT_EQ(gemm->c.leading, 12);
+  EXPECT_EQ(gemm->c.row_stride, 12);
   EXPECT_EQ(gemm->c.batch_strides, std::vector<int64_t>{6});
   EXPECT_EQ(gemm->b.batch_strides, std::vector<int64_t>{0});
 }
