@@ -15,6 +15,7 @@ import ctypes
 import math
 import os
 import threading
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -35,13 +36,33 @@ class InvalidArgumentError(Error, ValueError):
 
 _INVALID_ARGUMENT = 1
 
-# loom_dtype, in loom_c.h's order.
-_DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),
-           np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.int8),
-           np.dtype(np.int16), np.dtype(np.uint8), np.dtype(np.uint16),
-           np.dtype(np.uint32), np.dtype(np.uint64)]
-_DTYPE_NAMES = ["f32", "f64", "i32", "i64", "bool", "i8", "i16", "u8", "u16",
-                "u32", "u64"]
+class _DType(NamedTuple):
+    """One of loom's dtypes: loom's name for it (graph text writes it in
+    capitals: F32), numpy's dtype, and torch's name for it (torch.float32)
+    where the torch.compile backend passes it to and from torch: not the
+    unsigned types wider than a byte, which torch added in 2.3 as
+    "barebones" types that most of its ops refuse."""
+    name: str
+    numpy: np.dtype
+    torch: Optional[str]
+
+
+# The one list of loom's dtypes, in loom_c.h's order: a dtype's position is
+# its loom_dtype value.
+_DTYPES = [
+    _DType("f32", np.dtype(np.float32), "float32"),
+    _DType("f64", np.dtype(np.float64), "float64"),
+    _DType("i32", np.dtype(np.int32), "int32"),
+    _DType("i64", np.dtype(np.int64), "int64"),
+    _DType("bool", np.dtype(np.bool_), "bool"),
+    _DType("i8", np.dtype(np.int8), "int8"),
+    _DType("i16", np.dtype(np.int16), "int16"),
+    _DType("u8", np.dtype(np.uint8), "uint8"),
+    _DType("u16", np.dtype(np.uint16), None),
+    _DType("u32", np.dtype(np.uint32), None),
+    _DType("u64", np.dtype(np.uint64), None),
+]
+_NUMPY_DTYPES = [d.numpy for d in _DTYPES]  # by loom_dtype value
 
 
 class _Tensor(ctypes.Structure):
@@ -122,19 +143,19 @@ class _Plan:
             encoded = name.encode()
             dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
             self.output_shapes.append((encoded, dims))  # alive as long as the structs
-            self.outputs[i] = _Tensor(encoded, _DTYPES.index(dtype), len(shape), dims, None)
+            self.outputs[i] = _Tensor(encoded, _NUMPY_DTYPES.index(dtype), len(shape), dims, None)
 
     def set_type(self, i, dtype, shape):
         """Input i's type, if it is not that already."""
         if self.types[i] != (dtype, shape):
-            if dtype not in _DTYPES:
+            if dtype not in _NUMPY_DTYPES:
                 raise InvalidArgumentError(
                     "input '%s' is %s, which loom has no type for (it has %s)" % (
-                        self.names[i].decode(), dtype, ", ".join(_DTYPE_NAMES)),
+                        self.names[i].decode(), dtype, ", ".join(d.name for d in _DTYPES)),
                     _INVALID_ARGUMENT)
             self.shapes[i] = (ctypes.c_int64 * max(len(shape), 1))(*shape)
             self.types[i] = (dtype, shape)
-            self.inputs[i] = _Tensor(self.names[i], _DTYPES.index(dtype), len(shape),
+            self.inputs[i] = _Tensor(self.names[i], _NUMPY_DTYPES.index(dtype), len(shape),
                                      self.shapes[i], None)
 
     def bind_input(self, i, array):
@@ -186,7 +207,8 @@ class Model:
         shape = ctypes.POINTER(ctypes.c_int64)()
         _check(function(self._handle, index, ctypes.byref(name), ctypes.byref(dtype),
                         ctypes.byref(rank), ctypes.byref(shape)))
-        return name.value.decode(), _DTYPES[dtype.value], tuple(shape[i] for i in range(rank.value))
+        return (name.value.decode(), _NUMPY_DTYPES[dtype.value],
+                tuple(shape[i] for i in range(rank.value)))
 
     def run(self, feeds):
         """Runs on `feeds` ({input name: array}); returns {output name: array}."""

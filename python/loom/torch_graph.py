@@ -1,0 +1,249 @@
+"""The translation of one of dynamo's FX graphs into loom graph text, for
+the torch.compile backend (loom.torch): the graph's inputs and weights, the
+loom value of each FX node, shapes and dtypes, and the writing of nodes.
+What each torch op becomes is loom.torch_ops' table, which the translator
+is given."""
+
+import os
+import types
+
+import numpy as np
+import torch
+
+import loom
+
+__all__ = ["GraphTranslator", "Unsupported", "is_weight", "numpy_dtype", "signature",
+           "unknown_op"]
+
+
+class Unsupported(Exception):
+    """Something in the graph loom does not compile."""
+
+
+def numpy_dtype(dtype):
+    """numpy's dtype for a torch dtype: torch names its dtypes as numpy does."""
+    return np.dtype(str(dtype).replace("torch.", ""))
+
+
+# The dtypes of torch's tensors a graph takes as inputs, and of the arrays it
+# keeps as weights (all of loom's but bool: a graph with a bool weight, such
+# as a mask kept as a buffer, runs eagerly), with their names in graph text.
+_INPUT_DTYPES = {getattr(torch, d.torch): d.name.upper() for d in loom._DTYPES if d.torch}
+_WEIGHT_DTYPES = {d.numpy: d.name.upper() for d in loom._DTYPES if d.name != "bool"}
+
+
+class GraphWriter:
+    """A loom graph text proto, with the weights' bytes in one file beside it."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.lines = []
+        self.weights = open(os.path.join(folder, "weights.bin"), "wb")
+        self.offset = 0
+        self.count = 0
+
+    def fresh(self, hint):
+        self.count += 1
+        return "%s_%d" % (hint, self.count)
+
+    @staticmethod
+    def _type(dtype, shape):
+        return "type { dtype: %s shape: [%s] }" % (dtype, ", ".join(str(int(d)) for d in shape))
+
+    def input(self, name, tensor):
+        if tensor.dtype not in _INPUT_DTYPES:
+            raise Unsupported("input of dtype %s" % tensor.dtype)
+        self.lines.append('input { name: "%s" %s }' % (
+            name, self._type(_INPUT_DTYPES[tensor.dtype], tensor.shape)))
+
+    def weight(self, hint, array):
+        """A new weight holding `array`; its name."""
+        array = np.ascontiguousarray(array)
+        dtype = _WEIGHT_DTYPES.get(array.dtype)
+        if dtype is None:
+            raise Unsupported("a weight of dtype %s" % array.dtype)
+        name = self.fresh(hint)
+        self.weights.write(array.astype(array.dtype.newbyteorder("<")).tobytes())
+        self.lines.append('weight { name: "%s" %s external { file: "weights.bin" offset: %d } }' % (
+            name, self._type(dtype, array.shape), self.offset))
+        self.offset += array.nbytes
+        return name
+
+    def node(self, op, inputs, outputs=1, **attrs):
+        """A new node of loom's `op`: the name of its output, or a list of
+        `outputs` names."""
+        names = [self.fresh(op) for _ in range(outputs)]
+        text = ['node { name: "%s" op: "%s"' % (self.fresh(op + "_node"), op)]
+        text += ['input: "%s"' % i for i in inputs]
+        text += ['output: "%s"' % o for o in names]
+        text += [self._attribute(key, value) for key, value in attrs.items()]
+        self.lines.append(" ".join(text) + " }")
+        return names[0] if outputs == 1 else names
+
+    @staticmethod
+    def _attribute(key, value):
+        if isinstance(value, bool):
+            value = int(value)
+        if isinstance(value, int):
+            return 'attr { name: "%s" i: %d }' % (key, value)
+        if isinstance(value, float):
+            return 'attr { name: "%s" f: %r }' % (key, value)
+        if isinstance(value, str):
+            return 'attr { name: "%s" s: "%s" }' % (key, value)
+        if all(isinstance(v, int) for v in value):
+            return 'attr { name: "%s" ints { v: [%s] } }' % (key, ", ".join(str(v) for v in value))
+        return 'attr { name: "%s" floats { v: [%s] } }' % (
+            key, ", ".join(repr(float(v)) for v in value))
+
+    def finish(self, outputs):
+        """Writes the graph with these outputs; its path."""
+        self.weights.close()
+        self.lines += ['output: "%s"' % o for o in outputs]
+        path = os.path.join(self.folder, "graph.pbtxt")
+        with open(path, "w") as f:
+            f.write('name: "torch_compile"\n' + "\n".join(self.lines) + "\n")
+        return path
+
+
+def is_weight(placeholder, arg):
+    """Whether a graph's placeholder is a parameter or buffer of the module
+    (a weight, whose shape and values the compile keeps) rather than an input."""
+    return isinstance(arg, torch.nn.Parameter) or (
+        "_parameters_" in placeholder.name or "_buffers_" in placeholder.name)
+
+
+def _weight_tensor(value):
+    """The tensor of a weight not yet written (a placeholder's value until its
+    first use), else None."""
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "weight":
+        return value[1]
+    return None
+
+
+def signature(names, **defaults):
+    """A torch function's parameters, in order, and their defaults, for
+    GraphTranslator.bind."""
+    return names.split(), defaults
+
+
+class GraphTranslator:
+    """Translates an FX graph, for these arguments, into a loom graph in
+    `folder`, each node by the translator `ops` has for its target (a torch
+    function for call_function nodes, a method's name for call_method
+    ones): translator(self, node) writes the node's loom nodes and returns
+    its loom value name, a tuple of them, or a plain Python value."""
+
+    def __init__(self, gm, args, folder, ops):
+        self.gm = gm
+        self.args = args
+        self.ops = ops
+        self.graph = GraphWriter(folder)
+        # Each FX node's value: a loom value name; ("weight", tensor) for a
+        # weight not written yet; a tuple for a node with several results;
+        # or a plain Python value (a symbolic size, a translator's marker).
+        self.env = {}
+        self.inputs = []  # positions of the args that are the loom graph's inputs
+        self.outputs = []  # (loom name, numpy dtype, shape) of the graph's outputs
+        self.macs = 0  # multiply-adds of its matrix products and recurrences
+
+    def run(self):
+        """Translates the graph; the path of the loom graph."""
+        try:
+            self._bind_placeholders()
+            return self._translate_nodes()
+        finally:
+            self.graph.weights.close()  # finish() closed it, unless a node was refused
+
+    def _bind_placeholders(self):
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        for position, (node, arg) in enumerate(zip(placeholders, self.args)):
+            if not isinstance(arg, torch.Tensor):
+                self.env[node] = arg  # a symbolic size: its value for this entry
+            elif is_weight(node, arg):
+                self.env[node] = ("weight", arg)
+            else:
+                name = "input_%d" % position
+                self.graph.input(name, arg)
+                self.env[node] = name
+                self.inputs.append(position)
+
+    def _translate_nodes(self):
+        outputs = None
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                outputs = [self.value(v) for v in node.args[0]]
+                for name, v in zip(outputs, node.args[0]):
+                    self.outputs.append((name, self.dtype_of(v), tuple(self.shape_of(v))))
+                break
+            self.env[node] = self.translate(node)
+        return self.graph.finish(outputs)
+
+    def translate(self, node):
+        """node's value, by its target's translator."""
+        if node.op not in ("call_function", "call_method"):
+            raise Unsupported("%s %s" % (node.op, node.target))
+        translator = self.ops.get(node.target)
+        if translator is None:
+            raise unknown_op(node)
+        return translator(self, node)
+
+    def value(self, arg):
+        """A loom value name for an FX argument (weights written on first use)."""
+        v = self.env[arg] if isinstance(arg, torch.fx.Node) else arg
+        tensor = _weight_tensor(v)
+        if tensor is not None:
+            name = self.graph.weight("w", tensor.detach().cpu().numpy())
+            if isinstance(arg, torch.fx.Node):
+                self.env[arg] = name
+            return name
+        if not isinstance(v, str):
+            raise Unsupported("a value of type %s where a tensor goes" % type(v).__name__)
+        return v
+
+    def raw(self, arg):
+        """A weight's array, or a plain Python value."""
+        v = self.env[arg] if isinstance(arg, torch.fx.Node) else arg
+        tensor = _weight_tensor(v)
+        if tensor is not None:
+            return tensor.detach().cpu().numpy()
+        if isinstance(v, (list, tuple)):
+            return type(v)(self.raw(a) for a in v)
+        return v
+
+    def shape_of(self, arg):
+        meta = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
+        if meta is None:
+            raise Unsupported("a value of unknown shape")
+        return [int(d) for d in meta.shape]
+
+    @staticmethod
+    def dtype_of(arg):
+        return numpy_dtype(arg.meta["example_value"].dtype)
+
+    def ints(self, values):
+        return [int(self.raw(v)) for v in values]
+
+    def bind(self, node, signature):
+        """node's arguments by parameter name, defaults filled in; plain
+        values (not tensors) resolved."""
+        names, defaults = signature
+        what = getattr(node.target, "__name__", node.target)
+        unknown = [k for k in node.kwargs if k not in names]
+        if len(node.args) > len(names) or unknown:
+            raise Unsupported("%s with arguments %s" % (what, unknown or node.args[len(names):]))
+        values = dict(defaults, **dict(zip(names, node.args)), **node.kwargs)
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise Unsupported("%s without %s" % (what, ", ".join(missing)))
+        return types.SimpleNamespace(**{
+            k: v if isinstance(v, torch.fx.Node) and not isinstance(self.env[v], int)
+            else self.raw(v) for k, v in values.items()})
+
+
+def unknown_op(node):
+    """The refusal of a node whose target (or use of it) loom does not translate."""
+    if node.op == "call_method":
+        return Unsupported("method %s" % node.target)
+    return Unsupported("op %s" % getattr(node.target, "__name__", node.target))

@@ -1,0 +1,805 @@
+"""What each torch op of dynamo's FX graphs becomes in loom, for the
+torch.compile backend (loom.torch). OPS, the one table, maps every target
+the translation knows (a torch function, or a tensor method's name) to its
+translator: translator(t, node), with t the GraphTranslator
+(loom.torch_graph), writes the loom nodes of FX `node` and returns its
+value. The translators follow torch's defaults and semantics."""
+
+import operator
+from functools import partial
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from loom.torch_graph import Unsupported, signature, unknown_op
+
+__all__ = ["OPS"]
+
+_CONV = signature("input weight bias stride padding dilation groups",
+                  bias=None, stride=1, padding=0, dilation=1, groups=1)
+_CONV_TRANSPOSE = signature("input weight bias stride padding output_padding groups dilation",
+                            bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                            dilation=1)
+_CONVOLUTION = signature(
+    "input weight bias stride padding dilation transposed output_padding groups")
+_MAX_POOL = signature("input kernel_size stride padding dilation ceil_mode return_indices",
+                      stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
+_AVG_POOL = signature(
+    "input kernel_size stride padding ceil_mode count_include_pad divisor_override",
+    stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)
+_ADAPTIVE_POOL = signature("input output_size")
+_BATCH_NORM = signature("input running_mean running_var weight bias training momentum eps",
+                        weight=None, bias=None, training=False, momentum=0.1, eps=1e-5)
+_EMBEDDING = signature(
+    "input weight padding_idx max_norm norm_type scale_grad_by_freq sparse",
+    padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)
+_PAD = signature("input pad mode value", mode="constant", value=None)
+_INTERPOLATE = signature(
+    "input size scale_factor mode align_corners recompute_scale_factor antialias",
+    size=None, scale_factor=None, mode="nearest", align_corners=None,
+    recompute_scale_factor=None, antialias=False)
+_DROPOUT = signature("input p training inplace", p=0.5, training=True, inplace=False)
+
+# The attention functions nn.MultiheadAttention and nn.TransformerEncoderLayer
+# call (their parameters as torch names them).
+_MULTI_HEAD_ATTENTION = signature(
+    "query key value embed_dim_to_check num_heads in_proj_weight in_proj_bias bias_k bias_v "
+    "add_zero_attn dropout_p out_proj_weight out_proj_bias training key_padding_mask "
+    "need_weights attn_mask use_separate_proj_weight q_proj_weight k_proj_weight v_proj_weight "
+    "static_k static_v average_attn_weights is_causal",
+    training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+    use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None,
+    static_k=None, static_v=None, average_attn_weights=True, is_causal=False)
+_SDPA = signature("query key value attn_mask dropout_p is_causal scale enable_gqa",
+                  attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)
+_ENCODER_LAYER = signature(
+    "src embed_dim num_heads qkv_weight qkv_bias proj_weight proj_bias use_gelu norm_first eps "
+    "norm_weight_1 norm_bias_1 norm_weight_2 norm_bias_2 ffn_weight_1 ffn_bias_1 ffn_weight_2 "
+    "ffn_bias_2 mask mask_type", mask=None, mask_type=None)
+
+# Activations with parameters.
+_WITH_NEGATIVE_SLOPE = signature("input negative_slope inplace", negative_slope=0.01,
+                                 inplace=False)
+_WITH_ALPHA = signature("input alpha inplace", alpha=1.0, inplace=False)
+_WITH_BOUNDS = signature("input min_val max_val inplace", min_val=-1.0, max_val=1.0,
+                         inplace=False)
+_INPUT_ONLY = signature("input inplace", inplace=False)
+
+
+class _Zeros:
+    """torch.zeros(...) of the graph: an lstm's or gru's default state."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+def _spatial(value, dims, kind=int):
+    """An int-or-tuple argument of a sliding-window op: one per spatial dim."""
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(values) == 1:
+        values *= dims
+    if len(values) != dims:
+        raise Unsupported("%s where %d spatial dims take one value each" % (value, dims))
+    return [kind(v) for v in values]
+
+
+def _spatial_input(t, node, x, dims):
+    """x's shape, which must be [N, C, spatial...] with `dims` spatial dims."""
+    shape = t.shape_of(x)
+    if len(shape) != dims + 2:
+        raise Unsupported("%s of a %d-D input (loom takes it batched: [N, C, %d spatial dims])"
+                          % (getattr(node.target, "__name__", node.target), len(shape), dims))
+    return shape
+
+
+# --- in-place updates ---
+
+_VIEW_METHODS = ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "permute",
+                 "transpose", "split", "chunk", "contiguous")
+_VIEW_FUNCTIONS = (torch.flatten, torch.reshape, torch.unsqueeze, torch.squeeze, torch.split,
+                   torch.chunk, operator.getitem)
+
+
+def _is_view(node):
+    """Whether FX `node` may share its operand's memory (a view op)."""
+    if node.op == "call_method":
+        return node.target in _VIEW_METHODS
+    return node.op == "call_function" and node.target in _VIEW_FUNCTIONS
+
+
+def _written_in_place(t, x, result):
+    """`result` written over x (`inplace=True`, `+=`, `masked_fill_`):
+    later readers of x read it. Over a graph input or a parameter it would
+    not reach the caller's tensor, and over a view, or a tensor with a
+    view, not the other tensor sharing its memory: such graphs run
+    eagerly."""
+    if not isinstance(x, torch.fx.Node):
+        raise Unsupported("an in-place update of a constant")
+    if x.op in ("placeholder", "get_attr"):
+        raise Unsupported("an in-place update of an input or a parameter")
+    if _is_view(x) or any(_is_view(user) for user in x.users):
+        raise Unsupported("an in-place update of a tensor that shares memory with a view")
+    t.env[x] = result
+    return result
+
+
+# --- convolutions and pools (loom's conv, conv_transpose, max_pool and
+# average_pool: ONNX's, with the pads as all begins, then all ends) ---
+
+def conv(t, node):
+    return _emit_conv(t, node, t.bind(node, _CONV))
+
+
+def conv_transpose(t, node):
+    return _emit_conv_transpose(t, node, t.bind(node, _CONV_TRANSPOSE))
+
+
+def convolution(t, node):
+    a = t.bind(node, _CONVOLUTION)
+    return (_emit_conv_transpose if a.transposed else _emit_conv)(t, node, a)
+
+
+def _emit_conv(t, node, a):
+    weight = t.shape_of(a.weight)  # [M, C / groups, kernel...]
+    dims = len(weight) - 2
+    _spatial_input(t, node, a.input, dims)
+    strides, dilations = _spatial(a.stride, dims), _spatial(a.dilation, dims)
+    if a.padding == "valid":
+        pads = [0] * (2 * dims)
+    elif a.padding == "same":  # the odd position at the end, as torch pads
+        total = [d * (k - 1) for d, k in zip(dilations, weight[2:])]
+        pads = [p // 2 for p in total] + [p - p // 2 for p in total]
+    else:
+        pads = _spatial(a.padding, dims) * 2
+    t.macs += np.prod(t.shape_of(node), dtype=np.float64) * np.prod(weight[1:])
+    return t.graph.node("conv", _conv_inputs(t, a), strides=strides, dilations=dilations,
+                        pads=pads, group=int(a.groups))
+
+
+def _emit_conv_transpose(t, node, a):
+    weight = t.shape_of(a.weight)  # [C, M / groups, kernel...]
+    dims = len(weight) - 2
+    x = _spatial_input(t, node, a.input, dims)
+    t.macs += np.prod(x, dtype=np.float64) * np.prod(weight[1:])
+    return t.graph.node("conv_transpose", _conv_inputs(t, a),
+                        strides=_spatial(a.stride, dims), dilations=_spatial(a.dilation, dims),
+                        pads=_spatial(a.padding, dims) * 2,
+                        output_padding=_spatial(a.output_padding, dims), group=int(a.groups))
+
+
+def _conv_inputs(t, a):
+    inputs = [t.value(a.input), t.value(a.weight)]
+    return inputs if a.bias is None else inputs + [t.value(a.bias)]
+
+
+def _window(t, node, a, dims):
+    """A pool's attributes; torch's stride defaults to the kernel."""
+    _spatial_input(t, node, a.input, dims)
+    kernel = _spatial(a.kernel_size, dims)
+    strides = kernel if a.stride in (None, [], ()) else _spatial(a.stride, dims)
+    return dict(kernel_shape=kernel, strides=strides, pads=_spatial(a.padding, dims) * 2,
+                ceil_mode=bool(a.ceil_mode))
+
+
+def max_pool(t, node, dims):
+    a = t.bind(node, _MAX_POOL)
+    attrs = _window(t, node, a, dims)
+    x = t.value(a.input)
+    if not a.return_indices:
+        return t.graph.node("max_pool", [x], dilations=_spatial(a.dilation, dims), **attrs)
+    values, indices = t.graph.node("max_pool", [x], outputs=2,
+                                   dilations=_spatial(a.dilation, dims), **attrs)
+    # loom's indices count over all of x [N, C, spatial...], torch's in one channel's plane.
+    plane = np.array(np.prod(t.shape_of(a.input)[2:]), np.int64)
+    return values, t.graph.node("mod", [indices, t.graph.weight("plane", plane)])
+
+
+def avg_pool(t, node, dims):
+    a = t.bind(node, _AVG_POOL)
+    if a.divisor_override is not None:
+        raise Unsupported("avg_pool with divisor_override")
+    return t.graph.node("average_pool", [t.value(a.input)],
+                        count_include_pad=bool(a.count_include_pad),
+                        **_window(t, node, a, dims))
+
+
+def adaptive_avg_pool(t, node, dims):
+    """Global (output size 1), or windows that tile the input exactly."""
+    a = t.bind(node, _ADAPTIVE_POOL)
+    sizes = _spatial_input(t, node, a.input, dims)[2:]
+    out = t.shape_of(node)[2:]
+    x = t.value(a.input)
+    if all(o == 1 for o in out):
+        return t.graph.node("reduce_mean", [x], axes=list(range(2, dims + 2)), keepdims=1)
+    if any(s % o for s, o in zip(sizes, out)):
+        raise Unsupported("adaptive_avg_pool from %s to %s (windows of unequal sizes)"
+                          % (sizes, out))
+    kernel = [s // o for s, o in zip(sizes, out)]
+    return t.graph.node("average_pool", [x], kernel_shape=kernel, strides=kernel)
+
+
+# --- normalisation, lookup, padding, resizing ---
+
+def batch_norm(t, node):
+    """Inference: loom's fold-batch-norm folds it into a conv before it."""
+    a = t.bind(node, _BATCH_NORM)
+    if a.training or a.running_mean is None or a.running_var is None:
+        raise Unsupported("batch_norm in training mode (loom compiles inference; "
+                          "call model.eval())")
+    channels, dtype = t.shape_of(a.input)[1], t.dtype_of(a.input)
+    scale = (t.graph.weight("ones", np.ones(channels, dtype)) if a.weight is None
+             else t.value(a.weight))
+    bias = (t.graph.weight("zeros", np.zeros(channels, dtype)) if a.bias is None
+            else t.value(a.bias))
+    return t.graph.node("batch_norm", [t.value(a.input), scale, bias,
+                                       t.value(a.running_mean),
+                                       t.value(a.running_var)], epsilon=float(a.eps))
+
+
+def group_norm(t, node):
+    x, groups, w, b, eps = (list(node.args) + [None, None, 1e-5])[:5]
+    return t.graph.node("group_norm", [t.value(x), t.value(w), t.value(b)],
+                        num_groups=int(groups), epsilon=float(node.kwargs.get("eps", eps)))
+
+
+def layer_norm(t, node):
+    x, shape, w, b, eps = (list(node.args) + [None, None, 1e-5])[:5]
+    if w is None or b is None:
+        raise Unsupported("layer_norm without affine parameters")
+    return t.graph.node("layer_norm", [t.value(x), t.value(w), t.value(b)],
+                        axis=-len(shape), epsilon=float(node.kwargs.get("eps", eps)))
+
+
+def embedding(t, node):
+    a = t.bind(node, _EMBEDDING)  # padding_idx and the rest matter only to training
+    if a.max_norm is not None:
+        raise Unsupported("embedding with max_norm (it renormalises the table's rows in place)")
+    return t.graph.node("gather", [t.value(a.weight), t.value(a.input)], axis=0)
+
+
+def pad(t, node):
+    """torch lists (begin, end) pairs from the last dim backwards."""
+    a = t.bind(node, _PAD)
+    rank = len(t.shape_of(a.input))
+    pads = t.ints(a.pad)
+    modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+    if a.mode not in modes:
+        raise Unsupported("pad mode '%s' (loom pads constant, reflect or replicate)" % a.mode)
+    if len(pads) % 2 or len(pads) > 2 * rank or min(pads) < 0:
+        raise Unsupported("pad %s of a %d-D input (negative pads crop)" % (pads, rank))
+    begins, ends = [0] * rank, [0] * rank
+    for i in range(len(pads) // 2):
+        begins[rank - 1 - i], ends[rank - 1 - i] = pads[2 * i], pads[2 * i + 1]
+    return t.graph.node("pad", [t.value(a.input)], pads=begins + ends,
+                        mode=modes[a.mode], value=float(a.value or 0))
+
+
+def interpolate(t, node):
+    a = t.bind(node, _INTERPOLATE)
+    if a.antialias:
+        raise Unsupported("interpolate with antialias")
+    if a.mode == "nearest":
+        attrs = _nearest_resize(a, t.shape_of(a.input), t.shape_of(node))
+    elif a.mode in ("linear", "bilinear", "trilinear"):
+        attrs = _linear_resize(a, t.shape_of(a.input), t.shape_of(node))
+    else:
+        raise Unsupported("interpolate mode '%s' (loom matches torch's nearest, linear, "
+                          "bilinear and trilinear)" % a.mode)
+    return t.graph.node("resize", [t.value(a.input)], **attrs)
+
+
+def _scale_factors(a, rank):
+    """torch's scale factors, where it computes with them rather than
+    with output size / input size."""
+    if a.scale_factor is None or a.recompute_scale_factor:
+        return None
+    return [float(f) for f in _spatial(a.scale_factor, rank - 2, float)]
+
+
+def _nearest_resize(a, shape, out):
+    """loom's resize attributes for interpolate's nearest mode."""
+    # torch's source index is floor(x * scale) in float32, with scale
+    # 1 / scale_factor or input / output size: floor(x / k), as loom's
+    # asymmetric floor, for whole upscaling factors k only.
+    factors = [o // i for i, o in zip(shape[2:], out[2:])]
+    given = _scale_factors(a, len(shape))
+    if any(o % i for i, o in zip(shape[2:], out[2:])) or given not in (None, factors):
+        raise Unsupported("nearest interpolation from %s to %s (loom matches torch only "
+                          "for whole upscaling factors)" % (shape[2:], out[2:]))
+    return dict(mode="nearest", coordinate_transformation_mode="asymmetric",
+                nearest_mode="floor", sizes=out)
+
+
+def _linear_resize(a, shape, out):
+    """loom's resize attributes for interpolate's (bi/tri)linear modes."""
+    # torch's source coordinate is (x + 0.5) / scale - 0.5, clamped at 0
+    # (loom's half_pixel clamps the taps instead: the same values), or
+    # with align_corners x (input - 1) / (output - 1), from the sizes.
+    if a.align_corners:
+        return dict(mode="linear", coordinate_transformation_mode="align_corners", sizes=out)
+    given = _scale_factors(a, len(shape))
+    size = dict(sizes=out) if given is None else dict(scales=[1.0, 1.0] + given)
+    return dict(mode="linear", coordinate_transformation_mode="half_pixel", **size)
+
+
+# --- pointwise ops, activations, products ---
+
+def _refuse_extra_arguments(node, op):
+    """A one-tensor function takes no arguments but inplace (and gelu's
+    approximate)."""
+    extra = [k for k in node.kwargs if k not in ("inplace", "approximate")]
+    if extra or len(node.args) > 1:
+        raise Unsupported("%s with arguments %s" % (op, extra or node.args[1:]))
+
+
+def pointwise(t, node, op):
+    """A function of one tensor that is loom's `op`."""
+    _refuse_extra_arguments(node, op)
+    result = t.graph.node(op, [t.value(node.args[0])])
+    return _written_in_place(t, node.args[0], result) if node.kwargs.get("inplace") else result
+
+
+def gelu(t, node):
+    _refuse_extra_arguments(node, "gelu")
+    return t.graph.node("gelu", [t.value(node.args[0])],
+                        approximate=node.kwargs.get("approximate", "none"))
+
+
+def activation(t, node, op, parameters, attributes):
+    """An activation with parameters (torch's, a signature): loom's `op`,
+    with the attributes `attributes` makes of the bound arguments."""
+    a = t.bind(node, parameters)
+    result = t.graph.node(op, [t.value(a.input)], **attributes(a))
+    return _written_in_place(t, a.input, result) if a.inplace else result
+
+
+def softmax(t, node, op):
+    """softmax or log_softmax along a given dim, in the input's dtype."""
+    args, kwargs = node.args, node.kwargs
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+    # F.softmax's fourth argument is its dtype (after _stacklevel).
+    if dim is None or kwargs.get("dtype") is not None or (len(args) > 3 and args[3] is not None):
+        raise Unsupported("softmax without a dim, or with a dtype")
+    return t.graph.node(op, [t.value(args[0])], axis=int(dim))
+
+
+def binary(t, node, op, in_place=False):
+    """A function of two tensors that is loom's `op` (`in_place`: written
+    over the first, as `+=`)."""
+    if node.kwargs:  # torch.add's alpha, an out= tensor
+        raise unknown_op(node)
+    result = t.graph.node(op, [t.value(a) for a in node.args[:2]])
+    return _written_in_place(t, node.args[0], result) if in_place else result
+
+
+def matmul(t, node):
+    if node.kwargs:
+        raise unknown_op(node)
+    t.macs += np.prod(t.shape_of(node), dtype=np.float64) * t.shape_of(node.args[0])[-1]
+    return t.graph.node("matmul", [t.value(a) for a in node.args[:2]])
+
+
+def linear(t, node):
+    args = node.args
+    x, w = args[0], args[1]
+    b = args[2] if len(args) > 2 else node.kwargs.get("bias")
+    t.macs += np.prod(t.shape_of(node), dtype=np.float64) * t.shape_of(x)[-1]
+    if b is None:  # x w^T
+        w_t = t.graph.node("transpose", [t.value(w)], perm=[1, 0])
+        return t.graph.node("matmul", [t.value(x), w_t])
+    return t.graph.node("linear", [t.value(x), t.value(w), t.value(b)])
+
+
+def dropout(t, node):
+    a = t.bind(node, _DROPOUT)
+    if a.training and a.p > 0:
+        raise Unsupported("dropout in training mode")
+    return t.value(a.input)
+
+
+def masked_fill(t, node):
+    return _filled(t, node, *node.args)
+
+
+def masked_fill_in_place(t, node):
+    return _written_in_place(t, node.args[0], _filled(t, node, *node.args))
+
+
+def _filled(t, node, x, mask, value):
+    """x with `value` where `mask` is true."""
+    fill = t.graph.weight("fill", np.array([t.raw(value)], t.dtype_of(node)))
+    return t.graph.node("where", [t.value(mask), fill, t.value(x)])
+
+
+# --- shapes, views and constants ---
+
+def reshape(t, node):
+    """To the node's shape (a view, reshape, flatten, squeeze or unsqueeze)."""
+    return t.graph.node("reshape", [t.value(node.args[0])], shape=t.shape_of(node))
+
+
+def expand(t, node):
+    return t.graph.node("expand", [t.value(node.args[0])], shape=t.shape_of(node))
+
+
+def contiguous(t, node):
+    return t.value(node.args[0])
+
+
+def permute(t, node):
+    args = node.args
+    dims = args[1] if isinstance(args[1], (list, tuple)) else args[1:]
+    return t.graph.node("transpose", [t.value(args[0])], perm=t.ints(dims))
+
+
+def transpose(t, node):
+    x = node.args[0]
+    rank = len(t.shape_of(x))
+    a, b = (int(t.raw(d)) % rank for d in node.args[1:3])
+    perm = list(range(rank))
+    perm[a], perm[b] = perm[b], perm[a]
+    return t.graph.node("transpose", [t.value(x)], perm=perm)
+
+
+def split(t, node):
+    return _split(t, node, *node.args, **node.kwargs)
+
+
+def _split(t, node, x, _sizes, dim=0):
+    """x.split(size or sizes, dim) or x.chunk(count, dim): parts along dim,
+    each of the size torch gave it (its meta)."""
+    rank = len(t.shape_of(x))
+    axis = int(t.raw(dim)) % rank
+    parts = [int(v.shape[axis]) for v in node.meta["example_value"]]
+    names = t.graph.node("split", [t.value(x)], outputs=len(parts), axis=axis, split=parts)
+    return tuple(names) if len(parts) > 1 else (names,)
+
+
+def getitem(t, node):
+    """A result of a node with several (a split, an lstm, attention)."""
+    results = t.env[node.args[0]]
+    if not isinstance(results, tuple):
+        raise Unsupported("indexing a tensor")
+    return results[node.args[1]]
+
+
+def concat(t, node):
+    args, kwargs = node.args, node.kwargs
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
+    axis = int(t.raw(dim)) % len(t.shape_of(node))
+    return t.graph.node("concat", [t.value(x) for x in args[0]], axis=axis)
+
+
+def zeros(t, node):
+    args = node.args
+    return _Zeros(t.ints(args[0] if isinstance(args[0], (list, tuple)) else args))
+
+
+def zeros_like(t, node):
+    """A constant (torch makes a float mask of a bool one so)."""
+    return t.graph.weight("zeros", np.zeros(t.shape_of(node), t.dtype_of(node)))
+
+
+def arange(t, node):
+    """Positions: a constant for these shapes."""
+    return t.graph.weight("arange", np.arange(*t.ints(node.args), dtype=t.dtype_of(node)))
+
+
+# --- attention (nn.MultiheadAttention and nn.TransformerEncoderLayer,
+# which torch calls as one function each, and scaled_dot_product_attention:
+# decomposed here into loom's linear, matmul, softmax, where and
+# layer_norm) ---
+
+def _masked(t, scores, dtype, mask, shape, excluded_where_true):
+    """`scores` (of `dtype`) with the FX value `mask` applied, reshaped to
+    `shape` (which broadcasts to the scores'): a float mask is added; a
+    bool one leaves out (-inf) where it is true (`excluded_where_true`,
+    as nn.MultiheadAttention reads it) or where it is false (as
+    scaled_dot_product_attention does)."""
+    value = t.value(mask)
+    if t.shape_of(mask) != list(shape):
+        value = t.graph.node("reshape", [value], shape=list(shape))
+    if t.dtype_of(mask) != np.bool_:
+        return t.graph.node("add", [scores, value])
+    minus_infinity = t.graph.weight("minus_inf", np.array([-np.inf], dtype))
+    branches = [minus_infinity, scores] if excluded_where_true else [scores, minus_infinity]
+    return t.graph.node("where", [value] + branches)
+
+
+def _attention(t, query, key, value, shapes, heads, in_weight, in_bias, out_weight, out_bias,
+               need_weights=False, average_weights=True, masks=()):
+    """Attention of loom values in batch-first layout, query [N, L, E] and
+    key and value [N, S, E] (`shapes`: the query's and the key's; the
+    same name thrice for self-attention), the scores [N, H, L, S] masked
+    by each (mask, its shape there) of nn.MultiheadAttention's `masks`:
+    (out [N, L, E], the weights [N, L, S] averaged over the heads or
+    [N, H, L, S], or None)."""
+    (batch, length, embed), source = shapes[0], shapes[1][1]
+    heads = int(heads)
+    head = embed // heads
+    w, b = t.raw(in_weight), t.raw(in_bias)
+    if b is None or t.raw(out_bias) is None:
+        raise Unsupported("attention without projection biases")
+    if query == key == value:  # self-attention: one product for q, k and v
+        qkv = t.graph.node("linear", [query, t.graph.weight("w_qkv", w),
+                                      t.graph.weight("b_qkv", b)])
+        q, k, v = t.graph.node("split", [qkv], outputs=3, axis=-1, split=[embed] * 3)
+    else:
+        q, k, v = (t.graph.node("linear", [x, t.graph.weight("w_" + part, w[i:i + embed]),
+                                           t.graph.weight("b_" + part, b[i:i + embed])])
+                   for x, part, i in ((query, "q", 0), (key, "k", embed),
+                                      (value, "v", 2 * embed)))
+
+    def split_heads(x, rows, perm):
+        return t.graph.node("transpose", [t.graph.node(
+            "reshape", [x], shape=[batch, rows, heads, head])], perm=perm)
+
+    # q [N, H, L, D] scaled, k^T [N, H, D, S], v [N, H, S, D].
+    scale = t.graph.weight("scale", np.array([head ** -0.5], w.dtype))
+    q = t.graph.node("mul", [split_heads(q, length, [0, 2, 1, 3]), scale])
+    scores = t.graph.node("matmul", [q, split_heads(k, source, [0, 2, 3, 1])])
+    for mask, shape in masks:
+        scores = _masked(t, scores, w.dtype, mask, shape, excluded_where_true=True)
+    weights = t.graph.node("softmax", [scores], axis=-1)
+    context = t.graph.node("matmul", [weights, split_heads(v, source, [0, 2, 1, 3])])
+    context = t.graph.node("reshape", [t.graph.node("transpose", [context], perm=[0, 2, 1, 3])],
+                           shape=[batch, length, embed])
+    out = t.graph.node("linear", [context, t.value(out_weight), t.value(out_bias)])
+    t.macs += float(batch) * embed * (2 * length * embed + 2 * source * embed
+                                      + 2 * length * source)
+    if not need_weights:
+        return out, None
+    if average_weights:
+        weights = t.graph.node("reduce_mean", [weights], axes=[1])
+    return out, weights
+
+
+def _unsupported_attention(a):
+    """Why loom does not compile this F.multi_head_attention_forward, or None."""
+    if a.is_causal and a.attn_mask is None:
+        return "causal attention without its mask"
+    if a.bias_k is not None or a.bias_v is not None or a.add_zero_attn:
+        return "attention with bias_k, bias_v or add_zero_attn"
+    if a.use_separate_proj_weight:
+        return "attention with separate projection weights"
+    if a.training and a.dropout_p > 0:
+        return "attention with dropout in training mode"
+    return None
+
+
+def multi_head_attention(t, node):
+    """F.multi_head_attention_forward, sequence first: [L, N, E]."""
+    a = t.bind(node, _MULTI_HEAD_ATTENTION)
+    reason = _unsupported_attention(a)
+    if reason:
+        raise Unsupported(reason)
+    inputs = [a.query, a.key, a.value]
+    names = {}
+    for x in inputs:  # each distinct input to batch first, once
+        if x not in names:
+            names[x] = t.graph.node("transpose", [t.value(x)], perm=[1, 0, 2])
+    shapes = [[s[1], s[0], s[2]] for s in (t.shape_of(a.query), t.shape_of(a.key))]
+    (batch, length, _), source = shapes[0], shapes[1][1]
+    heads = int(a.num_heads)
+    masks = []
+    if a.attn_mask is not None:  # [L, S] or [N * H, L, S]
+        rank = len(t.shape_of(a.attn_mask))
+        masks.append((a.attn_mask, [length, source] if rank == 2
+                      else [batch, heads, length, source]))
+    if a.key_padding_mask is not None:  # [N, S]
+        masks.append((a.key_padding_mask, [batch, 1, 1, source]))
+    out, weights = _attention(t, *(names[x] for x in inputs), shapes, heads,
+                              a.in_proj_weight, a.in_proj_bias, a.out_proj_weight,
+                              a.out_proj_bias, a.need_weights, a.average_attn_weights, masks)
+    return t.graph.node("transpose", [out], perm=[1, 0, 2]), weights
+
+
+def scaled_dot_product_attention(t, node):
+    """softmax(q k^T * scale + mask) v over the last two dims."""
+    a = t.bind(node, _SDPA)
+    if a.dropout_p > 0:
+        raise Unsupported("attention with dropout")
+    q_shape, k_shape = t.shape_of(a.query), t.shape_of(a.key)
+    if a.enable_gqa and q_shape[-3:-2] != k_shape[-3:-2]:
+        raise Unsupported("grouped-query attention")
+    length, source, depth = q_shape[-2], k_shape[-2], q_shape[-1]
+    scale = t.graph.weight("scale", np.array(
+        [a.scale if a.scale is not None else depth ** -0.5], t.dtype_of(a.query)))
+    rank = len(k_shape)
+    key_t = t.graph.node("transpose", [t.value(a.key)],
+                         perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    scores = t.graph.node("matmul", [t.graph.node("mul", [t.value(a.query), scale]), key_t])
+    if a.is_causal:  # the lower triangle, as torch.ones(L, S).tril()
+        causal = np.where(np.tri(length, source, dtype=bool), 0, -np.inf)
+        scores = t.graph.node("add", [scores, t.graph.weight(
+            "causal", causal.astype(t.dtype_of(a.query)))])
+    if a.attn_mask is not None:
+        scores = _masked(t, scores, t.dtype_of(a.query), a.attn_mask, t.shape_of(a.attn_mask),
+                         excluded_where_true=False)
+    t.macs += 2.0 * np.prod(q_shape[:-1], dtype=np.float64) * source * depth
+    weights = t.graph.node("softmax", [scores], axis=-1)
+    return t.graph.node("matmul", [weights, t.value(a.value)])
+
+
+def encoder_layer(t, node):
+    """torch._transformer_encoder_layer_fwd, nn.TransformerEncoderLayer's
+    inference fast path, batch first: [N, L, E]."""
+    a = t.bind(node, _ENCODER_LAYER)
+    if a.mask is not None:
+        raise Unsupported("an encoder layer with a mask")
+    shape = t.shape_of(a.src)
+    x = t.value(a.src)
+
+    def norm(y, w, b):
+        return t.graph.node("layer_norm", [y, t.value(w), t.value(b)], axis=-1,
+                            epsilon=float(a.eps))
+
+    def self_attention(y):
+        return _attention(t, y, y, y, [shape, shape], a.num_heads, a.qkv_weight, a.qkv_bias,
+                          a.proj_weight, a.proj_bias)[0]
+
+    def feed_forward(y):
+        hidden = t.graph.node("linear", [y, t.value(a.ffn_weight_1), t.value(a.ffn_bias_1)])
+        hidden = t.graph.node("gelu" if a.use_gelu else "relu", [hidden])
+        t.macs += 2.0 * np.prod(shape) * t.shape_of(a.ffn_weight_1)[0]
+        return t.graph.node("linear", [hidden, t.value(a.ffn_weight_2), t.value(a.ffn_bias_2)])
+
+    if a.norm_first:
+        x = t.graph.node("add", [x, self_attention(norm(x, a.norm_weight_1, a.norm_bias_1))])
+        return t.graph.node("add", [x, feed_forward(norm(x, a.norm_weight_2, a.norm_bias_2))])
+    x = norm(t.graph.node("add", [x, self_attention(x)]), a.norm_weight_1, a.norm_bias_1)
+    return norm(t.graph.node("add", [x, feed_forward(x)]), a.norm_weight_2, a.norm_bias_2)
+
+
+# --- recurrences ---
+
+def _gates(weight, order, hidden):
+    """PyTorch's gate blocks in loom's (ONNX's) order."""
+    return np.concatenate([weight[g * hidden:(g + 1) * hidden] for g in order])
+
+
+def lstm(t, node):
+    return _recurrence(t, node, True, *node.args)
+
+
+def gru(t, node):
+    return _recurrence(t, node, False, *node.args)
+
+
+def _recurrence(t, node, is_lstm, x, hx, params, has_biases, layers, dropout_p, train,
+                bidirectional, batch_first):
+    """torch.lstm's or torch.gru's arguments: loom's lstm or gru, a node per
+    layer."""
+    states = hx if is_lstm else (hx,)
+    if not all(isinstance(t.env.get(s, s), _Zeros) for s in states):
+        raise Unsupported("%s with a given initial state" % ("lstm" if is_lstm else "gru"))
+    if not has_biases:
+        raise Unsupported("%s without biases" % ("lstm" if is_lstm else "gru"))
+    if train and dropout_p > 0:
+        raise Unsupported("a recurrence with dropout in training mode")
+    weights = [t.raw(p) for p in params]
+    directions = 2 if bidirectional else 1
+    per_layer = 4 * directions
+    if len(weights) != int(layers) * per_layer:  # e.g. an LSTM's proj_size
+        raise Unsupported("a recurrence with %d weights for %d layers" % (len(weights), layers))
+    hidden = weights[1].shape[1]
+    order = [0, 3, 1, 2] if is_lstm else [1, 0, 2]  # (i,f,g,o) -> (i,o,f,c); (r,z,n) -> (z,r,h)
+    shape = t.shape_of(x)
+    batch, seq = (shape[0], shape[1]) if batch_first else (shape[1], shape[0])
+    y = t.value(x)
+    t.macs += float(batch * seq * layers * directions) * sum(w.size for w in weights) / (
+        layers * directions)
+    finals_h, finals_c = [], []
+    for layer in range(int(layers)):
+        w, r, b = [], [], []
+        for d in range(directions):
+            w_ih, w_hh, b_ih, b_hh = weights[layer * per_layer + 4 * d:][:4]
+            w.append(_gates(w_ih, order, hidden))
+            r.append(_gates(w_hh, order, hidden))
+            b.append(np.concatenate([_gates(b_ih, order, hidden), _gates(b_hh, order, hidden)]))
+        inputs = [y, t.graph.weight("W", np.stack(w)), t.graph.weight("R", np.stack(r)),
+                  t.graph.weight("B", np.stack(b))]
+        attrs = dict(hidden_size=int(hidden), layout=1 if batch_first else 0,
+                     direction="bidirectional" if bidirectional else "forward")
+        if not is_lstm:
+            attrs["linear_before_reset"] = 1
+        outs = t.graph.node("lstm" if is_lstm else "gru", inputs, outputs=3 if is_lstm else 2,
+                            **attrs)
+        finals_h.append(outs[1])
+        if is_lstm:
+            finals_c.append(outs[2])
+        # Y: [batch, seq, dirs, hidden] (layout 1) or [seq, dirs, batch, hidden].
+        seq_out = outs[0]
+        if not batch_first:
+            seq_out = t.graph.node("transpose", [seq_out], perm=[0, 2, 1, 3])
+        y = t.graph.node("reshape", [seq_out],
+                         shape=[batch, seq, directions * hidden] if batch_first
+                         else [seq, batch, directions * hidden])
+
+    def stacked(finals):
+        # Y_h: [batch, dirs, hidden] (layout 1) or [dirs, batch, hidden]:
+        # PyTorch's h_n is [layers * dirs, batch, hidden].
+        axis = 1 if batch_first else 0
+        v = finals[0] if len(finals) == 1 else t.graph.node("concat", finals, axis=axis)
+        return t.graph.node("transpose", [v], perm=[1, 0, 2]) if batch_first else v
+
+    # torch.lstm's results are (output, h_n, c_n); torch.gru's (output, h_n).
+    return (y, stacked(finals_h), stacked(finals_c)) if is_lstm else (y, stacked(finals_h))
+
+
+# --- the table ---
+
+# Every target the translation knows, and its translator: torch functions
+# (call_function nodes) and tensor methods by name (call_method nodes). dynamo
+# inlines modules' forward into these; a module it leaves whole (a
+# call_module node) is refused.
+OPS = {
+    # Convolutions and pools.
+    torch.conv1d: conv, torch.conv2d: conv, torch.conv3d: conv,
+    torch.conv_transpose1d: conv_transpose, torch.conv_transpose2d: conv_transpose,
+    torch.conv_transpose3d: conv_transpose, torch.convolution: convolution,
+    F.max_pool1d: partial(max_pool, dims=1), F.max_pool2d: partial(max_pool, dims=2),
+    F.max_pool3d: partial(max_pool, dims=3),
+    torch.max_pool1d: partial(max_pool, dims=1), torch.max_pool2d: partial(max_pool, dims=2),
+    torch.max_pool3d: partial(max_pool, dims=3),
+    F.avg_pool1d: partial(avg_pool, dims=1), F.avg_pool2d: partial(avg_pool, dims=2),
+    F.avg_pool3d: partial(avg_pool, dims=3),
+    F.adaptive_avg_pool1d: partial(adaptive_avg_pool, dims=1),
+    F.adaptive_avg_pool2d: partial(adaptive_avg_pool, dims=2),
+    F.adaptive_avg_pool3d: partial(adaptive_avg_pool, dims=3),
+    # Normalisation, lookup, padding, resizing.
+    F.batch_norm: batch_norm, F.group_norm: group_norm, F.layer_norm: layer_norm,
+    F.embedding: embedding, F.pad: pad, torch._C._nn.pad: pad, F.interpolate: interpolate,
+    # Pointwise ops and activations.
+    torch.relu: partial(pointwise, op="relu"), F.relu: partial(pointwise, op="relu"),
+    torch.tanh: partial(pointwise, op="tanh"), torch.sigmoid: partial(pointwise, op="sigmoid"),
+    torch.exp: partial(pointwise, op="exp"), torch.neg: partial(pointwise, op="neg"),
+    F.silu: partial(pointwise, op="silu"), F.gelu: gelu,
+    F.leaky_relu: partial(activation, op="leaky_relu", parameters=_WITH_NEGATIVE_SLOPE,
+                          attributes=lambda a: dict(alpha=float(a.negative_slope))),
+    F.elu: partial(activation, op="elu", parameters=_WITH_ALPHA,
+                   attributes=lambda a: dict(alpha=float(a.alpha))),
+    F.hardtanh: partial(activation, op="clip", parameters=_WITH_BOUNDS,
+                        attributes=lambda a: dict(min=float(a.min_val), max=float(a.max_val))),
+    F.relu6: partial(activation, op="clip", parameters=_INPUT_ONLY,
+                     attributes=lambda a: dict(min=0.0, max=6.0)),
+    F.hardswish: partial(activation, op="hard_swish", parameters=_INPUT_ONLY,
+                         attributes=lambda a: {}),
+    F.hardsigmoid: partial(activation, op="hard_sigmoid", parameters=_INPUT_ONLY,
+                           attributes=lambda a: dict(alpha=1 / 6, beta=0.5)),
+    torch.softmax: partial(softmax, op="softmax"), F.softmax: partial(softmax, op="softmax"),
+    torch.log_softmax: partial(softmax, op="log_softmax"),
+    F.log_softmax: partial(softmax, op="log_softmax"),
+    F.dropout: dropout,
+    torch.masked_fill: masked_fill, "masked_fill": masked_fill,
+    "masked_fill_": masked_fill_in_place,
+    # Arithmetic and products.
+    operator.add: partial(binary, op="add"), torch.add: partial(binary, op="add"),
+    operator.sub: partial(binary, op="sub"), torch.sub: partial(binary, op="sub"),
+    operator.mul: partial(binary, op="mul"), torch.mul: partial(binary, op="mul"),
+    operator.truediv: partial(binary, op="div"), torch.div: partial(binary, op="div"),
+    operator.iadd: partial(binary, op="add", in_place=True),
+    operator.isub: partial(binary, op="sub", in_place=True),
+    operator.imul: partial(binary, op="mul", in_place=True),
+    operator.itruediv: partial(binary, op="div", in_place=True),
+    operator.matmul: matmul, torch.matmul: matmul, torch.bmm: matmul, torch.mm: matmul,
+    F.linear: linear,
+    # Shapes and views.
+    torch.flatten: reshape, torch.reshape: reshape, torch.unsqueeze: reshape,
+    torch.squeeze: reshape, "view": reshape, "reshape": reshape, "flatten": reshape,
+    "unsqueeze": reshape, "squeeze": reshape,
+    "expand": expand, "contiguous": contiguous, "permute": permute, "transpose": transpose,
+    torch.split: split, torch.chunk: split, "split": split, "chunk": split,
+    operator.getitem: getitem,
+    torch.cat: concat, torch.concat: concat,
+    getattr(torch, "concatenate", torch.cat): concat,  # older torch has no concatenate
+    # Constants.
+    torch.zeros: zeros, torch.zeros_like: zeros_like, torch.arange: arange,
+    # Attention.
+    F.multi_head_attention_forward: multi_head_attention,
+    F.scaled_dot_product_attention: scaled_dot_product_attention,
+    torch._transformer_encoder_layer_fwd: encoder_layer,
+    # Recurrences.
+    torch.lstm: lstm, torch.gru: gru,
+}
