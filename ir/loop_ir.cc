@@ -10,7 +10,7 @@
 namespace loom {
 
 int ScalarFnArity(ScalarFn fn) {
-  if (fn <= ScalarFn::kNot) return 1;  // the unary functions come first
+  if (fn <= ScalarFn::kBitNot) return 1;  // the unary functions come first
   if (fn == ScalarFn::kSelect) return 3;
   return 2;
 }
@@ -36,6 +36,7 @@ const char* ScalarFnName(ScalarFn fn) {
     case ScalarFn::kRound: return "round";
     case ScalarFn::kSign: return "sign";
     case ScalarFn::kNot: return "not";
+    case ScalarFn::kBitNot: return "bit_not";
     case ScalarFn::kAdd: return "add";
     case ScalarFn::kSub: return "sub";
     case ScalarFn::kMul: return "mul";
@@ -56,6 +57,9 @@ const char* ScalarFnName(ScalarFn fn) {
     case ScalarFn::kAnd: return "and";
     case ScalarFn::kOr: return "or";
     case ScalarFn::kXor: return "xor";
+    case ScalarFn::kBitAnd: return "bit_and";
+    case ScalarFn::kBitOr: return "bit_or";
+    case ScalarFn::kBitXor: return "bit_xor";
     case ScalarFn::kSelect: return "select";
   }
   // clang-format on

@@ -53,14 +53,19 @@ enum class ScalarFn : uint8_t {
   // clang-format off
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kReciprocal, kTanh, kSigmoid, kRelu,
   kErf, kSin, kCos, kFloor, kCeil, kRound, kSign,
-  kNot,
+  kNot,     // on bools
+  kBitNot,  // on integers
   // Binary. kMod: the remainder takes the sign of the divisor (Python's %);
   // kFmod: the sign of the dividend (C's fmod). An integer remainder by zero
   // is 0 (the interpreter rejects it; generated code must not trap).
   kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod, kFmod,
-  kShl, kShr,  // on unsigned integers; by the width or more gives 0
+  // On integers, as bit_shift: signed right shifts are arithmetic, left
+  // shifts wrap; by the width or more, or by a negative amount, gives -1
+  // for a right shift of a negative number and 0 otherwise.
+  kShl, kShr,
   kEq, kNe, kLt, kLe, kGt, kGe,
   kAnd, kOr, kXor,  // on bools
+  kBitAnd, kBitOr, kBitXor,  // on integers
   // Ternary: select(cond, a, b).
   kSelect,
   // clang-format on

@@ -142,10 +142,12 @@ TEST(LoopIrTest, ScalarFnArity) {
   EXPECT_EQ(ScalarFnArity(ScalarFn::kExp), 1);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kSign), 1);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kNot), 1);
+  EXPECT_EQ(ScalarFnArity(ScalarFn::kBitNot), 1);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kAdd), 2);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kFmod), 2);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kGe), 2);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kXor), 2);
+  EXPECT_EQ(ScalarFnArity(ScalarFn::kBitXor), 2);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kSelect), 3);
   EXPECT_STREQ(ScalarFnName(ScalarFn::kRound), "round");
   EXPECT_STREQ(ReduceKindName(ReduceKind::kArgMinLast), "argmin_last");

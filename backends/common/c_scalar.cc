@@ -264,11 +264,53 @@ std::string ArithmeticExpr(const Call& c) {
       return absl::StrCat("(LOOM_UNORDERED(", a[0], ", ", a[1], ") ? ", a[0], " + ", a[1], " : ",
                           pick, ")");
     }
-    // A shift by the width or more gives 0 (undefined in C).
+    default:  // another family's (CallExpr dispatches)
+      return "0";
+  }
+}
+
+// kShl and kShr, as bit_shift. A shift by the width or more, or (signed)
+// by a negative amount, is undefined in C: it gives 0, or -1 for a right
+// shift of a negative number. >> on a signed number is arithmetic (GCC,
+// NVCC); a signed left shift goes through the unsigned type of its width,
+// so that the bits past the sign bit wrap rather than overflow. GCC 12
+// vectorises the test `b < 0 || b >= 8`; it did not vectorise the single
+// unsigned comparison `(uint8_t)b >= 8`.
+std::string ShiftExpr(const Call& c) {
+  const std::vector<std::string>& a = c.a;
+  const int width = 8 * DTypeSize(c.operand_type);
+  const bool left = c.fn == ScalarFn::kShl;
+  if (c.is_unsigned()) {
+    return absl::StrCat("(", c.t(), ")(", a[1], " >= ", width, " ? 0 : ", a[0],
+                        left ? " << " : " >> ", a[1], ")");
+  }
+  const std::string outside = absl::StrCat(a[1], " < 0 || ", a[1], " >= ", width);
+  if (left) {
+    // "uint8_t" for "int8_t", and so on.
+    const std::string unsigned_type = absl::StrCat("u", CType(c.operand_type));
+    return absl::StrCat("(", c.t(), ")(", outside, " ? 0 : (", unsigned_type, ")", a[0], " << ",
+                        a[1], ")");
+  }
+  return absl::StrCat("(", c.t(), ")(", outside, " ? (", a[0], " < 0 ? -1 : 0) : ", a[0], " >> ",
+                      a[1], ")");
+}
+
+// The bitwise operations and shifts of integers. The operators promote
+// narrow types to int: the result is cast back.
+std::string BitwiseExpr(const Call& c) {
+  const std::vector<std::string>& a = c.a;
+  switch (c.fn) {
+    case ScalarFn::kBitNot:
+      return absl::StrCat("(", c.t(), ")~", a[0]);
+    case ScalarFn::kBitAnd:
+      return absl::StrCat("(", c.t(), ")(", a[0], " & ", a[1], ")");
+    case ScalarFn::kBitOr:
+      return absl::StrCat("(", c.t(), ")(", a[0], " | ", a[1], ")");
+    case ScalarFn::kBitXor:
+      return absl::StrCat("(", c.t(), ")(", a[0], " ^ ", a[1], ")");
     case ScalarFn::kShl:
     case ScalarFn::kShr:
-      return absl::StrCat("(", c.t(), ")(", a[1], " >= ", 8 * DTypeSize(c.operand_type),
-                          " ? 0 : ", a[0], c.fn == ScalarFn::kShl ? " << " : " >> ", a[1], ")");
+      return ShiftExpr(c);
     default:  // another family's (CallExpr dispatches)
       return "0";
   }
@@ -368,9 +410,14 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
     case ScalarFn::kPow:
     case ScalarFn::kMax:
     case ScalarFn::kMin:
+      return ArithmeticExpr(c);
+    case ScalarFn::kBitNot:
+    case ScalarFn::kBitAnd:
+    case ScalarFn::kBitOr:
+    case ScalarFn::kBitXor:
     case ScalarFn::kShl:
     case ScalarFn::kShr:
-      return ArithmeticExpr(c);
+      return BitwiseExpr(c);
     case ScalarFn::kMod:
     case ScalarFn::kFmod:
       return RemainderExpr(c);

@@ -88,6 +88,30 @@ TEST(CScalarTest, NarrowAndUnsignedTypes) {
             std::string::npos);
 }
 
+TEST(CScalarTest, BitwiseOperatorsCastBackToTheType) {
+  HelperSet helpers;
+  EXPECT_EQ(CallExpr(ScalarFn::kBitAnd, DType::kI8, DType::kI8, {"a", "b"}, helpers),
+            "(int8_t)(a & b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kBitOr, DType::kU64, DType::kU64, {"a", "b"}, helpers),
+            "(uint64_t)(a | b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kBitXor, DType::kI32, DType::kI32, {"a", "b"}, helpers),
+            "(int32_t)(a ^ b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kBitNot, DType::kU16, DType::kU16, {"a"}, helpers), "(uint16_t)~a");
+  EXPECT_TRUE(helpers.none());
+}
+
+// Signed shifts: arithmetic to the right, through the unsigned type to the
+// left; a negative amount or the width or more gives -1 or 0.
+TEST(CScalarTest, SignedShiftsAreTotal) {
+  HelperSet helpers;
+  EXPECT_EQ(CallExpr(ScalarFn::kShr, DType::kI8, DType::kI8, {"a", "b"}, helpers),
+            "(int8_t)(b < 0 || b >= 8 ? (a < 0 ? -1 : 0) : a >> b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kShl, DType::kI64, DType::kI64, {"a", "b"}, helpers),
+            "(int64_t)(b < 0 || b >= 64 ? 0 : (uint64_t)a << b)");
+  EXPECT_EQ(CallExpr(ScalarFn::kShr, DType::kU32, DType::kU32, {"a", "b"}, helpers),
+            "(uint32_t)(b >= 32 ? 0 : a >> b)");
+}
+
 // Combining partial results must agree with folding in order: NaN beats
 // numbers, ties go to the first (or last) position.
 TEST(CScalarTest, CombiningPartialArgReductions) {

@@ -122,7 +122,9 @@ absl::Status ConvertMod(NodeContext& ctx) {
   return ctx.status();
 }
 
-// BitShift on unsigned integers: direction LEFT or RIGHT (required).
+// BitShift: direction LEFT or RIGHT (required). Before opset 28 it shifts
+// unsigned integers only; from 28 also signed ones, as loom's bit_shift
+// does.
 absl::Status ConvertBitShift(NodeContext& ctx) {
   constexpr AttrKind kString = onnx::AttributeProto::STRING;
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"direction", kString}}));
@@ -131,7 +133,13 @@ absl::Status ConvertBitShift(NodeContext& ctx) {
     return ctx.Refuse(absl::StrCat("attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"",
                                    direction, "\""));
   }
-  ctx.EmitOutput(0, "bit_shift", {ctx.In(0), ctx.In(1)},
+  const ValueId x = ctx.In(0);
+  const DType dtype = ctx.TypeOf(x).dtype;
+  if (ctx.ok() && ctx.opset() < 28 && !IsUnsigned(dtype)) {
+    return ctx.Refuse(absl::StrCat("input X has dtype ", DTypeName(dtype), "; before opset 28 (",
+                                   ctx.opset(), " here) BitShift takes unsigned integers only"));
+  }
+  ctx.EmitOutput(0, "bit_shift", {x, ctx.In(1)},
                  MakeAttrs({{"direction", std::string(direction == "LEFT" ? "left" : "right")}}));
   return ctx.status();
 }
@@ -595,6 +603,10 @@ void AddElementwiseConverters(ConverterMap& map) {
       {"LessOrEqual", "less_equal"},
       {"GreaterOrEqual", "greater_equal"},
       {"Not", "logical_not"},
+      {"BitwiseNot", "bitwise_not"},
+      {"BitwiseAnd", "bitwise_and"},
+      {"BitwiseOr", "bitwise_or"},
+      {"BitwiseXor", "bitwise_xor"},
       {"Where", "where"},
       {"Softplus", "softplus"},
       {"HardSwish", "hard_swish"},

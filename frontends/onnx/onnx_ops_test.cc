@@ -1,8 +1,8 @@
 // The ONNX importer's mappings of the elementwise, tensor and math ops
 // (onnx_ops_elementwise.cc, onnx_ops_tensor.cc, onnx_ops_math.cc): Clip's
 // bounds, gathers and scatters (indices known at import or only at run
-// time), Split by a count, legacy broadcasting, BitShift, quantization, MatMulInteger, TopK,
-// the window functions and refusals.
+// time), Split by a count, legacy broadcasting, BitShift, the bitwise ops,
+// quantization, MatMulInteger, TopK, the window functions and refusals.
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -250,11 +250,60 @@ TEST(OnnxOpsTest, BitShiftOnUnsignedIntegers) {
   EXPECT_THAT(
       ImportOnnxModel(up.model()).status().message(),
       HasSubstr("node 'up' (BitShift): attribute 'direction' must be \"LEFT\" or \"RIGHT\""));
-  ModelBuilder signed_shift;
-  signed_shift.Input("x", onnx::TensorProto::INT32, {1}).Output("y");
-  SetString(signed_shift.Node("BitShift", {"x", "x"}, {"y"}, "s"), "direction", "RIGHT");
-  EXPECT_THAT(ImportOnnxModel(signed_shift.model()).status().message(),
-              HasSubstr("input 0 has dtype i32, expected an unsigned integer dtype"));
+}
+
+// Signed types are BitShift's from opset 28: before it they make an
+// invalid model.
+TEST(OnnxOpsTest, BitShiftOnSignedIntegersFromOpset28) {
+  for (int64_t opset : {27, 28}) {
+    ModelBuilder b(opset);
+    b.Input("x", onnx::TensorProto::INT8, {4}).Input("n", onnx::TensorProto::INT8, {4});
+    b.Output("y");
+    SetString(b.Node("BitShift", {"x", "n"}, {"y"}, "s"), "direction", "RIGHT");
+    absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+    if (opset == 27) {
+      EXPECT_THAT(graph.status().message(),
+                  HasSubstr("node 's' (BitShift): input X has dtype i8; before opset 28 (27 "
+                            "here) BitShift takes unsigned integers only"));
+      continue;
+    }
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    Tensor x(DType::kI8, {4}), n(DType::kI8, {4});
+    const int64_t xs[] = {-128, -7, 100, -1}, ns[] = {3, -1, 8, 7};
+    for (int64_t i = 0; i < 4; ++i) {
+      x.SetInt(i, xs[i]);
+      n.SetInt(i, ns[i]);
+    }
+    absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {x, n});
+    ASSERT_TRUE(y.ok()) << y.status();
+    const int64_t expected[] = {-16, -1, 0, -1};  // arithmetic; out of range: -1 or 0
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ((*y)[0].GetInt(i), expected[i]) << i;
+  }
+}
+
+TEST(OnnxOpsTest, BitwiseOps) {
+  ModelBuilder b(18);
+  b.Input("a", onnx::TensorProto::INT16, {2, 2}).Input("b", onnx::TensorProto::INT16, {2});
+  b.Output("and").Output("or").Output("xor").Output("not");
+  b.Node("BitwiseAnd", {"a", "b"}, {"and"});
+  b.Node("BitwiseOr", {"a", "b"}, {"or"});
+  b.Node("BitwiseXor", {"a", "b"}, {"xor"});
+  b.Node("BitwiseNot", {"a"}, {"not"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor a(DType::kI16, {2, 2}), bv(DType::kI16, {2});
+  const int64_t as[] = {0x0ff0, -1, 0, -32768}, bs[] = {0x00ff, 0x5555};
+  for (int64_t i = 0; i < 4; ++i) a.SetInt(i, as[i]);
+  for (int64_t i = 0; i < 2; ++i) bv.SetInt(i, bs[i]);
+  absl::StatusOr<std::vector<Tensor>> y = Interpret(*graph, {a, bv});
+  ASSERT_TRUE(y.ok()) << y.status();
+  const int64_t expected[4][4] = {{0x00f0, 0x5555, 0, 0},
+                                  {0x0fff, -1, 0x00ff, -32768 | 0x5555},
+                                  {0x0f0f, ~0x5555, 0x00ff, -32768 | 0x5555},
+                                  {~0x0ff0, 0, -1, 32767}};
+  for (int o = 0; o < 4; ++o) {
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ((*y)[o].GetInt(i), expected[o][i]) << o << ", " << i;
+  }
 }
 
 TEST(OnnxOpsTest, FloatOnlyOpsRefuseIntegers) {

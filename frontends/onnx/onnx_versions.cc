@@ -96,9 +96,14 @@ const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
       {"AveragePool", 28},
       {"MaxPool", 28},
       // 28: Mod's fmod=0 defined for floats (floor mod, as loom's mod);
-      // BitShift defined for signed types (loom's bit_shift refuses them).
+      // BitShift defined for signed types (loom's bit_shift supports them).
       {"Mod", 28},
       {"BitShift", 28},
+      // 18: new, on integers.
+      {"BitwiseAnd", 28},
+      {"BitwiseOr", 28},
+      {"BitwiseXor", 28},
+      {"BitwiseNot", 28},
       // New: Mish (18), Gelu (20), Swish (24).
       {"Mish", 28},
       {"Gelu", 28},

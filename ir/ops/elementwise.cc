@@ -17,8 +17,13 @@
 // - cast from float to int truncates toward zero, saturates at the target's
 //   range and maps NaN to 0; between integers it wraps to the target's width
 //   (C's conversion); cast to bool is (x != 0).
-// - bit_shift (unsigned only) shifts by the second operand; a shift by the
-//   width of the type or more gives 0.
+// - bit_shift shifts the first operand by the second (ONNX's BitShift,
+//   version 28): right shifts of signed integers are arithmetic, left shifts
+//   wrap (two's complement). A shift by the width of the type or more, or by
+//   a negative amount, gives -1 for a right shift of a negative number and 0
+//   otherwise.
+// - bitwise_and, bitwise_or, bitwise_xor and bitwise_not act on the bits of
+//   the integer type (two's complement for signed ones).
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -402,27 +407,69 @@ absl::StatusOr<bool> ShiftsLeft(const Node& node) {
   return direction == "left";
 }
 
-// On unsigned integers of the same dtype; a shift by the width or more
-// gives 0 (C leaves it undefined).
+// `x` shifted by `by` (both int64 bits of a type `width` bits wide, as
+// GetInt reads them); SetInt wraps the result to the width. C leaves shifts
+// by the width or more, or by a negative amount, undefined.
+int64_t ShiftBits(int64_t x, int64_t by, bool left, bool is_unsigned, int64_t width) {
+  if (is_unsigned) {
+    const uint64_t ux = static_cast<uint64_t>(x);
+    const uint64_t uby = static_cast<uint64_t>(by);  // a u64 amount may exceed INT64_MAX
+    if (uby >= static_cast<uint64_t>(width)) return 0;
+    return Wrap(left ? ux << uby : ux >> uby);
+  }
+  if (by < 0 || by >= width) return !left && x < 0 ? -1 : 0;
+  // x is sign-extended: >> is arithmetic (GCC and Clang have always done so;
+  // C++20 requires it), and the bits shifted past the type's sign bit wrap.
+  return left ? Wrap(static_cast<uint64_t>(x) << by) : x >> by;
+}
+
+// On integers of the same dtype.
 OpDef BitShiftOp() {
-  ShapeFn infer = BroadcastWithAttr(DTypeClass::kUnsigned, ShiftsLeft);
+  ShapeFn infer = BroadcastWithAttr(DTypeClass::kInteger, ShiftsLeft);
   EvalFn eval = [](const Node& node, absl::Span<const Tensor* const> in,
                    absl::Span<Tensor> out) -> absl::Status {
     LOOM_ASSIGN_OR_RETURN(bool left, ShiftsLeft(node));
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
-    const uint64_t width = 8 * static_cast<uint64_t>(DTypeSize(a.dtype()));
+    const bool is_unsigned = IsUnsigned(a.dtype());
+    const int64_t width = 8 * DTypeSize(a.dtype());
     ForEachBroadcast(in, out[0], [&](int64_t i, const StridedWalk& w) {
-      const uint64_t x = static_cast<uint64_t>(a.GetInt(w.offset(0)));
-      const uint64_t by = static_cast<uint64_t>(b.GetInt(w.offset(1)));
-      const uint64_t shifted = by >= width ? 0 : left ? x << by : x >> by;
-      out[0].SetInt(i, static_cast<int64_t>(shifted));
+      out[0].SetInt(
+          i, ShiftBits(a.GetInt(w.offset(0)), b.GetInt(w.offset(1)), left, is_unsigned, width));
     });
     return absl::OkStatus();
   };
   return WithPattern(Exact(FixedArityOp("bit_shift", 2, {{"direction", AttrType::kString, true}},
                                         std::move(infer), std::move(eval))),
                      OpPattern::kBroadcast);
+}
+
+// The bitwise ops act on int64 bits alike for signed and unsigned types
+// (SetInt wraps the result to the width).
+template <template <typename> class Bitwise>
+OpDef BitwiseOp(std::string name) {
+  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    ForEachBroadcast(in, out[0], [&](int64_t i, const StridedWalk& w) {
+      out[0].SetInt(i, Bitwise<int64_t>()(a.GetInt(w.offset(0)), b.GetInt(w.offset(1))));
+    });
+    return absl::OkStatus();
+  };
+  return WithPattern(
+      Exact(FixedArityOp(std::move(name), 2, {}, BroadcastShapeFn(DTypeClass::kInteger, false),
+                         std::move(eval))),
+      OpPattern::kBroadcast);
+}
+
+OpDef BitwiseNotOp() {
+  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+    for (int64_t i = 0; i < out[0].num_elements(); ++i) out[0].SetInt(i, ~in[0]->GetInt(i));
+    return absl::OkStatus();
+  };
+  return WithPattern(Exact(FixedArityOp("bitwise_not", 1, {}, SameTypeShapeFn(DTypeClass::kInteger),
+                                        std::move(eval))),
+                     OpPattern::kElementwise);
 }
 
 OpDef CastOp() {
@@ -465,6 +512,10 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
                          Exact(ArithmeticOp("minimum", {FloatMin, IntMin, UIntMin})),
                          ModOp(),
                          BitShiftOp(),
+                         BitwiseOp<std::bit_and>("bitwise_and"),
+                         BitwiseOp<std::bit_or>("bitwise_or"),
+                         BitwiseOp<std::bit_xor>("bitwise_xor"),
+                         BitwiseNotOp(),
                          Exact(UnaryOp("neg", FloatNeg, WrapNeg)),
                          Exact(UnaryOp("abs", FloatAbs, IntAbs, UIntIdentity)),
                          Exact(UnaryOp("relu", FloatRelu, IntRelu, UIntIdentity)),

@@ -565,16 +565,75 @@ TEST(BitShiftTest, ShiftsUnsignedIntegersAndGivesZeroPastTheWidth) {
       ElementsAre(1, 0));
 }
 
-TEST(BitShiftTest, RefusesSignedTypesAndBadDirections) {
-  Tensor x = MakeIntTensor(DType::kI32, {1}, {1});
+// ONNX's BitShift 28: arithmetic right shifts, wrapping left shifts, and
+// for a shift amount that is negative or the width or more, -1 (a right
+// shift of a negative number) or 0.
+TEST(BitShiftTest, ShiftsSignedIntegersAsOnnx28) {
+  const Attrs left = MakeAttrs({{"direction", std::string("left")}});
+  const Attrs right = MakeAttrs({{"direction", std::string("right")}});
+  Tensor x = MakeIntTensor(DType::kI8, {8}, {-128, -7, 100, -1, 64, -3, 5, -5});
+  Tensor by = MakeIntTensor(DType::kI8, {8}, {3, 1, 2, 7, 1, -1, 8, 127});
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {x, by}, left)),
+              ElementsAre(0, -14, -112, -128, -128, 0, 0, 0));
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {x, by}, right)),
+              ElementsAre(-16, -4, 25, -1, 32, -1, 0, -1));
+  Tensor y = MakeIntTensor(DType::kI64, {4}, {kI64Min, -1, kI64Max, 3});
+  Tensor by64 = MakeIntTensor(DType::kI64, {4}, {63, 64, 63, kI64Min});
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {y, by64}, left)), ElementsAre(0, 0, kI64Min, 0));
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {y, by64}, right)), ElementsAre(-1, -1, 0, 0));
+  // Broadcast: one shift amount for a column.
+  Tensor z = MakeIntTensor(DType::kI32, {2, 2}, {kI32Min, kI32Max, -2, 2});
+  Tensor by32 = MakeIntTensor(DType::kI32, {2, 1}, {31, 32});
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {z, by32}, right)), ElementsAre(-1, 0, -1, 0));
+  EXPECT_THAT(ToInts(*RunOp("bit_shift", {z, by32}, left)), ElementsAre(0, kI32Min, 0, 0));
+}
+
+TEST(BitShiftTest, RefusesNonIntegerTypesAndBadDirections) {
+  Tensor x = MakeTensor(DType::kF32, {1}, {1});
   EXPECT_THAT(RunOpError("bit_shift", {x, x}, MakeAttrs({{"direction", std::string("left")}})),
-              HasSubstr("expected an unsigned integer dtype"));
+              HasSubstr("input 0 has dtype f32, expected an integer dtype"));
   Tensor u = MakeIntTensor(DType::kU16, {1}, {1});
   EXPECT_THAT(RunOpError("bit_shift", {u, u}, MakeAttrs({{"direction", std::string("up")}})),
               HasSubstr("attribute 'direction' must be \"left\" or \"right\""));
   Tensor v = MakeIntTensor(DType::kU32, {1}, {1});
   EXPECT_THAT(RunOpError("bit_shift", {u, v}, MakeAttrs({{"direction", std::string("left")}})),
               HasSubstr("u32"));
+}
+
+TEST(BitwiseTest, SignedAndUnsignedWithBroadcasting) {
+  Tensor a = MakeIntTensor(DType::kI16, {2, 1}, {0x0ff0, -32768});
+  Tensor b = MakeIntTensor(DType::kI16, {3}, {0x00ff, -1, 0x5555});
+  const std::pair<const char*, std::vector<int64_t>> cases[] = {
+      {"bitwise_and", {0x00f0, 0x0ff0, 0x0550, 0, -32768, 0}},
+      {"bitwise_or", {0x0fff, -1, 0x5ff5, -32768 | 0x00ff, -1, -32768 | 0x5555}},
+      {"bitwise_xor", {0x0f0f, ~0x0ff0, 0x5aa5, -32768 | 0x00ff, 32767, -32768 | 0x5555}},
+  };
+  for (const auto& [op, expected] : cases) {
+    absl::StatusOr<Tensor> y = RunOp(op, {a, b});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->type(), (TensorType{DType::kI16, {2, 3}})) << op;
+    EXPECT_THAT(ToInts(*y), ElementsAreArray(expected)) << op;
+  }
+  Tensor u = MakeIntTensor(DType::kU8, {3}, {0xf0, 0x0f, 0xff});
+  Tensor v = MakeIntTensor(DType::kU8, {}, {0x3c});
+  EXPECT_THAT(ToInts(*RunOp("bitwise_and", {u, v})), ElementsAre(0x30, 0x0c, 0x3c));
+  EXPECT_THAT(ToInts(*RunOp("bitwise_xor", {u, v})), ElementsAre(0xcc, 0x33, 0xc3));
+  EXPECT_THAT(ToInts(*RunOp("bitwise_not", {u})), ElementsAre(0x0f, 0xf0, 0));
+  Tensor w = MakeIntTensor(DType::kU64, {2}, {0, kU64Max});
+  EXPECT_THAT(ToInts(*RunOp("bitwise_not", {w})), ElementsAre(kU64Max, 0));
+  EXPECT_THAT(ToInts(*RunOp("bitwise_not", {MakeIntTensor(DType::kI32, {2}, {kI32Min, 5})})),
+              ElementsAre(kI32Max, -6));
+}
+
+TEST(BitwiseTest, RefusesNonIntegersAndMixedTypes) {
+  Tensor f = MakeTensor(DType::kF32, {1}, {1});
+  EXPECT_THAT(RunOpError("bitwise_or", {f, f}),
+              HasSubstr("(bitwise_or): input 0 has dtype f32, expected an integer dtype"));
+  EXPECT_THAT(RunOpError("bitwise_not", {MakeIntTensor(DType::kBool, {1}, {1})}),
+              HasSubstr("(bitwise_not): input 0 has dtype bool, expected an integer dtype"));
+  EXPECT_THAT(RunOpError("bitwise_and", {MakeIntTensor(DType::kI32, {1}, {1}),
+                                         MakeIntTensor(DType::kU32, {1}, {1})}),
+              HasSubstr("inputs 0 and 1 have different dtypes"));
 }
 
 TEST(SmallIntegerTest, FloatOnlyOpsRefuseIntegers) {

@@ -64,8 +64,8 @@ bool Accepts(DTypeClass accepted, DType dtype) {
       return dtype != DType::kBool;
     case DTypeClass::kFloat:
       return IsFloat(dtype);
-    case DTypeClass::kUnsigned:
-      return IsUnsigned(dtype);
+    case DTypeClass::kInteger:
+      return IsInteger(dtype);
     case DTypeClass::kBool:
       return dtype == DType::kBool;
   }
@@ -80,8 +80,8 @@ absl::string_view Describe(DTypeClass accepted) {
       return "a numeric dtype (float or integer, not bool)";
     case DTypeClass::kFloat:
       return "a float dtype (f32 or f64)";
-    case DTypeClass::kUnsigned:
-      return "an unsigned integer dtype (u8, u16, u32 or u64)";
+    case DTypeClass::kInteger:
+      return "an integer dtype (i8, i16, i32, i64, u8, u16, u32 or u64)";
     case DTypeClass::kBool:
       return "bool";
   }

@@ -40,9 +40,9 @@ absl::Status RegisterAll(OpRegistry& registry, std::vector<OpDef> defs);
 // Which dtypes an operand accepts.
 enum class DTypeClass {
   kAny,
-  kNumeric,   // floats and integers (not bool)
-  kFloat,     // f32, f64
-  kUnsigned,  // u8, u16, u32, u64
+  kNumeric,  // floats and integers (not bool)
+  kFloat,    // f32, f64
+  kInteger,  // i8, i16, i32, i64, u8, u16, u32, u64
   kBool,
 };
 

@@ -9,10 +9,11 @@
 
 namespace loom {
 
-// add, sub, mul, div, pow, maximum, minimum, mod; neg, abs, relu, exp, log,
-// sqrt, rsqrt, reciprocal, tanh, sigmoid, erf, sin, cos, floor, ceil, round,
-// sign; equal, not_equal, less, less_equal, greater, greater_equal;
-// logical_not, logical_and, logical_or, logical_xor; where; cast.
+// add, sub, mul, div, pow, maximum, minimum, mod; bit_shift, bitwise_and,
+// bitwise_or, bitwise_xor, bitwise_not; neg, abs, relu, exp, log, sqrt,
+// rsqrt, reciprocal, tanh, sigmoid, erf, sin, cos, floor, ceil, round, sign;
+// equal, not_equal, less, less_equal, greater, greater_equal; logical_not,
+// logical_and, logical_or, logical_xor; where; cast.
 absl::Status RegisterElementwiseOps(OpRegistry& registry);
 // reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, reduce_l1,
 // reduce_l2, reduce_log_sum, reduce_log_sum_exp, reduce_sum_square; argmax,
