@@ -1,5 +1,6 @@
 #include "ir/file_io.h"
 
+#include <cerrno>
 #include <fstream>
 
 #include "gmock/gmock.h"
@@ -28,6 +29,41 @@ TEST(FileIoTest, ErrorsNameThePathAndTheCause) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
               HasSubstr(testing::TempDir() + ": is a directory, not a file"));
+}
+
+TEST(FileIoTest, WritesAFile) {
+  const std::string path = testing::TempDir() + "/written.bin";
+  ASSERT_TRUE(WriteFileBytes(path, std::string("a\0b", 3)).ok());
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, std::string("a\0b", 3));
+  ASSERT_TRUE(WriteFileBytes(path, "cd").ok());  // replaced
+  EXPECT_EQ(ReadFileBytes(path).value_or(""), "cd");
+}
+
+TEST(FileIoTest, AWriteErrorNamesThePathAndTheCause) {
+  const std::string path = testing::TempDir() + "/absent/written.bin";
+  absl::Status status = WriteFileBytes(path, "x");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr(path + ": cannot write (No such file or directory)"));
+}
+
+TEST(FileIoTest, CreatesDirectoriesAndTheirParents) {
+  const std::string dir = testing::TempDir() + "/a/b/c";
+  ASSERT_TRUE(CreateDirectories(dir).ok());
+  ASSERT_TRUE(CreateDirectories(dir).ok());  // already there
+  EXPECT_TRUE(WriteFileBytes(dir + "/x", "x").ok());
+  const absl::Status status = CreateDirectories(dir + "/x/d");  // under a file
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr(dir + "/x/d: cannot create ("));
+}
+
+TEST(FileIoTest, ErrnoErrorNamesTheOperationThePathAndTheCause) {
+  errno = ENOENT;
+  const absl::Status status = ErrnoError("stat", "/no/such");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("stat /no/such: No such file"));
 }
 
 }  // namespace

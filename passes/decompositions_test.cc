@@ -160,7 +160,7 @@ TEST(DecompositionsTest, Activations) {
 }
 
 // Over [-3, 3) and the specials (NaN outside the domains, as the C
-// library gives); the f32 forms' accuracy: //backends/cpp:math_end_to_end_test.
+// library gives); the f32 forms' accuracy: //tests/e2e:math_end_to_end_test.
 TEST(DecompositionsTest, InverseTrig) {
   for (const char* op : {"atan", "asin", "acos", "asinh", "acosh", "atanh"}) {
     CheckDecomposition({op, {F64({5, 9})}, {}, 1, false, true});
@@ -168,7 +168,7 @@ TEST(DecompositionsTest, InverseTrig) {
 }
 
 // Integers from [-3, 3) tie often; the specials put NaN and infinities
-// among floats. reverse_sequence: //backends/cpp:math_end_to_end_test
+// among floats. reverse_sequence: //tests/e2e:math_end_to_end_test
 // (its lengths must lie in [0, T]).
 TEST(DecompositionsTest, TopKAndLrn) {
   const std::vector<Case> cases = {

@@ -3,8 +3,6 @@
 #include <sys/resource.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <utility>
 
 #include "absl/algorithm/container.h"
@@ -205,6 +203,36 @@ PassSpec EntryOf(const google::protobuf::Message& pipeline, int index) {
   return spec;
 }
 
+// Merges each override's options block into every entry of its pass in the
+// parsed `pipeline`.
+absl::Status ApplyOverrides(const std::vector<PassOptionsOverride>& overrides,
+                            const google::protobuf::FieldDescriptor* pass_field,
+                            google::protobuf::Message& pipeline) {
+  const google::protobuf::Reflection* reflection = pipeline.GetReflection();
+  const int passes = reflection->FieldSize(pipeline, pass_field);
+  for (const PassOptionsOverride& given : overrides) {
+    const std::string place = absl::StrCat("override of pass '", given.pass, "'");
+    int found = 0;
+    for (int i = 0; i < passes; ++i) {
+      if (EntryOf(pipeline, i).name != given.pass) continue;
+      ++found;
+      FirstErrorCollector errors(given.options, place);
+      TextFormat::Parser parser;
+      parser.RecordErrorsTo(&errors);
+      if (!parser.MergeFromString(given.options,
+                                  reflection->MutableRepeatedMessage(&pipeline, pass_field, i))) {
+        return absl::InvalidArgumentError(errors.first_error().empty()
+                                              ? absl::StrCat(place, ": malformed options")
+                                              : errors.first_error());
+      }
+    }
+    if (found == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(place, ": the pipeline has no such pass"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The stage a pipeline's module is at, pass after pass, as the passes'
 // StageRules say.
 class StageTracker {
@@ -262,20 +290,8 @@ absl::StatusOr<std::string> DumpText(const Module& module) {
 absl::Status WriteDump(const Module& module, const std::string& dump_dir, int position,
                        const std::string& pass_name) {
   LOOM_ASSIGN_OR_RETURN(std::string text, DumpText(module));
-  std::error_code error;
-  std::filesystem::create_directories(dump_dir, error);
-  if (error) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot create dump directory '", dump_dir, "': ", error.message()));
-  }
-  const std::string path = absl::StrFormat("%s/%02d-%s.txt", dump_dir, position, pass_name);
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-  file.close();
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot write dump '", path, "'"));
-  }
-  return absl::OkStatus();
+  LOOM_RETURN_IF_ERROR(CreateDirectories(dump_dir));
+  return WriteFileBytes(absl::StrFormat("%s/%02d-%s.txt", dump_dir, position, pass_name), text);
 }
 
 // Every stage of the module as text, for ChangedFlagCheck.
@@ -351,8 +367,8 @@ class Dumps : public PassInstrumentation {
 
 }  // namespace
 
-absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
-                                                absl::string_view filename) {
+absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text, absl::string_view filename,
+                                                const std::vector<PassOptionsOverride>& overrides) {
   LoadedPipeline pipeline;
   pipeline.name = std::string(filename);
 
@@ -378,6 +394,7 @@ absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
   if (passes == 0) {
     return absl::InvalidArgumentError(absl::StrCat(filename, ": empty pipeline"));
   }
+  LOOM_RETURN_IF_ERROR(ApplyOverrides(overrides, pass_field, *parsed));
   pipeline.target = static_cast<proto::Target>(parsed->GetReflection()->GetEnumValue(
       *parsed, schema->pipeline()->FindFieldByName("target")));
   if (pipeline.target == proto::TARGET_UNSPECIFIED) {
@@ -408,17 +425,19 @@ absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text,
   return pipeline;
 }
 
-absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path) {
+absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path,
+                                                const std::vector<PassOptionsOverride>& overrides) {
   absl::StatusOr<std::string> text = ReadFileBytes(path);
   if (!text.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("pipeline file ", text.status().message()));
   }
-  return LoadPipelineText(*text, path);
+  return LoadPipelineText(*text, path, overrides);
 }
 
-absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path) {
+absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path,
+                                            const std::vector<PassOptionsOverride>& overrides) {
   if (absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, ".pbtxt")) {
-    return LoadPipelineFile(name_or_path);
+    return LoadPipelineFile(name_or_path, overrides);
   }
   std::optional<absl::string_view> text = BuiltinPipelineText(name_or_path);
   if (!text.has_value()) {
@@ -428,7 +447,7 @@ absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path) {
                      " (a file path needs a '/' or the .pbtxt extension)"));
   }
   absl::StatusOr<LoadedPipeline> pipeline =
-      LoadPipelineText(*text, absl::StrCat("pipelines/", name_or_path, ".pbtxt"));
+      LoadPipelineText(*text, absl::StrCat("pipelines/", name_or_path, ".pbtxt"), overrides);
   if (pipeline.ok()) pipeline->name = name_or_path;
   return pipeline;
 }

@@ -32,20 +32,35 @@ struct LoadedPipeline {
   std::vector<Entry> passes;  // in pipeline order
 };
 
-// Parses a pipeline text proto and instantiates its passes from the global
-// PassRegistry. Every error names the place: "FILE:LINE:COL: cause" for
-// malformed text and unknown option fields, "FILE:LINE: cause" for an
-// unknown pass, an options block that pass does not take, bad option values
-// and a missing target, and "FILE: empty pipeline" when there is no pass.
-absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text, absl::string_view filename);
+// Options for one pass that replace the pipeline's: `options` is one
+// options block in pipeline text (`cpp { march: "armv8-a" }`), merged into
+// the block of every entry of the pass named `pass` (a field it sets
+// replaces the pipeline's value; a repeated field's values are appended).
+struct PassOptionsOverride {
+  std::string pass;
+  std::string options;
+};
+
+// Parses a pipeline text proto, applies `overrides` and instantiates its
+// passes from the global PassRegistry. Every error names the place:
+// "FILE:LINE:COL: cause" for malformed text and unknown option fields,
+// "FILE:LINE: cause" for an unknown pass, an options block that pass does
+// not take, bad option values and a missing target, and "FILE: empty
+// pipeline" when there is no pass; "override of pass 'NAME'..." for an
+// override of a pass the pipeline lacks or one that does not parse.
+absl::StatusOr<LoadedPipeline> LoadPipelineText(
+    absl::string_view text, absl::string_view filename,
+    const std::vector<PassOptionsOverride>& overrides = {});
 
 // Reads and loads a pipeline file. A missing file is an error naming `path`.
-absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path);
+absl::StatusOr<LoadedPipeline> LoadPipelineFile(
+    const std::string& path, const std::vector<PassOptionsOverride>& overrides = {});
 
 // Loads a built-in pipeline (pipelines/<name>.pbtxt, embedded in the binary)
 // when `name_or_path` has no '/' and does not end in ".pbtxt"; otherwise a
 // file. An unknown built-in name is an error that lists the built-in names.
-absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path);
+absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& name_or_path,
+                                            const std::vector<PassOptionsOverride>& overrides = {});
 
 struct PassRun {
   std::string name;

@@ -312,6 +312,43 @@ TEST(LoadPipelineTest, FilesAndBuiltins) {
                          "options block: cpp, fuse, picky."));
 }
 
+// Overrides merge into the pipeline's options blocks field by field, or
+// add a block where the pipeline gives none.
+TEST(LoadPipelineTest, OverridesMergeIntoTheOptionsOfTheirPass) {
+  const std::string text =
+      "target: CPU\npass { name: \"fake-fuse\" fuse { outer_loop: true } }\n"
+      "pass { name: \"fake-picky\" }\n";
+  absl::StatusOr<LoadedPipeline> pipeline =
+      LoadPipelineText(text, "p.pbtxt",
+                       {{"fake-fuse", "fuse { max_nodes_per_kernel: 8 }"},
+                        {"fake-picky", "picky { ops: \"softmax\" }"}});
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  const auto& fuse = static_cast<FakeFusePass&>(*pipeline->passes[0].pass).options;
+  EXPECT_TRUE(fuse.outer_loop());
+  EXPECT_EQ(fuse.max_nodes_per_kernel(), 8);
+
+  pipeline = LoadPipelineText(text, "p.pbtxt", {{"fake-fuse", "fuse { outer_loop: false }"}});
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  EXPECT_FALSE(static_cast<FakeFusePass&>(*pipeline->passes[0].pass).options.outer_loop());
+  // The override's options are checked as the pipeline's are.
+  EXPECT_EQ(LoadPipelineText(text, "p.pbtxt", {{"fake-picky", "picky { ops: \"lstm\" }"}})
+                .status()
+                .message(),
+            "p.pbtxt:3: fake-picky cannot take 'lstm'");
+}
+
+TEST(LoadPipelineTest, AnOverrideOfNoPassOrOfBadTextNamesThePass) {
+  const std::string text = Pipeline({"fake-noop"});
+  EXPECT_EQ(LoadPipelineText(text, "p.pbtxt", {{"fake-fuse", "fuse { outer_loop: true }"}})
+                .status()
+                .message(),
+            "override of pass 'fake-fuse': the pipeline has no such pass");
+  EXPECT_THAT(std::string(LoadPipelineText(text, "p.pbtxt", {{"fake-noop", "fuse { loops: 1 }"}})
+                              .status()
+                              .message()),
+              StartsWith("override of pass 'fake-noop':1:8: "));
+}
+
 TEST(RunPipelineTest, RecordsTimingsMemoryAndChangedFlags) {
   absl::StatusOr<LoadedPipeline> pipeline = Load({"fake-noop", "fake-rename", "fake-sleep"});
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();

@@ -14,7 +14,7 @@ import numpy as np
 import loom
 
 ONNX_SOFTMAX = "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1/model.onnx"
-ABS_TOLERANCE, REL_TOLERANCE = 1e-5, 1e-4  # tools/driver.h, kCheck*Tolerance
+ABS_TOLERANCE, REL_TOLERANCE = 1e-5, 1e-4  # compiler/check.h, kCheck*Tolerance
 
 
 def assert_close(test, actual, expected):

@@ -2,8 +2,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -11,9 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "backends/common/kernel_cache.h"
+#include "ir/file_io.h"
 #include "ir/index_error.h"
 #include "ir/status_macros.h"
+#include "runtime/content_hash.h"
 
 namespace loom {
 namespace {
@@ -65,7 +64,7 @@ int64_t TensorInfo::bytes() const { return elements() * DTypeSize(dtype); }
 // What every context of one model shares: the kernels, the launch table,
 // the weights and the interface. Immutable once built.
 struct Model::Shared {
-  std::optional<cpp::NativeLibrary> library;  // none: the kernels are linked in
+  std::optional<NativeLibrary> library;  // none: the kernels are linked in
   std::string name;
   std::vector<KernelFunction> functions;
   std::vector<int32_t> launch_function;
@@ -279,18 +278,17 @@ std::string Model::Serialize(const rproto::Artifact& artifact) {
   file.set_magic(kMagic);
   file.set_format_version(kArtifactFormatVersion);
   file.set_payload(artifact.SerializeAsString());
-  file.set_payload_hash(kernel_cache::ContentHash(file.payload()));
+  file.set_payload_hash(ContentHash(file.payload()));
   return file.SerializeAsString();
 }
 
 absl::StatusOr<Model> Model::Load(const std::string& path) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) return absl::NotFoundError(absl::StrCat(path, ": cannot be read (no such file?)"));
-  std::stringstream contents;
-  contents << stream.rdbuf();
-  if (stream.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  const absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot be read (no such file?)"));
+  }
   rproto::ArtifactFile file;
-  if (!file.ParseFromString(contents.str()) || file.magic() != kMagic) {
+  if (!file.ParseFromString(*bytes) || file.magic() != kMagic) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a loom artifact (truncated or corrupt?)"));
   }
@@ -300,7 +298,7 @@ absl::StatusOr<Model> Model::Load(const std::string& path) {
                      kArtifactFormatVersion, " only: compile the model again with this loom"));
   }
   rproto::Artifact artifact;
-  if (kernel_cache::ContentHash(file.payload()) != file.payload_hash() ||
+  if (ContentHash(file.payload()) != file.payload_hash() ||
       !artifact.ParseFromString(file.payload())) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": the artifact is damaged (its checksum does not match)"));
@@ -313,7 +311,7 @@ absl::StatusOr<Model> Model::Load(const std::string& path) {
 }
 
 absl::StatusOr<Model> Model::FromArtifact(const rproto::Artifact& artifact) {
-  if (!artifact.cpu_features().empty() && artifact.cpu_features() != cpp::HostCpuFeatures()) {
+  if (!artifact.cpu_features().empty() && artifact.cpu_features() != HostCpuFeatures()) {
     return absl::FailedPreconditionError(
         "the kernels were compiled for the native instruction set of another CPU "
         "(codegen-cpp march: native); compile them here, or for a named target "
@@ -323,13 +321,13 @@ absl::StatusOr<Model> Model::FromArtifact(const rproto::Artifact& artifact) {
   for (const std::string& flag : artifact.native_flags()) openmp |= flag == "-fopenmp";
   const std::vector<std::string> libraries(artifact.libraries().begin(),
                                            artifact.libraries().end());
-  LOOM_ASSIGN_OR_RETURN(cpp::NativeLibrary library,
-                        cpp::LoadSharedObject(artifact.shared_object(), openmp, libraries,
-                                              absl::StrCat("model '", artifact.model_name(), "'")));
+  LOOM_ASSIGN_OR_RETURN(NativeLibrary library,
+                        LoadSharedObject(artifact.shared_object(), openmp, libraries,
+                                         absl::StrCat("model '", artifact.model_name(), "'")));
   return Bind(std::move(library), artifact);
 }
 
-absl::StatusOr<Model> Model::Bind(cpp::NativeLibrary library, const rproto::Artifact& artifact) {
+absl::StatusOr<Model> Model::Bind(NativeLibrary library, const rproto::Artifact& artifact) {
   std::vector<KernelFunction> functions;
   for (const std::string& name : artifact.functions()) {
     LOOM_ASSIGN_OR_RETURN(void* function, library.Symbol(name));
@@ -421,7 +419,7 @@ absl::Status Model::Shared::AddInterface(const Specs& specs, const char* what,
 }
 
 absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
-                                      std::optional<cpp::NativeLibrary> library,
+                                      std::optional<NativeLibrary> library,
                                       const rproto::Artifact& artifact) {
   auto shared = std::make_shared<Shared>();
   shared->library = std::move(library);

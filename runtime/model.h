@@ -16,9 +16,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "backends/cpp/runtime.h"
 #include "ir/dtype.h"
 #include "runtime/artifact.pb.h"
+#include "runtime/native_library.h"
 
 namespace loom {
 
@@ -66,7 +66,7 @@ class Model {
   static absl::StatusOr<Model> FromArtifact(const runtime::proto::Artifact& artifact);
   // Binds an artifact whose kernels `library` already holds (its
   // shared_object may then be empty).
-  static absl::StatusOr<Model> Bind(cpp::NativeLibrary library,
+  static absl::StatusOr<Model> Bind(NativeLibrary library,
                                     const runtime::proto::Artifact& artifact);
   // Binds an artifact whose kernels are linked into the program, in the
   // order of artifact.functions (loom_cc_library's generated code).
@@ -122,7 +122,7 @@ class Model {
   struct Pool;
   Model(std::shared_ptr<const Shared> shared);
   static absl::StatusOr<Model> Assemble(std::vector<KernelFunction> functions,
-                                        std::optional<cpp::NativeLibrary> library,
+                                        std::optional<NativeLibrary> library,
                                         const runtime::proto::Artifact& artifact);
 
   std::shared_ptr<const Shared> shared_;

@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/driver.h"
 #include "gtest/gtest.h"
 #include "ir/graph_io.h"
-#include "tools/driver.h"
 #include "tools/gen.h"
 
 namespace loom {

@@ -9,10 +9,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "compiler/driver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph_io.h"
-#include "tools/driver.h"
 
 namespace loom {
 namespace {

@@ -2,7 +2,6 @@
 
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
@@ -12,6 +11,7 @@
 #include "backends/common/c_scalar.h"
 #include "backends/cpp/artifact.h"
 #include "ir/dtype.h"
+#include "ir/file_io.h"
 #include "ir/status_macros.h"
 #include "re2/re2.h"
 
@@ -189,14 +189,6 @@ absl::Status %s::Run(%s) const {
                          class_name, class_name, arguments, inputs, outputs);
 }
 
-absl::Status Write(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write"));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status WriteAotLibrary(const CompiledModel& compiled, const std::string& prefix,
@@ -223,8 +215,9 @@ absl::Status WriteAotLibrary(const CompiledModel& compiled, const std::string& p
   LOOM_ASSIGN_OR_RETURN(std::vector<Parameter> parameters, Parameters(artifact));
   const std::string model = compiled.report.model();
   const std::string header = std::filesystem::path(prefix + ".h").filename().string();
-  LOOM_RETURN_IF_ERROR(Write(prefix + ".h", Header(model, class_name, parameters)));
-  return Write(prefix + ".cc", Source(model, class_name, header, kernels, artifact, parameters));
+  LOOM_RETURN_IF_ERROR(WriteFileBytes(prefix + ".h", Header(model, class_name, parameters)));
+  return WriteFileBytes(prefix + ".cc",
+                        Source(model, class_name, header, kernels, artifact, parameters));
 }
 
 }  // namespace loom

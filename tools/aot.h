@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "tools/driver.h"
+#include "compiler/driver.h"
 
 namespace loom {
 

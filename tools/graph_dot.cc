@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <set>
 #include <tuple>
@@ -18,8 +17,10 @@
 #include "absl/strings/str_replace.h"
 #include "backends/cpp/subprocess.h"
 #include "ir/dtype.h"
+#include "ir/file_io.h"
 #include "ir/loop_ir.h"
 #include "ir/schedule.h"
+#include "ir/status_macros.h"
 
 namespace loom {
 namespace {
@@ -279,13 +280,8 @@ absl::Status WriteScheduleGraph(const Module& module, const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": --graph writes .dot, .svg, .png or .pdf, not '", format, "'"));
   }
-  const std::string dot = ScheduleDot(module);
   const std::string text_path = format == "dot" ? path : absl::StrCat(path, ".dot");
-  {
-    std::ofstream out(text_path, std::ios::binary);
-    out << dot;
-    if (!out.good()) return absl::InvalidArgumentError(absl::StrCat(text_path, ": cannot write"));
-  }
+  LOOM_RETURN_IF_ERROR(WriteFileBytes(text_path, ScheduleDot(module)));
   if (format == "dot") return absl::OkStatus();
   const std::string dir =
       path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));

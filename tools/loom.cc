@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -26,9 +25,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/driver.h"
+#include "ir/file_io.h"
 #include "ir/graph_io.h"
 #include "tools/aot.h"
-#include "tools/driver.h"
 #include "tools/gen.h"
 #include "tools/graph_dot.h"
 
@@ -153,16 +153,6 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv) {
   return positional;
 }
 
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-  file.close();
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write file"));
-  }
-  return absl::OkStatus();
-}
-
 CompileOptions CompileOptionsFromFlags() {
   CompileOptions options;
   options.model = absl::GetFlag(FLAGS_model);
@@ -178,7 +168,7 @@ CompileOptions CompileOptionsFromFlags() {
 absl::Status WriteReportIfAsked(const proto::Report& report) {
   const std::string path = absl::GetFlag(FLAGS_report);
   if (path.empty()) return absl::OkStatus();
-  return WriteText(path, ReportToJson(report));
+  return WriteFileBytes(path, ReportToJson(report));
 }
 
 int Compile() {
@@ -275,7 +265,7 @@ int Gen() {
   if (out.empty()) return UsageError("gen needs --out");
   absl::StatusOr<proto::Graph> graph = GenerateModel(options);
   if (!graph.ok()) return Fail(graph.status());
-  if (absl::Status s = WriteText(out, GraphProtoToText(*graph)); !s.ok()) {
+  if (absl::Status s = WriteFileBytes(out, GraphProtoToText(*graph)); !s.ok()) {
     return Fail(s);
   }
   std::cout << absl::StrFormat("%s: %d nodes\n", out, graph->node_size());

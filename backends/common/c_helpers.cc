@@ -369,7 +369,7 @@ std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,
 // erf(x) = x p(x^2) / q(x^2) on x clamped to [-4, 4] (erf(4) rounds to 1
 // in f32), the rational approximation of XLA's ErfImpl32 and Eigen's
 // generic_fast_erf_float: within 5.5 ulp of erf where the compiler fuses
-// multiply-adds, 7.4 where it cannot (backends/cpp:vector_math_test);
+// multiply-adds, 7.4 where it cannot (tests/e2e:vector_math_test);
 // branch-free, so that loops calling it vectorise (libm's erff stops
 // vectorisation: a GELU's erf was a call per element). A NaN x fails both
 // comparisons and comes out NaN.

@@ -10,22 +10,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "ir/file_io.h"
 
 namespace loom::kernel_cache {
 namespace {
-
-constexpr unsigned __int128 kFnvPrime =
-    (static_cast<unsigned __int128>(1) << 88) | 0x13b;  // 2^88 + 2^8 + 0x3b
-
-absl::Status ErrnoError(absl::string_view operation, absl::string_view path) {
-  return absl::ErrnoToStatus(errno, absl::StrCat(operation, " ", path));
-}
 
 bool IsDirectory(const std::string& path) {
   struct stat info;
@@ -43,29 +35,6 @@ absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
 }
 
 }  // namespace
-
-void ContentHasher::Update(std::string_view data) {
-  for (unsigned char byte : data) {
-    state_ ^= byte;
-    state_ *= kFnvPrime;
-  }
-}
-
-void ContentHasher::Add(std::string_view piece) {
-  Update(absl::StrCat(piece.size(), ":"));
-  Update(piece);
-}
-
-std::string ContentHasher::HexDigest() const {
-  return absl::StrFormat("%016x%016x", static_cast<uint64_t>(state_ >> 64),
-                         static_cast<uint64_t>(state_));
-}
-
-std::string ContentHash(std::string_view data) {
-  ContentHasher hash;
-  hash.Update(data);
-  return hash.HexDigest();
-}
 
 std::string GetEnv(const char* name) {
   const char* value = std::getenv(name);
@@ -114,15 +83,6 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   }
   if (!status.ok()) unlink(temp.c_str());
   return status;
-}
-
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return std::nullopt;
-  std::stringstream data;
-  data << file.rdbuf();
-  if (!file) return std::nullopt;
-  return data.str();
 }
 
 }  // namespace loom::kernel_cache

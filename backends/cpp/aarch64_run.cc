@@ -7,8 +7,6 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -18,9 +16,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpp/artifact.h"
-#include "backends/cpp/runtime.h"
+#include "backends/cpp/native_compiler.h"
 #include "backends/cpp/subprocess.h"
 #include "ir/dtype.h"
+#include "ir/file_io.h"
 #include "ir/index_error.h"
 #include "ir/status_macros.h"
 #include "re2/re2.h"
@@ -43,13 +42,6 @@ constexpr char kLibraryPath[] = "LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib";
 constexpr const char* kArmLibraryFolders[] = {"/usr/lib/aarch64-linux-gnu"};
 constexpr char kRunnerSource[] = "backends/cpp/aarch64_runner.cc";  // in the runfiles
 constexpr int kIndexErrorStatus = 3;  // the runner's exit status for a failed index check
-
-absl::Status WriteFile(const std::string& path, const void* data, size_t bytes) {
-  std::ofstream file(path, std::ios::binary);
-  file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!file.good()) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
 
 // Starts `argv` and waits for it; an error says what installs a missing
 // program.
@@ -102,7 +94,7 @@ absl::StatusOr<std::string> WritePlan(const rproto::Artifact& artifact, const Gr
                     buffer.elements() * DTypeSize(dtype), " ", buffer.arena_offset(), "\n");
     if (buffer.kind() == rproto::Buffer::WEIGHT) {
       const std::string path = absl::StrCat(dir, "/weight_", b, ".bin");
-      LOOM_RETURN_IF_ERROR(WriteFile(path, buffer.data().data(), buffer.data().size()));
+      LOOM_RETURN_IF_ERROR(WriteFileBytes(path, buffer.data()));
       absl::StrAppend(&plan, "load ", b, " ", path, "\n");
     }
   }
@@ -115,7 +107,8 @@ absl::StatusOr<std::string> WritePlan(const rproto::Artifact& artifact, const Gr
     }
     const Tensor& tensor = inputs[at - graph.inputs().begin()];
     const std::string path = absl::StrCat(dir, "/input_", i, ".bin");
-    LOOM_RETURN_IF_ERROR(WriteFile(path, tensor.data(), static_cast<size_t>(tensor.num_bytes())));
+    LOOM_RETURN_IF_ERROR(WriteFileBytes(
+        path, absl::string_view(static_cast<const char*>(tensor.data()), tensor.num_bytes())));
     absl::StrAppend(&plan, "load ", spec.buffer(), " ", path, "\n");
   }
   for (const std::string& function : artifact.functions()) {
@@ -155,8 +148,7 @@ absl::StatusOr<std::string> NewScratchDir(const std::string& parent) {
 // `source` cross-compiled into `dir`/kernels.so: its path.
 absl::StatusOr<std::string> CompileInto(const GeneratedSource& source, const std::string& dir) {
   const std::string model = dir + "/model.cc", kernels = dir + "/kernels.so";
-  const std::string text = StandaloneText(source);
-  LOOM_RETURN_IF_ERROR(WriteFile(model, text.data(), text.size()));
+  LOOM_RETURN_IF_ERROR(WriteFileBytes(model, StandaloneText(source)));
   std::vector<std::string> compile = {kCrossCompiler};
   compile.insert(compile.end(), source.native_flags.begin(), source.native_flags.end());
   std::vector<std::string> libraries;
@@ -191,8 +183,7 @@ absl::Status IndexError(const rproto::Artifact& artifact, const std::string& out
 absl::StatusOr<Tensor> ReadOutput(const rproto::TensorSpec& spec, const std::string& path) {
   LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromName(spec.dtype()));
   Tensor output(dtype, Shape(spec.shape().begin(), spec.shape().end()));
-  std::ifstream file(path, std::ios::binary);
-  const std::string bytes(std::istreambuf_iterator<char>(file), {});
+  LOOM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
   if (static_cast<int64_t>(bytes.size()) != output.num_bytes()) {
     return absl::InternalError(absl::StrCat(path, " has ", bytes.size(), " bytes, output '",
                                             spec.name(), "' ", output.num_bytes()));
@@ -228,7 +219,7 @@ absl::StatusOr<std::vector<Tensor>> RunOnAarch64(const Module& module,
 
   LOOM_ASSIGN_OR_RETURN(std::string plan, WritePlan(artifact, module.graph, inputs, dir));
   const std::string plan_path = dir + "/plan.txt";
-  LOOM_RETURN_IF_ERROR(WriteFile(plan_path, plan.data(), plan.size()));
+  LOOM_RETURN_IF_ERROR(WriteFileBytes(plan_path, plan));
   const std::vector<std::string> run = {kQemu,        "-L",   kSysroot,  "-E",
                                         kLibraryPath, runner, plan_path, kernels};
   LOOM_ASSIGN_OR_RETURN(ProcessResult result, Start(run, dir));

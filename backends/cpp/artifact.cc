@@ -1,12 +1,10 @@
 #include "backends/cpp/artifact.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ir/file_io.h"
 #include "ir/status_macros.h"
 #include "runtime/model.h"
 #include "scheduler/plan_memory.h"
@@ -48,14 +46,6 @@ absl::Status CheckBufferLimits(const LoopProgram& program) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream contents;
-  contents << file.rdbuf();
-  return contents.str();
-}
-
 rproto::Buffer::Kind KindOf(const Buffer& buffer, const MemoryPlan* plan, BufferId id) {
   switch (buffer.kind) {
     case BufferKind::kInput:
@@ -86,7 +76,7 @@ void AddSpec(const Graph& graph, ValueId value, BufferId buffer,
 
 }  // namespace
 
-absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::string& cache_dir) {
+absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::string& cache_dir) {
   if (!module.loops.has_value() || !module.source.has_value() || module.source->language != "c++") {
     return absl::FailedPreconditionError(
         "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
@@ -184,17 +174,11 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
 
 absl::Status WriteArtifact(const Module& module, absl::Span<const std::string> output_names,
                            const std::string& cache_dir, const std::string& path) {
-  LOOM_ASSIGN_OR_RETURN(NativeLibrary library, CompileModule(module, cache_dir));
-  LOOM_ASSIGN_OR_RETURN(std::string kernels, ReadFile(library.path()));
+  LOOM_ASSIGN_OR_RETURN(CompiledLibrary compiled, CompileModule(module, cache_dir));
+  LOOM_ASSIGN_OR_RETURN(std::string kernels, ReadFileBytes(compiled.library.path()));
   LOOM_ASSIGN_OR_RETURN(rproto::Artifact artifact,
                         MakeArtifact(module, std::move(kernels), output_names));
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << Model::Serialize(artifact);
-  file.close();
-  if (!file) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write the artifact"));
-  }
-  return absl::OkStatus();
+  return WriteFileBytes(path, Model::Serialize(artifact));
 }
 
 }  // namespace loom::cpp

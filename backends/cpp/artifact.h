@@ -5,7 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "backends/cpp/runtime.h"
+#include "backends/cpp/native_compiler.h"
 #include "ir/module.h"
 #include "runtime/artifact.pb.h"
 
@@ -13,7 +13,7 @@ namespace loom::cpp {
 
 // The kernels of a module through codegen-cpp, compiled (through the cache
 // in `cache_dir`) and loaded.
-absl::StatusOr<NativeLibrary> CompileModule(const Module& module, const std::string& cache_dir);
+absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::string& cache_dir);
 
 // What loom::Model runs: the module's launch table, buffers, weights and
 // interface, with the kernels' shared object `shared_object` (empty: none,

@@ -17,13 +17,11 @@ CppExecutable::CppExecutable(Model model, bool cache_hit, double compile_seconds
       compile_seconds_(compile_seconds) {}
 
 absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module, std::string cache_dir) {
-  LOOM_ASSIGN_OR_RETURN(NativeLibrary library, CompileModule(module, cache_dir));
+  LOOM_ASSIGN_OR_RETURN(CompiledLibrary compiled, CompileModule(module, cache_dir));
   LOOM_ASSIGN_OR_RETURN(runtime::proto::Artifact artifact,
                         MakeArtifact(module, /*shared_object=*/""));
-  const bool cache_hit = library.cache_hit();
-  const double compile_seconds = library.compile_seconds();
-  LOOM_ASSIGN_OR_RETURN(Model model, Model::Bind(std::move(library), artifact));
-  return CppExecutable(std::move(model), cache_hit, compile_seconds);
+  LOOM_ASSIGN_OR_RETURN(Model model, Model::Bind(std::move(compiled.library), artifact));
+  return CppExecutable(std::move(model), compiled.cache_hit, compiled.compile_seconds);
 }
 
 absl::StatusOr<std::vector<Tensor>> CppExecutable::Run(absl::Span<const Tensor> inputs) {

@@ -6,7 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "backends/cpp/runtime.h"
+#include "backends/cpp/native_compiler.h"
 #include "ir/module.h"
 #include "ir/tensor.h"
 #include "runtime/model.h"

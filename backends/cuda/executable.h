@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "backends/cuda/codegen.h"
-#include "backends/cuda/runtime.h"
+#include "backends/cuda/cuda_libraries.h"
 #include "ir/module.h"
 #include "ir/tensor.h"
 

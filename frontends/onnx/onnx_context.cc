@@ -27,12 +27,6 @@ AttrKind KindOf(const onnx::AttributeProto& attr) {
   return onnx::AttributeProto::UNDEFINED;
 }
 
-Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list) {
-  Attrs attrs;
-  for (const auto& [name, value] : list) attrs.Set(name, value);
-  return attrs;
-}
-
 NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, Graph& graph, ValueMap& values)
     : node_(node), opset_(opset), graph_(graph), values_(values) {
   if (!node.name().empty()) {

@@ -7,7 +7,6 @@
 // Internal to frontends/onnx.
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/graph.h"
+#include "ir/support/attrs.h"
 #include "ir/tensor.h"
 #include "onnx/onnx_pb.h"
 
@@ -138,9 +138,6 @@ class NodeContext {
 // The ONNX type of an attribute: its `type` field, or for old models that
 // leave it unset, the kind of value it holds.
 AttrKind KindOf(const onnx::AttributeProto& attr);
-
-// Attribute helpers for converters.
-Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list);
 
 }  // namespace loom::onnx_import
 

@@ -49,12 +49,6 @@ std::vector<int64_t> ToInts(const Tensor& tensor) {
   return values;
 }
 
-Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list) {
-  Attrs attrs;
-  for (const auto& [name, value] : list) attrs.Set(name, value);
-  return attrs;
-}
-
 absl::StatusOr<std::vector<Tensor>> RunOpOutputs(const std::string& op,
                                                  const std::vector<Tensor>& inputs,
                                                  const Attrs& attrs, int num_outputs) {

@@ -5,9 +5,7 @@
 // verifier and the interpreter.
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,8 +27,6 @@ Tensor MakeIntTensor(DType dtype, Shape shape, const std::vector<int64_t>& value
 Tensor Iota(DType dtype, Shape shape, double start = 0, double step = 1);
 std::vector<double> ToDoubles(const Tensor& tensor);
 std::vector<int64_t> ToInts(const Tensor& tensor);
-
-Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list);
 
 // Runs `op` on graph inputs holding `inputs`: builds a one-node graph, runs
 // InferShapes and VerifyGraph, interprets it, and checks the result has the

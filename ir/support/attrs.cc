@@ -107,4 +107,11 @@ std::vector<std::string> Attrs::GetStrings(absl::string_view name,
   return GetOr<std::vector<std::string>>(*this, name, std::move(default_value));
 }
 
+Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list) {
+  Attrs attrs;
+  attrs.Reserve(list.size());
+  for (const auto& [name, value] : list) attrs.Set(name, value);
+  return attrs;
+}
+
 }  // namespace loom

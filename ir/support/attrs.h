@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -96,6 +97,10 @@ class Attrs {
   uint32_t size_ = 0;
   uint32_t capacity_ = 0;
 };
+
+// Attributes from (name, value) pairs, in that order:
+// MakeAttrs({{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}).
+Attrs MakeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> list);
 
 }  // namespace loom
 

@@ -76,5 +76,13 @@ TEST(AttrsTest, IntListsOfAnyLength) {
   EXPECT_FALSE(*attrs.FindInts("short") == (std::vector<int64_t>{1, 2}));
 }
 
+TEST(AttrsTest, MakeAttrsKeepsTheOrderOfItsPairs) {
+  const Attrs attrs = MakeAttrs({{"axis", int64_t{-1}}, {"mode", std::string("nearest")}});
+  ASSERT_EQ(attrs.entries().size(), 2);
+  EXPECT_EQ(attrs.entries()[0].first, "axis");
+  EXPECT_EQ(attrs.GetInt("axis", 0), -1);
+  EXPECT_EQ(attrs.GetString("mode", ""), "nearest");
+}
+
 }  // namespace
 }  // namespace loom

@@ -13,9 +13,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "compiler/driver.h"
 #include "ir/random.h"
 #include "runtime/model.h"
-#include "tools/driver.h"
 
 ABSL_FLAG(std::string, model, "examples/lstm_l2_h64.pbtxt", "the model");
 ABSL_FLAG(int, calls, 2000, "calls per round and way");

@@ -22,8 +22,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/driver.h"
 #include "ir/graph_io.h"
-#include "tools/driver.h"
 #include "tools/gen.h"
 
 ABSL_FLAG(int64_t, max_nodes, 1'100'000, "skip random DAGs larger than this many nodes");

@@ -33,7 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "backends/cpp/runtime.h"
+#include "backends/cpp/native_compiler.h"
 
 ABSL_FLAG(int, iters, 50, "calls per timed round");
 ABSL_FLAG(int, rounds, 5, "rounds per library, alternating");

@@ -17,9 +17,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/statusor.h"
+#include "compiler/driver.h"
 #include "ir/graph.h"
 #include "ir/graph_io.h"
-#include "tools/driver.h"
 
 ABSL_FLAG(int, iters, 200, "timed runs of each model and of its floor");
 

@@ -1,6 +1,6 @@
 // The examples and random graphs compiled for Arm (-march=armv8-a) and run
 // under user-mode QEMU (backends/cpp/aarch64_run.h), judged by the rule of
-// `loom run --check` (tools/check.h): what an Arm machine runs of the
+// `loom run --check` (compiler/check.h): what an Arm machine runs of the
 // generic GCC-vector code, which the x86 tests run only as SSE. Models
 // whose kernels call a library (oneDNN, BLAS) are left out: those libraries
 // are not in the cross toolchain.
@@ -17,12 +17,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "backends/cpp/aarch64_run.h"
+#include "compiler/check.h"
+#include "compiler/driver.h"
 #include "gtest/gtest.h"
 #include "ir/dtype.h"
 #include "ir/graph_io.h"
 #include "pipelines/builtin_pipelines.h"
-#include "tools/check.h"
-#include "tools/driver.h"
 #include "tools/random_graph.h"
 
 namespace loom {

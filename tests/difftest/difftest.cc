@@ -7,8 +7,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "compiler/driver.h"
 #include "ir/graph_io.h"
-#include "tools/driver.h"
 
 namespace loom {
 

@@ -10,7 +10,7 @@
 namespace loom {
 
 // Differential testing: compile a graph with the `cpu` pipeline, run it and
-// judge the results by the rule of `loom run --check` (tools/check.h:
+// judge the results by the rule of `loom run --check` (compiler/check.h:
 // against the float64 truth, within the computation's error bound), and
 // shrink a failing graph to a small one that fails the same way.
 

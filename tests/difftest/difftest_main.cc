@@ -1,5 +1,5 @@
 // Differential tester: random graphs from `loom gen --kind=random`, compiled
-// and judged by the --check rule (tools/check.h). A failing graph is shrunk and
+// and judged by the --check rule (compiler/check.h). A failing graph is shrunk and
 // written to --regressions_dir, where //tests/regressions picks it up.
 //
 //   difftest --first_seed=1 --last_seed=10000 [--nodes=30]

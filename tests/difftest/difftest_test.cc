@@ -1,5 +1,5 @@
 // The fixed set of random graphs CI checks: seeds 1..300 compile, run and
-// pass the --check rule (tools/check.h). Run //tests/difftest:difftest for more.
+// pass the --check rule (compiler/check.h). Run //tests/difftest:difftest for more.
 
 #include "tests/difftest/difftest.h"
 

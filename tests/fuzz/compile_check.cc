@@ -3,8 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "compiler/driver.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "tools/driver.h"
 
 namespace loom {
 namespace fuzz {

@@ -20,10 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compiler/driver.h"
 #include "gtest/gtest.h"
 #include "ir/graph_io.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "tools/driver.h"
 
 namespace loom {
 namespace {

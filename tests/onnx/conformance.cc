@@ -7,7 +7,7 @@
 // that tolerance still passes when loom's value is at least as close to the
 // truth (the model evaluated in float64) as the reference data, and the
 // reference's own error is one float32 rounding allows
-// (CloserToTruthThanReference, tools/check.h); the PASS line then gives
+// (CloserToTruthThanReference, compiler/check.h); the PASS line then gives
 // the reason. Prints one line per test,
 //   PASS name [(closer to the float64 truth than the reference: ...)]
 //   | FAIL name <largest error> | UNSUPPORTED name <reason>
@@ -53,12 +53,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/check.h"
+#include "compiler/driver.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
-#include "tools/check.h"
-#include "tools/driver.h"
 
 ABSL_FLAG(int, min_passed, 0, "fail unless at least this many tests pass");
 ABSL_FLAG(std::string, cache_dir, "", "kernel cache directory (default: the runtime's)");
@@ -284,7 +284,7 @@ double Excess(const Tensor& actual, const Tensor& expected, int64_t i) {
   return std::fabs(a - e) - Tolerance(e);
 }
 
-// A unit's truth and error bounds (tools/check.h), computed once and only
+// A unit's truth and error bounds (compiler/check.h), computed once and only
 // for a unit with an element outside the tolerance.
 class Truth {
  public:

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/driver.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
-#include "tools/driver.h"
 
 namespace loom {
 namespace {

@@ -1,5 +1,5 @@
 // Every graph in tests/regressions/ (shrunk failures found by
-// //tests/difftest) must compile, run and pass the --check rule (tools/check.h).
+// //tests/difftest) must compile, run and pass the --check rule (compiler/check.h).
 
 #include <cstdlib>
 #include <filesystem>

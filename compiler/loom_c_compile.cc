@@ -11,13 +11,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpp/artifact.h"
+#include "compiler/driver.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "ir/graph_io.h"
 #include "ir/interpreter.h"
 #include "ir/status_macros.h"
 #include "runtime/loom_c.h"
 #include "runtime/loom_c_internal.h"
-#include "tools/driver.h"
 
 namespace {
 
@@ -119,13 +119,13 @@ extern "C" loom_status loom_model_compile(const char* model_path, const char* pi
         absl::InvalidArgumentError("loom_model_compile: the pipeline's target is not the CPU"));
   }
   // The kernels come from the cache the compile just filled.
-  absl::StatusOr<loom::cpp::NativeLibrary> library =
+  absl::StatusOr<loom::cpp::CompiledLibrary> library =
       loom::cpp::CompileModule(compiled->module, loom::cpp::DefaultCacheDir());
   if (!library.ok()) return loom_c::Report(library.status());
   absl::StatusOr<loom::runtime::proto::Artifact> artifact =
       loom::cpp::MakeArtifact(compiled->module, /*shared_object=*/"", compiled->output_names);
   if (!artifact.ok()) return loom_c::Report(artifact.status());
-  absl::StatusOr<loom::Model> bound = loom::Model::Bind(*std::move(library), *artifact);
+  absl::StatusOr<loom::Model> bound = loom::Model::Bind(std::move(library->library), *artifact);
   if (!bound.ok()) return loom_c::Report(bound.status());
   auto graph = std::make_shared<const loom::Graph>(*std::move(compiled->input_graph));
   *model = new loom_model{

@@ -299,6 +299,14 @@ TEST(EmulationTest, MathOps) {
   CheckEmulated(*std::move(graph), "math");
 }
 
+// The bitwise ops and shifts of signed and unsigned types, by negative
+// amounts and past the width.
+TEST(EmulationTest, BitwiseOpsAndShifts) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/bitwise.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "bitwise");
+}
+
 // An index out of range: the kernel records it (the first of the run) and
 // reads a safe element; the run fails naming the node and the index.
 TEST(EmulationTest, AnIndexOutOfRangeIsRecorded) {

@@ -2,8 +2,8 @@
 // emit C++, native compile, run), compared with the reference interpreter.
 // Ops are grouped into a few graphs so that each test compiles once.
 
-#include "backends/cpp/e2e_test_util.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
 namespace {

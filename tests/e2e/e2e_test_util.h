@@ -1,9 +1,10 @@
-#ifndef LOOM_BACKENDS_CPP_E2E_TEST_UTIL_H_
-#define LOOM_BACKENDS_CPP_E2E_TEST_UTIL_H_
+#ifndef LOOM_TESTS_E2E_E2E_TEST_UTIL_H_
+#define LOOM_TESTS_E2E_E2E_TEST_UTIL_H_
 
 // The harness of the end-to-end tests: build a small graph, run it through
-// the whole CPU path (decompose, simplify, lower, schedule, emit C++, native
-// compile, run) and compare every output with the reference interpreter.
+// the whole CPU path (the built-in cpu pipeline through the compiler's
+// driver, then the native compile and a run) and compare every output with
+// the reference interpreter.
 
 #include <cstdint>
 #include <functional>
@@ -39,28 +40,30 @@ class GraphBuilder {
   Graph graph_;
 };
 
-// Attributes from (name, value) pairs, e.g. Attrs({{"axis", int64_t{1}}}).
-Attrs MakeAttrs(std::vector<std::pair<std::string, AttrValue>> entries);
 Attrs IntsAttr(const std::string& name, std::vector<int64_t> values);
 
 struct EndToEndOptions {
-  // Graph inputs are uniform in [-2, 2) (floats) or integers in [-5, 5];
-  // `fill`, when set, may then change input i.
+  // Graph inputs are uniform in [-2, 2) (floats), integers in [-5, 5] or
+  // bools; `fill`, when set, may then change input i.
   std::function<void(size_t i, Tensor& input)> fill;
   // Convs as library calls (DecomposeOptions::conv_calls, as the cpu
-  // pipeline has them) rather than gemm calls and loops.
+  // pipeline has them) rather than gemm calls and loops, which the tests
+  // compile by default.
   bool conv_calls = false;
   // The native code's target (CppOptions.march; empty: this machine).
   std::string march;
 };
 
-// The inputs CompileRunAndCompare feeds `graph` (shapes must be inferred).
+// The inputs CompileRunAndCompare feeds `graph` (shapes must be inferred):
+// compiler/check.h's MakeInputs in the ranges above, then options.fill.
 std::vector<Tensor> MakeInputs(const Graph& graph, const EndToEndOptions& options = {});
 
-// Runs the whole CPU path's pipeline on `graph`, up to the emitted C++: the
-// native code is for `march` (CppOptions.march; empty: this machine),
+// Compiles `graph` with the built-in cpu pipeline up to the emitted C++,
+// verifying the IR after every pass, with these of its options replaced:
+// the native code is for `march` (CppOptions.march; empty: this machine),
 // outputs of at least `streaming_store_min_bytes` are streamed (CppOptions;
-// -1: none), and `conv_calls` as in EndToEndOptions.
+// -1: none; by default small ones too, so that the tests run them), and
+// `conv_calls` as in EndToEndOptions.
 absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march = "",
                                   int64_t streaming_store_min_bytes = 4096,
                                   bool conv_calls = false);
@@ -78,8 +81,9 @@ absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector
                                                   bool conv_calls = false);
 
 // Infers shapes, then checks that the compiled graph's outputs match the
-// interpreter's: floats within 1e-5 + 1e-4 * |expected| (NaN where NaN is
-// expected, the same infinity where one is), everything else exactly.
+// interpreter's: floats within kCheckAbsTolerance + kCheckRelTolerance *
+// |expected| (NaN where NaN is expected, the same infinity where one is),
+// everything else exactly; with conv_calls, by the --check rule.
 // For Arm, a graph whose kernels call a library is left out (with a line
 // on stdout): the cross toolchain has none.
 void CompileRunAndCompare(Graph graph, const EndToEndOptions& options = {});
@@ -94,4 +98,4 @@ std::string Disassembly(const std::string& library, const std::string& objdump =
 
 }  // namespace loom
 
-#endif  // LOOM_BACKENDS_CPP_E2E_TEST_UTIL_H_
+#endif  // LOOM_TESTS_E2E_E2E_TEST_UTIL_H_

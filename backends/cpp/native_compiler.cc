@@ -1,8 +1,5 @@
-#include "backends/cpp/runtime.h"
+#include "backends/cpp/native_compiler.h"
 
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +7,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <initializer_list>
 #include <utility>
 
@@ -21,7 +17,9 @@
 #include "absl/strings/string_view.h"
 #include "backends/common/kernel_cache.h"
 #include "backends/cpp/subprocess.h"
+#include "ir/file_io.h"
 #include "ir/status_macros.h"
+#include "runtime/content_hash.h"
 
 namespace loom::cpp {
 namespace {
@@ -30,15 +28,10 @@ namespace {
 // the summary and usually the first real error are).
 constexpr size_t kMaxCompilerOutputBytes = 4000;
 
-using kernel_cache::ContentHasher;
 using kernel_cache::GetEnv;
 using kernel_cache::MakeDirs;
 using kernel_cache::TempPathFor;
 using kernel_cache::WriteFileAtomically;
-
-absl::Status ErrnoError(absl::string_view operation, absl::string_view path) {
-  return absl::ErrnoToStatus(errno, absl::StrCat(operation, " ", path));
-}
 
 bool AsksForNativeCode(const std::vector<std::string>& command) {
   for (const std::string& arg : command) {
@@ -93,42 +86,6 @@ std::string CacheKey(std::string_view source, const CompilerCommand& compiler) {
   for (const std::string& arg : compiler.libraries_as_needed) hash.Add(arg);
   if (AsksForNativeCode(compiler.command)) hash.Add(HostCpuFeatures());
   return hash.HexDigest();
-}
-
-// A library built with -fopenmp brings in the OpenMP runtime, whose worker
-// threads outlive any one parallel loop: were the runtime unloaded with the
-// last such library (dlclose), those threads would run unmapped code. It is
-// loaded once for the whole process and never unloaded.
-absl::Status PinOpenMpRuntime() {
-  static const bool pinned =
-      dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr;
-  if (!pinned) {
-    return absl::FailedPreconditionError(
-        "the OpenMP runtime libgomp.so.1 could not be loaded (install libgomp1, "
-        "or compile without OpenMP: codegen-cpp option openmp: false)");
-  }
-  return absl::OkStatus();
-}
-
-// The libraries the kernels call (BLAS, oneDNN) keep thread pools, JIT
-// kernels and thread-local buffers alive between calls; like the OpenMP
-// runtime they stay loaded for the whole process (a failure here shows when
-// the kernel library loads).
-void PinCalledLibraries(const std::vector<std::string>& libraries) {
-  for (const std::string& library : libraries) {
-    if (absl::StartsWith(library, "-")) continue;
-    dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  }
-}
-
-absl::StatusOr<void*> Load(const std::string& path) {
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* error = dlerror();
-    return absl::InternalError(
-        absl::StrCat("dlopen ", path, ": ", error == nullptr ? "unknown error" : error));
-  }
-  return handle;
 }
 
 // Compiles `source_path` into `library_path` (through a temporary file and a
@@ -232,23 +189,6 @@ absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
 
 }  // namespace
 
-// This machine's instruction-set extensions ("flags" on x86, "Features" on
-// Arm): code built with -march=native is only valid on a CPU that has them,
-// and a cache dir may be shared between machines (an NFS home).
-const std::string& HostCpuFeatures() {
-  static const std::string* const features = [] {
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(cpuinfo, line)) {
-      if (absl::StartsWith(line, "flags") || absl::StartsWith(line, "Features")) {
-        return new std::string(line);
-      }
-    }
-    return new std::string();
-  }();
-  return *features;
-}
-
 absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
   return LibraryLinkArgs("LOOM_BLAS",
                          {"openblas-openmp/libopenblas.so.0", "libopenblas.so.0", "libblas.so.3"},
@@ -284,84 +224,8 @@ std::vector<std::string> DefaultCompileFlags() {
   return {"-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-std=c++17"};
 }
 
-absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool openmp,
-                                               const std::vector<std::string>& libraries,
-                                               absl::string_view name) {
-  if (openmp) {
-    LOOM_RETURN_IF_ERROR(PinOpenMpRuntime());
-  }
-  PinCalledLibraries(libraries);
-  const int fd = memfd_create("loom-kernels", MFD_CLOEXEC);
-  if (fd < 0) return ErrnoError("memfd_create for the kernels of", name);
-  for (size_t written = 0; written < bytes.size();) {
-    const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      absl::Status status = ErrnoError("writing the kernels of", name);
-      close(fd);
-      return status;
-    }
-    written += static_cast<size_t>(n);
-  }
-  absl::StatusOr<void*> handle = Load(absl::StrCat("/proc/self/fd/", fd));
-  close(fd);
-  if (!handle.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the kernels of ", name, " cannot be loaded: ", handle.status().message()));
-  }
-  return NativeLibrary(*handle, std::string(name), false, 0);
-}
-
-NativeLibrary::NativeLibrary(void* handle, std::string path, bool cache_hit, double compile_seconds)
-    : handle_(handle),
-      path_(std::move(path)),
-      cache_hit_(cache_hit),
-      compile_seconds_(compile_seconds) {}
-
-NativeLibrary::NativeLibrary(NativeLibrary&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)),
-      path_(std::move(other.path_)),
-      cache_hit_(other.cache_hit_),
-      compile_seconds_(other.compile_seconds_) {}
-
-NativeLibrary& NativeLibrary::operator=(NativeLibrary&& other) noexcept {
-  if (this != &other) {
-    Close();
-    handle_ = std::exchange(other.handle_, nullptr);
-    path_ = std::move(other.path_);
-    cache_hit_ = other.cache_hit_;
-    compile_seconds_ = other.compile_seconds_;
-  }
-  return *this;
-}
-
-NativeLibrary::~NativeLibrary() { Close(); }
-
-void NativeLibrary::Close() {
-  // A failing dlclose leaves nothing to recover; the handle is gone either way.
-  if (handle_ != nullptr) dlclose(handle_);
-  handle_ = nullptr;
-}
-
-absl::StatusOr<void*> NativeLibrary::Symbol(std::string_view name) const {
-  const std::string symbol(name);
-  if (handle_ == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("looking up symbol '", symbol, "' in a moved-from NativeLibrary"));
-  }
-  dlerror();  // clear any earlier error
-  void* address = dlsym(handle_, symbol.c_str());
-  if (address == nullptr) {
-    const char* error = dlerror();
-    return absl::NotFoundError(
-        absl::StrCat("symbol '", symbol, "' not found in ", path_,
-                     error == nullptr ? "" : absl::StrCat(" (", error, ")")));
-  }
-  return address;
-}
-
-absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
-                                             const NativeCompileOptions& options) {
+absl::StatusOr<CompiledLibrary> CompileAndLoad(std::string_view source,
+                                               const NativeCompileOptions& options) {
   if (options.compiler.empty()) {
     return absl::InvalidArgumentError("NativeCompileOptions.compiler is empty (and $CXX unset)");
   }
@@ -389,8 +253,8 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
 
   struct stat info;
   if (stat(library_path.c_str(), &info) == 0) {
-    absl::StatusOr<void*> handle = Load(library_path);
-    if (handle.ok()) return NativeLibrary(*handle, library_path, true, 0);
+    absl::StatusOr<NativeLibrary> cached = NativeLibrary::Open(library_path);
+    if (cached.ok()) return CompiledLibrary{*std::move(cached), /*cache_hit=*/true};
     // A corrupt entry (truncated on a full disk, damaged by hand): drop it
     // and build it again.
     if (unlink(library_path.c_str()) != 0 && errno != ENOENT) {
@@ -405,12 +269,12 @@ absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
   }
   LOOM_ASSIGN_OR_RETURN(double seconds,
                         Compile(command, source_path, library_path, options.cache_dir));
-  absl::StatusOr<void*> handle = Load(library_path);
-  if (!handle.ok()) {
+  absl::StatusOr<NativeLibrary> compiled = NativeLibrary::Open(library_path);
+  if (!compiled.ok()) {
     return absl::InternalError(
-        absl::StrCat("freshly compiled library cannot be loaded: ", handle.status().message()));
+        absl::StrCat("freshly compiled library cannot be loaded: ", compiled.status().message()));
   }
-  return NativeLibrary(*handle, library_path, false, support_seconds + seconds);
+  return CompiledLibrary{*std::move(compiled), /*cache_hit=*/false, support_seconds + seconds};
 }
 
 }  // namespace loom::cpp

@@ -21,11 +21,11 @@
 #include "absl/strings/str_format.h"
 #include "backends/cpp/aarch64_run.h"
 #include "backends/cpp/artifact.h"
-#include "backends/cpp/e2e_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
 #include "re2/re2.h"
+#include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
 namespace {
@@ -249,9 +249,9 @@ std::vector<std::string> ImportsOf(Graph& graph, const std::string& march) {
     EXPECT_TRUE(library.ok()) << library.status();
     return library.ok() ? ImportedSymbols(*library) : std::vector<std::string>{};
   }
-  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+  absl::StatusOr<cpp::CompiledLibrary> library = cpp::CompileModule(*module, TestCacheDir());
   EXPECT_TRUE(library.ok()) << library.status();
-  return library.ok() ? ImportedSymbols(library->path()) : std::vector<std::string>{};
+  return library.ok() ? ImportedSymbols(library->library.path()) : std::vector<std::string>{};
 }
 
 // Loops calling libm's functions run in vectors: compiled for `march`, a
@@ -309,12 +309,12 @@ std::string KernelCode(const Graph& graph, const std::string& march,
     ADD_FAILURE() << module.status();
     return "";
   }
-  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+  absl::StatusOr<cpp::CompiledLibrary> library = cpp::CompileModule(*module, TestCacheDir());
   if (!library.ok()) {
     ADD_FAILURE() << library.status();
     return "";
   }
-  return Disassembly(library->path());
+  return Disassembly(library->library.path());
 }
 
 // A loop with selects runs in vectors without AVX-512's masks: erf clamps
@@ -459,9 +459,9 @@ TEST(VectorMathTest, FloatRemaindersAreExactWithoutLibm) {
   for (const std::string march : {"haswell", "x86-64"}) {
     absl::StatusOr<Module> module = EmitModule(b.graph(), march);
     ASSERT_TRUE(module.ok()) << module.status();
-    absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+    absl::StatusOr<cpp::CompiledLibrary> library = cpp::CompileModule(*module, TestCacheDir());
     ASSERT_TRUE(library.ok()) << library.status();
-    EXPECT_THAT(ImportedSymbols(library->path()), testing::Not(testing::Contains("fmodf")))
+    EXPECT_THAT(ImportedSymbols(library->library.path()), testing::Not(testing::Contains("fmodf")))
         << march;
   }
 }

@@ -1,9 +1,9 @@
-#ifndef LOOM_BACKENDS_CPP_RUNTIME_H_
-#define LOOM_BACKENDS_CPP_RUNTIME_H_
+#ifndef LOOM_BACKENDS_CPP_NATIVE_COMPILER_H_
+#define LOOM_BACKENDS_CPP_NATIVE_COMPILER_H_
 
-// The C++ backend's native runtime: compiles a translation unit with the
+// The C++ backend's native compiler: compiles a translation unit with the
 // system C++ compiler into a shared object, caches it on disk by content hash
-// and loads it.
+// and loads it (runtime/native_library.h).
 
 #include <string>
 #include <string_view>
@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "backends/common/kernel_cache.h"
+#include "runtime/native_library.h"
 
 namespace loom::cpp {
 
@@ -69,41 +70,11 @@ absl::StatusOr<std::vector<std::string>> BlisLinkArgs();
 absl::StatusOr<std::vector<std::string>> SleefLinkArgs(absl::Span<const char* const> folders = {});
 inline constexpr char kSleefDefine[] = "-DLOOM_HAVE_SLEEF";
 
-// A loaded shared object. Owns the dlopen handle and closes it on
-// destruction, so function pointers from Symbol() are valid only while the
-// library lives. Movable, not copyable.
-class NativeLibrary {
- public:
-  NativeLibrary(NativeLibrary&& other) noexcept;
-  NativeLibrary& operator=(NativeLibrary&& other) noexcept;
-  NativeLibrary(const NativeLibrary&) = delete;
-  NativeLibrary& operator=(const NativeLibrary&) = delete;
-  ~NativeLibrary();
-
-  // The address of the (extern "C") symbol `name`; NotFound naming the
-  // symbol and the library when it has none.
-  absl::StatusOr<void*> Symbol(std::string_view name) const;
-
-  // Whether the shared object came from the cache without compiling.
-  bool cache_hit() const { return cache_hit_; }
-  // Wall time of the native compile; 0 on a cache hit.
-  double compile_seconds() const { return compile_seconds_; }
-  // The cached shared object, <cache_dir>/<hash>.so.
-  const std::string& path() const { return path_; }
-
- private:
-  friend absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
-                                                      const NativeCompileOptions& options);
-  friend absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool openmp,
-                                                        const std::vector<std::string>& libraries,
-                                                        absl::string_view name);
-  NativeLibrary(void* handle, std::string path, bool cache_hit, double compile_seconds);
-  void Close();
-
-  void* handle_ = nullptr;
-  std::string path_;
-  bool cache_hit_ = false;
-  double compile_seconds_ = 0;
+// A shared object CompileAndLoad compiled or found in the cache, loaded.
+struct CompiledLibrary {
+  NativeLibrary library;       // its path() is the cached <cache_dir>/<hash>.so
+  bool cache_hit = false;      // it came from the cache without compiling
+  double compile_seconds = 0;  // wall time of the native compile; 0 on a cache hit
 };
 
 // Compiles `source` (one C++ translation unit) into <cache_dir>/<hash>.so
@@ -115,25 +86,9 @@ class NativeLibrary {
 // A compile failure is an InternalError with the compiler's output, its exit
 // status and the command line; a compiler that cannot be started is an error
 // naming it.
-absl::StatusOr<NativeLibrary> CompileAndLoad(std::string_view source,
-                                             const NativeCompileOptions& options);
-
-// Loads a shared object from memory (`bytes`, such as an artifact's
-// kernels), after the OpenMP runtime when `openmp` and the `libraries` it
-// calls (link arguments, as BlasLinkArgs gives them), all kept loaded for
-// the whole process as CompileAndLoad keeps them. `name` names it in errors
-// and is its path().
-absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool openmp,
-                                               const std::vector<std::string>& libraries,
-                                               absl::string_view name);
-
-// This machine's instruction-set extensions (the "flags" line of
-// /proc/cpuinfo on x86, "Features" on Arm).
-const std::string& HostCpuFeatures();
-
-// 128-bit FNV-1a of `data` as 32 lower-case hex digits (names cache files).
-using kernel_cache::ContentHash;
+absl::StatusOr<CompiledLibrary> CompileAndLoad(std::string_view source,
+                                               const NativeCompileOptions& options);
 
 }  // namespace loom::cpp
 
-#endif  // LOOM_BACKENDS_CPP_RUNTIME_H_
+#endif  // LOOM_BACKENDS_CPP_NATIVE_COMPILER_H_

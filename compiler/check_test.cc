@@ -1,14 +1,14 @@
-#include "tools/check.h"
+#include "compiler/check.h"
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/driver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
-#include "tools/driver.h"
 
 namespace loom {
 namespace {

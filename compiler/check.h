@@ -1,6 +1,7 @@
-#ifndef LOOM_TOOLS_CHECK_H_
-#define LOOM_TOOLS_CHECK_H_
+#ifndef LOOM_COMPILER_CHECK_H_
+#define LOOM_COMPILER_CHECK_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,19 @@ namespace loom {
 inline constexpr double kCheckRelTolerance = 1e-4;
 inline constexpr double kCheckAbsTolerance = 1e-5;
 inline constexpr double kCheckBoundFactor = 2;
+
+// The ranges MakeInputs draws random inputs from: floats uniform in
+// [low, high), integers the floor of a uniform draw from [int_low,
+// int_high), bools 0 or 1.
+struct InputRanges {
+  double low = -1, high = 1;
+  double int_low = 0, int_high = 10;
+};
+
+// Inputs for `graph`: each read from `dir`/<input name>.bin (raw bytes)
+// or, when `dir` is empty, drawn from `ranges` with `seed`.
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::string& dir,
+                                               uint64_t seed, const InputRanges& ranges = {});
 
 // What a result is judged against.
 struct CheckReferences {
@@ -71,4 +85,4 @@ absl::StatusOr<CheckResult> CheckOutputs(const Graph& graph, absl::Span<const Te
 
 }  // namespace loom
 
-#endif  // LOOM_TOOLS_CHECK_H_
+#endif  // LOOM_COMPILER_CHECK_H_

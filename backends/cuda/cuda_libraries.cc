@@ -1,4 +1,4 @@
-#include "backends/cuda/runtime.h"
+#include "backends/cuda/cuda_libraries.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -7,20 +7,20 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/common/kernel_cache.h"
+#include "ir/file_io.h"
 #include "ir/status_macros.h"
+#include "runtime/content_hash.h"
 
 namespace loom::cuda {
 namespace {
 
 using kernel_cache::GetEnv;
 using kernel_cache::MakeDirs;
-using kernel_cache::ReadFile;
 using kernel_cache::WriteFileAtomically;
 
 // dlopen's last error, or a placeholder.
@@ -292,15 +292,15 @@ absl::StatusOr<Cubin> CompileCubin(std::string_view source, const std::string& a
     return absl::InvalidArgumentError("no kernel cache dir: set $LOOM_CACHE_DIR or $HOME");
   }
   const std::vector<std::string> options = {absl::StrCat("-arch=", arch), "--std=c++17"};
-  kernel_cache::ContentHasher hash;
+  ContentHasher hash;
   hash.Add(source);
   for (const std::string& option : options) hash.Add(option);
   hash.Add((*nvrtc)->version);
   const std::string base = absl::StrCat(cache_dir, "/", hash.HexDigest());
   const std::string cubin_path = base + ".cubin";
   Cubin cubin;
-  if (std::optional<std::string> cached = ReadFile(cubin_path);
-      cached.has_value() && !cached->empty()) {
+  if (absl::StatusOr<std::string> cached = ReadFileBytes(cubin_path);
+      cached.ok() && !cached->empty()) {
     cubin.data = *std::move(cached);
     cubin.cache_hit = true;
     return cubin;

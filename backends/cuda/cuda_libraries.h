@@ -1,7 +1,7 @@
-#ifndef LOOM_BACKENDS_CUDA_RUNTIME_H_
-#define LOOM_BACKENDS_CUDA_RUNTIME_H_
+#ifndef LOOM_BACKENDS_CUDA_CUDA_LIBRARIES_H_
+#define LOOM_BACKENDS_CUDA_CUDA_LIBRARIES_H_
 
-// The CUDA backend's native runtime: the driver API, NVRTC and cuBLAS, all
+// The CUDA libraries the backend runs on: the driver API, NVRTC and cuBLAS, all
 // loaded with dlopen when first needed (loom never links them, so it builds
 // and runs its CPU path on machines without a GPU, a driver or a toolkit;
 // the headers give only types), and a disk cache of compiled kernels keyed
@@ -111,4 +111,4 @@ using kernel_cache::DefaultCacheDir;
 
 }  // namespace loom::cuda
 
-#endif  // LOOM_BACKENDS_CUDA_RUNTIME_H_
+#endif  // LOOM_BACKENDS_CUDA_CUDA_LIBRARIES_H_

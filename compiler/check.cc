@@ -1,16 +1,20 @@
-#include "tools/check.h"
+#include "compiler/check.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/file_io.h"
 #include "ir/interpreter.h"
 #include "ir/module.h"
+#include "ir/random.h"
 #include "ir/status_macros.h"
 #include "passes/decompose.h"
 
@@ -30,7 +34,49 @@ absl::StatusOr<Graph> Decomposed(const Graph& graph) {
   return std::move(module.graph);
 }
 
+absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
+  const std::string path = absl::StrCat(dir, "/", value.name, ".bin");
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(bytes.status().message(), " (the data of input '", value.name, "')"));
+  }
+  const std::string& data = *bytes;
+  Tensor tensor(value.type);
+  if (static_cast<int64_t>(data.size()) != tensor.num_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", data.size(), " bytes, but input '",
+                                                   value.name, "' (", TypeToString(value.type),
+                                                   ") needs ", tensor.num_bytes()));
+  }
+  std::memcpy(tensor.data(), data.data(), data.size());
+  return tensor;
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::string& dir,
+                                               uint64_t seed, const InputRanges& ranges) {
+  std::vector<Tensor> inputs;
+  for (ValueId id : graph.inputs()) {
+    const Value& value = graph.value(id);
+    if (!dir.empty()) {
+      LOOM_ASSIGN_OR_RETURN(Tensor tensor, ReadInput(dir, value));
+      inputs.push_back(std::move(tensor));
+      continue;
+    }
+    Tensor tensor(value.type);
+    const uint64_t stream = SplitMix64(seed) + id;
+    if (IsFloat(value.type.dtype)) {
+      FillUniform(tensor, stream, ranges.low, ranges.high);
+    } else if (value.type.dtype == DType::kBool) {
+      FillUniform(tensor, stream, 0, 2);
+    } else {
+      FillUniform(tensor, stream, ranges.int_low, ranges.int_high);
+    }
+    inputs.push_back(std::move(tensor));
+  }
+  return inputs;
+}
 
 absl::StatusOr<CheckReferences> ComputeCheckReferences(const Graph& graph,
                                                        absl::Span<const Tensor> inputs) {

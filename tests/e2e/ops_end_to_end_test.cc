@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/cpp/e2e_test_util.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
+#include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
 namespace {
@@ -269,6 +269,46 @@ TEST_P(OpsEndToEndTest, I8I16U16AndU32Integers) {
       case 4:  // u16
       case 5:  // u32
         SetAllInts(t, [i](int64_t k) { return (k * 7919 + 12345) << (4 * (i - 3)); });
+        break;
+    }
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+// The bitwise ops of signed and unsigned types, one operand broadcast, and
+// shifts of every type family by negative amounts, by up to the width and
+// past it (signed: ONNX's BitShift 28).
+TEST_P(OpsEndToEndTest, BitwiseOpsAndShifts) {
+  GraphBuilder b;
+  const Attrs left = MakeAttrs({{"direction", std::string("left")}});
+  const Attrs right = MakeAttrs({{"direction", std::string("right")}});
+  for (DType dtype : {DType::kI8, DType::kI16, DType::kI32, DType::kI64, DType::kU8, DType::kU64}) {
+    const std::string name(DTypeName(dtype));
+    const ValueId x = b.Input(absl::StrCat("x_", name), dtype, {3, 37});
+    const ValueId mask = b.Input(absl::StrCat("mask_", name), dtype, {37});
+    const ValueId by = b.Input(absl::StrCat("by_", name), dtype, {37});
+    for (const char* op : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+      b.Output(b.Op(op, {x, mask}));
+    }
+    b.Output(b.Op("bitwise_not", {x}));
+    b.Output(b.Op("bit_shift", {x, by}, left));
+    b.Output(b.Op("bit_shift", {x, by}, right));
+  }
+  EndToEndOptions options = Options();
+  options.fill = [](size_t i, Tensor& t) {
+    const int64_t width = 8 * DTypeSize(t.dtype());
+    switch (i % 3) {
+      case 0:  // x, mask: bits all over the type (2^64 / golden ratio steps)
+      case 1:
+        SetAllInts(t, [i](int64_t k) {
+          return static_cast<int64_t>((k + 1 + 97 * i) * uint64_t{0x9E3779B97F4A7C15});
+        });
+        break;
+      case 2:  // by: negative (for unsigned types: huge), 0 to the width and past it
+        SetAllInts(t, [width](int64_t k) {
+          const int64_t edges[] = {-1, -width, width - 1, width, width + 3, 127};
+          return k < 6 ? edges[k] : k % width;
+        });
         break;
     }
   };

@@ -1,11 +1,10 @@
-#include "tools/driver.h"
+#include "compiler/driver.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <thread>
@@ -16,32 +15,19 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpp/artifact.h"
+#include "compiler/check.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "google/protobuf/util/json_util.h"
 #include "ir/file_io.h"
 #include "ir/graph_io.h"
-#include "ir/random.h"
 #include "ir/status_macros.h"
 #include "passes/pass_manager.h"
-#include "tools/check.h"
 
 namespace loom {
 namespace {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-absl::Status WriteFile(const std::filesystem::path& path, absl::string_view text) {
-  std::error_code error;
-  std::filesystem::create_directories(path.parent_path(), error);
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-  file.close();
-  if (error || !file) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": cannot write file"));
-  }
-  return absl::OkStatus();
 }
 
 std::string TargetName(proto::Target target) { return target == proto::CUDA ? "cuda" : "cpu"; }
@@ -114,44 +100,7 @@ class CopyBandwidth {
   std::vector<double> gbps_;
 };
 
-absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
-  const std::string path = absl::StrCat(dir, "/", value.name, ".bin");
-  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(bytes.status().message(), " (the data of input '", value.name, "')"));
-  }
-  const std::string& data = *bytes;
-  Tensor tensor(value.type);
-  if (static_cast<int64_t>(data.size()) != tensor.num_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", data.size(), " bytes, but input '",
-                                                   value.name, "' (", TypeToString(value.type),
-                                                   ") needs ", tensor.num_bytes()));
-  }
-  std::memcpy(tensor.data(), data.data(), data.size());
-  return tensor;
-}
-
 }  // namespace
-
-absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::string& dir,
-                                               uint64_t seed) {
-  std::vector<Tensor> inputs;
-  for (ValueId id : graph.inputs()) {
-    const Value& value = graph.value(id);
-    if (!dir.empty()) {
-      LOOM_ASSIGN_OR_RETURN(Tensor tensor, ReadInput(dir, value));
-      inputs.push_back(std::move(tensor));
-      continue;
-    }
-    Tensor tensor(value.type);
-    const bool is_float = IsFloat(value.type.dtype);
-    const double high = is_float ? 1 : value.type.dtype == DType::kBool ? 2 : 10;
-    FillUniform(tensor, SplitMix64(seed) + id, is_float ? -1 : 0, high);
-    inputs.push_back(std::move(tensor));
-  }
-  return inputs;
-}
 
 absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -271,7 +220,8 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
   proto::Report& report = compiled.report;
   report.set_model(options.model);
   report.set_pipeline(options.pipeline);
-  LOOM_ASSIGN_OR_RETURN(LoadedPipeline pipeline, LoadPipeline(options.pipeline));
+  LOOM_ASSIGN_OR_RETURN(LoadedPipeline pipeline,
+                        LoadPipeline(options.pipeline, options.pass_options));
   report.set_target(TargetName(pipeline.target));
   if (options.keep_input_graph) compiled.input_graph = graph;
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
@@ -298,10 +248,11 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
   }
   report.set_kernel_functions(module.source->kernel_functions);
   if (!options.out_dir.empty()) {
+    LOOM_RETURN_IF_ERROR(CreateDirectories(options.out_dir));
     const bool cuda = module.source->language == "cuda";
     const std::filesystem::path path =
         std::filesystem::path(options.out_dir) / (cuda ? "model.cu" : "model.cc");
-    LOOM_RETURN_IF_ERROR(WriteFile(path, StandaloneText(*module.source)));
+    LOOM_RETURN_IF_ERROR(WriteFileBytes(path, StandaloneText(*module.source)));
   }
   report.set_frontend_seconds(SecondsSince(start));
   report.set_min_bytes(MinBytes(module.graph));

@@ -7,19 +7,18 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/check.h"
+#include "compiler/driver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/file_io.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
-#include "tools/check.h"
-#include "tools/driver.h"
 
 namespace loom {
 namespace {
@@ -233,19 +232,10 @@ TEST(ModelTest, AnIndexOutOfRangeFailsThatRunAlone) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream contents;
-  contents << file.rdbuf();
-  return contents.str();
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
 TEST(ModelTest, DamagedOrForeignFilesAreRefusedNamingTheCause) {
-  const std::string good = ReadFile(Lstm().artifact);
+  absl::StatusOr<std::string> read = ReadFileBytes(Lstm().artifact);
+  ASSERT_TRUE(read.ok()) << read.status();
+  const std::string& good = *read;
   ASSERT_GT(good.size(), 1000u);
   const std::string dir = TempDir();
   std::string flipped = good;
@@ -264,7 +254,7 @@ TEST(ModelTest, DamagedOrForeignFilesAreRefusedNamingTheCause) {
   };
   for (const auto& c : cases) {
     const std::string path = absl::StrCat(dir, "/", c.name);
-    WriteFile(path, c.bytes);
+    ASSERT_TRUE(WriteFileBytes(path, c.bytes).ok()) << path;
     absl::StatusOr<Model> model = Model::Load(path);
     ASSERT_FALSE(model.ok()) << c.name;
     EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << c.name;

@@ -1,46 +1,41 @@
-#include "backends/cpp/e2e_test_util.h"
+#include "tests/e2e/e2e_test_util.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "backends/cpp/aarch64_run.h"
 #include "backends/cpp/executable.h"
 #include "backends/cpp/subprocess.h"
+#include "compiler/check.h"
+#include "compiler/driver.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
 #include "ir/status_macros.h"
-#include "passes/pass_manager.h"
-#include "tools/check.h"
 
 namespace loom {
 namespace {
 
-// The whole CPU path: every composite op decomposed, fusion and memory
-// planning on, and streaming stores from 4 KiB on (by default only huge
-// outputs stream) so that the tests run them too.
-constexpr char kPipeline[] = R"(
-target: CPU
-pass { name: "verify" }
-pass { name: "fold-batch-norm" }
-pass { name: "decompose" }
-pass { name: "simplify" }
-pass { name: "lower" }
-pass { name: "schedule" }
-pass { name: "fuse" fuse { outer_loop: true reshape_aware: true } }
-pass { name: "drop-unit-loops" }
-pass { name: "merge-loops" }
-pass { name: "plan-memory" }
-pass { name: "codegen-cpp" cpp { simd: NATIVE openmp: true streaming_store_min_bytes: 4096 } }
-)";
+// Floats in [-2, 2) and integers in [-5, 5]: negative values, and values
+// past 1 in magnitude.
+constexpr InputRanges kInputRanges = {-2, 2, -5, 6};
+constexpr uint64_t kInputSeed = 100;
 
-constexpr double kRelTolerance = 1e-4;
-constexpr double kAbsTolerance = 1e-5;
+// The cpu pipeline's options that EmitModule replaces.
+std::vector<PassOptionsOverride> PipelineOverrides(const std::string& march,
+                                                   int64_t streaming_store_min_bytes,
+                                                   bool conv_calls) {
+  std::string cpp = absl::StrCat("cpp { streaming_store_min_bytes: ", streaming_store_min_bytes);
+  if (!march.empty()) absl::StrAppend(&cpp, " march: \"", march, "\"");
+  absl::StrAppend(&cpp, " }");
+  return {
+      {"decompose", absl::StrCat("decompose { conv_calls: ", conv_calls ? "true" : "false", " }")},
+      {"codegen-cpp", cpp}};
+}
 
 }  // namespace
 
@@ -74,12 +69,6 @@ std::vector<ValueId> GraphBuilder::Ops(const std::string& op, std::vector<ValueI
   return graph_.node(id).outputs;
 }
 
-Attrs MakeAttrs(std::vector<std::pair<std::string, AttrValue>> entries) {
-  Attrs attrs;
-  for (auto& [name, value] : entries) attrs.Set(name, std::move(value));
-  return attrs;
-}
-
 Attrs IntsAttr(const std::string& name, std::vector<int64_t> values) {
   Attrs attrs;
   attrs.Set(name, std::move(values));
@@ -87,36 +76,23 @@ Attrs IntsAttr(const std::string& name, std::vector<int64_t> values) {
 }
 
 std::vector<Tensor> MakeInputs(const Graph& graph, const EndToEndOptions& options) {
-  std::vector<Tensor> inputs;
-  for (ValueId id : graph.inputs()) {
-    Tensor tensor(graph.value(id).type);
-    const bool is_float = IsFloat(tensor.dtype());
-    FillUniform(tensor, 100 + id, is_float ? -2 : -5, is_float ? 2 : 6);
-    if (options.fill) options.fill(inputs.size(), tensor);
-    inputs.push_back(std::move(tensor));
+  // Reads no file: cannot fail.
+  std::vector<Tensor> inputs = MakeInputs(graph, /*dir=*/"", kInputSeed, kInputRanges).value();
+  if (options.fill) {
+    for (size_t i = 0; i < inputs.size(); ++i) options.fill(i, inputs[i]);
   }
   return inputs;
 }
 
 absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march,
                                   int64_t streaming_store_min_bytes, bool conv_calls) {
-  std::string text = kPipeline;
-  if (conv_calls) {
-    absl::StrReplaceAll(
-        {{"name: \"decompose\" }", "name: \"decompose\" decompose { conv_calls: true } }"}}, &text);
-  }
-  absl::StrReplaceAll({{"streaming_store_min_bytes: 4096",
-                        absl::StrCat("streaming_store_min_bytes: ", streaming_store_min_bytes)}},
-                      &text);
-  if (!march.empty()) {
-    absl::StrReplaceAll({{"simd: NATIVE", absl::StrCat("simd: NATIVE march: \"", march, "\"")}},
-                        &text);
-  }
-  LOOM_ASSIGN_OR_RETURN(LoadedPipeline pipeline, LoadPipelineText(text, "test"));
-  Module module;
-  module.graph = std::move(graph);
-  LOOM_RETURN_IF_ERROR(RunPipeline(pipeline, module).status());
-  return module;
+  CompileOptions options;
+  options.model = graph.name;
+  options.pass_options = PipelineOverrides(march, streaming_store_min_bytes, conv_calls);
+  options.native_compile = false;
+  options.verify_each = true;
+  LOOM_ASSIGN_OR_RETURN(CompiledModel compiled, CompileGraph(std::move(graph), options));
+  return std::move(compiled.module);
 }
 
 std::string TestCacheDir() {
@@ -181,7 +157,7 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
             << output << " element " << i << ": got " << got << ", want " << want;
         continue;
       }
-      ASSERT_NEAR(got, want, kAbsTolerance + kRelTolerance * std::fabs(want))
+      ASSERT_NEAR(got, want, kCheckAbsTolerance + kCheckRelTolerance * std::fabs(want))
           << output << " element " << i;
     }
   }

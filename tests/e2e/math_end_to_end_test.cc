@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpp/e2e_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
+#include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
 namespace {

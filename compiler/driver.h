@@ -1,5 +1,5 @@
-#ifndef LOOM_TOOLS_DRIVER_H_
-#define LOOM_TOOLS_DRIVER_H_
+#ifndef LOOM_COMPILER_DRIVER_H_
+#define LOOM_COMPILER_DRIVER_H_
 
 #include <chrono>
 #include <memory>
@@ -13,6 +13,7 @@
 #include "ir/module.h"
 #include "ir/report.pb.h"
 #include "ir/tensor.h"
+#include "passes/pass_manager.h"
 
 namespace loom {
 
@@ -22,8 +23,10 @@ namespace loom {
 struct CompileOptions {
   std::string model;             // a .pbtxt graph or an .onnx model
   std::string pipeline = "cpu";  // a built-in name or a pipeline file
-  std::string out_dir;           // where to write the emitted source and model.loom
-  std::string dump_after;        // re2 pattern of passes to dump after
+  // Options of the pipeline's passes to replace (PassOptionsOverride).
+  std::vector<PassOptionsOverride> pass_options;
+  std::string out_dir;     // where to write the emitted source and model.loom
+  std::string dump_after;  // re2 pattern of passes to dump after
   std::string dump_dir;
   std::string cache_dir;       // empty: the runtime's default
   bool native_compile = true;  // false: stop after emitting source
@@ -67,7 +70,7 @@ absl::StatusOr<CompiledModel> CompileGraph(
 
 struct RunModelOptions {
   std::string inputs_dir;  // <input name>.bin files of raw bytes; empty: random
-  // Judge the outputs by the --check rule (tools/check.h) for the model as
+  // Judge the outputs by the --check rule (compiler/check.h) for the model as
   // imported (needs CompileOptions::keep_input_graph).
   bool check = false;
   int iters = 1;
@@ -96,11 +99,6 @@ std::string ExplainFusion(const Module& module, const std::string& node);
 // The report as JSON with the proto's snake_case field names.
 std::string ReportToJson(const proto::Report& report);
 
-// Inputs for a model: read from `dir` or drawn uniformly from [-1, 1)
-// (integers from [0, 10)) with `seed`.
-absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::string& dir,
-                                               uint64_t seed);
-
 }  // namespace loom
 
-#endif  // LOOM_TOOLS_DRIVER_H_
+#endif  // LOOM_COMPILER_DRIVER_H_

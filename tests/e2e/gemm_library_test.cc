@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "backends/cpp/artifact.h"
-#include "backends/cpp/e2e_test_util.h"
-#include "backends/cpp/runtime.h"
+#include "backends/cpp/native_compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
+#include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
 namespace {
@@ -73,10 +73,10 @@ std::vector<std::string> SymbolsImportedFor(Graph graph, const std::string& marc
   absl::StatusOr<Module> module = EmitModule(std::move(graph), march);
   EXPECT_TRUE(module.ok()) << module.status();
   if (!module.ok()) return {};
-  absl::StatusOr<cpp::NativeLibrary> library = cpp::CompileModule(*module, TestCacheDir());
+  absl::StatusOr<cpp::CompiledLibrary> library = cpp::CompileModule(*module, TestCacheDir());
   EXPECT_TRUE(library.ok()) << library.status();
   if (!library.ok()) return {};
-  return ImportedSymbols(library->path());
+  return ImportedSymbols(library->library.path());
 }
 
 bool BlisInstalled() {

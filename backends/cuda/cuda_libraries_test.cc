@@ -1,4 +1,4 @@
-#include "backends/cuda/runtime.h"
+#include "backends/cuda/cuda_libraries.h"
 
 #include <cstdlib>
 #include <string>

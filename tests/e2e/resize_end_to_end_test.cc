@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpp/e2e_test_util.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
 namespace {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/cpp/e2e_test_util.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
 namespace {

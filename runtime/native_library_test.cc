@@ -1,0 +1,80 @@
+#include "runtime/native_library.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/file_io.h"
+
+namespace loom {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kAddLibrary[] = "runtime/libnative_library_test_add.so";  // in the runfiles
+
+using AddFn = int (*)(int, int);
+
+// Calls add(2, 3) from `library`.
+int CallAdd(const NativeLibrary& library) {
+  absl::StatusOr<void*> add = library.Symbol("add");
+  if (!add.ok()) {
+    ADD_FAILURE() << add.status();
+    return -1;
+  }
+  return reinterpret_cast<AddFn>(*add)(2, 3);
+}
+
+TEST(NativeLibraryTest, OpensAFileAndFindsItsSymbols) {
+  absl::StatusOr<NativeLibrary> library = NativeLibrary::Open(kAddLibrary);
+  ASSERT_TRUE(library.ok()) << library.status();
+  EXPECT_EQ(library->path(), kAddLibrary);
+  EXPECT_EQ(CallAdd(*library), 5);
+}
+
+TEST(NativeLibraryTest, AMissingFileIsAnErrorNamingIt) {
+  absl::StatusOr<NativeLibrary> library = NativeLibrary::Open("/no/such/library.so");
+  EXPECT_EQ(library.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(library.status().message(), HasSubstr("/no/such/library.so"));
+}
+
+TEST(NativeLibraryTest, MissingSymbolIsNotFoundNamingSymbolAndLibrary) {
+  absl::StatusOr<NativeLibrary> library = NativeLibrary::Open(kAddLibrary);
+  ASSERT_TRUE(library.ok()) << library.status();
+  absl::StatusOr<void*> missing = library->Symbol("subtract");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("'subtract'"));
+  EXPECT_THAT(missing.status().message(), HasSubstr(kAddLibrary));
+
+  NativeLibrary moved = *std::move(library);
+  EXPECT_EQ(CallAdd(moved), 5);
+  EXPECT_EQ(library->Symbol("add").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(LoadSharedObjectTest, LoadsFromMemoryUnderItsName) {
+  absl::StatusOr<std::string> bytes = ReadFileBytes(kAddLibrary);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<NativeLibrary> library =
+      LoadSharedObject(*bytes, /*openmp=*/true, /*libraries=*/{}, "model 'add'");
+  ASSERT_TRUE(library.ok()) << library.status();
+  EXPECT_EQ(library->path(), "model 'add'");
+  EXPECT_EQ(CallAdd(*library), 5);
+}
+
+TEST(LoadSharedObjectTest, BytesThatAreNoSharedObjectAreAnErrorNamingThem) {
+  absl::StatusOr<NativeLibrary> library =
+      LoadSharedObject("not an ELF file", /*openmp=*/false, /*libraries=*/{}, "model 'bad'");
+  EXPECT_EQ(library.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(library.status().message(), HasSubstr("the kernels of model 'bad' cannot be loaded"));
+}
+
+TEST(HostCpuFeaturesTest, IsTheCpuinfoLineOfTheExtensions) {
+  const std::string& features = HostCpuFeatures();
+  EXPECT_TRUE(absl::StartsWith(features, "flags") || absl::StartsWith(features, "Features"))
+      << features;
+}
+
+}  // namespace
+}  // namespace loom
