@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/file_io.h"
+#include "runtime/native_library_test_util.h"
 
 namespace loom {
 namespace {
@@ -14,18 +15,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr char kAddLibrary[] = "runtime/libnative_library_test_add.so";  // in the runfiles
-
-using AddFn = int (*)(int, int);
-
-// Calls add(2, 3) from `library`.
-int CallAdd(const NativeLibrary& library) {
-  absl::StatusOr<void*> add = library.Symbol("add");
-  if (!add.ok()) {
-    ADD_FAILURE() << add.status();
-    return -1;
-  }
-  return reinterpret_cast<AddFn>(*add)(2, 3);
-}
 
 TEST(NativeLibraryTest, OpensAFileAndFindsItsSymbols) {
   absl::StatusOr<NativeLibrary> library = NativeLibrary::Open(kAddLibrary);

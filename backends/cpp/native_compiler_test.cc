@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/native_library_test_util.h"
 
 namespace loom::cpp {
 namespace {
@@ -25,8 +26,6 @@ using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
 constexpr char kAddSource[] = "extern \"C\" int add(int a, int b) { return a + b; }\n";
-
-using AddFn = int (*)(int, int);
 
 // A directory path (not yet created) private to the running test.
 std::string TestDir() {
@@ -40,16 +39,6 @@ NativeCompileOptions FreshCacheOptions(const std::string& subdir = "cache") {
   NativeCompileOptions options;
   options.cache_dir = absl::StrCat(TestDir(), "/", subdir);
   return options;
-}
-
-// Calls add(2, 3) from `library`.
-int CallAdd(const NativeLibrary& library) {
-  absl::StatusOr<void*> add = library.Symbol("add");
-  if (!add.ok()) {
-    ADD_FAILURE() << add.status();
-    return -1;
-  }
-  return reinterpret_cast<AddFn>(*add)(2, 3);
 }
 
 std::vector<std::string> FilesIn(const std::string& dir) {

@@ -10,6 +10,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=tests/torch_wheel.sh
+source "$here/../torch_wheel.sh"
 venv="${LOOM_ZOO_VENV:-$HOME/.venvs/loom-zoo}"
 py="$venv/bin/python"
 if [[ ! -x "$py" ]]; then
@@ -17,12 +19,7 @@ if [[ ! -x "$py" ]]; then
   exit 2
 fi
 
-libs=""
-for dir in "$venv"/lib/python3*/site-packages/nvidia/*/lib; do
-  [[ -d "$dir" ]] && libs="$libs${libs:+:}$dir"
-done
-[[ -d /usr/local/cuda/lib64 ]] && libs="$libs${libs:+:}/usr/local/cuda/lib64"
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_torch_libraries "$venv"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export PYTHONDONTWRITEBYTECODE=1
 

@@ -13,6 +13,8 @@
 # torchvision, timm and transformers are installed with --no-deps too (each
 # would pull another torch), then their own pure-Python dependencies.
 set -euo pipefail
+# shellcheck source=tests/torch_wheel.sh
+source "$(dirname "$0")/../torch_wheel.sh"
 
 venv="${1:-$HOME/.venvs/loom-zoo}"
 python3 -m venv "$venv"
@@ -34,25 +36,7 @@ ONNX_IR=1.1.0
 "${pip[@]}" "numpy>=2,<3" "onnx==$ONNX" "onnxruntime==$ONNXRUNTIME" \
   "onnxscript==$ONNXSCRIPT" "onnx-ir==$ONNX_IR" \
   filelock typing-extensions sympy mpmath networkx jinja2 MarkupSafe fsspec
-"${pip[@]}" --no-deps "torch==$TORCH"
-
-# The NVIDIA libraries torch needs at import: those torch pins (read from its
-# own metadata), and cuFile, which it asks for only through the cuda-toolkit
-# metapackage, at its latest.
-nvidia_reqs="$("$py" - <<'EOF'
-import importlib.metadata as md
-import re
-
-wanted = ("nvidia-cusparselt-cu13", "nvidia-nvshmem-cu13", "nvidia-nccl-cu13")
-for req in md.requires("torch") or []:
-    spec = req.split(";")[0].strip()
-    name = re.split(r"[<>=!~ \[]", spec, maxsplit=1)[0].lower()
-    if name in wanted:
-        print(spec.replace(" ", ""))
-EOF
-)"
-# shellcheck disable=SC2086  # one requirement a word
-"${pip[@]}" --no-deps $nvidia_reqs nvidia-cufile
+install_torch "$py" "torch==$TORCH"
 
 # torchvision (imports pillow), timm and transformers without their
 # dependencies (another torch), then theirs: timm needs pyyaml,

@@ -20,6 +20,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=tests/torch_wheel.sh
+source "$here/../../torch_wheel.sh"
 venv="${LOOM_PEERS_VENV:-$HOME/.venvs/loom-peers}"
 py="$venv/bin/python"
 if [[ ! -x "$py" ]]; then
@@ -27,12 +29,7 @@ if [[ ! -x "$py" ]]; then
   exit 2
 fi
 
-libs=""
-for dir in "$venv"/lib/python3*/site-packages/nvidia/*/lib; do
-  [[ -d "$dir" ]] && libs="$libs${libs:+:}$dir"
-done
-[[ -d /usr/local/cuda/lib64 ]] && libs="$libs${libs:+:}/usr/local/cuda/lib64"
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_torch_libraries "$venv"
 
 tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
 if [[ -f "$tcmalloc" ]]; then

@@ -13,6 +13,8 @@
 # /usr/local/cuda does not provide, at the versions torch pins. run.sh puts
 # their lib folders and /usr/local/cuda/lib64 on LD_LIBRARY_PATH.
 set -euo pipefail
+# shellcheck source=tests/torch_wheel.sh
+source "$(dirname "$0")/../../torch_wheel.sh"
 
 venv="${1:-$HOME/.venvs/loom-peers}"
 python3 -m venv "$venv"
@@ -22,25 +24,7 @@ pip=("$py" -m pip install --quiet)
 "${pip[@]}" --upgrade pip setuptools
 "${pip[@]}" numpy onnx onnxruntime \
   filelock typing-extensions sympy mpmath networkx jinja2 MarkupSafe fsspec
-"${pip[@]}" --no-deps torch
-
-# The NVIDIA libraries torch needs at import: three at the versions torch
-# pins (read from its own metadata), and cuFile, which torch asks for only
-# through the cuda-toolkit metapackage, at its latest.
-nvidia_reqs="$("$py" - <<'EOF'
-import importlib.metadata as md
-import re
-
-wanted = ("nvidia-cusparselt-cu13", "nvidia-nvshmem-cu13", "nvidia-nccl-cu13")
-for req in md.requires("torch") or []:
-    spec = req.split(";")[0].strip()
-    name = re.split(r"[<>=!~ \[]", spec, maxsplit=1)[0].lower()
-    if name in wanted:
-        print(spec.replace(" ", ""))
-EOF
-)"
-# shellcheck disable=SC2086  # one requirement a word
-"${pip[@]}" --no-deps $nvidia_reqs nvidia-cufile
+install_torch "$py" torch
 
 # Optional: onnxscript lets torch's new ONNX exporter take the models the
 # TorchScript one cannot trace; jax is one more peer.
