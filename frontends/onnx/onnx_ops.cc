@@ -1,6 +1,16 @@
 #include "frontends/onnx/onnx_ops.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace loom::onnx_import {
+
+absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis, int64_t rank,
+                                       absl::string_view what) {
+  if (axis < -rank || axis >= rank) {
+    return ctx.Refuse(absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
 
 const Converter* FindConverter(absl::string_view op_type) {
   static const ConverterMap* const converters = [] {

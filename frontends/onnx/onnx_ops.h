@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "frontends/onnx/onnx_context.h"
 
@@ -46,6 +47,10 @@ std::vector<AttrRule> WithLegacyBroadcast(const NodeContext& ctx, std::vector<At
 // what the legacy attributes say (reshaped to A's rank when `axis` is
 // given); refuses shapes they do not allow. From opset 7 it is `b`.
 absl::StatusOr<ValueId> LegacyBroadcastOperand(NodeContext& ctx, ValueId a, ValueId b);
+
+// `axis` in [-rank, rank) made non-negative, or a refusal naming `what`.
+absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis, int64_t rank,
+                                       absl::string_view what = "axis");
 
 // The converter for an ONNX op of the default domain, or null.
 const Converter* FindConverter(absl::string_view op_type);

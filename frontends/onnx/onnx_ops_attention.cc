@@ -31,13 +31,6 @@ constexpr int64_t kOnnxFloat16 = 10;
 constexpr int64_t kOnnxDouble = 11;
 constexpr int64_t kOnnxBfloat16 = 16;
 
-absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) {
-    return ctx.Refuse(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 ValueId Reshape(NodeContext& ctx, ValueId x, Shape shape) {
   return ctx.Emit("reshape", {x}, MakeAttrs({{"shape", std::move(shape)}}));
 }

@@ -31,13 +31,6 @@ std::vector<int64_t> TrailingAxes(int64_t first, int64_t rank) {
   return axes;
 }
 
-absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) {
-    return ctx.Refuse(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 absl::Status ConvertMatMul(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
   ctx.EmitOutput(0, "matmul", {ctx.In(0), ctx.In(1)});

@@ -32,15 +32,6 @@ Tensor IntsTensor(const std::vector<int64_t>& values) {
   return t;
 }
 
-// `axis` in [-rank, rank) made non-negative, or an error naming `what`.
-absl::StatusOr<int64_t> NormalizedAxis(const NodeContext& ctx, int64_t axis, int64_t rank,
-                                       absl::string_view what) {
-  if (axis < -rank || axis >= rank) {
-    return ctx.Refuse(absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 absl::Status ConvertReshape(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"allowzero", kInt}}));
   LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.ConstInts(1, "the target shape"));
