@@ -106,14 +106,31 @@ double Tolerance(double expected) {
   return kCheckAbsTolerance + kCheckRelTolerance * std::fabs(expected);
 }
 
+// The largest finite magnitude of the truth over an output.
+double Scale(const Tensor& truth) {
+  double scale = 0;
+  for (int64_t i = 0; i < truth.num_elements(); ++i) {
+    const double t = std::fabs(truth.GetDouble(i));
+    if (std::isfinite(t)) scale = std::max(scale, t);
+  }
+  return scale;
+}
+
 // How far past what the rule allows `actual` is (<= 0: it passes).
-double Excess(double actual, double reference, double truth, double bound, bool exact) {
+// `bound_cap` caps a float's bound (kCheckMaxBoundShare).
+double Excess(double actual, double reference, double truth, double bound, bool exact,
+              double bound_cap) {
   if (Same(actual, reference) || Same(actual, truth)) return 0;
-  if (std::isnan(bound) || std::isinf(bound)) return 0;  // the computation leaves it open
+  // An infinite or NaN bound: the inputs' errors leave the result open, as
+  // in sqrt of a value that may be either side of 0. A finite float result
+  // is still judged, with the capped bound.
+  const bool open = !std::isfinite(bound);
+  if (open && (exact || !std::isfinite(actual) || !std::isfinite(truth))) return 0;
   const double error = std::fabs(actual - truth);
   if (std::isnan(error)) return kInfinity;
   if (exact) return error - bound;
   if (std::fabs(actual - reference) <= Tolerance(reference)) return 0;
+  bound = open ? bound_cap : std::min(bound, bound_cap);
   const double own_error = std::fabs(reference - truth);
   const double allowed =
       Tolerance(truth) +
@@ -125,9 +142,11 @@ void CheckOutput(const std::string& name, const Tensor& actual, const Tensor& re
                  const Tensor& truth, const Tensor& bound, CheckResult& result,
                  double& worst_excess) {
   const bool exact = !IsFloat(reference.dtype());
+  const double bound_cap = kCheckMaxBoundShare * Scale(truth);
   for (int64_t i = 0; i < reference.num_elements(); ++i) {
     const double a = actual.GetDouble(i), t = truth.GetDouble(i);
-    const double excess = Excess(a, reference.GetDouble(i), t, bound.GetDouble(i), exact);
+    const double excess =
+        Excess(a, reference.GetDouble(i), t, bound.GetDouble(i), exact, bound_cap);
     if (excess > 0) {
       result.pass = false;
       if (excess > worst_excess) {
