@@ -83,7 +83,13 @@ _lib = None
 def _library():
     global _lib
     if _lib is None:
-        lib = ctypes.CDLL(_library_path())
+        path = _library_path()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise Error("loom cannot load %s (%s): install the package with pip install "
+                        "./python, which builds it, or set LOOM_LIBRARY to a built "
+                        "libloom.so" % (path, e), 0) from None
         handle = ctypes.POINTER(ctypes.c_void_p)
         lib.loom_last_error.restype = ctypes.c_char_p
         lib.loom_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(handle)]

@@ -14,25 +14,34 @@ graph, with torch's defaults and semantics, rather than through
 torch.onnx, whose exporter re-traces the model and takes seconds: the
 translation takes milliseconds. The module's parameters and buffers become
 the graph's weights (their values when the graph is compiled: loom compiles
-inference), the other tensors its inputs. A graph with an op the translation
-does not know, or compiled while gradients are required, runs eagerly
-instead, after one warning naming the reason: the program never fails
-because of the backend. Each new set of input shapes (and of the symbolic
-sizes dynamo passes, under its dynamic-shape guards) compiles and caches a
-new loom model; loom's kernel cache makes the next process's compile fast.
+inference), the other tensors its inputs. The nodes the translation refuses
+run eagerly, as pieces of their own between the pieces loom compiles
+(torch's CapabilityBasedPartitioner), after one warning naming them; a
+graph compiled while gradients are required runs eagerly. Whatever fails
+inside the backend (the translation, loading libloom.so, the compile, a
+run) sends the graph or the piece to eager after one warning naming the
+cause: the program never fails because of the backend. Each new set of
+input shapes compiles and caches a new loom model; loom's kernel cache
+makes the next process's compile fast.
 
 This module is dynamo's side of it: the backend and its registration, the
-models per set of shapes with their tiered first call, and the eager
-fallbacks. loom.torch_graph translates a graph, each node by its
+partitioning, the models per set of shapes with their tiered first call,
+and the eager fallbacks. loom.torch_graph translates a graph, each node by its
 translator in loom.torch_ops' table.
 """
 
+import collections
+import copy
+import operator
 import os
 import tempfile
 import threading
 import warnings
 
 import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import loom
 from loom.torch_graph import GraphTranslator, Unsupported, is_weight, numpy_dtype
@@ -69,7 +78,7 @@ class _Entry:
     def _compile(self):
         try:
             self.model = loom.compile(self.path)
-        except loom.Error as e:
+        except Exception as e:  # noqa: BLE001 - reported by runner(), in the caller's thread
             self.error = e
 
     def runner(self):
@@ -127,7 +136,7 @@ class _Compiled:
 
     def key(self, args):
         return tuple((args[i].shape, args[i].dtype) if isinstance(args[i], torch.Tensor)
-                     else int(args[i]) for i in self.varying)
+                     else args[i] for i in self.varying)  # a size, or sizes
 
     def entry(self, args):
         key = self.key(args)
@@ -161,33 +170,165 @@ class _Compiled:
         return tuple(torch.from_numpy(results[name]) for name, _, _ in entry.outputs)
 
 
+class _Piece(torch.nn.Module):
+    """A piece of the graph that loom compiles (for each set of shapes, at
+    its first call); after a failure, the piece runs eagerly, with one
+    warning naming the cause."""
+
+    def __init__(self, gm):
+        super().__init__()
+        self.gm = gm
+        self.compiled = None
+        self.failed = None
+
+    def forward(self, *args):
+        if self.failed is None:
+            try:
+                if self.compiled is None:
+                    self.compiled = _Compiled(self.gm, args)
+                return self.compiled(*args)
+            except Exception as e:  # noqa: BLE001 - never into the user's program
+                self.failed = _cause(e)
+                warnings.warn("loom cannot run a piece of %d nodes of this graph (%s); it "
+                              "runs eagerly" % (_count(self.gm), self.failed))
+        return self.gm(*args)
+
+
+def _cause(e):
+    return str(e) if isinstance(e, (Unsupported, loom.Error)) else "%s: %s" % (
+        type(e).__name__, e)
+
+
+def _is_call(node):
+    return node.op in ("call_function", "call_method", "call_module")
+
+
+def _count(gm):
+    return sum(_is_call(n) for n in gm.graph.nodes)
+
+
+def _mutates(node):
+    """Whether node writes over its first argument (x.add_(y), x += y,
+    F.relu(x, inplace=True))."""
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return bool(node.kwargs.get("inplace")) or (
+        name.endswith("_") and not name.endswith("__")) or name in (
+        "iadd", "isub", "imul", "itruediv", "ifloordiv", "iand", "ior")
+
+
+def _index_tensors_by_method(gm):
+    """x[i] of a tensor as torch.Tensor.__getitem__: the partitioner puts an
+    operator.getitem with the node it reads, as it should for the results
+    of a node with several."""
+    for node in gm.graph.nodes:
+        if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) and (
+                isinstance(node.args[0].meta.get("example_value"), torch.Tensor)):
+            node.target = torch.Tensor.__getitem__
+
+
+def _loom_nodes(gm, example_inputs):
+    """The nodes loom compiles, and {node: why} for those it leaves to eager."""
+    refused = GraphTranslator(gm, example_inputs, None, OPS).probe()
+    taken = {n for n in gm.graph.nodes if _is_call(n) and n not in refused}
+    for node in list(refused):  # what an eager update reaches stays eager, in order
+        if _mutates(node) and node.args and isinstance(node.args[0], torch.fx.Node):
+            for user in node.args[0].users:
+                if user in taken:
+                    taken.discard(user)
+                    refused[user] = "reads a tensor an eager node updates"
+    changed = True
+    while changed:  # a piece hands eager code tensors only
+        changed = False
+        for node in list(taken):
+            if isinstance(node.meta.get("example_value"), torch.Tensor) or all(
+                    user in taken for user in node.users):
+                continue
+            taken.discard(node)
+            refused[node] = "a result that is not a tensor"
+            for user in node.users:  # the partitioner keeps a node's results with it
+                if user.target is operator.getitem and user in taken:
+                    taken.discard(user)
+                    refused[user] = "an item of a result left to eager"
+            changed = True
+    return taken, refused
+
+
+class _Supported(OperatorSupportBase):
+    def __init__(self, nodes):
+        self.nodes = nodes
+
+    def is_node_supported(self, submodules, node):
+        return node in self.nodes
+
+
+def _partitioned(gm, example_inputs):
+    """gm with the nodes loom compiles fused into _Piece modules (its
+    loom_pieces), the others left to eager; and the warning that names what
+    runs eagerly, or None."""
+    split = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    _index_tensors_by_method(split)
+    taken, refused = _loom_nodes(split, example_inputs)
+    partitioner = CapabilityBasedPartitioner(split, _Supported(taken),
+                                             allows_single_node_partition=True)
+    partitions = [p.nodes for p in partitioner.propose_partitions()]
+    split = fuse_by_partitions(split, partitions, prefix="loom_piece_", always_return_tuple=True)
+    pieces = []
+    for node in list(split.graph.nodes):
+        if node.op == "call_module" and node.target.startswith("loom_piece_"):
+            if not node.users:  # no-op calls only (_log_api_usage_once)
+                split.graph.erase_node(node)
+                continue
+            piece = _Piece(getattr(split, node.target))
+            setattr(split, node.target, piece)
+            pieces.append(piece)
+    split.recompile()
+    split.loom_pieces = pieces  # for tests and the curious
+    total = _count(gm)
+    split.loom_coverage = (total - len(refused), total)  # nodes in loom, nodes
+    if not refused:
+        return split, None
+    by_op = collections.defaultdict(list)
+    for node, why in refused.items():
+        by_op["%s %s" % ("method" if node.op == "call_method" else "op", _target_name(node))
+              ].append(why)
+    eager = "; ".join("%s (%d node%s: %s)" % (op, len(whys), "s" * (len(whys) > 1), whys[0])
+                      for op, whys in sorted(by_op.items(), key=lambda kv: -len(kv[1])))
+    return split, ("loom compiles %d of this graph's %d nodes in %d piece%s; these run "
+                   "eagerly: %s" % (total - len(refused), total, len(pieces),
+                                    "s" * (len(pieces) != 1), eager))
+
+
+def _target_name(node):
+    return node.target if isinstance(node.target, str) else getattr(
+        node.target, "__name__", str(node.target))
+
+
 def loom_backend(gm, example_inputs):
-    """The torch.compile backend: loom's compiled graph, or eager with a warning."""
+    """The torch.compile backend: the graph's pieces that loom compiles, the
+    others eager (with one warning naming them). Whatever fails in the
+    backend leaves the graph, or the piece, to eager with a warning: it never
+    raises into the caller."""
     if torch.is_grad_enabled() and any(
             isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs):
         warnings.warn("loom compiles inference: gradients are required here (use "
                       "torch.no_grad()), so this graph runs eagerly")
         return gm.forward
-    compiled = _Compiled(gm, example_inputs)
     try:
-        compiled.entry(example_inputs)
-    except (Unsupported, loom.Error) as e:
-        warnings.warn("loom cannot compile this graph (%s); it runs eagerly" % e)
+        split, warning = _partitioned(gm, example_inputs)
+    except Exception as e:  # noqa: BLE001 - never into the user's program
+        warnings.warn("loom cannot compile this graph (%s); it runs eagerly" % _cause(e))
         return gm.forward
-
-    def run(*args):
-        try:
-            return compiled(*args)
-        except (Unsupported, loom.Error) as e:
-            warnings.warn("loom cannot run this graph (%s); it runs eagerly" % e)
-            return gm.forward(*args)
-
-    run.loom_compiled = compiled  # its entries, for tests and the curious
-    return run
+    if warning:
+        warnings.warn(warning)
+    return split
 
 
 try:
-    from torch._dynamo import register_backend
-    register_backend(name="loom")(loom_backend)
+    from torch._dynamo.backends import registry
+    # Installed, the backend is also torch's entry point "loom": torch
+    # registers it when it loads the entry point (this import), and a
+    # second registration would fail.
+    if registry._BACKENDS.get("loom") is None:
+        registry.register_backend(name="loom")(loom_backend)
 except Exception as e:  # noqa: BLE001 - a torch without the registry
     warnings.warn("loom: could not register the torch.compile backend: %s" % e)

@@ -12,7 +12,7 @@ import torch
 
 import loom
 
-__all__ = ["GraphTranslator", "Unsupported", "is_weight", "numpy_dtype", "signature",
+__all__ = ["LOOM_DTYPES", "GraphTranslator", "Unsupported", "is_weight", "numpy_dtype", "signature",
            "unknown_op"]
 
 
@@ -26,21 +26,24 @@ def numpy_dtype(dtype):
 
 
 # The dtypes of torch's tensors a graph takes as inputs, and of the arrays it
-# keeps as weights (all of loom's but bool: a graph with a bool weight, such
-# as a mask kept as a buffer, runs eagerly), with their names in graph text.
+# keeps as weights (all of loom's but bool, which a weight holds as u8 and a
+# cast makes bool), with their names in graph text.
 _INPUT_DTYPES = {getattr(torch, d.torch): d.name.upper() for d in loom._DTYPES if d.torch}
 _WEIGHT_DTYPES = {d.numpy: d.name.upper() for d in loom._DTYPES if d.name != "bool"}
+LOOM_DTYPES = {d.numpy: d.name for d in loom._DTYPES}  # numpy's dtype -> loom's name
 
 
 class GraphWriter:
-    """A loom graph text proto, with the weights' bytes in one file beside it."""
+    """A loom graph text proto, with the weights' bytes in one file beside it
+    (no files without a folder: a dry run, which only checks)."""
 
     def __init__(self, folder):
         self.folder = folder
         self.lines = []
-        self.weights = open(os.path.join(folder, "weights.bin"), "wb")
+        self.weights = open(os.path.join(folder, "weights.bin"), "wb") if folder else None
         self.offset = 0
         self.count = 0
+        self.computed = set()  # the names nodes write (not inputs or weights)
 
     def fresh(self, hint):
         self.count += 1
@@ -59,11 +62,14 @@ class GraphWriter:
     def weight(self, hint, array):
         """A new weight holding `array`; its name."""
         array = np.ascontiguousarray(array)
+        if array.dtype == np.bool_:
+            return self.node("cast", [self.weight(hint, array.astype(np.uint8))], to="bool")
         dtype = _WEIGHT_DTYPES.get(array.dtype)
         if dtype is None:
             raise Unsupported("a weight of dtype %s" % array.dtype)
         name = self.fresh(hint)
-        self.weights.write(array.astype(array.dtype.newbyteorder("<")).tobytes())
+        if self.weights:
+            self.weights.write(array.astype(array.dtype.newbyteorder("<")).tobytes())
         self.lines.append('weight { name: "%s" %s external { file: "weights.bin" offset: %d } }' % (
             name, self._type(dtype, array.shape), self.offset))
         self.offset += array.nbytes
@@ -78,6 +84,7 @@ class GraphWriter:
         text += ['output: "%s"' % o for o in names]
         text += [self._attribute(key, value) for key, value in attrs.items()]
         self.lines.append(" ".join(text) + " }")
+        self.computed.update(names)
         return names[0] if outputs == 1 else names
 
     @staticmethod
@@ -95,9 +102,13 @@ class GraphWriter:
         return 'attr { name: "%s" floats { v: [%s] } }' % (
             key, ", ".join(repr(float(v)) for v in value))
 
+    def close(self):
+        if self.weights:
+            self.weights.close()
+
     def finish(self, outputs):
         """Writes the graph with these outputs; its path."""
-        self.weights.close()
+        self.close()
         self.lines += ['output: "%s"' % o for o in outputs]
         path = os.path.join(self.folder, "graph.pbtxt")
         with open(path, "w") as f:
@@ -110,6 +121,10 @@ def is_weight(placeholder, arg):
     (a weight, whose shape and values the compile keeps) rather than an input."""
     return isinstance(arg, torch.nn.Parameter) or (
         "_parameters_" in placeholder.name or "_buffers_" in placeholder.name)
+
+
+class _Opaque:
+    """The stand-in for an eager result loom cannot take as an input."""
 
 
 def _weight_tensor(value):
@@ -145,6 +160,7 @@ class GraphTranslator:
         self.inputs = []  # positions of the args that are the loom graph's inputs
         self.outputs = []  # (loom name, numpy dtype, shape) of the graph's outputs
         self.macs = 0  # multiply-adds of its matrix products and recurrences
+        self.refused = {}  # probe()'s: the nodes loom does not translate, and why
 
     def run(self):
         """Translates the graph; the path of the loom graph."""
@@ -152,7 +168,33 @@ class GraphTranslator:
             self._bind_placeholders()
             return self._translate_nodes()
         finally:
-            self.graph.weights.close()  # finish() closed it, unless a node was refused
+            self.graph.close()  # finish() closed it, unless a node was refused
+
+    def probe(self):
+        """A dry run over every node: {node: why} for the nodes loom does not
+        translate. What follows such a node reads its result as an input, as
+        it would from an eager piece of the graph."""
+        self._bind_placeholders()
+        for node in self.gm.graph.nodes:
+            if node.op in ("placeholder", "output"):
+                continue
+            try:
+                self.env[node] = self.translate(node)
+            except Exception as e:  # noqa: BLE001 - a refusal, or a translator's bug
+                self.refused[node] = str(e) if isinstance(e, Unsupported) else "%s: %s" % (
+                    type(e).__name__, e)
+                self.env[node] = self._stand_in(node.meta.get("example_value"))
+        return self.refused
+
+    def _stand_in(self, example):
+        """An input for an eager node's result (its example value)."""
+        if isinstance(example, torch.Tensor) and example.dtype in _INPUT_DTYPES:
+            name = self.graph.fresh("eager")
+            self.graph.input(name, example)
+            return name
+        if isinstance(example, (tuple, list)):
+            return tuple(self._stand_in(e) for e in example)
+        return example if isinstance(example, (int, float, bool, type(None))) else _Opaque()
 
     def _bind_placeholders(self):
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
@@ -173,12 +215,23 @@ class GraphTranslator:
             if node.op == "placeholder":
                 continue
             if node.op == "output":
-                outputs = [self.value(v) for v in node.args[0]]
+                outputs = self._output_names(node.args[0])
                 for name, v in zip(outputs, node.args[0]):
                     self.outputs.append((name, self.dtype_of(v), tuple(self.shape_of(v))))
                 break
             self.env[node] = self.translate(node)
         return self.graph.finish(outputs)
+
+    def _output_names(self, values):
+        """The outputs' names: a copy of an input, a weight or an output
+        already listed, each output a value of its own."""
+        names = []
+        for v in values:
+            name = self.value(v)
+            if name not in self.graph.computed or name in names:
+                name = self.graph.node("reshape", [name], shape=self.shape_of(v))
+            names.append(name)
+        return names
 
     def translate(self, node):
         """node's value, by its target's translator."""

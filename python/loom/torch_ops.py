@@ -12,7 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from loom.torch_graph import Unsupported, signature, unknown_op
+from loom.torch_graph import LOOM_DTYPES, Unsupported, numpy_dtype, signature, unknown_op
 
 __all__ = ["OPS"]
 
@@ -40,6 +40,16 @@ _INTERPOLATE = signature(
     size=None, scale_factor=None, mode="nearest", align_corners=None,
     recompute_scale_factor=None, antialias=False)
 _DROPOUT = signature("input p training inplace", p=0.5, training=True, inplace=False)
+_GROUP_NORM = signature("input num_groups weight bias eps", weight=None, bias=None, eps=1e-5)
+_LAYER_NORM = signature("input normalized_shape weight bias eps", weight=None, bias=None,
+                        eps=1e-5)
+_RMS_NORM = signature("input normalized_shape weight eps", weight=None, eps=None)
+_MASKED_FILL = signature("input mask value")
+_REDUCTION = signature("input dim keepdim dtype", dim=None, keepdim=False, dtype=None)
+_ADDMM = signature("input mat1 mat2 beta alpha", beta=1, alpha=1)
+_GATHER = signature("input dim index sparse_grad", sparse_grad=False)
+_TRIANGLE = signature("input diagonal", diagonal=0)
+_UNBIND = signature("input dim", dim=0)
 
 # The attention functions nn.MultiheadAttention and nn.TransformerEncoderLayer
 # call (their parameters as torch names them).
@@ -67,13 +77,6 @@ _WITH_BOUNDS = signature("input min_val max_val inplace", min_val=-1.0, max_val=
 _INPUT_ONLY = signature("input inplace", inplace=False)
 
 
-class _Zeros:
-    """torch.zeros(...) of the graph: an lstm's or gru's default state."""
-
-    def __init__(self, shape):
-        self.shape = tuple(shape)
-
-
 def _spatial(value, dims, kind=int):
     """An int-or-tuple argument of a sliding-window op: one per spatial dim."""
     values = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -98,7 +101,7 @@ def _spatial_input(t, node, x, dims):
 _VIEW_METHODS = ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "permute",
                  "transpose", "split", "chunk", "contiguous")
 _VIEW_FUNCTIONS = (torch.flatten, torch.reshape, torch.unsqueeze, torch.squeeze, torch.split,
-                   torch.chunk, operator.getitem)
+                   torch.chunk, operator.getitem, torch.Tensor.__getitem__)
 
 
 def _is_view(node):
@@ -116,7 +119,7 @@ def _written_in_place(t, x, result):
     eagerly."""
     if not isinstance(x, torch.fx.Node):
         raise Unsupported("an in-place update of a constant")
-    if x.op in ("placeholder", "get_attr"):
+    if x.op in ("placeholder", "get_attr") or x in t.refused:
         raise Unsupported("an in-place update of an input or a parameter")
     if _is_view(x) or any(_is_view(user) for user in x.users):
         raise Unsupported("an in-place update of a tensor that shares memory with a view")
@@ -237,18 +240,41 @@ def batch_norm(t, node):
                                        t.value(a.running_var)], epsilon=float(a.eps))
 
 
+def _affine(t, parameter, shape, dtype, fill):
+    """A norm's scale or bias: the parameter, or `fill` where it is None."""
+    if parameter is None:
+        return t.graph.weight("affine", np.full(shape, fill, dtype))
+    return t.value(parameter)
+
+
 def group_norm(t, node):
-    x, groups, w, b, eps = (list(node.args) + [None, None, 1e-5])[:5]
-    return t.graph.node("group_norm", [t.value(x), t.value(w), t.value(b)],
-                        num_groups=int(groups), epsilon=float(node.kwargs.get("eps", eps)))
+    a = t.bind(node, _GROUP_NORM)
+    channels, dtype = t.shape_of(a.input)[1], t.dtype_of(a.input)
+    return t.graph.node("group_norm", [t.value(a.input), _affine(t, a.weight, [channels], dtype, 1),
+                                       _affine(t, a.bias, [channels], dtype, 0)],
+                        num_groups=int(a.num_groups), epsilon=float(a.eps))
 
 
 def layer_norm(t, node):
-    x, shape, w, b, eps = (list(node.args) + [None, None, 1e-5])[:5]
-    if w is None or b is None:
-        raise Unsupported("layer_norm without affine parameters")
-    return t.graph.node("layer_norm", [t.value(x), t.value(w), t.value(b)],
-                        axis=-len(shape), epsilon=float(node.kwargs.get("eps", eps)))
+    a = t.bind(node, _LAYER_NORM)
+    shape, dtype = t.ints(a.normalized_shape), t.dtype_of(a.input)
+    return t.graph.node("layer_norm", [t.value(a.input), _affine(t, a.weight, shape, dtype, 1),
+                                       _affine(t, a.bias, shape, dtype, 0)],
+                        axis=-len(shape), epsilon=float(a.eps))
+
+
+def rms_norm(t, node):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dims."""
+    a = t.bind(node, _RMS_NORM)
+    dims, dtype = len(t.ints(a.normalized_shape)), t.dtype_of(a.input)
+    eps = float(np.finfo(dtype).eps if a.eps is None else a.eps)
+    x = t.value(a.input)
+    mean = t.graph.node("reduce_mean", [t.graph.node("mul", [x, x])],
+                        axes=list(range(-dims, 0)), keepdims=1)
+    scale = t.graph.node("rsqrt", [t.graph.node("add", [mean, t.graph.weight(
+        "eps", np.array(eps, dtype))])])
+    y = t.graph.node("mul", [x, scale])
+    return y if a.weight is None else t.graph.node("mul", [y, t.value(a.weight)])
 
 
 def embedding(t, node):
@@ -364,13 +390,167 @@ def softmax(t, node, op):
     return t.graph.node(op, [t.value(args[0])], axis=int(dim))
 
 
+# Python's operators for loom's, on plain values (sizes, symbolic ints).
+_PYTHON_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+               "div": operator.truediv, "floor_div": operator.floordiv, "mod": operator.mod,
+               "pow": operator.pow, "minimum": min, "maximum": max}
+
+
+def _is_tensor(arg):
+    return isinstance(arg, torch.fx.Node) and isinstance(
+        arg.meta.get("example_value"), torch.Tensor)
+
+
+def _example(t, arg):
+    """arg's example tensor, or its plain value, for torch's type promotion."""
+    return arg.meta["example_value"] if _is_tensor(arg) else t.raw(arg)
+
+
+def _operand(t, arg, dtype):
+    """A tensor or Python scalar operand as a loom value of `dtype` (torch's
+    type promotion: the scalar takes the tensor's type, an integer tensor
+    cast where the result is a float)."""
+    if not _is_tensor(arg):
+        return t.graph.weight("scalar", np.array(t.raw(arg), dtype))
+    value = t.value(arg)
+    if t.dtype_of(arg) != dtype:
+        value = t.graph.node("cast", [value], to=LOOM_DTYPES[dtype])
+    return value
+
+
 def binary(t, node, op, in_place=False):
-    """A function of two tensors that is loom's `op` (`in_place`: written
-    over the first, as `+=`)."""
-    if node.kwargs:  # torch.add's alpha, an out= tensor
+    """A function of two tensors or scalars that is loom's `op`, in the
+    result's dtype (`in_place`: written over the first, as `+=`); on two
+    plain values (sizes), their plain result."""
+    if node.kwargs or len(node.args) != 2:  # torch.add's alpha, an out= tensor
         raise unknown_op(node)
-    result = t.graph.node(op, [t.value(a) for a in node.args[:2]])
-    return _written_in_place(t, node.args[0], result) if in_place else result
+    a, b = node.args
+    if not (_is_tensor(a) or _is_tensor(b)):
+        if op not in _PYTHON_OPS:
+            raise unknown_op(node)
+        return _PYTHON_OPS[op](t.raw(a), t.raw(b))
+    if op == "floor_div":
+        raise Unsupported("floor division of tensors")
+    dtype = t.dtype_of(node)
+    if op == "pow" and not _is_tensor(b) and t.raw(b) in (2, 0.5):  # a product or a root
+        x = _operand(t, a, dtype)
+        result = t.graph.node("mul", [x, x]) if t.raw(b) == 2 else t.graph.node("sqrt", [x])
+    else:
+        result = t.graph.node(op, [_operand(t, a, dtype), _operand(t, b, dtype)])
+    return _written_in_place(t, a, result) if in_place else result
+
+
+def compare(t, node, op, swap=False):
+    """A comparison in the operands' promoted type (`swap`: loom's op with
+    the operands exchanged, a < b as b > a)."""
+    if node.kwargs or len(node.args) != 2:
+        raise unknown_op(node)
+    a, b = node.args
+    if not (_is_tensor(a) or _is_tensor(b)):
+        raise Unsupported("a comparison of plain values")
+    dtype = numpy_dtype(torch.result_type(_example(t, a), _example(t, b)))
+    operands = [_operand(t, a, dtype), _operand(t, b, dtype)]
+    return t.graph.node(op, operands[::-1] if swap else operands)
+
+
+def logical(t, node, op):
+    """and / or of bools (a select), or of integers bitwise."""
+    a, b = (_operand(t, x, t.dtype_of(node)) for x in node.args)
+    if t.dtype_of(node) != np.bool_:
+        return t.graph.node("bitwise_" + op, [a, b])
+    return t.graph.node("where", [a, b, a] if op == "and" else [a, a, b])
+
+
+def where(t, node):
+    cond, a, b = node.args
+    dtype = t.dtype_of(node)
+    return t.graph.node("where", [t.value(cond), _operand(t, a, dtype), _operand(t, b, dtype)])
+
+
+def cast(t, node):
+    """to(), float(), type_as(): a cast to the node's dtype, if it differs
+    (loom runs on the CPU only)."""
+    example = node.meta["example_value"]
+    if example.device.type != "cpu":
+        raise Unsupported("a tensor moved to %s" % example.device)
+    dtype = t.dtype_of(node)
+    if dtype not in LOOM_DTYPES:
+        raise Unsupported("a cast to %s" % example.dtype)
+    return _operand(t, node.args[0], dtype)
+
+
+def no_op(t, node):
+    """A call without a result loom computes (torch._C._log_api_usage_once)."""
+    return None
+
+
+def reduction(t, node, op):
+    """mean or sum over dims (all of them by default), in the result's
+    dtype (a sum of bools counts in int64)."""
+    a = t.bind(node, _REDUCTION)
+    if a.dtype is not None:
+        raise Unsupported("%s with a dtype" % op)
+    rank = len(t.shape_of(a.input))
+    dims = range(rank) if a.dim is None else (a.dim if isinstance(a.dim, (list, tuple))
+                                              else [a.dim])
+    return t.graph.node(op, [_operand(t, a.input, t.dtype_of(node))],
+                        axes=[int(d) % rank for d in dims], keepdims=int(bool(a.keepdim)))
+
+
+def addmm(t, node):
+    """input + mat1 mat2 (GPT-2's Conv1D)."""
+    a = t.bind(node, _ADDMM)
+    if a.beta != 1 or a.alpha != 1:
+        raise Unsupported("addmm with beta or alpha")
+    t.macs += np.prod(t.shape_of(node), dtype=np.float64) * t.shape_of(a.mat1)[-1]
+    product = t.graph.node("matmul", [t.value(a.mat1), t.value(a.mat2)])
+    return t.graph.node("add", [product, t.value(a.input)])
+
+
+def gather(t, node):
+    a = t.bind(node, _GATHER)
+    return t.graph.node("gather_elements", [t.value(a.input), t.value(a.index)],
+                        axis=int(a.dim) % len(t.shape_of(a.input)))
+
+
+def triangle(t, node, upper):
+    """triu / tril: x where the constant mask of the last two dims keeps it, else 0."""
+    a = t.bind(node, _TRIANGLE)
+    rows, columns = t.shape_of(a.input)[-2:]
+    keep = np.tri(rows, columns, int(a.diagonal) - upper, dtype=bool)
+    dtype = t.dtype_of(node)
+    zero = t.graph.weight("zero", np.zeros((), dtype))
+    branches = [zero, t.value(a.input)] if upper else [t.value(a.input), zero]
+    return t.graph.node("where", [t.graph.weight("triangle", keep)] + branches)
+
+
+def constant(t, node, fill=None, position=None):
+    """A tensor of one value, of the node's shape and dtype: `fill`, or the
+    argument `fill_value` (at `position`)."""
+    if fill is None:
+        fill = node.kwargs.get("fill_value", node.args[position] if position is not None
+                               and len(node.args) > position else None)
+        fill = t.raw(fill)
+    if not isinstance(fill, (int, float, bool)):
+        raise Unsupported("a fill value of type %s" % type(fill).__name__)
+    return t.graph.weight("constant", np.full(t.shape_of(node), fill, t.dtype_of(node)))
+
+
+def make_size(t, node):
+    """torch.Size((a, b, ...)) of sizes: a plain value."""
+    return torch.Size(int(t.raw(d)) for d in node.args[0])
+
+
+def sym_sum(t, node):
+    """torch.sym_sum of sizes: a plain value."""
+    return sum(t.raw(v) for v in node.args[0])
+
+
+def size(t, node):
+    """x.size() or x.size(dim): plain values."""
+    shape = t.shape_of(node.args[0])
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+    return tuple(shape) if dim is None else shape[int(t.raw(dim))]
 
 
 def matmul(t, node):
@@ -399,17 +579,18 @@ def dropout(t, node):
 
 
 def masked_fill(t, node):
-    return _filled(t, node, *node.args)
+    return _filled(t, node, t.bind(node, _MASKED_FILL))
 
 
 def masked_fill_in_place(t, node):
-    return _written_in_place(t, node.args[0], _filled(t, node, *node.args))
+    a = t.bind(node, _MASKED_FILL)
+    return _written_in_place(t, a.input, _filled(t, node, a))
 
 
-def _filled(t, node, x, mask, value):
-    """x with `value` where `mask` is true."""
-    fill = t.graph.weight("fill", np.array([t.raw(value)], t.dtype_of(node)))
-    return t.graph.node("where", [t.value(mask), fill, t.value(x)])
+def _filled(t, node, a):
+    """The input with `value` (a scalar or a 0-d tensor) where `mask` is true."""
+    fill = _operand(t, a.value, t.dtype_of(node))
+    return t.graph.node("where", [t.value(a.mask), fill, t.value(a.input)])
 
 
 # --- shapes, views and constants ---
@@ -457,11 +638,81 @@ def _split(t, node, x, _sizes, dim=0):
 
 
 def getitem(t, node):
-    """A result of a node with several (a split, an lstm, attention)."""
-    results = t.env[node.args[0]]
-    if not isinstance(results, tuple):
-        raise Unsupported("indexing a tensor")
-    return results[node.args[1]]
+    """A result of a node with several (a split, an lstm, attention), an
+    item of a plain value (a size), or x[index] of a tensor."""
+    x, index = node.args
+    if _is_tensor(x):
+        return _indexed(t, node, x, index)
+    return t.env[x][t.raw(index)] if isinstance(x, torch.fx.Node) else x[t.raw(index)]
+
+
+def _indexed(t, node, x, index):
+    """x[index] of ints, slices (with steps), None, Ellipsis and int tensors:
+    a slice (and a gather at the tensors), then the node's shape."""
+    index = list(index) if isinstance(index, tuple) else [index]
+    shape = t.shape_of(x)
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        indexed = sum(item is not None and item is not Ellipsis for item in index)
+        index[at:at + 1] = [slice(None)] * (len(shape) - indexed)
+    cuts, gathers = [], []  # (dim, begin, end, step); (dim, index tensor)
+    sliced = list(shape)  # the shape after the cuts
+    for dim, item in enumerate(item for item in index if item is not None):
+        if _is_tensor(item):
+            if t.dtype_of(item) not in (np.int64, np.int32):
+                raise Unsupported("indexing with a tensor of %s" % t.dtype_of(item))
+            gathers.append((dim, item))
+            continue
+        if isinstance(item, slice):
+            begin, end, step = slice(*(None if v is None else int(t.raw(v)) for v in (
+                item.start, item.stop, item.step))).indices(shape[dim])
+        else:
+            begin = int(t.raw(item)) % shape[dim]
+            end, step = begin + 1, 1
+        if (begin, end, step) != (0, shape[dim], 1):
+            cuts.append((dim, begin, max(end, begin), step))
+            sliced[dim] = len(range(begin, end, step))
+    value = t.value(x)
+    if cuts:
+        axes, starts, ends, steps = (list(v) for v in zip(*cuts))
+        value = t.graph.node("slice", [value], starts=starts, ends=ends, axes=axes, steps=steps)
+    if gathers:
+        value = _gathered(t, value, sliced, gathers)
+    return t.graph.node("reshape", [value], shape=t.shape_of(node))
+
+
+def _gathered(t, value, shape, gathers):
+    """value[..., i, j, ...] at int tensors i, j of consecutive dims (which
+    broadcast together): a gather of the flattened dims at the flat index
+    sum(index * stride)."""
+    dims = [dim for dim, _ in gathers]
+    if dims != list(range(dims[0], dims[0] + len(dims))):
+        raise Unsupported("indexing with tensors at dims %s, not consecutive" % dims)
+    sizes = [shape[d] for d in dims]
+    flat = None
+    for (dim, item), stride in zip(gathers, np.cumprod([1] + sizes[:0:-1])[::-1]):
+        index = _operand(t, item, np.dtype(np.int64))
+        negative = t.graph.node("greater", [t.graph.weight("zero", np.zeros((), np.int64)),
+                                            index])  # torch counts a negative index from the end
+        index = t.graph.node("where", [negative, t.graph.node("add", [index, t.graph.weight(
+            "size", np.array(shape[dim], np.int64))]), index])
+        term = t.graph.node("mul", [index, t.graph.weight("stride", np.array(stride, np.int64))])
+        flat = term if flat is None else t.graph.node("add", [flat, term])
+    first = dims[0]
+    merged = shape[:first] + [int(np.prod(sizes))] + shape[dims[-1] + 1:]
+    value = t.graph.node("reshape", [value], shape=merged)
+    return t.graph.node("gather", [value, flat], axis=first)
+
+
+def unbind(t, node):
+    a = t.bind(node, _UNBIND)
+    shape = t.shape_of(a.input)
+    axis = int(a.dim) % len(shape)
+    parts = t.graph.node("split", [t.value(a.input)], outputs=shape[axis], axis=axis,
+                         split=[1] * shape[axis])
+    parts = parts if isinstance(parts, list) else [parts]
+    rest = shape[:axis] + shape[axis + 1:]
+    return tuple(t.graph.node("reshape", [p], shape=rest) for p in parts)
 
 
 def concat(t, node):
@@ -471,19 +722,11 @@ def concat(t, node):
     return t.graph.node("concat", [t.value(x) for x in args[0]], axis=axis)
 
 
-def zeros(t, node):
-    args = node.args
-    return _Zeros(t.ints(args[0] if isinstance(args[0], (list, tuple)) else args))
-
-
-def zeros_like(t, node):
-    """A constant (torch makes a float mask of a bool one so)."""
-    return t.graph.weight("zeros", np.zeros(t.shape_of(node), t.dtype_of(node)))
-
-
 def arange(t, node):
     """Positions: a constant for these shapes."""
-    return t.graph.weight("arange", np.arange(*t.ints(node.args), dtype=t.dtype_of(node)))
+    bounds = [t.raw(a) for a in node.args] + [
+        t.raw(node.kwargs[k]) for k in ("start", "end", "step") if k in node.kwargs]
+    return t.graph.weight("arange", np.arange(*bounds).astype(t.dtype_of(node)))
 
 
 # --- attention (nn.MultiheadAttention and nn.TransformerEncoderLayer,
@@ -601,13 +844,16 @@ def scaled_dot_product_attention(t, node):
     if a.dropout_p > 0:
         raise Unsupported("attention with dropout")
     q_shape, k_shape = t.shape_of(a.query), t.shape_of(a.key)
-    if a.enable_gqa and q_shape[-3:-2] != k_shape[-3:-2]:
-        raise Unsupported("grouped-query attention")
+    key, value = t.value(a.key), t.value(a.value)
+    if a.enable_gqa and q_shape[-3] != k_shape[-3]:  # each key/value head serves a group
+        key, value = (_repeat_heads(t, v, s, q_shape[-3]) for v, s in (
+            (key, k_shape), (value, t.shape_of(a.value))))
+        k_shape = k_shape[:-3] + [q_shape[-3]] + k_shape[-2:]
     length, source, depth = q_shape[-2], k_shape[-2], q_shape[-1]
     scale = t.graph.weight("scale", np.array(
         [a.scale if a.scale is not None else depth ** -0.5], t.dtype_of(a.query)))
     rank = len(k_shape)
-    key_t = t.graph.node("transpose", [t.value(a.key)],
+    key_t = t.graph.node("transpose", [key],
                          perm=list(range(rank - 2)) + [rank - 1, rank - 2])
     scores = t.graph.node("matmul", [t.graph.node("mul", [t.value(a.query), scale]), key_t])
     if a.is_causal:  # the lower triangle, as torch.ones(L, S).tril()
@@ -619,7 +865,15 @@ def scaled_dot_product_attention(t, node):
                          excluded_where_true=False)
     t.macs += 2.0 * np.prod(q_shape[:-1], dtype=np.float64) * source * depth
     weights = t.graph.node("softmax", [scores], axis=-1)
-    return t.graph.node("matmul", [weights, t.value(a.value)])
+    return t.graph.node("matmul", [weights, value])
+
+
+def _repeat_heads(t, x, shape, heads):
+    """[..., H_kv, S, D] -> [..., heads, S, D], each head repeated in place."""
+    *batch, kv, rows, depth = shape
+    grouped = t.graph.node("reshape", [x], shape=batch + [kv, 1, rows, depth])
+    grouped = t.graph.node("expand", [grouped], shape=batch + [kv, heads // kv, rows, depth])
+    return t.graph.node("reshape", [grouped], shape=batch + [heads, rows, depth])
 
 
 def encoder_layer(t, node):
@@ -672,7 +926,7 @@ def _recurrence(t, node, is_lstm, x, hx, params, has_biases, layers, dropout_p, 
     """torch.lstm's or torch.gru's arguments: loom's lstm or gru, a node per
     layer."""
     states = hx if is_lstm else (hx,)
-    if not all(isinstance(t.env.get(s, s), _Zeros) for s in states):
+    if not all(isinstance(s, torch.fx.Node) and s.target is torch.zeros for s in states):
         raise Unsupported("%s with a given initial state" % ("lstm" if is_lstm else "gru"))
     if not has_biases:
         raise Unsupported("%s without biases" % ("lstm" if is_lstm else "gru"))
@@ -730,6 +984,11 @@ def _recurrence(t, node, is_lstm, x, hx, params, has_biases, layers, dropout_p, 
 
 # --- the table ---
 
+# Functions of one tensor that are loom ops of their name, as torch
+# functions and as tensor methods.
+_UNARY = ("relu", "tanh", "sigmoid", "exp", "neg", "rsqrt", "sqrt", "cos", "sin", "abs", "log",
+          "erf", "reciprocal", "floor", "ceil")
+
 # Every target the translation knows, and its translator: torch functions
 # (call_function nodes) and tensor methods by name (call_method nodes). dynamo
 # inlines modules' forward into these; a module it leaves whole (a
@@ -750,11 +1009,12 @@ OPS = {
     F.adaptive_avg_pool3d: partial(adaptive_avg_pool, dims=3),
     # Normalisation, lookup, padding, resizing.
     F.batch_norm: batch_norm, F.group_norm: group_norm, F.layer_norm: layer_norm,
+    F.rms_norm: rms_norm, torch.rms_norm: rms_norm,
     F.embedding: embedding, F.pad: pad, torch._C._nn.pad: pad, F.interpolate: interpolate,
     # Pointwise ops and activations.
-    torch.relu: partial(pointwise, op="relu"), F.relu: partial(pointwise, op="relu"),
-    torch.tanh: partial(pointwise, op="tanh"), torch.sigmoid: partial(pointwise, op="sigmoid"),
-    torch.exp: partial(pointwise, op="exp"), torch.neg: partial(pointwise, op="neg"),
+    **{getattr(torch, op): partial(pointwise, op=op) for op in _UNARY},
+    **{op: partial(pointwise, op=op) for op in _UNARY},  # the methods
+    F.relu: partial(pointwise, op="relu"), operator.neg: partial(pointwise, op="neg"),
     F.silu: partial(pointwise, op="silu"), F.gelu: gelu,
     F.leaky_relu: partial(activation, op="leaky_relu", parameters=_WITH_NEGATIVE_SLOPE,
                           attributes=lambda a: dict(alpha=float(a.negative_slope))),
@@ -783,19 +1043,49 @@ OPS = {
     operator.isub: partial(binary, op="sub", in_place=True),
     operator.imul: partial(binary, op="mul", in_place=True),
     operator.itruediv: partial(binary, op="div", in_place=True),
+    operator.pow: partial(binary, op="pow"), torch.pow: partial(binary, op="pow"),
+    "pow": partial(binary, op="pow"), operator.floordiv: partial(binary, op="floor_div"),
+    operator.mod: partial(binary, op="mod"),
+    torch.minimum: partial(binary, op="minimum"), torch.maximum: partial(binary, op="maximum"),
+    torch.min: partial(binary, op="minimum"), torch.max: partial(binary, op="maximum"),
+    operator.gt: partial(compare, op="greater"), torch.gt: partial(compare, op="greater"),
+    operator.lt: partial(compare, op="greater", swap=True),
+    torch.lt: partial(compare, op="greater", swap=True),
+    operator.le: partial(compare, op="less_equal"), torch.le: partial(compare, op="less_equal"),
+    operator.ge: partial(compare, op="less_equal", swap=True),
+    torch.ge: partial(compare, op="less_equal", swap=True),
+    operator.eq: partial(compare, op="equal"), torch.eq: partial(compare, op="equal"),
+    operator.ne: partial(compare, op="not_equal"), torch.ne: partial(compare, op="not_equal"),
+    operator.and_: partial(logical, op="and"), torch.logical_and: partial(logical, op="and"),
+    operator.or_: partial(logical, op="or"), torch.logical_or: partial(logical, op="or"),
+    torch.where: where,
     operator.matmul: matmul, torch.matmul: matmul, torch.bmm: matmul, torch.mm: matmul,
-    F.linear: linear,
+    "matmul": matmul, F.linear: linear, torch.addmm: addmm,
+    torch.mean: partial(reduction, op="reduce_mean"), "mean": partial(reduction, op="reduce_mean"),
+    torch.sum: partial(reduction, op="reduce_sum"), "sum": partial(reduction, op="reduce_sum"),
+    # Casts, and calls loom has nothing to compute for.
+    "to": cast, "float": cast, "double": cast, "long": cast, "int": cast, "bool": cast,
+    "type_as": cast, torch._C._log_api_usage_once: no_op,
     # Shapes and views.
     torch.flatten: reshape, torch.reshape: reshape, torch.unsqueeze: reshape,
     torch.squeeze: reshape, "view": reshape, "reshape": reshape, "flatten": reshape,
     "unsqueeze": reshape, "squeeze": reshape,
     "expand": expand, "contiguous": contiguous, "permute": permute, "transpose": transpose,
+    torch.permute: permute, torch.transpose: transpose, "unbind": unbind, torch.unbind: unbind,
+    "size": size, torch.Size: make_size, torch.sym_sum: sym_sum,
+    torch.gather: gather, "gather": gather,
+    torch.triu: partial(triangle, upper=True), torch.tril: partial(triangle, upper=False),
     torch.split: split, torch.chunk: split, "split": split, "chunk": split,
-    operator.getitem: getitem,
+    operator.getitem: getitem, torch.Tensor.__getitem__: getitem,
     torch.cat: concat, torch.concat: concat,
     getattr(torch, "concatenate", torch.cat): concat,  # older torch has no concatenate
     # Constants.
-    torch.zeros: zeros, torch.zeros_like: zeros_like, torch.arange: arange,
+    torch.zeros: partial(constant, fill=0), torch.zeros_like: partial(constant, fill=0),
+    torch.arange: arange,
+    torch.ones_like: partial(constant, fill=1), torch.ones: partial(constant, fill=1),
+    "new_ones": partial(constant, fill=1), "new_zeros": partial(constant, fill=0),
+    torch.full: partial(constant, position=1), torch.full_like: partial(constant, position=1),
+    "new_full": partial(constant, position=2),
     # Attention.
     F.multi_head_attention_forward: multi_head_attention,
     F.scaled_dot_product_attention: scaled_dot_product_attention,
