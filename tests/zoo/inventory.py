@@ -46,18 +46,8 @@ def since(op, domain, opset):
         return None
 
 
-def walk_nodes(graph):
-    for n in graph.node:
-        yield n
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                yield from walk_nodes(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for g in a.graphs:
-                    yield from walk_nodes(g)
-
-
 def walk_graphs(graph):
+    """The graph and its subgraphs (If, Loop, Scan bodies), at any depth."""
     yield graph
     for n in graph.node:
         for a in n.attribute:
@@ -134,8 +124,7 @@ def inventory(path):
     ops = collections.Counter()
     notes = collections.Counter()
     types = collections.defaultdict(set)
-    graphs = [m.graph] + []
-    nodes = list(walk_nodes(m.graph))
+    nodes = [n for g in walk_graphs(m.graph) for n in g.node]
     for f in m.functions:
         nodes.extend(f.node)
     for n in nodes:
@@ -170,6 +159,18 @@ def inventory(path):
             "functions": [f"{f.domain}::{f.name}" for f in m.functions],
             "external": external, "n_init": len(m.graph.initializer),
             "ir_version": m.ir_version, "producer": f"{m.producer_name} {m.producer_version}"}
+
+
+def models_by_folder(title, models):
+    """Lines naming `models` (export folder/model name) under `title`, a line per folder."""
+    groups = collections.defaultdict(list)  # export folder -> model names
+    for m in models:
+        folder, _, model_name = m.rpartition("/")
+        groups[folder].append(model_name)
+    lines = [f"{title} ({len(models)} models):"]
+    for folder, names in sorted(groups.items()):
+        lines.append(f"    {folder or '.'} [{len(names)}]: {' '.join(names)}")
+    return lines
 
 
 def main():
@@ -244,26 +245,14 @@ def main():
     tail += ["", "# ===== union: op_type -> models =====", ""]
     for (dom, op), ms in sorted(union.items()):
         dom_s = "" if dom == "ai.onnx" else dom + "::"
-        groups = collections.defaultdict(list)  # export folder -> model names
-        for m in ms:
-            folder, _, model_name = m.rpartition("/")
-            groups[folder].append(model_name)
-        tail.append(f"{dom_s}{op} ({len(ms)} models):")
-        for g, names in sorted(groups.items()):
-            tail.append(f"    {g or '.'} [{len(names)}]: {' '.join(names)}")
+        tail += models_by_folder(f"{dom_s}{op}", ms)
     tail += ["", "# ===== ops whose selected schema is newer than opset 17 =====", ""]
     for (dom, op), vs in sorted(newer.items()):
         tail.append(f"{op}: " + ", ".join(f"opset {o} -> since_version {s}" for o, s in sorted(vs))
                     + f"  ({len(union[(dom, op)])} models)")
     tail += ["", "# ===== forms (attribute/input usage) -> models =====", ""]
     for s, ms in sorted(note_union.items()):
-        groups = collections.defaultdict(list)
-        for m in ms:
-            folder, _, model_name = m.rpartition("/")
-            groups[folder].append(model_name)
-        tail.append(f"{s} ({len(ms)} models):")
-        for g, names in sorted(groups.items()):
-            tail.append(f"    {g or '.'} [{len(names)}]: {' '.join(names)}")
+        tail += models_by_folder(s, ms)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         f.write("\n".join(head + lines + tail) + "\n")
