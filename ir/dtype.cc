@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -27,6 +28,8 @@ int64_t DTypeSize(DType dtype) {
       return 1;
     case DType::kI16:
     case DType::kU16:
+    case DType::kF16:
+    case DType::kBF16:
       return 2;
     case DType::kU32:
       return 4;
@@ -60,6 +63,10 @@ absl::string_view DTypeName(DType dtype) {
       return "u32";
     case DType::kU64:
       return "u64";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
   }
   return "?";
 }
@@ -68,12 +75,64 @@ absl::StatusOr<DType> DTypeFromName(absl::string_view name) {
   for (DType dtype : kAllDTypes) {
     if (DTypeName(dtype) == name) return dtype;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype '", name,
-                   "' (expected f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 or bool)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown dtype '", name,
+      "' (expected f32, f64, f16, bf16, i8, i16, i32, i64, u8, u16, u32, u64 or bool)"));
 }
 
-bool IsFloat(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF64; }
+bool IsFloat(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF64 || IsHalfFloat(dtype);
+}
+
+bool IsHalfFloat(DType dtype) { return dtype == DType::kF16 || dtype == DType::kBF16; }
+
+namespace {
+
+// The fields of a 16-bit float type.
+struct HalfFormat {
+  int mantissa_bits;
+  int exponent_bias;  // the largest finite exponent; the smallest normal is 1 - bias
+};
+
+HalfFormat FormatOf(DType dtype) {
+  return dtype == DType::kF16 ? HalfFormat{10, 15} : HalfFormat{7, 127};
+}
+
+}  // namespace
+
+uint16_t HalfFloatBits(double x, DType dtype) {
+  const HalfFormat f = FormatOf(dtype);
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const uint16_t infinity = static_cast<uint16_t>((2 * f.exponent_bias + 1) << f.mantissa_bits);
+  if (std::isnan(x)) return sign | infinity | (1 << (f.mantissa_bits - 1));
+  const double magnitude = std::fabs(x);
+  // The exponent of the magnitude's binade, at least the smallest normal's:
+  // below it the spacing is that of the subnormals.
+  int exponent = std::ilogb(magnitude);
+  if (magnitude == 0 || exponent < 1 - f.exponent_bias) exponent = 1 - f.exponent_bias;
+  if (exponent > f.exponent_bias) return sign | infinity;
+  // The magnitude in units of the last place, rounded half to even (the
+  // default rounding mode); a carry into the next binade, or past the
+  // largest finite value into infinity, falls out of the encoding.
+  const double units = std::nearbyint(std::ldexp(magnitude, f.mantissa_bits - exponent));
+  const int64_t biased = exponent + f.exponent_bias - 1;  // 0 for subnormals
+  const int64_t bits = (biased << f.mantissa_bits) + static_cast<int64_t>(units);
+  return sign | static_cast<uint16_t>(std::min<int64_t>(bits, infinity));
+}
+
+double HalfFloatValue(uint16_t bits, DType dtype) {
+  const HalfFormat f = FormatOf(dtype);
+  const double sign = bits & 0x8000 ? -1.0 : 1.0;
+  const int biased = (bits & 0x7fff) >> f.mantissa_bits;
+  const int mantissa = bits & ((1 << f.mantissa_bits) - 1);
+  if (biased == 2 * f.exponent_bias + 1) {
+    return mantissa != 0 ? std::copysign(std::numeric_limits<double>::quiet_NaN(), sign)
+                         : sign * std::numeric_limits<double>::infinity();
+  }
+  if (biased == 0) return sign * std::ldexp(mantissa, 1 - f.exponent_bias - f.mantissa_bits);
+  return sign *
+         std::ldexp(mantissa + (1 << f.mantissa_bits), biased - f.exponent_bias - f.mantissa_bits);
+}
 
 bool IsInteger(DType dtype) { return !IsFloat(dtype) && dtype != DType::kBool; }
 
@@ -151,6 +210,10 @@ absl::StatusOr<DType> DTypeFromProto(proto::DType dtype) {
       return DType::kU32;
     case proto::U64:
       return DType::kU64;
+    case proto::F16:
+      return DType::kF16;
+    case proto::BF16:
+      return DType::kBF16;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("unsupported dtype ", proto::DType_Name(dtype)));
@@ -181,6 +244,10 @@ proto::DType DTypeToProto(DType dtype) {
       return proto::U32;
     case DType::kU64:
       return proto::U64;
+    case DType::kF16:
+      return proto::F16;
+    case DType::kBF16:
+      return proto::BF16;
   }
   return proto::DTYPE_UNSPECIFIED;
 }

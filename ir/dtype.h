@@ -13,22 +13,30 @@
 
 namespace loom {
 
-// Element types loom computes with.
-enum class DType : uint8_t { kF32, kF64, kI32, kI64, kBool, kI8, kI16, kU8, kU16, kU32, kU64 };
+// Element types loom computes with. kF16 (IEEE half) and kBF16 (bfloat16)
+// are storage types: ops compute them in f32 and round each result to the
+// type (ir/interpreter.h, passes/widen_half.h).
+// clang-format off
+enum class DType : uint8_t {
+  kF32, kF64, kI32, kI64, kBool, kI8, kI16, kU8, kU16, kU32, kU64, kF16, kBF16
+};
+// clang-format on
 
-inline constexpr DType kAllDTypes[] = {DType::kF32,  DType::kF64, DType::kI32, DType::kI64,
-                                       DType::kBool, DType::kI8,  DType::kI16, DType::kU8,
-                                       DType::kU16,  DType::kU32, DType::kU64};
+inline constexpr DType kAllDTypes[] = {
+    DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kBool, DType::kI8,  DType::kI16,
+    DType::kU8,  DType::kU16, DType::kU32, DType::kU64, DType::kF16,  DType::kBF16};
 
 // Bytes per element.
 int64_t DTypeSize(DType dtype);
 // "f32", "f64", "i32", "i64", "bool", "i8", "i16", "u8", "u16", "u32",
-// "u64": the spelling used in attributes (cast's `to`), messages and dumps.
+// "u64", "f16", "bf16": the spelling used in attributes (cast's `to`),
+// messages and dumps.
 absl::string_view DTypeName(DType dtype);
 absl::StatusOr<DType> DTypeFromName(absl::string_view name);
-bool IsFloat(DType dtype);
-bool IsInteger(DType dtype);   // signed and unsigned, not bool
-bool IsUnsigned(DType dtype);  // u8, u16, u32, u64
+bool IsFloat(DType dtype);      // f32, f64, f16, bf16
+bool IsHalfFloat(DType dtype);  // f16, bf16: the 16-bit storage types
+bool IsInteger(DType dtype);    // signed and unsigned, not bool
+bool IsUnsigned(DType dtype);   // u8, u16, u32, u64
 
 // Integer values in loom's common integer type (Tensor::GetInt, the
 // interpreter) are int64 "bits": a value of a narrower type is sign- or
@@ -55,6 +63,11 @@ double IntegerSaturationBound(DType dtype, bool high);
 int64_t IntegerClipBoundBits(double bound, bool is_lower, DType dtype);
 // The value of integer bits of `dtype` as a double (rounded once).
 double IntegerBitsToDouble(int64_t bits, DType dtype);
+
+// The bits of the f16 or bf16 (`dtype`) nearest to `x`, ties to even
+// (overflow gives infinity; NaN stays NaN, its sign kept); and back.
+uint16_t HalfFloatBits(double x, DType dtype);
+double HalfFloatValue(uint16_t bits, DType dtype);
 
 absl::StatusOr<DType> DTypeFromProto(proto::DType dtype);
 proto::DType DTypeToProto(DType dtype);

@@ -15,7 +15,7 @@ TEST(DTypeTest, NamesSizesAndShapes) {
     EXPECT_EQ(*DTypeFromName(DTypeName(dtype)), dtype);
     EXPECT_EQ(*DTypeFromProto(DTypeToProto(dtype)), dtype);
   }
-  EXPECT_FALSE(DTypeFromName("f16").ok());
+  EXPECT_FALSE(DTypeFromName("f8").ok());
   EXPECT_FALSE(DTypeFromProto(proto::DTYPE_UNSPECIFIED).ok());
   EXPECT_EQ(DTypeSize(DType::kF64), 8);
   EXPECT_EQ(DTypeSize(DType::kBool), 1);

@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/ops/error_bound.h"
@@ -135,6 +136,34 @@ absl::StatusOr<std::vector<Tensor>> NodeBounds(const OpDef& def, const Node& nod
   return bounds;
 }
 
+// Evaluates the node into `results`. f16 and bf16 are storage types: an op
+// other than cast reads them as f32, computes in f32 and rounds each result
+// to its type (as ONNX Runtime's CPU kernels and numpy's float16 do).
+absl::Status Eval(const OpDef& def, const Node& node, absl::Span<const Tensor* const> args,
+                  absl::Span<Tensor> results) {
+  auto is_half = [](const Tensor& t) { return IsHalfFloat(t.dtype()); };
+  const bool any_half = absl::c_any_of(args, [&](const Tensor* t) { return is_half(*t); }) ||
+                        absl::c_any_of(results, is_half);
+  if (!any_half || node.op == "cast") return def.eval(node, args, results);
+  std::vector<Tensor> wide;
+  wide.reserve(args.size() + results.size());
+  std::vector<const Tensor*> wide_args;
+  for (const Tensor* arg : args) {
+    wide_args.push_back(is_half(*arg) ? &wide.emplace_back(ConvertedFloats(*arg, DType::kF32))
+                                      : arg);
+  }
+  std::vector<Tensor> wide_results;
+  for (const Tensor& result : results) {
+    wide_results.emplace_back(is_half(result) ? DType::kF32 : result.dtype(), result.shape());
+  }
+  LOOM_RETURN_IF_ERROR(def.eval(node, wide_args, absl::MakeSpan(wide_results)));
+  for (size_t i = 0; i < results.size(); ++i) {
+    results[i] = is_half(results[i]) ? ConvertedFloats(wide_results[i], results[i].dtype())
+                                     : std::move(wide_results[i]);
+  }
+  return absl::OkStatus();
+}
+
 // Runs one node; with `units` (InterpretWithErrorBounds), bounds its outputs.
 absl::Status RunNode(const Graph& graph, const Node& node, const OpRegistry& registry,
                      const std::vector<double>* units, Environment& env) {
@@ -164,7 +193,7 @@ absl::Status RunNode(const Graph& graph, const Node& node, const OpRegistry& reg
   std::vector<Tensor> results;
   results.reserve(out_types->size());
   for (TensorType& type : *out_types) results.emplace_back(std::move(type));
-  absl::Status eval = def.eval(node, args, absl::MakeSpan(results));
+  absl::Status eval = Eval(def, node, args, absl::MakeSpan(results));
   if (!eval.ok()) return AddNodeContext(node, eval);
   std::vector<Tensor> bounds;
   if (units != nullptr) {
@@ -234,17 +263,15 @@ absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph, absl::Span<con
 }
 
 Tensor WidenedToFloat64(const Tensor& tensor) {
-  if (tensor.dtype() != DType::kF32) return tensor;
-  Tensor wide(DType::kF64, tensor.shape());
-  for (int64_t i = 0; i < tensor.num_elements(); ++i) wide.SetDouble(i, tensor.GetDouble(i));
-  return wide;
+  if (!IsFloat(tensor.dtype()) || tensor.dtype() == DType::kF64) return tensor;
+  return ConvertedFloats(tensor, DType::kF64);
 }
 
 Graph WidenedToFloat64(const Graph& graph, const OpRegistry& registry) {
   Graph wide = graph;
   for (ValueId id = 0; id < static_cast<ValueId>(graph.values().size()); ++id) {
     TensorType& type = wide.mutable_value(id).type;
-    if (type.dtype == DType::kF32) type.dtype = DType::kF64;
+    if (IsFloat(type.dtype)) type.dtype = DType::kF64;
   }
   for (const auto* ids : {&graph.weights(), &graph.constants()}) {
     for (ValueId id : *ids) wide.ReplaceInitializer(id, WidenedToFloat64(graph.initializer(id)));
@@ -254,9 +281,8 @@ Graph WidenedToFloat64(const Graph& graph, const OpRegistry& registry) {
     if (def == nullptr) continue;  // the run reports it
     Attrs& attrs = wide.mutable_node(n).attrs;
     for (const std::string& name : def->dtype_attrs) {
-      if (attrs.GetString(name, "") == DTypeName(DType::kF32)) {
-        attrs.Set(name, std::string(DTypeName(DType::kF64)));
-      }
+      absl::StatusOr<DType> dtype = DTypeFromName(attrs.GetString(name, ""));
+      if (dtype.ok() && IsFloat(*dtype)) attrs.Set(name, std::string(DTypeName(DType::kF64)));
     }
   }
   return wide;

@@ -198,5 +198,35 @@ TEST(InterpreterTest, UsesTheGivenRegistry) {
             "FAILED_PRECONDITION: node 'f' (fail): on purpose");
 }
 
+// f16 and bf16 ops compute in f32 and round each result: (x + y) + y with
+// y half an ulp of 1 rounds to 1 twice (ties to even), where f32 throughout
+// would give 1 + one ulp. reduce_sum rounds once, after summing in f32.
+TEST(InterpreterTest, HalfFloatsRoundEachOpsResult) {
+  for (const auto& [dtype, half_ulp] :
+       {std::pair{DType::kF16, 0x1p-11}, std::pair{DType::kBF16, 0x1p-8}}) {
+    Graph graph;
+    const ValueId x = *graph.AddInput("x", {dtype, {2}});
+    const ValueId y =
+        *graph.AddInitializer("y", ValueKind::kWeight, Values(dtype, {2}, {half_ulp, half_ulp}));
+    const ValueId once = graph.node(*graph.AddNode("a", "add", {x, y}, {"once"})).outputs[0];
+    graph.AddOutput(graph.node(*graph.AddNode("b", "add", {once, y}, {"twice"})).outputs[0]);
+    Attrs axes;
+    axes.Set("axes", std::vector<int64_t>{0});
+    const ValueId sum =
+        graph.node(*graph.AddNode("s", "reduce_sum", {y}, {"sum"}, axes)).outputs[0];
+    graph.AddOutput(sum);
+    absl::StatusOr<std::vector<Tensor>> out = Interpret(graph, {Values(dtype, {2}, {1, -1})});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].dtype(), dtype);
+    EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, -1 + 2 * half_ulp));
+    EXPECT_THAT(Doubles((*out)[1]), ElementsAre(2 * half_ulp));
+    absl::StatusOr<std::vector<Tensor>> wide =
+        InterpretInFloat64(graph, {Values(dtype, {2}, {1, -1})});
+    ASSERT_TRUE(wide.ok()) << wide.status();
+    EXPECT_EQ((*wide)[0].dtype(), DType::kF64);
+    EXPECT_THAT(Doubles((*wide)[0]), ElementsAre(1 + 2 * half_ulp, -1 + 2 * half_ulp));
+  }
+}
+
 }  // namespace
 }  // namespace loom

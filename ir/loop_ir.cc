@@ -177,6 +177,24 @@ absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node, int
   return NodeError(node, "unknown step kind");
 }
 
+// f16 and bf16 values are only loaded, stored, cast and written as
+// constants: the widen-half pass (passes/widen_half.h) moves every op on
+// them to f32 before lowering.
+absl::Status VerifyHalfFloatStep(const ComputeNode& node, int position) {
+  const ScalarOp& op = node.body[position];
+  bool computes = op.kind == ScalarOp::Kind::kCall && IsHalfFloat(op.dtype);
+  for (int arg : op.args) {
+    computes |= op.kind == ScalarOp::Kind::kCall && IsHalfFloat(node.body[arg].dtype);
+  }
+  if (position == node.root && node.reduce != ReduceKind::kNone) {
+    computes |= IsHalfFloat(op.dtype);
+  }
+  if (!computes) return absl::OkStatus();
+  return NodeError(node, absl::StrCat("step ", position,
+                                      " computes on f16 or bf16, which only loads, stores and "
+                                      "casts may touch (the pipeline needs the widen-half pass)"));
+}
+
 }  // namespace
 
 absl::Status VerifyLoopProgram(const LoopProgram& program) {
@@ -201,6 +219,7 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
     }
     for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
       LOOM_RETURN_IF_ERROR(VerifyStep(program, node, i, num_vars));
+      LOOM_RETURN_IF_ERROR(VerifyHalfFloatStep(node, i));
       const ScalarOp& op = node.body[i];
       if (op.kind == ScalarOp::Kind::kLoad && !written[op.buffer]) {
         return NodeError(node, absl::StrCat("reads buffer '", program.buffers[op.buffer].name,

@@ -138,6 +138,22 @@ TEST(LoopIrTest, VerifierCatchesBrokenPrograms) {
               HasSubstr("output buffer 'out' is never written"));
 }
 
+// f16 and bf16 values are loaded, stored and cast, never computed on.
+TEST(LoopIrTest, VerifierRefusesArithmeticOnHalfFloats) {
+  LoopProgram program = AddOne();
+  program.buffers[0].dtype = DType::kF16;
+  program.nodes[0].body[0].dtype = DType::kF16;
+  EXPECT_THAT(VerifyLoopProgram(program).message(),
+              HasSubstr("step 2 computes on f16 or bf16, which only loads, stores and casts"));
+
+  ScalarOp widen{ScalarOp::Kind::kCast, DType::kF32};
+  widen.args = {0};
+  program.nodes[0].body.insert(program.nodes[0].body.begin() + 1, widen);
+  program.nodes[0].body[3].args = {1, 2};
+  program.nodes[0].root = 3;
+  EXPECT_TRUE(VerifyLoopProgram(program).ok()) << VerifyLoopProgram(program);
+}
+
 TEST(LoopIrTest, ScalarFnArity) {
   EXPECT_EQ(ScalarFnArity(ScalarFn::kExp), 1);
   EXPECT_EQ(ScalarFnArity(ScalarFn::kSign), 1);

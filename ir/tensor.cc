@@ -30,6 +30,9 @@ double Tensor::GetDouble(int64_t i) const {
       return data_as<double>()[i];
     case DType::kBool:
       return data_as<bool>()[i] ? 1.0 : 0.0;
+    case DType::kF16:
+    case DType::kBF16:
+      return HalfFloatValue(data_as<uint16_t>()[i], dtype());
     default:
       return IntegerBitsToDouble(GetInt(i), dtype());
   }
@@ -45,6 +48,10 @@ void Tensor::SetDouble(int64_t i, double v) {
       return;
     case DType::kBool:
       data_as<bool>()[i] = v != 0;
+      return;
+    case DType::kF16:
+    case DType::kBF16:
+      data_as<uint16_t>()[i] = HalfFloatBits(v, dtype());
       return;
     default:  // as cast converts (the bits are in range)
       SetInt(i, FloatToIntegerBits(v, dtype()));
@@ -76,6 +83,9 @@ int64_t Tensor::GetInt(int64_t i) const {
       return data_as<uint32_t>()[i];
     case DType::kU64:
       return static_cast<int64_t>(data_as<uint64_t>()[i]);
+    case DType::kF16:
+    case DType::kBF16:
+      return static_cast<int64_t>(GetDouble(i));
   }
   return 0;
 }
@@ -115,7 +125,17 @@ void Tensor::SetInt(int64_t i, int64_t v) {
     case DType::kU64:
       data_as<uint64_t>()[i] = static_cast<uint64_t>(v);
       return;
+    case DType::kF16:
+    case DType::kBF16:
+      SetDouble(i, static_cast<double>(v));
+      return;
   }
+}
+
+Tensor ConvertedFloats(const Tensor& tensor, DType dtype) {
+  Tensor converted(dtype, tensor.shape());
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) converted.SetDouble(i, tensor.GetDouble(i));
+  return converted;
 }
 
 }  // namespace loom

@@ -68,6 +68,11 @@ class Tensor {
   std::vector<Block> storage_;
 };
 
+// A float tensor converted element by element to the float type `dtype`
+// (exactly when it widens; rounding to nearest, ties to even, when it
+// narrows).
+Tensor ConvertedFloats(const Tensor& tensor, DType dtype);
+
 }  // namespace loom
 
 #endif  // LOOM_IR_TENSOR_H_

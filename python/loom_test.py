@@ -52,7 +52,8 @@ class LoomTest(unittest.TestCase):
             ({"y": self.x}, "the model has no input 'y' (its inputs: x)"),
             ({"x": self.x[:1]}, "input 'x' is f32[1, 16, 32]"),
             ({}, "the model's input 'x' is not given"),
-            ({"x": self.x.astype(np.float16)}, "input 'x' is float16, which loom has no type for"),
+            ({"x": self.x.astype(np.complex64)},
+             "input 'x' is complex64, which loom has no type for"),
         ]
         for feeds, message in cases:
             with self.assertRaises(loom.InvalidArgumentError) as raised:
@@ -60,6 +61,20 @@ class LoomTest(unittest.TestCase):
             self.assertIn(message, str(raised.exception))
         with self.assertRaises(ValueError):  # also a ValueError
             self.lstm(self.x, self.x)
+
+    def test_float16_is_stored_and_each_op_rounds(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "half.pbtxt")
+            with open(path, "w") as graph:
+                graph.write('name: "half" input { name: "x" type { dtype: F16 shape: [5] } }\n'
+                            'node { name: "add" op: "add" input: "x" input: "x" output: "y" }\n'
+                            'output: "y"\n')
+            model = loom.compile(path)
+        self.assertEqual(model.inputs, [("x", np.dtype(np.float16), (5,))])
+        x = np.array([1 + 2**-10, 65504, 2**-24, -np.inf, np.nan], np.float16)
+        y = model(x)
+        self.assertEqual(y.dtype, np.float16)
+        np.testing.assert_array_equal(y, x + x)  # numpy's float16 rounds alike: 65504 to inf
 
     def test_a_raw_call_runs_on_the_callers_memory(self):
         call = self.lstm.raw_call([("x", np.float32, (2, 16, 32))])

@@ -33,6 +33,8 @@ typedef enum {
   LOOM_U16 = 8,
   LOOM_U32 = 9,
   LOOM_U64 = 10,
+  LOOM_F16 = 11,  /* IEEE half precision, two bytes per element */
+  LOOM_BF16 = 12, /* bfloat16 (the high half of an f32's bits) */
 } loom_dtype;
 
 typedef struct loom_model loom_model;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -74,6 +75,9 @@ const char* CType(DType dtype) {
       return "uint32_t";
     case DType::kU64:
       return "uint64_t";
+    case DType::kF16:
+    case DType::kBF16:
+      return "uint16_t";  // the bits (HalfFloatHelpers)
   }
   return "void";
 }
@@ -125,6 +129,9 @@ std::string Literal(double v, DType dtype) {
     case DType::kU32:
     case DType::kU64:
       return IntegerLiteral(FloatToIntegerBits(v, dtype), dtype);
+    case DType::kF16:
+    case DType::kBF16:
+      return absl::StrFormat("(uint16_t)0x%04x", HalfFloatBits(v, dtype));
   }
   return "0";
 }
@@ -508,7 +515,27 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
   return "";
 }
 
+namespace {
+
+// The casts from and to f16 and bf16 (bits in uint16_t): from them through
+// f32, which holds every value exactly; to them rounding once, from f32 or
+// else from f64 (which holds every other type's values, up to int64's and
+// u64's rounding).
+std::string HalfCastExpr(DType from, DType to, const std::string& arg) {
+  const char* name = to == DType::kF16 ? "loom_f16" : "loom_bf16";
+  if (IsHalfFloat(from)) {
+    const std::string wide =
+        absl::StrCat(from == DType::kF16 ? "loom_f16" : "loom_bf16", "_to_f32(", arg, ")");
+    return to == DType::kF32 ? wide : CastExpr(DType::kF32, to, wide);
+  }
+  if (from == DType::kF32) return absl::StrCat(name, "_from_f32(", arg, ")");
+  return absl::StrCat(name, "_from_f64((double)", arg, ")");
+}
+
+}  // namespace
+
 std::string CastExpr(DType from, DType to, const std::string& arg) {
+  if (IsHalfFloat(from) || IsHalfFloat(to)) return HalfCastExpr(from, to, arg);
   if (to == DType::kBool) return absl::StrCat(arg, " != 0");
   if (IsFloat(from) && (to == DType::kI32 || to == DType::kI64)) {
     return absl::StrCat(to == DType::kI32 ? "loom_f2i32(" : "loom_f2i64(", arg, ")");
@@ -558,6 +585,11 @@ std::string ReduceTakesOther(ReduceKind kind, DType dtype, const std::string& a,
       break;
   }
   return "false";
+}
+
+bool UsesHalfFloats(const LoopProgram& program) {
+  return absl::c_any_of(program.buffers,
+                        [](const Buffer& buffer) { return IsHalfFloat(buffer.dtype); });
 }
 
 std::string ValueStepExpr(const ComputeNode& node, int i, int step_base, HelperSet& helpers,

@@ -95,6 +95,9 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
   std::string& text = source.text;
   text = kPrelude;
   absl::StrAppend(&text, cscalar::CoreHelpers(kQualifier));
+  if (cscalar::UsesHalfFloats(program)) {
+    absl::StrAppend(&text, cscalar::HalfFloatHelpers(kQualifier));
+  }
   if (needs.helpers[cscalar::kCheckIndex]) absl::StrAppend(&text, kIndexErrorRecorder);
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {
     if (needs.helpers[h]) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "frontends/onnx/onnx_context.h"
+#include "frontends/onnx/onnx_half_floats.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "frontends/onnx/onnx_tensor.h"
 #include "frontends/onnx/onnx_versions.h"
@@ -345,11 +346,19 @@ class Importer {
     }
     LOOM_RETURN_IF_ERROR(CheckVersion(node));
     LOOM_RETURN_IF_ERROR(CheckArity(node));
+    LOOM_ASSIGN_OR_RETURN(std::optional<onnx_import::HalfFloatNode> half,
+                          onnx_import::WidenHalfFloatInputs(node, graph_, values_, wide_copies_));
+    LOOM_RETURN_IF_ERROR(Convert(node, *converter));
+    if (!half.has_value()) return absl::OkStatus();
+    return onnx_import::NarrowHalfFloatOutputs(node, *half, graph_, values_);
+  }
+
+  absl::Status Convert(const onnx::NodeProto& node, const Converter& converter) {
     if (node.input_size() > 0 && OutputNeeded(node) && InputsKnown(node)) {
-      return FoldNode(node, *converter);
+      return FoldNode(node, converter);
     }
     NodeContext ctx(node, opset_, graph_, values_);
-    LOOM_RETURN_IF_ERROR((*converter)(ctx));
+    LOOM_RETURN_IF_ERROR(converter(ctx));
     if (!ctx.AllOutputsBound()) {
       return absl::InternalError(absl::StrCat(ctx.label(), ": an output was left undefined"));
     }
@@ -422,6 +431,7 @@ class Importer {
   int64_t opset_ = 0;
   Graph graph_;
   ValueMap values_;
+  onnx_import::WideCopies wide_copies_;  // f32 copies of 16-bit values
   absl::flat_hash_set<std::string> needed_;
 };
 

@@ -225,21 +225,62 @@ TEST(OnnxImporterTest, RangesTooLongOrEndlessAreRefusedWithTheirCause) {
   }
 }
 
+// FLOAT16 and BFLOAT16 inputs and initializers (int32_data and raw_data
+// hold their bits) import; a node on them computes in f32 and rounds each
+// output once: Celu(-0.5) = -0.39347 is -0.392578125 in bfloat16, where
+// rounding after its exp and its subtraction would give -0.39453125.
+TEST(OnnxImporterTest, HalfFloatNodesComputeInF32AndRoundOnce) {
+  ModelBuilder b(22);
+  b.Input("x", onnx::TensorProto::BFLOAT16, {1}).Input("h", onnx::TensorProto::FLOAT16, {2});
+  b.Output("celu").Output("sum").Output("product");
+  onnx::TensorProto* w = b.model_for_test().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT16);
+  w->add_dims(2);
+  w->add_int32_data(0x3c00);  // 1
+  w->add_int32_data(0xc100);  // -2.5
+  onnx::TensorProto* v = b.model_for_test().mutable_graph()->add_initializer();
+  v->set_name("v");
+  v->set_data_type(onnx::TensorProto::BFLOAT16);
+  v->add_dims(1);
+  v->set_raw_data(std::string("\x00\x40", 2));  // 2, little-endian
+  b.Node("Celu", {"x"}, {"celu"});
+  b.Node("Add", {"h", "w"}, {"sum"});
+  b.Node("Mul", {"x", "v"}, {"product"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Tensor x(DType::kBF16, {1});
+  x.SetDouble(0, -0.5);
+  Tensor h(DType::kF16, {2});
+  h.SetDouble(0, 0x1p-11);  // 1 + 2^-11 ties to 1
+  h.SetDouble(1, 0.5);
+  absl::StatusOr<std::vector<Tensor>> out = Interpret(*graph, {x, h});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype(), DType::kBF16);
+  EXPECT_EQ((*out)[0].GetDouble(0), -0.392578125);
+  EXPECT_EQ((*out)[1].dtype(), DType::kF16);
+  EXPECT_EQ((*out)[1].GetDouble(0), 1.0);
+  EXPECT_EQ((*out)[1].GetDouble(1), -2.0);
+  EXPECT_EQ((*out)[2].dtype(), DType::kBF16);
+  EXPECT_EQ((*out)[2].GetDouble(0), -1.0);
+}
+
 TEST(OnnxImporterTest, RefusesUnsupportedDtypes) {
   ModelBuilder b;
-  b.Input("x", onnx::TensorProto::FLOAT16, {2}).Output("y");
+  b.Input("x", onnx::TensorProto::COMPLEX64, {2}).Output("y");
   b.Node("Relu", {"x"}, {"y"});
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(graph.status().message(), HasSubstr("graph input 'x'"));
-  EXPECT_THAT(graph.status().message(), HasSubstr("FLOAT16"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("COMPLEX64"));
 
   ModelBuilder cast;
   cast.Input("x", onnx::TensorProto::FLOAT, {2}).Output("y");
-  SetAttr(cast.Node("Cast", {"x"}, {"y"}, "to_half"), "to", int64_t{onnx::TensorProto::FLOAT16});
+  SetAttr(cast.Node("Cast", {"x"}, {"y"}, "to_complex"), "to",
+          int64_t{onnx::TensorProto::COMPLEX64});
   graph = ImportOnnxModel(cast.model());
-  EXPECT_THAT(graph.status().message(), HasSubstr("node 'to_half' (Cast)"));
-  EXPECT_THAT(graph.status().message(), HasSubstr("FLOAT16"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("node 'to_complex' (Cast)"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("COMPLEX64"));
 }
 
 TEST(OnnxImporterTest, RefusesUnknownAttributes) {

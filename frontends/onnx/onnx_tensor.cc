@@ -25,8 +25,9 @@ absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto, absl::string_view w
 }
 
 // The typed field that holds a `dtype` tensor's values when raw_data is
-// not used (bools and the integers narrower than 32 bits are stored as
-// int32_data, u32 and u64 as uint64_data), and its name.
+// not used (bools, the integers narrower than 32 bits and the bits of
+// float16 and bfloat16 are stored as int32_data, u32 and u64 as
+// uint64_data), and its name.
 int64_t TypedCount(const onnx::TensorProto& proto, DType dtype, absl::string_view& field) {
   switch (dtype) {
     case DType::kF32:
@@ -44,6 +45,8 @@ int64_t TypedCount(const onnx::TensorProto& proto, DType dtype, absl::string_vie
     case DType::kI16:
     case DType::kU8:
     case DType::kU16:
+    case DType::kF16:
+    case DType::kBF16:
       field = "int32_data";
       return proto.int32_data_size();
     case DType::kU32:
@@ -77,6 +80,10 @@ void CopyTyped(const onnx::TensorProto& proto, Tensor& tensor) {
       case DType::kU32:
       case DType::kU64:
         tensor.SetInt(i, static_cast<int64_t>(proto.uint64_data(i)));
+        break;
+      case DType::kF16:
+      case DType::kBF16:
+        tensor.data_as<uint16_t>()[i] = static_cast<uint16_t>(proto.int32_data(i));
         break;
     }
   }
@@ -198,13 +205,17 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what) {
       return DType::kU32;
     case onnx::TensorProto::UINT64:
       return DType::kU64;
+    case onnx::TensorProto::FLOAT16:
+      return DType::kF16;
+    case onnx::TensorProto::BFLOAT16:
+      return DType::kBF16;
     default:
       break;
   }
   return absl::InvalidArgumentError(
       absl::StrCat(what, ": element type ", OnnxTypeName(elem_type),
-                   " is not supported (loom computes with FLOAT, DOUBLE, INT8, INT16, INT32, "
-                   "INT64, UINT8, UINT16, UINT32, UINT64 and BOOL)"));
+                   " is not supported (loom computes with FLOAT, DOUBLE, FLOAT16, BFLOAT16, "
+                   "INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64 and BOOL)"));
 }
 
 absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what,

@@ -15,7 +15,8 @@
 namespace loom {
 
 // The loom dtype of an ONNX element type (TensorProto.DataType): FLOAT,
-// DOUBLE, INT32, INT64 and BOOL. Anything else is an InvalidArgument error
+// DOUBLE, FLOAT16, BFLOAT16, the integers but INT4 and the like, and BOOL.
+// Anything else is an InvalidArgument error
 // that names `what` and the type.
 absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what);
 

@@ -12,8 +12,9 @@ namespace {
 
 // The ops whose converters implement a version newer than opset 17's, with
 // the newest opset each implements. Each line says what the versions after
-// 17 changed; "types" means only element types loom does not have (bfloat16,
-// float16, float8, int4, int2, float4, float6, strings), which the importer
+// 17 changed; "types" means only element types: bfloat16 and float16, which
+// loom stores and computes in f32 (onnx_half_floats.h), or ones loom does
+// not have (float8, int4, int2, float4, float6, strings), which the importer
 // refuses by name wherever a value of one appears.
 const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
   static const auto* const versions = new absl::flat_hash_map<std::string, int64_t>{

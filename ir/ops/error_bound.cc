@@ -113,6 +113,10 @@ double RoundingUnit(DType dtype) {
       return 0x1p-24;
     case DType::kF64:
       return 0x1p-53;
+    case DType::kF16:
+      return 0x1p-11;
+    case DType::kBF16:
+      return 0x1p-8;
     default:
       return 0;
   }

@@ -20,7 +20,8 @@
 
 namespace loom {
 
-// Half an ulp of 1 in `dtype`: 2^-24 for f32, 2^-53 for f64; 0 for
+// Half an ulp of 1 in `dtype`: 2^-24 for f32, 2^-53 for f64, 2^-11 for
+// f16, 2^-8 for bf16; 0 for
 // integers and bools, which do not round.
 double RoundingUnit(DType dtype);
 

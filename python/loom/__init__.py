@@ -47,6 +47,16 @@ class _DType(NamedTuple):
     torch: Optional[str]
 
 
+def _bfloat16():
+    """numpy's dtype for bfloat16, which numpy lacks: ml_dtypes' where it is
+    installed, else the bits as a one-field record (so that it is not u16)."""
+    try:
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    except ImportError:
+        return np.dtype([("bfloat16_bits", np.uint16)])
+
+
 # The one list of loom's dtypes, in loom_c.h's order: a dtype's position is
 # its loom_dtype value.
 _DTYPES = [
@@ -61,6 +71,8 @@ _DTYPES = [
     _DType("u16", np.dtype(np.uint16), None),
     _DType("u32", np.dtype(np.uint32), None),
     _DType("u64", np.dtype(np.uint64), None),
+    _DType("f16", np.dtype(np.float16), None),
+    _DType("bf16", _bfloat16(), None),
 ]
 _NUMPY_DTYPES = [d.numpy for d in _DTYPES]  # by loom_dtype value
 

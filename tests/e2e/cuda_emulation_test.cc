@@ -284,6 +284,14 @@ TEST(EmulationTest, Resize) {
   CheckEmulated(*std::move(graph), "resize");
 }
 
+// f16 and bf16: loads and stores of their bits, conversions, casts from
+// f64, and reductions over values computed in f32.
+TEST(EmulationTest, HalfFloats) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/half_floats.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "half_floats");
+}
+
 // Gathers and scatters at indices known only at run time, each checked.
 TEST(EmulationTest, IndicesKnownOnlyAtRunTime) {
   absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/indices.pbtxt");

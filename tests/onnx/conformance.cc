@@ -2,8 +2,9 @@
 // (model.onnx plus test_data_set_*/input_N.pb and output_N.pb), imports the
 // model, compiles it with the built-in `cpu` pipeline, runs it on every data
 // set and compares with the expected outputs as ONNX's runner does (floats:
-// |actual - expected| <= 1e-7 + 1e-3 |expected|, NaN equals NaN; integers
-// and bools exactly; shapes and dtypes must match). A float element outside
+// |actual - expected| <= 1e-7 + 1e-3 |expected|, 2^-6 |expected| for
+// bfloat16, two of its ulps; NaN equals NaN; integers and bools exactly;
+// shapes and dtypes must match). A float element outside
 // that tolerance still passes when loom's value is at least as close to the
 // truth (the model evaluated in float64) as the reference data, and the
 // reference's own error is one float32 rounding allows
@@ -71,6 +72,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kRtol = 1e-3;
+constexpr double kBFloat16Rtol = 0x1p-6;  // ONNX's runner: two bfloat16 ulps
 constexpr double kAtol = 1e-7;
 
 enum class Verdict { kPass, kFail, kUnsupported };
@@ -165,6 +167,25 @@ absl::Status WithOps(const absl::Status& status, const onnx::ModelProto& model) 
       absl::StrCat(status.message(), " (the test's ops: ", absl::StrJoin(ops, ", "), ")"));
 }
 
+// The element type `model` declares for its graph input or output `name`.
+int32_t DeclaredElemType(const onnx::ModelProto& model, const std::string& name) {
+  for (const auto* list : {&model.graph().input(), &model.graph().output()}) {
+    for (const onnx::ValueInfoProto& value : *list) {
+      if (value.name() == name) return value.type().tensor_type().elem_type();
+    }
+  }
+  return onnx::TensorProto::UNDEFINED;
+}
+
+// ONNX's generators before 1.14 (Debian's 1.12 set) wrote bfloat16 data as
+// UINT16 tensors of its bits, numpy having no bfloat16: such data for a
+// value the model declares BFLOAT16 is read as bfloat16.
+void RetypeBFloat16Bits(onnx::TensorProto& proto, int32_t declared) {
+  if (proto.data_type() == onnx::TensorProto::UINT16 && declared == onnx::TensorProto::BFLOAT16) {
+    proto.set_data_type(onnx::TensorProto::BFLOAT16);
+  }
+}
+
 // Reads a data set and imports the model with it: a Unit, or the reason
 // why loom cannot run the test.
 absl::StatusOr<Unit> ImportUnit(const onnx::ModelProto& model, const fs::path& data_dir) {
@@ -189,6 +210,7 @@ absl::StatusOr<Unit> ImportUnit(const onnx::ModelProto& model, const fs::path& d
   }
   OnnxImportOptions options;
   for (size_t i = 0; i < input_names.size(); ++i) {
+    RetypeBFloat16Bits((*input_protos)[i], DeclaredElemType(model, input_names[i]));
     absl::StatusOr<Tensor> tensor =
         TensorFromOnnx((*input_protos)[i], absl::StrCat("input '", input_names[i], "'"));
     if (!tensor.ok()) return tensor.status();
@@ -197,6 +219,10 @@ absl::StatusOr<Unit> ImportUnit(const onnx::ModelProto& model, const fs::path& d
   }
   Unit unit;
   for (size_t i = 0; i < output_protos->size(); ++i) {
+    if (i < static_cast<size_t>(model.graph().output_size())) {
+      RetypeBFloat16Bits((*output_protos)[i],
+                         model.graph().output(i).type().tensor_type().elem_type());
+    }
     absl::StatusOr<Tensor> tensor =
         TensorFromOnnx((*output_protos)[i], absl::StrCat("expected output ", i));
     if (!tensor.ok()) return tensor.status();
@@ -269,7 +295,9 @@ absl::StatusOr<std::vector<ValueId>> AppendGraph(const Graph& part, absl::string
   return outputs;
 }
 
-double Tolerance(double expected) { return kAtol + kRtol * std::fabs(expected); }
+double Tolerance(double expected, DType dtype) {
+  return kAtol + (dtype == DType::kBF16 ? kBFloat16Rtol : kRtol) * std::fabs(expected);
+}
 
 // How far past the tolerance element i of `actual` is from `expected`
 // (<= 0: within).
@@ -281,7 +309,7 @@ double Excess(const Tensor& actual, const Tensor& expected, int64_t i) {
   const double a = actual.GetDouble(i), e = expected.GetDouble(i);
   if ((std::isnan(e) && std::isnan(a)) || a == e) return 0;
   if (!std::isfinite(a) || !std::isfinite(e)) return INFINITY;  // must match exactly
-  return std::fabs(a - e) - Tolerance(e);
+  return std::fabs(a - e) - Tolerance(e, expected.dtype());
 }
 
 // A unit's truth and error bounds (compiler/check.h), computed once and only
@@ -309,11 +337,12 @@ class Truth {
 
 // Whether element i of output `index`, outside the tolerance, is closer to
 // the truth than the reference (CloserToTruthThanReference).
-bool Forgiven(double a, double e, int index, int64_t i, Truth& truth) {
+bool Forgiven(double a, double e, DType dtype, int index, int64_t i, Truth& truth) {
   const CheckReferences* references = truth.Get();
   if (references == nullptr) return false;
   const double t = references->truth[index].GetDouble(i);
-  return CloserToTruthThanReference(a, e, t, references->bounds[index].GetDouble(i), Tolerance(t));
+  return CloserToTruthThanReference(a, e, t, references->bounds[index].GetDouble(i),
+                                    Tolerance(t, dtype));
 }
 
 // Compares one output. On a mismatch `detail` describes the largest error;
@@ -332,7 +361,7 @@ bool Matches(const Tensor& actual, const Tensor& expected, int index, Truth& tru
     const double excess = Excess(actual, expected, i);
     if (excess <= 0) continue;
     if (IsFloat(expected.dtype()) && std::isfinite(excess) &&
-        Forgiven(actual.GetDouble(i), expected.GetDouble(i), index, i, truth)) {
+        Forgiven(actual.GetDouble(i), expected.GetDouble(i), expected.dtype(), index, i, truth)) {
       if (excess > worst_forgiven_excess) {
         worst_forgiven_excess = excess;
         worst_forgiven = i;
