@@ -118,20 +118,23 @@ extern "C" loom_status loom_model_compile(const char* model_path, const char* pi
     return loom_c::Report(
         absl::InvalidArgumentError("loom_model_compile: the pipeline's target is not the CPU"));
   }
-  // The kernels come from the cache the compile just filled.
+  // The kernels come from the cache the compile just filled; the weights
+  // are read in place from the compiled module, which the model's
+  // reference keeps alive with the graph as imported.
+  auto owner = std::make_shared<const loom::CompiledModel>(*std::move(compiled));
   absl::StatusOr<loom::cpp::CompiledLibrary> library =
-      loom::cpp::CompileModule(compiled->module, loom::cpp::DefaultCacheDir());
+      loom::cpp::CompileModule(owner->module, loom::cpp::DefaultCacheDir());
   if (!library.ok()) return loom_c::Report(library.status());
-  absl::StatusOr<loom::runtime::proto::Artifact> artifact =
-      loom::cpp::MakeArtifact(compiled->module, /*shared_object=*/"", compiled->output_names);
+  absl::StatusOr<loom::runtime::proto::Artifact> artifact = loom::cpp::MakeArtifact(
+      owner->module, /*shared_object=*/"", owner->output_names, /*weight_data=*/false);
   if (!artifact.ok()) return loom_c::Report(artifact.status());
-  absl::StatusOr<loom::Model> bound = loom::Model::Bind(std::move(library->library), *artifact);
+  absl::StatusOr<loom::Model> bound = loom::Model::Bind(std::move(library->library), *artifact,
+                                                        loom::cpp::WeightData(owner->module));
   if (!bound.ok()) return loom_c::Report(bound.status());
-  auto graph = std::make_shared<const loom::Graph>(*std::move(compiled->input_graph));
-  *model = new loom_model{
-      *std::move(bound), [graph](const loom_input* inputs, int num_inputs,
-                                 const loom_output* outputs, int num_outputs) {
-        return loom_c::Report(Interpret(*graph, inputs, num_inputs, outputs, num_outputs));
-      }};
+  *model = new loom_model{*std::move(bound), [owner](const loom_input* inputs, int num_inputs,
+                                                     const loom_output* outputs, int num_outputs) {
+                            return loom_c::Report(Interpret(*owner->input_graph, inputs, num_inputs,
+                                                            outputs, num_outputs));
+                          }};
   return LOOM_OK;
 }

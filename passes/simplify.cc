@@ -1,6 +1,7 @@
 #include "passes/simplify.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -237,6 +238,134 @@ bool IsGemmOf(const Graph& graph, const Node& node, ValueId value) {
   return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= kGemmMinRows;
 }
 
+// The elements of `in` (`strides`: its stride for each output axis) in
+// the output's order, copied in tiles of the output's last two axes so that
+// reads and writes both stay within a few pages (a weight transposed for a
+// GEMM reads across its rows).
+template <typename T>
+void PermuteElements(const T* in, const Shape& out_shape, const std::vector<int64_t>& strides,
+                     T* out) {
+  constexpr int64_t kTile = 32;
+  const int64_t rank = static_cast<int64_t>(out_shape.size());
+  const int64_t rows = rank >= 2 ? out_shape[rank - 2] : 1;
+  const int64_t cols = rank >= 1 ? out_shape[rank - 1] : 1;
+  const int64_t row_stride = rank >= 2 ? strides[rank - 2] : 0;
+  const int64_t col_stride = rank >= 1 ? strides[rank - 1] : 0;
+  const int64_t outer = rank >= 2 ? NumElements(Shape(out_shape.begin(), out_shape.end() - 2)) : 1;
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t base = 0;
+    for (int64_t d = rank - 3, rest = o; d >= 0; --d) {
+      base += rest % out_shape[d] * strides[d];
+      rest /= out_shape[d];
+    }
+    T* const tile_out = out + o * rows * cols;
+    for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+      for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+        for (int64_t i = i0; i < std::min(rows, i0 + kTile); ++i) {
+          for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j) {
+            tile_out[i * cols + j] = in[base + i * row_stride + j * col_stride];
+          }
+        }
+      }
+    }
+  }
+}
+
+// The data of `in` (contiguous, of shape `in_shape`) transposed as
+// `transpose` says into a tensor of `type`, or none where its perm does not
+// permute `in_shape`'s axes into `type`'s shape (the lowering reports what
+// is wrong with it).
+std::optional<Tensor> Permute(const Node& transpose, const void* in, const Shape& in_shape,
+                              const TensorType& type) {
+  const int64_t rank = static_cast<int64_t>(in_shape.size());
+  std::vector<int64_t> perm = transpose.attrs.GetInts("perm");
+  if (!transpose.attrs.Has("perm")) {
+    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  }
+  if (static_cast<int64_t>(perm.size()) != rank || type.shape.size() != perm.size()) {
+    return std::nullopt;
+  }
+  const std::vector<int64_t> in_strides = ContiguousStrides(in_shape);
+  std::vector<int64_t> strides;
+  for (size_t d = 0; d < perm.size(); ++d) {
+    if (perm[d] < 0 || perm[d] >= rank || in_shape[perm[d]] != type.shape[d]) return std::nullopt;
+    strides.push_back(in_strides[perm[d]]);
+  }
+  Tensor out(type);
+  switch (DTypeSize(type.dtype)) {
+    case 1:
+      PermuteElements(static_cast<const uint8_t*>(in), type.shape, strides, out.data_as<uint8_t>());
+      break;
+    case 2:
+      PermuteElements(static_cast<const uint16_t*>(in), type.shape, strides,
+                      out.data_as<uint16_t>());
+      break;
+    case 4:
+      PermuteElements(static_cast<const uint32_t*>(in), type.shape, strides,
+                      out.data_as<uint32_t>());
+      break;
+    case 8:
+      PermuteElements(static_cast<const uint64_t*>(in), type.shape, strides,
+                      out.data_as<uint64_t>());
+      break;
+    default:
+      return std::nullopt;
+  }
+  return out;
+}
+
+// `slice` evaluated on `data` read as of shape `shape` (a reshape's), or
+// none where it fails (the lowering reports what is wrong with it).
+std::optional<Tensor> EvaluateSlice(const Node& slice, const Tensor& data, const Shape& shape,
+                                    const TensorType& type) {
+  const OpDef* def = OpRegistry::Global().Find(std::string(slice.op));
+  if (def == nullptr) return std::nullopt;
+  Tensor reshaped;
+  const Tensor* in = &data;
+  if (shape != data.shape()) {
+    reshaped = Tensor(TensorType{data.dtype(), shape});
+    std::memcpy(reshaped.data(), data.data(), reshaped.num_bytes());
+    in = &reshaped;
+  }
+  Tensor out(type);
+  if (!def->eval(slice, absl::MakeConstSpan(&in, 1), absl::MakeSpan(&out, 1)).ok()) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// The data of `transpose`'s output, from an initializer through views
+// (reshape, slice), or none. The initializer is read in place, never
+// copied whole: a reshape moves no data, and only a slice is evaluated.
+std::optional<Tensor> EvaluateWeightTranspose(const Graph& graph, const Node& transpose) {
+  std::vector<const Node*> views;
+  ValueId source = transpose.inputs[0];
+  while (graph.value(source).producer != kNoNode) {
+    const Node& view = graph.node(graph.value(source).producer);
+    if ((view.op != "reshape" && view.op != "slice") || view.inputs.size() != 1) {
+      return std::nullopt;
+    }
+    views.push_back(&view);
+    source = view.inputs[0];
+  }
+  if (!graph.HasInitializer(source)) return std::nullopt;
+  const Tensor* data = &graph.initializer(source);
+  Shape shape = data->shape();
+  std::optional<Tensor> sliced;
+  for (auto view = views.rbegin(); view != views.rend(); ++view) {
+    const TensorType& type = graph.value((*view)->outputs[0]).type;
+    if ((*view)->op == "reshape") {
+      if (NumElements(type.shape) != NumElements(shape)) return std::nullopt;
+    } else {
+      sliced = EvaluateSlice(**view, *data, shape, type);
+      if (!sliced.has_value()) return std::nullopt;
+      data = &*sliced;
+    }
+    shape = type.shape;
+  }
+  return Permute(transpose, data->data(), shape, graph.value(transpose.outputs[0]).type);
+}
+
 // A weight's view (reshape, slice) transposed into a GEMM's second operand
 // is computed here, once, as a weight of its own: the library then reads it
 // as it wants it, instead of transposing (packing) it at every call. An
@@ -262,34 +391,6 @@ absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
   }
   if (!any) return absl::OkStatus();
   for (ValueId id : graph.outputs()) state[id] = kRefused;
-  const OpRegistry& registry = OpRegistry::Global();
-  // The data of `node`'s output, from an initializer through views, or
-  // none.
-  auto evaluate = [&](const Node& last) -> std::optional<Tensor> {
-    std::vector<const Node*> chain = {&last};
-    ValueId source = last.inputs[0];
-    while (graph.value(source).producer != kNoNode) {
-      const Node& view = graph.node(graph.value(source).producer);
-      if ((view.op != "reshape" && view.op != "slice") || view.inputs.size() != 1) {
-        return std::nullopt;
-      }
-      chain.push_back(&view);
-      source = view.inputs[0];
-    }
-    if (!graph.HasInitializer(source)) return std::nullopt;
-    Tensor data = graph.initializer(source);
-    for (auto node = chain.rbegin(); node != chain.rend(); ++node) {
-      Tensor out(graph.value((*node)->outputs[0]).type);
-      const OpDef* def = registry.Find(std::string((*node)->op));
-      const Tensor* in = &data;
-      if (def == nullptr ||
-          !def->eval(**node, absl::MakeConstSpan(&in, 1), absl::MakeSpan(&out, 1)).ok()) {
-        return std::nullopt;  // the lowering reports what is wrong with it
-      }
-      data = std::move(out);
-    }
-    return data;
-  };
   std::vector<ValueId> replacement;
   for (NodeId id = 0; id < num_nodes; ++id) {
     Node& node = graph.mutable_node(id);
@@ -300,7 +401,7 @@ absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
         node.outputs.size() != 1 || state[node.outputs[0]] != kCandidate) {
       continue;
     }
-    std::optional<Tensor> data = evaluate(node);
+    std::optional<Tensor> data = EvaluateWeightTranspose(graph, node);
     if (!data.has_value()) continue;
     const ValueId out = node.outputs[0];
     LOOM_ASSIGN_OR_RETURN(ValueId folded,

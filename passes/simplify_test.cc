@@ -236,5 +236,38 @@ TEST(SimplifyTest, WeightTransposesIntoGemmsAreFolded) {
   }
 }
 
+// A batched weight, reshaped, then transposed by its last two axes: the
+// folded weight holds each element where the transpose puts it (tiles cut
+// the 40 x 35 planes unevenly).
+TEST(SimplifyTest, FoldedBatchedTransposeMovesEveryElement) {
+  Module module;
+  Graph& graph = module.graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {2, 16, 35}});
+  Tensor w(DType::kF32, {80, 35});
+  for (int64_t i = 0; i < w.num_elements(); ++i) w.SetDouble(i, static_cast<double>(i));
+  const ValueId weight = *graph.AddInitializer("w", ValueKind::kWeight, w);
+  Attrs shape, perm;
+  shape.Set("shape", std::vector<int64_t>{2, 40, 35});
+  perm.Set("perm", std::vector<int64_t>{0, 2, 1});
+  graph.AddNode("r", "reshape", {weight}, {"w3"}, std::move(shape)).value();
+  graph.AddNode("t", "transpose", {graph.FindValue("w3")}, {"w_t"}, std::move(perm)).value();
+  graph.AddNode("mm", "matmul", {x, graph.FindValue("w_t")}, {"y"}).value();
+  graph.AddOutput(graph.FindValue("y"));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  SimplifyPass pass;
+  ASSERT_TRUE(pass.Run(module).ok());
+  ASSERT_TRUE(VerifyGraph(graph).ok());
+  ASSERT_EQ(graph.nodes().size(), 1u);
+  const Tensor& folded = graph.initializer(graph.nodes().back().inputs[1]);
+  ASSERT_EQ(TypeToString(folded.type()), "f32[2,35,40]");
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t i = 0; i < 35; ++i) {
+      for (int64_t j = 0; j < 40; ++j) {
+        ASSERT_EQ(folded.GetDouble((b * 35 + i) * 40 + j), (b * 40 + j) * 35 + i);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace loom

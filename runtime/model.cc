@@ -72,9 +72,12 @@ struct Model::Shared {
   std::vector<int32_t> arg_buffer;
   std::vector<int64_t> arg_byte_offset;
   std::vector<rproto::Buffer::Kind> kinds;
-  std::vector<int64_t> bytes;         // per buffer
-  std::vector<int64_t> arena_offset;  // per buffer (ARENA only)
-  std::vector<AlignedBytes> weights;  // per buffer (WEIGHT only)
+  std::vector<int64_t> bytes;             // per buffer
+  std::vector<int64_t> arena_offset;      // per buffer (ARENA only)
+  std::vector<AlignedBytes> own_weights;  // per buffer (WEIGHT read from the artifact)
+  // Per buffer (WEIGHT only): its data, own or the caller's (Bind's
+  // `weights`). Kernels only read weights.
+  std::vector<void*> weights;
   int64_t arena_bytes = 0;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<int32_t> input_buffers, output_buffers;
@@ -82,7 +85,7 @@ struct Model::Shared {
   std::vector<rproto::IndexCheck> index_checks;
 
   // Each checks its part of the artifact as it adds it (Assemble).
-  absl::Status AddBuffer(const rproto::Buffer& buffer);
+  absl::Status AddBuffer(const rproto::Buffer& buffer, const void* borrowed_weight);
   absl::Status AddLaunch(const rproto::Launch& launch, int num_functions);
   template <typename Specs>
   absl::Status AddInterface(const Specs& specs, const char* what, std::vector<TensorInfo>& infos,
@@ -110,7 +113,7 @@ class Model::Context {
           pointers_[b] = arena_.get() + shared.arena_offset[b];
           break;
         case rproto::Buffer::WEIGHT:
-          pointers_[b] = shared.weights[b].get();
+          pointers_[b] = shared.weights[b];
           break;
         case rproto::Buffer::INPUT:
         case rproto::Buffer::NONE:
@@ -328,12 +331,21 @@ absl::StatusOr<Model> Model::FromArtifact(const rproto::Artifact& artifact) {
 }
 
 absl::StatusOr<Model> Model::Bind(NativeLibrary library, const rproto::Artifact& artifact) {
+  return Bind(std::move(library), artifact, {});
+}
+
+absl::StatusOr<Model> Model::Bind(NativeLibrary library, const rproto::Artifact& artifact,
+                                  absl::Span<const void* const> weights) {
+  if (!weights.empty() && static_cast<int>(weights.size()) != artifact.buffers_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(weights.size(), " weight pointers for ", artifact.buffers_size(), " buffers"));
+  }
   std::vector<KernelFunction> functions;
   for (const std::string& name : artifact.functions()) {
     LOOM_ASSIGN_OR_RETURN(void* function, library.Symbol(name));
     functions.push_back(reinterpret_cast<KernelFunction>(function));
   }
-  return Assemble(std::move(functions), std::move(library), artifact);
+  return Assemble(std::move(functions), std::move(library), artifact, weights);
 }
 
 absl::StatusOr<Model> Model::BindFunctions(absl::Span<const KernelFunction> functions,
@@ -345,7 +357,7 @@ absl::StatusOr<Model> Model::BindFunctions(absl::Span<const KernelFunction> func
   return Assemble({functions.begin(), functions.end()}, std::nullopt, artifact);
 }
 
-absl::Status Model::Shared::AddBuffer(const rproto::Buffer& buffer) {
+absl::Status Model::Shared::AddBuffer(const rproto::Buffer& buffer, const void* borrowed_weight) {
   LOOM_ASSIGN_OR_RETURN(DType dtype,
                         DTypeOf(buffer.dtype(), absl::StrCat("buffer '", buffer.name(), "'")));
   int64_t size = 0;
@@ -363,7 +375,10 @@ absl::Status Model::Shared::AddBuffer(const rproto::Buffer& buffer) {
     return absl::InvalidArgumentError(
         absl::StrCat("buffer '", buffer.name(), "' lies outside the arena"));
   }
-  if (buffer.kind() == rproto::Buffer::WEIGHT) {
+  if (buffer.kind() == rproto::Buffer::WEIGHT && borrowed_weight != nullptr &&
+      buffer.data().empty()) {
+    weights.push_back(const_cast<void*>(borrowed_weight));
+  } else if (buffer.kind() == rproto::Buffer::WEIGHT) {
     if (static_cast<int64_t>(buffer.data().size()) != size) {
       return absl::InvalidArgumentError(absl::StrCat("weight '", buffer.name(), "' has ",
                                                      buffer.data().size(), " bytes, not ", size));
@@ -371,8 +386,11 @@ absl::Status Model::Shared::AddBuffer(const rproto::Buffer& buffer) {
     weight = AlignedBytes::Zeroed(std::max<int64_t>(size, 1));
     if (weight.get() == nullptr) return absl::ResourceExhaustedError("out of memory");
     std::memcpy(weight.get(), buffer.data().data(), buffer.data().size());
+    weights.push_back(weight.get());
+  } else {
+    weights.push_back(nullptr);
   }
-  weights.push_back(std::move(weight));
+  own_weights.push_back(std::move(weight));
   if (buffer.kind() == rproto::Buffer::INDEX_ERRORS) {
     if (index_errors >= 0 || dtype != DType::kI64 || buffer.elements() != 2) {
       return absl::InvalidArgumentError(
@@ -420,15 +438,17 @@ absl::Status Model::Shared::AddInterface(const Specs& specs, const char* what,
 
 absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
                                       std::optional<NativeLibrary> library,
-                                      const rproto::Artifact& artifact) {
+                                      const rproto::Artifact& artifact,
+                                      absl::Span<const void* const> weights) {
   auto shared = std::make_shared<Shared>();
   shared->library = std::move(library);
   shared->functions = std::move(functions);
   shared->name = artifact.model_name();
   shared->arena_bytes = artifact.arena_bytes();
   if (shared->arena_bytes < 0) return absl::InvalidArgumentError("negative arena size");
-  for (const rproto::Buffer& buffer : artifact.buffers()) {
-    LOOM_RETURN_IF_ERROR(shared->AddBuffer(buffer));
+  for (int b = 0; b < artifact.buffers_size(); ++b) {
+    LOOM_RETURN_IF_ERROR(
+        shared->AddBuffer(artifact.buffers(b), weights.empty() ? nullptr : weights[b]));
   }
   shared->index_checks.assign(artifact.index_checks().begin(), artifact.index_checks().end());
   for (const rproto::Launch& launch : artifact.launches()) {

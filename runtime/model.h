@@ -68,6 +68,11 @@ class Model {
   // shared_object may then be empty).
   static absl::StatusOr<Model> Bind(NativeLibrary library,
                                     const runtime::proto::Artifact& artifact);
+  // Bind, reading the data of each WEIGHT buffer that holds none in place
+  // at weights[b] (b: the buffer's index), which must outlive the model: a
+  // compile that runs what it compiled copies no weights.
+  static absl::StatusOr<Model> Bind(NativeLibrary library, const runtime::proto::Artifact& artifact,
+                                    absl::Span<const void* const> weights);
   // Binds an artifact whose kernels are linked into the program, in the
   // order of artifact.functions (loom_cc_library's generated code).
   static absl::StatusOr<Model> BindFunctions(absl::Span<const KernelFunction> functions,
@@ -123,7 +128,8 @@ class Model {
   Model(std::shared_ptr<const Shared> shared);
   static absl::StatusOr<Model> Assemble(std::vector<KernelFunction> functions,
                                         std::optional<NativeLibrary> library,
-                                        const runtime::proto::Artifact& artifact);
+                                        const runtime::proto::Artifact& artifact,
+                                        absl::Span<const void* const> weights = {});
 
   std::shared_ptr<const Shared> shared_;
   std::unique_ptr<Pool> pool_;

@@ -94,7 +94,8 @@ absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::s
 }
 
 absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string shared_object,
-                                              absl::Span<const std::string> output_names) {
+                                              absl::Span<const std::string> output_names,
+                                              bool weight_data) {
   if (!module.loops.has_value() || !module.source.has_value()) {
     return absl::FailedPreconditionError("the module has no loops or no source");
   }
@@ -131,7 +132,7 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
     out.set_dtype(std::string(DTypeName(buffer.dtype)));
     out.set_elements(NumElements(buffer.sizes));
     if (out.kind() == rproto::Buffer::ARENA) out.set_arena_offset(plan->offsets[id]);
-    if (out.kind() == rproto::Buffer::WEIGHT) {
+    if (out.kind() == rproto::Buffer::WEIGHT && weight_data) {
       const Tensor& weight = module.graph.initializer(buffer.source);
       out.set_data(weight.data(), weight.num_elements() * DTypeSize(weight.dtype()));
     }
@@ -170,6 +171,16 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
     if (!output_names.empty()) artifact.mutable_outputs()->rbegin()->set_name(output_names[i]);
   }
   return artifact;
+}
+
+std::vector<const void*> WeightData(const Module& module) {
+  std::vector<const void*> data;
+  for (const Buffer& buffer : module.loops->buffers) {
+    data.push_back(buffer.kind == BufferKind::kWeight
+                       ? module.graph.initializer(buffer.source).data()
+                       : nullptr);
+  }
+  return data;
 }
 
 absl::Status WriteArtifact(const Module& module, absl::Span<const std::string> output_names,

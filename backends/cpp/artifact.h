@@ -2,6 +2,7 @@
 #define LOOM_BACKENDS_CPP_ARTIFACT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -21,9 +22,16 @@ absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::s
 // themselves). The outputs are named `output_names` (the graph's as
 // imported: passes that replace an output value rename it), or the module's
 // graph's when empty.
+// With `weight_data` false, the WEIGHT buffers hold no data: Model::Bind
+// then reads them in place (WeightData).
 absl::StatusOr<runtime::proto::Artifact> MakeArtifact(
     const Module& module, std::string shared_object,
-    absl::Span<const std::string> output_names = {});
+    absl::Span<const std::string> output_names = {}, bool weight_data = true);
+
+// The data of each of the module's buffers that is a weight, by buffer
+// (null for the others): Model::Bind's `weights`, which then read the
+// module's graph's initializers in place.
+std::vector<const void*> WeightData(const Module& module);
 
 // MakeArtifact with the kernels embedded, compiled through the cache in
 // `cache_dir` (a hit after CppExecutable::Create), written to `path`.

@@ -19,8 +19,9 @@ CppExecutable::CppExecutable(Model model, bool cache_hit, double compile_seconds
 absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module, std::string cache_dir) {
   LOOM_ASSIGN_OR_RETURN(CompiledLibrary compiled, CompileModule(module, cache_dir));
   LOOM_ASSIGN_OR_RETURN(runtime::proto::Artifact artifact,
-                        MakeArtifact(module, /*shared_object=*/""));
-  LOOM_ASSIGN_OR_RETURN(Model model, Model::Bind(std::move(compiled.library), artifact));
+                        MakeArtifact(module, /*shared_object=*/"", {}, /*weight_data=*/false));
+  LOOM_ASSIGN_OR_RETURN(Model model,
+                        Model::Bind(std::move(compiled.library), artifact, WeightData(module)));
   return CppExecutable(std::move(model), compiled.cache_hit, compiled.compile_seconds);
 }
 

@@ -14,9 +14,10 @@
 namespace loom::cpp {
 
 // A compiled module, ready to run: its kernels compiled and loaded, bound
-// as a loom::Model (weights copied from the graph, temporaries in one
-// 64-byte-aligned arena at the memory plan's offsets) with one session whose
-// outputs every Run reuses.
+// as a loom::Model (weights read in place from the module's graph, which
+// must outlive the executable; temporaries in one 64-byte-aligned arena at
+// the memory plan's offsets) with one session whose outputs every Run
+// reuses.
 class CppExecutable {
  public:
   // Compiles module.source natively (through the runtime's cache) and binds

@@ -3,17 +3,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <numeric>
+#include <thread>
 #include <utility>
 
 #include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "backends/common/kernel_cache.h"
 #include "backends/cpp/subprocess.h"
@@ -88,13 +92,15 @@ std::string CacheKey(std::string_view source, const CompilerCommand& compiler) {
   return hash.HexDigest();
 }
 
-// Compiles `source_path` into `library_path` (through a temporary file and a
-// rename) and returns the compiler's wall time in seconds.
-absl::StatusOr<double> Compile(const CompilerCommand& compiler, const std::string& source_path,
-                               const std::string& library_path, const std::string& cache_dir) {
-  const std::string temp = TempPathFor(library_path);
+// Runs `compiler` on `inputs` into `output` (through a temporary file and a
+// rename). `what` names the unit in errors.
+absl::Status Compile(const CompilerCommand& compiler, const std::vector<std::string>& inputs,
+                     const std::string& output, const std::string& cache_dir,
+                     absl::string_view what) {
+  const std::string temp = TempPathFor(output);
   std::vector<std::string> command = compiler.command;
-  command.insert(command.end(), {"-o", temp, source_path});
+  command.insert(command.end(), {"-o", temp});
+  command.insert(command.end(), inputs.begin(), inputs.end());
   command.insert(command.end(), compiler.objects.begin(), compiler.objects.end());
   command.insert(command.end(), compiler.libraries.begin(), compiler.libraries.end());
   if (!compiler.libraries_as_needed.empty()) {
@@ -103,10 +109,7 @@ absl::StatusOr<double> Compile(const CompilerCommand& compiler, const std::strin
                    compiler.libraries_as_needed.end());
     command.push_back("-Wl,--no-as-needed");
   }
-  const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ProcessResult> result = RunProcess(command, cache_dir, kMaxCompilerOutputBytes);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) {
     return absl::Status(result.status().code(),
                         absl::StrCat("C++ compiler '", command[0],
@@ -116,44 +119,187 @@ absl::StatusOr<double> Compile(const CompilerCommand& compiler, const std::strin
   if (!result->Succeeded()) {
     unlink(temp.c_str());
     return absl::InternalError(
-        absl::StrCat("native compile of ", source_path, " failed (", result->Ending(),
+        absl::StrCat("native compile of ", what, " failed (", result->Ending(),
                      ")\ncommand: ", FormatCommandLine(command), "\n", result->output));
   }
-  if (rename(temp.c_str(), library_path.c_str()) != 0) {
-    absl::Status status = ErrnoError(absl::StrCat("rename to ", library_path, " from"), temp);
+  if (rename(temp.c_str(), output.c_str()) != 0) {
+    absl::Status status = ErrnoError(absl::StrCat("rename to ", output, " from"), temp);
     unlink(temp.c_str());
     return status;
   }
-  return seconds;
+  return absl::OkStatus();
 }
 
-// A support source compiled into an object of the cache.
-struct SupportObject {
-  std::string path;
-  double compile_seconds = 0;  // 0 when it was cached
-};
+// Whether `path` exists (an error for anything but its absence).
+absl::StatusOr<bool> Exists(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0) return true;
+  if (errno != ENOENT) return ErrnoError("stat", path);
+  return false;
+}
 
-// Compiles `source` as the library command `library` would, but into an
-// object (-c, no -shared), unless <cache_dir>/<hash>.o is already there.
-// Its path names its content and command, so the libraries' cache keys
-// cover it.
-absl::StatusOr<SupportObject> CachedSupportObject(std::string_view source,
-                                                  const CompilerCommand& library,
-                                                  const std::string& cache_dir) {
+// `library`'s command for objects: -c instead of -shared, nothing linked.
+CompilerCommand ObjectCommand(const CompilerCommand& library) {
   CompilerCommand compiler;
   for (const std::string& arg : library.command) {
     if (arg != "-shared") compiler.command.push_back(arg);
   }
   compiler.command.push_back("-c");
-  const std::string base = absl::StrCat(cache_dir, "/", CacheKey(source, compiler));
-  SupportObject object{base + ".o"};
-  struct stat info;
-  if (stat(object.path.c_str(), &info) == 0) return object;
-  if (errno != ENOENT) return ErrnoError("stat", object.path);
-  LOOM_RETURN_IF_ERROR(WriteFileAtomically(base + ".cc", source));
-  LOOM_ASSIGN_OR_RETURN(object.compile_seconds,
-                        Compile(compiler, base + ".cc", object.path, cache_dir));
-  return object;
+  return compiler;
+}
+
+// A translation unit to compile into an object, and what names it in
+// errors.
+struct ObjectJob {
+  std::string source_path;
+  std::string object_path;
+  std::string what;
+};
+
+// Compiles every job's source into its object at once, a compiler process
+// each, so that a library's objects compile on every core. Returns the first
+// failure in job order.
+absl::Status CompileObjects(const std::vector<ObjectJob>& jobs,
+                            const CompilerCommand& object_command, const std::string& cache_dir) {
+  std::vector<absl::Status> statuses(jobs.size());
+  std::vector<std::thread> compilers;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    compilers.emplace_back([&, i] {
+      const ObjectJob& job = jobs[i];
+      statuses[i] =
+          Compile(object_command, {job.source_path}, job.object_path, cache_dir, job.what);
+    });
+  }
+  for (std::thread& compiler : compilers) compiler.join();
+  absl::Status status = absl::OkStatus();
+  for (const absl::Status& job : statuses) status.Update(job);
+  return status;
+}
+
+// The support sources' objects in the cache, <cache_dir>/<hash>.o (their
+// paths name their content and command, so the libraries' cache keys cover
+// them), and in `jobs` a job for each one not there yet, its source written.
+absl::StatusOr<std::vector<std::string>> SupportObjects(const std::vector<std::string>& sources,
+                                                        const CompilerCommand& object_command,
+                                                        const std::string& cache_dir,
+                                                        std::vector<ObjectJob>& jobs) {
+  std::vector<std::string> objects;
+  for (const std::string& source : sources) {
+    const std::string base = absl::StrCat(cache_dir, "/", CacheKey(source, object_command));
+    objects.push_back(base + ".o");
+    LOOM_ASSIGN_OR_RETURN(bool cached, Exists(objects.back()));
+    if (cached) continue;
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(base + ".cc", source));
+    jobs.push_back({base + ".cc", objects.back(), absl::StrCat("support source ", base, ".cc")});
+  }
+  return objects;
+}
+
+// codegen-cpp's translation unit is a prelude, then its kernel functions,
+// each starting with this text (UnitText in codegen.cc).
+constexpr std::string_view kFunctionStart = "\nextern \"C\" void loom_f";
+
+// `source` cut before each kernel function: the prelude, then one piece per
+// function; the prelude alone when it holds none (a hand-written unit).
+std::vector<std::string_view> SplitAtFunctions(std::string_view source) {
+  std::vector<std::string_view> pieces;
+  size_t begin = 0;
+  for (size_t at = source.find(kFunctionStart); at != std::string_view::npos;
+       at = source.find(kFunctionStart, at + 1)) {
+    pieces.push_back(source.substr(begin, at - begin));
+    begin = at;
+  }
+  pieces.push_back(source.substr(begin));
+  return pieces;
+}
+
+// A translation unit of some of the kernel functions, and their names.
+struct PartUnit {
+  std::string text;
+  std::vector<std::string> functions;
+};
+
+// The name of the kernel function that `piece` (from kFunctionStart) defines.
+std::string_view FunctionName(std::string_view piece) {
+  piece.remove_prefix(kFunctionStart.size() - std::string_view("loom_f").size());
+  return piece.substr(0, piece.find('('));
+}
+
+// The kernel functions (pieces[1...]) dealt into at most `parts` units of
+// about equal size, largest first, each the prelude then its functions in
+// the source's order.
+std::vector<PartUnit> PartitionFunctions(const std::vector<std::string_view>& pieces,
+                                         size_t parts) {
+  std::vector<size_t> order(pieces.size() - 1);
+  std::iota(order.begin(), order.end(), 1);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return pieces[a].size() > pieces[b].size(); });
+  std::vector<std::vector<size_t>> members(std::min(parts, order.size()));
+  std::vector<size_t> sizes(members.size(), 0);
+  for (size_t piece : order) {
+    const size_t part = std::min_element(sizes.begin(), sizes.end()) - sizes.begin();
+    members[part].push_back(piece);
+    sizes[part] += pieces[piece].size();
+  }
+  std::vector<PartUnit> units;
+  for (std::vector<size_t>& functions : members) {
+    std::sort(functions.begin(), functions.end());
+    PartUnit& unit = units.emplace_back();
+    unit.text = std::string(pieces[0]);
+    for (size_t piece : functions) {
+      unit.text.append(pieces[piece]);
+      unit.functions.emplace_back(FunctionName(pieces[piece]));
+    }
+  }
+  return units;
+}
+
+// In `jobs`, the units of `source`'s kernels, each compiled into an object
+// of this compile's own (`scratch`, a path no other compile uses): <base>.cc
+// (which holds `source`) where it defines at most one kernel function or
+// the machine has one core, else its functions dealt into a unit per core.
+// Returns the part units' paths.
+absl::StatusOr<std::vector<std::string>> KernelUnits(std::string_view source,
+                                                     const std::string& base,
+                                                     const std::string& scratch,
+                                                     std::vector<ObjectJob>& jobs) {
+  const std::vector<std::string_view> pieces = SplitAtFunctions(source);
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (pieces.size() <= 2 || cores == 1) {
+    jobs.push_back({base + ".cc", scratch + ".o", base + ".cc"});
+    return std::vector<std::string>{};
+  }
+  std::vector<std::string> paths;
+  const std::vector<PartUnit> units = PartitionFunctions(pieces, cores);
+  for (size_t i = 0; i < units.size(); ++i) {
+    const std::string path = absl::StrCat(scratch, ".part", i);
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(path + ".cc", units[i].text));
+    jobs.push_back({path + ".cc", path + ".o",
+                    absl::StrCat("kernel functions ", absl::StrJoin(units[i].functions, ", "))});
+    paths.push_back(path + ".cc");
+  }
+  return paths;
+}
+
+// Compiles the kernels' units and the support sources not yet in the cache
+// at once, then links the kernels' objects with `command` (which lists the
+// support objects) into <base>.so. The kernels' units and objects are
+// removed.
+absl::Status CompileLibrary(std::string_view source, const CompilerCommand& command,
+                            std::vector<ObjectJob> jobs, const std::string& base,
+                            const std::string& cache_dir) {
+  const size_t support_jobs = jobs.size();
+  LOOM_ASSIGN_OR_RETURN(std::vector<std::string> scratch_files,
+                        KernelUnits(source, base, TempPathFor(base), jobs));
+  std::vector<std::string> kernel_objects;
+  for (size_t i = support_jobs; i < jobs.size(); ++i) kernel_objects.push_back(jobs[i].object_path);
+  absl::Status status = CompileObjects(jobs, ObjectCommand(command), cache_dir);
+  if (status.ok()) {
+    status = Compile(command, kernel_objects, base + ".so", cache_dir, base + ".so");
+  }
+  scratch_files.insert(scratch_files.end(), kernel_objects.begin(), kernel_objects.end());
+  for (const std::string& file : scratch_files) unlink(file.c_str());
+  return status;
 }
 
 // The library folders of Debian's multiarch layouts and others.
@@ -240,19 +386,16 @@ absl::StatusOr<CompiledLibrary> CompileAndLoad(std::string_view source,
   LOOM_ASSIGN_OR_RETURN(CompilerCommand command, MakeCompilerCommand(options));
   PinCalledLibraries(command.libraries);
   LOOM_RETURN_IF_ERROR(MakeDirs(options.cache_dir));
-  double support_seconds = 0;
-  for (const std::string& support : options.support_sources) {
-    LOOM_ASSIGN_OR_RETURN(SupportObject object,
-                          CachedSupportObject(support, command, options.cache_dir));
-    command.objects.push_back(object.path);
-    support_seconds += object.compile_seconds;
-  }
+  std::vector<ObjectJob> jobs;
+  LOOM_ASSIGN_OR_RETURN(
+      command.objects,
+      SupportObjects(options.support_sources, ObjectCommand(command), options.cache_dir, jobs));
   const std::string base = absl::StrCat(options.cache_dir, "/", CacheKey(source, command));
   const std::string library_path = base + ".so";
   const std::string source_path = base + ".cc";
 
-  struct stat info;
-  if (stat(library_path.c_str(), &info) == 0) {
+  LOOM_ASSIGN_OR_RETURN(bool cached_entry, Exists(library_path));
+  if (cached_entry) {
     absl::StatusOr<NativeLibrary> cached = NativeLibrary::Open(library_path);
     if (cached.ok()) return CompiledLibrary{*std::move(cached), /*cache_hit=*/true};
     // A corrupt entry (truncated on a full disk, damaged by hand): drop it
@@ -260,21 +403,21 @@ absl::StatusOr<CompiledLibrary> CompileAndLoad(std::string_view source,
     if (unlink(library_path.c_str()) != 0 && errno != ENOENT) {
       return ErrnoError("unlink of a corrupt cache entry", library_path);
     }
-  } else if (errno != ENOENT) {
-    return ErrnoError("stat", library_path);
   }
 
   if (absl::Status status = WriteFileAtomically(source_path, source); !status.ok()) {
     return status;
   }
-  LOOM_ASSIGN_OR_RETURN(double seconds,
-                        Compile(command, source_path, library_path, options.cache_dir));
+  const auto start = std::chrono::steady_clock::now();
+  LOOM_RETURN_IF_ERROR(CompileLibrary(source, command, std::move(jobs), base, options.cache_dir));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   absl::StatusOr<NativeLibrary> compiled = NativeLibrary::Open(library_path);
   if (!compiled.ok()) {
     return absl::InternalError(
         absl::StrCat("freshly compiled library cannot be loaded: ", compiled.status().message()));
   }
-  return CompiledLibrary{*std::move(compiled), /*cache_hit=*/false, support_seconds + seconds};
+  return CompiledLibrary{*std::move(compiled), /*cache_hit=*/false, seconds};
 }
 
 }  // namespace loom::cpp

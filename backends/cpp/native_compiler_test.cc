@@ -148,6 +148,55 @@ TEST(CompileAndLoadTest, SyntaxErrorCarriesTheCompilersMessage) {
   EXPECT_FALSE(HasTempFiles(options.cache_dir));
 }
 
+// A unit as codegen-cpp writes one: a prelude, then kernel functions
+// loom_f0, loom_f1, ..., function i storing `values[i]` through its first
+// argument.
+std::string KernelUnit(const std::vector<std::string>& values) {
+  std::string text = "static inline int loom_twice(int x) { return 2 * x; }\n";
+  for (size_t i = 0; i < values.size(); ++i) {
+    absl::StrAppend(&text, "\nextern \"C\" void loom_f", i, "(void* const* a) {\n",
+                    "  *(int*)a[0] = ", values[i], ";\n}\n");
+  }
+  return text;
+}
+
+// Its functions compile in a unit per core at once, into one library; only
+// the library and its source stay in the cache.
+TEST(CompileAndLoadTest, KernelFunctionsCompileInPartsIntoOneLibrary) {
+  const NativeCompileOptions options = FreshCacheOptions();
+  const std::string source =
+      KernelUnit({"loom_twice(0)", "loom_twice(1)", "loom_twice(2)", "loom_twice(3)", "7"});
+  absl::StatusOr<CompiledLibrary> library = CompileAndLoad(source, options);
+  ASSERT_TRUE(library.ok()) << library.status();
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<void*> function = library->library.Symbol(absl::StrCat("loom_f", i));
+    ASSERT_TRUE(function.ok()) << function.status();
+    int out = -1;
+    void* args[] = {&out};
+    reinterpret_cast<void (*)(void* const*)> (*function)(args);
+    EXPECT_EQ(out, i < 4 ? 2 * i : 7);
+  }
+  EXPECT_EQ(FilesIn(options.cache_dir).size(), 2u);  // <hash>.cc and <hash>.so
+  absl::StatusOr<CompiledLibrary> again = CompileAndLoad(source, options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->cache_hit);
+}
+
+TEST(CompileAndLoadTest, AFailingKernelFunctionIsNamedInTheError) {
+  const NativeCompileOptions options = FreshCacheOptions();
+  absl::StatusOr<CompiledLibrary> library =
+      CompileAndLoad(KernelUnit({"1", "2", "not_declared", "4"}), options);
+  ASSERT_FALSE(library.ok());
+  EXPECT_EQ(library.status().code(), absl::StatusCode::kInternal);
+  const std::string message(library.status().message());
+  EXPECT_THAT(message, HasSubstr("loom_f2"));
+  EXPECT_THAT(message, HasSubstr("'not_declared' was not declared"));
+  EXPECT_FALSE(HasTempFiles(options.cache_dir));
+  for (const std::string& name : FilesIn(options.cache_dir)) {
+    EXPECT_FALSE(absl::EndsWith(name, ".o")) << name;
+  }
+}
+
 TEST(CompileAndLoadTest, MissingCompilerIsAClearError) {
   NativeCompileOptions options = FreshCacheOptions();
   options.compiler = "loom-no-such-compiler";
