@@ -91,9 +91,11 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
     NoteAvx2Libraries(*gemm, needs);
     bool splits = false;
     function = functions.table.AddBody(PrintGemm(*gemm, options.openmp(), args, splits));
-    needs.calls_openmp |= splits;
+    const bool alone = RunsAlone(*gemm, options.openmp());
+    needs.calls_openmp |= splits || alone;
     plan = absl::StrCat("kernel ", kernel.name, ": a GEMM call (", GemmLibraries(*gemm),
-                        splits ? ", its batch shared by the threads" : "", ")\n");
+                        splits ? ", its batch shared by the threads" : "",
+                        alone ? ", on one thread" : "", ")\n");
   } else {
     return false;
   }

@@ -35,6 +35,15 @@ bool MayCallBlis(const Gemm& gemm);
 // 12.6, [256,1024]x[1024,1024] 3.09 against 4.37.
 bool MayCallOpenBlas(const Gemm& gemm);
 
+// Whether a product without batch loops is too small for the library to
+// share among the threads (`openmp`: whether the kernels may use them):
+// fewer than 2^20 multiply-adds, some microseconds on one core, less than
+// a parallel region costs where the threads outnumber the free cores (the
+// zoo's small BERT, [32,128]x[128,128] products: 0.70-1.05 ms a run with
+// the library's threads, 0.54-0.61 ms without, on a loaded 2-core Zen 4).
+// Its call runs with OpenMP's threads set to one.
+bool RunsAlone(const Gemm& gemm, bool openmp);
+
 // The body of the function for a gemm kernel, which calls oneDNN's
 // dnnl_sgemm (f32; or, on AVX2, BLIS's bli_sgemm or OpenBLAS's cblas_sgemm,
 // see MayCallBlis and MayCallOpenBlas) or CBLAS's

@@ -141,7 +141,8 @@ TEST(EndToEndTest, MatmulShapes) {
 }
 
 // Products that become gemm calls (passes/lower.h): transposed operands,
-// batch loops of their own (shared by the threads when there are 8),
+// batch loops of their own (the threads take whole calls of a batch of 8,
+// blocks of every call's rows of a batch of 3, the transposed one's too),
 // broadcast ones, a shared weight folded into the rows, f64, an operand at
 // an offset (a slice) and one computed first.
 TEST(EndToEndTest, GemmCalls) {

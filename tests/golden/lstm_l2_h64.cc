@@ -4,6 +4,7 @@
 
 #define LOOM_RESTRICT __restrict__
 
+#include <omp.h>
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define LOOM_UNORDERED(a, b) ((a) != (a) || (b) != (b))
 #else
@@ -519,7 +520,10 @@ extern "C" void loom_f1(void* const* a) {
   const float* p0 = (const float*)a[0];
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
+  const int loom_threads = omp_get_max_threads();
+  omp_set_num_threads(1);
   dnnl_sgemm('N', 'N', 32, 256, 32, 1.0f, p0, 32, p1, 256, 0.0f, p2, 256);
+  omp_set_num_threads(loom_threads);
 }
 
 extern "C" void loom_f2(void* const* a) {
@@ -2070,7 +2074,10 @@ extern "C" void loom_f4(void* const* a) {
   const float* p0 = (const float*)a[0];
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
+  const int loom_threads = omp_get_max_threads();
+  omp_set_num_threads(1);
   dnnl_sgemm('N', 'N', 32, 256, 64, 1.0f, p0, 64, p1, 256, 0.0f, p2, 256);
+  omp_set_num_threads(loom_threads);
 }
 
 extern "C" void loom_f5(void* const* a) {
