@@ -54,24 +54,23 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   EXPECT_TRUE(source.calls_blas);
   // The threads share the batch: whole calls when each gets as many, else a
   // block of every call's rows; each call is serial, in one parallel region.
-  EXPECT_THAT(
-      source.text,
-      HasSubstr("  const int loom_split = 4 % loom_threads == 0 || 4 >= 4 * loom_threads;\n"
-                "  #pragma omp parallel\n"
-                "  {\n"
-                "    const int64_t loom_blocks = loom_split ? 1 : loom_threads < 16 ? "
-                "loom_threads : 16;\n"
-                "    #pragma omp for collapse(2)\n"
-                "    for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
-                "      for (int64_t r = 0; r < loom_blocks; ++r) {\n"
-                "        const int64_t loom_first = 16 * r / loom_blocks;\n"
-                "        const int64_t loom_last = 16 * (r + 1) / loom_blocks;\n"
-                "        dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 8, 1.0f, "
-                "p0 + loom_first * 8 + x0 * 128, 8, p1 + x0 * 256, 32, 0.0f, "
-                "p2 + loom_first * 32 + x0 * 512, 32);\n"
-                "      }\n"
-                "    }\n"
-                "  }\n"));
+  EXPECT_THAT(source.text,
+              HasSubstr("  const int loom_split = 4 % loom_threads == 0 || 4 >= 4 * loom_threads;\n"
+                        "  #pragma omp parallel\n"
+                        "  {\n"
+                        "    const int64_t loom_blocks = loom_split ? 1 : loom_threads < 16 ? "
+                        "loom_threads : 16;\n"
+                        "    #pragma omp for collapse(2)\n"
+                        "    for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
+                        "      for (int64_t r = 0; r < loom_blocks; ++r) {\n"
+                        "        const int64_t loom_first = 16 * r / loom_blocks;\n"
+                        "        const int64_t loom_last = 16 * (r + 1) / loom_blocks;\n"
+                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 8, 1.0f, "
+                        "p0 + loom_first * 8 + x0 * 128, 8, p1 + x0 * 256, 32, 0.0f, "
+                        "p2 + loom_first * 32 + x0 * 512, 32);\n"
+                        "      }\n"
+                        "    }\n"
+                        "  }\n"));
   // A product of 2^12 multiply-adds runs on one thread (RunsAlone).
   EXPECT_THAT(source.text, HasSubstr("  omp_set_num_threads(1);\n"
                                      "  cblas_dgemm(101, 111, 111, 16, 32, 8, 1.0, p0, 8, p1, 32, "

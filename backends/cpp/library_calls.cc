@@ -179,8 +179,7 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   if (MayCallBlis(gemm)) absl::StrAppend(&body, BlisThreads(splits));
   int depth = 1;
   if (splits) {
-    absl::StrAppend(&body,
-                    absl::StrFormat(kSharedCalls, gemm.m, gemm.m, gemm.batch.size() + 1));
+    absl::StrAppend(&body, absl::StrFormat(kSharedCalls, gemm.m, gemm.m, gemm.batch.size() + 1));
     ++depth;
   }
   for (size_t i = 0; i < gemm.batch.size(); ++i, ++depth) {
@@ -191,8 +190,7 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   GemmOperands operands{"p0", "p1", "p2", absl::StrCat(gemm.m)};
   if (splits) {
     const std::string indent(2 * depth, ' ');
-    absl::StrAppend(&body, indent,
-                    absl::StrFormat(kRowBlock, indent, gemm.m, indent, gemm.m));
+    absl::StrAppend(&body, indent, absl::StrFormat(kRowBlock, indent, gemm.m, indent, gemm.m));
     operands = {absl::StrCat("p0 + loom_first * ", gemm.a.row_stride), "p1",
                 absl::StrCat("p2 + loom_first * ", gemm.c.row_stride), "loom_last - loom_first"};
     ++depth;
