@@ -11,6 +11,7 @@
 #include "backends/common/c_scalar.h"
 #include "backends/common/codegen_pass.h"
 #include "backends/common/kernel_plan.h"
+#include "backends/cpp/dnnl_conv_text.h"
 #include "backends/cpp/kernel_printer.h"
 #include "backends/cpp/library_calls.h"
 #include "backends/cpp/plan.h"
@@ -18,11 +19,6 @@
 #include "passes/pass.h"
 
 namespace loom::cpp {
-
-// The oneDNN convolution of conv calls (dnnl_conv.inc, embedded by the
-// genrule dnnl_conv_text): a support translation unit, compiled apart from
-// the kernels, with oneDNN's headers (libdnnl-dev).
-extern const char kDnnlConvSupport[];
 
 namespace {
 
@@ -275,6 +271,8 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   source.calls_blas = needs.calls_blas;
   source.calls_dnnl = needs.calls_dnnl || needs.calls_conv;
   source.calls_sleef = ArmCallsSleef(needs.libm_calls);
+  // The oneDNN convolution (dnnl_conv.inc): a support translation unit,
+  // compiled apart from the kernels, with oneDNN's headers (libdnnl-dev).
   if (needs.calls_conv) source.support_sources.push_back(kDnnlConvSupport);
   return source;
 }
