@@ -380,7 +380,7 @@ absl::StatusOr<CompiledLibrary> CompileAndLoad(std::string_view source,
         "NativeCompileOptions.cache_dir is empty: set $LOOM_CACHE_DIR or "
         "$HOME");
   }
-  if (absl::c_linear_search(options.flags, "-fopenmp")) {
+  if (options.openmp || absl::c_linear_search(options.flags, "-fopenmp")) {
     LOOM_RETURN_IF_ERROR(PinOpenMpRuntime());
   }
   LOOM_ASSIGN_OR_RETURN(CompilerCommand command, MakeCompilerCommand(options));

@@ -277,7 +277,9 @@ TEST(CompileAndLoadTest, ConcurrentCompilesOfOneSourceAllSucceed) {
 }
 
 // The OpenMP runtime's worker threads outlive the library that started
-// them: unloading that library must not unload the runtime under them.
+// them: unloading that library must not unload the runtime under them,
+// whether OpenMP was asked for by the option or by the flag. The option
+// comes first: once pinned, the runtime stays for the whole process.
 TEST(NativeCompilerTest, UnloadingAnOpenMpLibraryLeavesItsThreadsRunnable) {
   constexpr char kParallelSource[] =
       "extern \"C\" int parallel_sum() {\n"
@@ -286,15 +288,20 @@ TEST(NativeCompilerTest, UnloadingAnOpenMpLibraryLeavesItsThreadsRunnable) {
       "  for (int i = 0; i < 1000; ++i) sum += i;\n"
       "  return sum;\n"
       "}\n";
-  NativeCompileOptions options = FreshCacheOptions();
-  options.flags.push_back("-fopenmp");
-  for (int round = 0; round < 2; ++round) {
+  for (const bool as_flag : {false, true}) {
+    NativeCompileOptions options = FreshCacheOptions();
+    if (as_flag) {
+      options.flags.push_back("-fopenmp");
+    } else {
+      options.openmp = true;
+    }
     absl::StatusOr<CompiledLibrary> library = CompileAndLoad(kParallelSource, options);
     ASSERT_TRUE(library.ok()) << library.status();
     absl::StatusOr<void*> fn = library->library.Symbol("parallel_sum");
     ASSERT_TRUE(fn.ok()) << fn.status();
     EXPECT_EQ(reinterpret_cast<int (*)()>(*fn)(), 499500);
-  }  // each round's library is closed here
+    // The library is closed here.
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // threads idle
 }
 
