@@ -4,7 +4,7 @@ compares both with eager's output and times them:
   tests/zoo/run.sh run_zoo.py DIR [DIR...] [--loom=/tmp/zoo-loom/loom]
       [--loom_lib=/tmp/zoo-loom/libloom.so] [--loom_py=/tmp/zoo-loom/python]
       [--models=REGEX] [--rounds=5] [--iters=5] [--threads=2] [--no_time]
-      [--json=FILE]
+      [--json=FILE] [--fma_peak=/tmp/zoo-loom/fma_peak]
 
 DIR is an export root (OUT_DIR/dynamo-small, ...) or a model's folder. For
 each model, in a process of its own (a crash costs one row):
@@ -28,9 +28,16 @@ refused op | loom max err | ORT max err | loom ms | ORT ms | loom/ORT |
 loom run ms (the CLI's own median, alone) | native compile s (the CLI's,
 into an empty kernel cache).
 Errors are max |y - eager| and, in brackets, that over max |eager|.
+The last column is loom's rate on the model's matrix products and
+convolutions (2 flops a multiply-add, from ONNX shape inference; other ops
+uncounted) in GFLOP/s and as a share of the machine's f32 FMA peak, which
+//tests/bench:fma_peak measures with --threads threads before the first
+model and after the last (the footer gives both; the shares use the
+first, as rows print as they finish).
 Copy the binaries first (rebuilds replace them):
-  mkdir -p /tmp/zoo-loom/python && cp -L bazel-bin/tools/loom bazel-bin/runtime/libloom.so /tmp/zoo-loom/ \
-    && cp -r python/loom /tmp/zoo-loom/python/
+  ./bazelw build -c opt //tools:loom //runtime:libloom.so //tests/bench:fma_peak
+  mkdir -p /tmp/zoo-loom/python && cp -L bazel-bin/tools/loom bazel-bin/runtime/libloom.so \
+    bazel-bin/tests/bench/fma_peak /tmp/zoo-loom/ && cp -r python/loom /tmp/zoo-loom/python/
 """
 
 import argparse
@@ -69,6 +76,45 @@ def errors(y, expected):
     if not np.all(np.isfinite(y)):
         worst = float("inf")
     return {"max_abs": worst, "max_rel_scale": worst / scale}
+
+
+def product_flops(path):
+    """2 x the multiply-adds of the model's MatMul, Gemm and Conv nodes, with
+    the shapes ONNX's shape inference gives (None if one is unknown)."""
+    import onnx
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
+    shapes = {}
+    for v in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        dims = v.type.tensor_type.shape.dim
+        shapes[v.name] = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+    for t in model.graph.initializer:
+        shapes[t.name] = list(t.dims)
+    macs = 0
+    for node in model.graph.node:
+        if node.op_type not in ("MatMul", "Gemm", "Conv"):
+            continue
+        a, b = (shapes.get(n) for n in node.input[:2])
+        y = shapes.get(node.output[0])
+        if not a or not b or not y or None in a + b + y:
+            return None
+        if node.op_type == "Conv":
+            # Each output element sums over (C_in / group) x kernel.
+            macs += int(np.prod(y)) * int(np.prod(b[1:]))
+        else:
+            trans_a = any(x.name == "transA" and x.i for x in node.attribute)
+            k = a[-2] if node.op_type == "Gemm" and trans_a else a[-1]
+            macs += int(np.prod(y)) * k
+    return 2 * macs
+
+
+def fma_peak_gflops(binary, threads):
+    """The machine's f32 FMA peak in GFLOP/s (//tests/bench:fma_peak)."""
+    p = subprocess.run([binary, f"--threads={threads}"], capture_output=True, text=True)
+    m = re.search(r"fma_peak_gflops=([0-9.]+)", p.stdout)
+    if not m:
+        raise SystemExit(f"{binary} failed: {(p.stderr or p.stdout).strip()[-300:]}")
+    return float(m.group(1))
 
 
 def refused_op(message):
@@ -174,6 +220,7 @@ def one(d, a):
             times["ort"].append(time.perf_counter() - t0)
     res["loom_ms"] = 1e3 * statistics.median(times["loom"])
     res["ort_ms"] = 1e3 * statistics.median(times["ort"])
+    res["product_flops"] = product_flops(path)
     return res
 
 
@@ -185,7 +232,15 @@ def fmt_err(e):
     return f"{e['max_abs']:.2g} ({e['max_rel_scale']:.1g})"
 
 
-def row(r):
+def fmt_rate(r, peak):
+    flops, ms = r.get("product_flops"), r.get("loom_ms")
+    if not flops or not ms:
+        return "-"
+    gflops = flops / ms / 1e6
+    return f"{gflops:.1f} ({100 * gflops / peak:.0f}%)"
+
+
+def row(r, peak):
     if "loom_refused" in r:
         status = f"refused: {r['loom_refused']}"
     elif r.get("loom_rc") == 0:
@@ -206,7 +261,8 @@ def row(r):
     return (f"| {r['model']} | {r['exporter']}{'-small' if r.get('small') else ''} | {r.get('opset')} "
             f"| {status} | {fmt_err(r.get('loom_err'))} | {ort_err} "
             f"| {f'{loom_ms:.3f}' if loom_ms else '-'} | {f'{ort_ms:.3f}' if ort_ms else '-'} | {ratio} "
-            f"| {f'{cli_ms:.3f}' if cli_ms else '-'} | {fmt_s(r.get('loom_native_compile_s'))} |")
+            f"| {f'{cli_ms:.3f}' if cli_ms else '-'} | {fmt_s(r.get('loom_native_compile_s'))} "
+            f"| {fmt_rate(r, peak)} |")
 
 
 def fmt_s(seconds):
@@ -229,6 +285,8 @@ def main():
     ap.add_argument("--ort_spin", action="store_true",
                     help="leave ONNX Runtime's intra-op spinning on (its default)")
     ap.add_argument("--json", default=None, help="write all results here")
+    ap.add_argument("--fma_peak", default="/tmp/zoo-loom/fma_peak",
+                    help="//tests/bench:fma_peak, copied out of bazel-bin")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
 
@@ -240,9 +298,11 @@ def main():
     # Runtime's intra-op pool.
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
     results = []
+    peak_before = fma_peak_gflops(a.fma_peak, a.threads)
     print("| model | exporter | opset | imported or first refused op | loom max err | "
-          "ORT max err | loom ms | ORT ms | loom/ORT | loom run ms | native compile s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+          "ORT max err | loom ms | ORT ms | loom/ORT | loom run ms | native compile s | "
+          "loom product GFLOP/s (% of FMA peak) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for d in find_models(a.dirs, a.models):
         args = [sys.executable, os.path.abspath(__file__), "--one", d,
                 f"--loom={a.loom}", f"--loom_lib={a.loom_lib}", f"--loom_py={a.loom_py}",
@@ -257,7 +317,11 @@ def main():
             r = {"model": name, "exporter": os.path.basename(os.path.dirname(d.rstrip("/"))),
                  "error": f"runner exit {p.returncode}: " + (p.stderr.strip().splitlines() or [""])[-1]}
         results.append(r)
-        print(row(r), flush=True)
+        print(row(r, peak_before), flush=True)
+    peak_after = fma_peak_gflops(a.fma_peak, a.threads)
+    print(f"\nf32 FMA peak on {a.threads} threads (//tests/bench:fma_peak): {peak_before:.1f} "
+          f"GFLOP/s before the first model, {peak_after:.1f} after the last; the shares above "
+          "use the one before", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
