@@ -4,22 +4,29 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "ir/dtype.h"
 #include "ir/expr.h"
 
 namespace loom {
 namespace {
 
-// The node's loop variables, pointwise then reduction.
-enum Loop { kN, kM, kY, kX, kC, kR, kS, kNumLoops };
+// The node's loop variables, pointwise then reduction. A node without a
+// group loop has kG of extent 1.
+enum Loop { kN, kG, kM, kY, kX, kC, kR, kS, kNumLoops };
 
 using Coefficients = std::array<int64_t, kNumLoops>;
 
-std::optional<Coefficients> Affine(Expr index, int num_vars, int64_t& constant) {
-  Coefficients coefficients = {};
-  if (!AffineCoefficients(index, absl::MakeSpan(coefficients.data(), num_vars), constant)) {
+// The coefficients of `index` over the node's loops, `loops` naming them in
+// order (the first num_vars of them).
+std::optional<Coefficients> Affine(Expr index, absl::Span<const Loop> loops, int num_vars,
+                                   int64_t& constant) {
+  std::array<int64_t, kNumLoops> by_position = {};
+  if (!AffineCoefficients(index, absl::MakeSpan(by_position.data(), num_vars), constant)) {
     return std::nullopt;
   }
+  Coefficients coefficients = {};
+  for (int v = 0; v < num_vars; ++v) coefficients[loops[v]] = by_position[v];
   return coefficients;
 }
 
@@ -75,6 +82,20 @@ bool SpatialDim(int64_t output_coefficient, int64_t output_extent, int64_t kerne
   return true;
 }
 
+// The stride of the channel dim that `channel` (kC or kM) and kG index
+// together, channel = g * extents[channel] + c: the group steps over its
+// channels. Nullopt where it does not.
+std::optional<int64_t> ChannelStride(const Coefficients& coefficients, const Coefficients& extents,
+                                     Loop channel) {
+  if (extents[kG] == 1) return coefficients[channel];
+  const int64_t stride = coefficients[kG] / extents[channel];
+  if (coefficients[kG] % extents[channel] != 0 ||
+      (extents[channel] > 1 && coefficients[channel] != stride)) {
+    return std::nullopt;
+  }
+  return stride;
+}
+
 // The call, taking `input` and `weight` as the loads' indices.
 std::optional<ConvCall> MatchOperands(const ComputeNode& node, const Coefficients& extents,
                                       const Coefficients& input, int64_t input_offset,
@@ -83,7 +104,14 @@ std::optional<ConvCall> MatchOperands(const ComputeNode& node, const Coefficient
   if (!Ignores(input, extents, {kM}) || !Ignores(weight, extents, {kN, kY, kX})) {
     return std::nullopt;
   }
+  const std::optional<int64_t> input_channel = ChannelStride(input, extents, kC);
+  const std::optional<int64_t> weight_row = ChannelStride(weight, extents, kM);
+  const std::optional<int64_t> output_channel = ChannelStride(output, extents, kM);
+  if (!input_channel || !weight_row || !output_channel) return std::nullopt;
   ConvCall call;
+  call.groups = extents[kG];
+  const int64_t in_channels = extents[kG] * extents[kC];
+  const int64_t out_channels = extents[kG] * extents[kM];
   int64_t row = 1, col = 1;
   if (!SpatialDim(input[kY], extents[kY], input[kR], extents[kR], row, call.strides[0],
                   call.dilations[0]) ||
@@ -97,16 +125,16 @@ std::optional<ConvCall> MatchOperands(const ComputeNode& node, const Coefficient
       (extents[kX] - 1) * call.strides[1] + (extents[kS] - 1) * call.dilations[1] + 1;
   call.input = {node.body[0].buffer,
                 input_offset,
-                {extents[kN], extents[kC], height, width},
-                {input[kN], input[kC], row, col}};
+                {extents[kN], in_channels, height, width},
+                {input[kN], *input_channel, row, col}};
   call.weight = {node.body[1].buffer,
                  weight_offset,
-                 {extents[kM], extents[kC], extents[kR], extents[kS]},
-                 {weight[kM], weight[kC], weight[kR], weight[kS]}};
+                 {out_channels, extents[kC], extents[kR], extents[kS]},
+                 {*weight_row, weight[kC], weight[kR], weight[kS]}};
   call.output = {node.output,
                  output_offset,
-                 {extents[kN], extents[kM], extents[kY], extents[kX]},
-                 {output[kN], output[kM], output[kY], output[kX]}};
+                 {extents[kN], out_channels, extents[kY], extents[kX]},
+                 {output[kN], *output_channel, output[kY], output[kX]}};
   if (input_offset < 0 || weight_offset < 0 || output_offset < 0 || !FinishStrides(call.input) ||
       !FinishStrides(call.weight) || !FinishStrides(call.output)) {
     return std::nullopt;
@@ -122,10 +150,15 @@ bool IsDirectF32Load(const ScalarOp& op) {
 
 std::optional<ConvCall> MatchConv(const ComputeNode& node) {
   const std::vector<ScalarOp>& body = node.body;
-  if (node.reduce != ReduceKind::kSum || node.ranges.size() != 4 ||
+  if (node.reduce != ReduceKind::kSum || (node.ranges.size() != 4 && node.ranges.size() != 5) ||
       node.reduction_ranges.size() != 3 || body.size() != 3 || node.root != 2) {
     return std::nullopt;
   }
+  const bool grouped = node.ranges.size() == 5;
+  static constexpr Loop kUngrouped[] = {kN, kM, kY, kX, kC, kR, kS};
+  static constexpr Loop kGrouped[] = {kN, kG, kM, kY, kX, kC, kR, kS};
+  const absl::Span<const Loop> loops = grouped ? absl::Span<const Loop>(kGrouped) : kUngrouped;
+  const int pointwise = static_cast<int>(node.ranges.size());
   const ScalarOp& product = body[2];
   if (!IsDirectF32Load(body[0]) || !IsDirectF32Load(body[1]) ||
       product.kind != ScalarOp::Kind::kCall || product.fn != ScalarFn::kMul ||
@@ -133,12 +166,15 @@ std::optional<ConvCall> MatchConv(const ComputeNode& node) {
     return std::nullopt;
   }
   Coefficients extents;
+  extents.fill(1);
   const std::vector<int64_t> all = node.AllRanges();
-  std::copy(all.begin(), all.end(), extents.begin());
+  for (size_t v = 0; v < all.size(); ++v) extents[loops[v]] = all[v];
+  const int num_vars = static_cast<int>(all.size());
   int64_t first_offset = 0, second_offset = 0, output_offset = 0;
-  const std::optional<Coefficients> first = Affine(body[0].index, kNumLoops, first_offset);
-  const std::optional<Coefficients> second = Affine(body[1].index, kNumLoops, second_offset);
-  const std::optional<Coefficients> output = Affine(node.store_index, kC, output_offset);
+  const std::optional<Coefficients> first = Affine(body[0].index, loops, num_vars, first_offset);
+  const std::optional<Coefficients> second = Affine(body[1].index, loops, num_vars, second_offset);
+  const std::optional<Coefficients> output =
+      Affine(node.store_index, loops, pointwise, output_offset);
   if (!first.has_value() || !second.has_value() || !output.has_value()) return std::nullopt;
   if (std::optional<ConvCall> call = MatchOperands(node, extents, *first, first_offset, *second,
                                                    second_offset, *output, output_offset)) {

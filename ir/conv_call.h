@@ -19,23 +19,27 @@ struct ConvOperand {
 };
 
 // A 2-D convolution node (ExternOp::kConv) as one call of a convolution
-// library, without padding (the input is the padded image):
-//   output[n][m][y][x] = sum over c, r, s of
-//       input[n][c][y * strides[0] + r * dilations[0]][x * strides[1] + s * dilations[1]]
-//       * weight[m][c][r][s]
-// input [N, C, H, W], weight [M, C, R, S], output [N, M, Y, X], f32.
+// library, without padding (the input is the padded image), in `groups`
+// groups of channels (G; M / G output channels each, C / G input channels):
+//   output[n][m][y][x] = sum over c < C / G, r, s of
+//       input[n][g * C / G + c][y * strides[0] + r * dilations[0]][x * strides[1] + s *
+//       dilations[1]]
+//       * weight[m][c][r][s],  g = m / (M / G) the group of output channel m;
+// input [N, C, H, W], weight [M, C / G, R, S], output [N, M, Y, X], f32.
 struct ConvCall {
   ConvOperand input, weight, output;
   std::array<int64_t, 2> strides = {1, 1};
   std::array<int64_t, 2> dilations = {1, 1};
+  int64_t groups = 1;
 };
 
 // The call that computes `node`, or nullopt when `node` is not such a
-// convolution: pointwise loops (n, m, y, x), reduction loops (c, r, s), a
-// body of two direct f32 loads (the input's and the weight's, either
-// first) and their product, summed; every index affine, each operand's
-// rows unit-stride, and no two elements of an operand at one address.
-// Matching ignores node.extern_op.
+// convolution: pointwise loops (n, m, y, x), or (n, g, m, y, x) with the
+// group outermost of the channel loops, reduction loops (c, r, s), a body
+// of two direct f32 loads (the input's and the weight's, either first) and
+// their product, summed; every index affine, a group stepping over its
+// channels in each operand, each operand's rows unit-stride, and no two
+// elements of an operand at one address. Matching ignores node.extern_op.
 std::optional<ConvCall> MatchConv(const ComputeNode& node);
 
 }  // namespace loom

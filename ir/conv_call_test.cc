@@ -101,6 +101,36 @@ TEST_F(ConvCallTest, RefusesWhatIsNoConv) {
           .has_value());
 }
 
+// Pointwise loops (n, g, m, y, x) = x0..x4 and reduction loops (c, r, s) =
+// x5..x7: 2 groups of 2 input and 3 output channels, an image [1, 4, 6, 6]
+// read at (n, 2g + c, y + r, x + s), the weight [6, 2, 3, 3] at (3g + m, c,
+// r, s), the output [1, 6, 4, 4] at (n, 3g + m, y, x).
+TEST_F(ConvCallTest, GroupedConv) {
+  const Expr image = Affine({{144, 0}, {72, 1}, {6, 3}, {1, 4}, {36, 5}, {6, 6}, {1, 7}});
+  const Expr weight = Affine({{54, 1}, {18, 2}, {9, 5}, {3, 6}, {1, 7}});
+  const Expr output = Affine({{96, 0}, {48, 1}, {16, 2}, {4, 3}, {1, 4}});
+  const std::optional<ConvCall> call =
+      MatchConv(Conv({1, 2, 3, 4, 4}, {2, 3, 3}, image, weight, output));
+  ASSERT_TRUE(call.has_value());
+  EXPECT_EQ(call->groups, 2);
+  EXPECT_EQ(call->input.dims, (Dims{1, 4, 6, 6}));
+  EXPECT_EQ(call->input.strides[1], 36);
+  EXPECT_EQ(call->weight.dims, (Dims{6, 2, 3, 3}));
+  EXPECT_EQ(call->weight.strides, (Dims{18, 9, 3, 1}));
+  EXPECT_EQ(call->output.dims, (Dims{1, 6, 4, 4}));
+  EXPECT_EQ(call->output.strides, (Dims{96, 16, 4, 1}));
+
+  // A group that does not step over its input channels (2g + c read as 3g + c).
+  EXPECT_FALSE(MatchConv(Conv({1, 2, 3, 4, 4}, {2, 3, 3},
+                              Affine({{144, 0}, {108, 1}, {6, 3}, {1, 4}, {36, 5}, {6, 6}, {1, 7}}),
+                              weight, output))
+                   .has_value());
+  // Nor over its output channels.
+  EXPECT_FALSE(MatchConv(Conv({1, 2, 3, 4, 4}, {2, 3, 3}, image, weight,
+                              Affine({{96, 0}, {64, 1}, {16, 2}, {4, 3}, {1, 4}})))
+                   .has_value());
+}
+
 TEST_F(ConvCallTest, RefusesAnotherProduct) {
   ComputeNode node = Conv({2, 4, 4, 8}, {3, 3, 3}, Image(), Weight(), Output());
   node.body[2].fn = ScalarFn::kAdd;

@@ -42,8 +42,9 @@
 //   backends/cpp/dnnl_conv.inc): Winograd where oneDNN has it for the shape
 //   and CPU, or loom's own for 3x3 convs of 64 channels or more in code
 //   without AVX-512, else oneDNN's direct convolution. For 2-D f32 convs
-//   of one group, a kernel of several positions, a weight known at compile
-//   time and 128 output positions or more (UsesConvCall); the
+//   that are not direct ones, with a kernel of several positions, a weight
+//   known at compile time and, with one group, 128 output positions or
+//   more (UsesConvCall); the
 //   ResNet block of tests/bench/peers (two 3x3 convs of 64 channels on
 //   56x56) ran in 0.56 ms against 1.05 ms with shifted gemm calls and
 //   0.97 ms in ONNX Runtime (run.sh --cases=resnet, 5 rounds alternating).
@@ -515,44 +516,71 @@ absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
 }
 
 // Whether a conv is one library call (DecomposeOptions::conv_calls): 2-D,
-// f32, one group, a kernel of several positions (a 1x1 conv is one gemm
-// call already), a weight known at compile time (a call prepares it for
-// its library once) and at least kConvCallMinPositions output positions:
-// the call compares the whole weight with its copy on every run, which
-// costs more than the call saves where the weight is large for the work.
+// f32, not a direct conv (small groups run as loops), a kernel of several
+// positions (a 1x1 conv is one gemm call already), a weight known at
+// compile time (a call prepares it for its library once) and, with one
+// group, at least kConvCallMinPositions output positions: the call
+// compares the whole weight with its copy on every run, which costs more
+// than the call saves where the weight is large for the work.
 // 3x3 convs, pads 1, batch 1, `loom run --iters=200` alternating 3 times,
 // call vs gemm calls in ms:
 //   C=M=64  56x56   0.311-0.342 vs 0.586-0.605
 //   C=M=128 28x28   0.241-0.242 vs 0.602-0.645
 //   C=M=256 14x14   0.328-0.447 vs 0.641-0.704
 //   C=M=512 7x7     0.935-1.016 vs 0.830-0.852 (a weight of 9.4 MB)
+// Grouped, the alternative is a batch of small gemm calls over an im2col
+// copy, slower at every size: RegNetY-400MF's 3x3 convs (groups of 8
+// channels), batch 1, two threads on the loaded machine (load 4-5),
+// medians of 300 calls alternating twice, call vs gemm calls (ONNX
+// Runtime 1.32 in the same run) in ms:
+//   C=M=104 28x28          0.109-0.110 vs 0.311-0.332 (0.19-0.33)
+//   C=M=208 28x28 stride 2 0.132-0.133 vs 0.78-1.81   (0.24-0.25)
+//   C=M=208 14x14          0.166-0.167 vs 4.2-6.0     (0.13-0.21)
+//   C=M=440 7x7            0.103       vs 0.350-0.358 (0.11-0.17)
 bool UsesConvCall(const ConvSpec& spec, const Node& node, const DecompositionBuilder& b) {
   const WindowGeometry& g = spec.window;
-  return g.num_spatial() == 2 && spec.groups == 1 && g.KernelSize() > 1 &&
-         spec.batch * NumElements(g.output) >= kConvCallMinPositions &&
+  return g.num_spatial() == 2 && !UsesDirectConv(spec) && g.KernelSize() > 1 &&
+         (spec.groups > 1 || spec.batch * NumElements(g.output) >= kConvCallMinPositions) &&
          b.type(node.inputs[0]).dtype == DType::kF32 && b.graph().HasInitializer(node.inputs[1]);
 }
 
 // conv as one call over the padded input (ir/conv_call.h): the sum over
 // input channels and kernel positions of the windows [N, 1, O0, O1, C, K0,
 // K1] of the padded image (as_strided) times the weight as [1, M, 1, 1, C,
-// K0, K1], which lowers to the node MatchConv takes.
+// K0, K1], which lowers to the node MatchConv takes. Grouped, a group dim
+// comes before the channels': windows [N, G, 1, O0, O1, C/G, K0, K1] and
+// the weight as [1, G, M/G, 1, 1, C/G, K0, K1].
 void ConvCall(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
               const Shape& out_shape) {
   const WindowGeometry& g = spec.window;
   const ValueId image = PadInput(b, node.inputs[0], g, 0);
   const int64_t width = g.input[1] + g.pads_begin[1] + g.pads_end[1];
   const int64_t plane = (g.input[0] + g.pads_begin[0] + g.pads_end[0]) * width;
-  Attrs view = Ints("shape", {spec.batch, 1, g.output[0], g.output[1], spec.in_channels,
-                              g.kernel[0], g.kernel[1]});
-  view.Set("strides", AttrInts{spec.in_channels * plane, 0, g.strides[0] * width, g.strides[1],
-                               plane, g.dilations[0] * width, g.dilations[1]});
+  const int64_t group_in = spec.in_channels / spec.groups;
+  const int64_t group_out = spec.out_channels / spec.groups;
+  Shape windows_shape = {spec.batch, 1,           g.output[0], g.output[1],
+                         group_in,   g.kernel[0], g.kernel[1]};
+  AttrInts strides = {spec.in_channels * plane,
+                      0,
+                      g.strides[0] * width,
+                      g.strides[1],
+                      plane,
+                      g.dilations[0] * width,
+                      g.dilations[1]};
+  Shape weight_shape = {1, group_out, 1, 1, group_in, g.kernel[0], g.kernel[1]};
+  if (spec.groups > 1) {
+    windows_shape.insert(windows_shape.begin() + 1, spec.groups);
+    strides.insert(strides.begin() + 1, group_in * plane);
+    weight_shape.insert(weight_shape.begin() + 1, spec.groups);
+  }
+  Attrs view = Ints("shape", windows_shape);
+  view.Set("strides", std::move(strides));
   const ValueId windows = b.Add("windows", "as_strided", {image}, std::move(view));
-  const ValueId weights = b.Add(
-      "weight_shape", "reshape", {node.inputs[1]},
-      Ints("shape", {1, spec.out_channels, 1, 1, spec.in_channels, g.kernel[0], g.kernel[1]}));
+  const ValueId weights =
+      b.Add("weight_shape", "reshape", {node.inputs[1]}, Ints("shape", weight_shape));
   const ValueId products = b.Add("products", "mul", {windows, weights});
-  Attrs sum = Ints("axes", {4, 5, 6});
+  const int64_t first = static_cast<int64_t>(windows_shape.size()) - 3;
+  Attrs sum = Ints("axes", {first, first + 1, first + 2});
   sum.Set("keepdims", int64_t{0});
   WriteConvOutput(b, node, b.Add("sum", "reduce_sum", {products}, std::move(sum)), out_shape);
 }

@@ -21,13 +21,17 @@ using loom_dnnl::Operand;
 struct Shape {
   int64_t n, c, h, w, m, r, s, stride, dilation;
   int64_t row_padding = 0;  // extra elements per input row (a strided view)
+  int64_t groups = 1;       // of channels: weights [m, c / groups, r, s]
+  int64_t group_inputs() const { return c / groups; }
   int64_t out_h() const { return (h - dilation * (r - 1) - 1) / stride + 1; }
   int64_t out_w() const { return (w - dilation * (s - 1) - 1) / stride + 1; }
   Operand input() const {
     const int64_t row = w + row_padding;
     return {{n, c, h, w}, {c * h * row, h * row, row, 1}};
   }
-  Operand weight() const { return {{m, c, r, s}, {c * r * s, r * s, s, 1}}; }
+  Operand weight() const {
+    return {{m, group_inputs(), r, s}, {group_inputs() * r * s, r * s, s, 1}};
+  }
   Operand output() const {
     return {{n, m, out_h(), out_w()}, {m * out_h() * out_w(), out_h() * out_w(), out_w(), 1}};
   }
@@ -50,17 +54,18 @@ void ExpectMatches(const Shape& shape, const std::vector<float>& x, const std::v
   const Operand in = shape.input(), out = shape.output();
   for (int64_t n = 0; n < shape.n; ++n) {
     for (int64_t m = 0; m < shape.m; ++m) {
+      const int64_t first_input = m / (shape.m / shape.groups) * shape.group_inputs();
       for (int64_t i = 0; i < shape.out_h(); ++i) {
         for (int64_t j = 0; j < shape.out_w(); ++j) {
           double sum = 0, magnitude = 0;
-          for (int64_t c = 0; c < shape.c; ++c) {
+          for (int64_t c = 0; c < shape.group_inputs(); ++c) {
             for (int64_t r = 0; r < shape.r; ++r) {
               for (int64_t s = 0; s < shape.s; ++s) {
                 const double term =
-                    static_cast<double>(x[n * in.strides[0] + c * in.strides[1] +
+                    static_cast<double>(x[n * in.strides[0] + (first_input + c) * in.strides[1] +
                                           (i * shape.stride + r * shape.dilation) * in.strides[2] +
                                           j * shape.stride + s * shape.dilation]) *
-                    w[((m * shape.c + c) * shape.r + r) * shape.s + s];
+                    w[((m * shape.group_inputs() + c) * shape.r + r) * shape.s + s];
                 sum += term;
                 magnitude += std::fabs(term);
               }
@@ -77,7 +82,7 @@ void ExpectMatches(const Shape& shape, const std::vector<float>& x, const std::v
 
 void ExpectConvMatches(const Shape& shape) {
   LoomConv2d conv(shape.input(), shape.weight(), shape.output(), shape.stride, shape.stride,
-                  shape.dilation, shape.dilation);
+                  shape.dilation, shape.dilation, shape.groups);
   const std::vector<float> x = Random(loom_dnnl::Span(shape.input()), 1);
   const std::vector<float> w = Random(loom_dnnl::Span(shape.weight()), 2);
   std::vector<float> y(loom_dnnl::Span(shape.output()));
@@ -107,6 +112,12 @@ TEST(DnnlConvTest, FewerBlocksThanThreads) { ExpectConvMatches({1, 64, 6, 7, 64,
 
 TEST(DnnlConvTest, StrideTwoSevenBySevenStem) { ExpectConvMatches({2, 3, 37, 37, 16, 7, 7, 2, 1}); }
 
+// RegNet's and ResNeXt's convs: groups of 8 channels, stride 1 and 2.
+TEST(DnnlConvTest, GroupedChannels) {
+  ExpectConvMatches({1, 48, 16, 16, 48, 3, 3, 1, 1, /*row_padding=*/0, /*groups=*/6});
+  ExpectConvMatches({2, 32, 17, 17, 64, 3, 3, 2, 1, /*row_padding=*/3, /*groups=*/4});
+}
+
 TEST(DnnlConvTest, Dilation) { ExpectConvMatches({1, 16, 20, 21, 8, 3, 3, 1, 2}); }
 
 TEST(DnnlConvTest, InputRowsWiderThanTheImage) {
@@ -117,7 +128,7 @@ TEST(DnnlConvTest, InputRowsWiderThanTheImage) {
 
 TEST(DnnlConvTest, NewWeightsAtTheSameAddressAreUsed) {
   const Shape shape = {1, 32, 18, 18, 32, 3, 3, 1, 1};
-  LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1);
+  LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1, 1);
   const std::vector<float> x = Random(loom_dnnl::Span(shape.input()), 3);
   std::vector<float> w = Random(loom_dnnl::Span(shape.weight()), 4);
   std::vector<float> y(loom_dnnl::Span(shape.output()));
@@ -130,7 +141,7 @@ TEST(DnnlConvTest, NewWeightsAtTheSameAddressAreUsed) {
 
 TEST(DnnlConvTest, MoreWeightBuffersThanAreKept) {
   const Shape shape = {1, 16, 10, 10, 16, 3, 3, 1, 1};
-  LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1);
+  LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1, 1);
   const std::vector<float> x = Random(loom_dnnl::Span(shape.input()), 7);
   std::vector<std::vector<float>> weights;
   for (uint32_t i = 0; i < 12; ++i)
@@ -146,7 +157,7 @@ TEST(DnnlConvTest, MoreWeightBuffersThanAreKept) {
 
 TEST(DnnlConvTest, ThreadsRunOneCallSiteAtOnce) {
   const Shape shape = {1, 64, 18, 18, 64, 3, 3, 1, 1};
-  LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1);
+  LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1, 1);
   const std::vector<float> w = Random(loom_dnnl::Span(shape.weight()), 6);
   std::vector<std::vector<float>> xs, ys;
   for (uint32_t t = 0; t < 4; ++t) {

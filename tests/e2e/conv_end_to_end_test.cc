@@ -70,11 +70,12 @@ TEST(ConvEndToEndTest, ShiftedConvolutions) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
-// 2-D f32 convs of one group with a known weight as oneDNN's convolution
+// 2-D f32 convs with a known weight as oneDNN's convolution
 // (ir/conv_call.h, dnnl_conv.inc): its Winograd (64 channels, 3x3, stride
 // 1) and direct paths; strides, dilations, asymmetric pads, a batch, a
-// bias; another conv of the same shapes (one call site, two weights), and
-// one of a run-time weight and one of two groups, which are no calls.
+// bias; another conv of the same shapes (one call site, two weights);
+// grouped convs (two groups, and RegNet's groups of 8 channels at stride 1
+// and 2); and one of a run-time weight, which is no call.
 TEST(ConvEndToEndTest, ConvCalls) {
   GraphBuilder b;
   const ValueId image = b.Input("image", DType::kF32, {1, 64, 14, 14});
@@ -91,6 +92,12 @@ TEST(ConvEndToEndTest, ConvCalls) {
   const ValueId w = b.Input("w", DType::kF32, {12, 8, 3, 3});
   b.Output(b.Op("conv", {x2, w}, IntsAttr("pads", {1, 1, 1, 1})));
   AddConv(b, x2, {10, 4, 3, 3}, true, MakeAttrs({{"group", int64_t{2}}}), 11);
+  const ValueId x3 = b.Input("x3", DType::kF32, {1, 48, 16, 16});
+  AddConv(b, x3, {48, 8, 3, 3}, true,
+          MakeAttrs({{"group", int64_t{6}}, {"pads", Ints{1, 1, 1, 1}}}), 13);
+  AddConv(b, x3, {48, 8, 3, 3}, false,
+          MakeAttrs({{"group", int64_t{6}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}),
+          15);
   EndToEndOptions options;
   options.conv_calls = true;
   CompileRunAndCompare(std::move(b.graph()), options);
