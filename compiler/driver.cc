@@ -106,8 +106,10 @@ absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   // The model's format follows its extension: .onnx is an ONNX model,
   // anything else loom's graph text proto.
+  OnnxImportOptions onnx_options;
+  onnx_options.dims = options.dims;
   LOOM_ASSIGN_OR_RETURN(Graph graph, absl::EndsWith(options.model, ".onnx")
-                                         ? LoadOnnxFile(options.model)
+                                         ? LoadOnnxFile(options.model, onnx_options)
                                          : LoadGraphFile(options.model));
   return CompileGraph(std::move(graph), options, start);
 }

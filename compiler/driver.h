@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "backends/cpp/executable.h"
 #include "backends/cuda/executable.h"
@@ -23,6 +24,8 @@ namespace loom {
 struct CompileOptions {
   std::string model;             // a .pbtxt graph or an .onnx model
   std::string pipeline = "cpu";  // a built-in name or a pipeline file
+  // Sizes of an ONNX model's named input dims (OnnxImportOptions::dims).
+  absl::flat_hash_map<std::string, int64_t> dims;
   // Options of the pipeline's passes to replace (PassOptionsOverride).
   std::vector<PassOptionsOverride> pass_options;
   std::string out_dir;     // where to write the emitted source and model.loom

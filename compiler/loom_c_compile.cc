@@ -105,13 +105,31 @@ extern "C" void loom_reference_free(loom_reference* reference) { delete referenc
 
 extern "C" loom_status loom_model_compile(const char* model_path, const char* pipeline,
                                           loom_model** model) {
-  if (model_path == nullptr || model == nullptr) {
+  return loom_model_compile_with_dims(model_path, pipeline, nullptr, nullptr, 0, model);
+}
+
+extern "C" loom_status loom_model_compile_with_dims(const char* model_path, const char* pipeline,
+                                                    const char* const* dim_names,
+                                                    const int64_t* dim_sizes, int num_dims,
+                                                    loom_model** model) {
+  if (model_path == nullptr || model == nullptr || num_dims < 0 ||
+      (num_dims > 0 && (dim_names == nullptr || dim_sizes == nullptr))) {
     return loom_c::Report(absl::InvalidArgumentError("loom_model_compile: a null argument"));
   }
   loom::CompileOptions options;
   options.model = model_path;
   if (pipeline != nullptr) options.pipeline = pipeline;
   options.keep_input_graph = true;
+  for (int i = 0; i < num_dims; ++i) {
+    if (dim_names[i] == nullptr) {
+      return loom_c::Report(absl::InvalidArgumentError(
+          absl::StrCat("loom_model_compile_with_dims: dim name ", i, " is null")));
+    }
+    if (!options.dims.emplace(dim_names[i], dim_sizes[i]).second) {
+      return loom_c::Report(absl::InvalidArgumentError(absl::StrCat(
+          "loom_model_compile_with_dims: the dim '", dim_names[i], "' is given twice")));
+    }
+  }
   absl::StatusOr<loom::CompiledModel> compiled = loom::CompileModel(options);
   if (!compiled.ok()) return loom_c::Report(compiled.status());
   if (!compiled->executable.has_value()) {

@@ -87,6 +87,22 @@ class LoomTest(unittest.TestCase):
             wrong([self.x.ctypes.data], [o.ctypes.data for o in outputs])
         self.assertIn("input 'x' is f32[1, 16, 32]", str(raised.exception))
 
+    def test_named_dims_take_the_given_sizes(self):
+        path = "tests/bad_inputs/named_dims.onnx"
+        model = loom.compile(path, dims={"batch": 2, "seq": 3})
+        self.assertEqual(model.inputs, [("x", np.dtype(np.float32), (2, 3, 4)),
+                                        ("y", np.dtype(np.float32), (2, 3, 1))])
+        x = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+        y = np.random.default_rng(4).standard_normal((2, 3, 1)).astype(np.float32)
+        np.testing.assert_array_equal(model(x, y), x + y)
+        for dims, message in [({}, "dim 0 is the named dim 'batch'"),
+                              ({"batch": 2, "seq": 3, "heads": 1},
+                               "the named dim 'heads', which no graph input has"),
+                              ({"batch": -1, "seq": 3}, "'batch' is negative")]:
+            with self.assertRaises(loom.InvalidArgumentError) as raised:
+                loom.compile(path, dims=dims)
+            self.assertIn(message, str(raised.exception))
+
     def test_bad_files_raise(self):
         with self.assertRaises(loom.Error) as raised:
             loom.load("/nonexistent/model.loom")

@@ -66,6 +66,15 @@ loom_status loom_model_load(const char* path, loom_model** model);
    pipeline file; NULL: "cpu") and loads it. */
 loom_status loom_model_compile(const char* model_path, const char* pipeline, loom_model** model);
 
+/* loom_model_compile with the sizes of an ONNX model's named input dims
+   (dim_param, such as "batch_size"): dim_names[i] is dim_sizes[i] long, for
+   every input that has it. A named dim left without a size, a size for a
+   name no input has, a negative size or a name given twice is
+   LOOM_INVALID_ARGUMENT naming the dim. */
+loom_status loom_model_compile_with_dims(const char* model_path, const char* pipeline,
+                                         const char* const* dim_names, const int64_t* dim_sizes,
+                                         int num_dims, loom_model** model);
+
 void loom_model_free(loom_model* model);
 
 int loom_model_num_inputs(const loom_model* model);

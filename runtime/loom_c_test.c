@@ -94,6 +94,22 @@ int main(void) {
   ids[2] = -5;
   EXPECT(loom_model_run(model, lookup, 1, looked_up, 1) == LOOM_OK);
   loom_model_free(model);
+
+  /* Named dims: sized at compile, or refused naming the input and the dim. */
+  const char* dim_names[] = {"batch", "seq"};
+  const int64_t dim_sizes[] = {2, 3};
+  model = NULL;
+  EXPECT(loom_model_compile_with_dims("tests/bad_inputs/named_dims.onnx", NULL, dim_names,
+                                      dim_sizes, 1, &model) == LOOM_INVALID_ARGUMENT);
+  EXPECT(strstr(loom_last_error(), "graph input 'x': dim 1 is the named dim 'seq'") != NULL);
+  EXPECT(loom_model_compile_with_dims("tests/bad_inputs/named_dims.onnx", NULL, NULL, dim_sizes, 2,
+                                      &model) == LOOM_INVALID_ARGUMENT);
+  EXPECT(loom_model_compile_with_dims("tests/bad_inputs/named_dims.onnx", NULL, dim_names,
+                                      dim_sizes, 2, &model) == LOOM_OK);
+  if (model == NULL) return 1;
+  EXPECT(loom_model_input(model, 1, &name, &dtype, &rank, &shape) == LOOM_OK);
+  EXPECT(strcmp(name, "y") == 0 && rank == 3 && shape[0] == 2 && shape[1] == 3 && shape[2] == 1);
+  loom_model_free(model);
   if (failures == 0) printf("loom_c_test: all passed\n");
   return failures == 0 ? 0 : 1;
 }

@@ -35,6 +35,13 @@ expect 2 "future_opset.onnx: the model imports opset 999 of the default ONNX dom
 expect 2 "unknown_domain.onnx: the model imports opset 1 of domain 'com.example.frobnicate', a domain loom's ONNX importer does not know" \
   compile --model=$bad/unknown_domain.onnx
 expect 2 "directory.onnx: is a directory" compile --model=$bad/directory.onnx
+# Named dims take their sizes from --dims, one size for every input naming it.
+expect 2 "named_dims.onnx: graph input 'x': dim 0 is the named dim 'batch'; .*--dims=batch=N" \
+  compile --model=$bad/named_dims.onnx
+expect 0 "check pass" run --model=$bad/named_dims.onnx --dims=seq=5,batch=3 --check
+expect 2 "a size is given for the named dim 'sequence', which no graph input has \(the model's: batch, seq\)" \
+  run --model=$bad/named_dims.onnx --dims=batch=3,sequence=5
+expect 2 "bad value for --dims: .*'seq' is not NAME=SIZE" run --model=$bad/named_dims.onnx --dims=batch=3,seq
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
 # Passes out of their stage's order, or for another target, fail at load.
 pipelines="$bad/pipelines"

@@ -16,15 +16,19 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "compiler/driver.h"
 #include "ir/file_io.h"
 #include "ir/graph_io.h"
@@ -32,9 +36,37 @@
 #include "tools/gen.h"
 #include "tools/graph_dot.h"
 
+// --dims=NAME=N,...: sizes of an ONNX model's named input dims.
+struct NamedDims {
+  absl::flat_hash_map<std::string, int64_t> sizes;
+};
+
+bool AbslParseFlag(absl::string_view text, NamedDims* dims, std::string* error) {
+  dims->sizes.clear();
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    const std::pair<absl::string_view, absl::string_view> name_size = absl::StrSplit(item, '=');
+    int64_t size = 0;
+    if (name_size.first.empty() || !absl::SimpleAtoi(name_size.second, &size) || size < 0) {
+      *error = absl::StrCat("'", item, "' is not NAME=SIZE with a size of 0 or more");
+      return false;
+    }
+    if (!dims->sizes.emplace(name_size.first, size).second) {
+      *error = absl::StrCat("the dim '", name_size.first, "' is given twice");
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string AbslUnparseFlag(const NamedDims& dims) {
+  return absl::StrJoin(dims.sizes, ",", absl::PairFormatter("="));
+}
+
 ABSL_FLAG(std::string, model, "",
           "the model: a graph text proto (.pbtxt) or an ONNX model (.onnx)");
 ABSL_FLAG(std::string, pipeline, "cpu", "built-in pipeline name or pipeline file");
+ABSL_FLAG(NamedDims, dims, {},
+          "sizes of an ONNX model's named input dims, NAME=N,... (e.g. batch=1,sequence=128)");
 ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
 ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");
 ABSL_FLAG(std::string, aot, "",
@@ -79,11 +111,11 @@ constexpr int kExitInternal = 3;
 
 constexpr char kUsage[] = R"(usage:
   loom                      compile, run and check the built-in examples
-  loom compile --model=M [--pipeline=P] [--out_dir=D] [--report=R.json]
+  loom compile --model=M [--dims=NAME=N,...] [--pipeline=P] [--out_dir=D] [--report=R.json]
                [--dump_after=RE --dump_dir=D2] [--graph=G.dot|.svg|.png] [--quiet]
                [--aot=P [--aot_class=C]]
-  loom run     --model=M|D/model.loom [--pipeline=P] [--inputs=DIR] [--check] [--iters=N]
-               [--warmup=N] [--roofline] [--report=R.json]
+  loom run     --model=M|D/model.loom [--dims=NAME=N,...] [--pipeline=P] [--inputs=DIR] [--check]
+               [--iters=N] [--warmup=N] [--roofline] [--report=R.json]
   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
                --groups= --channels= --nodes= --seed=] --out=M
 )";
@@ -157,6 +189,7 @@ CompileOptions CompileOptionsFromFlags() {
   CompileOptions options;
   options.model = absl::GetFlag(FLAGS_model);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  options.dims = absl::GetFlag(FLAGS_dims).sizes;
   options.out_dir = absl::GetFlag(FLAGS_out_dir);
   options.dump_after = absl::GetFlag(FLAGS_dump_after);
   options.dump_dir = absl::GetFlag(FLAGS_dump_dir);

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -98,7 +99,7 @@ absl::StatusOr<TensorType> WithinLimits(absl::string_view what, TensorType type)
 }
 
 // The static type of a graph input: declared dims, or the caller's shape
-// where the model leaves dims symbolic.
+// or named dims' sizes where the model leaves dims symbolic.
 absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
                                      const OnnxImportOptions& options) {
   const std::string what = absl::StrCat("graph input '", info.name(), "'");
@@ -140,11 +141,19 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
       shape.push_back(dim.dim_value());
     } else if (given != options.input_shapes.end()) {
       shape.push_back(given->second[d]);
+    } else if (auto named = options.dims.find(dim.dim_param());
+               dim.has_dim_param() && named != options.dims.end()) {
+      shape.push_back(named->second);
+    } else if (dim.has_dim_param()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": dim ", d, " is the named dim '", dim.dim_param(),
+                       "'; loom compiles for static shapes: give its size (loom compile --dims=",
+                       dim.dim_param(), "=N, or dims={'", dim.dim_param(), "': N} in Python)"));
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": dim ", d, " is dynamic",
-                       dim.has_dim_param() ? absl::StrCat(" ('", dim.dim_param(), "')") : "",
-                       "; loom needs static shapes (give the input's shape)"));
+          absl::StrCat(what, ": dim ", d,
+                       " is dynamic and unnamed; loom needs static shapes (give the input's "
+                       "shape)"));
     }
   }
   return WithinLimits(what, TensorType{dtype, std::move(shape)});
@@ -435,10 +444,36 @@ class Importer {
   absl::flat_hash_set<std::string> needed_;
 };
 
+// Every size given for a named dim is at least 0 and names a dim of one of
+// the graph's inputs: a misspelt name is an error, not a size left unused.
+absl::Status CheckNamedDimsExist(const onnx::GraphProto& graph, const OnnxImportOptions& options) {
+  absl::btree_set<std::string> named;
+  for (const onnx::ValueInfoProto& input : graph.input()) {
+    if (!input.type().has_tensor_type()) continue;
+    for (const auto& dim : input.type().tensor_type().shape().dim()) {
+      if (dim.has_dim_param()) named.insert(dim.dim_param());
+    }
+  }
+  for (const auto& [name, size] : options.dims) {
+    if (size < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the size given for the named dim '", name, "' is negative: ", size));
+    }
+    if (named.contains(name)) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat("a size is given for the named dim '", name, "', which no graph input has (",
+                     named.empty() ? "the model's inputs have no named dims"
+                                   : absl::StrCat("the model's: ", absl::StrJoin(named, ", ")),
+                     ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
                                       const OnnxImportOptions& options) {
+  LOOM_RETURN_IF_ERROR(CheckNamedDimsExist(model.graph(), options));
   return Importer(model, options).Run();
 }
 

@@ -19,9 +19,9 @@
 //   materialised (zeros, or full sequence lengths); unused optional outputs
 //   get fresh names.
 // - Shapes are static: every input dim must be known (or given through
-//   OnnxImportOptions::input_shapes), and each node's output types are
-//   inferred as it is added. Graph outputs whose type the model declares
-//   must match loom's inferred type.
+//   OnnxImportOptions::input_shapes or, for named dims, ::dims), and each
+//   node's output types are inferred as it is added. Graph outputs whose
+//   type the model declares must match loom's inferred type.
 //
 // Anything loom cannot run exactly (an op outside its set, an attribute it
 // does not understand, a dtype other than FLOAT, DOUBLE, INT32, INT64 and
@@ -51,6 +51,10 @@ struct OnnxImportOptions {
   // Shapes for graph inputs whose declared shape has symbolic or unknown
   // dims, by name.
   absl::flat_hash_map<std::string, Shape> input_shapes;
+  // Sizes of named dims (dim_param: 'batch_size', 'sequence_length'), for
+  // every graph input that has them and no shape in input_shapes. Each name
+  // must be a named dim of some graph input.
+  absl::flat_hash_map<std::string, int64_t> dims;
   // The folder that initializers' external data files are in (the model's;
   // LoadOnnxFile sets it). Empty: a model with external data is refused.
   std::string external_data_dir;

@@ -107,6 +107,9 @@ def _library():
         lib.loom_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(handle)]
         lib.loom_model_compile.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
                                            ctypes.POINTER(handle)]
+        lib.loom_model_compile_with_dims.argtypes = [
+            ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+            ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.POINTER(handle)]
         lib.loom_model_free.argtypes = [handle]
         lib.loom_model_free.restype = None
         for count in (lib.loom_model_num_inputs, lib.loom_model_num_outputs,
@@ -327,9 +330,17 @@ def _open(function, *args):
     return Model(handle)
 
 
-def compile(model_path, pipeline="cpu"):
-    """Compiles a model file (.onnx, or loom's .pbtxt graph) for this CPU."""
-    return _open(_library().loom_model_compile, os.fsencode(model_path), pipeline.encode())
+def compile(model_path, pipeline="cpu", dims=None):
+    """Compiles a model file (.onnx, or loom's .pbtxt graph) for this CPU.
+
+    dims: sizes of an ONNX model's named input dims, e.g.
+    {"batch_size": 1, "sequence_length": 128}.
+    """
+    dims = dict(dims or {})
+    names = (ctypes.c_char_p * len(dims))(*(str(n).encode() for n in dims))
+    sizes = (ctypes.c_int64 * len(dims))(*(int(v) for v in dims.values()))
+    return _open(_library().loom_model_compile_with_dims, os.fsencode(model_path),
+                 pipeline.encode(), names, sizes, len(dims))
 
 
 def load(artifact_path):
