@@ -283,6 +283,9 @@ class Lowering {
   absl::Status LowerBitShift(const Node& node, const LoweringRule& rule);
   // `fn` of the node's inputs, broadcast to its output.
   absl::Status LowerCall(const Node& node, ScalarFn fn);
+  // pow of a literal 2 or 3 as products.
+  int LiteralSquareOrCube(const Node& node) const;
+  absl::Status LowerPowerAsProducts(const Node& node);
   absl::Status LowerCast(const Node& node, const LoweringRule& rule);
   // lower_reduce.cc.
   absl::Status LowerReduce(const Node& node, const LoweringRule& rule);

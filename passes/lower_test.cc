@@ -150,6 +150,31 @@ TEST(LowerTest, OneElementConstantsAreInlined) {
   EXPECT_EQ(program->nodes[0].body[1].constant, 2.0);
 }
 
+// pow of a literal 2 or 3 is products of the base (no pow call); of
+// another literal, or of an exponent that is a tensor, a pow call.
+TEST(LowerTest, LiteralSquaresAndCubesAreProducts) {
+  for (const double exponent : {2.0, 3.0, 2.5}) {
+    ValueId x;
+    Graph graph = GraphWithInput({3}, x);
+    Tensor literal(DType::kF32, {});
+    literal.SetDouble(0, exponent);
+    const ValueId c = *graph.AddInitializer("exponent", ValueKind::kConstant, literal);
+    graph.AddOutput(AddNode(graph, "pow", {x, c}));
+    ASSERT_TRUE(InferShapes(graph).ok());
+    absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+    ASSERT_TRUE(program.ok()) << program.status();
+    std::vector<ScalarFn> calls;
+    for (const ScalarOp& op : program->nodes[0].body) {
+      if (op.kind == ScalarOp::Kind::kCall) calls.push_back(op.fn);
+    }
+    const std::vector<ScalarFn> expected =
+        exponent == 2.0   ? std::vector<ScalarFn>{ScalarFn::kMul}
+        : exponent == 3.0 ? std::vector<ScalarFn>{ScalarFn::kMul, ScalarFn::kMul}
+                          : std::vector<ScalarFn>{ScalarFn::kPow};
+    EXPECT_EQ(calls, expected) << "exponent " << exponent;
+  }
+}
+
 TEST(LowerTest, OpWithoutLoweringIsAnErrorNamingTheNode) {
   ValueId x;
   Graph graph = GraphWithInput({2, 3}, x);

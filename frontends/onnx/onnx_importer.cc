@@ -239,8 +239,10 @@ class Importer {
       LOOM_ASSIGN_OR_RETURN(Tensor data,
                             TensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'"),
                                            options_.external_data_dir));
-      LOOM_ASSIGN_OR_RETURN(
-          ValueId id, graph_.AddInitializer(init.name(), ValueKind::kWeight, std::move(data)));
+      // A one-element initializer is a literal (an epsilon, a scale, an
+      // exponent): a constant, which lowering writes into the kernels.
+      const ValueKind kind = data.num_elements() == 1 ? ValueKind::kConstant : ValueKind::kWeight;
+      LOOM_ASSIGN_OR_RETURN(ValueId id, graph_.AddInitializer(init.name(), kind, std::move(data)));
       values_[init.name()] = id;
     }
     return absl::OkStatus();

@@ -298,12 +298,41 @@ TEST(OnnxImporterTest, DynamicDimsNeedAShape) {
   b.Node("Relu", {"x"}, {"y"});
   absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
   ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(graph.status().message(), HasSubstr("dim 0 is dynamic ('N')"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("dim 0 is the named dim 'N'"));
   OnnxImportOptions options;
   options.input_shapes["x"] = {5};
   graph = ImportOnnxModel(b.model(), options);
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(graph->value(graph->inputs()[0]).type.shape, Shape{5});
+  // A named dim's size, by its name.
+  OnnxImportOptions named;
+  named.dims["N"] = 7;
+  graph = ImportOnnxModel(b.model(), named);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->value(graph->inputs()[0]).type.shape, Shape{7});
+  named.dims["M"] = 1;
+  graph = ImportOnnxModel(b.model(), named);
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("the named dim 'M', which no graph input has (the model's: N)"));
+}
+
+// One-element initializers are literals (constants, which lowering writes
+// into the kernels); larger ones are weights.
+TEST(OnnxImporterTest, OneElementInitializersAreConstants) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {3})
+      .Initializer("exponent", {}, {3})
+      .Initializer("w", {3}, {1, 2, 3})
+      .Output("y");
+  b.Node("Pow", {"x", "exponent"}, {"p"});
+  b.Node("Add", {"p", "w"}, {"y"});
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->constants().size(), 1u);
+  EXPECT_EQ(graph->value(graph->constants()[0]).name, "exponent");
+  ASSERT_EQ(graph->weights().size(), 1u);
+  EXPECT_EQ(graph->value(graph->weights()[0]).name, "w");
 }
 
 TEST(OnnxImporterTest, ShapeOperandsMustBeKnownOrBound) {
