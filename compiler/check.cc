@@ -92,10 +92,19 @@ absl::StatusOr<CheckReferences> ComputeCheckReferences(const Graph& graph,
 }
 
 bool CloserToTruthThanReference(double actual, double reference, double truth, double bound,
-                                double tolerance_at_truth) {
+                                double tolerance_at_truth, double scale) {
   const double own_error = std::fabs(reference - truth);
   return std::fabs(actual - truth) <= own_error &&
-         own_error <= tolerance_at_truth + kCheckBoundFactor * bound;
+         own_error <= tolerance_at_truth + kCheckBoundFactor * bound + 0x1p-23 * scale;
+}
+
+double OutputScale(const Tensor& truth) {
+  double scale = 0;
+  for (int64_t i = 0; i < truth.num_elements(); ++i) {
+    const double t = std::fabs(truth.GetDouble(i));
+    if (std::isfinite(t)) scale = std::max(scale, t);
+  }
+  return scale;
 }
 
 namespace {
@@ -104,16 +113,6 @@ bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)
 
 double Tolerance(double expected) {
   return kCheckAbsTolerance + kCheckRelTolerance * std::fabs(expected);
-}
-
-// The largest finite magnitude of the truth over an output.
-double Scale(const Tensor& truth) {
-  double scale = 0;
-  for (int64_t i = 0; i < truth.num_elements(); ++i) {
-    const double t = std::fabs(truth.GetDouble(i));
-    if (std::isfinite(t)) scale = std::max(scale, t);
-  }
-  return scale;
 }
 
 // How far past what the rule allows `actual` is (<= 0: it passes).
@@ -142,7 +141,7 @@ void CheckOutput(const std::string& name, const Tensor& actual, const Tensor& re
                  const Tensor& truth, const Tensor& bound, CheckResult& result,
                  double& worst_excess) {
   const bool exact = !IsFloat(reference.dtype());
-  const double bound_cap = kCheckMaxBoundShare * Scale(truth);
+  const double bound_cap = kCheckMaxBoundShare * OutputScale(truth);
   for (int64_t i = 0; i < reference.num_elements(); ++i) {
     const double a = actual.GetDouble(i), t = truth.GetDouble(i);
     const double excess =

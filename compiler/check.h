@@ -67,13 +67,21 @@ absl::StatusOr<CheckReferences> ComputeCheckReferences(const Graph& graph,
 // data r with a tolerance (ONNX's test data): whether it passes although
 // outside that tolerance, because the reference's own error against the
 // truth t is one that float32 rounding allows,
-//   |r - t| <= tolerance_at_truth + kCheckBoundFactor * bound,
-// and the element's is no larger, |actual - t| <= |r - t|. It never passes
-// a result further from the truth than the reference, nor one whose
-// reference disagrees with the truth beyond rounding (a question of
-// semantics, which the truth, loom's own interpreter, cannot settle).
+//   |r - t| <= tolerance_at_truth + kCheckBoundFactor * bound + 2^-23 scale,
+// and the element's is no larger, |actual - t| <= |r - t|. `bound` is loom's
+// bound for its own way of computing the element; `scale`, the largest
+// magnitude of the output's truth, allows for a reference computed another
+// way, whose roundings scale with the values it goes through (a float32
+// FFT's inverse leaves noise of a fraction of the output's ulps where the
+// exact result is 0). It never passes a result further from the truth than
+// the reference, nor one whose reference disagrees with the truth beyond
+// rounding (a question of semantics, which the truth, loom's own
+// interpreter, cannot settle).
 bool CloserToTruthThanReference(double actual, double reference, double truth, double bound,
-                                double tolerance_at_truth);
+                                double tolerance_at_truth, double scale);
+
+// The largest finite magnitude of an output's truth: its scale.
+double OutputScale(const Tensor& truth);
 
 struct CheckResult {
   bool pass = true;

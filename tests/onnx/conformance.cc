@@ -329,10 +329,19 @@ class Truth {
     return references_.has_value() ? &*references_ : nullptr;
   }
 
+  // The largest magnitude of output `index`'s truth (after Get, non-null).
+  double Scale(int index) {
+    if (scales_.empty()) {
+      for (const Tensor& truth : references_->truth) scales_.push_back(OutputScale(truth));
+    }
+    return scales_[index];
+  }
+
  private:
   const Unit& unit_;
   bool computed_ = false;
   std::optional<CheckReferences> references_;
+  std::vector<double> scales_;
 };
 
 // Whether element i of output `index`, outside the tolerance, is closer to
@@ -342,7 +351,7 @@ bool Forgiven(double a, double e, DType dtype, int index, int64_t i, Truth& trut
   if (references == nullptr) return false;
   const double t = references->truth[index].GetDouble(i);
   return CloserToTruthThanReference(a, e, t, references->bounds[index].GetDouble(i),
-                                    Tolerance(t, dtype));
+                                    Tolerance(t, dtype), truth.Scale(index));
 }
 
 // Compares one output. On a mismatch `detail` describes the largest error;
