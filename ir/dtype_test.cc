@@ -104,45 +104,45 @@ TEST(DTypeTest, HalfFloatTypes) {
 // (1, 8, 7): rounding to nearest, ties to even, at every scale.
 TEST(DTypeTest, HalfFloatBitsRoundToNearestEven) {
   constexpr DType kF16 = DType::kF16;
-  EXPECT_EQ(HalfFloatBits(1.0, kF16), 0x3c00);
-  EXPECT_EQ(HalfFloatBits(-2.5, kF16), 0xc100);
-  EXPECT_EQ(HalfFloatBits(65504.0, kF16), 0x7bff);  // the largest finite
-  EXPECT_EQ(HalfFloatBits(65519.99, kF16), 0x7bff);
-  EXPECT_EQ(HalfFloatBits(65520.0, kF16), 0x7c00);  // the tie rounds to infinity
-  EXPECT_EQ(HalfFloatBits(-1e300, kF16), 0xfc00);
-  EXPECT_EQ(HalfFloatBits(1.0 + 0x1p-11, kF16), 0x3c00);  // a tie, to even
-  EXPECT_EQ(HalfFloatBits(1.0 + 3 * 0x1p-11, kF16), 0x3c02);
-  EXPECT_EQ(HalfFloatBits(1.0 + 0x1p-11 + 0x1p-30, kF16), 0x3c01);
-  EXPECT_EQ(HalfFloatBits(0x1p-24, kF16), 0x0001);  // the smallest subnormal
-  EXPECT_EQ(HalfFloatBits(0x1p-25, kF16), 0x0000);  // a tie, to even (zero)
-  EXPECT_EQ(HalfFloatBits(3 * 0x1p-25, kF16), 0x0002);
-  EXPECT_EQ(HalfFloatBits(0x1p-14 - 0x1p-25, kF16), 0x0400);  // up into the normals
-  EXPECT_EQ(HalfFloatBits(-0.0, kF16), 0x8000);
-  EXPECT_EQ(HalfFloatBits(NAN, kF16), 0x7e00);
-  EXPECT_EQ(HalfFloatBits(-NAN, kF16), 0xfe00);
-  EXPECT_EQ(HalfFloatBits(INFINITY, DType::kBF16), 0x7f80);
-  EXPECT_EQ(HalfFloatBits(1.0 + 0x1p-8, DType::kBF16), 0x3f80);  // a tie, to even
-  EXPECT_EQ(HalfFloatBits(1.0 + 3 * 0x1p-8, DType::kBF16), 0x3f82);
-  EXPECT_EQ(HalfFloatBits(3.3895313892515355e38, DType::kBF16), 0x7f7f);  // the largest
-  EXPECT_EQ(HalfFloatBits(0x1p-133, DType::kBF16), 0x0001);
-  EXPECT_EQ(HalfFloatBits(NAN, DType::kBF16), 0x7fc0);
+  EXPECT_EQ(NarrowFloatBits(1.0, kF16), 0x3c00);
+  EXPECT_EQ(NarrowFloatBits(-2.5, kF16), 0xc100);
+  EXPECT_EQ(NarrowFloatBits(65504.0, kF16), 0x7bff);  // the largest finite
+  EXPECT_EQ(NarrowFloatBits(65519.99, kF16), 0x7bff);
+  EXPECT_EQ(NarrowFloatBits(65520.0, kF16), 0x7c00);  // the tie rounds to infinity
+  EXPECT_EQ(NarrowFloatBits(-1e300, kF16), 0xfc00);
+  EXPECT_EQ(NarrowFloatBits(1.0 + 0x1p-11, kF16), 0x3c00);  // a tie, to even
+  EXPECT_EQ(NarrowFloatBits(1.0 + 3 * 0x1p-11, kF16), 0x3c02);
+  EXPECT_EQ(NarrowFloatBits(1.0 + 0x1p-11 + 0x1p-30, kF16), 0x3c01);
+  EXPECT_EQ(NarrowFloatBits(0x1p-24, kF16), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(NarrowFloatBits(0x1p-25, kF16), 0x0000);  // a tie, to even (zero)
+  EXPECT_EQ(NarrowFloatBits(3 * 0x1p-25, kF16), 0x0002);
+  EXPECT_EQ(NarrowFloatBits(0x1p-14 - 0x1p-25, kF16), 0x0400);  // up into the normals
+  EXPECT_EQ(NarrowFloatBits(-0.0, kF16), 0x8000);
+  EXPECT_EQ(NarrowFloatBits(NAN, kF16), 0x7e00);
+  EXPECT_EQ(NarrowFloatBits(-NAN, kF16), 0xfe00);
+  EXPECT_EQ(NarrowFloatBits(INFINITY, DType::kBF16), 0x7f80);
+  EXPECT_EQ(NarrowFloatBits(1.0 + 0x1p-8, DType::kBF16), 0x3f80);  // a tie, to even
+  EXPECT_EQ(NarrowFloatBits(1.0 + 3 * 0x1p-8, DType::kBF16), 0x3f82);
+  EXPECT_EQ(NarrowFloatBits(3.3895313892515355e38, DType::kBF16), 0x7f7f);  // the largest
+  EXPECT_EQ(NarrowFloatBits(0x1p-133, DType::kBF16), 0x0001);
+  EXPECT_EQ(NarrowFloatBits(NAN, DType::kBF16), 0x7fc0);
 }
 
 TEST(DTypeTest, HalfFloatValuesRoundTrip) {
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     for (int bits = 0; bits < 0x10000; ++bits) {
-      const double value = HalfFloatValue(static_cast<uint16_t>(bits), dtype);
+      const double value = NarrowFloatValue(static_cast<uint16_t>(bits), dtype);
       if (std::isnan(value)) {
         EXPECT_EQ(std::signbit(value), (bits & 0x8000) != 0);
         continue;
       }
-      ASSERT_EQ(HalfFloatBits(value, dtype), bits) << DTypeName(dtype) << " " << value;
+      ASSERT_EQ(NarrowFloatBits(value, dtype), bits) << DTypeName(dtype) << " " << value;
     }
   }
-  EXPECT_EQ(HalfFloatValue(0x0001, DType::kF16), 0x1p-24);
-  EXPECT_EQ(HalfFloatValue(0x7bff, DType::kF16), 65504.0);
-  EXPECT_EQ(HalfFloatValue(0xfc00, DType::kF16), -INFINITY);
-  EXPECT_EQ(HalfFloatValue(0x3f80, DType::kBF16), 1.0);
+  EXPECT_EQ(NarrowFloatValue(0x0001, DType::kF16), 0x1p-24);
+  EXPECT_EQ(NarrowFloatValue(0x7bff, DType::kF16), 65504.0);
+  EXPECT_EQ(NarrowFloatValue(0xfc00, DType::kF16), -INFINITY);
+  EXPECT_EQ(NarrowFloatValue(0x3f80, DType::kBF16), 1.0);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/algorithm/container.h"
@@ -136,30 +137,42 @@ absl::StatusOr<std::vector<Tensor>> NodeBounds(const OpDef& def, const Node& nod
   return bounds;
 }
 
-// Evaluates the node into `results`. f16 and bf16 are storage types: an op
-// other than cast reads them as f32, computes in f32 and rounds each result
+// `tensor` converted element by element to `dtype` (its ComputeType, or
+// back), as cast converts.
+Tensor Converted(const Tensor& tensor, DType dtype) {
+  if (IsFloat(dtype)) return ConvertedFloats(tensor, dtype);
+  Tensor converted(dtype, tensor.shape());
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) converted.SetInt(i, tensor.GetInt(i));
+  return converted;
+}
+
+// Evaluates the node into `results`. The narrow floats and the sub-byte
+// integers are storage types: an op other than cast and bit_cast reads them in their
+// ComputeType (f32, i32), computes in it and rounds or wraps each result
 // to its type (as ONNX Runtime's CPU kernels and numpy's float16 do).
 absl::Status Eval(const OpDef& def, const Node& node, absl::Span<const Tensor* const> args,
                   absl::Span<Tensor> results) {
-  auto is_half = [](const Tensor& t) { return IsHalfFloat(t.dtype()); };
-  const bool any_half = absl::c_any_of(args, [&](const Tensor* t) { return is_half(*t); }) ||
-                        absl::c_any_of(results, is_half);
-  if (!any_half || node.op == "cast") return def.eval(node, args, results);
+  auto is_stored = [](const Tensor& t) { return IsStorageType(t.dtype()); };
+  const bool any_stored = absl::c_any_of(args, [&](const Tensor* t) { return is_stored(*t); }) ||
+                          absl::c_any_of(results, is_stored);
+  if (!any_stored || node.op == "cast" || node.op == "bit_cast") {  // they read the bits
+    return def.eval(node, args, results);
+  }
   std::vector<Tensor> wide;
   wide.reserve(args.size() + results.size());
   std::vector<const Tensor*> wide_args;
   for (const Tensor* arg : args) {
-    wide_args.push_back(is_half(*arg) ? &wide.emplace_back(ConvertedFloats(*arg, DType::kF32))
-                                      : arg);
+    wide_args.push_back(
+        is_stored(*arg) ? &wide.emplace_back(Converted(*arg, ComputeType(arg->dtype()))) : arg);
   }
   std::vector<Tensor> wide_results;
   for (const Tensor& result : results) {
-    wide_results.emplace_back(is_half(result) ? DType::kF32 : result.dtype(), result.shape());
+    wide_results.emplace_back(ComputeType(result.dtype()), result.shape());
   }
   LOOM_RETURN_IF_ERROR(def.eval(node, wide_args, absl::MakeSpan(wide_results)));
   for (size_t i = 0; i < results.size(); ++i) {
-    results[i] = is_half(results[i]) ? ConvertedFloats(wide_results[i], results[i].dtype())
-                                     : std::move(wide_results[i]);
+    results[i] = is_stored(results[i]) ? Converted(wide_results[i], results[i].dtype())
+                                       : std::move(wide_results[i]);
   }
   return absl::OkStatus();
 }
@@ -247,6 +260,43 @@ absl::StatusOr<BoundedOutputs> Run(const Graph& graph, absl::Span<const Tensor> 
   return outputs;
 }
 
+// A float type that float64 interpretation widens.
+bool IsWidened(DType dtype) { return IsFloat(dtype) && dtype != DType::kF64; }
+
+// bit_cast reads and writes the bits of its declared types: in `wide`,
+// `graph` widened, a widened input is cast back to its declared type first
+// and a widened output is computed in its declared type, then cast to f64
+// (exactly).
+void KeepBitCastTypes(const Graph& graph, Graph& wide) {
+  if (absl::c_none_of(graph.nodes(), [](const Node& n) { return n.op == "bit_cast"; })) return;
+  auto cast = [](std::string name, ValueId from, ValueId into, DType to) {
+    Node node{std::move(name), "cast", {from}, {into}, {}};
+    node.attrs.Set("to", std::string(DTypeName(to)));
+    return node;
+  };
+  NodeList nodes;
+  for (Node node : wide.nodes()) {
+    if (node.op != "bit_cast") {
+      nodes.push_back(std::move(node));
+      continue;
+    }
+    const TensorType in = graph.value(node.inputs[0]).type;
+    const TensorType out = graph.value(node.outputs[0]).type;
+    const ValueId wide_out = node.outputs[0];
+    if (IsWidened(in.dtype)) {
+      const ValueId narrow = wide.AddIntermediate(graph.value(node.inputs[0]).name, in);
+      nodes.push_back(cast(node.name + "/narrow", node.inputs[0], narrow, in.dtype));
+      node.inputs[0] = narrow;
+    }
+    if (IsWidened(out.dtype)) node.outputs[0] = wide.AddIntermediate(node.name, out);
+    const std::string name = node.name;
+    const ValueId result = node.outputs[0];
+    nodes.push_back(std::move(node));
+    if (result != wide_out) nodes.push_back(cast(name + "/widen", result, wide_out, DType::kF64));
+  }
+  wide.ReplaceNodes(std::move(nodes));
+}
+
 std::vector<Tensor> WidenedToFloat64(absl::Span<const Tensor> tensors) {
   std::vector<Tensor> wide;
   wide.reserve(tensors.size());
@@ -285,6 +335,7 @@ Graph WidenedToFloat64(const Graph& graph, const OpRegistry& registry) {
       if (dtype.ok() && IsFloat(*dtype)) attrs.Set(name, std::string(DTypeName(DType::kF64)));
     }
   }
+  KeepBitCastTypes(graph, wide);
   return wide;
 }
 
@@ -299,8 +350,13 @@ absl::StatusOr<BoundedOutputs> InterpretWithErrorBounds(const Graph& graph,
                                                         absl::Span<const Tensor> inputs,
                                                         const OpRegistry& registry) {
   LOOM_RETURN_IF_ERROR(CheckInputs(graph, inputs));
-  const std::vector<double> units = RoundingUnits(graph);
-  return Run(WidenedToFloat64(graph, registry), WidenedToFloat64(inputs), registry, &units);
+  const Graph wide = WidenedToFloat64(graph, registry);
+  std::vector<double> units = RoundingUnits(graph);
+  // The values the widening added (around bit_cast) keep their types.
+  for (ValueId id = units.size(); id < static_cast<ValueId>(wide.values().size()); ++id) {
+    units.push_back(RoundingUnit(wide.value(id).type.dtype));
+  }
+  return Run(wide, WidenedToFloat64(inputs), registry, &units);
 }
 
 }  // namespace loom

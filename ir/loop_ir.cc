@@ -10,7 +10,7 @@
 namespace loom {
 
 int ScalarFnArity(ScalarFn fn) {
-  if (fn <= ScalarFn::kBitNot) return 1;  // the unary functions come first
+  if (fn <= ScalarFn::kBitCast) return 1;  // the unary functions come first
   if (fn == ScalarFn::kSelect) return 3;
   return 2;
 }
@@ -37,6 +37,7 @@ const char* ScalarFnName(ScalarFn fn) {
     case ScalarFn::kSign: return "sign";
     case ScalarFn::kNot: return "not";
     case ScalarFn::kBitNot: return "bit_not";
+    case ScalarFn::kBitCast: return "bit_cast";
     case ScalarFn::kAdd: return "add";
     case ScalarFn::kSub: return "sub";
     case ScalarFn::kMul: return "mul";
@@ -177,22 +178,23 @@ absl::Status VerifyStep(const LoopProgram& program, const ComputeNode& node, int
   return NodeError(node, "unknown step kind");
 }
 
-// f16 and bf16 values are only loaded, stored, cast and written as
-// constants: the widen-half pass (passes/widen_half.h) moves every op on
-// them to f32 before lowering.
-absl::Status VerifyHalfFloatStep(const ComputeNode& node, int position) {
+// Values of storage types (the narrow floats and the sub-byte integers)
+// are only loaded, stored, cast, bit-cast and written as constants: the
+// widen-half pass (passes/widen_half.h) moves every op on them to their
+// ComputeType before lowering.
+absl::Status VerifyStorageTypeStep(const ComputeNode& node, int position) {
   const ScalarOp& op = node.body[position];
-  bool computes = op.kind == ScalarOp::Kind::kCall && IsHalfFloat(op.dtype);
-  for (int arg : op.args) {
-    computes |= op.kind == ScalarOp::Kind::kCall && IsHalfFloat(node.body[arg].dtype);
-  }
+  const bool calls = op.kind == ScalarOp::Kind::kCall && op.fn != ScalarFn::kBitCast;
+  bool computes = calls && IsStorageType(op.dtype);
+  for (int arg : op.args) computes |= calls && IsStorageType(node.body[arg].dtype);
   if (position == node.root && node.reduce != ReduceKind::kNone) {
-    computes |= IsHalfFloat(op.dtype);
+    computes |= IsStorageType(op.dtype);
   }
   if (!computes) return absl::OkStatus();
   return NodeError(node, absl::StrCat("step ", position,
-                                      " computes on f16 or bf16, which only loads, stores and "
-                                      "casts may touch (the pipeline needs the widen-half pass)"));
+                                      " computes on a storage type (f16, bf16, f8*, f4e2m1, i4, "
+                                      "u4, i2, u2), which only loads, stores and casts may touch "
+                                      "(the pipeline needs the widen-half pass)"));
 }
 
 }  // namespace
@@ -219,7 +221,7 @@ absl::Status VerifyLoopProgram(const LoopProgram& program) {
     }
     for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
       LOOM_RETURN_IF_ERROR(VerifyStep(program, node, i, num_vars));
-      LOOM_RETURN_IF_ERROR(VerifyHalfFloatStep(node, i));
+      LOOM_RETURN_IF_ERROR(VerifyStorageTypeStep(node, i));
       const ScalarOp& op = node.body[i];
       if (op.kind == ScalarOp::Kind::kLoad && !written[op.buffer]) {
         return NodeError(node, absl::StrCat("reads buffer '", program.buffers[op.buffer].name,

@@ -55,6 +55,9 @@ enum class ScalarFn : uint8_t {
   kErf, kSin, kCos, kFloor, kCeil, kRound, kSign,
   kNot,     // on bools
   kBitNot,  // on integers
+  // The operand's bits as the step's type, of the same width (bit_cast);
+  // to bool: whether they are nonzero.
+  kBitCast,
   // Binary. kMod: the remainder takes the sign of the divisor (Python's %);
   // kFmod: the sign of the dividend (C's fmod). An integer remainder by zero
   // is 0 (the interpreter rejects it; generated code must not trap).

@@ -144,7 +144,7 @@ TEST(LoopIrTest, VerifierRefusesArithmeticOnHalfFloats) {
   program.buffers[0].dtype = DType::kF16;
   program.nodes[0].body[0].dtype = DType::kF16;
   EXPECT_THAT(VerifyLoopProgram(program).message(),
-              HasSubstr("step 2 computes on f16 or bf16, which only loads, stores and casts"));
+              HasSubstr("step 2 computes on a storage type (f16, bf16,"));
 
   ScalarOp widen{ScalarOp::Kind::kCast, DType::kF32};
   widen.args = {0};

@@ -16,6 +16,18 @@ int32_t NextStagger() {
 
 }  // namespace
 
+uint16_t Tensor::NarrowFloatBitsAt(int64_t i) const {
+  return DTypeSize(dtype()) == 2 ? data_as<uint16_t>()[i] : data_as<uint8_t>()[i];
+}
+
+void Tensor::SetNarrowFloatBitsAt(int64_t i, uint16_t bits) {
+  if (DTypeSize(dtype()) == 2) {
+    data_as<uint16_t>()[i] = bits;
+  } else {
+    data_as<uint8_t>()[i] = static_cast<uint8_t>(bits);
+  }
+}
+
 Tensor::Tensor(TensorType type) : type_(std::move(type)), num_elements_(NumElements(type_.shape)) {
   const int64_t bytes = num_bytes();
   if (bytes >= kStaggerFromBytes) offset_ = NextStagger();
@@ -30,10 +42,8 @@ double Tensor::GetDouble(int64_t i) const {
       return data_as<double>()[i];
     case DType::kBool:
       return data_as<bool>()[i] ? 1.0 : 0.0;
-    case DType::kF16:
-    case DType::kBF16:
-      return HalfFloatValue(data_as<uint16_t>()[i], dtype());
     default:
+      if (IsNarrowFloat(dtype())) return NarrowFloatValue(NarrowFloatBitsAt(i), dtype());
       return IntegerBitsToDouble(GetInt(i), dtype());
   }
 }
@@ -49,12 +59,12 @@ void Tensor::SetDouble(int64_t i, double v) {
     case DType::kBool:
       data_as<bool>()[i] = v != 0;
       return;
-    case DType::kF16:
-    case DType::kBF16:
-      data_as<uint16_t>()[i] = HalfFloatBits(v, dtype());
-      return;
-    default:  // as cast converts (the bits are in range)
-      SetInt(i, FloatToIntegerBits(v, dtype()));
+    default:  // as cast converts (an integer's bits are in range)
+      if (IsNarrowFloat(dtype())) {
+        SetNarrowFloatBitsAt(i, NarrowFloatBits(v, dtype()));
+      } else {
+        SetInt(i, FloatToIntegerBits(v, dtype()));
+      }
       return;
   }
 }
@@ -83,11 +93,15 @@ int64_t Tensor::GetInt(int64_t i) const {
       return data_as<uint32_t>()[i];
     case DType::kU64:
       return static_cast<int64_t>(data_as<uint64_t>()[i]);
-    case DType::kF16:
-    case DType::kBF16:
+    case DType::kI4:
+    case DType::kI2:
+      return data_as<int8_t>()[i];
+    case DType::kU4:
+    case DType::kU2:
+      return data_as<uint8_t>()[i];
+    default:  // the narrow floats
       return static_cast<int64_t>(GetDouble(i));
   }
-  return 0;
 }
 
 void Tensor::SetInt(int64_t i, int64_t v) {
@@ -125,8 +139,19 @@ void Tensor::SetInt(int64_t i, int64_t v) {
     case DType::kU64:
       data_as<uint64_t>()[i] = static_cast<uint64_t>(v);
       return;
-    case DType::kF16:
-    case DType::kBF16:
+    case DType::kI4:
+    case DType::kI2: {
+      // Wraps: the low bits, sign-extended.
+      const int unused = 64 - IntegerWidth(dtype());
+      data_as<int8_t>()[i] =
+          static_cast<int8_t>(static_cast<int64_t>(static_cast<uint64_t>(v) << unused) >> unused);
+      return;
+    }
+    case DType::kU4:
+    case DType::kU2:
+      data_as<uint8_t>()[i] = static_cast<uint8_t>(v & IntegerMaxBits(dtype()));
+      return;
+    default:  // the narrow floats
       SetDouble(i, static_cast<double>(v));
       return;
   }

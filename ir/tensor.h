@@ -41,7 +41,8 @@ class Tensor {
   // Bools read as 0/1 and store any non-zero value as true. Integers read
   // through GetInt as int64 bits (ir/dtype.h: a u64 is its bit pattern) and
   // SetInt wraps to the width; SetDouble on an integer converts as cast does
-  // (truncating, saturating, NaN as 0).
+  // (truncating, saturating, NaN as 0). Narrow floats read and round
+  // through NarrowFloatValue and NarrowFloatBits (ir/dtype.h).
   double GetDouble(int64_t i) const;
   void SetDouble(int64_t i, double v);
   int64_t GetInt(int64_t i) const;
@@ -52,6 +53,10 @@ class Tensor {
   }
 
  private:
+  // The bits of element i of a narrow float tensor (two bytes or one).
+  uint16_t NarrowFloatBitsAt(int64_t i) const;
+  void SetNarrowFloatBitsAt(int64_t i, uint16_t bits);
+
   struct alignas(64) Block {
     unsigned char bytes[64];
   };

@@ -48,6 +48,7 @@ void Lowering::AddPointwiseRules(RuleTable& rules) {
       {"bitwise_and", ScalarFn::kBitAnd},
       {"bitwise_or", ScalarFn::kBitOr},
       {"bitwise_xor", ScalarFn::kBitXor},
+      {"bit_cast", ScalarFn::kBitCast},
   };
   for (const auto& [op, fn] : calls) {
     rules[op] = {&Lowering::LowerElementwise};

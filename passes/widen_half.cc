@@ -13,12 +13,14 @@
 namespace loom {
 namespace {
 
-bool IsHalfValue(const Graph& graph, ValueId id) { return IsHalfFloat(graph.value(id).type.dtype); }
+bool IsStoredValue(const Graph& graph, ValueId id) {
+  return IsStorageType(graph.value(id).type.dtype);
+}
 
 bool NeedsWidening(const Graph& graph, const Node& node) {
-  if (node.op == "cast") return false;
-  auto half = [&](ValueId id) { return IsHalfValue(graph, id); };
-  return absl::c_any_of(node.inputs, half) || absl::c_any_of(node.outputs, half);
+  if (node.op == "cast" || node.op == "bit_cast") return false;  // they read the bits
+  auto stored = [&](ValueId id) { return IsStoredValue(graph, id); };
+  return absl::c_any_of(node.inputs, stored) || absl::c_any_of(node.outputs, stored);
 }
 
 // A cast of `from` to `to` into the fresh value `into`.
@@ -32,21 +34,21 @@ class Widener {
  public:
   explicit Widener(Graph& graph) : graph_(graph) {}
 
-  // Appends `node` to nodes_, widened when it computes on a 16-bit type.
+  // Appends `node` to nodes_, widened when it computes on a storage type.
   void Add(Node node) {
     if (!NeedsWidening(graph_, node)) {
       nodes_.push_back(std::move(node));
       return;
     }
     for (ValueId& input : node.inputs) {
-      if (IsHalfValue(graph_, input)) input = Widened(input, node.name);
+      if (IsStoredValue(graph_, input)) input = Widened(input, node.name);
     }
     std::vector<Node> narrowing;
     for (ValueId& output : node.outputs) {
-      if (!IsHalfValue(graph_, output)) continue;
+      if (!IsStoredValue(graph_, output)) continue;
       const TensorType& type = graph_.value(output).type;
       const ValueId wide =
-          graph_.AddIntermediate(graph_.value(output).name, {DType::kF32, type.shape});
+          graph_.AddIntermediate(graph_.value(output).name, {ComputeType(type.dtype), type.shape});
       narrowing.push_back(CastNode(absl::StrCat(node.name, "/narrow"), wide, output, type.dtype));
       output = wide;
     }
@@ -57,13 +59,15 @@ class Widener {
   NodeList Take() { return std::move(nodes_); }
 
  private:
-  // The f32 copy of the 16-bit value `id`, cast before its first reader.
+  // The copy of the stored value `id` in its ComputeType, cast before its
+  // first reader.
   ValueId Widened(ValueId id, const std::string& reader) {
     auto [it, inserted] = widened_.try_emplace(id, -1);
     if (inserted) {
-      it->second =
-          graph_.AddIntermediate(graph_.value(id).name, {DType::kF32, graph_.value(id).type.shape});
-      nodes_.push_back(CastNode(absl::StrCat(reader, "/widen"), id, it->second, DType::kF32));
+      const TensorType& type = graph_.value(id).type;
+      const DType wide = ComputeType(type.dtype);
+      it->second = graph_.AddIntermediate(graph_.value(id).name, {wide, type.shape});
+      nodes_.push_back(CastNode(absl::StrCat(reader, "/widen"), id, it->second, wide));
     }
     return it->second;
   }

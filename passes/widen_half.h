@@ -7,13 +7,14 @@
 
 namespace loom {
 
-// "widen-half": f16 and bf16 are storage types (ir/dtype.h). Every node
-// but a cast that reads or writes one computes in f32 instead: each f16 or
-// bf16 input is cast to f32 first (one cast per value) and each such
-// output is computed as f32 and cast back to its type, so that every op
-// rounds its result as the interpreter does. Afterwards only casts,
-// loads and stores touch the 16-bit types. Changed means a node was
-// widened.
+// "widen-half": the narrow floats (f16, bf16, f8*, f4e2m1) and the
+// sub-byte integers (i4, u4, i2, u2) are storage types (ir/dtype.h). Every
+// node but a cast or bit_cast that reads or writes one computes in its ComputeType (f32
+// or i32) instead: each such input is cast to it first (one cast per
+// value) and each such output is computed in it and cast back to its type,
+// so that every op rounds or wraps its result as the interpreter does.
+// Afterwards only casts, loads and stores touch the storage types. Changed
+// means a node was widened.
 class WidenHalfPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Module& module) override;

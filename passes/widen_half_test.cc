@@ -38,7 +38,8 @@ Module HalfGraph(DType dtype) {
 }
 
 TEST(WidenHalfTest, OnlyCastsTouchHalfValuesAndResultsAreKept) {
-  for (DType dtype : {DType::kF16, DType::kBF16}) {
+  for (DType dtype :
+       {DType::kF16, DType::kBF16, DType::kF8E4M3FN, DType::kF8E5M2FNUZ, DType::kF4E2M1}) {
     Module module = HalfGraph(dtype);
     const Graph original = module.graph;
     WidenHalfPass pass;
@@ -63,6 +64,29 @@ TEST(WidenHalfTest, OnlyCastsTouchHalfValuesAndResultsAreKept) {
     EXPECT_EQ(*before, *after);
     EXPECT_EQ(*pass.Run(module), false);
   }
+}
+
+// The sub-byte integers compute in i32 and wrap each result back.
+TEST(WidenHalfTest, SubByteIntegersComputeInI32) {
+  Module module;
+  Graph& g = module.graph;
+  const ValueId x = *g.AddInput("x", {DType::kI4, {16}});
+  const ValueId sum = g.node(*g.AddNode("add", "add", {x, x}, {"sum"})).outputs[0];
+  g.AddOutput(g.node(*g.AddNode("mul", "mul", {sum, x}, {"y"})).outputs[0]);
+  ASSERT_TRUE(InferShapes(g).ok());
+  const Graph original = g;
+  ASSERT_EQ(*WidenHalfPass().Run(module), true);
+  for (const Node& node : g.nodes()) {
+    if (node.op == "cast") continue;
+    for (ValueId id : node.outputs) EXPECT_EQ(g.value(id).type.dtype, DType::kI32) << node.name;
+  }
+  Tensor in(DType::kI4, {16});
+  for (int i = 0; i < 16; ++i) in.SetInt(i, i - 8);
+  absl::StatusOr<std::vector<Tensor>> before = Interpret(original, {in});
+  absl::StatusOr<std::vector<Tensor>> after = Interpret(g, {in});
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_EQ(*before, *after);
+  EXPECT_EQ((*after)[0].GetInt(15), 2);  // 7 + 7 = 14 wraps to -2; -2 * 7 = -14 wraps to 2
 }
 
 TEST(WidenHalfTest, LeavesOtherGraphsAlone) {

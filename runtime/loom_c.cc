@@ -44,7 +44,7 @@ loom_status Invalid(const std::string& message) {
 
 // loom_dtype and loom::DType list the same types in the same order.
 bool ToDType(loom_dtype dtype, loom::DType& out) {
-  if (dtype < LOOM_F32 || dtype > LOOM_BF16) return false;
+  if (dtype < LOOM_F32 || dtype > LOOM_U2) return false;
   out = static_cast<loom::DType>(dtype);
   return true;
 }

@@ -35,6 +35,21 @@ typedef enum {
   LOOM_U64 = 10,
   LOOM_F16 = 11,  /* IEEE half precision, two bytes per element */
   LOOM_BF16 = 12, /* bfloat16 (the high half of an f32's bits) */
+  /* ONNX's (and ml_dtypes') 8- and 4-bit floats, one byte of bits per
+     element; FN: no infinity, FNUZ: no infinity and no -0 (0x80 is NaN);
+     E8M0: 2^(bits - 127), 0xff NaN. */
+  LOOM_F8E4M3FN = 13,
+  LOOM_F8E4M3FNUZ = 14,
+  LOOM_F8E5M2 = 15,
+  LOOM_F8E5M2FNUZ = 16,
+  LOOM_F8E8M0 = 17,
+  LOOM_F4E2M1 = 18, /* one element per byte (unpacked), in its low 4 bits */
+  /* 4- and 2-bit integers, one element per byte (unpacked, unlike ONNX's
+     raw data): the value sign- or zero-extended to the byte. */
+  LOOM_I4 = 19,
+  LOOM_U4 = 20,
+  LOOM_I2 = 21,
+  LOOM_U2 = 22,
 } loom_dtype;
 
 typedef struct loom_model loom_model;

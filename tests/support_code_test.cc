@@ -107,6 +107,13 @@ TEST_P(CppSupportCodeTest, HelpersCompile) {
                  absl::StrCat("helpers_", GetParam().name, ".cc"), CppCommand(GetParam()));
 }
 
+// The narrow floats' conversions, emitted where a program holds one.
+TEST_P(CppSupportCodeTest, NarrowFloatHelpersCompile) {
+  ExpectCompiles(absl::StrCat(cpp::kPreludeHead, cscalar::CoreHelpers(cpp::kHelperQualifier),
+                              cscalar::NarrowFloatHelpers(cpp::kHelperQualifier)),
+                 absl::StrCat("narrow_floats_", GetParam().name, ".cc"), CppCommand(GetParam()));
+}
+
 TEST_P(CppSupportCodeTest, PreludeCompiles) {
   cscalar::LibmCalls every_libm_call;
   every_libm_call.f32.set();
@@ -143,6 +150,17 @@ TEST(CudaSupportCodeTest, HelpersCompileWithNvcc) {
                  "helpers.cu",
                  {nvcc, "-arch=sm_80", "-cubin", "-Werror", "all-warnings", "-o",
                   absl::StrCat(TempDir(), "/helpers.cubin")});
+}
+
+TEST(CudaSupportCodeTest, NarrowFloatHelpersCompileWithNvcc) {
+  const char* cuda_home = std::getenv("CUDA_HOME");
+  const std::string nvcc =
+      absl::StrCat(cuda_home != nullptr ? cuda_home : "/usr/local/cuda", "/bin/nvcc");
+  ExpectCompiles(absl::StrCat(cuda::kPrelude, cscalar::CoreHelpers(cuda::kQualifier),
+                              cscalar::NarrowFloatHelpers(cuda::kQualifier)),
+                 "narrow_floats.cu",
+                 {nvcc, "-arch=sm_80", "-cubin", "-Werror", "all-warnings", "-o",
+                  absl::StrCat(TempDir(), "/narrow_floats.cubin")});
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ const char* HelperSection(Helper helper) {
       return kFloatLogHelper;
     case kCheckIndex:
       return kCheckIndexHelper;
+    case kFloatBits:
+      return kFloatBitsHelper;
     default:
       return nullptr;
   }
@@ -54,7 +56,7 @@ const char* HelperSection(Helper helper) {
 
 std::string CoreHelpers(absl::string_view q) { return Qualified(kCoreHelpers, q); }
 
-std::string HalfFloatHelpers(absl::string_view q) { return Qualified(kHalfFloatHelpers, q); }
+std::string NarrowFloatHelpers(absl::string_view q) { return Qualified(kNarrowFloatHelpers, q); }
 
 std::string HelperText(Helper helper, absl::string_view q) {
   switch (helper) {

@@ -77,7 +77,20 @@ const char* CType(DType dtype) {
       return "uint64_t";
     case DType::kF16:
     case DType::kBF16:
-      return "uint16_t";  // the bits (HalfFloatHelpers)
+      return "uint16_t";  // the bits (NarrowFloatHelpers)
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0:
+    case DType::kF4E2M1:
+      return "uint8_t";  // the bits
+    case DType::kI4:
+    case DType::kI2:
+      return "int8_t";  // the value, sign-extended
+    case DType::kU4:
+    case DType::kU2:
+      return "uint8_t";
   }
   return "void";
 }
@@ -128,10 +141,21 @@ std::string Literal(double v, DType dtype) {
     case DType::kU16:
     case DType::kU32:
     case DType::kU64:
+    case DType::kI4:
+    case DType::kU4:
+    case DType::kI2:
+    case DType::kU2:
       return IntegerLiteral(FloatToIntegerBits(v, dtype), dtype);
     case DType::kF16:
     case DType::kBF16:
-      return absl::StrFormat("(uint16_t)0x%04x", HalfFloatBits(v, dtype));
+      return absl::StrFormat("(uint16_t)0x%04x", NarrowFloatBits(v, dtype));
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0:
+    case DType::kF4E2M1:
+      return absl::StrFormat("(uint8_t)0x%02x", NarrowFloatBits(v, dtype));
   }
   return "0";
 }
@@ -323,6 +347,37 @@ std::string BitwiseExpr(const Call& c) {
   }
 }
 
+// kBitCast: the operand's bits as the result type, of the same width. The
+// integers, bools and narrow floats (held as their bits) convert keeping
+// them; the 4- and 2-bit types keep their low bits, sign-extended into a
+// signed type's byte; f32 and f64 go through their bits as unsigned
+// integers (helper kFloatBits).
+std::string BitCastExpr(const Call& c) {
+  const std::string& a = c.a[0];
+  const DType from = c.operand_type, to = c.type;
+  if (from == to) return a;
+  if (to == DType::kBool) return absl::StrCat("(", a, " != 0)");
+  const int width = ValueBits(from);
+  if (width < 8) {  // held a byte each: the low bits, extended as `to` holds them
+    const std::string bits = absl::StrCat("((uint8_t)", a, " & ", (1 << width) - 1, ")");
+    if (IsUnsigned(to) || !IsInteger(to)) return absl::StrCat("(uint8_t)", bits);
+    return absl::StrCat("(int8_t)((int8_t)(", bits, " << ", 8 - width, ") >> ", 8 - width, ")");
+  }
+  if (from == DType::kF32 || from == DType::kF64) {
+    c.helpers.set(kFloatBits);
+    return absl::StrCat("(", c.t(), ")",
+                        from == DType::kF32 ? "loom_bitcast_f32_u32(" : "loom_bitcast_f64_u64(", a,
+                        ")");
+  }
+  if (to == DType::kF32 || to == DType::kF64) {
+    c.helpers.set(kFloatBits);
+    return absl::StrCat(
+        to == DType::kF32 ? "loom_bitcast_u32_f32((uint32_t)" : "loom_bitcast_u64_f64((uint64_t)",
+        a, ")");
+  }
+  return absl::StrCat("(", c.t(), ")", a);
+}
+
 // kMod and kFmod: both signs are the dividend's and the divisor's.
 std::string RemainderExpr(const Call& c) {
   const std::vector<std::string>& a = c.a;
@@ -425,6 +480,8 @@ std::string CallExpr(ScalarFn fn, DType type, DType operand_type, const std::vec
     case ScalarFn::kShl:
     case ScalarFn::kShr:
       return BitwiseExpr(c);
+    case ScalarFn::kBitCast:
+      return BitCastExpr(c);
     case ScalarFn::kMod:
     case ScalarFn::kFmod:
       return RemainderExpr(c);
@@ -517,25 +574,44 @@ std::string ReduceUpdate(ReduceKind kind, DType dtype, const std::string& value,
 
 namespace {
 
-// The casts from and to f16 and bf16 (bits in uint16_t): from them through
-// f32, which holds every value exactly; to them rounding once, from f32 or
-// else from f64 (which holds every other type's values, up to int64's and
-// u64's rounding).
-std::string HalfCastExpr(DType from, DType to, const std::string& arg) {
-  const char* name = to == DType::kF16 ? "loom_f16" : "loom_bf16";
-  if (IsHalfFloat(from)) {
-    const std::string wide =
-        absl::StrCat(from == DType::kF16 ? "loom_f16" : "loom_bf16", "_to_f32(", arg, ")");
+// The casts from and to the narrow floats (their bits: NarrowFloatHelpers,
+// loom_<dtype>_to_f32 and loom_<dtype>_from_f32 and _from_f64): from them
+// through f32, which holds every value exactly; to them rounding once,
+// from f32 or else from f64 (which holds every other type's values, up to
+// int64's and u64's rounding).
+std::string NarrowFloatCastExpr(DType from, DType to, const std::string& arg) {
+  if (IsNarrowFloat(from)) {
+    const std::string wide = absl::StrCat("loom_", DTypeName(from), "_to_f32(", arg, ")");
     return to == DType::kF32 ? wide : CastExpr(DType::kF32, to, wide);
   }
-  if (from == DType::kF32) return absl::StrCat(name, "_from_f32(", arg, ")");
-  return absl::StrCat(name, "_from_f64((double)", arg, ")");
+  if (from == DType::kF32) return absl::StrCat("loom_", DTypeName(to), "_from_f32(", arg, ")");
+  return absl::StrCat("loom_", DTypeName(to), "_from_f64((double)", arg, ")");
+}
+
+// The casts to the sub-byte integers, as FloatToIntegerBits and SetInt
+// convert: a float truncated, 0 outside the type's range; an integer's low
+// bits, sign-extended for i4 and i2.
+std::string SubByteIntegerCastExpr(DType from, DType to, const std::string& arg) {
+  if (IsFloat(from)) {
+    // One unsigned comparison for the range: GCC if-converts no && here.
+    const std::string truncated = absl::StrCat("loom_f2i32(", arg, ")");
+    return absl::StrCat("((uint32_t)", truncated, " - (uint32_t)", IntegerMinBits(to),
+                        " <= ", IntegerMaxBits(to) - IntegerMinBits(to), "u ? (", CType(to), ")",
+                        truncated, " : (", CType(to), ")0)");
+  }
+  if (IsUnsigned(to)) {
+    return absl::StrCat("(", CType(to), ")((uint32_t)", arg, " & ", IntegerMaxBits(to), "u)");
+  }
+  const int unused = 32 - IntegerWidth(to);
+  return absl::StrCat("(", CType(to), ")((int32_t)((uint32_t)", arg, " << ", unused, ") >> ",
+                      unused, ")");
 }
 
 }  // namespace
 
 std::string CastExpr(DType from, DType to, const std::string& arg) {
-  if (IsHalfFloat(from) || IsHalfFloat(to)) return HalfCastExpr(from, to, arg);
+  if (IsNarrowFloat(from) || IsNarrowFloat(to)) return NarrowFloatCastExpr(from, to, arg);
+  if (IsSubByteInteger(to)) return SubByteIntegerCastExpr(from, to, arg);
   if (to == DType::kBool) return absl::StrCat(arg, " != 0");
   if (IsFloat(from) && (to == DType::kI32 || to == DType::kI64)) {
     return absl::StrCat(to == DType::kI32 ? "loom_f2i32(" : "loom_f2i64(", arg, ")");
@@ -587,9 +663,13 @@ std::string ReduceTakesOther(ReduceKind kind, DType dtype, const std::string& a,
   return "false";
 }
 
-bool UsesHalfFloats(const LoopProgram& program) {
+bool UsesNarrowFloats(const LoopProgram& program) {
   return absl::c_any_of(program.buffers,
-                        [](const Buffer& buffer) { return IsHalfFloat(buffer.dtype); });
+                        [](const Buffer& buffer) { return IsNarrowFloat(buffer.dtype); }) ||
+         absl::c_any_of(program.nodes, [](const ComputeNode& node) {
+           return absl::c_any_of(node.body,
+                                 [](const ScalarOp& op) { return IsNarrowFloat(op.dtype); });
+         });
 }
 
 std::string ValueStepExpr(const ComputeNode& node, int i, int step_base, HelperSet& helpers,

@@ -37,6 +37,7 @@ enum Helper : int {
   kFloatErf,
   kFloatLog,
   kCheckIndex,  // loom_check_index, which calls the backend's loom_index_error
+  kFloatBits,   // loom_bitcast_f32_u32, loom_bitcast_f64_u64 and back
   kNumHelpers
 };
 using HelperSet = std::bitset<kNumHelpers>;
@@ -76,8 +77,10 @@ std::string HelperText(Helper helper, absl::string_view qualifier);
 
 // "float", "double", "int32_t", "int64_t", "bool", "int8_t", "int16_t",
 // "uint8_t", "uint16_t", "uint32_t", "uint64_t"; "uint16_t" for f16 and
-// bf16, whose values generated code holds as their bits (only loads, stores
-// and casts touch them: passes/widen_half.h).
+// bf16 and "uint8_t" for the 8- and 4-bit floats, whose values generated
+// code holds as their bits, "int8_t" for i4 and i2 and "uint8_t" for u4 and
+// u2, one value a byte (only loads, stores and casts touch the storage
+// types: passes/widen_half.h).
 const char* CType(DType dtype);
 // The type of an element of `dtype` in a buffer: CType's, but uint8_t for
 // bool (the same byte, 0 or 1). GCC 12 vectorises no loop that loads a
@@ -146,13 +149,14 @@ std::string ValueStepExpr(const ComputeNode& node, int i, int step_base, HelperS
 std::string CheckIndexExpr(const std::string& index, int64_t extent, int32_t site,
                            const std::string& errors, HelperSet& helpers);
 
-// The conversions of f16 and bf16 bits to and from f32 and f64 that casts
-// call (loom_f16_to_f32, loom_f16_from_f32, loom_f16_from_f64, and the same
-// for bf16; c_helpers.inc's kHalfFloatHelpers), declared with
-// `qualifier`: a backend emits them where UsesHalfFloats.
-std::string HalfFloatHelpers(absl::string_view qualifier);
-// Whether any buffer of `program` is f16 or bf16.
-bool UsesHalfFloats(const LoopProgram& program);
+// The conversions of the narrow floats' bits to and from f32 and f64 that
+// casts call (loom_f16_to_f32, loom_f16_from_f32, loom_f16_from_f64, and
+// the same for each narrow float; c_helpers.inc's kNarrowFloatHelpers),
+// declared with `qualifier`: a backend emits them where UsesNarrowFloats.
+std::string NarrowFloatHelpers(absl::string_view qualifier);
+// Whether any buffer or step of `program` is a narrow float (f16, bf16,
+// f8*, f4e2m1).
+bool UsesNarrowFloats(const LoopProgram& program);
 
 // The expression that casts the variable `arg` of type `from` to `to`.
 std::string CastExpr(DType from, DType to, const std::string& arg);

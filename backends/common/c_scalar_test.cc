@@ -100,6 +100,21 @@ TEST(CScalarTest, BitwiseOperatorsCastBackToTheType) {
   EXPECT_TRUE(helpers.none());
 }
 
+// bit_cast: f32 and f64 through the kFloatBits helpers; types held as
+// integers (f16's bits too) by a conversion; bools test the byte.
+TEST(CScalarTest, BitCastsKeepTheBits) {
+  HelperSet helpers;
+  EXPECT_EQ(CallExpr(ScalarFn::kBitCast, DType::kI16, DType::kF16, {"a"}, helpers), "(int16_t)a");
+  EXPECT_EQ(CallExpr(ScalarFn::kBitCast, DType::kBool, DType::kU8, {"a"}, helpers), "(a != 0)");
+  EXPECT_TRUE(helpers.none());
+  EXPECT_EQ(CallExpr(ScalarFn::kBitCast, DType::kI32, DType::kF32, {"a"}, helpers),
+            "(int32_t)loom_bitcast_f32_u32(a)");
+  EXPECT_EQ(CallExpr(ScalarFn::kBitCast, DType::kF64, DType::kI64, {"a"}, helpers),
+            "loom_bitcast_u64_f64((uint64_t)a)");
+  EXPECT_TRUE(helpers[kFloatBits]);
+  EXPECT_NE(HelperText(kFloatBits, "__device__").find("__float_as_uint(x)"), std::string::npos);
+}
+
 // Signed shifts: arithmetic to the right, through the unsigned type to the
 // left; a negative amount or the width or more gives -1 or 0.
 TEST(CScalarTest, SignedShiftsAreTotal) {

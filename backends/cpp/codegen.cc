@@ -35,7 +35,7 @@ struct UnitNeeds {
   bool calls_blis = false;            // may: where the target has AVX2 but not AVX-512
   bool calls_openblas_sgemm = false;  // may: likewise; links as calls_blas does
   bool calls_conv = false;
-  bool half_floats = false;  // cscalar::HalfFloatHelpers
+  bool narrow_floats = false;  // cscalar::NarrowFloatHelpers
 
   void Add(const CppKernelPlan& plan) {
     calls_openmp |= plan.may_split;  // a team splits too
@@ -170,7 +170,9 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
   size_t size = text.size();
   for (const std::string& body : functions.table.bodies()) size += body.size() + 64;
   text.reserve(size);
-  if (needs.half_floats) absl::StrAppend(&text, cscalar::HalfFloatHelpers(kHelperQualifier));
+  if (needs.narrow_floats) {
+    absl::StrAppend(&text, cscalar::NarrowFloatHelpers(kHelperQualifier));
+  }
   if (needs.helpers[cscalar::kCheckIndex]) absl::StrAppend(&text, kIndexErrorRecorder);
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {
     if (needs.helpers[h]) {
@@ -232,7 +234,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   // key's body is printed once, and kept once if it repeats an earlier body.
   UnitFunctions functions;
   UnitNeeds needs;
-  needs.half_floats = cscalar::UsesHalfFloats(program);
+  needs.narrow_floats = cscalar::UsesNarrowFloats(program);
   LocalOffsets local_offsets;
   kplan::KernelKey key;
   LaunchTable& launches = source.launches;

@@ -95,8 +95,8 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
   std::string& text = source.text;
   text = kPrelude;
   absl::StrAppend(&text, cscalar::CoreHelpers(kQualifier));
-  if (cscalar::UsesHalfFloats(program)) {
-    absl::StrAppend(&text, cscalar::HalfFloatHelpers(kQualifier));
+  if (cscalar::UsesNarrowFloats(program)) {
+    absl::StrAppend(&text, cscalar::NarrowFloatHelpers(kQualifier));
   }
   if (needs.helpers[cscalar::kCheckIndex]) absl::StrAppend(&text, kIndexErrorRecorder);
   for (int h = 0; h < cscalar::kNumHelpers; ++h) {

@@ -39,7 +39,9 @@ absl::StatusOr<std::optional<HalfFloatNode>> WidenHalfFloatInputs(const onnx::No
                                                                   Graph& graph, ValueMap& values,
                                                                   WideCopies& copies) {
   std::optional<HalfFloatNode> half;
-  if (node.op_type() == "Cast" || node.op_type() == "CastLike") return half;
+  if (node.op_type() == "Cast" || node.op_type() == "CastLike" || node.op_type() == "BitCast") {
+    return half;
+  }
   for (const std::string& input : node.input()) {
     auto it = values.find(input);
     if (it == values.end() || !IsHalfFloat(graph.value(it->second).type.dtype)) continue;

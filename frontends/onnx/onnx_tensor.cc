@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <system_error>
+#include <vector>
 
 #include "absl/algorithm/container.h"
 #include "absl/status/status.h"
@@ -16,6 +17,60 @@
 namespace loom {
 namespace {
 
+// The element types ONNX added after 1.12 (libonnx-dev's enum lacks them).
+enum NewerOnnxType : int32_t {
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUInt4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
+};
+
+// ONNX packs the 4- and 2-bit types, two or four to a byte, the first
+// element in the low bits (in raw_data, external data and int32_data, one
+// byte per int32); loom holds one a byte. 1 for every other type.
+int ElementsPerByte(DType dtype) {
+  if (dtype == DType::kF4E2M1 || dtype == DType::kI4 || dtype == DType::kU4) return 2;
+  if (dtype == DType::kI2 || dtype == DType::kU2) return 4;
+  return 1;
+}
+
+// The bytes of ONNX's data for `elements` of `dtype`.
+int64_t OnnxDataBytes(DType dtype, int64_t elements) {
+  const int per_byte = ElementsPerByte(dtype);
+  if (per_byte == 1) return SaturatingMul(elements, DTypeSize(dtype));
+  return elements / per_byte + (elements % per_byte != 0 ? 1 : 0);
+}
+
+// Unpacks ONNX's packed data into `tensor` (of a 4- or 2-bit type): a
+// sub-byte integer sign- or zero-extended, a float4's bits as they are.
+void Unpack(const uint8_t* packed, Tensor& tensor) {
+  const int per_byte = ElementsPerByte(tensor.dtype());
+  const int bits = 8 / per_byte;
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    const int code = (packed[i / per_byte] >> (bits * (i % per_byte))) & ((1 << bits) - 1);
+    if (IsNarrowFloat(tensor.dtype())) {
+      tensor.data_as<uint8_t>()[i] = static_cast<uint8_t>(code);
+    } else {
+      tensor.SetInt(i, code);  // wraps: the code's bits, sign-extended for i4 and i2
+    }
+  }
+}
+
+// `tensor` from ONNX's little-endian bytes of its type.
+void CopyBytes(const char* bytes, Tensor& tensor) {
+  if (ElementsPerByte(tensor.dtype()) > 1) {
+    Unpack(reinterpret_cast<const uint8_t*>(bytes), tensor);
+  } else {
+    std::memcpy(tensor.data(), bytes, tensor.num_bytes());  // every machine loom runs on is LE
+  }
+}
+
 absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto, absl::string_view what) {
   Shape shape(proto.dims().begin(), proto.dims().end());
   if (absl::Status s = CheckShapeLimits(shape); !s.ok()) {
@@ -25,9 +80,9 @@ absl::StatusOr<Shape> DimsOf(const onnx::TensorProto& proto, absl::string_view w
 }
 
 // The typed field that holds a `dtype` tensor's values when raw_data is
-// not used (bools, the integers narrower than 32 bits and the bits of
-// float16 and bfloat16 are stored as int32_data, u32 and u64 as
-// uint64_data), and its name.
+// not used (bools, the integers narrower than 32 bits and the bits of the
+// narrow floats are stored as int32_data, the 4- and 2-bit types packed,
+// u32 and u64 as uint64_data), and its name.
 int64_t TypedCount(const onnx::TensorProto& proto, DType dtype, absl::string_view& field) {
   switch (dtype) {
     case DType::kF32:
@@ -47,6 +102,16 @@ int64_t TypedCount(const onnx::TensorProto& proto, DType dtype, absl::string_vie
     case DType::kU16:
     case DType::kF16:
     case DType::kBF16:
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0:
+    case DType::kF4E2M1:
+    case DType::kI4:
+    case DType::kU4:
+    case DType::kI2:
+    case DType::kU2:
       field = "int32_data";
       return proto.int32_data_size();
     case DType::kU32:
@@ -58,6 +123,11 @@ int64_t TypedCount(const onnx::TensorProto& proto, DType dtype, absl::string_vie
 }
 
 void CopyTyped(const onnx::TensorProto& proto, Tensor& tensor) {
+  if (ElementsPerByte(tensor.dtype()) > 1) {
+    const std::vector<uint8_t> packed(proto.int32_data().begin(), proto.int32_data().end());
+    Unpack(packed.data(), tensor);
+    return;
+  }
   for (int64_t i = 0; i < tensor.num_elements(); ++i) {
     switch (tensor.dtype()) {
       case DType::kF32:
@@ -84,6 +154,9 @@ void CopyTyped(const onnx::TensorProto& proto, Tensor& tensor) {
       case DType::kF16:
       case DType::kBF16:
         tensor.data_as<uint16_t>()[i] = static_cast<uint16_t>(proto.int32_data(i));
+        break;
+      default:  // the 8-bit floats' bits
+        tensor.data_as<uint8_t>()[i] = static_cast<uint8_t>(proto.int32_data(i));
         break;
     }
   }
@@ -137,7 +210,7 @@ absl::StatusOr<Tensor> ExternalTensor(const onnx::TensorProto& proto, absl::stri
     }
   }
   LOOM_ASSIGN_OR_RETURN(std::filesystem::path path, ExternalPath(location, dir, what));
-  const int64_t bytes = NumBytes(dtype, shape);
+  const int64_t bytes = OnnxDataBytes(dtype, NumElements(shape));
   if (length >= 0 && length != bytes) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": external data of ", length,
                                                    " bytes, shape ", ShapeToString(shape), " of ",
@@ -155,11 +228,13 @@ absl::StatusOr<Tensor> ExternalTensor(const onnx::TensorProto& proto, absl::stri
                                                    " bytes from offset ", offset));
   }
   Tensor tensor(dtype, std::move(shape));
+  std::string data(bytes, '\0');
   std::ifstream file(path, std::ios::binary);
-  if (!file.seekg(offset) || !file.read(static_cast<char*>(tensor.data()), bytes)) {
+  if (!file.seekg(offset) || !file.read(data.data(), bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": cannot read its external data '", path.string(), "'"));
   }
+  CopyBytes(data.data(), tensor);
   NormalizeBools(tensor);
   return tensor;
 }
@@ -209,13 +284,34 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what) {
       return DType::kF16;
     case onnx::TensorProto::BFLOAT16:
       return DType::kBF16;
+    case kFloat8E4M3FN:
+      return DType::kF8E4M3FN;
+    case kFloat8E4M3FNUZ:
+      return DType::kF8E4M3FNUZ;
+    case kFloat8E5M2:
+      return DType::kF8E5M2;
+    case kFloat8E5M2FNUZ:
+      return DType::kF8E5M2FNUZ;
+    case kFloat8E8M0:
+      return DType::kF8E8M0;
+    case kFloat4E2M1:
+      return DType::kF4E2M1;
+    case kInt4:
+      return DType::kI4;
+    case kUInt4:
+      return DType::kU4;
+    case kInt2:
+      return DType::kI2;
+    case kUInt2:
+      return DType::kU2;
     default:
       break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, ": element type ", OnnxTypeName(elem_type),
-                   " is not supported (loom computes with FLOAT, DOUBLE, FLOAT16, BFLOAT16, "
-                   "INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64 and BOOL)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, ": element type ", OnnxTypeName(elem_type),
+      " is not supported (loom computes with FLOAT, DOUBLE, FLOAT16, BFLOAT16, the FLOAT8 types, "
+      "FLOAT4E2M1, INT2, INT4, INT8, INT16, INT32, INT64, UINT2, UINT4, UINT8, UINT16, UINT32, "
+      "UINT64 and BOOL)"));
 }
 
 absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what,
@@ -233,24 +329,25 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::stri
   // data holds.
   const int64_t elements = NumElements(shape);
   if (proto.has_raw_data()) {
-    const int64_t bytes = NumBytes(dtype, shape);
+    const int64_t bytes = OnnxDataBytes(dtype, elements);
     if (static_cast<int64_t>(proto.raw_data().size()) != bytes) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
                        ShapeToString(shape), " of ", DTypeName(dtype), " needs ", bytes));
     }
     Tensor tensor(dtype, std::move(shape));
-    // raw_data is little-endian, like every machine loom runs on.
-    std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
+    CopyBytes(proto.raw_data().data(), tensor);
     NormalizeBools(tensor);
     return tensor;
   }
   absl::string_view field;
   const int64_t count = TypedCount(proto, dtype, field);
-  if (count != elements) {
+  // The 4- and 2-bit types' int32_data holds their packed bytes.
+  const int64_t expected = ElementsPerByte(dtype) > 1 ? OnnxDataBytes(dtype, elements) : elements;
+  if (count != expected) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", count, " values in ", field,
                                                    " for shape ", ShapeToString(shape), " (",
-                                                   elements, " elements)"));
+                                                   elements, " elements, ", expected, " values)"));
   }
   Tensor tensor(dtype, std::move(shape));
   CopyTyped(proto, tensor);

@@ -15,15 +15,17 @@
 namespace loom {
 
 // The loom dtype of an ONNX element type (TensorProto.DataType): FLOAT,
-// DOUBLE, FLOAT16, BFLOAT16, the integers but INT4 and the like, and BOOL.
-// Anything else is an InvalidArgument error
-// that names `what` and the type.
+// DOUBLE, FLOAT16, BFLOAT16, the FLOAT8 types, FLOAT4E2M1, the integers
+// (INT4, UINT4, INT2 and UINT2 too) and BOOL. Anything else (strings,
+// complex numbers, FLOAT6) is an InvalidArgument error that names `what`
+// and the type.
 absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type, absl::string_view what);
 
 // "FLOAT16", "UINT8", ...: an ONNX element type's name, for messages.
 std::string OnnxTypeName(int32_t elem_type);
 
 // The data of an ONNX tensor: raw_data, the typed fields, or external data
+// (the 4- and 2-bit types, which ONNX packs, unpacked one a byte)
 // (external_data's location, offset and length: a file in `external_dir`,
 // the model's folder, as torch.onnx.export writes large weights), with
 // every size checked against the dims before anything is allocated.

@@ -26,6 +26,7 @@
 //   the integer type (two's complement for signed ones).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -495,6 +496,55 @@ OpDef CastOp() {
   return cast;
 }
 
+// bit_cast: each element's bits read as attribute `to`'s type, of the same
+// width (ONNX's BitCast). A bool holds one byte, 0 or 1: read as a bool, a
+// nonzero byte is true. The 4- and 2-bit types are held a byte each (an
+// integer's value extended, f4e2m1's bits): their low bits are read.
+OpDef BitCastOp() {
+  ShapeFn infer = [](const Node& node,
+                     absl::Span<const TensorType> in) -> absl::StatusOr<OutputTypes> {
+    absl::StatusOr<DType> to = DTypeFromName(node.attrs.GetString("to", ""));
+    if (!to.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'to': ", to.status().message()));
+    }
+    if (ValueBits(*to) != ValueBits(in[0].dtype)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot reinterpret ", DTypeName(in[0].dtype), " (", ValueBits(in[0].dtype),
+                       " bits) as ", DTypeName(*to), " (", ValueBits(*to), " bits)"));
+    }
+    return OneOutput(*to, in[0].shape);
+  };
+  EvalFn eval = [](const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+    const Tensor& x = *in[0];
+    Tensor& y = out[0];
+    const int bits = ValueBits(x.dtype());
+    if (bits >= 8) {
+      std::memcpy(y.data(), x.data(), x.num_bytes());
+    } else {
+      // SetInt extends the low bits as y's type holds them.
+      const uint8_t mask = (1 << bits) - 1;
+      for (int64_t i = 0; i < y.num_elements(); ++i) {
+        const uint8_t value = x.data_as<uint8_t>()[i] & mask;
+        if (IsInteger(y.dtype())) {
+          y.SetInt(i, value);
+        } else {
+          y.data_as<uint8_t>()[i] = value;
+        }
+      }
+    }
+    if (y.dtype() == DType::kBool) {
+      uint8_t* bytes = y.data_as<uint8_t>();
+      for (int64_t i = 0; i < y.num_elements(); ++i) bytes[i] = bytes[i] != 0;
+    }
+    return absl::OkStatus();
+  };
+  OpDef def = FixedArityOp("bit_cast", 1, {{"to", AttrType::kString, true}}, std::move(infer),
+                           std::move(eval));
+  def.rounding_ulps = 0;  // exact: the bits are kept
+  def.pattern = OpPattern::kElementwise;
+  return def;
+}
+
 }  // namespace
 
 absl::Status RegisterElementwiseOps(OpRegistry& registry) {
@@ -545,6 +595,7 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
                          ComparisonOp<LogicalXor>("logical_xor", kBool),
                          WhereOp(),
                          CastOp(),
+                         BitCastOp(),
                      });
 }
 

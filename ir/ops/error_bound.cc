@@ -117,6 +117,16 @@ double RoundingUnit(DType dtype) {
       return 0x1p-11;
     case DType::kBF16:
       return 0x1p-8;
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+      return 0x1p-4;
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+      return 0x1p-3;
+    case DType::kF4E2M1:
+      return 0x1p-2;
+    case DType::kF8E8M0:
+      return 1;  // it rounds up to a power of two: up to twice the value
     default:
       return 0;
   }

@@ -21,7 +21,8 @@
 namespace loom {
 
 // Half an ulp of 1 in `dtype`: 2^-24 for f32, 2^-53 for f64, 2^-11 for
-// f16, 2^-8 for bf16; 0 for
+// f16, 2^-8 for bf16, 2^-4, 2^-3 and 2^-2 for the E4M3, E5M2 and E2M1
+// floats; 1 for f8e8m0 (which rounds up); 0 for
 // integers and bools, which do not round.
 double RoundingUnit(DType dtype);
 

@@ -47,14 +47,16 @@ class _DType(NamedTuple):
     torch: Optional[str]
 
 
-def _bfloat16():
-    """numpy's dtype for bfloat16, which numpy lacks: ml_dtypes' where it is
-    installed, else the bits as a one-field record (so that it is not u16)."""
+def _ml_dtype(name, bits):
+    """numpy's dtype for a type numpy lacks (bfloat16, the 8- and 4-bit
+    floats, the 4- and 2-bit integers, one element a byte as loom holds
+    them): ml_dtypes' `name` where it is installed, else the bits as a
+    one-field record (so that it is not an integer type)."""
     try:
         import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, name))
     except ImportError:
-        return np.dtype([("bfloat16_bits", np.uint16)])
+        return np.dtype([(name + "_bits", bits)])
 
 
 # The one list of loom's dtypes, in loom_c.h's order: a dtype's position is
@@ -72,7 +74,17 @@ _DTYPES = [
     _DType("u32", np.dtype(np.uint32), None),
     _DType("u64", np.dtype(np.uint64), None),
     _DType("f16", np.dtype(np.float16), None),
-    _DType("bf16", _bfloat16(), None),
+    _DType("bf16", _ml_dtype("bfloat16", np.uint16), None),
+    _DType("f8e4m3fn", _ml_dtype("float8_e4m3fn", np.uint8), None),
+    _DType("f8e4m3fnuz", _ml_dtype("float8_e4m3fnuz", np.uint8), None),
+    _DType("f8e5m2", _ml_dtype("float8_e5m2", np.uint8), None),
+    _DType("f8e5m2fnuz", _ml_dtype("float8_e5m2fnuz", np.uint8), None),
+    _DType("f8e8m0", _ml_dtype("float8_e8m0fnu", np.uint8), None),
+    _DType("f4e2m1", _ml_dtype("float4_e2m1fn", np.uint8), None),
+    _DType("i4", _ml_dtype("int4", np.int8), None),
+    _DType("u4", _ml_dtype("uint4", np.uint8), None),
+    _DType("i2", _ml_dtype("int2", np.int8), None),
+    _DType("u2", _ml_dtype("uint2", np.uint8), None),
 ]
 _NUMPY_DTYPES = [d.numpy for d in _DTYPES]  # by loom_dtype value
 

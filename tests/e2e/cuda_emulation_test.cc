@@ -292,6 +292,14 @@ TEST(EmulationTest, HalfFloats) {
   CheckEmulated(*std::move(graph), "half_floats");
 }
 
+// The 8- and 4-bit floats and the sub-byte integers: loads and stores of
+// one byte, conversions, and ops computed in f32 or i32.
+TEST(EmulationTest, NarrowTypes) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/narrow_types.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "narrow_types");
+}
+
 // Gathers and scatters at indices known only at run time, each checked.
 TEST(EmulationTest, IndicesKnownOnlyAtRunTime) {
   absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/indices.pbtxt");
@@ -317,6 +325,21 @@ TEST(EmulationTest, BitwiseOpsAndShifts) {
 
 // An index out of range: the kernel records it (the first of the run) and
 // reads a safe element; the run fails naming the node and the index.
+// bit_cast between floats, integers, bools and f16.
+TEST(EmulationTest, BitCasts) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/bit_cast.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "bit_cast");
+}
+
+// What the ONNX importer makes of QLinearConv, ConvInteger and
+// QLinearMatMul: f64 convs and an i32 matmul, wrapped and requantized.
+TEST(EmulationTest, Quantized) {
+  absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/quantize.pbtxt");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CheckEmulated(*std::move(graph), "quantize");
+}
+
 TEST(EmulationTest, AnIndexOutOfRangeIsRecorded) {
   absl::StatusOr<Graph> graph = LoadGraphFile("backends/cuda/testdata/indices.pbtxt");
   ASSERT_TRUE(graph.ok()) << graph.status();

@@ -53,7 +53,7 @@ Tensor Filled(DType dtype, const std::vector<double>& values) {
   return tensor;
 }
 
-// Every element of `got` has the bits HalfFloatBits gives `from`'s (any NaN
+// Every element of `got` has the bits NarrowFloatBits gives `from`'s (any NaN
 // for a NaN).
 void ExpectRoundedBits(const Tensor& from, const Tensor& got, const std::string& what) {
   ASSERT_TRUE(IsHalfFloat(got.dtype()));
@@ -64,7 +64,7 @@ void ExpectRoundedBits(const Tensor& from, const Tensor& got, const std::string&
       EXPECT_TRUE(std::isnan(got.GetDouble(i))) << what << " element " << i;
       continue;
     }
-    EXPECT_EQ(bits, HalfFloatBits(x, got.dtype()))
+    EXPECT_EQ(bits, NarrowFloatBits(x, got.dtype()))
         << what << " element " << i << ": " << x << " became " << got.GetDouble(i);
   }
 }
