@@ -27,8 +27,14 @@ AttrKind KindOf(const onnx::AttributeProto& attr) {
   return onnx::AttributeProto::UNDEFINED;
 }
 
-NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, Graph& graph, ValueMap& values)
-    : node_(node), opset_(opset), graph_(graph), values_(values) {
+NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, Graph& graph, ValueMap& values,
+                         SubgraphImporter* subgraphs, CompositeMap* composites)
+    : node_(node),
+      opset_(opset),
+      graph_(graph),
+      values_(values),
+      subgraphs_(subgraphs),
+      composites_(composites) {
   if (!node.name().empty()) {
     base_ = node.name();
   } else if (node.output_size() > 0 && !node.output(0).empty()) {
@@ -52,6 +58,10 @@ absl::StatusOr<ValueId> NodeContext::Input(int i) const {
     return Refuse(absl::StrCat("input ", i, " is missing"));
   }
   auto it = values_.find(node_.input(i));
+  if (it == values_.end() && composites_ != nullptr && composites_->contains(node_.input(i))) {
+    return Refuse(absl::StrCat("input '", node_.input(i), "' is a sequence or an optional; ",
+                               node_.op_type(), " takes a tensor there"));
+  }
   if (it == values_.end()) {
     return Refuse(absl::StrCat("input '", node_.input(i),
                                "' is not defined by any graph input, "
@@ -82,6 +92,10 @@ absl::StatusOr<Tensor> NodeContext::ConstInput(int i, absl::string_view what) co
                                "computed from them): loom needs it at compile time"));
   }
   return graph_.initializer(id);
+}
+
+const Tensor* NodeContext::KnownData(ValueId id) const {
+  return id != kNoValue && graph_.HasInitializer(id) ? &graph_.initializer(id) : nullptr;
 }
 
 absl::StatusOr<std::vector<int64_t>> NodeContext::ConstInts(int i, absl::string_view what) const {
@@ -174,6 +188,72 @@ const onnx::TensorProto* NodeContext::TensorAttr(absl::string_view name) const {
   return attr == nullptr ? nullptr : &attr->t();
 }
 
+const onnx::GraphProto* NodeContext::GraphAttr(absl::string_view name) const {
+  const onnx::AttributeProto* attr = FindAttr(name);
+  return attr == nullptr || !attr->has_g() ? nullptr : &attr->g();
+}
+
+absl::StatusOr<std::vector<ScopeValue>> NodeContext::ImportSubgraph(
+    const onnx::GraphProto& body, absl::Span<const ScopeValue> inputs,
+    const std::vector<bool>& wanted_outputs) {
+  if (subgraphs_ == nullptr) return Refuse("its graph attributes cannot be imported here");
+  static const CompositeMap* const kNone = new CompositeMap;
+  return subgraphs_->ImportSubgraph(
+      *this, body, values_, composites_ == nullptr ? *kNone : *composites_, inputs, wanted_outputs);
+}
+
+bool NodeContext::IsCompositeInput(int i) const {
+  return HasInput(i) && composites_ != nullptr && composites_->contains(node_.input(i));
+}
+
+absl::StatusOr<Composite> NodeContext::CompositeInput(int i) const {
+  if (IsCompositeInput(i)) return composites_->at(node_.input(i));
+  LOOM_RETURN_IF_ERROR(Input(i).status());
+  return Refuse(absl::StrCat("input '", node_.input(i), "' is a tensor; ", node_.op_type(),
+                             " takes a sequence or an optional there"));
+}
+
+absl::StatusOr<std::vector<ValueId>> NodeContext::SequenceInput(int i) const {
+  if (!IsCompositeInput(i)) {
+    LOOM_RETURN_IF_ERROR(Input(i).status());
+    return Refuse(absl::StrCat("input '", node_.input(i), "' is a tensor; ", node_.op_type(),
+                               " takes a sequence there"));
+  }
+  LOOM_ASSIGN_OR_RETURN(Composite value, CompositeInput(i));
+  if (!value.has_sequence()) {
+    return Refuse(absl::StrCat("input '", node_.input(i), "' is ",
+                               value.present ? "an optional holding a tensor" : "an empty optional",
+                               "; ", node_.op_type(), " takes a sequence there"));
+  }
+  return value.elements;
+}
+
+ScopeValue NodeContext::ValueIn(int i) {
+  if (IsCompositeInput(i)) return {kNoValue, composites_->at(node_.input(i))};
+  return {In(i), std::nullopt};
+}
+
+void NodeContext::BindComposite(int i, Composite value) {
+  if (!WantsOutput(i)) return;
+  if (composites_ == nullptr) {
+    Fail(Refuse("a sequence or optional cannot be built here"));
+    return;
+  }
+  (*composites_)[node_.output(i)] = std::move(value);
+}
+
+void NodeContext::BindValue(int i, const ScopeValue& value) {
+  if (value.is_tensor()) {
+    Bind(i, value.tensor);
+  } else {
+    BindComposite(i, *value.composite);
+  }
+}
+
+bool NodeContext::OutputWantedAtImport(int i) const {
+  return subgraphs_ != nullptr && WantsOutput(i) && subgraphs_->WantedAtImport(node_.output(i));
+}
+
 bool NodeContext::WantsOutput(int i) const {
   return i >= 0 && i < node_.output_size() && !node_.output(i).empty();
 }
@@ -185,7 +265,10 @@ void NodeContext::Bind(int i, ValueId value) {
 
 bool NodeContext::AllOutputsBound() const {
   for (int i = 0; i < node_.output_size(); ++i) {
-    if (WantsOutput(i) && !values_.contains(node_.output(i))) return false;
+    if (WantsOutput(i) && !values_.contains(node_.output(i)) &&
+        (composites_ == nullptr || !composites_->contains(node_.output(i)))) {
+      return false;
+    }
   }
   return true;
 }

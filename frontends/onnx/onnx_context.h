@@ -7,6 +7,7 @@
 // Internal to frontends/onnx.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,70 @@ using AttrKind = onnx::AttributeProto::AttributeType;
 // ONNX value name -> loom value.
 using ValueMap = absl::flat_hash_map<std::string, ValueId>;
 
+// An ONNX value that is not a tensor, held at import as its structure
+// (loom's values are tensors): a sequence of tensors, or an optional that
+// is empty or holds a tensor or a sequence. What loom runs are its
+// elements, loom values.
+struct Composite {
+  enum class Kind { kSequence, kOptional };
+  Kind kind = Kind::kSequence;
+  // An optional: whether it holds a value, and whether that is a sequence.
+  bool present = true;
+  bool holds_sequence = false;
+  // The sequence's elements (of a sequence, or an optional's sequence), or
+  // the optional's one tensor.
+  std::vector<ValueId> elements;
+
+  static Composite Sequence(std::vector<ValueId> elements) {
+    return {Kind::kSequence, true, false, std::move(elements)};
+  }
+  static Composite EmptyOptional(bool of_sequence) {
+    return {Kind::kOptional, false, of_sequence, {}};
+  }
+  bool is_sequence() const { return kind == Kind::kSequence; }
+  // The sequence an optional holds (or the sequence itself).
+  bool has_sequence() const { return is_sequence() || (present && holds_sequence); }
+};
+
+// ONNX value name -> sequence or optional.
+using CompositeMap = absl::flat_hash_map<std::string, Composite>;
+
+// An ONNX value at import: a tensor (a loom value) or a composite.
+struct ScopeValue {
+  ValueId tensor = -1;
+  std::optional<Composite> composite;
+
+  bool is_tensor() const { return !composite.has_value(); }
+};
+
 // An attribute a converter accepts, with its ONNX type.
 struct AttrRule {
   absl::string_view name;
   AttrKind kind;
+};
+
+class NodeContext;
+
+// Imports the graphs that nodes hold as attributes (If's branches, Loop's
+// and Scan's bodies) into the graph being built: implemented by the
+// importer, used by the control-flow converters through NodeContext.
+class SubgraphImporter {
+ public:
+  // Imports `body` once, in a scope where the values of `outer` and
+  // `outer_composites` (the enclosing scope's, as ONNX's scoping rules make
+  // them visible) are visible and body input k is `inputs[k]`; returns the
+  // values of its outputs. `wanted_outputs[k]`: body output k is wanted at
+  // import (a constant where its inputs allow it). Errors name `node`.
+  virtual absl::StatusOr<std::vector<ScopeValue>> ImportSubgraph(
+      const NodeContext& node, const onnx::GraphProto& body, const ValueMap& outer,
+      const CompositeMap& outer_composites, absl::Span<const ScopeValue> inputs,
+      const std::vector<bool>& wanted_outputs) = 0;
+  // Whether loom wants value `name` of the scope being imported known at
+  // import (a constant where its inputs allow it).
+  virtual bool WantedAtImport(const std::string& name) const = 0;
+
+ protected:
+  ~SubgraphImporter() = default;
 };
 
 // Emitting nodes uses a sticky error, like a stream: once an Emit fails,
@@ -40,7 +101,8 @@ class NodeContext {
  public:
   static constexpr ValueId kNoValue = -1;
 
-  NodeContext(const onnx::NodeProto& node, int64_t opset, Graph& graph, ValueMap& values);
+  NodeContext(const onnx::NodeProto& node, int64_t opset, Graph& graph, ValueMap& values,
+              SubgraphImporter* subgraphs = nullptr, CompositeMap* composites = nullptr);
 
   const onnx::NodeProto& proto() const { return node_; }
   const std::string& op_type() const { return node_.op_type(); }
@@ -66,6 +128,8 @@ class NodeContext {
   // initializer, a Constant node or computed from them. `what` says what
   // loom needs it for ("the target shape").
   absl::StatusOr<Tensor> ConstInput(int i, absl::string_view what) const;
+  // The data of `id` when it is known at import (a constant), else null.
+  const Tensor* KnownData(ValueId id) const;
   // ConstInput for integer tensors, as a flat list.
   absl::StatusOr<std::vector<int64_t>> ConstInts(int i, absl::string_view what) const;
   // ConstInput for a one-element tensor, as a double.
@@ -83,6 +147,31 @@ class NodeContext {
   std::vector<double> Floats(absl::string_view name) const;
   std::vector<std::string> Strings(absl::string_view name) const;
   const onnx::TensorProto* TensorAttr(absl::string_view name) const;
+  // A GRAPH attribute, or null.
+  const onnx::GraphProto* GraphAttr(absl::string_view name) const;
+
+  // --- graph attributes ---------------------------------------------------
+  // SubgraphImporter::ImportSubgraph in this node's scope (a refusal where
+  // the importer does not import graphs, as when it folds a node alone).
+  absl::StatusOr<std::vector<ScopeValue>> ImportSubgraph(const onnx::GraphProto& body,
+                                                         absl::Span<const ScopeValue> inputs,
+                                                         const std::vector<bool>& wanted_outputs);
+  // Whether ONNX output `i` is wanted known at import (see
+  // SubgraphImporter::WantedAtImport).
+  bool OutputWantedAtImport(int i) const;
+
+  // --- sequences and optionals -------------------------------------------
+  // Whether input `i` is a sequence or an optional.
+  bool IsCompositeInput(int i) const;
+  // Input `i` as a sequence or optional; a refusal for a tensor.
+  absl::StatusOr<Composite> CompositeInput(int i) const;
+  // The elements of input `i`, a sequence (or an optional holding one).
+  absl::StatusOr<std::vector<ValueId>> SequenceInput(int i) const;
+  // Input `i`, a tensor or a composite (the sticky error when undefined).
+  ScopeValue ValueIn(int i);
+  // Makes ONNX output `i` stand for `value`.
+  void BindComposite(int i, Composite value);
+  void BindValue(int i, const ScopeValue& value);
 
   // --- outputs ------------------------------------------------------------
   int num_outputs() const { return node_.output_size(); }
@@ -130,7 +219,9 @@ class NodeContext {
   const int64_t opset_;
   Graph& graph_;
   ValueMap& values_;
-  std::string base_;  // prefix of the names of values this node creates
+  SubgraphImporter* const subgraphs_;
+  CompositeMap* const composites_;  // null where none can be (folding)
+  std::string base_;                // prefix of the names of values this node creates
   std::string label_;
   absl::Status status_;
 };

@@ -12,6 +12,7 @@
 #include "frontends/onnx/onnx_context.h"
 #include "frontends/onnx/onnx_half_floats.h"
 #include "frontends/onnx/onnx_ops.h"
+#include "frontends/onnx/onnx_subgraph.h"
 #include "frontends/onnx/onnx_tensor.h"
 #include "frontends/onnx/onnx_versions.h"
 #include "ir/file_io.h"
@@ -22,9 +23,13 @@
 namespace loom {
 namespace {
 
+using onnx_import::Composite;
+using onnx_import::CompositeMap;
 using onnx_import::Converter;
 using onnx_import::FindConverter;
 using onnx_import::NodeContext;
+using onnx_import::ScopeValue;
+using onnx_import::SubgraphImporter;
 using onnx_import::ValueMap;
 
 bool IsDefaultDomain(absl::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
@@ -62,31 +67,6 @@ absl::Status CheckOpsetImports(const onnx::ModelProto& model) {
     }
   }
   return absl::OkStatus();
-}
-
-// ONNX value names whose data loom needs at compile time: the static
-// operands of every node, and everything they are computed from (except
-// through ops that read only their input's type, like Shape).
-absl::flat_hash_set<std::string> NeededAtImport(const onnx::GraphProto& g) {
-  absl::flat_hash_set<std::string> needed;
-  for (int n = g.node_size() - 1; n >= 0; --n) {
-    const onnx::NodeProto& node = g.node(n);
-    for (int i : onnx_import::StaticOperands(node.op_type())) {
-      if (i < node.input_size() && !node.input(i).empty()) {
-        needed.insert(node.input(i));
-      }
-    }
-    if (onnx_import::ReadsOnlyTypes(node.op_type())) continue;
-    bool output_needed = false;
-    for (const std::string& output : node.output()) {
-      output_needed = output_needed || needed.contains(output);
-    }
-    if (!output_needed) continue;
-    for (const std::string& input : node.input()) {
-      if (!input.empty()) needed.insert(input);
-    }
-  }
-  return needed;
 }
 
 // `type`, or an error naming `what` when its shape is beyond loom's limits
@@ -199,7 +179,24 @@ absl::Status CheckDeclaredType(const onnx::ValueInfoProto& info, const TensorTyp
                                                  " but loom computes ", TypeToString(actual)));
 }
 
-class Importer {
+// The values of one graph being imported (the model's, or a graph that a
+// node holds, imported into the same loom graph): its ONNX names, those of
+// its enclosing scopes included, and the ones it wants known at import.
+struct Scope {
+  ValueMap values;
+  CompositeMap composites;  // its sequences and optionals
+  // Names this graph defines (another definition of one is an error).
+  absl::flat_hash_set<std::string> defined;
+  // Values wanted known at import: a node computing one from constants is
+  // folded (onnx_import::WantedAtImport).
+  absl::flat_hash_set<std::string> wanted;
+};
+
+// Graph attributes are imported once per use (a loop's body once per
+// iteration); past this many nodes in all a model is refused.
+constexpr int64_t kMaxSubgraphNodes = 100000;
+
+class Importer : public SubgraphImporter {
  public:
   Importer(const onnx::ModelProto& model, const OnnxImportOptions& options)
       : model_(model), options_(options) {}
@@ -209,7 +206,9 @@ class Importer {
     opset_ = DefaultOpset(model_);
     const onnx::GraphProto& g = model_.graph();
     graph_.name = g.name();
-    needed_ = NeededAtImport(g);
+    needed_ = onnx_import::WantedAtImport(g, {}, /*if_conditions=*/false);
+    top_.wanted = onnx_import::WantedAtImport(g, {}, /*if_conditions=*/true);
+    scope_ = &top_;
     LOOM_RETURN_IF_ERROR(AddArguments(g));
     for (const onnx::NodeProto& node : g.node()) {
       LOOM_RETURN_IF_ERROR(AddNode(node));
@@ -221,7 +220,128 @@ class Importer {
     return std::move(graph_);
   }
 
+  absl::StatusOr<std::vector<ScopeValue>> ImportSubgraph(
+      const NodeContext& node, const onnx::GraphProto& body, const ValueMap& outer,
+      const CompositeMap& outer_composites, absl::Span<const ScopeValue> inputs,
+      const std::vector<bool>& wanted_outputs) override {
+    if (body.input_size() != static_cast<int>(inputs.size())) {
+      return node.Refuse(absl::StrCat("its graph '", body.name(), "' has ", body.input_size(),
+                                      " inputs; the node passes it ", inputs.size()));
+    }
+    if (body.sparse_initializer_size() > 0) {
+      return node.Refuse(absl::StrCat("its graph '", body.name(), "' has sparse initializers"));
+    }
+    subgraph_nodes_ += body.node_size();
+    if (subgraph_nodes_ > kMaxSubgraphNodes) {
+      return node.Refuse(
+          absl::StrCat("the model's graph attributes, imported as often as its "
+                       "loops run (nested ones too), would add more than ",
+                       kMaxSubgraphNodes, " nodes"));
+    }
+    Scope scope{outer, outer_composites, {}, {}};
+    absl::flat_hash_set<std::string> roots;
+    for (int k = 0; k < body.output_size(); ++k) {
+      if (k < static_cast<int>(wanted_outputs.size()) && wanted_outputs[k]) {
+        roots.insert(body.output(k).name());
+      }
+    }
+    scope.wanted = onnx_import::WantedAtImport(body, std::move(roots), /*if_conditions=*/true);
+    LOOM_RETURN_IF_ERROR(DefineBodyArguments(node, body, inputs, scope));
+    Scope* const enclosing = scope_;
+    scope_ = &scope;
+    absl::Status status = absl::OkStatus();
+    for (int n = 0; n < body.node_size() && status.ok(); ++n) status = AddNode(body.node(n));
+    scope_ = enclosing;
+    LOOM_RETURN_IF_ERROR(status);
+    return BodyOutputs(node, body, scope);
+  }
+
+  bool WantedAtImport(const std::string& name) const override {
+    return scope_->wanted.contains(name);
+  }
+
  private:
+  // Binds a graph attribute's inputs to `inputs` and adds its initializers,
+  // in its own `scope`.
+  absl::Status DefineBodyArguments(const NodeContext& node, const onnx::GraphProto& body,
+                                   absl::Span<const ScopeValue> inputs, Scope& scope) {
+    for (int k = 0; k < body.input_size(); ++k) {
+      const std::string& name = body.input(k).name();
+      if (inputs[k].is_tensor()) {
+        LOOM_RETURN_IF_ERROR(CheckBodyInput(node, body.input(k), inputs[k].tensor));
+        scope.values[name] = inputs[k].tensor;
+        scope.composites.erase(name);
+      } else {
+        scope.composites[name] = *inputs[k].composite;
+        scope.values.erase(name);
+      }
+      scope.defined.insert(name);
+    }
+    for (const onnx::TensorProto& init : body.initializer()) {
+      LOOM_ASSIGN_OR_RETURN(Tensor data,
+                            TensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'"),
+                                           options_.external_data_dir));
+      LOOM_ASSIGN_OR_RETURN(ValueId id,
+                            graph_.AddInitializer(graph_.UniqueValueName(init.name()),
+                                                  ValueKind::kConstant, std::move(data)));
+      scope.values[init.name()] = id;
+      scope.defined.insert(init.name());
+    }
+    return absl::OkStatus();
+  }
+
+  // The values of a graph attribute's outputs once its nodes are imported.
+  absl::StatusOr<std::vector<ScopeValue>> BodyOutputs(const NodeContext& node,
+                                                      const onnx::GraphProto& body,
+                                                      const Scope& scope) const {
+    std::vector<ScopeValue> outputs;
+    for (const onnx::ValueInfoProto& output : body.output()) {
+      auto tensor = scope.values.find(output.name());
+      auto composite = scope.composites.find(output.name());
+      if (tensor != scope.values.end()) {
+        outputs.push_back({tensor->second, std::nullopt});
+      } else if (composite != scope.composites.end()) {
+        outputs.push_back({NodeContext::kNoValue, composite->second});
+      } else {
+        return node.Refuse(absl::StrCat("output '", output.name(), "' of its graph '", body.name(),
+                                        "' is not defined in it or around it"));
+      }
+    }
+    return outputs;
+  }
+
+  // A graph input's declared element type and rank, where declared, must
+  // be those of the value the node passes in.
+  absl::Status CheckBodyInput(const NodeContext& node, const onnx::ValueInfoProto& info,
+                              ValueId value) const {
+    if (!info.has_type() || info.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+      return absl::OkStatus();
+    }
+    if (!info.type().has_tensor_type()) {
+      return node.Refuse(absl::StrCat("its graph's input '", info.name(),
+                                      "' is declared as a sequence or optional; the node passes "
+                                      "it a tensor"));
+    }
+    const onnx::TypeProto::Tensor& declared = info.type().tensor_type();
+    const TensorType& actual = graph_.value(value).type;
+    bool matches = true;
+    if (declared.elem_type() != onnx::TensorProto::UNDEFINED) {
+      absl::StatusOr<DType> dtype = DTypeFromOnnx(declared.elem_type(), info.name());
+      matches = dtype.ok() && *dtype == actual.dtype;
+    }
+    if (declared.has_shape()) {
+      matches = matches && declared.shape().dim_size() == static_cast<int>(actual.shape.size());
+    }
+    if (matches) return absl::OkStatus();
+    return node.Refuse(absl::StrCat("its graph's input '", info.name(),
+                                    "' is declared with another element type or rank than the ",
+                                    TypeToString(actual), " passed in"));
+  }
+
+  NodeContext Context(const onnx::NodeProto& node) {
+    return NodeContext(node, opset_, graph_, scope_->values, this, &scope_->composites);
+  }
+
   absl::Status AddArguments(const onnx::GraphProto& g) {
     if (g.sparse_initializer_size() > 0) {
       return absl::InvalidArgumentError("sparse initializers are not supported");
@@ -243,36 +363,93 @@ class Importer {
       // exponent): a constant, which lowering writes into the kernels.
       const ValueKind kind = data.num_elements() == 1 ? ValueKind::kConstant : ValueKind::kWeight;
       LOOM_ASSIGN_OR_RETURN(ValueId id, graph_.AddInitializer(init.name(), kind, std::move(data)));
-      values_[init.name()] = id;
+      Define(init.name(), id);
     }
     return absl::OkStatus();
   }
 
   absl::Status AddInput(const onnx::ValueInfoProto& input) {
-    LOOM_ASSIGN_OR_RETURN(TensorType type, InputType(input, options_));
-    auto bound = options_.bound_inputs.find(input.name());
-    absl::StatusOr<ValueId> id;
-    if (needed_.contains(input.name()) && bound != options_.bound_inputs.end()) {
-      if (bound->second.type() != type) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("graph input '", input.name(), "' is ", TypeToString(type),
-                         " but its given value is ", TypeToString(bound->second.type())));
-      }
-      id = graph_.AddInitializer(input.name(), ValueKind::kConstant, bound->second);
-    } else {
-      id = graph_.AddInput(input.name(), std::move(type));
+    if (input.type().has_sequence_type() || input.type().has_optional_type()) {
+      return AddCompositeInput(input);
     }
-    if (!id.ok()) return id.status();
-    values_[input.name()] = *id;
+    LOOM_ASSIGN_OR_RETURN(TensorType type, InputType(input, options_));
+    LOOM_ASSIGN_OR_RETURN(ValueId id, AddInputValue(input.name(), input.name(), std::move(type)));
+    Define(input.name(), id);
     return absl::OkStatus();
+  }
+
+  // Loom input `name` of `type` (ONNX input `onnx_name`, or one of its
+  // elements), or a constant of its given value where loom needs that
+  // input at import.
+  absl::StatusOr<ValueId> AddInputValue(const std::string& onnx_name, const std::string& name,
+                                        TensorType type) {
+    auto bound = options_.bound_inputs.find(name);
+    if (!needed_.contains(onnx_name) || bound == options_.bound_inputs.end()) {
+      return graph_.AddInput(name, std::move(type));
+    }
+    if (bound->second.type() != type) {
+      return absl::InvalidArgumentError(absl::StrCat("graph input '", name, "' is ",
+                                                     TypeToString(type), " but its given value is ",
+                                                     TypeToString(bound->second.type())));
+    }
+    return graph_.AddInitializer(name, ValueKind::kConstant, bound->second);
+  }
+
+  // A sequence or optional graph input, flattened into loom inputs by the
+  // structure OnnxImportOptions::structured_inputs gives.
+  absl::Status AddCompositeInput(const onnx::ValueInfoProto& input) {
+    const std::string what = absl::StrCat("graph input '", input.name(), "'");
+    Composite value;
+    const onnx::TypeProto* element = &input.type().sequence_type().elem_type();
+    if (input.type().has_optional_type()) {
+      const onnx::TypeProto& held = input.type().optional_type().elem_type();
+      value.kind = Composite::Kind::kOptional;
+      value.holds_sequence = held.has_sequence_type();
+      element = value.holds_sequence ? &held.sequence_type().elem_type() : &held;
+    }
+    if (!element->has_tensor_type()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what,
+          " is not a tensor (a sequence or optional of other than tensors is not supported)"));
+    }
+    auto given = options_.structured_inputs.find(input.name());
+    if (given == options_.structured_inputs.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what,
+          " is not a tensor (a sequence or optional whose structure, whether it holds a value and "
+          "its elements' shapes, loom needs at import and was not given)"));
+    }
+    LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(element->tensor_type().elem_type(), what));
+    value.present = value.is_sequence() || given->second.present;
+    const bool one_tensor = value.present && !value.has_sequence();
+    if (one_tensor && given->second.elements.size() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " is an optional tensor; its given structure has ",
+                       given->second.elements.size(), " tensors"));
+    }
+    for (size_t k = 0; value.present && k < given->second.elements.size(); ++k) {
+      const std::string name = one_tensor ? input.name() : SequenceElementName(input.name(), k);
+      LOOM_ASSIGN_OR_RETURN(TensorType type,
+                            WithinLimits(what, TensorType{dtype, given->second.elements[k]}));
+      LOOM_ASSIGN_OR_RETURN(ValueId id, AddInputValue(input.name(), name, std::move(type)));
+      value.elements.push_back(id);
+    }
+    top_.composites[input.name()] = std::move(value);
+    top_.defined.insert(input.name());
+    return absl::OkStatus();
+  }
+
+  void Define(const std::string& name, ValueId id) {
+    scope_->values[name] = id;
+    scope_->defined.insert(name);
   }
 
   // Whether every input of `node` is known at import.
   bool InputsKnown(const onnx::NodeProto& node) const {
     for (const std::string& input : node.input()) {
       if (input.empty()) continue;
-      auto it = values_.find(input);
-      if (it == values_.end()) return false;
+      auto it = scope_->values.find(input);
+      if (it == scope_->values.end()) return false;
       if (!graph_.HasInitializer(it->second)) return false;
     }
     return true;
@@ -280,15 +457,17 @@ class Importer {
 
   bool OutputNeeded(const onnx::NodeProto& node) const {
     for (const std::string& output : node.output()) {
-      if (needed_.contains(output)) return true;
+      if (scope_->wanted.contains(output)) return true;
     }
     return false;
   }
 
   // The version of the node's op that the model's opset selects (or its
   // first, for an op newer than the model): null for an op ONNX 1.23 does
-  // not define.
+  // not define in the default domain (the table has no other domain's ops:
+  // their converters check them).
   const onnx_import::OnnxSchema* SchemaOf(const onnx::NodeProto& node) const {
+    if (!IsDefaultDomain(node.domain())) return nullptr;
     const onnx_import::OnnxSchema* schema = onnx_import::FindSchema(node.op_type(), opset_);
     if (schema != nullptr) return schema;
     return onnx_import::FindSchema(node.op_type(), onnx_import::NewestOnnxOpset());
@@ -304,31 +483,28 @@ class Importer {
     if (implemented != nullptr && implemented->since_version >= schema->since_version) {
       return absl::OkStatus();
     }
-    return NodeContext(node, opset_, graph_, values_)
-        .Refuse(absl::StrCat("op ", node.op_type(), " (opset ", opset_, ") is its version ",
-                             schema->since_version, "; loom implements ",
-                             implemented == nullptr
-                                 ? absl::StrCat("no version of it up to opset ", through)
-                                 : absl::StrCat("version ", implemented->since_version, " (opsets ",
-                                                implemented->since_version, " to ", through, ")")));
+    return Context(node).Refuse(absl::StrCat(
+        "op ", node.op_type(), " (opset ", opset_, ") is its version ", schema->since_version,
+        "; loom implements ",
+        implemented == nullptr ? absl::StrCat("no version of it up to opset ", through)
+                               : absl::StrCat("version ", implemented->since_version, " (opsets ",
+                                              implemented->since_version, " to ", through, ")")));
   }
 
   // The node's input and output counts against its op's version: the
   // converters rely on them. And each output must be a new name.
   absl::Status CheckArity(const onnx::NodeProto& node) {
     for (const std::string& output : node.output()) {
-      if (!output.empty() && values_.contains(output)) {
-        return NodeContext(node, opset_, graph_, values_)
-            .Refuse(absl::StrCat("output '", output,
-                                 "' is already defined (an ONNX graph defines each name once)"));
+      if (!output.empty() && scope_->defined.contains(output)) {
+        return Context(node).Refuse(absl::StrCat(
+            "output '", output, "' is already defined (an ONNX graph defines each name once)"));
       }
     }
     const onnx_import::OnnxSchema* schema = SchemaOf(node);
     if (schema == nullptr) return absl::OkStatus();  // the converter decides
     auto refuse = [&](const char* what, int count, int low, int high) {
-      return NodeContext(node, opset_, graph_, values_)
-          .Refuse(absl::StrCat("has ", count, " ", what, "; ", node.op_type(), " (opset ", opset_,
-                               ") takes ", low, " to ", high));
+      return Context(node).Refuse(absl::StrCat("has ", count, " ", what, "; ", node.op_type(),
+                                               " (opset ", opset_, ") takes ", low, " to ", high));
     };
     if (node.input_size() < schema->min_inputs || node.input_size() > schema->max_inputs) {
       return refuse("inputs", node.input_size(), schema->min_inputs, schema->max_inputs);
@@ -340,35 +516,41 @@ class Importer {
   }
 
   absl::Status AddNode(const onnx::NodeProto& node) {
-    const Converter* converter = FindConverter(node.op_type());
-    if (!IsDefaultDomain(node.domain())) {
-      return NodeContext(node, opset_, graph_, values_)
-          .Refuse(absl::StrCat("op ", node.op_type(), " of domain '", node.domain(),
-                               "' is not supported by loom"));
+    const Converter* converter = FindConverter(node.op_type(), node.domain());
+    if (converter == nullptr && !IsDefaultDomain(node.domain())) {
+      return Context(node).Refuse(absl::StrCat("op ", node.op_type(), " of domain '", node.domain(),
+                                               "' is not supported by loom"));
     }
     if (opset_ == 0) {
-      return NodeContext(node, opset_, graph_, values_)
-          .Refuse("the model imports no opset of the default ONNX domain");
+      return Context(node).Refuse("the model imports no opset of the default ONNX domain");
     }
     if (converter == nullptr) {
-      return NodeContext(node, opset_, graph_, values_)
-          .Refuse(absl::StrCat("op ", node.op_type(), " (opset ", opset_,
-                               ") is not supported by loom"));
+      return Context(node).Refuse(
+          absl::StrCat("op ", node.op_type(), " (opset ", opset_, ") is not supported by loom"));
     }
     LOOM_RETURN_IF_ERROR(CheckVersion(node));
     LOOM_RETURN_IF_ERROR(CheckArity(node));
-    LOOM_ASSIGN_OR_RETURN(std::optional<onnx_import::HalfFloatNode> half,
-                          onnx_import::WidenHalfFloatInputs(node, graph_, values_, wide_copies_));
+    for (const std::string& output : node.output()) scope_->defined.insert(output);
+    // A graph's nodes handle their own 16-bit values; sequences and
+    // optionals hold them as they are.
+    if (onnx_import::HasGraphAttr(node) || onnx_import::IsCompositeOp(node.op_type())) {
+      return Convert(node, *converter);
+    }
+    LOOM_ASSIGN_OR_RETURN(
+        std::optional<onnx_import::HalfFloatNode> half,
+        onnx_import::WidenHalfFloatInputs(node, graph_, scope_->values, wide_copies_));
     LOOM_RETURN_IF_ERROR(Convert(node, *converter));
     if (!half.has_value()) return absl::OkStatus();
-    return onnx_import::NarrowHalfFloatOutputs(node, *half, graph_, values_);
+    return onnx_import::NarrowHalfFloatOutputs(node, *half, graph_, scope_->values);
   }
 
   absl::Status Convert(const onnx::NodeProto& node, const Converter& converter) {
-    if (node.input_size() > 0 && OutputNeeded(node) && InputsKnown(node)) {
+    // A node holding graphs reads values around it: its graphs' nodes fold.
+    if (node.input_size() > 0 && !onnx_import::HasGraphAttr(node) &&
+        !onnx_import::IsCompositeOp(node.op_type()) && OutputNeeded(node) && InputsKnown(node)) {
       return FoldNode(node, converter);
     }
-    NodeContext ctx(node, opset_, graph_, values_);
+    NodeContext ctx = Context(node);
     LOOM_RETURN_IF_ERROR(converter(ctx));
     if (!ctx.AllOutputsBound()) {
       return absl::InternalError(absl::StrCat(ctx.label(), ": an output was left undefined"));
@@ -386,7 +568,7 @@ class Importer {
       if (input.empty() || scratch_values.contains(input)) continue;
       LOOM_ASSIGN_OR_RETURN(ValueId id,
                             scratch.AddInitializer(input, ValueKind::kConstant,
-                                                   graph_.initializer(values_.at(input))));
+                                                   graph_.initializer(scope_->values.at(input))));
       scratch_values[input] = id;
     }
     NodeContext ctx(node, opset_, scratch, scratch_values);
@@ -411,7 +593,7 @@ class Importer {
           ValueId id,
           graph_.AddInitializer(graph_.FindValue(name) < 0 ? name : graph_.UniqueValueName(name),
                                 ValueKind::kConstant, std::move((*results)[k])));
-      values_[name] = id;
+      scope_->values[name] = id;
     }
     return absl::OkStatus();
   }
@@ -421,8 +603,13 @@ class Importer {
       return absl::InvalidArgumentError("the graph has no outputs");
     }
     for (const onnx::ValueInfoProto& output : g.output()) {
-      auto it = values_.find(output.name());
-      if (it == values_.end()) {
+      auto composite = top_.composites.find(output.name());
+      if (composite != top_.composites.end()) {
+        LOOM_RETURN_IF_ERROR(AddCompositeOutput(output, composite->second));
+        continue;
+      }
+      auto it = top_.values.find(output.name());
+      if (it == top_.values.end()) {
         return absl::InvalidArgumentError(
             absl::StrCat("graph output '", output.name(), "' is not defined by any node"));
       }
@@ -437,14 +624,46 @@ class Importer {
     return absl::OkStatus();
   }
 
+  // A sequence or optional graph output, flattened as inputs are
+  // (OnnxImportOptions::structured_inputs).
+  absl::Status AddCompositeOutput(const onnx::ValueInfoProto& output, const Composite& value) {
+    if (output.type().has_tensor_type()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", output.name(), "' is declared as a tensor but is ",
+                       value.is_sequence() ? "a sequence" : "an optional"));
+    }
+    for (size_t k = 0; k < value.elements.size(); ++k) {
+      graph_.AddOutput(value.elements[k]);
+      graph_.SetOutputName(graph_.outputs().size() - 1, value.has_sequence()
+                                                            ? SequenceElementName(output.name(), k)
+                                                            : output.name());
+    }
+    return absl::OkStatus();
+  }
+
   const onnx::ModelProto& model_;
   const OnnxImportOptions& options_;
   int64_t opset_ = 0;
   Graph graph_;
-  ValueMap values_;
+  Scope top_;                            // the model's graph
+  Scope* scope_ = &top_;                 // the graph whose nodes are being imported
   onnx_import::WideCopies wide_copies_;  // f32 copies of 16-bit values
+  // The model graph's inputs that loom needs at compile time: bound to
+  // their given values (OnnxImportOptions::bound_inputs).
   absl::flat_hash_set<std::string> needed_;
+  // Nodes imported from graph attributes so far, each import counted (an
+  // unrolled loop imports its body once an iteration): nested loops are
+  // bounded as a whole, past each node's own limit.
+  int64_t subgraph_nodes_ = 0;
 };
+
+}  // namespace
+
+std::string SequenceElementName(absl::string_view name, int64_t index) {
+  return absl::StrCat(name, "[", index, "]");
+}
+
+namespace {
 
 // Every size given for a named dim is at least 0 and names a dim of one of
 // the graph's inputs: a misspelt name is an error, not a size left unused.

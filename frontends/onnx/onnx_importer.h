@@ -18,6 +18,10 @@
 // - Optional inputs absent in the middle of a recurrence's input list are
 //   materialised (zeros, or full sequence lengths); unused optional outputs
 //   get fresh names.
+// - Control flow is resolved at import: If imports the branch its known
+//   condition takes (or both, selected with `where`), Loop and Scan are
+//   unrolled; sequences and optionals are held as their structure, known
+//   at import, and flattened at the graph's boundary (StructuredInput).
 // - Shapes are static: every input dim must be known (or given through
 //   OnnxImportOptions::input_shapes or, for named dims, ::dims), and each
 //   node's output types are inferred as it is added. Graph outputs whose
@@ -30,10 +34,13 @@
 // different result. Names from the model are only stored in the Graph;
 // loom's code generation never prints them.
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
@@ -55,10 +62,26 @@ struct OnnxImportOptions {
   // every graph input that has them and no shape in input_shapes. Each name
   // must be a named dim of some graph input.
   absl::flat_hash_map<std::string, int64_t> dims;
+  // The structure of graph inputs that are sequences or optionals, by name
+  // (a model declares their element type only): whether an optional holds
+  // a value, and the shapes of a sequence's elements (or of an optional's
+  // one tensor). Such an input is flattened into loom inputs: a sequence's
+  // elements (or an optional's sequence's) named SequenceElementName(name,
+  // k), an optional's tensor named `name`; an empty optional has none.
+  // Graph outputs are flattened alike.
+  struct StructuredInput {
+    bool present = true;
+    std::vector<Shape> elements;
+  };
+  absl::flat_hash_map<std::string, StructuredInput> structured_inputs;
   // The folder that initializers' external data files are in (the model's;
   // LoadOnnxFile sets it). Empty: a model with external data is refused.
   std::string external_data_dir;
 };
+
+// The loom input or output that holds element `index` of sequence `name`:
+// "name[index]".
+std::string SequenceElementName(absl::string_view name, int64_t index);
 
 absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
                                       const OnnxImportOptions& options = {});

@@ -8,22 +8,26 @@
 // softmax; a query row whose bias is -inf for every key gives zeros, not NaN.
 // RotaryEmbedding rotates pairs of features by angles read from the cos and
 // sin caches; RMSNormalization divides by the root mean square over the
-// trailing axes.
+// trailing axes. LinearAttention (27) runs its state recurrence step by
+// step, unrolled at import. FlexAttention (ai.onnx.preview) is Attention's
+// scores and softmax with its score_mod and prob_mod graphs imported in
+// between.
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "frontends/onnx/onnx_ops.h"
 #include "ir/status_macros.h"
 
 namespace loom::onnx_import {
 namespace {
-
-constexpr AttrKind kInt = onnx::AttributeProto::INT;
-constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
 
 // ONNX TensorProto element types that stash_type and softmax_precision name.
 constexpr int64_t kOnnxFloat = 1;
@@ -31,26 +35,12 @@ constexpr int64_t kOnnxFloat16 = 10;
 constexpr int64_t kOnnxDouble = 11;
 constexpr int64_t kOnnxBfloat16 = 16;
 
-ValueId Reshape(NodeContext& ctx, ValueId x, Shape shape) {
-  return ctx.Emit("reshape", {x}, MakeAttrs({{"shape", std::move(shape)}}));
-}
-
 ValueId Transpose(NodeContext& ctx, ValueId x, std::vector<int64_t> perm) {
   return ctx.Emit("transpose", {x}, MakeAttrs({{"perm", std::move(perm)}}));
 }
 
 ValueId Unsqueeze(NodeContext& ctx, ValueId x, int64_t axis) {
   return ctx.Emit("unsqueeze", {x}, MakeAttrs({{"axes", Shape{axis}}}));
-}
-
-// x[start:end:step] along `axis`.
-ValueId Slice(NodeContext& ctx, ValueId x, int64_t axis, int64_t start, int64_t end,
-              int64_t step = 1) {
-  return ctx.Emit("slice", {x},
-                  MakeAttrs({{"starts", Shape{start}},
-                             {"ends", Shape{end}},
-                             {"axes", Shape{axis}},
-                             {"steps", Shape{step}}}));
 }
 
 ValueId Concat(NodeContext& ctx, std::vector<ValueId> parts, int64_t axis) {
@@ -81,7 +71,8 @@ absl::StatusOr<DType> FloatDType(const NodeContext& ctx, absl::string_view attr,
     case kOnnxFloat16:
     case kOnnxBfloat16:
       return ctx.Refuse(absl::StrCat("attribute '", attr, "' ", type,
-                                     " names float16 or bfloat16, which loom does not have"));
+                                     " asks for float16 or bfloat16 precision; loom computes "
+                                     "16-bit floats in f32"));
     default:
       return ctx.Refuse(absl::StrCat("attribute '", attr, "' ", type,
                                      " is not a floating-point type (1, 10, 11 or 16)"));
@@ -568,12 +559,279 @@ absl::Status ConvertAttention(NodeContext& ctx) {
   return ctx.status();
 }
 
+// --- LinearAttention --------------------------------------------------------
+
+enum LinearAttentionInput { kLaQuery, kLaKey, kLaValue, kLaPastState, kLaDecay, kLaBeta };
+enum LinearAttentionOutput { kLaOutput, kLaPresentState };
+
+// LinearAttention's recurrence: `gated` decays the state by exp(decay)
+// before each step, `delta` writes beta * (v - S^T k) instead of v.
+struct LinearAttentionRule {
+  bool gated = false;
+  bool delta = false;
+};
+
+// The sizes of LinearAttention's operands ([batch, steps, heads * size]).
+struct LinearAttentionSizes {
+  int64_t batch = 0, steps = 0, q_heads = 0, kv_heads = 0, key_size = 0, value_size = 0;
+  int64_t group() const { return q_heads / kv_heads; }
+};
+
+absl::StatusOr<LinearAttentionRule> ReadLinearAttentionRule(const NodeContext& ctx) {
+  const std::string rule = ctx.String("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta") {
+    return ctx.Refuse(absl::StrCat("update_rule '", rule,
+                                   "' is not 'linear', 'gated', 'delta' or 'gated_delta'"));
+  }
+  LinearAttentionRule read{rule == "gated" || rule == "gated_delta",
+                           rule == "delta" || rule == "gated_delta"};
+  for (auto [input, name, needed] :
+       {std::tuple{kLaDecay, "decay", read.gated}, std::tuple{kLaBeta, "beta", read.delta}}) {
+    if (ctx.HasInput(input) != needed) {
+      return ctx.Refuse(absl::StrCat("update_rule '", rule, "' ", needed ? "requires" : "takes no",
+                                     " input ", name));
+    }
+  }
+  return read;
+}
+
+// Reads the head counts and Q, K and V's shapes, checked against each other.
+absl::StatusOr<LinearAttentionSizes> ReadLinearAttentionSizes(NodeContext& ctx, const Shape& q,
+                                                              const Shape& k, const Shape& v) {
+  if (!ctx.HasAttr("q_num_heads") || !ctx.HasAttr("kv_num_heads")) {
+    return ctx.Refuse("attributes 'q_num_heads' and 'kv_num_heads' are required");
+  }
+  LinearAttentionSizes sizes;
+  sizes.q_heads = ctx.Int("q_num_heads", 0);
+  sizes.kv_heads = ctx.Int("kv_num_heads", 0);
+  if (sizes.q_heads <= 0 || sizes.kv_heads <= 0 || sizes.q_heads % sizes.kv_heads != 0) {
+    return ctx.Refuse(absl::StrCat("q_num_heads ", sizes.q_heads,
+                                   " must be a positive multiple of kv_num_heads ",
+                                   sizes.kv_heads));
+  }
+  const std::string shapes = absl::StrCat("query ", ShapeToString(q), ", key ", ShapeToString(k),
+                                          " and value ", ShapeToString(v));
+  if (q.size() != 3 || k.size() != 3 || v.size() != 3 || k[0] != q[0] || v[0] != q[0] ||
+      k[1] != q[1] || v[1] != q[1]) {
+    return ctx.Refuse(absl::StrCat(shapes, " must be [batch, steps, heads * size] alike"));
+  }
+  if (q[2] % sizes.q_heads != 0 || v[2] % sizes.kv_heads != 0 ||
+      k[2] != sizes.kv_heads * (q[2] / sizes.q_heads)) {
+    return ctx.Refuse(absl::StrCat(shapes, " do not split into ", sizes.q_heads,
+                                   " query heads and ", sizes.kv_heads,
+                                   " key/value heads with one key size"));
+  }
+  if (q[1] == 0) return ctx.Refuse(absl::StrCat(shapes, " have no steps"));
+  sizes.batch = q[0];
+  sizes.steps = q[1];
+  sizes.key_size = q[2] / sizes.q_heads;
+  sizes.value_size = v[2] / sizes.kv_heads;
+  return sizes;
+}
+
+// Checks that optional input `input` is `dtype` [batch, steps, last] with
+// `last` one of `lasts`, and returns its last dim.
+absl::StatusOr<int64_t> CheckGateInput(NodeContext& ctx, int input, absl::string_view name,
+                                       const LinearAttentionSizes& sizes, DType dtype,
+                                       std::vector<int64_t> lasts) {
+  const TensorType type = ctx.TypeOf(ctx.In(input));
+  if (!ctx.ok()) return ctx.status();
+  const bool fits = type.shape.size() == 3 && type.shape[0] == sizes.batch &&
+                    type.shape[1] == sizes.steps && absl::c_linear_search(lasts, type.shape[2]);
+  if (type.dtype != dtype || !fits) {
+    return ctx.Refuse(absl::StrCat(name, " must be ", DTypeName(dtype), " [", sizes.batch, ", ",
+                                   sizes.steps, ", ", absl::StrJoin(lasts, " or "), "], got ",
+                                   TypeToString(type)));
+  }
+  return type.shape[2];
+}
+
+// [batch, steps, heads * size] as [batch, heads, steps, size], or with
+// `perm` another order of [batch, steps, heads, size].
+ValueId SplitPackedHeads(NodeContext& ctx, ValueId x, const LinearAttentionSizes& sizes,
+                         int64_t heads, std::vector<int64_t> perm = {0, 2, 1, 3}) {
+  const int64_t size = ctx.TypeOf(x).shape[2] / heads;
+  return Transpose(ctx, Reshape(ctx, x, {sizes.batch, sizes.steps, heads, size}), std::move(perm));
+}
+
+// One step's slice of `x` along `axis`.
+ValueId AtStep(NodeContext& ctx, ValueId x, int64_t axis, int64_t t) {
+  return Slice(ctx, x, axis, t, t + 1);
+}
+
+// LinearAttention (27): the recurrence run step by step over the sequence,
+// unrolled at import. The state S [batch, kv_heads, key_size, value_size]
+// starts at past_state (zeros without it); at step t, S *= exp(decay_t)
+// (gated), v_t becomes beta_t * (v_t - S^T k_t) (delta), S += k_t v_t^T,
+// and each query head reads scale * q_t^T S of its key/value head (query
+// head h reads head h / (q_num_heads / kv_num_heads)).
+absl::Status ConvertLinearAttention(NodeContext& ctx) {
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"chunk_size", kInt},
+                                       {"kv_num_heads", kInt},
+                                       {"q_num_heads", kInt},
+                                       {"scale", kFloat},
+                                       {"update_rule", onnx::AttributeProto::STRING}}));
+  LOOM_ASSIGN_OR_RETURN(LinearAttentionRule rule, ReadLinearAttentionRule(ctx));
+  const ValueId q = ctx.In(kLaQuery), k = ctx.In(kLaKey), v = ctx.In(kLaValue);
+  const TensorType q_type = ctx.TypeOf(q);
+  const TensorType k_type = ctx.TypeOf(k);
+  const TensorType v_type = ctx.TypeOf(v);
+  if (!ctx.ok()) return ctx.status();
+  if (k_type.dtype != q_type.dtype || v_type.dtype != q_type.dtype) {
+    return ctx.Refuse("query, key and value must have the same element type");
+  }
+  const DType dtype = q_type.dtype;
+  LOOM_ASSIGN_OR_RETURN(LinearAttentionSizes sizes,
+                        ReadLinearAttentionSizes(ctx, q_type.shape, k_type.shape, v_type.shape));
+  const int64_t batch = sizes.batch, kv_heads = sizes.kv_heads;
+  const Shape state_shape = {batch, kv_heads, sizes.key_size, sizes.value_size};
+  ValueId state;
+  if (ctx.HasInput(kLaPastState)) {
+    state = ctx.In(kLaPastState);
+    const TensorType past = ctx.TypeOf(state);
+    if (!ctx.ok()) return ctx.status();
+    if (past != TensorType{dtype, state_shape}) {
+      return ctx.Refuse(absl::StrCat("past_state must be ", TypeToString({dtype, state_shape}),
+                                     " (loom keeps the state in query's type), got ",
+                                     TypeToString(past)));
+    }
+  } else {
+    LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(state_shape));
+    state = ctx.Constant(Tensor(dtype, state_shape));
+  }
+  // Per step: the decay factors [batch, kv_heads, key_size or 1, 1], beta
+  // [batch, kv_heads or 1, 1, 1], keys as columns and rows, values as rows.
+  ValueId decay = NodeContext::kNoValue, beta = NodeContext::kNoValue;
+  if (rule.gated) {
+    LOOM_RETURN_IF_ERROR(
+        CheckGateInput(ctx, kLaDecay, "decay", sizes, dtype, {kv_heads, kv_heads * sizes.key_size})
+            .status());
+    decay =
+        SplitPackedHeads(ctx, ctx.Emit("exp", {ctx.In(kLaDecay)}), sizes, kv_heads, {0, 2, 3, 1});
+  }
+  if (rule.delta) {
+    LOOM_ASSIGN_OR_RETURN(int64_t last,
+                          CheckGateInput(ctx, kLaBeta, "beta", sizes, dtype, {kv_heads, 1}));
+    beta = SplitPackedHeads(ctx, ctx.In(kLaBeta), sizes, last, {0, 2, 1, 3});
+  }
+  const ValueId key_columns = SplitPackedHeads(ctx, k, sizes, kv_heads, {0, 2, 3, 1});
+  const ValueId key_rows = SplitPackedHeads(ctx, k, sizes, kv_heads);
+  const ValueId values = SplitPackedHeads(ctx, v, sizes, kv_heads);
+  // Queries as [batch, kv_heads, steps, group, key_size]: a step's queries
+  // of one key/value head form one matrix.
+  const ValueId queries =
+      Transpose(ctx, Reshape(ctx, q, {batch, sizes.steps, kv_heads, sizes.group(), sizes.key_size}),
+                {0, 2, 1, 3, 4});
+  std::vector<ValueId> outputs;
+  for (int64_t t = 0; t < sizes.steps; ++t) {
+    if (rule.gated) state = ctx.Emit("mul", {state, AtStep(ctx, decay, 3, t)});
+    ValueId value = AtStep(ctx, values, 2, t);
+    if (rule.delta) {
+      const ValueId retrieved = ctx.Emit("matmul", {AtStep(ctx, key_rows, 2, t), state});
+      value = ctx.Emit("mul", {AtStep(ctx, beta, 2, t), ctx.Emit("sub", {value, retrieved})});
+    }
+    state = ctx.Emit("add", {state, ctx.Emit("mul", {AtStep(ctx, key_columns, 3, t), value})});
+    const ValueId query =
+        Reshape(ctx, AtStep(ctx, queries, 2, t), {batch, kv_heads, sizes.group(), sizes.key_size});
+    outputs.push_back(Reshape(ctx, ctx.Emit("matmul", {query, state}),
+                              {batch, 1, sizes.q_heads * sizes.value_size}));
+  }
+  const double scale = ctx.Float("scale", 0) != 0
+                           ? ctx.Float("scale", 0)
+                           : 1 / std::sqrt(static_cast<double>(sizes.key_size));
+  const ValueId output = outputs.size() == 1 ? outputs[0] : Concat(ctx, outputs, 1);
+  ctx.EmitOutput(kLaOutput, "mul", {output, ctx.Scalar(dtype, scale)});
+  if (ctx.WantsOutput(kLaPresentState)) ctx.Bind(kLaPresentState, state);
+  return ctx.status();
+}
+
+// --- FlexAttention (domain ai.onnx.preview) ---------------------------------
+
+// `x` passed through the one-input, one-output graph of attribute `attr`
+// (score_mod or prob_mod), which must keep its type.
+absl::StatusOr<ValueId> ApplyModifier(NodeContext& ctx, absl::string_view attr, ValueId x) {
+  const onnx::GraphProto* graph = ctx.GraphAttr(attr);
+  if (graph == nullptr) return x;
+  const TensorType type = ctx.TypeOf(x);
+  ScopeValue input;
+  input.tensor = x;
+  LOOM_ASSIGN_OR_RETURN(std::vector<ScopeValue> outputs,
+                        ctx.ImportSubgraph(*graph, {input}, {false}));
+  if (outputs.size() != 1 || !outputs[0].is_tensor() || ctx.TypeOf(outputs[0].tensor) != type) {
+    return ctx.Refuse(absl::StrCat("graph attribute '", attr,
+                                   "' must give one tensor output of its input's type ",
+                                   TypeToString(type)));
+  }
+  return outputs[0].tensor;
+}
+
+// Q [batch, q_heads, q_seq, head], K [batch, kv_heads, kv_seq, head] and
+// V [batch, kv_heads, kv_seq, v_head], checked, as AttentionOperands of
+// element type `dtype`.
+absl::StatusOr<AttentionOperands> ReadFlexAttentionOperands(NodeContext& ctx, DType dtype) {
+  if (ctx.num_inputs() != 3 || ctx.num_outputs() != 1) {
+    return ctx.Refuse(absl::StrCat("has ", ctx.num_inputs(), " inputs and ", ctx.num_outputs(),
+                                   " outputs; FlexAttention takes Q, K and V and gives Y"));
+  }
+  const ValueId q = ctx.In(kQ), k = ctx.In(kK), v = ctx.In(kV);
+  const TensorType q_type = ctx.TypeOf(q);
+  const TensorType k_type = ctx.TypeOf(k);
+  const TensorType v_type = ctx.TypeOf(v);
+  if (!ctx.ok()) return ctx.status();
+  if (q_type.shape.size() != 4 || k_type.shape.size() != 4 || v_type.shape.size() != 4) {
+    return ctx.Refuse(absl::StrCat("Q, K and V must be 4-D [batch, heads, seq, head], got ",
+                                   ShapeToString(q_type.shape), ", ", ShapeToString(k_type.shape),
+                                   " and ", ShapeToString(v_type.shape)));
+  }
+  AttentionOperands ops{ctx.CastTo(q, dtype), ctx.CastTo(k, dtype), ctx.CastTo(v, dtype)};
+  ops.dtype = dtype;
+  LOOM_RETURN_IF_ERROR(ReadSizes(ctx, ops));
+  return ops;
+}
+
+// FlexAttention (ai.onnx.preview 1): softmax(score_mod(Q K^T * scale)),
+// then prob_mod, times V, with grouped-query heads as in Attention. The
+// scores, the modifiers' graphs and the softmax are in softmax_precision
+// (default: f64 for f64 inputs, else f32); Y has Q's element type.
+absl::Status ConvertFlexAttention(NodeContext& ctx) {
+  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"scale", kFloat},
+                                       {"softmax_precision", kInt},
+                                       {"score_mod", kGraph},
+                                       {"prob_mod", kGraph}}));
+  if (ctx.HasAttr("scale") && !(ctx.Float("scale", 0) > 0)) {
+    return ctx.Refuse(absl::StrCat("scale ", ctx.Float("scale", 0),
+                                   " must be positive (Q and K are each scaled by its sqrt)"));
+  }
+  const DType dtype = ctx.TypeOf(ctx.In(kQ)).dtype;
+  if (!ctx.ok()) return ctx.status();
+  if (ctx.TypeOf(ctx.In(kK)).dtype != dtype || ctx.TypeOf(ctx.In(kV)).dtype != dtype) {
+    return ctx.Refuse("Q, K and V must have the same element type");
+  }
+  DType precision = dtype == DType::kF64 ? DType::kF64 : DType::kF32;
+  if (ctx.HasAttr("softmax_precision")) {
+    LOOM_ASSIGN_OR_RETURN(precision,
+                          FloatDType(ctx, "softmax_precision", ctx.Int("softmax_precision", 0)));
+  }
+  LOOM_ASSIGN_OR_RETURN(AttentionOperands ops, ReadFlexAttentionOperands(ctx, precision));
+  LOOM_ASSIGN_OR_RETURN(
+      ValueId scores,
+      ApplyModifier(ctx, "score_mod", Scores(ctx, ops, RepeatHeads(ctx, ops.k, ops))));
+  const ValueId softmax = ctx.Emit("softmax", {scores}, MakeAttrs({{"axis", int64_t{-1}}}));
+  LOOM_ASSIGN_OR_RETURN(ValueId weights, ApplyModifier(ctx, "prob_mod", softmax));
+  const ValueId y = ctx.Emit("matmul", {weights, RepeatHeads(ctx, ops.v, ops)});
+  ctx.Bind(kY, ctx.CastTo(y, dtype));
+  return ctx.status();
+}
+
 }  // namespace
 
 void AddAttentionConverters(ConverterMap& map) {
   map["Attention"] = ConvertAttention;
   map["RotaryEmbedding"] = ConvertRotaryEmbedding;
   map["RMSNormalization"] = ConvertRmsNormalization;
+  map["LinearAttention"] = ConvertLinearAttention;
 }
+
+void AddPreviewConverters(ConverterMap& map) { map["FlexAttention"] = ConvertFlexAttention; }
 
 }  // namespace loom::onnx_import

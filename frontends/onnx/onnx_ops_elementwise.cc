@@ -15,9 +15,6 @@
 namespace loom::onnx_import {
 namespace {
 
-constexpr AttrKind kInt = onnx::AttributeProto::INT;
-constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
-
 // A binary op that maps onto loom `op` (numpy broadcasting), with the
 // legacy broadcast attributes before opset 7.
 Converter Binary(std::string op) {
@@ -126,7 +123,6 @@ absl::Status ConvertMod(NodeContext& ctx) {
 // unsigned integers only; from 28 also signed ones, as loom's bit_shift
 // does.
 absl::Status ConvertBitShift(NodeContext& ctx) {
-  constexpr AttrKind kString = onnx::AttributeProto::STRING;
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"direction", kString}}));
   const std::string direction = ctx.String("direction", "");
   if (direction != "LEFT" && direction != "RIGHT") {
@@ -166,14 +162,50 @@ absl::Status ConvertClip(NodeContext& ctx) {
   return ctx.status();
 }
 
+// Whether a cast to `to` honours Cast's `saturate`: the float8 types but
+// f8e8m0, whose loom cast saturates always.
+bool SaturationApplies(DType to) {
+  return to == DType::kF8E4M3FN || to == DType::kF8E4M3FNUZ || to == DType::kF8E5M2 ||
+         to == DType::kF8E5M2FNUZ;
+}
+
+// `saturate` (default 1) and `round_mode` (default "up") choose how values
+// convert to the float8 types. loom's cast overflows past the largest
+// finite value to infinity or NaN (ir/dtype.h: NarrowFloatBits), so a
+// saturating cast clips to the type's range first (a NaN passes, and
+// infinities become the largest value, as ONNX's table says); loom's cast
+// to f8e8m0 is ONNX's default (round up, saturate), and the others are
+// refused by name.
 absl::Status EmitCast(NodeContext& ctx, DType to) {
-  ctx.EmitOutput(0, "cast", {ctx.In(0)}, MakeAttrs({{"to", std::string(DTypeName(to))}}));
+  const int64_t saturate = ctx.Int("saturate", 1);
+  if (saturate != 0 && saturate != 1) {
+    return ctx.Refuse(absl::StrCat("attribute 'saturate' must be 0 or 1, got ", saturate));
+  }
+  const std::string round_mode = ctx.String("round_mode", "up");
+  if (round_mode != "up" && round_mode != "down" && round_mode != "nearest") {
+    return ctx.Refuse(
+        absl::StrCat("attribute 'round_mode' must be \"up\", \"down\" or "
+                     "\"nearest\", got \"",
+                     round_mode, "\""));
+  }
+  if (to == DType::kF8E8M0 && (round_mode != "up" || saturate == 0)) {
+    return ctx.Refuse(absl::StrCat("a cast to FLOAT8E8M0 with round_mode \"", round_mode,
+                                   "\" and saturate ", saturate,
+                                   " is not supported (loom rounds up and saturates)"));
+  }
+  ValueId x = ctx.In(0);
+  const DType from = ctx.TypeOf(x).dtype;
+  if (!ctx.ok()) return ctx.status();
+  if (saturate == 1 && SaturationApplies(to) && from != DType::kBool) {
+    const double max = NarrowFloatMax(to);
+    x = ctx.Emit("clip", {x}, MakeAttrs({{"min", -max}, {"max", max}}));
+  }
+  ctx.EmitOutput(0, "cast", {x}, MakeAttrs({{"to", std::string(DTypeName(to))}}));
   return ctx.status();
 }
 
 // Cast's and CastLike's attributes besides `to`: `saturate` (opset 19) and
-// `round_mode` (24) say how values are converted to float8 types, which
-// loom refuses as types; for every type loom has they change nothing.
+// `round_mode` (24), for the float8 types (EmitCast).
 std::vector<AttrRule> CastAttrs(const NodeContext& ctx, std::vector<AttrRule> accepted) {
   if (ctx.opset() >= 19) accepted.push_back({"saturate", kInt});
   if (ctx.opset() >= 24) accepted.push_back({"round_mode", onnx::AttributeProto::STRING});
@@ -193,194 +225,9 @@ absl::Status ConvertCastLike(NodeContext& ctx) {
   return EmitCast(ctx, to);
 }
 
-// A quantization parameter (scale or zero point) of x: a scalar or a
-// one-element tensor applies to every element; a 1-D tensor of
-// x.shape[axis] elements (per axis) is reshaped to broadcast along `axis`.
-absl::StatusOr<ValueId> AlongAxis(NodeContext& ctx, ValueId param, const Shape& x,
-                                  absl::string_view what) {
-  const Shape shape = ctx.TypeOf(param).shape;
-  if (!ctx.ok()) return ctx.status();
-  if (NumElements(shape) == 1 && shape.size() <= 1) return param;
-  const int64_t rank = static_cast<int64_t>(x.size());
-  int64_t axis = ctx.Int("axis", 1);
-  if (axis < -rank || axis >= rank) {
-    return ctx.Refuse(absl::StrCat("attribute 'axis' ", axis, " is out of range for rank ", rank));
-  }
-  if (axis < 0) axis += rank;
-  if (shape.size() != 1 || shape[0] != x[axis]) {
-    return ctx.Refuse(absl::StrCat(what, " must be a scalar or have shape [", x[axis], "] (axis ",
-                                   axis, " of ", ShapeToString(x), "), got ",
-                                   ShapeToString(shape)));
-  }
-  Shape along(x.size(), 1);
-  along[axis] = x[axis];
-  return ctx.Emit("reshape", {param}, MakeAttrs({{"shape", along}}));
-}
-
-// The operands every linear (de)quantizer reads: x, the scale (input 1)
-// and the scale's float type, in which it computes. Refuses what loom
-// leaves out: blocked quantization (opset 21) and scales of a type loom
-// has no float for.
-struct QuantizationOperands {
-  ValueId x = NodeContext::kNoValue;
-  ValueId scale = NodeContext::kNoValue;
-  TensorType x_type;
-  DType float_type = DType::kF32;
-};
-
-absl::StatusOr<QuantizationOperands> ReadQuantizationOperands(NodeContext& ctx) {
-  QuantizationOperands q;
-  q.x = ctx.In(0);
-  q.scale = ctx.In(1);
-  q.x_type = ctx.TypeOf(q.x);
-  q.float_type = ctx.TypeOf(q.scale).dtype;
-  if (!ctx.ok()) return ctx.status();
-  if (ctx.Int("block_size", 0) != 0) {
-    return ctx.Refuse("attribute 'block_size' (blocked quantization) is not supported");
-  }
-  if (!IsFloat(q.float_type)) {
-    return ctx.Refuse(
-        absl::StrCat("the scale must be a float tensor, got ", DTypeName(q.float_type)));
-  }
-  return q;
-}
-
-// round(x / scale) + zero (zero: kNoValue for none) in `float_type`, the
-// scale's; QuantizeLinear's output before its saturating cast.
-ValueId QuantizedValues(NodeContext& ctx, ValueId x, ValueId scale, ValueId zero,
-                        DType float_type) {
-  ValueId y = ctx.Emit("round", {ctx.Emit("div", {ctx.CastTo(x, float_type), scale})});
-  if (zero == NodeContext::kNoValue) return y;
-  return ctx.Emit("add", {y, ctx.CastTo(zero, float_type)});
-}
-
-// QuantizeLinear: y = saturate(round(x / y_scale) + y_zero_point), rounding
-// half to even, in the scale's float type; the final cast saturates to the
-// zero point's integer type (u8 without one).
-absl::Status ConvertQuantizeLinear(NodeContext& ctx) {
-  if (absl::Status s = ctx.CheckAttrs(
-          {{"axis", kInt}, {"saturate", kInt}, {"block_size", kInt}, {"output_dtype", kInt}});
-      !s.ok()) {
-    return s;
-  }
-  LOOM_ASSIGN_OR_RETURN(QuantizationOperands q, ReadQuantizationOperands(ctx));
-  const auto& [x, scale, x_type, float_type] = q;
-  DType to = DType::kU8;
-  if (ctx.HasAttr("output_dtype")) {
-    LOOM_ASSIGN_OR_RETURN(
-        DType dtype, DTypeFromOnnx(static_cast<int32_t>(ctx.Int("output_dtype", 0)), ctx.label()));
-    to = dtype;
-  }
-  if (ctx.HasInput(2)) to = ctx.TypeOf(ctx.In(2)).dtype;
-  if (!IsInteger(to) || DTypeSize(to) > 2) {
-    return ctx.Refuse(
-        absl::StrCat("quantizing to ", DTypeName(to), " is not supported (u8, i8, u16 or i16)"));
-  }
-  if (x_type.dtype != float_type && x_type.dtype != DType::kI32) {
-    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(x_type.dtype), ", expected ",
-                                   DTypeName(float_type), " (the scale's) or i32"));
-  }
-  LOOM_ASSIGN_OR_RETURN(ValueId scale_b, AlongAxis(ctx, scale, x_type.shape, "y_scale"));
-  ValueId zero = NodeContext::kNoValue;
-  if (ctx.HasInput(2)) {
-    LOOM_ASSIGN_OR_RETURN(ValueId zero_b, AlongAxis(ctx, ctx.In(2), x_type.shape, "y_zero_point"));
-    zero = zero_b;
-  }
-  ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, scale_b, zero, float_type)},
-                 MakeAttrs({{"to", std::string(DTypeName(to))}}));
-  return ctx.status();
-}
-
-// DynamicQuantizeLinear, as ONNX defines it by a function: the range
-// [min(x, 0), max(x, 0)] maps onto [0, 255]; scale = range / 255, zero point
-// = round(clip(-min / scale, 0, 255)) as u8; y = QuantizeLinear(x, scale,
-// zero point).
-absl::Status ConvertDynamicQuantizeLinear(NodeContext& ctx) {
-  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
-  const ValueId x = ctx.In(0);
-  const DType dtype = ctx.TypeOf(x).dtype;
-  if (!ctx.ok()) return ctx.status();
-  if (dtype != DType::kF32) {
-    return ctx.Refuse(absl::StrCat("x has dtype ", DTypeName(dtype), ", expected f32"));
-  }
-  const ValueId zero = ctx.Scalar(dtype, 0);
-  const ValueId low = ctx.Emit("minimum", {ctx.Emit("reduce_min", {x}), zero});
-  const ValueId high = ctx.Emit("maximum", {ctx.Emit("reduce_max", {x}), zero});
-  const ValueId scale =
-      ctx.EmitOutput(1, "div", {ctx.Emit("sub", {high, low}), ctx.Scalar(dtype, 255)});
-  const ValueId initial = ctx.Emit("sub", {zero, ctx.Emit("div", {low, scale})});
-  const ValueId clipped = ctx.Emit("clip", {initial}, MakeAttrs({{"min", 0.0}, {"max", 255.0}}));
-  const ValueId zero_point = ctx.EmitOutput(2, "cast", {ctx.Emit("round", {clipped})},
-                                            MakeAttrs({{"to", std::string("u8")}}));
-  ctx.EmitOutput(0, "cast", {QuantizedValues(ctx, x, scale, zero_point, dtype)},
-                 MakeAttrs({{"to", std::string("u8")}}));
-  return ctx.status();
-}
-
-// DequantizeLinear: y = (x - x_zero_point) * x_scale in the scale's float
-// type.
-absl::Status ConvertDequantizeLinear(NodeContext& ctx) {
-  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({{"axis", kInt}, {"block_size", kInt}}));
-  LOOM_ASSIGN_OR_RETURN(QuantizationOperands q, ReadQuantizationOperands(ctx));
-  const auto& [x, scale, x_type, float_type] = q;
-  if (!IsInteger(x_type.dtype)) {
-    return ctx.Refuse(
-        absl::StrCat("x has dtype ", DTypeName(x_type.dtype), ", expected an integer type"));
-  }
-  ValueId y = ctx.CastTo(x, float_type);
-  if (ctx.HasInput(2)) {
-    const ValueId zero = ctx.In(2);
-    if (ctx.TypeOf(zero).dtype != x_type.dtype) {
-      return ctx.Refuse(absl::StrCat("x_zero_point has dtype ", DTypeName(ctx.TypeOf(zero).dtype),
-                                     ", x has ", DTypeName(x_type.dtype)));
-    }
-    LOOM_ASSIGN_OR_RETURN(ValueId zero_b, AlongAxis(ctx, zero, x_type.shape, "x_zero_point"));
-    y = ctx.Emit("sub", {y, ctx.CastTo(zero_b, float_type)});
-  }
-  LOOM_ASSIGN_OR_RETURN(ValueId scale_b, AlongAxis(ctx, scale, x_type.shape, "x_scale"));
-  ctx.EmitOutput(0, "mul", {y, scale_b});
-  return ctx.status();
-}
-
-// MatMulInteger: (A - a_zero_point) @ (B - b_zero_point) in i32 (wrapping
-// as loom's integers do). A zero point is a scalar, per row of A ([M], or
-// [..., M, 1]) or per column of B ([N], or [..., 1, N]).
-absl::Status ConvertMatMulInteger(NodeContext& ctx) {
-  LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
-  std::vector<ValueId> operands;
-  for (int i = 0; i < 2; ++i) {
-    const ValueId x = ctx.In(i);
-    const TensorType type = ctx.TypeOf(x);
-    if (!ctx.ok()) return ctx.status();
-    if (!IsInteger(type.dtype) || DTypeSize(type.dtype) != 1) {
-      return ctx.Refuse(absl::StrCat(i == 0 ? "A" : "B", " has dtype ", DTypeName(type.dtype),
-                                     ", expected u8 or i8"));
-    }
-    ValueId shifted = ctx.CastTo(x, DType::kI32);
-    if (ctx.HasInput(i + 2)) {
-      ValueId zero = ctx.In(i + 2);
-      const Shape zero_shape = ctx.TypeOf(zero).shape;
-      if (!ctx.ok()) return ctx.status();
-      if (ctx.TypeOf(zero).dtype != type.dtype) {
-        return ctx.Refuse(absl::StrCat(i == 0 ? "a" : "b", "_zero_point has dtype ",
-                                       DTypeName(ctx.TypeOf(zero).dtype), ", its operand ",
-                                       DTypeName(type.dtype)));
-      }
-      // A's per-row vector [M] lines up with A's rows as [M, 1].
-      if (i == 0 && zero_shape.size() == 1 && type.shape.size() >= 2 && zero_shape[0] != 1) {
-        zero = ctx.Emit("reshape", {zero}, MakeAttrs({{"shape", Shape{zero_shape[0], 1}}}));
-      }
-      shifted = ctx.Emit("sub", {shifted, ctx.CastTo(zero, DType::kI32)});
-    }
-    operands.push_back(shifted);
-  }
-  ctx.EmitOutput(0, "matmul", std::move(operands));
-  return ctx.status();
-}
-
 absl::Status ConvertIdentity(NodeContext& ctx) {
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs({}));
-  ctx.Bind(0, ctx.In(0));
+  ctx.BindValue(0, ctx.ValueIn(0));  // a tensor, a sequence or an optional
   return ctx.status();
 }
 
@@ -624,10 +471,6 @@ void AddElementwiseConverters(ConverterMap& map) {
   map["Clip"] = ConvertClip;
   map["Cast"] = ConvertCast;
   map["CastLike"] = ConvertCastLike;
-  map["QuantizeLinear"] = ConvertQuantizeLinear;
-  map["DequantizeLinear"] = ConvertDequantizeLinear;
-  map["DynamicQuantizeLinear"] = ConvertDynamicQuantizeLinear;
-  map["MatMulInteger"] = ConvertMatMulInteger;
   map["Identity"] = ConvertIdentity;
   map["LeakyRelu"] = Activation("leaky_relu", {{"alpha", 0.01f}});
   map["Elu"] = Activation("elu", {{"alpha", 1.0f}});

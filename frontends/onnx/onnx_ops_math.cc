@@ -25,9 +25,6 @@ Converter FloatUnary(std::string op) {
   };
 }
 
-constexpr AttrKind kInt = onnx::AttributeProto::INT;
-constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
-
 // HannWindow, HammingWindow, BlackmanWindow: the generalised cosine window
 //   w[n] = a0 - a1 cos(2 pi n / N1) + a2 cos(4 pi n / N1),  n < size,
 // with N1 = size when `periodic` (default 1), else size - 1 (as ONNX's

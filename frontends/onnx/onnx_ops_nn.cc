@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,12 +19,6 @@
 
 namespace loom::onnx_import {
 namespace {
-
-constexpr AttrKind kInt = onnx::AttributeProto::INT;
-constexpr AttrKind kInts = onnx::AttributeProto::INTS;
-constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
-constexpr AttrKind kString = onnx::AttributeProto::STRING;
-constexpr AttrKind kStrings = onnx::AttributeProto::STRINGS;
 
 // Axes d..rank-1.
 std::vector<int64_t> TrailingAxes(int64_t first, int64_t rank) {
@@ -73,6 +69,42 @@ absl::Status ConvertGemm(NodeContext& ctx) {
   return ctx.status();
 }
 
+// ReduceMax and ReduceMin over an empty set of elements give the lowest
+// (max) or highest (min) value of the type: -inf or +inf for floats, false
+// or true for bools, as ONNX defines them. loom's reductions have no such
+// identity, and the result does not depend on the data: it is a constant.
+// None when no reduced dim is empty.
+absl::StatusOr<std::optional<Tensor>> EmptyExtremum(const NodeContext& ctx, const TensorType& type,
+                                                    const std::vector<int64_t>& axes, bool keepdims,
+                                                    bool is_max) {
+  const int64_t rank = static_cast<int64_t>(type.shape.size());
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int64_t axis : axes) {
+    LOOM_ASSIGN_OR_RETURN(int64_t d, NormalizedAxis(ctx, axis, rank, "an entry of axes"));
+    reduced[d] = true;
+  }
+  Shape shape;
+  bool empty = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    empty = empty || (reduced[d] && type.shape[d] == 0);
+    if (!reduced[d] || keepdims) shape.push_back(reduced[d] ? 1 : type.shape[d]);
+  }
+  if (!empty) return std::nullopt;
+  LOOM_RETURN_IF_ERROR(ctx.CheckBuildable(shape));
+  Tensor extremum(type.dtype, shape);
+  for (int64_t i = 0; i < extremum.num_elements(); ++i) {
+    if (IsFloat(type.dtype)) {
+      extremum.SetDouble(i, is_max ? -std::numeric_limits<double>::infinity()
+                                   : std::numeric_limits<double>::infinity());
+    } else if (type.dtype == DType::kBool) {
+      extremum.SetInt(i, is_max ? 0 : 1);
+    } else {
+      extremum.SetInt(i, is_max ? IntegerMinBits(type.dtype) : IntegerMaxBits(type.dtype));
+    }
+  }
+  return extremum;
+}
+
 // ReduceSum takes its axes as an input from opset 13 (the others from 18),
 // with noop_with_empty_axes; before that, `axes` is an attribute. ONNX's
 // keepdims defaults to 1, loom's to 0.
@@ -102,6 +134,15 @@ Converter Reduce(std::string loom_op) {
     if (axes.empty() && noop_when_empty) {
       ctx.Bind(0, x);
       return ctx.status();
+    }
+    if (loom_op == "reduce_max" || loom_op == "reduce_min") {
+      LOOM_ASSIGN_OR_RETURN(std::optional<Tensor> extremum,
+                            EmptyExtremum(ctx, ctx.TypeOf(x), axes, ctx.Int("keepdims", 1) != 0,
+                                          loom_op == "reduce_max"));
+      if (extremum.has_value()) {
+        ctx.ConstantOutput(0, *std::move(extremum));
+        return ctx.status();
+      }
     }
     Attrs attrs = MakeAttrs({{"keepdims", ctx.Int("keepdims", 1)}});
     if (!axes.empty()) attrs.Set("axes", axes);
@@ -372,11 +413,12 @@ absl::StatusOr<Attrs> WindowAttrs(const NodeContext& ctx, const Shape& shape,
                     {"pads", std::move(pads)}});
 }
 
-// The kernel of Conv or ConvTranspose: W's spatial shape (W has X's
-// `rank`, laid out as `layout`); kernel_shape, when given, must agree.
+// The kernel of Conv or ConvTranspose: the spatial shape of W (input
+// `weight_input`, with X's `rank`, laid out as `layout`); kernel_shape,
+// when given, must agree.
 absl::StatusOr<std::vector<int64_t>> WeightKernel(NodeContext& ctx, size_t rank,
-                                                  absl::string_view layout) {
-  const Shape weight = ctx.TypeOf(ctx.In(1)).shape;
+                                                  absl::string_view layout, int weight_input) {
+  const Shape weight = ctx.TypeOf(ctx.In(weight_input)).shape;
   if (!ctx.ok()) return ctx.status();
   if (weight.size() != rank) {
     return ctx.Refuse(
@@ -392,18 +434,18 @@ absl::StatusOr<std::vector<int64_t>> WeightKernel(NodeContext& ctx, size_t rank,
 }
 
 // Checks the attributes of Conv (with ConvTranspose's `extra` ones) and
-// reads X's shape [N, C, spatial...] and W's kernel (W laid out as
-// `layout`).
+// reads X's shape [N, C, spatial...] and W's kernel (W input
+// `weight_input`, laid out as `layout`).
 absl::Status ReadConvOperands(NodeContext& ctx, std::vector<AttrRule> extra,
-                              absl::string_view layout, Shape& shape,
-                              std::vector<int64_t>& kernel) {
+                              absl::string_view layout, Shape& shape, std::vector<int64_t>& kernel,
+                              int weight_input = 1) {
   std::vector<AttrRule> accepted = {{"auto_pad", kString}, {"dilations", kInts},
                                     {"group", kInt},       {"kernel_shape", kInts},
                                     {"pads", kInts},       {"strides", kInts}};
   accepted.insert(accepted.end(), extra.begin(), extra.end());
   LOOM_RETURN_IF_ERROR(ctx.CheckAttrs(accepted));
   LOOM_ASSIGN_OR_RETURN(Shape x, SpatialInputShape(ctx));
-  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> w, WeightKernel(ctx, x.size(), layout));
+  LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> w, WeightKernel(ctx, x.size(), layout, weight_input));
   shape = std::move(x);
   kernel = std::move(w);
   return absl::OkStatus();
@@ -412,14 +454,7 @@ absl::Status ReadConvOperands(NodeContext& ctx, std::vector<AttrRule> extra,
 // Conv; the kernel is the weight's spatial shape (kernel_shape, when given,
 // must agree).
 absl::Status ConvertConv(NodeContext& ctx) {
-  Shape shape;
-  std::vector<int64_t> kernel;
-  if (absl::Status s = ReadConvOperands(ctx, {}, "[M, C/group, kernel...]", shape, kernel);
-      !s.ok()) {
-    return s;
-  }
-  LOOM_ASSIGN_OR_RETURN(Attrs attrs, WindowAttrs(ctx, shape, kernel));
-  attrs.Set("group", ctx.Int("group", 1));
+  LOOM_ASSIGN_OR_RETURN(Attrs attrs, ConvAttrs(ctx, /*weight_input=*/1));
   std::vector<ValueId> inputs = {ctx.In(0), ctx.In(1)};
   if (ctx.HasInput(2)) inputs.push_back(ctx.In(2));
   ctx.EmitOutput(0, "conv", std::move(inputs), std::move(attrs));
@@ -1029,6 +1064,19 @@ Converter Recurrent(RecurrentOp op) {
 }
 
 }  // namespace
+
+absl::StatusOr<Attrs> ConvAttrs(NodeContext& ctx, int weight_input) {
+  Shape shape;
+  std::vector<int64_t> kernel;
+  if (absl::Status s =
+          ReadConvOperands(ctx, {}, "[M, C/group, kernel...]", shape, kernel, weight_input);
+      !s.ok()) {
+    return s;
+  }
+  LOOM_ASSIGN_OR_RETURN(Attrs attrs, WindowAttrs(ctx, shape, kernel));
+  attrs.Set("group", ctx.Int("group", 1));
+  return attrs;
+}
 
 void AddNeuralConverters(ConverterMap& map) {
   map["MatMul"] = ConvertMatMul;

@@ -19,13 +19,6 @@
 namespace loom::onnx_import {
 namespace {
 
-constexpr AttrKind kInt = onnx::AttributeProto::INT;
-constexpr AttrKind kInts = onnx::AttributeProto::INTS;
-constexpr AttrKind kFloat = onnx::AttributeProto::FLOAT;
-constexpr AttrKind kFloats = onnx::AttributeProto::FLOATS;
-constexpr AttrKind kString = onnx::AttributeProto::STRING;
-constexpr AttrKind kTensor = onnx::AttributeProto::TENSOR;
-
 Tensor IntsTensor(const std::vector<int64_t>& values) {
   Tensor t(DType::kI64, {static_cast<int64_t>(values.size())});
   for (size_t i = 0; i < values.size(); ++i) t.SetInt(i, values[i]);

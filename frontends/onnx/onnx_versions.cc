@@ -12,10 +12,10 @@ namespace {
 
 // The ops whose converters implement a version newer than opset 17's, with
 // the newest opset each implements. Each line says what the versions after
-// 17 changed; "types" means only element types: bfloat16 and float16, which
-// loom stores and computes in f32 (onnx_half_floats.h), or ones loom does
-// not have (float8, int4, int2, float4, float6, strings), which the importer
-// refuses by name wherever a value of one appears.
+// 17 changed; "types" means only element types: bfloat16, float16, float8,
+// float4, int4 and int2, which loom stores and computes in f32 or i32
+// (ir/dtype.h), or ones loom does not have (float6, strings), which the
+// importer refuses by name wherever a value of one appears.
 const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
   static const auto* const versions = new absl::flat_hash_map<std::string, int64_t>{
       // Elementwise math and activations: types (22, 28).
@@ -100,6 +100,14 @@ const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
       // BitShift defined for signed types (loom's bit_shift supports them).
       {"Mod", 28},
       {"BitShift", 28},
+      // 19: float8 types and `saturate`; 21: blocked quantization
+      // (`block_size`), int16, uint16, int4 and uint4, QuantizeLinear's
+      // `output_dtype`; 23: QuantizeLinear's `precision`, DequantizeLinear's
+      // `output_dtype`; 24, 25, 28: types (onnx_ops_quantize.cc).
+      {"QuantizeLinear", 28},
+      {"DequantizeLinear", 28},
+      // 21: float16 and bfloat16 scales, float8 operands.
+      {"QLinearMatMul", 28},
       // 18: new, on integers.
       {"BitwiseAnd", 28},
       {"BitwiseOr", 28},
@@ -136,6 +144,47 @@ const absl::flat_hash_map<std::string, int64_t>& ImplementedVersions() {
       {"RotaryEmbedding", 28},
       // 23: new.
       {"RMSNormalization", 28},
+      // --- Signal and linear algebra (onnx_ops_signal.cc) ---
+      // 20: the axis as an input.
+      {"DFT", 28},
+      // 22: types.
+      {"Det", 28},
+      // 27: new.
+      {"LinearAttention", 28},
+      // --- Sampling and geometry (onnx_ops_sampling.cc) ---
+      // 20: modes renamed linear and cubic, N-D; 22: types.
+      {"GridSample", 28},
+      // 20: new.
+      {"AffineGrid", 28},
+      // 18: new.
+      {"Col2Im", 28},
+      // 19: new; 22: types.
+      {"DeformConv", 28},
+      // 16: coordinate_transformation_mode; 22: types.
+      {"RoiAlign", 28},
+      // 22: types.
+      {"MaxUnpool", 28},
+      // --- Control flow (onnx_ops_control_flow.cc) ---
+      // 19, 21, 23 to 25: types.
+      {"If", 28},
+      {"Loop", 28},
+      {"Scan", 28},
+      // Sequences and optionals (onnx_ops_sequence.cc). 18: OptionalHasElement's
+      // input optional, it and OptionalGetElement take tensors and sequences
+      // too; 24, 28: types.
+      {"SplitToSequence", 28},
+      {"Optional", 28},
+      {"OptionalHasElement", 28},
+      {"OptionalGetElement", 28},
+      // --- New ops of opsets 24 to 28 (onnx_ops_recent.cc) ---
+      // 24: new.
+      {"TensorScatter", 28},
+      // 26: new.
+      {"BitCast", 28},
+      // 27: new.
+      {"CausalConvWithState", 28},
+      // 28: new.
+      {"SwiGLU", 28},
   };
   return *versions;
 }

@@ -27,10 +27,14 @@
 // Squeeze's axes, ... fed as graph inputs, as node tests do) are bound to
 // the data set's values at import (OnnxImportOptions::bound_inputs); data,
 // gather and scatter indices included, stays an input of the compiled
-// model. A line before the summary counts the passed tests that had inputs
-// bound, by the op that needed them at compile time, and those whose
-// outputs were all computed at import (Shape, Range, ...), where loom's
-// compiled code only copies constants; --verbose marks the latter.
+// model. A sequence or optional input or output (SequenceProto,
+// OptionalProto data) is flattened as the importer flattens it
+// (OnnxImportOptions::structured_inputs): its structure given at import,
+// its tensors compared by their loom names. A line before the summary
+// counts the passed tests that had inputs bound, by the op that needed
+// them at compile time, and those whose outputs were all computed at
+// import (Shape, Range, ...), where loom's compiled code only copies
+// constants; --verbose marks the latter.
 //
 // Usage: conformance [--min_passed=N] [--batch=N] [--cache_dir=D] [--verbose]
 //                    PATH...
@@ -39,6 +43,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -60,6 +65,7 @@
 #include "frontends/onnx/onnx_tensor.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "onnx/onnx-data_pb.h"
 
 ABSL_FLAG(int, min_passed, 0, "fail unless at least this many tests pass");
 ABSL_FLAG(std::string, cache_dir, "", "kernel cache directory (default: the runtime's)");
@@ -93,18 +99,83 @@ Outcome Unsupported(const absl::Status& status) {
 
 Outcome Fail(std::string detail) { return {Verdict::kFail, std::move(detail)}; }
 
-// A data set's tensors, input_0.pb, input_1.pb, ... (or output_N.pb).
-absl::StatusOr<std::vector<onnx::TensorProto>> ReadTensors(const fs::path& dir,
-                                                           const std::string& prefix) {
-  std::vector<onnx::TensorProto> tensors;
-  for (int i = 0;; ++i) {
-    const fs::path path = dir / absl::StrCat(prefix, "_", i, ".pb");
-    if (!fs::exists(path)) break;
-    absl::StatusOr<onnx::TensorProto> tensor = ReadTensorProtoFile(path);
-    if (!tensor.ok()) return tensor.status();
-    tensors.push_back(*std::move(tensor));
+// How many files a data set has of `prefix` (input_0.pb, input_1.pb, ...).
+int CountValueFiles(const fs::path& dir, const std::string& prefix) {
+  int count = 0;
+  while (fs::exists(dir / absl::StrCat(prefix, "_", count, ".pb"))) ++count;
+  return count;
+}
+
+// One value of a data set flattened as the importer flattens a graph input
+// or output (OnnxImportOptions::structured_inputs): its tensors, by their
+// loom names, and a sequence's or optional's structure.
+struct FlatValue {
+  std::vector<std::pair<std::string, onnx::TensorProto>> tensors;
+  std::optional<OnnxImportOptions::StructuredInput> structure;
+};
+
+template <typename Proto>
+absl::StatusOr<Proto> ReadProtoFile(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  Proto proto;
+  if (!file || !proto.ParseFromIstream(&file)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.string(), ": not a serialised ", Proto::descriptor()->name()));
   }
-  return tensors;
+  return proto;
+}
+
+absl::Status AppendSequence(const std::string& name, const onnx::SequenceProto& sequence,
+                            FlatValue& value) {
+  if (sequence.tensor_values_size() == 0 &&
+      (sequence.sequence_values_size() > 0 || sequence.map_values_size() > 0 ||
+       sequence.optional_values_size() > 0 || sequence.sparse_tensor_values_size() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph value '", name, "' is not a tensor (a sequence of other than tensors)"));
+  }
+  for (int k = 0; k < sequence.tensor_values_size(); ++k) {
+    const onnx::TensorProto& tensor = sequence.tensor_values(k);
+    value.tensors.push_back({SequenceElementName(name, k), tensor});
+    value.structure->elements.push_back(Shape(tensor.dims().begin(), tensor.dims().end()));
+  }
+  return absl::OkStatus();
+}
+
+// Reads `path`, the data of graph value `info`, as its declared type says:
+// a TensorProto, a SequenceProto or an OptionalProto.
+absl::StatusOr<FlatValue> ReadValue(const fs::path& path, const onnx::ValueInfoProto& info) {
+  FlatValue value;
+  const onnx::TypeProto& type = info.type();
+  if (type.has_sequence_type()) {
+    absl::StatusOr<onnx::SequenceProto> sequence = ReadProtoFile<onnx::SequenceProto>(path);
+    if (!sequence.ok()) return sequence.status();
+    value.structure.emplace();
+    if (absl::Status s = AppendSequence(info.name(), *sequence, value); !s.ok()) return s;
+    return value;
+  }
+  if (type.has_optional_type()) {
+    absl::StatusOr<onnx::OptionalProto> optional = ReadProtoFile<onnx::OptionalProto>(path);
+    if (!optional.ok()) return optional.status();
+    value.structure.emplace();
+    value.structure->present = optional->has_tensor_value() || optional->has_sequence_value();
+    if (optional->has_tensor_value()) {
+      const onnx::TensorProto& tensor = optional->tensor_value();
+      value.tensors.push_back({info.name(), tensor});
+      value.structure->elements.push_back(Shape(tensor.dims().begin(), tensor.dims().end()));
+    } else if (optional->has_sequence_value()) {
+      absl::Status s = AppendSequence(info.name(), optional->sequence_value(), value);
+      if (!s.ok()) return s;
+    }
+    return value;
+  }
+  if (!type.has_tensor_type()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph value '", info.name(), "' is not a tensor (maps are not supported)"));
+  }
+  absl::StatusOr<onnx::TensorProto> tensor = ReadTensorProtoFile(path);
+  if (!tensor.ok()) return tensor.status();
+  value.tensors.push_back({info.name(), *std::move(tensor)});
+  return value;
 }
 
 std::vector<fs::path> SortedSubdirs(const fs::path& dir, absl::string_view prefix) {
@@ -131,19 +202,22 @@ struct Unit {
   Graph graph;
   std::vector<Tensor> inputs;  // in the order of graph.inputs()
   std::vector<Tensor> expected;
+  // The loom output that each expected tensor is (a sequence's elements
+  // named by SequenceElementName).
+  std::vector<std::string> expected_names;
 };
 
 // The graph inputs of `model`, in order: those that are not initializers.
-std::vector<std::string> GraphInputNames(const onnx::ModelProto& model) {
-  std::vector<std::string> names;
+std::vector<const onnx::ValueInfoProto*> GraphInputs(const onnx::ModelProto& model) {
+  std::vector<const onnx::ValueInfoProto*> inputs;
   for (const onnx::ValueInfoProto& input : model.graph().input()) {
     bool is_initializer = false;
     for (const onnx::TensorProto& init : model.graph().initializer()) {
       is_initializer = is_initializer || init.name() == input.name();
     }
-    if (!is_initializer) names.push_back(input.name());
+    if (!is_initializer) inputs.push_back(&input);
   }
-  return names;
+  return inputs;
 }
 
 // The op type of the first node of `model` that reads value `name`.
@@ -189,57 +263,62 @@ void RetypeBFloat16Bits(onnx::TensorProto& proto, int32_t declared) {
 // Reads a data set and imports the model with it: a Unit, or the reason
 // why loom cannot run the test.
 absl::StatusOr<Unit> ImportUnit(const onnx::ModelProto& model, const fs::path& data_dir) {
-  for (const auto* list : {&model.graph().input(), &model.graph().output()}) {
-    for (const onnx::ValueInfoProto& value : *list) {
-      if (!value.type().has_tensor_type()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("graph value '", value.name(),
-                         "' is not a tensor (sequences, maps and optionals are not "
-                         "supported)"));
-      }
-    }
-  }
-  absl::StatusOr<std::vector<onnx::TensorProto>> input_protos = ReadTensors(data_dir, "input");
-  if (!input_protos.ok()) return input_protos.status();
-  absl::StatusOr<std::vector<onnx::TensorProto>> output_protos = ReadTensors(data_dir, "output");
-  if (!output_protos.ok()) return output_protos.status();
-  const std::vector<std::string> input_names = GraphInputNames(model);
-  if (input_names.size() != input_protos->size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the data set has ", input_protos->size(),
-                                                   " inputs, the model ", input_names.size()));
+  const std::vector<const onnx::ValueInfoProto*> inputs = GraphInputs(model);
+  const int input_files = CountValueFiles(data_dir, "input");
+  if (static_cast<int>(inputs.size()) != input_files) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the data set has ", input_files, " inputs, the model ", inputs.size()));
   }
   OnnxImportOptions options;
-  for (size_t i = 0; i < input_names.size(); ++i) {
-    RetypeBFloat16Bits((*input_protos)[i], DeclaredElemType(model, input_names[i]));
-    absl::StatusOr<Tensor> tensor =
-        TensorFromOnnx((*input_protos)[i], absl::StrCat("input '", input_names[i], "'"));
-    if (!tensor.ok()) return tensor.status();
-    options.input_shapes[input_names[i]] = tensor->shape();
-    options.bound_inputs.emplace(input_names[i], *std::move(tensor));
+  std::vector<std::vector<std::string>> flat_input_names;  // per ONNX input
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    absl::StatusOr<FlatValue> value =
+        ReadValue(data_dir / absl::StrCat("input_", i, ".pb"), *inputs[i]);
+    if (!value.ok()) return value.status();
+    if (value->structure.has_value()) {
+      options.structured_inputs[inputs[i]->name()] = *value->structure;
+    }
+    flat_input_names.emplace_back();
+    for (auto& [name, proto] : value->tensors) {
+      RetypeBFloat16Bits(proto, DeclaredElemType(model, inputs[i]->name()));
+      absl::StatusOr<Tensor> tensor = TensorFromOnnx(proto, absl::StrCat("input '", name, "'"));
+      if (!tensor.ok()) return tensor.status();
+      if (!value->structure.has_value()) options.input_shapes[name] = tensor->shape();
+      options.bound_inputs.emplace(name, *std::move(tensor));
+      flat_input_names.back().push_back(name);
+    }
   }
   Unit unit;
-  for (size_t i = 0; i < output_protos->size(); ++i) {
-    if (i < static_cast<size_t>(model.graph().output_size())) {
-      RetypeBFloat16Bits((*output_protos)[i],
-                         model.graph().output(i).type().tensor_type().elem_type());
+  const int output_files = CountValueFiles(data_dir, "output");
+  for (int i = 0; i < output_files && i < model.graph().output_size(); ++i) {
+    const onnx::ValueInfoProto& info = model.graph().output(i);
+    absl::StatusOr<FlatValue> value = ReadValue(data_dir / absl::StrCat("output_", i, ".pb"), info);
+    if (!value.ok()) return value.status();
+    for (auto& [name, proto] : value->tensors) {
+      RetypeBFloat16Bits(proto, info.type().tensor_type().elem_type());
+      absl::StatusOr<Tensor> tensor = TensorFromOnnx(proto, absl::StrCat("expected output ", i));
+      if (!tensor.ok()) return tensor.status();
+      unit.expected.push_back(*std::move(tensor));
+      unit.expected_names.push_back(name);
     }
-    absl::StatusOr<Tensor> tensor =
-        TensorFromOnnx((*output_protos)[i], absl::StrCat("expected output ", i));
-    if (!tensor.ok()) return tensor.status();
-    unit.expected.push_back(*std::move(tensor));
   }
   absl::StatusOr<Graph> graph = ImportOnnxModel(model, options);
   if (!graph.ok()) return graph.status();
   unit.graph = *std::move(graph);
+  std::set<std::string> kept;
   for (ValueId id : unit.graph.inputs()) {
+    kept.insert(unit.graph.value(id).name);
     unit.inputs.push_back(options.bound_inputs.at(unit.graph.value(id).name));
   }
-  unit.bound = unit.inputs.size() < input_names.size();
-  std::set<std::string> kept;
-  for (ValueId id : unit.graph.inputs()) kept.insert(unit.graph.value(id).name);
-  for (const std::string& name : input_names) {
-    if (kept.count(name) == 0) unit.bound_by.insert(FirstReader(model, name));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<std::string>& names = flat_input_names[i];
+    if (!names.empty() && std::none_of(names.begin(), names.end(), [&](const std::string& name) {
+          return kept.count(name) > 0;
+        })) {
+      unit.bound_by.insert(FirstReader(model, inputs[i]->name()));
+    }
   }
+  unit.bound = !unit.bound_by.empty();
   unit.folded = true;
   for (ValueId id : unit.graph.outputs()) {
     const ValueKind kind = unit.graph.value(id).kind;
@@ -401,6 +480,12 @@ Outcome Compare(const Unit& unit, const std::vector<Tensor>& outputs, size_t fir
   const size_t count = unit.graph.outputs().size();
   if (count != unit.expected.size()) {
     return Fail(absl::StrCat(count, " outputs, expected ", unit.expected.size()));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (unit.graph.output_name(i) != unit.expected_names[i]) {
+      return Fail(absl::StrCat("output ", i, " is '", unit.graph.output_name(i), "', expected '",
+                               unit.expected_names[i], "'"));
+    }
   }
   Truth truth(unit);
   Outcome outcome;
