@@ -5,15 +5,18 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "backends/cpp/artifact.h"
 #include "compiler/check.h"
 #include "frontends/onnx/onnx_importer.h"
@@ -99,6 +102,46 @@ class CopyBandwidth {
   std::vector<float> src_, dst_;
   std::vector<double> gbps_;
 };
+
+// RunModelOptions::profile: `runs` runs of `run_once`, which adds each
+// launch's time to its element of the span, then each kernel function's
+// mean time per run into the report, costliest first.
+absl::Status ProfileLaunches(const Model& model, int runs,
+                             const std::function<absl::Status(absl::Span<double>)>& run_once,
+                             proto::Report& report) {
+  std::vector<double> seconds(model.launches(), 0.0);
+  for (int i = 0; i < runs; ++i) LOOM_RETURN_IF_ERROR(run_once(absl::MakeSpan(seconds)));
+  struct FunctionTime {
+    std::string function;
+    int launches = 0;
+    double seconds = 0;
+    int costliest = -1;  // its launch that took longest
+  };
+  std::vector<FunctionTime> functions;
+  absl::flat_hash_map<std::string, size_t> index_of;
+  double total = 0;
+  for (int l = 0; l < model.launches(); ++l) {
+    const auto [it, added] = index_of.try_emplace(model.launch_function(l), functions.size());
+    if (added) functions.push_back({model.launch_function(l)});
+    FunctionTime& f = functions[it->second];
+    ++f.launches;
+    f.seconds += seconds[l];
+    total += seconds[l];
+    if (f.costliest < 0 || seconds[l] > seconds[f.costliest]) f.costliest = l;
+  }
+  std::stable_sort(
+      functions.begin(), functions.end(),
+      [](const FunctionTime& a, const FunctionTime& b) { return a.seconds > b.seconds; });
+  for (const FunctionTime& f : functions) {
+    proto::Report::KernelTime& out = *report.add_kernel_times();
+    out.set_function(f.function);
+    out.set_launches(f.launches);
+    out.set_seconds(f.seconds / runs);
+    out.set_share(total > 0 ? f.seconds / total : 0);
+    out.set_label(model.launch_label(f.costliest));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -303,6 +346,12 @@ absl::Status RunArtifact(const std::string& path, const RunModelOptions& options
     seconds.push_back(SecondsSince(start));
     if (copy.has_value()) copy->Measure();
   }
+  if (options.profile) {
+    LOOM_RETURN_IF_ERROR(ProfileLaunches(
+        model, options.iters,
+        [&](absl::Span<double> launch_seconds) { return session.Run(views, launch_seconds); },
+        report));
+  }
   std::sort(seconds.begin(), seconds.end());
   report.set_model(path);
   report.set_iters(options.iters);
@@ -330,6 +379,9 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--warmup must be at least 0, got ", options.warmup));
   }
+  if (options.profile && gpu != nullptr) {
+    return absl::InvalidArgumentError("--profile times the CPU pipelines' launches only");
+  }
   if (options.check && !compiled.input_graph.has_value()) {
     return absl::FailedPreconditionError(
         "a check needs the model as imported: compile with keep_input_graph");
@@ -356,8 +408,17 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options) {
   }
   const std::vector<Tensor> outputs =
       gpu != nullptr ? gpu->Outputs() : compiled.executable->Outputs();
-  std::sort(seconds.begin(), seconds.end());
   proto::Report& report = compiled.report;
+  if (options.profile) {
+    cpp::CppExecutable& executable = *compiled.executable;
+    LOOM_RETURN_IF_ERROR(ProfileLaunches(
+        executable.model(), options.iters,
+        [&](absl::Span<double> launch_seconds) {
+          return executable.Execute(inputs, launch_seconds);
+        },
+        report));
+  }
+  std::sort(seconds.begin(), seconds.end());
   report.set_iters(options.iters);
   report.set_run_seconds_median(seconds[seconds.size() / 2]);
   if (gpu != nullptr) {

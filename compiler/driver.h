@@ -79,7 +79,10 @@ struct RunModelOptions {
   int iters = 1;
   int warmup = 0;         // untimed runs before the `iters` timed ones
   bool roofline = false;  // measure copy bandwidth in the same process
-  uint64_t seed = 1;      // for random inputs
+  // After the timed runs, `iters` more with each launch timed: the
+  // report's kernel_times (CPU pipelines only).
+  bool profile = false;
+  uint64_t seed = 1;  // for random inputs
 };
 
 // Runs a compiled model `warmup` times untimed, then `iters` times; fills the run fields of the

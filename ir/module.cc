@@ -48,6 +48,17 @@ int LaunchTable::LaunchOfKernel(int kernel) const {
   return launch >= 0 && launch < static_cast<int>(size()) ? launch : -1;
 }
 
+std::vector<absl::string_view> LaunchNodes(const LaunchTable& launches, const LoopProgram& program,
+                                           const Schedule& schedule, size_t launch) {
+  std::vector<absl::string_view> nodes;
+  for (int k = launches.kernel_offsets[launch];
+       k < launches.kernel_offsets[launch + 1] && k < static_cast<int>(schedule.kernels.size());
+       ++k) {
+    for (int node : schedule.kernels[k].nodes) nodes.push_back(program.nodes[node].name);
+  }
+  return nodes;
+}
+
 std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& program,
                           const Schedule& schedule) {
   std::string text;
@@ -63,12 +74,8 @@ std::string PrintLaunches(const GeneratedSource& source, const LoopProgram& prog
       absl::StrAppend(&text, source.functions[launches.function[i]], "(", absl::StrJoin(args, ", "),
                       ")");
     }
-    std::vector<std::string> nodes;
-    for (int k = launches.kernel_offsets[i];
-         k < launches.kernel_offsets[i + 1] && k < static_cast<int>(schedule.kernels.size()); ++k) {
-      for (int node : schedule.kernels[k].nodes) nodes.push_back(program.nodes[node].name);
-    }
-    absl::StrAppend(&text, "  # ", absl::StrJoin(nodes, ", "), "\n");
+    absl::StrAppend(&text, "  # ", absl::StrJoin(LaunchNodes(launches, program, schedule, i), ", "),
+                    "\n");
   }
   return text;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "ir/gemm.h"
 #include "ir/graph.h"
 #include "ir/loop_ir.h"
@@ -91,6 +92,11 @@ struct Module {
   // name per inlined value, millions in an unrolled recurrence.
   bool record_decisions = false;
 };
+
+// The names of the compute nodes that launch `launch` runs (those of the
+// schedule's kernels it runs), in order.
+std::vector<absl::string_view> LaunchNodes(const LaunchTable& launches, const LoopProgram& program,
+                                           const Schedule& schedule, size_t launch);
 
 // The launch table, one line per launch: "loom_f0(buf, buf+64)  # nodes"
 // (the nodes of the schedule's kernels that the launch runs); a library call as

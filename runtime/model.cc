@@ -1,5 +1,6 @@
 #include "runtime/model.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -67,7 +68,9 @@ struct Model::Shared {
   std::optional<NativeLibrary> library;  // none: the kernels are linked in
   std::string name;
   std::vector<KernelFunction> functions;
+  std::vector<std::string> function_names;
   std::vector<int32_t> launch_function;
+  std::vector<std::string> launch_labels;
   std::vector<int32_t> arg_offsets = {0};
   std::vector<int32_t> arg_buffer;
   std::vector<int64_t> arg_byte_offset;
@@ -128,7 +131,8 @@ class Model::Context {
   // Binds the inputs and the outputs (`outputs[i]` null: the context's own)
   // and runs every launch. A failed index check fails the run (after every
   // launch: a kernel goes on with a safe index) with its message.
-  absl::Status Execute(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) {
+  absl::Status Execute(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                       double* launch_seconds = nullptr) {
     int64_t* const errors =
         shared_.index_errors < 0 ? nullptr : static_cast<int64_t*>(pointers_[shared_.index_errors]);
     if (errors != nullptr) errors[0] = errors[1] = 0;
@@ -148,7 +152,15 @@ class Model::Context {
         char* const base = static_cast<char*>(pointers_[shared_.arg_buffer[a]]);
         arguments_.push_back(base == nullptr ? nullptr : base + shared_.arg_byte_offset[a]);
       }
-      shared_.functions[shared_.launch_function[l]](arguments_.data());
+      const KernelFunction function = shared_.functions[shared_.launch_function[l]];
+      if (launch_seconds == nullptr) {
+        function(arguments_.data());
+        continue;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      function(arguments_.data());
+      launch_seconds[l] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     if (errors != nullptr && errors[0] != 0) return IndexError(errors[0] - 1, errors[1]);
     // An output that is not an output buffer of its own (an input or a
@@ -407,6 +419,7 @@ absl::Status Model::Shared::AddLaunch(const rproto::Launch& launch, int num_func
     return absl::InvalidArgumentError("a launch names no function of the artifact");
   }
   launch_function.push_back(launch.function());
+  launch_labels.push_back(launch.label());
   const int buffers = static_cast<int>(kinds.size());
   for (int a = 0; a < launch.buffer_size(); ++a) {
     const int32_t b = launch.buffer(a);
@@ -443,6 +456,7 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
   auto shared = std::make_shared<Shared>();
   shared->library = std::move(library);
   shared->functions = std::move(functions);
+  shared->function_names.assign(artifact.functions().begin(), artifact.functions().end());
   shared->name = artifact.model_name();
   shared->arena_bytes = artifact.arena_bytes();
   if (shared->arena_bytes < 0) return absl::InvalidArgumentError("negative arena size");
@@ -471,6 +485,10 @@ const std::string& Model::name() const { return shared_->name; }
 const std::vector<TensorInfo>& Model::inputs() const { return shared_->inputs; }
 const std::vector<TensorInfo>& Model::outputs() const { return shared_->outputs; }
 int Model::launches() const { return static_cast<int>(shared_->launch_function.size()); }
+const std::string& Model::launch_function(int l) const {
+  return shared_->function_names[shared_->launch_function[l]];
+}
+const std::string& Model::launch_label(int l) const { return shared_->launch_labels[l]; }
 
 absl::Status Model::Run(absl::Span<const InputTensor> inputs,
                         absl::Span<const OutputTensor> outputs) const {
@@ -526,12 +544,23 @@ Model::Session& Model::Session::operator=(Session&&) noexcept = default;
 Model::Session::~Session() = default;
 
 absl::Status Model::Session::Run(absl::Span<const InputTensor> inputs) {
+  return Run(inputs, absl::Span<double>());
+}
+
+absl::Status Model::Session::Run(absl::Span<const InputTensor> inputs,
+                                 absl::Span<double> launch_seconds) {
+  const size_t launches = state_->shared->launch_function.size();
+  if (!launch_seconds.empty() && launch_seconds.size() != launches) {
+    return absl::InvalidArgumentError(absl::StrCat("a profile of ", launch_seconds.size(),
+                                                   " launches for a model of ", launches));
+  }
   LOOM_ASSIGN_OR_RETURN(
       Slots slots, MatchByName(inputs, state_->shared->inputs, "input", /*all_required=*/true));
   for (size_t i = 0; i < state_->input_pointers.size(); ++i) {
     state_->input_pointers[i] = inputs[slots[i]].data;
   }
-  return state_->context->Execute(state_->input_pointers, {});
+  return state_->context->Execute(state_->input_pointers, {},
+                                  launch_seconds.empty() ? nullptr : launch_seconds.data());
 }
 
 const void* Model::Session::output(size_t i) const { return state_->context->output(i); }

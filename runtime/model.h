@@ -87,6 +87,11 @@ class Model {
   const std::vector<TensorInfo>& outputs() const;
   // How many kernel launches a Run makes.
   int launches() const;
+  // What launch `l` (0 <= l < launches()) calls: its kernel function's
+  // symbol, and its label (Launch.label: the compute nodes it runs; empty
+  // in older artifacts).
+  const std::string& launch_function(int l) const;
+  const std::string& launch_label(int l) const;
 
   // Runs the model on every input, each named once, in any order, and
   // writes the named outputs into the caller's memory (outputs not named are
@@ -110,6 +115,10 @@ class Model {
     Session& operator=(Session&&) noexcept;
     ~Session();
     absl::Status Run(absl::Span<const InputTensor> inputs);
+    // Run, adding each launch's wall time in seconds to launch_seconds[l]
+    // (which must hold launches() of them): a profile. Reading the clock
+    // around every launch costs tens of nanoseconds each.
+    absl::Status Run(absl::Span<const InputTensor> inputs, absl::Span<double> launch_seconds);
     // Output `i` (in the order of Model::outputs()) of the last Run.
     const void* output(size_t i) const;
 

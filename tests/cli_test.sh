@@ -91,6 +91,19 @@ done
 [[ -s "$out/src/model.cc" ]] || { echo "FAIL: --out_dir wrote no source"; failures=$((failures + 1)); }
 [[ -s "$out/src/model.loom" ]] || { echo "FAIL: --out_dir wrote no artifact"; failures=$((failures + 1)); }
 expect 0 "model.loom: median .* over 3 runs" run --model=$out/src/model.loom --iters=3
+# --profile: each kernel function's time per run, costliest first, named
+# by the compute nodes it runs, from a compile and from an artifact alike.
+expect 0 "^ +[0-9.]+% +[0-9.]+ ms  loom_f[0-9]+ x[0-9]+  .*fc" \
+  run --model=examples/mlp.pbtxt --profile --iters=3 --report=$out/profile.json
+expect 0 "^ +[0-9.]+% +[0-9.]+ ms  loom_f[0-9]+ x[0-9]+  .*fc" \
+  run --model=$out/src/model.loom --profile --iters=3
+# The report's shares (costliest first) sum to one.
+awk -F': ' '/"share"/ { s = $2 + 0; if (seen && s > last + 1e-12) bad = 1; seen = 1; last = s; sum += s }
+  END { exit (bad || sum < 0.999999 || sum > 1.000001) }' "$out/profile.json" ||
+  { echo "FAIL: --profile shares are not costliest first or do not sum to one"; failures=$((failures + 1)); }
+for field in function launches seconds share label; do
+  grep -q "\"$field\"" "$out/profile.json" || { echo "FAIL: kernel_times lack $field"; failures=$((failures + 1)); }
+done
 head -c 1000 "$out/src/model.loom" > "$out/truncated.loom"
 expect 2 "truncated.loom: not a loom artifact \(truncated or corrupt\?\)" run --model=$out/truncated.loom
 expect 2 "no_such.loom: cannot be read" run --model=$out/no_such.loom

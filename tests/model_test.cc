@@ -1,6 +1,6 @@
 // loom::Model on artifacts `loom compile --out_dir` writes: the outputs of
 // the reference interpreter, every mismatch an error naming the tensor, many
-// threads on one model, and damaged files refused.
+// threads on one model, profiled runs, and damaged files refused.
 
 #include "runtime/model.h"
 
@@ -11,7 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "compiler/check.h"
 #include "compiler/driver.h"
 #include "gmock/gmock.h"
@@ -116,6 +118,36 @@ TEST(ModelTest, RunsAnArtifactAsTheInterpreterDoes) {
   for (size_t o = 0; o < model->outputs().size(); ++o) {
     ExpectClose(static_cast<const float*>(session.output(o)), Lstm().expected[o]);
   }
+}
+
+TEST(ModelTest, AProfiledRunTimesEveryLaunchAndComputesTheSame) {
+  absl::StatusOr<Model> model = Model::Load(Lstm().artifact);
+  ASSERT_TRUE(model.ok()) << model.status();
+  Model::Session session = model->NewSession();
+  std::vector<double> seconds(model->launches(), 0.0);
+  ASSERT_TRUE(session.Run(Views(*model, Lstm().inputs), absl::MakeSpan(seconds)).ok());
+  for (size_t o = 0; o < model->outputs().size(); ++o) {
+    ExpectClose(static_cast<const float*>(session.output(o)), Lstm().expected[o]);
+  }
+  double total = 0;
+  for (int l = 0; l < model->launches(); ++l) {
+    EXPECT_GE(seconds[l], 0) << l;
+    total += seconds[l];
+    EXPECT_THAT(model->launch_function(l), testing::StartsWith("loom_f")) << l;
+    EXPECT_FALSE(model->launch_label(l).empty()) << l;
+  }
+  EXPECT_GT(total, 0);
+  // The LSTM's fused steps: thousands of compute nodes, a few named.
+  bool abbreviated = false;
+  for (int l = 0; l < model->launches(); ++l) {
+    abbreviated |= absl::StrContains(model->launch_label(l), " more");
+  }
+  EXPECT_TRUE(abbreviated);
+
+  std::vector<double> too_few(model->launches() - 1, 0.0);
+  const absl::Status status = session.Run(Views(*model, Lstm().inputs), absl::MakeSpan(too_few));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("a profile of"));
 }
 
 TEST(ModelTest, EveryMismatchIsAnErrorNamingTheTensor) {

@@ -3,7 +3,7 @@
 //   loom compile --model=M [--pipeline=P] [--out_dir=D] [--aot=P --aot_class=C] [--report=R.json]
 //                [--dump_after=RE --dump_dir=D2]
 //   loom run     --model=M [--pipeline=P] [--inputs=DIR] [--check]
-//                [--iters=N] [--roofline] [--report=R.json]
+//                [--iters=N] [--roofline] [--profile] [--report=R.json]
 //   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
 //                --groups= --channels= --nodes= --seed=] --out=M
 // Exit status: 0 success, 1 a --check mismatch, 2 bad input or usage,
@@ -86,6 +86,8 @@ ABSL_FLAG(bool, check, false, "run: judge outputs against the model evaluated in
 ABSL_FLAG(int, iters, 1, "run: how many times to run");
 ABSL_FLAG(int, warmup, 0, "run: untimed runs before the timed ones");
 ABSL_FLAG(bool, roofline, false, "run: measure copy bandwidth in the same process, after each run");
+ABSL_FLAG(bool, profile, false,
+          "run: then --iters more runs, each kernel launch timed: each kernel function's time");
 ABSL_FLAG(std::string, kind, "", "gen: what to generate");
 ABSL_FLAG(int, layers, 1, "gen: layers");
 ABSL_FLAG(int, hidden, 64, "gen: hidden size");
@@ -115,7 +117,7 @@ constexpr char kUsage[] = R"(usage:
                [--dump_after=RE --dump_dir=D2] [--graph=G.dot|.svg|.png] [--quiet]
                [--aot=P [--aot_class=C]]
   loom run     --model=M|D/model.loom [--dims=NAME=N,...] [--pipeline=P] [--inputs=DIR] [--check]
-               [--iters=N] [--warmup=N] [--roofline] [--report=R.json]
+               [--iters=N] [--warmup=N] [--roofline] [--profile] [--report=R.json]
   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
                --groups= --channels= --nodes= --seed=] --out=M
 )";
@@ -234,6 +236,20 @@ int Compile() {
   return kExitOk;
 }
 
+// The costliest kernel functions of `loom run --profile`, one a line.
+void PrintProfile(const proto::Report& r) {
+  constexpr int kShown = 10;
+  for (int i = 0; i < std::min(r.kernel_times_size(), kShown); ++i) {
+    const proto::Report::KernelTime& k = r.kernel_times(i);
+    std::cout << absl::StrFormat("  %5.1f%% %9.3f ms  %s x%d  %s\n", 100 * k.share(),
+                                 k.seconds() * 1e3, k.function(), k.launches(), k.label());
+  }
+  if (r.kernel_times_size() > kShown) {
+    std::cout << absl::StrFormat("  (%d more kernel functions in the report)\n",
+                                 r.kernel_times_size() - kShown);
+  }
+}
+
 int Run() {
   const std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return UsageError("run needs --model");
@@ -254,6 +270,7 @@ int Run() {
   options.iters = absl::GetFlag(FLAGS_iters);
   options.warmup = absl::GetFlag(FLAGS_warmup);
   options.roofline = absl::GetFlag(FLAGS_roofline);
+  options.profile = absl::GetFlag(FLAGS_profile);
   options.seed = absl::GetFlag(FLAGS_seed);
   if (absl::Status s =
           artifact ? RunArtifact(model, options, compiled->report) : RunModel(*compiled, options);
@@ -275,6 +292,7 @@ int Run() {
                                  r.min_bytes() / r.run_seconds_median() / 1e9, r.stream_gbps());
   }
   std::cout << "\n";
+  PrintProfile(r);
   return r.check() == "fail" ? kExitCheckFailed : kExitOk;
 }
 

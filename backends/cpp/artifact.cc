@@ -4,6 +4,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "ir/file_io.h"
 #include "ir/status_macros.h"
 #include "runtime/model.h"
@@ -72,6 +74,15 @@ void AddSpec(const Graph& graph, ValueId value, BufferId buffer,
   spec.set_dtype(std::string(DTypeName(program.buffers[buffer].dtype)));
   for (int64_t d : program.buffers[buffer].sizes) spec.add_shape(d);
   spec.set_buffer(buffer);
+}
+
+// A launch's label: its first compute nodes' names (a fused recurrence
+// has thousands), and how many more it runs.
+std::string LaunchLabel(absl::Span<const absl::string_view> nodes) {
+  constexpr size_t kNamed = 4;
+  if (nodes.size() <= kNamed) return absl::StrJoin(nodes, ", ");
+  return absl::StrCat(absl::StrJoin(nodes.subspan(0, kNamed), ", "), " and ", nodes.size() - kNamed,
+                      " more");
 }
 
 }  // namespace
@@ -151,6 +162,9 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
     }
     rproto::Launch& launch = *artifact.add_launches();
     launch.set_function(launches.function[i]);
+    if (module.schedule.has_value()) {
+      launch.set_label(LaunchLabel(LaunchNodes(launches, program, *module.schedule, i)));
+    }
     for (int a = launches.arg_offsets[i]; a < launches.arg_offsets[i + 1]; ++a) {
       const BufferRef& arg = launches.args[a];
       launch.add_buffer(arg.buffer);

@@ -41,7 +41,8 @@ std::vector<Tensor> CppExecutable::Outputs() const {
   return outputs;
 }
 
-absl::Status CppExecutable::Execute(absl::Span<const Tensor> inputs) {
+absl::Status CppExecutable::Execute(absl::Span<const Tensor> inputs,
+                                    absl::Span<double> launch_seconds) {
   const std::vector<TensorInfo>& expected = model_.inputs();
   if (inputs.size() != expected.size()) {
     return absl::InvalidArgumentError(
@@ -52,7 +53,7 @@ absl::Status CppExecutable::Execute(absl::Span<const Tensor> inputs) {
     input_views_.push_back(
         {expected[i].name, inputs[i].dtype(), inputs[i].shape(), inputs[i].data()});
   }
-  return session_.Run(input_views_);
+  return session_.Run(input_views_, launch_seconds);
 }
 
 }  // namespace loom::cpp

@@ -32,7 +32,9 @@ class CppExecutable {
   // Runs the schedule and leaves the outputs in the executable's own
   // storage, where Outputs() copies them from: nothing is allocated or
   // copied, so this is what a timing loop calls.
-  absl::Status Execute(absl::Span<const Tensor> inputs);
+  // With `launch_seconds` (Model::launches() of them), each launch's wall
+  // time is added to its element (Model::Session::Run's profile).
+  absl::Status Execute(absl::Span<const Tensor> inputs, absl::Span<double> launch_seconds = {});
   std::vector<Tensor> Outputs() const;
 
   bool cache_hit() const { return cache_hit_; }

@@ -28,12 +28,14 @@ refused op | loom max err | ORT max err | loom ms | ORT ms | loom/ORT |
 loom run ms (the CLI's own median, alone) | native compile s (the CLI's,
 into an empty kernel cache).
 Errors are max |y - eager| and, in brackets, that over max |eager|.
-The last column is loom's rate on the model's matrix products and
+The next column is loom's rate on the model's matrix products and
 convolutions (2 flops a multiply-add, from ONNX shape inference; other ops
 uncounted) in GFLOP/s and as a share of the machine's f32 FMA peak, which
 //tests/bench:fma_peak measures with --threads threads before the first
 model and after the last (the footer gives both; the shares use the
-first, as rows print as they finish).
+first, as rows print as they finish). The last names loom's three
+costliest kernel functions (the CLI's --profile): share of the launches'
+time, the function, its launches per run, its first compute node.
 Copy the binaries first (rebuilds replace them):
   ./bazelw build -c opt //tools:loom //runtime:libloom.so //tests/bench:fma_peak
   mkdir -p /tmp/zoo-loom/python && cp -L bazel-bin/tools/loom bazel-bin/runtime/libloom.so \
@@ -161,7 +163,8 @@ def one(d, a):
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "r.json")
         cmd = [a.loom, "run", f"--model={path}", f"--inputs={os.path.join(d, 'inputs')}",
-               "--check", f"--report={report}", "--quiet", f"--iters={a.iters}", "--warmup=1"]
+               "--check", f"--report={report}", "--quiet", f"--iters={a.iters}", "--warmup=1",
+               "--profile"]
         t0 = time.time()
         try:
             # An empty kernel cache: the native compile is a cold one.
@@ -184,6 +187,7 @@ def one(d, a):
             res["loom_frontend_s"] = r.get("frontend_seconds")
             res["loom_native_compile_s"] = r.get("native_compile_seconds")
             res["loom_kernels"] = r.get("kernels")
+            res["loom_top"] = r.get("kernel_times", [])[:3]
             if r.get("run_seconds_median"):
                 res["loom_cli_ms"] = 1e3 * r["run_seconds_median"]
     if res["loom_rc"] == 2:
@@ -240,6 +244,16 @@ def fmt_rate(r, peak):
     return f"{gflops:.1f} ({100 * gflops / peak:.0f}%)"
 
 
+def fmt_top(r):
+    """The costliest kernel functions of the CLI's --profile: share of the
+    launches' time, symbol, launches per run, first compute node."""
+    tops = r.get("loom_top")
+    if not tops:
+        return "-"
+    return "; ".join(f"{100 * t.get('share', 0):.0f}% {t['function']} x{t.get('launches', 1)} "
+                     f"{t.get('label', '').split(', ')[0]}" for t in tops)
+
+
 def row(r, peak):
     if "loom_refused" in r:
         status = f"refused: {r['loom_refused']}"
@@ -262,7 +276,7 @@ def row(r, peak):
             f"| {status} | {fmt_err(r.get('loom_err'))} | {ort_err} "
             f"| {f'{loom_ms:.3f}' if loom_ms else '-'} | {f'{ort_ms:.3f}' if ort_ms else '-'} | {ratio} "
             f"| {f'{cli_ms:.3f}' if cli_ms else '-'} | {fmt_s(r.get('loom_native_compile_s'))} "
-            f"| {fmt_rate(r, peak)} |")
+            f"| {fmt_rate(r, peak)} | {fmt_top(r)} |")
 
 
 def fmt_s(seconds):
@@ -301,8 +315,8 @@ def main():
     peak_before = fma_peak_gflops(a.fma_peak, a.threads)
     print("| model | exporter | opset | imported or first refused op | loom max err | "
           "ORT max err | loom ms | ORT ms | loom/ORT | loom run ms | native compile s | "
-          "loom product GFLOP/s (% of FMA peak) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+          "loom product GFLOP/s (% of FMA peak) | loom's costliest kernels |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for d in find_models(a.dirs, a.models):
         args = [sys.executable, os.path.abspath(__file__), "--one", d,
                 f"--loom={a.loom}", f"--loom_lib={a.loom_lib}", f"--loom_py={a.loom_py}",
