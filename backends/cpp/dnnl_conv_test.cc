@@ -144,7 +144,8 @@ TEST(DnnlConvTest, MoreWeightBuffersThanAreKept) {
   LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1, 1);
   const std::vector<float> x = Random(loom_dnnl::Span(shape.input()), 7);
   std::vector<std::vector<float>> weights;
-  for (uint32_t i = 0; i < 12; ++i)
+  // More than the 64 kept: the least recently used are replaced.
+  for (uint32_t i = 0; i < 70; ++i)
     weights.push_back(Random(loom_dnnl::Span(shape.weight()), 20 + i));
   std::vector<float> y(loom_dnnl::Span(shape.output()));
   for (int round = 0; round < 2; ++round) {
