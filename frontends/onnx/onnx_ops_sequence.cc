@@ -21,8 +21,6 @@
 namespace loom::onnx_import {
 namespace {
 
-ScopeValue CompositeValue(Composite value) { return {NodeContext::kNoValue, std::move(value)}; }
-
 // A sequence's elements must share one element type (ONNX types a
 // sequence by it).
 absl::Status CheckElementType(const NodeContext& ctx, const std::vector<ValueId>& elements,
