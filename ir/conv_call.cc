@@ -186,4 +186,11 @@ std::optional<ConvCall> MatchConv(const ComputeNode& node) {
   return call;
 }
 
+std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& kernel) {
+  if (kernel.nodes.size() != 1) return std::nullopt;
+  const ComputeNode& node = program.nodes[kernel.nodes[0]];
+  if (node.extern_op != ExternOp::kConv) return std::nullopt;
+  return MatchConv(node);
+}
+
 }  // namespace loom

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ir/loop_ir.h"
+#include "ir/schedule.h"
 
 namespace loom {
 
@@ -41,6 +42,11 @@ struct ConvCall {
 // channels in each operand, each operand's rows unit-stride, and no two
 // elements of an operand at one address. Matching ignores node.extern_op.
 std::optional<ConvCall> MatchConv(const ComputeNode& node);
+
+// The convolution `kernel` computes, when it is a lone ExternOp::kConv
+// node that a call can compute, which the backends call instead of
+// printing loops.
+std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& kernel);
 
 }  // namespace loom
 

@@ -202,4 +202,11 @@ std::optional<Gemm> MatchGemm(const ComputeNode& node) {
   return std::nullopt;
 }
 
+std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel) {
+  if (kernel.nodes.size() != 1) return std::nullopt;
+  const ComputeNode& node = program.nodes[kernel.nodes[0]];
+  if (node.extern_op != ExternOp::kGemm) return std::nullopt;
+  return MatchGemm(node);
+}
+
 }  // namespace loom

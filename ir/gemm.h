@@ -7,6 +7,7 @@
 
 #include "ir/dtype.h"
 #include "ir/loop_ir.h"
+#include "ir/schedule.h"
 
 namespace loom {
 
@@ -53,6 +54,11 @@ struct Gemm {
 // along its rows; every extent and leading dimension within a BLAS int.
 // Matching ignores node.extern_op.
 std::optional<Gemm> MatchGemm(const ComputeNode& node);
+
+// The product `kernel` computes, when it is a lone ExternOp::kGemm node
+// that gemm calls can compute, which the backends call instead of
+// printing loops.
+std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel);
 
 }  // namespace loom
 

@@ -70,7 +70,11 @@ std::string DescribeFusion(const FusionDecision& decision, const Schedule& sched
 std::string PrintSchedule(const Schedule& schedule, const LoopProgram& program) {
   std::string text;
   for (const Kernel& kernel : schedule.kernels) {
-    absl::StrAppend(&text, "kernel ", kernel.name, " (", kernel.outer_loops, " outer loops)\n");
+    absl::StrAppend(&text, "kernel ", kernel.name, " (", kernel.outer_loops, " outer loops",
+                    kernel.chain_length > 1
+                        ? absl::StrCat(", a chain with the next ", kernel.chain_length - 1)
+                        : "",
+                    ")\n");
     if (!kernel.internal.empty()) {
       std::vector<std::string> names;
       for (BufferId b : kernel.internal) {

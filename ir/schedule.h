@@ -35,6 +35,11 @@ struct Kernel {
   // of one outer iteration (at most a few hundred KiB) lives in a local
   // array (CPU) or shared memory (GPU).
   absl::InlinedVector<BufferId, 4> internal;
+  // How many kernels, this one and those right after it, run as one chain
+  // of tasks (ir/gemm_chain.h), set on the first kernel of a chain: a
+  // backend may interleave their iterations, so the memory plan keeps every
+  // buffer they touch live through all of them. 1 for a kernel on its own.
+  int chain_length = 1;
 };
 
 // Where each buffer lives at run time (the plan-memory pass). Temporaries

@@ -11,17 +11,20 @@
 
 namespace loom {
 
-// A pass that rewrites the loops of a fused schedule in place with
-// `rewrite`, which returns whether it changed any (drop-unit-loops,
-// merge-loops). It runs after fusion, before or after memory planning,
-// and leaves the stage as it was.
+// A pass that rewrites the loops or kernels of a fused schedule in place
+// with `rewrite`, which returns whether it changed any (drop-unit-loops,
+// merge-loops, chain-gemms). It runs after fusion, before or after memory
+// planning unless `before_planning`, and leaves the stage as it was.
 class FusedLoopsPass : public Pass {
  public:
   using Rewrite = bool (*)(LoopProgram& program, Schedule& schedule);
-  explicit FusedLoopsPass(Rewrite rewrite) : rewrite_(rewrite) {}
+  explicit FusedLoopsPass(Rewrite rewrite, bool before_planning = false)
+      : rewrite_(rewrite), before_planning_(before_planning) {}
 
   StageRule stages() const override {
-    return {StageRule::Bit(Stage::kFused) | StageRule::Bit(Stage::kPlanned), std::nullopt};
+    return {
+        StageRule::Bit(Stage::kFused) | (before_planning_ ? 0u : StageRule::Bit(Stage::kPlanned)),
+        std::nullopt};
   }
   absl::StatusOr<bool> Run(Module& module) override {
     if (!module.loops.has_value() || !module.schedule.has_value()) {
@@ -35,6 +38,7 @@ class FusedLoopsPass : public Pass {
 
  private:
   Rewrite rewrite_;
+  bool before_planning_;
 };
 
 }  // namespace loom

@@ -149,8 +149,13 @@ class Planner {
 
  private:
   absl::Status MarkInternal();
+  void AssignSteps();
   absl::Status RecordUses();
   absl::Status Touch(BufferId buffer, int kernel, bool write);
+  // Whether `kernel` is one of a chain (Kernel::chain_length).
+  bool Chained(int kernel) const {
+    return steps_[kernel] != kernel || schedule_.kernels[kernel].chain_length > 1;
+  }
   // Temporaries that need arena storage.
   bool Planned(BufferId buffer) const {
     const BufferUse& use = uses_[buffer];
@@ -164,6 +169,10 @@ class Planner {
   const LoopProgram& program_;
   const Schedule& schedule_;
   std::vector<BufferUse> uses_;
+  // The step of each kernel in the walk, by which lifetimes count: its
+  // index, or in a chain the first kernel's, so that whatever a chain
+  // touches lives through all of it.
+  std::vector<int32_t> steps_;
   std::vector<int32_t> start_offsets_, starts_, end_offsets_, ends_;
   // The direct loads of each node at its own store index (the in-place
   // candidates), the nodes in the order of the kernels: the loads of the
@@ -176,6 +185,7 @@ class Planner {
 
 absl::StatusOr<MemoryPlan> Planner::Run() {
   LOOM_RETURN_IF_ERROR(MarkInternal());
+  AssignSteps();
   LOOM_RETURN_IF_ERROR(RecordUses());
   const int num_buffers = static_cast<int>(program_.buffers.size());
   for (BufferId b = 0; b < num_buffers; ++b) {
@@ -194,6 +204,7 @@ absl::StatusOr<MemoryPlan> Planner::Run() {
     for (int node : schedule_.kernels[k].nodes) {
       const int begin = loads_at_store_offsets_[visited];
       const int end = loads_at_store_offsets_[++visited];
+      if (Chained(k)) continue;  // a chain's kernels may run interleaved
       TryInPlace(program_.nodes[node], k,
                  absl::MakeConstSpan(loads_at_store_).subspan(begin, end - begin));
     }
@@ -247,6 +258,16 @@ absl::Status Planner::MarkInternal() {
   return absl::OkStatus();
 }
 
+void Planner::AssignSteps() {
+  const int num_kernels = static_cast<int>(schedule_.kernels.size());
+  steps_.resize(num_kernels);
+  for (int k = 0; k < num_kernels;) {
+    const int end = std::min(num_kernels, k + std::max(1, schedule_.kernels[k].chain_length));
+    for (int j = k; j < end; ++j) steps_[j] = k;
+    k = end;
+  }
+}
+
 absl::Status Planner::RecordUses() {
   for (int k = 0; k < static_cast<int>(schedule_.kernels.size()); ++k) {
     for (int n : schedule_.kernels[k].nodes) {
@@ -281,9 +302,10 @@ absl::Status Planner::Touch(BufferId buffer, int kernel, bool write) {
                      schedule_.kernels[use.internal_to].name, "', but kernel '",
                      schedule_.kernels[kernel].name, "' touches it"));
   }
-  if (use.first == kNoKernel) use.first = kernel;
-  if (use.last != kernel) {
-    use.last = kernel;
+  const int step = steps_[kernel];
+  if (use.first == kNoKernel) use.first = step;
+  if (use.last != step) {
+    use.last = step;
     use.loads_in_last = 0;
     use.written_in_last = false;
   }

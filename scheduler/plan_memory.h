@@ -30,6 +30,9 @@ inline constexpr int64_t kArenaAlignment = 64;
 // store index. Then each element of d is read, in the same loop iteration and
 // only there, before the element of n at the same position is written.
 //
+// The kernels of a chain (Kernel::chain_length), which a backend may run
+// interleaved, count as one kernel here, and write nothing in place.
+//
 // Other storage comes best-fit from freed blocks (ties: lowest offset),
 // split on allocation and coalesced with free neighbours on release; a block
 // freed at the arena's end shrinks it. Costs O(K + S + T log T) for K

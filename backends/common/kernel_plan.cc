@@ -94,20 +94,6 @@ int FunctionTable::AddBody(std::string body) {
   return same->second;
 }
 
-std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel) {
-  if (kernel.nodes.size() != 1) return std::nullopt;
-  const ComputeNode& node = program.nodes[kernel.nodes[0]];
-  if (node.extern_op != ExternOp::kGemm) return std::nullopt;
-  return MatchGemm(node);
-}
-
-std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& kernel) {
-  if (kernel.nodes.size() != 1) return std::nullopt;
-  const ComputeNode& node = program.nodes[kernel.nodes[0]];
-  if (node.extern_op != ExternOp::kConv) return std::nullopt;
-  return MatchConv(node);
-}
-
 namespace {
 
 std::string Extents(const std::vector<int64_t>& extents) {

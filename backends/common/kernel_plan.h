@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -13,9 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
-#include "ir/conv_call.h"
 #include "ir/expr.h"
-#include "ir/gemm.h"
 #include "ir/loop_ir.h"
 #include "ir/module.h"
 #include "ir/schedule.h"
@@ -179,12 +176,6 @@ class FunctionTable {
   std::deque<std::string> bodies_;  // stable, for the views in function_of_body_
   absl::flat_hash_map<absl::string_view, int> function_of_body_;
 };
-
-// The library call of `kernel`, when it is one: a lone ExternOp::kGemm
-// node (a GEMM library's product) or ExternOp::kConv node (a convolution
-// library's), which the backends call instead of printing loops.
-std::optional<Gemm> KernelGemm(const LoopProgram& program, const Kernel& kernel);
-std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& kernel);
 
 // The lines of a kernel's plan (GeneratedSource::function_plans) that both
 // backends write alike: the first ("kernel k: 2 members, outer loops

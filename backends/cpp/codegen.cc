@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "backends/common/c_scalar.h"
 #include "backends/common/codegen_pass.h"
 #include "backends/common/kernel_plan.h"
@@ -77,7 +78,7 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
   std::vector<BufferRef> args;
   int function = -1;
   std::string plan;
-  if (std::optional<ConvCall> conv = kplan::KernelConv(program, kernel)) {
+  if (std::optional<ConvCall> conv = KernelConv(program, kernel)) {
     needs.calls_conv = true;
     function = functions.table.AddBody(PrintConv(*conv, args));
     plan = absl::StrCat("kernel ", kernel.name, ": a oneDNN convolution call\n");
@@ -133,7 +134,7 @@ bool LaunchGemmWithEpilogue(const LoopProgram& program, const Kernel& gemm_kerne
                             LocalOffsets& local_offsets, kplan::KernelKey& key, UnitNeeds& needs,
                             UnitFunctions& functions, LaunchTable& launches) {
   if (!options.openmp() || options.gemm_epilogue_apart() || !HasRowsForThreads(gemm) ||
-      kplan::KernelGemm(program, next) || kplan::KernelConv(program, next)) {
+      KernelGemm(program, next) || KernelConv(program, next)) {
     return false;
   }
   CppPlanner planner(program, options, local_offsets, key);
@@ -154,6 +155,41 @@ bool LaunchGemmWithEpilogue(const LoopProgram& program, const Kernel& gemm_kerne
                              "), each thread's block of rows, then kernel ", next.name,
                              " on them:\n", planner.plan().ToString(program, next)));
   kplan::AppendLaunch(launches, function, args, /*kernels=*/2);
+  return true;
+}
+
+// Appends one launch of the chain that `kernels` (three, the first marked
+// as a chain's) make, where the middle kernel runs its outer loops plainly
+// (PrintGemmChain); returns whether it does. Else they run apart.
+bool LaunchGemmChain(const LoopProgram& program, absl::Span<const Kernel> kernels,
+                     const proto::CppOptions& options, LocalOffsets& local_offsets,
+                     kplan::KernelKey& key, UnitNeeds& needs, UnitFunctions& functions,
+                     LaunchTable& launches) {
+  const std::optional<GemmChain> chain = MatchGemmChain(program, kernels);
+  if (!options.openmp() || !chain) return false;
+  const Kernel& middle = kernels[1];
+  CppPlanner planner(program, options, local_offsets, key);
+  planner.Plan(middle);
+  planner.PlanVectors(middle);
+  const CppKernelPlan& plan = planner.plan();
+  if (plan.may_split || plan.team || plan.alone_matvec) return false;
+  KernelPrinter printer(program, needs.helpers, needs.libm_calls, planner);
+  const std::string params = printer.ParamDeclarations(/*restrict=*/false);
+  std::vector<BufferRef> args = plan.params.args();
+  const int function = functions.table.AddBody(
+      PrintGemmChain(*chain, params, printer.PrintRows(middle, chain->row_loops), args));
+  needs.Add(plan);
+  needs.calls_dnnl = needs.calls_openmp = true;
+  NoteAvx2Libraries(chain->first, needs);
+  NoteAvx2Libraries(chain->second, needs);
+  functions.NotePlan(
+      function,
+      absl::StrCat("kernels ", kernels[0].name, ", ", middle.name, " and ", kernels[2].name,
+                   ": a GEMM chain, each task ", ChainBlockRows(chain->first),
+                   " rows of a batch position: a GEMM call (", GemmLibraries(chain->first),
+                   "), kernel ", middle.name, " on its rows, a GEMM call (",
+                   GemmLibraries(chain->second), "):\n", plan.ToString(program, middle)));
+  kplan::AppendLaunch(launches, function, args, /*kernels=*/3);
   return true;
 }
 
@@ -243,7 +279,13 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
   launches.kernel_offsets.reserve(schedule.kernels.size() + 1);
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const Kernel& kernel = schedule.kernels[k];
-    const std::optional<Gemm> gemm = kplan::KernelGemm(program, kernel);
+    const std::optional<Gemm> gemm = KernelGemm(program, kernel);
+    if (kernel.chain_length == 3 && k + 3 <= schedule.kernels.size() &&
+        LaunchGemmChain(program, absl::MakeConstSpan(schedule.kernels).subspan(k, 3), options,
+                        local_offsets, key, needs, functions, launches)) {
+      k += 2;  // the chain ran the next two
+      continue;
+    }
     if (gemm && k + 1 < schedule.kernels.size() &&
         LaunchGemmWithEpilogue(program, kernel, *gemm, schedule.kernels[k + 1], options,
                                local_offsets, key, needs, functions, launches)) {

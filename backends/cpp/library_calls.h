@@ -6,6 +6,7 @@
 
 #include "ir/conv_call.h"
 #include "ir/gemm.h"
+#include "ir/gemm_chain.h"
 #include "ir/module.h"
 
 namespace loom::cpp {
@@ -74,6 +75,23 @@ bool HasRowsForThreads(const Gemm& gemm);
 std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_params,
                                   const std::string& epilogue_rows, bool epilogue_shared,
                                   std::vector<BufferRef>& args);
+
+// The rows of one task of a gemm chain whose first product is `first`:
+// about 1 MiB of its result (the fastest measured), at least 8.
+int64_t ChainBlockRows(const Gemm& first);
+
+// The body of the function for a gemm chain (ir/gemm_chain.h): the threads
+// share its tasks, each a batch position and a block of its rows
+// (ChainBlockRows; the last block may have fewer), on which it calls the
+// first product,
+// runs the middle kernel's rows (`middle_rows`, KernelPrinter::PrintRows:
+// the rows [loom_first, loom_last) of its flattened row loops) and calls
+// the second product, the libraries running serially inside the region.
+// `middle_params` declares the middle kernel's parameters (p0, p1, ...;
+// their arguments are `args`, to which the products' a, b and c are
+// appended).
+std::string PrintGemmChain(const GemmChain& chain, const std::string& middle_params,
+                           const std::string& middle_rows, std::vector<BufferRef>& args);
 
 // The body of the function for a conv call: one LoomConv2d for its shapes
 // (dnnl_conv.inc), made at the first call. Its arguments (input, weight

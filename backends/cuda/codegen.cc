@@ -72,7 +72,7 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
   launches.kernel_offsets.reserve(schedule.kernels.size() + 1);
   for (const Kernel& kernel : schedule.kernels) {
-    if (std::optional<Gemm> gemm = kplan::KernelGemm(program, kernel)) {
+    if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
       kplan::AppendLaunch(launches, LaunchTable::GemmFunction(launches.gemms.size()), {});
       launches.gemms.push_back(*std::move(gemm));
       continue;
