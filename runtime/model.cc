@@ -472,6 +472,14 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
       shared->AddInterface(artifact.inputs(), "input", shared->inputs, shared->input_buffers));
   LOOM_RETURN_IF_ERROR(
       shared->AddInterface(artifact.outputs(), "output", shared->outputs, shared->output_buffers));
+  // Kernel support code that keeps what it made of weights by their
+  // address (oneDNN's convolutions: backends/cpp/dnnl_conv.inc) checks
+  // their contents again only after a bind.
+  if (shared->library.has_value()) {
+    if (absl::StatusOr<void*> bound = shared->library->Symbol("loom_weights_bound"); bound.ok()) {
+      reinterpret_cast<void (*)()> (*bound)();
+    }
+  }
   return Model(std::move(shared));
 }
 

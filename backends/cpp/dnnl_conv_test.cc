@@ -137,6 +137,29 @@ TEST(DnnlConvTest, NewWeightsAtTheSameAddressAreUsed) {
   w = Random(static_cast<int64_t>(w.size()), 5);  // same buffer, new values
   conv.Run(x.data(), w.data(), y.data());
   ExpectMatches(shape, x, w, y);
+  w = Random(static_cast<int64_t>(w.size()), 6);  // and a model bound with them
+  loom_weights_bound();
+  conv.Run(x.data(), w.data(), y.data());
+  ExpectMatches(shape, x, w, y);
+}
+
+// Between binds the weights at an address are those seen there before:
+// not compared again (a bound model's weights must not change).
+TEST(DnnlConvTest, WeightsAreComparedOnceABind) {
+  const Shape shape = {1, 16, 10, 10, 16, 3, 3, 1, 1};
+  LoomConv2d conv(shape.input(), shape.weight(), shape.output(), 1, 1, 1, 1, 1);
+  const std::vector<float> x = Random(loom_dnnl::Span(shape.input()), 8);
+  const std::vector<float> bound = Random(loom_dnnl::Span(shape.weight()), 9);
+  std::vector<float> w = bound;
+  std::vector<float> y(loom_dnnl::Span(shape.output()));
+  loom_weights_bound();
+  conv.Run(x.data(), w.data(), y.data());
+  w[0] += 1;  // behind the runtime's back
+  conv.Run(x.data(), w.data(), y.data());
+  ExpectMatches(shape, x, bound, y);
+  loom_weights_bound();
+  conv.Run(x.data(), w.data(), y.data());
+  ExpectMatches(shape, x, w, y);
 }
 
 TEST(DnnlConvTest, MoreWeightBuffersThanAreKept) {
