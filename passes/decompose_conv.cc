@@ -43,7 +43,7 @@
 //   and CPU, or loom's own for 3x3 convs of 64 channels or more in code
 //   without AVX-512, else oneDNN's direct convolution. For 2-D f32 convs
 //   that are not direct ones, with a kernel of several positions, a weight
-//   known at compile time and, with one group, 128 output positions or
+//   known at compile time and, with one group, 16 output positions or
 //   more (UsesConvCall); the
 //   ResNet block of tests/bench/peers (two 3x3 convs of 64 channels on
 //   56x56) ran in 0.56 ms against 1.05 ms with shifted gemm calls and
@@ -102,7 +102,7 @@ namespace {
 
 constexpr int64_t kDirectMaxGroupSize = 8;
 constexpr int64_t kShiftedMinChannels = 16;
-constexpr int64_t kConvCallMinPositions = 128;
+constexpr int64_t kConvCallMinPositions = 16;
 // Each kernel position is a few nodes.
 constexpr int64_t kMaxKernelPositions = int64_t{1} << 16;
 // max_pool's indices are computed from tables per dim (MaxPoolIndices),
@@ -519,15 +519,18 @@ absl::Status DecomposeConv(const Node& node, DecompositionBuilder& b) {
 // f32, not a direct conv (small groups run as loops), a kernel of several
 // positions (a 1x1 conv is one gemm call already), a weight known at
 // compile time (a call prepares it for its library once) and, with one
-// group, at least kConvCallMinPositions output positions: the call
-// compares the whole weight with its copy on every run, which costs more
-// than the call saves where the weight is large for the work.
+// group, at least kConvCallMinPositions output positions.
 // 3x3 convs, pads 1, batch 1, `loom run --iters=200` alternating 3 times,
 // call vs gemm calls in ms:
 //   C=M=64  56x56   0.311-0.342 vs 0.586-0.605
 //   C=M=128 28x28   0.241-0.242 vs 0.602-0.645
 //   C=M=256 14x14   0.328-0.447 vs 0.641-0.704
 //   C=M=512 7x7     0.935-1.016 vs 0.830-0.852 (a weight of 9.4 MB)
+// when the call compared the whole weight with its copy on every run; once
+// a bind (dnnl_conv.inc), on a 2-core Intel Xeon with AVX-512 (and with
+// the code held to AVX2), alternating twice:
+//   C=M=512 7x7     0.92-0.97 vs 1.78-1.82 (AVX2: 0.86-0.89 vs 2.54-3.28)
+//   C=M=512 4x4     0.40-0.72 vs 0.41-0.52 (AVX2: 0.39-0.41 vs 0.66-0.70)
 // Grouped, the alternative is a batch of small gemm calls over an im2col
 // copy, slower at every size: RegNetY-400MF's 3x3 convs (groups of 8
 // channels), batch 1, two threads on the loaded machine (load 4-5),
