@@ -12,9 +12,9 @@ inline double Draw(uint64_t stream, int64_t i, double low, double span) {
 }
 
 template <typename T>
-void FillFloats(Tensor& tensor, uint64_t stream, double low, double span) {
-  T* data = tensor.data_as<T>();
-  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default"))) void FillFloats(
+    T* data, int64_t count, uint64_t stream, double low, double span) {
+  for (int64_t i = 0; i < count; ++i) {
     data[i] = static_cast<T>(Draw(stream, i, low, span));
   }
 }
@@ -33,8 +33,12 @@ void FillUniform(Tensor& tensor, uint64_t seed, double low, double high) {
   const double span = high - low;
   // Typed loops for the float types: weights of large models are millions
   // of elements, and they are drawn at every import.
-  if (tensor.dtype() == DType::kF32) return FillFloats<float>(tensor, stream, low, span);
-  if (tensor.dtype() == DType::kF64) return FillFloats<double>(tensor, stream, low, span);
+  if (tensor.dtype() == DType::kF32) {
+    return FillFloats<float>(tensor.data_as<float>(), tensor.num_elements(), stream, low, span);
+  }
+  if (tensor.dtype() == DType::kF64) {
+    return FillFloats<double>(tensor.data_as<double>(), tensor.num_elements(), stream, low, span);
+  }
   for (int64_t i = 0; i < tensor.num_elements(); ++i) {
     tensor.SetInt(i, static_cast<int64_t>(std::floor(Draw(stream, i, low, span))));
   }

@@ -1,23 +1,28 @@
 #include "runtime/content_hash.h"
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace loom {
-namespace {
 
-constexpr unsigned __int128 kFnvPrime =
-    (static_cast<unsigned __int128>(1) << 88) | 0x13b;  // 2^88 + 2^8 + 0x3b
+struct ContentHasher::State {
+  XXH3_state_t xxh3;
+};
 
-}  // namespace
+ContentHasher::ContentHasher() : state_(std::make_unique<State>()) {
+  XXH3_128bits_reset(&state_->xxh3);
+}
+
+ContentHasher::~ContentHasher() = default;
 
 void ContentHasher::Update(std::string_view data) {
-  for (unsigned char byte : data) {
-    state_ ^= byte;
-    state_ *= kFnvPrime;
-  }
+  XXH3_128bits_update(&state_->xxh3, data.data(), data.size());
 }
 
 void ContentHasher::Add(std::string_view piece) {
@@ -26,14 +31,13 @@ void ContentHasher::Add(std::string_view piece) {
 }
 
 std::string ContentHasher::HexDigest() const {
-  return absl::StrFormat("%016x%016x", static_cast<uint64_t>(state_ >> 64),
-                         static_cast<uint64_t>(state_));
+  const XXH128_hash_t hash = XXH3_128bits_digest(&state_->xxh3);
+  return absl::StrFormat("%016x%016x", hash.high64, hash.low64);
 }
 
 std::string ContentHash(std::string_view data) {
-  ContentHasher hash;
-  hash.Update(data);
-  return hash.HexDigest();
+  const XXH128_hash_t hash = XXH3_128bits(data.data(), data.size());
+  return absl::StrFormat("%016x%016x", hash.high64, hash.low64);
 }
 
 }  // namespace loom

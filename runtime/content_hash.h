@@ -1,16 +1,25 @@
 #ifndef LOOM_RUNTIME_CONTENT_HASH_H_
 #define LOOM_RUNTIME_CONTENT_HASH_H_
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace loom {
 
-// 128-bit FNV-1a, fed piece by piece: stable across runs, builds and
-// machines (unlike absl::Hash), so it can name files on disk (the kernel
-// cache's entries) and check them (an artifact's payload).
+// XXH3's 128-bit hash (xxHash, libxxhash-dev, inlined), fed piece by
+// piece: stable across runs, builds and machines (unlike absl::Hash), so
+// it can name files on disk (the kernel cache's entries) and check them (an
+// artifact's payload). Tens of GB/s: a BERT-base artifact (435 MB) is
+// checked in tens of milliseconds, where 128-bit FNV-1a, a byte at a time,
+// took 0.85 s.
 class ContentHasher {
  public:
+  ContentHasher();
+  ~ContentHasher();
+  ContentHasher(const ContentHasher&) = delete;
+  ContentHasher& operator=(const ContentHasher&) = delete;
+
   // The bytes as they are.
   void Update(std::string_view data);
   // Length-prefixed, so that no two different lists of pieces hash alike.
@@ -19,8 +28,8 @@ class ContentHasher {
   std::string HexDigest() const;
 
  private:
-  unsigned __int128 state_ =
-      (static_cast<unsigned __int128>(0x6c62272e07bb0142ULL) << 64) | 0x62b821756295c58dULL;
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // ContentHasher over `data` alone.

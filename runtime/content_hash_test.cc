@@ -7,13 +7,22 @@
 namespace loom {
 namespace {
 
-TEST(ContentHashTest, IsStableFnv1a128) {
-  // Published FNV-1a 128-bit values.
-  EXPECT_EQ(ContentHash(""), "6c62272e07bb014262b821756295c58d");
-  EXPECT_EQ(ContentHash("a"), "d228cb696f1a8caf78912b704e4a8964");
-  EXPECT_EQ(ContentHash("loom"), "691e7dbc5e757277b806e95d7414a1c4");
+TEST(ContentHashTest, IsStableXxh3_128) {
+  // XXH3-128 as xxHash's reference implementation gives it (the Python
+  // package xxhash 3's xxh3_128_hexdigest).
+  EXPECT_EQ(ContentHash(""), "99aa06d3014798d86001c324468d497f");
+  EXPECT_EQ(ContentHash("a"), "a96faf705af16834e6c632b61e964e1f");
+  EXPECT_EQ(ContentHash("loom"), "0441d5ca6d23a93443eb4ba434c8aff1");
   EXPECT_NE(ContentHash("loom"), ContentHash("mool"));
   EXPECT_NE(ContentHash(std::string("a\0b", 3)), ContentHash("a"));
+}
+
+TEST(ContentHashTest, PiecesFedOneByOneHashAsTheirWhole) {
+  const std::string data(1000, 'x');
+  ContentHasher pieces;
+  pieces.Update(data.substr(0, 7));
+  pieces.Update(data.substr(7));
+  EXPECT_EQ(pieces.HexDigest(), ContentHash(data));
 }
 
 TEST(ContentHashTest, PiecesAreLengthPrefixed) {

@@ -282,7 +282,7 @@ TEST(ModelTest, DamagedOrForeignFilesAreRefusedNamingTheCause) {
       {"empty.loom", "", "not a loom artifact"},
       {"text.loom", "name: \"lstm\"\n", "not a loom artifact"},
       {"flipped.loom", flipped, "the artifact is damaged"},
-      {"newer.loom", newer.SerializeAsString(), "artifact format 2, this loom reads format 1"},
+      {"newer.loom", newer.SerializeAsString(), "artifact format 3, this loom reads format 2"},
   };
   for (const auto& c : cases) {
     const std::string path = absl::StrCat(dir, "/", c.name);
