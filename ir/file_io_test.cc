@@ -19,6 +19,24 @@ TEST(FileIoTest, ReadsAFile) {
   EXPECT_EQ(*bytes, std::string("a\0b", 3));
 }
 
+TEST(FileIoTest, MapsAFile) {
+  const std::string path = testing::TempDir() + "/mapped.bin";
+  const std::string data = std::string("a\0b", 3) + std::string(100000, 'x');
+  std::ofstream(path, std::ios::binary) << data;
+  absl::StatusOr<MappedFile> mapped = MappedFile::Map(path);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  EXPECT_EQ(mapped->bytes(), data);
+  const std::string empty = testing::TempDir() + "/empty.bin";
+  std::ofstream(empty, std::ios::binary) << "";
+  absl::StatusOr<MappedFile> none = MappedFile::Map(empty);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->bytes().empty());
+  EXPECT_THAT(std::string(MappedFile::Map(testing::TempDir() + "/absent").status().message()),
+              HasSubstr("/absent: cannot open (No such file or directory)"));
+  EXPECT_THAT(std::string(MappedFile::Map(testing::TempDir()).status().message()),
+              HasSubstr(": is a directory, not a file"));
+}
+
 TEST(FileIoTest, ErrorsNameThePathAndTheCause) {
   const std::string missing = testing::TempDir() + "/absent/model.pbtxt";
   absl::Status status = ReadFileBytes(missing).status();

@@ -1,6 +1,10 @@
 #include "runtime/model.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -30,15 +34,58 @@ struct AlignedBytes {
   };
   std::unique_ptr<std::byte[], Free> bytes;
 
-  static AlignedBytes Zeroed(int64_t size) {
+  static AlignedBytes Zeroed(int64_t size) { return Holding(size, {}); }
+  // `size` bytes, the first of them `data`'s and the rest zero; a weight
+  // is written once (zeroing it first was a tenth of loading BERT-base).
+  static AlignedBytes Holding(int64_t size, absl::string_view data) {
     const size_t rounded = static_cast<size_t>((size + kAlignment - 1) / kAlignment * kAlignment);
     AlignedBytes result;
     result.bytes.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)));
-    if (result.bytes != nullptr) std::memset(result.bytes.get(), 0, rounded);
+    if (result.bytes != nullptr) {
+      std::memcpy(result.bytes.get(), data.data(), data.size());
+      std::memset(result.bytes.get() + data.size(), 0, rounded - data.size());
+    }
     return result;
   }
   std::byte* get() const { return bytes.get(); }
 };
+
+// The fields of an ArtifactFile (artifact.proto), its payload a view into
+// the file's bytes: parsing the message would copy the payload, which holds
+// the weights. False where the bytes are no ArtifactFile.
+struct ArtifactFileView {
+  std::string magic, payload_hash;
+  int64_t format_version = 0;
+  absl::string_view payload;
+};
+
+bool ParseArtifactFile(absl::string_view bytes, ArtifactFileView& file) {
+  using google::protobuf::internal::WireFormatLite;
+  if (bytes.size() > INT_MAX) return false;  // protobuf's limit
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  while (const uint32_t tag = in.ReadTag()) {
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const WireFormatLite::WireType type = WireFormatLite::GetTagWireType(tag);
+    if (type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED &&
+        (field == 1 || field == 3 || field == 4)) {
+      uint32_t length = 0;
+      if (!in.ReadVarint32(&length) || length > bytes.size() - in.CurrentPosition()) return false;
+      const absl::string_view value = bytes.substr(in.CurrentPosition(), length);
+      if (!in.Skip(static_cast<int>(length))) return false;
+      if (field == 1) file.magic = std::string(value);
+      if (field == 3) file.payload_hash = std::string(value);
+      if (field == 4) file.payload = value;
+    } else if (type == WireFormatLite::WIRETYPE_VARINT && field == 2) {
+      uint64_t version = 0;
+      if (!in.ReadVarint64(&version)) return false;
+      file.format_version = static_cast<int32_t>(version);
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
@@ -298,23 +345,24 @@ std::string Model::Serialize(const rproto::Artifact& artifact) {
 }
 
 absl::StatusOr<Model> Model::Load(const std::string& path) {
-  const absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  const absl::StatusOr<MappedFile> bytes = MappedFile::Map(path);
   if (!bytes.ok()) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot be read (no such file?)"));
   }
-  rproto::ArtifactFile file;
-  if (!file.ParseFromString(*bytes) || file.magic() != kMagic) {
+  ArtifactFileView file;
+  if (!ParseArtifactFile(bytes->bytes(), file) || file.magic != kMagic) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a loom artifact (truncated or corrupt?)"));
   }
-  if (file.format_version() != kArtifactFormatVersion) {
+  if (file.format_version != kArtifactFormatVersion) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": artifact format ", file.format_version(), ", this loom reads format ",
+        absl::StrCat(path, ": artifact format ", file.format_version, ", this loom reads format ",
                      kArtifactFormatVersion, " only: compile the model again with this loom"));
   }
   rproto::Artifact artifact;
-  if (ContentHash(file.payload()) != file.payload_hash() ||
-      !artifact.ParseFromString(file.payload())) {
+  if (ContentHash(std::string_view(file.payload.data(), file.payload.size())) !=
+          file.payload_hash ||
+      !artifact.ParseFromArray(file.payload.data(), static_cast<int>(file.payload.size()))) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": the artifact is damaged (its checksum does not match)"));
   }
@@ -395,9 +443,8 @@ absl::Status Model::Shared::AddBuffer(const rproto::Buffer& buffer, const void* 
       return absl::InvalidArgumentError(absl::StrCat("weight '", buffer.name(), "' has ",
                                                      buffer.data().size(), " bytes, not ", size));
     }
-    weight = AlignedBytes::Zeroed(std::max<int64_t>(size, 1));
+    weight = AlignedBytes::Holding(std::max<int64_t>(size, 1), buffer.data());
     if (weight.get() == nullptr) return absl::ResourceExhaustedError("out of memory");
-    std::memcpy(weight.get(), buffer.data().data(), buffer.data().size());
     weights.push_back(weight.get());
   } else {
     weights.push_back(nullptr);
