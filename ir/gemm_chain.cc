@@ -8,16 +8,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
+#include "ir/dtype.h"
 #include "ir/expr.h"
 
 namespace loom {
 namespace {
-
-int64_t Product(absl::Span<const int64_t> extents) {
-  int64_t product = 1;
-  for (int64_t extent : extents) product *= extent;
-  return product;
-}
 
 // Whether the rows of `matrix`, over all of `gemm`'s batch positions in
 // row-major order, lie one after the other `row_stride` apart, its
@@ -133,13 +128,13 @@ std::optional<GemmChain> MatchGemmChain(const LoopProgram& program,
   const ComputeNode& leader = program.nodes[middle.nodes[0]];
   const absl::Span<const int64_t> outer =
       absl::MakeConstSpan(leader.ranges).subspan(0, middle.outer_loops);
-  const int64_t rows = Product(first->batch) * first->m;
+  const int64_t rows = NumElements(first->batch) * first->m;
   int row_loops = 0;
   while (row_loops < static_cast<int>(outer.size()) &&
-         Product(outer.subspan(0, row_loops)) < rows) {
+         NumElements(outer.subspan(0, row_loops)) < rows) {
     ++row_loops;
   }
-  if (Product(outer.subspan(0, row_loops)) != rows) return std::nullopt;
+  if (NumElements(outer.subspan(0, row_loops)) != rows) return std::nullopt;
 
   absl::flat_hash_map<BufferId, Access> access;
   if (!MiddleStaysInRows(program, middle, row_loops, *first, *second, access)) return std::nullopt;

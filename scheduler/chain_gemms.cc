@@ -26,8 +26,7 @@ bool ChainGemms(LoopProgram& program, Schedule& schedule) {
     const std::optional<GemmChain> chain = MatchGemmChain(program, kernels.subspan(k, 3));
     if (!chain) continue;
     const Gemm& first = chain->first;
-    int64_t rows = first.m;
-    for (int64_t extent : first.batch) rows *= extent;
+    const int64_t rows = NumElements(first.batch) * first.m;
     if (first.k > kMaxChainedDepth || NumBytes(first.dtype, {rows, first.n}) < kMinChainedBytes) {
       continue;
     }

@@ -104,6 +104,20 @@ TEST(GemmChainTest, AttentionRunsAsOneChainOfTasks) {
   CompileRunAndCompare(Attention(2, 1000, 40));
 }
 
+// The chain's code for every x86 instruction-set level this CPU runs:
+// AVX2 (where the products may call OpenBLAS or BLIS) and generic x86-64.
+TEST(GemmChainTest, AttentionMatchesOnEveryIsaLevel) {
+  for (const char* march : {"haswell", "x86-64"}) {
+    if (std::string(march) == "haswell" &&
+        !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+      continue;
+    }
+    EndToEndOptions options;
+    options.march = march;
+    CompileRunAndCompare(Attention(2, 1000, 40), options);
+  }
+}
+
 // A softmax over each key's column reads every query's row: not a chain.
 TEST(GemmChainTest, ASoftmaxAcrossRowsRunsApart) {
   absl::StatusOr<Module> module = Emit(Attention(2, 1000, 40, /*axis=*/-2));
