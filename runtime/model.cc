@@ -42,7 +42,7 @@ struct AlignedBytes {
     AlignedBytes result;
     result.bytes.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)));
     if (result.bytes != nullptr) {
-      std::memcpy(result.bytes.get(), data.data(), data.size());
+      if (!data.empty()) std::memcpy(result.bytes.get(), data.data(), data.size());
       std::memset(result.bytes.get() + data.size(), 0, rounded - data.size());
     }
     return result;
