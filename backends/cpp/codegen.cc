@@ -15,6 +15,7 @@
 #include "backends/cpp/dnnl_conv_text.h"
 #include "backends/cpp/kernel_printer.h"
 #include "backends/cpp/library_calls.h"
+#include "backends/cpp/outline.h"
 #include "backends/cpp/plan.h"
 #include "backends/cpp/prelude.h"
 #include "passes/pass.h"
@@ -49,6 +50,7 @@ struct UnitNeeds {
 // The functions of a unit and what each does, by index.
 struct UnitFunctions {
   kplan::FunctionTable table{/*share_equal_bodies=*/true};
+  OutlinedFunctions outlined;  // their repeated members
   std::vector<std::string> plans;
 
   // Notes the plan of `function` when it is a new one.
@@ -217,11 +219,13 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
     }
   }
   if (needs.vectorizes) absl::StrAppend(&text, VectorHelpers(needs.teams));
+  absl::StrAppend(&text, functions.outlined.Declarations());
   const std::deque<std::string>& bodies = functions.table.bodies();
   for (size_t f = 0; f < bodies.size(); ++f) {
     absl::StrAppend(&text, "\nextern \"C\" void loom_f", f, "(void* const* a) {\n", bodies[f],
                     "}\n");
   }
+  absl::StrAppend(&text, functions.outlined.Definitions());
   return text;
 }
 
@@ -298,7 +302,7 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     int function = functions.table.Find(planner.key());
     if (function < 0) {
       planner.PlanVectors(kernel);
-      KernelPrinter printer(program, needs.helpers, needs.libm_calls, planner);
+      KernelPrinter printer(program, needs.helpers, needs.libm_calls, planner, &functions.outlined);
       function = functions.table.Add(planner.key(), printer.Print(kernel));
       needs.Add(planner.plan());
       functions.NotePlan(function, planner.plan().ToString(program, kernel));

@@ -1,14 +1,19 @@
 #include "backends/cpp/kernel_printer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "backends/cpp/outline.h"
 
 namespace loom::cpp {
 
@@ -24,6 +29,21 @@ namespace {
 constexpr int64_t kShareInnermostBelow = 8;
 
 constexpr absl::string_view kParallelFor = "#pragma omp parallel for";
+
+// Members whose code has fewer lines stay inline where they repeat: a call
+// would save g++ little (a product's one-line loom_matvec call).
+constexpr int kMinOutlinedLines = 3;
+
+// `code` (printed at `depth`) at `new_depth`.
+std::string Reindented(absl::string_view code, int depth, int new_depth) {
+  std::string text;
+  for (absl::string_view line : absl::StrSplit(code, '\n', absl::SkipEmpty())) {
+    line.remove_prefix(std::min(line.size(), static_cast<size_t>(2 * depth)));
+    text.append(2 * new_depth, ' ');
+    absl::StrAppend(&text, line, "\n");
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -224,9 +244,88 @@ void KernelPrinter::PrintMembers(const Kernel& kernel, int depth) {
     Line(depth, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
                              plan_.members[m].local_length, "];"));
   }
+  std::vector<MemberCode> codes(kernel.nodes.size());
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    codes[m] = {body_.size(), 0, depth};
     PrintMember(program_.nodes[kernel.nodes[m]], static_cast<int>(m), depth);
+    codes[m].end = body_.size();
   }
+  OutlineRepeatedMembers(kernel, codes);
+}
+
+bool KernelPrinter::MayOutline(const Kernel& kernel, size_t m) const {
+  const CppMemberPlan& member = plan_.members[m];
+  const bool next_reads_its_variables =
+      m + 1 < kernel.nodes.size() &&
+      (plan_.members[m + 1].sum_in_vector_loop || plan_.members[m + 1].sum_from_variance);
+  if (plan_.Splits(m) || member.sum_in_vector_loop || member.sum_from_variance ||
+      next_reads_its_variables ||
+      (member.store.kind != Ref::Kind::kParam && member.store.kind != Ref::Kind::kLocal)) {
+    return false;
+  }
+  const int steps = static_cast<int>(program_.nodes[kernel.nodes[m]].body.size());
+  for (int i = 0; i < steps; ++i) {
+    const Ref::Kind kind = plan_.load_refs[member.first_step + i].kind;
+    if (kind == Ref::Kind::kTemp || kind == Ref::Kind::kAcc || kind == Ref::Kind::kArg) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string KernelPrinter::BufferType(const Kernel& kernel, size_t m,
+                                      absl::string_view name) const {
+  const int id = std::stoi(std::string(name.substr(1)));
+  const DType dtype = name[0] == 'l'
+                          ? program_.buffers[program_.nodes[kernel.nodes[id]].output].dtype
+                          : program_.buffers[plan_.params.args()[id].buffer].dtype;
+  // const where the member only reads it: a step that reads the initial
+  // state (a parameter) shares the function of those that read a local.
+  const bool written = RefName(plan_.members[m].store) == name;
+  return absl::StrCat(written ? "" : "const ", StorageCType(dtype), "*");
+}
+
+void KernelPrinter::OutlineRepeatedMembers(const Kernel& kernel,
+                                           const std::vector<MemberCode>& codes) {
+  if (outlined_ == nullptr) return;
+  const size_t count = kernel.nodes.size();
+  std::vector<RenamedCode> renamed(count);
+  std::vector<std::string> keys(count);
+  absl::flat_hash_map<std::string, int> repeats;
+  for (size_t m = 0; m < count; ++m) {
+    const absl::string_view code(body_.data() + codes[m].begin, codes[m].end - codes[m].begin);
+    if (!MayOutline(kernel, m) || absl::c_count(code, '\n') < kMinOutlinedLines) continue;
+    renamed[m] = RenameNumberedNames(code);
+    if (renamed[m].uses_outer_names) continue;
+    std::vector<std::string> types;
+    for (const std::string& buffer : renamed[m].buffers) {
+      types.push_back(BufferType(kernel, m, buffer));
+    }
+    keys[m] = absl::StrCat(absl::StrJoin(types, ","), "\n", renamed[m].text);
+    ++repeats[keys[m]];
+  }
+  std::string body;
+  size_t copied = 0;  // body_ up to here is in body
+  for (size_t m = 0; m < count; ++m) {
+    if (keys[m].empty() || repeats[keys[m]] < 2) continue;
+    body.append(body_, copied, codes[m].begin - copied);
+    copied = codes[m].end;
+    std::vector<std::string> params, args = renamed[m].buffers;
+    for (size_t i = 0; i < renamed[m].buffers.size(); ++i) {
+      params.push_back(absl::StrCat(BufferType(kernel, m, args[i]), " LOOM_RESTRICT a", i));
+    }
+    for (int i = 0; i < plan_.outer_loops; ++i) {
+      params.push_back(absl::StrCat("int64_t x", i));
+      args.push_back(absl::StrCat("x", i));
+    }
+    const int depth = codes[m].depth;
+    const std::string& name =
+        outlined_->Add(absl::StrJoin(params, ", "), Reindented(renamed[m].text, depth, 1));
+    absl::StrAppend(&body, std::string(2 * depth, ' '), name, "(", absl::StrJoin(args, ", "),
+                    ");\n");
+  }
+  body.append(body_, copied);
+  body_ = std::move(body);
 }
 
 std::string KernelPrinter::ParamDeclarations(bool restrict) const {

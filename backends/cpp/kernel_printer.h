@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "backends/common/c_scalar.h"
 #include "backends/cpp/cpp_options.pb.h"
+#include "backends/cpp/outline.h"
 #include "backends/cpp/plan.h"
 #include "ir/loop_ir.h"
 #include "ir/schedule.h"
@@ -28,13 +29,17 @@ std::vector<std::string> LoopPragmas(size_t count, bool vector, bool split,
 // unrolled recurrence) print identically and share one function.
 class KernelPrinter {
  public:
+  // Members that repeat in a kernel become calls of functions in
+  // `outlined`, where it is not null.
   KernelPrinter(const LoopProgram& program, cscalar::HelperSet& helpers,
-                cscalar::LibmCalls& libm_calls, CppPlanner& planner)
+                cscalar::LibmCalls& libm_calls, CppPlanner& planner,
+                OutlinedFunctions* outlined = nullptr)
       : program_(program),
         helpers_(helpers),
         libm_calls_(libm_calls),
         planner_(planner),
-        plan_(planner.plan()) {}
+        plan_(planner.plan()),
+        outlined_(outlined) {}
 
   // The function's body, parameter declarations included.
   std::string Print(const Kernel& kernel);
@@ -54,6 +59,20 @@ class KernelPrinter {
   std::string RefText(const ComputeNode& node, const Ref& ref);
   // The local arrays and every member, inside the outer loops.
   void PrintMembers(const Kernel& kernel, int depth);
+  // Where PrintMember printed a member's code in body_, at what depth.
+  struct MemberCode {
+    size_t begin = 0, end = 0;  // empty: not printed by PrintMember
+    int depth = 0;
+  };
+  // Replaces in body_ each member whose code repeats, renamed, in another
+  // member of the kernel (outline.h) by a call of one function of
+  // outlined_ for all of them (where outlined_ is not null).
+  void OutlineRepeatedMembers(const Kernel& kernel, const std::vector<MemberCode>& codes);
+  // Whether member m's code uses no name another member declares, nor one
+  // of the function's own (loom_split), so that a function can run it.
+  bool MayOutline(const Kernel& kernel, size_t m) const;
+  // The pointer type of a buffer p<N> or l<N> of the kernel in member m.
+  std::string BufferType(const Kernel& kernel, size_t m, absl::string_view name) const;
   void PrintMember(const ComputeNode& node, int member, int depth);
   void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
   // A variance (kVar): Welford's update, in lanes over the innermost
@@ -109,8 +128,8 @@ class KernelPrinter {
   // vectors, then the rest one by one.
   void PrintVectorLoop(const ComputeNode& node, int member, int depth);
   // In one run of a vector loop: prefetches of the lines its loads of
-  // parameters read in the next outer iteration, and of those the later
-  // stores write in this one. The loop computes long enough for the memory
+  // parameters read in the next outer iteration, and of the one the
+  // nearest later store writes in this one. The loop computes long enough for the memory
   // to fetch them, which would otherwise idle until the next pass asks.
   void PrintPrefetches(const ComputeNode& node, int member, int depth);
   std::string PrintVectorStep(const ComputeNode& node, int i);
@@ -135,7 +154,8 @@ class KernelPrinter {
 
   std::vector<std::string> var_names_;  // x0, x1, ... (at least one per loop)
   std::string body_;
-  int step_base_ = 0;  // steps of earlier members, so names stay unique
+  OutlinedFunctions* outlined_;  // for repeated members, or null
+  int step_base_ = 0;            // steps of earlier members, so names stay unique
 };
 
 }  // namespace loom::cpp

@@ -83,9 +83,9 @@ struct CompiledLibrary {
 // compiler command (compiler, flags, openmp), the support objects, and the
 // host CPU when a flag asks for "native" code. Safe to call from
 // several threads and processes sharing one cache: entries appear atomically.
-// On a miss, a unit of codegen-cpp's kernel functions (each after
-// `extern "C" void loom_f`) compiles in one part per core at once, each the
-// prelude then some of its functions, with the support sources missing
+// On a miss, a unit of codegen-cpp's functions (each after a line
+// `extern "C" void loom_f<N>` or `loom_m<N>`) compiles in one part per
+// core at once, each the prelude then some of its functions, with the support sources missing
 // from the cache, and the objects are linked. A compile failure is an
 // InternalError with the compiler's output, its exit status and the command
 // line, naming the kernel functions of the failing part; a compiler that

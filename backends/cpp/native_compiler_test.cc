@@ -182,6 +182,32 @@ TEST(CompileAndLoadTest, KernelFunctionsCompileInPartsIntoOneLibrary) {
   EXPECT_TRUE(again->cache_hit);
 }
 
+// Functions of repeated members (loom_m<N>, declared in the prelude) are
+// pieces of their own too: a kernel function calls one that another part
+// defines. A declaration of loom_ in the prelude is not a piece.
+TEST(CompileAndLoadTest, KernelFunctionsCallMemberFunctionsOfOtherParts) {
+  const NativeCompileOptions options = FreshCacheOptions();
+  std::string source =
+      "extern \"C\" void loom_m0(int* out, int value);\n"
+      "\nextern \"C\" void loom_helper_declared(void);\n";
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(&source, "\nextern \"C\" void loom_f", i,
+                    "(void* const* a) {\n  loom_m0((int*)a[0], ", i, ");\n}\n");
+  }
+  absl::StrAppend(&source,
+                  "\nextern \"C\" void loom_m0(int* out, int value) { *out = 3 * value; }\n");
+  absl::StatusOr<CompiledLibrary> library = CompileAndLoad(source, options);
+  ASSERT_TRUE(library.ok()) << library.status();
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<void*> function = library->library.Symbol(absl::StrCat("loom_f", i));
+    ASSERT_TRUE(function.ok()) << function.status();
+    int out = -1;
+    void* args[] = {&out};
+    reinterpret_cast<void (*)(void* const*)> (*function)(args);
+    EXPECT_EQ(out, 3 * i);
+  }
+}
+
 TEST(CompileAndLoadTest, AFailingKernelFunctionIsNamedInTheError) {
   const NativeCompileOptions options = FreshCacheOptions();
   absl::StatusOr<CompiledLibrary> library =

@@ -99,8 +99,9 @@ struct CppMemberPlan {
   int first_step = 0;                       // its first step among the kernel's
   int64_t local_length = 0;                 // its slice of one outer iteration
   Ref store;                                // kParam or kLocal, or kNone: kept in a variable
-  // Later members' stores along its vector loop, which it prefetches.
-  std::vector<Ref> stores_alongside;
+  // The nearest later member's store along its vector loop, which it
+  // prefetches.
+  std::optional<Ref> store_alongside;
 };
 
 struct CppKernelPlan {
@@ -217,10 +218,11 @@ class CppPlanner {
   std::optional<MatVec> MatchMatVec(const ComputeNode& node, int member, bool alone);
   // The vector chains of a Welford member's lanes, or 0 for lane arrays.
   int WelfordChains(const ComputeNode& node, int member);
-  // The stores of later members that write, in each outer iteration, the
-  // same places a vector member's loop runs over (softmax's normalised
-  // row) and do not stream: that loop prefetches them (PrintPrefetches).
-  std::vector<Ref> LaterStoresAlongside(const Kernel& kernel, size_t m);
+  // The store of the nearest later member that writes, in each outer
+  // iteration, the same places a vector member's loop runs over (softmax's
+  // normalised row) and does not stream: that loop prefetches it
+  // (PrintPrefetches).
+  std::optional<Ref> LaterStoreAlongside(const Kernel& kernel, size_t m);
   // Whether the kernel runs as a team (see KernelPrinter::PrintTeam): at
   // most one outer loop, of at most kTeamRows iterations, members with
   // inner loops that are pointwise or products shared by the threads

@@ -54,8 +54,8 @@ void KernelPrinter::PrintPrefetches(const ComputeNode& node, int member, int dep
                                ToCpp(planner_.ParamIndex(load), next), "]);"));
     }
   }
-  for (const Ref& store : plan_.members[member].stores_alongside) {
-    Line(depth, absl::StrCat("__builtin_prefetch(&", RefText(node, store), ", 1);"));
+  if (const std::optional<Ref>& store = plan_.members[member].store_alongside) {
+    Line(depth, absl::StrCat("__builtin_prefetch(&", RefText(node, *store), ", 1);"));
   }
 }
 
@@ -178,6 +178,7 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
   }
   Line(1, "#pragma omp parallel");
   Line(1, "{");
+  std::vector<MemberCode> codes(kernel.nodes.size());
   for (size_t m = 0; m < kernel.nodes.size();) {
     if (plan_.members[m].matvec.has_value()) {
       const ComputeNode& node = program_.nodes[kernel.nodes[m]];
@@ -196,12 +197,15 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
     for (; m < kernel.nodes.size() && !plan_.members[m].matvec.has_value(); ++m) {
       const ComputeNode& node = program_.nodes[kernel.nodes[m]];
       NameLoopVariables(node);
+      codes[m] = {body_.size(), 0, depth};
       PrintMember(node, static_cast<int>(m), depth);
+      codes[m].end = body_.size();
     }
     if (plan_.outer.empty()) Line(2, "}");
     CloseLoops(plan_.outer.size(), depth);
   }
   Line(1, "}");
+  OutlineRepeatedMembers(kernel, codes);
   return body_;
 }
 
