@@ -413,7 +413,9 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
   LOOM_RETURN_IF_ERROR(
       CheckFitsInMemory(static_cast<double>(NumElements(type.shape)) * DTypeSize(type.dtype),
                         absl::StrCat(what, ": its values")));
-  Tensor tensor(type);
+  // Random and external data write every element.
+  Tensor tensor =
+      init.init_case() == proto::Initializer::kValues ? Tensor(type) : Tensor::Uninitialized(type);
   switch (init.init_case()) {
     case proto::Initializer::kValues:
       LOOM_RETURN_IF_ERROR(FillValues(init.values(), tensor, what));

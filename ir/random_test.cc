@@ -15,11 +15,12 @@ double Reference(uint64_t seed, int64_t i, double low, double high) {
   return low + static_cast<double>(bits >> 11) * 0x1.0p-53 * (high - low);
 }
 
-// The vector clones (AVX2, AVX-512) of the fill, where this CPU runs one,
-// give the generic build's bits: weights are the same on every machine.
+// The fill, in parts on several threads where the tensor is large, gives
+// the bits of one element at a time: weights are the same on every machine
+// and for every thread count.
 TEST(RandomTest, FloatsAreTheSameOnEveryMachine) {
-  Tensor floats(DType::kF32, {100003});
-  Tensor doubles(DType::kF64, {100003});
+  Tensor floats(DType::kF32, {(1 << 20) + 3});
+  Tensor doubles(DType::kF64, {(1 << 20) + 3});
   FillUniform(floats, 42, -0.3, 0.7);
   FillUniform(doubles, 42, -0.3, 0.7);
   for (int64_t i = 0; i < floats.num_elements(); ++i) {

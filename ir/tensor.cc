@@ -1,6 +1,7 @@
 #include "ir/tensor.h"
 
 #include <atomic>
+#include <cstring>
 
 namespace loom {
 namespace {
@@ -28,11 +29,18 @@ void Tensor::SetNarrowFloatBitsAt(int64_t i, uint16_t bits) {
   }
 }
 
-Tensor::Tensor(TensorType type) : type_(std::move(type)), num_elements_(NumElements(type_.shape)) {
+Tensor::Tensor(TensorType type, NoZeroing)
+    : type_(std::move(type)), num_elements_(NumElements(type_.shape)) {
   const int64_t bytes = num_bytes();
   if (bytes >= kStaggerFromBytes) offset_ = NextStagger();
   storage_.resize((bytes + sizeof(Block) - 1) / sizeof(Block) + 1 + offset_);
 }
+
+Tensor::Tensor(TensorType type) : Tensor(std::move(type), NoZeroing{}) {
+  std::memset(static_cast<void*>(storage_.data()), 0, storage_.size() * sizeof(Block));
+}
+
+Tensor Tensor::Uninitialized(TensorType type) { return Tensor(std::move(type), NoZeroing{}); }
 
 double Tensor::GetDouble(int64_t i) const {
   switch (dtype()) {

@@ -17,6 +17,10 @@ class Tensor {
   Tensor() : Tensor(TensorType{DType::kF32, {}}) {}
   explicit Tensor(TensorType type);
   Tensor(DType dtype, Shape shape) : Tensor(TensorType{dtype, std::move(shape)}) {}
+  // A tensor whose bytes are not zeroed, for a caller that writes every
+  // element: zeroing a large model's weights first cost its import a pass
+  // over memory (and the page faults, on the one thread).
+  static Tensor Uninitialized(TensorType type);
 
   const TensorType& type() const { return type_; }
   DType dtype() const { return type_.dtype; }
@@ -58,8 +62,11 @@ class Tensor {
   void SetNarrowFloatBitsAt(int64_t i, uint16_t bits);
 
   struct alignas(64) Block {
+    Block() {}  // no zeroing where storage_ grows (the constructors zero)
     unsigned char bytes[64];
   };
+  struct NoZeroing {};
+  Tensor(TensorType type, NoZeroing);
 
   TensorType type_;
   int64_t num_elements_;
