@@ -160,6 +160,17 @@ std::string KernelUnit(const std::vector<std::string>& values) {
   return text;
 }
 
+// What kernel function loom_f<i> of `library` stores through its first
+// argument; -1 where it has none.
+int CallKernel(const CompiledLibrary& library, int i) {
+  absl::StatusOr<void*> function = library.library.Symbol(absl::StrCat("loom_f", i));
+  EXPECT_TRUE(function.ok()) << function.status();
+  int out = -1;
+  void* args[] = {&out};
+  if (function.ok()) reinterpret_cast<void (*)(void* const*)> (*function)(args);
+  return out;
+}
+
 // Its functions compile in a unit per core at once, into one library; only
 // the library and its source stay in the cache.
 TEST(CompileAndLoadTest, KernelFunctionsCompileInPartsIntoOneLibrary) {
@@ -168,14 +179,7 @@ TEST(CompileAndLoadTest, KernelFunctionsCompileInPartsIntoOneLibrary) {
       KernelUnit({"loom_twice(0)", "loom_twice(1)", "loom_twice(2)", "loom_twice(3)", "7"});
   absl::StatusOr<CompiledLibrary> library = CompileAndLoad(source, options);
   ASSERT_TRUE(library.ok()) << library.status();
-  for (int i = 0; i < 5; ++i) {
-    absl::StatusOr<void*> function = library->library.Symbol(absl::StrCat("loom_f", i));
-    ASSERT_TRUE(function.ok()) << function.status();
-    int out = -1;
-    void* args[] = {&out};
-    reinterpret_cast<void (*)(void* const*)> (*function)(args);
-    EXPECT_EQ(out, i < 4 ? 2 * i : 7);
-  }
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(CallKernel(*library, i), i < 4 ? 2 * i : 7);
   EXPECT_EQ(FilesIn(options.cache_dir).size(), 2u);  // <hash>.cc and <hash>.so
   absl::StatusOr<CompiledLibrary> again = CompileAndLoad(source, options);
   ASSERT_TRUE(again.ok()) << again.status();
@@ -198,14 +202,7 @@ TEST(CompileAndLoadTest, KernelFunctionsCallMemberFunctionsOfOtherParts) {
                   "\nextern \"C\" void loom_m0(int* out, int value) { *out = 3 * value; }\n");
   absl::StatusOr<CompiledLibrary> library = CompileAndLoad(source, options);
   ASSERT_TRUE(library.ok()) << library.status();
-  for (int i = 0; i < 4; ++i) {
-    absl::StatusOr<void*> function = library->library.Symbol(absl::StrCat("loom_f", i));
-    ASSERT_TRUE(function.ok()) << function.status();
-    int out = -1;
-    void* args[] = {&out};
-    reinterpret_cast<void (*)(void* const*)> (*function)(args);
-    EXPECT_EQ(out, 3 * i);
-  }
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(CallKernel(*library, i), 3 * i);
 }
 
 TEST(CompileAndLoadTest, AFailingKernelFunctionIsNamedInTheError) {
