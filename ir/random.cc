@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -30,7 +31,12 @@ void FillFloats(T* data, int64_t count, uint64_t stream, double low, double span
       std::clamp<int64_t>(count / kDrawPerThread, 1, std::thread::hardware_concurrency());
   std::vector<std::thread> helpers;
   for (int64_t t = 1; t < threads; ++t) {
-    helpers.emplace_back(draw, count * t / threads, count * (t + 1) / threads);
+    const int64_t first = count * t / threads, last = count * (t + 1) / threads;
+    try {
+      helpers.emplace_back(draw, first, last);
+    } catch (const std::system_error&) {
+      draw(first, last);  // no thread to be had: this one draws the part
+    }
   }
   draw(0, count / threads);
   for (std::thread& helper : helpers) helper.join();

@@ -12,9 +12,9 @@ namespace loom {
 // implementation-defined). Integer and bool tensors get floor(value).
 void FillUniform(Tensor& tensor, uint64_t seed, double low, double high);
 
-// splitmix64: a small, well-mixed, portable hash of `x`. Inline, so that
-// FillUniform's vector clones draw in lanes (called, it drew one element
-// at a time: lstm_l6_h256's 3M draws, 20% of its front end's samples).
+// splitmix64: a small, well-mixed, portable hash of `x`. Inline: FillUniform
+// hashes every element (called, it cost lstm_l6_h256's 3M draws a call
+// each).
 inline uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
