@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -23,6 +22,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "ir/file_io.h"
 #include "ir/graph_io.h"
+#include "ir/parallel.h"
 #include "ir/status_macros.h"
 #include "passes/pass_manager.h"
 
@@ -77,18 +77,11 @@ class CopyBandwidth {
 
   // Copies once, keeping its GB/s.
   void Measure() {
-    const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
-    const int64_t part = (kElements + threads - 1) / threads;
-    auto copy_part = [&](int64_t t) {
-      const int64_t begin = std::min(kElements, t * part);
-      const int64_t end = std::min(kElements, begin + part);
-      std::memcpy(dst_.data() + begin, src_.data() + begin, (end - begin) * sizeof(float));
+    const auto copy_part = [&](int64_t first, int64_t last) {
+      std::memcpy(dst_.data() + first, src_.data() + first, (last - first) * sizeof(float));
     };
     const auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> workers;
-    for (int64_t t = 1; t < threads; ++t) workers.emplace_back(copy_part, t);
-    copy_part(0);
-    for (std::thread& worker : workers) worker.join();
+    RunInParts(kElements, HardwareThreads(), copy_part);
     gbps_.push_back(2.0 * kElements * sizeof(float) / SecondsSince(start) / 1e9);
   }
 

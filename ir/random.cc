@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <system_error>
-#include <thread>
-#include <vector>
+
+#include "ir/parallel.h"
 
 namespace loom {
 namespace {
@@ -27,19 +26,7 @@ void FillFloats(T* data, int64_t count, uint64_t stream, double low, double span
   const auto draw = [=](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) data[i] = static_cast<T>(Draw(stream, i, low, span));
   };
-  const int64_t threads =
-      std::clamp<int64_t>(count / kDrawPerThread, 1, std::thread::hardware_concurrency());
-  std::vector<std::thread> helpers;
-  for (int64_t t = 1; t < threads; ++t) {
-    const int64_t first = count * t / threads, last = count * (t + 1) / threads;
-    try {
-      helpers.emplace_back(draw, first, last);
-    } catch (const std::system_error&) {
-      draw(first, last);  // no thread to be had: this one draws the part
-    }
-  }
-  draw(0, count / threads);
-  for (std::thread& helper : helpers) helper.join();
+  RunInParts(count, std::min(count / kDrawPerThread, HardwareThreads()), draw);
 }
 
 }  // namespace

@@ -254,23 +254,12 @@ void KernelPrinter::PrintMembers(const Kernel& kernel, int depth) {
 }
 
 bool KernelPrinter::MayOutline(const Kernel& kernel, size_t m) const {
-  const CppMemberPlan& member = plan_.members[m];
+  const Ref::Kind store = plan_.members[m].store.kind;
   const bool next_reads_its_variables =
       m + 1 < kernel.nodes.size() &&
       (plan_.members[m + 1].sum_in_vector_loop || plan_.members[m + 1].sum_from_variance);
-  if (plan_.Splits(m) || member.sum_in_vector_loop || member.sum_from_variance ||
-      next_reads_its_variables ||
-      (member.store.kind != Ref::Kind::kParam && member.store.kind != Ref::Kind::kLocal)) {
-    return false;
-  }
-  const int steps = static_cast<int>(program_.nodes[kernel.nodes[m]].body.size());
-  for (int i = 0; i < steps; ++i) {
-    const Ref::Kind kind = plan_.load_refs[member.first_step + i].kind;
-    if (kind == Ref::Kind::kTemp || kind == Ref::Kind::kAcc || kind == Ref::Kind::kArg) {
-      return false;
-    }
-  }
-  return true;
+  return !plan_.Splits(m) && !next_reads_its_variables &&
+         (store == Ref::Kind::kParam || store == Ref::Kind::kLocal);
 }
 
 std::string KernelPrinter::BufferType(const Kernel& kernel, size_t m,
@@ -290,6 +279,7 @@ void KernelPrinter::OutlineRepeatedMembers(const Kernel& kernel,
   if (outlined_ == nullptr) return;
   const size_t count = kernel.nodes.size();
   std::vector<RenamedCode> renamed(count);
+  std::vector<std::vector<std::string>> types(count);  // of each member's buffers
   std::vector<std::string> keys(count);
   absl::flat_hash_map<std::string, int> repeats;
   for (size_t m = 0; m < count; ++m) {
@@ -297,11 +287,10 @@ void KernelPrinter::OutlineRepeatedMembers(const Kernel& kernel,
     if (!MayOutline(kernel, m) || absl::c_count(code, '\n') < kMinOutlinedLines) continue;
     renamed[m] = RenameNumberedNames(code);
     if (renamed[m].uses_outer_names) continue;
-    std::vector<std::string> types;
     for (const std::string& buffer : renamed[m].buffers) {
-      types.push_back(BufferType(kernel, m, buffer));
+      types[m].push_back(BufferType(kernel, m, buffer));
     }
-    keys[m] = absl::StrCat(absl::StrJoin(types, ","), "\n", renamed[m].text);
+    keys[m] = absl::StrCat(absl::StrJoin(types[m], ","), "\n", renamed[m].text);
     ++repeats[keys[m]];
   }
   std::string body;
@@ -311,8 +300,8 @@ void KernelPrinter::OutlineRepeatedMembers(const Kernel& kernel,
     body.append(body_, copied, codes[m].begin - copied);
     copied = codes[m].end;
     std::vector<std::string> params, args = renamed[m].buffers;
-    for (size_t i = 0; i < renamed[m].buffers.size(); ++i) {
-      params.push_back(absl::StrCat(BufferType(kernel, m, args[i]), " LOOM_RESTRICT a", i));
+    for (size_t i = 0; i < args.size(); ++i) {
+      params.push_back(absl::StrCat(types[m][i], " LOOM_RESTRICT a", i));
     }
     for (int i = 0; i < plan_.outer_loops; ++i) {
       params.push_back(absl::StrCat("int64_t x", i));

@@ -68,8 +68,10 @@ class KernelPrinter {
   // member of the kernel (outline.h) by a call of one function of
   // outlined_ for all of them (where outlined_ is not null).
   void OutlineRepeatedMembers(const Kernel& kernel, const std::vector<MemberCode>& codes);
-  // Whether member m's code uses no name another member declares, nor one
-  // of the function's own (loom_split), so that a function can run it.
+  // Whether member m's code may run in a function of its own as far as the
+  // plan tells: it leaves no value in a variable for later members and
+  // does not split over the threads (loom_split). What it reads that
+  // others declare shows in its renamed code (RenamedCode::uses_outer_names).
   bool MayOutline(const Kernel& kernel, size_t m) const;
   // The pointer type of a buffer p<N> or l<N> of the kernel in member m.
   std::string BufferType(const Kernel& kernel, size_t m, absl::string_view name) const;
@@ -129,8 +131,9 @@ class KernelPrinter {
   void PrintVectorLoop(const ComputeNode& node, int member, int depth);
   // In one run of a vector loop: prefetches of the lines its loads of
   // parameters read in the next outer iteration, and of the one the
-  // nearest later store writes in this one. The loop computes long enough for the memory
-  // to fetch them, which would otherwise idle until the next pass asks.
+  // nearest later store writes in this one. The loop computes long enough
+  // for the memory to fetch them, which would otherwise idle until the
+  // next pass asks.
   void PrintPrefetches(const ComputeNode& node, int member, int depth);
   std::string PrintVectorStep(const ComputeNode& node, int i);
   void PrintBody(const ComputeNode& node, int depth);

@@ -23,6 +23,7 @@
 #include "backends/common/kernel_cache.h"
 #include "backends/cpp/subprocess.h"
 #include "ir/file_io.h"
+#include "ir/parallel.h"
 #include "ir/status_macros.h"
 #include "runtime/content_hash.h"
 
@@ -283,7 +284,7 @@ absl::StatusOr<std::vector<std::string>> KernelUnits(std::string_view source,
                                                      const std::string& scratch,
                                                      std::vector<ObjectJob>& jobs) {
   const std::vector<std::string_view> pieces = SplitAtFunctions(source);
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t cores = HardwareThreads();
   if (pieces.size() <= 2 || cores == 1) {
     jobs.push_back({base + ".cc", scratch + ".o", base + ".cc"});
     return std::vector<std::string>{};
