@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <numeric>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -21,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "backends/common/kernel_cache.h"
+#include "backends/cpp/prebuilt_objects.h"
 #include "backends/cpp/subprocess.h"
 #include "ir/file_io.h"
 #include "ir/parallel.h"
@@ -189,7 +192,9 @@ absl::Status CompileObjects(const std::vector<ObjectJob>& jobs,
 
 // The support sources' objects in the cache, <cache_dir>/<hash>.o (their
 // paths name their content and command, so the libraries' cache keys cover
-// them), and in `jobs` a job for each one not there yet, its source written.
+// them), and in `jobs` a job for each one not there yet, its source written;
+// one compiled when loom was built (prebuilt_objects.h) is written there
+// instead.
 absl::StatusOr<std::vector<std::string>> SupportObjects(const std::vector<std::string>& sources,
                                                         const CompilerCommand& object_command,
                                                         const std::string& cache_dir,
@@ -200,6 +205,11 @@ absl::StatusOr<std::vector<std::string>> SupportObjects(const std::vector<std::s
     objects.push_back(base + ".o");
     LOOM_ASSIGN_OR_RETURN(bool cached, Exists(objects.back()));
     if (cached) continue;
+    if (std::optional<std::string_view> prebuilt =
+            PrebuiltObjectFor(source, object_command.command, HostCpuFeatures())) {
+      LOOM_RETURN_IF_ERROR(WriteFileAtomically(objects.back(), *prebuilt));
+      continue;
+    }
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(base + ".cc", source));
     jobs.push_back({base + ".cc", objects.back(), absl::StrCat("support source ", base, ".cc")});
   }

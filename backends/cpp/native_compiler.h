@@ -51,7 +51,9 @@ struct NativeCompileOptions {
   bool link_sleef = false;
   // Translation units the source calls into (GeneratedSource::
   // support_sources): each compiles with the same command into an object,
-  // cached as <cache_dir>/<hash>.o, that links into the library.
+  // cached as <cache_dir>/<hash>.o, that links into the library; one
+  // compiled when loom was built (prebuilt_objects.h) is copied there
+  // instead.
   std::vector<std::string> support_sources;
   std::string cache_dir = DefaultCacheDir();
 };

@@ -6,13 +6,23 @@
 // builds one graph of many nodes, so the native compiler runs once per test.
 
 #include <cstdint>
+#include <filesystem>
 #include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpp/artifact.h"
+#include "backends/cpp/dnnl_conv_text.h"
+#include "backends/cpp/prebuilt_objects.h"
 #include "gtest/gtest.h"
+#include "ir/file_io.h"
 #include "ir/graph.h"
+#include "ir/op_registry.h"
 #include "ir/tensor.h"
+#include "runtime/native_library.h"
 #include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
@@ -101,6 +111,48 @@ TEST(ConvEndToEndTest, ConvCalls) {
   EndToEndOptions options;
   options.conv_calls = true;
   CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+// The object of this machine's level that was compiled when loom was built
+// (backends/cpp/prebuilt_objects.h), if one was.
+std::optional<std::string_view> PrebuiltConvolutionForThisMachine() {
+  std::optional<std::string_view> chosen;
+  for (const cpp::PrebuiltObject& object : cpp::PrebuiltObjects()) {
+    std::vector<std::string> command = {std::string(object.compiler)};
+    command.insert(command.end(), object.flags.begin(), object.flags.end());
+    if (std::optional<std::string_view> bytes =
+            cpp::PrebuiltObjectFor(object.source, command, HostCpuFeatures())) {
+      chosen = bytes;
+    }
+  }
+  return chosen;
+}
+
+// The default pipeline's conv calls link the oneDNN convolution compiled
+// when loom was built, not compiled again: the pipeline's command for it is
+// the one that compiled those (backends/cpp/BUILD).
+TEST(ConvEndToEndTest, ConvCallsLinkThePrebuiltConvolution) {
+  const std::optional<std::string_view> prebuilt = PrebuiltConvolutionForThisMachine();
+  if (!prebuilt.has_value()) GTEST_SKIP() << "none prebuilt for this machine";
+  GraphBuilder b;
+  const ValueId image = b.Input("image", DType::kF32, {1, 64, 14, 14});
+  AddConv(b, image, {64, 64, 3, 3}, true, IntsAttr("pads", {1, 1, 1, 1}), 1);
+  ASSERT_TRUE(InferShapes(b.graph()).ok());
+  absl::StatusOr<Module> module = EmitModule(std::move(b.graph()), "", 4096, /*conv_calls=*/true);
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_EQ(module->source->support_sources, std::vector<std::string>{cpp::kDnnlConvSupport});
+  const std::string cache = TestCacheDir() + "/prebuilt";
+  std::filesystem::remove_all(cache);
+  ASSERT_TRUE(cpp::CompileModule(*module, cache).ok());
+  int objects = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) {
+    if (entry.path().extension() != ".o") continue;
+    ++objects;
+    absl::StatusOr<std::string> bytes = ReadFileBytes(entry.path());
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    EXPECT_TRUE(*bytes == *prebuilt) << entry.path() << " is not the prebuilt object";
+  }
+  EXPECT_EQ(objects, 1);
 }
 
 TEST(ConvEndToEndTest, DirectConvolutions) {
