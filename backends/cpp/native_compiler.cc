@@ -12,7 +12,6 @@
 #include <numeric>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "absl/algorithm/container.h"
@@ -171,20 +170,20 @@ struct ObjectJob {
 };
 
 // Compiles every job's source into its object at once, a compiler process
-// each, so that a library's objects compile on every core. Returns the first
+// each, so that a library's objects compile on every core (a job whose
+// thread cannot be started runs on the calling thread). Returns the first
 // failure in job order.
 absl::Status CompileObjects(const std::vector<ObjectJob>& jobs,
                             const CompilerCommand& object_command, const std::string& cache_dir) {
   std::vector<absl::Status> statuses(jobs.size());
-  std::vector<std::thread> compilers;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    compilers.emplace_back([&, i] {
+  const int64_t count = static_cast<int64_t>(jobs.size());
+  RunInParts(count, count, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
       const ObjectJob& job = jobs[i];
       statuses[i] =
           Compile(object_command, {job.source_path}, job.object_path, cache_dir, job.what);
-    });
-  }
-  for (std::thread& compiler : compilers) compiler.join();
+    }
+  });
   absl::Status status = absl::OkStatus();
   for (const absl::Status& job : statuses) status.Update(job);
   return status;
