@@ -4,7 +4,9 @@ caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1; an empty $LOOM_CACHE_DIR),
 alternated in rounds; medians, and loom's outputs against eager. loom's
 first call may run in its reference interpreter while the kernels compile
 (loom/torch.py): "ready" is when the second call returned, which waits for
-them.
+them. "dynamo alone" is the first call with a backend that hands dynamo's
+graph back unchanged: the tracing and guards every backend's first call
+pays.
 
     tests/bench/peers/run.sh --compile_time [--rounds=3]
 
@@ -36,6 +38,8 @@ torch._dynamo.config.allow_rnn = True
 backend = sys.argv[1]
 if backend == "loom":
     import loom.torch
+elif backend == "dynamo_alone":  # what every backend's first call pays
+    backend = lambda gm, example_inputs: gm.forward
 torch.manual_seed(0)
 model = {model}.eval()
 x = torch.randn(*{shape})
@@ -73,17 +77,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cases", default="")
     args = parser.parse_args()
-    print("| case | loom first call s | loom kernels ready s | inductor first call s | "
-          "loom / inductor | loom max abs error vs eager |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| case | loom first call s | loom kernels ready s | dynamo alone s | "
+          "inductor first call s | loom / inductor | loom max abs error vs eager |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for case in CASES:
         if args.cases and args.cases not in case:
             continue
-        times = {"loom": [], "inductor": []}
+        times = {"loom": [], "dynamo_alone": [], "inductor": []}
         ready = []
         errors = []
         for _ in range(args.rounds):
-            for backend in ("loom", "inductor"):
+            for backend in times:
                 result, failure = run_child(case, backend)
                 if result is None:
                     print("  %s with %s failed: %s" % (case, backend, failure), file=sys.stderr)
@@ -92,11 +96,11 @@ def main():
                 if backend == "loom":
                     errors.append(result["max_abs_error"])
                     ready.append(result["ready_s"])
-        loom_s = statistics.median(times["loom"]) if times["loom"] else float("nan")
-        inductor_s = statistics.median(times["inductor"]) if times["inductor"] else float("nan")
-        print("| %s | %.3f | %.3f | %.2f | %.3f | %.2g |" % (
-            case, loom_s, statistics.median(ready) if ready else float("nan"), inductor_s,
-            loom_s / inductor_s, max(errors) if errors else float("nan")))
+        median = {b: statistics.median(t) if t else float("nan") for b, t in times.items()}
+        print("| %s | %.3f | %.3f | %.3f | %.2f | %.3f | %.2g |" % (
+            case, median["loom"], statistics.median(ready) if ready else float("nan"),
+            median["dynamo_alone"], median["inductor"], median["loom"] / median["inductor"],
+            max(errors) if errors else float("nan")))
 
 
 if __name__ == "__main__":
