@@ -469,6 +469,7 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
   program_.buffers.reserve(graph_.values().size());
   program_.nodes.reserve(graph_.nodes().size() + graph_.outputs().size());
   BindGraphInputsAndWeights();
+  FindConcatPrefixes();
   const NodeList& nodes = graph_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& node = nodes[i];

@@ -12,21 +12,88 @@ void Lowering::AddConcatPadRules(RuleTable& rules) {
   rules["pad"] = {&Lowering::LowerPad};
 }
 
+void Lowering::FindConcatPrefixes() {
+  // A trie of the concats' input lists, a root per axis: a concat ends at
+  // the trie node of its last input, and its owner is the concat with the
+  // most inputs at or below there (among equals, that of the lowest value
+  // id: any fixed choice will do).
+  // Children are made after their parents, so one pass from the last trie
+  // node back finds every subtree's longest concat: linear in all inputs.
+  struct TrieNode {
+    absl::flat_hash_map<ValueId, int32_t> children;
+    ValueId concat = -1;   // the first concat that ends here
+    ValueId longest = -1;  // the concat with the most inputs at or below here
+    size_t depth = 0;      // inputs from the root
+  };
+  std::vector<TrieNode> trie;
+  absl::flat_hash_map<int, int32_t> roots;        // by axis
+  std::vector<std::pair<ValueId, int32_t>> ends;  // each concat and its trie node
+  for (const Node& node : graph_.nodes()) {
+    if (node.op != "concat" || node.inputs.empty()) continue;
+    const ValueId out = node.outputs[0];
+    const int axis = Axis(node.attrs.GetInt("axis", 0), graph_.value(out).type.shape.size());
+    auto [root, fresh_root] = roots.try_emplace(axis, static_cast<int32_t>(trie.size()));
+    if (fresh_root) trie.emplace_back();
+    int32_t at = root->second;
+    for (ValueId input : node.inputs) {
+      const auto [child, fresh] =
+          trie[at].children.try_emplace(input, static_cast<int32_t>(trie.size()));
+      const int32_t next = child->second;
+      if (fresh) {
+        const size_t depth = trie[at].depth + 1;
+        trie.emplace_back().depth = depth;  // `child` may dangle from here
+      }
+      at = next;
+    }
+    if (trie[at].concat < 0) trie[at].concat = out;
+    ends.emplace_back(out, at);
+  }
+  std::vector<size_t> longest_depth(trie.size(), 0);
+  for (int32_t n = static_cast<int32_t>(trie.size()) - 1; n >= 0; --n) {
+    TrieNode& here = trie[n];
+    if (here.concat >= 0) {
+      here.longest = here.concat;
+      longest_depth[n] = here.depth;
+    }
+    for (const auto& [input, child] : here.children) {
+      const ValueId candidate = trie[child].longest;
+      if (candidate < 0) continue;
+      const bool deeper = longest_depth[child] > longest_depth[n];
+      const bool earlier = longest_depth[child] == longest_depth[n] && candidate < here.longest;
+      if (here.longest < 0 || deeper || earlier) {
+        here.longest = candidate;
+        longest_depth[n] = longest_depth[child];
+      }
+    }
+  }
+  for (const auto& [concat, at] : ends) {
+    if (trie[at].longest != concat) concat_owner_[concat] = trie[at].longest;
+  }
+}
+
 absl::Status Lowering::LowerConcat(const Node& node, const LoweringRule&) {
   // One compute node per input (`<node>.input<i>`), each writing its slab
-  // of one buffer.
+  // of the buffer of the concat that holds this one (FindConcatPrefixes),
+  // unless an earlier concat in that buffer copied it already.
   const ValueId out = node.outputs[0];
-  const Value& out_value = graph_.value(out);
-  const int axis = Axis(node.attrs.GetInt("axis", 0), out_value.type.shape.size());
-  const BufferId buffer = NewBuffer(out_value, BufferKind::kTemp, out);
-  const Expr out_offset = ContiguousOffset(out_value.type.shape);
-  std::vector<int64_t> shift(out_value.type.shape.size(), 0);
+  const auto owned = concat_owner_.find(out);
+  const ValueId owner = owned == concat_owner_.end() ? out : owned->second;
+  const Value& owner_value = graph_.value(owner);
+  const int axis = Axis(node.attrs.GetInt("axis", 0), owner_value.type.shape.size());
+  ConcatBuffer& target = concat_buffers_[owner];
+  if (target.buffer < 0) target.buffer = NewBuffer(owner_value, BufferKind::kTemp, owner);
+  const Expr out_offset = ContiguousOffset(owner_value.type.shape);
+  std::vector<int64_t> shift(owner_value.type.shape.size(), 0);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const ValueId input = node.inputs[i];
-    AddNode(CopyInto(absl::StrCat(node.name, ".input", i), input, buffer, out_offset, shift));
+    if (i >= target.copied) {
+      AddNode(
+          CopyInto(absl::StrCat(node.name, ".input", i), input, target.buffer, out_offset, shift));
+    }
     shift[axis] += graph_.value(input).type.shape[axis];
   }
-  lowered_[out] = LoweredValue::Stored(buffer, out_offset);
+  target.copied = std::max(target.copied, node.inputs.size());
+  lowered_[out] = LoweredValue::Stored(target.buffer, out_offset);
   return absl::OkStatus();
 }
 

@@ -317,6 +317,12 @@ class Lowering {
   // lower_concat_pad.cc.
   absl::Status LowerConcat(const Node& node, const LoweringRule& rule);
   absl::Status LowerPad(const Node& node, const LoweringRule& rule);
+  // Fills concat_owner_: a concat whose inputs, in order, begin another
+  // one's along the same axis (DenseNet's: each layer reads the concat of
+  // the block's input and every earlier layer's output) is a view of the
+  // buffer of the longest such concat, which holds it as its first part,
+  // so that each input is copied once, not once per concat that reads it.
+  void FindConcatPrefixes();
   // Pad modes "reflect" and "edge" (see LowerPad).
   void LowerMirroredPad(const Node& node, BufferId buffer, Expr out_offset, bool reflect);
   // lower_index.cc (see the definitions).
@@ -368,6 +374,16 @@ class Lowering {
   std::vector<LoweredValue> lowered_;
   std::vector<double> reads_;     // see CountReads
   std::vector<int32_t> readers_;  // see CountReads
+  // By a concat's output: the output of the concat whose buffer holds it
+  // (FindConcatPrefixes), where that is another.
+  absl::flat_hash_map<ValueId, ValueId> concat_owner_;
+  // By the output of a concat that holds others: its buffer, and how many
+  // of its inputs are copied in so far.
+  struct ConcatBuffer {
+    BufferId buffer = -1;
+    size_t copied = 0;
+  };
+  absl::flat_hash_map<ValueId, ConcatBuffer> concat_buffers_;
   std::vector<InlineTemplate> inline_templates_;
   std::vector<int> free_templates_;  // places in inline_templates_ to reuse
   // The decisions of the templates inlined into the node being built.

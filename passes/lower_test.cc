@@ -1,6 +1,7 @@
 #include "passes/lower.h"
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
@@ -796,6 +797,36 @@ TEST(LowerTest, BuffersAndComputeNodesHaveDistinctNames) {
   EXPECT_THAT(buffers, IsSupersetOf({"reduce_mean0.sum", "reduce_mean0.out", "matmul5.a",
                                      "matmul5.b", "neg10.out", "neg10.out.output9", "x.output10"}))
       << dump;
+}
+
+// A concat whose inputs begin another's is a view of the longer one's
+// buffer: each input is copied into it once.
+TEST(LowerTest, AConcatThatAnotherExtendsIsAViewOfItsBuffer) {
+  ValueId x;
+  Graph graph = GraphWithInput({1, 2, 3}, x);
+  Attrs channels;
+  channels.Set("axis", int64_t{1});
+  const ValueId y1 = AddNode(graph, "neg", {x});                       // neg0
+  const ValueId c1 = AddNode(graph, "concat", {x, y1}, channels);      // concat1
+  const ValueId y2 = AddNode(graph, "exp", {x});                       // exp2
+  const ValueId c2 = AddNode(graph, "concat", {x, y1, y2}, channels);  // concat3
+  graph.AddOutput(AddNode(graph, "relu", {c1}));
+  graph.AddOutput(AddNode(graph, "relu", {c2}));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  ASSERT_TRUE(VerifyLoopProgram(*program).ok());
+  std::vector<std::string> copies;
+  for (const ComputeNode& node : program->nodes) {
+    if (absl::StrContains(node.name, ".input")) copies.push_back(node.name);
+  }
+  EXPECT_THAT(copies, ElementsAre("concat1.input0", "concat1.input1", "concat3.input2"))
+      << PrintLoopProgram(*program);
+  int concat_buffers = 0;
+  for (const Buffer& buffer : program->buffers) {
+    concat_buffers += absl::StartsWith(buffer.name, "concat");
+  }
+  EXPECT_EQ(concat_buffers, 1) << PrintLoopProgram(*program);
 }
 
 TEST(LowerTest, VerifierRefusesAGemmMarkOnANodeNoCallComputes) {

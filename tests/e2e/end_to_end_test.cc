@@ -125,6 +125,45 @@ TEST(EndToEndTest, ViewsAndConcat) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// DenseNet's pattern: each layer reads the concat of the block's input and
+// every earlier layer's output; the concats share the buffer of the
+// longest (lowering's FindConcatPrefixes). With a batch of 2 the shorter
+// ones are strided views of it. Also: a prefix concat as a graph output,
+// two concats that extend one prefix differently, a repeated concat, and
+// a chain along the first axis.
+TEST(EndToEndTest, ConcatsThatExtendEachOther) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {2, 3, 4, 5});
+  Attrs channels;
+  channels.Set("axis", int64_t{1});
+  // A layer: 2 channels computed from all the features so far.
+  auto layer = [&](ValueId features, uint64_t seed) {
+    const ValueId w = b.Weight(absl::StrCat("w", seed), {1, 2, 1, 1}, seed);
+    Attrs first_two = IntsAttr("starts", {0});
+    first_two.Set("ends", std::vector<int64_t>{2});
+    first_two.Set("axes", std::vector<int64_t>{1});
+    return b.Op("mul", {b.Op("tanh", {b.Op("slice", {features}, first_two)}), w});
+  };
+  std::vector<ValueId> features = {x};
+  ValueId block = x;
+  for (uint64_t l = 1; l <= 4; ++l) {
+    features.push_back(layer(block, l));
+    block = b.Op("concat", features, channels);
+    if (l == 2) b.Output(b.Op("neg", {block}));
+    if (l == 3) b.Output(block);
+  }
+  b.Output(b.Op("exp", {block}));
+  // Another extension of the first two features, and the same concat again.
+  b.Output(b.Op("concat", {x, features[1], x}, channels));
+  b.Output(b.Op("concat", {features[0], features[1], features[2], features[3]}, channels));
+  Attrs rows;
+  rows.Set("axis", int64_t{0});
+  const ValueId first = b.Op("concat", {x, x}, rows);
+  b.Output(b.Op("abs", {first}));
+  b.Output(b.Op("concat", {x, x, b.Op("neg", {first})}, rows));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
 TEST(EndToEndTest, MatmulShapes) {
   GraphBuilder b;
   const ValueId a = b.Input("a", DType::kF32, {2, 3, 5});
