@@ -377,8 +377,9 @@ class Lowering {
   // By a concat's output: the output of the concat whose buffer holds it
   // (FindConcatPrefixes), where that is another.
   absl::flat_hash_map<ValueId, ValueId> concat_owner_;
-  // By the output of a concat that holds others: its buffer, and how many
-  // of its inputs are copied in so far.
+  // By the output of each concat with a buffer of its own (holding itself
+  // and any concats it extends): the buffer, and how many of its inputs
+  // are copied in so far.
   struct ConcatBuffer {
     BufferId buffer = -1;
     size_t copied = 0;

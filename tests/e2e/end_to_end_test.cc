@@ -161,6 +161,15 @@ TEST(EndToEndTest, ConcatsThatExtendEachOther) {
   const ValueId first = b.Op("concat", {x, x}, rows);
   b.Output(b.Op("abs", {first}));
   b.Output(b.Op("concat", {x, x, b.Op("neg", {first})}, rows));
+  // A matrix product of a concat of columns that a longer one extends: its
+  // rows are strided in the longer one's buffer.
+  Attrs columns;
+  columns.Set("axis", int64_t{-1});
+  const ValueId m = b.Input("m", DType::kF32, {4, 3});
+  const ValueId negated = b.Op("neg", {m});
+  const ValueId pair = b.Op("concat", {m, negated}, columns);
+  const ValueId product = b.Op("matmul", {pair, b.Weight("wm", {6, 5}, 9)});
+  b.Output(b.Op("concat", {m, negated, product}, columns));
   CompileRunAndCompare(std::move(b.graph()));
 }
 
