@@ -280,28 +280,41 @@ class Recurrence {
   Recurrence(const RecurrentSpec& spec, const DirectionWeights& weights)
       : spec_(spec), weights_(weights) {}
 
-  // Advances the state by one step that reads `x` [input].
-  void Step(const double* x, std::vector<double>& h, std::vector<double>& c) {
+  // The input terms of `xs` (each [input]): W times each, plus Wb, as
+  // [xs.size(), gates * hidden]. Row by row of W, each row once for every
+  // x: the steps' inputs do not depend on the state. Streaming W once per
+  // step instead, a 6-layer LSTM (hidden 256, batch 2, 16 steps) ran in
+  // 0.12 s, against 0.083 (medians of 6, alternating). Each term sums in
+  // the order of W's columns, as one step alone would.
+  std::vector<double> InputTerms(const std::vector<const double*>& xs) const {
+    const int64_t rows = spec_.gates * H();
+    std::vector<double> terms(xs.size() * rows);
+    for (int64_t row = 0; row < rows; ++row) {
+      const double* w = weights_.w + row * spec_.input;
+      for (size_t i = 0; i < xs.size(); ++i) {
+        double sum = weights_.wb != nullptr ? weights_.wb[row] : 0.0;
+        for (int64_t k = 0; k < spec_.input; ++k) sum += w[k] * xs[i][k];
+        terms[i * rows + row] = sum;
+      }
+    }
+    return terms;
+  }
+
+  // Advances the state by one step whose input terms (InputTerms) are
+  // `input` [gates * hidden].
+  void Step(const double* input, std::vector<double>& h, std::vector<double>& c) {
     switch (spec_.cell) {
       case RecurrentCell::kLstm:
-        return LstmStep(x, h, c);
+        return LstmStep(input, h, c);
       case RecurrentCell::kGru:
-        return GruStep(x, h);
+        return GruStep(input, h);
       case RecurrentCell::kRnn:
-        return RnnStep(x, h);
+        return RnnStep(input, h);
     }
   }
 
  private:
   int64_t H() const { return spec_.hidden; }
-
-  // Row `row` of W times x, plus Wb[row].
-  double InputTerm(int64_t row, const double* x) const {
-    double sum = weights_.wb != nullptr ? weights_.wb[row] : 0.0;
-    const double* w = weights_.w + row * spec_.input;
-    for (int64_t k = 0; k < spec_.input; ++k) sum += w[k] * x[k];
-    return sum;
-  }
 
   // Row `row` of R times `state`, plus Rb[row].
   double RecurrentTerm(int64_t row, const std::vector<double>& state) const {
@@ -323,12 +336,12 @@ class Recurrence {
     return weights_.p != nullptr ? weights_.p[gate * H() + j] : 0.0;
   }
 
-  void LstmStep(const double* x, std::vector<double>& h, std::vector<double>& c) {
+  void LstmStep(const double* input, std::vector<double>& h, std::vector<double>& c) {
     enum { kI, kO, kF, kC };  // row blocks of W and R
     enum { kPi, kPo, kPf };   // blocks of P
     std::vector<double> pre(4 * H());
     for (int64_t row = 0; row < 4 * H(); ++row) {
-      pre[row] = InputTerm(row, x) + RecurrentTerm(row, h);
+      pre[row] = input[row] + RecurrentTerm(row, h);
     }
     for (int64_t j = 0; j < H(); ++j) {
       const double i = Act(0, pre[kI * H() + j] + Peephole(kPi, j) * c[j]);
@@ -341,12 +354,12 @@ class Recurrence {
     }
   }
 
-  void GruStep(const double* x, std::vector<double>& h) {
+  void GruStep(const double* input, std::vector<double>& h) {
     enum { kZ, kR, kH };
     std::vector<double> z(H()), r(H()), reset_h(H());
     for (int64_t j = 0; j < H(); ++j) {
-      z[j] = Act(0, InputTerm(kZ * H() + j, x) + RecurrentTerm(kZ * H() + j, h));
-      r[j] = Act(0, InputTerm(kR * H() + j, x) + RecurrentTerm(kR * H() + j, h));
+      z[j] = Act(0, input[kZ * H() + j] + RecurrentTerm(kZ * H() + j, h));
+      r[j] = Act(0, input[kR * H() + j] + RecurrentTerm(kR * H() + j, h));
       reset_h[j] = r[j] * h[j];
     }
     std::vector<double> next(H());
@@ -354,16 +367,16 @@ class Recurrence {
       const int64_t row = kH * H() + j;
       const double recurrent =
           spec_.linear_before_reset ? r[j] * RecurrentTerm(row, h) : RecurrentTerm(row, reset_h);
-      const double candidate = Act(1, InputTerm(row, x) + recurrent);
+      const double candidate = Act(1, input[row] + recurrent);
       next[j] = (1.0 - z[j]) * candidate + z[j] * h[j];
     }
     h = std::move(next);
   }
 
-  void RnnStep(const double* x, std::vector<double>& h) {
+  void RnnStep(const double* input, std::vector<double>& h) {
     std::vector<double> next(H());
     for (int64_t j = 0; j < H(); ++j) {
-      next[j] = Act(0, InputTerm(j, x) + RecurrentTerm(j, h));
+      next[j] = Act(0, input[j] + RecurrentTerm(j, h));
     }
     h = std::move(next);
   }
@@ -430,6 +443,16 @@ absl::Status RecurrentEval(RecurrentCell cell, const Node& node, absl::Span<cons
                                       peepholes.empty() ? nullptr : peepholes.data() + d * 3 * H,
                                       &spec.activations[d]};
     Recurrence recurrence(spec, weights);
+    // Each batch entry's steps' inputs, in its order of steps.
+    std::vector<const double*> xs;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t step = 0; step < lengths[b]; ++step) {
+        const int64_t t = spec.Backward(d) ? lengths[b] - 1 - step : step;
+        xs.push_back(x.data() + x_at(t, b));
+      }
+    }
+    const std::vector<double> input_terms = recurrence.InputTerms(xs);
+    const double* input = input_terms.data();
     for (int64_t b = 0; b < batch; ++b) {
       std::vector<double> h(H, 0.0), c(H, 0.0);
       if (!initial_h.empty()) {
@@ -441,7 +464,8 @@ absl::Status RecurrentEval(RecurrentCell cell, const Node& node, absl::Span<cons
       const int64_t length = lengths[b];
       for (int64_t step = 0; step < length; ++step) {
         const int64_t t = spec.Backward(d) ? length - 1 - step : step;
-        recurrence.Step(x.data() + x_at(t, b), h, c);
+        recurrence.Step(input, h, c);
+        input += rows;
         for (int64_t j = 0; j < H; ++j) {
           out[kRnnY].SetDouble(y_at(t, d, b) + j, h[j]);
         }
