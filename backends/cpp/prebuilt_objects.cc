@@ -10,26 +10,24 @@
 namespace loom::cpp {
 namespace {
 
-// The /proc/cpuinfo flags of each x86-64 level's features beyond the one
-// before (the x86-64 psABI; lzcnt is "abm").
-std::vector<std::string_view> LevelFeatures(std::string_view level) {
-  if (level == "x86-64-v3") {
-    return {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"};
-  }
-  if (level == "x86-64-v4") {
-    std::vector<std::string_view> features = LevelFeatures("x86-64-v3");
-    features.insert(features.end(), {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"});
-    return features;
-  }
-  return {"(unknown level)"};
-}
+// Each x86-64 level's features, as /proc/cpuinfo names them (the x86-64
+// psABI; lzcnt is "abm"): v4 has v3's and AVX-512's.
+constexpr std::string_view kV3Features[] = {"avx", "avx2", "bmi1",  "bmi2", "f16c",
+                                            "fma", "abm",  "movbe", "xsave"};
+constexpr std::string_view kV4Features[] = {"avx512f", "avx512bw", "avx512cd", "avx512dq",
+                                            "avx512vl"};
 
 bool HasLevel(std::string_view level, std::string_view cpu_flags) {
   const std::vector<absl::string_view> flags =
       absl::StrSplit(absl::string_view(cpu_flags.data(), cpu_flags.size()), ' ', absl::SkipEmpty());
-  return absl::c_all_of(LevelFeatures(level), [&](std::string_view feature) {
-    return absl::c_linear_search(flags, absl::string_view(feature.data(), feature.size()));
-  });
+  auto has_all = [&](absl::Span<const std::string_view> features) {
+    return absl::c_all_of(features, [&](std::string_view feature) {
+      return absl::c_linear_search(flags, absl::string_view(feature.data(), feature.size()));
+    });
+  };
+  if (level == "x86-64-v3") return has_all(kV3Features);
+  if (level == "x86-64-v4") return has_all(kV3Features) && has_all(kV4Features);
+  return false;
 }
 
 bool SameArguments(absl::Span<const std::string> command,
@@ -42,6 +40,12 @@ bool SameArguments(absl::Span<const std::string> command,
 }
 
 }  // namespace
+
+std::vector<std::string> PrebuiltObject::Command() const {
+  std::vector<std::string> command = {std::string(compiler)};
+  command.insert(command.end(), flags.begin(), flags.end());
+  return command;
+}
 
 std::optional<std::string_view> PrebuiltObjectFor(std::string_view source,
                                                   absl::Span<const std::string> command,

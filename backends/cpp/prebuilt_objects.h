@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/types/span.h"
 
@@ -24,6 +25,9 @@ struct PrebuiltObject {
   absl::Span<const std::string_view> flags;  // with -march=native
   std::string_view level;                    // what -march=native was made
   std::string_view bytes;                    // the object file
+
+  // The command it stands for: the compiler, then the flags.
+  std::vector<std::string> Command() const;
 };
 
 // Generated: those compiled when loom was built; none off x86-64.

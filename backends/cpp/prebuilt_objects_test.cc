@@ -14,13 +14,6 @@ constexpr char kV4Flags[] =
     "flags\t\t: fpu sse2 avx avx2 bmi1 bmi2 f16c fma abm movbe xsave avx512f avx512bw avx512cd "
     "avx512dq avx512vl";
 
-// The command one prebuilt object stands for (its flags after g++).
-std::vector<std::string> CommandOf(const PrebuiltObject& object) {
-  std::vector<std::string> command = {std::string(object.compiler)};
-  command.insert(command.end(), object.flags.begin(), object.flags.end());
-  return command;
-}
-
 const PrebuiltObject* ObjectOfLevel(std::string_view level) {
   for (const PrebuiltObject& object : PrebuiltObjects()) {
     if (object.level == level) return &object;
@@ -46,7 +39,7 @@ TEST(PrebuiltObjectsTest, X86HostsHaveTheConvolutionForEachLevel) {
 
 TEST(PrebuiltObjectsTest, TheHighestLevelTheMachineHasIsChosen) {
   if (PrebuiltObjects().empty()) GTEST_SKIP() << "no prebuilt objects off x86-64";
-  const std::vector<std::string> command = CommandOf(PrebuiltObjects()[0]);
+  const std::vector<std::string> command = PrebuiltObjects()[0].Command();
   EXPECT_EQ(PrebuiltObjectFor(kDnnlConvSupport, command, kV3Flags),
             ObjectOfLevel("x86-64-v3")->bytes);
   EXPECT_EQ(PrebuiltObjectFor(kDnnlConvSupport, command, kV4Flags),
@@ -57,7 +50,7 @@ TEST(PrebuiltObjectsTest, TheHighestLevelTheMachineHasIsChosen) {
 
 TEST(PrebuiltObjectsTest, DefinesDoNotMatterButEveryOtherArgumentDoes) {
   if (PrebuiltObjects().empty()) GTEST_SKIP() << "no prebuilt objects off x86-64";
-  const std::vector<std::string> command = CommandOf(PrebuiltObjects()[0]);
+  const std::vector<std::string> command = PrebuiltObjects()[0].Command();
   std::vector<std::string> with_define = command;
   with_define.insert(with_define.end() - 1, "-DLOOM_HAVE_BLIS");
   EXPECT_NE(PrebuiltObjectFor(kDnnlConvSupport, with_define, kV3Flags), std::nullopt);

@@ -118,10 +118,8 @@ TEST(ConvEndToEndTest, ConvCalls) {
 std::optional<std::string_view> PrebuiltConvolutionForThisMachine() {
   std::optional<std::string_view> chosen;
   for (const cpp::PrebuiltObject& object : cpp::PrebuiltObjects()) {
-    std::vector<std::string> command = {std::string(object.compiler)};
-    command.insert(command.end(), object.flags.begin(), object.flags.end());
     if (std::optional<std::string_view> bytes =
-            cpp::PrebuiltObjectFor(object.source, command, HostCpuFeatures())) {
+            cpp::PrebuiltObjectFor(object.source, object.Command(), HostCpuFeatures())) {
       chosen = bytes;
     }
   }
