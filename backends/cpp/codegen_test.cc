@@ -80,12 +80,12 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   EXPECT_FALSE(plain.calls_blas || plain.calls_dnnl);
 }
 
-// y = relu(x * w + bias) on 128 rows.
-Graph LinearRelu() {
+// y = relu(x * w + bias) on 128 rows, `width` columns.
+Graph LinearRelu(int64_t width = 32) {
   Graph graph;
   const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {128, 16}});
-  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {16, 32}});
-  const ValueId bias = *graph.AddInput("bias", TensorType{DType::kF32, {32}});
+  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {16, width}});
+  const ValueId bias = *graph.AddInput("bias", TensorType{DType::kF32, {width}});
   const NodeId product = *graph.AddNode("matmul", "matmul", {x, w}, {"product"});
   const NodeId add = *graph.AddNode("add", "add", {graph.node(product).outputs[0], bias}, {"sum"});
   const NodeId relu = *graph.AddNode("relu", "relu", {graph.node(add).outputs[0]}, {"y"});
@@ -115,6 +115,16 @@ TEST(CodegenTest, TheKernelAfterAGemmRunsOnEachThreadsRows) {
     EXPECT_EQ(two.kernel_functions, 2);
     EXPECT_THAT(two.text, Not(HasSubstr("loom_per_thread")));
   }
+}
+
+TEST(CodegenTest, AGemmWithASlowLeadingDimensionNeedsMoreRowsPerThread) {
+  proto::CppOptions openmp;
+  openmp.set_openmp(true);
+  // 64 rows a thread on two threads, but 128 where w's rows are 1024 long.
+  EXPECT_THAT(Emit(LinearRelu(32), openmp).text,
+              HasSubstr("const int loom_per_thread = 128 >= 64 * loom_threads;\n"));
+  EXPECT_THAT(Emit(LinearRelu(1024), openmp).text,
+              HasSubstr("const int loom_per_thread = 128 >= 128 * loom_threads;\n"));
 }
 
 TEST(CodegenTest, IdenticalKernelsShareOneFunction) {

@@ -183,12 +183,16 @@ bool MayCallBlis(const Gemm& gemm) {
          int64_t{gemm.m} * gemm.n * gemm.k >= kBlisMinMultiplyAdds;
 }
 
+bool HasSlowLeadingDimension(const Gemm& gemm) {
+  constexpr int64_t kSlowLeadingMultiple = 512;
+  return gemm.dtype == DType::kF32 && !gemm.b.transposed &&
+         gemm.b.leading % kSlowLeadingMultiple == 0;
+}
+
 bool MayCallOpenBlas(const Gemm& gemm) {
   constexpr int64_t kMinMultiplyAdds = int64_t{1} << 24;
   constexpr int64_t kMinRows = 16;
-  constexpr int64_t kSlowLeadingMultiple = 512;
-  return gemm.dtype == DType::kF32 && !gemm.b.transposed &&
-         gemm.b.leading % kSlowLeadingMultiple == 0 && gemm.m >= kMinRows &&
+  return HasSlowLeadingDimension(gemm) && gemm.m >= kMinRows &&
          int64_t{gemm.m} * gemm.n * gemm.k >= kMinMultiplyAdds;
 }
 
@@ -262,6 +266,26 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
 // slower on AVX2.
 constexpr int64_t kRowsPerThread = 64;
 
+// But where b's leading dimension is a slow one (HasSlowLeadingDimension),
+// a block of fewer than 128 rows sends oneDNN's serial call to its slow
+// no-copy kernels on AVX-512 too, so the library shares such a product.
+// With its epilogue (bench gemm_epilogue, 2 threads, a 2-core Intel Xeon
+// with AVX-512, microseconds): BERT-base's FFN up-projection,
+// [128,768]x[768,3072], 5139 in blocks of 64 rows against 3441 shared;
+// ViT-B's, 197 rows, 8128 against 5918; with 256 rows, blocks of 128 ran
+// ahead, 6817 against 7453. In BERT-base that product with its GELU went
+// from 52.8-65.7 to 43.8-52.1 ms a run (loom run --profile, 3 alternating
+// runs). On AVX2, where these products call OpenBLAS, the two ran level.
+constexpr int64_t kRowsPerThreadOnSlowLeading = 128;
+
+namespace {
+
+int64_t RowsPerThread(const Gemm& gemm) {
+  return HasSlowLeadingDimension(gemm) ? kRowsPerThreadOnSlowLeading : kRowsPerThread;
+}
+
+}  // namespace
+
 bool HasRowsForThreads(const Gemm& gemm) {
   return gemm.dtype == DType::kF32 && gemm.batch.empty() && gemm.accumulate.empty() &&
          gemm.m >= 2 * kRowsPerThread;
@@ -279,7 +303,7 @@ std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_
       "  float* g2 = (float*)a[%d];\n"
       "  const int loom_threads = omp_get_max_threads();\n"
       "  const int loom_per_thread = %d >= %d * loom_threads;\n",
-      epilogue_params, first, first + 1, first + 2, gemm.m, kRowsPerThread);
+      epilogue_params, first, first + 1, first + 2, gemm.m, RowsPerThread(gemm));
   if (MayCallBlis(gemm)) {
     absl::StrAppend(&body,
                     "#if LOOM_BLIS\n  bli_thread_set_num_threads(loom_per_thread ? 1 : "

@@ -1,12 +1,15 @@
 // Where a linear layer's epilogue (bias and ReLU) should run, side by side
 // on the linear layers of loom's models: alternating, median of each, in
 // microseconds. All on every core.
-//   separate:   what loom emits: dnnl_sgemm sharing the product among the
-//               threads, then a second parallel loop adding the bias and
-//               applying the ReLU to the whole output;
+//   separate:   dnnl_sgemm sharing the product among the threads, then a
+//               second parallel loop adding the bias and applying the ReLU
+//               to the whole output (what loom emits where the rows are too
+//               few for per thread);
 //   per thread: one parallel region, each thread computing its rows alone
 //               (dnnl_sgemm runs serially inside a parallel region) and its
-//               epilogue over them while they are still in its cache;
+//               epilogue over them while they are still in its cache (what
+//               loom emits where each thread has rows enough,
+//               backends/cpp/library_calls.cc, kRowsPerThread);
 //   primitive:  oneDNN's matmul primitive instead of dnnl_sgemm, then the
 //               separate loop (what the next way gains by its library
 //               alone);
@@ -37,10 +40,16 @@ ABSL_FLAG(int, rounds, 5, "rounds per way, alternating");
 namespace loom {
 namespace {
 
-// y[m, n] = relu(x[m, k] * w[n, k]^T + bias[n]): a linear layer.
+// y[m, n] = relu(x[m, k] * w[n, k]^T + bias[n]): a linear layer. With
+// `w_rows`, w is stored [k, n] instead, as loom stores a constant weight
+// it transposed when compiling.
 struct Linear {
   const char* name;
   int64_t m, n, k;
+  bool w_rows = false;
+
+  char WTrans() const { return w_rows ? 'N' : 'T'; }
+  int64_t WLeading() const { return w_rows ? n : k; }
 };
 
 constexpr Linear kLayers[] = {
@@ -50,6 +59,11 @@ constexpr Linear kLayers[] = {
     {"matmul_512 as a layer", 512, 512, 512},
     // The fewest rows that loom gives two threads a block each (32 rows).
     {"64 rows [64,256]x[256,256]^T", 64, 256, 256},
+    // A leading dimension of w that is a multiple of 512 (library_calls.cc,
+    // kRowsPerThreadOnSlowLeading): BERT-base's and ViT-B's FFN up-projection.
+    {"bert_base ffn up [128,768]x[768,3072]", 128, 3072, 768, true},
+    {"vit_b ffn up [197,768]x[768,3072]", 197, 3072, 768, true},
+    {"256 rows [256,768]x[768,3072]", 256, 3072, 768, true},
 };
 
 struct Operands {
@@ -84,8 +98,8 @@ void Epilogue(const Linear& layer, Operands& o) {
 }
 
 void Separate(const Linear& layer, Operands& o) {
-  dnnl_sgemm('N', 'T', layer.m, layer.n, layer.k, 1.0f, o.x.data(), layer.k, o.w.data(), layer.k,
-             0.0f, o.product.data(), layer.n);
+  dnnl_sgemm('N', layer.WTrans(), layer.m, layer.n, layer.k, 1.0f, o.x.data(), layer.k, o.w.data(),
+             layer.WLeading(), 0.0f, o.product.data(), layer.n);
   Epilogue(layer, o);
 }
 
@@ -94,8 +108,8 @@ void PerThread(const Linear& layer, Operands& o) {
   {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t first = layer.m * t / threads, last = layer.m * (t + 1) / threads;
-    dnnl_sgemm('N', 'T', last - first, layer.n, layer.k, 1.0f, &o.x[first * layer.k], layer.k,
-               o.w.data(), layer.k, 0.0f, &o.product[first * layer.n], layer.n);
+    dnnl_sgemm('N', layer.WTrans(), last - first, layer.n, layer.k, 1.0f, &o.x[first * layer.k],
+               layer.k, o.w.data(), layer.WLeading(), 0.0f, &o.product[first * layer.n], layer.n);
     BiasRelu(layer, o, first, last);
   }
 }
@@ -109,7 +123,8 @@ class Primitive {
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
     const dnnl::memory::desc x({layer.m, layer.k}, f32, tag::ab);
-    const dnnl::memory::desc w({layer.k, layer.n}, f32, tag::ba);  // w^T, stored [n, k]
+    // w^T, stored [n, k] (tag ba) or, with w_rows, [k, n] (tag ab).
+    const dnnl::memory::desc w({layer.k, layer.n}, f32, layer.w_rows ? tag::ab : tag::ba);
     const dnnl::memory::desc bias({1, layer.n}, f32, tag::ab);
     const dnnl::memory::desc y({layer.m, layer.n}, f32, tag::ab);
     args_ = {{DNNL_ARG_SRC, dnnl::memory(x, engine_, o.x.data())},
