@@ -1,5 +1,9 @@
 #include "backends/cpp/codegen.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
@@ -80,6 +84,34 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   EXPECT_FALSE(plain.calls_blas || plain.calls_dnnl);
 }
 
+// c = a * b, [rows, 8] x [8, columns].
+GeneratedSource EmitProduct(int64_t rows, int64_t columns, const proto::CppOptions& options) {
+  Graph graph;
+  const ValueId a = *graph.AddInput("a", TensorType{DType::kF32, {rows, 8}});
+  const ValueId b = *graph.AddInput("b", TensorType{DType::kF32, {8, columns}});
+  const NodeId mm = *graph.AddNode("mm", "matmul", {a, b}, {"c"});
+  graph.AddOutput(graph.node(mm).outputs[0]);
+  EXPECT_TRUE(InferShapes(graph).ok());
+  return Emit(graph, options);
+}
+
+TEST(CodegenTest, AProductOfManyRowsComputesALastColumnPastSixteenApart) {
+  // 49 columns, as a 1x1 conv on 7x7 makes: 48, then 1.
+  EXPECT_THAT(EmitProduct(192, 49, {}).text,
+              HasSubstr("  dnnl_sgemm('N', 'N', 192, 48, 8, 1.0f, p0, 8, p1, 49, 0.0f, p2, 49);\n"
+                        "  dnnl_sgemm('N', 'N', 192, 1, 8, 1.0f, p0, 8, p1 + 48, 49, 0.0f, "
+                        "p2 + 48, 49);\n"));
+  // Too few rows, or columns that end on a multiple of 16 or before 16.
+  for (const auto& [rows, columns] : {std::pair{128, 49}, {192, 48}, {192, 50}, {192, 1}}) {
+    const std::string text = EmitProduct(rows, columns, {}).text;
+    EXPECT_THAT(text,
+                HasSubstr(absl::StrCat("  dnnl_sgemm('N', 'N', ", rows, ", ", columns, ", 8,")))
+        << rows << "x" << columns;
+    EXPECT_EQ(text.find("dnnl_sgemm(", text.find("dnnl_sgemm('N'") + 1), std::string::npos)
+        << rows << "x" << columns << ": one call";
+  }
+}
+
 // y = relu(x * w + bias) on 128 rows, `width` columns.
 Graph LinearRelu(int64_t width = 32) {
   Graph graph;
@@ -125,6 +157,22 @@ TEST(CodegenTest, AGemmWithASlowLeadingDimensionNeedsMoreRowsPerThread) {
               HasSubstr("const int loom_per_thread = 128 >= 64 * loom_threads;\n"));
   EXPECT_THAT(Emit(LinearRelu(1024), openmp).text,
               HasSubstr("const int loom_per_thread = 128 >= 128 * loom_threads;\n"));
+}
+
+TEST(CodegenTest, AThreadsBlockOfRowsDecidesAtRunTimeOnItsLastColumn) {
+  proto::CppOptions openmp;
+  openmp.set_openmp(true);
+  EXPECT_THAT(Emit(LinearRelu(49), openmp).text,
+              HasSubstr("      if (loom_last - loom_first >= 192) {\n"
+                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 48, 16, 1.0f, "
+                        "g0 + loom_first * 16, 16, g1, 49, 0.0f, g2 + loom_first * 49, 49);\n"
+                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 1, 16, 1.0f, "
+                        "g0 + loom_first * 16, 16, g1 + 48, 49, 0.0f, g2 + loom_first * 49 + 48, "
+                        "49);\n"
+                        "      } else {\n"
+                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 49, 16, 1.0f, "
+                        "g0 + loom_first * 16, 16, g1, 49, 0.0f, g2 + loom_first * 49, 49);\n"
+                        "      }\n"));
 }
 
 TEST(CodegenTest, IdenticalKernelsShareOneFunction) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -59,6 +60,53 @@ std::string OnAvx2Only(const char* macro, const std::string& avx2_call,
   return absl::StrCat("#if ", macro, "\n", avx2_call, "#else\n", dnnl_call, "#endif\n");
 }
 
+// A dnnl_sgemm call of `gemm`'s product on `columns` of its columns,
+// those of b and c at `b` and `c`.
+std::string DnnlCall(const Gemm& gemm, const std::string& a, const std::string& b,
+                     const std::string& c, const std::string& m, int64_t columns,
+                     const std::string& beta, const std::string& indent) {
+  return absl::StrFormat(
+      "%sdnnl_sgemm('%c', '%c', %s, %d, %d, 1.0f, %s, %d, %s, %d, %s, %s, %d);\n", indent,
+      gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', m, columns, gemm.k, a,
+      gemm.a.leading, b, gemm.b.leading, beta, c, gemm.c.leading);
+}
+
+// oneDNN 2.6's sgemm computes a last column past a multiple of 16 at a
+// fraction of its speed: a 1x1 conv on 7x7 positions, [1152,192]x[192,49],
+// took 0.150-0.154 ms on two threads, its first 48 columns 0.097, and the
+// 48 and then the last in a call of its own 0.116-0.118. So a product with
+// such columns and rows enough computes its last column apart: from 192
+// rows each product of bench gemm_libraries --last_column ran at 18-39%
+// more GFLOP/s on AVX-512 and 11-17% more held to AVX2, while with 96 or
+// 128 rows, shared by the library among the threads, some ran up to 12%
+// slower on AVX-512. A block of rows that a thread computes alone decides
+// by its own rows, at run time.
+constexpr int64_t kLibraryColumnBlock = 16;
+constexpr int64_t kLastColumnApartMinRows = 192;
+
+// The lines computing `gemm`'s product with dnnl_sgemm, on `m` rows: its
+// last column apart where the rule above asks.
+std::string DnnlCalls(const Gemm& gemm, const std::string& a, const std::string& b,
+                      const std::string& c, const std::string& m, const std::string& beta,
+                      const std::string& indent) {
+  const std::string whole = DnnlCall(gemm, a, b, c, m, gemm.n, beta, indent);
+  if (gemm.n <= kLibraryColumnBlock || gemm.n % kLibraryColumnBlock != 1) return whole;
+  int64_t rows = 0;
+  const bool known_rows = absl::SimpleAtoi(m, &rows);
+  if (known_rows && rows < kLastColumnApartMinRows) return whole;
+  const int64_t last = gemm.n - 1;
+  const auto apart = [&](const std::string& at) {
+    return absl::StrCat(DnnlCall(gemm, a, b, c, m, last, beta, at),
+                        DnnlCall(gemm, a, absl::StrCat(b, " + ", last * gemm.b.col_stride),
+                                 absl::StrCat(c, " + ", last * gemm.c.col_stride), m, 1, beta, at));
+  };
+  if (known_rows) return apart(indent);
+  const std::string inner = indent + "  ";
+  return absl::StrCat(indent, "if (", m, " >= ", kLastColumnApartMinRows, ") {\n", apart(inner),
+                      indent, "} else {\n", DnnlCall(gemm, a, b, c, m, gemm.n, beta, inner), indent,
+                      "}\n");
+}
+
 // The library call of one product of `gemm`: it sets c, or with
 // accumulation loops adds to it after their first position (`beta`, a
 // variable of the loops). Its lines, each after `indent`.
@@ -70,10 +118,7 @@ std::string GemmCall(const Gemm& gemm, const GemmOperands& operands, const std::
   const bool f32 = gemm.dtype == DType::kF32;
   const std::string beta = gemm.accumulate.empty() ? (f32 ? "0.0f" : "0.0") : "beta";
   if (!f32) return CblasCall("cblas_dgemm", "1.0", gemm, a, b, c, m, beta, indent);
-  const std::string dnnl = absl::StrFormat(
-      "%sdnnl_sgemm('%c', '%c', %s, %d, %d, 1.0f, %s, %d, %s, %d, %s, %s, %d);\n", indent,
-      gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', m, gemm.n, gemm.k, a,
-      gemm.a.leading, b, gemm.b.leading, beta, c, gemm.c.leading);
+  const std::string dnnl = DnnlCalls(gemm, a, b, c, m, beta, indent);
   if (MayCallOpenBlas(gemm)) {
     return OnAvx2Only("LOOM_OPENBLAS_SGEMM",
                       CblasCall("cblas_sgemm", "1.0f", gemm, a, b, c, m, beta, indent), dnnl);

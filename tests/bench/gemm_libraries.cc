@@ -12,6 +12,11 @@
 //
 //   bazel run -c opt //tests/bench:gemm_libraries -- [--iters=50] [--rounds=5]
 //   ONEDNN_MAX_CPU_ISA=AVX2 BLIS_ARCH_TYPE=zen3 OPENBLAS_CORETYPE=Zen bazel run ...
+//
+// With --last_column, dnnl_sgemm alone on the products of 1x1 convs on 7x7
+// positions (49 columns): one call, against the first 48 columns and then
+// the last in a call of its own (backends/cpp/library_calls.cc,
+// kLastColumnApartMinRows).
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -37,6 +42,8 @@
 
 ABSL_FLAG(int, iters, 50, "calls per timed round");
 ABSL_FLAG(int, rounds, 5, "rounds per library, alternating");
+ABSL_FLAG(bool, last_column, false,
+          "dnnl_sgemm on 1x1 convs' products of 49 columns, whole against the last column apart");
 
 namespace loom {
 namespace {
@@ -66,6 +73,18 @@ constexpr Shape kShapes[] = {
     {"[128,256]x[256,8000]", 128, 8000, 256, false},
     {"BERT-base FFN up [128,768]x[768,3072]", 128, 3072, 768, false},
     {"BERT-base FFN down [128,3072]x[3072,768]", 128, 768, 3072, false},
+};
+
+// Products of 1x1 convs on 7x7 positions: [out, in] x [in, 49].
+constexpr Shape kLastColumnShapes[] = {
+    {"ResNet-50 [2048,512]x[512,49]", 2048, 49, 512, false},
+    {"ResNet-50 [512,2048]x[2048,49]", 512, 49, 2048, false},
+    {"EfficientNet-B0 [1152,192]x[192,49]", 1152, 49, 192, false},
+    {"EfficientNet-B0 [192,1152]x[1152,49]", 192, 49, 1152, false},
+    {"[576,96]x[96,49]", 576, 49, 96, false},
+    {"[256,256]x[256,49]", 256, 49, 256, false},
+    {"[128,512]x[512,49]", 128, 49, 512, false},
+    {"[96,576]x[576,49]", 96, 49, 576, false},
 };
 
 // bli_sgemm (BLIS's typed API: transpose 8, none 0; strides per row and
@@ -100,6 +119,12 @@ void Dnnl(const Shape& s, const float* a, const float* b, float* c) {
   dnnl_sgemm('N', s.b_transposed ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, s.k, b, ldb, 0.0f, c, s.n);
 }
 
+// Dnnl on all columns but the last, then on the last.
+void DnnlLastColumnApart(const Shape& s, const float* a, const float* b, float* c) {
+  dnnl_sgemm('N', 'N', s.m, s.n - 1, s.k, 1.0f, a, s.k, b, s.n, 0.0f, c, s.n);
+  dnnl_sgemm('N', 'N', s.m, 1, s.k, 1.0f, a, s.k, b + s.n - 1, s.n, 0.0f, c + s.n - 1, s.n);
+}
+
 void Blis(const Shape& s, const float* a, const float* b, float* c) {
   static const float one = 1.0f, zero = 0.0f;
   const int ldb = s.b_transposed ? s.k : s.n;
@@ -132,7 +157,7 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void Compare(const Shape& s, int iters, int rounds) {
+void Compare(const Shape& s, const std::vector<Call>& calls, int iters, int rounds) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   const size_t a_size = size_t{1} * s.m * s.k, b_size = size_t{1} * s.k * s.n;
@@ -140,8 +165,6 @@ void Compare(const Shape& s, int iters, int rounds) {
        c = AlignedFloats(size_t{1} * s.m * s.n);
   std::generate_n(a.get(), a_size, [&] { return uniform(rng); });
   std::generate_n(b.get(), b_size, [&] { return uniform(rng); });
-  std::vector<Call> calls = {Dnnl, OpenBlas};
-  if (bli_sgemm != nullptr) calls.push_back(Blis);
   std::vector<std::vector<double>> seconds(calls.size());
   for (int r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -160,13 +183,21 @@ void Compare(const Shape& s, int iters, int rounds) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  const int iters = absl::GetFlag(FLAGS_iters), rounds = absl::GetFlag(FLAGS_rounds);
+  if (absl::GetFlag(FLAGS_last_column)) {
+    std::printf("GFLOP/s of dnnl_sgemm\n%-44s %9s %9s\n", "shape", "whole", "last apart");
+    for (const loom::Shape& shape : loom::kLastColumnShapes) {
+      loom::Compare(shape, {loom::Dnnl, loom::DnnlLastColumnApart}, iters, rounds);
+    }
+    return 0;
+  }
   const absl::Status blis_loaded = loom::LoadBlis();
   const bool blis = blis_loaded.ok();
   if (!blis) std::printf("BLIS skipped: %s\n", std::string(blis_loaded.message()).c_str());
   std::printf("GFLOP/s of each library\n%-44s %9s %9s %9s\n", "shape", "dnnl", "openblas",
               blis ? "blis" : "");
-  for (const loom::Shape& shape : loom::kShapes) {
-    loom::Compare(shape, absl::GetFlag(FLAGS_iters), absl::GetFlag(FLAGS_rounds));
-  }
+  std::vector<loom::Call> calls = {loom::Dnnl, loom::OpenBlas};
+  if (blis) calls.push_back(loom::Blis);
+  for (const loom::Shape& shape : loom::kShapes) loom::Compare(shape, calls, iters, rounds);
   return 0;
 }
