@@ -112,11 +112,11 @@ TEST(CodegenTest, AProductOfManyRowsComputesALastColumnPastSixteenApart) {
   }
 }
 
-// y = relu(x * w + bias) on 128 rows, `width` columns.
-Graph LinearRelu(int64_t width = 32) {
+// y = relu(x * w + bias) on 128 rows, `width` columns, `depth` deep.
+Graph LinearRelu(int64_t width = 32, int64_t depth = 16) {
   Graph graph;
-  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {128, 16}});
-  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {16, width}});
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {128, depth}});
+  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {depth, width}});
   const ValueId bias = *graph.AddInput("bias", TensorType{DType::kF32, {width}});
   const NodeId product = *graph.AddNode("matmul", "matmul", {x, w}, {"product"});
   const NodeId add = *graph.AddNode("add", "add", {graph.node(product).outputs[0], bias}, {"sum"});
@@ -152,10 +152,14 @@ TEST(CodegenTest, TheKernelAfterAGemmRunsOnEachThreadsRows) {
 TEST(CodegenTest, AGemmWithASlowLeadingDimensionNeedsMoreRowsPerThread) {
   proto::CppOptions openmp;
   openmp.set_openmp(true);
-  // 64 rows a thread on two threads, but 128 where w's rows are 1024 long.
-  EXPECT_THAT(Emit(LinearRelu(32), openmp).text,
-              HasSubstr("const int loom_per_thread = 128 >= 64 * loom_threads;\n"));
-  EXPECT_THAT(Emit(LinearRelu(1024), openmp).text,
+  // 64 rows a thread on two threads, but 128 where w's rows are 1024 long
+  // and it has 2^20 elements.
+  for (const auto& [width, depth] : {std::pair{32, 16}, {1024, 16}, {1000, 1024}}) {
+    EXPECT_THAT(Emit(LinearRelu(width, depth), openmp).text,
+                HasSubstr("const int loom_per_thread = 128 >= 64 * loom_threads;\n"))
+        << width << "x" << depth;
+  }
+  EXPECT_THAT(Emit(LinearRelu(1024, 1024), openmp).text,
               HasSubstr("const int loom_per_thread = 128 >= 128 * loom_threads;\n"));
 }
 

@@ -311,9 +311,11 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
 // slower on AVX2.
 constexpr int64_t kRowsPerThread = 64;
 
-// But where b's leading dimension is a slow one (HasSlowLeadingDimension),
-// a block of fewer than 128 rows sends oneDNN's serial call to its slow
-// no-copy kernels on AVX-512 too, so the library shares such a product.
+// But where b's leading dimension is a slow one (HasSlowLeadingDimension)
+// and b has 2^20 elements or more, a block of fewer than 128 rows sends
+// oneDNN's serial call to its slow no-copy kernels on AVX-512 too, so the
+// library shares such a product. (A smaller b ran level or a few percent
+// faster in blocks of 64 rows: [128,512]x[512,512], [128,128]x[128,512].)
 // With its epilogue (bench gemm_epilogue, 2 threads, a 2-core Intel Xeon
 // with AVX-512, microseconds): BERT-base's FFN up-projection,
 // [128,768]x[768,3072], 5139 in blocks of 64 rows against 3441 shared;
@@ -322,11 +324,14 @@ constexpr int64_t kRowsPerThread = 64;
 // from 52.8-65.7 to 43.8-52.1 ms a run (loom run --profile, 3 alternating
 // runs). On AVX2, where these products call OpenBLAS, the two ran level.
 constexpr int64_t kRowsPerThreadOnSlowLeading = 128;
+constexpr int64_t kSlowLeadingMinElements = int64_t{1} << 20;
 
 namespace {
 
 int64_t RowsPerThread(const Gemm& gemm) {
-  return HasSlowLeadingDimension(gemm) ? kRowsPerThreadOnSlowLeading : kRowsPerThread;
+  return HasSlowLeadingDimension(gemm) && gemm.k * gemm.n >= kSlowLeadingMinElements
+             ? kRowsPerThreadOnSlowLeading
+             : kRowsPerThread;
 }
 
 }  // namespace
