@@ -17,6 +17,16 @@ namespace {
 
 using cscalar::CType;
 
+// Whether an f32 product's b is row-major with a leading dimension a
+// multiple of 512 (a linear layer's weight of 1024 or 3072 columns), which
+// oneDNN 2.6's no-copy kernels run slowly (MayCallOpenBlas,
+// PrintGemmWithEpilogue).
+bool HasSlowLeadingDimension(const Gemm& gemm) {
+  constexpr int64_t kSlowLeadingMultiple = 512;
+  return gemm.dtype == DType::kF32 && !gemm.b.transposed &&
+         gemm.b.leading % kSlowLeadingMultiple == 0;
+}
+
 // `p` advanced to the batch position x0, x1, ... and the accumulation
 // position s0, s1, ... of `matrix`.
 std::string MatrixAddress(const std::string& p, const GemmMatrix& matrix) {
@@ -89,11 +99,13 @@ constexpr int64_t kLastColumnApartMinRows = 192;
 std::string DnnlCalls(const Gemm& gemm, const std::string& a, const std::string& b,
                       const std::string& c, const std::string& m, const std::string& beta,
                       const std::string& indent) {
-  const std::string whole = DnnlCall(gemm, a, b, c, m, gemm.n, beta, indent);
-  if (gemm.n <= kLibraryColumnBlock || gemm.n % kLibraryColumnBlock != 1) return whole;
+  const auto whole = [&](const std::string& at) {
+    return DnnlCall(gemm, a, b, c, m, gemm.n, beta, at);
+  };
+  if (gemm.n <= kLibraryColumnBlock || gemm.n % kLibraryColumnBlock != 1) return whole(indent);
   int64_t rows = 0;
   const bool known_rows = absl::SimpleAtoi(m, &rows);
-  if (known_rows && rows < kLastColumnApartMinRows) return whole;
+  if (known_rows && rows < kLastColumnApartMinRows) return whole(indent);
   const int64_t last = gemm.n - 1;
   const auto apart = [&](const std::string& at) {
     return absl::StrCat(DnnlCall(gemm, a, b, c, m, last, beta, at),
@@ -103,8 +115,7 @@ std::string DnnlCalls(const Gemm& gemm, const std::string& a, const std::string&
   if (known_rows) return apart(indent);
   const std::string inner = indent + "  ";
   return absl::StrCat(indent, "if (", m, " >= ", kLastColumnApartMinRows, ") {\n", apart(inner),
-                      indent, "} else {\n", DnnlCall(gemm, a, b, c, m, gemm.n, beta, inner), indent,
-                      "}\n");
+                      indent, "} else {\n", whole(inner), indent, "}\n");
 }
 
 // The library call of one product of `gemm`: it sets c, or with
@@ -226,12 +237,6 @@ bool MayCallBlis(const Gemm& gemm) {
   constexpr int64_t kBlisMinRows = 256;
   return gemm.dtype == DType::kF32 && gemm.m >= kBlisMinRows && !MayCallOpenBlas(gemm) &&
          int64_t{gemm.m} * gemm.n * gemm.k >= kBlisMinMultiplyAdds;
-}
-
-bool HasSlowLeadingDimension(const Gemm& gemm) {
-  constexpr int64_t kSlowLeadingMultiple = 512;
-  return gemm.dtype == DType::kF32 && !gemm.b.transposed &&
-         gemm.b.leading % kSlowLeadingMultiple == 0;
 }
 
 bool MayCallOpenBlas(const Gemm& gemm) {

@@ -21,15 +21,9 @@ namespace loom::cpp {
 // Not those that call OpenBLAS (MayCallOpenBlas).
 bool MayCallBlis(const Gemm& gemm);
 
-// Whether an f32 product's b is row-major with a leading dimension a
-// multiple of 512 (a linear layer's weight of 1024 or 3072 columns), which
-// oneDNN 2.6's no-copy kernels run slowly (MayCallOpenBlas,
-// PrintGemmWithEpilogue).
-bool HasSlowLeadingDimension(const Gemm& gemm);
-
 // Whether an f32 product calls OpenBLAS's cblas_sgemm rather than oneDNN
 // where the target has AVX2 but not AVX-512 (kOpenBlasSgemmDeclaration):
-// HasSlowLeadingDimension, 16 rows or more
+// b row-major with a leading dimension a multiple of 512, 16 rows or more
 // and 2^24 multiply-adds or more. oneDNN 2.6 runs the smaller of these
 // with its no-copy AVX2 kernels, which on a Zen 3 ran at half speed with
 // b 32-byte aligned, as loom's buffers are (tests/bench:gemm_libraries,
