@@ -18,9 +18,11 @@ namespace {
 using cscalar::CType;
 
 // Whether an f32 product's b is row-major with a leading dimension a
-// multiple of 512 (a linear layer's weight of 1024 or 3072 columns), which
-// oneDNN 2.6's no-copy kernels run slowly (MayCallOpenBlas,
-// PrintGemmWithEpilogue).
+// multiple of 512, which oneDNN 2.6's no-copy kernels run slowly
+// (MayCallOpenBlas, PrintGemmWithEpilogue). A linear layer's weight of
+// 1024 or 3072 columns has such rows as the model stores it; the CPU
+// pipelines pad them (passes/pad_gemm_weights.h), so what meets these
+// rules there is a b computed at run time or a weight of 512 columns.
 bool HasSlowLeadingDimension(const Gemm& gemm) {
   constexpr int64_t kSlowLeadingMultiple = 512;
   return gemm.dtype == DType::kF32 && !gemm.b.transposed &&

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
+#include "ir/random.h"
 #include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
@@ -41,18 +42,24 @@ Graph FewRowsProduct() {
 }
 
 // Products that oneDNN's AVX2 kernels run at half speed (MayCallOpenBlas):
-// b row-major with 1024 columns: alone, with rows enough for BLIS, and
-// with a bias and ReLU as its epilogue (128 rows: each thread computes its
-// own 64). A linear layer's constant weight is transposed at compile time,
-// so it is row-major too.
-Graph ProductsOfWideRowMajorWeights() {
+// b row-major with 1024 columns, computed at run time (here an input):
+// alone, with rows enough for BLIS, and with a bias and ReLU as its
+// epilogue (128 rows: each thread computes its own 64). With `weights`,
+// the same products of constant weights, whose rows pad-gemm-weights pads
+// (a linear layer's weight is transposed at compile time, then padded):
+// oneDNN runs those well.
+Graph ProductsOfWideRowMajor(bool weights) {
   GraphBuilder b;
+  auto wide = [&](const char* name, int seed) {
+    return weights ? b.Weight(name, {256, 1024}, seed) : b.Input(name, DType::kF32, {256, 1024});
+  };
   const ValueId x = b.Input("x", DType::kF32, {64, 256});
-  b.Output(b.Op("matmul", {x, b.Weight("w", {256, 1024}, 1)}));
+  b.Output(b.Op("matmul", {x, wide("w", 1)}));
   const ValueId rows = b.Input("rows", DType::kF32, {256, 256});
-  b.Output(b.Op("matmul", {rows, b.Weight("u", {256, 1024}, 4)}));
+  b.Output(b.Op("matmul", {rows, wide("u", 4)}));
   const ValueId y = b.Input("y", DType::kF32, {128, 256});
-  const ValueId product = b.Op("linear", {y, b.Weight("v_t", {1024, 256}, 2)});
+  const ValueId product = weights ? b.Op("linear", {y, b.Weight("v_t", {1024, 256}, 2)})
+                                  : b.Op("matmul", {y, wide("v", 2)});
   b.Output(b.Op("relu", {b.Op("add", {product, b.Weight("bias", {1024}, 3)})}));
   return std::move(b.graph());
 }
@@ -106,20 +113,23 @@ TEST(GemmLibraryTest, ProductsOfFewRowsCallOneDnnEvenOnAvx2) {
   EXPECT_THAT(avx2, Not(Contains("bli_sgemm")));
 }
 
-TEST(GemmLibraryTest, WideRowMajorWeightsCallOpenBlasOnlyOnAvx2WithoutAvx512) {
+TEST(GemmLibraryTest, WideRowMajorOperandsCallOpenBlasOnlyOnAvx2WithoutAvx512) {
   const std::vector<std::string> avx2 =
-      SymbolsImportedFor(ProductsOfWideRowMajorWeights(), "haswell");
+      SymbolsImportedFor(ProductsOfWideRowMajor(false), "haswell");
   EXPECT_THAT(avx2, Contains("cblas_sgemm"));
   EXPECT_THAT(avx2, Not(Contains("dnnl_sgemm")));
   EXPECT_THAT(avx2, Not(Contains("bli_sgemm")));
   for (const char* march : {"skylake-avx512", "x86-64"}) {
     const std::vector<std::string> symbols =
-        SymbolsImportedFor(ProductsOfWideRowMajorWeights(), march);
+        SymbolsImportedFor(ProductsOfWideRowMajor(false), march);
     EXPECT_THAT(symbols, Contains("dnnl_sgemm")) << march;
     EXPECT_THAT(symbols, Not(Contains("cblas_sgemm"))) << march;
   }
   EXPECT_THAT(SymbolsImportedFor(ProductsOneDnnRunsWell(), "haswell"),
               Not(Contains("cblas_sgemm")));
+  EXPECT_THAT(SymbolsImportedFor(ProductsOfWideRowMajor(true), "haswell"),
+              Not(Contains("cblas_sgemm")))
+      << "padded weights";
 }
 
 // The options that compile for AVX2 (haswell), and whether this CPU runs
@@ -135,7 +145,20 @@ bool CpuRunsAvx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supp
 // interpreter's (where this CPU runs AVX2 code).
 TEST(GemmLibraryTest, OpenBlasProductsMatchTheInterpreter) {
   if (!CpuRunsAvx2()) GTEST_SKIP() << "this CPU has no AVX2";
-  CompileRunAndCompare(ProductsOfWideRowMajorWeights(), Avx2Options());
+  EndToEndOptions options = Avx2Options();
+  // The second operands (inputs 1, 3 and 5) in [-1, 1), as the weights
+  // they stand for are.
+  options.fill = [](size_t i, Tensor& input) {
+    if (i % 2 == 1) FillUniform(input, i, -1, 1);
+  };
+  CompileRunAndCompare(ProductsOfWideRowMajor(false), options);
+}
+
+// Products of weights with padded rows, alone and before an epilogue,
+// match the interpreter's, natively and where this CPU runs AVX2 code.
+TEST(GemmLibraryTest, ProductsOfPaddedWeightsMatchTheInterpreter) {
+  CompileRunAndCompare(ProductsOfWideRowMajor(true));
+  if (CpuRunsAvx2()) CompileRunAndCompare(ProductsOfWideRowMajor(true), Avx2Options());
 }
 
 // BLIS's results, plain and with the transposed weight, match the

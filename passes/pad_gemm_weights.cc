@@ -1,0 +1,113 @@
+#include "passes/pad_gemm_weights.h"
+
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+#include "passes/lower.h"
+
+namespace loom {
+namespace {
+
+// Whether `node` reads `weight` only as its second operand of a product
+// of at least kDefaultGemmMinRows rows (a GEMM call; fewer rows make
+// loops, which read any layout alike).
+bool ReadsAsGemmOperand(const Graph& graph, const Node& node, ValueId weight) {
+  if (node.op != "matmul" || node.inputs.size() != 2 || node.inputs[0] == weight) return false;
+  const Shape& a = graph.value(node.inputs[0]).type.shape;
+  return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= kDefaultGemmMinRows;
+}
+
+bool HasSlowRows(const Tensor& weight) {
+  const Shape& shape = weight.shape();
+  return weight.dtype() == DType::kF32 && shape.size() == 2 && shape[1] % kSlowRowMultiple == 0 &&
+         shape[1] >= 2 * kSlowRowMultiple;
+}
+
+// The weights to pad: every reader of each is a GEMM reading it as b.
+std::vector<ValueId> PaddableWeights(const Graph& graph) {
+  std::vector<bool> refused(graph.values().size(), false);
+  std::vector<bool> read(graph.values().size(), false);
+  for (const Node& node : graph.nodes()) {
+    for (ValueId input : node.inputs) {
+      read[input] = true;
+      if (!ReadsAsGemmOperand(graph, node, input)) refused[input] = true;
+    }
+  }
+  for (ValueId output : graph.outputs()) refused[output] = true;
+  std::vector<ValueId> weights;
+  for (const auto* list : {&graph.weights(), &graph.constants()}) {
+    for (ValueId id : *list) {
+      if (read[id] && !refused[id] && HasSlowRows(graph.initializer(id))) weights.push_back(id);
+    }
+  }
+  return weights;
+}
+
+// `weight` [k, n] with kWeightRowPadding zeros after each row.
+Tensor PaddedRows(const Tensor& weight) {
+  const int64_t rows = weight.shape()[0], cols = weight.shape()[1];
+  const int64_t padded_cols = cols + kWeightRowPadding;
+  Tensor padded(DType::kF32, {rows, padded_cols});
+  const float* in = weight.data_as<float>();
+  float* out = padded.data_as<float>();
+  std::memset(out, 0, sizeof(float) * rows * padded_cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(out + r * padded_cols, in + r * cols, sizeof(float) * cols);
+  }
+  return padded;
+}
+
+// Node `slice` reading the first `cols` columns of a 2-D value.
+Node ColumnsSlice(std::string name, ValueId from, ValueId to, int64_t cols) {
+  Node slice;
+  slice.name = std::move(name);
+  slice.op = "slice";
+  slice.inputs = {from};
+  slice.outputs = {to};
+  slice.attrs.Set("starts", AttrInts{0});
+  slice.attrs.Set("ends", AttrInts{cols});
+  slice.attrs.Set("axes", AttrInts{1});
+  return slice;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> PadGemmWeightsPass::Run(Module& module) {
+  Graph& graph = module.graph;
+  const std::vector<ValueId> weights = PaddableWeights(graph);
+  if (weights.empty()) return false;
+  // The slices read initializers only, so they go first; the products
+  // read the slices instead of the weights.
+  NodeList nodes;
+  nodes.reserve(weights.size() + graph.nodes().size());
+  std::vector<ValueId> view_of(graph.values().size(), -1);
+  for (ValueId weight : weights) {
+    const TensorType type = graph.value(weight).type;
+    const std::string name = absl::StrCat(graph.value(weight).name, "/padded_rows");
+    const ValueId view = graph.AddIntermediate(name, type);
+    view_of.push_back(-1);
+    view_of[weight] = view;
+    graph.ReplaceInitializer(weight, PaddedRows(graph.initializer(weight)));
+    nodes.push_back(ColumnsSlice(name, weight, view, type.shape[1]));
+  }
+  for (const Node& node : graph.nodes()) {
+    Node redirected = node;
+    for (ValueId& input : redirected.inputs) {
+      if (view_of[input] >= 0) input = view_of[input];
+    }
+    nodes.push_back(std::move(redirected));
+  }
+  graph.ReplaceNodes(std::move(nodes));
+  return true;
+}
+
+LOOM_REGISTER_PASS("pad-gemm-weights", [] {
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<PadGemmWeightsPass>());
+});
+
+}  // namespace loom
