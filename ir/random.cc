@@ -47,4 +47,10 @@ void FillUniform(Tensor& tensor, uint64_t seed, double low, double high) {
   }
 }
 
+Tensor UniformTensor(TensorType type, uint64_t seed, double low, double high) {
+  Tensor tensor(std::move(type));
+  FillUniform(tensor, seed, low, high);
+  return tensor;
+}
+
 }  // namespace loom

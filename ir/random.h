@@ -12,6 +12,9 @@ namespace loom {
 // implementation-defined). Integer and bool tensors get floor(value).
 void FillUniform(Tensor& tensor, uint64_t seed, double low, double high);
 
+// A tensor of `type` filled by FillUniform.
+Tensor UniformTensor(TensorType type, uint64_t seed, double low, double high);
+
 // splitmix64: a small, well-mixed, portable hash of `x`. Inline: FillUniform
 // hashes every element (called, it cost lstm_l6_h256's 3M draws a call
 // each).

@@ -14,12 +14,6 @@
 namespace loom {
 namespace {
 
-Tensor Uniform(Shape shape, uint64_t seed, double low, double high) {
-  Tensor t(DType::kF32, std::move(shape));
-  FillUniform(t, seed, low, high);
-  return t;
-}
-
 // x [2, 3, 5, 4] -> conv (3 -> 4 channels, 3x3, pads 1[, bias]) -> batch_norm
 // -> relu; with `conv_read_twice`, the conv's output is an output too.
 struct ConvBn {
@@ -30,25 +24,31 @@ struct ConvBn {
     Graph& g = module.graph;
     x = *g.AddInput("x", {DType::kF32, {2, 3, 5, 4}});
     std::vector<ValueId> conv_inputs = {
-        x, *g.AddInitializer("w", ValueKind::kWeight, Uniform({4, 3, 3, 3}, 1, -1, 1))};
+        x, *g.AddInitializer("w", ValueKind::kWeight,
+                             UniformTensor({DType::kF32, {4, 3, 3, 3}}, 1, -1, 1))};
     if (bias) {
-      conv_inputs.push_back(*g.AddInitializer("b", ValueKind::kWeight, Uniform({4}, 2, -1, 1)));
+      conv_inputs.push_back(
+          *g.AddInitializer("b", ValueKind::kWeight, UniformTensor({DType::kF32, {4}}, 2, -1, 1)));
     }
     Attrs pads;
     pads.Set("pads", AttrInts{1, 1, 1, 1});
     const NodeId conv = *g.AddNode("conv", "conv", conv_inputs, {"c"}, pads);
     const ValueId var = runtime_var
                             ? *g.AddInput("var", {DType::kF32, {4}})
-                            : *g.AddInitializer("var", ValueKind::kWeight, Uniform({4}, 6, 0.5, 2));
+                            : *g.AddInitializer("var", ValueKind::kWeight,
+                                                UniformTensor({DType::kF32, {4}}, 6, 0.5, 2));
     Attrs epsilon;
     epsilon.Set("epsilon", 1e-3);
-    const NodeId bn =
-        *g.AddNode("bn", "batch_norm",
-                   {g.node(conv).outputs[0],
-                    *g.AddInitializer("scale", ValueKind::kWeight, Uniform({4}, 3, 0.5, 1.5)),
-                    *g.AddInitializer("shift", ValueKind::kWeight, Uniform({4}, 4, -1, 1)),
-                    *g.AddInitializer("mean", ValueKind::kWeight, Uniform({4}, 5, -1, 1)), var},
-                   {"n"}, epsilon);
+    const NodeId bn = *g.AddNode(
+        "bn", "batch_norm",
+        {g.node(conv).outputs[0],
+         *g.AddInitializer("scale", ValueKind::kWeight,
+                           UniformTensor({DType::kF32, {4}}, 3, 0.5, 1.5)),
+         *g.AddInitializer("shift", ValueKind::kWeight,
+                           UniformTensor({DType::kF32, {4}}, 4, -1, 1)),
+         *g.AddInitializer("mean", ValueKind::kWeight, UniformTensor({DType::kF32, {4}}, 5, -1, 1)),
+         var},
+        {"n"}, epsilon);
     const NodeId relu = *g.AddNode("relu", "relu", {g.node(bn).outputs[0]}, {"y"});
     g.AddOutput(g.node(relu).outputs[0]);
     if (conv_read_twice) g.AddOutput(g.node(conv).outputs[0]);
@@ -56,8 +56,9 @@ struct ConvBn {
   }
 
   std::vector<Tensor> Inputs() const {
-    std::vector<Tensor> inputs = {Uniform({2, 3, 5, 4}, 9, -2, 2)};
-    if (module.graph.inputs().size() > 1) inputs.push_back(Uniform({4}, 6, 0.5, 2));
+    std::vector<Tensor> inputs = {UniformTensor({DType::kF32, {2, 3, 5, 4}}, 9, -2, 2)};
+    if (module.graph.inputs().size() > 1)
+      inputs.push_back(UniformTensor({DType::kF32, {4}}, 6, 0.5, 2));
     return inputs;
   }
 

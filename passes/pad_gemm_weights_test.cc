@@ -16,12 +16,6 @@
 namespace loom {
 namespace {
 
-Tensor Uniform(DType dtype, Shape shape, uint64_t seed) {
-  Tensor t(dtype, std::move(shape));
-  FillUniform(t, seed, -1, 1);
-  return t;
-}
-
 // y = x [rows, k] @ w [k, n]; with `also_added`, w + 1 is an output too.
 struct Product {
   Module module;
@@ -33,7 +27,7 @@ struct Product {
       : x_shape{rows, k}, dtype(dtype) {
     Graph& g = module.graph;
     const ValueId x = *g.AddInput("x", {dtype, x_shape});
-    w = *g.AddInitializer("w", ValueKind::kWeight, Uniform(dtype, {k, n}, 1));
+    w = *g.AddInitializer("w", ValueKind::kWeight, UniformTensor({dtype, {k, n}}, 1, -1, 1));
     g.AddOutput(g.node(*g.AddNode("mm", "matmul", {x, w}, {"y"})).outputs[0]);
     if (also_added) g.AddOutput(g.node(*g.AddNode("add", "add", {w, w}, {"z"})).outputs[0]);
     EXPECT_TRUE(InferShapes(g).ok());
@@ -46,7 +40,8 @@ struct Product {
   }
 
   std::vector<Tensor> Run() const {
-    absl::StatusOr<std::vector<Tensor>> out = Interpret(module.graph, {Uniform(dtype, x_shape, 2)});
+    absl::StatusOr<std::vector<Tensor>> out =
+        Interpret(module.graph, {UniformTensor({dtype, x_shape}, 2, -1, 1)});
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? *out : std::vector<Tensor>{};
   }
@@ -101,7 +96,8 @@ TEST(PadGemmWeightsTest, LeavesAWeightReadAsTheFirstOperand) {
   Module module;
   Graph& g = module.graph;
   const ValueId x = *g.AddInput("x", {DType::kF32, {1024, 16}});
-  const ValueId w = *g.AddInitializer("w", ValueKind::kWeight, Uniform(DType::kF32, {64, 1024}, 1));
+  const ValueId w = *g.AddInitializer("w", ValueKind::kWeight,
+                                      UniformTensor({DType::kF32, {64, 1024}}, 1, -1, 1));
   g.AddOutput(g.node(*g.AddNode("mm", "matmul", {w, x}, {"y"})).outputs[0]);
   ASSERT_TRUE(InferShapes(g).ok());
   absl::StatusOr<bool> changed = PadGemmWeightsPass().Run(module);

@@ -14,18 +14,13 @@
 namespace loom {
 namespace {
 
-Tensor Uniform(DType dtype, Shape shape, uint64_t seed) {
-  Tensor t(dtype, std::move(shape));
-  FillUniform(t, seed, -2, 2);
-  return t;
-}
-
 // y = exp(x + w) in `dtype`, read twice, and x cast to f32.
 Module HalfGraph(DType dtype) {
   Module module;
   Graph& g = module.graph;
   const ValueId x = *g.AddInput("x", {dtype, {3, 5}});
-  const ValueId w = *g.AddInitializer("w", ValueKind::kWeight, Uniform(dtype, {5}, 1));
+  const ValueId w =
+      *g.AddInitializer("w", ValueKind::kWeight, UniformTensor({dtype, {5}}, 1, -2, 2));
   const ValueId sum = g.node(*g.AddNode("add", "add", {x, w}, {"sum"})).outputs[0];
   const ValueId y = g.node(*g.AddNode("exp", "exp", {sum}, {"y"})).outputs[0];
   const ValueId z = g.node(*g.AddNode("mul", "mul", {sum, y}, {"z"})).outputs[0];
@@ -57,7 +52,7 @@ TEST(WidenHalfTest, OnlyCastsTouchHalfValuesAndResultsAreKept) {
     int casts = 0;
     for (const Node& node : g.nodes()) casts += node.op == "cast";
     EXPECT_EQ(casts, 2 + 3 + 2 + 1);
-    const std::vector<Tensor> inputs = {Uniform(dtype, {3, 5}, 2)};
+    const std::vector<Tensor> inputs = {UniformTensor({dtype, {3, 5}}, 2, -2, 2)};
     absl::StatusOr<std::vector<Tensor>> before = Interpret(original, inputs);
     absl::StatusOr<std::vector<Tensor>> after = Interpret(g, inputs);
     ASSERT_TRUE(before.ok() && after.ok());
