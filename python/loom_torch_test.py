@@ -121,6 +121,25 @@ class MaskedAttention(nn.Module):
                               need_weights=False)[0]
 
 
+class DynamicFloats(nn.Module):
+    """What dynamo hands a backend under dynamic=True, as in GPT-2's graph:
+    sizes as symbols, the module's float attributes (a norm's epsilon, an
+    attention's scale) as one-element tensors that the graph reads by
+    .item(), and position ids made by cumsum and torch.diff."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(16, eps=1e-3)
+        self.scale = 0.25
+
+    def forward(self, x, mask):
+        y = self.norm(x)
+        y = F.scaled_dot_product_attention(y, y, y, scale=self.scale)
+        positions = mask.cumsum(-1)
+        steps = torch.diff(positions, prepend=positions[:, :1], dim=-1)
+        return y * steps.unsqueeze(-1), positions
+
+
 class TinyGpt(nn.Module):
     """A GPT as people write one (nanoGPT's shape): token and position
     embeddings, pre-norm blocks of causal attention through
@@ -272,12 +291,72 @@ class LoomTorchTest(unittest.TestCase):
                 x = torch.randn(shape)
                 self.assertTrue(torch.allclose(compiled(x), channel_shuffle(x)), shape)
         self.assertEqual([str(w.message) for w in caught if "loom" in str(w.message)], [])
-        # loom specialises the sizes it reads: dynamo guards them, and a new
-        # shape is a new graph.
-        self.assertEqual(len(captured), 2)
+        # loom reads the sizes of each call without making dynamo guard them:
+        # one graph, a loom model for each shape.
+        self.assertEqual(len(captured), 1)
+        in_loom, nodes = captured[0].loom_coverage
+        self.assertEqual(in_loom, nodes)
+        piece, = captured[0].loom_pieces
+        self.assertEqual(len(piece.compiled.entries), 2)
+
+    def test_dynamic_shapes_compile_whole(self):
+        module = DynamicFloats().eval()
+        captured = []
+        compiled = torch.compile(module, dynamic=True, backend=lambda gm, inputs: (
+            captured.append(loom.torch.loom_backend(gm, inputs)) or captured[-1]))
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for length, scale in ((5, 0.25), (9, 0.25), (9, 0.5)):
+                module.scale = scale  # a new value is a new entry, not a stale one
+                x, mask = torch.randn(2, length, 16), torch.rand(2, length) > 0.3
+                for a, e in zip(flat(compiled(x, mask)), flat(module(x, mask))):
+                    self.assertLessEqual((a - e).abs().max().item(), 1e-5, (length, scale))
+        self.assertEqual([str(w.message) for w in caught if "loom" in str(w.message)], [])
         for graph in captured:
             in_loom, nodes = graph.loom_coverage
             self.assertEqual(in_loom, nodes)
+
+    def test_more_lengths_than_dynamos_recompile_limit_stay_in_one_graph(self):
+        module = nn.LSTM(8, 16, num_layers=2, batch_first=True).eval()
+        captured = []
+        compiled = torch.compile(module, dynamic=True, backend=lambda gm, inputs: (
+            captured.append(loom.torch.loom_backend(gm, inputs)) or captured[-1]))
+        lengths = range(3, 5 + max(torch._dynamo.config.recompile_limit, loom.torch.MAX_ENTRIES))
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for length in lengths:
+                x = torch.randn(2, length, 8)
+                for a, e in zip(flat(compiled(x)), flat(module(x))):
+                    self.assertLessEqual((a - e).abs().max().item(), 1e-5, length)
+        self.assertEqual([str(w.message) for w in caught if "loom" in str(w.message)], [])
+        self.assertEqual(len(captured), 1)
+        piece, = captured[0].loom_pieces
+        # The least recently called models are dropped, their files too.
+        self.assertEqual(len(piece.compiled.entries), loom.torch.MAX_ENTRIES)
+        self.assertEqual(len(os.listdir(piece.compiled.folder)), loom.torch.MAX_ENTRIES)
+
+    def test_a_float_read_by_item_is_part_of_the_entry_key(self):
+        # Dynamo recompiles when the module's float changes (it guards the
+        # attribute); an entry must not be reused for another value anyway.
+        module = DynamicFloats().eval()
+        captured = []
+        compiled = torch.compile(module, dynamic=True, backend=lambda gm, inputs: (
+            captured.append((gm, inputs)) or gm.forward))
+        x, mask = torch.randn(2, 5, 16), torch.rand(2, 5) > 0.3
+        with torch.no_grad():
+            compiled(x, mask)
+            gm, inputs = captured[0]
+            loom_graph = loom.torch._Compiled(gm, inputs)
+            scale = next(i for i, a in enumerate(inputs)
+                         if isinstance(a, torch.Tensor) and a.dim() == 0 and a.item() == 0.25)
+            for value in (0.25, 0.5):
+                module.scale = value
+                # The sizes as a call passes them: plain ints.
+                args = [a if isinstance(a, torch.Tensor) else int(a) for a in inputs]
+                args[scale] = torch.tensor(value, dtype=inputs[scale].dtype)
+                got = loom_graph(*args)[0]
+                self.assertLessEqual((got - module(x, mask)[0]).abs().max().item(), 1e-5, value)
+        self.assertEqual(len(loom_graph.entries), 2)
 
     def test_failures_at_each_stage_fall_back_to_eager(self):
         module = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16)).eval()

@@ -34,6 +34,7 @@ import collections
 import copy
 import operator
 import os
+import shutil
 import tempfile
 import threading
 import warnings
@@ -44,7 +45,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import loom
-from loom.torch_graph import GraphTranslator, Unsupported, is_weight, numpy_dtype
+from loom.torch_graph import GraphTranslator, Unsupported, is_weight, numpy_dtype, scalar_reads
 from loom.torch_ops import OPS
 
 __all__ = ["loom_backend"]
@@ -58,6 +59,12 @@ _TORCH_OF_NUMPY = {d.numpy: getattr(torch, d.torch) for d in loom._DTYPES if d.t
 # interpreter (multiply-adds of its matrix products and recurrences).
 FIRST_CALL_WAIT_S = 0.05
 INTERPRETED_MAX_MACS = 2e8
+
+# The loom models a graph keeps, one per set of shapes, the least recently
+# called dropped past this: each holds its weights (GPT-2's 124M parameters:
+# 20 of them outgrew a 23 GB machine), and one dropped compiles again when
+# its shapes come back, its kernels from the cache.
+MAX_ENTRIES = 8
 
 
 class _Entry:
@@ -74,6 +81,12 @@ class _Entry:
         self.interpreted_calls = 0
         self.thread = threading.Thread(target=self._compile, daemon=True)
         self.thread.start()
+
+    def close(self):
+        """Drops the model and the files of its graph."""
+        self.thread.join()
+        self.model = self.tensor_call = None
+        shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
     def _compile(self):
         try:
@@ -126,22 +139,30 @@ class _Compiled:
 
     def __init__(self, gm, example_inputs):
         self.gm = gm
-        self.entries = {}
+        self.entries = collections.OrderedDict()  # least recently called first
+        self.created = 0
         self.folder = tempfile.mkdtemp(prefix="loom_torch_")
         # The arguments that may differ between calls: not the weights, which
         # are the same for every call of this graph (dynamo guards them).
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.varying = [i for i, (node, arg) in enumerate(zip(placeholders, example_inputs))
                         if not (isinstance(arg, torch.Tensor) and is_weight(node, arg))]
+        self.scalars = scalar_reads(gm)  # inputs whose values a translation takes
 
     def key(self, args):
-        return tuple((args[i].shape, args[i].dtype) if isinstance(args[i], torch.Tensor)
-                     else args[i] for i in self.varying)  # a size, or sizes
+        return tuple((args[i].shape, args[i].dtype, args[i].item() if i in self.scalars else None)
+                     if isinstance(args[i], torch.Tensor) else args[i]  # a size, or sizes
+                     for i in self.varying)
 
     def entry(self, args):
         key = self.key(args)
-        if key not in self.entries:
-            folder = os.path.join(self.folder, str(len(self.entries)))
+        if key in self.entries:
+            self.entries.move_to_end(key)
+        else:
+            if len(self.entries) == MAX_ENTRIES:
+                self.entries.popitem(last=False)[1].close()
+            self.created += 1
+            folder = os.path.join(self.folder, str(self.created))
             os.makedirs(folder)
             translator = GraphTranslator(self.gm, args, folder, OPS)
             path = translator.run()

@@ -53,11 +53,13 @@ class GraphWriter:
     def _type(dtype, shape):
         return "type { dtype: %s shape: [%s] }" % (dtype, ", ".join(str(int(d)) for d in shape))
 
-    def input(self, name, tensor):
+    def input(self, name, tensor, shape=None):
+        """An input of `tensor`'s dtype and shape (or `shape`)."""
         if tensor.dtype not in _INPUT_DTYPES:
             raise Unsupported("input of dtype %s" % tensor.dtype)
         self.lines.append('input { name: "%s" %s }' % (
-            name, self._type(_INPUT_DTYPES[tensor.dtype], tensor.shape)))
+            name, self._type(_INPUT_DTYPES[tensor.dtype],
+                             tensor.shape if shape is None else shape)))
 
     def weight(self, hint, array):
         """A new weight holding `array`; its name."""
@@ -116,6 +118,23 @@ class GraphWriter:
         return path
 
 
+def _concrete(size):
+    """A size as a plain int: a symbolic one (a backend's example input) by
+    the value it was traced with, read without a guard."""
+    return size.node.hint if isinstance(size, torch.SymInt) else size
+
+
+def scalar_reads(gm):
+    """The positions of the placeholders whose .item() the graph reads: with
+    dynamic shapes, dynamo passes a module's float attributes (a norm's
+    epsilon, an attention's scale) as one-element tensors that the graph
+    reads so. A translation takes their values as plain numbers, so they
+    belong to the key of what it compiled, as sizes do."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return {position for position, node in enumerate(placeholders)
+            if any(user.op == "call_method" and user.target == "item" for user in node.users)}
+
+
 def is_weight(placeholder, arg):
     """Whether a graph's placeholder is a parameter or buffer of the module
     (a weight, whose shape and values the compile keeps) rather than an input."""
@@ -161,6 +180,12 @@ class GraphTranslator:
         self.outputs = []  # (loom name, numpy dtype, shape) of the graph's outputs
         self.macs = 0  # multiply-adds of its matrix products and recurrences
         self.refused = {}  # probe()'s: the nodes loom does not translate, and why
+        # The values of the one-element inputs whose .item() the graph reads
+        # (scalar_reads): plain values to the translation, as sizes are.
+        self.scalars = {}
+        # The symbolic sizes of a graph dynamo traced with dynamic shapes,
+        # bound to this translation's sizes (_bind_symbols).
+        self.symbols = {}
 
     def run(self):
         """Translates the graph; the path of the loom graph."""
@@ -190,7 +215,7 @@ class GraphTranslator:
         """An input for an eager node's result (its example value)."""
         if isinstance(example, torch.Tensor) and example.dtype in _INPUT_DTYPES:
             name = self.graph.fresh("eager")
-            self.graph.input(name, example)
+            self.graph.input(name, example, [self.size(d) for d in example.shape])
             return name
         if isinstance(example, (tuple, list)):
             return tuple(self._stand_in(e) for e in example)
@@ -198,9 +223,12 @@ class GraphTranslator:
 
     def _bind_placeholders(self):
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        scalars = scalar_reads(self.gm)
+        for node, arg in zip(placeholders, self.args):
+            self._bind_symbols(node.meta.get("example_value"), arg)
         for position, (node, arg) in enumerate(zip(placeholders, self.args)):
             if not isinstance(arg, torch.Tensor):
-                self.env[node] = arg  # a symbolic size: its value for this entry
+                self.env[node] = _concrete(arg)  # a symbolic size: its value for this entry
             elif is_weight(node, arg):
                 self.env[node] = ("weight", arg)
             else:
@@ -208,6 +236,8 @@ class GraphTranslator:
                 self.graph.input(name, arg)
                 self.env[node] = name
                 self.inputs.append(position)
+                if position in scalars:
+                    self.scalars[node] = arg.item()
 
     def _translate_nodes(self):
         outputs = None
@@ -265,11 +295,34 @@ class GraphTranslator:
             return type(v)(self.raw(a) for a in v)
         return v
 
+    def _bind_symbols(self, example, arg):
+        """Binds the symbols of a placeholder's example value (a size, or a
+        tensor's dims) to this translation's argument."""
+        if isinstance(example, torch.SymInt) and example.node.expr.is_Symbol:
+            self.symbols[example.node.expr] = _concrete(arg)
+        elif isinstance(example, torch.Tensor) and isinstance(arg, torch.Tensor):
+            for d, size in zip(example.shape, arg.shape):
+                self._bind_symbols(d, size)
+
+    def size(self, d):
+        """A dim of an example value, for this translation: a symbolic size
+        evaluated with the symbols its placeholders bound, never read as
+        int(d), which would make dynamo guard it and compile the graph again
+        for every new size."""
+        if not isinstance(d, torch.SymInt):
+            return int(d)
+        value = d.node.expr
+        if not isinstance(value, int):
+            value = value.xreplace(self.symbols)  # a symbol alone gives its int
+        if not (isinstance(value, int) or value.is_number):
+            raise Unsupported("a size of unbound symbols (%s)" % d.node.expr)
+        return int(value)
+
     def shape_of(self, arg):
         meta = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
         if meta is None:
             raise Unsupported("a value of unknown shape")
-        return [int(d) for d in meta.shape]
+        return [self.size(d) for d in meta.shape]
 
     @staticmethod
     def dtype_of(arg):
@@ -291,7 +344,7 @@ class GraphTranslator:
         if missing:
             raise Unsupported("%s without %s" % (what, ", ".join(missing)))
         return types.SimpleNamespace(**{
-            k: v if isinstance(v, torch.fx.Node) and not isinstance(self.env[v], int)
+            k: v if isinstance(v, torch.fx.Node) and not isinstance(self.env[v], (int, float))
             else self.raw(v) for k, v in values.items()})
 
 

@@ -5,6 +5,7 @@ translator: translator(t, node), with t the GraphTranslator
 (loom.torch_graph), writes the loom nodes of FX `node` and returns its
 value. The translators follow torch's defaults and semantics."""
 
+import math
 import operator
 from functools import partial
 
@@ -396,6 +397,10 @@ _PYTHON_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
                "pow": operator.pow, "minimum": min, "maximum": max}
 
 
+_PYTHON_COMPARISONS = {"greater": operator.gt, "less_equal": operator.le, "equal": operator.eq,
+                       "not_equal": operator.ne}
+
+
 def _is_tensor(arg):
     return isinstance(arg, torch.fx.Node) and isinstance(
         arg.meta.get("example_value"), torch.Tensor)
@@ -446,8 +451,9 @@ def compare(t, node, op, swap=False):
     if node.kwargs or len(node.args) != 2:
         raise unknown_op(node)
     a, b = node.args
-    if not (_is_tensor(a) or _is_tensor(b)):
-        raise Unsupported("a comparison of plain values")
+    if not (_is_tensor(a) or _is_tensor(b)):  # of sizes: a plain value
+        x, y = (t.raw(b), t.raw(a)) if swap else (t.raw(a), t.raw(b))
+        return _PYTHON_COMPARISONS[op](x, y)
     dtype = numpy_dtype(torch.result_type(_example(t, a), _example(t, b)))
     operands = [_operand(t, a, dtype), _operand(t, b, dtype)]
     return t.graph.node(op, operands[::-1] if swap else operands)
@@ -546,6 +552,25 @@ def sym_sum(t, node):
     return sum(t.raw(v) for v in node.args[0])
 
 
+def item(t, node):
+    """x.item() of a one-element input whose value the translation takes
+    (GraphTranslator.scalars), or of a weight: a plain value."""
+    arg = node.args[0]
+    if arg in t.scalars:
+        return t.scalars[arg]
+    value = t.raw(arg)
+    if isinstance(value, np.ndarray) and value.size == 1:
+        return value.item()
+    raise unknown_op(node)
+
+
+def sym_math(t, node, fn):
+    """A math function of a plain value (a symbolic size, a scalar): a plain value."""
+    if node.kwargs or len(node.args) != 1 or _is_tensor(node.args[0]):
+        raise unknown_op(node)
+    return fn(t.raw(node.args[0]))
+
+
 def size(t, node):
     """x.size() or x.size(dim): plain values."""
     shape = t.shape_of(node.args[0])
@@ -632,7 +657,7 @@ def _split(t, node, x, _sizes, dim=0):
     each of the size torch gave it (its meta)."""
     rank = len(t.shape_of(x))
     axis = int(t.raw(dim)) % rank
-    parts = [int(v.shape[axis]) for v in node.meta["example_value"]]
+    parts = [t.size(v.shape[axis]) for v in node.meta["example_value"]]
     names = t.graph.node("split", [t.value(x)], outputs=len(parts), axis=axis, split=parts)
     return tuple(names) if len(parts) > 1 else (names,)
 
@@ -720,6 +745,35 @@ def concat(t, node):
     dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
     axis = int(t.raw(dim)) % len(t.shape_of(node))
     return t.graph.node("concat", [t.value(x) for x in args[0]], axis=axis)
+
+
+_CUMSUM = signature("input dim dtype", dtype=None)
+_DIFF = signature("input n dim prepend append", n=1, dim=-1, prepend=None, append=None)
+
+
+def cumsum(t, node):
+    """torch.cumsum / x.cumsum(dim), in the result's dtype (bools and
+    integers sum in int64)."""
+    a = t.bind(node, _CUMSUM)
+    axis = int(a.dim) % len(t.shape_of(node))
+    return t.graph.node("cumsum", [_operand(t, a.input, t.dtype_of(node))], axis=axis)
+
+
+def diff(t, node):
+    """torch.diff(x, n=1, dim, prepend, append): x[1:] - x[:-1] along dim of
+    x with prepend before it and append after it."""
+    a = t.bind(node, _DIFF)
+    if a.n != 1:
+        raise Unsupported("diff of order %s" % a.n)
+    shape = t.shape_of(node)
+    axis = int(a.dim) % len(shape)
+    dtype = t.dtype_of(node)
+    parts = [_operand(t, x, dtype) for x in (a.prepend, a.input, a.append) if x is not None]
+    whole = parts[0] if len(parts) == 1 else t.graph.node("concat", parts, axis=axis)
+    length = shape[axis] + 1
+    later, earlier = (t.graph.node("slice", [whole], starts=[first], ends=[first + length - 1],
+                                   axes=[axis]) for first in (1, 0))
+    return t.graph.node("sub", [later, earlier])
 
 
 def arange(t, node):
@@ -1072,7 +1126,10 @@ OPS = {
     "unsqueeze": reshape, "squeeze": reshape,
     "expand": expand, "contiguous": contiguous, "permute": permute, "transpose": transpose,
     torch.permute: permute, torch.transpose: transpose, "unbind": unbind, torch.unbind: unbind,
-    "size": size, torch.Size: make_size, torch.sym_sum: sym_sum,
+    torch.cumsum: cumsum, "cumsum": cumsum, torch.diff: diff,
+    "size": size, torch.Size: make_size, torch.sym_sum: sym_sum, "item": item,
+    torch.sym_float: partial(sym_math, fn=float), torch.sym_int: partial(sym_math, fn=int),
+    operator.not_: partial(sym_math, fn=operator.not_),
     torch.gather: gather, "gather": gather,
     torch.triu: partial(triangle, upper=True), torch.tril: partial(triangle, upper=False),
     torch.split: split, torch.chunk: split, "split": split, "chunk": split,
@@ -1093,3 +1150,5 @@ OPS = {
     # Recurrences.
     torch.lstm: lstm, torch.gru: gru,
 }
+if hasattr(torch, "_sym_sqrt"):  # dynamo's square root of a symbolic size
+    OPS[torch._sym_sqrt] = partial(sym_math, fn=math.sqrt)
