@@ -1,0 +1,163 @@
+"""torch.compile(model, dynamic=True) called at many sequence lengths, one
+call each: the total wall time of the calls (compiles and runs), loom's
+backend against Inductor's and eager, each backend in a process of its
+own with empty caches (loom's and Inductor's); how many graphs dynamo gave
+the backend and, for loom, how many models it compiled; the largest error
+against eager over the calls. The models of the dynamic-shapes issue: the
+seed LSTM (nn.LSTM(32, 64, num_layers=2, batch_first=True), batch 2,
+lengths 16 to 4096) and GPT-2 (the zoo's, 124M, lengths 8 to 512), at
+--lengths lengths spaced evenly in their logarithm. Prints a markdown
+table.
+
+    tests/zoo/run.sh dynamic_shapes.py [--models=RE] [--lengths=20]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BACKENDS = ("eager", "loom", "inductor")
+# Each model's lengths run from the first to the second number.
+LENGTHS = {"lstm_l2_h64": (16, 4096), "gpt2": (8, 512)}
+
+
+def lengths(model, count):
+    low, high = LENGTHS[model]
+    return sorted({round(low * (high / low) ** (i / max(count - 1, 1))) for i in range(count)})
+
+
+def build(model):
+    """The module and a function from a length to its inputs."""
+    import torch
+    if model == "lstm_l2_h64":
+        torch._dynamo.config.allow_rnn = True
+        torch.manual_seed(0)
+        module = torch.nn.LSTM(32, 64, num_layers=2, batch_first=True).eval()
+        return module, lambda n: (torch.randn(2, n, 32),)
+    sys.path.insert(0, HERE)
+    import models
+    module, _ = models.build(model)
+    vocab = module.model.config.vocab_size
+    generator = torch.Generator().manual_seed(0)
+    return module, lambda n: (torch.randint(0, vocab, (1, n), generator=generator),)
+
+
+def flat(value):
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in flat(v)]
+    return [value]
+
+
+def measure(model, backend, count):
+    """One backend's sweep over one model's lengths, as a dict."""
+    os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom_cache_")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor_cache_")
+    os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
+    os.environ.setdefault("LOOM_LIBRARY", os.path.join(ROOT, "bazel-bin/runtime/libloom.so"))
+    sys.path[:0] = [os.path.join(ROOT, "python")]
+    import torch
+    import loom
+    import loom.torch
+    counts = {"graphs": 0, "models": 0}
+    compile_model = loom.compile
+
+    def counted_compile(*args, **kwargs):
+        counts["models"] += 1
+        return compile_model(*args, **kwargs)
+
+    loom.compile = counted_compile
+
+    def counted(inner):
+        def backend_fn(gm, example_inputs):
+            counts["graphs"] += 1
+            return inner(gm, example_inputs)
+        return backend_fn
+
+    module, inputs_of = build(model)
+    if backend == "eager":
+        run = module
+    else:
+        if backend == "loom":
+            inner = loom.torch.loom_backend
+        else:
+            from torch._inductor.compile_fx import compile_fx
+            inner = compile_fx
+        run = torch.compile(module, backend=counted(inner), dynamic=True)
+    row = {"model": model, "backend": backend, "calls": 0, "max_err": 0.0}
+    with torch.no_grad():
+        start = time.perf_counter()
+        for n in lengths(model, count):
+            inputs = inputs_of(n)
+            out = run(*inputs)
+            row["calls"] += 1
+            # The check runs after the timed span of this call only.
+            pause = time.perf_counter()
+            if backend != "eager":
+                want = module(*inputs)
+                row["max_err"] = max([row["max_err"]] + [
+                    (a - b).abs().max().item() for a, b in zip(flat(out), flat(want))
+                    if isinstance(a, torch.Tensor)])
+            start += time.perf_counter() - pause
+        row["total_s"] = time.perf_counter() - start
+    row.update(counts)
+    return row
+
+
+def run_child(model, backend, count):
+    command = [sys.executable, __file__, "--one=%s,%s" % (model, backend),
+               "--lengths=%d" % count]
+    result = subprocess.run(command, capture_output=True, text=True)
+    lines = [l for l in result.stdout.splitlines() if l.startswith("{")]
+    if result.returncode or not lines:
+        return {"model": model, "backend": backend,
+                "failure": (result.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(lines[-1])
+
+
+def table(rows, count):
+    out = ["| model | lengths | backend | graphs (loom models) | total s | max err vs eager |",
+           "|---" * 6 + "|"]
+    for r in rows:
+        low, high = LENGTHS[r["model"]]
+        span = "%d: %d..%d" % (len(lengths(r["model"], count)), low, high)
+        if "failure" in r:
+            out.append("| %s | %s | %s | failed: %s | | |" % (
+                r["model"], span, r["backend"], r["failure"]))
+            continue
+        graphs = "" if r["backend"] == "eager" else "%d" % r["graphs"]
+        if r["backend"] == "loom":
+            graphs += " (%d)" % r["models"]
+        out.append("| %s | %s | %s | %s | %.2f | %.1e |" % (
+            r["model"], span, r["backend"], graphs, r["total_s"], r["max_err"]))
+    return "\n".join(out)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=".", help="a regex of model names")
+    parser.add_argument("--lengths", type=int, default=20)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        model, backend = args.one.split(",")
+        print(json.dumps(measure(model, backend, args.lengths)))
+        return
+    rows = []
+    for model in LENGTHS:
+        if not re.search(args.models, model):
+            continue
+        for backend in BACKENDS:
+            rows.append(run_child(model, backend, args.lengths))
+            print(json.dumps(rows[-1]), file=sys.stderr)
+    print(table(rows, args.lengths))
+
+
+if __name__ == "__main__":
+    main()
