@@ -509,6 +509,15 @@ class LoomTorchTest(unittest.TestCase):
             for batch in (2, 3, 5):
                 x = torch.randn(batch, 8)
                 self.assertLessEqual((compiled(x) - module(x)).abs().max().item(), 1e-5)
+        # Dynamo traces batch 2 alone, then 3 and 5 as one graph of symbolic
+        # sizes, whose entries read the parameters from one file, written once.
+        piece, = captured[-1].loom_pieces
+        self.assertEqual(len(piece.compiled.entries), 2)
+        parameter_bytes = sum(p.numel() * p.element_size() for p in module.parameters())
+        self.assertEqual(os.path.getsize(piece.compiled.params.path), parameter_bytes)
+        for entry in piece.compiled.entries.values():
+            weights = os.path.join(os.path.dirname(entry.path), "weights.bin")
+            self.assertLess(os.path.getsize(weights), parameter_bytes)
 
     def test_a_resnet_basic_block(self):
         self.check_against_eager(ResNetBlock(8), torch.randn(2, 8, 12, 12))

@@ -45,7 +45,8 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import loom
-from loom.torch_graph import GraphTranslator, Unsupported, is_weight, numpy_dtype, scalar_reads
+from loom.torch_graph import (GraphTranslator, ParamFile, Unsupported, is_weight, numpy_dtype,
+                              scalar_reads)
 from loom.torch_ops import OPS
 
 __all__ = ["loom_backend"]
@@ -142,6 +143,7 @@ class _Compiled:
         self.entries = collections.OrderedDict()  # least recently called first
         self.created = 0
         self.folder = tempfile.mkdtemp(prefix="loom_torch_")
+        self.params = ParamFile(os.path.join(self.folder, "params.bin"))
         # The arguments that may differ between calls: not the weights, which
         # are the same for every call of this graph (dynamo guards them).
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -164,7 +166,7 @@ class _Compiled:
             self.created += 1
             folder = os.path.join(self.folder, str(self.created))
             os.makedirs(folder)
-            translator = GraphTranslator(self.gm, args, folder, OPS)
+            translator = GraphTranslator(self.gm, args, folder, OPS, self.params)
             path = translator.run()
             self.entries[key] = _Entry(path, translator.inputs, translator.outputs,
                                        translator.macs)

@@ -61,8 +61,9 @@ class GraphWriter:
             name, self._type(_INPUT_DTYPES[tensor.dtype],
                              tensor.shape if shape is None else shape)))
 
-    def weight(self, hint, array):
-        """A new weight holding `array`; its name."""
+    def weight(self, hint, array, params=None, key=None):
+        """A new weight holding `array`; its name. With a ParamFile, the
+        data is `params`' under `key`, written there the first time."""
         array = np.ascontiguousarray(array)
         if array.dtype == np.bool_:
             return self.node("cast", [self.weight(hint, array.astype(np.uint8))], to="bool")
@@ -70,11 +71,15 @@ class GraphWriter:
         if dtype is None:
             raise Unsupported("a weight of dtype %s" % array.dtype)
         name = self.fresh(hint)
-        if self.weights:
-            self.weights.write(array.astype(array.dtype.newbyteorder("<")).tobytes())
-        self.lines.append('weight { name: "%s" %s external { file: "weights.bin" offset: %d } }' % (
-            name, self._type(dtype, array.shape), self.offset))
-        self.offset += array.nbytes
+        if params is not None and self.folder:
+            file, offset = os.path.relpath(params.path, self.folder), params.offset(key, array)
+        else:
+            file, offset = "weights.bin", self.offset
+            if self.weights:
+                self.weights.write(_little_endian(array))
+            self.offset += array.nbytes
+        self.lines.append('weight { name: "%s" %s external { file: "%s" offset: %d } }' % (
+            name, self._type(dtype, array.shape), file, offset))
         return name
 
     def node(self, op, inputs, outputs=1, **attrs):
@@ -116,6 +121,30 @@ class GraphWriter:
         with open(path, "w") as f:
             f.write('name: "torch_compile"\n' + "\n".join(self.lines) + "\n")
         return path
+
+
+def _little_endian(array):
+    return array.astype(array.dtype.newbyteorder("<")).tobytes()
+
+
+class ParamFile:
+    """The parameters of one FX graph, in one file that the loom graphs
+    translated from it (a model per set of shapes) all read: each written
+    once, at its first use."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offsets = {}
+        self.size = 0
+
+    def offset(self, key, array):
+        """Where `array`, the parameter `key`, lies in the file."""
+        if key not in self.offsets:
+            with open(self.path, "ab") as f:
+                f.write(_little_endian(array))
+            self.offsets[key] = self.size
+            self.size += array.nbytes
+        return self.offsets[key]
 
 
 def _concrete(size):
@@ -167,8 +196,9 @@ class GraphTranslator:
     ones): translator(self, node) writes the node's loom nodes and returns
     its loom value name, a tuple of them, or a plain Python value."""
 
-    def __init__(self, gm, args, folder, ops):
+    def __init__(self, gm, args, folder, ops, params=None):
         self.gm = gm
+        self.params = params  # a ParamFile for the graph's parameters, or None
         self.args = args
         self.ops = ops
         self.graph = GraphWriter(folder)
@@ -277,7 +307,9 @@ class GraphTranslator:
         v = self.env[arg] if isinstance(arg, torch.fx.Node) else arg
         tensor = _weight_tensor(v)
         if tensor is not None:
-            name = self.graph.weight("w", tensor.detach().cpu().numpy())
+            name = self.graph.weight("w", tensor.detach().cpu().numpy(), self.params,
+                                     (tensor.data_ptr(), tuple(tensor.shape), tensor.dtype,
+                                      tuple(tensor.stride())))
             if isinstance(arg, torch.fx.Node):
                 self.env[arg] = name
             return name
