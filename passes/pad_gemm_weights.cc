@@ -22,6 +22,8 @@ bool ReadsAsGemmOperand(const Graph& graph, const Node& node, ValueId weight) {
   return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= kDefaultGemmMinRows;
 }
 
+// Whether `weight` is f32 [k, n] with n a multiple of kSlowRowMultiple, at
+// least two of them.
 bool HasSlowRows(const Tensor& weight) {
   const Shape& shape = weight.shape();
   return weight.dtype() == DType::kF32 && shape.size() == 2 && shape[1] % kSlowRowMultiple == 0 &&
@@ -52,7 +54,7 @@ std::vector<ValueId> PaddableWeights(const Graph& graph) {
 Tensor PaddedRows(const Tensor& weight) {
   const int64_t rows = weight.shape()[0], cols = weight.shape()[1];
   const int64_t padded_cols = cols + kWeightRowPadding;
-  // Written once, row by row: zeroing it all first cost as much again.
+  // Each byte written once: the rows, then their padding, in new memory.
   Tensor padded = Tensor::Uninitialized({DType::kF32, {rows, padded_cols}});
   const float* in = weight.data_as<float>();
   float* out = padded.data_as<float>();
