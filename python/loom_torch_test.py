@@ -2,6 +2,7 @@
 eager's, GroupNorm in one kernel, a new shape a new entry, and eager (after
 a warning) where loom does not compile. Skips without torch."""
 
+import gc
 import importlib.util
 import os
 import sys
@@ -336,6 +337,11 @@ class LoomTorchTest(unittest.TestCase):
         folder = piece.compiled.folder
         self.assertEqual(sum(os.path.isdir(os.path.join(folder, f)) for f in os.listdir(folder)),
                          loom.torch.MAX_ENTRIES)
+        # Its files go with the graph.
+        del piece, captured[:], compiled
+        torch._dynamo.reset()
+        gc.collect()
+        self.assertFalse(os.path.exists(folder))
 
     def test_a_float_read_by_item_is_part_of_the_entry_key(self):
         # Dynamo recompiles when the module's float changes (it guards the

@@ -38,6 +38,7 @@ import shutil
 import tempfile
 import threading
 import warnings
+import weakref
 
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
@@ -143,6 +144,9 @@ class _Compiled:
         self.entries = collections.OrderedDict()  # least recently called first
         self.created = 0
         self.folder = tempfile.mkdtemp(prefix="loom_torch_")
+        # The graphs' files go with this object, or at exit (the parameters
+        # alone are the model's size).
+        weakref.finalize(self, shutil.rmtree, self.folder, ignore_errors=True)
         self.params = ParamFile(os.path.join(self.folder, "params.bin"))
         # The arguments that may differ between calls: not the weights, which
         # are the same for every call of this graph (dynamo guards them).
