@@ -24,8 +24,8 @@ namespace loom {
 //   [49,1024]x[1024,1024] 203 vs 271    [196,384]x[384,1536] 195 vs 226
 //   [64,768]x[768,3072] on one thread   77 vs 116
 // and held to AVX2 (ONEDNN_MAX_CPU_ISA=AVX2) 67-111 vs 82-124, ahead of
-// OpenBLAS's Haswell kernels (69-107) on every shape. n = 512 and the
-// other widths ran level. The padding is never read.
+// OpenBLAS's Haswell kernels (69-107) on every shape. With n = 512 or
+// 768, level. The padding is never read.
 class PadGemmWeightsPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Module& module) override;
