@@ -20,6 +20,13 @@ namespace loom {
 // (docs/matrix-products.md).
 constexpr int64_t kDefaultGemmMinRows = 8;
 
+// Whether `node` is a matmul that reads `value` as its second operand only,
+// with at least kDefaultGemmMinRows rows: a GEMM call by default, which
+// wants that operand as [k, n] (simplify transposes constant ones into it,
+// pad-gemm-weights pads their rows); fewer rows make matrix-vector
+// products, which read a weight as stored, [n, k] (MatchMatVec).
+bool IsGemmOperand(const Graph& graph, const Node& node, ValueId value);
+
 struct LowerOptions {
   // See kDefaultGemmMinRows; -1: no product is a gemm call.
   int64_t gemm_min_rows = kDefaultGemmMinRows;

@@ -7,6 +7,16 @@
 #include "passes/lower_internal.h"
 
 namespace loom {
+
+bool IsGemmOperand(const Graph& graph, const Node& node, ValueId value) {
+  if (node.op != "matmul" || node.inputs.size() != 2 || node.inputs[1] != value ||
+      node.inputs[0] == value) {
+    return false;
+  }
+  const Shape& a = graph.value(node.inputs[0]).type.shape;
+  return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= kDefaultGemmMinRows;
+}
+
 namespace lowering {
 
 void Lowering::AddMatmulRules(RuleTable& rules) {

@@ -13,15 +13,6 @@
 namespace loom {
 namespace {
 
-// Whether `node` reads `weight` only as its second operand of a product
-// of at least kDefaultGemmMinRows rows (a GEMM call; fewer rows make
-// loops, which read any layout alike).
-bool ReadsAsGemmOperand(const Graph& graph, const Node& node, ValueId weight) {
-  if (node.op != "matmul" || node.inputs.size() != 2 || node.inputs[0] == weight) return false;
-  const Shape& a = graph.value(node.inputs[0]).type.shape;
-  return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= kDefaultGemmMinRows;
-}
-
 // Whether `weight` is f32 [k, n] with n a multiple of kSlowRowMultiple, at
 // least two of them.
 bool HasSlowRows(const Tensor& weight) {
@@ -37,7 +28,7 @@ std::vector<ValueId> PaddableWeights(const Graph& graph) {
   for (const Node& node : graph.nodes()) {
     for (ValueId input : node.inputs) {
       read[input] = true;
-      if (!ReadsAsGemmOperand(graph, node, input)) refused[input] = true;
+      if (!IsGemmOperand(graph, node, input)) refused[input] = true;
     }
   }
   for (ValueId output : graph.outputs()) refused[output] = true;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/op_registry.h"
 #include "ir/status_macros.h"
+#include "passes/lower.h"
 
 namespace loom {
 namespace {
@@ -222,22 +223,6 @@ void EliminateDeadNodes(const Graph& graph, std::vector<bool>& keep) {
   }
 }
 
-// A matrix product with at least this many rows calls a GEMM library, which
-// wants its weight as [k, n]; fewer rows make matrix-vector products, which
-// read the weight as stored, [n, k] (MatchMatVec).
-constexpr int64_t kGemmMinRows = 8;
-
-// Whether `node`, reading `value`, is a matmul that takes it as its second
-// operand and has at least kGemmMinRows rows.
-bool IsGemmOf(const Graph& graph, const Node& node, ValueId value) {
-  if (node.op != "matmul" || node.inputs.size() != 2 || node.inputs[1] != value ||
-      node.inputs[0] == value) {
-    return false;
-  }
-  const Shape& a = graph.value(node.inputs[0]).type.shape;
-  return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= kGemmMinRows;
-}
-
 // The elements of `in` (`strides`: its stride for each output axis) in
 // the output's order, copied in tiles of the output's last two axes so that
 // reads and writes both stay within a few pages (a weight transposed for a
@@ -382,7 +367,7 @@ absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
     const Node& node = graph.node(id);
     if (!keep[id]) continue;
     for (ValueId input : node.inputs) {
-      if (state[input] == kCandidate && !IsGemmOf(graph, node, input)) state[input] = kRefused;
+      if (state[input] == kCandidate && !IsGemmOperand(graph, node, input)) state[input] = kRefused;
     }
     if (node.op == "transpose" && node.inputs.size() == 1 && node.outputs.size() == 1) {
       state[node.outputs[0]] = kCandidate;
