@@ -126,6 +126,11 @@ class Fuser {
   void Merge();
   int MergeMemberLists(int ga, int gb);
   std::vector<Kernel> BuildKernels();
+  // Whether the group's members read no buffer (fills, iotas).
+  bool ReadsNoBuffer(int group) const;
+  // Whether `call` is a gemm call that touches none of the buffers the
+  // group writes.
+  bool IsGemmApartFrom(int call, int group) const;
   Kernel MakeKernel(int group, int index);
 
   LoopProgram& program_;
@@ -592,18 +597,50 @@ std::vector<Kernel> Fuser::BuildKernels() {
       ready.push({state_[state_[v].first_member].position, v});
     }
   }
-  std::vector<Kernel> kernels;
+  std::vector<int> order;
   while (!ready.empty()) {
     const int g = ready.top().second;
     ready.pop();
-    kernels.push_back(MakeKernel(g, static_cast<int>(kernels.size())));
+    order.push_back(g);
     for (int s : successors[g]) {
       if (--in_degree[s] == 0) {
         ready.push({state_[state_[s].first_member].position, s});
       }
     }
   }
+  // A gemm call runs the kernel right after it as its epilogue (the C++
+  // backend's PrintGemmWithEpilogue), while the product is in the caches;
+  // a kernel that reads nothing between them (a pad's fill, which the
+  // lowering places after the product whose consumer writes the pad's
+  // interior) goes first.
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (ReadsNoBuffer(order[i]) && IsGemmApartFrom(order[i - 1], order[i])) {
+      std::swap(order[i - 1], order[i]);
+    }
+  }
+  std::vector<Kernel> kernels;
+  for (int g : order) kernels.push_back(MakeKernel(g, static_cast<int>(kernels.size())));
   return kernels;
+}
+
+bool Fuser::ReadsNoBuffer(int group) const {
+  for (int m = state_[group].first_member; m >= 0; m = state_[m].next_member) {
+    if (!loaded_[m].empty()) return false;
+  }
+  return true;
+}
+
+bool Fuser::IsGemmApartFrom(int call, int group) const {
+  const ComputeNode& node = program_.nodes[call];  // a call is a group of one
+  if (node.extern_op != ExternOp::kGemm) return false;
+  for (int m = state_[group].first_member; m >= 0; m = state_[m].next_member) {
+    const BufferId written = program_.nodes[m].output;
+    const absl::Span<const int> read = loaded_[call];
+    if (written == node.output || std::find(read.begin(), read.end(), written) != read.end()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 absl::StatusOr<Schedule> Fuser::Run() {

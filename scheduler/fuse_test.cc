@@ -267,5 +267,20 @@ TEST_F(FuseTest, AGemmCallFusesWithNothing) {
   }
 }
 
+// A pad's fill reads nothing: it runs before the product whose consumer
+// writes the pad's interior, so that the consumer follows the product (a
+// backend runs it as the product's epilogue), and not before a product
+// that reads the padded buffer.
+TEST_F(FuseTest, FillsRunBeforeTheProductBeforeThem) {
+  const ValueId w = *graph_.AddInput("w", TensorType{DType::kF32, {8, 8}});
+  Attrs pads;
+  pads.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  const ValueId padded = Op("pad", {Op("relu", {Op("matmul", {x_, w})})}, pads);  // [6, 10]
+  const ValueId v = *graph_.AddInput("v", TensorType{DType::kF32, {10, 8}});
+  graph_.AddOutput(Op("matmul", {padded, v}));
+  const Schedule schedule = Fuse();
+  EXPECT_EQ(Kernels(schedule), "pad2.fill | matmul0 | relu1+pad2.interior | matmul3");
+}
+
 }  // namespace
 }  // namespace loom

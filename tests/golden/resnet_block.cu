@@ -125,8 +125,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restric
 // Launches:
 // loom_f0(bn1/pad.5)  # bn1/pad.fill
 // loom_f1(x, bn1/pad.5+59)  # bn1/pad.interior
-// gemm f32 m=64 n=3248 k=64 (bn1/weight_channels_last.4, bn1/pad.5, bn1/sum.9) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn1/sum
 // loom_f0(bn2/pad.14)  # bn2/pad.fill
+// gemm f32 m=64 n=3248 k=64 (bn1/weight_channels_last.4, bn1/pad.5, bn1/sum.9) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn1/sum
 // loom_f2(bn1/sum.9, n1/folded_bias.1, bn2/pad.14+59)  # relu1, bn2/pad.interior
 // gemm f32 m=64 n=3248 k=64 (bn2/weight_channels_last.13, bn2/pad.14, bn2/sum.18) ld 576 3422 3248 accumulate [3, 3] strides 192,64 58,1  # bn2/sum
 // loom_f3(bn2/sum.18, n2/folded_bias.3, x, y)  # relu2
