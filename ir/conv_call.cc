@@ -190,7 +190,37 @@ std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& ker
   if (kernel.nodes.size() != 1) return std::nullopt;
   const ComputeNode& node = program.nodes[kernel.nodes[0]];
   if (node.extern_op != ExternOp::kConv) return std::nullopt;
-  return MatchConv(node);
+  std::optional<ConvCall> call = MatchConv(node);
+  if (call.has_value())
+    call->zero_pads = ZeroPads(program.buffers[call->input.buffer], call->input);
+  return call;
+}
+
+std::array<int64_t, 4> ZeroPads(const Buffer& buffer, const ConvOperand& input) {
+  const std::array<int64_t, 4> none = {0, 0, 0, 0};
+  const std::vector<int64_t>& border = buffer.zero_border;
+  const Shape& sizes = buffer.sizes;
+  if (sizes.size() != 4 || border.size() != 8) return none;
+  // The input must walk the buffer's own dims: [N, C, H, W] row-major.
+  const int64_t strides[4] = {sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3], 1};
+  int64_t corner[4];  // the buffer position of the input's first element
+  int64_t rest = input.offset;
+  for (int d = 0; d < 4; ++d) {
+    corner[d] = rest / strides[d];
+    rest %= strides[d];
+    if (input.dims[d] > 1 && input.strides[d] != strides[d]) return none;
+    if (corner[d] + input.dims[d] > sizes[d]) return none;
+  }
+  std::array<int64_t, 4> pads = none;
+  for (int d : {2, 3}) {
+    const int64_t first = corner[d], end = corner[d] + input.dims[d];
+    const int64_t top = std::max<int64_t>(0, border[d] - first);
+    const int64_t bottom = std::max<int64_t>(0, end - (sizes[d] - border[4 + d]));
+    if (top + bottom >= input.dims[d]) return none;  // no interior left
+    pads[d - 2] = top;
+    pads[d] = bottom;
+  }
+  return pads;
 }
 
 }  // namespace loom

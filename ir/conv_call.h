@@ -32,6 +32,10 @@ struct ConvCall {
   std::array<int64_t, 2> strides = {1, 1};
   std::array<int64_t, 2> dilations = {1, 1};
   int64_t groups = 1;
+  // Rows and columns at the input's edges (top, left, bottom, right) known
+  // to hold zeros (its buffer's Buffer::zero_border): a library may read
+  // the input without them and pad it itself, as the pad that wrote them.
+  std::array<int64_t, 4> zero_pads = {0, 0, 0, 0};
 };
 
 // The call that computes `node`, or nullopt when `node` is not such a
@@ -45,8 +49,13 @@ std::optional<ConvCall> MatchConv(const ComputeNode& node);
 
 // The convolution `kernel` computes, when it is a lone ExternOp::kConv
 // node that a call can compute, which the backends call instead of
-// printing loops.
+// printing loops; with the zero pads its input's buffer has.
 std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& kernel);
+
+// The rows and columns of the conv input `input` (top, left, bottom, right)
+// that lie in `buffer`'s zero border, where `input` walks the buffer's dims
+// [N, C, H, W]; zeros where nothing is known.
+std::array<int64_t, 4> ZeroPads(const Buffer& buffer, const ConvOperand& input);
 
 }  // namespace loom
 

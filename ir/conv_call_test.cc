@@ -57,6 +57,39 @@ TEST_F(ConvCallTest, StridedDilatedConv) {
   EXPECT_EQ(call->output.strides, (Dims{128, 32, 8, 1}));
 }
 
+// The padded image above ([2, 3, 10, 12]) as a pad's output: zero rows
+// and columns at its edges.
+Buffer PaddedImage(std::vector<int64_t> zero_border) {
+  Buffer buffer;
+  buffer.sizes = {2, 3, 10, 12};
+  buffer.zero_border = std::move(zero_border);
+  return buffer;
+}
+
+TEST_F(ConvCallTest, ZeroPadsAreTheBorderTheInputCovers) {
+  const std::optional<ConvCall> call =
+      MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Image(), Weight(), Output()));
+  ASSERT_TRUE(call.has_value());  // rows 0-8, columns 0-11
+  using Pads = std::array<int64_t, 4>;
+  EXPECT_EQ(ZeroPads(PaddedImage({0, 0, 1, 2, 0, 0, 1, 3}), call->input), (Pads{1, 2, 0, 3}));
+  EXPECT_EQ(ZeroPads(PaddedImage({0, 0, 2, 1, 0, 0, 2, 1}), call->input), (Pads{2, 1, 1, 1}));
+  // Nothing known, or no interior left.
+  EXPECT_EQ(ZeroPads(PaddedImage({}), call->input), (Pads{0, 0, 0, 0}));
+  EXPECT_EQ(ZeroPads(PaddedImage({0, 0, 5, 0, 0, 0, 5, 0}), call->input), (Pads{0, 0, 0, 0}));
+}
+
+TEST_F(ConvCallTest, ZeroPadsNeedTheBuffersOwnLayout) {
+  // The input starting at row 1: its first row is the buffer's second.
+  std::optional<ConvCall> call =
+      MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Image(12), Weight(), Output()));
+  ASSERT_TRUE(call.has_value());
+  using Pads = std::array<int64_t, 4>;
+  EXPECT_EQ(ZeroPads(PaddedImage({0, 0, 2, 1, 0, 0, 1, 1}), call->input), (Pads{1, 1, 1, 1}));
+  // Its rows two of the buffer's apart: not the buffer's layout.
+  call->input.strides[2] = 24;
+  EXPECT_EQ(ZeroPads(PaddedImage({0, 0, 2, 1, 0, 0, 1, 1}), call->input), (Pads{0, 0, 0, 0}));
+}
+
 TEST_F(ConvCallTest, WeightLoadedFirst) {
   const std::optional<ConvCall> call =
       MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Weight(), Image(), Output()));

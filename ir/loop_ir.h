@@ -42,6 +42,11 @@ struct Buffer {
   Shape sizes;
   BufferKind kind = BufferKind::kTemp;
   ValueId source = -1;  // the graph value it holds (inputs, weights, outputs)
+  // Zeros around the edges: the elements whose position along some dim d
+  // is below zero_border[d] or at or past sizes[d] - zero_border[rank + d]
+  // are 0, written before any node reads the buffer (a constant pad's
+  // fill). Empty where nothing is known.
+  std::vector<int64_t> zero_border;
 };
 
 // Scalar functions of a compute node's body. Their semantics are those of

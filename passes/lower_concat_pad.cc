@@ -131,10 +131,12 @@ absl::Status Lowering::LowerPad(const Node& node, const LoweringRule&) {
     return absl::OkStatus();
   }
 
+  const double value = node.attrs.GetFloat("value", 0);
+  if (value == 0) program_.buffers[buffer].zero_border = pads;
   ComputeNode fill = PointwiseNode(node, out);
   fill.name = absl::StrCat(node.name, ".fill");
   fill.output = buffer;
-  fill.root = Constant(fill, node.attrs.GetFloat("value", 0), out_value.type.dtype);
+  fill.root = Constant(fill, value, out_value.type.dtype);
   fill.store_index = out_offset;
   AddNode(std::move(fill));
   AddNode(CopyInto(absl::StrCat(node.name, ".interior"), in, buffer, out_offset,

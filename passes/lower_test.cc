@@ -252,8 +252,24 @@ TEST(LowerTest, PadFillsThenCopiesTheInterior) {
   EXPECT_EQ(fill.body[fill.root].kind, ScalarOp::Kind::kConst);
   EXPECT_EQ(fill.body[fill.root].constant, 1.5);
   EXPECT_EQ(copy.ranges, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(ToString(copy.store_index), "7*x0 + x1 + 7");  // [x0 + 1, x1]
+  EXPECT_EQ(ToString(copy.store_index), "7*x0 + x1 + 7");          // [x0 + 1, x1]
+  EXPECT_TRUE(program->buffers[fill.output].zero_border.empty());  // 1.5, not zeros
   EXPECT_TRUE(VerifyLoopProgram(*program).ok());
+}
+
+// A pad of zeros marks its buffer's border (ConvCall::zero_pads reads it).
+TEST(LowerTest, PadOfZerosMarksTheBorder) {
+  ValueId x;
+  Graph graph = GraphWithInput({2, 3}, x);
+  Attrs attrs;
+  attrs.Set("pads", std::vector<int64_t>{1, 0, 2, 4});
+  graph.AddOutput(AddNode(graph, "pad", {x}, attrs));
+  ASSERT_TRUE(InferShapes(graph).ok());
+
+  absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->buffers[program->nodes[0].output].zero_border,
+            (std::vector<int64_t>{1, 0, 2, 4}));
 }
 
 TEST(LowerTest, UnknownPadModesAreErrorsNamingTheNode) {

@@ -1,8 +1,8 @@
 // The convolution emitted kernels' conv calls run (dnnl_conv.inc), against
 // plain loops in double precision: oneDNN's Winograd and direct paths (and
 // loom's Winograd, where oneDNN may use AVX2 at most: dnnl_conv_avx2_test),
-// strides, dilations, a batch, strided operands, weights that change at one
-// address, and several threads at once.
+// strides, dilations, a batch, strided operands, zero pads taken as
+// padding, weights that change at one address, and several threads at once.
 #include "backends/cpp/dnnl_conv.inc"
 
 #include <cmath>
@@ -124,6 +124,43 @@ TEST(DnnlConvTest, InputRowsWiderThanTheImage) {
   Shape shape = {1, 8, 12, 10, 4, 3, 3, 1, 1};
   shape.row_padding = 3;
   ExpectConvMatches(shape);
+}
+
+// An input whose edges hold zeros (a pad's), `pads` rows and columns of them
+// (top, left, bottom, right), that the call takes as padding.
+void ExpectConvWithZeroPadsMatches(const Shape& shape, const int64_t (&pads)[4]) {
+  const int64_t zero_pads[4] = {pads[0], pads[1], pads[2], pads[3]};
+  LoomConv2d conv(shape.input(), shape.weight(), shape.output(), shape.stride, shape.stride,
+                  shape.dilation, shape.dilation, shape.groups, zero_pads);
+  EXPECT_TRUE(conv.TakesPads() || conv.RunsLoomWinograd());
+  std::vector<float> x = Random(loom_dnnl::Span(shape.input()), 1);
+  const Operand in = shape.input();
+  for (int64_t n = 0; n < shape.n; ++n) {
+    for (int64_t c = 0; c < shape.c; ++c) {
+      for (int64_t i = 0; i < shape.h; ++i) {
+        for (int64_t j = 0; j < shape.w; ++j) {
+          const bool edge =
+              i < pads[0] || j < pads[1] || i >= shape.h - pads[2] || j >= shape.w - pads[3];
+          if (edge) x[n * in.strides[0] + c * in.strides[1] + i * in.strides[2] + j] = 0;
+        }
+      }
+    }
+  }
+  const std::vector<float> w = Random(loom_dnnl::Span(shape.weight()), 2);
+  std::vector<float> y(loom_dnnl::Span(shape.output()));
+  conv.Run(x.data(), w.data(), y.data());
+  ExpectMatches(shape, x, w, y);
+}
+
+// DenseNet's 3x3 convs of 32 outputs (oneDNN's direct convolution), a
+// ResNet conv (Winograd), a stride-2 stem with a zero row past the last
+// window (ceil mode), a strided, batched and grouped input.
+TEST(DnnlConvTest, ZeroPadsAreTakenAsPadding) {
+  ExpectConvWithZeroPadsMatches({1, 128, 16, 16, 32, 3, 3, 1, 1}, {1, 1, 1, 1});
+  ExpectConvWithZeroPadsMatches({1, 64, 30, 30, 64, 3, 3, 1, 1}, {1, 1, 1, 1});
+  ExpectConvWithZeroPadsMatches({1, 3, 38, 38, 16, 7, 7, 2, 1}, {3, 3, 4, 4});
+  Shape shape = {2, 32, 19, 17, 64, 3, 3, 2, 1, /*row_padding=*/3, /*groups=*/4};
+  ExpectConvWithZeroPadsMatches(shape, {1, 2, 1, 0});
 }
 
 TEST(DnnlConvTest, NewWeightsAtTheSameAddressAreUsed) {

@@ -452,11 +452,13 @@ std::string PrintConv(const ConvCall& conv, std::vector<BufferRef>& args) {
       "  static const int64_t src[8] = %s;\n"
       "  static const int64_t weights[8] = %s;\n"
       "  static const int64_t dst[8] = %s;\n"
+      "  static const int64_t zero_pads[4] = {%s};\n"
       "  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, %d, %d, %d, %d, "
-      "%d)};\n"
+      "%d, zero_pads)};\n"
       "  loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
-      OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output), conv.strides[0],
-      conv.strides[1], conv.dilations[0], conv.dilations[1], conv.groups);
+      OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output),
+      absl::StrJoin(conv.zero_pads, ", "), conv.strides[0], conv.strides[1], conv.dilations[0],
+      conv.dilations[1], conv.groups);
 }
 
 }  // namespace loom::cpp

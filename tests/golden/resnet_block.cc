@@ -41,7 +41,8 @@ static inline int64_t loom_f2i64(double x) {
 
 extern "C" void* loom_dnnl_conv_new(const int64_t* src, const int64_t* weights,
                                     const int64_t* dst, int64_t stride_h, int64_t stride_w,
-                                    int64_t dilation_h, int64_t dilation_w, int64_t groups);
+                                    int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                                    const int64_t* zero_pads);
 extern "C" void loom_dnnl_conv_run(void* conv, const float* src, const float* weights,
                                    float* dst);
 extern "C" void loom_dnnl_conv_delete(void* conv);
@@ -78,7 +79,8 @@ extern "C" void loom_f2(void* const* a) {
   static const int64_t src[8] = {1, 64, 58, 58, 215296, 3364, 58, 1};
   static const int64_t weights[8] = {64, 64, 3, 3, 576, 9, 3, 1};
   static const int64_t dst[8] = {1, 64, 56, 56, 200704, 3136, 56, 1};
-  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, 1, 1, 1, 1, 1)};
+  static const int64_t zero_pads[4] = {1, 1, 1, 1};
+  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, 1, 1, 1, 1, 1, zero_pads)};
   loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);
 }
 
