@@ -100,8 +100,10 @@ absl::Status Lowering::LowerConcat(const Node& node, const LoweringRule&) {
 // Mode "constant": two compute nodes write the output: one (`<node>.fill`)
 // fills it with the pad value, the next (`<node>.interior`) copies the
 // input into the interior (the scheduler keeps writes to one buffer in
-// program order). Modes "reflect" and "edge": the output is cut, along each
-// padded dim, into the begin pad, the interior and the end pad; each of
+// program order); a pad of zeros marks the buffer's border
+// (Buffer::zero_border), which a conv call takes as its padding. Modes
+// "reflect" and "edge": the output is cut, along each padded dim, into the
+// begin pad, the interior and the end pad; each of
 // those regions is one copy of the input, whose index along a dim is, in a
 // begin pad at position v, begin - v (reflect) or 0 (edge), and in an end
 // pad at v, size - 2 - v or size - 1: affine, so every region is a plain
