@@ -152,9 +152,10 @@ void ExpectConvWithZeroPadsMatches(const Shape& shape, const int64_t (&pads)[4])
   ExpectMatches(shape, x, w, y);
 }
 
-// DenseNet's 3x3 convs of 32 outputs (oneDNN's direct convolution), a
-// ResNet conv (Winograd), a stride-2 stem with a zero row past the last
-// window (ceil mode), a strided, batched and grouped input.
+// DenseNet's 3x3 convs of 32 outputs (with the pads taken, oneDNN's
+// Winograd on AVX-512), a ResNet conv, a stride-2 stem with a zero row
+// past the last window (ceil mode), a strided, batched and grouped input
+// with uneven pads.
 TEST(DnnlConvTest, ZeroPadsAreTakenAsPadding) {
   ExpectConvWithZeroPadsMatches({1, 128, 16, 16, 32, 3, 3, 1, 1}, {1, 1, 1, 1});
   ExpectConvWithZeroPadsMatches({1, 64, 30, 30, 64, 3, 3, 1, 1}, {1, 1, 1, 1});
