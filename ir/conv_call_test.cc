@@ -76,6 +76,10 @@ TEST_F(ConvCallTest, ZeroPadsAreTheBorderTheInputCovers) {
   // Nothing known, or no interior left.
   EXPECT_EQ(ZeroPads(PaddedImage({}), call->input), (Pads{0, 0, 0, 0}));
   EXPECT_EQ(ZeroPads(PaddedImage({0, 0, 5, 0, 0, 0, 5, 0}), call->input), (Pads{0, 0, 0, 0}));
+  // A buffer of no elements (rows of none) has no layout to walk.
+  Buffer empty = PaddedImage({0, 0, 1, 1, 0, 0, 1, 1});
+  empty.sizes[3] = 0;
+  EXPECT_EQ(ZeroPads(empty, call->input), (Pads{0, 0, 0, 0}));
 }
 
 TEST_F(ConvCallTest, ZeroPadsNeedTheBuffersOwnLayout) {
