@@ -202,7 +202,7 @@ std::array<int64_t, 4> ZeroPads(const Buffer& buffer, const ConvOperand& input) 
   const Shape& sizes = buffer.sizes;
   if (sizes.size() != 4 || border.size() != 8 || NumElements(sizes) == 0) return none;
   // The input must walk the buffer's own dims: [N, C, H, W] row-major.
-  const int64_t strides[4] = {sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3], 1};
+  const std::vector<int64_t> strides = ContiguousStrides(sizes);
   int64_t corner[4];  // the buffer position of the input's first element
   int64_t rest = input.offset;
   for (int d = 0; d < 4; ++d) {

@@ -633,9 +633,9 @@ bool Fuser::ReadsNoBuffer(int group) const {
 bool Fuser::IsGemmApartFrom(int call, int group) const {
   const ComputeNode& node = program_.nodes[call];  // a call is a group of one
   if (node.extern_op != ExternOp::kGemm) return false;
+  const absl::Span<const int> read = loaded_[call];
   for (int m = state_[group].first_member; m >= 0; m = state_[m].next_member) {
     const BufferId written = program_.nodes[m].output;
-    const absl::Span<const int> read = loaded_[call];
     if (written == node.output || std::find(read.begin(), read.end(), written) != read.end()) {
       return false;
     }
