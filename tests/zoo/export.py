@@ -2,7 +2,7 @@
 output beside each model for a checker:
 
   tests/zoo/run.sh export.py OUT_DIR [--exporter=dynamo|torchscript] [--small]
-                             [--models=REGEX]
+                             [--models=REGEX] [--set=zoo|family]
 
 --exporter=dynamo (the default exporter of torch 2.15) calls
 torch.onnx.export(model, args, path) as torch's documentation shows: no
@@ -121,6 +121,9 @@ def main():
     ap.add_argument("--exporter", choices=("dynamo", "torchscript"), default="dynamo")
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--models", default=".", help="regex over model names (search)")
+    ap.add_argument("--set", choices=("zoo", "family"), default="zoo",
+                    help="models.MODELS, or models.FAMILY_MODELS: other models of "
+                         "the zoo's families")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--opset", type=int, default=None,
                     help="dynamo only, not the default: ask for this opset "
@@ -133,7 +136,8 @@ def main():
     sub = a.exporter + (f"-opset{a.opset}" if a.opset else "") + ("-small" if a.small else "")
     root = os.path.join(a.out_dir, sub)
     os.makedirs(root, exist_ok=True)
-    names = [n for n in models.MODELS if re.search(a.models, n)]
+    chosen = models.MODELS if a.set == "zoo" else models.FAMILY_MODELS
+    names = [n for n in chosen if re.search(a.models, n)]
     summary_path = os.path.join(root, "summary.json")
     summary = {}
     if os.path.exists(summary_path):  # a run over a subset updates its models

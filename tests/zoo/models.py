@@ -140,19 +140,24 @@ class _FeatureWrapper(nn.Module):
 
 
 def bert_base(small):
+    return _bert(small, {}, seq=128)
+
+
+def _bert(small, config, seq, batch=1):
+    """A BertModel of BertConfig(**config) (bert-base-uncased's defaults:
+    12 layers, 768, 12 heads) at [batch, seq]; small as bert_base's."""
     from transformers import BertConfig, BertModel
 
     if small:
         cfg = BertConfig(vocab_size=1000, hidden_size=128, num_hidden_layers=2,
                          num_attention_heads=4, intermediate_size=512,
                          max_position_embeddings=128)
-        seq = 32
+        seq, batch = 32, 1
     else:
-        cfg = BertConfig()  # bert-base-uncased: 12 layers, 768, 12 heads
-        seq = 128
+        cfg = BertConfig(**config)
     model = _HFWrapper(BertModel(cfg, add_pooling_layer=False),
                        "last_hidden_state")
-    return _finish(model), _tokens(cfg.vocab_size, seq)
+    return _finish(model), _tokens(cfg.vocab_size, seq, batch)
 
 
 def distilbert(small):
@@ -169,32 +174,34 @@ def distilbert(small):
     return _finish(model), _tokens(cfg.vocab_size, seq)
 
 
-def gpt2(small):
+def gpt2(small, config=None, seq=128, batch=1):
+    """GPT2LMHeadModel of GPT2Config(**config) (gpt2, 124M: 12 layers, 768,
+    12 heads by default) at [batch, seq]."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     if small:
         cfg = GPT2Config(vocab_size=1000, n_positions=128, n_embd=128,
                          n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0)
-        seq = 32
+        seq, batch = 32, 1
     else:
-        cfg = GPT2Config()  # gpt2 (124M): 12 layers, 768, 12 heads
-        seq = 128
+        cfg = GPT2Config(**(config or {}))
     cfg.use_cache = False
     model = _HFWrapper(GPT2LMHeadModel(cfg), "logits", {"use_cache": False})
-    return _finish(model), _tokens(cfg.vocab_size, seq)
+    return _finish(model), _tokens(cfg.vocab_size, seq, batch)
 
 
-def llama(small):
-    """A Llama-architecture decoder with grouped-query attention (8 heads,
-    2 key/value heads), RMSNorm, SwiGLU and rotary embeddings."""
+def llama(small, heads=8, kv_heads=2, width=256, layers=4, seq=128):
+    """A Llama-architecture decoder with grouped-query attention (by default
+    8 heads, 2 key/value heads), RMSNorm, SwiGLU and rotary embeddings."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=1000 if small else 32000, hidden_size=256,
-                      intermediate_size=688, num_hidden_layers=2 if small else 4,
-                      num_attention_heads=8, num_key_value_heads=2,
-                      max_position_embeddings=256, use_cache=False,
+    cfg = LlamaConfig(vocab_size=1000 if small else 32000, hidden_size=width,
+                      intermediate_size=688 * width // 256,
+                      num_hidden_layers=2 if small else layers,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads,
+                      max_position_embeddings=max(256, seq), use_cache=False,
                       tie_word_embeddings=False)
-    seq = 32 if small else 128
+    seq = 32 if small else seq
     model = _HFWrapper(LlamaForCausalLM(cfg), "logits", {"use_cache": False})
     return _finish(model), _tokens(cfg.vocab_size, seq)
 
@@ -280,10 +287,37 @@ MODELS = {
     "timm_deit_tiny_patch16_224": _timm("deit_tiny_patch16_224"),
 }
 
+# Other models of the zoo's families, at other sizes and configurations:
+# what a change aimed at the zoo must not leave behind (a mechanism, not a
+# case). export.py --set=family exports them; run_zoo.py runs them as any.
+FAMILY_MODELS = {
+    "resnet18": _tv("resnet18"),
+    "resnext50_32x4d": _tv("resnext50_32x4d"),
+    "mobilenet_v2": _tv("mobilenet_v2"),
+    "mobilenet_v3_large": _tv("mobilenet_v3_large"),
+    "efficientnet_b2": _tv("efficientnet_b2"),
+    "regnet_x_800mf": _tv("regnet_x_800mf"),
+    "shufflenet_v2_x0_5": _tv("shufflenet_v2_x0_5"),
+    "densenet169": _tv("densenet169"),
+    "convnext_small": _tv("convnext_small"),
+    "vit_b_32": _tv("vit_b_32"),
+    # bert-small (4 layers, 512, 8 heads) on a batch of 4 sequences of 64.
+    "bert_small_b4": lambda small: _bert(
+        small, dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+                    intermediate_size=2048), seq=64, batch=4),
+    "bert_base_seq384": lambda small: _bert(small, {}, seq=384),
+    "gpt2_b4_seq64": lambda small: gpt2(small, seq=64, batch=4),
+    # Multi-head attention (as many key/value heads as heads), wider.
+    "llama_mha": lambda small: llama(small, heads=8, kv_heads=8, width=512, seq=256),
+    "timm_vit_small_patch16_224": _timm("vit_small_patch16_224"),
+    "timm_convnext_nano": _timm("convnext_nano"),
+}
+
 
 def build(name, small=False):
-    """(module, inputs) for MODELS[name]; the module in eval mode."""
+    """(module, inputs) for MODELS[name] or FAMILY_MODELS[name]; the module
+    in eval mode."""
     # A seed of each name's own, so that two models of one architecture
     # (timm's vit_tiny and deit_tiny are the same network) differ.
     torch.manual_seed(SEED + zlib.crc32(name.encode()) % 100000)
-    return MODELS[name](small)
+    return {**MODELS, **FAMILY_MODELS}[name](small)
