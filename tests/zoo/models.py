@@ -174,9 +174,9 @@ def distilbert(small):
     return _finish(model), _tokens(cfg.vocab_size, seq)
 
 
-def gpt2(small, config=None, seq=128, batch=1):
-    """GPT2LMHeadModel of GPT2Config(**config) (gpt2, 124M: 12 layers, 768,
-    12 heads by default) at [batch, seq]."""
+def gpt2(small, seq=128, batch=1):
+    """GPT2LMHeadModel, gpt2's config (124M: 12 layers, 768, 12 heads), at
+    [batch, seq]."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     if small:
@@ -184,7 +184,7 @@ def gpt2(small, config=None, seq=128, batch=1):
                          n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0)
         seq, batch = 32, 1
     else:
-        cfg = GPT2Config(**(config or {}))
+        cfg = GPT2Config()
     cfg.use_cache = False
     model = _HFWrapper(GPT2LMHeadModel(cfg), "logits", {"use_cache": False})
     return _finish(model), _tokens(cfg.vocab_size, seq, batch)
