@@ -1,6 +1,6 @@
 """The zoo through torch.compile: loom's backend against Inductor and eager.
 
-    tests/zoo/run.sh torch_compile_zoo.py [--full] [--models=RE] [--rounds=5] [--iters=5]
+    tests/zoo/run.sh torch_compile_zoo.py [--full] [--models=RE] [--set=zoo|family] [--rounds=5] [--iters=5]
 
 Per model (python/loom is imported from this checkout; libloom.so from
 $LOOM_LIBRARY, default bazel-bin/runtime/libloom.so), in a process of its
@@ -126,11 +126,14 @@ def table(rows):
 
 
 def main():
-    from models import MODELS
+    from models import FAMILY_MODELS, MODELS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="standard sizes, not small")
     parser.add_argument("--models", default=".", help="a regex of model names")
+    parser.add_argument("--set", choices=("zoo", "family"), default="zoo",
+                        help="models.MODELS, or models.FAMILY_MODELS: other models of "
+                             "the zoo's families")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -139,7 +142,7 @@ def main():
         print(json.dumps(measure(args.one, not args.full, args.rounds, args.iters)))
         return
     rows = []
-    for name in MODELS:
+    for name in MODELS if args.set == "zoo" else FAMILY_MODELS:
         if re.search(args.models, name):
             rows.append(run_isolated(name, args))
             row = rows[-1]
