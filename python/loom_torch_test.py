@@ -477,6 +477,19 @@ class LoomTorchTest(unittest.TestCase):
                             batch_first=batch_first)
                         self.check_against_eager(layer, torch.randn(2, 5, 32))
 
+    def test_python_scalars_are_constants(self):
+        # transformers' gelu_new (GPT-2's): literals the compiler folds, so
+        # that x ** 3.0 is two products, not a call of powf for each element.
+        def gelu_new(x):
+            return 0.5 * x * (1.0 + torch.tanh(
+                0.7978845608028654 * (x + 0.044715 * torch.pow(x, 3.0))))
+        compiled = self.check_against_eager(Function(gelu_new), torch.randn(4, 64))
+        entry, = compiled.entries.values()
+        with open(entry.path) as f:
+            graph = f.read()
+        self.assertEqual(graph.count("constant {"), 5)
+        self.assertNotIn("weight {", graph)
+
     def test_the_seed_group_norm_is_one_kernel(self):
         module = nn.GroupNorm(2, 16)
         x = torch.randn(2, 16, 32, 32)

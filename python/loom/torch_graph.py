@@ -31,6 +31,11 @@ def numpy_dtype(dtype):
 _INPUT_DTYPES = {getattr(torch, d.torch): d.name.upper() for d in loom._DTYPES if d.torch}
 _WEIGHT_DTYPES = {d.numpy: d.name.upper() for d in loom._DTYPES if d.name != "bool"}
 LOOM_DTYPES = {d.numpy: d.name for d in loom._DTYPES}  # numpy's dtype -> loom's name
+# The dtypes a constant's inline values may have (doubles for the floats,
+# int64 for the rest; not u64, whose upper half int64 does not hold).
+_CONSTANT_DTYPES = {d.numpy: d.name.upper() for d in loom._DTYPES
+                    if d.name in ("f32", "f64", "bool", "i8", "i16", "i32", "i64", "u8", "u16",
+                                  "u32")}
 
 
 class GraphWriter:
@@ -63,8 +68,14 @@ class GraphWriter:
 
     def weight(self, hint, array, params=None, key=None):
         """A new weight holding `array`; its name. With a ParamFile, the
-        data is `params`' under `key`, written there the first time."""
+        data is `params`' under `key`, written there the first time. A
+        single value of the translation's own (no ParamFile: a Python
+        scalar, an epsilon) is a constant instead, as ONNX's importer makes
+        one: a literal the compiler folds into the code that reads it (x **
+        3.0 becomes products, not a call of powf for each element)."""
         array = np.ascontiguousarray(array)
+        if params is None and array.size == 1 and array.dtype in _CONSTANT_DTYPES:
+            return self._constant(hint, array)
         if array.dtype == np.bool_:
             return self.node("cast", [self.weight(hint, array.astype(np.uint8))], to="bool")
         dtype = _WEIGHT_DTYPES.get(array.dtype)
@@ -80,6 +91,15 @@ class GraphWriter:
             self.offset += array.nbytes
         self.lines.append('weight { name: "%s" %s external { file: "%s" offset: %d } }' % (
             name, self._type(dtype, array.shape), file, offset))
+        return name
+
+    def _constant(self, hint, array):
+        name = self.fresh(hint)
+        value = array.reshape(()).item()
+        values = ("floats: [%r]" % float(value) if array.dtype.kind == "f"
+                  else "ints: [%d]" % int(value))
+        self.lines.append('constant { name: "%s" %s values { %s } }' % (
+            name, self._type(_CONSTANT_DTYPES[array.dtype], array.shape), values))
         return name
 
     def node(self, op, inputs, outputs=1, **attrs):
