@@ -12,6 +12,14 @@ namespace loom {
 // implementation-defined). Integer and bool tensors get floor(value).
 void FillUniform(Tensor& tensor, uint64_t seed, double low, double high);
 
+// The code that draws float tensors: one element at a time, or vectors
+// (x86-64 with AVX2, or AVX-512), all giving the same bits.
+enum class DrawCode { kScalar, kAvx2, kAvx512 };
+// The fastest this CPU runs; FillUniform without a code uses it.
+DrawCode BestDrawCode();
+// FillUniform with `code` (which this CPU must run), for tests.
+void FillUniform(Tensor& tensor, uint64_t seed, double low, double high, DrawCode code);
+
 // A tensor of `type` filled by FillUniform.
 Tensor UniformTensor(TensorType type, uint64_t seed, double low, double high);
 
