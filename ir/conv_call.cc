@@ -146,25 +146,10 @@ bool IsDirectF32Load(const ScalarOp& op) {
   return op.kind == ScalarOp::Kind::kLoad && op.args.empty() && op.dtype == DType::kF32;
 }
 
-}  // namespace
-
-std::optional<ConvCall> MatchConv(const ComputeNode& node) {
+// The call of `node` with its loops in the order `loops` names them.
+std::optional<ConvCall> MatchLoops(const ComputeNode& node, absl::Span<const Loop> loops) {
   const std::vector<ScalarOp>& body = node.body;
-  if (node.reduce != ReduceKind::kSum || (node.ranges.size() != 4 && node.ranges.size() != 5) ||
-      node.reduction_ranges.size() != 3 || body.size() != 3 || node.root != 2) {
-    return std::nullopt;
-  }
-  const bool grouped = node.ranges.size() == 5;
-  static constexpr Loop kUngrouped[] = {kN, kM, kY, kX, kC, kR, kS};
-  static constexpr Loop kGrouped[] = {kN, kG, kM, kY, kX, kC, kR, kS};
-  const absl::Span<const Loop> loops = grouped ? absl::Span<const Loop>(kGrouped) : kUngrouped;
   const int pointwise = static_cast<int>(node.ranges.size());
-  const ScalarOp& product = body[2];
-  if (!IsDirectF32Load(body[0]) || !IsDirectF32Load(body[1]) ||
-      product.kind != ScalarOp::Kind::kCall || product.fn != ScalarFn::kMul ||
-      product.dtype != DType::kF32 || product.args != StepArgs{0, 1}) {
-    return std::nullopt;
-  }
   Coefficients extents;
   extents.fill(1);
   const std::vector<int64_t> all = node.AllRanges();
@@ -186,6 +171,35 @@ std::optional<ConvCall> MatchConv(const ComputeNode& node) {
   return call;
 }
 
+}  // namespace
+
+std::optional<ConvCall> MatchConv(const ComputeNode& node) {
+  const std::vector<ScalarOp>& body = node.body;
+  if (node.reduce != ReduceKind::kSum || (node.ranges.size() != 4 && node.ranges.size() != 5) ||
+      node.reduction_ranges.size() != 3 || body.size() != 3 || node.root != 2) {
+    return std::nullopt;
+  }
+  const ScalarOp& product = body[2];
+  if (!IsDirectF32Load(body[0]) || !IsDirectF32Load(body[1]) ||
+      product.kind != ScalarOp::Kind::kCall || product.fn != ScalarFn::kMul ||
+      product.dtype != DType::kF32 || product.args != StepArgs{0, 1}) {
+    return std::nullopt;
+  }
+  // The output's channels outside its image (NCHW), or innermost
+  // (channels-last: passes/decompose_conv.cc's ChannelsLastConvCall).
+  static constexpr Loop kChannelsFirst[] = {kN, kM, kY, kX, kC, kR, kS};
+  static constexpr Loop kChannelsFirstGrouped[] = {kN, kG, kM, kY, kX, kC, kR, kS};
+  static constexpr Loop kChannelsLast[] = {kN, kY, kX, kM, kC, kR, kS};
+  static constexpr Loop kChannelsLastGrouped[] = {kN, kY, kX, kG, kM, kC, kR, kS};
+  const bool grouped = node.ranges.size() == 5;
+  for (absl::Span<const Loop> loops :
+       {grouped ? absl::Span<const Loop>(kChannelsFirstGrouped) : kChannelsFirst,
+        grouped ? absl::Span<const Loop>(kChannelsLastGrouped) : kChannelsLast}) {
+    if (std::optional<ConvCall> call = MatchLoops(node, loops)) return call;
+  }
+  return std::nullopt;
+}
+
 std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& kernel) {
   if (kernel.nodes.size() != 1) return std::nullopt;
   const ComputeNode& node = program.nodes[kernel.nodes[0]];
@@ -201,21 +215,29 @@ std::array<int64_t, 4> ZeroPads(const Buffer& buffer, const ConvOperand& input) 
   const std::vector<int64_t>& border = buffer.zero_border;
   const Shape& sizes = buffer.sizes;
   if (sizes.size() != 4 || border.size() != 8 || NumElements(sizes) == 0) return none;
-  // The input must walk the buffer's own dims: [N, C, H, W] row-major.
+  // The input must walk the buffer's own dims row-major, [N, C, H, W] or,
+  // channels-last, [N, H, W, C]: `dim` maps the input's dims to them.
   const std::vector<int64_t> strides = ContiguousStrides(sizes);
+  const bool channels_last = input.dims[1] > 1 && input.strides[1] == 1 && strides[3] == 1;
+  const std::array<int, 4> dim =
+      channels_last ? std::array<int, 4>{0, 3, 1, 2} : std::array<int, 4>{0, 1, 2, 3};
   int64_t corner[4];  // the buffer position of the input's first element
   int64_t rest = input.offset;
   for (int d = 0; d < 4; ++d) {
     corner[d] = rest / strides[d];
     rest %= strides[d];
-    if (input.dims[d] > 1 && input.strides[d] != strides[d]) return none;
-    if (corner[d] + input.dims[d] > sizes[d]) return none;
+  }
+  for (int d = 0; d < 4; ++d) {
+    const int b = dim[d];
+    if (input.dims[d] > 1 && input.strides[d] != strides[b]) return none;
+    if (corner[b] + input.dims[d] > sizes[b]) return none;
   }
   std::array<int64_t, 4> pads = none;
   for (int d : {2, 3}) {
-    const int64_t first = corner[d], end = corner[d] + input.dims[d];
-    const int64_t top = std::max<int64_t>(0, border[d] - first);
-    const int64_t bottom = std::max<int64_t>(0, end - (sizes[d] - border[4 + d]));
+    const int b = dim[d];
+    const int64_t first = corner[b], end = corner[b] + input.dims[d];
+    const int64_t top = std::max<int64_t>(0, border[b] - first);
+    const int64_t bottom = std::max<int64_t>(0, end - (sizes[b] - border[4 + b]));
     if (top + bottom >= input.dims[d]) return none;  // no interior left
     pads[d - 2] = top;
     pads[d] = bottom;

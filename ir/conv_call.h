@@ -40,7 +40,8 @@ struct ConvCall {
 
 // The call that computes `node`, or nullopt when `node` is not such a
 // convolution: pointwise loops (n, m, y, x), or (n, g, m, y, x) with the
-// group outermost of the channel loops, reduction loops (c, r, s), a body
+// group outermost of the channel loops, or channels-last (n, y, x, m) or
+// (n, y, x, g, m); reduction loops (c, r, s), a body
 // of two direct f32 loads (the input's and the weight's, either first) and
 // their product, summed; every index affine, a group stepping over its
 // channels in each operand, each operand's rows unit-stride, and no two
@@ -54,7 +55,8 @@ std::optional<ConvCall> KernelConv(const LoopProgram& program, const Kernel& ker
 
 // The rows and columns of the conv input `input` (top, left, bottom, right)
 // that lie in `buffer`'s zero border, where `input` walks the buffer's dims
-// [N, C, H, W]; zeros where nothing is known.
+// [N, C, H, W] or, channels-last, [N, H, W, C]; zeros where nothing is
+// known.
 std::array<int64_t, 4> ZeroPads(const Buffer& buffer, const ConvOperand& input);
 
 }  // namespace loom

@@ -94,6 +94,34 @@ TEST_F(ConvCallTest, ZeroPadsNeedTheBuffersOwnLayout) {
   EXPECT_EQ(ZeroPads(PaddedImage({0, 0, 2, 1, 0, 0, 1, 1}), call->input), (Pads{0, 0, 0, 0}));
 }
 
+// The same conv channels-last (passes/decompose_conv.cc's
+// ChannelsLastConvCall): pointwise loops (n, y, x, m) over [2, 4, 8, 4],
+// the image [2, 10, 12, 3] read at (n, 2y + r, x + 2s, c), the output [2,
+// 4, 8, 4]; its zero pads from the same border as a [N, H, W, C] buffer's.
+TEST_F(ConvCallTest, ChannelsLastConv) {
+  const Expr image = Affine({{360, 0}, {72, 1}, {36, 5}, {3, 2}, {6, 6}, {1, 4}});
+  const Expr weight = Affine({{27, 3}, {9, 4}, {3, 5}, {1, 6}});
+  const Expr output = Affine({{128, 0}, {32, 1}, {4, 2}, {1, 3}});
+  const std::optional<ConvCall> call =
+      MatchConv(Conv({2, 4, 8, 4}, {3, 3, 3}, image, weight, output));
+  ASSERT_TRUE(call.has_value());
+  EXPECT_EQ(call->input.dims, (Dims{2, 3, 9, 12}));
+  EXPECT_EQ(call->input.strides, (Dims{360, 1, 36, 3}));
+  EXPECT_EQ(call->strides, (std::array<int64_t, 2>{2, 1}));
+  EXPECT_EQ(call->dilations, (std::array<int64_t, 2>{1, 2}));
+  EXPECT_EQ(call->weight.dims, (Dims{4, 3, 3, 3}));
+  EXPECT_EQ(call->output.dims, (Dims{2, 4, 4, 8}));
+  EXPECT_EQ(call->output.strides, (Dims{128, 1, 32, 4}));
+  Buffer buffer;
+  buffer.sizes = {2, 10, 12, 3};
+  buffer.zero_border = {0, 1, 2, 0, 0, 1, 3, 0};
+  EXPECT_EQ(ZeroPads(buffer, call->input), (std::array<int64_t, 4>{1, 2, 0, 3}));
+  // As an NCHW buffer of those sizes it is not the input's layout.
+  buffer.sizes = {2, 3, 10, 12};
+  buffer.zero_border = {0, 0, 1, 2, 0, 0, 1, 3};
+  EXPECT_EQ(ZeroPads(buffer, call->input), (std::array<int64_t, 4>{0, 0, 0, 0}));
+}
+
 TEST_F(ConvCallTest, WeightLoadedFirst) {
   const std::optional<ConvCall> call =
       MatchConv(Conv({2, 4, 4, 8}, {3, 3, 3}, Weight(), Image(), Output()));

@@ -56,6 +56,9 @@ absl::StatusOr<std::unique_ptr<DecomposePass>> DecomposePass::Create(
   if (options.conv_calls()) {
     for (const Decomposition& d : ConvCallDecompositions()) all[d.op] = d.fn;
   }
+  if (options.channels_last_conv_calls()) {
+    for (const Decomposition& d : ChannelsLastConvCallDecompositions()) all[d.op] = d.fn;
+  }
   absl::flat_hash_map<std::string, DecomposeFn> selected;
   if (options.ops().empty()) selected = all;
   for (const std::string& op : options.ops()) {

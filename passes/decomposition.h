@@ -154,7 +154,10 @@ absl::Span<const Decomposition> RnnDecompositions();         // decompose_rnn.cc
 absl::Span<const Decomposition> ConvDecompositions();        // decompose_conv.cc
 // conv as one library call where it can be (DecomposeOptions::conv_calls),
 // replacing ConvDecompositions' conv.
-absl::Span<const Decomposition> ConvCallDecompositions();       // decompose_conv.cc
+absl::Span<const Decomposition> ConvCallDecompositions();  // decompose_conv.cc
+// conv as one library call on channels-last data where it can be
+// (DecomposeOptions::channels_last_conv_calls), replacing the two above.
+absl::Span<const Decomposition> ChannelsLastConvCallDecompositions();  // decompose_conv.cc
 absl::Span<const Decomposition> ConvTransposeDecompositions();  // decompose_conv_transpose.cc
 absl::Span<const Decomposition> ResizeDecompositions();         // decompose_resize.cc
 absl::Span<const Decomposition> InverseTrigDecompositions();    // decompose_inverse_trig.cc

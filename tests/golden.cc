@@ -32,6 +32,10 @@ const std::vector<GoldenCase>& GoldenCases() {
       // Convolutions as gemm calls per kernel position over padded images.
       {"examples/resnet_block.pbtxt", "cpu", "tests/golden/resnet_block.cc"},
       {"examples/resnet_block.pbtxt", "cuda", "tests/golden/resnet_block.cu"},
+      // Channels-last: 1x1 convs as gemm calls on [N, H, W, C], the
+      // depthwise conv as a call, the ops between them on that layout.
+      {"tests/golden/inverted_residual.pbtxt", "cpu_channels_last",
+       "tests/golden/inverted_residual.cc"},
       // Indices known only at run time, checked as the kernels load them.
       {"tests/index_range/gather.pbtxt", "cpu", "tests/golden/gather_indices.cc"},
       {"tests/index_range/scatter.pbtxt", "cpu", "tests/golden/scatter_indices.cc"},

@@ -273,5 +273,52 @@ TEST(ConvEndToEndTest, ResidualBlock) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
+// The cpu_channels_last pipeline: every 2-D conv with a known weight a call
+// (or, 1x1, a gemm call) on channels-last data; 1x1 at strides 1 and 2,
+// depthwise 3x3 and 5x5 at strides 1 and 2 (odd widths: the stride reads a
+// prefix of each padded row), grouped, a dense 3x3 of 64 channels
+// (Winograd), dilations, asymmetric pads, a batch; and a chain of them
+// with the ops between (bias, clip, a squeeze-excite's pool and scale, a
+// residual add) moved onto that layout by sink-transposes.
+TEST(ConvEndToEndTest, ChannelsLastConvCalls) {
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {2, 16, 13, 11});
+  AddConv(b, x, {24, 16, 1, 1}, true, {}, 1);
+  AddConv(b, x, {24, 16, 1, 1}, false, IntsAttr("strides", {2, 2}), 3);
+  for (int64_t kernel : {3, 5}) {
+    const int64_t pad = kernel / 2;
+    for (int64_t stride : {1, 2}) {
+      AddConv(b, x, {16, 1, kernel, kernel}, true,
+              MakeAttrs({{"group", int64_t{16}},
+                         {"strides", Ints{stride, stride}},
+                         {"pads", Ints{pad, pad, pad, pad}}}),
+              10 + kernel * 2 + stride);
+    }
+  }
+  AddConv(b, x, {32, 4, 3, 3}, true,
+          MakeAttrs({{"group", int64_t{4}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{2, 1}}}),
+          31);
+  const ValueId image = b.Input("image", DType::kF32, {1, 64, 14, 14});
+  AddConv(b, image, {64, 64, 3, 3}, true, IntsAttr("pads", {1, 1, 1, 1}), 33);
+
+  // expand -> relu6 -> depthwise -> relu6 -> squeeze-excite -> project + x.
+  const Attrs relu6 = MakeAttrs({{"min", 0.0}, {"max", 6.0}});
+  ValueId y = b.Op("conv", {x, b.Weight("ew", {48, 16, 1, 1}, 41, -0.3, 0.3),
+                            b.Weight("eb", {48}, 42, -0.1, 0.1)});
+  y = b.Op("clip", {y}, relu6);
+  y = b.Op("conv",
+           {y, b.Weight("dw", {48, 1, 3, 3}, 43, -0.3, 0.3), b.Weight("db", {48}, 44, -0.1, 0.1)},
+           MakeAttrs({{"group", int64_t{48}}, {"pads", Ints{1, 1, 1, 1}}}));
+  y = b.Op("clip", {y}, relu6);
+  const ValueId pooled =
+      b.Op("reduce_mean", {y}, MakeAttrs({{"axes", Ints{2, 3}}, {"keepdims", int64_t{1}}}));
+  y = b.Op("mul", {y, b.Op("sigmoid", {pooled})});
+  y = b.Op("conv", {y, b.Weight("pw", {16, 48, 1, 1}, 45, -0.2, 0.2)});
+  b.Output(b.Op("add", {y, x}));
+  EndToEndOptions options;
+  options.channels_last = true;
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
 }  // namespace
 }  // namespace loom

@@ -28,13 +28,14 @@ constexpr uint64_t kInputSeed = 100;
 // The cpu pipeline's options that EmitModule replaces.
 std::vector<PassOptionsOverride> PipelineOverrides(const std::string& march,
                                                    int64_t streaming_store_min_bytes,
-                                                   bool conv_calls) {
+                                                   bool conv_calls, bool channels_last) {
   std::string cpp = absl::StrCat("cpp { streaming_store_min_bytes: ", streaming_store_min_bytes);
   if (!march.empty()) absl::StrAppend(&cpp, " march: \"", march, "\"");
   absl::StrAppend(&cpp, " }");
-  return {
-      {"decompose", absl::StrCat("decompose { conv_calls: ", conv_calls ? "true" : "false", " }")},
-      {"codegen-cpp", cpp}};
+  return {{"decompose",
+           absl::StrCat("decompose { conv_calls: ", conv_calls ? "true" : "false",
+                        " channels_last_conv_calls: ", channels_last ? "true" : "false", " }")},
+          {"codegen-cpp", cpp}};
 }
 
 }  // namespace
@@ -85,10 +86,13 @@ std::vector<Tensor> MakeInputs(const Graph& graph, const EndToEndOptions& option
 }
 
 absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march,
-                                  int64_t streaming_store_min_bytes, bool conv_calls) {
+                                  int64_t streaming_store_min_bytes, bool conv_calls,
+                                  bool channels_last) {
   CompileOptions options;
   options.model = graph.name;
-  options.pass_options = PipelineOverrides(march, streaming_store_min_bytes, conv_calls);
+  if (channels_last) options.pipeline = "cpu_channels_last";
+  options.pass_options =
+      PipelineOverrides(march, streaming_store_min_bytes, conv_calls, channels_last);
   options.native_compile = false;
   options.verify_each = true;
   LOOM_ASSIGN_OR_RETURN(CompiledModel compiled, CompileGraph(std::move(graph), options));
@@ -103,9 +107,10 @@ std::string TestCacheDir() {
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
                                                   const std::string& march,
                                                   int64_t streaming_store_min_bytes,
-                                                  bool conv_calls) {
-  LOOM_ASSIGN_OR_RETURN(Module module,
-                        EmitModule(std::move(graph), march, streaming_store_min_bytes, conv_calls));
+                                                  bool conv_calls, bool channels_last) {
+  LOOM_ASSIGN_OR_RETURN(
+      Module module,
+      EmitModule(std::move(graph), march, streaming_store_min_bytes, conv_calls, channels_last));
   if (cpp::IsAarch64March(march)) return cpp::RunOnAarch64(module, {}, inputs, TestCacheDir());
   LOOM_ASSIGN_OR_RETURN(cpp::CppExecutable executable,
                         cpp::CppExecutable::Create(module, TestCacheDir()));
@@ -125,9 +130,9 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
   // tolerance on 576-term sums: it is judged by `loom run --check`'s rule,
   // against the float64 truth and the error bound of loom's computation.
   std::optional<Graph> checked;
-  if (options.conv_calls) checked = graph;
-  absl::StatusOr<std::vector<Tensor>> actual =
-      CompileAndRun(std::move(graph), inputs, options.march, 4096, options.conv_calls);
+  if (options.conv_calls || options.channels_last) checked = graph;
+  absl::StatusOr<std::vector<Tensor>> actual = CompileAndRun(
+      std::move(graph), inputs, options.march, 4096, options.conv_calls, options.channels_last);
   if (cpp::IsAarch64March(options.march) && absl::IsUnimplemented(actual.status())) {
     std::printf("not run on %s: %s\n", options.march.c_str(),
                 std::string(actual.status().message()).c_str());

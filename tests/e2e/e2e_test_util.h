@@ -50,6 +50,9 @@ struct EndToEndOptions {
   // pipeline has them) rather than gemm calls and loops, which the tests
   // compile by default.
   bool conv_calls = false;
+  // The cpu_channels_last pipeline (convs as calls on channels-last data,
+  // DecomposeOptions::channels_last_conv_calls) instead of cpu.
+  bool channels_last = false;
   // The native code's target (CppOptions.march; empty: this machine).
   std::string march;
 };
@@ -63,10 +66,10 @@ std::vector<Tensor> MakeInputs(const Graph& graph, const EndToEndOptions& option
 // the native code is for `march` (CppOptions.march; empty: this machine),
 // outputs of at least `streaming_store_min_bytes` are streamed (CppOptions;
 // -1: none; by default small ones too, so that the tests run them), and
-// `conv_calls` as in EndToEndOptions.
+// `conv_calls` and `channels_last` as in EndToEndOptions.
 absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march = "",
-                                  int64_t streaming_store_min_bytes = 4096,
-                                  bool conv_calls = false);
+                                  int64_t streaming_store_min_bytes = 4096, bool conv_calls = false,
+                                  bool channels_last = false);
 
 // The kernel cache of the tests: $TEST_TMPDIR/cache (/tmp/cache outside
 // bazel test).
@@ -78,12 +81,14 @@ std::string TestCacheDir();
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
                                                   const std::string& march = "",
                                                   int64_t streaming_store_min_bytes = 4096,
-                                                  bool conv_calls = false);
+                                                  bool conv_calls = false,
+                                                  bool channels_last = false);
 
 // Infers shapes, then checks that the compiled graph's outputs match the
 // interpreter's: floats within kCheckAbsTolerance + kCheckRelTolerance *
 // |expected| (NaN where NaN is expected, the same infinity where one is),
-// everything else exactly; with conv_calls, by the --check rule.
+// everything else exactly; with conv_calls or channels_last, by the
+// --check rule.
 // For Arm, a graph whose kernels call a library is left out (with a line
 // on stdout): the cross toolchain has none.
 void CompileRunAndCompare(Graph graph, const EndToEndOptions& options = {});
