@@ -279,8 +279,10 @@ TEST(ConvEndToEndTest, ResidualBlock) {
 // prefix of each padded row), grouped, a dense 3x3 of 64 channels
 // (Winograd), dilations, asymmetric pads, a batch; and a chain of them
 // with the ops between (bias, clip, a squeeze-excite's pool and scale, a
-// residual add) moved onto that layout by sink-transposes.
-TEST(ConvEndToEndTest, ChannelsLastConvCalls) {
+// residual add) moved onto that layout by sink-transposes. For every x86
+// level this CPU runs: held to AVX2, the 64-channel 3x3 runs loom's
+// Winograd on the channels-last data.
+Graph ChannelsLastConvs() {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {2, 16, 13, 11});
   AddConv(b, x, {24, 16, 1, 1}, true, {}, 1);
@@ -315,9 +317,21 @@ TEST(ConvEndToEndTest, ChannelsLastConvCalls) {
   y = b.Op("mul", {y, b.Op("sigmoid", {pooled})});
   y = b.Op("conv", {y, b.Weight("pw", {16, 48, 1, 1}, 45, -0.2, 0.2)});
   b.Output(b.Op("add", {y, x}));
-  EndToEndOptions options;
-  options.channels_last = true;
-  CompileRunAndCompare(std::move(b.graph()), options);
+  return std::move(b.graph());
+}
+
+TEST(ConvEndToEndTest, ChannelsLastConvCalls) {
+  for (const char* march : {"", "haswell", "x86-64"}) {
+    if (std::string(march) == "haswell" &&
+        !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+      continue;
+    }
+    SCOPED_TRACE(march);
+    EndToEndOptions options;
+    options.channels_last = true;
+    options.march = march;
+    CompileRunAndCompare(ChannelsLastConvs(), options);
+  }
 }
 
 }  // namespace
