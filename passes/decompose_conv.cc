@@ -547,6 +547,24 @@ bool UsesConvCall(const ConvSpec& spec, const Node& node, const DecompositionBui
          b.type(node.inputs[0]).dtype == DType::kF32 && b.graph().HasInitializer(node.inputs[1]);
 }
 
+// The sum over the last three dims (a group's channels and the kernel
+// positions) of the windows of `image` (as_strided: `windows_shape`,
+// `strides`) times node's weight as `weight_shape`: the node MatchConv
+// takes.
+ValueId WindowProductSum(DecompositionBuilder& b, const Node& node, ValueId image,
+                         const Shape& windows_shape, AttrInts strides, const Shape& weight_shape) {
+  Attrs view = Ints("shape", windows_shape);
+  view.Set("strides", std::move(strides));
+  const ValueId windows = b.Add("windows", "as_strided", {image}, std::move(view));
+  const ValueId weights =
+      b.Add("weight_shape", "reshape", {node.inputs[1]}, Ints("shape", weight_shape));
+  const ValueId products = b.Add("products", "mul", {windows, weights});
+  const int64_t first = static_cast<int64_t>(windows_shape.size()) - 3;
+  Attrs sum = Ints("axes", {first, first + 1, first + 2});
+  sum.Set("keepdims", int64_t{0});
+  return b.Add("sum", "reduce_sum", {products}, std::move(sum));
+}
+
 // conv as one call over the padded input (ir/conv_call.h): the sum over
 // input channels and kernel positions of the windows [N, 1, O0, O1, C, K0,
 // K1] of the padded image (as_strided) times the weight as [1, M, 1, 1, C,
@@ -576,16 +594,9 @@ void ConvCall(DecompositionBuilder& b, const Node& node, const ConvSpec& spec,
     strides.insert(strides.begin() + 1, group_in * plane);
     weight_shape.insert(weight_shape.begin() + 1, spec.groups);
   }
-  Attrs view = Ints("shape", windows_shape);
-  view.Set("strides", std::move(strides));
-  const ValueId windows = b.Add("windows", "as_strided", {image}, std::move(view));
-  const ValueId weights =
-      b.Add("weight_shape", "reshape", {node.inputs[1]}, Ints("shape", weight_shape));
-  const ValueId products = b.Add("products", "mul", {windows, weights});
-  const int64_t first = static_cast<int64_t>(windows_shape.size()) - 3;
-  Attrs sum = Ints("axes", {first, first + 1, first + 2});
-  sum.Set("keepdims", int64_t{0});
-  WriteConvOutput(b, node, b.Add("sum", "reduce_sum", {products}, std::move(sum)), out_shape);
+  WriteConvOutput(b, node,
+                  WindowProductSum(b, node, image, windows_shape, std::move(strides), weight_shape),
+                  out_shape);
 }
 
 absl::Status DecomposeConvAsCall(const Node& node, DecompositionBuilder& b) {
@@ -658,17 +669,10 @@ void ChannelsLastConvCall(DecompositionBuilder& b, const Node& node, const ConvS
       strides.insert(strides.begin() + 3, group_in);
       weight_shape.insert(weight_shape.begin() + 3, groups);
     }
-    Attrs view = Ints("shape", windows_shape);
-    view.Set("strides", std::move(strides));
-    const ValueId windows = b.Add("windows", "as_strided", {image}, std::move(view));
-    const ValueId weights =
-        b.Add("weight_shape", "reshape", {node.inputs[1]}, Ints("shape", weight_shape));
-    const ValueId products = b.Add("products", "mul", {windows, weights});
-    const int64_t first = static_cast<int64_t>(windows_shape.size()) - 3;
-    Attrs sum = Ints("axes", {first, first + 1, first + 2});
-    sum.Set("keepdims", int64_t{0});
-    output = b.Add("output", "reshape", {b.Add("sum", "reduce_sum", {products}, std::move(sum))},
-                   Ints("shape", {spec.batch, g.output[0], g.output[1], spec.out_channels}));
+    output =
+        b.Add("output", "reshape",
+              {WindowProductSum(b, node, image, windows_shape, std::move(strides), weight_shape)},
+              Ints("shape", {spec.batch, g.output[0], g.output[1], spec.out_channels}));
   }
   if (node.inputs.size() > 2) output = b.Add("bias", "add", {output, node.inputs[2]});
   b.AddWriting("nchw", "transpose", {output}, node.outputs[0], Ints("perm", {0, 3, 1, 2}));

@@ -275,8 +275,8 @@ TEST(ConvEndToEndTest, ResidualBlock) {
 
 // The cpu_channels_last pipeline: every 2-D conv with a known weight a call
 // (or, 1x1, a gemm call) on channels-last data; 1x1 at strides 1 and 2,
-// depthwise 3x3 and 5x5 at strides 1 and 2 (odd widths: the stride reads a
-// prefix of each padded row), grouped, a dense 3x3 of 64 channels
+// depthwise 3x3 and 5x5 at strides 1 and 2 (at stride 2 the padded width
+// is even and the windows read a prefix of each row), grouped, a dense 3x3 of 64 channels
 // (Winograd), dilations, asymmetric pads, a batch; and a chain of them
 // with the ops between (bias, clip, a squeeze-excite's pool and scale, a
 // residual add) moved onto that layout by sink-transposes. For every x86
@@ -284,7 +284,7 @@ TEST(ConvEndToEndTest, ResidualBlock) {
 // Winograd on the channels-last data.
 Graph ChannelsLastConvs() {
   GraphBuilder b;
-  const ValueId x = b.Input("x", DType::kF32, {2, 16, 13, 11});
+  const ValueId x = b.Input("x", DType::kF32, {2, 16, 13, 12});
   AddConv(b, x, {24, 16, 1, 1}, true, {}, 1);
   AddConv(b, x, {24, 16, 1, 1}, false, IntsAttr("strides", {2, 2}), 3);
   for (int64_t kernel : {3, 5}) {
