@@ -4,7 +4,7 @@ compares both with eager's output and times them:
   tests/zoo/run.sh run_zoo.py DIR [DIR...] [--loom=/tmp/zoo-loom/loom]
       [--loom_lib=/tmp/zoo-loom/libloom.so] [--loom_py=/tmp/zoo-loom/python]
       [--models=REGEX] [--rounds=5] [--iters=5] [--threads=2] [--no_time]
-      [--json=FILE] [--fma_peak=/tmp/zoo-loom/fma_peak]
+      [--json=FILE] [--fma_peak=/tmp/zoo-loom/fma_peak] [--pipeline=cpu]
 
 DIR is an export root (OUT_DIR/dynamo-small, ...) or a model's folder. For
 each model, in a process of its own (a crash costs one row):
@@ -12,6 +12,7 @@ each model, in a process of its own (a crash costs one row):
     spinning unless --ort_spin: see below) runs model.onnx on the saved
     inputs;
   - `loom run --model=model.onnx --inputs=inputs --check --report=R.json`
+    --pipeline=P (--pipeline, a built-in pipeline or a file; cpu by default)
     --iters=N --warmup=1 (the CLI, copied out of bazel-bin so rebuilds do
     not replace it; its median is loom_cli_ms in the JSON): a
     refusal (exit 2) is recorded with its message and the op it names; the
@@ -164,7 +165,7 @@ def one(d, a):
         report = os.path.join(tmp, "r.json")
         cmd = [a.loom, "run", f"--model={path}", f"--inputs={os.path.join(d, 'inputs')}",
                "--check", f"--report={report}", "--quiet", f"--iters={a.iters}", "--warmup=1",
-               "--profile"]
+               "--profile", f"--pipeline={a.pipeline}"]
         t0 = time.time()
         try:
             # An empty kernel cache: the native compile is a cold one.
@@ -202,7 +203,7 @@ def one(d, a):
         os.environ["LOOM_LIBRARY"] = a.loom_lib
         import loom
 
-        m = loom.compile(path)
+        m = loom.compile(path, pipeline=a.pipeline)
         outs = m.run(feeds)
         res["loom_err"] = errors(next(iter(outs.values())), expected)
     except Exception as e:  # noqa: BLE001
@@ -301,6 +302,8 @@ def main():
     ap.add_argument("--json", default=None, help="write all results here")
     ap.add_argument("--fma_peak", default="/tmp/zoo-loom/fma_peak",
                     help="//tests/bench:fma_peak, copied out of bazel-bin")
+    ap.add_argument("--pipeline", default="cpu",
+                    help="loom's pipeline, e.g. cpu_channels_last (loom run --pipeline)")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
 
@@ -321,7 +324,8 @@ def main():
         args = [sys.executable, os.path.abspath(__file__), "--one", d,
                 f"--loom={a.loom}", f"--loom_lib={a.loom_lib}", f"--loom_py={a.loom_py}",
                 f"--rounds={a.rounds}", f"--iters={a.iters}", f"--threads={a.threads}",
-                f"--timeout={a.timeout}", "x"] + (["--no_time"] if a.no_time else []) + (
+                f"--timeout={a.timeout}", f"--pipeline={a.pipeline}", "x"] + (
+                    ["--no_time"] if a.no_time else []) + (
                     ["--ort_spin"] if a.ort_spin else [])
         p = subprocess.run(args, capture_output=True, text=True)
         try:
