@@ -25,4 +25,9 @@ void RunInParts(int64_t count, int64_t parts,
 
 int64_t HardwareThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
+int64_t PartsForElements(int64_t elements) {
+  constexpr int64_t kElementsPerPart = int64_t{1} << 17;
+  return std::max<int64_t>(1, std::min(elements / kElementsPerPart, HardwareThreads()));
+}
+
 }  // namespace loom

@@ -1,6 +1,5 @@
 #include "ir/random.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -18,12 +17,6 @@ inline double Draw(uint64_t stream, int64_t i, double low, double span) {
   const double unit = static_cast<double>(SplitMix64(stream + i) >> 11) * 0x1.0p-53;
   return low + unit * span;
 }
-
-// A thread for each this many elements, up to the cores (an element is a
-// function of its position): lstm_l6_h256's 3M weights, twelve tensors of
-// 262K, took 4.3 ms on one core of a 2-core Xeon; a thread costs some 50
-// us to start.
-constexpr int64_t kDrawPerThread = int64_t{1} << 17;
 
 template <typename T>
 void DrawScalars(T* data, int64_t first, int64_t last, uint64_t stream, double low, double span) {
@@ -110,7 +103,8 @@ void FillFloats(T* data, int64_t count, uint64_t stream, double low, double span
         return DrawScalars(data, first, last, stream, low, span);
     }
   };
-  RunInParts(count, std::min(count / kDrawPerThread, HardwareThreads()), draw);
+  // In parts on the cores: an element is a function of its position.
+  RunInParts(count, PartsForElements(count), draw);
 }
 
 }  // namespace

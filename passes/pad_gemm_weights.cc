@@ -1,6 +1,5 @@
 #include "passes/pad_gemm_weights.h"
 
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -47,7 +46,6 @@ std::vector<ValueId> PaddableWeights(const Graph& graph) {
 // of rows on the cores where it is large (lstm_l6_h256's six 1 MiB
 // weights took 2.4 ms on one thread, most of it the new pages' faults).
 Tensor PaddedRows(const Tensor& weight) {
-  constexpr int64_t kElementsPerThread = int64_t{1} << 17;
   const int64_t rows = weight.shape()[0], cols = weight.shape()[1];
   const int64_t padded_cols = cols + kWeightRowPadding;
   // Each byte written once: the rows, then their padding, in new memory.
@@ -60,8 +58,7 @@ Tensor PaddedRows(const Tensor& weight) {
       std::memset(out + r * padded_cols + cols, 0, sizeof(float) * kWeightRowPadding);
     }
   };
-  RunInParts(rows, std::min(weight.num_elements() / kElementsPerThread, HardwareThreads()),
-             copy_rows);
+  RunInParts(rows, PartsForElements(weight.num_elements()), copy_rows);
   return padded;
 }
 

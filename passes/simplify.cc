@@ -234,7 +234,6 @@ template <typename T>
 void PermuteElements(const T* in, const Shape& out_shape, const std::vector<int64_t>& strides,
                      T* out) {
   constexpr int64_t kTile = 32;
-  constexpr int64_t kElementsPerThread = int64_t{1} << 17;
   const int64_t rank = static_cast<int64_t>(out_shape.size());
   const int64_t rows = rank >= 2 ? out_shape[rank - 2] : 1;
   const int64_t cols = rank >= 1 ? out_shape[rank - 1] : 1;
@@ -261,8 +260,7 @@ void PermuteElements(const T* in, const Shape& out_shape, const std::vector<int6
     }
   };
   const int64_t bands = outer * bands_per_matrix;
-  const int64_t threads = std::min(NumElements(out_shape) / kElementsPerThread, HardwareThreads());
-  RunInParts(bands, std::min(bands, threads), copy_bands);
+  RunInParts(bands, std::min(bands, PartsForElements(NumElements(out_shape))), copy_bands);
 }
 
 // The data of `in` (contiguous, of shape `in_shape`) transposed as
