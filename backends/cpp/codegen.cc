@@ -110,7 +110,7 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
 // a row's columns.
 std::optional<int> EpilogueRowLoops(const LoopProgram& program, const Gemm& gemm,
                                     const Kernel& kernel, const CppKernelPlan& plan) {
-  if (plan.may_split || plan.team || plan.alone_matvec) return std::nullopt;
+  if (!plan.RunsOuterLoopsPlainly()) return std::nullopt;
   bool reads_product = false;
   for (int n : kernel.nodes) {
     for (const ScalarOp& op : program.nodes[n].body) {
@@ -174,7 +174,7 @@ bool LaunchGemmChain(const LoopProgram& program, absl::Span<const Kernel> kernel
   planner.Plan(middle);
   planner.PlanVectors(middle);
   const CppKernelPlan& plan = planner.plan();
-  if (plan.may_split || plan.team || plan.alone_matvec) return false;
+  if (!plan.RunsOuterLoopsPlainly()) return false;
   KernelPrinter printer(program, needs.helpers, needs.libm_calls, planner);
   const std::string params = printer.ParamDeclarations(/*restrict=*/false);
   std::vector<BufferRef> args = plan.params.args();

@@ -573,6 +573,48 @@ TEST(CodegenTest, AMaximumRunsInFourVectorChainsThenOneByOne) {
   EXPECT_THAT(EmitSoftmaxRows({8, 37}), HasSubstr("reduction(max:acc0)"));
 }
 
+// The sigmoid of the mean over `axes` of `shape` (a squeeze-excite's pool of
+// channels-last data over its middle axes), fused into one kernel.
+GeneratedSource EmitPooledSigmoid(Shape shape, std::vector<int64_t> axes) {
+  Graph graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, shape});
+  Attrs reduced;
+  reduced.Set("axes", std::move(axes));
+  const NodeId mean = *graph.AddNode("mean", "reduce_mean", {x}, {"mean.y"}, reduced);
+  const NodeId sigmoid =
+      *graph.AddNode("sigmoid", "sigmoid", {graph.node(mean).outputs[0]}, {"sigmoid.y"});
+  graph.AddOutput(graph.node(sigmoid).outputs[0]);
+  return EmitFusedSource(graph, proto::CppOptions());
+}
+
+TEST(CodegenTest, AReductionOverRowsOfColumnsRunsTheColumnsInnermostInBlocks) {
+  const GeneratedSource pool = EmitPooledSigmoid({2, 6, 6, 144}, {1, 2});
+  EXPECT_THAT(pool.function_plans[0], HasSubstr("blocks of 16 columns"));
+  EXPECT_THAT(pool.text, HasSubstr("  for (int64_t x0 = 0; x0 < 2; ++x0) {\n"
+                                   "    for (int64_t x1b = 0; x1b < 144; x1b += 16) {\n"
+                                   "      constexpr int64_t x1n = 16;\n"
+                                   "      float acc0s[16] __attribute__((aligned(64)));\n"));
+  EXPECT_THAT(pool.text, HasSubstr("          #pragma omp simd\n"
+                                   "          for (int64_t x1j = 0; x1j < x1n; ++x1j) {\n"
+                                   "            const int64_t x1 = x1b + x1j;\n"));
+  EXPECT_THAT(pool.text, HasSubstr("acc0s[x1j] += t0;"));
+  // Then the columns' means and sigmoids, a vector loop of their own.
+  EXPECT_THAT(pool.text, HasSubstr("      #pragma GCC ivdep\n"
+                                   "      for (int64_t x1j = 0; x1j < x1n; ++x1j) {\n"
+                                   "        const int64_t x1 = x1b + x1j;\n"
+                                   "        float acc0 = acc0s[x1j];\n"));
+  // Blocks of 64 where they leave enough for the threads; a part block last.
+  const GeneratedSource sequence = EmitPooledSigmoid({16, 10, 200}, {1});
+  EXPECT_THAT(sequence.function_plans[0], HasSubstr("blocks of 64 columns"));
+  EXPECT_THAT(sequence.text, HasSubstr("const int64_t x1n = 200 - x1b < 64 ? 200 - x1b : 64;"));
+  // Fewer columns than a block: one block of them all.
+  EXPECT_THAT(EmitPooledSigmoid({16, 200, 10}, {1}).text,
+              HasSubstr("for (int64_t x1b = 0; x1b < 10; x1b += 10) {\n"
+                        "      constexpr int64_t x1n = 10;\n"));
+  // A mean over rows of contiguous values stays a row reduction.
+  EXPECT_THAT(EmitPooledSigmoid({16, 10, 200}, {2}).text, Not(HasSubstr("x1b")));
+}
+
 // The variance and the mean of rows of `shape`, fused into one kernel.
 std::string EmitRowStatistics(Shape shape) {
   Graph graph;

@@ -338,6 +338,7 @@ std::string KernelPrinter::Print(const Kernel& kernel) {
     return absl::StrCat(params, PrintAloneMatVec(first, *plan_.members[0].matvec));
   }
   if (plan_.team) return absl::StrCat(params, PrintTeam(kernel));
+  if (plan_.column_block > 0) return absl::StrCat(params, PrintColumns(kernel));
   const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, plan_.outer);
   if (plan_.may_split) return absl::StrCat(params, PrintSplitting(kernel, pragmas));
   if (plan_.streams) return absl::StrCat(params, PrintStreaming(kernel, pragmas));

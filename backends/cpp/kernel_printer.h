@@ -120,6 +120,15 @@ class KernelPrinter {
   // A kernel with streaming stores: its outer loops (after `pragmas`), then
   // a fence on each thread.
   std::string PrintStreaming(const Kernel& kernel, std::vector<std::string> pragmas);
+  // The body of a kernel of column reductions (CppKernelPlan::column_block):
+  // the outer loops but the last, then that loop in blocks; in each block
+  // every reduction in an array of the block's lanes, its own loops outside
+  // the lanes' loop, then one loop over the lanes for the members' values.
+  std::string PrintColumns(const Kernel& kernel);
+  // One reduction's loops over a block of columns, its values left in the
+  // array acc<member>s (and, for a float maximum or minimum, whether a lane
+  // saw a NaN in nan<member>s).
+  void PrintColumnReduction(const ComputeNode& node, int member, int depth);
   // Names the node's loop variables x0, x1, ... where none is named yet.
   void NameLoopVariables(const ComputeNode& node);
   // A vector extreme: kExtremeChains vectors of running extremes (so that

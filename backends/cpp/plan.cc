@@ -148,6 +148,7 @@ void CppPlanner::PlanVectors(const Kernel& kernel) {
   // (a parallel region each), 0.59-0.60 ms one by one.
   plan_.alone_matvec_shared =
       plan_.alone_matvec && options_.openmp() && NumElements(first.AllRanges()) >= (1 << 18);
+  plan_.column_block = ColumnBlock(kernel);
   if (!plan_.alone_matvec && plan_.may_split) RunsAsTeam(kernel);
   // The outer loops run in parallel (OpenMP) when there is enough work:
   // 2^16 iterations, or fewer of a body long enough for 2^18 steps in all
@@ -517,6 +518,58 @@ std::optional<TeamStrides> CppPlanner::TeamMatVecStrides(const ComputeNode& node
   return TeamStrides{(*vector)[0], (*out)[0]};
 }
 
+int64_t CppPlanner::ColumnBlock(const Kernel& kernel) {
+  if (options_.simd() == proto::CppOptions::SCALAR || plan_.outer_loops == 0 ||
+      plan_.outer.back() < kVectorLanes / 2) {
+    return 0;
+  }
+  bool columnar = false;
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    if (!MayRunAsColumns(kernel, m, columnar)) return 0;
+  }
+  if (!columnar) return 0;
+  const int64_t columns = plan_.outer.back();
+  const int64_t around = Product(plan_.outer, 0, plan_.outer.size() - 1);
+  const int64_t wide_blocks = (columns + kColumnBlock - 1) / kColumnBlock;
+  return std::min(columns, around * wide_blocks >= kMinColumnBlocks ? kColumnBlock : kVectorLanes);
+}
+
+bool CppPlanner::MayRunAsColumns(const Kernel& kernel, size_t m, bool& columnar) {
+  const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+  const CppMemberPlan& member = plan_.members[m];
+  const int column = plan_.outer_loops - 1;
+  if (node.ranges.size() != static_cast<size_t>(plan_.outer_loops) || member.streams ||
+      member.matvec || member.vector_extreme || member.welford_chains > 0) {
+    return false;
+  }
+  const bool reduces = node.reduce != ReduceKind::kNone;
+  if (reduces && node.reduce != ReduceKind::kSum && node.reduce != ReduceKind::kProd &&
+      node.reduce != ReduceKind::kMax && node.reduce != ReduceKind::kMin) {
+    return false;
+  }
+  const int innermost = static_cast<int>(node.AllRanges().size()) - 1;
+  for (size_t i = 0; i < node.body.size(); ++i) {
+    const ScalarOp& op = node.body[i];
+    if (op.kind == ScalarOp::Kind::kCheckIndex && reduces) return false;
+    if (op.kind != ScalarOp::Kind::kLoad) continue;
+    const Ref& ref = plan_.load_refs[member.first_step + i];
+    if (ref.kind != Ref::Kind::kParam) {
+      if (reduces) return false;  // a value of another member: the reductions run first
+      continue;
+    }
+    const std::optional<std::vector<int64_t>> strides = AffineRef(node, ref);
+    if (!strides.has_value() || !op.args.empty() || ((*strides)[column] & ~int64_t{1}) != 0) {
+      return false;
+    }
+    if (!reduces) continue;
+    for (int n : kernel.nodes) {
+      if (program_.nodes[n].output == op.buffer) return false;
+    }
+    columnar |= (*strides)[column] == 1 && (*strides)[innermost] != 1;
+  }
+  return true;
+}
+
 bool CppPlanner::SplitWork(const ComputeNode& node) const {
   constexpr int64_t kMinSplitWork = 1 << 15;
   const int64_t work =
@@ -565,6 +618,10 @@ std::string KernelThreads(const CppKernelPlan& plan) {
     return plan.alone_matvec_shared ? "blocks of the product's rows" : "nothing (one product)";
   }
   if (plan.team) return absl::StrCat("a team over ", NumElements(plan.outer), " outer iterations");
+  if (plan.column_block > 0) {
+    return absl::StrCat(plan.parallel_outer ? "outer loops and " : "nothing; ", "blocks of ",
+                        plan.column_block, " columns (the last outer loop, run innermost)");
+  }
   const char* outer = plan.parallel_outer ? "outer loops" : "nothing";
   if (plan.may_split)
     return absl::StrCat("members' loops if more threads than outer, else ", outer);

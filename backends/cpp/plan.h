@@ -41,6 +41,12 @@ constexpr int kExtremeBlock = kExtremeChains * kVectorLanes;
 // thread 0.093 -> 0.082 ms); printed eight rows at a time in every product
 // rather than called, the native compile took up to 1.7x longer.
 constexpr int kDotRows = 8;
+// A kernel of column reductions (CppPlanner::ColumnBlock) runs its
+// innermost outer loop in blocks of this many iterations, or of
+// kVectorLanes where blocks this wide would leave fewer than
+// kMinColumnBlocks for the threads (or in one block, when fewer).
+constexpr int64_t kColumnBlock = 64;
+constexpr int64_t kMinColumnBlocks = 8;
 
 // The product of extents[first, last).
 int64_t Product(const std::vector<int64_t>& extents, size_t first, size_t last);
@@ -119,13 +125,21 @@ struct CppKernelPlan {
   bool alone_matvec_shared = false;  // and its blocks of rows shared by the threads
   bool parallel_outer = false;       // the threads may share the outer loops
   bool team = false;                 // runs as a team (KernelPrinter::PrintTeam)
+  // Column reductions (KernelPrinter::PrintColumns): the innermost outer
+  // loop runs innermost, in blocks of this many iterations; 0 if not.
+  int64_t column_block = 0;
   kplan::ParamTable params;
   std::vector<Ref> load_refs;  // by step (StepRef)
   std::vector<int> locals;     // members writing a local array
   std::vector<CppMemberPlan> members;
 
   // Whether member m splits its loops over the threads.
-  bool Splits(size_t m) const { return members[m].split_work && !team; }
+  bool Splits(size_t m) const { return members[m].split_work && !team && column_block == 0; }
+  // Whether the kernel runs its outer loops plainly, members inside, so
+  // that it may run on a block of a product's rows (KernelPrinter::PrintRows).
+  bool RunsOuterLoopsPlainly() const {
+    return !may_split && !team && !alone_matvec && column_block == 0;
+  }
   // The plan as text, one line per decision, for dumps.
   std::string ToString(const LoopProgram& program, const Kernel& kernel) const;
 };
@@ -230,6 +244,21 @@ class CppPlanner {
   // product, and no streaming store. Sets plan_.team and the products'
   // team strides if so.
   bool RunsAsTeam(const Kernel& kernel);
+  // The block of a kernel of column reductions (CppKernelPlan::column_block),
+  // or 0: every member runs exactly the outer loops (one value per outer
+  // iteration), its reductions are sums, products, maxima or minima of
+  // values loaded from buffers no member writes, every load runs along the
+  // innermost outer loop at stride 0 or 1, and some reduction's load runs
+  // along it at stride 1 and along its own innermost loop at another: a
+  // pool over the rows of channels-last data, a mean over a sequence.
+  // Such a reduction, one output per outer iteration, would read every
+  // value at a stride in a loop no vector runs; with the innermost outer
+  // loop innermost its lanes read rows of contiguous values.
+  int64_t ColumnBlock(const Kernel& kernel);
+  // Whether member m may run as a column reduction (see ColumnBlock); sets
+  // `columnar` when one of its loads runs along the columns at stride 1
+  // and along its own innermost loop at another.
+  bool MayRunAsColumns(const Kernel& kernel, size_t m, bool& columnar);
   // nullopt when the matrix depends on the outer loop.
   std::optional<TeamStrides> TeamMatVecStrides(const ComputeNode& node, int member,
                                                const MatVec& matvec);

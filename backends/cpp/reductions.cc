@@ -60,6 +60,17 @@ WelfordVars WelfordVarsOf(const LoopProgram& program, const ComputeNode& node, i
           absl::StrCat("wm2", member), absl::StrCat("wn", member), absl::StrCat("acc", member)};
 }
 
+// The names of a block of columns' variables: its first column, its
+// count of columns and the lane.
+struct ColumnNames {
+  std::string first, count, lane;
+};
+
+ColumnNames ColumnNamesOf(int column) {
+  const std::string x = absl::StrCat("x", column);
+  return {x + "b", x + "n", x + "j"};
+}
+
 }  // namespace
 
 // A member's reduction loops and body; `result` becomes the folded value.
@@ -264,6 +275,91 @@ void KernelPrinter::PrintWelfordJoin(const ComputeNode& node, int member, int de
                                " / (", na, " + ", nb, ");"));
   Line(depth, "}");
   Line(depth, absl::StrCat(t, " ", acc, " = ", m2, " / (", na, " + ", nb, ");"));
+}
+
+std::string KernelPrinter::PrintColumns(const Kernel& kernel) {
+  const int column = plan_.outer_loops - 1;
+  const int64_t columns = plan_.outer.back();
+  const int64_t block = plan_.column_block;
+  const auto [first, count, lane] = ColumnNamesOf(column);
+  const std::vector<int64_t> around(plan_.outer.begin(), plan_.outer.end() - 1);
+  if (plan_.parallel_outer) Line(1, ParallelFor(around.size() + 1, ""));
+  int depth = OpenLoops(around, 0, 1, {});
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", first, first, columns,
+                              first, block));
+  ++depth;
+  // A constant count where every block is whole, for the vectoriser.
+  if (columns % block == 0) {
+    Line(depth, absl::StrFormat("constexpr int64_t %s = %d;", count, block));
+  } else {
+    Line(depth, absl::StrFormat("const int64_t %s = %d - %s < %d ? %d - %s : %d;", count, columns,
+                                first, block, columns, first, block));
+  }
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    NameLoopVariables(node);
+    if (node.reduce == ReduceKind::kNone) continue;
+    step_base_ = plan_.members[m].first_step;
+    PrintColumnReduction(node, static_cast<int>(m), depth);
+  }
+  // GCC vectorises the lanes' loop told that its iterations are independent
+  // (see OuterLoopPragmas).
+  Line(depth, "#pragma GCC ivdep");
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %s; ++%s) {", lane, lane, count, lane));
+  Line(depth + 1, absl::StrFormat("const int64_t x%d = %s + %s;", column, first, lane));
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    const CppMemberPlan& member = plan_.members[m];
+    step_base_ = member.first_step;
+    std::string result = Temp(node.root);
+    if (node.reduce == ReduceKind::kNone) {
+      PrintBody(node, depth + 1);
+    } else {
+      const DType type = program_.buffers[node.output].dtype;
+      result = absl::StrCat("acc", m);
+      Line(depth + 1, absl::StrCat(CType(type), " ", result, " = ", result, "s[", lane, "];"));
+      if ((node.reduce == ReduceKind::kMax || node.reduce == ReduceKind::kMin) && IsFloat(type)) {
+        Line(depth + 1, absl::StrCat("if (nan", m, "s[", lane, "]) ", result, " = ",
+                                     cscalar::Literal(NAN, type), ";"));
+      }
+    }
+    if (!member.internal) {
+      Line(depth + 1, absl::StrCat(RefText(node, member.store), " = ", result, ";"));
+    }
+  }
+  Line(depth, "}");
+  CloseLoops(around.size() + 1, depth);
+  return body_;
+}
+
+void KernelPrinter::PrintColumnReduction(const ComputeNode& node, int member, int depth) {
+  const int column = plan_.outer_loops - 1;
+  const auto [first, count, lane] = ColumnNamesOf(column);
+  const DType type = program_.buffers[node.output].dtype;
+  const bool nan_flags =
+      (node.reduce == ReduceKind::kMax || node.reduce == ReduceKind::kMin) && IsFloat(type);
+  const std::string accs = absl::StrCat("acc", member, "s");
+  const std::string nans = absl::StrCat("nan", member, "s");
+  const std::string array_size =
+      absl::StrCat("[", plan_.column_block, "] __attribute__((aligned(64)));");
+  Line(depth, absl::StrCat(CType(type), " ", accs, array_size));
+  if (nan_flags) Line(depth, absl::StrCat("int ", nans, array_size));
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %s; ++%s) {", lane, lane, count, lane));
+  Line(depth + 1,
+       absl::StrCat(accs, "[", lane, "] = ", cscalar::ReduceInit(node.reduce, type), ";"));
+  if (nan_flags) Line(depth + 1, absl::StrCat(nans, "[", lane, "] = 0;"));
+  Line(depth, "}");
+  const int d = OpenLoops(node.AllRanges(), node.ranges.size(), depth, {});
+  Line(d, "#pragma omp simd");
+  Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %s; ++%s) {", lane, lane, count, lane));
+  Line(d + 1, absl::StrFormat("const int64_t x%d = %s + %s;", column, first, lane));
+  PrintBody(node, d + 1);
+  const std::string acc = absl::StrCat(accs, "[", lane, "]");
+  Line(d + 1, nan_flags ? ExtremeUpdate(node.reduce, type, Temp(node.root), acc,
+                                        absl::StrCat(nans, "[", lane, "]"))
+                        : cscalar::ReduceUpdate(node.reduce, type, Temp(node.root), "", acc, ""));
+  Line(d, "}");
+  CloseLoops(node.reduction_ranges.size(), d);
 }
 
 void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int depth) {

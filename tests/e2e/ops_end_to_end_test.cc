@@ -659,6 +659,42 @@ TEST_P(OpsEndToEndTest, MaximaAndMinimaInVectorBlocks) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
+// Reductions over the rows of channels-last data and over a sequence run
+// the columns innermost (CppPlanner::ColumnBlock), in blocks of 16 or 64
+// with a part block at the end (40 and 200 columns); a NaN in a column is
+// that column's maximum and minimum, infinities are extremes, and the values
+// after a reduction (a squeeze-excite's sigmoid) run per column.
+TEST_P(OpsEndToEndTest, ColumnReductions) {
+  GraphBuilder b;
+  Attrs rows_keep = IntsAttr("axes", {1, 2});
+  rows_keep.Set("keepdims", int64_t{1});
+  const ValueId image = b.Input("image", DType::kF32, {2, 9, 5, 40});
+  const ValueId pooled = b.Op("reduce_mean", {image}, rows_keep);
+  b.Output(b.Op("mul", {image, b.Op("sigmoid", {pooled})}));
+  for (const char* op : {"reduce_max", "reduce_min", "reduce_sum", "reduce_prod"}) {
+    b.Output(b.Op(op, {image}, IntsAttr("axes", {1, 2})));
+  }
+  const Attrs sequence = IntsAttr("axes", {1});
+  const ValueId tokens = b.Input("tokens", DType::kF32, {4, 33, 200});
+  for (const char* op : {"reduce_mean", "reduce_max", "reduce_min"}) {
+    b.Output(b.Op(op, {tokens}, sequence));
+  }
+  const ValueId counts = b.Input("counts", DType::kI32, {7, 48});
+  b.Output(b.Op("reduce_sum", {counts}, IntsAttr("axes", {0})));
+  b.Output(b.Op("reduce_max", {counts}, IntsAttr("axes", {0})));
+  EndToEndOptions options = Options();
+  options.fill = [](size_t i, Tensor& t) {
+    if (i == 2) return;  // counts: the default draw
+    const int64_t columns = t.shape().back();
+    for (int64_t k = 0; k < t.num_elements(); ++k) t.SetDouble(k, 0.9 + 0.2 * std::sin(0.37 * k));
+    t.SetDouble(3 * columns + 5, kNan);              // column 5 of the first image or sequence
+    t.SetDouble(t.num_elements() - 1, kNan);         // the last column of the last
+    t.SetDouble(4 * columns + 17, kInf);             // column 17
+    t.SetDouble(t.num_elements() - columns, -kInf);  // column 0 of the last
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
+}
+
 TEST_P(OpsEndToEndTest, SoftmaxAndNormalisations) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 7});
