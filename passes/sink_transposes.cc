@@ -266,7 +266,7 @@ class Sinker {
     std::sort(axes.begin(), axes.end());
     node.inputs[0] = t->source;
     node.attrs.Set("axes", AttrInts(axes));
-    if (node.attrs.GetInt("keepdims", 1) != 0) {
+    if (node.attrs.GetInt("keepdims", 0) != 0) {  // the reductions' default (ir/ops)
       Replace(node, p);
       return true;
     }

@@ -120,5 +120,34 @@ TEST(SinkTransposesTest, LeavesOpsWithOperandsInTheOldLayout) {
   EXPECT_EQ(std::string(g.node(1).op), "add");
 }
 
+// Reductions of transposed values, with and without keepdims (whose
+// default is 0), with the dims left in the source's order and not.
+TEST(SinkTransposesTest, ReductionsKeepTheirDimsOrDropThemAsTheOpsSay) {
+  Module module;
+  Graph& g = module.graph;
+  const ValueId x = *g.AddInput("x", {DType::kF32, {2, 3, 4}});
+  const ValueId t = Add(g, "t", "transpose", {x}, Perm({1, 2, 0}));  // [3, 4, 2]
+  Attrs first, last, kept;
+  first.Set("axes", AttrInts{0});
+  last.Set("axes", AttrInts{2});
+  kept.Set("axes", AttrInts{1});
+  kept.Set("keepdims", int64_t{1});
+  g.AddOutput(Add(g, "sum", "reduce_sum", {t}, std::move(first)));  // [4, 2]: transposed back
+  g.AddOutput(Add(g, "min", "reduce_min", {t}, std::move(last)));   // [3, 4]: the source's order
+  g.AddOutput(Add(g, "max", "reduce_max", {t}, std::move(kept)));   // [3, 1, 2]
+  ASSERT_TRUE(InferShapes(g).ok());
+  const std::vector<Tensor> inputs = {UniformTensor({DType::kF32, {2, 3, 4}}, 5, -2, 2)};
+  const absl::StatusOr<std::vector<Tensor>> before = Interpret(g, inputs);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const absl::StatusOr<bool> changed = SinkTransposesPass().Run(module);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  const absl::StatusOr<std::vector<Tensor>> after = Interpret(g, inputs);
+  ASSERT_TRUE(after.ok()) << after.status();
+  for (size_t o = 0; o < before->size(); ++o) {
+    EXPECT_TRUE((*before)[o] == (*after)[o]) << "output " << o;
+  }
+}
+
 }  // namespace
 }  // namespace loom
