@@ -76,35 +76,57 @@ extern "C" void loom_f1(void* const* a) {
 }
 
 extern "C" void loom_f2(void* const* a) {
-  static const int64_t src[8] = {1, 64, 58, 58, 215296, 3364, 58, 1};
+  const float* LOOM_RESTRICT p0 = (const float*)a[0];
+  float* LOOM_RESTRICT p1 = (float*)a[1];
+  #pragma omp parallel for
+  for (int64_t x0 = 0; x0 < 3364; ++x0) {
+    #pragma GCC ivdep
+    for (int64_t x1 = 0; x1 < 64; ++x1) {
+      const float t0 = p0[(x0 + 3364*x1)];
+      p1[(64*x0 + x1)] = t0;
+    }
+  }
+}
+
+extern "C" void loom_f3(void* const* a) {
+  static const int64_t src[8] = {1, 64, 58, 58, 215296, 1, 3712, 64};
   static const int64_t weights[8] = {64, 64, 3, 3, 576, 9, 3, 1};
-  static const int64_t dst[8] = {1, 64, 56, 56, 200704, 3136, 56, 1};
-  static const int64_t zero_pads[4] = {1, 1, 1, 1};
+  static const int64_t dst[8] = {1, 64, 56, 56, 200704, 1, 3584, 64};
+  static const int64_t zero_pads[4] = {0, 0, 0, 0};
   static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, 1, 1, 1, 1, 1, zero_pads)};
   loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);
 }
 
-extern "C" void loom_f3(void* const* a) {
+extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
   #pragma omp parallel for collapse(2)
-  for (int64_t x0 = 0; x0 < 64; ++x0) {
+  for (int64_t x0 = 0; x0 < 56; ++x0) {
     for (int64_t x1 = 0; x1 < 56; ++x1) {
       #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 56; ++x2) {
-        const float t0 = p0[(3136*x0 + 56*x1 + x2)];
-        const float t1 = p1[x0];
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t0 = p0[(3584*x0 + 64*x1 + x2)];
+        const float t1 = p1[x2];
         const float t2 = t0 + t1;
         const float t3 = (t2 < 0 ? (float)0 : t2);
         const float t4 = t3;
-        p2[(3364*x0 + 58*x1 + x2)] = t4;
+        p2[(3712*x0 + 64*x1 + x2)] = t4;
       }
     }
   }
 }
 
-extern "C" void loom_f4(void* const* a) {
+extern "C" void loom_f5(void* const* a) {
+  static const int64_t src[8] = {1, 64, 58, 58, 215296, 1, 3712, 64};
+  static const int64_t weights[8] = {64, 64, 3, 3, 576, 9, 3, 1};
+  static const int64_t dst[8] = {1, 64, 56, 56, 200704, 1, 3584, 64};
+  static const int64_t zero_pads[4] = {1, 1, 1, 1};
+  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, 1, 1, 1, 1, 1, zero_pads)};
+  loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);
+}
+
+extern "C" void loom_f6(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
@@ -113,7 +135,7 @@ extern "C" void loom_f4(void* const* a) {
   for (int64_t x0 = 0; x0 < 64; ++x0) {
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 3136; ++x1) {
-      const float t0 = p0[(3136*x0 + x1)];
+      const float t0 = p0[(x0 + 64*x1)];
       const float t1 = p1[x0];
       const float t2 = t0 + t1;
       const float t3 = p2[(3136*x0 + x1)];
@@ -125,11 +147,12 @@ extern "C" void loom_f4(void* const* a) {
 }
 
 // Launches:
-// loom_f0(bn1/pad.4)  # bn1/pad.fill
-// loom_f1(x, bn1/pad.4+59)  # bn1/pad.interior
-// loom_f2(bn1/pad.4, n1/folded_weight.0, bn1/sum.8)  # bn1/sum
-// loom_f0(bn2/pad.11)  # bn2/pad.fill
-// loom_f3(bn1/sum.8, n1/folded_bias.1, bn2/pad.11+59)  # relu1, bn2/pad.interior
-// loom_f2(bn2/pad.11, n2/folded_weight.2, bn2/sum.15)  # bn2/sum
-// loom_f4(bn2/sum.15, n2/folded_bias.3, x, y)  # relu2
+// loom_f0(bn1/pad.5/sunk.20)  # bn1/pad/sunk.fill
+// loom_f1(x, bn1/pad.5/sunk.20+59)  # bn1/pad/sunk.interior
+// loom_f2(bn1/pad.5/sunk.20, bn1/windows.input)  # bn1/windows.input
+// loom_f3(bn1/windows.input, n1/folded_weight.0, bn1/sum.9)  # bn1/sum
+// loom_f0(bn2/pad.13)  # bn2/pad.fill
+// loom_f4(bn1/sum.9, n1/folded_bias.1, bn2/pad.13+3776)  # relu1/sunk, bn2/pad.interior
+// loom_f5(bn2/pad.13, n2/folded_weight.2, bn2/sum.17)  # bn2/sum
+// loom_f6(bn2/sum.17, n2/folded_bias.3, x, y)  # relu2
 // 
