@@ -558,14 +558,14 @@ bool CppPlanner::MayRunAsColumns(const Kernel& kernel, size_t m, bool& columnar)
       continue;
     }
     const std::optional<std::vector<int64_t>> strides = AffineRef(node, ref);
-    if (!strides.has_value() || !op.args.empty() || ((*strides)[column] & ~int64_t{1}) != 0) {
-      return false;
-    }
+    if (!strides.has_value() || !op.args.empty()) return false;
+    const int64_t along_columns = (*strides)[column];
+    if (along_columns != 0 && along_columns != 1) return false;
     if (!reduces) continue;
     for (int n : kernel.nodes) {
       if (program_.nodes[n].output == op.buffer) return false;
     }
-    columnar |= (*strides)[column] == 1 && (*strides)[innermost] != 1;
+    columnar |= along_columns == 1 && (*strides)[innermost] != 1;
   }
   return true;
 }
