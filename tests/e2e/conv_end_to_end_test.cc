@@ -273,7 +273,7 @@ TEST(ConvEndToEndTest, ResidualBlock) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
-// The cpu_channels_last pipeline: every 2-D conv with a known weight a call
+// The cpu pipeline's channels-last convs: every 2-D conv with a known weight a call
 // (or, 1x1, a gemm call) on channels-last data; 1x1 at strides 1 and 2,
 // depthwise 3x3 and 5x5 at strides 1 and 2 (at stride 2 the padded width
 // is even and the windows read a prefix of each row), grouped, a dense 3x3 of 64 channels

@@ -90,7 +90,6 @@ absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march,
                                   bool channels_last) {
   CompileOptions options;
   options.model = graph.name;
-  if (channels_last) options.pipeline = "cpu_channels_last";
   options.pass_options =
       PipelineOverrides(march, streaming_store_min_bytes, conv_calls, channels_last);
   options.native_compile = false;

@@ -50,8 +50,9 @@ struct EndToEndOptions {
   // pipeline has them) rather than gemm calls and loops, which the tests
   // compile by default.
   bool conv_calls = false;
-  // The cpu_channels_last pipeline (convs as calls on channels-last data,
-  // DecomposeOptions::channels_last_conv_calls) instead of cpu.
+  // Convs as calls on channels-last data (DecomposeOptions::
+  // channels_last_conv_calls, as the cpu pipeline has them); the tests
+  // compile the NCHW decompositions by default.
   bool channels_last = false;
   // The native code's target (CppOptions.march; empty: this machine).
   std::string march;
