@@ -23,9 +23,10 @@
 //   unrolled; sequences and optionals are held as their structure, known
 //   at import, and flattened at the graph's boundary (StructuredInput).
 // - Shapes are static: every input dim must be known (or given through
-//   OnnxImportOptions::input_shapes or, for named dims, ::dims), and each
-//   node's output types are inferred as it is added. Graph outputs whose
-//   type the model declares must match loom's inferred type.
+//   OnnxImportOptions::input_shapes or, for named dims, ::dims; a named
+//   dim takes one size in every input that has it, within ::dim_bounds),
+//   and each node's output types are inferred as it is added. Graph
+//   outputs whose type the model declares must match loom's inferred type.
 //
 // Anything loom cannot run exactly (an op outside its set, an attribute it
 // does not understand, a dtype other than FLOAT, DOUBLE, INT32, INT64 and
@@ -35,6 +36,7 @@
 // loom's code generation never prints them.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,12 @@
 #include "onnx/onnx_pb.h"
 
 namespace loom {
+
+// The sizes a named dim may take, min..max.
+struct DimBounds {
+  int64_t min = 0;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
 
 struct OnnxImportOptions {
   // Values of graph inputs, by name. The importer uses one only where the
@@ -62,6 +70,11 @@ struct OnnxImportOptions {
   // every graph input that has them and no shape in input_shapes. Each name
   // must be a named dim of some graph input.
   absl::flat_hash_map<std::string, int64_t> dims;
+  // Bounds of named dims, by name: the size a named dim takes, from `dims`
+  // or from an input's shape in `input_shapes`, must lie within them (a
+  // serving setup's limits). Each name must be a named dim of some graph
+  // input.
+  absl::flat_hash_map<std::string, DimBounds> dim_bounds;
   // The structure of graph inputs that are sequences or optionals, by name
   // (a model declares their element type only): whether an optional holds
   // a value, and the shapes of a sequence's elements (or of an optional's

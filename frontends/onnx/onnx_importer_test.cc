@@ -316,6 +316,58 @@ TEST(OnnxImporterTest, DynamicDimsNeedAShape) {
               HasSubstr("the named dim 'M', which no graph input has (the model's: N)"));
 }
 
+// Inputs sharing a named dim give it one size, read from the shapes given
+// for them, within the dim's bounds; the errors name the input and the dim.
+TEST(OnnxImporterTest, NamedDimsTakeOneSizeWithinTheirBounds) {
+  ModelBuilder b;
+  b.SymbolicInput("x", "N").SymbolicInput("y", "N").Output("z");
+  b.Node("Add", {"x", "y"}, {"z"});
+  OnnxImportOptions options;
+  options.input_shapes["x"] = {5};
+  // y's dim takes the size x's shape gives N.
+  absl::StatusOr<Graph> graph = ImportOnnxModel(b.model(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->value(graph->inputs()[1]).type.shape, Shape{5});
+
+  options.input_shapes["y"] = {6};
+  graph = ImportOnnxModel(b.model(), options);
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("graph input 'y': dim 0, the named dim 'N', is 6 but 5 in graph input "
+                        "'x' (dim 0)"));
+
+  options.input_shapes["y"] = {5};
+  options.dim_bounds["N"] = {1, 4};
+  graph = ImportOnnxModel(b.model(), options);
+  ASSERT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      graph.status().message(),
+      HasSubstr("graph input 'x': dim 0, the named dim 'N', is 5, outside its bounds 1..4"));
+  options.dim_bounds["N"] = {1, 8};
+  EXPECT_TRUE(ImportOnnxModel(b.model(), options).ok());
+
+  // A size given by name must agree with the shapes and the bounds too.
+  options.dims["N"] = 7;
+  graph = ImportOnnxModel(b.model(), options);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("graph input 'x': dim 0, the named dim 'N', is 5 but 7 as given"));
+  options.input_shapes.clear();
+  options.dims["N"] = 9;
+  graph = ImportOnnxModel(b.model(), options);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("the size given for the named dim 'N' is 9, outside its bounds 1..8"));
+
+  OnnxImportOptions misspelt;
+  misspelt.dim_bounds["M"] = {1, 2};
+  graph = ImportOnnxModel(b.model(), misspelt);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("bounds are given for the named dim 'M', which no graph input has"));
+  misspelt.dim_bounds = {{"N", {3, 2}}};
+  graph = ImportOnnxModel(b.model(), misspelt);
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("the bounds given for the named dim 'N' are empty or negative: 3..2"));
+}
+
 // One-element initializers are literals (constants, which lowering writes
 // into the kernels); larger ones are weights.
 TEST(OnnxImporterTest, OneElementInitializersAreConstants) {
