@@ -3,17 +3,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "ir/file_io.h"
 #include "ir/interpreter.h"
 #include "ir/module.h"
+#include "ir/npy.h"
 #include "ir/random.h"
 #include "ir/status_macros.h"
 #include "passes/decompose.h"
@@ -34,12 +39,23 @@ absl::StatusOr<Graph> Decomposed(const Graph& graph) {
   return std::move(module.graph);
 }
 
-absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
-  const std::string path = absl::StrCat(dir, "/", value.name, ".bin");
+// DIR/<name>.npy, whose type must be the input's.
+absl::StatusOr<Tensor> ReadNpyInput(const std::string& path, const Value& value) {
+  LOOM_ASSIGN_OR_RETURN(Tensor tensor, ReadNpy(path));
+  if (tensor.type() != value.type) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", TypeToString(tensor.type()),
+                                                   ", but input '", value.name, "' is ",
+                                                   TypeToString(value.type)));
+  }
+  return tensor;
+}
+
+// DIR/<name>.bin, raw bytes of the input's type.
+absl::StatusOr<Tensor> ReadRawInput(const std::string& path, const Value& value) {
   absl::StatusOr<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(bytes.status().message(), " (the data of input '", value.name, "')"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        bytes.status().message(), " (the data of input '", value.name, "': <name>.npy or .bin)"));
   }
   const std::string& data = *bytes;
   Tensor tensor(value.type);
@@ -52,7 +68,29 @@ absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
   return tensor;
 }
 
+absl::StatusOr<Tensor> ReadInput(const std::string& dir, const Value& value) {
+  const std::string npy = absl::StrCat(dir, "/", value.name, ".npy");
+  if (std::filesystem::exists(npy)) return ReadNpyInput(npy, value);
+  return ReadRawInput(absl::StrCat(dir, "/", value.name, ".bin"), value);
+}
+
 }  // namespace
+
+absl::StatusOr<absl::flat_hash_map<std::string, Shape>> NpyInputShapes(const std::string& dir) {
+  absl::flat_hash_map<std::string, Shape> shapes;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string file = entry.path().filename().string();
+    if (!absl::EndsWith(file, ".npy")) continue;
+    LOOM_ASSIGN_OR_RETURN(TensorType type, ReadNpyType(entry.path().string()));
+    shapes[absl::StripSuffix(file, ".npy")] = std::move(type.shape);
+  }
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": cannot list the input files (", error.message(), ")"));
+  }
+  return shapes;
+}
 
 absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::string& dir,
                                                uint64_t seed, const InputRanges& ranges) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ir/graph.h"
@@ -46,10 +47,15 @@ struct InputRanges {
   double int_low = 0, int_high = 10;
 };
 
-// Inputs for `graph`: each read from `dir`/<input name>.bin (raw bytes)
-// or, when `dir` is empty, drawn from `ranges` with `seed`.
+// Inputs for `graph`: each read from `dir`/<input name>.npy (its type must
+// be the input's) or else `dir`/<input name>.bin (raw bytes) or, when `dir`
+// is empty, drawn from `ranges` with `seed`.
 absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::string& dir,
                                                uint64_t seed, const InputRanges& ranges = {});
+
+// The shapes of the arrays in `dir`/*.npy, by input name (the file's name
+// less .npy): what binds an ONNX model's named dims at `loom run --inputs`.
+absl::StatusOr<absl::flat_hash_map<std::string, Shape>> NpyInputShapes(const std::string& dir);
 
 // What a result is judged against.
 struct CheckReferences {

@@ -144,6 +144,8 @@ absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
   // anything else loom's graph text proto.
   OnnxImportOptions onnx_options;
   onnx_options.dims = options.dims;
+  onnx_options.dim_bounds = options.dim_bounds;
+  onnx_options.input_shapes = options.input_shapes;
   LOOM_ASSIGN_OR_RETURN(Graph graph, absl::EndsWith(options.model, ".onnx")
                                          ? LoadOnnxFile(options.model, onnx_options)
                                          : LoadGraphFile(options.model));

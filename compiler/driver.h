@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "backends/cpp/executable.h"
 #include "backends/cuda/executable.h"
+#include "frontends/onnx/onnx_importer.h"
 #include "ir/module.h"
 #include "ir/report.pb.h"
 #include "ir/tensor.h"
@@ -24,8 +25,12 @@ namespace loom {
 struct CompileOptions {
   std::string model;             // a .pbtxt graph or an .onnx model
   std::string pipeline = "cpu";  // a built-in name or a pipeline file
-  // Sizes of an ONNX model's named input dims (OnnxImportOptions::dims).
+  // Sizes of an ONNX model's named input dims (OnnxImportOptions::dims),
+  // their bounds (::dim_bounds), and shapes of its inputs that bind them
+  // (::input_shapes).
   absl::flat_hash_map<std::string, int64_t> dims;
+  absl::flat_hash_map<std::string, DimBounds> dim_bounds;
+  absl::flat_hash_map<std::string, Shape> input_shapes;
   // Options of the pipeline's passes to replace (PassOptionsOverride).
   std::vector<PassOptionsOverride> pass_options;
   std::string out_dir;     // where to write the emitted source and model.loom
@@ -72,7 +77,8 @@ absl::StatusOr<CompiledModel> CompileGraph(
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
 
 struct RunModelOptions {
-  std::string inputs_dir;  // <input name>.bin files of raw bytes; empty: random
+  // <input name>.npy files (or .bin files of raw bytes); empty: random.
+  std::string inputs_dir;
   // Judge the outputs by the --check rule (compiler/check.h) for the model as
   // imported (needs CompileOptions::keep_input_graph).
   bool check = false;

@@ -42,6 +42,41 @@ expect 0 "check pass" run --model=$bad/named_dims.onnx --dims=seq=5,batch=3 --ch
 expect 2 "a size is given for the named dim 'sequence', which no graph input has \(the model's: batch, seq\)" \
   run --model=$bad/named_dims.onnx --dims=batch=3,sequence=5
 expect 2 "bad value for --dims: .*'seq' is not NAME=SIZE" run --model=$bad/named_dims.onnx --dims=batch=3,seq
+# Or from the shapes of --inputs' .npy files, within bounds --dims=NAME=MIN..MAX.
+# npy FILE SHAPE: an .npy file of float32 zeros of SHAPE ("3, 5, 4"), as numpy.save writes it.
+npy() {
+  local header="{'descr': '<f4', 'fortran_order': False, 'shape': ($2), }"
+  header+=$(printf '%*s' $(( (64 - (10 + ${#header} + 1) % 64) % 64 )) '')
+  local length=$(( ${#header} + 1 ))
+  {
+    printf '\x93NUMPY\x01\x00'
+    printf "\\x$(printf %02x $((length & 255)))\\x$(printf %02x $((length >> 8)))"
+    printf '%s\n' "$header"
+    head -c $(( 4 * (${2//, /*}) )) /dev/zero
+  } > "$1"
+}
+npys="$out/npys"
+mkdir -p "$npys"
+npy "$npys/x.npy" "3, 5, 4"
+npy "$npys/y.npy" "3, 5, 1"
+expect 0 "check pass" run --model=$bad/named_dims.onnx --inputs=$npys --check
+expect 0 "check pass" run --model=$bad/named_dims.onnx --inputs=$npys --dims=seq=1..8 --check
+expect 2 "graph input 'x': dim 1, the named dim 'seq', is 5, outside its bounds 1..4" \
+  run --model=$bad/named_dims.onnx --inputs=$npys --dims=seq=1..4
+expect 2 "graph input 'x': dim 0, the named dim 'batch', is 3 but 2 as given" \
+  run --model=$bad/named_dims.onnx --inputs=$npys --dims=batch=2
+expect 2 "bad value for --dims: .*'seq=4..1' is not NAME=SIZE or NAME=MIN..MAX" \
+  run --model=$bad/named_dims.onnx --dims=seq=4..1
+npy "$npys/y.npy" "3, 6, 1"
+expect 2 "graph input 'y': dim 1, the named dim 'seq', is 6 but 5 in graph input 'x' \(dim 1\)" \
+  run --model=$bad/named_dims.onnx --inputs=$npys
+# An .npy file's type must be its input's.
+npy "$npys/x.npy" "2, 4"
+expect 2 "npys/x.npy: f32\[2,4\], but input 'x' is f32\[2,3\]" run --model=$bad/good.pbtxt --inputs=$npys
+npy "$npys/x.npy" "2, 3"
+expect 0 "check pass" run --model=$bad/good.pbtxt --inputs=$npys --check
+printf 'not numpy' > "$npys/y.npy"
+expect 2 "npys/y.npy: not a readable .npy file" run --model=$bad/named_dims.onnx --inputs=$npys
 expect 2 "no_such_pipeline" compile --model=$bad/good.pbtxt --pipeline=no_such_pipeline
 # Passes out of their stage's order, or for another target, fail at load.
 pipelines="$bad/pipelines"

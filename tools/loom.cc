@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compiler/check.h"
 #include "compiler/driver.h"
 #include "ir/file_io.h"
 #include "ir/graph_io.h"
@@ -36,37 +37,57 @@
 #include "tools/gen.h"
 #include "tools/graph_dot.h"
 
-// --dims=NAME=N,...: sizes of an ONNX model's named input dims.
+// --dims=NAME=N,NAME=LO..HI,...: sizes or bounds of an ONNX model's named
+// input dims.
 struct NamedDims {
   absl::flat_hash_map<std::string, int64_t> sizes;
+  absl::flat_hash_map<std::string, loom::DimBounds> bounds;
 };
 
 bool AbslParseFlag(absl::string_view text, NamedDims* dims, std::string* error) {
-  dims->sizes.clear();
+  *dims = {};
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    const std::pair<absl::string_view, absl::string_view> name_size = absl::StrSplit(item, '=');
-    int64_t size = 0;
-    if (name_size.first.empty() || !absl::SimpleAtoi(name_size.second, &size) || size < 0) {
-      *error = absl::StrCat("'", item, "' is not NAME=SIZE with a size of 0 or more");
+    const std::pair<absl::string_view, absl::string_view> name_value = absl::StrSplit(item, '=');
+    const std::string name(name_value.first);
+    const std::pair<absl::string_view, absl::string_view> range =
+        absl::StrSplit(name_value.second, "..");
+    int64_t low = 0, high = 0;
+    const bool is_range = absl::StrContains(name_value.second, "..");
+    if (name.empty() || !absl::SimpleAtoi(range.first, &low) || low < 0 ||
+        (is_range && (!absl::SimpleAtoi(range.second, &high) || high < low))) {
+      *error = absl::StrCat("'", item,
+                            "' is not NAME=SIZE or NAME=MIN..MAX with sizes of 0 or more and "
+                            "MIN at most MAX");
       return false;
     }
-    if (!dims->sizes.emplace(name_size.first, size).second) {
-      *error = absl::StrCat("the dim '", name_size.first, "' is given twice");
+    if (dims->sizes.contains(name) || dims->bounds.contains(name)) {
+      *error = absl::StrCat("the dim '", name, "' is given twice");
       return false;
+    }
+    if (is_range) {
+      dims->bounds[name] = {low, high};
+    } else {
+      dims->sizes[name] = low;
     }
   }
   return true;
 }
 
 std::string AbslUnparseFlag(const NamedDims& dims) {
-  return absl::StrJoin(dims.sizes, ",", absl::PairFormatter("="));
+  std::vector<std::string> items;
+  for (const auto& [name, size] : dims.sizes) items.push_back(absl::StrCat(name, "=", size));
+  for (const auto& [name, b] : dims.bounds) {
+    items.push_back(absl::StrCat(name, "=", b.min, "..", b.max));
+  }
+  return absl::StrJoin(items, ",");
 }
 
 ABSL_FLAG(std::string, model, "",
           "the model: a graph text proto (.pbtxt) or an ONNX model (.onnx)");
 ABSL_FLAG(std::string, pipeline, "cpu", "built-in pipeline name or pipeline file");
 ABSL_FLAG(NamedDims, dims, {},
-          "sizes of an ONNX model's named input dims, NAME=N,... (e.g. batch=1,sequence=128)");
+          "sizes of an ONNX model's named input dims, NAME=N,... (e.g. batch=1,sequence=128), "
+          "or their bounds, NAME=MIN..MAX, for sizes that run's --inputs=DIR of .npy files give");
 ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
 ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");
 ABSL_FLAG(std::string, aot, "",
@@ -81,7 +102,9 @@ ABSL_FLAG(
 ABSL_FLAG(std::string, explain_fusion, "",
           "compile: print why compute node NODE did or did not fuse with each "
           "candidate neighbour");
-ABSL_FLAG(std::string, inputs, "", "run: directory of <input>.bin raw input data");
+ABSL_FLAG(std::string, inputs, "",
+          "run: directory of <input>.npy arrays (their shapes bind named dims) or <input>.bin "
+          "raw input data");
 ABSL_FLAG(bool, check, false, "run: judge outputs against the model evaluated in float64");
 ABSL_FLAG(int, iters, 1, "run: how many times to run");
 ABSL_FLAG(int, warmup, 0, "run: untimed runs before the timed ones");
@@ -192,6 +215,7 @@ CompileOptions CompileOptionsFromFlags() {
   options.model = absl::GetFlag(FLAGS_model);
   options.pipeline = absl::GetFlag(FLAGS_pipeline);
   options.dims = absl::GetFlag(FLAGS_dims).sizes;
+  options.dim_bounds = absl::GetFlag(FLAGS_dims).bounds;
   options.out_dir = absl::GetFlag(FLAGS_out_dir);
   options.dump_after = absl::GetFlag(FLAGS_dump_after);
   options.dump_dir = absl::GetFlag(FLAGS_dump_dir);
@@ -260,6 +284,11 @@ int Run() {
   } else {
     CompileOptions compile_options = CompileOptionsFromFlags();
     compile_options.keep_input_graph = absl::GetFlag(FLAGS_check);
+    if (const std::string dir = absl::GetFlag(FLAGS_inputs); !dir.empty()) {
+      absl::StatusOr<absl::flat_hash_map<std::string, Shape>> shapes = NpyInputShapes(dir);
+      if (!shapes.ok()) return Fail(shapes.status());
+      compile_options.input_shapes = *std::move(shapes);
+    }
     absl::StatusOr<CompiledModel> compiled_now = CompileModel(compile_options);
     if (!compiled_now.ok()) return Fail(compiled_now.status());
     compiled.emplace(*std::move(compiled_now));
