@@ -74,6 +74,45 @@ absl::Status Interpret(const loom::Graph& graph, const loom_input* inputs, int n
   return absl::OkStatus();
 }
 
+// The options of a compile through the C interface, which keeps the graph as
+// imported for loom_model_reference_run.
+loom::CompileOptions OptionsFor(const char* model_path, const char* pipeline) {
+  loom::CompileOptions options;
+  options.model = model_path;
+  if (pipeline != nullptr) options.pipeline = pipeline;
+  options.keep_input_graph = true;
+  return options;
+}
+
+// Compiles with `options` and binds the result into *model.
+loom_status CompileAndBind(const loom::CompileOptions& options, loom_model** model) {
+  absl::StatusOr<loom::CompiledModel> compiled = loom::CompileModel(options);
+  if (!compiled.ok()) return loom_c::Report(compiled.status());
+  if (!compiled->executable.has_value()) {
+    return loom_c::Report(
+        absl::InvalidArgumentError("loom_model_compile: the pipeline's target is not the CPU"));
+  }
+  // The kernels come from the cache the compile just filled; the weights
+  // are read in place from the compiled module, which the model's
+  // reference keeps alive with the graph as imported.
+  auto owner = std::make_shared<const loom::CompiledModel>(*std::move(compiled));
+  absl::StatusOr<loom::cpp::CompiledLibrary> library =
+      loom::cpp::CompileModule(owner->module, loom::cpp::DefaultCacheDir());
+  if (!library.ok()) return loom_c::Report(library.status());
+  absl::StatusOr<loom::runtime::proto::Artifact> artifact = loom::cpp::MakeArtifact(
+      owner->module, /*shared_object=*/"", owner->output_names, /*weight_data=*/false);
+  if (!artifact.ok()) return loom_c::Report(artifact.status());
+  absl::StatusOr<loom::Model> bound = loom::Model::Bind(std::move(library->library), *artifact,
+                                                        loom::cpp::WeightData(owner->module));
+  if (!bound.ok()) return loom_c::Report(bound.status());
+  *model = new loom_model{*std::move(bound), [owner](const loom_input* inputs, int num_inputs,
+                                                     const loom_output* outputs, int num_outputs) {
+                            return loom_c::Report(Interpret(*owner->input_graph, inputs, num_inputs,
+                                                            outputs, num_outputs));
+                          }};
+  return LOOM_OK;
+}
+
 }  // namespace
 
 struct loom_reference {
@@ -116,10 +155,7 @@ extern "C" loom_status loom_model_compile_with_dims(const char* model_path, cons
       (num_dims > 0 && (dim_names == nullptr || dim_sizes == nullptr))) {
     return loom_c::Report(absl::InvalidArgumentError("loom_model_compile: a null argument"));
   }
-  loom::CompileOptions options;
-  options.model = model_path;
-  if (pipeline != nullptr) options.pipeline = pipeline;
-  options.keep_input_graph = true;
+  loom::CompileOptions options = OptionsFor(model_path, pipeline);
   for (int i = 0; i < num_dims; ++i) {
     if (dim_names[i] == nullptr) {
       return loom_c::Report(absl::InvalidArgumentError(
@@ -130,29 +166,38 @@ extern "C" loom_status loom_model_compile_with_dims(const char* model_path, cons
           "loom_model_compile_with_dims: the dim '", dim_names[i], "' is given twice")));
     }
   }
-  absl::StatusOr<loom::CompiledModel> compiled = loom::CompileModel(options);
-  if (!compiled.ok()) return loom_c::Report(compiled.status());
-  if (!compiled->executable.has_value()) {
+  return CompileAndBind(options, model);
+}
+
+extern "C" loom_status loom_model_compile_for_inputs(const char* model_path, const char* pipeline,
+                                                     const loom_dim_bounds* bounds, int num_bounds,
+                                                     const loom_input* inputs, int num_inputs,
+                                                     loom_model** model) {
+  if (model_path == nullptr || model == nullptr || num_bounds < 0 || num_inputs < 0 ||
+      (num_bounds > 0 && bounds == nullptr) || (num_inputs > 0 && inputs == nullptr)) {
     return loom_c::Report(
-        absl::InvalidArgumentError("loom_model_compile: the pipeline's target is not the CPU"));
+        absl::InvalidArgumentError("loom_model_compile_for_inputs: a null argument"));
   }
-  // The kernels come from the cache the compile just filled; the weights
-  // are read in place from the compiled module, which the model's
-  // reference keeps alive with the graph as imported.
-  auto owner = std::make_shared<const loom::CompiledModel>(*std::move(compiled));
-  absl::StatusOr<loom::cpp::CompiledLibrary> library =
-      loom::cpp::CompileModule(owner->module, loom::cpp::DefaultCacheDir());
-  if (!library.ok()) return loom_c::Report(library.status());
-  absl::StatusOr<loom::runtime::proto::Artifact> artifact = loom::cpp::MakeArtifact(
-      owner->module, /*shared_object=*/"", owner->output_names, /*weight_data=*/false);
-  if (!artifact.ok()) return loom_c::Report(artifact.status());
-  absl::StatusOr<loom::Model> bound = loom::Model::Bind(std::move(library->library), *artifact,
-                                                        loom::cpp::WeightData(owner->module));
-  if (!bound.ok()) return loom_c::Report(bound.status());
-  *model = new loom_model{*std::move(bound), [owner](const loom_input* inputs, int num_inputs,
-                                                     const loom_output* outputs, int num_outputs) {
-                            return loom_c::Report(Interpret(*owner->input_graph, inputs, num_inputs,
-                                                            outputs, num_outputs));
-                          }};
-  return LOOM_OK;
+  loom::CompileOptions options = OptionsFor(model_path, pipeline);
+  for (int i = 0; i < num_bounds; ++i) {
+    if (bounds[i].name == nullptr) {
+      return loom_c::Report(absl::InvalidArgumentError(
+          absl::StrCat("loom_model_compile_for_inputs: the name of bounds ", i, " is null")));
+    }
+    if (!options.dim_bounds.emplace(bounds[i].name, loom::DimBounds{bounds[i].min, bounds[i].max})
+             .second) {
+      return loom_c::Report(absl::InvalidArgumentError(absl::StrCat(
+          "loom_model_compile_for_inputs: the dim '", bounds[i].name, "' is bounded twice")));
+    }
+  }
+  for (int i = 0; i < num_inputs; ++i) {
+    const loom_input& input = inputs[i];
+    if (input.name == nullptr || input.rank < 0 || (input.rank > 0 && input.shape == nullptr)) {
+      return loom_c::Report(absl::InvalidArgumentError(
+          absl::StrCat("loom_model_compile_for_inputs: input ", i,
+                       " has a null name or shape, or a negative rank")));
+    }
+    options.input_shapes[input.name] = loom::Shape(input.shape, input.shape + input.rank);
+  }
+  return CompileAndBind(options, model);
 }

@@ -90,6 +90,26 @@ loom_status loom_model_compile_with_dims(const char* model_path, const char* pip
                                          const char* const* dim_names, const int64_t* dim_sizes,
                                          int num_dims, loom_model** model);
 
+/* The sizes a named dim may take: min to max. */
+typedef struct {
+  const char* name;
+  int64_t min;
+  int64_t max;
+} loom_dim_bounds;
+
+/* loom_model_compile for the shapes of `inputs` (names, types and shapes;
+   their data is not read): an ONNX model's named dims take their sizes from
+   the inputs that have them, every input sharing a dim giving it the same
+   size, within the dim's `bounds` (num_bounds of them, by name; none: any
+   size). The model then runs inputs of those shapes; each other shape is a
+   compile of its own. A disagreement, a size outside its bounds, a named
+   dim no input gives, or bounds for a name no input has is
+   LOOM_INVALID_ARGUMENT naming the input, the dim and the size or bound. */
+loom_status loom_model_compile_for_inputs(const char* model_path, const char* pipeline,
+                                          const loom_dim_bounds* bounds, int num_bounds,
+                                          const loom_input* inputs, int num_inputs,
+                                          loom_model** model);
+
 void loom_model_free(loom_model* model);
 
 int loom_model_num_inputs(const loom_model* model);

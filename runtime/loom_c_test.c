@@ -110,6 +110,31 @@ int main(void) {
   EXPECT(loom_model_input(model, 1, &name, &dtype, &rank, &shape) == LOOM_OK);
   EXPECT(strcmp(name, "y") == 0 && rank == 3 && shape[0] == 2 && shape[1] == 3 && shape[2] == 1);
   loom_model_free(model);
+
+  /* Or by the shapes of the inputs to run, within bounds. */
+  const int64_t named_x[] = {4, 5, 4}, named_y[] = {4, 5, 1}, other_y[] = {4, 6, 1};
+  loom_input shaped[] = {{"x", LOOM_F32, 3, named_x, NULL}, {"y", LOOM_F32, 3, named_y, NULL}};
+  const loom_dim_bounds bounds[] = {{"seq", 1, 8}};
+  model = NULL;
+  EXPECT(loom_model_compile_for_inputs("tests/bad_inputs/named_dims.onnx", NULL, bounds, 1, shaped,
+                                       2, &model) == LOOM_OK);
+  if (model == NULL) return 1;
+  EXPECT(loom_model_input(model, 1, &name, &dtype, &rank, &shape) == LOOM_OK);
+  EXPECT(shape[0] == 4 && shape[1] == 5 && shape[2] == 1);
+  loom_model_free(model);
+  const loom_dim_bounds narrow[] = {{"seq", 1, 4}};
+  EXPECT(loom_model_compile_for_inputs("tests/bad_inputs/named_dims.onnx", NULL, narrow, 1, shaped,
+                                       2, &model) == LOOM_INVALID_ARGUMENT);
+  EXPECT(strstr(loom_last_error(),
+                "graph input 'x': dim 1, the named dim 'seq', is 5, outside its bounds 1..4") !=
+         NULL);
+  shaped[1].shape = other_y;
+  EXPECT(loom_model_compile_for_inputs("tests/bad_inputs/named_dims.onnx", NULL, NULL, 0, shaped, 2,
+                                       &model) == LOOM_INVALID_ARGUMENT);
+  EXPECT(strstr(loom_last_error(), "graph input 'y': dim 1, the named dim 'seq', is 6 but 5") !=
+         NULL);
+  EXPECT(loom_model_compile_for_inputs("tests/bad_inputs/named_dims.onnx", NULL, NULL, 1, shaped, 2,
+                                       &model) == LOOM_INVALID_ARGUMENT);
   if (failures == 0) printf("loom_c_test: all passed\n");
   return failures == 0 ? 0 : 1;
 }
