@@ -103,6 +103,32 @@ class LoomTest(unittest.TestCase):
                 loom.compile(path, dims=dims)
             self.assertIn(message, str(raised.exception))
 
+    def test_bounded_dims_take_each_calls_sizes(self):
+        path = "tests/bad_inputs/named_dims.onnx"
+        model = loom.compile(path, dims={"batch": (1, 4), "seq": (1, 8)})
+        self.assertIsInstance(model, loom.DynamicModel)
+        rng = np.random.default_rng(5)
+        for batch, seq in [(2, 3), (4, 8), (2, 3), (1, 1)]:
+            x = rng.standard_normal((batch, seq, 4)).astype(np.float32)
+            y = rng.standard_normal((batch, seq, 1)).astype(np.float32)
+            np.testing.assert_array_equal(model.run({"x": x, "y": y})["z"], x + y)
+        self.assertEqual(model.compiles, 3)  # (2, 3) compiled once
+        x, y = np.zeros((2, 9, 4), np.float32), np.zeros((2, 9, 1), np.float32)
+        for feeds, message in [
+                ({"x": x, "y": y}, "graph input 'x': dim 1, the named dim 'seq', is 9, "
+                                   "outside its bounds 1..8"),
+                ({"x": x[:, :5], "y": y[:, :6]}, "graph input 'y': dim 1, the named dim "
+                                                 "'seq', is 6 but 5 in graph input 'x'"),
+                ({"x": x[:, :5]}, "input 'y'")]:
+            with self.assertRaises(loom.InvalidArgumentError) as raised:
+                model.run(feeds)
+            self.assertIn(message, str(raised.exception))
+        # A size given with bounds elsewhere is a bound of one size.
+        fixed = loom.compile(path, dims={"batch": 2, "seq": (1, 8)})
+        with self.assertRaises(loom.InvalidArgumentError) as raised:
+            fixed.run({"x": x[:1, :5], "y": y[:1, :5]})
+        self.assertIn("the named dim 'batch', is 1, outside its bounds 2..2", str(raised.exception))
+
     def test_bad_files_raise(self):
         with self.assertRaises(loom.Error) as raised:
             loom.load("/nonexistent/model.loom")

@@ -4,6 +4,8 @@ numpy arrays.
     import loom
     m = loom.compile("model.onnx")       # or loom.load("D/model.loom")
     outputs = m.run({"x": x})            # {name: numpy array}; or y = m(x)
+    d = loom.compile("bert.onnx", dims={"batch": (1, 64), "seq": (1, 512)})
+    outputs = d.run({"input_ids": ids})  # any batch and seq within the bounds
 
 Over loom's C interface (runtime/loom_c.h) in libloom.so, found at
 $LOOM_LIBRARY, else beside this package. Errors are loom.Error with loom's
@@ -11,6 +13,7 @@ message (loom.InvalidArgumentError, also a ValueError, for a bad model or
 tensor).
 """
 
+import collections
 import ctypes
 import math
 import os
@@ -19,7 +22,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-__all__ = ["Error", "InvalidArgumentError", "Model", "Reference", "compile", "load"]
+__all__ = ["DynamicModel", "Error", "InvalidArgumentError", "Model", "Reference", "compile",
+           "load"]
 
 
 class Error(Exception):
@@ -94,6 +98,10 @@ class _Tensor(ctypes.Structure):
                 ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
 
 
+class _DimBounds(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("min", ctypes.c_int64), ("max", ctypes.c_int64)]
+
+
 def _library_path():
     path = os.environ.get("LOOM_LIBRARY")
     if path:
@@ -122,6 +130,9 @@ def _library():
         lib.loom_model_compile_with_dims.argtypes = [
             ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
             ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.POINTER(handle)]
+        lib.loom_model_compile_for_inputs.argtypes = [
+            ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_DimBounds), ctypes.c_int,
+            ctypes.POINTER(_Tensor), ctypes.c_int, ctypes.POINTER(handle)]
         lib.loom_model_free.argtypes = [handle]
         lib.loom_model_free.restype = None
         for count in (lib.loom_model_num_inputs, lib.loom_model_num_outputs,
@@ -163,16 +174,17 @@ def _output_array(shape, dtype):
 
 
 class _Plan:
-    """The C structs of a call with given input names, in that order."""
+    """The C structs of a call with given input names, in that order, and of
+    the outputs ((name, numpy dtype, shape) each)."""
 
-    def __init__(self, model, names):
+    def __init__(self, outputs, names):
         self.names = [str(n).encode() for n in names]
         self.inputs = (_Tensor * max(len(names), 1))()
         self.types = [None] * len(names)
         self.shapes = [None] * len(names)
-        self.outputs = (_Tensor * max(len(model.outputs), 1))()
+        self.outputs = (_Tensor * max(len(outputs), 1))()
         self.output_shapes = []
-        for i, (name, dtype, shape) in enumerate(model.outputs):
+        for i, (name, dtype, shape) in enumerate(outputs):
             encoded = name.encode()
             dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
             self.output_shapes.append((encoded, dims))  # alive as long as the structs
@@ -201,7 +213,7 @@ class RawCall:
 
     def __init__(self, model, inputs):
         self._model = model
-        self._plan = _Plan(model, [name for name, _, _ in inputs])
+        self._plan = _Plan(model.outputs, [name for name, _, _ in inputs])
         for i, (_, dtype, shape) in enumerate(inputs):
             self._plan.set_type(i, np.dtype(dtype), tuple(shape))
         self._count = len(inputs)
@@ -281,7 +293,7 @@ class Model:
         plans = self._plans.__dict__
         plan = plans.get(tuple(feeds))
         if plan is None:
-            plan = plans[tuple(feeds)] = _Plan(self, list(feeds))
+            plan = plans[tuple(feeds)] = _Plan(self.outputs, list(feeds))
         keep = []  # arrays the structs point into, alive for the call
         for i, value in enumerate(feeds.values()):
             array = value if isinstance(value, np.ndarray) else np.asarray(value)
@@ -342,13 +354,78 @@ def _open(function, *args):
     return Model(handle)
 
 
+class DynamicModel:
+    """A model file whose named dims take their sizes from each call's inputs
+    (loom.compile with bounds): run() binds them from the arrays' shapes,
+    checks that inputs sharing a dim agree and that each size lies within
+    its bounds (else loom.InvalidArgumentError naming the input, the dim and
+    the bound; nothing runs), and runs the Model compiled for those shapes.
+    Each new set of shapes is a compile of its own (kernels come from the
+    cache when a shape was compiled before); the last MAX_SHAPES are kept."""
+
+    MAX_SHAPES = 8
+
+    def __init__(self, model_path, pipeline, bounds):
+        self._path = os.fsencode(model_path)
+        self._pipeline = pipeline.encode()
+        self._names = [str(n).encode() for n in bounds]  # alive with the structs
+        self._bounds = (_DimBounds * max(len(bounds), 1))(*(
+            _DimBounds(name, low, high) for name, (low, high) in zip(self._names,
+                                                                      bounds.values())))
+        self._count = len(bounds)
+        self._models = collections.OrderedDict()  # by input shapes, least recently used first
+        self._lock = threading.Lock()
+        self.compiles = 0  # how many shapes were compiled
+
+    def model_for(self, feeds):
+        """The Model for the shapes and types of `feeds` ({name: array})."""
+        arrays = {name: value if isinstance(value, np.ndarray) else np.asarray(value)
+                  for name, value in feeds.items()}
+        key = tuple((name, a.dtype.str, a.shape) for name, a in sorted(arrays.items()))
+        with self._lock:
+            model = self._models.get(key)
+            if model is not None:
+                self._models.move_to_end(key)
+                return model
+        model = self._compile(arrays)
+        with self._lock:
+            self._models[key] = model
+            self.compiles += 1
+            while len(self._models) > self.MAX_SHAPES:
+                self._models.popitem(last=False)
+        return model
+
+    def run(self, feeds):
+        """Runs on `feeds` ({input name: array}); returns {output name: array}."""
+        return self.model_for(feeds).run(feeds)
+
+    def reference(self, feeds):
+        """What run() computes, by loom's reference interpreter."""
+        return self.model_for(feeds).reference(feeds)
+
+    def _compile(self, arrays):
+        plan = _Plan([], list(arrays))
+        for i, array in enumerate(arrays.values()):
+            plan.set_type(i, array.dtype, array.shape)
+        return _open(_library().loom_model_compile_for_inputs, self._path, self._pipeline,
+                     self._bounds, self._count, plan.inputs, len(arrays))
+
+
 def compile(model_path, pipeline="cpu", dims=None):
     """Compiles a model file (.onnx, or loom's .pbtxt graph) for this CPU.
 
-    dims: sizes of an ONNX model's named input dims, e.g.
-    {"batch_size": 1, "sequence_length": 128}.
+    dims: an ONNX model's named input dims, each a size, e.g.
+    {"batch_size": 1, "sequence_length": 128}, or bounds (min, max), e.g.
+    {"batch_size": (1, 64)}. With bounds the result is a DynamicModel,
+    which takes those dims' sizes from each call's inputs; else a Model.
     """
     dims = dict(dims or {})
+    if any(isinstance(v, (tuple, list)) for v in dims.values()):
+        bounds = {}
+        for name, value in dims.items():
+            low, high = value if isinstance(value, (tuple, list)) else (value, value)
+            bounds[name] = (int(low), int(high))
+        return DynamicModel(model_path, pipeline, bounds)
     names = (ctypes.c_char_p * len(dims))(*(str(n).encode() for n in dims))
     sizes = (ctypes.c_int64 * len(dims))(*(int(v) for v in dims.values()))
     return _open(_library().loom_model_compile_with_dims, os.fsencode(model_path),
