@@ -307,7 +307,7 @@ TEST(LoadPipelineTest, FilesAndBuiltins) {
   // test, so loading stops at the first options block none of them takes,
   // with the built-in's file name.
   EXPECT_THAT(std::string(LoadPipeline("cpu").status().message()),
-              StartsWith("pipelines/cpu.pbtxt:9:26: Message type \"loom.proto.PassSpec\" has no "
+              StartsWith("pipelines/cpu.pbtxt:10:26: Message type \"loom.proto.PassSpec\" has no "
                          "field named \"decompose\". A pass entry holds its name and at most one "
                          "options block: cpp, fuse, picky."));
 }

@@ -96,6 +96,7 @@ extern "C" void loom_f0(void* const* a) {
   loom_store16(x + 16, loom_exp16(loom_load16(x + 16)));
   loom_matvec<16>(x, x + 32, 16, 8, x + 64, 1);
   loom_matvecs<16, 3>(x, 16, x + 32, 16, 8, x + 64, 1, 8);
+  loom_panel_gemm(11, 8, 3, x, 8, x + 128, x + 512);
 }
 )";
 
@@ -122,7 +123,8 @@ TEST_P(CppSupportCodeTest, PreludeCompiles) {
       absl::StrCat(cpp::kPreludeHead, cpp::VectorLibmDeclarations(every_libm_call),
                    cpp::kStreamHelpers, cpp::kDnnlConvDeclarations, cpp::kDnnlDeclaration,
                    cpp::kBlisDeclaration, cpp::kOpenBlasSgemmDeclaration, cpp::kBlasDeclaration,
-                   cpp::VectorHelpers(/*teams=*/true), kVectorHelperCalls),
+                   "#include <omp.h>\n", cpp::kPanelGemm, cpp::VectorHelpers(/*teams=*/true),
+                   kVectorHelperCalls),
       absl::StrCat("prelude_", GetParam().name, ".cc"), CppCommand(GetParam()));
 }
 

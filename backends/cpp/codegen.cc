@@ -37,7 +37,8 @@ struct UnitNeeds {
   bool calls_blis = false;            // may: where the target has AVX2 but not AVX-512
   bool calls_openblas_sgemm = false;  // may: likewise; links as calls_blas does
   bool calls_conv = false;
-  bool narrow_floats = false;  // cscalar::NarrowFloatHelpers
+  bool calls_panel_gemm = false;  // kPanelGemm
+  bool narrow_floats = false;     // cscalar::NarrowFloatHelpers
 
   void Add(const CppKernelPlan& plan) {
     calls_openmp |= plan.may_split;  // a team splits too
@@ -62,6 +63,7 @@ struct UnitFunctions {
 // The library a gemm's plan names.
 const char* GemmLibraries(const Gemm& gemm) {
   if (gemm.dtype != DType::kF32) return "cblas_dgemm";
+  if (IsPanelProduct(gemm)) return "loom_panel_gemm";
   if (MayCallOpenBlas(gemm)) return "dnnl_sgemm or, on AVX2, cblas_sgemm";
   return MayCallBlis(gemm) ? "dnnl_sgemm or, on AVX2, bli_sgemm" : "dnnl_sgemm";
 }
@@ -86,7 +88,11 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
     plan = absl::StrCat("kernel ", kernel.name, ": a oneDNN convolution call\n");
   } else if (gemm.has_value()) {
     const bool f32 = gemm->dtype == DType::kF32;
-    (f32 ? needs.calls_dnnl : needs.calls_blas) = true;
+    if (IsPanelProduct(*gemm)) {
+      needs.calls_panel_gemm = needs.calls_openmp = true;
+    } else {
+      (f32 ? needs.calls_dnnl : needs.calls_blas) = true;
+    }
     NoteAvx2Libraries(*gemm, needs);
     bool splits = false;
     function = functions.table.AddBody(PrintGemm(*gemm, options.openmp(), args, splits));
@@ -204,7 +210,7 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
       needs.streams ? kStreamHelpers : "", needs.calls_conv ? kDnnlConvDeclarations : "",
       needs.calls_dnnl ? kDnnlDeclaration : "", needs.calls_blis ? kBlisDeclaration : "",
       needs.calls_openblas_sgemm ? kOpenBlasSgemmDeclaration : "",
-      needs.calls_blas ? kBlasDeclaration : "");
+      needs.calls_blas ? kBlasDeclaration : "", needs.calls_panel_gemm ? kPanelGemm : "");
   size_t size = text.size();
   for (const std::string& body : functions.table.bodies()) size += body.size() + 64;
   text.reserve(size);

@@ -84,6 +84,24 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   EXPECT_FALSE(plain.calls_blas || plain.calls_dnnl);
 }
 
+// A batch of products of few rows by a weight's panels
+// (passes/pack_panel_weights.h) is one loom_panel_gemm call, no library.
+TEST(CodegenTest, ProductsByPanelsCallLoomPanelGemm) {
+  Graph graph;
+  const ValueId a = *graph.AddInput("a", TensorType{DType::kF32, {8, 256}});
+  const ValueId panels = *graph.AddInput("panels", TensorType{DType::kF32, {5, 256, 16}});
+  const NodeId mm = *graph.AddNode("mm", "matmul", {a, panels}, {"c"});
+  graph.AddOutput(graph.node(mm).outputs[0]);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  proto::CppOptions openmp;
+  openmp.set_openmp(true);
+  const GeneratedSource source = Emit(graph, openmp);
+  EXPECT_FALSE(source.calls_dnnl);
+  EXPECT_THAT(source.text, HasSubstr("static __attribute__((noinline)) void loom_panel_gemm("));
+  EXPECT_THAT(source.text, HasSubstr("  loom_panel_gemm(8, 256, 5, p0, 256, p1, p2);\n"));
+  EXPECT_THAT(Emit(DoublingChain(2)).text, Not(HasSubstr("loom_panel_gemm")));
+}
+
 // c = a * b, [rows, 8] x [8, columns].
 GeneratedSource EmitProduct(int64_t rows, int64_t columns, const proto::CppOptions& options) {
   Graph graph;

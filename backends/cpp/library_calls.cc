@@ -241,6 +241,14 @@ bool MayCallBlis(const Gemm& gemm) {
          int64_t{gemm.m} * gemm.n * gemm.k >= kBlisMinMultiplyAdds;
 }
 
+bool IsPanelProduct(const Gemm& gemm) {
+  return gemm.dtype == DType::kF32 && gemm.batch.size() == 1 && gemm.accumulate.empty() &&
+         gemm.n == kPanelWidth && !gemm.a.transposed && !gemm.b.transposed &&
+         gemm.a.batch_strides[0] == 0 && gemm.b.leading == kPanelWidth &&
+         gemm.b.batch_strides[0] == gemm.k * kPanelWidth && gemm.c.leading == kPanelWidth &&
+         gemm.c.batch_strides[0] == gemm.m * kPanelWidth;
+}
+
 bool MayCallOpenBlas(const Gemm& gemm) {
   constexpr int64_t kMinMultiplyAdds = int64_t{1} << 24;
   constexpr int64_t kMinRows = 16;
@@ -261,6 +269,11 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
       "  %s* p2 = (%s*)a[2];\n",
       type, type, type, type, type, type);
   const size_t header = body.size();
+  if (IsPanelProduct(gemm)) {
+    splits = false;
+    return absl::StrCat(body, absl::StrFormat("  loom_panel_gemm(%d, %d, %d, p0, %d, p1, p2);\n",
+                                              gemm.m, gemm.k, gemm.batch[0], gemm.a.leading));
+  }
   const int64_t calls = Product(gemm.batch, 0, gemm.batch.size());
   splits = openmp && calls > 1;
   if (splits) absl::StrAppend(&body, absl::StrFormat(kSplitBatch, calls, calls));

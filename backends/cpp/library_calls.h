@@ -36,6 +36,13 @@ bool MayCallBlis(const Gemm& gemm);
 // 12.6, [256,1024]x[1024,1024] 3.09 against 4.37.
 bool MayCallOpenBlas(const Gemm& gemm);
 
+// Whether `gemm` is a batch of products of few rows by the panels of a
+// weight (passes/pack_panel_weights.h): [m, k] x [k, 16] for each panel,
+// a shared by all, b's panels and c's one after another, which
+// loom_panel_gemm computes (kPanelGemm), streaming each panel once for all
+// the rows.
+bool IsPanelProduct(const Gemm& gemm);
+
 // Whether a product without batch loops is too small for the library to
 // share among the threads (`openmp`: whether the kernels may use them):
 // fewer than 2^20 multiply-adds, some microseconds on one core, less than

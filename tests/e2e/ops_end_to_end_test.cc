@@ -695,6 +695,36 @@ TEST_P(OpsEndToEndTest, ColumnReductions) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
+// Products of 8 to 16 rows by a weight of 2^16 elements or more read it as
+// panels of 16 columns (passes/pack_panel_weights.h, loom_panel_gemm):
+// rows in whole blocks and a rest, an odd number of panels (a pair at a
+// time, then one), a k that is no multiple of the vectors, one weight
+// shared by three products, and the bias and activation after them. Each
+// x86 level's vectors too (16, 8 or 4 lanes: the panels at once and the
+// rows' blocks differ), where this CPU runs them.
+TEST_P(OpsEndToEndTest, ProductsOfFewRowsReadWeightPanels) {
+  const auto products = [] {
+    GraphBuilder b;
+    const ValueId w = b.Weight("w", {300, 272}, 1);
+    for (int64_t rows : {8, 11, 16}) {
+      const ValueId x = b.Input(absl::StrCat("x", rows), DType::kF32, {rows, 300});
+      const ValueId bias = b.Weight(absl::StrCat("bias", rows), {272}, 2 + rows);
+      b.Output(b.Op("relu", {b.Op("add", {b.Op("matmul", {x, w}), bias})}));
+    }
+    const ValueId sequences = b.Input("sequences", DType::kF32, {2, 5, 256});
+    b.Output(b.Op("matmul", {sequences, b.Weight("w_wide", {256, 768}, 3)}));
+    return std::move(b.graph());
+  };
+  CompileRunAndCompare(products(), Options());
+  if (!GetParam().empty()) return;
+  for (const char* march : {"haswell", "x86-64"}) {
+    if (std::string(march) == "haswell" && !__builtin_cpu_supports("avx2")) continue;
+    EndToEndOptions options;
+    options.march = march;
+    CompileRunAndCompare(products(), options);
+  }
+}
+
 TEST_P(OpsEndToEndTest, SoftmaxAndNormalisations) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 7});
