@@ -12,6 +12,15 @@
 #include "passes/lower.h"
 
 namespace loom {
+
+int64_t PanelMaxRows() {
+  constexpr int64_t kWithAvx512 = 32;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return kWithAvx512;
+#endif
+  return kDefaultGemmMinRows;
+}
+
 namespace {
 
 // The rows of the product `node` (a matmul): its first operand's elements
@@ -30,12 +39,13 @@ bool HasPanelShape(const Tensor& weight) {
 // The weights to pack: every reader of each is a product of few rows
 // reading it as b.
 std::vector<ValueId> PackableWeights(const Graph& graph) {
+  const int64_t max_rows = PanelMaxRows();
   std::vector<bool> refused(graph.values().size(), false);
   std::vector<bool> read(graph.values().size(), false);
   for (const Node& node : graph.nodes()) {
     for (ValueId input : node.inputs) {
       read[input] = true;
-      if (!IsGemmOperand(graph, node, input) || ProductRows(graph, node) > kPanelMaxRows) {
+      if (!IsGemmOperand(graph, node, input) || ProductRows(graph, node) > max_rows) {
         refused[input] = true;
       }
     }

@@ -11,7 +11,7 @@
 namespace loom {
 
 // "pack-panel-weights": a 2-D f32 weight [k, n] that only matrix products
-// of few rows read (kDefaultGemmMinRows to kPanelMaxRows: a transformer's
+// of few rows read (kDefaultGemmMinRows to PanelMaxRows(): a transformer's
 // linear layers over a short sequence), each as its second operand, with n
 // a multiple of kPanelWidth and at least kPanelMinElements elements, is
 // stored as panels of kPanelWidth of its columns, [n / 16, k, 16] (panel q
@@ -29,7 +29,15 @@ class PackPanelWeightsPass : public Pass {
   StageRule stages() const override { return StageRule::From(Stage::kGraph, Stage::kGraph); }
 };
 
-inline constexpr int64_t kPanelMaxRows = 16;
+// The most rows of a product that reads panels: 32 where the CPU that
+// compiles (which the kernels are for, unless a pipeline names another
+// `march`) has AVX-512, else 8. BERT-base's products on two threads of a
+// Zen 4 (loom run, 3 alternating rounds, against the library's GEMM):
+// with AVX-512 faster up to 32 rows (sequence 32: 33.9 -> 29.4 ms), level
+// at 48, slower at 64; held to AVX2 faster at 8 (21.2 -> 17.1) but slower
+// at 16 and 32 (24.5 -> 29.5, 39.8 -> 46.5), where the sums of a pair of
+// panels fill the registers at two rows.
+int64_t PanelMaxRows();
 // Smaller weights stay in the caches between runs: the library's GEMM is
 // as fast on them.
 inline constexpr int64_t kPanelMinElements = int64_t{1} << 16;

@@ -1,6 +1,7 @@
 """A zoo transformer exported with dynamic batch and sequence (named dims),
 run at many sequence lengths: loom's DynamicModel (loom.compile with
-bounds) against one ONNX Runtime session of the same file, in one process.
+bounds) against one ONNX Runtime session of the same file (its threads
+not spinning, as in run_zoo.py), in one process.
 For each length: loom's first call (its compile for that shape and one
 run), then the steady times of loom and ONNX Runtime, alternating rounds,
 medians; and the largest difference between their outputs. Prints a
@@ -70,8 +71,14 @@ def main():
     path = os.path.join(out, "model.onnx")
     _, example, (batch_dim, seq_dim) = export(args.model, path)
     lengths = [int(n) for n in args.lengths.split(",")]
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count()
+    options.inter_op_num_threads = 1
+    # As run_zoo.py: spinning intra-op threads of ONNX Runtime stall loom's
+    # OpenMP team in the next round.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     start = time.perf_counter()
-    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     ort_session_s = time.perf_counter() - start
     names = [i.name for i in session.get_inputs()]
     model = loom.compile(path, dims={batch_dim: (1, 64), seq_dim: (1, max(lengths))})
