@@ -695,7 +695,8 @@ TEST_P(OpsEndToEndTest, ColumnReductions) {
   CompileRunAndCompare(std::move(b.graph()), options);
 }
 
-// Products of 8 to 16 rows by a weight of 2^16 elements or more read it as
+// Products of 8 rows and more (up to PanelMaxRows(): 11 and 16 rows where
+// this CPU has AVX-512) by a weight of 2^16 elements or more read it as
 // panels of 16 columns (passes/pack_panel_weights.h, loom_panel_gemm):
 // rows in whole blocks and a rest, an odd number of panels (a pair at a
 // time, then one), a k that is no multiple of the vectors, one weight
