@@ -197,7 +197,15 @@ extern "C" loom_status loom_model_compile_for_inputs(const char* model_path, con
           absl::StrCat("loom_model_compile_for_inputs: input ", i,
                        " has a null name or shape, or a negative rank")));
     }
-    options.input_shapes[input.name] = loom::Shape(input.shape, input.shape + input.rank);
+    loom::Shape shape(input.shape, input.shape + input.rank);
+    for (int64_t size : shape) {
+      if (size < 0) {
+        return loom_c::Report(absl::InvalidArgumentError(
+            absl::StrCat("loom_model_compile_for_inputs: input '", input.name, "' has shape ",
+                         loom::ShapeToString(shape), ", with a negative dim")));
+      }
+    }
+    options.input_shapes[input.name] = std::move(shape);
   }
   return CompileAndBind(options, model);
 }

@@ -135,6 +135,11 @@ int main(void) {
          NULL);
   EXPECT(loom_model_compile_for_inputs("tests/bad_inputs/named_dims.onnx", NULL, NULL, 1, shaped, 2,
                                        &model) == LOOM_INVALID_ARGUMENT);
+  const int64_t negative[] = {4, -5, 4};
+  shaped[0].shape = negative;
+  EXPECT(loom_model_compile_for_inputs("tests/bad_inputs/named_dims.onnx", NULL, NULL, 0, shaped, 2,
+                                       &model) == LOOM_INVALID_ARGUMENT);
+  EXPECT(strstr(loom_last_error(), "input 'x' has shape [4,-5,4], with a negative dim") != NULL);
   if (failures == 0) printf("loom_c_test: all passed\n");
   return failures == 0 ? 0 : 1;
 }

@@ -78,11 +78,11 @@ absl::StatusOr<TensorType> WithinLimits(absl::string_view what, TensorType type)
   return type;
 }
 
-// The static type of a graph input: declared dims, or the caller's shape
-// or named dims' sizes where the model leaves dims symbolic.
 // The sizes of the model's named dims (ResolveNamedDims), by name.
 using NamedSizes = absl::flat_hash_map<std::string, int64_t>;
 
+// The static type of a graph input: declared dims, or the caller's shape
+// or named dims' sizes where the model leaves dims symbolic.
 absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
                                      const OnnxImportOptions& options,
                                      const NamedSizes& named_sizes) {
