@@ -2,6 +2,8 @@
 #define LOOM_PASSES_LOWER_H_
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
@@ -26,6 +28,14 @@ constexpr int64_t kDefaultGemmMinRows = 8;
 // pad-gemm-weights pads their rows); fewer rows make matrix-vector
 // products, which read a weight as stored, [n, k] (MatchMatVec).
 bool IsGemmOperand(const Graph& graph, const Node& node, ValueId value);
+
+// The weights and constants whose data `fits` and whose every reader is a
+// GEMM call reading them as its second operand (IsGemmOperand) that
+// `product_fits`: those a pass may store in another layout for their
+// products (pad-gemm-weights, pack-panel-weights). A graph output is none.
+std::vector<ValueId> GemmOperandWeights(const Graph& graph,
+                                        const std::function<bool(const Node&)>& product_fits,
+                                        const std::function<bool(const Tensor&)>& fits);
 
 struct LowerOptions {
   // See kDefaultGemmMinRows; -1: no product is a gemm call.

@@ -17,6 +17,27 @@ bool IsGemmOperand(const Graph& graph, const Node& node, ValueId value) {
   return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= kDefaultGemmMinRows;
 }
 
+std::vector<ValueId> GemmOperandWeights(const Graph& graph,
+                                        const std::function<bool(const Node&)>& product_fits,
+                                        const std::function<bool(const Tensor&)>& fits) {
+  std::vector<bool> refused(graph.values().size(), false);
+  std::vector<bool> read(graph.values().size(), false);
+  for (const Node& node : graph.nodes()) {
+    for (ValueId input : node.inputs) {
+      read[input] = true;
+      if (!IsGemmOperand(graph, node, input) || !product_fits(node)) refused[input] = true;
+    }
+  }
+  for (ValueId output : graph.outputs()) refused[output] = true;
+  std::vector<ValueId> weights;
+  for (const auto* list : {&graph.weights(), &graph.constants()}) {
+    for (ValueId id : *list) {
+      if (read[id] && !refused[id] && fits(graph.initializer(id))) weights.push_back(id);
+    }
+  }
+  return weights;
+}
+
 namespace lowering {
 
 void Lowering::AddMatmulRules(RuleTable& rules) {

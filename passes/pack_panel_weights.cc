@@ -36,30 +36,6 @@ bool HasPanelShape(const Tensor& weight) {
          weight.num_elements() >= kPanelMinElements;
 }
 
-// The weights to pack: every reader of each is a product of few rows
-// reading it as b.
-std::vector<ValueId> PackableWeights(const Graph& graph) {
-  const int64_t max_rows = PanelMaxRows();
-  std::vector<bool> refused(graph.values().size(), false);
-  std::vector<bool> read(graph.values().size(), false);
-  for (const Node& node : graph.nodes()) {
-    for (ValueId input : node.inputs) {
-      read[input] = true;
-      if (!IsGemmOperand(graph, node, input) || ProductRows(graph, node) > max_rows) {
-        refused[input] = true;
-      }
-    }
-  }
-  for (ValueId output : graph.outputs()) refused[output] = true;
-  std::vector<ValueId> weights;
-  for (const auto* list : {&graph.weights(), &graph.constants()}) {
-    for (ValueId id : *list) {
-      if (read[id] && !refused[id] && HasPanelShape(graph.initializer(id))) weights.push_back(id);
-    }
-  }
-  return weights;
-}
-
 // `weight` [k, n] as panels [n / 16, k, 16], in parts of panels on the
 // cores where it is large.
 Tensor Panels(const Tensor& weight) {
@@ -127,7 +103,10 @@ void AppendPanelProduct(Graph& graph, const Node& product, NodeList& nodes) {
 
 absl::StatusOr<bool> PackPanelWeightsPass::Run(Module& module) {
   Graph& graph = module.graph;
-  const std::vector<ValueId> weights = PackableWeights(graph);
+  const int64_t max_rows = PanelMaxRows();
+  const std::vector<ValueId> weights = GemmOperandWeights(
+      graph, [&](const Node& product) { return ProductRows(graph, product) <= max_rows; },
+      HasPanelShape);
   if (weights.empty()) return false;
   std::vector<bool> packed(graph.values().size(), false);
   for (ValueId weight : weights) {

@@ -22,26 +22,6 @@ bool HasSlowRows(const Tensor& weight) {
          shape[1] >= 2 * kSlowRowMultiple;
 }
 
-// The weights to pad: every reader of each is a GEMM reading it as b.
-std::vector<ValueId> PaddableWeights(const Graph& graph) {
-  std::vector<bool> refused(graph.values().size(), false);
-  std::vector<bool> read(graph.values().size(), false);
-  for (const Node& node : graph.nodes()) {
-    for (ValueId input : node.inputs) {
-      read[input] = true;
-      if (!IsGemmOperand(graph, node, input)) refused[input] = true;
-    }
-  }
-  for (ValueId output : graph.outputs()) refused[output] = true;
-  std::vector<ValueId> weights;
-  for (const auto* list : {&graph.weights(), &graph.constants()}) {
-    for (ValueId id : *list) {
-      if (read[id] && !refused[id] && HasSlowRows(graph.initializer(id))) weights.push_back(id);
-    }
-  }
-  return weights;
-}
-
 // `weight` [k, n] with kWeightRowPadding zeros after each row, in parts
 // of rows on the cores where it is large (lstm_l6_h256's six 1 MiB
 // weights took 2.4 ms on one thread, most of it the new pages' faults).
@@ -79,7 +59,8 @@ Node ColumnsSlice(std::string name, ValueId from, ValueId to, int64_t cols) {
 
 absl::StatusOr<bool> PadGemmWeightsPass::Run(Module& module) {
   Graph& graph = module.graph;
-  const std::vector<ValueId> weights = PaddableWeights(graph);
+  const std::vector<ValueId> weights = GemmOperandWeights(
+      graph, [](const Node&) { return true; }, HasSlowRows);
   if (weights.empty()) return false;
   // The slices read initializers only, so they go first; the products
   // read the slices instead of the weights.
