@@ -29,6 +29,10 @@ struct GemmMatrix {
   int64_t leading = 0;
 };
 
+// The columns of a weight's panel (passes/pack_panel_weights.h): 16 f32,
+// one 64-byte cache line.
+inline constexpr int64_t kPanelWidth = 16;
+
 // A matrix product node (ExternOp::kGemm) as calls of a BLAS gemm: for
 // every position of the `batch` loops (outermost first), c = a * b with a
 // m x k, b k x n and c m x n, summed over the positions of the `accumulate`
@@ -36,10 +40,6 @@ struct GemmMatrix {
 // kernel positions, each a product over the input channels). Batch loops
 // that a row-major a and c can absorb into their rows (b shared by all of
 // them: a linear layer over a batch of sequences) are folded into m.
-// The columns of a weight's panel (passes/pack_panel_weights.h): 16 f32,
-// one 64-byte cache line.
-inline constexpr int64_t kPanelWidth = 16;
-
 struct Gemm {
   DType dtype = DType::kF32;
   std::vector<int64_t> batch;
