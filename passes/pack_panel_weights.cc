@@ -1,14 +1,16 @@
 #include "passes/pack_panel_weights.h"
 
 #include <memory>
-#include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "ir/graph.h"
+#include "ir/op_registry.h"
 #include "ir/parallel.h"
+#include "ir/status_macros.h"
 #include "ir/tensor.h"
+#include "passes/decomposition.h"
 #include "passes/lower.h"
 
 namespace loom {
@@ -56,47 +58,16 @@ Tensor Panels(const Tensor& weight) {
   return packed;
 }
 
-Node MakeNode(std::string name, std::string op, ValueId input, ValueId output, Attrs attrs) {
-  Node node;
-  node.name = std::move(name);
-  node.op = std::move(op);
-  node.inputs = {input};
-  node.outputs = {output};
-  node.attrs = std::move(attrs);
-  return node;
-}
-
-Attrs IntsAttr(const char* name, AttrInts values) {
-  Attrs attrs;
-  attrs.Set(name, std::move(values));
-  return attrs;
-}
-
 // `product` (x [..., k] @ w, w now panels [n / 16, k, 16]) as its rows
-// times the panels, viewed back as its output: appended to `nodes`.
-void AppendPanelProduct(Graph& graph, const Node& product, NodeList& nodes) {
+// times the panels, viewed back as its output.
+void PanelProduct(const Node& product, int64_t rows, DecompositionBuilder& b) {
   const ValueId x = product.inputs[0], w = product.inputs[1], y = product.outputs[0];
-  const int64_t rows = ProductRows(graph, product);
-  const int64_t k = graph.value(x).type.shape.back();
-  const int64_t panels = graph.value(w).type.shape[0];
-  const std::string& name = product.name;
   const ValueId x_rows =
-      graph.AddIntermediate(absl::StrCat(name, "/rows"), {DType::kF32, {rows, k}});
-  const ValueId by_panel = graph.AddIntermediate(absl::StrCat(name, "/panels"),
-                                                 {DType::kF32, {panels, rows, kPanelWidth}});
-  const ValueId by_row = graph.AddIntermediate(absl::StrCat(name, "/panels_by_row"),
-                                               {DType::kF32, {rows, panels, kPanelWidth}});
-  nodes.push_back(
-      MakeNode(absl::StrCat(name, "/rows"), "reshape", x, x_rows, IntsAttr("shape", {rows, k})));
-  Node multiply = product;
-  multiply.inputs = {x_rows, w};
-  multiply.outputs = {by_panel};
-  nodes.push_back(std::move(multiply));
-  nodes.push_back(MakeNode(absl::StrCat(name, "/panels_by_row"), "transpose", by_panel, by_row,
-                           IntsAttr("perm", {1, 0, 2})));
-  const Shape& shape = graph.value(y).type.shape;
-  nodes.push_back(MakeNode(absl::StrCat(name, "/view"), "reshape", by_row, y,
-                           IntsAttr("shape", AttrInts(shape.begin(), shape.end()))));
+      b.Add("rows", "reshape", {x}, Ints("shape", {rows, b.type(x).shape.back()}));
+  const ValueId by_panel = b.Add("panels", product.op, {x_rows, w}, product.attrs);
+  const ValueId by_row = b.Add("panels_by_row", "transpose", {by_panel}, Ints("perm", {1, 0, 2}));
+  const Shape& shape = b.type(y).shape;
+  b.AddWriting("view", "reshape", {by_row}, y, Ints("shape", AttrInts(shape.begin(), shape.end())));
 }
 
 }  // namespace
@@ -113,16 +84,27 @@ absl::StatusOr<bool> PackPanelWeightsPass::Run(Module& module) {
     graph.ReplaceInitializer(weight, Panels(graph.initializer(weight)));
     packed[weight] = true;
   }
+  // The products become nodes of the decompositions' builder, whose new
+  // names could collide only with names that hold a '/'.
+  NameSet names;
+  for (const Node& node : graph.nodes()) {
+    if (absl::StrContains(node.name, '/')) names.Insert(node.name);
+  }
   NodeList nodes;
   nodes.reserve(graph.nodes().size() + 3 * weights.size());
+  std::vector<bool> emitted;
   for (const Node& node : graph.nodes()) {
     if (node.inputs.size() == 2 && packed[node.inputs[1]]) {
-      AppendPanelProduct(graph, node, nodes);
+      DecompositionBuilder builder(graph, node, names, nodes);
+      PanelProduct(node, ProductRows(graph, node), builder);
+      emitted.resize(nodes.size(), true);
     } else {
       nodes.push_back(node);
+      emitted.push_back(false);
     }
   }
   graph.ReplaceNodes(std::move(nodes));
+  LOOM_RETURN_IF_ERROR(InferShapesOfNodes(graph, emitted));
   return true;
 }
 
