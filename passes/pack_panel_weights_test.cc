@@ -11,46 +11,15 @@
 #include "ir/random.h"
 #include "ir/verifier.h"
 #include "passes/lower.h"
+#include "passes/weight_product_test_util.h"
 
 namespace loom {
 namespace {
 
-// y = x [batch, seq, k] @ w [k, n]; with `also_added`, w + 1 is an output too.
-struct Product {
-  Module module;
-  ValueId w = -1;
-  Shape x_shape;
-  DType dtype;
-
-  Product(Shape x_shape, int64_t n, DType dtype = DType::kF32, bool also_added = false)
-      : x_shape(std::move(x_shape)), dtype(dtype) {
-    Graph& g = module.graph;
-    const ValueId x = *g.AddInput("x", {dtype, this->x_shape});
-    w = *g.AddInitializer("w", ValueKind::kWeight,
-                          UniformTensor({dtype, {this->x_shape.back(), n}}, 1, -1, 1));
-    g.AddOutput(g.node(*g.AddNode("mm", "matmul", {x, w}, {"y"})).outputs[0]);
-    if (also_added) g.AddOutput(g.node(*g.AddNode("add", "add", {w, w}, {"z"})).outputs[0]);
-    EXPECT_TRUE(InferShapes(g).ok());
-  }
-
-  bool Pack() {
-    absl::StatusOr<bool> changed = PackPanelWeightsPass().Run(module);
-    EXPECT_TRUE(changed.ok()) << changed.status();
-    return changed.ok() && *changed;
-  }
-
-  std::vector<Tensor> Run() const {
-    absl::StatusOr<std::vector<Tensor>> out =
-        Interpret(module.graph, {UniformTensor({dtype, x_shape}, 2, -1, 1)});
-    EXPECT_TRUE(out.ok()) << out.status();
-    return out.ok() ? *out : std::vector<Tensor>{};
-  }
-};
-
 TEST(PackPanelWeightsTest, AProductOfFewRowsReadsItsWeightAsPanels) {
-  Product product({1, 8, 256}, 768);
+  WeightProduct product({1, 8, 256}, 768);
   const std::vector<Tensor> before = product.Run();
-  ASSERT_TRUE(product.Pack());
+  ASSERT_TRUE(product.Apply<PackPanelWeightsPass>());
   const Graph& g = product.module.graph;
   EXPECT_EQ(g.value(product.w).type.shape, (Shape{48, 256, kPanelWidth}));
   ASSERT_EQ(g.nodes().size(), 4u);
@@ -88,15 +57,23 @@ TEST(PackPanelWeightsTest, AProductOfFewRowsReadsItsWeightAsPanels) {
 }
 
 TEST(PackPanelWeightsTest, LeavesOtherProducts) {
-  EXPECT_FALSE(Product({33, 256}, 768).Pack()) << "33 rows: the library's GEMM";
-  EXPECT_EQ(Product({12, 256}, 768).Pack(), PanelMaxRows() >= 12) << "by the CPU";
-  EXPECT_FALSE(Product({4, 256}, 768).Pack()) << "4 rows make matrix-vector loops";
-  EXPECT_FALSE(Product({8, 256}, 760).Pack()) << "columns not a multiple of 16";
-  EXPECT_FALSE(Product({8, 64}, 512).Pack()) << "a small weight stays in the caches";
-  EXPECT_FALSE(Product({8, 256}, 768, DType::kF64).Pack()) << "f64 calls CBLAS";
-  EXPECT_FALSE(Product({8, 256}, 768, DType::kF32, /*also_added=*/true).Pack())
+  EXPECT_FALSE(WeightProduct({33, 256}, 768).Apply<PackPanelWeightsPass>())
+      << "33 rows: the library's GEMM";
+  EXPECT_EQ(WeightProduct({12, 256}, 768).Apply<PackPanelWeightsPass>(), PanelMaxRows() >= 12)
+      << "by the CPU";
+  EXPECT_FALSE(WeightProduct({4, 256}, 768).Apply<PackPanelWeightsPass>())
+      << "4 rows make matrix-vector loops";
+  EXPECT_FALSE(WeightProduct({8, 256}, 760).Apply<PackPanelWeightsPass>())
+      << "columns not a multiple of 16";
+  EXPECT_FALSE(WeightProduct({8, 64}, 512).Apply<PackPanelWeightsPass>())
+      << "a small weight stays in the caches";
+  EXPECT_FALSE(WeightProduct({8, 256}, 768, DType::kF64).Apply<PackPanelWeightsPass>())
+      << "f64 calls CBLAS";
+  EXPECT_FALSE(
+      WeightProduct({8, 256}, 768, DType::kF32, /*also_added=*/true).Apply<PackPanelWeightsPass>())
       << "an add reads the weight as stored";
-  EXPECT_TRUE(Product({2, 4, 256}, 256).Pack()) << "8 rows in a batch of sequences";
+  EXPECT_TRUE(WeightProduct({2, 4, 256}, 256).Apply<PackPanelWeightsPass>())
+      << "8 rows in a batch of sequences";
 }
 
 }  // namespace

@@ -12,40 +12,10 @@
 #include "ir/random.h"
 #include "ir/verifier.h"
 #include "passes/lower.h"
+#include "passes/weight_product_test_util.h"
 
 namespace loom {
 namespace {
-
-// y = x [rows, k] @ w [k, n]; with `also_added`, w + 1 is an output too.
-struct Product {
-  Module module;
-  ValueId w = -1;
-  Shape x_shape;
-  DType dtype;
-
-  Product(int64_t rows, int64_t k, int64_t n, DType dtype = DType::kF32, bool also_added = false)
-      : x_shape{rows, k}, dtype(dtype) {
-    Graph& g = module.graph;
-    const ValueId x = *g.AddInput("x", {dtype, x_shape});
-    w = *g.AddInitializer("w", ValueKind::kWeight, UniformTensor({dtype, {k, n}}, 1, -1, 1));
-    g.AddOutput(g.node(*g.AddNode("mm", "matmul", {x, w}, {"y"})).outputs[0]);
-    if (also_added) g.AddOutput(g.node(*g.AddNode("add", "add", {w, w}, {"z"})).outputs[0]);
-    EXPECT_TRUE(InferShapes(g).ok());
-  }
-
-  bool Pad() {
-    absl::StatusOr<bool> changed = PadGemmWeightsPass().Run(module);
-    EXPECT_TRUE(changed.ok()) << changed.status();
-    return changed.ok() && *changed;
-  }
-
-  std::vector<Tensor> Run() const {
-    absl::StatusOr<std::vector<Tensor>> out =
-        Interpret(module.graph, {UniformTensor({dtype, x_shape}, 2, -1, 1)});
-    EXPECT_TRUE(out.ok()) << out.status();
-    return out.ok() ? *out : std::vector<Tensor>{};
-  }
-};
 
 // The leading dimension of b in the program's one GEMM call.
 std::optional<int64_t> GemmLeadingOfB(const Graph& graph) {
@@ -61,10 +31,10 @@ std::optional<int64_t> GemmLeadingOfB(const Graph& graph) {
 }
 
 TEST(PadGemmWeightsTest, AProductReadsItsWeightWithPaddedRowsThroughAView) {
-  Product product(/*rows=*/64, /*k=*/32, /*n=*/1024);
+  WeightProduct product(/*x_shape=*/{64, 32}, /*n=*/1024);
   const std::vector<Tensor> before = product.Run();
   EXPECT_EQ(GemmLeadingOfB(product.module.graph), 1024);
-  ASSERT_TRUE(product.Pad());
+  ASSERT_TRUE(product.Apply<PadGemmWeightsPass>());
   const Graph& g = product.module.graph;
   EXPECT_EQ(g.value(product.w).type.shape, (Shape{32, 1024 + kWeightRowPadding}));
   ASSERT_EQ(g.nodes().size(), 2u);
@@ -83,13 +53,18 @@ TEST(PadGemmWeightsTest, AProductReadsItsWeightWithPaddedRowsThroughAView) {
 }
 
 TEST(PadGemmWeightsTest, LeavesWeightsOfOtherWidthsTypesAndReaders) {
-  EXPECT_FALSE(Product(64, 32, 512).Pad()) << "one multiple of 512 ran level";
-  EXPECT_FALSE(Product(64, 32, 1280).Pad()) << "not a multiple of 512";
-  EXPECT_FALSE(Product(4, 32, 1024).Pad()) << "4 rows make loops, not a GEMM call";
-  EXPECT_FALSE(Product(64, 32, 1024, DType::kF64).Pad()) << "f64 products were not measured";
-  EXPECT_FALSE(Product(64, 32, 1024, DType::kF32, /*also_added=*/true).Pad())
+  EXPECT_FALSE(WeightProduct({64, 32}, 512).Apply<PadGemmWeightsPass>())
+      << "one multiple of 512 ran level";
+  EXPECT_FALSE(WeightProduct({64, 32}, 1280).Apply<PadGemmWeightsPass>())
+      << "not a multiple of 512";
+  EXPECT_FALSE(WeightProduct({4, 32}, 1024).Apply<PadGemmWeightsPass>())
+      << "4 rows make loops, not a GEMM call";
+  EXPECT_FALSE(WeightProduct({64, 32}, 1024, DType::kF64).Apply<PadGemmWeightsPass>())
+      << "f64 products were not measured";
+  EXPECT_FALSE(
+      WeightProduct({64, 32}, 1024, DType::kF32, /*also_added=*/true).Apply<PadGemmWeightsPass>())
       << "an add reads the weight as stored";
-  EXPECT_TRUE(Product(64, 32, 1536).Pad());
+  EXPECT_TRUE(WeightProduct({64, 32}, 1536).Apply<PadGemmWeightsPass>());
 }
 
 TEST(PadGemmWeightsTest, LeavesAWeightReadAsTheFirstOperand) {
