@@ -4,9 +4,9 @@ caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1; an empty $LOOM_CACHE_DIR),
 alternated in rounds; medians, and loom's outputs against eager. loom's
 first call may run in its reference interpreter while the kernels compile
 (loom/torch.py): "ready" is when the second call returned, which waits for
-them. "dynamo alone" is the first call with a backend that hands dynamo's
-graph back unchanged: the tracing and guards every backend's first call
-pays.
+them, and its outputs, the kernels', are the ones checked. "dynamo alone" is the first call with a
+backend that hands dynamo's graph back unchanged: the tracing and guards
+every backend's first call pays.
 
     tests/bench/peers/run.sh --compile_time [--rounds=3]
 
@@ -46,9 +46,9 @@ x = torch.randn(*{shape})
 compiled = torch.compile(model, backend=backend, fullgraph=True)
 with torch.no_grad():
     start = time.perf_counter()
-    out = compiled(x)
+    compiled(x)
     first = time.perf_counter() - start
-    compiled(x)  # with loom, waits for the kernels if the first call did not
+    out = compiled(x)  # with loom, waits for the kernels if the first call did not
     ready = time.perf_counter() - start
     ref = model(x)
 out = out if isinstance(out, tuple) else (out,)
