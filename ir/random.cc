@@ -5,10 +5,6 @@
 
 #include "ir/parallel.h"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 namespace loom {
 namespace {
 
@@ -76,17 +72,6 @@ __attribute__((target("arch=x86-64-v4"))) void DrawAvx512(T* data, int64_t first
   DrawVectors(data, first, last, stream, low, span);
 }
 #endif
-
-// Maps the pages of [begin, end) at once where the kernel can (Linux 5.14
-// on): their first writes would fault one page at a time.
-void MapPages(void* begin, void* end) {
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  constexpr uintptr_t kPage = 4096;
-  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t last = reinterpret_cast<uintptr_t>(end) & ~(kPage - 1);
-  if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
-#endif
-}
 
 template <typename T>
 void FillFloats(T* data, int64_t count, uint64_t stream, double low, double span, DrawCode code) {

@@ -2,9 +2,7 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
-#include <system_error>
 #include <vector>
 
 #include "absl/algorithm/container.h"
@@ -12,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "ir/file_io.h"
+#include "ir/parallel.h"
 #include "ir/status_macros.h"
 
 namespace loom {
@@ -62,12 +61,13 @@ void Unpack(const uint8_t* packed, Tensor& tensor) {
   }
 }
 
-// `tensor` from ONNX's little-endian bytes of its type.
+// Every element of `tensor` from ONNX's little-endian bytes of its type.
 void CopyBytes(const char* bytes, Tensor& tensor) {
   if (ElementsPerByte(tensor.dtype()) > 1) {
     Unpack(reinterpret_cast<const uint8_t*>(bytes), tensor);
   } else {
-    std::memcpy(tensor.data(), bytes, tensor.num_bytes());  // every machine loom runs on is LE
+    // Every machine loom runs on is little-endian.
+    CopyInParts(tensor.data(), bytes, tensor.num_bytes());
   }
 }
 
@@ -216,25 +216,22 @@ absl::StatusOr<Tensor> ExternalTensor(const onnx::TensorProto& proto, absl::stri
                                                    " bytes, shape ", ShapeToString(shape), " of ",
                                                    DTypeName(dtype), " needs ", bytes));
   }
-  std::error_code error;
-  const uintmax_t size = std::filesystem::file_size(path, error);
-  if (error) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read its external data '",
-                                                   path.string(), "': ", error.message()));
+  // Mapped, not read into a buffer first: a 435 MB model's weights are
+  // copied once, from the page cache into their tensors.
+  absl::StatusOr<MappedFile> file = MappedFile::Map(path.string());
+  if (!file.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": cannot read its external data: ", file.status().message()));
   }
-  if (size < static_cast<uintmax_t>(offset) || size - offset < static_cast<uintmax_t>(bytes)) {
+  const absl::string_view data = file->bytes();
+  if (data.size() < static_cast<size_t>(offset) ||
+      data.size() - offset < static_cast<size_t>(bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": its external data '", path.string(),
                                                    "' has fewer than ", bytes,
                                                    " bytes from offset ", offset));
   }
-  Tensor tensor(dtype, std::move(shape));
-  std::string data(bytes, '\0');
-  std::ifstream file(path, std::ios::binary);
-  if (!file.seekg(offset) || !file.read(data.data(), bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": cannot read its external data '", path.string(), "'"));
-  }
-  CopyBytes(data.data(), tensor);
+  Tensor tensor = Tensor::Uninitialized({dtype, std::move(shape)});
+  CopyBytes(data.data() + offset, tensor);
   NormalizeBools(tensor);
   return tensor;
 }
@@ -335,7 +332,7 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::stri
           absl::StrCat(what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
                        ShapeToString(shape), " of ", DTypeName(dtype), " needs ", bytes));
     }
-    Tensor tensor(dtype, std::move(shape));
+    Tensor tensor = Tensor::Uninitialized({dtype, std::move(shape)});
     CopyBytes(proto.raw_data().data(), tensor);
     NormalizeBools(tensor);
     return tensor;
