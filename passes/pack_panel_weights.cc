@@ -39,13 +39,14 @@ bool HasPanelShape(const Tensor& weight) {
 }
 
 // `weight` [k, n] as panels [n / 16, k, 16], in parts of panels on the
-// cores where it is large.
+// cores where it is large, each part's pages mapped at once.
 Tensor Panels(const Tensor& weight) {
   const int64_t k = weight.shape()[0], n = weight.shape()[1], panels = n / kPanelWidth;
   Tensor packed = Tensor::Uninitialized({DType::kF32, {panels, k, kPanelWidth}});
   const float* in = weight.data_as<float>();
   float* out = packed.data_as<float>();
   const auto pack = [=](int64_t first, int64_t last) {
+    MapPages(out + first * k * kPanelWidth, out + last * k * kPanelWidth);
     for (int64_t q = first; q < last; ++q) {
       for (int64_t r = 0; r < k; ++r) {
         for (int64_t j = 0; j < kPanelWidth; ++j) {

@@ -23,8 +23,9 @@ bool HasSlowRows(const Tensor& weight) {
 }
 
 // `weight` [k, n] with kWeightRowPadding zeros after each row, in parts
-// of rows on the cores where it is large (lstm_l6_h256's six 1 MiB
-// weights took 2.4 ms on one thread, most of it the new pages' faults).
+// of rows on the cores where it is large, each part's pages mapped at once
+// (lstm_l6_h256's six 1 MiB weights took 2.4 ms on one thread, most of it
+// the new pages' faults).
 Tensor PaddedRows(const Tensor& weight) {
   const int64_t rows = weight.shape()[0], cols = weight.shape()[1];
   const int64_t padded_cols = cols + kWeightRowPadding;
@@ -33,6 +34,7 @@ Tensor PaddedRows(const Tensor& weight) {
   const float* in = weight.data_as<float>();
   float* out = padded.data_as<float>();
   const auto copy_rows = [=](int64_t first, int64_t last) {
+    MapPages(out + first * padded_cols, out + last * padded_cols);
     for (int64_t r = first; r < last; ++r) {
       std::memcpy(out + r * padded_cols, in + r * cols, sizeof(float) * cols);
       std::memset(out + r * padded_cols + cols, 0, sizeof(float) * kWeightRowPadding);

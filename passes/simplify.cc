@@ -228,8 +228,9 @@ void EliminateDeadNodes(const Graph& graph, std::vector<bool>& keep) {
 // the output's order, copied in tiles of the output's last two axes so that
 // reads and writes both stay within a few pages (a weight transposed for a
 // GEMM reads across its rows). Large tensors are cut into bands of tile
-// rows, one part a thread: lstm_l6_h256's twelve 1 MiB weights took 4.8 ms
-// of its simplify on one thread, most of it in the new pages' faults.
+// rows, one part a thread, its pages mapped at once: lstm_l6_h256's twelve
+// 1 MiB weights took 4.8 ms of its simplify on one thread, most of it in
+// the new pages' faults.
 template <typename T>
 void PermuteElements(const T* in, const Shape& out_shape, const std::vector<int64_t>& strides,
                      T* out) {
@@ -241,7 +242,14 @@ void PermuteElements(const T* in, const Shape& out_shape, const std::vector<int6
   const int64_t col_stride = rank >= 1 ? strides[rank - 1] : 0;
   const int64_t outer = rank >= 2 ? NumElements(Shape(out_shape.begin(), out_shape.end() - 2)) : 1;
   const int64_t bands_per_matrix = (rows + kTile - 1) / kTile;
+  // Where band `band` starts in `out`: the bands of a part are one range.
+  const auto band_start = [&](int64_t band) {
+    return out +
+           (band / bands_per_matrix * rows + std::min(rows, band % bands_per_matrix * kTile)) *
+               cols;
+  };
   const auto copy_bands = [&](int64_t first, int64_t last) {
+    MapPages(band_start(first), band_start(last));
     for (int64_t band = first; band < last; ++band) {
       const int64_t o = band / bands_per_matrix, i0 = band % bands_per_matrix * kTile;
       int64_t base = 0;
