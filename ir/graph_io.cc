@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <queue>
 
@@ -16,6 +15,7 @@
 #include "google/protobuf/text_format.h"
 #include "ir/file_io.h"
 #include "ir/op_registry.h"
+#include "ir/parallel.h"
 #include "ir/random.h"
 #include "ir/status_macros.h"
 #include "ir/verifier.h"
@@ -388,17 +388,24 @@ absl::Status ReadExternalData(const proto::ExternalData& external, absl::string_
   if (path.is_relative())
     path = std::filesystem::path(std::string(model_path)).parent_path() / path;
   const int64_t bytes = tensor.num_elements() * DTypeSize(tensor.dtype());
-  std::ifstream file(path, std::ios::binary);
-  if (external.file().empty() || !file) {
+  if (external.file().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": cannot open its external data '", path.string(), "'"));
   }
-  if (external.offset() < 0 || !file.seekg(external.offset()) ||
-      !file.read(static_cast<char*>(tensor.data()), bytes)) {
+  // Mapped and copied on the cores (a torch.compile graph's parameters).
+  absl::StatusOr<MappedFile> file = MappedFile::Map(path.string());
+  if (!file.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": cannot open its external data '",
+                                                   path.string(), "': ", file.status().message()));
+  }
+  const absl::string_view data = file->bytes();
+  if (external.offset() < 0 || data.size() < static_cast<uint64_t>(external.offset()) ||
+      data.size() - external.offset() < static_cast<uint64_t>(bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": its external data '", path.string(),
                                                    "' has fewer than ", bytes,
                                                    " bytes from offset ", external.offset()));
   }
+  CopyInParts(tensor.data(), data.data() + external.offset(), bytes);
   if (tensor.dtype() == DType::kBool) {
     auto* flags = static_cast<uint8_t*>(tensor.data());
     for (int64_t i = 0; i < bytes; ++i) flags[i] = flags[i] != 0;
