@@ -138,17 +138,20 @@ absl::Status ProfileLaunches(const Model& model, int runs,
 
 }  // namespace
 
-absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+absl::StatusOr<Graph> ImportModel(const CompileOptions& options) {
   // The model's format follows its extension: .onnx is an ONNX model,
   // anything else loom's graph text proto.
+  if (!absl::EndsWith(options.model, ".onnx")) return LoadGraphFile(options.model);
   OnnxImportOptions onnx_options;
   onnx_options.dims = options.dims;
   onnx_options.dim_bounds = options.dim_bounds;
   onnx_options.input_shapes = options.input_shapes;
-  LOOM_ASSIGN_OR_RETURN(Graph graph, absl::EndsWith(options.model, ".onnx")
-                                         ? LoadOnnxFile(options.model, onnx_options)
-                                         : LoadGraphFile(options.model));
+  return LoadOnnxFile(options.model, onnx_options);
+}
+
+absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  LOOM_ASSIGN_OR_RETURN(Graph graph, ImportModel(options));
   return CompileGraph(std::move(graph), options, start);
 }
 

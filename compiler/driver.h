@@ -66,6 +66,10 @@ struct CompiledModel {
   proto::Report report;
 };
 
+// The model options.model names, imported as CompileModel imports it (an
+// .onnx file with the options' dims, else a graph text proto).
+absl::StatusOr<Graph> ImportModel(const CompileOptions& options);
+
 // Imports the model, runs the pipeline, writes the source to out_dir (if
 // set) and compiles it natively. Fills the compile fields of the report.
 absl::StatusOr<CompiledModel> CompileModel(const CompileOptions& options);

@@ -3,17 +3,17 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpp/artifact.h"
 #include "compiler/driver.h"
-#include "frontends/onnx/onnx_importer.h"
-#include "ir/graph_io.h"
+#include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/status_macros.h"
 #include "runtime/loom_c.h"
@@ -74,15 +74,37 @@ absl::Status Interpret(const loom::Graph& graph, const loom_input* inputs, int n
   return absl::OkStatus();
 }
 
-// The options of a compile through the C interface, which keeps the graph as
-// imported for loom_model_reference_run.
+// The options of a compile through the C interface.
 loom::CompileOptions OptionsFor(const char* model_path, const char* pipeline) {
   loom::CompileOptions options;
   options.model = model_path;
   if (pipeline != nullptr) options.pipeline = pipeline;
-  options.keep_input_graph = true;
   return options;
 }
+
+// loom_model_reference_run's model as imported: imported again from its
+// file at the first reference run, not kept from the compile, which would
+// hold a second copy of every weight (GPT-2's 500 MB) for a run that most
+// callers never make.
+class LazyReference {
+ public:
+  explicit LazyReference(loom::CompileOptions options) : options_(std::move(options)) {}
+
+  absl::Status Run(const loom_input* inputs, int num_inputs, const loom_output* outputs,
+                   int num_outputs) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!graph_.has_value()) {
+      LOOM_ASSIGN_OR_RETURN(loom::Graph graph, loom::ImportModel(options_));
+      graph_ = std::move(graph);
+    }
+    return Interpret(*graph_, inputs, num_inputs, outputs, num_outputs);
+  }
+
+ private:
+  const loom::CompileOptions options_;
+  std::mutex mutex_;
+  std::optional<loom::Graph> graph_;
+};
 
 // Compiles with `options` and binds the result into *model.
 loom_status CompileAndBind(const loom::CompileOptions& options, loom_model** model) {
@@ -93,8 +115,7 @@ loom_status CompileAndBind(const loom::CompileOptions& options, loom_model** mod
         absl::InvalidArgumentError("loom_model_compile: the pipeline's target is not the CPU"));
   }
   // The kernels come from the cache the compile just filled; the weights
-  // are read in place from the compiled module, which the model's
-  // reference keeps alive with the graph as imported.
+  // are read in place from the compiled module, which the model keeps alive.
   auto owner = std::make_shared<const loom::CompiledModel>(*std::move(compiled));
   absl::StatusOr<loom::cpp::CompiledLibrary> library =
       loom::cpp::CompileModule(owner->module, loom::cpp::DefaultCacheDir());
@@ -105,11 +126,12 @@ loom_status CompileAndBind(const loom::CompileOptions& options, loom_model** mod
   absl::StatusOr<loom::Model> bound = loom::Model::Bind(std::move(library->library), *artifact,
                                                         loom::cpp::WeightData(owner->module));
   if (!bound.ok()) return loom_c::Report(bound.status());
-  *model = new loom_model{*std::move(bound), [owner](const loom_input* inputs, int num_inputs,
-                                                     const loom_output* outputs, int num_outputs) {
-                            return loom_c::Report(Interpret(*owner->input_graph, inputs, num_inputs,
-                                                            outputs, num_outputs));
-                          }};
+  auto reference = std::make_shared<LazyReference>(options);
+  *model = new loom_model{
+      *std::move(bound), [owner, reference](const loom_input* inputs, int num_inputs,
+                                            const loom_output* outputs, int num_outputs) {
+        return loom_c::Report(reference->Run(inputs, num_inputs, outputs, num_outputs));
+      }};
   return LOOM_OK;
 }
 
@@ -123,9 +145,7 @@ extern "C" loom_status loom_reference_load(const char* model_path, loom_referenc
   if (model_path == nullptr || reference == nullptr) {
     return loom_c::Report(absl::InvalidArgumentError("loom_reference_load: a null argument"));
   }
-  const std::string path = model_path;
-  absl::StatusOr<loom::Graph> graph =
-      absl::EndsWith(path, ".onnx") ? loom::LoadOnnxFile(path) : loom::LoadGraphFile(path);
+  absl::StatusOr<loom::Graph> graph = loom::ImportModel(OptionsFor(model_path, nullptr));
   if (!graph.ok()) return loom_c::Report(graph.status());
   *reference = new loom_reference{*std::move(graph)};
   return LOOM_OK;

@@ -137,7 +137,9 @@ loom_status loom_model_run(const loom_model* model, const loom_input* inputs, in
 /* loom_model_run's work done by loom's reference interpreter on the model
    as imported, for a model from loom_model_compile (one loaded from an
    artifact has no reference: LOOM_FAILED_PRECONDITION). What `loom run
-   --check` compares with. */
+   --check` compares with. The first call imports the model file again (a
+   compiled model keeps no second copy of its weights for it): an error
+   then names the file. */
 loom_status loom_model_reference_run(const loom_model* model, const loom_input* inputs,
                                      int num_inputs, const loom_output* outputs, int num_outputs);
 
