@@ -19,6 +19,21 @@ static int failures = 0;
     }                                                                                         \
   } while (0)
 
+/* Copies the file at `from` to `to`; 0 on success. */
+static int CopyFile(const char* from, const char* to) {
+  FILE* in = fopen(from, "rb");
+  FILE* out = fopen(to, "wb");
+  int status = in == NULL || out == NULL;
+  char buffer[65536];
+  size_t got;
+  while (!status && (got = fread(buffer, 1, sizeof buffer, in)) > 0) {
+    status = fwrite(buffer, 1, got, out) != got;
+  }
+  if (in != NULL) fclose(in);
+  if (out != NULL && fclose(out) != 0) status = 1;
+  return status;
+}
+
 int main(void) {
   /* The kernel cache: Bazel's test sandbox has no $HOME. */
   const char* tmp = getenv("TEST_TMPDIR");
@@ -78,6 +93,21 @@ int main(void) {
   EXPECT(loom_model_run(NULL, inputs, 1, outputs, 1) == LOOM_INVALID_ARGUMENT);
   loom_model_free(model);
   loom_model_free(NULL);
+
+  /* A compiled model keeps no copy of the graph as imported: its first
+     reference run imports the file again, and fails naming it when it is
+     gone. */
+  char copy[4096];
+  snprintf(copy, sizeof copy, "%s/lstm_copy.pbtxt", tmp != NULL ? tmp : "/tmp");
+  EXPECT(CopyFile("examples/lstm_l2_h64.pbtxt", copy) == 0);
+  model = NULL;
+  EXPECT(loom_model_compile(copy, NULL, &model) == LOOM_OK);
+  if (model == NULL) return 1;
+  EXPECT(remove(copy) == 0);
+  EXPECT(loom_model_run(model, inputs, 1, outputs, 1) == LOOM_OK);
+  EXPECT(loom_model_reference_run(model, inputs, 1, references, 1) != LOOM_OK);
+  EXPECT(strstr(loom_last_error(), copy) != NULL);
+  loom_model_free(model);
 
   /* An index input out of range: the run fails naming the node and the
      index; the next run, in range, succeeds. */
