@@ -197,6 +197,31 @@ TEST(CodegenTest, AThreadsBlockOfRowsDecidesAtRunTimeOnItsLastColumn) {
                         "      }\n"));
 }
 
+// A kernel's threads share its rows from about 2^18 steps of work, a
+// function of libm's counting as many: 64 x 64 elements of four tanh and
+// sigmoid each (an LSTM cell has five) are shared, four adds are not.
+TEST(CodegenTest, TranscendentalFunctionsCountAsMoreWorkForTheThreads) {
+  proto::CppOptions openmp;
+  openmp.set_openmp(true);
+  const auto chain = [&](std::vector<const char*> ops) {
+    Graph graph;
+    ValueId value = *graph.AddInput("x", TensorType{DType::kF32, {64, 64}});
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const std::string name = absl::StrCat("op", i);
+      const bool binary = std::string(ops[i]) == "add";
+      const NodeId node = *graph.AddNode(
+          name, ops[i], binary ? std::vector<ValueId>{value, value} : std::vector<ValueId>{value},
+          {name + ".y"});
+      value = graph.node(node).outputs[0];
+    }
+    graph.AddOutput(value);
+    EXPECT_TRUE(InferShapes(graph).ok());
+    return Emit(graph, openmp).text;
+  };
+  EXPECT_THAT(chain({"tanh", "sigmoid", "tanh", "sigmoid"}), HasSubstr("#pragma omp parallel for"));
+  EXPECT_THAT(chain({"add", "add", "add", "add"}), Not(HasSubstr("#pragma omp parallel for")));
+}
+
 TEST(CodegenTest, IdenticalKernelsShareOneFunction) {
   const GeneratedSource source = Emit(DoublingChain(5));
   EXPECT_EQ(source.kernel_functions, 1);
