@@ -8,13 +8,22 @@
 
 namespace loom {
 
+int64_t DefaultGemmMinRows(int64_t operand_elements, bool operand_is_weight) {
+  return operand_is_weight && operand_elements < kSmallOperandElements ? kSmallOperandGemmMinRows
+                                                                       : kDefaultGemmMinRows;
+}
+
 bool IsGemmOperand(const Graph& graph, const Node& node, ValueId value) {
   if (node.op != "matmul" || node.inputs.size() != 2 || node.inputs[1] != value ||
       node.inputs[0] == value) {
     return false;
   }
   const Shape& a = graph.value(node.inputs[0]).type.shape;
-  return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= kDefaultGemmMinRows;
+  // Asked of weights and of views of them: an operand computed at run time
+  // has no data for a pass to lay out otherwise.
+  const int64_t min_rows = DefaultGemmMinRows(NumElements(graph.value(value).type.shape),
+                                              /*operand_is_weight=*/true);
+  return a.size() >= 2 && a.back() > 0 && NumElements(a) / a.back() >= min_rows;
 }
 
 std::vector<ValueId> GemmOperandWeights(const Graph& graph,
@@ -58,7 +67,9 @@ void Lowering::MarkContraction(ComputeNode& compute, int root) {
   compute.root = root;                                     // as Finish will
   compute.store_index = ContiguousOffset(compute.ranges);  // set them
   const std::optional<Gemm> gemm = MatchGemm(compute);
-  if (gemm.has_value() && gemm->m >= options_.gemm_min_rows) {
+  const int64_t min_rows =
+      options_.gemm_min_rows > 0 ? options_.gemm_min_rows : kDefaultGemmMinRows;
+  if (gemm.has_value() && gemm->m >= min_rows) {
     compute.extern_op = ExternOp::kGemm;
   } else if (MatchConv(compute).has_value()) {
     compute.extern_op = ExternOp::kConv;
@@ -92,8 +103,12 @@ ComputeNode Lowering::GemmNode(const Node& node) {
   const LoweredValue a_source = a_view ? lowered_[a] : Materialize(a_copy, a);
   const LoweredValue b_source = b_view ? lowered_[b] : Materialize(b_copy, b);
   std::optional<Gemm> gemm = match(a_source, b_source);
-  if (gemm.has_value() && a_view && b_view && gemm->m < options_.gemm_min_rows &&
-      gemm->b.transposed) {
+  const bool b_weight = b_view && program_.buffers[lowered_[b].buffer].kind == BufferKind::kWeight;
+  const int64_t min_rows =
+      options_.gemm_min_rows > 0
+          ? options_.gemm_min_rows
+          : DefaultGemmMinRows(NumElements(graph_.value(b).type.shape), b_weight);
+  if (gemm.has_value() && a_view && b_view && gemm->m < min_rows && gemm->b.transposed) {
     return compute;  // dot products that fuse with their consumers
   }
   if (!gemm.has_value()) {  // strided along both dims: copy the views too

@@ -674,10 +674,14 @@ TEST(LowerPassTest, ReleasingNodesBlockByBlockLowersTheSameProgram) {
 }
 
 // x [rows, 8] times w^T, w [16, 8] (a linear layer), and x times v [8, 16].
-Graph Products(int64_t rows, ValueId& x) {
-  Graph graph = GraphWithInput({rows, 8}, x);
-  const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {16, 8}});
-  const ValueId v = *graph.AddInput("v", TensorType{DType::kF32, {8, 16}});
+// x [rows, k] times w [n, k] transposed (a weight, or an input where
+// `w_is_input`), and times the input v [k, 16].
+Graph Products(int64_t rows, int64_t n, int64_t k, bool w_is_input, ValueId& x) {
+  Graph graph = GraphWithInput({rows, k}, x);
+  const TensorType w_type{DType::kF32, {n, k}};
+  const ValueId w = w_is_input ? *graph.AddInput("w", w_type)
+                               : *graph.AddInitializer("w", ValueKind::kWeight, Tensor(w_type));
+  const ValueId v = *graph.AddInput("v", TensorType{DType::kF32, {k, 16}});
   Attrs perm;
   perm.Set("perm", std::vector<int64_t>{1, 0});
   graph.AddOutput(AddNode(graph, "matmul", {x, AddNode(graph, "transpose", {w}, perm)}));
@@ -686,17 +690,26 @@ Graph Products(int64_t rows, ValueId& x) {
 }
 
 TEST(LowerTest, MatrixProductsBecomeGemmCallsExceptFewRowsOfDotProducts) {
-  for (int64_t rows : {2, 8}) {
-    SCOPED_TRACE(rows);
+  // Rows times a transposed operand stay loops below kDefaultGemmMinRows
+  // rows, or below kSmallOperandGemmMinRows rows of a weight of fewer than
+  // kSmallOperandElements elements; the other products are calls.
+  struct Case {
+    int64_t rows, n, k;
+    bool w_is_input, loops;
+  };
+  for (const Case& c :
+       {Case{2, 16, 8, true, true}, Case{8, 16, 8, true, false}, Case{8, 16, 8, false, true},
+        Case{31, 16, 8, false, true}, Case{32, 16, 8, false, false}, Case{2, 256, 256, false, true},
+        Case{8, 256, 256, false, false}}) {
+    SCOPED_TRACE(absl::StrCat(c.rows, " rows times ", c.w_is_input ? "an input" : "a weight", " [",
+                              c.n, ", ", c.k, "]"));
     ValueId x;
-    Graph graph = Products(rows, x);
+    Graph graph = Products(c.rows, c.n, c.k, c.w_is_input, x);
     ASSERT_TRUE(InferShapes(graph).ok());
     absl::StatusOr<LoopProgram> program = LowerGraph(graph);
     ASSERT_TRUE(program.ok()) << program.status();
     ASSERT_EQ(program->nodes.size(), 2);
-    // Fewer than kDefaultGemmMinRows rows times a transposed weight: loops.
-    EXPECT_EQ(program->nodes[0].extern_op,
-              rows < kDefaultGemmMinRows ? ExternOp::kNone : ExternOp::kGemm);
+    EXPECT_EQ(program->nodes[0].extern_op, c.loops ? ExternOp::kNone : ExternOp::kGemm);
     EXPECT_EQ(program->nodes[1].extern_op, ExternOp::kGemm);
     EXPECT_TRUE(VerifyLoopProgram(*program).ok());
 

@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "ir/gemm.h"
 #include "ir/module.h"
+#include "passes/lower.h"
 #include "passes/pass.h"
 
 namespace loom {
@@ -39,8 +40,8 @@ class PackPanelWeightsPass : public Pass {
 // panels fill the registers at two rows.
 int64_t PanelMaxRows();
 // Smaller weights stay in the caches between runs: the library's GEMM is
-// as fast on them.
-inline constexpr int64_t kPanelMinElements = int64_t{1} << 16;
+// as fast on them, and products of so few rows are loops (lower.h).
+inline constexpr int64_t kPanelMinElements = kSmallOperandElements;
 
 }  // namespace loom
 

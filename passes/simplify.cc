@@ -334,36 +334,117 @@ std::optional<Tensor> EvaluateSlice(const Node& slice, const Tensor& data, const
   return out;
 }
 
-// The data of `transpose`'s output, from an initializer through views
-// (reshape, slice), or none. The initializer is read in place, never
-// copied whole: a reshape moves no data, and only a slice is evaluated.
-std::optional<Tensor> EvaluateWeightTranspose(const Graph& graph, const Node& transpose) {
+// The data of a weight's view: the initializer's, read as of `shape`, or
+// a slice's, evaluated (owned by `sliced`, which moves with it).
+struct WeightView {
+  const Tensor* data = nullptr;
+  Shape shape;
+  std::unique_ptr<Tensor> sliced;
+};
+
+// The data of `value` from an initializer through views (reshape,
+// unsqueeze, squeeze, slice), or none. The initializer is read in place,
+// never copied whole: a reshape moves no data, and only a slice is
+// evaluated.
+std::optional<WeightView> ViewOfWeight(const Graph& graph, ValueId value) {
   std::vector<const Node*> views;
-  ValueId source = transpose.inputs[0];
-  while (graph.value(source).producer != kNoNode) {
-    const Node& view = graph.node(graph.value(source).producer);
-    if ((view.op != "reshape" && view.op != "slice") || view.inputs.size() != 1) {
+  while (graph.value(value).producer != kNoNode) {
+    const Node& view = graph.node(graph.value(value).producer);
+    const bool reshapes = view.op == "reshape" || view.op == "unsqueeze" || view.op == "squeeze";
+    if ((!reshapes && view.op != "slice") || view.inputs.empty() || view.outputs.size() != 1) {
       return std::nullopt;
     }
     views.push_back(&view);
-    source = view.inputs[0];
+    value = view.inputs[0];
   }
-  if (!graph.HasInitializer(source)) return std::nullopt;
-  const Tensor* data = &graph.initializer(source);
-  Shape shape = data->shape();
-  std::optional<Tensor> sliced;
+  if (!graph.HasInitializer(value)) return std::nullopt;
+  WeightView result;
+  result.data = &graph.initializer(value);
+  result.shape = result.data->shape();
   for (auto view = views.rbegin(); view != views.rend(); ++view) {
     const TensorType& type = graph.value((*view)->outputs[0]).type;
-    if ((*view)->op == "reshape") {
-      if (NumElements(type.shape) != NumElements(shape)) return std::nullopt;
+    if ((*view)->op != "slice") {
+      if (NumElements(type.shape) != NumElements(result.shape)) return std::nullopt;
     } else {
-      sliced = EvaluateSlice(**view, *data, shape, type);
+      std::optional<Tensor> sliced = EvaluateSlice(**view, *result.data, result.shape, type);
       if (!sliced.has_value()) return std::nullopt;
-      data = &*sliced;
+      result.sliced = std::make_unique<Tensor>(*std::move(sliced));
+      result.data = result.sliced.get();
     }
-    shape = type.shape;
+    result.shape = type.shape;
   }
-  return Permute(transpose, data->data(), shape, graph.value(transpose.outputs[0]).type);
+  return result;
+}
+
+// The data of `transpose`'s output, from a weight's view, or none.
+std::optional<Tensor> EvaluateWeightTranspose(const Graph& graph, const Node& transpose) {
+  std::optional<WeightView> view = ViewOfWeight(graph, transpose.inputs[0]);
+  if (!view.has_value()) return std::nullopt;
+  return Permute(transpose, view->data->data(), view->shape,
+                 graph.value(transpose.outputs[0]).type);
+}
+
+// The data of `concat`'s output, from weights' views, or none.
+std::optional<Tensor> EvaluateWeightConcat(const Graph& graph, const Node& concat) {
+  const OpDef* def = OpRegistry::Global().Find(std::string(concat.op));
+  if (def == nullptr || concat.outputs.size() != 1) return std::nullopt;
+  std::vector<Tensor> parts;
+  for (ValueId input : concat.inputs) {
+    std::optional<WeightView> view = ViewOfWeight(graph, input);
+    if (!view.has_value()) return std::nullopt;
+    Tensor& part = parts.emplace_back(TensorType{view->data->dtype(), view->shape});
+    std::memcpy(part.data(), view->data->data(), part.num_bytes());
+  }
+  std::vector<const Tensor*> in;
+  for (const Tensor& part : parts) in.push_back(&part);
+  Tensor out(graph.value(concat.outputs[0]).type);
+  if (!def->eval(concat, in, absl::MakeSpan(&out, 1)).ok()) return std::nullopt;
+  return out;
+}
+
+// Node `id`'s output becomes a weight of `data`, which the nodes after it
+// read instead (`replacement` maps each value to the one read for it,
+// empty while nothing is replaced); the node is dropped.
+absl::Status ReplaceByWeight(Graph& graph, NodeId id, Tensor data,
+                             std::vector<ValueId>& replacement, std::vector<bool>& keep) {
+  const ValueId out = graph.node(id).outputs[0];
+  LOOM_ASSIGN_OR_RETURN(ValueId folded,
+                        graph.AddInitializer(absl::StrCat(graph.value(out).name, "/folded"),
+                                             ValueKind::kWeight, std::move(data)));
+  if (replacement.empty()) {
+    replacement.resize(graph.values().size() - 1);
+    std::iota(replacement.begin(), replacement.end(), 0);
+  }
+  replacement.push_back(folded);
+  replacement[out] = folded;
+  keep[id] = false;
+  return absl::OkStatus();
+}
+
+// A concat of weights' views (an exporter's reordering of an LSTM's gates,
+// slices of its weights concatenated) is computed here, once, as a weight
+// of its own, rather than at every run: products that read it then read a
+// weight (lower.h, kSmallOperandElements).
+absl::Status FoldWeightConcats(Graph& graph, std::vector<bool>& keep) {
+  std::vector<bool> is_output(graph.values().size(), false);
+  for (ValueId id : graph.outputs()) is_output[id] = true;
+  std::vector<ValueId> replacement;
+  const NodeId num_nodes = static_cast<NodeId>(graph.nodes().size());
+  for (NodeId id = 0; id < num_nodes; ++id) {
+    Node& node = graph.mutable_node(id);
+    if (!replacement.empty()) {
+      for (ValueId& input : node.inputs) input = replacement[input];
+    }
+    if (!keep[id] || node.op != "concat" || node.outputs.size() != 1 ||
+        is_output[node.outputs[0]]) {
+      continue;
+    }
+    std::optional<Tensor> data = EvaluateWeightConcat(graph, node);
+    if (data.has_value()) {
+      LOOM_RETURN_IF_ERROR(ReplaceByWeight(graph, id, *std::move(data), replacement, keep));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // A weight's view (reshape, slice) transposed into a GEMM's second operand
@@ -402,18 +483,9 @@ absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
       continue;
     }
     std::optional<Tensor> data = EvaluateWeightTranspose(graph, node);
-    if (!data.has_value()) continue;
-    const ValueId out = node.outputs[0];
-    LOOM_ASSIGN_OR_RETURN(ValueId folded,
-                          graph.AddInitializer(absl::StrCat(graph.value(out).name, "/folded"),
-                                               ValueKind::kWeight, *std::move(data)));
-    if (replacement.empty()) {
-      replacement.resize(graph.values().size() - 1);
-      std::iota(replacement.begin(), replacement.end(), 0);
+    if (data.has_value()) {
+      LOOM_RETURN_IF_ERROR(ReplaceByWeight(graph, id, *std::move(data), replacement, keep));
     }
-    replacement.push_back(folded);
-    replacement[out] = folded;
-    keep[id] = false;
   }
   return absl::OkStatus();
 }
@@ -425,6 +497,7 @@ absl::StatusOr<bool> SimplifyPass::Run(Module& module) {
   const size_t num_nodes = graph.nodes().size();
   std::vector<bool> keep(num_nodes, true);
   LOOM_RETURN_IF_ERROR(EliminateCommonSubexpressions(graph, keep));
+  LOOM_RETURN_IF_ERROR(FoldWeightConcats(graph, keep));
   LOOM_RETURN_IF_ERROR(FoldWeightTransposes(graph, keep));
   EliminateDeadNodes(graph, keep);
   if (static_cast<size_t>(std::count(keep.begin(), keep.end(), true)) == num_nodes) {

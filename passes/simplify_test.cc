@@ -236,6 +236,45 @@ TEST(SimplifyTest, WeightTransposesIntoGemmsAreFolded) {
   }
 }
 
+// A concat of slices of a weight (an exporter's reordering of an LSTM's
+// gates) becomes a weight of its own; one that reads an input stays.
+TEST(SimplifyTest, ConcatsOfWeightsViewsAreFolded) {
+  Module module;
+  Graph& graph = module.graph;
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {2, 3}});
+  Tensor w(DType::kF32, {4, 3});
+  for (int64_t i = 0; i < 12; ++i) w.SetDouble(i, static_cast<double>(i));
+  const ValueId weight = *graph.AddInitializer("w", ValueKind::kWeight, w);
+  for (const auto& [name, start] : {std::pair{"low", 0}, std::pair{"high", 2}}) {
+    Attrs rows;
+    rows.Set("starts", AttrInts{start});
+    rows.Set("ends", AttrInts{start + 2});
+    rows.Set("axes", AttrInts{0});
+    graph.AddNode(name, "slice", {weight}, {name}, rows).value();
+  }
+  Attrs axis;
+  axis.Set("axis", int64_t{0});
+  graph
+      .AddNode("swapped", "concat", {graph.FindValue("high"), graph.FindValue("low")}, {"swapped"},
+               axis)
+      .value();
+  graph.AddNode("with_x", "concat", {graph.FindValue("low"), x}, {"with_x"}, axis).value();
+  graph.AddNode("sum", "add", {graph.FindValue("swapped"), graph.FindValue("swapped")}, {"sum"})
+      .value();
+  graph.AddOutput(graph.FindValue("sum"));
+  graph.AddOutput(graph.FindValue("with_x"));
+  ASSERT_TRUE(InferShapes(graph).ok());
+  ASSERT_TRUE(RunSimplify(module));
+  ASSERT_TRUE(VerifyGraph(graph).ok());
+  EXPECT_THAT(Names(graph), ElementsAre("low", "with_x", "sum"));
+  const ValueId folded = graph.nodes().back().inputs[0];
+  ASSERT_EQ(graph.value(folded).kind, ValueKind::kWeight);
+  const Tensor& data = graph.initializer(folded);
+  EXPECT_EQ(TypeToString(data.type()), "f32[4,3]");
+  EXPECT_EQ(data.GetDouble(0), 6.0);   // w[2][0]
+  EXPECT_EQ(data.GetDouble(11), 5.0);  // w[1][2]
+}
+
 // A batched weight, reshaped, then transposed by its last two axes: the
 // folded weight holds each element where the transpose puts it (tiles cut
 // the 40 x 35 planes unevenly).
