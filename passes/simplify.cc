@@ -351,7 +351,7 @@ std::optional<WeightView> ViewOfWeight(const Graph& graph, ValueId value) {
   while (graph.value(value).producer != kNoNode) {
     const Node& view = graph.node(graph.value(value).producer);
     const bool reshapes = view.op == "reshape" || view.op == "unsqueeze" || view.op == "squeeze";
-    if ((!reshapes && view.op != "slice") || view.inputs.empty() || view.outputs.size() != 1) {
+    if ((!reshapes && view.op != "slice") || view.inputs.size() != 1 || view.outputs.size() != 1) {
       return std::nullopt;
     }
     views.push_back(&view);

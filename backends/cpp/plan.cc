@@ -49,8 +49,6 @@ constexpr int kWelfordVectorChains = 2;
 // products load each matrix row once for all of them.
 constexpr int64_t kTeamRows = 4;
 
-}  // namespace
-
 // A body's steps, each function of libm's (exp, tanh, ...) counted as
 // kTranscendentalSteps: the cell of an LSTM of batch 64 and hidden 64 (4K
 // elements, five such functions each) took 16 us on one thread; shared,
@@ -69,6 +67,8 @@ int64_t BodyCost(const ComputeNode& node) {
   }
   return cost;
 }
+
+}  // namespace
 
 int64_t Product(const std::vector<int64_t>& extents, size_t first, size_t last) {
   return NumElements(absl::MakeConstSpan(extents).subspan(first, last - first));
