@@ -305,6 +305,9 @@ class Lowering {
   // Whether matmul `node` has operands a gemm call can take (dtypes,
   // ranks) and the options allow calls.
   bool MayBeGemm(const Node& node) const;
+  // The fewest rows that make a product a gemm call: LowerOptions::
+  // gemm_min_rows where set, else DefaultGemmMinRows of its second operand.
+  int64_t GemmMinRows(int64_t operand_elements, bool operand_is_weight) const;
   // Matmul `node` as a gemm call (ExternOp::kGemm), or as loops where
   // LowerOptions::gemm_min_rows keeps it so (the node built to ask
   // MatchGemm, not built twice).

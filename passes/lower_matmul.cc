@@ -67,13 +67,16 @@ void Lowering::MarkContraction(ComputeNode& compute, int root) {
   compute.root = root;                                     // as Finish will
   compute.store_index = ContiguousOffset(compute.ranges);  // set them
   const std::optional<Gemm> gemm = MatchGemm(compute);
-  const int64_t min_rows =
-      options_.gemm_min_rows > 0 ? options_.gemm_min_rows : kDefaultGemmMinRows;
-  if (gemm.has_value() && gemm->m >= min_rows) {
+  if (gemm.has_value() && gemm->m >= GemmMinRows(0, /*operand_is_weight=*/false)) {
     compute.extern_op = ExternOp::kGemm;
   } else if (MatchConv(compute).has_value()) {
     compute.extern_op = ExternOp::kConv;
   }
+}
+
+int64_t Lowering::GemmMinRows(int64_t operand_elements, bool operand_is_weight) const {
+  return options_.gemm_min_rows > 0 ? options_.gemm_min_rows
+                                    : DefaultGemmMinRows(operand_elements, operand_is_weight);
 }
 
 bool Lowering::MayBeGemm(const Node& node) const {
@@ -104,10 +107,7 @@ ComputeNode Lowering::GemmNode(const Node& node) {
   const LoweredValue b_source = b_view ? lowered_[b] : Materialize(b_copy, b);
   std::optional<Gemm> gemm = match(a_source, b_source);
   const bool b_weight = b_view && program_.buffers[lowered_[b].buffer].kind == BufferKind::kWeight;
-  const int64_t min_rows =
-      options_.gemm_min_rows > 0
-          ? options_.gemm_min_rows
-          : DefaultGemmMinRows(NumElements(graph_.value(b).type.shape), b_weight);
+  const int64_t min_rows = GemmMinRows(NumElements(graph_.value(b).type.shape), b_weight);
   if (gemm.has_value() && a_view && b_view && gemm->m < min_rows && gemm->b.transposed) {
     return compute;  // dot products that fuse with their consumers
   }

@@ -388,15 +388,26 @@ std::optional<Tensor> EvaluateWeightTranspose(const Graph& graph, const Node& tr
 std::optional<Tensor> EvaluateWeightConcat(const Graph& graph, const Node& concat) {
   const OpDef* def = OpRegistry::Global().Find(std::string(concat.op));
   if (def == nullptr || concat.outputs.size() != 1) return std::nullopt;
-  std::vector<Tensor> parts;
+  std::vector<WeightView> views;
   for (ValueId input : concat.inputs) {
     std::optional<WeightView> view = ViewOfWeight(graph, input);
     if (!view.has_value()) return std::nullopt;
-    Tensor& part = parts.emplace_back(TensorType{view->data->dtype(), view->shape});
-    std::memcpy(part.data(), view->data->data(), part.num_bytes());
+    views.push_back(*std::move(view));
   }
+  // Each part read where it is; only one whose shape a reshape changed is
+  // copied into a tensor of that shape.
+  std::vector<Tensor> reshaped;
+  reshaped.reserve(views.size());
   std::vector<const Tensor*> in;
-  for (const Tensor& part : parts) in.push_back(&part);
+  for (const WeightView& view : views) {
+    if (view.shape == view.data->shape()) {
+      in.push_back(view.data);
+      continue;
+    }
+    Tensor& part = reshaped.emplace_back(TensorType{view.data->dtype(), view.shape});
+    std::memcpy(part.data(), view.data->data(), part.num_bytes());
+    in.push_back(&part);
+  }
   Tensor out(graph.value(concat.outputs[0]).type);
   if (!def->eval(concat, in, absl::MakeSpan(&out, 1)).ok()) return std::nullopt;
   return out;
