@@ -3,9 +3,11 @@
 //
 //   once per node        X as rows [seq*batch, input] (batch-first X is
 //                        transposed to seq-first first); the sequence masks
-//   once per direction   xw = X_rows @ W_d^T + (Wb_d + Rb_d): ONE matmul for
-//                        the input projection of every time step, and one
-//                        split of it into each step's rows (views)
+//   once per chunk       xw = X_rows @ W_d^T + (Wb_d + Rb_d): ONE matmul for
+//   of steps             the input projection of the chunk's time steps, and
+//                        one split of it into each step's rows (views); a
+//                        chunk is every step unless xw would outgrow the
+//                        cache (kProjectionChunkBytes)
 //   once per step        a matmul of the state with R_d^T, added to the
 //                        step's rows of xw, then the cell's pointwise math on
 //                        parts of the gates (sigmoid / tanh / relu, mul, add)
@@ -18,11 +20,14 @@
 // sequence_lens, each step keeps the old state where step >= len[b]
 // (where(mask, new, old)), which also makes a backward entry start at its
 // own last valid step, and Y is zeroed past each entry's length at the end.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/dtype.h"
 #include "ir/ops/recurrent.h"
 #include "ir/status_macros.h"
 #include "ir/tensor.h"
@@ -69,6 +74,14 @@ bool NeedsMasking(const Node& node, const RecurrentSpec& spec, const Graph& grap
   return false;
 }
 
+// The input projection of this many bytes at most is computed at once, just
+// before the steps that read it: one product for a long sequence of a large
+// batch would write xw to memory and each step read it back (seed LSTM,
+// batch 64, sequence 4,096: xw is 256 MiB). A chunk keeps it in the L2
+// cache while still giving the product this many rows at least.
+constexpr int64_t kProjectionChunkBytes = int64_t{256} << 10;
+constexpr int64_t kProjectionChunkMinRows = 128;
+
 // The state of one direction between steps.
 struct State {
   ValueId h;
@@ -77,8 +90,9 @@ struct State {
 
 // One direction's operands, prepared once.
 struct DirectionOperands {
-  ValueId xw;         // [seq*batch, gates*H]: X W^T plus the folded biases
-  ValueIds xw_steps;  // by time step: its rows of xw, [batch, gates*H]
+  ValueId w_t;        // [input, gates*H]: W^T
+  ValueId bias;       // [gates*H]: the biases that fold into xw, or -1
+  ValueIds xw_steps;  // by time step: its rows of X W^T + bias, [batch, gates*H]
   ValueId r_t;        // [H, gates*H]: R^T (gru, linear_before_reset 0: [H, 2H])
   ValueId r_h_t;      // gru, linear_before_reset 0: [H, H]
   ValueId rb_h;       // gru, linear_before_reset 1 with B: [H], else -1
@@ -136,6 +150,10 @@ class Unroller {
   // --- Stages --------------------------------------------------------------
   void PrepareShared();
   DirectionOperands PrepareDirection(int64_t d);
+  int64_t StepsPerProjection() const;
+  // The input projection of the `count` steps from the k-th one `d` visits,
+  // into ops.xw_steps.
+  void ProjectInput(int64_t d, int64_t k, int64_t count, DirectionOperands& ops);
   State InitialState(int64_t d);
   ValueId InitialStateOf(int input, int64_t d, const std::string& suffix);
   ValueId StepMask(int64_t t);
@@ -213,7 +231,8 @@ DirectionOperands Unroller::PrepareDirection(int64_t d) {
   for (ValueId& peephole : ops.p) peephole = -1;
 
   const ValueId w = OfDirection(p + "w", In(kRnnW), d, {G * H(), spec_.input});
-  ops.xw = Op(p + "xw", "matmul", {x_rows_, Transpose(p + "w_t", w)});
+  ops.w_t = Transpose(p + "w_t", w);
+  ops.bias = -1;
   if (spec_.Has(kRnnB)) {
     const ValueId bias = OfDirection(p + "b", In(kRnnB), d, {2 * G * H()});
     const ValueId wb = Slice(p + "wb", bias, 0, 0, G * H());
@@ -225,18 +244,9 @@ DirectionOperands Unroller::PrepareDirection(int64_t d) {
       rb = Op(p + "rb_folded", "concat",
               {rb_zr, b_.Constant(p + "zero_h", Tensor(spec_.dtype, {H()}))}, AxisAttr(0));
     }
-    const ValueId folded = Op(p + "bias", "add", {wb, rb});
-    ops.xw = Op(p + "xw_bias", "add", {ops.xw, folded});
+    ops.bias = Op(p + "bias", "add", {wb, rb});
   }
-
-  // Each step's rows of xw, as views: one split (as aten's lstm unbinds its
-  // input), not a slice per step.
-  std::vector<std::string> step_names;
-  step_names.reserve(spec_.seq);
-  for (int64_t t = 0; t < spec_.seq; ++t) {
-    step_names.push_back(absl::StrCat(p, "t", t, "/xw"));
-  }
-  ops.xw_steps = b_.AddWithOutputs(p + "xw_steps", "split", {ops.xw}, step_names, AxisAttr(0));
+  ops.xw_steps.assign(spec_.seq, -1);
 
   const ValueId r = OfDirection(p + "r", In(kRnnR), d, {G * H(), H()});
   if (gru_reset_first) {
@@ -254,6 +264,34 @@ DirectionOperands Unroller::PrepareDirection(int64_t d) {
     }
   }
   return ops;
+}
+
+int64_t Unroller::StepsPerProjection() const {
+  const int64_t step_bytes = B() * spec_.gates * H() * DTypeSize(spec_.dtype);
+  const int64_t fit = std::max<int64_t>(1, kProjectionChunkBytes / step_bytes);
+  const int64_t enough_rows = (kProjectionChunkMinRows + B() - 1) / B();
+  return std::min(spec_.seq, std::max(fit, enough_rows));
+}
+
+void Unroller::ProjectInput(int64_t d, int64_t k, int64_t count, DirectionOperands& ops) {
+  // The steps' times are [first, first + count), visited forwards or back.
+  const int64_t first = spec_.Backward(d) ? spec_.seq - k - count : k;
+  const bool whole = count == spec_.seq;
+  const std::string p =
+      whole ? absl::StrCat("d", d, "/") : absl::StrCat("d", d, "/from_t", first, "/");
+  const ValueId x =
+      whole ? x_rows_ : Slice(p + "x_rows", x_rows_, 0, first * B(), (first + count) * B());
+  ValueId xw = Op(p + "xw", "matmul", {x, ops.w_t});
+  if (ops.bias >= 0) xw = Op(p + "xw_bias", "add", {xw, ops.bias});
+  // Each step's rows, as views: one split (as aten's lstm unbinds its
+  // input), not a slice per step.
+  std::vector<std::string> step_names;
+  step_names.reserve(count);
+  for (int64_t t = first; t < first + count; ++t) {
+    step_names.push_back(absl::StrCat("d", d, "/t", t, "/xw"));
+  }
+  const ValueIds steps = b_.AddWithOutputs(p + "xw_steps", "split", {xw}, step_names, AxisAttr(0));
+  std::copy(steps.begin(), steps.end(), ops.xw_steps.begin() + first);
 }
 
 ValueId Unroller::InitialStateOf(int input, int64_t d, const std::string& suffix) {
@@ -406,12 +444,14 @@ absl::Status Unroller::Run() {
   }
   PrepareShared();
   const int64_t seq = spec_.seq;
+  const int64_t chunk = StepsPerProjection();
   std::vector<ValueId> ys, hs, cs;  // per direction
   for (int64_t d = 0; d < spec_.num_directions; ++d) {
-    const DirectionOperands ops = PrepareDirection(d);
+    DirectionOperands ops = PrepareDirection(d);
     State state = InitialState(d);
     std::vector<ValueId> outputs(seq);  // by time step
     for (int64_t k = 0; k < seq; ++k) {
+      if (k % chunk == 0) ProjectInput(d, k, std::min(chunk, seq - k), ops);
       const int64_t t = spec_.Backward(d) ? seq - 1 - k : k;
       const std::string p = absl::StrCat("d", d, "/t", t, "/");
       const size_t emitted_before_step = b_.num_emitted();

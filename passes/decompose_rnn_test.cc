@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -351,6 +352,53 @@ TEST(DecomposeRnnTest, OneInputProjectionPerDirectionAndOneRecurrentMatmulPerSte
     if (node.name == "cell/d0/xw") {
       EXPECT_EQ(module.graph.value(node.outputs[0]).type.shape, (Shape{5 * 3, 4 * 3}));
     }
+  }
+}
+
+// A long sequence of a large batch is projected a chunk of steps at a time,
+// each chunk's product just before its steps (256 KiB of xw at most, 128
+// rows at least), visited forwards or back, and still computes the same.
+TEST(DecomposeRnnTest, LongSequencesOfLargeBatchesAreProjectedInChunks) {
+  struct Expected {
+    const char* op;
+    int chunk;  // steps a chunk
+  };
+  // Steps of 64 x 64 x gates floats: lstm 64 KiB (4 steps a chunk), gru 48
+  // KiB (5), rnn 16 KiB (16: the whole sequence).
+  for (const Expected& e : {Expected{"lstm", 4}, Expected{"gru", 5}, Expected{"rnn", 10}}) {
+    RnnCase c;
+    c.op = e.op;
+    c.direction = "bidirectional";
+    c.layout = 1;
+    c.inputs = MaxInputs(e.op);
+    c.mixed_lens = true;
+    c.outputs = MaxOutputs(e.op);
+    c.seq = 10;
+    c.batch = 64;
+    c.input = 8;
+    c.hidden = 64;
+    ExpectDecompositionMatches(c);
+
+    Module module = BuildModule(c);
+    ASSERT_TRUE(DecomposeRnn()->Run(module).value());
+    int projections = 0;
+    std::vector<int> steps_before_d0_projections;  // d0 runs forwards
+    int d0_steps = 0;
+    for (const Node& node : module.graph.nodes()) {
+      if (node.op != "matmul") continue;
+      const bool d0 = absl::StartsWith(node.name, "cell/d0/");
+      if (absl::EndsWith(node.name, "/hr")) {
+        d0_steps += d0;
+      } else if (absl::EndsWith(node.name, "/xw")) {
+        ++projections;
+        if (d0) steps_before_d0_projections.push_back(d0_steps);
+      }
+    }
+    std::vector<int> chunk_starts;
+    for (int k = 0; k < c.seq; k += e.chunk) chunk_starts.push_back(k);
+    EXPECT_EQ(projections, 2 * static_cast<int>(chunk_starts.size())) << e.op;
+    EXPECT_EQ(steps_before_d0_projections, chunk_starts)
+        << e.op << ": each chunk's product comes right before its steps";
   }
 }
 
