@@ -1,5 +1,8 @@
 #include "scheduler/schedule_pass.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/status_macros.h"
@@ -113,19 +116,73 @@ LOOM_REGISTER_PASS("schedule", [] {
 
 }  // namespace
 
+namespace {
+
+// Whether `node` stores what it loads, as it is.
+bool IsCopy(const ComputeNode& node) {
+  return node.extern_op == ExternOp::kNone && node.reduce == ReduceKind::kNone &&
+         node.body.size() == 1 && node.root == 0 && node.body[0].kind == ScalarOp::Kind::kLoad;
+}
+
+// Which nodes run as soon as they may: copies into a buffer that other
+// nodes write too (a concat's inputs into their parts of its buffer, a
+// pad's interior), which lowering emits where the concat or pad is, after
+// every input.
+std::vector<bool> RunEarly(const LoopProgram& program) {
+  std::vector<int> writers(program.buffers.size(), 0);
+  for (const ComputeNode& node : program.nodes) ++writers[node.output];
+  std::vector<bool> early(program.nodes.size(), false);
+  for (size_t i = 0; i < program.nodes.size(); ++i) {
+    const ComputeNode& node = program.nodes[i];
+    early[i] = writers[node.output] > 1 && IsCopy(node);
+  }
+  return early;
+}
+
+}  // namespace
+
 // Kahn's algorithm over the dependency edges, taking the earliest ready node
 // first, would return the program order itself: every edge points forward,
-// so whenever nodes 0..i-1 have run, node i is ready and the earliest. The
-// edges need not be built at all.
+// so whenever nodes 0..i-1 have run, node i is ready and the earliest. So
+// the order is the program's, but for the nodes RunEarly picks: each runs
+// right after the last node it depends on (a recurrence's step state is
+// copied into the output's rows at its step, where the copy may fuse with
+// the step, rather than after the last step, all states alive until then).
+// A node that depends on none keeps its place.
 absl::StatusOr<Schedule> ScheduleProgram(const LoopProgram& program) {
   const int n = static_cast<int>(program.nodes.size());
+  const std::vector<bool> early = RunEarly(program);
+  std::vector<int> order;
+  order.reserve(n);
+  if (std::find(early.begin(), early.end(), true) == early.end()) {
+    for (int i = 0; i < n; ++i) order.push_back(i);
+  } else {
+    const IntLists dependents = Dependencies(program, LoadedBuffers(program));
+    std::vector<int> waiting(n, 0);  // dependencies not yet placed
+    for (int item : dependents.items) ++waiting[item];
+    std::vector<bool> placed(n, false);
+    std::vector<int> ready;
+    for (int i = 0; i < n; ++i) {
+      if (placed[i]) continue;
+      ready.push_back(i);
+      while (!ready.empty()) {
+        const int v = ready.back();
+        ready.pop_back();
+        placed[v] = true;
+        order.push_back(v);
+        for (int d : dependents[v]) {
+          if (--waiting[d] == 0 && early[d]) ready.push_back(d);
+        }
+      }
+    }
+  }
   Schedule schedule;
   schedule.kernels.resize(n);
-  for (int i = 0; i < n; ++i) {
-    Kernel& kernel = schedule.kernels[i];
-    kernel.name = KernelName(i);
-    kernel.nodes = {i};
-    kernel.outer_loops = static_cast<int>(program.nodes[i].ranges.size());
+  for (int k = 0; k < n; ++k) {
+    Kernel& kernel = schedule.kernels[k];
+    kernel.name = KernelName(k);
+    kernel.nodes = {order[k]};
+    kernel.outer_loops = static_cast<int>(program.nodes[order[k]].ranges.size());
   }
   return schedule;
 }

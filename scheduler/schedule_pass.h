@@ -14,9 +14,11 @@ namespace loom {
 // Orders the compute nodes by their buffer dependencies (a node runs after
 // every earlier node that writes a buffer it reads; writes to one buffer
 // keep their program order, and a write waits for the earlier reads of its
-// buffer; ties keep program order) and makes one kernel per compute node.
-// Every such dependency points forward in program order, so the order is
-// the program's own. Fusion comes later.
+// buffer) and makes one kernel per compute node. Every such dependency
+// points forward in program order, so the order is the program's own, but
+// that a copy into a buffer that other nodes write too (a concat's input
+// into its part) runs right after the last node it depends on. Fusion
+// comes later.
 absl::StatusOr<Schedule> ScheduleProgram(const LoopProgram& program);
 
 // The name of the kernel at `index` in a schedule: "kernel_<index>".

@@ -60,6 +60,22 @@ TEST(ScheduleTest, IndependentNodesKeepProgramOrder) {
   EXPECT_EQ(Order(*schedule), (std::vector<int>{0, 1, 2}));
 }
 
+TEST(ScheduleTest, CopiesIntoPartsOfASharedBufferRunRightAfterWhatTheyCopy) {
+  // concat-like: n0 writes b1, n1 reads it into b2, then n2 and n3 copy b1
+  // and b2 into parts of b3. n2 runs right after n0, before n1 (where it
+  // may fuse with n0, and b1 need not wait for n1); n3 after n1 (and n2).
+  LoopProgram program = MakeProgram(4, {1, 2, 3, 3}, {{0}, {1}, {1}, {2}});
+  absl::StatusOr<Schedule> schedule = ScheduleProgram(program);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  EXPECT_EQ(Order(*schedule), (std::vector<int>{0, 2, 1, 3}));
+  // A copy into a buffer of its own keeps its place (n1: b1 into b2), as
+  // does one that depends on nothing (n2: the input b0 into part of b3).
+  program = MakeProgram(4, {1, 2, 3, 3}, {{0}, {1}, {0}, {2}});
+  schedule = ScheduleProgram(program);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  EXPECT_EQ(Order(*schedule), (std::vector<int>{0, 1, 2, 3}));
+}
+
 using Edges = std::vector<std::pair<int, int>>;
 
 // The dependency edges as (from, to) positions in program.nodes.

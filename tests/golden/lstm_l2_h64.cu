@@ -83,56 +83,57 @@ extern "C" __global__ void __launch_bounds__(256) loom_f1(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f2_shape[3] = {2, 256, 5120};
+__device__ long long loom_f2_shape[3] = {2, 256, 1536};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, const float* __restrict__ p3, const float* __restrict__ p4, const float* __restrict__ p5, const float* __restrict__ p6, const float* __restrict__ p7, const float* __restrict__ p8, const float* __restrict__ p9, const float* __restrict__ p10, const float* __restrict__ p11, const float* __restrict__ p12, const float* __restrict__ p13, const float* __restrict__ p14, const float* __restrict__ p15, const float* __restrict__ p16, const float* __restrict__ p17, const float* __restrict__ p18, const float* __restrict__ p19, const float* __restrict__ p20, const float* __restrict__ p21, const float* __restrict__ p22, const float* __restrict__ p23, const float* __restrict__ p24, const float* __restrict__ p25, const float* __restrict__ p26, const float* __restrict__ p27, const float* __restrict__ p28, const float* __restrict__ p29, const float* __restrict__ p30, const float* __restrict__ p31, const float* __restrict__ p32, const float* __restrict__ p33, const float* __restrict__ p34, const float* __restrict__ p35, const float* __restrict__ p36, const float* __restrict__ p37, const float* __restrict__ p38, const float* __restrict__ p39, const float* __restrict__ p40, const float* __restrict__ p41, const float* __restrict__ p42, const float* __restrict__ p43, const float* __restrict__ p44, const float* __restrict__ p45, const float* __restrict__ p46, const float* __restrict__ p47, const float* __restrict__ p48, const float* __restrict__ p49, const float* __restrict__ p50, const float* __restrict__ p51, const float* __restrict__ p52, const float* __restrict__ p53, const float* __restrict__ p54, const float* __restrict__ p55, const float* __restrict__ p56, const float* __restrict__ p57, const float* __restrict__ p58, const float* __restrict__ p59, const float* __restrict__ p60, const float* __restrict__ p61, const float* __restrict__ p62, const float* __restrict__ p63, const float* __restrict__ p64, const float* __restrict__ p65, const float* __restrict__ p66, const float* __restrict__ p67, const float* __restrict__ p68, float* p69, const float* __restrict__ p70, float* p71, float* p72, float* p73, float* p74, float* p75, float* p76, float* p77, float* p78, float* p79, float* p80, float* p81, float* p82, float* p83, float* p84, float* p85, float* p86, float* p87) {
+extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, const float* __restrict__ p3, const float* __restrict__ p4, const float* __restrict__ p5, const float* __restrict__ p6, const float* __restrict__ p7, const float* __restrict__ p8, const float* __restrict__ p9, float* p10, const float* __restrict__ p11, const float* __restrict__ p12, const float* __restrict__ p13, const float* __restrict__ p14, float* p15, const float* __restrict__ p16, const float* __restrict__ p17, const float* __restrict__ p18, const float* __restrict__ p19, float* p20, const float* __restrict__ p21, const float* __restrict__ p22, const float* __restrict__ p23, const float* __restrict__ p24, float* p25, const float* __restrict__ p26, const float* __restrict__ p27, const float* __restrict__ p28, const float* __restrict__ p29, float* p30, const float* __restrict__ p31, const float* __restrict__ p32, const float* __restrict__ p33, const float* __restrict__ p34, float* p35, const float* __restrict__ p36, const float* __restrict__ p37, const float* __restrict__ p38, const float* __restrict__ p39, float* p40, const float* __restrict__ p41, const float* __restrict__ p42, const float* __restrict__ p43, const float* __restrict__ p44, float* p45, const float* __restrict__ p46, const float* __restrict__ p47, const float* __restrict__ p48, const float* __restrict__ p49, float* p50, const float* __restrict__ p51, const float* __restrict__ p52, const float* __restrict__ p53, const float* __restrict__ p54, float* p55, const float* __restrict__ p56, const float* __restrict__ p57, const float* __restrict__ p58, const float* __restrict__ p59, float* p60, const float* __restrict__ p61, const float* __restrict__ p62, const float* __restrict__ p63, const float* __restrict__ p64, float* p65, const float* __restrict__ p66, const float* __restrict__ p67, const float* __restrict__ p68, const float* __restrict__ p69, float* p70, const float* __restrict__ p71, const float* __restrict__ p72, const float* __restrict__ p73, const float* __restrict__ p74, float* p75, const float* __restrict__ p76, const float* __restrict__ p77, const float* __restrict__ p78, const float* __restrict__ p79, float* p80, const float* __restrict__ p81, const float* __restrict__ p82, const float* __restrict__ p83, float* p84, const float* __restrict__ p85, float* p86) {
   extern __shared__ __align__(16) unsigned char loom_smem[];
   float* const l0 = (float*)(loom_smem + 0);
   float* const l1 = (float*)(loom_smem + 1024);
   float* const l2 = (float*)(loom_smem + 1280);
   float* const l3 = (float*)(loom_smem + 0);
-  float* const l4 = (float*)(loom_smem + 1536);
+  float* const l4 = (float*)(loom_smem + 1280);
   float* const l5 = (float*)(loom_smem + 1024);
   float* const l6 = (float*)(loom_smem + 0);
-  float* const l7 = (float*)(loom_smem + 1792);
-  float* const l8 = (float*)(loom_smem + 1536);
+  float* const l7 = (float*)(loom_smem + 1024);
+  float* const l8 = (float*)(loom_smem + 1280);
   float* const l9 = (float*)(loom_smem + 0);
-  float* const l10 = (float*)(loom_smem + 2048);
-  float* const l11 = (float*)(loom_smem + 1792);
+  float* const l10 = (float*)(loom_smem + 1280);
+  float* const l11 = (float*)(loom_smem + 1024);
   float* const l12 = (float*)(loom_smem + 0);
-  float* const l13 = (float*)(loom_smem + 2304);
-  float* const l14 = (float*)(loom_smem + 2048);
+  float* const l13 = (float*)(loom_smem + 1024);
+  float* const l14 = (float*)(loom_smem + 1280);
   float* const l15 = (float*)(loom_smem + 0);
-  float* const l16 = (float*)(loom_smem + 2560);
-  float* const l17 = (float*)(loom_smem + 2304);
+  float* const l16 = (float*)(loom_smem + 1280);
+  float* const l17 = (float*)(loom_smem + 1024);
   float* const l18 = (float*)(loom_smem + 0);
-  float* const l19 = (float*)(loom_smem + 2816);
-  float* const l20 = (float*)(loom_smem + 2560);
+  float* const l19 = (float*)(loom_smem + 1024);
+  float* const l20 = (float*)(loom_smem + 1280);
   float* const l21 = (float*)(loom_smem + 0);
-  float* const l22 = (float*)(loom_smem + 3072);
-  float* const l23 = (float*)(loom_smem + 2816);
+  float* const l22 = (float*)(loom_smem + 1280);
+  float* const l23 = (float*)(loom_smem + 1024);
   float* const l24 = (float*)(loom_smem + 0);
-  float* const l25 = (float*)(loom_smem + 3328);
-  float* const l26 = (float*)(loom_smem + 3072);
+  float* const l25 = (float*)(loom_smem + 1024);
+  float* const l26 = (float*)(loom_smem + 1280);
   float* const l27 = (float*)(loom_smem + 0);
-  float* const l28 = (float*)(loom_smem + 3584);
-  float* const l29 = (float*)(loom_smem + 3328);
+  float* const l28 = (float*)(loom_smem + 1280);
+  float* const l29 = (float*)(loom_smem + 1024);
   float* const l30 = (float*)(loom_smem + 0);
-  float* const l31 = (float*)(loom_smem + 3840);
-  float* const l32 = (float*)(loom_smem + 3584);
+  float* const l31 = (float*)(loom_smem + 1024);
+  float* const l32 = (float*)(loom_smem + 1280);
   float* const l33 = (float*)(loom_smem + 0);
-  float* const l34 = (float*)(loom_smem + 4096);
-  float* const l35 = (float*)(loom_smem + 3840);
+  float* const l34 = (float*)(loom_smem + 1280);
+  float* const l35 = (float*)(loom_smem + 1024);
   float* const l36 = (float*)(loom_smem + 0);
-  float* const l37 = (float*)(loom_smem + 4352);
-  float* const l38 = (float*)(loom_smem + 4096);
+  float* const l37 = (float*)(loom_smem + 1024);
+  float* const l38 = (float*)(loom_smem + 1280);
   float* const l39 = (float*)(loom_smem + 0);
-  float* const l40 = (float*)(loom_smem + 4608);
-  float* const l41 = (float*)(loom_smem + 4352);
+  float* const l40 = (float*)(loom_smem + 1280);
+  float* const l41 = (float*)(loom_smem + 1024);
   float* const l42 = (float*)(loom_smem + 0);
-  float* const l43 = (float*)(loom_smem + 4864);
-  float* const l44 = (float*)(loom_smem + 4608);
+  float* const l43 = (float*)(loom_smem + 1024);
+  float* const l44 = (float*)(loom_smem + 1280);
   float* const l45 = (float*)(loom_smem + 0);
+  float* const l46 = (float*)(loom_smem + 1280);
   const int lane = threadIdx.x;
   for (int64_t o = blockIdx.x; o < 2; o += gridDim.x) {
     const int64_t x0 = o;
@@ -192,955 +193,940 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       l2[x1] = t33;
     }
     __syncthreads();
+    // lstm0/d0/y_rows.input0
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t34 = l2[x1];
+      p10[(64*x0 + x1)] = t34;
+    }
     // lstm0/d0/t1/hr
     for (int64_t i = lane; i < 256; i += 256) {
       const int64_t x1 = i;
-      float acc3 = (float)0;
+      float acc4 = (float)0;
       for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t34 = l2[x2];
-        const float t35 = p1[(64*x1 + x2)];
-        const float t36 = t34 * t35;
-        acc3 += t36;
+        const float t35 = l2[x2];
+        const float t36 = p1[(64*x1 + x2)];
+        const float t37 = t35 * t36;
+        acc4 += t37;
       }
-      l3[x1] = acc3;
+      l3[x1] = acc4;
     }
     __syncthreads();
     // lstm0/d0/t1/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t37 = p10[(256*x0 + x1)];
-      const float t38 = p3[x1];
-      const float t39 = t37 + t38;
-      const float t40 = l3[(x1 + 128)];
-      const float t41 = t39 + t40;
-      const float t42 = (float)1 / ((float)1 + expf(-t41));
-      const float t43 = l1[x1];
-      const float t44 = t42 * t43;
-      const float t45 = p11[(256*x0 + x1)];
-      const float t46 = p5[x1];
-      const float t47 = t45 + t46;
-      const float t48 = l3[x1];
-      const float t49 = t47 + t48;
-      const float t50 = (float)1 / ((float)1 + expf(-t49));
-      const float t51 = p12[(256*x0 + x1)];
-      const float t52 = p7[x1];
-      const float t53 = t51 + t52;
-      const float t54 = l3[(x1 + 192)];
-      const float t55 = t53 + t54;
-      const float t56 = tanhf(t55);
-      const float t57 = t50 * t56;
-      const float t58 = t44 + t57;
-      l4[x1] = t58;
+      const float t38 = p11[(256*x0 + x1)];
+      const float t39 = p3[x1];
+      const float t40 = t38 + t39;
+      const float t41 = l3[(x1 + 128)];
+      const float t42 = t40 + t41;
+      const float t43 = (float)1 / ((float)1 + expf(-t42));
+      const float t44 = l1[x1];
+      const float t45 = t43 * t44;
+      const float t46 = p12[(256*x0 + x1)];
+      const float t47 = p5[x1];
+      const float t48 = t46 + t47;
+      const float t49 = l3[x1];
+      const float t50 = t48 + t49;
+      const float t51 = (float)1 / ((float)1 + expf(-t50));
+      const float t52 = p13[(256*x0 + x1)];
+      const float t53 = p7[x1];
+      const float t54 = t52 + t53;
+      const float t55 = l3[(x1 + 192)];
+      const float t56 = t54 + t55;
+      const float t57 = tanhf(t56);
+      const float t58 = t51 * t57;
+      const float t59 = t45 + t58;
+      l4[x1] = t59;
     }
     __syncthreads();
     // lstm0/d0/t1/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t59 = p13[(256*x0 + x1)];
-      const float t60 = p9[x1];
-      const float t61 = t59 + t60;
-      const float t62 = l3[(x1 + 64)];
-      const float t63 = t61 + t62;
-      const float t64 = (float)1 / ((float)1 + expf(-t63));
-      const float t65 = l4[x1];
-      const float t66 = tanhf(t65);
-      const float t67 = t64 * t66;
-      l5[x1] = t67;
-    }
-    __syncthreads();
-    // lstm0/d0/t2/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc6 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t68 = l5[x2];
-        const float t69 = p1[(64*x1 + x2)];
-        const float t70 = t68 * t69;
-        acc6 += t70;
-      }
-      l6[x1] = acc6;
-    }
-    __syncthreads();
-    // lstm0/d0/t2/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t71 = p14[(256*x0 + x1)];
-      const float t72 = p3[x1];
-      const float t73 = t71 + t72;
-      const float t74 = l6[(x1 + 128)];
-      const float t75 = t73 + t74;
-      const float t76 = (float)1 / ((float)1 + expf(-t75));
-      const float t77 = l4[x1];
-      const float t78 = t76 * t77;
-      const float t79 = p15[(256*x0 + x1)];
-      const float t80 = p5[x1];
-      const float t81 = t79 + t80;
-      const float t82 = l6[x1];
-      const float t83 = t81 + t82;
-      const float t84 = (float)1 / ((float)1 + expf(-t83));
-      const float t85 = p16[(256*x0 + x1)];
-      const float t86 = p7[x1];
-      const float t87 = t85 + t86;
-      const float t88 = l6[(x1 + 192)];
-      const float t89 = t87 + t88;
-      const float t90 = tanhf(t89);
-      const float t91 = t84 * t90;
-      const float t92 = t78 + t91;
-      l7[x1] = t92;
-    }
-    __syncthreads();
-    // lstm0/d0/t2/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t93 = p17[(256*x0 + x1)];
-      const float t94 = p9[x1];
-      const float t95 = t93 + t94;
-      const float t96 = l6[(x1 + 64)];
-      const float t97 = t95 + t96;
-      const float t98 = (float)1 / ((float)1 + expf(-t97));
-      const float t99 = l7[x1];
-      const float t100 = tanhf(t99);
-      const float t101 = t98 * t100;
-      l8[x1] = t101;
-    }
-    __syncthreads();
-    // lstm0/d0/t3/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc9 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t102 = l8[x2];
-        const float t103 = p1[(64*x1 + x2)];
-        const float t104 = t102 * t103;
-        acc9 += t104;
-      }
-      l9[x1] = acc9;
-    }
-    __syncthreads();
-    // lstm0/d0/t3/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t105 = p18[(256*x0 + x1)];
-      const float t106 = p3[x1];
-      const float t107 = t105 + t106;
-      const float t108 = l9[(x1 + 128)];
-      const float t109 = t107 + t108;
-      const float t110 = (float)1 / ((float)1 + expf(-t109));
-      const float t111 = l7[x1];
-      const float t112 = t110 * t111;
-      const float t113 = p19[(256*x0 + x1)];
-      const float t114 = p5[x1];
-      const float t115 = t113 + t114;
-      const float t116 = l9[x1];
-      const float t117 = t115 + t116;
-      const float t118 = (float)1 / ((float)1 + expf(-t117));
-      const float t119 = p20[(256*x0 + x1)];
-      const float t120 = p7[x1];
-      const float t121 = t119 + t120;
-      const float t122 = l9[(x1 + 192)];
-      const float t123 = t121 + t122;
-      const float t124 = tanhf(t123);
-      const float t125 = t118 * t124;
-      const float t126 = t112 + t125;
-      l10[x1] = t126;
-    }
-    __syncthreads();
-    // lstm0/d0/t3/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t127 = p21[(256*x0 + x1)];
-      const float t128 = p9[x1];
-      const float t129 = t127 + t128;
-      const float t130 = l9[(x1 + 64)];
-      const float t131 = t129 + t130;
-      const float t132 = (float)1 / ((float)1 + expf(-t131));
-      const float t133 = l10[x1];
-      const float t134 = tanhf(t133);
-      const float t135 = t132 * t134;
-      l11[x1] = t135;
-    }
-    __syncthreads();
-    // lstm0/d0/t4/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc12 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t136 = l11[x2];
-        const float t137 = p1[(64*x1 + x2)];
-        const float t138 = t136 * t137;
-        acc12 += t138;
-      }
-      l12[x1] = acc12;
-    }
-    __syncthreads();
-    // lstm0/d0/t4/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t139 = p22[(256*x0 + x1)];
-      const float t140 = p3[x1];
-      const float t141 = t139 + t140;
-      const float t142 = l12[(x1 + 128)];
-      const float t143 = t141 + t142;
-      const float t144 = (float)1 / ((float)1 + expf(-t143));
-      const float t145 = l10[x1];
-      const float t146 = t144 * t145;
-      const float t147 = p23[(256*x0 + x1)];
-      const float t148 = p5[x1];
-      const float t149 = t147 + t148;
-      const float t150 = l12[x1];
-      const float t151 = t149 + t150;
-      const float t152 = (float)1 / ((float)1 + expf(-t151));
-      const float t153 = p24[(256*x0 + x1)];
-      const float t154 = p7[x1];
-      const float t155 = t153 + t154;
-      const float t156 = l12[(x1 + 192)];
-      const float t157 = t155 + t156;
-      const float t158 = tanhf(t157);
-      const float t159 = t152 * t158;
-      const float t160 = t146 + t159;
-      l13[x1] = t160;
-    }
-    __syncthreads();
-    // lstm0/d0/t4/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t161 = p25[(256*x0 + x1)];
-      const float t162 = p9[x1];
-      const float t163 = t161 + t162;
-      const float t164 = l12[(x1 + 64)];
-      const float t165 = t163 + t164;
-      const float t166 = (float)1 / ((float)1 + expf(-t165));
-      const float t167 = l13[x1];
-      const float t168 = tanhf(t167);
-      const float t169 = t166 * t168;
-      l14[x1] = t169;
-    }
-    __syncthreads();
-    // lstm0/d0/t5/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc15 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t170 = l14[x2];
-        const float t171 = p1[(64*x1 + x2)];
-        const float t172 = t170 * t171;
-        acc15 += t172;
-      }
-      l15[x1] = acc15;
-    }
-    __syncthreads();
-    // lstm0/d0/t5/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t173 = p26[(256*x0 + x1)];
-      const float t174 = p3[x1];
-      const float t175 = t173 + t174;
-      const float t176 = l15[(x1 + 128)];
-      const float t177 = t175 + t176;
-      const float t178 = (float)1 / ((float)1 + expf(-t177));
-      const float t179 = l13[x1];
-      const float t180 = t178 * t179;
-      const float t181 = p27[(256*x0 + x1)];
-      const float t182 = p5[x1];
-      const float t183 = t181 + t182;
-      const float t184 = l15[x1];
-      const float t185 = t183 + t184;
-      const float t186 = (float)1 / ((float)1 + expf(-t185));
-      const float t187 = p28[(256*x0 + x1)];
-      const float t188 = p7[x1];
-      const float t189 = t187 + t188;
-      const float t190 = l15[(x1 + 192)];
-      const float t191 = t189 + t190;
-      const float t192 = tanhf(t191);
-      const float t193 = t186 * t192;
-      const float t194 = t180 + t193;
-      l16[x1] = t194;
-    }
-    __syncthreads();
-    // lstm0/d0/t5/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t195 = p29[(256*x0 + x1)];
-      const float t196 = p9[x1];
-      const float t197 = t195 + t196;
-      const float t198 = l15[(x1 + 64)];
-      const float t199 = t197 + t198;
-      const float t200 = (float)1 / ((float)1 + expf(-t199));
-      const float t201 = l16[x1];
-      const float t202 = tanhf(t201);
-      const float t203 = t200 * t202;
-      l17[x1] = t203;
-    }
-    __syncthreads();
-    // lstm0/d0/t6/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc18 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t204 = l17[x2];
-        const float t205 = p1[(64*x1 + x2)];
-        const float t206 = t204 * t205;
-        acc18 += t206;
-      }
-      l18[x1] = acc18;
-    }
-    __syncthreads();
-    // lstm0/d0/t6/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t207 = p30[(256*x0 + x1)];
-      const float t208 = p3[x1];
-      const float t209 = t207 + t208;
-      const float t210 = l18[(x1 + 128)];
-      const float t211 = t209 + t210;
-      const float t212 = (float)1 / ((float)1 + expf(-t211));
-      const float t213 = l16[x1];
-      const float t214 = t212 * t213;
-      const float t215 = p31[(256*x0 + x1)];
-      const float t216 = p5[x1];
-      const float t217 = t215 + t216;
-      const float t218 = l18[x1];
-      const float t219 = t217 + t218;
-      const float t220 = (float)1 / ((float)1 + expf(-t219));
-      const float t221 = p32[(256*x0 + x1)];
-      const float t222 = p7[x1];
-      const float t223 = t221 + t222;
-      const float t224 = l18[(x1 + 192)];
-      const float t225 = t223 + t224;
-      const float t226 = tanhf(t225);
-      const float t227 = t220 * t226;
-      const float t228 = t214 + t227;
-      l19[x1] = t228;
-    }
-    __syncthreads();
-    // lstm0/d0/t6/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t229 = p33[(256*x0 + x1)];
-      const float t230 = p9[x1];
-      const float t231 = t229 + t230;
-      const float t232 = l18[(x1 + 64)];
-      const float t233 = t231 + t232;
-      const float t234 = (float)1 / ((float)1 + expf(-t233));
-      const float t235 = l19[x1];
-      const float t236 = tanhf(t235);
-      const float t237 = t234 * t236;
-      l20[x1] = t237;
-    }
-    __syncthreads();
-    // lstm0/d0/t7/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc21 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t238 = l20[x2];
-        const float t239 = p1[(64*x1 + x2)];
-        const float t240 = t238 * t239;
-        acc21 += t240;
-      }
-      l21[x1] = acc21;
-    }
-    __syncthreads();
-    // lstm0/d0/t7/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t241 = p34[(256*x0 + x1)];
-      const float t242 = p3[x1];
-      const float t243 = t241 + t242;
-      const float t244 = l21[(x1 + 128)];
-      const float t245 = t243 + t244;
-      const float t246 = (float)1 / ((float)1 + expf(-t245));
-      const float t247 = l19[x1];
-      const float t248 = t246 * t247;
-      const float t249 = p35[(256*x0 + x1)];
-      const float t250 = p5[x1];
-      const float t251 = t249 + t250;
-      const float t252 = l21[x1];
-      const float t253 = t251 + t252;
-      const float t254 = (float)1 / ((float)1 + expf(-t253));
-      const float t255 = p36[(256*x0 + x1)];
-      const float t256 = p7[x1];
-      const float t257 = t255 + t256;
-      const float t258 = l21[(x1 + 192)];
-      const float t259 = t257 + t258;
-      const float t260 = tanhf(t259);
-      const float t261 = t254 * t260;
-      const float t262 = t248 + t261;
-      l22[x1] = t262;
-    }
-    __syncthreads();
-    // lstm0/d0/t7/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t263 = p37[(256*x0 + x1)];
-      const float t264 = p9[x1];
-      const float t265 = t263 + t264;
-      const float t266 = l21[(x1 + 64)];
-      const float t267 = t265 + t266;
-      const float t268 = (float)1 / ((float)1 + expf(-t267));
-      const float t269 = l22[x1];
-      const float t270 = tanhf(t269);
-      const float t271 = t268 * t270;
-      l23[x1] = t271;
-    }
-    __syncthreads();
-    // lstm0/d0/t8/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc24 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t272 = l23[x2];
-        const float t273 = p1[(64*x1 + x2)];
-        const float t274 = t272 * t273;
-        acc24 += t274;
-      }
-      l24[x1] = acc24;
-    }
-    __syncthreads();
-    // lstm0/d0/t8/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t275 = p38[(256*x0 + x1)];
-      const float t276 = p3[x1];
-      const float t277 = t275 + t276;
-      const float t278 = l24[(x1 + 128)];
-      const float t279 = t277 + t278;
-      const float t280 = (float)1 / ((float)1 + expf(-t279));
-      const float t281 = l22[x1];
-      const float t282 = t280 * t281;
-      const float t283 = p39[(256*x0 + x1)];
-      const float t284 = p5[x1];
-      const float t285 = t283 + t284;
-      const float t286 = l24[x1];
-      const float t287 = t285 + t286;
-      const float t288 = (float)1 / ((float)1 + expf(-t287));
-      const float t289 = p40[(256*x0 + x1)];
-      const float t290 = p7[x1];
-      const float t291 = t289 + t290;
-      const float t292 = l24[(x1 + 192)];
-      const float t293 = t291 + t292;
-      const float t294 = tanhf(t293);
-      const float t295 = t288 * t294;
-      const float t296 = t282 + t295;
-      l25[x1] = t296;
-    }
-    __syncthreads();
-    // lstm0/d0/t8/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t297 = p41[(256*x0 + x1)];
-      const float t298 = p9[x1];
-      const float t299 = t297 + t298;
-      const float t300 = l24[(x1 + 64)];
-      const float t301 = t299 + t300;
-      const float t302 = (float)1 / ((float)1 + expf(-t301));
-      const float t303 = l25[x1];
-      const float t304 = tanhf(t303);
-      const float t305 = t302 * t304;
-      l26[x1] = t305;
-    }
-    __syncthreads();
-    // lstm0/d0/t9/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc27 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t306 = l26[x2];
-        const float t307 = p1[(64*x1 + x2)];
-        const float t308 = t306 * t307;
-        acc27 += t308;
-      }
-      l27[x1] = acc27;
-    }
-    __syncthreads();
-    // lstm0/d0/t9/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t309 = p42[(256*x0 + x1)];
-      const float t310 = p3[x1];
-      const float t311 = t309 + t310;
-      const float t312 = l27[(x1 + 128)];
-      const float t313 = t311 + t312;
-      const float t314 = (float)1 / ((float)1 + expf(-t313));
-      const float t315 = l25[x1];
-      const float t316 = t314 * t315;
-      const float t317 = p43[(256*x0 + x1)];
-      const float t318 = p5[x1];
-      const float t319 = t317 + t318;
-      const float t320 = l27[x1];
-      const float t321 = t319 + t320;
-      const float t322 = (float)1 / ((float)1 + expf(-t321));
-      const float t323 = p44[(256*x0 + x1)];
-      const float t324 = p7[x1];
-      const float t325 = t323 + t324;
-      const float t326 = l27[(x1 + 192)];
-      const float t327 = t325 + t326;
-      const float t328 = tanhf(t327);
-      const float t329 = t322 * t328;
-      const float t330 = t316 + t329;
-      l28[x1] = t330;
-    }
-    __syncthreads();
-    // lstm0/d0/t9/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t331 = p45[(256*x0 + x1)];
-      const float t332 = p9[x1];
-      const float t333 = t331 + t332;
-      const float t334 = l27[(x1 + 64)];
-      const float t335 = t333 + t334;
-      const float t336 = (float)1 / ((float)1 + expf(-t335));
-      const float t337 = l28[x1];
-      const float t338 = tanhf(t337);
-      const float t339 = t336 * t338;
-      l29[x1] = t339;
-    }
-    __syncthreads();
-    // lstm0/d0/t10/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc30 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t340 = l29[x2];
-        const float t341 = p1[(64*x1 + x2)];
-        const float t342 = t340 * t341;
-        acc30 += t342;
-      }
-      l30[x1] = acc30;
-    }
-    __syncthreads();
-    // lstm0/d0/t10/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t343 = p46[(256*x0 + x1)];
-      const float t344 = p3[x1];
-      const float t345 = t343 + t344;
-      const float t346 = l30[(x1 + 128)];
-      const float t347 = t345 + t346;
-      const float t348 = (float)1 / ((float)1 + expf(-t347));
-      const float t349 = l28[x1];
-      const float t350 = t348 * t349;
-      const float t351 = p47[(256*x0 + x1)];
-      const float t352 = p5[x1];
-      const float t353 = t351 + t352;
-      const float t354 = l30[x1];
-      const float t355 = t353 + t354;
-      const float t356 = (float)1 / ((float)1 + expf(-t355));
-      const float t357 = p48[(256*x0 + x1)];
-      const float t358 = p7[x1];
-      const float t359 = t357 + t358;
-      const float t360 = l30[(x1 + 192)];
-      const float t361 = t359 + t360;
-      const float t362 = tanhf(t361);
-      const float t363 = t356 * t362;
-      const float t364 = t350 + t363;
-      l31[x1] = t364;
-    }
-    __syncthreads();
-    // lstm0/d0/t10/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t365 = p49[(256*x0 + x1)];
-      const float t366 = p9[x1];
-      const float t367 = t365 + t366;
-      const float t368 = l30[(x1 + 64)];
-      const float t369 = t367 + t368;
-      const float t370 = (float)1 / ((float)1 + expf(-t369));
-      const float t371 = l31[x1];
-      const float t372 = tanhf(t371);
-      const float t373 = t370 * t372;
-      l32[x1] = t373;
-    }
-    __syncthreads();
-    // lstm0/d0/t11/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc33 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t374 = l32[x2];
-        const float t375 = p1[(64*x1 + x2)];
-        const float t376 = t374 * t375;
-        acc33 += t376;
-      }
-      l33[x1] = acc33;
-    }
-    __syncthreads();
-    // lstm0/d0/t11/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t377 = p50[(256*x0 + x1)];
-      const float t378 = p3[x1];
-      const float t379 = t377 + t378;
-      const float t380 = l33[(x1 + 128)];
-      const float t381 = t379 + t380;
-      const float t382 = (float)1 / ((float)1 + expf(-t381));
-      const float t383 = l31[x1];
-      const float t384 = t382 * t383;
-      const float t385 = p51[(256*x0 + x1)];
-      const float t386 = p5[x1];
-      const float t387 = t385 + t386;
-      const float t388 = l33[x1];
-      const float t389 = t387 + t388;
-      const float t390 = (float)1 / ((float)1 + expf(-t389));
-      const float t391 = p52[(256*x0 + x1)];
-      const float t392 = p7[x1];
-      const float t393 = t391 + t392;
-      const float t394 = l33[(x1 + 192)];
-      const float t395 = t393 + t394;
-      const float t396 = tanhf(t395);
-      const float t397 = t390 * t396;
-      const float t398 = t384 + t397;
-      l34[x1] = t398;
-    }
-    __syncthreads();
-    // lstm0/d0/t11/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t399 = p53[(256*x0 + x1)];
-      const float t400 = p9[x1];
-      const float t401 = t399 + t400;
-      const float t402 = l33[(x1 + 64)];
-      const float t403 = t401 + t402;
-      const float t404 = (float)1 / ((float)1 + expf(-t403));
-      const float t405 = l34[x1];
-      const float t406 = tanhf(t405);
-      const float t407 = t404 * t406;
-      l35[x1] = t407;
-    }
-    __syncthreads();
-    // lstm0/d0/t12/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc36 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t408 = l35[x2];
-        const float t409 = p1[(64*x1 + x2)];
-        const float t410 = t408 * t409;
-        acc36 += t410;
-      }
-      l36[x1] = acc36;
-    }
-    __syncthreads();
-    // lstm0/d0/t12/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t411 = p54[(256*x0 + x1)];
-      const float t412 = p3[x1];
-      const float t413 = t411 + t412;
-      const float t414 = l36[(x1 + 128)];
-      const float t415 = t413 + t414;
-      const float t416 = (float)1 / ((float)1 + expf(-t415));
-      const float t417 = l34[x1];
-      const float t418 = t416 * t417;
-      const float t419 = p55[(256*x0 + x1)];
-      const float t420 = p5[x1];
-      const float t421 = t419 + t420;
-      const float t422 = l36[x1];
-      const float t423 = t421 + t422;
-      const float t424 = (float)1 / ((float)1 + expf(-t423));
-      const float t425 = p56[(256*x0 + x1)];
-      const float t426 = p7[x1];
-      const float t427 = t425 + t426;
-      const float t428 = l36[(x1 + 192)];
-      const float t429 = t427 + t428;
-      const float t430 = tanhf(t429);
-      const float t431 = t424 * t430;
-      const float t432 = t418 + t431;
-      l37[x1] = t432;
-    }
-    __syncthreads();
-    // lstm0/d0/t12/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t433 = p57[(256*x0 + x1)];
-      const float t434 = p9[x1];
-      const float t435 = t433 + t434;
-      const float t436 = l36[(x1 + 64)];
-      const float t437 = t435 + t436;
-      const float t438 = (float)1 / ((float)1 + expf(-t437));
-      const float t439 = l37[x1];
-      const float t440 = tanhf(t439);
-      const float t441 = t438 * t440;
-      l38[x1] = t441;
-    }
-    __syncthreads();
-    // lstm0/d0/t13/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc39 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t442 = l38[x2];
-        const float t443 = p1[(64*x1 + x2)];
-        const float t444 = t442 * t443;
-        acc39 += t444;
-      }
-      l39[x1] = acc39;
-    }
-    __syncthreads();
-    // lstm0/d0/t13/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t445 = p58[(256*x0 + x1)];
-      const float t446 = p3[x1];
-      const float t447 = t445 + t446;
-      const float t448 = l39[(x1 + 128)];
-      const float t449 = t447 + t448;
-      const float t450 = (float)1 / ((float)1 + expf(-t449));
-      const float t451 = l37[x1];
-      const float t452 = t450 * t451;
-      const float t453 = p59[(256*x0 + x1)];
-      const float t454 = p5[x1];
-      const float t455 = t453 + t454;
-      const float t456 = l39[x1];
-      const float t457 = t455 + t456;
-      const float t458 = (float)1 / ((float)1 + expf(-t457));
-      const float t459 = p60[(256*x0 + x1)];
-      const float t460 = p7[x1];
-      const float t461 = t459 + t460;
-      const float t462 = l39[(x1 + 192)];
-      const float t463 = t461 + t462;
-      const float t464 = tanhf(t463);
-      const float t465 = t458 * t464;
-      const float t466 = t452 + t465;
-      l40[x1] = t466;
-    }
-    __syncthreads();
-    // lstm0/d0/t13/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t467 = p61[(256*x0 + x1)];
-      const float t468 = p9[x1];
-      const float t469 = t467 + t468;
-      const float t470 = l39[(x1 + 64)];
-      const float t471 = t469 + t470;
-      const float t472 = (float)1 / ((float)1 + expf(-t471));
-      const float t473 = l40[x1];
-      const float t474 = tanhf(t473);
-      const float t475 = t472 * t474;
-      l41[x1] = t475;
-    }
-    __syncthreads();
-    // lstm0/d0/t14/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc42 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t476 = l41[x2];
-        const float t477 = p1[(64*x1 + x2)];
-        const float t478 = t476 * t477;
-        acc42 += t478;
-      }
-      l42[x1] = acc42;
-    }
-    __syncthreads();
-    // lstm0/d0/t14/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t479 = p62[(256*x0 + x1)];
-      const float t480 = p3[x1];
-      const float t481 = t479 + t480;
-      const float t482 = l42[(x1 + 128)];
-      const float t483 = t481 + t482;
-      const float t484 = (float)1 / ((float)1 + expf(-t483));
-      const float t485 = l40[x1];
-      const float t486 = t484 * t485;
-      const float t487 = p63[(256*x0 + x1)];
-      const float t488 = p5[x1];
-      const float t489 = t487 + t488;
-      const float t490 = l42[x1];
-      const float t491 = t489 + t490;
-      const float t492 = (float)1 / ((float)1 + expf(-t491));
-      const float t493 = p64[(256*x0 + x1)];
-      const float t494 = p7[x1];
-      const float t495 = t493 + t494;
-      const float t496 = l42[(x1 + 192)];
-      const float t497 = t495 + t496;
-      const float t498 = tanhf(t497);
-      const float t499 = t492 * t498;
-      const float t500 = t486 + t499;
-      l43[x1] = t500;
-    }
-    __syncthreads();
-    // lstm0/d0/t14/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t501 = p65[(256*x0 + x1)];
-      const float t502 = p9[x1];
-      const float t503 = t501 + t502;
-      const float t504 = l42[(x1 + 64)];
-      const float t505 = t503 + t504;
-      const float t506 = (float)1 / ((float)1 + expf(-t505));
-      const float t507 = l43[x1];
-      const float t508 = tanhf(t507);
-      const float t509 = t506 * t508;
-      l44[x1] = t509;
-    }
-    __syncthreads();
-    // lstm0/d0/t15/hr
-    for (int64_t i = lane; i < 256; i += 256) {
-      const int64_t x1 = i;
-      float acc45 = (float)0;
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t510 = l44[x2];
-        const float t511 = p1[(64*x1 + x2)];
-        const float t512 = t510 * t511;
-        acc45 += t512;
-      }
-      l45[x1] = acc45;
-    }
-    __syncthreads();
-    // lstm0/d0/t15/c
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t513 = p66[(256*x0 + x1)];
-      const float t514 = p3[x1];
-      const float t515 = t513 + t514;
-      const float t516 = l45[(x1 + 128)];
-      const float t517 = t515 + t516;
-      const float t518 = (float)1 / ((float)1 + expf(-t517));
-      const float t519 = l43[x1];
-      const float t520 = t518 * t519;
-      const float t521 = p67[(256*x0 + x1)];
-      const float t522 = p5[x1];
-      const float t523 = t521 + t522;
-      const float t524 = l45[x1];
-      const float t525 = t523 + t524;
-      const float t526 = (float)1 / ((float)1 + expf(-t525));
-      const float t527 = p68[(256*x0 + x1)];
-      const float t528 = p7[x1];
-      const float t529 = t527 + t528;
-      const float t530 = l45[(x1 + 192)];
-      const float t531 = t529 + t530;
-      const float t532 = tanhf(t531);
-      const float t533 = t526 * t532;
-      const float t534 = t520 + t533;
-      p69[(64*x0 + x1)] = t534;
-    }
-    __syncthreads();
-    // lstm0/d0/t15/h
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t535 = p70[(256*x0 + x1)];
-      const float t536 = p9[x1];
-      const float t537 = t535 + t536;
-      const float t538 = l45[(x1 + 64)];
-      const float t539 = t537 + t538;
-      const float t540 = (float)1 / ((float)1 + expf(-t539));
-      const float t541 = p69[(64*x0 + x1)];
-      const float t542 = tanhf(t541);
-      const float t543 = t540 * t542;
-      p71[(64*x0 + x1)] = t543;
-    }
-    // lstm0/d0/y_rows.input0
-    for (int64_t i = lane; i < 64; i += 256) {
-      const int64_t x1 = i;
-      const float t544 = l2[x1];
-      p72[(64*x0 + x1)] = t544;
+      const float t60 = p14[(256*x0 + x1)];
+      const float t61 = p9[x1];
+      const float t62 = t60 + t61;
+      const float t63 = l3[(x1 + 64)];
+      const float t64 = t62 + t63;
+      const float t65 = (float)1 / ((float)1 + expf(-t64));
+      const float t66 = l4[x1];
+      const float t67 = tanhf(t66);
+      const float t68 = t65 * t67;
+      l5[x1] = t68;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input1
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t545 = l5[x1];
-      p73[(64*x0 + x1)] = t545;
+      const float t69 = l5[x1];
+      p15[(64*x0 + x1)] = t69;
+    }
+    // lstm0/d0/t2/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc8 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t70 = l5[x2];
+        const float t71 = p1[(64*x1 + x2)];
+        const float t72 = t70 * t71;
+        acc8 += t72;
+      }
+      l6[x1] = acc8;
+    }
+    __syncthreads();
+    // lstm0/d0/t2/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t73 = p16[(256*x0 + x1)];
+      const float t74 = p3[x1];
+      const float t75 = t73 + t74;
+      const float t76 = l6[(x1 + 128)];
+      const float t77 = t75 + t76;
+      const float t78 = (float)1 / ((float)1 + expf(-t77));
+      const float t79 = l4[x1];
+      const float t80 = t78 * t79;
+      const float t81 = p17[(256*x0 + x1)];
+      const float t82 = p5[x1];
+      const float t83 = t81 + t82;
+      const float t84 = l6[x1];
+      const float t85 = t83 + t84;
+      const float t86 = (float)1 / ((float)1 + expf(-t85));
+      const float t87 = p18[(256*x0 + x1)];
+      const float t88 = p7[x1];
+      const float t89 = t87 + t88;
+      const float t90 = l6[(x1 + 192)];
+      const float t91 = t89 + t90;
+      const float t92 = tanhf(t91);
+      const float t93 = t86 * t92;
+      const float t94 = t80 + t93;
+      l7[x1] = t94;
+    }
+    __syncthreads();
+    // lstm0/d0/t2/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t95 = p19[(256*x0 + x1)];
+      const float t96 = p9[x1];
+      const float t97 = t95 + t96;
+      const float t98 = l6[(x1 + 64)];
+      const float t99 = t97 + t98;
+      const float t100 = (float)1 / ((float)1 + expf(-t99));
+      const float t101 = l7[x1];
+      const float t102 = tanhf(t101);
+      const float t103 = t100 * t102;
+      l8[x1] = t103;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input2
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t546 = l8[x1];
-      p74[(64*x0 + x1)] = t546;
+      const float t104 = l8[x1];
+      p20[(64*x0 + x1)] = t104;
+    }
+    // lstm0/d0/t3/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc12 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t105 = l8[x2];
+        const float t106 = p1[(64*x1 + x2)];
+        const float t107 = t105 * t106;
+        acc12 += t107;
+      }
+      l9[x1] = acc12;
+    }
+    __syncthreads();
+    // lstm0/d0/t3/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t108 = p21[(256*x0 + x1)];
+      const float t109 = p3[x1];
+      const float t110 = t108 + t109;
+      const float t111 = l9[(x1 + 128)];
+      const float t112 = t110 + t111;
+      const float t113 = (float)1 / ((float)1 + expf(-t112));
+      const float t114 = l7[x1];
+      const float t115 = t113 * t114;
+      const float t116 = p22[(256*x0 + x1)];
+      const float t117 = p5[x1];
+      const float t118 = t116 + t117;
+      const float t119 = l9[x1];
+      const float t120 = t118 + t119;
+      const float t121 = (float)1 / ((float)1 + expf(-t120));
+      const float t122 = p23[(256*x0 + x1)];
+      const float t123 = p7[x1];
+      const float t124 = t122 + t123;
+      const float t125 = l9[(x1 + 192)];
+      const float t126 = t124 + t125;
+      const float t127 = tanhf(t126);
+      const float t128 = t121 * t127;
+      const float t129 = t115 + t128;
+      l10[x1] = t129;
+    }
+    __syncthreads();
+    // lstm0/d0/t3/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t130 = p24[(256*x0 + x1)];
+      const float t131 = p9[x1];
+      const float t132 = t130 + t131;
+      const float t133 = l9[(x1 + 64)];
+      const float t134 = t132 + t133;
+      const float t135 = (float)1 / ((float)1 + expf(-t134));
+      const float t136 = l10[x1];
+      const float t137 = tanhf(t136);
+      const float t138 = t135 * t137;
+      l11[x1] = t138;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input3
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t547 = l11[x1];
-      p75[(64*x0 + x1)] = t547;
+      const float t139 = l11[x1];
+      p25[(64*x0 + x1)] = t139;
+    }
+    // lstm0/d0/t4/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc16 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t140 = l11[x2];
+        const float t141 = p1[(64*x1 + x2)];
+        const float t142 = t140 * t141;
+        acc16 += t142;
+      }
+      l12[x1] = acc16;
+    }
+    __syncthreads();
+    // lstm0/d0/t4/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t143 = p26[(256*x0 + x1)];
+      const float t144 = p3[x1];
+      const float t145 = t143 + t144;
+      const float t146 = l12[(x1 + 128)];
+      const float t147 = t145 + t146;
+      const float t148 = (float)1 / ((float)1 + expf(-t147));
+      const float t149 = l10[x1];
+      const float t150 = t148 * t149;
+      const float t151 = p27[(256*x0 + x1)];
+      const float t152 = p5[x1];
+      const float t153 = t151 + t152;
+      const float t154 = l12[x1];
+      const float t155 = t153 + t154;
+      const float t156 = (float)1 / ((float)1 + expf(-t155));
+      const float t157 = p28[(256*x0 + x1)];
+      const float t158 = p7[x1];
+      const float t159 = t157 + t158;
+      const float t160 = l12[(x1 + 192)];
+      const float t161 = t159 + t160;
+      const float t162 = tanhf(t161);
+      const float t163 = t156 * t162;
+      const float t164 = t150 + t163;
+      l13[x1] = t164;
+    }
+    __syncthreads();
+    // lstm0/d0/t4/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t165 = p29[(256*x0 + x1)];
+      const float t166 = p9[x1];
+      const float t167 = t165 + t166;
+      const float t168 = l12[(x1 + 64)];
+      const float t169 = t167 + t168;
+      const float t170 = (float)1 / ((float)1 + expf(-t169));
+      const float t171 = l13[x1];
+      const float t172 = tanhf(t171);
+      const float t173 = t170 * t172;
+      l14[x1] = t173;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input4
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t548 = l14[x1];
-      p76[(64*x0 + x1)] = t548;
+      const float t174 = l14[x1];
+      p30[(64*x0 + x1)] = t174;
+    }
+    // lstm0/d0/t5/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc20 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t175 = l14[x2];
+        const float t176 = p1[(64*x1 + x2)];
+        const float t177 = t175 * t176;
+        acc20 += t177;
+      }
+      l15[x1] = acc20;
+    }
+    __syncthreads();
+    // lstm0/d0/t5/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t178 = p31[(256*x0 + x1)];
+      const float t179 = p3[x1];
+      const float t180 = t178 + t179;
+      const float t181 = l15[(x1 + 128)];
+      const float t182 = t180 + t181;
+      const float t183 = (float)1 / ((float)1 + expf(-t182));
+      const float t184 = l13[x1];
+      const float t185 = t183 * t184;
+      const float t186 = p32[(256*x0 + x1)];
+      const float t187 = p5[x1];
+      const float t188 = t186 + t187;
+      const float t189 = l15[x1];
+      const float t190 = t188 + t189;
+      const float t191 = (float)1 / ((float)1 + expf(-t190));
+      const float t192 = p33[(256*x0 + x1)];
+      const float t193 = p7[x1];
+      const float t194 = t192 + t193;
+      const float t195 = l15[(x1 + 192)];
+      const float t196 = t194 + t195;
+      const float t197 = tanhf(t196);
+      const float t198 = t191 * t197;
+      const float t199 = t185 + t198;
+      l16[x1] = t199;
+    }
+    __syncthreads();
+    // lstm0/d0/t5/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t200 = p34[(256*x0 + x1)];
+      const float t201 = p9[x1];
+      const float t202 = t200 + t201;
+      const float t203 = l15[(x1 + 64)];
+      const float t204 = t202 + t203;
+      const float t205 = (float)1 / ((float)1 + expf(-t204));
+      const float t206 = l16[x1];
+      const float t207 = tanhf(t206);
+      const float t208 = t205 * t207;
+      l17[x1] = t208;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input5
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t549 = l17[x1];
-      p77[(64*x0 + x1)] = t549;
+      const float t209 = l17[x1];
+      p35[(64*x0 + x1)] = t209;
+    }
+    // lstm0/d0/t6/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc24 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t210 = l17[x2];
+        const float t211 = p1[(64*x1 + x2)];
+        const float t212 = t210 * t211;
+        acc24 += t212;
+      }
+      l18[x1] = acc24;
+    }
+    __syncthreads();
+    // lstm0/d0/t6/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t213 = p36[(256*x0 + x1)];
+      const float t214 = p3[x1];
+      const float t215 = t213 + t214;
+      const float t216 = l18[(x1 + 128)];
+      const float t217 = t215 + t216;
+      const float t218 = (float)1 / ((float)1 + expf(-t217));
+      const float t219 = l16[x1];
+      const float t220 = t218 * t219;
+      const float t221 = p37[(256*x0 + x1)];
+      const float t222 = p5[x1];
+      const float t223 = t221 + t222;
+      const float t224 = l18[x1];
+      const float t225 = t223 + t224;
+      const float t226 = (float)1 / ((float)1 + expf(-t225));
+      const float t227 = p38[(256*x0 + x1)];
+      const float t228 = p7[x1];
+      const float t229 = t227 + t228;
+      const float t230 = l18[(x1 + 192)];
+      const float t231 = t229 + t230;
+      const float t232 = tanhf(t231);
+      const float t233 = t226 * t232;
+      const float t234 = t220 + t233;
+      l19[x1] = t234;
+    }
+    __syncthreads();
+    // lstm0/d0/t6/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t235 = p39[(256*x0 + x1)];
+      const float t236 = p9[x1];
+      const float t237 = t235 + t236;
+      const float t238 = l18[(x1 + 64)];
+      const float t239 = t237 + t238;
+      const float t240 = (float)1 / ((float)1 + expf(-t239));
+      const float t241 = l19[x1];
+      const float t242 = tanhf(t241);
+      const float t243 = t240 * t242;
+      l20[x1] = t243;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input6
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t550 = l20[x1];
-      p78[(64*x0 + x1)] = t550;
+      const float t244 = l20[x1];
+      p40[(64*x0 + x1)] = t244;
+    }
+    // lstm0/d0/t7/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc28 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t245 = l20[x2];
+        const float t246 = p1[(64*x1 + x2)];
+        const float t247 = t245 * t246;
+        acc28 += t247;
+      }
+      l21[x1] = acc28;
+    }
+    __syncthreads();
+    // lstm0/d0/t7/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t248 = p41[(256*x0 + x1)];
+      const float t249 = p3[x1];
+      const float t250 = t248 + t249;
+      const float t251 = l21[(x1 + 128)];
+      const float t252 = t250 + t251;
+      const float t253 = (float)1 / ((float)1 + expf(-t252));
+      const float t254 = l19[x1];
+      const float t255 = t253 * t254;
+      const float t256 = p42[(256*x0 + x1)];
+      const float t257 = p5[x1];
+      const float t258 = t256 + t257;
+      const float t259 = l21[x1];
+      const float t260 = t258 + t259;
+      const float t261 = (float)1 / ((float)1 + expf(-t260));
+      const float t262 = p43[(256*x0 + x1)];
+      const float t263 = p7[x1];
+      const float t264 = t262 + t263;
+      const float t265 = l21[(x1 + 192)];
+      const float t266 = t264 + t265;
+      const float t267 = tanhf(t266);
+      const float t268 = t261 * t267;
+      const float t269 = t255 + t268;
+      l22[x1] = t269;
+    }
+    __syncthreads();
+    // lstm0/d0/t7/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t270 = p44[(256*x0 + x1)];
+      const float t271 = p9[x1];
+      const float t272 = t270 + t271;
+      const float t273 = l21[(x1 + 64)];
+      const float t274 = t272 + t273;
+      const float t275 = (float)1 / ((float)1 + expf(-t274));
+      const float t276 = l22[x1];
+      const float t277 = tanhf(t276);
+      const float t278 = t275 * t277;
+      l23[x1] = t278;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input7
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t551 = l23[x1];
-      p79[(64*x0 + x1)] = t551;
+      const float t279 = l23[x1];
+      p45[(64*x0 + x1)] = t279;
+    }
+    // lstm0/d0/t8/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc32 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t280 = l23[x2];
+        const float t281 = p1[(64*x1 + x2)];
+        const float t282 = t280 * t281;
+        acc32 += t282;
+      }
+      l24[x1] = acc32;
+    }
+    __syncthreads();
+    // lstm0/d0/t8/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t283 = p46[(256*x0 + x1)];
+      const float t284 = p3[x1];
+      const float t285 = t283 + t284;
+      const float t286 = l24[(x1 + 128)];
+      const float t287 = t285 + t286;
+      const float t288 = (float)1 / ((float)1 + expf(-t287));
+      const float t289 = l22[x1];
+      const float t290 = t288 * t289;
+      const float t291 = p47[(256*x0 + x1)];
+      const float t292 = p5[x1];
+      const float t293 = t291 + t292;
+      const float t294 = l24[x1];
+      const float t295 = t293 + t294;
+      const float t296 = (float)1 / ((float)1 + expf(-t295));
+      const float t297 = p48[(256*x0 + x1)];
+      const float t298 = p7[x1];
+      const float t299 = t297 + t298;
+      const float t300 = l24[(x1 + 192)];
+      const float t301 = t299 + t300;
+      const float t302 = tanhf(t301);
+      const float t303 = t296 * t302;
+      const float t304 = t290 + t303;
+      l25[x1] = t304;
+    }
+    __syncthreads();
+    // lstm0/d0/t8/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t305 = p49[(256*x0 + x1)];
+      const float t306 = p9[x1];
+      const float t307 = t305 + t306;
+      const float t308 = l24[(x1 + 64)];
+      const float t309 = t307 + t308;
+      const float t310 = (float)1 / ((float)1 + expf(-t309));
+      const float t311 = l25[x1];
+      const float t312 = tanhf(t311);
+      const float t313 = t310 * t312;
+      l26[x1] = t313;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input8
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t552 = l26[x1];
-      p80[(64*x0 + x1)] = t552;
+      const float t314 = l26[x1];
+      p50[(64*x0 + x1)] = t314;
+    }
+    // lstm0/d0/t9/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc36 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t315 = l26[x2];
+        const float t316 = p1[(64*x1 + x2)];
+        const float t317 = t315 * t316;
+        acc36 += t317;
+      }
+      l27[x1] = acc36;
+    }
+    __syncthreads();
+    // lstm0/d0/t9/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t318 = p51[(256*x0 + x1)];
+      const float t319 = p3[x1];
+      const float t320 = t318 + t319;
+      const float t321 = l27[(x1 + 128)];
+      const float t322 = t320 + t321;
+      const float t323 = (float)1 / ((float)1 + expf(-t322));
+      const float t324 = l25[x1];
+      const float t325 = t323 * t324;
+      const float t326 = p52[(256*x0 + x1)];
+      const float t327 = p5[x1];
+      const float t328 = t326 + t327;
+      const float t329 = l27[x1];
+      const float t330 = t328 + t329;
+      const float t331 = (float)1 / ((float)1 + expf(-t330));
+      const float t332 = p53[(256*x0 + x1)];
+      const float t333 = p7[x1];
+      const float t334 = t332 + t333;
+      const float t335 = l27[(x1 + 192)];
+      const float t336 = t334 + t335;
+      const float t337 = tanhf(t336);
+      const float t338 = t331 * t337;
+      const float t339 = t325 + t338;
+      l28[x1] = t339;
+    }
+    __syncthreads();
+    // lstm0/d0/t9/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t340 = p54[(256*x0 + x1)];
+      const float t341 = p9[x1];
+      const float t342 = t340 + t341;
+      const float t343 = l27[(x1 + 64)];
+      const float t344 = t342 + t343;
+      const float t345 = (float)1 / ((float)1 + expf(-t344));
+      const float t346 = l28[x1];
+      const float t347 = tanhf(t346);
+      const float t348 = t345 * t347;
+      l29[x1] = t348;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input9
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t553 = l29[x1];
-      p81[(64*x0 + x1)] = t553;
+      const float t349 = l29[x1];
+      p55[(64*x0 + x1)] = t349;
+    }
+    // lstm0/d0/t10/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc40 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t350 = l29[x2];
+        const float t351 = p1[(64*x1 + x2)];
+        const float t352 = t350 * t351;
+        acc40 += t352;
+      }
+      l30[x1] = acc40;
+    }
+    __syncthreads();
+    // lstm0/d0/t10/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t353 = p56[(256*x0 + x1)];
+      const float t354 = p3[x1];
+      const float t355 = t353 + t354;
+      const float t356 = l30[(x1 + 128)];
+      const float t357 = t355 + t356;
+      const float t358 = (float)1 / ((float)1 + expf(-t357));
+      const float t359 = l28[x1];
+      const float t360 = t358 * t359;
+      const float t361 = p57[(256*x0 + x1)];
+      const float t362 = p5[x1];
+      const float t363 = t361 + t362;
+      const float t364 = l30[x1];
+      const float t365 = t363 + t364;
+      const float t366 = (float)1 / ((float)1 + expf(-t365));
+      const float t367 = p58[(256*x0 + x1)];
+      const float t368 = p7[x1];
+      const float t369 = t367 + t368;
+      const float t370 = l30[(x1 + 192)];
+      const float t371 = t369 + t370;
+      const float t372 = tanhf(t371);
+      const float t373 = t366 * t372;
+      const float t374 = t360 + t373;
+      l31[x1] = t374;
+    }
+    __syncthreads();
+    // lstm0/d0/t10/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t375 = p59[(256*x0 + x1)];
+      const float t376 = p9[x1];
+      const float t377 = t375 + t376;
+      const float t378 = l30[(x1 + 64)];
+      const float t379 = t377 + t378;
+      const float t380 = (float)1 / ((float)1 + expf(-t379));
+      const float t381 = l31[x1];
+      const float t382 = tanhf(t381);
+      const float t383 = t380 * t382;
+      l32[x1] = t383;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input10
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t554 = l32[x1];
-      p82[(64*x0 + x1)] = t554;
+      const float t384 = l32[x1];
+      p60[(64*x0 + x1)] = t384;
+    }
+    // lstm0/d0/t11/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc44 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t385 = l32[x2];
+        const float t386 = p1[(64*x1 + x2)];
+        const float t387 = t385 * t386;
+        acc44 += t387;
+      }
+      l33[x1] = acc44;
+    }
+    __syncthreads();
+    // lstm0/d0/t11/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t388 = p61[(256*x0 + x1)];
+      const float t389 = p3[x1];
+      const float t390 = t388 + t389;
+      const float t391 = l33[(x1 + 128)];
+      const float t392 = t390 + t391;
+      const float t393 = (float)1 / ((float)1 + expf(-t392));
+      const float t394 = l31[x1];
+      const float t395 = t393 * t394;
+      const float t396 = p62[(256*x0 + x1)];
+      const float t397 = p5[x1];
+      const float t398 = t396 + t397;
+      const float t399 = l33[x1];
+      const float t400 = t398 + t399;
+      const float t401 = (float)1 / ((float)1 + expf(-t400));
+      const float t402 = p63[(256*x0 + x1)];
+      const float t403 = p7[x1];
+      const float t404 = t402 + t403;
+      const float t405 = l33[(x1 + 192)];
+      const float t406 = t404 + t405;
+      const float t407 = tanhf(t406);
+      const float t408 = t401 * t407;
+      const float t409 = t395 + t408;
+      l34[x1] = t409;
+    }
+    __syncthreads();
+    // lstm0/d0/t11/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t410 = p64[(256*x0 + x1)];
+      const float t411 = p9[x1];
+      const float t412 = t410 + t411;
+      const float t413 = l33[(x1 + 64)];
+      const float t414 = t412 + t413;
+      const float t415 = (float)1 / ((float)1 + expf(-t414));
+      const float t416 = l34[x1];
+      const float t417 = tanhf(t416);
+      const float t418 = t415 * t417;
+      l35[x1] = t418;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input11
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t555 = l35[x1];
-      p83[(64*x0 + x1)] = t555;
+      const float t419 = l35[x1];
+      p65[(64*x0 + x1)] = t419;
+    }
+    // lstm0/d0/t12/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc48 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t420 = l35[x2];
+        const float t421 = p1[(64*x1 + x2)];
+        const float t422 = t420 * t421;
+        acc48 += t422;
+      }
+      l36[x1] = acc48;
+    }
+    __syncthreads();
+    // lstm0/d0/t12/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t423 = p66[(256*x0 + x1)];
+      const float t424 = p3[x1];
+      const float t425 = t423 + t424;
+      const float t426 = l36[(x1 + 128)];
+      const float t427 = t425 + t426;
+      const float t428 = (float)1 / ((float)1 + expf(-t427));
+      const float t429 = l34[x1];
+      const float t430 = t428 * t429;
+      const float t431 = p67[(256*x0 + x1)];
+      const float t432 = p5[x1];
+      const float t433 = t431 + t432;
+      const float t434 = l36[x1];
+      const float t435 = t433 + t434;
+      const float t436 = (float)1 / ((float)1 + expf(-t435));
+      const float t437 = p68[(256*x0 + x1)];
+      const float t438 = p7[x1];
+      const float t439 = t437 + t438;
+      const float t440 = l36[(x1 + 192)];
+      const float t441 = t439 + t440;
+      const float t442 = tanhf(t441);
+      const float t443 = t436 * t442;
+      const float t444 = t430 + t443;
+      l37[x1] = t444;
+    }
+    __syncthreads();
+    // lstm0/d0/t12/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t445 = p69[(256*x0 + x1)];
+      const float t446 = p9[x1];
+      const float t447 = t445 + t446;
+      const float t448 = l36[(x1 + 64)];
+      const float t449 = t447 + t448;
+      const float t450 = (float)1 / ((float)1 + expf(-t449));
+      const float t451 = l37[x1];
+      const float t452 = tanhf(t451);
+      const float t453 = t450 * t452;
+      l38[x1] = t453;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input12
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t556 = l38[x1];
-      p84[(64*x0 + x1)] = t556;
+      const float t454 = l38[x1];
+      p70[(64*x0 + x1)] = t454;
+    }
+    // lstm0/d0/t13/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc52 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t455 = l38[x2];
+        const float t456 = p1[(64*x1 + x2)];
+        const float t457 = t455 * t456;
+        acc52 += t457;
+      }
+      l39[x1] = acc52;
+    }
+    __syncthreads();
+    // lstm0/d0/t13/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t458 = p71[(256*x0 + x1)];
+      const float t459 = p3[x1];
+      const float t460 = t458 + t459;
+      const float t461 = l39[(x1 + 128)];
+      const float t462 = t460 + t461;
+      const float t463 = (float)1 / ((float)1 + expf(-t462));
+      const float t464 = l37[x1];
+      const float t465 = t463 * t464;
+      const float t466 = p72[(256*x0 + x1)];
+      const float t467 = p5[x1];
+      const float t468 = t466 + t467;
+      const float t469 = l39[x1];
+      const float t470 = t468 + t469;
+      const float t471 = (float)1 / ((float)1 + expf(-t470));
+      const float t472 = p73[(256*x0 + x1)];
+      const float t473 = p7[x1];
+      const float t474 = t472 + t473;
+      const float t475 = l39[(x1 + 192)];
+      const float t476 = t474 + t475;
+      const float t477 = tanhf(t476);
+      const float t478 = t471 * t477;
+      const float t479 = t465 + t478;
+      l40[x1] = t479;
+    }
+    __syncthreads();
+    // lstm0/d0/t13/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t480 = p74[(256*x0 + x1)];
+      const float t481 = p9[x1];
+      const float t482 = t480 + t481;
+      const float t483 = l39[(x1 + 64)];
+      const float t484 = t482 + t483;
+      const float t485 = (float)1 / ((float)1 + expf(-t484));
+      const float t486 = l40[x1];
+      const float t487 = tanhf(t486);
+      const float t488 = t485 * t487;
+      l41[x1] = t488;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input13
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t557 = l41[x1];
-      p85[(64*x0 + x1)] = t557;
+      const float t489 = l41[x1];
+      p75[(64*x0 + x1)] = t489;
+    }
+    // lstm0/d0/t14/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc56 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t490 = l41[x2];
+        const float t491 = p1[(64*x1 + x2)];
+        const float t492 = t490 * t491;
+        acc56 += t492;
+      }
+      l42[x1] = acc56;
+    }
+    __syncthreads();
+    // lstm0/d0/t14/c
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t493 = p76[(256*x0 + x1)];
+      const float t494 = p3[x1];
+      const float t495 = t493 + t494;
+      const float t496 = l42[(x1 + 128)];
+      const float t497 = t495 + t496;
+      const float t498 = (float)1 / ((float)1 + expf(-t497));
+      const float t499 = l40[x1];
+      const float t500 = t498 * t499;
+      const float t501 = p77[(256*x0 + x1)];
+      const float t502 = p5[x1];
+      const float t503 = t501 + t502;
+      const float t504 = l42[x1];
+      const float t505 = t503 + t504;
+      const float t506 = (float)1 / ((float)1 + expf(-t505));
+      const float t507 = p78[(256*x0 + x1)];
+      const float t508 = p7[x1];
+      const float t509 = t507 + t508;
+      const float t510 = l42[(x1 + 192)];
+      const float t511 = t509 + t510;
+      const float t512 = tanhf(t511);
+      const float t513 = t506 * t512;
+      const float t514 = t500 + t513;
+      l43[x1] = t514;
+    }
+    __syncthreads();
+    // lstm0/d0/t14/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t515 = p79[(256*x0 + x1)];
+      const float t516 = p9[x1];
+      const float t517 = t515 + t516;
+      const float t518 = l42[(x1 + 64)];
+      const float t519 = t517 + t518;
+      const float t520 = (float)1 / ((float)1 + expf(-t519));
+      const float t521 = l43[x1];
+      const float t522 = tanhf(t521);
+      const float t523 = t520 * t522;
+      l44[x1] = t523;
     }
     __syncthreads();
     // lstm0/d0/y_rows.input14
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t558 = l44[x1];
-      p86[(64*x0 + x1)] = t558;
+      const float t524 = l44[x1];
+      p80[(64*x0 + x1)] = t524;
+    }
+    // lstm0/d0/t15/hr
+    for (int64_t i = lane; i < 256; i += 256) {
+      const int64_t x1 = i;
+      float acc60 = (float)0;
+      for (int64_t x2 = 0; x2 < 64; ++x2) {
+        const float t525 = l44[x2];
+        const float t526 = p1[(64*x1 + x2)];
+        const float t527 = t525 * t526;
+        acc60 += t527;
+      }
+      l45[x1] = acc60;
     }
     __syncthreads();
-    // lstm0/d0/y_rows.input15
+    // lstm0/d0/t15/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t559 = p71[(64*x0 + x1)];
-      p87[(64*x0 + x1)] = t559;
+      const float t528 = p81[(256*x0 + x1)];
+      const float t529 = p3[x1];
+      const float t530 = t528 + t529;
+      const float t531 = l45[(x1 + 128)];
+      const float t532 = t530 + t531;
+      const float t533 = (float)1 / ((float)1 + expf(-t532));
+      const float t534 = l43[x1];
+      const float t535 = t533 * t534;
+      const float t536 = p82[(256*x0 + x1)];
+      const float t537 = p5[x1];
+      const float t538 = t536 + t537;
+      const float t539 = l45[x1];
+      const float t540 = t538 + t539;
+      const float t541 = (float)1 / ((float)1 + expf(-t540));
+      const float t542 = p83[(256*x0 + x1)];
+      const float t543 = p7[x1];
+      const float t544 = t542 + t543;
+      const float t545 = l45[(x1 + 192)];
+      const float t546 = t544 + t545;
+      const float t547 = tanhf(t546);
+      const float t548 = t541 * t547;
+      const float t549 = t535 + t548;
+      l46[x1] = t549;
+    }
+    __syncthreads();
+    // c_n_concat.input0
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t550 = l46[x1];
+      p84[(128*x0 + x1)] = t550;
+    }
+    // lstm0/d0/t15/h
+    for (int64_t i = lane; i < 64; i += 256) {
+      const int64_t x1 = i;
+      const float t551 = p85[(256*x0 + x1)];
+      const float t552 = p9[x1];
+      const float t553 = t551 + t552;
+      const float t554 = l45[(x1 + 64)];
+      const float t555 = t553 + t554;
+      const float t556 = (float)1 / ((float)1 + expf(-t555));
+      const float t557 = l46[x1];
+      const float t558 = tanhf(t557);
+      const float t559 = t556 * t558;
+      p86[(64*x0 + x1)] = t559;
     }
     __syncthreads();
   }
@@ -1162,9 +1148,23 @@ extern "C" __global__ void __launch_bounds__(256) loom_f3(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f4_shape[3] = {8, 256, 0};
+__device__ long long loom_f4_shape[3] = {1, 256, 0};
 }
 extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restrict__ p0, float* p1) {
+  for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 128; o += (int64_t)gridDim.x * 256) {
+    const int64_t x0 = o / 64;
+    const int64_t x1 = o % 64;
+    // lstm0/d0/y_rows.input15
+    const float t0 = p0[(64*x0 + x1)];
+    p1[(64*x0 + x1)] = t0;
+  }
+}
+
+// blocks, threads per block, bytes of dynamic shared memory
+extern "C" {
+__device__ long long loom_f5_shape[3] = {8, 256, 0};
+}
+extern "C" __global__ void __launch_bounds__(256) loom_f5(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 2048; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 1024;
     const int64_t x1 = (o / 64) % 16;
@@ -1177,9 +1177,9 @@ extern "C" __global__ void __launch_bounds__(256) loom_f4(const float* __restric
 
 // blocks, threads per block, bytes of dynamic shared memory
 extern "C" {
-__device__ long long loom_f5_shape[3] = {1, 256, 0};
+__device__ long long loom_f6_shape[3] = {1, 256, 0};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f5(const float* __restrict__ p0, float* p1) {
+extern "C" __global__ void __launch_bounds__(256) loom_f6(const float* __restrict__ p0, float* p1) {
   for (int64_t o = (int64_t)blockIdx.x * 256 + threadIdx.x; o < 256; o += (int64_t)gridDim.x * 256) {
     const int64_t x0 = o / 128;
     const int64_t x1 = (o / 64) % 2;
@@ -1194,15 +1194,15 @@ extern "C" __global__ void __launch_bounds__(256) loom_f5(const float* __restric
 // loom_f0(lstm0_b, lstm0_b+256, lstm0/d0/bias.8)  # lstm0/d0/bias
 // loom_f1(x, lstm0/d0/xw.a)  # lstm0/d0/xw.a
 // gemm f32 m=32 n=256 k=32 (lstm0/d0/xw.a, lstm0/d0/w_t.4/folded, lstm0/d0/xw.11) ld 32 256 256  # lstm0/d0/xw
-// loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.11+128, lstm0/d0/bias.8+128, lstm0/d0/xw.11, lstm0/d0/bias.8, lstm0/d0/xw.11+192, lstm0/d0/bias.8+192, lstm0/d0/xw.11+64, lstm0/d0/bias.8+64, lstm0/d0/xw.11+640, lstm0/d0/xw.11+512, lstm0/d0/xw.11+704, lstm0/d0/xw.11+576, lstm0/d0/xw.11+1152, lstm0/d0/xw.11+1024, lstm0/d0/xw.11+1216, lstm0/d0/xw.11+1088, lstm0/d0/xw.11+1664, lstm0/d0/xw.11+1536, lstm0/d0/xw.11+1728, lstm0/d0/xw.11+1600, lstm0/d0/xw.11+2176, lstm0/d0/xw.11+2048, lstm0/d0/xw.11+2240, lstm0/d0/xw.11+2112, lstm0/d0/xw.11+2688, lstm0/d0/xw.11+2560, lstm0/d0/xw.11+2752, lstm0/d0/xw.11+2624, lstm0/d0/xw.11+3200, lstm0/d0/xw.11+3072, lstm0/d0/xw.11+3264, lstm0/d0/xw.11+3136, lstm0/d0/xw.11+3712, lstm0/d0/xw.11+3584, lstm0/d0/xw.11+3776, lstm0/d0/xw.11+3648, lstm0/d0/xw.11+4224, lstm0/d0/xw.11+4096, lstm0/d0/xw.11+4288, lstm0/d0/xw.11+4160, lstm0/d0/xw.11+4736, lstm0/d0/xw.11+4608, lstm0/d0/xw.11+4800, lstm0/d0/xw.11+4672, lstm0/d0/xw.11+5248, lstm0/d0/xw.11+5120, lstm0/d0/xw.11+5312, lstm0/d0/xw.11+5184, lstm0/d0/xw.11+5760, lstm0/d0/xw.11+5632, lstm0/d0/xw.11+5824, lstm0/d0/xw.11+5696, lstm0/d0/xw.11+6272, lstm0/d0/xw.11+6144, lstm0/d0/xw.11+6336, lstm0/d0/xw.11+6208, lstm0/d0/xw.11+6784, lstm0/d0/xw.11+6656, lstm0/d0/xw.11+6848, lstm0/d0/xw.11+6720, lstm0/d0/xw.11+7296, lstm0/d0/xw.11+7168, lstm0/d0/xw.11+7360, lstm0/d0/xw.11+7232, lstm0/d0/xw.11+7808, lstm0/d0/xw.11+7680, lstm0/d0/xw.11+7872, lstm0/d0/t15/c.250, lstm0/d0/xw.11+7744, lstm0/d0/t15/h.252, lstm0/d0/y_rows.253, lstm0/d0/y_rows.253+128, lstm0/d0/y_rows.253+256, lstm0/d0/y_rows.253+384, lstm0/d0/y_rows.253+512, lstm0/d0/y_rows.253+640, lstm0/d0/y_rows.253+768, lstm0/d0/y_rows.253+896, lstm0/d0/y_rows.253+1024, lstm0/d0/y_rows.253+1152, lstm0/d0/y_rows.253+1280, lstm0/d0/y_rows.253+1408, lstm0/d0/y_rows.253+1536, lstm0/d0/y_rows.253+1664, lstm0/d0/y_rows.253+1792, lstm0/d0/y_rows.253+1920)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/t15/hr, lstm0/d0/t15/c, lstm0/d0/t15/h, lstm0/d0/y_rows.input0, lstm0/d0/y_rows.input1, lstm0/d0/y_rows.input2, lstm0/d0/y_rows.input3, lstm0/d0/y_rows.input4, lstm0/d0/y_rows.input5, lstm0/d0/y_rows.input6, lstm0/d0/y_rows.input7, lstm0/d0/y_rows.input8, lstm0/d0/y_rows.input9, lstm0/d0/y_rows.input10, lstm0/d0/y_rows.input11, lstm0/d0/y_rows.input12, lstm0/d0/y_rows.input13, lstm0/d0/y_rows.input14, lstm0/d0/y_rows.input15
+// loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.11+128, lstm0/d0/bias.8+128, lstm0/d0/xw.11, lstm0/d0/bias.8, lstm0/d0/xw.11+192, lstm0/d0/bias.8+192, lstm0/d0/xw.11+64, lstm0/d0/bias.8+64, lstm0/d0/y_rows.253, lstm0/d0/xw.11+640, lstm0/d0/xw.11+512, lstm0/d0/xw.11+704, lstm0/d0/xw.11+576, lstm0/d0/y_rows.253+128, lstm0/d0/xw.11+1152, lstm0/d0/xw.11+1024, lstm0/d0/xw.11+1216, lstm0/d0/xw.11+1088, lstm0/d0/y_rows.253+256, lstm0/d0/xw.11+1664, lstm0/d0/xw.11+1536, lstm0/d0/xw.11+1728, lstm0/d0/xw.11+1600, lstm0/d0/y_rows.253+384, lstm0/d0/xw.11+2176, lstm0/d0/xw.11+2048, lstm0/d0/xw.11+2240, lstm0/d0/xw.11+2112, lstm0/d0/y_rows.253+512, lstm0/d0/xw.11+2688, lstm0/d0/xw.11+2560, lstm0/d0/xw.11+2752, lstm0/d0/xw.11+2624, lstm0/d0/y_rows.253+640, lstm0/d0/xw.11+3200, lstm0/d0/xw.11+3072, lstm0/d0/xw.11+3264, lstm0/d0/xw.11+3136, lstm0/d0/y_rows.253+768, lstm0/d0/xw.11+3712, lstm0/d0/xw.11+3584, lstm0/d0/xw.11+3776, lstm0/d0/xw.11+3648, lstm0/d0/y_rows.253+896, lstm0/d0/xw.11+4224, lstm0/d0/xw.11+4096, lstm0/d0/xw.11+4288, lstm0/d0/xw.11+4160, lstm0/d0/y_rows.253+1024, lstm0/d0/xw.11+4736, lstm0/d0/xw.11+4608, lstm0/d0/xw.11+4800, lstm0/d0/xw.11+4672, lstm0/d0/y_rows.253+1152, lstm0/d0/xw.11+5248, lstm0/d0/xw.11+5120, lstm0/d0/xw.11+5312, lstm0/d0/xw.11+5184, lstm0/d0/y_rows.253+1280, lstm0/d0/xw.11+5760, lstm0/d0/xw.11+5632, lstm0/d0/xw.11+5824, lstm0/d0/xw.11+5696, lstm0/d0/y_rows.253+1408, lstm0/d0/xw.11+6272, lstm0/d0/xw.11+6144, lstm0/d0/xw.11+6336, lstm0/d0/xw.11+6208, lstm0/d0/y_rows.253+1536, lstm0/d0/xw.11+6784, lstm0/d0/xw.11+6656, lstm0/d0/xw.11+6848, lstm0/d0/xw.11+6720, lstm0/d0/y_rows.253+1664, lstm0/d0/xw.11+7296, lstm0/d0/xw.11+7168, lstm0/d0/xw.11+7360, lstm0/d0/xw.11+7232, lstm0/d0/y_rows.253+1792, lstm0/d0/xw.11+7808, lstm0/d0/xw.11+7680, lstm0/d0/xw.11+7872, c_n_layers, lstm0/d0/xw.11+7744, lstm0/d0/t15/h.252)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/y_rows.input0, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/y_rows.input1, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/y_rows.input2, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/y_rows.input3, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/y_rows.input4, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/y_rows.input5, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/y_rows.input6, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/y_rows.input7, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/y_rows.input8, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/y_rows.input9, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/y_rows.input10, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/y_rows.input11, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/y_rows.input12, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/y_rows.input13, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/y_rows.input14, lstm0/d0/t15/hr, lstm0/d0/t15/c, c_n_concat.input0, lstm0/d0/t15/h
+// loom_f3(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat.input0
+// loom_f4(lstm0/d0/t15/h.252, lstm0/d0/y_rows.253+1920)  # lstm0/d0/y_rows.input15
 // loom_f0(lstm1_b, lstm1_b+256, lstm1/d0/bias.263)  # lstm1/d0/bias
 // gemm f32 m=32 n=256 k=64 (lstm0/d0/y_rows.253, lstm1/d0/w_t.259/folded, lstm1/d0/xw.266) ld 64 256 256  # lstm1/d0/xw
-// loom_f2(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.266+128, lstm1/d0/bias.263+128, lstm1/d0/xw.266, lstm1/d0/bias.263, lstm1/d0/xw.266+192, lstm1/d0/bias.263+192, lstm1/d0/xw.266+64, lstm1/d0/bias.263+64, lstm1/d0/xw.266+640, lstm1/d0/xw.266+512, lstm1/d0/xw.266+704, lstm1/d0/xw.266+576, lstm1/d0/xw.266+1152, lstm1/d0/xw.266+1024, lstm1/d0/xw.266+1216, lstm1/d0/xw.266+1088, lstm1/d0/xw.266+1664, lstm1/d0/xw.266+1536, lstm1/d0/xw.266+1728, lstm1/d0/xw.266+1600, lstm1/d0/xw.266+2176, lstm1/d0/xw.266+2048, lstm1/d0/xw.266+2240, lstm1/d0/xw.266+2112, lstm1/d0/xw.266+2688, lstm1/d0/xw.266+2560, lstm1/d0/xw.266+2752, lstm1/d0/xw.266+2624, lstm1/d0/xw.266+3200, lstm1/d0/xw.266+3072, lstm1/d0/xw.266+3264, lstm1/d0/xw.266+3136, lstm1/d0/xw.266+3712, lstm1/d0/xw.266+3584, lstm1/d0/xw.266+3776, lstm1/d0/xw.266+3648, lstm1/d0/xw.266+4224, lstm1/d0/xw.266+4096, lstm1/d0/xw.266+4288, lstm1/d0/xw.266+4160, lstm1/d0/xw.266+4736, lstm1/d0/xw.266+4608, lstm1/d0/xw.266+4800, lstm1/d0/xw.266+4672, lstm1/d0/xw.266+5248, lstm1/d0/xw.266+5120, lstm1/d0/xw.266+5312, lstm1/d0/xw.266+5184, lstm1/d0/xw.266+5760, lstm1/d0/xw.266+5632, lstm1/d0/xw.266+5824, lstm1/d0/xw.266+5696, lstm1/d0/xw.266+6272, lstm1/d0/xw.266+6144, lstm1/d0/xw.266+6336, lstm1/d0/xw.266+6208, lstm1/d0/xw.266+6784, lstm1/d0/xw.266+6656, lstm1/d0/xw.266+6848, lstm1/d0/xw.266+6720, lstm1/d0/xw.266+7296, lstm1/d0/xw.266+7168, lstm1/d0/xw.266+7360, lstm1/d0/xw.266+7232, lstm1/d0/xw.266+7808, lstm1/d0/xw.266+7680, lstm1/d0/xw.266+7872, lstm1/d0/t15/c.505, lstm1/d0/xw.266+7744, lstm1/d0/t15/h.507, lstm1/d0/y_rows.508, lstm1/d0/y_rows.508+128, lstm1/d0/y_rows.508+256, lstm1/d0/y_rows.508+384, lstm1/d0/y_rows.508+512, lstm1/d0/y_rows.508+640, lstm1/d0/y_rows.508+768, lstm1/d0/y_rows.508+896, lstm1/d0/y_rows.508+1024, lstm1/d0/y_rows.508+1152, lstm1/d0/y_rows.508+1280, lstm1/d0/y_rows.508+1408, lstm1/d0/y_rows.508+1536, lstm1/d0/y_rows.508+1664, lstm1/d0/y_rows.508+1792, lstm1/d0/y_rows.508+1920)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/t15/hr, lstm1/d0/t15/c, lstm1/d0/t15/h, lstm1/d0/y_rows.input0, lstm1/d0/y_rows.input1, lstm1/d0/y_rows.input2, lstm1/d0/y_rows.input3, lstm1/d0/y_rows.input4, lstm1/d0/y_rows.input5, lstm1/d0/y_rows.input6, lstm1/d0/y_rows.input7, lstm1/d0/y_rows.input8, lstm1/d0/y_rows.input9, lstm1/d0/y_rows.input10, lstm1/d0/y_rows.input11, lstm1/d0/y_rows.input12, lstm1/d0/y_rows.input13, lstm1/d0/y_rows.input14, lstm1/d0/y_rows.input15
-// loom_f3(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat.input0
+// loom_f2(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.266+128, lstm1/d0/bias.263+128, lstm1/d0/xw.266, lstm1/d0/bias.263, lstm1/d0/xw.266+192, lstm1/d0/bias.263+192, lstm1/d0/xw.266+64, lstm1/d0/bias.263+64, lstm1/d0/y_rows.508, lstm1/d0/xw.266+640, lstm1/d0/xw.266+512, lstm1/d0/xw.266+704, lstm1/d0/xw.266+576, lstm1/d0/y_rows.508+128, lstm1/d0/xw.266+1152, lstm1/d0/xw.266+1024, lstm1/d0/xw.266+1216, lstm1/d0/xw.266+1088, lstm1/d0/y_rows.508+256, lstm1/d0/xw.266+1664, lstm1/d0/xw.266+1536, lstm1/d0/xw.266+1728, lstm1/d0/xw.266+1600, lstm1/d0/y_rows.508+384, lstm1/d0/xw.266+2176, lstm1/d0/xw.266+2048, lstm1/d0/xw.266+2240, lstm1/d0/xw.266+2112, lstm1/d0/y_rows.508+512, lstm1/d0/xw.266+2688, lstm1/d0/xw.266+2560, lstm1/d0/xw.266+2752, lstm1/d0/xw.266+2624, lstm1/d0/y_rows.508+640, lstm1/d0/xw.266+3200, lstm1/d0/xw.266+3072, lstm1/d0/xw.266+3264, lstm1/d0/xw.266+3136, lstm1/d0/y_rows.508+768, lstm1/d0/xw.266+3712, lstm1/d0/xw.266+3584, lstm1/d0/xw.266+3776, lstm1/d0/xw.266+3648, lstm1/d0/y_rows.508+896, lstm1/d0/xw.266+4224, lstm1/d0/xw.266+4096, lstm1/d0/xw.266+4288, lstm1/d0/xw.266+4160, lstm1/d0/y_rows.508+1024, lstm1/d0/xw.266+4736, lstm1/d0/xw.266+4608, lstm1/d0/xw.266+4800, lstm1/d0/xw.266+4672, lstm1/d0/y_rows.508+1152, lstm1/d0/xw.266+5248, lstm1/d0/xw.266+5120, lstm1/d0/xw.266+5312, lstm1/d0/xw.266+5184, lstm1/d0/y_rows.508+1280, lstm1/d0/xw.266+5760, lstm1/d0/xw.266+5632, lstm1/d0/xw.266+5824, lstm1/d0/xw.266+5696, lstm1/d0/y_rows.508+1408, lstm1/d0/xw.266+6272, lstm1/d0/xw.266+6144, lstm1/d0/xw.266+6336, lstm1/d0/xw.266+6208, lstm1/d0/y_rows.508+1536, lstm1/d0/xw.266+6784, lstm1/d0/xw.266+6656, lstm1/d0/xw.266+6848, lstm1/d0/xw.266+6720, lstm1/d0/y_rows.508+1664, lstm1/d0/xw.266+7296, lstm1/d0/xw.266+7168, lstm1/d0/xw.266+7360, lstm1/d0/xw.266+7232, lstm1/d0/y_rows.508+1792, lstm1/d0/xw.266+7808, lstm1/d0/xw.266+7680, lstm1/d0/xw.266+7872, c_n_layers+64, lstm1/d0/xw.266+7744, lstm1/d0/t15/h.507)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/y_rows.input0, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/y_rows.input1, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/y_rows.input2, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/y_rows.input3, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/y_rows.input4, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/y_rows.input5, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/y_rows.input6, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/y_rows.input7, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/y_rows.input8, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/y_rows.input9, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/y_rows.input10, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/y_rows.input11, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/y_rows.input12, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/y_rows.input13, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/y_rows.input14, lstm1/d0/t15/hr, lstm1/d0/t15/c, c_n_concat.input1, lstm1/d0/t15/h
 // loom_f3(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat.input1
-// loom_f3(lstm0/d0/t15/c.250, c_n_layers)  # c_n_concat.input0
-// loom_f3(lstm1/d0/t15/c.505, c_n_layers+64)  # c_n_concat.input1
-// loom_f4(lstm1/d0/y_rows.508, y)  # copy_y
-// loom_f5(h_n_layers, h_n)  # copy_h_n
-// loom_f5(c_n_layers, c_n)  # copy_c_n
+// loom_f4(lstm1/d0/t15/h.507, lstm1/d0/y_rows.508+1920)  # lstm1/d0/y_rows.input15
+// loom_f5(lstm1/d0/y_rows.508, y)  # copy_y
+// loom_f6(h_n_layers, h_n)  # copy_h_n
+// loom_f6(c_n_layers, c_n)  # copy_c_n
 // 
