@@ -96,28 +96,6 @@ std::string KernelName(int index) { return absl::StrCat("kernel_", index); }
 
 namespace {
 
-class SchedulePass : public Pass {
- public:
-  StageRule stages() const override { return StageRule::From(Stage::kLoops, Stage::kScheduled); }
-  absl::StatusOr<bool> Run(Module& module) override {
-    if (!module.loops.has_value()) {
-      return absl::FailedPreconditionError(
-          "there is no loop IR to schedule (run 'lower' before 'schedule')");
-    }
-    LOOM_ASSIGN_OR_RETURN(module.schedule, ScheduleProgram(*module.loops));
-    module.source.reset();
-    return true;
-  }
-};
-
-LOOM_REGISTER_PASS("schedule", [] {
-  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<SchedulePass>());
-});
-
-}  // namespace
-
-namespace {
-
 // Whether `node` stores what it loads, as it is.
 bool IsCopy(const ComputeNode& node) {
   return node.extern_op == ExternOp::kNone && node.reduce == ReduceKind::kNone &&
@@ -139,12 +117,30 @@ std::vector<bool> RunEarly(const LoopProgram& program) {
   return early;
 }
 
+class SchedulePass : public Pass {
+ public:
+  StageRule stages() const override { return StageRule::From(Stage::kLoops, Stage::kScheduled); }
+  absl::StatusOr<bool> Run(Module& module) override {
+    if (!module.loops.has_value()) {
+      return absl::FailedPreconditionError(
+          "there is no loop IR to schedule (run 'lower' before 'schedule')");
+    }
+    LOOM_ASSIGN_OR_RETURN(module.schedule, ScheduleProgram(*module.loops));
+    module.source.reset();
+    return true;
+  }
+};
+
+LOOM_REGISTER_PASS("schedule", [] {
+  return absl::StatusOr<std::unique_ptr<Pass>>(std::make_unique<SchedulePass>());
+});
+
 }  // namespace
 
 // Kahn's algorithm over the dependency edges, taking the earliest ready node
 // first, would return the program order itself: every edge points forward,
 // so whenever nodes 0..i-1 have run, node i is ready and the earliest. So
-// the order is the program's, but for the nodes RunEarly picks: each runs
+// the order is the program's, except for the nodes RunEarly picks: each runs
 // right after the last node it depends on (a recurrence's step state is
 // copied into the output's rows at its step, where the copy may fuse with
 // the step, rather than after the last step, all states alive until then).
