@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <fstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -46,6 +48,19 @@ void PinCalledLibraries(const std::vector<std::string>& libraries) {
     if (absl::StartsWith(library, "-")) continue;
     dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   }
+}
+
+void WarmUpOneDnn(const std::string& library) {
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (handle == nullptr) return;
+  using Sgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                        const float*, int64_t, float, float*, int64_t);
+  const auto sgemm = reinterpret_cast<Sgemm>(dlsym(handle, "dnnl_sgemm"));
+  if (sgemm == nullptr) return;
+  constexpr int64_t kSize = 64;  // after a 2x2x2 product the next still took 3 ms
+  std::vector<float> a(kSize * kSize, 1.0f), c(kSize * kSize);
+  sgemm('N', 'N', kSize, kSize, kSize, 1.0f, a.data(), kSize, a.data(), kSize, 0.0f, c.data(),
+        kSize);
 }
 
 // A cache dir may be shared between machines (an NFS home): code built with

@@ -67,6 +67,14 @@ absl::Status PinOpenMpRuntime();
 // when the kernels' library loads.
 void PinCalledLibraries(const std::vector<std::string>& libraries);
 
+// Runs one small product through oneDNN (`library`, the path of a
+// libdnnl.so.2), pinned as PinCalledLibraries pins it: a process's first
+// oneDNN product sets the library up and generates its code (30 to 40 ms
+// on the 2-core Zen 4; any later product of any size then takes
+// microseconds), which the kernels' first launch pays unless this ran
+// before. Nothing happens where the library or its dnnl_sgemm is missing.
+void WarmUpOneDnn(const std::string& library);
+
 // This machine's instruction-set extensions (the "flags" line of
 // /proc/cpuinfo on x86, "Features" on Arm): kernels built for the native
 // instruction set load only on a CPU that has the same.

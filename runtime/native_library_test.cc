@@ -1,5 +1,6 @@
 #include "runtime/native_library.h"
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -57,6 +58,31 @@ TEST(LoadSharedObjectTest, BytesThatAreNoSharedObjectAreAnErrorNamingThem) {
       LoadSharedObject("not an ELF file", /*openmp=*/false, /*libraries=*/{}, "model 'bad'");
   EXPECT_EQ(library.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(library.status().message(), HasSubstr("the kernels of model 'bad' cannot be loaded"));
+}
+
+TEST(WarmUpOneDnnTest, RunsOneProductThroughTheLibrary) {
+  constexpr char kSgemmLibrary[] = "runtime/libnative_library_test_sgemm.so";
+  WarmUpOneDnn(kSgemmLibrary);
+  absl::StatusOr<NativeLibrary> library = NativeLibrary::Open(kSgemmLibrary);
+  ASSERT_TRUE(library.ok()) << library.status();
+  auto count = [&](const char* name) -> int64_t {
+    absl::StatusOr<void*> symbol = library->Symbol(name);
+    EXPECT_TRUE(symbol.ok()) << symbol.status();
+    return symbol.ok() ? reinterpret_cast<int64_t (*)()>(*symbol)() : -1;
+  };
+  EXPECT_EQ(count("sgemm_products"), 1);
+  EXPECT_EQ(count("sgemm_last_size"), 64 * 64 * 64);
+  absl::StatusOr<void*> corner = library->Symbol("sgemm_last_corner");
+  ASSERT_TRUE(corner.ok()) << corner.status();
+  EXPECT_EQ(reinterpret_cast<float (*)()>(*corner)(), 64.0f);  // a row of ones times a column
+}
+
+TEST(WarmUpOneDnnTest, DoesNothingWithoutTheLibraryOrItsProduct) {
+  WarmUpOneDnn("/no/such/libdnnl.so.2");
+  WarmUpOneDnn(kAddLibrary);  // loads, but has no dnnl_sgemm
+  absl::StatusOr<NativeLibrary> library = NativeLibrary::Open(kAddLibrary);
+  ASSERT_TRUE(library.ok()) << library.status();
+  EXPECT_EQ(CallAdd(*library), 5);
 }
 
 TEST(HostCpuFeaturesTest, IsTheCpuinfoLineOfTheExtensions) {
