@@ -387,10 +387,10 @@ class LoomTorchTest(unittest.TestCase):
         for stage, (owner, name, replacement) in stages.items():
             with self.subTest(stage):
                 torch._dynamo.reset()
-                saved = (getattr(owner, name), loom._lib, loom.torch.INTERPRETED_MAX_MACS)
+                saved = (getattr(owner, name), loom._lib, loom.torch.FIRST_CALL_WAIT_S)
                 setattr(owner, name, replacement)
                 loom._lib = None  # loaded again, through the replacement
-                loom.torch.INTERPRETED_MAX_MACS = 0  # the kernels' run from the first call
+                loom.torch.FIRST_CALL_WAIT_S = 600  # the kernels' run from the first call
                 try:
                     compiled = torch.compile(module, backend="loom")
                     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
@@ -399,7 +399,7 @@ class LoomTorchTest(unittest.TestCase):
                             self.assertTrue(torch.equal(compiled(x), module(x)))
                 finally:
                     setattr(owner, name, saved[0])
-                    loom._lib, loom.torch.INTERPRETED_MAX_MACS = saved[1], saved[2]
+                    loom._lib, loom.torch.FIRST_CALL_WAIT_S = saved[1], saved[2]
                 reasons = [str(w.message) for w in caught if "loom" in str(w.message)]
                 self.assertEqual(len(reasons), 1, reasons)
                 self.assertIn("eagerly", reasons[0])
@@ -498,7 +498,7 @@ class LoomTorchTest(unittest.TestCase):
         entry.thread.join()
         self.assertEqual(entry.model.launches, 1)
 
-    def test_the_first_call_is_interpreted_while_the_kernels_compile(self):
+    def test_the_first_call_runs_eagerly_while_the_kernels_compile(self):
         module = nn.LSTM(32, 64, num_layers=2, batch_first=True).eval()
         x = torch.randn(2, 16, 32)
         captured = []
@@ -508,7 +508,7 @@ class LoomTorchTest(unittest.TestCase):
         os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp()  # an empty kernel cache: a real compile
         try:
             with torch.no_grad():
-                for call in range(3):  # the reference's, then the kernels'
+                for call in range(3):  # eager's, then the kernels'
                     y = compiled(x)
                     for a, e in zip(flat(y), flat(module(x))):
                         self.assertLessEqual((a - e).abs().max().item(), 1e-5, "call %d" % call)
@@ -519,7 +519,7 @@ class LoomTorchTest(unittest.TestCase):
             else:
                 os.environ["LOOM_CACHE_DIR"] = saved[1]
         entry, = captured[0].loom_pieces[0].compiled.entries.values()
-        self.assertEqual(entry.interpreted_calls, 1)
+        self.assertEqual(entry.eager_calls, 1)
         self.assertIsNotNone(entry.model)
 
     def test_a_new_shape_is_a_new_entry(self):

@@ -55,12 +55,12 @@ __all__ = ["loom_backend"]
 # torch's dtypes for the numpy ones of the model's outputs.
 _TORCH_OF_NUMPY = {d.numpy: getattr(torch, d.torch) for d in loom._DTYPES if d.torch}
 
-# The first call of a new entry waits this long for its native compile;
-# after that it runs in loom's reference interpreter while the compile goes
-# on (a tiered start, as a JIT's), when the graph is small enough for the
-# interpreter (multiply-adds of its matrix products and recurrences).
-FIRST_CALL_WAIT_S = 0.05
-INTERPRETED_MAX_MACS = 2e8
+# The first call of a new entry waits this long for its compile, and if it
+# is not done, runs the graph eagerly (torch's kernels) while the compile
+# goes on (a tiered start, as a JIT's); later calls wait for it. Not at all:
+# eager runs the seed cases in 1 to 7 ms, less than a compile from the
+# kernel cache takes (13 to 33 ms), let alone a cold one.
+FIRST_CALL_WAIT_S = 0
 
 # The loom models a graph keeps, one per set of shapes, the least recently
 # called dropped past this: each holds its weights (GPT-2's 124M parameters:
@@ -70,17 +70,15 @@ MAX_ENTRIES = 8
 
 
 class _Entry:
-    """One set of shapes: the graph, its compile (in the background) and
-    what the first call runs in the meantime."""
+    """One set of shapes: the graph and its compile (in the background)."""
 
-    def __init__(self, path, positions, outputs, macs):
+    def __init__(self, path, positions, outputs):
         self.path, self.positions, self.outputs = path, positions, outputs
-        self.macs = macs
         self.model = None
         self.tensor_call = None  # _TensorCall.make's, once the model runs
         self.error = None
         self.calls = 0
-        self.interpreted_calls = 0
+        self.eager_calls = 0
         self.thread = threading.Thread(target=self._compile, daemon=True)
         self.thread.start()
 
@@ -93,17 +91,19 @@ class _Entry:
     def _compile(self):
         try:
             self.model = loom.compile(self.path)
-        except Exception as e:  # noqa: BLE001 - reported by runner(), in the caller's thread
+        except Exception as e:  # noqa: BLE001 - reported by compiled_model(), in the caller's thread
             self.error = e
 
-    def runner(self):
-        """The compiled model, or on the first call (only), the reference."""
+    def compiled_model(self):
+        """The compiled model, waiting for it, except on the first call: None
+        there if the compile is still going on (the caller runs the graph
+        eagerly)."""
         self.calls += 1
-        if self.calls == 1 and self.macs <= INTERPRETED_MAX_MACS:
+        if self.calls == 1:
             self.thread.join(FIRST_CALL_WAIT_S)
             if self.thread.is_alive():
-                self.interpreted_calls += 1
-                return loom.Reference(self.path, self.outputs)
+                self.eager_calls += 1
+                return None
         self.thread.join()
         if self.error is not None:
             raise self.error
@@ -172,13 +172,14 @@ class _Compiled:
             os.makedirs(folder)
             translator = GraphTranslator(self.gm, args, folder, OPS, self.params)
             path = translator.run()
-            self.entries[key] = _Entry(path, translator.inputs, translator.outputs,
-                                       translator.macs)
+            self.entries[key] = _Entry(path, translator.inputs, translator.outputs)
         return self.entries[key]
 
     def __call__(self, *args):
         entry = self.entry(args)
-        runner = entry.runner()
+        model = entry.compiled_model()
+        if model is None:
+            return self.gm(*args)
         inputs = []
         for position in entry.positions:
             tensor = args[position]
@@ -187,13 +188,12 @@ class _Compiled:
             if tensor.device.type != "cpu":
                 raise Unsupported("a tensor on %s" % tensor.device)
             inputs.append(tensor.contiguous())
-        if runner is entry.model:
-            if entry.tensor_call is None:
-                entry.tensor_call = _TensorCall.make(runner, entry, inputs)
-            if entry.tensor_call:
-                return entry.tensor_call(inputs)
+        if entry.tensor_call is None:
+            entry.tensor_call = _TensorCall.make(model, entry, inputs)
+        if entry.tensor_call:
+            return entry.tensor_call(inputs)
         feeds = {"input_%d" % p: t.numpy() for p, t in zip(entry.positions, inputs)}
-        results = runner.run(feeds)
+        results = model.run(feeds)
         return tuple(torch.from_numpy(results[name]) for name, _, _ in entry.outputs)
 
 

@@ -228,7 +228,6 @@ class GraphTranslator:
         self.env = {}
         self.inputs = []  # positions of the args that are the loom graph's inputs
         self.outputs = []  # (loom name, numpy dtype, shape) of the graph's outputs
-        self.macs = 0  # multiply-adds of its matrix products and recurrences
         self.refused = {}  # probe()'s: the nodes loom does not translate, and why
         # The values of the one-element inputs whose .item() the graph reads
         # (scalar_reads): plain values to the translation, as sizes are.

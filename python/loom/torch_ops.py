@@ -156,7 +156,6 @@ def _emit_conv(t, node, a):
         pads = [p // 2 for p in total] + [p - p // 2 for p in total]
     else:
         pads = _spatial(a.padding, dims) * 2
-    t.macs += np.prod(t.shape_of(node), dtype=np.float64) * np.prod(weight[1:])
     return t.graph.node("conv", _conv_inputs(t, a), strides=strides, dilations=dilations,
                         pads=pads, group=int(a.groups))
 
@@ -164,8 +163,7 @@ def _emit_conv(t, node, a):
 def _emit_conv_transpose(t, node, a):
     weight = t.shape_of(a.weight)  # [C, M / groups, kernel...]
     dims = len(weight) - 2
-    x = _spatial_input(t, node, a.input, dims)
-    t.macs += np.prod(x, dtype=np.float64) * np.prod(weight[1:])
+    _spatial_input(t, node, a.input, dims)
     return t.graph.node("conv_transpose", _conv_inputs(t, a),
                         strides=_spatial(a.stride, dims), dilations=_spatial(a.dilation, dims),
                         pads=_spatial(a.padding, dims) * 2,
@@ -508,7 +506,6 @@ def addmm(t, node):
     a = t.bind(node, _ADDMM)
     if a.beta != 1 or a.alpha != 1:
         raise Unsupported("addmm with beta or alpha")
-    t.macs += np.prod(t.shape_of(node), dtype=np.float64) * t.shape_of(a.mat1)[-1]
     product = t.graph.node("matmul", [t.value(a.mat1), t.value(a.mat2)])
     return t.graph.node("add", [product, t.value(a.input)])
 
@@ -581,7 +578,6 @@ def size(t, node):
 def matmul(t, node):
     if node.kwargs:
         raise unknown_op(node)
-    t.macs += np.prod(t.shape_of(node), dtype=np.float64) * t.shape_of(node.args[0])[-1]
     return t.graph.node("matmul", [t.value(a) for a in node.args[:2]])
 
 
@@ -589,7 +585,6 @@ def linear(t, node):
     args = node.args
     x, w = args[0], args[1]
     b = args[2] if len(args) > 2 else node.kwargs.get("bias")
-    t.macs += np.prod(t.shape_of(node), dtype=np.float64) * t.shape_of(x)[-1]
     if b is None:  # x w^T
         w_t = t.graph.node("transpose", [t.value(w)], perm=[1, 0])
         return t.graph.node("matmul", [t.value(x), w_t])
@@ -843,8 +838,6 @@ def _attention(t, query, key, value, shapes, heads, in_weight, in_bias, out_weig
     context = t.graph.node("reshape", [t.graph.node("transpose", [context], perm=[0, 2, 1, 3])],
                            shape=[batch, length, embed])
     out = t.graph.node("linear", [context, t.value(out_weight), t.value(out_bias)])
-    t.macs += float(batch) * embed * (2 * length * embed + 2 * source * embed
-                                      + 2 * length * source)
     if not need_weights:
         return out, None
     if average_weights:
@@ -917,7 +910,6 @@ def scaled_dot_product_attention(t, node):
     if a.attn_mask is not None:
         scores = _masked(t, scores, t.dtype_of(a.query), a.attn_mask, t.shape_of(a.attn_mask),
                          excluded_where_true=False)
-    t.macs += 2.0 * np.prod(q_shape[:-1], dtype=np.float64) * source * depth
     weights = t.graph.node("softmax", [scores], axis=-1)
     return t.graph.node("matmul", [weights, value])
 
@@ -950,7 +942,6 @@ def encoder_layer(t, node):
     def feed_forward(y):
         hidden = t.graph.node("linear", [y, t.value(a.ffn_weight_1), t.value(a.ffn_bias_1)])
         hidden = t.graph.node("gelu" if a.use_gelu else "relu", [hidden])
-        t.macs += 2.0 * np.prod(shape) * t.shape_of(a.ffn_weight_1)[0]
         return t.graph.node("linear", [hidden, t.value(a.ffn_weight_2), t.value(a.ffn_bias_2)])
 
     if a.norm_first:
@@ -996,8 +987,6 @@ def _recurrence(t, node, is_lstm, x, hx, params, has_biases, layers, dropout_p, 
     shape = t.shape_of(x)
     batch, seq = (shape[0], shape[1]) if batch_first else (shape[1], shape[0])
     y = t.value(x)
-    t.macs += float(batch * seq * layers * directions) * sum(w.size for w in weights) / (
-        layers * directions)
     finals_h, finals_c = [], []
     for layer in range(int(layers)):
         w, r, b = [], [], []

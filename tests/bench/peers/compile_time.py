@@ -2,7 +2,7 @@
 Inductor's, on the seed reports' models, each in a fresh process with empty
 caches (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1; an empty $LOOM_CACHE_DIR),
 alternated in rounds; medians, and loom's outputs against eager. loom's
-first call may run in its reference interpreter while the kernels compile
+first call may run the graph eagerly while the kernels compile
 (loom/torch.py): "ready" is when the second call returned, which waits for
 them, and its outputs, the kernels', are the ones checked. "dynamo alone" is the first call with a
 backend that hands dynamo's graph back unchanged: the tracing and guards
