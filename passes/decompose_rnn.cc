@@ -182,7 +182,6 @@ class Unroller {
   ValueId x_rows_ = -1;              // [seq*batch, input], seq-major
   ValueId mask_rows_ = -1;           // [seq*batch, 1] bool, or -1: no masking
   std::vector<ValueId> step_masks_;  // [batch, 1] per step, made on demand
-  ValueId zero_state_ = -1;          // [batch, H] zeros
   ValueId zero_ = -1;                // scalar 0, when masking
   ValueId one_ = -1;                 // scalar 1, for input_forget
   ValueId clip_low_ = -1;
@@ -202,10 +201,6 @@ void Unroller::PrepareShared() {
   if (spec_.has_clip) {
     clip_low_ = b_.Scalar("clip_low", -spec_.clip, dtype);
     clip_high_ = b_.Scalar("clip_high", spec_.clip, dtype);
-  }
-  if (!spec_.Has(kRnnInitialH) ||
-      (spec_.cell == RecurrentCell::kLstm && !spec_.Has(kRnnInitialC))) {
-    zero_state_ = b_.Constant("zero_state", Tensor(dtype, {B(), H()}));
   }
   if (NeedsMasking(node_, spec_, b_.graph())) {
     // mask[t, b] = t < len[b], as rows [seq*batch, 1] like X's.
@@ -295,7 +290,7 @@ void Unroller::ProjectInput(int64_t d, int64_t k, int64_t count, DirectionOperan
 }
 
 ValueId Unroller::InitialStateOf(int input, int64_t d, const std::string& suffix) {
-  if (!spec_.Has(input)) return zero_state_;
+  if (!spec_.Has(input)) return b_.Constant(suffix + "_zero", Tensor(spec_.dtype, {B(), H()}));
   ValueId state = In(input);
   if (spec_.num_directions == 2) {
     // The direction axis: 0 (layout 0) or 1 (layout 1).

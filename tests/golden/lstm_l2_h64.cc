@@ -558,83 +558,84 @@ extern "C" void loom_f3(void* const* a) {
   const float* LOOM_RESTRICT p7 = (const float*)a[7];
   const float* LOOM_RESTRICT p8 = (const float*)a[8];
   const float* LOOM_RESTRICT p9 = (const float*)a[9];
-  float* LOOM_RESTRICT p10 = (float*)a[10];
-  const float* LOOM_RESTRICT p11 = (const float*)a[11];
+  const float* LOOM_RESTRICT p10 = (const float*)a[10];
+  float* LOOM_RESTRICT p11 = (float*)a[11];
   const float* LOOM_RESTRICT p12 = (const float*)a[12];
   const float* LOOM_RESTRICT p13 = (const float*)a[13];
   const float* LOOM_RESTRICT p14 = (const float*)a[14];
-  float* LOOM_RESTRICT p15 = (float*)a[15];
-  const float* LOOM_RESTRICT p16 = (const float*)a[16];
+  const float* LOOM_RESTRICT p15 = (const float*)a[15];
+  float* LOOM_RESTRICT p16 = (float*)a[16];
   const float* LOOM_RESTRICT p17 = (const float*)a[17];
   const float* LOOM_RESTRICT p18 = (const float*)a[18];
   const float* LOOM_RESTRICT p19 = (const float*)a[19];
-  float* LOOM_RESTRICT p20 = (float*)a[20];
-  const float* LOOM_RESTRICT p21 = (const float*)a[21];
+  const float* LOOM_RESTRICT p20 = (const float*)a[20];
+  float* LOOM_RESTRICT p21 = (float*)a[21];
   const float* LOOM_RESTRICT p22 = (const float*)a[22];
   const float* LOOM_RESTRICT p23 = (const float*)a[23];
   const float* LOOM_RESTRICT p24 = (const float*)a[24];
-  float* LOOM_RESTRICT p25 = (float*)a[25];
-  const float* LOOM_RESTRICT p26 = (const float*)a[26];
+  const float* LOOM_RESTRICT p25 = (const float*)a[25];
+  float* LOOM_RESTRICT p26 = (float*)a[26];
   const float* LOOM_RESTRICT p27 = (const float*)a[27];
   const float* LOOM_RESTRICT p28 = (const float*)a[28];
   const float* LOOM_RESTRICT p29 = (const float*)a[29];
-  float* LOOM_RESTRICT p30 = (float*)a[30];
-  const float* LOOM_RESTRICT p31 = (const float*)a[31];
+  const float* LOOM_RESTRICT p30 = (const float*)a[30];
+  float* LOOM_RESTRICT p31 = (float*)a[31];
   const float* LOOM_RESTRICT p32 = (const float*)a[32];
   const float* LOOM_RESTRICT p33 = (const float*)a[33];
   const float* LOOM_RESTRICT p34 = (const float*)a[34];
-  float* LOOM_RESTRICT p35 = (float*)a[35];
-  const float* LOOM_RESTRICT p36 = (const float*)a[36];
+  const float* LOOM_RESTRICT p35 = (const float*)a[35];
+  float* LOOM_RESTRICT p36 = (float*)a[36];
   const float* LOOM_RESTRICT p37 = (const float*)a[37];
   const float* LOOM_RESTRICT p38 = (const float*)a[38];
   const float* LOOM_RESTRICT p39 = (const float*)a[39];
-  float* LOOM_RESTRICT p40 = (float*)a[40];
-  const float* LOOM_RESTRICT p41 = (const float*)a[41];
+  const float* LOOM_RESTRICT p40 = (const float*)a[40];
+  float* LOOM_RESTRICT p41 = (float*)a[41];
   const float* LOOM_RESTRICT p42 = (const float*)a[42];
   const float* LOOM_RESTRICT p43 = (const float*)a[43];
   const float* LOOM_RESTRICT p44 = (const float*)a[44];
-  float* LOOM_RESTRICT p45 = (float*)a[45];
-  const float* LOOM_RESTRICT p46 = (const float*)a[46];
+  const float* LOOM_RESTRICT p45 = (const float*)a[45];
+  float* LOOM_RESTRICT p46 = (float*)a[46];
   const float* LOOM_RESTRICT p47 = (const float*)a[47];
   const float* LOOM_RESTRICT p48 = (const float*)a[48];
   const float* LOOM_RESTRICT p49 = (const float*)a[49];
-  float* LOOM_RESTRICT p50 = (float*)a[50];
-  const float* LOOM_RESTRICT p51 = (const float*)a[51];
+  const float* LOOM_RESTRICT p50 = (const float*)a[50];
+  float* LOOM_RESTRICT p51 = (float*)a[51];
   const float* LOOM_RESTRICT p52 = (const float*)a[52];
   const float* LOOM_RESTRICT p53 = (const float*)a[53];
   const float* LOOM_RESTRICT p54 = (const float*)a[54];
-  float* LOOM_RESTRICT p55 = (float*)a[55];
-  const float* LOOM_RESTRICT p56 = (const float*)a[56];
+  const float* LOOM_RESTRICT p55 = (const float*)a[55];
+  float* LOOM_RESTRICT p56 = (float*)a[56];
   const float* LOOM_RESTRICT p57 = (const float*)a[57];
   const float* LOOM_RESTRICT p58 = (const float*)a[58];
   const float* LOOM_RESTRICT p59 = (const float*)a[59];
-  float* LOOM_RESTRICT p60 = (float*)a[60];
-  const float* LOOM_RESTRICT p61 = (const float*)a[61];
+  const float* LOOM_RESTRICT p60 = (const float*)a[60];
+  float* LOOM_RESTRICT p61 = (float*)a[61];
   const float* LOOM_RESTRICT p62 = (const float*)a[62];
   const float* LOOM_RESTRICT p63 = (const float*)a[63];
   const float* LOOM_RESTRICT p64 = (const float*)a[64];
-  float* LOOM_RESTRICT p65 = (float*)a[65];
-  const float* LOOM_RESTRICT p66 = (const float*)a[66];
+  const float* LOOM_RESTRICT p65 = (const float*)a[65];
+  float* LOOM_RESTRICT p66 = (float*)a[66];
   const float* LOOM_RESTRICT p67 = (const float*)a[67];
   const float* LOOM_RESTRICT p68 = (const float*)a[68];
   const float* LOOM_RESTRICT p69 = (const float*)a[69];
-  float* LOOM_RESTRICT p70 = (float*)a[70];
-  const float* LOOM_RESTRICT p71 = (const float*)a[71];
+  const float* LOOM_RESTRICT p70 = (const float*)a[70];
+  float* LOOM_RESTRICT p71 = (float*)a[71];
   const float* LOOM_RESTRICT p72 = (const float*)a[72];
   const float* LOOM_RESTRICT p73 = (const float*)a[73];
   const float* LOOM_RESTRICT p74 = (const float*)a[74];
-  float* LOOM_RESTRICT p75 = (float*)a[75];
-  const float* LOOM_RESTRICT p76 = (const float*)a[76];
+  const float* LOOM_RESTRICT p75 = (const float*)a[75];
+  float* LOOM_RESTRICT p76 = (float*)a[76];
   const float* LOOM_RESTRICT p77 = (const float*)a[77];
   const float* LOOM_RESTRICT p78 = (const float*)a[78];
   const float* LOOM_RESTRICT p79 = (const float*)a[79];
-  float* LOOM_RESTRICT p80 = (float*)a[80];
-  const float* LOOM_RESTRICT p81 = (const float*)a[81];
+  const float* LOOM_RESTRICT p80 = (const float*)a[80];
+  float* LOOM_RESTRICT p81 = (float*)a[81];
   const float* LOOM_RESTRICT p82 = (const float*)a[82];
   const float* LOOM_RESTRICT p83 = (const float*)a[83];
-  float* LOOM_RESTRICT p84 = (float*)a[84];
-  const float* LOOM_RESTRICT p85 = (const float*)a[85];
-  float* LOOM_RESTRICT p86 = (float*)a[86];
+  const float* LOOM_RESTRICT p84 = (const float*)a[84];
+  float* LOOM_RESTRICT p85 = (float*)a[85];
+  const float* LOOM_RESTRICT p86 = (const float*)a[86];
+  float* LOOM_RESTRICT p87 = (float*)a[87];
   #pragma omp parallel for
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     float l0[256];
@@ -688,28 +689,28 @@ extern "C" void loom_f3(void* const* a) {
     for (int64_t x1 = 0; x1 < 64; x1 += 16) {
       __builtin_prefetch(&p2[(256*(x0 + 1) + x1)]);
       __builtin_prefetch(&p3[x1]);
-      __builtin_prefetch(&p0[(64*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p4[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p5[x1]);
-      __builtin_prefetch(&p6[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p7[x1]);
-      __builtin_prefetch(&p10[(64*x0 + x1)], 1);
+      __builtin_prefetch(&p4[(64*(x0 + 1) + x1)]);
+      __builtin_prefetch(&p5[(256*(x0 + 1) + x1)]);
+      __builtin_prefetch(&p6[x1]);
+      __builtin_prefetch(&p7[(256*(x0 + 1) + x1)]);
+      __builtin_prefetch(&p8[x1]);
+      __builtin_prefetch(&p11[(64*x0 + x1)], 1);
       const loom_f32v16 t3 = loom_load16(&p2[(256*x0 + x1)]);
       const loom_f32v16 t4 = loom_load16(&p3[x1]);
       const loom_f32v16 t5 = t3 + t4;
       const loom_f32v16 t6 = loom_load16(&l0[(x1 + 128)]);
       const loom_f32v16 t7 = t5 + t6;
       const loom_f32v16 t8 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t7));
-      const loom_f32v16 t9 = loom_load16(&p0[(64*x0 + x1)]);
+      const loom_f32v16 t9 = loom_load16(&p4[(64*x0 + x1)]);
       const loom_f32v16 t10 = t8 * t9;
-      const loom_f32v16 t11 = loom_load16(&p4[(256*x0 + x1)]);
-      const loom_f32v16 t12 = loom_load16(&p5[x1]);
+      const loom_f32v16 t11 = loom_load16(&p5[(256*x0 + x1)]);
+      const loom_f32v16 t12 = loom_load16(&p6[x1]);
       const loom_f32v16 t13 = t11 + t12;
       const loom_f32v16 t14 = loom_load16(&l0[x1]);
       const loom_f32v16 t15 = t13 + t14;
       const loom_f32v16 t16 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t15));
-      const loom_f32v16 t17 = loom_load16(&p6[(256*x0 + x1)]);
-      const loom_f32v16 t18 = loom_load16(&p7[x1]);
+      const loom_f32v16 t17 = loom_load16(&p7[(256*x0 + x1)]);
+      const loom_f32v16 t18 = loom_load16(&p8[x1]);
       const loom_f32v16 t19 = t17 + t18;
       const loom_f32v16 t20 = loom_load16(&l0[(x1 + 192)]);
       const loom_f32v16 t21 = t19 + t20;
@@ -718,74 +719,74 @@ extern "C" void loom_f3(void* const* a) {
       const loom_f32v16 t24 = t10 + t23;
       loom_store16(&l1[x1], t24);
     }
-    loom_m0(p8, p9, p10, l0, l1, l2, x0);
-    loom_m1(l2, p10, x0);
+    loom_m0(p9, p10, p11, l0, l1, l2, x0);
+    loom_m1(l2, p11, x0);
     loom_matvec<64>(&l2[0], &p1[(64*0 + 0)], 64, 256, &l4[0], 1);
-    loom_m2(p11, p3, p12, p5, p13, p7, p15, l4, l1, l5, x0);
-    loom_m0(p14, p9, p15, l4, l5, l6, x0);
-    loom_m1(l6, p15, x0);
+    loom_m2(p12, p3, p13, p6, p14, p8, p16, l4, l1, l5, x0);
+    loom_m0(p15, p10, p16, l4, l5, l6, x0);
+    loom_m1(l6, p16, x0);
     loom_matvec<64>(&l6[0], &p1[(64*0 + 0)], 64, 256, &l8[0], 1);
-    loom_m2(p16, p3, p17, p5, p18, p7, p20, l8, l5, l9, x0);
-    loom_m0(p19, p9, p20, l8, l9, l10, x0);
-    loom_m1(l10, p20, x0);
+    loom_m2(p17, p3, p18, p6, p19, p8, p21, l8, l5, l9, x0);
+    loom_m0(p20, p10, p21, l8, l9, l10, x0);
+    loom_m1(l10, p21, x0);
     loom_matvec<64>(&l10[0], &p1[(64*0 + 0)], 64, 256, &l12[0], 1);
-    loom_m2(p21, p3, p22, p5, p23, p7, p25, l12, l9, l13, x0);
-    loom_m0(p24, p9, p25, l12, l13, l14, x0);
-    loom_m1(l14, p25, x0);
+    loom_m2(p22, p3, p23, p6, p24, p8, p26, l12, l9, l13, x0);
+    loom_m0(p25, p10, p26, l12, l13, l14, x0);
+    loom_m1(l14, p26, x0);
     loom_matvec<64>(&l14[0], &p1[(64*0 + 0)], 64, 256, &l16[0], 1);
-    loom_m2(p26, p3, p27, p5, p28, p7, p30, l16, l13, l17, x0);
-    loom_m0(p29, p9, p30, l16, l17, l18, x0);
-    loom_m1(l18, p30, x0);
+    loom_m2(p27, p3, p28, p6, p29, p8, p31, l16, l13, l17, x0);
+    loom_m0(p30, p10, p31, l16, l17, l18, x0);
+    loom_m1(l18, p31, x0);
     loom_matvec<64>(&l18[0], &p1[(64*0 + 0)], 64, 256, &l20[0], 1);
-    loom_m2(p31, p3, p32, p5, p33, p7, p35, l20, l17, l21, x0);
-    loom_m0(p34, p9, p35, l20, l21, l22, x0);
-    loom_m1(l22, p35, x0);
+    loom_m2(p32, p3, p33, p6, p34, p8, p36, l20, l17, l21, x0);
+    loom_m0(p35, p10, p36, l20, l21, l22, x0);
+    loom_m1(l22, p36, x0);
     loom_matvec<64>(&l22[0], &p1[(64*0 + 0)], 64, 256, &l24[0], 1);
-    loom_m2(p36, p3, p37, p5, p38, p7, p40, l24, l21, l25, x0);
-    loom_m0(p39, p9, p40, l24, l25, l26, x0);
-    loom_m1(l26, p40, x0);
+    loom_m2(p37, p3, p38, p6, p39, p8, p41, l24, l21, l25, x0);
+    loom_m0(p40, p10, p41, l24, l25, l26, x0);
+    loom_m1(l26, p41, x0);
     loom_matvec<64>(&l26[0], &p1[(64*0 + 0)], 64, 256, &l28[0], 1);
-    loom_m2(p41, p3, p42, p5, p43, p7, p45, l28, l25, l29, x0);
-    loom_m0(p44, p9, p45, l28, l29, l30, x0);
-    loom_m1(l30, p45, x0);
+    loom_m2(p42, p3, p43, p6, p44, p8, p46, l28, l25, l29, x0);
+    loom_m0(p45, p10, p46, l28, l29, l30, x0);
+    loom_m1(l30, p46, x0);
     loom_matvec<64>(&l30[0], &p1[(64*0 + 0)], 64, 256, &l32[0], 1);
-    loom_m2(p46, p3, p47, p5, p48, p7, p50, l32, l29, l33, x0);
-    loom_m0(p49, p9, p50, l32, l33, l34, x0);
-    loom_m1(l34, p50, x0);
+    loom_m2(p47, p3, p48, p6, p49, p8, p51, l32, l29, l33, x0);
+    loom_m0(p50, p10, p51, l32, l33, l34, x0);
+    loom_m1(l34, p51, x0);
     loom_matvec<64>(&l34[0], &p1[(64*0 + 0)], 64, 256, &l36[0], 1);
-    loom_m2(p51, p3, p52, p5, p53, p7, p55, l36, l33, l37, x0);
-    loom_m0(p54, p9, p55, l36, l37, l38, x0);
-    loom_m1(l38, p55, x0);
+    loom_m2(p52, p3, p53, p6, p54, p8, p56, l36, l33, l37, x0);
+    loom_m0(p55, p10, p56, l36, l37, l38, x0);
+    loom_m1(l38, p56, x0);
     loom_matvec<64>(&l38[0], &p1[(64*0 + 0)], 64, 256, &l40[0], 1);
-    loom_m2(p56, p3, p57, p5, p58, p7, p60, l40, l37, l41, x0);
-    loom_m0(p59, p9, p60, l40, l41, l42, x0);
-    loom_m1(l42, p60, x0);
+    loom_m2(p57, p3, p58, p6, p59, p8, p61, l40, l37, l41, x0);
+    loom_m0(p60, p10, p61, l40, l41, l42, x0);
+    loom_m1(l42, p61, x0);
     loom_matvec<64>(&l42[0], &p1[(64*0 + 0)], 64, 256, &l44[0], 1);
-    loom_m2(p61, p3, p62, p5, p63, p7, p65, l44, l41, l45, x0);
-    loom_m0(p64, p9, p65, l44, l45, l46, x0);
-    loom_m1(l46, p65, x0);
+    loom_m2(p62, p3, p63, p6, p64, p8, p66, l44, l41, l45, x0);
+    loom_m0(p65, p10, p66, l44, l45, l46, x0);
+    loom_m1(l46, p66, x0);
     loom_matvec<64>(&l46[0], &p1[(64*0 + 0)], 64, 256, &l48[0], 1);
-    loom_m2(p66, p3, p67, p5, p68, p7, p70, l48, l45, l49, x0);
-    loom_m0(p69, p9, p70, l48, l49, l50, x0);
-    loom_m1(l50, p70, x0);
+    loom_m2(p67, p3, p68, p6, p69, p8, p71, l48, l45, l49, x0);
+    loom_m0(p70, p10, p71, l48, l49, l50, x0);
+    loom_m1(l50, p71, x0);
     loom_matvec<64>(&l50[0], &p1[(64*0 + 0)], 64, 256, &l52[0], 1);
-    loom_m2(p71, p3, p72, p5, p73, p7, p75, l52, l49, l53, x0);
-    loom_m0(p74, p9, p75, l52, l53, l54, x0);
-    loom_m1(l54, p75, x0);
+    loom_m2(p72, p3, p73, p6, p74, p8, p76, l52, l49, l53, x0);
+    loom_m0(p75, p10, p76, l52, l53, l54, x0);
+    loom_m1(l54, p76, x0);
     loom_matvec<64>(&l54[0], &p1[(64*0 + 0)], 64, 256, &l56[0], 1);
-    loom_m2(p76, p3, p77, p5, p78, p7, p80, l56, l53, l57, x0);
-    loom_m0(p79, p9, p80, l56, l57, l58, x0);
-    loom_m1(l58, p80, x0);
+    loom_m2(p77, p3, p78, p6, p79, p8, p81, l56, l53, l57, x0);
+    loom_m0(p80, p10, p81, l56, l57, l58, x0);
+    loom_m1(l58, p81, x0);
     loom_matvec<64>(&l58[0], &p1[(64*0 + 0)], 64, 256, &l60[0], 1);
     for (int64_t x1 = 0; x1 < 64; x1 += 16) {
-      __builtin_prefetch(&p81[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p3[x1]);
       __builtin_prefetch(&p82[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p5[x1]);
+      __builtin_prefetch(&p3[x1]);
       __builtin_prefetch(&p83[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p7[x1]);
-      __builtin_prefetch(&p84[(128*x0 + x1)], 1);
-      const loom_f32v16 t528 = loom_load16(&p81[(256*x0 + x1)]);
+      __builtin_prefetch(&p6[x1]);
+      __builtin_prefetch(&p84[(256*(x0 + 1) + x1)]);
+      __builtin_prefetch(&p8[x1]);
+      __builtin_prefetch(&p85[(128*x0 + x1)], 1);
+      const loom_f32v16 t528 = loom_load16(&p82[(256*x0 + x1)]);
       const loom_f32v16 t529 = loom_load16(&p3[x1]);
       const loom_f32v16 t530 = t528 + t529;
       const loom_f32v16 t531 = loom_load16(&l60[(x1 + 128)]);
@@ -793,14 +794,14 @@ extern "C" void loom_f3(void* const* a) {
       const loom_f32v16 t533 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t532));
       const loom_f32v16 t534 = loom_load16(&l57[x1]);
       const loom_f32v16 t535 = t533 * t534;
-      const loom_f32v16 t536 = loom_load16(&p82[(256*x0 + x1)]);
-      const loom_f32v16 t537 = loom_load16(&p5[x1]);
+      const loom_f32v16 t536 = loom_load16(&p83[(256*x0 + x1)]);
+      const loom_f32v16 t537 = loom_load16(&p6[x1]);
       const loom_f32v16 t538 = t536 + t537;
       const loom_f32v16 t539 = loom_load16(&l60[x1]);
       const loom_f32v16 t540 = t538 + t539;
       const loom_f32v16 t541 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t540));
-      const loom_f32v16 t542 = loom_load16(&p83[(256*x0 + x1)]);
-      const loom_f32v16 t543 = loom_load16(&p7[x1]);
+      const loom_f32v16 t542 = loom_load16(&p84[(256*x0 + x1)]);
+      const loom_f32v16 t543 = loom_load16(&p8[x1]);
       const loom_f32v16 t544 = t542 + t543;
       const loom_f32v16 t545 = loom_load16(&l60[(x1 + 192)]);
       const loom_f32v16 t546 = t544 + t545;
@@ -812,13 +813,13 @@ extern "C" void loom_f3(void* const* a) {
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t550 = l61[x1];
-      p84[(128*x0 + x1)] = t550;
+      p85[(128*x0 + x1)] = t550;
     }
     for (int64_t x1 = 0; x1 < 64; x1 += 16) {
-      __builtin_prefetch(&p85[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p9[x1]);
-      const loom_f32v16 t551 = loom_load16(&p85[(256*x0 + x1)]);
-      const loom_f32v16 t552 = loom_load16(&p9[x1]);
+      __builtin_prefetch(&p86[(256*(x0 + 1) + x1)]);
+      __builtin_prefetch(&p10[x1]);
+      const loom_f32v16 t551 = loom_load16(&p86[(256*x0 + x1)]);
+      const loom_f32v16 t552 = loom_load16(&p10[x1]);
       const loom_f32v16 t553 = t551 + t552;
       const loom_f32v16 t554 = loom_load16(&l60[(x1 + 64)]);
       const loom_f32v16 t555 = t553 + t554;
@@ -826,7 +827,7 @@ extern "C" void loom_f3(void* const* a) {
       const loom_f32v16 t557 = loom_load16(&l61[x1]);
       const loom_f32v16 t558 = loom_tanh16(t557);
       const loom_f32v16 t559 = t556 * t558;
-      loom_store16(&p86[(64*x0 + x1)], t559);
+      loom_store16(&p87[(64*x0 + x1)], t559);
     }
   }
 }
@@ -953,18 +954,18 @@ extern "C" void loom_m2(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRIC
 }
 
 // Launches:
-// loom_f0(lstm0_b, lstm0_b+256, lstm0/d0/bias.8)  # lstm0/d0/bias
+// loom_f0(lstm0_b, lstm0_b+256, lstm0/d0/bias.7)  # lstm0/d0/bias
 // loom_f1(x, lstm0/d0/xw.a)  # lstm0/d0/xw.a
-// loom_f2(lstm0/d0/xw.a, lstm0/d0/w_t.4/folded, lstm0/d0/xw.11)  # lstm0/d0/xw
-// loom_f3(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.11+128, lstm0/d0/bias.8+128, lstm0/d0/xw.11, lstm0/d0/bias.8, lstm0/d0/xw.11+192, lstm0/d0/bias.8+192, lstm0/d0/xw.11+64, lstm0/d0/bias.8+64, lstm0/d0/y_rows.253, lstm0/d0/xw.11+640, lstm0/d0/xw.11+512, lstm0/d0/xw.11+704, lstm0/d0/xw.11+576, lstm0/d0/y_rows.253+128, lstm0/d0/xw.11+1152, lstm0/d0/xw.11+1024, lstm0/d0/xw.11+1216, lstm0/d0/xw.11+1088, lstm0/d0/y_rows.253+256, lstm0/d0/xw.11+1664, lstm0/d0/xw.11+1536, lstm0/d0/xw.11+1728, lstm0/d0/xw.11+1600, lstm0/d0/y_rows.253+384, lstm0/d0/xw.11+2176, lstm0/d0/xw.11+2048, lstm0/d0/xw.11+2240, lstm0/d0/xw.11+2112, lstm0/d0/y_rows.253+512, lstm0/d0/xw.11+2688, lstm0/d0/xw.11+2560, lstm0/d0/xw.11+2752, lstm0/d0/xw.11+2624, lstm0/d0/y_rows.253+640, lstm0/d0/xw.11+3200, lstm0/d0/xw.11+3072, lstm0/d0/xw.11+3264, lstm0/d0/xw.11+3136, lstm0/d0/y_rows.253+768, lstm0/d0/xw.11+3712, lstm0/d0/xw.11+3584, lstm0/d0/xw.11+3776, lstm0/d0/xw.11+3648, lstm0/d0/y_rows.253+896, lstm0/d0/xw.11+4224, lstm0/d0/xw.11+4096, lstm0/d0/xw.11+4288, lstm0/d0/xw.11+4160, lstm0/d0/y_rows.253+1024, lstm0/d0/xw.11+4736, lstm0/d0/xw.11+4608, lstm0/d0/xw.11+4800, lstm0/d0/xw.11+4672, lstm0/d0/y_rows.253+1152, lstm0/d0/xw.11+5248, lstm0/d0/xw.11+5120, lstm0/d0/xw.11+5312, lstm0/d0/xw.11+5184, lstm0/d0/y_rows.253+1280, lstm0/d0/xw.11+5760, lstm0/d0/xw.11+5632, lstm0/d0/xw.11+5824, lstm0/d0/xw.11+5696, lstm0/d0/y_rows.253+1408, lstm0/d0/xw.11+6272, lstm0/d0/xw.11+6144, lstm0/d0/xw.11+6336, lstm0/d0/xw.11+6208, lstm0/d0/y_rows.253+1536, lstm0/d0/xw.11+6784, lstm0/d0/xw.11+6656, lstm0/d0/xw.11+6848, lstm0/d0/xw.11+6720, lstm0/d0/y_rows.253+1664, lstm0/d0/xw.11+7296, lstm0/d0/xw.11+7168, lstm0/d0/xw.11+7360, lstm0/d0/xw.11+7232, lstm0/d0/y_rows.253+1792, lstm0/d0/xw.11+7808, lstm0/d0/xw.11+7680, lstm0/d0/xw.11+7872, c_n_layers, lstm0/d0/xw.11+7744, lstm0/d0/t15/h.252)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/y_rows.input0, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/y_rows.input1, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/y_rows.input2, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/y_rows.input3, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/y_rows.input4, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/y_rows.input5, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/y_rows.input6, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/y_rows.input7, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/y_rows.input8, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/y_rows.input9, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/y_rows.input10, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/y_rows.input11, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/y_rows.input12, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/y_rows.input13, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/y_rows.input14, lstm0/d0/t15/hr, lstm0/d0/t15/c, c_n_concat.input0, lstm0/d0/t15/h
-// loom_f4(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat.input0
-// loom_f5(lstm0/d0/t15/h.252, lstm0/d0/y_rows.253+1920)  # lstm0/d0/y_rows.input15
+// loom_f2(lstm0/d0/xw.a, lstm0/d0/w_t.3/folded, lstm0/d0/xw.12)  # lstm0/d0/xw
+// loom_f3(lstm0/d0/h0_zero.10, lstm0_r, lstm0/d0/xw.12+128, lstm0/d0/bias.7+128, lstm0/d0/c0_zero.11, lstm0/d0/xw.12, lstm0/d0/bias.7, lstm0/d0/xw.12+192, lstm0/d0/bias.7+192, lstm0/d0/xw.12+64, lstm0/d0/bias.7+64, lstm0/d0/y_rows.254, lstm0/d0/xw.12+640, lstm0/d0/xw.12+512, lstm0/d0/xw.12+704, lstm0/d0/xw.12+576, lstm0/d0/y_rows.254+128, lstm0/d0/xw.12+1152, lstm0/d0/xw.12+1024, lstm0/d0/xw.12+1216, lstm0/d0/xw.12+1088, lstm0/d0/y_rows.254+256, lstm0/d0/xw.12+1664, lstm0/d0/xw.12+1536, lstm0/d0/xw.12+1728, lstm0/d0/xw.12+1600, lstm0/d0/y_rows.254+384, lstm0/d0/xw.12+2176, lstm0/d0/xw.12+2048, lstm0/d0/xw.12+2240, lstm0/d0/xw.12+2112, lstm0/d0/y_rows.254+512, lstm0/d0/xw.12+2688, lstm0/d0/xw.12+2560, lstm0/d0/xw.12+2752, lstm0/d0/xw.12+2624, lstm0/d0/y_rows.254+640, lstm0/d0/xw.12+3200, lstm0/d0/xw.12+3072, lstm0/d0/xw.12+3264, lstm0/d0/xw.12+3136, lstm0/d0/y_rows.254+768, lstm0/d0/xw.12+3712, lstm0/d0/xw.12+3584, lstm0/d0/xw.12+3776, lstm0/d0/xw.12+3648, lstm0/d0/y_rows.254+896, lstm0/d0/xw.12+4224, lstm0/d0/xw.12+4096, lstm0/d0/xw.12+4288, lstm0/d0/xw.12+4160, lstm0/d0/y_rows.254+1024, lstm0/d0/xw.12+4736, lstm0/d0/xw.12+4608, lstm0/d0/xw.12+4800, lstm0/d0/xw.12+4672, lstm0/d0/y_rows.254+1152, lstm0/d0/xw.12+5248, lstm0/d0/xw.12+5120, lstm0/d0/xw.12+5312, lstm0/d0/xw.12+5184, lstm0/d0/y_rows.254+1280, lstm0/d0/xw.12+5760, lstm0/d0/xw.12+5632, lstm0/d0/xw.12+5824, lstm0/d0/xw.12+5696, lstm0/d0/y_rows.254+1408, lstm0/d0/xw.12+6272, lstm0/d0/xw.12+6144, lstm0/d0/xw.12+6336, lstm0/d0/xw.12+6208, lstm0/d0/y_rows.254+1536, lstm0/d0/xw.12+6784, lstm0/d0/xw.12+6656, lstm0/d0/xw.12+6848, lstm0/d0/xw.12+6720, lstm0/d0/y_rows.254+1664, lstm0/d0/xw.12+7296, lstm0/d0/xw.12+7168, lstm0/d0/xw.12+7360, lstm0/d0/xw.12+7232, lstm0/d0/y_rows.254+1792, lstm0/d0/xw.12+7808, lstm0/d0/xw.12+7680, lstm0/d0/xw.12+7872, c_n_layers, lstm0/d0/xw.12+7744, lstm0/d0/t15/h.253)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/y_rows.input0, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/y_rows.input1, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/y_rows.input2, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/y_rows.input3, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/y_rows.input4, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/y_rows.input5, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/y_rows.input6, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/y_rows.input7, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/y_rows.input8, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/y_rows.input9, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/y_rows.input10, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/y_rows.input11, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/y_rows.input12, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/y_rows.input13, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/y_rows.input14, lstm0/d0/t15/hr, lstm0/d0/t15/c, c_n_concat.input0, lstm0/d0/t15/h
+// loom_f4(lstm0/d0/t15/h.253, h_n_layers)  # h_n_concat.input0
+// loom_f5(lstm0/d0/t15/h.253, lstm0/d0/y_rows.254+1920)  # lstm0/d0/y_rows.input15
 // loom_f0(lstm1_b, lstm1_b+256, lstm1/d0/bias.263)  # lstm1/d0/bias
-// loom_f6(lstm0/d0/y_rows.253, lstm1/d0/w_t.259/folded, lstm1/d0/xw.266)  # lstm1/d0/xw
-// loom_f3(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.266+128, lstm1/d0/bias.263+128, lstm1/d0/xw.266, lstm1/d0/bias.263, lstm1/d0/xw.266+192, lstm1/d0/bias.263+192, lstm1/d0/xw.266+64, lstm1/d0/bias.263+64, lstm1/d0/y_rows.508, lstm1/d0/xw.266+640, lstm1/d0/xw.266+512, lstm1/d0/xw.266+704, lstm1/d0/xw.266+576, lstm1/d0/y_rows.508+128, lstm1/d0/xw.266+1152, lstm1/d0/xw.266+1024, lstm1/d0/xw.266+1216, lstm1/d0/xw.266+1088, lstm1/d0/y_rows.508+256, lstm1/d0/xw.266+1664, lstm1/d0/xw.266+1536, lstm1/d0/xw.266+1728, lstm1/d0/xw.266+1600, lstm1/d0/y_rows.508+384, lstm1/d0/xw.266+2176, lstm1/d0/xw.266+2048, lstm1/d0/xw.266+2240, lstm1/d0/xw.266+2112, lstm1/d0/y_rows.508+512, lstm1/d0/xw.266+2688, lstm1/d0/xw.266+2560, lstm1/d0/xw.266+2752, lstm1/d0/xw.266+2624, lstm1/d0/y_rows.508+640, lstm1/d0/xw.266+3200, lstm1/d0/xw.266+3072, lstm1/d0/xw.266+3264, lstm1/d0/xw.266+3136, lstm1/d0/y_rows.508+768, lstm1/d0/xw.266+3712, lstm1/d0/xw.266+3584, lstm1/d0/xw.266+3776, lstm1/d0/xw.266+3648, lstm1/d0/y_rows.508+896, lstm1/d0/xw.266+4224, lstm1/d0/xw.266+4096, lstm1/d0/xw.266+4288, lstm1/d0/xw.266+4160, lstm1/d0/y_rows.508+1024, lstm1/d0/xw.266+4736, lstm1/d0/xw.266+4608, lstm1/d0/xw.266+4800, lstm1/d0/xw.266+4672, lstm1/d0/y_rows.508+1152, lstm1/d0/xw.266+5248, lstm1/d0/xw.266+5120, lstm1/d0/xw.266+5312, lstm1/d0/xw.266+5184, lstm1/d0/y_rows.508+1280, lstm1/d0/xw.266+5760, lstm1/d0/xw.266+5632, lstm1/d0/xw.266+5824, lstm1/d0/xw.266+5696, lstm1/d0/y_rows.508+1408, lstm1/d0/xw.266+6272, lstm1/d0/xw.266+6144, lstm1/d0/xw.266+6336, lstm1/d0/xw.266+6208, lstm1/d0/y_rows.508+1536, lstm1/d0/xw.266+6784, lstm1/d0/xw.266+6656, lstm1/d0/xw.266+6848, lstm1/d0/xw.266+6720, lstm1/d0/y_rows.508+1664, lstm1/d0/xw.266+7296, lstm1/d0/xw.266+7168, lstm1/d0/xw.266+7360, lstm1/d0/xw.266+7232, lstm1/d0/y_rows.508+1792, lstm1/d0/xw.266+7808, lstm1/d0/xw.266+7680, lstm1/d0/xw.266+7872, c_n_layers+64, lstm1/d0/xw.266+7744, lstm1/d0/t15/h.507)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/y_rows.input0, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/y_rows.input1, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/y_rows.input2, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/y_rows.input3, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/y_rows.input4, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/y_rows.input5, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/y_rows.input6, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/y_rows.input7, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/y_rows.input8, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/y_rows.input9, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/y_rows.input10, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/y_rows.input11, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/y_rows.input12, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/y_rows.input13, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/y_rows.input14, lstm1/d0/t15/hr, lstm1/d0/t15/c, c_n_concat.input1, lstm1/d0/t15/h
-// loom_f4(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat.input1
-// loom_f5(lstm1/d0/t15/h.507, lstm1/d0/y_rows.508+1920)  # lstm1/d0/y_rows.input15
-// loom_f7(lstm1/d0/y_rows.508, y)  # copy_y
+// loom_f6(lstm0/d0/y_rows.254, lstm1/d0/w_t.259/folded, lstm1/d0/xw.268)  # lstm1/d0/xw
+// loom_f3(lstm1/d0/h0_zero.266, lstm1_r, lstm1/d0/xw.268+128, lstm1/d0/bias.263+128, lstm1/d0/c0_zero.267, lstm1/d0/xw.268, lstm1/d0/bias.263, lstm1/d0/xw.268+192, lstm1/d0/bias.263+192, lstm1/d0/xw.268+64, lstm1/d0/bias.263+64, lstm1/d0/y_rows.510, lstm1/d0/xw.268+640, lstm1/d0/xw.268+512, lstm1/d0/xw.268+704, lstm1/d0/xw.268+576, lstm1/d0/y_rows.510+128, lstm1/d0/xw.268+1152, lstm1/d0/xw.268+1024, lstm1/d0/xw.268+1216, lstm1/d0/xw.268+1088, lstm1/d0/y_rows.510+256, lstm1/d0/xw.268+1664, lstm1/d0/xw.268+1536, lstm1/d0/xw.268+1728, lstm1/d0/xw.268+1600, lstm1/d0/y_rows.510+384, lstm1/d0/xw.268+2176, lstm1/d0/xw.268+2048, lstm1/d0/xw.268+2240, lstm1/d0/xw.268+2112, lstm1/d0/y_rows.510+512, lstm1/d0/xw.268+2688, lstm1/d0/xw.268+2560, lstm1/d0/xw.268+2752, lstm1/d0/xw.268+2624, lstm1/d0/y_rows.510+640, lstm1/d0/xw.268+3200, lstm1/d0/xw.268+3072, lstm1/d0/xw.268+3264, lstm1/d0/xw.268+3136, lstm1/d0/y_rows.510+768, lstm1/d0/xw.268+3712, lstm1/d0/xw.268+3584, lstm1/d0/xw.268+3776, lstm1/d0/xw.268+3648, lstm1/d0/y_rows.510+896, lstm1/d0/xw.268+4224, lstm1/d0/xw.268+4096, lstm1/d0/xw.268+4288, lstm1/d0/xw.268+4160, lstm1/d0/y_rows.510+1024, lstm1/d0/xw.268+4736, lstm1/d0/xw.268+4608, lstm1/d0/xw.268+4800, lstm1/d0/xw.268+4672, lstm1/d0/y_rows.510+1152, lstm1/d0/xw.268+5248, lstm1/d0/xw.268+5120, lstm1/d0/xw.268+5312, lstm1/d0/xw.268+5184, lstm1/d0/y_rows.510+1280, lstm1/d0/xw.268+5760, lstm1/d0/xw.268+5632, lstm1/d0/xw.268+5824, lstm1/d0/xw.268+5696, lstm1/d0/y_rows.510+1408, lstm1/d0/xw.268+6272, lstm1/d0/xw.268+6144, lstm1/d0/xw.268+6336, lstm1/d0/xw.268+6208, lstm1/d0/y_rows.510+1536, lstm1/d0/xw.268+6784, lstm1/d0/xw.268+6656, lstm1/d0/xw.268+6848, lstm1/d0/xw.268+6720, lstm1/d0/y_rows.510+1664, lstm1/d0/xw.268+7296, lstm1/d0/xw.268+7168, lstm1/d0/xw.268+7360, lstm1/d0/xw.268+7232, lstm1/d0/y_rows.510+1792, lstm1/d0/xw.268+7808, lstm1/d0/xw.268+7680, lstm1/d0/xw.268+7872, c_n_layers+64, lstm1/d0/xw.268+7744, lstm1/d0/t15/h.509)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/y_rows.input0, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/y_rows.input1, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/y_rows.input2, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/y_rows.input3, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/y_rows.input4, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/y_rows.input5, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/y_rows.input6, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/y_rows.input7, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/y_rows.input8, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/y_rows.input9, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/y_rows.input10, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/y_rows.input11, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/y_rows.input12, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/y_rows.input13, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/y_rows.input14, lstm1/d0/t15/hr, lstm1/d0/t15/c, c_n_concat.input1, lstm1/d0/t15/h
+// loom_f4(lstm1/d0/t15/h.509, h_n_layers+64)  # h_n_concat.input1
+// loom_f5(lstm1/d0/t15/h.509, lstm1/d0/y_rows.510+1920)  # lstm1/d0/y_rows.input15
+// loom_f7(lstm1/d0/y_rows.510, y)  # copy_y
 // loom_f8(h_n_layers, h_n)  # copy_h_n
 // loom_f8(c_n_layers, c_n)  # copy_c_n
 // 

@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f1(const float* __restric
 extern "C" {
 __device__ long long loom_f2_shape[3] = {2, 256, 1536};
 }
-extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, const float* __restrict__ p3, const float* __restrict__ p4, const float* __restrict__ p5, const float* __restrict__ p6, const float* __restrict__ p7, const float* __restrict__ p8, const float* __restrict__ p9, float* p10, const float* __restrict__ p11, const float* __restrict__ p12, const float* __restrict__ p13, const float* __restrict__ p14, float* p15, const float* __restrict__ p16, const float* __restrict__ p17, const float* __restrict__ p18, const float* __restrict__ p19, float* p20, const float* __restrict__ p21, const float* __restrict__ p22, const float* __restrict__ p23, const float* __restrict__ p24, float* p25, const float* __restrict__ p26, const float* __restrict__ p27, const float* __restrict__ p28, const float* __restrict__ p29, float* p30, const float* __restrict__ p31, const float* __restrict__ p32, const float* __restrict__ p33, const float* __restrict__ p34, float* p35, const float* __restrict__ p36, const float* __restrict__ p37, const float* __restrict__ p38, const float* __restrict__ p39, float* p40, const float* __restrict__ p41, const float* __restrict__ p42, const float* __restrict__ p43, const float* __restrict__ p44, float* p45, const float* __restrict__ p46, const float* __restrict__ p47, const float* __restrict__ p48, const float* __restrict__ p49, float* p50, const float* __restrict__ p51, const float* __restrict__ p52, const float* __restrict__ p53, const float* __restrict__ p54, float* p55, const float* __restrict__ p56, const float* __restrict__ p57, const float* __restrict__ p58, const float* __restrict__ p59, float* p60, const float* __restrict__ p61, const float* __restrict__ p62, const float* __restrict__ p63, const float* __restrict__ p64, float* p65, const float* __restrict__ p66, const float* __restrict__ p67, const float* __restrict__ p68, const float* __restrict__ p69, float* p70, const float* __restrict__ p71, const float* __restrict__ p72, const float* __restrict__ p73, const float* __restrict__ p74, float* p75, const float* __restrict__ p76, const float* __restrict__ p77, const float* __restrict__ p78, const float* __restrict__ p79, float* p80, const float* __restrict__ p81, const float* __restrict__ p82, const float* __restrict__ p83, float* p84, const float* __restrict__ p85, float* p86) {
+extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restrict__ p0, const float* __restrict__ p1, const float* __restrict__ p2, const float* __restrict__ p3, const float* __restrict__ p4, const float* __restrict__ p5, const float* __restrict__ p6, const float* __restrict__ p7, const float* __restrict__ p8, const float* __restrict__ p9, const float* __restrict__ p10, float* p11, const float* __restrict__ p12, const float* __restrict__ p13, const float* __restrict__ p14, const float* __restrict__ p15, float* p16, const float* __restrict__ p17, const float* __restrict__ p18, const float* __restrict__ p19, const float* __restrict__ p20, float* p21, const float* __restrict__ p22, const float* __restrict__ p23, const float* __restrict__ p24, const float* __restrict__ p25, float* p26, const float* __restrict__ p27, const float* __restrict__ p28, const float* __restrict__ p29, const float* __restrict__ p30, float* p31, const float* __restrict__ p32, const float* __restrict__ p33, const float* __restrict__ p34, const float* __restrict__ p35, float* p36, const float* __restrict__ p37, const float* __restrict__ p38, const float* __restrict__ p39, const float* __restrict__ p40, float* p41, const float* __restrict__ p42, const float* __restrict__ p43, const float* __restrict__ p44, const float* __restrict__ p45, float* p46, const float* __restrict__ p47, const float* __restrict__ p48, const float* __restrict__ p49, const float* __restrict__ p50, float* p51, const float* __restrict__ p52, const float* __restrict__ p53, const float* __restrict__ p54, const float* __restrict__ p55, float* p56, const float* __restrict__ p57, const float* __restrict__ p58, const float* __restrict__ p59, const float* __restrict__ p60, float* p61, const float* __restrict__ p62, const float* __restrict__ p63, const float* __restrict__ p64, const float* __restrict__ p65, float* p66, const float* __restrict__ p67, const float* __restrict__ p68, const float* __restrict__ p69, const float* __restrict__ p70, float* p71, const float* __restrict__ p72, const float* __restrict__ p73, const float* __restrict__ p74, const float* __restrict__ p75, float* p76, const float* __restrict__ p77, const float* __restrict__ p78, const float* __restrict__ p79, const float* __restrict__ p80, float* p81, const float* __restrict__ p82, const float* __restrict__ p83, const float* __restrict__ p84, float* p85, const float* __restrict__ p86, float* p87) {
   extern __shared__ __align__(16) unsigned char loom_smem[];
   float* const l0 = (float*)(loom_smem + 0);
   float* const l1 = (float*)(loom_smem + 1024);
@@ -159,16 +159,16 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t6 = l0[(x1 + 128)];
       const float t7 = t5 + t6;
       const float t8 = (float)1 / ((float)1 + expf(-t7));
-      const float t9 = p0[(64*x0 + x1)];
+      const float t9 = p4[(64*x0 + x1)];
       const float t10 = t8 * t9;
-      const float t11 = p4[(256*x0 + x1)];
-      const float t12 = p5[x1];
+      const float t11 = p5[(256*x0 + x1)];
+      const float t12 = p6[x1];
       const float t13 = t11 + t12;
       const float t14 = l0[x1];
       const float t15 = t13 + t14;
       const float t16 = (float)1 / ((float)1 + expf(-t15));
-      const float t17 = p6[(256*x0 + x1)];
-      const float t18 = p7[x1];
+      const float t17 = p7[(256*x0 + x1)];
+      const float t18 = p8[x1];
       const float t19 = t17 + t18;
       const float t20 = l0[(x1 + 192)];
       const float t21 = t19 + t20;
@@ -181,8 +181,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t0/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t25 = p8[(256*x0 + x1)];
-      const float t26 = p9[x1];
+      const float t25 = p9[(256*x0 + x1)];
+      const float t26 = p10[x1];
       const float t27 = t25 + t26;
       const float t28 = l0[(x1 + 64)];
       const float t29 = t27 + t28;
@@ -197,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t34 = l2[x1];
-      p10[(64*x0 + x1)] = t34;
+      p11[(64*x0 + x1)] = t34;
     }
     // lstm0/d0/t1/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -215,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t1/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t38 = p11[(256*x0 + x1)];
+      const float t38 = p12[(256*x0 + x1)];
       const float t39 = p3[x1];
       const float t40 = t38 + t39;
       const float t41 = l3[(x1 + 128)];
@@ -223,14 +223,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t43 = (float)1 / ((float)1 + expf(-t42));
       const float t44 = l1[x1];
       const float t45 = t43 * t44;
-      const float t46 = p12[(256*x0 + x1)];
-      const float t47 = p5[x1];
+      const float t46 = p13[(256*x0 + x1)];
+      const float t47 = p6[x1];
       const float t48 = t46 + t47;
       const float t49 = l3[x1];
       const float t50 = t48 + t49;
       const float t51 = (float)1 / ((float)1 + expf(-t50));
-      const float t52 = p13[(256*x0 + x1)];
-      const float t53 = p7[x1];
+      const float t52 = p14[(256*x0 + x1)];
+      const float t53 = p8[x1];
       const float t54 = t52 + t53;
       const float t55 = l3[(x1 + 192)];
       const float t56 = t54 + t55;
@@ -243,8 +243,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t1/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t60 = p14[(256*x0 + x1)];
-      const float t61 = p9[x1];
+      const float t60 = p15[(256*x0 + x1)];
+      const float t61 = p10[x1];
       const float t62 = t60 + t61;
       const float t63 = l3[(x1 + 64)];
       const float t64 = t62 + t63;
@@ -259,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t69 = l5[x1];
-      p15[(64*x0 + x1)] = t69;
+      p16[(64*x0 + x1)] = t69;
     }
     // lstm0/d0/t2/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -277,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t2/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t73 = p16[(256*x0 + x1)];
+      const float t73 = p17[(256*x0 + x1)];
       const float t74 = p3[x1];
       const float t75 = t73 + t74;
       const float t76 = l6[(x1 + 128)];
@@ -285,14 +285,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t78 = (float)1 / ((float)1 + expf(-t77));
       const float t79 = l4[x1];
       const float t80 = t78 * t79;
-      const float t81 = p17[(256*x0 + x1)];
-      const float t82 = p5[x1];
+      const float t81 = p18[(256*x0 + x1)];
+      const float t82 = p6[x1];
       const float t83 = t81 + t82;
       const float t84 = l6[x1];
       const float t85 = t83 + t84;
       const float t86 = (float)1 / ((float)1 + expf(-t85));
-      const float t87 = p18[(256*x0 + x1)];
-      const float t88 = p7[x1];
+      const float t87 = p19[(256*x0 + x1)];
+      const float t88 = p8[x1];
       const float t89 = t87 + t88;
       const float t90 = l6[(x1 + 192)];
       const float t91 = t89 + t90;
@@ -305,8 +305,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t2/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t95 = p19[(256*x0 + x1)];
-      const float t96 = p9[x1];
+      const float t95 = p20[(256*x0 + x1)];
+      const float t96 = p10[x1];
       const float t97 = t95 + t96;
       const float t98 = l6[(x1 + 64)];
       const float t99 = t97 + t98;
@@ -321,7 +321,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t104 = l8[x1];
-      p20[(64*x0 + x1)] = t104;
+      p21[(64*x0 + x1)] = t104;
     }
     // lstm0/d0/t3/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -339,7 +339,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t3/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t108 = p21[(256*x0 + x1)];
+      const float t108 = p22[(256*x0 + x1)];
       const float t109 = p3[x1];
       const float t110 = t108 + t109;
       const float t111 = l9[(x1 + 128)];
@@ -347,14 +347,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t113 = (float)1 / ((float)1 + expf(-t112));
       const float t114 = l7[x1];
       const float t115 = t113 * t114;
-      const float t116 = p22[(256*x0 + x1)];
-      const float t117 = p5[x1];
+      const float t116 = p23[(256*x0 + x1)];
+      const float t117 = p6[x1];
       const float t118 = t116 + t117;
       const float t119 = l9[x1];
       const float t120 = t118 + t119;
       const float t121 = (float)1 / ((float)1 + expf(-t120));
-      const float t122 = p23[(256*x0 + x1)];
-      const float t123 = p7[x1];
+      const float t122 = p24[(256*x0 + x1)];
+      const float t123 = p8[x1];
       const float t124 = t122 + t123;
       const float t125 = l9[(x1 + 192)];
       const float t126 = t124 + t125;
@@ -367,8 +367,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t3/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t130 = p24[(256*x0 + x1)];
-      const float t131 = p9[x1];
+      const float t130 = p25[(256*x0 + x1)];
+      const float t131 = p10[x1];
       const float t132 = t130 + t131;
       const float t133 = l9[(x1 + 64)];
       const float t134 = t132 + t133;
@@ -383,7 +383,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t139 = l11[x1];
-      p25[(64*x0 + x1)] = t139;
+      p26[(64*x0 + x1)] = t139;
     }
     // lstm0/d0/t4/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -401,7 +401,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t4/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t143 = p26[(256*x0 + x1)];
+      const float t143 = p27[(256*x0 + x1)];
       const float t144 = p3[x1];
       const float t145 = t143 + t144;
       const float t146 = l12[(x1 + 128)];
@@ -409,14 +409,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t148 = (float)1 / ((float)1 + expf(-t147));
       const float t149 = l10[x1];
       const float t150 = t148 * t149;
-      const float t151 = p27[(256*x0 + x1)];
-      const float t152 = p5[x1];
+      const float t151 = p28[(256*x0 + x1)];
+      const float t152 = p6[x1];
       const float t153 = t151 + t152;
       const float t154 = l12[x1];
       const float t155 = t153 + t154;
       const float t156 = (float)1 / ((float)1 + expf(-t155));
-      const float t157 = p28[(256*x0 + x1)];
-      const float t158 = p7[x1];
+      const float t157 = p29[(256*x0 + x1)];
+      const float t158 = p8[x1];
       const float t159 = t157 + t158;
       const float t160 = l12[(x1 + 192)];
       const float t161 = t159 + t160;
@@ -429,8 +429,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t4/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t165 = p29[(256*x0 + x1)];
-      const float t166 = p9[x1];
+      const float t165 = p30[(256*x0 + x1)];
+      const float t166 = p10[x1];
       const float t167 = t165 + t166;
       const float t168 = l12[(x1 + 64)];
       const float t169 = t167 + t168;
@@ -445,7 +445,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t174 = l14[x1];
-      p30[(64*x0 + x1)] = t174;
+      p31[(64*x0 + x1)] = t174;
     }
     // lstm0/d0/t5/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -463,7 +463,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t5/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t178 = p31[(256*x0 + x1)];
+      const float t178 = p32[(256*x0 + x1)];
       const float t179 = p3[x1];
       const float t180 = t178 + t179;
       const float t181 = l15[(x1 + 128)];
@@ -471,14 +471,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t183 = (float)1 / ((float)1 + expf(-t182));
       const float t184 = l13[x1];
       const float t185 = t183 * t184;
-      const float t186 = p32[(256*x0 + x1)];
-      const float t187 = p5[x1];
+      const float t186 = p33[(256*x0 + x1)];
+      const float t187 = p6[x1];
       const float t188 = t186 + t187;
       const float t189 = l15[x1];
       const float t190 = t188 + t189;
       const float t191 = (float)1 / ((float)1 + expf(-t190));
-      const float t192 = p33[(256*x0 + x1)];
-      const float t193 = p7[x1];
+      const float t192 = p34[(256*x0 + x1)];
+      const float t193 = p8[x1];
       const float t194 = t192 + t193;
       const float t195 = l15[(x1 + 192)];
       const float t196 = t194 + t195;
@@ -491,8 +491,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t5/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t200 = p34[(256*x0 + x1)];
-      const float t201 = p9[x1];
+      const float t200 = p35[(256*x0 + x1)];
+      const float t201 = p10[x1];
       const float t202 = t200 + t201;
       const float t203 = l15[(x1 + 64)];
       const float t204 = t202 + t203;
@@ -507,7 +507,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t209 = l17[x1];
-      p35[(64*x0 + x1)] = t209;
+      p36[(64*x0 + x1)] = t209;
     }
     // lstm0/d0/t6/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -525,7 +525,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t6/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t213 = p36[(256*x0 + x1)];
+      const float t213 = p37[(256*x0 + x1)];
       const float t214 = p3[x1];
       const float t215 = t213 + t214;
       const float t216 = l18[(x1 + 128)];
@@ -533,14 +533,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t218 = (float)1 / ((float)1 + expf(-t217));
       const float t219 = l16[x1];
       const float t220 = t218 * t219;
-      const float t221 = p37[(256*x0 + x1)];
-      const float t222 = p5[x1];
+      const float t221 = p38[(256*x0 + x1)];
+      const float t222 = p6[x1];
       const float t223 = t221 + t222;
       const float t224 = l18[x1];
       const float t225 = t223 + t224;
       const float t226 = (float)1 / ((float)1 + expf(-t225));
-      const float t227 = p38[(256*x0 + x1)];
-      const float t228 = p7[x1];
+      const float t227 = p39[(256*x0 + x1)];
+      const float t228 = p8[x1];
       const float t229 = t227 + t228;
       const float t230 = l18[(x1 + 192)];
       const float t231 = t229 + t230;
@@ -553,8 +553,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t6/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t235 = p39[(256*x0 + x1)];
-      const float t236 = p9[x1];
+      const float t235 = p40[(256*x0 + x1)];
+      const float t236 = p10[x1];
       const float t237 = t235 + t236;
       const float t238 = l18[(x1 + 64)];
       const float t239 = t237 + t238;
@@ -569,7 +569,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t244 = l20[x1];
-      p40[(64*x0 + x1)] = t244;
+      p41[(64*x0 + x1)] = t244;
     }
     // lstm0/d0/t7/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -587,7 +587,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t7/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t248 = p41[(256*x0 + x1)];
+      const float t248 = p42[(256*x0 + x1)];
       const float t249 = p3[x1];
       const float t250 = t248 + t249;
       const float t251 = l21[(x1 + 128)];
@@ -595,14 +595,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t253 = (float)1 / ((float)1 + expf(-t252));
       const float t254 = l19[x1];
       const float t255 = t253 * t254;
-      const float t256 = p42[(256*x0 + x1)];
-      const float t257 = p5[x1];
+      const float t256 = p43[(256*x0 + x1)];
+      const float t257 = p6[x1];
       const float t258 = t256 + t257;
       const float t259 = l21[x1];
       const float t260 = t258 + t259;
       const float t261 = (float)1 / ((float)1 + expf(-t260));
-      const float t262 = p43[(256*x0 + x1)];
-      const float t263 = p7[x1];
+      const float t262 = p44[(256*x0 + x1)];
+      const float t263 = p8[x1];
       const float t264 = t262 + t263;
       const float t265 = l21[(x1 + 192)];
       const float t266 = t264 + t265;
@@ -615,8 +615,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t7/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t270 = p44[(256*x0 + x1)];
-      const float t271 = p9[x1];
+      const float t270 = p45[(256*x0 + x1)];
+      const float t271 = p10[x1];
       const float t272 = t270 + t271;
       const float t273 = l21[(x1 + 64)];
       const float t274 = t272 + t273;
@@ -631,7 +631,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t279 = l23[x1];
-      p45[(64*x0 + x1)] = t279;
+      p46[(64*x0 + x1)] = t279;
     }
     // lstm0/d0/t8/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -649,7 +649,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t8/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t283 = p46[(256*x0 + x1)];
+      const float t283 = p47[(256*x0 + x1)];
       const float t284 = p3[x1];
       const float t285 = t283 + t284;
       const float t286 = l24[(x1 + 128)];
@@ -657,14 +657,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t288 = (float)1 / ((float)1 + expf(-t287));
       const float t289 = l22[x1];
       const float t290 = t288 * t289;
-      const float t291 = p47[(256*x0 + x1)];
-      const float t292 = p5[x1];
+      const float t291 = p48[(256*x0 + x1)];
+      const float t292 = p6[x1];
       const float t293 = t291 + t292;
       const float t294 = l24[x1];
       const float t295 = t293 + t294;
       const float t296 = (float)1 / ((float)1 + expf(-t295));
-      const float t297 = p48[(256*x0 + x1)];
-      const float t298 = p7[x1];
+      const float t297 = p49[(256*x0 + x1)];
+      const float t298 = p8[x1];
       const float t299 = t297 + t298;
       const float t300 = l24[(x1 + 192)];
       const float t301 = t299 + t300;
@@ -677,8 +677,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t8/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t305 = p49[(256*x0 + x1)];
-      const float t306 = p9[x1];
+      const float t305 = p50[(256*x0 + x1)];
+      const float t306 = p10[x1];
       const float t307 = t305 + t306;
       const float t308 = l24[(x1 + 64)];
       const float t309 = t307 + t308;
@@ -693,7 +693,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t314 = l26[x1];
-      p50[(64*x0 + x1)] = t314;
+      p51[(64*x0 + x1)] = t314;
     }
     // lstm0/d0/t9/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -711,7 +711,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t9/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t318 = p51[(256*x0 + x1)];
+      const float t318 = p52[(256*x0 + x1)];
       const float t319 = p3[x1];
       const float t320 = t318 + t319;
       const float t321 = l27[(x1 + 128)];
@@ -719,14 +719,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t323 = (float)1 / ((float)1 + expf(-t322));
       const float t324 = l25[x1];
       const float t325 = t323 * t324;
-      const float t326 = p52[(256*x0 + x1)];
-      const float t327 = p5[x1];
+      const float t326 = p53[(256*x0 + x1)];
+      const float t327 = p6[x1];
       const float t328 = t326 + t327;
       const float t329 = l27[x1];
       const float t330 = t328 + t329;
       const float t331 = (float)1 / ((float)1 + expf(-t330));
-      const float t332 = p53[(256*x0 + x1)];
-      const float t333 = p7[x1];
+      const float t332 = p54[(256*x0 + x1)];
+      const float t333 = p8[x1];
       const float t334 = t332 + t333;
       const float t335 = l27[(x1 + 192)];
       const float t336 = t334 + t335;
@@ -739,8 +739,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t9/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t340 = p54[(256*x0 + x1)];
-      const float t341 = p9[x1];
+      const float t340 = p55[(256*x0 + x1)];
+      const float t341 = p10[x1];
       const float t342 = t340 + t341;
       const float t343 = l27[(x1 + 64)];
       const float t344 = t342 + t343;
@@ -755,7 +755,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t349 = l29[x1];
-      p55[(64*x0 + x1)] = t349;
+      p56[(64*x0 + x1)] = t349;
     }
     // lstm0/d0/t10/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -773,7 +773,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t10/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t353 = p56[(256*x0 + x1)];
+      const float t353 = p57[(256*x0 + x1)];
       const float t354 = p3[x1];
       const float t355 = t353 + t354;
       const float t356 = l30[(x1 + 128)];
@@ -781,14 +781,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t358 = (float)1 / ((float)1 + expf(-t357));
       const float t359 = l28[x1];
       const float t360 = t358 * t359;
-      const float t361 = p57[(256*x0 + x1)];
-      const float t362 = p5[x1];
+      const float t361 = p58[(256*x0 + x1)];
+      const float t362 = p6[x1];
       const float t363 = t361 + t362;
       const float t364 = l30[x1];
       const float t365 = t363 + t364;
       const float t366 = (float)1 / ((float)1 + expf(-t365));
-      const float t367 = p58[(256*x0 + x1)];
-      const float t368 = p7[x1];
+      const float t367 = p59[(256*x0 + x1)];
+      const float t368 = p8[x1];
       const float t369 = t367 + t368;
       const float t370 = l30[(x1 + 192)];
       const float t371 = t369 + t370;
@@ -801,8 +801,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t10/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t375 = p59[(256*x0 + x1)];
-      const float t376 = p9[x1];
+      const float t375 = p60[(256*x0 + x1)];
+      const float t376 = p10[x1];
       const float t377 = t375 + t376;
       const float t378 = l30[(x1 + 64)];
       const float t379 = t377 + t378;
@@ -817,7 +817,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t384 = l32[x1];
-      p60[(64*x0 + x1)] = t384;
+      p61[(64*x0 + x1)] = t384;
     }
     // lstm0/d0/t11/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -835,7 +835,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t11/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t388 = p61[(256*x0 + x1)];
+      const float t388 = p62[(256*x0 + x1)];
       const float t389 = p3[x1];
       const float t390 = t388 + t389;
       const float t391 = l33[(x1 + 128)];
@@ -843,14 +843,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t393 = (float)1 / ((float)1 + expf(-t392));
       const float t394 = l31[x1];
       const float t395 = t393 * t394;
-      const float t396 = p62[(256*x0 + x1)];
-      const float t397 = p5[x1];
+      const float t396 = p63[(256*x0 + x1)];
+      const float t397 = p6[x1];
       const float t398 = t396 + t397;
       const float t399 = l33[x1];
       const float t400 = t398 + t399;
       const float t401 = (float)1 / ((float)1 + expf(-t400));
-      const float t402 = p63[(256*x0 + x1)];
-      const float t403 = p7[x1];
+      const float t402 = p64[(256*x0 + x1)];
+      const float t403 = p8[x1];
       const float t404 = t402 + t403;
       const float t405 = l33[(x1 + 192)];
       const float t406 = t404 + t405;
@@ -863,8 +863,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t11/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t410 = p64[(256*x0 + x1)];
-      const float t411 = p9[x1];
+      const float t410 = p65[(256*x0 + x1)];
+      const float t411 = p10[x1];
       const float t412 = t410 + t411;
       const float t413 = l33[(x1 + 64)];
       const float t414 = t412 + t413;
@@ -879,7 +879,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t419 = l35[x1];
-      p65[(64*x0 + x1)] = t419;
+      p66[(64*x0 + x1)] = t419;
     }
     // lstm0/d0/t12/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -897,7 +897,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t12/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t423 = p66[(256*x0 + x1)];
+      const float t423 = p67[(256*x0 + x1)];
       const float t424 = p3[x1];
       const float t425 = t423 + t424;
       const float t426 = l36[(x1 + 128)];
@@ -905,14 +905,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t428 = (float)1 / ((float)1 + expf(-t427));
       const float t429 = l34[x1];
       const float t430 = t428 * t429;
-      const float t431 = p67[(256*x0 + x1)];
-      const float t432 = p5[x1];
+      const float t431 = p68[(256*x0 + x1)];
+      const float t432 = p6[x1];
       const float t433 = t431 + t432;
       const float t434 = l36[x1];
       const float t435 = t433 + t434;
       const float t436 = (float)1 / ((float)1 + expf(-t435));
-      const float t437 = p68[(256*x0 + x1)];
-      const float t438 = p7[x1];
+      const float t437 = p69[(256*x0 + x1)];
+      const float t438 = p8[x1];
       const float t439 = t437 + t438;
       const float t440 = l36[(x1 + 192)];
       const float t441 = t439 + t440;
@@ -925,8 +925,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t12/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t445 = p69[(256*x0 + x1)];
-      const float t446 = p9[x1];
+      const float t445 = p70[(256*x0 + x1)];
+      const float t446 = p10[x1];
       const float t447 = t445 + t446;
       const float t448 = l36[(x1 + 64)];
       const float t449 = t447 + t448;
@@ -941,7 +941,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t454 = l38[x1];
-      p70[(64*x0 + x1)] = t454;
+      p71[(64*x0 + x1)] = t454;
     }
     // lstm0/d0/t13/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -959,7 +959,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t13/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t458 = p71[(256*x0 + x1)];
+      const float t458 = p72[(256*x0 + x1)];
       const float t459 = p3[x1];
       const float t460 = t458 + t459;
       const float t461 = l39[(x1 + 128)];
@@ -967,14 +967,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t463 = (float)1 / ((float)1 + expf(-t462));
       const float t464 = l37[x1];
       const float t465 = t463 * t464;
-      const float t466 = p72[(256*x0 + x1)];
-      const float t467 = p5[x1];
+      const float t466 = p73[(256*x0 + x1)];
+      const float t467 = p6[x1];
       const float t468 = t466 + t467;
       const float t469 = l39[x1];
       const float t470 = t468 + t469;
       const float t471 = (float)1 / ((float)1 + expf(-t470));
-      const float t472 = p73[(256*x0 + x1)];
-      const float t473 = p7[x1];
+      const float t472 = p74[(256*x0 + x1)];
+      const float t473 = p8[x1];
       const float t474 = t472 + t473;
       const float t475 = l39[(x1 + 192)];
       const float t476 = t474 + t475;
@@ -987,8 +987,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t13/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t480 = p74[(256*x0 + x1)];
-      const float t481 = p9[x1];
+      const float t480 = p75[(256*x0 + x1)];
+      const float t481 = p10[x1];
       const float t482 = t480 + t481;
       const float t483 = l39[(x1 + 64)];
       const float t484 = t482 + t483;
@@ -1003,7 +1003,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t489 = l41[x1];
-      p75[(64*x0 + x1)] = t489;
+      p76[(64*x0 + x1)] = t489;
     }
     // lstm0/d0/t14/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -1021,7 +1021,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t14/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t493 = p76[(256*x0 + x1)];
+      const float t493 = p77[(256*x0 + x1)];
       const float t494 = p3[x1];
       const float t495 = t493 + t494;
       const float t496 = l42[(x1 + 128)];
@@ -1029,14 +1029,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t498 = (float)1 / ((float)1 + expf(-t497));
       const float t499 = l40[x1];
       const float t500 = t498 * t499;
-      const float t501 = p77[(256*x0 + x1)];
-      const float t502 = p5[x1];
+      const float t501 = p78[(256*x0 + x1)];
+      const float t502 = p6[x1];
       const float t503 = t501 + t502;
       const float t504 = l42[x1];
       const float t505 = t503 + t504;
       const float t506 = (float)1 / ((float)1 + expf(-t505));
-      const float t507 = p78[(256*x0 + x1)];
-      const float t508 = p7[x1];
+      const float t507 = p79[(256*x0 + x1)];
+      const float t508 = p8[x1];
       const float t509 = t507 + t508;
       const float t510 = l42[(x1 + 192)];
       const float t511 = t509 + t510;
@@ -1049,8 +1049,8 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t14/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t515 = p79[(256*x0 + x1)];
-      const float t516 = p9[x1];
+      const float t515 = p80[(256*x0 + x1)];
+      const float t516 = p10[x1];
       const float t517 = t515 + t516;
       const float t518 = l42[(x1 + 64)];
       const float t519 = t517 + t518;
@@ -1065,7 +1065,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t524 = l44[x1];
-      p80[(64*x0 + x1)] = t524;
+      p81[(64*x0 + x1)] = t524;
     }
     // lstm0/d0/t15/hr
     for (int64_t i = lane; i < 256; i += 256) {
@@ -1083,7 +1083,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     // lstm0/d0/t15/c
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t528 = p81[(256*x0 + x1)];
+      const float t528 = p82[(256*x0 + x1)];
       const float t529 = p3[x1];
       const float t530 = t528 + t529;
       const float t531 = l45[(x1 + 128)];
@@ -1091,14 +1091,14 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t533 = (float)1 / ((float)1 + expf(-t532));
       const float t534 = l43[x1];
       const float t535 = t533 * t534;
-      const float t536 = p82[(256*x0 + x1)];
-      const float t537 = p5[x1];
+      const float t536 = p83[(256*x0 + x1)];
+      const float t537 = p6[x1];
       const float t538 = t536 + t537;
       const float t539 = l45[x1];
       const float t540 = t538 + t539;
       const float t541 = (float)1 / ((float)1 + expf(-t540));
-      const float t542 = p83[(256*x0 + x1)];
-      const float t543 = p7[x1];
+      const float t542 = p84[(256*x0 + x1)];
+      const float t543 = p8[x1];
       const float t544 = t542 + t543;
       const float t545 = l45[(x1 + 192)];
       const float t546 = t544 + t545;
@@ -1112,13 +1112,13 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
       const float t550 = l46[x1];
-      p84[(128*x0 + x1)] = t550;
+      p85[(128*x0 + x1)] = t550;
     }
     // lstm0/d0/t15/h
     for (int64_t i = lane; i < 64; i += 256) {
       const int64_t x1 = i;
-      const float t551 = p85[(256*x0 + x1)];
-      const float t552 = p9[x1];
+      const float t551 = p86[(256*x0 + x1)];
+      const float t552 = p10[x1];
       const float t553 = t551 + t552;
       const float t554 = l45[(x1 + 64)];
       const float t555 = t553 + t554;
@@ -1126,7 +1126,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f2(const float* __restric
       const float t557 = l46[x1];
       const float t558 = tanhf(t557);
       const float t559 = t556 * t558;
-      p86[(64*x0 + x1)] = t559;
+      p87[(64*x0 + x1)] = t559;
     }
     __syncthreads();
   }
@@ -1191,18 +1191,18 @@ extern "C" __global__ void __launch_bounds__(256) loom_f6(const float* __restric
 }
 
 // Launches:
-// loom_f0(lstm0_b, lstm0_b+256, lstm0/d0/bias.8)  # lstm0/d0/bias
+// loom_f0(lstm0_b, lstm0_b+256, lstm0/d0/bias.7)  # lstm0/d0/bias
 // loom_f1(x, lstm0/d0/xw.a)  # lstm0/d0/xw.a
-// gemm f32 m=32 n=256 k=32 (lstm0/d0/xw.a, lstm0/d0/w_t.4/folded, lstm0/d0/xw.11) ld 32 256 256  # lstm0/d0/xw
-// loom_f2(lstm0/zero_state.2, lstm0_r, lstm0/d0/xw.11+128, lstm0/d0/bias.8+128, lstm0/d0/xw.11, lstm0/d0/bias.8, lstm0/d0/xw.11+192, lstm0/d0/bias.8+192, lstm0/d0/xw.11+64, lstm0/d0/bias.8+64, lstm0/d0/y_rows.253, lstm0/d0/xw.11+640, lstm0/d0/xw.11+512, lstm0/d0/xw.11+704, lstm0/d0/xw.11+576, lstm0/d0/y_rows.253+128, lstm0/d0/xw.11+1152, lstm0/d0/xw.11+1024, lstm0/d0/xw.11+1216, lstm0/d0/xw.11+1088, lstm0/d0/y_rows.253+256, lstm0/d0/xw.11+1664, lstm0/d0/xw.11+1536, lstm0/d0/xw.11+1728, lstm0/d0/xw.11+1600, lstm0/d0/y_rows.253+384, lstm0/d0/xw.11+2176, lstm0/d0/xw.11+2048, lstm0/d0/xw.11+2240, lstm0/d0/xw.11+2112, lstm0/d0/y_rows.253+512, lstm0/d0/xw.11+2688, lstm0/d0/xw.11+2560, lstm0/d0/xw.11+2752, lstm0/d0/xw.11+2624, lstm0/d0/y_rows.253+640, lstm0/d0/xw.11+3200, lstm0/d0/xw.11+3072, lstm0/d0/xw.11+3264, lstm0/d0/xw.11+3136, lstm0/d0/y_rows.253+768, lstm0/d0/xw.11+3712, lstm0/d0/xw.11+3584, lstm0/d0/xw.11+3776, lstm0/d0/xw.11+3648, lstm0/d0/y_rows.253+896, lstm0/d0/xw.11+4224, lstm0/d0/xw.11+4096, lstm0/d0/xw.11+4288, lstm0/d0/xw.11+4160, lstm0/d0/y_rows.253+1024, lstm0/d0/xw.11+4736, lstm0/d0/xw.11+4608, lstm0/d0/xw.11+4800, lstm0/d0/xw.11+4672, lstm0/d0/y_rows.253+1152, lstm0/d0/xw.11+5248, lstm0/d0/xw.11+5120, lstm0/d0/xw.11+5312, lstm0/d0/xw.11+5184, lstm0/d0/y_rows.253+1280, lstm0/d0/xw.11+5760, lstm0/d0/xw.11+5632, lstm0/d0/xw.11+5824, lstm0/d0/xw.11+5696, lstm0/d0/y_rows.253+1408, lstm0/d0/xw.11+6272, lstm0/d0/xw.11+6144, lstm0/d0/xw.11+6336, lstm0/d0/xw.11+6208, lstm0/d0/y_rows.253+1536, lstm0/d0/xw.11+6784, lstm0/d0/xw.11+6656, lstm0/d0/xw.11+6848, lstm0/d0/xw.11+6720, lstm0/d0/y_rows.253+1664, lstm0/d0/xw.11+7296, lstm0/d0/xw.11+7168, lstm0/d0/xw.11+7360, lstm0/d0/xw.11+7232, lstm0/d0/y_rows.253+1792, lstm0/d0/xw.11+7808, lstm0/d0/xw.11+7680, lstm0/d0/xw.11+7872, c_n_layers, lstm0/d0/xw.11+7744, lstm0/d0/t15/h.252)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/y_rows.input0, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/y_rows.input1, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/y_rows.input2, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/y_rows.input3, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/y_rows.input4, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/y_rows.input5, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/y_rows.input6, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/y_rows.input7, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/y_rows.input8, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/y_rows.input9, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/y_rows.input10, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/y_rows.input11, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/y_rows.input12, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/y_rows.input13, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/y_rows.input14, lstm0/d0/t15/hr, lstm0/d0/t15/c, c_n_concat.input0, lstm0/d0/t15/h
-// loom_f3(lstm0/d0/t15/h.252, h_n_layers)  # h_n_concat.input0
-// loom_f4(lstm0/d0/t15/h.252, lstm0/d0/y_rows.253+1920)  # lstm0/d0/y_rows.input15
+// gemm f32 m=32 n=256 k=32 (lstm0/d0/xw.a, lstm0/d0/w_t.3/folded, lstm0/d0/xw.12) ld 32 256 256  # lstm0/d0/xw
+// loom_f2(lstm0/d0/h0_zero.10, lstm0_r, lstm0/d0/xw.12+128, lstm0/d0/bias.7+128, lstm0/d0/c0_zero.11, lstm0/d0/xw.12, lstm0/d0/bias.7, lstm0/d0/xw.12+192, lstm0/d0/bias.7+192, lstm0/d0/xw.12+64, lstm0/d0/bias.7+64, lstm0/d0/y_rows.254, lstm0/d0/xw.12+640, lstm0/d0/xw.12+512, lstm0/d0/xw.12+704, lstm0/d0/xw.12+576, lstm0/d0/y_rows.254+128, lstm0/d0/xw.12+1152, lstm0/d0/xw.12+1024, lstm0/d0/xw.12+1216, lstm0/d0/xw.12+1088, lstm0/d0/y_rows.254+256, lstm0/d0/xw.12+1664, lstm0/d0/xw.12+1536, lstm0/d0/xw.12+1728, lstm0/d0/xw.12+1600, lstm0/d0/y_rows.254+384, lstm0/d0/xw.12+2176, lstm0/d0/xw.12+2048, lstm0/d0/xw.12+2240, lstm0/d0/xw.12+2112, lstm0/d0/y_rows.254+512, lstm0/d0/xw.12+2688, lstm0/d0/xw.12+2560, lstm0/d0/xw.12+2752, lstm0/d0/xw.12+2624, lstm0/d0/y_rows.254+640, lstm0/d0/xw.12+3200, lstm0/d0/xw.12+3072, lstm0/d0/xw.12+3264, lstm0/d0/xw.12+3136, lstm0/d0/y_rows.254+768, lstm0/d0/xw.12+3712, lstm0/d0/xw.12+3584, lstm0/d0/xw.12+3776, lstm0/d0/xw.12+3648, lstm0/d0/y_rows.254+896, lstm0/d0/xw.12+4224, lstm0/d0/xw.12+4096, lstm0/d0/xw.12+4288, lstm0/d0/xw.12+4160, lstm0/d0/y_rows.254+1024, lstm0/d0/xw.12+4736, lstm0/d0/xw.12+4608, lstm0/d0/xw.12+4800, lstm0/d0/xw.12+4672, lstm0/d0/y_rows.254+1152, lstm0/d0/xw.12+5248, lstm0/d0/xw.12+5120, lstm0/d0/xw.12+5312, lstm0/d0/xw.12+5184, lstm0/d0/y_rows.254+1280, lstm0/d0/xw.12+5760, lstm0/d0/xw.12+5632, lstm0/d0/xw.12+5824, lstm0/d0/xw.12+5696, lstm0/d0/y_rows.254+1408, lstm0/d0/xw.12+6272, lstm0/d0/xw.12+6144, lstm0/d0/xw.12+6336, lstm0/d0/xw.12+6208, lstm0/d0/y_rows.254+1536, lstm0/d0/xw.12+6784, lstm0/d0/xw.12+6656, lstm0/d0/xw.12+6848, lstm0/d0/xw.12+6720, lstm0/d0/y_rows.254+1664, lstm0/d0/xw.12+7296, lstm0/d0/xw.12+7168, lstm0/d0/xw.12+7360, lstm0/d0/xw.12+7232, lstm0/d0/y_rows.254+1792, lstm0/d0/xw.12+7808, lstm0/d0/xw.12+7680, lstm0/d0/xw.12+7872, c_n_layers, lstm0/d0/xw.12+7744, lstm0/d0/t15/h.253)  # lstm0/d0/t0/hr, lstm0/d0/t0/c, lstm0/d0/t0/h, lstm0/d0/y_rows.input0, lstm0/d0/t1/hr, lstm0/d0/t1/c, lstm0/d0/t1/h, lstm0/d0/y_rows.input1, lstm0/d0/t2/hr, lstm0/d0/t2/c, lstm0/d0/t2/h, lstm0/d0/y_rows.input2, lstm0/d0/t3/hr, lstm0/d0/t3/c, lstm0/d0/t3/h, lstm0/d0/y_rows.input3, lstm0/d0/t4/hr, lstm0/d0/t4/c, lstm0/d0/t4/h, lstm0/d0/y_rows.input4, lstm0/d0/t5/hr, lstm0/d0/t5/c, lstm0/d0/t5/h, lstm0/d0/y_rows.input5, lstm0/d0/t6/hr, lstm0/d0/t6/c, lstm0/d0/t6/h, lstm0/d0/y_rows.input6, lstm0/d0/t7/hr, lstm0/d0/t7/c, lstm0/d0/t7/h, lstm0/d0/y_rows.input7, lstm0/d0/t8/hr, lstm0/d0/t8/c, lstm0/d0/t8/h, lstm0/d0/y_rows.input8, lstm0/d0/t9/hr, lstm0/d0/t9/c, lstm0/d0/t9/h, lstm0/d0/y_rows.input9, lstm0/d0/t10/hr, lstm0/d0/t10/c, lstm0/d0/t10/h, lstm0/d0/y_rows.input10, lstm0/d0/t11/hr, lstm0/d0/t11/c, lstm0/d0/t11/h, lstm0/d0/y_rows.input11, lstm0/d0/t12/hr, lstm0/d0/t12/c, lstm0/d0/t12/h, lstm0/d0/y_rows.input12, lstm0/d0/t13/hr, lstm0/d0/t13/c, lstm0/d0/t13/h, lstm0/d0/y_rows.input13, lstm0/d0/t14/hr, lstm0/d0/t14/c, lstm0/d0/t14/h, lstm0/d0/y_rows.input14, lstm0/d0/t15/hr, lstm0/d0/t15/c, c_n_concat.input0, lstm0/d0/t15/h
+// loom_f3(lstm0/d0/t15/h.253, h_n_layers)  # h_n_concat.input0
+// loom_f4(lstm0/d0/t15/h.253, lstm0/d0/y_rows.254+1920)  # lstm0/d0/y_rows.input15
 // loom_f0(lstm1_b, lstm1_b+256, lstm1/d0/bias.263)  # lstm1/d0/bias
-// gemm f32 m=32 n=256 k=64 (lstm0/d0/y_rows.253, lstm1/d0/w_t.259/folded, lstm1/d0/xw.266) ld 64 256 256  # lstm1/d0/xw
-// loom_f2(lstm1/zero_state.257, lstm1_r, lstm1/d0/xw.266+128, lstm1/d0/bias.263+128, lstm1/d0/xw.266, lstm1/d0/bias.263, lstm1/d0/xw.266+192, lstm1/d0/bias.263+192, lstm1/d0/xw.266+64, lstm1/d0/bias.263+64, lstm1/d0/y_rows.508, lstm1/d0/xw.266+640, lstm1/d0/xw.266+512, lstm1/d0/xw.266+704, lstm1/d0/xw.266+576, lstm1/d0/y_rows.508+128, lstm1/d0/xw.266+1152, lstm1/d0/xw.266+1024, lstm1/d0/xw.266+1216, lstm1/d0/xw.266+1088, lstm1/d0/y_rows.508+256, lstm1/d0/xw.266+1664, lstm1/d0/xw.266+1536, lstm1/d0/xw.266+1728, lstm1/d0/xw.266+1600, lstm1/d0/y_rows.508+384, lstm1/d0/xw.266+2176, lstm1/d0/xw.266+2048, lstm1/d0/xw.266+2240, lstm1/d0/xw.266+2112, lstm1/d0/y_rows.508+512, lstm1/d0/xw.266+2688, lstm1/d0/xw.266+2560, lstm1/d0/xw.266+2752, lstm1/d0/xw.266+2624, lstm1/d0/y_rows.508+640, lstm1/d0/xw.266+3200, lstm1/d0/xw.266+3072, lstm1/d0/xw.266+3264, lstm1/d0/xw.266+3136, lstm1/d0/y_rows.508+768, lstm1/d0/xw.266+3712, lstm1/d0/xw.266+3584, lstm1/d0/xw.266+3776, lstm1/d0/xw.266+3648, lstm1/d0/y_rows.508+896, lstm1/d0/xw.266+4224, lstm1/d0/xw.266+4096, lstm1/d0/xw.266+4288, lstm1/d0/xw.266+4160, lstm1/d0/y_rows.508+1024, lstm1/d0/xw.266+4736, lstm1/d0/xw.266+4608, lstm1/d0/xw.266+4800, lstm1/d0/xw.266+4672, lstm1/d0/y_rows.508+1152, lstm1/d0/xw.266+5248, lstm1/d0/xw.266+5120, lstm1/d0/xw.266+5312, lstm1/d0/xw.266+5184, lstm1/d0/y_rows.508+1280, lstm1/d0/xw.266+5760, lstm1/d0/xw.266+5632, lstm1/d0/xw.266+5824, lstm1/d0/xw.266+5696, lstm1/d0/y_rows.508+1408, lstm1/d0/xw.266+6272, lstm1/d0/xw.266+6144, lstm1/d0/xw.266+6336, lstm1/d0/xw.266+6208, lstm1/d0/y_rows.508+1536, lstm1/d0/xw.266+6784, lstm1/d0/xw.266+6656, lstm1/d0/xw.266+6848, lstm1/d0/xw.266+6720, lstm1/d0/y_rows.508+1664, lstm1/d0/xw.266+7296, lstm1/d0/xw.266+7168, lstm1/d0/xw.266+7360, lstm1/d0/xw.266+7232, lstm1/d0/y_rows.508+1792, lstm1/d0/xw.266+7808, lstm1/d0/xw.266+7680, lstm1/d0/xw.266+7872, c_n_layers+64, lstm1/d0/xw.266+7744, lstm1/d0/t15/h.507)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/y_rows.input0, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/y_rows.input1, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/y_rows.input2, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/y_rows.input3, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/y_rows.input4, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/y_rows.input5, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/y_rows.input6, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/y_rows.input7, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/y_rows.input8, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/y_rows.input9, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/y_rows.input10, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/y_rows.input11, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/y_rows.input12, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/y_rows.input13, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/y_rows.input14, lstm1/d0/t15/hr, lstm1/d0/t15/c, c_n_concat.input1, lstm1/d0/t15/h
-// loom_f3(lstm1/d0/t15/h.507, h_n_layers+64)  # h_n_concat.input1
-// loom_f4(lstm1/d0/t15/h.507, lstm1/d0/y_rows.508+1920)  # lstm1/d0/y_rows.input15
-// loom_f5(lstm1/d0/y_rows.508, y)  # copy_y
+// gemm f32 m=32 n=256 k=64 (lstm0/d0/y_rows.254, lstm1/d0/w_t.259/folded, lstm1/d0/xw.268) ld 64 256 256  # lstm1/d0/xw
+// loom_f2(lstm1/d0/h0_zero.266, lstm1_r, lstm1/d0/xw.268+128, lstm1/d0/bias.263+128, lstm1/d0/c0_zero.267, lstm1/d0/xw.268, lstm1/d0/bias.263, lstm1/d0/xw.268+192, lstm1/d0/bias.263+192, lstm1/d0/xw.268+64, lstm1/d0/bias.263+64, lstm1/d0/y_rows.510, lstm1/d0/xw.268+640, lstm1/d0/xw.268+512, lstm1/d0/xw.268+704, lstm1/d0/xw.268+576, lstm1/d0/y_rows.510+128, lstm1/d0/xw.268+1152, lstm1/d0/xw.268+1024, lstm1/d0/xw.268+1216, lstm1/d0/xw.268+1088, lstm1/d0/y_rows.510+256, lstm1/d0/xw.268+1664, lstm1/d0/xw.268+1536, lstm1/d0/xw.268+1728, lstm1/d0/xw.268+1600, lstm1/d0/y_rows.510+384, lstm1/d0/xw.268+2176, lstm1/d0/xw.268+2048, lstm1/d0/xw.268+2240, lstm1/d0/xw.268+2112, lstm1/d0/y_rows.510+512, lstm1/d0/xw.268+2688, lstm1/d0/xw.268+2560, lstm1/d0/xw.268+2752, lstm1/d0/xw.268+2624, lstm1/d0/y_rows.510+640, lstm1/d0/xw.268+3200, lstm1/d0/xw.268+3072, lstm1/d0/xw.268+3264, lstm1/d0/xw.268+3136, lstm1/d0/y_rows.510+768, lstm1/d0/xw.268+3712, lstm1/d0/xw.268+3584, lstm1/d0/xw.268+3776, lstm1/d0/xw.268+3648, lstm1/d0/y_rows.510+896, lstm1/d0/xw.268+4224, lstm1/d0/xw.268+4096, lstm1/d0/xw.268+4288, lstm1/d0/xw.268+4160, lstm1/d0/y_rows.510+1024, lstm1/d0/xw.268+4736, lstm1/d0/xw.268+4608, lstm1/d0/xw.268+4800, lstm1/d0/xw.268+4672, lstm1/d0/y_rows.510+1152, lstm1/d0/xw.268+5248, lstm1/d0/xw.268+5120, lstm1/d0/xw.268+5312, lstm1/d0/xw.268+5184, lstm1/d0/y_rows.510+1280, lstm1/d0/xw.268+5760, lstm1/d0/xw.268+5632, lstm1/d0/xw.268+5824, lstm1/d0/xw.268+5696, lstm1/d0/y_rows.510+1408, lstm1/d0/xw.268+6272, lstm1/d0/xw.268+6144, lstm1/d0/xw.268+6336, lstm1/d0/xw.268+6208, lstm1/d0/y_rows.510+1536, lstm1/d0/xw.268+6784, lstm1/d0/xw.268+6656, lstm1/d0/xw.268+6848, lstm1/d0/xw.268+6720, lstm1/d0/y_rows.510+1664, lstm1/d0/xw.268+7296, lstm1/d0/xw.268+7168, lstm1/d0/xw.268+7360, lstm1/d0/xw.268+7232, lstm1/d0/y_rows.510+1792, lstm1/d0/xw.268+7808, lstm1/d0/xw.268+7680, lstm1/d0/xw.268+7872, c_n_layers+64, lstm1/d0/xw.268+7744, lstm1/d0/t15/h.509)  # lstm1/d0/t0/hr, lstm1/d0/t0/c, lstm1/d0/t0/h, lstm1/d0/y_rows.input0, lstm1/d0/t1/hr, lstm1/d0/t1/c, lstm1/d0/t1/h, lstm1/d0/y_rows.input1, lstm1/d0/t2/hr, lstm1/d0/t2/c, lstm1/d0/t2/h, lstm1/d0/y_rows.input2, lstm1/d0/t3/hr, lstm1/d0/t3/c, lstm1/d0/t3/h, lstm1/d0/y_rows.input3, lstm1/d0/t4/hr, lstm1/d0/t4/c, lstm1/d0/t4/h, lstm1/d0/y_rows.input4, lstm1/d0/t5/hr, lstm1/d0/t5/c, lstm1/d0/t5/h, lstm1/d0/y_rows.input5, lstm1/d0/t6/hr, lstm1/d0/t6/c, lstm1/d0/t6/h, lstm1/d0/y_rows.input6, lstm1/d0/t7/hr, lstm1/d0/t7/c, lstm1/d0/t7/h, lstm1/d0/y_rows.input7, lstm1/d0/t8/hr, lstm1/d0/t8/c, lstm1/d0/t8/h, lstm1/d0/y_rows.input8, lstm1/d0/t9/hr, lstm1/d0/t9/c, lstm1/d0/t9/h, lstm1/d0/y_rows.input9, lstm1/d0/t10/hr, lstm1/d0/t10/c, lstm1/d0/t10/h, lstm1/d0/y_rows.input10, lstm1/d0/t11/hr, lstm1/d0/t11/c, lstm1/d0/t11/h, lstm1/d0/y_rows.input11, lstm1/d0/t12/hr, lstm1/d0/t12/c, lstm1/d0/t12/h, lstm1/d0/y_rows.input12, lstm1/d0/t13/hr, lstm1/d0/t13/c, lstm1/d0/t13/h, lstm1/d0/y_rows.input13, lstm1/d0/t14/hr, lstm1/d0/t14/c, lstm1/d0/t14/h, lstm1/d0/y_rows.input14, lstm1/d0/t15/hr, lstm1/d0/t15/c, c_n_concat.input1, lstm1/d0/t15/h
+// loom_f3(lstm1/d0/t15/h.509, h_n_layers+64)  # h_n_concat.input1
+// loom_f4(lstm1/d0/t15/h.509, lstm1/d0/y_rows.510+1920)  # lstm1/d0/y_rows.input15
+// loom_f5(lstm1/d0/y_rows.510, y)  # copy_y
 // loom_f6(h_n_layers, h_n)  # copy_h_n
 // loom_f6(c_n_layers, c_n)  # copy_c_n
 // 
