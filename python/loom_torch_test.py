@@ -7,6 +7,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 import unittest
 import warnings
 
@@ -521,6 +522,45 @@ class LoomTorchTest(unittest.TestCase):
         entry, = captured[0].loom_pieces[0].compiled.entries.values()
         self.assertEqual(entry.eager_calls, 1)
         self.assertIsNotNone(entry.model)
+
+    def test_a_dropped_shape_does_not_wait_for_its_compile(self):
+        module = nn.Sequential(nn.Linear(8, 16), nn.ReLU()).eval()
+        captured = []
+        compiled = compile_with_loom(module, captured)
+        release, waited_out = threading.Event(), []
+        real_compile = loom.compile
+
+        def held_compile(path):  # compiles once the test releases it
+            if not release.wait(30):
+                waited_out.append(path)
+            return real_compile(path)
+
+        saved = loom.compile, loom.torch.MAX_ENTRIES
+        loom.compile, loom.torch.MAX_ENTRIES = held_compile, 1
+        try:
+            with torch.no_grad():
+                x = torch.randn(2, 8)
+                torch._dynamo.mark_dynamic(x, 0)  # one graph for every batch
+                self.assertTrue(torch.equal(compiled(x), module(x)))  # eager's
+                piece, = captured[-1].loom_pieces
+                dropped, = piece.compiled.entries.values()
+                # A second shape drops the first's entry, whose compile is
+                # held: the call must not wait for it.
+                y = torch.randn(3, 8)
+                self.assertTrue(torch.equal(compiled(y), module(y)))
+                self.assertEqual(waited_out, [])
+                self.assertTrue(os.path.exists(dropped.path))  # still compiling
+                release.set()
+                error = (compiled(y) - module(y)).abs().max().item()  # on the kernels
+                self.assertLessEqual(error, 1e-5)
+                entry, = piece.compiled.entries.values()
+                self.assertIsNotNone(entry.model)
+        finally:
+            release.set()
+            loom.compile, loom.torch.MAX_ENTRIES = saved
+        dropped.thread.join(30)
+        self.assertFalse(os.path.exists(os.path.dirname(dropped.path)))  # removed after it
+        self.assertIsNone(dropped.model)
 
     def test_a_new_shape_is_a_new_entry(self):
         module = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4), nn.Softmax(dim=-1))

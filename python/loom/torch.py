@@ -57,9 +57,9 @@ _TORCH_OF_NUMPY = {d.numpy: getattr(torch, d.torch) for d in loom._DTYPES if d.t
 
 # The first call of a new entry waits this long for its compile, and if it
 # is not done, runs the graph eagerly (torch's kernels) while the compile
-# goes on (a tiered start, as a JIT's); later calls wait for it. Not at all:
-# eager runs the seed cases in 1 to 7 ms, less than a compile from the
-# kernel cache takes (13 to 33 ms), let alone a cold one.
+# goes on (a tiered start, as a JIT's); later calls wait for it. 0: eager
+# runs the seed cases in 1 to 7 ms, less than a compile from the kernel
+# cache takes (13 to 33 ms), let alone a cold one.
 FIRST_CALL_WAIT_S = 0
 
 # The loom models a graph keeps, one per set of shapes, the least recently
@@ -67,6 +67,13 @@ FIRST_CALL_WAIT_S = 0
 # 20 of them outgrew a 23 GB machine), and one dropped compiles again when
 # its shapes come back, its kernels from the cache.
 MAX_ENTRIES = 8
+
+# How many models compile at once in the background, each holding its
+# weights while it does (and every compile already runs its C++ compiler
+# on all cores); the others wait their turn, and one whose entry is dropped
+# before its turn does not compile at all.
+MAX_COMPILES = 2
+_compile_turns = threading.BoundedSemaphore(MAX_COMPILES)
 
 
 class _Entry:
@@ -79,20 +86,41 @@ class _Entry:
         self.error = None
         self.calls = 0
         self.eager_calls = 0
+        # Whether the entry was dropped, and whether its compile is over:
+        # whichever of close() and the compile comes second removes the
+        # files.
+        self.lock = threading.Lock()
+        self.closed = self.compile_over = False
         self.thread = threading.Thread(target=self._compile, daemon=True)
         self.thread.start()
 
     def close(self):
-        """Drops the model and the files of its graph."""
-        self.thread.join()
+        """Drops the model, and the files of its graph once its compile is
+        over: the caller does not wait for a compile whose model it drops."""
+        with self.lock:
+            self.closed = True
+            compile_over = self.compile_over
         self.model = self.tensor_call = None
+        if compile_over:
+            self._remove_files()
+
+    def _remove_files(self):
         shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
     def _compile(self):
-        try:
-            self.model = loom.compile(self.path)
-        except Exception as e:  # noqa: BLE001 - reported by compiled_model(), in the caller's thread
-            self.error = e
+        model = None
+        with _compile_turns:
+            if not self.closed:
+                try:
+                    model = loom.compile(self.path)
+                except Exception as e:  # noqa: BLE001 - reported by compiled_model(), in the caller's thread
+                    self.error = e
+        with self.lock:
+            self.compile_over = True
+            if not self.closed:
+                self.model = model
+                return
+        self._remove_files()
 
     def compiled_model(self):
         """The compiled model, waiting for it, except on the first call: None
