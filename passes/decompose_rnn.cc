@@ -290,6 +290,9 @@ void Unroller::ProjectInput(int64_t d, int64_t k, int64_t count, DirectionOperan
 }
 
 ValueId Unroller::InitialStateOf(int input, int64_t d, const std::string& suffix) {
+  // Zeros of its own, not shared with the other state: a kernel whose
+  // parameters are one buffer twice prints unlike the later steps' kernels,
+  // which then cannot share its function.
   if (!spec_.Has(input)) return b_.Constant(suffix + "_zero", Tensor(spec_.dtype, {B(), H()}));
   ValueId state = In(input);
   if (spec_.num_directions == 2) {

@@ -113,8 +113,8 @@ class _Entry:
             if not self.closed:
                 try:
                     model = loom.compile(self.path)
-                except Exception as e:  # noqa: BLE001 - reported by compiled_model(), in the caller's thread
-                    self.error = e
+                except Exception as e:  # noqa: BLE001 - compiled_model() raises it
+                    self.error = e  # in the caller's thread
         with self.lock:
             self.compile_over = True
             if not self.closed:
