@@ -86,41 +86,47 @@ class _Entry:
         self.error = None
         self.calls = 0
         self.eager_calls = 0
-        # Whether the entry was dropped, and whether its compile is over:
-        # whichever of close() and the compile comes second removes the
-        # files.
+        # Whether the entry was dropped, and whether its compile began and
+        # ended: the files go with close() unless the compile is going on,
+        # then with the compile.
         self.lock = threading.Lock()
-        self.closed = self.compile_over = False
+        self.closed = self.compile_began = self.compile_over = False
         self.thread = threading.Thread(target=self._compile, daemon=True)
         self.thread.start()
 
     def close(self):
-        """Drops the model, and the files of its graph once its compile is
-        over: the caller does not wait for a compile whose model it drops."""
+        """Drops the model, and the files of its graph now or, if it is
+        compiling, once that ends: the caller does not wait for a compile
+        whose model it drops."""
         with self.lock:
             self.closed = True
-            compile_over = self.compile_over
+            compiling = self.compile_began and not self.compile_over
         self.model = self.tensor_call = None
-        if compile_over:
+        if not compiling:
             self._remove_files()
 
     def _remove_files(self):
         shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
     def _compile(self):
-        model = None
+        # The files go within the turn: a caller that holds every turn knows
+        # that no compile is going on and none has files still to remove.
         with _compile_turns:
-            if not self.closed:
-                try:
-                    model = loom.compile(self.path)
-                except Exception as e:  # noqa: BLE001 - compiled_model() raises it
-                    self.error = e  # in the caller's thread
-        with self.lock:
-            self.compile_over = True
-            if not self.closed:
-                self.model = model
-                return
-        self._remove_files()
+            with self.lock:
+                if self.closed:  # dropped before its turn: close() removed them
+                    return
+                self.compile_began = True
+            model = None
+            try:
+                model = loom.compile(self.path)
+            except Exception as e:  # noqa: BLE001 - compiled_model() raises it
+                self.error = e  # in the caller's thread
+            with self.lock:
+                self.compile_over = True
+                if not self.closed:
+                    self.model = model
+                    return
+            self._remove_files()
 
     def compiled_model(self):
         """The compiled model, waiting for it, except on the first call: None
