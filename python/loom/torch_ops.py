@@ -955,7 +955,7 @@ def encoder_layer(t, node):
 
 def _gates(weight, order, hidden):
     """PyTorch's gate blocks in loom's (ONNX's) order."""
-    return np.concatenate([weight[g * hidden:(g + 1) * hidden] for g in order])
+    return weight.reshape(len(order), hidden, -1)[order].reshape(weight.shape)
 
 
 def lstm(t, node):
