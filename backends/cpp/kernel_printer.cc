@@ -34,17 +34,6 @@ constexpr absl::string_view kParallelFor = "#pragma omp parallel for";
 // would save g++ little (a product's one-line loom_matvec call).
 constexpr int kMinOutlinedLines = 3;
 
-// `code` (printed at `depth`) at `new_depth`.
-std::string Reindented(absl::string_view code, int depth, int new_depth) {
-  std::string text;
-  for (absl::string_view line : absl::StrSplit(code, '\n', absl::SkipEmpty())) {
-    line.remove_prefix(std::min(line.size(), static_cast<size_t>(2 * depth)));
-    text.append(2 * new_depth, ' ');
-    absl::StrAppend(&text, line, "\n");
-  }
-  return text;
-}
-
 }  // namespace
 
 // Pointwise loops get
@@ -244,13 +233,20 @@ void KernelPrinter::PrintMembers(const Kernel& kernel, int depth) {
     Line(depth, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
                              plan_.members[m].local_length, "];"));
   }
-  std::vector<MemberCode> codes(kernel.nodes.size());
+  const size_t first = body_.size();
+  std::vector<std::string> codes(kernel.nodes.size());
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
-    codes[m] = {body_.size(), 0, depth};
+    const size_t begin = body_.size();
     PrintMember(program_.nodes[kernel.nodes[m]], static_cast<int>(m), depth);
-    codes[m].end = body_.size();
+    codes[m] = body_.substr(begin);
   }
-  OutlineRepeatedMembers(kernel, codes);
+  if (outlined_ == nullptr) return;
+  OutlineRepeatedMembers(kernel, depth, codes);
+  std::vector<bool> may_roll(codes.size());
+  for (size_t m = 0; m < codes.size(); ++m) may_roll[m] = MayOutline(kernel, m);
+  body_.resize(first);
+  body_.append(RollRepeatedMembers(
+      codes, may_roll, depth, [&](absl::string_view name) { return DeclaredType(kernel, name); }));
 }
 
 bool KernelPrinter::MayOutline(const Kernel& kernel, size_t m) const {
@@ -274,18 +270,16 @@ std::string KernelPrinter::BufferType(const Kernel& kernel, size_t m,
   return absl::StrCat(written ? "" : "const ", StorageCType(dtype), "*");
 }
 
-void KernelPrinter::OutlineRepeatedMembers(const Kernel& kernel,
-                                           const std::vector<MemberCode>& codes) {
-  if (outlined_ == nullptr) return;
+void KernelPrinter::OutlineRepeatedMembers(const Kernel& kernel, int depth,
+                                           std::vector<std::string>& codes) {
   const size_t count = kernel.nodes.size();
   std::vector<RenamedCode> renamed(count);
   std::vector<std::vector<std::string>> types(count);  // of each member's buffers
   std::vector<std::string> keys(count);
   absl::flat_hash_map<std::string, int> repeats;
   for (size_t m = 0; m < count; ++m) {
-    const absl::string_view code(body_.data() + codes[m].begin, codes[m].end - codes[m].begin);
-    if (!MayOutline(kernel, m) || absl::c_count(code, '\n') < kMinOutlinedLines) continue;
-    renamed[m] = RenameNumberedNames(code);
+    if (!MayOutline(kernel, m) || absl::c_count(codes[m], '\n') < kMinOutlinedLines) continue;
+    renamed[m] = RenameNumberedNames(codes[m]);
     if (renamed[m].uses_outer_names) continue;
     for (const std::string& buffer : renamed[m].buffers) {
       types[m].push_back(BufferType(kernel, m, buffer));
@@ -293,12 +287,8 @@ void KernelPrinter::OutlineRepeatedMembers(const Kernel& kernel,
     keys[m] = absl::StrCat(absl::StrJoin(types[m], ","), "\n", renamed[m].text);
     ++repeats[keys[m]];
   }
-  std::string body;
-  size_t copied = 0;  // body_ up to here is in body
   for (size_t m = 0; m < count; ++m) {
     if (keys[m].empty() || repeats[keys[m]] < 2) continue;
-    body.append(body_, copied, codes[m].begin - copied);
-    copied = codes[m].end;
     std::vector<std::string> params, args = renamed[m].buffers;
     for (size_t i = 0; i < args.size(); ++i) {
       params.push_back(absl::StrCat(types[m][i], " LOOM_RESTRICT a", i));
@@ -307,14 +297,22 @@ void KernelPrinter::OutlineRepeatedMembers(const Kernel& kernel,
       params.push_back(absl::StrCat("int64_t x", i));
       args.push_back(absl::StrCat("x", i));
     }
-    const int depth = codes[m].depth;
     const std::string& name =
         outlined_->Add(absl::StrJoin(params, ", "), Reindented(renamed[m].text, depth, 1));
-    absl::StrAppend(&body, std::string(2 * depth, ' '), name, "(", absl::StrJoin(args, ", "),
-                    ");\n");
+    codes[m] =
+        absl::StrCat(std::string(2 * depth, ' '), name, "(", absl::StrJoin(args, ", "), ");\n");
   }
-  body.append(body_, copied);
-  body_ = std::move(body);
+}
+
+std::string KernelPrinter::DeclaredType(const Kernel& kernel, absl::string_view name) const {
+  const int id = std::stoi(std::string(name.substr(1)));
+  if (name[0] == 'l') {
+    return absl::StrCat(
+        StorageCType(program_.buffers[program_.nodes[kernel.nodes[id]].output].dtype), "*");
+  }
+  const char* qualifier = plan_.params.written(id) ? "" : "const ";
+  return absl::StrCat(qualifier,
+                      StorageCType(program_.buffers[plan_.params.args()[id].buffer].dtype), "*");
 }
 
 std::string KernelPrinter::ParamDeclarations(bool restrict) const {

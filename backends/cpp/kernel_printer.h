@@ -59,15 +59,10 @@ class KernelPrinter {
   std::string RefText(const ComputeNode& node, const Ref& ref);
   // The local arrays and every member, inside the outer loops.
   void PrintMembers(const Kernel& kernel, int depth);
-  // Where PrintMember printed a member's code in body_, at what depth.
-  struct MemberCode {
-    size_t begin = 0, end = 0;  // empty: not printed by PrintMember
-    int depth = 0;
-  };
-  // Replaces in body_ each member whose code repeats, renamed, in another
-  // member of the kernel (outline.h) by a call of one function of
-  // outlined_ for all of them (where outlined_ is not null).
-  void OutlineRepeatedMembers(const Kernel& kernel, const std::vector<MemberCode>& codes);
+  // Replaces in `codes` (each member's, printed at `depth`) each member
+  // whose code repeats, renamed, in another member of the kernel
+  // (outline.h) by a call of one function of outlined_ for all of them.
+  void OutlineRepeatedMembers(const Kernel& kernel, int depth, std::vector<std::string>& codes);
   // Whether member m's code may run in a function of its own as far as the
   // plan tells: it leaves no value in a variable for later members and
   // does not split over the threads (loom_split). What it reads that
@@ -75,6 +70,9 @@ class KernelPrinter {
   bool MayOutline(const Kernel& kernel, size_t m) const;
   // The pointer type of a buffer p<N> or l<N> of the kernel in member m.
   std::string BufferType(const Kernel& kernel, size_t m, absl::string_view name) const;
+  // The type of p<N> or l<N> as the kernel declares it (a pointer for a
+  // local array).
+  std::string DeclaredType(const Kernel& kernel, absl::string_view name) const;
   void PrintMember(const ComputeNode& node, int member, int depth);
   void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
   // A variance (kVar): Welford's update, in lanes over the innermost

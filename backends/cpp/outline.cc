@@ -1,13 +1,22 @@
 #include "backends/cpp/outline.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
 namespace loom::cpp {
@@ -108,6 +117,192 @@ RenamedCode RenameNumberedNames(absl::string_view code) {
     at = end;
   }
   return renamed;
+}
+
+std::string Reindented(absl::string_view code, int depth, int new_depth) {
+  std::string text;
+  for (absl::string_view line : absl::StrSplit(code, '\n', absl::SkipEmpty())) {
+    line.remove_prefix(std::min(line.size(), static_cast<size_t>(2 * depth)));
+    text.append(2 * new_depth, ' ');
+    absl::StrAppend(&text, line, "\n");
+  }
+  return text;
+}
+
+std::string ReplaceNames(absl::string_view code,
+                         const absl::flat_hash_map<std::string, std::string>& names) {
+  std::string text;
+  size_t at = 0;
+  while (at < code.size()) {
+    const char c = code[at];
+    size_t end = at + 1;
+    if (absl::ascii_isdigit(c)) {
+      end = LiteralEnd(code, end);
+    } else if (IsIdentifierChar(c)) {
+      while (end < code.size() && IsIdentifierChar(code[end])) ++end;
+      const auto it = names.find(code.substr(at, end - at));
+      if (it != names.end()) {
+        text.append(it->second);
+        at = end;
+        continue;
+      }
+    }
+    text.append(code.data() + at, end - at);
+    at = end;
+  }
+  return text;
+}
+
+namespace {
+
+// A member as RollRepeatedMembers compares it: its renamed code, and its
+// buffers (p<N> or l<N>) as a letter and a number each.
+struct RollableMember {
+  bool may_roll = false;
+  std::string key;
+  std::vector<std::pair<char, int64_t>> buffers;
+};
+
+RollableMember ParseRollable(absl::string_view code, bool may_roll) {
+  RollableMember member;
+  if (!may_roll) return member;
+  RenamedCode renamed = RenameNumberedNames(code);
+  if (renamed.uses_outer_names) return member;
+  for (const std::string& buffer : renamed.buffers) {
+    int64_t number = 0;
+    if (!absl::SimpleAtoi(absl::string_view(buffer).substr(1), &number)) return member;
+    member.buffers.emplace_back(buffer[0], number);
+  }
+  member.key = std::move(renamed.text);
+  member.may_roll = true;
+  return member;
+}
+
+// `repeats` repeats of the `period` members from `first`, member first + i's
+// buffer j advancing by strides[i][j] each repeat.
+struct RolledRun {
+  size_t first = 0, period = 0, repeats = 0;
+  std::vector<std::vector<int64_t>> strides;
+};
+
+// Whether `later` is `member` `repeat` repeats on (strides as given).
+bool Repeats(const RollableMember& member, const RollableMember& later,
+             const std::vector<int64_t>& strides, int64_t repeat) {
+  if (!later.may_roll || later.key != member.key) return false;
+  for (size_t j = 0; j < member.buffers.size(); ++j) {
+    if (later.buffers[j].first != member.buffers[j].first ||
+        later.buffers[j].second != member.buffers[j].second + repeat * strides[j]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The longest run of `period` members from `first`, or nullopt if they do
+// not repeat at once.
+std::optional<RolledRun> RunFrom(const std::vector<RollableMember>& members, size_t first,
+                                 size_t period) {
+  if (first + 2 * period > members.size()) return std::nullopt;
+  RolledRun run{first, period, 1, std::vector<std::vector<int64_t>>(period)};
+  for (size_t i = 0; i < period; ++i) {
+    const RollableMember& member = members[first + i];
+    const RollableMember& next = members[first + period + i];
+    if (!member.may_roll || !next.may_roll) return std::nullopt;
+    for (size_t j = 0; j < member.buffers.size() && j < next.buffers.size(); ++j) {
+      run.strides[i].push_back(next.buffers[j].second - member.buffers[j].second);
+    }
+    if (!Repeats(member, next, run.strides[i], 1)) return std::nullopt;
+  }
+  for (run.repeats = 2; first + (run.repeats + 1) * period <= members.size(); ++run.repeats) {
+    const size_t at = first + run.repeats * period;
+    for (size_t i = 0; i < period; ++i) {
+      if (!Repeats(members[first + i], members[at + i], run.strides[i], run.repeats)) {
+        return run;
+      }
+    }
+  }
+  return run;
+}
+
+// The periods tried: an unrolled step is a few members.
+constexpr size_t kMaxRolledPeriod = 8;
+
+// The run from `first` that covers the most members, at least
+// kMinRolledRepeats repeats, or nullopt.
+std::optional<RolledRun> BestRunFrom(const std::vector<RollableMember>& members, size_t first) {
+  std::optional<RolledRun> best;
+  for (size_t period = 1; period <= kMaxRolledPeriod; ++period) {
+    std::optional<RolledRun> run = RunFrom(members, first, period);
+    if (!run.has_value() || run->repeats < kMinRolledRepeats) continue;
+    if (!best.has_value() || run->repeats * period > best->repeats * best->period) {
+      best = std::move(run);
+    }
+  }
+  return best;
+}
+
+// The loop of `run`: tables of the local arrays that advance (numbered
+// from `tables_before`, the tables of the kernel's earlier loops), then the
+// first repeat's code with every buffer that advances indexed by
+// loom_step.
+std::string PrintRolled(const RolledRun& run, const std::vector<std::string>& codes,
+                        const std::vector<RollableMember>& members, int depth,
+                        absl::FunctionRef<std::string(absl::string_view)> pointer_type,
+                        size_t& tables_before) {
+  const std::string indent(2 * depth, ' ');
+  std::string tables, body;
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, std::string> table_of;  // by first, stride
+  for (size_t i = 0; i < run.period; ++i) {
+    const RollableMember& member = members[run.first + i];
+    absl::flat_hash_map<std::string, std::string> names;
+    for (size_t j = 0; j < member.buffers.size(); ++j) {
+      const auto [letter, number] = member.buffers[j];
+      const int64_t stride = run.strides[i][j];
+      if (stride == 0) continue;
+      const std::string name = absl::StrCat(std::string(1, letter), number);
+      if (letter == 'p') {
+        names[name] = absl::StrCat("((", pointer_type(name), ")a[", number,
+                                   stride < 0 ? " - " : " + ", std::abs(stride), " * loom_step])");
+        continue;
+      }
+      auto [it, added] = table_of.try_emplace(std::make_pair(number, stride));
+      if (added) {
+        it->second = absl::StrCat("loom_rolled", tables_before++);
+        std::vector<std::string> arrays;
+        for (size_t r = 0; r < run.repeats; ++r) {
+          arrays.push_back(absl::StrCat("l", number + static_cast<int64_t>(r) * stride));
+        }
+        absl::StrAppend(&tables, indent, pointer_type(name), " const ", it->second, "[",
+                        run.repeats, "] = {", absl::StrJoin(arrays, ", "), "};\n");
+      }
+      names[name] = absl::StrCat(it->second, "[loom_step]");
+    }
+    body.append(Reindented(ReplaceNames(codes[run.first + i], names), depth, depth + 1));
+  }
+  return absl::StrCat(tables, indent, "for (int64_t loom_step = 0; loom_step < ", run.repeats,
+                      "; ++loom_step) {\n", body, indent, "}\n");
+}
+
+}  // namespace
+
+std::string RollRepeatedMembers(const std::vector<std::string>& codes,
+                                const std::vector<bool>& may_roll, int depth,
+                                absl::FunctionRef<std::string(absl::string_view)> pointer_type) {
+  std::vector<RollableMember> members;
+  members.reserve(codes.size());
+  for (size_t m = 0; m < codes.size(); ++m) members.push_back(ParseRollable(codes[m], may_roll[m]));
+  std::string text;
+  size_t tables = 0;
+  for (size_t m = 0; m < codes.size();) {
+    const std::optional<RolledRun> run = BestRunFrom(members, m);
+    if (!run.has_value()) {
+      text.append(codes[m++]);
+      continue;
+    }
+    text.append(PrintRolled(*run, codes, members, depth, pointer_type, tables));
+    m += run->repeats * run->period;
+  }
+  return text;
 }
 
 const std::string& OutlinedFunctions::Add(const std::string& params, const std::string& body) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 
 namespace loom::cpp {
@@ -35,6 +36,32 @@ struct RenamedCode {
 // (x<N>, x<N>r, ...), the prelude's loom_ names and types (int64_t) stay.
 // Numeric literals are left as they are.
 RenamedCode RenameNumberedNames(absl::string_view code);
+
+// `code` (printed at `depth`) at `new_depth`.
+std::string Reindented(absl::string_view code, int depth, int new_depth);
+
+// `code` with each identifier that `names` holds replaced by its text there
+// (numeric literals are left as they are).
+std::string ReplaceNames(absl::string_view code,
+                         const absl::flat_hash_map<std::string, std::string>& names);
+
+// A period of members repeats at least this many times to run as a loop.
+inline constexpr size_t kMinRolledRepeats = 3;
+
+// The code of a kernel's members, `codes` (each printed at `depth`), joined
+// in order, where a period of consecutive members repeats with equal
+// renamed code (RenameNumberedNames) and each of its buffers advancing by
+// the same amount every repeat (the steps of an unrolled recurrence fused
+// into one kernel) running as one loop over the repeats, loom_step: g++
+// then compiles the period once. In the loop, a parameter that advances,
+// p<N> with stride S, is read from the kernel's argument array,
+// (T)a[N + S * loom_step] with T = pointer_type("p<N>"); a local array
+// that advances comes from a table of the repeats' arrays (loom_rolled<K>,
+// of pointer_type("l<N>")). A member that is not `may_roll` (it leaves a
+// value in a variable for later members, say) is not part of any loop.
+std::string RollRepeatedMembers(const std::vector<std::string>& codes,
+                                const std::vector<bool>& may_roll, int depth,
+                                absl::FunctionRef<std::string(absl::string_view)> pointer_type);
 
 // A unit's functions of repeated members: loom_m0, loom_m1, ..., each
 // defined once for all kernels whose members call it.

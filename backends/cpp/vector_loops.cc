@@ -178,7 +178,10 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
   }
   Line(1, "#pragma omp parallel");
   Line(1, "{");
-  std::vector<MemberCode> codes(kernel.nodes.size());
+  // Where each pointwise member's code is in body_ (empty for a product),
+  // all at one depth.
+  std::vector<std::pair<size_t, size_t>> spans(kernel.nodes.size());
+  int member_depth = 0;
   for (size_t m = 0; m < kernel.nodes.size();) {
     if (plan_.members[m].matvec.has_value()) {
       const ComputeNode& node = program_.nodes[kernel.nodes[m]];
@@ -197,15 +200,25 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
     for (; m < kernel.nodes.size() && !plan_.members[m].matvec.has_value(); ++m) {
       const ComputeNode& node = program_.nodes[kernel.nodes[m]];
       NameLoopVariables(node);
-      codes[m] = {body_.size(), 0, depth};
+      spans[m].first = body_.size();
       PrintMember(node, static_cast<int>(m), depth);
-      codes[m].end = body_.size();
+      spans[m].second = body_.size();
+      member_depth = depth;
     }
     if (plan_.outer.empty()) Line(2, "}");
     CloseLoops(plan_.outer.size(), depth);
   }
   Line(1, "}");
-  OutlineRepeatedMembers(kernel, codes);
+  if (outlined_ != nullptr) {
+    std::vector<std::string> codes(kernel.nodes.size());
+    for (size_t m = 0; m < codes.size(); ++m) {
+      codes[m] = body_.substr(spans[m].first, spans[m].second - spans[m].first);
+    }
+    OutlineRepeatedMembers(kernel, member_depth, codes);
+    for (size_t m = codes.size(); m-- > 0;) {  // from the back: earlier spans stay put
+      body_.replace(spans[m].first, spans[m].second - spans[m].first, codes[m]);
+    }
+  }
   return body_;
 }
 

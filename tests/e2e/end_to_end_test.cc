@@ -2,7 +2,15 @@
 // emit C++, native compile, run), compared with the reference interpreter.
 // Ops are grouped into a few graphs so that each test compiles once.
 
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/module.h"
+#include "ir/op_registry.h"
 #include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
@@ -275,6 +283,41 @@ TEST(EndToEndTest, LongRowsSplitOverTheThreads) {
   b.Output(b.Op("softmax", {x}, last));
   b.Output(b.Op("reduce_max", {two_rows}, IntsAttr("axes", {-1})));
   b.Output(b.Op("reduce_sum", {two_rows}, IntsAttr("axes", {-1})));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
+// Recurrences unrolled into one kernel a chunk of steps: the steps that
+// repeat run as one loop over the repeats (backends/cpp/outline.h), at odd
+// lengths and batches, one direction and two, a GRU either way round.
+TEST(EndToEndTest, RecurrenceStepsRunAsALoop) {
+  GraphBuilder b;
+  const int64_t seq = 11, batch = 3, input = 5, hidden = 16;
+  const ValueId x = b.Input("x", DType::kF32, {seq, batch, input});
+  auto recurrence = [&](const std::string& op, int64_t gates, int64_t directions, Attrs attrs) {
+    attrs.Set("hidden_size", hidden);
+    if (directions == 2) attrs.Set("direction", std::string("bidirectional"));
+    const uint64_t seed = gates * 10 + directions;
+    const std::string name = absl::StrCat(op, directions);
+    const ValueId w = b.Weight(name + "_w", {directions, gates * hidden, input}, seed, -0.5, 0.5);
+    const ValueId r =
+        b.Weight(name + "_r", {directions, gates * hidden, hidden}, seed + 1, -0.5, 0.5);
+    const ValueId bias =
+        b.Weight(name + "_b", {directions, 2 * gates * hidden}, seed + 2, -0.5, 0.5);
+    for (ValueId output : b.Ops(op, {x, w, r, bias}, op == "lstm" ? 3 : 2, attrs)) {
+      b.Output(output);
+    }
+  };
+  recurrence("lstm", 4, 1, {});
+  recurrence("lstm", 4, 2, {});
+  Attrs reset_after;
+  reset_after.Set("linear_before_reset", int64_t{1});
+  recurrence("gru", 3, 1, reset_after);
+  recurrence("gru", 3, 2, {});
+  recurrence("rnn", 1, 1, {});
+  ASSERT_TRUE(InferShapes(b.graph()).ok());
+  absl::StatusOr<Module> module = EmitModule(Graph(b.graph()));
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_THAT(module->source->text, testing::HasSubstr("for (int64_t loom_step = 0;"));
   CompileRunAndCompare(std::move(b.graph()));
 }
 
