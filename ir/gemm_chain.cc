@@ -122,7 +122,7 @@ std::optional<GemmChain> MatchGemmChain(const LoopProgram& program,
   if (!first || !second || first->dtype != DType::kF32 || second->dtype != DType::kF32 ||
       !first->accumulate.empty() || !second->accumulate.empty() || first->batch != second->batch ||
       first->m != second->m || !RowsDense(*first, first->c) || !RowsDense(*second, second->a) ||
-      middle.nodes.empty()) {
+      middle.nodes.empty() || middle.ordered_loop >= 0) {
     return std::nullopt;
   }
   const ComputeNode& leader = program.nodes[middle.nodes[0]];

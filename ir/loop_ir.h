@@ -255,6 +255,17 @@ struct InlineDecision {
   absl::InlinedVector<int32_t, 2> readers;
 };
 
+// Compute nodes that run as one loop over iterations, each reading what
+// the one before wrote (a recurrence kept as a loop: passes/lower_scan.cc):
+// nodes [first, end), in order, all beginning with the same two loops, the
+// rows of the loop's states and then the iterations, which the scheduler
+// makes one kernel whose second outer loop runs in order (Kernel::
+// ordered_loop). The states live in buffers of a slot per iteration.
+struct LoopRegion {
+  int first = 0;
+  int end = 0;
+};
+
 struct LoopProgram {
   // Shared so that copies of a program (dumps, tests) keep expressions alive.
   std::shared_ptr<ExprContext> exprs = std::make_shared<ExprContext>();
@@ -273,6 +284,7 @@ struct LoopProgram {
   // had to store (reductions, views and library calls are stored anyway);
   // only where asked for (LowerOptions::record_inline_decisions).
   std::vector<InlineDecision> inline_decisions;
+  std::vector<LoopRegion> loop_regions;  // in node order
 };
 
 // The name of an InlineDecision's reader: a compute node's or another

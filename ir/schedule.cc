@@ -35,6 +35,8 @@ absl::string_view FusionReasonText(FusionReason reason) {
       return "data crosses loop iterations";
     case FusionReason::kExternCall:
       return "library call";
+    case FusionReason::kInOrderedLoop:
+      return "in a loop that runs in order";
   }
   return "unknown";
 }
@@ -63,6 +65,9 @@ std::string DescribeFusion(const FusionDecision& decision, const Schedule& sched
     case FusionReason::kExternCall:
       return absl::StrCat("'", program.nodes[decision.specifics[0]].name,
                           "' is a gemm call, which runs alone");
+    case FusionReason::kInOrderedLoop:
+      return absl::StrCat("'", program.nodes[decision.specifics[0]].name,
+                          "' is in a loop whose iterations run in order, a kernel of its own");
   }
   return "";
 }
@@ -70,11 +75,12 @@ std::string DescribeFusion(const FusionDecision& decision, const Schedule& sched
 std::string PrintSchedule(const Schedule& schedule, const LoopProgram& program) {
   std::string text;
   for (const Kernel& kernel : schedule.kernels) {
-    absl::StrAppend(&text, "kernel ", kernel.name, " (", kernel.outer_loops, " outer loops",
-                    kernel.chain_length > 1
-                        ? absl::StrCat(", a chain with the next ", kernel.chain_length - 1)
-                        : "",
-                    ")\n");
+    absl::StrAppend(
+        &text, "kernel ", kernel.name, " (", kernel.outer_loops, " outer loops",
+        kernel.chain_length > 1 ? absl::StrCat(", a chain with the next ", kernel.chain_length - 1)
+                                : "",
+        kernel.ordered_loop >= 0 ? absl::StrCat(", loop ", kernel.ordered_loop, " in order") : "",
+        ")\n");
     if (!kernel.internal.empty()) {
       std::vector<std::string> names;
       for (BufferId b : kernel.internal) {

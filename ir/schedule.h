@@ -40,6 +40,11 @@ struct Kernel {
   // backend may interleave their iterations, so the memory plan keeps every
   // buffer they touch live through all of them. 1 for a kernel on its own.
   int chain_length = 1;
+  // The outer loop that runs in order, its iterations one after another on
+  // one thread, where each reads what the one before wrote (the kernel of a
+  // LoopRegion: 1, its iterations inside its rows); -1 when the outer loops
+  // may run in any order or in parallel. Nothing fuses with such a kernel.
+  int ordered_loop = -1;
 };
 
 // Where each buffer lives at run time (the plan-memory pass). Temporaries
@@ -63,7 +68,8 @@ enum class FusionReason : uint8_t {
   kKernelTooLarge,
   kConsumerRunsBetween,  // fusing could create a cycle
   kDataCrossesIterations,
-  kExternCall,  // one is a library call (ExternOp), which runs alone
+  kExternCall,     // one is a library call (ExternOp), which runs alone
+  kInOrderedLoop,  // one is in a loop that runs in order (Kernel::ordered_loop)
 };
 
 // The reason as a short fixed phrase ("vertical", "iteration spaces
@@ -84,7 +90,8 @@ struct FusionDecision {
   //  - kKernelTooLarge: the nodes the kernel would have, and the limit;
   //  - kConsumerRunsBetween: the node that reads one and runs before the
   //    other;
-  //  - kExternCall: the node that is a library call.
+  //  - kExternCall: the node that is a library call;
+  //  - kInOrderedLoop: the node in the loop.
   int32_t specifics[2] = {-1, -1};
 
   bool fused() const {

@@ -46,13 +46,14 @@ std::vector<std::string> DecomposableOps() {
 
 absl::StatusOr<std::unique_ptr<DecomposePass>> DecomposePass::Create(
     const proto::DecomposeOptions& options) {
-  if (options.rnn() == proto::DecomposeOptions::LOOP) {
-    return absl::UnimplementedError(
-        "decompose: rnn: LOOP (a recurrence kept as a loop) is not supported "
-        "yet; use rnn: UNROLL");
-  }
   absl::flat_hash_map<std::string, DecomposeFn> all;
   for (const auto& [name, fn] : Decompositions()) all.emplace(name, fn);
+  if (options.rnn() == proto::DecomposeOptions::LOOP ||
+      options.rnn() == proto::DecomposeOptions::AUTO) {
+    const RnnForm form =
+        options.rnn() == proto::DecomposeOptions::LOOP ? RnnForm::kLoop : RnnForm::kAuto;
+    for (const Decomposition& d : RnnDecompositions(form)) all[d.op] = d.fn;
+  }
   if (options.conv_calls()) {
     for (const Decomposition& d : ConvCallDecompositions()) all[d.op] = d.fn;
   }

@@ -102,9 +102,11 @@ Module BuildModule(const RnnCase& c) {
   return module;
 }
 
-std::unique_ptr<DecomposePass> DecomposeRnn() {
+std::unique_ptr<DecomposePass> DecomposeRnn(
+    proto::DecomposeOptions::RnnMode mode = proto::DecomposeOptions::UNROLL) {
   proto::DecomposeOptions options;
   for (const char* op : {"lstm", "gru", "rnn"}) options.add_ops(op);
+  options.set_rnn(mode);
   return DecomposePass::Create(options).value();
 }
 
@@ -303,6 +305,64 @@ int NodeCount(RnnCase c, int64_t seq) {
   Module module = BuildModule(c);
   EXPECT_TRUE(DecomposeRnn()->Run(module).ok());
   return static_cast<int>(module.graph.nodes().size());
+}
+
+// `c`'s node decomposed with `mode`, its graph verified.
+Graph Decomposed(const RnnCase& c, proto::DecomposeOptions::RnnMode mode) {
+  Module module = BuildModule(c);
+  EXPECT_TRUE(DecomposeRnn(mode)->Run(module).ok());
+  EXPECT_TRUE(VerifyGraph(module.graph).ok()) << VerifyGraph(module.graph);
+  return std::move(module.graph);
+}
+
+// Kept as a loop, a recurrence is one step between a scan_begin and a
+// scan_end a direction, whatever its length: its graph does not grow with
+// the sequence. (Its values are checked end to end, compiled: lowering runs
+// the loop, the interpreter does not.)
+TEST(DecomposeRnnTest, KeptAsALoopTheGraphDoesNotGrowWithTheSequence) {
+  for (const char* op : {"lstm", "gru", "rnn"}) {
+    for (const char* direction : kDirections) {
+      RnnCase c;
+      c.op = op;
+      c.direction = direction;
+      c.inputs = MaxInputs(op);
+      c.mixed_lens = true;
+      c.outputs = MaxOutputs(op);
+      SCOPED_TRACE(c.Describe());
+      c.seq = 4;
+      const Graph short_graph = Decomposed(c, proto::DecomposeOptions::LOOP);
+      c.seq = 400;
+      const Graph long_graph = Decomposed(c, proto::DecomposeOptions::LOOP);
+      EXPECT_EQ(OpCounts(short_graph), OpCounts(long_graph));
+      EXPECT_EQ(OpCounts(long_graph)["scan_begin"], c.Dirs());
+      EXPECT_EQ(OpCounts(long_graph)["scan_end"], c.Dirs());
+      for (const Node& node : long_graph.nodes()) {
+        const std::string name(node.op);
+        EXPECT_TRUE(Primitives().count(name) || name == "reduce_sum" ||
+                    absl::StartsWith(name, "scan_"))
+            << node.name << ": " << node.op;
+      }
+    }
+  }
+}
+
+// rnn: AUTO keeps a recurrence as a loop where that measured as fast as
+// unrolling it (LoopPays, decompose_rnn.cc).
+TEST(DecomposeRnnTest, AutoKeepsAsLoopsWhatRunsAsFastAsUnrolled) {
+  struct Case {
+    int64_t batch, hidden;
+    bool loop;
+  };
+  for (const Case& e : {Case{2, 64, true}, Case{32, 128, true}, Case{8, 256, true},
+                        Case{64, 64, false}, Case{1, 256, false}}) {
+    RnnCase c;
+    c.batch = e.batch;
+    c.hidden = e.hidden;
+    c.seq = 3;
+    const Graph graph = Decomposed(c, proto::DecomposeOptions::AUTO);
+    EXPECT_EQ(OpCounts(graph)["scan_begin"], e.loop ? 1 : 0)
+        << "batch " << e.batch << ", hidden " << e.hidden;
+  }
 }
 
 // The graph grows by a fixed number of nodes per step: Inductor's shape,

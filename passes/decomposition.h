@@ -150,8 +150,12 @@ absl::Span<const Decomposition> SoftmaxDecompositions();     // decompose_softma
 absl::Span<const Decomposition> ActivationDecompositions();  // decompose_activation.cc
 absl::Span<const Decomposition> NormDecompositions();        // decompose_norm.cc
 absl::Span<const Decomposition> TensorOpDecompositions();    // decompose_tensor_ops.cc
-absl::Span<const Decomposition> RnnDecompositions();         // decompose_rnn.cc
-absl::Span<const Decomposition> ConvDecompositions();        // decompose_conv.cc
+// lstm, gru and rnn unrolled, kept as loops, or each as it runs faster
+// (DecomposeOptions::RnnMode).
+enum class RnnForm { kUnroll, kLoop, kAuto };
+absl::Span<const Decomposition> RnnDecompositions(
+    RnnForm form = RnnForm::kUnroll);                  // decompose_rnn.cc
+absl::Span<const Decomposition> ConvDecompositions();  // decompose_conv.cc
 // conv as one library call where it can be (DecomposeOptions::conv_calls),
 // replacing ConvDecompositions' conv.
 absl::Span<const Decomposition> ConvCallDecompositions();  // decompose_conv.cc

@@ -74,7 +74,7 @@ const Lowering::RuleTable& Lowering::Rules() {
   static const RuleTable* const rules = [] {
     auto* table = new RuleTable;
     for (auto* add_family : {AddPointwiseRules, AddReductionRules, AddMatmulRules,
-                             AddConcatPadRules, AddIndexRules, AddViewRules}) {
+                             AddConcatPadRules, AddIndexRules, AddViewRules, AddScanRules}) {
       add_family(*table);
     }
     return table;
@@ -482,6 +482,10 @@ absl::StatusOr<LoopProgram> Lowering::Run() {
     LOOM_RETURN_IF_ERROR((this->*(rule->lower))(node, *rule));
     // Nothing reads a node once it is lowered.
     if (release_ != nullptr) release_->ReleaseNodesBefore(i + 1);
+  }
+  if (open_scan_.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", open_scan_->begin, "' (scan_begin): no scan_end closes its loop"));
   }
   BindGraphOutputs();
   return std::move(program_);

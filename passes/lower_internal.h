@@ -187,6 +187,7 @@ class Lowering {
   static void AddConcatPadRules(RuleTable& rules);  // lower_concat_pad.cc
   static void AddIndexRules(RuleTable& rules);      // lower_index.cc
   static void AddViewRules(RuleTable& rules);       // lower_views.cc
+  static void AddScanRules(RuleTable& rules);       // lower_scan.cc
   // The facts of `op`, from the registry and Rules().
   OpFacts FactsOf(OpName op);
 
@@ -365,6 +366,30 @@ class Lowering {
   // Defines `out` as a view of `in`: element x of out is element
   // in_indices(x) of in, with x the variables x0..x{rank-1}.
   void DefineView(ValueId out, ValueId in, absl::Span<const Expr> in_indices);
+
+  // lower_scan.cc: a loop, from scan_begin to scan_end (see there).
+  absl::Status LowerScanBegin(const Node& node, const LoweringRule& rule);
+  absl::Status LowerScanEnd(const Node& node, const LoweringRule& rule);
+  // A loop between its scan_begin and its scan_end.
+  struct OpenScan {
+    std::string begin;   // scan_begin's node name
+    int first_node = 0;  // the loop's first compute node
+    int64_t rows = 0;    // the states' first dim
+    int64_t length = 0;  // iterations
+    bool reverse = false;
+    // The states' buffers (a slot per iteration and one for the initial
+    // state), and the slots' elements.
+    std::vector<BufferId> states;
+    std::vector<int64_t> slots;
+    // What an iteration adds to the index of each state's and sequence's
+    // buffer, an expression of the iteration x1.
+    absl::flat_hash_map<BufferId, Expr> step_terms;
+  };
+  // Makes the compute nodes since the scan_begin the loop's body: each
+  // gets the loop over the iterations as its second loop, and its loads and
+  // stores of the states and sequences move by the iteration.
+  absl::Status LiftIntoLoop(const Node& end, const OpenScan& scan);
+  std::optional<OpenScan> open_scan_;
 
   void BindGraphInputsAndWeights();
   void BindGraphOutputs();

@@ -869,5 +869,65 @@ TEST(LowerTest, VerifierRefusesAGemmMarkOnANodeNoCallComputes) {
   EXPECT_THAT(VerifyLoopProgram(*program).message(), HasSubstr("marked as a gemm"));
 }
 
+// A scan: h' = h + x_t over the rows of h, 5 iterations (a running sum),
+// with `end` nodes of scan_end (0: none, 2: two).
+Graph RunningSum(int ends = 1, int64_t reverse = 0) {
+  Graph graph;
+  const ValueId h0 = *graph.AddInput("h0", TensorType{DType::kF32, {3, 4}});
+  const ValueId xs = *graph.AddInput("xs", TensorType{DType::kF32, {5, 3, 4}});
+  Attrs begin;
+  begin.Set("states", int64_t{1});
+  begin.Set("reverse", reverse);
+  const NodeId scan = *graph.AddNode("begin", "scan_begin", {h0, xs}, {"h", "x"}, begin);
+  const ValueId next = AddNode(graph, "add", graph.node(scan).outputs);
+  Attrs end;
+  end.Set("length", int64_t{5});
+  end.Set("reverse", reverse);
+  for (int e = 0; e < ends; ++e) {
+    const NodeId done = *graph.AddNode(absl::StrCat("end", e), "scan_end", {next},
+                                       {absl::StrCat("last", e), absl::StrCat("all", e)}, end);
+    graph.AddOutput(graph.node(done).outputs[0]);
+    graph.AddOutput(graph.node(done).outputs[1]);
+  }
+  if (ends == 0) graph.AddOutput(next);
+  return graph;
+}
+
+// The nodes between scan_begin and scan_end get the iterations as their
+// second loop, their state's slots and the sequence's elements moving by
+// the iteration; they are one LoopRegion.
+TEST(LowerTest, AScanIsALoopOverItsIterationsInsideItsRows) {
+  for (int64_t reverse : {0, 1}) {
+    Graph graph = RunningSum(1, reverse);
+    ASSERT_TRUE(InferShapes(graph).ok());
+    absl::StatusOr<LoopProgram> program = LowerGraph(graph);
+    ASSERT_TRUE(program.ok()) << program.status();
+    EXPECT_TRUE(VerifyLoopProgram(*program).ok()) << VerifyLoopProgram(*program);
+    ASSERT_EQ(program->loop_regions.size(), 1);
+    const LoopRegion& region = program->loop_regions[0];
+    ASSERT_EQ(region.end - region.first, 1) << "the add, storing into the next slot";
+    const ComputeNode& add = program->nodes[region.first];
+    EXPECT_EQ(add.ranges, (std::vector<int64_t>{3, 5, 4}));
+    EXPECT_EQ(ToString(add.store_index), "4*x0 + 12*x1 + x2 + 12");
+    std::vector<std::string> loads;
+    for (const ScalarOp& op : add.body) {
+      if (op.kind == ScalarOp::Kind::kLoad) loads.push_back(ToString(op.index));
+    }
+    EXPECT_THAT(loads, ElementsAre("4*x0 + 12*x1 + x2",
+                                   reverse ? "4*x0 - 12*x1 + x2 + 48" : "4*x0 + 12*x1 + x2"));
+  }
+}
+
+TEST(LowerTest, AScanWithoutItsOtherEndNamesTheNode) {
+  Graph open = RunningSum(0);
+  ASSERT_TRUE(InferShapes(open).ok());
+  EXPECT_THAT(std::string(LowerGraph(open).status().message()),
+              HasSubstr("node 'begin' (scan_begin): no scan_end closes its loop"));
+  Graph twice = RunningSum(2);
+  ASSERT_TRUE(InferShapes(twice).ok());
+  EXPECT_THAT(std::string(LowerGraph(twice).status().message()),
+              HasSubstr("node 'end1' (scan_end): no scan_begin opens its loop before it"));
+}
+
 }  // namespace
 }  // namespace loom

@@ -60,6 +60,7 @@ LOOM_REGISTER_PASS("drop-unit-loops", [] {
 bool DropUnitLoops(LoopProgram& program, Schedule& schedule) {
   bool changed = false;
   for (Kernel& kernel : schedule.kernels) {
+    if (kernel.ordered_loop >= 0) continue;  // its loops' places are its meaning
     int dropped_outer = 0;
     for (int n : kernel.nodes) {
       ComputeNode& node = program.nodes[n];

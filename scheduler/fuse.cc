@@ -182,6 +182,10 @@ class Fuser {
   absl::flat_hash_map<SliceQuestion, bool> slice_answers_;
   std::vector<FusionDecision> decisions_;
   std::vector<int64_t> refused_spaces_;  // Schedule::refused_spaces
+  // The schedule's kernels whose loop runs in order (Kernel::ordered_loop),
+  // and per node whether it is in one: nothing fuses with them.
+  std::vector<Kernel> ordered_;
+  std::vector<bool> in_ordered_;
 };
 
 Fuser::Fuser(LoopProgram& program, const Schedule& schedule, const proto::FuseOptions& options)
@@ -201,6 +205,7 @@ Fuser::Fuser(LoopProgram& program, const Schedule& schedule, const proto::FuseOp
       state_[node].position = static_cast<int>(order_.size());
       order_.push_back(node);
     }
+    if (kernel.ordered_loop >= 0) ordered_.push_back(kernel);
   }
   loaded_ = LoadedBuffers(program);
   successors_ = Dependencies(program, loaded_);
@@ -245,6 +250,20 @@ Fuser::Fuser(LoopProgram& program, const Schedule& schedule, const proto::FuseOp
     state.outer_begin = static_cast<int>(outer_extents_.size());
     state.outer_loops = static_cast<int>(ranges.size());
     outer_extents_.insert(outer_extents_.end(), ranges.begin(), ranges.end());
+  }
+  // A kernel whose loop runs in order is a group as it is, and stays so.
+  in_ordered_.assign(n_, false);
+  for (const Kernel& kernel : ordered_) {
+    const int root = kernel.nodes[0];
+    for (size_t i = 0; i < kernel.nodes.size(); ++i) {
+      const int m = kernel.nodes[i];
+      in_ordered_[m] = true;
+      state_[m].parent = root;
+      state_[m].next_member = i + 1 < kernel.nodes.size() ? kernel.nodes[i + 1] : -1;
+    }
+    state_[root].size = static_cast<int>(kernel.nodes.size());
+    state_[root].last_position = state_[kernel.nodes.back()].position;
+    state_[root].outer_loops = kernel.outer_loops;
   }
 }
 
@@ -486,6 +505,14 @@ void Fuser::TryFuse(int a, int b, FusionReason kind) {
   const int ga = Find(a), gb = Find(b);
   if (ga == gb) return;
   FusionDecision decision{a, b, kind};
+  for (int node : {a, b}) {
+    if (in_ordered_[node]) {
+      decision.reason = FusionReason::kInOrderedLoop;
+      decision.specifics[0] = node;
+      decisions_.push_back(decision);
+      return;
+    }
+  }
   // A library call never joins a group, so its group is itself.
   for (int node : {a, b}) {
     if (program_.nodes[node].extern_op != ExternOp::kNone) {
@@ -559,6 +586,11 @@ Kernel Fuser::MakeKernel(int group, int index) {
   Kernel kernel;
   kernel.name = KernelName(index);
   kernel.outer_loops = state_[group].outer_loops;
+  if (in_ordered_[group]) {
+    for (const Kernel& ordered : ordered_) {
+      if (ordered.nodes[0] == group) kernel.ordered_loop = ordered.ordered_loop;
+    }
+  }
   for (int m = state_[group].first_member; m >= 0; m = state_[m].next_member) {
     kernel.nodes.push_back(m);
     const ComputeNode& node = program_.nodes[m];
@@ -697,7 +729,10 @@ class FusePass : public Pass {
     const size_t unfused_kernels = module.schedule->kernels.size();
     LOOM_ASSIGN_OR_RETURN(Schedule fused,
                           FuseSchedule(*module.loops, *std::move(module.schedule), options_));
-    const bool changed = fused.kernels.size() != unfused_kernels;
+    // Fewer kernels, or a loop's kernel (which stays as it is) with its
+    // internal buffers found.
+    bool changed = fused.kernels.size() != unfused_kernels;
+    for (const Kernel& kernel : fused.kernels) changed |= !kernel.internal.empty();
     module.schedule = std::move(fused);
     module.source.reset();
     return changed;
@@ -722,10 +757,11 @@ absl::StatusOr<Schedule> FuseSchedule(LoopProgram& program, Schedule schedule,
                                       const proto::FuseOptions& options) {
   size_t scheduled = 0;
   for (const Kernel& kernel : schedule.kernels) {
-    if (kernel.nodes.size() != 1) {
-      return absl::FailedPreconditionError("fuse expects one compute node per kernel");
+    if (kernel.nodes.size() != 1 && kernel.ordered_loop < 0) {
+      return absl::FailedPreconditionError(
+          "fuse expects one compute node per kernel (or a loop's kernel)");
     }
-    ++scheduled;
+    scheduled += kernel.nodes.size();
   }
   if (scheduled != program.nodes.size()) {
     return absl::InternalError("the schedule does not cover every compute node");

@@ -117,7 +117,10 @@ LOOM_REGISTER_PASS("merge-loops", [] {
 
 bool MergeLoops(LoopProgram& program, Schedule& schedule) {
   bool changed = false;
-  for (Kernel& kernel : schedule.kernels) changed = MergeInKernel(program, kernel) || changed;
+  for (Kernel& kernel : schedule.kernels) {
+    // A loop that runs in order stays a loop of its own.
+    if (kernel.ordered_loop < 0) changed = MergeInKernel(program, kernel) || changed;
+  }
   return changed;
 }
 

@@ -102,17 +102,34 @@ bool IsCopy(const ComputeNode& node) {
          node.body.size() == 1 && node.root == 0 && node.body[0].kind == ScalarOp::Kind::kLoad;
 }
 
+// Per node: the LoopRegion it belongs to, or -1.
+std::vector<int> RegionOf(const LoopProgram& program) {
+  std::vector<int> region(program.nodes.size(), -1);
+  for (size_t r = 0; r < program.loop_regions.size(); ++r) {
+    for (int v = program.loop_regions[r].first; v < program.loop_regions[r].end; ++v) {
+      region[v] = static_cast<int>(r);
+    }
+  }
+  return region;
+}
+
 // Which nodes run as soon as they may: copies into a buffer that other
 // nodes write too (a concat's inputs into their parts of its buffer, a
 // pad's interior), which lowering emits where the concat or pad is, after
-// every input.
-std::vector<bool> RunEarly(const LoopProgram& program) {
+// every input. Not a loop's nodes, nor a copy of what a loop wrote, which
+// would land amid the loop's nodes (the loop runs as one kernel).
+std::vector<bool> RunEarly(const LoopProgram& program, const std::vector<int>& region_of) {
   std::vector<int> writers(program.buffers.size(), 0);
-  for (const ComputeNode& node : program.nodes) ++writers[node.output];
+  std::vector<bool> written_in_loop(program.buffers.size(), false);
+  for (size_t i = 0; i < program.nodes.size(); ++i) {
+    ++writers[program.nodes[i].output];
+    if (region_of[i] >= 0) written_in_loop[program.nodes[i].output] = true;
+  }
   std::vector<bool> early(program.nodes.size(), false);
   for (size_t i = 0; i < program.nodes.size(); ++i) {
     const ComputeNode& node = program.nodes[i];
-    early[i] = writers[node.output] > 1 && IsCopy(node);
+    early[i] = writers[node.output] > 1 && IsCopy(node) && region_of[i] < 0 &&
+               !written_in_loop[node.body[0].buffer];
   }
   return early;
 }
@@ -144,10 +161,12 @@ LOOM_REGISTER_PASS("schedule", [] {
 // right after the last node it depends on (a recurrence's step state is
 // copied into the output's rows at its step, where the copy may fuse with
 // the step, rather than after the last step, all states alive until then).
-// A node that depends on none keeps its place.
+// A node that depends on none keeps its place. A LoopRegion's nodes are one
+// kernel, whose second outer loop runs in order.
 absl::StatusOr<Schedule> ScheduleProgram(const LoopProgram& program) {
   const int n = static_cast<int>(program.nodes.size());
-  const std::vector<bool> early = RunEarly(program);
+  const std::vector<int> region_of = RegionOf(program);
+  const std::vector<bool> early = RunEarly(program, region_of);
   std::vector<int> order;
   order.reserve(n);
   if (std::find(early.begin(), early.end(), true) == early.end()) {
@@ -173,12 +192,32 @@ absl::StatusOr<Schedule> ScheduleProgram(const LoopProgram& program) {
     }
   }
   Schedule schedule;
-  schedule.kernels.resize(n);
+  schedule.kernels.reserve(n);
   for (int k = 0; k < n; ++k) {
-    Kernel& kernel = schedule.kernels[k];
-    kernel.name = KernelName(k);
-    kernel.nodes = {order[k]};
-    kernel.outer_loops = static_cast<int>(program.nodes[order[k]].ranges.size());
+    const int v = order[k];
+    const int region = region_of[v];
+    if (region >= 0 && v != program.loop_regions[region].first) continue;
+    Kernel& kernel = schedule.kernels.emplace_back();
+    kernel.name = KernelName(static_cast<int>(schedule.kernels.size()) - 1);
+    if (region < 0) {
+      kernel.nodes = {v};
+      kernel.outer_loops = static_cast<int>(program.nodes[v].ranges.size());
+      continue;
+    }
+    // Its nodes are placed in program order, one after another (RunEarly
+    // moves none among them).
+    const LoopRegion& loop = program.loop_regions[region];
+    for (int m = loop.first; m < loop.end; ++m) {
+      const int place = k + m - loop.first;
+      if (place >= n || order[place] != m) {
+        return absl::InternalError(absl::StrCat("the nodes of the loop from '",
+                                                program.nodes[loop.first].name,
+                                                "' are not scheduled together"));
+      }
+      kernel.nodes.push_back(m);
+    }
+    kernel.outer_loops = 2;
+    kernel.ordered_loop = 1;
   }
   return schedule;
 }

@@ -24,6 +24,10 @@ const std::vector<GoldenCase>& GoldenCases() {
        GoldenCase::Kind::kSchedule},
       {"examples/lstm_l2_h64.pbtxt", "cpu_unrolled_rnn", "tests/golden/lstm_l2_h64.schedule.txt",
        GoldenCase::Kind::kSchedule},
+      // The same LSTM kept as a loop: a kernel a layer, its steps in order.
+      {"examples/lstm_l2_h64.pbtxt", "cpu", "tests/golden/lstm_l2_h64_loop.cc"},
+      {"examples/lstm_l2_h64.pbtxt", "cpu", "tests/golden/lstm_l2_h64_loop.schedule.txt",
+       GoldenCase::Kind::kSchedule},
       // CUDA C++ from the same schedules.
       {"examples/group_norm.pbtxt", "cuda", "tests/golden/group_norm.cu"},
       {"examples/layer_norm.pbtxt", "cuda", "tests/golden/layer_norm.cu"},

@@ -197,6 +197,12 @@ std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
   std::vector<std::string> pragmas(outer.size());
   if (outer.empty()) return pragmas;
   const bool parallel = plan_.parallel_outer;
+  if (plan_.ordered_loop >= 0) {
+    // The loops before the ordered one may be shared; it and those inside
+    // it run as they are (their iterations depend on each other).
+    if (parallel) pragmas.front() = ParallelFor(plan_.ordered_loop, "");
+    return pragmas;
+  }
   if (Flat(kernel)) {
     // Threads share the loops around the innermost one (which the compiler
     // vectorises), unless those are too few: then they share it too. GCC
@@ -328,7 +334,7 @@ std::string KernelPrinter::ParamDeclarations(bool restrict) const {
 }
 
 std::string KernelPrinter::Print(const Kernel& kernel) {
-  const std::string params = ParamDeclarations();
+  const std::string params = ParamDeclarations(/*restrict=*/plan_.ordered_loop < 0);
   if (plan_.alone_matvec) {
     const ComputeNode& first = program_.nodes[kernel.nodes[0]];
     var_names_.clear();

@@ -45,7 +45,8 @@ class KernelPrinter {
   std::string Print(const Kernel& kernel);
   // The declarations of the parameters p0, p1, ... (from a[0], a[1], ...),
   // `restrict` unless other pointers of the function may write what they
-  // point at (a gemm's product, which its epilogue reads).
+  // point at (a gemm's product, which its epilogue reads; a loop's state,
+  // read at one slot and written at the next).
   std::string ParamDeclarations(bool restrict = true) const;
   // The kernel's loops over the rows [loom_first, loom_last) of its first
   // `row_loops` outer loops (collapsed, row-major), then the rest of its

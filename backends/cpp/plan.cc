@@ -91,15 +91,18 @@ void CppPlanner::Plan(const Kernel& kernel) {
       kplan::PlanKernel(program_, kernel, kernel.outer_loops, /*drop_dead_code=*/false);
   plan_.outer_loops = kernel.outer_loops;
   plan_.outer = std::move(common.outer);
-  plan_.few_outer = options_.openmp() && common.outer_total < kSplitBelowOuter;
+  plan_.ordered_loop = kernel.ordered_loop;
+  plan_.few_outer =
+      options_.openmp() && common.outer_total < kSplitBelowOuter && plan_.ordered_loop < 0;
   Key(plan_.outer_loops);
+  Key(plan_.ordered_loop);
   Key(kernel.nodes.size());
   plan_.members.resize(kernel.nodes.size());
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
     const ComputeNode& node = *common.members[m].node;
     CppMemberPlan& member = plan_.members[m];
     member.internal = common.members[m].internal;
-    member.split_work = SplitWork(node);
+    member.split_work = plan_.ordered_loop < 0 && SplitWork(node);
     plan_.may_split |= member.split_work;
     member.local_length = common.members[m].inner_count;
     if (member.internal && static_cast<int>(node.ranges.size()) > plan_.outer_loops) {
@@ -117,7 +120,7 @@ void CppPlanner::PlanMemberRefs(const Kernel& kernel, size_t m) {
   CppMemberPlan& member = plan_.members[m];
   const int step_base = static_cast<int>(plan_.load_refs.size());
   member.first_step = step_base;
-  member.streams = Streams(node, m);
+  member.streams = plan_.ordered_loop < 0 && Streams(node, m);
   plan_.streams |= member.streams;
   Key(member.internal);
   Key(member.streams);
@@ -160,14 +163,14 @@ void CppPlanner::PlanVectors(const Kernel& kernel) {
     plan_.members[m].store_alongside = LaterStoreAlongside(kernel, m);
   }
   const ComputeNode& first = program_.nodes[kernel.nodes[0]];
-  plan_.alone_matvec =
-      alone && plan_.members[0].matvec.has_value() && first.ranges.size() == plan_.outer.size();
+  plan_.alone_matvec = alone && plan_.members[0].matvec.has_value() &&
+                       first.ranges.size() == plan_.outer.size() && plan_.ordered_loop < 0;
   // Shared by the threads from 2^18 multiply-adds (some 6 us on one
   // thread): the BiLSTM's 512 x 128 products ran in 0.44-0.76 ms shared
   // (a parallel region each), 0.59-0.60 ms one by one.
   plan_.alone_matvec_shared =
       plan_.alone_matvec && options_.openmp() && NumElements(first.AllRanges()) >= (1 << 18);
-  plan_.column_block = ColumnBlock(kernel);
+  plan_.column_block = plan_.ordered_loop < 0 ? ColumnBlock(kernel) : 0;
   if (!plan_.alone_matvec && plan_.may_split) RunsAsTeam(kernel);
   // The outer loops run in parallel (OpenMP) when there is enough work:
   // 2^16 iterations, or fewer of a body long enough for 2^18 steps in all
@@ -181,7 +184,11 @@ void CppPlanner::PlanVectors(const Kernel& kernel) {
     iterations += count;
     steps += count * BodyCost(node);
   }
-  plan_.parallel_outer = options_.openmp() && NumElements(plan_.outer) > 1 &&
+  const int64_t parallel_iterations =
+      plan_.ordered_loop < 0
+          ? NumElements(plan_.outer)
+          : NumElements(absl::MakeConstSpan(plan_.outer).subspan(0, plan_.ordered_loop));
+  plan_.parallel_outer = options_.openmp() && parallel_iterations > 1 &&
                          (iterations >= (1 << 16) || steps >= (1 << 18));
 }
 

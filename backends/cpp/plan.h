@@ -125,6 +125,11 @@ struct CppKernelPlan {
   bool alone_matvec_shared = false;  // and its blocks of rows shared by the threads
   bool parallel_outer = false;       // the threads may share the outer loops
   bool team = false;                 // runs as a team (KernelPrinter::PrintTeam)
+  // The outer loop that runs in order (Kernel::ordered_loop), or -1: then
+  // only the loops before it may run in parallel, its parameters may point
+  // into one buffer (a state's slots, read at one and written at the next),
+  // and it runs as printed: no split, team, columns or streaming stores.
+  int ordered_loop = -1;
   // Column reductions (KernelPrinter::PrintColumns): the innermost outer
   // loop runs innermost, in blocks of this many iterations; 0 if not.
   int64_t column_block = 0;
@@ -138,7 +143,7 @@ struct CppKernelPlan {
   // Whether the kernel runs its outer loops plainly, members inside, so
   // that it may run on a block of a product's rows (KernelPrinter::PrintRows).
   bool RunsOuterLoopsPlainly() const {
-    return !may_split && !team && !alone_matvec && column_block == 0;
+    return !may_split && !team && !alone_matvec && column_block == 0 && ordered_loop < 0;
   }
   // The plan as text, one line per decision, for dumps.
   std::string ToString(const LoopProgram& program, const Kernel& kernel) const;

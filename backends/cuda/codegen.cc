@@ -72,6 +72,12 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
   launches.arg_offsets.reserve(schedule.kernels.size() + 1);
   launches.kernel_offsets.reserve(schedule.kernels.size() + 1);
   for (const Kernel& kernel : schedule.kernels) {
+    if (kernel.ordered_loop >= 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "kernel ", kernel.name,
+          " is a loop whose iterations run in order (a recurrence kept as a loop), which the "
+          "CUDA backend does not run: decompose with rnn: UNROLL"));
+    }
     if (std::optional<Gemm> gemm = KernelGemm(program, kernel)) {
       kplan::AppendLaunch(launches, LaunchTable::GemmFunction(launches.gemms.size()), {});
       launches.gemms.push_back(*std::move(gemm));

@@ -20,6 +20,13 @@
 // [-clip, clip]. Entry b runs steps 0 .. len[b]-1 (forward) or len[b]-1 .. 0
 // (backward); Y is 0 at steps past its length, and Y_h / Y_c hold the state
 // after its last processed step (the initial state when len[b] is 0).
+//
+// scan_begin and scan_end bracket a recurrence's step when decompose keeps
+// it as a loop (rnn: LOOP): the nodes between them run once per iteration,
+// reading the states and each sequence's element of that iteration from
+// scan_begin and handing the next states and the iteration's outputs to
+// scan_end. Lowering runs that loop (passes/lower_scan.cc); the interpreter
+// does not (it runs the recurrence before its decomposition).
 #include "ir/ops/recurrent.h"
 
 #include <algorithm>
@@ -547,10 +554,95 @@ absl::StatusOr<RecurrentSpec> ParseRecurrent(RecurrentCell cell, const Node& nod
   return spec;
 }
 
+namespace {
+
+// --- the loop form: scan_begin and scan_end -----------------------------------
+
+// The number of loop-carried states, attribute `states`, of a node with
+// `inputs` inputs.
+absl::StatusOr<size_t> NumStates(const Node& node, size_t inputs) {
+  const int64_t states = node.attrs.GetInt("states", -1);
+  if (states < 1 || static_cast<size_t>(states) >= inputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'states' must be at least 1 and less than the ", inputs,
+                     " inputs, got ", states));
+  }
+  return static_cast<size_t>(states);
+}
+
+// scan_begin(states..., sequences...): the states as they are, and each
+// sequence's element of the current iteration (its dim 0 dropped). All
+// sequences have the same length, at least 1.
+absl::StatusOr<OutputTypes> ScanBeginShape(const Node& node, absl::Span<const TensorType> in) {
+  LOOM_ASSIGN_OR_RETURN(const size_t states, NumStates(node, in.size()));
+  OutputTypes outputs(in.begin(), in.begin() + states);
+  for (size_t j = states; j < in.size(); ++j) {
+    const Shape& shape = in[j].shape;
+    if (shape.empty() || shape[0] < 1 || shape[0] != in[states].shape[0]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", j, " is a sequence of shape ", ShapeToString(shape),
+                       ": sequences need a dim 0 of at least 1, the same in each"));
+    }
+    outputs.push_back({in[j].dtype, Shape(shape.begin() + 1, shape.end())});
+  }
+  return outputs;
+}
+
+// scan_end(next states...): the states after the last iteration, then
+// each state after every iteration, stacked along a new dim 0 of attribute
+// `length` in time order (reversed when the loop runs backwards, attribute
+// `reverse`).
+absl::StatusOr<OutputTypes> ScanEndShape(const Node& node, absl::Span<const TensorType> in) {
+  const int64_t length = node.attrs.GetInt("length", 0);
+  if (length < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'length' must be at least 1, got ", length));
+  }
+  OutputTypes outputs(in.begin(), in.end());
+  for (const TensorType& state : in) {
+    Shape shape = {length};
+    shape.insert(shape.end(), state.shape.begin(), state.shape.end());
+    outputs.push_back({state.dtype, std::move(shape)});
+  }
+  return outputs;
+}
+
+// A loop is the nodes between a scan_begin and its scan_end, run once per
+// iteration: only lowering runs it, and the reference runs the recurrence
+// before its decomposition.
+absl::Status ScanEval(const Node& node, absl::Span<const Tensor* const>, absl::Span<Tensor>) {
+  return absl::UnimplementedError(
+      absl::StrCat("'", node.op,
+                   "' marks one end of a loop that only lowering runs (decompose's rnn: LOOP); "
+                   "the interpreter runs a recurrence before it is decomposed"));
+}
+
+OpDef ScanOp(const char* name, int min_inputs, std::vector<AttrSpec> attrs, ShapeFn infer) {
+  OpDef def;
+  def.name = name;
+  def.min_inputs = min_inputs;
+  def.max_inputs = -1;
+  def.num_outputs = -1;
+  def.attrs = std::move(attrs);
+  def.infer = std::move(infer);
+  def.eval = ScanEval;
+  return def;
+}
+
+}  // namespace
+
 absl::Status RegisterRecurrentOps(OpRegistry& registry) {
-  std::vector<OpDef> defs = {Composite(RecurrentOp(RecurrentCell::kLstm)),
-                             Composite(RecurrentOp(RecurrentCell::kGru)),
-                             Composite(RecurrentOp(RecurrentCell::kRnn))};
+  std::vector<OpDef> defs = {
+      Composite(RecurrentOp(RecurrentCell::kLstm)),
+      Composite(RecurrentOp(RecurrentCell::kGru)),
+      Composite(RecurrentOp(RecurrentCell::kRnn)),
+      Composite(ScanOp("scan_begin", 2,
+                       {{"states", AttrType::kInt, true}, {"reverse", AttrType::kInt, false}},
+                       ScanBeginShape)),
+      Composite(ScanOp("scan_end", 1,
+                       {{"length", AttrType::kInt, true}, {"reverse", AttrType::kInt, false}},
+                       ScanEndShape)),
+  };
   for (OpDef& def : defs) def = WithPattern(std::move(def), OpPattern::kOpaque);
   return RegisterAll(registry, std::move(defs));
 }

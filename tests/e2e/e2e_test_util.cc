@@ -28,12 +28,14 @@ constexpr uint64_t kInputSeed = 100;
 // The cpu pipeline's options that EmitModule replaces.
 std::vector<PassOptionsOverride> PipelineOverrides(const std::string& march,
                                                    int64_t streaming_store_min_bytes,
-                                                   bool conv_calls, bool channels_last) {
+                                                   bool conv_calls, bool channels_last,
+                                                   bool rnn_loop) {
   std::string cpp = absl::StrCat("cpp { streaming_store_min_bytes: ", streaming_store_min_bytes);
   if (!march.empty()) absl::StrAppend(&cpp, " march: \"", march, "\"");
   absl::StrAppend(&cpp, " }");
   return {{"decompose",
-           absl::StrCat("decompose { conv_calls: ", conv_calls ? "true" : "false",
+           absl::StrCat("decompose { rnn: ", rnn_loop ? "LOOP" : "UNROLL",
+                        " conv_calls: ", conv_calls ? "true" : "false",
                         " channels_last_conv_calls: ", channels_last ? "true" : "false", " }")},
           {"codegen-cpp", cpp}};
 }
@@ -87,11 +89,11 @@ std::vector<Tensor> MakeInputs(const Graph& graph, const EndToEndOptions& option
 
 absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march,
                                   int64_t streaming_store_min_bytes, bool conv_calls,
-                                  bool channels_last) {
+                                  bool channels_last, bool rnn_loop) {
   CompileOptions options;
   options.model = graph.name;
   options.pass_options =
-      PipelineOverrides(march, streaming_store_min_bytes, conv_calls, channels_last);
+      PipelineOverrides(march, streaming_store_min_bytes, conv_calls, channels_last, rnn_loop);
   options.native_compile = false;
   options.verify_each = true;
   LOOM_ASSIGN_OR_RETURN(CompiledModel compiled, CompileGraph(std::move(graph), options));
@@ -106,10 +108,11 @@ std::string TestCacheDir() {
 absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector<Tensor>& inputs,
                                                   const std::string& march,
                                                   int64_t streaming_store_min_bytes,
-                                                  bool conv_calls, bool channels_last) {
-  LOOM_ASSIGN_OR_RETURN(
-      Module module,
-      EmitModule(std::move(graph), march, streaming_store_min_bytes, conv_calls, channels_last));
+                                                  bool conv_calls, bool channels_last,
+                                                  bool rnn_loop) {
+  LOOM_ASSIGN_OR_RETURN(Module module,
+                        EmitModule(std::move(graph), march, streaming_store_min_bytes, conv_calls,
+                                   channels_last, rnn_loop));
   if (cpp::IsAarch64March(march)) return cpp::RunOnAarch64(module, {}, inputs, TestCacheDir());
   LOOM_ASSIGN_OR_RETURN(cpp::CppExecutable executable,
                         cpp::CppExecutable::Create(module, TestCacheDir()));
@@ -130,8 +133,9 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
   // against the float64 truth and the error bound of loom's computation.
   std::optional<Graph> checked;
   if (options.conv_calls || options.channels_last) checked = graph;
-  absl::StatusOr<std::vector<Tensor>> actual = CompileAndRun(
-      std::move(graph), inputs, options.march, 4096, options.conv_calls, options.channels_last);
+  absl::StatusOr<std::vector<Tensor>> actual =
+      CompileAndRun(std::move(graph), inputs, options.march, 4096, options.conv_calls,
+                    options.channels_last, options.rnn_loop);
   if (cpp::IsAarch64March(options.march) && absl::IsUnimplemented(actual.status())) {
     std::printf("not run on %s: %s\n", options.march.c_str(),
                 std::string(actual.status().message()).c_str());

@@ -56,6 +56,9 @@ struct EndToEndOptions {
   bool channels_last = false;
   // The native code's target (CppOptions.march; empty: this machine).
   std::string march;
+  // Recurrences kept as loops (DecomposeOptions rnn: LOOP) rather than
+  // unrolled.
+  bool rnn_loop = false;
 };
 
 // The inputs CompileRunAndCompare feeds `graph` (shapes must be inferred):
@@ -67,10 +70,10 @@ std::vector<Tensor> MakeInputs(const Graph& graph, const EndToEndOptions& option
 // the native code is for `march` (CppOptions.march; empty: this machine),
 // outputs of at least `streaming_store_min_bytes` are streamed (CppOptions;
 // -1: none; by default small ones too, so that the tests run them), and
-// `conv_calls` and `channels_last` as in EndToEndOptions.
+// `conv_calls`, `channels_last` and `rnn_loop` as in EndToEndOptions.
 absl::StatusOr<Module> EmitModule(Graph graph, const std::string& march = "",
                                   int64_t streaming_store_min_bytes = 4096, bool conv_calls = false,
-                                  bool channels_last = false);
+                                  bool channels_last = false, bool rnn_loop = false);
 
 // The kernel cache of the tests: $TEST_TMPDIR/cache (/tmp/cache outside
 // bazel test).
@@ -83,7 +86,8 @@ absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector
                                                   const std::string& march = "",
                                                   int64_t streaming_store_min_bytes = 4096,
                                                   bool conv_calls = false,
-                                                  bool channels_last = false);
+                                                  bool channels_last = false,
+                                                  bool rnn_loop = false);
 
 // Infers shapes, then checks that the compiled graph's outputs match the
 // interpreter's: floats within kCheckAbsTolerance + kCheckRelTolerance *

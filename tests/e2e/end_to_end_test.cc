@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -286,12 +287,11 @@ TEST(EndToEndTest, LongRowsSplitOverTheThreads) {
   CompileRunAndCompare(std::move(b.graph()));
 }
 
-// Recurrences unrolled into one kernel a chunk of steps: the steps that
-// repeat run as one loop over the repeats (backends/cpp/outline.h), at odd
-// lengths and batches, one direction and two, a GRU either way round.
-TEST(EndToEndTest, RecurrenceStepsRunAsALoop) {
+// Recurrences of every kind on one input: an LSTM forwards and both ways,
+// a GRU either way round, an RNN; at odd lengths and batches.
+Graph Recurrences(int64_t seq, int64_t batch) {
   GraphBuilder b;
-  const int64_t seq = 11, batch = 3, input = 5, hidden = 16;
+  const int64_t input = 5, hidden = 16;
   const ValueId x = b.Input("x", DType::kF32, {seq, batch, input});
   auto recurrence = [&](const std::string& op, int64_t gates, int64_t directions, Attrs attrs) {
     attrs.Set("hidden_size", hidden);
@@ -314,11 +314,77 @@ TEST(EndToEndTest, RecurrenceStepsRunAsALoop) {
   recurrence("gru", 3, 1, reset_after);
   recurrence("gru", 3, 2, {});
   recurrence("rnn", 1, 1, {});
-  ASSERT_TRUE(InferShapes(b.graph()).ok());
-  absl::StatusOr<Module> module = EmitModule(Graph(b.graph()));
+  return std::move(b.graph());
+}
+
+// Unrolled into one kernel a chunk of steps, the steps that repeat run as
+// one loop over the repeats (backends/cpp/outline.h).
+TEST(EndToEndTest, UnrolledRecurrenceStepsRunAsALoop) {
+  Graph graph = Recurrences(11, 3);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<Module> module = EmitModule(Graph(graph));
   ASSERT_TRUE(module.ok()) << module.status();
   EXPECT_THAT(module->source->text, testing::HasSubstr("for (int64_t loom_step = 0;"));
-  CompileRunAndCompare(std::move(b.graph()));
+  CompileRunAndCompare(std::move(graph));
+}
+
+// Kept as loops (decompose's rnn: LOOP): one kernel a direction, whatever
+// the length, its steps in order.
+TEST(EndToEndTest, RecurrencesKeptAsLoops) {
+  EndToEndOptions options;
+  options.rnn_loop = true;
+  for (const auto [seq, batch] : {std::pair<int64_t, int64_t>{11, 3}, {1, 1}, {40, 2}}) {
+    Graph graph = Recurrences(seq, batch);
+    ASSERT_TRUE(InferShapes(graph).ok());
+    absl::StatusOr<Module> module = EmitModule(Graph(graph), "", 4096, false, false, true);
+    ASSERT_TRUE(module.ok()) << module.status();
+    int ordered = 0;
+    for (const Kernel& kernel : module->schedule->kernels) ordered += kernel.ordered_loop >= 0;
+    EXPECT_EQ(ordered, 7) << "a kernel per direction";  // 1 + 2 + 1 + 2 + 1
+    CompileRunAndCompare(std::move(graph), options);
+  }
+}
+
+// The rest of what a recurrence may have, kept as a loop: lengths known
+// at run time (masking), initial states, peepholes, clipping, batch-first
+// layout, a backward direction.
+TEST(EndToEndTest, RecurrenceVariantsKeptAsLoops) {
+  const int64_t seq = 6, batch = 4, input = 3, hidden = 8;
+  GraphBuilder b;
+  const ValueId x = b.Input("x", DType::kF32, {batch, seq, input});
+  const ValueId lens = b.Input("lens", DType::kI32, {batch});
+  const ValueId h0 = b.Input("h0", DType::kF32, {batch, 1, hidden});
+  const ValueId c0 = b.Input("c0", DType::kF32, {batch, 1, hidden});
+  Attrs lstm;
+  lstm.Set("hidden_size", hidden);
+  lstm.Set("layout", int64_t{1});
+  lstm.Set("clip", 1.5);
+  for (ValueId output : b.Ops(
+           "lstm",
+           {x, b.Weight("w", {1, 4 * hidden, input}, 1), b.Weight("r", {1, 4 * hidden, hidden}, 2),
+            b.Weight("b", {1, 8 * hidden}, 3), lens, h0, c0, b.Weight("p", {1, 3 * hidden}, 4)},
+           3, lstm)) {
+    b.Output(output);
+  }
+  Attrs gru;
+  gru.Set("hidden_size", hidden);
+  gru.Set("layout", int64_t{1});
+  gru.Set("direction", std::string("reverse"));
+  for (ValueId output : b.Ops("gru",
+                              {x, b.Weight("gw", {1, 3 * hidden, input}, 5),
+                               b.Weight("gr", {1, 3 * hidden, hidden}, 6),
+                               b.Weight("gb", {1, 6 * hidden}, 7), lens, h0},
+                              2, gru)) {
+    b.Output(output);
+  }
+  EndToEndOptions options;
+  options.rnn_loop = true;
+  options.fill = [&](size_t i, Tensor& tensor) {
+    if (i != 1) return;
+    const int64_t lengths[] = {6, 0, 3, 1};
+    for (int64_t k = 0; k < batch; ++k) tensor.SetInt(k, lengths[k]);
+  };
+  CompileRunAndCompare(std::move(b.graph()), options);
 }
 
 }  // namespace

@@ -1,0 +1,176 @@
+// Lowering of a loop kept as one (decompose's rnn: LOOP, passes/
+// decompose_rnn.cc): scan_begin(states..., sequences...), the nodes of one
+// iteration, scan_end(next states...).
+//
+// Each state lives in a buffer of length + 1 slots, [length + 1, ...]: slot
+// 0 the initial state (copied in before the loop), slot s + 1 the state
+// after iteration s. The nodes between scan_begin and scan_end are lowered
+// as if for the first iteration alone, reading the states at slot 0 and
+// each sequence's element 0 (or its last, running backwards), and the next
+// states are copied into slot 1. Then each of those compute nodes gets the
+// iterations as its second loop, x1 (after the states' rows, x0: each row
+// of the states runs through the iterations on its own, as a recurrent
+// cell's batch entries do), and its loads and stores of the states' and
+// sequences' buffers move by an iteration's slot or element each
+// iteration. The nodes are a LoopRegion: the scheduler makes them one
+// kernel whose loop over the iterations runs in order.
+//
+// scan_end's outputs are views of the states' buffers: the final states
+// (slot length) and every iteration's state in time order (slots 1 ..
+// length, or length .. 1 running backwards), so a recurrence's Y is its
+// h's buffer itself.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ir/expr_analysis.h"
+#include "ir/status_macros.h"
+#include "passes/lower_internal.h"
+
+namespace loom {
+namespace lowering {
+
+void Lowering::AddScanRules(RuleTable& rules) {
+  rules["scan_begin"] = {&Lowering::LowerScanBegin};
+  rules["scan_end"] = {&Lowering::LowerScanEnd};
+}
+
+absl::Status Lowering::LowerScanBegin(const Node& node, const LoweringRule&) {
+  if (open_scan_.has_value()) {
+    return NodeError(
+        node, absl::StrCat("a loop inside the loop of '", open_scan_->begin, "' is not supported"));
+  }
+  const size_t states = static_cast<size_t>(node.attrs.GetInt("states", 0));
+  OpenScan scan;
+  scan.begin = node.name;
+  scan.reverse = node.attrs.GetInt("reverse", 0) != 0;
+  scan.length = graph_.value(node.inputs[states]).type.shape[0];
+  scan.rows = -1;
+  for (size_t i = 0; i < states; ++i) {
+    const Value& initial = graph_.value(node.inputs[i]);
+    const Shape& shape = initial.type.shape;
+    if (shape.empty() || (scan.rows >= 0 && shape[0] != scan.rows)) {
+      return NodeError(node,
+                       "the states must share their first dim, the rows that each run "
+                       "through the loop on their own");
+    }
+    scan.rows = shape[0];
+    Buffer buffer;
+    buffer.name = absl::StrCat(graph_.value(node.outputs[i]).name, ".steps");
+    buffer.dtype = initial.type.dtype;
+    buffer.sizes = {scan.length + 1};
+    buffer.sizes.insert(buffer.sizes.end(), shape.begin(), shape.end());
+    program_.buffers.push_back(std::move(buffer));
+    const BufferId slots = static_cast<BufferId>(program_.buffers.size() - 1);
+    const Expr offset = ContiguousOffset(shape);
+    AddNode(CopyInto(absl::StrCat(node.name, ".initial", i), node.inputs[i], slots, offset,
+                     std::vector<int64_t>(shape.size(), 0)));
+    lowered_[node.outputs[i]] = LoweredValue::Stored(slots, offset);
+    scan.states.push_back(slots);
+    scan.slots.push_back(NumElements(shape));
+    scan.step_terms[slots] = ctx_.Mul(Var(1), scan.slots.back());
+  }
+  for (size_t j = states; j < node.inputs.size(); ++j) {
+    const ValueId sequence = node.inputs[j];
+    const Shape& shape = graph_.value(sequence).type.shape;
+    LoweredValue source = lowered_[sequence];
+    std::optional<int64_t> stride;
+    if (!source.inline_constant && source.inline_node < 0) {
+      stride = LinearCoefficient(source.offset, 0);
+    }
+    if (!stride.has_value() || scan.step_terms.contains(source.buffer)) {
+      source = Materialize(absl::StrCat(node.name, ".sequence", j), sequence);
+      stride = LinearCoefficient(source.offset, 0);
+    }
+    // Element 0 of the sequence: its dim 0 dropped, the others moved down.
+    Indices first = {ctx_.Const(0)};
+    for (size_t d = 1; d < shape.size(); ++d) first.push_back(Var(static_cast<int>(d) - 1));
+    const Shape element(shape.begin() + 1, shape.end());
+    const Expr offset = ctx_.Simplify(ctx_.Substitute(source.offset, first), element);
+    lowered_[node.outputs[j]] = LoweredValue::Stored(source.buffer, offset);
+    const Expr step = ctx_.Mul(Var(1), *stride);
+    scan.step_terms[source.buffer] =
+        scan.reverse ? ctx_.Sub(ctx_.Const(*stride * (scan.length - 1)), step) : step;
+  }
+  scan.first_node = static_cast<int>(program_.nodes.size());
+  open_scan_ = std::move(scan);
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LowerScanEnd(const Node& node, const LoweringRule&) {
+  if (!open_scan_.has_value()) {
+    return NodeError(node, "no scan_begin opens its loop before it");
+  }
+  const OpenScan scan = *std::move(open_scan_);
+  open_scan_.reset();
+  const size_t states = scan.states.size();
+  if (node.inputs.size() != states) {
+    return NodeError(node, absl::StrCat("takes ", node.inputs.size(), " states, its scan_begin '",
+                                        scan.begin, "' ", states));
+  }
+  for (size_t i = 0; i < states; ++i) {
+    const Shape& shape = graph_.value(node.inputs[i]).type.shape;
+    if (static_cast<int64_t>(NumElements(shape)) != scan.slots[i] || shape[0] != scan.rows) {
+      return NodeError(node, absl::StrCat("state ", i, " has shape ", ShapeToString(shape),
+                                          ", unlike its initial value's"));
+    }
+    const Expr next_slot = ctx_.Add(ctx_.Const(scan.slots[i]), ContiguousOffset(shape));
+    AddNode(CopyInto(absl::StrCat(node.name, ".state", i), node.inputs[i], scan.states[i],
+                     next_slot, std::vector<int64_t>(shape.size(), 0)));
+  }
+  LOOM_RETURN_IF_ERROR(LiftIntoLoop(node, scan));
+  for (size_t i = 0; i < states; ++i) {
+    const Shape& shape = graph_.value(node.inputs[i]).type.shape;
+    const int64_t slot = scan.slots[i];
+    lowered_[node.outputs[i]] = LoweredValue::Stored(
+        scan.states[i], ctx_.Add(ctx_.Const(slot * scan.length), ContiguousOffset(shape)));
+    // Iteration x0's state: slot x0 + 1, or length - x0 running backwards.
+    const Expr step =
+        scan.reverse ? ctx_.Sub(ctx_.Const(scan.length), Var(0)) : ctx_.Add(Var(0), ctx_.Const(1));
+    lowered_[node.outputs[states + i]] = LoweredValue::Stored(
+        scan.states[i], ctx_.Add(ctx_.Mul(step, slot), ContiguousOffset(shape, 1)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowering::LiftIntoLoop(const Node& end, const OpenScan& scan) {
+  const int last = static_cast<int>(program_.nodes.size());
+  for (int v = scan.first_node; v < last; ++v) {
+    ComputeNode& node = program_.nodes[v];
+    if (node.ranges.empty() || node.ranges[0] != scan.rows) {
+      return NodeError(end,
+                       absl::StrCat("compute node '", node.name, "' of the loop from '", scan.begin,
+                                    "' does not run over the states' ", scan.rows, " rows first"));
+    }
+    // A library call would run all iterations at once: the body's loops
+    // define the result as well.
+    node.extern_op = ExternOp::kNone;
+    const int vars = static_cast<int>(node.ranges.size() + node.reduction_ranges.size());
+    std::vector<Expr> moved = {Var(0)};  // x0 stays; x_i becomes x_{i+1}
+    for (int i = 1; i < vars; ++i) moved.push_back(Var(i + 1));
+    node.ranges.insert(node.ranges.begin() + 1, scan.length);
+    const std::vector<int64_t> extents = node.AllRanges();
+    auto lift = [&](BufferId buffer, Expr index) {
+      Expr lifted = ctx_.Substitute(index, moved);
+      if (auto it = scan.step_terms.find(buffer); it != scan.step_terms.end()) {
+        lifted = ctx_.Add(lifted, it->second);
+      }
+      return ctx_.Simplify(lifted, extents);
+    };
+    node.store_index = lift(node.output, node.store_index);
+    for (ScalarOp& op : node.body) {
+      if (op.kind == ScalarOp::Kind::kLoad) {
+        op.index = lift(op.buffer, op.index);
+      } else if (op.kind == ScalarOp::Kind::kIndex) {
+        op.index = ctx_.Simplify(ctx_.Substitute(op.index, moved), extents);
+      }
+    }
+  }
+  program_.loop_regions.push_back({scan.first_node, last});
+  return absl::OkStatus();
+}
+
+}  // namespace lowering
+}  // namespace loom
