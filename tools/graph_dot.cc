@@ -166,8 +166,11 @@ std::string BoxLabel(const Box& box, const LoopProgram& program, const Schedule&
   }
   if (launches.size() > 1) absl::StrAppend(&label, ", called by ", launches.size(), " launches");
   const std::vector<int64_t> outer(lead.ranges.begin(), lead.ranges.begin() + first.outer_loops);
-  absl::StrAppend(&label, "\nouter loops ", Extents(outer), ", ", nodes.size(), " nodes",
-                  kept_inside == 0 ? "" : absl::StrCat(", ", kept_inside, " kept inside"));
+  absl::StrAppend(
+      &label, "\nouter loops ", Extents(outer),
+      first.ordered_loop < 0 ? "" : absl::StrCat(" (", outer[first.ordered_loop], " in order)"),
+      ", ", nodes.size(), " nodes",
+      kept_inside == 0 ? "" : absl::StrCat(", ", kept_inside, " kept inside"));
   for (int i = 0; i < static_cast<int>(nodes.size()) && i < kNodesListed; ++i) {
     absl::StrAppend(&label, "\n  ", NodeText(program.nodes[nodes[i]]));
   }
