@@ -17,7 +17,7 @@
 //
 // so the graph grows linearly in seq (and in layers, one node per layer).
 //
-// Kept as a loop (DecomposeOptions rnn: LOOP, LoopRnnDecompositions), a
+// Kept as a loop (DecomposeOptions rnn: LOOP, or AUTO where LoopPays), a
 // direction is instead
 //
 //   once                 xw = X_rows @ W_d^T, all steps
@@ -120,9 +120,10 @@ struct DirectionOperands {
 };
 
 // Builds a recurrence's decomposition: unrolled, or kept as a loop.
-class Unroller {
+class RecurrenceDecomposer {
  public:
-  Unroller(const Node& node, const RecurrentSpec& spec, DecompositionBuilder& b, bool loop)
+  RecurrenceDecomposer(const Node& node, const RecurrentSpec& spec, DecompositionBuilder& b,
+                       bool loop)
       : node_(node), spec_(spec), b_(b), loop_(loop) {}
 
   absl::Status Run();
@@ -184,7 +185,7 @@ class Unroller {
     State last;
   };
   DirectionOutputs Unrolled(int64_t d, DirectionOperands& ops);
-  DirectionOutputs Looped(int64_t d, DirectionOperands& ops);
+  DirectionOutputs Looped(int64_t d, const DirectionOperands& ops);
   // The step from `state`, its rows of xw `xw` and (masking) its mask.
   State Step(const std::string& p, const DirectionOperands& ops, ValueId xw, ValueId mask,
              const State& state);
@@ -225,7 +226,7 @@ class Unroller {
   ValueId clip_high_ = -1;
 };
 
-void Unroller::PrepareShared() {
+void RecurrenceDecomposer::PrepareShared() {
   const int64_t rows = spec_.seq * B();
   ValueId x = In(kRnnX);
   if (spec_.batch_first) {
@@ -252,7 +253,7 @@ void Unroller::PrepareShared() {
   }
 }
 
-DirectionOperands Unroller::PrepareDirection(int64_t d) {
+DirectionOperands RecurrenceDecomposer::PrepareDirection(int64_t d) {
   const std::string p = absl::StrCat("d", d, "/");
   const int64_t G = spec_.gates;
   const bool gru_reset_first = spec_.cell == RecurrentCell::kGru && !spec_.linear_before_reset;
@@ -300,14 +301,15 @@ DirectionOperands Unroller::PrepareDirection(int64_t d) {
   return ops;
 }
 
-int64_t Unroller::StepsPerProjection() const {
+int64_t RecurrenceDecomposer::StepsPerProjection() const {
   const int64_t step_bytes = B() * spec_.gates * H() * DTypeSize(spec_.dtype);
   const int64_t fit = std::max<int64_t>(1, kProjectionChunkBytes / step_bytes);
   const int64_t enough_rows = (kProjectionChunkMinRows + B() - 1) / B();
   return std::min(spec_.seq, std::max(fit, enough_rows));
 }
 
-void Unroller::ProjectInput(int64_t d, int64_t k, int64_t count, DirectionOperands& ops) {
+void RecurrenceDecomposer::ProjectInput(int64_t d, int64_t k, int64_t count,
+                                        DirectionOperands& ops) {
   // The steps' times are [first, first + count), visited forwards or back.
   const int64_t first = spec_.Backward(d) ? spec_.seq - k - count : k;
   const bool whole = count == spec_.seq;
@@ -328,7 +330,7 @@ void Unroller::ProjectInput(int64_t d, int64_t k, int64_t count, DirectionOperan
   std::copy(steps.begin(), steps.end(), ops.xw_steps.begin() + first);
 }
 
-ValueId Unroller::InitialStateOf(int input, int64_t d, const std::string& suffix) {
+ValueId RecurrenceDecomposer::InitialStateOf(int input, int64_t d, const std::string& suffix) {
   // Zeros of its own, not shared with the other state: a kernel whose
   // parameters are one buffer twice prints unlike the later steps' kernels,
   // which then cannot share its function.
@@ -341,7 +343,7 @@ ValueId Unroller::InitialStateOf(int input, int64_t d, const std::string& suffix
   return Reshape(suffix, state, {B(), H()});
 }
 
-State Unroller::InitialState(int64_t d) {
+State RecurrenceDecomposer::InitialState(int64_t d) {
   const std::string p = absl::StrCat("d", d, "/");
   State state;
   state.h = InitialStateOf(kRnnInitialH, d, p + "h0");
@@ -349,7 +351,7 @@ State Unroller::InitialState(int64_t d) {
   return state;
 }
 
-ValueId Unroller::StepMask(int64_t t) {
+ValueId RecurrenceDecomposer::StepMask(int64_t t) {
   if (step_masks_[t] < 0) {
     step_masks_[t] = Slice(absl::StrCat("t", t, "/mask"), mask_rows_, 0, t * B(), (t + 1) * B());
   }
@@ -357,8 +359,8 @@ ValueId Unroller::StepMask(int64_t t) {
 }
 
 // Gates i, o, f, c (blocks of xw's columns).
-State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops, ValueId xw,
-                         const State& state) {
+State RecurrenceDecomposer::LstmStep(const std::string& p, const DirectionOperands& ops, ValueId xw,
+                                     const State& state) {
   const bool peepholes = spec_.Has(kRnnP);
   const ValueId hr = StateProduct(p + "hr", state.h, ops.r);
   ValueId gates = Op(p + "gates", "add", {xw, hr});
@@ -379,8 +381,8 @@ State Unroller::LstmStep(const std::string& p, const DirectionOperands& ops, Val
 
 // i, o and f share an activation and are adjacent columns: the gates split
 // in two, and one node activates all three (a node fewer a step).
-Unroller::Gates Unroller::ActivateGatesTogether(const std::string& p, const DirectionOperands& ops,
-                                                ValueId gates) {
+RecurrenceDecomposer::Gates RecurrenceDecomposer::ActivateGatesTogether(
+    const std::string& p, const DirectionOperands& ops, ValueId gates) {
   const ValueIds halves =
       b_.AddWithOutputs(p + "gates_split", "split", {gates}, {p + "gates_iof", p + "gate_c"},
                         SplitAttrs(1, {3 * H(), H()}));
@@ -393,8 +395,8 @@ Unroller::Gates Unroller::ActivateGatesTogether(const std::string& p, const Dire
 // Each gate on its own, for peepholes (each adds its own term before its
 // activation) or a forget gate of 1 - i. o's peephole reads the new cell:
 // with peepholes, the caller activates o.
-Unroller::Gates Unroller::ActivateGatesOneByOne(const std::string& p, const DirectionOperands& ops,
-                                                ValueId gates, ValueId cell) {
+RecurrenceDecomposer::Gates RecurrenceDecomposer::ActivateGatesOneByOne(
+    const std::string& p, const DirectionOperands& ops, ValueId gates, ValueId cell) {
   const bool peepholes = spec_.Has(kRnnP);
   // The gates' blocks of columns, as views: one split, not a slice each.
   const ValueIds blocks =
@@ -410,16 +412,17 @@ Unroller::Gates Unroller::ActivateGatesOneByOne(const std::string& p, const Dire
 }
 
 // pre + P_k . cell, clipped, with peepholes; else pre as it is.
-ValueId Unroller::Peephole(const std::string& p, const std::string& name,
-                           const DirectionOperands& ops, ValueId pre, int k, ValueId cell) {
+ValueId RecurrenceDecomposer::Peephole(const std::string& p, const std::string& name,
+                                       const DirectionOperands& ops, ValueId pre, int k,
+                                       ValueId cell) {
   if (!spec_.Has(kRnnP)) return pre;
   const ValueId term = Op(p + name + "_peep", "mul", {ops.p[k], cell});
   return Clip(p + name, Op(p + name + "_pre", "add", {pre, term}));
 }
 
 // Gates z, r, h; H' = h~ + z . (H - h~), which is (1 - z) . h~ + z . H.
-State Unroller::GruStep(const std::string& p, const DirectionOperands& ops, ValueId xw_step,
-                        const State& state) {
+State RecurrenceDecomposer::GruStep(const std::string& p, const DirectionOperands& ops,
+                                    ValueId xw_step, const State& state) {
   const ValueIds xw = b_.AddWithOutputs(p + "xw_split", "split", {xw_step},
                                         {p + "xw_zr", p + "xw_h"}, SplitAttrs(1, {2 * H(), H()}));
   const ValueId xw_zr = xw[0], xw_h = xw[1];
@@ -454,15 +457,16 @@ State Unroller::GruStep(const std::string& p, const DirectionOperands& ops, Valu
   return State{Op(p + "h", "add", {candidate, kept}), -1};
 }
 
-State Unroller::RnnStep(const std::string& p, const DirectionOperands& ops, ValueId xw,
-                        const State& state) {
+State RecurrenceDecomposer::RnnStep(const std::string& p, const DirectionOperands& ops, ValueId xw,
+                                    const State& state) {
   const ValueId hr = StateProduct(p + "hr", state.h, ops.r);
   const ValueId pre = Clip(p + "pre", Op(p + "pre", "add", {xw, hr}));
   return State{Activate(p + "h", 0, ops, pre), -1};
 }
 
-void Unroller::WriteStacked(const std::string& suffix, const std::vector<ValueId>& parts,
-                            Shape part_shape, int64_t axis, int output) {
+void RecurrenceDecomposer::WriteStacked(const std::string& suffix,
+                                        const std::vector<ValueId>& parts, Shape part_shape,
+                                        int64_t axis, int output) {
   const ValueId out = node_.outputs[output];
   if (parts.size() == 1) {
     b_.AddWriting(suffix, "reshape", {parts[0]}, out, Ints("shape", std::move(part_shape)));
@@ -475,15 +479,16 @@ void Unroller::WriteStacked(const std::string& suffix, const std::vector<ValueId
   b_.AddWriting(suffix, "concat", reshaped, out, AxisAttr(axis));
 }
 
-ValueId Unroller::StateProduct(const std::string& suffix, ValueId state, ValueId weight) {
+ValueId RecurrenceDecomposer::StateProduct(const std::string& suffix, ValueId state,
+                                           ValueId weight) {
   if (!loop_) return Op(suffix, "matmul", {state, weight});
   const ValueId rows = Reshape(suffix + "_state", state, {B(), 1, H()});
   const ValueId products = Op(suffix + "_products", "mul", {rows, weight});
   return Op(suffix, "reduce_sum", {products}, Ints("axes", {2}));
 }
 
-State Unroller::Step(const std::string& p, const DirectionOperands& ops, ValueId xw, ValueId mask,
-                     const State& state) {
+State RecurrenceDecomposer::Step(const std::string& p, const DirectionOperands& ops, ValueId xw,
+                                 ValueId mask, const State& state) {
   State next;
   switch (spec_.cell) {
     case RecurrentCell::kLstm:
@@ -506,7 +511,8 @@ State Unroller::Step(const std::string& p, const DirectionOperands& ops, ValueId
   return next;
 }
 
-Unroller::DirectionOutputs Unroller::Unrolled(int64_t d, DirectionOperands& ops) {
+RecurrenceDecomposer::DirectionOutputs RecurrenceDecomposer::Unrolled(int64_t d,
+                                                                      DirectionOperands& ops) {
   const int64_t seq = spec_.seq;
   const int64_t chunk = StepsPerProjection();
   State state = InitialState(d);
@@ -530,7 +536,8 @@ Unroller::DirectionOutputs Unroller::Unrolled(int64_t d, DirectionOperands& ops)
   return {y, state};
 }
 
-Unroller::DirectionOutputs Unroller::Looped(int64_t d, DirectionOperands& ops) {
+RecurrenceDecomposer::DirectionOutputs RecurrenceDecomposer::Looped(int64_t d,
+                                                                    const DirectionOperands& ops) {
   const std::string p = absl::StrCat("d", d, "/");
   const bool lstm = spec_.cell == RecurrentCell::kLstm;
   const ValueId xw = Op(p + "xw", "matmul", {x_rows_, ops.w_t});
@@ -575,7 +582,7 @@ Unroller::DirectionOutputs Unroller::Looped(int64_t d, DirectionOperands& ops) {
           State{end[0], lstm ? end[1] : -1}};
 }
 
-absl::Status Unroller::Run() {
+absl::Status RecurrenceDecomposer::Run() {
   if (spec_.seq == 0) {
     return absl::InvalidArgumentError("cannot unroll an empty sequence (seq is 0)");
   }
@@ -644,7 +651,7 @@ absl::Status DecomposeRecurrent(const Node& node, DecompositionBuilder& b) {
   for (ValueId input : node.inputs) inputs.push_back(b.type(input));
   LOOM_ASSIGN_OR_RETURN(RecurrentSpec spec, ParseRecurrent(kCell, node, inputs));
   const bool loop = kForm == RnnForm::kLoop || (kForm == RnnForm::kAuto && LoopPays(spec));
-  return Unroller(node, spec, b, loop).Run();
+  return RecurrenceDecomposer(node, spec, b, loop).Run();
 }
 
 template <RnnForm kForm>

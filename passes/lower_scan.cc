@@ -31,6 +31,29 @@
 
 namespace loom {
 namespace lowering {
+namespace {
+
+// Whether `index`, over loops of `extents` (x0 the rows, x1 the
+// iterations), stays in row x0 of a buffer whose rows are `row` elements
+// apart in slots of `slot` elements: x0 * row (any multiple of x0 with a
+// single row), plus whole slots, plus what the other loops add, which
+// stays within [0, row).
+bool StaysInItsRow(Expr index, absl::Span<const int64_t> extents, int64_t row, int64_t slot) {
+  std::vector<int64_t> coefficients(extents.size());
+  int64_t constant = 0;
+  if (!AffineCoefficients(index, absl::MakeSpan(coefficients), constant) ||
+      (coefficients[0] != row && extents[0] > 1) || coefficients[1] % slot != 0) {
+    return false;
+  }
+  int64_t low = ((constant % slot) + slot) % slot, high = low;
+  for (size_t i = 2; i < extents.size(); ++i) {
+    const int64_t reach = coefficients[i] * (extents[i] - 1);
+    (reach < 0 ? low : high) += reach;
+  }
+  return low >= 0 && high < row;
+}
+
+}  // namespace
 
 void Lowering::AddScanRules(RuleTable& rules) {
   rules["scan_begin"] = {&Lowering::LowerScanBegin};
@@ -166,6 +189,43 @@ absl::Status Lowering::LiftIntoLoop(const Node& end, const OpenScan& scan) {
       } else if (op.kind == ScalarOp::Kind::kIndex) {
         op.index = ctx_.Simplify(ctx_.Substitute(op.index, moved), extents);
       }
+    }
+  }
+  // The rows run on their own (the kernel shares them over the threads):
+  // what the loop writes, each row reads and writes in its own row only.
+  absl::flat_hash_map<BufferId, std::pair<int64_t, int64_t>> rows;  // row, slot
+  for (int v = scan.first_node; v < last; ++v) {
+    const Buffer& buffer = program_.buffers[program_.nodes[v].output];
+    const int64_t elements = NumElements(buffer.sizes);
+    rows[program_.nodes[v].output] = {elements / scan.rows, elements};
+  }
+  for (size_t i = 0; i < scan.states.size(); ++i) {
+    rows[scan.states[i]] = {scan.slots[i] / scan.rows, scan.slots[i]};
+  }
+  for (int v = scan.first_node; v < last; ++v) {
+    const ComputeNode& node = program_.nodes[v];
+    const std::vector<int64_t> extents = node.AllRanges();
+    // Where the node leaves its row of a buffer the loop writes, if it does
+    // (a gather may read any row).
+    std::optional<std::pair<BufferId, Expr>> astray;
+    auto check = [&](BufferId buffer, Expr index, bool gather) {
+      const auto it = rows.find(buffer);
+      if (astray.has_value() || it == rows.end()) return;
+      if (gather || !StaysInItsRow(index, extents, it->second.first, it->second.second)) {
+        astray = {buffer, index};
+      }
+    };
+    check(node.output, node.store_index, false);
+    for (const ScalarOp& op : node.body) {
+      if (op.kind == ScalarOp::Kind::kLoad) check(op.buffer, op.index, !op.args.empty());
+    }
+    if (astray.has_value()) {
+      return NodeError(
+          end, absl::StrCat("compute node '", node.name, "' of the loop from '", scan.begin,
+                            "' reaches another row of '", program_.buffers[astray->first].name,
+                            "' (at ", ToString(astray->second),
+                            ") than its own: each of the states' rows must run "
+                            "through the loop on its own"));
     }
   }
   program_.loop_regions.push_back({scan.first_node, last});

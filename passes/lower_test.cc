@@ -870,16 +870,24 @@ TEST(LowerTest, VerifierRefusesAGemmMarkOnANodeNoCallComputes) {
 }
 
 // A scan: h' = h + x_t over the rows of h, 5 iterations (a running sum),
-// with `end` nodes of scan_end (0: none, 2: two).
-Graph RunningSum(int ends = 1, int64_t reverse = 0) {
+// with `end` nodes of scan_end (0: none, 2: two); with `transposed`, h'
+// = h^T + x_t, whose rows read each other.
+Graph RunningSum(int ends = 1, int64_t reverse = 0, bool transposed = false) {
   Graph graph;
-  const ValueId h0 = *graph.AddInput("h0", TensorType{DType::kF32, {3, 4}});
-  const ValueId xs = *graph.AddInput("xs", TensorType{DType::kF32, {5, 3, 4}});
+  const int64_t columns = transposed ? 3 : 4;
+  const ValueId h0 = *graph.AddInput("h0", TensorType{DType::kF32, {3, columns}});
+  const ValueId xs = *graph.AddInput("xs", TensorType{DType::kF32, {5, 3, columns}});
   Attrs begin;
   begin.Set("states", int64_t{1});
   begin.Set("reverse", reverse);
   const NodeId scan = *graph.AddNode("begin", "scan_begin", {h0, xs}, {"h", "x"}, begin);
-  const ValueId next = AddNode(graph, "add", graph.node(scan).outputs);
+  ValueId h = graph.node(scan).outputs[0];
+  if (transposed) {
+    Attrs perm;
+    perm.Set("perm", std::vector<int64_t>{1, 0});
+    h = AddNode(graph, "transpose", {h}, perm);
+  }
+  const ValueId next = AddNode(graph, "add", {h, graph.node(scan).outputs[1]});
   Attrs end;
   end.Set("length", int64_t{5});
   end.Set("reverse", reverse);
@@ -916,6 +924,16 @@ TEST(LowerTest, AScanIsALoopOverItsIterationsInsideItsRows) {
     EXPECT_THAT(loads, ElementsAre("4*x0 + 12*x1 + x2",
                                    reverse ? "4*x0 - 12*x1 + x2 + 48" : "4*x0 + 12*x1 + x2"));
   }
+}
+
+// The kernel shares a loop's rows over the threads: rows that read each
+// other would race.
+TEST(LowerTest, AScanWhoseRowsReadEachOtherIsRefused) {
+  Graph graph = RunningSum(1, 0, /*transposed=*/true);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  EXPECT_THAT(std::string(LowerGraph(graph).status().message()),
+              HasSubstr("compute node 'end0.state0' of the loop from 'begin' reaches another "
+                        "row of 'h.steps' (at x0 + 9*x1 + 3*x2) than its own"));
 }
 
 TEST(LowerTest, AScanWithoutItsOtherEndNamesTheNode) {
