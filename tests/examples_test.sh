@@ -9,7 +9,7 @@ export LOOM_CACHE_DIR="${TEST_TMPDIR:-$(mktemp -d)}/cache"
 failures=0
 for model in examples/*.pbtxt; do
   pipelines=(cpu)
-  [[ $model == *lstm* || $model == *gru* ]] && pipelines=(cpu_unrolled_rnn)
+  [[ $model == *lstm* || $model == *gru* ]] && pipelines=(cpu cpu_unrolled_rnn)
   for pipeline in "${pipelines[@]}"; do
     if output=$("$loom" run --model="$model" --pipeline="$pipeline" --check 2>&1); then
       echo "ok: $output"

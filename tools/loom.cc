@@ -352,35 +352,30 @@ int Gen() {
   return kExitOk;
 }
 
-// The examples the demo runs; `bazel run //tools:loom` starts in the
-// runfiles tree, where they are data dependencies.
-// Recurrent models compile with their recurrences unrolled.
-struct DemoExample {
-  const char* model;
-  const char* pipeline;
-};
-constexpr DemoExample kDemoExamples[] = {
-    {"examples/mlp.pbtxt", "cpu"},
-    {"examples/softmax.pbtxt", "cpu"},
-    {"examples/softmax_large.pbtxt", "cpu"},
-    {"examples/layer_norm.pbtxt", "cpu"},
-    {"examples/layer_norm_large.pbtxt", "cpu"},
-    {"examples/group_norm.pbtxt", "cpu"},
-    {"examples/group_norm_large.pbtxt", "cpu"},
-    {"examples/lstm_l2_h64.pbtxt", "cpu_unrolled_rnn"},
-    {"examples/lstm_l6_h256.pbtxt", "cpu_unrolled_rnn"},
-    {"examples/gru_l2_h64.pbtxt", "cpu_unrolled_rnn"},
+// The examples the demo runs, with the default pipeline; `bazel run
+// //tools:loom` starts in the runfiles tree, where they are data
+// dependencies.
+constexpr const char* kDemoExamples[] = {
+    "examples/mlp.pbtxt",
+    "examples/softmax.pbtxt",
+    "examples/softmax_large.pbtxt",
+    "examples/layer_norm.pbtxt",
+    "examples/layer_norm_large.pbtxt",
+    "examples/group_norm.pbtxt",
+    "examples/group_norm_large.pbtxt",
+    "examples/lstm_l2_h64.pbtxt",
+    "examples/lstm_l6_h256.pbtxt",
+    "examples/gru_l2_h64.pbtxt",
 };
 
 int Demo() {
   std::cout << "loom demo: compile, run and check each example against the "
                "model evaluated in float64\n";
   int passed = 0, total = 0;
-  for (const auto& [model, pipeline] : kDemoExamples) {
+  for (const char* model : kDemoExamples) {
     ++total;
     CompileOptions options;
     options.model = model;
-    options.pipeline = pipeline;
     options.keep_input_graph = true;
     absl::StatusOr<CompiledModel> compiled = CompileModel(options);
     RunModelOptions run_options;
