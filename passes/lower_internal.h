@@ -374,6 +374,7 @@ class Lowering {
   struct OpenScan {
     std::string begin;   // scan_begin's node name
     int first_node = 0;  // the loop's first compute node
+    int end_node = 0;    // past its last, once lifted
     int64_t rows = 0;    // the states' first dim
     int64_t length = 0;  // iterations
     bool reverse = false;
@@ -388,7 +389,10 @@ class Lowering {
   // Makes the compute nodes since the scan_begin the loop's body: each
   // gets the loop over the iterations as its second loop, and its loads and
   // stores of the states and sequences move by the iteration.
-  absl::Status LiftIntoLoop(const Node& end, const OpenScan& scan);
+  absl::Status LiftIntoLoop(const Node& end, OpenScan& scan);
+  // Gives state `state` of the lifted loop two slots, which iterations read
+  // and write in turn, rather than one per iteration.
+  void AlternateSlots(const OpenScan& scan, size_t state);
   std::optional<OpenScan> open_scan_;
 
   void BindGraphInputsAndWeights();

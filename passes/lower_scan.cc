@@ -18,7 +18,9 @@
 // scan_end's outputs are views of the states' buffers: the final states
 // (slot length) and every iteration's state in time order (slots 1 ..
 // length, or length .. 1 running backwards), so a recurrence's Y is its
-// h's buffer itself.
+// h's buffer itself. A state whose every-iteration output nothing reads
+// (an LSTM's c) keeps two slots instead, iteration s reading slot s % 2 and
+// writing the other.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -126,7 +128,7 @@ absl::Status Lowering::LowerScanEnd(const Node& node, const LoweringRule&) {
   if (!open_scan_.has_value()) {
     return NodeError(node, "no scan_begin opens its loop before it");
   }
-  const OpenScan scan = *std::move(open_scan_);
+  OpenScan scan = *std::move(open_scan_);
   open_scan_.reset();
   const size_t states = scan.states.size();
   if (node.inputs.size() != states) {
@@ -147,18 +149,49 @@ absl::Status Lowering::LowerScanEnd(const Node& node, const LoweringRule&) {
   for (size_t i = 0; i < states; ++i) {
     const Shape& shape = graph_.value(node.inputs[i]).type.shape;
     const int64_t slot = scan.slots[i];
+    // A state whose every-iteration output nothing reads (an LSTM's c)
+    // needs two slots only, read and written in turn.
+    const bool two_slots = readers_[node.outputs[states + i]] == 0;
+    if (two_slots) AlternateSlots(scan, i);
+    const int64_t last_slot = two_slots ? scan.length % 2 : scan.length;
     lowered_[node.outputs[i]] = LoweredValue::Stored(
-        scan.states[i], ctx_.Add(ctx_.Const(slot * scan.length), ContiguousOffset(shape)));
+        scan.states[i], ctx_.Add(ctx_.Const(slot * last_slot), ContiguousOffset(shape)));
     // Iteration x0's state: slot x0 + 1, or length - x0 running backwards.
     const Expr step =
         scan.reverse ? ctx_.Sub(ctx_.Const(scan.length), Var(0)) : ctx_.Add(Var(0), ctx_.Const(1));
+    // (Read by nothing where the state keeps two slots.)
     lowered_[node.outputs[states + i]] = LoweredValue::Stored(
         scan.states[i], ctx_.Add(ctx_.Mul(step, slot), ContiguousOffset(shape, 1)));
   }
   return absl::OkStatus();
 }
 
-absl::Status Lowering::LiftIntoLoop(const Node& end, const OpenScan& scan) {
+void Lowering::AlternateSlots(const OpenScan& scan, size_t state) {
+  const BufferId buffer = scan.states[state];
+  const int64_t slot = scan.slots[state];
+  program_.buffers[buffer].sizes[0] = 2;
+  // An index there is (what stays in a slot) + slot * (x1 + k), k = 0 for
+  // a read and 1 for the write: it becomes slot * ((x1 + k) % 2).
+  auto alternate = [&](Expr index, absl::Span<const int64_t> extents) {
+    const Expr first = ctx_.Simplify(ctx_.Substitute(index, {Var(0), ctx_.Const(0)}), extents);
+    const int64_t k = ConstantTerm(first) / slot;
+    const Expr turn = ctx_.Mod(ctx_.Add(Var(1), ctx_.Const(k)), 2);
+    return ctx_.Simplify(ctx_.Add(ctx_.Sub(first, ctx_.Const(k * slot)), ctx_.Mul(turn, slot)),
+                         extents);
+  };
+  for (int v = scan.first_node; v < scan.end_node; ++v) {
+    ComputeNode& node = program_.nodes[v];
+    const std::vector<int64_t> extents = node.AllRanges();
+    if (node.output == buffer) node.store_index = alternate(node.store_index, extents);
+    for (ScalarOp& op : node.body) {
+      if (op.kind == ScalarOp::Kind::kLoad && op.buffer == buffer) {
+        op.index = alternate(op.index, extents);
+      }
+    }
+  }
+}
+
+absl::Status Lowering::LiftIntoLoop(const Node& end, OpenScan& scan) {
   const int last = static_cast<int>(program_.nodes.size());
   for (int v = scan.first_node; v < last; ++v) {
     ComputeNode& node = program_.nodes[v];
@@ -229,6 +262,7 @@ absl::Status Lowering::LiftIntoLoop(const Node& end, const OpenScan& scan) {
     }
   }
   program_.loop_regions.push_back({scan.first_node, last});
+  scan.end_node = last;
   return absl::OkStatus();
 }
 

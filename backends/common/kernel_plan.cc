@@ -14,6 +14,8 @@ ParamTable::Use ParamTable::Add(BufferId buffer, Expr index, bool written) {
   if (added) {
     args_.push_back(BufferRef{buffer, offset});
     written_.push_back(written);
+  } else if (written) {
+    written_[it->second] = true;  // read first, written later (a loop's state)
   }
   return Use{it->second, added};
 }

@@ -38,7 +38,7 @@ class ParamTable {
     bool added = false;  // the first use of this parameter
   };
   // The parameter for element `index` of `buffer`; `written`: whether the
-  // kernel stores through it (a parameter keeps its first use's flag).
+  // kernel stores through it (written once any use writes).
   Use Add(BufferId buffer, Expr index, bool written);
   const std::vector<BufferRef>& args() const { return args_; }
   int64_t offset(int id) const { return args_[id].offset; }

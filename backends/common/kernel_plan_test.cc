@@ -19,8 +19,10 @@ TEST(ParamTableTest, OneParameterPerBufferAndOffset) {
   EXPECT_EQ(c.id, 1);
   ASSERT_EQ(params.size(), 2u);
   EXPECT_EQ(params.args()[0].offset, 16);
-  EXPECT_FALSE(params.written(0));  // its first use reads
+  EXPECT_TRUE(params.written(0));  // read first, then written
   EXPECT_TRUE(params.written(1));
+  params.Add(4, x, /*written=*/false);
+  EXPECT_FALSE(params.written(2));
   EXPECT_EQ(params.Rest(ctx, 0, ctx.Add(x, ctx.Const(16))), x);
 }
 

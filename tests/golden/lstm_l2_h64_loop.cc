@@ -556,7 +556,7 @@ extern "C" void loom_f4(void* const* a) {
   const float* p1 = (const float*)a[1];
   const float* p2 = (const float*)a[2];
   const float* p3 = (const float*)a[3];
-  const float* p4 = (const float*)a[4];
+  float* p4 = (float*)a[4];
   const float* p5 = (const float*)a[5];
   const float* p6 = (const float*)a[6];
   const float* p7 = (const float*)a[7];
@@ -564,7 +564,6 @@ extern "C" void loom_f4(void* const* a) {
   const float* p9 = (const float*)a[9];
   const float* p10 = (const float*)a[10];
   float* p11 = (float*)a[11];
-  float* p12 = (float*)a[12];
   #pragma omp parallel for
   for (int64_t x0 = 0; x0 < 2; ++x0) {
     for (int64_t x1 = 0; x1 < 16; ++x1) {
@@ -574,7 +573,7 @@ extern "C" void loom_f4(void* const* a) {
       for (int64_t x2 = 0; x2 < 64; x2 += 16) {
         __builtin_prefetch(&p2[(256*x0 + 512*(x1 + 1) + x2)]);
         __builtin_prefetch(&p3[x2]);
-        __builtin_prefetch(&p4[(64*x0 + 128*(x1 + 1) + x2)]);
+        __builtin_prefetch(&p4[(64*x0 + x2 + 128*((x1 + 1) % 2))]);
         __builtin_prefetch(&p5[(256*x0 + 512*(x1 + 1) + x2)]);
         __builtin_prefetch(&p6[x2]);
         __builtin_prefetch(&p7[(256*x0 + 512*(x1 + 1) + x2)]);
@@ -586,7 +585,7 @@ extern "C" void loom_f4(void* const* a) {
         const loom_f32v16 t6 = loom_load16(&l0[(x2 + 128)]);
         const loom_f32v16 t7 = t5 + t6;
         const loom_f32v16 t8 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t7));
-        const loom_f32v16 t9 = loom_load16(&p4[(64*x0 + 128*x1 + x2)]);
+        const loom_f32v16 t9 = loom_load16(&p4[(64*x0 + x2 + 128*(x1 % 2))]);
         const loom_f32v16 t10 = t8 * t9;
         const loom_f32v16 t11 = loom_load16(&p5[(256*x0 + 512*x1 + x2)]);
         const loom_f32v16 t12 = loom_load16(&p6[x2]);
@@ -607,7 +606,7 @@ extern "C" void loom_f4(void* const* a) {
       for (int64_t x2 = 0; x2 < 64; x2 += 16) {
         __builtin_prefetch(&p9[(256*x0 + 512*(x1 + 1) + x2)]);
         __builtin_prefetch(&p10[x2]);
-        __builtin_prefetch(&p12[(64*x0 + 128*x1 + x2)], 1);
+        __builtin_prefetch(&p4[(64*x0 + x2 + 128*((x1 + 1) % 2))], 1);
         const loom_f32v16 t25 = loom_load16(&p9[(256*x0 + 512*x1 + x2)]);
         const loom_f32v16 t26 = loom_load16(&p10[x2]);
         const loom_f32v16 t27 = t25 + t26;
@@ -622,7 +621,7 @@ extern "C" void loom_f4(void* const* a) {
       #pragma GCC ivdep
       for (int64_t x2 = 0; x2 < 64; ++x2) {
         const float t34 = l1[x2];
-        p12[(64*x0 + 128*x1 + x2)] = t34;
+        p4[(64*x0 + x2 + 128*((x1 + 1) % 2))] = t34;
       }
     }
   }
@@ -684,16 +683,16 @@ extern "C" void loom_f8(void* const* a) {
 // loom_f2(lstm0/d0/xw.a, lstm0/d0/w_t.3/folded, lstm0/d0/xw.9)  # lstm0/d0/xw
 // loom_f3(lstm0/d0/h0_zero.10, lstm0/d0/step/h_prev.13.steps)  # lstm0/d0/scan_begin.initial0
 // loom_f3(lstm0/d0/c0_zero.11, lstm0/d0/step/c_prev.14.steps)  # lstm0/d0/scan_begin.initial1
-// loom_f4(lstm0/d0/step/h_prev.13.steps, lstm0_r, lstm0/d0/xw.9+128, lstm0/d0/bias.7+128, lstm0/d0/step/c_prev.14.steps, lstm0/d0/xw.9, lstm0/d0/bias.7, lstm0/d0/xw.9+192, lstm0/d0/bias.7+192, lstm0/d0/xw.9+64, lstm0/d0/bias.7+64, lstm0/d0/step/h_prev.13.steps+128, lstm0/d0/step/c_prev.14.steps+128)  # lstm0/d0/step/hr, lstm0/d0/step/c, lstm0/d0/scan_end.state0, lstm0/d0/scan_end.state1
+// loom_f4(lstm0/d0/step/h_prev.13.steps, lstm0_r, lstm0/d0/xw.9+128, lstm0/d0/bias.7+128, lstm0/d0/step/c_prev.14.steps, lstm0/d0/xw.9, lstm0/d0/bias.7, lstm0/d0/xw.9+192, lstm0/d0/bias.7+192, lstm0/d0/xw.9+64, lstm0/d0/bias.7+64, lstm0/d0/step/h_prev.13.steps+128)  # lstm0/d0/step/hr, lstm0/d0/step/c, lstm0/d0/scan_end.state0, lstm0/d0/scan_end.state1
 // loom_f0(lstm1_b, lstm1_b+256, lstm1/d0/bias.46)  # lstm1/d0/bias
 // loom_f5(lstm0/d0/step/h_prev.13.steps+128, lstm1/d0/w_t.42/folded, lstm1/d0/xw.48)  # lstm1/d0/xw
 // loom_f3(lstm1/d0/h0_zero.49, lstm1/d0/step/h_prev.52.steps)  # lstm1/d0/scan_begin.initial0
 // loom_f3(lstm1/d0/c0_zero.50, lstm1/d0/step/c_prev.53.steps)  # lstm1/d0/scan_begin.initial1
-// loom_f4(lstm1/d0/step/h_prev.52.steps, lstm1_r, lstm1/d0/xw.48+128, lstm1/d0/bias.46+128, lstm1/d0/step/c_prev.53.steps, lstm1/d0/xw.48, lstm1/d0/bias.46, lstm1/d0/xw.48+192, lstm1/d0/bias.46+192, lstm1/d0/xw.48+64, lstm1/d0/bias.46+64, lstm1/d0/step/h_prev.52.steps+128, lstm1/d0/step/c_prev.53.steps+128)  # lstm1/d0/step/hr, lstm1/d0/step/c, lstm1/d0/scan_end.state0, lstm1/d0/scan_end.state1
+// loom_f4(lstm1/d0/step/h_prev.52.steps, lstm1_r, lstm1/d0/xw.48+128, lstm1/d0/bias.46+128, lstm1/d0/step/c_prev.53.steps, lstm1/d0/xw.48, lstm1/d0/bias.46, lstm1/d0/xw.48+192, lstm1/d0/bias.46+192, lstm1/d0/xw.48+64, lstm1/d0/bias.46+64, lstm1/d0/step/h_prev.52.steps+128)  # lstm1/d0/step/hr, lstm1/d0/step/c, lstm1/d0/scan_end.state0, lstm1/d0/scan_end.state1
 // loom_f6(lstm0/d0/step/h_prev.13.steps+2048, h_n_layers)  # h_n_concat.input0
 // loom_f6(lstm1/d0/step/h_prev.52.steps+2048, h_n_layers+64)  # h_n_concat.input1
-// loom_f6(lstm0/d0/step/c_prev.14.steps+2048, c_n_layers)  # c_n_concat.input0
-// loom_f6(lstm1/d0/step/c_prev.53.steps+2048, c_n_layers+64)  # c_n_concat.input1
+// loom_f6(lstm0/d0/step/c_prev.14.steps, c_n_layers)  # c_n_concat.input0
+// loom_f6(lstm1/d0/step/c_prev.53.steps, c_n_layers+64)  # c_n_concat.input1
 // loom_f7(lstm1/d0/step/h_prev.52.steps+128, y)  # copy_y
 // loom_f8(h_n_layers, h_n)  # copy_h_n
 // loom_f8(c_n_layers, c_n)  # copy_c_n
