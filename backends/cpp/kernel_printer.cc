@@ -316,19 +316,20 @@ std::string KernelPrinter::DeclaredType(const Kernel& kernel, absl::string_view 
     return absl::StrCat(
         StorageCType(program_.buffers[program_.nodes[kernel.nodes[id]].output].dtype), "*");
   }
-  const char* qualifier = plan_.params.written(id) ? "" : "const ";
-  return absl::StrCat(qualifier,
-                      StorageCType(program_.buffers[plan_.params.args()[id].buffer].dtype), "*");
+  return ParamType(id);
+}
+
+std::string KernelPrinter::ParamType(size_t p) const {
+  return absl::StrCat(plan_.params.written(p) ? "" : "const ",
+                      StorageCType(program_.buffers[plan_.params.args()[p].buffer].dtype), "*");
 }
 
 std::string KernelPrinter::ParamDeclarations(bool restrict) const {
-  const char* pointer = restrict ? "* LOOM_RESTRICT p" : "* p";
+  const char* name = restrict ? " LOOM_RESTRICT p" : " p";
   std::string params;
   for (size_t p = 0; p < plan_.params.size(); ++p) {
-    const char* type = StorageCType(program_.buffers[plan_.params.args()[p].buffer].dtype);
-    const char* qualifier = plan_.params.written(p) ? "" : "const ";
-    absl::StrAppend(&params, "  ", qualifier, type, pointer, p, " = (", qualifier, type, "*)a[", p,
-                    "];\n");
+    const std::string type = ParamType(p);
+    absl::StrAppend(&params, "  ", type, name, p, " = (", type, ")a[", p, "];\n");
   }
   return params;
 }

@@ -74,6 +74,8 @@ class KernelPrinter {
   // The type of p<N> or l<N> as the kernel declares it (a pointer for a
   // local array).
   std::string DeclaredType(const Kernel& kernel, absl::string_view name) const;
+  // Parameter p's pointer type, e.g. "const float*".
+  std::string ParamType(size_t p) const;
   void PrintMember(const ComputeNode& node, int member, int depth);
   void PrintReduction(const ComputeNode& node, int member, int depth, std::string& result);
   // A variance (kVar): Welford's update, in lanes over the innermost
