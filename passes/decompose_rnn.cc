@@ -24,9 +24,9 @@
 //   the loop             scan_begin(h0, [c0,] xw as [seq, batch, gates*H]
 //                        [, the masks]) gives the state and the step's rows;
 //                        one step (its rows of xw plus Wb_d + Rb_d), its
-//                        product with R_d a sum over H of the state times
-//                        R_d's rows (lowered as loops, which the C++ backend
-//                        runs as matrix-vector products); then
+//                        product with R_d a sum of R_d^T's rows scaled by
+//                        the state's elements (lowered as loops, which the
+//                        C++ backend runs for blocks of rows at once); then
 //                        scan_end(h', [c']) gives the last state and the
 //                        state after every step, [seq, batch, H]
 //
@@ -109,9 +109,9 @@ struct DirectionOperands {
   ValueId w_t;        // [input, gates*H]: W^T
   ValueId bias;       // [gates*H]: the biases that fold into xw, or -1
   ValueIds xw_steps;  // by time step: its rows of X W^T + bias, [batch, gates*H]
-  // R, whose rows multiply the state, [gates*H, H] (gru, linear_before_reset
-  // 0: z's and r's rows, [2H, H]), and that gru's h rows, [H, H] (else -1);
-  // unrolled, transposed ([H, gates*H], [H, H]) for matmuls.
+  // R^T, which the state multiplies, [H, gates*H] (gru, linear_before_reset
+  // 0: z's and r's columns, [H, 2H]), and that gru's h columns, [H, H]
+  // (else -1).
   ValueId r;
   ValueId r_h;
   ValueId rb_h;  // gru, linear_before_reset 1 with B: [H], else -1
@@ -189,9 +189,9 @@ class RecurrenceDecomposer {
   // The step from `state`, its rows of xw `xw` and (masking) its mask.
   State Step(const std::string& p, const DirectionOperands& ops, ValueId xw, ValueId mask,
              const State& state);
-  // state [batch, H] times a weight's rows, weight [n, H] -> [batch, n]:
-  // a matmul with its transpose (unrolled), or a sum over H of the state
-  // times each row (a loop's step, lowered as loops, not a library call).
+  // state [batch, H] times weight [H, n] -> [batch, n]: a matmul
+  // (unrolled), or a sum over the weight's rows scaled by the state's
+  // elements (a loop's step, lowered as loops, not a library call).
   ValueId StateProduct(const std::string& suffix, ValueId state, ValueId weight);
   State LstmStep(const std::string& p, const DirectionOperands& ops, ValueId xw,
                  const State& state);
@@ -287,10 +287,8 @@ DirectionOperands RecurrenceDecomposer::PrepareDirection(int64_t d) {
     ops.r_h = Slice(p + "r_h", ops.r, 0, 2 * H(), 3 * H());
     ops.r = Slice(p + "r_zr", ops.r, 0, 0, 2 * H());
   }
-  if (!loop_) {
-    ops.r = Transpose(p + "r_t", ops.r);
-    if (ops.r_h >= 0) ops.r_h = Transpose(p + "r_h_t", ops.r_h);
-  }
+  ops.r = Transpose(p + "r_t", ops.r);
+  if (ops.r_h >= 0) ops.r_h = Transpose(p + "r_h_t", ops.r_h);
   if (spec_.Has(kRnnP)) {
     const ValueId peepholes = OfDirection(p + "p", In(kRnnP), d, {3 * H()});
     const char* names[] = {"p_i", "p_o", "p_f"};
@@ -482,9 +480,13 @@ void RecurrenceDecomposer::WriteStacked(const std::string& suffix,
 ValueId RecurrenceDecomposer::StateProduct(const std::string& suffix, ValueId state,
                                            ValueId weight) {
   if (!loop_) return Op(suffix, "matmul", {state, weight});
-  const ValueId rows = Reshape(suffix + "_state", state, {B(), 1, H()});
-  const ValueId products = Op(suffix + "_products", "mul", {rows, weight});
-  return Op(suffix, "reduce_sum", {products}, Ints("axes", {2}));
+  // A sum over the weight's rows, each scaled by an element of the state:
+  // lowered as loops that run in order, it is printed as such sums for a
+  // block of rows at once (loom_vecmats), each weight row read once for
+  // them all.
+  const ValueId columns = Reshape(suffix + "_state", state, {B(), H(), 1});
+  const ValueId products = Op(suffix + "_products", "mul", {columns, weight});
+  return Op(suffix, "reduce_sum", {products}, Ints("axes", {1}));
 }
 
 State RecurrenceDecomposer::Step(const std::string& p, const DirectionOperands& ops, ValueId xw,

@@ -458,14 +458,25 @@ absl::Status FoldWeightConcats(Graph& graph, std::vector<bool>& keep) {
   return absl::OkStatus();
 }
 
-// A weight's view (reshape, slice) transposed into a GEMM's second operand
-// is computed here, once, as a weight of its own: the library then reads it
-// as it wants it, instead of transposing (packing) it at every call. An
-// LSTM's input projection ([32, 256] x [256, 1024] through dnnl_sgemm): 67
-// us with the weight as stored ('T'), 41 us pre-transposed ('N').
+// Whether `node` reads `value` in the order of the value's own elements:
+// a GEMM's second operand (the library packs it as it wants), an
+// elementwise or broadcast op (its loops run in the output's order).
+bool ReadsInOrder(const Graph& graph, const Node& node, ValueId value) {
+  if (IsGemmOperand(graph, node, value)) return true;
+  const OpDef* def = OpRegistry::Global().Find(node.op);
+  return def != nullptr &&
+         (def->pattern == OpPattern::kElementwise || def->pattern == OpPattern::kBroadcast);
+}
+
+// A weight's view (reshape, slice) transposed into readers that read it in
+// order (ReadsInOrder) is computed here, once, as a weight of its own, so
+// that they read it in the order it is stored instead of transposing it at
+// every run. An LSTM's input projection ([32, 256] x [256, 1024] through
+// dnnl_sgemm): 67 us with the weight as stored ('T'), 41 us pre-transposed
+// ('N'); a recurrence's step kept as a loop sums R^T's rows (loom_vecmats).
 absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
   const NodeId num_nodes = static_cast<NodeId>(graph.nodes().size());
-  // Per value: 1 for a transpose's output that only GEMMs have read so far,
+  // Per value: 1 for a transpose's output read only in order so far,
   // 2 once something else reads it or nothing does; 0 for other values.
   std::vector<uint8_t> state(graph.values().size(), 0);
   constexpr uint8_t kCandidate = 1, kRefused = 2;
@@ -474,7 +485,7 @@ absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
     const Node& node = graph.node(id);
     if (!keep[id]) continue;
     for (ValueId input : node.inputs) {
-      if (state[input] == kCandidate && !IsGemmOperand(graph, node, input)) state[input] = kRefused;
+      if (state[input] == kCandidate && !ReadsInOrder(graph, node, input)) state[input] = kRefused;
     }
     if (node.op == "transpose" && node.inputs.size() == 1 && node.outputs.size() == 1) {
       state[node.outputs[0]] = kCandidate;

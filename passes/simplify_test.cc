@@ -236,6 +236,43 @@ TEST(SimplifyTest, WeightTransposesIntoGemmsAreFolded) {
   }
 }
 
+// An elementwise or broadcast op reads a transposed weight in the order of
+// its own elements (a recurrence's step kept as a loop: the state times
+// R^T's rows): folded; one that something else reads too stays.
+TEST(SimplifyTest, WeightTransposesReadInOrderAreFolded) {
+  for (const bool also_reduced : {false, true}) {
+    Module module;
+    Graph& graph = module.graph;
+    const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {2, 3, 1}});
+    Tensor w(DType::kF32, {2, 3});  // [n, k]
+    for (int64_t i = 0; i < 6; ++i) w.SetDouble(i, static_cast<double>(i));
+    const ValueId weight = *graph.AddInitializer("w", ValueKind::kWeight, w);
+    graph.AddNode("t", "transpose", {weight}, {"w_t"}).value();
+    graph.AddNode("m", "mul", {x, graph.FindValue("w_t")}, {"y"}).value();
+    graph.AddOutput(graph.FindValue("y"));
+    if (also_reduced) {
+      Attrs axes;
+      axes.Set("axes", std::vector<int64_t>{0});
+      graph.AddNode("s", "reduce_sum", {graph.FindValue("w_t")}, {"z"}, std::move(axes)).value();
+      graph.AddOutput(graph.FindValue("z"));
+    }
+    ASSERT_TRUE(InferShapes(graph).ok());
+    SimplifyPass pass;
+    ASSERT_TRUE(pass.Run(module).ok());
+    ASSERT_TRUE(VerifyGraph(graph).ok());
+    const ValueId b = graph.nodes()[also_reduced ? 1 : 0].inputs[1];
+    if (also_reduced) {
+      EXPECT_EQ(b, graph.FindValue("w_t"));
+      continue;
+    }
+    EXPECT_EQ(graph.nodes().size(), 1u);
+    ASSERT_EQ(graph.value(b).kind, ValueKind::kWeight);
+    const Tensor& folded = graph.initializer(b);
+    EXPECT_EQ(TypeToString(folded.type()), "f32[3,2]");
+    EXPECT_EQ(folded.GetDouble(1), 3.0);  // w[1][0]
+  }
+}
+
 // A concat of slices of a weight (an exporter's reordering of an LSTM's
 // gates) becomes a weight of its own; one that reads an input stays.
 TEST(SimplifyTest, ConcatsOfWeightsViewsAreFolded) {

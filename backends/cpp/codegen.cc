@@ -41,10 +41,11 @@ struct UnitNeeds {
   bool narrow_floats = false;     // cscalar::NarrowFloatHelpers
 
   void Add(const CppKernelPlan& plan) {
-    calls_openmp |= plan.may_split;  // a team splits too
+    // A team splits too; blocks of rows ask for the threads.
+    calls_openmp |= plan.may_split || (plan.row_blocks && plan.parallel_outer);
     streams |= plan.streams;
     vectorizes |= plan.vectorizes;
-    teams |= plan.team;
+    teams |= plan.team || plan.ordered_loop >= 0;  // a recurrence's products
   }
 };
 

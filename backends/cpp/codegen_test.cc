@@ -798,14 +798,14 @@ TEST(CodegenTest, AFewRowsSharingALargeProductRunAsATeam) {
   EXPECT_THAT(team, HasSubstr("  float l0[2048];\n  #pragma omp parallel\n  {\n"
                               "    #pragma omp for\n"
                               "    for (int64_t x1b = 0; x1b < 1024; x1b += 8) {\n"
-                              "      loom_matvecs<256, 2>(&p0[(256*0 + 0)], 256, "
+                              "      loom_matvecs<256>(&p0[(256*0 + 0)], 256, 2, "
                               "&p1[(256*x1b + 0)], 256, 8, &l0[(1024*0 + x1b)], 1, 1024);\n"));
   EXPECT_THAT(team, HasSubstr("    #pragma omp for\n    for (int64_t x0 = 0; x0 < 2; ++x0) {\n"));
   EXPECT_THAT(team, HasSubstr("static inline void loom_dots8x2("));
   EXPECT_THAT(team, Not(HasSubstr("loom_split")));
   // A batch of one: no outer loop, one thread runs the pointwise members.
   const std::string one = emit(1);
-  EXPECT_THAT(one, HasSubstr("loom_matvecs<256, 1>(&p0[0], 0, &p1[(256*x0b + 0)], 256, 8, "
+  EXPECT_THAT(one, HasSubstr("loom_matvecs<256>(&p0[0], 0, 1, &p1[(256*x0b + 0)], 256, 8, "
                              "&l0[x0b], 1, 0);\n"));
   EXPECT_THAT(one, HasSubstr("    #pragma omp single\n    {\n"));
   const std::string rows = emit(5);

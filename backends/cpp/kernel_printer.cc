@@ -57,9 +57,12 @@ std::string KernelPrinter::RefText(const ComputeNode& node, const Ref& ref) {
   switch (ref.kind) {
     case Ref::Kind::kParam:
       return absl::StrCat(RefName(ref), "[", ToCpp(planner_.ParamIndex(ref), var_names_), "]");
-    case Ref::Kind::kLocal:
+    case Ref::Kind::kLocal: {
+      std::vector<std::string> names = var_names_;
+      if (!local_row_.empty()) names[0] = local_row_;
       return absl::StrCat(RefName(ref), "[",
-                          ToCpp(planner_.LocalOffset(node, ref.index, ref.id), var_names_), "]");
+                          ToCpp(planner_.LocalOffset(node, ref.index, ref.id), names), "]");
+    }
     default:
       return RefName(ref);
   }
@@ -343,6 +346,7 @@ std::string KernelPrinter::Print(const Kernel& kernel) {
     return absl::StrCat(params, PrintAloneMatVec(first, *plan_.members[0].matvec));
   }
   if (plan_.team) return absl::StrCat(params, PrintTeam(kernel));
+  if (plan_.row_blocks) return absl::StrCat(params, PrintRowBlocks(kernel));
   if (plan_.column_block > 0) return absl::StrCat(params, PrintColumns(kernel));
   const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, plan_.outer);
   if (plan_.may_split) return absl::StrCat(params, PrintSplitting(kernel, pragmas));

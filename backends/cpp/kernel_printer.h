@@ -115,6 +115,17 @@ class KernelPrinter {
   // thread without any).
   std::string PrintTeam(const Kernel& kernel);
   void PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec);
+  // The loom_matvecs call (loom_vecmats when the matrix's rows are summed)
+  // for `vectors` vectors (a C expression), `rows` results each, the
+  // vectors and their results `strides` apart.
+  std::string MatVecsCall(const ComputeNode& node, int member, const MatVec& matvec,
+                          const TeamStrides& strides, absl::string_view vectors, int64_t rows);
+  // The body of an ordered kernel whose rows run in blocks (CppKernelPlan::
+  // row_blocks): the threads share the blocks; in each, the steps run in
+  // order, each step's products over all the block's rows in one
+  // loom_matvecs call (the matrix read once for them), the members between
+  // in a loop over the block's rows.
+  std::string PrintRowBlocks(const Kernel& kernel);
   // The body of a kernel whose members may split their loops over the
   // threads (CppKernelPlan::may_split).
   std::string PrintSplitting(const Kernel& kernel, const std::vector<std::string>& pragmas);
@@ -166,6 +177,9 @@ class KernelPrinter {
   const CppKernelPlan& plan_;
 
   std::vector<std::string> var_names_;  // x0, x1, ... (at least one per loop)
+  // The name of variable 0 in local arrays' places, where it differs (the
+  // row within a block of rows, CppKernelPlan::row_blocks).
+  std::string local_row_;
   std::string body_;
   OutlinedFunctions* outlined_;  // for repeated members, or null
   int step_base_ = 0;            // steps of earlier members, so names stay unique

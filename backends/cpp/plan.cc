@@ -172,6 +172,7 @@ void CppPlanner::PlanVectors(const Kernel& kernel) {
       plan_.alone_matvec && options_.openmp() && NumElements(first.AllRanges()) >= (1 << 18);
   plan_.column_block = plan_.ordered_loop < 0 ? ColumnBlock(kernel) : 0;
   if (!plan_.alone_matvec && plan_.may_split) RunsAsTeam(kernel);
+  if (plan_.ordered_loop >= 0) RunsInRowBlocks(kernel);
   // The outer loops run in parallel (OpenMP) when there is enough work:
   // 2^16 iterations, or fewer of a body long enough for 2^18 steps in all
   // (BodyCost; a depthwise 3x3 conv of 960 channels on 7x7, 47K
@@ -337,6 +338,9 @@ Expr CppPlanner::LocalOffset(const ComputeNode& node, Expr index, int member) {
   std::vector<int64_t> ranges = node.AllRanges();
   auto [it, added] = local_offsets_.try_emplace(std::make_tuple(index, length, ranges));
   if (added) it->second = ctx_.Simplify(ctx_.Mod(index, length), ranges);
+  // In a block of rows, one slice per row (variable 0 is then the row
+  // within the block, KernelPrinter::RefText).
+  if (plan_.row_blocks) return ctx_.Add(ctx_.Mul(ctx_.Var(0), length), it->second);
   return it->second;
 }
 
@@ -460,36 +464,46 @@ std::optional<std::vector<int64_t>> CppPlanner::AffineRef(const ComputeNode& nod
 std::optional<MatVec> CppPlanner::MatchMatVec(const ComputeNode& node, int member, bool alone) {
   const size_t inner_loops = node.ranges.size() - plan_.outer_loops;
   if (options_.simd() == proto::CppOptions::SCALAR || node.reduce != ReduceKind::kSum ||
-      node.reduction_ranges.size() != 1 || node.reduction_ranges[0] % kVectorLanes != 0 ||
-      node.ranges.empty() || (inner_loops == 0 && !alone) || node.ranges.back() % kDotRows != 0 ||
+      node.reduction_ranges.size() != 1 || node.ranges.empty() || (inner_loops == 0 && !alone) ||
       program_.buffers[node.output].dtype != DType::kF32 || node.body.size() != 3 ||
       node.root != 2 || node.body[2].kind != ScalarOp::Kind::kCall ||
       node.body[2].fn != ScalarFn::kMul || node.body[2].dtype != DType::kF32) {
     return std::nullopt;
   }
   const size_t row = node.ranges.size() - 1;  // the reduction variable is row + 1
-  MatVec matvec;
-  bool has_vector = false, has_matrix = false;
+  std::optional<std::vector<int64_t>> loads[2];
   for (int step = 0; step < 2; ++step) {
     if (node.body[step].kind != ScalarOp::Kind::kLoad || !node.body[step].args.empty()) {
       return std::nullopt;
     }
-    const std::optional<std::vector<int64_t>> coefficients =
-        AffineRef(node, plan_.load_refs[plan_.members[member].first_step + step]);
-    if (!coefficients.has_value() || (*coefficients)[row + 1] != 1) return std::nullopt;
-    if ((*coefficients)[row] == 0) {
-      has_vector = true;
-      matvec.vector_step = step;
-    } else {
-      has_matrix = true;
-      matvec.matrix_step = step;
-      matvec.leading = (*coefficients)[row];
-    }
+    loads[step] = AffineRef(node, plan_.load_refs[plan_.members[member].first_step + step]);
+    if (!loads[step].has_value()) return std::nullopt;
   }
   const std::optional<std::vector<int64_t>> out = AffineRef(node, plan_.members[member].store);
-  if (!has_vector || !has_matrix || !out.has_value()) return std::nullopt;
+  if (!out.has_value()) return std::nullopt;
+  MatVec matvec;
   matvec.out_stride = (*out)[row];
-  return matvec;
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<int64_t>& vector = *loads[step];
+    const std::vector<int64_t>& matrix = *loads[1 - step];
+    if (vector[row] != 0 || vector[row + 1] != 1) continue;
+    matvec.vector_step = step;
+    matvec.matrix_step = 1 - step;
+    if (matrix[row + 1] == 1 && matrix[row] != 0 && node.reduction_ranges[0] % kVectorLanes == 0 &&
+        node.ranges.back() % kDotRows == 0) {
+      matvec.leading = matrix[row];
+      return matvec;
+    }
+    // Printed only in an ordered kernel (PrintRowBlocks, or a step's
+    // product alone), where the loop form of a recurrence puts it.
+    if (matrix[row] == 1 && matrix[row + 1] != 0 && matvec.out_stride == 1 &&
+        node.ranges.back() % kVectorLanes == 0 && plan_.ordered_loop >= 0) {
+      matvec.leading = matrix[row + 1];
+      matvec.rows_summed = true;
+      return matvec;
+    }
+  }
+  return std::nullopt;
 }
 
 int CppPlanner::WelfordChains(const ComputeNode& node, int member) {
@@ -531,6 +545,26 @@ bool CppPlanner::RunsAsTeam(const Kernel& kernel) {
   return plan_.team;
 }
 
+bool CppPlanner::RunsInRowBlocks(const Kernel& kernel) {
+  if (plan_.ordered_loop != 1 || plan_.outer.size() != 2) return false;
+  bool has_product = false;
+  for (size_t m = 0; m < kernel.nodes.size(); ++m) {
+    if (program_.nodes[kernel.nodes[m]].ranges.size() == plan_.outer.size()) return false;
+    has_product |= plan_.members[m].matvec.has_value();
+  }
+  if (!has_product) return false;
+  // The strides along the rows are those of the blocks' local arrays.
+  plan_.row_blocks = true;
+  for (size_t m = 0; m < kernel.nodes.size() && plan_.row_blocks; ++m) {
+    CppMemberPlan& member = plan_.members[m];
+    if (!member.matvec.has_value()) continue;
+    member.team_strides =
+        TeamMatVecStrides(program_.nodes[kernel.nodes[m]], static_cast<int>(m), *member.matvec);
+    plan_.row_blocks = member.team_strides.has_value();
+  }
+  return plan_.row_blocks;
+}
+
 std::optional<TeamStrides> CppPlanner::TeamMatVecStrides(const ComputeNode& node, int member,
                                                          const MatVec& matvec) {
   const int base = plan_.members[member].first_step;
@@ -541,7 +575,9 @@ std::optional<TeamStrides> CppPlanner::TeamMatVecStrides(const ComputeNode& node
   const std::optional<std::vector<int64_t>> out = AffineRef(node, plan_.members[member].store);
   if (!vector || !matrix || !out) return std::nullopt;
   if (plan_.outer.empty()) return TeamStrides{};
-  if ((*matrix)[0] != 0) return std::nullopt;
+  for (int i = 0; i < plan_.outer_loops; ++i) {
+    if ((*matrix)[i] != 0) return std::nullopt;
+  }
   return TeamStrides{(*vector)[0], (*out)[0]};
 }
 
@@ -619,8 +655,11 @@ std::string MemberRuns(const CppKernelPlan& plan, size_t m) {
   std::vector<std::string> runs;
   if (member.streams) runs.push_back("streaming stores of whole lines");
   if (member.matvec) {
-    runs.push_back(absl::StrCat("matrix-vector call (rows ", member.matvec->leading,
-                                " apart, results ", member.matvec->out_stride, " apart)"));
+    runs.push_back(
+        absl::StrCat("matrix-vector call (rows ", member.matvec->leading, " apart, ",
+                     member.matvec->rows_summed
+                         ? "summed, scaled by the vector's elements)"
+                         : absl::StrCat("results ", member.matvec->out_stride, " apart)")));
   }
   if (member.vectorizes) runs.push_back("explicit vectors of 16 lanes (exponential)");
   if (member.vector_extreme) runs.push_back("explicit vectors, 4 chains of running extremes");
@@ -645,6 +684,10 @@ std::string KernelThreads(const CppKernelPlan& plan) {
     return plan.alone_matvec_shared ? "blocks of the product's rows" : "nothing (one product)";
   }
   if (plan.team) return absl::StrCat("a team over ", NumElements(plan.outer), " outer iterations");
+  if (plan.row_blocks) {
+    return absl::StrCat(plan.parallel_outer ? "blocks" : "nothing; one block at a time",
+                        " of at most ", kMaxBlockRows, " rows, each block's steps in order");
+  }
   if (plan.column_block > 0) {
     return absl::StrCat(plan.parallel_outer ? "outer loops and " : "nothing; ", "blocks of ",
                         plan.column_block, " columns (the last outer loop, run innermost)");

@@ -41,6 +41,9 @@ constexpr int kExtremeBlock = kExtremeChains * kVectorLanes;
 // thread 0.093 -> 0.082 ms); printed eight rows at a time in every product
 // rather than called, the native compile took up to 1.7x longer.
 constexpr int kDotRows = 8;
+// The most rows of a block of an ordered loop's rows (CppKernelPlan::
+// row_blocks): its local arrays hold that many rows.
+constexpr int64_t kMaxBlockRows = 16;
 // A kernel of column reductions (CppPlanner::ColumnBlock) runs its
 // innermost outer loop in blocks of this many iterations, or of
 // kVectorLanes where blocks this wide would leave fewer than
@@ -75,11 +78,15 @@ std::string RefName(const Ref& ref);
 
 // A member that is a matrix-vector product: sums over one innermost loop
 // of a vector's products with a matrix's rows (two unit-stride loads,
-// affine in the rows), printed as a call of loom_matvec.
+// affine in the rows), printed as a call of loom_matvec. Or, in an ordered
+// kernel, `rows_summed`: the sum runs over the matrix's rows, each scaled
+// by an element of the vector (the matrix and the results at unit stride
+// along the results), printed as a call of loom_vecmats.
 struct MatVec {
   int vector_step = -1, matrix_step = -1;  // the loads, steps of the body
   int64_t leading = 0;                     // between the matrix's rows
   int64_t out_stride = 0;                  // between the results
+  bool rows_summed = false;
 };
 
 // A product's loads and store in a team, their row strides along the
@@ -130,6 +137,11 @@ struct CppKernelPlan {
   // into one buffer (a state's slots, read at one and written at the next),
   // and it runs as printed: no split, team, columns or streaming stores.
   int ordered_loop = -1;
+  // An ordered loop's rows run in blocks (KernelPrinter::PrintRowBlocks):
+  // each block's steps in order, a step's products over all the block's
+  // rows at once (loom_matvecs, their matrix read once for them all), its
+  // other members row by row, local arrays holding every row of a block.
+  bool row_blocks = false;
   // Column reductions (KernelPrinter::PrintColumns): the innermost outer
   // loop runs innermost, in blocks of this many iterations; 0 if not.
   int64_t column_block = 0;
@@ -249,6 +261,12 @@ class CppPlanner {
   // product, and no streaming store. Sets plan_.team and the products'
   // team strides if so.
   bool RunsAsTeam(const Kernel& kernel);
+  // Whether an ordered kernel's rows run in blocks (CppKernelPlan::
+  // row_blocks): its one loop of rows, then the ordered one, members that
+  // all have inner loops, at least one product whose matrix is the same
+  // at every row and step. Sets plan_.row_blocks and the products' team
+  // strides if so.
+  bool RunsInRowBlocks(const Kernel& kernel);
   // The block of a kernel of column reductions (CppKernelPlan::column_block),
   // or 0: every member runs exactly the outer loops (one value per outer
   // iteration), its reductions are sums, products, maxima or minima of
@@ -264,7 +282,7 @@ class CppPlanner {
   // `columnar` when one of its loads runs along the columns at stride 1
   // and along its own innermost loop at another.
   bool MayRunAsColumns(const Kernel& kernel, size_t m, bool& columnar);
-  // nullopt when the matrix depends on the outer loop.
+  // nullopt when the matrix depends on an outer loop.
   std::optional<TeamStrides> TeamMatVecStrides(const ComputeNode& node, int member,
                                                const MatVec& matvec);
   // The coefficients of a param or local reference's index in the loop

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -102,11 +103,14 @@ std::string KernelPrinter::MatVecCall(const ComputeNode& node, int member, const
   const std::vector<std::string> names = var_names_;
   var_names_[row] = first_row;
   var_names_[row + 1] = "0";
-  const std::string call = absl::StrCat(
-      "loom_matvec<", node.reduction_ranges[0], ">(&",
-      RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", &",
-      RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ", matvec.leading, ", ",
-      rows, ", &", RefText(node, plan_.members[member].store), ", ", matvec.out_stride, ");");
+  const std::string call =
+      matvec.rows_summed
+          ? MatVecsCall(node, member, matvec, TeamStrides{}, "1", rows)
+          : absl::StrCat("loom_matvec<", node.reduction_ranges[0], ">(&",
+                         RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", &",
+                         RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
+                         matvec.leading, ", ", rows, ", &",
+                         RefText(node, plan_.members[member].store), ", ", matvec.out_stride, ");");
   var_names_ = names;
   return call;
 }
@@ -149,6 +153,33 @@ std::string KernelPrinter::PrintAloneMatVec(const ComputeNode& node, const MatVe
   return body_;
 }
 
+namespace {
+
+// The rows of a block of loom_vecmats' matrix of k rows and `columns` for
+// fewer than four vectors: all of them where the matrix fits
+// kVecMatCachedBytes, else kVecMatRowBlock where that divides k.
+int64_t VecMatRowBlock(int64_t k, int64_t columns) {
+  constexpr int64_t kVecMatCachedBytes = 256 << 10, kVecMatRowBlock = 4;
+  if (k * columns * 4 <= kVecMatCachedBytes || k % kVecMatRowBlock != 0) return k;
+  return kVecMatRowBlock;
+}
+
+}  // namespace
+
+std::string KernelPrinter::MatVecsCall(const ComputeNode& node, int member, const MatVec& matvec,
+                                       const TeamStrides& strides, absl::string_view vectors,
+                                       int64_t rows) {
+  const std::string out = absl::StrCat("&", RefText(node, plan_.members[member].store), ", ");
+  const int64_t k = node.reduction_ranges[0];
+  return absl::StrCat(
+      matvec.rows_summed ? absl::StrCat("loom_vecmats<", k, ", ", VecMatRowBlock(k, rows), ">(&")
+                         : absl::StrCat("loom_matvecs<", k, ">(&"),
+      RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ", strides.vector, ", ",
+      vectors, ", &", RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
+      matvec.leading, ", ", rows, ", ", out,
+      matvec.rows_summed ? "" : absl::StrCat(matvec.out_stride, ", "), strides.out, ");");
+}
+
 void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec) {
   const TeamStrides strides = *plan_.members[member].team_strides;
   const size_t row = node.ranges.size() - 1;  // the reduction variable is row + 1
@@ -159,12 +190,8 @@ void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const M
   Line(2, "#pragma omp for");
   Line(2, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block,
                           node.ranges.back(), block, kDotRows));
-  Line(3, absl::StrCat(
-              "loom_matvecs<", node.reduction_ranges[0], ", ", NumElements(plan_.outer), ">(&",
-              RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ", strides.vector,
-              ", &", RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
-              matvec.leading, ", ", kDotRows, ", &", RefText(node, plan_.members[member].store),
-              ", ", matvec.out_stride, ", ", strides.out, ");"));
+  Line(3, MatVecsCall(node, member, matvec, strides, absl::StrCat(NumElements(plan_.outer)),
+                      kDotRows));
   Line(2, "}");
   for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
 }
@@ -219,6 +246,49 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
       body_.replace(spans[m].first, spans[m].second - spans[m].first, codes[m]);
     }
   }
+  return body_;
+}
+
+std::string KernelPrinter::PrintRowBlocks(const Kernel& kernel) {
+  const int64_t rows = plan_.outer[0], steps = plan_.outer[1];
+  Line(1, absl::StrCat("const int64_t loom_rows = loom_row_block(", rows, ", ", kMaxBlockRows, ", ",
+                       plan_.parallel_outer ? "omp_get_max_threads()" : "1", ");"));
+  if (plan_.parallel_outer) Line(1, "#pragma omp parallel for");
+  Line(1, absl::StrFormat("for (int64_t x0b = 0; x0b < %d; x0b += loom_rows) {", rows));
+  Line(2, absl::StrFormat("const int64_t x0n = %d - x0b < loom_rows ? %d - x0b : loom_rows;", rows,
+                          rows));
+  for (int m : plan_.locals) {
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    Line(2, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
+                         std::min(rows, kMaxBlockRows) * plan_.members[m].local_length, "];"));
+  }
+  Line(2, absl::StrFormat("for (int64_t x1 = 0; x1 < %d; ++x1) {", steps));
+  for (size_t m = 0; m < kernel.nodes.size();) {
+    if (plan_.members[m].matvec.has_value()) {
+      const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+      NameLoopVariables(node);
+      const size_t row = node.ranges.size() - 1;  // the reduction variable is row + 1
+      var_names_[0] = "x0b";
+      var_names_[row] = var_names_[row + 1] = local_row_ = "0";
+      Line(3, MatVecsCall(node, static_cast<int>(m), *plan_.members[m].matvec,
+                          *plan_.members[m].team_strides, "x0n", node.ranges.back()));
+      for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
+      step_base_ += static_cast<int>(node.body.size());
+      ++m;
+      continue;
+    }
+    // The members up to the next product, row by row.
+    Line(3, "for (int64_t x0r = 0; x0r < x0n; ++x0r) {");
+    Line(4, "const int64_t x0 = x0b + x0r;");
+    local_row_ = "x0r";
+    for (; m < kernel.nodes.size() && !plan_.members[m].matvec.has_value(); ++m) {
+      PrintMember(program_.nodes[kernel.nodes[m]], static_cast<int>(m), 4);
+    }
+    Line(3, "}");
+  }
+  local_row_.clear();
+  Line(2, "}");
+  Line(1, "}");
   return body_;
 }
 

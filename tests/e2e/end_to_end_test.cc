@@ -289,9 +289,9 @@ TEST(EndToEndTest, LongRowsSplitOverTheThreads) {
 
 // Recurrences of every kind on one input: an LSTM forwards and both ways,
 // a GRU either way round, an RNN; at odd lengths and batches.
-Graph Recurrences(int64_t seq, int64_t batch) {
+Graph Recurrences(int64_t seq, int64_t batch, int64_t hidden = 16) {
   GraphBuilder b;
-  const int64_t input = 5, hidden = 16;
+  const int64_t input = 5;
   const ValueId x = b.Input("x", DType::kF32, {seq, batch, input});
   auto recurrence = [&](const std::string& op, int64_t gates, int64_t directions, Attrs attrs) {
     attrs.Set("hidden_size", hidden);
@@ -333,8 +333,16 @@ TEST(EndToEndTest, UnrolledRecurrenceStepsRunAsALoop) {
 TEST(EndToEndTest, RecurrencesKeptAsLoops) {
   EndToEndOptions options;
   options.rnn_loop = true;
-  for (const auto [seq, batch] : {std::pair<int64_t, int64_t>{11, 3}, {1, 1}, {40, 2}}) {
-    Graph graph = Recurrences(seq, batch);
+  // Batch 37: blocks of rows (whole tiles of four rows and the rest);
+  // hidden 160: a recurrent weight that the products read in blocks of its
+  // rows for fewer than four rows, and whole for more.
+  struct Shape {
+    int64_t seq, batch, hidden;
+  };
+  for (const auto [seq, batch, hidden] : {Shape{11, 3, 16}, Shape{1, 1, 16}, Shape{40, 2, 16},
+                                          Shape{5, 37, 16}, Shape{3, 1, 160}, Shape{3, 9, 160}}) {
+    SCOPED_TRACE(absl::StrCat("seq ", seq, ", batch ", batch, ", hidden ", hidden));
+    Graph graph = Recurrences(seq, batch, hidden);
     ASSERT_TRUE(InferShapes(graph).ok());
     absl::StatusOr<Module> module = EmitModule(Graph(graph), "", 4096, false, false, true);
     ASSERT_TRUE(module.ok()) << module.status();

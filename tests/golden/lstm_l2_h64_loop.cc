@@ -505,6 +505,174 @@ static inline loom_f32v8 loom_erf8(loom_f32v8 x) {
 static inline loom_f32v16 loom_tanh16(loom_f32v16 x) { return {loom_tanh8(x.lo), loom_tanh8(x.hi)}; }
 static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), loom_erf8(x.hi)}; }
 #endif
+/* loom_dots8 for the vectors v and w at once. */
+#if defined(__AVX512F__)
+template <int64_t K>
+static inline void loom_dots8x2(const float* v, const float* w, const float* m, int64_t ld,
+                                loom_f32v8* dv, loom_f32v8* dw) {
+  loom_f32v16 a0 = loom_splat16(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+              a7 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+  for (int64_t j = 0; j < K; j += 16) {
+    const loom_f32v16 x = loom_load16(v + j), y = loom_load16(w + j);
+    loom_f32v16 r = loom_load16(m + j);
+    a0 += x * r; b0 += y * r; r = loom_load16(m + ld + j);
+    a1 += x * r; b1 += y * r; r = loom_load16(m + 2 * ld + j);
+    a2 += x * r; b2 += y * r; r = loom_load16(m + 3 * ld + j);
+    a3 += x * r; b3 += y * r; r = loom_load16(m + 4 * ld + j);
+    a4 += x * r; b4 += y * r; r = loom_load16(m + 5 * ld + j);
+    a5 += x * r; b5 += y * r; r = loom_load16(m + 6 * ld + j);
+    a6 += x * r; b6 += y * r; r = loom_load16(m + 7 * ld + j);
+    a7 += x * r; b7 += y * r;
+  }
+  *dv = loom_sums8x16(a0, a1, a2, a3, a4, a5, a6, a7);
+  *dw = loom_sums8x16(b0, b1, b2, b3, b4, b5, b6, b7);
+}
+#else
+/* Four rows at a time in eight lanes: the eight sums and three operands fit
+   the sixteen registers of AVX2 (eight rows in sixteen lanes spill:
+   lstm_l6_h256 for AVX2 1.09 ms, 0.87 so). */
+static inline loom_f32v8 loom_load8(const float* p) {
+  loom_f32v8 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <int64_t K>
+static inline void loom_dots4x2(const float* v, const float* w, const float* m, int64_t ld,
+                                loom_f32v8* a, loom_f32v8* b) {
+  loom_f32v8 a0 = {}, a1 = {}, a2 = {}, a3 = {}, b0 = {}, b1 = {}, b2 = {}, b3 = {};
+  for (int64_t j = 0; j < K; j += 8) {
+    const loom_f32v8 x = loom_load8(v + j), y = loom_load8(w + j);
+    loom_f32v8 r = loom_load8(m + j);
+    a0 += x * r; b0 += y * r; r = loom_load8(m + ld + j);
+    a1 += x * r; b1 += y * r; r = loom_load8(m + 2 * ld + j);
+    a2 += x * r; b2 += y * r; r = loom_load8(m + 3 * ld + j);
+    a3 += x * r; b3 += y * r;
+  }
+  a[0] = a0; a[1] = a1; a[2] = a2; a[3] = a3;
+  b[0] = b0; b[1] = b1; b[2] = b2; b[3] = b3;
+}
+static inline loom_f32v8 loom_sums8x8(const loom_f32v8* s) {
+  return loom_eights8(loom_fours8(loom_pairs8(s[0], s[1]), loom_pairs8(s[2], s[3])),
+                      loom_fours8(loom_pairs8(s[4], s[5]), loom_pairs8(s[6], s[7])));
+}
+template <int64_t K>
+static inline void loom_dots8x2(const float* v, const float* w, const float* m, int64_t ld,
+                                loom_f32v8* dv, loom_f32v8* dw) {
+  loom_f32v8 a[8], b[8];
+  loom_dots4x2<K>(v, w, m, ld, a, b);
+  loom_dots4x2<K>(v, w, m + 4 * ld, ld, a + 4, b + 4);
+  *dv = loom_sums8x8(a);
+  *dw = loom_sums8x8(b);
+}
+#endif
+/* loom_matvec for n vectors, vector i at v + i * vs and its results at
+   out + i * os, in pairs: each eight rows of m are loaded from the cache
+   once and stay in its first level for all the vectors. */
+template <int64_t K>
+static __attribute__((noinline)) void loom_matvecs(const float* v, int64_t vs, int64_t n,
+                                                   const float* m, int64_t ld, int64_t rows,
+                                                   float* out, int64_t out_stride, int64_t os) {
+  for (int64_t r = 0; r < rows; r += 8) {
+    int64_t i = 0;
+    for (; i + 1 < n; i += 2) {
+      loom_f32v8 s, t;
+      loom_dots8x2<K>(v + i * vs, v + (i + 1) * vs, m + r * ld, ld, &s, &t);
+      for (int j = 0; j < 8; ++j) {
+        out[i * os + (r + j) * out_stride] = s[j];
+        out[(i + 1) * os + (r + j) * out_stride] = t[j];
+      }
+    }
+    if (i < n) {
+      const loom_f32v8 s = loom_dots8<K>(v + i * vs, m + r * ld, ld);
+      for (int j = 0; j < 8; ++j) out[i * os + (r + j) * out_stride] = s[j];
+    }
+  }
+}
+/* Products of n vectors with a matrix whose K rows the sum runs over:
+   out[i * os + c] = sum over k of v[i * vs + k] * m[k * ld + c] for the
+   columns c < cols (a multiple of 16). A tile of R vectors by C vectors of
+   columns keeps its sums in registers, each of the matrix's rows loaded
+   once for the R vectors and no sum across lanes. With fewer than four
+   vectors the rows run in blocks of KB (a divisor of K; K for a matrix
+   that stays in the cache), each block's tiles one after another: a
+   large matrix is then read as a few sequential streams, not a tile's
+   columns row by row (hidden 256, one vector: 1.66 ms so, 2.9 by whole
+   columns of tiles, 1.6-1.7 with the weight's rows as dot products); with
+   more vectors the sums leave their registers once. */
+#if defined(__AVX512F__)
+#define LOOM_VECMAT_TILE 4 /* 4 x 4 sums, 4 rows, a vector element: 25 of 32 registers */
+#else
+#define LOOM_VECMAT_TILE 1
+#endif
+template <int64_t KB, int R, int C>
+static inline void loom_vecmat_tile(const float* v, int64_t vs, const float* m, int64_t ld,
+                                    float* out, int64_t os, bool first) {
+  loom_f32v16 sums[R][C];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      sums[r][c] = first ? loom_splat16(0.0f) : loom_load16(out + r * os + 16 * c);
+    }
+  }
+  for (int64_t k = 0; k < KB; ++k) {
+    loom_f32v16 row[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) row[c] = loom_load16(m + k * ld + 16 * c);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const loom_f32v16 x = loom_splat16(v[r * vs + k]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) sums[r][c] += x * row[c];
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) loom_store16(out + r * os + 16 * c, sums[r][c]);
+  }
+}
+template <int64_t KB, int C>
+static inline void loom_vecmat_columns(const float* v, int64_t vs, int64_t n, const float* m,
+                                       int64_t ld, float* out, int64_t os, bool first) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    loom_vecmat_tile<KB, 4, C>(v + i * vs, vs, m, ld, out + i * os, os, first);
+  }
+  for (; i < n; ++i) loom_vecmat_tile<KB, 1, C>(v + i * vs, vs, m, ld, out + i * os, os, first);
+}
+template <int64_t K, int64_t KB>
+static inline void loom_vecmats_in_blocks(const float* v, int64_t vs, int64_t n, const float* m,
+                                          int64_t ld, int64_t cols, float* out, int64_t os) {
+  for (int64_t k = 0; k < K; k += KB) {
+    int64_t c = 0;
+    for (; c + 16 * LOOM_VECMAT_TILE <= cols; c += 16 * LOOM_VECMAT_TILE) {
+      loom_vecmat_columns<KB, LOOM_VECMAT_TILE>(v + k, vs, n, m + k * ld + c, ld, out + c, os,
+                                                k == 0);
+    }
+    for (; c < cols; c += 16) {
+      loom_vecmat_columns<KB, 1>(v + k, vs, n, m + k * ld + c, ld, out + c, os, k == 0);
+    }
+  }
+}
+template <int64_t K, int64_t KB>
+static __attribute__((noinline)) void loom_vecmats(const float* v, int64_t vs, int64_t n,
+                                                   const float* m, int64_t ld, int64_t cols,
+                                                   float* out, int64_t os) {
+  if (KB < K && n < 4) {
+    loom_vecmats_in_blocks<K, KB>(v, vs, n, m, ld, cols, out, os);
+  } else {
+    loom_vecmats_in_blocks<K, K>(v, vs, n, m, ld, cols, out, os);
+  }
+}
+/* The rows of each block of a recurrence's `rows` (KernelPrinter::
+   PrintRowBlocks): each thread's share in as few blocks of at most `most`
+   as it takes, all about as long. */
+static inline int64_t loom_row_block(int64_t rows, int64_t most, int64_t threads) {
+  const int64_t share = (rows + threads - 1) / threads;
+  const int64_t blocks = (share + most - 1) / most;
+  return (share + blocks - 1) / blocks;
+}
 
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
@@ -564,64 +732,69 @@ extern "C" void loom_f4(void* const* a) {
   const float* p9 = (const float*)a[9];
   const float* p10 = (const float*)a[10];
   float* p11 = (float*)a[11];
+  const int64_t loom_rows = loom_row_block(2, 16, omp_get_max_threads());
   #pragma omp parallel for
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
+  for (int64_t x0b = 0; x0b < 2; x0b += loom_rows) {
+    const int64_t x0n = 2 - x0b < loom_rows ? 2 - x0b : loom_rows;
+    float l0[512];
+    float l1[128];
     for (int64_t x1 = 0; x1 < 16; ++x1) {
-      float l0[256];
-      float l1[64];
-      loom_matvec<64>(&p0[(64*x0 + 128*x1 + 0)], &p1[(64*0 + 0)], 64, 256, &l0[0], 1);
-      for (int64_t x2 = 0; x2 < 64; x2 += 16) {
-        __builtin_prefetch(&p2[(256*x0 + 512*(x1 + 1) + x2)]);
-        __builtin_prefetch(&p3[x2]);
-        __builtin_prefetch(&p4[(64*x0 + x2 + 128*((x1 + 1) % 2))]);
-        __builtin_prefetch(&p5[(256*x0 + 512*(x1 + 1) + x2)]);
-        __builtin_prefetch(&p6[x2]);
-        __builtin_prefetch(&p7[(256*x0 + 512*(x1 + 1) + x2)]);
-        __builtin_prefetch(&p8[x2]);
-        __builtin_prefetch(&p11[(64*x0 + 128*x1 + x2)], 1);
-        const loom_f32v16 t3 = loom_load16(&p2[(256*x0 + 512*x1 + x2)]);
-        const loom_f32v16 t4 = loom_load16(&p3[x2]);
-        const loom_f32v16 t5 = t3 + t4;
-        const loom_f32v16 t6 = loom_load16(&l0[(x2 + 128)]);
-        const loom_f32v16 t7 = t5 + t6;
-        const loom_f32v16 t8 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t7));
-        const loom_f32v16 t9 = loom_load16(&p4[(64*x0 + x2 + 128*(x1 % 2))]);
-        const loom_f32v16 t10 = t8 * t9;
-        const loom_f32v16 t11 = loom_load16(&p5[(256*x0 + 512*x1 + x2)]);
-        const loom_f32v16 t12 = loom_load16(&p6[x2]);
-        const loom_f32v16 t13 = t11 + t12;
-        const loom_f32v16 t14 = loom_load16(&l0[x2]);
-        const loom_f32v16 t15 = t13 + t14;
-        const loom_f32v16 t16 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t15));
-        const loom_f32v16 t17 = loom_load16(&p7[(256*x0 + 512*x1 + x2)]);
-        const loom_f32v16 t18 = loom_load16(&p8[x2]);
-        const loom_f32v16 t19 = t17 + t18;
-        const loom_f32v16 t20 = loom_load16(&l0[(x2 + 192)]);
-        const loom_f32v16 t21 = t19 + t20;
-        const loom_f32v16 t22 = loom_tanh16(t21);
-        const loom_f32v16 t23 = t16 * t22;
-        const loom_f32v16 t24 = t10 + t23;
-        loom_store16(&l1[x2], t24);
-      }
-      for (int64_t x2 = 0; x2 < 64; x2 += 16) {
-        __builtin_prefetch(&p9[(256*x0 + 512*(x1 + 1) + x2)]);
-        __builtin_prefetch(&p10[x2]);
-        __builtin_prefetch(&p4[(64*x0 + x2 + 128*((x1 + 1) % 2))], 1);
-        const loom_f32v16 t25 = loom_load16(&p9[(256*x0 + 512*x1 + x2)]);
-        const loom_f32v16 t26 = loom_load16(&p10[x2]);
-        const loom_f32v16 t27 = t25 + t26;
-        const loom_f32v16 t28 = loom_load16(&l0[(x2 + 64)]);
-        const loom_f32v16 t29 = t27 + t28;
-        const loom_f32v16 t30 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t29));
-        const loom_f32v16 t31 = loom_load16(&l1[x2]);
-        const loom_f32v16 t32 = loom_tanh16(t31);
-        const loom_f32v16 t33 = t30 * t32;
-        loom_store16(&p11[(64*x0 + 128*x1 + x2)], t33);
-      }
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t34 = l1[x2];
-        p4[(64*x0 + x2 + 128*((x1 + 1) % 2))] = t34;
+      loom_vecmats<64, 64>(&p0[(64*x0b + 128*x1 + 0)], 64, x0n, &p1[(0 + 256*0)], 256, 256, &l0[(256*0 + 0)], 256);
+      for (int64_t x0r = 0; x0r < x0n; ++x0r) {
+        const int64_t x0 = x0b + x0r;
+        for (int64_t x2 = 0; x2 < 64; x2 += 16) {
+          __builtin_prefetch(&p2[(256*x0 + 512*(x1 + 1) + x2)]);
+          __builtin_prefetch(&p3[x2]);
+          __builtin_prefetch(&p4[(64*x0 + x2 + 128*((x1 + 1) % 2))]);
+          __builtin_prefetch(&p5[(256*x0 + 512*(x1 + 1) + x2)]);
+          __builtin_prefetch(&p6[x2]);
+          __builtin_prefetch(&p7[(256*x0 + 512*(x1 + 1) + x2)]);
+          __builtin_prefetch(&p8[x2]);
+          __builtin_prefetch(&p11[(64*x0 + 128*x1 + x2)], 1);
+          const loom_f32v16 t3 = loom_load16(&p2[(256*x0 + 512*x1 + x2)]);
+          const loom_f32v16 t4 = loom_load16(&p3[x2]);
+          const loom_f32v16 t5 = t3 + t4;
+          const loom_f32v16 t6 = loom_load16(&l0[(256*x0r + x2 + 128)]);
+          const loom_f32v16 t7 = t5 + t6;
+          const loom_f32v16 t8 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t7));
+          const loom_f32v16 t9 = loom_load16(&p4[(64*x0 + x2 + 128*(x1 % 2))]);
+          const loom_f32v16 t10 = t8 * t9;
+          const loom_f32v16 t11 = loom_load16(&p5[(256*x0 + 512*x1 + x2)]);
+          const loom_f32v16 t12 = loom_load16(&p6[x2]);
+          const loom_f32v16 t13 = t11 + t12;
+          const loom_f32v16 t14 = loom_load16(&l0[(256*x0r + x2)]);
+          const loom_f32v16 t15 = t13 + t14;
+          const loom_f32v16 t16 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t15));
+          const loom_f32v16 t17 = loom_load16(&p7[(256*x0 + 512*x1 + x2)]);
+          const loom_f32v16 t18 = loom_load16(&p8[x2]);
+          const loom_f32v16 t19 = t17 + t18;
+          const loom_f32v16 t20 = loom_load16(&l0[(256*x0r + x2 + 192)]);
+          const loom_f32v16 t21 = t19 + t20;
+          const loom_f32v16 t22 = loom_tanh16(t21);
+          const loom_f32v16 t23 = t16 * t22;
+          const loom_f32v16 t24 = t10 + t23;
+          loom_store16(&l1[(64*x0r + x2)], t24);
+        }
+        for (int64_t x2 = 0; x2 < 64; x2 += 16) {
+          __builtin_prefetch(&p9[(256*x0 + 512*(x1 + 1) + x2)]);
+          __builtin_prefetch(&p10[x2]);
+          __builtin_prefetch(&p4[(64*x0 + x2 + 128*((x1 + 1) % 2))], 1);
+          const loom_f32v16 t25 = loom_load16(&p9[(256*x0 + 512*x1 + x2)]);
+          const loom_f32v16 t26 = loom_load16(&p10[x2]);
+          const loom_f32v16 t27 = t25 + t26;
+          const loom_f32v16 t28 = loom_load16(&l0[(256*x0r + x2 + 64)]);
+          const loom_f32v16 t29 = t27 + t28;
+          const loom_f32v16 t30 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-t29));
+          const loom_f32v16 t31 = loom_load16(&l1[(64*x0r + x2)]);
+          const loom_f32v16 t32 = loom_tanh16(t31);
+          const loom_f32v16 t33 = t30 * t32;
+          loom_store16(&p11[(64*x0 + 128*x1 + x2)], t33);
+        }
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 64; ++x2) {
+          const float t34 = l1[(64*x0r + x2)];
+          p4[(64*x0 + x2 + 128*((x1 + 1) % 2))] = t34;
+        }
       }
     }
   }
@@ -680,20 +853,20 @@ extern "C" void loom_f8(void* const* a) {
 // Launches:
 // loom_f0(lstm0_b, lstm0_b+256, lstm0/d0/bias.7)  # lstm0/d0/bias
 // loom_f1(x, lstm0/d0/xw.a)  # lstm0/d0/xw.a
-// loom_f2(lstm0/d0/xw.a, lstm0/d0/w_t.3/folded, lstm0/d0/xw.9)  # lstm0/d0/xw
-// loom_f3(lstm0/d0/h0_zero.10, lstm0/d0/step/h_prev.13.steps)  # lstm0/d0/scan_begin.initial0
-// loom_f3(lstm0/d0/c0_zero.11, lstm0/d0/step/c_prev.14.steps)  # lstm0/d0/scan_begin.initial1
-// loom_f4(lstm0/d0/step/h_prev.13.steps, lstm0_r, lstm0/d0/xw.9+128, lstm0/d0/bias.7+128, lstm0/d0/step/c_prev.14.steps, lstm0/d0/xw.9, lstm0/d0/bias.7, lstm0/d0/xw.9+192, lstm0/d0/bias.7+192, lstm0/d0/xw.9+64, lstm0/d0/bias.7+64, lstm0/d0/step/h_prev.13.steps+128)  # lstm0/d0/step/hr, lstm0/d0/step/c, lstm0/d0/scan_end.state0, lstm0/d0/scan_end.state1
-// loom_f0(lstm1_b, lstm1_b+256, lstm1/d0/bias.46)  # lstm1/d0/bias
-// loom_f5(lstm0/d0/step/h_prev.13.steps+128, lstm1/d0/w_t.42/folded, lstm1/d0/xw.48)  # lstm1/d0/xw
-// loom_f3(lstm1/d0/h0_zero.49, lstm1/d0/step/h_prev.52.steps)  # lstm1/d0/scan_begin.initial0
-// loom_f3(lstm1/d0/c0_zero.50, lstm1/d0/step/c_prev.53.steps)  # lstm1/d0/scan_begin.initial1
-// loom_f4(lstm1/d0/step/h_prev.52.steps, lstm1_r, lstm1/d0/xw.48+128, lstm1/d0/bias.46+128, lstm1/d0/step/c_prev.53.steps, lstm1/d0/xw.48, lstm1/d0/bias.46, lstm1/d0/xw.48+192, lstm1/d0/bias.46+192, lstm1/d0/xw.48+64, lstm1/d0/bias.46+64, lstm1/d0/step/h_prev.52.steps+128)  # lstm1/d0/step/hr, lstm1/d0/step/c, lstm1/d0/scan_end.state0, lstm1/d0/scan_end.state1
-// loom_f6(lstm0/d0/step/h_prev.13.steps+2048, h_n_layers)  # h_n_concat.input0
-// loom_f6(lstm1/d0/step/h_prev.52.steps+2048, h_n_layers+64)  # h_n_concat.input1
-// loom_f6(lstm0/d0/step/c_prev.14.steps, c_n_layers)  # c_n_concat.input0
-// loom_f6(lstm1/d0/step/c_prev.53.steps, c_n_layers+64)  # c_n_concat.input1
-// loom_f7(lstm1/d0/step/h_prev.52.steps+128, y)  # copy_y
+// loom_f2(lstm0/d0/xw.a, lstm0/d0/w_t.3/folded, lstm0/d0/xw.10)  # lstm0/d0/xw
+// loom_f3(lstm0/d0/h0_zero.11, lstm0/d0/step/h_prev.14.steps)  # lstm0/d0/scan_begin.initial0
+// loom_f3(lstm0/d0/c0_zero.12, lstm0/d0/step/c_prev.15.steps)  # lstm0/d0/scan_begin.initial1
+// loom_f4(lstm0/d0/step/h_prev.14.steps, lstm0/d0/r_t.9/folded, lstm0/d0/xw.10+128, lstm0/d0/bias.7+128, lstm0/d0/step/c_prev.15.steps, lstm0/d0/xw.10, lstm0/d0/bias.7, lstm0/d0/xw.10+192, lstm0/d0/bias.7+192, lstm0/d0/xw.10+64, lstm0/d0/bias.7+64, lstm0/d0/step/h_prev.14.steps+128)  # lstm0/d0/step/hr, lstm0/d0/step/c, lstm0/d0/scan_end.state0, lstm0/d0/scan_end.state1
+// loom_f0(lstm1_b, lstm1_b+256, lstm1/d0/bias.47)  # lstm1/d0/bias
+// loom_f5(lstm0/d0/step/h_prev.14.steps+128, lstm1/d0/w_t.43/folded, lstm1/d0/xw.50)  # lstm1/d0/xw
+// loom_f3(lstm1/d0/h0_zero.51, lstm1/d0/step/h_prev.54.steps)  # lstm1/d0/scan_begin.initial0
+// loom_f3(lstm1/d0/c0_zero.52, lstm1/d0/step/c_prev.55.steps)  # lstm1/d0/scan_begin.initial1
+// loom_f4(lstm1/d0/step/h_prev.54.steps, lstm1/d0/r_t.49/folded, lstm1/d0/xw.50+128, lstm1/d0/bias.47+128, lstm1/d0/step/c_prev.55.steps, lstm1/d0/xw.50, lstm1/d0/bias.47, lstm1/d0/xw.50+192, lstm1/d0/bias.47+192, lstm1/d0/xw.50+64, lstm1/d0/bias.47+64, lstm1/d0/step/h_prev.54.steps+128)  # lstm1/d0/step/hr, lstm1/d0/step/c, lstm1/d0/scan_end.state0, lstm1/d0/scan_end.state1
+// loom_f6(lstm0/d0/step/h_prev.14.steps+2048, h_n_layers)  # h_n_concat.input0
+// loom_f6(lstm1/d0/step/h_prev.54.steps+2048, h_n_layers+64)  # h_n_concat.input1
+// loom_f6(lstm0/d0/step/c_prev.15.steps, c_n_layers)  # c_n_concat.input0
+// loom_f6(lstm1/d0/step/c_prev.55.steps, c_n_layers+64)  # c_n_concat.input1
+// loom_f7(lstm1/d0/step/h_prev.54.steps+128, y)  # copy_y
 // loom_f8(h_n_layers, h_n)  # copy_h_n
 // loom_f8(c_n_layers, c_n)  # copy_c_n
 // 
