@@ -632,19 +632,20 @@ absl::Status RecurrenceDecomposer::Run() {
 }
 
 // Whether a recurrence runs at least as fast kept as a loop as unrolled,
-// as measured on a 2-core AMD EPYC Zen 4 (AVX-512), 2-layer LSTMs of 64
-// steps, loop / unrolled: batch 1-32 at hidden 64-128, 0.8-1.0; batch 64,
-// 1.2-1.3, where the unrolled steps multiply all rows at once (a gemm
-// call a step) while a loop's rows each run their own matrix-vector
-// products; batch 1-2 at hidden 256, 1.15-1.7, where an unrolled step
-// shares its product's rows over the threads (a team) while a loop's row
-// runs on one thread.
+// by the size of its recurrent weight R, as measured on a 2-core AMD EPYC
+// Zen 4 (AVX-512), 2-layer LSTMs of 64 steps, loop / unrolled (medians):
+// under 256 KiB (hidden 64: 64 KiB) 0.85-0.9 at batch 1 to 64; up to 1 MiB
+// (hidden 128: 256 KiB) 1.16 at batch 1, where the unrolled step shares its one
+// row's product over the threads (a team) and the loop's row runs on one
+// thread, 1.0 at batch 2, 0.9-1.0 at 64; from 1 MiB (hidden 256) 1.25-1.7
+// at batch 1, 4, 32 and 64 (0.9 at 8): each block of a loop's rows reads
+// all of R every step, which no longer stays in a core's cache, where an
+// unrolled step's gemm call reads it once.
 bool LoopPays(const RecurrentSpec& spec) {
-  constexpr int64_t kGemmBatch = 64;
-  constexpr int64_t kSharedProductHidden = 256;
-  constexpr int64_t kSharedProductBatch = 8;
-  if (spec.batch >= kGemmBatch) return false;
-  return spec.hidden < kSharedProductHidden || spec.batch >= kSharedProductBatch;
+  constexpr int64_t kSharedProductBytes = 256 << 10, kUncachedBytes = 1 << 20;
+  const int64_t weight_bytes = spec.gates * spec.hidden * spec.hidden * 4;
+  if (weight_bytes >= kUncachedBytes) return false;
+  return weight_bytes < kSharedProductBytes || spec.batch >= 2;
 }
 
 template <RecurrentCell kCell, RnnForm kForm>
