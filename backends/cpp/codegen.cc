@@ -41,8 +41,10 @@ struct UnitNeeds {
   bool narrow_floats = false;     // cscalar::NarrowFloatHelpers
 
   void Add(const CppKernelPlan& plan) {
-    // A team splits too; blocks of rows ask for the threads.
-    calls_openmp |= plan.may_split || (plan.row_blocks && plan.parallel_outer);
+    // A team splits too; blocks of rows and a recurrence's team ask for the
+    // threads.
+    calls_openmp |= plan.may_split || (plan.row_blocks && plan.parallel_outer) ||
+                    (plan.team && plan.ordered_loop >= 0);
     streams |= plan.streams;
     vectorizes |= plan.vectorizes;
     teams |= plan.team || plan.ordered_loop >= 0;  // a recurrence's products

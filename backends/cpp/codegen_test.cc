@@ -796,7 +796,7 @@ TEST(CodegenTest, AFewRowsSharingALargeProductRunAsATeam) {
   };
   const std::string team = emit(2);
   EXPECT_THAT(team, HasSubstr("  float l0[2048];\n  #pragma omp parallel\n  {\n"
-                              "    #pragma omp for\n"
+                              "    #pragma omp for schedule(static)\n"
                               "    for (int64_t x1b = 0; x1b < 1024; x1b += 8) {\n"
                               "      loom_matvecs<256>(&p0[(256*0 + 0)], 256, 2, "
                               "&p1[(256*x1b + 0)], 256, 8, &l0[(1024*0 + x1b)], 1, 1024);\n"));

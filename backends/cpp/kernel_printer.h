@@ -106,20 +106,26 @@ class KernelPrinter {
   void PrintMatVec(const ComputeNode& node, int member, int depth, const MatVec& matvec);
   // The body of a kernel that is one matrix-vector product, rows outermost.
   std::string PrintAloneMatVec(const ComputeNode& node, const MatVec& matvec);
-  // The body of a kernel that runs as a team (CppPlanner::RunsAsTeam): one
-  // parallel region in which every member runs for all outer iterations
-  // before the next starts (a barrier between), its local arrays holding
-  // every outer iteration's slice. A product is shared by blocks of its
-  // rows, each block's matrix rows loaded once for all outer iterations
-  // (loom_matvecs); a pointwise member by its outer iterations (run by one
-  // thread without any).
+  // The body of a kernel that runs as a team (CppPlanner::RunsAsTeam,
+  // PlanOrderedRows): one parallel region in which every member runs for
+  // all outer iterations before the next starts (a barrier between), its
+  // local arrays holding every outer iteration's slice. A product is
+  // shared by blocks of its rows, each block's matrix rows loaded once for
+  // all outer iterations (loom_matvecs), or, where the sum runs over the
+  // matrix's rows, by each thread's run of its columns (loom_vecmats); a
+  // pointwise member by its outer iterations (run by one thread without
+  // any). An ordered kernel's team runs this for each step in order, over
+  // its rows.
   std::string PrintTeam(const Kernel& kernel);
-  void PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec);
+  // A product of the team's `rows` rows, shared by blocks, at `depth`.
+  void PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec, int64_t rows,
+                       int depth);
   // The loom_matvecs call (loom_vecmats when the matrix's rows are summed)
-  // for `vectors` vectors (a C expression), `rows` results each, the
-  // vectors and their results `strides` apart.
+  // for `vectors` vectors, `rows` results each (C expressions, at most
+  // `most_rows`), the vectors and their results `strides` apart.
   std::string MatVecsCall(const ComputeNode& node, int member, const MatVec& matvec,
-                          const TeamStrides& strides, absl::string_view vectors, int64_t rows);
+                          const TeamStrides& strides, absl::string_view vectors,
+                          absl::string_view rows, int64_t most_rows);
   // The body of an ordered kernel whose rows run in blocks (CppKernelPlan::
   // row_blocks): the threads share the blocks; in each, the steps run in
   // order, each step's products over all the block's rows in one

@@ -172,7 +172,7 @@ void CppPlanner::PlanVectors(const Kernel& kernel) {
       plan_.alone_matvec && options_.openmp() && NumElements(first.AllRanges()) >= (1 << 18);
   plan_.column_block = plan_.ordered_loop < 0 ? ColumnBlock(kernel) : 0;
   if (!plan_.alone_matvec && plan_.may_split) RunsAsTeam(kernel);
-  if (plan_.ordered_loop >= 0) RunsInRowBlocks(kernel);
+  if (plan_.ordered_loop >= 0) PlanOrderedRows(kernel);
   // The outer loops run in parallel (OpenMP) when there is enough work:
   // 2^16 iterations, or fewer of a body long enough for 2^18 steps in all
   // (BodyCost; a depthwise 3x3 conv of 960 channels on 7x7, 47K
@@ -333,14 +333,16 @@ Expr CppPlanner::ParamIndex(const Ref& ref) const {
 }
 
 Expr CppPlanner::LocalOffset(const ComputeNode& node, Expr index, int member) {
-  const int64_t length =
-      plan_.members[member].local_length * (plan_.team ? NumElements(plan_.outer) : 1);
+  const int64_t length = plan_.members[member].local_length *
+                         (plan_.team && plan_.ordered_loop < 0 ? NumElements(plan_.outer) : 1);
   std::vector<int64_t> ranges = node.AllRanges();
   auto [it, added] = local_offsets_.try_emplace(std::make_tuple(index, length, ranges));
   if (added) it->second = ctx_.Simplify(ctx_.Mod(index, length), ranges);
-  // In a block of rows, one slice per row (variable 0 is then the row
-  // within the block, KernelPrinter::RefText).
-  if (plan_.row_blocks) return ctx_.Add(ctx_.Mul(ctx_.Var(0), length), it->second);
+  // An ordered kernel's rows in blocks or as a team: one slice per row
+  // (variable 0 is the row within the block, KernelPrinter::RefText).
+  if (plan_.row_blocks || (plan_.team && plan_.ordered_loop >= 0)) {
+    return ctx_.Add(ctx_.Mul(ctx_.Var(0), length), it->second);
+  }
   return it->second;
 }
 
@@ -545,24 +547,28 @@ bool CppPlanner::RunsAsTeam(const Kernel& kernel) {
   return plan_.team;
 }
 
-bool CppPlanner::RunsInRowBlocks(const Kernel& kernel) {
-  if (plan_.ordered_loop != 1 || plan_.outer.size() != 2) return false;
-  bool has_product = false;
+void CppPlanner::PlanOrderedRows(const Kernel& kernel) {
+  if (plan_.ordered_loop != 1 || plan_.outer.size() != 2) return;
+  bool has_product = false, large_matrix = false;
   for (size_t m = 0; m < kernel.nodes.size(); ++m) {
-    if (program_.nodes[kernel.nodes[m]].ranges.size() == plan_.outer.size()) return false;
-    has_product |= plan_.members[m].matvec.has_value();
+    const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    if (node.ranges.size() == plan_.outer.size()) return;
+    if (!plan_.members[m].matvec.has_value()) continue;
+    has_product = true;
+    large_matrix |= node.ranges.back() * node.reduction_ranges[0] * 4 > kStepMatrixBytes;
   }
-  if (!has_product) return false;
-  // The strides along the rows are those of the blocks' local arrays.
-  plan_.row_blocks = true;
-  for (size_t m = 0; m < kernel.nodes.size() && plan_.row_blocks; ++m) {
+  if (!has_product) return;
+  // The strides along the rows are those of the local arrays, a row's
+  // slice after another's.
+  bool& runs = large_matrix && options_.openmp() ? plan_.team : plan_.row_blocks;
+  runs = true;
+  for (size_t m = 0; m < kernel.nodes.size() && runs; ++m) {
     CppMemberPlan& member = plan_.members[m];
     if (!member.matvec.has_value()) continue;
     member.team_strides =
         TeamMatVecStrides(program_.nodes[kernel.nodes[m]], static_cast<int>(m), *member.matvec);
-    plan_.row_blocks = member.team_strides.has_value();
+    runs = member.team_strides.has_value();
   }
-  return plan_.row_blocks;
 }
 
 std::optional<TeamStrides> CppPlanner::TeamMatVecStrides(const ComputeNode& node, int member,
@@ -682,6 +688,9 @@ std::string MemberRuns(const CppKernelPlan& plan, size_t m) {
 std::string KernelThreads(const CppKernelPlan& plan) {
   if (plan.alone_matvec) {
     return plan.alone_matvec_shared ? "blocks of the product's rows" : "nothing (one product)";
+  }
+  if (plan.team && plan.ordered_loop >= 0) {
+    return absl::StrCat("a team over ", plan.outer[0], " rows, each step's products by blocks");
   }
   if (plan.team) return absl::StrCat("a team over ", NumElements(plan.outer), " outer iterations");
   if (plan.row_blocks) {

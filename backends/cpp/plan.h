@@ -44,6 +44,9 @@ constexpr int kDotRows = 8;
 // The most rows of a block of an ordered loop's rows (CppKernelPlan::
 // row_blocks): its local arrays hold that many rows.
 constexpr int64_t kMaxBlockRows = 16;
+// An ordered kernel whose step multiplies a matrix of more bytes than this
+// runs as a team (CppPlanner::PlanOrderedRows).
+constexpr int64_t kStepMatrixBytes = 512 << 10;
 // A kernel of column reductions (CppPlanner::ColumnBlock) runs its
 // innermost outer loop in blocks of this many iterations, or of
 // kVectorLanes where blocks this wide would leave fewer than
@@ -261,12 +264,14 @@ class CppPlanner {
   // product, and no streaming store. Sets plan_.team and the products'
   // team strides if so.
   bool RunsAsTeam(const Kernel& kernel);
-  // Whether an ordered kernel's rows run in blocks (CppKernelPlan::
-  // row_blocks): its one loop of rows, then the ordered one, members that
-  // all have inner loops, at least one product whose matrix is the same
-  // at every row and step. Sets plan_.row_blocks and the products' team
-  // strides if so.
-  bool RunsInRowBlocks(const Kernel& kernel);
+  // How an ordered kernel with its one loop of rows, then the ordered one,
+  // members that all have inner loops and at least one product whose
+  // matrix is the same at every row and step runs: as a team (with OpenMP)
+  // when a product's matrix outgrows kStepMatrixBytes, the threads sharing
+  // each step's products by blocks of the matrix, each thread the same
+  // blocks every step, which then stay in its cache; else its rows in
+  // blocks (CppKernelPlan::row_blocks). Sets the products' team strides.
+  void PlanOrderedRows(const Kernel& kernel);
   // The block of a kernel of column reductions (CppKernelPlan::column_block),
   // or 0: every member runs exactly the outer loops (one value per outer
   // iteration), its reductions are sums, products, maxima or minima of

@@ -105,7 +105,7 @@ std::string KernelPrinter::MatVecCall(const ComputeNode& node, int member, const
   var_names_[row + 1] = "0";
   const std::string call =
       matvec.rows_summed
-          ? MatVecsCall(node, member, matvec, TeamStrides{}, "1", rows)
+          ? MatVecsCall(node, member, matvec, TeamStrides{}, "1", absl::StrCat(rows), rows)
           : absl::StrCat("loom_matvec<", node.reduction_ranges[0], ">(&",
                          RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", &",
                          RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
@@ -168,36 +168,64 @@ int64_t VecMatRowBlock(int64_t k, int64_t columns) {
 
 std::string KernelPrinter::MatVecsCall(const ComputeNode& node, int member, const MatVec& matvec,
                                        const TeamStrides& strides, absl::string_view vectors,
-                                       int64_t rows) {
+                                       absl::string_view rows, int64_t most_rows) {
   const std::string out = absl::StrCat("&", RefText(node, plan_.members[member].store), ", ");
   const int64_t k = node.reduction_ranges[0];
   return absl::StrCat(
-      matvec.rows_summed ? absl::StrCat("loom_vecmats<", k, ", ", VecMatRowBlock(k, rows), ">(&")
-                         : absl::StrCat("loom_matvecs<", k, ">(&"),
+      matvec.rows_summed
+          ? absl::StrCat("loom_vecmats<", k, ", ", VecMatRowBlock(k, most_rows), ">(&")
+          : absl::StrCat("loom_matvecs<", k, ">(&"),
       RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ", strides.vector, ", ",
       vectors, ", &", RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
       matvec.leading, ", ", rows, ", ", out,
       matvec.rows_summed ? "" : absl::StrCat(matvec.out_stride, ", "), strides.out, ");");
 }
 
-void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec) {
+void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const MatVec& matvec,
+                                    int64_t rows, int depth) {
   const TeamStrides strides = *plan_.members[member].team_strides;
   const size_t row = node.ranges.size() - 1;  // the reduction variable is row + 1
   const std::string block = absl::StrCat("x", row, "b");
+  const int64_t results = node.ranges.back();
   if (!plan_.outer.empty()) var_names_[0] = "0";
   var_names_[row] = block;
   var_names_[row + 1] = "0";
-  Line(2, "#pragma omp for");
-  Line(2, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block,
-                          node.ranges.back(), block, kDotRows));
-  Line(3, MatVecsCall(node, member, matvec, strides, absl::StrCat(NumElements(plan_.outer)),
-                      kDotRows));
-  Line(2, "}");
+  if (matvec.rows_summed) {
+    // Each thread its own run of the columns, the same every time, in one
+    // call that reads the matrix's rows as sequential streams.
+    const int64_t blocks = results / kVectorLanes;
+    Line(depth, "{");
+    Line(depth + 1,
+         "const int64_t loom_team = omp_get_num_threads(), loom_me = omp_get_thread_num();");
+    Line(depth + 1, absl::StrFormat("const int64_t %s = %d * (%d * loom_me / loom_team);", block,
+                                    kVectorLanes, blocks));
+    Line(depth + 1,
+         absl::StrFormat("const int64_t loom_end = %d * (%d * (loom_me + 1) / loom_team);",
+                         kVectorLanes, blocks));
+    Line(depth + 1, absl::StrCat("if (", block, " < loom_end) ",
+                                 MatVecsCall(node, member, matvec, strides, absl::StrCat(rows),
+                                             absl::StrCat("loom_end - ", block), results)));
+    Line(depth, "}");
+    Line(depth, "#pragma omp barrier");
+  } else {
+    Line(depth, "#pragma omp for schedule(static)");
+    Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block, results,
+                                block, kDotRows));
+    Line(depth + 1, MatVecsCall(node, member, matvec, strides, absl::StrCat(rows),
+                                absl::StrCat(kDotRows), kDotRows));
+    Line(depth, "}");
+  }
   for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
 }
 
 std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
-  const int64_t rows = NumElements(plan_.outer);
+  // An ordered kernel's team runs its steps in order inside the parallel
+  // region, a barrier after each member's loop; its rows are the first
+  // outer loop.
+  const bool ordered = plan_.ordered_loop >= 0;
+  const std::vector<int64_t> rows_loop =
+      ordered ? std::vector<int64_t>{plan_.outer[0]} : plan_.outer;
+  const int64_t rows = NumElements(rows_loop);
   for (int m : plan_.locals) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
     Line(1, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
@@ -205,6 +233,8 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
   }
   Line(1, "#pragma omp parallel");
   Line(1, "{");
+  const int base = ordered ? 3 : 2;
+  if (ordered) Line(2, absl::StrFormat("for (int64_t x1 = 0; x1 < %d; ++x1) {", plan_.outer[1]));
   // Where each pointwise member's code is in body_ (empty for a product),
   // all at one depth.
   std::vector<std::pair<size_t, size_t>> spans(kernel.nodes.size());
@@ -213,7 +243,7 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
     if (plan_.members[m].matvec.has_value()) {
       const ComputeNode& node = program_.nodes[kernel.nodes[m]];
       NameLoopVariables(node);
-      PrintTeamMatVec(node, static_cast<int>(m), *plan_.members[m].matvec);
+      PrintTeamMatVec(node, static_cast<int>(m), *plan_.members[m].matvec, rows, base);
       step_base_ += static_cast<int>(node.body.size());
       ++m;
       continue;
@@ -221,9 +251,9 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
     // The pointwise members up to the next product, in one loop over the
     // outer iterations (the fuser made each legal within one), or run by
     // one thread without an outer loop.
-    Line(2, plan_.outer.empty() ? "#pragma omp single" : "#pragma omp for");
-    const int depth = plan_.outer.empty() ? 3 : OpenLoops(plan_.outer, 0, 2, {});
-    if (plan_.outer.empty()) Line(2, "{");
+    Line(base, rows_loop.empty() ? "#pragma omp single" : "#pragma omp for");
+    const int depth = rows_loop.empty() ? base + 1 : OpenLoops(rows_loop, 0, base, {});
+    if (rows_loop.empty()) Line(base, "{");
     for (; m < kernel.nodes.size() && !plan_.members[m].matvec.has_value(); ++m) {
       const ComputeNode& node = program_.nodes[kernel.nodes[m]];
       NameLoopVariables(node);
@@ -232,9 +262,10 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
       spans[m].second = body_.size();
       member_depth = depth;
     }
-    if (plan_.outer.empty()) Line(2, "}");
-    CloseLoops(plan_.outer.size(), depth);
+    if (rows_loop.empty()) Line(base, "}");
+    CloseLoops(rows_loop.size(), depth);
   }
+  if (ordered) Line(2, "}");
   Line(1, "}");
   if (outlined_ != nullptr) {
     std::vector<std::string> codes(kernel.nodes.size());
@@ -271,7 +302,8 @@ std::string KernelPrinter::PrintRowBlocks(const Kernel& kernel) {
       var_names_[0] = "x0b";
       var_names_[row] = var_names_[row + 1] = local_row_ = "0";
       Line(3, MatVecsCall(node, static_cast<int>(m), *plan_.members[m].matvec,
-                          *plan_.members[m].team_strides, "x0n", node.ranges.back()));
+                          *plan_.members[m].team_strides, "x0n", absl::StrCat(node.ranges.back()),
+                          node.ranges.back()));
       for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
       step_base_ += static_cast<int>(node.body.size());
       ++m;

@@ -335,12 +335,14 @@ TEST(EndToEndTest, RecurrencesKeptAsLoops) {
   options.rnn_loop = true;
   // Batch 37: blocks of rows (whole tiles of four rows and the rest);
   // hidden 160: a recurrent weight that the products read in blocks of its
-  // rows for fewer than four rows, and whole for more.
+  // rows for fewer than four rows, and whole for more; hidden 192: a team
+  // sharing each step's products.
   struct Shape {
     int64_t seq, batch, hidden;
   };
-  for (const auto [seq, batch, hidden] : {Shape{11, 3, 16}, Shape{1, 1, 16}, Shape{40, 2, 16},
-                                          Shape{5, 37, 16}, Shape{3, 1, 160}, Shape{3, 9, 160}}) {
+  for (const auto [seq, batch, hidden] :
+       {Shape{11, 3, 16}, Shape{1, 1, 16}, Shape{40, 2, 16}, Shape{5, 37, 16}, Shape{3, 1, 160},
+        Shape{3, 9, 160}, Shape{3, 1, 192}, Shape{4, 9, 192}}) {
     SCOPED_TRACE(absl::StrCat("seq ", seq, ", batch ", batch, ", hidden ", hidden));
     Graph graph = Recurrences(seq, batch, hidden);
     ASSERT_TRUE(InferShapes(graph).ok());
@@ -349,6 +351,11 @@ TEST(EndToEndTest, RecurrencesKeptAsLoops) {
     int ordered = 0;
     for (const Kernel& kernel : module->schedule->kernels) ordered += kernel.ordered_loop >= 0;
     EXPECT_EQ(ordered, 7) << "a kernel per direction";  // 1 + 2 + 1 + 2 + 1
+    // The LSTMs' steps multiply a weight of 4 x 192 x 192 floats, 576 KiB:
+    // a team; every other step's rows run in blocks.
+    const std::string& source = module->source->text;
+    EXPECT_EQ(source.find("#pragma omp barrier") != std::string::npos, hidden == 192);
+    EXPECT_NE(source.find("loom_row_block("), std::string::npos);
     CompileRunAndCompare(std::move(graph), options);
   }
 }

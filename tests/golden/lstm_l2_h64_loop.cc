@@ -639,7 +639,15 @@ static inline void loom_vecmat_columns(const float* v, int64_t vs, int64_t n, co
   for (; i + 4 <= n; i += 4) {
     loom_vecmat_tile<KB, 4, C>(v + i * vs, vs, m, ld, out + i * os, os, first);
   }
-  for (; i < n; ++i) loom_vecmat_tile<KB, 1, C>(v + i * vs, vs, m, ld, out + i * os, os, first);
+  /* the rest in one tile, so that every vector shares each row's loads */
+  const float* rest = v + i * vs;
+  float* rest_out = out + i * os;
+  switch (n - i) {
+    case 3: loom_vecmat_tile<KB, 3, C>(rest, vs, m, ld, rest_out, os, first); break;
+    case 2: loom_vecmat_tile<KB, 2, C>(rest, vs, m, ld, rest_out, os, first); break;
+    case 1: loom_vecmat_tile<KB, 1, C>(rest, vs, m, ld, rest_out, os, first); break;
+    default: break;
+  }
 }
 template <int64_t K, int64_t KB>
 static inline void loom_vecmats_in_blocks(const float* v, int64_t vs, int64_t n, const float* m,
