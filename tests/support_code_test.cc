@@ -96,7 +96,7 @@ extern "C" void loom_f0(void* const* a) {
   loom_store16(x + 16, loom_exp16(loom_load16(x + 16)));
   loom_matvec<16>(x, x + 32, 16, 8, x + 64, 1);
   loom_matvecs<16>(x, 16, 3, x + 32, 16, 8, x + 64, 1, 8);
-  loom_vecmats<16, 4>(x, 16, loom_row_block(5, 16, 2), x + 32, 32, 32, x + 96, 32);
+  loom_vecmats<16, 4, 5, false>(x, 16, loom_row_block(5, 16, 2), x + 32, 32, 32, x + 96, 32);
   loom_panel_gemm(11, 8, 3, x, 8, x + 128, x + 512);
 }
 )";

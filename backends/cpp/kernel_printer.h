@@ -122,10 +122,11 @@ class KernelPrinter {
                        int depth);
   // The loom_matvecs call (loom_vecmats when the matrix's rows are summed)
   // for `vectors` vectors, `rows` results each (C expressions, at most
-  // `most_rows`), the vectors and their results `strides` apart.
+  // `most_vectors` and `most_rows`; `rows` a multiple of kVecMatColumns
+  // where `most_rows` is), the vectors and their results `strides` apart.
   std::string MatVecsCall(const ComputeNode& node, int member, const MatVec& matvec,
                           const TeamStrides& strides, absl::string_view vectors,
-                          absl::string_view rows, int64_t most_rows);
+                          int64_t most_vectors, absl::string_view rows, int64_t most_rows);
   // The body of an ordered kernel whose rows run in blocks (CppKernelPlan::
   // row_blocks): the threads share the blocks; in each, the steps run in
   // order, each step's products over all the block's rows in one

@@ -47,6 +47,9 @@ constexpr int64_t kMaxBlockRows = 16;
 // An ordered kernel whose step multiplies a matrix of more bytes than this
 // runs as a team (CppPlanner::PlanOrderedRows).
 constexpr int64_t kStepMatrixBytes = 512 << 10;
+// loom_vecmats' widest tile of columns (with AVX-512): its calls for a
+// multiple of this many columns compile no narrower tiles.
+constexpr int64_t kVecMatColumns = 64;
 // A kernel of column reductions (CppPlanner::ColumnBlock) runs its
 // innermost outer loop in blocks of this many iterations, or of
 // kVectorLanes where blocks this wide would leave fewer than

@@ -105,7 +105,7 @@ std::string KernelPrinter::MatVecCall(const ComputeNode& node, int member, const
   var_names_[row + 1] = "0";
   const std::string call =
       matvec.rows_summed
-          ? MatVecsCall(node, member, matvec, TeamStrides{}, "1", absl::StrCat(rows), rows)
+          ? MatVecsCall(node, member, matvec, TeamStrides{}, "1", 1, absl::StrCat(rows), rows)
           : absl::StrCat("loom_matvec<", node.reduction_ranges[0], ">(&",
                          RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", &",
                          RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
@@ -168,12 +168,14 @@ int64_t VecMatRowBlock(int64_t k, int64_t columns) {
 
 std::string KernelPrinter::MatVecsCall(const ComputeNode& node, int member, const MatVec& matvec,
                                        const TeamStrides& strides, absl::string_view vectors,
-                                       absl::string_view rows, int64_t most_rows) {
+                                       int64_t most_vectors, absl::string_view rows,
+                                       int64_t most_rows) {
   const std::string out = absl::StrCat("&", RefText(node, plan_.members[member].store), ", ");
   const int64_t k = node.reduction_ranges[0];
   return absl::StrCat(
       matvec.rows_summed
-          ? absl::StrCat("loom_vecmats<", k, ", ", VecMatRowBlock(k, most_rows), ">(&")
+          ? absl::StrCat("loom_vecmats<", k, ", ", VecMatRowBlock(k, most_rows), ", ", most_vectors,
+                         ", ", most_rows % kVecMatColumns == 0 ? "true" : "false", ">(&")
           : absl::StrCat("loom_matvecs<", k, ">(&"),
       RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ", strides.vector, ", ",
       vectors, ", &", RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
@@ -193,25 +195,26 @@ void KernelPrinter::PrintTeamMatVec(const ComputeNode& node, int member, const M
   if (matvec.rows_summed) {
     // Each thread its own run of the columns, the same every time, in one
     // call that reads the matrix's rows as sequential streams.
-    const int64_t blocks = results / kVectorLanes;
+    const int64_t unit = results % kVecMatColumns == 0 ? kVecMatColumns : kVectorLanes;
+    const int64_t blocks = results / unit;
     Line(depth, "{");
     Line(depth + 1,
          "const int64_t loom_team = omp_get_num_threads(), loom_me = omp_get_thread_num();");
     Line(depth + 1, absl::StrFormat("const int64_t %s = %d * (%d * loom_me / loom_team);", block,
-                                    kVectorLanes, blocks));
+                                    unit, blocks));
     Line(depth + 1,
-         absl::StrFormat("const int64_t loom_end = %d * (%d * (loom_me + 1) / loom_team);",
-                         kVectorLanes, blocks));
+         absl::StrFormat("const int64_t loom_end = %d * (%d * (loom_me + 1) / loom_team);", unit,
+                         blocks));
     Line(depth + 1, absl::StrCat("if (", block, " < loom_end) ",
                                  MatVecsCall(node, member, matvec, strides, absl::StrCat(rows),
-                                             absl::StrCat("loom_end - ", block), results)));
+                                             rows, absl::StrCat("loom_end - ", block), results)));
     Line(depth, "}");
     Line(depth, "#pragma omp barrier");
   } else {
     Line(depth, "#pragma omp for schedule(static)");
     Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block, results,
                                 block, kDotRows));
-    Line(depth + 1, MatVecsCall(node, member, matvec, strides, absl::StrCat(rows),
+    Line(depth + 1, MatVecsCall(node, member, matvec, strides, absl::StrCat(rows), rows,
                                 absl::StrCat(kDotRows), kDotRows));
     Line(depth, "}");
   }
@@ -302,8 +305,8 @@ std::string KernelPrinter::PrintRowBlocks(const Kernel& kernel) {
       var_names_[0] = "x0b";
       var_names_[row] = var_names_[row + 1] = local_row_ = "0";
       Line(3, MatVecsCall(node, static_cast<int>(m), *plan_.members[m].matvec,
-                          *plan_.members[m].team_strides, "x0n", absl::StrCat(node.ranges.back()),
-                          node.ranges.back()));
+                          *plan_.members[m].team_strides, "x0n", std::min(rows, kMaxBlockRows),
+                          absl::StrCat(node.ranges.back()), node.ranges.back()));
       for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
       step_base_ += static_cast<int>(node.body.size());
       ++m;

@@ -632,45 +632,53 @@ static inline void loom_vecmat_tile(const float* v, int64_t vs, const float* m, 
     for (int c = 0; c < C; ++c) loom_store16(out + r * os + 16 * c, sums[r][c]);
   }
 }
-template <int64_t KB, int C>
+/* Tiles of four vectors, then the rest in one tile, so that every vector
+   shares each row's loads; at most N vectors (the tiles for more are not
+   compiled: each costs the compiler some 0.03 s). */
+template <int64_t KB, int C, int64_t N>
 static inline void loom_vecmat_columns(const float* v, int64_t vs, int64_t n, const float* m,
                                        int64_t ld, float* out, int64_t os, bool first) {
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    loom_vecmat_tile<KB, 4, C>(v + i * vs, vs, m, ld, out + i * os, os, first);
+  if constexpr (N >= 4) {
+    for (; i + 4 <= n; i += 4) {
+      loom_vecmat_tile<KB, 4, C>(v + i * vs, vs, m, ld, out + i * os, os, first);
+    }
   }
-  /* the rest in one tile, so that every vector shares each row's loads */
   const float* rest = v + i * vs;
   float* rest_out = out + i * os;
-  switch (n - i) {
-    case 3: loom_vecmat_tile<KB, 3, C>(rest, vs, m, ld, rest_out, os, first); break;
-    case 2: loom_vecmat_tile<KB, 2, C>(rest, vs, m, ld, rest_out, os, first); break;
-    case 1: loom_vecmat_tile<KB, 1, C>(rest, vs, m, ld, rest_out, os, first); break;
-    default: break;
+  if constexpr (N >= 3) {
+    if (n - i == 3) return loom_vecmat_tile<KB, 3, C>(rest, vs, m, ld, rest_out, os, first);
   }
+  if constexpr (N >= 2) {
+    if (n - i == 2) return loom_vecmat_tile<KB, 2, C>(rest, vs, m, ld, rest_out, os, first);
+  }
+  if (n - i == 1) loom_vecmat_tile<KB, 1, C>(rest, vs, m, ld, rest_out, os, first);
 }
-template <int64_t K, int64_t KB>
+/* COLS_64: cols is a multiple of 64, which needs no narrower tiles. */
+template <int64_t K, int64_t KB, int64_t N, bool COLS_64>
 static inline void loom_vecmats_in_blocks(const float* v, int64_t vs, int64_t n, const float* m,
                                           int64_t ld, int64_t cols, float* out, int64_t os) {
   for (int64_t k = 0; k < K; k += KB) {
     int64_t c = 0;
     for (; c + 16 * LOOM_VECMAT_TILE <= cols; c += 16 * LOOM_VECMAT_TILE) {
-      loom_vecmat_columns<KB, LOOM_VECMAT_TILE>(v + k, vs, n, m + k * ld + c, ld, out + c, os,
-                                                k == 0);
+      loom_vecmat_columns<KB, LOOM_VECMAT_TILE, N>(v + k, vs, n, m + k * ld + c, ld, out + c, os,
+                                                   k == 0);
     }
-    for (; c < cols; c += 16) {
-      loom_vecmat_columns<KB, 1>(v + k, vs, n, m + k * ld + c, ld, out + c, os, k == 0);
+    if constexpr (!COLS_64) {
+      for (; c < cols; c += 16) {
+        loom_vecmat_columns<KB, 1, N>(v + k, vs, n, m + k * ld + c, ld, out + c, os, k == 0);
+      }
     }
   }
 }
-template <int64_t K, int64_t KB>
+template <int64_t K, int64_t KB, int64_t N, bool COLS_64>
 static __attribute__((noinline)) void loom_vecmats(const float* v, int64_t vs, int64_t n,
                                                    const float* m, int64_t ld, int64_t cols,
                                                    float* out, int64_t os) {
   if (KB < K && n < 4) {
-    loom_vecmats_in_blocks<K, KB>(v, vs, n, m, ld, cols, out, os);
+    loom_vecmats_in_blocks<K, KB, N, COLS_64>(v, vs, n, m, ld, cols, out, os);
   } else {
-    loom_vecmats_in_blocks<K, K>(v, vs, n, m, ld, cols, out, os);
+    loom_vecmats_in_blocks<K, K, N, COLS_64>(v, vs, n, m, ld, cols, out, os);
   }
 }
 /* The rows of each block of a recurrence's `rows` (KernelPrinter::
@@ -747,7 +755,7 @@ extern "C" void loom_f4(void* const* a) {
     float l0[512];
     float l1[128];
     for (int64_t x1 = 0; x1 < 16; ++x1) {
-      loom_vecmats<64, 64>(&p0[(64*x0b + 128*x1 + 0)], 64, x0n, &p1[(0 + 256*0)], 256, 256, &l0[(256*0 + 0)], 256);
+      loom_vecmats<64, 64, 2, true>(&p0[(64*x0b + 128*x1 + 0)], 64, x0n, &p1[(0 + 256*0)], 256, 256, &l0[(256*0 + 0)], 256);
       for (int64_t x0r = 0; x0r < x0n; ++x0r) {
         const int64_t x0 = x0b + x0r;
         for (int64_t x2 = 0; x2 < 64; x2 += 16) {
