@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpp/kernel_printer.h"
+#include "ir/expr_analysis.h"
 
 namespace loom::cpp {
 
@@ -50,7 +51,12 @@ void KernelPrinter::PrintPrefetches(const ComputeNode& node, int member, int dep
     next[plan_.outer_loops - 1] = absl::StrCat("(", next[plan_.outer_loops - 1], " + 1)");
     for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
       const Ref& load = plan_.load_refs[step_base_ + i];
-      if (load.kind != Ref::Kind::kParam || planner_.RefStride(node, load) != 1) continue;
+      // Only what the next iteration reads anew (not a bias, the same in
+      // every one).
+      if (load.kind != Ref::Kind::kParam || planner_.RefStride(node, load) != 1 ||
+          !UsesVar(planner_.ParamIndex(load), plan_.outer_loops - 1)) {
+        continue;
+      }
       Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[",
                                ToCpp(planner_.ParamIndex(load), next), "]);"));
     }

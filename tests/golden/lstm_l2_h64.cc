@@ -688,12 +688,9 @@ extern "C" void loom_f3(void* const* a) {
     loom_matvec<64>(&p0[(64*x0 + 0)], &p1[(64*0 + 0)], 64, 256, &l0[0], 1);
     for (int64_t x1 = 0; x1 < 64; x1 += 16) {
       __builtin_prefetch(&p2[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p3[x1]);
       __builtin_prefetch(&p4[(64*(x0 + 1) + x1)]);
       __builtin_prefetch(&p5[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p6[x1]);
       __builtin_prefetch(&p7[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p8[x1]);
       __builtin_prefetch(&p11[(64*x0 + x1)], 1);
       const loom_f32v16 t3 = loom_load16(&p2[(256*x0 + x1)]);
       const loom_f32v16 t4 = loom_load16(&p3[x1]);
@@ -719,7 +716,7 @@ extern "C" void loom_f3(void* const* a) {
       const loom_f32v16 t24 = t10 + t23;
       loom_store16(&l1[x1], t24);
     }
-    loom_m0(p9, p10, p11, l0, l1, l2, x0);
+    loom_m0(p9, p11, p10, l0, l1, l2, x0);
     float* const loom_rolled0[14] = {l2, l6, l10, l14, l18, l22, l26, l30, l34, l38, l42, l46, l50, l54};
     float* const loom_rolled1[14] = {l4, l8, l12, l16, l20, l24, l28, l32, l36, l40, l44, l48, l52, l56};
     float* const loom_rolled2[14] = {l1, l5, l9, l13, l17, l21, l25, l29, l33, l37, l41, l45, l49, l53};
@@ -728,18 +725,15 @@ extern "C" void loom_f3(void* const* a) {
     for (int64_t loom_step = 0; loom_step < 14; ++loom_step) {
       loom_m1(loom_rolled0[loom_step], ((float*)a[11 + 5 * loom_step]), x0);
       loom_matvec<64>(&loom_rolled0[loom_step][0], &p1[(64*0 + 0)], 64, 256, &loom_rolled1[loom_step][0], 1);
-      loom_m2(((const float*)a[12 + 5 * loom_step]), p3, ((const float*)a[13 + 5 * loom_step]), p6, ((const float*)a[14 + 5 * loom_step]), p8, ((float*)a[16 + 5 * loom_step]), loom_rolled1[loom_step], loom_rolled2[loom_step], loom_rolled3[loom_step], x0);
-      loom_m0(((const float*)a[15 + 5 * loom_step]), p10, ((float*)a[16 + 5 * loom_step]), loom_rolled1[loom_step], loom_rolled3[loom_step], loom_rolled4[loom_step], x0);
+      loom_m2(((const float*)a[12 + 5 * loom_step]), ((const float*)a[13 + 5 * loom_step]), ((const float*)a[14 + 5 * loom_step]), ((float*)a[16 + 5 * loom_step]), p3, loom_rolled1[loom_step], loom_rolled2[loom_step], p6, p8, loom_rolled3[loom_step], x0);
+      loom_m0(((const float*)a[15 + 5 * loom_step]), ((float*)a[16 + 5 * loom_step]), p10, loom_rolled1[loom_step], loom_rolled3[loom_step], loom_rolled4[loom_step], x0);
     }
     loom_m1(l58, p81, x0);
     loom_matvec<64>(&l58[0], &p1[(64*0 + 0)], 64, 256, &l60[0], 1);
     for (int64_t x1 = 0; x1 < 64; x1 += 16) {
       __builtin_prefetch(&p82[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p3[x1]);
       __builtin_prefetch(&p83[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p6[x1]);
       __builtin_prefetch(&p84[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p8[x1]);
       __builtin_prefetch(&p85[(128*x0 + x1)], 1);
       const loom_f32v16 t528 = loom_load16(&p82[(256*x0 + x1)]);
       const loom_f32v16 t529 = loom_load16(&p3[x1]);
@@ -772,7 +766,6 @@ extern "C" void loom_f3(void* const* a) {
     }
     for (int64_t x1 = 0; x1 < 64; x1 += 16) {
       __builtin_prefetch(&p86[(256*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p10[x1]);
       const loom_f32v16 t551 = loom_load16(&p86[(256*x0 + x1)]);
       const loom_f32v16 t552 = loom_load16(&p10[x1]);
       const loom_f32v16 t553 = t551 + t552;
@@ -850,10 +843,9 @@ extern "C" void loom_f8(void* const* a) {
 extern "C" void loom_m0(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, float* LOOM_RESTRICT a5, int64_t x0) {
   for (int64_t x1 = 0; x1 < 64; x1 += 16) {
     __builtin_prefetch(&a0[(256*(x0 + 1) + x1)]);
-    __builtin_prefetch(&a1[x1]);
-    __builtin_prefetch(&a2[(64*x0 + x1)], 1);
+    __builtin_prefetch(&a1[(64*x0 + x1)], 1);
     const loom_f32v16 v0 = loom_load16(&a0[(256*x0 + x1)]);
-    const loom_f32v16 v1 = loom_load16(&a1[x1]);
+    const loom_f32v16 v1 = loom_load16(&a2[x1]);
     const loom_f32v16 v2 = v0 + v1;
     const loom_f32v16 v3 = loom_load16(&a3[(x1 + 64)]);
     const loom_f32v16 v4 = v2 + v3;
@@ -876,30 +868,27 @@ extern "C" void loom_m1(const float* LOOM_RESTRICT a0, float* LOOM_RESTRICT a1, 
 extern "C" void loom_m2(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, const float* LOOM_RESTRICT a5, const float* LOOM_RESTRICT a6, const float* LOOM_RESTRICT a7, const float* LOOM_RESTRICT a8, float* LOOM_RESTRICT a9, int64_t x0) {
   for (int64_t x1 = 0; x1 < 64; x1 += 16) {
     __builtin_prefetch(&a0[(256*(x0 + 1) + x1)]);
-    __builtin_prefetch(&a1[x1]);
+    __builtin_prefetch(&a1[(256*(x0 + 1) + x1)]);
     __builtin_prefetch(&a2[(256*(x0 + 1) + x1)]);
-    __builtin_prefetch(&a3[x1]);
-    __builtin_prefetch(&a4[(256*(x0 + 1) + x1)]);
-    __builtin_prefetch(&a5[x1]);
-    __builtin_prefetch(&a6[(64*x0 + x1)], 1);
+    __builtin_prefetch(&a3[(64*x0 + x1)], 1);
     const loom_f32v16 v0 = loom_load16(&a0[(256*x0 + x1)]);
-    const loom_f32v16 v1 = loom_load16(&a1[x1]);
+    const loom_f32v16 v1 = loom_load16(&a4[x1]);
     const loom_f32v16 v2 = v0 + v1;
-    const loom_f32v16 v3 = loom_load16(&a7[(x1 + 128)]);
+    const loom_f32v16 v3 = loom_load16(&a5[(x1 + 128)]);
     const loom_f32v16 v4 = v2 + v3;
     const loom_f32v16 v5 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-v4));
-    const loom_f32v16 v6 = loom_load16(&a8[x1]);
+    const loom_f32v16 v6 = loom_load16(&a6[x1]);
     const loom_f32v16 v7 = v5 * v6;
-    const loom_f32v16 v8 = loom_load16(&a2[(256*x0 + x1)]);
-    const loom_f32v16 v9 = loom_load16(&a3[x1]);
+    const loom_f32v16 v8 = loom_load16(&a1[(256*x0 + x1)]);
+    const loom_f32v16 v9 = loom_load16(&a7[x1]);
     const loom_f32v16 v10 = v8 + v9;
-    const loom_f32v16 v11 = loom_load16(&a7[x1]);
+    const loom_f32v16 v11 = loom_load16(&a5[x1]);
     const loom_f32v16 v12 = v10 + v11;
     const loom_f32v16 v13 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-v12));
-    const loom_f32v16 v14 = loom_load16(&a4[(256*x0 + x1)]);
-    const loom_f32v16 v15 = loom_load16(&a5[x1]);
+    const loom_f32v16 v14 = loom_load16(&a2[(256*x0 + x1)]);
+    const loom_f32v16 v15 = loom_load16(&a8[x1]);
     const loom_f32v16 v16 = v14 + v15;
-    const loom_f32v16 v17 = loom_load16(&a7[(x1 + 192)]);
+    const loom_f32v16 v17 = loom_load16(&a5[(x1 + 192)]);
     const loom_f32v16 v18 = v16 + v17;
     const loom_f32v16 v19 = loom_tanh16(v18);
     const loom_f32v16 v20 = v13 * v19;

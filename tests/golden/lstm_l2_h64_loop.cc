@@ -760,12 +760,9 @@ extern "C" void loom_f4(void* const* a) {
         const int64_t x0 = x0b + x0r;
         for (int64_t x2 = 0; x2 < 64; x2 += 16) {
           __builtin_prefetch(&p2[(256*x0 + 512*(x1 + 1) + x2)]);
-          __builtin_prefetch(&p3[x2]);
           __builtin_prefetch(&p4[(64*x0 + x2 + 128*((x1 + 1) % 2))]);
           __builtin_prefetch(&p5[(256*x0 + 512*(x1 + 1) + x2)]);
-          __builtin_prefetch(&p6[x2]);
           __builtin_prefetch(&p7[(256*x0 + 512*(x1 + 1) + x2)]);
-          __builtin_prefetch(&p8[x2]);
           __builtin_prefetch(&p11[(64*x0 + 128*x1 + x2)], 1);
           const loom_f32v16 t3 = loom_load16(&p2[(256*x0 + 512*x1 + x2)]);
           const loom_f32v16 t4 = loom_load16(&p3[x2]);
@@ -793,7 +790,6 @@ extern "C" void loom_f4(void* const* a) {
         }
         for (int64_t x2 = 0; x2 < 64; x2 += 16) {
           __builtin_prefetch(&p9[(256*x0 + 512*(x1 + 1) + x2)]);
-          __builtin_prefetch(&p10[x2]);
           __builtin_prefetch(&p4[(64*x0 + x2 + 128*((x1 + 1) % 2))], 1);
           const loom_f32v16 t25 = loom_load16(&p9[(256*x0 + 512*x1 + x2)]);
           const loom_f32v16 t26 = loom_load16(&p10[x2]);
