@@ -496,8 +496,8 @@ std::optional<MatVec> CppPlanner::MatchMatVec(const ComputeNode& node, int membe
       matvec.leading = matrix[row];
       return matvec;
     }
-    // Printed only in an ordered kernel (PrintRowBlocks, or a step's
-    // product alone), where the loop form of a recurrence puts it.
+    // Printed only in an ordered kernel (in blocks of rows, a team or
+    // alone), where the loop form of a recurrence puts it.
     if (matrix[row] == 1 && matrix[row + 1] != 0 && matvec.out_stride == 1 &&
         node.ranges.back() % kVectorLanes == 0 && plan_.ordered_loop >= 0) {
       matvec.leading = matrix[row + 1];
@@ -558,9 +558,17 @@ void CppPlanner::PlanOrderedRows(const Kernel& kernel) {
     large_matrix |= node.ranges.back() * node.reduction_ranges[0] * 4 > kStepMatrixBytes;
   }
   if (!has_product) return;
+  int64_t row_bytes = 0;  // a row's slices of the local arrays
+  for (int m : plan_.locals) {
+    const DType dtype = program_.buffers[program_.nodes[kernel.nodes[m]].output].dtype;
+    row_bytes += NumBytes(dtype, {plan_.members[m].local_length});
+  }
+  plan_.block_rows =
+      std::clamp<int64_t>(kMaxBlockLocalBytes / std::max<int64_t>(row_bytes, 1), 1, kMaxBlockRows);
   // The strides along the rows are those of the local arrays, a row's
   // slice after another's.
-  bool& runs = large_matrix && options_.openmp() ? plan_.team : plan_.row_blocks;
+  const bool team = large_matrix && options_.openmp() && plan_.outer[0] <= plan_.block_rows;
+  bool& runs = team ? plan_.team : plan_.row_blocks;
   runs = true;
   for (size_t m = 0; m < kernel.nodes.size() && runs; ++m) {
     CppMemberPlan& member = plan_.members[m];
@@ -695,7 +703,7 @@ std::string KernelThreads(const CppKernelPlan& plan) {
   if (plan.team) return absl::StrCat("a team over ", NumElements(plan.outer), " outer iterations");
   if (plan.row_blocks) {
     return absl::StrCat(plan.parallel_outer ? "blocks" : "nothing; one block at a time",
-                        " of at most ", kMaxBlockRows, " rows, each block's steps in order");
+                        " of at most ", plan.block_rows, " rows, each block's steps in order");
   }
   if (plan.column_block > 0) {
     return absl::StrCat(plan.parallel_outer ? "outer loops and " : "nothing; ", "blocks of ",

@@ -42,8 +42,11 @@ constexpr int kExtremeBlock = kExtremeChains * kVectorLanes;
 // rather than called, the native compile took up to 1.7x longer.
 constexpr int kDotRows = 8;
 // The most rows of a block of an ordered loop's rows (CppKernelPlan::
-// row_blocks): its local arrays hold that many rows.
+// row_blocks), and the most bytes of local arrays, which hold every row of
+// a block (or of a team) on a thread's stack: fewer rows where a row's
+// slices are large.
 constexpr int64_t kMaxBlockRows = 16;
+constexpr int64_t kMaxBlockLocalBytes = 256 << 10;
 // An ordered kernel whose step multiplies a matrix of more bytes than this
 // runs as a team (CppPlanner::PlanOrderedRows).
 constexpr int64_t kStepMatrixBytes = 512 << 10;
@@ -145,9 +148,11 @@ struct CppKernelPlan {
   int ordered_loop = -1;
   // An ordered loop's rows run in blocks (KernelPrinter::PrintRowBlocks):
   // each block's steps in order, a step's products over all the block's
-  // rows at once (loom_matvecs, their matrix read once for them all), its
-  // other members row by row, local arrays holding every row of a block.
+  // rows at once (loom_vecmats or loom_matvecs, their matrix read once for
+  // them all), its other members row by row, local arrays holding every
+  // row of a block.
   bool row_blocks = false;
+  int64_t block_rows = 0;  // the most rows of a block
   // Column reductions (KernelPrinter::PrintColumns): the innermost outer
   // loop runs innermost, in blocks of this many iterations; 0 if not.
   int64_t column_block = 0;
@@ -270,10 +275,11 @@ class CppPlanner {
   // How an ordered kernel with its one loop of rows, then the ordered one,
   // members that all have inner loops and at least one product whose
   // matrix is the same at every row and step runs: as a team (with OpenMP)
-  // when a product's matrix outgrows kStepMatrixBytes, the threads sharing
-  // each step's products by blocks of the matrix, each thread the same
-  // blocks every step, which then stay in its cache; else its rows in
-  // blocks (CppKernelPlan::row_blocks). Sets the products' team strides.
+  // when a product's matrix outgrows kStepMatrixBytes and its rows' local
+  // arrays fit a block's, the threads sharing each step's products by
+  // blocks of the matrix, each thread the same blocks every step, which
+  // then stay in its cache; else its rows in blocks (CppKernelPlan::
+  // row_blocks, block_rows). Sets the products' team strides.
   void PlanOrderedRows(const Kernel& kernel);
   // The block of a kernel of column reductions (CppKernelPlan::column_block),
   // or 0: every member runs exactly the outer loops (one value per outer

@@ -291,8 +291,8 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
 
 std::string KernelPrinter::PrintRowBlocks(const Kernel& kernel) {
   const int64_t rows = plan_.outer[0], steps = plan_.outer[1];
-  Line(1, absl::StrCat("const int64_t loom_rows = loom_row_block(", rows, ", ", kMaxBlockRows, ", ",
-                       plan_.parallel_outer ? "omp_get_max_threads()" : "1", ");"));
+  Line(1, absl::StrCat("const int64_t loom_rows = loom_row_block(", rows, ", ", plan_.block_rows,
+                       ", ", plan_.parallel_outer ? "omp_get_max_threads()" : "1", ");"));
   if (plan_.parallel_outer) Line(1, "#pragma omp parallel for");
   Line(1, absl::StrFormat("for (int64_t x0b = 0; x0b < %d; x0b += loom_rows) {", rows));
   Line(2, absl::StrFormat("const int64_t x0n = %d - x0b < loom_rows ? %d - x0b : loom_rows;", rows,
@@ -300,7 +300,7 @@ std::string KernelPrinter::PrintRowBlocks(const Kernel& kernel) {
   for (int m : plan_.locals) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
     Line(2, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
-                         std::min(rows, kMaxBlockRows) * plan_.members[m].local_length, "];"));
+                         std::min(rows, plan_.block_rows) * plan_.members[m].local_length, "];"));
   }
   Line(2, absl::StrFormat("for (int64_t x1 = 0; x1 < %d; ++x1) {", steps));
   for (size_t m = 0; m < kernel.nodes.size();) {
@@ -311,7 +311,7 @@ std::string KernelPrinter::PrintRowBlocks(const Kernel& kernel) {
       var_names_[0] = "x0b";
       var_names_[row] = var_names_[row + 1] = local_row_ = "0";
       Line(3, MatVecsCall(node, static_cast<int>(m), *plan_.members[m].matvec,
-                          *plan_.members[m].team_strides, "x0n", std::min(rows, kMaxBlockRows),
+                          *plan_.members[m].team_strides, "x0n", std::min(rows, plan_.block_rows),
                           absl::StrCat(node.ranges.back()), node.ranges.back()));
       for (size_t i = 0; i <= row + 1; ++i) var_names_[i] = absl::StrCat("x", i);
       step_base_ += static_cast<int>(node.body.size());
