@@ -829,6 +829,23 @@ TEST(CodegenTest, AKernelOfOneMatrixVectorProductIsOneCall) {
                         "  }\n"));
 }
 
+// Several rows' products, each large enough to share: one parallel region
+// for them all, each row's blocks shared without a barrier between rows.
+TEST(CodegenTest, RowsOfSharedMatrixVectorProductsShareOneParallelRegion) {
+  ValueId product;
+  Graph graph = TimesTransposed(4, 256, 256, product);
+  graph.AddOutput(product);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  proto::CppOptions options;
+  options.set_simd(proto::CppOptions::NATIVE);
+  options.set_openmp(true);
+  EXPECT_THAT(EmitFused(graph, options),
+              HasSubstr("  #pragma omp parallel\n  {\n"
+                        "    for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
+                        "      #pragma omp for schedule(static) nowait\n"
+                        "      for (int64_t x1b = 0; x1b < 256; x1b += 8) {\n"));
+}
+
 TEST(CodegenTest, IndicesKnownAtRunTimeAreCheckedOnceInTheOuterLoop) {
   Graph graph;
   const ValueId table = *graph.AddInput("table", TensorType{DType::kF32, {10, 8}});
