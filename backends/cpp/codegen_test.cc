@@ -813,17 +813,23 @@ TEST(CodegenTest, AFewRowsSharingALargeProductRunAsATeam) {
   EXPECT_THAT(rows, HasSubstr("loom_split"));
 }
 
-// A kernel that is one such product, its rows the outer loop: one call for
-// all rows (too little work to share).
-TEST(CodegenTest, AKernelOfOneMatrixVectorProductIsOneCall) {
+// The source of a kernel that is one product of `rows` rows by a
+// transposed [n, k] matrix, in explicit vectors and with OpenMP.
+std::string EmitTimesTransposed(int64_t rows, int64_t k, int64_t n) {
   ValueId product;
-  Graph graph = TimesTransposed(1, 128, 512, product);
+  Graph graph = TimesTransposed(rows, k, n, product);
   graph.AddOutput(product);
-  ASSERT_TRUE(InferShapes(graph).ok());
+  EXPECT_TRUE(InferShapes(graph).ok());
   proto::CppOptions options;
   options.set_simd(proto::CppOptions::NATIVE);
   options.set_openmp(true);
-  EXPECT_THAT(EmitFused(graph, options),
+  return EmitFused(graph, options);
+}
+
+// A kernel that is one such product, its rows the outer loop: one call for
+// all rows (too little work to share).
+TEST(CodegenTest, AKernelOfOneMatrixVectorProductIsOneCall) {
+  EXPECT_THAT(EmitTimesTransposed(1, 128, 512),
               HasSubstr("  for (int64_t x0 = 0; x0 < 1; ++x0) {\n"
                         "    loom_matvec<128>(&p0[0], &p1[(128*0 + 0)], 128, 512, &p2[0], 1);\n"
                         "  }\n"));
@@ -832,14 +838,7 @@ TEST(CodegenTest, AKernelOfOneMatrixVectorProductIsOneCall) {
 // Several rows' products, each large enough to share: one parallel region
 // for them all, each row's blocks shared without a barrier between rows.
 TEST(CodegenTest, RowsOfSharedMatrixVectorProductsShareOneParallelRegion) {
-  ValueId product;
-  Graph graph = TimesTransposed(4, 256, 256, product);
-  graph.AddOutput(product);
-  ASSERT_TRUE(InferShapes(graph).ok());
-  proto::CppOptions options;
-  options.set_simd(proto::CppOptions::NATIVE);
-  options.set_openmp(true);
-  EXPECT_THAT(EmitFused(graph, options),
+  EXPECT_THAT(EmitTimesTransposed(4, 256, 256),
               HasSubstr("  #pragma omp parallel\n  {\n"
                         "    for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
                         "      #pragma omp for schedule(static) nowait\n"
