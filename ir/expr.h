@@ -92,6 +92,8 @@ std::string ToString(Expr e);
 // Index expressions are non-negative wherever loom emits them, so floor
 // division and modulo print as C's / and %.
 std::string ToCpp(Expr e, absl::Span<const std::string> var_names);
+// ToCpp with every integer marked as a shape constant (ir/shape_constants.h).
+std::string ToCppMarked(Expr e, absl::Span<const std::string> var_names);
 
 // The largest variable index used in `e`, or -1 if it uses none.
 int MaxVar(Expr e);

@@ -8,6 +8,7 @@
 #include "absl/types/span.h"
 #include "ir/expr.h"
 #include "ir/expr_internal.h"
+#include "ir/shape_constants.h"
 
 namespace loom {
 namespace {
@@ -20,8 +21,10 @@ using expr_internal::Die;
 // associativity already group it correctly).
 class Printer {
  public:
-  // `var_names` is only used for C++.
-  Printer(absl::Span<const std::string> var_names, bool cpp) : var_names_(var_names), cpp_(cpp) {}
+  // `var_names` and `mark` are only used for C++: `mark` prints each
+  // integer as a shape constant (ir/shape_constants.h).
+  Printer(absl::Span<const std::string> var_names, bool cpp, bool mark = false)
+      : var_names_(var_names), cpp_(cpp), mark_(mark) {}
 
   std::string Print(Expr e) {
     std::string out;
@@ -51,12 +54,20 @@ class Printer {
   // C++ puts negative constants in parentheses, so that no neighbouring
   // '-' can fuse with their sign.
   void AppendConst(int64_t v, std::string& out) {
-    if (!cpp_ || v >= 0) return absl::StrAppend(&out, v);
+    if (!cpp_ || v >= 0) return AppendInt(v, out);
     // -9223372036854775808 is not a C++ literal.
     if (v == std::numeric_limits<int64_t>::min()) {
       return absl::StrAppend(&out, "(", v + 1, " - 1)");
     }
-    absl::StrAppend(&out, "(", v, ")");
+    out += "(-";
+    AppendInt(-v, out);
+    out += ")";
+  }
+
+  // A non-negative integer, or a negative one for loom's text form.
+  void AppendInt(int64_t v, std::string& out) {
+    if (mark_ && v >= 0) return absl::StrAppend(&out, MarkShapeConstant(v));
+    absl::StrAppend(&out, v);
   }
 
   void AppendVar(int64_t index, std::string& out) {
@@ -79,7 +90,7 @@ class Printer {
       if (!first) out += negative ? " - " : " + ";
       const bool negate = negative && !first;
       if (t->is_const()) {
-        absl::StrAppend(&out, negate ? -t->value() : t->value());
+        AppendSignedInt(negate ? -t->value() : t->value(), out);
       } else if (t->kind() == ExprKind::kMul) {
         AppendProduct(t, negate, Position::kTerm, out);
       } else {
@@ -104,7 +115,8 @@ class Printer {
     if (coeff == -1) {
       out += "-";
     } else if (coeff != 1) {
-      absl::StrAppend(&out, coeff, "*");
+      AppendSignedInt(coeff, out);
+      out += "*";
     }
     for (size_t i = 0; i < factors.size(); ++i) {
       if (i > 0) out += "*";
@@ -118,12 +130,23 @@ class Printer {
     const char* op = e->kind() == ExprKind::kMod ? " % " : cpp_ ? " / " : " // ";
     if (parens) out += "(";
     Append(e->operands()[0], Position::kDividend, out);
-    absl::StrAppend(&out, op, e->value());
+    out += op;
+    AppendInt(e->value(), out);
     if (parens) out += ")";
+  }
+
+  // A sign, then the magnitude as AppendInt prints it.
+  void AppendSignedInt(int64_t v, std::string& out) {
+    if (v < 0 && v != std::numeric_limits<int64_t>::min()) {
+      out += "-";
+      v = -v;
+    }
+    AppendInt(v, out);
   }
 
   absl::Span<const std::string> var_names_;
   bool cpp_;
+  bool mark_;
 };
 
 }  // namespace
@@ -132,6 +155,10 @@ std::string ToString(Expr e) { return Printer({}, /*cpp=*/false).Print(e); }
 
 std::string ToCpp(Expr e, absl::Span<const std::string> var_names) {
   return Printer(var_names, /*cpp=*/true).Print(e);
+}
+
+std::string ToCppMarked(Expr e, absl::Span<const std::string> var_names) {
+  return Printer(var_names, /*cpp=*/true, /*mark=*/true).Print(e);
 }
 
 }  // namespace loom

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "ir/shape_constants.h"
 
 namespace loom {
 namespace {
@@ -239,6 +241,26 @@ TEST_F(ExprTest, ToCppForms) {
   EXPECT_EQ(ToCpp(Sub(x(0), c(1)), names), "(i0 - 1)");
   EXPECT_EQ(ToCpp(Add(Mul(Mod(x(0), 4), 8), Div(x(1), 2)), names), "((i1 / 2) + 8*(i0 % 4))");
   EXPECT_EQ(ToCpp(Div(Mul(x(0), 3), 4), names), "(3*i0 / 4)");
+}
+
+// Marked, every integer is a shape constant (ir/shape_constants.h): the
+// text without the marks is ToCpp's, and the constants are where its
+// integers are, signs outside.
+TEST_F(ExprTest, ToCppMarkedMarksEveryInteger) {
+  const std::vector<std::string> names = {"i0", "i1", "i2"};
+  for (const Expr e : {Add(Mul(Mod(x(0), 4), 8), Div(x(1), 2)), Sub(x(1), Mul(x(0), 2)),
+                       Sub(x(0), c(1)), c(-5), Add(x(2), c(-7))}) {
+    const StrippedSource stripped = StripShapeConstants(ToCppMarked(e, names));
+    EXPECT_EQ(stripped.text, ToCpp(e, names));
+    for (const ShapeConstant& constant : stripped.constants) {
+      EXPECT_EQ(stripped.text.substr(constant.offset, constant.length),
+                absl::StrCat(constant.value));
+    }
+  }
+  const StrippedSource sum = StripShapeConstants(ToCppMarked(Sub(x(1), Mul(x(0), 2)), names));
+  ASSERT_EQ(sum.constants.size(), 1);
+  EXPECT_EQ(sum.constants[0].value, 2);
+  EXPECT_EQ(sum.constants[0].offset, 2);  // "(-2*i0 + i1)"
 }
 
 TEST_F(ExprTest, EvaluateUsesFloorSemantics) {
