@@ -247,6 +247,7 @@ absl::Status CompileNative(const CompileOptions& options, CompiledModel& compile
   compiled.executable.emplace(std::move(executable));
   compiled.report.set_native_compile_seconds(compiled.executable->compile_seconds());
   compiled.report.set_cache_hit(compiled.executable->cache_hit());
+  compiled.report.set_shape_template(compiled.executable->shape_template());
   if (options.out_dir.empty()) return absl::OkStatus();
   const std::filesystem::path path = std::filesystem::path(options.out_dir) / "model.loom";
   return cpp::WriteArtifact(module, compiled.output_names,

@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "ir/loop_ir.h"
 #include "ir/schedule.h"
+#include "ir/shape_constants.h"
 
 namespace loom {
 
@@ -72,6 +73,11 @@ struct GeneratedSource {
   // convolution of conv calls: each compiles on its own, once per native
   // compiler command, and links into the kernels' library.
   std::vector<std::string> support_sources;
+  // The integers of `text` that follow from the shapes and that `text`
+  // would be correct with at run time, in order (ir/shape_constants.h).
+  // Every launch passes their values to its function, after its arguments:
+  // a function compiled for other shapes reads them there.
+  std::vector<ShapeConstant> shape_constants;
 };
 
 // The source as one translation unit: the support sources, then `text`.

@@ -133,6 +133,7 @@ struct Model::Shared {
   std::vector<int32_t> input_buffers, output_buffers;
   int32_t index_errors = -1;  // the INDEX_ERRORS buffer, if any
   std::vector<rproto::IndexCheck> index_checks;
+  std::vector<int64_t> shape_constants;  // every launch's last argument
 
   // Each checks its part of the artifact as it adds it (Assemble).
   absl::Status AddBuffer(const rproto::Buffer& buffer, const void* borrowed_weight);
@@ -172,7 +173,7 @@ class Model::Context {
       }
     }
     own_pointers_ = pointers_;
-    arguments_.reserve(shared.arg_buffer.size());
+    arguments_.reserve(shared.arg_buffer.size() + 1);
   }
 
   // Binds the inputs and the outputs (`outputs[i]` null: the context's own)
@@ -199,6 +200,8 @@ class Model::Context {
         char* const base = static_cast<char*>(pointers_[shared_.arg_buffer[a]]);
         arguments_.push_back(base == nullptr ? nullptr : base + shared_.arg_byte_offset[a]);
       }
+      // Kernels only read them.
+      arguments_.push_back(const_cast<int64_t*>(shared_.shape_constants.data()));
       const KernelFunction function = shared_.functions[shared_.launch_function[l]];
       if (launch_seconds == nullptr) {
         function(arguments_.data());
@@ -512,6 +515,8 @@ absl::StatusOr<Model> Model::Assemble(std::vector<KernelFunction> functions,
         shared->AddBuffer(artifact.buffers(b), weights.empty() ? nullptr : weights[b]));
   }
   shared->index_checks.assign(artifact.index_checks().begin(), artifact.index_checks().end());
+  shared->shape_constants.assign(artifact.shape_constants().begin(),
+                                 artifact.shape_constants().end());
   for (const rproto::Launch& launch : artifact.launches()) {
     LOOM_RETURN_IF_ERROR(shared->AddLaunch(launch, artifact.functions_size()));
   }

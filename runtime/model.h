@@ -23,7 +23,7 @@
 namespace loom {
 
 // The format of the artifacts this runtime reads and loom writes.
-inline constexpr int kArtifactFormatVersion = 2;
+inline constexpr int kArtifactFormatVersion = 3;
 
 // An input or output of a model: its name, element type and shape.
 struct TensorInfo {

@@ -294,7 +294,9 @@ TEST(ModelTest, DamagedOrForeignFilesAreRefusedNamingTheCause) {
       {"empty.loom", "", "not a loom artifact"},
       {"text.loom", "name: \"lstm\"\n", "not a loom artifact"},
       {"flipped.loom", flipped, "the artifact is damaged"},
-      {"newer.loom", newer.SerializeAsString(), "artifact format 3, this loom reads format 2"},
+      {"newer.loom", newer.SerializeAsString(),
+       absl::StrCat("artifact format ", kArtifactFormatVersion + 1, ", this loom reads format ",
+                    kArtifactFormatVersion)},
   };
   for (const auto& c : cases) {
     const std::string path = absl::StrCat(dir, "/", c.name);

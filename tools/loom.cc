@@ -224,6 +224,14 @@ CompileOptions CompileOptionsFromFlags() {
   return options;
 }
 
+// How the native compile went, after its seconds: " (cached)", and where
+// the kernels are another shape's compile, " (cached, shared with other
+// shapes)" or " (shared with other shapes)".
+std::string CacheNote(const proto::Report& r) {
+  if (!r.shape_template()) return r.cache_hit() ? " (cached)" : "";
+  return r.cache_hit() ? " (cached, shared with other shapes)" : " (shared with other shapes)";
+}
+
 absl::Status WriteReportIfAsked(const proto::Report& report) {
   const std::string path = absl::GetFlag(FLAGS_report);
   if (path.empty()) return absl::OkStatus();
@@ -256,7 +264,7 @@ int Compile() {
       "%s: %d nodes, %d buffers, %d kernels (%d functions); front end %.2f ms, "
       "native compile %.2f s%s\n",
       r.model(), r.graph_nodes(), r.buffers(), r.kernels(), r.kernel_functions(),
-      r.frontend_seconds() * 1e3, r.native_compile_seconds(), r.cache_hit() ? " (cached)" : "");
+      r.frontend_seconds() * 1e3, r.native_compile_seconds(), CacheNote(r));
   return kExitOk;
 }
 
@@ -392,8 +400,8 @@ int Demo() {
         "  %-32s %3d nodes %3d buffers %3d kernels | front end %6.2f ms | "
         "native %5.2f s%s | run %8.1f us | check %s (max abs error %.2g)\n",
         model, r.graph_nodes(), r.buffers(), r.kernels(), r.frontend_seconds() * 1e3,
-        r.native_compile_seconds(), r.cache_hit() ? " (cached)" : "", r.run_seconds_median() * 1e6,
-        r.check(), r.max_abs_error());
+        r.native_compile_seconds(), CacheNote(r), r.run_seconds_median() * 1e6, r.check(),
+        r.max_abs_error());
   }
   std::cout << absl::StrFormat("loom demo: %d of %d examples pass\n", passed, total);
   return passed == total ? kExitOk : kExitCheckFailed;

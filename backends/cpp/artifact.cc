@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "backends/common/kernel_cache.h"
+#include "backends/cpp/shape_templates.h"
 #include "ir/file_io.h"
 #include "ir/status_macros.h"
 #include "runtime/model.h"
@@ -101,7 +103,10 @@ absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::s
   options.link_sleef = module.source->calls_sleef;
   options.support_sources = module.source->support_sources;
   options.cache_dir = cache_dir;
-  return CompileAndLoad(module.source->text, options);
+  if (kernel_cache::GetEnv("LOOM_SHAPE_TEMPLATES") == "0") {
+    return CompileAndLoad(module.source->text, options);
+  }
+  return CompileAndLoadForShapes(*module.source, options);
 }
 
 absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string shared_object,
@@ -134,6 +139,9 @@ absl::StatusOr<rproto::Artifact> MakeArtifact(const Module& module, std::string 
     for (const std::string& arg : args) artifact.add_libraries(arg);
   }
   for (const std::string& name : source.functions) artifact.add_functions(name);
+  for (const ShapeConstant& constant : source.shape_constants) {
+    artifact.add_shape_constants(constant.value);
+  }
   artifact.set_arena_bytes(plan != nullptr ? plan->arena_bytes : 0);
   for (BufferId id = 0; id < static_cast<BufferId>(program.buffers.size()); ++id) {
     const Buffer& buffer = program.buffers[id];

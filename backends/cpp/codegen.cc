@@ -18,6 +18,7 @@
 #include "backends/cpp/outline.h"
 #include "backends/cpp/plan.h"
 #include "backends/cpp/prelude.h"
+#include "ir/shape_constants.h"
 #include "passes/pass.h"
 
 namespace loom::cpp {
@@ -43,7 +44,7 @@ struct UnitNeeds {
   void Add(const CppKernelPlan& plan) {
     // A team splits too; blocks of rows and a recurrence's team ask for the
     // threads.
-    calls_openmp |= plan.may_split || (plan.row_blocks && plan.parallel_outer) ||
+    calls_openmp |= plan.may_split || (plan.row_blocks && !plan.parallel_condition.empty()) ||
                     (plan.team && plan.ordered_loop >= 0);
     streams |= plan.streams;
     vectorizes |= plan.vectorizes;
@@ -73,7 +74,7 @@ const char* GemmLibraries(const Gemm& gemm) {
 
 // Notes the libraries an f32 `gemm` may call besides oneDNN.
 void NoteAvx2Libraries(const Gemm& gemm, UnitNeeds& needs) {
-  if (MayCallBlis(gemm)) needs.calls_blis = needs.calls_openmp = true;
+  if (MayCallBlisAtSomeSize(gemm)) needs.calls_blis = needs.calls_openmp = true;
   if (MayCallOpenBlas(gemm)) needs.calls_openblas_sgemm = needs.calls_blas = true;
 }
 
@@ -100,7 +101,7 @@ bool LaunchLibraryCall(const LoopProgram& program, const Kernel& kernel,
     bool splits = false;
     function = functions.table.AddBody(PrintGemm(*gemm, options.openmp(), args, splits));
     const bool alone = RunsAlone(*gemm, options.openmp());
-    needs.calls_openmp |= splits || alone;
+    needs.calls_openmp |= splits || MayRunAlone(*gemm, options.openmp());
     plan = absl::StrCat("kernel ", kernel.name, ": a GEMM call (", GemmLibraries(*gemm),
                         splits ? ", its batch shared by the threads" : "",
                         alone ? ", on one thread" : "", ")\n");
@@ -234,7 +235,8 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
     absl::StrAppend(&text, "\nextern \"C\" void loom_f", f, "(void* const* a) {\n", bodies[f],
                     "}\n");
   }
-  absl::StrAppend(&text, functions.outlined.Definitions());
+  // Outlined functions do not see their callers' shape constants.
+  absl::StrAppend(&text, WithoutShapeConstantMarks(functions.outlined.Definitions()));
   return text;
 }
 
@@ -318,7 +320,9 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     }
     kplan::AppendLaunch(launches, function, planner.plan().params.args());
   }
-  source.text = UnitText(needs, functions);
+  StrippedSource stripped = StripShapeConstants(UnitText(needs, functions));
+  source.text = std::move(stripped.text);
+  source.shape_constants = std::move(stripped.constants);
   for (size_t f = 0; f < functions.table.bodies().size(); ++f) {
     source.functions.push_back(absl::StrCat("loom_f", f));
   }

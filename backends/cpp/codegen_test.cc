@@ -60,6 +60,9 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   // block of every call's rows; each call is serial, in one parallel region.
   EXPECT_THAT(source.text,
               HasSubstr("  const int loom_split = 4 % loom_threads == 0 || 4 >= 4 * loom_threads;\n"
+                        "#if LOOM_BLIS\n"
+                        "  bli_thread_set_num_threads(1);\n"
+                        "#endif\n"
                         "  #pragma omp parallel\n"
                         "  {\n"
                         "    const int64_t loom_blocks = loom_split ? 1 : loom_threads < 16 ? "
@@ -69,17 +72,29 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
                         "      for (int64_t r = 0; r < loom_blocks; ++r) {\n"
                         "        const int64_t loom_first = 16 * r / loom_blocks;\n"
                         "        const int64_t loom_last = 16 * (r + 1) / loom_blocks;\n"
-                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 8, 1.0f, "
+                        "#if LOOM_BLIS\n"
+                        "        if (16 >= 256 && (int64_t)16 * 32 * 8 >= 16777216) {\n"
+                        "          bli_sgemm(0, 0, loom_last - loom_first, 32, 8, &loom_blis_one, "
+                        "p0 + loom_first * 8 + x0 * 128, 8, 1, p1 + x0 * 256, 32, 1, "
+                        "&loom_blis_zero, p2 + loom_first * 32 + x0 * 512, 32, 1);\n"
+                        "        } else\n"
+                        "#endif\n"
+                        "        {\n"
+                        "          dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 8, 1.0f, "
                         "p0 + loom_first * 8 + x0 * 128, 8, p1 + x0 * 256, 32, 0.0f, "
                         "p2 + loom_first * 32 + x0 * 512, 32);\n"
+                        "        }\n"
                         "      }\n"
                         "    }\n"
                         "  }\n"));
-  // A product of 2^12 multiply-adds runs on one thread (RunsAlone).
-  EXPECT_THAT(source.text, HasSubstr("  omp_set_num_threads(1);\n"
+  // A product of 2^12 multiply-adds runs on one thread (RunsAlone),
+  // decided as it runs.
+  EXPECT_THAT(source.text, HasSubstr("  const bool loom_alone = (int64_t)16 * 32 * 8 < 1048576;\n"
+                                     "  if (loom_alone) omp_set_num_threads(1);\n"
                                      "  cblas_dgemm(101, 111, 111, 16, 32, 8, 1.0, p0, 8, p1, 32, "
                                      "0.0, p2, 32);\n"
-                                     "  omp_set_num_threads(loom_threads);\n"));
+                                     "  if (loom_alone) omp_set_num_threads(loom_threads);\n"));
+  EXPECT_THAT(source.function_plans[1], HasSubstr("on one thread"));
   const GeneratedSource plain = Emit(DoublingChain(2));
   EXPECT_FALSE(plain.calls_blas || plain.calls_dnnl);
 }
@@ -116,14 +131,14 @@ GeneratedSource EmitProduct(int64_t rows, int64_t columns, const proto::CppOptio
 TEST(CodegenTest, AProductOfManyRowsComputesALastColumnPastSixteenApart) {
   // 49 columns, as a 1x1 conv on 7x7 makes: 48, then 1.
   EXPECT_THAT(EmitProduct(192, 49, {}).text,
-              HasSubstr("  dnnl_sgemm('N', 'N', 192, 48, 8, 1.0f, p0, 8, p1, 49, 0.0f, p2, 49);\n"
-                        "  dnnl_sgemm('N', 'N', 192, 1, 8, 1.0f, p0, 8, p1 + 48, 49, 0.0f, "
+              HasSubstr("    dnnl_sgemm('N', 'N', 192, 48, 8, 1.0f, p0, 8, p1, 49, 0.0f, p2, 49);\n"
+                        "    dnnl_sgemm('N', 'N', 192, 1, 8, 1.0f, p0, 8, p1 + 48, 49, 0.0f, "
                         "p2 + 48, 49);\n"));
   // Too few rows, or columns that end on a multiple of 16 or before 16.
   for (const auto& [rows, columns] : {std::pair{128, 49}, {192, 48}, {192, 50}, {192, 1}}) {
     const std::string text = EmitProduct(rows, columns, {}).text;
     EXPECT_THAT(text,
-                HasSubstr(absl::StrCat("  dnnl_sgemm('N', 'N', ", rows, ", ", columns, ", 8,")))
+                HasSubstr(absl::StrCat("    dnnl_sgemm('N', 'N', ", rows, ", ", columns, ", 8,")))
         << rows << "x" << columns;
     EXPECT_EQ(text.find("dnnl_sgemm(", text.find("dnnl_sgemm('N'") + 1), std::string::npos)
         << rows << "x" << columns << ": one call";
@@ -151,9 +166,10 @@ TEST(CodegenTest, TheKernelAfterAGemmRunsOnEachThreadsRows) {
   EXPECT_EQ(source.kernel_functions, 1);
   EXPECT_EQ(source.launches.size(), 1);
   EXPECT_THAT(source.text,
-              HasSubstr("    if (loom_per_thread) {\n"
-                        "      dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 16, 1.0f, "
+              HasSubstr("      {\n"
+                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 16, 1.0f, "
                         "g0 + loom_first * 16, 16, g1, 32, 0.0f, g2 + loom_first * 32, 32);\n"
+                        "      }\n"
                         "      #pragma omp barrier\n"
                         "    }\n"
                         "    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {\n"));
@@ -185,16 +201,16 @@ TEST(CodegenTest, AThreadsBlockOfRowsDecidesAtRunTimeOnItsLastColumn) {
   proto::CppOptions openmp;
   openmp.set_openmp(true);
   EXPECT_THAT(Emit(LinearRelu(49), openmp).text,
-              HasSubstr("      if (loom_last - loom_first >= 192) {\n"
-                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 48, 16, 1.0f, "
+              HasSubstr("        if (loom_last - loom_first >= 192) {\n"
+                        "          dnnl_sgemm('N', 'N', loom_last - loom_first, 48, 16, 1.0f, "
                         "g0 + loom_first * 16, 16, g1, 49, 0.0f, g2 + loom_first * 49, 49);\n"
-                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 1, 16, 1.0f, "
+                        "          dnnl_sgemm('N', 'N', loom_last - loom_first, 1, 16, 1.0f, "
                         "g0 + loom_first * 16, 16, g1 + 48, 49, 0.0f, g2 + loom_first * 49 + 48, "
                         "49);\n"
-                        "      } else {\n"
-                        "        dnnl_sgemm('N', 'N', loom_last - loom_first, 49, 16, 1.0f, "
+                        "        } else {\n"
+                        "          dnnl_sgemm('N', 'N', loom_last - loom_first, 49, 16, 1.0f, "
                         "g0 + loom_first * 16, 16, g1, 49, 0.0f, g2 + loom_first * 49, 49);\n"
-                        "      }\n"));
+                        "        }\n"));
 }
 
 // A kernel's threads share its rows from about 2^18 steps of work, a
@@ -216,10 +232,17 @@ TEST(CodegenTest, TranscendentalFunctionsCountAsMoreWorkForTheThreads) {
     }
     graph.AddOutput(value);
     EXPECT_TRUE(InferShapes(graph).ok());
-    return Emit(graph, openmp).text;
+    return Emit(graph, openmp);
   };
-  EXPECT_THAT(chain({"tanh", "sigmoid", "tanh", "sigmoid"}), HasSubstr("#pragma omp parallel for"));
-  EXPECT_THAT(chain({"add", "add", "add", "add"}), Not(HasSubstr("#pragma omp parallel for")));
+  const GeneratedSource shared = chain({"tanh", "sigmoid", "tanh", "sigmoid"});
+  EXPECT_THAT(shared.function_plans[0], HasSubstr("threads share: outer loops"));
+  EXPECT_THAT(chain({"add", "add", "add", "add"}).function_plans[0],
+              HasSubstr("threads share: nothing"));
+  // The kernel decides as it runs, by the same rule: its code is the same
+  // for every shape.
+  EXPECT_THAT(shared.text, HasSubstr("  if ((int64_t)1 * 64 * 64 > 1 && ((int64_t)1 * 64 * 64 >= "
+                                     "65536 || (int64_t)1 * 64 * 64 * 65 >= 262144)) {\n"
+                                     "    #pragma omp parallel for\n"));
 }
 
 TEST(CodegenTest, IdenticalKernelsShareOneFunction) {

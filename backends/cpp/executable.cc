@@ -10,11 +10,13 @@
 
 namespace loom::cpp {
 
-CppExecutable::CppExecutable(Model model, bool cache_hit, double compile_seconds)
+CppExecutable::CppExecutable(Model model, bool cache_hit, double compile_seconds,
+                             bool shape_template)
     : model_(std::move(model)),
       session_(model_.NewSession()),
       cache_hit_(cache_hit),
-      compile_seconds_(compile_seconds) {}
+      compile_seconds_(compile_seconds),
+      shape_template_(shape_template) {}
 
 absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module, std::string cache_dir) {
   LOOM_ASSIGN_OR_RETURN(CompiledLibrary compiled, CompileModule(module, cache_dir));
@@ -22,7 +24,8 @@ absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module, std::s
                         MakeArtifact(module, /*shared_object=*/"", {}, /*weight_data=*/false));
   LOOM_ASSIGN_OR_RETURN(Model model,
                         Model::Bind(std::move(compiled.library), artifact, WeightData(module)));
-  return CppExecutable(std::move(model), compiled.cache_hit, compiled.compile_seconds);
+  return CppExecutable(std::move(model), compiled.cache_hit, compiled.compile_seconds,
+                       compiled.shape_template);
 }
 
 absl::StatusOr<std::vector<Tensor>> CppExecutable::Run(absl::Span<const Tensor> inputs) {

@@ -39,15 +39,18 @@ class CppExecutable {
 
   bool cache_hit() const { return cache_hit_; }
   double compile_seconds() const { return compile_seconds_; }
+  // Whether the kernels are a shape template (backends/cpp/shape_templates.h).
+  bool shape_template() const { return shape_template_; }
   const Model& model() const { return model_; }
 
  private:
-  CppExecutable(Model model, bool cache_hit, double compile_seconds);
+  CppExecutable(Model model, bool cache_hit, double compile_seconds, bool shape_template);
 
   Model model_;
   Model::Session session_;
   bool cache_hit_ = false;
   double compile_seconds_ = 0;
+  bool shape_template_ = false;
   std::vector<InputTensor> input_views_;  // scratch of Execute
 };
 

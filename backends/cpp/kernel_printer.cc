@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backends/cpp/outline.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cpp {
 
@@ -29,6 +30,13 @@ namespace {
 constexpr int64_t kShareInnermostBelow = 8;
 
 constexpr absl::string_view kParallelFor = "#pragma omp parallel for";
+
+// A plain kernel of at most this many lines decides as it runs whether the
+// threads share its outer loops, printed both ways, so that its code is the
+// same for every shape; a longer one (the steps of an unrolled recurrence,
+// whose code is for one sequence length anyway) is printed once, as the
+// plan decided, as the compiler parses both ways even where one is dead.
+constexpr int64_t kMaxLinesDecidingThreads = 64;
 
 // Members whose code has fewer lines stay inline where they repeat: a call
 // would save g++ little (a product's one-line loom_matvec call).
@@ -56,12 +64,13 @@ std::vector<std::string> LoopPragmas(size_t count, bool vector, bool split,
 std::string KernelPrinter::RefText(const ComputeNode& node, const Ref& ref) {
   switch (ref.kind) {
     case Ref::Kind::kParam:
-      return absl::StrCat(RefName(ref), "[", ToCpp(planner_.ParamIndex(ref), var_names_), "]");
+      return absl::StrCat(RefName(ref), "[", ToCppMarked(planner_.ParamIndex(ref), var_names_),
+                          "]");
     case Ref::Kind::kLocal: {
       std::vector<std::string> names = var_names_;
       if (!local_row_.empty()) names[0] = local_row_;
       return absl::StrCat(RefName(ref), "[",
-                          ToCpp(planner_.LocalOffset(node, ref.index, ref.id), names), "]");
+                          ToCppMarked(planner_.LocalOffset(node, ref.index, ref.id), names), "]");
     }
     default:
       return RefName(ref);
@@ -79,10 +88,11 @@ std::string KernelPrinter::PrintStep(const ComputeNode& node, int i) {
       const Expr index = planner_.ParamIndex(ref);
       return absl::StrCat(
           "p", ref.id, "[",
-          index->is_const(0) ? scaled : absl::StrCat(ToCpp(index, var_names_), " + ", scaled), "]");
+          index->is_const(0) ? scaled : absl::StrCat(ToCppMarked(index, var_names_), " + ", scaled),
+          "]");
     }
     case ScalarOp::Kind::kIndex:
-      return ToCpp(op.index, var_names_);
+      return ToCppMarked(op.index, var_names_);
     case ScalarOp::Kind::kCheckIndex:
       return cscalar::CheckIndexExpr(Temp(op.args[0]), op.extent, op.site,
                                      absl::StrCat("p", plan_.load_refs[step_base_ + i].id),
@@ -99,7 +109,8 @@ int KernelPrinter::OpenLoops(const std::vector<int64_t>& extents, size_t first, 
     if (i - first < pragmas.size() && !pragmas[i - first].empty()) {
       Line(depth, pragmas[i - first]);
     }
-    Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {", i, i, extents[i], i));
+    Line(depth, absl::StrFormat("for (int64_t x%d = 0; x%d < %s; ++x%d) {", i, i,
+                                MarkShapeConstant(extents[i]), i));
   }
   return depth;
 }
@@ -131,7 +142,7 @@ void KernelPrinter::PrintStreamingLoop(const ComputeNode& node, int member, int 
   std::vector<std::string> names = var_names_;
   names[inner] = run;
   Line(depth + 1, absl::StrCat("loom_stream16(&p", store.id, "[",
-                               ToCpp(planner_.ParamIndex(store), names), "], loom_lanes);"));
+                               ToCppMarked(planner_.ParamIndex(store), names), "], loom_lanes);"));
   Line(depth, "}");
 }
 
@@ -194,12 +205,12 @@ bool KernelPrinter::Flat(const Kernel& kernel) const {
   return true;
 }
 
-// The pragmas of the outer loops (CppKernelPlan::parallel_outer).
+// The pragmas of the outer loops, shared by the threads where `parallel`.
 std::vector<std::string> KernelPrinter::OuterLoopPragmas(const Kernel& kernel,
-                                                         const std::vector<int64_t>& outer) {
+                                                         const std::vector<int64_t>& outer,
+                                                         bool parallel) {
   std::vector<std::string> pragmas(outer.size());
   if (outer.empty()) return pragmas;
-  const bool parallel = plan_.parallel_outer;
   if (plan_.ordered_loop >= 0) {
     // The loops before the ordered one may be shared; it and those inside
     // it run as they are (their iterations depend on each other).
@@ -348,13 +359,32 @@ std::string KernelPrinter::Print(const Kernel& kernel) {
   if (plan_.team) return absl::StrCat(params, PrintTeam(kernel));
   if (plan_.row_blocks) return absl::StrCat(params, PrintRowBlocks(kernel));
   if (plan_.column_block > 0) return absl::StrCat(params, PrintColumns(kernel));
-  const std::vector<std::string> pragmas = OuterLoopPragmas(kernel, plan_.outer);
+  const std::vector<std::string> pragmas =
+      OuterLoopPragmas(kernel, plan_.outer, plan_.parallel_outer);
   if (plan_.may_split) return absl::StrCat(params, PrintSplitting(kernel, pragmas));
   if (plan_.streams) return absl::StrCat(params, PrintStreaming(kernel, pragmas));
-  const int depth = OpenLoops(plan_.outer, 0, 1, pragmas);
-  PrintMembers(kernel, depth);
-  CloseLoops(plan_.outer.size(), depth);
+  PrintOuterLoops(kernel, pragmas, 1);
+  if (plan_.parallel_condition.empty() || absl::c_count(body_, '\n') > kMaxLinesDecidingThreads) {
+    return absl::StrCat(params, body_);
+  }
+  // The threads share the loops where the kernel's shapes ask for it, as
+  // it runs (the branch not taken costs nothing where the condition is
+  // known to the compiler).
+  body_.clear();
+  Line(1, absl::StrCat("if (", plan_.parallel_condition, ") {"));
+  PrintOuterLoops(kernel, OuterLoopPragmas(kernel, plan_.outer, /*parallel=*/true), 2);
+  Line(1, "} else {");
+  PrintOuterLoops(kernel, OuterLoopPragmas(kernel, plan_.outer, /*parallel=*/false), 2);
+  Line(1, "}");
   return absl::StrCat(params, body_);
+}
+
+void KernelPrinter::PrintOuterLoops(const Kernel& kernel, const std::vector<std::string>& pragmas,
+                                    int depth) {
+  step_base_ = 0;
+  const int inner = OpenLoops(plan_.outer, 0, depth, pragmas);
+  PrintMembers(kernel, inner);
+  CloseLoops(plan_.outer.size(), inner);
 }
 
 // Streaming stores are weakly ordered: each thread fences its own before

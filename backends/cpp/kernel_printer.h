@@ -167,8 +167,10 @@ class KernelPrinter {
   void PrintBody(const ComputeNode& node, int depth);
   // Whether every member runs exactly the outer loops, pointwise.
   bool Flat(const Kernel& kernel) const;
-  std::vector<std::string> OuterLoopPragmas(const Kernel& kernel,
-                                            const std::vector<int64_t>& outer);
+  std::vector<std::string> OuterLoopPragmas(const Kernel& kernel, const std::vector<int64_t>& outer,
+                                            bool parallel);
+  // The outer loops (with `pragmas`) and the members inside them, at `depth`.
+  void PrintOuterLoops(const Kernel& kernel, const std::vector<std::string>& pragmas, int depth);
   std::string PrintStep(const ComputeNode& node, int i);
   std::string Temp(int i) const { return absl::StrCat("t", step_base_ + i); }
   void Line(int depth, absl::string_view text) {

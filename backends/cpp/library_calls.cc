@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/common/c_scalar.h"
 #include "backends/cpp/plan.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cpp {
 namespace {
@@ -29,18 +30,31 @@ bool HasSlowLeadingDimension(const Gemm& gemm) {
          gemm.b.leading % kSlowLeadingMultiple == 0;
 }
 
+// MayCallBlis's sizes.
+constexpr int64_t kBlisMinMultiplyAdds = int64_t{1} << 24;
+constexpr int64_t kBlisMinRows = 256;
+
+// MayCallBlis's rule on sizes as a C++ condition of the product's shape
+// constants, so that its kernel decides as it runs.
+std::string BlisSizeCondition(const Gemm& gemm) {
+  const std::string rows = MarkShapeConstant(gemm.m);
+  return absl::StrCat(rows, " >= ", kBlisMinRows, " && (int64_t)", rows, " * ",
+                      MarkShapeConstant(gemm.n), " * ", MarkShapeConstant(gemm.k),
+                      " >= ", kBlisMinMultiplyAdds);
+}
+
 // `p` advanced to the batch position x0, x1, ... and the accumulation
 // position s0, s1, ... of `matrix`.
 std::string MatrixAddress(const std::string& p, const GemmMatrix& matrix) {
   std::string address = p;
   for (size_t i = 0; i < matrix.batch_strides.size(); ++i) {
     if (matrix.batch_strides[i] != 0) {
-      absl::StrAppend(&address, " + x", i, " * ", matrix.batch_strides[i]);
+      absl::StrAppend(&address, " + x", i, " * ", MarkShapeConstant(matrix.batch_strides[i]));
     }
   }
   for (size_t j = 0; j < matrix.accumulate_strides.size(); ++j) {
     if (matrix.accumulate_strides[j] != 0) {
-      absl::StrAppend(&address, " + s", j, " * ", matrix.accumulate_strides[j]);
+      absl::StrAppend(&address, " + s", j, " * ", MarkShapeConstant(matrix.accumulate_strides[j]));
     }
   }
   return address;
@@ -53,16 +67,24 @@ struct GemmOperands {
   std::string m;
 };
 
+// A call's count of rows, `m`: a shape constant where it is a number, not a
+// variable of the kernel (ir/shape_constants.h).
+std::string MarkedRows(const std::string& m) {
+  int64_t rows = 0;
+  return absl::SimpleAtoi(m, &rows) && rows >= 0 ? MarkShapeConstant(rows) : m;
+}
+
 // A CBLAS call (`function`: cblas_sgemm or cblas_dgemm) computing `gemm`
 // row-major (101) on the matrices at `a`, `b` and `c` (112 transposes, 111
 // does not).
 std::string CblasCall(const char* function, const char* one, const Gemm& gemm, const std::string& a,
                       const std::string& b, const std::string& c, const std::string& m,
                       const std::string& beta, const std::string& indent) {
-  return absl::StrFormat("%s%s(101, %d, %d, %s, %d, %d, %s, %s, %d, %s, %d, %s, %s, %d);\n", indent,
-                         function, gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111, m,
-                         gemm.n, gemm.k, one, a, gemm.a.leading, b, gemm.b.leading, beta, c,
-                         gemm.c.leading);
+  return absl::StrFormat("%s%s(101, %d, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n", indent,
+                         function, gemm.a.transposed ? 112 : 111, gemm.b.transposed ? 112 : 111,
+                         MarkedRows(m), MarkShapeConstant(gemm.n), MarkShapeConstant(gemm.k), one,
+                         a, MarkShapeConstant(gemm.a.leading), b, MarkShapeConstant(gemm.b.leading),
+                         beta, c, MarkShapeConstant(gemm.c.leading));
 }
 
 // `avx2_call` where the prelude's `macro` is 1 (an AVX2 target without
@@ -78,9 +100,10 @@ std::string DnnlCall(const Gemm& gemm, const std::string& a, const std::string& 
                      const std::string& c, const std::string& m, int64_t columns,
                      const std::string& beta, const std::string& indent) {
   return absl::StrFormat(
-      "%sdnnl_sgemm('%c', '%c', %s, %d, %d, 1.0f, %s, %d, %s, %d, %s, %s, %d);\n", indent,
-      gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', m, columns, gemm.k, a,
-      gemm.a.leading, b, gemm.b.leading, beta, c, gemm.c.leading);
+      "%sdnnl_sgemm('%c', '%c', %s, %s, %s, 1.0f, %s, %s, %s, %s, %s, %s, %s);\n", indent,
+      gemm.a.transposed ? 'T' : 'N', gemm.b.transposed ? 'T' : 'N', MarkedRows(m),
+      MarkShapeConstant(columns), MarkShapeConstant(gemm.k), a, MarkShapeConstant(gemm.a.leading),
+      b, MarkShapeConstant(gemm.b.leading), beta, c, MarkShapeConstant(gemm.c.leading));
 }
 
 // oneDNN 2.6's sgemm computes a last column past a multiple of 16 at a
@@ -136,15 +159,19 @@ std::string GemmCall(const Gemm& gemm, const GemmOperands& operands, const std::
     return OnAvx2Only("LOOM_OPENBLAS_SGEMM",
                       CblasCall("cblas_sgemm", "1.0f", gemm, a, b, c, m, beta, indent), dnnl);
   }
-  if (!MayCallBlis(gemm)) return dnnl;
+  if (!MayCallBlisAtSomeSize(gemm)) return dnnl;
   // BLIS takes row and column strides of the matrices as stored, and
   // transposes them by flag (8; 0 for none).
+  const std::string inner = indent + "  ";
   const std::string blis = absl::StrFormat(
-      "%sbli_sgemm(%d, %d, %s, %d, %d, &loom_blis_one, %s, %d, 1, %s, %d, 1, %s, %s, %d, 1);\n",
-      indent, gemm.a.transposed ? 8 : 0, gemm.b.transposed ? 8 : 0, m, gemm.n, gemm.k, a,
-      gemm.a.leading, b, gemm.b.leading, gemm.accumulate.empty() ? "&loom_blis_zero" : "&beta", c,
-      gemm.c.leading);
-  return OnAvx2Only("LOOM_BLIS", blis, dnnl);
+      "%sbli_sgemm(%d, %d, %s, %s, %s, &loom_blis_one, %s, %s, 1, %s, %s, 1, %s, %s, %s, 1);\n",
+      inner, gemm.a.transposed ? 8 : 0, gemm.b.transposed ? 8 : 0, MarkedRows(m),
+      MarkShapeConstant(gemm.n), MarkShapeConstant(gemm.k), a, MarkShapeConstant(gemm.a.leading), b,
+      MarkShapeConstant(gemm.b.leading), gemm.accumulate.empty() ? "&loom_blis_zero" : "&beta", c,
+      MarkShapeConstant(gemm.c.leading));
+  return absl::StrCat("#if LOOM_BLIS\n", indent, "if (", BlisSizeCondition(gemm), ") {\n", blis,
+                      indent, "} else\n#endif\n", indent, "{\n",
+                      DnnlCalls(gemm, a, b, c, m, beta, inner), indent, "}\n");
 }
 
 // How the threads share a batch of products, each making its calls alone
@@ -159,27 +186,41 @@ std::string GemmCall(const Gemm& gemm, const GemmOperands& operands, const std::
 // spinning: 67-89 ms so, 28 ms with blocks of rows).
 constexpr char kSplitBatch[] =
     "  const int loom_threads = omp_get_max_threads();\n"
-    "  const int loom_split = %d %% loom_threads == 0 || %d >= 4 * loom_threads;\n";
+    "  const int loom_split = %s %% loom_threads == 0 || %s >= 4 * loom_threads;\n";
 
 // The start of that parallel region and of its loops over the calls (each
 // thread taking whole calls, or blocks of rows, loom_blocks to a call).
 constexpr char kSharedCalls[] =
     "  #pragma omp parallel\n"
     "  {\n"
-    "    const int64_t loom_blocks = loom_split ? 1 : loom_threads < %d ? loom_threads : %d;\n"
+    "    const int64_t loom_blocks = loom_split ? 1 : loom_threads < %s ? loom_threads : %s;\n"
     "    #pragma omp for collapse(%d)\n";
 
 // The loop over one call's blocks of rows, and the rows of block `r`.
 constexpr char kRowBlock[] =
     "for (int64_t r = 0; r < loom_blocks; ++r) {\n"
-    "%s  const int64_t loom_first = %d * r / loom_blocks;\n"
-    "%s  const int64_t loom_last = %d * (r + 1) / loom_blocks;\n";
+    "%s  const int64_t loom_first = %s * r / loom_blocks;\n"
+    "%s  const int64_t loom_last = %s * (r + 1) / loom_blocks;\n";
 
-// A product too small to share among the threads (RunsAlone): the
+// Whether a product is too small to share among the threads (RunsAlone),
+// decided as the kernel runs, so that its code is the same for every
+// shape (ir/shape_constants.h): %s is its count of multiply-adds. The
 // library reads the number of threads to use from OpenMP's.
-constexpr char kAlone[] =
+constexpr char kAloneStart[] =
     "  const int loom_threads = omp_get_max_threads();\n"
-    "  omp_set_num_threads(1);\n";
+    "  const bool loom_alone = (int64_t)%s < %d;\n"
+    "  if (loom_alone) omp_set_num_threads(1);\n";
+constexpr char kAloneEnd[] = "  if (loom_alone) omp_set_num_threads(loom_threads);\n";
+constexpr int64_t kAloneBelowMultiplyAdds = int64_t{1} << 20;
+
+// The product's count of multiply-adds as a C++ expression of its shape
+// constants.
+std::string MultiplyAdds(const Gemm& gemm) {
+  std::vector<std::string> factors = {MarkShapeConstant(gemm.m), MarkShapeConstant(gemm.n),
+                                      MarkShapeConstant(gemm.k)};
+  for (int64_t extent : gemm.accumulate) factors.push_back(MarkShapeConstant(extent));
+  return absl::StrJoin(factors, " * ");
+}
 
 // An operand's dims, then its strides.
 std::string OperandText(const ConvOperand& operand) {
@@ -219,25 +260,29 @@ Gemm BlockOf(const Gemm& gemm, int64_t rows) {
 // matrices at `a`, `b` and `c`.
 std::string BlockCall(const Gemm& block, const std::string& a, const std::string& b,
                       const std::string& c) {
-  const GemmOperands operands{absl::StrCat(a, " + loom_row0 * ", block.a.row_stride), b,
-                              absl::StrCat(c, " + loom_row0 * ", block.c.row_stride), "loom_rows"};
+  const GemmOperands operands{
+      absl::StrCat(a, " + loom_row0 * ", MarkShapeConstant(block.a.row_stride)), b,
+      absl::StrCat(c, " + loom_row0 * ", MarkShapeConstant(block.c.row_stride)), "loom_rows"};
   return absl::StrCat("    {\n", BatchVariables(block.batch, "loom_batch", "      "),
                       GemmCall(block, operands, "      "), "    }\n");
 }
 
 }  // namespace
 
+bool MayRunAlone(const Gemm& gemm, bool openmp) { return openmp && gemm.batch.empty(); }
+
 bool RunsAlone(const Gemm& gemm, bool openmp) {
-  constexpr int64_t kAloneBelowMultiplyAdds = int64_t{1} << 20;
-  return openmp && gemm.batch.empty() &&
+  return MayRunAlone(gemm, openmp) &&
          gemm.m * gemm.n * gemm.k * Product(gemm.accumulate, 0, gemm.accumulate.size()) <
              kAloneBelowMultiplyAdds;
 }
 
+bool MayCallBlisAtSomeSize(const Gemm& gemm) {
+  return gemm.dtype == DType::kF32 && !HasSlowLeadingDimension(gemm);
+}
+
 bool MayCallBlis(const Gemm& gemm) {
-  constexpr int64_t kBlisMinMultiplyAdds = int64_t{1} << 24;
-  constexpr int64_t kBlisMinRows = 256;
-  return gemm.dtype == DType::kF32 && gemm.m >= kBlisMinRows && !MayCallOpenBlas(gemm) &&
+  return MayCallBlisAtSomeSize(gemm) && gemm.m >= kBlisMinRows &&
          int64_t{gemm.m} * gemm.n * gemm.k >= kBlisMinMultiplyAdds;
 }
 
@@ -276,24 +321,30 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   }
   const int64_t calls = Product(gemm.batch, 0, gemm.batch.size());
   splits = openmp && calls > 1;
-  if (splits) absl::StrAppend(&body, absl::StrFormat(kSplitBatch, calls, calls));
-  if (MayCallBlis(gemm)) absl::StrAppend(&body, BlisThreads(splits));
+  if (splits) {
+    const std::string marked_calls = MarkShapeConstant(calls);
+    absl::StrAppend(&body, absl::StrFormat(kSplitBatch, marked_calls, marked_calls));
+  }
+  if (MayCallBlisAtSomeSize(gemm)) absl::StrAppend(&body, BlisThreads(splits));
   int depth = 1;
   if (splits) {
-    absl::StrAppend(&body, absl::StrFormat(kSharedCalls, gemm.m, gemm.m, gemm.batch.size() + 1));
+    const std::string rows = MarkShapeConstant(gemm.m);
+    absl::StrAppend(&body, absl::StrFormat(kSharedCalls, rows, rows, gemm.batch.size() + 1));
     ++depth;
   }
   for (size_t i = 0; i < gemm.batch.size(); ++i, ++depth) {
-    absl::StrAppend(
-        &body, std::string(2 * depth, ' '),
-        absl::StrFormat("for (int64_t x%d = 0; x%d < %d; ++x%d) {\n", i, i, gemm.batch[i], i));
+    absl::StrAppend(&body, std::string(2 * depth, ' '),
+                    absl::StrFormat("for (int64_t x%d = 0; x%d < %s; ++x%d) {\n", i, i,
+                                    MarkShapeConstant(gemm.batch[i]), i));
   }
   GemmOperands operands{"p0", "p1", "p2", absl::StrCat(gemm.m)};
   if (splits) {
     const std::string indent(2 * depth, ' ');
-    absl::StrAppend(&body, indent, absl::StrFormat(kRowBlock, indent, gemm.m, indent, gemm.m));
-    operands = {absl::StrCat("p0 + loom_first * ", gemm.a.row_stride), "p1",
-                absl::StrCat("p2 + loom_first * ", gemm.c.row_stride), "loom_last - loom_first"};
+    const std::string rows = MarkShapeConstant(gemm.m);
+    absl::StrAppend(&body, indent, absl::StrFormat(kRowBlock, indent, rows, indent, rows));
+    operands = {absl::StrCat("p0 + loom_first * ", MarkShapeConstant(gemm.a.row_stride)), "p1",
+                absl::StrCat("p2 + loom_first * ", MarkShapeConstant(gemm.c.row_stride)),
+                "loom_last - loom_first"};
     ++depth;
   }
   // Accumulation loops, each position's call adding to what the ones
@@ -315,9 +366,10 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   for (--depth; depth >= 1; --depth) {
     absl::StrAppend(&body, std::string(2 * depth, ' '), "}\n");
   }
-  if (RunsAlone(gemm, openmp)) {
-    return absl::StrCat(body.substr(0, header), kAlone, body.substr(header),
-                        "  omp_set_num_threads(loom_threads);\n");
+  if (MayRunAlone(gemm, openmp)) {
+    return absl::StrCat(body.substr(0, header),
+                        absl::StrFormat(kAloneStart, MultiplyAdds(gemm), kAloneBelowMultiplyAdds),
+                        body.substr(header), kAloneEnd);
   }
   return body;
 }
@@ -372,16 +424,16 @@ std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_
       "%s  const float* g0 = (const float*)a[%d];\n  const float* g1 = (const float*)a[%d];\n"
       "  float* g2 = (float*)a[%d];\n"
       "  const int loom_threads = omp_get_max_threads();\n"
-      "  const int loom_per_thread = %d >= %d * loom_threads;\n",
-      epilogue_params, first, first + 1, first + 2, gemm.m, RowsPerThread(gemm));
-  if (MayCallBlis(gemm)) {
+      "  const int loom_per_thread = %s >= %d * loom_threads;\n",
+      epilogue_params, first, first + 1, first + 2, MarkShapeConstant(gemm.m), RowsPerThread(gemm));
+  if (MayCallBlisAtSomeSize(gemm)) {
     absl::StrAppend(&body,
                     "#if LOOM_BLIS\n  bli_thread_set_num_threads(loom_per_thread ? 1 : "
                     "loom_threads);\n#endif\n");
   }
   GemmOperands whole{"g0", "g1", "g2", absl::StrCat(gemm.m)};
-  GemmOperands block{absl::StrCat("g0 + loom_first * ", gemm.a.row_stride), "g1",
-                     absl::StrCat("g2 + loom_first * ", gemm.c.row_stride),
+  GemmOperands block{absl::StrCat("g0 + loom_first * ", MarkShapeConstant(gemm.a.row_stride)), "g1",
+                     absl::StrCat("g2 + loom_first * ", MarkShapeConstant(gemm.c.row_stride)),
                      "loom_last - loom_first"};
   absl::StrAppend(&body, "  if (!loom_per_thread) {\n", GemmCall(gemm, whole, "    "),
                   "  }\n  #pragma omp parallel", epilogue_shared ? "" : " if(loom_per_thread)",
@@ -435,7 +487,7 @@ std::string PrintGemmChain(const GemmChain& chain, const std::string& middle_par
       "  const float* h0 = (const float*)a[%d];\n  const float* h1 = (const float*)a[%d];\n"
       "  float* h2 = (float*)a[%d];\n",
       middle_params, base, base + 1, base + 2, base + 3, base + 4, base + 5);
-  if (MayCallBlis(first) || MayCallBlis(second)) {
+  if (MayCallBlisAtSomeSize(first) || MayCallBlisAtSomeSize(second)) {
     absl::StrAppend(&body, BlisThreads(/*splits=*/true));
   }
   absl::StrAppend(

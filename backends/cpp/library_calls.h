@@ -20,6 +20,10 @@ namespace loom::cpp {
 // from 64 to 128 rows the two were level.
 // Not those that call OpenBLAS (MayCallOpenBlas).
 bool MayCallBlis(const Gemm& gemm);
+// Whether it may at some size, all but the sizes of MayCallBlis: such a
+// product's kernel decides by its sizes as it runs, so that its code is the
+// same for every shape (ir/shape_constants.h).
+bool MayCallBlisAtSomeSize(const Gemm& gemm);
 
 // Whether an f32 product calls OpenBLAS's cblas_sgemm rather than oneDNN
 // where the target has AVX2 but not AVX-512 (kOpenBlasSgemmDeclaration):
@@ -51,6 +55,9 @@ bool IsPanelProduct(const Gemm& gemm);
 // the library's threads, 0.54-0.61 ms without, on a loaded 2-core Zen 4).
 // Its call runs with OpenMP's threads set to one.
 bool RunsAlone(const Gemm& gemm, bool openmp);
+// Whether its kernel decides that as it runs (for a product that is not a
+// batch): its code is then the same for every shape.
+bool MayRunAlone(const Gemm& gemm, bool openmp);
 
 // The body of the function for a gemm kernel, which calls oneDNN's
 // dnnl_sgemm (f32; or, on AVX2, BLIS's bli_sgemm or OpenBLAS's cblas_sgemm,

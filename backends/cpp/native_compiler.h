@@ -77,6 +77,9 @@ struct CompiledLibrary {
   NativeLibrary library;       // its path() is the cached <cache_dir>/<hash>.so
   bool cache_hit = false;      // it came from the cache without compiling
   double compile_seconds = 0;  // wall time of the native compile; 0 on a cache hit
+  // Compiled for other shapes as well: reads some of the source's shape
+  // constants at run time (backends/cpp/shape_templates.h).
+  bool shape_template = false;
 };
 
 // Compiles `source` (one C++ translation unit) into <cache_dir>/<hash>.so

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/expr_analysis.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cpp {
 namespace {
@@ -54,6 +55,19 @@ constexpr int64_t kTeamRows = 4;
 // elements, five such functions each) took 16 us on one thread; shared,
 // the LSTM at sequence 256 ran in 17.5 ms rather than 20.4.
 constexpr int64_t kTranscendentalSteps = 16;
+
+// The outer loops run in parallel (OpenMP) from this much work on
+// (CppPlanner::Plan).
+constexpr int64_t kParallelIterations = int64_t{1} << 16;
+constexpr int64_t kParallelSteps = int64_t{1} << 18;
+
+// The product of `extents` as a C++ int64_t expression of shape constants
+// (ir/shape_constants.h).
+std::string MarkedProduct(absl::Span<const int64_t> extents) {
+  std::vector<std::string> factors = {"(int64_t)1"};
+  for (int64_t extent : extents) factors.push_back(MarkShapeConstant(extent));
+  return absl::StrJoin(factors, " * ");
+}
 
 int64_t BodyCost(const ComputeNode& node) {
   int64_t cost = 0;
@@ -179,18 +193,27 @@ void CppPlanner::PlanVectors(const Kernel& kernel) {
   // iterations of 46 steps, ran in 0.153 ms on one thread and 0.084-0.097
   // ms on two).
   int64_t iterations = 0, steps = 0;
+  std::vector<std::string> iteration_terms, step_terms;
   for (int n : kernel.nodes) {
     const ComputeNode& node = program_.nodes[n];
-    const int64_t count = NumElements(node.AllRanges());
+    const std::vector<int64_t> ranges = node.AllRanges();
+    const int64_t count = NumElements(ranges);
     iterations += count;
     steps += count * BodyCost(node);
+    iteration_terms.push_back(MarkedProduct(ranges));
+    step_terms.push_back(absl::StrCat(iteration_terms.back(), " * ", BodyCost(node)));
   }
-  const int64_t parallel_iterations =
-      plan_.ordered_loop < 0
-          ? NumElements(plan_.outer)
-          : NumElements(absl::MakeConstSpan(plan_.outer).subspan(0, plan_.ordered_loop));
-  plan_.parallel_outer = options_.openmp() && parallel_iterations > 1 &&
-                         (iterations >= (1 << 16) || steps >= (1 << 18));
+  const absl::Span<const int64_t> shared =
+      plan_.ordered_loop < 0 ? absl::MakeConstSpan(plan_.outer)
+                             : absl::MakeConstSpan(plan_.outer).subspan(0, plan_.ordered_loop);
+  plan_.parallel_outer = options_.openmp() && NumElements(shared) > 1 &&
+                         (iterations >= kParallelIterations || steps >= kParallelSteps);
+  if (options_.openmp() && !shared.empty()) {
+    plan_.parallel_condition =
+        absl::StrCat(MarkedProduct(shared), " > 1 && (", absl::StrJoin(iteration_terms, " + "),
+                     " >= ", kParallelIterations, " || ", absl::StrJoin(step_terms, " + "),
+                     " >= ", kParallelSteps, ")");
+  }
 }
 
 std::optional<Ref> CppPlanner::LaterStoreAlongside(const Kernel& kernel, size_t m) {

@@ -53,6 +53,10 @@ constexpr int64_t kStepMatrixBytes = 512 << 10;
 // loom_vecmats' widest tile of columns (with AVX-512): its calls for a
 // multiple of this many columns compile no narrower tiles.
 constexpr int64_t kVecMatColumns = 64;
+// The most vectors of loom_vecmats's tiles: a call's most vectors past
+// this compile the same tiles, so its code is the same for every batch
+// from this on (ir/shape_constants.h).
+constexpr int64_t kVecMatTileVectors = 4;
 // A kernel of column reductions (CppPlanner::ColumnBlock) runs its
 // innermost outer loop in blocks of this many iterations, or of
 // kVectorLanes where blocks this wide would leave fewer than
@@ -140,7 +144,12 @@ struct CppKernelPlan {
   bool alone_matvec = false;         // one product, its rows outermost
   bool alone_matvec_shared = false;  // and its blocks of rows shared by the threads
   bool parallel_outer = false;       // the threads may share the outer loops
-  bool team = false;                 // runs as a team (KernelPrinter::PrintTeam)
+  // The rule of parallel_outer as a C++ condition of the kernel's shape
+  // constants (ir/shape_constants.h), so that the kernel decides as it runs
+  // and its code is the same for every shape; empty where the threads can
+  // never share the outer loops.
+  std::string parallel_condition;
+  bool team = false;  // runs as a team (KernelPrinter::PrintTeam)
   // The outer loop that runs in order (Kernel::ordered_loop), or -1: then
   // only the loops before it may run in parallel, its parameters may point
   // into one buffer (a state's slots, read at one and written at the next),

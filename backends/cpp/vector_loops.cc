@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cpp/kernel_printer.h"
 #include "ir/expr_analysis.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cpp {
 
@@ -58,7 +59,7 @@ void KernelPrinter::PrintPrefetches(const ComputeNode& node, int member, int dep
         continue;
       }
       Line(depth, absl::StrCat("__builtin_prefetch(&p", load.id, "[",
-                               ToCpp(planner_.ParamIndex(load), next), "]);"));
+                               ToCppMarked(planner_.ParamIndex(load), next), "]);"));
     }
   }
   if (const std::optional<Ref>& store = plan_.members[member].store_alongside) {
@@ -192,10 +193,10 @@ std::string KernelPrinter::MatVecsCall(const ComputeNode& node, int member, cons
   const std::string out = absl::StrCat("&", RefText(node, plan_.members[member].store), ", ");
   const int64_t k = node.reduction_ranges[0];
   return absl::StrCat(
-      matvec.rows_summed
-          ? absl::StrCat("loom_vecmats<", k, ", ", VecMatRowBlock(k, most_rows), ", ", most_vectors,
-                         ", ", most_rows % kVecMatColumns == 0 ? "true" : "false", ">(&")
-          : absl::StrCat("loom_matvecs<", k, ">(&"),
+      matvec.rows_summed ? absl::StrCat("loom_vecmats<", k, ", ", VecMatRowBlock(k, most_rows),
+                                        ", ", std::min(most_vectors, kVecMatTileVectors), ", ",
+                                        most_rows % kVecMatColumns == 0 ? "true" : "false", ">(&")
+                         : absl::StrCat("loom_matvecs<", k, ">(&"),
       RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ", strides.vector, ", ",
       vectors, ", &", RefText(node, plan_.load_refs[step_base_ + matvec.matrix_step]), ", ",
       matvec.leading, ", ", rows, ", ", out,
@@ -304,18 +305,22 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
 
 std::string KernelPrinter::PrintRowBlocks(const Kernel& kernel) {
   const int64_t rows = plan_.outer[0], steps = plan_.outer[1];
-  Line(1, absl::StrCat("const int64_t loom_rows = loom_row_block(", rows, ", ", plan_.block_rows,
-                       ", ", plan_.parallel_outer ? "omp_get_max_threads()" : "1", ");"));
-  if (plan_.parallel_outer) Line(1, "#pragma omp parallel for");
-  Line(1, absl::StrFormat("for (int64_t x0b = 0; x0b < %d; x0b += loom_rows) {", rows));
-  Line(2, absl::StrFormat("const int64_t x0n = %d - x0b < loom_rows ? %d - x0b : loom_rows;", rows,
-                          rows));
+  const std::string marked_rows = MarkShapeConstant(rows);
+  const bool may_share = !plan_.parallel_condition.empty();
+  if (may_share) Line(1, absl::StrCat("const bool loom_shared = ", plan_.parallel_condition, ";"));
+  Line(1, absl::StrCat("const int64_t loom_rows = loom_row_block(", marked_rows, ", ",
+                       plan_.block_rows, ", ",
+                       may_share ? "loom_shared ? omp_get_max_threads() : 1" : "1", ");"));
+  if (may_share) Line(1, "#pragma omp parallel for if(loom_shared)");
+  Line(1, absl::StrFormat("for (int64_t x0b = 0; x0b < %s; x0b += loom_rows) {", marked_rows));
+  Line(2, absl::StrFormat("const int64_t x0n = %s - x0b < loom_rows ? %s - x0b : loom_rows;",
+                          marked_rows, marked_rows));
   for (int m : plan_.locals) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
     Line(2, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
-                         std::min(rows, plan_.block_rows) * plan_.members[m].local_length, "];"));
+                         plan_.block_rows * plan_.members[m].local_length, "];"));
   }
-  Line(2, absl::StrFormat("for (int64_t x1 = 0; x1 < %d; ++x1) {", steps));
+  Line(2, absl::StrFormat("for (int64_t x1 = 0; x1 < %s; ++x1) {", MarkShapeConstant(steps)));
   for (size_t m = 0; m < kernel.nodes.size();) {
     if (plan_.members[m].matvec.has_value()) {
       const ComputeNode& node = program_.nodes[kernel.nodes[m]];

@@ -149,9 +149,16 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
     EXPECT_TRUE(check->pass) << check->worst;
     return;
   }
-  for (size_t o = 0; o < expected->size(); ++o) {
-    const Tensor& e = (*expected)[o];
-    const Tensor& a = (*actual)[o];
+  ExpectEqualWithinTolerance(*actual, *expected, names);
+}
+
+void ExpectEqualWithinTolerance(const std::vector<Tensor>& actual,
+                                const std::vector<Tensor>& expected,
+                                const std::vector<std::string>& names) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t o = 0; o < expected.size(); ++o) {
+    const Tensor& e = expected[o];
+    const Tensor& a = actual[o];
     const std::string& output = names[o];
     ASSERT_EQ(a.type(), e.type()) << output;
     for (int64_t i = 0; i < e.num_elements(); ++i) {

@@ -98,6 +98,12 @@ absl::StatusOr<std::vector<Tensor>> CompileAndRun(Graph graph, const std::vector
 // on stdout): the cross toolchain has none.
 void CompileRunAndCompare(Graph graph, const EndToEndOptions& options = {});
 
+// Checks `actual` against `expected` (the outputs `names`) as
+// CompileRunAndCompare does without conv calls.
+void ExpectEqualWithinTolerance(const std::vector<Tensor>& actual,
+                                const std::vector<Tensor>& expected,
+                                const std::vector<std::string>& names);
+
 // The dynamic symbols the shared object at `library` imports, without their
 // versions (nm -D).
 std::vector<std::string> ImportedSymbols(const std::string& library);

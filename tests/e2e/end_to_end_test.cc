@@ -2,16 +2,22 @@
 // emit C++, native compile, run), compared with the reference interpreter.
 // Ops are grouped into a few graphs so that each test compiles once.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cpp/artifact.h"
+#include "backends/cpp/executable.h"
+#include "compiler/check.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/interpreter.h"
 #include "ir/module.h"
 #include "ir/op_registry.h"
+#include "runtime/model.h"
 #include "tests/e2e/e2e_test_util.h"
 
 namespace loom {
@@ -364,6 +370,60 @@ TEST(EndToEndTest, RecurrencesKeptAsLoops) {
       CompileRunAndCompare(Graph(graph), arm);
     }
     CompileRunAndCompare(std::move(graph), options);
+  }
+}
+
+// Kernels whose code differs between two shapes only in shape constants
+// share one native compile (backends/cpp/shape_templates.h): the first
+// shape compiles its own code, the second a template that reads the
+// constants that differed as it runs, and every later shape that differs
+// only in those runs the template without compiling; one that differs in
+// another constant compiles a template that reads it too. Each shape's
+// results are checked against the interpreter's.
+TEST(EndToEndTest, ShapesOfOneCodeShareOneNativeCompile) {
+  const std::string cache = TestCacheDir() + "/shape_templates";
+  struct Step {
+    int64_t seq, batch;
+    bool shared, compiles;
+  };
+  for (const auto [seq, batch, shared, compiles] :
+       {Step{11, 9, false, true}, Step{12, 9, true, true}, Step{13, 9, true, false},
+        Step{13, 10, true, true}, Step{20, 12, true, false}}) {
+    SCOPED_TRACE(absl::StrCat("seq ", seq, ", batch ", batch));
+    Graph graph = Recurrences(seq, batch);
+    ASSERT_TRUE(InferShapes(graph).ok());
+    const std::vector<Tensor> inputs = MakeInputs(graph);
+    const absl::StatusOr<std::vector<Tensor>> expected = Interpret(graph, inputs);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    std::vector<std::string> names;
+    for (ValueId id : graph.outputs()) names.push_back(graph.value(id).name);
+    absl::StatusOr<Module> module = EmitModule(std::move(graph), "", 4096, false, false, true);
+    ASSERT_TRUE(module.ok()) << module.status();
+    absl::StatusOr<cpp::CppExecutable> executable = cpp::CppExecutable::Create(*module, cache);
+    ASSERT_TRUE(executable.ok()) << executable.status();
+    EXPECT_EQ(executable->shape_template(), shared);
+    EXPECT_EQ(executable->cache_hit(), !compiles);
+    const absl::StatusOr<std::vector<Tensor>> actual = executable->Run(inputs);
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    ExpectEqualWithinTolerance(*actual, *expected, names);
+    // An artifact of these kernels passes them its shape constants too.
+    const std::string artifact = absl::StrCat(cache, "/model.loom");
+    ASSERT_TRUE(cpp::WriteArtifact(*module, {}, cache, artifact).ok());
+    const absl::StatusOr<Model> loaded = Model::Load(artifact);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    std::vector<InputTensor> bound;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      bound.push_back(
+          {loaded->inputs()[i].name, inputs[i].dtype(), inputs[i].shape(), inputs[i].data()});
+    }
+    Model::Session session = loaded->NewSession();
+    ASSERT_TRUE(session.Run(bound).ok());
+    const Tensor& first = (*expected)[0];
+    const float* got = static_cast<const float*>(session.output(0));
+    for (int64_t e = 0; e < first.num_elements(); ++e) {
+      ASSERT_NEAR(got[e], first.GetDouble(e),
+                  kCheckAbsTolerance + kCheckRelTolerance * std::fabs(first.GetDouble(e)));
+    }
   }
 }
 

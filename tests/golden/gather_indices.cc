@@ -92,15 +92,30 @@ extern "C" void loom_f0(void* const* a) {
   int64_t* LOOM_RESTRICT p1 = (int64_t*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  for (int64_t x0 = 0; x0 < 6; ++x0) {
-    const int64_t t0 = p0[x0];
-    const int64_t t1 = loom_check_index((int64_t)t0, 5, 0, p1);
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 4; ++x1) {
-      const int64_t t2 = t1;
-      const float t3 = p2[x1 + 4 * (int64_t)t2];
-      const float t4 = loom_tanhf(t3);
-      p3[(4*x0 + x1)] = t4;
+  if ((int64_t)1 * 6 > 1 && ((int64_t)1 * 6 + (int64_t)1 * 6 * 4 >= 65536 || (int64_t)1 * 6 * 2 + (int64_t)1 * 6 * 4 * 18 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 6; ++x0) {
+      const int64_t t0 = p0[x0];
+      const int64_t t1 = loom_check_index((int64_t)t0, 5, 0, p1);
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 4; ++x1) {
+        const int64_t t2 = t1;
+        const float t3 = p2[x1 + 4 * (int64_t)t2];
+        const float t4 = loom_tanhf(t3);
+        p3[(4*x0 + x1)] = t4;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 6; ++x0) {
+      const int64_t t0 = p0[x0];
+      const int64_t t1 = loom_check_index((int64_t)t0, 5, 0, p1);
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 4; ++x1) {
+        const int64_t t2 = t1;
+        const float t3 = p2[x1 + 4 * (int64_t)t2];
+        const float t4 = loom_tanhf(t3);
+        p3[(4*x0 + x1)] = t4;
+      }
     }
   }
 }

@@ -56,12 +56,32 @@ extern "C" int dnnl_sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int6
                           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                           float beta, float* c, int64_t ldc);
 
+#if defined(LOOM_HAVE_BLIS) && defined(_OPENMP) && defined(__AVX2__) && !defined(__AVX512F__)
+#define LOOM_BLIS 1
+extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          const float* alpha, const float* a, int64_t rs_a, int64_t cs_a,
+                          const float* b, int64_t rs_b, int64_t cs_b, const float* beta, float* c,
+                          int64_t rs_c, int64_t cs_c);
+extern "C" void bli_thread_set_num_threads(int64_t threads);
+static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
+#else
+#define LOOM_BLIS 0
+#endif
+
 extern "C" void loom_f0(void* const* a) {
   float* LOOM_RESTRICT p0 = (float*)a[0];
-  #pragma omp parallel for simd
-  for (int64_t x0 = 0; x0 < 129600; ++x0) {
-    const float t0 = (float)0;
-    p0[x0] = t0;
+  if ((int64_t)1 * 129600 > 1 && ((int64_t)1 * 129600 >= 65536 || (int64_t)1 * 129600 * 1 >= 262144)) {
+    #pragma omp parallel for simd
+    for (int64_t x0 = 0; x0 < 129600; ++x0) {
+      const float t0 = (float)0;
+      p0[x0] = t0;
+    }
+  } else {
+    #pragma GCC ivdep
+    for (int64_t x0 = 0; x0 < 129600; ++x0) {
+      const float t0 = (float)0;
+      p0[x0] = t0;
+    }
   }
 }
 
@@ -71,6 +91,9 @@ extern "C" void loom_f1(void* const* a) {
   float* p2 = (float*)a[2];
   const int loom_threads = omp_get_max_threads();
   const int loom_split = 28 % loom_threads == 0 || 28 >= 4 * loom_threads;
+#if LOOM_BLIS
+  bli_thread_set_num_threads(1);
+#endif
   #pragma omp parallel
   {
     const int64_t loom_blocks = loom_split ? 1 : loom_threads < 28 ? loom_threads : 28;
@@ -80,7 +103,14 @@ extern "C" void loom_f1(void* const* a) {
         for (int64_t r = 0; r < loom_blocks; ++r) {
           const int64_t loom_first = 28 * r / loom_blocks;
           const int64_t loom_last = 28 * (r + 1) / loom_blocks;
-          dnnl_sgemm('T', 'N', loom_last - loom_first, 144, 24, 1.0f, p0 + loom_first * 1 + x1 * 28, 784, p1, 144, 0.0f, p2 + loom_first * 144 + x1 * 4032, 144);
+#if LOOM_BLIS
+          if (28 >= 256 && (int64_t)28 * 144 * 24 >= 16777216) {
+            bli_sgemm(8, 0, loom_last - loom_first, 144, 24, &loom_blis_one, p0 + loom_first * 1 + x1 * 28, 784, 1, p1, 144, 1, &loom_blis_zero, p2 + loom_first * 144 + x1 * 4032, 144, 1);
+          } else
+#endif
+          {
+            dnnl_sgemm('T', 'N', loom_last - loom_first, 144, 24, 1.0f, p0 + loom_first * 1 + x1 * 28, 784, p1, 144, 0.0f, p2 + loom_first * 144 + x1 * 4032, 144);
+          }
         }
       }
     }
@@ -91,20 +121,39 @@ extern "C" void loom_f2(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  #pragma omp parallel for collapse(2)
-  for (int64_t x0 = 0; x0 < 28; ++x0) {
-    for (int64_t x1 = 0; x1 < 28; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 144; ++x2) {
-        const float t0 = p0[(4032*x0 + 144*x1 + x2)];
-        const float t1 = p1[x2];
-        const float t2 = t0 + t1;
-        const float t3 = (float)0;
-        const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
-        const float t5 = (float)6;
-        const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 < t5 ? t4 : t5));
-        const float t7 = t6;
-        p2[(4320*x0 + 144*x1 + x2)] = t7;
+  if ((int64_t)1 * 28 * 28 * 144 > 1 && ((int64_t)1 * 28 * 28 * 144 + (int64_t)1 * 28 * 28 * 144 >= 65536 || (int64_t)1 * 28 * 28 * 144 * 7 + (int64_t)1 * 28 * 28 * 144 * 1 >= 262144)) {
+    #pragma omp parallel for collapse(2)
+    for (int64_t x0 = 0; x0 < 28; ++x0) {
+      for (int64_t x1 = 0; x1 < 28; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 144; ++x2) {
+          const float t0 = p0[(4032*x0 + 144*x1 + x2)];
+          const float t1 = p1[x2];
+          const float t2 = t0 + t1;
+          const float t3 = (float)0;
+          const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
+          const float t5 = (float)6;
+          const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 < t5 ? t4 : t5));
+          const float t7 = t6;
+          p2[(4320*x0 + 144*x1 + x2)] = t7;
+        }
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 28; ++x0) {
+      for (int64_t x1 = 0; x1 < 28; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 144; ++x2) {
+          const float t0 = p0[(4032*x0 + 144*x1 + x2)];
+          const float t1 = p1[x2];
+          const float t2 = t0 + t1;
+          const float t3 = (float)0;
+          const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
+          const float t5 = (float)6;
+          const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 < t5 ? t4 : t5));
+          const float t7 = t6;
+          p2[(4320*x0 + 144*x1 + x2)] = t7;
+        }
       }
     }
   }
@@ -123,18 +172,34 @@ extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  #pragma omp parallel for
-  for (int64_t x0 = 0; x0 < 784; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 144; ++x1) {
-      const float t0 = p0[(144*x0 + x1)];
-      const float t1 = p1[x1];
-      const float t2 = t0 + t1;
-      const float t3 = (float)0;
-      const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
-      const float t5 = (float)6;
-      const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 < t5 ? t4 : t5));
-      p2[(144*x0 + x1)] = t6;
+  if ((int64_t)1 * 784 * 144 > 1 && ((int64_t)1 * 784 * 144 >= 65536 || (int64_t)1 * 784 * 144 * 7 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 784; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 144; ++x1) {
+        const float t0 = p0[(144*x0 + x1)];
+        const float t1 = p1[x1];
+        const float t2 = t0 + t1;
+        const float t3 = (float)0;
+        const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
+        const float t5 = (float)6;
+        const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 < t5 ? t4 : t5));
+        p2[(144*x0 + x1)] = t6;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 784; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 144; ++x1) {
+        const float t0 = p0[(144*x0 + x1)];
+        const float t1 = p1[x1];
+        const float t2 = t0 + t1;
+        const float t3 = (float)0;
+        const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
+        const float t5 = (float)6;
+        const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 < t5 ? t4 : t5));
+        p2[(144*x0 + x1)] = t6;
+      }
     }
   }
 }
@@ -143,7 +208,21 @@ extern "C" void loom_f5(void* const* a) {
   const float* p0 = (const float*)a[0];
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
-  dnnl_sgemm('N', 'N', 784, 24, 144, 1.0f, p0, 144, p1, 24, 0.0f, p2, 24);
+  const int loom_threads = omp_get_max_threads();
+  const bool loom_alone = (int64_t)784 * 24 * 144 < 1048576;
+  if (loom_alone) omp_set_num_threads(1);
+#if LOOM_BLIS
+  bli_thread_set_num_threads(omp_get_max_threads());
+#endif
+#if LOOM_BLIS
+  if (784 >= 256 && (int64_t)784 * 24 * 144 >= 16777216) {
+    bli_sgemm(0, 0, 784, 24, 144, &loom_blis_one, p0, 144, 1, p1, 24, 1, &loom_blis_zero, p2, 24, 1);
+  } else
+#endif
+  {
+    dnnl_sgemm('N', 'N', 784, 24, 144, 1.0f, p0, 144, p1, 24, 0.0f, p2, 24);
+  }
+  if (loom_alone) omp_set_num_threads(loom_threads);
 }
 
 extern "C" void loom_f6(void* const* a) {
@@ -151,15 +230,30 @@ extern "C" void loom_f6(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  for (int64_t x0 = 0; x0 < 24; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 784; ++x1) {
-      const float t0 = p0[(x0 + 24*x1)];
-      const float t1 = p1[x0];
-      const float t2 = t0 + t1;
-      const float t3 = p2[(784*x0 + x1)];
-      const float t4 = t2 + t3;
-      p3[(784*x0 + x1)] = t4;
+  if ((int64_t)1 * 24 * 784 > 1 && ((int64_t)1 * 24 * 784 >= 65536 || (int64_t)1 * 24 * 784 * 5 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 24; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 784; ++x1) {
+        const float t0 = p0[(x0 + 24*x1)];
+        const float t1 = p1[x0];
+        const float t2 = t0 + t1;
+        const float t3 = p2[(784*x0 + x1)];
+        const float t4 = t2 + t3;
+        p3[(784*x0 + x1)] = t4;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 24; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 784; ++x1) {
+        const float t0 = p0[(x0 + 24*x1)];
+        const float t1 = p1[x0];
+        const float t2 = t0 + t1;
+        const float t3 = p2[(784*x0 + x1)];
+        const float t4 = t2 + t3;
+        p3[(784*x0 + x1)] = t4;
+      }
     }
   }
 }

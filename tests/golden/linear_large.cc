@@ -70,10 +70,13 @@ extern "C" void loom_f0(void* const* a) {
 #endif
   if (!loom_per_thread) {
 #if LOOM_BLIS
-    bli_sgemm(0, 0, 1024, 256, 256, &loom_blis_one, g0, 256, 1, g1, 256, 1, &loom_blis_zero, g2, 256, 1);
-#else
-    dnnl_sgemm('N', 'N', 1024, 256, 256, 1.0f, g0, 256, g1, 256, 0.0f, g2, 256);
+    if (1024 >= 256 && (int64_t)1024 * 256 * 256 >= 16777216) {
+      bli_sgemm(0, 0, 1024, 256, 256, &loom_blis_one, g0, 256, 1, g1, 256, 1, &loom_blis_zero, g2, 256, 1);
+    } else
 #endif
+    {
+      dnnl_sgemm('N', 'N', 1024, 256, 256, 1.0f, g0, 256, g1, 256, 0.0f, g2, 256);
+    }
   }
   #pragma omp parallel
   {
@@ -82,10 +85,13 @@ extern "C" void loom_f0(void* const* a) {
     const int64_t loom_last = 1024 * (omp_get_thread_num() + 1) / loom_team;
     if (loom_per_thread) {
 #if LOOM_BLIS
-      bli_sgemm(0, 0, loom_last - loom_first, 256, 256, &loom_blis_one, g0 + loom_first * 256, 256, 1, g1, 256, 1, &loom_blis_zero, g2 + loom_first * 256, 256, 1);
-#else
-      dnnl_sgemm('N', 'N', loom_last - loom_first, 256, 256, 1.0f, g0 + loom_first * 256, 256, g1, 256, 0.0f, g2 + loom_first * 256, 256);
+      if (1024 >= 256 && (int64_t)1024 * 256 * 256 >= 16777216) {
+        bli_sgemm(0, 0, loom_last - loom_first, 256, 256, &loom_blis_one, g0 + loom_first * 256, 256, 1, g1, 256, 1, &loom_blis_zero, g2 + loom_first * 256, 256, 1);
+      } else
 #endif
+      {
+        dnnl_sgemm('N', 'N', loom_last - loom_first, 256, 256, 1.0f, g0 + loom_first * 256, 256, g1, 256, 0.0f, g2 + loom_first * 256, 256);
+      }
       #pragma omp barrier
     }
     for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {

@@ -44,6 +44,18 @@ extern "C" int dnnl_sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int6
                           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                           float beta, float* c, int64_t ldc);
 
+#if defined(LOOM_HAVE_BLIS) && defined(_OPENMP) && defined(__AVX2__) && !defined(__AVX512F__)
+#define LOOM_BLIS 1
+extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          const float* alpha, const float* a, int64_t rs_a, int64_t cs_a,
+                          const float* b, int64_t rs_b, int64_t cs_b, const float* beta, float* c,
+                          int64_t rs_c, int64_t cs_c);
+extern "C" void bli_thread_set_num_threads(int64_t threads);
+static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
+#else
+#define LOOM_BLIS 0
+#endif
+
 /* Only this file's static helpers pass these vectors, so the ABI note is
    moot. */
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -516,23 +528,44 @@ extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  #pragma GCC ivdep
-  for (int64_t x0 = 0; x0 < 256; ++x0) {
-    const float t0 = p0[x0];
-    const float t1 = p1[x0];
-    const float t2 = t0 + t1;
-    p2[x0] = t2;
+  if ((int64_t)1 * 256 > 1 && ((int64_t)1 * 256 >= 65536 || (int64_t)1 * 256 * 3 >= 262144)) {
+    #pragma omp parallel for simd
+    for (int64_t x0 = 0; x0 < 256; ++x0) {
+      const float t0 = p0[x0];
+      const float t1 = p1[x0];
+      const float t2 = t0 + t1;
+      p2[x0] = t2;
+    }
+  } else {
+    #pragma GCC ivdep
+    for (int64_t x0 = 0; x0 < 256; ++x0) {
+      const float t0 = p0[x0];
+      const float t1 = p1[x0];
+      const float t2 = t0 + t1;
+      p2[x0] = t2;
+    }
   }
 }
 
 extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 32; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 32; ++x1) {
-      const float t0 = p0[(x1 + 32*(x0 / 2) + 512*(x0 % 2))];
-      p1[(32*x0 + x1)] = t0;
+  if ((int64_t)1 * 32 * 32 > 1 && ((int64_t)1 * 32 * 32 >= 65536 || (int64_t)1 * 32 * 32 * 1 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 32; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 32; ++x1) {
+        const float t0 = p0[(x1 + 32*(x0 / 2) + 512*(x0 % 2))];
+        p1[(32*x0 + x1)] = t0;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 32; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 32; ++x1) {
+        const float t0 = p0[(x1 + 32*(x0 / 2) + 512*(x0 % 2))];
+        p1[(32*x0 + x1)] = t0;
+      }
     }
   }
 }
@@ -542,9 +575,20 @@ extern "C" void loom_f2(void* const* a) {
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
   const int loom_threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  dnnl_sgemm('N', 'N', 32, 256, 32, 1.0f, p0, 32, p1, 256, 0.0f, p2, 256);
-  omp_set_num_threads(loom_threads);
+  const bool loom_alone = (int64_t)32 * 256 * 32 < 1048576;
+  if (loom_alone) omp_set_num_threads(1);
+#if LOOM_BLIS
+  bli_thread_set_num_threads(omp_get_max_threads());
+#endif
+#if LOOM_BLIS
+  if (32 >= 256 && (int64_t)32 * 256 * 32 >= 16777216) {
+    bli_sgemm(0, 0, 32, 256, 32, &loom_blis_one, p0, 32, 1, p1, 256, 1, &loom_blis_zero, p2, 256, 1);
+  } else
+#endif
+  {
+    dnnl_sgemm('N', 'N', 32, 256, 32, 1.0f, p0, 32, p1, 256, 0.0f, p2, 256);
+  }
+  if (loom_alone) omp_set_num_threads(loom_threads);
 }
 
 extern "C" void loom_f3(void* const* a) {
@@ -783,11 +827,21 @@ extern "C" void loom_f3(void* const* a) {
 extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t0 = p0[(64*x0 + x1)];
-      p1[(128*x0 + x1)] = t0;
+  if ((int64_t)1 * 2 * 64 > 1 && ((int64_t)1 * 2 * 64 >= 65536 || (int64_t)1 * 2 * 64 * 1 >= 262144)) {
+    #pragma omp parallel for collapse(2)
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 64; ++x1) {
+        const float t0 = p0[(64*x0 + x1)];
+        p1[(128*x0 + x1)] = t0;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 64; ++x1) {
+        const float t0 = p0[(64*x0 + x1)];
+        p1[(128*x0 + x1)] = t0;
+      }
     }
   }
 }
@@ -795,10 +849,18 @@ extern "C" void loom_f4(void* const* a) {
 extern "C" void loom_f5(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  #pragma GCC ivdep
-  for (int64_t x0 = 0; x0 < 128; ++x0) {
-    const float t0 = p0[x0];
-    p1[x0] = t0;
+  if ((int64_t)1 * 128 > 1 && ((int64_t)1 * 128 >= 65536 || (int64_t)1 * 128 * 1 >= 262144)) {
+    #pragma omp parallel for simd
+    for (int64_t x0 = 0; x0 < 128; ++x0) {
+      const float t0 = p0[x0];
+      p1[x0] = t0;
+    }
+  } else {
+    #pragma GCC ivdep
+    for (int64_t x0 = 0; x0 < 128; ++x0) {
+      const float t0 = p0[x0];
+      p1[x0] = t0;
+    }
   }
 }
 
@@ -807,20 +869,44 @@ extern "C" void loom_f6(void* const* a) {
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
   const int loom_threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  dnnl_sgemm('N', 'N', 32, 256, 64, 1.0f, p0, 64, p1, 256, 0.0f, p2, 256);
-  omp_set_num_threads(loom_threads);
+  const bool loom_alone = (int64_t)32 * 256 * 64 < 1048576;
+  if (loom_alone) omp_set_num_threads(1);
+#if LOOM_BLIS
+  bli_thread_set_num_threads(omp_get_max_threads());
+#endif
+#if LOOM_BLIS
+  if (32 >= 256 && (int64_t)32 * 256 * 64 >= 16777216) {
+    bli_sgemm(0, 0, 32, 256, 64, &loom_blis_one, p0, 64, 1, p1, 256, 1, &loom_blis_zero, p2, 256, 1);
+  } else
+#endif
+  {
+    dnnl_sgemm('N', 'N', 32, 256, 64, 1.0f, p0, 64, p1, 256, 0.0f, p2, 256);
+  }
+  if (loom_alone) omp_set_num_threads(loom_threads);
 }
 
 extern "C" void loom_f7(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 16; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(64*x0 + 128*x1 + x2)];
-        p1[(1024*x0 + 64*x1 + x2)] = t0;
+  if ((int64_t)1 * 2 * 16 * 64 > 1 && ((int64_t)1 * 2 * 16 * 64 >= 65536 || (int64_t)1 * 2 * 16 * 64 * 1 >= 262144)) {
+    #pragma omp parallel for collapse(2)
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 16; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 64; ++x2) {
+          const float t0 = p0[(64*x0 + 128*x1 + x2)];
+          p1[(1024*x0 + 64*x1 + x2)] = t0;
+        }
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 16; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 64; ++x2) {
+          const float t0 = p0[(64*x0 + 128*x1 + x2)];
+          p1[(1024*x0 + 64*x1 + x2)] = t0;
+        }
       }
     }
   }
@@ -829,12 +915,24 @@ extern "C" void loom_f7(void* const* a) {
 extern "C" void loom_f8(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 2; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(64*x0 + 128*x1 + x2)];
-        p1[(128*x0 + 64*x1 + x2)] = t0;
+  if ((int64_t)1 * 2 * 2 * 64 > 1 && ((int64_t)1 * 2 * 2 * 64 >= 65536 || (int64_t)1 * 2 * 2 * 64 * 1 >= 262144)) {
+    #pragma omp parallel for collapse(3)
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 2; ++x1) {
+        for (int64_t x2 = 0; x2 < 64; ++x2) {
+          const float t0 = p0[(64*x0 + 128*x1 + x2)];
+          p1[(128*x0 + 64*x1 + x2)] = t0;
+        }
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 2; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 64; ++x2) {
+          const float t0 = p0[(64*x0 + 128*x1 + x2)];
+          p1[(128*x0 + 64*x1 + x2)] = t0;
+        }
       }
     }
   }

@@ -42,35 +42,71 @@ static inline int64_t loom_f2i64(double x) {
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 16; ++x0) {
-    float l0[529];
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 529; ++x1) {
-      const float t0 = p0[(529*x0 + x1)];
-      const float t1 = (t0 < 0 ? (float)0 : t0);
-      l0[x1] = t1;
-    }
-    for (int64_t x1 = 0; x1 < 11; ++x1) {
+  if ((int64_t)1 * 16 > 1 && ((int64_t)1 * 16 * 529 + (int64_t)1 * 16 * 11 * 11 >= 65536 || (int64_t)1 * 16 * 529 * 2 + (int64_t)1 * 16 * 11 * 11 * 17 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 16; ++x0) {
+      float l0[529];
       #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 11; ++x2) {
-        const float t2 = l0[(46*x1 + 2*x2)];
-        const float t3 = l0[(46*x1 + 2*x2 + 1)];
-        const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
-        const float t5 = l0[(46*x1 + 2*x2 + 2)];
-        const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 > t5 ? t4 : t5));
-        const float t7 = l0[(46*x1 + 2*x2 + 23)];
-        const float t8 = (LOOM_UNORDERED(t6, t7) ? t6 + t7 : (t6 > t7 ? t6 : t7));
-        const float t9 = l0[(46*x1 + 2*x2 + 24)];
-        const float t10 = (LOOM_UNORDERED(t8, t9) ? t8 + t9 : (t8 > t9 ? t8 : t9));
-        const float t11 = l0[(46*x1 + 2*x2 + 25)];
-        const float t12 = (LOOM_UNORDERED(t10, t11) ? t10 + t11 : (t10 > t11 ? t10 : t11));
-        const float t13 = l0[(46*x1 + 2*x2 + 46)];
-        const float t14 = (LOOM_UNORDERED(t12, t13) ? t12 + t13 : (t12 > t13 ? t12 : t13));
-        const float t15 = l0[(46*x1 + 2*x2 + 47)];
-        const float t16 = (LOOM_UNORDERED(t14, t15) ? t14 + t15 : (t14 > t15 ? t14 : t15));
-        const float t17 = l0[(46*x1 + 2*x2 + 48)];
-        const float t18 = (LOOM_UNORDERED(t16, t17) ? t16 + t17 : (t16 > t17 ? t16 : t17));
-        p1[(121*x0 + 11*x1 + x2)] = t18;
+      for (int64_t x1 = 0; x1 < 529; ++x1) {
+        const float t0 = p0[(529*x0 + x1)];
+        const float t1 = (t0 < 0 ? (float)0 : t0);
+        l0[x1] = t1;
+      }
+      for (int64_t x1 = 0; x1 < 11; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 11; ++x2) {
+          const float t2 = l0[(46*x1 + 2*x2)];
+          const float t3 = l0[(46*x1 + 2*x2 + 1)];
+          const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
+          const float t5 = l0[(46*x1 + 2*x2 + 2)];
+          const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 > t5 ? t4 : t5));
+          const float t7 = l0[(46*x1 + 2*x2 + 23)];
+          const float t8 = (LOOM_UNORDERED(t6, t7) ? t6 + t7 : (t6 > t7 ? t6 : t7));
+          const float t9 = l0[(46*x1 + 2*x2 + 24)];
+          const float t10 = (LOOM_UNORDERED(t8, t9) ? t8 + t9 : (t8 > t9 ? t8 : t9));
+          const float t11 = l0[(46*x1 + 2*x2 + 25)];
+          const float t12 = (LOOM_UNORDERED(t10, t11) ? t10 + t11 : (t10 > t11 ? t10 : t11));
+          const float t13 = l0[(46*x1 + 2*x2 + 46)];
+          const float t14 = (LOOM_UNORDERED(t12, t13) ? t12 + t13 : (t12 > t13 ? t12 : t13));
+          const float t15 = l0[(46*x1 + 2*x2 + 47)];
+          const float t16 = (LOOM_UNORDERED(t14, t15) ? t14 + t15 : (t14 > t15 ? t14 : t15));
+          const float t17 = l0[(46*x1 + 2*x2 + 48)];
+          const float t18 = (LOOM_UNORDERED(t16, t17) ? t16 + t17 : (t16 > t17 ? t16 : t17));
+          p1[(121*x0 + 11*x1 + x2)] = t18;
+        }
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 16; ++x0) {
+      float l0[529];
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 529; ++x1) {
+        const float t0 = p0[(529*x0 + x1)];
+        const float t1 = (t0 < 0 ? (float)0 : t0);
+        l0[x1] = t1;
+      }
+      for (int64_t x1 = 0; x1 < 11; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 11; ++x2) {
+          const float t2 = l0[(46*x1 + 2*x2)];
+          const float t3 = l0[(46*x1 + 2*x2 + 1)];
+          const float t4 = (LOOM_UNORDERED(t2, t3) ? t2 + t3 : (t2 > t3 ? t2 : t3));
+          const float t5 = l0[(46*x1 + 2*x2 + 2)];
+          const float t6 = (LOOM_UNORDERED(t4, t5) ? t4 + t5 : (t4 > t5 ? t4 : t5));
+          const float t7 = l0[(46*x1 + 2*x2 + 23)];
+          const float t8 = (LOOM_UNORDERED(t6, t7) ? t6 + t7 : (t6 > t7 ? t6 : t7));
+          const float t9 = l0[(46*x1 + 2*x2 + 24)];
+          const float t10 = (LOOM_UNORDERED(t8, t9) ? t8 + t9 : (t8 > t9 ? t8 : t9));
+          const float t11 = l0[(46*x1 + 2*x2 + 25)];
+          const float t12 = (LOOM_UNORDERED(t10, t11) ? t10 + t11 : (t10 > t11 ? t10 : t11));
+          const float t13 = l0[(46*x1 + 2*x2 + 46)];
+          const float t14 = (LOOM_UNORDERED(t12, t13) ? t12 + t13 : (t12 > t13 ? t12 : t13));
+          const float t15 = l0[(46*x1 + 2*x2 + 47)];
+          const float t16 = (LOOM_UNORDERED(t14, t15) ? t14 + t15 : (t14 > t15 ? t14 : t15));
+          const float t17 = l0[(46*x1 + 2*x2 + 48)];
+          const float t18 = (LOOM_UNORDERED(t16, t17) ? t16 + t17 : (t16 > t17 ? t16 : t17));
+          p1[(121*x0 + 11*x1 + x2)] = t18;
+        }
       }
     }
   }

@@ -44,28 +44,64 @@ extern "C" int dnnl_sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int6
                           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                           float beta, float* c, int64_t ldc);
 
+#if defined(LOOM_HAVE_BLIS) && defined(_OPENMP) && defined(__AVX2__) && !defined(__AVX512F__)
+#define LOOM_BLIS 1
+extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          const float* alpha, const float* a, int64_t rs_a, int64_t cs_a,
+                          const float* b, int64_t rs_b, int64_t cs_b, const float* beta, float* c,
+                          int64_t rs_c, int64_t cs_c);
+extern "C" void bli_thread_set_num_threads(int64_t threads);
+static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
+#else
+#define LOOM_BLIS 0
+#endif
+
 extern "C" void loom_f0(void* const* a) {
   const float* p0 = (const float*)a[0];
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
   const int loom_threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  dnnl_sgemm('N', 'N', 2, 64, 32, 1.0f, p0, 32, p1, 64, 0.0f, p2, 64);
-  omp_set_num_threads(loom_threads);
+  const bool loom_alone = (int64_t)2 * 64 * 32 < 1048576;
+  if (loom_alone) omp_set_num_threads(1);
+#if LOOM_BLIS
+  bli_thread_set_num_threads(omp_get_max_threads());
+#endif
+#if LOOM_BLIS
+  if (2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
+    bli_sgemm(0, 0, 2, 64, 32, &loom_blis_one, p0, 32, 1, p1, 64, 1, &loom_blis_zero, p2, 64, 1);
+  } else
+#endif
+  {
+    dnnl_sgemm('N', 'N', 2, 64, 32, 1.0f, p0, 32, p1, 64, 0.0f, p2, 64);
+  }
+  if (loom_alone) omp_set_num_threads(loom_threads);
 }
 
 extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t0 = p0[(64*x0 + x1)];
-      const float t1 = p1[x1];
-      const float t2 = t0 + t1;
-      const float t3 = (t2 < 0 ? (float)0 : t2);
-      p2[(64*x0 + x1)] = t3;
+  if ((int64_t)1 * 2 * 64 > 1 && ((int64_t)1 * 2 * 64 >= 65536 || (int64_t)1 * 2 * 64 * 4 >= 262144)) {
+    #pragma omp parallel for collapse(2)
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 64; ++x1) {
+        const float t0 = p0[(64*x0 + x1)];
+        const float t1 = p1[x1];
+        const float t2 = t0 + t1;
+        const float t3 = (t2 < 0 ? (float)0 : t2);
+        p2[(64*x0 + x1)] = t3;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 64; ++x1) {
+        const float t0 = p0[(64*x0 + x1)];
+        const float t1 = p1[x1];
+        const float t2 = t0 + t1;
+        const float t3 = (t2 < 0 ? (float)0 : t2);
+        p2[(64*x0 + x1)] = t3;
+      }
     }
   }
 }
@@ -75,22 +111,45 @@ extern "C" void loom_f2(void* const* a) {
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
   const int loom_threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  dnnl_sgemm('N', 'N', 2, 32, 64, 1.0f, p0, 64, p1, 32, 0.0f, p2, 32);
-  omp_set_num_threads(loom_threads);
+  const bool loom_alone = (int64_t)2 * 32 * 64 < 1048576;
+  if (loom_alone) omp_set_num_threads(1);
+#if LOOM_BLIS
+  bli_thread_set_num_threads(omp_get_max_threads());
+#endif
+#if LOOM_BLIS
+  if (2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
+    bli_sgemm(0, 0, 2, 32, 64, &loom_blis_one, p0, 64, 1, p1, 32, 1, &loom_blis_zero, p2, 32, 1);
+  } else
+#endif
+  {
+    dnnl_sgemm('N', 'N', 2, 32, 64, 1.0f, p0, 64, p1, 32, 0.0f, p2, 32);
+  }
+  if (loom_alone) omp_set_num_threads(loom_threads);
 }
 
 extern "C" void loom_f3(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 32; ++x1) {
-      const float t0 = p0[(32*x0 + x1)];
-      const float t1 = p1[x1];
-      const float t2 = t0 + t1;
-      p2[(32*x0 + x1)] = t2;
+  if ((int64_t)1 * 2 * 32 > 1 && ((int64_t)1 * 2 * 32 >= 65536 || (int64_t)1 * 2 * 32 * 3 >= 262144)) {
+    #pragma omp parallel for collapse(2)
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 32; ++x1) {
+        const float t0 = p0[(32*x0 + x1)];
+        const float t1 = p1[x1];
+        const float t2 = t0 + t1;
+        p2[(32*x0 + x1)] = t2;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 32; ++x1) {
+        const float t0 = p0[(32*x0 + x1)];
+        const float t1 = p1[x1];
+        const float t2 = t0 + t1;
+        p2[(32*x0 + x1)] = t2;
+      }
     }
   }
 }

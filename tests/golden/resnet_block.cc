@@ -53,23 +53,43 @@ struct loom_conv_site {
 
 extern "C" void loom_f0(void* const* a) {
   float* LOOM_RESTRICT p0 = (float*)a[0];
-  #pragma omp parallel for simd
-  for (int64_t x0 = 0; x0 < 215296; ++x0) {
-    const float t0 = (float)0;
-    p0[x0] = t0;
+  if ((int64_t)1 * 215296 > 1 && ((int64_t)1 * 215296 >= 65536 || (int64_t)1 * 215296 * 1 >= 262144)) {
+    #pragma omp parallel for simd
+    for (int64_t x0 = 0; x0 < 215296; ++x0) {
+      const float t0 = (float)0;
+      p0[x0] = t0;
+    }
+  } else {
+    #pragma GCC ivdep
+    for (int64_t x0 = 0; x0 < 215296; ++x0) {
+      const float t0 = (float)0;
+      p0[x0] = t0;
+    }
   }
 }
 
 extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  #pragma omp parallel for collapse(2)
-  for (int64_t x0 = 0; x0 < 64; ++x0) {
-    for (int64_t x1 = 0; x1 < 56; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 56; ++x2) {
-        const float t0 = p0[(3136*x0 + 56*x1 + x2)];
-        p1[(3364*x0 + 58*x1 + x2)] = t0;
+  if ((int64_t)1 * 64 * 56 * 56 > 1 && ((int64_t)1 * 64 * 56 * 56 >= 65536 || (int64_t)1 * 64 * 56 * 56 * 1 >= 262144)) {
+    #pragma omp parallel for collapse(2)
+    for (int64_t x0 = 0; x0 < 64; ++x0) {
+      for (int64_t x1 = 0; x1 < 56; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 56; ++x2) {
+          const float t0 = p0[(3136*x0 + 56*x1 + x2)];
+          p1[(3364*x0 + 58*x1 + x2)] = t0;
+        }
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 64; ++x0) {
+      for (int64_t x1 = 0; x1 < 56; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 56; ++x2) {
+          const float t0 = p0[(3136*x0 + 56*x1 + x2)];
+          p1[(3364*x0 + 58*x1 + x2)] = t0;
+        }
       }
     }
   }
@@ -78,12 +98,22 @@ extern "C" void loom_f1(void* const* a) {
 extern "C" void loom_f2(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  #pragma omp parallel for
-  for (int64_t x0 = 0; x0 < 3364; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t0 = p0[(x0 + 3364*x1)];
-      p1[(64*x0 + x1)] = t0;
+  if ((int64_t)1 * 3364 * 64 > 1 && ((int64_t)1 * 3364 * 64 >= 65536 || (int64_t)1 * 3364 * 64 * 1 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 3364; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 64; ++x1) {
+        const float t0 = p0[(x0 + 3364*x1)];
+        p1[(64*x0 + x1)] = t0;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 3364; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 64; ++x1) {
+        const float t0 = p0[(x0 + 3364*x1)];
+        p1[(64*x0 + x1)] = t0;
+      }
     }
   }
 }
@@ -101,17 +131,33 @@ extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  #pragma omp parallel for collapse(2)
-  for (int64_t x0 = 0; x0 < 56; ++x0) {
-    for (int64_t x1 = 0; x1 < 56; ++x1) {
-      #pragma GCC ivdep
-      for (int64_t x2 = 0; x2 < 64; ++x2) {
-        const float t0 = p0[(3584*x0 + 64*x1 + x2)];
-        const float t1 = p1[x2];
-        const float t2 = t0 + t1;
-        const float t3 = (t2 < 0 ? (float)0 : t2);
-        const float t4 = t3;
-        p2[(3712*x0 + 64*x1 + x2)] = t4;
+  if ((int64_t)1 * 56 * 56 * 64 > 1 && ((int64_t)1 * 56 * 56 * 64 + (int64_t)1 * 56 * 56 * 64 >= 65536 || (int64_t)1 * 56 * 56 * 64 * 4 + (int64_t)1 * 56 * 56 * 64 * 1 >= 262144)) {
+    #pragma omp parallel for collapse(2)
+    for (int64_t x0 = 0; x0 < 56; ++x0) {
+      for (int64_t x1 = 0; x1 < 56; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 64; ++x2) {
+          const float t0 = p0[(3584*x0 + 64*x1 + x2)];
+          const float t1 = p1[x2];
+          const float t2 = t0 + t1;
+          const float t3 = (t2 < 0 ? (float)0 : t2);
+          const float t4 = t3;
+          p2[(3712*x0 + 64*x1 + x2)] = t4;
+        }
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 56; ++x0) {
+      for (int64_t x1 = 0; x1 < 56; ++x1) {
+        #pragma GCC ivdep
+        for (int64_t x2 = 0; x2 < 64; ++x2) {
+          const float t0 = p0[(3584*x0 + 64*x1 + x2)];
+          const float t1 = p1[x2];
+          const float t2 = t0 + t1;
+          const float t3 = (t2 < 0 ? (float)0 : t2);
+          const float t4 = t3;
+          p2[(3712*x0 + 64*x1 + x2)] = t4;
+        }
       }
     }
   }
@@ -131,17 +177,32 @@ extern "C" void loom_f6(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  #pragma omp parallel for
-  for (int64_t x0 = 0; x0 < 64; ++x0) {
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 3136; ++x1) {
-      const float t0 = p0[(x0 + 64*x1)];
-      const float t1 = p1[x0];
-      const float t2 = t0 + t1;
-      const float t3 = p2[(3136*x0 + x1)];
-      const float t4 = t2 + t3;
-      const float t5 = (t4 < 0 ? (float)0 : t4);
-      p3[(3136*x0 + x1)] = t5;
+  if ((int64_t)1 * 64 * 3136 > 1 && ((int64_t)1 * 64 * 3136 >= 65536 || (int64_t)1 * 64 * 3136 * 6 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 64; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 3136; ++x1) {
+        const float t0 = p0[(x0 + 64*x1)];
+        const float t1 = p1[x0];
+        const float t2 = t0 + t1;
+        const float t3 = p2[(3136*x0 + x1)];
+        const float t4 = t2 + t3;
+        const float t5 = (t4 < 0 ? (float)0 : t4);
+        p3[(3136*x0 + x1)] = t5;
+      }
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 64; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 3136; ++x1) {
+        const float t0 = p0[(x0 + 64*x1)];
+        const float t1 = p1[x0];
+        const float t2 = t0 + t1;
+        const float t3 = p2[(3136*x0 + x1)];
+        const float t4 = t2 + t3;
+        const float t5 = (t4 < 0 ? (float)0 : t4);
+        p3[(3136*x0 + x1)] = t5;
+      }
     }
   }
 }

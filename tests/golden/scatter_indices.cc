@@ -59,11 +59,20 @@ extern "C" void loom_f0(void* const* a) {
   const int64_t* LOOM_RESTRICT p0 = (const int64_t*)a[0];
   int64_t* LOOM_RESTRICT p1 = (int64_t*)a[1];
   int64_t* LOOM_RESTRICT p2 = (int64_t*)a[2];
-  #pragma GCC ivdep
-  for (int64_t x0 = 0; x0 < 3; ++x0) {
-    const int64_t t0 = p0[x0];
-    const int64_t t1 = loom_check_index((int64_t)t0, 6, 0, p1);
-    p2[x0] = t1;
+  if ((int64_t)1 * 3 > 1 && ((int64_t)1 * 3 >= 65536 || (int64_t)1 * 3 * 2 >= 262144)) {
+    #pragma omp parallel for simd
+    for (int64_t x0 = 0; x0 < 3; ++x0) {
+      const int64_t t0 = p0[x0];
+      const int64_t t1 = loom_check_index((int64_t)t0, 6, 0, p1);
+      p2[x0] = t1;
+    }
+  } else {
+    #pragma GCC ivdep
+    for (int64_t x0 = 0; x0 < 3; ++x0) {
+      const int64_t t0 = p0[x0];
+      const int64_t t1 = loom_check_index((int64_t)t0, 6, 0, p1);
+      p2[x0] = t1;
+    }
   }
 }
 
@@ -72,26 +81,51 @@ extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  for (int64_t x0 = 0; x0 < 6; ++x0) {
-    int64_t acc0 = INT64_MIN;
-    #pragma omp simd reduction(max:acc0)
-    for (int64_t x1 = 0; x1 < 3; ++x1) {
-      const int64_t t0 = p0[x1];
-      const int64_t t1 = x0;
-      const bool t2 = t0 == t1;
-      const int64_t t3 = x1;
-      const int64_t t4 = (int64_t)-1LL;
-      const int64_t t5 = t2 ? t3 : t4;
-      acc0 = t5 > acc0 ? t5 : acc0;
+  if ((int64_t)1 * 6 > 1 && ((int64_t)1 * 6 * 3 + (int64_t)1 * 6 >= 65536 || (int64_t)1 * 6 * 3 * 6 + (int64_t)1 * 6 * 7 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 6; ++x0) {
+      int64_t acc0 = INT64_MIN;
+      #pragma omp simd reduction(max:acc0)
+      for (int64_t x1 = 0; x1 < 3; ++x1) {
+        const int64_t t0 = p0[x1];
+        const int64_t t1 = x0;
+        const bool t2 = t0 == t1;
+        const int64_t t3 = x1;
+        const int64_t t4 = (int64_t)-1LL;
+        const int64_t t5 = t2 ? t3 : t4;
+        acc0 = t5 > acc0 ? t5 : acc0;
+      }
+      const float t6 = p1[x0];
+      const int64_t t7 = acc0;
+      const int64_t t8 = (int64_t)0LL;
+      const bool t9 = t7 >= t8;
+      const int64_t t10 = (t7 > t8 ? t7 : t8);
+      const float t11 = p2[1 * (int64_t)t10];
+      const float t12 = t9 ? t11 : t6;
+      p3[x0] = t12;
     }
-    const float t6 = p1[x0];
-    const int64_t t7 = acc0;
-    const int64_t t8 = (int64_t)0LL;
-    const bool t9 = t7 >= t8;
-    const int64_t t10 = (t7 > t8 ? t7 : t8);
-    const float t11 = p2[1 * (int64_t)t10];
-    const float t12 = t9 ? t11 : t6;
-    p3[x0] = t12;
+  } else {
+    for (int64_t x0 = 0; x0 < 6; ++x0) {
+      int64_t acc0 = INT64_MIN;
+      #pragma omp simd reduction(max:acc0)
+      for (int64_t x1 = 0; x1 < 3; ++x1) {
+        const int64_t t0 = p0[x1];
+        const int64_t t1 = x0;
+        const bool t2 = t0 == t1;
+        const int64_t t3 = x1;
+        const int64_t t4 = (int64_t)-1LL;
+        const int64_t t5 = t2 ? t3 : t4;
+        acc0 = t5 > acc0 ? t5 : acc0;
+      }
+      const float t6 = p1[x0];
+      const int64_t t7 = acc0;
+      const int64_t t8 = (int64_t)0LL;
+      const bool t9 = t7 >= t8;
+      const int64_t t10 = (t7 > t8 ? t7 : t8);
+      const float t11 = p2[1 * (int64_t)t10];
+      const float t12 = t9 ? t11 : t6;
+      p3[x0] = t12;
+    }
   }
 }
 

@@ -504,63 +504,126 @@ static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), l
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  for (int64_t x0 = 0; x0 < 32; ++x0) {
-    float l1[64];
-    float acc0 = (float)(-INFINITY);
-    int arg0 = 0;
-    loom_nanmask16 nan_lanes0 = {};
-    loom_f32v16 extreme0_0 = loom_splat16(acc0);
-    loom_f32v16 extreme0_1 = loom_splat16(acc0);
-    loom_f32v16 extreme0_2 = loom_splat16(acc0);
-    loom_f32v16 extreme0_3 = loom_splat16(acc0);
-    for (int64_t x1b = 0; x1b < 64; x1b += 64) {
-      {
-        const int64_t x1 = x1b + 0;
-        const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
-        extreme0_0 = loom_max16(t0, extreme0_0);
-        nan_lanes0 |= loom_nan_lanes16(t0);
+  if ((int64_t)1 * 32 > 1 && ((int64_t)1 * 32 * 64 + (int64_t)1 * 32 * 64 + (int64_t)1 * 32 * 64 + (int64_t)1 * 32 + (int64_t)1 * 32 * 64 >= 65536 || (int64_t)1 * 32 * 64 * 1 + (int64_t)1 * 32 * 64 * 19 + (int64_t)1 * 32 * 64 * 1 + (int64_t)1 * 32 * 2 + (int64_t)1 * 32 * 64 * 3 >= 262144)) {
+    #pragma omp parallel for
+    for (int64_t x0 = 0; x0 < 32; ++x0) {
+      float l1[64];
+      float acc0 = (float)(-INFINITY);
+      int arg0 = 0;
+      loom_nanmask16 nan_lanes0 = {};
+      loom_f32v16 extreme0_0 = loom_splat16(acc0);
+      loom_f32v16 extreme0_1 = loom_splat16(acc0);
+      loom_f32v16 extreme0_2 = loom_splat16(acc0);
+      loom_f32v16 extreme0_3 = loom_splat16(acc0);
+      for (int64_t x1b = 0; x1b < 64; x1b += 64) {
+        {
+          const int64_t x1 = x1b + 0;
+          const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
+          extreme0_0 = loom_max16(t0, extreme0_0);
+          nan_lanes0 |= loom_nan_lanes16(t0);
+        }
+        {
+          const int64_t x1 = x1b + 16;
+          const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
+          extreme0_1 = loom_max16(t0, extreme0_1);
+          nan_lanes0 |= loom_nan_lanes16(t0);
+        }
+        {
+          const int64_t x1 = x1b + 32;
+          const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
+          extreme0_2 = loom_max16(t0, extreme0_2);
+          nan_lanes0 |= loom_nan_lanes16(t0);
+        }
+        {
+          const int64_t x1 = x1b + 48;
+          const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
+          extreme0_3 = loom_max16(t0, extreme0_3);
+          nan_lanes0 |= loom_nan_lanes16(t0);
+        }
       }
-      {
-        const int64_t x1 = x1b + 16;
-        const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
-        extreme0_1 = loom_max16(t0, extreme0_1);
-        nan_lanes0 |= loom_nan_lanes16(t0);
+      acc0 = loom_hmax16(loom_max16(loom_max16(loom_max16(extreme0_0, extreme0_1), extreme0_2), extreme0_3));
+      if (arg0 | loom_any16(nan_lanes0)) acc0 = (float)NAN;
+      loom_f32v16 lanes2 = loom_splat16(0.0f);
+      for (int64_t x1 = 0; x1 < 64; x1 += 16) {
+        __builtin_prefetch(&p0[(64*(x0 + 1) + x1)]);
+        __builtin_prefetch(&p1[(64*x0 + x1)], 1);
+        const loom_f32v16 t1 = loom_load16(&p0[(64*x0 + x1)]);
+        const loom_f32v16 t2 = loom_splat16(acc0);
+        const loom_f32v16 t3 = t1 - t2;
+        const loom_f32v16 t4 = loom_exp16(t3);
+        loom_store16(&l1[x1], t4);
+        lanes2 += t4;
       }
-      {
-        const int64_t x1 = x1b + 32;
-        const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
-        extreme0_2 = loom_max16(t0, extreme0_2);
-        nan_lanes0 |= loom_nan_lanes16(t0);
-      }
-      {
-        const int64_t x1 = x1b + 48;
-        const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
-        extreme0_3 = loom_max16(t0, extreme0_3);
-        nan_lanes0 |= loom_nan_lanes16(t0);
+      float acc2 = loom_sum16(lanes2);
+      const float t6 = acc2;
+      const float t7 = (float)1 / t6;
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 64; ++x1) {
+        const float t8 = l1[x1];
+        const float t9 = t7;
+        const float t10 = t8 * t9;
+        p1[(64*x0 + x1)] = t10;
       }
     }
-    acc0 = loom_hmax16(loom_max16(loom_max16(loom_max16(extreme0_0, extreme0_1), extreme0_2), extreme0_3));
-    if (arg0 | loom_any16(nan_lanes0)) acc0 = (float)NAN;
-    loom_f32v16 lanes2 = loom_splat16(0.0f);
-    for (int64_t x1 = 0; x1 < 64; x1 += 16) {
-      __builtin_prefetch(&p0[(64*(x0 + 1) + x1)]);
-      __builtin_prefetch(&p1[(64*x0 + x1)], 1);
-      const loom_f32v16 t1 = loom_load16(&p0[(64*x0 + x1)]);
-      const loom_f32v16 t2 = loom_splat16(acc0);
-      const loom_f32v16 t3 = t1 - t2;
-      const loom_f32v16 t4 = loom_exp16(t3);
-      loom_store16(&l1[x1], t4);
-      lanes2 += t4;
-    }
-    float acc2 = loom_sum16(lanes2);
-    const float t6 = acc2;
-    const float t7 = (float)1 / t6;
-    #pragma GCC ivdep
-    for (int64_t x1 = 0; x1 < 64; ++x1) {
-      const float t8 = l1[x1];
-      const float t9 = t7;
-      const float t10 = t8 * t9;
-      p1[(64*x0 + x1)] = t10;
+  } else {
+    for (int64_t x0 = 0; x0 < 32; ++x0) {
+      float l1[64];
+      float acc0 = (float)(-INFINITY);
+      int arg0 = 0;
+      loom_nanmask16 nan_lanes0 = {};
+      loom_f32v16 extreme0_0 = loom_splat16(acc0);
+      loom_f32v16 extreme0_1 = loom_splat16(acc0);
+      loom_f32v16 extreme0_2 = loom_splat16(acc0);
+      loom_f32v16 extreme0_3 = loom_splat16(acc0);
+      for (int64_t x1b = 0; x1b < 64; x1b += 64) {
+        {
+          const int64_t x1 = x1b + 0;
+          const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
+          extreme0_0 = loom_max16(t0, extreme0_0);
+          nan_lanes0 |= loom_nan_lanes16(t0);
+        }
+        {
+          const int64_t x1 = x1b + 16;
+          const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
+          extreme0_1 = loom_max16(t0, extreme0_1);
+          nan_lanes0 |= loom_nan_lanes16(t0);
+        }
+        {
+          const int64_t x1 = x1b + 32;
+          const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
+          extreme0_2 = loom_max16(t0, extreme0_2);
+          nan_lanes0 |= loom_nan_lanes16(t0);
+        }
+        {
+          const int64_t x1 = x1b + 48;
+          const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
+          extreme0_3 = loom_max16(t0, extreme0_3);
+          nan_lanes0 |= loom_nan_lanes16(t0);
+        }
+      }
+      acc0 = loom_hmax16(loom_max16(loom_max16(loom_max16(extreme0_0, extreme0_1), extreme0_2), extreme0_3));
+      if (arg0 | loom_any16(nan_lanes0)) acc0 = (float)NAN;
+      loom_f32v16 lanes2 = loom_splat16(0.0f);
+      for (int64_t x1 = 0; x1 < 64; x1 += 16) {
+        __builtin_prefetch(&p0[(64*(x0 + 1) + x1)]);
+        __builtin_prefetch(&p1[(64*x0 + x1)], 1);
+        const loom_f32v16 t1 = loom_load16(&p0[(64*x0 + x1)]);
+        const loom_f32v16 t2 = loom_splat16(acc0);
+        const loom_f32v16 t3 = t1 - t2;
+        const loom_f32v16 t4 = loom_exp16(t3);
+        loom_store16(&l1[x1], t4);
+        lanes2 += t4;
+      }
+      float acc2 = loom_sum16(lanes2);
+      const float t6 = acc2;
+      const float t7 = (float)1 / t6;
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 64; ++x1) {
+        const float t8 = l1[x1];
+        const float t9 = t7;
+        const float t10 = t8 * t9;
+        p1[(64*x0 + x1)] = t10;
+      }
     }
   }
 }

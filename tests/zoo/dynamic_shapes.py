@@ -6,13 +6,18 @@ the backend and, for loom, how many models it compiled; the largest error
 against eager over the calls. The models of the dynamic-shapes issue: the
 seed LSTM (nn.LSTM(32, 64, num_layers=2, batch_first=True), batch 2,
 lengths 16 to 4096) and GPT-2 (the zoo's, 124M, lengths 8 to 512), at
---lengths lengths spaced evenly in their logarithm. Prints a markdown
-table.
+--lengths lengths spaced evenly in their logarithm. With
+--wait_for_kernels each of loom's calls waits for its kernels
+(loom.torch.FIRST_CALL_WAIT_S) rather than running eagerly the first time
+a shape is seen, so that every call runs loom's code. Prints a markdown
+table, with the native libraries loom's kernel cache holds at the end
+(compiles: a shape whose kernels are another's template compiles none).
 
-    tests/zoo/run.sh dynamic_shapes.py [--models=RE] [--lengths=20]
+    tests/zoo/run.sh dynamic_shapes.py [--models=RE] [--lengths=20] [--wait_for_kernels]
 """
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -55,9 +60,9 @@ def flat(value):
     return [value]
 
 
-def measure(model, backend, count):
+def measure(model, backend, count, wait_for_kernels):
     """One backend's sweep over one model's lengths, as a dict."""
-    os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom_cache_")
+    cache = os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom_cache_")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor_cache_")
     os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
     os.environ.setdefault("LOOM_LIBRARY", os.path.join(ROOT, "bazel-bin/runtime/libloom.so"))
@@ -65,6 +70,8 @@ def measure(model, backend, count):
     import torch
     import loom
     import loom.torch
+    if wait_for_kernels:
+        loom.torch.FIRST_CALL_WAIT_S = 3600.0
     counts = {"graphs": 0, "models": 0}
     compile_model = loom.compile
 
@@ -107,12 +114,13 @@ def measure(model, backend, count):
             start += time.perf_counter() - pause
         row["total_s"] = time.perf_counter() - start
     row.update(counts)
+    row["libraries"] = len(glob.glob(os.path.join(cache, "*.so")))
     return row
 
 
-def run_child(model, backend, count):
+def run_child(model, backend, count, wait_for_kernels):
     command = [sys.executable, __file__, "--one=%s,%s" % (model, backend),
-               "--lengths=%d" % count]
+               "--lengths=%d" % count] + (["--wait_for_kernels"] if wait_for_kernels else [])
     result = subprocess.run(command, capture_output=True, text=True)
     lines = [l for l in result.stdout.splitlines() if l.startswith("{")]
     if result.returncode or not lines:
@@ -122,8 +130,8 @@ def run_child(model, backend, count):
 
 
 def table(rows, count):
-    out = ["| model | lengths | backend | graphs (loom models) | total s | max err vs eager |",
-           "|---" * 6 + "|"]
+    out = ["| model | lengths | backend | graphs (loom models, native libraries) | total s "
+           "| max err vs eager |", "|---" * 6 + "|"]
     for r in rows:
         low, high = LENGTHS[r["model"]]
         span = "%d: %d..%d" % (len(lengths(r["model"], count)), low, high)
@@ -133,7 +141,7 @@ def table(rows, count):
             continue
         graphs = "" if r["backend"] == "eager" else "%d" % r["graphs"]
         if r["backend"] == "loom":
-            graphs += " (%d)" % r["models"]
+            graphs += " (%d, %d)" % (r["models"], r["libraries"])
         out.append("| %s | %s | %s | %s | %.2f | %.1e |" % (
             r["model"], span, r["backend"], graphs, r["total_s"], r["max_err"]))
     return "\n".join(out)
@@ -143,18 +151,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=".", help="a regex of model names")
     parser.add_argument("--lengths", type=int, default=20)
+    parser.add_argument("--wait_for_kernels", action="store_true")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         model, backend = args.one.split(",")
-        print(json.dumps(measure(model, backend, args.lengths)))
+        print(json.dumps(measure(model, backend, args.lengths, args.wait_for_kernels)))
         return
     rows = []
     for model in LENGTHS:
         if not re.search(args.models, model):
             continue
         for backend in BACKENDS:
-            rows.append(run_child(model, backend, args.lengths))
+            rows.append(run_child(model, backend, args.lengths, args.wait_for_kernels))
             print(json.dumps(rows[-1]), file=sys.stderr)
     print(table(rows, args.lengths))
 

@@ -1,0 +1,238 @@
+#include "backends/cpp/shape_templates.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "backends/common/kernel_cache.h"
+#include "ir/status_macros.h"
+#include "runtime/content_hash.h"
+
+namespace loom::cpp {
+namespace {
+
+// How UnitText (codegen.cc) starts each function: kFunctionStart, then
+// f<N> for a kernel function (followed by kKernelParams) or m<N> for one
+// its kernels call.
+constexpr absl::string_view kFunctionStart = "\nextern \"C\" void loom_";
+constexpr absl::string_view kKernelStart = "\nextern \"C\" void loom_f";
+constexpr absl::string_view kKernelParams = "(void* const* a) {\n";
+
+// A kernel function of the text: where its body begins and ends, and how
+// many arguments its launches pass before the shape constants.
+struct KernelBody {
+  size_t begin = 0, end = 0;
+  int arguments = -1;  // -1: no launch calls it
+};
+
+std::vector<KernelBody> KernelBodies(const GeneratedSource& source) {
+  std::vector<KernelBody> bodies;
+  const absl::string_view text = source.text;
+  for (size_t at = text.find(kKernelStart); at != absl::string_view::npos;
+       at = text.find(kKernelStart, at + 1)) {
+    size_t digits = at + kKernelStart.size(), end_digits = digits;
+    while (end_digits < text.size() && absl::ascii_isdigit(text[end_digits])) ++end_digits;
+    int function = 0;
+    if (!absl::SimpleAtoi(text.substr(digits, end_digits - digits), &function) ||
+        text.substr(end_digits, kKernelParams.size()) != kKernelParams) {
+      continue;
+    }
+    const size_t begin = end_digits + kKernelParams.size();
+    const size_t next = text.find(kFunctionStart, begin);
+    bodies.push_back({begin, next == absl::string_view::npos ? text.size() : next, -1});
+    const LaunchTable& launches = source.launches;
+    for (size_t l = 0; l < launches.size(); ++l) {
+      if (launches.function[l] == function) {
+        bodies.back().arguments = launches.arg_offsets[l + 1] - launches.arg_offsets[l];
+        break;
+      }
+    }
+  }
+  return bodies;
+}
+
+// The kernel body that holds `offset`, or null.
+const KernelBody* BodyAt(const std::vector<KernelBody>& bodies, size_t offset) {
+  for (const KernelBody& body : bodies) {
+    if (offset >= body.begin && offset < body.end) return &body;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> Values(const GeneratedSource& source) {
+  std::vector<int64_t> values;
+  values.reserve(source.shape_constants.size());
+  for (const ShapeConstant& c : source.shape_constants) values.push_back(c.value);
+  return values;
+}
+
+// The text without the constants' digits: the same for every shape whose
+// kernels differ only in them.
+std::string Skeleton(const GeneratedSource& source) {
+  std::string skeleton;
+  skeleton.reserve(source.text.size());
+  size_t from = 0;
+  for (const ShapeConstant& c : source.shape_constants) {
+    skeleton.append(source.text, from, c.offset - from);
+    skeleton.push_back('#');
+    from = c.offset + c.length;
+  }
+  skeleton.append(source.text, from);
+  return skeleton;
+}
+
+// What the cache knows of a skeleton: the constants of the first source
+// compiled with it, and those that its template reads at run time (none
+// before a second source of the skeleton; `refused`: the template did not
+// compile, so each source compiles on its own).
+struct Record {
+  std::vector<int64_t> values;
+  std::vector<int> at_run_time;
+  bool refused = false;
+};
+
+std::string RecordPath(const GeneratedSource& source, const NativeCompileOptions& options) {
+  ContentHasher hash;
+  hash.Add(Skeleton(source));
+  hash.Add(options.compiler);
+  for (const std::string& flag : options.flags) hash.Add(flag);
+  for (const std::string& support : options.support_sources) hash.Add(support);
+  return absl::StrCat(options.cache_dir, "/", hash.HexDigest(), ".shapes");
+}
+
+template <typename T>
+bool ParseInts(absl::string_view line, absl::string_view name, std::vector<T>& out) {
+  std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  if (words.empty() || words[0] != name) return false;
+  for (size_t i = 1; i < words.size(); ++i) {
+    T v;
+    if (!absl::SimpleAtoi(words[i], &v)) return false;
+    out.push_back(v);
+  }
+  return true;
+}
+
+// The record at `path` for a source of `count` constants; none where there
+// is none or it is damaged.
+std::optional<Record> ReadRecord(const std::string& path, size_t count) {
+  std::ifstream file(path);
+  std::string values, at_run_time, refused;
+  if (!std::getline(file, values) || !std::getline(file, at_run_time)) return std::nullopt;
+  Record record;
+  if (!ParseInts(values, "values", record.values) ||
+      !ParseInts(at_run_time, "at_run_time", record.at_run_time) || record.values.size() != count) {
+    return std::nullopt;
+  }
+  for (int i : record.at_run_time) {
+    if (i < 0 || static_cast<size_t>(i) >= count) return std::nullopt;
+  }
+  record.refused = std::getline(file, refused) && refused == "refused";
+  return record;
+}
+
+void WriteRecord(const std::string& path, const Record& record) {
+  // A record that is not written only costs a later compile.
+  (void)kernel_cache::WriteFileAtomically(
+      path, absl::StrCat("values ", absl::StrJoin(record.values, " "), "\nat_run_time ",
+                         absl::StrJoin(record.at_run_time, " "), "\n",
+                         record.refused ? "refused\n" : ""));
+}
+
+// The constants a template for `source` and `record` reads at run time:
+// the record's, and those where `source` differs from the record's first
+// source, of those in kernel functions. Empty where `source` differs from
+// the record's first source only where a template cannot read at run time.
+std::vector<int> AtRunTime(const GeneratedSource& source, const Record& record) {
+  const std::vector<KernelBody> bodies = KernelBodies(source);
+  std::vector<int> at_run_time;
+  bool differs_elsewhere = false;
+  for (size_t i = 0; i < source.shape_constants.size(); ++i) {
+    const bool differs = source.shape_constants[i].value != record.values[i];
+    const bool was = std::binary_search(record.at_run_time.begin(), record.at_run_time.end(),
+                                        static_cast<int>(i));
+    if (!differs && !was) continue;
+    const KernelBody* body = BodyAt(bodies, source.shape_constants[i].offset);
+    if (body == nullptr || body->arguments < 0) {
+      differs_elsewhere |= differs;
+      continue;
+    }
+    at_run_time.push_back(static_cast<int>(i));
+  }
+  if (differs_elsewhere) return {};
+  return at_run_time;
+}
+
+}  // namespace
+
+std::string TemplateText(const GeneratedSource& source, absl::Span<const int> at_run_time) {
+  const std::vector<KernelBody> bodies = KernelBodies(source);
+  // Each body's constants read at run time, in order.
+  std::vector<std::vector<int>> read(bodies.size());
+  for (int i : at_run_time) {
+    read[BodyAt(bodies, source.shape_constants[i].offset) - bodies.data()].push_back(i);
+  }
+  const std::string& text = source.text;
+  std::string out;
+  out.reserve(text.size() + 32 * at_run_time.size());
+  size_t from = 0;
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    if (read[b].empty()) continue;
+    // Copied into variables of the function's own: a store through a
+    // float* could otherwise alias them (the kernels compile with
+    // -fno-strict-aliasing), and they would be loaded again after each.
+    out.append(text, from, bodies[b].begin - from);
+    absl::StrAppend(&out, "  const int64_t* const loom_n = (const int64_t*)a[", bodies[b].arguments,
+                    "];\n");
+    for (int i : read[b])
+      absl::StrAppend(&out, "  const int64_t loom_n", i, " = loom_n[", i, "];\n");
+    from = bodies[b].begin;
+    for (int i : read[b]) {
+      const ShapeConstant& c = source.shape_constants[i];
+      out.append(text, from, c.offset - from);
+      absl::StrAppend(&out, "loom_n", i);
+      from = c.offset + c.length;
+    }
+  }
+  out.append(text, from);
+  return out;
+}
+
+absl::StatusOr<CompiledLibrary> CompileAndLoadForShapes(const GeneratedSource& source,
+                                                        const NativeCompileOptions& options) {
+  if (source.shape_constants.empty() || options.cache_dir.empty()) {
+    return CompileAndLoad(source.text, options);
+  }
+  const std::string record_path = RecordPath(source, options);
+  const std::optional<Record> record = ReadRecord(record_path, source.shape_constants.size());
+  if (record.has_value() && !record->refused) {
+    const std::vector<int> at_run_time = AtRunTime(source, *record);
+    if (!at_run_time.empty()) {
+      absl::StatusOr<CompiledLibrary> shared =
+          CompileAndLoad(TemplateText(source, at_run_time), options);
+      if (shared.ok()) {
+        if (at_run_time != record->at_run_time) {
+          WriteRecord(record_path, {record->values, at_run_time});
+        }
+        shared->shape_template = true;
+        return shared;
+      }
+      // A template that does not compile (a constant where C++ wants one
+      // known at compile time): every source of the skeleton on its own.
+      WriteRecord(record_path, {record->values, record->at_run_time, /*refused=*/true});
+    }
+  }
+  LOOM_ASSIGN_OR_RETURN(CompiledLibrary own, CompileAndLoad(source.text, options));
+  if (!record.has_value()) WriteRecord(record_path, {Values(source), {}});
+  return own;
+}
+
+}  // namespace loom::cpp

@@ -1,0 +1,99 @@
+#include "backends/cpp/shape_templates.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/shape_constants.h"
+
+namespace loom::cpp {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A unit of two kernel functions as codegen-cpp prints them, the first
+// launched with two arguments, the second with one, and an outlined
+// function after them; `rows` and `columns` are its shape constants.
+GeneratedSource Unit(int64_t rows, int64_t columns) {
+  const std::string marked = absl::StrCat(
+      "// prelude\n"
+      "\nextern \"C\" void loom_f0(void* const* a) {\n"
+      "  float* p0 = (float*)a[0];\n"
+      "  for (int64_t x0 = 0; x0 < ",
+      MarkShapeConstant(rows), "; ++x0) p0[", MarkShapeConstant(columns),
+      "*x0] = 1.0f;\n"
+      "}\n"
+      "\nextern \"C\" void loom_f1(void* const* a) {\n"
+      "  float* p0 = (float*)a[0];\n"
+      "  p0[",
+      MarkShapeConstant(7),
+      "] = 2.0f;\n}\n\nextern \"C\" void loom_m0(float* a0) {\n  a0[3] = 0;\n}\n");
+  StrippedSource stripped = StripShapeConstants(marked);
+  GeneratedSource source;
+  source.language = "c++";
+  source.text = std::move(stripped.text);
+  source.shape_constants = std::move(stripped.constants);
+  source.functions = {"loom_f0", "loom_f1"};
+  source.launches.function = {1, 0};
+  source.launches.arg_offsets = {0, 1, 3};
+  source.launches.args.resize(3);
+  return source;
+}
+
+TEST(ShapeTemplatesTest, ATemplateReadsItsConstantsAfterTheArguments) {
+  const GeneratedSource source = Unit(16, 64);
+  ASSERT_EQ(source.shape_constants.size(), 3);
+  const std::string text = TemplateText(source, {0, 1});
+  EXPECT_THAT(text,
+              HasSubstr("extern \"C\" void loom_f0(void* const* a) {\n"
+                        "  const int64_t* const loom_n = (const int64_t*)a[2];\n"
+                        "  const int64_t loom_n0 = loom_n[0];\n"
+                        "  const int64_t loom_n1 = loom_n[1];\n"
+                        "  float* p0 = (float*)a[0];\n"
+                        "  for (int64_t x0 = 0; x0 < loom_n0; ++x0) p0[loom_n1*x0] = 1.0f;\n"));
+  // loom_f1 reads none at run time: its code is as it was.
+  EXPECT_THAT(text, HasSubstr("extern \"C\" void loom_f1(void* const* a) {\n"
+                              "  float* p0 = (float*)a[0];\n  p0[7] = 2.0f;\n}\n"));
+  EXPECT_EQ(TemplateText(source, {}), source.text);
+}
+
+std::string TestDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(tmp == nullptr ? "/tmp" : tmp, "/",
+                      testing::UnitTest::GetInstance()->current_test_info()->name());
+}
+
+// A constant that C++ needs at compile time (an array's size) cannot be
+// read at run time: the template does not compile, and each shape compiles
+// its own code from then on.
+TEST(ShapeTemplatesTest, ATemplateThatDoesNotCompileLeavesEachShapeItsOwn) {
+  NativeCompileOptions options;
+  options.cache_dir = TestDir();
+  const auto unit = [](int64_t size) {
+    StrippedSource stripped = StripShapeConstants(
+        absl::StrCat("\nextern \"C\" void loom_f0(void* const* a) {\n  static float l0[",
+                     MarkShapeConstant(size), "];\n  *(float**)a[0] = l0;\n}\n"));
+    GeneratedSource source;
+    source.text = std::move(stripped.text);
+    source.shape_constants = std::move(stripped.constants);
+    source.launches.function = {0};
+    source.launches.arg_offsets = {0, 1};
+    source.launches.args.resize(1);
+    return source;
+  };
+  for (const int64_t size : {16, 32, 48}) {
+    SCOPED_TRACE(size);
+    const absl::StatusOr<CompiledLibrary> compiled = CompileAndLoadForShapes(unit(size), options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    EXPECT_FALSE(compiled->shape_template);
+    EXPECT_FALSE(compiled->cache_hit);
+  }
+  EXPECT_THAT(TemplateText(unit(16), {0}), Not(HasSubstr("[16]")));
+}
+
+}  // namespace
+}  // namespace loom::cpp
