@@ -9,6 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "backends/common/c_helpers_text.h"
 #include "backends/common/c_scalar.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cscalar {
 
@@ -77,8 +78,8 @@ std::string HelperText(Helper helper, absl::string_view q) {
 std::string CheckIndexExpr(const std::string& index, int64_t extent, int32_t site,
                            const std::string& errors, HelperSet& helpers) {
   helpers.set(kCheckIndex);
-  return absl::StrCat("loom_check_index((int64_t)", index, ", ", extent, ", ", site, ", ", errors,
-                      ")");
+  return absl::StrCat("loom_check_index((int64_t)", index, ", ", MarkShapeConstant(extent), ", ",
+                      site, ", ", errors, ")");
 }
 
 std::string TanhfFunction(absl::string_view qualifier, absl::string_view name,

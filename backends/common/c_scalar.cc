@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cscalar {
 namespace {
@@ -107,6 +108,17 @@ std::string IntegerLiteral(int64_t bits, DType dtype) {
     return absl::StrFormat("(%s)(-9223372036854775807LL - 1)", CType(dtype));
   }
   return absl::StrFormat("(%s)%dLL", CType(dtype), bits);
+}
+
+// A constant step's value: a shape constant (ir/shape_constants.h) where it
+// is a non-negative int32 or int64 (a size the graph computed, such as a
+// sequence's length), else its Literal.
+std::string ConstantExpr(double v, DType dtype) {
+  if ((dtype == DType::kI32 || dtype == DType::kI64) && v >= 0 && v < 0x1p31 &&
+      v == std::trunc(v)) {
+    return absl::StrCat("(", CType(dtype), ")", MarkShapeConstant(static_cast<int64_t>(v)));
+  }
+  return Literal(v, dtype);
 }
 
 // A literal of `dtype` with exactly the value `v` converted as a cast would
@@ -678,7 +690,7 @@ std::string ValueStepExpr(const ComputeNode& node, int i, int step_base, HelperS
   auto temp = [&](int step) { return absl::StrCat("t", step_base + step); };
   switch (op.kind) {
     case ScalarOp::Kind::kConst:
-      return Literal(op.constant, op.dtype);
+      return ConstantExpr(op.constant, op.dtype);
     case ScalarOp::Kind::kCast:
       return CastExpr(node.body[op.args[0]].dtype, op.dtype, temp(op.args[0]));
     case ScalarOp::Kind::kCall: {

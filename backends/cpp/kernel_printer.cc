@@ -250,8 +250,10 @@ void KernelPrinter::NameLoopVariables(const ComputeNode& node) {
 void KernelPrinter::PrintMembers(const Kernel& kernel, int depth) {
   for (int m : plan_.locals) {
     const ComputeNode& node = program_.nodes[kernel.nodes[m]];
+    // A shape constant: in a template the array's length is known only as
+    // it runs (a variable-length array, which GCC takes in C++ too).
     Line(depth, absl::StrCat(StorageCType(program_.buffers[node.output].dtype), " l", m, "[",
-                             plan_.members[m].local_length, "];"));
+                             MarkShapeConstant(plan_.members[m].local_length), "];"));
   }
   const size_t first = body_.size();
   std::vector<std::string> codes(kernel.nodes.size());

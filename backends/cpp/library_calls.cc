@@ -114,8 +114,8 @@ std::string DnnlCall(const Gemm& gemm, const std::string& a, const std::string& 
 // rows each product of bench gemm_libraries --last_column ran at 18-39%
 // more GFLOP/s on AVX-512 and 11-17% more held to AVX2, while with 96 or
 // 128 rows, shared by the library among the threads, some ran up to 12%
-// slower on AVX-512. A block of rows that a thread computes alone decides
-// by its own rows, at run time.
+// slower on AVX-512. The call decides as it runs, by its rows (a thread's
+// own where it computes a block of them alone).
 constexpr int64_t kLibraryColumnBlock = 16;
 constexpr int64_t kLastColumnApartMinRows = 192;
 
@@ -128,19 +128,17 @@ std::string DnnlCalls(const Gemm& gemm, const std::string& a, const std::string&
     return DnnlCall(gemm, a, b, c, m, gemm.n, beta, at);
   };
   if (gemm.n <= kLibraryColumnBlock || gemm.n % kLibraryColumnBlock != 1) return whole(indent);
-  int64_t rows = 0;
-  const bool known_rows = absl::SimpleAtoi(m, &rows);
-  if (known_rows && rows < kLastColumnApartMinRows) return whole(indent);
   const int64_t last = gemm.n - 1;
   const auto apart = [&](const std::string& at) {
-    return absl::StrCat(DnnlCall(gemm, a, b, c, m, last, beta, at),
-                        DnnlCall(gemm, a, absl::StrCat(b, " + ", last * gemm.b.col_stride),
-                                 absl::StrCat(c, " + ", last * gemm.c.col_stride), m, 1, beta, at));
+    return absl::StrCat(
+        DnnlCall(gemm, a, b, c, m, last, beta, at),
+        DnnlCall(gemm, a, absl::StrCat(b, " + ", MarkShapeConstant(last * gemm.b.col_stride)),
+                 absl::StrCat(c, " + ", MarkShapeConstant(last * gemm.c.col_stride)), m, 1, beta,
+                 at));
   };
-  if (known_rows) return apart(indent);
   const std::string inner = indent + "  ";
-  return absl::StrCat(indent, "if (", m, " >= ", kLastColumnApartMinRows, ") {\n", apart(inner),
-                      indent, "} else {\n", whole(inner), indent, "}\n");
+  return absl::StrCat(indent, "if (", MarkedRows(m), " >= ", kLastColumnApartMinRows, ") {\n",
+                      apart(inner), indent, "} else {\n", whole(inner), indent, "}\n");
 }
 
 // The library call of one product of `gemm`: it sets c, or with
@@ -316,8 +314,10 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   const size_t header = body.size();
   if (IsPanelProduct(gemm)) {
     splits = false;
-    return absl::StrCat(body, absl::StrFormat("  loom_panel_gemm(%d, %d, %d, p0, %d, p1, p2);\n",
-                                              gemm.m, gemm.k, gemm.batch[0], gemm.a.leading));
+    return absl::StrCat(
+        body, absl::StrFormat("  loom_panel_gemm(%s, %s, %s, p0, %s, p1, p2);\n",
+                              MarkShapeConstant(gemm.m), MarkShapeConstant(gemm.k),
+                              MarkShapeConstant(gemm.batch[0]), MarkShapeConstant(gemm.a.leading)));
   }
   const int64_t calls = Product(gemm.batch, 0, gemm.batch.size());
   splits = openmp && calls > 1;
@@ -439,11 +439,11 @@ std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_
                   "  }\n  #pragma omp parallel", epilogue_shared ? "" : " if(loom_per_thread)",
                   "\n  {\n",
                   absl::StrFormat("    const int64_t loom_team = omp_get_num_threads();\n"
-                                  "    const int64_t loom_first = %d * omp_get_thread_num() / "
+                                  "    const int64_t loom_first = %s * omp_get_thread_num() / "
                                   "loom_team;\n"
-                                  "    const int64_t loom_last = %d * (omp_get_thread_num() + 1) / "
+                                  "    const int64_t loom_last = %s * (omp_get_thread_num() + 1) / "
                                   "loom_team;\n",
-                                  gemm.m, gemm.m),
+                                  MarkShapeConstant(gemm.m), MarkShapeConstant(gemm.m)),
                   "    if (loom_per_thread) {\n", GemmCall(gemm, block, "      "),
                   "      #pragma omp barrier\n    }\n", epilogue_rows, "  }\n");
   return body;

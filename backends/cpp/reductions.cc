@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpp/kernel_printer.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cpp {
 
@@ -209,7 +210,8 @@ void KernelPrinter::PrintWelfordLoops(const ComputeNode& node, int member, int d
   const std::vector<int64_t> around(ranges.begin(), ranges.end() - 1);
   const int d = OpenLoops(around, node.ranges.size(), depth, {});
   const std::string run = absl::StrCat("x", inner, "r");
-  Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", run, run, full, run, lanes));
+  Line(d, absl::StrFormat("for (int64_t %s = 0; %s < %s; %s += %d) {", run, run,
+                          MarkShapeConstant(full), run, lanes));
   Line(d + 1, absl::StrCat("const ", t, " ", count, "_r = (", t, ")1 / (", t, ")++", count, ";"));
   if (chains > 0) {
     PrintWelfordChains(node, member, d + 1, chains);
@@ -228,8 +230,9 @@ void KernelPrinter::PrintWelfordLoops(const ComputeNode& node, int member, int d
   }
   Line(d, "}");
   if (tail) {
-    Line(d, absl::StrFormat("for (int64_t x%d = %d; x%d < %d; ++x%d) {", inner, full, inner,
-                            inner_extent, inner));
+    Line(d,
+         absl::StrFormat("for (int64_t x%d = %s; x%d < %s; ++x%d) {", inner,
+                         MarkShapeConstant(full), inner, MarkShapeConstant(inner_extent), inner));
     PrintBody(node, d + 1);
     PrintRunningUpdate(t, mean + "t", m2 + "t", count + "t", value, d + 1);
     Line(d, "}");
@@ -381,8 +384,8 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
     chains.push_back(absl::StrCat(chain, c));
     Line(depth, absl::StrCat("loom_f32v16 ", chains[c], " = loom_splat16(", acc, ");"));
   }
-  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", block, block, full,
-                              block, kExtremeBlock));
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %s; %s += %d) {", block, block,
+                              MarkShapeConstant(full), block, kExtremeBlock));
   for (int c = 0; c < kExtremeChains; ++c) {
     Line(depth + 1, "{");
     Line(depth + 2, absl::StrCat("const int64_t ", x, " = ", block, " + ", c * kVectorLanes, ";"));
@@ -402,7 +405,8 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
   }
   Line(depth, absl::StrCat(acc, " = loom_h", max ? "max" : "min", "16(", lanes, ");"));
   if (full < extent) {
-    Line(depth, absl::StrFormat("for (int64_t %s = %d; %s < %d; ++%s) {", x, full, x, extent, x));
+    Line(depth, absl::StrFormat("for (int64_t %s = %s; %s < %s; ++%s) {", x,
+                                MarkShapeConstant(full), x, MarkShapeConstant(extent), x));
     PrintBody(node, depth + 1);
     Line(depth + 1, ExtremeUpdate(node.reduce, DType::kF32, Temp(node.root), acc, nan));
     Line(depth, "}");

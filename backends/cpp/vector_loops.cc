@@ -27,8 +27,8 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
   const std::string sum = absl::StrCat("acc", member + 1);
   const std::string lanes = absl::StrCat("lanes", member + 1);
   if (sums) Line(depth, absl::StrCat("loom_f32v16 ", lanes, " = loom_splat16(0.0f);"));
-  Line(depth,
-       absl::StrFormat("for (int64_t %s = 0; %s < %d; %s += %d) {", x, x, full, x, kVectorLanes));
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %s; %s += %d) {", x, x,
+                              MarkShapeConstant(full), x, kVectorLanes));
   PrintPrefetches(node, member, depth + 1);
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     Line(depth + 1,
@@ -39,7 +39,8 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
   Line(depth, "}");
   if (sums) Line(depth, absl::StrCat("float ", sum, " = loom_sum16(", lanes, ");"));
   if (full == extent) return;
-  Line(depth, absl::StrFormat("for (int64_t %s = %d; %s < %d; ++%s) {", x, full, x, extent, x));
+  Line(depth, absl::StrFormat("for (int64_t %s = %s; %s < %s; ++%s) {", x, MarkShapeConstant(full),
+                              x, MarkShapeConstant(extent), x));
   PrintBody(node, depth + 1);
   Line(depth + 1, absl::StrCat(store, " = ", Temp(node.root), ";"));
   if (sums) Line(depth + 1, absl::StrCat(sum, " += ", Temp(node.root), ";"));
@@ -257,7 +258,10 @@ std::string KernelPrinter::PrintTeam(const Kernel& kernel) {
   Line(1, "#pragma omp parallel");
   Line(1, "{");
   const int base = ordered ? 3 : 2;
-  if (ordered) Line(2, absl::StrFormat("for (int64_t x1 = 0; x1 < %d; ++x1) {", plan_.outer[1]));
+  if (ordered) {
+    Line(2, absl::StrFormat("for (int64_t x1 = 0; x1 < %s; ++x1) {",
+                            MarkShapeConstant(plan_.outer[1])));
+  }
   // Where each pointwise member's code is in body_ (empty for a product),
   // all at one depth.
   std::vector<std::pair<size_t, size_t>> spans(kernel.nodes.size());

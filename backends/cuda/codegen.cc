@@ -17,6 +17,7 @@
 #include "backends/common/kernel_plan.h"
 #include "backends/cuda/kernel_printer.h"
 #include "backends/cuda/prelude.h"
+#include "ir/shape_constants.h"
 #include "ir/status_macros.h"
 #include "passes/pass.h"
 
@@ -127,6 +128,9 @@ absl::StatusOr<GeneratedSource> EmitCuda(const LoopProgram& program, const Sched
                           LaunchShapeSymbol(name), shape.blocks, shape.threads, shape.shared_bytes,
                           shape.threads, name, texts[f]);
   }
+  // The CUDA backend reads no shape constants at run time: they print as
+  // plain integers.
+  text = WithoutShapeConstantMarks(text);
   source.kernel_functions = static_cast<int>(texts.size());
   return source;
 }

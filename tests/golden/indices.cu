@@ -184,7 +184,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f6(const int64_t* __restr
     // put
     const float t6 = p1[x0];
     const int64_t t7 = acc0;
-    const int64_t t8 = (int64_t)0LL;
+    const int64_t t8 = (int64_t)0;
     const bool t9 = t7 >= t8;
     const int64_t t10 = (t7 > t8 ? t7 : t8);
     const float t11 = p2[0 + 1 * (int64_t)t10];
@@ -245,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_f8(const int64_t* __restr
     // rows_put
     const float t6 = p1[(16*x0 + x1)];
     const int64_t t7 = acc0;
-    const int64_t t8 = (int64_t)0LL;
+    const int64_t t8 = (int64_t)0;
     const bool t9 = t7 >= t8;
     const int64_t t10 = (t7 > t8 ? t7 : t8);
     const float t11 = p2[x1 + 16 * (int64_t)t10];

@@ -97,7 +97,7 @@ extern "C" void loom_f1(void* const* a) {
       }
       const float t6 = p1[x0];
       const int64_t t7 = acc0;
-      const int64_t t8 = (int64_t)0LL;
+      const int64_t t8 = (int64_t)0;
       const bool t9 = t7 >= t8;
       const int64_t t10 = (t7 > t8 ? t7 : t8);
       const float t11 = p2[1 * (int64_t)t10];
@@ -119,7 +119,7 @@ extern "C" void loom_f1(void* const* a) {
       }
       const float t6 = p1[x0];
       const int64_t t7 = acc0;
-      const int64_t t8 = (int64_t)0LL;
+      const int64_t t8 = (int64_t)0;
       const bool t9 = t7 >= t8;
       const int64_t t10 = (t7 > t8 ? t7 : t8);
       const float t11 = p2[1 * (int64_t)t10];
