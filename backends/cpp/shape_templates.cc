@@ -192,8 +192,9 @@ std::string TemplateText(const GeneratedSource& source, absl::Span<const int> at
     out.append(text, from, bodies[b].begin - from);
     absl::StrAppend(&out, "  const int64_t* const loom_n = (const int64_t*)a[", bodies[b].arguments,
                     "];\n");
-    for (int i : read[b])
+    for (int i : read[b]) {
       absl::StrAppend(&out, "  const int64_t loom_n", i, " = loom_n[", i, "];\n");
+    }
     from = bodies[b].begin;
     for (int i : read[b]) {
       const ShapeConstant& c = source.shape_constants[i];
