@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -425,6 +426,17 @@ TEST(EndToEndTest, ShapesOfOneCodeShareOneNativeCompile) {
                   kCheckAbsTolerance + kCheckRelTolerance * std::fabs(first.GetDouble(e)));
     }
   }
+  // LOOM_SHAPE_TEMPLATES=0: a shape of that code compiles its own.
+  ASSERT_EQ(setenv("LOOM_SHAPE_TEMPLATES", "0", 1), 0);
+  Graph graph = Recurrences(21, 12);
+  ASSERT_TRUE(InferShapes(graph).ok());
+  absl::StatusOr<Module> module = EmitModule(std::move(graph), "", 4096, false, false, true);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const absl::StatusOr<cpp::CppExecutable> own = cpp::CppExecutable::Create(*module, cache);
+  unsetenv("LOOM_SHAPE_TEMPLATES");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_FALSE(own->shape_template());
+  EXPECT_FALSE(own->cache_hit());
 }
 
 // The rest of what a recurrence may have, kept as a loop: lengths known
