@@ -21,6 +21,15 @@ std::string MarkShapeConstant(int64_t value) {
   return absl::StrCat(absl::string_view(&kOpen, 1), value, absl::string_view(&kClose, 1));
 }
 
+std::string MarkedProduct(absl::Span<const int64_t> extents) {
+  if (extents.empty()) return "(int64_t)1";
+  std::string product = "(int64_t)";
+  for (size_t i = 0; i < extents.size(); ++i) {
+    absl::StrAppend(&product, i == 0 ? "" : " * ", MarkShapeConstant(extents[i]));
+  }
+  return product;
+}
+
 StrippedSource StripShapeConstants(absl::string_view marked) {
   StrippedSource stripped;
   stripped.text.reserve(marked.size());

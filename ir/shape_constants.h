@@ -16,11 +16,16 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace loom {
 
 // `value` (non-negative), marked as a shape constant.
 std::string MarkShapeConstant(int64_t value);
+
+// The product of `extents` as a C++ int64_t expression of shape constants,
+// e.g. "(int64_t)64 * 256"; "(int64_t)1" for none.
+std::string MarkedProduct(absl::Span<const int64_t> extents);
 
 // A shape constant of a finished source text: its digits are
 // text[offset, offset + length).

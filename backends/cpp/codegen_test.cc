@@ -254,8 +254,8 @@ TEST(CodegenTest, TranscendentalFunctionsCountAsMoreWorkForTheThreads) {
               HasSubstr("threads share: nothing"));
   // The kernel decides as it runs, by the same rule: its code is the same
   // for every shape.
-  EXPECT_THAT(shared.text, HasSubstr("  if ((int64_t)1 * 64 * 64 > 1 && ((int64_t)1 * 64 * 64 >= "
-                                     "65536 || (int64_t)1 * 64 * 64 * 65 >= 262144)) {\n"
+  EXPECT_THAT(shared.text, HasSubstr("  if ((int64_t)64 * 64 > 1 && ((int64_t)64 * 64 >= "
+                                     "65536 || (int64_t)64 * 64 * 65 >= 262144)) {\n"
                                      "    #pragma omp parallel for\n"));
 }
 

@@ -37,10 +37,8 @@ constexpr int64_t kBlisMinRows = 256;
 // MayCallBlis's rule on sizes as a C++ condition of the product's shape
 // constants, so that its kernel decides as it runs.
 std::string BlisSizeCondition(const Gemm& gemm) {
-  const std::string rows = MarkShapeConstant(gemm.m);
-  return absl::StrCat(rows, " >= ", kBlisMinRows, " && (int64_t)", rows, " * ",
-                      MarkShapeConstant(gemm.n), " * ", MarkShapeConstant(gemm.k),
-                      " >= ", kBlisMinMultiplyAdds);
+  return absl::StrCat(MarkShapeConstant(gemm.m), " >= ", kBlisMinRows, " && ",
+                      MarkedProduct({gemm.m, gemm.n, gemm.k}), " >= ", kBlisMinMultiplyAdds);
 }
 
 // `p` advanced to the batch position x0, x1, ... and the accumulation
@@ -206,18 +204,16 @@ constexpr char kRowBlock[] =
 // library reads the number of threads to use from OpenMP's.
 constexpr char kAloneStart[] =
     "  const int loom_threads = omp_get_max_threads();\n"
-    "  const bool loom_alone = (int64_t)%s < %d;\n"
+    "  const bool loom_alone = %s < %d;\n"
     "  if (loom_alone) omp_set_num_threads(1);\n";
 constexpr char kAloneEnd[] = "  if (loom_alone) omp_set_num_threads(loom_threads);\n";
 constexpr int64_t kAloneBelowMultiplyAdds = int64_t{1} << 20;
 
-// The product's count of multiply-adds as a C++ expression of its shape
-// constants.
-std::string MultiplyAdds(const Gemm& gemm) {
-  std::vector<std::string> factors = {MarkShapeConstant(gemm.m), MarkShapeConstant(gemm.n),
-                                      MarkShapeConstant(gemm.k)};
-  for (int64_t extent : gemm.accumulate) factors.push_back(MarkShapeConstant(extent));
-  return absl::StrJoin(factors, " * ");
+// The extents whose product is a product's count of multiply-adds.
+std::vector<int64_t> MultiplyAddExtents(const Gemm& gemm) {
+  std::vector<int64_t> extents = {gemm.m, gemm.n, gemm.k};
+  extents.insert(extents.end(), gemm.accumulate.begin(), gemm.accumulate.end());
+  return extents;
 }
 
 // An operand's dims, then its strides.
@@ -270,9 +266,8 @@ std::string BlockCall(const Gemm& block, const std::string& a, const std::string
 bool MayRunAlone(const Gemm& gemm, bool openmp) { return openmp && gemm.batch.empty(); }
 
 bool RunsAlone(const Gemm& gemm, bool openmp) {
-  return MayRunAlone(gemm, openmp) &&
-         gemm.m * gemm.n * gemm.k * Product(gemm.accumulate, 0, gemm.accumulate.size()) <
-             kAloneBelowMultiplyAdds;
+  const std::vector<int64_t> extents = MultiplyAddExtents(gemm);
+  return MayRunAlone(gemm, openmp) && Product(extents, 0, extents.size()) < kAloneBelowMultiplyAdds;
 }
 
 bool MayCallBlisAtSomeSize(const Gemm& gemm) {
@@ -368,7 +363,8 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   }
   if (MayRunAlone(gemm, openmp)) {
     return absl::StrCat(body.substr(0, header),
-                        absl::StrFormat(kAloneStart, MultiplyAdds(gemm), kAloneBelowMultiplyAdds),
+                        absl::StrFormat(kAloneStart, MarkedProduct(MultiplyAddExtents(gemm)),
+                                        kAloneBelowMultiplyAdds),
                         body.substr(header), kAloneEnd);
   }
   return body;

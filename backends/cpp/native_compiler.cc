@@ -230,21 +230,6 @@ bool StartsFunction(std::string_view source, size_t at) {
          absl::ascii_isdigit(source[name + 1]);
 }
 
-// `source` cut before each function: the prelude, then one piece per
-// function; the prelude alone when it holds none (a hand-written unit).
-std::vector<std::string_view> SplitAtFunctions(std::string_view source) {
-  std::vector<std::string_view> pieces;
-  size_t begin = 0;
-  for (size_t at = source.find(kFunctionStart); at != std::string_view::npos;
-       at = source.find(kFunctionStart, at + 1)) {
-    if (!StartsFunction(source, at)) continue;
-    pieces.push_back(source.substr(begin, at - begin));
-    begin = at;
-  }
-  pieces.push_back(source.substr(begin));
-  return pieces;
-}
-
 // A translation unit of some of the kernel functions, and their names.
 struct PartUnit {
   std::string text;
@@ -366,6 +351,19 @@ absl::StatusOr<std::vector<std::string>> LibraryLinkArgs(
 }
 
 }  // namespace
+
+std::vector<std::string_view> SplitAtFunctions(std::string_view source) {
+  std::vector<std::string_view> pieces;
+  size_t begin = 0;
+  for (size_t at = source.find(kFunctionStart); at != std::string_view::npos;
+       at = source.find(kFunctionStart, at + 1)) {
+    if (!StartsFunction(source, at)) continue;
+    pieces.push_back(source.substr(begin, at - begin));
+    begin = at;
+  }
+  pieces.push_back(source.substr(begin));
+  return pieces;
+}
 
 absl::StatusOr<std::vector<std::string>> BlasLinkArgs() {
   return LibraryLinkArgs("LOOM_BLAS",

@@ -72,6 +72,12 @@ absl::StatusOr<std::vector<std::string>> BlisLinkArgs();
 absl::StatusOr<std::vector<std::string>> SleefLinkArgs(absl::Span<const char* const> folders = {});
 inline constexpr char kSleefDefine[] = "-DLOOM_HAVE_SLEEF";
 
+// codegen-cpp's translation unit (or any) cut before each of its functions
+// (each after a line `extern "C" void loom_f<N>` or `loom_m<N>`): the
+// prelude, then one piece per function; the prelude alone when it holds
+// none (a hand-written unit).
+std::vector<std::string_view> SplitAtFunctions(std::string_view source);
+
 // A shared object CompileAndLoad compiled or found in the cache, loaded.
 struct CompiledLibrary {
   NativeLibrary library;       // its path() is the cached <cache_dir>/<hash>.so

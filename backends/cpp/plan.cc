@@ -61,14 +61,6 @@ constexpr int64_t kTranscendentalSteps = 16;
 constexpr int64_t kParallelIterations = int64_t{1} << 16;
 constexpr int64_t kParallelSteps = int64_t{1} << 18;
 
-// The product of `extents` as a C++ int64_t expression of shape constants
-// (ir/shape_constants.h).
-std::string MarkedProduct(absl::Span<const int64_t> extents) {
-  std::vector<std::string> factors = {"(int64_t)1"};
-  for (int64_t extent : extents) factors.push_back(MarkShapeConstant(extent));
-  return absl::StrJoin(factors, " * ");
-}
-
 int64_t BodyCost(const ComputeNode& node) {
   int64_t cost = 0;
   for (const ScalarOp& op : node.body) {

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,18 +15,17 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "backends/common/kernel_cache.h"
+#include "ir/file_io.h"
 #include "ir/status_macros.h"
 #include "runtime/content_hash.h"
 
 namespace loom::cpp {
 namespace {
 
-// How UnitText (codegen.cc) starts each function: kFunctionStart, then
-// f<N> for a kernel function (followed by kKernelParams) or m<N> for one
-// its kernels call.
-constexpr absl::string_view kFunctionStart = "\nextern \"C\" void loom_";
-constexpr absl::string_view kKernelStart = "\nextern \"C\" void loom_f";
-constexpr absl::string_view kKernelParams = "(void* const* a) {\n";
+// How codegen-cpp's unit starts a kernel function (UnitText in codegen.cc):
+// this, its index, then kKernelParams.
+constexpr std::string_view kKernelStart = "\nextern \"C\" void loom_f";
+constexpr std::string_view kKernelParams = "(void* const* a) {\n";
 
 // A kernel function of the text: where its body begins and ends, and how
 // many arguments its launches pass before the shape constants.
@@ -35,27 +35,29 @@ struct KernelBody {
 };
 
 std::vector<KernelBody> KernelBodies(const GeneratedSource& source) {
+  // Each function's count of arguments, from a launch of it.
+  absl::flat_hash_map<int, int> arguments;
+  const LaunchTable& launches = source.launches;
+  for (size_t l = 0; l < launches.size(); ++l) {
+    arguments[launches.function[l]] = launches.arg_offsets[l + 1] - launches.arg_offsets[l];
+  }
   std::vector<KernelBody> bodies;
-  const absl::string_view text = source.text;
-  for (size_t at = text.find(kKernelStart); at != absl::string_view::npos;
-       at = text.find(kKernelStart, at + 1)) {
-    size_t digits = at + kKernelStart.size(), end_digits = digits;
-    while (end_digits < text.size() && absl::ascii_isdigit(text[end_digits])) ++end_digits;
+  const std::string_view text = source.text;
+  for (const std::string_view piece : SplitAtFunctions(text)) {
+    if (piece.substr(0, kKernelStart.size()) != kKernelStart) continue;
+    const size_t digits = kKernelStart.size();
+    size_t end_digits = digits;
+    while (end_digits < piece.size() && absl::ascii_isdigit(piece[end_digits])) ++end_digits;
     int function = 0;
-    if (!absl::SimpleAtoi(text.substr(digits, end_digits - digits), &function) ||
-        text.substr(end_digits, kKernelParams.size()) != kKernelParams) {
+    if (!absl::SimpleAtoi(absl::string_view(piece.data() + digits, end_digits - digits),
+                          &function) ||
+        piece.substr(end_digits, kKernelParams.size()) != kKernelParams) {
       continue;
     }
-    const size_t begin = end_digits + kKernelParams.size();
-    const size_t next = text.find(kFunctionStart, begin);
-    bodies.push_back({begin, next == absl::string_view::npos ? text.size() : next, -1});
-    const LaunchTable& launches = source.launches;
-    for (size_t l = 0; l < launches.size(); ++l) {
-      if (launches.function[l] == function) {
-        bodies.back().arguments = launches.arg_offsets[l + 1] - launches.arg_offsets[l];
-        break;
-      }
-    }
+    const size_t at = piece.data() - text.data();
+    const auto launched = arguments.find(function);
+    bodies.push_back({at + end_digits + kKernelParams.size(), at + piece.size(),
+                      launched == arguments.end() ? -1 : launched->second});
   }
   return bodies;
 }
@@ -124,18 +126,18 @@ bool ParseInts(absl::string_view line, absl::string_view name, std::vector<T>& o
 // The record at `path` for a source of `count` constants; none where there
 // is none or it is damaged.
 std::optional<Record> ReadRecord(const std::string& path, size_t count) {
-  std::ifstream file(path);
-  std::string values, at_run_time, refused;
-  if (!std::getline(file, values) || !std::getline(file, at_run_time)) return std::nullopt;
+  const absl::StatusOr<std::string> text = ReadFileBytes(path);
+  if (!text.ok()) return std::nullopt;
+  const std::vector<absl::string_view> lines = absl::StrSplit(*text, '\n');
   Record record;
-  if (!ParseInts(values, "values", record.values) ||
-      !ParseInts(at_run_time, "at_run_time", record.at_run_time) || record.values.size() != count) {
+  if (lines.size() < 2 || !ParseInts(lines[0], "values", record.values) ||
+      !ParseInts(lines[1], "at_run_time", record.at_run_time) || record.values.size() != count) {
     return std::nullopt;
   }
   for (int i : record.at_run_time) {
     if (i < 0 || static_cast<size_t>(i) >= count) return std::nullopt;
   }
-  record.refused = std::getline(file, refused) && refused == "refused";
+  record.refused = lines.size() > 2 && lines[2] == "refused";
   return record;
 }
 

@@ -92,7 +92,7 @@ extern "C" void loom_f0(void* const* a) {
   int64_t* LOOM_RESTRICT p1 = (int64_t*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  if ((int64_t)1 * 6 > 1 && ((int64_t)1 * 6 + (int64_t)1 * 6 * 4 >= 65536 || (int64_t)1 * 6 * 2 + (int64_t)1 * 6 * 4 * 18 >= 262144)) {
+  if ((int64_t)6 > 1 && ((int64_t)6 + (int64_t)6 * 4 >= 65536 || (int64_t)6 * 2 + (int64_t)6 * 4 * 18 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 6; ++x0) {
       const int64_t t0 = p0[x0];

@@ -70,7 +70,7 @@ static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
 
 extern "C" void loom_f0(void* const* a) {
   float* LOOM_RESTRICT p0 = (float*)a[0];
-  if ((int64_t)1 * 129600 > 1 && ((int64_t)1 * 129600 >= 65536 || (int64_t)1 * 129600 * 1 >= 262144)) {
+  if ((int64_t)129600 > 1 && ((int64_t)129600 >= 65536 || (int64_t)129600 * 1 >= 262144)) {
     #pragma omp parallel for simd
     for (int64_t x0 = 0; x0 < 129600; ++x0) {
       const float t0 = (float)0;
@@ -121,7 +121,7 @@ extern "C" void loom_f2(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)1 * 28 * 28 * 144 > 1 && ((int64_t)1 * 28 * 28 * 144 + (int64_t)1 * 28 * 28 * 144 >= 65536 || (int64_t)1 * 28 * 28 * 144 * 7 + (int64_t)1 * 28 * 28 * 144 * 1 >= 262144)) {
+  if ((int64_t)28 * 28 * 144 > 1 && ((int64_t)28 * 28 * 144 + (int64_t)28 * 28 * 144 >= 65536 || (int64_t)28 * 28 * 144 * 7 + (int64_t)28 * 28 * 144 * 1 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 28; ++x0) {
       for (int64_t x1 = 0; x1 < 28; ++x1) {
@@ -172,7 +172,7 @@ extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)1 * 784 * 144 > 1 && ((int64_t)1 * 784 * 144 >= 65536 || (int64_t)1 * 784 * 144 * 7 >= 262144)) {
+  if ((int64_t)784 * 144 > 1 && ((int64_t)784 * 144 >= 65536 || (int64_t)784 * 144 * 7 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 784; ++x0) {
       #pragma GCC ivdep
@@ -230,7 +230,7 @@ extern "C" void loom_f6(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  if ((int64_t)1 * 24 * 784 > 1 && ((int64_t)1 * 24 * 784 >= 65536 || (int64_t)1 * 24 * 784 * 5 >= 262144)) {
+  if ((int64_t)24 * 784 > 1 && ((int64_t)24 * 784 >= 65536 || (int64_t)24 * 784 * 5 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 24; ++x0) {
       #pragma GCC ivdep

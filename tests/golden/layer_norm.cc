@@ -506,7 +506,7 @@ extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  if ((int64_t)1 * 32 > 1 && ((int64_t)1 * 32 * 256 + (int64_t)1 * 32 * 256 + (int64_t)1 * 32 + (int64_t)1 * 32 + (int64_t)1 * 32 * 256 >= 65536 || (int64_t)1 * 32 * 256 * 1 + (int64_t)1 * 32 * 256 * 1 + (int64_t)1 * 32 * 3 + (int64_t)1 * 32 * 4 + (int64_t)1 * 32 * 256 * 9 >= 262144)) {
+  if ((int64_t)32 > 1 && ((int64_t)32 * 256 + (int64_t)32 * 256 + (int64_t)32 + (int64_t)32 + (int64_t)32 * 256 >= 65536 || (int64_t)32 * 256 * 1 + (int64_t)32 * 256 * 1 + (int64_t)32 * 3 + (int64_t)32 * 4 + (int64_t)32 * 256 * 9 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 32; ++x0) {
       int64_t wn0 = 0;

@@ -528,7 +528,7 @@ extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)1 * 256 > 1 && ((int64_t)1 * 256 >= 65536 || (int64_t)1 * 256 * 3 >= 262144)) {
+  if ((int64_t)256 > 1 && ((int64_t)256 >= 65536 || (int64_t)256 * 3 >= 262144)) {
     #pragma omp parallel for simd
     for (int64_t x0 = 0; x0 < 256; ++x0) {
       const float t0 = p0[x0];
@@ -550,7 +550,7 @@ extern "C" void loom_f0(void* const* a) {
 extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 32 * 32 > 1 && ((int64_t)1 * 32 * 32 >= 65536 || (int64_t)1 * 32 * 32 * 1 >= 262144)) {
+  if ((int64_t)32 * 32 > 1 && ((int64_t)32 * 32 >= 65536 || (int64_t)32 * 32 * 1 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 32; ++x0) {
       #pragma GCC ivdep
@@ -827,7 +827,7 @@ extern "C" void loom_f3(void* const* a) {
 extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 2 * 64 > 1 && ((int64_t)1 * 2 * 64 >= 65536 || (int64_t)1 * 2 * 64 * 1 >= 262144)) {
+  if ((int64_t)2 * 64 > 1 && ((int64_t)2 * 64 >= 65536 || (int64_t)2 * 64 * 1 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 2; ++x0) {
       for (int64_t x1 = 0; x1 < 64; ++x1) {
@@ -849,7 +849,7 @@ extern "C" void loom_f4(void* const* a) {
 extern "C" void loom_f5(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 128 > 1 && ((int64_t)1 * 128 >= 65536 || (int64_t)1 * 128 * 1 >= 262144)) {
+  if ((int64_t)128 > 1 && ((int64_t)128 >= 65536 || (int64_t)128 * 1 >= 262144)) {
     #pragma omp parallel for simd
     for (int64_t x0 = 0; x0 < 128; ++x0) {
       const float t0 = p0[x0];
@@ -888,7 +888,7 @@ extern "C" void loom_f6(void* const* a) {
 extern "C" void loom_f7(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 2 * 16 * 64 > 1 && ((int64_t)1 * 2 * 16 * 64 >= 65536 || (int64_t)1 * 2 * 16 * 64 * 1 >= 262144)) {
+  if ((int64_t)2 * 16 * 64 > 1 && ((int64_t)2 * 16 * 64 >= 65536 || (int64_t)2 * 16 * 64 * 1 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 2; ++x0) {
       for (int64_t x1 = 0; x1 < 16; ++x1) {
@@ -915,7 +915,7 @@ extern "C" void loom_f7(void* const* a) {
 extern "C" void loom_f8(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 2 * 2 * 64 > 1 && ((int64_t)1 * 2 * 2 * 64 >= 65536 || (int64_t)1 * 2 * 2 * 64 * 1 >= 262144)) {
+  if ((int64_t)2 * 2 * 64 > 1 && ((int64_t)2 * 2 * 64 >= 65536 || (int64_t)2 * 2 * 64 * 1 >= 262144)) {
     #pragma omp parallel for collapse(3)
     for (int64_t x0 = 0; x0 < 2; ++x0) {
       for (int64_t x1 = 0; x1 < 2; ++x1) {

@@ -706,7 +706,7 @@ extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)1 * 256 > 1 && ((int64_t)1 * 256 >= 65536 || (int64_t)1 * 256 * 3 >= 262144)) {
+  if ((int64_t)256 > 1 && ((int64_t)256 >= 65536 || (int64_t)256 * 3 >= 262144)) {
     #pragma omp parallel for simd
     for (int64_t x0 = 0; x0 < 256; ++x0) {
       const float t0 = p0[x0];
@@ -728,7 +728,7 @@ extern "C" void loom_f0(void* const* a) {
 extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 32 * 32 > 1 && ((int64_t)1 * 32 * 32 >= 65536 || (int64_t)1 * 32 * 32 * 1 >= 262144)) {
+  if ((int64_t)32 * 32 > 1 && ((int64_t)32 * 32 >= 65536 || (int64_t)32 * 32 * 1 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 32; ++x0) {
       #pragma GCC ivdep
@@ -772,7 +772,7 @@ extern "C" void loom_f2(void* const* a) {
 extern "C" void loom_f3(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 128 > 1 && ((int64_t)1 * 128 >= 65536 || (int64_t)1 * 128 * 1 >= 262144)) {
+  if ((int64_t)128 > 1 && ((int64_t)128 >= 65536 || (int64_t)128 * 1 >= 262144)) {
     #pragma omp parallel for simd
     for (int64_t x0 = 0; x0 < 128; ++x0) {
       const float t0 = p0[x0];
@@ -800,7 +800,7 @@ extern "C" void loom_f4(void* const* a) {
   const float* p9 = (const float*)a[9];
   const float* p10 = (const float*)a[10];
   float* p11 = (float*)a[11];
-  const bool loom_shared = (int64_t)1 * 2 > 1 && ((int64_t)1 * 2 * 16 * 256 * 64 + (int64_t)1 * 2 * 16 * 64 + (int64_t)1 * 2 * 16 * 64 + (int64_t)1 * 2 * 16 * 64 >= 65536 || (int64_t)1 * 2 * 16 * 256 * 64 * 3 + (int64_t)1 * 2 * 16 * 64 * 67 + (int64_t)1 * 2 * 16 * 64 * 39 + (int64_t)1 * 2 * 16 * 64 * 1 >= 262144);
+  const bool loom_shared = (int64_t)2 > 1 && ((int64_t)2 * 16 * 256 * 64 + (int64_t)2 * 16 * 64 + (int64_t)2 * 16 * 64 + (int64_t)2 * 16 * 64 >= 65536 || (int64_t)2 * 16 * 256 * 64 * 3 + (int64_t)2 * 16 * 64 * 67 + (int64_t)2 * 16 * 64 * 39 + (int64_t)2 * 16 * 64 * 1 >= 262144);
   const int64_t loom_rows = loom_row_block(2, 16, loom_shared ? omp_get_max_threads() : 1);
   #pragma omp parallel for if(loom_shared)
   for (int64_t x0b = 0; x0b < 2; x0b += loom_rows) {
@@ -889,7 +889,7 @@ extern "C" void loom_f5(void* const* a) {
 extern "C" void loom_f6(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 2 * 64 > 1 && ((int64_t)1 * 2 * 64 >= 65536 || (int64_t)1 * 2 * 64 * 1 >= 262144)) {
+  if ((int64_t)2 * 64 > 1 && ((int64_t)2 * 64 >= 65536 || (int64_t)2 * 64 * 1 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 2; ++x0) {
       for (int64_t x1 = 0; x1 < 64; ++x1) {
@@ -911,7 +911,7 @@ extern "C" void loom_f6(void* const* a) {
 extern "C" void loom_f7(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 2 * 16 * 64 > 1 && ((int64_t)1 * 2 * 16 * 64 >= 65536 || (int64_t)1 * 2 * 16 * 64 * 1 >= 262144)) {
+  if ((int64_t)2 * 16 * 64 > 1 && ((int64_t)2 * 16 * 64 >= 65536 || (int64_t)2 * 16 * 64 * 1 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 2; ++x0) {
       for (int64_t x1 = 0; x1 < 16; ++x1) {
@@ -938,7 +938,7 @@ extern "C" void loom_f7(void* const* a) {
 extern "C" void loom_f8(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 2 * 2 * 64 > 1 && ((int64_t)1 * 2 * 2 * 64 >= 65536 || (int64_t)1 * 2 * 2 * 64 * 1 >= 262144)) {
+  if ((int64_t)2 * 2 * 64 > 1 && ((int64_t)2 * 2 * 64 >= 65536 || (int64_t)2 * 2 * 64 * 1 >= 262144)) {
     #pragma omp parallel for collapse(3)
     for (int64_t x0 = 0; x0 < 2; ++x0) {
       for (int64_t x1 = 0; x1 < 2; ++x1) {

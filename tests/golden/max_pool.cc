@@ -42,7 +42,7 @@ static inline int64_t loom_f2i64(double x) {
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 16 > 1 && ((int64_t)1 * 16 * 529 + (int64_t)1 * 16 * 11 * 11 >= 65536 || (int64_t)1 * 16 * 529 * 2 + (int64_t)1 * 16 * 11 * 11 * 17 >= 262144)) {
+  if ((int64_t)16 > 1 && ((int64_t)16 * 529 + (int64_t)16 * 11 * 11 >= 65536 || (int64_t)16 * 529 * 2 + (int64_t)16 * 11 * 11 * 17 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 16; ++x0) {
       float l0[529];

@@ -81,7 +81,7 @@ extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)1 * 2 * 64 > 1 && ((int64_t)1 * 2 * 64 >= 65536 || (int64_t)1 * 2 * 64 * 4 >= 262144)) {
+  if ((int64_t)2 * 64 > 1 && ((int64_t)2 * 64 >= 65536 || (int64_t)2 * 64 * 4 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 2; ++x0) {
       for (int64_t x1 = 0; x1 < 64; ++x1) {
@@ -131,7 +131,7 @@ extern "C" void loom_f3(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)1 * 2 * 32 > 1 && ((int64_t)1 * 2 * 32 >= 65536 || (int64_t)1 * 2 * 32 * 3 >= 262144)) {
+  if ((int64_t)2 * 32 > 1 && ((int64_t)2 * 32 >= 65536 || (int64_t)2 * 32 * 3 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 2; ++x0) {
       for (int64_t x1 = 0; x1 < 32; ++x1) {

@@ -53,7 +53,7 @@ struct loom_conv_site {
 
 extern "C" void loom_f0(void* const* a) {
   float* LOOM_RESTRICT p0 = (float*)a[0];
-  if ((int64_t)1 * 215296 > 1 && ((int64_t)1 * 215296 >= 65536 || (int64_t)1 * 215296 * 1 >= 262144)) {
+  if ((int64_t)215296 > 1 && ((int64_t)215296 >= 65536 || (int64_t)215296 * 1 >= 262144)) {
     #pragma omp parallel for simd
     for (int64_t x0 = 0; x0 < 215296; ++x0) {
       const float t0 = (float)0;
@@ -71,7 +71,7 @@ extern "C" void loom_f0(void* const* a) {
 extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 64 * 56 * 56 > 1 && ((int64_t)1 * 64 * 56 * 56 >= 65536 || (int64_t)1 * 64 * 56 * 56 * 1 >= 262144)) {
+  if ((int64_t)64 * 56 * 56 > 1 && ((int64_t)64 * 56 * 56 >= 65536 || (int64_t)64 * 56 * 56 * 1 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 64; ++x0) {
       for (int64_t x1 = 0; x1 < 56; ++x1) {
@@ -98,7 +98,7 @@ extern "C" void loom_f1(void* const* a) {
 extern "C" void loom_f2(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 3364 * 64 > 1 && ((int64_t)1 * 3364 * 64 >= 65536 || (int64_t)1 * 3364 * 64 * 1 >= 262144)) {
+  if ((int64_t)3364 * 64 > 1 && ((int64_t)3364 * 64 >= 65536 || (int64_t)3364 * 64 * 1 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 3364; ++x0) {
       #pragma GCC ivdep
@@ -131,7 +131,7 @@ extern "C" void loom_f4(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)1 * 56 * 56 * 64 > 1 && ((int64_t)1 * 56 * 56 * 64 + (int64_t)1 * 56 * 56 * 64 >= 65536 || (int64_t)1 * 56 * 56 * 64 * 4 + (int64_t)1 * 56 * 56 * 64 * 1 >= 262144)) {
+  if ((int64_t)56 * 56 * 64 > 1 && ((int64_t)56 * 56 * 64 + (int64_t)56 * 56 * 64 >= 65536 || (int64_t)56 * 56 * 64 * 4 + (int64_t)56 * 56 * 64 * 1 >= 262144)) {
     #pragma omp parallel for collapse(2)
     for (int64_t x0 = 0; x0 < 56; ++x0) {
       for (int64_t x1 = 0; x1 < 56; ++x1) {
@@ -177,7 +177,7 @@ extern "C" void loom_f6(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  if ((int64_t)1 * 64 * 3136 > 1 && ((int64_t)1 * 64 * 3136 >= 65536 || (int64_t)1 * 64 * 3136 * 6 >= 262144)) {
+  if ((int64_t)64 * 3136 > 1 && ((int64_t)64 * 3136 >= 65536 || (int64_t)64 * 3136 * 6 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 64; ++x0) {
       #pragma GCC ivdep

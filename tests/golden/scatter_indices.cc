@@ -59,7 +59,7 @@ extern "C" void loom_f0(void* const* a) {
   const int64_t* LOOM_RESTRICT p0 = (const int64_t*)a[0];
   int64_t* LOOM_RESTRICT p1 = (int64_t*)a[1];
   int64_t* LOOM_RESTRICT p2 = (int64_t*)a[2];
-  if ((int64_t)1 * 3 > 1 && ((int64_t)1 * 3 >= 65536 || (int64_t)1 * 3 * 2 >= 262144)) {
+  if ((int64_t)3 > 1 && ((int64_t)3 >= 65536 || (int64_t)3 * 2 >= 262144)) {
     #pragma omp parallel for simd
     for (int64_t x0 = 0; x0 < 3; ++x0) {
       const int64_t t0 = p0[x0];
@@ -81,7 +81,7 @@ extern "C" void loom_f1(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  if ((int64_t)1 * 6 > 1 && ((int64_t)1 * 6 * 3 + (int64_t)1 * 6 >= 65536 || (int64_t)1 * 6 * 3 * 6 + (int64_t)1 * 6 * 7 >= 262144)) {
+  if ((int64_t)6 > 1 && ((int64_t)6 * 3 + (int64_t)6 >= 65536 || (int64_t)6 * 3 * 6 + (int64_t)6 * 7 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 6; ++x0) {
       int64_t acc0 = INT64_MIN;

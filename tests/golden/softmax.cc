@@ -504,7 +504,7 @@ static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), l
 extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p0 = (const float*)a[0];
   float* LOOM_RESTRICT p1 = (float*)a[1];
-  if ((int64_t)1 * 32 > 1 && ((int64_t)1 * 32 * 64 + (int64_t)1 * 32 * 64 + (int64_t)1 * 32 * 64 + (int64_t)1 * 32 + (int64_t)1 * 32 * 64 >= 65536 || (int64_t)1 * 32 * 64 * 1 + (int64_t)1 * 32 * 64 * 19 + (int64_t)1 * 32 * 64 * 1 + (int64_t)1 * 32 * 2 + (int64_t)1 * 32 * 64 * 3 >= 262144)) {
+  if ((int64_t)32 > 1 && ((int64_t)32 * 64 + (int64_t)32 * 64 + (int64_t)32 * 64 + (int64_t)32 + (int64_t)32 * 64 >= 65536 || (int64_t)32 * 64 * 1 + (int64_t)32 * 64 * 19 + (int64_t)32 * 64 * 1 + (int64_t)32 * 2 + (int64_t)32 * 64 * 3 >= 262144)) {
     #pragma omp parallel for
     for (int64_t x0 = 0; x0 < 32; ++x0) {
       float l1[64];
