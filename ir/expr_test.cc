@@ -263,6 +263,16 @@ TEST_F(ExprTest, ToCppMarkedMarksEveryInteger) {
   EXPECT_EQ(sum.constants[0].offset, 2);  // "(-2*i0 + i1)"
 }
 
+TEST_F(ExprTest, NameShapeConstantsNamesEachInOrder) {
+  const NamedShapeConstants named =
+      NameShapeConstants(absl::StrCat("for (x = 0; x < ", MarkShapeConstant(130), "; ++x) p[",
+                                      MarkShapeConstant(768), " * x + 1] = 0;"),
+                         "k");
+  EXPECT_EQ(named.text, "for (x = 0; x < k0; ++x) p[k1 * x + 1] = 0;");
+  EXPECT_EQ(named.values, (std::vector<int64_t>{130, 768}));
+  EXPECT_EQ(NameShapeConstants("x = 1;", "k").text, "x = 1;");
+}
+
 TEST_F(ExprTest, EvaluateUsesFloorSemantics) {
   const Expr e = Add(Div(Sub(x(0), c(5)), 4), Mod(x(1), 3));
   EXPECT_EQ(Evaluate(e, {0, -1}), -2 + 2);

@@ -54,4 +54,18 @@ std::string WithoutShapeConstantMarks(absl::string_view text) {
   return StripShapeConstants(text).text;
 }
 
+NamedShapeConstants NameShapeConstants(absl::string_view marked, absl::string_view prefix) {
+  const StrippedSource stripped = StripShapeConstants(marked);
+  NamedShapeConstants named;
+  size_t from = 0;
+  for (const ShapeConstant& c : stripped.constants) {
+    absl::StrAppend(&named.text, absl::string_view(stripped.text).substr(from, c.offset - from),
+                    prefix, named.values.size());
+    named.values.push_back(c.value);
+    from = c.offset + c.length;
+  }
+  absl::StrAppend(&named.text, absl::string_view(stripped.text).substr(from));
+  return named;
+}
+
 }  // namespace loom

@@ -46,6 +46,16 @@ StrippedSource StripShapeConstants(absl::string_view marked);
 // `text` with its marks removed: the constants printed as plain integers.
 std::string WithoutShapeConstantMarks(absl::string_view text);
 
+// `marked` with its marked constants replaced by the names
+// `<prefix>0`, `<prefix>1`, ... in order, and their values in that order:
+// code that takes its shape constants as arguments (a function outlined
+// from kernels, whose callers pass them marked).
+struct NamedShapeConstants {
+  std::string text;
+  std::vector<int64_t> values;
+};
+NamedShapeConstants NameShapeConstants(absl::string_view marked, absl::string_view prefix);
+
 }  // namespace loom
 
 #endif  // LOOM_IR_SHAPE_CONSTANTS_H_

@@ -145,7 +145,7 @@ bool LaunchGemmWithEpilogue(const LoopProgram& program, const Kernel& gemm_kerne
                             const Kernel& next, const proto::CppOptions& options,
                             LocalOffsets& local_offsets, kplan::KernelKey& key, UnitNeeds& needs,
                             UnitFunctions& functions, LaunchTable& launches) {
-  if (!options.openmp() || options.gemm_epilogue_apart() || !HasRowsForThreads(gemm) ||
+  if (!options.openmp() || options.gemm_epilogue_apart() || !MayRunWithEpilogue(gemm) ||
       KernelGemm(program, next) || KernelConv(program, next)) {
     return false;
   }
@@ -158,7 +158,7 @@ bool LaunchGemmWithEpilogue(const LoopProgram& program, const Kernel& gemm_kerne
   const std::string params = printer.ParamDeclarations(/*restrict=*/false);
   std::vector<BufferRef> args = planner.plan().params.args();
   const int function = functions.table.AddBody(PrintGemmWithEpilogue(
-      gemm, params, printer.PrintRows(next, *row_loops), planner.plan().parallel_outer, args));
+      gemm, params, printer.PrintRows(next, *row_loops), planner.plan().parallel_condition, args));
   needs.Add(planner.plan());
   needs.calls_dnnl = needs.calls_openmp = true;
   NoteAvx2Libraries(gemm, needs);
@@ -235,8 +235,9 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
     absl::StrAppend(&text, "\nextern \"C\" void loom_f", f, "(void* const* a) {\n", bodies[f],
                     "}\n");
   }
-  // Outlined functions do not see their callers' shape constants.
-  absl::StrAppend(&text, WithoutShapeConstantMarks(functions.outlined.Definitions()));
+  // Outlined functions take their shape constants as arguments
+  // (KernelPrinter::OutlineRepeatedMembers): they hold none of their own.
+  absl::StrAppend(&text, functions.outlined.Definitions());
   return text;
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpp/shape_templates.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/op_registry.h"
@@ -159,10 +160,10 @@ TEST(CodegenTest, AProductOfManyRowsComputesALastColumnPastSixteenApart) {
   }
 }
 
-// y = relu(x * w + bias) on 128 rows, `width` columns, `depth` deep.
-Graph LinearRelu(int64_t width = 32, int64_t depth = 16) {
+// y = relu(x * w + bias) on `rows` rows, `width` columns, `depth` deep.
+Graph LinearRelu(int64_t width = 32, int64_t depth = 16, int64_t rows = 128) {
   Graph graph;
-  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {128, depth}});
+  const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {rows, depth}});
   const ValueId w = *graph.AddInput("w", TensorType{DType::kF32, {depth, width}});
   const ValueId bias = *graph.AddInput("bias", TensorType{DType::kF32, {width}});
   const NodeId product = *graph.AddNode("matmul", "matmul", {x, w}, {"product"});
@@ -195,6 +196,27 @@ TEST(CodegenTest, TheKernelAfterAGemmRunsOnEachThreadsRows) {
     EXPECT_EQ(two.kernel_functions, 2);
     EXPECT_THAT(two.text, Not(HasSubstr("loom_per_thread")));
   }
+}
+
+// Too few rows for each thread's block, the library shares the product and
+// the threads the epilogue, as the kernel decides when it runs: the code is
+// the same as for many rows but for the shape constants.
+TEST(CodegenTest, AGemmOfFewRowsKeepsItsEpilogueAndDecidesAsItRuns) {
+  proto::CppOptions openmp;
+  openmp.set_openmp(true);
+  const GeneratedSource few = Emit(LinearRelu(32, 16, /*rows=*/8), openmp);
+  EXPECT_EQ(few.kernel_functions, 1);
+  EXPECT_THAT(few.text, HasSubstr("  if (!loom_per_thread) {\n"
+                                  "    const bool loom_alone = (int64_t)8 * 32 * 16 < 1048576;\n"
+                                  "    if (loom_alone) omp_set_num_threads(1);\n"));
+  EXPECT_THAT(few.text,
+              HasSubstr("  if (!loom_per_thread && !((int64_t)8 * 32 > 1 && "
+                        "((int64_t)8 * 32 >= 65536 || (int64_t)8 * 32 * 4 >= 262144))) {\n"));
+  EXPECT_THAT(few.text, HasSubstr("    const int64_t loom_first = 0;\n"
+                                  "    const int64_t loom_last = 8;\n"
+                                  "    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {\n"));
+  const GeneratedSource many = Emit(LinearRelu(32, 16, /*rows=*/1024), openmp);
+  EXPECT_EQ(Skeleton(few), Skeleton(many));
 }
 
 TEST(CodegenTest, AGemmWithASlowLeadingDimensionNeedsMoreRowsPerThread) {
@@ -526,14 +548,14 @@ TEST(CodegenTest, AnExponentialInAnInnerLoopRunsInExplicitVectors) {
   const std::string text =
       EmitCenteredRows({8, 37}, DType::kF32, proto::CppOptions(), /*exp=*/true);
   // Runs of 16 lanes over 32 of the 37 columns, then the rest one by one.
-  EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 0; x1 < 32; x1 += 16) {\n"
+  EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 0; x1 < 37 / 16 * 16; x1 += 16) {\n"
                               "      __builtin_prefetch(&p0[(37*(x0 + 1) + x1)]);\n"
                               "      const loom_f32v16 t1 = loom_load16(&p0[(37*x0 + x1)]);\n"
                               "      const loom_f32v16 t2 = loom_splat16(acc0);\n"
                               "      const loom_f32v16 t3 = t1 - t2;\n"
                               "      const loom_f32v16 t4 = loom_exp16(t3);\n"
                               "      loom_store16(&p1[(37*x0 + x1)], t4);\n"));
-  EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 32; x1 < 37; ++x1) {"));
+  EXPECT_THAT(text, HasSubstr("for (int64_t x1 = 37 / 16 * 16; x1 < 37; ++x1) {"));
   EXPECT_THAT(text, HasSubstr("static inline loom_f32v16 loom_exp16("));
   EXPECT_THAT(text, HasSubstr("static inline float loom_expf("));
   // Not for doubles, for scalar code, or for a loop without an exponential.
@@ -602,9 +624,7 @@ TEST(CodegenTest, ThePlanOfEachFunctionShowsInDumpsOnly) {
   const std::string& plan = source.function_plans[0];
   EXPECT_THAT(plan, HasSubstr(": 4 members, outer loops [8]\n"));
   EXPECT_THAT(plan, HasSubstr("  member 0 max: max over [8, 37], stores a variable\n"
-                              "    runs: plain loops\n"));
-  EXPECT_THAT(EmitSoftmaxRowsSource({8, 101}).function_plans[0],
-              HasSubstr("explicit vectors, 4 chains of running extremes"));
+                              "    runs: explicit vectors, 4 chains of running extremes\n"));
   EXPECT_THAT(plan, HasSubstr("explicit vectors of 16 lanes (exponential); prefetches the "
                               "stores of p1"));
   EXPECT_THAT(plan, HasSubstr("runs: summed in member 1's vector loop"));
@@ -619,7 +639,7 @@ TEST(CodegenTest, ThePlanOfEachFunctionShowsInDumpsOnly) {
 TEST(CodegenTest, TheSumOfExponentialsAddsUpInTheirVectorLoop) {
   const std::string text = EmitSoftmaxRows({8, 37});
   EXPECT_THAT(text, HasSubstr("loom_f32v16 lanes2 = loom_splat16(0.0f);\n"
-                              "    for (int64_t x1 = 0; x1 < 32; x1 += 16) {"));
+                              "    for (int64_t x1 = 0; x1 < 37 / 16 * 16; x1 += 16) {"));
   EXPECT_THAT(text, HasSubstr("      loom_store16(&l1[x1], t4);\n"
                               "      lanes2 += t4;\n"
                               "    }\n"
@@ -633,7 +653,7 @@ TEST(CodegenTest, TheSumOfExponentialsAddsUpInTheirVectorLoop) {
 
 TEST(CodegenTest, AMaximumRunsInFourVectorChainsThenOneByOne) {
   const std::string text = EmitSoftmaxRows({8, 101});
-  EXPECT_THAT(text, HasSubstr("for (int64_t x1b = 0; x1b < 64; x1b += 64) {\n"
+  EXPECT_THAT(text, HasSubstr("for (int64_t x1b = 0; x1b < 101 / 64 * 64; x1b += 64) {\n"
                               "      {\n"
                               "        const int64_t x1 = x1b + 0;\n"
                               "        const loom_f32v16 t0 = loom_load16(&p0[(101*x0 + x1)]);\n"
@@ -642,15 +662,20 @@ TEST(CodegenTest, AMaximumRunsInFourVectorChainsThenOneByOne) {
   EXPECT_THAT(text, HasSubstr("extreme0_3 = loom_max16(t0, extreme0_3);"));
   EXPECT_THAT(text, HasSubstr("acc0 = loom_hmax16(loom_max16(loom_max16(loom_max16("
                               "extreme0_0, extreme0_1), extreme0_2), extreme0_3));\n"
-                              "    for (int64_t x1 = 64; x1 < 101; ++x1) {"));
+                              "    #pragma omp simd reduction(max:acc0) reduction(|:arg0)\n"
+                              "    for (int64_t x1 = 101 / 64 * 64; x1 < 101; ++x1) {"));
   EXPECT_THAT(text, HasSubstr("if (arg0 | loom_any16(nan_lanes0)) acc0 = (float)NAN;"));
   // Without AVX-512 the vector exp is generic vector code, not loom_expf
   // lane by lane.
   const std::string helpers = EmitCenteredRows({8, 64}, DType::kF32, proto::CppOptions());
   EXPECT_THAT(helpers, HasSubstr("static inline loom_f32v8 loom_exp8("));
   EXPECT_THAT(helpers, Not(HasSubstr("loom_expf(x[i])")));
-  // Rows shorter than a block of four vectors stay with the compiler.
-  EXPECT_THAT(EmitSoftmaxRows({8, 37}), HasSubstr("reduction(max:acc0)"));
+  // Rows shorter than a block of four vectors run only the remainder, the
+  // same code as longer ones; rows of a multiple of the block, too.
+  EXPECT_THAT(EmitSoftmaxRows({8, 37}),
+              HasSubstr("for (int64_t x1b = 0; x1b < 37 / 64 * 64; x1b += 64) {"));
+  EXPECT_THAT(EmitSoftmaxRows({8, 128}),
+              HasSubstr("for (int64_t x1 = 128 / 64 * 64; x1 < 128; ++x1) {"));
 }
 
 // The sigmoid of the mean over `axes` of `shape` (a squeeze-excite's pool of

@@ -198,15 +198,6 @@ constexpr char kRowBlock[] =
     "%s  const int64_t loom_first = %s * r / loom_blocks;\n"
     "%s  const int64_t loom_last = %s * (r + 1) / loom_blocks;\n";
 
-// Whether a product is too small to share among the threads (RunsAlone),
-// decided as the kernel runs, so that its code is the same for every
-// shape (ir/shape_constants.h): %s is its count of multiply-adds. The
-// library reads the number of threads to use from OpenMP's.
-constexpr char kAloneStart[] =
-    "  const int loom_threads = omp_get_max_threads();\n"
-    "  const bool loom_alone = %s < %d;\n"
-    "  if (loom_alone) omp_set_num_threads(1);\n";
-constexpr char kAloneEnd[] = "  if (loom_alone) omp_set_num_threads(loom_threads);\n";
 constexpr int64_t kAloneBelowMultiplyAdds = int64_t{1} << 20;
 
 // The extents whose product is a product's count of multiply-adds.
@@ -214,6 +205,19 @@ std::vector<int64_t> MultiplyAddExtents(const Gemm& gemm) {
   std::vector<int64_t> extents = {gemm.m, gemm.n, gemm.k};
   extents.insert(extents.end(), gemm.accumulate.begin(), gemm.accumulate.end());
   return extents;
+}
+
+// `call`, a product's call (or its loops of calls), on one thread where the
+// product is too small to share among the threads (RunsAlone), decided as
+// the kernel runs, so that its code is the same for every shape
+// (ir/shape_constants.h). The library reads the number of threads to use
+// from OpenMP's, whose count `loom_threads` holds.
+std::string CallAloneWhenSmall(const Gemm& gemm, const std::string& call,
+                               const std::string& indent) {
+  return absl::StrCat(indent, "const bool loom_alone = ", MarkedProduct(MultiplyAddExtents(gemm)),
+                      " < ", kAloneBelowMultiplyAdds, ";\n", indent,
+                      "if (loom_alone) omp_set_num_threads(1);\n", call, indent,
+                      "if (loom_alone) omp_set_num_threads(loom_threads);\n");
 }
 
 // An operand's dims, then its strides.
@@ -237,7 +241,8 @@ std::string BatchVariables(const std::vector<int64_t>& batch, const std::string&
   std::string text;
   for (size_t i = 0; i < batch.size(); ++i) {
     absl::StrAppend(&text, indent, "const int64_t x", i, " = ", position, " / ",
-                    Product(batch, i + 1, batch.size()), " % ", batch[i], ";\n");
+                    MarkShapeConstant(Product(batch, i + 1, batch.size())), " % ",
+                    MarkShapeConstant(batch[i]), ";\n");
   }
   return text;
 }
@@ -345,9 +350,9 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   // Accumulation loops, each position's call adding to what the ones
   // before it summed.
   for (size_t j = 0; j < gemm.accumulate.size(); ++j, ++depth) {
-    absl::StrAppend(
-        &body, std::string(2 * depth, ' '),
-        absl::StrFormat("for (int64_t s%d = 0; s%d < %d; ++s%d) {\n", j, j, gemm.accumulate[j], j));
+    absl::StrAppend(&body, std::string(2 * depth, ' '),
+                    absl::StrFormat("for (int64_t s%d = 0; s%d < %s; ++s%d) {\n", j, j,
+                                    MarkShapeConstant(gemm.accumulate[j]), j));
   }
   if (!gemm.accumulate.empty()) {
     std::vector<std::string> first;
@@ -363,9 +368,8 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   }
   if (MayRunAlone(gemm, openmp)) {
     return absl::StrCat(body.substr(0, header),
-                        absl::StrFormat(kAloneStart, MarkedProduct(MultiplyAddExtents(gemm)),
-                                        kAloneBelowMultiplyAdds),
-                        body.substr(header), kAloneEnd);
+                        "  const int loom_threads = omp_get_max_threads();\n",
+                        CallAloneWhenSmall(gemm, body.substr(header), "  "));
   }
   return body;
 }
@@ -404,13 +408,13 @@ int64_t RowsPerThread(const Gemm& gemm) {
 
 }  // namespace
 
-bool HasRowsForThreads(const Gemm& gemm) {
-  return gemm.dtype == DType::kF32 && gemm.batch.empty() && gemm.accumulate.empty() &&
-         gemm.m >= 2 * kRowsPerThread;
+bool MayRunWithEpilogue(const Gemm& gemm) {
+  return gemm.dtype == DType::kF32 && gemm.batch.empty() && gemm.accumulate.empty();
 }
 
 std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_params,
-                                  const std::string& epilogue_rows, bool epilogue_shared,
+                                  const std::string& epilogue_rows,
+                                  const std::string& epilogue_shared,
                                   std::vector<BufferRef>& args) {
   const size_t first = args.size();
   for (const GemmMatrix* matrix : {&gemm.a, &gemm.b, &gemm.c}) {
@@ -431,17 +435,26 @@ std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_
   GemmOperands block{absl::StrCat("g0 + loom_first * ", MarkShapeConstant(gemm.a.row_stride)), "g1",
                      absl::StrCat("g2 + loom_first * ", MarkShapeConstant(gemm.c.row_stride)),
                      "loom_last - loom_first"};
-  absl::StrAppend(&body, "  if (!loom_per_thread) {\n", GemmCall(gemm, whole, "    "),
-                  "  }\n  #pragma omp parallel", epilogue_shared ? "" : " if(loom_per_thread)",
-                  "\n  {\n",
-                  absl::StrFormat("    const int64_t loom_team = omp_get_num_threads();\n"
-                                  "    const int64_t loom_first = %s * omp_get_thread_num() / "
-                                  "loom_team;\n"
-                                  "    const int64_t loom_last = %s * (omp_get_thread_num() + 1) / "
-                                  "loom_team;\n",
-                                  MarkShapeConstant(gemm.m), MarkShapeConstant(gemm.m)),
-                  "    if (loom_per_thread) {\n", GemmCall(gemm, block, "      "),
-                  "      #pragma omp barrier\n    }\n", epilogue_rows, "  }\n");
+  // Too few rows for each thread's own block: the library shares the
+  // product (unless it is too small to share, as PrintGemm's), then the
+  // threads share the epilogue where it has the work for them; else it runs
+  // here, outside a parallel region (OpenMP's `if` would still open one).
+  const std::string whole_call = CallAloneWhenSmall(gemm, GemmCall(gemm, whole, "    "), "    ");
+  const std::string rows = MarkShapeConstant(gemm.m);
+  absl::StrAppend(&body, "  if (!loom_per_thread",
+                  epilogue_shared.empty() ? "" : absl::StrCat(" && !(", epilogue_shared, ")"),
+                  ") {\n", whole_call,
+                  "    const int64_t loom_first = 0;\n    const int64_t loom_last = ", rows, ";\n",
+                  epilogue_rows, "    return;\n  }\n");
+  absl::StrAppend(
+      &body, "  if (!loom_per_thread) {\n", whole_call, "  }\n  #pragma omp parallel\n  {\n",
+      absl::StrFormat(
+          "    const int64_t loom_team = omp_get_num_threads();\n"
+          "    const int64_t loom_first = %s * omp_get_thread_num() / loom_team;\n"
+          "    const int64_t loom_last = %s * (omp_get_thread_num() + 1) / loom_team;\n",
+          rows, rows),
+      "    if (loom_per_thread) {\n", GemmCall(gemm, block, "      "),
+      "      #pragma omp barrier\n    }\n", epilogue_rows, "  }\n");
   return body;
 }
 
@@ -489,15 +502,18 @@ std::string PrintGemmChain(const GemmChain& chain, const std::string& middle_par
   absl::StrAppend(
       &body,
       absl::StrFormat("  #pragma omp parallel for\n"
-                      "  for (int64_t loom_task = 0; loom_task < %d; ++loom_task) {\n"
-                      "    const int64_t loom_batch = loom_task / %d;\n"
-                      "    const int64_t loom_row0 = loom_task %% %d * %d;\n"
-                      "    const int64_t loom_rows = %d - loom_row0 < %d ? %d - loom_row0 : %d;\n",
-                      tasks, blocks, blocks, block_rows, m, block_rows, m, block_rows),
+                      "  for (int64_t loom_task = 0; loom_task < %s; ++loom_task) {\n"
+                      "    const int64_t loom_batch = loom_task / %s;\n"
+                      "    const int64_t loom_row0 = loom_task %% %s * %s;\n"
+                      "    const int64_t loom_rows = %s - loom_row0 < %s ? %s - loom_row0 : %s;\n",
+                      MarkShapeConstant(tasks), MarkShapeConstant(blocks),
+                      MarkShapeConstant(blocks), MarkShapeConstant(block_rows),
+                      MarkShapeConstant(m), MarkShapeConstant(block_rows), MarkShapeConstant(m),
+                      MarkShapeConstant(block_rows)),
       BlockCall(first, "g0", "g1", "g2"),
-      absl::StrFormat("    {\n    const int64_t loom_first = loom_batch * %d + loom_row0;\n"
+      absl::StrFormat("    {\n    const int64_t loom_first = loom_batch * %s + loom_row0;\n"
                       "    const int64_t loom_last = loom_first + loom_rows;\n",
-                      m),
+                      MarkShapeConstant(m)),
       middle_rows, "    }\n", BlockCall(second, "h0", "h1", "h2"), "  }\n");
   return body;
 }

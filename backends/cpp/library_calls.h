@@ -68,27 +68,28 @@ bool MayRunAlone(const Gemm& gemm, bool openmp);
 std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& args, bool& splits);
 
 // Whether `gemm` may run with an epilogue (PrintGemmWithEpilogue): f32, with
-// neither batch nor accumulation loops, and rows enough for two threads to
-// compute a block each.
-bool HasRowsForThreads(const Gemm& gemm);
+// neither batch nor accumulation loops. At any count of rows, so that the
+// code is the same for every shape: the rows decide as it runs.
+bool MayRunWithEpilogue(const Gemm& gemm);
 
-// The body of the function for a gemm kernel (HasRowsForThreads) that runs
-// the kernel after it as its epilogue, over the same rows: in one parallel
-// region, each thread computes its block of rows [loom_first, loom_last)
-// of the product alone, waits for the others
-// (the epilogue may read any row, and may write where the product read),
-// and runs the epilogue's rows of that block while they are in its cache.
-// Where the rows are too few for every thread, the library shares the
-// product among the threads first. `epilogue_params` declares the
-// epilogue's parameters (p0, p1, ...; their arguments are `args`, to which
-// the product's a, b and c are appended); `epilogue_rows` is its loops over
-// one block of rows, inside the parallel region. Without `epilogue_shared`
-// (the epilogue has too little work to share among the threads on its
-// own), that region runs on one thread unless the threads compute their
-// own rows.
+// The body of the function for a gemm kernel (MayRunWithEpilogue) that
+// runs the kernel after it as its epilogue, over the same rows: in one
+// parallel region, each thread computes its block of rows [loom_first,
+// loom_last) of the product alone, waits for the others (the epilogue may
+// read any row, and may write where the product read), and runs the
+// epilogue's rows of that block while they are in its cache. Where the
+// rows are too few for every thread (decided as it runs), the library
+// shares the product among the threads first. `epilogue_params` declares
+// the epilogue's parameters (p0, p1, ...; their arguments are `args`, to
+// which the product's a, b and c are appended); `epilogue_rows` is its
+// loops over one block of rows, inside the parallel region.
+// `epilogue_shared` is the condition (of shape constants) under which the
+// epilogue has the work to share among the threads on its own, empty where
+// it never has: else the region runs on one thread unless the threads
+// compute their own rows.
 std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_params,
-                                  const std::string& epilogue_rows, bool epilogue_shared,
-                                  std::vector<BufferRef>& args);
+                                  const std::string& epilogue_rows,
+                                  const std::string& epilogue_shared, std::vector<BufferRef>& args);
 
 // The rows of one task of a gemm chain whose first product is `first`:
 // about 1 MiB of its result (the fastest measured), at least 8.

@@ -447,8 +447,7 @@ bool CppPlanner::VectorLoads(const ComputeNode& node, int member) {
 bool CppPlanner::VectorizesExp(const ComputeNode& node, int member) {
   if (options_.simd() == proto::CppOptions::SCALAR || node.reduce != ReduceKind::kNone ||
       plan_.members[member].streams || plan_.Splits(member) ||
-      node.ranges.size() <= static_cast<size_t>(plan_.outer_loops) ||
-      node.ranges.back() < kVectorLanes) {
+      node.ranges.size() <= static_cast<size_t>(plan_.outer_loops)) {
     return false;
   }
   bool exp = false;
@@ -464,8 +463,8 @@ bool CppPlanner::VectorizesExtreme(const ComputeNode& node, int member) {
          (node.reduce == ReduceKind::kMax || node.reduce == ReduceKind::kMin) &&
          program_.buffers[node.output].dtype == DType::kF32 &&
          node.ranges.size() == static_cast<size_t>(plan_.outer_loops) &&
-         node.reduction_ranges.size() == 1 && node.reduction_ranges[0] >= kExtremeBlock &&
-         !plan_.Splits(member) && VectorSteps(node, exp) && VectorLoads(node, member);
+         node.reduction_ranges.size() == 1 && !plan_.Splits(member) && VectorSteps(node, exp) &&
+         VectorLoads(node, member);
 }
 
 std::optional<std::vector<int64_t>> CppPlanner::AffineRef(const ComputeNode& node, const Ref& ref) {

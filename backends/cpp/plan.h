@@ -262,7 +262,8 @@ class CppPlanner {
   bool VectorizesExp(const ComputeNode& node, int member);
   // Whether a member is an f32 maximum or minimum, one per outer
   // iteration, over one reduction loop that explicit vectors can run
-  // (VectorSteps, VectorLoads) in blocks of kExtremeBlock.
+  // (VectorSteps, VectorLoads) in blocks of kExtremeBlock, whatever its
+  // extent (fewer values run only the remainder's loop).
   bool VectorizesExtreme(const ComputeNode& node, int member);
   // `alone`: the member is the kernel's only one, whose rows may then be
   // its outer loops.

@@ -373,7 +373,9 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
   const std::string x = var_names_[node.ranges.size()];
   const std::string block = absl::StrCat(x, "b");
   const int64_t extent = node.reduction_ranges[0];
-  const int64_t full = extent / kExtremeBlock * kExtremeBlock;
+  // As in PrintVectorLoop, an expression of the extent.
+  const std::string full =
+      absl::StrCat(MarkShapeConstant(extent), " / ", kExtremeBlock, " * ", kExtremeBlock);
   Line(depth,
        absl::StrCat("float ", acc, " = ", cscalar::ReduceInit(node.reduce, DType::kF32), ";"));
   const std::string nan_lanes = absl::StrCat("nan_lanes", member);
@@ -384,8 +386,8 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
     chains.push_back(absl::StrCat(chain, c));
     Line(depth, absl::StrCat("loom_f32v16 ", chains[c], " = loom_splat16(", acc, ");"));
   }
-  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %s; %s += %d) {", block, block,
-                              MarkShapeConstant(full), block, kExtremeBlock));
+  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %s; %s += %d) {", block, block, full,
+                              block, kExtremeBlock));
   for (int c = 0; c < kExtremeChains; ++c) {
     Line(depth + 1, "{");
     Line(depth + 2, absl::StrCat("const int64_t ", x, " = ", block, " + ", c * kVectorLanes, ";"));
@@ -404,13 +406,15 @@ void KernelPrinter::PrintVectorExtreme(const ComputeNode& node, int member, int 
     lanes = absl::StrCat("loom_", max ? "max" : "min", "16(", lanes, ", ", chains[c], ")");
   }
   Line(depth, absl::StrCat(acc, " = loom_h", max ? "max" : "min", "16(", lanes, ");"));
-  if (full < extent) {
-    Line(depth, absl::StrFormat("for (int64_t %s = %s; %s < %s; ++%s) {", x,
-                                MarkShapeConstant(full), x, MarkShapeConstant(extent), x));
-    PrintBody(node, depth + 1);
-    Line(depth + 1, ExtremeUpdate(node.reduce, DType::kF32, Temp(node.root), acc, nan));
-    Line(depth, "}");
-  }
+  // The remainder, also where there is none (as in PrintVectorLoop), in
+  // the compiler's vectors: a row shorter than a block runs only here.
+  Line(depth, absl::StrCat("#pragma omp simd reduction(", max ? "max" : "min", ":", acc,
+                           ") reduction(|:", nan, ")"));
+  Line(depth, absl::StrFormat("for (int64_t %s = %s; %s < %s; ++%s) {", x, full, x,
+                              MarkShapeConstant(extent), x));
+  PrintBody(node, depth + 1);
+  Line(depth + 1, ExtremeUpdate(node.reduce, DType::kF32, Temp(node.root), acc, nan));
+  Line(depth, "}");
   Line(depth, absl::StrCat("if (", nan, " | loom_any16(", nan_lanes, ")) ", acc, " = ",
                            cscalar::Literal(NAN, DType::kF32), ";"));
 }

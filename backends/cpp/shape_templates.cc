@@ -77,21 +77,6 @@ std::vector<int64_t> Values(const GeneratedSource& source) {
   return values;
 }
 
-// The text without the constants' digits: the same for every shape whose
-// kernels differ only in them.
-std::string Skeleton(const GeneratedSource& source) {
-  std::string skeleton;
-  skeleton.reserve(source.text.size());
-  size_t from = 0;
-  for (const ShapeConstant& c : source.shape_constants) {
-    skeleton.append(source.text, from, c.offset - from);
-    skeleton.push_back('#');
-    from = c.offset + c.length;
-  }
-  skeleton.append(source.text, from);
-  return skeleton;
-}
-
 // What the cache knows of a skeleton: the constants of the first source
 // compiled with it, and those that its template reads at run time (none
 // before a second source of the skeleton; `refused`: the template did not
@@ -174,6 +159,19 @@ std::vector<int> AtRunTime(const GeneratedSource& source, const Record& record) 
 }
 
 }  // namespace
+
+std::string Skeleton(const GeneratedSource& source) {
+  std::string skeleton;
+  skeleton.reserve(source.text.size());
+  size_t from = 0;
+  for (const ShapeConstant& c : source.shape_constants) {
+    skeleton.append(source.text, from, c.offset - from);
+    skeleton.push_back('#');
+    from = c.offset + c.length;
+  }
+  skeleton.append(source.text, from);
+  return skeleton;
+}
 
 std::string TemplateText(const GeneratedSource& source, absl::Span<const int> at_run_time) {
   const std::vector<KernelBody> bodies = KernelBodies(source);

@@ -25,6 +25,10 @@
 
 namespace loom::cpp {
 
+// `source`'s text without its shape constants' digits (each is '#'): the
+// same for two sources whose kernels differ only in those.
+std::string Skeleton(const GeneratedSource& source);
+
 // `source`'s text with the shape constants at `at_run_time` (indices into
 // source.shape_constants, ascending) read from the values every launch
 // passes after its arguments: each kernel function that reads one takes

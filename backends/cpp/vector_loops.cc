@@ -19,7 +19,10 @@ using cscalar::StorageCType;
 void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int depth) {
   const std::string x = absl::StrCat("x", node.ranges.size() - 1);
   const int64_t extent = node.ranges.back();
-  const int64_t full = extent / kVectorLanes * kVectorLanes;
+  // The whole vectors' part as an expression of the extent, not a second
+  // shape constant: a template that reads the extent reads it too.
+  const std::string full =
+      absl::StrCat(MarkShapeConstant(extent), " / ", kVectorLanes, " * ", kVectorLanes);
   const std::string store = RefText(node, plan_.members[member].store);
   // The next member's sum (SumsWhatTheVectorLoopStored): lanes, then a tail.
   const bool sums = static_cast<size_t>(member) + 1 < plan_.members.size() &&
@@ -27,8 +30,8 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
   const std::string sum = absl::StrCat("acc", member + 1);
   const std::string lanes = absl::StrCat("lanes", member + 1);
   if (sums) Line(depth, absl::StrCat("loom_f32v16 ", lanes, " = loom_splat16(0.0f);"));
-  Line(depth, absl::StrFormat("for (int64_t %s = 0; %s < %s; %s += %d) {", x, x,
-                              MarkShapeConstant(full), x, kVectorLanes));
+  Line(depth,
+       absl::StrFormat("for (int64_t %s = 0; %s < %s; %s += %d) {", x, x, full, x, kVectorLanes));
   PrintPrefetches(node, member, depth + 1);
   for (int i = 0; i < static_cast<int>(node.body.size()); ++i) {
     Line(depth + 1,
@@ -38,9 +41,10 @@ void KernelPrinter::PrintVectorLoop(const ComputeNode& node, int member, int dep
   if (sums) Line(depth + 1, absl::StrCat(lanes, " += ", Temp(node.root), ";"));
   Line(depth, "}");
   if (sums) Line(depth, absl::StrCat("float ", sum, " = loom_sum16(", lanes, ");"));
-  if (full == extent) return;
-  Line(depth, absl::StrFormat("for (int64_t %s = %s; %s < %s; ++%s) {", x, MarkShapeConstant(full),
-                              x, MarkShapeConstant(extent), x));
+  // The remainder, also where there is none at this shape (the compiler
+  // drops an empty loop), so that the code is the same for every extent.
+  Line(depth, absl::StrFormat("for (int64_t %s = %s; %s < %s; ++%s) {", x, full, x,
+                              MarkShapeConstant(extent), x));
   PrintBody(node, depth + 1);
   Line(depth + 1, absl::StrCat(store, " = ", Temp(node.root), ";"));
   if (sums) Line(depth + 1, absl::StrCat(sum, " += ", Temp(node.root), ";"));

@@ -353,7 +353,9 @@ TEST(VectorMathTest, MaxPoolWindowsRunInVectors) {
 // and for Arm (both have 16-byte registers), a softmax (its maximum, NaN
 // check and exponential's clamp) and tanh and erf (their selects) beside
 // row sums leave only the three scalar comparisons that end each row's
-// maximum; with comparisons of eight lanes they were 391.
+// maximum and the one that joins its remainder's (`omp simd` keeps that
+// join for a remainder of no iterations, as at 64 columns); with
+// comparisons of eight lanes they were 391.
 int Count(const std::string& code, const RE2& instruction) {
   re2::StringPiece rest(code);
   int count = 0;
@@ -374,18 +376,19 @@ TEST(VectorMathTest, ExplicitVectorsCompareInRegistersWithoutAvx) {
   }
   ASSERT_TRUE(InferShapes(b.graph()).ok());
   const std::string code = KernelCode(b.graph(), "x86-64", /*streaming_store_min_bytes=*/-1);
-  EXPECT_LE(Count(code, RE2(R"(\s(maxss|minss|u?comiss|cmp[a-z]*ss)\s)")), 3);
+  EXPECT_LE(Count(code, RE2(R"(\s(maxss|minss|u?comiss|cmp[a-z]*ss)\s)")), 4);
   EXPECT_GT(Count(code, RE2(R"(\s(maxps|minps|cmp[a-z]*ps)\s)")), 0);
 
   // And on Arm itself, where a scalar comparison (or maximum) is one of
-  // single-precision registers (s0), a vector one of v0.4s; each of the
-  // three steps that end a row's maximum is a compare and a select (fcsel).
+  // single-precision registers (s0), a vector one of v0.4s: the steps that
+  // end a row's maximum (each a compare and a select, fcsel) and the join
+  // of its remainder's, four in all.
   absl::StatusOr<Module> arm = EmitModule(b.graph(), "armv8-a", /*streaming_store_min_bytes=*/-1);
   ASSERT_TRUE(arm.ok()) << arm.status();
   absl::StatusOr<std::string> arm_library = cpp::CompileForAarch64(*arm, TestCacheDir());
   ASSERT_TRUE(arm_library.ok()) << arm_library.status();
   const std::string arm_code = Disassembly(*arm_library, "aarch64-linux-gnu-objdump");
-  EXPECT_LE(Count(arm_code, RE2(R"(\s(fcmpe?|fmaxnm|fminnm|fmax|fmin)\s+s\d)")), 3);
+  EXPECT_LE(Count(arm_code, RE2(R"(\s(fcmpe?|fmaxnm|fminnm|fmax|fmin)\s+s\d)")), 4);
   EXPECT_GT(
       Count(arm_code, RE2(R"(\s(fcm[a-z]+|fmaxnm|fminnm|fmax|fmin|bsl|bit|bif)\s+v\d+\.(4s|16b))")),
       0);

@@ -506,69 +506,138 @@ extern "C" void loom_f0(void* const* a) {
   const float* LOOM_RESTRICT p1 = (const float*)a[1];
   const float* LOOM_RESTRICT p2 = (const float*)a[2];
   float* LOOM_RESTRICT p3 = (float*)a[3];
-  #pragma omp parallel for collapse(2)
-  for (int64_t x0 = 0; x0 < 2; ++x0) {
-    for (int64_t x1 = 0; x1 < 2; ++x1) {
-      int64_t wn0 = 0;
-      float wmean0s[32] __attribute__((aligned(64))) = {0};
-      loom_f32v16 wmean0v0 = loom_splat16(0.0f);
-      loom_f32v16 wmean0v1 = loom_splat16(0.0f);
-      float wm20s[32] __attribute__((aligned(64))) = {0};
-      loom_f32v16 wm20v0 = loom_splat16(0.0f);
-      loom_f32v16 wm20v1 = loom_splat16(0.0f);
-      for (int64_t x2r = 0; x2r < 8192; x2r += 32) {
-        const float wn0_r = (float)1 / (float)++wn0;
-        const loom_f32v16 wn0_rv = loom_splat16(wn0_r);
-        {
-          const int64_t x2 = x2r + 0;
-          const loom_f32v16 t0 = loom_load16(&p0[(16384*x0 + 8192*x1 + x2)]);
-          const loom_f32v16 wmean0_d = t0 - wmean0v0;
-          wmean0v0 += wmean0_d * wn0_rv;
-          wm20v0 += wmean0_d * (t0 - wmean0v0);
+  if ((int64_t)2 * 2 > 1 && ((int64_t)2 * 2 * 8192 + (int64_t)2 * 2 * 8192 + (int64_t)2 * 2 + (int64_t)2 * 2 + (int64_t)2 * 2 * 8 * 1024 >= 65536 || (int64_t)2 * 2 * 8192 * 1 + (int64_t)2 * 2 * 8192 * 1 + (int64_t)2 * 2 * 3 + (int64_t)2 * 2 * 4 + (int64_t)2 * 2 * 8 * 1024 * 9 >= 262144)) {
+    #pragma omp parallel for collapse(2)
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 2; ++x1) {
+        int64_t wn0 = 0;
+        float wmean0s[32] __attribute__((aligned(64))) = {0};
+        loom_f32v16 wmean0v0 = loom_splat16(0.0f);
+        loom_f32v16 wmean0v1 = loom_splat16(0.0f);
+        float wm20s[32] __attribute__((aligned(64))) = {0};
+        loom_f32v16 wm20v0 = loom_splat16(0.0f);
+        loom_f32v16 wm20v1 = loom_splat16(0.0f);
+        for (int64_t x2r = 0; x2r < 8192; x2r += 32) {
+          const float wn0_r = (float)1 / (float)++wn0;
+          const loom_f32v16 wn0_rv = loom_splat16(wn0_r);
+          {
+            const int64_t x2 = x2r + 0;
+            const loom_f32v16 t0 = loom_load16(&p0[(16384*x0 + 8192*x1 + x2)]);
+            const loom_f32v16 wmean0_d = t0 - wmean0v0;
+            wmean0v0 += wmean0_d * wn0_rv;
+            wm20v0 += wmean0_d * (t0 - wmean0v0);
+          }
+          {
+            const int64_t x2 = x2r + 16;
+            const loom_f32v16 t0 = loom_load16(&p0[(16384*x0 + 8192*x1 + x2)]);
+            const loom_f32v16 wmean0_d = t0 - wmean0v1;
+            wmean0v1 += wmean0_d * wn0_rv;
+            wm20v1 += wmean0_d * (t0 - wmean0v1);
+          }
         }
-        {
-          const int64_t x2 = x2r + 16;
-          const loom_f32v16 t0 = loom_load16(&p0[(16384*x0 + 8192*x1 + x2)]);
-          const loom_f32v16 wmean0_d = t0 - wmean0v1;
-          wmean0v1 += wmean0_d * wn0_rv;
-          wm20v1 += wmean0_d * (t0 - wmean0v1);
+        loom_store16(&wmean0s[0], wmean0v0);
+        loom_store16(&wm20s[0], wm20v0);
+        loom_store16(&wmean0s[16], wmean0v1);
+        loom_store16(&wm20s[16], wm20v1);
+        float wn0_h = (float)wn0 * (float)0.5;
+        for (int w = 16; w > 0; w /= 2, wn0_h *= 2) {
+          for (int j = 0; j < w; ++j) {
+            const float wmean0_d = wmean0s[j + w] - wmean0s[j];
+            wmean0s[j] += wmean0_d * (float)0.5;
+            wm20s[j] += wm20s[j + w] + wmean0_d * wmean0_d * wn0_h;
+          }
+        }
+        float wmean0 = wmean0s[0], wm20 = wm20s[0];
+        float acc0 = wm20 / (float)(wn0 * 32);
+        float acc1 = wmean0 * (float)8192;
+        const float t2 = acc1;
+        const float t3 = (float)8192;
+        const float t4 = t2 / t3;
+        const float t5 = acc0;
+        const float t6 = (float)0x1.4f8b58p-17;
+        const float t7 = t5 + t6;
+        const float t8 = (float)1 / sqrtf(t7);
+        for (int64_t x2 = 0; x2 < 8; ++x2) {
+          #pragma GCC ivdep
+          for (int64_t x3 = 0; x3 < 1024; ++x3) {
+            const float t9 = p0[(16384*x0 + 8192*x1 + 1024*x2 + x3)];
+            const float t10 = t4;
+            const float t11 = t9 - t10;
+            const float t12 = t8;
+            const float t13 = t11 * t12;
+            const float t14 = p1[(8*x1 + x2)];
+            const float t15 = t13 * t14;
+            const float t16 = p2[(8*x1 + x2)];
+            const float t17 = t15 + t16;
+            p3[(16384*x0 + 8192*x1 + 1024*x2 + x3)] = t17;
+          }
         }
       }
-      loom_store16(&wmean0s[0], wmean0v0);
-      loom_store16(&wm20s[0], wm20v0);
-      loom_store16(&wmean0s[16], wmean0v1);
-      loom_store16(&wm20s[16], wm20v1);
-      float wn0_h = (float)wn0 * (float)0.5;
-      for (int w = 16; w > 0; w /= 2, wn0_h *= 2) {
-        for (int j = 0; j < w; ++j) {
-          const float wmean0_d = wmean0s[j + w] - wmean0s[j];
-          wmean0s[j] += wmean0_d * (float)0.5;
-          wm20s[j] += wm20s[j + w] + wmean0_d * wmean0_d * wn0_h;
+    }
+  } else {
+    for (int64_t x0 = 0; x0 < 2; ++x0) {
+      for (int64_t x1 = 0; x1 < 2; ++x1) {
+        int64_t wn0 = 0;
+        float wmean0s[32] __attribute__((aligned(64))) = {0};
+        loom_f32v16 wmean0v0 = loom_splat16(0.0f);
+        loom_f32v16 wmean0v1 = loom_splat16(0.0f);
+        float wm20s[32] __attribute__((aligned(64))) = {0};
+        loom_f32v16 wm20v0 = loom_splat16(0.0f);
+        loom_f32v16 wm20v1 = loom_splat16(0.0f);
+        for (int64_t x2r = 0; x2r < 8192; x2r += 32) {
+          const float wn0_r = (float)1 / (float)++wn0;
+          const loom_f32v16 wn0_rv = loom_splat16(wn0_r);
+          {
+            const int64_t x2 = x2r + 0;
+            const loom_f32v16 t0 = loom_load16(&p0[(16384*x0 + 8192*x1 + x2)]);
+            const loom_f32v16 wmean0_d = t0 - wmean0v0;
+            wmean0v0 += wmean0_d * wn0_rv;
+            wm20v0 += wmean0_d * (t0 - wmean0v0);
+          }
+          {
+            const int64_t x2 = x2r + 16;
+            const loom_f32v16 t0 = loom_load16(&p0[(16384*x0 + 8192*x1 + x2)]);
+            const loom_f32v16 wmean0_d = t0 - wmean0v1;
+            wmean0v1 += wmean0_d * wn0_rv;
+            wm20v1 += wmean0_d * (t0 - wmean0v1);
+          }
         }
-      }
-      float wmean0 = wmean0s[0], wm20 = wm20s[0];
-      float acc0 = wm20 / (float)(wn0 * 32);
-      float acc1 = wmean0 * (float)8192;
-      const float t2 = acc1;
-      const float t3 = (float)8192;
-      const float t4 = t2 / t3;
-      const float t5 = acc0;
-      const float t6 = (float)0x1.4f8b58p-17;
-      const float t7 = t5 + t6;
-      const float t8 = (float)1 / sqrtf(t7);
-      for (int64_t x2 = 0; x2 < 8; ++x2) {
-        #pragma GCC ivdep
-        for (int64_t x3 = 0; x3 < 1024; ++x3) {
-          const float t9 = p0[(16384*x0 + 8192*x1 + 1024*x2 + x3)];
-          const float t10 = t4;
-          const float t11 = t9 - t10;
-          const float t12 = t8;
-          const float t13 = t11 * t12;
-          const float t14 = p1[(8*x1 + x2)];
-          const float t15 = t13 * t14;
-          const float t16 = p2[(8*x1 + x2)];
-          const float t17 = t15 + t16;
-          p3[(16384*x0 + 8192*x1 + 1024*x2 + x3)] = t17;
+        loom_store16(&wmean0s[0], wmean0v0);
+        loom_store16(&wm20s[0], wm20v0);
+        loom_store16(&wmean0s[16], wmean0v1);
+        loom_store16(&wm20s[16], wm20v1);
+        float wn0_h = (float)wn0 * (float)0.5;
+        for (int w = 16; w > 0; w /= 2, wn0_h *= 2) {
+          for (int j = 0; j < w; ++j) {
+            const float wmean0_d = wmean0s[j + w] - wmean0s[j];
+            wmean0s[j] += wmean0_d * (float)0.5;
+            wm20s[j] += wm20s[j + w] + wmean0_d * wmean0_d * wn0_h;
+          }
+        }
+        float wmean0 = wmean0s[0], wm20 = wm20s[0];
+        float acc0 = wm20 / (float)(wn0 * 32);
+        float acc1 = wmean0 * (float)8192;
+        const float t2 = acc1;
+        const float t3 = (float)8192;
+        const float t4 = t2 / t3;
+        const float t5 = acc0;
+        const float t6 = (float)0x1.4f8b58p-17;
+        const float t7 = t5 + t6;
+        const float t8 = (float)1 / sqrtf(t7);
+        for (int64_t x2 = 0; x2 < 8; ++x2) {
+          #pragma GCC ivdep
+          for (int64_t x3 = 0; x3 < 1024; ++x3) {
+            const float t9 = p0[(16384*x0 + 8192*x1 + 1024*x2 + x3)];
+            const float t10 = t4;
+            const float t11 = t9 - t10;
+            const float t12 = t8;
+            const float t13 = t11 * t12;
+            const float t14 = p1[(8*x1 + x2)];
+            const float t15 = t13 * t14;
+            const float t16 = p2[(8*x1 + x2)];
+            const float t17 = t15 + t16;
+            p3[(16384*x0 + 8192*x1 + 1024*x2 + x3)] = t17;
+          }
         }
       }
     }

@@ -68,7 +68,9 @@ extern "C" void loom_f0(void* const* a) {
 #if LOOM_BLIS
   bli_thread_set_num_threads(loom_per_thread ? 1 : loom_threads);
 #endif
-  if (!loom_per_thread) {
+  if (!loom_per_thread && !((int64_t)1024 * 256 > 1 && ((int64_t)1024 * 256 >= 65536 || (int64_t)1024 * 256 * 4 >= 262144))) {
+    const bool loom_alone = (int64_t)1024 * 256 * 256 < 1048576;
+    if (loom_alone) omp_set_num_threads(1);
 #if LOOM_BLIS
     if (1024 >= 256 && (int64_t)1024 * 256 * 256 >= 16777216) {
       bli_sgemm(0, 0, 1024, 256, 256, &loom_blis_one, g0, 256, 1, g1, 256, 1, &loom_blis_zero, g2, 256, 1);
@@ -77,6 +79,33 @@ extern "C" void loom_f0(void* const* a) {
     {
       dnnl_sgemm('N', 'N', 1024, 256, 256, 1.0f, g0, 256, g1, 256, 0.0f, g2, 256);
     }
+    if (loom_alone) omp_set_num_threads(loom_threads);
+    const int64_t loom_first = 0;
+    const int64_t loom_last = 1024;
+    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {
+      #pragma GCC ivdep
+      for (int64_t x1 = 0; x1 < 256; ++x1) {
+        const float t0 = p0[(256*x0 + x1)];
+        const float t1 = p1[x1];
+        const float t2 = t0 + t1;
+        const float t3 = (t2 < 0 ? (float)0 : t2);
+        p2[(256*x0 + x1)] = t3;
+      }
+    }
+    return;
+  }
+  if (!loom_per_thread) {
+    const bool loom_alone = (int64_t)1024 * 256 * 256 < 1048576;
+    if (loom_alone) omp_set_num_threads(1);
+#if LOOM_BLIS
+    if (1024 >= 256 && (int64_t)1024 * 256 * 256 >= 16777216) {
+      bli_sgemm(0, 0, 1024, 256, 256, &loom_blis_one, g0, 256, 1, g1, 256, 1, &loom_blis_zero, g2, 256, 1);
+    } else
+#endif
+    {
+      dnnl_sgemm('N', 'N', 1024, 256, 256, 1.0f, g0, 256, g1, 256, 0.0f, g2, 256);
+    }
+    if (loom_alone) omp_set_num_threads(loom_threads);
   }
   #pragma omp parallel
   {

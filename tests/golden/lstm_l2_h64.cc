@@ -55,6 +55,38 @@ static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
 #else
 #define LOOM_BLIS 0
 #endif
+static inline float loom_pow2i(int32_t k) {
+  const int32_t bits = (k + 127) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+static inline float loom_expf(float x) {
+  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float n = rintf(c * 1.44269504088896341f);
+  const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  float p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = (p * r + 1.0f) * r + 1.0f;
+  const int32_t k = (int32_t)n;
+  const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
+  return x != x ? x : y;
+}
+static inline float loom_tanhf(float x) {
+  const float u = x * x;
+  float p = u * 3.59212803657248101e-3f - 8.86323552990219657e-3f;
+  p = p * u + 2.18694885361552028e-2f;
+  p = p * u - 5.39682539682539683e-2f;
+  p = p * u + 1.33333333333333333e-1f;
+  p = p * u - 3.33333333333333333e-1f;
+  const float near_zero = x + x * u * p;
+  const float a = x < 0.0f ? -x : x;
+  const float away = 1.0f - 2.0f / (loom_expf(2.0f * a) + 1.0f);
+  return a < 0.4f ? near_zero : (x < 0.0f ? -away : away);
+}
 
 /* Only this file's static helpers pass these vectors, so the ABI note is
    moot. */
@@ -519,9 +551,9 @@ static inline loom_f32v16 loom_erf16(loom_f32v16 x) { return {loom_erf8(x.lo), l
 #endif
 
 extern "C" {
-__attribute__((noinline, visibility("hidden"))) void loom_m0(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, float* LOOM_RESTRICT a5, int64_t x0);
-__attribute__((noinline, visibility("hidden"))) void loom_m1(const float* LOOM_RESTRICT a0, float* LOOM_RESTRICT a1, int64_t x0);
-__attribute__((noinline, visibility("hidden"))) void loom_m2(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, const float* LOOM_RESTRICT a5, const float* LOOM_RESTRICT a6, const float* LOOM_RESTRICT a7, const float* LOOM_RESTRICT a8, float* LOOM_RESTRICT a9, int64_t x0);
+__attribute__((noinline, visibility("hidden"))) void loom_m0(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, float* LOOM_RESTRICT a5, int64_t x0, int64_t loom_k0, int64_t loom_k1, int64_t loom_k2, int64_t loom_k3, int64_t loom_k4, int64_t loom_k5, int64_t loom_k6, int64_t loom_k7, int64_t loom_k8);
+__attribute__((noinline, visibility("hidden"))) void loom_m1(const float* LOOM_RESTRICT a0, float* LOOM_RESTRICT a1, int64_t x0, int64_t loom_k0, int64_t loom_k1);
+__attribute__((noinline, visibility("hidden"))) void loom_m2(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, const float* LOOM_RESTRICT a5, const float* LOOM_RESTRICT a6, const float* LOOM_RESTRICT a7, const float* LOOM_RESTRICT a8, float* LOOM_RESTRICT a9, int64_t x0, int64_t loom_k0, int64_t loom_k1, int64_t loom_k2, int64_t loom_k3, int64_t loom_k4, int64_t loom_k5, int64_t loom_k6, int64_t loom_k7, int64_t loom_k8, int64_t loom_k9, int64_t loom_k10, int64_t loom_k11, int64_t loom_k12, int64_t loom_k13, int64_t loom_k14, int64_t loom_k15, int64_t loom_k16);
 }
 
 extern "C" void loom_f0(void* const* a) {
@@ -730,7 +762,7 @@ extern "C" void loom_f3(void* const* a) {
     float l60[256];
     float l61[64];
     loom_matvec<64>(&p0[(64*x0 + 0)], &p1[(64*0 + 0)], 64, 256, &l0[0], 1);
-    for (int64_t x1 = 0; x1 < 64; x1 += 16) {
+    for (int64_t x1 = 0; x1 < 64 / 16 * 16; x1 += 16) {
       __builtin_prefetch(&p2[(256*(x0 + 1) + x1)]);
       __builtin_prefetch(&p4[(64*(x0 + 1) + x1)]);
       __builtin_prefetch(&p5[(256*(x0 + 1) + x1)]);
@@ -760,21 +792,46 @@ extern "C" void loom_f3(void* const* a) {
       const loom_f32v16 t24 = t10 + t23;
       loom_store16(&l1[x1], t24);
     }
-    loom_m0(p9, p11, p10, l0, l1, l2, x0);
+    for (int64_t x1 = 64 / 16 * 16; x1 < 64; ++x1) {
+      const float t3 = p2[(256*x0 + x1)];
+      const float t4 = p3[x1];
+      const float t5 = t3 + t4;
+      const float t6 = l0[(x1 + 128)];
+      const float t7 = t5 + t6;
+      const float t8 = (float)1 / ((float)1 + loom_expf(-t7));
+      const float t9 = p4[(64*x0 + x1)];
+      const float t10 = t8 * t9;
+      const float t11 = p5[(256*x0 + x1)];
+      const float t12 = p6[x1];
+      const float t13 = t11 + t12;
+      const float t14 = l0[x1];
+      const float t15 = t13 + t14;
+      const float t16 = (float)1 / ((float)1 + loom_expf(-t15));
+      const float t17 = p7[(256*x0 + x1)];
+      const float t18 = p8[x1];
+      const float t19 = t17 + t18;
+      const float t20 = l0[(x1 + 192)];
+      const float t21 = t19 + t20;
+      const float t22 = loom_tanhf(t21);
+      const float t23 = t16 * t22;
+      const float t24 = t10 + t23;
+      l1[x1] = t24;
+    }
+    loom_m0(p9, p11, p10, l0, l1, l2, x0, 64, 256, 64, 256, 64, 64, 64, 256, 64);
     float* const loom_rolled0[14] = {l2, l6, l10, l14, l18, l22, l26, l30, l34, l38, l42, l46, l50, l54};
     float* const loom_rolled1[14] = {l4, l8, l12, l16, l20, l24, l28, l32, l36, l40, l44, l48, l52, l56};
     float* const loom_rolled2[14] = {l1, l5, l9, l13, l17, l21, l25, l29, l33, l37, l41, l45, l49, l53};
     float* const loom_rolled3[14] = {l5, l9, l13, l17, l21, l25, l29, l33, l37, l41, l45, l49, l53, l57};
     float* const loom_rolled4[14] = {l6, l10, l14, l18, l22, l26, l30, l34, l38, l42, l46, l50, l54, l58};
     for (int64_t loom_step = 0; loom_step < 14; ++loom_step) {
-      loom_m1(loom_rolled0[loom_step], ((float*)a[11 + 5 * loom_step]), x0);
+      loom_m1(loom_rolled0[loom_step], ((float*)a[11 + 5 * loom_step]), x0, 64, 64);
       loom_matvec<64>(&loom_rolled0[loom_step][0], &p1[(64*0 + 0)], 64, 256, &loom_rolled1[loom_step][0], 1);
-      loom_m2(((const float*)a[12 + 5 * loom_step]), ((const float*)a[13 + 5 * loom_step]), ((const float*)a[14 + 5 * loom_step]), ((float*)a[16 + 5 * loom_step]), p3, loom_rolled1[loom_step], loom_rolled2[loom_step], p6, p8, loom_rolled3[loom_step], x0);
-      loom_m0(((const float*)a[15 + 5 * loom_step]), ((float*)a[16 + 5 * loom_step]), p10, loom_rolled1[loom_step], loom_rolled3[loom_step], loom_rolled4[loom_step], x0);
+      loom_m2(((const float*)a[12 + 5 * loom_step]), ((const float*)a[13 + 5 * loom_step]), ((const float*)a[14 + 5 * loom_step]), ((float*)a[16 + 5 * loom_step]), p3, loom_rolled1[loom_step], loom_rolled2[loom_step], p6, p8, loom_rolled3[loom_step], x0, 64, 256, 256, 256, 64, 256, 128, 256, 256, 192, 64, 64, 256, 128, 256, 256, 192);
+      loom_m0(((const float*)a[15 + 5 * loom_step]), ((float*)a[16 + 5 * loom_step]), p10, loom_rolled1[loom_step], loom_rolled3[loom_step], loom_rolled4[loom_step], x0, 64, 256, 64, 256, 64, 64, 64, 256, 64);
     }
-    loom_m1(l58, p81, x0);
+    loom_m1(l58, p81, x0, 64, 64);
     loom_matvec<64>(&l58[0], &p1[(64*0 + 0)], 64, 256, &l60[0], 1);
-    for (int64_t x1 = 0; x1 < 64; x1 += 16) {
+    for (int64_t x1 = 0; x1 < 64 / 16 * 16; x1 += 16) {
       __builtin_prefetch(&p82[(256*(x0 + 1) + x1)]);
       __builtin_prefetch(&p83[(256*(x0 + 1) + x1)]);
       __builtin_prefetch(&p84[(256*(x0 + 1) + x1)]);
@@ -803,12 +860,37 @@ extern "C" void loom_f3(void* const* a) {
       const loom_f32v16 t549 = t535 + t548;
       loom_store16(&l61[x1], t549);
     }
+    for (int64_t x1 = 64 / 16 * 16; x1 < 64; ++x1) {
+      const float t528 = p82[(256*x0 + x1)];
+      const float t529 = p3[x1];
+      const float t530 = t528 + t529;
+      const float t531 = l60[(x1 + 128)];
+      const float t532 = t530 + t531;
+      const float t533 = (float)1 / ((float)1 + loom_expf(-t532));
+      const float t534 = l57[x1];
+      const float t535 = t533 * t534;
+      const float t536 = p83[(256*x0 + x1)];
+      const float t537 = p6[x1];
+      const float t538 = t536 + t537;
+      const float t539 = l60[x1];
+      const float t540 = t538 + t539;
+      const float t541 = (float)1 / ((float)1 + loom_expf(-t540));
+      const float t542 = p84[(256*x0 + x1)];
+      const float t543 = p8[x1];
+      const float t544 = t542 + t543;
+      const float t545 = l60[(x1 + 192)];
+      const float t546 = t544 + t545;
+      const float t547 = loom_tanhf(t546);
+      const float t548 = t541 * t547;
+      const float t549 = t535 + t548;
+      l61[x1] = t549;
+    }
     #pragma GCC ivdep
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       const float t550 = l61[x1];
       p85[(128*x0 + x1)] = t550;
     }
-    for (int64_t x1 = 0; x1 < 64; x1 += 16) {
+    for (int64_t x1 = 0; x1 < 64 / 16 * 16; x1 += 16) {
       __builtin_prefetch(&p86[(256*(x0 + 1) + x1)]);
       const loom_f32v16 t551 = loom_load16(&p86[(256*x0 + x1)]);
       const loom_f32v16 t552 = loom_load16(&p10[x1]);
@@ -820,6 +902,18 @@ extern "C" void loom_f3(void* const* a) {
       const loom_f32v16 t558 = loom_tanh16(t557);
       const loom_f32v16 t559 = t556 * t558;
       loom_store16(&p87[(64*x0 + x1)], t559);
+    }
+    for (int64_t x1 = 64 / 16 * 16; x1 < 64; ++x1) {
+      const float t551 = p86[(256*x0 + x1)];
+      const float t552 = p10[x1];
+      const float t553 = t551 + t552;
+      const float t554 = l60[(x1 + 64)];
+      const float t555 = t553 + t554;
+      const float t556 = (float)1 / ((float)1 + loom_expf(-t555));
+      const float t557 = l61[x1];
+      const float t558 = loom_tanhf(t557);
+      const float t559 = t556 * t558;
+      p87[(64*x0 + x1)] = t559;
     }
   }
 }
@@ -938,14 +1032,14 @@ extern "C" void loom_f8(void* const* a) {
   }
 }
 
-extern "C" void loom_m0(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, float* LOOM_RESTRICT a5, int64_t x0) {
-  for (int64_t x1 = 0; x1 < 64; x1 += 16) {
-    __builtin_prefetch(&a0[(256*(x0 + 1) + x1)]);
-    __builtin_prefetch(&a1[(64*x0 + x1)], 1);
-    const loom_f32v16 v0 = loom_load16(&a0[(256*x0 + x1)]);
+extern "C" void loom_m0(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, float* LOOM_RESTRICT a5, int64_t x0, int64_t loom_k0, int64_t loom_k1, int64_t loom_k2, int64_t loom_k3, int64_t loom_k4, int64_t loom_k5, int64_t loom_k6, int64_t loom_k7, int64_t loom_k8) {
+  for (int64_t x1 = 0; x1 < loom_k0 / 16 * 16; x1 += 16) {
+    __builtin_prefetch(&a0[(loom_k1*(x0 + 1) + x1)]);
+    __builtin_prefetch(&a1[(loom_k2*x0 + x1)], 1);
+    const loom_f32v16 v0 = loom_load16(&a0[(loom_k3*x0 + x1)]);
     const loom_f32v16 v1 = loom_load16(&a2[x1]);
     const loom_f32v16 v2 = v0 + v1;
-    const loom_f32v16 v3 = loom_load16(&a3[(x1 + 64)]);
+    const loom_f32v16 v3 = loom_load16(&a3[(x1 + loom_k4)]);
     const loom_f32v16 v4 = v2 + v3;
     const loom_f32v16 v5 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-v4));
     const loom_f32v16 v6 = loom_load16(&a4[x1]);
@@ -953,45 +1047,82 @@ extern "C" void loom_m0(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRIC
     const loom_f32v16 v8 = v5 * v7;
     loom_store16(&a5[x1], v8);
   }
-}
-
-extern "C" void loom_m1(const float* LOOM_RESTRICT a0, float* LOOM_RESTRICT a1, int64_t x0) {
-  #pragma GCC ivdep
-  for (int64_t x1 = 0; x1 < 64; ++x1) {
-    const float v0 = a0[x1];
-    a1[(64*x0 + x1)] = v0;
+  for (int64_t x1 = loom_k5 / 16 * 16; x1 < loom_k6; ++x1) {
+    const float v0 = a0[(loom_k7*x0 + x1)];
+    const float v1 = a2[x1];
+    const float v2 = v0 + v1;
+    const float v3 = a3[(x1 + loom_k8)];
+    const float v4 = v2 + v3;
+    const float v5 = (float)1 / ((float)1 + loom_expf(-v4));
+    const float v6 = a4[x1];
+    const float v7 = loom_tanhf(v6);
+    const float v8 = v5 * v7;
+    a5[x1] = v8;
   }
 }
 
-extern "C" void loom_m2(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, const float* LOOM_RESTRICT a5, const float* LOOM_RESTRICT a6, const float* LOOM_RESTRICT a7, const float* LOOM_RESTRICT a8, float* LOOM_RESTRICT a9, int64_t x0) {
-  for (int64_t x1 = 0; x1 < 64; x1 += 16) {
-    __builtin_prefetch(&a0[(256*(x0 + 1) + x1)]);
-    __builtin_prefetch(&a1[(256*(x0 + 1) + x1)]);
-    __builtin_prefetch(&a2[(256*(x0 + 1) + x1)]);
-    __builtin_prefetch(&a3[(64*x0 + x1)], 1);
-    const loom_f32v16 v0 = loom_load16(&a0[(256*x0 + x1)]);
+extern "C" void loom_m1(const float* LOOM_RESTRICT a0, float* LOOM_RESTRICT a1, int64_t x0, int64_t loom_k0, int64_t loom_k1) {
+  #pragma GCC ivdep
+  for (int64_t x1 = 0; x1 < loom_k0; ++x1) {
+    const float v0 = a0[x1];
+    a1[(loom_k1*x0 + x1)] = v0;
+  }
+}
+
+extern "C" void loom_m2(const float* LOOM_RESTRICT a0, const float* LOOM_RESTRICT a1, const float* LOOM_RESTRICT a2, const float* LOOM_RESTRICT a3, const float* LOOM_RESTRICT a4, const float* LOOM_RESTRICT a5, const float* LOOM_RESTRICT a6, const float* LOOM_RESTRICT a7, const float* LOOM_RESTRICT a8, float* LOOM_RESTRICT a9, int64_t x0, int64_t loom_k0, int64_t loom_k1, int64_t loom_k2, int64_t loom_k3, int64_t loom_k4, int64_t loom_k5, int64_t loom_k6, int64_t loom_k7, int64_t loom_k8, int64_t loom_k9, int64_t loom_k10, int64_t loom_k11, int64_t loom_k12, int64_t loom_k13, int64_t loom_k14, int64_t loom_k15, int64_t loom_k16) {
+  for (int64_t x1 = 0; x1 < loom_k0 / 16 * 16; x1 += 16) {
+    __builtin_prefetch(&a0[(loom_k1*(x0 + 1) + x1)]);
+    __builtin_prefetch(&a1[(loom_k2*(x0 + 1) + x1)]);
+    __builtin_prefetch(&a2[(loom_k3*(x0 + 1) + x1)]);
+    __builtin_prefetch(&a3[(loom_k4*x0 + x1)], 1);
+    const loom_f32v16 v0 = loom_load16(&a0[(loom_k5*x0 + x1)]);
     const loom_f32v16 v1 = loom_load16(&a4[x1]);
     const loom_f32v16 v2 = v0 + v1;
-    const loom_f32v16 v3 = loom_load16(&a5[(x1 + 128)]);
+    const loom_f32v16 v3 = loom_load16(&a5[(x1 + loom_k6)]);
     const loom_f32v16 v4 = v2 + v3;
     const loom_f32v16 v5 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-v4));
     const loom_f32v16 v6 = loom_load16(&a6[x1]);
     const loom_f32v16 v7 = v5 * v6;
-    const loom_f32v16 v8 = loom_load16(&a1[(256*x0 + x1)]);
+    const loom_f32v16 v8 = loom_load16(&a1[(loom_k7*x0 + x1)]);
     const loom_f32v16 v9 = loom_load16(&a7[x1]);
     const loom_f32v16 v10 = v8 + v9;
     const loom_f32v16 v11 = loom_load16(&a5[x1]);
     const loom_f32v16 v12 = v10 + v11;
     const loom_f32v16 v13 = loom_splat16(1.0f) / (loom_splat16(1.0f) + loom_exp16(-v12));
-    const loom_f32v16 v14 = loom_load16(&a2[(256*x0 + x1)]);
+    const loom_f32v16 v14 = loom_load16(&a2[(loom_k8*x0 + x1)]);
     const loom_f32v16 v15 = loom_load16(&a8[x1]);
     const loom_f32v16 v16 = v14 + v15;
-    const loom_f32v16 v17 = loom_load16(&a5[(x1 + 192)]);
+    const loom_f32v16 v17 = loom_load16(&a5[(x1 + loom_k9)]);
     const loom_f32v16 v18 = v16 + v17;
     const loom_f32v16 v19 = loom_tanh16(v18);
     const loom_f32v16 v20 = v13 * v19;
     const loom_f32v16 v21 = v7 + v20;
     loom_store16(&a9[x1], v21);
+  }
+  for (int64_t x1 = loom_k10 / 16 * 16; x1 < loom_k11; ++x1) {
+    const float v0 = a0[(loom_k12*x0 + x1)];
+    const float v1 = a4[x1];
+    const float v2 = v0 + v1;
+    const float v3 = a5[(x1 + loom_k13)];
+    const float v4 = v2 + v3;
+    const float v5 = (float)1 / ((float)1 + loom_expf(-v4));
+    const float v6 = a6[x1];
+    const float v7 = v5 * v6;
+    const float v8 = a1[(loom_k14*x0 + x1)];
+    const float v9 = a7[x1];
+    const float v10 = v8 + v9;
+    const float v11 = a5[x1];
+    const float v12 = v10 + v11;
+    const float v13 = (float)1 / ((float)1 + loom_expf(-v12));
+    const float v14 = a2[(loom_k15*x0 + x1)];
+    const float v15 = a8[x1];
+    const float v16 = v14 + v15;
+    const float v17 = a5[(x1 + loom_k16)];
+    const float v18 = v16 + v17;
+    const float v19 = loom_tanhf(v18);
+    const float v20 = v13 * v19;
+    const float v21 = v7 + v20;
+    a9[x1] = v21;
   }
 }
 

@@ -60,30 +60,30 @@ extern "C" void loom_f0(void* const* a) {
   const float* p0 = (const float*)a[0];
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
+  const float* g0 = (const float*)a[3];
+  const float* g1 = (const float*)a[4];
+  float* g2 = (float*)a[5];
   const int loom_threads = omp_get_max_threads();
-  const bool loom_alone = (int64_t)2 * 64 * 32 < 1048576;
-  if (loom_alone) omp_set_num_threads(1);
+  const int loom_per_thread = 2 >= 64 * loom_threads;
 #if LOOM_BLIS
-  bli_thread_set_num_threads(omp_get_max_threads());
+  bli_thread_set_num_threads(loom_per_thread ? 1 : loom_threads);
 #endif
+  if (!loom_per_thread && !((int64_t)2 * 64 > 1 && ((int64_t)2 * 64 >= 65536 || (int64_t)2 * 64 * 4 >= 262144))) {
+    const bool loom_alone = (int64_t)2 * 64 * 32 < 1048576;
+    if (loom_alone) omp_set_num_threads(1);
 #if LOOM_BLIS
-  if (2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
-    bli_sgemm(0, 0, 2, 64, 32, &loom_blis_one, p0, 32, 1, p1, 64, 1, &loom_blis_zero, p2, 64, 1);
-  } else
+    if (2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
+      bli_sgemm(0, 0, 2, 64, 32, &loom_blis_one, g0, 32, 1, g1, 64, 1, &loom_blis_zero, g2, 64, 1);
+    } else
 #endif
-  {
-    dnnl_sgemm('N', 'N', 2, 64, 32, 1.0f, p0, 32, p1, 64, 0.0f, p2, 64);
-  }
-  if (loom_alone) omp_set_num_threads(loom_threads);
-}
-
-extern "C" void loom_f1(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)2 * 64 > 1 && ((int64_t)2 * 64 >= 65536 || (int64_t)2 * 64 * 4 >= 262144)) {
-    #pragma omp parallel for collapse(2)
-    for (int64_t x0 = 0; x0 < 2; ++x0) {
+    {
+      dnnl_sgemm('N', 'N', 2, 64, 32, 1.0f, g0, 32, g1, 64, 0.0f, g2, 64);
+    }
+    if (loom_alone) omp_set_num_threads(loom_threads);
+    const int64_t loom_first = 0;
+    const int64_t loom_last = 2;
+    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {
+      #pragma GCC ivdep
       for (int64_t x1 = 0; x1 < 64; ++x1) {
         const float t0 = p0[(64*x0 + x1)];
         const float t1 = p1[x1];
@@ -92,8 +92,38 @@ extern "C" void loom_f1(void* const* a) {
         p2[(64*x0 + x1)] = t3;
       }
     }
-  } else {
-    for (int64_t x0 = 0; x0 < 2; ++x0) {
+    return;
+  }
+  if (!loom_per_thread) {
+    const bool loom_alone = (int64_t)2 * 64 * 32 < 1048576;
+    if (loom_alone) omp_set_num_threads(1);
+#if LOOM_BLIS
+    if (2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
+      bli_sgemm(0, 0, 2, 64, 32, &loom_blis_one, g0, 32, 1, g1, 64, 1, &loom_blis_zero, g2, 64, 1);
+    } else
+#endif
+    {
+      dnnl_sgemm('N', 'N', 2, 64, 32, 1.0f, g0, 32, g1, 64, 0.0f, g2, 64);
+    }
+    if (loom_alone) omp_set_num_threads(loom_threads);
+  }
+  #pragma omp parallel
+  {
+    const int64_t loom_team = omp_get_num_threads();
+    const int64_t loom_first = 2 * omp_get_thread_num() / loom_team;
+    const int64_t loom_last = 2 * (omp_get_thread_num() + 1) / loom_team;
+    if (loom_per_thread) {
+#if LOOM_BLIS
+      if (2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
+        bli_sgemm(0, 0, loom_last - loom_first, 64, 32, &loom_blis_one, g0 + loom_first * 32, 32, 1, g1, 64, 1, &loom_blis_zero, g2 + loom_first * 64, 64, 1);
+      } else
+#endif
+      {
+        dnnl_sgemm('N', 'N', loom_last - loom_first, 64, 32, 1.0f, g0 + loom_first * 32, 32, g1, 64, 0.0f, g2 + loom_first * 64, 64);
+      }
+      #pragma omp barrier
+    }
+    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {
       #pragma GCC ivdep
       for (int64_t x1 = 0; x1 < 64; ++x1) {
         const float t0 = p0[(64*x0 + x1)];
@@ -106,34 +136,34 @@ extern "C" void loom_f1(void* const* a) {
   }
 }
 
-extern "C" void loom_f2(void* const* a) {
+extern "C" void loom_f1(void* const* a) {
   const float* p0 = (const float*)a[0];
   const float* p1 = (const float*)a[1];
   float* p2 = (float*)a[2];
+  const float* g0 = (const float*)a[3];
+  const float* g1 = (const float*)a[4];
+  float* g2 = (float*)a[5];
   const int loom_threads = omp_get_max_threads();
-  const bool loom_alone = (int64_t)2 * 32 * 64 < 1048576;
-  if (loom_alone) omp_set_num_threads(1);
+  const int loom_per_thread = 2 >= 64 * loom_threads;
 #if LOOM_BLIS
-  bli_thread_set_num_threads(omp_get_max_threads());
+  bli_thread_set_num_threads(loom_per_thread ? 1 : loom_threads);
 #endif
+  if (!loom_per_thread && !((int64_t)2 * 32 > 1 && ((int64_t)2 * 32 >= 65536 || (int64_t)2 * 32 * 3 >= 262144))) {
+    const bool loom_alone = (int64_t)2 * 32 * 64 < 1048576;
+    if (loom_alone) omp_set_num_threads(1);
 #if LOOM_BLIS
-  if (2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
-    bli_sgemm(0, 0, 2, 32, 64, &loom_blis_one, p0, 64, 1, p1, 32, 1, &loom_blis_zero, p2, 32, 1);
-  } else
+    if (2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
+      bli_sgemm(0, 0, 2, 32, 64, &loom_blis_one, g0, 64, 1, g1, 32, 1, &loom_blis_zero, g2, 32, 1);
+    } else
 #endif
-  {
-    dnnl_sgemm('N', 'N', 2, 32, 64, 1.0f, p0, 64, p1, 32, 0.0f, p2, 32);
-  }
-  if (loom_alone) omp_set_num_threads(loom_threads);
-}
-
-extern "C" void loom_f3(void* const* a) {
-  const float* LOOM_RESTRICT p0 = (const float*)a[0];
-  const float* LOOM_RESTRICT p1 = (const float*)a[1];
-  float* LOOM_RESTRICT p2 = (float*)a[2];
-  if ((int64_t)2 * 32 > 1 && ((int64_t)2 * 32 >= 65536 || (int64_t)2 * 32 * 3 >= 262144)) {
-    #pragma omp parallel for collapse(2)
-    for (int64_t x0 = 0; x0 < 2; ++x0) {
+    {
+      dnnl_sgemm('N', 'N', 2, 32, 64, 1.0f, g0, 64, g1, 32, 0.0f, g2, 32);
+    }
+    if (loom_alone) omp_set_num_threads(loom_threads);
+    const int64_t loom_first = 0;
+    const int64_t loom_last = 2;
+    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {
+      #pragma GCC ivdep
       for (int64_t x1 = 0; x1 < 32; ++x1) {
         const float t0 = p0[(32*x0 + x1)];
         const float t1 = p1[x1];
@@ -141,8 +171,38 @@ extern "C" void loom_f3(void* const* a) {
         p2[(32*x0 + x1)] = t2;
       }
     }
-  } else {
-    for (int64_t x0 = 0; x0 < 2; ++x0) {
+    return;
+  }
+  if (!loom_per_thread) {
+    const bool loom_alone = (int64_t)2 * 32 * 64 < 1048576;
+    if (loom_alone) omp_set_num_threads(1);
+#if LOOM_BLIS
+    if (2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
+      bli_sgemm(0, 0, 2, 32, 64, &loom_blis_one, g0, 64, 1, g1, 32, 1, &loom_blis_zero, g2, 32, 1);
+    } else
+#endif
+    {
+      dnnl_sgemm('N', 'N', 2, 32, 64, 1.0f, g0, 64, g1, 32, 0.0f, g2, 32);
+    }
+    if (loom_alone) omp_set_num_threads(loom_threads);
+  }
+  #pragma omp parallel
+  {
+    const int64_t loom_team = omp_get_num_threads();
+    const int64_t loom_first = 2 * omp_get_thread_num() / loom_team;
+    const int64_t loom_last = 2 * (omp_get_thread_num() + 1) / loom_team;
+    if (loom_per_thread) {
+#if LOOM_BLIS
+      if (2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
+        bli_sgemm(0, 0, loom_last - loom_first, 32, 64, &loom_blis_one, g0 + loom_first * 64, 64, 1, g1, 32, 1, &loom_blis_zero, g2 + loom_first * 32, 32, 1);
+      } else
+#endif
+      {
+        dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 64, 1.0f, g0 + loom_first * 64, 64, g1, 32, 0.0f, g2 + loom_first * 32, 32);
+      }
+      #pragma omp barrier
+    }
+    for (int64_t x0 = loom_first; x0 < loom_last; ++x0) {
       #pragma GCC ivdep
       for (int64_t x1 = 0; x1 < 32; ++x1) {
         const float t0 = p0[(32*x0 + x1)];
@@ -155,8 +215,6 @@ extern "C" void loom_f3(void* const* a) {
 }
 
 // Launches:
-// loom_f0(x, fc0_weight, fc0_mm)  # fc0_matmul
-// loom_f1(fc0_mm, fc0_bias, h0)  # relu0
-// loom_f2(h0, fc1_weight, fc1_mm)  # fc1_matmul
-// loom_f3(fc1_mm, fc1_bias, y)  # fc1_add
+// loom_f0(fc0_mm, fc0_bias, h0, x, fc0_weight, fc0_mm)  # fc0_matmul, relu0
+// loom_f1(fc1_mm, fc1_bias, y, h0, fc1_weight, fc1_mm)  # fc1_matmul, fc1_add
 // 

@@ -38,6 +38,26 @@ static inline int64_t loom_f2i64(double x) {
   if (x <= -9223372036854775808.0) return INT64_MIN;
   return (int64_t)x;
 }
+static inline float loom_pow2i(int32_t k) {
+  const int32_t bits = (k + 127) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+static inline float loom_expf(float x) {
+  const float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float n = rintf(c * 1.44269504088896341f);
+  const float r = c - n * 0.693359375f - n * -2.12194440e-4f;
+  float p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = (p * r + 1.0f) * r + 1.0f;
+  const int32_t k = (int32_t)n;
+  const float y = e * loom_pow2i(k >> 1) * loom_pow2i(k - (k >> 1));
+  return x != x ? x : y;
+}
 
 /* Only this file's static helpers pass these vectors, so the ABI note is
    moot. */
@@ -515,7 +535,7 @@ extern "C" void loom_f0(void* const* a) {
       loom_f32v16 extreme0_1 = loom_splat16(acc0);
       loom_f32v16 extreme0_2 = loom_splat16(acc0);
       loom_f32v16 extreme0_3 = loom_splat16(acc0);
-      for (int64_t x1b = 0; x1b < 64; x1b += 64) {
+      for (int64_t x1b = 0; x1b < 64 / 64 * 64; x1b += 64) {
         {
           const int64_t x1 = x1b + 0;
           const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
@@ -542,9 +562,14 @@ extern "C" void loom_f0(void* const* a) {
         }
       }
       acc0 = loom_hmax16(loom_max16(loom_max16(loom_max16(extreme0_0, extreme0_1), extreme0_2), extreme0_3));
+      #pragma omp simd reduction(max:acc0) reduction(|:arg0)
+      for (int64_t x1 = 64 / 64 * 64; x1 < 64; ++x1) {
+        const float t0 = p0[(64*x0 + x1)];
+        acc0 = t0 > acc0 ? t0 : acc0; arg0 |= t0 != t0;
+      }
       if (arg0 | loom_any16(nan_lanes0)) acc0 = (float)NAN;
       loom_f32v16 lanes2 = loom_splat16(0.0f);
-      for (int64_t x1 = 0; x1 < 64; x1 += 16) {
+      for (int64_t x1 = 0; x1 < 64 / 16 * 16; x1 += 16) {
         __builtin_prefetch(&p0[(64*(x0 + 1) + x1)]);
         __builtin_prefetch(&p1[(64*x0 + x1)], 1);
         const loom_f32v16 t1 = loom_load16(&p0[(64*x0 + x1)]);
@@ -555,6 +580,14 @@ extern "C" void loom_f0(void* const* a) {
         lanes2 += t4;
       }
       float acc2 = loom_sum16(lanes2);
+      for (int64_t x1 = 64 / 16 * 16; x1 < 64; ++x1) {
+        const float t1 = p0[(64*x0 + x1)];
+        const float t2 = acc0;
+        const float t3 = t1 - t2;
+        const float t4 = loom_expf(t3);
+        l1[x1] = t4;
+        acc2 += t4;
+      }
       const float t6 = acc2;
       const float t7 = (float)1 / t6;
       #pragma GCC ivdep
@@ -575,7 +608,7 @@ extern "C" void loom_f0(void* const* a) {
       loom_f32v16 extreme0_1 = loom_splat16(acc0);
       loom_f32v16 extreme0_2 = loom_splat16(acc0);
       loom_f32v16 extreme0_3 = loom_splat16(acc0);
-      for (int64_t x1b = 0; x1b < 64; x1b += 64) {
+      for (int64_t x1b = 0; x1b < 64 / 64 * 64; x1b += 64) {
         {
           const int64_t x1 = x1b + 0;
           const loom_f32v16 t0 = loom_load16(&p0[(64*x0 + x1)]);
@@ -602,9 +635,14 @@ extern "C" void loom_f0(void* const* a) {
         }
       }
       acc0 = loom_hmax16(loom_max16(loom_max16(loom_max16(extreme0_0, extreme0_1), extreme0_2), extreme0_3));
+      #pragma omp simd reduction(max:acc0) reduction(|:arg0)
+      for (int64_t x1 = 64 / 64 * 64; x1 < 64; ++x1) {
+        const float t0 = p0[(64*x0 + x1)];
+        acc0 = t0 > acc0 ? t0 : acc0; arg0 |= t0 != t0;
+      }
       if (arg0 | loom_any16(nan_lanes0)) acc0 = (float)NAN;
       loom_f32v16 lanes2 = loom_splat16(0.0f);
-      for (int64_t x1 = 0; x1 < 64; x1 += 16) {
+      for (int64_t x1 = 0; x1 < 64 / 16 * 16; x1 += 16) {
         __builtin_prefetch(&p0[(64*(x0 + 1) + x1)]);
         __builtin_prefetch(&p1[(64*x0 + x1)], 1);
         const loom_f32v16 t1 = loom_load16(&p0[(64*x0 + x1)]);
@@ -615,6 +653,14 @@ extern "C" void loom_f0(void* const* a) {
         lanes2 += t4;
       }
       float acc2 = loom_sum16(lanes2);
+      for (int64_t x1 = 64 / 16 * 16; x1 < 64; ++x1) {
+        const float t1 = p0[(64*x0 + x1)];
+        const float t2 = acc0;
+        const float t3 = t1 - t2;
+        const float t4 = loom_expf(t3);
+        l1[x1] = t4;
+        acc2 += t4;
+      }
       const float t6 = acc2;
       const float t7 = (float)1 / t6;
       #pragma GCC ivdep
