@@ -7,7 +7,9 @@ lstm_l2_h64 (nn.LSTM(32, 64, num_layers=2, batch_first=True), features).
 For each (batch, length): loom's first call (its compile for that shape and
 one run), then the steady times of loom and ONNX Runtime, alternating
 rounds, medians; and the largest difference between their first outputs.
-Prints a markdown table and one JSON line per point on stderr.
+Prints a markdown table and one JSON line per point on stderr; the last
+line counts the models loom compiled (one per shape) and the native
+libraries its kernel cache holds (shapes of one size class share one).
 
     tests/zoo/run.sh dynamic_onnx.py [--model=bert_base] [--lengths=8,32,128,512]
         [--batches=1,8] [--rounds=3] [--iters=3] [--out=DIR]
@@ -17,6 +19,7 @@ kernel cache is a fresh folder, so every first call compiles.
 """
 
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -76,7 +79,7 @@ def main():
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--out", default=None, help="where to export (default: a temp folder)")
     args = parser.parse_args()
-    os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom_cache_")
+    cache = os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom_cache_")
     os.environ.setdefault("LOOM_LIBRARY", os.path.join(ROOT, "bazel-bin/runtime/libloom.so"))
     sys.path[:0] = [os.path.join(ROOT, "python")]
     import numpy as np
@@ -129,8 +132,9 @@ def main():
             r["batch"], r["sequence"], r["first_call_s"], r["loom_ms"], r["ort_ms"],
             r["loom_ms"] / r["ort_ms"], r["max_abs_diff"]))
     ratios = [r["loom_ms"] / r["ort_ms"] for r in rows]
-    print("\ngeomean loom/ORT %.3f, worst %.3f; loom compiled %d models" % (
-        statistics.geometric_mean(ratios), max(ratios), model.compiles))
+    print("\ngeomean loom/ORT %.3f, worst %.3f; loom compiled %d models, %d native libraries" % (
+        statistics.geometric_mean(ratios), max(ratios), model.compiles,
+        len(glob.glob(os.path.join(cache, "*.so")))))
 
 
 if __name__ == "__main__":
