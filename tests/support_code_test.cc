@@ -104,14 +104,16 @@ extern "C" void loom_f0(void* const* a) {
 class CppSupportCodeTest : public testing::TestWithParam<CppTarget> {};
 
 TEST_P(CppSupportCodeTest, HelpersCompile) {
-  ExpectCompiles(absl::StrCat(cpp::kPreludeHead, cscalar::CoreHelpers(cpp::kHelperQualifier),
-                              cpp::kIndexErrorRecorder, AllHelpers(cpp::kHelperQualifier)),
+  ExpectCompiles(absl::StrCat(cpp::kPreludeHead, cscalar::CMathDeclarations(),
+                              cscalar::CoreHelpers(cpp::kHelperQualifier), cpp::kIndexErrorRecorder,
+                              AllHelpers(cpp::kHelperQualifier)),
                  absl::StrCat("helpers_", GetParam().name, ".cc"), CppCommand(GetParam()));
 }
 
 // The narrow floats' conversions, emitted where a program holds one.
 TEST_P(CppSupportCodeTest, NarrowFloatHelpersCompile) {
-  ExpectCompiles(absl::StrCat(cpp::kPreludeHead, cscalar::CoreHelpers(cpp::kHelperQualifier),
+  ExpectCompiles(absl::StrCat(cpp::kPreludeHead, cscalar::CMathDeclarations(),
+                              cscalar::CoreHelpers(cpp::kHelperQualifier),
                               cscalar::NarrowFloatHelpers(cpp::kHelperQualifier)),
                  absl::StrCat("narrow_floats_", GetParam().name, ".cc"), CppCommand(GetParam()));
 }
@@ -121,11 +123,11 @@ TEST_P(CppSupportCodeTest, PreludeCompiles) {
   every_libm_call.f32.set();
   every_libm_call.f64.set();
   ExpectCompiles(
-      absl::StrCat(cpp::kPreludeHead, cpp::VectorLibmDeclarations(every_libm_call),
-                   cpp::kStreamHelpers, cpp::kDnnlConvDeclarations, cpp::kDnnlDeclaration,
-                   cpp::kBlisDeclaration, cpp::kOpenBlasSgemmDeclaration, cpp::kBlasDeclaration,
-                   "#include <omp.h>\n", cpp::kPanelGemm, cpp::VectorHelpers(/*teams=*/true),
-                   kVectorHelperCalls),
+      absl::StrCat(cpp::kPreludeHead, cscalar::CMathDeclarations(),
+                   cpp::VectorLibmDeclarations(every_libm_call), cpp::kStreamHelpers,
+                   cpp::kDnnlConvDeclarations, cpp::kDnnlDeclaration, cpp::kBlisDeclaration,
+                   cpp::kOpenBlasSgemmDeclaration, cpp::kBlasDeclaration, cpp::kOpenMpDeclarations,
+                   cpp::kPanelGemm, cpp::VectorHelpers(/*teams=*/true), kVectorHelperCalls),
       absl::StrCat("prelude_", GetParam().name, ".cc"), CppCommand(GetParam()));
 }
 

@@ -2,28 +2,34 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "ir/shape_constants.h"
 
 namespace loom::cscalar {
 namespace {
 
+// Every C math function the spellings call, by its double-precision name,
+// and its count of arguments: first those LibmFn names, in its order.
+constexpr std::pair<absl::string_view, int> kCMathFunctions[] = {
+    {"exp", 1},  {"log", 1},  {"tanh", 1},  {"erf", 1},  {"sin", 1},  {"cos", 1},  {"pow", 2},
+    {"fabs", 1}, {"sqrt", 1}, {"floor", 1}, {"ceil", 1}, {"rint", 1}, {"fmod", 2},
+};
+
 // The C spelling of a math function for a float type: expf or exp.
-std::string MathFn(const char* name, DType dtype) {
+std::string MathFn(absl::string_view name, DType dtype) {
   return absl::StrCat(name, dtype == DType::kF32 ? "f" : "");
 }
-
-// The double-precision names of the functions LibmFn names.
-constexpr const char* kLibmNames[kNumLibmFns] = {"exp", "log", "tanh", "erf", "sin", "cos", "pow"};
 
 // libm's `fn` for `dtype` applied to `a`; recorded in `calls` if not null.
 std::string LibmCall(LibmFn fn, DType dtype, const std::vector<std::string>& a, LibmCalls* calls) {
   if (calls != nullptr) (dtype == DType::kF32 ? calls->f32 : calls->f64).set(fn);
-  return absl::StrCat(MathFn(kLibmNames[fn], dtype), "(", absl::StrJoin(a, ", "), ")");
+  return absl::StrCat(MathFn(kCMathFunctions[fn].first, dtype), "(", absl::StrJoin(a, ", "), ")");
 }
 
 // The exponential of `dtype` under `float_exp` applied to `arg`; collects
@@ -50,7 +56,20 @@ std::string LibmPrototype(LibmFn fn, DType dtype) {
                       LibmArity(fn) == 2 ? absl::StrCat(", ", t) : "", ")");
 }
 
-std::string LibmName(LibmFn fn, DType dtype) { return MathFn(kLibmNames[fn], dtype); }
+std::string LibmName(LibmFn fn, DType dtype) { return MathFn(kCMathFunctions[fn].first, dtype); }
+
+std::string CMathDeclarations() {
+  std::string text = "extern \"C\" {\n";
+  for (const auto& [name, arity] : kCMathFunctions) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      const char* t = CType(dtype);
+      absl::StrAppend(&text, dtype == DType::kF32 ? "" : " ", t, " ", MathFn(name, dtype), "(", t,
+                      arity == 2 ? ", " : "", arity == 2 ? t : "", ") noexcept;");
+    }
+    text += '\n';
+  }
+  return absl::StrCat(text, "}\n\n");
+}
 
 const char* CType(DType dtype) {
   switch (dtype) {

@@ -69,6 +69,11 @@ std::string LibmName(LibmFn fn, DType dtype);
 // Its number of arguments: 1, or 2 for pow.
 inline int LibmArity(LibmFn fn) { return fn == kLibmPow ? 2 : 1; }
 
+// The C declarations, for f32 and f64, of every C math function the
+// expressions here may call (CallExpr: the LibmFn ones, fabsf, sqrtf,
+// floorf, ceilf, rintf, fmodf), so that a unit need not include <math.h>.
+std::string CMathDeclarations();
+
 // The helpers every kernel may call: loom_idiv, loom_ipow, loom_f2i32,
 // loom_f2i64, each declared with `qualifier`.
 std::string CoreHelpers(absl::string_view qualifier);

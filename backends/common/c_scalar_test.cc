@@ -1,7 +1,11 @@
 #include "backends/common/c_scalar.h"
 
+#include <cctype>
 #include <cmath>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace loom::cscalar {
@@ -55,6 +59,56 @@ TEST(CScalarTest, LibmCallsAreCollectedByPrecision) {
   EXPECT_EQ(calls.f64, std::bitset<kNumLibmFns>().set(kLibmExp));
   EXPECT_EQ(LibmPrototype(kLibmPow, DType::kF32), "float powf(float, float)");
   EXPECT_EQ(LibmPrototype(kLibmErf, DType::kF64), "double erf(double)");
+}
+
+// The names `text` calls: each identifier followed by '('.
+std::vector<std::string> CalledNames(const std::string& text) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '(') continue;
+    size_t begin = i;
+    while (begin > 0 &&
+           (std::isalnum(static_cast<unsigned char>(text[begin - 1])) || text[begin - 1] == '_')) {
+      --begin;
+    }
+    if (begin < i) names.push_back(text.substr(begin, i - begin));
+  }
+  return names;
+}
+
+// A unit includes no <math.h>: every C function a float expression calls
+// is declared by CMathDeclarations.
+TEST(CScalarTest, EveryCalledMathFunctionIsDeclared) {
+  const std::string declarations = CMathDeclarations();
+  int checked = 0;
+  for (int f = static_cast<int>(ScalarFn::kNeg); f <= static_cast<int>(ScalarFn::kSelect); ++f) {
+    const auto fn = static_cast<ScalarFn>(f);
+    if (fn == ScalarFn::kNot || fn == ScalarFn::kBitNot || fn == ScalarFn::kBitCast ||
+        (fn >= ScalarFn::kShl && fn <= ScalarFn::kShr) ||
+        (fn >= ScalarFn::kAnd && fn <= ScalarFn::kBitXor)) {
+      continue;  // on bools or integers
+    }
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      for (FloatExp exp : {FloatExp::kLibm, FloatExp::kPolynomial}) {
+        HelperSet helpers;
+        const std::vector<std::string> args = {"a", "b", "c"};
+        const std::string text = CallExpr(
+            fn, dtype, dtype, {args.begin(), args.begin() + ScalarFnArity(fn)}, helpers, exp);
+        for (const std::string& name : CalledNames(text)) {
+          if (name.rfind("loom_", 0) == 0 || name.rfind("LOOM_", 0) == 0 ||
+              name.rfind("__builtin_", 0) == 0) {
+            continue;  // the prelude's helpers and macros, GCC's builtins
+          }
+          EXPECT_NE(declarations.find(absl::StrCat(" ", name, "(")), std::string::npos)
+              << name << " in " << text;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 20);
+  EXPECT_NE(declarations.find("float fmodf(float, float) noexcept;"), std::string::npos);
+  EXPECT_NE(declarations.find("double sqrt(double) noexcept;"), std::string::npos);
 }
 
 TEST(CScalarTest, NarrowAndUnsignedTypes) {

@@ -29,7 +29,7 @@ namespace {
 struct UnitNeeds {
   cscalar::HelperSet helpers;
   cscalar::LibmCalls libm_calls;
-  bool calls_openmp = false;  // <omp.h>
+  bool calls_openmp = false;  // kOpenMpDeclarations
   bool streams = false;       // kStreamHelpers
   bool vectorizes = false;    // VectorHelpers
   bool teams = false;         // VectorHelpers(teams)
@@ -209,8 +209,8 @@ bool LaunchGemmChain(const LoopProgram& program, absl::Span<const Kernel> kernel
 // function.
 std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
   std::string text = absl::StrCat(
-      kPreludeHead, VectorLibmDeclarations(needs.libm_calls),
-      needs.calls_openmp ? "#include <omp.h>\n" : "", cscalar::CoreHelpers(kHelperQualifier),
+      kPreludeHead, cscalar::CMathDeclarations(), VectorLibmDeclarations(needs.libm_calls),
+      needs.calls_openmp ? kOpenMpDeclarations : "", cscalar::CoreHelpers(kHelperQualifier),
       needs.streams ? kStreamHelpers : "", needs.calls_conv ? kDnnlConvDeclarations : "",
       needs.calls_dnnl ? kDnnlDeclaration : "", needs.calls_blis ? kBlisDeclaration : "",
       needs.calls_openblas_sgemm ? kOpenBlasSgemmDeclaration : "",

@@ -785,7 +785,7 @@ TEST(CodegenTest, AReductionOverOneLongRowSplitsOverTheThreads) {
   proto::CppOptions options;
   options.set_openmp(true);
   const std::string text = EmitCpp(*program, *schedule, options).text;
-  EXPECT_THAT(text, HasSubstr("#include <omp.h>"));
+  EXPECT_THAT(text, HasSubstr("int omp_get_max_threads(void) noexcept;"));
   EXPECT_THAT(text, HasSubstr("const int loom_split = omp_get_max_threads() > 1;"));
   EXPECT_THAT(text, HasSubstr("#pragma omp parallel for simd reduction(+:acc0) if(loom_split)"));
   // The members are one function of the outer position, called from a

@@ -11,7 +11,8 @@ namespace loom::cpp {
 // The C text the kernels of a translation unit need around them: the
 // head every unit starts with, and the helpers only some kernels call.
 // prelude_text.h, generated from prelude.inc, declares its sections:
-// kPreludeHead; kStreamHelpers (loom_stream16 and loom_stream_fence, for
+// kPreludeHead; kOpenMpDeclarations (the OpenMP functions the kernels
+// call); kStreamHelpers (loom_stream16 and loom_stream_fence, for
 // streaming stores); kIndexErrorRecorder (loom_index_error, for
 // loom_check_index); the library functions that calls declare,
 // kDnnlDeclaration (dnnl_sgemm), kBlisDeclaration (bli_sgemm and its switch
