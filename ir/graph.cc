@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -145,13 +146,18 @@ absl::StatusOr<ValueId> Graph::AddInput(std::string name, TensorType type) {
 }
 
 absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind, Tensor data) {
+  return AddInitializer(std::move(name), kind, std::make_shared<const Tensor>(std::move(data)));
+}
+
+absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind,
+                                              std::shared_ptr<const Tensor> data) {
   if (FindValue(name) >= 0) {
     return absl::InvalidArgumentError(absl::StrCat("value '", name, "' is defined more than once"));
   }
   if (kind != ValueKind::kWeight && kind != ValueKind::kConstant) {
     return absl::InternalError("an initializer is a weight or a constant");
   }
-  TensorType type = data.type();
+  TensorType type = data->type();
   const ValueId id = NewValue(std::move(name), type, kind);
   (kind == ValueKind::kWeight ? weights_ : constants_).push_back(id);
   initializers_.emplace(id, std::move(data));
@@ -224,10 +230,18 @@ ValueId Graph::FindNumbered(absl::string_view name) const {
   return id >= 0 && values_[id].name == name ? id : -1;
 }
 
-const Tensor& Graph::initializer(ValueId id) const { return initializers_.at(id); }
+const Tensor& Graph::initializer(ValueId id) const { return *initializers_.at(id); }
+
+const std::shared_ptr<const Tensor>& Graph::shared_initializer(ValueId id) const {
+  return initializers_.at(id);
+}
 
 void Graph::ReplaceInitializer(ValueId id, Tensor data) {
-  values_[id].type = data.type();
+  ReplaceInitializer(id, std::make_shared<const Tensor>(std::move(data)));
+}
+
+void Graph::ReplaceInitializer(ValueId id, std::shared_ptr<const Tensor> data) {
+  values_[id].type = data->type();
   initializers_.at(id) = std::move(data);
 }
 

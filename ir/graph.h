@@ -220,9 +220,13 @@ class Graph {
   const std::vector<ValueId>& constants() const { return constants_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
 
-  // Adds a graph input, weight or constant. Names must be unique.
+  // Adds a graph input, weight or constant. Names must be unique. An
+  // initializer's data is never written once added; graphs that copy one
+  // another (and data that other graphs hold, SharedWeights) share it.
   absl::StatusOr<ValueId> AddInput(std::string name, TensorType type);
   absl::StatusOr<ValueId> AddInitializer(std::string name, ValueKind kind, Tensor data);
+  absl::StatusOr<ValueId> AddInitializer(std::string name, ValueKind kind,
+                                         std::shared_ptr<const Tensor> data);
   // Adds a node that reads `inputs` and defines fresh values named
   // `output_names` (types unknown until shape inference). The inputs must
   // already be defined, which keeps nodes in topological order.
@@ -244,9 +248,11 @@ class Graph {
   }
   // Data of a weight or constant.
   const Tensor& initializer(ValueId id) const;
+  const std::shared_ptr<const Tensor>& shared_initializer(ValueId id) const;
   // Replaces a weight's or constant's data, and its value's type with the
   // data's.
   void ReplaceInitializer(ValueId id, Tensor data);
+  void ReplaceInitializer(ValueId id, std::shared_ptr<const Tensor> data);
   // A name not yet used by any value, built from `base`.
   std::string UniqueValueName(absl::string_view base);
 
@@ -291,7 +297,7 @@ class Graph {
   std::vector<ValueId> constants_;
   std::vector<ValueId> outputs_;
   std::vector<std::string> output_names_;  // by output; "" for the value's name
-  absl::flat_hash_map<ValueId, Tensor> initializers_;
+  absl::flat_hash_map<ValueId, std::shared_ptr<const Tensor>> initializers_;
   int64_t next_unique_ = 0;
 
   // The name index: value ids, found by the names in values_, of which it

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <queue>
 
 #include "absl/container/flat_hash_map.h"
@@ -17,6 +18,7 @@
 #include "ir/op_registry.h"
 #include "ir/parallel.h"
 #include "ir/random.h"
+#include "ir/shared_weights.h"
 #include "ir/status_macros.h"
 #include "ir/verifier.h"
 
@@ -279,6 +281,32 @@ bool AddNodesInFileOrder(const proto::Graph& g, Graph& graph) {
   return true;
 }
 
+// The path of `external`'s file, relative to the model's folder.
+std::filesystem::path ExternalDataPath(const proto::ExternalData& external,
+                                       absl::string_view model_path) {
+  std::filesystem::path path(external.file());
+  if (path.is_relative()) {
+    path = std::filesystem::path(std::string(model_path)).parent_path() / path;
+  }
+  return path;
+}
+
+// MaterializeInitializer's tensor, external data shared with the other
+// graphs of this process that hold it (SharedFileTensor): a torch.compile
+// graph compiled at many shapes reads its parameters once.
+absl::StatusOr<std::shared_ptr<const Tensor>> SharedInitializer(const proto::Initializer& init,
+                                                                absl::string_view model_path) {
+  if (init.init_case() != proto::Initializer::kExternal || init.external().file().empty()) {
+    LOOM_ASSIGN_OR_RETURN(Tensor tensor, MaterializeInitializer(init, model_path));
+    return std::make_shared<const Tensor>(std::move(tensor));
+  }
+  LOOM_ASSIGN_OR_RETURN(TensorType type,
+                        ConvertType(init.type(), absl::StrCat("initializer '", init.name(), "'")));
+  return SharedFileTensor(ExternalDataPath(init.external(), model_path).string(),
+                          init.external().offset(), type,
+                          [&] { return MaterializeInitializer(init, model_path); });
+}
+
 // The graph's name, inputs, weights and constants, in a graph with room
 // for all its values and nodes.
 absl::Status AddArguments(const proto::Graph& g, absl::string_view filename, Graph& graph) {
@@ -293,7 +321,7 @@ absl::Status AddArguments(const proto::Graph& g, absl::string_view filename, Gra
   }
   auto add_initializers = [&](const auto& list, ValueKind kind) -> absl::Status {
     for (const proto::Initializer& init : list) {
-      LOOM_ASSIGN_OR_RETURN(Tensor data, MaterializeInitializer(init, filename));
+      LOOM_ASSIGN_OR_RETURN(std::shared_ptr<const Tensor> data, SharedInitializer(init, filename));
       LOOM_RETURN_IF_ERROR(graph.AddInitializer(init.name(), kind, std::move(data)).status());
     }
     return absl::OkStatus();
@@ -384,9 +412,7 @@ proto::Attribute AttrToProto(absl::string_view name, const AttrValue& value) {
 
 absl::Status ReadExternalData(const proto::ExternalData& external, absl::string_view model_path,
                               const std::string& what, Tensor& tensor) {
-  std::filesystem::path path(external.file());
-  if (path.is_relative())
-    path = std::filesystem::path(std::string(model_path)).parent_path() / path;
+  const std::filesystem::path path = ExternalDataPath(external, model_path);
   const int64_t bytes = tensor.num_elements() * DTypeSize(tensor.dtype());
   if (external.file().empty()) {
     return absl::InvalidArgumentError(

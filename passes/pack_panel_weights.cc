@@ -8,6 +8,7 @@
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "ir/parallel.h"
+#include "ir/shared_weights.h"
 #include "ir/status_macros.h"
 #include "ir/tensor.h"
 #include "passes/decomposition.h"
@@ -82,7 +83,9 @@ absl::StatusOr<bool> PackPanelWeightsPass::Run(Module& module) {
   if (weights.empty()) return false;
   std::vector<bool> packed(graph.values().size(), false);
   for (ValueId weight : weights) {
-    graph.ReplaceInitializer(weight, Panels(graph.initializer(weight)));
+    graph.ReplaceInitializer(
+        weight, SharedDerivedTensor(graph.shared_initializer(weight), "pack-panel-weights",
+                                    [&] { return Panels(graph.initializer(weight)); }));
     packed[weight] = true;
   }
   // The products become nodes of the decompositions' builder, whose new

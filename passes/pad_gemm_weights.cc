@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/graph.h"
 #include "ir/parallel.h"
+#include "ir/shared_weights.h"
 #include "ir/tensor.h"
 #include "passes/lower.h"
 
@@ -75,7 +76,9 @@ absl::StatusOr<bool> PadGemmWeightsPass::Run(Module& module) {
     const ValueId view = graph.AddIntermediate(name, type);
     view_of.push_back(-1);
     view_of[weight] = view;
-    graph.ReplaceInitializer(weight, PaddedRows(graph.initializer(weight)));
+    graph.ReplaceInitializer(
+        weight, SharedDerivedTensor(graph.shared_initializer(weight), "pad-gemm-weights",
+                                    [&] { return PaddedRows(graph.initializer(weight)); }));
     nodes.push_back(ColumnsSlice(name, weight, view, type.shape[1]));
   }
   for (const Node& node : graph.nodes()) {

@@ -1,6 +1,7 @@
 #include "frontends/onnx/onnx_importer.h"
 
 #include <filesystem>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -363,12 +364,13 @@ class Importer : public SubgraphImporter {
       LOOM_RETURN_IF_ERROR(AddInput(input));
     }
     for (const onnx::TensorProto& init : g.initializer()) {
-      LOOM_ASSIGN_OR_RETURN(Tensor data,
-                            TensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'"),
-                                           options_.external_data_dir));
+      LOOM_ASSIGN_OR_RETURN(
+          std::shared_ptr<const Tensor> data,
+          SharedTensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'"),
+                               options_.external_data_dir));
       // A one-element initializer is a literal (an epsilon, a scale, an
       // exponent): a constant, which lowering writes into the kernels.
-      const ValueKind kind = data.num_elements() == 1 ? ValueKind::kConstant : ValueKind::kWeight;
+      const ValueKind kind = data->num_elements() == 1 ? ValueKind::kConstant : ValueKind::kWeight;
       LOOM_ASSIGN_OR_RETURN(ValueId id, graph_.AddInitializer(init.name(), kind, std::move(data)));
       Define(init.name(), id);
     }

@@ -3,6 +3,9 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/algorithm/container.h"
@@ -11,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/file_io.h"
 #include "ir/parallel.h"
+#include "ir/shared_weights.h"
 #include "ir/status_macros.h"
 
 namespace loom {
@@ -191,10 +195,17 @@ absl::StatusOr<std::filesystem::path> ExternalPath(const std::string& location,
   return std::filesystem::path(dir) / relative;
 }
 
-// A tensor whose data is in an external file (TensorProto.external_data:
-// location, offset, length), read once the file is known to hold it.
-absl::StatusOr<Tensor> ExternalTensor(const onnx::TensorProto& proto, absl::string_view what,
-                                      const std::string& dir, DType dtype, Shape shape) {
+// Where a tensor's data is in an external file (TensorProto.external_data:
+// location, offset, length), its length checked against what the dims need.
+struct ExternalRegion {
+  std::string path;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+absl::StatusOr<ExternalRegion> ExternalRegionOf(const onnx::TensorProto& proto,
+                                                absl::string_view what, const std::string& dir,
+                                                DType dtype, const Shape& shape) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const onnx::StringStringEntryProto& entry : proto.external_data()) {
@@ -216,22 +227,28 @@ absl::StatusOr<Tensor> ExternalTensor(const onnx::TensorProto& proto, absl::stri
                                                    " bytes, shape ", ShapeToString(shape), " of ",
                                                    DTypeName(dtype), " needs ", bytes));
   }
+  return ExternalRegion{path.string(), offset, bytes};
+}
+
+// The tensor in `region`, read once the file is known to hold it.
+absl::StatusOr<Tensor> ReadExternal(const ExternalRegion& region, absl::string_view what,
+                                    DType dtype, Shape shape) {
   // Mapped, not read into a buffer first: a 435 MB model's weights are
   // copied once, from the page cache into their tensors.
-  absl::StatusOr<MappedFile> file = MappedFile::Map(path.string());
+  absl::StatusOr<MappedFile> file = MappedFile::Map(region.path);
   if (!file.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": cannot read its external data: ", file.status().message()));
   }
   const absl::string_view data = file->bytes();
-  if (data.size() < static_cast<size_t>(offset) ||
-      data.size() - offset < static_cast<size_t>(bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": its external data '", path.string(),
-                                                   "' has fewer than ", bytes,
-                                                   " bytes from offset ", offset));
+  if (data.size() < static_cast<size_t>(region.offset) ||
+      data.size() - region.offset < static_cast<size_t>(region.bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": its external data '", region.path,
+                                                   "' has fewer than ", region.bytes,
+                                                   " bytes from offset ", region.offset));
   }
   Tensor tensor = Tensor::Uninitialized({dtype, std::move(shape)});
-  CopyBytes(data.data() + offset, tensor);
+  CopyBytes(data.data() + region.offset, tensor);
   NormalizeBools(tensor);
   return tensor;
 }
@@ -320,7 +337,9 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::stri
   LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(proto.data_type(), what));
   LOOM_ASSIGN_OR_RETURN(Shape shape, DimsOf(proto, what));
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    return ExternalTensor(proto, what, external_dir, dtype, std::move(shape));
+    LOOM_ASSIGN_OR_RETURN(ExternalRegion region,
+                          ExternalRegionOf(proto, what, external_dir, dtype, shape));
+    return ReadExternal(region, what, dtype, std::move(shape));
   }
   // Sizes are checked before allocating: dims may claim far more than the
   // data holds.
@@ -349,6 +368,20 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::stri
   Tensor tensor(dtype, std::move(shape));
   CopyTyped(proto, tensor);
   return tensor;
+}
+
+absl::StatusOr<std::shared_ptr<const Tensor>> SharedTensorFromOnnx(
+    const onnx::TensorProto& proto, absl::string_view what, const std::string& external_dir) {
+  if (proto.data_location() != onnx::TensorProto::EXTERNAL || proto.has_segment()) {
+    LOOM_ASSIGN_OR_RETURN(Tensor tensor, TensorFromOnnx(proto, what, external_dir));
+    return std::make_shared<const Tensor>(std::move(tensor));
+  }
+  LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(proto.data_type(), what));
+  LOOM_ASSIGN_OR_RETURN(Shape shape, DimsOf(proto, what));
+  LOOM_ASSIGN_OR_RETURN(ExternalRegion region,
+                        ExternalRegionOf(proto, what, external_dir, dtype, shape));
+  return SharedFileTensor(region.path, region.offset, {dtype, shape},
+                          [&] { return ReadExternal(region, what, dtype, shape); });
 }
 
 absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path) {

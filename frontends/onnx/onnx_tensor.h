@@ -4,6 +4,7 @@
 // ONNX element types and tensors (TensorProto) in loom's terms.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -34,6 +35,11 @@ std::string OnnxTypeName(int32_t elem_type);
 // short of what the dims need are InvalidArgument errors naming `what`.
 absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::string_view what,
                                       const std::string& external_dir = "");
+// The same, external data shared with the other graphs of this process that
+// hold it (SharedFileTensor): a model compiled at many shapes reads its
+// weights once.
+absl::StatusOr<std::shared_ptr<const Tensor>> SharedTensorFromOnnx(
+    const onnx::TensorProto& proto, absl::string_view what, const std::string& external_dir = "");
 
 // Reads a serialised TensorProto (an ONNX test's input_N.pb / output_N.pb).
 absl::StatusOr<onnx::TensorProto> ReadTensorProtoFile(const std::string& path);
