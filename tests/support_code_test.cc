@@ -131,6 +131,18 @@ TEST_P(CppSupportCodeTest, PreludeCompiles) {
       absl::StrCat("prelude_", GetParam().name, ".cc"), CppCommand(GetParam()));
 }
 
+// The head declares what it calls of <math.h> and <omp.h> rather than
+// including them; a unit that includes them first (a user's around the
+// kernels' source) sees the same declarations and macros, which would
+// otherwise be redefined.
+TEST_P(CppSupportCodeTest, HeadAgreesWithTheCHeaders) {
+  ExpectCompiles(
+      absl::StrCat("#include <math.h>\n#include <omp.h>\n", cpp::kPreludeHead,
+                   cscalar::CMathDeclarations(), cpp::kOpenMpDeclarations,
+                   "float loom_check(float x) { return x < INFINITY ? sqrtf(x) : NAN; }\n"),
+      absl::StrCat("c_headers_", GetParam().name, ".cc"), CppCommand(GetParam()));
+}
+
 INSTANTIATE_TEST_SUITE_P(InstructionSets, CppSupportCodeTest, testing::ValuesIn(kCppTargets),
                          [](const testing::TestParamInfo<CppTarget>& info) {
                            return std::string(info.param.name);
