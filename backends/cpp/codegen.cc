@@ -206,8 +206,9 @@ bool LaunchGemmChain(const LoopProgram& program, absl::Span<const Kernel> kernel
 }
 
 // The unit's text: the prelude with what its kernels need, then each
-// function.
-std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
+// function, `bodies` by index.
+std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions,
+                     const std::vector<std::string>& bodies) {
   std::string text = absl::StrCat(
       kPreludeHead, cscalar::CMathDeclarations(), VectorLibmDeclarations(needs.libm_calls),
       needs.calls_openmp ? kOpenMpDeclarations : "", cscalar::CoreHelpers(kHelperQualifier),
@@ -216,7 +217,7 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
       needs.calls_openblas_sgemm ? kOpenBlasSgemmDeclaration : "",
       needs.calls_blas ? kBlasDeclaration : "", needs.calls_panel_gemm ? kPanelGemm : "");
   size_t size = text.size();
-  for (const std::string& body : functions.table.bodies()) size += body.size() + 64;
+  for (const std::string& body : bodies) size += body.size() + 64;
   text.reserve(size);
   if (needs.narrow_floats) {
     absl::StrAppend(&text, cscalar::NarrowFloatHelpers(kHelperQualifier));
@@ -230,7 +231,6 @@ std::string UnitText(const UnitNeeds& needs, const UnitFunctions& functions) {
   }
   if (needs.vectorizes) absl::StrAppend(&text, VectorHelpers(needs.teams));
   absl::StrAppend(&text, functions.outlined.Declarations());
-  const std::deque<std::string>& bodies = functions.table.bodies();
   for (size_t f = 0; f < bodies.size(); ++f) {
     absl::StrAppend(&text, "\nextern \"C\" void loom_f", f, "(void* const* a) {\n", bodies[f],
                     "}\n");
@@ -321,7 +321,11 @@ GeneratedSource EmitCpp(const LoopProgram& program, const Schedule& schedule,
     }
     kplan::AppendLaunch(launches, function, planner.plan().params.args());
   }
-  StrippedSource stripped = StripShapeConstants(UnitText(needs, functions));
+  const std::deque<std::string>& printed = functions.table.bodies();
+  const std::vector<std::string> bodies =
+      options.specialize_shapes() ? std::vector<std::string>(printed.begin(), printed.end())
+                                  : ShareBodiesAcrossShapes(printed, functions.outlined);
+  StrippedSource stripped = StripShapeConstants(UnitText(needs, functions, bodies));
   source.text = std::move(stripped.text);
   source.shape_constants = std::move(stripped.constants);
   for (size_t f = 0; f < functions.table.bodies().size(); ++f) {

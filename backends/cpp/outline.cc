@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cpp {
 namespace {
@@ -335,6 +337,129 @@ std::string OutlinedFunctions::Definitions() const {
                     "}\n");
   }
   return text;
+}
+
+namespace {
+
+// `source`'s text with each shape constant's digits a '#': the same for
+// two bodies that differ only in those.
+std::string Skeleton(const StrippedSource& source) {
+  std::string skeleton;
+  size_t from = 0;
+  for (const ShapeConstant& c : source.constants) {
+    absl::StrAppend(&skeleton, absl::string_view(source.text).substr(from, c.offset - from), "#");
+    from = c.offset + c.length;
+  }
+  absl::StrAppend(&skeleton, absl::string_view(source.text).substr(from));
+  return skeleton;
+}
+
+// Whether `c`, a constant of `source`, divides: the right operand of `/`
+// or `%` (an index's divisor, which the compiler makes a multiplication
+// where it knows it).
+bool IsDivisor(const StrippedSource& source, const ShapeConstant& c) {
+  size_t at = c.offset;
+  while (at > 0 && source.text[at - 1] == ' ') --at;
+  return at > 0 && (source.text[at - 1] == '/' || source.text[at - 1] == '%');
+}
+
+// Makes `members` (indices of `stripped`, two or more bodies of one
+// skeleton) calls of one function of `outlined`, in `bodies`.
+void ShareOneSkeleton(const std::vector<int>& members, const std::vector<StrippedSource>& stripped,
+                      OutlinedFunctions& outlined, std::vector<std::string>& bodies) {
+  const StrippedSource& first = stripped[members[0]];
+  // Each constant's place in the array (-1: a divisor in which the members
+  // agree, which stays in the code). Only that choice depends on the
+  // values, so that the function's text is the same at other shapes: a
+  // shape template's skeleton (BERT's attention products at sequence 64,
+  // where every size is 64, made a skeleton of their own when the
+  // constants the members agreed in stayed too).
+  std::vector<int> name_of_position;
+  std::vector<size_t> position_of_name;
+  for (size_t p = 0; p < first.constants.size(); ++p) {
+    const int64_t value = first.constants[p].value;
+    const bool agree =
+        absl::c_all_of(members, [&](int m) { return stripped[m].constants[p].value == value; });
+    if (agree && IsDivisor(first, first.constants[p])) {
+      name_of_position.push_back(-1);
+    } else {
+      name_of_position.push_back(static_cast<int>(position_of_name.size()));
+      position_of_name.push_back(p);
+    }
+  }
+  // Copied into variables of the function's own, as a shape template's
+  // are (shape_templates.cc): a store through a float* could otherwise
+  // alias the array.
+  std::string body;
+  for (size_t n = 0; n < position_of_name.size(); ++n) {
+    absl::StrAppend(&body, "  const int64_t loom_s", n, " = loom_shape[", n, "];\n");
+  }
+  size_t from = 0;
+  for (size_t p = 0; p < first.constants.size(); ++p) {
+    const ShapeConstant& c = first.constants[p];
+    absl::StrAppend(&body, absl::string_view(first.text).substr(from, c.offset - from));
+    if (name_of_position[p] < 0) {
+      absl::StrAppend(&body, MarkShapeConstant(c.value));
+    } else {
+      absl::StrAppend(&body, "loom_s", name_of_position[p]);
+    }
+    from = c.offset + c.length;
+  }
+  absl::StrAppend(&body, absl::string_view(first.text).substr(from));
+  const std::string& function = outlined.Add(std::string(kSharedParams), body);
+  for (int m : members) {
+    std::vector<std::string> values;
+    for (size_t p : position_of_name) {
+      values.push_back(MarkShapeConstant(stripped[m].constants[p].value));
+    }
+    bodies[m] = absl::StrCat("  const int64_t loom_shape[] = {", absl::StrJoin(values, ", "),
+                             "};\n  ", function, kSharedCallArguments);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> ShareBodiesAcrossShapes(const std::deque<std::string>& bodies,
+                                                 OutlinedFunctions& outlined, int min_lines) {
+  std::vector<StrippedSource> stripped;
+  std::vector<std::string> skeletons;  // empty: the body stays
+  stripped.reserve(bodies.size());
+  skeletons.reserve(bodies.size());
+  absl::flat_hash_map<absl::string_view, std::vector<int>> members_of;  // by skeleton
+  for (const std::string& body : bodies) {
+    stripped.push_back(StripShapeConstants(body));
+    const bool may_share =
+        !stripped.back().constants.empty() && absl::c_count(body, '\n') >= min_lines;
+    skeletons.push_back(may_share ? Skeleton(stripped.back()) : "");
+  }
+  for (size_t f = 0; f < bodies.size(); ++f) {
+    if (!skeletons[f].empty()) members_of[skeletons[f]].push_back(static_cast<int>(f));
+  }
+  std::vector<std::string> shared(bodies.begin(), bodies.end());
+  // In the order of the bodies, so that the unit's text is the same on
+  // every compile.
+  for (size_t f = 0; f < bodies.size(); ++f) {
+    if (skeletons[f].empty()) continue;
+    const std::vector<int>& members = members_of[skeletons[f]];
+    if (members.size() >= 2 && members[0] == static_cast<int>(f)) {
+      ShareOneSkeleton(members, stripped, outlined, shared);
+    }
+  }
+  return shared;
+}
+
+std::optional<int> SharedFunctionCalled(absl::string_view body) {
+  const size_t call = body.rfind(kSharedCallArguments);
+  if (call == absl::string_view::npos) return std::nullopt;
+  size_t digits = call;
+  while (digits > 0 && absl::ascii_isdigit(body[digits - 1])) --digits;
+  constexpr absl::string_view kName = "loom_m";
+  int function = 0;
+  if (digits < kName.size() || body.substr(digits - kName.size(), kName.size()) != kName ||
+      !absl::SimpleAtoi(body.substr(digits, call - digits), &function)) {
+    return std::nullopt;
+  }
+  return function;
 }
 
 }  // namespace loom::cpp

@@ -9,6 +9,8 @@
 // function (KernelPrinter::OutlineRepeatedMembers), a top-level function
 // of the unit that the native compiler may compile apart from its callers.
 
+#include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,8 +65,9 @@ std::string RollRepeatedMembers(const std::vector<std::string>& codes,
                                 const std::vector<bool>& may_roll, int depth,
                                 absl::FunctionRef<std::string(absl::string_view)> pointer_type);
 
-// A unit's functions of repeated members: loom_m0, loom_m1, ..., each
-// defined once for all kernels whose members call it.
+// A unit's functions of repeated code: loom_m0, loom_m1, ..., each defined
+// once for all kernels that call it (their repeated members, and the
+// bodies ShareBodiesAcrossShapes shares).
 class OutlinedFunctions {
  public:
   // The name of the function of `params` (a C parameter list) and `body`
@@ -80,6 +83,40 @@ class OutlinedFunctions {
   absl::flat_hash_map<std::string, std::string> names_;  // by params and body
   std::vector<std::string> params_, bodies_;
 };
+
+// A shorter kernel body is not shared: it compiles quickly, and its speed
+// is most its constants' (a transpose's inner loop of 3 that the compiler
+// unrolls, a channel shuffle's strides). shufflenet_v2's copies and
+// transposes, 24 to 26 lines, ran 1.4-2.5x slower reading theirs at run
+// time; with only its products and their epilogues (77 to 83) shared, its
+// kernels' times summed 1.01 of theirs compiled apart.
+inline constexpr int kMinSharedLines = 30;
+
+// The bodies of a unit's kernel functions (each printed at depth 1, with
+// its shape constants marked: ir/shape_constants.h), where two or more are
+// the same code but for their shape constants (a network's blocks at other
+// widths and resolutions) each a call of one function of `outlined`: the
+// native compiler compiles that code once. The function reads the
+// constants from an array that each caller fills, marked (a shape template
+// reads them at run time), but for a divisor in which every caller agrees
+// (a channel shuffle's 2), which stays in the code for the compiler to
+// fold. A body alone with its code stays as it is, and so does one of
+// fewer than `min_lines` lines.
+std::vector<std::string> ShareBodiesAcrossShapes(const std::deque<std::string>& bodies,
+                                                 OutlinedFunctions& outlined,
+                                                 int min_lines = kMinSharedLines);
+
+// How the unit's text shows what ShareBodiesAcrossShapes made (for shape
+// templates, which read constants of a shared function at run time too):
+// a shared function, `loom_m<N>`, has these parameters, and each caller's
+// body ends with the call `loom_m<N>` and kSharedCallArguments.
+inline constexpr absl::string_view kSharedParams =
+    "void* const* a, const int64_t* LOOM_RESTRICT loom_shape";
+inline constexpr absl::string_view kSharedCallArguments = "(a, loom_shape);\n";
+
+// N, where `body` (a kernel function's, to its end) calls loom_m<N> as
+// ShareBodiesAcrossShapes's callers do.
+std::optional<int> SharedFunctionCalled(absl::string_view body);
 
 }  // namespace loom::cpp
 

@@ -1,5 +1,7 @@
 #include "backends/cpp/outline.h"
 
+#include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -7,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/shape_constants.h"
 
 namespace loom::cpp {
 namespace {
@@ -130,6 +133,76 @@ TEST(OutlinedFunctionsTest, AddsEachFunctionOnceAndDeclaresIt) {
             "  f(a0);\n}\n"
             "\nextern \"C\" void loom_m1(const float* LOOM_RESTRICT a0, int64_t x0) {\n"
             "  g(a0);\n}\n");
+}
+
+// A kernel body's loop over `extent` floats of a row of `stride`, the
+// last index divided by `divisor`, marked as codegen-cpp marks its shape
+// constants.
+std::string RowLoop(int64_t rows, int64_t extent, int64_t stride, int64_t divisor = 2) {
+  const std::string n = MarkShapeConstant(extent);
+  return absl::StrCat("  float* p0 = (float*)a[0];\n  for (int64_t x0 = 0; x0 < ",
+                      MarkShapeConstant(rows), "; ++x0) {\n    for (int64_t x1 = 0; x1 < ", n,
+                      "; ++x1) p0[", MarkShapeConstant(stride), "*x0 + x1 / ",
+                      MarkShapeConstant(divisor), "] *= ", n, ";\n  }\n");
+}
+
+TEST(ShareBodiesAcrossShapesTest, BodiesOfOneSkeletonCallOneFunction) {
+  OutlinedFunctions outlined;
+  const std::deque<std::string> bodies = {RowLoop(4, 64, 128), "  f(a);\n", RowLoop(8, 32, 128),
+                                          RowLoop(2, 16, 128)};
+  const std::vector<std::string> shared =
+      ShareBodiesAcrossShapes(bodies, outlined, /*min_lines=*/1);
+  // Rows, extent, stride and the extent again, each from the array, the
+  // stride too, though every body has 128; the divisor, 2 in every body,
+  // stays in the code.
+  EXPECT_EQ(WithoutShapeConstantMarks(shared[0]),
+            "  const int64_t loom_shape[] = {4, 64, 128, 64};\n  loom_m0(a, loom_shape);\n");
+  EXPECT_EQ(shared[1], bodies[1]);
+  EXPECT_EQ(WithoutShapeConstantMarks(shared[2]),
+            "  const int64_t loom_shape[] = {8, 32, 128, 32};\n  loom_m0(a, loom_shape);\n");
+  EXPECT_EQ(WithoutShapeConstantMarks(shared[3]),
+            "  const int64_t loom_shape[] = {2, 16, 128, 16};\n  loom_m0(a, loom_shape);\n");
+  EXPECT_EQ(SharedFunctionCalled(shared[3]), 0);
+  EXPECT_EQ(SharedFunctionCalled(bodies[3]), std::nullopt);
+  // Every constant stays marked: a shape template reads them.
+  EXPECT_EQ(StripShapeConstants(shared[3]).constants.size(), 4);
+  const StrippedSource definitions = StripShapeConstants(outlined.Definitions());
+  ASSERT_EQ(definitions.constants.size(), 1);
+  EXPECT_EQ(definitions.constants[0].value, 2);
+  EXPECT_EQ(definitions.text,
+            "\nextern \"C\" void loom_m0(void* const* a, const int64_t* LOOM_RESTRICT loom_shape) "
+            "{\n"
+            "  const int64_t loom_s0 = loom_shape[0];\n"
+            "  const int64_t loom_s1 = loom_shape[1];\n"
+            "  const int64_t loom_s2 = loom_shape[2];\n"
+            "  const int64_t loom_s3 = loom_shape[3];\n"
+            "  float* p0 = (float*)a[0];\n"
+            "  for (int64_t x0 = 0; x0 < loom_s0; ++x0) {\n"
+            "    for (int64_t x1 = 0; x1 < loom_s1; ++x1) p0[loom_s2*x0 + x1 / 2] *= loom_s3;\n"
+            "  }\n}\n");
+}
+
+TEST(ShareBodiesAcrossShapesTest, ADivisorInWhichTheBodiesDifferIsReadToo) {
+  OutlinedFunctions outlined;
+  const std::vector<std::string> shared = ShareBodiesAcrossShapes(
+      std::deque<std::string>{RowLoop(4, 64, 128, 2), RowLoop(4, 64, 128, 4)}, outlined,
+      /*min_lines=*/1);
+  EXPECT_EQ(WithoutShapeConstantMarks(shared[1]),
+            "  const int64_t loom_shape[] = {4, 64, 128, 4, 64};\n  loom_m0(a, loom_shape);\n");
+  EXPECT_THAT(outlined.Definitions(), HasSubstr("x1 / loom_s3]"));
+}
+
+TEST(ShareBodiesAcrossShapesTest, LeavesABodyAloneWithItsCodeAndAShortOne) {
+  OutlinedFunctions outlined;
+  const std::deque<std::string> bodies = {RowLoop(4, 64, 128),
+                                          absl::StrCat("  g(", MarkShapeConstant(3), ");\n")};
+  EXPECT_THAT(ShareBodiesAcrossShapes(bodies, outlined, /*min_lines=*/1),
+              ElementsAre(bodies[0], bodies[1]));
+  // Two of one skeleton, of 4 lines each.
+  const std::deque<std::string> short_bodies = {RowLoop(4, 64, 128), RowLoop(8, 32, 128)};
+  EXPECT_THAT(ShareBodiesAcrossShapes(short_bodies, outlined, /*min_lines=*/5),
+              ElementsAre(short_bodies[0], short_bodies[1]));
+  EXPECT_EQ(outlined.Definitions(), "");
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -15,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "backends/common/kernel_cache.h"
+#include "backends/cpp/outline.h"
 #include "ir/file_io.h"
 #include "ir/status_macros.h"
 #include "runtime/content_hash.h"
@@ -23,16 +26,36 @@ namespace loom::cpp {
 namespace {
 
 // How codegen-cpp's unit starts a kernel function (UnitText in codegen.cc):
-// this, its index, then kKernelParams.
+// this, its index, then kKernelParams; and a function that kernel
+// functions of one skeleton share (ShareBodiesAcrossShapes, outline.h):
+// kSharedStart, its index, then kSharedParams and ") {\n".
 constexpr std::string_view kKernelStart = "\nextern \"C\" void loom_f";
 constexpr std::string_view kKernelParams = "(void* const* a) {\n";
+constexpr std::string_view kSharedStart = "\nextern \"C\" void loom_m";
 
-// A kernel function of the text: where its body begins and ends, and how
-// many arguments its launches pass before the shape constants.
+// A kernel function of the text, or a function that kernel functions
+// share: where its body begins and ends, and how many arguments its
+// launches pass before the shape constants.
 struct KernelBody {
   size_t begin = 0, end = 0;
   int arguments = -1;  // -1: no launch calls it
 };
+
+// The index that follows `start` at the beginning of `piece`, followed by
+// `params`, and where the body begins; none if `piece` does not begin so.
+std::optional<std::pair<int, size_t>> FunctionStart(std::string_view piece, std::string_view start,
+                                                    std::string_view params) {
+  if (piece.substr(0, start.size()) != start) return std::nullopt;
+  size_t end_digits = start.size();
+  while (end_digits < piece.size() && absl::ascii_isdigit(piece[end_digits])) ++end_digits;
+  int index = 0;
+  if (!absl::SimpleAtoi(absl::string_view(piece.data() + start.size(), end_digits - start.size()),
+                        &index) ||
+      piece.substr(end_digits, params.size()) != params) {
+    return std::nullopt;
+  }
+  return std::make_pair(index, end_digits + params.size());
+}
 
 std::vector<KernelBody> KernelBodies(const GeneratedSource& source) {
   // Each function's count of arguments, from a launch of it.
@@ -41,24 +64,32 @@ std::vector<KernelBody> KernelBodies(const GeneratedSource& source) {
   for (size_t l = 0; l < launches.size(); ++l) {
     arguments[launches.function[l]] = launches.arg_offsets[l + 1] - launches.arg_offsets[l];
   }
+  const std::string shared_params = absl::StrCat("(", kSharedParams, ") {\n");
+  // A shared function's callers pass it their own arguments.
+  absl::flat_hash_map<int, int> shared_arguments;
+  std::vector<std::pair<int, KernelBody>> shared;
   std::vector<KernelBody> bodies;
   const std::string_view text = source.text;
   for (const std::string_view piece : SplitAtFunctions(text)) {
-    if (piece.substr(0, kKernelStart.size()) != kKernelStart) continue;
-    const size_t digits = kKernelStart.size();
-    size_t end_digits = digits;
-    while (end_digits < piece.size() && absl::ascii_isdigit(piece[end_digits])) ++end_digits;
-    int function = 0;
-    if (!absl::SimpleAtoi(absl::string_view(piece.data() + digits, end_digits - digits),
-                          &function) ||
-        piece.substr(end_digits, kKernelParams.size()) != kKernelParams) {
-      continue;
-    }
     const size_t at = piece.data() - text.data();
-    const auto launched = arguments.find(function);
-    bodies.push_back({at + end_digits + kKernelParams.size(), at + piece.size(),
-                      launched == arguments.end() ? -1 : launched->second});
+    if (const auto kernel = FunctionStart(piece, kKernelStart, kKernelParams)) {
+      const auto launched = arguments.find(kernel->first);
+      bodies.push_back({at + kernel->second, at + piece.size(),
+                        launched == arguments.end() ? -1 : launched->second});
+      if (const std::optional<int> callee = SharedFunctionCalled(
+              absl::string_view(piece.data() + kernel->second, piece.size() - kernel->second))) {
+        shared_arguments[*callee] = bodies.back().arguments;
+      }
+    } else if (const auto function = FunctionStart(piece, kSharedStart, shared_params)) {
+      shared.push_back({function->first, {at + function->second, at + piece.size(), -1}});
+    }
   }
+  for (auto& [function, body] : shared) {
+    const auto called = shared_arguments.find(function);
+    if (called != shared_arguments.end()) body.arguments = called->second;
+    bodies.push_back(body);
+  }
+  absl::c_sort(bodies, [](const KernelBody& x, const KernelBody& y) { return x.begin < y.begin; });
   return bodies;
 }
 

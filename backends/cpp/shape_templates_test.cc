@@ -1,10 +1,12 @@
 #include "backends/cpp/shape_templates.h"
 
 #include <cstdlib>
+#include <deque>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpp/outline.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/shape_constants.h"
@@ -93,6 +95,62 @@ TEST(ShapeTemplatesTest, ATemplateThatDoesNotCompileLeavesEachShapeItsOwn) {
     EXPECT_FALSE(compiled->cache_hit);
   }
   EXPECT_THAT(TemplateText(unit(16), {0}), Not(HasSubstr("[16]")));
+}
+
+// A unit of two kernel functions, launched with two arguments each, that
+// are one function but for a constant (ShareBodiesAcrossShapes): a loop
+// over 16 rows of 64 and of 32 floats, writing the first of each `divisor`
+// of them, a constant in which the two agree.
+GeneratedSource SharedUnit(int64_t divisor) {
+  const auto body = [divisor](int64_t columns) {
+    return absl::StrCat("  float* p0 = (float*)a[0];\n  for (int64_t x0 = 0; x0 < ",
+                        MarkShapeConstant(16), "; ++x0) p0[", MarkShapeConstant(columns), "*(x0 / ",
+                        MarkShapeConstant(divisor), ")] = 1.0f;\n");
+  };
+  OutlinedFunctions outlined;
+  const std::vector<std::string> bodies =
+      ShareBodiesAcrossShapes(std::deque<std::string>{body(64), body(32)}, outlined,
+                              /*min_lines=*/1);
+  StrippedSource stripped = StripShapeConstants(
+      absl::StrCat("#include <stdint.h>\n#define LOOM_RESTRICT __restrict__\n",
+                   outlined.Declarations(), "\nextern \"C\" void loom_f0(void* const* a) {\n",
+                   bodies[0], "}\n\nextern \"C\" void loom_f1(void* const* a) {\n", bodies[1],
+                   "}\n", outlined.Definitions()));
+  GeneratedSource source;
+  source.language = "c++";
+  source.text = std::move(stripped.text);
+  source.shape_constants = std::move(stripped.constants);
+  source.functions = {"loom_f0", "loom_f1"};
+  source.launches.function = {0, 1};
+  source.launches.arg_offsets = {0, 2, 4};
+  source.launches.args.resize(4);
+  return source;
+}
+
+// The divisor, in which the two agree, is the shared function's own: a
+// template reads it there, after the arguments its callers pass.
+TEST(ShapeTemplatesTest, ATemplateReadsASharedFunctionsConstants) {
+  const GeneratedSource source = SharedUnit(2);
+  // loom_f0's rows and 64, loom_f1's rows and 32, the divisor.
+  ASSERT_EQ(source.shape_constants.size(), 5);
+  ASSERT_EQ(source.shape_constants[4].value, 2);
+  const std::string text = TemplateText(source, {4});
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("void loom_m0(", kSharedParams,
+                                           ") {\n"
+                                           "  const int64_t* const loom_n = (const int64_t*)a[2];\n"
+                                           "  const int64_t loom_n4 = loom_n[4];\n"
+                                           "  const int64_t loom_s0 = loom_shape[0];\n")));
+  EXPECT_THAT(text, HasSubstr("p0[loom_s1*(x0 / loom_n4)]"));
+
+  NativeCompileOptions options;
+  options.cache_dir = TestDir();
+  for (const int64_t divisor : {2, 3, 5}) {
+    SCOPED_TRACE(divisor);
+    const absl::StatusOr<CompiledLibrary> compiled =
+        CompileAndLoadForShapes(SharedUnit(divisor), options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    EXPECT_EQ(compiled->shape_template, divisor != 2);
+  }
 }
 
 }  // namespace

@@ -269,6 +269,29 @@ TEST(EndToEndTest, GemmEpilogues) {
   CompileRunAndCompare(std::move(transposed.graph()));
 }
 
+// Layers at other widths and row counts: products with their epilogues
+// that are one code but for their shape constants share one function
+// (ShareBodiesAcrossShapes), which reads each caller's constants.
+TEST(EndToEndTest, LayersOfOtherWidthsShareTheirFunctions) {
+  GraphBuilder b;
+  ValueId x = b.Input("x", DType::kF32, {150, 24});
+  int64_t depth = 24;
+  int seed = 1;
+  for (const int64_t width : {40, 72, 16}) {
+    x = b.Op("relu", {b.Op("linear", {x, b.Weight(absl::StrCat("w", width), {width, depth}, seed),
+                                      b.Weight(absl::StrCat("bias", width), {width}, seed + 1)})});
+    depth = width;
+    seed += 2;
+  }
+  b.Output(x);
+  Graph graph = b.graph();
+  ASSERT_TRUE(InferShapes(graph).ok());
+  const absl::StatusOr<Module> module = EmitModule(std::move(graph));
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_THAT(module->source->text, testing::HasSubstr("loom_m0(a, loom_shape);"));
+  CompileRunAndCompare(std::move(b.graph()));
+}
+
 TEST(EndToEndTest, SoftmaxThroughDecomposition) {
   GraphBuilder b;
   const ValueId x = b.Input("x", DType::kF32, {3, 33});
