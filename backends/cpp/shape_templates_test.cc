@@ -17,6 +17,23 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// The source of `marked` (text with its shape constants marked), whose
+// kernel functions loom_f0 and loom_f1 run as `function` and `arg_offsets`
+// say (LaunchTable).
+GeneratedSource TwoFunctions(const std::string& marked, std::vector<int32_t> function,
+                             std::vector<int32_t> arg_offsets) {
+  StrippedSource stripped = StripShapeConstants(marked);
+  GeneratedSource source;
+  source.language = "c++";
+  source.text = std::move(stripped.text);
+  source.shape_constants = std::move(stripped.constants);
+  source.functions = {"loom_f0", "loom_f1"};
+  source.launches.args.resize(arg_offsets.back());
+  source.launches.function = std::move(function);
+  source.launches.arg_offsets = std::move(arg_offsets);
+  return source;
+}
+
 // A unit of two kernel functions as codegen-cpp prints them, the first
 // launched with two arguments, the second with one, and an outlined
 // function after them; `rows` and `columns` are its shape constants.
@@ -34,16 +51,7 @@ GeneratedSource Unit(int64_t rows, int64_t columns) {
       "  p0[",
       MarkShapeConstant(7),
       "] = 2.0f;\n}\n\nextern \"C\" void loom_m0(float* a0) {\n  a0[3] = 0;\n}\n");
-  StrippedSource stripped = StripShapeConstants(marked);
-  GeneratedSource source;
-  source.language = "c++";
-  source.text = std::move(stripped.text);
-  source.shape_constants = std::move(stripped.constants);
-  source.functions = {"loom_f0", "loom_f1"};
-  source.launches.function = {1, 0};
-  source.launches.arg_offsets = {0, 1, 3};
-  source.launches.args.resize(3);
-  return source;
+  return TwoFunctions(marked, {1, 0}, {0, 1, 3});
 }
 
 TEST(ShapeTemplatesTest, ATemplateReadsItsConstantsAfterTheArguments) {
@@ -98,9 +106,9 @@ TEST(ShapeTemplatesTest, ATemplateThatDoesNotCompileLeavesEachShapeItsOwn) {
 }
 
 // A unit of two kernel functions, launched with two arguments each, that
-// are one function but for a constant (ShareBodiesAcrossShapes): a loop
-// over 16 rows of 64 and of 32 floats, writing the first of each `divisor`
-// of them, a constant in which the two agree.
+// are one function but for a constant (ShareBodiesAcrossShapes): 16 steps,
+// each writing the first float of row x0 / `divisor` (a constant in which
+// the two agree) of rows of 64 and of 32 floats.
 GeneratedSource SharedUnit(int64_t divisor) {
   const auto body = [divisor](int64_t columns) {
     return absl::StrCat("  float* p0 = (float*)a[0];\n  for (int64_t x0 = 0; x0 < ",
@@ -111,20 +119,12 @@ GeneratedSource SharedUnit(int64_t divisor) {
   const std::vector<std::string> bodies =
       ShareBodiesAcrossShapes(std::deque<std::string>{body(64), body(32)}, outlined,
                               /*min_lines=*/1);
-  StrippedSource stripped = StripShapeConstants(
+  return TwoFunctions(
       absl::StrCat("#include <stdint.h>\n#define LOOM_RESTRICT __restrict__\n",
                    outlined.Declarations(), "\nextern \"C\" void loom_f0(void* const* a) {\n",
                    bodies[0], "}\n\nextern \"C\" void loom_f1(void* const* a) {\n", bodies[1],
-                   "}\n", outlined.Definitions()));
-  GeneratedSource source;
-  source.language = "c++";
-  source.text = std::move(stripped.text);
-  source.shape_constants = std::move(stripped.constants);
-  source.functions = {"loom_f0", "loom_f1"};
-  source.launches.function = {0, 1};
-  source.launches.arg_offsets = {0, 2, 4};
-  source.launches.args.resize(4);
-  return source;
+                   "}\n", outlined.Definitions()),
+      {0, 1}, {0, 2, 4});
 }
 
 // The divisor, in which the two agree, is the shared function's own: a
