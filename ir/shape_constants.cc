@@ -50,6 +50,18 @@ StrippedSource StripShapeConstants(absl::string_view marked) {
   return stripped;
 }
 
+std::string ShapeSkeleton(absl::string_view text, absl::Span<const ShapeConstant> constants) {
+  std::string skeleton;
+  skeleton.reserve(text.size());
+  size_t from = 0;
+  for (const ShapeConstant& c : constants) {
+    absl::StrAppend(&skeleton, text.substr(from, c.offset - from), "#");
+    from = c.offset + c.length;
+  }
+  absl::StrAppend(&skeleton, text.substr(from));
+  return skeleton;
+}
+
 std::string WithoutShapeConstantMarks(absl::string_view text) {
   return StripShapeConstants(text).text;
 }

@@ -43,6 +43,10 @@ struct StrippedSource {
 // The text without its marks, and where the marked constants are in it.
 StrippedSource StripShapeConstants(absl::string_view marked);
 
+// `text` (a stripped source) with each of its shape constants' digits a
+// '#': the same for two texts that differ only in those (a skeleton).
+std::string ShapeSkeleton(absl::string_view text, absl::Span<const ShapeConstant> constants);
+
 // `text` with its marks removed: the constants printed as plain integers.
 std::string WithoutShapeConstantMarks(absl::string_view text);
 

@@ -341,19 +341,6 @@ std::string OutlinedFunctions::Definitions() const {
 
 namespace {
 
-// `source`'s text with each shape constant's digits a '#': the same for
-// two bodies that differ only in those.
-std::string Skeleton(const StrippedSource& source) {
-  std::string skeleton;
-  size_t from = 0;
-  for (const ShapeConstant& c : source.constants) {
-    absl::StrAppend(&skeleton, absl::string_view(source.text).substr(from, c.offset - from), "#");
-    from = c.offset + c.length;
-  }
-  absl::StrAppend(&skeleton, absl::string_view(source.text).substr(from));
-  return skeleton;
-}
-
 // Whether `c`, a constant of `source`, divides: the right operand of `/`
 // or `%` (an index's divisor, which the compiler makes a multiplication
 // where it knows it).
@@ -374,34 +361,34 @@ void ShareOneSkeleton(const std::vector<int>& members, const std::vector<Strippe
   // shape template's skeleton (BERT's attention products at sequence 64,
   // where every size is 64, made a skeleton of their own when the
   // constants the members agreed in stayed too).
-  std::vector<int> name_of_position;
-  std::vector<size_t> position_of_name;
+  std::vector<int> slot_of_position;
+  std::vector<size_t> position_of_slot;
   for (size_t p = 0; p < first.constants.size(); ++p) {
     const int64_t value = first.constants[p].value;
     const bool agree =
         absl::c_all_of(members, [&](int m) { return stripped[m].constants[p].value == value; });
     if (agree && IsDivisor(first, first.constants[p])) {
-      name_of_position.push_back(-1);
+      slot_of_position.push_back(-1);
     } else {
-      name_of_position.push_back(static_cast<int>(position_of_name.size()));
-      position_of_name.push_back(p);
+      slot_of_position.push_back(static_cast<int>(position_of_slot.size()));
+      position_of_slot.push_back(p);
     }
   }
   // Copied into variables of the function's own, as a shape template's
   // are (shape_templates.cc): a store through a float* could otherwise
   // alias the array.
   std::string body;
-  for (size_t n = 0; n < position_of_name.size(); ++n) {
+  for (size_t n = 0; n < position_of_slot.size(); ++n) {
     absl::StrAppend(&body, "  const int64_t loom_s", n, " = loom_shape[", n, "];\n");
   }
   size_t from = 0;
   for (size_t p = 0; p < first.constants.size(); ++p) {
     const ShapeConstant& c = first.constants[p];
     absl::StrAppend(&body, absl::string_view(first.text).substr(from, c.offset - from));
-    if (name_of_position[p] < 0) {
+    if (slot_of_position[p] < 0) {
       absl::StrAppend(&body, MarkShapeConstant(c.value));
     } else {
-      absl::StrAppend(&body, "loom_s", name_of_position[p]);
+      absl::StrAppend(&body, "loom_s", slot_of_position[p]);
     }
     from = c.offset + c.length;
   }
@@ -409,7 +396,7 @@ void ShareOneSkeleton(const std::vector<int>& members, const std::vector<Strippe
   const std::string& function = outlined.Add(std::string(kSharedParams), body);
   for (int m : members) {
     std::vector<std::string> values;
-    for (size_t p : position_of_name) {
+    for (size_t p : position_of_slot) {
       values.push_back(MarkShapeConstant(stripped[m].constants[p].value));
     }
     bodies[m] = absl::StrCat("  const int64_t loom_shape[] = {", absl::StrJoin(values, ", "),
@@ -430,7 +417,8 @@ std::vector<std::string> ShareBodiesAcrossShapes(const std::deque<std::string>& 
     stripped.push_back(StripShapeConstants(body));
     const bool may_share =
         !stripped.back().constants.empty() && absl::c_count(body, '\n') >= min_lines;
-    skeletons.push_back(may_share ? Skeleton(stripped.back()) : "");
+    skeletons.push_back(may_share ? ShapeSkeleton(stripped.back().text, stripped.back().constants)
+                                  : "");
   }
   for (size_t f = 0; f < bodies.size(); ++f) {
     if (!skeletons[f].empty()) members_of[skeletons[f]].push_back(static_cast<int>(f));

@@ -19,6 +19,7 @@
 #include "backends/common/kernel_cache.h"
 #include "backends/cpp/outline.h"
 #include "ir/file_io.h"
+#include "ir/shape_constants.h"
 #include "ir/status_macros.h"
 #include "runtime/content_hash.h"
 
@@ -192,16 +193,7 @@ std::vector<int> AtRunTime(const GeneratedSource& source, const Record& record) 
 }  // namespace
 
 std::string Skeleton(const GeneratedSource& source) {
-  std::string skeleton;
-  skeleton.reserve(source.text.size());
-  size_t from = 0;
-  for (const ShapeConstant& c : source.shape_constants) {
-    skeleton.append(source.text, from, c.offset - from);
-    skeleton.push_back('#');
-    from = c.offset + c.length;
-  }
-  skeleton.append(source.text, from);
-  return skeleton;
+  return ShapeSkeleton(source.text, source.shape_constants);
 }
 
 std::string TemplateText(const GeneratedSource& source, absl::Span<const int> at_run_time) {
