@@ -310,7 +310,7 @@ std::string RollRepeatedMembers(const std::vector<std::string>& codes,
 const std::string& OutlinedFunctions::Add(const std::string& params, const std::string& body) {
   auto [it, inserted] = names_.try_emplace(absl::StrCat(params, "\n", body));
   if (inserted) {
-    it->second = absl::StrCat("loom_m", bodies_.size());
+    it->second = absl::StrCat(kOutlinedName, bodies_.size());
     params_.push_back(params);
     bodies_.push_back(body);
   }
@@ -323,8 +323,8 @@ std::string OutlinedFunctions::Declarations() const {
   if (bodies_.empty()) return "";
   std::string text = "\nextern \"C\" {\n";
   for (size_t m = 0; m < bodies_.size(); ++m) {
-    absl::StrAppend(&text, "__attribute__((noinline, visibility(\"hidden\"))) void loom_m", m, "(",
-                    params_[m], ");\n");
+    absl::StrAppend(&text, "__attribute__((noinline, visibility(\"hidden\"))) void ", kOutlinedName,
+                    m, "(", params_[m], ");\n");
   }
   absl::StrAppend(&text, "}\n");
   return text;
@@ -333,8 +333,8 @@ std::string OutlinedFunctions::Declarations() const {
 std::string OutlinedFunctions::Definitions() const {
   std::string text;
   for (size_t m = 0; m < bodies_.size(); ++m) {
-    absl::StrAppend(&text, "\nextern \"C\" void loom_m", m, "(", params_[m], ") {\n", bodies_[m],
-                    "}\n");
+    absl::StrAppend(&text, "\nextern \"C\" void ", kOutlinedName, m, "(", params_[m], ") {\n",
+                    bodies_[m], "}\n");
   }
   return text;
 }
@@ -441,9 +441,9 @@ std::optional<int> SharedFunctionCalled(absl::string_view body) {
   if (call == absl::string_view::npos) return std::nullopt;
   size_t digits = call;
   while (digits > 0 && absl::ascii_isdigit(body[digits - 1])) --digits;
-  constexpr absl::string_view kName = "loom_m";
   int function = 0;
-  if (digits < kName.size() || body.substr(digits - kName.size(), kName.size()) != kName ||
+  const size_t name = kOutlinedName.size();
+  if (digits < name || body.substr(digits - name, name) != kOutlinedName ||
       !absl::SimpleAtoi(body.substr(digits, call - digits), &function)) {
     return std::nullopt;
   }

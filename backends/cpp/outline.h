@@ -65,6 +65,9 @@ std::string RollRepeatedMembers(const std::vector<std::string>& codes,
                                 const std::vector<bool>& may_roll, int depth,
                                 absl::FunctionRef<std::string(absl::string_view)> pointer_type);
 
+// The name of the unit's functions of repeated code, before their index.
+inline constexpr absl::string_view kOutlinedName = "loom_m";
+
 // A unit's functions of repeated code: loom_m0, loom_m1, ..., each defined
 // once for all kernels that call it (their repeated members, and the
 // bodies ShareBodiesAcrossShapes shares).

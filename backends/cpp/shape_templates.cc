@@ -29,10 +29,10 @@ namespace {
 // How codegen-cpp's unit starts a kernel function (UnitText in codegen.cc):
 // this, its index, then kKernelParams; and a function that kernel
 // functions of one skeleton share (ShareBodiesAcrossShapes, outline.h):
-// kSharedStart, its index, then kSharedParams and ") {\n".
+// `extern "C" void ` and kOutlinedName, its index, then kSharedParams and
+// ") {\n".
 constexpr std::string_view kKernelStart = "\nextern \"C\" void loom_f";
 constexpr std::string_view kKernelParams = "(void* const* a) {\n";
-constexpr std::string_view kSharedStart = "\nextern \"C\" void loom_m";
 
 // A kernel function of the text, or a function that kernel functions
 // share: where its body begins and ends, and how many arguments its
@@ -65,6 +65,7 @@ std::vector<KernelBody> KernelBodies(const GeneratedSource& source) {
   for (size_t l = 0; l < launches.size(); ++l) {
     arguments[launches.function[l]] = launches.arg_offsets[l + 1] - launches.arg_offsets[l];
   }
+  const std::string shared_start = absl::StrCat("\nextern \"C\" void ", kOutlinedName);
   const std::string shared_params = absl::StrCat("(", kSharedParams, ") {\n");
   // A shared function's callers pass it their own arguments.
   absl::flat_hash_map<int, int> shared_arguments;
@@ -81,7 +82,7 @@ std::vector<KernelBody> KernelBodies(const GeneratedSource& source) {
               absl::string_view(piece.data() + kernel->second, piece.size() - kernel->second))) {
         shared_arguments[*callee] = bodies.back().arguments;
       }
-    } else if (const auto function = FunctionStart(piece, kSharedStart, shared_params)) {
+    } else if (const auto function = FunctionStart(piece, shared_start, shared_params)) {
       shared.push_back({function->first, {at + function->second, at + piece.size(), -1}});
     }
   }
