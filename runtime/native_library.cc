@@ -1,6 +1,7 @@
 #include "runtime/native_library.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -86,7 +87,7 @@ absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool ope
     LOOM_RETURN_IF_ERROR(PinOpenMpRuntime());
   }
   PinCalledLibraries(libraries);
-  const int fd = memfd_create("loom-kernels", MFD_CLOEXEC);
+  int fd = memfd_create("loom-kernels", MFD_CLOEXEC);
   if (fd < 0) return ErrnoError("memfd_create for the kernels of", name);
   for (size_t written = 0; written < bytes.size();) {
     const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
@@ -98,7 +99,19 @@ absl::StatusOr<NativeLibrary> LoadSharedObject(absl::string_view bytes, bool ope
     }
     written += static_cast<size_t>(n);
   }
-  absl::StatusOr<void*> handle = Load(absl::StrCat("/proc/self/fd/", fd));
+  // dlopen finds a library by the text of its path before it opens it: a
+  // /proc/self/fd/N that named another library loaded from memory, whose
+  // descriptor was closed since, would give that library. Another N then.
+  std::string path = absl::StrCat("/proc/self/fd/", fd);
+  while (void* loaded = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(loaded);
+    const int higher = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+    close(fd);
+    if (higher < 0) return ErrnoError("a descriptor for the kernels of", name);
+    fd = higher;
+    path = absl::StrCat("/proc/self/fd/", fd);
+  }
+  absl::StatusOr<void*> handle = Load(path);
   close(fd);
   if (!handle.ok()) {
     return absl::InvalidArgumentError(

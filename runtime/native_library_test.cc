@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
@@ -51,6 +52,26 @@ TEST(LoadSharedObjectTest, LoadsFromMemoryUnderItsName) {
   ASSERT_TRUE(library.ok()) << library.status();
   EXPECT_EQ(library->path(), "model 'add'");
   EXPECT_EQ(CallAdd(*library), 5);
+}
+
+// Libraries loaded from memory one after another, all alive, are each
+// their own (dlopen would give the first again for a path it named).
+TEST(LoadSharedObjectTest, LibrariesLoadedOneAfterAnotherAreTheirOwn) {
+  absl::StatusOr<std::string> add = ReadFileBytes(kAddLibrary);
+  absl::StatusOr<std::string> sgemm = ReadFileBytes("runtime/libnative_library_test_sgemm.so");
+  ASSERT_TRUE(add.ok() && sgemm.ok());
+  std::vector<NativeLibrary> libraries;
+  for (int i = 0; i < 3; ++i) {
+    for (const std::string* bytes : {&*add, &*sgemm}) {
+      absl::StatusOr<NativeLibrary> library = LoadSharedObject(*bytes, false, {}, "model");
+      ASSERT_TRUE(library.ok()) << library.status();
+      libraries.push_back(*std::move(library));
+    }
+  }
+  for (size_t i = 0; i < libraries.size(); ++i) {
+    EXPECT_EQ(libraries[i].Symbol("add").ok(), i % 2 == 0) << i;
+    EXPECT_EQ(libraries[i].Symbol("sgemm_products").ok(), i % 2 == 1) << i;
+  }
 }
 
 TEST(LoadSharedObjectTest, BytesThatAreNoSharedObjectAreAnErrorNamingThem) {
