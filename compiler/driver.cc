@@ -27,11 +27,12 @@
 #include "passes/pass_manager.h"
 
 namespace loom {
-namespace {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+namespace {
 
 std::string TargetName(proto::Target target) { return target == proto::CUDA ? "cuda" : "cpu"; }
 
@@ -264,8 +265,11 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
   proto::Report& report = compiled.report;
   report.set_model(options.model);
   report.set_pipeline(options.pipeline);
-  LOOM_ASSIGN_OR_RETURN(LoadedPipeline pipeline,
-                        LoadPipeline(options.pipeline, options.pass_options));
+  LOOM_ASSIGN_OR_RETURN(
+      LoadedPipeline pipeline,
+      options.pipeline_text.empty()
+          ? LoadPipeline(options.pipeline, options.pass_options)
+          : LoadPipelineText(options.pipeline_text, options.pipeline, options.pass_options));
   report.set_target(TargetName(pipeline.target));
   if (options.keep_input_graph) compiled.input_graph = graph;
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
@@ -312,6 +316,12 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
 
 absl::Status RunArtifact(const std::string& path, const RunModelOptions& options,
                          proto::Report& report) {
+  LOOM_ASSIGN_OR_RETURN(Model model, Model::Load(path));
+  return RunArtifact(model, path, options, report);
+}
+
+absl::Status RunArtifact(const Model& model, const std::string& path,
+                         const RunModelOptions& options, proto::Report& report) {
   if (options.check) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": --check needs the model file (an artifact holds no reference graph)"));
@@ -319,7 +329,6 @@ absl::Status RunArtifact(const std::string& path, const RunModelOptions& options
   if (options.iters < 1 || options.warmup < 0) {
     return absl::InvalidArgumentError("--iters must be at least 1 and --warmup at least 0");
   }
-  LOOM_ASSIGN_OR_RETURN(Model model, Model::Load(path));
   Graph interface;  // the inputs alone, for MakeInputs
   for (const TensorInfo& info : model.inputs()) {
     LOOM_RETURN_IF_ERROR(

@@ -25,6 +25,9 @@ namespace loom {
 struct CompileOptions {
   std::string model;             // a .pbtxt graph or an .onnx model
   std::string pipeline = "cpu";  // a built-in name or a pipeline file
+  // The pipeline's text, where `pipeline` only names it (a model compiled
+  // for every shape keeps the text it was compiled with).
+  std::string pipeline_text;
   // Sizes of an ONNX model's named input dims (OnnxImportOptions::dims),
   // their bounds (::dim_bounds), and shapes of its inputs that bind them
   // (::input_shapes).
@@ -66,6 +69,9 @@ struct CompiledModel {
   proto::Report report;
 };
 
+// Wall time since `start`, in seconds.
+double SecondsSince(std::chrono::steady_clock::time_point start);
+
 // The model options.model names, imported as CompileModel imports it (an
 // .onnx file with the options' dims, else a graph text proto).
 absl::StatusOr<Graph> ImportModel(const CompileOptions& options);
@@ -104,6 +110,9 @@ absl::Status RunModel(CompiledModel& compiled, const RunModelOptions& options);
 // artifact holds no reference) and fills the run fields of `report`.
 absl::Status RunArtifact(const std::string& path, const RunModelOptions& options,
                          proto::Report& report);
+// RunArtifact of a model already loaded from the artifact at `path`.
+absl::Status RunArtifact(const Model& model, const std::string& path,
+                         const RunModelOptions& options, proto::Report& report);
 
 // Every fusion decision that involves a compute node named `node`, one per
 // line: "fused with 'b' (vertical)" or "not fused with 'b': reason (detail)";

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpp/artifact.h"
 #include "compiler/driver.h"
+#include "compiler/dynamic_model.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/status_macros.h"
@@ -106,6 +107,24 @@ class LazyReference {
   std::optional<loom::Graph> graph_;
 };
 
+// `bounds` (num_bounds of them) into options.dim_bounds; an error names
+// `function` and the bad one.
+loom_status AddBounds(const loom_dim_bounds* bounds, int num_bounds, const char* function,
+                      loom::CompileOptions& options) {
+  for (int i = 0; i < num_bounds; ++i) {
+    if (bounds[i].name == nullptr) {
+      return loom_c::Report(absl::InvalidArgumentError(
+          absl::StrCat(function, ": the name of bounds ", i, " is null")));
+    }
+    if (!options.dim_bounds.emplace(bounds[i].name, loom::DimBounds{bounds[i].min, bounds[i].max})
+             .second) {
+      return loom_c::Report(absl::InvalidArgumentError(
+          absl::StrCat(function, ": the dim '", bounds[i].name, "' is bounded twice")));
+    }
+  }
+  return LOOM_OK;
+}
+
 // Compiles with `options` and binds the result into *model.
 loom_status CompileAndBind(const loom::CompileOptions& options, loom_model** model) {
   absl::StatusOr<loom::CompiledModel> compiled = loom::CompileModel(options);
@@ -128,12 +147,46 @@ loom_status CompileAndBind(const loom::CompileOptions& options, loom_model** mod
   if (!bound.ok()) return loom_c::Report(bound.status());
   auto reference = std::make_shared<LazyReference>(options);
   *model = new loom_model{
-      *std::move(bound), [owner, reference](const loom_input* inputs, int num_inputs,
-                                            const loom_output* outputs, int num_outputs) {
+      std::make_shared<const loom::Model>(*std::move(bound)),
+      [owner, reference](const loom_input* inputs, int num_inputs, const loom_output* outputs,
+                         int num_outputs) {
         return loom_c::Report(reference->Run(inputs, num_inputs, outputs, num_outputs));
       }};
   return LOOM_OK;
 }
+
+// The interface of a model compiled for every shape, as loom_model keeps it.
+void Describe(const std::vector<loom::DynamicTensorInfo>& tensors,
+              std::vector<loom::TensorInfo>& infos,
+              std::vector<std::vector<std::string>>& dim_names) {
+  for (const loom::DynamicTensorInfo& tensor : tensors) {
+    infos.push_back({tensor.name, tensor.dtype, tensor.shape});
+    dim_names.push_back(tensor.dim_names);
+  }
+}
+
+// loom_model_load of an artifact compiled for every shape.
+absl::StatusOr<std::unique_ptr<loom_model>> LoadEveryShape(
+    const std::string& path, const loom::runtime::proto::Artifact& artifact) {
+  LOOM_ASSIGN_OR_RETURN(loom::DynamicModel loaded,
+                        loom::DynamicModel::FromArtifact(path, artifact));
+  auto dynamic = std::make_shared<const loom::DynamicModel>(std::move(loaded));
+  auto every_shape = std::make_unique<loom_model::EveryShape>();
+  Describe(dynamic->inputs(), every_shape->inputs, every_shape->input_dim_names);
+  Describe(dynamic->outputs(), every_shape->outputs, every_shape->output_dim_names);
+  every_shape->bind = [dynamic](absl::Span<const loom::InputTensor> inputs) {
+    absl::flat_hash_map<std::string, loom::Shape> shapes;
+    for (const loom::InputTensor& input : inputs) {
+      shapes[input.name] = loom::Shape(input.shape.begin(), input.shape.end());
+    }
+    return dynamic->ModelForShapes(shapes);
+  };
+  auto model = std::make_unique<loom_model>();
+  model->every_shape = std::move(every_shape);
+  return model;
+}
+
+const bool every_shape_loader_set = (loom_c::SetEveryShapeLoader(&LoadEveryShape), true);
 
 }  // namespace
 
@@ -189,6 +242,25 @@ extern "C" loom_status loom_model_compile_with_dims(const char* model_path, cons
   return CompileAndBind(options, model);
 }
 
+extern "C" loom_status loom_model_compile_every_shape(const char* model_path, const char* pipeline,
+                                                      const loom_dim_bounds* bounds, int num_bounds,
+                                                      const char* out_dir, loom_model** model) {
+  if (model_path == nullptr || out_dir == nullptr || model == nullptr || num_bounds < 0 ||
+      (num_bounds > 0 && bounds == nullptr)) {
+    return loom_c::Report(
+        absl::InvalidArgumentError("loom_model_compile_every_shape: a null argument"));
+  }
+  loom::CompileOptions options = OptionsFor(model_path, pipeline);
+  options.out_dir = out_dir;
+  if (loom_status s = AddBounds(bounds, num_bounds, "loom_model_compile_every_shape", options);
+      s != LOOM_OK) {
+    return s;
+  }
+  absl::StatusOr<loom::proto::Report> compiled = loom::DynamicModel::Compile(options);
+  if (!compiled.ok()) return loom_c::Report(compiled.status());
+  return loom_model_load(absl::StrCat(out_dir, "/model.loom").c_str(), model);
+}
+
 extern "C" loom_status loom_model_compile_for_inputs(const char* model_path, const char* pipeline,
                                                      const loom_dim_bounds* bounds, int num_bounds,
                                                      const loom_input* inputs, int num_inputs,
@@ -199,16 +271,9 @@ extern "C" loom_status loom_model_compile_for_inputs(const char* model_path, con
         absl::InvalidArgumentError("loom_model_compile_for_inputs: a null argument"));
   }
   loom::CompileOptions options = OptionsFor(model_path, pipeline);
-  for (int i = 0; i < num_bounds; ++i) {
-    if (bounds[i].name == nullptr) {
-      return loom_c::Report(absl::InvalidArgumentError(
-          absl::StrCat("loom_model_compile_for_inputs: the name of bounds ", i, " is null")));
-    }
-    if (!options.dim_bounds.emplace(bounds[i].name, loom::DimBounds{bounds[i].min, bounds[i].max})
-             .second) {
-      return loom_c::Report(absl::InvalidArgumentError(absl::StrCat(
-          "loom_model_compile_for_inputs: the dim '", bounds[i].name, "' is bounded twice")));
-    }
+  if (loom_status s = AddBounds(bounds, num_bounds, "loom_model_compile_for_inputs", options);
+      s != LOOM_OK) {
+    return s;
   }
   for (int i = 0; i < num_inputs; ++i) {
     const loom_input& input = inputs[i];

@@ -371,6 +371,7 @@ absl::StatusOr<LoadedPipeline> LoadPipelineText(absl::string_view text, absl::st
                                                 const std::vector<PassOptionsOverride>& overrides) {
   LoadedPipeline pipeline;
   pipeline.name = std::string(filename);
+  pipeline.text = std::string(text);
 
   LOOM_ASSIGN_OR_RETURN(std::unique_ptr<PipelineSchema> schema,
                         PipelineSchema::Build(PassRegistry::Global()));

@@ -28,6 +28,7 @@ struct LoadedPipeline {
   };
 
   std::string name;  // the built-in name or the file path
+  std::string text;  // what it was loaded from, before the overrides
   proto::Target target = proto::TARGET_UNSPECIFIED;
   std::vector<Entry> passes;  // in pipeline order
 };

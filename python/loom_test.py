@@ -148,6 +148,31 @@ class LoomTest(unittest.TestCase):
             model.reference({"x": self.x})
         self.assertIn("holds no reference graph", str(raised.exception))
 
+    def test_an_artifact_for_every_shape_takes_each_calls_sizes(self):
+        model = loom.load(os.environ["LOOM_TEST_EVERY_SHAPE"])
+        self.assertIsInstance(model, loom.DynamicModel)
+        self.assertEqual(model.inputs, [("x", np.dtype(np.float32), (-1, -1, 4)),
+                                        ("y", np.dtype(np.float32), (-1, -1, 1))])
+        self.assertEqual(model.dims, {"x": ("batch", "seq", ""), "y": ("batch", "seq", "")})
+        lstm = loom.load(os.environ["LOOM_TEST_ARTIFACT"])  # another artifact, loaded alongside
+        rng = np.random.default_rng(6)
+        for batch, seq in [(2, 3), (4, 8), (1, 5), (3, 7)]:
+            x = rng.standard_normal((batch, seq, 4)).astype(np.float32)
+            y = rng.standard_normal((batch, seq, 1)).astype(np.float32)
+            np.testing.assert_array_equal(model.run({"x": x, "y": y})["z"], x + y)
+        assert_close(self, lstm.run({"x": self.x})["h_n"], self.lstm.reference({"x": self.x})["h_n"])
+        compiled = loom.compile("tests/bad_inputs/named_dims.onnx",
+                                dims={"batch": (1, 4), "seq": 3},
+                                out_dir=os.path.join(os.environ["TEST_TMPDIR"], "every_seq3"))
+        self.assertEqual(compiled.inputs[0], ("x", np.dtype(np.float32), (-1, 3, 4)))
+        x, y = np.ones((3, 3, 4), np.float32), np.ones((3, 3, 1), np.float32)
+        np.testing.assert_array_equal(compiled.run({"x": x, "y": y})["z"], x + y)
+        x, y = np.zeros((5, 2, 4), np.float32), np.zeros((5, 2, 1), np.float32)
+        with self.assertRaises(loom.InvalidArgumentError) as raised:
+            model.run({"x": x, "y": y})
+        self.assertIn("graph input 'x': dim 0, the named dim 'batch', is 5, outside its bounds 1..4",
+                      str(raised.exception))
+
     def test_threads_share_a_model(self):
         first = self.lstm(self.x)[0]
         mismatches = []

@@ -8,4 +8,7 @@ export PYTHONPATH="$PWD/python"
 export LOOM_TEST_ARTIFACT="$TEST_TMPDIR/lstm/model.loom"
 mkdir -p "$TEST_TMPDIR/lstm"
 tools/loom compile --model=examples/lstm_l2_h64.pbtxt --out_dir="$TEST_TMPDIR/lstm" --quiet >/dev/null
+export LOOM_TEST_EVERY_SHAPE="$TEST_TMPDIR/every_shape/model.loom"
+tools/loom compile --model=tests/bad_inputs/named_dims.onnx --dims=batch=1..4,seq=1..8 \
+  --out_dir="$TEST_TMPDIR/every_shape" --quiet >/dev/null
 exec /usr/bin/python3 python/loom_test.py

@@ -13,8 +13,11 @@
 namespace {
 
 thread_local std::string last_error;
+loom_c::EveryShapeLoader every_shape_loader = nullptr;
 
 }  // namespace
+
+void loom_c::SetEveryShapeLoader(EveryShapeLoader loader) { every_shape_loader = loader; }
 
 loom_status loom_c::Report(const absl::Status& status) {
   last_error = std::string(status.message());
@@ -63,6 +66,15 @@ loom_status Describe(const std::vector<loom::TensorInfo>& tensors, int index, co
   return LOOM_OK;
 }
 
+// The model's interface: a model compiled for every shape has -1 where a
+// size is the call's.
+const std::vector<loom::TensorInfo>& Inputs(const loom_model& model) {
+  return model.every_shape != nullptr ? model.every_shape->inputs : model.model->inputs();
+}
+const std::vector<loom::TensorInfo>& Outputs(const loom_model& model) {
+  return model.every_shape != nullptr ? model.every_shape->outputs : model.model->outputs();
+}
+
 // The C tensors as the C++ API's, or an error naming the bad one.
 template <typename CTensor, typename Tensor>
 loom_status Convert(const CTensor* given, int count, const char* what, std::vector<Tensor>& out) {
@@ -93,36 +105,87 @@ const char* loom_last_error(void) { return last_error.c_str(); }
 
 loom_status loom_model_load(const char* path, loom_model** model) {
   if (path == nullptr || model == nullptr) return Invalid("loom_model_load: a null argument");
-  absl::StatusOr<loom::Model> loaded = loom::Model::Load(path);
-  if (!loaded.ok()) return Report(loaded.status());
-  *model = new loom_model{*std::move(loaded)};
+  absl::StatusOr<loom::runtime::proto::Artifact> artifact = loom::ReadArtifact(path);
+  if (!artifact.ok()) return Report(artifact.status());
+  if (artifact->has_dynamic_shapes()) {
+    if (every_shape_loader == nullptr) {
+      return Invalid(absl::StrCat(path,
+                                  ": a model compiled for every shape within its dims' bounds "
+                                  "needs libloom's compiler, which this program lacks"));
+    }
+    absl::StatusOr<std::unique_ptr<loom_model>> loaded = every_shape_loader(path, *artifact);
+    if (!loaded.ok()) return Report(loaded.status());
+    *model = loaded->release();
+    return LOOM_OK;
+  }
+  absl::StatusOr<loom::Model> loaded = loom::Model::FromArtifact(*artifact);
+  if (!loaded.ok()) {
+    return Report(
+        absl::Status(loaded.status().code(), absl::StrCat(path, ": ", loaded.status().message())));
+  }
+  *model = new loom_model{std::make_shared<const loom::Model>(*std::move(loaded))};
   return LOOM_OK;
 }
 
 void loom_model_free(loom_model* model) { delete model; }
 
 int loom_model_num_inputs(const loom_model* model) {
-  return model == nullptr ? 0 : static_cast<int>(model->model.inputs().size());
+  return model == nullptr ? 0 : static_cast<int>(Inputs(*model).size());
 }
 
 int loom_model_num_outputs(const loom_model* model) {
-  return model == nullptr ? 0 : static_cast<int>(model->model.outputs().size());
+  return model == nullptr ? 0 : static_cast<int>(Outputs(*model).size());
 }
 
 int loom_model_num_launches(const loom_model* model) {
-  return model == nullptr ? 0 : model->model.launches();
+  return model == nullptr || model->model == nullptr ? 0 : model->model->launches();
 }
 
 loom_status loom_model_input(const loom_model* model, int index, const char** name,
                              loom_dtype* dtype, int* rank, const int64_t** shape) {
   if (model == nullptr) return Invalid("loom_model_input: no model");
-  return Describe(model->model.inputs(), index, "input", name, dtype, rank, shape);
+  return Describe(Inputs(*model), index, "input", name, dtype, rank, shape);
 }
 
 loom_status loom_model_output(const loom_model* model, int index, const char** name,
                               loom_dtype* dtype, int* rank, const int64_t** shape) {
   if (model == nullptr) return Invalid("loom_model_output: no model");
-  return Describe(model->model.outputs(), index, "output", name, dtype, rank, shape);
+  return Describe(Outputs(*model), index, "output", name, dtype, rank, shape);
+}
+
+loom_status loom_model_input_dim_name(const loom_model* model, int index, int axis,
+                                      const char** name) {
+  if (model == nullptr || name == nullptr) {
+    return Invalid("loom_model_input_dim_name: a null argument");
+  }
+  if (loom_status s = Describe(Inputs(*model), index, "input", nullptr, nullptr, nullptr, nullptr);
+      s != LOOM_OK) {
+    return s;
+  }
+  const loom::TensorInfo& input = Inputs(*model)[index];
+  if (axis < 0 || axis >= static_cast<int>(input.shape.size())) {
+    return Invalid(absl::StrCat("input '", input.name, "' has no dim ", axis, " (its rank is ",
+                                input.shape.size(), ")"));
+  }
+  static const std::string kNone;
+  *name = model->every_shape == nullptr ? kNone.c_str()
+                                        : model->every_shape->input_dim_names[index][axis].c_str();
+  return LOOM_OK;
+}
+
+loom_status loom_model_bind(const loom_model* model, const loom_input* inputs, int num_inputs,
+                            loom_model** bound) {
+  if (model == nullptr || bound == nullptr) return Invalid("loom_model_bind: a null argument");
+  if (model->every_shape == nullptr) {
+    *bound = new loom_model{model->model, model->reference};
+    return LOOM_OK;
+  }
+  std::vector<loom::InputTensor> in;
+  if (loom_status s = Convert(inputs, num_inputs, "input", in); s != LOOM_OK) return s;
+  absl::StatusOr<std::shared_ptr<const loom::Model>> at_shapes = model->every_shape->bind(in);
+  if (!at_shapes.ok()) return Report(at_shapes.status());
+  *bound = new loom_model{*std::move(at_shapes)};
+  return LOOM_OK;
 }
 
 loom_status loom_model_run(const loom_model* model, const loom_input* inputs, int num_inputs,
@@ -133,7 +196,10 @@ loom_status loom_model_run(const loom_model* model, const loom_input* inputs, in
   thread_local std::vector<loom::OutputTensor> out;
   if (loom_status s = Convert(inputs, num_inputs, "input", in); s != LOOM_OK) return s;
   if (loom_status s = Convert(outputs, num_outputs, "output", out); s != LOOM_OK) return s;
-  return Report(model->model.Run(in, out));
+  if (model->every_shape == nullptr) return Report(model->model->Run(in, out));
+  absl::StatusOr<std::shared_ptr<const loom::Model>> at_shapes = model->every_shape->bind(in);
+  if (!at_shapes.ok()) return Report(at_shapes.status());
+  return Report((*at_shapes)->Run(in, out));
 }
 
 loom_status loom_model_reference_run(const loom_model* model, const loom_input* inputs,

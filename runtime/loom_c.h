@@ -110,11 +110,22 @@ loom_status loom_model_compile_for_inputs(const char* model_path, const char* pi
                                           const loom_input* inputs, int num_inputs,
                                           loom_model** model);
 
+/* Compiles an ONNX model for every shape of its named dims within `bounds`
+   (num_bounds of them, by name; a dim of one size has MIN = MAX) into
+   out_dir/model.loom, the model file copied beside it, and loads that (see
+   loom_model_bind): what `loom compile --dims=NAME=MIN..MAX,...
+   --out_dir=D` does. A dim without bounds is LOOM_INVALID_ARGUMENT naming
+   it. */
+loom_status loom_model_compile_every_shape(const char* model_path, const char* pipeline,
+                                           const loom_dim_bounds* bounds, int num_bounds,
+                                           const char* out_dir, loom_model** model);
+
 void loom_model_free(loom_model* model);
 
 int loom_model_num_inputs(const loom_model* model);
 int loom_model_num_outputs(const loom_model* model);
-/* How many kernel launches a run makes (a fused model's few). */
+/* How many kernel launches a run makes (a fused model's few); 0 for a model
+   compiled for every shape, whose bound models say. */
 int loom_model_num_launches(const loom_model* model);
 
 /* Input (output) `index`: its name, type and shape, valid while the model
@@ -123,6 +134,29 @@ loom_status loom_model_input(const loom_model* model, int index, const char** na
                              loom_dtype* dtype, int* rank, const int64_t** shape);
 loom_status loom_model_output(const loom_model* model, int index, const char** name,
                               loom_dtype* dtype, int* rank, const int64_t** shape);
+
+/* A model compiled for every shape within its named dims' bounds (`loom
+   compile --dims=NAME=MIN..MAX,... --out_dir=D` writes D/model.loom, with
+   the model file beside it; loom_model_load needs libloom's compiler for
+   it) reports -1 for those dims in loom_model_input and loom_model_output,
+   and runs at the shapes of each call's inputs: a shape it has not run
+   before compiles the front end (milliseconds) and binds kernels the
+   artifact holds; the last 8 shapes are kept. Its outputs' shapes follow
+   from the inputs': loom_model_bind gives them. */
+
+/* The name of dim `axis` of input `index`: an ONNX model's dim_param for a
+   dim whose size is the call's, else "". Valid while the model lives. */
+loom_status loom_model_input_dim_name(const loom_model* model, int index, int axis,
+                                      const char** name);
+
+/* The model at the shapes of `inputs` (names, types and shapes; their data
+   is not read): for a model compiled for every shape, a model of fixed
+   shapes, whose loom_model_output gives the outputs' shapes; for any other
+   model, another handle to it. Free it with loom_model_free; it may outlive
+   `model`. A size outside its dim's bounds or inputs that disagree on a dim
+   are LOOM_INVALID_ARGUMENT naming the input, the dim and the bound. */
+loom_status loom_model_bind(const loom_model* model, const loom_input* inputs, int num_inputs,
+                            loom_model** bound);
 
 /* Runs the model on every input (by name, any order) into the named outputs
    (outputs not named are computed and dropped). A missing, unknown or

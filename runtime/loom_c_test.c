@@ -170,6 +170,47 @@ int main(void) {
   EXPECT(loom_model_compile_for_inputs("tests/bad_inputs/named_dims.onnx", NULL, NULL, 0, shaped, 2,
                                        &model) == LOOM_INVALID_ARGUMENT);
   EXPECT(strstr(loom_last_error(), "input 'x' has shape [4,-5,4], with a negative dim") != NULL);
+
+  /* An artifact compiled for every shape within bounds (by the loom command,
+     a data dependency) takes each call's sizes. */
+  char command[8192], every_shape[4096];
+  snprintf(every_shape, sizeof every_shape, "%s/every_shape", tmp != NULL ? tmp : "/tmp");
+  snprintf(command, sizeof command,
+           "tools/loom compile --model=tests/bad_inputs/named_dims.onnx "
+           "--dims=batch=1..4,seq=1..8 --out_dir=%s --quiet >/dev/null",
+           every_shape);
+  EXPECT(system(command) == 0);
+  strncat(every_shape, "/model.loom", sizeof every_shape - strlen(every_shape) - 1);
+  model = NULL;
+  EXPECT(loom_model_load(every_shape, &model) == LOOM_OK);
+  if (model == NULL) return 1;
+  EXPECT(loom_model_input(model, 0, &name, &dtype, &rank, &shape) == LOOM_OK);
+  EXPECT(rank == 3 && shape[0] == -1 && shape[1] == -1 && shape[2] == 4);
+  const char* dim = NULL;
+  EXPECT(loom_model_input_dim_name(model, 0, 1, &dim) == LOOM_OK && strcmp(dim, "seq") == 0);
+  EXPECT(loom_model_input_dim_name(model, 0, 2, &dim) == LOOM_OK && strcmp(dim, "") == 0);
+  EXPECT(loom_model_input_dim_name(model, 0, 3, &dim) == LOOM_INVALID_ARGUMENT);
+  static float dx[3 * 7 * 4], dy[3 * 7], dz[3 * 7 * 4];
+  for (int i = 0; i < 3 * 7 * 4; ++i) dx[i] = (float)i;
+  for (int i = 0; i < 3 * 7; ++i) dy[i] = (float)(1000 * i);
+  const int64_t dx_shape[] = {3, 7, 4}, dy_shape[] = {3, 7, 1};
+  const loom_input every_inputs[] = {{"x", LOOM_F32, 3, dx_shape, dx},
+                                     {"y", LOOM_F32, 3, dy_shape, dy}};
+  loom_model* bound = NULL;
+  EXPECT(loom_model_bind(model, every_inputs, 2, &bound) == LOOM_OK);
+  if (bound == NULL) return 1;
+  EXPECT(loom_model_output(bound, 0, &name, &dtype, &rank, &shape) == LOOM_OK);
+  EXPECT(strcmp(name, "z") == 0 && shape[0] == 3 && shape[1] == 7 && shape[2] == 4);
+  loom_model_free(bound);
+  const loom_output every_outputs[] = {{"z", LOOM_F32, 3, dx_shape, dz}};
+  EXPECT(loom_model_run(model, every_inputs, 2, every_outputs, 1) == LOOM_OK);
+  EXPECT(dz[4 * 9 + 2] == dx[4 * 9 + 2] + dy[9]);
+  const int64_t wide_x[] = {5, 7, 4}, wide_y[] = {5, 7, 1};
+  const loom_input wide[] = {{"x", LOOM_F32, 3, wide_x, dx}, {"y", LOOM_F32, 3, wide_y, dy}};
+  EXPECT(loom_model_bind(model, wide, 2, &bound) == LOOM_INVALID_ARGUMENT);
+  EXPECT(strstr(loom_last_error(), "the named dim 'batch', is 5, outside its bounds 1..4") != NULL);
+  loom_model_free(model);
+
   if (failures == 0) printf("loom_c_test: all passed\n");
   return failures == 0 ? 0 : 1;
 }

@@ -341,13 +341,14 @@ absl::StatusOr<TensorInfo> InfoOf(const rproto::TensorSpec& spec, int buffers,
 std::string Model::Serialize(const rproto::Artifact& artifact) {
   rproto::ArtifactFile file;
   file.set_magic(kMagic);
-  file.set_format_version(kArtifactFormatVersion);
+  file.set_format_version(artifact.has_dynamic_shapes() ? kDynamicArtifactFormatVersion
+                                                        : kArtifactFormatVersion);
   file.set_payload(artifact.SerializeAsString());
   file.set_payload_hash(ContentHash(file.payload()));
   return file.SerializeAsString();
 }
 
-absl::StatusOr<Model> Model::Load(const std::string& path) {
+absl::StatusOr<rproto::Artifact> ReadArtifact(const std::string& path) {
   const absl::StatusOr<MappedFile> bytes = MappedFile::Map(path);
   if (!bytes.ok()) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot be read (no such file?)"));
@@ -357,17 +358,32 @@ absl::StatusOr<Model> Model::Load(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a loom artifact (truncated or corrupt?)"));
   }
-  if (file.format_version != kArtifactFormatVersion) {
+  if (file.format_version != kArtifactFormatVersion &&
+      file.format_version != kDynamicArtifactFormatVersion) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": artifact format ", file.format_version, ", this loom reads format ",
-                     kArtifactFormatVersion, " only: compile the model again with this loom"));
+        absl::StrCat(path, ": artifact format ", file.format_version, ", this loom reads formats ",
+                     kArtifactFormatVersion, " and ", kDynamicArtifactFormatVersion,
+                     " only: compile the model again with this loom"));
   }
   rproto::Artifact artifact;
   if (ContentHash(std::string_view(file.payload.data(), file.payload.size())) !=
           file.payload_hash ||
-      !artifact.ParseFromArray(file.payload.data(), static_cast<int>(file.payload.size()))) {
+      !artifact.ParseFromArray(file.payload.data(), static_cast<int>(file.payload.size())) ||
+      artifact.has_dynamic_shapes() != (file.format_version == kDynamicArtifactFormatVersion)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": the artifact is damaged (its checksum does not match)"));
+  }
+  return artifact;
+}
+
+absl::StatusOr<Model> Model::Load(const std::string& path) {
+  LOOM_ASSIGN_OR_RETURN(const rproto::Artifact artifact, ReadArtifact(path));
+  if (artifact.has_dynamic_shapes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        ": a model compiled for every shape within its dims' bounds, which compiles its front "
+        "end at each new shape: load it with loom::DynamicModel (compiler/dynamic_model.h) or "
+        "`loom run`"));
   }
   absl::StatusOr<Model> model = FromArtifact(artifact);
   if (!model.ok()) {

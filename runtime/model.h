@@ -22,8 +22,12 @@
 
 namespace loom {
 
-// The format of the artifacts this runtime reads and loom writes.
+// The format of the artifacts this runtime reads and loom writes, and that
+// of a model compiled for every shape within its dims' bounds
+// (Artifact.dynamic_shapes, compiler/dynamic_model.h), which Model::Load
+// refuses.
 inline constexpr int kArtifactFormatVersion = 3;
+inline constexpr int kDynamicArtifactFormatVersion = 4;
 
 // An input or output of a model: its name, element type and shape.
 struct TensorInfo {
@@ -51,6 +55,11 @@ struct OutputTensor {
   void* data;
 };
 
+// The artifact at `path` (a file Model::Serialize wrote), of either
+// format. A missing, truncated or corrupt file, or another format version,
+// is an error naming the file and the cause.
+absl::StatusOr<runtime::proto::Artifact> ReadArtifact(const std::string& path);
+
 class Model {
  public:
   // A kernel of the launch table: the addresses of its arguments.
@@ -60,7 +69,8 @@ class Model {
   // file, another format version, or kernels built for a CPU this one is
   // not, is an error naming the file and the cause.
   static absl::StatusOr<Model> Load(const std::string& path);
-  // The artifact as its file holds it (Load's input).
+  // The artifact as its file holds it (Load's input; format 4 where it has
+  // dynamic_shapes).
   static std::string Serialize(const runtime::proto::Artifact& artifact);
   // Loads an artifact already in memory (its kernels from shared_object).
   static absl::StatusOr<Model> FromArtifact(const runtime::proto::Artifact& artifact);

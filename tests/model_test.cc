@@ -286,7 +286,10 @@ TEST(ModelTest, DamagedOrForeignFilesAreRefusedNamingTheCause) {
   flipped[good.size() / 2] ^= 0x20;
   runtime::proto::ArtifactFile newer;
   ASSERT_TRUE(newer.ParseFromString(good));
-  newer.set_format_version(kArtifactFormatVersion + 1);
+  newer.set_format_version(kDynamicArtifactFormatVersion + 1);
+  // A file of the format for every shape whose payload is not one.
+  runtime::proto::ArtifactFile mislabelled = newer;
+  mislabelled.set_format_version(kDynamicArtifactFormatVersion);
   const struct {
     std::string name, bytes, message;
   } cases[] = {
@@ -295,8 +298,10 @@ TEST(ModelTest, DamagedOrForeignFilesAreRefusedNamingTheCause) {
       {"text.loom", "name: \"lstm\"\n", "not a loom artifact"},
       {"flipped.loom", flipped, "the artifact is damaged"},
       {"newer.loom", newer.SerializeAsString(),
-       absl::StrCat("artifact format ", kArtifactFormatVersion + 1, ", this loom reads format ",
-                    kArtifactFormatVersion)},
+       absl::StrCat("artifact format ", kDynamicArtifactFormatVersion + 1,
+                    ", this loom reads formats ", kArtifactFormatVersion, " and ",
+                    kDynamicArtifactFormatVersion)},
+      {"mislabelled.loom", mislabelled.SerializeAsString(), "the artifact is damaged"},
   };
   for (const auto& c : cases) {
     const std::string path = absl::StrCat(dir, "/", c.name);

@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "compiler/check.h"
 #include "compiler/driver.h"
+#include "compiler/dynamic_model.h"
 #include "ir/file_io.h"
 #include "ir/graph_io.h"
 #include "tools/aot.h"
@@ -238,10 +239,27 @@ absl::Status WriteReportIfAsked(const proto::Report& report) {
   return WriteFileBytes(path, ReportToJson(report));
 }
 
+// `loom compile` with bounds: one artifact for every shape within them.
+int CompileForEveryShape(const CompileOptions& options) {
+  absl::StatusOr<proto::Report> report = DynamicModel::Compile(options);
+  if (!report.ok()) return Fail(report.status());
+  if (absl::Status s = WriteReportIfAsked(*report); !s.ok()) return Fail(s);
+  std::cout << absl::StrFormat(
+      "%s: compiled for every shape within the bounds, %s/model.loom: %d shapes of the sweep "
+      "in %d classes; front end %.2f s, native compile %.2f s\n",
+      options.model, options.out_dir, report->shapes(), report->shape_classes_size(),
+      report->frontend_seconds(), report->native_compile_seconds());
+  return kExitOk;
+}
+
 int Compile() {
   if (absl::GetFlag(FLAGS_model).empty()) return UsageError("compile needs --model");
   const std::string aot = absl::GetFlag(FLAGS_aot);
   CompileOptions options = CompileOptionsFromFlags();
+  if (!options.dim_bounds.empty()) {
+    if (!aot.empty()) return UsageError("--aot compiles for one shape: give each dim a size");
+    return CompileForEveryShape(options);
+  }
   options.native_compile = aot.empty();  // the program that links it compiles it
   absl::StatusOr<CompiledModel> compiled = CompileModel(options);
   if (!compiled.ok()) return Fail(compiled.status());
@@ -309,8 +327,11 @@ int Run() {
   options.roofline = absl::GetFlag(FLAGS_roofline);
   options.profile = absl::GetFlag(FLAGS_profile);
   options.seed = absl::GetFlag(FLAGS_seed);
-  if (absl::Status s =
-          artifact ? RunArtifact(model, options, compiled->report) : RunModel(*compiled, options);
+  if (absl::Status s = artifact ? RunAnyArtifact(model,
+                                                 DimSizes(absl::GetFlag(FLAGS_dims).sizes.begin(),
+                                                          absl::GetFlag(FLAGS_dims).sizes.end()),
+                                                 options, compiled->report)
+                                : RunModel(*compiled, options);
       !s.ok()) {
     return Fail(s);
   }

@@ -89,20 +89,25 @@ std::string LaunchLabel(absl::Span<const absl::string_view> nodes) {
 
 }  // namespace
 
+NativeCompileOptions NativeOptions(const GeneratedSource& source, const std::string& cache_dir) {
+  NativeCompileOptions options;
+  options.flags = source.native_flags;
+  options.link_blas = source.calls_blas;
+  options.link_dnnl = source.calls_dnnl;
+  options.link_blis = source.calls_dnnl;  // its large f32 products may call BLIS
+  options.link_sleef = source.calls_sleef;
+  options.support_sources = source.support_sources;
+  options.cache_dir = cache_dir;
+  return options;
+}
+
 absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::string& cache_dir) {
   if (!module.loops.has_value() || !module.source.has_value() || module.source->language != "c++") {
     return absl::FailedPreconditionError(
         "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
   }
   LOOM_RETURN_IF_ERROR(CheckBufferLimits(*module.loops));
-  NativeCompileOptions options;
-  options.flags = module.source->native_flags;
-  options.link_blas = module.source->calls_blas;
-  options.link_dnnl = module.source->calls_dnnl;
-  options.link_blis = module.source->calls_dnnl;  // its large f32 products may call BLIS
-  options.link_sleef = module.source->calls_sleef;
-  options.support_sources = module.source->support_sources;
-  options.cache_dir = cache_dir;
+  const NativeCompileOptions options = NativeOptions(*module.source, cache_dir);
   if (kernel_cache::GetEnv("LOOM_SHAPE_TEMPLATES") == "0") {
     return CompileAndLoad(module.source->text, options);
   }

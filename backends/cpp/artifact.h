@@ -12,6 +12,10 @@
 
 namespace loom::cpp {
 
+// How codegen-cpp's `source` compiles natively (its flags and the
+// libraries it links), through the cache in `cache_dir`.
+NativeCompileOptions NativeOptions(const GeneratedSource& source, const std::string& cache_dir);
+
 // The kernels of a module through codegen-cpp, compiled (through the cache
 // in `cache_dir`) and loaded.
 absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::string& cache_dir);

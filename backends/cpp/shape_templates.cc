@@ -167,34 +167,69 @@ void WriteRecord(const std::string& path, const Record& record) {
                          record.refused ? "refused\n" : ""));
 }
 
-// The constants a template for `source` and `record` reads at run time:
-// the record's, and those where `source` differs from the record's first
-// source, of those in kernel functions. Empty where `source` differs from
-// the record's first source only where a template cannot read at run time.
-std::vector<int> AtRunTime(const GeneratedSource& source, const Record& record) {
+// The constants a template for `source` and one for `values` reading
+// `at_run_time` reads at run time: those, and those where `source` differs
+// from `values`, of those in kernel functions. None where `source` differs
+// from `values` where a template cannot read at run time.
+std::optional<std::vector<int>> ReadAtRunTime(const GeneratedSource& source,
+                                              absl::Span<const int64_t> values,
+                                              absl::Span<const int> at_run_time) {
   const std::vector<KernelBody> bodies = KernelBodies(source);
-  std::vector<int> at_run_time;
-  bool differs_elsewhere = false;
+  std::vector<int> read;
   for (size_t i = 0; i < source.shape_constants.size(); ++i) {
-    const bool differs = source.shape_constants[i].value != record.values[i];
-    const bool was = std::binary_search(record.at_run_time.begin(), record.at_run_time.end(),
-                                        static_cast<int>(i));
+    const bool differs = source.shape_constants[i].value != values[i];
+    const bool was = absl::c_binary_search(at_run_time, static_cast<int>(i));
     if (!differs && !was) continue;
     const KernelBody* body = BodyAt(bodies, source.shape_constants[i].offset);
     if (body == nullptr || body->arguments < 0) {
-      differs_elsewhere |= differs;
+      if (differs) return std::nullopt;
       continue;
     }
-    at_run_time.push_back(static_cast<int>(i));
+    read.push_back(static_cast<int>(i));
   }
-  if (differs_elsewhere) return {};
-  return at_run_time;
+  return read;
+}
+
+// ReadAtRunTime for a source of the record's skeleton: empty where `source`
+// differs from the record's first source only where a template cannot read.
+std::vector<int> AtRunTime(const GeneratedSource& source, const Record& record) {
+  return ReadAtRunTime(source, record.values, record.at_run_time).value_or(std::vector<int>());
 }
 
 }  // namespace
 
 std::string Skeleton(const GeneratedSource& source) {
   return ShapeSkeleton(source.text, source.shape_constants);
+}
+
+std::string SkeletonHash(const GeneratedSource& source) { return ContentHash(Skeleton(source)); }
+
+ShapeClass StartShapeClass(const GeneratedSource& source, std::string skeleton_hash) {
+  return {std::move(skeleton_hash), Values(source), {}};
+}
+
+bool JoinShapeClass(const GeneratedSource& source, ShapeClass& shape_class) {
+  if (source.shape_constants.size() != shape_class.values.size()) return false;
+  std::optional<std::vector<int>> read =
+      ReadAtRunTime(source, shape_class.values, shape_class.at_run_time);
+  if (!read.has_value()) return false;
+  shape_class.at_run_time = *std::move(read);
+  return true;
+}
+
+bool InShapeClass(const GeneratedSource& source, absl::string_view skeleton_hash,
+                  const ShapeClass& shape_class) {
+  if (skeleton_hash != shape_class.skeleton_hash ||
+      source.shape_constants.size() != shape_class.values.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < source.shape_constants.size(); ++i) {
+    if (source.shape_constants[i].value != shape_class.values[i] &&
+        !absl::c_binary_search(shape_class.at_run_time, static_cast<int>(i))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::string TemplateText(const GeneratedSource& source, absl::Span<const int> at_run_time) {

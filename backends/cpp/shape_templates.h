@@ -14,6 +14,7 @@
 // template when its own text is the template's with the constants it reads
 // at run time set to this source's values: the same code.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,33 @@ std::string Skeleton(const GeneratedSource& source);
 // passes after its arguments: each kernel function that reads one takes
 // them as `loom_n`.
 std::string TemplateText(const GeneratedSource& source, absl::Span<const int> at_run_time);
+
+// A class of shapes whose kernels are one template (a compiled model for
+// every shape within bounds, compiler/dynamic_model.h): the hash of their
+// sources' skeleton, the constants of the first, and those its template
+// reads at run time (ascending); the template is TemplateText(first,
+// at_run_time).
+struct ShapeClass {
+  std::string skeleton_hash;
+  std::vector<int64_t> values;
+  std::vector<int> at_run_time;
+};
+
+// The hash of Skeleton(source).
+std::string SkeletonHash(const GeneratedSource& source);
+
+// The class of `source` alone, whose skeleton's hash is `skeleton_hash`.
+ShapeClass StartShapeClass(const GeneratedSource& source, std::string skeleton_hash);
+// Adds `source`, a source of the class's skeleton, to `shape_class`: its
+// template then also reads the constants in which `source` differs. False,
+// and the class unchanged, where a template cannot read one of those (a
+// constant outside the kernel functions).
+bool JoinShapeClass(const GeneratedSource& source, ShapeClass& shape_class);
+// Whether `source`, whose skeleton's hash is `skeleton_hash`, runs as the
+// class's template: the same skeleton, and the same constants but for those
+// the template reads at run time.
+bool InShapeClass(const GeneratedSource& source, absl::string_view skeleton_hash,
+                  const ShapeClass& shape_class);
 
 // Compiles and loads `source`'s kernels as CompileAndLoad does, through the
 // shape templates of options.cache_dir (above). The result's

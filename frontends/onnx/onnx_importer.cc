@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -784,6 +785,63 @@ absl::StatusOr<onnx::ModelProto> ReadOnnxModelFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a binary ONNX model (ModelProto)"));
   }
   return model;
+}
+
+namespace {
+
+void AddExternalDataFiles(const onnx::TensorProto& tensor, std::vector<std::string>& files) {
+  if (tensor.data_location() != onnx::TensorProto::EXTERNAL) return;
+  for (const onnx::StringStringEntryProto& entry : tensor.external_data()) {
+    if (entry.key() == "location" && !absl::c_linear_search(files, entry.value())) {
+      files.push_back(entry.value());
+    }
+  }
+}
+
+void AddExternalDataFiles(const onnx::GraphProto& graph, std::vector<std::string>& files);
+
+void AddExternalDataFiles(const onnx::NodeProto& node, std::vector<std::string>& files) {
+  for (const onnx::AttributeProto& attribute : node.attribute()) {
+    if (attribute.has_t()) AddExternalDataFiles(attribute.t(), files);
+    for (const onnx::TensorProto& tensor : attribute.tensors()) AddExternalDataFiles(tensor, files);
+    if (attribute.has_g()) AddExternalDataFiles(attribute.g(), files);
+    for (const onnx::GraphProto& subgraph : attribute.graphs()) {
+      AddExternalDataFiles(subgraph, files);
+    }
+  }
+}
+
+void AddExternalDataFiles(const onnx::GraphProto& graph, std::vector<std::string>& files) {
+  for (const onnx::TensorProto& tensor : graph.initializer()) AddExternalDataFiles(tensor, files);
+  for (const onnx::NodeProto& node : graph.node()) AddExternalDataFiles(node, files);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> OnnxExternalDataFiles(const std::string& path) {
+  LOOM_ASSIGN_OR_RETURN(onnx::ModelProto model, ReadOnnxModelFile(path));
+  std::vector<std::string> files;
+  AddExternalDataFiles(model.graph(), files);
+  for (const onnx::FunctionProto& function : model.functions()) {
+    for (const onnx::NodeProto& node : function.node()) AddExternalDataFiles(node, files);
+  }
+  return files;
+}
+
+absl::StatusOr<absl::flat_hash_map<std::string, std::vector<std::string>>> OnnxDimNames(
+    const std::string& path) {
+  LOOM_ASSIGN_OR_RETURN(onnx::ModelProto model, ReadOnnxModelFile(path));
+  absl::flat_hash_map<std::string, std::vector<std::string>> names;
+  for (const auto* values : {&model.graph().input(), &model.graph().output()}) {
+    for (const onnx::ValueInfoProto& value : *values) {
+      std::vector<std::string>& dims = names[value.name()];
+      for (const onnx::TensorShapeProto::Dimension& dim :
+           value.type().tensor_type().shape().dim()) {
+        dims.push_back(dim.dim_param());
+      }
+    }
+  }
+  return names;
 }
 
 absl::StatusOr<Graph> LoadOnnxFile(const std::string& path, const OnnxImportOptions& options) {

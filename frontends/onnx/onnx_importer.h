@@ -100,6 +100,16 @@ absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
                                       const OnnxImportOptions& options = {});
 
 // Reads and imports a binary .onnx file. Errors name the path.
+// The files that hold the external data of the ONNX model at `path`
+// (external_data locations, relative to its folder), each once: what must
+// go with the model where it is copied.
+absl::StatusOr<std::vector<std::string>> OnnxExternalDataFiles(const std::string& path);
+
+// The names of the dims of the ONNX model's graph inputs and outputs at
+// `path`, by value name: each dim's dim_param, "" where it has none.
+absl::StatusOr<absl::flat_hash_map<std::string, std::vector<std::string>>> OnnxDimNames(
+    const std::string& path);
+
 absl::StatusOr<Graph> LoadOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
 
 // Reads a binary .onnx file into its proto.

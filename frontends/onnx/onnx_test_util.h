@@ -40,6 +40,23 @@ class ModelBuilder {
     tensor->mutable_shape()->add_dim()->set_dim_param(dim);
     return *this;
   }
+  // A float input whose dims are each a name (symbolic) or, written in
+  // digits, a size: {"batch", "seq", "8"}.
+  ModelBuilder& NamedDimsInput(const std::string& name, const std::vector<std::string>& dims) {
+    onnx::ValueInfoProto* info = model_.mutable_graph()->add_input();
+    info->set_name(name);
+    onnx::TypeProto::Tensor* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    for (const std::string& dim : dims) {
+      onnx::TensorShapeProto::Dimension* d = tensor->mutable_shape()->add_dim();
+      if (!dim.empty() && dim.find_first_not_of("0123456789") == std::string::npos) {
+        d->set_dim_value(std::stoll(dim));
+      } else {
+        d->set_dim_param(dim);
+      }
+    }
+    return *this;
+  }
   ModelBuilder& Output(const std::string& name) {
     model_.mutable_graph()->add_output()->set_name(name);
     return *this;

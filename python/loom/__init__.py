@@ -6,6 +6,7 @@ numpy arrays.
     outputs = m.run({"x": x})            # {name: numpy array}; or y = m(x)
     d = loom.compile("bert.onnx", dims={"batch": (1, 64), "seq": (1, 512)})
     outputs = d.run({"input_ids": ids})  # any batch and seq within the bounds
+    d = loom.load("D/model.loom")        # `loom compile --dims=batch=1..64,seq=1..512 --out_dir=D`
 
 Over loom's C interface (runtime/loom_c.h) in libloom.so, found at
 $LOOM_LIBRARY, else beside this package. Errors are loom.Error with loom's
@@ -133,6 +134,9 @@ def _library():
         lib.loom_model_compile_for_inputs.argtypes = [
             ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_DimBounds), ctypes.c_int,
             ctypes.POINTER(_Tensor), ctypes.c_int, ctypes.POINTER(handle)]
+        lib.loom_model_compile_every_shape.argtypes = [
+            ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_DimBounds), ctypes.c_int,
+            ctypes.c_char_p, ctypes.POINTER(handle)]
         lib.loom_model_free.argtypes = [handle]
         lib.loom_model_free.restype = None
         for count in (lib.loom_model_num_inputs, lib.loom_model_num_outputs,
@@ -145,6 +149,10 @@ def _library():
         for run in (lib.loom_model_run, lib.loom_model_reference_run, lib.loom_reference_run):
             run.argtypes = [handle, ctypes.POINTER(_Tensor), ctypes.c_int,
                             ctypes.POINTER(_Tensor), ctypes.c_int]
+        lib.loom_model_bind.argtypes = [handle, ctypes.POINTER(_Tensor), ctypes.c_int,
+                                        ctypes.POINTER(handle)]
+        lib.loom_model_input_dim_name.argtypes = [handle, ctypes.c_int, ctypes.c_int,
+                                                  ctypes.POINTER(ctypes.c_char_p)]
         lib.loom_reference_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(handle)]
         lib.loom_reference_free.argtypes = [handle]
         lib.loom_reference_free.restype = None
@@ -355,13 +363,19 @@ def _open(function, *args):
 
 
 class DynamicModel:
-    """A model file whose named dims take their sizes from each call's inputs
-    (loom.compile with bounds): run() binds them from the arrays' shapes,
-    checks that inputs sharing a dim agree and that each size lies within
-    its bounds (else loom.InvalidArgumentError naming the input, the dim and
-    the bound; nothing runs), and runs the Model compiled for those shapes.
-    Each new set of shapes is a compile of its own (kernels come from the
-    cache when a shape was compiled before); the last MAX_SHAPES are kept."""
+    """A model whose named dims take their sizes from each call's inputs:
+    a model file compiled with bounds (loom.compile), or an artifact
+    compiled for every shape within them (loom.load of what `loom compile
+    --dims=NAME=MIN..MAX --out_dir=D` wrote). run() binds the dims from the
+    arrays' shapes, checks that inputs sharing a dim agree and that each
+    size lies within its bounds (else loom.InvalidArgumentError naming the
+    input, the dim and the bound; nothing runs), and runs the Model for
+    those shapes. Each new set of shapes compiles the front end again (a
+    model file's kernels come from the cache when a shape was compiled
+    before, an artifact's from the artifact); the last MAX_SHAPES are
+    kept. An artifact's `inputs` and `outputs` list (name, numpy dtype,
+    shape), -1 where the size is the call's, and `dims` each input's dims'
+    names ("" for a size of its own)."""
 
     MAX_SHAPES = 8
 
@@ -373,9 +387,31 @@ class DynamicModel:
             _DimBounds(name, low, high) for name, (low, high) in zip(self._names,
                                                                       bounds.values())))
         self._count = len(bounds)
+        self._artifact = None
         self._models = collections.OrderedDict()  # by input shapes, least recently used first
         self._lock = threading.Lock()
         self.compiles = 0  # how many shapes were compiled
+
+    @classmethod
+    def _of_artifact(cls, model):
+        """The DynamicModel of a loaded artifact compiled for every shape."""
+        self = cls.__new__(cls)
+        self._artifact = model
+        self._models = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.compiles = 0
+        self.inputs, self.outputs = model.inputs, model.outputs
+        lib = _library()
+        name = ctypes.c_char_p()
+        self.dims = {}
+        for index, (input_name, _, shape) in enumerate(model.inputs):
+            names = []
+            for axis in range(len(shape)):
+                _check(lib.loom_model_input_dim_name(model._handle, index, axis,
+                                                     ctypes.byref(name)))
+                names.append(name.value.decode())
+            self.dims[input_name] = tuple(names)
+        return self
 
     def model_for(self, feeds):
         """The Model for the shapes and types of `feeds` ({name: array})."""
@@ -407,17 +443,24 @@ class DynamicModel:
         plan = _Plan([], list(arrays))
         for i, array in enumerate(arrays.values()):
             plan.set_type(i, array.dtype, array.shape)
+        if self._artifact is not None:
+            return _open(_library().loom_model_bind, self._artifact._handle, plan.inputs,
+                         len(arrays))
         return _open(_library().loom_model_compile_for_inputs, self._path, self._pipeline,
                      self._bounds, self._count, plan.inputs, len(arrays))
 
 
-def compile(model_path, pipeline="cpu", dims=None):
+def compile(model_path, pipeline="cpu", dims=None, out_dir=None):
     """Compiles a model file (.onnx, or loom's .pbtxt graph) for this CPU.
 
     dims: an ONNX model's named input dims, each a size, e.g.
     {"batch_size": 1, "sequence_length": 128}, or bounds (min, max), e.g.
     {"batch_size": (1, 64)}. With bounds the result is a DynamicModel,
     which takes those dims' sizes from each call's inputs; else a Model.
+    A DynamicModel compiles each new shape's kernels when it meets it; with
+    out_dir, the model is compiled for every shape within the bounds at
+    once into out_dir/model.loom (the artifact loom.load loads), and no
+    later shape needs a native compile.
     """
     dims = dict(dims or {})
     if any(isinstance(v, (tuple, list)) for v in dims.values()):
@@ -425,7 +468,14 @@ def compile(model_path, pipeline="cpu", dims=None):
         for name, value in dims.items():
             low, high = value if isinstance(value, (tuple, list)) else (value, value)
             bounds[name] = (int(low), int(high))
-        return DynamicModel(model_path, pipeline, bounds)
+        if out_dir is None:
+            return DynamicModel(model_path, pipeline, bounds)
+        names = [str(n).encode() for n in bounds]
+        structs = (_DimBounds * max(len(bounds), 1))(*(
+            _DimBounds(name, low, high) for name, (low, high) in zip(names, bounds.values())))
+        model = _open(_library().loom_model_compile_every_shape, os.fsencode(model_path),
+                      pipeline.encode(), structs, len(bounds), os.fsencode(out_dir))
+        return DynamicModel._of_artifact(model)
     names = (ctypes.c_char_p * len(dims))(*(str(n).encode() for n in dims))
     sizes = (ctypes.c_int64 * len(dims))(*(int(v) for v in dims.values()))
     return _open(_library().loom_model_compile_with_dims, os.fsencode(model_path),
@@ -433,5 +483,10 @@ def compile(model_path, pipeline="cpu", dims=None):
 
 
 def load(artifact_path):
-    """Loads a compiled model (`loom compile --out_dir=D` writes D/model.loom)."""
-    return _open(_library().loom_model_load, os.fsencode(artifact_path))
+    """Loads a compiled model (`loom compile --out_dir=D` writes D/model.loom):
+    a Model, or a DynamicModel where it was compiled for every shape within
+    its dims' bounds (`--dims=NAME=MIN..MAX`)."""
+    model = _open(_library().loom_model_load, os.fsencode(artifact_path))
+    if any(size < 0 for _, _, shape in model.inputs for size in shape):
+        return DynamicModel._of_artifact(model)
+    return model

@@ -4,15 +4,21 @@ with bounds) against one ONNX Runtime session of the same file (its
 threads not spinning, as in run_zoo.py), in one process. The model is a
 zoo transformer (token ids and an attention mask) or the seed LSTM,
 lstm_l2_h64 (nn.LSTM(32, 64, num_layers=2, batch_first=True), features).
+With --artifact, loom's model is one artifact compiled for every shape
+within the bounds (loom.compile(..., out_dir=D), `loom compile
+--dims=NAME=MIN..MAX --out_dir=D`) before the first call; with
+--specialised, each point is also run by a build compiled for that shape
+alone (LOOM_SHAPE_TEMPLATES=0: no template of another shape).
 For each (batch, length): loom's first call (its compile for that shape and
-one run), then the steady times of loom and ONNX Runtime, alternating
-rounds, medians; and the largest difference between their first outputs.
-Prints a markdown table and one JSON line per point on stderr; the last
-line counts the models loom compiled (one per shape) and the native
-libraries its kernel cache holds (shapes of one size class share one).
+one run), then the steady times of loom (and the specialised build) and
+ONNX Runtime, alternating rounds, medians; and the largest difference
+between their first outputs. Prints a markdown table and one JSON line per
+point on stderr; the last line counts the models loom compiled (one per
+shape) and the native libraries its kernel cache holds (shapes of one size
+class share one).
 
     tests/zoo/run.sh dynamic_onnx.py [--model=bert_base] [--lengths=8,32,128,512]
-        [--batches=1,8] [--rounds=3] [--iters=3] [--out=DIR]
+        [--batches=1,8] [--rounds=3] [--iters=3] [--out=DIR] [--artifact] [--specialised]
 
 LOOM_LIBRARY names libloom.so (default bazel-bin/runtime/libloom.so); the
 kernel cache is a fresh folder, so every first call compiles.
@@ -78,6 +84,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--out", default=None, help="where to export (default: a temp folder)")
+    parser.add_argument("--artifact", action="store_true",
+                        help="one artifact compiled for every shape within the bounds")
+    parser.add_argument("--specialised", action="store_true",
+                        help="also run a build compiled for each point alone")
     args = parser.parse_args()
     cache = os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom_cache_")
     os.environ.setdefault("LOOM_LIBRARY", os.path.join(ROOT, "bazel-bin/runtime/libloom.so"))
@@ -103,7 +113,11 @@ def main():
     session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     ort_session_s = time.perf_counter() - start
     names = [i.name for i in session.get_inputs()]
-    model = loom.compile(path, dims={batch_dim: (1, max(batches)), seq_dim: (1, max(lengths))})
+    bounds = {batch_dim: (min(batches), max(batches)), seq_dim: (min(lengths), max(lengths))}
+    start = time.perf_counter()
+    model = loom.compile(path, dims=bounds,
+                         out_dir=os.path.join(out, "every_shape") if args.artifact else None)
+    loom_compile_s = time.perf_counter() - start
     rng = np.random.default_rng(0)
     rows = []
     for batch in batches:
@@ -114,27 +128,42 @@ def main():
             first_s = time.perf_counter() - start
             want = session.run(None, feeds)[0]
             err = float(np.abs(next(iter(got.values())) - want).max())
-            loom_ms, ort_ms = [], []
+            runs = {"loom_ms": model.run, "ort_ms": lambda f: session.run(None, f)}
+            if args.specialised:
+                os.environ["LOOM_SHAPE_TEMPLATES"] = "0"
+                runs["specialised_ms"] = loom.compile(path, dims={batch_dim: batch,
+                                                                  seq_dim: n}).run
+                del os.environ["LOOM_SHAPE_TEMPLATES"]
+            times = {name: [] for name in runs}
             for _ in range(args.rounds):
-                loom_ms.append(median_ms(model.run, feeds, args.iters))
-                ort_ms.append(median_ms(lambda f: session.run(None, f), feeds, args.iters))
+                for name, run in runs.items():
+                    times[name].append(median_ms(run, feeds, args.iters))
             row = {"model": args.model, "batch": batch, "sequence": n, "first_call_s": first_s,
-                   "loom_ms": statistics.median(loom_ms), "ort_ms": statistics.median(ort_ms),
                    "max_abs_diff": err, "compiles": model.compiles}
+            row.update({name: statistics.median(t) for name, t in times.items()})
             print(json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)
-    print("%s, dims %s and %s; ONNX Runtime %s session created in %.2f s\n" % (
-        args.model, batch_dim, seq_dim, onnxruntime.__version__, ort_session_s))
-    print("| batch | sequence | loom first call s | loom ms | ORT ms | loom/ORT | max diff |")
-    print("|---|---|---|---|---|---|---|")
+    print("%s, dims %s and %s; ONNX Runtime %s session created in %.2f s; loom %s in %.2f s\n" % (
+        args.model, batch_dim, seq_dim, onnxruntime.__version__, ort_session_s,
+        "compiled for every shape" if args.artifact else "set up", loom_compile_s))
+    spec = args.specialised
+    print("| batch | sequence | loom first call s | loom ms |%s ORT ms | loom/ORT |%s max diff |" % (
+        " specialised ms |" if spec else "", " loom/specialised |" if spec else ""))
+    print("|---" * (8 if spec else 6) + "|")
     for r in rows:
-        print("| %d | %d | %.2f | %.2f | %.2f | %.2f | %.1e |" % (
-            r["batch"], r["sequence"], r["first_call_s"], r["loom_ms"], r["ort_ms"],
-            r["loom_ms"] / r["ort_ms"], r["max_abs_diff"]))
-    ratios = [r["loom_ms"] / r["ort_ms"] for r in rows]
-    print("\ngeomean loom/ORT %.3f, worst %.3f; loom compiled %d models, %d native libraries" % (
-        statistics.geometric_mean(ratios), max(ratios), model.compiles,
-        len(glob.glob(os.path.join(cache, "*.so")))))
+        print("| %d | %d | %.2f | %.2f |%s %.2f | %.2f |%s %.1e |" % (
+            r["batch"], r["sequence"], r["first_call_s"], r["loom_ms"],
+            " %.2f |" % r["specialised_ms"] if spec else "", r["ort_ms"],
+            r["loom_ms"] / r["ort_ms"],
+            " %.2f |" % (r["loom_ms"] / r["specialised_ms"]) if spec else "", r["max_abs_diff"]))
+    for peer in ["ort_ms"] + (["specialised_ms"] if spec else []):
+        ratios = [r["loom_ms"] / r[peer] for r in rows]
+        worst = max(rows, key=lambda r: r["loom_ms"] / r[peer])
+        print("\nloom/%s geomean %.3f, worst %.3f (batch %d, sequence %d)" % (
+            peer[:-3], statistics.geometric_mean(ratios), max(ratios), worst["batch"],
+            worst["sequence"]))
+    print("loom compiled %d models, %d native libraries in the kernel cache" % (
+        model.compiles, len(glob.glob(os.path.join(cache, "*.so")))))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,212 @@
+#include "compiler/dynamic_model.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/driver.h"
+#include "frontends/onnx/onnx_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/file_io.h"
+#include "ir/interpreter.h"
+#include "runtime/model.h"
+
+namespace loom {
+namespace {
+
+using ::testing::HasSubstr;
+
+// y = Softmax(Relu(x W + b) + m): x [batch, seq, 8], m [batch, seq, 1],
+// W's data external (weights.bin beside the model), as exporters write
+// large weights.
+std::string WriteModel(const std::string& dir) {
+  ModelBuilder b;
+  b.NamedDimsInput("x", {"batch", "seq", "8"}).NamedDimsInput("m", {"batch", "seq", "1"});
+  std::vector<float> w(8 * 16), bias(16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(i % 13) - 0.3f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * static_cast<float>(i);
+  onnx::TensorProto* weight = b.model_for_test().mutable_graph()->add_initializer();
+  weight->set_name("w");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(8);
+  weight->add_dims(16);
+  weight->set_data_location(onnx::TensorProto::EXTERNAL);
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"location", "weights.bin"},
+                                   {"offset", "0"},
+                                   {"length", std::to_string(w.size() * 4)}}) {
+    onnx::StringStringEntryProto* entry = weight->add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+  EXPECT_TRUE(WriteFileBytes(dir + "/weights.bin",
+                             std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4))
+                  .ok());
+  b.Initializer("b", {16}, bias).Output("y");
+  b.Node("MatMul", {"x", "w"}, {"xw"});
+  b.Node("Add", {"xw", "b"}, {"xwb"});
+  b.Node("Relu", {"xwb"}, {"r"});
+  b.Node("Add", {"r", "m"}, {"s"});
+  SetAttr(b.Node("Softmax", {"s"}, {"y"}), "axis", -1);
+  const std::string path = dir + "/model.onnx";
+  EXPECT_TRUE(WriteFileBytes(path, b.model().SerializeAsString()).ok());
+  return path;
+}
+
+std::string TempDir(const std::string& name) {
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  EXPECT_TRUE(CreateDirectories(dir).ok());
+  return dir;
+}
+
+CompileOptions BoundedOptions(const std::string& model, const std::string& out_dir) {
+  CompileOptions options;
+  options.model = model;
+  options.dim_bounds["batch"] = {1, 8};
+  options.dim_bounds["seq"] = {1, 64};
+  options.out_dir = out_dir;
+  options.cache_dir = TempDir("cache");
+  return options;
+}
+
+// Runs `model` at batch x seq and compares with the interpreter on the
+// model imported at that shape.
+void ExpectRunsLikeTheInterpreter(const DynamicModel& model, const std::string& model_file,
+                                  int64_t batch, int64_t seq) {
+  SCOPED_TRACE(absl::StrCat("batch ", batch, ", seq ", seq));
+  const Tensor x = Iota({batch, seq, 8}), m = Iota({batch, seq, 1}, 0.3);
+  Tensor y(DType::kF32, {batch, seq, 16});
+  const absl::Status run =
+      model.Run({{"x", DType::kF32, x.shape(), x.data()}, {"m", DType::kF32, m.shape(), m.data()}},
+                {{"y", DType::kF32, y.shape(), y.data()}});
+  ASSERT_TRUE(run.ok()) << run;
+  CompileOptions at_shape;
+  at_shape.model = model_file;
+  at_shape.dims = {{"batch", batch}, {"seq", seq}};
+  absl::StatusOr<Graph> graph = ImportModel(at_shape);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(*graph, {x, m});
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    ASSERT_NEAR(y.GetDouble(i), (*want)[0].GetDouble(i), 1e-5) << "element " << i;
+  }
+}
+
+// One artifact runs shapes the sweep never met, with no C++ compiler: each
+// new shape compiles the front end and binds its class's kernels.
+TEST(DynamicModelTest, OneArtifactRunsEveryShapeWithoutACompiler) {
+  const std::string dir = TempDir("every_shape");
+  const std::string model_file = WriteModel(TempDir("model"));
+  absl::StatusOr<proto::Report> report = DynamicModel::Compile(BoundedOptions(model_file, dir));
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->shapes(), 8 * 14);  // batch 1..8; seq 1..8, 12, 16, 24, 32, 48, 64
+  EXPECT_GE(report->shape_classes_size(), 1);
+  EXPECT_LT(report->shape_classes_size(), 10);
+
+  ASSERT_EQ(setenv("CXX", "/nonexistent/c++", 1), 0);
+  absl::StatusOr<DynamicModel> model = DynamicModel::Load(dir + "/model.loom");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->bounds().at("seq").max, 64);
+  // The interface: -1 where the size is the call's, the model's dim names.
+  ASSERT_EQ(model->inputs().size(), 2u);
+  EXPECT_EQ(model->inputs()[0].name, "x");
+  EXPECT_EQ(model->inputs()[0].shape, (std::vector<int64_t>{-1, -1, 8}));
+  EXPECT_EQ(model->inputs()[0].dim_names, (std::vector<std::string>{"batch", "seq", ""}));
+  ASSERT_EQ(model->outputs().size(), 1u);
+  EXPECT_EQ(model->outputs()[0].shape, (std::vector<int64_t>{-1, -1, 16}));
+  EXPECT_EQ(model->outputs()[0].dim_names, (std::vector<std::string>{"", "", ""}));
+  // Its own copy of the model and the weights' file, beside the artifact.
+  for (const std::pair<int64_t, int64_t>& shape :
+       {std::pair<int64_t, int64_t>{3, 37}, {1, 1}, {8, 64}, {5, 50}, {3, 37}}) {
+    ExpectRunsLikeTheInterpreter(*model, dir + "/model.onnx", shape.first, shape.second);
+  }
+  EXPECT_EQ(model->shapes_compiled(), 4);  // 3 x 37 the second time is kept
+  EXPECT_EQ(model->native_compiles(), 0);
+  unsetenv("CXX");
+}
+
+TEST(DynamicModelTest, ShapesOutsideTheBoundsOrDisagreeingAreErrors) {
+  const std::string dir = TempDir("errors");
+  ASSERT_TRUE(DynamicModel::Compile(BoundedOptions(WriteModel(TempDir("model2")), dir)).ok());
+  absl::StatusOr<DynamicModel> model = DynamicModel::Load(dir + "/model.loom");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<std::shared_ptr<const Model>> bound =
+      model->ModelForShapes({{"x", {9, 4, 8}}, {"m", {9, 4, 1}}});
+  ASSERT_EQ(bound.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bound.status().message(),
+              HasSubstr("graph input 'x': dim 0, the named dim 'batch', is 9, outside its "
+                        "bounds 1..8"));
+  bound = model->ModelForShapes({{"x", {2, 4, 8}}, {"m", {3, 4, 1}}});
+  ASSERT_EQ(bound.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bound.status().message(), HasSubstr("the named dim 'batch', is 3 but 2"));
+  bound = model->ModelForDims({{"seq", 65}, {"batch", 1}});
+  EXPECT_THAT(bound.status().message(),
+              HasSubstr("the size given for the named dim 'seq' is 65, outside its bounds 1..64"));
+
+  // The runtime alone cannot run it, and says what can.
+  absl::StatusOr<Model> fixed = Model::Load(dir + "/model.loom");
+  ASSERT_EQ(fixed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(fixed.status().message(), HasSubstr("loom::DynamicModel"));
+
+  // The model file goes with the artifact.
+  ASSERT_EQ(std::remove((dir + "/model.onnx").c_str()), 0);
+  absl::StatusOr<DynamicModel> without = DynamicModel::Load(dir + "/model.loom");
+  ASSERT_EQ(without.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(without.status().message(), HasSubstr("model.onnx is missing"));
+}
+
+TEST(DynamicModelTest, CompileNeedsBoundsAndAFolder) {
+  const std::string model_file = WriteModel(TempDir("model3"));
+  CompileOptions options = BoundedOptions(model_file, "");
+  EXPECT_THAT(DynamicModel::Compile(options).status().message(), HasSubstr("--out_dir"));
+  options.model = "examples/mlp.pbtxt";
+  options.out_dir = TempDir("graph");
+  EXPECT_THAT(DynamicModel::Compile(options).status().message(),
+              HasSubstr("only an ONNX model has named dims"));
+  options.model = model_file;
+  options.out_dir = TempDir("unbounded");
+  options.dim_bounds["seq"] = {1, std::numeric_limits<int64_t>::max()};
+  EXPECT_THAT(DynamicModel::Compile(options).status().message(),
+              HasSubstr("the dim 'seq' needs bounds MIN..MAX"));
+  // A dim given a size keeps it: only batch varies.
+  options.dim_bounds.erase("seq");
+  options.dims["seq"] = 5;
+  absl::StatusOr<proto::Report> report = DynamicModel::Compile(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->shapes(), 8);
+  absl::StatusOr<DynamicModel> model = DynamicModel::Load(options.out_dir + "/model.loom");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->ModelForDims({{"batch", 6}}).ok());
+}
+
+// A shape whose class the artifact lacks compiles its kernels where a C++
+// compiler is installed, and is an error naming the shape where none is.
+TEST(DynamicModelTest, AClassTheArtifactLacksNeedsACompiler) {
+  const std::string dir = TempDir("lacking");
+  CompileOptions options = BoundedOptions(WriteModel(TempDir("model4")), dir);
+  ASSERT_TRUE(DynamicModel::Compile(options).ok());
+  absl::StatusOr<runtime::proto::Artifact> artifact = ReadArtifact(dir + "/model.loom");
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  artifact->mutable_dynamic_shapes()->clear_classes();
+  ASSERT_TRUE(WriteFileBytes(dir + "/model.loom", Model::Serialize(*artifact)).ok());
+
+  ASSERT_EQ(setenv("CXX", "/nonexistent/c++", 1), 0);
+  ASSERT_EQ(setenv("LOOM_CACHE_DIR", TempDir("empty_cache").c_str(), 1), 0);
+  absl::StatusOr<DynamicModel> model = DynamicModel::Load(dir + "/model.loom");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<std::shared_ptr<const Model>> bound =
+      model->ModelForDims({{"batch", 2}, {"seq", 3}});
+  EXPECT_FALSE(bound.ok());
+  EXPECT_THAT(bound.status().message(),
+              HasSubstr("dims batch=2,seq=3 is a class of shapes whose kernels the artifact "
+                        "lacks, and compiling them failed"));
+  unsetenv("CXX");
+  bound = model->ModelForDims({{"batch", 2}, {"seq", 3}});
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_EQ(model->native_compiles(), 1);
+  unsetenv("LOOM_CACHE_DIR");
+}
+
+}  // namespace
+}  // namespace loom
