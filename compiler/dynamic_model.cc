@@ -474,6 +474,13 @@ absl::Status RunAnyArtifact(const std::string& path, const DimSizes& dims,
     LOOM_ASSIGN_OR_RETURN(const auto shapes, NpyInputShapes(options.inputs_dir));
     model = dynamic.ModelForShapes(shapes);
   } else {
+    for (const auto& [name, b] : dynamic.bounds()) {
+      if (b.min < b.max && dims.count(name) == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": give the size of the dim '", name, "' (", b.min, "..", b.max,
+                         ") with --dims=", name, "=N, or inputs that have it with --inputs=DIR"));
+      }
+    }
     model = dynamic.ModelForDims(dims);
   }
   if (!model.ok()) {

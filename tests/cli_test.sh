@@ -70,6 +70,27 @@ expect 2 "bad value for --dims: .*'seq=4..1' is not NAME=SIZE or NAME=MIN..MAX" 
 npy "$npys/y.npy" "3, 6, 1"
 expect 2 "graph input 'y': dim 1, the named dim 'seq', is 6 but 5 in graph input 'x' \(dim 1\)" \
   run --model=$bad/named_dims.onnx --inputs=$npys
+# With bounds and --out_dir, one artifact for every shape within them, which
+# runs at --dims sizes or the --inputs files' shapes.
+every="$out/every_shape"
+expect 2 "needs --out_dir" compile --model=$bad/named_dims.onnx --dims=batch=1..4,seq=1..8
+expect 2 "only an ONNX model has named dims" compile --model=$bad/good.pbtxt --dims=batch=1..4 --out_dir=$every
+expect 0 "compiled for every shape within the bounds, .*every_shape/model.loom: 32 shapes of the sweep in [0-9]+ classes" \
+  compile --model=$bad/named_dims.onnx --dims=batch=1..4,seq=1..8 --out_dir=$every --report=$out/every.json
+tr -d ' \n' <"$out/every.json" | grep -q '"shape_classes":\["batch=1,seq=1' ||
+  { echo "FAIL: the report's shape_classes"; failures=$((failures + 1)); }
+expect 0 "median" run --model=$every/model.loom --dims=batch=3,seq=7
+expect 2 "graph input 'y': dim 1, the named dim 'seq', is 6 but 5 in graph input 'x'" \
+  run --model=$every/model.loom --inputs=$npys
+npy "$npys/y.npy" "3, 5, 1"
+expect 0 "median" run --model=$every/model.loom --inputs=$npys
+expect 2 "give the size of the dim 'seq' \(1..8\) with --dims=seq=N" run --model=$every/model.loom --dims=batch=3
+expect 2 "its bounds are its compile's" run --model=$every/model.loom --dims=batch=1..2,seq=3
+expect 2 "the size given for the named dim 'batch' is 5, outside its bounds 1..4" \
+  run --model=$every/model.loom --dims=batch=5,seq=3
+expect 0 "" compile --model=$bad/good.pbtxt --out_dir=$out/one_shape
+expect 2 "model.loom: --dims sizes the named dims of a model compiled for every shape; this one was compiled for one" \
+  run --model=$out/one_shape/model.loom --dims=batch=1
 # An .npy file's type must be its input's.
 npy "$npys/x.npy" "2, 4"
 expect 2 "npys/x.npy: f32\[2,4\], but input 'x' is f32\[2,3\]" run --model=$bad/good.pbtxt --inputs=$npys

@@ -305,6 +305,9 @@ int Run() {
   if (model.empty()) return UsageError("run needs --model");
   const bool artifact = absl::EndsWith(model, ".loom");
   std::optional<CompiledModel> compiled;
+  if (artifact && !absl::GetFlag(FLAGS_dims).bounds.empty()) {
+    return UsageError("an artifact runs at sizes (--dims=NAME=N): its bounds are its compile's");
+  }
   if (artifact) {
     compiled.emplace();
   } else {
