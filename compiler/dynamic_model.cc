@@ -1,5 +1,7 @@
 #include "compiler/dynamic_model.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -19,6 +21,7 @@
 #include "compiler/check.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "ir/file_io.h"
+#include "ir/parallel.h"
 #include "ir/status_macros.h"
 #include "passes/pass_manager.h"
 #include "runtime/native_library.h"
@@ -158,6 +161,80 @@ absl::StatusOr<NamedDimBounds> BoundsToCompile(const CompileOptions& options) {
   return bounds;
 }
 
+// What the front end made of one shape of the sweep.
+struct ShapeCompile {
+  GeneratedSource source;
+  std::vector<rproto::TensorSpec> interface;  // InterfaceOf
+  size_t inputs = 0;                          // how many of `interface` are inputs
+  std::string model_name, cpu_features;
+};
+
+absl::StatusOr<ShapeCompile> FrontEnd(const CompileOptions& options,
+                                      const std::string& pipeline_text, const DimSizes& shape) {
+  CompileOptions at_shape = options;
+  at_shape.dims = absl::flat_hash_map<std::string, int64_t>(shape.begin(), shape.end());
+  at_shape.dim_bounds.clear();
+  at_shape.out_dir.clear();
+  at_shape.pipeline_text = pipeline_text;
+  at_shape.native_compile = false;
+  absl::StatusOr<CompiledModel> compiled = CompileModel(at_shape);
+  if (!compiled.ok()) {
+    return absl::Status(compiled.status().code(),
+                        absl::StrCat("at ", DimsString(shape), ": ", compiled.status().message()));
+  }
+  if (!compiled->module.source.has_value() || compiled->module.source->language != "c++") {
+    return absl::InvalidArgumentError(
+        "a compile for every shape within bounds needs a pipeline that emits C++");
+  }
+  LOOM_ASSIGN_OR_RETURN(const rproto::Artifact artifact,
+                        cpp::MakeArtifact(compiled->module, "", compiled->output_names,
+                                          /*weight_data=*/false));
+  return ShapeCompile{*std::move(compiled->module.source), InterfaceOf(*compiled),
+                      compiled->module.graph.inputs().size(), artifact.model_name(),
+                      artifact.cpu_features()};
+}
+
+// FrontEnd at every shape, on every core (a compile's passes run on one):
+// the first error in the shapes' order, if any.
+absl::StatusOr<std::vector<ShapeCompile>> FrontEnds(const CompileOptions& options,
+                                                    const std::string& pipeline_text,
+                                                    const std::vector<DimSizes>& shapes) {
+  std::vector<std::optional<absl::StatusOr<ShapeCompile>>> results(shapes.size());
+  std::atomic<size_t> next{0};
+  const int64_t threads = std::min<int64_t>(HardwareThreads(), shapes.size());
+  RunInParts(threads, threads, [&](int64_t, int64_t) {
+    for (size_t i = next++; i < shapes.size(); i = next++) {
+      results[i] = FrontEnd(options, pipeline_text, shapes[i]);
+    }
+  });
+  std::vector<ShapeCompile> compiles;
+  for (std::optional<absl::StatusOr<ShapeCompile>>& result : results) {
+    if (!result->ok()) return result->status();
+    compiles.push_back(**std::move(result));
+  }
+  return compiles;
+}
+
+// Compiles a class's kernels (its template, or its one source) into `out`,
+// adding to the report's native seconds and classes.
+absl::Status CompileClass(const ClassBuild& build, const std::string& cache_dir,
+                          rproto::ShapeClass& out, proto::Report& report) {
+  const cpp::ShapeClass& c = build.shape_class;
+  const std::string text =
+      c.at_run_time.empty() ? build.first.text : cpp::TemplateText(build.first, c.at_run_time);
+  LOOM_ASSIGN_OR_RETURN(cpp::CompiledLibrary library,
+                        cpp::CompileAndLoad(text, cpp::NativeOptions(build.first, cache_dir)));
+  report.set_native_compile_seconds(report.native_compile_seconds() + library.compile_seconds);
+  std::vector<std::string> shapes;
+  for (const DimSizes& shape : build.shapes) shapes.push_back(DimsString(shape));
+  report.add_shape_classes(absl::StrJoin(shapes, " "));
+  out.set_skeleton_hash(c.skeleton_hash);
+  for (int64_t v : c.values) out.add_values(v);
+  for (int i : c.at_run_time) out.add_at_run_time(i);
+  LOOM_ASSIGN_OR_RETURN(*out.mutable_shared_object(), ReadFileBytes(library.library.path()));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<DimSizes> SweepShapes(const NamedDimBounds& bounds) {
@@ -210,67 +287,32 @@ absl::StatusOr<proto::Report> DynamicModel::Compile(const CompileOptions& option
   report.set_model(options.model);
   report.set_pipeline(options.pipeline);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<ClassBuild> classes;
-  rproto::Artifact artifact;
-  std::vector<rproto::TensorSpec> interface;
-  size_t inputs = 0;
-  for (const DimSizes& shape : SweepShapes(bounds)) {
-    CompileOptions at_shape = options;
-    at_shape.dims = absl::flat_hash_map<std::string, int64_t>(shape.begin(), shape.end());
-    at_shape.dim_bounds.clear();
-    at_shape.out_dir.clear();
-    at_shape.pipeline_text = pipeline.text;
-    at_shape.native_compile = false;
-    absl::StatusOr<CompiledModel> compiled = CompileModel(at_shape);
-    if (!compiled.ok()) {
-      return absl::Status(compiled.status().code(), absl::StrCat("at ", DimsString(shape), ": ",
-                                                                 compiled.status().message()));
-    }
-    if (!compiled->module.source.has_value() || compiled->module.source->language != "c++") {
-      return absl::InvalidArgumentError(
-          "a compile for every shape within bounds needs a pipeline that emits C++");
-    }
-    if (artifact.model_name().empty()) {
-      LOOM_ASSIGN_OR_RETURN(rproto::Artifact first,
-                            cpp::MakeArtifact(compiled->module, "", compiled->output_names,
-                                              /*weight_data=*/false));
-      artifact.set_model_name(first.model_name());
-      artifact.mutable_dynamic_shapes()->set_cpu_features(first.cpu_features());
-      interface = InterfaceOf(*compiled);
-      inputs = compiled->module.graph.inputs().size();
-    } else {
-      MarkVaryingDims(InterfaceOf(*compiled), interface);
-    }
-    Classify(*std::move(compiled->module.source), shape, classes);
-    report.set_shapes(report.shapes() + 1);
-  }
+  const std::vector<DimSizes> shapes = SweepShapes(bounds);
+  LOOM_ASSIGN_OR_RETURN(std::vector<ShapeCompile> compiles,
+                        FrontEnds(options, pipeline.text, shapes));
   report.set_frontend_seconds(SecondsSince(start));
+  report.set_shapes(static_cast<int>(shapes.size()));
 
+  rproto::Artifact artifact;
+  artifact.set_model_name(compiles[0].model_name);
   rproto::DynamicShapes& dynamic = *artifact.mutable_dynamic_shapes();
-  for (const ClassBuild& build : classes) {
-    const cpp::ShapeClass& c = build.shape_class;
-    const std::string text =
-        c.at_run_time.empty() ? build.first.text : cpp::TemplateText(build.first, c.at_run_time);
-    LOOM_ASSIGN_OR_RETURN(
-        cpp::CompiledLibrary library,
-        cpp::CompileAndLoad(
-            text, cpp::NativeOptions(build.first, options.cache_dir.empty() ? cpp::DefaultCacheDir()
-                                                                            : options.cache_dir)));
-    report.set_native_compile_seconds(report.native_compile_seconds() + library.compile_seconds);
-    std::vector<std::string> shapes;
-    for (const DimSizes& shape : build.shapes) shapes.push_back(DimsString(shape));
-    report.add_shape_classes(absl::StrJoin(shapes, " "));
-    rproto::ShapeClass& out = *dynamic.add_classes();
-    out.set_skeleton_hash(c.skeleton_hash);
-    for (int64_t v : c.values) out.add_values(v);
-    for (int i : c.at_run_time) out.add_at_run_time(i);
-    LOOM_ASSIGN_OR_RETURN(*out.mutable_shared_object(), ReadFileBytes(library.library.path()));
+  dynamic.set_cpu_features(compiles[0].cpu_features);
+  std::vector<rproto::TensorSpec> interface = compiles[0].interface;
+  std::vector<ClassBuild> classes;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    MarkVaryingDims(compiles[i].interface, interface);
+    Classify(std::move(compiles[i].source), shapes[i], classes);
   }
-
+  const std::string cache_dir =
+      options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir;
+  for (const ClassBuild& build : classes) {
+    LOOM_RETURN_IF_ERROR(CompileClass(build, cache_dir, *dynamic.add_classes(), report));
+  }
   LOOM_RETURN_IF_ERROR(CreateDirectories(options.out_dir));
   LOOM_ASSIGN_OR_RETURN(const std::string model_file, CopyModel(options.model, options.out_dir));
   dynamic.set_model_file(model_file);
-  LOOM_RETURN_IF_ERROR(AddInterface(options.model, std::move(interface), inputs, dynamic));
+  LOOM_RETURN_IF_ERROR(
+      AddInterface(options.model, std::move(interface), compiles[0].inputs, dynamic));
   dynamic.set_pipeline_name(options.pipeline);
   dynamic.set_pipeline_text(pipeline.text);
   for (const PassOptionsOverride& o : options.pass_options) {
