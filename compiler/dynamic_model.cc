@@ -316,8 +316,9 @@ absl::StatusOr<proto::Report> DynamicModel::Compile(const CompileOptions& option
   dynamic.set_pipeline_name(options.pipeline);
   dynamic.set_pipeline_text(pipeline.text);
   for (const PassOptionsOverride& o : options.pass_options) {
-    dynamic.add_override_passes(o.pass);
-    dynamic.add_override_options(o.options);
+    rproto::DynamicShapes::PassOptions& out = *dynamic.add_pass_options();
+    out.set_pass(o.pass);
+    out.set_options(o.options);
   }
   for (const auto& [name, b] : bounds) {
     rproto::DimBounds& out = *dynamic.add_bounds();
@@ -358,11 +359,8 @@ absl::StatusOr<DynamicModel> DynamicModel::FromArtifact(const std::string& path,
   base.pipeline = dynamic.pipeline_name();
   base.pipeline_text = dynamic.pipeline_text();
   base.native_compile = false;
-  if (dynamic.override_passes_size() != dynamic.override_options_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": the artifact is damaged"));
-  }
-  for (int i = 0; i < dynamic.override_passes_size(); ++i) {
-    base.pass_options.push_back({dynamic.override_passes(i), dynamic.override_options(i)});
+  for (const rproto::DynamicShapes::PassOptions& o : dynamic.pass_options()) {
+    base.pass_options.push_back({o.pass(), o.options()});
   }
   for (const rproto::DimBounds& b : dynamic.bounds()) {
     state->bounds[b.name()] = {b.min(), b.max()};

@@ -180,6 +180,22 @@ TEST(DynamicModelTest, CompileNeedsBoundsAndAFolder) {
   EXPECT_TRUE(model->ModelForDims({{"batch", 6}}).ok());
 }
 
+// The pipeline's options given at compile go with the artifact: each new
+// shape's source is then its class's (without OpenMP, here), with no
+// compiler.
+TEST(DynamicModelTest, PassOptionsGoWithTheArtifact) {
+  const std::string dir = TempDir("options");
+  CompileOptions options = BoundedOptions(WriteModel(TempDir("model5")), dir);
+  options.pass_options.push_back({"codegen-cpp", "cpp { openmp: false }"});
+  ASSERT_TRUE(DynamicModel::Compile(options).ok());
+  ASSERT_EQ(setenv("CXX", "/nonexistent/c++", 1), 0);
+  absl::StatusOr<DynamicModel> model = DynamicModel::Load(dir + "/model.loom");
+  ASSERT_TRUE(model.ok()) << model.status();
+  ExpectRunsLikeTheInterpreter(*model, dir + "/model.onnx", 6, 40);
+  EXPECT_EQ(model->native_compiles(), 0);
+  unsetenv("CXX");
+}
+
 // A shape whose class the artifact lacks compiles its kernels where a C++
 // compiler is installed, and is an error naming the shape where none is.
 TEST(DynamicModelTest, AClassTheArtifactLacksNeedsACompiler) {
