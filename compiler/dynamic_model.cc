@@ -161,6 +161,25 @@ absl::StatusOr<NamedDimBounds> BoundsToCompile(const CompileOptions& options) {
   return bounds;
 }
 
+// What a shape's front end needs at run time: the pipeline and its options,
+// and the dims' bounds.
+void AddCompileOptions(const CompileOptions& options, const std::string& pipeline_text,
+                       const NamedDimBounds& bounds, rproto::DynamicShapes& dynamic) {
+  dynamic.set_pipeline_name(options.pipeline);
+  dynamic.set_pipeline_text(pipeline_text);
+  for (const PassOptionsOverride& o : options.pass_options) {
+    rproto::DynamicShapes::PassOptions& out = *dynamic.add_pass_options();
+    out.set_pass(o.pass);
+    out.set_options(o.options);
+  }
+  for (const auto& [name, b] : bounds) {
+    rproto::DimBounds& out = *dynamic.add_bounds();
+    out.set_name(name);
+    out.set_min(b.min);
+    out.set_max(b.max);
+  }
+}
+
 // What the front end made of one shape of the sweep.
 struct ShapeCompile {
   GeneratedSource source;
@@ -313,19 +332,7 @@ absl::StatusOr<proto::Report> DynamicModel::Compile(const CompileOptions& option
   dynamic.set_model_file(model_file);
   LOOM_RETURN_IF_ERROR(
       AddInterface(options.model, std::move(interface), compiles[0].inputs, dynamic));
-  dynamic.set_pipeline_name(options.pipeline);
-  dynamic.set_pipeline_text(pipeline.text);
-  for (const PassOptionsOverride& o : options.pass_options) {
-    rproto::DynamicShapes::PassOptions& out = *dynamic.add_pass_options();
-    out.set_pass(o.pass);
-    out.set_options(o.options);
-  }
-  for (const auto& [name, b] : bounds) {
-    rproto::DimBounds& out = *dynamic.add_bounds();
-    out.set_name(name);
-    out.set_min(b.min);
-    out.set_max(b.max);
-  }
+  AddCompileOptions(options, pipeline.text, bounds, dynamic);
   LOOM_RETURN_IF_ERROR(
       WriteFileBytes(fs::path(options.out_dir) / "model.loom", Model::Serialize(artifact)));
   return report;

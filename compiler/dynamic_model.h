@@ -38,8 +38,9 @@ using DimSizes = std::map<std::string, int64_t>;
 using NamedDimBounds = std::map<std::string, DimBounds>;
 
 // The shapes a compile for every shape within `bounds` meets: each dim at
-// its bounds, at every size up to 8 and at the sizes 2^k, 3 * 2^k and
-// 2^k + 1 between them, in every combination of the dims' sizes.
+// its bounds, at every size up to 8 and at 2^k and 3 * 2^k from there (12,
+// 16, 24, 32, 48, ...) between them, in every combination of the dims'
+// sizes.
 std::vector<DimSizes> SweepShapes(const NamedDimBounds& bounds);
 
 // An input or output of a model compiled for every shape: -1 in `shape`
