@@ -289,7 +289,60 @@ struct DynamicModel::State {
   std::vector<std::pair<std::string, std::shared_ptr<const Model>>> recent;  // oldest first
   int shapes_compiled = 0;
   int native_compiles = 0;
+
+  // The model kept for `key`, now the most recent; null if none.
+  std::shared_ptr<const Model> Recent(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto it = recent.begin(); it != recent.end(); ++it) {
+      if (it->first != key) continue;
+      std::shared_ptr<const Model> model = it->second;
+      recent.erase(it);
+      recent.emplace_back(key, model);
+      return model;
+    }
+    return nullptr;
+  }
 };
+
+absl::StatusOr<std::shared_ptr<const Model>> DynamicModel::BindShape(const State& state,
+                                                                     const CompileOptions& shape,
+                                                                     const std::string& key,
+                                                                     bool& compiled_natively) {
+  auto entry = std::make_shared<State::Entry>();
+  LOOM_ASSIGN_OR_RETURN(entry->compiled, CompileModel(shape));
+  const Module& module = entry->compiled.module;
+  LOOM_ASSIGN_OR_RETURN(const rproto::Artifact artifact,
+                        cpp::MakeArtifact(module, "", entry->compiled.output_names,
+                                          /*weight_data=*/false));
+  const std::string hash = cpp::SkeletonHash(*module.source);
+  const auto in_class = absl::c_find_if(state.classes, [&](const auto& c) {
+    return cpp::InShapeClass(*module.source, hash, c.first);
+  });
+  std::optional<NativeLibrary> library;
+  if (in_class != state.classes.end()) {
+    const bool openmp = absl::c_linear_search(artifact.native_flags(), "-fopenmp");
+    LOOM_ASSIGN_OR_RETURN(library,
+                          LoadSharedObject(in_class->second, openmp,
+                                           std::vector<std::string>(artifact.libraries().begin(),
+                                                                    artifact.libraries().end()),
+                                           absl::StrCat("model '", state.name, "'")));
+  } else {
+    absl::StatusOr<cpp::CompiledLibrary> compiled =
+        cpp::CompileModule(module, cpp::DefaultCacheDir());
+    if (!compiled.ok()) {
+      return absl::Status(compiled.status().code(),
+                          absl::StrCat(state.name, ": ", key,
+                                       " is a class of shapes whose kernels the artifact lacks, "
+                                       "and compiling them failed: ",
+                                       compiled.status().message()));
+    }
+    library = std::move(compiled->library);
+    compiled_natively = true;
+  }
+  LOOM_ASSIGN_OR_RETURN(entry->model,
+                        Model::Bind(*std::move(library), artifact, cpp::WeightData(module)));
+  return std::shared_ptr<const Model>(entry, &*entry->model);
+}
 
 absl::StatusOr<proto::Report> DynamicModel::Compile(const CompileOptions& options) {
   if (options.out_dir.empty()) {
@@ -446,49 +499,17 @@ absl::Status DynamicModel::Run(absl::Span<const InputTensor> inputs,
 absl::StatusOr<std::shared_ptr<const Model>> DynamicModel::ModelFor(const CompileOptions& shape,
                                                                     const std::string& key) const {
   State& state = *state_;
+  if (std::shared_ptr<const Model> model = state.Recent(key)) return model;
+  // Compiled without the lock: the shapes already bound run meanwhile.
+  bool compiled_natively = false;
+  LOOM_ASSIGN_OR_RETURN(std::shared_ptr<const Model> model,
+                        BindShape(state, shape, key, compiled_natively));
   std::lock_guard<std::mutex> lock(state.mutex);
-  for (auto it = state.recent.begin(); it != state.recent.end(); ++it) {
-    if (it->first != key) continue;
-    std::shared_ptr<const Model> model = it->second;
-    state.recent.erase(it);
-    state.recent.emplace_back(key, model);
-    return model;
-  }
-  auto entry = std::make_shared<State::Entry>();
-  LOOM_ASSIGN_OR_RETURN(entry->compiled, CompileModel(shape));
-  const Module& module = entry->compiled.module;
-  LOOM_ASSIGN_OR_RETURN(const rproto::Artifact artifact,
-                        cpp::MakeArtifact(module, "", entry->compiled.output_names,
-                                          /*weight_data=*/false));
-  const std::string hash = cpp::SkeletonHash(*module.source);
-  const auto in_class = absl::c_find_if(state.classes, [&](const auto& c) {
-    return cpp::InShapeClass(*module.source, hash, c.first);
-  });
-  std::optional<NativeLibrary> library;
-  if (in_class != state.classes.end()) {
-    const bool openmp = absl::c_linear_search(artifact.native_flags(), "-fopenmp");
-    LOOM_ASSIGN_OR_RETURN(library,
-                          LoadSharedObject(in_class->second, openmp,
-                                           std::vector<std::string>(artifact.libraries().begin(),
-                                                                    artifact.libraries().end()),
-                                           absl::StrCat("model '", state.name, "'")));
-  } else {
-    absl::StatusOr<cpp::CompiledLibrary> compiled =
-        cpp::CompileModule(module, cpp::DefaultCacheDir());
-    if (!compiled.ok()) {
-      return absl::Status(compiled.status().code(),
-                          absl::StrCat(state.name, ": ", key,
-                                       " is a class of shapes whose kernels the artifact lacks, "
-                                       "and compiling them failed: ",
-                                       compiled.status().message()));
-    }
-    library = std::move(compiled->library);
-    ++state.native_compiles;
-  }
-  LOOM_ASSIGN_OR_RETURN(entry->model,
-                        Model::Bind(*std::move(library), artifact, cpp::WeightData(module)));
   ++state.shapes_compiled;
-  std::shared_ptr<const Model> model(entry, &*entry->model);
+  state.native_compiles += compiled_natively;
+  for (const auto& [kept_key, kept] : state.recent) {
+    if (kept_key == key) return kept;  // another thread's compile of the shape came first
+  }
   state.recent.emplace_back(key, model);
   if (state.recent.size() > kMaxShapes) state.recent.erase(state.recent.begin());
   return model;

@@ -85,7 +85,8 @@ class DynamicModel {
   // these sizes of the named dims: compiled at the first call for a shape
   // and kept for the last kMaxShapes shapes. Inputs that disagree on a dim,
   // or a size outside its bounds, is an InvalidArgumentError naming the
-  // input, the dim and the bound. Safe to call from several threads.
+  // input, the dim and the bound. Safe to call from several threads; the
+  // shapes already kept run while another compiles.
   absl::StatusOr<std::shared_ptr<const Model>> ModelForShapes(
       const absl::flat_hash_map<std::string, Shape>& input_shapes) const;
   absl::StatusOr<std::shared_ptr<const Model>> ModelForDims(const DimSizes& dims) const;
@@ -106,6 +107,13 @@ class DynamicModel {
   explicit DynamicModel(std::unique_ptr<State> state);
   absl::StatusOr<std::shared_ptr<const Model>> ModelFor(const CompileOptions& shape,
                                                         const std::string& key) const;
+  // The model of one shape (`shape`'s sizes; `key` names it in errors):
+  // its front end, and its class's kernels from the artifact, or compiled
+  // natively (`compiled_natively`) where the artifact has no class for it.
+  static absl::StatusOr<std::shared_ptr<const Model>> BindShape(const State& state,
+                                                                const CompileOptions& shape,
+                                                                const std::string& key,
+                                                                bool& compiled_natively);
 
   std::unique_ptr<State> state_;
 };
