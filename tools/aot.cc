@@ -204,9 +204,9 @@ absl::Status WriteAotLibrary(const CompiledModel& compiled, const std::string& p
   // The kernels' external names named after the class, so that several
   // models link into one program: loom_f3 -> <class>_f3, the functions of
   // their repeated members' loom_m0 -> <class>_m0, and the conv calls'
-  // loom_dnnl_conv_new -> <class>_dnnl_conv_new.
+  // loom_dnnl_conv_at -> <class>_dnnl_conv_at.
   std::string kernels = StandaloneText(*module.source);
-  RE2::GlobalReplace(&kernels, R"(\bloom_(f\d+|m\d+|dnnl_conv_(?:new|run|delete)|conv_site)\b)",
+  RE2::GlobalReplace(&kernels, R"(\bloom_(f\d+|m\d+|dnnl_conv_(?:at|run|delete)|conv_site)\b)",
                      absl::StrCat(class_name, "_\\1"));
   LOOM_ASSIGN_OR_RETURN(runtime::proto::Artifact artifact,
                         cpp::MakeArtifact(module, /*shared_object=*/"", compiled.output_names));

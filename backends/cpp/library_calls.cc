@@ -222,8 +222,11 @@ std::string CallAloneWhenSmall(const Gemm& gemm, const std::string& call,
 
 // An operand's dims, then its strides.
 std::string OperandText(const ConvOperand& operand) {
-  return absl::StrCat("{", absl::StrJoin(operand.dims, ", "), ", ",
-                      absl::StrJoin(operand.strides, ", "), "}");
+  std::vector<std::string> values;
+  for (const std::array<int64_t, 4>* part : {&operand.dims, &operand.strides}) {
+    for (int64_t v : *part) values.push_back(MarkShapeConstant(v));
+  }
+  return absl::StrCat("{", absl::StrJoin(values, ", "), "}");
 }
 
 // BLIS's threads for the calls of one kernel: one each where the threads
@@ -526,13 +529,14 @@ std::string PrintConv(const ConvCall& conv, std::vector<BufferRef>& args) {
           {conv.weight.buffer, conv.weight.offset},
           {conv.output.buffer, conv.output.offset}};
   return absl::StrFormat(
-      "  static const int64_t src[8] = %s;\n"
-      "  static const int64_t weights[8] = %s;\n"
-      "  static const int64_t dst[8] = %s;\n"
+      "  const int64_t src[8] = %s;\n"
+      "  const int64_t weights[8] = %s;\n"
+      "  const int64_t dst[8] = %s;\n"
       "  static const int64_t zero_pads[4] = {%s};\n"
-      "  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, %d, %d, %d, %d, "
-      "%d, zero_pads)};\n"
-      "  loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
+      "  static loom_conv_site site;\n"
+      "  void* const conv = loom_dnnl_conv_at(&site.convs, src, weights, dst, %d, %d, %d, %d, %d, "
+      "zero_pads);\n"
+      "  loom_dnnl_conv_run(conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);\n",
       OperandText(conv.input), OperandText(conv.weight), OperandText(conv.output),
       absl::StrJoin(conv.zero_pads, ", "), conv.strides[0], conv.strides[1], conv.dilations[0],
       conv.dilations[1], conv.groups);

@@ -6,6 +6,7 @@
 // builds one graph of many nodes, so the native compiler runs once per test.
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -16,10 +17,12 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpp/artifact.h"
 #include "backends/cpp/dnnl_conv_text.h"
+#include "backends/cpp/executable.h"
 #include "backends/cpp/prebuilt_objects.h"
 #include "gtest/gtest.h"
 #include "ir/file_io.h"
 #include "ir/graph.h"
+#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
 #include "runtime/native_library.h"
@@ -111,6 +114,50 @@ TEST(ConvEndToEndTest, ConvCalls) {
   EndToEndOptions options;
   options.conv_calls = true;
   CompileRunAndCompare(std::move(b.graph()), options);
+}
+
+// Conv calls read their operands' shapes as shape constants: the kernels
+// of a model at other batches are one template (backends/cpp/
+// shape_templates.h), whose call site keeps a convolution per batch. The
+// executables of three batches, alive at once on one library, each give
+// the interpreter's results, run in turns.
+TEST(ConvEndToEndTest, ConvCallsOfOtherBatchesShareOneNativeCompile) {
+  const std::string cache = TestCacheDir() + "/conv_batches";
+  std::deque<Module> modules;  // whose weights the executables read in place
+  std::vector<cpp::CppExecutable> executables;
+  std::vector<std::vector<Tensor>> inputs, expected;
+  std::vector<std::string> names;
+  for (const int64_t batch : {2, 3, 5}) {
+    SCOPED_TRACE(absl::StrCat("batch ", batch));
+    GraphBuilder b;
+    const ValueId image = b.Input("image", DType::kF32, {batch, 32, 12, 12});
+    AddConv(b, image, {32, 32, 3, 3}, true, IntsAttr("pads", {1, 1, 1, 1}), 1);
+    Graph graph = std::move(b.graph());
+    ASSERT_TRUE(InferShapes(graph).ok());
+    inputs.push_back(MakeInputs(graph));
+    absl::StatusOr<std::vector<Tensor>> want = Interpret(graph, inputs.back());
+    ASSERT_TRUE(want.ok()) << want.status();
+    expected.push_back(*std::move(want));
+    names = {graph.value(graph.outputs()[0]).name};
+    absl::StatusOr<Module> module = EmitModule(std::move(graph), "", 4096, /*conv_calls=*/true);
+    ASSERT_TRUE(module.ok()) << module.status();
+    ASSERT_NE(module->source->text.find("loom_dnnl_conv_at"), std::string::npos);
+    modules.push_back(*std::move(module));
+    absl::StatusOr<cpp::CppExecutable> executable =
+        cpp::CppExecutable::Create(modules.back(), cache);
+    ASSERT_TRUE(executable.ok()) << executable.status();
+    EXPECT_EQ(executable->shape_template(), batch != 2);
+    EXPECT_EQ(executable->cache_hit(), batch == 5);
+    executables.push_back(*std::move(executable));
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < executables.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat("executable ", i, ", round ", round));
+      absl::StatusOr<std::vector<Tensor>> actual = executables[i].Run(inputs[i]);
+      ASSERT_TRUE(actual.ok()) << actual.status();
+      ExpectEqualWithinTolerance(*actual, expected[i], names);
+    }
+  }
 }
 
 // The object of this machine's level that was compiled when loom was built

@@ -55,16 +55,16 @@ static inline int64_t loom_f2i64(double x) {
   return (int64_t)x;
 }
 
-extern "C" void* loom_dnnl_conv_new(const int64_t* src, const int64_t* weights,
-                                    const int64_t* dst, int64_t stride_h, int64_t stride_w,
-                                    int64_t dilation_h, int64_t dilation_w, int64_t groups,
-                                    const int64_t* zero_pads);
+extern "C" void* loom_dnnl_conv_at(void** site, const int64_t* src, const int64_t* weights,
+                                   const int64_t* dst, int64_t stride_h, int64_t stride_w,
+                                   int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                                   const int64_t* zero_pads);
 extern "C" void loom_dnnl_conv_run(void* conv, const float* src, const float* weights,
                                    float* dst);
-extern "C" void loom_dnnl_conv_delete(void* conv);
+extern "C" void loom_dnnl_conv_delete(void* site);
 struct loom_conv_site {
-  void* conv;
-  ~loom_conv_site() { loom_dnnl_conv_delete(conv); }
+  void* convs; /* a static's: null until the first call */
+  ~loom_conv_site() { loom_dnnl_conv_delete(convs); }
 };
 
 extern "C" void loom_f0(void* const* a) {
@@ -135,12 +135,13 @@ extern "C" void loom_f2(void* const* a) {
 }
 
 extern "C" void loom_f3(void* const* a) {
-  static const int64_t src[8] = {1, 64, 58, 58, 215296, 1, 3712, 64};
-  static const int64_t weights[8] = {64, 64, 3, 3, 576, 9, 3, 1};
-  static const int64_t dst[8] = {1, 64, 56, 56, 200704, 1, 3584, 64};
+  const int64_t src[8] = {1, 64, 58, 58, 215296, 1, 3712, 64};
+  const int64_t weights[8] = {64, 64, 3, 3, 576, 9, 3, 1};
+  const int64_t dst[8] = {1, 64, 56, 56, 200704, 1, 3584, 64};
   static const int64_t zero_pads[4] = {0, 0, 0, 0};
-  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, 1, 1, 1, 1, 1, zero_pads)};
-  loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);
+  static loom_conv_site site;
+  void* const conv = loom_dnnl_conv_at(&site.convs, src, weights, dst, 1, 1, 1, 1, 1, zero_pads);
+  loom_dnnl_conv_run(conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);
 }
 
 extern "C" void loom_f4(void* const* a) {
@@ -180,12 +181,13 @@ extern "C" void loom_f4(void* const* a) {
 }
 
 extern "C" void loom_f5(void* const* a) {
-  static const int64_t src[8] = {1, 64, 58, 58, 215296, 1, 3712, 64};
-  static const int64_t weights[8] = {64, 64, 3, 3, 576, 9, 3, 1};
-  static const int64_t dst[8] = {1, 64, 56, 56, 200704, 1, 3584, 64};
+  const int64_t src[8] = {1, 64, 58, 58, 215296, 1, 3712, 64};
+  const int64_t weights[8] = {64, 64, 3, 3, 576, 9, 3, 1};
+  const int64_t dst[8] = {1, 64, 56, 56, 200704, 1, 3584, 64};
   static const int64_t zero_pads[4] = {1, 1, 1, 1};
-  static loom_conv_site site = {loom_dnnl_conv_new(src, weights, dst, 1, 1, 1, 1, 1, zero_pads)};
-  loom_dnnl_conv_run(site.conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);
+  static loom_conv_site site;
+  void* const conv = loom_dnnl_conv_at(&site.convs, src, weights, dst, 1, 1, 1, 1, 1, zero_pads);
+  loom_dnnl_conv_run(conv, (const float*)a[0], (const float*)a[1], (float*)a[2]);
 }
 
 extern "C" void loom_f6(void* const* a) {
