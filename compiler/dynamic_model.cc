@@ -218,6 +218,7 @@ absl::StatusOr<ShapeCompile> FrontEnd(const CompileOptions& options,
 absl::StatusOr<std::vector<ShapeCompile>> FrontEnds(const CompileOptions& options,
                                                     const std::string& pipeline_text,
                                                     const std::vector<DimSizes>& shapes) {
+  if (shapes.empty()) return std::vector<ShapeCompile>();
   std::vector<std::optional<absl::StatusOr<ShapeCompile>>> results(shapes.size());
   std::atomic<size_t> next{0};
   const int64_t threads = std::min<int64_t>(HardwareThreads(), shapes.size());
@@ -255,6 +256,23 @@ absl::Status CompileClass(const ClassBuild& build, const std::string& cache_dir,
 }
 
 }  // namespace
+
+std::vector<DimSizes> NeighbourShapes(const std::vector<std::vector<DimSizes>>& classes,
+                                      const std::vector<DimSizes>& swept,
+                                      const NamedDimBounds& bounds) {
+  std::set<DimSizes> taken(swept.begin(), swept.end());
+  std::vector<DimSizes> neighbours;
+  for (const std::vector<DimSizes>& shapes : classes) {
+    if (shapes.size() != 1) continue;
+    for (const auto& [name, b] : bounds) {
+      DimSizes next = shapes[0];
+      int64_t& size = next[name];
+      size = size < b.max ? size + 1 : size - 1;
+      if (size >= b.min && taken.insert(next).second) neighbours.push_back(next);
+    }
+  }
+  return neighbours;
+}
 
 std::vector<DimSizes> SweepShapes(const NamedDimBounds& bounds) {
   std::vector<DimSizes> shapes = {{}};
@@ -359,22 +377,30 @@ absl::StatusOr<proto::Report> DynamicModel::Compile(const CompileOptions& option
   report.set_model(options.model);
   report.set_pipeline(options.pipeline);
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<DimSizes> shapes = SweepShapes(bounds);
+  std::vector<DimSizes> shapes = SweepShapes(bounds);
   LOOM_ASSIGN_OR_RETURN(std::vector<ShapeCompile> compiles,
                         FrontEnds(options, pipeline.text, shapes));
-  report.set_frontend_seconds(SecondsSince(start));
-  report.set_shapes(static_cast<int>(shapes.size()));
-
   rproto::Artifact artifact;
   artifact.set_model_name(compiles[0].model_name);
   rproto::DynamicShapes& dynamic = *artifact.mutable_dynamic_shapes();
   dynamic.set_cpu_features(compiles[0].cpu_features);
   std::vector<rproto::TensorSpec> interface = compiles[0].interface;
   std::vector<ClassBuild> classes;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    MarkVaryingDims(compiles[i].interface, interface);
-    Classify(std::move(compiles[i].source), shapes[i], classes);
-  }
+  const auto classify = [&](std::vector<ShapeCompile>& compiled, const std::vector<DimSizes>& at) {
+    for (size_t i = 0; i < at.size(); ++i) {
+      MarkVaryingDims(compiled[i].interface, interface);
+      Classify(std::move(compiled[i].source), at[i], classes);
+    }
+  };
+  classify(compiles, shapes);
+  std::vector<std::vector<DimSizes>> class_shapes;
+  for (const ClassBuild& build : classes) class_shapes.push_back(build.shapes);
+  const std::vector<DimSizes> neighbours = NeighbourShapes(class_shapes, shapes, bounds);
+  LOOM_ASSIGN_OR_RETURN(std::vector<ShapeCompile> neighbour_compiles,
+                        FrontEnds(options, pipeline.text, neighbours));
+  classify(neighbour_compiles, neighbours);
+  report.set_frontend_seconds(SecondsSince(start));
+  report.set_shapes(static_cast<int>(shapes.size() + neighbours.size()));
   const std::string cache_dir =
       options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir;
   for (const ClassBuild& build : classes) {

@@ -37,11 +37,21 @@ namespace loom {
 using DimSizes = std::map<std::string, int64_t>;
 using NamedDimBounds = std::map<std::string, DimBounds>;
 
-// The shapes a compile for every shape within `bounds` meets: each dim at
+// The shapes a compile for every shape within `bounds` sweeps: each dim at
 // its bounds, at every size up to 8 and at 2^k and 3 * 2^k from there (12,
 // 16, 24, 32, 48, ...) between them, in every combination of the dims'
-// sizes.
+// sizes; then the NeighbourShapes of its classes.
 std::vector<DimSizes> SweepShapes(const NamedDimBounds& bounds);
+
+// The shapes next to the shape of each class of one (one more, or one
+// less, in each dim that varies) that `swept` lacks; `classes` lists each
+// class's shapes. A class of one shape serves that shape alone, its
+// template reading nothing; one that holds a neighbour too reads the
+// constants that vary with the sizes about it (mobilenet_v3_small's class
+// of batch 8 then serves 9 to 11).
+std::vector<DimSizes> NeighbourShapes(const std::vector<std::vector<DimSizes>>& classes,
+                                      const std::vector<DimSizes>& swept,
+                                      const NamedDimBounds& bounds);
 
 // An input or output of a model compiled for every shape: -1 in `shape`
 // where the size is the call's, and each dim's name where the model file
