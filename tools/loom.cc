@@ -88,8 +88,10 @@ ABSL_FLAG(std::string, model, "",
 ABSL_FLAG(std::string, pipeline, "cpu", "built-in pipeline name or pipeline file");
 ABSL_FLAG(NamedDims, dims, {},
           "sizes of an ONNX model's named input dims, NAME=N,... (e.g. batch=1,sequence=128), "
-          "or their bounds, NAME=MIN..MAX, for sizes that run's --inputs=DIR of .npy files give");
-ABSL_FLAG(std::string, out_dir, "", "compile: write the emitted source here");
+          "or their bounds, NAME=MIN..MAX, for sizes that run's --inputs=DIR of .npy files "
+          "give; compile with bounds and --out_dir: one artifact for every shape within them");
+ABSL_FLAG(std::string, out_dir, "",
+          "compile: write the emitted source and the artifact (model.loom) here");
 ABSL_FLAG(std::string, report, "", "write the report as JSON to this file");
 ABSL_FLAG(std::string, aot, "",
           "compile: write the model as C++ to build into a program, <aot>.h and <aot>.cc "
@@ -137,11 +139,12 @@ constexpr int kExitInternal = 3;
 
 constexpr char kUsage[] = R"(usage:
   loom                      compile, run and check the built-in examples
-  loom compile --model=M [--dims=NAME=N,...] [--pipeline=P] [--out_dir=D] [--report=R.json]
-               [--dump_after=RE --dump_dir=D2] [--graph=G.dot|.svg|.png] [--quiet]
+  loom compile --model=M [--dims=NAME=N|NAME=MIN..MAX,...] [--pipeline=P] [--out_dir=D]
+               [--report=R.json] [--dump_after=RE --dump_dir=D2] [--graph=G.dot|.svg|.png] [--quiet]
                [--aot=P [--aot_class=C]]
-  loom run     --model=M|D/model.loom [--dims=NAME=N,...] [--pipeline=P] [--inputs=DIR] [--check]
-               [--iters=N] [--warmup=N] [--roofline] [--profile] [--report=R.json]
+  loom run     --model=M|D/model.loom [--dims=NAME=N|NAME=MIN..MAX,...] [--pipeline=P]
+               [--inputs=DIR] [--check] [--iters=N] [--warmup=N] [--roofline] [--profile]
+               [--report=R.json]
   loom gen     --kind=K [--layers= --hidden= --input= --seq= --batch=
                --groups= --channels= --nodes= --seed=] --out=M
 )";
