@@ -555,12 +555,8 @@ absl::Status RunAnyArtifact(const std::string& path, const DimSizes& dims,
                        ": --dims sizes the named dims of a model compiled for every shape; "
                        "this one was compiled for one"));
     }
-    absl::StatusOr<Model> model = Model::FromArtifact(artifact);
-    if (!model.ok()) {
-      return absl::Status(model.status().code(),
-                          absl::StrCat(path, ": ", model.status().message()));
-    }
-    return RunArtifact(*model, path, options, report);
+    LOOM_ASSIGN_OR_RETURN(const Model model, Model::FromArtifactFile(path, artifact));
+    return RunArtifact(model, path, options, report);
   }
   LOOM_ASSIGN_OR_RETURN(const DynamicModel dynamic, DynamicModel::FromArtifact(path, artifact));
   absl::StatusOr<std::shared_ptr<const Model>> model;
@@ -580,7 +576,6 @@ absl::Status RunAnyArtifact(const std::string& path, const DimSizes& dims,
   if (!model.ok()) {
     return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
   }
-  report.set_native_compile_seconds(0);
   return RunArtifact(**model, path, options, report);
 }
 

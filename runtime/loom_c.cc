@@ -118,11 +118,8 @@ loom_status loom_model_load(const char* path, loom_model** model) {
     *model = loaded->release();
     return LOOM_OK;
   }
-  absl::StatusOr<loom::Model> loaded = loom::Model::FromArtifact(*artifact);
-  if (!loaded.ok()) {
-    return Report(
-        absl::Status(loaded.status().code(), absl::StrCat(path, ": ", loaded.status().message())));
-  }
+  absl::StatusOr<loom::Model> loaded = loom::Model::FromArtifactFile(path, *artifact);
+  if (!loaded.ok()) return Report(loaded.status());
   *model = new loom_model{std::make_shared<const loom::Model>(*std::move(loaded))};
   return LOOM_OK;
 }

@@ -385,6 +385,11 @@ absl::StatusOr<Model> Model::Load(const std::string& path) {
         "end at each new shape: load it with loom::DynamicModel (compiler/dynamic_model.h) or "
         "`loom run`"));
   }
+  return FromArtifactFile(path, artifact);
+}
+
+absl::StatusOr<Model> Model::FromArtifactFile(const std::string& path,
+                                              const rproto::Artifact& artifact) {
   absl::StatusOr<Model> model = FromArtifact(artifact);
   if (!model.ok()) {
     return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));

@@ -74,6 +74,10 @@ class Model {
   static std::string Serialize(const runtime::proto::Artifact& artifact);
   // Loads an artifact already in memory (its kernels from shared_object).
   static absl::StatusOr<Model> FromArtifact(const runtime::proto::Artifact& artifact);
+  // FromArtifact of the artifact ReadArtifact read from `path`, its errors
+  // naming the file.
+  static absl::StatusOr<Model> FromArtifactFile(const std::string& path,
+                                                const runtime::proto::Artifact& artifact);
   // Binds an artifact whose kernels `library` already holds (its
   // shared_object may then be empty).
   static absl::StatusOr<Model> Bind(NativeLibrary library,
