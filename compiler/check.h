@@ -54,7 +54,7 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const Graph& graph, const std::st
                                                uint64_t seed, const InputRanges& ranges = {});
 
 // The shapes of the arrays in `dir`/*.npy, by input name (the file's name
-// less .npy): what binds an ONNX model's named dims at `loom run --inputs`.
+// less .npy): what binds a model's named dims at `loom run --inputs`.
 absl::StatusOr<absl::flat_hash_map<std::string, Shape>> NpyInputShapes(const std::string& dir);
 
 // What a result is judged against.

@@ -142,11 +142,13 @@ absl::Status ProfileLaunches(const Model& model, int runs,
 absl::StatusOr<Graph> ImportModel(const CompileOptions& options) {
   // The model's format follows its extension: .onnx is an ONNX model,
   // anything else loom's graph text proto.
-  if (!absl::EndsWith(options.model, ".onnx")) return LoadGraphFile(options.model);
+  NamedDimOptions dims;
+  dims.dims = options.dims;
+  dims.dim_bounds = options.dim_bounds;
+  dims.input_shapes = options.input_shapes;
+  if (!absl::EndsWith(options.model, ".onnx")) return LoadGraphFile(options.model, dims);
   OnnxImportOptions onnx_options;
-  onnx_options.dims = options.dims;
-  onnx_options.dim_bounds = options.dim_bounds;
-  onnx_options.input_shapes = options.input_shapes;
+  static_cast<NamedDimOptions&>(onnx_options) = std::move(dims);
   return LoadOnnxFile(options.model, onnx_options);
 }
 

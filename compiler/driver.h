@@ -28,7 +28,7 @@ struct CompileOptions {
   // The pipeline's text, where `pipeline` only names it (a model compiled
   // for every shape keeps the text it was compiled with).
   std::string pipeline_text;
-  // Sizes of an ONNX model's named input dims (OnnxImportOptions::dims),
+  // Sizes of the model's named input dims (NamedDimOptions::dims),
   // their bounds (::dim_bounds), and shapes of its inputs that bind them
   // (::input_shapes).
   absl::flat_hash_map<std::string, int64_t> dims;

@@ -21,6 +21,7 @@
 #include "compiler/check.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "ir/file_io.h"
+#include "ir/graph_io.h"
 #include "ir/parallel.h"
 #include "ir/status_macros.h"
 #include "passes/pass_manager.h"
@@ -88,11 +89,44 @@ absl::Status CopyFile(const fs::path& from, const fs::path& to) {
   return absl::OkStatus();
 }
 
+bool IsOnnx(const std::string& model) { return absl::EndsWith(model, ".onnx"); }
+
+// The files of the model's external data (an ONNX model's, or a graph
+// text's weights and constants in other files), relative to its folder.
+absl::StatusOr<std::vector<std::string>> ExternalDataFiles(const std::string& model) {
+  if (IsOnnx(model)) return OnnxExternalDataFiles(model);
+  LOOM_ASSIGN_OR_RETURN(const proto::Graph graph, LoadGraphProto(model));
+  std::vector<std::string> files;
+  for (const auto* list : {&graph.weight(), &graph.constant()}) {
+    for (const proto::Initializer& init : *list) {
+      if (!init.has_external() || absl::c_linear_search(files, init.external().file())) continue;
+      const fs::path file(init.external().file());
+      if (file.is_absolute() || absl::c_linear_search(file, "..")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            model, ": initializer '", init.name(), "' reads ", file.string(),
+            ", outside the model's folder; a compile for every shape copies the model with its "
+            "data, which must be in its folder"));
+      }
+      files.push_back(file.string());
+    }
+  }
+  return files;
+}
+
+// The names of the model's inputs' dims (and an ONNX model's outputs'), by
+// value name: "" where a dim has none.
+absl::StatusOr<absl::flat_hash_map<std::string, std::vector<std::string>>> ModelDimNames(
+    const std::string& model) {
+  if (IsOnnx(model)) return OnnxDimNames(model);
+  LOOM_ASSIGN_OR_RETURN(const proto::Graph graph, LoadGraphProto(model));
+  return GraphDimNames(graph);
+}
+
 // The model file and its external data, copied into `out_dir`; its name
 // there.
 absl::StatusOr<std::string> CopyModel(const std::string& model, const std::string& out_dir) {
   const fs::path path(model);
-  LOOM_ASSIGN_OR_RETURN(std::vector<std::string> external, OnnxExternalDataFiles(model));
+  LOOM_ASSIGN_OR_RETURN(std::vector<std::string> external, ExternalDataFiles(model));
   for (const std::string& file : external) {
     LOOM_RETURN_IF_ERROR(CopyFile(path.parent_path() / file, fs::path(out_dir) / file));
   }
@@ -132,7 +166,7 @@ void MarkVaryingDims(const std::vector<rproto::TensorSpec>& other,
 // Adds the interface to `dynamic`, each dim named as the model names it.
 absl::Status AddInterface(const std::string& model, std::vector<rproto::TensorSpec> interface,
                           size_t inputs, rproto::DynamicShapes& dynamic) {
-  LOOM_ASSIGN_OR_RETURN(const auto dim_names, OnnxDimNames(model));
+  LOOM_ASSIGN_OR_RETURN(const auto dim_names, ModelDimNames(model));
   for (size_t t = 0; t < interface.size(); ++t) {
     rproto::TensorSpec& spec = interface[t];
     const auto named = dim_names.find(spec.name());
@@ -365,10 +399,6 @@ absl::StatusOr<std::shared_ptr<const Model>> DynamicModel::BindShape(const State
 absl::StatusOr<proto::Report> DynamicModel::Compile(const CompileOptions& options) {
   if (options.out_dir.empty()) {
     return absl::InvalidArgumentError("a compile for every shape within bounds needs --out_dir");
-  }
-  if (!absl::EndsWith(options.model, ".onnx")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        options.model, ": only an ONNX model has named dims to compile for every shape"));
   }
   LOOM_ASSIGN_OR_RETURN(const NamedDimBounds bounds, BoundsToCompile(options));
   LOOM_ASSIGN_OR_RETURN(const LoadedPipeline pipeline,

@@ -65,9 +65,9 @@ struct DynamicTensorInfo {
 
 class DynamicModel {
  public:
-  // Compiles options.model (an ONNX model) for every shape of its named
-  // dims within options.dim_bounds (the dims in options.dims keep their
-  // size) and writes options.out_dir/model.loom, with the model file and
+  // Compiles options.model (an ONNX model, or graph text with named dims)
+  // for every shape of its named dims within options.dim_bounds (the dims
+  // in options.dims keep their size) and writes options.out_dir/model.loom, with the model file and
   // its external data copied beside it; the report's model, pipeline,
   // frontend_seconds, native_compile_seconds, shapes and shape_classes say
   // what it did. A dim without bounds or size, or bounds with no upper

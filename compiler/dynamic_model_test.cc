@@ -129,6 +129,63 @@ TEST(DynamicModelTest, OneArtifactRunsEveryShapeWithoutACompiler) {
   unsetenv("CXX");
 }
 
+// WriteModel's model as loom graph text, its named dims in its inputs and
+// a reshape's target computed from them (softmax over [batch * seq, 16]).
+std::string WriteGraphText(const std::string& dir) {
+  WriteModel(dir);  // weights.bin
+  const std::string path = dir + "/model.pbtxt";
+  EXPECT_TRUE(WriteFileBytes(path, R"(
+name: "named"
+input { name: "x" type { dtype: F32 shape: [-1, -1, 8] } dim_names: ["batch", "seq", ""] }
+input { name: "m" type { dtype: F32 shape: [-1, -1, 1] } dim_names: ["batch", "seq", ""] }
+weight { name: "w" type { dtype: F32 shape: [8, 16] } external { file: "weights.bin" } }
+constant { name: "b" type { dtype: F32 shape: [16] } values { floats: [0.01] } }
+node { op: "matmul" input: ["x", "w"] output: "xw" }
+node { op: "add" input: ["xw", "b"] output: "xwb" }
+node { op: "relu" input: "xwb" output: "r" }
+node { op: "add" input: ["r", "m"] output: "s" }
+node { name: "rows" op: "reshape" input: "s" output: "rows"
+       attr { name: "shape" ints_expr { v: ["batch * seq", "16"] } } }
+node { op: "softmax" input: "rows" output: "p" attr { name: "axis" i: -1 } }
+node { name: "back" op: "reshape" input: "p" output: "y"
+       attr { name: "shape" ints_expr { v: ["batch", "seq", "16"] } } }
+output: "y"
+)")
+                  .ok());
+  return path;
+}
+
+// A loom graph with named dims compiles for every shape as an ONNX model
+// does: the artifact holds a copy of it and its weights' file.
+TEST(DynamicModelTest, AGraphTextWithNamedDimsRunsEveryShape) {
+  const std::string dir = TempDir("every_shape_graph");
+  CompileOptions options = BoundedOptions(WriteGraphText(TempDir("graph_model")), dir);
+  options.dim_bounds["seq"] = {1, 16};
+  absl::StatusOr<proto::Report> report = DynamicModel::Compile(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(setenv("CXX", "/nonexistent/c++", 1), 0);
+  absl::StatusOr<DynamicModel> model = DynamicModel::Load(dir + "/model.loom");
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->inputs().size(), 2u);
+  EXPECT_EQ(model->inputs()[1].shape, (std::vector<int64_t>{-1, -1, 1}));
+  EXPECT_EQ(model->inputs()[1].dim_names, (std::vector<std::string>{"batch", "seq", ""}));
+  for (const std::pair<int64_t, int64_t>& shape :
+       {std::pair<int64_t, int64_t>{3, 13}, {1, 1}, {8, 16}, {5, 10}}) {
+    ExpectRunsLikeTheInterpreter(*model, dir + "/model.pbtxt", shape.first, shape.second);
+  }
+  EXPECT_EQ(model->native_compiles(), 0);
+  unsetenv("CXX");
+  // A call whose inputs disagree on a dim runs nothing.
+  const Tensor x = Iota({2, 3, 8}), m = Iota({2, 4, 1});
+  Tensor y(DType::kF32, {2, 3, 16});
+  EXPECT_THAT(
+      model
+          ->Run({{"x", DType::kF32, x.shape(), x.data()}, {"m", DType::kF32, m.shape(), m.data()}},
+                {{"y", DType::kF32, y.shape(), y.data()}})
+          .message(),
+      HasSubstr("the named dim 'seq', is 4 but 3 in graph input 'x'"));
+}
+
 // A class of one shape meets its neighbours in each dim, within the
 // bounds and where the sweep has not.
 TEST(DynamicModelTest, ClassesOfOneShapeMeetTheirNeighbours) {
@@ -180,11 +237,12 @@ TEST(DynamicModelTest, CompileNeedsBoundsAndAFolder) {
   const std::string model_file = WriteModel(TempDir("model3"));
   CompileOptions options = BoundedOptions(model_file, "");
   EXPECT_THAT(DynamicModel::Compile(options).status().message(), HasSubstr("--out_dir"));
-  options.model = "examples/mlp.pbtxt";
-  options.out_dir = TempDir("graph");
+  options.out_dir = TempDir("misspelt");
+  options.dim_bounds["length"] = {1, 4};
   EXPECT_THAT(DynamicModel::Compile(options).status().message(),
-              HasSubstr("only an ONNX model has named dims"));
-  options.model = model_file;
+              HasSubstr("the named dim 'length', which no graph input has (the model's: batch, "
+                        "seq)"));
+  options.dim_bounds.erase("length");
   options.out_dir = TempDir("unbounded");
   options.dim_bounds["seq"] = {1, std::numeric_limits<int64_t>::max()};
   EXPECT_THAT(DynamicModel::Compile(options).status().message(),

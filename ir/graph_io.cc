@@ -7,6 +7,7 @@
 #include <memory>
 #include <queue>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -116,6 +117,11 @@ absl::StatusOr<AttrValue> ConvertAttr(const proto::Attribute& attr) {
     case proto::Attribute::kStrings:
       return AttrValue(
           std::vector<std::string>(attr.strings().v().begin(), attr.strings().v().end()));
+    case proto::Attribute::kIExpr:
+    case proto::Attribute::kIntsExpr:
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute '", attr.name(),
+                       "' is computed from named dims, which need sizes (BindNamedDims)"));
     case proto::Attribute::VALUE_NOT_SET:
       break;
   }
@@ -316,6 +322,9 @@ absl::Status AddArguments(const proto::Graph& g, absl::string_view filename, Gra
   graph.name = g.name();
   for (const proto::Input& input : g.input()) {
     const std::string what = absl::StrCat("input '", input.name(), "'");
+    for (int d = 0; d < input.dim_names_size(); ++d) {
+      if (!input.dim_names(d).empty()) return NamedDimWithoutSize(what, d, input.dim_names(d));
+    }
     LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(input.type(), what));
     LOOM_RETURN_IF_ERROR(graph.AddInput(input.name(), type).status());
   }
@@ -478,6 +487,119 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
   return tensor;
 }
 
+namespace {
+
+NamedDimUses FindNamedDims(const proto::Graph& g) {
+  NamedDimUses uses;
+  for (const proto::Input& input : g.input()) {
+    for (int d = 0; d < input.dim_names_size(); ++d) {
+      if (!input.dim_names(d).empty()) uses[input.dim_names(d)].emplace_back(input.name(), d);
+    }
+  }
+  return uses;
+}
+
+// The input's shape: its static sizes, the shape given for it, and its
+// named dims' sizes.
+absl::Status BindInputShape(const NamedDimOptions& options, const NamedSizes& sizes,
+                            proto::Input& input) {
+  const std::string what = absl::StrCat("graph input '", input.name(), "'");
+  auto& shape = *input.mutable_type()->mutable_shape();
+  if (input.dim_names_size() > 0 && input.dim_names_size() != shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", input.dim_names_size(),
+                                                   " dim_names for its ", shape.size(), " dims"));
+  }
+  const auto given = options.input_shapes.find(input.name());
+  if (given != options.input_shapes.end() &&
+      static_cast<int>(given->second.size()) != shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has rank ", shape.size(),
+                                                   " but the given shape is ",
+                                                   ShapeToString(given->second)));
+  }
+  for (int d = 0; d < shape.size(); ++d) {
+    const std::string name = d < input.dim_names_size() ? input.dim_names(d) : "";
+    if (name.empty()) {
+      if (given != options.input_shapes.end() && given->second[d] != shape[d]) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": the given shape ",
+                                                       ShapeToString(given->second),
+                                                       " contradicts dim ", d, " = ", shape[d]));
+      }
+    } else if (given != options.input_shapes.end()) {
+      shape[d] = given->second[d];
+    } else if (const auto size = sizes.find(name); size != sizes.end()) {
+      shape[d] = size->second;
+    } else {
+      return NamedDimWithoutSize(what, d, name);
+    }
+  }
+  input.clear_dim_names();
+  return absl::OkStatus();
+}
+
+// The node's attributes computed from named dims, evaluated.
+absl::Status BindAttributes(const NamedSizes& sizes, proto::Node& node) {
+  for (proto::Attribute& attr : *node.mutable_attr()) {
+    auto evaluate = [&](const std::string& expr) -> absl::StatusOr<int64_t> {
+      absl::StatusOr<int64_t> value = EvaluateDimExpr(expr, sizes);
+      if (!value.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            NodeLabel(node), ": attribute '", attr.name(), "': ", value.status().message()));
+      }
+      return value;
+    };
+    if (attr.value_case() == proto::Attribute::kIExpr) {
+      LOOM_ASSIGN_OR_RETURN(const int64_t value, evaluate(attr.i_expr()));
+      attr.set_i(value);
+    } else if (attr.value_case() == proto::Attribute::kIntsExpr) {
+      proto::IntList values;
+      for (const std::string& expr : attr.ints_expr().v()) {
+        LOOM_ASSIGN_OR_RETURN(const int64_t value, evaluate(expr));
+        values.add_v(value);
+      }
+      *attr.mutable_ints() = std::move(values);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool HasNamedDims(const proto::Graph& g) {
+  for (const proto::Input& input : g.input()) {
+    if (absl::c_any_of(input.dim_names(), [](const std::string& n) { return !n.empty(); })) {
+      return true;
+    }
+  }
+  for (const proto::Node& node : g.node()) {
+    for (const proto::Attribute& attr : node.attr()) {
+      if (attr.value_case() == proto::Attribute::kIExpr ||
+          attr.value_case() == proto::Attribute::kIntsExpr) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<proto::Graph> BindNamedDims(proto::Graph g, const NamedDimOptions& options) {
+  LOOM_ASSIGN_OR_RETURN(const NamedSizes sizes, ResolveNamedDims(FindNamedDims(g), options));
+  for (proto::Input& input : *g.mutable_input()) {
+    LOOM_RETURN_IF_ERROR(BindInputShape(options, sizes, input));
+  }
+  for (proto::Node& node : *g.mutable_node()) LOOM_RETURN_IF_ERROR(BindAttributes(sizes, node));
+  return g;
+}
+
+absl::flat_hash_map<std::string, std::vector<std::string>> GraphDimNames(const proto::Graph& g) {
+  absl::flat_hash_map<std::string, std::vector<std::string>> names;
+  for (const proto::Input& input : g.input()) {
+    std::vector<std::string>& dims = names[input.name()];
+    dims.assign(input.dim_names().begin(), input.dim_names().end());
+    dims.resize(input.type().shape_size());
+  }
+  return names;
+}
+
 absl::StatusOr<proto::Graph> ParseGraphText(absl::string_view text, absl::string_view filename) {
   LOOM_RETURN_IF_ERROR(CheckLooksLikeText(text, filename));
   CollectFirstError errors(filename);
@@ -499,10 +621,22 @@ absl::StatusOr<Graph> GraphFromProto(const proto::Graph& graph_proto, absl::stri
   return graph;
 }
 
-absl::StatusOr<Graph> LoadGraphFile(const std::string& path) {
+absl::StatusOr<proto::Graph> LoadGraphProto(const std::string& path) {
   LOOM_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(path));
-  LOOM_ASSIGN_OR_RETURN(proto::Graph graph_proto, ParseGraphText(text, path));
-  return GraphFromProto(graph_proto, path);
+  return ParseGraphText(text, path);
+}
+
+absl::StatusOr<Graph> LoadGraphFile(const std::string& path, const NamedDimOptions& options) {
+  LOOM_ASSIGN_OR_RETURN(proto::Graph graph_proto, LoadGraphProto(path));
+  // Input shapes alone bind nothing in a graph without named dims: a run
+  // checks its inputs against the graph's shapes.
+  const bool sized = !options.dims.empty() || !options.dim_bounds.empty();
+  if (!sized && !HasNamedDims(graph_proto)) return GraphFromProto(graph_proto, path);
+  absl::StatusOr<proto::Graph> bound = BindNamedDims(std::move(graph_proto), options);
+  if (!bound.ok()) {
+    return absl::Status(bound.status().code(), absl::StrCat(path, ": ", bound.status().message()));
+  }
+  return GraphFromProto(*bound, path);
 }
 
 proto::Graph GraphToProto(const Graph& graph) {

@@ -182,3 +182,74 @@ TEST(GraphIoTest, MissingFileNamesThePath) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+// x [batch, seq, 3] and m [batch, 1]: named dims, and a reshape whose
+// target is computed from them.
+constexpr char kNamedDims[] = R"(
+name: "named"
+input { name: "x" type { dtype: F32 shape: [-1, -1, 3] } dim_names: ["batch", "seq", ""] }
+input { name: "m" type { dtype: F32 shape: [-1, 1] } dim_names: ["batch", ""] }
+node { name: "flat" op: "reshape" input: "x" output: "f"
+       attr { name: "shape" ints_expr { v: ["batch", "seq * 3"] } } }
+node { name: "plus" op: "add" input: ["f", "m"] output: "y" }
+output: "y"
+)";
+
+absl::StatusOr<Graph> BindAndBuild(const NamedDimOptions& options) {
+  LOOM_ASSIGN_OR_RETURN(proto::Graph unbound, ParseGraphText(kNamedDims, "n.pbtxt"));
+  LOOM_ASSIGN_OR_RETURN(proto::Graph bound, BindNamedDims(unbound, options));
+  return GraphFromProto(bound, "n.pbtxt");
+}
+
+TEST(GraphIoTest, NamedDimsTakeTheirSizesAtTheCompile) {
+  absl::StatusOr<proto::Graph> unbound = ParseGraphText(kNamedDims, "n.pbtxt");
+  ASSERT_TRUE(unbound.ok()) << unbound.status();
+  EXPECT_TRUE(HasNamedDims(*unbound));
+  EXPECT_EQ(GraphDimNames(*unbound).at("x"), (std::vector<std::string>{"batch", "seq", ""}));
+  EXPECT_THAT(GraphFromProto(*unbound, "n.pbtxt").status().message(),
+              HasSubstr("input 'x': dim 0 is the named dim 'batch'; loom compiles for static "
+                        "shapes: give its size"));
+
+  NamedDimOptions options;
+  options.dims = {{"batch", 2}, {"seq", 5}};
+  absl::StatusOr<Graph> graph = BindAndBuild(options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(TypeToString(graph->value(graph->outputs()[0]).type), "f32[2,15]");
+  // Or read from an input's shape, which the other input must agree with.
+  options.dims.clear();
+  options.input_shapes = {{"x", {4, 7, 3}}};
+  graph = BindAndBuild(options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(TypeToString(graph->value(graph->outputs()[0]).type), "f32[4,21]");
+  options.input_shapes["m"] = {3, 1};
+  EXPECT_THAT(BindAndBuild(options).status().message(),
+              HasSubstr("the named dim 'batch', is 3 but 4 in graph input 'x'"));
+  options.input_shapes = {{"x", {4, 7, 2}}};
+  EXPECT_THAT(BindAndBuild(options).status().message(),
+              HasSubstr("graph input 'x': the given shape [4,7,2] contradicts dim 2 = 3"));
+  options.input_shapes = {{"x", {4, 7, 3}}};
+  options.dim_bounds = {{"seq", {1, 6}}};
+  EXPECT_THAT(BindAndBuild(options).status().message(),
+              HasSubstr("the named dim 'seq', is 7, outside its bounds 1..6"));
+}
+
+TEST(GraphIoTest, ComputedAttributesNameTheirNode) {
+  std::string text = kNamedDims;
+  text.replace(text.find("seq * 3"), 7, "seq * 3 +");
+  absl::StatusOr<proto::Graph> unbound = ParseGraphText(text, "n.pbtxt");
+  ASSERT_TRUE(unbound.ok()) << unbound.status();
+  NamedDimOptions options;
+  options.dims = {{"batch", 2}, {"seq", 5}};
+  EXPECT_THAT(BindNamedDims(*unbound, options).status().message(),
+              HasSubstr("node 'flat' (reshape): attribute 'shape': the size 'seq * 3 +' "
+                        "expected a number"));
+  options.dims = {{"batch", 2}};
+  EXPECT_THAT(BindNamedDims(*unbound, options).status().message(),
+              HasSubstr("graph input 'x': dim 1 is the named dim 'seq'"));
+}
+
+}  // namespace
+}  // namespace loom

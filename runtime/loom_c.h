@@ -81,8 +81,9 @@ loom_status loom_model_load(const char* path, loom_model** model);
    pipeline file; NULL: "cpu") and loads it. */
 loom_status loom_model_compile(const char* model_path, const char* pipeline, loom_model** model);
 
-/* loom_model_compile with the sizes of an ONNX model's named input dims
-   (dim_param, such as "batch_size"): dim_names[i] is dim_sizes[i] long, for
+/* loom_model_compile with the sizes of a model's named input dims
+   (an ONNX dim_param such as "batch_size", a graph input's dim_names):
+   dim_names[i] is dim_sizes[i] long, for
    every input that has it. A named dim left without a size, a size for a
    name no input has, a negative size or a name given twice is
    LOOM_INVALID_ARGUMENT naming the dim. */
@@ -98,7 +99,7 @@ typedef struct {
 } loom_dim_bounds;
 
 /* loom_model_compile for the shapes of `inputs` (names, types and shapes;
-   their data is not read): an ONNX model's named dims take their sizes from
+   their data is not read): a model's named dims take their sizes from
    the inputs that have them, every input sharing a dim giving it the same
    size, within the dim's `bounds` (num_bounds of them, by name; none: any
    size). The model then runs inputs of those shapes; each other shape is a

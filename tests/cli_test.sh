@@ -67,6 +67,13 @@ expect 2 "graph input 'x': dim 0, the named dim 'batch', is 3 but 2 as given" \
   run --model=$bad/named_dims.onnx --inputs=$npys --dims=batch=2
 expect 2 "bad value for --dims: .*'seq=4..1' is not NAME=SIZE or NAME=MIN..MAX" \
   run --model=$bad/named_dims.onnx --dims=seq=4..1
+# Graph text names dims as ONNX does, and computes sizes from them.
+expect 2 "named_dims.pbtxt: graph input 'x': dim 0 is the named dim 'batch'; .*--dims=batch=N" \
+  compile --model=$bad/named_dims.pbtxt
+expect 0 "check pass" run --model=$bad/named_dims.pbtxt --dims=seq=5,batch=3 --check
+expect 0 "check pass" run --model=$bad/named_dims.pbtxt --inputs=$npys --check
+expect 2 "dim_expr.pbtxt: node 'rows' \(reshape\): attribute 'shape': the size 'batch \* seq \*' expected a number, a name or '\(' at column 14" \
+  run --model=$bad/dim_expr.pbtxt --inputs=$npys
 npy "$npys/y.npy" "3, 6, 1"
 expect 2 "graph input 'y': dim 1, the named dim 'seq', is 6 but 5 in graph input 'x' \(dim 1\)" \
   run --model=$bad/named_dims.onnx --inputs=$npys
@@ -74,7 +81,7 @@ expect 2 "graph input 'y': dim 1, the named dim 'seq', is 6 but 5 in graph input
 # runs at --dims sizes or the --inputs files' shapes.
 every="$out/every_shape"
 expect 2 "needs --out_dir" compile --model=$bad/named_dims.onnx --dims=batch=1..4,seq=1..8
-expect 2 "only an ONNX model has named dims" compile --model=$bad/good.pbtxt --dims=batch=1..4 --out_dir=$every
+expect 2 "the named dim 'batch', which no graph input has" compile --model=$bad/good.pbtxt --dims=batch=1..4 --out_dir=$every
 expect 0 "compiled for every shape within the bounds, .*every_shape/model.loom: [0-9]+ shapes of the sweep in [0-9]+ classes" \
   compile --model=$bad/named_dims.onnx --dims=batch=1..4,seq=1..8 --out_dir=$every --report=$out/every.json
 tr -d ' \n' <"$out/every.json" | grep -q '"shape_classes":\["batch=1,seq=1' ||

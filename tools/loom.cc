@@ -38,7 +38,7 @@
 #include "tools/gen.h"
 #include "tools/graph_dot.h"
 
-// --dims=NAME=N,NAME=LO..HI,...: sizes or bounds of an ONNX model's named
+// --dims=NAME=N,NAME=LO..HI,...: sizes or bounds of a model's named
 // input dims.
 struct NamedDims {
   absl::flat_hash_map<std::string, int64_t> sizes;
@@ -87,7 +87,8 @@ ABSL_FLAG(std::string, model, "",
           "the model: a graph text proto (.pbtxt) or an ONNX model (.onnx)");
 ABSL_FLAG(std::string, pipeline, "cpu", "built-in pipeline name or pipeline file");
 ABSL_FLAG(NamedDims, dims, {},
-          "sizes of an ONNX model's named input dims, NAME=N,... (e.g. batch=1,sequence=128), "
+          "sizes of the model's named input dims (an ONNX model's dim_param, a graph input's "
+          "dim_names), NAME=N,... (e.g. batch=1,sequence=128), "
           "or their bounds, NAME=MIN..MAX, for sizes that run's --inputs=DIR of .npy files "
           "give; compile with bounds and --out_dir: one artifact for every shape within them");
 ABSL_FLAG(std::string, out_dir, "",

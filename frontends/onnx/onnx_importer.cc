@@ -80,9 +80,6 @@ absl::StatusOr<TensorType> WithinLimits(absl::string_view what, TensorType type)
   return type;
 }
 
-// The sizes of the model's named dims (ResolveNamedDims), by name.
-using NamedSizes = absl::flat_hash_map<std::string, int64_t>;
-
 // The static type of a graph input: declared dims, or the caller's shape
 // or named dims' sizes where the model leaves dims symbolic.
 absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
@@ -131,13 +128,7 @@ absl::StatusOr<TensorType> InputType(const onnx::ValueInfoProto& info,
                dim.has_dim_param() && named != named_sizes.end()) {
       shape.push_back(named->second);
     } else if (dim.has_dim_param()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": dim ", d, " is the named dim '", dim.dim_param(),
-          "'; loom compiles for static shapes: give its size (loom compile --dims=",
-          dim.dim_param(), "=N, or dims={'", dim.dim_param(),
-          "': N} in Python), or inputs that have it (loom run --inputs=DIR of .npy files, "
-          "or dims={'",
-          dim.dim_param(), "': (min, max)} in Python, which compiles per shape)"));
+      return NamedDimWithoutSize(what, d, dim.dim_param());
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": dim ", d,
@@ -676,9 +667,6 @@ std::string SequenceElementName(absl::string_view name, int64_t index) {
 
 namespace {
 
-// Where each named dim occurs: (graph input, dim) pairs, by name.
-using NamedDimUses = absl::btree_map<std::string, std::vector<std::pair<std::string, int>>>;
-
 NamedDimUses FindNamedDims(const onnx::GraphProto& graph) {
   NamedDimUses uses;
   for (const onnx::ValueInfoProto& input : graph.input()) {
@@ -691,90 +679,12 @@ NamedDimUses FindNamedDims(const onnx::GraphProto& graph) {
   return uses;
 }
 
-// Every name given a size or bounds is a named dim of one of the graph's
-// inputs (a misspelt name is an error, not a size left unused); sizes are at
-// least 0 and bounds not empty.
-absl::Status CheckGivenNamedDims(const NamedDimUses& uses, const OnnxImportOptions& options) {
-  auto check_exists = [&](const std::string& name, absl::string_view given) {
-    if (uses.contains(name)) return absl::OkStatus();
-    std::vector<std::string> names;
-    for (const auto& [known, unused] : uses) names.push_back(known);
-    return absl::InvalidArgumentError(
-        absl::StrCat(given, " the named dim '", name, "', which no graph input has (",
-                     names.empty() ? "the model's inputs have no named dims"
-                                   : absl::StrCat("the model's: ", absl::StrJoin(names, ", ")),
-                     ")"));
-  };
-  for (const auto& [name, size] : options.dims) {
-    if (size < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the size given for the named dim '", name, "' is negative: ", size));
-    }
-    LOOM_RETURN_IF_ERROR(check_exists(name, "a size is given for"));
-  }
-  for (const auto& [name, bounds] : options.dim_bounds) {
-    if (bounds.min < 0 || bounds.min > bounds.max) {
-      return absl::InvalidArgumentError(absl::StrCat("the bounds given for the named dim '", name,
-                                                     "' are empty or negative: ", bounds.min, "..",
-                                                     bounds.max));
-    }
-    LOOM_RETURN_IF_ERROR(check_exists(name, "bounds are given for"));
-  }
-  return absl::OkStatus();
-}
-
-// The size of each named dim that has one: given in options.dims, or read
-// from the shape options.input_shapes gives an input that has the dim.
-// Every input sharing a named dim must give it the same size, and each size
-// must lie within the dim's bounds; the errors name the input, the dim and
-// the size or bound.
-absl::StatusOr<NamedSizes> ResolveNamedDims(const onnx::GraphProto& graph,
-                                            const OnnxImportOptions& options) {
-  const NamedDimUses uses = FindNamedDims(graph);
-  LOOM_RETURN_IF_ERROR(CheckGivenNamedDims(uses, options));
-  NamedSizes sizes(options.dims.begin(), options.dims.end());
-  // "<what> is <size>, outside its bounds min..max", or OK.
-  auto check_bounds = [&](const std::string& name, const std::string& what, int64_t size) {
-    const auto bounds = options.dim_bounds.find(name);
-    if (bounds == options.dim_bounds.end() ||
-        (size >= bounds->second.min && size <= bounds->second.max)) {
-      return absl::OkStatus();
-    }
-    return absl::InvalidArgumentError(absl::StrCat(what, " is ", size, ", outside its bounds ",
-                                                   bounds->second.min, "..", bounds->second.max));
-  };
-  for (const auto& [name, places] : uses) {
-    std::string source = "as given";  // where sizes[name] came from
-    if (const auto given = options.dims.find(name); given != options.dims.end()) {
-      LOOM_RETURN_IF_ERROR(check_bounds(
-          name, absl::StrCat("the size given for the named dim '", name, "'"), given->second));
-    }
-    for (const auto& [input, d] : places) {
-      const auto given = options.input_shapes.find(input);
-      if (given == options.input_shapes.end() || d >= static_cast<int>(given->second.size())) {
-        continue;  // InputType reports a shape of another rank
-      }
-      const int64_t size = given->second[d];
-      const std::string what =
-          absl::StrCat("graph input '", input, "': dim ", d, ", the named dim '", name, "',");
-      const auto [it, added] = sizes.emplace(name, size);
-      if (added) {
-        source = absl::StrCat("in graph input '", input, "' (dim ", d, ")");
-      } else if (it->second != size) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, " is ", size, " but ", it->second, " ", source));
-      }
-      LOOM_RETURN_IF_ERROR(check_bounds(name, what, size));
-    }
-  }
-  return sizes;
-}
-
 }  // namespace
 
 absl::StatusOr<Graph> ImportOnnxModel(const onnx::ModelProto& model,
                                       const OnnxImportOptions& options) {
-  LOOM_ASSIGN_OR_RETURN(NamedSizes named_sizes, ResolveNamedDims(model.graph(), options));
+  LOOM_ASSIGN_OR_RETURN(NamedSizes named_sizes,
+                        ResolveNamedDims(FindNamedDims(model.graph()), options));
   return Importer(model, options, std::move(named_sizes)).Run();
 }
 

@@ -45,36 +45,21 @@
 #include "absl/strings/string_view.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "ir/named_dims.h"
 #include "ir/tensor.h"
 #include "onnx/onnx_pb.h"
 
 namespace loom {
 
-// The sizes a named dim may take, min..max.
-struct DimBounds {
-  int64_t min = 0;
-  int64_t max = std::numeric_limits<int64_t>::max();
-};
-
-struct OnnxImportOptions {
+// The named dims' options (NamedDimOptions: input_shapes, dims,
+// dim_bounds) are for the graph's inputs.
+struct OnnxImportOptions : NamedDimOptions {
   // Values of graph inputs, by name. The importer uses one only where the
   // model needs that input's data at compile time (a Reshape's target
   // shape fed as a graph input, as ONNX's node tests do); such an input
   // then becomes a constant and leaves the graph's inputs. Other inputs
   // stay inputs even when they have a value here.
   absl::flat_hash_map<std::string, Tensor> bound_inputs;
-  // Shapes for graph inputs whose declared shape has symbolic or unknown
-  // dims, by name.
-  absl::flat_hash_map<std::string, Shape> input_shapes;
-  // Sizes of named dims (dim_param: 'batch_size', 'sequence_length'), for
-  // every graph input that has them and no shape in input_shapes. Each name
-  // must be a named dim of some graph input.
-  absl::flat_hash_map<std::string, int64_t> dims;
-  // Bounds of named dims, by name: the size a named dim takes, from `dims`
-  // or from an input's shape in `input_shapes`, must lie within them (a
-  // serving setup's limits). Each name must be a named dim of some graph
-  // input.
-  absl::flat_hash_map<std::string, DimBounds> dim_bounds;
   // The structure of graph inputs that are sequences or optionals, by name
   // (a model declares their element type only): whether an optional holds
   // a value, and the shapes of a sequence's elements (or of an optional's
