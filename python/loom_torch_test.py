@@ -301,6 +301,77 @@ class LoomTorchTest(unittest.TestCase):
         piece, = captured[0].loom_pieces
         self.assertEqual(len(piece.compiled.entries), 2)
 
+    def test_one_translation_serves_every_size(self):
+        def f(x):  # sizes computed from the symbolic ones, slices, positions, zeros
+            batch, n = x.shape[0], x.shape[1]
+            y = x[:, 1:] * 2 + x[:, :-1]
+            rows = torch.softmax(y.reshape(batch * (n - 1), 8), -1)
+            return rows, torch.arange(1, n + 1) * 3, torch.zeros(batch, n)
+
+        captured = []
+        compiled = torch.compile(f, dynamic=True, backend=lambda gm, inputs: (
+            captured.append(loom.torch.loom_backend(gm, inputs)) or captured[-1]))
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for shape in ((2, 6, 8), (3, 9, 8), (4, 17, 8), (2, 3, 8), (5, 4, 8)):
+                x = torch.randn(shape)
+                for a, e in zip(compiled(x), f(x)):
+                    self.assertEqual(a.shape, e.shape, shape)
+                    self.assertLessEqual((a - e).abs().max().item(), 1e-5, shape)
+        self.assertEqual([str(w.message) for w in caught if "loom" in str(w.message)], [])
+        self.assertEqual(len(captured), 1)
+        piece, = captured[0].loom_pieces
+        self.assertEqual(len(piece.compiled.entries), 5)
+        # One translation, one loom model: its inputs' dims are dynamo's
+        # symbols, its sizes computed from them.
+        graph, = piece.compiled.symbolic
+        with open(graph.path) as f:
+            text = f.read()
+        self.assertIn('dim_names: ["s', text)
+        self.assertIn("ints_expr", text)
+
+    def test_a_failed_translation_for_every_size_leaves_one_per_size(self):
+        module = nn.Sequential(nn.Linear(8, 16), nn.ReLU()).eval()
+
+        def failing(*args):
+            raise loom.torch.Unsupported("a failure for the test")
+
+        captured, saved = [], loom.torch._SymbolicGraph
+        loom.torch._SymbolicGraph = failing
+        try:
+            compiled = torch.compile(module, dynamic=True, backend=lambda gm, inputs: (
+                captured.append(loom.torch.loom_backend(gm, inputs)) or captured[-1]))
+            with torch.no_grad():
+                for batch in (2, 3, 5):
+                    x = torch.randn(batch, 8)
+                    self.assertLessEqual((compiled(x) - module(x)).abs().max().item(), 1e-5)
+        finally:
+            loom.torch._SymbolicGraph = saved
+        piece, = captured[-1].loom_pieces
+        self.assertEqual(piece.compiled.symbolic, [])
+        self.assertEqual(piece.compiled.symbolic_failure, "a failure for the test")
+        self.assertEqual(len(piece.compiled.entries), 3)
+        self.assertTrue(all(e.owns_files for e in piece.compiled.entries.values()))
+
+    def test_sizes_keep_their_expressions_and_guard_what_they_decide(self):
+        import sympy
+        from loom.torch_symbolic import Guards, SymSize, dim_expr
+
+        s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)
+        guards = Guards()
+        n, batch = SymSize(9, s0, guards), SymSize(2, s1, guards)
+        rows = batch * (n - 1) // 2
+        self.assertEqual(rows.value, 8)
+        self.assertEqual(dim_expr(rows, {"s0", "s1"}), "((s1*(-1 + s0)) // 2)")
+        self.assertIsNone(dim_expr(rows, {"s0"}))  # s1 names no input's dim
+        self.assertEqual(guards.conditions, {})
+        self.assertTrue(n > 5)  # decided for 9, and so for every n > 5
+        self.assertTrue(guards.hold({s0: 6, s1: 3}))
+        self.assertFalse(guards.hold({s0: 5, s1: 3}))
+        self.assertEqual(list(range(batch)), [0, 1])  # a plain int: pinned to 2
+        self.assertFalse(guards.hold({s0: 6, s1: 3}))
+        self.assertTrue(guards.hold({s0: 7, s1: 2}))
+
     def test_dynamic_shapes_compile_whole(self):
         module = DynamicFloats().eval()
         captured = []
@@ -337,13 +408,11 @@ class LoomTorchTest(unittest.TestCase):
         # of a model dropped while it compiled once that compile is over: all
         # are, when every turn to compile is free).
         self.assertEqual(len(piece.compiled.entries), loom.torch.MAX_ENTRIES)
-        for _ in range(loom.torch.MAX_COMPILES):
-            loom.torch._compile_turns.acquire()
-        for _ in range(loom.torch.MAX_COMPILES):
-            loom.torch._compile_turns.release()
+        # One translation serves every length: one folder of files.
+        self.assertEqual(len(piece.compiled.symbolic), 1)
         folder = piece.compiled.folder
         self.assertEqual(sum(os.path.isdir(os.path.join(folder, f)) for f in os.listdir(folder)),
-                         loom.torch.MAX_ENTRIES)
+                         1)
         # Its files go with the graph.
         del piece, captured[:], compiled
         torch._dynamo.reset()
@@ -541,8 +610,9 @@ class LoomTorchTest(unittest.TestCase):
                 waited_out.append(path)
             return real_compile(path)
 
-        saved = loom.compile, loom.torch.MAX_ENTRIES
-        loom.compile, loom.torch.MAX_ENTRIES = held_compile, 1
+        # Each shape its own translation, whose files its entry owns.
+        saved = loom.compile, loom.torch.MAX_ENTRIES, loom.torch.MAX_SYMBOLIC_GRAPHS
+        loom.compile, loom.torch.MAX_ENTRIES, loom.torch.MAX_SYMBOLIC_GRAPHS = held_compile, 1, 0
         try:
             with torch.no_grad():
                 x = torch.randn(2, 8)
@@ -563,7 +633,7 @@ class LoomTorchTest(unittest.TestCase):
                 self.assertIsNotNone(entry.model)
         finally:
             release.set()
-            loom.compile, loom.torch.MAX_ENTRIES = saved
+            loom.compile, loom.torch.MAX_ENTRIES, loom.torch.MAX_SYMBOLIC_GRAPHS = saved
         dropped.thread.join(30)
         self.assertFalse(os.path.exists(os.path.dirname(dropped.path)))  # removed after it
         self.assertIsNone(dropped.model)

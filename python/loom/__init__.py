@@ -455,20 +455,27 @@ class DynamicModel:
         return self.model_for(feeds).reference(feeds)
 
     def _compile(self, arrays):
-        plan = _Plan([], list(arrays))
-        for i, array in enumerate(arrays.values()):
-            plan.set_type(i, array.dtype, array.shape)
+        return self.compile_shapes([(name, array.dtype, array.shape)
+                                    for name, array in arrays.items()])
+
+    def compile_shapes(self, inputs):
+        """The Model for inputs of these types and shapes, [(name, numpy
+        dtype, shape)], compiled now and not kept (run() keeps the last
+        MAX_SHAPES): for a caller that keeps its own."""
+        plan = _Plan([], [name for name, _, _ in inputs])
+        for i, (_, dtype, shape) in enumerate(inputs):
+            plan.set_type(i, np.dtype(dtype), tuple(shape))
         if self._artifact is not None:
             return _open(_library().loom_model_bind, self._artifact._handle, plan.inputs,
-                         len(arrays))
+                         len(inputs))
         return _open(_library().loom_model_compile_for_inputs, self._path, self._pipeline,
-                     self._bounds, self._count, plan.inputs, len(arrays))
+                     self._bounds, self._count, plan.inputs, len(inputs))
 
 
 def compile(model_path, pipeline="cpu", dims=None, out_dir=None):
     """Compiles a model file (.onnx, or loom's .pbtxt graph) for this CPU.
 
-    dims: an ONNX model's named input dims, each a size, e.g.
+    dims: a model's named input dims, each a size, e.g.
     {"batch_size": 1, "sequence_length": 128}, or bounds (min, max), e.g.
     {"batch_size": (1, 64)}. With bounds the result is a DynamicModel,
     which takes those dims' sizes from each call's inputs; else a Model.

@@ -46,8 +46,8 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import loom
-from loom.torch_graph import (GraphTranslator, ParamFile, Unsupported, is_weight, numpy_dtype,
-                              scalar_reads)
+from loom.torch_graph import (GraphTranslator, ParamFile, Unsupported, bind_symbols, is_weight,
+                              numpy_dtype, scalar_reads)
 from loom.torch_ops import OPS
 
 __all__ = ["loom_backend"]
@@ -75,12 +75,23 @@ MAX_ENTRIES = 8
 MAX_COMPILES = 2
 _compile_turns = threading.BoundedSemaphore(MAX_COMPILES)
 
+# How many translations for every size a graph keeps: a set of sizes that
+# none admits (a size of 1 where they took more, say) makes another, and
+# past this is translated for its sizes alone.
+MAX_SYMBOLIC_GRAPHS = 4
+# The bound of a symbolic size: any.
+_LARGEST_SIZE = 2 ** 63 - 1
+
 
 class _Entry:
-    """One set of shapes: the graph and its compile (in the background)."""
+    """One set of shapes: the path of its loom graph, and its model's
+    compile (`compile()`, in the background). The graph's folder goes with
+    the entry where it `owns_files` (else with the _SymbolicGraph that
+    serves every size)."""
 
-    def __init__(self, path, positions, outputs):
-        self.path, self.positions, self.outputs = path, positions, outputs
+    def __init__(self, compile, path, positions, outputs, owns_files):
+        self.compile, self.path, self.owns_files = compile, path, owns_files
+        self.positions, self.outputs = positions, outputs
         self.model = None
         self.tensor_call = None  # _TensorCall.make's, once the model runs
         self.error = None
@@ -106,7 +117,8 @@ class _Entry:
             self._remove_files()
 
     def _remove_files(self):
-        shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+        if self.owns_files:
+            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
     def _compile(self):
         # The files go within the turn: a caller that holds every turn knows
@@ -118,7 +130,7 @@ class _Entry:
                 self.compile_began = True
             model = None
             try:
-                model = loom.compile(self.path)
+                model = self.compile()
             except Exception as e:  # noqa: BLE001 - compiled_model() raises it
                 self.error = e  # in the caller's thread
             with self.lock:
@@ -188,6 +200,11 @@ class _Compiled:
         self.varying = [i for i, (node, arg) in enumerate(zip(placeholders, example_inputs))
                         if not (isinstance(arg, torch.Tensor) and is_weight(node, arg))]
         self.scalars = scalar_reads(gm)  # inputs whose values a translation takes
+        # The translations for every size (_SymbolicGraph), while the graph
+        # has symbolic sizes and none has failed (symbolic_failure says why).
+        self.symbolic = []
+        self.symbolic_sizes = _has_symbolic_sizes(placeholders)
+        self.symbolic_failure = None
 
     def key(self, args):
         return tuple((args[i].shape, args[i].dtype, args[i].item() if i in self.scalars else None)
@@ -201,13 +218,47 @@ class _Compiled:
         else:
             if len(self.entries) == MAX_ENTRIES:
                 self.entries.popitem(last=False)[1].close()
-            self.created += 1
-            folder = os.path.join(self.folder, str(self.created))
-            os.makedirs(folder)
-            translator = GraphTranslator(self.gm, args, folder, OPS, self.params)
-            path = translator.run()
-            self.entries[key] = _Entry(path, translator.inputs, translator.outputs)
+            self.entries[key] = self._symbolic_entry(args) or self._translated_entry(args)
         return self.entries[key]
+
+    def _folder(self):
+        self.created += 1
+        folder = os.path.join(self.folder, str(self.created))
+        os.makedirs(folder)
+        return folder
+
+    def _translated_entry(self, args):
+        """An entry of a translation for these arguments' sizes alone."""
+        folder = self._folder()
+        translator = GraphTranslator(self.gm, args, folder, OPS, self.params)
+        path = translator.run()
+        return _Entry(lambda: loom.compile(path), path, translator.inputs, translator.outputs,
+                      owns_files=True)
+
+    def _symbolic_entry(self, args):
+        """An entry of the translation for every size whose guards admit
+        these arguments, made now if none does; None where the graph has
+        no symbolic sizes or such a translation failed."""
+        if not self.symbolic_sizes:
+            return None
+        symbols = bind_symbols(self.gm, args)
+        scalars = self.scalar_values(args)
+        graph = next((g for g in self.symbolic if g.admits(scalars, symbols)), None)
+        if graph is None:
+            if len(self.symbolic) == MAX_SYMBOLIC_GRAPHS:
+                return None
+            folder = self._folder()
+            try:
+                graph = _SymbolicGraph(self.gm, args, folder, self.params, scalars)
+            except Exception as e:  # noqa: BLE001 - the graph is then translated per shape
+                shutil.rmtree(folder, ignore_errors=True)
+                self.symbolic_sizes, self.symbolic_failure = False, _cause(e)
+                return None
+            self.symbolic.append(graph)
+        return graph.entry(args)
+
+    def scalar_values(self, args):
+        return tuple(args[i].item() for i in sorted(self.scalars))
 
     def __call__(self, *args):
         entry = self.entry(args)
@@ -229,6 +280,33 @@ class _Compiled:
         feeds = {"input_%d" % p: t.numpy() for p, t in zip(entry.positions, inputs)}
         results = model.run(feeds)
         return tuple(torch.from_numpy(results[name]) for name, _, _ in entry.outputs)
+
+
+class _SymbolicGraph:
+    """A translation of a graph with symbolic sizes for every size that its
+    guards admit (loom.torch_symbolic), compiled as one loom model: a graph
+    whose inputs' dims are named by dynamo's symbols, each new set of sizes
+    compiling the front end and binding the kernels of its class of shapes
+    (a native compile where the kernel cache has none)."""
+
+    def __init__(self, gm, args, folder, params, scalars):
+        translator = GraphTranslator(gm, args, folder, OPS, params, symbolic=True)
+        self.path = translator.run()
+        if not translator.graph.dim_names:
+            raise Unsupported("no size stays symbolic")
+        self.guards, self.scalars = translator.guards, scalars
+        self.positions, self.outputs = translator.inputs, translator.outputs
+        self.model = loom.compile(self.path, dims={
+            name: (0, _LARGEST_SIZE) for name in sorted(translator.graph.dim_names)})
+
+    def admits(self, scalars, symbols):
+        return scalars == self.scalars and self.guards.hold(symbols)
+
+    def entry(self, args):
+        inputs = [("input_%d" % p, numpy_dtype(args[p].dtype), tuple(args[p].shape))
+                  for p in self.positions]
+        return _Entry(lambda: self.model.compile_shapes(inputs), self.path, self.positions,
+                      self.outputs, owns_files=False)
 
 
 class _Piece(torch.nn.Module):
@@ -253,6 +331,17 @@ class _Piece(torch.nn.Module):
                 warnings.warn("loom cannot run a piece of %d nodes of this graph (%s); it "
                               "runs eagerly" % (_count(self.gm), self.failed))
         return self.gm(*args)
+
+
+def _has_symbolic_sizes(placeholders):
+    """Whether dynamo traced the graph with symbolic sizes: a size, or a
+    tensor's dim, among its placeholders' example values."""
+    for node in placeholders:
+        example = node.meta.get("example_value")
+        sizes = example.shape if isinstance(example, torch.Tensor) else [example]
+        if any(isinstance(d, torch.SymInt) for d in sizes):
+            return True
+    return False
 
 
 def _cause(e):

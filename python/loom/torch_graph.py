@@ -11,9 +11,10 @@ import numpy as np
 import torch
 
 import loom
+from loom.torch_symbolic import Guards, SymSize, dim_expr, is_size
 
-__all__ = ["LOOM_DTYPES", "GraphTranslator", "Unsupported", "is_weight", "numpy_dtype", "signature",
-           "unknown_op"]
+__all__ = ["LOOM_DTYPES", "GraphTranslator", "Unsupported", "bind_symbols", "is_weight",
+           "numpy_dtype", "signature", "unknown_op"]
 
 
 class Unsupported(Exception):
@@ -49,6 +50,9 @@ class GraphWriter:
         self.offset = 0
         self.count = 0
         self.computed = set()  # the names nodes write (not inputs or weights)
+        # The symbols that name the inputs' dims: what a size computed in
+        # the graph may read.
+        self.dim_names = set()
 
     def fresh(self, hint):
         self.count += 1
@@ -59,12 +63,19 @@ class GraphWriter:
         return "type { dtype: %s shape: [%s] }" % (dtype, ", ".join(str(int(d)) for d in shape))
 
     def input(self, name, tensor, shape=None):
-        """An input of `tensor`'s dtype and shape (or `shape`)."""
+        """An input of `tensor`'s dtype and shape (or `shape`): a dim that is
+        one of the graph's symbols (a SymSize of a symbol alone) is named by
+        it, the others are their values."""
         if tensor.dtype not in _INPUT_DTYPES:
             raise Unsupported("input of dtype %s" % tensor.dtype)
-        self.lines.append('input { name: "%s" %s }' % (
-            name, self._type(_INPUT_DTYPES[tensor.dtype],
-                             tensor.shape if shape is None else shape)))
+        shape = list(tensor.shape if shape is None else shape)
+        names = [d.expr.name if isinstance(d, SymSize) and d.expr.is_Symbol else "" for d in shape]
+        text = 'input { name: "%s" %s' % (name, self._type(
+            _INPUT_DTYPES[tensor.dtype], [-1 if n else d for n, d in zip(names, shape)]))
+        if any(names):
+            text += " dim_names: [%s]" % ", ".join('"%s"' % n for n in names)
+            self.dim_names.update(n for n in names if n)
+        self.lines.append(text + " }")
 
     def weight(self, hint, array, params=None, key=None):
         """A new weight holding `array`; its name. With a ParamFile, the
@@ -114,18 +125,27 @@ class GraphWriter:
         self.computed.update(names)
         return names[0] if outputs == 1 else names
 
-    @staticmethod
-    def _attribute(key, value):
+    def _attribute(self, key, value):
         if isinstance(value, bool):
             value = int(value)
-        if isinstance(value, int):
+        if isinstance(value, SymSize):
+            text = dim_expr(value, self.dim_names)
+            if text is not None:
+                return 'attr { name: "%s" i_expr: "%s" }' % (key, text)
+        if is_size(value):
             return 'attr { name: "%s" i: %d }' % (key, value)
         if isinstance(value, float):
             return 'attr { name: "%s" f: %r }' % (key, value)
         if isinstance(value, str):
             return 'attr { name: "%s" s: "%s" }' % (key, value)
-        if all(isinstance(v, int) for v in value):
-            return 'attr { name: "%s" ints { v: [%s] } }' % (key, ", ".join(str(v) for v in value))
+        if all(is_size(v) for v in value):
+            texts = [dim_expr(v, self.dim_names) if isinstance(v, SymSize) else None
+                     for v in value]
+            if any(texts):
+                return 'attr { name: "%s" ints_expr { v: [%s] } }' % (key, ", ".join(
+                    '"%s"' % (text or int(v)) for text, v in zip(texts, value)))
+            return 'attr { name: "%s" ints { v: [%s] } }' % (key, ", ".join(
+                str(int(v)) for v in value))
         return 'attr { name: "%s" floats { v: [%s] } }' % (
             key, ", ".join(repr(float(v)) for v in value))
 
@@ -220,7 +240,7 @@ class GraphTranslator:
     ones): translator(self, node) writes the node's loom nodes and returns
     its loom value name, a tuple of them, or a plain Python value."""
 
-    def __init__(self, gm, args, folder, ops, params=None):
+    def __init__(self, gm, args, folder, ops, params=None, symbolic=False):
         self.gm = gm
         self.params = params  # a ParamFile for the graph's parameters, or None
         self.args = args
@@ -237,8 +257,11 @@ class GraphTranslator:
         # (scalar_reads): plain values to the translation, as sizes are.
         self.scalars = {}
         # The symbolic sizes of a graph dynamo traced with dynamic shapes,
-        # bound to this translation's sizes (_bind_symbols).
+        # bound to this translation's sizes (bind_symbols).
         self.symbols = {}
+        # symbolic: a translation for every size its guards admit, its sizes
+        # SymSizes (loom.torch_symbolic), else for this call's sizes.
+        self.guards = Guards() if symbolic else None
 
     def run(self):
         """Translates the graph; the path of the loom graph."""
@@ -277,16 +300,19 @@ class GraphTranslator:
     def _bind_placeholders(self):
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
         scalars = scalar_reads(self.gm)
-        for node, arg in zip(placeholders, self.args):
-            self._bind_symbols(node.meta.get("example_value"), arg)
+        self.symbols = bind_symbols(self.gm, self.args)
         for position, (node, arg) in enumerate(zip(placeholders, self.args)):
+            example = node.meta.get("example_value")
             if not isinstance(arg, torch.Tensor):
-                self.env[node] = _concrete(arg)  # a symbolic size: its value for this entry
+                # A symbolic size: its value for this entry, or all of them.
+                self.env[node] = (self.size(example) if isinstance(example, torch.SymInt)
+                                  else _concrete(arg))
             elif is_weight(node, arg):
                 self.env[node] = ("weight", arg)
             else:
                 name = "input_%d" % position
-                self.graph.input(name, arg)
+                self.graph.input(name, arg, None if self.guards is None or example is None
+                                 else [self.size(d) for d in example.shape])
                 self.env[node] = name
                 self.inputs.append(position)
                 if position in scalars:
@@ -350,15 +376,6 @@ class GraphTranslator:
             return type(v)(self.raw(a) for a in v)
         return v
 
-    def _bind_symbols(self, example, arg):
-        """Binds the symbols of a placeholder's example value (a size, or a
-        tensor's dims) to this translation's argument."""
-        if isinstance(example, torch.SymInt) and example.node.expr.is_Symbol:
-            self.symbols[example.node.expr] = _concrete(arg)
-        elif isinstance(example, torch.Tensor) and isinstance(arg, torch.Tensor):
-            for d, size in zip(example.shape, arg.shape):
-                self._bind_symbols(d, size)
-
     def size(self, d):
         """A dim of an example value, for this translation: a symbolic size
         evaluated with the symbols its placeholders bound, never read as
@@ -371,6 +388,8 @@ class GraphTranslator:
             value = value.xreplace(self.symbols)  # a symbol alone gives its int
         if not (isinstance(value, int) or value.is_number):
             raise Unsupported("a size of unbound symbols (%s)" % d.node.expr)
+        if self.guards is not None:
+            return SymSize.make(value, d.node.expr, self.guards)
         return int(value)
 
     def shape_of(self, arg):
@@ -384,7 +403,8 @@ class GraphTranslator:
         return numpy_dtype(arg.meta["example_value"].dtype)
 
     def ints(self, values):
-        return [int(self.raw(v)) for v in values]
+        """Sizes or indexes: plain ints, or SymSizes."""
+        return [v if isinstance(v, SymSize) else int(v) for v in map(self.raw, values)]
 
     def bind(self, node, signature):
         """node's arguments by parameter name, defaults filled in; plain
@@ -399,8 +419,27 @@ class GraphTranslator:
         if missing:
             raise Unsupported("%s without %s" % (what, ", ".join(missing)))
         return types.SimpleNamespace(**{
-            k: v if isinstance(v, torch.fx.Node) and not isinstance(self.env[v], (int, float))
+            k: v if isinstance(v, torch.fx.Node) and not isinstance(self.env[v],
+                                                                     (int, float, SymSize))
             else self.raw(v) for k, v in values.items()})
+
+
+def bind_symbols(gm, args):
+    """{symbol: int}: the symbolic sizes of the graph's placeholders (a size,
+    or a tensor's dims), bound to these arguments."""
+    symbols = {}
+
+    def bind(example, arg):
+        if isinstance(example, torch.SymInt) and example.node.expr.is_Symbol:
+            symbols[example.node.expr] = _concrete(arg)
+        elif isinstance(example, torch.Tensor) and isinstance(arg, torch.Tensor):
+            for d, size in zip(example.shape, arg.shape):
+                bind(d, size)
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, arg in zip(placeholders, args):
+        bind(node.meta.get("example_value"), arg)
+    return symbols
 
 
 def unknown_op(node):

@@ -5,6 +5,7 @@ translator: translator(t, node), with t the GraphTranslator
 (loom.torch_graph), writes the loom nodes of FX `node` and returns its
 value. The translators follow torch's defaults and semantics."""
 
+import functools
 import math
 import operator
 from functools import partial
@@ -14,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from loom.torch_graph import LOOM_DTYPES, Unsupported, numpy_dtype, signature, unknown_op
+from loom.torch_symbolic import SymSize, is_size
 
 __all__ = ["OPS"]
 
@@ -536,12 +538,18 @@ def constant(t, node, fill=None, position=None):
         fill = t.raw(fill)
     if not isinstance(fill, (int, float, bool)):
         raise Unsupported("a fill value of type %s" % type(fill).__name__)
-    return t.graph.weight("constant", np.full(t.shape_of(node), fill, t.dtype_of(node)))
+    shape = t.shape_of(node)
+    if any(isinstance(d, SymSize) for d in shape):  # one value, expanded to the sizes
+        one = t.graph.weight("constant", np.full((), fill, t.dtype_of(node)))
+        return t.graph.node("expand", [one], shape=shape)
+    return t.graph.weight("constant", np.full(shape, fill, t.dtype_of(node)))
 
 
 def make_size(t, node):
-    """torch.Size((a, b, ...)) of sizes: a plain value."""
-    return torch.Size(int(t.raw(d)) for d in node.args[0])
+    """torch.Size((a, b, ...)) of sizes: a plain value (a tuple where a size
+    is symbolic)."""
+    sizes = t.ints(node.args[0])
+    return tuple(sizes) if any(isinstance(d, SymSize) for d in sizes) else torch.Size(sizes)
 
 
 def sym_sum(t, node):
@@ -684,14 +692,14 @@ def _indexed(t, node, x, index):
             gathers.append((dim, item))
             continue
         if isinstance(item, slice):
-            begin, end, step = slice(*(None if v is None else int(t.raw(v)) for v in (
-                item.start, item.stop, item.step))).indices(shape[dim])
+            begin, end, step = _slice_indices(*(None if v is None else t.ints([v])[0] for v in (
+                item.start, item.stop, item.step)), shape[dim])
         else:
-            begin = int(t.raw(item)) % shape[dim]
+            begin = t.ints([item])[0] % shape[dim]
             end, step = begin + 1, 1
         if (begin, end, step) != (0, shape[dim], 1):
             cuts.append((dim, begin, max(end, begin), step))
-            sliced[dim] = len(range(begin, end, step))
+            sliced[dim] = max((end - begin + step - (1 if step > 0 else -1)) // step, 0)
     value = t.value(x)
     if cuts:
         axes, starts, ends, steps = (list(v) for v in zip(*cuts))
@@ -699,6 +707,43 @@ def _indexed(t, node, x, index):
     if gathers:
         value = _gathered(t, value, sliced, gathers)
     return t.graph.node("reshape", [value], shape=t.shape_of(node))
+
+
+def _slice_indices(start, stop, step, length):
+    """slice(start, stop, step).indices(length), for sizes that may be
+    symbolic (SymSize): begin, end and step, clamped to the length as
+    Python clamps them."""
+    step = 1 if step is None else step
+    if step == 0:
+        raise Unsupported("a slice of step 0")
+    lower, upper = (-1, length - 1) if step < 0 else (0, length)
+
+    def clamp(v, default):
+        if v is None:
+            return default
+        if v < 0:
+            v = v + length
+            return lower if v < lower else v
+        return upper if v > upper else v
+
+    return (clamp(start, upper if step < 0 else lower), clamp(stop, lower if step < 0 else upper),
+            step)
+
+
+def _size_tensor(t, size):
+    """A 0-d int64 tensor holding `size`: its constant, or where the size
+    is symbolic, the sum of that many ones."""
+    if not isinstance(size, SymSize):
+        return t.graph.weight("size", np.array(size, np.int64))
+    ones = t.graph.node("expand", [t.graph.weight("one", np.ones((), np.int64))], shape=[size])
+    return t.graph.node("reduce_sum", [ones], axes=[0], keepdims=0)
+
+
+def _size_tensor_of(t, size, dtype):
+    """_size_tensor in `dtype`."""
+    if not isinstance(size, SymSize):
+        return t.graph.weight("size", np.array(size, dtype))
+    return t.graph.node("cast", [_size_tensor(t, size)], to=LOOM_DTYPES[np.dtype(dtype)])
 
 
 def _gathered(t, value, shape, gathers):
@@ -709,17 +754,20 @@ def _gathered(t, value, shape, gathers):
     if dims != list(range(dims[0], dims[0] + len(dims))):
         raise Unsupported("indexing with tensors at dims %s, not consecutive" % dims)
     sizes = [shape[d] for d in dims]
+    strides = [1]
+    for size in sizes[:0:-1]:
+        strides.insert(0, strides[0] * size)
     flat = None
-    for (dim, item), stride in zip(gathers, np.cumprod([1] + sizes[:0:-1])[::-1]):
+    for (dim, item), stride in zip(gathers, strides):
         index = _operand(t, item, np.dtype(np.int64))
         negative = t.graph.node("greater", [t.graph.weight("zero", np.zeros((), np.int64)),
                                             index])  # torch counts a negative index from the end
-        index = t.graph.node("where", [negative, t.graph.node("add", [index, t.graph.weight(
-            "size", np.array(shape[dim], np.int64))]), index])
-        term = t.graph.node("mul", [index, t.graph.weight("stride", np.array(stride, np.int64))])
+        index = t.graph.node("where", [negative, t.graph.node("add", [
+            index, _size_tensor(t, shape[dim])]), index])
+        term = t.graph.node("mul", [index, _size_tensor(t, stride)])
         flat = term if flat is None else t.graph.node("add", [flat, term])
     first = dims[0]
-    merged = shape[:first] + [int(np.prod(sizes))] + shape[dims[-1] + 1:]
+    merged = shape[:first] + [functools.reduce(operator.mul, sizes, 1)] + shape[dims[-1] + 1:]
     value = t.graph.node("reshape", [value], shape=merged)
     return t.graph.node("gather", [value, flat], axis=first)
 
@@ -772,10 +820,22 @@ def diff(t, node):
 
 
 def arange(t, node):
-    """Positions: a constant for these shapes."""
+    """Positions: a constant for these shapes; where a bound is a symbolic
+    size, start + step * (the running count of ones, less one)."""
     bounds = [t.raw(a) for a in node.args] + [
         t.raw(node.kwargs[k]) for k in ("start", "end", "step") if k in node.kwargs]
-    return t.graph.weight("arange", np.arange(*bounds).astype(t.dtype_of(node)))
+    dtype = t.dtype_of(node)
+    if not any(isinstance(b, SymSize) for b in bounds):
+        return t.graph.weight("arange", np.arange(*bounds).astype(dtype))
+    start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (bounds + [1])[:3]
+    if not all(is_size(b) for b in (start, end, step)):
+        raise Unsupported("arange of symbolic and float bounds")
+    count = t.shape_of(node)[0]
+    ones = t.graph.node("expand", [t.graph.weight("one", np.ones((), dtype))], shape=[count])
+    positions = t.graph.node("cumsum", [ones], axis=0)
+    return t.graph.node("add", [t.graph.node("mul", [
+        t.graph.node("sub", [positions, t.graph.weight("one", np.ones((), dtype))]),
+        _size_tensor_of(t, step, dtype)]), _size_tensor_of(t, start, dtype)])
 
 
 # --- attention (nn.MultiheadAttention and nn.TransformerEncoderLayer,

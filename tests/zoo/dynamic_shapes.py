@@ -2,16 +2,17 @@
 call each: the total wall time of the calls (compiles and runs), loom's
 backend against Inductor's and eager, each backend in a process of its
 own with empty caches (loom's and Inductor's); how many graphs dynamo gave
-the backend and, for loom, how many models it compiled; the largest error
-against eager over the calls. The models of the dynamic-shapes issue: the
-seed LSTM (nn.LSTM(32, 64, num_layers=2, batch_first=True), batch 2,
-lengths 16 to 4096) and GPT-2 (the zoo's, 124M, lengths 8 to 512), at
---lengths lengths spaced evenly in their logarithm. With
---wait_for_kernels each of loom's calls waits for its kernels
-(loom.torch.FIRST_CALL_WAIT_S) rather than running eagerly the first time
-a shape is seen, so that every call runs loom's code. Prints a markdown
-table, with the native libraries loom's kernel cache holds at the end
-(compiles: a shape whose kernels are another's template compiles none).
+the backend and, for loom, how many models it compiled (a translation for
+every size is one model) and for how many shapes it compiled the front
+end; the largest error against eager over the calls. The models of the
+dynamic-shapes issue: the seed LSTM (nn.LSTM(32, 64, num_layers=2,
+batch_first=True), batch 2, lengths 16 to 4096) and GPT-2 (the zoo's,
+124M, lengths 8 to 512), at --lengths lengths spaced evenly in their
+logarithm. With --wait_for_kernels each of loom's calls waits for its
+kernels (loom.torch.FIRST_CALL_WAIT_S) rather than running eagerly the
+first time a shape is seen, so that every call runs loom's code. Prints a
+markdown table, with the native libraries loom's kernel cache holds at the
+end (compiles: a shape whose kernels are another's template compiles none).
 
     tests/zoo/run.sh dynamic_shapes.py [--models=RE] [--lengths=20] [--wait_for_kernels]
 """
@@ -72,14 +73,20 @@ def measure(model, backend, count, wait_for_kernels):
     import loom.torch
     if wait_for_kernels:
         loom.torch.FIRST_CALL_WAIT_S = 3600.0
-    counts = {"graphs": 0, "models": 0}
-    compile_model = loom.compile
+    counts = {"graphs": 0, "models": 0, "shapes": 0}
+    compile_model, compile_shapes = loom.compile, loom.DynamicModel.compile_shapes
 
     def counted_compile(*args, **kwargs):
         counts["models"] += 1
+        counts["shapes"] += "dims" not in kwargs  # a model for one shape
         return compile_model(*args, **kwargs)
 
+    def counted_compile_shapes(*args, **kwargs):
+        counts["shapes"] += 1
+        return compile_shapes(*args, **kwargs)
+
     loom.compile = counted_compile
+    loom.DynamicModel.compile_shapes = counted_compile_shapes
 
     def counted(inner):
         def backend_fn(gm, example_inputs):
@@ -130,7 +137,7 @@ def run_child(model, backend, count, wait_for_kernels):
 
 
 def table(rows, count):
-    out = ["| model | lengths | backend | graphs (loom models, native libraries) | total s "
+    out = ["| model | lengths | backend | graphs (loom models, shapes, native libraries) | total s "
            "| max err vs eager |", "|---" * 6 + "|"]
     for r in rows:
         low, high = LENGTHS[r["model"]]
@@ -141,7 +148,7 @@ def table(rows, count):
             continue
         graphs = "" if r["backend"] == "eager" else "%d" % r["graphs"]
         if r["backend"] == "loom":
-            graphs += " (%d, %d)" % (r["models"], r["libraries"])
+            graphs += " (%d, %d, %d)" % (r["models"], r["shapes"], r["libraries"])
         out.append("| %s | %s | %s | %s | %.2f | %.1e |" % (
             r["model"], span, r["backend"], graphs, r["total_s"], r["max_err"]))
     return "\n".join(out)
