@@ -230,11 +230,13 @@ void ReportPipeline(const std::vector<PassRun>& runs, const Module& module, prot
   }
 }
 
-// The native compile of the emitted source: a CUDA executable (NVRTC
-// compiles for the device on the first run: no GPU needed here) or a C++
-// one, whose artifact goes to out_dir.
-absl::Status CompileNative(const CompileOptions& options, CompiledModel& compiled) {
+}  // namespace
+
+absl::Status CompileNatively(const CompileOptions& options, CompiledModel& compiled) {
   const Module& module = compiled.module;
+  if (absl::Status s = CheckBuffersFitInMemory(module); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(options.model, ": ", s.message()));
+  }
   if (module.source->language == "cuda") {
     LOOM_ASSIGN_OR_RETURN(cuda::CudaExecutable executable,
                           options.cache_dir.empty()
@@ -257,8 +259,6 @@ absl::Status CompileNative(const CompileOptions& options, CompiledModel& compile
                             options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir,
                             path);
 }
-
-}  // namespace
 
 absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& options,
                                            std::chrono::steady_clock::time_point start) {
@@ -307,12 +307,8 @@ absl::StatusOr<CompiledModel> CompileGraph(Graph graph, const CompileOptions& op
   report.set_frontend_seconds(SecondsSince(start));
   report.set_min_bytes(MinBytes(module.graph));
   if (!options.native_compile) return compiled;
-
-  if (absl::Status s = CheckBuffersFitInMemory(module); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(options.model, ": ", s.message()));
-  }
   progress.Stage("native compile");
-  LOOM_RETURN_IF_ERROR(CompileNative(options, compiled));
+  LOOM_RETURN_IF_ERROR(CompileNatively(options, compiled));
   return compiled;
 }
 

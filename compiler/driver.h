@@ -86,6 +86,12 @@ absl::StatusOr<CompiledModel> CompileGraph(
     Graph graph, const CompileOptions& options,
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
 
+// The native compile CompileGraph ends with, of a model compiled with
+// native_compile false: a C++ executable, whose artifact goes to out_dir,
+// or a CUDA one (NVRTC compiles for the device on the first run: no GPU
+// needed here). Fills the report's native compile fields.
+absl::Status CompileNatively(const CompileOptions& options, CompiledModel& compiled);
+
 struct RunModelOptions {
   // <input name>.npy files (or .bin files of raw bytes); empty: random.
   std::string inputs_dir;

@@ -22,6 +22,7 @@
 #include "frontends/onnx/onnx_importer.h"
 #include "ir/file_io.h"
 #include "ir/graph_io.h"
+#include "ir/named_dims.h"
 #include "ir/parallel.h"
 #include "ir/status_macros.h"
 #include "passes/pass_manager.h"
@@ -227,6 +228,7 @@ absl::StatusOr<ShapeCompile> FrontEnd(const CompileOptions& options,
   CompileOptions at_shape = options;
   at_shape.dims = absl::flat_hash_map<std::string, int64_t>(shape.begin(), shape.end());
   at_shape.dim_bounds.clear();
+  at_shape.input_shapes.clear();
   at_shape.out_dir.clear();
   at_shape.pipeline_text = pipeline_text;
   at_shape.native_compile = false;
@@ -267,6 +269,32 @@ absl::StatusOr<std::vector<ShapeCompile>> FrontEnds(const CompileOptions& option
     compiles.push_back(**std::move(result));
   }
   return compiles;
+}
+
+// The sizes of the model's named input dims next to those `options` gives
+// (options.dims, or read from options.input_shapes): for each dim, one
+// more in it (or one less where that passes its bound).
+absl::StatusOr<std::vector<DimSizes>> NeighbourSizes(const CompileOptions& options) {
+  LOOM_ASSIGN_OR_RETURN(const auto dim_names, ModelDimNames(options.model));
+  NamedDimUses uses;
+  for (const auto& [value, names] : dim_names) {
+    for (size_t d = 0; d < names.size(); ++d) {
+      if (!names[d].empty()) uses[names[d]].emplace_back(value, static_cast<int>(d));
+    }
+  }
+  NamedDimOptions given;
+  given.dims = options.dims;
+  given.input_shapes = options.input_shapes;
+  LOOM_ASSIGN_OR_RETURN(const NamedSizes sizes, ResolveNamedDims(uses, given));
+  const DimSizes at(sizes.begin(), sizes.end());
+  std::vector<DimSizes> neighbours;
+  for (const auto& [name, size] : at) {
+    const auto bounds = options.dim_bounds.find(name);
+    const int64_t max = bounds == options.dim_bounds.end() ? size + 1 : bounds->second.max;
+    DimSizes& neighbour = neighbours.emplace_back(at);
+    neighbour[name] = size < max ? size + 1 : std::max<int64_t>(size - 1, 0);
+  }
+  return neighbours;
 }
 
 // Compiles a class's kernels (its template, or its one source) into `out`,
@@ -394,6 +422,31 @@ absl::StatusOr<std::shared_ptr<const Model>> DynamicModel::BindShape(const State
   LOOM_ASSIGN_OR_RETURN(entry->model,
                         Model::Bind(*std::move(library), artifact, cpp::WeightData(module)));
   return std::shared_ptr<const Model>(entry, &*entry->model);
+}
+
+absl::StatusOr<CompiledModel> CompileShapeOfMany(const CompileOptions& options) {
+  CompileOptions front_end = options;
+  front_end.native_compile = false;
+  LOOM_ASSIGN_OR_RETURN(CompiledModel compiled, CompileModel(front_end));
+  const std::optional<GeneratedSource>& source = compiled.module.source;
+  const std::string cache_dir =
+      options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir;
+  if (source.has_value() && source->language == "c++" && !source->shape_constants.empty()) {
+    const cpp::NativeCompileOptions native = cpp::NativeOptions(*source, cache_dir);
+    if (!cpp::SkeletonMet(*source, native)) {
+      // A neighbour that does not compile, or has another skeleton, only
+      // leaves this shape's template without the constants it would vary.
+      std::vector<GeneratedSource> neighbours;
+      absl::StatusOr<std::vector<DimSizes>> sizes = NeighbourSizes(options);
+      for (const DimSizes& at : sizes.ok() ? *sizes : std::vector<DimSizes>()) {
+        absl::StatusOr<ShapeCompile> neighbour = FrontEnd(options, options.pipeline_text, at);
+        if (neighbour.ok()) neighbours.push_back(std::move(neighbour->source));
+      }
+      cpp::MeetNeighbours(*source, neighbours, native);
+    }
+  }
+  LOOM_RETURN_IF_ERROR(CompileNatively(options, compiled));
+  return compiled;
 }
 
 absl::StatusOr<proto::Report> DynamicModel::Compile(const CompileOptions& options) {

@@ -128,6 +128,15 @@ class DynamicModel {
   std::unique_ptr<State> state_;
 };
 
+// CompileModel at one shape of options.model's named dims (options.dims,
+// or read from options.input_shapes), for a caller that meets many shapes:
+// where the kernel cache has not met its source's skeleton, the front end
+// at the neighbouring shape (one more in each named dim, or one less at
+// its bound) first, so that this compile builds the template that serves
+// both, and the shapes beyond that share their skeleton with no compile of
+// their own (cpp::MeetSkeleton).
+absl::StatusOr<CompiledModel> CompileShapeOfMany(const CompileOptions& options);
+
 // `loom run` of an artifact of either kind (RunArtifact's): one compiled
 // for every shape runs at the shapes of options.inputs_dir's .npy files,
 // else at `dims`.

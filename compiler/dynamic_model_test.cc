@@ -1,6 +1,7 @@
 #include "compiler/dynamic_model.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,44 @@ TEST(DynamicModelTest, AGraphTextWithNamedDimsRunsEveryShape) {
                 {{"y", DType::kF32, y.shape(), y.data()}})
           .message(),
       HasSubstr("the named dim 'seq', is 4 but 3 in graph input 'x'"));
+}
+
+// A caller compiling shape after shape (a DynamicModel in Python, the
+// torch.compile backend) compiles one template for the class of the first,
+// which serves the next shapes of that class with no compile.
+TEST(DynamicModelTest, TheFirstShapeOfManyCompilesTheTemplateOfItsClass) {
+  CompileOptions options;
+  options.model = WriteGraphText(TempDir("many_model"));
+  options.cache_dir = TempDir("many_cache");
+  options.dim_bounds["seq"] = {1, 64};
+  auto libraries = [&] {
+    int count = 0;
+    for (const auto& file : std::filesystem::directory_iterator(options.cache_dir)) {
+      count += file.path().extension() == ".so";
+    }
+    return count;
+  };
+  for (int64_t seq : {12, 20, 37}) {
+    SCOPED_TRACE(absl::StrCat("seq ", seq));
+    options.input_shapes = {{"x", {2, seq, 8}}, {"m", {2, seq, 1}}};
+    absl::StatusOr<CompiledModel> compiled = CompileShapeOfMany(options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    EXPECT_TRUE(compiled->report.shape_template());
+    EXPECT_EQ(compiled->report.cache_hit(), seq != 12);
+    EXPECT_EQ(libraries(), 1);
+    const Tensor x = Iota({2, seq, 8}), m = Iota({2, seq, 1}, 0.3);
+    absl::StatusOr<std::vector<Tensor>> got = compiled->executable->Run({x, m});
+    ASSERT_TRUE(got.ok()) << got.status();
+    CompileOptions at_shape = options;
+    at_shape.dim_bounds.clear();
+    absl::StatusOr<Graph> graph = ImportModel(at_shape);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    absl::StatusOr<std::vector<Tensor>> want = Interpret(*graph, {x, m});
+    ASSERT_TRUE(want.ok()) << want.status();
+    for (int64_t i = 0; i < (*got)[0].num_elements(); ++i) {
+      ASSERT_NEAR((*got)[0].GetDouble(i), (*want)[0].GetDouble(i), 1e-5) << "element " << i;
+    }
+  }
 }
 
 // A class of one shape meets its neighbours in each dim, within the

@@ -126,8 +126,12 @@ loom_status AddBounds(const loom_dim_bounds* bounds, int num_bounds, const char*
 }
 
 // Compiles with `options` and binds the result into *model.
-loom_status CompileAndBind(const loom::CompileOptions& options, loom_model** model) {
-  absl::StatusOr<loom::CompiledModel> compiled = loom::CompileModel(options);
+// `many_shapes`: a shape of many that the caller compiles
+// (loom::CompileShapeOfMany), else a model for one.
+loom_status CompileAndBind(const loom::CompileOptions& options, loom_model** model,
+                           bool many_shapes = false) {
+  absl::StatusOr<loom::CompiledModel> compiled =
+      many_shapes ? loom::CompileShapeOfMany(options) : loom::CompileModel(options);
   if (!compiled.ok()) return loom_c::Report(compiled.status());
   if (!compiled->executable.has_value()) {
     return loom_c::Report(
@@ -292,5 +296,5 @@ extern "C" loom_status loom_model_compile_for_inputs(const char* model_path, con
     }
     options.input_shapes[input.name] = std::move(shape);
   }
-  return CompileAndBind(options, model);
+  return CompileAndBind(options, model, /*many_shapes=*/num_bounds > 0);
 }

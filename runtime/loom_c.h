@@ -103,7 +103,11 @@ typedef struct {
    the inputs that have them, every input sharing a dim giving it the same
    size, within the dim's `bounds` (num_bounds of them, by name; none: any
    size). The model then runs inputs of those shapes; each other shape is a
-   compile of its own. A disagreement, a size outside its bounds, a named
+   compile of its own. With bounds, a caller compiling many shapes: where
+   the kernel cache has not met the code of this shape's class, the front
+   end also runs at the neighbouring shape so that this compile's kernels
+   serve both, and the shapes beyond of that class compile none. A
+   disagreement, a size outside its bounds, a named
    dim no input gives, or bounds for a name no input has is
    LOOM_INVALID_ARGUMENT naming the input, the dim and the size or bound. */
 loom_status loom_model_compile_for_inputs(const char* model_path, const char* pipeline,

@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
-#include "backends/common/kernel_cache.h"
 #include "backends/cpp/shape_templates.h"
 #include "ir/file_io.h"
 #include "ir/status_macros.h"
@@ -108,9 +107,7 @@ absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::s
   }
   LOOM_RETURN_IF_ERROR(CheckBufferLimits(*module.loops));
   const NativeCompileOptions options = NativeOptions(*module.source, cache_dir);
-  if (kernel_cache::GetEnv("LOOM_SHAPE_TEMPLATES") == "0") {
-    return CompileAndLoad(module.source->text, options);
-  }
+  if (!ShapeTemplatesOn()) return CompileAndLoad(module.source->text, options);
   return CompileAndLoadForShapes(*module.source, options);
 }
 

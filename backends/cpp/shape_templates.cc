@@ -266,6 +266,28 @@ std::string TemplateText(const GeneratedSource& source, absl::Span<const int> at
   return out;
 }
 
+bool ShapeTemplatesOn() { return kernel_cache::GetEnv("LOOM_SHAPE_TEMPLATES") != "0"; }
+
+bool SkeletonMet(const GeneratedSource& source, const NativeCompileOptions& options) {
+  return ReadRecord(RecordPath(source, options), source.shape_constants.size()).has_value();
+}
+
+void MeetNeighbours(const GeneratedSource& source, absl::Span<const GeneratedSource> neighbours,
+                    const NativeCompileOptions& options) {
+  if (!ShapeTemplatesOn() || source.shape_constants.empty() || options.cache_dir.empty() ||
+      SkeletonMet(source, options)) {
+    return;
+  }
+  const std::string hash = SkeletonHash(source);
+  ShapeClass shape_class = StartShapeClass(source, hash);
+  for (const GeneratedSource& neighbour : neighbours) {
+    if (SkeletonHash(neighbour) == hash) JoinShapeClass(neighbour, shape_class);
+  }
+  if (shape_class.at_run_time.empty()) return;
+  if (!kernel_cache::MakeDirs(options.cache_dir).ok()) return;
+  WriteRecord(RecordPath(source, options), {shape_class.values, shape_class.at_run_time});
+}
+
 absl::StatusOr<CompiledLibrary> CompileAndLoadForShapes(const GeneratedSource& source,
                                                         const NativeCompileOptions& options) {
   if (source.shape_constants.empty() || options.cache_dir.empty()) {

@@ -63,6 +63,21 @@ bool JoinShapeClass(const GeneratedSource& source, ShapeClass& shape_class);
 bool InShapeClass(const GeneratedSource& source, absl::string_view skeleton_hash,
                   const ShapeClass& shape_class);
 
+// Where the cache at options.cache_dir has not met `source`'s skeleton,
+// records it as the skeleton's first source with `neighbours` (the same
+// model at sizes of its dims next to source's) of that skeleton joined:
+// compiling `source` then builds the template reading the constants in
+// which they differ. A caller that meets many shapes so compiles each
+// skeleton once, where the first shape's own code and then a template were
+// two compiles.
+void MeetNeighbours(const GeneratedSource& source, absl::Span<const GeneratedSource> neighbours,
+                    const NativeCompileOptions& options);
+// Whether shape templates are on: LOOM_SHAPE_TEMPLATES=0 turns them off,
+// each source then compiling its own code.
+bool ShapeTemplatesOn();
+// Whether the cache at options.cache_dir has met `source`'s skeleton.
+bool SkeletonMet(const GeneratedSource& source, const NativeCompileOptions& options);
+
 // Compiles and loads `source`'s kernels as CompileAndLoad does, through the
 // shape templates of options.cache_dir (above). The result's
 // `shape_template` says whether they came from a template.
