@@ -163,6 +163,12 @@ class SymSize:
     def __float__(self):
         return float(self.__index__())
 
+    def __str__(self):  # text of the value (a graph's, a message's): pinned too
+        return str(self.__index__())
+
+    def __format__(self, spec):
+        return format(self.__index__(), spec)
+
     def __truediv__(self, other):
         return float(self) / other
 
