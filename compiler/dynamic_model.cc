@@ -272,8 +272,8 @@ absl::StatusOr<std::vector<ShapeCompile>> FrontEnds(const CompileOptions& option
 }
 
 // The sizes of the model's named input dims next to those `options` gives
-// (options.dims, or read from options.input_shapes): for each dim, one
-// more in it (or one less where that passes its bound).
+// (options.dims, or read from options.input_shapes): for each dim that may
+// vary, one more in it (or one less where that passes its bound).
 absl::StatusOr<std::vector<DimSizes>> NeighbourSizes(const CompileOptions& options) {
   LOOM_ASSIGN_OR_RETURN(const auto dim_names, ModelDimNames(options.model));
   NamedDimUses uses;
@@ -289,12 +289,34 @@ absl::StatusOr<std::vector<DimSizes>> NeighbourSizes(const CompileOptions& optio
   const DimSizes at(sizes.begin(), sizes.end());
   std::vector<DimSizes> neighbours;
   for (const auto& [name, size] : at) {
-    const auto bounds = options.dim_bounds.find(name);
-    const int64_t max = bounds == options.dim_bounds.end() ? size + 1 : bounds->second.max;
-    DimSizes& neighbour = neighbours.emplace_back(at);
-    neighbour[name] = size < max ? size + 1 : std::max<int64_t>(size - 1, 0);
+    const auto given = options.dim_bounds.find(name);
+    const DimBounds bounds = given == options.dim_bounds.end() ? DimBounds() : given->second;
+    const int64_t next = size < bounds.max ? size + 1 : size - 1;
+    if (next < bounds.min || next > bounds.max) continue;  // the dim has one size
+    neighbours.emplace_back(at)[name] = next;
   }
   return neighbours;
+}
+
+// Where the kernel cache has not met the skeleton of `source` (the model's
+// at one shape of its named dims, `options`), runs the front end at the
+// neighbouring shapes too and records those of the same skeleton with it
+// (cpp::MeetNeighbours): the compile of `source` that follows builds the
+// template of their class. A neighbour that does not compile, or has
+// another skeleton, only leaves that template without the constants it
+// would vary.
+void MeetNeighbourShapes(const CompileOptions& options, const GeneratedSource& source) {
+  if (source.language != "c++" || source.shape_constants.empty()) return;
+  const cpp::NativeCompileOptions native = cpp::NativeOptions(
+      source, options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir);
+  if (cpp::SkeletonMet(source, native)) return;
+  std::vector<GeneratedSource> neighbours;
+  absl::StatusOr<std::vector<DimSizes>> sizes = NeighbourSizes(options);
+  for (const DimSizes& at : sizes.ok() ? *sizes : std::vector<DimSizes>()) {
+    absl::StatusOr<ShapeCompile> neighbour = FrontEnd(options, options.pipeline_text, at);
+    if (neighbour.ok()) neighbours.push_back(std::move(neighbour->source));
+  }
+  cpp::MeetNeighbours(source, neighbours, native);
 }
 
 // Compiles a class's kernels (its template, or its one source) into `out`,
@@ -407,6 +429,7 @@ absl::StatusOr<std::shared_ptr<const Model>> DynamicModel::BindShape(const State
                                                                     artifact.libraries().end()),
                                            absl::StrCat("model '", state.name, "'")));
   } else {
+    MeetNeighbourShapes(shape, *module.source);
     absl::StatusOr<cpp::CompiledLibrary> compiled =
         cpp::CompileModule(module, cpp::DefaultCacheDir());
     if (!compiled.ok()) {
@@ -428,23 +451,7 @@ absl::StatusOr<CompiledModel> CompileShapeOfMany(const CompileOptions& options) 
   CompileOptions front_end = options;
   front_end.native_compile = false;
   LOOM_ASSIGN_OR_RETURN(CompiledModel compiled, CompileModel(front_end));
-  const std::optional<GeneratedSource>& source = compiled.module.source;
-  const std::string cache_dir =
-      options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir;
-  if (source.has_value() && source->language == "c++" && !source->shape_constants.empty()) {
-    const cpp::NativeCompileOptions native = cpp::NativeOptions(*source, cache_dir);
-    if (!cpp::SkeletonMet(*source, native)) {
-      // A neighbour that does not compile, or has another skeleton, only
-      // leaves this shape's template without the constants it would vary.
-      std::vector<GeneratedSource> neighbours;
-      absl::StatusOr<std::vector<DimSizes>> sizes = NeighbourSizes(options);
-      for (const DimSizes& at : sizes.ok() ? *sizes : std::vector<DimSizes>()) {
-        absl::StatusOr<ShapeCompile> neighbour = FrontEnd(options, options.pipeline_text, at);
-        if (neighbour.ok()) neighbours.push_back(std::move(neighbour->source));
-      }
-      cpp::MeetNeighbours(*source, neighbours, native);
-    }
-  }
+  if (compiled.module.source.has_value()) MeetNeighbourShapes(options, *compiled.module.source);
   LOOM_RETURN_IF_ERROR(CompileNatively(options, compiled));
   return compiled;
 }
