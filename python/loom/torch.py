@@ -20,9 +20,12 @@ run eagerly, as pieces of their own between the pieces loom compiles
 graph compiled while gradients are required runs eagerly. Whatever fails
 inside the backend (the translation, loading libloom.so, the compile, a
 run) sends the graph or the piece to eager after one warning naming the
-cause: the program never fails because of the backend. Each new set of
-input shapes compiles and caches a new loom model; loom's kernel cache
-makes the next process's compile fast.
+cause: the program never fails because of the backend. A graph with
+symbolic sizes (dynamic=True, or dynamo's automatic dynamic shapes) is
+translated once for every size, one loom model whose front end compiles
+for each new set of input shapes (loom.torch_symbolic); a graph of static
+sizes, for each set of shapes its own. loom's kernel cache makes the next
+process's compile fast.
 
 This module is dynamo's side of it: the backend and its registration, the
 partitioning, the models per set of shapes with their tiered first call,
@@ -183,7 +186,8 @@ class _TensorCall:
 
 
 class _Compiled:
-    """The callable torch.compile gets: a loom model per set of shapes."""
+    """The callable torch.compile gets: an entry per set of shapes, of a
+    translation for every size (_SymbolicGraph) or for those shapes alone."""
 
     def __init__(self, gm, example_inputs):
         self.gm = gm
