@@ -353,6 +353,29 @@ class LoomTorchTest(unittest.TestCase):
         self.assertEqual(len(piece.compiled.entries), 3)
         self.assertTrue(all(e.owns_files for e in piece.compiled.entries.values()))
 
+    def test_a_causal_mask_of_symbolic_sizes_stays_symbolic(self):
+        class Causal(nn.Module):
+            def forward(self, q, k, v):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        for module, inputs_of in (
+                (TinyLlamaBlock().eval(), lambda n: (torch.randn(2, n, 32),)),
+                (Causal(), lambda n: tuple(torch.randn(2, 4, n, 8) for _ in range(3)))):
+            torch._dynamo.reset()
+            captured = []
+            compiled = torch.compile(module, dynamic=True, backend=lambda gm, inputs: (
+                captured.append(loom.torch.loom_backend(gm, inputs)) or captured[-1]))
+            with torch.no_grad():
+                for length in (5, 7, 12):
+                    inputs = inputs_of(length)
+                    error = (compiled(*inputs) - module(*inputs)).abs().max().item()
+                    self.assertLessEqual(error, 1e-5, (type(module).__name__, length))
+            # triu's and is_causal's triangles read the length as it runs:
+            # one translation, not one pinned to each length.
+            piece, = captured[-1].loom_pieces
+            self.assertEqual(len(piece.compiled.symbolic), 1, type(module).__name__)
+            self.assertEqual(len(piece.compiled.entries), 3)
+
     def test_sizes_keep_their_expressions_and_guard_what_they_decide(self):
         import sympy
         from loom.torch_symbolic import Guards, SymSize, dim_expr
@@ -364,6 +387,7 @@ class LoomTorchTest(unittest.TestCase):
         self.assertEqual(rows.value, 8)
         self.assertEqual(dim_expr(rows, {"s0", "s1"}), "((s1*(-1 + s0)) // 2)")
         self.assertIsNone(dim_expr(rows, {"s0"}))  # s1 names no input's dim
+        self.assertEqual(dim_expr(n ** 2, {"s0"}), "(s0*s0)")
         self.assertEqual(guards.conditions, {})
         self.assertTrue(n > 5)  # decided for 9, and so for every n > 5
         self.assertTrue(guards.hold({s0: 6, s1: 3}))
@@ -371,6 +395,8 @@ class LoomTorchTest(unittest.TestCase):
         self.assertEqual(list(range(batch)), [0, 1])  # a plain int: pinned to 2
         self.assertFalse(guards.hold({s0: 6, s1: 3}))
         self.assertTrue(guards.hold({s0: 7, s1: 2}))
+        self.assertEqual(n ** -0.5, 1 / 3)  # a float of the size: pinned to 9
+        self.assertFalse(guards.hold({s0: 7, s1: 2}))
 
     def test_dynamic_shapes_compile_whole(self):
         module = DynamicFloats().eval()

@@ -519,14 +519,25 @@ def gather(t, node):
 
 
 def triangle(t, node, upper):
-    """triu / tril: x where the constant mask of the last two dims keeps it, else 0."""
+    """triu / tril: x where the mask of the last two dims keeps it, else 0."""
     a = t.bind(node, _TRIANGLE)
     rows, columns = t.shape_of(a.input)[-2:]
-    keep = np.tri(rows, columns, int(a.diagonal) - upper, dtype=bool)
+    keep = _lower_triangle(t, rows, columns, int(a.diagonal) - upper)
     dtype = t.dtype_of(node)
     zero = t.graph.weight("zero", np.zeros((), dtype))
     branches = [zero, t.value(a.input)] if upper else [t.value(a.input), zero]
-    return t.graph.node("where", [t.graph.weight("triangle", keep)] + branches)
+    return t.graph.node("where", [keep] + branches)
+
+
+def _lower_triangle(t, rows, columns, diagonal):
+    """np.tri(rows, columns, diagonal) of bools: a constant, or where a size
+    is symbolic, column - row <= diagonal of the positions."""
+    if not any(isinstance(size, SymSize) for size in (rows, columns)):
+        return t.graph.weight("triangle", np.tri(rows, columns, diagonal, dtype=bool))
+    row = t.graph.node("reshape", [_positions(t, rows, np.int64)], shape=[rows, 1])
+    column = t.graph.node("reshape", [_positions(t, columns, np.int64)], shape=[1, columns])
+    return t.graph.node("less_equal", [t.graph.node("sub", [column, row]), t.graph.weight(
+        "diagonal", np.array(diagonal, np.int64))])
 
 
 def constant(t, node, fill=None, position=None):
@@ -830,12 +841,17 @@ def arange(t, node):
     start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (bounds + [1])[:3]
     if not all(is_size(b) for b in (start, end, step)):
         raise Unsupported("arange of symbolic and float bounds")
-    count = t.shape_of(node)[0]
+    positions = _positions(t, t.shape_of(node)[0], dtype)
+    return t.graph.node("add", [t.graph.node("mul", [positions, _size_tensor_of(t, step, dtype)]),
+                                _size_tensor_of(t, start, dtype)])
+
+
+def _positions(t, count, dtype):
+    """0, 1, ..., count - 1 in `dtype`, for a count that may be symbolic:
+    the running sum of that many ones, less one."""
     ones = t.graph.node("expand", [t.graph.weight("one", np.ones((), dtype))], shape=[count])
-    positions = t.graph.node("cumsum", [ones], axis=0)
-    return t.graph.node("add", [t.graph.node("mul", [
-        t.graph.node("sub", [positions, t.graph.weight("one", np.ones((), dtype))]),
-        _size_tensor_of(t, step, dtype)]), _size_tensor_of(t, start, dtype)])
+    return t.graph.node("sub", [t.graph.node("cumsum", [ones], axis=0),
+                                t.graph.weight("one", np.ones((), dtype))])
 
 
 # --- attention (nn.MultiheadAttention and nn.TransformerEncoderLayer,
@@ -964,14 +980,22 @@ def scaled_dot_product_attention(t, node):
                          perm=list(range(rank - 2)) + [rank - 1, rank - 2])
     scores = t.graph.node("matmul", [t.graph.node("mul", [t.value(a.query), scale]), key_t])
     if a.is_causal:  # the lower triangle, as torch.ones(L, S).tril()
-        causal = np.where(np.tri(length, source, dtype=bool), 0, -np.inf)
-        scores = t.graph.node("add", [scores, t.graph.weight(
-            "causal", causal.astype(t.dtype_of(a.query)))])
+        scores = _causal(t, scores, length, source, t.dtype_of(a.query))
     if a.attn_mask is not None:
         scores = _masked(t, scores, t.dtype_of(a.query), a.attn_mask, t.shape_of(a.attn_mask),
                          excluded_where_true=False)
     weights = t.graph.node("softmax", [scores], axis=-1)
     return t.graph.node("matmul", [weights, value])
+
+
+def _causal(t, scores, length, source, dtype):
+    """`scores` with -inf above the diagonal: a constant added, or where a
+    size is symbolic, chosen by the triangle of the positions."""
+    if not any(isinstance(size, SymSize) for size in (length, source)):
+        causal = np.where(np.tri(length, source, dtype=bool), 0, -np.inf).astype(dtype)
+        return t.graph.node("add", [scores, t.graph.weight("causal", causal)])
+    return t.graph.node("where", [_lower_triangle(t, length, source, 0), scores,
+                                  t.graph.weight("minus_inf", np.array(-np.inf, dtype))])
 
 
 def _repeat_heads(t, x, shape, heads):

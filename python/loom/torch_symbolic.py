@@ -169,6 +169,14 @@ class SymSize:
     def __format__(self, spec):
         return format(self.__index__(), spec)
 
+    def __pow__(self, other):
+        if is_size(other) and not isinstance(other, SymSize) and other >= 0:
+            return SymSize.make(self.value ** other, self.expr ** other, self.guards)
+        return float(self) ** other  # a float of the size (a scale): pinned
+
+    def __rpow__(self, other):
+        return other ** self.__index__()
+
     def __truediv__(self, other):
         return float(self) / other
 
