@@ -741,20 +741,13 @@ def _slice_indices(start, stop, step, length):
             step)
 
 
-def _size_tensor(t, size):
-    """A 0-d int64 tensor holding `size`: its constant, or where the size
-    is symbolic, the sum of that many ones."""
-    if not isinstance(size, SymSize):
-        return t.graph.weight("size", np.array(size, np.int64))
-    ones = t.graph.node("expand", [t.graph.weight("one", np.ones((), np.int64))], shape=[size])
-    return t.graph.node("reduce_sum", [ones], axes=[0], keepdims=0)
-
-
-def _size_tensor_of(t, size, dtype):
-    """_size_tensor in `dtype`."""
+def _size_tensor(t, size, dtype=np.int64):
+    """A 0-d tensor of `dtype` holding `size`: its constant, or where the
+    size is symbolic, the sum of that many ones."""
     if not isinstance(size, SymSize):
         return t.graph.weight("size", np.array(size, dtype))
-    return t.graph.node("cast", [_size_tensor(t, size)], to=LOOM_DTYPES[np.dtype(dtype)])
+    ones = t.graph.node("expand", [t.graph.weight("one", np.ones((), dtype))], shape=[size])
+    return t.graph.node("reduce_sum", [ones], axes=[0], keepdims=0)
 
 
 def _gathered(t, value, shape, gathers):
@@ -842,8 +835,8 @@ def arange(t, node):
     if not all(is_size(b) for b in (start, end, step)):
         raise Unsupported("arange of symbolic and float bounds")
     positions = _positions(t, t.shape_of(node)[0], dtype)
-    return t.graph.node("add", [t.graph.node("mul", [positions, _size_tensor_of(t, step, dtype)]),
-                                _size_tensor_of(t, start, dtype)])
+    return t.graph.node("add", [t.graph.node("mul", [positions, _size_tensor(t, step, dtype)]),
+                                _size_tensor(t, start, dtype)])
 
 
 def _positions(t, count, dtype):

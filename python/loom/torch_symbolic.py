@@ -53,12 +53,28 @@ def _expr(v):
     return v.expr if isinstance(v, SymSize) else sympy.Integer(v)
 
 
-def _floor_division(a, b):
-    return FloorDiv(a, b)
+def _arithmetic(plain, symbolic, reflected=False):
+    """A SymSize's operator: `plain` on the values, `symbolic` on the
+    expressions (the operands swapped where `reflected`)."""
+    def operate(self, other):
+        if not is_size(other):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        return SymSize.make(plain(_value(a), _value(b)), symbolic(_expr(a), _expr(b)),
+                            self.guards)
+    return operate
 
 
-def _remainder(a, b):
-    return PythonMod(a, b)
+def _comparison(plain, relation):
+    """A SymSize's comparison: `plain` on the values, whose outcome the
+    guards record for `relation` of the expressions."""
+    def compare(self, other):
+        if not is_size(other):
+            return NotImplemented
+        outcome = plain(self.value, _value(other))
+        self.guards.record(relation(self.expr, _expr(other)), outcome)
+        return outcome
+    return compare
 
 
 class SymSize:
@@ -76,42 +92,16 @@ class SymSize:
         """A SymSize, or the plain int where the expression is a number."""
         return int(value) if expr.is_number else SymSize(value, expr, guards)
 
-    def _arithmetic(self, other, plain, symbolic, reflected=False):
-        if not is_size(other):
-            return NotImplemented
-        a, b = (other, self) if reflected else (self, other)
-        return SymSize.make(plain(_value(a), _value(b)), symbolic(_expr(a), _expr(b)),
-                            self.guards)
-
-    def __add__(self, other):
-        return self._arithmetic(other, operator.add, operator.add)
-
-    def __radd__(self, other):
-        return self._arithmetic(other, operator.add, operator.add, True)
-
-    def __sub__(self, other):
-        return self._arithmetic(other, operator.sub, operator.sub)
-
-    def __rsub__(self, other):
-        return self._arithmetic(other, operator.sub, operator.sub, True)
-
-    def __mul__(self, other):
-        return self._arithmetic(other, operator.mul, operator.mul)
-
-    def __rmul__(self, other):
-        return self._arithmetic(other, operator.mul, operator.mul, True)
-
-    def __floordiv__(self, other):
-        return self._arithmetic(other, operator.floordiv, _floor_division)
-
-    def __rfloordiv__(self, other):
-        return self._arithmetic(other, operator.floordiv, _floor_division, True)
-
-    def __mod__(self, other):
-        return self._arithmetic(other, operator.mod, _remainder)
-
-    def __rmod__(self, other):
-        return self._arithmetic(other, operator.mod, _remainder, True)
+    __add__ = _arithmetic(operator.add, operator.add)
+    __radd__ = _arithmetic(operator.add, operator.add, reflected=True)
+    __sub__ = _arithmetic(operator.sub, operator.sub)
+    __rsub__ = _arithmetic(operator.sub, operator.sub, reflected=True)
+    __mul__ = _arithmetic(operator.mul, operator.mul)
+    __rmul__ = _arithmetic(operator.mul, operator.mul, reflected=True)
+    __floordiv__ = _arithmetic(operator.floordiv, FloorDiv)
+    __rfloordiv__ = _arithmetic(operator.floordiv, FloorDiv, reflected=True)
+    __mod__ = _arithmetic(operator.mod, PythonMod)
+    __rmod__ = _arithmetic(operator.mod, PythonMod, reflected=True)
 
     def __neg__(self):
         return SymSize.make(-self.value, -self.expr, self.guards)
@@ -122,30 +112,12 @@ class SymSize:
     def __abs__(self):
         return self if self >= 0 else -self
 
-    def _compare(self, other, plain, relation):
-        if not is_size(other):
-            return NotImplemented
-        outcome = plain(self.value, _value(other))
-        self.guards.record(relation(self.expr, _expr(other)), outcome)
-        return outcome
-
-    def __eq__(self, other):
-        return self._compare(other, operator.eq, sympy.Eq)
-
-    def __ne__(self, other):
-        return self._compare(other, operator.ne, sympy.Ne)
-
-    def __lt__(self, other):
-        return self._compare(other, operator.lt, sympy.Lt)
-
-    def __le__(self, other):
-        return self._compare(other, operator.le, sympy.Le)
-
-    def __gt__(self, other):
-        return self._compare(other, operator.gt, sympy.Gt)
-
-    def __ge__(self, other):
-        return self._compare(other, operator.ge, sympy.Ge)
+    __eq__ = _comparison(operator.eq, sympy.Eq)
+    __ne__ = _comparison(operator.ne, sympy.Ne)
+    __lt__ = _comparison(operator.lt, sympy.Lt)
+    __le__ = _comparison(operator.le, sympy.Le)
+    __gt__ = _comparison(operator.gt, sympy.Gt)
+    __ge__ = _comparison(operator.ge, sympy.Ge)
 
     def __bool__(self):
         return self != 0
