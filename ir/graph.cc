@@ -146,11 +146,11 @@ absl::StatusOr<ValueId> Graph::AddInput(std::string name, TensorType type) {
 }
 
 absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind, Tensor data) {
-  return AddInitializer(std::move(name), kind, std::make_shared<const Tensor>(std::move(data)));
+  return AddInitializer(std::move(name), kind, std::make_shared<const LazyTensor>(std::move(data)));
 }
 
 absl::StatusOr<ValueId> Graph::AddInitializer(std::string name, ValueKind kind,
-                                              std::shared_ptr<const Tensor> data) {
+                                              std::shared_ptr<const LazyTensor> data) {
   if (FindValue(name) >= 0) {
     return absl::InvalidArgumentError(absl::StrCat("value '", name, "' is defined more than once"));
   }
@@ -230,17 +230,17 @@ ValueId Graph::FindNumbered(absl::string_view name) const {
   return id >= 0 && values_[id].name == name ? id : -1;
 }
 
-const Tensor& Graph::initializer(ValueId id) const { return *initializers_.at(id); }
+const Tensor& Graph::initializer(ValueId id) const { return initializers_.at(id)->data(); }
 
-const std::shared_ptr<const Tensor>& Graph::shared_initializer(ValueId id) const {
+const std::shared_ptr<const LazyTensor>& Graph::shared_initializer(ValueId id) const {
   return initializers_.at(id);
 }
 
 void Graph::ReplaceInitializer(ValueId id, Tensor data) {
-  ReplaceInitializer(id, std::make_shared<const Tensor>(std::move(data)));
+  ReplaceInitializer(id, std::make_shared<const LazyTensor>(std::move(data)));
 }
 
-void Graph::ReplaceInitializer(ValueId id, std::shared_ptr<const Tensor> data) {
+void Graph::ReplaceInitializer(ValueId id, std::shared_ptr<const LazyTensor> data) {
   values_[id].type = data->type();
   initializers_.at(id) = std::move(data);
 }

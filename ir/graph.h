@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/dtype.h"
+#include "ir/lazy_tensor.h"
 #include "ir/support/attrs.h"
 #include "ir/support/interned_name.h"
 #include "ir/tensor.h"
@@ -222,11 +223,12 @@ class Graph {
 
   // Adds a graph input, weight or constant. Names must be unique. An
   // initializer's data is never written once added; graphs that copy one
-  // another (and data that other graphs hold, SharedWeights) share it.
+  // another (and data that other graphs hold, SharedWeights) share it. Its
+  // data may be made where it is first read (LazyTensor).
   absl::StatusOr<ValueId> AddInput(std::string name, TensorType type);
   absl::StatusOr<ValueId> AddInitializer(std::string name, ValueKind kind, Tensor data);
   absl::StatusOr<ValueId> AddInitializer(std::string name, ValueKind kind,
-                                         std::shared_ptr<const Tensor> data);
+                                         std::shared_ptr<const LazyTensor> data);
   // Adds a node that reads `inputs` and defines fresh values named
   // `output_names` (types unknown until shape inference). The inputs must
   // already be defined, which keeps nodes in topological order.
@@ -246,13 +248,14 @@ class Graph {
   bool HasInitializer(ValueId id) const {
     return values_[id].kind == ValueKind::kWeight || values_[id].kind == ValueKind::kConstant;
   }
-  // Data of a weight or constant.
+  // Data of a weight or constant, made here if it was not yet (a pass that
+  // needs only its type reads the value's).
   const Tensor& initializer(ValueId id) const;
-  const std::shared_ptr<const Tensor>& shared_initializer(ValueId id) const;
+  const std::shared_ptr<const LazyTensor>& shared_initializer(ValueId id) const;
   // Replaces a weight's or constant's data, and its value's type with the
   // data's.
   void ReplaceInitializer(ValueId id, Tensor data);
-  void ReplaceInitializer(ValueId id, std::shared_ptr<const Tensor> data);
+  void ReplaceInitializer(ValueId id, std::shared_ptr<const LazyTensor> data);
   // A name not yet used by any value, built from `base`.
   std::string UniqueValueName(absl::string_view base);
 
@@ -297,7 +300,7 @@ class Graph {
   std::vector<ValueId> constants_;
   std::vector<ValueId> outputs_;
   std::vector<std::string> output_names_;  // by output; "" for the value's name
-  absl::flat_hash_map<ValueId, std::shared_ptr<const Tensor>> initializers_;
+  absl::flat_hash_map<ValueId, std::shared_ptr<const LazyTensor>> initializers_;
   int64_t next_unique_ = 0;
 
   // The name index: value ids, found by the names in values_, of which it

@@ -297,14 +297,48 @@ std::filesystem::path ExternalDataPath(const proto::ExternalData& external,
   return path;
 }
 
+// Whether `random` can draw a tensor of `dtype`.
+absl::Status CheckRandomInit(const proto::RandomInit& random, DType dtype, absl::string_view what) {
+  if (!(random.low() <= random.high())) {  // NaN too
+    return absl::InvalidArgumentError(absl::StrCat(what, ": random init needs low <= high"));
+  }
+  // Integer and bool values are floors of doubles drawn in [low, high):
+  // bounds beyond 2^53 would not convert back to an integer.
+  if (!IsFloat(dtype) &&
+      !(std::fabs(random.low()) <= 0x1p53 && std::fabs(random.high()) <= 0x1p53)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": random init bounds of an integer or bool tensor must lie within [-2^53, 2^53]"));
+  }
+  return absl::OkStatus();
+}
+
+// Random data of `init`'s type, drawn where it is first read: a graph
+// whose kernels are cached is compiled without drawing it.
+absl::StatusOr<std::shared_ptr<const LazyTensor>> LazyRandomInitializer(
+    const proto::Initializer& init) {
+  const std::string what = absl::StrCat("initializer '", init.name(), "'");
+  LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(init.type(), what));
+  LOOM_RETURN_IF_ERROR(
+      CheckFitsInMemory(static_cast<double>(NumElements(type.shape)) * DTypeSize(type.dtype),
+                        absl::StrCat(what, ": its values")));
+  LOOM_RETURN_IF_ERROR(CheckRandomInit(init.random(), type.dtype, what));
+  return std::make_shared<const LazyTensor>(type, [type, random = init.random()] {
+    Tensor tensor = Tensor::Uninitialized(type);  // FillRandom writes every element
+    FillRandom(random, tensor);
+    return tensor;
+  });
+}
+
 // MaterializeInitializer's tensor, external data shared with the other
 // graphs of this process that hold it (SharedFileTensor): a torch.compile
-// graph compiled at many shapes reads its parameters once.
-absl::StatusOr<std::shared_ptr<const Tensor>> SharedInitializer(const proto::Initializer& init,
-                                                                absl::string_view model_path) {
+// graph compiled at many shapes reads its parameters once. Random data is
+// drawn where it is first read.
+absl::StatusOr<std::shared_ptr<const LazyTensor>> SharedInitializer(const proto::Initializer& init,
+                                                                    absl::string_view model_path) {
+  if (init.init_case() == proto::Initializer::kRandom) return LazyRandomInitializer(init);
   if (init.init_case() != proto::Initializer::kExternal || init.external().file().empty()) {
     LOOM_ASSIGN_OR_RETURN(Tensor tensor, MaterializeInitializer(init, model_path));
-    return std::make_shared<const Tensor>(std::move(tensor));
+    return std::make_shared<const LazyTensor>(std::move(tensor));
   }
   LOOM_ASSIGN_OR_RETURN(TensorType type,
                         ConvertType(init.type(), absl::StrCat("initializer '", init.name(), "'")));
@@ -330,7 +364,8 @@ absl::Status AddArguments(const proto::Graph& g, absl::string_view filename, Gra
   }
   auto add_initializers = [&](const auto& list, ValueKind kind) -> absl::Status {
     for (const proto::Initializer& init : list) {
-      LOOM_ASSIGN_OR_RETURN(std::shared_ptr<const Tensor> data, SharedInitializer(init, filename));
+      LOOM_ASSIGN_OR_RETURN(std::shared_ptr<const LazyTensor> data,
+                            SharedInitializer(init, filename));
       LOOM_RETURN_IF_ERROR(graph.AddInitializer(init.name(), kind, std::move(data)).status());
     }
     return absl::OkStatus();
@@ -463,18 +498,7 @@ absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
       LOOM_RETURN_IF_ERROR(FillValues(init.values(), tensor, what));
       break;
     case proto::Initializer::kRandom:
-      if (!(init.random().low() <= init.random().high())) {  // NaN too
-        return absl::InvalidArgumentError(absl::StrCat(what, ": random init needs low <= high"));
-      }
-      // Integer and bool values are floors of doubles drawn in [low, high):
-      // bounds beyond 2^53 would not convert back to an integer.
-      if (!IsFloat(tensor.dtype()) && !(std::fabs(init.random().low()) <= 0x1p53 &&
-                                        std::fabs(init.random().high()) <= 0x1p53)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what,
-                         ": random init bounds of an integer or bool tensor must "
-                         "lie within [-2^53, 2^53]"));
-      }
+      LOOM_RETURN_IF_ERROR(CheckRandomInit(init.random(), type.dtype, what));
       FillRandom(init.random(), tensor);
       break;
     case proto::Initializer::kExternal:

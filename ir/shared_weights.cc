@@ -30,7 +30,7 @@ class SharedTensors {
   // The tensor kept under `key` and still held, or null. Where `source` is
   // not null, the key names the source's address, which one that died may
   // have left to another: the tensor must have been derived from `source`.
-  std::shared_ptr<const Tensor> Find(const std::string& key, const Tensor* source) {
+  std::shared_ptr<const LazyTensor> Find(const std::string& key, const LazyTensor* source) {
     absl::MutexLock lock(&mutex_);
     auto it = entries_.find(key);
     if (it == entries_.end()) return nullptr;
@@ -40,7 +40,7 @@ class SharedTensors {
 
   // The key `tensor` was kept under, if this table kept it and it was not
   // keyed by its source's address.
-  std::optional<std::string> KeyOf(const Tensor* tensor) {
+  std::optional<std::string> KeyOf(const LazyTensor* tensor) {
     absl::MutexLock lock(&mutex_);
     auto key = keys_.find(tensor);
     if (key == keys_.end()) return std::nullopt;
@@ -49,8 +49,8 @@ class SharedTensors {
     return key->second;
   }
 
-  void Keep(const std::string& key, const std::shared_ptr<const Tensor>& source,
-            const std::shared_ptr<const Tensor>& tensor) {
+  void Keep(const std::string& key, const std::shared_ptr<const LazyTensor>& source,
+            const std::shared_ptr<const LazyTensor>& tensor) {
     absl::MutexLock lock(&mutex_);
     entries_[key] = Entry{source, tensor};
     if (source == nullptr) keys_[tensor.get()] = key;
@@ -62,20 +62,20 @@ class SharedTensors {
 
  private:
   struct Entry {
-    std::weak_ptr<const Tensor> source;  // where the key names its address
-    std::weak_ptr<const Tensor> tensor;
+    std::weak_ptr<const LazyTensor> source;  // where the key names its address
+    std::weak_ptr<const LazyTensor> tensor;
   };
   static constexpr size_t kFirstSweep = 256;
 
   absl::Mutex mutex_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mutex_);
-  absl::flat_hash_map<const Tensor*, std::string> keys_ ABSL_GUARDED_BY(mutex_);
+  absl::flat_hash_map<const LazyTensor*, std::string> keys_ ABSL_GUARDED_BY(mutex_);
   size_t sweep_at_ ABSL_GUARDED_BY(mutex_) = kFirstSweep;
 };
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const Tensor>> SharedFileTensor(
+absl::StatusOr<std::shared_ptr<const LazyTensor>> SharedFileTensor(
     const std::string& path, int64_t offset, const TensorType& type,
     absl::FunctionRef<absl::StatusOr<Tensor>()> read) {
   struct stat file;
@@ -86,18 +86,19 @@ absl::StatusOr<std::shared_ptr<const Tensor>> SharedFileTensor(
                            TypeToString(type))
             : "";
   if (known) {
-    if (std::shared_ptr<const Tensor> kept = SharedTensors::Get().Find(key, nullptr)) return kept;
+    if (std::shared_ptr<const LazyTensor> kept = SharedTensors::Get().Find(key, nullptr))
+      return kept;
   }
   absl::StatusOr<Tensor> tensor = read();
   if (!tensor.ok()) return tensor.status();
-  auto shared = std::make_shared<const Tensor>(*std::move(tensor));
+  auto shared = std::make_shared<const LazyTensor>(*std::move(tensor));
   if (known) SharedTensors::Get().Keep(key, nullptr, shared);
   return shared;
 }
 
-std::shared_ptr<const Tensor> SharedDerivedTensor(const std::shared_ptr<const Tensor>& source,
-                                                  absl::string_view transform,
-                                                  absl::FunctionRef<Tensor()> derive) {
+std::shared_ptr<const LazyTensor> SharedDerivedTensor(
+    const std::shared_ptr<const LazyTensor>& source, absl::string_view transform, TensorType type,
+    std::function<Tensor(const Tensor&)> derive) {
   // Keyed by the source's content where the table knows it (a weight read
   // from a file, or derived from one), so that a source read again after
   // every graph dropped it finds what was derived from it then.
@@ -108,9 +109,9 @@ std::shared_ptr<const Tensor> SharedDerivedTensor(const std::shared_ptr<const Te
           ? absl::StrCat(*source_key, " | ", transform)
           : absl::StrCat("derived from ", reinterpret_cast<uintptr_t>(source.get()), " | ",
                          transform);
-  const Tensor* address = source_key.has_value() ? nullptr : source.get();
-  if (std::shared_ptr<const Tensor> kept = tensors.Find(key, address)) return kept;
-  auto derived = std::make_shared<const Tensor>(derive());
+  const LazyTensor* address = source_key.has_value() ? nullptr : source.get();
+  if (std::shared_ptr<const LazyTensor> kept = tensors.Find(key, address)) return kept;
+  std::shared_ptr<const LazyTensor> derived = Derived(source, std::move(type), std::move(derive));
   tensors.Keep(key, source_key.has_value() ? nullptr : source, derived);
   return derived;
 }

@@ -11,12 +11,14 @@
 // hold one copy of them.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "ir/lazy_tensor.h"
 #include "ir/tensor.h"
 
 namespace loom {
@@ -25,17 +27,18 @@ namespace loom {
 // graph of this process still holds, read from the same region of the file
 // unchanged since (the same device, inode, size and modification time),
 // else what `read` returns, kept for the next caller.
-absl::StatusOr<std::shared_ptr<const Tensor>> SharedFileTensor(
+absl::StatusOr<std::shared_ptr<const LazyTensor>> SharedFileTensor(
     const std::string& path, int64_t offset, const TensorType& type,
     absl::FunctionRef<absl::StatusOr<Tensor>()> read);
 
-// What `derive` makes of `source`, where `transform` names all that the
-// result depends on but the source's data (the pass, and any parameter):
-// the one derived before from the same source while a graph still holds
-// it, else derive()'s, kept for the next caller.
-std::shared_ptr<const Tensor> SharedDerivedTensor(const std::shared_ptr<const Tensor>& source,
-                                                  absl::string_view transform,
-                                                  absl::FunctionRef<Tensor()> derive);
+// What `derive` makes of `source`'s data, a tensor of `type`, where
+// `transform` names all that the result depends on but the source's data
+// (the pass, and any parameter): the one derived before from the same
+// source while a graph still holds it, else one that derive() makes where
+// it is first read (Derived), kept for the next caller.
+std::shared_ptr<const LazyTensor> SharedDerivedTensor(
+    const std::shared_ptr<const LazyTensor>& source, absl::string_view transform, TensorType type,
+    std::function<Tensor(const Tensor&)> derive);
 
 }  // namespace loom
 

@@ -20,8 +20,8 @@ class SharedWeightsTest : public testing::Test {
   }
 
   // The tensor of 4 floats at `offset`, counting the reads.
-  std::shared_ptr<const Tensor> Load(int64_t offset) {
-    absl::StatusOr<std::shared_ptr<const Tensor>> tensor =
+  std::shared_ptr<const LazyTensor> Load(int64_t offset) {
+    absl::StatusOr<std::shared_ptr<const LazyTensor>> tensor =
         SharedFileTensor(path_, offset, {DType::kF32, {4}}, [&]() -> absl::StatusOr<Tensor> {
           ++reads_;
           return Tensor(DType::kF32, {4});
@@ -35,7 +35,7 @@ class SharedWeightsTest : public testing::Test {
 };
 
 TEST_F(SharedWeightsTest, ARegionIsReadOnceWhileAGraphHoldsIt) {
-  std::shared_ptr<const Tensor> first = Load(0);
+  std::shared_ptr<const LazyTensor> first = Load(0);
   EXPECT_EQ(Load(0), first);
   EXPECT_EQ(reads_, 1);
   EXPECT_NE(Load(16), first);  // another region
@@ -46,7 +46,7 @@ TEST_F(SharedWeightsTest, ARegionIsReadOnceWhileAGraphHoldsIt) {
 }
 
 TEST_F(SharedWeightsTest, AChangedFileIsReadAgain) {
-  std::shared_ptr<const Tensor> first = Load(0);
+  std::shared_ptr<const LazyTensor> first = Load(0);
   ASSERT_TRUE(WriteFileBytes(path_, std::string(128, '\2')).ok());
   EXPECT_NE(Load(0), first);
   EXPECT_EQ(reads_, 2);
@@ -55,43 +55,50 @@ TEST_F(SharedWeightsTest, AChangedFileIsReadAgain) {
 // A pass's padded copy of a weight outlives the weight it came from, which
 // a later compile reads again: the copy is found by the region's content.
 TEST_F(SharedWeightsTest, WhatIsDerivedFromARegionOutlivesTheRead) {
-  std::shared_ptr<const Tensor> source = Load(0);
+  std::shared_ptr<const LazyTensor> source = Load(0);
   int derived = 0;
-  auto derive = [&] {
+  auto derive = [&](const Tensor&) {
     ++derived;
     return Tensor(DType::kF32, {8});
   };
-  std::shared_ptr<const Tensor> padded = SharedDerivedTensor(source, "pad", derive);
+  std::shared_ptr<const LazyTensor> padded =
+      SharedDerivedTensor(source, "pad", {DType::kF32, {8}}, derive);
+  padded->data();
   source.reset();
   source = Load(0);
   EXPECT_EQ(reads_, 2);
-  EXPECT_EQ(SharedDerivedTensor(source, "pad", derive), padded);
+  EXPECT_EQ(SharedDerivedTensor(source, "pad", {DType::kF32, {8}}, derive), padded);
   EXPECT_EQ(derived, 1);
 }
 
 TEST_F(SharedWeightsTest, AFailedReadIsItsError) {
-  absl::StatusOr<std::shared_ptr<const Tensor>> missing = SharedFileTensor(
+  absl::StatusOr<std::shared_ptr<const LazyTensor>> missing = SharedFileTensor(
       path_ + ".missing", 0, {DType::kF32, {4}},
       []() -> absl::StatusOr<Tensor> { return absl::InvalidArgumentError("no such file"); });
   EXPECT_EQ(missing.status().message(), "no such file");
 }
 
 TEST(SharedDerivedTensorTest, DerivedOnceFromTheSameSourceAndTransform) {
-  auto source = std::make_shared<const Tensor>(DType::kF32, Shape{2, 2});
+  auto source = std::make_shared<const LazyTensor>(Tensor(DType::kF32, Shape{2, 2}));
   int derived = 0;
-  auto derive = [&] {
+  auto derive = [&](const Tensor&) {
     ++derived;
     return Tensor(DType::kF32, {2, 3});
   };
-  std::shared_ptr<const Tensor> padded = SharedDerivedTensor(source, "pad 1", derive);
-  EXPECT_EQ(SharedDerivedTensor(source, "pad 1", derive), padded);
-  EXPECT_NE(SharedDerivedTensor(source, "pad 2", derive), padded);
+  const TensorType type{DType::kF32, {2, 3}};
+  std::shared_ptr<const LazyTensor> padded = SharedDerivedTensor(source, "pad 1", type, derive);
+  EXPECT_EQ(SharedDerivedTensor(source, "pad 1", type, derive), padded);
+  std::shared_ptr<const LazyTensor> other_pad = SharedDerivedTensor(source, "pad 2", type, derive);
+  EXPECT_NE(other_pad, padded);
+  EXPECT_EQ(derived, 0);  // made where read
+  padded->data();
+  other_pad->data();
   EXPECT_EQ(derived, 2);
   // Another source, even at the address of one that died, derives anew.
-  const Tensor* address = source.get();
+  const LazyTensor* address = source.get();
   source.reset();
-  auto other = std::make_shared<const Tensor>(DType::kF32, Shape{2, 2});
-  SharedDerivedTensor(other, "pad 1", derive);
+  auto other = std::make_shared<const LazyTensor>(Tensor(DType::kF32, Shape{2, 2}));
+  SharedDerivedTensor(other, "pad 1", type, derive)->data();
   EXPECT_EQ(derived, 3) << (other.get() == address ? "at the same address" : "");
 }
 

@@ -67,10 +67,10 @@ absl::Status CheckArguments(const Graph& graph, std::vector<bool>& defined) {
         return absl::InvalidArgumentError(
             absl::StrCat(KindName(kind), " '", value.name, "': ", s.message()));
       }
-      if (kind != ValueKind::kInput && graph.initializer(id).type() != value.type) {
-        return absl::InternalError(absl::StrCat(KindName(kind), " '", value.name, "' has type ",
-                                                TypeToString(value.type), " but its data is ",
-                                                TypeToString(graph.initializer(id).type())));
+      if (kind != ValueKind::kInput && graph.shared_initializer(id)->type() != value.type) {
+        return absl::InternalError(
+            absl::StrCat(KindName(kind), " '", value.name, "' has type ", TypeToString(value.type),
+                         " but its data is ", TypeToString(graph.shared_initializer(id)->type())));
       }
       defined[id] = true;
     }

@@ -404,10 +404,9 @@ void Lowering::BindGraphInputsAndWeights() {
       // One that nothing reads (replaced by a folded copy) needs no buffer.
       if (readers_[id] == 0) continue;
       const Value& value = graph_.value(id);
-      const Tensor& data = graph_.initializer(id);
-      if (value.kind == ValueKind::kConstant && data.num_elements() == 1) {
+      if (value.kind == ValueKind::kConstant && NumElements(value.type.shape) == 1) {
         lowered_[id].inline_constant = true;
-        lowered_[id].constant = data.GetDouble(0);
+        lowered_[id].constant = graph_.initializer(id).GetDouble(0);
         continue;
       }
       const BufferId buffer = NewBuffer(value, BufferKind::kWeight, id);

@@ -43,13 +43,13 @@ int64_t DefaultGemmMinRows(int64_t operand_elements, bool operand_is_weight);
 // products, which read a weight as stored, [n, k] (MatchMatVec).
 bool IsGemmOperand(const Graph& graph, const Node& node, ValueId value);
 
-// The weights and constants whose data `fits` and whose every reader is a
+// The weights and constants whose type `fits` and whose every reader is a
 // GEMM call reading them as its second operand (IsGemmOperand) that
 // `product_fits`: those a pass may store in another layout for their
 // products (pad-gemm-weights, pack-panel-weights). A graph output is none.
 std::vector<ValueId> GemmOperandWeights(const Graph& graph,
                                         const std::function<bool(const Node&)>& product_fits,
-                                        const std::function<bool(const Tensor&)>& fits);
+                                        const std::function<bool(const TensorType&)>& fits);
 
 struct LowerOptions {
   // See kDefaultGemmMinRows; 0: DefaultGemmMinRows; -1: no product is a

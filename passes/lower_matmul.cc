@@ -28,7 +28,7 @@ bool IsGemmOperand(const Graph& graph, const Node& node, ValueId value) {
 
 std::vector<ValueId> GemmOperandWeights(const Graph& graph,
                                         const std::function<bool(const Node&)>& product_fits,
-                                        const std::function<bool(const Tensor&)>& fits) {
+                                        const std::function<bool(const TensorType&)>& fits) {
   std::vector<bool> refused(graph.values().size(), false);
   std::vector<bool> read(graph.values().size(), false);
   for (const Node& node : graph.nodes()) {
@@ -41,7 +41,7 @@ std::vector<ValueId> GemmOperandWeights(const Graph& graph,
   std::vector<ValueId> weights;
   for (const auto* list : {&graph.weights(), &graph.constants()}) {
     for (ValueId id : *list) {
-      if (read[id] && !refused[id] && fits(graph.initializer(id))) weights.push_back(id);
+      if (read[id] && !refused[id] && fits(graph.value(id).type)) weights.push_back(id);
     }
   }
   return weights;

@@ -33,10 +33,10 @@ int64_t ProductRows(const Graph& graph, const Node& node) {
   return NumElements(a) / a.back();
 }
 
-bool HasPanelShape(const Tensor& weight) {
-  const Shape& shape = weight.shape();
-  return weight.dtype() == DType::kF32 && shape.size() == 2 && shape[1] % kPanelWidth == 0 &&
-         weight.num_elements() >= kPanelMinElements;
+bool HasPanelShape(const TensorType& weight) {
+  const Shape& shape = weight.shape;
+  return weight.dtype == DType::kF32 && shape.size() == 2 && shape[1] % kPanelWidth == 0 &&
+         NumElements(shape) >= kPanelMinElements;
 }
 
 // `weight` [k, n] as panels [n / 16, k, 16], in parts of panels on the
@@ -83,9 +83,10 @@ absl::StatusOr<bool> PackPanelWeightsPass::Run(Module& module) {
   if (weights.empty()) return false;
   std::vector<bool> packed(graph.values().size(), false);
   for (ValueId weight : weights) {
-    graph.ReplaceInitializer(
-        weight, SharedDerivedTensor(graph.shared_initializer(weight), "pack-panel-weights",
-                                    [&] { return Panels(graph.initializer(weight)); }));
+    const Shape& shape = graph.value(weight).type.shape;
+    const TensorType panels{DType::kF32, {shape[1] / kPanelWidth, shape[0], kPanelWidth}};
+    graph.ReplaceInitializer(weight, SharedDerivedTensor(graph.shared_initializer(weight),
+                                                         "pack-panel-weights", panels, Panels));
     packed[weight] = true;
   }
   // The products become nodes of the decompositions' builder, whose new

@@ -17,9 +17,9 @@ namespace {
 
 // Whether `weight` is f32 [k, n] with n a multiple of kSlowRowMultiple, at
 // least two of them.
-bool HasSlowRows(const Tensor& weight) {
-  const Shape& shape = weight.shape();
-  return weight.dtype() == DType::kF32 && shape.size() == 2 && shape[1] % kSlowRowMultiple == 0 &&
+bool HasSlowRows(const TensorType& weight) {
+  const Shape& shape = weight.shape;
+  return weight.dtype == DType::kF32 && shape.size() == 2 && shape[1] % kSlowRowMultiple == 0 &&
          shape[1] >= 2 * kSlowRowMultiple;
 }
 
@@ -76,9 +76,9 @@ absl::StatusOr<bool> PadGemmWeightsPass::Run(Module& module) {
     const ValueId view = graph.AddIntermediate(name, type);
     view_of.push_back(-1);
     view_of[weight] = view;
-    graph.ReplaceInitializer(
-        weight, SharedDerivedTensor(graph.shared_initializer(weight), "pad-gemm-weights",
-                                    [&] { return PaddedRows(graph.initializer(weight)); }));
+    const TensorType padded{DType::kF32, {type.shape[0], type.shape[1] + kWeightRowPadding}};
+    graph.ReplaceInitializer(weight, SharedDerivedTensor(graph.shared_initializer(weight),
+                                                         "pad-gemm-weights", padded, PaddedRows));
     nodes.push_back(ColumnsSlice(name, weight, view, type.shape[1]));
   }
   for (const Node& node : graph.nodes()) {

@@ -15,8 +15,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/lazy_tensor.h"
 #include "ir/op_registry.h"
 #include "ir/parallel.h"
+#include "ir/shared_weights.h"
 #include "ir/status_macros.h"
 #include "passes/lower.h"
 
@@ -271,12 +274,13 @@ void PermuteElements(const T* in, const Shape& out_shape, const std::vector<int6
   RunInParts(bands, std::min(bands, PartsForElements(NumElements(out_shape))), copy_bands);
 }
 
-// The data of `in` (contiguous, of shape `in_shape`) transposed as
-// `transpose` says into a tensor of `type`, or none where its perm does not
-// permute `in_shape`'s axes into `type`'s shape (the lowering reports what
-// is wrong with it).
-std::optional<Tensor> Permute(const Node& transpose, const void* in, const Shape& in_shape,
-                              const TensorType& type) {
+// The strides by which `transpose` reads an input of shape `in_shape`
+// (contiguous) into a tensor of `type`, one per output axis, or none where
+// its perm does not permute `in_shape`'s axes into `type`'s shape or the
+// element size is not one Permuted copies (the lowering reports what is
+// wrong with it).
+std::optional<std::vector<int64_t>> PermutedStrides(const Node& transpose, const Shape& in_shape,
+                                                    const TensorType& type) {
   const int64_t rank = static_cast<int64_t>(in_shape.size());
   std::vector<int64_t> perm = transpose.attrs.GetInts("perm");
   if (!transpose.attrs.Has("perm")) {
@@ -285,12 +289,20 @@ std::optional<Tensor> Permute(const Node& transpose, const void* in, const Shape
   if (static_cast<int64_t>(perm.size()) != rank || type.shape.size() != perm.size()) {
     return std::nullopt;
   }
+  const int64_t size = DTypeSize(type.dtype);
+  if (size != 1 && size != 2 && size != 4 && size != 8) return std::nullopt;
   const std::vector<int64_t> in_strides = ContiguousStrides(in_shape);
   std::vector<int64_t> strides;
   for (size_t d = 0; d < perm.size(); ++d) {
     if (perm[d] < 0 || perm[d] >= rank || in_shape[perm[d]] != type.shape[d]) return std::nullopt;
     strides.push_back(in_strides[perm[d]]);
   }
+  return strides;
+}
+
+// The data at `in` read by `strides` (PermutedStrides) into a tensor of
+// `type`.
+Tensor Permuted(const void* in, const TensorType& type, const std::vector<int64_t>& strides) {
   Tensor out = Tensor::Uninitialized(type);  // PermuteElements writes every element
   switch (DTypeSize(type.dtype)) {
     case 1:
@@ -304,12 +316,10 @@ std::optional<Tensor> Permute(const Node& transpose, const void* in, const Shape
       PermuteElements(static_cast<const uint32_t*>(in), type.shape, strides,
                       out.data_as<uint32_t>());
       break;
-    case 8:
+    default:  // 8, as PermutedStrides admits
       PermuteElements(static_cast<const uint64_t*>(in), type.shape, strides,
                       out.data_as<uint64_t>());
       break;
-    default:
-      return std::nullopt;
   }
   return out;
 }
@@ -376,12 +386,42 @@ std::optional<WeightView> ViewOfWeight(const Graph& graph, ValueId value) {
   return result;
 }
 
-// The data of `transpose`'s output, from a weight's view, or none.
-std::optional<Tensor> EvaluateWeightTranspose(const Graph& graph, const Node& transpose) {
+// The initializer that `value` is through reshapes alone (which move no
+// data), or null.
+std::shared_ptr<const LazyTensor> ReshapedWeight(const Graph& graph, ValueId value) {
+  const int64_t elements = NumElements(graph.value(value).type.shape);
+  while (graph.value(value).producer != kNoNode) {
+    const Node& view = graph.node(graph.value(value).producer);
+    const bool reshapes = view.op == "reshape" || view.op == "unsqueeze" || view.op == "squeeze";
+    if (!reshapes || view.inputs.size() != 1 || view.outputs.size() != 1) return nullptr;
+    value = view.inputs[0];
+  }
+  if (!graph.HasInitializer(value) || NumElements(graph.value(value).type.shape) != elements) {
+    return nullptr;
+  }
+  return graph.shared_initializer(value);
+}
+
+// The data of `transpose`'s output, from a weight's view, or null. Through
+// reshapes alone it is made where it is first read (and shared with the
+// other graphs of the process that transpose the same weight alike), so
+// that a compile whose kernels are cached moves no weight.
+std::shared_ptr<const LazyTensor> FoldedWeightTranspose(const Graph& graph, const Node& transpose) {
+  const TensorType& type = graph.value(transpose.outputs[0]).type;
+  std::optional<std::vector<int64_t>> strides =
+      PermutedStrides(transpose, graph.value(transpose.inputs[0]).type.shape, type);
+  if (!strides.has_value()) return nullptr;
+  if (std::shared_ptr<const LazyTensor> weight = ReshapedWeight(graph, transpose.inputs[0])) {
+    return SharedDerivedTensor(
+        weight,
+        absl::StrCat("transpose by ", absl::StrJoin(*strides, ","), " to ", TypeToString(type)),
+        type, [type, strides = *strides](const Tensor& data) {
+          return Permuted(data.data(), type, strides);
+        });
+  }
   std::optional<WeightView> view = ViewOfWeight(graph, transpose.inputs[0]);
-  if (!view.has_value()) return std::nullopt;
-  return Permute(transpose, view->data->data(), view->shape,
-                 graph.value(transpose.outputs[0]).type);
+  if (!view.has_value()) return nullptr;
+  return std::make_shared<const LazyTensor>(Permuted(view->data->data(), type, *strides));
 }
 
 // The data of `concat`'s output, from weights' views, or none.
@@ -416,7 +456,7 @@ std::optional<Tensor> EvaluateWeightConcat(const Graph& graph, const Node& conca
 // Node `id`'s output becomes a weight of `data`, which the nodes after it
 // read instead (`replacement` maps each value to the one read for it,
 // empty while nothing is replaced); the node is dropped.
-absl::Status ReplaceByWeight(Graph& graph, NodeId id, Tensor data,
+absl::Status ReplaceByWeight(Graph& graph, NodeId id, std::shared_ptr<const LazyTensor> data,
                              std::vector<ValueId>& replacement, std::vector<bool>& keep) {
   const ValueId out = graph.node(id).outputs[0];
   LOOM_ASSIGN_OR_RETURN(ValueId folded,
@@ -452,7 +492,8 @@ absl::Status FoldWeightConcats(Graph& graph, std::vector<bool>& keep) {
     }
     std::optional<Tensor> data = EvaluateWeightConcat(graph, node);
     if (data.has_value()) {
-      LOOM_RETURN_IF_ERROR(ReplaceByWeight(graph, id, *std::move(data), replacement, keep));
+      LOOM_RETURN_IF_ERROR(ReplaceByWeight(
+          graph, id, std::make_shared<const LazyTensor>(*std::move(data)), replacement, keep));
     }
   }
   return absl::OkStatus();
@@ -504,9 +545,8 @@ absl::Status FoldWeightTransposes(Graph& graph, std::vector<bool>& keep) {
         node.outputs.size() != 1 || state[node.outputs[0]] != kCandidate) {
       continue;
     }
-    std::optional<Tensor> data = EvaluateWeightTranspose(graph, node);
-    if (data.has_value()) {
-      LOOM_RETURN_IF_ERROR(ReplaceByWeight(graph, id, *std::move(data), replacement, keep));
+    if (std::shared_ptr<const LazyTensor> data = FoldedWeightTranspose(graph, node)) {
+      LOOM_RETURN_IF_ERROR(ReplaceByWeight(graph, id, std::move(data), replacement, keep));
     }
   }
   return absl::OkStatus();

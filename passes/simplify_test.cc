@@ -1,11 +1,13 @@
 #include "passes/simplify.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "ir/lazy_tensor.h"
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
 
@@ -275,6 +277,38 @@ TEST(SimplifyTest, WeightTransposesReadInOrderAreFolded) {
       ExpectFoldedTranspose(graph, b);
     }
   }
+}
+
+// The folded transpose of a weight is made where it is first read, not by
+// the pass (a compile whose kernels are cached moves no weight), and two
+// graphs that fold the same weight alike share it.
+TEST(SimplifyTest, AFoldedTransposeIsMadeWhereFirstRead) {
+  int drawn = 0;
+  auto w = std::make_shared<const LazyTensor>(TensorType{DType::kF32, {2, 3}}, [&] {
+    ++drawn;
+    Tensor data(DType::kF32, {2, 3});
+    for (int64_t i = 0; i < 6; ++i) data.SetDouble(i, static_cast<double>(i));
+    return data;
+  });
+  std::vector<std::shared_ptr<const LazyTensor>> folded;
+  for (int copy = 0; copy < 2; ++copy) {
+    Module module;
+    Graph& graph = module.graph;
+    const ValueId x = *graph.AddInput("x", TensorType{DType::kF32, {32, 3}});
+    const ValueId weight = *graph.AddInitializer("w", ValueKind::kWeight, w);
+    graph.AddNode("t", "transpose", {weight}, {"w_t"}).value();
+    graph.AddNode("mm", "matmul", {x, graph.FindValue("w_t")}, {"y"}).value();
+    graph.AddOutput(graph.FindValue("y"));
+    ASSERT_TRUE(InferShapes(graph).ok());
+    ASSERT_TRUE(RunSimplify(module));
+    ASSERT_TRUE(VerifyGraph(graph).ok());
+    EXPECT_EQ(drawn, 0);
+    folded.push_back(graph.shared_initializer(graph.nodes().back().inputs[1]));
+  }
+  EXPECT_EQ(folded[0], folded[1]);
+  EXPECT_EQ(TypeToString(folded[0]->type()), "f32[3,2]");
+  EXPECT_EQ(folded[0]->data().GetDouble(1), 3.0);  // w[1][0]
+  EXPECT_EQ(drawn, 1);
 }
 
 // A concat of slices of a weight (an exporter's reordering of an LSTM's

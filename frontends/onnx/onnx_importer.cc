@@ -357,12 +357,13 @@ class Importer : public SubgraphImporter {
     }
     for (const onnx::TensorProto& init : g.initializer()) {
       LOOM_ASSIGN_OR_RETURN(
-          std::shared_ptr<const Tensor> data,
+          std::shared_ptr<const LazyTensor> data,
           SharedTensorFromOnnx(init, absl::StrCat("initializer '", init.name(), "'"),
                                options_.external_data_dir));
       // A one-element initializer is a literal (an epsilon, a scale, an
       // exponent): a constant, which lowering writes into the kernels.
-      const ValueKind kind = data->num_elements() == 1 ? ValueKind::kConstant : ValueKind::kWeight;
+      const ValueKind kind =
+          NumElements(data->type().shape) == 1 ? ValueKind::kConstant : ValueKind::kWeight;
       LOOM_ASSIGN_OR_RETURN(ValueId id, graph_.AddInitializer(init.name(), kind, std::move(data)));
       Define(init.name(), id);
     }

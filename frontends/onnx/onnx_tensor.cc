@@ -370,11 +370,11 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::stri
   return tensor;
 }
 
-absl::StatusOr<std::shared_ptr<const Tensor>> SharedTensorFromOnnx(
+absl::StatusOr<std::shared_ptr<const LazyTensor>> SharedTensorFromOnnx(
     const onnx::TensorProto& proto, absl::string_view what, const std::string& external_dir) {
   if (proto.data_location() != onnx::TensorProto::EXTERNAL || proto.has_segment()) {
     LOOM_ASSIGN_OR_RETURN(Tensor tensor, TensorFromOnnx(proto, what, external_dir));
-    return std::make_shared<const Tensor>(std::move(tensor));
+    return std::make_shared<const LazyTensor>(std::move(tensor));
   }
   LOOM_ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(proto.data_type(), what));
   LOOM_ASSIGN_OR_RETURN(Shape shape, DimsOf(proto, what));

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ir/dtype.h"
+#include "ir/lazy_tensor.h"
 #include "ir/tensor.h"
 #include "onnx/onnx_pb.h"
 
@@ -38,7 +39,7 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto, absl::stri
 // The same, external data shared with the other graphs of this process that
 // hold it (SharedFileTensor): a model compiled at many shapes reads its
 // weights once.
-absl::StatusOr<std::shared_ptr<const Tensor>> SharedTensorFromOnnx(
+absl::StatusOr<std::shared_ptr<const LazyTensor>> SharedTensorFromOnnx(
     const onnx::TensorProto& proto, absl::string_view what, const std::string& external_dir = "");
 
 // Reads a serialised TensorProto (an ONNX test's input_N.pb / output_N.pb).
