@@ -4,11 +4,9 @@
 
 namespace loom {
 
-LazyTensor::LazyTensor(Tensor data) : LazyTensor(std::make_shared<const Tensor>(std::move(data))) {}
-
-LazyTensor::LazyTensor(std::shared_ptr<const Tensor> data)
-    : type_(data->type()), data_(std::move(data)) {
-  absl::call_once(once_, [] {});
+LazyTensor::LazyTensor(Tensor data)
+    : type_(data.type()), data_(std::make_shared<const Tensor>(std::move(data))) {
+  absl::call_once(once_, [] {});  // made
 }
 
 LazyTensor::LazyTensor(TensorType type, std::function<Tensor()> make)

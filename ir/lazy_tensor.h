@@ -22,7 +22,6 @@ class LazyTensor {
  public:
   // Data already made.
   explicit LazyTensor(Tensor data);
-  explicit LazyTensor(std::shared_ptr<const Tensor> data);
   // Data that `make` returns when first read: a tensor of `type`, made
   // without failing (whatever can fail is checked before).
   LazyTensor(TensorType type, std::function<Tensor()> make);

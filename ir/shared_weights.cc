@@ -86,8 +86,8 @@ absl::StatusOr<std::shared_ptr<const LazyTensor>> SharedFileTensor(
                            TypeToString(type))
             : "";
   if (known) {
-    if (std::shared_ptr<const LazyTensor> kept = SharedTensors::Get().Find(key, nullptr))
-      return kept;
+    std::shared_ptr<const LazyTensor> kept = SharedTensors::Get().Find(key, nullptr);
+    if (kept != nullptr) return kept;
   }
   absl::StatusOr<Tensor> tensor = read();
   if (!tensor.ok()) return tensor.status();
