@@ -405,7 +405,9 @@ std::shared_ptr<const LazyTensor> ReshapedWeight(const Graph& graph, ValueId val
 // The data of `transpose`'s output, from a weight's view, or null. Through
 // reshapes alone it is made where it is first read (and shared with the
 // other graphs of the process that transpose the same weight alike), so
-// that a compile whose kernels are cached moves no weight.
+// that a compile whose kernels are cached moves no weight; through a slice
+// it is made here, where the slice's evaluation may still fail (a lazy
+// tensor has no way to report it).
 std::shared_ptr<const LazyTensor> FoldedWeightTranspose(const Graph& graph, const Node& transpose) {
   const TensorType& type = graph.value(transpose.outputs[0]).type;
   std::optional<std::vector<int64_t>> strides =
