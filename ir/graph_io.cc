@@ -297,6 +297,15 @@ std::filesystem::path ExternalDataPath(const proto::ExternalData& external,
   return path;
 }
 
+// The type of `init`'s data, whose bytes must fit in this machine's memory.
+absl::StatusOr<TensorType> InitializerType(const proto::Initializer& init, absl::string_view what) {
+  LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(init.type(), what));
+  LOOM_RETURN_IF_ERROR(
+      CheckFitsInMemory(static_cast<double>(NumElements(type.shape)) * DTypeSize(type.dtype),
+                        absl::StrCat(what, ": its values")));
+  return type;
+}
+
 // Whether `random` can draw a tensor of `dtype`.
 absl::Status CheckRandomInit(const proto::RandomInit& random, DType dtype, absl::string_view what) {
   if (!(random.low() <= random.high())) {  // NaN too
@@ -317,10 +326,7 @@ absl::Status CheckRandomInit(const proto::RandomInit& random, DType dtype, absl:
 absl::StatusOr<std::shared_ptr<const LazyTensor>> LazyRandomInitializer(
     const proto::Initializer& init) {
   const std::string what = absl::StrCat("initializer '", init.name(), "'");
-  LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(init.type(), what));
-  LOOM_RETURN_IF_ERROR(
-      CheckFitsInMemory(static_cast<double>(NumElements(type.shape)) * DTypeSize(type.dtype),
-                        absl::StrCat(what, ": its values")));
+  LOOM_ASSIGN_OR_RETURN(TensorType type, InitializerType(init, what));
   LOOM_RETURN_IF_ERROR(CheckRandomInit(init.random(), type.dtype, what));
   return std::make_shared<const LazyTensor>(type, [type, random = init.random()] {
     Tensor tensor = Tensor::Uninitialized(type);  // FillRandom writes every element
@@ -486,10 +492,7 @@ absl::Status ReadExternalData(const proto::ExternalData& external, absl::string_
 absl::StatusOr<Tensor> MaterializeInitializer(const proto::Initializer& init,
                                               absl::string_view model_path) {
   const std::string what = absl::StrCat("initializer '", init.name(), "'");
-  LOOM_ASSIGN_OR_RETURN(TensorType type, ConvertType(init.type(), what));
-  LOOM_RETURN_IF_ERROR(
-      CheckFitsInMemory(static_cast<double>(NumElements(type.shape)) * DTypeSize(type.dtype),
-                        absl::StrCat(what, ": its values")));
+  LOOM_ASSIGN_OR_RETURN(TensorType type, InitializerType(init, what));
   // Random and external data write every element.
   Tensor tensor =
       init.init_case() == proto::Initializer::kValues ? Tensor(type) : Tensor::Uninitialized(type);
