@@ -657,9 +657,13 @@ static __attribute__((noinline)) void loom_matvecs(const float* v, int64_t vs, i
 }
 /* Products of n vectors with a matrix whose K rows the sum runs over:
    out[i * os + c] = sum over k of v[i * vs + k] * m[k * ld + c] for the
-   columns c < cols (a multiple of 16). A tile of R vectors by C vectors of
-   columns keeps its sums in registers, each of the matrix's rows loaded
-   once for the R vectors and no sum across lanes. With fewer than four
+   columns c < cols (a multiple of 16). A tile of R vectors by C * 16
+   columns keeps its sums in registers (loom_vecmat_vec: a register's
+   lanes; in an array of a struct of two GCC spilled six rows' sums), each
+   of the matrix's rows loaded once for the R vectors and no sum across
+   lanes. R is as many rows as the registers hold (AVX2, 12 of 16 sums
+   with a row's two and a vector's element: [16,64]x[64,256] at 74-80
+   GFLOP/s on a Zen 3 core, 46-53 with four rows). With fewer than four
    vectors the rows run in blocks of KB (a divisor of K; K for a matrix
    that stays in the cache), each block's tiles one after another: a
    large matrix is then read as a few sequential streams, not a tile's
@@ -667,69 +671,93 @@ static __attribute__((noinline)) void loom_matvecs(const float* v, int64_t vs, i
    columns of tiles, 1.6-1.7 with the weight's rows as dot products); with
    more vectors the sums leave their registers once. */
 #if defined(__AVX512F__)
+typedef loom_f32v16 loom_vecmat_vec;
 #define LOOM_VECMAT_TILE 4 /* 4 x 4 sums, 4 rows, a vector element: 25 of 32 registers */
-#else
+#define LOOM_VECMAT_ONE_TILE 4
+#define LOOM_VECMAT_ROWS 4
+#elif defined(__AVX__)
+typedef loom_f32v8 loom_vecmat_vec;
 #define LOOM_VECMAT_TILE 1
+#define LOOM_VECMAT_ONE_TILE 2
+#define LOOM_VECMAT_ROWS 6 /* 6 x 2 sums, 2 for a row, a vector element: 15 of 16 */
+#else
+typedef loom_f32v8 loom_vecmat_vec;
+#define LOOM_VECMAT_TILE 1
+#define LOOM_VECMAT_ONE_TILE 1
+#define LOOM_VECMAT_ROWS 4
 #endif
-template <int64_t KB, int R, int C>
-static inline void loom_vecmat_tile(const float* v, int64_t vs, const float* m, int64_t ld,
-                                    float* out, int64_t os, bool first) {
-  loom_f32v16 sums[R][C];
-#pragma GCC unroll 4
+/* The sums of a tile's first `some_rows` vectors (at most R). A WHOLE
+   tile has R, and its tests of the count fold away; WHOLE is a parameter
+   so that whole tiles have a function of their own (one function for
+   both, which GCC did not inline, ran them at 54-60 GFLOP/s, 72-82 so). */
+template <int64_t KB, int R, int C, bool WHOLE>
+static inline void loom_vecmat_tile(int64_t some_rows, const float* v, int64_t vs, const float* m,
+                                    int64_t ld, float* out, int64_t os, bool first) {
+  constexpr int L = sizeof(loom_vecmat_vec) / sizeof(float), W = 16 * C / L;
+  const int64_t rows = WHOLE ? R : some_rows;
+  loom_vecmat_vec sums[R][W];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) {
-      sums[r][c] = first ? loom_splat16(0.0f) : loom_load16(out + r * os + 16 * c);
+#pragma GCC unroll 8
+    for (int c = 0; c < W; ++c) {
+      sums[r][c] = loom_vecmat_vec{};
+      if (!first && r < rows) __builtin_memcpy(&sums[r][c], out + r * os + L * c, sizeof sums[r][c]);
     }
   }
   for (int64_t k = 0; k < KB; ++k) {
-    loom_f32v16 row[C];
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) row[c] = loom_load16(m + k * ld + 16 * c);
-#pragma GCC unroll 4
+    loom_vecmat_vec row[W];
+#pragma GCC unroll 8
+    for (int c = 0; c < W; ++c) __builtin_memcpy(&row[c], m + k * ld + L * c, sizeof row[c]);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const loom_f32v16 x = loom_splat16(v[r * vs + k]);
-#pragma GCC unroll 4
-      for (int c = 0; c < C; ++c) sums[r][c] += x * row[c];
+      if (r < rows) {
+        const float x = v[r * vs + k];
+#pragma GCC unroll 8
+        for (int c = 0; c < W; ++c) sums[r][c] += x * row[c];
+      }
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) loom_store16(out + r * os + 16 * c, sums[r][c]);
+    if (r < rows) {
+#pragma GCC unroll 8
+      for (int c = 0; c < W; ++c) __builtin_memcpy(out + r * os + L * c, &sums[r][c], sizeof sums[r][c]);
+    }
   }
 }
-/* Tiles of four vectors, then the rest in one tile, so that every vector
-   shares each row's loads; at most N vectors (the tiles for more are not
-   compiled: each costs the compiler some 0.03 s). */
+/* Whole tiles of R = LOOM_VECMAT_ROWS vectors (at most N: no larger tile
+   is compiled, each costing the compiler some 0.03 s), then the rest in
+   one tile that tests its count of rows, or, for one vector, a tile of one
+   (the tile of R ran one vector at 19-21 GFLOP/s, that of one 23). */
 template <int64_t KB, int C, int64_t N>
 static inline void loom_vecmat_columns(const float* v, int64_t vs, int64_t n, const float* m,
                                        int64_t ld, float* out, int64_t os, bool first) {
+  constexpr int R = N < LOOM_VECMAT_ROWS ? N : LOOM_VECMAT_ROWS;
   int64_t i = 0;
-  if constexpr (N >= 4) {
-    for (; i + 4 <= n; i += 4) {
-      loom_vecmat_tile<KB, 4, C>(v + i * vs, vs, m, ld, out + i * os, os, first);
+  for (; i + R <= n; i += R) {
+    loom_vecmat_tile<KB, R, C, true>(R, v + i * vs, vs, m, ld, out + i * os, os, first);
+  }
+  if constexpr (R > 1) {
+    if (n - i == 1) {
+      loom_vecmat_tile<KB, 1, C, true>(1, v + i * vs, vs, m, ld, out + i * os, os, first);
+    } else if (i < n) {
+      loom_vecmat_tile<KB, R, C, false>(n - i, v + i * vs, vs, m, ld, out + i * os, os, first);
     }
   }
-  const float* rest = v + i * vs;
-  float* rest_out = out + i * os;
-  if constexpr (N >= 3) {
-    if (n - i == 3) return loom_vecmat_tile<KB, 3, C>(rest, vs, m, ld, rest_out, os, first);
-  }
-  if constexpr (N >= 2) {
-    if (n - i == 2) return loom_vecmat_tile<KB, 2, C>(rest, vs, m, ld, rest_out, os, first);
-  }
-  if (n - i == 1) loom_vecmat_tile<KB, 1, C>(rest, vs, m, ld, rest_out, os, first);
 }
-/* COLS_64: cols is a multiple of 64, which needs no narrower tiles. */
+/* COLS_64: cols is a multiple of 64, which needs no narrower tiles. A
+   call for one vector has tiles of LOOM_VECMAT_ONE_TILE columns, whose
+   sums' chains are more than a tile of many vectors can hold in the
+   registers; a row's two sums wait on each other ([1,64]x[64,256] on a
+   Zen 3 core: 35-47 GFLOP/s with four sums, 24 with two). */
 template <int64_t K, int64_t KB, int64_t N, bool COLS_64>
 static inline void loom_vecmats_in_blocks(const float* v, int64_t vs, int64_t n, const float* m,
                                           int64_t ld, int64_t cols, float* out, int64_t os) {
+  constexpr int C = N == 1 ? LOOM_VECMAT_ONE_TILE : LOOM_VECMAT_TILE;
   for (int64_t k = 0; k < K; k += KB) {
     int64_t c = 0;
-    for (; c + 16 * LOOM_VECMAT_TILE <= cols; c += 16 * LOOM_VECMAT_TILE) {
-      loom_vecmat_columns<KB, LOOM_VECMAT_TILE, N>(v + k, vs, n, m + k * ld + c, ld, out + c, os,
-                                                   k == 0);
+    for (; c + 16 * C <= cols; c += 16 * C) {
+      loom_vecmat_columns<KB, C, N>(v + k, vs, n, m + k * ld + c, ld, out + c, os, k == 0);
     }
     if constexpr (!COLS_64) {
       for (; c < cols; c += 16) {
