@@ -53,10 +53,8 @@ constexpr int64_t kStepMatrixBytes = 512 << 10;
 // loom_vecmats' widest tile of columns (with AVX-512): its calls for a
 // multiple of this many columns compile no narrower tiles.
 constexpr int64_t kVecMatColumns = 64;
-// The most vectors of loom_vecmats's tiles (the most rows of any target's
-// LOOM_VECMAT_ROWS): a call's most vectors past this compile the same
-// tiles, so its code is the same for every batch from this on
-// (ir/shape_constants.h).
+// The most vectors of loom_vecmats's tiles, the most rows of any target's
+// LOOM_VECMAT_ROWS (VecMatTileVectors in vector_loops.cc).
 constexpr int64_t kVecMatTileVectors = 6;
 // A kernel of column reductions (CppPlanner::ColumnBlock) runs its
 // innermost outer loop in blocks of this many iterations, or of

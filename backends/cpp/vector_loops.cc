@@ -189,6 +189,15 @@ int64_t VecMatRowBlock(int64_t k, int64_t columns) {
   return kVecMatRowBlock;
 }
 
+// loom_vecmats' N for calls of at most `most_vectors` vectors: their count
+// below four, where a tile of that many is what a call runs; from four on
+// the widest tile of any target, whose last tile of a call tests its count
+// of rows (four rows so ran at 52-82 GFLOP/s on a Zen 3 core, a tile of
+// four at 45-56), so that every batch from four on compiles the same code.
+int64_t VecMatTileVectors(int64_t most_vectors) {
+  return most_vectors < 4 ? most_vectors : kVecMatTileVectors;
+}
+
 }  // namespace
 
 std::string KernelPrinter::MatVecsCall(const ComputeNode& node, int member, const MatVec& matvec,
@@ -199,7 +208,7 @@ std::string KernelPrinter::MatVecsCall(const ComputeNode& node, int member, cons
   const int64_t k = node.reduction_ranges[0];
   return absl::StrCat(
       matvec.rows_summed ? absl::StrCat("loom_vecmats<", k, ", ", VecMatRowBlock(k, most_rows),
-                                        ", ", std::min(most_vectors, kVecMatTileVectors), ", ",
+                                        ", ", VecMatTileVectors(most_vectors), ", ",
                                         most_rows % kVecMatColumns == 0 ? "true" : "false", ">(&")
                          : absl::StrCat("loom_matvecs<", k, ">(&"),
       RefText(node, plan_.load_refs[step_base_ + matvec.vector_step]), ", ", strides.vector, ", ",
