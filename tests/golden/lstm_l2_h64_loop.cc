@@ -746,10 +746,10 @@ static inline void loom_vecmat_columns(const float* v, int64_t vs, int64_t n, co
   }
 }
 /* COLS_64: cols is a multiple of 64, which needs no narrower tiles. A
-   call for one vector has tiles of LOOM_VECMAT_ONE_TILE columns, whose
-   sums' chains are more than a tile of many vectors can hold in the
-   registers; a row's two sums wait on each other ([1,64]x[64,256] on a
-   Zen 3 core: 35-47 GFLOP/s with four sums, 24 with two). */
+   call for one vector runs tiles of LOOM_VECMAT_ONE_TILE * 16 columns:
+   one vector's tile of 16 has too few chains of sums to hide the FMA's
+   latency ([1,64]x[64,256] on a Zen 3 core: 35-47 GFLOP/s in tiles of
+   32 columns, 24 in tiles of 16). */
 template <int64_t K, int64_t KB, int64_t N, bool COLS_64>
 static inline void loom_vecmats_in_blocks(const float* v, int64_t vs, int64_t n, const float* m,
                                           int64_t ld, int64_t cols, float* out, int64_t os) {
