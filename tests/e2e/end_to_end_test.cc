@@ -363,16 +363,18 @@ TEST(EndToEndTest, UnrolledRecurrenceStepsRunAsALoop) {
 TEST(EndToEndTest, RecurrencesKeptAsLoops) {
   EndToEndOptions options;
   options.rnn_loop = true;
-  // Batch 37: blocks of rows (whole tiles of four rows and the rest);
+  // Batch 37: blocks of rows (whole tiles of LOOM_VECMAT_ROWS rows and the
+  // rest in one tile); batch 9, a thread's five rows all in that one;
   // hidden 160: a recurrent weight that the products read in blocks of its
-  // rows for fewer than four rows, and whole for more; hidden 192: a team
-  // sharing each step's products.
+  // rows for fewer than four rows, and whole for more; hidden 40 at batch
+  // 1: one vector's wider tiles, then the narrower ones for the 160
+  // columns' last 32; hidden 192: a team sharing each step's products.
   struct Shape {
     int64_t seq, batch, hidden;
   };
   for (const auto [seq, batch, hidden] :
        {Shape{11, 3, 16}, Shape{1, 1, 16}, Shape{40, 2, 16}, Shape{5, 37, 16}, Shape{3, 1, 160},
-        Shape{3, 9, 160}, Shape{3, 1, 192}, Shape{4, 9, 192}}) {
+        Shape{3, 9, 160}, Shape{4, 1, 40}, Shape{3, 1, 192}, Shape{4, 9, 192}}) {
     SCOPED_TRACE(absl::StrCat("seq ", seq, ", batch ", batch, ", hidden ", hidden));
     Graph graph = Recurrences(seq, batch, hidden);
     ASSERT_TRUE(InferShapes(graph).ok());
