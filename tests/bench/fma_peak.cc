@@ -11,23 +11,34 @@
 // is that of the instructions loom's own code may use on this machine.
 //
 //   bazel run -c opt //tests/bench:fma_peak -- [--threads=N] [--rounds=5]
+//       [--vecmats=1,4,16]
 //
 // Prints one line per round and then `fma_peak_gflops=<median>` (what
-// tests/zoo/run_zoo.py reads).
+// tests/zoo/run_zoo.py reads). With --vecmats, then times on one thread
+// loom_vecmats, a recurrence's step product ([N,64]x[64,256] from the
+// prelude, with the tiles a kernel compiles for N rows), for each N, as
+// GFLOP/s and a share of the peak per thread just measured.
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "backends/common/c_scalar.h"
 #include "backends/cpp/native_compiler.h"
+#include "backends/cpp/prelude.h"
 
 ABSL_FLAG(int, threads, 0, "threads (0: OpenMP's default, every hardware thread)");
 ABSL_FLAG(int, rounds, 5, "timed rounds; the median is printed");
 ABSL_FLAG(long, iters, 20'000'000, "FMA steps per chain and round");
+ABSL_FLAG(std::vector<std::string>, vecmats, {},
+          "counts of rows N of loom_vecmats' [N,64]x[64,256] to time on one thread");
 
 namespace loom {
 namespace {
@@ -94,6 +105,81 @@ extern "C" float loom_fma_chains(long iters, int threads, int* lanes, int* chain
 )";
 using Chains = float (*)(long iters, int threads, int* lanes, int* chains, int* used);
 
+// `iters` products of n rows by loom_vecmats with the N a kernel compiles
+// for n (VecMatTileVectors in backends/cpp/vector_loops.cc: n below four,
+// else 6).
+constexpr char kVecMatsDriver[] = R"(
+extern "C" void loom_vecmats_bench(long n, long iters, const float* v, const float* m,
+                                   float* out) {
+  for (long i = 0; i < iters; ++i) {
+    if (n == 1) loom_vecmats<64, 64, 1, true>(v, 64, n, m, 256, 256, out, 256);
+    else if (n == 2) loom_vecmats<64, 64, 2, true>(v, 64, n, m, 256, 256, out, 256);
+    else if (n == 3) loom_vecmats<64, 64, 3, true>(v, 64, n, m, 256, 256, out, 256);
+    else loom_vecmats<64, 64, 6, true>(v, 64, n, m, 256, 256, out, 256);
+    __asm__ __volatile__("" ::: "memory");
+  }
+}
+)";
+
+using VecMats = void (*)(long n, long iters, const float* v, const float* m, float* out);
+
+using Floats = std::unique_ptr<float[], decltype(&std::free)>;
+
+// `count` floats of `value` starting on a 64-byte line.
+Floats LineAligned(long count, float value) {
+  const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+  Floats floats(static_cast<float*>(std::aligned_alloc(64, bytes)), &std::free);
+  std::fill(floats.get(), floats.get() + count, value);
+  return floats;
+}
+
+// Times loom_vecmats for each count of rows in --vecmats on this thread,
+// against `peak_per_thread` GFLOP/s.
+int RunVecMats(double peak_per_thread) {
+  cpp::NativeCompileOptions options;
+  options.openmp = true;
+  absl::StatusOr<cpp::CompiledLibrary> library = cpp::CompileAndLoad(
+      absl::StrCat(cpp::kPreludeHead, cscalar::CMathDeclarations(), cpp::kOpenMpDeclarations,
+                   cpp::VectorHelpers(/*teams=*/true), kVecMatsDriver),
+      options);
+  absl::StatusOr<void*> symbol =
+      library.ok() ? library->library.Symbol("loom_vecmats_bench") : library.status();
+  if (!symbol.ok()) {
+    std::fprintf(stderr, "fma_peak: %s\n", std::string(symbol.status().message()).c_str());
+    return 1;
+  }
+  const auto vecmats = reinterpret_cast<VecMats>(*symbol);
+  for (const std::string& text : absl::GetFlag(FLAGS_vecmats)) {
+    const long n = std::atol(text.c_str());
+    if (n < 1 || n > 64) {
+      std::fprintf(stderr, "fma_peak: --vecmats wants counts of rows from 1 to 64, not '%s'\n",
+                   text.c_str());
+      return 1;
+    }
+    // On cache lines, as loom's arena and weights are (a row of the weight
+    // across two lines slows every load).
+    const Floats v = LineAligned(n * 64, 0.5f), m = LineAligned(64 * 256, 0.25f),
+                 out = LineAligned(n * 256, 0.0f);
+    const long iters = 20'000;
+    vecmats(n, iters / 10, v.get(), m.get(), out.get());
+    std::vector<double> gflops;
+    for (int round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      vecmats(n, iters, v.get(), m.get(), out.get());
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      gflops.push_back(2.0 * n * 64 * 256 * iters / seconds / 1e9);
+    }
+    std::sort(gflops.begin(), gflops.end());
+    const double median = gflops[gflops.size() / 2];
+    std::printf(
+        "vecmats rows=%ld: %.1f GFLOP/s on one thread (median of %zu), %.0f%% of the peak "
+        "per thread\n",
+        n, median, gflops.size(), 100 * median / peak_per_thread);
+  }
+  return 0;
+}
+
 int Run() {
   cpp::NativeCompileOptions options;
   options.openmp = true;
@@ -125,7 +211,7 @@ int Run() {
   }
   std::sort(gflops.begin(), gflops.end());
   std::printf("fma_peak_gflops=%.1f\n", gflops[gflops.size() / 2]);
-  return 0;
+  return absl::GetFlag(FLAGS_vecmats).empty() ? 0 : RunVecMats(gflops[gflops.size() / 2] / used);
 }
 
 }  // namespace
