@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -29,6 +30,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "backends/common/c_scalar.h"
 #include "backends/cpp/native_compiler.h"
@@ -150,8 +152,8 @@ int RunVecMats(double peak_per_thread) {
   }
   const auto vecmats = reinterpret_cast<VecMats>(*symbol);
   for (const std::string& text : absl::GetFlag(FLAGS_vecmats)) {
-    const long n = std::atol(text.c_str());
-    if (n < 1 || n > 64) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(text, &n) || n < 1 || n > 64) {
       std::fprintf(stderr, "fma_peak: --vecmats wants counts of rows from 1 to 64, not '%s'\n",
                    text.c_str());
       return 1;
@@ -173,9 +175,9 @@ int RunVecMats(double peak_per_thread) {
     std::sort(gflops.begin(), gflops.end());
     const double median = gflops[gflops.size() / 2];
     std::printf(
-        "vecmats rows=%ld: %.1f GFLOP/s on one thread (median of %zu), %.0f%% of the peak "
+        "vecmats rows=%lld: %.1f GFLOP/s on one thread (median of %zu), %.0f%% of the peak "
         "per thread\n",
-        n, median, gflops.size(), 100 * median / peak_per_thread);
+        static_cast<long long>(n), median, gflops.size(), 100 * median / peak_per_thread);
   }
   return 0;
 }
