@@ -59,35 +59,36 @@ TEST(CodegenTest, AGemmKernelCallsALibraryPerBatchPosition) {
   EXPECT_TRUE(source.calls_blas);
   // The threads share the batch: whole calls when each gets as many, else a
   // block of every call's rows; each call is serial, in one parallel region.
-  EXPECT_THAT(source.text,
-              HasSubstr("  const int loom_split = 4 % loom_threads == 0 || 4 >= 4 * loom_threads;\n"
-                        "#if LOOM_BLIS\n"
-                        "  bli_thread_set_num_threads(1);\n"
-                        "#endif\n"
-                        "  #pragma omp parallel\n"
-                        "  {\n"
-                        "    const int64_t loom_blocks = loom_split ? 1 : loom_threads < 16 ? "
-                        "loom_threads : 16;\n"
-                        "    #pragma omp for collapse(2)\n"
-                        "    for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
-                        "      for (int64_t r = 0; r < loom_blocks; ++r) {\n"
-                        "        const int64_t loom_first = 16 * r / loom_blocks;\n"
-                        "        const int64_t loom_last = 16 * (r + 1) / loom_blocks;\n"
-                        "#if LOOM_BLIS\n"
-                        "        if (16 >= 256 && (int64_t)16 * 32 * 8 >= 16777216) {\n"
-                        "          bli_sgemm(0, 0, loom_last - loom_first, 32, 8, &loom_blis_one, "
-                        "p0 + loom_first * 8 + x0 * 128, 8, 1, p1 + x0 * 256, 32, 1, "
-                        "&loom_blis_zero, p2 + loom_first * 32 + x0 * 512, 32, 1);\n"
-                        "        } else\n"
-                        "#endif\n"
-                        "        {\n"
-                        "          dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 8, 1.0f, "
-                        "p0 + loom_first * 8 + x0 * 128, 8, p1 + x0 * 256, 32, 0.0f, "
-                        "p2 + loom_first * 32 + x0 * 512, 32);\n"
-                        "        }\n"
-                        "      }\n"
-                        "    }\n"
-                        "  }\n"));
+  EXPECT_THAT(
+      source.text,
+      HasSubstr("  const int loom_split = 4 % loom_threads == 0 || 4 >= 4 * loom_threads;\n"
+                "#if LOOM_BLIS\n"
+                "  bli_thread_set_num_threads(1);\n"
+                "#endif\n"
+                "  #pragma omp parallel\n"
+                "  {\n"
+                "    const int64_t loom_blocks = loom_split ? 1 : loom_threads < 16 ? "
+                "loom_threads : 16;\n"
+                "    #pragma omp for collapse(2)\n"
+                "    for (int64_t x0 = 0; x0 < 4; ++x0) {\n"
+                "      for (int64_t r = 0; r < loom_blocks; ++r) {\n"
+                "        const int64_t loom_first = 16 * r / loom_blocks;\n"
+                "        const int64_t loom_last = 16 * (r + 1) / loom_blocks;\n"
+                "#if LOOM_BLIS\n"
+                "        if (loom_blis_ahead && 16 >= 256 && (int64_t)16 * 32 * 8 >= 16777216) {\n"
+                "          bli_sgemm(0, 0, loom_last - loom_first, 32, 8, &loom_blis_one, "
+                "p0 + loom_first * 8 + x0 * 128, 8, 1, p1 + x0 * 256, 32, 1, "
+                "&loom_blis_zero, p2 + loom_first * 32 + x0 * 512, 32, 1);\n"
+                "        } else\n"
+                "#endif\n"
+                "        {\n"
+                "          dnnl_sgemm('N', 'N', loom_last - loom_first, 32, 8, 1.0f, "
+                "p0 + loom_first * 8 + x0 * 128, 8, p1 + x0 * 256, 32, 0.0f, "
+                "p2 + loom_first * 32 + x0 * 512, 32);\n"
+                "        }\n"
+                "      }\n"
+                "    }\n"
+                "  }\n"));
   // A product of 2^12 multiply-adds runs on one thread (RunsAlone),
   // decided as it runs.
   EXPECT_THAT(source.text, HasSubstr("  const bool loom_alone = (int64_t)16 * 32 * 8 < 1048576;\n"
@@ -226,11 +227,25 @@ TEST(CodegenTest, AGemmWithASlowLeadingDimensionNeedsMoreRowsPerThread) {
   // and it has 2^20 elements.
   for (const auto& [width, depth] : {std::pair{32, 16}, {1024, 16}, {1000, 1024}}) {
     EXPECT_THAT(Emit(LinearRelu(width, depth), openmp).text,
-                HasSubstr("const int loom_per_thread = 128 >= 64 * loom_threads;\n"))
+                HasSubstr("const int loom_per_thread = 128 >= 64 * loom_threads"))
         << width << "x" << depth;
   }
   EXPECT_THAT(Emit(LinearRelu(1024, 1024), openmp).text,
               HasSubstr("const int loom_per_thread = 128 >= 128 * loom_threads;\n"));
+}
+
+// Where the target has AVX2 but not AVX-512, one library call on every
+// thread shares a deep product with 256 to 511 rows a thread
+// (library_calls.cc, kSharesMinDepth), as the kernel decides when it runs;
+// BLIS takes it only where it runs ahead of oneDNN.
+TEST(CodegenTest, ADeepProductOfManyRowsIsSharedOnAvx2) {
+  proto::CppOptions openmp;
+  openmp.set_openmp(true);
+  const std::string text = Emit(LinearRelu(768, 768, /*rows=*/512), openmp).text;
+  EXPECT_THAT(text, HasSubstr("const int loom_per_thread = 512 >= 64 * loom_threads && "
+                              "!(LOOM_AVX2_ONLY && 768 >= 768 && 512 >= 256 * loom_threads && "
+                              "512 < 512 * loom_threads);\n"));
+  EXPECT_THAT(text, HasSubstr("if (loom_blis_ahead && 512 >= 256 && "));
 }
 
 TEST(CodegenTest, AThreadsBlockOfRowsDecidesAtRunTimeOnItsLastColumn) {

@@ -37,8 +37,9 @@ constexpr int64_t kBlisMinRows = 256;
 // MayCallBlis's rule on sizes as a C++ condition of the product's shape
 // constants, so that its kernel decides as it runs.
 std::string BlisSizeCondition(const Gemm& gemm) {
-  return absl::StrCat(MarkShapeConstant(gemm.m), " >= ", kBlisMinRows, " && ",
-                      MarkedProduct({gemm.m, gemm.n, gemm.k}), " >= ", kBlisMinMultiplyAdds);
+  return absl::StrCat("loom_blis_ahead && ", MarkShapeConstant(gemm.m), " >= ", kBlisMinRows,
+                      " && ", MarkedProduct({gemm.m, gemm.n, gemm.k}),
+                      " >= ", kBlisMinMultiplyAdds);
 }
 
 // `p` advanced to the batch position x0, x1, ... and the accumulation
@@ -401,12 +402,41 @@ constexpr int64_t kRowsPerThread = 64;
 constexpr int64_t kRowsPerThreadOnSlowLeading = 128;
 constexpr int64_t kSlowLeadingMinElements = int64_t{1} << 20;
 
+// But where the target has AVX2 but not AVX-512, a product of a depth of
+// kSharesMinDepth or more with 256 to 511 rows a thread is shared by one
+// library call on every thread: the threads' serial calls, each packing all
+// of b for itself, took 0.96-1.24x its time with oneDNN (17 of 18 above 1)
+// and 1.03-1.30x with BLIS (bench gemm_libraries --blocks, three runs, a
+// Zen 3 on 2 threads; [512,3072]x[3072,768] 1.15-1.21x with either). With
+// 512 rows a thread or more, and over a 1x1 conv's shallow products, they
+// ran level (0.96-1.09x); with 128, 0.93-1.17x, left alone. AVX-512 is
+// not measured.
+constexpr int64_t kSharesMinDepth = 768;
+constexpr int64_t kSharesRowsPerThread[2] = {256, 512};
+
 namespace {
 
 int64_t RowsPerThread(const Gemm& gemm) {
   return HasSlowLeadingDimension(gemm) && gemm.k * gemm.n >= kSlowLeadingMinElements
              ? kRowsPerThreadOnSlowLeading
              : kRowsPerThread;
+}
+
+// Whether the threads' own blocks of rows run the product: enough rows for
+// each, and not one that a call on every thread runs faster
+// (kSharesMinDepth; LOOM_AVX2_ONLY is in kBlisDeclaration, which the
+// products that may call BLIS include), as a C++ condition decided as the
+// kernel runs.
+std::string PerThreadCondition(const Gemm& gemm) {
+  const std::string rows = MarkShapeConstant(gemm.m);
+  std::string condition = absl::StrCat(rows, " >= ", RowsPerThread(gemm), " * loom_threads");
+  if (MayCallBlisAtSomeSize(gemm)) {
+    absl::StrAppend(&condition, " && !(LOOM_AVX2_ONLY && ", MarkShapeConstant(gemm.k),
+                    " >= ", kSharesMinDepth, " && ", rows, " >= ", kSharesRowsPerThread[0],
+                    " * loom_threads && ", rows, " < ", kSharesRowsPerThread[1],
+                    " * loom_threads)");
+  }
+  return condition;
 }
 
 }  // namespace
@@ -427,8 +457,8 @@ std::string PrintGemmWithEpilogue(const Gemm& gemm, const std::string& epilogue_
       "%s  const float* g0 = (const float*)a[%d];\n  const float* g1 = (const float*)a[%d];\n"
       "  float* g2 = (float*)a[%d];\n"
       "  const int loom_threads = omp_get_max_threads();\n"
-      "  const int loom_per_thread = %s >= %d * loom_threads;\n",
-      epilogue_params, first, first + 1, first + 2, MarkShapeConstant(gemm.m), RowsPerThread(gemm));
+      "  const int loom_per_thread = %s;\n",
+      epilogue_params, first, first + 1, first + 2, PerThreadCondition(gemm));
   if (MayCallBlisAtSomeSize(gemm)) {
     absl::StrAppend(&body,
                     "#if LOOM_BLIS\n  bli_thread_set_num_threads(loom_per_thread ? 1 : "

@@ -14,7 +14,8 @@ namespace loom::cpp {
 // Whether an f32 product is large enough to call BLIS rather than oneDNN
 // where the target has AVX2 but not AVX-512 (kBlisDeclaration): 2^24
 // multiply-adds or more (256^3) and 256 rows or more, where BLIS measured
-// faster (tests/bench:gemm_libraries). With fewer rows BLIS packs all of the
+// faster on an Intel CPU (tests/bench:gemm_libraries; on AMD's, where it
+// did not, the kernel calls oneDNN: loom_blis_ahead). With fewer rows BLIS packs all of the
 // second operand for little reuse: [32,256]x[256,8000] ran at 31-39 GFLOP/s
 // against oneDNN's 60-87, [32,1024]x[1024,1024] at 65-71 against 88, and
 // from 64 to 128 rows the two were level.

@@ -67,7 +67,12 @@ extern "C" int dnnl_sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int6
                           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                           float beta, float* c, int64_t ldc);
 
-#if defined(LOOM_HAVE_BLIS) && defined(_OPENMP) && defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#define LOOM_AVX2_ONLY 1
+#else
+#define LOOM_AVX2_ONLY 0
+#endif
+#if defined(LOOM_HAVE_BLIS) && defined(_OPENMP) && LOOM_AVX2_ONLY
 #define LOOM_BLIS 1
 extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                           const float* alpha, const float* a, int64_t rs_a, int64_t cs_a,
@@ -75,6 +80,9 @@ extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_
                           int64_t rs_c, int64_t cs_c);
 extern "C" void bli_thread_set_num_threads(int64_t threads);
 static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
+/* Not on AMD's CPUs, where oneDNN's AVX2 sgemm ran level with BLIS or
+   ahead on the products BLIS may take (library_calls.h, MayCallBlis). */
+static const bool loom_blis_ahead = !__builtin_cpu_is("amd");
 #else
 #define LOOM_BLIS 0
 #endif
@@ -842,7 +850,7 @@ extern "C" void loom_f2(void* const* a) {
   bli_thread_set_num_threads(omp_get_max_threads());
 #endif
 #if LOOM_BLIS
-  if (32 >= 256 && (int64_t)32 * 256 * 32 >= 16777216) {
+  if (loom_blis_ahead && 32 >= 256 && (int64_t)32 * 256 * 32 >= 16777216) {
     bli_sgemm(0, 0, 32, 256, 32, &loom_blis_one, p0, 32, 1, p1, 256, 1, &loom_blis_zero, p2, 256, 1);
   } else
 #endif
@@ -996,7 +1004,7 @@ extern "C" void loom_f5(void* const* a) {
   bli_thread_set_num_threads(omp_get_max_threads());
 #endif
 #if LOOM_BLIS
-  if (32 >= 256 && (int64_t)32 * 256 * 64 >= 16777216) {
+  if (loom_blis_ahead && 32 >= 256 && (int64_t)32 * 256 * 64 >= 16777216) {
     bli_sgemm(0, 0, 32, 256, 64, &loom_blis_one, p0, 64, 1, p1, 256, 1, &loom_blis_zero, p2, 256, 1);
   } else
 #endif

@@ -67,7 +67,12 @@ extern "C" int dnnl_sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int6
                           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                           float beta, float* c, int64_t ldc);
 
-#if defined(LOOM_HAVE_BLIS) && defined(_OPENMP) && defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#define LOOM_AVX2_ONLY 1
+#else
+#define LOOM_AVX2_ONLY 0
+#endif
+#if defined(LOOM_HAVE_BLIS) && defined(_OPENMP) && LOOM_AVX2_ONLY
 #define LOOM_BLIS 1
 extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                           const float* alpha, const float* a, int64_t rs_a, int64_t cs_a,
@@ -75,6 +80,9 @@ extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_
                           int64_t rs_c, int64_t cs_c);
 extern "C" void bli_thread_set_num_threads(int64_t threads);
 static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
+/* Not on AMD's CPUs, where oneDNN's AVX2 sgemm ran level with BLIS or
+   ahead on the products BLIS may take (library_calls.h, MayCallBlis). */
+static const bool loom_blis_ahead = !__builtin_cpu_is("amd");
 #else
 #define LOOM_BLIS 0
 #endif
@@ -87,7 +95,7 @@ extern "C" void loom_f0(void* const* a) {
   const float* g1 = (const float*)a[4];
   float* g2 = (float*)a[5];
   const int loom_threads = omp_get_max_threads();
-  const int loom_per_thread = 2 >= 64 * loom_threads;
+  const int loom_per_thread = 2 >= 64 * loom_threads && !(LOOM_AVX2_ONLY && 32 >= 768 && 2 >= 256 * loom_threads && 2 < 512 * loom_threads);
 #if LOOM_BLIS
   bli_thread_set_num_threads(loom_per_thread ? 1 : loom_threads);
 #endif
@@ -95,7 +103,7 @@ extern "C" void loom_f0(void* const* a) {
     const bool loom_alone = (int64_t)2 * 64 * 32 < 1048576;
     if (loom_alone) omp_set_num_threads(1);
 #if LOOM_BLIS
-    if (2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
+    if (loom_blis_ahead && 2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
       bli_sgemm(0, 0, 2, 64, 32, &loom_blis_one, g0, 32, 1, g1, 64, 1, &loom_blis_zero, g2, 64, 1);
     } else
 #endif
@@ -121,7 +129,7 @@ extern "C" void loom_f0(void* const* a) {
     const bool loom_alone = (int64_t)2 * 64 * 32 < 1048576;
     if (loom_alone) omp_set_num_threads(1);
 #if LOOM_BLIS
-    if (2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
+    if (loom_blis_ahead && 2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
       bli_sgemm(0, 0, 2, 64, 32, &loom_blis_one, g0, 32, 1, g1, 64, 1, &loom_blis_zero, g2, 64, 1);
     } else
 #endif
@@ -137,7 +145,7 @@ extern "C" void loom_f0(void* const* a) {
     const int64_t loom_last = 2 * (omp_get_thread_num() + 1) / loom_team;
     if (loom_per_thread) {
 #if LOOM_BLIS
-      if (2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
+      if (loom_blis_ahead && 2 >= 256 && (int64_t)2 * 64 * 32 >= 16777216) {
         bli_sgemm(0, 0, loom_last - loom_first, 64, 32, &loom_blis_one, g0 + loom_first * 32, 32, 1, g1, 64, 1, &loom_blis_zero, g2 + loom_first * 64, 64, 1);
       } else
 #endif
@@ -167,7 +175,7 @@ extern "C" void loom_f1(void* const* a) {
   const float* g1 = (const float*)a[4];
   float* g2 = (float*)a[5];
   const int loom_threads = omp_get_max_threads();
-  const int loom_per_thread = 2 >= 64 * loom_threads;
+  const int loom_per_thread = 2 >= 64 * loom_threads && !(LOOM_AVX2_ONLY && 64 >= 768 && 2 >= 256 * loom_threads && 2 < 512 * loom_threads);
 #if LOOM_BLIS
   bli_thread_set_num_threads(loom_per_thread ? 1 : loom_threads);
 #endif
@@ -175,7 +183,7 @@ extern "C" void loom_f1(void* const* a) {
     const bool loom_alone = (int64_t)2 * 32 * 64 < 1048576;
     if (loom_alone) omp_set_num_threads(1);
 #if LOOM_BLIS
-    if (2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
+    if (loom_blis_ahead && 2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
       bli_sgemm(0, 0, 2, 32, 64, &loom_blis_one, g0, 64, 1, g1, 32, 1, &loom_blis_zero, g2, 32, 1);
     } else
 #endif
@@ -200,7 +208,7 @@ extern "C" void loom_f1(void* const* a) {
     const bool loom_alone = (int64_t)2 * 32 * 64 < 1048576;
     if (loom_alone) omp_set_num_threads(1);
 #if LOOM_BLIS
-    if (2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
+    if (loom_blis_ahead && 2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
       bli_sgemm(0, 0, 2, 32, 64, &loom_blis_one, g0, 64, 1, g1, 32, 1, &loom_blis_zero, g2, 32, 1);
     } else
 #endif
@@ -216,7 +224,7 @@ extern "C" void loom_f1(void* const* a) {
     const int64_t loom_last = 2 * (omp_get_thread_num() + 1) / loom_team;
     if (loom_per_thread) {
 #if LOOM_BLIS
-      if (2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
+      if (loom_blis_ahead && 2 >= 256 && (int64_t)2 * 32 * 64 >= 16777216) {
         bli_sgemm(0, 0, loom_last - loom_first, 32, 64, &loom_blis_one, g0 + loom_first * 64, 64, 1, g1, 32, 1, &loom_blis_zero, g2 + loom_first * 32, 32, 1);
       } else
 #endif
