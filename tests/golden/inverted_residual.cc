@@ -92,9 +92,18 @@ extern "C" void bli_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_
                           int64_t rs_c, int64_t cs_c);
 extern "C" void bli_thread_set_num_threads(int64_t threads);
 static const float loom_blis_zero = 0.0f, loom_blis_one = 1.0f;
+extern "C" char* getenv(const char* name) noexcept;
 /* Not on AMD's CPUs, where oneDNN's AVX2 sgemm ran level with BLIS or
-   ahead on the products BLIS may take (library_calls.h, MayCallBlis). */
-static const bool loom_blis_ahead = !__builtin_cpu_is("amd");
+   ahead on the products BLIS may take (library_calls.h, MayCallBlis);
+   $LOOM_BLIS_AHEAD, 1 or 0, decides instead. */
+static bool loom_blis_choice() {
+  const char* chosen = getenv("LOOM_BLIS_AHEAD");
+  if (chosen != nullptr && (chosen[0] == '0' || chosen[0] == '1') && chosen[1] == '\0') {
+    return chosen[0] == '1';
+  }
+  return !__builtin_cpu_is("amd");
+}
+static const bool loom_blis_ahead = loom_blis_choice();
 #else
 #define LOOM_BLIS 0
 #endif
