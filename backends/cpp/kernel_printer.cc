@@ -421,8 +421,10 @@ std::string KernelPrinter::PrintStreaming(const Kernel& kernel, std::vector<std:
   return body_;
 }
 
-// Threads share the members' loops when there are more threads than
-// outer iterations, else the outer loops. The members are one function
+// Threads share the members' loops when the outer iterations do not
+// share evenly among them and are fewer than four each (3 rows on 2
+// threads would keep one thread idle a third of the time), else the outer
+// loops (as a batch of products is shared, library_calls.cc). The members are one function
 // of the outer positions, called from a serial loop or a parallel one: a
 // member's parallel region inside the outer loop's (even one that runs
 // alone, `if` false) was a nested team, which libgomp starts afresh each
@@ -430,8 +432,10 @@ std::string KernelPrinter::PrintStreaming(const Kernel& kernel, std::vector<std:
 std::string KernelPrinter::PrintSplitting(const Kernel& kernel,
                                           const std::vector<std::string>& pragmas) {
   const std::vector<int64_t>& outer = plan_.outer;
-  Line(1, absl::StrCat("const int loom_split = omp_get_max_threads() > ",
-                       MarkShapeConstant(NumElements(outer)), ";"));
+  const std::string rows = MarkShapeConstant(NumElements(outer));
+  Line(1, "const int loom_threads = omp_get_max_threads();");
+  Line(1, absl::StrCat("const int loom_split = ", rows, " % loom_threads != 0 && ", rows,
+                       " < 4 * loom_threads;"));
   std::string params_of_row, row;
   for (size_t i = 0; i < outer.size(); ++i) {
     absl::StrAppend(&params_of_row, i == 0 ? "" : ", ", "int64_t x", i);
