@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "backends/cpp/library_calls.h"
 #include "backends/cpp/outline.h"
 #include "ir/shape_constants.h"
 
@@ -421,21 +422,20 @@ std::string KernelPrinter::PrintStreaming(const Kernel& kernel, std::vector<std:
   return body_;
 }
 
-// Threads share the members' loops when the outer iterations do not
-// share evenly among them and are fewer than four each (3 rows on 2
-// threads would keep one thread idle a third of the time), else the outer
-// loops (as a batch of products is shared, library_calls.cc). The members are one function
-// of the outer positions, called from a serial loop or a parallel one: a
-// member's parallel region inside the outer loop's (even one that runs
-// alone, `if` false) was a nested team, which libgomp starts afresh each
-// time (lstm_l6_h256 sharing its products: 100 ms instead of 1.4).
+// Threads share the outer loops when the outer iterations share evenly
+// among them or are four a thread or more (SharesEvenly), else the
+// members' loops (3 rows on 2 threads kept one thread idle a third of the
+// time). The members are one function of the outer positions, called
+// from a serial loop or a parallel one: a member's parallel region inside
+// the outer loop's (even one that runs alone, `if` false) was a nested
+// team, which libgomp starts afresh each time (lstm_l6_h256 sharing its
+// products: 100 ms instead of 1.4).
 std::string KernelPrinter::PrintSplitting(const Kernel& kernel,
                                           const std::vector<std::string>& pragmas) {
   const std::vector<int64_t>& outer = plan_.outer;
   const std::string rows = MarkShapeConstant(NumElements(outer));
   Line(1, "const int loom_threads = omp_get_max_threads();");
-  Line(1, absl::StrCat("const int loom_split = ", rows, " % loom_threads != 0 && ", rows,
-                       " < 4 * loom_threads;"));
+  Line(1, absl::StrCat("const int loom_split = !(", SharesEvenly(rows), ");"));
   std::string params_of_row, row;
   for (size_t i = 0; i < outer.size(); ++i) {
     absl::StrAppend(&params_of_row, i == 0 ? "" : ", ", "int64_t x", i);

@@ -183,7 +183,7 @@ std::string GemmCall(const Gemm& gemm, const GemmOperands& operands, const std::
 // spinning: 67-89 ms so, 28 ms with blocks of rows).
 constexpr char kSplitBatch[] =
     "  const int loom_threads = omp_get_max_threads();\n"
-    "  const int loom_split = %s %% loom_threads == 0 || %s >= 4 * loom_threads;\n";
+    "  const int loom_split = %s;\n";
 
 // The start of that parallel region and of its loops over the calls (each
 // thread taking whole calls, or blocks of rows, loom_blocks to a call).
@@ -272,6 +272,10 @@ std::string BlockCall(const Gemm& block, const std::string& a, const std::string
 
 }  // namespace
 
+std::string SharesEvenly(const std::string& count) {
+  return absl::StrCat(count, " % loom_threads == 0 || ", count, " >= 4 * loom_threads");
+}
+
 bool MayRunAlone(const Gemm& gemm, bool openmp) { return openmp && gemm.batch.empty(); }
 
 bool RunsAlone(const Gemm& gemm, bool openmp) {
@@ -327,7 +331,7 @@ std::string PrintGemm(const Gemm& gemm, bool openmp, std::vector<BufferRef>& arg
   splits = openmp && calls > 1;
   if (splits) {
     const std::string marked_calls = MarkShapeConstant(calls);
-    absl::StrAppend(&body, absl::StrFormat(kSplitBatch, marked_calls, marked_calls));
+    absl::StrAppend(&body, absl::StrFormat(kSplitBatch, SharesEvenly(marked_calls)));
   }
   if (MayCallBlisAtSomeSize(gemm)) absl::StrAppend(&body, BlisThreads(splits));
   int depth = 1;

@@ -15,10 +15,10 @@ namespace loom::cpp {
 // where the target has AVX2 but not AVX-512 (kBlisDeclaration): 2^24
 // multiply-adds or more (256^3) and 256 rows or more, where BLIS measured
 // faster on an Intel CPU (tests/bench:gemm_libraries; on AMD's, where it
-// did not, the kernel calls oneDNN: loom_blis_ahead). With fewer rows BLIS packs all of the
-// second operand for little reuse: [32,256]x[256,8000] ran at 31-39 GFLOP/s
-// against oneDNN's 60-87, [32,1024]x[1024,1024] at 65-71 against 88, and
-// from 64 to 128 rows the two were level.
+// did not, the kernel calls oneDNN: loom_blis_ahead). With fewer rows BLIS
+// packs all of the second operand for little reuse: [32,256]x[256,8000]
+// ran at 31-39 GFLOP/s against oneDNN's 60-87, [32,1024]x[1024,1024] at
+// 65-71 against 88, and from 64 to 128 rows the two were level.
 // Not those that call OpenBLAS (MayCallOpenBlas).
 bool MayCallBlis(const Gemm& gemm);
 // Whether it may at some size, all but the sizes of MayCallBlis: such a
@@ -59,6 +59,12 @@ bool RunsAlone(const Gemm& gemm, bool openmp);
 // Whether its kernel decides that as it runs (for a product that is not a
 // batch): its code is then the same for every shape.
 bool MayRunAlone(const Gemm& gemm, bool openmp);
+
+// Whether `count` pieces of work (a C++ expression) share evenly among a
+// kernel's `loom_threads` or are four a thread or more, as a C++ condition:
+// then the threads take whole pieces (a batch's products, a kernel's outer
+// rows), else they share each piece, so that none idles in a last round.
+std::string SharesEvenly(const std::string& count);
 
 // The body of the function for a gemm kernel, which calls oneDNN's
 // dnnl_sgemm (f32; or, on AVX2, BLIS's bli_sgemm or OpenBLAS's cblas_sgemm,
