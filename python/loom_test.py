@@ -76,6 +76,23 @@ class LoomTest(unittest.TestCase):
         self.assertEqual(y.dtype, np.float16)
         np.testing.assert_array_equal(y, x + x)  # numpy's float16 rounds alike: 65504 to inf
 
+    def test_bfloat16_is_ml_dtypes_or_its_bits(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "bf16.pbtxt")
+            with open(path, "w") as graph:
+                graph.write('name: "bf16" input { name: "x" type { dtype: BF16 shape: [3] } }\n'
+                            'node { name: "add" op: "add" input: "x" input: "x" output: "y" }\n'
+                            'output: "y"\n')
+            model = loom.compile(path)
+        (_, dtype, _), = model.inputs
+        self.assertEqual((dtype.kind, dtype.itemsize), ("V", 2))  # ml_dtypes', or a record
+        x = np.array([0x3F80, 0xC040, 0x0000], np.uint16).view(dtype)  # 1, -3, 0
+        y = model(x)
+        self.assertEqual(y.dtype, dtype)
+        np.testing.assert_array_equal(y.view(np.uint16), [0x4000, 0xC0C0, 0x0000])  # 2, -6, 0
+        with self.assertRaises(loom.InvalidArgumentError):
+            model(np.zeros(3, [("other", np.uint16)]))
+
     def test_a_raw_call_runs_on_the_callers_memory(self):
         call = self.lstm.raw_call([("x", np.float32, (2, 16, 32))])
         outputs = [np.empty(shape, dtype) for _, dtype, shape in self.lstm.outputs]

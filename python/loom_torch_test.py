@@ -5,6 +5,7 @@ a warning) where loom does not compile. Skips without torch."""
 import gc
 import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -591,6 +592,20 @@ class LoomTorchTest(unittest.TestCase):
             graph = f.read()
         self.assertEqual(graph.count("constant {"), 5)
         self.assertNotIn("weight {", graph)
+
+    def test_a_round_trip_through_bfloat16(self):
+        def rounded(x):  # numpy has no bfloat16: ml_dtypes', imported when it is needed
+            return x.to(torch.bfloat16).to(torch.float32) * 3
+        self.check_against_eager(Function(rounded), torch.randn(4, 64), tolerance=0)
+
+    def test_importing_loom_leaves_ml_dtypes_unimported(self):
+        # Its import takes 0.6 s; a model of numpy's own dtypes never needs it.
+        if importlib.util.find_spec("ml_dtypes") is None:
+            self.skipTest("ml_dtypes is not installed")
+        imported = subprocess.run(
+            [sys.executable, "-c", "import sys, loom.torch; print('ml_dtypes' in sys.modules)"],
+            capture_output=True, text=True, check=True).stdout
+        self.assertEqual(imported.strip(), "False")
 
     def test_the_seed_group_norm_is_one_kernel(self):
         module = nn.GroupNorm(2, 16)

@@ -16,6 +16,7 @@ tensor).
 
 import collections
 import ctypes
+import functools
 import math
 import os
 import threading
@@ -43,15 +44,26 @@ _INVALID_ARGUMENT = 1
 
 class _DType(NamedTuple):
     """One of loom's dtypes: loom's name for it (graph text writes it in
-    capitals: F32), numpy's dtype, and torch's name for it (torch.float32)
-    where the torch.compile backend passes it to and from torch: not the
-    unsigned types wider than a byte, which torch added in 2.3 as
-    "barebones" types that most of its ops refuse."""
+    capitals: F32), numpy's own dtype for it or, for a type numpy lacks,
+    ml_dtypes' name and the bits that stand for it without ml_dtypes, and
+    torch's name for it (torch.float32) where the torch.compile backend
+    passes it to and from torch: not the unsigned types wider than a byte,
+    which torch added in 2.3 as "barebones" types that most of its ops
+    refuse."""
     name: str
-    numpy: np.dtype
-    torch: Optional[str]
+    builtin: Optional[np.dtype]
+    torch: Optional[str] = None
+    ml_name: Optional[str] = None
+    bits: Optional[type] = None
+
+    @property
+    def numpy(self):
+        """numpy's dtype: ml_dtypes' is imported at its first use, not with
+        loom (its import takes 0.6 s)."""
+        return self.builtin if self.builtin is not None else _ml_dtype(self.ml_name, self.bits)
 
 
+@functools.lru_cache(maxsize=None)
 def _ml_dtype(name, bits):
     """numpy's dtype for a type numpy lacks (bfloat16, the 8- and 4-bit
     floats, the 4- and 2-bit integers, one element a byte as loom holds
@@ -62,6 +74,11 @@ def _ml_dtype(name, bits):
         return np.dtype(getattr(ml_dtypes, name))
     except ImportError:
         return np.dtype([(name + "_bits", bits)])
+
+
+def _ml_type(name, ml_name, bits):
+    """One of loom's dtypes that numpy lacks."""
+    return _DType(name, None, ml_name=ml_name, bits=bits)
 
 
 # The one list of loom's dtypes, in loom_c.h's order: a dtype's position is
@@ -75,23 +92,51 @@ _DTYPES = [
     _DType("i8", np.dtype(np.int8), "int8"),
     _DType("i16", np.dtype(np.int16), "int16"),
     _DType("u8", np.dtype(np.uint8), "uint8"),
-    _DType("u16", np.dtype(np.uint16), None),
-    _DType("u32", np.dtype(np.uint32), None),
-    _DType("u64", np.dtype(np.uint64), None),
-    _DType("f16", np.dtype(np.float16), None),
-    _DType("bf16", _ml_dtype("bfloat16", np.uint16), None),
-    _DType("f8e4m3fn", _ml_dtype("float8_e4m3fn", np.uint8), None),
-    _DType("f8e4m3fnuz", _ml_dtype("float8_e4m3fnuz", np.uint8), None),
-    _DType("f8e5m2", _ml_dtype("float8_e5m2", np.uint8), None),
-    _DType("f8e5m2fnuz", _ml_dtype("float8_e5m2fnuz", np.uint8), None),
-    _DType("f8e8m0", _ml_dtype("float8_e8m0fnu", np.uint8), None),
-    _DType("f4e2m1", _ml_dtype("float4_e2m1fn", np.uint8), None),
-    _DType("i4", _ml_dtype("int4", np.int8), None),
-    _DType("u4", _ml_dtype("uint4", np.uint8), None),
-    _DType("i2", _ml_dtype("int2", np.int8), None),
-    _DType("u2", _ml_dtype("uint2", np.uint8), None),
+    _DType("u16", np.dtype(np.uint16)),
+    _DType("u32", np.dtype(np.uint32)),
+    _DType("u64", np.dtype(np.uint64)),
+    _DType("f16", np.dtype(np.float16)),
+    _ml_type("bf16", "bfloat16", np.uint16),
+    _ml_type("f8e4m3fn", "float8_e4m3fn", np.uint8),
+    _ml_type("f8e4m3fnuz", "float8_e4m3fnuz", np.uint8),
+    _ml_type("f8e5m2", "float8_e5m2", np.uint8),
+    _ml_type("f8e5m2fnuz", "float8_e5m2fnuz", np.uint8),
+    _ml_type("f8e8m0", "float8_e8m0fnu", np.uint8),
+    _ml_type("f4e2m1", "float4_e2m1fn", np.uint8),
+    _ml_type("i4", "int4", np.int8),
+    _ml_type("u4", "uint4", np.uint8),
+    _ml_type("i2", "int2", np.int8),
+    _ml_type("u2", "uint2", np.uint8),
 ]
-_NUMPY_DTYPES = [d.numpy for d in _DTYPES]  # by loom_dtype value
+_BUILTIN_INDEX = {d.builtin: i for i, d in enumerate(_DTYPES) if d.builtin is not None}
+
+
+def _dtype_index(dtype):
+    """The loom_dtype value of numpy's `dtype`, or None where loom has no
+    such type. ml_dtypes' types (numpy's kind "V", as are the records that
+    stand for them) are looked for only among those, so that an array of
+    numpy's own types never imports ml_dtypes."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        return None
+    index = _BUILTIN_INDEX.get(dtype)
+    if index is None and dtype.kind == "V":
+        index = next((i for i, d in enumerate(_DTYPES) if d.builtin is None and d.numpy == dtype),
+                     None)
+    return index
+
+
+def _numpy_dtype_named(name):
+    """numpy's dtype named `name` (numpy's names, and ml_dtypes' for loom's
+    types that numpy lacks: "bfloat16"); TypeError where there is none."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        found = next((d for d in _DTYPES if d.ml_name == name), None)
+        if found is None:
+            raise
+        return found.numpy
 
 
 class _Tensor(ctypes.Structure):
@@ -196,20 +241,20 @@ class _Plan:
             encoded = name.encode()
             dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
             self.output_shapes.append((encoded, dims))  # alive as long as the structs
-            self.outputs[i] = _Tensor(encoded, _NUMPY_DTYPES.index(dtype), len(shape), dims, None)
+            self.outputs[i] = _Tensor(encoded, _dtype_index(dtype), len(shape), dims, None)
 
     def set_type(self, i, dtype, shape):
         """Input i's type, if it is not that already."""
         if self.types[i] != (dtype, shape):
-            if dtype not in _NUMPY_DTYPES:
+            index = _dtype_index(dtype)
+            if index is None:
                 raise InvalidArgumentError(
                     "input '%s' is %s, which loom has no type for (it has %s)" % (
                         self.names[i].decode(), dtype, ", ".join(d.name for d in _DTYPES)),
                     _INVALID_ARGUMENT)
             self.shapes[i] = (ctypes.c_int64 * max(len(shape), 1))(*shape)
             self.types[i] = (dtype, shape)
-            self.inputs[i] = _Tensor(self.names[i], _NUMPY_DTYPES.index(dtype), len(shape),
-                                     self.shapes[i], None)
+            self.inputs[i] = _Tensor(self.names[i], index, len(shape), self.shapes[i], None)
 
     def bind_input(self, i, array):
         self.set_type(i, array.dtype, array.shape)
@@ -260,7 +305,7 @@ class Model:
         shape = ctypes.POINTER(ctypes.c_int64)()
         _check(function(self._handle, index, ctypes.byref(name), ctypes.byref(dtype),
                         ctypes.byref(rank), ctypes.byref(shape)))
-        return (name.value.decode(), _NUMPY_DTYPES[dtype.value],
+        return (name.value.decode(), _DTYPES[dtype.value].numpy,
                 tuple(shape[i] for i in range(rank.value)))
 
     def run(self, feeds):

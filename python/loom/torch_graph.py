@@ -13,7 +13,7 @@ import torch
 import loom
 from loom.torch_symbolic import Guards, SymSize, dim_expr, is_size
 
-__all__ = ["LOOM_DTYPES", "GraphTranslator", "Unsupported", "bind_symbols", "is_weight",
+__all__ = ["GraphTranslator", "Unsupported", "bind_symbols", "is_weight", "loom_dtype",
            "numpy_dtype", "signature", "unknown_op"]
 
 
@@ -22,16 +22,21 @@ class Unsupported(Exception):
 
 
 def numpy_dtype(dtype):
-    """numpy's dtype for a torch dtype: torch names its dtypes as numpy does."""
-    return np.dtype(str(dtype).replace("torch.", ""))
+    """numpy's dtype for a torch dtype: torch names its dtypes as numpy does
+    (and as ml_dtypes does those numpy lacks: bfloat16)."""
+    return loom._numpy_dtype_named(str(dtype).replace("torch.", ""))
 
 
-# The dtypes of torch's tensors a graph takes as inputs, and of the arrays it
-# keeps as weights (all of loom's but bool, which a weight holds as u8 and a
-# cast makes bool), with their names in graph text.
+def loom_dtype(dtype):
+    """loom's name of numpy's dtype (f32), or None where loom has none."""
+    index = loom._dtype_index(dtype)
+    return None if index is None else loom._DTYPES[index].name
+
+
+# The dtypes of torch's tensors a graph takes as inputs, with their names in
+# graph text (a weight may have any of loom's but bool, which a weight holds
+# as u8 and a cast makes bool).
 _INPUT_DTYPES = {getattr(torch, d.torch): d.name.upper() for d in loom._DTYPES if d.torch}
-_WEIGHT_DTYPES = {d.numpy: d.name.upper() for d in loom._DTYPES if d.name != "bool"}
-LOOM_DTYPES = {d.numpy: d.name for d in loom._DTYPES}  # numpy's dtype -> loom's name
 # The dtypes a constant's inline values may have (doubles for the floats,
 # int64 for the rest; not u64, whose upper half int64 does not hold).
 _CONSTANT_DTYPES = {d.numpy: d.name.upper() for d in loom._DTYPES
@@ -89,7 +94,7 @@ class GraphWriter:
             return self._constant(hint, array)
         if array.dtype == np.bool_:
             return self.node("cast", [self.weight(hint, array.astype(np.uint8))], to="bool")
-        dtype = _WEIGHT_DTYPES.get(array.dtype)
+        dtype = loom_dtype(array.dtype)
         if dtype is None:
             raise Unsupported("a weight of dtype %s" % array.dtype)
         name = self.fresh(hint)
@@ -101,7 +106,7 @@ class GraphWriter:
                 self.weights.write(_little_endian(array))
             self.offset += array.nbytes
         self.lines.append('weight { name: "%s" %s external { file: "%s" offset: %d } }' % (
-            name, self._type(dtype, array.shape), file, offset))
+            name, self._type(dtype.upper(), array.shape), file, offset))
         return name
 
     def _constant(self, hint, array):

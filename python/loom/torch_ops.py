@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from loom.torch_graph import LOOM_DTYPES, Unsupported, numpy_dtype, signature, unknown_op
+from loom.torch_graph import Unsupported, loom_dtype, numpy_dtype, signature, unknown_op
 from loom.torch_symbolic import SymSize, is_size
 
 __all__ = ["OPS"]
@@ -419,7 +419,7 @@ def _operand(t, arg, dtype):
         return t.graph.weight("scalar", np.array(t.raw(arg), dtype))
     value = t.value(arg)
     if t.dtype_of(arg) != dtype:
-        value = t.graph.node("cast", [value], to=LOOM_DTYPES[dtype])
+        value = t.graph.node("cast", [value], to=loom_dtype(dtype))
     return value
 
 
@@ -480,7 +480,7 @@ def cast(t, node):
     if example.device.type != "cpu":
         raise Unsupported("a tensor moved to %s" % example.device)
     dtype = t.dtype_of(node)
-    if dtype not in LOOM_DTYPES:
+    if loom_dtype(dtype) is None:
         raise Unsupported("a cast to %s" % example.dtype)
     return _operand(t, node.args[0], dtype)
 
