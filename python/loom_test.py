@@ -24,6 +24,17 @@ def assert_close(test, actual, expected):
                     "max error %g" % np.max(np.abs(actual - expected)))
 
 
+def compile_doubling(dtype, size):
+    """A graph y = x + x of x: dtype[size], compiled."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "double.pbtxt")
+        with open(path, "w") as graph:
+            graph.write('name: "double" input { name: "x" type { dtype: %s shape: [%d] } }\n'
+                        'node { name: "add" op: "add" input: "x" input: "x" output: "y" }\n'
+                        'output: "y"\n' % (dtype, size))
+        return loom.compile(path)
+
+
 class LoomTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -63,13 +74,7 @@ class LoomTest(unittest.TestCase):
             self.lstm(self.x, self.x)
 
     def test_float16_is_stored_and_each_op_rounds(self):
-        with tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, "half.pbtxt")
-            with open(path, "w") as graph:
-                graph.write('name: "half" input { name: "x" type { dtype: F16 shape: [5] } }\n'
-                            'node { name: "add" op: "add" input: "x" input: "x" output: "y" }\n'
-                            'output: "y"\n')
-            model = loom.compile(path)
+        model = compile_doubling("F16", 5)
         self.assertEqual(model.inputs, [("x", np.dtype(np.float16), (5,))])
         x = np.array([1 + 2**-10, 65504, 2**-24, -np.inf, np.nan], np.float16)
         y = model(x)
@@ -77,13 +82,7 @@ class LoomTest(unittest.TestCase):
         np.testing.assert_array_equal(y, x + x)  # numpy's float16 rounds alike: 65504 to inf
 
     def test_bfloat16_is_ml_dtypes_or_its_bits(self):
-        with tempfile.TemporaryDirectory() as folder:
-            path = os.path.join(folder, "bf16.pbtxt")
-            with open(path, "w") as graph:
-                graph.write('name: "bf16" input { name: "x" type { dtype: BF16 shape: [3] } }\n'
-                            'node { name: "add" op: "add" input: "x" input: "x" output: "y" }\n'
-                            'output: "y"\n')
-            model = loom.compile(path)
+        model = compile_doubling("BF16", 3)
         (_, dtype, _), = model.inputs
         self.assertEqual((dtype.kind, dtype.itemsize), ("V", 2))  # ml_dtypes', or a record
         x = np.array([0x3F80, 0xC040, 0x0000], np.uint16).view(dtype)  # 1, -3, 0
