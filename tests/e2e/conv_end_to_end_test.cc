@@ -19,10 +19,10 @@
 #include "backends/cpp/dnnl_conv_text.h"
 #include "backends/cpp/executable.h"
 #include "backends/cpp/prebuilt_objects.h"
+#include "compiler/check.h"
 #include "gtest/gtest.h"
 #include "ir/file_io.h"
 #include "ir/graph.h"
-#include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
 #include "runtime/native_library.h"
@@ -125,8 +125,8 @@ TEST(ConvEndToEndTest, ConvCallsOfOtherBatchesShareOneNativeCompile) {
   const std::string cache = TestCacheDir() + "/conv_batches";
   std::deque<Module> modules;  // whose weights the executables read in place
   std::vector<cpp::CppExecutable> executables;
-  std::vector<std::vector<Tensor>> inputs, expected;
-  std::vector<std::string> names;
+  std::vector<Graph> graphs;  // as built, to judge the results against
+  std::vector<std::vector<Tensor>> inputs;
   for (const int64_t batch : {2, 3, 5}) {
     SCOPED_TRACE(absl::StrCat("batch ", batch));
     GraphBuilder b;
@@ -135,10 +135,7 @@ TEST(ConvEndToEndTest, ConvCallsOfOtherBatchesShareOneNativeCompile) {
     Graph graph = std::move(b.graph());
     ASSERT_TRUE(InferShapes(graph).ok());
     inputs.push_back(MakeInputs(graph));
-    absl::StatusOr<std::vector<Tensor>> want = Interpret(graph, inputs.back());
-    ASSERT_TRUE(want.ok()) << want.status();
-    expected.push_back(*std::move(want));
-    names = {graph.value(graph.outputs()[0]).name};
+    graphs.push_back(graph);
     absl::StatusOr<Module> module = EmitModule(std::move(graph), "", 4096, /*conv_calls=*/true);
     ASSERT_TRUE(module.ok()) << module.status();
     ASSERT_NE(module->source->text.find("loom_dnnl_conv_at"), std::string::npos);
@@ -155,7 +152,12 @@ TEST(ConvEndToEndTest, ConvCallsOfOtherBatchesShareOneNativeCompile) {
       SCOPED_TRACE(absl::StrCat("executable ", i, ", round ", round));
       absl::StatusOr<std::vector<Tensor>> actual = executables[i].Run(inputs[i]);
       ASSERT_TRUE(actual.ok()) << actual.status();
-      ExpectEqualWithinTolerance(*actual, expected[i], names);
+      // By `loom run --check`'s rule, as CompileRunAndCompare judges conv
+      // calls: oneDNN's Winograd (AVX-512) is off the float32 interpreter
+      // by more than the fixed tolerance where the 288-term sums cancel.
+      absl::StatusOr<CheckResult> check = CheckOutputs(graphs[i], inputs[i], *actual);
+      ASSERT_TRUE(check.ok()) << check.status();
+      EXPECT_TRUE(check->pass) << check->worst;
     }
   }
 }
