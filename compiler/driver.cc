@@ -245,10 +245,11 @@ absl::Status CompileNatively(const CompileOptions& options, CompiledModel& compi
     compiled.cuda_executable.emplace(std::move(executable));
     return absl::OkStatus();
   }
-  LOOM_ASSIGN_OR_RETURN(cpp::CppExecutable executable,
-                        options.cache_dir.empty()
-                            ? cpp::CppExecutable::Create(module)
-                            : cpp::CppExecutable::Create(module, options.cache_dir));
+  LOOM_ASSIGN_OR_RETURN(
+      cpp::CppExecutable executable,
+      cpp::CppExecutable::Create(
+          module, options.cache_dir.empty() ? cpp::DefaultCacheDir() : options.cache_dir,
+          options.runs_here));
   compiled.executable.emplace(std::move(executable));
   compiled.report.set_native_compile_seconds(compiled.executable->compile_seconds());
   compiled.report.set_cache_hit(compiled.executable->cache_hit());

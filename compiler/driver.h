@@ -41,6 +41,9 @@ struct CompileOptions {
   std::string dump_dir;
   std::string cache_dir;       // empty: the runtime's default
   bool native_compile = true;  // false: stop after emitting source
+  // false: this process will not run the model (`loom compile`), so the
+  // native compile does not set up oneDNN for a first launch meanwhile.
+  bool runs_here = true;
   // Verify the IR after every pass (RunOptions::verify_each). Off by
   // default: it re-checks the whole graph and loop program once per pass,
   // which costs about as much as the passes themselves; tests turn it on.

@@ -265,6 +265,7 @@ int Compile() {
     return CompileForEveryShape(options);
   }
   options.native_compile = aot.empty();  // the program that links it compiles it
+  options.runs_here = false;
   absl::StatusOr<CompiledModel> compiled = CompileModel(options);
   if (!compiled.ok()) return Fail(compiled.status());
   if (!aot.empty()) {

@@ -100,13 +100,15 @@ NativeCompileOptions NativeOptions(const GeneratedSource& source, const std::str
   return options;
 }
 
-absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::string& cache_dir) {
+absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::string& cache_dir,
+                                              bool warm_up_dnnl) {
   if (!module.loops.has_value() || !module.source.has_value() || module.source->language != "c++") {
     return absl::FailedPreconditionError(
         "the pipeline emitted no C++ (does it end with 'codegen-cpp'?)");
   }
   LOOM_RETURN_IF_ERROR(CheckBufferLimits(*module.loops));
-  const NativeCompileOptions options = NativeOptions(*module.source, cache_dir);
+  NativeCompileOptions options = NativeOptions(*module.source, cache_dir);
+  options.warm_up_dnnl = warm_up_dnnl;
   if (!ShapeTemplatesOn()) return CompileAndLoad(module.source->text, options);
   return CompileAndLoadForShapes(*module.source, options);
 }

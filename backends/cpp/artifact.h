@@ -17,8 +17,9 @@ namespace loom::cpp {
 NativeCompileOptions NativeOptions(const GeneratedSource& source, const std::string& cache_dir);
 
 // The kernels of a module through codegen-cpp, compiled (through the cache
-// in `cache_dir`) and loaded.
-absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::string& cache_dir);
+// in `cache_dir`) and loaded; `warm_up_dnnl` as NativeCompileOptions'.
+absl::StatusOr<CompiledLibrary> CompileModule(const Module& module, const std::string& cache_dir,
+                                              bool warm_up_dnnl = true);
 
 // What loom::Model runs: the module's launch table, buffers, weights and
 // interface, with the kernels' shared object `shared_object` (empty: none,

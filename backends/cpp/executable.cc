@@ -18,8 +18,9 @@ CppExecutable::CppExecutable(Model model, bool cache_hit, double compile_seconds
       compile_seconds_(compile_seconds),
       shape_template_(shape_template) {}
 
-absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module, std::string cache_dir) {
-  LOOM_ASSIGN_OR_RETURN(CompiledLibrary compiled, CompileModule(module, cache_dir));
+absl::StatusOr<CppExecutable> CppExecutable::Create(const Module& module, std::string cache_dir,
+                                                    bool warm_up_dnnl) {
+  LOOM_ASSIGN_OR_RETURN(CompiledLibrary compiled, CompileModule(module, cache_dir, warm_up_dnnl));
   LOOM_ASSIGN_OR_RETURN(runtime::proto::Artifact artifact,
                         MakeArtifact(module, /*shared_object=*/"", {}, /*weight_data=*/false));
   LOOM_ASSIGN_OR_RETURN(Model model,

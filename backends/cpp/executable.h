@@ -22,8 +22,10 @@ class CppExecutable {
  public:
   // Compiles module.source natively (through the runtime's cache) and binds
   // its buffers. The module must have been through lowering and codegen.
+  // `warm_up_dnnl`: as NativeCompileOptions' (false where it will not run).
   static absl::StatusOr<CppExecutable> Create(const Module& module,
-                                              std::string cache_dir = DefaultCacheDir());
+                                              std::string cache_dir = DefaultCacheDir(),
+                                              bool warm_up_dnnl = true);
 
   // Runs the schedule on `inputs` (in the order of the graph's inputs;
   // types are checked) and returns copies of the graph's outputs.

@@ -449,7 +449,7 @@ absl::StatusOr<CompiledLibrary> CompileAndLoad(std::string_view source,
         compiled_status = CompileLibrary(source, command, std::move(jobs), base, options.cache_dir);
       },
       [&] { WarmUpOneDnn(command.dnnl_library); }};
-  const int64_t parts = command.dnnl_library.empty() ? 1 : 2;
+  const int64_t parts = command.dnnl_library.empty() || !options.warm_up_dnnl ? 1 : 2;
   RunInParts(parts, parts, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) work[i]();
   });
