@@ -144,12 +144,17 @@ void CompileRunAndCompare(Graph graph, const EndToEndOptions& options) {
   ASSERT_TRUE(actual.ok()) << actual.status();
   ASSERT_EQ(actual->size(), expected->size());
   if (checked.has_value()) {
-    absl::StatusOr<CheckResult> check = CheckOutputs(*checked, inputs, *actual);
-    ASSERT_TRUE(check.ok()) << check.status();
-    EXPECT_TRUE(check->pass) << check->worst;
+    ExpectPassesCheck(*checked, inputs, *actual);
     return;
   }
   ExpectEqualWithinTolerance(*actual, *expected, names);
+}
+
+void ExpectPassesCheck(const Graph& graph, const std::vector<Tensor>& inputs,
+                       const std::vector<Tensor>& actual) {
+  absl::StatusOr<CheckResult> check = CheckOutputs(graph, inputs, actual);
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_TRUE(check->pass) << check->worst;
 }
 
 void ExpectEqualWithinTolerance(const std::vector<Tensor>& actual,

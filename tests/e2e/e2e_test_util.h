@@ -104,6 +104,11 @@ void ExpectEqualWithinTolerance(const std::vector<Tensor>& actual,
                                 const std::vector<Tensor>& expected,
                                 const std::vector<std::string>& names);
 
+// Judges `actual`, the compiled `graph`'s outputs on `inputs`, by `loom run
+// --check`'s rule (compiler/check.h), as CompileRunAndCompare does conv calls.
+void ExpectPassesCheck(const Graph& graph, const std::vector<Tensor>& inputs,
+                       const std::vector<Tensor>& actual);
+
 // The dynamic symbols the shared object at `library` imports, without their
 // versions (nm -D).
 std::vector<std::string> ImportedSymbols(const std::string& library);
